@@ -1,0 +1,361 @@
+/*
+ * larder.h - the public C API of larder, a concurrent in-memory cache engine.
+ *
+ * This is the only installed header. Everything a front door needs (the C
+ * library user, larderd, the Java and Node bindings, a multi-cache pool) is
+ * here; nothing about the engine's layout is.
+ *
+ * Threads
+ *   Any number of threads may call any function on one cache at once, with no
+ *   registration. A thread's per-thread state is created on its first call and
+ *   released when the thread exits.
+ *
+ * Return values
+ *   Every fallible call returns LARDER_OK (0), a positive documented status
+ *   (LARDER_MISS, LARDER_EXISTS, LARDER_MISMATCH) or a negative LARDER_E* error
+ *   code; larder_strerror() names both. No call ever aborts or exits the
+ *   process on bad input or on out-of-memory.
+ *
+ * Keys and values
+ *   A key is 1..max_key_bytes bytes (at most LARDER_KEY_LIMIT), a value
+ *   0..max_value_bytes bytes. Both are copied into the cache on a write; the
+ *   caller's buffers are never retained.
+ *
+ * Read sections and callbacks
+ *   larder_get_with() and larder_get_batch() run the caller's callback on the
+ *   stored bytes in place, inside a read section: the bytes stay valid and
+ *   unchanged until the callback returns, even if another thread overwrites or
+ *   removes the key meanwhile. A callback must be short (it delays the reuse
+ *   of memory), may call larder_get*() and larder_contains() on any cache,
+ *   and must not keep the pointer after it returns. A write called from inside
+ *   a callback never waits for memory: where it would, it fails with
+ *   LARDER_EBUSY.
+ */
+#ifndef LARDER_H
+#define LARDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define LARDER_API __attribute__((visibility("default")))
+#define LARDER_MUST_USE __attribute__((warn_unused_result))
+#else
+#define LARDER_API
+#define LARDER_MUST_USE
+#endif
+
+#define LARDER_VERSION_MAJOR 0
+#define LARDER_VERSION_MINOR 1
+#define LARDER_VERSION_PATCH 0
+
+/* Results. Statuses are >= 0, errors < 0. */
+enum larder_status {
+	LARDER_OK = 0,
+	LARDER_MISS = 1,     /* the key is absent or expired */
+	LARDER_EXISTS = 2,   /* put_if_absent: a live value is already there */
+	LARDER_MISMATCH = 3, /* *_if_equals: the current value differs */
+};
+
+enum larder_error {
+	LARDER_EINVAL = -1,   /* NULL where a pointer is required, empty key, bad setting */
+	LARDER_EKEYSIZE = -2, /* key longer than the cache's max_key_bytes */
+	LARDER_EVALSIZE = -3, /* value over max_value_bytes, or entry over the entry limit */
+	LARDER_ENOMEM = -4,   /* the operating system refused memory */
+	LARDER_EBUFSIZE = -5, /* the caller's buffer is too small; nothing was copied */
+	LARDER_EBUSY = -6,    /* over the memory bound and no room was freed in time */
+	LARDER_ETHREAD = -7,  /* the maintainer thread could not be started */
+	LARDER_ESYS = -8,     /* another system call failed; errno has the cause */
+};
+
+/* Why an entry left the cache; reported to the removal listener. */
+enum larder_cause {
+	LARDER_CAUSE_EXPLICIT = 0, /* larder_remove*() */
+	LARDER_CAUSE_REPLACED = 1, /* a write stored a new value for the key */
+	LARDER_CAUSE_EXPIRED = 2,  /* its time to live ran out */
+	LARDER_CAUSE_EVICTED = 3,  /* the policy chose it to keep within capacity */
+	LARDER_CAUSE_CLEARED = 4,  /* larder_clear() */
+};
+
+/* Eviction policies; LARDER_POLICY_DEFAULT picks the recommended one. */
+enum larder_policy {
+	LARDER_POLICY_DEFAULT = 0,
+	LARDER_POLICY_S3FIFO = 1,
+	LARDER_POLICY_FIFO = 2,
+	LARDER_POLICY_LRU = 3,
+	LARDER_POLICY_WTINYLFU = 4,
+	LARDER_POLICY_ARC = 5,
+};
+
+/*
+ * Time to live, in milliseconds, for writes and touch: LARDER_TTL_DEFAULT
+ * takes the cache's default, LARDER_TTL_NEVER means the entry never expires.
+ * Any other value is a lifetime counted from the moment of the call.
+ */
+#define LARDER_TTL_DEFAULT ((uint64_t)0)
+#define LARDER_TTL_NEVER UINT64_MAX
+
+/* The hard ceiling on max_key_bytes (the entry stores the length in 16 bits). */
+#define LARDER_KEY_LIMIT 65535u
+/* The hard ceiling on max_value_bytes. */
+#define LARDER_VALUE_LIMIT ((size_t)1 << 30)
+
+typedef struct larder larder;
+typedef struct larder_config larder_config;
+
+/*
+ * Clock: milliseconds on a monotonic scale. The default reads
+ * CLOCK_MONOTONIC. Called on any thread, only for operations that involve a
+ * TTL; must be thread-safe and must never go backwards.
+ */
+typedef uint64_t larder_clock_fn(void *ctx);
+
+/*
+ * Removal listener: called once for each entry that leaves the cache, on the
+ * cache's maintainer thread (never on a caller's), some time after the
+ * removal became visible. key and value are valid only during the call. It may
+ * call larder_get*() but must not call write operations on the same cache and
+ * should return quickly: the maintainer does nothing else meanwhile.
+ */
+typedef void larder_removal_fn(void *ctx, const void *key, size_t key_len, const void *value,
+			       size_t value_len, enum larder_cause cause);
+
+/* Zero-copy read: value points at the stored bytes, valid during the call. */
+typedef void larder_read_fn(void *ctx, const void *value, size_t value_len);
+
+/* Batch read: called once per key found, with the key's index in the batch. */
+typedef void larder_batch_fn(void *ctx, size_t index, const void *value, size_t value_len);
+
+/* ---- Configuration ------------------------------------------------------ */
+
+/*
+ * Creates a configuration with working defaults: capacity 64 MiB, 4096
+ * expected entries, max key 250 bytes, max value 1 MiB, no default TTL,
+ * S3-FIFO, CLOCK_MONOTONIC, no listener, random hash seed, write wait 1000 ms.
+ * Allocates. Returns LARDER_OK, LARDER_EINVAL (out is NULL) or LARDER_ENOMEM.
+ * A config may be reused for several caches and destroyed any time after
+ * larder_open() returns.
+ */
+LARDER_API LARDER_MUST_USE int larder_config_create(larder_config **out);
+LARDER_API void larder_config_destroy(larder_config *config);
+
+/*
+ * The setters never allocate or block. Each returns LARDER_OK or
+ * LARDER_EINVAL (config NULL or the value out of its range).
+ */
+/* Bytes of entries (headers, keys, values and slot rounding); >= 64 KiB. */
+LARDER_API LARDER_MUST_USE int larder_config_set_capacity(larder_config *config,
+							  uint64_t bytes);
+/* A sizing hint for the index; it grows past this as needed. */
+LARDER_API LARDER_MUST_USE int larder_config_set_expected_entries(larder_config *config,
+								  uint64_t entries);
+/* 1..LARDER_KEY_LIMIT. */
+LARDER_API LARDER_MUST_USE int larder_config_set_max_key_bytes(larder_config *config,
+							       size_t bytes);
+/* 0..LARDER_VALUE_LIMIT. */
+LARDER_API LARDER_MUST_USE int larder_config_set_max_value_bytes(larder_config *config,
+								 size_t bytes);
+/* Lifetime for writes given LARDER_TTL_DEFAULT; LARDER_TTL_NEVER (the default) or 0 = none. */
+LARDER_API LARDER_MUST_USE int larder_config_set_default_ttl_ms(larder_config *config,
+								uint64_t ttl_ms);
+LARDER_API LARDER_MUST_USE int larder_config_set_policy(larder_config *config,
+							enum larder_policy policy);
+/* fn NULL restores the default clock. */
+LARDER_API LARDER_MUST_USE int larder_config_set_clock(larder_config *config,
+						       larder_clock_fn *fn, void *ctx);
+/* fn NULL removes the listener. */
+LARDER_API LARDER_MUST_USE int larder_config_set_removal_listener(larder_config *config,
+								  larder_removal_fn *fn,
+								  void *ctx);
+/* Fixes the hash seed (tests, reproducible runs); by default it is random per cache. */
+LARDER_API LARDER_MUST_USE int larder_config_set_hash_seed(larder_config *config,
+							   uint64_t seed);
+/*
+ * How long a write may wait for the maintainer to make room when the cache is
+ * at its overshoot bound, before failing with LARDER_EBUSY. 0 = never wait.
+ */
+LARDER_API LARDER_MUST_USE int larder_config_set_write_wait_ms(larder_config *config,
+							       uint64_t ms);
+
+/* ---- Lifecycle ---------------------------------------------------------- */
+
+/*
+ * Opens a cache and starts its maintainer thread. Allocates. On success *out
+ * owns the cache; on failure *out is NULL and nothing is leaked.
+ * Errors: LARDER_EINVAL, LARDER_ENOMEM, LARDER_ETHREAD.
+ */
+LARDER_API LARDER_MUST_USE int larder_open(larder **out, const larder_config *config);
+
+/*
+ * Stops the maintainer and frees every byte the cache holds. The caller
+ * guarantees no other thread uses the cache during or after the call. The
+ * removal listener is not called for the entries still present. NULL is a
+ * no-op.
+ */
+LARDER_API void larder_close(larder *cache);
+
+/* ---- Reads: never block, never allocate, never take a lock --------------- */
+
+/*
+ * Copies the value of key into buf. On LARDER_OK, *value_len is the value's
+ * length. When buf_len is too small, copies nothing, sets *value_len to the
+ * length needed and returns LARDER_EBUFSIZE. buf may be NULL when buf_len is 0.
+ * Returns LARDER_OK, LARDER_MISS, LARDER_EBUFSIZE, LARDER_EINVAL or
+ * LARDER_EKEYSIZE.
+ */
+LARDER_API LARDER_MUST_USE int larder_get(larder *cache, const void *key, size_t key_len,
+					  void *buf, size_t buf_len, size_t *value_len);
+
+/*
+ * Calls fn(ctx, value, value_len) on the stored bytes in place when the key is
+ * present; fn is not called on a miss. See "Read sections" above.
+ * Returns LARDER_OK, LARDER_MISS, LARDER_EINVAL or LARDER_EKEYSIZE.
+ */
+LARDER_API LARDER_MUST_USE int larder_get_with(larder *cache, const void *key, size_t key_len,
+					       larder_read_fn *fn, void *ctx);
+
+/*
+ * Looks up count keys in one call (hashing all of them and prefetching their
+ * index buckets first) and calls fn(ctx, i, value, value_len) for each key i
+ * that is present, in index order, inside one read section. Keys that are
+ * absent, expired or invalid (empty, too long, NULL) are skipped.
+ * Returns the number of keys found (>= 0) or LARDER_EINVAL (cache, keys,
+ * key_lens or fn NULL).
+ */
+LARDER_API LARDER_MUST_USE long larder_get_batch(larder *cache, size_t count,
+						 const void *const keys[], const size_t key_lens[],
+						 larder_batch_fn *fn, void *ctx);
+
+/* Returns LARDER_OK if the key is present, LARDER_MISS, LARDER_EINVAL or LARDER_EKEYSIZE. */
+LARDER_API LARDER_MUST_USE int larder_contains(larder *cache, const void *key, size_t key_len);
+
+/*
+ * Sets *ttl_ms to the key's remaining lifetime (LARDER_TTL_NEVER if it has
+ * none; a live entry always has at least 1 ms left).
+ * Returns LARDER_OK, LARDER_MISS, LARDER_EINVAL or LARDER_EKEYSIZE.
+ */
+LARDER_API LARDER_MUST_USE int larder_ttl_remaining(larder *cache, const void *key,
+						    size_t key_len, uint64_t *ttl_ms);
+
+/* ---- Writes: publish atomically, never run the eviction policy ----------- */
+
+/*
+ * Common to all writes: the new value becomes visible to every thread before
+ * the call returns; readers see the old value or the new one, never a mix.
+ * Writes allocate from the cache's own memory and may wait up to the
+ * configured write wait when the cache is at its overshoot bound.
+ * On any error the key's previous value is left intact.
+ * Errors common to all: LARDER_EINVAL (NULL pointer with a non-zero length,
+ * empty key), LARDER_EKEYSIZE, LARDER_EVALSIZE (value over max_value_bytes,
+ * or the entry over 1/8 of capacity), LARDER_ENOMEM, LARDER_EBUSY.
+ */
+
+/* Stores the value, replacing any previous one. Returns LARDER_OK or an error. */
+LARDER_API LARDER_MUST_USE int larder_put(larder *cache, const void *key, size_t key_len,
+					  const void *value, size_t value_len, uint64_t ttl_ms);
+
+/* Stores only if no live value is present: LARDER_OK, LARDER_EXISTS or an error. */
+LARDER_API LARDER_MUST_USE int larder_put_if_absent(larder *cache, const void *key,
+						    size_t key_len, const void *value,
+						    size_t value_len, uint64_t ttl_ms);
+
+/* Stores only if a live value is present: LARDER_OK, LARDER_MISS or an error. */
+LARDER_API LARDER_MUST_USE int larder_replace(larder *cache, const void *key, size_t key_len,
+					      const void *value, size_t value_len,
+					      uint64_t ttl_ms);
+
+/*
+ * Compare-and-set: stores value only if the current value's bytes equal
+ * expected. Returns LARDER_OK, LARDER_MISS, LARDER_MISMATCH or an error.
+ */
+LARDER_API LARDER_MUST_USE int larder_replace_if_equals(larder *cache, const void *key,
+							size_t key_len, const void *expected,
+							size_t expected_len, const void *value,
+							size_t value_len, uint64_t ttl_ms);
+
+/* Removes the key: LARDER_OK, LARDER_MISS, LARDER_EINVAL, LARDER_EKEYSIZE or LARDER_EBUSY. */
+LARDER_API LARDER_MUST_USE int larder_remove(larder *cache, const void *key, size_t key_len);
+
+/* Removes the key only if its value equals expected: adds LARDER_MISMATCH. */
+LARDER_API LARDER_MUST_USE int larder_remove_if_equals(larder *cache, const void *key,
+						       size_t key_len, const void *expected,
+						       size_t expected_len);
+
+/*
+ * Gives a live entry a new lifetime from now (LARDER_TTL_DEFAULT: the cache's
+ * default; LARDER_TTL_NEVER: none). Returns LARDER_OK, LARDER_MISS or an error.
+ */
+LARDER_API LARDER_MUST_USE int larder_touch(larder *cache, const void *key, size_t key_len,
+					    uint64_t ttl_ms);
+
+/*
+ * Removes every entry (cause LARDER_CAUSE_CLEARED). O(1) for the caller:
+ * the index is swapped for an empty one and the maintainer frees the old
+ * entries in the background. Allocates the new index.
+ * Returns LARDER_OK, LARDER_EINVAL or LARDER_ENOMEM (nothing was cleared).
+ */
+LARDER_API LARDER_MUST_USE int larder_clear(larder *cache);
+
+/*
+ * Changes the capacity at run time (>= 64 KiB). When shrinking, the
+ * maintainer evicts down to the new capacity promptly; writes may wait
+ * meanwhile. Returns LARDER_OK or LARDER_EINVAL.
+ */
+LARDER_API LARDER_MUST_USE int larder_set_capacity(larder *cache, uint64_t bytes);
+
+/* ---- Statistics ---------------------------------------------------------- */
+
+/*
+ * Counters, indexes into the array filled by larder_stats(). New counters are
+ * only ever appended, so a caller compiled against an older header keeps
+ * working.
+ */
+enum larder_stat {
+	LARDER_STAT_HITS = 0,        /* reads that found a live value */
+	LARDER_STAT_MISSES,          /* reads that found nothing (or an expired value) */
+	LARDER_STAT_WRITES,          /* successful writes of a new value */
+	LARDER_STAT_ENTRIES,         /* entries in the index, as the maintainer knows them */
+	LARDER_STAT_USED_BYTES,      /* bytes of slots allocated to entries, live or awaiting free */
+	LARDER_STAT_CAPACITY_BYTES,  /* the current capacity */
+	LARDER_STAT_OVERSHOOT_BOUND, /* how far used bytes may exceed capacity */
+	LARDER_STAT_EVICTIONS,       /* removals with cause EVICTED */
+	LARDER_STAT_EXPIRATIONS,     /* removals with cause EXPIRED */
+	LARDER_STAT_REMOVALS,        /* removals with cause EXPLICIT */
+	LARDER_STAT_REPLACEMENTS,    /* removals with cause REPLACED */
+	LARDER_STAT_CLEARED,         /* removals with cause CLEARED */
+	LARDER_STAT_WRITE_WAITS,     /* writes that had to wait for room */
+	LARDER_STAT_WRITE_BUSY,      /* writes that failed with LARDER_EBUSY */
+	LARDER_STAT_INDEX_SLOTS,     /* slots in the index */
+	LARDER_STAT_INDEX_RESIZES,   /* completed index growths */
+	LARDER_STAT_PAGES_MAPPED,    /* bytes of pages held from the OS (slabs and large entries) */
+	LARDER_STAT_PAGES_RETURNED,  /* bytes handed back to the OS so far */
+	LARDER_STAT_MAINT_PASSES,    /* maintainer loop iterations */
+	LARDER_STAT_HIT_SAMPLES,     /* hit events the policy received */
+	LARDER_STAT_COUNT
+};
+
+/*
+ * Fills values[0..count-1] with a snapshot of the counters (summed over
+ * threads; each counter is exact, the set is not one atomic instant). Does
+ * not block the read or write paths. Returns LARDER_OK or LARDER_EINVAL.
+ */
+LARDER_API LARDER_MUST_USE int larder_stats(larder *cache, uint64_t *values, size_t count);
+
+/* The counter's name ("hits", "used_bytes", ...), or NULL when out of range. */
+LARDER_API const char *larder_stat_name(enum larder_stat stat);
+
+/* A static description of any result code; never NULL. */
+LARDER_API const char *larder_strerror(int code);
+
+/* The name of a removal cause ("explicit", ...), or "unknown". */
+LARDER_API const char *larder_cause_name(enum larder_cause cause);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LARDER_H */

@@ -1,0 +1,92 @@
+/*
+ * core/entry.h - the native layout of one cache entry.
+ *
+ * An entry is one slab slot (or, for big values, one private mapping):
+ *
+ *     struct larder__entry   24 bytes, below
+ *     expire_ms              8 bytes, only when LARDER__ENTRY_TTL is set
+ *     key bytes              key_len
+ *     value bytes            value_len
+ *
+ * Ownership of the fields (the invariants the stress test relies on):
+ *   E1. key_len, value_len, flags, the key and the value are written by the
+ *       creating writer before the entry is published in the index (release)
+ *       and are never written again; readers may read them once they have
+ *       loaded the entry from the index (acquire).
+ *   E2. expire_ms is atomic: touch() rewrites it in place under the key's
+ *       bucket lock; readers load it relaxed, because either deadline is a
+ *       correct answer for a read that races with the touch.
+ *   E3. prev, next and mbits belong to the maintainer thread alone (policy
+ *       queue links and state), except that the creating writer zeroes them
+ *       before publication. Readers never read them, so they share the line
+ *       with reader-visible fields without a data race.
+ */
+#ifndef LARDER_CORE_ENTRY_H
+#define LARDER_CORE_ENTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "sync/atomic.h"
+
+enum {
+	LARDER__ENTRY_TTL = 1, /* an expire_ms field follows the header */
+};
+
+/* mbits: bits 0-5 belong to the eviction policy, 6-7 to the maintainer. */
+enum {
+	LARDER__MBITS_POLICY = 0x3f,
+	LARDER__MBITS_LINKED = 0x40, /* the maintainer has applied its insertion */
+	LARDER__MBITS_DEAD = 0x80,   /* unlinked from the index; awaiting free */
+};
+
+struct larder__entry {
+	struct larder__entry *prev; /* E3 */
+	struct larder__entry *next; /* E3 */
+	uint32_t value_len;         /* E1 */
+	uint16_t key_len;           /* E1 */
+	uint8_t flags;              /* E1 */
+	uint8_t mbits;              /* E3 */
+};
+
+#define LARDER__ENTRY_HEADER_BYTES sizeof(struct larder__entry)
+
+static inline size_t larder__entry_prefix_bytes(unsigned flags)
+{
+	return LARDER__ENTRY_HEADER_BYTES + ((flags & LARDER__ENTRY_TTL) ? sizeof(uint64_t) : 0);
+}
+
+/* Bytes the entry occupies before slot rounding. */
+static inline size_t larder__entry_bytes(unsigned flags, size_t key_len, size_t value_len)
+{
+	return larder__entry_prefix_bytes(flags) + key_len + value_len;
+}
+
+static inline size_t larder__entry_size(const struct larder__entry *e)
+{
+	return larder__entry_bytes(e->flags, e->key_len, e->value_len);
+}
+
+static inline larder__atomic_u64 *larder__entry_expire(struct larder__entry *e)
+{
+	return (larder__atomic_u64 *)(void *)(e + 1);
+}
+
+static inline unsigned char *larder__entry_key(struct larder__entry *e)
+{
+	return (unsigned char *)e + larder__entry_prefix_bytes(e->flags);
+}
+
+static inline unsigned char *larder__entry_value(struct larder__entry *e)
+{
+	return larder__entry_key(e) + e->key_len;
+}
+
+static inline int larder__entry_key_equals(struct larder__entry *e, const void *key,
+					   size_t key_len)
+{
+	return e->key_len == key_len && memcmp(larder__entry_key(e), key, key_len) == 0;
+}
+
+#endif /* LARDER_CORE_ENTRY_H */

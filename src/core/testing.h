@@ -1,0 +1,40 @@
+/*
+ * core/testing.h - seams for tests, linked from the static library.
+ *
+ * These functions are internal (hidden in the shared library): the unit and
+ * stress tests link liblarder.a and use them to observe and steer the engine
+ * without sleeping. None of them is needed, or safe to rely on, in production.
+ */
+#ifndef LARDER_CORE_TESTING_H
+#define LARDER_CORE_TESTING_H
+
+#include <stdint.h>
+
+#include "larder.h"
+
+/*
+ * Waits until the maintainer has applied every event posted before the call,
+ * finished the index growth and evictions they called for, and freed every
+ * retired entry (grace periods included). Does not stop other threads from
+ * posting more. Returns 0, or -1 when timeout_ms passed first.
+ */
+int larder__test_quiesce(larder *cache, uint64_t timeout_ms);
+
+/*
+ * Walks the whole index and counts its entries and their slot bytes. Call
+ * only when no thread writes and the maintainer is quiesced.
+ */
+void larder__test_walk(larder *cache, uint64_t *entries, uint64_t *slot_bytes);
+
+/* Makes the n-th next page mapping fail (0 = the next one); -1 turns it off. */
+void larder__test_fail_mmap_after(long n);
+
+/* Bytes currently mapped by larder, all caches together (leak checks). */
+uint64_t larder__test_mapped_bytes(void);
+
+/* When on, freed entry memory is filled with LARDER__POISON_BYTE. */
+void larder__test_poison_freed(int on);
+
+#define LARDER__POISON_BYTE 0xdb
+
+#endif /* LARDER_CORE_TESTING_H */

@@ -1,0 +1,60 @@
+/*
+ * evict/policy.h - the interface between the maintainer and an eviction policy.
+ *
+ * A policy orders the entries the maintainer knows about and names the next
+ * victim. It runs only on the maintainer thread (or in the simulator), so it
+ * needs no synchronisation; every call is O(1) amortised and never scans.
+ *
+ * The policy keeps its queues in the entries themselves: prev, next and the
+ * policy bits of mbits (LARDER__MBITS_POLICY) are its to use while the entry is
+ * linked. It learns an entry's hash and size through the host callbacks, so
+ * the engine (which recomputes them from the key) and the simulator (which
+ * stores them) drive the very same code.
+ *
+ * Contract, for every policy:
+ *   P1. insert() links e; remove() and evict() unlink it; replace() moves
+ *       old's position (and history) to new and unlinks old.
+ *   P2. evict() returns NULL only when nothing is linked.
+ *   P3. hit() is only called for linked entries; it may be lossy (sampled).
+ *   P4. Ghost/history state is bounded by a constant factor of the entries
+ *       that fit in capacity.
+ * Adding a policy touches one file: the policy's own .c, which defines a
+ * const struct larder__policy_ops and is listed in policy.c's table.
+ */
+#ifndef LARDER_EVICT_POLICY_H
+#define LARDER_EVICT_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/entry.h"
+#include "larder.h"
+
+struct larder__policy_host {
+	uint64_t (*hash)(void *ctx, const struct larder__entry *e);
+	size_t (*size)(void *ctx, const struct larder__entry *e); /* bytes charged */
+	void *ctx;
+};
+
+struct larder__policy; /* each policy defines its own */
+
+struct larder__policy_ops {
+	const char *name;
+	/* Returns LARDER_OK or LARDER_ENOMEM. */
+	int (*create)(struct larder__policy **out, const struct larder__policy_host *host,
+		      uint64_t capacity_bytes, uint64_t expected_entries);
+	void (*destroy)(struct larder__policy *p);
+	void (*insert)(struct larder__policy *p, struct larder__entry *e, uint64_t hash,
+		       size_t bytes);
+	void (*replace)(struct larder__policy *p, struct larder__entry *old,
+			struct larder__entry *e, size_t old_bytes, size_t bytes);
+	void (*hit)(struct larder__policy *p, struct larder__entry *e);
+	void (*remove)(struct larder__policy *p, struct larder__entry *e, size_t bytes);
+	struct larder__entry *(*evict)(struct larder__policy *p);
+	void (*set_capacity)(struct larder__policy *p, uint64_t capacity_bytes);
+};
+
+/* The ops for a policy enum (DEFAULT resolved), or NULL if unknown. */
+const struct larder__policy_ops *larder__policy_ops_for(enum larder_policy policy);
+
+#endif /* LARDER_EVICT_POLICY_H */
