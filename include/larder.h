@@ -354,6 +354,62 @@ LARDER_API const char *larder_strerror(int code);
 /* The name of a removal cause ("explicit", ...), or "unknown". */
 LARDER_API const char *larder_cause_name(enum larder_cause cause);
 
+/* ---- Simulation (larder-sim; owned by the eviction-policy work) --------- */
+/*
+ * A cache simulator that replays a stream of key ids through the engine's own
+ * eviction policy code on real entry headers, single-threaded, with no values
+ * or index: what larder-sim and the hit-ratio tests use. Each access is one
+ * request; a key absent is a miss and is inserted, then entries are evicted
+ * while the summed sizes exceed capacity. A present key with a different
+ * size is an update (the policy sees a replacement) and counts as a hit.
+ * Capacity and sizes share a unit: pass size 1 to count objects.
+ * A simulator is not thread-safe: one thread at a time.
+ */
+typedef struct larder_sim larder_sim;
+
+enum larder_sim_flag {
+	/*
+	 * Deliver hits to the policy as sampled, lossy events, as the engine's
+	 * readers do: each hit reaches it with probability 1/one_in
+	 * (LARDER_SIM_DEFAULT_SAMPLE unless larder_sim_set_hit_sampling() says
+	 * otherwise). Without the flag every hit is delivered.
+	 */
+	LARDER_SIM_SAMPLE_HITS = 1,
+};
+#define LARDER_SIM_DEFAULT_SAMPLE 4u
+
+/*
+ * Creates a simulator for policy (LARDER_POLICY_DEFAULT resolves as in a
+ * cache) with the given capacity (> 0). Allocates. On failure *out is NULL.
+ * Returns LARDER_OK, LARDER_EINVAL (out NULL, capacity 0, unknown policy or
+ * flag) or LARDER_ENOMEM.
+ */
+LARDER_API LARDER_MUST_USE int larder_sim_create(larder_sim **out, enum larder_policy policy,
+						 uint64_t capacity, unsigned flags);
+/*
+ * Sets the hit sampling rate (one_in >= 1) and the seed of its private random
+ * stream, used when LARDER_SIM_SAMPLE_HITS is set. Never allocates.
+ * Returns LARDER_OK or LARDER_EINVAL.
+ */
+LARDER_API LARDER_MUST_USE int larder_sim_set_hit_sampling(larder_sim *sim, uint32_t one_in,
+							   uint64_t seed);
+/*
+ * Replays one request. May allocate (a new entry, index growth).
+ * Returns 1 for a hit, 0 for a miss (the key is now cached, or already
+ * evicted if it alone exceeds capacity), LARDER_EINVAL (sim NULL) or
+ * LARDER_ENOMEM (nothing changed).
+ */
+LARDER_API LARDER_MUST_USE int larder_sim_access(larder_sim *sim, uint64_t key_id,
+						 uint64_t size);
+/* The name of the policy that runs ("s3fifo", ...; DEFAULT resolved), or NULL. */
+LARDER_API const char *larder_sim_policy_name(const larder_sim *sim);
+/* How many hit events the policy has received (all hits, or the sampled ones). */
+LARDER_API uint64_t larder_sim_hit_events(const larder_sim *sim);
+/* Frees the simulator and every entry it holds. NULL is a no-op. */
+LARDER_API void larder_sim_destroy(larder_sim *sim);
+
+/* ---- End of simulation section ------------------------------------------ */
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,308 @@
+/*
+ * evict/sim.c - the public cache simulator (larder_sim_*, larder.h).
+ *
+ * Replays a stream of key ids through the very policy code the maintainer
+ * runs (the same const struct larder__policy_ops, no copy), on real entries:
+ * a struct larder__entry header followed by the 8-byte key, exactly the
+ * layout core/entry.h gives a key with an empty value. What the engine has
+ * and the simulator leaves out: values, the lock-free index (a private
+ * open-addressing map stands in), threads and the event channel.
+ *
+ * One access = one request of the trace:
+ *   present -> a hit: delivered to policy->hit() (every one, or a sample when
+ *              LARDER_SIM_SAMPLE_HITS is set, to measure what the engine's
+ *              lossy hit events cost); a different size is an update of the
+ *              value, delivered as replace() the way a put would be.
+ *   absent  -> a miss: the entry is inserted, then victims are evicted while
+ *              the charged size is over capacity, the order the maintainer
+ *              applies an insertion event and then enforces capacity.
+ * Capacity is in the same unit as the sizes given: pass size 1 for every
+ * access to count objects, as the reference tables do.
+ *
+ * Invariants: S1. used == the summed sizes of the map's entries, and after
+ * every access used <= capacity (or the map is empty). S2. Every entry in the
+ * map is linked in the policy, and nothing else is.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hash.h"
+#include "evict/policy.h"
+#include "larder.h"
+
+struct sim_entry {
+	uint64_t hash;
+	uint64_t size;
+	uint64_t id;
+	struct sim_entry *free_next;
+	struct larder__entry e; /* the key follows the header, as in the engine */
+	unsigned char key[8];
+};
+
+struct larder_sim {
+	const struct larder__policy_ops *ops;
+	struct larder__policy *policy;
+	uint64_t capacity;
+	uint64_t used;
+	uint64_t seed;
+	unsigned flags;
+	uint32_t sample_one_in;
+	uint64_t rng;
+	struct sim_entry **map; /* open addressing by hash, backward-shift deletion */
+	uint64_t map_mask;
+	uint64_t live;
+	struct sim_entry *free_list;
+	uint64_t hit_events;
+};
+
+#define SIM_DEFAULT_SEED 0x6c61726465722d73ull /* "larder-s": runs repeat exactly */
+
+static struct sim_entry *of_entry(const struct larder__entry *e)
+{
+	return (struct sim_entry *)(void *)((char *)(uintptr_t)e - offsetof(struct sim_entry, e));
+}
+
+static uint64_t host_hash(void *ctx, const struct larder__entry *e)
+{
+	(void)ctx;
+	return of_entry(e)->hash;
+}
+
+static size_t host_size(void *ctx, const struct larder__entry *e)
+{
+	(void)ctx;
+	return (size_t)of_entry(e)->size;
+}
+
+static int map_init(struct larder_sim *s, uint64_t n)
+{
+	uint64_t slots = 64;
+	while (slots < n * 2)
+		slots <<= 1;
+	s->map = calloc(slots, sizeof *s->map);
+	s->map_mask = slots - 1;
+	return s->map ? 0 : -1;
+}
+
+static struct sim_entry *map_find(const struct larder_sim *s, uint64_t id, uint64_t hash)
+{
+	for (uint64_t i = hash & s->map_mask;; i = (i + 1) & s->map_mask) {
+		struct sim_entry *se = s->map[i];
+		if (!se || se->id == id)
+			return se;
+	}
+}
+
+static void map_store(struct sim_entry **map, uint64_t mask, struct sim_entry *se)
+{
+	uint64_t i = se->hash & mask;
+	while (map[i])
+		i = (i + 1) & mask;
+	map[i] = se;
+}
+
+static int map_add(struct larder_sim *s, struct sim_entry *se)
+{
+	if ((s->live + 1) * 2 > s->map_mask + 1) {
+		uint64_t n = (s->map_mask + 1) * 2;
+		struct sim_entry **m = calloc(n, sizeof *m);
+		if (!m)
+			return LARDER_ENOMEM;
+		for (uint64_t i = 0; i <= s->map_mask; i++)
+			if (s->map[i])
+				map_store(m, n - 1, s->map[i]);
+		free(s->map);
+		s->map = m;
+		s->map_mask = n - 1;
+	}
+	map_store(s->map, s->map_mask, se);
+	s->live++;
+	return LARDER_OK;
+}
+
+static void map_del(struct larder_sim *s, struct sim_entry *se)
+{
+	uint64_t i = se->hash & s->map_mask;
+	while (s->map[i] != se)
+		i = (i + 1) & s->map_mask;
+	for (uint64_t j = i;;) {
+		j = (j + 1) & s->map_mask;
+		if (!s->map[j])
+			break;
+		uint64_t home = s->map[j]->hash & s->map_mask;
+		int in_range = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
+		if (!in_range) {
+			s->map[i] = s->map[j];
+			i = j;
+		}
+	}
+	s->map[i] = NULL;
+	s->live--;
+}
+
+static struct sim_entry *entry_new(struct larder_sim *s, uint64_t id, uint64_t hash,
+				   uint64_t size)
+{
+	struct sim_entry *se = s->free_list;
+	if (se)
+		s->free_list = se->free_next;
+	else if (!(se = malloc(sizeof *se)))
+		return NULL;
+	memset(&se->e, 0, sizeof se->e);
+	se->e.key_len = sizeof se->key;
+	memcpy(se->key, &id, sizeof id);
+	se->hash = hash;
+	se->size = size;
+	se->id = id;
+	return se;
+}
+
+static void entry_free(struct larder_sim *s, struct sim_entry *se)
+{
+	se->free_next = s->free_list;
+	s->free_list = se;
+}
+
+int larder_sim_create(larder_sim **out, enum larder_policy policy, uint64_t capacity,
+		      unsigned flags)
+{
+	if (!out)
+		return LARDER_EINVAL;
+	*out = NULL;
+	const struct larder__policy_ops *ops = larder__policy_ops_for(policy);
+	if (!ops || capacity == 0 || (flags & ~(unsigned)LARDER_SIM_SAMPLE_HITS))
+		return LARDER_EINVAL;
+	struct larder_sim *s = calloc(1, sizeof *s);
+	if (!s)
+		return LARDER_ENOMEM;
+	s->ops = ops;
+	s->capacity = capacity;
+	s->flags = flags;
+	s->seed = SIM_DEFAULT_SEED;
+	s->sample_one_in = LARDER_SIM_DEFAULT_SAMPLE;
+	s->rng = SIM_DEFAULT_SEED | 1;
+	if (map_init(s, capacity < (1u << 20) ? capacity : (1u << 20)) != 0)
+		goto fail_map;
+	static const struct larder__policy_host host = {host_hash, host_size, NULL};
+	int rc = ops->create(&s->policy, &host, capacity, capacity);
+	if (rc != LARDER_OK)
+		goto fail_policy;
+	*out = s;
+	return LARDER_OK;
+fail_policy:
+	free(s->map);
+fail_map:
+	free(s);
+	return LARDER_ENOMEM;
+}
+
+int larder_sim_set_hit_sampling(larder_sim *s, uint32_t one_in, uint64_t seed)
+{
+	if (!s || one_in == 0)
+		return LARDER_EINVAL;
+	s->sample_one_in = one_in;
+	s->rng = seed | 1;
+	return LARDER_OK;
+}
+
+const char *larder_sim_policy_name(const larder_sim *s)
+{
+	return s ? s->ops->name : NULL;
+}
+
+uint64_t larder_sim_hit_events(const larder_sim *s)
+{
+	return s ? s->hit_events : 0;
+}
+
+static int sample_hit(struct larder_sim *s)
+{
+	if (!(s->flags & LARDER_SIM_SAMPLE_HITS) || s->sample_one_in == 1)
+		return 1;
+	/* xorshift64*: a private, deterministic stream (no shared RNG). */
+	s->rng ^= s->rng >> 12;
+	s->rng ^= s->rng << 25;
+	s->rng ^= s->rng >> 27;
+	return ((s->rng * 0x2545F4914F6CDD1Dull) >> 32) % s->sample_one_in == 0;
+}
+
+static void enforce_capacity(struct larder_sim *s)
+{
+	while (s->used > s->capacity) {
+		struct larder__entry *e = s->ops->evict(s->policy);
+		if (!e)
+			break; /* P2: nothing linked; cannot happen while used > 0 */
+		struct sim_entry *v = of_entry(e);
+		s->used -= v->size;
+		map_del(s, v);
+		entry_free(s, v);
+	}
+}
+
+static int on_hit(struct larder_sim *s, struct sim_entry *se, uint64_t id, uint64_t hash,
+		  uint64_t size)
+{
+	if (se->size == size) {
+		if (sample_hit(s)) {
+			s->hit_events++;
+			s->ops->hit(s->policy, &se->e);
+		}
+		return 1;
+	}
+	/* A new size is a put of a new value: replace, as the engine would. */
+	struct sim_entry *ne = entry_new(s, id, hash, size);
+	if (!ne)
+		return LARDER_ENOMEM;
+	map_del(s, se);
+	if (map_add(s, ne) != LARDER_OK) {
+		entry_free(s, ne);
+		map_store(s->map, s->map_mask, se); /* the slot just freed is there */
+		s->live++;
+		return LARDER_ENOMEM;
+	}
+	s->ops->replace(s->policy, &se->e, &ne->e, se->size, size);
+	s->used = s->used - se->size + size;
+	entry_free(s, se);
+	enforce_capacity(s);
+	return 1;
+}
+
+int larder_sim_access(larder_sim *s, uint64_t key_id, uint64_t size)
+{
+	if (!s)
+		return LARDER_EINVAL;
+	if (size == 0)
+		size = 1;
+	uint64_t hash = larder__hash(s->seed, &key_id, sizeof key_id);
+	struct sim_entry *se = map_find(s, key_id, hash);
+	if (se)
+		return on_hit(s, se, key_id, hash, size);
+	se = entry_new(s, key_id, hash, size);
+	if (!se)
+		return LARDER_ENOMEM;
+	if (map_add(s, se) != LARDER_OK) {
+		entry_free(s, se);
+		return LARDER_ENOMEM;
+	}
+	s->ops->insert(s->policy, &se->e, hash, size);
+	s->used += size;
+	enforce_capacity(s);
+	return 0;
+}
+
+void larder_sim_destroy(larder_sim *s)
+{
+	if (!s)
+		return;
+	s->ops->destroy(s->policy);
+	for (uint64_t i = 0; i <= s->map_mask; i++)
+		free(s->map[i]);
+	free(s->map);
+	while (s->free_list) {
+		struct sim_entry *n = s->free_list->free_next;
+		free(s->free_list);
+		s->free_list = n;
+	}
+	free(s);
+}

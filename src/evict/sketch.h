@@ -1,0 +1,29 @@
+/*
+ * evict/sketch.h - a 4-bit count-min sketch with periodic halving (TinyLFU).
+ * See sketch.c.
+ */
+#ifndef LARDER_EVICT_SKETCH_H
+#define LARDER_EVICT_SKETCH_H
+
+#include <stdint.h>
+
+struct larder__sketch {
+	uint64_t *table;      /* 16 four-bit counters per word */
+	uint64_t mask;        /* words - 1 */
+	uint64_t additions;   /* increments since the last halving */
+	uint64_t sample_size; /* halve when additions reach this */
+	uint64_t resets;      /* halvings so far (tests, diagnostics) */
+};
+
+/* Sized for about `entries` distinct hot keys. Returns 0 or -1 (no memory). */
+int larder__sketch_init(struct larder__sketch *s, uint64_t entries);
+void larder__sketch_destroy(struct larder__sketch *s);
+/* Re-sizes for more entries, forgetting all counts (as Caffeine does); 0 or -1. */
+int larder__sketch_resize(struct larder__sketch *s, uint64_t entries);
+void larder__sketch_increment(struct larder__sketch *s, uint64_t hash);
+/* The estimated frequency, 0..15. */
+unsigned larder__sketch_estimate(const struct larder__sketch *s, uint64_t hash);
+/* Halves every counter (called by increment every sample_size additions). */
+void larder__sketch_halve(struct larder__sketch *s);
+
+#endif /* LARDER_EVICT_SKETCH_H */
