@@ -1,0 +1,72 @@
+# shellcheck shell=bash
+# scripts/lib/deps.sh - the Debian packages larder's scripts need, installed
+# when missing. Sourced by scripts/test.sh and scripts/run.sh; not run alone.
+#
+# larder_deps_install
+#   Installs, with apt-get, whichever of LARDER_DEPS is not installed yet.
+#   When everything is present it runs no apt command at all, so re-running a
+#   script is fast and works offline.
+#   Needs root (or sudo) only when something is missing.
+#
+# Why each package is there (README.md, "Dependencies"):
+#   cmake ninja-build gcc libc6-dev pkg-config
+#                                      the build (CMake >= 3.25, presets)
+#   clang-14 libclang-rt-14-dev        the clang -Werror build and ThreadSanitizer
+#   libxxhash-dev                      seeded XXH3, the engine's key hash
+#   liburcu-dev libck-dev              baselines in larder-bench only
+#   memcached nutcracker libmemcached-tools
+#                                      larderd's protocol tests (reference server,
+#                                      proxy, memcp/memcat clients)
+#   valgrind                           memory checks in tests that ask for it
+
+LARDER_DEPS=(
+	cmake ninja-build gcc libc6-dev pkg-config
+	clang-14 libclang-rt-14-dev
+	libxxhash-dev
+	liburcu-dev libck-dev
+	memcached nutcracker libmemcached-tools
+	valgrind
+)
+
+# Prints the packages among "$@" that dpkg does not list as installed.
+larder_deps_missing() {
+	local pkg status
+	for pkg in "$@"; do
+		status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+		if [[ "$status" != "install ok installed" ]]; then
+			printf '%s\n' "$pkg"
+		fi
+	done
+}
+
+larder_deps_install() {
+	local -a want=("${LARDER_DEPS[@]}") missing=() sudo=()
+
+	if ! command -v dpkg-query >/dev/null 2>&1; then
+		echo "deps: not a Debian system; install by hand: ${want[*]}" >&2
+		return 1
+	fi
+	mapfile -t missing < <(larder_deps_missing "${want[@]}")
+	if ((${#missing[@]} == 0)); then
+		echo "deps: all ${#want[@]} packages present"
+		return 0
+	fi
+	if ((EUID != 0)); then
+		if command -v sudo >/dev/null 2>&1; then
+			sudo=(sudo)
+		else
+			echo "deps: missing ${missing[*]}; run as root or install them" >&2
+			return 1
+		fi
+	fi
+	echo "deps: installing ${missing[*]}"
+	# The package lists of a fresh machine are empty; refresh them first.
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q --no-install-recommends "${missing[@]}"
+	mapfile -t missing < <(larder_deps_missing "${want[@]}")
+	if ((${#missing[@]} != 0)); then
+		echo "deps: still missing after apt-get: ${missing[*]}" >&2
+		return 1
+	fi
+}

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# scripts/test.sh - the whole test suite of larder, as CI and the README run it.
+#
+#   bash scripts/test.sh        (as root on Debian 12, or with sudo)
+#
+# Stages, in order; each runs even when an earlier one failed, so one run
+# reports everything, and the script exits non-zero when any stage failed:
+#   deps        apt-get install what is missing (scripts/lib/deps.sh)
+#   default     gcc RelWithDebInfo, asserts on: build, ctest (every label:
+#               unit, stress, protocol, sim, bench-smoke)
+#   install     cmake --install of that build into a temporary prefix, then
+#               compile and run examples/quickstart.c through pkg-config,
+#               against the shared and the static library
+#   clang       clang-14 -Werror build; its unit tests
+#   tsan        clang-14 ThreadSanitizer build; the stress tests
+#   asan-ubsan  gcc AddressSanitizer + UBSan build; the unit and stress tests
+#
+# Builds are incremental (build/<preset>), niced, -j2 (LARDER_JOBS to
+# change). A label with no tests does not fail a stage. Each stage's output is
+# also kept in build/logs/<stage>.log. Budget: under 15 minutes on 2 cores.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+# shellcheck source=lib/deps.sh
+source scripts/lib/deps.sh
+
+JOBS=${LARDER_JOBS:-2}
+TEST_JOBS=${LARDER_TEST_JOBS:-1}
+LOGS="$ROOT/build/logs"
+NICE=(nice -n 10)
+CTEST_ARGS=(--no-tests=ignore --output-on-failure --parallel "$TEST_JOBS")
+
+stage_names=()
+stage_results=()
+stage_secs=()
+stage_notes=()
+
+# run_stage NAME FUNCTION: runs FUNCTION in a subshell with errexit on (its
+# first failing command ends the stage), logs it, and records the outcome.
+run_stage() {
+	local name=$1 fn=$2 t0=$SECONDS rc note
+	echo
+	echo "==================== [$name] ===================="
+	mkdir -p "$LOGS"
+	set +e
+	(
+		set -eo pipefail
+		"$fn" 2>&1 | tee "$LOGS/$name.log"
+	)
+	rc=$?
+	set -e
+	note=$(grep -E '^[0-9]+% tests passed' "$LOGS/$name.log" | tail -n 1 || true)
+	stage_names+=("$name")
+	stage_results+=("$([[ $rc -eq 0 ]] && echo PASS || echo "FAIL($rc)")")
+	stage_secs+=("$((SECONDS - t0))")
+	stage_notes+=("${note:-}")
+	return 0
+}
+
+configure_build() {
+	local preset=$1
+	cmake --preset "$preset"
+	"${NICE[@]}" cmake --build --preset "$preset" --parallel "$JOBS"
+}
+
+stage_deps() {
+	larder_deps_install
+	cmake --version | head -n 1
+	gcc --version | head -n 1
+	clang-14 --version | head -n 1
+}
+
+stage_default() {
+	configure_build default
+	"${NICE[@]}" ctest --preset default "${CTEST_ARGS[@]}"
+}
+
+# The installed library is usable the way README.md says: pkg-config gives
+# the flags, the shared library runs, the static one links with --static.
+stage_install() {
+	local prefix pcdir flags
+	prefix=$(mktemp -d /tmp/larder-install.XXXXXX)
+	trap 'rm -rf "$prefix"' EXIT
+	cmake --install build/default --prefix "$prefix"
+	pcdir=$(dirname "$(find "$prefix" -name larder.pc -print -quit)")
+	test -f "$prefix/include/larder.h"
+	export PKG_CONFIG_PATH="$pcdir"
+	echo "pkg-config --cflags --libs larder: $(pkg-config --cflags --libs larder)"
+	flags=$(pkg-config --cflags --libs larder)
+	# shellcheck disable=SC2086 # flags is a word list
+	gcc -std=c11 -Wall -Wextra -Werror examples/quickstart.c $flags -o "$prefix/qs-shared"
+	# Only liblarder itself is forced static; libc and libxxhash stay shared.
+	flags=$(pkg-config --static --cflags --libs larder)
+	flags=${flags/-llarder/-Wl,-Bstatic -llarder -Wl,-Bdynamic}
+	# shellcheck disable=SC2086
+	gcc -std=c11 -Wall -Wextra -Werror examples/quickstart.c $flags -o "$prefix/qs-static"
+	LD_LIBRARY_PATH="$(dirname "$pcdir")" "$prefix/qs-shared" >/dev/null
+	"$prefix/qs-static" >/dev/null
+	if ldd "$prefix/qs-static" | grep -q liblarder; then
+		echo "qs-static loads liblarder.so: --static link did not pick liblarder.a" >&2
+		return 1
+	fi
+	echo "installed library: shared and static quickstart builds run"
+}
+
+stage_clang() {
+	configure_build clang
+	"${NICE[@]}" ctest --preset clang -L '^unit$' "${CTEST_ARGS[@]}"
+}
+
+# clang 14's TSan runtime cannot map its shadow under the 32-bit mmap
+# randomisation of newer kernels; run without ASLR there.
+tsan_launcher() {
+	local bits
+	bits=$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 0)
+	if ((bits > 28)); then
+		echo setarch "$(uname -m)" -R
+	fi
+}
+
+stage_tsan() {
+	local opts="halt_on_error=1" launcher
+	if [[ -f tests/tsan.supp ]]; then
+		opts+=":suppressions=$ROOT/tests/tsan.supp"
+	fi
+	configure_build tsan
+	launcher=$(tsan_launcher)
+	# shellcheck disable=SC2086 # launcher is empty or a word list
+	TSAN_OPTIONS="$opts" "${NICE[@]}" $launcher ctest --preset tsan -L '^stress$' "${CTEST_ARGS[@]}"
+}
+
+stage_asan_ubsan() {
+	configure_build asan-ubsan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		"${NICE[@]}" ctest --preset asan-ubsan -L '^(stress|unit)$' "${CTEST_ARGS[@]}"
+}
+
+main() {
+	local t0=$SECONDS i failed=0
+
+	run_stage deps stage_deps
+	if [[ ${stage_results[0]} != PASS ]]; then
+		echo "test.sh: could not install the dependencies; stopping" >&2
+		exit 1
+	fi
+	run_stage default stage_default
+	run_stage install stage_install
+	run_stage clang stage_clang
+	run_stage tsan stage_tsan
+	run_stage asan-ubsan stage_asan_ubsan
+
+	echo
+	echo "==================== summary ===================="
+	printf '%-12s %-9s %6s  %s\n' stage result seconds tests
+	for i in "${!stage_names[@]}"; do
+		printf '%-12s %-9s %6s  %s\n' "${stage_names[$i]}" "${stage_results[$i]}" \
+			"${stage_secs[$i]}" "${stage_notes[$i]}"
+		[[ ${stage_results[$i]} == PASS ]] || failed=$((failed + 1))
+	done
+	echo "total: $((SECONDS - t0)) s; logs in build/logs/"
+	if ((failed)); then
+		echo "RESULT: FAIL ($failed stage(s) failed)"
+		exit 1
+	fi
+	echo "RESULT: PASS"
+}
+
+main "$@"
