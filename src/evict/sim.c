@@ -285,6 +285,17 @@ int larder_sim_access(larder_sim *s, uint64_t key_id, uint64_t size)
 		entry_free(s, se);
 		return LARDER_ENOMEM;
 	}
+#ifdef SIM_EVICT_FIRST
+	while (s->used + size > s->capacity && s->used > 0) {
+		struct larder__entry *e = s->ops->evict(s->policy);
+		if (!e)
+			break;
+		struct sim_entry *v = of_entry(e);
+		s->used -= v->size;
+		map_del(s, v);
+		entry_free(s, v);
+	}
+#endif
 	s->ops->insert(s->policy, &se->e, hash, size);
 	s->used += size;
 	enforce_capacity(s);
