@@ -12,7 +12,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-# shellcheck source=lib/deps.sh
+# shellcheck source=SCRIPTDIR/lib/deps.sh
 source scripts/lib/deps.sh
 
 larder_deps_install

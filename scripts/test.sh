@@ -11,6 +11,9 @@
 #   install     cmake --install of that build into a temporary prefix, then
 #               compile and run examples/quickstart.c through pkg-config,
 #               against the shared and the static library
+#   release     the Release build that scripts/run.sh uses (-O3, NDEBUG:
+#               warnings that only optimisation reveals fail here, not in
+#               run.sh); its unit tests
 #   clang       clang-14 -Werror build; its unit tests
 #   tsan        clang-14 ThreadSanitizer build; the stress tests
 #   asan-ubsan  gcc AddressSanitizer + UBSan build; the unit and stress tests
@@ -22,7 +25,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-# shellcheck source=lib/deps.sh
+# shellcheck source=SCRIPTDIR/lib/deps.sh
 source scripts/lib/deps.sh
 
 JOBS=${LARDER_JOBS:-2}
@@ -104,6 +107,11 @@ stage_install() {
 	echo "installed library: shared and static quickstart builds run"
 }
 
+stage_release() {
+	configure_build release
+	"${NICE[@]}" ctest --preset release -L '^unit$' "${CTEST_ARGS[@]}"
+}
+
 stage_clang() {
 	configure_build clang
 	"${NICE[@]}" ctest --preset clang -L '^unit$' "${CTEST_ARGS[@]}"
@@ -147,6 +155,7 @@ main() {
 	fi
 	run_stage default stage_default
 	run_stage install stage_install
+	run_stage release stage_release
 	run_stage clang stage_clang
 	run_stage tsan stage_tsan
 	run_stage asan-ubsan stage_asan_ubsan
