@@ -24,6 +24,13 @@
 
 #include <stdlib.h>
 
+#ifndef SKETCH_ENTRIES_PER_WORD
+#define SKETCH_ENTRIES_PER_WORD 1
+#endif
+#ifndef SKETCH_SAMPLE_FACTOR
+#define SKETCH_SAMPLE_FACTOR 10
+#endif
+
 static const uint64_t row_seed[4] = {
 	0xc3a5c85c97cb3127ull, 0xb492b66fbe98f273ull,
 	0x9ae16a3b2f90404full, 0xcbf29ce484222325ull,
@@ -33,7 +40,7 @@ static uint64_t words_for(uint64_t entries)
 {
 	/* 16 counters a word, depth 4: entries/4 words gives 4 counters per key per row. */
 	uint64_t w = 8;
-	while (w < entries / 4 && w < ((uint64_t)1 << 36))
+	while (w < entries / SKETCH_ENTRIES_PER_WORD && w < ((uint64_t)1 << 36))
 		w <<= 1;
 	return w;
 }
@@ -48,7 +55,7 @@ static int alloc_table(struct larder__sketch *s, uint64_t entries)
 	s->table = t;
 	s->mask = words - 1;
 	s->additions = 0;
-	s->sample_size = 10 * (entries ? entries : 1);
+	s->sample_size = SKETCH_SAMPLE_FACTOR * (entries ? entries : 1);
 	return 0;
 }
 

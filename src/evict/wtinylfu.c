@@ -1,0 +1,315 @@
+/*
+ * evict/wtinylfu.c - W-TinyLFU (Einziger, Eytan, Friedman, Manes, "Adaptive
+ * Software Cache Management", Middleware 2018; TinyLFU, ACM ToS 2017), shaped
+ * after Caffeine's BoundedLocalCache.
+ *
+ * Queues (all LRU, in the entries' links; sizes in charged bytes):
+ *   window     new entries land here (initially 1% of capacity);
+ *   probation  main's 20%: entries admitted from the window, or demoted;
+ *   protected  main's 80%: entries hit while in probation.
+ * Admission: an entry leaving the window enters probation as a candidate;
+ * while the cache is over capacity, the oldest candidate and probation's LRU
+ * (the victim) are compared by their frequency in the count-min sketch
+ * (evict/sketch.c, keyed by the cache's seeded hash) and the lower one is
+ * evicted; a tie evicts the candidate. Hash-flooding guard (Caffeine): a
+ * candidate whose estimate is at least 6 but not above the victim's is still
+ * admitted with probability 1/128, so an attacker who raises a victim's count
+ * cannot pin it forever.
+ *
+ * Window size: hill climbing as in Caffeine (HillClimberType SIMPLE). Every
+ * sample of 10 x (capacity in entries) events the hit rate of the sample is
+ * compared with the previous one; the window moves by a step (6.25% of
+ * capacity at first, then decaying by 0.98 each sample; restarting at 6.25%
+ * when the hit rate moves by 5 points or more) in the direction that
+ * improved it. Hits seen here are the sampled hit events, so the rate is a
+ * scaled estimate; the climber compares rates, and the scale cancels.
+ * Resizing is lazy: the targets change at once and entries flow between
+ * queues as later events arrive (a bounded number per event), never in a
+ * burst that scans a queue.
+ *
+ * Invariants:
+ *   W1. Every linked entry is in exactly one queue, named by its QUEUE bits;
+ *       bytes add up per queue.
+ *   W2. cand is NULL or in probation; the candidates are cand and every
+ *       probation entry newer than it.
+ *   W3. Every call is O(1) amortised: the sketch halving is O(width) once per
+ *       10 x entries increments; window resizing moves at most RESIZE_MOVES
+ *       entries per event.
+ */
+#include <stdlib.h>
+
+#include "evict/list.h"
+#include "evict/policy.h"
+#include "evict/sketch.h"
+
+#ifndef W_CLIMB
+#define W_CLIMB 1
+#endif
+#ifndef W_FIRST_STEP_SIGN
+#define W_FIRST_STEP_SIGN 1
+#endif
+#ifndef W_WINDOW_PERMILLE
+#define W_WINDOW_PERMILLE 10
+#endif
+
+enum {
+	W_WINDOW = 0,
+	W_PROBATION = 1,
+	W_PROTECTED = 2,
+	W_QUEUE_MASK = 3,
+};
+
+#define W_PROTECTED_PERCENT 80
+#define W_ADMIT_HASHDOS_THRESHOLD 6
+#define W_STEP_PERMILLE 62.5
+#define W_STEP_DECAY 0.98
+#define W_RESTART_THRESHOLD 0.05
+#define W_RESIZE_MOVES 4
+
+struct larder__policy {
+	struct larder__policy_host host;
+	struct larder__queue q[3];
+	struct larder__sketch sketch;
+	uint64_t sketch_entries;
+	uint64_t capacity;
+	uint64_t window_max, protected_max;
+	struct larder__entry *cand;
+	uint64_t rng;
+	/* hill climber */
+	uint64_t hits, misses, sample;
+	double prev_rate, step;
+};
+
+static uint64_t bytes_of(struct larder__policy *p, const struct larder__entry *e)
+{
+	return p->host.size(p->host.ctx, e);
+}
+
+static unsigned queue_id(const struct larder__entry *e)
+{
+	return larder__pbits(e) & W_QUEUE_MASK;
+}
+
+static uint64_t total_entries(const struct larder__policy *p)
+{
+	return p->q[0].count + p->q[1].count + p->q[2].count;
+}
+
+static uint64_t total_bytes(const struct larder__policy *p)
+{
+	return p->q[0].bytes + p->q[1].bytes + p->q[2].bytes;
+}
+
+static void set_window(struct larder__policy *p, uint64_t window_max)
+{
+	if (window_max < 1)
+		window_max = 1;
+	if (window_max > p->capacity - p->capacity / 100)
+		window_max = p->capacity - p->capacity / 100;
+	p->window_max = window_max;
+	p->protected_max = (p->capacity - window_max) * W_PROTECTED_PERCENT / 100;
+}
+
+static void set_capacity(struct larder__policy *p, uint64_t capacity)
+{
+	p->capacity = capacity ? capacity : 1;
+	set_window(p, p->capacity * W_WINDOW_PERMILLE / 1000);
+	p->step = W_FIRST_STEP_SIGN * (double)p->capacity * W_STEP_PERMILLE / 1000.0;
+}
+
+static int w_create(struct larder__policy **out, const struct larder__policy_host *host,
+		    uint64_t capacity_bytes, uint64_t expected_entries)
+{
+	struct larder__policy *p = calloc(1, sizeof *p);
+	if (!p)
+		return LARDER_ENOMEM;
+	p->host = *host;
+	for (int i = 0; i < 3; i++)
+		larder__queue_init(&p->q[i]);
+	p->sketch_entries = expected_entries ? expected_entries : 64;
+	if (larder__sketch_init(&p->sketch, p->sketch_entries) != 0) {
+		free(p);
+		return LARDER_ENOMEM;
+	}
+	set_capacity(p, capacity_bytes);
+	p->rng = 0x9E3779B97F4A7C15ull ^ capacity_bytes;
+	p->sample = p->sketch.sample_size;
+	*out = p;
+	return LARDER_OK;
+}
+
+static void w_destroy(struct larder__policy *p)
+{
+	larder__sketch_destroy(&p->sketch);
+	free(p);
+}
+
+static void unlink_entry(struct larder__policy *p, struct larder__entry *e, uint64_t bytes)
+{
+	if (e == p->cand)
+		p->cand = e->next; /* W2: the next newer probation entry, or NULL */
+	larder__queue_unlink(&p->q[queue_id(e)], e, bytes);
+}
+
+static void push(struct larder__policy *p, unsigned qid, struct larder__entry *e,
+		 uint64_t bytes)
+{
+	larder__set_pbits(e, qid);
+	larder__queue_push(&p->q[qid], e, bytes);
+}
+
+/* Moves up to `moves` entries out of over-full window and protected queues. */
+static void rebalance(struct larder__policy *p, int moves)
+{
+	struct larder__entry *e;
+	while (moves-- > 0 && p->q[W_WINDOW].bytes > p->window_max &&
+	       (e = p->q[W_WINDOW].head) != NULL) {
+		uint64_t b = bytes_of(p, e);
+		unlink_entry(p, e, b);
+		push(p, W_PROBATION, e, b);
+		if (!p->cand)
+			p->cand = e;
+	}
+	while (moves-- > 0 && p->q[W_PROTECTED].bytes > p->protected_max &&
+	       (e = p->q[W_PROTECTED].head) != NULL) {
+		uint64_t b = bytes_of(p, e);
+		unlink_entry(p, e, b);
+		push(p, W_PROBATION, e, b);
+	}
+}
+
+static void climb(struct larder__policy *p)
+{
+	if (!W_CLIMB || p->hits + p->misses < p->sample)
+		return;
+	double rate = (double)p->hits / (double)(p->hits + p->misses);
+	double change = rate - p->prev_rate;
+	double amount = change >= 0 ? p->step : -p->step;
+	double restart = (double)p->capacity * W_STEP_PERMILLE / 1000.0;
+	p->step = (change >= W_RESTART_THRESHOLD || change <= -W_RESTART_THRESHOLD)
+			  ? (amount >= 0 ? restart : -restart)
+			  : W_STEP_DECAY * amount;
+	p->prev_rate = rate;
+	p->hits = p->misses = 0;
+	double w = (double)p->window_max + amount;
+	set_window(p, w < 1 ? 1 : (uint64_t)w);
+}
+
+/* Grows the sketch when the cache holds more entries than it was sized for. */
+static void fit_sketch(struct larder__policy *p)
+{
+	uint64_t n = total_entries(p);
+	if (n <= p->sketch_entries)
+		return;
+	if (larder__sketch_resize(&p->sketch, n * 2) == 0) {
+		p->sketch_entries = n * 2;
+		p->sample = p->sketch.sample_size;
+	}
+}
+
+static void w_insert(struct larder__policy *p, struct larder__entry *e, uint64_t hash,
+		     size_t bytes)
+{
+	larder__sketch_increment(&p->sketch, hash);
+	p->misses++;
+	push(p, W_WINDOW, e, bytes);
+	rebalance(p, W_RESIZE_MOVES);
+	/* With room to spare nothing will be evicted: the moved entries are in. */
+	if (total_bytes(p) <= p->capacity)
+		p->cand = NULL;
+	fit_sketch(p);
+	climb(p);
+}
+
+static void w_replace(struct larder__policy *p, struct larder__entry *old,
+		      struct larder__entry *e, size_t old_bytes, size_t bytes)
+{
+	larder__set_pbits(e, larder__pbits(old));
+	larder__queue_swap(&p->q[queue_id(old)], old, e, old_bytes, bytes);
+	if (p->cand == old)
+		p->cand = e;
+	rebalance(p, W_RESIZE_MOVES);
+}
+
+static void w_hit(struct larder__policy *p, struct larder__entry *e)
+{
+	larder__sketch_increment(&p->sketch, p->host.hash(p->host.ctx, e));
+	p->hits++;
+	unsigned qid = queue_id(e);
+	if (qid != W_PROBATION) {
+		larder__queue_touch(&p->q[qid], e);
+	} else {
+		uint64_t b = bytes_of(p, e);
+		unlink_entry(p, e, b);
+		push(p, W_PROTECTED, e, b);
+		rebalance(p, W_RESIZE_MOVES);
+	}
+	climb(p);
+}
+
+static void w_remove(struct larder__policy *p, struct larder__entry *e, size_t bytes)
+{
+	unlink_entry(p, e, bytes);
+}
+
+static int admit(struct larder__policy *p, struct larder__entry *cand,
+		 struct larder__entry *victim)
+{
+	unsigned cf = larder__sketch_estimate(&p->sketch, p->host.hash(p->host.ctx, cand));
+	unsigned vf = larder__sketch_estimate(&p->sketch, p->host.hash(p->host.ctx, victim));
+	if (cf > vf)
+		return 1;
+	if (cf < W_ADMIT_HASHDOS_THRESHOLD)
+		return 0;
+	p->rng ^= p->rng << 13;
+	p->rng ^= p->rng >> 7;
+	p->rng ^= p->rng << 17;
+	return (p->rng & 127) == 0;
+}
+
+static struct larder__entry *take(struct larder__policy *p, struct larder__entry *e)
+{
+	unlink_entry(p, e, bytes_of(p, e));
+	return e;
+}
+
+static struct larder__entry *w_evict(struct larder__policy *p)
+{
+	struct larder__entry *victim = p->q[W_PROBATION].head;
+	struct larder__entry *cand = p->cand;
+	if (cand && victim && cand != victim) {
+		if (!admit(p, cand, victim))
+			return take(p, cand); /* advances cand (W2) */
+		p->cand = cand->next;     /* admitted: the next candidate is judged next */
+		return take(p, victim);
+	}
+	if (cand) /* the only probation entries are candidates: the oldest goes */
+		return take(p, cand);
+	if (victim)
+		return take(p, victim);
+	if (p->q[W_PROTECTED].head)
+		return take(p, p->q[W_PROTECTED].head);
+	if (p->q[W_WINDOW].head)
+		return take(p, p->q[W_WINDOW].head);
+	return NULL;
+}
+
+static void w_set_capacity(struct larder__policy *p, uint64_t capacity_bytes)
+{
+	double frac = (double)p->window_max / (double)p->capacity;
+	p->capacity = capacity_bytes ? capacity_bytes : 1;
+	set_window(p, (uint64_t)(frac * (double)p->capacity));
+	p->step = (double)p->capacity * W_STEP_PERMILLE / 1000.0;
+}
+
+const struct larder__policy_ops larder__policy_wtinylfu = {
+	.name = "wtinylfu",
+	.create = w_create,
+	.destroy = w_destroy,
+	.insert = w_insert,
+	.replace = w_replace,
+	.hit = w_hit,
+	.remove = w_remove,
+	.evict = w_evict,
+	.set_capacity = w_set_capacity,
+};
