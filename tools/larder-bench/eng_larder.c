@@ -1,0 +1,82 @@
+/*
+ * eng_larder.c - larder itself, through its public API only (larder.h).
+ *
+ * The cache is opened with the run's capacity, the working set as the
+ * expected entry count, a fixed hash seed (so instruction counts repeat from
+ * run to run) and otherwise the defaults a user gets. get is larder_get()
+ * (copy-out into the caller's buffer), put is larder_put() with the run's TTL
+ * (--ttl-ms; none by default).
+ */
+#include <stdio.h>
+
+#include "larder.h"
+
+#include "bench.h"
+
+int lb_larder_open(larder **out, const struct lb_config *cfg, uint64_t capacity,
+		   uint64_t expected)
+{
+	larder_config *lc = NULL;
+	int rc = larder_config_create(&lc);
+
+	if (rc != LARDER_OK)
+		return rc;
+	if ((rc = larder_config_set_capacity(lc, capacity)) != LARDER_OK ||
+	    (rc = larder_config_set_expected_entries(lc, expected)) != LARDER_OK ||
+	    (rc = larder_config_set_hash_seed(lc, cfg->seed)) != LARDER_OK)
+		goto done;
+	if (cfg->key_size > 250 &&
+	    (rc = larder_config_set_max_key_bytes(lc, cfg->key_size)) != LARDER_OK)
+		goto done;
+	if (cfg->value_size > ((size_t)1 << 20) &&
+	    (rc = larder_config_set_max_value_bytes(lc, cfg->value_size)) != LARDER_OK)
+		goto done;
+	rc = larder_open(out, lc);
+done:
+	larder_config_destroy(lc);
+	return rc;
+}
+
+static int lgr_open(void **out, const struct lb_config *cfg)
+{
+	larder *c = NULL;
+	int rc = lb_larder_open(&c, cfg, cfg->capacity_bytes, cfg->entries);
+	if (rc != LARDER_OK)
+		fprintf(stderr, "larder-bench: larder_open: %s\n", larder_strerror(rc));
+	*out = c;
+	return rc == LARDER_OK ? 0 : -1;
+}
+
+static void lgr_close(void *eng)
+{
+	larder_close(eng);
+}
+
+static inline int lgr_get(void *eng, const uint8_t *key, size_t key_len, uint8_t *buf,
+			  size_t buf_len)
+{
+	size_t len;
+	return larder_get(eng, key, key_len, buf, buf_len, &len) == LARDER_OK;
+}
+
+static inline int lgr_put(void *eng, const uint8_t *key, size_t key_len, const uint8_t *val,
+			  size_t val_len, uint64_t ttl_ms)
+{
+	return larder_put(eng, key, key_len, val, val_len,
+			  ttl_ms ? ttl_ms : LARDER_TTL_DEFAULT) == LARDER_OK ? 0 : -1;
+}
+
+static uint64_t lgr_run(void *eng, struct lb_tctx *t, const struct lb_job *job)
+{
+	return lb_run_loop(eng, t, job, lgr_get, lgr_put);
+}
+
+const struct lb_engine lb_engine_larder = {
+	.name = "larder",
+	.about = "larder_get (copy-out) / larder_put",
+	.max_threads = { 0, 0, 0 },
+	.open = lgr_open,
+	.put = lgr_put,
+	.run = lgr_run,
+	.close = lgr_close,
+};

@@ -1,0 +1,279 @@
+/*
+ * latency.c - --latency: per-operation latency of the 9:1 mix while larder's
+ * maintainer is busy evicting.
+ *
+ * Setup: capacity C (--capacity, default 16 MiB) and a working set of
+ * 4 C / (key + value) keys (--entries overrides), so the keys' bytes alone
+ * are four times the capacity and every miss-then-put pushes an eviction.
+ * All keys are put once before timing, which fills the cache and starts the
+ * eviction; a warm-up round follows.
+ *
+ * Timing: each operation is bracketed by two timer reads and its duration,
+ * in timer ticks, goes into the thread's log-linear histogram (hist.h,
+ * relative error <= 0.8%). The timer is the TSC when the CPU reports an
+ * invariant one (constant_tsc and nonstop_tsc), read as lfence;rdtsc;lfence
+ * before and rdtscp;lfence after, and calibrated against CLOCK_MONOTONIC;
+ * otherwise clock_gettime(CLOCK_MONOTONIC). The cost of an empty bracket is
+ * measured and printed; it is included in every figure, not subtracted.
+ * Default: 1 worker thread, so that on a 2-core machine the maintainer has a
+ * core of its own (--threads N overrides; more threads than cores measure
+ * the scheduler).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define LB_HAVE_TSC 1
+#else
+#define LB_HAVE_TSC 0
+#endif
+
+#include "hist.h"
+#include "pool.h"
+
+static int use_tsc;
+static double ns_per_tick = 1.0;
+
+static inline uint64_t timer_begin(void)
+{
+#if LB_HAVE_TSC
+	if (use_tsc) {
+		_mm_lfence();
+		uint64_t t = __rdtsc();
+		_mm_lfence();
+		return t;
+	}
+#endif
+	return lb_now_ns();
+}
+
+static inline uint64_t timer_end(void)
+{
+#if LB_HAVE_TSC
+	if (use_tsc) {
+		unsigned aux;
+		uint64_t t = __rdtscp(&aux);
+		_mm_lfence();
+		return t;
+	}
+#endif
+	return lb_now_ns();
+}
+
+static int cpu_has_invariant_tsc(void)
+{
+	char line[4096];
+	int c = 0, n = 0;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "flags", 5) == 0) {
+			c = strstr(line, " constant_tsc") != NULL;
+			n = strstr(line, " nonstop_tsc") != NULL;
+			break;
+		}
+	fclose(f);
+	return c && n;
+}
+
+static void timer_setup(enum lb_timer want)
+{
+	use_tsc = LB_HAVE_TSC && want != LB_TIMER_CLOCK &&
+		  (want == LB_TIMER_TSC || cpu_has_invariant_tsc());
+	if (use_tsc) {
+		uint64_t n0 = lb_now_ns(), t0 = timer_begin();
+		lb_sleep_ms(100);
+		uint64_t n1 = lb_now_ns(), t1 = timer_end();
+		ns_per_tick = (double)(n1 - n0) / (double)(t1 - t0);
+	}
+}
+
+struct lat_arg {
+	larder *cache;
+	const struct lb_config *cfg;
+	struct lb_hist *get_h; /* [tid] */
+	struct lb_hist *put_h;
+	int record;
+};
+
+static uint64_t lat_task(void *argp, struct lb_tctx *t, const atomic_int *stop)
+{
+	struct lat_arg *a = argp;
+	const struct lb_config *c = a->cfg;
+	struct lb_hist *gh = &a->get_h[t->tid], *ph = &a->put_h[t->tid];
+	uint64_t done = 0;
+	size_t len;
+
+	while (!atomic_load_explicit(stop, memory_order_relaxed)) {
+		for (unsigned i = 0; i < LB_CHUNK; i++) {
+			uint64_t r = lb_rand(t);
+			lb_key(t->key, c->key_size, lb_pick(t, c->entries, r));
+			if (lb_is_write(LB_MIX, r)) {
+				uint64_t t0 = timer_begin();
+				int rc = larder_put(a->cache, t->key, c->key_size, t->val,
+						    c->value_size, c->ttl_ms);
+				uint64_t t1 = timer_end();
+				if (rc != LARDER_OK)
+					t->write_errors++;
+				if (a->record)
+					lb_hist_add(ph, t1 - t0);
+			} else {
+				uint64_t t0 = timer_begin();
+				int rc = larder_get(a->cache, t->key, c->key_size, t->buf,
+						    c->value_size, &len);
+				uint64_t t1 = timer_end();
+				if (rc == LARDER_OK)
+					t->hits++;
+				else
+					t->misses++;
+				if (a->record)
+					lb_hist_add(gh, t1 - t0);
+			}
+		}
+		done += LB_CHUNK;
+	}
+	return done;
+}
+
+static void print_row(FILE *f, const char *op, const struct lb_hist *h, int csv)
+{
+	double p50 = (double)lb_hist_percentile(h, 50) * ns_per_tick;
+	double p99 = (double)lb_hist_percentile(h, 99) * ns_per_tick;
+	double p999 = (double)lb_hist_percentile(h, 99.9) * ns_per_tick;
+	double mx = (double)h->max * ns_per_tick;
+	if (csv)
+		fprintf(f, "%s,%llu,%.1f,%.1f,%.1f,%.1f\n", op, (unsigned long long)h->count, p50,
+			p99, p999, mx);
+	else
+		fprintf(f, "%-6s %12llu %9.0f %9.0f %10.0f %11.0f\n", op,
+			(unsigned long long)h->count, p50, p99, p999, mx);
+}
+
+/* The empty bracket's cost: p50 and min of 10^6 back-to-back pairs, in ns. */
+static void timer_overhead(double *p50, double *min)
+{
+	struct lb_hist *h = calloc(1, sizeof(*h));
+	uint64_t lo = UINT64_MAX;
+	if (!h) {
+		*p50 = *min = 0;
+		return;
+	}
+	for (int i = 0; i < 1000000; i++) {
+		uint64_t t0 = timer_begin(), t1 = timer_end();
+		lb_hist_add(h, t1 - t0);
+		if (t1 - t0 < lo)
+			lo = t1 - t0;
+	}
+	*p50 = (double)lb_hist_percentile(h, 50) * ns_per_tick;
+	*min = (double)lo * ns_per_tick;
+	free(h);
+}
+
+static void stats_now(larder *c, uint64_t *v)
+{
+	if (larder_stats(c, v, LARDER_STAT_COUNT) != LARDER_OK)
+		memset(v, 0, sizeof(uint64_t) * LARDER_STAT_COUNT);
+}
+
+int lb_latency_run(const struct lb_config *cfg_in)
+{
+	struct lb_config cfg = *cfg_in;
+	unsigned threads = cfg.n_threads ? cfg.threads[0] : 1;
+	uint64_t s0[LARDER_STAT_COUNT], s1[LARDER_STAT_COUNT];
+	struct lb_thread_result res[LB_MAX_THREADS];
+	struct lat_arg a = { 0 };
+	struct lb_pool *pool = NULL;
+	double rates[200], ovh50, ovhmin;
+	int rc = -1;
+
+	if (!cfg.capacity_given)
+		cfg.capacity_bytes = 16u << 20;
+	if (!cfg.entries_given)
+		cfg.entries = 4 * cfg.capacity_bytes / (cfg.key_size + cfg.value_size);
+	timer_setup(cfg.timer);
+	timer_overhead(&ovh50, &ovhmin);
+	if (lb_larder_open(&a.cache, &cfg, cfg.capacity_bytes,
+			   cfg.capacity_bytes / (cfg.key_size + cfg.value_size + 32)) != LARDER_OK) {
+		fprintf(stderr, "larder-bench: larder_open failed\n");
+		return -1;
+	}
+	a.cfg = &cfg;
+	a.get_h = calloc(threads, sizeof(struct lb_hist));
+	a.put_h = calloc(threads, sizeof(struct lb_hist));
+	pool = lb_pool_create(&cfg, threads);
+	if (!a.get_h || !a.put_h || !pool || cfg.rounds > 200)
+		goto out;
+	uint64_t t0 = lb_now_ns(), failed = lb_preload(&lb_engine_larder, a.cache, &cfg);
+	fprintf(stderr, "latency: put %llu keys in %.0f ms (%llu failed)\n",
+		(unsigned long long)cfg.entries, (double)(lb_now_ns() - t0) / 1e6,
+		(unsigned long long)failed);
+	for (unsigned r = 0; r < cfg.warmup_rounds; r++)
+		lb_pool_run(pool, threads, cfg.duration_ms, lat_task, &a, res);
+	a.record = 1;
+	stats_now(a.cache, s0);
+	uint64_t m0 = lb_now_ns();
+	for (unsigned r = 0; r < cfg.rounds; r++) {
+		fprintf(stderr, "\rlatency: round %u/%u ", r + 1, cfg.rounds);
+		rates[r] = lb_pool_run(pool, threads, cfg.duration_ms, lat_task, &a, res) / 1e6;
+	}
+	double secs = (double)(lb_now_ns() - m0) / 1e9;
+	stats_now(a.cache, s1);
+	fprintf(stderr, "\n");
+	for (unsigned i = 1; i < threads; i++) {
+		lb_hist_merge(&a.get_h[0], &a.get_h[i]);
+		lb_hist_merge(&a.put_h[0], &a.put_h[i]);
+	}
+
+	uint64_t gets = s1[LARDER_STAT_HITS] - s0[LARDER_STAT_HITS] + s1[LARDER_STAT_MISSES] -
+			s0[LARDER_STAT_MISSES];
+	uint64_t ev = s1[LARDER_STAT_EVICTIONS] - s0[LARDER_STAT_EVICTIONS];
+	printf("larder-bench latency: 9:1 mix, %u worker thread(s), key %zu B, value %zu B, "
+	       "%llu keys (%.1f MiB of key+value) over capacity %.1f MiB (%.1fx), %s keys\n",
+	       threads, cfg.key_size, cfg.value_size, (unsigned long long)cfg.entries,
+	       (double)cfg.entries * (double)(cfg.key_size + cfg.value_size) / (1 << 20),
+	       (double)cfg.capacity_bytes / (1 << 20),
+	       (double)cfg.entries * (double)(cfg.key_size + cfg.value_size) /
+		       (double)cfg.capacity_bytes,
+	       cfg.zipf_theta > 0 ? "zipf" : "uniform");
+	printf("timer: %s, empty bracket p50 %.1f ns, min %.1f ns (included in every figure)\n",
+	       use_tsc ? "TSC (lfence;rdtsc / rdtscp;lfence), invariant" : "clock_gettime(CLOCK_MONOTONIC)",
+	       ovh50, ovhmin);
+	printf("measured %u rounds x %u ms after %u warm-up round(s); throughput median %.2f Mops/s\n",
+	       cfg.rounds, cfg.duration_ms, cfg.warmup_rounds, lb_median(rates, cfg.rounds));
+	printf("\n%-6s %12s %9s %9s %10s %11s\n", "op", "count", "p50 ns", "p99 ns", "p99.9 ns",
+	       "max ns");
+	print_row(stdout, "get", &a.get_h[0], 0);
+	print_row(stdout, "put", &a.put_h[0], 0);
+	printf("\nwhile measuring: %llu evictions (%.0f/s), get hit ratio %.1f%%, "
+	       "write waits %llu, writes busy %llu, used/capacity %.2f\n",
+	       (unsigned long long)ev, (double)ev / secs,
+	       gets ? 100.0 * (double)(s1[LARDER_STAT_HITS] - s0[LARDER_STAT_HITS]) / (double)gets : 0,
+	       (unsigned long long)(s1[LARDER_STAT_WRITE_WAITS] - s0[LARDER_STAT_WRITE_WAITS]),
+	       (unsigned long long)(s1[LARDER_STAT_WRITE_BUSY] - s0[LARDER_STAT_WRITE_BUSY]),
+	       (double)s1[LARDER_STAT_USED_BYTES] / (double)cfg.capacity_bytes);
+	if (ev == 0)
+		printf("WARNING: no evictions while measuring; the maintainer was not evicting\n");
+	printf("p99.9 of get under 5 us: %s\n",
+	       (double)lb_hist_percentile(&a.get_h[0], 99.9) * ns_per_tick < 5000 ? "yes" : "NO");
+	rc = 0;
+	if (cfg.out_path) {
+		FILE *f = fopen(cfg.out_path, "w");
+		if (!f) {
+			perror(cfg.out_path);
+			rc = -1;
+			goto out;
+		}
+		fprintf(f, "op,count,p50_ns,p99_ns,p999_ns,max_ns\n");
+		print_row(f, "get", &a.get_h[0], 1);
+		print_row(f, "put", &a.put_h[0], 1);
+		rc = fclose(f) == 0 ? 0 : -1;
+	}
+out:
+	lb_pool_destroy(pool);
+	free(a.get_h);
+	free(a.put_h);
+	larder_close(a.cache);
+	return rc;
+}

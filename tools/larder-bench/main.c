@@ -1,0 +1,291 @@
+/*
+ * main.c - larder-bench's command line: parses the options into one
+ * read-only struct lb_config and runs one mode (the matrix by default,
+ * --ops, --latency or --bigset). Run with --help for the options.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "pool.h"
+
+static const char usage[] =
+	"usage: larder-bench [options]\n"
+	"  (default) the standard matrix: read, write, 9:1 mix x threads x engines,\n"
+	"            interleaved rounds; prints medians, min..max and ratios to larder\n"
+	"  --quick              short matrix: 5 rounds x 200 ms after 1 warm-up round\n"
+	"  --latency            per-op latency of the 9:1 mix while larder evicts\n"
+	"                       (working set 4x capacity; capacity default 16 MiB)\n"
+	"  --bigset[=N]         N entries (default 10000000): larder_get vs get_batch 8/16/32\n"
+	"  --ops N              exactly N ops of the first scenario on the main thread,\n"
+	"                       per engine (for callgrind; see profile.sh)\n"
+	"options:\n"
+	"  --key-size B         key bytes, 8..4096 (16)\n"
+	"  --value-size B       value bytes (64)\n"
+	"  --entries N          working set, all loaded before timing (24000)\n"
+	"  --dist D             uniform | zipf:THETA, 0 < THETA < 1 (uniform)\n"
+	"  --capacity BYTES     larder capacity, suffix K/M/G (1G)\n"
+	"  --ttl-ms MS          TTL of every larder write (0: none)\n"
+	"  --duration-ms MS     per cell per round (300)\n"
+	"  --rounds N           measured rounds (5)\n"
+	"  --warmup N           warm-up rounds (1)\n"
+	"  --threads LIST       e.g. 1,2 or 1-4 (1..number of CPUs online)\n"
+	"  --engines LIST       larder,bare,urcu,ck,null (all five; null is\n"
+	"                       the loop alone: harness cost and the machine's own scaling)\n"
+	"  --scenarios LIST     read,write,mix (all)\n"
+	"  --seed N             RNG and hash seed (42)\n"
+	"  --timer T            auto | tsc | clock, for --latency (auto)\n"
+	"  --out FILE           also write results: FILE.json as JSON, else CSV\n";
+
+static const struct lb_engine *const all_engines[] = {
+	&lb_engine_larder, &lb_engine_bare, &lb_engine_urcu, &lb_engine_ck, &lb_engine_null,
+};
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	uint64_t mul = 1;
+	if (errno || end == s || v < 0)
+		return -1;
+	switch (*end) {
+	case 'k': case 'K': mul = 1ull << 10; end++; break;
+	case 'm': case 'M': mul = 1ull << 20; end++; break;
+	case 'g': case 'G': mul = 1ull << 30; end++; break;
+	case 't': case 'T': mul = 1ull << 40; end++; break;
+	default: break;
+	}
+	if (strcasecmp(end, "ib") == 0 || strcasecmp(end, "b") == 0)
+		end += strlen(end);
+	if (*end)
+		return -1;
+	*out = (uint64_t)(v * (double)mul);
+	return 0;
+}
+
+static int parse_threads(const char *s, struct lb_config *cfg)
+{
+	char buf[256], *save = NULL;
+	snprintf(buf, sizeof(buf), "%s", s);
+	cfg->n_threads = 0;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		unsigned long a, b;
+		char *dash = strchr(tok, '-');
+		if (dash) {
+			*dash = 0;
+			a = strtoul(tok, NULL, 10);
+			b = strtoul(dash + 1, NULL, 10);
+		} else {
+			a = b = strtoul(tok, NULL, 10);
+		}
+		if (a == 0 || b < a || b > LB_MAX_THREADS)
+			return -1;
+		for (unsigned long t = a; t <= b; t++) {
+			if (cfg->n_threads == sizeof(cfg->threads) / sizeof(cfg->threads[0]))
+				return -1;
+			cfg->threads[cfg->n_threads++] = (unsigned)t;
+		}
+	}
+	return cfg->n_threads ? 0 : -1;
+}
+
+static int parse_engines(const char *s, struct lb_config *cfg)
+{
+	char buf[256], *save = NULL;
+	snprintf(buf, sizeof(buf), "%s", s);
+	cfg->n_engines = 0;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t i;
+		for (i = 0; i < sizeof(all_engines) / sizeof(all_engines[0]); i++)
+			if (strcmp(tok, all_engines[i]->name) == 0)
+				break;
+		if (i == sizeof(all_engines) / sizeof(all_engines[0]) ||
+		    cfg->n_engines == LB_MAX_ENGINES)
+			return -1;
+		cfg->engines[cfg->n_engines++] = all_engines[i];
+	}
+	return cfg->n_engines ? 0 : -1;
+}
+
+static int parse_scenarios(const char *s, struct lb_config *cfg)
+{
+	char buf[256], *save = NULL;
+	snprintf(buf, sizeof(buf), "%s", s);
+	cfg->scenarios = 0;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "read") == 0)
+			cfg->scenarios |= 1u << LB_READ;
+		else if (strcmp(tok, "write") == 0)
+			cfg->scenarios |= 1u << LB_WRITE;
+		else if (strcmp(tok, "mix") == 0 || strcmp(tok, "mix9:1") == 0)
+			cfg->scenarios |= 1u << LB_MIX;
+		else
+			return -1;
+	}
+	return cfg->scenarios ? 0 : -1;
+}
+
+static int parse_dist(const char *s, struct lb_config *cfg)
+{
+	if (strcmp(s, "uniform") == 0) {
+		cfg->zipf_theta = 0;
+		return 0;
+	}
+	if (strncmp(s, "zipf:", 5) == 0) {
+		char *end;
+		cfg->zipf_theta = strtod(s + 5, &end);
+		return (*end || cfg->zipf_theta <= 0 || cfg->zipf_theta >= 1) ? -1 : 0;
+	}
+	return -1;
+}
+
+static void defaults(struct lb_config *cfg)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->key_size = 16;
+	cfg->value_size = 64;
+	cfg->entries = 24000;
+	cfg->capacity_bytes = 1ull << 30;
+	cfg->duration_ms = 300;
+	cfg->rounds = 5;
+	cfg->warmup_rounds = 1;
+	cfg->ops = LB_NO_LIMIT;
+	cfg->seed = 42;
+	cfg->scenarios = (1u << LB_SCENARIOS) - 1;
+	if (ncpu < 1)
+		ncpu = 1;
+	for (long t = 1; t <= ncpu && t <= 64; t++)
+		cfg->threads[cfg->n_threads++] = (unsigned)t;
+	for (size_t i = 0; i < sizeof(all_engines) / sizeof(all_engines[0]); i++)
+		cfg->engines[cfg->n_engines++] = all_engines[i];
+}
+
+/* Options taking a value; returns 0, or -1 for an unknown option or bad value. */
+static int set_option(struct lb_config *cfg, const char *opt, const char *v, int *dur_set,
+		      int *rounds_set)
+{
+	uint64_t u = 0;
+	if (strcmp(opt, "--key-size") == 0)
+		return parse_u64(v, &u) || u < 8 || u > LB_KEY_MAX ? -1 : (cfg->key_size = u, 0);
+	if (strcmp(opt, "--value-size") == 0)
+		return parse_size(v, &u) || u > LB_VALUE_MAX ? -1 : (cfg->value_size = u, 0);
+	if (strcmp(opt, "--entries") == 0)
+		return parse_u64(v, &cfg->entries) || cfg->entries == 0 || cfg->entries >= (1ull << 32)
+			       ? -1 : (cfg->entries_given = 1, 0);
+	if (strcmp(opt, "--dist") == 0)
+		return parse_dist(v, cfg);
+	if (strcmp(opt, "--capacity") == 0)
+		return parse_size(v, &cfg->capacity_bytes) ? -1 : (cfg->capacity_given = 1, 0);
+	if (strcmp(opt, "--ttl-ms") == 0)
+		return parse_u64(v, &cfg->ttl_ms);
+	if (strcmp(opt, "--duration-ms") == 0)
+		return parse_u64(v, &u) || u == 0 || u > 600000 ? -1
+				: (cfg->duration_ms = (unsigned)u, *dur_set = 1, 0);
+	if (strcmp(opt, "--rounds") == 0)
+		return parse_u64(v, &u) || u == 0 || u > 200 ? -1
+				: (cfg->rounds = (unsigned)u, *rounds_set = 1, 0);
+	if (strcmp(opt, "--warmup") == 0)
+		return parse_u64(v, &u) || u > 100 ? -1 : (cfg->warmup_rounds = (unsigned)u, 0);
+	if (strcmp(opt, "--threads") == 0)
+		return parse_threads(v, cfg);
+	if (strcmp(opt, "--engines") == 0)
+		return parse_engines(v, cfg);
+	if (strcmp(opt, "--scenarios") == 0)
+		return parse_scenarios(v, cfg);
+	if (strcmp(opt, "--seed") == 0)
+		return parse_u64(v, &cfg->seed);
+	if (strcmp(opt, "--ops") == 0)
+		return parse_u64(v, &cfg->ops);
+	if (strcmp(opt, "--bigset") == 0)
+		return parse_u64(v, &cfg->bigset) || cfg->bigset == 0 ? -1 : 0;
+	if (strcmp(opt, "--out") == 0)
+		return (cfg->out_path = v, 0);
+	if (strcmp(opt, "--timer") == 0) {
+		cfg->timer = strcmp(v, "tsc") == 0     ? LB_TIMER_TSC
+			     : strcmp(v, "clock") == 0 ? LB_TIMER_CLOCK
+						       : LB_TIMER_AUTO;
+		return strcmp(v, "tsc") && strcmp(v, "clock") && strcmp(v, "auto") ? -1 : 0;
+	}
+	return -1;
+}
+
+static int parse_args(int argc, char **argv, struct lb_config *cfg)
+{
+	int dur_set = 0, rounds_set = 0;
+	for (int i = 1; i < argc; i++) {
+		char opt[64];
+		const char *a = argv[i], *eq = strchr(a, '='), *v;
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			fputs(usage, stdout);
+			exit(0);
+		}
+		if (strcmp(a, "--quick") == 0) {
+			cfg->quick = 1;
+			continue;
+		}
+		if (strcmp(a, "--latency") == 0) {
+			cfg->latency = 1;
+			continue;
+		}
+		if (strcmp(a, "--bigset") == 0 && (i + 1 >= argc || argv[i + 1][0] == '-')) {
+			cfg->bigset = 10000000;
+			continue;
+		}
+		snprintf(opt, sizeof(opt), "%.*s", eq ? (int)(eq - a) : (int)strlen(a), a);
+		if (eq)
+			v = eq + 1;
+		else if (i + 1 < argc)
+			v = argv[++i];
+		else
+			v = NULL;
+		if (!v || set_option(cfg, opt, v, &dur_set, &rounds_set) != 0) {
+			fprintf(stderr, "larder-bench: bad option or value: %s%s%s\n%s", opt,
+				v ? " " : "", v ? v : "", usage);
+			return -1;
+		}
+	}
+	if (cfg->quick) {
+		if (!dur_set)
+			cfg->duration_ms = 200;
+		if (!rounds_set)
+			cfg->rounds = 5;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct lb_config cfg;
+	int rc;
+
+	defaults(&cfg);
+	if (parse_args(argc, argv, &cfg) != 0)
+		return 2;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	lb_urcu_thread_online(); /* the main thread preloads and closes urcu tables */
+	if (cfg.ops != LB_NO_LIMIT)
+		rc = lb_ops_run(&cfg);
+	else if (cfg.latency)
+		rc = lb_latency_run(&cfg);
+	else if (cfg.bigset)
+		rc = lb_bigset_run(&cfg);
+	else
+		rc = lb_matrix_run(&cfg);
+	lb_urcu_thread_offline();
+	return rc == 0 ? 0 : 1;
+}
