@@ -1,0 +1,764 @@
+/*
+ * tests/stress/stress.c - concurrency torture test of the engine.
+ *
+ * Usage: larder_stress [--threads N] [--ops N] [--cas N] [--cap-ops N]
+ *                      [--duration-ms N] [--seed N] [phase-name...]
+ *   --threads      worker threads (default 6: more than the cores of a CI box)
+ *   --ops          operations per thread in the mixed phase
+ *   --cas          increments per thread per counter in the CAS phase
+ *   --cap-ops      writes per thread in the capacity phase
+ *   --duration-ms  a cap on the whole run; a phase stops early at its share
+ *   --seed         the run's seed (printed; a run is reproducible per thread
+ *                  schedule, which no seed controls)
+ * Defaults take ~10-20 s on 2 cores, and do less work under ThreadSanitizer.
+ *
+ * Phases (each on its own cache, each closed at its end), with the design
+ * invariants they assert (ARCHITECTURE.md "Invariants", larder.h):
+ *   mixed     every operation over 512 keys, including clear and set_capacity.
+ *             S1: every value read is whole and belongs to its key: it carries
+ *                 (key id, writer, version, length, checksum) and a payload
+ *                 derived from them; a torn, foreign, stale-freed or poisoned
+ *                 (0xdb, freed memory is poisoned) value fails;
+ *             S2: a version read was really written: it is <= the writer's
+ *                 published version counter;
+ *             S3: every call returns one of its documented results;
+ *             S4: after quiescing, entries and used bytes equal a full walk.
+ *   cas       4 counters incremented by replace_if_equals retry loops in every
+ *             thread, amid other writes (no clear, no eviction in this cache).
+ *             S5: each counter ends at exactly threads * increments.
+ *   capacity  a 4 MiB cache under heavy writes; a monitor thread samples used
+ *             bytes continuously.
+ *             S6: used bytes never exceed capacity + LARDER_STAT_OVERSHOOT_BOUND;
+ *             S7: after quiescing, used bytes <= capacity and equal the walk.
+ *   no_leak   S8: after every cache is closed, larder__test_mapped_bytes() is
+ *             back to its value before the first open.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdlib.h>
+
+#include "harness.h"
+
+#define KiB ((uint64_t)1024)
+#define MiB (1024 * KiB)
+
+#define NKEYS 512
+#define MAX_WRITERS 256
+#define MAX_VALUE (20 * 1024)
+#define NCOUNTERS 4
+
+static struct {
+	uint64_t threads, ops, cas, cap_ops, duration_ms, seed;
+	uint64_t start_ms;
+	uint64_t mapped_before;
+} opt;
+
+/* ---- Failure reporting that does not flood ------------------------------- */
+
+static _Atomic long reported;
+
+#define STRESS_FAIL(...)                                                              \
+	do {                                                                          \
+		if (atomic_fetch_add_explicit(&reported, 1, memory_order_relaxed) < 40)  \
+			th_fail(__FILE__, __LINE__, __VA_ARGS__);                      \
+		else                                                                  \
+			th_fail(__FILE__, __LINE__, "(more failures)");              \
+	} while (0)
+
+/* ---- Self-checking values ------------------------------------------------ */
+
+/*
+ * A value is this header followed by a payload derived from (key, writer,
+ * version); no payload byte is ever the poison byte, so poison cannot pass.
+ */
+struct vhdr {
+	uint32_t key_id;
+	uint32_t writer;
+	uint64_t version;
+	uint32_t length; /* the whole value, header included */
+	uint32_t check;  /* FNV-1a over the header (check = 0) and the payload */
+};
+
+static _Atomic uint64_t writer_version[MAX_WRITERS];
+
+static uint32_t fnv1a(uint32_t h, const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h;
+}
+
+static unsigned char payload_byte(uint64_t seed, size_t i)
+{
+	unsigned char b = (unsigned char)(th_mix64(seed + i / 8) >> ((i % 8) * 8));
+
+	return b == LARDER__POISON_BYTE ? 0x5a : b;
+}
+
+static uint64_t payload_seed(const struct vhdr *h)
+{
+	return th_mix64(((uint64_t)h->key_id << 40) ^ ((uint64_t)h->writer << 32) ^ h->version);
+}
+
+static void make_value(unsigned char *buf, uint32_t key_id, uint32_t writer, uint64_t version,
+		       size_t len)
+{
+	struct vhdr h = {key_id, writer, version, (uint32_t)len, 0};
+	uint64_t seed = payload_seed(&h);
+
+	for (size_t i = sizeof(h); i < len; i++)
+		buf[i] = payload_byte(seed, i);
+	h.check = fnv1a(fnv1a(2166136261u, (const unsigned char *)&h, sizeof(h)),
+			buf + sizeof(h), len - sizeof(h));
+	memcpy(buf, &h, sizeof(h));
+}
+
+/* S1 and S2. Returns 1 when the value is whole and belongs to key_id. */
+static int verify_value(const char *what, uint32_t key_id, const void *value, size_t len)
+{
+	const unsigned char *p = value;
+	struct vhdr h;
+	uint32_t check;
+	size_t poison = 0;
+
+	if (len < sizeof(h) || len > MAX_VALUE) {
+		STRESS_FAIL("%s key %u: impossible length %zu", what, key_id, len);
+		return 0;
+	}
+	memcpy(&h, p, sizeof(h));
+	for (size_t i = sizeof(h); i < len; i++)
+		poison += p[i] == LARDER__POISON_BYTE;
+	if (poison) {
+		STRESS_FAIL("%s key %u: %zu poisoned (freed) bytes in a %zu-byte value", what, key_id,
+			    poison, len);
+		return 0;
+	}
+	if (h.key_id != key_id || h.length != len || h.writer >= opt.threads) {
+		STRESS_FAIL("%s key %u: foreign or torn value: key %u writer %u length %u (read %zu)",
+			    what, key_id, h.key_id, h.writer, h.length, len);
+		return 0;
+	}
+	check = h.check;
+	h.check = 0;
+	if (fnv1a(fnv1a(2166136261u, (const unsigned char *)&h, sizeof(h)), p + sizeof(h),
+		  len - sizeof(h)) != check) {
+		STRESS_FAIL("%s key %u: checksum mismatch (writer %u version %" PRIu64 ")", what,
+			    key_id, h.writer, h.version);
+		return 0;
+	}
+	if (h.version > atomic_load_explicit(&writer_version[h.writer], memory_order_relaxed)) {
+		/* relaxed is enough: the writer's increment happens before its put, which
+		 * the engine publishes with release and we read with acquire */
+		STRESS_FAIL("%s key %u: version %" PRIu64 " of writer %u was never written", what,
+			    key_id, h.version, h.writer);
+		return 0;
+	}
+	return 1;
+}
+
+static void key_name(char *buf, size_t size, uint32_t key_id)
+{
+	snprintf(buf, size, "key:%03u", key_id);
+}
+
+/* ---- Phase 1: every operation mixed -------------------------------------- */
+
+struct worker {
+	larder *cache;
+	uint32_t id;
+	struct th_rng rng;
+	uint64_t deadline_ms;
+	uint64_t ops_done, busy, hits, misses, clears, capacity_changes;
+	unsigned char *buf, *value;
+};
+
+static int op_result_ok(const char *op, int rc, int a, int b, int c)
+{
+	if (rc == a || rc == b || rc == c)
+		return 1;
+	STRESS_FAIL("%s returned %d (%s)", op, rc, larder_strerror(rc));
+	return 0;
+}
+
+static uint64_t pick_ttl(struct worker *w)
+{
+	uint64_t r = th_rng_below(&w->rng, 100);
+
+	if (r < 70)
+		return LARDER_TTL_NEVER;
+	if (r < 90)
+		return 60000;
+	return 1 + th_rng_below(&w->rng, 20); /* expires during the run (real clock) */
+}
+
+static size_t pick_len(struct worker *w)
+{
+	uint64_t r = th_rng_below(&w->rng, 1000);
+
+	if (r < 5)
+		return sizeof(struct vhdr) + (size_t)th_rng_below(&w->rng, MAX_VALUE - sizeof(struct vhdr));
+	if (r < 100)
+		return sizeof(struct vhdr) + (size_t)th_rng_below(&w->rng, 4000);
+	return sizeof(struct vhdr) + (size_t)th_rng_below(&w->rng, 600);
+}
+
+/* A fresh value for key_id from this writer. */
+static size_t new_value(struct worker *w, uint32_t key_id)
+{
+	size_t len = pick_len(w);
+	/* relaxed: only this thread writes its counter; see verify_value() */
+	uint64_t version = atomic_fetch_add_explicit(&writer_version[w->id], 1,
+						     memory_order_relaxed) + 1;
+
+	make_value(w->value, key_id, w->id, version, len);
+	return len;
+}
+
+struct read_ctx {
+	uint32_t key_id;
+	int calls;
+};
+
+static void read_fn(void *ctx, const void *value, size_t value_len)
+{
+	struct read_ctx *r = ctx;
+
+	r->calls++;
+	verify_value("get_with", r->key_id, value, value_len);
+}
+
+struct batch_ctx {
+	const uint32_t *ids;
+	size_t count;
+	long calls, last;
+};
+
+static void batch_fn(void *ctx, size_t index, const void *value, size_t value_len)
+{
+	struct batch_ctx *b = ctx;
+
+	if (index >= b->count || (long)index <= b->last) {
+		STRESS_FAIL("get_batch: index %zu after %ld (count %zu)", index, b->last, b->count);
+		return;
+	}
+	b->last = (long)index;
+	b->calls++;
+	verify_value("get_batch", b->ids[index], value, value_len);
+}
+
+static void do_get(struct worker *w, uint32_t k, const char *key)
+{
+	size_t len = 0, buf_len = MAX_VALUE;
+	int small = th_rng_below(&w->rng, 10) == 0;
+	int rc;
+
+	if (small) {
+		buf_len = (size_t)th_rng_below(&w->rng, 64);
+		memset(w->buf, 0xc3, 64);
+	}
+	rc = larder_get(w->cache, key, strlen(key), w->buf, buf_len, &len);
+	if (rc == LARDER_OK) {
+		w->hits++;
+		verify_value("get", k, w->buf, len);
+	} else if (rc == LARDER_EBUFSIZE && small) {
+		if (len <= buf_len || len < sizeof(struct vhdr))
+			STRESS_FAIL("get: EBUFSIZE with needed %zu for a %zu-byte buffer", len,
+				    buf_len);
+		for (size_t i = 0; i < 64; i++)
+			if (w->buf[i] != 0xc3) {
+				STRESS_FAIL("get: EBUFSIZE but the buffer was written");
+				break;
+			}
+	} else {
+		w->misses++;
+		op_result_ok("get", rc, LARDER_MISS, LARDER_MISS, LARDER_MISS);
+	}
+}
+
+static void do_batch(struct worker *w)
+{
+	uint32_t ids[8];
+	char names[8][16];
+	const void *keys[8];
+	size_t lens[8];
+	struct batch_ctx b = {ids, 8, 0, -1};
+	long n;
+
+	for (int i = 0; i < 8; i++) {
+		ids[i] = (uint32_t)th_rng_below(&w->rng, NKEYS);
+		key_name(names[i], sizeof(names[i]), ids[i]);
+		keys[i] = names[i];
+		lens[i] = strlen(names[i]);
+	}
+	if (th_rng_below(&w->rng, 4) == 0)
+		lens[th_rng_below(&w->rng, 8)] = 0; /* an invalid key is skipped */
+	n = larder_get_batch(w->cache, 8, keys, lens, batch_fn, &b);
+	if (n < 0 || n != b.calls)
+		STRESS_FAIL("get_batch returned %ld with %ld callbacks", n, b.calls);
+}
+
+/* Reads the key's current value into w->buf: its length, or -1 on a miss. */
+static long read_current(struct worker *w, const char *key)
+{
+	size_t len = 0;
+	int rc = larder_get(w->cache, key, strlen(key), w->buf, MAX_VALUE, &len);
+
+	if (rc == LARDER_OK)
+		return (long)len;
+	op_result_ok("get", rc, LARDER_MISS, LARDER_MISS, LARDER_MISS);
+	return -1;
+}
+
+static void do_write(struct worker *w, uint64_t r, uint32_t k, const char *key)
+{
+	size_t klen = strlen(key), len;
+	long cur;
+	int rc;
+
+	if (r < 15) {
+		len = new_value(w, k);
+		rc = larder_put(w->cache, key, klen, w->value, len, pick_ttl(w));
+		op_result_ok("put", rc, LARDER_OK, LARDER_EBUSY, LARDER_OK);
+	} else if (r < 20) {
+		len = new_value(w, k);
+		rc = larder_put_if_absent(w->cache, key, klen, w->value, len, pick_ttl(w));
+		op_result_ok("put_if_absent", rc, LARDER_OK, LARDER_EXISTS, LARDER_EBUSY);
+	} else if (r < 25) {
+		len = new_value(w, k);
+		rc = larder_replace(w->cache, key, klen, w->value, len, pick_ttl(w));
+		op_result_ok("replace", rc, LARDER_OK, LARDER_MISS, LARDER_EBUSY);
+	} else if (r < 33) {
+		if ((cur = read_current(w, key)) < 0)
+			return;
+		verify_value("get (cas)", k, w->buf, (size_t)cur);
+		len = new_value(w, k);
+		rc = larder_replace_if_equals(w->cache, key, klen, w->buf, (size_t)cur, w->value,
+					      len, pick_ttl(w));
+		if (rc != LARDER_MISMATCH && rc != LARDER_MISS)
+			op_result_ok("replace_if_equals", rc, LARDER_OK, LARDER_EBUSY, LARDER_OK);
+	} else if (r < 38) {
+		rc = larder_remove(w->cache, key, klen);
+		op_result_ok("remove", rc, LARDER_OK, LARDER_MISS, LARDER_EBUSY);
+	} else if (r < 42) {
+		if ((cur = read_current(w, key)) < 0)
+			return;
+		rc = larder_remove_if_equals(w->cache, key, klen, w->buf, (size_t)cur);
+		if (rc != LARDER_EBUSY)
+			op_result_ok("remove_if_equals", rc, LARDER_OK, LARDER_MISS, LARDER_MISMATCH);
+	} else {
+		rc = larder_touch(w->cache, key, klen, pick_ttl(w));
+		op_result_ok("touch", rc, LARDER_OK, LARDER_MISS, LARDER_EBUSY);
+	}
+	if (rc == LARDER_EBUSY)
+		w->busy++;
+}
+
+static void do_read(struct worker *w, uint64_t r, uint32_t k, const char *key)
+{
+	size_t klen = strlen(key);
+	int rc;
+
+	if (r < 20) {
+		do_get(w, k, key);
+	} else if (r < 32) {
+		struct read_ctx rc_ctx = {k, 0};
+		rc = larder_get_with(w->cache, key, klen, read_fn, &rc_ctx);
+		if (op_result_ok("get_with", rc, LARDER_OK, LARDER_MISS, LARDER_OK) &&
+		    rc_ctx.calls != (rc == LARDER_OK))
+			STRESS_FAIL("get_with: %d returned with %d callbacks", rc, rc_ctx.calls);
+	} else if (r < 37) {
+		do_batch(w);
+	} else if (r < 42) {
+		rc = larder_contains(w->cache, key, klen);
+		op_result_ok("contains", rc, LARDER_OK, LARDER_MISS, LARDER_MISS);
+	} else {
+		uint64_t ttl = 0;
+		rc = larder_ttl_remaining(w->cache, key, klen, &ttl);
+		if (op_result_ok("ttl_remaining", rc, LARDER_OK, LARDER_MISS, LARDER_MISS) &&
+		    rc == LARDER_OK && (ttl == 0 || (ttl != LARDER_TTL_NEVER && ttl > 60000)))
+			STRESS_FAIL("ttl_remaining: %" PRIu64 " ms", ttl);
+	}
+}
+
+static void *mixed_worker(void *arg)
+{
+	struct worker *w = arg;
+	char key[16];
+
+	for (w->ops_done = 0; w->ops_done < opt.ops; w->ops_done++) {
+		uint32_t k = (uint32_t)th_rng_below(&w->rng, NKEYS);
+		uint64_t r = th_rng_below(&w->rng, 100000);
+
+		if ((w->ops_done & 255) == 0 && th_now_ms() > w->deadline_ms)
+			break;
+		key_name(key, sizeof(key), k);
+		if (r < 2) {
+			CHECK_RC(larder_clear(w->cache), LARDER_OK);
+			w->clears++;
+		} else if (r < 7) {
+			uint64_t cap = th_rng_below(&w->rng, 2) ? 8 * MiB : 256 * KiB;
+			CHECK_RC(larder_set_capacity(w->cache, cap), LARDER_OK);
+			w->capacity_changes++;
+		} else if (r < 50000) {
+			do_read(w, (r - 7) * 47 / 49993, k, key);
+		} else {
+			do_write(w, (r - 50000) * 47 / 50000, k, key);
+		}
+	}
+	return NULL;
+}
+
+static uint64_t phase_deadline(unsigned share_percent)
+{
+	uint64_t end = opt.start_ms + opt.duration_ms;
+	uint64_t now = th_now_ms();
+	uint64_t budget = opt.duration_ms * share_percent / 100;
+
+	return now + budget < end ? now + budget : end;
+}
+
+static struct worker *make_workers(larder *cache, uint64_t salt, uint64_t deadline)
+{
+	struct worker *w = calloc(opt.threads, sizeof(*w));
+
+	if (!CHECK(w != NULL))
+		return NULL;
+	for (uint32_t i = 0; i < opt.threads; i++) {
+		w[i].cache = cache;
+		w[i].id = i;
+		w[i].rng.s = th_mix64(opt.seed ^ salt ^ ((uint64_t)i << 48));
+		w[i].deadline_ms = deadline;
+		w[i].buf = malloc(MAX_VALUE);
+		w[i].value = malloc(MAX_VALUE);
+		CHECK(w[i].buf != NULL && w[i].value != NULL);
+	}
+	return w;
+}
+
+static void free_workers(struct worker *w)
+{
+	for (uint32_t i = 0; w && i < opt.threads; i++) {
+		free(w[i].buf);
+		free(w[i].value);
+	}
+	free(w);
+}
+
+/* After quiescing, every key either misses or holds a whole value of its own. */
+static void check_all_keys(larder *cache)
+{
+	unsigned char *buf = malloc(MAX_VALUE);
+	size_t len;
+
+	REQUIRE(buf != NULL);
+	for (uint32_t k = 0; k < NKEYS; k++) {
+		char key[16];
+		int rc;
+
+		key_name(key, sizeof(key), k);
+		rc = larder_get(cache, key, strlen(key), buf, MAX_VALUE, &len);
+		if (rc == LARDER_OK)
+			verify_value("final get", k, buf, len);
+		else
+			CHECK_RC(rc, LARDER_MISS);
+	}
+	free(buf);
+}
+
+static void phase_mixed(void)
+{
+	larder_config *config = th_config(8 * MiB);
+	larder *cache;
+	struct worker *w;
+	uint64_t ops = 0, busy = 0, hits = 0, misses = 0, clears = 0, caps = 0;
+	uint64_t mapped = larder__test_mapped_bytes(), t0 = th_now_ms();
+
+	REQUIRE(config != NULL);
+	CHECK_RC(larder_config_set_max_value_bytes(config, MAX_VALUE), LARDER_OK);
+	CHECK_RC(larder_config_set_hash_seed(config, opt.seed), LARDER_OK);
+	cache = th_open(config);
+	REQUIRE(cache != NULL);
+	w = make_workers(cache, 1, phase_deadline(50));
+	if (w != NULL) {
+		th_run_threads(opt.threads, mixed_worker, w, sizeof(*w));
+		for (uint32_t i = 0; i < opt.threads; i++) {
+			ops += w[i].ops_done;
+			busy += w[i].busy;
+			hits += w[i].hits;
+			misses += w[i].misses;
+			clears += w[i].clears;
+			caps += w[i].capacity_changes;
+		}
+	}
+	printf("  mixed: %" PRIu64 " ops in %" PRIu64 " ms (%" PRIu64 " get hits, %" PRIu64
+	       " misses, %" PRIu64 " clears, %" PRIu64 " capacity changes, %" PRIu64 " EBUSY)\n",
+	       ops, th_now_ms() - t0, hits, misses, clears, caps, busy);
+	CHECK_GT(ops, 0);
+	th_check_accounting(cache, 60000, NULL, NULL);
+	check_all_keys(cache);
+	/* S4 again after a final shrink: evicted down to the new capacity */
+	CHECK_RC(larder_set_capacity(cache, 256 * KiB), LARDER_OK);
+	{
+		uint64_t bytes = 0;
+		th_check_accounting(cache, 60000, NULL, &bytes);
+		CHECK_LE(bytes, 256 * KiB);
+	}
+	free_workers(w);
+	larder_close(cache);
+	CHECK_EQ(larder__test_mapped_bytes(), mapped);
+}
+
+/* ---- Phase 2: CAS counters ------------------------------------------------ */
+
+static void *cas_worker(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t total = opt.cas * NCOUNTERS;
+
+	for (w->ops_done = 0; w->ops_done < total; w->ops_done++) {
+		uint32_t c = (uint32_t)((w->id + w->ops_done) % NCOUNTERS);
+		char key[16], noise[16];
+		uint64_t old = 0, new;
+		size_t len = 0;
+		int rc, done = 0;
+
+		snprintf(key, sizeof(key), "ctr:%u", c);
+		while (!done) {
+			rc = larder_get(w->cache, key, strlen(key), &old, sizeof(old), &len);
+			if (rc != LARDER_OK || len != sizeof(old)) {
+				STRESS_FAIL("counter %u: get %d (%s), length %zu", c, rc,
+					    larder_strerror(rc), len);
+				return NULL;
+			}
+			new = old + 1;
+			rc = larder_replace_if_equals(w->cache, key, strlen(key), &old, sizeof(old),
+						      &new, sizeof(new), LARDER_TTL_NEVER);
+			if (rc == LARDER_OK)
+				done = 1;
+			else if (rc == LARDER_EBUSY)
+				w->busy++;
+			else if (rc != LARDER_MISMATCH) {
+				STRESS_FAIL("counter %u: replace_if_equals %d (%s)", c, rc,
+					    larder_strerror(rc));
+				return NULL;
+			}
+		}
+		/* other traffic in the same cache, so counters share pages and events */
+		snprintf(noise, sizeof(noise), "noise:%u",
+			 (unsigned)th_rng_below(&w->rng, 256));
+		len = new_value(w, 0);
+		rc = larder_put(w->cache, noise, strlen(noise), w->value,
+				len, LARDER_TTL_NEVER);
+		op_result_ok("put", rc, LARDER_OK, LARDER_EBUSY, LARDER_OK);
+	}
+	return NULL;
+}
+
+static void phase_cas(void)
+{
+	larder_config *config = th_config(64 * MiB);
+	larder *cache;
+	struct worker *w;
+	uint64_t mapped = larder__test_mapped_bytes(), t0 = th_now_ms(), busy = 0;
+	uint64_t want = opt.threads * opt.cas, zero = 0, repl0;
+
+	REQUIRE(config != NULL);
+	CHECK_RC(larder_config_set_max_value_bytes(config, MAX_VALUE), LARDER_OK);
+	cache = th_open(config);
+	REQUIRE(cache != NULL);
+	for (uint32_t c = 0; c < NCOUNTERS; c++) {
+		char key[16];
+		snprintf(key, sizeof(key), "ctr:%u", c);
+		CHECK_RC(larder_put(cache, key, strlen(key), &zero, sizeof(zero), LARDER_TTL_NEVER),
+			 LARDER_OK);
+	}
+	repl0 = th_stat(cache, LARDER_STAT_REPLACEMENTS);
+	/* no deadline here: an early stop would make the expected totals unknown */
+	w = make_workers(cache, 2, UINT64_MAX);
+	if (w != NULL) {
+		th_run_threads(opt.threads, cas_worker, w, sizeof(*w));
+		for (uint32_t i = 0; i < opt.threads; i++)
+			busy += w[i].busy;
+	}
+	printf("  cas: %" PRIu64 " increments per counter in %" PRIu64 " ms (%" PRIu64
+	       " EBUSY retries)\n",
+	       want, th_now_ms() - t0, busy);
+	for (uint32_t c = 0; c < NCOUNTERS; c++) {
+		char key[16];
+		uint64_t value = 0;
+		size_t len = 0;
+
+		snprintf(key, sizeof(key), "ctr:%u", c);
+		CHECK_RC(larder_get(cache, key, strlen(key), &value, sizeof(value), &len), LARDER_OK);
+		CHECK_EQ(len, sizeof(value));
+		if (!CHECK_EQ(value, want))
+			printf("  counter %u lost %" PRId64 " updates\n", c,
+			       (int64_t)(want - value));
+	}
+	th_check_accounting(cache, 60000, NULL, NULL);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_EVICTIONS), 0);
+	CHECK_GE(th_stat(cache, LARDER_STAT_REPLACEMENTS) - repl0, want * NCOUNTERS);
+	free_workers(w);
+	larder_close(cache);
+	CHECK_EQ(larder__test_mapped_bytes(), mapped);
+}
+
+/* ---- Phase 3: capacity under pressure ----------------------------------- */
+
+struct monitor {
+	larder *cache;
+	_Atomic int stop;
+	uint64_t samples, max_used, capacity, bound, violations;
+};
+
+static void *monitor_thread(void *arg)
+{
+	struct monitor *m = arg;
+	uint64_t values[LARDER_STAT_COUNT];
+
+	while (!atomic_load_explicit(&m->stop, memory_order_acquire)) {
+		if (larder_stats(m->cache, values, LARDER_STAT_COUNT) != LARDER_OK) {
+			STRESS_FAIL("larder_stats failed");
+			break;
+		}
+		m->samples++;
+		if (values[LARDER_STAT_USED_BYTES] > m->max_used)
+			m->max_used = values[LARDER_STAT_USED_BYTES];
+		if (values[LARDER_STAT_CAPACITY_BYTES] != m->capacity ||
+		    values[LARDER_STAT_OVERSHOOT_BOUND] != m->bound)
+			STRESS_FAIL("capacity or bound changed: %" PRIu64 " %" PRIu64,
+				    values[LARDER_STAT_CAPACITY_BYTES],
+				    values[LARDER_STAT_OVERSHOOT_BOUND]);
+		if (values[LARDER_STAT_USED_BYTES] > m->capacity + m->bound && m->violations++ == 0)
+			STRESS_FAIL("used bytes %" PRIu64 " over capacity %" PRIu64 " + bound %" PRIu64,
+				    values[LARDER_STAT_USED_BYTES], m->capacity, m->bound);
+	}
+	return NULL;
+}
+
+static void *capacity_worker(void *arg)
+{
+	struct worker *w = arg;
+	unsigned char *big = malloc(256 * KiB);
+
+	if (!CHECK(big != NULL))
+		return NULL;
+	memset(big, 0x3c, 256 * KiB);
+	for (w->ops_done = 0; w->ops_done < opt.cap_ops; w->ops_done++) {
+		uint32_t k = (uint32_t)th_rng_below(&w->rng, 65536);
+		uint64_t r = th_rng_below(&w->rng, 1000);
+		char key[24];
+		size_t len;
+		int rc;
+
+		if ((w->ops_done & 255) == 0 && th_now_ms() > w->deadline_ms)
+			break;
+		snprintf(key, sizeof(key), "cap:%u", k);
+		if (r < 50) {
+			rc = larder_remove(w->cache, key, strlen(key));
+			op_result_ok("remove", rc, LARDER_OK, LARDER_MISS, LARDER_EBUSY);
+			continue;
+		}
+		if (r < 200) {
+			do_get(w, k, key);
+			continue;
+		}
+		if (r < 205) {
+			/* large entries, 64-256 KiB, under their own keys (never verified) */
+			snprintf(key, sizeof(key), "capbig:%u", k % 64);
+			len = 64 * KiB + (size_t)th_rng_below(&w->rng, 192 * KiB);
+			rc = larder_put(w->cache, key, strlen(key), big, len, LARDER_TTL_NEVER);
+		} else {
+			len = new_value(w, k);
+			rc = larder_put(w->cache, key, strlen(key), w->value, len, LARDER_TTL_NEVER);
+		}
+		if (op_result_ok("put", rc, LARDER_OK, LARDER_EBUSY, LARDER_OK) &&
+		    rc == LARDER_EBUSY)
+			w->busy++;
+	}
+	free(big);
+	return NULL;
+}
+
+static void phase_capacity(void)
+{
+	const uint64_t capacity = 4 * MiB;
+	larder_config *config = th_config(capacity);
+	struct monitor m;
+	struct worker *w;
+	pthread_t mon;
+	uint64_t mapped = larder__test_mapped_bytes(), t0 = th_now_ms(), ops = 0, busy = 0;
+	uint64_t bytes = 0;
+
+	REQUIRE(config != NULL);
+	CHECK_RC(larder_config_set_max_value_bytes(config, 256 * KiB), LARDER_OK);
+	memset(&m, 0, sizeof(m));
+	m.cache = th_open(config);
+	REQUIRE(m.cache != NULL);
+	m.capacity = th_stat(m.cache, LARDER_STAT_CAPACITY_BYTES);
+	m.bound = th_stat(m.cache, LARDER_STAT_OVERSHOOT_BOUND);
+	CHECK_EQ(m.capacity, capacity);
+	CHECK_GT(m.bound, 0);
+	atomic_init(&m.stop, 0);
+	REQUIRE(pthread_create(&mon, NULL, monitor_thread, &m) == 0);
+	w = make_workers(m.cache, 3, phase_deadline(25));
+	if (w != NULL) {
+		th_run_threads(opt.threads, capacity_worker, w, sizeof(*w));
+		for (uint32_t i = 0; i < opt.threads; i++) {
+			ops += w[i].ops_done;
+			busy += w[i].busy;
+		}
+	}
+	/* Release: pairs with the acquire in monitor_thread(). */
+	atomic_store_explicit(&m.stop, 1, memory_order_release);
+	pthread_join(mon, NULL);
+	printf("  capacity: %" PRIu64 " writes in %" PRIu64 " ms, %" PRIu64 " EBUSY; %" PRIu64
+	       " samples, max used %" PRIu64 " (capacity %" PRIu64 " + bound %" PRIu64 ")\n",
+	       ops, th_now_ms() - t0, busy, m.samples, m.max_used, m.capacity, m.bound);
+	CHECK_EQ(m.violations, 0);
+	CHECK_GT(m.samples, 0);
+	CHECK_GT(th_stat(m.cache, LARDER_STAT_EVICTIONS), 0);
+	th_check_accounting(m.cache, 60000, NULL, &bytes);
+	CHECK_LE(bytes, capacity);
+	free_workers(w);
+	larder_close(m.cache);
+	CHECK_EQ(larder__test_mapped_bytes(), mapped);
+}
+
+static void phase_no_leak(void)
+{
+	CHECK_EQ(larder__test_mapped_bytes(), opt.mapped_before);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct th_test phases[] = {
+		{"mixed", phase_mixed},
+		{"cas", phase_cas},
+		{"capacity", phase_capacity},
+		{"no_leak", phase_no_leak},
+	};
+	int rc;
+
+	opt.threads = th_arg_u64(argc, argv, "--threads", 6);
+	opt.ops = th_arg_u64(argc, argv, "--ops", TH_TSAN ? 30000 : 300000);
+	opt.cas = th_arg_u64(argc, argv, "--cas", TH_TSAN ? 300 : 3000);
+	opt.cap_ops = th_arg_u64(argc, argv, "--cap-ops", TH_TSAN ? 15000 : 150000);
+	opt.duration_ms = th_arg_u64(argc, argv, "--duration-ms", 120000);
+	opt.seed = th_arg_seed(argc, argv);
+	if (opt.threads < 1 || opt.threads > MAX_WRITERS) {
+		fprintf(stderr, "--threads must be 1..%d\n", MAX_WRITERS);
+		return 2;
+	}
+	printf("threads %" PRIu64 ", ops %" PRIu64 ", cas %" PRIu64 ", cap-ops %" PRIu64
+	       ", duration cap %" PRIu64 " ms%s\n",
+	       opt.threads, opt.ops, opt.cas, opt.cap_ops, opt.duration_ms,
+	       TH_TSAN ? " (ThreadSanitizer defaults)" : "");
+	opt.start_ms = th_now_ms();
+	larder__test_poison_freed(1);
+	opt.mapped_before = larder__test_mapped_bytes();
+	rc = th_main(argc, argv, phases, TH_COUNT(phases));
+	larder__test_poison_freed(0);
+	return rc;
+}

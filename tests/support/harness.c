@@ -1,0 +1,374 @@
+/*
+ * tests/support/harness.c - the test harness (see harness.h for what it owns).
+ *
+ * The failure counter is a process-wide atomic so that worker threads can
+ * CHECK too; th_main() attributes failures to a test by the difference of the
+ * counter before and after it runs (tests run one at a time, and a test joins
+ * every thread it starts before it returns).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "harness.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static _Atomic long th_fail_count;
+static pthread_mutex_t th_print_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void th_fail(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	atomic_fetch_add_explicit(&th_fail_count, 1, memory_order_relaxed);
+	pthread_mutex_lock(&th_print_mu);
+	fprintf(stderr, "%s:%d: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+	pthread_mutex_unlock(&th_print_mu);
+}
+
+long th_failures(void)
+{
+	return atomic_load_explicit(&th_fail_count, memory_order_relaxed);
+}
+
+int th_check_eq(const char *file, int line, const char *as, const char *bs, intmax_t a,
+		intmax_t b)
+{
+	if (a == b)
+		return 1;
+	th_fail(file, line, "CHECK_EQ(%s, %s) failed: %jd (0x%jx) != %jd (0x%jx)", as, bs, a,
+		(uintmax_t)a, b, (uintmax_t)b);
+	return 0;
+}
+
+int th_check_ne(const char *file, int line, const char *as, const char *bs, intmax_t a,
+		intmax_t b)
+{
+	if (a != b)
+		return 1;
+	th_fail(file, line, "CHECK_NE(%s, %s) failed: both are %jd (0x%jx)", as, bs, a,
+		(uintmax_t)a);
+	return 0;
+}
+
+int th_check_cmp(const char *file, int line, const char *as, const char *op, const char *bs,
+		 uintmax_t a, uintmax_t b)
+{
+	int ok = op[1] == '=' ? a <= b : a < b;
+
+	if (ok)
+		return 1;
+	th_fail(file, line, "CHECK(%s %s %s) failed: %ju %s %ju is false", as, op, bs, a, op, b);
+	return 0;
+}
+
+int th_check_rc(const char *file, int line, const char *expr, long got, long want)
+{
+	if (got == want)
+		return 1;
+	th_fail(file, line, "%s returned %ld (%s), expected %ld (%s)", expr, got,
+		larder_strerror((int)got), want, larder_strerror((int)want));
+	return 0;
+}
+
+int th_check_mem(const char *file, int line, const char *as, const char *bs, const void *a,
+		 const void *b, size_t n)
+{
+	const unsigned char *pa = a, *pb = b;
+	size_t i;
+
+	if (a == NULL || b == NULL) {
+		th_fail(file, line, "CHECK_MEM(%s, %s): NULL pointer", as, bs);
+		return 0;
+	}
+	for (i = 0; i < n; i++)
+		if (pa[i] != pb[i])
+			break;
+	if (i == n)
+		return 1;
+	th_fail(file, line, "CHECK_MEM(%s, %s, %zu) failed: first difference at byte %zu: 0x%02x != 0x%02x",
+		as, bs, n, i, pa[i], pb[i]);
+	return 0;
+}
+
+int th_check_str(const char *file, int line, const char *as, const char *bs, const char *a,
+		 const char *b)
+{
+	if (a != NULL && b != NULL && strcmp(a, b) == 0)
+		return 1;
+	th_fail(file, line, "CHECK_STR(%s, %s) failed: \"%s\" != \"%s\"", as, bs,
+		a ? a : "(null)", b ? b : "(null)");
+	return 0;
+}
+
+static int th_selected(int argc, char **argv, const char *name)
+{
+	int filters = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-') {
+			/* "--name value": the value is not a filter */
+			if (strchr(argv[i], '=') == NULL && i + 1 < argc && argv[i + 1][0] != '-')
+				i++;
+			continue;
+		}
+		filters++;
+		if (strstr(name, argv[i]) != NULL)
+			return 1;
+	}
+	return filters == 0;
+}
+
+int th_main(int argc, char **argv, const struct th_test *tests, size_t count)
+{
+	size_t passed = 0, failed = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (size_t i = 0; i < count; i++) {
+		if (!th_selected(argc, argv, tests[i].name))
+			continue;
+		long before = th_failures();
+		uint64_t t0 = th_now_ms();
+
+		printf("RUN  %s\n", tests[i].name);
+		tests[i].fn();
+		if (th_failures() == before) {
+			passed++;
+			printf("PASS %s (%" PRIu64 " ms)\n", tests[i].name, th_now_ms() - t0);
+		} else {
+			failed++;
+			printf("FAIL %s (%ld failed checks)\n", tests[i].name, th_failures() - before);
+		}
+	}
+	printf("%zu passed, %zu failed\n", passed, failed);
+	return failed == 0 && passed > 0 ? 0 : 1;
+}
+
+uint64_t th_arg_u64(int argc, char **argv, const char *name, uint64_t def)
+{
+	size_t len = strlen(name);
+
+	for (int i = 1; i < argc; i++) {
+		const char *text = NULL;
+
+		if (strncmp(argv[i], name, len) != 0)
+			continue;
+		if (argv[i][len] == '=')
+			text = argv[i] + len + 1;
+		else if (argv[i][len] == '\0' && i + 1 < argc)
+			text = argv[i + 1];
+		if (text == NULL)
+			continue;
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(text, &end, 0);
+		if (errno != 0 || end == text || *end != '\0') {
+			fprintf(stderr, "bad number for %s: '%s'; using %" PRIu64 "\n", name, text,
+				def);
+			return def;
+		}
+		return (uint64_t)v;
+	}
+	return def;
+}
+
+uint64_t th_arg_seed(int argc, char **argv)
+{
+	uint64_t def = th_mix64(th_now_ns() ^ ((uint64_t)getpid() << 32));
+	uint64_t seed = th_arg_u64(argc, argv, "--seed", def);
+
+	printf("seed %" PRIu64 " (rerun with --seed %" PRIu64 ")\n", seed, seed);
+	return seed;
+}
+
+uint64_t th_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t th_now_ms(void)
+{
+	return th_now_ns() / 1000000ull;
+}
+
+int th_wait_until(int (*pred)(void *ctx), void *ctx, uint64_t timeout_ms)
+{
+	uint64_t deadline = th_now_ms() + timeout_ms;
+	struct timespec pause = {0, 100000};
+
+	for (;;) {
+		if (pred(ctx))
+			return 1;
+		if (th_now_ms() >= deadline)
+			return pred(ctx);
+		nanosleep(&pause, NULL);
+	}
+}
+
+void th_event_init(struct th_event *e)
+{
+	pthread_condattr_t attr;
+
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->cv, &attr);
+	pthread_condattr_destroy(&attr);
+	e->set = 0;
+}
+
+void th_event_destroy(struct th_event *e)
+{
+	pthread_cond_destroy(&e->cv);
+	pthread_mutex_destroy(&e->mu);
+}
+
+void th_event_signal(struct th_event *e)
+{
+	pthread_mutex_lock(&e->mu);
+	e->set = 1;
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+int th_event_wait(struct th_event *e, uint64_t timeout_ms)
+{
+	uint64_t deadline_ns = th_now_ns() + timeout_ms * 1000000ull;
+	struct timespec ts = {(time_t)(deadline_ns / 1000000000ull),
+			      (long)(deadline_ns % 1000000000ull)};
+	int set;
+
+	pthread_mutex_lock(&e->mu);
+	while (!e->set) {
+		if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT)
+			break;
+	}
+	set = e->set;
+	pthread_mutex_unlock(&e->mu);
+	return set;
+}
+
+int th_run_threads(size_t n, void *(*fn)(void *), void *arg_base, size_t arg_size)
+{
+	pthread_t *ids = calloc(n ? n : 1, sizeof(*ids));
+	size_t started = 0;
+	int rc = 0;
+
+	if (!CHECK(ids != NULL))
+		return -1;
+	for (; started < n; started++) {
+		void *arg = arg_base ? (char *)arg_base + started * arg_size : NULL;
+		int err = pthread_create(&ids[started], NULL, fn, arg);
+
+		if (err != 0) {
+			th_fail(__FILE__, __LINE__, "pthread_create: %s", strerror(err));
+			rc = -1;
+			break;
+		}
+	}
+	for (size_t i = 0; i < started; i++)
+		pthread_join(ids[i], NULL);
+	free(ids);
+	return rc;
+}
+
+void th_clock_init(struct th_clock *c, uint64_t start_ms)
+{
+	atomic_init(&c->now_ms, start_ms);
+	atomic_init(&c->calls, 0);
+	atomic_init(&c->owner_calls, 0);
+	atomic_init(&c->has_owner, 0);
+}
+
+void th_clock_set_owner(struct th_clock *c)
+{
+	c->owner = pthread_self();
+	/* Release: pairs with the acquire in th_clock_fn(); publishes owner. */
+	atomic_store_explicit(&c->has_owner, 1, memory_order_release);
+}
+
+void th_clock_advance(struct th_clock *c, uint64_t ms)
+{
+	/* seq_cst: every clock read that starts after this returns sees the new time. */
+	atomic_fetch_add_explicit(&c->now_ms, ms, memory_order_seq_cst);
+}
+
+uint64_t th_clock_fn(void *ctx)
+{
+	struct th_clock *c = ctx;
+
+	atomic_fetch_add_explicit(&c->calls, 1, memory_order_relaxed);
+	if (atomic_load_explicit(&c->has_owner, memory_order_acquire) &&
+	    pthread_equal(c->owner, pthread_self()))
+		atomic_fetch_add_explicit(&c->owner_calls, 1, memory_order_relaxed);
+	return atomic_load_explicit(&c->now_ms, memory_order_seq_cst);
+}
+
+uint64_t th_stat(larder *cache, enum larder_stat stat)
+{
+	uint64_t values[LARDER_STAT_COUNT];
+
+	memset(values, 0, sizeof(values));
+	if (!CHECK_RC(larder_stats(cache, values, LARDER_STAT_COUNT), LARDER_OK))
+		return 0;
+	return values[stat];
+}
+
+int th_check_accounting(larder *cache, uint64_t timeout_ms, uint64_t *entries,
+			uint64_t *bytes)
+{
+	uint64_t walk_entries = 0, walk_bytes = 0;
+	uint64_t values[LARDER_STAT_COUNT];
+	int ok = 1;
+
+	ok &= CHECK_EQ(larder__test_quiesce(cache, timeout_ms), 0);
+	larder__test_walk(cache, &walk_entries, &walk_bytes);
+	memset(values, 0, sizeof(values));
+	ok &= CHECK_RC(larder_stats(cache, values, LARDER_STAT_COUNT), LARDER_OK);
+	ok &= CHECK_EQ(values[LARDER_STAT_ENTRIES], walk_entries);
+	ok &= CHECK_EQ(values[LARDER_STAT_USED_BYTES], walk_bytes);
+	if (entries)
+		*entries = walk_entries;
+	if (bytes)
+		*bytes = walk_bytes;
+	return ok;
+}
+
+larder_config *th_config(uint64_t capacity_bytes)
+{
+	larder_config *config = NULL;
+
+	if (!CHECK_RC(larder_config_create(&config), LARDER_OK))
+		return NULL;
+	if (!CHECK_RC(larder_config_set_capacity(config, capacity_bytes), LARDER_OK) ||
+	    !CHECK_RC(larder_config_set_hash_seed(config, 0x5eed5eed12345678ull), LARDER_OK)) {
+		larder_config_destroy(config);
+		return NULL;
+	}
+	return config;
+}
+
+larder *th_open(larder_config *config)
+{
+	larder *cache = NULL;
+
+	if (config == NULL)
+		return NULL;
+	if (!CHECK_RC(larder_open(&cache, config), LARDER_OK))
+		cache = NULL;
+	larder_config_destroy(config);
+	return cache;
+}

@@ -1,0 +1,230 @@
+/*
+ * tests/support/harness.h - the tiny test harness shared by unit and stress tests.
+ *
+ * What it owns:
+ *   - CHECK-style assertions that print file:line and both values and count the
+ *     failure, from any thread (the counter is atomic), without stopping the test
+ *     (REQUIRE* return from the calling void function instead);
+ *   - a per-test runner: th_main() runs a table of tests (optionally filtered by
+ *     name from argv), prints PASS/FAIL for each and ends with the exact line
+ *     "N passed, N failed"; the exit status is 0 only when no test failed;
+ *   - helpers: threads, a seeded PRNG, arguments and seeds from argv, a
+ *     deadline-based wait on a condition (tests never sleep to synchronise),
+ *     an injectable clock, and the accounting check that every test ends with
+ *     (quiesce, then counters == full walk).
+ *
+ * Invariant: a test passes iff no CHECK failed while it ran. A test that cannot
+ * fail is a bug; every helper that waits has a deadline and fails the test when
+ * the deadline passes, so a hung engine shows up as a failure, not a hang.
+ */
+#ifndef LARDER_TESTS_HARNESS_H
+#define LARDER_TESTS_HARNESS_H
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "larder.h"
+#include "core/testing.h"
+
+/* ---- ThreadSanitizer detection: stress defaults shrink under it ---------- */
+#if defined(__SANITIZE_THREAD__)
+#define TH_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TH_TSAN 1
+#endif
+#endif
+#ifndef TH_TSAN
+#define TH_TSAN 0
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TH_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TH_ASAN 1
+#endif
+#endif
+#ifndef TH_ASAN
+#define TH_ASAN 0
+#endif
+
+/* ---- Failure reporting --------------------------------------------------- */
+
+void th_fail(const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Failures recorded so far, process-wide (all threads). */
+long th_failures(void);
+
+#define CHECK(cond)                                                                   \
+	((cond) ? 1 : (th_fail(__FILE__, __LINE__, "CHECK(%s) failed", #cond), 0))
+
+/* Integer equality; both sides are shown signed and in hex. */
+#define CHECK_EQ(a, b)                                                                \
+	th_check_eq(__FILE__, __LINE__, #a, #b, (intmax_t)(a), (intmax_t)(b))
+#define CHECK_NE(a, b)                                                                \
+	th_check_ne(__FILE__, __LINE__, #a, #b, (intmax_t)(a), (intmax_t)(b))
+/* Unsigned ordering: a <= b, a < b, a >= b, a > b. */
+#define CHECK_LE(a, b)                                                                \
+	th_check_cmp(__FILE__, __LINE__, #a, "<=", #b, (uintmax_t)(a), (uintmax_t)(b))
+#define CHECK_LT(a, b)                                                                \
+	th_check_cmp(__FILE__, __LINE__, #a, "<", #b, (uintmax_t)(a), (uintmax_t)(b))
+#define CHECK_GE(a, b)                                                                \
+	th_check_cmp(__FILE__, __LINE__, #b, "<=", #a, (uintmax_t)(b), (uintmax_t)(a))
+#define CHECK_GT(a, b)                                                                \
+	th_check_cmp(__FILE__, __LINE__, #b, "<", #a, (uintmax_t)(b), (uintmax_t)(a))
+/* A larder result code; failures name both codes with larder_strerror(). */
+#define CHECK_RC(expr, want)                                                          \
+	th_check_rc(__FILE__, __LINE__, #expr, (long)(expr), (long)(want))
+/* n bytes at a equal n bytes at b; shows the first difference. */
+#define CHECK_MEM(a, b, n) th_check_mem(__FILE__, __LINE__, #a, #b, (a), (b), (n))
+#define CHECK_STR(a, b) th_check_str(__FILE__, __LINE__, #a, #b, (a), (b))
+
+/* As CHECK*, but return from the enclosing void function on failure. */
+#define REQUIRE(cond)                                                                 \
+	do {                                                                          \
+		if (!CHECK(cond))                                                     \
+			return;                                                       \
+	} while (0)
+#define REQUIRE_RC(expr, want)                                                        \
+	do {                                                                          \
+		if (!CHECK_RC(expr, want))                                            \
+			return;                                                       \
+	} while (0)
+#define REQUIRE_EQ(a, b)                                                              \
+	do {                                                                          \
+		if (!CHECK_EQ(a, b))                                                  \
+			return;                                                       \
+	} while (0)
+
+int th_check_eq(const char *file, int line, const char *as, const char *bs, intmax_t a,
+		intmax_t b);
+int th_check_ne(const char *file, int line, const char *as, const char *bs, intmax_t a,
+		intmax_t b);
+int th_check_cmp(const char *file, int line, const char *as, const char *op, const char *bs,
+		 uintmax_t a, uintmax_t b);
+int th_check_rc(const char *file, int line, const char *expr, long got, long want);
+int th_check_mem(const char *file, int line, const char *as, const char *bs, const void *a,
+		 const void *b, size_t n);
+int th_check_str(const char *file, int line, const char *as, const char *bs, const char *a,
+		 const char *b);
+
+/* ---- Runner -------------------------------------------------------------- */
+
+struct th_test {
+	const char *name;
+	void (*fn)(void);
+};
+#define TH_TEST(fn) { #fn, fn }
+#define TH_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * Runs every test whose name contains one of the non-option arguments (all of
+ * them when there is none), prints "PASS name (ms)" or "FAIL name", then
+ * "N passed, N failed". Returns the process exit status.
+ */
+int th_main(int argc, char **argv, const struct th_test *tests, size_t count);
+
+/* ---- Arguments ----------------------------------------------------------- */
+
+/*
+ * The value of "--name N" or "--name=N" in argv, or def. Accepts decimal or
+ * 0x-hex. A malformed number prints an error and returns def.
+ */
+uint64_t th_arg_u64(int argc, char **argv, const char *name, uint64_t def);
+/* A seed: --seed if given, else one from the clock and the pid. Printed. */
+uint64_t th_arg_seed(int argc, char **argv);
+
+/* ---- Random numbers (splitmix64: small, seedable, good enough) ------------ */
+
+struct th_rng {
+	uint64_t s;
+};
+static inline uint64_t th_rng_next(struct th_rng *r)
+{
+	uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+/* Uniform in [0, n) (n > 0); the bias is irrelevant for tests. */
+static inline uint64_t th_rng_below(struct th_rng *r, uint64_t n)
+{
+	return th_rng_next(r) % n;
+}
+static inline uint64_t th_mix64(uint64_t x)
+{
+	struct th_rng r = {x};
+	return th_rng_next(&r);
+}
+
+/* ---- Time, waiting, threads ----------------------------------------------- */
+
+uint64_t th_now_ms(void);
+uint64_t th_now_ns(void);
+
+/*
+ * Polls pred(ctx) until it returns non-zero or timeout_ms passes; returns the
+ * last result. Between polls it yields for about 100 us: this is a bounded
+ * wait on a condition, not a sleep that hopes the other side is done.
+ */
+int th_wait_until(int (*pred)(void *ctx), void *ctx, uint64_t timeout_ms);
+
+/* A one-shot flag with a condition variable: signal once, wait with deadline. */
+struct th_event {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int set;
+};
+void th_event_init(struct th_event *e);
+void th_event_destroy(struct th_event *e);
+void th_event_signal(struct th_event *e);
+/* Returns 1 once signalled, 0 when timeout_ms passed first. */
+int th_event_wait(struct th_event *e, uint64_t timeout_ms);
+
+/*
+ * Starts n threads running fn(arg_base + i * arg_size) and joins them all.
+ * Fails the test (and returns -1) if a thread cannot be created.
+ */
+int th_run_threads(size_t n, void *(*fn)(void *), void *arg_base, size_t arg_size);
+
+/* ---- An injected clock ---------------------------------------------------- */
+
+struct th_clock {
+	_Atomic uint64_t now_ms;      /* advanced by the test */
+	_Atomic uint64_t calls;       /* every call */
+	_Atomic uint64_t owner_calls; /* calls from the thread named owner */
+	pthread_t owner;
+	_Atomic int has_owner;
+};
+void th_clock_init(struct th_clock *c, uint64_t start_ms);
+/* Counts calls made on the calling thread in owner_calls from now on. */
+void th_clock_set_owner(struct th_clock *c);
+void th_clock_advance(struct th_clock *c, uint64_t ms);
+uint64_t th_clock_fn(void *ctx); /* a larder_clock_fn */
+
+/* ---- Engine helpers ------------------------------------------------------ */
+
+/* One counter from larder_stats(); fails the test on error. */
+uint64_t th_stat(larder *cache, enum larder_stat stat);
+
+/*
+ * Quiesces (failing the test if that takes longer than timeout_ms), walks the
+ * index and checks LARDER_STAT_ENTRIES and LARDER_STAT_USED_BYTES against the
+ * walk. Returns 1 when everything agreed. Writes the walk into the optional
+ * out-parameters.
+ */
+int th_check_accounting(larder *cache, uint64_t timeout_ms, uint64_t *entries,
+			uint64_t *bytes);
+
+/* Creates a config with a fixed hash seed; fails the test and returns NULL on error. */
+larder_config *th_config(uint64_t capacity_bytes);
+/* Opens a cache from config and destroys config; fails the test and returns NULL on error. */
+larder *th_open(larder_config *config);
+
+#endif /* LARDER_TESTS_HARNESS_H */

@@ -1,0 +1,432 @@
+/*
+ * tests/unit/test_api.c - configuration, lifecycle and the naming functions.
+ *
+ * Checks what larder.h promises about the config setters' ranges, larder_open()
+ * on bad input (EINVAL, *out NULL, nothing leaked), the documented defaults,
+ * reuse of one config for several caches, larder_stats() arguments, and the
+ * strerror / stat_name / cause_name tables. Also the lifecycle promises that
+ * concern threads: per-thread state of exited threads, and close() leaving no
+ * mapped bytes behind.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdlib.h>
+
+#include "harness.h"
+
+#define KiB ((uint64_t)1024)
+#define MiB (1024 * KiB)
+
+static void test_config_create_null(void)
+{
+	larder_config *config = NULL;
+
+	CHECK_RC(larder_config_create(NULL), LARDER_EINVAL);
+	REQUIRE_RC(larder_config_create(&config), LARDER_OK);
+	CHECK(config != NULL);
+	larder_config_destroy(config);
+}
+
+static void test_config_setters_null(void)
+{
+	CHECK_RC(larder_config_set_capacity(NULL, MiB), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_expected_entries(NULL, 100), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_max_key_bytes(NULL, 10), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_max_value_bytes(NULL, 10), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_default_ttl_ms(NULL, 10), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_policy(NULL, LARDER_POLICY_DEFAULT), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_clock(NULL, th_clock_fn, NULL), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_removal_listener(NULL, NULL, NULL), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_hash_seed(NULL, 1), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_write_wait_ms(NULL, 1), LARDER_EINVAL);
+}
+
+static void test_config_setter_ranges(void)
+{
+	larder_config *config = NULL;
+	struct th_clock clock;
+
+	REQUIRE_RC(larder_config_create(&config), LARDER_OK);
+	/* capacity >= 64 KiB */
+	CHECK_RC(larder_config_set_capacity(config, 0), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_capacity(config, 64 * KiB - 1), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_capacity(config, 64 * KiB), LARDER_OK);
+	CHECK_RC(larder_config_set_capacity(config, 16 * MiB), LARDER_OK);
+	/* max key 1..LARDER_KEY_LIMIT */
+	CHECK_RC(larder_config_set_max_key_bytes(config, 0), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_max_key_bytes(config, 1), LARDER_OK);
+	CHECK_RC(larder_config_set_max_key_bytes(config, LARDER_KEY_LIMIT), LARDER_OK);
+	CHECK_RC(larder_config_set_max_key_bytes(config, (size_t)LARDER_KEY_LIMIT + 1),
+		 LARDER_EINVAL);
+	CHECK_RC(larder_config_set_max_key_bytes(config, (size_t)-1), LARDER_EINVAL);
+	/* max value 0..LARDER_VALUE_LIMIT */
+	CHECK_RC(larder_config_set_max_value_bytes(config, 0), LARDER_OK);
+	CHECK_RC(larder_config_set_max_value_bytes(config, LARDER_VALUE_LIMIT), LARDER_OK);
+	CHECK_RC(larder_config_set_max_value_bytes(config, LARDER_VALUE_LIMIT + 1), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_max_value_bytes(config, (size_t)-1), LARDER_EINVAL);
+	/* default TTL: NEVER and 0 both mean none; any lifetime is fine */
+	CHECK_RC(larder_config_set_default_ttl_ms(config, 0), LARDER_OK);
+	CHECK_RC(larder_config_set_default_ttl_ms(config, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_config_set_default_ttl_ms(config, 1), LARDER_OK);
+	/* policy: only the enum's values */
+	CHECK_RC(larder_config_set_policy(config, LARDER_POLICY_DEFAULT), LARDER_OK);
+	CHECK_RC(larder_config_set_policy(config, LARDER_POLICY_S3FIFO), LARDER_OK);
+	CHECK_RC(larder_config_set_policy(config, LARDER_POLICY_FIFO), LARDER_OK);
+	CHECK_RC(larder_config_set_policy(config, (enum larder_policy)99), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_policy(config, (enum larder_policy)-1), LARDER_EINVAL);
+	/* clock and listener: NULL restores the default */
+	th_clock_init(&clock, 1000);
+	CHECK_RC(larder_config_set_clock(config, th_clock_fn, &clock), LARDER_OK);
+	CHECK_RC(larder_config_set_clock(config, NULL, NULL), LARDER_OK);
+	CHECK_RC(larder_config_set_removal_listener(config, NULL, NULL), LARDER_OK);
+	CHECK_RC(larder_config_set_hash_seed(config, 0), LARDER_OK);
+	CHECK_RC(larder_config_set_hash_seed(config, UINT64_MAX), LARDER_OK);
+	CHECK_RC(larder_config_set_write_wait_ms(config, 0), LARDER_OK);
+	CHECK_RC(larder_config_set_write_wait_ms(config, 5000), LARDER_OK);
+	CHECK_RC(larder_config_set_expected_entries(config, 1), LARDER_OK);
+	CHECK_RC(larder_config_set_expected_entries(config, 1000000), LARDER_OK);
+	larder_config_destroy(config);
+}
+
+/* A rejected setting must leave the previous one in force. */
+static void test_config_rejected_setting_keeps_previous(void)
+{
+	larder_config *config = th_config(256 * KiB);
+	larder *cache;
+
+	REQUIRE(config != NULL);
+	CHECK_RC(larder_config_set_capacity(config, 1), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_max_key_bytes(config, 8), LARDER_OK);
+	CHECK_RC(larder_config_set_max_key_bytes(config, 0), LARDER_EINVAL);
+	cache = th_open(config);
+	REQUIRE(cache != NULL);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_CAPACITY_BYTES), 256 * KiB);
+	CHECK_RC(larder_put(cache, "12345678", 8, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_put(cache, "123456789", 9, "v", 1, LARDER_TTL_NEVER), LARDER_EKEYSIZE);
+	larder_close(cache);
+}
+
+static void test_open_null(void)
+{
+	larder_config *config = th_config(MiB);
+	larder *cache = (larder *)&cache; /* non-NULL garbage: open must reset it */
+	uint64_t mapped = larder__test_mapped_bytes();
+
+	REQUIRE(config != NULL);
+	CHECK_RC(larder_open(NULL, config), LARDER_EINVAL);
+	CHECK_RC(larder_open(&cache, NULL), LARDER_EINVAL);
+	CHECK(cache == NULL);
+	CHECK_EQ(larder__test_mapped_bytes(), mapped);
+	larder_close(NULL); /* documented no-op */
+	larder_config_destroy(config);
+}
+
+static void test_open_defaults(void)
+{
+	larder_config *config = NULL;
+	larder *cache = NULL;
+	static unsigned char big[(1u << 20) + 1];
+	char key[251];
+	uint64_t ttl = 0;
+
+	REQUIRE_RC(larder_config_create(&config), LARDER_OK);
+	cache = th_open(config);
+	REQUIRE(cache != NULL);
+	/* capacity 64 MiB */
+	CHECK_EQ(th_stat(cache, LARDER_STAT_CAPACITY_BYTES), 64 * MiB);
+	/* max key 250 bytes */
+	memset(key, 'k', sizeof(key));
+	CHECK_RC(larder_put(cache, key, 250, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	CHECK_RC(larder_put(cache, key, 251, "v", 1, LARDER_TTL_DEFAULT), LARDER_EKEYSIZE);
+	CHECK_RC(larder_get(cache, key, 251, NULL, 0, &(size_t){0}), LARDER_EKEYSIZE);
+	/* no default TTL */
+	CHECK_RC(larder_ttl_remaining(cache, key, 250, &ttl), LARDER_OK);
+	CHECK_EQ(ttl, LARDER_TTL_NEVER);
+	/* max value 1 MiB (1/8 of 64 MiB is 8 MiB, so the entry limit is not in play) */
+	memset(big, 0x5a, sizeof(big));
+	CHECK_RC(larder_put(cache, "big", 3, big, 1u << 20, LARDER_TTL_DEFAULT), LARDER_OK);
+	CHECK_RC(larder_put(cache, "big", 3, big, (1u << 20) + 1, LARDER_TTL_DEFAULT),
+		 LARDER_EVALSIZE);
+	size_t len = 0;
+	CHECK_RC(larder_get(cache, "big", 3, NULL, 0, &len), LARDER_EBUFSIZE);
+	CHECK_EQ(len, 1u << 20);
+	larder_close(cache);
+}
+
+/* "A config may be reused for several caches and destroyed any time after open." */
+static void test_config_reuse(void)
+{
+	larder_config *config = th_config(MiB);
+	larder *a = NULL, *b = NULL;
+	char buf[8];
+	size_t len = 0;
+
+	REQUIRE(config != NULL);
+	CHECK_RC(larder_open(&a, config), LARDER_OK);
+	CHECK_RC(larder_open(&b, config), LARDER_OK);
+	larder_config_destroy(config);
+	REQUIRE(a != NULL && b != NULL);
+	CHECK(a != b);
+	CHECK_RC(larder_put(a, "k", 1, "A", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	CHECK_RC(larder_put(b, "k", 1, "B", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	CHECK_RC(larder_get(a, "k", 1, buf, sizeof(buf), &len), LARDER_OK);
+	CHECK(len == 1 && buf[0] == 'A');
+	CHECK_RC(larder_get(b, "k", 1, buf, sizeof(buf), &len), LARDER_OK);
+	CHECK(len == 1 && buf[0] == 'B');
+	larder_close(a);
+	CHECK_RC(larder_get(b, "k", 1, buf, sizeof(buf), &len), LARDER_OK);
+	larder_close(b);
+}
+
+static void test_stats_args(void)
+{
+	larder *cache = th_open(th_config(MiB));
+	uint64_t values[LARDER_STAT_COUNT + 1];
+
+	REQUIRE(cache != NULL);
+	CHECK_RC(larder_stats(NULL, values, LARDER_STAT_COUNT), LARDER_EINVAL);
+	CHECK_RC(larder_stats(cache, NULL, LARDER_STAT_COUNT), LARDER_EINVAL);
+	/* A shorter array (an older caller) is filled only as far as it goes. */
+	for (size_t i = 0; i <= LARDER_STAT_COUNT; i++)
+		values[i] = 0xabcdabcdabcdabcdull;
+	CHECK_RC(larder_stats(cache, values, 6), LARDER_OK);
+	CHECK_EQ(values[LARDER_STAT_CAPACITY_BYTES], MiB);
+	for (size_t i = 6; i <= LARDER_STAT_COUNT; i++)
+		CHECK_EQ(values[i], 0xabcdabcdabcdabcdull);
+	CHECK_RC(larder_stats(cache, values, LARDER_STAT_COUNT), LARDER_OK);
+	CHECK_EQ(values[LARDER_STAT_ENTRIES], 0);
+	CHECK_EQ(values[LARDER_STAT_USED_BYTES], 0);
+	CHECK_GT(values[LARDER_STAT_OVERSHOOT_BOUND], 0);
+	CHECK_GT(values[LARDER_STAT_INDEX_SLOTS], 0);
+	larder_close(cache);
+}
+
+/* Hits, misses and writes are exact counts of the calls that made them. */
+static void test_stats_counts(void)
+{
+	larder *cache = th_open(th_config(MiB));
+	uint64_t h0, m0, w0;
+	char buf[16];
+	size_t len;
+
+	REQUIRE(cache != NULL);
+	h0 = th_stat(cache, LARDER_STAT_HITS);
+	m0 = th_stat(cache, LARDER_STAT_MISSES);
+	w0 = th_stat(cache, LARDER_STAT_WRITES);
+	for (int i = 0; i < 10; i++) {
+		char key[8];
+		snprintf(key, sizeof(key), "k%d", i);
+		CHECK_RC(larder_put(cache, key, strlen(key), "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	}
+	for (int i = 0; i < 30; i++) {
+		char key[8];
+		snprintf(key, sizeof(key), "k%d", i);
+		CHECK_RC(larder_get(cache, key, strlen(key), buf, sizeof(buf), &len),
+			 i < 10 ? LARDER_OK : LARDER_MISS);
+	}
+	CHECK_EQ(th_stat(cache, LARDER_STAT_WRITES) - w0, 10);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_HITS) - h0, 10);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_MISSES) - m0, 20);
+	larder_close(cache);
+}
+
+static void test_strerror(void)
+{
+	static const int codes[] = {LARDER_OK,	      LARDER_MISS,	LARDER_EXISTS,
+				    LARDER_MISMATCH,  LARDER_EINVAL,	LARDER_EKEYSIZE,
+				    LARDER_EVALSIZE,  LARDER_ENOMEM,	LARDER_EBUFSIZE,
+				    LARDER_EBUSY,     LARDER_ETHREAD,	LARDER_ESYS};
+	const char *unknown = larder_strerror(-1000);
+
+	CHECK(unknown != NULL);
+	CHECK(larder_strerror(1000) != NULL);
+	CHECK(larder_strerror(-9) != NULL);
+	for (size_t i = 0; i < TH_COUNT(codes); i++) {
+		const char *s = larder_strerror(codes[i]);
+
+		if (!CHECK(s != NULL))
+			continue;
+		CHECK_GT(strlen(s), 0);
+		/* each documented code has its own text, distinct from "unknown" */
+		CHECK(unknown == NULL || strcmp(s, unknown) != 0);
+		for (size_t j = 0; j < i; j++) {
+			const char *t = larder_strerror(codes[j]);
+			if (t != NULL && strcmp(s, t) == 0)
+				th_fail(__FILE__, __LINE__, "strerror(%d) == strerror(%d) == \"%s\"",
+					codes[i], codes[j], s);
+		}
+	}
+}
+
+static void test_stat_names(void)
+{
+	for (int i = 0; i < LARDER_STAT_COUNT; i++) {
+		const char *s = larder_stat_name((enum larder_stat)i);
+
+		if (!CHECK(s != NULL))
+			continue;
+		CHECK_GT(strlen(s), 0);
+		for (int j = 0; j < i; j++) {
+			const char *t = larder_stat_name((enum larder_stat)j);
+			if (t != NULL && strcmp(s, t) == 0)
+				th_fail(__FILE__, __LINE__, "stat %d and %d are both named \"%s\"", i,
+					j, s);
+		}
+	}
+	CHECK_STR(larder_stat_name(LARDER_STAT_HITS), "hits");
+	CHECK_STR(larder_stat_name(LARDER_STAT_USED_BYTES), "used_bytes");
+	CHECK(larder_stat_name(LARDER_STAT_COUNT) == NULL);
+	CHECK(larder_stat_name((enum larder_stat)1000) == NULL);
+	CHECK(larder_stat_name((enum larder_stat)-1) == NULL);
+}
+
+static void test_cause_names(void)
+{
+	CHECK_STR(larder_cause_name(LARDER_CAUSE_EXPLICIT), "explicit");
+	for (int i = 0; i <= LARDER_CAUSE_CLEARED; i++) {
+		const char *s = larder_cause_name((enum larder_cause)i);
+
+		if (!CHECK(s != NULL))
+			continue;
+		CHECK(strcmp(s, "unknown") != 0);
+		for (int j = 0; j < i; j++)
+			CHECK(strcmp(s, larder_cause_name((enum larder_cause)j)) != 0);
+	}
+	CHECK_STR(larder_cause_name((enum larder_cause)5), "unknown");
+	CHECK_STR(larder_cause_name((enum larder_cause)-1), "unknown");
+}
+
+/* ---- Threads and lifecycle ----------------------------------------------- */
+
+struct churn_arg {
+	larder *cache;
+	int id;
+};
+
+static void *churn_thread(void *p)
+{
+	struct churn_arg *a = p;
+	char key[32], buf[32];
+	size_t len = 0;
+
+	snprintf(key, sizeof(key), "thread-%d", a->id);
+	CHECK_RC(larder_put(a->cache, key, strlen(key), key, strlen(key), LARDER_TTL_DEFAULT),
+		 LARDER_OK);
+	CHECK_RC(larder_get(a->cache, key, strlen(key), buf, sizeof(buf), &len), LARDER_OK);
+	CHECK(len == strlen(key) && memcmp(buf, key, len) == 0);
+	return NULL;
+}
+
+/* Many short-lived threads, each registering implicitly: no limit, no leak. */
+static void test_thread_churn(void)
+{
+	uint64_t mapped = larder__test_mapped_bytes();
+	larder *cache = th_open(th_config(4 * MiB));
+	struct churn_arg args[64];
+
+	REQUIRE(cache != NULL);
+	for (int round = 0; round < 8; round++) {
+		for (int i = 0; i < 64; i++)
+			args[i] = (struct churn_arg){cache, round * 64 + i};
+		th_run_threads(64, churn_thread, args, sizeof(args[0]));
+	}
+	for (int i = 0; i < 8 * 64; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "thread-%d", i);
+		CHECK_RC(larder_contains(cache, key, strlen(key)), LARDER_OK);
+	}
+	th_check_accounting(cache, 10000, NULL, NULL);
+	larder_close(cache);
+	CHECK_EQ(larder__test_mapped_bytes(), mapped);
+}
+
+struct outlive_arg {
+	larder *cache;
+	struct th_event wrote, closed;
+};
+
+static void *outlive_thread(void *p)
+{
+	struct outlive_arg *a = p;
+
+	CHECK_RC(larder_put(a->cache, "x", 1, "y", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	th_event_signal(&a->wrote);
+	CHECK(th_event_wait(&a->closed, 10000));
+	return NULL; /* exits after the cache is gone: its per-thread state must cope */
+}
+
+/* A thread that used a cache may exit after the cache was closed. */
+static void test_thread_outlives_cache(void)
+{
+	struct outlive_arg a;
+	pthread_t t;
+
+	a.cache = th_open(th_config(MiB));
+	REQUIRE(a.cache != NULL);
+	th_event_init(&a.wrote);
+	th_event_init(&a.closed);
+	REQUIRE(pthread_create(&t, NULL, outlive_thread, &a) == 0);
+	CHECK(th_event_wait(&a.wrote, 10000));
+	larder_close(a.cache);
+	th_event_signal(&a.closed);
+	pthread_join(t, NULL);
+	/* and a new cache still works for a new thread */
+	a.cache = th_open(th_config(MiB));
+	REQUIRE(a.cache != NULL);
+	CHECK_RC(larder_put(a.cache, "x", 1, "y", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	larder_close(a.cache);
+	th_event_destroy(&a.wrote);
+	th_event_destroy(&a.closed);
+}
+
+/* close frees every byte: mapped bytes return to their value before open. */
+static void test_close_no_leak(void)
+{
+	uint64_t mapped = larder__test_mapped_bytes();
+	larder *cache = th_open(th_config(8 * MiB));
+	static unsigned char value[300000];
+
+	REQUIRE(cache != NULL);
+	memset(value, 7, sizeof(value));
+	for (int i = 0; i < 20000; i++) {
+		char key[16];
+		size_t vlen = (size_t)(i % 977) * 3;
+		snprintf(key, sizeof(key), "k%d", i);
+		if (i % 1000 == 0)
+			vlen = sizeof(value); /* a few large entries too */
+		if (!CHECK_RC(larder_put(cache, key, strlen(key), value, vlen, LARDER_TTL_DEFAULT),
+			      LARDER_OK))
+			break;
+		if (i % 7 == 0) {
+			/* the policy may already have evicted it: both are fine */
+			int rc = larder_remove(cache, key, strlen(key));
+			CHECK(rc == LARDER_OK || rc == LARDER_MISS);
+		}
+	}
+	CHECK_GT(larder__test_mapped_bytes(), mapped);
+	larder_close(cache);
+	CHECK_EQ(larder__test_mapped_bytes(), mapped);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct th_test tests[] = {
+		TH_TEST(test_config_create_null),
+		TH_TEST(test_config_setters_null),
+		TH_TEST(test_config_setter_ranges),
+		TH_TEST(test_config_rejected_setting_keeps_previous),
+		TH_TEST(test_open_null),
+		TH_TEST(test_open_defaults),
+		TH_TEST(test_config_reuse),
+		TH_TEST(test_stats_args),
+		TH_TEST(test_stats_counts),
+		TH_TEST(test_strerror),
+		TH_TEST(test_stat_names),
+		TH_TEST(test_cause_names),
+		TH_TEST(test_thread_churn),
+		TH_TEST(test_thread_outlives_cache),
+		TH_TEST(test_close_no_leak),
+	};
+	return th_main(argc, argv, tests, TH_COUNT(tests));
+}

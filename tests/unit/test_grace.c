@@ -1,0 +1,274 @@
+/*
+ * tests/unit/test_grace.c - grace periods: what a reader holds is never freed.
+ *
+ * A reader parks inside a zero-copy callback (it signals that it is in, then
+ * waits until the test releases it) while writer threads overwrite and remove
+ * that key thousands of times and churn other keys. Freed memory is poisoned
+ * (larder__test_poison_freed), so a premature free shows up as 0xdb bytes.
+ * Invariants checked (ARCHITECTURE.md invariants 1 and 3, larder.h):
+ *   G1. the parked reader's bytes stay equal to the value it found, however
+ *       many times the key is overwritten or removed meanwhile;
+ *   G2. quiesce cannot complete while the reader is parked (retired memory
+ *       waits for it), and does complete after it leaves, with the memory
+ *       freed: used bytes equal the walk again;
+ *   G3. a write inside a callback never waits for memory: with nothing
+ *       freeable it fails with LARDER_EBUSY promptly instead of waiting out the
+ *       configured write wait, and the cache works normally afterwards.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdlib.h>
+
+#include "harness.h"
+
+#define KiB ((uint64_t)1024)
+#define MiB (1024 * KiB)
+#define VLEN 4000
+
+static unsigned char original[VLEN];
+
+struct park {
+	larder *cache;
+	int use_batch;
+	struct th_event in, release;
+	const unsigned char *ptr; /* the bytes the reader holds, valid while parked */
+	size_t len;
+	int intact_on_entry, intact_on_exit, released, calls;
+	long rc;
+};
+
+static void park_here(struct park *p, const void *value, size_t value_len)
+{
+	p->calls++;
+	p->ptr = value;
+	p->len = value_len;
+	p->intact_on_entry = value_len == VLEN && memcmp(value, original, VLEN) == 0;
+	th_event_signal(&p->in);
+	p->released = th_event_wait(&p->release, 120000);
+	p->intact_on_exit = value_len == VLEN && memcmp(value, original, VLEN) == 0;
+}
+
+static void park_fn(void *ctx, const void *value, size_t value_len)
+{
+	park_here(ctx, value, value_len);
+}
+
+static void park_batch_fn(void *ctx, size_t index, const void *value, size_t value_len)
+{
+	struct park *p = ctx;
+
+	if (index == 0)
+		park_here(p, value, value_len);
+}
+
+static void *reader_thread(void *arg)
+{
+	struct park *p = arg;
+
+	if (p->use_batch) {
+		const void *keys[2] = {"K", "other"};
+		const size_t lens[2] = {1, 5};
+		p->rc = larder_get_batch(p->cache, 2, keys, lens, park_batch_fn, p);
+	} else {
+		p->rc = larder_get_with(p->cache, "K", 1, park_fn, p);
+	}
+	return NULL;
+}
+
+struct writer {
+	larder *cache;
+	int id, rounds;
+	long bad;
+};
+
+static void *writer_thread(void *arg)
+{
+	struct writer *w = arg;
+	unsigned char *v = malloc(8192);
+	struct th_rng rng = {(uint64_t)w->id * 7919 + 1};
+
+	if (!CHECK(v != NULL))
+		return NULL;
+	for (int i = 0; i < w->rounds; i++) {
+		size_t len = i % 3 == 0 ? VLEN : (size_t)th_rng_below(&rng, 1024);
+		char key[32];
+		int rc;
+
+		/* same size as the parked value, so a premature free would be reused */
+		memset(v, 0x40 + (w->id * 16 + i) % 64, len);
+		rc = larder_put(w->cache, "K", 1, v, len, LARDER_TTL_NEVER);
+		w->bad += !CHECK_RC(rc, LARDER_OK);
+		rc = larder_remove(w->cache, "K", 1);
+		w->bad += !CHECK(rc == LARDER_OK || rc == LARDER_MISS);
+		rc = larder_put_if_absent(w->cache, "K", 1, v, len / 2, LARDER_TTL_NEVER);
+		w->bad += !CHECK(rc == LARDER_OK || rc == LARDER_EXISTS);
+		snprintf(key, sizeof(key), "w%d-%d", w->id, i % 200);
+		rc = larder_put(w->cache, key, strlen(key), v, len, LARDER_TTL_NEVER);
+		w->bad += !CHECK_RC(rc, LARDER_OK);
+		if (w->bad > 10)
+			break;
+	}
+	free(v);
+	return NULL;
+}
+
+static void run_parked(int use_batch)
+{
+	enum { WRITERS = 3 };
+	/*
+	 * Nothing retired after the reader parked can be freed until it leaves, so
+	 * the capacity must hold everything the writers write meanwhile (~40 MB).
+	 */
+	larder_config *config = th_config(128 * MiB);
+	struct park p;
+	struct writer w[WRITERS];
+	pthread_t reader;
+	uint64_t used_parked, bytes_after = 0;
+	unsigned char buf[8192];
+	size_t len = 0;
+	int rc;
+
+	REQUIRE(config != NULL);
+	CHECK_RC(larder_config_set_write_wait_ms(config, 20000), LARDER_OK);
+	memset(&p, 0, sizeof(p));
+	p.cache = th_open(config);
+	p.use_batch = use_batch;
+	REQUIRE(p.cache != NULL);
+	th_event_init(&p.in);
+	th_event_init(&p.release);
+	larder__test_poison_freed(1);
+	for (size_t i = 0; i < VLEN; i++)
+		original[i] = (unsigned char)(i * 13 + 5);
+	CHECK_RC(larder_put(p.cache, "K", 1, original, VLEN, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_put(p.cache, "other", 5, "o", 1, LARDER_TTL_NEVER), LARDER_OK);
+	REQUIRE(pthread_create(&reader, NULL, reader_thread, &p) == 0);
+	if (!CHECK(th_event_wait(&p.in, 10000))) {
+		th_event_signal(&p.release);
+		pthread_join(reader, NULL);
+		goto out;
+	}
+
+	for (int i = 0; i < WRITERS; i++)
+		w[i] = (struct writer){p.cache, i, TH_TSAN ? 600 : 2000, 0};
+	th_run_threads(WRITERS, writer_thread, w, sizeof(w[0]));
+
+	/* G1, seen from outside while the reader is still parked */
+	CHECK(p.ptr != NULL && p.len == VLEN);
+	if (p.ptr != NULL && p.len == VLEN)
+		CHECK_MEM(p.ptr, original, VLEN);
+	/* readers outside see only the writers' values now */
+	rc = larder_get(p.cache, "K", 1, buf, sizeof(buf), &len);
+	CHECK(rc == LARDER_OK || rc == LARDER_MISS);
+	if (rc == LARDER_OK)
+		CHECK(len != VLEN || memcmp(buf, original, VLEN) != 0);
+	/* G2: the retired entries wait for the parked reader */
+	CHECK_EQ(larder__test_quiesce(p.cache, 300), -1);
+	used_parked = th_stat(p.cache, LARDER_STAT_USED_BYTES);
+
+	th_event_signal(&p.release);
+	pthread_join(reader, NULL);
+	CHECK(p.released);
+	CHECK_EQ(p.calls, 1);
+	CHECK_EQ(p.rc, use_batch ? 2 : LARDER_OK);
+	CHECK(p.intact_on_entry);
+	CHECK(p.intact_on_exit);
+
+	/* G2: after the reader left, everything retired is freed */
+	th_check_accounting(p.cache, 20000, NULL, &bytes_after);
+	CHECK_LT(bytes_after, used_parked);
+out:
+	larder__test_poison_freed(0);
+	larder_close(p.cache);
+	th_event_destroy(&p.in);
+	th_event_destroy(&p.release);
+}
+
+static void test_parked_get_with(void)
+{
+	run_parked(0);
+}
+
+static void test_parked_get_batch(void)
+{
+	run_parked(1);
+}
+
+struct inside {
+	larder *cache;
+	uint64_t bound;
+	int first_failure, failures_ok, puts_ok;
+	uint64_t slowest_ms;
+};
+
+/* Writes from inside a read section until one is refused. */
+static void write_inside_fn(void *ctx, const void *value, size_t value_len)
+{
+	struct inside *in = ctx;
+	unsigned char v[1000];
+	uint64_t limit = 4 * in->bound / sizeof(v) + 1000;
+
+	(void)value;
+	(void)value_len;
+	memset(v, 0x77, sizeof(v));
+	in->first_failure = 0;
+	for (uint64_t i = 0; i < limit; i++) {
+		char key[32];
+		uint64_t t0 = th_now_ms(), dt;
+		int rc;
+
+		snprintf(key, sizeof(key), "in-%" PRIu64, i);
+		rc = larder_put(in->cache, key, strlen(key), v, sizeof(v), LARDER_TTL_NEVER);
+		dt = th_now_ms() - t0;
+		if (dt > in->slowest_ms)
+			in->slowest_ms = dt;
+		if (rc != LARDER_OK) {
+			in->first_failure = rc;
+			break;
+		}
+		in->puts_ok++;
+	}
+}
+
+/* G3: a write in a callback fails with EBUSY instead of waiting for room. */
+static void test_write_inside_callback(void)
+{
+	larder_config *config = th_config(64 * KiB);
+	struct inside in;
+	uint64_t waits0, busy0, bytes = 0;
+
+	REQUIRE(config != NULL);
+	CHECK_RC(larder_config_set_write_wait_ms(config, 10000), LARDER_OK);
+	memset(&in, 0, sizeof(in));
+	in.cache = th_open(config);
+	REQUIRE(in.cache != NULL);
+	in.bound = th_stat(in.cache, LARDER_STAT_CAPACITY_BYTES) +
+		   th_stat(in.cache, LARDER_STAT_OVERSHOOT_BOUND);
+	CHECK_RC(larder_put(in.cache, "K", 1, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+	waits0 = th_stat(in.cache, LARDER_STAT_WRITE_WAITS);
+	busy0 = th_stat(in.cache, LARDER_STAT_WRITE_BUSY);
+	CHECK_RC(larder_get_with(in.cache, "K", 1, write_inside_fn, &in), LARDER_OK);
+	printf("  %d writes inside the callback, then %d (%s); slowest %" PRIu64 " ms\n",
+	       in.puts_ok, in.first_failure, larder_strerror(in.first_failure), in.slowest_ms);
+	CHECK_RC(in.first_failure, LARDER_EBUSY);
+	CHECK_GT(in.puts_ok, 0);
+	CHECK_LT(in.slowest_ms, 5000); /* the write wait is 10 s: it did not wait it out */
+	CHECK_EQ(th_stat(in.cache, LARDER_STAT_WRITE_WAITS), waits0);
+	CHECK_GE(th_stat(in.cache, LARDER_STAT_WRITE_BUSY), busy0 + 1);
+	CHECK_LE(th_stat(in.cache, LARDER_STAT_USED_BYTES), in.bound);
+	/* outside the callback, writes succeed again (waiting if they must) */
+	CHECK_RC(larder_put(in.cache, "after", 5, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+	th_check_accounting(in.cache, 20000, NULL, &bytes);
+	CHECK_LE(bytes, 64 * KiB);
+	larder_close(in.cache);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct th_test tests[] = {
+		TH_TEST(test_parked_get_with),
+		TH_TEST(test_parked_get_batch),
+		TH_TEST(test_write_inside_callback),
+	};
+	return th_main(argc, argv, tests, TH_COUNT(tests));
+}

@@ -1,0 +1,355 @@
+/*
+ * tests/unit/test_listener.c - the removal listener and the removal causes.
+ *
+ * A recording listener keeps (key, value, cause, thread) for every call under
+ * a mutex. Invariants checked (larder.h, ARCHITECTURE.md invariant 6):
+ *   L1. each cause (EXPLICIT, REPLACED, EXPIRED, EVICTED, CLEARED) is
+ *       reported for the operation that makes it, with the removed entry's
+ *       own key and value;
+ *   L2. the listener runs on the maintainer, never on the calling thread;
+ *   L3. the removal is visible before the listener hears of it (a read from
+ *       inside the listener misses an explicitly removed key), and reads from
+ *       inside the listener work;
+ *   L4. every removal is reported exactly once: the per-cause counts equal
+ *       the LARDER_STAT_* counters, and no evicted key is reported twice;
+ *   L5. close() does not report the entries still present.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdlib.h>
+
+#include "harness.h"
+
+#define KiB ((uint64_t)1024)
+#define MiB (1024 * KiB)
+
+struct rec_event {
+	char key[32];
+	size_t key_len;
+	unsigned char value[1100];
+	size_t value_len;
+	enum larder_cause cause;
+	int on_caller;    /* 1 if the listener ran on the test's thread */
+	int contains_rc;  /* larder_contains() from inside, EXPLICIT only */
+};
+
+struct recorder {
+	pthread_mutex_t mu;
+	struct rec_event *ev;
+	size_t n, cap;
+	pthread_t caller;
+	_Atomic(larder *) cache;
+	size_t truncated;
+};
+
+static struct recorder rec;
+
+static void rec_listener(void *ctx, const void *key, size_t key_len, const void *value,
+			 size_t value_len, enum larder_cause cause)
+{
+	struct recorder *r = ctx;
+	struct rec_event *e;
+	larder *cache = atomic_load_explicit(&r->cache, memory_order_acquire);
+
+	pthread_mutex_lock(&r->mu);
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 1024;
+		struct rec_event *ev = realloc(r->ev, cap * sizeof(*ev));
+		if (ev == NULL) {
+			pthread_mutex_unlock(&r->mu);
+			th_fail(__FILE__, __LINE__, "out of memory in the listener");
+			return;
+		}
+		r->ev = ev;
+		r->cap = cap;
+	}
+	e = &r->ev[r->n];
+	memset(e, 0, sizeof(*e));
+	e->key_len = key_len;
+	e->value_len = value_len;
+	if (key_len > sizeof(e->key) || value_len > sizeof(e->value))
+		r->truncated++;
+	memcpy(e->key, key, key_len < sizeof(e->key) ? key_len : sizeof(e->key));
+	memcpy(e->value, value, value_len < sizeof(e->value) ? value_len : sizeof(e->value));
+	e->cause = cause;
+	e->on_caller = pthread_equal(pthread_self(), r->caller);
+	e->contains_rc = -100;
+	if (cause == LARDER_CAUSE_EXPLICIT && cache != NULL)
+		e->contains_rc = larder_contains(cache, key, key_len);
+	r->n++;
+	pthread_mutex_unlock(&r->mu);
+}
+
+static size_t rec_count(enum larder_cause cause)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&rec.mu);
+	for (size_t i = 0; i < rec.n; i++)
+		n += rec.ev[i].cause == cause;
+	pthread_mutex_unlock(&rec.mu);
+	return n;
+}
+
+static size_t rec_total(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&rec.mu);
+	n = rec.n;
+	pthread_mutex_unlock(&rec.mu);
+	return n;
+}
+
+/* Index of the event with this key, value and cause, or -1. */
+static long rec_find(const char *key, const char *value, enum larder_cause cause)
+{
+	long found = -1;
+
+	pthread_mutex_lock(&rec.mu);
+	for (size_t i = 0; i < rec.n && found < 0; i++) {
+		struct rec_event *e = &rec.ev[i];
+		if (e->cause == cause && e->key_len == strlen(key) &&
+		    memcmp(e->key, key, e->key_len) == 0 && e->value_len == strlen(value) &&
+		    memcmp(e->value, value, e->value_len) == 0)
+			found = (long)i;
+	}
+	pthread_mutex_unlock(&rec.mu);
+	return found;
+}
+
+static void rec_reset(void)
+{
+	pthread_mutex_lock(&rec.mu);
+	free(rec.ev);
+	rec.ev = NULL;
+	rec.n = rec.cap = 0;
+	rec.truncated = 0;
+	pthread_mutex_unlock(&rec.mu);
+}
+
+static struct th_clock clk;
+
+static larder *open_recorded(uint64_t capacity)
+{
+	larder_config *config = th_config(capacity);
+	larder *cache;
+
+	rec_reset();
+	rec.caller = pthread_self();
+	atomic_store(&rec.cache, NULL);
+	th_clock_init(&clk, 5000);
+	if (config == NULL)
+		return NULL;
+	CHECK_RC(larder_config_set_removal_listener(config, rec_listener, &rec), LARDER_OK);
+	CHECK_RC(larder_config_set_clock(config, th_clock_fn, &clk), LARDER_OK);
+	CHECK_RC(larder_config_set_write_wait_ms(config, 10000), LARDER_OK);
+	cache = th_open(config);
+	/* Release: pairs with the acquire in rec_listener(). */
+	atomic_store_explicit(&rec.cache, cache, memory_order_release);
+	return cache;
+}
+
+static void check_all_off_caller(void)
+{
+	pthread_mutex_lock(&rec.mu);
+	for (size_t i = 0; i < rec.n; i++)
+		if (rec.ev[i].on_caller)
+			th_fail(__FILE__, __LINE__, "listener event %zu (%s) ran on the caller's thread",
+				i, larder_cause_name(rec.ev[i].cause));
+	pthread_mutex_unlock(&rec.mu);
+}
+
+/* The stats' per-cause counters agree with what the listener heard. */
+static void check_counters(larder *cache)
+{
+	CHECK_EQ(th_stat(cache, LARDER_STAT_REMOVALS), rec_count(LARDER_CAUSE_EXPLICIT));
+	CHECK_EQ(th_stat(cache, LARDER_STAT_REPLACEMENTS), rec_count(LARDER_CAUSE_REPLACED));
+	CHECK_EQ(th_stat(cache, LARDER_STAT_EXPIRATIONS), rec_count(LARDER_CAUSE_EXPIRED));
+	CHECK_EQ(th_stat(cache, LARDER_STAT_EVICTIONS), rec_count(LARDER_CAUSE_EVICTED));
+	CHECK_EQ(th_stat(cache, LARDER_STAT_CLEARED), rec_count(LARDER_CAUSE_CLEARED));
+}
+
+static int expired_seen(void *p)
+{
+	larder *cache = p;
+
+	(void)larder__test_quiesce(cache, 1000);
+	return rec_find("exp", "v-exp", LARDER_CAUSE_EXPIRED) >= 0;
+}
+
+static void test_causes(void)
+{
+	larder *cache = open_recorded(4 * MiB);
+	size_t before_close;
+	long i;
+
+	REQUIRE(cache != NULL);
+	/* EXPLICIT */
+	CHECK_RC(larder_put(cache, "rm", 2, "v-rm", 4, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_remove(cache, "rm", 2), LARDER_OK);
+	CHECK_RC(larder_put(cache, "rme", 3, "v-rme", 5, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_remove_if_equals(cache, "rme", 3, "v-rme", 5), LARDER_OK);
+	/* REPLACED, by each kind of write */
+	CHECK_RC(larder_put(cache, "rep", 3, "v1", 2, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_put(cache, "rep", 3, "v2", 2, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_replace(cache, "rep", 3, "v3", 2, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_replace_if_equals(cache, "rep", 3, "v3", 2, "v4", 2, LARDER_TTL_NEVER),
+		 LARDER_OK);
+	/* failed conditional writes remove nothing */
+	CHECK_RC(larder_put_if_absent(cache, "rep", 3, "no", 2, LARDER_TTL_NEVER), LARDER_EXISTS);
+	CHECK_RC(larder_replace_if_equals(cache, "rep", 3, "v3", 2, "no", 2, LARDER_TTL_NEVER),
+		 LARDER_MISMATCH);
+	CHECK_RC(larder_remove_if_equals(cache, "rep", 3, "v3", 2), LARDER_MISMATCH);
+	/* EXPIRED: nothing reads the key, the maintainer finds it */
+	CHECK_RC(larder_put(cache, "exp", 3, "v-exp", 5, 10), LARDER_OK);
+	CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+	th_clock_advance(&clk, 20);
+	CHECK(th_wait_until(expired_seen, cache, 20000));
+
+	CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+	CHECK(rec_find("rm", "v-rm", LARDER_CAUSE_EXPLICIT) >= 0);
+	CHECK(rec_find("rme", "v-rme", LARDER_CAUSE_EXPLICIT) >= 0);
+	CHECK(rec_find("rep", "v1", LARDER_CAUSE_REPLACED) >= 0);
+	CHECK(rec_find("rep", "v2", LARDER_CAUSE_REPLACED) >= 0);
+	CHECK(rec_find("rep", "v3", LARDER_CAUSE_REPLACED) >= 0);
+	CHECK_EQ(rec_count(LARDER_CAUSE_EXPLICIT), 2);
+	CHECK_EQ(rec_count(LARDER_CAUSE_REPLACED), 3);
+	CHECK_EQ(rec_count(LARDER_CAUSE_EXPIRED), 1);
+	CHECK_EQ(rec_count(LARDER_CAUSE_EVICTED), 0);
+	CHECK_EQ(rec_count(LARDER_CAUSE_CLEARED), 0);
+	/* the removal was visible before the listener ran, and reads work there */
+	if ((i = rec_find("rm", "v-rm", LARDER_CAUSE_EXPLICIT)) >= 0) {
+		pthread_mutex_lock(&rec.mu);
+		CHECK_RC(rec.ev[i].contains_rc, LARDER_MISS);
+		pthread_mutex_unlock(&rec.mu);
+	}
+
+	/* CLEARED: every entry present at the clear, with its last value */
+	CHECK_RC(larder_put(cache, "c1", 2, "v-c1", 4, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_put(cache, "c2", 2, "v-c2", 4, 1000000), LARDER_OK);
+	CHECK_RC(larder_clear(cache), LARDER_OK);
+	CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+	CHECK(rec_find("c1", "v-c1", LARDER_CAUSE_CLEARED) >= 0);
+	CHECK(rec_find("c2", "v-c2", LARDER_CAUSE_CLEARED) >= 0);
+	CHECK(rec_find("rep", "v4", LARDER_CAUSE_CLEARED) >= 0);
+	CHECK_EQ(rec_count(LARDER_CAUSE_CLEARED), 3);
+
+	check_all_off_caller();
+	check_counters(cache);
+	th_check_accounting(cache, 10000, NULL, NULL);
+
+	/* close does not report what is still there */
+	CHECK_RC(larder_put(cache, "stay", 4, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+	before_close = rec_total();
+	atomic_store(&rec.cache, NULL);
+	larder_close(cache);
+	CHECK_EQ(rec_total(), before_close);
+	CHECK_EQ(rec.truncated, 0);
+}
+
+static void make_value(unsigned char *v, size_t len, unsigned id)
+{
+	for (size_t i = 0; i < len; i++)
+		v[i] = (unsigned char)(id * 131u + i);
+}
+
+/* EVICTED: each reported once, with the evicted entry's own value. */
+static void test_evicted(void)
+{
+	enum { N = 6000, VLEN = 1000 };
+	larder *cache = open_recorded(MiB);
+	unsigned char value[VLEN];
+	unsigned char *seen = calloc(N, 1);
+	uint64_t entries;
+
+	REQUIRE(cache != NULL && seen != NULL);
+	for (unsigned id = 0; id < N; id++) {
+		char key[16];
+		snprintf(key, sizeof(key), "ev-%u", id);
+		make_value(value, VLEN, id);
+		if (!CHECK_RC(larder_put(cache, key, strlen(key), value, VLEN, LARDER_TTL_NEVER),
+			      LARDER_OK))
+			break;
+	}
+	th_check_accounting(cache, 10000, &entries, NULL);
+	CHECK_GT(rec_count(LARDER_CAUSE_EVICTED), 0);
+	CHECK_EQ(rec_count(LARDER_CAUSE_EVICTED) + entries, N);
+	pthread_mutex_lock(&rec.mu);
+	for (size_t i = 0; i < rec.n; i++) {
+		struct rec_event *e = &rec.ev[i];
+		unsigned id;
+
+		if (e->cause != LARDER_CAUSE_EVICTED ||
+		    sscanf(e->key, "ev-%u", &id) != 1 || id >= N) {
+			th_fail(__FILE__, __LINE__, "unexpected event %zu: cause %s key %.*s", i,
+				larder_cause_name(e->cause), (int)e->key_len, e->key);
+			continue;
+		}
+		if (seen[id]++)
+			th_fail(__FILE__, __LINE__, "key ev-%u evicted twice", id);
+		make_value(value, VLEN, id);
+		if (e->value_len != VLEN || memcmp(e->value, value, VLEN) != 0)
+			th_fail(__FILE__, __LINE__, "ev-%u reported with a wrong value", id);
+	}
+	pthread_mutex_unlock(&rec.mu);
+	/* an evicted key misses; every other key still has its value */
+	for (unsigned id = 0; id < N; id++) {
+		char key[16];
+		unsigned char buf[VLEN];
+		size_t len;
+		int rc;
+
+		snprintf(key, sizeof(key), "ev-%u", id);
+		rc = larder_get(cache, key, strlen(key), buf, sizeof(buf), &len);
+		CHECK_RC(rc, seen[id] ? LARDER_MISS : LARDER_OK);
+		make_value(value, VLEN, id);
+		if (rc == LARDER_OK)
+			CHECK(len == VLEN && memcmp(buf, value, VLEN) == 0);
+	}
+	check_all_off_caller();
+	check_counters(cache);
+	atomic_store(&rec.cache, NULL);
+	larder_close(cache);
+	free(seen);
+}
+
+/* A read of an expired entry does not turn its removal into another cause. */
+static void test_expired_then_overwritten(void)
+{
+	larder *cache = open_recorded(MiB);
+	char buf[8];
+	size_t len;
+
+	REQUIRE(cache != NULL);
+	CHECK_RC(larder_put(cache, "k", 1, "old", 3, 10), LARDER_OK);
+	th_clock_advance(&clk, 10);
+	CHECK_RC(larder_get(cache, "k", 1, buf, sizeof(buf), &len), LARDER_MISS);
+	CHECK_RC(larder_put(cache, "k", 1, "new", 3, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+	/* "old" left exactly once; whether as expired or replaced is the engine's call */
+	CHECK_EQ(rec_count(LARDER_CAUSE_EXPIRED) + rec_count(LARDER_CAUSE_REPLACED), 1);
+	CHECK(rec_find("k", "old", LARDER_CAUSE_EXPIRED) >= 0 ||
+	      rec_find("k", "old", LARDER_CAUSE_REPLACED) >= 0);
+	CHECK_EQ(rec_count(LARDER_CAUSE_EXPLICIT), 0);
+	check_counters(cache);
+	atomic_store(&rec.cache, NULL);
+	larder_close(cache);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct th_test tests[] = {
+		TH_TEST(test_causes),
+		TH_TEST(test_evicted),
+		TH_TEST(test_expired_then_overwritten),
+	};
+	int rc;
+
+	pthread_mutex_init(&rec.mu, NULL);
+	rc = th_main(argc, argv, tests, TH_COUNT(tests));
+	rec_reset();
+	return rc;
+}

@@ -1,0 +1,415 @@
+/*
+ * tests/unit/test_memory.c - capacity, eviction, index growth, out of memory.
+ *
+ * Invariants checked (ARCHITECTURE.md invariants 4 and 5, larder.h):
+ *   M1. once the maintainer is idle, used bytes <= capacity, and the counters
+ *       (entries, used bytes) equal a full walk of the index;
+ *   M2. every distinct key written is either still readable with its own
+ *       value or was evicted: entries + evictions == keys written;
+ *   M3. set_capacity() shrinking evicts down to the new capacity;
+ *   M4. the index grows past its hint with no entry lost (resizes counted);
+ *   M5. a refused mapping fails the write with LARDER_ENOMEM, leaves the key's
+ *       previous value and every other entry intact, and the cache works
+ *       again once mappings succeed; a failed open leaks nothing;
+ *   M6. close() returns every mapped byte.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdlib.h>
+
+#include "harness.h"
+
+#define KiB ((uint64_t)1024)
+#define MiB (1024 * KiB)
+
+static void make_value(unsigned char *v, size_t len, uint64_t id)
+{
+	uint64_t x = th_mix64(id);
+
+	for (size_t i = 0; i < len; i++) {
+		if (i % 8 == 0)
+			x = th_mix64(x + i);
+		v[i] = (unsigned char)(x >> ((i % 8) * 8));
+	}
+}
+
+/* key id -> OK with its value, or MISS; returns 1 if present. */
+static int check_key(larder *cache, uint64_t id, size_t vlen)
+{
+	char key[32];
+	unsigned char *buf = malloc(vlen + 1), *want = malloc(vlen + 1);
+	size_t len = 0;
+	int rc, present = 0;
+
+	if (!CHECK(buf != NULL && want != NULL))
+		goto out;
+	snprintf(key, sizeof(key), "key-%" PRIu64, id);
+	rc = larder_get(cache, key, strlen(key), buf, vlen + 1, &len);
+	if (rc == LARDER_OK) {
+		present = 1;
+		make_value(want, vlen, id);
+		if (len != vlen || memcmp(buf, want, vlen) != 0)
+			th_fail(__FILE__, __LINE__, "%s: wrong value", key);
+	} else if (rc != LARDER_MISS) {
+		th_fail(__FILE__, __LINE__, "get(%s) = %d (%s)", key, rc, larder_strerror(rc));
+	}
+out:
+	free(buf);
+	free(want);
+	return present;
+}
+
+static int put_key(larder *cache, uint64_t id, size_t vlen)
+{
+	char key[32];
+	unsigned char *v = malloc(vlen ? vlen : 1);
+	int rc;
+
+	if (!CHECK(v != NULL))
+		return LARDER_ENOMEM;
+	snprintf(key, sizeof(key), "key-%" PRIu64, id);
+	make_value(v, vlen, id);
+	rc = larder_put(cache, key, strlen(key), v, vlen, LARDER_TTL_NEVER);
+	free(v);
+	return rc;
+}
+
+static larder *open_sized(uint64_t capacity, uint64_t expected)
+{
+	larder_config *config = th_config(capacity);
+
+	if (config == NULL)
+		return NULL;
+	CHECK_RC(larder_config_set_expected_entries(config, expected), LARDER_OK);
+	/* generous: a slow maintainer under sanitizers must not turn into EBUSY */
+	CHECK_RC(larder_config_set_write_wait_ms(config, 20000), LARDER_OK);
+	return th_open(config);
+}
+
+static void test_eviction_keeps_capacity(void)
+{
+	enum { VLEN = 1000 };
+	const uint64_t capacity = MiB;
+	const uint64_t n = 10 * capacity / VLEN; /* ten times the capacity */
+	uint64_t mapped = larder__test_mapped_bytes();
+	larder *cache = open_sized(capacity, 1024);
+	uint64_t entries = 0, bytes = 0, present = 0;
+
+	REQUIRE(cache != NULL);
+	for (uint64_t id = 0; id < n; id++)
+		if (!CHECK_RC(put_key(cache, id, VLEN), LARDER_OK))
+			break;
+	th_check_accounting(cache, 20000, &entries, &bytes);
+	CHECK_LE(bytes, capacity);
+	CHECK_LE(th_stat(cache, LARDER_STAT_USED_BYTES), capacity);
+	CHECK_GT(th_stat(cache, LARDER_STAT_EVICTIONS), 0);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_EVICTIONS) + entries, n);
+	/* evicting far below capacity would be a bug too (a cache that forgets) */
+	CHECK_GE(bytes, capacity / 4);
+	for (uint64_t id = 0; id < n; id++)
+		present += (uint64_t)check_key(cache, id, VLEN);
+	CHECK_EQ(present, entries);
+	larder_close(cache);
+	CHECK_EQ(larder__test_mapped_bytes(), mapped);
+}
+
+/* Mixed sizes, including large entries (over the biggest size class). */
+static void test_eviction_mixed_sizes(void)
+{
+	const uint64_t capacity = 8 * MiB;
+	larder_config *config = th_config(capacity);
+	larder *cache;
+	uint64_t entries = 0, bytes = 0, present = 0, n = 0;
+	struct th_rng rng = {42};
+	static size_t lens[3000];
+
+	REQUIRE(config != NULL);
+	CHECK_RC(larder_config_set_max_value_bytes(config, MiB), LARDER_OK);
+	CHECK_RC(larder_config_set_write_wait_ms(config, 20000), LARDER_OK);
+	cache = th_open(config);
+	REQUIRE(cache != NULL);
+	for (n = 0; n < TH_COUNT(lens); n++) {
+		uint64_t r = th_rng_below(&rng, 100);
+		lens[n] = r < 2 ? (size_t)(512 * KiB + th_rng_below(&rng, 448 * KiB))
+			  : r < 20 ? (size_t)th_rng_below(&rng, 64 * KiB)
+				   : (size_t)th_rng_below(&rng, 2048);
+		if (!CHECK_RC(put_key(cache, n, lens[n]), LARDER_OK))
+			break;
+	}
+	th_check_accounting(cache, 20000, &entries, &bytes);
+	CHECK_LE(bytes, capacity);
+	CHECK_GT(th_stat(cache, LARDER_STAT_EVICTIONS), 0);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_EVICTIONS) + entries, n);
+	for (uint64_t id = 0; id < n; id++)
+		present += (uint64_t)check_key(cache, id, lens[id]);
+	CHECK_EQ(present, entries);
+	larder_close(cache);
+}
+
+/* The minimum capacity works. */
+static void test_minimum_capacity(void)
+{
+	larder *cache = open_sized(64 * KiB, 16);
+	uint64_t bytes = 0;
+
+	REQUIRE(cache != NULL);
+	for (uint64_t id = 0; id < 2000; id++)
+		if (!CHECK_RC(put_key(cache, id, 100 + id % 900), LARDER_OK))
+			break;
+	th_check_accounting(cache, 20000, NULL, &bytes);
+	CHECK_LE(bytes, 64 * KiB);
+	CHECK_GT(bytes, 0);
+	larder_close(cache);
+}
+
+static void test_set_capacity_shrink(void)
+{
+	enum { VLEN = 2000 };
+	larder *cache = open_sized(8 * MiB, 4096);
+	uint64_t entries = 0, bytes = 0, present = 0, evict0;
+	const uint64_t n = 5 * MiB / VLEN;
+
+	REQUIRE(cache != NULL);
+	for (uint64_t id = 0; id < n; id++)
+		if (!CHECK_RC(put_key(cache, id, VLEN), LARDER_OK))
+			break;
+	th_check_accounting(cache, 20000, &entries, &bytes);
+	evict0 = th_stat(cache, LARDER_STAT_EVICTIONS);
+	CHECK_EQ(evict0, 0); /* 5 MiB of data (with headers and rounding) fit in 8 MiB */
+	CHECK_GT(bytes, 4 * MiB);
+
+	CHECK_RC(larder_set_capacity(cache, MiB), LARDER_OK);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_CAPACITY_BYTES), MiB);
+	th_check_accounting(cache, 20000, &entries, &bytes);
+	CHECK_LE(bytes, MiB);
+	CHECK_GT(th_stat(cache, LARDER_STAT_EVICTIONS), evict0);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_EVICTIONS) + entries, n);
+	for (uint64_t id = 0; id < n; id++)
+		present += (uint64_t)check_key(cache, id, VLEN);
+	CHECK_EQ(present, entries);
+
+	/* writes go on within the new capacity ... */
+	for (uint64_t id = n; id < n + 2000; id++)
+		if (!CHECK_RC(put_key(cache, id, VLEN), LARDER_OK))
+			break;
+	th_check_accounting(cache, 20000, NULL, &bytes);
+	CHECK_LE(bytes, MiB);
+	/* ... and growing it back lets the cache fill up again */
+	CHECK_RC(larder_set_capacity(cache, 8 * MiB), LARDER_OK);
+	for (uint64_t id = n + 2000; id < n + 5000; id++)
+		if (!CHECK_RC(put_key(cache, id, VLEN), LARDER_OK))
+			break;
+	th_check_accounting(cache, 20000, NULL, &bytes);
+	CHECK_GT(bytes, 4 * MiB);
+	CHECK_LE(bytes, 8 * MiB);
+	larder_close(cache);
+}
+
+/* 200k keys into an index sized for 16: it grows, nothing is lost. */
+static void test_index_growth(void)
+{
+	enum { N = 200000 };
+	larder *cache = open_sized(64 * MiB, 16);
+	uint64_t slots0, entries = 0, missing = 0;
+
+	REQUIRE(cache != NULL);
+	slots0 = th_stat(cache, LARDER_STAT_INDEX_SLOTS);
+	for (uint64_t id = 0; id < N; id++)
+		if (!CHECK_RC(put_key(cache, id, 8), LARDER_OK))
+			break;
+	/* readable at once, while the maintainer may still be growing the index */
+	for (uint64_t id = 0; id < N; id++)
+		missing += (uint64_t)!check_key(cache, id, 8);
+	CHECK_EQ(missing, 0);
+	th_check_accounting(cache, 30000, &entries, NULL);
+	CHECK_EQ(entries, N);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_EVICTIONS), 0);
+	CHECK_GT(th_stat(cache, LARDER_STAT_INDEX_RESIZES), 0);
+	CHECK_GE(th_stat(cache, LARDER_STAT_INDEX_SLOTS), N);
+	CHECK_GT(th_stat(cache, LARDER_STAT_INDEX_SLOTS), slots0);
+	missing = 0;
+	for (uint64_t id = 0; id < N; id++)
+		missing += (uint64_t)!check_key(cache, id, 8);
+	CHECK_EQ(missing, 0);
+	/* remove every other key: the rest stay reachable */
+	for (uint64_t id = 0; id < N; id += 2) {
+		char key[32];
+		snprintf(key, sizeof(key), "key-%" PRIu64, id);
+		CHECK_RC(larder_remove(cache, key, strlen(key)), LARDER_OK);
+	}
+	missing = 0;
+	for (uint64_t id = 1; id < N; id += 2)
+		missing += (uint64_t)!check_key(cache, id, 8);
+	CHECK_EQ(missing, 0);
+	th_check_accounting(cache, 30000, &entries, NULL);
+	CHECK_EQ(entries, N / 2);
+	larder_close(cache);
+}
+
+/* ENOMEM on a write: nothing changes, and the cache recovers. */
+static void test_enomem_on_write(void)
+{
+	enum { PRE = 100, VLEN = 3000, MAX_NEW = 8000 };
+	uint64_t mapped = larder__test_mapped_bytes();
+	larder *cache = open_sized(64 * MiB, 100000);
+	long failed_at = -1;
+	unsigned char big[VLEN];
+	char buf[64];
+	size_t len;
+
+	REQUIRE(cache != NULL);
+	for (uint64_t id = 0; id < PRE; id++)
+		CHECK_RC(put_key(cache, 1000000 + id, 16), LARDER_OK);
+	CHECK_RC(larder_put(cache, "victim", 6, "small", 5, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+
+	/* From now on page mappings fail: the first write that needs one fails. */
+	larder__test_fail_mmap_after(0);
+	for (long id = 0; id < MAX_NEW; id++) {
+		int rc = put_key(cache, (uint64_t)id, VLEN);
+		if (rc == LARDER_OK)
+			continue;
+		CHECK_RC(rc, LARDER_ENOMEM);
+		failed_at = id;
+		break;
+	}
+	if (!CHECK(failed_at >= 0)) {
+		larder__test_fail_mmap_after(-1);
+		larder_close(cache);
+		return;
+	}
+	printf("  first refused write: #%ld\n", failed_at);
+	CHECK_EQ(check_key(cache, (uint64_t)failed_at, VLEN), 0);
+	/* the same size class is full: overwriting a key needs a page too */
+	larder__test_fail_mmap_after(0);
+	make_value(big, VLEN, 7);
+	CHECK_RC(larder_put(cache, "victim", 6, big, VLEN, LARDER_TTL_NEVER), LARDER_ENOMEM);
+	CHECK_RC(larder_get(cache, "victim", 6, buf, sizeof(buf), &len), LARDER_OK);
+	CHECK(len == 5 && memcmp(buf, "small", 5) == 0);
+	larder__test_fail_mmap_after(-1);
+
+	/* everything written before is intact */
+	for (uint64_t id = 0; id < PRE; id++)
+		CHECK_EQ(check_key(cache, 1000000 + id, 16), 1);
+	for (long id = 0; id < failed_at; id++)
+		CHECK_EQ(check_key(cache, (uint64_t)id, VLEN), 1);
+	/* and it works again */
+	CHECK_RC(put_key(cache, (uint64_t)failed_at, VLEN), LARDER_OK);
+	CHECK_EQ(check_key(cache, (uint64_t)failed_at, VLEN), 1);
+	CHECK_RC(larder_put(cache, "victim", 6, big, VLEN, LARDER_TTL_NEVER), LARDER_OK);
+	for (long id = failed_at + 1; id < failed_at + 1000; id++)
+		CHECK_RC(put_key(cache, (uint64_t)id, VLEN), LARDER_OK);
+	th_check_accounting(cache, 10000, NULL, NULL);
+	larder_close(cache);
+	CHECK_EQ(larder__test_mapped_bytes(), mapped);
+}
+
+/* ENOMEM on a large entry (its own mapping). */
+static void test_enomem_large_entry(void)
+{
+	larder_config *config = th_config(64 * MiB);
+	larder *cache;
+	unsigned char *big = malloc(4 * MiB);
+	char buf[8];
+	size_t len;
+
+	REQUIRE(config != NULL && big != NULL);
+	CHECK_RC(larder_config_set_max_value_bytes(config, 4 * MiB), LARDER_OK);
+	cache = th_open(config);
+	REQUIRE(cache != NULL);
+	memset(big, 0x11, 4 * MiB);
+	CHECK_RC(larder_put(cache, "k", 1, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+	larder__test_fail_mmap_after(0);
+	CHECK_RC(larder_put(cache, "k", 1, big, 4 * MiB, LARDER_TTL_NEVER), LARDER_ENOMEM);
+	larder__test_fail_mmap_after(-1);
+	CHECK_RC(larder_get(cache, "k", 1, buf, sizeof(buf), &len), LARDER_OK);
+	CHECK(len == 1 && buf[0] == 'v');
+	CHECK_RC(larder_put(cache, "k", 1, big, 4 * MiB, LARDER_TTL_NEVER), LARDER_OK);
+	th_check_accounting(cache, 10000, NULL, NULL);
+	larder_close(cache);
+	free(big);
+}
+
+/* Fault injection sweep over open(): every failure is clean. */
+static void test_enomem_on_open(void)
+{
+	uint64_t mapped = larder__test_mapped_bytes();
+	int opened = 0;
+
+	for (long n = 0; n < 32 && !opened; n++) {
+		larder_config *config = th_config(MiB);
+		larder *cache = (larder *)config; /* garbage: a failed open must reset it */
+		int rc;
+
+		if (config == NULL)
+			break;
+		larder__test_fail_mmap_after(n);
+		rc = larder_open(&cache, config);
+		larder__test_fail_mmap_after(-1);
+		larder_config_destroy(config);
+		if (rc == LARDER_OK) {
+			opened = 1;
+			CHECK_RC(larder_put(cache, "k", 1, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+			larder_close(cache);
+		} else {
+			CHECK_RC(rc, LARDER_ENOMEM);
+			CHECK(cache == NULL);
+		}
+		CHECK_EQ(larder__test_mapped_bytes(), mapped);
+	}
+	CHECK(opened);
+}
+
+struct pages_wait {
+	larder *cache;
+	uint64_t returned0;
+};
+
+static int pages_returned(void *p)
+{
+	struct pages_wait *w = p;
+
+	(void)larder__test_quiesce(w->cache, 1000);
+	return th_stat(w->cache, LARDER_STAT_PAGES_RETURNED) - w->returned0 >= 16 * MiB;
+}
+
+/* Empty pages go back to the OS beyond a small reserve. */
+static void test_pages_returned(void)
+{
+	struct pages_wait w;
+
+	w.cache = open_sized(64 * MiB, 4096);
+	REQUIRE(w.cache != NULL);
+	for (uint64_t id = 0; id < 30000; id++)
+		if (!CHECK_RC(put_key(w.cache, id, 1000), LARDER_OK))
+			break;
+	CHECK_EQ(larder__test_quiesce(w.cache, 10000), 0);
+	w.returned0 = th_stat(w.cache, LARDER_STAT_PAGES_RETURNED);
+	CHECK_GE(th_stat(w.cache, LARDER_STAT_PAGES_MAPPED), 28 * MiB);
+	CHECK_RC(larder_clear(w.cache), LARDER_OK);
+	/* about 30 MiB of pages fell empty: all but a small reserve go back */
+	if (!CHECK(th_wait_until(pages_returned, &w, 20000)))
+		printf("  returned %" PRIu64 " bytes, mapped %" PRIu64 "\n",
+		       th_stat(w.cache, LARDER_STAT_PAGES_RETURNED) - w.returned0,
+		       th_stat(w.cache, LARDER_STAT_PAGES_MAPPED));
+	th_check_accounting(w.cache, 10000, NULL, NULL);
+	larder_close(w.cache);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct th_test tests[] = {
+		TH_TEST(test_eviction_keeps_capacity),
+		TH_TEST(test_eviction_mixed_sizes),
+		TH_TEST(test_minimum_capacity),
+		TH_TEST(test_set_capacity_shrink),
+		TH_TEST(test_index_growth),
+		TH_TEST(test_enomem_on_write),
+		TH_TEST(test_enomem_large_entry),
+		TH_TEST(test_enomem_on_open),
+		TH_TEST(test_pages_returned),
+	};
+	return th_main(argc, argv, tests, TH_COUNT(tests));
+}
