@@ -34,11 +34,12 @@ enum {
 	LARDER__ENTRY_TTL = 1, /* an expire_ms field follows the header */
 };
 
-/* mbits: bits 0-5 belong to the eviction policy, 6-7 to the maintainer. */
+/* mbits: bits 0-4 belong to the eviction policy, 5-7 to the maintainer. */
 enum {
-	LARDER__MBITS_POLICY = 0x3f,
-	LARDER__MBITS_LINKED = 0x40, /* the maintainer has applied its insertion */
-	LARDER__MBITS_DEAD = 0x80,   /* unlinked from the index; awaiting free */
+	LARDER__MBITS_POLICY = 0x1f,
+	LARDER__MBITS_QUEUED = 0x20,  /* linked in the policy's queues */
+	LARDER__MBITS_COUNTED = 0x40, /* counted in the maintainer's live totals */
+	LARDER__MBITS_DEAD = 0x80,    /* unlinked from the index; awaiting free */
 };
 
 struct larder__entry {

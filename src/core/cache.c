@@ -1,0 +1,831 @@
+/*
+ * core/cache.c - the logical plane: every public operation on a cache.
+ *
+ * Reads: hash, enter a read section, look the key up in the lock-free index,
+ * check its deadline (only entries with a TTL read the clock), copy or call
+ * back, sample the hit into this thread's hit ring, leave. No lock, no
+ * allocation, no system call, no store to a shared line.
+ *
+ * Writes: reserve room (an event slot and byte credit: the only place a
+ * writer may wait), build the new entry in a slot of this thread's own pages,
+ * lock the key's home bucket, decide, publish with one atomic store, unlock,
+ * post the event for the maintainer, leave the read section. The policy,
+ * eviction, frees and index growth all happen on the maintainer.
+ *
+ * Byte budget (the overshoot bound, M4 in maint/maintainer.c):
+ *   B1. budget + sum of thread credits + used bytes == capacity + bound,
+ *       where used counts allocated slots until the maintainer frees them.
+ *   B2. A writer takes credit from budget (CAS, never below zero) before it
+ *       allocates, so used bytes never exceed capacity + bound.
+ *   B3. When credit cannot be had, the writer waits for the maintainer
+ *       (at most write_wait_ms) and then fails with LARDER_EBUSY, leaving
+ *       the key's previous value intact. A writer inside a read section
+ *       (a callback) or on the maintainer thread never waits.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "core/cache.h"
+#include "core/hash.h"
+#include "core/thread.h"
+#include "evict/policy.h"
+#include "index/table.h"
+#include "maint/maintainer.h"
+#include "sync/futex.h"
+
+#define CREDIT_CHUNK 16384
+#define MIN_TABLE_BUCKETS 1024u
+#define WAIT_SLICE_NS (10u * 1000u * 1000u)
+
+/* ---- Common helpers ------------------------------------------------------- */
+
+struct op {
+	struct larder__thread *thread;
+	struct larder__handle *handle;
+	uint64_t now_ms; /* cache clock, read at most once per operation */
+	int have_now;
+};
+
+static inline int check_key(const larder *c, const void *key, size_t key_len)
+{
+	if (!c || !key || key_len == 0)
+		return LARDER_EINVAL;
+	return key_len > c->max_key_bytes ? LARDER_EKEYSIZE : LARDER_OK;
+}
+
+static inline int op_begin(larder *c, struct op *op)
+{
+	op->thread = larder__thread_self();
+	if (__builtin_expect(!op->thread, 0))
+		return LARDER_ENOMEM;
+	op->handle = larder__thread_handle(op->thread, c, c->id);
+	if (__builtin_expect(!op->handle, 0))
+		return LARDER_ENOMEM;
+	op->have_now = 0;
+	return LARDER_OK;
+}
+
+static inline uint64_t op_now(larder *c, struct op *op)
+{
+	if (!op->have_now) {
+		op->now_ms = c->clock(c->clock_ctx);
+		op->have_now = 1;
+	}
+	return op->now_ms;
+}
+
+static inline struct larder__table *root_rcu(larder *c)
+{
+	/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
+	return (struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
+}
+
+/* Deadline of e, UINT64_MAX when it has none. */
+static inline uint64_t entry_deadline(struct larder__entry *e)
+{
+	if (!(e->flags & LARDER__ENTRY_TTL))
+		return UINT64_MAX;
+	/* Relaxed: E2 in core/entry.h. */
+	return atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
+}
+
+static inline int entry_expired(larder *c, struct op *op, struct larder__entry *e)
+{
+	uint64_t deadline = entry_deadline(e);
+	return deadline != UINT64_MAX && op_now(c, op) >= deadline;
+}
+
+/* The live entry for key, or NULL. Inside a read section. */
+static inline struct larder__entry *find_live_rcu(larder *c, struct op *op, uint64_t hash,
+						  const void *key, size_t key_len)
+{
+	uint64_t w = larder__table_lookup_rcu(root_rcu(c), hash, key, key_len);
+	if (!w)
+		return NULL;
+	struct larder__entry *e = larder__slot_entry(w);
+	return entry_expired(c, op, e) ? NULL : e;
+}
+
+static inline void count_hit(struct op *op, struct larder__entry *e)
+{
+	larder__events_hit(op->handle, e);
+	larder__stat_bump(&op->handle->hits, 1);
+}
+
+/* ---- Reads ------------------------------------------------------------------ */
+
+int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf_len,
+	       size_t *value_len)
+{
+	struct op op;
+	int rc = check_key(c, key, key_len);
+	if (rc != LARDER_OK)
+		return rc;
+	if (!value_len || (!buf && buf_len))
+		return LARDER_EINVAL;
+	if ((rc = op_begin(c, &op)) != LARDER_OK)
+		return rc;
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	larder__read_enter(&op.thread->reader);
+	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
+	if (!e) {
+		larder__read_exit(&op.thread->reader);
+		larder__stat_bump(&op.handle->misses, 1);
+		return LARDER_MISS;
+	}
+	*value_len = e->value_len;
+	if (e->value_len > buf_len) {
+		rc = LARDER_EBUFSIZE;
+	} else {
+		memcpy(buf, larder__entry_value(e), e->value_len);
+		count_hit(&op, e);
+	}
+	larder__read_exit(&op.thread->reader);
+	return rc;
+}
+
+int larder_get_with(larder *c, const void *key, size_t key_len, larder_read_fn *fn, void *ctx)
+{
+	struct op op;
+	int rc = check_key(c, key, key_len);
+	if (rc != LARDER_OK)
+		return rc;
+	if (!fn)
+		return LARDER_EINVAL;
+	if ((rc = op_begin(c, &op)) != LARDER_OK)
+		return rc;
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	larder__read_enter(&op.thread->reader);
+	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
+	if (e) {
+		count_hit(&op, e);
+		fn(ctx, larder__entry_value(e), e->value_len);
+	} else {
+		larder__stat_bump(&op.handle->misses, 1);
+	}
+	larder__read_exit(&op.thread->reader);
+	return e ? LARDER_OK : LARDER_MISS;
+}
+
+#define BATCH_STRIDE 16
+
+long larder_get_batch(larder *c, size_t count, const void *const keys[], const size_t key_lens[],
+		      larder_batch_fn *fn, void *ctx)
+{
+	struct op op;
+	if (!c || !fn || (count && (!keys || !key_lens)))
+		return LARDER_EINVAL;
+	int rc = op_begin(c, &op);
+	if (rc != LARDER_OK)
+		return rc;
+	long found = 0;
+	uint64_t hash[BATCH_STRIDE];
+	larder__read_enter(&op.thread->reader);
+	struct larder__table *t = root_rcu(c);
+	for (size_t base = 0; base < count; base += BATCH_STRIDE) {
+		size_t n = count - base < BATCH_STRIDE ? count - base : BATCH_STRIDE;
+		for (size_t i = 0; i < n; i++) {
+			size_t k = base + i;
+			if (check_key(c, keys[k], key_lens[k]) != LARDER_OK)
+				continue;
+			hash[i] = larder__hash(c->seed, keys[k], key_lens[k]);
+			larder__table_prefetch(t, hash[i]);
+			larder__table_prefetch_entry(t, hash[i]);
+		}
+		for (size_t i = 0; i < n; i++) {
+			size_t k = base + i;
+			if (check_key(c, keys[k], key_lens[k]) != LARDER_OK)
+				continue;
+			struct larder__entry *e = find_live_rcu(c, &op, hash[i], keys[k], key_lens[k]);
+			if (!e) {
+				larder__stat_bump(&op.handle->misses, 1);
+				continue;
+			}
+			count_hit(&op, e);
+			fn(ctx, k, larder__entry_value(e), e->value_len);
+			found++;
+		}
+	}
+	larder__read_exit(&op.thread->reader);
+	return found;
+}
+
+int larder_contains(larder *c, const void *key, size_t key_len)
+{
+	struct op op;
+	int rc = check_key(c, key, key_len);
+	if (rc != LARDER_OK || (rc = op_begin(c, &op)) != LARDER_OK)
+		return rc;
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	larder__read_enter(&op.thread->reader);
+	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
+	larder__read_exit(&op.thread->reader);
+	return e ? LARDER_OK : LARDER_MISS;
+}
+
+int larder_ttl_remaining(larder *c, const void *key, size_t key_len, uint64_t *ttl_ms)
+{
+	struct op op;
+	int rc = check_key(c, key, key_len);
+	if (rc != LARDER_OK)
+		return rc;
+	if (!ttl_ms)
+		return LARDER_EINVAL;
+	if ((rc = op_begin(c, &op)) != LARDER_OK)
+		return rc;
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	larder__read_enter(&op.thread->reader);
+	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
+	if (e) {
+		uint64_t deadline = entry_deadline(e);
+		*ttl_ms = deadline == UINT64_MAX ? LARDER_TTL_NEVER : deadline - op_now(c, &op);
+	}
+	larder__read_exit(&op.thread->reader);
+	return e ? LARDER_OK : LARDER_MISS;
+}
+
+/* ---- Room for writers ------------------------------------------------------- */
+
+/* B2: takes charge bytes of credit, topping up from the budget in chunks. */
+static int take_credit(larder *c, struct larder__handle *h, size_t charge)
+{
+	if (h->credit >= (int64_t)charge) {
+		h->credit -= (int64_t)charge;
+		return 1;
+	}
+	int64_t need = (int64_t)charge - h->credit;
+	int64_t chunk = need > CREDIT_CHUNK ? need : CREDIT_CHUNK;
+	/* Relaxed: the budget is a count; memory itself is ordered by the slab. */
+	int64_t b = atomic_load_explicit(&c->budget, LARDER__RELAXED);
+	while (b >= need) {
+		int64_t take = b >= chunk ? chunk : need;
+		if (atomic_compare_exchange_weak_explicit(&c->budget, &b, b - take, LARDER__RELAXED,
+							  LARDER__RELAXED)) {
+			h->credit += take - (int64_t)charge;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void want_bytes(larder *c, uint64_t bytes)
+{
+	uint64_t w = atomic_load_explicit(&c->wanted, LARDER__RELAXED); /* a hint */
+	while (w < bytes && !atomic_compare_exchange_weak_explicit(&c->wanted, &w, bytes,
+								   LARDER__RELAXED, LARDER__RELAXED))
+		;
+}
+
+static int may_wait(larder *c, struct op *op)
+{
+	return c->write_wait_ms && !larder__read_active(&op->thread->reader) &&
+	       !pthread_equal(pthread_self(), c->thread);
+}
+
+/*
+ * B3: waits until the maintainer finishes a pass (room_seq moves past seq)
+ * or the write's deadline passes. Returns LARDER_OK to retry, or LARDER_EBUSY.
+ */
+static int wait_pass(larder *c, struct op *op, uint64_t *deadline, uint32_t seq)
+{
+	struct larder__handle *h = op->handle;
+	uint64_t now = larder__monotonic_ns();
+	if (!*deadline) {
+		if (!may_wait(c, op)) {
+			larder__stat_bump(&h->write_busy, 1);
+			return LARDER_EBUSY;
+		}
+		larder__stat_bump(&h->write_waits, 1);
+		*deadline = now + c->write_wait_ms * 1000000u;
+	} else if (now >= *deadline) {
+		larder__stat_bump(&h->write_busy, 1);
+		return LARDER_EBUSY;
+	}
+	/* W3: seq_cst, so the maintainer's wake_writers() either sees us
+	 * waiting or bumped room_seq before our futex_wait compares it. */
+	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
+	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* see futex wake */
+	larder__futex_wake(&c->maint_sleeping, 1);
+	uint64_t left = *deadline - now;
+	larder__futex_wait(&c->room_seq, seq, left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS);
+	atomic_fetch_sub_explicit(&c->room_waiters, 1, LARDER__RELAXED); /* a count */
+	return LARDER_OK;
+}
+
+/* Room for one write: a free event slot and `charge` bytes of credit. */
+static int reserve_room(larder *c, struct op *op, size_t charge)
+{
+	uint64_t deadline = 0;
+	for (;;) {
+		/* A-ROOM: acquire, pairs with the release bump in wake_writers(). */
+		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
+		if (larder__events_has_room(op->handle) && take_credit(c, op->handle, charge))
+			return LARDER_OK;
+		if (charge)
+			want_bytes(c, charge);
+		int rc = wait_pass(c, op, &deadline, seq);
+		if (rc != LARDER_OK)
+			return rc;
+	}
+}
+
+/* ---- Writes ------------------------------------------------------------------ */
+
+enum write_mode { W_PUT, W_IF_ABSENT, W_REPLACE, W_IF_EQUALS };
+
+/* The lifetime a write asks for, resolved against the cache default. */
+static uint64_t resolve_ttl(const larder *c, uint64_t ttl_ms)
+{
+	return ttl_ms == LARDER_TTL_DEFAULT ? c->default_ttl_ms : ttl_ms;
+}
+
+static uint64_t deadline_after(larder *c, struct op *op, uint64_t ttl_ms)
+{
+	uint64_t now = op_now(c, op);
+	return ttl_ms >= UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + ttl_ms;
+}
+
+/* Builds an entry in a fresh slot; NULL when out of memory (credit kept). */
+static struct larder__entry *entry_build(larder *c, struct op *op, const void *key,
+					 size_t key_len, const void *value, size_t value_len,
+					 unsigned flags, uint64_t deadline)
+{
+	size_t bytes = larder__entry_bytes(flags, key_len, value_len);
+	struct larder__entry *e = larder__slab_alloc(&c->slab, &op->handle->cursor, bytes);
+	if (!e)
+		return NULL;
+	e->prev = e->next = NULL;
+	e->value_len = (uint32_t)value_len;
+	e->key_len = (uint16_t)key_len;
+	e->flags = (uint8_t)flags;
+	e->mbits = 0;
+	if (flags & LARDER__ENTRY_TTL) /* not yet published: relaxed */
+		atomic_store_explicit(larder__entry_expire(e), deadline, LARDER__RELAXED);
+	memcpy(larder__entry_key(e), key, key_len);
+	if (value_len)
+		memcpy(larder__entry_value(e), value, value_len);
+	return e;
+}
+
+static void entry_unbuild(larder *c, struct op *op, struct larder__entry *e, size_t charge)
+{
+	larder__slab_unalloc(&c->slab, &op->handle->cursor, e, larder__entry_size(e));
+	op->handle->credit += (int64_t)charge;
+}
+
+static int value_equals(struct larder__entry *e, const void *v, size_t len)
+{
+	return e->value_len == len && (len == 0 || memcmp(larder__entry_value(e), v, len) == 0);
+}
+
+/* After a write posted its event: count it and nudge the maintainer. */
+static void write_done(larder *c, struct op *op, size_t charge)
+{
+	larder__stat_bump(&op->handle->writes, 1);
+	larder__stat_bump(&op->handle->alloc_bytes, charge);
+	larder__cache_wake_maintainer(c);
+}
+
+static int write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
+			const void *expected, size_t expected_len, const void *value,
+			size_t value_len, uint64_t ttl_ms)
+{
+	struct op op;
+	int rc = check_key(c, key, key_len);
+	if (rc != LARDER_OK)
+		return rc;
+	if ((!value && value_len) || (mode == W_IF_EQUALS && !expected && expected_len))
+		return LARDER_EINVAL;
+	if (value_len > c->max_value_bytes)
+		return LARDER_EVALSIZE;
+	uint64_t ttl = resolve_ttl(c, ttl_ms);
+	unsigned flags = ttl == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
+	size_t bytes = larder__entry_bytes(flags, key_len, value_len);
+	if (bytes > larder__entry_limit(atomic_load_explicit(&c->capacity, LARDER__RELAXED)))
+		return LARDER_EVALSIZE; /* relaxed: a racing set_capacity may go either way */
+	size_t charge = larder__slab_charge(bytes);
+	if ((rc = op_begin(c, &op)) != LARDER_OK)
+		return rc;
+	if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
+		return rc;
+	uint64_t deadline = flags ? deadline_after(c, &op, ttl) : UINT64_MAX;
+	struct larder__entry *e = entry_build(c, &op, key, key_len, value, value_len, flags,
+					      deadline);
+	if (!e) {
+		op.handle->credit += (int64_t)charge;
+		return LARDER_ENOMEM;
+	}
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	uint64_t word = larder__slot_word(hash, e);
+	struct larder__reader *reader = &op.thread->reader;
+	uint64_t index_deadline = 0;
+	larder__read_enter(reader);
+	for (;;) {
+		/* A-ROOM: a pass that ends after this load wakes us below. */
+		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
+		struct larder__table *t;
+		struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
+		larder__atomic_u64 *slot = larder__table_find_locked(t, hash, key, key_len);
+		/* Relaxed: we hold the home lock, so the slot is stable (X2). */
+		struct larder__entry *old =
+			slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
+		int live = old && !entry_expired(c, &op, old);
+		rc = LARDER_OK;
+		if (mode == W_IF_ABSENT && live)
+			rc = LARDER_EXISTS;
+		else if ((mode == W_REPLACE || mode == W_IF_EQUALS) && !live)
+			rc = LARDER_MISS;
+		else if (mode == W_IF_EQUALS && !value_equals(old, expected, expected_len))
+			rc = LARDER_MISMATCH;
+		if (rc != LARDER_OK) {
+			larder__table_unlock(home);
+			break;
+		}
+		if (slot) {
+			larder__table_set_locked(slot, word);
+			larder__table_unlock(home);
+			larder__events_post(op.handle, LARDER__EV_REPLACE,
+					    live ? LARDER_CAUSE_REPLACED : LARDER_CAUSE_EXPIRED, old, e,
+					    hash);
+			break;
+		}
+		if (larder__table_insert_locked(t, hash, word, LARDER__PROBE_LIMIT) == 0) {
+			larder__table_unlock(home);
+			larder__events_post(op.handle, LARDER__EV_INSERT, 0, NULL, e, hash);
+			break;
+		}
+		/* No free slot within reach: the maintainer must grow the index. */
+		larder__table_unlock(home);
+		larder__read_exit(reader);
+		atomic_store_explicit(&c->grow_wanted, 1, LARDER__RELAXED); /* a hint */
+		rc = wait_pass(c, &op, &index_deadline, seq);
+		larder__read_enter(reader);
+		if (rc != LARDER_OK)
+			break;
+	}
+	larder__read_exit(reader);
+	if (rc != LARDER_OK) {
+		entry_unbuild(c, &op, e, charge);
+		return rc;
+	}
+	write_done(c, &op, charge);
+	return LARDER_OK;
+}
+
+int larder_put(larder *c, const void *key, size_t key_len, const void *value, size_t value_len,
+	       uint64_t ttl_ms)
+{
+	return write_common(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms);
+}
+
+int larder_put_if_absent(larder *c, const void *key, size_t key_len, const void *value,
+			 size_t value_len, uint64_t ttl_ms)
+{
+	return write_common(c, W_IF_ABSENT, key, key_len, NULL, 0, value, value_len, ttl_ms);
+}
+
+int larder_replace(larder *c, const void *key, size_t key_len, const void *value,
+		   size_t value_len, uint64_t ttl_ms)
+{
+	return write_common(c, W_REPLACE, key, key_len, NULL, 0, value, value_len, ttl_ms);
+}
+
+int larder_replace_if_equals(larder *c, const void *key, size_t key_len, const void *expected,
+			     size_t expected_len, const void *value, size_t value_len,
+			     uint64_t ttl_ms)
+{
+	return write_common(c, W_IF_EQUALS, key, key_len, expected, expected_len, value,
+			    value_len, ttl_ms);
+}
+
+static int remove_common(larder *c, const void *key, size_t key_len, const void *expected,
+			 size_t expected_len, int if_equals)
+{
+	struct op op;
+	int rc = check_key(c, key, key_len);
+	if (rc != LARDER_OK)
+		return rc;
+	if (if_equals && !expected && expected_len)
+		return LARDER_EINVAL;
+	if ((rc = op_begin(c, &op)) != LARDER_OK || (rc = reserve_room(c, &op, 0)) != LARDER_OK)
+		return rc;
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	larder__read_enter(&op.thread->reader);
+	struct larder__table *t;
+	struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
+	larder__atomic_u64 *slot = larder__table_find_locked(t, hash, key, key_len);
+	struct larder__entry *old =
+		slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
+	enum larder_cause cause = LARDER_CAUSE_EXPLICIT;
+	rc = LARDER_OK;
+	if (!old) {
+		rc = LARDER_MISS;
+	} else if (entry_expired(c, &op, old)) {
+		rc = LARDER_MISS; /* already gone for readers: unlink it now all the same */
+		cause = LARDER_CAUSE_EXPIRED;
+	} else if (if_equals && !value_equals(old, expected, expected_len)) {
+		rc = LARDER_MISMATCH;
+	}
+	int unlink = old && (rc == LARDER_OK || cause == LARDER_CAUSE_EXPIRED);
+	if (unlink)
+		larder__table_erase_locked(t, hash, slot);
+	larder__table_unlock(home);
+	if (unlink)
+		larder__events_post(op.handle, LARDER__EV_REMOVE, cause, old, NULL, hash);
+	larder__read_exit(&op.thread->reader);
+	if (unlink)
+		larder__cache_wake_maintainer(c);
+	return rc;
+}
+
+int larder_remove(larder *c, const void *key, size_t key_len)
+{
+	return remove_common(c, key, key_len, NULL, 0, 0);
+}
+
+int larder_remove_if_equals(larder *c, const void *key, size_t key_len, const void *expected,
+			    size_t expected_len)
+{
+	return remove_common(c, key, key_len, expected, expected_len, 1);
+}
+
+/*
+ * Touch: an entry that has a deadline field gets the new deadline in place
+ * (E2); one without gets a copy with a deadline field, published like a
+ * replacement but reported to no listener (RELOCATE).
+ */
+int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
+{
+	struct op op;
+	int rc = check_key(c, key, key_len);
+	if (rc != LARDER_OK || (rc = op_begin(c, &op)) != LARDER_OK)
+		return rc;
+	uint64_t ttl = resolve_ttl(c, ttl_ms);
+	uint64_t deadline = ttl == LARDER_TTL_NEVER ? UINT64_MAX : deadline_after(c, &op, ttl);
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	struct larder__reader *reader = &op.thread->reader;
+	struct larder__entry *copy = NULL, *copied_from = NULL;
+	size_t charge = 0;
+	for (;;) {
+		larder__read_enter(reader);
+		struct larder__table *t;
+		struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
+		larder__atomic_u64 *slot = larder__table_find_locked(t, hash, key, key_len);
+		struct larder__entry *old =
+			slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
+		if (!old || entry_expired(c, &op, old)) {
+			rc = LARDER_MISS;
+		} else if (old->flags & LARDER__ENTRY_TTL) {
+			/* In place (E2): relaxed, either deadline is right for a racing read. */
+			atomic_store_explicit(larder__entry_expire(old), deadline, LARDER__RELAXED);
+		} else if (deadline == UINT64_MAX) {
+			; /* no deadline before, none after */
+		} else if (copy && copied_from == old) {
+			larder__table_set_locked(slot, larder__slot_word(hash, copy));
+			larder__table_unlock(home);
+			larder__events_post(op.handle, LARDER__EV_RELOCATE, 0, old, copy, hash);
+			larder__read_exit(reader);
+			larder__cache_wake_maintainer(c);
+			return LARDER_OK;
+		} else {
+			/* Build the copy outside the lock, then check nothing changed. */
+			larder__table_unlock(home);
+			if (copy)
+				entry_unbuild(c, &op, copy, charge);
+			copied_from = old;
+			size_t bytes = larder__entry_bytes(LARDER__ENTRY_TTL, old->key_len,
+							   old->value_len);
+			charge = larder__slab_charge(bytes);
+			larder__read_exit(reader);
+			/* Room first (we may wait), then re-find: old may be gone. */
+			if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
+				return rc;
+			larder__read_enter(reader);
+			struct larder__entry *now_e = find_live_rcu(c, &op, hash, key, key_len);
+			copy = now_e == old ? entry_build(c, &op, key, key_len,
+							  larder__entry_value(old), old->value_len,
+							  LARDER__ENTRY_TTL, deadline)
+					    : NULL;
+			larder__read_exit(reader);
+			if (!copy) {
+				op.handle->credit += (int64_t)charge;
+				if (now_e == old)
+					return LARDER_ENOMEM;
+				copied_from = NULL;
+			}
+			continue;
+		}
+		larder__table_unlock(home);
+		larder__read_exit(reader);
+		break;
+	}
+	if (copy)
+		entry_unbuild(c, &op, copy, charge);
+	return rc;
+}
+
+int larder_clear(larder *c)
+{
+	struct op op;
+	if (!c)
+		return LARDER_EINVAL;
+	int rc = op_begin(c, &op);
+	if (rc != LARDER_OK || (rc = reserve_room(c, &op, 0)) != LARDER_OK)
+		return rc;
+	larder__read_enter(&op.thread->reader);
+	struct larder__table *cur = root_rcu(c), *next = larder__table_next(cur);
+	struct larder__table *fresh = larder__table_create((next ? next : cur)->mask + 1);
+	if (!fresh) {
+		larder__read_exit(&op.thread->reader);
+		return LARDER_ENOMEM;
+	}
+	/* R-ROOT: release publishes the empty table; acquire so that the old
+	 * root we hand to the maintainer is the one we replaced. */
+	struct larder__table *old = (struct larder__table *)atomic_exchange_explicit(
+		&c->table, (uintptr_t)fresh, LARDER__ACQ_REL);
+	larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED, old, NULL, 0);
+	larder__read_exit(&op.thread->reader);
+	larder__cache_wake_maintainer(c);
+	return LARDER_OK;
+}
+
+int larder_set_capacity(larder *c, uint64_t bytes)
+{
+	if (!c || bytes < 64u * 1024u || bytes > (UINT64_MAX >> 2))
+		return LARDER_EINVAL;
+	pthread_mutex_lock(&c->admin_lock);
+	uint64_t old = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* under admin_lock */
+	int64_t delta = (int64_t)(bytes + larder__overshoot_bound(bytes)) -
+			(int64_t)(old + larder__overshoot_bound(old));
+	/* Relaxed: B1 holds after both stores; writers re-check on the next chunk. */
+	atomic_store_explicit(&c->capacity, bytes, LARDER__RELAXED);
+	atomic_fetch_add_explicit(&c->budget, delta, LARDER__RELAXED);
+	pthread_mutex_unlock(&c->admin_lock);
+	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* see futex wake */
+	larder__futex_wake(&c->maint_sleeping, 1);
+	return LARDER_OK;
+}
+
+/* ---- Handles -------------------------------------------------------------------- */
+
+struct larder__handle *larder__cache_handle_create(larder *c)
+{
+	struct larder__handle *h = aligned_alloc(64, sizeof(*h));
+	if (!h)
+		return NULL;
+	memset(h, 0, sizeof(*h));
+	uintptr_t head = atomic_load_explicit(&c->handles, LARDER__RELAXED);
+	do {
+		h->next = (struct larder__handle *)head;
+		/* R-HANDLES: release publishes the zeroed handle (pairs with A-HANDLES). */
+	} while (!atomic_compare_exchange_weak_explicit(&c->handles, &head, (uintptr_t)h,
+							LARDER__RELEASE, LARDER__RELAXED));
+	return h;
+}
+
+void larder__cache_orphan_handle(larder *c, struct larder__handle *h)
+{
+	/* R-ORPHAN: release; the thread's last posts before the maintainer's A-ORPHAN. */
+	atomic_store_explicit(&h->orphaned, 1, LARDER__RELEASE);
+	larder__cache_wake_maintainer(c);
+}
+
+/* ---- Statistics ------------------------------------------------------------------ */
+
+int larder_stats(larder *c, uint64_t *values, size_t count)
+{
+	uint64_t v[LARDER_STAT_COUNT] = { 0 };
+	if (!c || (!values && count))
+		return LARDER_EINVAL;
+	pthread_mutex_lock(&c->handles_lock);
+	for (struct larder__handle *h = (struct larder__handle *)atomic_load_explicit(
+		     &c->handles, LARDER__ACQUIRE); /* A-HANDLES */
+	     h; h = h->next) {
+		/* Relaxed: statistics; each counter is exact, the set is not an instant. */
+		v[LARDER_STAT_HITS] += atomic_load_explicit(&h->hits, LARDER__RELAXED);
+		v[LARDER_STAT_MISSES] += atomic_load_explicit(&h->misses, LARDER__RELAXED);
+		v[LARDER_STAT_WRITES] += atomic_load_explicit(&h->writes, LARDER__RELAXED);
+		v[LARDER_STAT_WRITE_WAITS] += atomic_load_explicit(&h->write_waits, LARDER__RELAXED);
+		v[LARDER_STAT_WRITE_BUSY] += atomic_load_explicit(&h->write_busy, LARDER__RELAXED);
+		v[LARDER_STAT_USED_BYTES] += atomic_load_explicit(&h->alloc_bytes, LARDER__RELAXED);
+	}
+	/* Inside the lock: an exiting thread's counters move from its handle to
+	 * the maintainer's totals under it, so they are counted exactly once. */
+	larder__maint_stats(c, v);
+	pthread_mutex_unlock(&c->handles_lock);
+	uint64_t cap = atomic_load_explicit(&c->capacity, LARDER__RELAXED);
+	v[LARDER_STAT_CAPACITY_BYTES] = cap;
+	v[LARDER_STAT_OVERSHOOT_BOUND] = larder__overshoot_bound(cap);
+	v[LARDER_STAT_PAGES_MAPPED] = atomic_load_explicit(&c->slab.mapped_bytes, LARDER__RELAXED);
+	v[LARDER_STAT_PAGES_RETURNED] =
+		atomic_load_explicit(&c->slab.returned_bytes, LARDER__RELAXED);
+	struct larder__thread *t = larder__thread_self();
+	if (t) {
+		/* The root may be freed after a growth: look at it inside a section. */
+		larder__read_enter(&t->reader);
+		v[LARDER_STAT_INDEX_SLOTS] = larder__table_slots(root_rcu(c));
+		larder__read_exit(&t->reader);
+	}
+	memcpy(values, v, (count < LARDER_STAT_COUNT ? count : LARDER_STAT_COUNT) * sizeof(*v));
+	for (size_t i = LARDER_STAT_COUNT; i < count; i++)
+		values[i] = 0;
+	return LARDER_OK;
+}
+
+/* ---- Open and close --------------------------------------------------------------- */
+
+static uint64_t random_seed(const void *salt)
+{
+	uint64_t seed;
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed))
+		return seed;
+	/* No entropy yet (early boot): still different per cache and run. */
+	return larder__monotonic_ns() ^ (uint64_t)(uintptr_t)salt ^ ((uint64_t)getpid() << 32);
+}
+
+int larder_open(larder **out, const larder_config *cfg)
+{
+	if (!out)
+		return LARDER_EINVAL;
+	*out = NULL;
+	if (!cfg || !larder__policy_ops_for(cfg->policy))
+		return LARDER_EINVAL;
+	larder *c = aligned_alloc(64, sizeof(*c));
+	if (!c)
+		return LARDER_ENOMEM;
+	memset(c, 0, sizeof(*c));
+	int rc = LARDER_ENOMEM;
+	c->seed = cfg->seed_set ? cfg->seed : random_seed(c);
+	c->max_key_bytes = cfg->max_key_bytes;
+	c->max_value_bytes = cfg->max_value_bytes;
+	c->default_ttl_ms = cfg->default_ttl_ms;
+	c->clock = cfg->clock;
+	c->clock_ctx = cfg->clock_ctx;
+	c->write_wait_ms = cfg->write_wait_ms;
+	c->listener = cfg->listener;
+	c->listener_ctx = cfg->listener_ctx;
+	c->policy = cfg->policy;
+	c->expected_entries = cfg->expected_entries;
+	/* Not yet shared: relaxed. */
+	atomic_store_explicit(&c->capacity, cfg->capacity, LARDER__RELAXED);
+	atomic_store_explicit(&c->budget,
+			      (int64_t)(cfg->capacity + larder__overshoot_bound(cfg->capacity)),
+			      LARDER__RELAXED);
+	if (pthread_mutex_init(&c->handles_lock, NULL) != 0)
+		goto fail_handles_lock;
+	if (pthread_mutex_init(&c->admin_lock, NULL) != 0)
+		goto fail_admin_lock;
+	if (larder__slab_init(&c->slab) != 0)
+		goto fail_slab;
+	/* About 70% full at the expected size; growth takes it from there. */
+	uint64_t buckets = cfg->expected_entries / 5 + 1;
+	struct larder__table *t =
+		larder__table_create(buckets < MIN_TABLE_BUCKETS ? MIN_TABLE_BUCKETS : buckets);
+	if (!t)
+		goto fail_table;
+	atomic_store_explicit(&c->table, (uintptr_t)t, LARDER__RELAXED); /* published by pthread_create */
+	if ((rc = larder__maint_create(c)) != LARDER_OK)
+		goto fail_maint;
+	c->id = larder__cache_id_register(c);
+	if (!c->id) {
+		rc = LARDER_ENOMEM;
+		goto fail_id;
+	}
+	if ((rc = larder__maint_start(c)) != LARDER_OK)
+		goto fail_start;
+	*out = c;
+	return LARDER_OK;
+
+fail_start:
+	larder__cache_id_unregister(c->id);
+fail_id:
+	larder__maint_destroy(c); /* frees the table and the slab too */
+	goto fail_slab;
+fail_maint:
+	larder__table_destroy(t);
+fail_table:
+	larder__slab_destroy(&c->slab);
+fail_slab:
+	pthread_mutex_destroy(&c->admin_lock);
+fail_admin_lock:
+	pthread_mutex_destroy(&c->handles_lock);
+fail_handles_lock:
+	free(c);
+	return rc;
+}
+
+void larder_close(larder *c)
+{
+	if (!c)
+		return;
+	/* First: no exiting thread may hand us a handle from now on (T1). */
+	larder__cache_id_unregister(c->id);
+	larder__maint_stop(c);
+	larder__maint_destroy(c);
+	pthread_mutex_destroy(&c->admin_lock);
+	pthread_mutex_destroy(&c->handles_lock);
+	free(c);
+}

@@ -1,0 +1,105 @@
+/*
+ * core/cache.h - the cache object shared by the request paths and the maintainer.
+ *
+ * Field ownership (who writes, how it is read):
+ *   - Set at open, read-only after: id, seed, limits, clock, listener, policy.
+ *   - table: the index root. Written by larder_clear() (exchange) and by the
+ *     maintainer at the end of a growth (CAS); read with acquire (A-ROOT).
+ *   - capacity: written by larder_set_capacity(), read by the maintainer and
+ *     writers (relaxed: a stale value only delays an eviction decision).
+ *   - budget: bytes writers may still allocate before the overshoot bound;
+ *     writers take chunks by CAS, the maintainer adds back what it frees.
+ *   - room_seq, room_waiters, wanted: the writers' wait for room (core/cache.c).
+ *   - maint_sleeping: the maintainer's futex word (maint/maintainer.c).
+ *   - handles: list of per-thread handles; pushed by any thread with CAS,
+ *     unlinked and freed only by the maintainer holding handles_lock.
+ * Everything the maintainer alone touches lives in struct larder__maint.
+ */
+#ifndef LARDER_CORE_CACHE_H
+#define LARDER_CORE_CACHE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "larder.h"
+#include "maint/events.h"
+#include "mem/slab.h"
+#include "sync/atomic.h"
+
+struct larder__maint;
+
+struct larder_config {
+	uint64_t capacity;
+	uint64_t expected_entries;
+	size_t max_key_bytes;
+	size_t max_value_bytes;
+	uint64_t default_ttl_ms;
+	enum larder_policy policy;
+	larder_clock_fn *clock;
+	void *clock_ctx;
+	larder_removal_fn *listener;
+	void *listener_ctx;
+	uint64_t seed;
+	int seed_set;
+	uint64_t write_wait_ms;
+};
+
+struct larder {
+	/* Read by every operation; written only at open (and table, A-ROOT). */
+	larder__atomic_uptr table;
+	uint64_t id;
+	uint64_t seed;
+	size_t max_key_bytes;
+	size_t max_value_bytes;
+	uint64_t default_ttl_ms; /* LARDER_TTL_NEVER: none */
+	larder_clock_fn *clock;
+	void *clock_ctx;
+	uint64_t write_wait_ms;
+
+	/* Writers' shared counters: touched once per credit chunk or wait. */
+	larder__atomic_i64 budget __attribute__((aligned(64)));
+	larder__atomic_u64 capacity;
+	larder__atomic_u64 wanted;
+	larder__atomic_u32 room_seq;
+	larder__atomic_u32 room_waiters;
+	larder__atomic_int grow_wanted; /* a writer found no free slot in reach */
+
+	larder__atomic_u32 maint_sleeping __attribute__((aligned(64)));
+	larder__atomic_int stop;
+	larder__atomic_uptr handles;
+	pthread_mutex_t handles_lock; /* stats walks vs the maintainer freeing handles */
+	pthread_mutex_t admin_lock;   /* serialises larder_set_capacity() */
+
+	larder_removal_fn *listener;
+	void *listener_ctx;
+	enum larder_policy policy;
+	uint64_t expected_entries;
+	struct larder__slab slab;
+	struct larder__maint *maint;
+	pthread_t thread;
+};
+
+/* Overshoot bound: how far used bytes may exceed capacity. */
+static inline uint64_t larder__overshoot_bound(uint64_t capacity)
+{
+	uint64_t floor = 4u << 20, pct = capacity / 100;
+	return pct > floor ? pct : floor;
+}
+
+/* Bytes a single entry may charge: 1/8 of capacity. */
+static inline uint64_t larder__entry_limit(uint64_t capacity)
+{
+	return capacity / 8;
+}
+
+/* The default clock: CLOCK_MONOTONIC in milliseconds. */
+uint64_t larder__clock_default(void *ctx);
+
+/* core/cache.c: a new handle for the calling thread (slow path), NULL on ENOMEM. */
+struct larder__handle *larder__cache_handle_create(struct larder *cache);
+/* core/cache.c: the thread that owned h exited (called under the live-cache lock). */
+void larder__cache_orphan_handle(struct larder *cache, struct larder__handle *h);
+/* Wakes the maintainer if it sleeps. */
+void larder__cache_wake_maintainer(struct larder *cache);
+
+#endif /* LARDER_CORE_CACHE_H */

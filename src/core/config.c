@@ -1,0 +1,128 @@
+/*
+ * core/config.c - the opaque configuration object and its setters.
+ *
+ * No struct layout reaches the ABI: bindings call setters, and a field added
+ * later gets a setter and a default without breaking anyone.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <time.h>
+
+#include "core/cache.h"
+
+#define MIN_CAPACITY (64u * 1024u)
+
+uint64_t larder__clock_default(void *ctx)
+{
+	(void)ctx;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int larder_config_create(larder_config **out)
+{
+	if (!out)
+		return LARDER_EINVAL;
+	larder_config *c = calloc(1, sizeof(*c));
+	*out = c;
+	if (!c)
+		return LARDER_ENOMEM;
+	c->capacity = 64u << 20;
+	c->expected_entries = 4096;
+	c->max_key_bytes = 250;
+	c->max_value_bytes = 1u << 20;
+	c->default_ttl_ms = LARDER_TTL_NEVER;
+	c->policy = LARDER_POLICY_DEFAULT;
+	c->clock = larder__clock_default;
+	c->write_wait_ms = 1000;
+	return LARDER_OK;
+}
+
+void larder_config_destroy(larder_config *config)
+{
+	free(config);
+}
+
+int larder_config_set_capacity(larder_config *config, uint64_t bytes)
+{
+	if (!config || bytes < MIN_CAPACITY || bytes > (UINT64_MAX >> 2))
+		return LARDER_EINVAL;
+	config->capacity = bytes;
+	return LARDER_OK;
+}
+
+int larder_config_set_expected_entries(larder_config *config, uint64_t entries)
+{
+	if (!config || entries > ((uint64_t)1 << 40))
+		return LARDER_EINVAL;
+	config->expected_entries = entries;
+	return LARDER_OK;
+}
+
+int larder_config_set_max_key_bytes(larder_config *config, size_t bytes)
+{
+	if (!config || bytes == 0 || bytes > LARDER_KEY_LIMIT)
+		return LARDER_EINVAL;
+	config->max_key_bytes = bytes;
+	return LARDER_OK;
+}
+
+int larder_config_set_max_value_bytes(larder_config *config, size_t bytes)
+{
+	if (!config || bytes > LARDER_VALUE_LIMIT)
+		return LARDER_EINVAL;
+	config->max_value_bytes = bytes;
+	return LARDER_OK;
+}
+
+int larder_config_set_default_ttl_ms(larder_config *config, uint64_t ttl_ms)
+{
+	if (!config)
+		return LARDER_EINVAL;
+	config->default_ttl_ms = ttl_ms == 0 ? LARDER_TTL_NEVER : ttl_ms;
+	return LARDER_OK;
+}
+
+int larder_config_set_policy(larder_config *config, enum larder_policy policy)
+{
+	if (!config || (unsigned)policy > LARDER_POLICY_ARC)
+		return LARDER_EINVAL;
+	config->policy = policy;
+	return LARDER_OK;
+}
+
+int larder_config_set_clock(larder_config *config, larder_clock_fn *fn, void *ctx)
+{
+	if (!config)
+		return LARDER_EINVAL;
+	config->clock = fn ? fn : larder__clock_default;
+	config->clock_ctx = fn ? ctx : NULL;
+	return LARDER_OK;
+}
+
+int larder_config_set_removal_listener(larder_config *config, larder_removal_fn *fn, void *ctx)
+{
+	if (!config)
+		return LARDER_EINVAL;
+	config->listener = fn;
+	config->listener_ctx = fn ? ctx : NULL;
+	return LARDER_OK;
+}
+
+int larder_config_set_hash_seed(larder_config *config, uint64_t seed)
+{
+	if (!config)
+		return LARDER_EINVAL;
+	config->seed = seed;
+	config->seed_set = 1;
+	return LARDER_OK;
+}
+
+int larder_config_set_write_wait_ms(larder_config *config, uint64_t ms)
+{
+	if (!config || ms > 3600u * 1000u)
+		return LARDER_EINVAL;
+	config->write_wait_ms = ms;
+	return LARDER_OK;
+}

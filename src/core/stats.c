@@ -1,0 +1,85 @@
+/*
+ * core/stats.c - names for results, causes and counters.
+ *
+ * The counters themselves live where they are written: per-thread handles
+ * (maint/events.h), the maintainer (maint/maintainer.c) and the slab; they
+ * are summed only when larder_stats() is called (core/cache.c), so the read
+ * path never writes a shared line.
+ */
+#include "larder.h"
+
+static const char *const stat_names[LARDER_STAT_COUNT] = {
+	[LARDER_STAT_HITS] = "hits",
+	[LARDER_STAT_MISSES] = "misses",
+	[LARDER_STAT_WRITES] = "writes",
+	[LARDER_STAT_ENTRIES] = "entries",
+	[LARDER_STAT_USED_BYTES] = "used_bytes",
+	[LARDER_STAT_CAPACITY_BYTES] = "capacity_bytes",
+	[LARDER_STAT_OVERSHOOT_BOUND] = "overshoot_bound",
+	[LARDER_STAT_EVICTIONS] = "evictions",
+	[LARDER_STAT_EXPIRATIONS] = "expirations",
+	[LARDER_STAT_REMOVALS] = "removals",
+	[LARDER_STAT_REPLACEMENTS] = "replacements",
+	[LARDER_STAT_CLEARED] = "cleared",
+	[LARDER_STAT_WRITE_WAITS] = "write_waits",
+	[LARDER_STAT_WRITE_BUSY] = "write_busy",
+	[LARDER_STAT_INDEX_SLOTS] = "index_slots",
+	[LARDER_STAT_INDEX_RESIZES] = "index_resizes",
+	[LARDER_STAT_PAGES_MAPPED] = "pages_mapped_bytes",
+	[LARDER_STAT_PAGES_RETURNED] = "pages_returned_bytes",
+	[LARDER_STAT_MAINT_PASSES] = "maintainer_passes",
+	[LARDER_STAT_HIT_SAMPLES] = "hit_samples",
+};
+
+const char *larder_stat_name(enum larder_stat stat)
+{
+	return (unsigned)stat < LARDER_STAT_COUNT ? stat_names[stat] : NULL;
+}
+
+const char *larder_strerror(int code)
+{
+	switch (code) {
+	case LARDER_OK:
+		return "success";
+	case LARDER_MISS:
+		return "key not found";
+	case LARDER_EXISTS:
+		return "key already present";
+	case LARDER_MISMATCH:
+		return "current value differs from the expected one";
+	case LARDER_EINVAL:
+		return "invalid argument";
+	case LARDER_EKEYSIZE:
+		return "key too long";
+	case LARDER_EVALSIZE:
+		return "value too large";
+	case LARDER_ENOMEM:
+		return "out of memory";
+	case LARDER_EBUFSIZE:
+		return "buffer too small";
+	case LARDER_EBUSY:
+		return "cache at its memory bound; no room was freed in time";
+	case LARDER_ETHREAD:
+		return "could not start the maintainer thread";
+	case LARDER_ESYS:
+		return "system call failed";
+	}
+	return "unknown result code";
+}
+
+const char *larder_cause_name(enum larder_cause cause)
+{
+	switch (cause) {
+	case LARDER_CAUSE_EXPLICIT:
+		return "explicit";
+	case LARDER_CAUSE_REPLACED:
+		return "replaced";
+	case LARDER_CAUSE_EXPIRED:
+		return "expired";
+	case LARDER_CAUSE_EVICTED:
+		return "evicted";
+	case LARDER_CAUSE_CLEARED:
+		return "cleared";
+	}
+	return "unknown";
+}

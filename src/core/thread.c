@@ -1,0 +1,129 @@
+/*
+ * core/thread.c - creation and exit of per-thread state; the live-cache registry.
+ * Design and invariants: core/thread.h.
+ */
+#include "core/thread.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cache.h"
+
+__thread struct larder__thread *larder__tls __attribute__((tls_model("initial-exec")));
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+static int exit_key_error;
+
+struct live_cache {
+	uint64_t id;
+	struct larder *cache;
+	struct live_cache *next;
+};
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct live_cache *live_caches; /* under live_lock */
+static uint64_t next_cache_id = 1;     /* under live_lock; 0 marks an empty recent[] slot */
+
+static void thread_exit(void *arg)
+{
+	struct larder__thread *t = arg;
+	larder__tls = NULL;
+	pthread_mutex_lock(&live_lock);
+	while (t->nodes) {
+		struct larder__thread_node *n = t->nodes;
+		t->nodes = n->next;
+		for (struct live_cache *c = live_caches; c; c = c->next) {
+			if (c->id == n->cache_id) {
+				larder__cache_orphan_handle(c->cache, n->handle);
+				break;
+			}
+		}
+		free(n);
+	}
+	pthread_mutex_unlock(&live_lock);
+	larder__reader_unregister(&t->reader);
+	free(t);
+}
+
+static void exit_key_create(void)
+{
+	exit_key_error = pthread_key_create(&exit_key, thread_exit);
+}
+
+struct larder__thread *larder__thread_create(void)
+{
+	if (pthread_once(&exit_key_once, exit_key_create) != 0 || exit_key_error != 0)
+		return NULL;
+	struct larder__thread *t = aligned_alloc(64, sizeof(*t));
+	if (!t)
+		return NULL;
+	memset(t, 0, sizeof(*t));
+	if (larder__reader_register(&t->reader) != 0) {
+		free(t);
+		return NULL;
+	}
+	if (pthread_setspecific(exit_key, t) != 0) {
+		larder__reader_unregister(&t->reader);
+		free(t);
+		return NULL;
+	}
+	larder__tls = t;
+	return t;
+}
+
+struct larder__handle *larder__thread_handle_slow(struct larder__thread *t, struct larder *cache,
+						   uint64_t cache_id)
+{
+	struct larder__thread_node *n;
+	for (n = t->nodes; n; n = n->next) {
+		if (n->cache_id == cache_id)
+			break;
+	}
+	if (!n) {
+		n = malloc(sizeof(*n));
+		if (!n)
+			return NULL;
+		n->handle = larder__cache_handle_create(cache);
+		if (!n->handle) {
+			free(n);
+			return NULL;
+		}
+		n->cache_id = cache_id;
+		n->next = t->nodes;
+		t->nodes = n;
+	}
+	unsigned i = (unsigned)cache_id & (LARDER__RECENT_SLOTS - 1);
+	t->recent[i].cache_id = cache_id;
+	t->recent[i].handle = n->handle;
+	return n->handle;
+}
+
+uint64_t larder__cache_id_register(struct larder *cache)
+{
+	struct live_cache *c = malloc(sizeof(*c));
+	if (!c)
+		return 0;
+	pthread_mutex_lock(&live_lock);
+	c->id = next_cache_id++;
+	c->cache = cache;
+	c->next = live_caches;
+	live_caches = c;
+	pthread_mutex_unlock(&live_lock);
+	return c->id;
+}
+
+void larder__cache_id_unregister(uint64_t cache_id)
+{
+	pthread_mutex_lock(&live_lock);
+	for (struct live_cache **p = &live_caches; *p; p = &(*p)->next) {
+		if ((*p)->id == cache_id) {
+			struct live_cache *c = *p;
+			*p = c->next;
+			free(c);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&live_lock);
+}

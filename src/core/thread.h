@@ -1,0 +1,79 @@
+/*
+ * core/thread.h - per-thread state, found without a lock or a TLS call.
+ *
+ * Each thread that calls larder owns one struct larder__thread, created on
+ * its first call and freed by a pthread key destructor when it exits. It holds
+ * the thread's reader slot (sync/reclaim.h) and a small direct-mapped table
+ * from cache id to the thread's handle for that cache (core/handle.h).
+ *
+ * The only thread-local variable is one pointer with the initial-exec TLS
+ * model: reading it is one instruction even when liblarder.so is dlopen'd by
+ * a JVM or Node.js (glibc's static TLS surplus covers 8 bytes), where the
+ * default model would call __tls_get_addr on every operation.
+ *
+ * Invariants:
+ *   T1. recent[] and nodes are touched only by the owning thread, except at
+ *       thread exit, when the destructor hands each handle of a live cache to
+ *       that cache's maintainer (larder__cache_orphan_handle) under the
+ *       live-cache lock, so a cache cannot be closed half way through it.
+ *   T2. Cache ids are never reused, so a stale recent[] entry of a closed
+ *       cache never matches a live one.
+ */
+#ifndef LARDER_CORE_THREAD_H
+#define LARDER_CORE_THREAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sync/reclaim.h"
+
+struct larder;
+struct larder__handle;
+
+#define LARDER__RECENT_SLOTS 8
+
+struct larder__thread_node {
+	uint64_t cache_id;
+	struct larder__handle *handle;
+	struct larder__thread_node *next;
+};
+
+struct larder__thread {
+	struct larder__reader reader; /* first: its own cache line */
+	struct {
+		uint64_t cache_id;
+		struct larder__handle *handle;
+	} recent[LARDER__RECENT_SLOTS];
+	struct larder__thread_node *nodes; /* every handle this thread owns */
+};
+
+extern __thread struct larder__thread *larder__tls
+	__attribute__((tls_model("initial-exec")));
+
+/* Creates the calling thread's state. NULL when out of memory. */
+struct larder__thread *larder__thread_create(void);
+
+static inline struct larder__thread *larder__thread_self(void)
+{
+	struct larder__thread *t = larder__tls;
+	return __builtin_expect(t != NULL, 1) ? t : larder__thread_create();
+}
+
+/* Finds or creates the thread's handle for the cache. NULL when out of memory. */
+struct larder__handle *larder__thread_handle_slow(struct larder__thread *t, struct larder *cache,
+						   uint64_t cache_id);
+
+static inline struct larder__handle *larder__thread_handle(struct larder__thread *t,
+							   struct larder *cache, uint64_t cache_id)
+{
+	unsigned i = (unsigned)cache_id & (LARDER__RECENT_SLOTS - 1);
+	if (__builtin_expect(t->recent[i].cache_id == cache_id, 1))
+		return t->recent[i].handle;
+	return larder__thread_handle_slow(t, cache, cache_id);
+}
+
+/* The live-cache registry (T1, T2): a cache is registered from open to close. */
+uint64_t larder__cache_id_register(struct larder *cache);
+void larder__cache_id_unregister(uint64_t cache_id);
+
+#endif /* LARDER_CORE_THREAD_H */

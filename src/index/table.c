@@ -1,0 +1,243 @@
+/*
+ * index/table.c - writers' and the maintainer's side of the index.
+ * Layout, concurrency rules and labels: index/table.h.
+ *
+ * Growth (X3), one home h of the old table t at a time, by the maintainer:
+ *   1. lock h (writers of h now wait; readers go on);
+ *   2. copy every entry whose home is h (found on h's probe path, by
+ *      re-hashing the key) into t->next: its new home is h or h + |t|, and no
+ *      writer can touch those keys while h is locked, so no lock is needed
+ *      there; slots are still claimed by CAS against writers of other homes;
+ *   3. set MOVED on h (R-MOVED, release) with LOCK left set forever: writers
+ *      that were waiting see MOVED and go to t->next;
+ *   4. replace h's old slots by markers (R-SLOT), so the old table never
+ *      holds a pointer that could go stale: a reader of another home that
+ *      probes through h's buckets skips them, a reader of h that passed the
+ *      MOVED test before step 3 meets a marker with its tag, re-reads MOVED
+ *      and restarts in t->next.
+ * When every home is moved, the cache's root pointer is switched to t->next
+ * and t is freed after a grace period (maint/maintainer.c).
+ */
+#include "index/table.h"
+
+#include "mem/pages.h"
+
+struct larder__table *larder__table_create(uint64_t buckets)
+{
+	uint64_t n = 8;
+	while (n < buckets)
+		n <<= 1;
+	size_t bytes = larder__pages_round(sizeof(struct larder__table) +
+					   n * sizeof(struct larder__bucket));
+	struct larder__table *t = larder__pages_map(bytes, LARDER__OS_PAGE);
+	if (!t)
+		return NULL;
+	t->mask = n - 1;
+	t->map_bytes = bytes;
+	t->moved = 0;
+	t->retire_next = NULL;
+	t->retire_token = 0;
+	t->walk_cursor = 0;
+	atomic_store_explicit(&t->next, 0, LARDER__RELAXED); /* not yet shared */
+	return t;
+}
+
+void larder__table_destroy(struct larder__table *t)
+{
+	if (t)
+		larder__pages_unmap(t, t->map_bytes);
+}
+
+static inline struct larder__bucket *bucket_after(struct larder__table *t, struct larder__bucket *b)
+{
+	return &t->buckets[(size_t)(b - t->buckets + 1) & t->mask];
+}
+
+struct larder__bucket *larder__table_lock(struct larder__table *t, uint64_t hash,
+					  struct larder__table **tp)
+{
+	for (;;) {
+		struct larder__bucket *b = &t->buckets[hash & t->mask];
+		/* A-CTL: acquire, so that after MOVED we see t->next's contents. */
+		uint64_t ctl = atomic_load_explicit(&b->ctl, LARDER__ACQUIRE);
+		if (ctl & LARDER__CTL_MOVED) {
+			t = larder__table_next(t);
+			continue;
+		}
+		if (ctl & LARDER__CTL_LOCK) {
+			larder__cpu_relax();
+			continue;
+		}
+		/* L-ACQ: acquire; pairs with L-REL of the previous holder. */
+		if (atomic_compare_exchange_weak_explicit(&b->ctl, &ctl, ctl | LARDER__CTL_LOCK,
+							  LARDER__ACQUIRE, LARDER__RELAXED)) {
+			*tp = t;
+			return b;
+		}
+	}
+}
+
+void larder__table_unlock(struct larder__bucket *home)
+{
+	/* L-REL: release; the holder's slot changes happen before the next holder. */
+	atomic_fetch_and_explicit(&home->ctl, ~LARDER__CTL_LOCK, LARDER__RELEASE);
+}
+
+larder__atomic_u64 *larder__table_find_locked(struct larder__table *t, uint64_t hash,
+					      const void *key, size_t key_len)
+{
+	uint64_t tag = hash & LARDER__SLOT_TAG_MASK;
+	struct larder__bucket *b = &t->buckets[hash & t->mask];
+	for (uint64_t probed = 0; probed <= t->mask; probed++) {
+		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
+			/* Acquire: a slot of another home may have just been
+			 * published (R-SLOT) and we read its entry's key. */
+			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
+			uint64_t p = w & LARDER__SLOT_PTR_MASK;
+			if ((w & LARDER__SLOT_TAG_MASK) != tag || p == 0 || p == LARDER__SLOT_MARKER)
+				continue;
+			if (larder__entry_key_equals(larder__slot_entry(w), key, key_len))
+				return &b->slot[i];
+		}
+		/* Relaxed: the count only bounds the probe; keys of our home
+		 * cannot change under us (X2). */
+		if ((atomic_load_explicit(&b->ctl, LARDER__RELAXED) >> 32) == 0)
+			return NULL;
+		b = bucket_after(t, b);
+	}
+	return NULL;
+}
+
+int larder__table_insert_locked(struct larder__table *t, uint64_t hash, uint64_t word,
+				size_t limit)
+{
+	struct larder__bucket *home = &t->buckets[hash & t->mask], *b = home;
+	if (limit > t->mask + 1)
+		limit = t->mask + 1;
+	for (size_t n = 0; n < limit; n++) {
+		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
+			uint64_t expect = 0;
+			/* Relaxed pre-check: skip occupied slots without a CAS. */
+			if (atomic_load_explicit(&b->slot[i], LARDER__RELAXED) != 0)
+				continue;
+			/* R-SLOT: release publishes the entry (pairs with A-SLOT);
+			 * the overflow increments below were sequenced before it. */
+			if (atomic_compare_exchange_strong_explicit(&b->slot[i], &expect, word,
+								    LARDER__RELEASE,
+								    LARDER__RELAXED))
+				return 0;
+		}
+		/* Relaxed: ordered before the publishing CAS by its release. */
+		atomic_fetch_add_explicit(&b->ctl, LARDER__CTL_OVERFLOW_ONE, LARDER__RELAXED);
+		b = bucket_after(t, b);
+	}
+	for (b = home; limit--; b = bucket_after(t, b))
+		atomic_fetch_sub_explicit(&b->ctl, LARDER__CTL_OVERFLOW_ONE, LARDER__RELAXED);
+	return -1;
+}
+
+void larder__table_erase_locked(struct larder__table *t, uint64_t hash, larder__atomic_u64 *slot)
+{
+	/* Relaxed: emptying publishes nothing; readers that still see the old
+	 * word see a valid entry (freed only after a grace period, X4). */
+	atomic_store_explicit(slot, 0, LARDER__RELAXED);
+	struct larder__bucket *b = &t->buckets[hash & t->mask];
+	size_t last = (size_t)((unsigned char *)slot - (unsigned char *)t->buckets) /
+		      sizeof(struct larder__bucket);
+	while ((size_t)(b - t->buckets) != last) {
+		/* Relaxed: a reader that sees the old count probes one bucket
+		 * too many, which is harmless. */
+		atomic_fetch_sub_explicit(&b->ctl, LARDER__CTL_OVERFLOW_ONE, LARDER__RELAXED);
+		b = bucket_after(t, b);
+	}
+}
+
+int larder__table_grow_begin(struct larder__table *t)
+{
+	struct larder__table *next = larder__table_create((t->mask + 1) * 2);
+	if (!next)
+		return -1;
+	t->moved = 0;
+	/* R-NEXT: release; the new table's zeroed buckets are visible to anyone
+	 * who follows a MOVED home (pairs with A-NEXT). */
+	atomic_store_explicit(&t->next, (uintptr_t)next, LARDER__RELEASE);
+	return 0;
+}
+
+/* Steps 1-4 of the growth protocol for home h. */
+static void migrate_home(struct larder__table *t, struct larder__table *next, uint64_t h,
+			 larder__entry_hash_fn *hash, void (*drop)(void *, struct larder__entry *),
+			 void *ctx)
+{
+	struct larder__table *locked_in;
+	struct larder__bucket *home = larder__table_lock(t, h, &locked_in);
+	struct larder__bucket *b = home;
+	for (uint64_t probed = 0; probed <= t->mask; probed++) {
+		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
+			/* Acquire: another home's writer may have just published. */
+			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
+			uint64_t p = w & LARDER__SLOT_PTR_MASK;
+			if (p == 0 || p == LARDER__SLOT_MARKER)
+				continue;
+			uint64_t hh = hash(ctx, larder__slot_entry(w));
+			if ((hh & t->mask) == h &&
+			    larder__table_insert_locked(next, hh, w, next->mask + 1) != 0)
+				drop(ctx, larder__slot_entry(w));
+		}
+		/* Relaxed: the count only bounds the walk (X2). */
+		if ((atomic_load_explicit(&b->ctl, LARDER__RELAXED) >> 32) == 0)
+			break;
+		b = bucket_after(t, b);
+	}
+	/* R-MOVED: release; the copies in next happen before anyone who sees
+	 * MOVED (pairs with A-CTL). LOCK stays set: h is never written here again. */
+	atomic_fetch_or_explicit(&home->ctl, LARDER__CTL_MOVED, LARDER__RELEASE);
+	b = home;
+	for (uint64_t probed = 0; probed <= t->mask; probed++, b = bucket_after(t, b)) {
+		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
+			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__RELAXED);
+			uint64_t p = w & LARDER__SLOT_PTR_MASK;
+			if (p == 0 || p == LARDER__SLOT_MARKER)
+				continue;
+			if ((hash(ctx, larder__slot_entry(w)) & t->mask) != h)
+				continue;
+			/* R-SLOT (marker): release, after R-MOVED (X3). Only we
+			 * write h's slots, so a plain store cannot lose an update. */
+			atomic_store_explicit(&b->slot[i],
+					      (w & LARDER__SLOT_TAG_MASK) | LARDER__SLOT_MARKER,
+					      LARDER__RELEASE);
+		}
+		if ((atomic_load_explicit(&b->ctl, LARDER__RELAXED) >> 32) == 0)
+			break;
+	}
+}
+
+int larder__table_migrate(struct larder__table *t, size_t homes, larder__entry_hash_fn *hash,
+			  void (*drop)(void *ctx, struct larder__entry *e), void *ctx)
+{
+	struct larder__table *next = larder__table_next(t);
+	while (homes-- && t->moved <= t->mask)
+		migrate_home(t, next, t->moved++, hash, drop, ctx);
+	return t->moved > t->mask;
+}
+
+static void walk_one(struct larder__table *t, void (*fn)(void *, struct larder__entry *), void *ctx)
+{
+	for (uint64_t i = 0; i <= t->mask; i++) {
+		for (unsigned s = 0; s < LARDER__BUCKET_SLOTS; s++) {
+			uint64_t w = atomic_load_explicit(&t->buckets[i].slot[s], LARDER__ACQUIRE);
+			uint64_t p = w & LARDER__SLOT_PTR_MASK;
+			if (p != 0 && p != LARDER__SLOT_MARKER)
+				fn(ctx, larder__slot_entry(w));
+		}
+	}
+}
+
+void larder__table_walk(struct larder__table *t, void (*fn)(void *ctx, struct larder__entry *e),
+			void *ctx)
+{
+	walk_one(t, fn, ctx);
+	struct larder__table *next = larder__table_next(t);
+	if (next)
+		walk_one(next, fn, ctx);
+}

@@ -1,0 +1,193 @@
+/*
+ * index/table.h - the lock-free index: hash -> entry.
+ *
+ * A power-of-two array of 64-byte buckets. Each bucket is one control word
+ * and seven slots; a slot is one 8-byte word holding an entry pointer (low 48
+ * bits) and a 16-bit tag (the hash's top 16 bits), so a probe compares tags
+ * without touching entries. Keys live in their home bucket (hash & mask) or,
+ * when it is full, in the next buckets (linear probing of buckets).
+ *
+ * Control word: bit 0 LOCK (the home bucket's writer lock), bit 1 MOVED (this
+ * home's keys now live in the next table), bits 32..63 the overflow count: how
+ * many keys whose probe path passes this bucket live beyond it. A lookup stops
+ * at the first bucket whose count is 0, so deletions need no tombstones.
+ *
+ * Concurrency (invariants asserted by the stress test):
+ *   X1. Readers take no lock: they load slots with acquire (A-SLOT) and see an
+ *       entry whole (its publishing store is release, R-SLOT).
+ *   X2. Every change to the keys of one home happens under that home's LOCK,
+ *       so a key appears at most once in a table. Writers of other homes only
+ *       claim empty slots (CAS) and adjust overflow counts (atomic add).
+ *   X3. Growth is incremental (table.c): the maintainer moves one home at a
+ *       time under its lock into table->next, sets MOVED, then turns the old
+ *       slots of that home into MARKERs. A marker never matches a key; a
+ *       reader that meets a marker carrying its tag re-checks its home's MOVED
+ *       bit and follows it. No stale entry pointer is ever left behind.
+ *   X4. Tables and entries unlinked here are freed only after a grace period.
+ */
+#ifndef LARDER_INDEX_TABLE_H
+#define LARDER_INDEX_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/entry.h"
+#include "sync/atomic.h"
+
+#define LARDER__BUCKET_SLOTS 7
+#define LARDER__CTL_LOCK 1ull
+#define LARDER__CTL_MOVED 2ull
+#define LARDER__CTL_OVERFLOW_ONE (1ull << 32)
+#define LARDER__SLOT_PTR_MASK ((1ull << 48) - 1)
+#define LARDER__SLOT_TAG_MASK (~LARDER__SLOT_PTR_MASK)
+#define LARDER__SLOT_MARKER 1ull /* pointer field of a moved slot; never a real entry */
+/* Buckets a writer's insert may probe before it asks the maintainer to grow. */
+#define LARDER__PROBE_LIMIT 64
+
+struct larder__bucket {
+	larder__atomic_u64 ctl;
+	larder__atomic_u64 slot[LARDER__BUCKET_SLOTS];
+} __attribute__((aligned(64)));
+
+struct larder__table {
+	uint64_t mask;            /* buckets - 1; immutable */
+	size_t map_bytes;         /* immutable */
+	larder__atomic_uptr next; /* growth target, set once by the maintainer (R-NEXT) */
+	uint64_t moved;           /* maintainer only: homes moved so far */
+	/* Maintainer only: the table's place in its retire or cleared list. */
+	struct larder__table *retire_next;
+	uint64_t retire_token;
+	uint64_t walk_cursor;
+	struct larder__bucket buckets[] __attribute__((aligned(64)));
+};
+
+static inline uint64_t larder__slot_word(uint64_t hash, const struct larder__entry *e)
+{
+	return (hash & LARDER__SLOT_TAG_MASK) | (uint64_t)(uintptr_t)e;
+}
+
+static inline struct larder__entry *larder__slot_entry(uint64_t word)
+{
+	return (struct larder__entry *)(uintptr_t)(word & LARDER__SLOT_PTR_MASK);
+}
+
+static inline struct larder__table *larder__table_next(struct larder__table *t)
+{
+	/* A-NEXT: pairs with R-NEXT in larder__table_grow_begin(). */
+	return (struct larder__table *)atomic_load_explicit(&t->next, LARDER__ACQUIRE);
+}
+
+/* Batch lookups, step 1: start loading the home bucket. */
+static inline void larder__table_prefetch(const struct larder__table *t, uint64_t hash)
+{
+	__builtin_prefetch(&t->buckets[hash & t->mask]);
+}
+
+/* Batch lookups, step 2 (bucket now cached): start loading the first entry
+ * whose tag matches, so that step 3's key compare does not stall. */
+static inline void larder__table_prefetch_entry(const struct larder__table *t, uint64_t hash)
+{
+	const struct larder__bucket *b = &t->buckets[hash & t->mask];
+	for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
+		/* Relaxed: only a prefetch hint; step 3 loads the slot properly. */
+		uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__RELAXED);
+		if ((w & LARDER__SLOT_TAG_MASK) == (hash & LARDER__SLOT_TAG_MASK) &&
+		    (w & LARDER__SLOT_PTR_MASK) > LARDER__SLOT_MARKER) {
+			__builtin_prefetch(larder__slot_entry(w));
+			return;
+		}
+	}
+}
+
+/*
+ * Finds the live slot word of key in t, following MOVED homes into later
+ * tables; 0 when absent. Inside a read section.
+ */
+static inline uint64_t larder__table_lookup_rcu(struct larder__table *t, uint64_t hash,
+						const void *key, size_t key_len)
+{
+	uint64_t tag = hash & LARDER__SLOT_TAG_MASK;
+restart:;
+	struct larder__bucket *home = &t->buckets[hash & t->mask];
+	/* A-CTL: pairs with R-MOVED in larder__table_migrate(). */
+	uint64_t ctl = atomic_load_explicit(&home->ctl, LARDER__ACQUIRE);
+	if (ctl & LARDER__CTL_MOVED) {
+		t = larder__table_next(t);
+		goto restart;
+	}
+	struct larder__bucket *b = home;
+	for (uint64_t probed = 0; probed <= t->mask; probed++) {
+		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
+			/* A-SLOT: pairs with R-SLOT; the entry's fields are visible. */
+			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
+			if ((w & LARDER__SLOT_TAG_MASK) != tag || !(w & LARDER__SLOT_PTR_MASK))
+				continue;
+			if ((w & LARDER__SLOT_PTR_MASK) == LARDER__SLOT_MARKER) {
+				/* A-CTL again: a marker is stored after MOVED (X3). */
+				if (atomic_load_explicit(&home->ctl, LARDER__ACQUIRE) &
+				    LARDER__CTL_MOVED)
+					goto restart;
+				continue; /* another home's moved key */
+			}
+			if (larder__entry_key_equals(larder__slot_entry(w), key, key_len))
+				return w;
+		}
+		if ((ctl >> 32) == 0)
+			return 0;
+		b = &t->buckets[(size_t)(b - t->buckets + 1) & t->mask];
+		/* A-CTL: the overflow count; its increments precede R-SLOT. */
+		ctl = atomic_load_explicit(&b->ctl, LARDER__ACQUIRE);
+	}
+	return 0;
+}
+
+/* A new empty table of at least `buckets` buckets (a power of two). NULL: no memory. */
+struct larder__table *larder__table_create(uint64_t buckets);
+void larder__table_destroy(struct larder__table *t);
+
+/* Locks the key's home bucket, following MOVED; *tp gets the table it is in. */
+struct larder__bucket *larder__table_lock(struct larder__table *t, uint64_t hash,
+					  struct larder__table **tp);
+void larder__table_unlock(struct larder__bucket *home);
+
+/* Under the home lock: the slot holding key in t, or NULL. */
+larder__atomic_u64 *larder__table_find_locked(struct larder__table *t, uint64_t hash,
+					      const void *key, size_t key_len);
+/* Under the home lock: claims an empty slot for word within `limit` buckets.
+ * Returns 0, or -1 when none was free (nothing changed). */
+int larder__table_insert_locked(struct larder__table *t, uint64_t hash, uint64_t word,
+				size_t limit);
+/* Under the home lock: publishes a replacement word in an existing slot. */
+static inline void larder__table_set_locked(larder__atomic_u64 *slot, uint64_t word)
+{
+	/* R-SLOT: release; publishes the new entry's fields (pairs with A-SLOT). */
+	atomic_store_explicit(slot, word, LARDER__RELEASE);
+}
+/* Under the home lock: empties slot and undoes the overflow counts of its path. */
+void larder__table_erase_locked(struct larder__table *t, uint64_t hash, larder__atomic_u64 *slot);
+
+/* ---- Maintainer only ---- */
+
+typedef uint64_t larder__entry_hash_fn(void *ctx, const struct larder__entry *e);
+
+/* Starts growing t into a table twice its size. Returns 0 or -1 (no memory). */
+int larder__table_grow_begin(struct larder__table *t);
+/*
+ * Moves up to `homes` more homes of t into t->next; returns 1 when all are
+ * moved. An entry that finds no free slot in the whole of t->next (writers
+ * filled it faster than the maintainer grew it) is dropped from the index and
+ * handed to drop(), which retires it as evicted: a cache may always evict.
+ */
+int larder__table_migrate(struct larder__table *t, size_t homes, larder__entry_hash_fn *hash,
+			  void (*drop)(void *ctx, struct larder__entry *e), void *ctx);
+/* Calls fn for every entry of t and, if t is growing, of t->next (quiescent
+ * callers only, or t unreachable by writers). */
+void larder__table_walk(struct larder__table *t, void (*fn)(void *ctx, struct larder__entry *e),
+			void *ctx);
+/* Slots in t (buckets x 7). */
+static inline uint64_t larder__table_slots(const struct larder__table *t)
+{
+	return (t->mask + 1) * LARDER__BUCKET_SLOTS;
+}
+
+#endif /* LARDER_INDEX_TABLE_H */

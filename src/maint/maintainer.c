@@ -1,0 +1,716 @@
+/*
+ * maint/maintainer.c - the background thread of one cache.
+ *
+ * Callers only change the index and post events (maint/events.h); this
+ * thread does everything that spans entries: it applies events to the
+ * eviction policy and the byte totals, evicts down to capacity, frees retired
+ * memory after grace periods, grows the index and empties cleared tables.
+ *
+ * One pass (maint_pass):
+ *   1. poll the grace period of the waiting batch and of cleared tables;
+ *   2. drain every handle's event ring, then its hit ring;
+ *   3. free the waiting batch if its grace period had ended in step 1 (after
+ *      step 2, so that no event or hit sample still names its entries);
+ *   4. empty cleared tables whose grace period ended (a chunk per pass);
+ *   5. dismantle handles of exited threads;
+ *   6. evict while live bytes + what waiting writers want > capacity;
+ *   7. grow the index (a chunk of homes per pass);
+ *   8. start a grace period for what was retired, when none is running.
+ * Then it sleeps: about 200 us when work is pending (the batching window),
+ * until woken (or 100 ms) when idle. A pass that drained many events runs the
+ * next one at once.
+ *
+ * Invariants (checked by tests/stress via the quiesce and walk seams):
+ *   M1. live_count/live_bytes equal the entries (and slot bytes) in the index
+ *       once every event has been applied (quiescent).
+ *   M2. An entry is freed only after a grace period that began after it was
+ *       unlinked, and after every ring was drained following that period.
+ *   M3. Every entry leaves through retire(), exactly once, with its cause;
+ *       the listener sees every cause except RELOCATE's internal copies.
+ *   M4. Evictions stop once live_bytes + wanted <= capacity, so with writers
+ *       limited by the budget, used bytes <= capacity + overshoot bound.
+ */
+#define _GNU_SOURCE
+#include "maint/maintainer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cache.h"
+#include "core/hash.h"
+#include "core/testing.h"
+#include "evict/policy.h"
+#include "index/table.h"
+#include "mem/slab.h"
+#include "sync/futex.h"
+#include "sync/reclaim.h"
+
+#define WINDOW_NS (200u * 1000u)
+#define IDLE_NS (100u * 1000u * 1000u)
+#define EVICT_PER_PASS 4096u
+#define MIGRATE_PER_PASS 1024u
+#define WALK_PER_PASS 4096u
+#define BUSY_PASS_EVENTS 256u
+
+struct larder__maint {
+	struct larder *cache;
+	const struct larder__policy_ops *ops;
+	struct larder__policy *policy;
+	uint64_t live_count, live_bytes;
+	struct larder__entry *collect; /* retired, grace period not started */
+	uint64_t collect_bytes;
+	struct larder__entry *waiting; /* retired, grace period `waiting_token` running */
+	uint64_t waiting_bytes, waiting_token;
+	struct larder__table *tables; /* grown out of, freed after retire_token */
+	struct larder__table *gens;   /* swapped out by clear, oldest first */
+	struct larder__table *growing;
+	uint64_t policy_capacity; /* the capacity last given to the policy */
+	/* Counters: written by this thread only (relaxed load+store), read by
+	 * larder_stats() and the quiesce seam from any thread. */
+	larder__atomic_u64 stat[LARDER_STAT_COUNT];
+	larder__atomic_u64 freed_bytes;
+	larder__atomic_u64 pass_seq;  /* passes started */
+	larder__atomic_u64 idle_seq;  /* number of the last pass that found nothing to do */
+};
+
+static void bump(struct larder__maint *m, enum larder_stat s, uint64_t by)
+{
+	larder__stat_bump(&m->stat[s], by);
+}
+
+static uint64_t entry_hash(void *ctx, const struct larder__entry *e)
+{
+	struct larder *c = ctx;
+	return larder__hash(c->seed, larder__entry_key((struct larder__entry *)e), e->key_len);
+}
+
+static size_t entry_charge(void *ctx, const struct larder__entry *e)
+{
+	(void)ctx;
+	return larder__slab_charge(larder__entry_size(e));
+}
+
+static int entry_expired(struct larder *c, struct larder__entry *e)
+{
+	if (!(e->flags & LARDER__ENTRY_TTL))
+		return 0;
+	/* Relaxed: E2 in core/entry.h. */
+	uint64_t exp = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
+	return exp != UINT64_MAX && c->clock(c->clock_ctx) >= exp;
+}
+
+/* ---- Entry accounting ---------------------------------------------------- */
+
+/* Counts e in the live totals the first time the maintainer meets it. */
+static void account(struct larder__maint *m, struct larder__entry *e)
+{
+	if (e->mbits & (LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD))
+		return;
+	e->mbits |= LARDER__MBITS_COUNTED;
+	size_t bytes = larder__entry_size(e);
+	larder__slab_note_live(e, bytes);
+	m->live_count++;
+	m->live_bytes += larder__slab_charge(bytes);
+}
+
+static void admit(struct larder__maint *m, struct larder__entry *e, uint64_t hash)
+{
+	if (e->mbits & LARDER__MBITS_DEAD)
+		return; /* already replaced through another thread's ring */
+	account(m, e);
+	if (!(e->mbits & LARDER__MBITS_QUEUED)) {
+		m->ops->insert(m->policy, e, hash, entry_charge(m->cache, e));
+		e->mbits |= LARDER__MBITS_QUEUED;
+	}
+}
+
+static const enum larder_stat cause_stat[] = {
+	[LARDER_CAUSE_EXPLICIT] = LARDER_STAT_REMOVALS,
+	[LARDER_CAUSE_REPLACED] = LARDER_STAT_REPLACEMENTS,
+	[LARDER_CAUSE_EXPIRED] = LARDER_STAT_EXPIRATIONS,
+	[LARDER_CAUSE_EVICTED] = LARDER_STAT_EVICTIONS,
+	[LARDER_CAUSE_CLEARED] = LARDER_STAT_CLEARED,
+};
+
+/* M3: the one way out. notify = 0 for a touch's superseded copy. */
+static void retire(struct larder__maint *m, struct larder__entry *e, enum larder_cause cause,
+		   int notify)
+{
+	struct larder *c = m->cache;
+	if (e->mbits & LARDER__MBITS_DEAD)
+		return;
+	account(m, e);
+	size_t charge = entry_charge(c, e);
+	if (e->mbits & LARDER__MBITS_QUEUED)
+		m->ops->remove(m->policy, e, charge);
+	e->mbits = (uint8_t)((e->mbits & ~LARDER__MBITS_QUEUED) | LARDER__MBITS_DEAD);
+	m->live_count--;
+	m->live_bytes -= charge;
+	if (notify) {
+		bump(m, cause_stat[cause], 1);
+		if (c->listener)
+			c->listener(c->listener_ctx, larder__entry_key(e), e->key_len,
+				    larder__entry_value(e), e->value_len, cause);
+	}
+	e->next = m->collect;
+	m->collect = e;
+	m->collect_bytes += charge;
+}
+
+/* ---- Events ---------------------------------------------------------------- */
+
+static void gen_add(struct larder__maint *m, struct larder__table *t);
+
+static void apply(struct larder__maint *m, const struct larder__event *ev)
+{
+	struct larder__entry *a = ev->a, *b = ev->b;
+	switch (ev->kind) {
+	case LARDER__EV_INSERT:
+		admit(m, b, ev->hash);
+		break;
+	case LARDER__EV_REPLACE:
+	case LARDER__EV_RELOCATE:
+		if ((a->mbits & LARDER__MBITS_QUEUED) && !(b->mbits & LARDER__MBITS_DEAD)) {
+			account(m, b);
+			m->ops->replace(m->policy, a, b, entry_charge(m->cache, a),
+					entry_charge(m->cache, b));
+			a->mbits &= (uint8_t)~LARDER__MBITS_QUEUED;
+			b->mbits |= LARDER__MBITS_QUEUED;
+		} else {
+			admit(m, b, ev->hash);
+		}
+		retire(m, a, (enum larder_cause)ev->cause, ev->kind == LARDER__EV_REPLACE);
+		break;
+	case LARDER__EV_REMOVE:
+		retire(m, a, (enum larder_cause)ev->cause, 1);
+		break;
+	case LARDER__EV_CLEAR:
+		gen_add(m, ev->a);
+		break;
+	}
+}
+
+static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
+{
+	/* A-EV: acquire, pairs with R-EV in larder__events_post(). */
+	uint64_t head = atomic_load_explicit(&h->ev_head, LARDER__ACQUIRE);
+	uint64_t tail = atomic_load_explicit(&h->ev_tail, LARDER__RELAXED); /* ours */
+	for (uint64_t i = tail; i != head; i++)
+		apply(m, &h->ev[i % LARDER__EVENT_RING]);
+	if (head != tail) /* R-EVT: release; we are done reading those slots. */
+		atomic_store_explicit(&h->ev_tail, head, LARDER__RELEASE);
+	return head - tail;
+}
+
+static void drain_hits(struct larder__maint *m, struct larder__handle *h)
+{
+	/* A-HIT: acquire, pairs with R-HIT in larder__events_hit(). */
+	uint64_t head = atomic_load_explicit(&h->hit_head, LARDER__ACQUIRE);
+	uint64_t from = h->hit_tail;
+	if (head - from > LARDER__HIT_RING)
+		from = head - LARDER__HIT_RING; /* lossy: the oldest samples were overwritten */
+	for (uint64_t i = from; i != head; i++) {
+		/* A-HIT: the sample may be newer than `head`; its own release
+		 * store still makes the entry's initialisation visible. Any entry
+		 * named here is not yet freed (M2). */
+		struct larder__entry *e = (struct larder__entry *)atomic_load_explicit(
+			&h->hit[i % LARDER__HIT_RING], LARDER__ACQUIRE);
+		if ((e->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD)) ==
+		    LARDER__MBITS_QUEUED) {
+			m->ops->hit(m->policy, e);
+			bump(m, LARDER_STAT_HIT_SAMPLES, 1);
+		}
+	}
+	h->hit_tail = head;
+}
+
+static struct larder__handle *handles_first(struct larder *c)
+{
+	/* A-HANDLES: acquire, pairs with R-HANDLES in larder__cache_handle_create(). */
+	return (struct larder__handle *)atomic_load_explicit(&c->handles, LARDER__ACQUIRE);
+}
+
+static uint64_t drain_all(struct larder__maint *m)
+{
+	uint64_t n = 0;
+	for (struct larder__handle *h = handles_first(m->cache); h; h = h->next)
+		n += drain_events(m, h);
+	for (struct larder__handle *h = handles_first(m->cache); h; h = h->next)
+		drain_hits(m, h);
+	return n;
+}
+
+/* ---- Freeing after grace periods ----------------------------------------- */
+
+static void free_entries(struct larder__maint *m, struct larder__entry *e, uint64_t bytes)
+{
+	struct larder *c = m->cache;
+	while (e) {
+		struct larder__entry *next = e->next;
+		larder__slab_free(&c->slab, e, larder__entry_size(e));
+		e = next;
+	}
+	larder__stat_bump(&m->freed_bytes, bytes);
+	/* Relaxed: the budget is a count; the memory it stands for was handed
+	 * back through the slab's own ordering (SL1/SL2). */
+	atomic_fetch_add_explicit(&c->budget, (int64_t)bytes, LARDER__RELAXED);
+}
+
+static void wake_writers(struct larder *c)
+{
+	/* Relaxed: the seq bump is the futex word; waiters re-check the budget. */
+	atomic_fetch_add_explicit(&c->room_seq, 1, LARDER__RELEASE);
+	if (atomic_load_explicit(&c->room_waiters, LARDER__RELAXED))
+		larder__futex_wake(&c->room_seq, INT32_MAX);
+}
+
+static void free_tables(struct larder__maint *m)
+{
+	struct larder__table **p = &m->tables;
+	while (*p) {
+		struct larder__table *t = *p;
+		if (larder__gp_poll(t->retire_token)) {
+			*p = t->retire_next;
+			larder__table_destroy(t);
+		} else {
+			p = &t->retire_next;
+		}
+	}
+}
+
+/* ---- Cleared tables -------------------------------------------------------- */
+
+static void gen_add(struct larder__maint *m, struct larder__table *t)
+{
+	t->retire_token = larder__gp_start();
+	t->retire_next = NULL;
+	t->walk_cursor = 0;
+	struct larder__table **p = &m->gens;
+	while (*p)
+		p = &(*p)->retire_next;
+	*p = t;
+}
+
+static void drop_migrating(void *ctx, struct larder__entry *e)
+{
+	retire(((struct larder *)ctx)->maint, e, LARDER_CAUSE_EVICTED, 1);
+}
+
+/* Empties up to WALK_PER_PASS buckets of the oldest cleared table, once its
+ * grace period has ended (ready: polled before this pass drained the rings). */
+static int walk_gens(struct larder__maint *m, int ready)
+{
+	struct larder__table *g = m->gens;
+	if (!g || !ready)
+		return 0;
+	struct larder__table *t = g, *next = larder__table_next(g);
+	if (next) {
+		/* No writer can reach g any more: finish its growth at once. */
+		larder__table_migrate(g, SIZE_MAX, entry_hash, drop_migrating, m->cache);
+		if (m->growing == g)
+			m->growing = NULL;
+		t = next;
+	}
+	for (unsigned n = 0; n < WALK_PER_PASS && g->walk_cursor <= t->mask; n++) {
+		struct larder__bucket *b = &t->buckets[g->walk_cursor++];
+		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
+			/* Relaxed: the table is private to us now. */
+			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__RELAXED);
+			uint64_t p = w & LARDER__SLOT_PTR_MASK;
+			if (p == 0 || p == LARDER__SLOT_MARKER)
+				continue;
+			atomic_store_explicit(&b->slot[i], 0, LARDER__RELAXED);
+			retire(m, larder__slot_entry(w), LARDER_CAUSE_CLEARED, 1);
+		}
+	}
+	if (g->walk_cursor <= t->mask)
+		return 1;
+	m->gens = g->retire_next;
+	larder__table_destroy(next);
+	larder__table_destroy(g);
+	return 1;
+}
+
+/* ---- Eviction -------------------------------------------------------------- */
+
+/* Unlinks e from the current index if it is still there; 0 if it was not. */
+static int unlink_current(struct larder *c, struct larder__entry *e)
+{
+	uint64_t hash = entry_hash(c, e);
+	struct larder__table *t;
+	/* A-ROOT: acquire, pairs with R-ROOT (clear, growth end). */
+	struct larder__table *root =
+		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
+	struct larder__bucket *home = larder__table_lock(root, hash, &t);
+	larder__atomic_u64 *slot =
+		larder__table_find_locked(t, hash, larder__entry_key(e), e->key_len);
+	int found = slot && larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) == e;
+	if (found)
+		larder__table_erase_locked(t, hash, slot);
+	larder__table_unlock(home);
+	return found;
+}
+
+static uint64_t evict(struct larder__maint *m)
+{
+	struct larder *c = m->cache;
+	uint64_t cap = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* a stale value only delays */
+	if (cap != m->policy_capacity) {
+		m->ops->set_capacity(m->policy, cap);
+		m->policy_capacity = cap;
+	}
+	uint64_t want = atomic_load_explicit(&c->wanted, LARDER__RELAXED);
+	uint64_t n = 0;
+	while (m->live_bytes + want > cap && n < EVICT_PER_PASS) {
+		struct larder__entry *e = m->ops->evict(m->policy);
+		if (!e)
+			break;
+		e->mbits &= (uint8_t)~LARDER__MBITS_QUEUED;
+		n++;
+		/* Not found: a pending event or a cleared table will retire it. */
+		if (unlink_current(c, e))
+			retire(m, e, entry_expired(c, e) ? LARDER_CAUSE_EXPIRED : LARDER_CAUSE_EVICTED,
+			       1);
+	}
+	if (n && want)
+		atomic_store_explicit(&c->wanted, 0, LARDER__RELAXED); /* waiters re-assert */
+	return n;
+}
+
+/* ---- Index growth ---------------------------------------------------------- */
+
+static int grow(struct larder__maint *m)
+{
+	struct larder *c = m->cache;
+	struct larder__table *root =
+		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE); /* A-ROOT */
+	if (!m->growing) {
+		int asked = atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED);
+		if (!asked && m->live_count * 4 <= larder__table_slots(root) * 3)
+			return 0;
+		if (larder__table_grow_begin(root) != 0)
+			return 0; /* no memory: writers keep probing the current table */
+		m->growing = root;
+	}
+	struct larder__table *t = m->growing, *next = larder__table_next(t);
+	/* If entries arrive faster than we move homes, move the rest now. */
+	size_t chunk = m->live_count * 5 > larder__table_slots(next) * 3 ? SIZE_MAX
+									 : MIGRATE_PER_PASS;
+	if (!larder__table_migrate(t, chunk, entry_hash, drop_migrating, c))
+		return 1;
+	uintptr_t expect = (uintptr_t)t;
+	m->growing = NULL;
+	/* R-ROOT: release, the new table's contents before readers that load
+	 * the root (A-ROOT). Fails only if a clear swapped t out: then the
+	 * cleared generation owns t and next. */
+	if (atomic_compare_exchange_strong_explicit(&c->table, &expect, (uintptr_t)next,
+						    LARDER__RELEASE, LARDER__RELAXED)) {
+		t->retire_token = larder__gp_start();
+		t->retire_next = m->tables;
+		m->tables = t;
+		bump(m, LARDER_STAT_INDEX_RESIZES, 1);
+	}
+	return 1;
+}
+
+/* ---- Handles of exited threads ----------------------------------------------- */
+
+static void handle_unlink(struct larder *c, struct larder__handle *h)
+{
+	uintptr_t expect = (uintptr_t)h;
+	/* Acquire on failure: we walk the newer head's links. */
+	if (atomic_compare_exchange_strong_explicit(&c->handles, &expect, (uintptr_t)h->next,
+						    LARDER__ACQUIRE, LARDER__ACQUIRE))
+		return;
+	/* Not the head: only we unlink, and pushes only change the head. */
+	struct larder__handle *p = (struct larder__handle *)expect;
+	while (p->next != h)
+		p = p->next;
+	p->next = h->next;
+}
+
+/* An exiting thread's counters live on in stat[]; its alloc_bytes go into
+ * stat[USED_BYTES], from which larder__maint_stats() subtracts freed bytes. */
+static void fold_handle_stats(struct larder__maint *m, struct larder__handle *h)
+{
+	bump(m, LARDER_STAT_HITS, atomic_load_explicit(&h->hits, LARDER__RELAXED));
+	bump(m, LARDER_STAT_MISSES, atomic_load_explicit(&h->misses, LARDER__RELAXED));
+	bump(m, LARDER_STAT_WRITES, atomic_load_explicit(&h->writes, LARDER__RELAXED));
+	bump(m, LARDER_STAT_WRITE_WAITS, atomic_load_explicit(&h->write_waits, LARDER__RELAXED));
+	bump(m, LARDER_STAT_WRITE_BUSY, atomic_load_explicit(&h->write_busy, LARDER__RELAXED));
+	bump(m, LARDER_STAT_USED_BYTES, atomic_load_explicit(&h->alloc_bytes, LARDER__RELAXED));
+}
+
+/* Final drain of an exited thread's handle, then it is freed. */
+static void dismantle(struct larder__maint *m, struct larder__handle *h)
+{
+	struct larder *c = m->cache;
+	drain_events(m, h);
+	drain_hits(m, h);
+	larder__slab_release_cursor(&c->slab, &h->cursor);
+	atomic_fetch_add_explicit(&c->budget, h->credit, LARDER__RELAXED); /* a count */
+	pthread_mutex_lock(&c->handles_lock);
+	fold_handle_stats(m, h);
+	handle_unlink(c, h);
+	pthread_mutex_unlock(&c->handles_lock);
+	free(h);
+}
+
+static int reap_orphans(struct larder__maint *m)
+{
+	int n = 0;
+	struct larder__handle *h = handles_first(m->cache);
+	while (h) {
+		struct larder__handle *next = h->next;
+		/* A-ORPHAN: pairs with R-ORPHAN; the thread's last writes are visible. */
+		if (atomic_load_explicit(&h->orphaned, LARDER__ACQUIRE)) {
+			dismantle(m, h);
+			n++;
+		}
+		h = next;
+	}
+	return n;
+}
+
+/* ---- The loop ------------------------------------------------------------------- */
+
+static int rings_empty(struct larder *c)
+{
+	for (struct larder__handle *h = handles_first(c); h; h = h->next) {
+		/* Relaxed: only a hint whether to sleep; a missed event is caught by
+		 * the writer's wake-up (W1) or the idle timeout. */
+		if (atomic_load_explicit(&h->ev_head, LARDER__RELAXED) !=
+		    atomic_load_explicit(&h->ev_tail, LARDER__RELAXED))
+			return 0;
+	}
+	return 1;
+}
+
+/* One pass; returns how much it did (0 = idle). */
+static uint64_t maint_pass(struct larder__maint *m)
+{
+	struct larder *c = m->cache;
+	uint64_t work = 0;
+	larder__stat_bump(&m->pass_seq, 1);
+	/* Q1: orders the pass number before this pass's ring reads; with the
+	 * fence in larder__test_quiesce(), a pass numbered after the quiescer
+	 * read pass_seq sees everything the quiescer posted before. */
+	atomic_thread_fence(LARDER__SEQ_CST);
+	bump(m, LARDER_STAT_MAINT_PASSES, 1);
+
+	int batch_ready = m->waiting && larder__gp_poll(m->waiting_token);
+	int gen_ready = m->gens && larder__gp_poll(m->gens->retire_token);
+	uint64_t events = drain_all(m);
+	work += events;
+	if (batch_ready) {
+		free_entries(m, m->waiting, m->waiting_bytes);
+		m->waiting = NULL;
+		m->waiting_bytes = 0;
+		wake_writers(c);
+		work++;
+	}
+	if (m->tables) {
+		free_tables(m);
+		work++;
+	}
+	work += (uint64_t)walk_gens(m, gen_ready);
+	work += (uint64_t)reap_orphans(m);
+	work += evict(m);
+	work += (uint64_t)grow(m);
+	if (m->growing || events)
+		wake_writers(c); /* writers waiting for the index or the ring */
+	if (!m->waiting && m->collect) {
+		m->waiting = m->collect;
+		m->waiting_bytes = m->collect_bytes;
+		m->waiting_token = larder__gp_start();
+		m->collect = NULL;
+		m->collect_bytes = 0;
+		work++;
+	}
+	/* Relaxed: read by a statistics snapshot only. */
+	atomic_store_explicit(&m->stat[LARDER_STAT_ENTRIES], m->live_count, LARDER__RELAXED);
+	if (!work && !m->waiting && !m->gens && !m->tables && !m->growing)
+		/* Q2: release; the quiesce seam acquires it (Q3). */
+		atomic_store_explicit(&m->idle_seq,
+				      atomic_load_explicit(&m->pass_seq, LARDER__RELAXED),
+				      LARDER__RELEASE);
+	return work + (m->waiting || m->gens || m->tables || m->growing);
+}
+
+static void maint_sleep(struct larder__maint *m, uint64_t work)
+{
+	struct larder *c = m->cache;
+	if (work >= BUSY_PASS_EVENTS)
+		return;
+	if (work) {
+		larder__futex_wait(&c->maint_sleeping, 0, WINDOW_NS);
+		return;
+	}
+	/* W2: announce sleep, then re-check the rings (Dekker with W1 in
+	 * larder__cache_wake_maintainer(): one of us sees the other). */
+	atomic_store_explicit(&c->maint_sleeping, 1, LARDER__SEQ_CST);
+	if (rings_empty(c) && !atomic_load_explicit(&c->stop, LARDER__SEQ_CST))
+		larder__futex_wait(&c->maint_sleeping, 1, IDLE_NS);
+	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED);
+}
+
+static void *maint_main(void *arg)
+{
+	struct larder *c = arg;
+	/* A-STOP: acquire, pairs with R-STOP in larder__maint_destroy(). */
+	while (!atomic_load_explicit(&c->stop, LARDER__ACQUIRE))
+		maint_sleep(c->maint, maint_pass(c->maint));
+	return NULL;
+}
+
+void larder__cache_wake_maintainer(struct larder *c)
+{
+	/* W1: seq_cst fence between the caller's event post (R-EV) and this
+	 * load; pairs with W2 in maint_sleep(). */
+	atomic_thread_fence(LARDER__SEQ_CST);
+	if (atomic_load_explicit(&c->maint_sleeping, LARDER__RELAXED) &&
+	    atomic_exchange_explicit(&c->maint_sleeping, 0, LARDER__RELAXED))
+		larder__futex_wake(&c->maint_sleeping, 1);
+}
+
+/* ---- Life cycle --------------------------------------------------------------- */
+
+int larder__maint_create(struct larder *c)
+{
+	struct larder__maint *m = calloc(1, sizeof(*m));
+	if (!m)
+		return LARDER_ENOMEM;
+	m->cache = c;
+	m->ops = larder__policy_ops_for(c->policy);
+	m->policy_capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED);
+	struct larder__policy_host host = { entry_hash, entry_charge, c };
+	int rc = m->ops->create(&m->policy, &host, m->policy_capacity, c->expected_entries);
+	if (rc != LARDER_OK) {
+		free(m);
+		return rc;
+	}
+	c->maint = m;
+	return LARDER_OK;
+}
+
+int larder__maint_start(struct larder *c)
+{
+	int rc = pthread_create(&c->thread, NULL, maint_main, c);
+	return rc == 0 ? LARDER_OK : LARDER_ETHREAD;
+}
+
+static void free_large(void *ctx, struct larder__entry *e)
+{
+	struct larder *c = ctx;
+	size_t bytes = larder__entry_size(e);
+	if (bytes > LARDER__SLAB_MAX_SLOT)
+		larder__slab_free(&c->slab, e, bytes);
+}
+
+static void free_large_list(struct larder *c, struct larder__entry *e)
+{
+	for (; e; e = e->next)
+		free_large(c, e);
+}
+
+void larder__maint_destroy(struct larder *c)
+{
+	struct larder__maint *m = c->maint;
+	/* Apply what threads posted last, so that every entry is in the index or
+	 * on a retire list; then slab pages go back whole, and only private
+	 * mappings need a walk. */
+	drain_all(m);
+	struct larder__table *root =
+		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
+	larder__table_walk(root, free_large, c);
+	larder__table_destroy(larder__table_next(root));
+	larder__table_destroy(root);
+	while (m->gens) {
+		struct larder__table *g = m->gens, *next = larder__table_next(g);
+		m->gens = g->retire_next;
+		larder__table_walk(g, free_large, c);
+		larder__table_destroy(next);
+		larder__table_destroy(g);
+	}
+	while (m->tables) {
+		struct larder__table *t = m->tables;
+		m->tables = t->retire_next;
+		larder__table_destroy(t);
+	}
+	free_large_list(c, m->collect);
+	free_large_list(c, m->waiting);
+	struct larder__handle *h = handles_first(c);
+	while (h) {
+		struct larder__handle *next = h->next;
+		free(h);
+		h = next;
+	}
+	larder__slab_destroy(&c->slab);
+	m->ops->destroy(m->policy);
+	free(m);
+}
+
+void larder__maint_stop(struct larder *c)
+{
+	/* R-STOP: release, pairs with A-STOP. */
+	atomic_store_explicit(&c->stop, 1, LARDER__SEQ_CST);
+	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED);
+	larder__futex_wake(&c->maint_sleeping, 1);
+	pthread_join(c->thread, NULL);
+}
+
+void larder__maint_stats(struct larder *c, uint64_t *values)
+{
+	struct larder__maint *m = c->maint;
+	for (unsigned i = 0; i < LARDER_STAT_COUNT; i++)
+		values[i] += atomic_load_explicit(&m->stat[i], LARDER__RELAXED); /* statistics */
+	values[LARDER_STAT_USED_BYTES] -= atomic_load_explicit(&m->freed_bytes, LARDER__RELAXED);
+}
+
+/* ---- Test seams --------------------------------------------------------------- */
+
+int larder__test_quiesce(larder *c, uint64_t timeout_ms)
+{
+	struct larder__maint *m = c->maint;
+	uint64_t deadline = larder__monotonic_ns() + timeout_ms * 1000000u;
+	atomic_thread_fence(LARDER__SEQ_CST); /* Q1's partner */
+	/* A pass numbered above the value read here drains all we posted. */
+	uint64_t after = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + 1;
+	/* Q3: acquire, pairs with Q2: that pass's frees are visible. */
+	while (atomic_load_explicit(&m->idle_seq, LARDER__ACQUIRE) < after) {
+		if (larder__monotonic_ns() >= deadline)
+			return -1;
+		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__SEQ_CST);
+		larder__futex_wake(&c->maint_sleeping, 1);
+		/* Wait on the writers' room word: every active pass bumps it. */
+		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
+		larder__futex_wait(&c->room_seq, seq, 1000000u);
+	}
+	return 0;
+}
+
+struct walk_totals {
+	uint64_t entries, bytes;
+};
+
+static void walk_count(void *ctx, struct larder__entry *e)
+{
+	struct walk_totals *w = ctx;
+	w->entries++;
+	w->bytes += larder__slab_charge(larder__entry_size(e));
+}
+
+void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
+{
+	struct walk_totals w = { 0, 0 };
+	larder__table_walk((struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE),
+			   walk_count, &w);
+	*entries = w.entries;
+	*slot_bytes = w.bytes;
+}
+
+void larder__test_poison_freed(int on)
+{
+	larder__slab_poison = on;
+}

@@ -1,0 +1,25 @@
+/*
+ * maint/maintainer.h - the background thread of one cache (the physical plane).
+ */
+#ifndef LARDER_MAINT_MAINTAINER_H
+#define LARDER_MAINT_MAINTAINER_H
+
+#include <stdint.h>
+
+#include "larder.h"
+
+struct larder;
+
+/* Creates the maintainer's state (policy included). LARDER_OK or LARDER_ENOMEM. */
+int larder__maint_create(struct larder *cache);
+/* Starts the thread. LARDER_OK or LARDER_ETHREAD. */
+int larder__maint_start(struct larder *cache);
+/* Stops and joins the thread. */
+void larder__maint_stop(struct larder *cache);
+/* With the thread stopped (or never started): frees every entry, table, page
+ * and handle the cache holds. */
+void larder__maint_destroy(struct larder *cache);
+/* Adds the maintainer's counters to values[] (larder_stats). */
+void larder__maint_stats(struct larder *cache, uint64_t *values);
+
+#endif /* LARDER_MAINT_MAINTAINER_H */

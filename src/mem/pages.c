@@ -1,0 +1,73 @@
+/*
+ * mem/pages.c - aligned mappings and the process-wide mapped-bytes audit.
+ *
+ * Alignment: slab pages are aligned to their own size, so the maintainer finds
+ * a slot's page header by masking the slot's address. mmap only promises 4 KiB
+ * alignment, so we map size + align and trim both ends.
+ *
+ * The audit counter is touched only here, on the rare map/unmap path, never
+ * per operation.
+ */
+#define _GNU_SOURCE
+#include "mem/pages.h"
+
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "core/testing.h"
+#include "sync/atomic.h"
+
+static larder__atomic_u64 mapped_bytes;      /* audit; relaxed: a statistic */
+static _Atomic long fail_countdown = -1;    /* test seam; relaxed: tests set it between calls */
+
+void larder__test_fail_mmap_after(long n)
+{
+	atomic_store_explicit(&fail_countdown, n, LARDER__RELAXED);
+}
+
+uint64_t larder__test_mapped_bytes(void)
+{
+	return atomic_load_explicit(&mapped_bytes, LARDER__RELAXED);
+}
+
+static int fault_injected(void)
+{
+	long n = atomic_load_explicit(&fail_countdown, LARDER__RELAXED);
+	while (n >= 0) {
+		/* Relaxed: only the countdown value matters, not ordering. */
+		if (atomic_compare_exchange_weak_explicit(&fail_countdown, &n, n - 1,
+							  LARDER__RELAXED, LARDER__RELAXED))
+			return n == 0;
+	}
+	return 0;
+}
+
+void *larder__pages_map(size_t bytes, size_t align)
+{
+	if (fault_injected())
+		return NULL;
+	size_t span = align > LARDER__OS_PAGE ? bytes + align : bytes;
+	unsigned char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				-1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (span != bytes) {
+		uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+		size_t head = start - (uintptr_t)p;
+		if (head)
+			munmap(p, head);
+		if (span - head - bytes)
+			munmap((unsigned char *)start + bytes, span - head - bytes);
+		p = (unsigned char *)start;
+	}
+	atomic_fetch_add_explicit(&mapped_bytes, bytes, LARDER__RELAXED);
+	return p;
+}
+
+void larder__pages_unmap(void *p, size_t bytes)
+{
+	if (!p)
+		return;
+	munmap(p, bytes);
+	atomic_fetch_sub_explicit(&mapped_bytes, bytes, LARDER__RELAXED);
+}

@@ -1,0 +1,26 @@
+/*
+ * mem/pages.h - memory straight from the kernel, counted.
+ *
+ * Every byte larder holds (slab pages, large entries, index tables) comes
+ * from larder__pages_map() and goes back through larder__pages_unmap(), so a
+ * process-wide counter of mapped bytes proves that close leaks nothing.
+ * The test seam larder__test_fail_mmap_after() makes a chosen mapping fail.
+ */
+#ifndef LARDER_MEM_PAGES_H
+#define LARDER_MEM_PAGES_H
+
+#include <stddef.h>
+
+#define LARDER__OS_PAGE 4096u
+
+/* Maps bytes (a multiple of 4096) aligned to align (a power of two >= 4096),
+ * zero-filled. NULL when the kernel refuses or a fault is injected. */
+void *larder__pages_map(size_t bytes, size_t align);
+void larder__pages_unmap(void *p, size_t bytes);
+
+static inline size_t larder__pages_round(size_t bytes)
+{
+	return (bytes + LARDER__OS_PAGE - 1) & ~(size_t)(LARDER__OS_PAGE - 1);
+}
+
+#endif /* LARDER_MEM_PAGES_H */

@@ -1,0 +1,400 @@
+/*
+ * mem/slab.c - slots in pages, allocated by writers, freed by the maintainer.
+ *
+ * Page layout (page size aligned, so page_of() is a mask):
+ *     struct larder__page (one cache line), owner_free bitmap, maint_free
+ *     bitmap (each starting on its own cache line), then the slots.
+ *
+ * Page states (bits of state; changed under the slab lock, read without it):
+ *     OWNED   a writer's cursor holds it and allocates from owner_free
+ *     LISTED  it is on its class's available list
+ * A page is never both: taking it from the list clears LISTED and sets OWNED.
+ *
+ * Invariants (checked by tests/unit/slab and the stress test's walk):
+ *   S1. A free slot has its bit set in exactly one of owner_free, maint_free;
+ *       an allocated slot in neither.
+ *   S2. owner_free is touched only by the owning cursor's thread. maint_free
+ *       is set by the maintainer (atomic OR, release) and emptied by the owner
+ *       (atomic exchange, acquire), so a slot's last reads by the maintainer
+ *       (listener, poisoning) happen before its reuse (SL1/SL2).
+ *   S3. A page with a free slot and no owner is on the available list. Both
+ *       sides check the other's flag after their own store (seq_cst; a Dekker
+ *       pair SL3/SL4): a free racing with a release lists the page at least
+ *       once, and the lock makes it exactly once.
+ *   S4. A page is unmapped only when unowned and every bit of maint_free is
+ *       set, under the lock, so no writer can be taking it.
+ */
+#include "mem/slab.h"
+
+#include <string.h>
+
+#include "mem/pages.h"
+
+enum { PAGE_OWNED = 1u, PAGE_LISTED = 2u };
+
+int larder__slab_poison;
+
+struct larder__page {
+	uint32_t size_class;
+	uint32_t nslots;
+	uint32_t slot_bytes;
+	uint32_t nwords;
+	uint32_t page_bytes;
+	uint32_t slots_offset;
+	uint32_t maint_offset; /* of maint_free; owner_free follows this header */
+	/* Published slots the maintainer knows of: written by the maintainer only,
+	 * read under the lock by writers releasing a page; relaxed, because
+	 * retirement re-checks the bitmap (S4) and only uses this as a hint. */
+	larder__atomic_u32 live;
+	uint32_t owner_hint;   /* owner only: first word that may have a free bit */
+	larder__atomic_u32 state;
+	struct larder__page *avail_prev, *avail_next; /* under lock */
+	struct larder__page *all_prev, *all_next;     /* under lock */
+} __attribute__((aligned(64)));
+
+static inline uint64_t *owner_free(struct larder__page *pg)
+{
+	return (uint64_t *)(void *)(pg + 1);
+}
+
+static inline larder__atomic_u64 *maint_free(struct larder__page *pg)
+{
+	return (larder__atomic_u64 *)(void *)((unsigned char *)pg + pg->maint_offset);
+}
+
+static unsigned page_order(size_t page_bytes)
+{
+	return (unsigned)__builtin_ctzll(page_bytes / LARDER__PAGE_MIN);
+}
+
+static inline struct larder__page *page_of(void *p, size_t bytes)
+{
+	size_t page = larder__sizeclass_page(larder__sizeclass_of(bytes));
+	return (struct larder__page *)((uintptr_t)p & ~(uintptr_t)(page - 1));
+}
+
+static size_t round64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+/* Lays out an empty page for class c: every slot free, in owner_free. */
+static void page_format(struct larder__page *pg, unsigned c)
+{
+	size_t page = larder__sizeclass_page(c), slot = larder__sizeclass_slot(c);
+	size_t n = page / slot, words, maint_off, slots_off;
+	for (;;) {
+		words = (n + 63) / 64;
+		maint_off = sizeof(*pg) + round64(words * 8);
+		slots_off = maint_off + round64(words * 8);
+		if (slots_off + n * slot <= page)
+			break;
+		n--;
+	}
+	pg->size_class = c;
+	pg->nslots = (uint32_t)n;
+	pg->slot_bytes = (uint32_t)slot;
+	pg->nwords = (uint32_t)words;
+	pg->page_bytes = (uint32_t)page;
+	pg->slots_offset = (uint32_t)slots_off;
+	pg->maint_offset = (uint32_t)maint_off;
+	atomic_store_explicit(&pg->live, 0, LARDER__RELAXED);
+	pg->owner_hint = 0;
+	for (size_t w = 0; w < words; w++) {
+		size_t left = n - w * 64;
+		owner_free(pg)[w] = left >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << left) - 1);
+		atomic_store_explicit(&maint_free(pg)[w], 0, LARDER__RELAXED); /* not yet shared */
+	}
+}
+
+int larder__slab_init(struct larder__slab *s)
+{
+	memset(s, 0, sizeof(*s));
+	return pthread_mutex_init(&s->lock, NULL) == 0 ? 0 : -1;
+}
+
+static void page_unmap(struct larder__slab *s, struct larder__page *pg)
+{
+	size_t bytes = pg->page_bytes;
+	larder__pages_unmap(pg, bytes);
+	atomic_fetch_sub_explicit(&s->mapped_bytes, bytes, LARDER__RELAXED);
+	atomic_fetch_add_explicit(&s->returned_bytes, bytes, LARDER__RELAXED);
+}
+
+void larder__slab_destroy(struct larder__slab *s)
+{
+	while (s->all) {
+		struct larder__page *pg = s->all;
+		s->all = pg->all_next;
+		page_unmap(s, pg);
+	}
+	for (unsigned o = 0; o < LARDER__PAGE_ORDERS; o++) {
+		while (s->reserve[o]) {
+			struct larder__page *pg = s->reserve[o];
+			s->reserve[o] = pg->all_next;
+			page_unmap(s, pg);
+		}
+	}
+	pthread_mutex_destroy(&s->lock);
+}
+
+static void avail_push_locked(struct larder__slab *s, struct larder__page *pg)
+{
+	struct larder__page **head = &s->avail[pg->size_class];
+	pg->avail_prev = NULL;
+	pg->avail_next = *head;
+	if (*head)
+		(*head)->avail_prev = pg;
+	*head = pg;
+}
+
+static void avail_unlink_locked(struct larder__slab *s, struct larder__page *pg)
+{
+	if (pg->avail_prev)
+		pg->avail_prev->avail_next = pg->avail_next;
+	else
+		s->avail[pg->size_class] = pg->avail_next;
+	if (pg->avail_next)
+		pg->avail_next->avail_prev = pg->avail_prev;
+}
+
+/* Moves maint_free into owner_free; returns whether anything came. */
+static int steal_maint(struct larder__page *pg)
+{
+	uint64_t got = 0;
+	for (uint32_t w = 0; w < pg->nwords; w++) {
+		/* SL2: acquire, pairs with SL1 in larder__slab_free(): the
+		 * maintainer's last use of these slots happens before our reuse. */
+		uint64_t bits = atomic_exchange_explicit(&maint_free(pg)[w], 0, LARDER__ACQUIRE);
+		owner_free(pg)[w] |= bits;
+		got |= bits;
+	}
+	pg->owner_hint = 0;
+	return got != 0;
+}
+
+static void *take_owner(struct larder__page *pg)
+{
+	uint64_t *bm = owner_free(pg);
+	for (uint32_t w = pg->owner_hint; w < pg->nwords; w++) {
+		uint64_t bits = bm[w];
+		if (bits) {
+			bm[w] = bits & (bits - 1);
+			pg->owner_hint = w;
+			size_t i = (size_t)w * 64 + (size_t)__builtin_ctzll(bits);
+			return (unsigned char *)pg + pg->slots_offset + i * pg->slot_bytes;
+		}
+	}
+	pg->owner_hint = pg->nwords;
+	return NULL;
+}
+
+/* Takes a page for class c: a listed one, a reserved one, or a new mapping. */
+static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
+{
+	struct larder__page *pg;
+	pthread_mutex_lock(&s->lock);
+	pg = s->avail[c];
+	if (pg) {
+		avail_unlink_locked(s, pg);
+		/* SL4 side: the page changes hands under the lock. */
+		atomic_store_explicit(&pg->state, PAGE_OWNED, LARDER__SEQ_CST);
+		pthread_mutex_unlock(&s->lock);
+		steal_maint(pg);
+		return pg;
+	}
+	size_t bytes = larder__sizeclass_page(c);
+	unsigned o = page_order(bytes);
+	pg = s->reserve[o];
+	if (pg) {
+		s->reserve[o] = pg->all_next;
+		s->reserve_count[o]--;
+	} else {
+		pthread_mutex_unlock(&s->lock);
+		pg = larder__pages_map(bytes, bytes);
+		if (!pg)
+			return NULL;
+		atomic_fetch_add_explicit(&s->mapped_bytes, bytes, LARDER__RELAXED);
+		pthread_mutex_lock(&s->lock);
+	}
+	page_format(pg, c);
+	atomic_store_explicit(&pg->state, PAGE_OWNED, LARDER__SEQ_CST);
+	pg->all_prev = NULL;
+	pg->all_next = s->all;
+	if (s->all)
+		s->all->all_prev = pg;
+	s->all = pg;
+	pthread_mutex_unlock(&s->lock);
+	return pg;
+}
+
+static int maint_any(struct larder__page *pg)
+{
+	for (uint32_t w = 0; w < pg->nwords; w++) {
+		/* SL3: seq_cst, the load half of the Dekker pair with SL4. */
+		if (atomic_load_explicit(&maint_free(pg)[w], LARDER__SEQ_CST))
+			return 1;
+	}
+	return 0;
+}
+
+static int maint_full(struct larder__page *pg)
+{
+	uint32_t count = 0;
+	for (uint32_t w = 0; w < pg->nwords; w++)
+		count += (uint32_t)__builtin_popcountll(
+			atomic_load_explicit(&maint_free(pg)[w], LARDER__RELAXED));
+	return count == pg->nslots;
+}
+
+/* Removes an empty, unowned page from the slab: to the reserve or the OS. */
+static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
+{
+	if (atomic_load_explicit(&pg->state, LARDER__RELAXED) & PAGE_LISTED)
+		avail_unlink_locked(s, pg);
+	atomic_store_explicit(&pg->state, 0, LARDER__RELAXED); /* no one else can see it now */
+	if (pg->all_prev)
+		pg->all_prev->all_next = pg->all_next;
+	else
+		s->all = pg->all_next;
+	if (pg->all_next)
+		pg->all_next->all_prev = pg->all_prev;
+	unsigned o = page_order(pg->page_bytes);
+	/* A reserve of at most 4 MiB per page size (at least one page) saves
+	 * mmap calls when a cache churns around one size. */
+	if (s->reserve_count[o] < (4u * 1024 * 1024) / pg->page_bytes ||
+	    s->reserve_count[o] == 0) {
+		pg->all_next = s->reserve[o];
+		s->reserve[o] = pg;
+		s->reserve_count[o]++;
+		return;
+	}
+	page_unmap(s, pg);
+}
+
+/*
+ * Unowned page with free slots: list it (once). Empty, and we are the
+ * maintainer: retire it. Only the maintainer retires, because it may be
+ * between its bit-set and its own settle for this very page (S4).
+ */
+static void page_settle_locked(struct larder__slab *s, struct larder__page *pg, int maintainer)
+{
+	uint32_t st = atomic_load_explicit(&pg->state, LARDER__SEQ_CST);
+	if (st & PAGE_OWNED)
+		return;
+	if (maintainer && atomic_load_explicit(&pg->live, LARDER__RELAXED) == 0 && maint_full(pg)) {
+		page_retire_locked(s, pg);
+		return;
+	}
+	if (!(st & PAGE_LISTED) && maint_any(pg)) {
+		atomic_store_explicit(&pg->state, PAGE_LISTED, LARDER__SEQ_CST);
+		avail_push_locked(s, pg);
+	}
+}
+
+static void page_release(struct larder__slab *s, struct larder__page *pg, int maintainer)
+{
+	pthread_mutex_lock(&s->lock);
+	for (uint32_t w = 0; w < pg->nwords; w++) {
+		if (owner_free(pg)[w]) {
+			/* SL1 (owner side): release, like the maintainer's frees. */
+			atomic_fetch_or_explicit(&maint_free(pg)[w], owner_free(pg)[w],
+						 LARDER__RELEASE);
+			owner_free(pg)[w] = 0;
+		}
+	}
+	/* SL4: seq_cst store before reading maint_free in page_settle_locked(). */
+	atomic_store_explicit(&pg->state, 0, LARDER__SEQ_CST);
+	page_settle_locked(s, pg, maintainer);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes)
+{
+	if (bytes > LARDER__SLAB_MAX_SLOT) {
+		size_t len = larder__slab_charge(bytes);
+		void *p = larder__pages_map(len, LARDER__OS_PAGE);
+		if (p)
+			atomic_fetch_add_explicit(&s->mapped_bytes, len, LARDER__RELAXED);
+		return p;
+	}
+	unsigned k = larder__sizeclass_of(bytes);
+	struct larder__page *pg = c->page[k];
+	if (pg) {
+		void *p = take_owner(pg);
+		if (p || (steal_maint(pg) && (p = take_owner(pg))))
+			return p;
+		c->page[k] = NULL;
+		page_release(s, pg, 0);
+	}
+	pg = page_acquire(s, k);
+	if (!pg)
+		return NULL;
+	c->page[k] = pg;
+	return take_owner(pg);
+}
+
+void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c, void *p,
+			  size_t bytes)
+{
+	if (bytes > LARDER__SLAB_MAX_SLOT) {
+		size_t len = larder__slab_charge(bytes);
+		larder__pages_unmap(p, len);
+		atomic_fetch_sub_explicit(&s->mapped_bytes, len, LARDER__RELAXED);
+		atomic_fetch_add_explicit(&s->returned_bytes, len, LARDER__RELAXED);
+		return;
+	}
+	struct larder__page *pg = page_of(p, bytes);
+	(void)c; /* the slot came from the page this cursor still owns */
+	size_t i = ((size_t)((unsigned char *)p - (unsigned char *)pg) - pg->slots_offset) /
+		   pg->slot_bytes;
+	owner_free(pg)[i / 64] |= (uint64_t)1 << (i % 64);
+	if (i / 64 < pg->owner_hint)
+		pg->owner_hint = (uint32_t)(i / 64);
+}
+
+void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cursor *c)
+{
+	for (unsigned k = 0; k < LARDER__SIZECLASS_COUNT; k++) {
+		if (c->page[k]) {
+			page_release(s, c->page[k], 1);
+			c->page[k] = NULL;
+		}
+	}
+}
+
+void larder__slab_note_live(void *p, size_t bytes)
+{
+	if (bytes <= LARDER__SLAB_MAX_SLOT) {
+		struct larder__page *pg = page_of(p, bytes);
+		uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED);
+		atomic_store_explicit(&pg->live, live + 1, LARDER__RELAXED); /* single writer */
+	}
+}
+
+void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
+{
+	if (bytes > LARDER__SLAB_MAX_SLOT) {
+		larder__slab_unalloc(s, NULL, p, bytes);
+		return;
+	}
+	struct larder__page *pg = page_of(p, bytes);
+	if (larder__slab_poison)
+		memset(p, 0xdb, pg->slot_bytes);
+	size_t i = ((size_t)((unsigned char *)p - (unsigned char *)pg) - pg->slots_offset) /
+		   pg->slot_bytes;
+	/* SL1: seq_cst (release for SL2, and the store half of the Dekker pair
+	 * SL3/SL4 with page_release()). */
+	atomic_fetch_or_explicit(&maint_free(pg)[i / 64], (uint64_t)1 << (i % 64),
+				 LARDER__SEQ_CST);
+	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - 1;
+	atomic_store_explicit(&pg->live, live, LARDER__RELAXED); /* single writer */
+	uint32_t st = atomic_load_explicit(&pg->state, LARDER__SEQ_CST);
+	if (st & PAGE_OWNED)
+		return;
+	if ((st & PAGE_LISTED) && live != 0)
+		return; /* already findable; not empty */
+	pthread_mutex_lock(&s->lock);
+	page_settle_locked(s, pg, 1);
+	pthread_mutex_unlock(&s->lock);
+}

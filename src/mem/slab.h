@@ -1,0 +1,72 @@
+/*
+ * mem/slab.h - size-class slots carved from pages, one slab per cache.
+ *
+ * Writers allocate; only the maintainer frees. Each page has two free
+ * bitmaps so the two never write the same word without an atomic:
+ *   - owner_free: the free slots the owning writer may hand out. Plain memory,
+ *     touched only by the thread whose cursor holds the page.
+ *   - maint_free: slots the maintainer freed since. The maintainer sets bits
+ *     with atomic OR; the owner takes them all at once with atomic exchange.
+ * A page is owned by at most one cursor (state OWNED), or sits on its class's
+ * available list (state LISTED) when it has free slots, or is full and on no
+ * list. Empty pages go to a small reserve, beyond which they are unmapped.
+ * See slab.c for the state machine and its invariants.
+ */
+#ifndef LARDER_MEM_SLAB_H
+#define LARDER_MEM_SLAB_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mem/sizeclass.h"
+#include "sync/atomic.h"
+
+#define LARDER__PAGE_ORDERS 6 /* 64 KiB << 0..5 */
+
+struct larder__page;
+
+struct larder__slab_cursor {
+	struct larder__page *page[LARDER__SIZECLASS_COUNT]; /* owned pages, one per class */
+};
+
+struct larder__slab {
+	pthread_mutex_t lock; /* guards every list below; taken once per page, not per slot */
+	struct larder__page *avail[LARDER__SIZECLASS_COUNT];
+	struct larder__page *all;
+	struct larder__page *reserve[LARDER__PAGE_ORDERS];
+	unsigned reserve_count[LARDER__PAGE_ORDERS];
+	/* Statistics; relaxed: nothing is ordered by them. */
+	larder__atomic_u64 mapped_bytes;   /* slab pages and large entries held now */
+	larder__atomic_u64 returned_bytes; /* unmapped so far */
+};
+
+int larder__slab_init(struct larder__slab *s);
+/* Unmaps every slab page. Large entries are the caller's to free first. */
+void larder__slab_destroy(struct larder__slab *s);
+
+/* Bytes charged for an entry of this size: its slot, or its mapping. */
+static inline size_t larder__slab_charge(size_t bytes)
+{
+	if (bytes > LARDER__SLAB_MAX_SLOT)
+		return (bytes + 4095) & ~(size_t)4095;
+	return larder__sizeclass_slot(larder__sizeclass_of(bytes));
+}
+
+/* Writer: a slot of at least bytes, 8-byte aligned. NULL when out of memory. */
+void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes);
+/* Writer: gives back a slot this cursor allocated and never published. */
+void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c, void *p,
+			  size_t bytes);
+/* Maintainer (or close): hands every page of the cursor back (thread exit, close). */
+void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cursor *c);
+
+/* Maintainer: p (published, then retired after a grace period) is free again. */
+void larder__slab_free(struct larder__slab *s, void *p, size_t bytes);
+/* Maintainer: an entry in p was published (counts live slots per page). */
+void larder__slab_note_live(void *p, size_t bytes);
+
+/* Test seam (core/testing.h): fill freed slots with a poison byte. */
+extern int larder__slab_poison;
+
+#endif /* LARDER_MEM_SLAB_H */

@@ -1,0 +1,125 @@
+/*
+ * sync/reclaim.c - grace periods with an asymmetric read side.
+ *
+ * Algorithm (liburcu's urcu-memb, with a 64-bit counter instead of a parity
+ * bit, and polled rather than blocking):
+ *
+ *   reader enter:  ctr = gp_counter            (plain store, compiler barrier)
+ *   reader exit:   ctr = 0                     (release store)
+ *   gp_start:      M1 = membarrier(); token = ++gp_counter
+ *   gp_poll:       done when every reader's ctr is 0 or >= token; then M2
+ *
+ * Why one phase suffices: the counter is 64 bits and never wraps, so a
+ * reader whose ctr is >= token entered after the increment, which came after
+ * M1; M1 ran a full barrier on every CPU running one of our threads, so that
+ * reader's section is ordered after the unlink and cannot reach the memory. A
+ * reader whose ctr is below token may have entered before the unlink: we wait
+ * until it leaves (0) or re-enters (>= token). A reader that stored a stale
+ * counter value only makes us wait longer.
+ *
+ * M2 (a second membarrier, after the readers are seen to have left) orders
+ * their sections' loads before the frees that follow on weakly ordered CPUs;
+ * on x86 the release store in exit already does.
+ *
+ * Without membarrier (old kernels, or seccomp forbids it), readers fence after
+ * the enter store and M1/M2 are plain seq_cst fences: the classic Dekker
+ * handshake (F1). Under ThreadSanitizer the reader uses seq_cst stores instead,
+ * because TSan models neither membarrier nor stand-alone fences.
+ *
+ * Invariants (asserted by tests/stress and tests/unit/grace):
+ *   G1. Memory unlinked before larder__gp_start() returned token T is never
+ *       reached by a section still running when larder__gp_poll(T) is true.
+ *   G2. gp_start and gp_poll never wait for a reader; a parked reader only
+ *       delays the polls that cover it.
+ */
+#define _GNU_SOURCE
+#include "sync/reclaim.h"
+
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+larder__atomic_u64 larder__gp_counter = 1;
+bool larder__reclaim_fences;
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct larder__reader *registry;
+static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
+
+static int membarrier(int cmd)
+{
+	return (int)syscall(__NR_membarrier, cmd, 0, 0);
+}
+
+static void membarrier_setup(void)
+{
+#ifdef LARDER__TSAN
+	larder__reclaim_fences = true;
+#else
+	int cmds = membarrier(MEMBARRIER_CMD_QUERY);
+	larder__reclaim_fences =
+		cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
+		membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0;
+#endif
+}
+
+/* A full barrier on every thread of this process (M1, M2), or on this one (F1). */
+static void barrier_all_threads(void)
+{
+	if (larder__reclaim_fences || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
+		atomic_thread_fence(LARDER__SEQ_CST);
+}
+
+int larder__reader_register(struct larder__reader *r)
+{
+	/* Decides the read-side mode before the first reader can enter. */
+	if (pthread_once(&membarrier_once, membarrier_setup) != 0)
+		return -1;
+	atomic_store_explicit(&r->ctr, 0, LARDER__RELAXED); /* not yet visible */
+	r->nest = 0;
+	pthread_mutex_lock(&registry_lock);
+	r->next = registry;
+	registry = r;
+	pthread_mutex_unlock(&registry_lock);
+	return 0;
+}
+
+void larder__reader_unregister(struct larder__reader *r)
+{
+	pthread_mutex_lock(&registry_lock);
+	for (struct larder__reader **p = &registry; *p; p = &(*p)->next) {
+		if (*p == r) {
+			*p = r->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&registry_lock);
+}
+
+uint64_t larder__gp_start(void)
+{
+	barrier_all_threads(); /* M1: unlinks before, readers' later loads after */
+	/* Relaxed: ordering comes from M1; several maintainers may start grace
+	 * periods at once, each gets a distinct later token. */
+	return atomic_fetch_add_explicit(&larder__gp_counter, 1, LARDER__RELAXED) + 1;
+}
+
+bool larder__gp_poll(uint64_t token)
+{
+	bool done = true;
+	pthread_mutex_lock(&registry_lock);
+	for (struct larder__reader *r = registry; r; r = r->next) {
+		/* A1: pairs with R2 (and R1 under TSan): a 0 seen here means the
+		 * section's loads are complete. */
+		uint64_t c = atomic_load_explicit(&r->ctr, LARDER__ACQUIRE);
+		if (c != 0 && c < token) {
+			done = false;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&registry_lock);
+	if (done)
+		barrier_all_threads(); /* M2 */
+	return done;
+}

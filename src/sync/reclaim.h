@@ -1,0 +1,105 @@
+/*
+ * sync/reclaim.h - grace periods for memory unlinked from shared structures.
+ *
+ * One process-wide domain. Every thread that calls into larder owns one
+ * reader slot (struct larder__reader, on its own cache line). A read section
+ * is bracketed by larder__read_enter()/larder__read_exit(); sections nest.
+ * The reclaimer (a cache's maintainer) starts a grace period after unlinking
+ * memory and frees that memory once larder__gp_poll() says every reader that
+ * could still hold it has left its section.
+ *
+ * The read side is near free: with membarrier(2) available, enter and exit
+ * are a plain store each plus a compiler barrier; the reclaimer pays for the
+ * ordering with MEMBARRIER_CMD_PRIVATE_EXPEDITED (the scheme of liburcu's
+ * "memb" flavour). Without membarrier, enter adds a full fence and the
+ * reclaimer uses full fences (the symmetric scheme). See reclaim.c for the
+ * algorithm and docs/memory-model.md for the edges.
+ */
+#ifndef LARDER_SYNC_RECLAIM_H
+#define LARDER_SYNC_RECLAIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sync/atomic.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define LARDER__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LARDER__TSAN 1
+#endif
+#endif
+
+struct larder__reader {
+	/*
+	 * 0 outside a read section, else the grace-period counter read when the
+	 * outermost section began. Written by the owner thread (R1, R2), read by
+	 * the reclaimer in larder__gp_poll() (A1).
+	 */
+	larder__atomic_u64 ctr;
+	unsigned nest;                /* owner thread only: section depth */
+	struct larder__reader *next;  /* registry link, under the registry lock */
+} __attribute__((aligned(64)));
+
+/* The grace-period counter; starts at 1, only ever increases. */
+extern larder__atomic_u64 larder__gp_counter;
+/* True when membarrier is not available: readers must fence. Set once, before
+ * any reader registers, and never changed. */
+extern bool larder__reclaim_fences;
+
+/* Registers a reader slot (slow path, once per thread). Returns 0 or -1. */
+int larder__reader_register(struct larder__reader *r);
+/* Unregisters a reader slot; the owner must be outside any read section. */
+void larder__reader_unregister(struct larder__reader *r);
+
+static inline void larder__read_enter(struct larder__reader *r)
+{
+	if (r->nest++ != 0)
+		return;
+	/* Relaxed: any counter value is safe; a stale one only makes the
+	 * reclaimer wait longer (see reclaim.c, "why one phase suffices"). */
+	uint64_t gp = atomic_load_explicit(&larder__gp_counter, LARDER__RELAXED);
+#ifdef LARDER__TSAN
+	/* R1 (TSan build): seq_cst, because TSan does not model membarrier or
+	 * stand-alone fences; pairs with A1 in larder__gp_poll(). */
+	atomic_store_explicit(&r->ctr, gp, LARDER__SEQ_CST);
+#else
+	/* R1: relaxed store; ordered before the section's loads by membarrier
+	 * (M1 in larder__gp_start()) or by the fence below. Pairs with A1. */
+	atomic_store_explicit(&r->ctr, gp, LARDER__RELAXED);
+	if (__builtin_expect(larder__reclaim_fences, 0))
+		atomic_thread_fence(LARDER__SEQ_CST); /* store-load: Dekker with F1 */
+	else
+		larder__compiler_barrier();
+#endif
+}
+
+static inline void larder__read_exit(struct larder__reader *r)
+{
+	if (--r->nest != 0)
+		return;
+	/* R2: release, so the section's loads happen before the reclaimer's
+	 * acquire A1 sees 0 and frees (M2 covers weaker orders too). */
+	atomic_store_explicit(&r->ctr, 0, LARDER__RELEASE);
+}
+
+static inline bool larder__read_active(const struct larder__reader *r)
+{
+	return r->nest != 0;
+}
+
+/*
+ * Starts a grace period covering everything unlinked before the call and
+ * returns its token. Never blocks on readers (one membarrier syscall).
+ */
+uint64_t larder__gp_start(void);
+
+/*
+ * True once every reader that was inside a section when the grace period
+ * `token` started has left it: memory unlinked before larder__gp_start()
+ * may then be freed. Never blocks on readers.
+ */
+bool larder__gp_poll(uint64_t token);
+
+#endif /* LARDER_SYNC_RECLAIM_H */
