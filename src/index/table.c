@@ -195,7 +195,8 @@ static void migrate_home(struct larder__table *t, struct larder__table *next, ui
 	b = home;
 	for (uint64_t probed = 0; probed <= t->mask; probed++, b = bucket_after(t, b)) {
 		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
-			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__RELAXED);
+			/* Acquire: the slot may hold another home's new entry. */
+			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
 			uint64_t p = w & LARDER__SLOT_PTR_MASK;
 			if (p == 0 || p == LARDER__SLOT_MARKER)
 				continue;
