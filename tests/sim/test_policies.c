@@ -1,0 +1,164 @@
+/*
+ * test_policies.c - the policy contract of evict/policy.h, for every policy,
+ * under random inserts, hits, replacements, removals and evictions with
+ * entries of different sizes (bytes), and a capacity change midway.
+ *   P1  evict() only ever returns a linked entry, and unlinks it (it is never
+ *       returned again unless re-inserted); remove/replace unlink.
+ *   P2  evict() returns NULL only when nothing is linked; evicting until NULL
+ *       drains exactly the linked set.
+ *   P3  hit() on linked entries only (this driver never breaks that).
+ *   mbits: a policy touches only its own bits (LARDER__MBITS_POLICY).
+ * Seeded from argv[1] (printed).
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "evict/policy.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                                  \
+	do {                                                                              \
+		if (!(cond)) {                                                            \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);              \
+			fprintf(stderr, __VA_ARGS__);                                     \
+			fprintf(stderr, "\n");                                            \
+			failures++;                                                       \
+			return;                                                           \
+		}                                                                         \
+	} while (0)
+
+struct item {
+	struct larder__entry e;
+	uint64_t hash;
+	uint64_t size;
+	int linked;
+};
+
+#define N_ITEMS 4000
+static struct item items[N_ITEMS];
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static struct item *of(const struct larder__entry *e)
+{
+	return (struct item *)(void *)((char *)(uintptr_t)e - offsetof(struct item, e));
+}
+
+static uint64_t h_hash(void *ctx, const struct larder__entry *e)
+{
+	(void)ctx;
+	return of(e)->hash;
+}
+
+static size_t h_size(void *ctx, const struct larder__entry *e)
+{
+	(void)ctx;
+	return (size_t)of(e)->size;
+}
+
+/* A maintainer-owned bit the policies must leave alone. */
+#define FOREIGN_BIT 0x80
+
+static void run_policy(enum larder_policy pol, uint64_t seed)
+{
+	const struct larder__policy_ops *ops = larder__policy_ops_for(pol);
+	CHECK(ops, "no ops for policy %d", (int)pol);
+	struct larder__policy_host host = {h_hash, h_size, NULL};
+	struct larder__policy *p;
+	uint64_t capacity = 3000, used = 0, linked = 0;
+	CHECK(ops->create(&p, &host, capacity, 500) == LARDER_OK, "create");
+	rng_state = seed | 1;
+	for (int i = 0; i < N_ITEMS; i++) {
+		items[i].linked = 0;
+		items[i].hash = rnd();
+	}
+	for (int step = 0; step < 300000; step++) {
+		struct item *it = &items[rnd() % N_ITEMS];
+		unsigned op = (unsigned)(rnd() % 16);
+		if (step == 150000) {
+			capacity = 1200;
+			ops->set_capacity(p, capacity);
+		}
+		if (!it->linked) {
+			/* a miss: insert (keys repeat, so ghosts and the sketch matter) */
+			it->size = 1 + rnd() % 9;
+			it->e.mbits = FOREIGN_BIT;
+			it->e.prev = it->e.next = NULL;
+			ops->insert(p, &it->e, it->hash, it->size);
+			it->linked = 1;
+			linked++;
+			used += it->size;
+		} else if (op < 11) {
+			ops->hit(p, &it->e);
+		} else if (op < 13) {
+			ops->remove(p, &it->e, it->size);
+			it->linked = 0;
+			linked--;
+			used -= it->size;
+		} else {
+			/* replace by a fresh entry object of another size (an update) */
+			struct item *nw = NULL;
+			for (int tries = 0; tries < 8 && !nw; tries++) {
+				struct item *c = &items[rnd() % N_ITEMS];
+				if (!c->linked)
+					nw = c;
+			}
+			if (!nw)
+				continue;
+			nw->hash = it->hash;
+			nw->size = 1 + rnd() % 9;
+			nw->e.mbits = FOREIGN_BIT;
+			ops->replace(p, &it->e, &nw->e, it->size, nw->size);
+			it->linked = 0;
+			nw->linked = 1;
+			used = used - it->size + nw->size;
+			it->hash = rnd(); /* the old slot becomes an unrelated key */
+		}
+		while (used > capacity) {
+			struct larder__entry *v = ops->evict(p);
+			CHECK(v != NULL, "P2: %s evict() NULL with %llu linked", ops->name,
+			      (unsigned long long)linked);
+			struct item *vi = of(v);
+			CHECK(vi >= items && vi < items + N_ITEMS && vi->linked,
+			      "P1: %s evicted an entry that is not linked", ops->name);
+			CHECK(v->mbits & FOREIGN_BIT, "%s cleared a maintainer bit", ops->name);
+			vi->linked = 0;
+			linked--;
+			used -= vi->size;
+		}
+	}
+	/* Drain: exactly the linked set comes back, then NULL. */
+	while (linked) {
+		struct larder__entry *v = ops->evict(p);
+		CHECK(v != NULL, "P2: %s NULL while draining, %llu linked", ops->name,
+		      (unsigned long long)linked);
+		CHECK(of(v)->linked, "P1: %s returned an unlinked entry while draining", ops->name);
+		of(v)->linked = 0;
+		linked--;
+	}
+	CHECK(ops->evict(p) == NULL, "P2: %s evict() on empty returned an entry", ops->name);
+	ops->destroy(p);
+	printf("PASS %s\n", ops->name);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 10) : 42;
+	printf("test_policies seed %llu\n", (unsigned long long)seed);
+	const enum larder_policy all[] = {LARDER_POLICY_FIFO, LARDER_POLICY_LRU,
+					  LARDER_POLICY_S3FIFO, LARDER_POLICY_WTINYLFU,
+					  LARDER_POLICY_ARC, LARDER_POLICY_DEFAULT};
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		run_policy(all[i], seed + i);
+	printf("%s\n", failures ? "FAILED" : "all passed");
+	return failures ? 1 : 0;
+}
