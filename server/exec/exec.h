@@ -1,0 +1,109 @@
+/*
+ * exec.h - runs parsed memcached requests against a larder cache.
+ *
+ * Owns: the item format inside the engine's value bytes, the CAS unique
+ * generator, the per-worker statistics, and every reply that depends on the
+ * cache. Uses only include/larder.h.
+ *
+ * Item format (docs/server.md): every engine value is
+ *     [0..8)   CAS unique, little-endian u64
+ *     [8..12)  client flags, little-endian u32
+ *     [12]     meta bits: 1 = stale (md I / invalidated), 2 = win token sent
+ *     [13..)   the client's data
+ * so one engine entry holds everything memcached keeps per item, and a CAS
+ * check-and-swap is one larder_replace_if_equals() of the whole bytes.
+ *
+ * CAS uniques: each worker has its own counter; unique = counter << 8 | id,
+ * so uniques never repeat across workers without a shared cache line on the
+ * write path (at most 256 workers).
+ *
+ * Threads: one struct larder__exec per worker thread, used only by it. Stats
+ * fields are written by their worker only (relaxed load + store, no RMW
+ * needed) and read by whichever worker answers "stats" (relaxed loads: each
+ * counter is exact on its own, the set is not one instant, as memcached's).
+ */
+#ifndef LARDER_SERVER_EXEC_H
+#define LARDER_SERVER_EXEC_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "larder.h"
+#include "../proto/parse.h"
+#include "../proto/reply.h"
+
+#define LARDER__HDR 13
+#define LARDER__VERSION_STR "1.6.18-larder-0.1.0"
+
+enum larder__wstat {
+	WS_CMD_GET, WS_CMD_SET, WS_CMD_FLUSH, WS_CMD_TOUCH, WS_CMD_META,
+	WS_GET_HITS, WS_GET_MISSES,
+	WS_DELETE_MISSES, WS_DELETE_HITS, WS_INCR_MISSES, WS_INCR_HITS,
+	WS_DECR_MISSES, WS_DECR_HITS, WS_CAS_MISSES, WS_CAS_HITS, WS_CAS_BADVAL,
+	WS_TOUCH_HITS, WS_TOUCH_MISSES, WS_TOTAL_ITEMS, WS_STORE_TOO_LARGE,
+	WS_STORE_NO_MEMORY, WS_BYTES_READ, WS_BYTES_WRITTEN, WS_COUNT
+};
+
+/* Settings and process-wide state shared by all workers. */
+struct larder__shared {
+	larder *cache;
+	size_t item_max;
+	uint64_t maxbytes;
+	int threads;
+	int maxconns;
+	int port;
+	const char *inter;
+	const char *socket_path;
+	time_t started;
+	_Atomic int verbosity;
+	/* Unix ms at which a delayed flush_all runs, 0 = none; main thread polls. */
+	_Atomic uint64_t flush_at_ms;
+	/* Connection counters: written by workers with atomic RMW (any worker). */
+	_Atomic uint64_t curr_conns, total_conns, rejected_conns;
+	struct larder__exec **workers;
+	pthread_mutex_t reset_lock; /* guards stat_base */
+	uint64_t stat_base[WS_COUNT];
+};
+
+struct larder__exec {
+	struct larder__shared *sh;
+	unsigned id;
+	uint64_t cas_seq;
+	unsigned char *a, *b; /* scratch: old and new item bytes */
+	size_t a_cap, b_cap;
+	_Atomic uint64_t st[WS_COUNT];
+};
+
+enum larder__exec_result {
+	LARDER__EXEC_DONE = 0,
+	LARDER__EXEC_SUSPEND = 1, /* multiget paused: output over high water */
+	LARDER__EXEC_CLOSE = 2,   /* quit */
+	LARDER__EXEC_NOMEM = 3,   /* could not allocate: close the connection */
+};
+
+/* Returns 0 or -1 (out of memory). */
+int larder__exec_init(struct larder__exec *x, struct larder__shared *sh, unsigned id);
+void larder__exec_fini(struct larder__exec *x);
+
+/*
+ * Runs req and appends its reply to out. A multiget stops early when out->len
+ * exceeds high_water and returns SUSPEND with req->keys advanced; call again
+ * with the same req once the output drained.
+ */
+int larder__exec(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
+		 size_t high_water);
+
+static inline void larder__stat_add(struct larder__exec *x, enum larder__wstat s, uint64_t n)
+{
+	/* Relaxed: single writer; readers only need each counter's own value. */
+	atomic_store_explicit(&x->st[s], atomic_load_explicit(&x->st[s], memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+/* memcached exptime to an engine TTL. Returns false when already expired. */
+bool larder__exptime_to_ttl(int64_t exptime, uint64_t *ttl_ms);
+
+#endif

@@ -1,0 +1,169 @@
+/*
+ * stats.c - the "stats" command: memcached's general-purpose names computed
+ * from the engine's larder_stats() and the workers' own counters, then every
+ * engine counter as larder_<name>.
+ *
+ * Mapping: curr_items = entries, bytes = used_bytes, limit_maxbytes =
+ * capacity_bytes, evictions = evictions, expired_unfetched is not tracked.
+ * get_expired and get_flushed are always 0: the engine reports a read of an
+ * expired or cleared entry as a plain miss, so the server cannot tell them
+ * apart (documented in docs/server.md). "stats reset" subtracts a snapshot,
+ * because the counters belong to other threads.
+ */
+#include "exec_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+static void stat_u64(struct larder__obuf *out, const char *name, uint64_t v)
+{
+	larder__obuf_str(out, "STAT ");
+	larder__obuf_str(out, name);
+	larder__obuf_add(out, " ", 1);
+	larder__obuf_u64(out, v);
+	larder__obuf_add(out, "\r\n", 2);
+}
+
+static void stat_str(struct larder__obuf *out, const char *name, const char *v)
+{
+	larder__obuf_str(out, "STAT ");
+	larder__obuf_str(out, name);
+	larder__obuf_add(out, " ", 1);
+	larder__obuf_str(out, v);
+	larder__obuf_add(out, "\r\n", 2);
+}
+
+static void sum_workers(struct larder__shared *sh, uint64_t sum[WS_COUNT])
+{
+	memset(sum, 0, sizeof(uint64_t) * WS_COUNT);
+	for (int w = 0; w < sh->threads; w++)
+		for (int s = 0; s < WS_COUNT; s++)
+			/* Relaxed: see exec.h, each counter is exact on its own. */
+			sum[s] += atomic_load_explicit(&sh->workers[w]->st[s], memory_order_relaxed);
+	pthread_mutex_lock(&sh->reset_lock);
+	for (int s = 0; s < WS_COUNT; s++)
+		sum[s] -= sh->stat_base[s];
+	pthread_mutex_unlock(&sh->reset_lock);
+}
+
+static void general(struct larder__exec *x, struct larder__obuf *out)
+{
+	struct larder__shared *sh = x->sh;
+	uint64_t w[WS_COUNT], e[LARDER_STAT_COUNT] = {0};
+	struct rusage ru;
+	char buf[64];
+	time_t now = time(NULL);
+
+	sum_workers(sh, w);
+	larder__ignore(larder_stats(sh->cache, e, LARDER_STAT_COUNT));
+	getrusage(RUSAGE_SELF, &ru);
+	stat_u64(out, "pid", (uint64_t)getpid());
+	stat_u64(out, "uptime", (uint64_t)(now - sh->started));
+	stat_u64(out, "time", (uint64_t)now);
+	stat_str(out, "version", LARDER__VERSION_STR);
+	stat_u64(out, "pointer_size", sizeof(void *) * 8);
+	snprintf(buf, sizeof(buf), "%ld.%06ld", (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec);
+	stat_str(out, "rusage_user", buf);
+	snprintf(buf, sizeof(buf), "%ld.%06ld", (long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec);
+	stat_str(out, "rusage_system", buf);
+	stat_u64(out, "max_connections", (uint64_t)sh->maxconns);
+	/* Relaxed: monotonic counters, any recent value will do. */
+	stat_u64(out, "curr_connections",
+		 atomic_load_explicit(&sh->curr_conns, memory_order_relaxed));
+	stat_u64(out, "total_connections",
+		 atomic_load_explicit(&sh->total_conns, memory_order_relaxed));
+	stat_u64(out, "rejected_connections",
+		 atomic_load_explicit(&sh->rejected_conns, memory_order_relaxed));
+	stat_u64(out, "connection_structures",
+		 atomic_load_explicit(&sh->curr_conns, memory_order_relaxed));
+	stat_u64(out, "cmd_get", w[WS_CMD_GET]);
+	stat_u64(out, "cmd_set", w[WS_CMD_SET]);
+	stat_u64(out, "cmd_flush", w[WS_CMD_FLUSH]);
+	stat_u64(out, "cmd_touch", w[WS_CMD_TOUCH]);
+	stat_u64(out, "cmd_meta", w[WS_CMD_META]);
+	stat_u64(out, "get_hits", w[WS_GET_HITS]);
+	stat_u64(out, "get_misses", w[WS_GET_MISSES]);
+	stat_u64(out, "get_expired", 0);
+	stat_u64(out, "get_flushed", 0);
+	stat_u64(out, "delete_misses", w[WS_DELETE_MISSES]);
+	stat_u64(out, "delete_hits", w[WS_DELETE_HITS]);
+	stat_u64(out, "incr_misses", w[WS_INCR_MISSES]);
+	stat_u64(out, "incr_hits", w[WS_INCR_HITS]);
+	stat_u64(out, "decr_misses", w[WS_DECR_MISSES]);
+	stat_u64(out, "decr_hits", w[WS_DECR_HITS]);
+	stat_u64(out, "cas_misses", w[WS_CAS_MISSES]);
+	stat_u64(out, "cas_hits", w[WS_CAS_HITS]);
+	stat_u64(out, "cas_badval", w[WS_CAS_BADVAL]);
+	stat_u64(out, "touch_hits", w[WS_TOUCH_HITS]);
+	stat_u64(out, "touch_misses", w[WS_TOUCH_MISSES]);
+	stat_u64(out, "store_too_large", w[WS_STORE_TOO_LARGE]);
+	stat_u64(out, "store_no_memory", w[WS_STORE_NO_MEMORY]);
+	stat_u64(out, "bytes_read", w[WS_BYTES_READ]);
+	stat_u64(out, "bytes_written", w[WS_BYTES_WRITTEN]);
+	stat_u64(out, "limit_maxbytes", e[LARDER_STAT_CAPACITY_BYTES]);
+	stat_u64(out, "threads", (uint64_t)sh->threads);
+	stat_u64(out, "bytes", e[LARDER_STAT_USED_BYTES]);
+	stat_u64(out, "curr_items", e[LARDER_STAT_ENTRIES]);
+	stat_u64(out, "total_items", w[WS_TOTAL_ITEMS]);
+	stat_u64(out, "expired_unfetched", 0);
+	stat_u64(out, "evicted_unfetched", 0);
+	stat_u64(out, "evictions", e[LARDER_STAT_EVICTIONS]);
+	stat_u64(out, "reclaimed", e[LARDER_STAT_EXPIRATIONS]);
+	for (int s = 0; s < LARDER_STAT_COUNT; s++) {
+		const char *name = larder_stat_name((enum larder_stat)s);
+		if (name == NULL)
+			continue;
+		snprintf(buf, sizeof(buf), "larder_%s", name);
+		stat_u64(out, buf, e[s]);
+	}
+	larder__obuf_add(out, "END\r\n", 5);
+}
+
+static void settings(struct larder__exec *x, struct larder__obuf *out)
+{
+	struct larder__shared *sh = x->sh;
+
+	stat_u64(out, "maxbytes", sh->maxbytes);
+	stat_u64(out, "maxconns", (uint64_t)sh->maxconns);
+	stat_u64(out, "tcpport", (uint64_t)sh->port);
+	stat_u64(out, "udpport", 0);
+	stat_str(out, "inter", sh->inter ? sh->inter : "NULL");
+	stat_u64(out, "verbosity", (uint64_t)atomic_load_explicit(&sh->verbosity,
+								   memory_order_relaxed));
+	stat_str(out, "evictions", "on");
+	stat_str(out, "domain_socket", sh->socket_path ? sh->socket_path : "NULL");
+	stat_u64(out, "num_threads", (uint64_t)sh->threads);
+	stat_str(out, "cas_enabled", "yes");
+	stat_u64(out, "item_size_max", sh->item_max);
+	larder__obuf_add(out, "END\r\n", 5);
+}
+
+void larder__exec_stats(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
+{
+	struct larder__tok *sub = &req->tok[1];
+
+	if (req->ntok == 1) {
+		general(x, out);
+	} else if (sub->n == 5 && memcmp(sub->p, "reset", 5) == 0) {
+		uint64_t cur[WS_COUNT], base[WS_COUNT];
+		struct larder__shared *sh = x->sh;
+		sum_workers(sh, cur);
+		pthread_mutex_lock(&sh->reset_lock);
+		memcpy(base, sh->stat_base, sizeof(base));
+		for (int s = 0; s < WS_COUNT; s++)
+			sh->stat_base[s] = base[s] + cur[s];
+		pthread_mutex_unlock(&sh->reset_lock);
+		larder__obuf_line(out, "RESET");
+	} else if (sub->n == 8 && memcmp(sub->p, "settings", 8) == 0) {
+		settings(x, out);
+	} else if ((sub->n == 5 && (memcmp(sub->p, "items", 5) == 0 ||
+				    memcmp(sub->p, "slabs", 5) == 0 ||
+				    memcmp(sub->p, "sizes", 5) == 0 || memcmp(sub->p, "conns", 5) == 0))) {
+		larder__obuf_add(out, "END\r\n", 5);
+	} else {
+		larder__obuf_line(out, "ERROR");
+	}
+}

@@ -1,0 +1,273 @@
+/*
+ * main.c - larderd: command line, listening sockets, signals, and the
+ * process lifetime (open the cache, start the workers, wait for SIGTERM or
+ * SIGINT, stop the workers, close the cache).
+ *
+ * The main thread does no request work: it waits for a signal with a
+ * one-second timeout and runs a delayed "flush_all <delay>" when it is due.
+ * SIGTERM and SIGINT are blocked in every thread (the mask is inherited) and
+ * taken only here with sigtimedwait(), so shutdown runs in normal context.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "larder.h"
+#include "exec/exec_internal.h"
+#include "net/server.h"
+
+struct options {
+	const char *port;
+	const char *inter;
+	const char *socket_path;
+	uint64_t mem_mib;
+	int threads;
+	int maxconns;
+	int verbose;
+	size_t item_max;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"larderd " LARDER__VERSION_STR " - a memcached-protocol server on the larder engine\n"
+		"-p, --port=<num>          TCP port to listen on (default: 11211)\n"
+		"-l, --listen=<addr>       interface to listen on (default: all addresses)\n"
+		"-s, --unix-socket=<file>  UNIX socket to listen on (disables network support)\n"
+		"-m, --memory-limit=<num>  item memory in megabytes (default: 64)\n"
+		"-t, --threads=<num>       number of worker threads to use (default: 4)\n"
+		"-c, --conn-limit=<num>    max simultaneous connections (default: 1024)\n"
+		"-I, --max-item-size=<num> max value size, with k/m suffix (default: 1m)\n"
+		"-v, --verbose             verbose (print errors/warnings while in event loop)\n"
+		"-U, -u                    accepted for memcached compatibility, ignored\n"
+		"-V, --version             print version and exit\n"
+		"-h, --help                print this help and exit\n");
+}
+
+static bool parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (end == s)
+		return false;
+	if (*end == 'k' || *end == 'K')
+		v *= 1024, end++;
+	else if (*end == 'm' || *end == 'M')
+		v *= 1024 * 1024, end++;
+	if (*end != '\0' || v < 1024 || v > LARDER_VALUE_LIMIT - LARDER__HDR)
+		return false;
+	*out = (size_t)v;
+	return true;
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	static const struct option longs[] = {
+		{"port", required_argument, NULL, 'p'},
+		{"listen", required_argument, NULL, 'l'},
+		{"unix-socket", required_argument, NULL, 's'},
+		{"memory-limit", required_argument, NULL, 'm'},
+		{"threads", required_argument, NULL, 't'},
+		{"conn-limit", required_argument, NULL, 'c'},
+		{"max-item-size", required_argument, NULL, 'I'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "p:l:s:m:t:c:I:vVhU:u:", longs, NULL)) != -1) {
+		switch (ch) {
+		case 'p': o->port = optarg; break;
+		case 'l': o->inter = optarg; break;
+		case 's': o->socket_path = optarg; break;
+		case 'm': o->mem_mib = strtoull(optarg, NULL, 10); break;
+		case 't': o->threads = atoi(optarg); break;
+		case 'c': o->maxconns = atoi(optarg); break;
+		case 'I':
+			if (!parse_size(optarg, &o->item_max)) {
+				fprintf(stderr, "larderd: bad -I value '%s'\n", optarg);
+				return 1;
+			}
+			break;
+		case 'v': o->verbose++; break;
+		case 'V': printf("larderd %s\n", LARDER__VERSION_STR); return -1;
+		case 'h': usage(stdout); return -1;
+		case 'U': case 'u': break;
+		default: usage(stderr); return 1;
+		}
+	}
+	if (o->threads < 1 || o->threads > 256 || o->maxconns < 1 || o->mem_mib < 1) {
+		fprintf(stderr, "larderd: -t must be 1..256, -c and -m at least 1\n");
+		return 1;
+	}
+	return 0;
+}
+
+static int listen_tcp(const struct options *o, int *fds, int max)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE};
+	struct addrinfo *res, *ai;
+	int n = 0, rc = getaddrinfo(o->inter, o->port, &hints, &res);
+
+	if (rc != 0) {
+		fprintf(stderr, "larderd: getaddrinfo: %s\n", gai_strerror(rc));
+		return -1;
+	}
+	for (ai = res; ai != NULL && n < max; ai = ai->ai_next) {
+		int one = 1;
+		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (ai->ai_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+			fprintf(stderr, "larderd: bind/listen: %s\n", strerror(errno));
+			close(fd);
+			continue;
+		}
+		fds[n++] = fd;
+	}
+	freeaddrinfo(res);
+	return n > 0 ? n : -1;
+}
+
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -1;
+	strcpy(sa.sun_path, path);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 1024) != 0) {
+		fprintf(stderr, "larderd: unix socket %s: %s\n", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int open_cache(const struct options *o, larder **out)
+{
+	larder_config *cfg;
+	int rc = larder_config_create(&cfg);
+
+	if (rc != LARDER_OK)
+		return rc;
+	if ((rc = larder_config_set_capacity(cfg, o->mem_mib << 20)) != LARDER_OK ||
+	    (rc = larder_config_set_max_key_bytes(cfg, LARDER__KEY_MAX)) != LARDER_OK ||
+	    (rc = larder_config_set_max_value_bytes(cfg, o->item_max + LARDER__HDR)) != LARDER_OK ||
+	    (rc = larder_config_set_expected_entries(cfg, (o->mem_mib << 20) / 256)) != LARDER_OK) {
+		larder_config_destroy(cfg);
+		return rc;
+	}
+	rc = larder_open(out, cfg);
+	larder_config_destroy(cfg);
+	return rc;
+}
+
+/* Waits for SIGTERM/SIGINT; runs a delayed flush_all when due. */
+static void wait_for_signal(struct larder__shared *sh)
+{
+	sigset_t set;
+	struct timespec one_s = {1, 0};
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	for (;;) {
+		struct timespec now;
+		uint64_t at;
+		int sig = sigtimedwait(&set, NULL, &one_s);
+
+		if (sig == SIGTERM || sig == SIGINT)
+			return;
+		/* Relaxed: see exec_flush(); the clear itself is the engine's business. */
+		at = atomic_load_explicit(&sh->flush_at_ms, memory_order_relaxed);
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (at != 0 && (uint64_t)now.tv_sec * 1000 >= at) {
+			atomic_store_explicit(&sh->flush_at_ms, 0, memory_order_relaxed);
+			larder__ignore(larder_clear(sh->cache));
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = {"11211", NULL, NULL, 64, 4, 1024, 0, 1024 * 1024};
+	static struct larder__shared sh;
+	struct larder__net *net;
+	sigset_t set;
+	int fds[8], nfd, rc;
+
+	rc = parse_args(argc, argv, &o);
+	if (rc != 0)
+		return rc < 0 ? 0 : 64;
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	if (o.socket_path) {
+		fds[0] = listen_unix(o.socket_path);
+		nfd = fds[0] >= 0 ? 1 : -1;
+	} else {
+		nfd = listen_tcp(&o, fds, 8);
+	}
+	if (nfd < 0) {
+		fprintf(stderr, "larderd: failed to listen\n");
+		return 71;
+	}
+	rc = open_cache(&o, &sh.cache);
+	if (rc != LARDER_OK) {
+		fprintf(stderr, "larderd: cannot open the cache: %s\n", larder_strerror(rc));
+		return 71;
+	}
+	sh.item_max = o.item_max;
+	sh.maxbytes = o.mem_mib << 20;
+	sh.threads = o.threads;
+	sh.maxconns = o.maxconns;
+	sh.port = o.socket_path ? 0 : atoi(o.port);
+	sh.inter = o.inter;
+	sh.socket_path = o.socket_path;
+	sh.started = time(NULL);
+	atomic_store_explicit(&sh.verbosity, o.verbose, memory_order_relaxed);
+	pthread_mutex_init(&sh.reset_lock, NULL);
+
+	net = larder__net_start(&sh, fds, nfd);
+	if (net == NULL) {
+		fprintf(stderr, "larderd: cannot start workers: %s\n", strerror(errno));
+		larder_close(sh.cache);
+		return 71;
+	}
+	if (o.verbose)
+		fprintf(stderr, "larderd: serving on %s:%s with %d threads\n",
+			o.socket_path ? o.socket_path : (o.inter ? o.inter : "*"), o.port, o.threads);
+	wait_for_signal(&sh);
+	larder__net_stop(net);
+	for (int i = 0; i < nfd; i++)
+		close(fds[i]);
+	if (o.socket_path)
+		unlink(o.socket_path);
+	larder_close(sh.cache);
+	if (o.verbose)
+		fprintf(stderr, "larderd: shut down cleanly\n");
+	return 0;
+}

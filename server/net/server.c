@@ -1,0 +1,459 @@
+/*
+ * server.c - connections and epoll loops (see server.h for the threading).
+ *
+ * Per connection state machine, level-triggered epoll:
+ *   read -> parse/execute every complete request -> write what we can.
+ * Replies are appended in request order to one output stream, so deep
+ * pipelining (twemproxy funnels many clients into one connection) gets its
+ * replies in order.
+ *
+ * Memory (invariants; docs/server.md gives the numbers):
+ *   M1. An idle connection holds no buffer: requests are read into the
+ *       worker's 64 KiB read buffer and replies built in the worker's output
+ *       buffer; only a partial request or an unsent reply tail is copied into
+ *       buffers owned by the connection, which are freed once empty.
+ *   M2. A connection's input never exceeds max(LARDER__GET_LINE_MAX, one
+ *       line + item_max + 2) + READ_CHUNK: the parser bounds line length and
+ *       refuses oversize values before buffering them.
+ *   M3. Output is bounded by HIGH_WATER plus one reply: above HIGH_WATER the
+ *       connection stops reading, and a multiget pauses between keys, until
+ *       the client drains it (a slow reader cannot grow memory).
+ */
+#include "server.h"
+#include "../exec/exec_internal.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define READ_CHUNK (64 * 1024)
+#define HIGH_WATER (256 * 1024)
+#define MAX_EVENTS 128
+
+enum { KIND_CONN, KIND_LISTEN, KIND_STOP };
+
+/* What an epoll event points at: every such struct starts with its kind. */
+struct listener {
+	int kind;
+	int fd;
+};
+
+struct conn {
+	int kind; /* KIND_CONN */
+	int fd;
+	uint32_t events;
+	bool suspended; /* req is a paused multiget pointing into in */
+	bool closing;   /* close once out is written */
+	size_t need;    /* parser: bytes needed before parsing again */
+	size_t swallow; /* bytes of an oversize value still to discard */
+	char *in;       /* unconsumed input [0, in_len), NULL when empty */
+	size_t in_len, in_cap;
+	struct larder__obuf out; /* unsent replies, out.buf NULL when empty */
+	size_t sent;
+	struct larder__req req;
+	struct conn *prev, *next;
+};
+
+struct worker {
+	struct larder__net *net;
+	struct larder__exec x;
+	pthread_t thread;
+	int ep;
+	char *rbuf;
+	struct larder__obuf out; /* replies for connections with nothing pending */
+	struct conn *conns;
+	bool started;
+};
+
+struct larder__net {
+	struct larder__shared *sh;
+	struct listener *ls; /* nlfd listeners, then the stop eventfd */
+	int nlfd;
+	int stop_fd;
+	int nworkers;
+	struct larder__limits lim;
+	struct worker *w;
+};
+
+static void set_interest(struct worker *w, struct conn *c, uint32_t ev)
+{
+	struct epoll_event e = {.events = ev, .data.ptr = c};
+	if (c->events != ev && epoll_ctl(w->ep, EPOLL_CTL_MOD, c->fd, &e) == 0)
+		c->events = ev;
+}
+
+static void conn_free(struct worker *w, struct conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		w->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	close(c->fd);
+	free(c->in);
+	larder__obuf_free(&c->out);
+	free(c);
+	/* Relaxed: a statistic; nothing is published through it. */
+	atomic_fetch_sub_explicit(&w->net->sh->curr_conns, 1, memory_order_relaxed);
+}
+
+static void conn_accept(struct worker *w, int lfd)
+{
+	struct larder__shared *sh = w->net->sh;
+
+	for (int i = 0; i < 64; i++) {
+		int one = 1, fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct epoll_event e;
+		struct conn *c;
+
+		if (fd < 0)
+			return;
+		/* Relaxed: a soft limit, as memcached's; a race admits one extra at most per worker. */
+		if (atomic_load_explicit(&sh->curr_conns, memory_order_relaxed) >=
+		    (uint64_t)sh->maxconns) {
+			static const char msg[] = "ERROR Too many open connections\r\n";
+			larder__ignore(write(fd, msg, sizeof(msg) - 1));
+			close(fd);
+			atomic_fetch_add_explicit(&sh->rejected_conns, 1, memory_order_relaxed);
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		c = calloc(1, sizeof(*c));
+		if (c == NULL) {
+			close(fd);
+			continue;
+		}
+		c->kind = KIND_CONN;
+		c->fd = fd;
+		c->events = EPOLLIN;
+		e.events = EPOLLIN;
+		e.data.ptr = c;
+		if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &e) != 0) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		c->next = w->conns;
+		if (w->conns)
+			w->conns->prev = c;
+		w->conns = c;
+		atomic_fetch_add_explicit(&sh->curr_conns, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&sh->total_conns, 1, memory_order_relaxed);
+	}
+}
+
+/* Moves the suspended request's pointers from one copy of the bytes to another. */
+static void rebase_req(struct larder__req *r, const char *from, char *to)
+{
+	ptrdiff_t d = to - from;
+	r->keys += d;
+	r->keys_end += d;
+	for (int i = 0; i < r->ntok; i++)
+		r->tok[i].p += d;
+	r->key.p += d;
+}
+
+enum { PROC_OK, PROC_CLOSE };
+
+/*
+ * Parses and runs requests from buf[*off, len) into out. Stops at an
+ * incomplete request, at high water, or when a multiget suspends.
+ */
+static int process(struct worker *w, struct conn *c, const char *buf, size_t len, size_t *off,
+		   struct larder__obuf *out)
+{
+	struct larder__exec *x = &w->x;
+
+	if (c->suspended) {
+		int r = larder__exec(x, &c->req, out, HIGH_WATER);
+		if (r == LARDER__EXEC_SUSPEND)
+			return PROC_OK;
+		c->suspended = false;
+		*off += c->req.consumed;
+		if (r != LARDER__EXEC_DONE)
+			return PROC_CLOSE;
+	}
+	while (*off < len && out->len - c->sent <= HIGH_WATER) {
+		size_t avail = len - *off;
+		int pr, r;
+
+		if (c->swallow > 0) {
+			size_t n = avail < c->swallow ? avail : c->swallow;
+			c->swallow -= n;
+			*off += n;
+			continue;
+		}
+		if (avail < c->need)
+			break;
+		pr = larder__parse(buf + *off, avail, &w->net->lim, &c->req);
+		if (pr == LARDER__PARSE_MORE) {
+			c->need = c->req.need;
+			break;
+		}
+		c->need = 0;
+		if (pr == LARDER__PARSE_CLOSE)
+			return PROC_CLOSE;
+		r = larder__exec(x, &c->req, out, HIGH_WATER);
+		if (r == LARDER__EXEC_SUSPEND) {
+			c->suspended = true;
+			break;
+		}
+		larder__stat_add(x, WS_BYTES_READ, c->req.consumed);
+		*off += c->req.consumed;
+		c->swallow = c->req.swallow;
+		if (r == LARDER__EXEC_CLOSE) {
+			c->closing = true;
+			break;
+		}
+		if (r != LARDER__EXEC_DONE)
+			return PROC_CLOSE;
+	}
+	return out->failed ? PROC_CLOSE : PROC_OK;
+}
+
+/* Keeps buf[off, len) as the connection's pending input. */
+static bool keep_input(struct conn *c, const char *buf, size_t off, size_t len, bool from_conn)
+{
+	size_t rest = len - off;
+
+	if (from_conn) {
+		if (rest == 0) {
+			free(c->in);
+			c->in = NULL;
+			c->in_len = c->in_cap = 0;
+		} else if (off > 0) {
+			memmove(c->in, c->in + off, rest);
+			if (c->suspended)
+				rebase_req(&c->req, buf + off, c->in);
+			c->in_len = rest;
+		}
+		return true;
+	}
+	if (rest == 0)
+		return true;
+	c->in_cap = rest > READ_CHUNK ? rest : READ_CHUNK;
+	c->in = malloc(c->in_cap);
+	if (c->in == NULL)
+		return false;
+	memcpy(c->in, buf + off, rest);
+	c->in_len = rest;
+	if (c->suspended)
+		rebase_req(&c->req, buf + off, c->in);
+	return true;
+}
+
+/* Writes pending output; leftovers from the worker buffer move to the connection. */
+static int flush_out(struct worker *w, struct conn *c, struct larder__obuf *out)
+{
+	while (c->sent < out->len) {
+		ssize_t n = write(c->fd, out->buf + c->sent, out->len - c->sent);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				break;
+			return PROC_CLOSE;
+		}
+		larder__stat_add(&w->x, WS_BYTES_WRITTEN, (uint64_t)n);
+		c->sent += (size_t)n;
+	}
+	if (out == &w->out) {
+		if (c->sent < out->len)
+			larder__obuf_add(&c->out, out->buf + c->sent, out->len - c->sent);
+		out->len = 0;
+		c->sent = 0;
+		if (c->out.failed)
+			return PROC_CLOSE;
+	} else if (c->sent == out->len) {
+		larder__obuf_consume(out, out->len);
+		if (out->cap > 0 && out->len == 0)
+			larder__obuf_free(out);
+		c->sent = 0;
+	}
+	return PROC_OK;
+}
+
+static bool read_more(struct worker *w, struct conn *c, char **buf, size_t *len, bool *from_conn)
+{
+	ssize_t n;
+
+	if (c->in == NULL) {
+		*buf = w->rbuf;
+		*from_conn = false;
+		n = read(c->fd, w->rbuf, READ_CHUNK);
+		*len = n > 0 ? (size_t)n : 0;
+	} else {
+		size_t want = c->in_len + READ_CHUNK;
+		if (c->need > want)
+			want = c->need;
+		if (want > c->in_cap) {
+			char *nb = realloc(c->in, want);
+			if (nb == NULL)
+				return false;
+			c->in = nb;
+			c->in_cap = want;
+		}
+		n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+		if (n > 0)
+			c->in_len += (size_t)n;
+		*buf = c->in;
+		*len = c->in_len;
+		*from_conn = true;
+	}
+	if (n == 0)
+		return false;
+	if (n < 0 && errno != EAGAIN && errno != EINTR)
+		return false;
+	return true;
+}
+
+static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
+{
+	struct larder__obuf *out = c->out.len > 0 ? &c->out : &w->out;
+	char *buf = c->in;
+	size_t len = c->in_len, off = 0;
+	bool from_conn = true;
+
+	if (ev & (EPOLLERR | EPOLLHUP) && !(ev & EPOLLIN))
+		goto close;
+	if ((ev & EPOLLOUT) && flush_out(w, c, &c->out) != PROC_OK)
+		goto close;
+	out = c->out.len > 0 ? &c->out : &w->out;
+	if ((ev & EPOLLIN) && !c->suspended && !c->closing && !read_more(w, c, &buf, &len, &from_conn))
+		goto close;
+	if (!c->closing && (c->suspended || len > 0) && out->len - c->sent <= HIGH_WATER) {
+		if (process(w, c, buf, len, &off, out) != PROC_OK)
+			goto close;
+		if (!keep_input(c, buf, off, len, from_conn))
+			goto close;
+	}
+	if (flush_out(w, c, out) != PROC_OK)
+		goto close;
+	if (c->closing && c->out.len == 0)
+		goto close;
+	if (c->out.len > HIGH_WATER || c->suspended || c->closing)
+		set_interest(w, c, EPOLLOUT);
+	else
+		set_interest(w, c, EPOLLIN | (c->out.len > 0 ? EPOLLOUT : 0));
+	return;
+close:
+	conn_free(w, c);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct epoll_event ev[MAX_EVENTS];
+
+	for (;;) {
+		int n = epoll_wait(w->ep, ev, MAX_EVENTS, -1);
+		if (n < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < n; i++) {
+			int kind = *(int *)ev[i].data.ptr;
+			if (kind == KIND_STOP)
+				return NULL;
+			if (kind == KIND_LISTEN)
+				conn_accept(w, ((struct listener *)ev[i].data.ptr)->fd);
+			else
+				conn_event(w, ev[i].data.ptr, ev[i].events);
+		}
+	}
+	return NULL;
+}
+
+static int worker_init(struct larder__net *net, struct worker *w, unsigned id)
+{
+	w->net = net;
+	w->ep = epoll_create1(EPOLL_CLOEXEC);
+	w->rbuf = malloc(READ_CHUNK);
+	if (w->ep < 0 || w->rbuf == NULL || larder__exec_init(&w->x, net->sh, id) != 0)
+		return -1;
+	for (int i = 0; i <= net->nlfd; i++) {
+		/* EPOLLEXCLUSIVE: one worker wakes per connection; the stop fd wakes all. */
+		struct epoll_event e = {.events = EPOLLIN | (i < net->nlfd ? EPOLLEXCLUSIVE : 0),
+					.data.ptr = &net->ls[i]};
+		if (epoll_ctl(w->ep, EPOLL_CTL_ADD, net->ls[i].fd, &e) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void worker_fini(struct worker *w)
+{
+	while (w->conns)
+		conn_free(w, w->conns);
+	if (w->ep >= 0)
+		close(w->ep);
+	free(w->rbuf);
+	larder__obuf_free(&w->out);
+	larder__exec_fini(&w->x);
+}
+
+struct larder__net *larder__net_start(struct larder__shared *sh, const int *lfds, int nlfd)
+{
+	struct larder__net *net = calloc(1, sizeof(*net));
+	int i;
+
+	if (net == NULL)
+		return NULL;
+	net->sh = sh;
+	net->lim.item_max = sh->item_max;
+	net->nlfd = nlfd;
+	net->stop_fd = -1;
+	net->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	net->ls = calloc((size_t)nlfd + 1, sizeof(*net->ls));
+	net->w = calloc((size_t)sh->threads, sizeof(*net->w));
+	sh->workers = calloc((size_t)sh->threads, sizeof(*sh->workers));
+	if (net->stop_fd < 0 || net->ls == NULL || net->w == NULL || sh->workers == NULL)
+		goto fail;
+	for (i = 0; i < sh->threads; i++)
+		net->w[i].ep = -1;
+	for (i = 0; i < nlfd; i++)
+		net->ls[i] = (struct listener){KIND_LISTEN, lfds[i]};
+	net->ls[nlfd] = (struct listener){KIND_STOP, net->stop_fd};
+	for (i = 0; i < sh->threads; i++) {
+		sh->workers[i] = &net->w[i].x;
+		if (worker_init(net, &net->w[i], (unsigned)i) != 0)
+			goto fail;
+	}
+	for (i = 0; i < sh->threads; i++) {
+		if (pthread_create(&net->w[i].thread, NULL, worker_main, &net->w[i]) != 0)
+			goto fail;
+		net->w[i].started = true;
+		net->nworkers = i + 1;
+	}
+	return net;
+fail:
+	larder__net_stop(net);
+	return NULL;
+}
+
+void larder__net_stop(struct larder__net *net)
+{
+	uint64_t one = 1;
+
+	if (net == NULL)
+		return;
+	if (net->stop_fd >= 0)
+		larder__ignore(write(net->stop_fd, &one, sizeof(one)));
+	for (int i = 0; i < net->nworkers; i++)
+		pthread_join(net->w[i].thread, NULL);
+	for (int i = 0; net->w && i < net->sh->threads; i++)
+		worker_fini(&net->w[i]);
+	if (net->stop_fd >= 0)
+		close(net->stop_fd);
+	free(net->w);
+	free(net->ls);
+	free(net->sh->workers);
+	net->sh->workers = NULL;
+	free(net);
+}

@@ -1,0 +1,46 @@
+# lib.sh - helpers for the larderd protocol tests (sourced, not run).
+# Every process a test starts is recorded in PIDS and killed by the EXIT trap,
+# also when the test fails half-way.
+
+PIDS=()
+TMPD=$(mktemp -d /tmp/larderd-test.XXXXXX)
+
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null
+	done
+	for pid in "${PIDS[@]}"; do
+		wait "$pid" 2>/dev/null
+	done
+	rm -rf "$TMPD"
+}
+trap cleanup EXIT INT TERM
+
+# A free loopback TCP port (the kernel picks it; tiny reuse race accepted).
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_port PORT: waits up to 10 s for a listener on 127.0.0.1:PORT.
+wait_port() {
+	python3 - "$1" <<'PY'
+import socket, sys, time
+deadline = time.time() + 10
+while time.time() < deadline:
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=0.2).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.05)
+sys.exit(1)
+PY
+}
+
+# start LOG CMD...: starts a background process, records its pid.
+start() {
+	local log=$1
+	shift
+	"$@" >"$log" 2>&1 &
+	PIDS+=($!)
+}

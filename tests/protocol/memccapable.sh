@@ -1,0 +1,20 @@
+#!/bin/bash
+# memccapable.sh LARDERD [MEMCCAPABLE] - runs Debian's libmemcached-tools
+# compliance checker (ASCII tests) against a fresh larderd on loopback.
+# Passes only if memccapable says every test passed and exits 0.
+set -u
+LARDERD=$1
+MEMCCAPABLE=${2:-memccapable}
+. "$(dirname "$0")/lib.sh"
+
+PORT=$(free_port)
+start "$TMPD/larderd.log" "$LARDERD" -p "$PORT" -l 127.0.0.1 -t 2 -m 64
+wait_port "$PORT" || { echo "larderd did not start"; cat "$TMPD/larderd.log"; exit 1; }
+timeout 60 "$MEMCCAPABLE" -h 127.0.0.1 -p "$PORT" -a -t 5 >"$TMPD/out" 2>&1
+rc=$?
+cat "$TMPD/out"
+if [ $rc -ne 0 ] || ! grep -q "All tests passed" "$TMPD/out" || grep -q "\[fail\]" "$TMPD/out"; then
+	echo "memccapable FAILED (rc=$rc)"
+	exit 1
+fi
+echo "memccapable: every ASCII test passed"

@@ -1,0 +1,284 @@
+/*
+ * test_parse.c - unit tests of the larderd request parser (server/proto).
+ *
+ * Asserts the invariants of parse.h:
+ *   P1 a DONE request consumes > 0 bytes and no more than it was given;
+ *   P2 every request gives the same result when fed split at any byte
+ *      boundary (every prefix shorter than the request is PARSE_MORE, and a
+ *      MORE's `need` never asks for less than it was given);
+ *   P3 a line without newline is refused past its limit;
+ *   P4 an oversize value is answered and swallowed, not buffered.
+ * It also checks every command, the replies to malformed lines, and a
+ * seeded random-junk pass (seed printed; argv[1] overrides).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                     \
+	do {                                                                                 \
+		if (!(cond)) {                                                               \
+			failures++;                                                          \
+			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                                        \
+			fputc('\n', stderr);                                                 \
+		}                                                                            \
+	} while (0)
+
+static const struct larder__limits k_lim = {1024 * 1024};
+
+struct expect {
+	const char *in;       /* one request (maybe followed by more bytes) */
+	int result;           /* PARSE_DONE or PARSE_CLOSE */
+	enum larder__cmd cmd;
+	const char *key;      /* NULL: not checked */
+	const char *reply;    /* for CMD_REPLY */
+	const char *data;     /* NULL: not checked */
+	size_t consumed;      /* 0: strlen(in) */
+	int noreply;
+	size_t swallow;
+};
+
+static const struct expect k_cases[] = {
+	{"get foo\r\n", 1, LARDER__CMD_GET, NULL, NULL, NULL, 0, 0, 0},
+	{"gets a b c\r\n", 1, LARDER__CMD_GETS, NULL, NULL, NULL, 0, 0, 0},
+	{"gat 100 a b\r\n", 1, LARDER__CMD_GAT, NULL, NULL, NULL, 0, 0, 0},
+	{"gats -1 a\r\n", 1, LARDER__CMD_GATS, NULL, NULL, NULL, 0, 0, 0},
+	{"gat x a\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR invalid exptime argument", NULL, 0, 0, 0},
+	{"get\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
+	{"set k 5 10 3\r\nabc\r\n", 1, LARDER__CMD_SET, "k", NULL, "abc", 0, 0, 0},
+	{"set k 5 10 3 noreply\r\nabc\r\n", 1, LARDER__CMD_SET, "k", NULL, "abc", 0, 1, 0},
+	{"set k 0 0 0\r\n\r\n", 1, LARDER__CMD_SET, "k", NULL, "", 0, 0, 0},
+	{"add k 0 0 1\r\nx\r\n", 1, LARDER__CMD_ADD, "k", NULL, "x", 0, 0, 0},
+	{"replace k 0 0 1\r\nx\r\n", 1, LARDER__CMD_REPLACE, "k", NULL, "x", 0, 0, 0},
+	{"append k 0 0 1\r\nx\r\n", 1, LARDER__CMD_APPEND, "k", NULL, "x", 0, 0, 0},
+	{"prepend k 0 0 1\r\nx\r\n", 1, LARDER__CMD_PREPEND, "k", NULL, "x", 0, 0, 0},
+	{"cas k 0 0 1 77\r\nx\r\n", 1, LARDER__CMD_CAS, "k", NULL, "x", 0, 0, 0},
+	{"cas k 0 0 1\r\nx\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR", NULL, 13, 0, 0},
+	{"set k 0 0 1\r\nxx\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR bad data chunk", NULL, 16, 0, 0},
+	{"set k 0 0 -1\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR bad command line format", NULL, 0, 0, 0},
+	{"set k x 0 1\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR bad command line format", NULL, 0, 0, 0},
+	{"set k 0 0\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
+	{"set k 0 0 2000000\r\n", 1, LARDER__CMD_REPLY, NULL, "SERVER_ERROR object too large for cache", NULL, 0, 0, 2000002},
+	{"delete k\r\n", 1, LARDER__CMD_DELETE, "k", NULL, NULL, 0, 0, 0},
+	{"delete k 0\r\n", 1, LARDER__CMD_DELETE, "k", NULL, NULL, 0, 0, 0},
+	{"delete k noreply\r\n", 1, LARDER__CMD_DELETE, "k", NULL, NULL, 0, 1, 0},
+	{"delete k 5\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]", NULL, 0, 0, 0},
+	{"incr k 5\r\n", 1, LARDER__CMD_INCR, "k", NULL, NULL, 0, 0, 0},
+	{"decr k 5 noreply\r\n", 1, LARDER__CMD_DECR, "k", NULL, NULL, 0, 1, 0},
+	{"incr k -1\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR invalid numeric delta argument", NULL, 0, 0, 0},
+	{"incr k 18446744073709551616\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR invalid numeric delta argument", NULL, 0, 0, 0},
+	{"touch k 10\r\n", 1, LARDER__CMD_TOUCH, "k", NULL, NULL, 0, 0, 0},
+	{"touch k\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
+	{"touch k x\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR invalid exptime argument", NULL, 0, 0, 0},
+	{"flush_all\r\n", 1, LARDER__CMD_FLUSH_ALL, NULL, NULL, NULL, 0, 0, 0},
+	{"flush_all 10 noreply\r\n", 1, LARDER__CMD_FLUSH_ALL, NULL, NULL, NULL, 0, 1, 0},
+	{"flush_all abc\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR invalid exptime argument", NULL, 0, 0, 0},
+	{"version\r\n", 1, LARDER__CMD_VERSION, NULL, NULL, NULL, 0, 0, 0},
+	{"verbosity 1\r\n", 1, LARDER__CMD_VERBOSITY, NULL, NULL, NULL, 0, 0, 0},
+	{"verbosity\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
+	{"quit\r\n", 1, LARDER__CMD_QUIT, NULL, NULL, NULL, 0, 0, 0},
+	{"stats\r\n", 1, LARDER__CMD_STATS, NULL, NULL, NULL, 0, 0, 0},
+	{"stats settings\n", 1, LARDER__CMD_STATS, NULL, NULL, NULL, 0, 0, 0},
+	{"mn\r\n", 1, LARDER__CMD_MN, NULL, NULL, NULL, 0, 0, 0},
+	{"mg k v f c t k O123\r\n", 1, LARDER__CMD_MG, "k", NULL, NULL, 0, 0, 0},
+	{"mg k v q\r\n", 1, LARDER__CMD_MG, "k", NULL, NULL, 0, 1, 0},
+	{"mg k v v\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR duplicate flag", NULL, 0, 0, 0},
+	{"mg k Z\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR invalid flag", NULL, 0, 0, 0},
+	{"mg\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
+	{"ms k 2 T0 F5\r\nhi\r\n", 1, LARDER__CMD_MS, "k", NULL, "hi", 0, 0, 0},
+	{"ms k 2 Zz\r\nhi\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR invalid flag", NULL, 11, 0, 4},
+	{"ms k x\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR bad command line format", NULL, 0, 0, 0},
+	{"md k q\r\n", 1, LARDER__CMD_MD, "k", NULL, NULL, 0, 1, 0},
+	{"ma k N0 J7 v\r\n", 1, LARDER__CMD_MA, "k", NULL, NULL, 0, 0, 0},
+	{"me k\r\n", 1, LARDER__CMD_ME, "k", NULL, NULL, 0, 0, 0},
+	{"mz k\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
+	{"\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
+	{"x\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
+	{"SET k 0 0 1\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
+	{"  set   k  0 0 1 \nx\r\n", 1, LARDER__CMD_SET, "k", NULL, "x", 0, 0, 0},
+	{"get k\n", 1, LARDER__CMD_GET, NULL, NULL, NULL, 0, 0, 0},
+};
+
+static void check_one(const struct expect *e, const char *in, size_t len)
+{
+	struct larder__req r;
+	size_t want = e->consumed ? e->consumed : strlen(e->in);
+	int rc = larder__parse(in, len, &k_lim, &r);
+
+	CHECK(rc == e->result, "[%s] result %d", e->in, rc);
+	if (rc != LARDER__PARSE_DONE)
+		return;
+	CHECK(r.consumed == want && r.consumed > 0 && r.consumed <= len,
+	      "[%s] consumed %zu want %zu", e->in, r.consumed, want);
+	CHECK(r.cmd == e->cmd, "[%s] cmd %d want %d", e->in, r.cmd, e->cmd);
+	if (e->key)
+		CHECK(r.key.n == strlen(e->key) && memcmp(r.key.p, e->key, r.key.n) == 0,
+		      "[%s] key", e->in);
+	if (e->reply)
+		CHECK(r.reply && strcmp(r.reply, e->reply) == 0, "[%s] reply %s", e->in,
+		      r.reply ? r.reply : "(null)");
+	if (e->data)
+		CHECK(r.data_len == strlen(e->data) && memcmp(r.data, e->data, r.data_len) == 0,
+		      "[%s] data", e->in);
+	CHECK((int)r.noreply == e->noreply, "[%s] noreply %d", e->in, r.noreply);
+	CHECK(r.swallow == e->swallow, "[%s] swallow %zu", e->in, r.swallow);
+}
+
+/* P2: every prefix shorter than the request is MORE; every longer one gives the same. */
+static void check_splits(const struct expect *e)
+{
+	size_t len = strlen(e->in), want = e->consumed ? e->consumed : len;
+	char *buf = malloc(len + 16);
+
+	for (size_t k = 0; k < want; k++) {
+		struct larder__req r;
+		memcpy(buf, e->in, k);
+		int rc = larder__parse(buf, k, &k_lim, &r);
+		CHECK(rc == LARDER__PARSE_MORE, "[%s] prefix %zu gave %d", e->in, k, rc);
+		CHECK(r.need == 0 || r.need > k, "[%s] prefix %zu need %zu", e->in, k, r.need);
+	}
+	/* followed by another request: the first parse must not look past its end */
+	memcpy(buf, e->in, len);
+	memcpy(buf + len, "get zz\r\n", 8);
+	check_one(e, buf, len + 8);
+	free(buf);
+}
+
+static void test_table(void)
+{
+	for (size_t i = 0; i < sizeof(k_cases) / sizeof(k_cases[0]); i++) {
+		const struct expect *e = &k_cases[i];
+		if (e->consumed == 0)
+			check_one(e, e->in, strlen(e->in));
+		check_splits(e);
+	}
+}
+
+static void test_get_keys(void)
+{
+	struct larder__req r;
+	const char *in = "gets  a bb  ccc\r\n";
+	const char *names[] = {"a", "bb", "ccc"};
+	struct larder__tok t;
+	int n = 0;
+
+	CHECK(larder__parse(in, strlen(in), &k_lim, &r) == LARDER__PARSE_DONE, "gets");
+	while (larder__next_token(&r.keys, r.keys_end, &t)) {
+		CHECK(n < 3 && t.n == strlen(names[n]) && memcmp(t.p, names[n], t.n) == 0, "key %d", n);
+		n++;
+	}
+	CHECK(n == 3, "got %d keys", n);
+}
+
+static void test_limits(void)
+{
+	struct larder__req r;
+	size_t big = LARDER__GET_LINE_MAX + 10;
+	char *buf = malloc(big);
+	char key[300];
+
+	/* P3: a non-get line without a newline is closed past 2 KiB */
+	memset(buf, 'a', big);
+	memcpy(buf, "set ", 4);
+	CHECK(larder__parse(buf, 2048, &k_lim, &r) == LARDER__PARSE_MORE, "2048 is fine");
+	CHECK(larder__parse(buf, 2049, &k_lim, &r) == LARDER__PARSE_CLOSE, "2049 set closes");
+	memcpy(buf, "get ", 4);
+	CHECK(larder__parse(buf, 60000, &k_lim, &r) == LARDER__PARSE_MORE, "long get waits");
+	CHECK(larder__parse(buf, big, &k_lim, &r) == LARDER__PARSE_CLOSE, "huge get closes");
+	memset(buf, 0, 3000);
+	CHECK(larder__parse(buf, 3000, &k_lim, &r) == LARDER__PARSE_CLOSE, "binary junk closes");
+
+	/* key length: 250 is accepted, 251 refused */
+	memset(key, 'k', sizeof(key));
+	snprintf(buf, big, "get %.250s\r\n", key);
+	CHECK(larder__parse(buf, strlen(buf), &k_lim, &r) == LARDER__PARSE_DONE &&
+	      r.cmd == LARDER__CMD_GET, "250-byte key");
+	snprintf(buf, big, "get a %.251s b\r\n", key);
+	CHECK(larder__parse(buf, strlen(buf), &k_lim, &r) == LARDER__PARSE_DONE &&
+	      r.cmd == LARDER__CMD_REPLY &&
+	      strcmp(r.reply, "CLIENT_ERROR bad command line format") == 0, "251-byte key");
+	snprintf(buf, big, "set %.251s 0 0 1\r\nx\r\n", key);
+	CHECK(larder__parse(buf, strlen(buf), &k_lim, &r) == LARDER__PARSE_DONE &&
+	      r.cmd == LARDER__CMD_REPLY && r.consumed == 4 + 251 + 6 + 2, "set 251-byte key");
+	/* P4: a value at the limit needs its bytes; one over is swallowed */
+	snprintf(buf, big, "set k 0 0 %zu\r\n", k_lim.item_max);
+	CHECK(larder__parse(buf, strlen(buf), &k_lim, &r) == LARDER__PARSE_MORE &&
+	      r.need == strlen(buf) + k_lim.item_max + 2, "item_max needs its bytes");
+	snprintf(buf, big, "set k 0 0 %zu\r\n", k_lim.item_max + 1);
+	CHECK(larder__parse(buf, strlen(buf), &k_lim, &r) == LARDER__PARSE_DONE &&
+	      r.swallow == k_lim.item_max + 3, "item_max + 1 swallowed");
+	snprintf(buf, big, "set k 0 0 99999999999\r\n");
+	CHECK(larder__parse(buf, strlen(buf), &k_lim, &r) == LARDER__PARSE_DONE &&
+	      r.cmd == LARDER__CMD_REPLY && r.swallow == 0, "absurd length refused");
+	free(buf);
+}
+
+static void test_pipeline(void)
+{
+	const char *in = "set a 0 0 1\r\n1\r\nget a\r\nbogus\r\ndelete a noreply\r\nmn\r\n";
+	enum larder__cmd want[] = {LARDER__CMD_SET, LARDER__CMD_GET, LARDER__CMD_REPLY,
+				   LARDER__CMD_DELETE, LARDER__CMD_MN};
+	size_t off = 0, len = strlen(in);
+	int i = 0;
+
+	while (off < len) {
+		struct larder__req r;
+		CHECK(larder__parse(in + off, len - off, &k_lim, &r) == LARDER__PARSE_DONE, "step %d", i);
+		CHECK(i < 5 && r.cmd == want[i], "step %d cmd %d", i, r.cmd);
+		off += r.consumed;
+		i++;
+	}
+	CHECK(i == 5 && off == len, "pipeline %d %zu", i, off);
+}
+
+/* P1 on random bytes biased toward protocol tokens. */
+static void test_junk(unsigned seed)
+{
+	static const char *frag[] = {"get ", "set ", "ms ", "mg ", " ", "\r\n", "\n", "0 ", "1 ",
+				     "-1 ", "99999999999 ", "k", "noreply", "v ", "q ", "cas ", "\0"};
+	char buf[512];
+
+	srand(seed);
+	for (int it = 0; it < 200000; it++) {
+		size_t len = 0;
+		while (len < sizeof(buf) - 16 && rand() % 12) {
+			if (rand() % 2) {
+				const char *f = frag[rand() % (sizeof(frag) / sizeof(frag[0]))];
+				size_t n = strlen(f);
+				memcpy(buf + len, f, n);
+				len += n;
+			} else {
+				buf[len++] = (char)(rand() % 256);
+			}
+		}
+		struct larder__req r;
+		int rc = larder__parse(buf, len, &k_lim, &r);
+		if (rc == LARDER__PARSE_DONE)
+			CHECK(r.consumed > 0 && r.consumed <= len, "junk consumed %zu of %zu", r.consumed, len);
+		else if (rc == LARDER__PARSE_MORE)
+			CHECK(r.need == 0 || r.need > len, "junk need %zu len %zu", r.need, len);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	unsigned seed = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 12345u;
+
+	printf("test_parse seed %u\n", seed);
+	test_table();
+	test_get_keys();
+	test_limits();
+	test_pipeline();
+	test_junk(seed);
+	if (failures) {
+		printf("FAILED: %d checks\n", failures);
+		return 1;
+	}
+	printf("all parser checks passed\n");
+	return 0;
+}
