@@ -357,6 +357,8 @@ static struct larder__entry *entry_build(larder *c, struct op *op, const void *k
 	struct larder__entry *e = larder__slab_alloc(&c->slab, &op->handle->cursor, bytes);
 	if (!e)
 		return NULL;
+	/* Counted from allocation, so a free never precedes its count. */
+	larder__stat_bump(&op->handle->alloc_bytes, larder__slab_charge(bytes));
 	e->prev = e->next = NULL;
 	e->value_len = (uint32_t)value_len;
 	e->key_len = (uint16_t)key_len;
@@ -373,6 +375,7 @@ static struct larder__entry *entry_build(larder *c, struct op *op, const void *k
 static void entry_unbuild(larder *c, struct op *op, struct larder__entry *e, size_t charge)
 {
 	larder__slab_unalloc(&c->slab, &op->handle->cursor, e, larder__entry_size(e));
+	larder__stat_bump(&op->handle->alloc_bytes, (uint64_t)0 - charge);
 	op->handle->credit += (int64_t)charge;
 }
 
@@ -382,10 +385,9 @@ static int value_equals(struct larder__entry *e, const void *v, size_t len)
 }
 
 /* After a write posted its event: count it and nudge the maintainer. */
-static void write_done(larder *c, struct op *op, size_t charge)
+static void write_done(larder *c, struct op *op)
 {
 	larder__stat_bump(&op->handle->writes, 1);
-	larder__stat_bump(&op->handle->alloc_bytes, charge);
 	larder__cache_wake_maintainer(c);
 }
 
@@ -471,7 +473,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		entry_unbuild(c, &op, e, charge);
 		return rc;
 	}
-	write_done(c, &op, charge);
+	write_done(c, &op);
 	return LARDER_OK;
 }
 
@@ -695,16 +697,14 @@ void larder__cache_orphan_handle(larder *c, struct larder__handle *h)
 
 /* ---- Statistics ------------------------------------------------------------------ */
 
-int larder_stats(larder *c, uint64_t *values, size_t count)
+/* Under handles_lock: an exiting thread's counters move from its handle to
+ * the maintainer's totals under it, so they are counted exactly once. */
+static void sum_handles(larder *c, uint64_t *v)
 {
-	uint64_t v[LARDER_STAT_COUNT] = { 0 };
-	if (!c || (!values && count))
-		return LARDER_EINVAL;
-	pthread_mutex_lock(&c->handles_lock);
 	for (struct larder__handle *h = (struct larder__handle *)atomic_load_explicit(
 		     &c->handles, LARDER__ACQUIRE); /* A-HANDLES */
 	     h; h = h->next) {
-		/* Relaxed: statistics; each counter is exact, the set is not an instant. */
+		/* Relaxed: statistics; each counter is exact on its own. */
 		v[LARDER_STAT_HITS] += atomic_load_explicit(&h->hits, LARDER__RELAXED);
 		v[LARDER_STAT_MISSES] += atomic_load_explicit(&h->misses, LARDER__RELAXED);
 		v[LARDER_STAT_WRITES] += atomic_load_explicit(&h->writes, LARDER__RELAXED);
@@ -712,11 +712,31 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 		v[LARDER_STAT_WRITE_BUSY] += atomic_load_explicit(&h->write_busy, LARDER__RELAXED);
 		v[LARDER_STAT_USED_BYTES] += atomic_load_explicit(&h->alloc_bytes, LARDER__RELAXED);
 	}
-	/* Inside the lock: an exiting thread's counters move from its handle to
-	 * the maintainer's totals under it, so they are counted exactly once. */
-	larder__maint_stats(c, v);
+}
+
+/*
+ * Used bytes = bytes allocated (per thread, counted at allocation) - bytes
+ * freed (by the maintainer). Both only grow; if freed is the same before and
+ * after the allocation sum, the difference was the true figure at some
+ * instant of the call. Retried a few times otherwise.
+ */
+int larder_stats(larder *c, uint64_t *values, size_t count)
+{
+	uint64_t v[LARDER_STAT_COUNT];
+	if (!c || (!values && count))
+		return LARDER_EINVAL;
+	pthread_mutex_lock(&c->handles_lock);
+	for (int attempt = 0; attempt < 8; attempt++) {
+		memset(v, 0, sizeof(v));
+		uint64_t freed = larder__maint_freed_bytes(c);
+		sum_handles(c, v);
+		larder__maint_stats(c, v);
+		if (larder__maint_freed_bytes(c) == freed)
+			break;
+	}
 	pthread_mutex_unlock(&c->handles_lock);
 	uint64_t cap = atomic_load_explicit(&c->capacity, LARDER__RELAXED);
+
 	v[LARDER_STAT_CAPACITY_BYTES] = cap;
 	v[LARDER_STAT_OVERSHOOT_BOUND] = larder__overshoot_bound(cap);
 	v[LARDER_STAT_PAGES_MAPPED] = atomic_load_explicit(&c->slab.mapped_bytes, LARDER__RELAXED);

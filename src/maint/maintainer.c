@@ -51,6 +51,7 @@
 #define EVICT_PER_PASS 4096u
 #define MIGRATE_PER_PASS 1024u
 #define WALK_PER_PASS 4096u
+#define SWEEP_PER_PASS 1024u
 #define BUSY_PASS_EVENTS 256u
 
 struct larder__maint {
@@ -66,6 +67,8 @@ struct larder__maint {
 	struct larder__table *gens;   /* swapped out by clear, oldest first */
 	struct larder__table *growing;
 	uint64_t policy_capacity; /* the capacity last given to the policy */
+	uint64_t ttl_count;       /* counted entries that carry a deadline */
+	uint64_t sweep_cursor;    /* next bucket of the expiry sweep */
 	/* Counters: written by this thread only (relaxed load+store), read by
 	 * larder_stats() and the quiesce seam from any thread. */
 	larder__atomic_u64 stat[LARDER_STAT_COUNT];
@@ -108,6 +111,7 @@ static void account(struct larder__maint *m, struct larder__entry *e)
 	if (e->mbits & (LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD))
 		return;
 	e->mbits |= LARDER__MBITS_COUNTED;
+	m->ttl_count += e->flags & LARDER__ENTRY_TTL;
 	size_t bytes = larder__entry_size(e);
 	larder__slab_note_live(e, bytes);
 	m->live_count++;
@@ -147,6 +151,7 @@ static void retire(struct larder__maint *m, struct larder__entry *e, enum larder
 	e->mbits = (uint8_t)((e->mbits & ~LARDER__MBITS_QUEUED) | LARDER__MBITS_DEAD);
 	m->live_count--;
 	m->live_bytes -= charge;
+	m->ttl_count -= e->flags & LARDER__ENTRY_TTL;
 	if (notify) {
 		bump(m, cause_stat[cause], 1);
 		if (c->listener)
@@ -251,7 +256,10 @@ static void free_entries(struct larder__maint *m, struct larder__entry *e, uint6
 		larder__slab_free(&c->slab, e, larder__entry_size(e));
 		e = next;
 	}
-	larder__stat_bump(&m->freed_bytes, bytes);
+	/* R-FREED: release (pairs with larder__maint_freed_bytes()). */
+	atomic_store_explicit(&m->freed_bytes,
+			      atomic_load_explicit(&m->freed_bytes, LARDER__RELAXED) + bytes,
+			      LARDER__RELEASE);
 	/* Relaxed: the budget is a count; the memory it stands for was handed
 	 * back through the slab's own ordering (SL1/SL2). */
 	atomic_fetch_add_explicit(&c->budget, (int64_t)bytes, LARDER__RELAXED);
@@ -375,6 +383,48 @@ static uint64_t evict(struct larder__maint *m)
 	}
 	if (n && want)
 		atomic_store_explicit(&c->wanted, 0, LARDER__RELAXED); /* waiters re-assert */
+	return n;
+}
+
+/*
+ * Expiry sweep: readers never return an expired value (they check the
+ * deadline), but its memory must still come back when nobody touches the key.
+ * Until the timing wheel lands (issue 4), the maintainer walks the index
+ * SWEEP_PER_PASS buckets per pass while entries with deadlines exist, so an
+ * expired entry lingers at most one full sweep: buckets / SWEEP_PER_PASS
+ * passes (a pass runs at least every 100 ms).
+ */
+static uint64_t expire_sweep(struct larder__maint *m)
+{
+	struct larder *c = m->cache;
+	if (!m->ttl_count)
+		return 0;
+	struct larder__table *t =
+		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE); /* A-ROOT */
+	if (larder__table_next(t))
+		return 0; /* growing: the sweep resumes on the new table */
+	uint64_t now = c->clock(c->clock_ctx), n = 0;
+	for (unsigned i = 0; i < SWEEP_PER_PASS; i++) {
+		if (m->sweep_cursor > t->mask)
+			m->sweep_cursor = 0;
+		struct larder__bucket *b = &t->buckets[m->sweep_cursor++];
+		for (unsigned s = 0; s < LARDER__BUCKET_SLOTS; s++) {
+			/* A-SLOT: the entry may have just been published. */
+			uint64_t w = atomic_load_explicit(&b->slot[s], LARDER__ACQUIRE);
+			if ((w & LARDER__SLOT_PTR_MASK) <= LARDER__SLOT_MARKER)
+				continue;
+			struct larder__entry *e = larder__slot_entry(w);
+			if (!(e->flags & LARDER__ENTRY_TTL))
+				continue;
+			/* Relaxed: E2 in core/entry.h. */
+			uint64_t deadline = atomic_load_explicit(larder__entry_expire(e),
+								 LARDER__RELAXED);
+			if (deadline != UINT64_MAX && now >= deadline && unlink_current(c, e)) {
+				retire(m, e, LARDER_CAUSE_EXPIRED, 1);
+				n++;
+			}
+		}
+	}
 	return n;
 }
 
@@ -516,6 +566,7 @@ static uint64_t maint_pass(struct larder__maint *m)
 	}
 	work += (uint64_t)walk_gens(m, gen_ready);
 	work += (uint64_t)reap_orphans(m);
+	work += expire_sweep(m);
 	work += evict(m);
 	work += (uint64_t)grow(m);
 	if (m->growing || events)
@@ -658,6 +709,12 @@ void larder__maint_stop(struct larder *c)
 	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED);
 	larder__futex_wake(&c->maint_sleeping, 1);
 	pthread_join(c->thread, NULL);
+}
+
+uint64_t larder__maint_freed_bytes(struct larder *c)
+{
+	/* Acquire: pairs with R-FREED; frees counted here happened before. */
+	return atomic_load_explicit(&c->maint->freed_bytes, LARDER__ACQUIRE);
 }
 
 void larder__maint_stats(struct larder *c, uint64_t *values)

@@ -19,6 +19,8 @@ void larder__maint_stop(struct larder *cache);
 /* With the thread stopped (or never started): frees every entry, table, page
  * and handle the cache holds. */
 void larder__maint_destroy(struct larder *cache);
+/* Bytes freed so far (only grows). */
+uint64_t larder__maint_freed_bytes(struct larder *cache);
 /* Adds the maintainer's counters to values[] (larder_stats). */
 void larder__maint_stats(struct larder *cache, uint64_t *values);
 
