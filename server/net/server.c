@@ -345,6 +345,9 @@ static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 		set_interest(w, c, EPOLLIN | (c->out.len > 0 ? EPOLLOUT : 0));
 	return;
 close:
+	/* replies built for this connection must not leak into the next one's */
+	w->out.len = 0;
+	w->out.failed = false;
 	conn_free(w, c);
 }
 

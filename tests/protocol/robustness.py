@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""robustness.py LARDERD - bad input and hostile clients never crash larderd
+nor grow its memory without bound; SIGTERM shuts it down cleanly.
+
+Checks, each against the same running server (which must stay up):
+  1. a line without newline past 2 KiB: the server closes that connection;
+  2. a huge declared value length: SERVER_ERROR, the bytes are swallowed;
+  3. 1 MiB of random binary junk: no crash;
+  4. a slow reader pipelining 20,000 gets of a 100 KB value without reading:
+     RSS grows by less than 64 MiB (the output high-water mark holds);
+  5. 1,000 idle connections: RSS per connection under 16 KiB;
+  6. -c: the connection over the limit gets memcached's refusal;
+  7. SIGTERM: exit status 0 within 10 s.
+The server is killed on exit whatever happens.
+"""
+import os, random, resource, signal, socket, subprocess, sys, time
+
+LARDERD = sys.argv[1]
+MAXCONN = 1100
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def connect(port):
+    return socket.create_connection(("127.0.0.1", port), timeout=5)
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def request(port, data, expect_end=b"\r\n"):
+    c = connect(port)
+    c.sendall(data)
+    out = b""
+    while not out.endswith(expect_end):
+        b = c.recv(1 << 16)
+        if not b:
+            break
+        out += b
+    c.close()
+    return out
+
+
+def closed_by_server(c, timeout=5):
+    c.settimeout(timeout)
+    try:
+        while True:
+            b = c.recv(1 << 16)
+            if not b:
+                return True
+    except (socket.timeout, ConnectionResetError):
+        return False
+
+
+def main():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    port = free_port()
+    srv = subprocess.Popen([LARDERD, "-p", str(port), "-l", "127.0.0.1", "-t", "2",
+                            "-m", "256", "-c", str(MAXCONN)])
+    fails = []
+
+    def check(cond, what):
+        print(("ok   " if cond else "FAIL ") + what)
+        if not cond:
+            fails.append(what)
+
+    try:
+        deadline = time.time() + 10
+        while True:
+            try:
+                connect(port).close()
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+
+        # 1. endless line
+        c = connect(port)
+        c.sendall(b"set " + b"a" * 10000)
+        check(closed_by_server(c), "line without newline past 2 KiB closes the connection")
+        c.close()
+
+        # 2. huge declared length, then the bytes: swallowed, connection usable
+        c = connect(port)
+        c.sendall(b"set big 0 0 2000000000\r\n")
+        r = c.recv(100)
+        check(r == b"SERVER_ERROR object too large for cache\r\n", "huge length refused: %r" % r)
+        chunk = b"x" * (1 << 20)
+        for _ in range(8):
+            c.sendall(chunk)
+        c.close()
+        check(request(port, b"version\r\n").startswith(b"VERSION "), "server alive after swallow")
+
+        # 3. binary junk
+        rnd = random.Random(7)
+        c = connect(port)
+        try:
+            c.sendall(bytes(rnd.getrandbits(8) for _ in range(1 << 20)))
+        except OSError:
+            pass
+        c.close()
+        check(request(port, b"version\r\n").startswith(b"VERSION "), "server alive after junk")
+
+        # 4. slow reader
+        val = b"v" * 100000
+        r = request(port, b"set slow 0 0 %d\r\n%s\r\n" % (len(val), val))
+        check(r == b"STORED\r\n", "stored 100 KB value")
+        before = rss_kib(srv.pid)
+        c = connect(port)
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        c.setblocking(False)
+        sent, batch = 0, b"get slow\r\n" * 1000
+        t_end = time.time() + 5
+        while sent < 20 and time.time() < t_end:
+            try:
+                c.sendall(batch)
+                sent += 1
+            except (BlockingIOError, socket.timeout):
+                time.sleep(0.05)
+        time.sleep(0.5)
+        grown = rss_kib(srv.pid) - before
+        check(grown < 64 * 1024, "slow reader: RSS grew %d KiB (< 64 MiB) while %d,000 gets queued"
+              % (grown, sent))
+        c.close()
+
+        # 5. many idle connections
+        time.sleep(0.2)
+        before = rss_kib(srv.pid)
+        conns = []
+        for _ in range(1000):
+            conns.append(connect(port))
+        conns[-1].sendall(b"version\r\n")
+        conns[-1].recv(100)
+        per = (rss_kib(srv.pid) - before) * 1024 / 1000
+        check(per < 16 * 1024, "1000 idle connections: %.0f bytes RSS each" % per)
+        stats = request(port, b"stats\r\n", b"END\r\n")
+        check(b"STAT curr_connections 10" in stats, "curr_connections counts them")
+
+        # 6. over the limit
+        extra = []
+        refused = False
+        for _ in range(MAXCONN):
+            try:
+                e = connect(port)
+            except OSError:
+                break
+            extra.append(e)
+            e.settimeout(0.2)
+            try:
+                if e.recv(100).startswith(b"ERROR Too many open connections"):
+                    refused = True
+                    break
+            except socket.timeout:
+                pass
+        check(refused, "connection over -c %d refused as memcached does" % MAXCONN)
+        for s in conns + extra:
+            s.close()
+
+        # 7. clean shutdown
+        srv.send_signal(signal.SIGTERM)
+        try:
+            rc = srv.wait(10)
+        except subprocess.TimeoutExpired:
+            rc = None
+        check(rc == 0, "SIGTERM: clean exit (status %r)" % rc)
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+    print("robustness: %s" % ("FAILED: " + "; ".join(fails) if fails else "all checks passed"))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
