@@ -11,9 +11,10 @@
 # are left out on purpose.
 #
 # larder_enforce_warnings() runs after all sub-projects are added and links
-# larder_warnings into any compiled project target that does not link it (or
-# larder_internal, which carries it) itself; a target holding third-party
-# code may opt out with set_property(TARGET t PROPERTY LARDER_NO_WARNINGS ON).
+# larder_warnings into any compiled project target that does not reach it
+# through its link libraries (larder_internal, for one, carries it); a target
+# holding third-party code may opt out with
+# set_property(TARGET t PROPERTY LARDER_NO_WARNINGS ON).
 include_guard(GLOBAL)
 
 add_library(larder_warnings INTERFACE)
@@ -35,6 +36,39 @@ define_property(TARGET PROPERTY LARDER_NO_WARNINGS
 	BRIEF_DOCS "Do not add larder_warnings to this target"
 	FULL_DOCS "Set on targets that compile third-party code.")
 
+# Sets ${out} to TRUE when target ${t} reaches larder_warnings through its
+# link libraries (directly or through INTERFACE/PUBLIC usage requirements).
+function(larder_links_warnings t out)
+	set(seen "")
+	set(queue ${t})
+	while(queue)
+		list(POP_FRONT queue cur)
+		if(cur STREQUAL "larder_warnings")
+			set(${out} TRUE PARENT_SCOPE)
+			return()
+		endif()
+		if(cur IN_LIST seen OR NOT TARGET ${cur})
+			continue()
+		endif()
+		list(APPEND seen ${cur})
+		get_target_property(type ${cur} TYPE)
+		set(props INTERFACE_LINK_LIBRARIES)
+		if(cur STREQUAL t AND NOT type STREQUAL "INTERFACE_LIBRARY")
+			set(props LINK_LIBRARIES)
+		endif()
+		foreach(prop IN LISTS props)
+			get_target_property(links ${cur} ${prop})
+			foreach(link IN LISTS links)
+				# $<LINK_ONLY:x> carries no compile options; skip it.
+				if(link AND NOT link MATCHES "^\\$<")
+					list(APPEND queue ${link})
+				endif()
+			endforeach()
+		endforeach()
+	endwhile()
+	set(${out} FALSE PARENT_SCOPE)
+endfunction()
+
 function(larder_enforce_warnings dir)
 	get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
 	foreach(t IN LISTS targets)
@@ -43,8 +77,8 @@ function(larder_enforce_warnings dir)
 			continue()
 		endif()
 		get_target_property(optout ${t} LARDER_NO_WARNINGS)
-		get_target_property(links ${t} LINK_LIBRARIES)
-		if(optout OR "larder_warnings" IN_LIST links OR "larder_internal" IN_LIST links)
+		larder_links_warnings(${t} linked)
+		if(optout OR linked)
 			continue()
 		endif()
 		message(STATUS "larder: ${t} does not link larder_warnings; adding it")

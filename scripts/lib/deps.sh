@@ -13,18 +13,21 @@
 #                                      the build (CMake >= 3.25, presets)
 #   clang-14 libclang-rt-14-dev        the clang -Werror build and ThreadSanitizer
 #   libxxhash-dev                      seeded XXH3, the engine's key hash
+#   zlib1g-dev                         larder-sim and the sim tests read .gz traces
 #   liburcu-dev libck-dev              baselines in larder-bench only
 #   memcached nutcracker libmemcached-tools
 #                                      larderd's protocol tests (reference server,
-#                                      proxy, memcp/memcat clients)
-#   valgrind                           memory checks in tests that ask for it
+#                                      proxy, memccapable and client tools)
+#   python3                            the protocol tests' drivers (stdlib only)
+#   valgrind                           callgrind profiles (tools/larder-bench/profile.sh)
 
 LARDER_DEPS=(
 	cmake ninja-build gcc libc6-dev pkg-config
 	clang-14 libclang-rt-14-dev
 	libxxhash-dev
+	zlib1g-dev
 	liburcu-dev libck-dev
-	memcached nutcracker libmemcached-tools
+	memcached nutcracker libmemcached-tools python3
 	valgrind
 )
 
