@@ -140,7 +140,8 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 	if (e->value_len > buf_len) {
 		rc = LARDER_EBUFSIZE;
 	} else {
-		memcpy(buf, larder__entry_value(e), e->value_len);
+		if (e->value_len) /* buf may be NULL for an empty value */
+			memcpy(buf, larder__entry_value(e), e->value_len);
 		count_hit(&op, e);
 	}
 	larder__read_exit(&op.thread->reader);
