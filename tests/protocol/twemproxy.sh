@@ -1,0 +1,32 @@
+#!/bin/bash
+# twemproxy.sh LARDERD [NUTCRACKER] - sharding test on loopback: three larderd
+# behind one nutcracker (ketama, auto_eject_hosts, the config of
+# server/nutcracker.yml with free ports). The client (twemproxy_check.py)
+# writes and reads 10,000 keys through the proxy, checks each key lives on
+# exactly one instance, stops one instance and checks ejection behaviour.
+# Every process started here is killed by the EXIT trap, pass or fail.
+set -u
+LARDERD=$1
+NUTCRACKER=${2:-nutcracker}
+HERE=$(dirname "$0")
+. "$HERE/lib.sh"
+
+P1=$(free_port); P2=$(free_port); P3=$(free_port); PX=$(free_port); PS=$(free_port)
+for p in $P1 $P2 $P3; do
+	start "$TMPD/larderd-$p.log" "$LARDERD" -p "$p" -l 127.0.0.1 -t 1 -m 64
+done
+VICTIM_PID=${PIDS[2]}
+for p in $P1 $P2 $P3; do
+	wait_port "$p" || { echo "larderd on $p did not start"; exit 1; }
+done
+sed -e "s/127.0.0.1:22121/127.0.0.1:$PX/" -e "s/127.0.0.1:11211:/127.0.0.1:$P1:/" \
+	-e "s/127.0.0.1:11212:/127.0.0.1:$P2:/" -e "s/127.0.0.1:11213:/127.0.0.1:$P3:/" \
+	"$HERE/../../server/nutcracker.yml" >"$TMPD/nutcracker.yml"
+"$NUTCRACKER" -t -c "$TMPD/nutcracker.yml" >/dev/null 2>&1 || { echo "bad nutcracker config"; exit 1; }
+start "$TMPD/nutcracker.log" "$NUTCRACKER" -c "$TMPD/nutcracker.yml" -s "$PS" -a 127.0.0.1 -v 4
+wait_port "$PX" || { echo "nutcracker did not start"; cat "$TMPD/nutcracker.log"; exit 1; }
+
+python3 "$HERE/twemproxy_check.py" "$PX" "$P1,$P2,$P3" "$VICTIM_PID" "$PS"
+rc=$?
+[ $rc -ne 0 ] && tail -20 "$TMPD/nutcracker.log"
+exit $rc
