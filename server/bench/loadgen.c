@@ -1,0 +1,296 @@
+/*
+ * loadgen.c - a small memcached text-protocol load generator for comparing
+ * larderd with memcached under the same load (server/bench/run.sh).
+ *
+ * Each of T threads owns C/T blocking connections and runs rounds: send
+ * `depth` requests on each of its connections, then read every reply. A
+ * request's latency is the time from its round's first send to its own reply,
+ * so with depth > 1 it includes the queueing inside the pipeline, as a client
+ * would see it. Keys are "key:%08u" over a keyspace that is fully written
+ * before timing starts; values are `vsize` bytes. Get ratio r: each request
+ * is a get with probability r (per-thread xorshift), else a set.
+ *
+ * Output: one line, "ops_per_s=... p50_us=... p99_us=... p999_us=... errors=...".
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HBUCKETS 4096 /* latency histogram: 1 us buckets up to 4 ms, then log */
+
+struct opts {
+	const char *host;
+	int port, conns, threads, depth, seconds, vsize;
+	unsigned keys;
+	double get_ratio;
+};
+
+struct th {
+	struct opts *o;
+	int first_conn, nconn;
+	uint64_t ops, errors;
+	uint64_t hist[HBUCKETS + 64];
+	pthread_t t;
+};
+
+/* Set by main after the run time, polled by workers once a round. Relaxed: it
+ * only ends the loop; results are read after pthread_join, which synchronises. */
+static atomic_int g_stop;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int bucket_of(uint64_t us)
+{
+	int b = 0;
+	if (us < HBUCKETS)
+		return (int)us;
+	while ((us >> b) >= HBUCKETS)
+		b++;
+	return HBUCKETS + b;
+}
+
+static uint64_t bucket_us(int b)
+{
+	return b < HBUCKETS ? (uint64_t)b : (uint64_t)HBUCKETS << (b - HBUCKETS);
+}
+
+static int dial(const struct opts *o)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+	inet_pton(AF_INET, o->host, &sa.sin_addr);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		perror("connect");
+		exit(1);
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+struct rd {
+	int fd;
+	char *buf;
+	size_t len, off, cap;
+};
+
+/* Ensures n unread bytes are buffered. */
+static int need(struct rd *r, size_t n)
+{
+	while (r->len - r->off < n) {
+		ssize_t k;
+		if (r->off > 0) {
+			memmove(r->buf, r->buf + r->off, r->len - r->off);
+			r->len -= r->off;
+			r->off = 0;
+		}
+		if (r->cap - r->len < 65536) {
+			r->cap = r->cap * 2 + 65536;
+			r->buf = realloc(r->buf, r->cap);
+		}
+		k = read(r->fd, r->buf + r->len, r->cap - r->len);
+		if (k <= 0)
+			return -1;
+		r->len += (size_t)k;
+	}
+	return 0;
+}
+
+/* Reads one line; returns its length (without \r\n) or -1. */
+static long line(struct rd *r, char **out)
+{
+	for (size_t scan = 0;;) {
+		char *nl = memchr(r->buf + r->off + scan, '\n', r->len - r->off - scan);
+		if (nl) {
+			size_t n = (size_t)(nl - (r->buf + r->off));
+			*out = r->buf + r->off;
+			r->off += n + 1;
+			return (long)n - 1;
+		}
+		scan = r->len - r->off;
+		if (need(r, scan + 1) != 0)
+			return -1;
+	}
+}
+
+/* One reply; returns 0 if it is the expected kind. */
+static int reply(struct rd *r, int is_get)
+{
+	char *l;
+	long n = line(r, &l);
+	if (n < 0)
+		return -1;
+	if (!is_get)
+		return n == 6 && memcmp(l, "STORED", 6) == 0 ? 0 : 1;
+	if (n >= 6 && memcmp(l, "VALUE ", 6) == 0) {
+		char *sp = memrchr(l, ' ', (size_t)n);
+		size_t bytes = strtoul(sp + 1, NULL, 10);
+		if (need(r, bytes + 2) != 0)
+			return -1;
+		r->off += bytes + 2;
+		n = line(r, &l);
+	}
+	return n == 3 && memcmp(l, "END", 3) == 0 ? 0 : 1;
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static size_t make_req(char *p, const struct opts *o, const char *val, unsigned k, int is_get)
+{
+	if (is_get)
+		return (size_t)sprintf(p, "get key:%08u\r\n", k);
+	size_t n = (size_t)sprintf(p, "set key:%08u 0 0 %d\r\n", k, o->vsize);
+	memcpy(p + n, val, (size_t)o->vsize);
+	memcpy(p + n + o->vsize, "\r\n", 2);
+	return n + (size_t)o->vsize + 2;
+}
+
+static void *run(void *arg)
+{
+	struct th *t = arg;
+	struct opts *o = t->o;
+	struct rd *rds = calloc((size_t)t->nconn, sizeof(*rds));
+	int *kinds = malloc(sizeof(int) * (size_t)o->depth * (size_t)t->nconn);
+	char *out = malloc((size_t)o->depth * ((size_t)o->vsize + 64));
+	char *val = malloc((size_t)o->vsize);
+	uint64_t seed = 88172645463325252ull ^ ((uint64_t)t->first_conn * 0x9e3779b97f4a7c15ull);
+
+	memset(val, 'v', (size_t)o->vsize);
+	for (int c = 0; c < t->nconn; c++)
+		rds[c].fd = dial(o);
+	while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
+		uint64_t t0 = now_ns();
+		for (int c = 0; c < t->nconn; c++) {
+			size_t len = 0;
+			for (int d = 0; d < o->depth; d++) {
+				int g = (double)(xorshift(&seed) % 1000000) < o->get_ratio * 1e6;
+				kinds[c * o->depth + d] = g;
+				len += make_req(out + len, o, val, (unsigned)(xorshift(&seed) % o->keys), g);
+			}
+			if (write(rds[c].fd, out, len) != (ssize_t)len) {
+				t->errors++;
+				return NULL;
+			}
+		}
+		for (int c = 0; c < t->nconn; c++)
+			for (int d = 0; d < o->depth; d++) {
+				int rc = reply(&rds[c], kinds[c * o->depth + d]);
+				if (rc < 0) {
+					t->errors++;
+					return NULL;
+				}
+				t->errors += (uint64_t)rc;
+				t->ops++;
+				t->hist[bucket_of((now_ns() - t0) / 1000)]++;
+			}
+	}
+	for (int c = 0; c < t->nconn; c++)
+		close(rds[c].fd);
+	return NULL;
+}
+
+static void preload(struct opts *o)
+{
+	int fd = dial(o);
+	struct rd r = {.fd = fd};
+	char *out = malloc(1000 * ((size_t)o->vsize + 64)), *val = malloc((size_t)o->vsize);
+	memset(val, 'v', (size_t)o->vsize);
+	for (unsigned k = 0; k < o->keys; k += 1000) {
+		size_t len = 0;
+		unsigned n = o->keys - k < 1000 ? o->keys - k : 1000;
+		for (unsigned i = 0; i < n; i++)
+			len += make_req(out + len, o, val, k + i, 0);
+		if (write(fd, out, len) != (ssize_t)len)
+			exit(1);
+		for (unsigned i = 0; i < n; i++)
+			if (reply(&r, 0) != 0) {
+				fprintf(stderr, "preload failed\n");
+				exit(1);
+			}
+	}
+	close(fd);
+	free(out);
+	free(val);
+	free(r.buf);
+}
+
+static uint64_t pct(const uint64_t *h, uint64_t total, double p)
+{
+	uint64_t want = (uint64_t)(total * p), seen = 0;
+	for (int b = 0; b < HBUCKETS + 64; b++) {
+		seen += h[b];
+		if (seen > want)
+			return bucket_us(b);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {"127.0.0.1", 11211, 8, 1, 1, 3, 64, 24000, 0.9};
+	int ch;
+	while ((ch = getopt(argc, argv, "h:p:c:T:d:s:v:k:r:")) != -1) {
+		switch (ch) {
+		case 'h': o.host = optarg; break;
+		case 'p': o.port = atoi(optarg); break;
+		case 'c': o.conns = atoi(optarg); break;
+		case 'T': o.threads = atoi(optarg); break;
+		case 'd': o.depth = atoi(optarg); break;
+		case 's': o.seconds = atoi(optarg); break;
+		case 'v': o.vsize = atoi(optarg); break;
+		case 'k': o.keys = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'r': o.get_ratio = atof(optarg); break;
+		default:
+			fprintf(stderr, "usage: loadgen [-h host] [-p port] [-c conns] [-T threads] "
+					"[-d depth] [-s secs] [-v vsize] [-k keys] [-r get_ratio]\n");
+			return 2;
+		}
+	}
+	if (o.threads > o.conns)
+		o.threads = o.conns;
+	preload(&o);
+	struct th *ts = calloc((size_t)o.threads, sizeof(*ts));
+	uint64_t t0 = now_ns();
+	for (int i = 0, c = 0; i < o.threads; i++) {
+		ts[i].o = &o;
+		ts[i].first_conn = c;
+		ts[i].nconn = o.conns / o.threads + (i < o.conns % o.threads);
+		c += ts[i].nconn;
+		pthread_create(&ts[i].t, NULL, run, &ts[i]);
+	}
+	usleep((useconds_t)o.seconds * 1000000u);
+	atomic_store_explicit(&g_stop, 1, memory_order_relaxed);
+	uint64_t ops = 0, errors = 0, *h = calloc(HBUCKETS + 64, sizeof(uint64_t));
+	for (int i = 0; i < o.threads; i++) {
+		pthread_join(ts[i].t, NULL);
+		ops += ts[i].ops;
+		errors += ts[i].errors;
+		for (int b = 0; b < HBUCKETS + 64; b++)
+			h[b] += ts[i].hist[b];
+	}
+	double secs = (double)(now_ns() - t0) / 1e9;
+	printf("ops_per_s=%.0f p50_us=%llu p99_us=%llu p999_us=%llu errors=%llu\n", ops / secs,
+	       (unsigned long long)pct(h, ops, 0.5), (unsigned long long)pct(h, ops, 0.99),
+	       (unsigned long long)pct(h, ops, 0.999), (unsigned long long)errors);
+	return errors ? 1 : 0;
+}
