@@ -73,6 +73,34 @@ struct larder__thread *larder__thread_create(void)
 	return t;
 }
 
+static int cache_id_live_locked(uint64_t id)
+{
+	for (struct live_cache *c = live_caches; c; c = c->next) {
+		if (c->id == id)
+			return 1;
+	}
+	return 0;
+}
+
+/* Forgets the nodes of closed caches (their handles were freed by close). */
+static void prune_nodes(struct larder__thread *t)
+{
+	pthread_mutex_lock(&live_lock);
+	for (struct larder__thread_node **p = &t->nodes; *p;) {
+		struct larder__thread_node *n = *p;
+		if (cache_id_live_locked(n->cache_id)) {
+			p = &n->next;
+			continue;
+		}
+		*p = n->next;
+		unsigned i = (unsigned)n->cache_id & (LARDER__RECENT_SLOTS - 1);
+		if (t->recent[i].cache_id == n->cache_id)
+			t->recent[i].cache_id = 0;
+		free(n);
+	}
+	pthread_mutex_unlock(&live_lock);
+}
+
 struct larder__handle *larder__thread_handle_slow(struct larder__thread *t, struct larder *cache,
 						   uint64_t cache_id)
 {
@@ -82,6 +110,7 @@ struct larder__handle *larder__thread_handle_slow(struct larder__thread *t, stru
 			break;
 	}
 	if (!n) {
+		prune_nodes(t);
 		n = malloc(sizeof(*n));
 		if (!n)
 			return NULL;

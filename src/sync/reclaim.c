@@ -40,7 +40,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-larder__atomic_u64 larder__gp_counter = 1;
+struct larder__gp_state larder__gp = { 1 };
 bool larder__reclaim_fences;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -102,7 +102,7 @@ uint64_t larder__gp_start(void)
 	barrier_all_threads(); /* M1: unlinks before, readers' later loads after */
 	/* Relaxed: ordering comes from M1; several maintainers may start grace
 	 * periods at once, each gets a distinct later token. */
-	return atomic_fetch_add_explicit(&larder__gp_counter, 1, LARDER__RELAXED) + 1;
+	return atomic_fetch_add_explicit(&larder__gp.counter, 1, LARDER__RELAXED) + 1;
 }
 
 bool larder__gp_poll(uint64_t token)

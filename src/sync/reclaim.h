@@ -42,8 +42,15 @@ struct larder__reader {
 	struct larder__reader *next;  /* registry link, under the registry lock */
 } __attribute__((aligned(64)));
 
-/* The grace-period counter; starts at 1, only ever increases. */
-extern larder__atomic_u64 larder__gp_counter;
+/*
+ * The grace-period counter; starts at 1, only ever increases. Every read
+ * section loads it, and only grace-period starts write it, so it has a cache
+ * line to itself: no other write may invalidate the readers' copy.
+ */
+struct larder__gp_state {
+	larder__atomic_u64 counter;
+} __attribute__((aligned(64)));
+extern struct larder__gp_state larder__gp;
 /* True when membarrier is not available: readers must fence. Set once, before
  * any reader registers, and never changed. */
 extern bool larder__reclaim_fences;
@@ -59,7 +66,7 @@ static inline void larder__read_enter(struct larder__reader *r)
 		return;
 	/* Relaxed: any counter value is safe; a stale one only makes the
 	 * reclaimer wait longer (see reclaim.c, "why one phase suffices"). */
-	uint64_t gp = atomic_load_explicit(&larder__gp_counter, LARDER__RELAXED);
+	uint64_t gp = atomic_load_explicit(&larder__gp.counter, LARDER__RELAXED);
 #ifdef LARDER__TSAN
 	/* R1 (TSan build): seq_cst, because TSan does not model membarrier or
 	 * stand-alone fences; pairs with A1 in larder__gp_poll(). */
