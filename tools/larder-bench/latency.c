@@ -210,13 +210,14 @@ int lb_latency_run(const struct lb_config *cfg_in)
 		(unsigned long long)cfg.entries, (double)(lb_now_ns() - t0) / 1e6,
 		(unsigned long long)failed);
 	for (unsigned r = 0; r < cfg.warmup_rounds; r++)
-		lb_pool_run(pool, threads, cfg.duration_ms, lat_task, &a, res);
+		lb_pool_run(pool, threads, cfg.duration_ms, lat_task, &a, res, NULL, NULL);
 	a.record = 1;
 	stats_now(a.cache, s0);
 	uint64_t m0 = lb_now_ns();
 	for (unsigned r = 0; r < cfg.rounds; r++) {
 		fprintf(stderr, "\rlatency: round %u/%u ", r + 1, cfg.rounds);
-		rates[r] = lb_pool_run(pool, threads, cfg.duration_ms, lat_task, &a, res) / 1e6;
+		rates[r] = lb_pool_run(pool, threads, cfg.duration_ms, lat_task, &a, res, NULL,
+				       NULL) / 1e6;
 	}
 	double secs = (double)(lb_now_ns() - m0) / 1e9;
 	stats_now(a.cache, s1);

@@ -13,6 +13,15 @@
  *       ck: writes from 1 thread); its row is absent, not zero.
  * A cell's figure is the median over rounds of the summed per-thread rates;
  * ratios are of medians.
+ *
+ * Two rates per cell and round: "wall" (each thread's operations over its
+ * wall-clock time: what a user sees) and "cpu" (over the thread's CPU time,
+ * CLOCK_THREAD_CPUTIME_ID: what the thread did while it had a core). On a
+ * shared machine the scheduler takes cores away from the benchmark; on-cpu%
+ * (CPU time over wall time) says how much, and the cpu rate is the figure that
+ * survives it. It cannot show contention between threads that never ran at
+ * the same time, so the scaling check uses the wall rate, with the null loop's
+ * own scaling as the control.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +37,10 @@ struct cell {
 	unsigned threads;
 	size_t eng;
 	double mops[MAX_ROUNDS];
+	double cpu_mops[MAX_ROUNDS];
+	double on_cpu[MAX_ROUNDS];
 	double median, min, max;
+	double cpu_median, on_cpu_median;
 	uint64_t hits, misses, write_errors;
 };
 
@@ -102,13 +114,15 @@ static void progress(const struct lb_config *cfg, const struct cell *c, unsigned
 			warm ? "warm-up" : "measure", r + 1, rounds);
 }
 
+enum rate_kind { WALL, CPU };
+
 static double find_median(const struct cell *cells, size_t n, const struct lb_config *cfg,
-			  enum lb_scenario s, unsigned threads, const char *engine)
+			  enum lb_scenario s, unsigned threads, const char *engine, enum rate_kind k)
 {
 	for (size_t i = 0; i < n; i++)
 		if (cells[i].s == s && cells[i].threads == threads &&
 		    strcmp(cfg->engines[cells[i].eng]->name, engine) == 0)
-			return cells[i].median;
+			return k == WALL ? cells[i].median : cells[i].cpu_median;
 	return -1;
 }
 
@@ -138,64 +152,84 @@ static void print_header(const struct lb_config *cfg, FILE *f)
 
 static void print_table(const struct lb_config *cfg, struct cell *cells, size_t n)
 {
-	printf("\n%-8s %7s  %-7s %13s  %-17s %9s %7s\n", "scenario", "threads", "engine",
-	       "median Mops/s", "min..max", "vs larder", "hit%");
+	printf("\n%-8s %7s  %-7s %13s  %-17s %9s | %10s %9s %7s | %6s\n", "scenario", "threads",
+	       "engine", "median Mops/s", "min..max", "vs larder", "cpu Mops/s", "vs larder",
+	       "on-cpu", "hit%");
 	for (size_t i = 0; i < n; i++) {
 		struct cell *c = &cells[i];
-		double l = find_median(cells, n, cfg, c->s, c->threads, "larder");
-		char ratio[16] = "-", hit[16] = "-", range[40];
+		double l = find_median(cells, n, cfg, c->s, c->threads, "larder", WALL);
+		double lc = find_median(cells, n, cfg, c->s, c->threads, "larder", CPU);
+		char ratio[16] = "-", cratio[16] = "-", hit[16] = "-", range[40];
 		if (l > 0)
 			snprintf(ratio, sizeof(ratio), "%.2fx", c->median / l);
+		if (lc > 0)
+			snprintf(cratio, sizeof(cratio), "%.2fx", c->cpu_median / lc);
 		if (c->hits + c->misses)
 			snprintf(hit, sizeof(hit), "%.1f",
 				 100.0 * (double)c->hits / (double)(c->hits + c->misses));
 		snprintf(range, sizeof(range), "%.2f..%.2f", c->min, c->max);
 		if (i > 0 && (cells[i - 1].s != c->s || cells[i - 1].threads != c->threads))
 			printf("\n");
-		printf("%-8s %7u  %-7s %13.2f  %-17s %9s %7s%s\n", lb_scenario_names[c->s],
-		       c->threads, cfg->engines[c->eng]->name, c->median, range, ratio, hit,
+		printf("%-8s %7u  %-7s %13.2f  %-17s %9s | %10.2f %9s %6.0f%% | %6s%s\n",
+		       lb_scenario_names[c->s], c->threads, cfg->engines[c->eng]->name, c->median,
+		       range, ratio, c->cpu_median, cratio, 100 * c->on_cpu_median, hit,
 		       c->write_errors ? "  (write errors!)" : "");
 	}
-	printf("('vs larder' = this engine's median / larder's median in the same cell)\n");
+	printf("('vs larder' = this engine's median / larder's median in the same cell; cpu = ops\n"
+	       " over the threads' own CPU time; on-cpu = CPU time / wall time, below ~95%% the\n"
+	       " machine was busy with other work and the wall figures are distorted)\n");
+}
+
+static void check_line(const char *what, double wall, double cpu, double bar)
+{
+	printf("  %-34s wall %6.2f %s   cpu %6.2f %s   (bar >= %.2f)\n", what, wall,
+	       wall >= bar ? "PASS" : "FAIL", cpu, cpu >= bar ? "PASS" : "FAIL", bar);
 }
 
 /* The bars, as ratios of medians from this run. */
 static void print_checks(const struct lb_config *cfg, struct cell *cells, size_t n)
 {
-	double r1 = find_median(cells, n, cfg, LB_READ, 1, "larder");
-	double b1 = find_median(cells, n, cfg, LB_READ, 1, "bare");
-	double r2 = find_median(cells, n, cfg, LB_READ, 2, "larder");
+	double r1[2], b1[2], r2[2], n1[2], n2[2];
 	int any = 0;
 
-	if (r1 <= 0)
+	for (int k = WALL; k <= CPU; k++) {
+		r1[k] = find_median(cells, n, cfg, LB_READ, 1, "larder", (enum rate_kind)k);
+		b1[k] = find_median(cells, n, cfg, LB_READ, 1, "bare", (enum rate_kind)k);
+		r2[k] = find_median(cells, n, cfg, LB_READ, 2, "larder", (enum rate_kind)k);
+		n1[k] = find_median(cells, n, cfg, LB_READ, 1, "null", (enum rate_kind)k);
+		n2[k] = find_median(cells, n, cfg, LB_READ, 2, "null", (enum rate_kind)k);
+	}
+	if (r1[WALL] <= 0)
 		return;
 	printf("\nchecks (ratios of medians, this run; a shared machine makes them provisional):\n");
-	if (b1 > 0) {
-		printf("  1-thread read, larder/bare          %6.2f  (bar >= 0.60) %s\n", r1 / b1,
-		       r1 / b1 >= 0.6 ? "PASS" : "FAIL");
+	if (b1[WALL] > 0) {
+		check_line("1-thread read, larder/bare", r1[WALL] / b1[WALL], r1[CPU] / b1[CPU], 0.6);
 		any = 1;
 	}
-	if (r2 > 0) {
-		double n1 = find_median(cells, n, cfg, LB_READ, 1, "null");
-		double n2 = find_median(cells, n, cfg, LB_READ, 2, "null");
-		printf("  2-thread read / 1-thread read       %6.2f  (bar >= 1.90) %s\n", r2 / r1,
-		       r2 / r1 >= 1.9 ? "PASS" : "FAIL");
+	if (r2[WALL] > 0) {
+		check_line("2-thread read / 1-thread read", r2[WALL] / r1[WALL], r2[CPU] / r1[CPU],
+			   1.9);
 		/* The loop alone shares nothing: its scaling is what the machine allows. */
-		if (n1 > 0 && n2 > 0)
-			printf("    control: null loop 2-thread / 1-thread %.2f%s\n", n2 / n1,
-			       n2 / n1 < 1.8 ? " -- the machine did not give 2 free cores; the "
-					       "scaling bar cannot be judged from this run"
-					     : "");
+		if (n1[WALL] > 0 && n2[WALL] > 0)
+			printf("    control: null loop 2-thread / 1-thread, wall %.2f%s\n",
+			       n2[WALL] / n1[WALL],
+			       n2[WALL] / n1[WALL] < 1.8
+				       ? " -- the machine did not give 2 free cores: the scaling "
+					 "bar cannot be judged from this run"
+				       : "");
 		any = 1;
 	}
 	for (int s = 0; s < LB_SCENARIOS; s++)
 		for (unsigned t = 1; t <= 2; t++) {
-			double l = find_median(cells, n, cfg, (enum lb_scenario)s, t, "larder");
-			double u = find_median(cells, n, cfg, (enum lb_scenario)s, t, "urcu");
+			double l = find_median(cells, n, cfg, (enum lb_scenario)s, t, "larder", WALL);
+			double u = find_median(cells, n, cfg, (enum lb_scenario)s, t, "urcu", WALL);
+			double lc = find_median(cells, n, cfg, (enum lb_scenario)s, t, "larder", CPU);
+			double uc = find_median(cells, n, cfg, (enum lb_scenario)s, t, "urcu", CPU);
+			char what[64];
 			if (l <= 0 || u <= 0)
 				continue;
-			printf("  %-7s %u thr, larder/urcu          %6.2f  (bar >= 1.00) %s\n",
-			       lb_scenario_names[s], t, l / u, l / u >= 1.0 ? "PASS" : "FAIL");
+			snprintf(what, sizeof(what), "%s %u thr, larder/urcu", lb_scenario_names[s], t);
+			check_line(what, l / u, lc / uc, 1.0);
 			any = 1;
 		}
 	if (!any)
@@ -224,11 +258,13 @@ static int write_out(const struct lb_config *cfg, struct cell *cells, size_t n)
 			cfg->warmup_rounds);
 	else
 		fprintf(f, "scenario,threads,engine,rounds,median_mops,min_mops,max_mops,"
-			   "ratio_to_larder,hits,misses,write_errors,round_mops\n");
+			   "ratio_to_larder,hits,misses,write_errors,round_mops,median_cpu_mops,"
+			   "cpu_ratio_to_larder,median_on_cpu,round_cpu_mops\n");
 	for (size_t i = 0; i < n; i++) {
 		struct cell *c = &cells[i];
-		double l = find_median(cells, n, cfg, c->s, c->threads, "larder");
-		double ratio = l > 0 ? c->median / l : 0;
+		double l = find_median(cells, n, cfg, c->s, c->threads, "larder", WALL);
+		double lc = find_median(cells, n, cfg, c->s, c->threads, "larder", CPU);
+		double ratio = l > 0 ? c->median / l : 0, cratio = lc > 0 ? c->cpu_median / lc : 0;
 		const char *name = cfg->engines[c->eng]->name;
 		if (json)
 			fprintf(f,
@@ -245,8 +281,15 @@ static int write_out(const struct lb_config *cfg, struct cell *cells, size_t n)
 				c->min, c->max, ratio, (unsigned long long)c->hits,
 				(unsigned long long)c->misses, (unsigned long long)c->write_errors);
 		for (unsigned r = 0; r < cfg->rounds; r++)
-			fprintf(f, json ? "%s%.4f" : "%s%.4f", r ? (json ? ", " : ";") : "",
-				c->mops[r]);
+			fprintf(f, "%s%.4f", r ? (json ? ", " : ";") : "", c->mops[r]);
+		if (json)
+			fprintf(f, "], \"median_cpu_mops\": %.4f, \"cpu_ratio_to_larder\": %.4f, "
+				   "\"median_on_cpu\": %.4f, \"round_cpu_mops\": [",
+				c->cpu_median, cratio, c->on_cpu_median);
+		else
+			fprintf(f, ",%.4f,%.4f,%.4f,", c->cpu_median, cratio, c->on_cpu_median);
+		for (unsigned r = 0; r < cfg->rounds; r++)
+			fprintf(f, "%s%.4f", r ? (json ? ", " : ";") : "", c->cpu_mops[r]);
 		fprintf(f, json ? "]}" : "\n");
 	}
 	if (json)
@@ -254,21 +297,26 @@ static int write_out(const struct lb_config *cfg, struct cell *cells, size_t n)
 	return fclose(f) == 0 ? 0 : -1;
 }
 
-/* Runs one cell; returns Mops/s and adds its counters to c when recording. */
-static double run_cell(struct lb_pool *pool, const struct lb_config *cfg, void **engs,
-		       struct cell *c, int record)
+/* Runs one cell; records round r's rates and counters unless r < 0 (warm-up). */
+static void run_cell(struct lb_pool *pool, const struct lb_config *cfg, void **engs,
+		     struct cell *c, int r)
 {
 	struct lb_thread_result res[LB_MAX_THREADS];
 	struct task_arg a = { cfg->engines[c->eng], engs[c->eng], c->s, cfg };
-	double rate = lb_pool_run(pool, c->threads, cfg->duration_ms, cell_task, &a, res);
+	double cpu_rate, on_cpu;
+	double rate = lb_pool_run(pool, c->threads, cfg->duration_ms, cell_task, &a, res,
+				  &cpu_rate, &on_cpu);
 
-	if (record)
-		for (unsigned i = 0; i < c->threads; i++) {
-			c->hits += res[i].hits;
-			c->misses += res[i].misses;
-			c->write_errors += res[i].write_errors;
-		}
-	return rate / 1e6;
+	if (r < 0)
+		return;
+	c->mops[r] = rate / 1e6;
+	c->cpu_mops[r] = cpu_rate / 1e6;
+	c->on_cpu[r] = on_cpu;
+	for (unsigned i = 0; i < c->threads; i++) {
+		c->hits += res[i].hits;
+		c->misses += res[i].misses;
+		c->write_errors += res[i].write_errors;
+	}
 }
 
 static int open_engines(const struct lb_config *cfg, void **engs)
@@ -330,9 +378,7 @@ int lb_matrix_run(const struct lb_config *cfg)
 			struct cell *c = &cells[order[k]];
 			progress(cfg, c, rr, warm ? cfg->warmup_rounds : cfg->rounds, warm, ++done,
 				 total, k == 0);
-			double m = run_cell(pool, cfg, engs, c, !warm);
-			if (!warm)
-				c->mops[rr] = m;
+			run_cell(pool, cfg, engs, c, warm ? -1 : (int)rr);
 		}
 	}
 	fprintf(stderr, "\n");
@@ -342,6 +388,10 @@ int lb_matrix_run(const struct lb_config *cfg)
 		cells[i].median = lb_median(v, cfg->rounds);
 		cells[i].min = v[0];
 		cells[i].max = v[cfg->rounds - 1];
+		memcpy(v, cells[i].cpu_mops, sizeof(double) * cfg->rounds);
+		cells[i].cpu_median = lb_median(v, cfg->rounds);
+		memcpy(v, cells[i].on_cpu, sizeof(double) * cfg->rounds);
+		cells[i].on_cpu_median = lb_median(v, cfg->rounds);
 	}
 	print_table(cfg, cells, n);
 	print_checks(cfg, cells, n);

@@ -16,6 +16,7 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "pool.h"
 
@@ -44,6 +45,13 @@ struct lb_pool {
 	char pad[64 - sizeof(atomic_int)];
 };
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void *worker_main(void *p)
 {
 	struct lb_worker *w = p;
@@ -68,14 +76,15 @@ static void *worker_main(void *p)
 
 		struct lb_tctx *t = &w->t;
 		uint64_t h0 = t->hits, m0 = t->misses, e0 = t->write_errors;
-		uint64_t t0 = lb_now_ns();
+		uint64_t c0 = thread_cpu_ns(), t0 = lb_now_ns();
 		uint64_t ops = fn(arg, t, &pl->stop);
-		uint64_t t1 = lb_now_ns();
+		uint64_t t1 = lb_now_ns(), c1 = thread_cpu_ns();
 
 		pthread_mutex_lock(&pl->mu);
 		pl->res[w->tid] = (struct lb_thread_result){
 			.ops = ops,
 			.ns = t1 - t0,
+			.cpu_ns = c1 - c0,
 			.hits = t->hits - h0,
 			.misses = t->misses - m0,
 			.write_errors = t->write_errors - e0,
@@ -124,9 +133,9 @@ fail_alloc:
 }
 
 double lb_pool_run(struct lb_pool *p, unsigned nthreads, unsigned duration_ms, lb_task_fn *fn,
-		   void *arg, struct lb_thread_result *res)
+		   void *arg, struct lb_thread_result *res, double *cpu_rate, double *on_cpu)
 {
-	double rate = 0;
+	double rate = 0, crate = 0, wall = 0, cpu = 0;
 
 	if (nthreads > p->n)
 		return -1;
@@ -150,9 +159,18 @@ double lb_pool_run(struct lb_pool *p, unsigned nthreads, unsigned duration_ms, l
 	while (p->done < nthreads)
 		pthread_cond_wait(&p->cv_main, &p->mu);
 	pthread_mutex_unlock(&p->mu);
-	for (unsigned i = 0; i < nthreads; i++)
+	for (unsigned i = 0; i < nthreads; i++) {
 		if (res[i].ns)
 			rate += (double)res[i].ops * 1e9 / (double)res[i].ns;
+		if (res[i].cpu_ns)
+			crate += (double)res[i].ops * 1e9 / (double)res[i].cpu_ns;
+		wall += (double)res[i].ns;
+		cpu += (double)res[i].cpu_ns;
+	}
+	if (cpu_rate)
+		*cpu_rate = crate;
+	if (on_cpu)
+		*on_cpu = wall > 0 ? cpu / wall : 0;
 	return rate;
 }
 

@@ -15,7 +15,8 @@ struct lb_pool;
 
 struct lb_thread_result {
 	uint64_t ops;
-	uint64_t ns; /* the thread's own start-to-stop time */
+	uint64_t ns;     /* the thread's own start-to-stop time (CLOCK_MONOTONIC) */
+	uint64_t cpu_ns; /* its CPU time over the same span (CLOCK_THREAD_CPUTIME_ID) */
 	uint64_t hits;
 	uint64_t misses;
 	uint64_t write_errors;
@@ -27,10 +28,13 @@ struct lb_pool *lb_pool_create(const struct lb_config *cfg, unsigned n);
  * Runs fn(arg) on workers 0..nthreads-1 at once for duration_ms (every worker
  * starts before the clock does; the main thread then sleeps and raises the
  * stop flag) and fills res[0..nthreads-1]. Returns the summed throughput in
- * operations per second, each thread's ops over its own time.
+ * operations per second, each thread's ops over its own wall time; when
+ * cpu_rate is not NULL, sets it to the sum of each thread's ops over its own
+ * CPU time, and on_cpu to the threads' CPU time over their wall time (1.0
+ * when nothing else took the cores).
  */
 double lb_pool_run(struct lb_pool *p, unsigned nthreads, unsigned duration_ms, lb_task_fn *fn,
-		   void *arg, struct lb_thread_result *res);
+		   void *arg, struct lb_thread_result *res, double *cpu_rate, double *on_cpu);
 void lb_pool_destroy(struct lb_pool *p);
 /* A worker's state, for modes that keep per-thread data beside it. */
 struct lb_tctx *lb_pool_tctx(struct lb_pool *p, unsigned tid);
