@@ -220,6 +220,9 @@ lb_run_loop(void *eng, struct lb_tctx *t, const struct lb_job *job, lb_get_fn *g
 /* ---- shared helpers (common.c) ------------------------------------------ */
 
 uint64_t lb_now_ns(void);
+uint64_t lb_thread_cpu_ns(void); /* CLOCK_THREAD_CPUTIME_ID */
+/* A progress line on stderr: rewritten in place on a terminal, else one line each. */
+void lb_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void lb_sleep_ms(unsigned ms);
 /* Seeds a thread's state and allocates its buffers; 0 or -1 (ENOMEM). */
 int lb_tctx_init(struct lb_tctx *t, const struct lb_config *cfg, unsigned tid);

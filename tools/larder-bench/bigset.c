@@ -36,15 +36,19 @@ static void copy_out(void *ctxp, size_t index, const void *value, size_t value_l
 	c->sink += c->buf[0];
 }
 
-/* One timed run of one form; returns keys per second, adds hits/lookups. */
+/*
+ * One timed run of one form; returns keys per second of wall time, sets
+ * *cpu_rate to keys per second of the thread's CPU time, adds hits/lookups.
+ */
 static double run_form(larder *cache, const struct lb_config *cfg, struct lb_tctx *t,
-		       unsigned batch, uint64_t *hits, uint64_t *lookups)
+		       unsigned batch, uint64_t *hits, uint64_t *lookups, double *cpu_rate)
 {
 	uint8_t keys[32][64];
 	const void *kp[32];
 	size_t kl[32];
 	struct copy_ctx cc = { t->buf, cfg->value_size, 0, 0 };
-	const uint64_t t0 = lb_now_ns(), until = t0 + (uint64_t)cfg->duration_ms * 1000000u;
+	const uint64_t c0 = lb_thread_cpu_ns(), t0 = lb_now_ns();
+	const uint64_t until = t0 + (uint64_t)cfg->duration_ms * 1000000u;
 	uint64_t n = 0, now;
 	size_t len;
 
@@ -76,6 +80,7 @@ static double run_form(larder *cache, const struct lb_config *cfg, struct lb_tct
 	*hits += cc.found;
 	*lookups += n;
 	t->sink += cc.sink;
+	*cpu_rate = (double)n * 1e9 / (double)(lb_thread_cpu_ns() - c0);
 	return (double)n * 1e9 / (double)(now - t0);
 }
 
@@ -94,14 +99,13 @@ static int load(larder *cache, const struct lb_config *cfg)
 			       cfg->ttl_ms ? cfg->ttl_ms : LARDER_TTL_DEFAULT) != LARDER_OK)
 			failed++;
 		if ((i & 0xfffff) == 0)
-			fprintf(stderr, "\rbigset: loading %llu/%llu", (unsigned long long)i,
-				(unsigned long long)cfg->entries);
+			lb_progress("bigset: loading %llu/%llu", (unsigned long long)i,
+				    (unsigned long long)cfg->entries);
 	}
 	double secs = (double)(lb_now_ns() - t0) / 1e9;
 	uint64_t rss = lb_rss_bytes() - rss0, st[LARDER_STAT_COUNT] = { 0 };
 	if (larder_stats(cache, st, LARDER_STAT_COUNT) != LARDER_OK)
 		memset(st, 0, sizeof(st));
-	fprintf(stderr, "\n");
 	printf("load: %llu puts in %.2f s (%.2f M/s), %llu failed; RSS +%.1f MiB = %.1f B/entry; "
 	       "used_bytes %.1f B/entry; index slots %llu\n",
 	       (unsigned long long)cfg->entries, secs, (double)cfg->entries / secs / 1e6,
@@ -116,7 +120,7 @@ static int load(larder *cache, const struct lb_config *cfg)
 int lb_bigset_run(const struct lb_config *cfg_in)
 {
 	struct lb_config cfg = *cfg_in;
-	double mk[FORMS][200], med[FORMS];
+	double mk[FORMS][200], ck[FORMS][200], med[FORMS], cmed[FORMS];
 	uint64_t hits[FORMS] = { 0 }, lookups[FORMS] = { 0 };
 	larder *cache = NULL;
 	struct lb_tctx t;
@@ -146,27 +150,32 @@ int lb_bigset_run(const struct lb_config *cfg_in)
 		uint64_t h = 0, l = 0;
 		for (unsigned k = 0; k < FORMS; k++) {
 			unsigned f = (k + r) % FORMS; /* rotate which form goes first */
-			fprintf(stderr, "\rbigset: %s round %u, batch %2u ", warm ? "warm-up" : "measure",
-				r + 1, batch_of[f]);
-			double v = run_form(cache, &cfg, &t, batch_of[f], warm ? &h : &hits[f],
-					    warm ? &l : &lookups[f]);
-			if (!warm)
+			lb_progress("bigset: %s round %u, batch %2u", warm ? "warm-up" : "measure",
+				    warm ? r + 1 : r + 1 - cfg.warmup_rounds, batch_of[f]);
+			double cv, v = run_form(cache, &cfg, &t, batch_of[f], warm ? &h : &hits[f],
+						warm ? &l : &lookups[f], &cv);
+			if (!warm) {
 				mk[f][r - cfg.warmup_rounds] = v / 1e6;
+				ck[f][r - cfg.warmup_rounds] = cv / 1e6;
+			}
 		}
 	}
-	fprintf(stderr, "\n");
-	printf("\n%-10s %15s  %-15s %10s %7s\n", "form", "median Mkeys/s", "min..max",
-	       "vs single", "hit%");
+	printf("\n%-10s %15s  %-15s %10s | %11s %10s | %7s\n", "form", "median Mkeys/s",
+	       "min..max", "vs single", "cpu Mkeys/s", "vs single", "hit%");
 	for (unsigned f = 0; f < FORMS; f++) {
 		char name[16], range[40];
 		med[f] = lb_median(mk[f], cfg.rounds); /* sorts mk[f] */
+		cmed[f] = lb_median(ck[f], cfg.rounds);
 		snprintf(name, sizeof(name), f ? "batch %u" : "single", batch_of[f]);
 		snprintf(range, sizeof(range), "%.2f..%.2f", mk[f][0], mk[f][cfg.rounds - 1]);
-		printf("%-10s %15.2f  %-15s %9.2fx %7.1f\n", name, med[f], range, med[f] / med[0],
+		printf("%-10s %15.2f  %-15s %9.2fx | %11.2f %9.2fx | %7.1f\n", name, med[f], range,
+		       med[f] / med[0], cmed[f], cmed[f] / cmed[0],
 		       lookups[f] ? 100.0 * (double)hits[f] / (double)lookups[f] : 0);
 	}
-	printf("check: batch 16 / single = %.2f (bar >= 2.00) %s\n", med[2] / med[0],
-	       med[2] / med[0] >= 2.0 ? "PASS" : "FAIL");
+	printf("(cpu = keys over the thread's own CPU time; it survives a busy machine)\n");
+	printf("check: batch 16 / single: wall %.2f %s, cpu %.2f %s (bar >= 2.00)\n",
+	       med[2] / med[0], med[2] / med[0] >= 2.0 ? "PASS" : "FAIL", cmed[2] / cmed[0],
+	       cmed[2] / cmed[0] >= 2.0 ? "PASS" : "FAIL");
 	if (t.write_errors)
 		printf("WARNING: larder_get_batch returned an error %llu times\n",
 		       (unsigned long long)t.write_errors);

@@ -10,6 +10,7 @@
  * with lb_mix(rank) % entries, so hot keys are not neighbours in any table.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -29,6 +30,26 @@ uint64_t lb_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t lb_thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void lb_progress(const char *fmt, ...)
+{
+	static int tty = -1;
+	va_list ap;
+	if (tty < 0)
+		tty = isatty(2);
+	fputs(tty ? "\r" : "", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(tty ? "\033[K" : "\n", stderr);
 }
 
 void lb_sleep_ms(unsigned ms)

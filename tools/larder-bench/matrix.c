@@ -106,12 +106,12 @@ static void progress(const struct lb_config *cfg, const struct cell *c, unsigned
 	if (tty < 0)
 		tty = isatty(2);
 	if (tty)
-		fprintf(stderr, "\r[%4zu/%zu] %s round %u/%u: %-7s %2u thr %-7s   ", done, total,
-			warm ? "warm-up" : "measure", r + 1, rounds, lb_scenario_names[c->s],
-			c->threads, cfg->engines[c->eng]->name);
+		lb_progress("[%4zu/%zu] %s round %u/%u: %-7s %2u thr %-7s", done, total,
+			    warm ? "warm-up" : "measure", r + 1, rounds, lb_scenario_names[c->s],
+			    c->threads, cfg->engines[c->eng]->name);
 	else if (first)
-		fprintf(stderr, "[%zu/%zu] %s round %u/%u\n", done, total,
-			warm ? "warm-up" : "measure", r + 1, rounds);
+		lb_progress("[%zu/%zu] %s round %u/%u", done, total, warm ? "warm-up" : "measure",
+			    r + 1, rounds);
 }
 
 enum rate_kind { WALL, CPU };
@@ -381,7 +381,8 @@ int lb_matrix_run(const struct lb_config *cfg)
 			run_cell(pool, cfg, engs, c, warm ? -1 : (int)rr);
 		}
 	}
-	fprintf(stderr, "\n");
+	if (isatty(2))
+		fprintf(stderr, "\n");
 	for (size_t i = 0; i < n; i++) {
 		double v[MAX_ROUNDS];
 		memcpy(v, cells[i].mops, sizeof(double) * cfg->rounds);

@@ -16,7 +16,6 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "pool.h"
 
@@ -45,13 +44,6 @@ struct lb_pool {
 	char pad[64 - sizeof(atomic_int)];
 };
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void *worker_main(void *p)
 {
 	struct lb_worker *w = p;
@@ -76,9 +68,9 @@ static void *worker_main(void *p)
 
 		struct lb_tctx *t = &w->t;
 		uint64_t h0 = t->hits, m0 = t->misses, e0 = t->write_errors;
-		uint64_t c0 = thread_cpu_ns(), t0 = lb_now_ns();
+		uint64_t c0 = lb_thread_cpu_ns(), t0 = lb_now_ns();
 		uint64_t ops = fn(arg, t, &pl->stop);
-		uint64_t t1 = lb_now_ns(), c1 = thread_cpu_ns();
+		uint64_t t1 = lb_now_ns(), c1 = lb_thread_cpu_ns();
 
 		pthread_mutex_lock(&pl->mu);
 		pl->res[w->tid] = (struct lb_thread_result){
