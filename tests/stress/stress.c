@@ -171,8 +171,39 @@ struct worker {
 	struct th_rng rng;
 	uint64_t deadline_ms;
 	uint64_t ops_done, busy, hits, misses, clears, capacity_changes;
+	uint64_t writes_ok; /* writes that stored a new value (one new entry each) */
 	unsigned char *buf, *value;
 };
+
+/*
+ * The mixed phase's removal listener (on the maintainer thread): every value
+ * removed must still be whole when reported (S1 again: nothing is freed before
+ * the listener ran), and the per-cause tallies feed S9 below.
+ */
+static _Atomic uint64_t removed[LARDER_CAUSE_CLEARED + 1];
+
+static int verify_value(const char *what, uint32_t key_id, const void *value, size_t len);
+
+static void stress_listener(void *ctx, const void *key, size_t key_len, const void *value,
+			    size_t value_len, enum larder_cause cause)
+{
+	char name[16];
+	unsigned id = 0;
+
+	(void)ctx;
+	if (key_len >= sizeof(name) || (unsigned)cause > LARDER_CAUSE_CLEARED) {
+		STRESS_FAIL("listener: key of %zu bytes, cause %d", key_len, (int)cause);
+		return;
+	}
+	memcpy(name, key, key_len);
+	name[key_len] = '\0';
+	if (sscanf(name, "key:%u", &id) != 1 || id >= NKEYS)
+		STRESS_FAIL("listener: foreign key '%s'", name);
+	else
+		verify_value(larder_cause_name(cause), id, value, value_len);
+	/* relaxed: read after quiesce, which orders the maintainer's work before it */
+	atomic_fetch_add_explicit(&removed[cause], 1, memory_order_relaxed);
+}
 
 static int op_result_ok(const char *op, int rc, int a, int b, int c)
 {
@@ -353,6 +384,8 @@ static void do_write(struct worker *w, uint64_t r, uint32_t k, const char *key)
 	}
 	if (rc == LARDER_EBUSY)
 		w->busy++;
+	if (rc == LARDER_OK && r < 33)
+		w->writes_ok++; /* put, put_if_absent, replace, replace_if_equals */
 }
 
 static void do_read(struct worker *w, uint64_t r, uint32_t k, const char *key)
@@ -467,17 +500,54 @@ static void check_all_keys(larder *cache)
 	free(buf);
 }
 
+/*
+ * S9: every entry is removed exactly once and every removal is reported:
+ * entries created (successful writes) minus removals reported == entries in
+ * the index, and the per-cause counters equal the listener's tallies. Call
+ * after quiescing (th_check_accounting).
+ */
+static void check_conservation(larder *cache, uint64_t writes)
+{
+	static const enum larder_stat stat_of[] = {
+		[LARDER_CAUSE_EXPLICIT] = LARDER_STAT_REMOVALS,
+		[LARDER_CAUSE_REPLACED] = LARDER_STAT_REPLACEMENTS,
+		[LARDER_CAUSE_EXPIRED] = LARDER_STAT_EXPIRATIONS,
+		[LARDER_CAUSE_EVICTED] = LARDER_STAT_EVICTIONS,
+		[LARDER_CAUSE_CLEARED] = LARDER_STAT_CLEARED,
+	};
+	uint64_t entries = 0, bytes = 0, total = 0;
+
+	larder__test_walk(cache, &entries, &bytes);
+	for (int i = 0; i <= LARDER_CAUSE_CLEARED; i++) {
+		uint64_t n = atomic_load_explicit(&removed[i], memory_order_relaxed);
+		total += n;
+		if (!CHECK_EQ(th_stat(cache, stat_of[i]), n))
+			printf("  cause %s: stats %" PRIu64 ", listener %" PRIu64 "\n",
+			       larder_cause_name((enum larder_cause)i), th_stat(cache, stat_of[i]),
+			       n);
+	}
+	printf("  %" PRIu64 " writes, removals: %" PRIu64 " explicit, %" PRIu64 " replaced, %" PRIu64
+	       " expired, %" PRIu64 " evicted, %" PRIu64 " cleared; %" PRIu64 " entries left\n",
+	       writes, atomic_load(&removed[0]), atomic_load(&removed[1]), atomic_load(&removed[2]),
+	       atomic_load(&removed[3]), atomic_load(&removed[4]), entries);
+	CHECK_EQ(writes - total, entries);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_WRITES), writes);
+}
+
 static void phase_mixed(void)
 {
 	larder_config *config = th_config(8 * MiB);
 	larder *cache;
 	struct worker *w;
-	uint64_t ops = 0, busy = 0, hits = 0, misses = 0, clears = 0, caps = 0;
+	uint64_t ops = 0, busy = 0, hits = 0, misses = 0, clears = 0, caps = 0, writes = 0;
 	uint64_t mapped = larder__test_mapped_bytes(), t0 = th_now_ms();
 
 	REQUIRE(config != NULL);
 	CHECK_RC(larder_config_set_max_value_bytes(config, MAX_VALUE), LARDER_OK);
 	CHECK_RC(larder_config_set_hash_seed(config, opt.seed), LARDER_OK);
+	CHECK_RC(larder_config_set_removal_listener(config, stress_listener, NULL), LARDER_OK);
+	for (int i = 0; i <= LARDER_CAUSE_CLEARED; i++)
+		atomic_store(&removed[i], 0);
 	cache = th_open(config);
 	REQUIRE(cache != NULL);
 	w = make_workers(cache, 1, phase_deadline(50));
@@ -490,6 +560,7 @@ static void phase_mixed(void)
 			misses += w[i].misses;
 			clears += w[i].clears;
 			caps += w[i].capacity_changes;
+			writes += w[i].writes_ok;
 		}
 	}
 	printf("  mixed: %" PRIu64 " ops in %" PRIu64 " ms (%" PRIu64 " get hits, %" PRIu64
@@ -498,12 +569,14 @@ static void phase_mixed(void)
 	CHECK_GT(ops, 0);
 	th_check_accounting(cache, 60000, NULL, NULL);
 	check_all_keys(cache);
+	check_conservation(cache, writes);
 	/* S4 again after a final shrink: evicted down to the new capacity */
 	CHECK_RC(larder_set_capacity(cache, 256 * KiB), LARDER_OK);
 	{
 		uint64_t bytes = 0;
 		th_check_accounting(cache, 60000, NULL, &bytes);
 		CHECK_LE(bytes, 256 * KiB);
+		check_conservation(cache, writes);
 	}
 	free_workers(w);
 	larder_close(cache);
