@@ -263,12 +263,121 @@ static void test_write_inside_callback(void)
 	larder_close(in.cache);
 }
 
+struct waiter {
+	larder *cache;
+	struct th_event parked, release;
+	int parked_rc, first_failure;
+	_Atomic long puts_ok;
+	long target;
+	_Atomic int stop;
+};
+
+static void hold_fn(void *ctx, const void *value, size_t value_len)
+{
+	struct waiter *w = ctx;
+
+	(void)value;
+	(void)value_len;
+	th_event_signal(&w->parked);
+	CHECK(th_event_wait(&w->release, 60000));
+}
+
+static void *holder_thread(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->parked_rc = larder_get_with(w->cache, "K", 1, hold_fn, w);
+	return NULL;
+}
+
+/* Writes fresh keys until told to stop or one fails. */
+static void *busy_writer_thread(void *arg)
+{
+	struct waiter *w = arg;
+	unsigned char v[1000];
+
+	memset(v, 0x66, sizeof(v));
+	for (long i = 0; !atomic_load(&w->stop); i++) {
+		char key[32];
+		int rc;
+
+		snprintf(key, sizeof(key), "wait-%ld", i);
+		rc = larder_put(w->cache, key, strlen(key), v, sizeof(v), LARDER_TTL_NEVER);
+		if (rc != LARDER_OK) {
+			w->first_failure = rc;
+			break;
+		}
+		atomic_fetch_add(&w->puts_ok, 1);
+	}
+	return NULL;
+}
+
+static int writer_progressed(void *p)
+{
+	struct waiter *w = p;
+
+	return atomic_load(&w->puts_ok) >= w->target || atomic_load(&w->stop);
+}
+
+static int some_writer_waits(void *p)
+{
+	return th_stat(p, LARDER_STAT_WRITE_WAITS) > 0;
+}
+
+/*
+ * At the overshoot bound a writer (outside any callback) waits for room
+ * instead of overshooting, and succeeds once room is freed: here a parked
+ * reader keeps anything from being freed until the test releases it.
+ */
+static void test_writer_waits_for_room(void)
+{
+	larder_config *config = th_config(64 * KiB);
+	struct waiter w;
+	pthread_t holder, writer;
+	uint64_t bound;
+
+	REQUIRE(config != NULL);
+	CHECK_RC(larder_config_set_write_wait_ms(config, 30000), LARDER_OK);
+	memset(&w, 0, sizeof(w));
+	w.cache = th_open(config);
+	REQUIRE(w.cache != NULL);
+	bound = th_stat(w.cache, LARDER_STAT_CAPACITY_BYTES) +
+		th_stat(w.cache, LARDER_STAT_OVERSHOOT_BOUND);
+	th_event_init(&w.parked);
+	th_event_init(&w.release);
+	atomic_init(&w.stop, 0);
+	CHECK_RC(larder_put(w.cache, "K", 1, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+	REQUIRE(pthread_create(&holder, NULL, holder_thread, &w) == 0);
+	CHECK(th_event_wait(&w.parked, 10000));
+	REQUIRE(pthread_create(&writer, NULL, busy_writer_thread, &w) == 0);
+	/* the writer fills capacity + bound, then has to wait */
+	CHECK(th_wait_until(some_writer_waits, w.cache, 20000));
+	CHECK_LE(th_stat(w.cache, LARDER_STAT_USED_BYTES), bound);
+	th_event_signal(&w.release);
+	pthread_join(holder, NULL);
+	/* once room is freed the waiting write goes through, and more follow */
+	w.target = atomic_load(&w.puts_ok) + 200;
+	CHECK(th_wait_until(writer_progressed, &w, 20000));
+	atomic_store(&w.stop, 1);
+	pthread_join(writer, NULL);
+	CHECK_RC(w.parked_rc, LARDER_OK);
+	CHECK_RC(w.first_failure, LARDER_OK); /* no EBUSY: the wait (30 s) was long enough */
+	CHECK_EQ(th_stat(w.cache, LARDER_STAT_WRITE_BUSY), 0);
+	CHECK_GE(atomic_load(&w.puts_ok), w.target);
+	CHECK_LE(th_stat(w.cache, LARDER_STAT_USED_BYTES), bound);
+	th_check_accounting(w.cache, 20000, NULL, NULL);
+	larder_close(w.cache);
+	th_event_destroy(&w.parked);
+	th_event_destroy(&w.release);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_parked_get_with),
 		TH_TEST(test_parked_get_batch),
 		TH_TEST(test_write_inside_callback),
+		TH_TEST(test_writer_waits_for_room),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }

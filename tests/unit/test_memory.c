@@ -114,6 +114,47 @@ static void test_eviction_keeps_capacity(void)
 	CHECK_EQ(larder__test_mapped_bytes(), mapped);
 }
 
+/* Every policy keeps the same accounting promises (they share one interface). */
+static void test_eviction_every_policy(void)
+{
+	static const enum larder_policy policies[] = {
+		LARDER_POLICY_DEFAULT, LARDER_POLICY_S3FIFO,   LARDER_POLICY_FIFO,
+		LARDER_POLICY_LRU,     LARDER_POLICY_WTINYLFU, LARDER_POLICY_ARC,
+	};
+	const uint64_t capacity = MiB, n = 8000;
+
+	for (size_t p = 0; p < TH_COUNT(policies); p++) {
+		larder_config *config = th_config(capacity);
+		larder *cache;
+		uint64_t entries = 0, bytes = 0, present = 0;
+
+		REQUIRE(config != NULL);
+		CHECK_RC(larder_config_set_policy(config, policies[p]), LARDER_OK);
+		CHECK_RC(larder_config_set_write_wait_ms(config, 20000), LARDER_OK);
+		cache = th_open(config);
+		if (!CHECK(cache != NULL))
+			continue;
+		for (uint64_t id = 0; id < n; id++) {
+			if (!CHECK_RC(put_key(cache, id % (n / 2), 500 + id % 1000), LARDER_OK))
+				break;
+			if (id % 3 == 0) /* some hits for the policies that count them */
+				(void)check_key(cache, id / 2 % (n / 2), 500 + id / 2 % (n / 2) % 1000);
+		}
+		th_check_accounting(cache, 20000, &entries, &bytes);
+		if (!CHECK_LE(bytes, capacity))
+			printf("  policy %d\n", (int)policies[p]);
+		CHECK_GT(th_stat(cache, LARDER_STAT_EVICTIONS), 0);
+		CHECK_GE(bytes, capacity / 4);
+		for (uint64_t id = 0; id < n / 2; id++) {
+			char key[32];
+			snprintf(key, sizeof(key), "key-%" PRIu64, id);
+			present += larder_contains(cache, key, strlen(key)) == LARDER_OK;
+		}
+		CHECK_EQ(present, entries);
+		larder_close(cache);
+	}
+}
+
 /* Mixed sizes, including large entries (over the biggest size class). */
 static void test_eviction_mixed_sizes(void)
 {
@@ -402,6 +443,7 @@ int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_eviction_keeps_capacity),
+		TH_TEST(test_eviction_every_policy),
 		TH_TEST(test_eviction_mixed_sizes),
 		TH_TEST(test_minimum_capacity),
 		TH_TEST(test_set_capacity_shrink),
