@@ -109,10 +109,10 @@ static inline struct larder__entry *find_live_rcu(larder *c, struct op *op, uint
 	return entry_expired(c, op, e) ? NULL : e;
 }
 
+/* Every hit is sampled for the policy; the sample count is the hit count. */
 static inline void count_hit(struct op *op, struct larder__entry *e)
 {
 	larder__events_hit(op->handle, e);
-	larder__stat_bump(&op->handle->hits, 1);
 }
 
 /* ---- Reads ------------------------------------------------------------------ */
@@ -706,7 +706,7 @@ static void sum_handles(larder *c, uint64_t *v)
 		     &c->handles, LARDER__ACQUIRE); /* A-HANDLES */
 	     h; h = h->next) {
 		/* Relaxed: statistics; each counter is exact on its own. */
-		v[LARDER_STAT_HITS] += atomic_load_explicit(&h->hits, LARDER__RELAXED);
+		v[LARDER_STAT_HITS] += atomic_load_explicit(&h->hit_head, LARDER__RELAXED);
 		v[LARDER_STAT_MISSES] += atomic_load_explicit(&h->misses, LARDER__RELAXED);
 		v[LARDER_STAT_WRITES] += atomic_load_explicit(&h->writes, LARDER__RELAXED);
 		v[LARDER_STAT_WRITE_WAITS] += atomic_load_explicit(&h->write_waits, LARDER__RELAXED);

@@ -120,17 +120,19 @@ restart:;
 		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
 			/* A-SLOT: pairs with R-SLOT; the entry's fields are visible. */
 			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
-			if ((w & LARDER__SLOT_TAG_MASK) != tag || !(w & LARDER__SLOT_PTR_MASK))
+			if (__builtin_expect(((w ^ tag) & LARDER__SLOT_TAG_MASK) != 0, 1))
 				continue;
-			if ((w & LARDER__SLOT_PTR_MASK) == LARDER__SLOT_MARKER) {
-				/* A-CTL again: a marker is stored after MOVED (X3). */
-				if (atomic_load_explicit(&home->ctl, LARDER__ACQUIRE) &
-				    LARDER__CTL_MOVED)
-					goto restart;
-				continue; /* another home's moved key */
-			}
-			if (larder__entry_key_equals(larder__slot_entry(w), key, key_len))
-				return w;
+			uint64_t p = w & LARDER__SLOT_PTR_MASK;
+			if (p > LARDER__SLOT_MARKER) {
+				if (larder__entry_key_equals(larder__slot_entry(w), key, key_len))
+					return w;
+			} else if (p == LARDER__SLOT_MARKER &&
+				   /* A-CTL again: a marker is stored after MOVED (X3). */
+				   (atomic_load_explicit(&home->ctl, LARDER__ACQUIRE) &
+				    LARDER__CTL_MOVED)) {
+				t = larder__table_next(t);
+				goto restart;
+			} /* else empty, or another home's moved key */
 		}
 		if ((ctl >> 32) == 0)
 			return 0;

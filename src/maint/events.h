@@ -55,12 +55,12 @@ struct larder__event {
 
 struct larder__handle {
 	/* Owner thread's line: written per operation, read by the maintainer. */
-	larder__atomic_u64 ev_head; /* R-EV */
-	larder__atomic_u64 hit_head; /* R-HIT */
+	larder__atomic_u64 ev_head;  /* R-EV */
+	larder__atomic_u64 hit_head; /* R-HIT; every hit is sampled, so also the hit count */
 	uint64_t ev_tail_seen;      /* owner only: last ev_tail read */
 	int64_t credit;             /* owner only: budget bytes reserved */
 	/* Statistics: owner writes (relaxed load+store, one writer), anyone sums. */
-	larder__atomic_u64 hits, misses, writes, alloc_bytes, write_waits, write_busy;
+	larder__atomic_u64 misses, writes, alloc_bytes, write_waits, write_busy;
 
 	/* Maintainer's line. */
 	larder__atomic_u64 ev_tail __attribute__((aligned(64))); /* R-EVT */

@@ -484,7 +484,7 @@ static void handle_unlink(struct larder *c, struct larder__handle *h)
  * stat[USED_BYTES], from which larder__maint_stats() subtracts freed bytes. */
 static void fold_handle_stats(struct larder__maint *m, struct larder__handle *h)
 {
-	bump(m, LARDER_STAT_HITS, atomic_load_explicit(&h->hits, LARDER__RELAXED));
+	bump(m, LARDER_STAT_HITS, atomic_load_explicit(&h->hit_head, LARDER__RELAXED));
 	bump(m, LARDER_STAT_MISSES, atomic_load_explicit(&h->misses, LARDER__RELAXED));
 	bump(m, LARDER_STAT_WRITES, atomic_load_explicit(&h->writes, LARDER__RELAXED));
 	bump(m, LARDER_STAT_WRITE_WAITS, atomic_load_explicit(&h->write_waits, LARDER__RELAXED));
