@@ -413,6 +413,12 @@ int larder__parse(const char *buf, size_t len, const struct larder__limits *lim,
 	req->data = NULL;
 	req->data_len = 0;
 	req->keys = req->keys_end = NULL;
+	req->key.p = NULL;
+	req->key.n = 0;
+	req->ntok = 0;
+	req->flags = 0;
+	req->cas = 0;
+	req->delta = 0;
 	req->meta.present = 0;
 	req->exptime = 0;
 	req->num = 0;

@@ -1,0 +1,70 @@
+/*
+ * fuzz_parse.c - libFuzzer target for larderd's request parser
+ * (server/proto/parse.c) and the base64 key codec.
+ *
+ * Feeds the input as one connection's byte stream and walks it request by
+ * request, checking the invariants of parse.h on every step:
+ *   P1 DONE consumes > 0 bytes, at most what it was given;
+ *   P2 the same bytes, cut right after the request, give the same request
+ *      (a request is decided by its own bytes, so splits cannot change it);
+ *   MORE's `need` is 0 or more than it was given.
+ * Any violation traps, which libFuzzer reports as a crash. ASan/UBSan catch
+ * reads outside the buffer.
+ *
+ * Build: cmake -DLARDER_FUZZ=ON -DCMAKE_C_COMPILER=clang-14 ...; run:
+ *   larderd_fuzz_parse -max_total_time=600 tests/fuzz/corpus
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+#include "reply.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const struct larder__limits lim = {4096};
+	const char *buf = (const char *)data;
+	size_t off = 0;
+	unsigned char key[LARDER__KEY_MAX];
+	char enc[4 * LARDER__KEY_MAX];
+
+	while (off < size) {
+		struct larder__req r, again;
+		size_t avail = size - off;
+		int rc = larder__parse(buf + off, avail, &lim, &r);
+
+		if (rc == LARDER__PARSE_CLOSE)
+			break;
+		if (rc == LARDER__PARSE_MORE) {
+			if (r.need != 0 && r.need <= avail)
+				__builtin_trap();
+			break;
+		}
+		if (r.consumed == 0 || r.consumed > avail)
+			__builtin_trap();
+		if (larder__parse(buf + off, r.consumed, &lim, &again) != LARDER__PARSE_DONE ||
+		    again.consumed != r.consumed || again.cmd != r.cmd || again.swallow != r.swallow)
+			__builtin_trap();
+		if (r.cmd == LARDER__CMD_GET || r.cmd == LARDER__CMD_GETS) {
+			struct larder__tok t;
+			while (larder__next_token(&r.keys, r.keys_end, &t))
+				if (t.n == 0 || t.n > LARDER__KEY_MAX)
+					__builtin_trap();
+		}
+		if (r.key.n > 0 && r.cmd != LARDER__CMD_REPLY) {
+			long n = larder__b64_decode(r.key.p, r.key.n, key, sizeof(key));
+			if (n > 0) {
+				size_t m = larder__b64_encode(key, (size_t)n, enc);
+				if (m != r.key.n || memcmp(enc, r.key.p, m) != 0)
+					; /* non-canonical padding bits decode too; not an error */
+			}
+		}
+		off += r.consumed;
+		off += r.swallow < size - off ? r.swallow : size - off;
+	}
+	return 0;
+}
