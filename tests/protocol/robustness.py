@@ -114,6 +114,32 @@ def main():
         c.close()
         check(request(port, b"version\r\n").startswith(b"VERSION "), "server alive after junk")
 
+        # 3b. read-modify-write under contention: 4 clients x 500 incr of one key
+        #     and 4 clients x 200 appends must all land (replace_if_equals loop)
+        import threading
+        request(port, b"set ctr 0 0 1\r\n0\r\nset log 0 0 0\r\n\r\n", b"STORED\r\nSTORED\r\n")
+
+        def hammer(tag):
+            c = connect(port)
+            f = c.makefile("rb")
+            for _ in range(500):
+                c.sendall(b"incr ctr 1\r\n")
+                f.readline()
+            for _ in range(200):
+                c.sendall(b"append log 0 0 1\r\n%s\r\n" % tag)
+                f.readline()
+            c.close()
+
+        ts = [threading.Thread(target=hammer, args=(t,)) for t in (b"a", b"b", b"c", b"d")]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        r = request(port, b"get ctr log\r\n", b"END\r\n")
+        check(b"VALUE ctr 0 4\r\n2000\r\n" in r, "concurrent incr: 2000 of 2000 (%r)" % r[:40])
+        check(b"VALUE log 0 800\r\n" in r and all(r.count(t) >= 200 for t in (b"a", b"b", b"c", b"d")),
+              "concurrent append: 800 bytes, 200 from each client")
+
         # 4. slow reader
         val = b"v" * 100000
         r = request(port, b"set slow 0 0 %d\r\n%s\r\n" % (len(val), val))
