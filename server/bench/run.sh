@@ -28,9 +28,13 @@ nice -n 10 "$LARDERD" -p "$LP" -l 127.0.0.1 -m $MEM -t $THREADS & PIDS+=($!)
 nice -n 10 "$MEMCACHED" -p "$MP" -l 127.0.0.1 -m $MEM -t $THREADS -U 0 -u nobody & PIDS+=($!)
 wait_port "$LP" && wait_port "$MP" || { echo "servers did not start"; exit 1; }
 
+# warm-up (not reported): faults in both servers' memory and the key set
+nice -n 10 "$LOADGEN" -p "$LP" -c $CONNS -T 1 -d 16 -r 0.5 -s 1 >/dev/null
+nice -n 10 "$LOADGEN" -p "$MP" -c $CONNS -T 1 -d 16 -r 0.5 -s 1 >/dev/null
+
 echo "# larderd vs memcached $("$MEMCACHED" -V | cut -d' ' -f2): -m $MEM -t $THREADS, $CONNS conns, 24000 keys, 64 B values, $ROUNDS x ${SECS}s per cell, $(nproc) cores"
-printf "%-10s %5s | %12s %12s %6s | %-17s | %-17s\n" mix depth "larderd op/s" "memcd op/s" ratio \
-	"larderd p50/99/999" "memcd p50/99/999"
+printf "%-8s %5s | %-24s %-24s %6s | %-16s | %-16s\n" mix depth "larderd op/s (min-max)" \
+	"memcd op/s (min-max)" ratio "larderd p50/99/999" "memcd p50/99/999"
 for mix in 0.9 0.1; do
 	for depth in 1 16; do
 		L=(); M=()
@@ -42,8 +46,11 @@ for mix in 0.9 0.1; do
 		lm=$(med "${L[@]}"); mm=$(med "${M[@]}")
 		field() { echo "$1" | tr ' ' '\n' | grep "^$2=" | cut -d= -f2; }
 		lo=$(field "$lm" ops_per_s); mo=$(field "$mm" ops_per_s)
+		range() { printf "%s\n" "$@" | tr ' ' '\n' | grep '^ops_per_s=' | cut -d= -f2 | sort -n |
+			sed -n '1p;$p' | paste -sd- ; }
 		name=$([ "$mix" = 0.9 ] && echo get-90% || echo set-90%)
-		printf "%-10s %5s | %12s %12s %6s | %-17s | %-17s\n" "$name" "$depth" "$lo" "$mo" \
+		printf "%-8s %5s | %-24s %-24s %6s | %-16s | %-16s\n" "$name" "$depth" \
+			"$lo ($(range "${L[@]}"))" "$mo ($(range "${M[@]}"))" \
 			"$(python3 -c "print('%.2fx' % ($lo / $mo))")" \
 			"$(field "$lm" p50_us)/$(field "$lm" p99_us)/$(field "$lm" p999_us)" \
 			"$(field "$mm" p50_us)/$(field "$mm" p99_us)/$(field "$mm" p999_us)"
