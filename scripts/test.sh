@@ -54,6 +54,9 @@ run_stage() {
 	rc=$?
 	set -e
 	note=$(grep -E '^[0-9]+% tests passed' "$LOGS/$name.log" | tail -n 1 || true)
+	if ((rc != 0)) && grep -q '^FAILED: ' "$LOGS/$name.log"; then
+		note="build: $(grep -c '^FAILED: ' "$LOGS/$name.log") target(s) failed; ${note:-no tests run}"
+	fi
 	stage_names+=("$name")
 	stage_results+=("$([[ $rc -eq 0 ]] && echo PASS || echo "FAIL($rc)")")
 	stage_secs+=("$((SECONDS - t0))")
@@ -61,10 +64,25 @@ run_stage() {
 	return 0
 }
 
+# configure_build PRESET: configures and builds, keeping going past a failed
+# target (ninja -k 0) so the tests that did build still run; returns the
+# build's status, which the caller reports after its tests.
 configure_build() {
 	local preset=$1
 	cmake --preset "$preset"
-	"${NICE[@]}" cmake --build --preset "$preset" --parallel "$JOBS"
+	"${NICE[@]}" cmake --build --preset "$preset" --parallel "$JOBS" -- -k 0 || {
+		echo "test.sh: the $preset build failed; running the tests that built" >&2
+		return 1
+	}
+}
+
+# ctest_after_build PRESET BUILD_RC CTEST_ARGS...: runs the tests, then fails
+# when either the tests or the build did.
+ctest_after_build() {
+	local preset=$1 build_rc=$2
+	shift 2
+	"${NICE[@]}" ctest --preset "$preset" "$@" "${CTEST_ARGS[@]}"
+	return "$build_rc"
 }
 
 stage_deps() {
@@ -75,8 +93,9 @@ stage_deps() {
 }
 
 stage_default() {
-	configure_build default
-	"${NICE[@]}" ctest --preset default "${CTEST_ARGS[@]}"
+	local rc=0
+	configure_build default || rc=$?
+	ctest_after_build default "$rc"
 }
 
 # The installed library is usable the way README.md says: pkg-config gives
@@ -108,13 +127,15 @@ stage_install() {
 }
 
 stage_release() {
-	configure_build release
-	"${NICE[@]}" ctest --preset release -L '^unit$' "${CTEST_ARGS[@]}"
+	local rc=0
+	configure_build release || rc=$?
+	ctest_after_build release "$rc" -L '^unit$'
 }
 
 stage_clang() {
-	configure_build clang
-	"${NICE[@]}" ctest --preset clang -L '^unit$' "${CTEST_ARGS[@]}"
+	local rc=0
+	configure_build clang || rc=$?
+	ctest_after_build clang "$rc" -L '^unit$'
 }
 
 # clang 14's TSan runtime cannot map its shadow under the 32-bit mmap
@@ -132,17 +153,20 @@ stage_tsan() {
 	if [[ -f tests/tsan.supp ]]; then
 		opts+=":suppressions=$ROOT/tests/tsan.supp"
 	fi
-	configure_build tsan
+	local rc=0
+	configure_build tsan || rc=$?
 	launcher=$(tsan_launcher)
 	# shellcheck disable=SC2086 # launcher is empty or a word list
 	TSAN_OPTIONS="$opts" "${NICE[@]}" $launcher ctest --preset tsan -L '^stress$' "${CTEST_ARGS[@]}"
+	return "$rc"
 }
 
 stage_asan_ubsan() {
-	configure_build asan-ubsan
+	local rc=0
+	configure_build asan-ubsan || rc=$?
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		"${NICE[@]}" ctest --preset asan-ubsan -L '^(stress|unit)$' "${CTEST_ARGS[@]}"
+		ctest_after_build asan-ubsan "$rc" -L '^(stress|unit)$'
 }
 
 main() {
