@@ -337,6 +337,13 @@ static void test_thread_churn(void)
 		CHECK_RC(larder_contains(cache, key, strlen(key)), LARDER_OK);
 	}
 	th_check_accounting(cache, 10000, NULL, NULL);
+	/*
+	 * Exited threads' state is released: 512 threads that each wrote 32 bytes
+	 * must not each leave a page behind (that would be 32 MiB at 64 KiB).
+	 */
+	CHECK_LE(th_stat(cache, LARDER_STAT_PAGES_MAPPED),
+		 th_stat(cache, LARDER_STAT_CAPACITY_BYTES) +
+			 th_stat(cache, LARDER_STAT_OVERSHOOT_BOUND));
 	larder_close(cache);
 	CHECK_EQ(larder__test_mapped_bytes(), mapped);
 }

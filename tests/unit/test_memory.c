@@ -288,6 +288,94 @@ static void test_index_growth(void)
 	larder_close(cache);
 }
 
+struct grow_reader {
+	larder *cache;
+	_Atomic int *stop;
+	uint64_t reads, misses, seed;
+};
+
+static void *grow_reader_thread(void *arg)
+{
+	struct grow_reader *r = arg;
+	struct th_rng rng = {r->seed};
+
+	while (!atomic_load_explicit(r->stop, memory_order_relaxed)) {
+		uint64_t id = th_rng_below(&rng, 1000);
+		char key[32];
+
+		/* check_key() fails the test on a wrong value; a miss is counted */
+		r->misses += (uint64_t)!check_key(r->cache, 5000000 + id, 24);
+		snprintf(key, sizeof(key), "key-%" PRIu64, 5000000 + id);
+		r->misses += larder_contains(r->cache, key, strlen(key)) != LARDER_OK;
+		r->reads += 2;
+	}
+	return NULL;
+}
+
+/* Readers never miss a present key while the index grows under them. */
+static void test_growth_concurrent_reads(void)
+{
+	enum { READERS = 3, N = 150000 };
+	larder *cache = open_sized(64 * MiB, 16);
+	struct grow_reader r[READERS];
+	pthread_t ids[READERS];
+	_Atomic int stop;
+	uint64_t reads = 0, misses = 0;
+
+	REQUIRE(cache != NULL);
+	atomic_init(&stop, 0);
+	for (uint64_t id = 0; id < 1000; id++)
+		CHECK_RC(put_key(cache, 5000000 + id, 24), LARDER_OK);
+	for (int i = 0; i < READERS; i++) {
+		r[i] = (struct grow_reader){cache, &stop, 0, 0, (uint64_t)i + 1};
+		REQUIRE(pthread_create(&ids[i], NULL, grow_reader_thread, &r[i]) == 0);
+	}
+	for (uint64_t id = 0; id < N; id++) {
+		if (!CHECK_RC(put_key(cache, id, 8), LARDER_OK))
+			break;
+		if (id % 16 == 0) /* overwrite a stable key with its same value */
+			CHECK_RC(put_key(cache, 5000000 + id / 16 % 1000, 24), LARDER_OK);
+	}
+	CHECK_EQ(larder__test_quiesce(cache, 30000), 0);
+	atomic_store(&stop, 1);
+	for (int i = 0; i < READERS; i++) {
+		pthread_join(ids[i], NULL);
+		reads += r[i].reads;
+		misses += r[i].misses;
+	}
+	printf("  %" PRIu64 " reads during growth, %" PRIu64 " resizes\n", reads,
+	       th_stat(cache, LARDER_STAT_INDEX_RESIZES));
+	CHECK_EQ(misses, 0);
+	CHECK_GT(reads, 0);
+	CHECK_GT(th_stat(cache, LARDER_STAT_INDEX_RESIZES), 1);
+	th_check_accounting(cache, 30000, NULL, NULL);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_ENTRIES), N + 1000);
+	larder_close(cache);
+}
+
+/* clear() while the index is still growing (a migration in flight). */
+static void test_clear_during_growth(void)
+{
+	larder *cache = open_sized(64 * MiB, 16);
+	uint64_t entries = 0, bytes = 0;
+
+	REQUIRE(cache != NULL);
+	for (int round = 0; round < 5; round++) {
+		for (uint64_t id = 0; id < 40000; id++)
+			if (!CHECK_RC(put_key(cache, id, 16), LARDER_OK))
+				break;
+		CHECK_RC(larder_clear(cache), LARDER_OK);
+		CHECK_EQ(check_key(cache, 0, 16) + check_key(cache, 39999, 16), 0);
+		CHECK_RC(put_key(cache, 7, 16), LARDER_OK);
+		CHECK_EQ(check_key(cache, 7, 16), 1);
+	}
+	th_check_accounting(cache, 30000, &entries, &bytes);
+	CHECK_EQ(entries, 1);
+	CHECK_EQ(check_key(cache, 7, 16), 1);
+	CHECK_EQ(check_key(cache, 8, 16), 0);
+	larder_close(cache);
+}
+
 /* ENOMEM on a write: nothing changes, and the cache recovers. */
 static void test_enomem_on_write(void)
 {
@@ -448,6 +536,8 @@ int main(int argc, char **argv)
 		TH_TEST(test_minimum_capacity),
 		TH_TEST(test_set_capacity_shrink),
 		TH_TEST(test_index_growth),
+		TH_TEST(test_growth_concurrent_reads),
+		TH_TEST(test_clear_during_growth),
 		TH_TEST(test_enomem_on_write),
 		TH_TEST(test_enomem_large_entry),
 		TH_TEST(test_enomem_on_open),
