@@ -81,12 +81,14 @@ def wait_port(port):
     raise RuntimeError("server on port %d did not start" % port)
 
 
-def recv_until_mn(s, limit=3.0):
-    """Reads until the "mn" sentinel's MN arrives, the peer closes, or limit s pass."""
+def recv_until_mn(s, sent, limit=3.0):
+    """Reads until every MN for the "mn" lines sent has arrived (the last one is
+    the sentinel), the peer closes, or limit s pass."""
     out = b""
+    want = sent.count(b"mn\r\n")
     s.settimeout(limit)
     try:
-        while not out.endswith(b"MN\r\n"):
+        while out.count(b"MN\r\n") < want:
             b = s.recv(1 << 20)
             if not b:
                 return out + b"<CLOSED>"
@@ -99,11 +101,12 @@ def recv_until_mn(s, limit=3.0):
 def run_case(port, steps):
     c = socket.create_connection(("127.0.0.1", port))
     c.sendall(b"flush_all\r\nmn\r\n")
-    recv_until_mn(c)
+    recv_until_mn(c, b"mn\r\n")
     out, cas = b"", b"0"
     for step in steps:
-        c.sendall(step.replace("{CAS}", cas.decode()).encode() + b"mn\r\n")
-        r = recv_until_mn(c)
+        data = step.replace("{CAS}", cas.decode()).encode() + b"mn\r\n"
+        c.sendall(data)
+        r = recv_until_mn(c, data)
         out += r
         found = re.findall(rb"VALUE \S+ \d+ \d+ (\d+)\r\n", r) + re.findall(rb" c(\d+)", r)
         if found:
