@@ -1,0 +1,309 @@
+/*
+ * evict/tuner.c - chooses W-TinyLFU's window size by simulation on a sample.
+ *
+ * Why: the best window differs per workload (REFERENCE.tsv: 1% wins on
+ * frequency-heavy traces, 25-50% on recency-heavy ones, and the loop trace
+ * wants the smallest), and a hill climber on the cache's own hit rate is
+ * slow and noisy. Caffeine's simulator has the same idea as its "MiniSim"
+ * climber: run small caches with different windows on a spatial sample of
+ * the keys and follow the one that hits most (as SHARDS-style sampling
+ * shows, a 1/S hash sample of the keys in a cache 1/S the size predicts the
+ * full cache's miss ratio curve).
+ *
+ * How: TUNER_K mini W-TinyLFU caches (the very policy code, evict/wtinylfu.c,
+ * with a fixed window each) see every request whose key hash falls in the
+ * sample (1 in S keys; S a power of two chosen so that a mini cache holds
+ * about TUNER_MINI_ENTRIES entries; S = 1 for small caches). Every `period`
+ * sampled requests each mini cache's hits are folded into a score that
+ * halves each period (recent periods weigh most), and the window of the best
+ * score becomes the answer. Keys in the sample are nodes in a private
+ * open-addressing map; a node carries one entry header per mini cache, so
+ * the mini caches keep their queues in real entries as the engine does.
+ *
+ * Invariants:
+ *   T1. A node is in the map iff some mini cache holds it (present != 0),
+ *       except the node of the request being applied.
+ *   T2. Each mini cache's used bytes <= its capacity after an access.
+ *   T3. Cost: O(TUNER_K) policy operations per sampled request, nothing for
+ *       the others; memory O(TUNER_K x TUNER_MINI_ENTRIES), independent of
+ *       the cache size.
+ * Not guaranteed: the choice is a prediction. With lossy hit events the
+ * mini caches see the same lossy stream as the real cache.
+ */
+#include "evict/tuner.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "evict/wtinylfu.h"
+
+#define TUNER_K 7
+#ifndef TUNER_MINI_ENTRIES
+#define TUNER_MINI_ENTRIES 2048
+#endif
+#ifndef TUNER_PERIOD_FACTOR
+#define TUNER_PERIOD_FACTOR 16 /* decide every 16 x mini entries sampled requests */
+#endif
+#ifndef TUNER_HYSTERESIS
+#define TUNER_HYSTERESIS 1.02 /* switch only for a score 2% above the current one */
+#endif
+
+static const unsigned tuner_windows[TUNER_K] = {5, 10, 50, 150, 300, 500, 800};
+extern const struct larder__policy_ops larder__policy_wtinylfu;
+
+struct node {
+	uint64_t hash;
+	uint64_t bytes;
+	unsigned present; /* bit k: mini cache k holds it */
+	struct node *free_next;
+	struct larder__entry e[TUNER_K];
+};
+
+struct mini {
+	unsigned k;
+	struct larder__policy *p;
+	uint64_t used;
+	uint64_t hits; /* this period */
+	double score;
+};
+
+struct larder__tuner {
+	struct mini m[TUNER_K];
+	struct larder__policy_host host[TUNER_K];
+	struct node **map;
+	uint64_t map_mask, live;
+	struct node *free_list;
+	uint64_t sample_mask; /* sampled iff mix(hash) & sample_mask == 0 */
+	uint64_t capacity;    /* of each mini cache, bytes */
+	uint64_t entries;     /* a mini cache's expected entries */
+	uint64_t period, count;
+	unsigned best;
+};
+
+static struct node *node_of(const struct larder__entry *e, unsigned k)
+{
+	return (struct node *)(void *)((char *)(uintptr_t)(e - k) - offsetof(struct node, e));
+}
+
+static uint64_t host_hash(void *ctx, const struct larder__entry *e)
+{
+	const struct mini *m = ctx;
+	return node_of(e, m->k)->hash;
+}
+
+static size_t host_size(void *ctx, const struct larder__entry *e)
+{
+	const struct mini *m = ctx;
+	return (size_t)node_of(e, m->k)->bytes;
+}
+
+static uint64_t mix(uint64_t h)
+{
+	/* independent of the bits the index, ghosts and sketch favour */
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 32);
+}
+
+static int minis_create(struct larder__tuner *t)
+{
+	for (unsigned k = 0; k < TUNER_K; k++) {
+		t->m[k].k = k;
+		t->host[k] = (struct larder__policy_host){host_hash, host_size, &t->m[k]};
+		if (larder__wtinylfu_create(&t->m[k].p, &t->host[k], t->capacity, t->entries,
+					    tuner_windows[k], LARDER__WINDOW_FIXED) != LARDER_OK)
+			return -1;
+	}
+	return 0;
+}
+
+int larder__tuner_create(struct larder__tuner **out, uint64_t capacity_bytes,
+			 uint64_t expected_entries)
+{
+	struct larder__tuner *t = calloc(1, sizeof *t);
+	if (!t)
+		return -1;
+	uint64_t s = 1;
+	while (expected_entries / (s * 2) >= TUNER_MINI_ENTRIES && capacity_bytes / (s * 2) > 0)
+		s *= 2;
+	t->sample_mask = s - 1;
+	t->capacity = capacity_bytes / s ? capacity_bytes / s : 1;
+	t->entries = expected_entries / s ? expected_entries / s : 1;
+	t->period = TUNER_PERIOD_FACTOR * t->entries;
+	t->map_mask = 1023;
+	t->best = 1; /* 1%, Caffeine's starting window, until the first verdict */
+	t->map = calloc(t->map_mask + 1, sizeof *t->map);
+	if (!t->map || minis_create(t) != 0) {
+		larder__tuner_destroy(t);
+		return -1;
+	}
+	*out = t;
+	return 0;
+}
+
+void larder__tuner_destroy(struct larder__tuner *t)
+{
+	if (!t)
+		return;
+	for (unsigned k = 0; k < TUNER_K; k++)
+		if (t->m[k].p)
+			larder__policy_wtinylfu.destroy(t->m[k].p);
+	for (uint64_t i = 0; t->map && i <= t->map_mask; i++)
+		free(t->map[i]);
+	free(t->map);
+	while (t->free_list) {
+		struct node *n = t->free_list->free_next;
+		free(t->free_list);
+		t->free_list = n;
+	}
+	free(t);
+}
+
+static struct node **map_slot(struct larder__tuner *t, uint64_t hash)
+{
+	uint64_t i = mix(hash) >> 20 & t->map_mask;
+	while (t->map[i] && t->map[i]->hash != hash)
+		i = (i + 1) & t->map_mask;
+	return &t->map[i];
+}
+
+static int map_grow(struct larder__tuner *t)
+{
+	uint64_t n = (t->map_mask + 1) * 2;
+	struct node **m = calloc(n, sizeof *m);
+	if (!m)
+		return -1;
+	struct node **old = t->map;
+	uint64_t old_mask = t->map_mask;
+	t->map = m;
+	t->map_mask = n - 1;
+	for (uint64_t i = 0; i <= old_mask; i++)
+		if (old[i])
+			*map_slot(t, old[i]->hash) = old[i];
+	free(old);
+	return 0;
+}
+
+/* Backward-shift deletion, as in ghost.c. */
+static void map_del(struct larder__tuner *t, struct node *n)
+{
+	uint64_t i = mix(n->hash) >> 20 & t->map_mask;
+	while (t->map[i] != n)
+		i = (i + 1) & t->map_mask;
+	for (uint64_t j = i;;) {
+		j = (j + 1) & t->map_mask;
+		if (!t->map[j])
+			break;
+		uint64_t home = mix(t->map[j]->hash) >> 20 & t->map_mask;
+		int in_range = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
+		if (!in_range) {
+			t->map[i] = t->map[j];
+			i = j;
+		}
+	}
+	t->map[i] = NULL;
+	t->live--;
+	n->free_next = t->free_list;
+	t->free_list = n;
+}
+
+static struct node *node_get(struct larder__tuner *t, uint64_t hash, uint64_t bytes)
+{
+	if ((t->live + 1) * 2 > t->map_mask + 1 && map_grow(t) != 0)
+		return NULL;
+	struct node **slot = map_slot(t, hash);
+	if (*slot)
+		return *slot;
+	struct node *n = t->free_list;
+	if (n)
+		t->free_list = n->free_next;
+	else if (!(n = malloc(sizeof *n)))
+		return NULL;
+	n->hash = hash;
+	n->bytes = bytes ? bytes : 1;
+	n->present = 0;
+	*slot = n;
+	t->live++;
+	return n;
+}
+
+static void mini_access(struct larder__tuner *t, struct mini *m, struct node *n)
+{
+	const struct larder__policy_ops *ops = &larder__policy_wtinylfu;
+	unsigned bit = 1u << m->k;
+	if (n->present & bit) {
+		m->hits++;
+		ops->hit(m->p, &n->e[m->k]);
+		return;
+	}
+	n->e[m->k] = (struct larder__entry){0};
+	ops->insert(m->p, &n->e[m->k], n->hash, n->bytes);
+	n->present |= bit;
+	m->used += n->bytes;
+	while (m->used > t->capacity) {
+		struct larder__entry *v = ops->evict(m->p);
+		if (!v)
+			break;
+		struct node *vn = node_of(v, m->k);
+		vn->present &= ~bit;
+		m->used -= vn->bytes;
+		if (!vn->present && vn != n)
+			map_del(t, vn);
+	}
+}
+
+static void decide(struct larder__tuner *t)
+{
+	unsigned best = t->best;
+	for (unsigned k = 0; k < TUNER_K; k++) {
+		t->m[k].score = t->m[k].score * 0.5 + (double)t->m[k].hits;
+		t->m[k].hits = 0;
+	}
+	for (unsigned k = 0; k < TUNER_K; k++)
+		if (t->m[k].score > t->m[best].score)
+			best = k;
+	if (t->m[best].score < t->m[t->best].score * TUNER_HYSTERESIS)
+		best = t->best;
+	t->best = best;
+	t->count = 0;
+}
+
+void larder__tuner_access(struct larder__tuner *t, uint64_t hash, uint64_t bytes)
+{
+	if (mix(hash) & t->sample_mask)
+		return;
+	struct node *n = node_get(t, hash, bytes);
+	if (!n)
+		return; /* no memory: this request goes unsampled */
+	for (unsigned k = 0; k < TUNER_K; k++)
+		mini_access(t, &t->m[k], n);
+	if (!n->present)
+		map_del(t, n);
+	if (++t->count >= t->period)
+		decide(t);
+}
+
+unsigned larder__tuner_window_permille(const struct larder__tuner *t)
+{
+	return tuner_windows[t->best];
+}
+
+void larder__tuner_set_capacity(struct larder__tuner *t, uint64_t capacity_bytes)
+{
+	uint64_t s = t->sample_mask + 1;
+	t->capacity = capacity_bytes / s ? capacity_bytes / s : 1;
+	for (unsigned k = 0; k < TUNER_K; k++) {
+		struct mini *m = &t->m[k];
+		larder__policy_wtinylfu.set_capacity(m->p, t->capacity);
+		while (m->used > t->capacity) {
+			struct larder__entry *v = larder__policy_wtinylfu.evict(m->p);
+			if (!v)
+				break;
+			struct node *vn = node_of(v, k);
+			vn->present &= ~(1u << k);
+			m->used -= vn->bytes;
+			if (!vn->present)
+				map_del(t, vn);
+		}
+	}
+}
