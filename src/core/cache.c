@@ -65,6 +65,7 @@ static inline int op_begin(larder *c, struct op *op)
 	if (__builtin_expect(!op->handle, 0))
 		return LARDER_ENOMEM;
 	op->have_now = 0;
+	op->now_ms = 0;
 	return LARDER_OK;
 }
 
@@ -92,10 +93,18 @@ static inline uint64_t entry_deadline(struct larder__entry *e)
 	return atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
 }
 
-static inline int entry_expired(larder *c, struct op *op, struct larder__entry *e)
+/* Out of line: only entries with a deadline get here, and the clock call
+ * would otherwise make every lookup spill its registers. */
+static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
+						     struct larder__entry *e)
 {
 	uint64_t deadline = entry_deadline(e);
 	return deadline != UINT64_MAX && op_now(c, op) >= deadline;
+}
+
+static inline int entry_expired(larder *c, struct op *op, struct larder__entry *e)
+{
+	return (e->flags & LARDER__ENTRY_TTL) && deadline_passed(c, op, e);
 }
 
 /* The live entry for key, or NULL. Inside a read section. */
@@ -126,9 +135,9 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 		return rc;
 	if (!value_len || (!buf && buf_len))
 		return LARDER_EINVAL;
+	uint64_t hash = larder__hash(c->seed, key, key_len);
 	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
-	uint64_t hash = larder__hash(c->seed, key, key_len);
 	larder__read_enter(&op.thread->reader);
 	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
 	if (!e) {

@@ -84,6 +84,9 @@ static inline unsigned char *larder__entry_value(struct larder__entry *e)
 	return larder__entry_key(e) + e->key_len;
 }
 
+/* Keys of other lengths (out of line, to keep lookups small). */
+int larder__key_equals_other(const unsigned char *a, const unsigned char *b, size_t len);
+
 /*
  * Keys of 8 to 16 bytes (the common case) compare as two overlapping 8-byte
  * words, without a call to memcmp.
@@ -102,7 +105,7 @@ static inline int larder__entry_key_equals(struct larder__entry *e, const void *
 		memcpy(&b1, b + key_len - 8, 8);
 		return ((a0 ^ b0) | (a1 ^ b1)) == 0;
 	}
-	return memcmp(a, b, key_len) == 0;
+	return larder__key_equals_other(a, b, key_len);
 }
 
 #endif /* LARDER_CORE_ENTRY_H */

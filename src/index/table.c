@@ -20,7 +20,54 @@
  */
 #include "index/table.h"
 
+#include <string.h>
+
 #include "mem/pages.h"
+
+int larder__key_equals_other(const unsigned char *a, const unsigned char *b, size_t len)
+{
+	return memcmp(a, b, len) == 0;
+}
+
+uint64_t larder__table_lookup_slow_rcu(struct larder__table *t, uint64_t hash, const void *key,
+				       size_t key_len)
+{
+	uint64_t tag = hash & LARDER__SLOT_TAG_MASK;
+restart:;
+	struct larder__bucket *home = &t->buckets[hash & t->mask];
+	/* A-CTL: pairs with R-MOVED in migrate_home(). */
+	uint64_t ctl = atomic_load_explicit(&home->ctl, LARDER__ACQUIRE);
+	if (ctl & LARDER__CTL_MOVED) {
+		t = larder__table_next(t);
+		goto restart;
+	}
+	struct larder__bucket *b = home;
+	for (uint64_t probed = 0; probed <= t->mask; probed++) {
+		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
+			/* A-SLOT: pairs with R-SLOT; the entry's fields are visible. */
+			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
+			if (((w ^ tag) & LARDER__SLOT_TAG_MASK) != 0)
+				continue;
+			uint64_t p = w & LARDER__SLOT_PTR_MASK;
+			if (p > LARDER__SLOT_MARKER) {
+				if (larder__entry_key_equals(larder__slot_entry(w), key, key_len))
+					return w;
+			} else if (p == LARDER__SLOT_MARKER &&
+				   /* A-CTL again: a marker is stored after MOVED (X3). */
+				   (atomic_load_explicit(&home->ctl, LARDER__ACQUIRE) &
+				    LARDER__CTL_MOVED)) {
+				t = larder__table_next(t);
+				goto restart;
+			} /* else empty, or another home's moved key */
+		}
+		if ((ctl >> 32) == 0)
+			return 0;
+		b = &t->buckets[(size_t)(b - t->buckets + 1) & t->mask];
+		/* A-CTL: the overflow count; its increments precede R-SLOT. */
+		ctl = atomic_load_explicit(&b->ctl, LARDER__ACQUIRE);
+	}
+	return 0;
+}
 
 struct larder__table *larder__table_create(uint64_t buckets)
 {

@@ -99,48 +99,43 @@ static inline void larder__table_prefetch_entry(const struct larder__table *t, u
 	}
 }
 
+/* The general lookup: MOVED homes and markers (table.c). */
+uint64_t larder__table_lookup_slow_rcu(struct larder__table *t, uint64_t hash, const void *key,
+				       size_t key_len);
+
 /*
  * Finds the live slot word of key in t, following MOVED homes into later
- * tables; 0 when absent. Inside a read section.
+ * tables; 0 when absent. Inside a read section. The inline part handles a
+ * table that is not growing; anything else goes to the general lookup.
  */
 static inline uint64_t larder__table_lookup_rcu(struct larder__table *t, uint64_t hash,
 						const void *key, size_t key_len)
 {
 	uint64_t tag = hash & LARDER__SLOT_TAG_MASK;
-restart:;
-	struct larder__bucket *home = &t->buckets[hash & t->mask];
+	struct larder__bucket *b = &t->buckets[hash & t->mask];
 	/* A-CTL: pairs with R-MOVED in larder__table_migrate(). */
-	uint64_t ctl = atomic_load_explicit(&home->ctl, LARDER__ACQUIRE);
-	if (ctl & LARDER__CTL_MOVED) {
-		t = larder__table_next(t);
-		goto restart;
-	}
-	struct larder__bucket *b = home;
-	for (uint64_t probed = 0; probed <= t->mask; probed++) {
+	uint64_t ctl = atomic_load_explicit(&b->ctl, LARDER__ACQUIRE);
+	if (__builtin_expect(ctl & LARDER__CTL_MOVED, 0))
+		return larder__table_lookup_slow_rcu(t, hash, key, key_len);
+	for (uint64_t probed = 0;;) {
 		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
 			/* A-SLOT: pairs with R-SLOT; the entry's fields are visible. */
 			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
 			if (__builtin_expect(((w ^ tag) & LARDER__SLOT_TAG_MASK) != 0, 1))
 				continue;
 			uint64_t p = w & LARDER__SLOT_PTR_MASK;
-			if (p > LARDER__SLOT_MARKER) {
-				if (larder__entry_key_equals(larder__slot_entry(w), key, key_len))
-					return w;
-			} else if (p == LARDER__SLOT_MARKER &&
-				   /* A-CTL again: a marker is stored after MOVED (X3). */
-				   (atomic_load_explicit(&home->ctl, LARDER__ACQUIRE) &
-				    LARDER__CTL_MOVED)) {
-				t = larder__table_next(t);
-				goto restart;
-			} /* else empty, or another home's moved key */
+			if (p > LARDER__SLOT_MARKER &&
+			    larder__entry_key_equals(larder__slot_entry(w), key, key_len))
+				return w;
+			if (p == LARDER__SLOT_MARKER)
+				return larder__table_lookup_slow_rcu(t, hash, key, key_len);
 		}
-		if ((ctl >> 32) == 0)
+		if ((ctl >> 32) == 0 || ++probed > t->mask)
 			return 0;
 		b = &t->buckets[(size_t)(b - t->buckets + 1) & t->mask];
 		/* A-CTL: the overflow count; its increments precede R-SLOT. */
 		ctl = atomic_load_explicit(&b->ctl, LARDER__ACQUIRE);
 	}
-	return 0;
 }
 
 /* A new empty table of at least `buckets` buckets (a power of two). NULL: no memory. */
