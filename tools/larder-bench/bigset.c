@@ -117,11 +117,63 @@ static int load(larder *cache, const struct lb_config *cfg)
 	return failed == cfg->entries ? -1 : 0;
 }
 
+/* Per form: Mkeys/s per measured round (wall, cpu), hits and lookups. */
+struct forms {
+	double mk[FORMS][200];
+	double ck[FORMS][200];
+	uint64_t hits[FORMS];
+	uint64_t lookups[FORMS];
+};
+
+/* M1 (matrix.c) for the four forms: the form that goes first rotates. */
+static void measure_forms(larder *cache, const struct lb_config *cfg, struct lb_tctx *t,
+			  struct forms *fs)
+{
+	for (unsigned r = 0; r < cfg->warmup_rounds + cfg->rounds; r++) {
+		int warm = r < cfg->warmup_rounds;
+		unsigned rr = warm ? r : r - cfg->warmup_rounds;
+		uint64_t h = 0, l = 0;
+		for (unsigned k = 0; k < FORMS; k++) {
+			unsigned f = (k + r) % FORMS;
+			lb_progress("bigset: %s round %u, batch %2u", warm ? "warm-up" : "measure",
+				    rr + 1, batch_of[f]);
+			double cv, v = run_form(cache, cfg, t, batch_of[f], warm ? &h : &fs->hits[f],
+						warm ? &l : &fs->lookups[f], &cv);
+			if (!warm) {
+				fs->mk[f][rr] = v / 1e6;
+				fs->ck[f][rr] = cv / 1e6;
+			}
+		}
+	}
+}
+
+static void report_forms(const struct lb_config *cfg, struct forms *fs)
+{
+	double med[FORMS], cmed[FORMS];
+
+	printf("\n%-10s %15s  %-15s %10s | %11s %10s | %7s\n", "form", "median Mkeys/s",
+	       "min..max", "vs single", "cpu Mkeys/s", "vs single", "hit%");
+	for (unsigned f = 0; f < FORMS; f++) {
+		char name[16], range[40];
+		med[f] = lb_median(fs->mk[f], cfg->rounds); /* sorts mk[f] */
+		cmed[f] = lb_median(fs->ck[f], cfg->rounds);
+		snprintf(name, sizeof(name), f ? "batch %u" : "single", batch_of[f]);
+		snprintf(range, sizeof(range), "%.2f..%.2f", fs->mk[f][0],
+			 fs->mk[f][cfg->rounds - 1]);
+		printf("%-10s %15.2f  %-15s %9.2fx | %11.2f %9.2fx | %7.1f\n", name, med[f], range,
+		       med[f] / med[0], cmed[f], cmed[f] / cmed[0],
+		       fs->lookups[f] ? 100.0 * (double)fs->hits[f] / (double)fs->lookups[f] : 0);
+	}
+	printf("(cpu = keys over the thread's own CPU time; it survives a busy machine)\n");
+	printf("check: batch 16 / single: wall %.2f %s, cpu %.2f %s (bar >= 2.00)\n",
+	       med[2] / med[0], med[2] / med[0] >= 2.0 ? "PASS" : "FAIL", cmed[2] / cmed[0],
+	       cmed[2] / cmed[0] >= 2.0 ? "PASS" : "FAIL");
+}
+
 int lb_bigset_run(const struct lb_config *cfg_in)
 {
 	struct lb_config cfg = *cfg_in;
-	double mk[FORMS][200], ck[FORMS][200], med[FORMS], cmed[FORMS];
-	uint64_t hits[FORMS] = { 0 }, lookups[FORMS] = { 0 };
+	static struct forms fs;
 	larder *cache = NULL;
 	struct lb_tctx t;
 	int rc = -1;
@@ -145,41 +197,12 @@ int lb_bigset_run(const struct lb_config *cfg_in)
 	}
 	if (lb_tctx_init(&t, &cfg, 0) != 0 || load(cache, &cfg) != 0)
 		goto out;
-	for (unsigned r = 0; r < cfg.warmup_rounds + cfg.rounds; r++) {
-		int warm = r < cfg.warmup_rounds;
-		uint64_t h = 0, l = 0;
-		for (unsigned k = 0; k < FORMS; k++) {
-			unsigned f = (k + r) % FORMS; /* rotate which form goes first */
-			lb_progress("bigset: %s round %u, batch %2u", warm ? "warm-up" : "measure",
-				    warm ? r + 1 : r + 1 - cfg.warmup_rounds, batch_of[f]);
-			double cv, v = run_form(cache, &cfg, &t, batch_of[f], warm ? &h : &hits[f],
-						warm ? &l : &lookups[f], &cv);
-			if (!warm) {
-				mk[f][r - cfg.warmup_rounds] = v / 1e6;
-				ck[f][r - cfg.warmup_rounds] = cv / 1e6;
-			}
-		}
-	}
-	printf("\n%-10s %15s  %-15s %10s | %11s %10s | %7s\n", "form", "median Mkeys/s",
-	       "min..max", "vs single", "cpu Mkeys/s", "vs single", "hit%");
-	for (unsigned f = 0; f < FORMS; f++) {
-		char name[16], range[40];
-		med[f] = lb_median(mk[f], cfg.rounds); /* sorts mk[f] */
-		cmed[f] = lb_median(ck[f], cfg.rounds);
-		snprintf(name, sizeof(name), f ? "batch %u" : "single", batch_of[f]);
-		snprintf(range, sizeof(range), "%.2f..%.2f", mk[f][0], mk[f][cfg.rounds - 1]);
-		printf("%-10s %15.2f  %-15s %9.2fx | %11.2f %9.2fx | %7.1f\n", name, med[f], range,
-		       med[f] / med[0], cmed[f], cmed[f] / cmed[0],
-		       lookups[f] ? 100.0 * (double)hits[f] / (double)lookups[f] : 0);
-	}
-	printf("(cpu = keys over the thread's own CPU time; it survives a busy machine)\n");
-	printf("check: batch 16 / single: wall %.2f %s, cpu %.2f %s (bar >= 2.00)\n",
-	       med[2] / med[0], med[2] / med[0] >= 2.0 ? "PASS" : "FAIL", cmed[2] / cmed[0],
-	       cmed[2] / cmed[0] >= 2.0 ? "PASS" : "FAIL");
+	measure_forms(cache, &cfg, &t, &fs);
+	report_forms(&cfg, &fs);
 	if (t.write_errors)
 		printf("WARNING: larder_get_batch returned an error %llu times\n",
 		       (unsigned long long)t.write_errors);
-	rc = 0;
+	rc = t.write_errors ? -1 : 0;
 out:
 	lb_tctx_fini(&t);
 	larder_close(cache);

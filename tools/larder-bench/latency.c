@@ -190,112 +190,137 @@ static void stats_now(larder *c, uint64_t *v)
 		memset(v, 0, sizeof(uint64_t) * LARDER_STAT_COUNT);
 }
 
+/* What one latency run measured besides the histograms. */
+struct lat_result {
+	unsigned threads;
+	uint64_t s0[LARDER_STAT_COUNT], s1[LARDER_STAT_COUNT]; /* stats around the rounds */
+	double secs;                                           /* wall time of the rounds */
+	double rates[200];                                     /* Mops/s per round */
+	double ovh50, ovhmin;                                  /* empty timer bracket, ns */
+	long csw;                                              /* involuntary switches */
+};
+
+/* Warm-up, then the recorded rounds; merges the per-thread histograms into [0]. */
+static void lat_measure(struct lat_arg *a, struct lb_pool *pool, struct lat_result *r)
+{
+	const struct lb_config *cfg = a->cfg;
+	struct lb_thread_result res[LB_MAX_THREADS];
+
+	for (unsigned i = 0; i < cfg->warmup_rounds; i++)
+		lb_pool_run(pool, r->threads, cfg->duration_ms, lat_task, a, res, NULL, NULL);
+	a->record = 1;
+	stats_now(a->cache, r->s0);
+	uint64_t m0 = lb_now_ns();
+	for (unsigned i = 0; i < cfg->rounds; i++) {
+		lb_progress("latency: round %u/%u", i + 1, cfg->rounds);
+		r->rates[i] = lb_pool_run(pool, r->threads, cfg->duration_ms, lat_task, a, res,
+					  NULL, NULL) / 1e6;
+	}
+	r->secs = (double)(lb_now_ns() - m0) / 1e9;
+	stats_now(a->cache, r->s1);
+	if (isatty(2))
+		fprintf(stderr, "\n");
+	r->csw = a->nivcsw[0];
+	for (unsigned i = 1; i < r->threads; i++) {
+		lb_hist_merge(&a->get_h[0], &a->get_h[i]);
+		lb_hist_merge(&a->put_h[0], &a->put_h[i]);
+		r->csw += a->nivcsw[i];
+	}
+}
+
+static void lat_report(const struct lat_arg *a, struct lat_result *r)
+{
+	const struct lb_config *cfg = a->cfg;
+	const uint64_t *s0 = r->s0, *s1 = r->s1;
+	double kv_bytes = (double)cfg->entries * (double)(cfg->key_size + cfg->value_size);
+	uint64_t hits = s1[LARDER_STAT_HITS] - s0[LARDER_STAT_HITS];
+	uint64_t gets = hits + s1[LARDER_STAT_MISSES] - s0[LARDER_STAT_MISSES];
+	uint64_t ev = s1[LARDER_STAT_EVICTIONS] - s0[LARDER_STAT_EVICTIONS];
+
+	printf("larder-bench latency: 9:1 mix, %u worker thread(s), key %zu B, value %zu B, "
+	       "%llu keys (%.1f MiB of key+value) over capacity %.1f MiB (%.1fx), %s keys\n",
+	       r->threads, cfg->key_size, cfg->value_size, (unsigned long long)cfg->entries,
+	       kv_bytes / (1 << 20), (double)cfg->capacity_bytes / (1 << 20),
+	       kv_bytes / (double)cfg->capacity_bytes, cfg->zipf_theta > 0 ? "zipf" : "uniform");
+	printf("timer: %s, empty bracket p50 %.1f ns, min %.1f ns (included in every figure)\n",
+	       use_tsc ? "TSC (lfence;rdtsc / rdtscp;lfence), invariant"
+		       : "clock_gettime(CLOCK_MONOTONIC)",
+	       r->ovh50, r->ovhmin);
+	printf("measured %u rounds x %u ms after %u warm-up round(s); throughput median %.2f "
+	       "Mops/s\n",
+	       cfg->rounds, cfg->duration_ms, cfg->warmup_rounds, lb_median(r->rates, cfg->rounds));
+	printf("\n%-6s %12s %9s %9s %10s %11s\n", "op", "count", "p50 ns", "p99 ns", "p99.9 ns",
+	       "max ns");
+	print_row(stdout, "get", &a->get_h[0], 0);
+	print_row(stdout, "put", &a->put_h[0], 0);
+	printf("\nwhile measuring: %llu evictions (%.0f/s), get hit ratio %.1f%%, "
+	       "write waits %llu, writes busy %llu, used/capacity %.2f\n",
+	       (unsigned long long)ev, (double)ev / r->secs,
+	       gets ? 100.0 * (double)hits / (double)gets : 0,
+	       (unsigned long long)(s1[LARDER_STAT_WRITE_WAITS] - s0[LARDER_STAT_WRITE_WAITS]),
+	       (unsigned long long)(s1[LARDER_STAT_WRITE_BUSY] - s0[LARDER_STAT_WRITE_BUSY]),
+	       (double)s1[LARDER_STAT_USED_BYTES] / (double)cfg->capacity_bytes);
+	/* A preemption lands on a get 9 times in 10; it moves p99.9 only if more
+	 * than 0.1% of the gets were hit. */
+	printf("the workers were preempted %ld times while measuring (involuntary context "
+	       "switches; 0.1%% of gets = %.0f):\n  %s\n",
+	       r->csw, 0.001 * (double)a->get_h[0].count,
+	       0.9 * (double)r->csw > 0.001 * (double)a->get_h[0].count
+		       ? "enough to reach get p99.9 -- rerun on a quieter machine"
+		       : "too few to reach get p99.9; they set max");
+	if (ev == 0)
+		printf("WARNING: no evictions while measuring; the maintainer was not evicting\n");
+	printf("p99.9 of get under 5 us: %s\n",
+	       (double)lb_hist_percentile(&a->get_h[0], 99.9) * ns_per_tick < 5000 ? "yes" : "NO");
+}
+
+static int lat_write(const struct lat_arg *a, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		return -1;
+	}
+	fprintf(f, "op,count,p50_ns,p99_ns,p999_ns,max_ns\n");
+	print_row(f, "get", &a->get_h[0], 1);
+	print_row(f, "put", &a->put_h[0], 1);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
 int lb_latency_run(const struct lb_config *cfg_in)
 {
 	struct lb_config cfg = *cfg_in;
-	unsigned threads = cfg.n_threads ? cfg.threads[0] : 1;
-	uint64_t s0[LARDER_STAT_COUNT], s1[LARDER_STAT_COUNT];
-	struct lb_thread_result res[LB_MAX_THREADS];
+	static struct lat_result r;
 	struct lat_arg a = { 0 };
 	struct lb_pool *pool = NULL;
-	double rates[200], ovh50, ovhmin;
 	int rc = -1;
 
+	r.threads = cfg.n_threads ? cfg.threads[0] : 1;
 	if (!cfg.capacity_given)
 		cfg.capacity_bytes = 16u << 20;
 	if (!cfg.entries_given)
 		cfg.entries = 4 * cfg.capacity_bytes / (cfg.key_size + cfg.value_size);
 	timer_setup(cfg.timer);
-	timer_overhead(&ovh50, &ovhmin);
+	timer_overhead(&r.ovh50, &r.ovhmin);
 	if (lb_larder_open(&a.cache, &cfg, cfg.capacity_bytes,
 			   cfg.capacity_bytes / (cfg.key_size + cfg.value_size + 32)) != LARDER_OK) {
 		fprintf(stderr, "larder-bench: larder_open failed\n");
 		return -1;
 	}
 	a.cfg = &cfg;
-	a.get_h = calloc(threads, sizeof(struct lb_hist));
-	a.put_h = calloc(threads, sizeof(struct lb_hist));
-	a.nivcsw = calloc(threads, sizeof(long));
-	pool = lb_pool_create(&cfg, threads);
+	a.get_h = calloc(r.threads, sizeof(struct lb_hist));
+	a.put_h = calloc(r.threads, sizeof(struct lb_hist));
+	a.nivcsw = calloc(r.threads, sizeof(long));
+	pool = lb_pool_create(&cfg, r.threads);
 	if (!a.get_h || !a.put_h || !a.nivcsw || !pool || cfg.rounds > 200)
 		goto out;
 	uint64_t t0 = lb_now_ns(), failed = lb_preload(&lb_engine_larder, a.cache, &cfg);
 	fprintf(stderr, "latency: put %llu keys in %.0f ms (%llu failed)\n",
 		(unsigned long long)cfg.entries, (double)(lb_now_ns() - t0) / 1e6,
 		(unsigned long long)failed);
-	for (unsigned r = 0; r < cfg.warmup_rounds; r++)
-		lb_pool_run(pool, threads, cfg.duration_ms, lat_task, &a, res, NULL, NULL);
-	a.record = 1;
-	stats_now(a.cache, s0);
-	uint64_t m0 = lb_now_ns();
-	for (unsigned r = 0; r < cfg.rounds; r++) {
-		lb_progress("latency: round %u/%u", r + 1, cfg.rounds);
-		rates[r] = lb_pool_run(pool, threads, cfg.duration_ms, lat_task, &a, res, NULL,
-				       NULL) / 1e6;
-	}
-	double secs = (double)(lb_now_ns() - m0) / 1e9;
-	stats_now(a.cache, s1);
-	if (isatty(2))
-		fprintf(stderr, "\n");
-	long csw = a.nivcsw[0];
-	for (unsigned i = 1; i < threads; i++) {
-		lb_hist_merge(&a.get_h[0], &a.get_h[i]);
-		lb_hist_merge(&a.put_h[0], &a.put_h[i]);
-		csw += a.nivcsw[i];
-	}
-
-	uint64_t gets = s1[LARDER_STAT_HITS] - s0[LARDER_STAT_HITS] + s1[LARDER_STAT_MISSES] -
-			s0[LARDER_STAT_MISSES];
-	uint64_t ev = s1[LARDER_STAT_EVICTIONS] - s0[LARDER_STAT_EVICTIONS];
-	printf("larder-bench latency: 9:1 mix, %u worker thread(s), key %zu B, value %zu B, "
-	       "%llu keys (%.1f MiB of key+value) over capacity %.1f MiB (%.1fx), %s keys\n",
-	       threads, cfg.key_size, cfg.value_size, (unsigned long long)cfg.entries,
-	       (double)cfg.entries * (double)(cfg.key_size + cfg.value_size) / (1 << 20),
-	       (double)cfg.capacity_bytes / (1 << 20),
-	       (double)cfg.entries * (double)(cfg.key_size + cfg.value_size) /
-		       (double)cfg.capacity_bytes,
-	       cfg.zipf_theta > 0 ? "zipf" : "uniform");
-	printf("timer: %s, empty bracket p50 %.1f ns, min %.1f ns (included in every figure)\n",
-	       use_tsc ? "TSC (lfence;rdtsc / rdtscp;lfence), invariant" : "clock_gettime(CLOCK_MONOTONIC)",
-	       ovh50, ovhmin);
-	printf("measured %u rounds x %u ms after %u warm-up round(s); throughput median %.2f Mops/s\n",
-	       cfg.rounds, cfg.duration_ms, cfg.warmup_rounds, lb_median(rates, cfg.rounds));
-	printf("\n%-6s %12s %9s %9s %10s %11s\n", "op", "count", "p50 ns", "p99 ns", "p99.9 ns",
-	       "max ns");
-	print_row(stdout, "get", &a.get_h[0], 0);
-	print_row(stdout, "put", &a.put_h[0], 0);
-	printf("\nwhile measuring: %llu evictions (%.0f/s), get hit ratio %.1f%%, "
-	       "write waits %llu, writes busy %llu, used/capacity %.2f\n",
-	       (unsigned long long)ev, (double)ev / secs,
-	       gets ? 100.0 * (double)(s1[LARDER_STAT_HITS] - s0[LARDER_STAT_HITS]) / (double)gets : 0,
-	       (unsigned long long)(s1[LARDER_STAT_WRITE_WAITS] - s0[LARDER_STAT_WRITE_WAITS]),
-	       (unsigned long long)(s1[LARDER_STAT_WRITE_BUSY] - s0[LARDER_STAT_WRITE_BUSY]),
-	       (double)s1[LARDER_STAT_USED_BYTES] / (double)cfg.capacity_bytes);
-	/* A preemption lands on a get 9 times in 10; it moves p99.9 only if more
-	 * than 0.1% of the gets were hit. */
-	printf("the workers were preempted %ld times while measuring (involuntary context "
-	       "switches; 0.1%% of gets = %.0f):\n  %s\n",
-	       csw, 0.001 * (double)a.get_h[0].count,
-	       0.9 * (double)csw > 0.001 * (double)a.get_h[0].count
-		       ? "enough to reach get p99.9 -- rerun on a quieter machine"
-		       : "too few to reach get p99.9; they set max");
-	if (ev == 0)
-		printf("WARNING: no evictions while measuring; the maintainer was not evicting\n");
-	printf("p99.9 of get under 5 us: %s\n",
-	       (double)lb_hist_percentile(&a.get_h[0], 99.9) * ns_per_tick < 5000 ? "yes" : "NO");
-	rc = 0;
-	if (cfg.out_path) {
-		FILE *f = fopen(cfg.out_path, "w");
-		if (!f) {
-			perror(cfg.out_path);
-			rc = -1;
-			goto out;
-		}
-		fprintf(f, "op,count,p50_ns,p99_ns,p999_ns,max_ns\n");
-		print_row(f, "get", &a.get_h[0], 1);
-		print_row(f, "put", &a.put_h[0], 1);
-		rc = fclose(f) == 0 ? 0 : -1;
-	}
+	lat_measure(&a, pool, &r);
+	lat_report(&a, &r);
+	rc = cfg.out_path ? lat_write(&a, cfg.out_path) : 0;
 out:
 	lb_pool_destroy(pool);
 	free(a.get_h);

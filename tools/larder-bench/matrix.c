@@ -342,34 +342,13 @@ static int open_engines(const struct lb_config *cfg, void **engs)
 	return 0;
 }
 
-int lb_matrix_run(const struct lb_config *cfg)
+/* M1, M2: warm-up rounds, then the measured rounds, each over every cell. */
+static void run_rounds(struct lb_pool *pool, const struct lb_config *cfg, void **engs,
+		       struct cell *cells, size_t n)
 {
-	static struct cell cells[MAX_CELLS];
-	size_t order[MAX_CELLS], n = build_cells(cfg, cells), total, done = 0;
-	void *engs[LB_MAX_ENGINES] = { 0 };
-	unsigned maxt = 1;
-	struct lb_pool *pool = NULL;
-	int rc = -1;
+	static size_t order[MAX_CELLS];
+	size_t total = n * (cfg->rounds + cfg->warmup_rounds), done = 0;
 
-	if (n == 0 || cfg->rounds > MAX_ROUNDS) {
-		fprintf(stderr, "larder-bench: nothing to run (or over %u rounds)\n", MAX_ROUNDS);
-		return -1;
-	}
-	for (size_t i = 0; i < cfg->n_threads; i++)
-		if (cfg->threads[i] > maxt)
-			maxt = cfg->threads[i];
-	total = n * (cfg->rounds + cfg->warmup_rounds);
-	print_header(cfg, stdout);
-	fflush(stdout);
-	fprintf(stderr, "%zu cells x %u rounds: about %.0f s\n", n,
-		cfg->rounds + cfg->warmup_rounds, (double)total * cfg->duration_ms / 1000.0);
-	if (open_engines(cfg, engs) != 0)
-		goto out;
-	pool = lb_pool_create(cfg, maxt);
-	if (!pool) {
-		fprintf(stderr, "larder-bench: cannot start %u worker threads\n", maxt);
-		goto out;
-	}
 	for (unsigned r = 0; r < cfg->warmup_rounds + cfg->rounds; r++) {
 		int warm = r < cfg->warmup_rounds;
 		unsigned rr = warm ? r : r - cfg->warmup_rounds;
@@ -383,10 +362,14 @@ int lb_matrix_run(const struct lb_config *cfg)
 	}
 	if (isatty(2))
 		fprintf(stderr, "\n");
+}
+
+static void summarize(const struct lb_config *cfg, struct cell *cells, size_t n)
+{
 	for (size_t i = 0; i < n; i++) {
 		double v[MAX_ROUNDS];
 		memcpy(v, cells[i].mops, sizeof(double) * cfg->rounds);
-		cells[i].median = lb_median(v, cfg->rounds);
+		cells[i].median = lb_median(v, cfg->rounds); /* sorts v */
 		cells[i].min = v[0];
 		cells[i].max = v[cfg->rounds - 1];
 		memcpy(v, cells[i].cpu_mops, sizeof(double) * cfg->rounds);
@@ -394,6 +377,38 @@ int lb_matrix_run(const struct lb_config *cfg)
 		memcpy(v, cells[i].on_cpu, sizeof(double) * cfg->rounds);
 		cells[i].on_cpu_median = lb_median(v, cfg->rounds);
 	}
+}
+
+int lb_matrix_run(const struct lb_config *cfg)
+{
+	static struct cell cells[MAX_CELLS];
+	size_t n = build_cells(cfg, cells);
+	void *engs[LB_MAX_ENGINES] = { 0 };
+	unsigned maxt = 1;
+	struct lb_pool *pool = NULL;
+	int rc = -1;
+
+	if (n == 0 || cfg->rounds > MAX_ROUNDS) {
+		fprintf(stderr, "larder-bench: nothing to run (or over %u rounds)\n", MAX_ROUNDS);
+		return -1;
+	}
+	for (size_t i = 0; i < cfg->n_threads; i++)
+		if (cfg->threads[i] > maxt)
+			maxt = cfg->threads[i];
+	print_header(cfg, stdout);
+	fflush(stdout);
+	fprintf(stderr, "%zu cells x %u rounds: about %.0f s\n", n,
+		cfg->rounds + cfg->warmup_rounds,
+		(double)(n * (cfg->rounds + cfg->warmup_rounds)) * cfg->duration_ms / 1000.0);
+	if (open_engines(cfg, engs) != 0)
+		goto out;
+	pool = lb_pool_create(cfg, maxt);
+	if (!pool) {
+		fprintf(stderr, "larder-bench: cannot start %u worker threads\n", maxt);
+		goto out;
+	}
+	run_rounds(pool, cfg, engs, cells, n);
+	summarize(cfg, cells, n);
 	print_table(cfg, cells, n);
 	print_checks(cfg, cells, n);
 	rc = cfg->out_path ? write_out(cfg, cells, n) : 0;
