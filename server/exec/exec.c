@@ -335,8 +335,6 @@ static const char *store_expired(struct larder__exec *x, struct larder__req *req
 	}
 }
 
-const char *larder__exec_store_req(struct larder__exec *x, struct larder__req *req);
-
 const char *larder__exec_store_req(struct larder__exec *x, struct larder__req *req)
 {
 	larder *c = x->sh->cache;

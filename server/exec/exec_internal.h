@@ -33,6 +33,8 @@ const char *larder__store_error(struct larder__exec *x, int rc);
 int larder__arith(struct larder__exec *x, const struct larder__tok *key, bool incr,
 		  uint64_t delta, uint64_t *result, uint64_t *cas_out);
 int larder__touch_key(struct larder__exec *x, const void *key, size_t klen, int64_t exptime);
+/* The storage commands (also ms): returns memcached's reply line. */
+const char *larder__exec_store_req(struct larder__exec *x, struct larder__req *req);
 void larder__exec_stats(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out);
 void larder__exec_meta(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out);
 

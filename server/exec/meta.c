@@ -6,10 +6,13 @@
  *       replies W (you won the right to recache), X (stale), Z (a win token was
  *       already handed out). h, l and u are accepted and ignored (the engine
  *       keeps no per-item access history).
- *   ms: b c k O q F<flags> T<ttl> C<cas> I M<mode: S E A P R>
+ *   ms: b c k O q F<flags> T<ttl> C<cas> M<mode: S E A P R>; I is accepted
+ *       and ignored
  *   md: b k O q C<cas> I T<ttl> x
  *   ma: b c k O q t v N<ttl> J<initial> D<delta> T<ttl> C<cas> M<mode: I + D ->
  *   mn, me (me reports exp, cas, size; la and fetch are not tracked).
+ * Flag validity and error texts are those of memcached 1.6.18 (Debian's), which
+ * does not know E (explicit CAS): it is refused as an invalid flag.
  * The stale and win-token state lives in the item header's meta bits and is
  * changed with larder_replace_if_equals(), so exactly one client gets W.
  */
@@ -238,8 +241,6 @@ static void meta_status(struct larder__exec *x, struct larder__req *req, struct 
 	larder__obuf_add(out, "\r\n", 2);
 }
 
-const char *larder__exec_store_req(struct larder__exec *x, struct larder__req *req);
-
 static void exec_ms(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
 		    const struct meta_key *k)
 {
@@ -417,6 +418,11 @@ static void exec_ma(struct larder__exec *x, struct larder__req *req, struct lard
 		return;
 	}
 	larder__stat_add(x, incr ? WS_INCR_HITS : WS_DECR_HITS, 1);
+	{
+		int64_t e;
+		if (arg_i64(req, 'T', &e))
+			larder__ignore(larder__touch_key(x, k->p, k->n, e));
+	}
 	{
 		char num[24];
 		size_t n = larder__fmt_u64(num, v);

@@ -270,6 +270,8 @@ static int flush_out(struct worker *w, struct conn *c, struct larder__obuf *out)
 			larder__obuf_add(&c->out, out->buf + c->sent, out->len - c->sent);
 		out->len = 0;
 		c->sent = 0;
+		if (out->cap > (1u << 20)) /* one huge multiget must not pin its buffer */
+			larder__obuf_free(out);
 		if (c->out.failed)
 			return PROC_CLOSE;
 	} else if (c->sent == out->len) {

@@ -29,8 +29,9 @@ static const char k_bad_delete[] =
 	"CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
 static const char k_bad_flag[] = "CLIENT_ERROR invalid flag";
 static const char k_dup_flag[] = "CLIENT_ERROR duplicate flag";
-/* Every flag memcached 1.6 knows, for any meta command; others are invalid. */
-static const char k_meta_valid[] = "bNTRlOPLkstcfvhuqFCMJDIxE";
+static const char k_bad_flag_md[] = "CLIENT_ERROR invalid or duplicate flag";
+/* Every flag memcached 1.6.18 knows, for any meta command; others are invalid. */
+static const char k_meta_valid[] = "bNTRlOPLkstcfvhuqFCMJDIx";
 
 bool larder__next_token(const char **cursor, const char *end, struct larder__tok *tok)
 {
@@ -321,6 +322,9 @@ static int parse_meta(const char *buf, size_t len, const struct larder__limits *
 	err = parse_meta_flags(req, 2);
 	if (err != NULL) {
 		req->noreply = false;
+		/* memcached 1.6.18 words it differently for md and ma */
+		if (req->cmd == LARDER__CMD_MD || req->cmd == LARDER__CMD_MA)
+			err = k_bad_flag_md;
 		return reply(req, err);
 	}
 	return LARDER__PARSE_DONE;

@@ -57,6 +57,9 @@ CASES = [
     ["ms YWJj 1 b k\r\nx\r\nmg YWJj b k v\r\nmg abc v\r\nmg !!! b v\r\n"],
     ["ms st 2\r\nzz\r\nmd st I T30\r\nmg st v t\r\nmg st v t\r\nms st 2\r\nyy\r\nmg st v\r\n"],
     ["mg viv v N30\r\nmg viv v N30\r\nms viv 1\r\nx\r\nmg viv v\r\n"],
+    ["mg a Z\r\nmg a v v\r\nmd a Z\r\nmd a q q\r\nma a Z\r\nma a q q\r\nmg a P L\r\n",
+     "ms a 1 E12345 c\r\nx\r\nmg a c v\r\nma n N0 J5 E777 c v\r\n", "ms c 1 S1\r\nx\r\n"],
+    ["ms a 1 T100\r\nx\r\nmg a t v\r\nma n N0 J5 v\r\nma n T100 t v\r\n"],
 ]
 
 NUM_RE = re.compile(rb"^(VALUE \S+ \d+ \d+) (\d+)\r$")

@@ -232,6 +232,34 @@ static void test_stats_counts(void)
 	larder_close(cache);
 }
 
+/* The physical-plane counters move when there is work for them. */
+static void test_stats_physical(void)
+{
+	larder *cache = th_open(th_config(4 * MiB));
+	char key[16], buf[16];
+	size_t len;
+
+	REQUIRE(cache != NULL);
+	for (int i = 0; i < 1000; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		CHECK_RC(larder_put(cache, key, strlen(key), "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+	}
+	for (int i = 0; i < 100000; i++) {
+		snprintf(key, sizeof(key), "k%d", i % 1000);
+		CHECK_RC(larder_get(cache, key, strlen(key), buf, sizeof(buf), &len), LARDER_OK);
+	}
+	th_check_accounting(cache, 10000, NULL, NULL);
+	CHECK_GT(th_stat(cache, LARDER_STAT_MAINT_PASSES), 0);
+	CHECK_GT(th_stat(cache, LARDER_STAT_HIT_SAMPLES), 0);
+	CHECK_LE(th_stat(cache, LARDER_STAT_HIT_SAMPLES), th_stat(cache, LARDER_STAT_HITS));
+	CHECK_GE(th_stat(cache, LARDER_STAT_PAGES_MAPPED), th_stat(cache, LARDER_STAT_USED_BYTES));
+	CHECK_GE(th_stat(cache, LARDER_STAT_INDEX_SLOTS), th_stat(cache, LARDER_STAT_ENTRIES));
+	CHECK_EQ(th_stat(cache, LARDER_STAT_ENTRIES), 1000);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_WRITES), 1000);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_HITS), 100000);
+	larder_close(cache);
+}
+
 static void test_strerror(void)
 {
 	static const int codes[] = {LARDER_OK,	      LARDER_MISS,	LARDER_EXISTS,
@@ -482,6 +510,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_config_reuse),
 		TH_TEST(test_stats_args),
 		TH_TEST(test_stats_counts),
+		TH_TEST(test_stats_physical),
 		TH_TEST(test_strerror),
 		TH_TEST(test_stat_names),
 		TH_TEST(test_cause_names),
