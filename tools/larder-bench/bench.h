@@ -72,6 +72,7 @@ struct lb_config {
 	uint64_t seed;
 	enum lb_timer timer;
 	int entries_given;
+	int pin; /* --pin: worker i runs on CPU i mod CPUs online */
 };
 
 /* One worker thread's state; owned by that thread while a job runs. */

@@ -37,6 +37,7 @@ static const char usage[] =
 	"  --scenarios LIST     read,write,mix (all)\n"
 	"  --seed N             RNG and hash seed (42)\n"
 	"  --timer T            auto | tsc | clock, for --latency (auto)\n"
+	"  --pin                bind worker i to CPU i mod CPUs (quiet machines only)\n"
 	"  --out FILE           also write results: FILE.json as JSON, else CSV\n";
 
 static const struct lb_engine *const all_engines[] = {
@@ -236,6 +237,10 @@ static int parse_args(int argc, char **argv, struct lb_config *cfg)
 		}
 		if (strcmp(a, "--quick") == 0) {
 			cfg->quick = 1;
+			continue;
+		}
+		if (strcmp(a, "--pin") == 0) {
+			cfg->pin = 1;
 			continue;
 		}
 		if (strcmp(a, "--latency") == 0) {

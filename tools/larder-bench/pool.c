@@ -13,14 +13,24 @@
  *       waits for done == nthreads before reading results.
  * stop is an atomic on its own cache line: workers poll it relaxed (W3 in
  * bench.h); it is written only by main, outside any timed loop's line.
+ *
+ * With --pin, worker i is bound to CPU i mod (CPUs online) before it starts
+ * work, so on a quiet many-core machine the threads of a cell never share a
+ * core and do not migrate between rounds. Unpinned is the default: on a
+ * shared machine pinning only stops the scheduler from dodging other load.
  */
+#define _GNU_SOURCE /* pthread_setaffinity_np, CPU_SET */
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "pool.h"
 
 struct lb_worker {
 	struct lb_pool *pool;
+	int pin;
 	pthread_t tid_handle;
 	unsigned tid;
 	struct lb_tctx t;
@@ -50,6 +60,14 @@ static void *worker_main(void *p)
 	struct lb_pool *pl = w->pool;
 	uint64_t seen = 0;
 
+	if (w->pin) {
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET((int)(w->tid % (unsigned)(ncpu > 0 ? ncpu : 1)), &set);
+		if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+			fprintf(stderr, "larder-bench: cannot pin worker %u\n", w->tid);
+	}
 	lb_urcu_thread_online();
 	pthread_mutex_lock(&pl->mu);
 	for (;;) {
@@ -106,6 +124,7 @@ struct lb_pool *lb_pool_create(const struct lb_config *cfg, unsigned n)
 		struct lb_worker *w = &p->w[started];
 		w->pool = p;
 		w->tid = started;
+		w->pin = cfg->pin;
 		if (lb_tctx_init(&w->t, cfg, started) != 0)
 			goto fail_threads;
 		if (pthread_create(&w->tid_handle, NULL, worker_main, w) != 0) {
