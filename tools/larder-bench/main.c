@@ -213,7 +213,8 @@ static int set_option(struct lb_config *cfg, const char *opt, const char *v, int
 	if (strcmp(opt, "--ops") == 0)
 		return parse_u64(v, &cfg->ops);
 	if (strcmp(opt, "--bigset") == 0)
-		return parse_u64(v, &cfg->bigset) || cfg->bigset == 0 ? -1 : 0;
+		return parse_u64(v, &cfg->bigset) || cfg->bigset == 0 || cfg->bigset >= (1ull << 32)
+			       ? -1 : 0;
 	if (strcmp(opt, "--out") == 0)
 		return (cfg->out_path = v, 0);
 	if (strcmp(opt, "--timer") == 0) {
