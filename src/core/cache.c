@@ -273,7 +273,7 @@ static int take_credit(larder *c, struct larder__handle *h, size_t charge)
 	while (b >= need) {
 		int64_t take = b >= chunk ? chunk : need;
 		if (atomic_compare_exchange_weak_explicit(&c->budget, &b, b - take, LARDER__RELAXED,
-							  LARDER__RELAXED)) {
+							  LARDER__RELAXED)) { /* a count: B2 */
 			h->credit += take - (int64_t)charge;
 			return 1;
 		}
@@ -529,6 +529,7 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 	struct larder__table *t;
 	struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
 	larder__atomic_u64 *slot = larder__table_find_locked(t, hash, key, key_len);
+	/* Relaxed: we hold the home lock, so the slot is stable (X2). */
 	struct larder__entry *old =
 		slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
 	enum larder_cause cause = LARDER_CAUSE_EXPLICIT;
@@ -689,6 +690,7 @@ struct larder__handle *larder__cache_handle_create(larder *c)
 	if (!h)
 		return NULL;
 	memset(h, 0, sizeof(*h));
+	/* Relaxed: the CAS below re-reads it; R-HANDLES publishes. */
 	uintptr_t head = atomic_load_explicit(&c->handles, LARDER__RELAXED);
 	do {
 		h->next = (struct larder__handle *)head;
@@ -745,7 +747,7 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 			break;
 	}
 	pthread_mutex_unlock(&c->handles_lock);
-	uint64_t cap = atomic_load_explicit(&c->capacity, LARDER__RELAXED);
+	uint64_t cap = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* statistics */
 
 	v[LARDER_STAT_CAPACITY_BYTES] = cap;
 	v[LARDER_STAT_OVERSHOOT_BOUND] = larder__overshoot_bound(cap);

@@ -9,10 +9,13 @@
  * open-addressing map stands in), threads and the event channel.
  *
  * One access = one request of the trace:
- *   present -> a hit: delivered to policy->hit() (every one, or a sample when
- *              LARDER_SIM_SAMPLE_HITS is set, to measure what the engine's
- *              lossy hit events cost); a different size is an update of the
- *              value, delivered as replace() the way a put would be.
+ *   present -> a hit: delivered to policy->hit() (every one; or a random
+ *              sample with LARDER_SIM_SAMPLE_HITS; or, with
+ *              LARDER_SIM_HIT_RING, batched through a bounded ring drained
+ *              every drain_every requests as the engine's per-thread hit
+ *              ring is: to measure what the engine's lossy hit events
+ *              cost); a different size is an update of the value,
+ *              delivered as replace() the way a put would be.
  *   absent  -> a miss: the entry is inserted, then victims are evicted while
  *              the charged size is over capacity, the order the maintainer
  *              applies an insertion event and then enforces capacity.
@@ -54,6 +57,10 @@ struct larder_sim {
 	uint64_t live;
 	struct sim_entry *free_list;
 	uint64_t hit_events;
+	/* LARDER_SIM_HIT_RING: key ids of buffered hits, newest ring_slots kept */
+	uint64_t *ring;
+	uint32_t ring_slots, drain_every;
+	uint64_t ring_head, ring_from, since_drain;
 };
 
 #define SIM_DEFAULT_SEED 0x6c61726465722d73ull /* "larder-s": runs repeat exactly */
@@ -171,7 +178,8 @@ int larder_sim_create(larder_sim **out, enum larder_policy policy, uint64_t capa
 		return LARDER_EINVAL;
 	*out = NULL;
 	const struct larder__policy_ops *ops = larder__policy_ops_for(policy);
-	if (!ops || capacity == 0 || (flags & ~(unsigned)LARDER_SIM_SAMPLE_HITS))
+	if (!ops || capacity == 0 ||
+	    (flags & ~(unsigned)(LARDER_SIM_SAMPLE_HITS | LARDER_SIM_HIT_RING)))
 		return LARDER_EINVAL;
 	struct larder_sim *s = calloc(1, sizeof *s);
 	if (!s)
@@ -182,6 +190,8 @@ int larder_sim_create(larder_sim **out, enum larder_policy policy, uint64_t capa
 	s->seed = SIM_DEFAULT_SEED;
 	s->sample_one_in = LARDER_SIM_DEFAULT_SAMPLE;
 	s->rng = SIM_DEFAULT_SEED | 1;
+	if ((flags & LARDER_SIM_HIT_RING) && larder_sim_set_hit_ring(s, 256, 1024) != LARDER_OK)
+		goto fail_map;
 	if (map_init(s, capacity < (1u << 20) ? capacity : (1u << 20)) != 0)
 		goto fail_map;
 	static const struct larder__policy_host host = {host_hash, host_size, NULL};
@@ -193,6 +203,7 @@ int larder_sim_create(larder_sim **out, enum larder_policy policy, uint64_t capa
 fail_policy:
 	free(s->map);
 fail_map:
+	free(s->ring);
 	free(s);
 	return LARDER_ENOMEM;
 }
@@ -204,6 +215,40 @@ int larder_sim_set_hit_sampling(larder_sim *s, uint32_t one_in, uint64_t seed)
 	s->sample_one_in = one_in;
 	s->rng = seed | 1;
 	return LARDER_OK;
+}
+
+int larder_sim_set_hit_ring(larder_sim *s, uint32_t ring_slots, uint32_t drain_every)
+{
+	if (!s || ring_slots == 0 || ring_slots > 65536 || drain_every == 0)
+		return LARDER_EINVAL;
+	uint64_t *r = calloc(ring_slots, sizeof *r);
+	if (!r)
+		return LARDER_ENOMEM;
+	free(s->ring);
+	s->ring = r;
+	s->ring_slots = ring_slots;
+	s->drain_every = drain_every;
+	s->ring_head = s->ring_from = s->since_drain = 0;
+	return LARDER_OK;
+}
+
+/* The maintainer's drain: the newest ring_slots hits, to entries still present. */
+static void drain_ring(struct larder_sim *s)
+{
+	uint64_t from = s->ring_from;
+	if (s->ring_head - from > s->ring_slots)
+		from = s->ring_head - s->ring_slots; /* lossy: overwritten */
+	for (uint64_t i = from; i != s->ring_head; i++) {
+		uint64_t id = s->ring[i % s->ring_slots];
+		struct sim_entry *se =
+			map_find(s, id, larder__hash(s->seed, &id, sizeof id));
+		if (se) {
+			s->hit_events++;
+			s->ops->hit(s->policy, &se->e);
+		}
+	}
+	s->ring_from = s->ring_head;
+	s->since_drain = 0;
 }
 
 const char *larder_sim_policy_name(const larder_sim *s)
@@ -244,7 +289,9 @@ static int on_hit(struct larder_sim *s, struct sim_entry *se, uint64_t id, uint6
 		  uint64_t size)
 {
 	if (se->size == size) {
-		if (sample_hit(s)) {
+		if (s->flags & LARDER_SIM_HIT_RING) {
+			s->ring[s->ring_head++ % s->ring_slots] = id;
+		} else if (sample_hit(s)) {
 			s->hit_events++;
 			s->ops->hit(s->policy, &se->e);
 		}
@@ -274,6 +321,8 @@ int larder_sim_access(larder_sim *s, uint64_t key_id, uint64_t size)
 		return LARDER_EINVAL;
 	if (size == 0)
 		size = 1;
+	if ((s->flags & LARDER_SIM_HIT_RING) && ++s->since_drain >= s->drain_every)
+		drain_ring(s);
 	uint64_t hash = larder__hash(s->seed, &key_id, sizeof key_id);
 	struct sim_entry *se = map_find(s, key_id, hash);
 	if (se)
@@ -315,5 +364,6 @@ void larder_sim_destroy(larder_sim *s)
 		free(s->free_list);
 		s->free_list = n;
 	}
+	free(s->ring);
 	free(s);
 }

@@ -179,7 +179,7 @@ int larder__table_insert_locked(struct larder__table *t, uint64_t hash, uint64_t
 		b = bucket_after(t, b);
 	}
 	for (b = home; limit--; b = bucket_after(t, b))
-		atomic_fetch_sub_explicit(&b->ctl, LARDER__CTL_OVERFLOW_ONE, LARDER__RELAXED);
+		atomic_fetch_sub_explicit(&b->ctl, LARDER__CTL_OVERFLOW_ONE, LARDER__RELAXED); /* undo */
 	return -1;
 }
 
@@ -255,7 +255,7 @@ static void migrate_home(struct larder__table *t, struct larder__table *next, ui
 					      (w & LARDER__SLOT_TAG_MASK) | LARDER__SLOT_MARKER,
 					      LARDER__RELEASE);
 		}
-		if ((atomic_load_explicit(&b->ctl, LARDER__RELAXED) >> 32) == 0)
+		if ((atomic_load_explicit(&b->ctl, LARDER__RELAXED) >> 32) == 0) /* bounds the walk */
 			break;
 	}
 }
@@ -273,6 +273,7 @@ static void walk_one(struct larder__table *t, void (*fn)(void *, struct larder__
 {
 	for (uint64_t i = 0; i <= t->mask; i++) {
 		for (unsigned s = 0; s < LARDER__BUCKET_SLOTS; s++) {
+			/* A-SLOT: pairs with R-SLOT. */
 			uint64_t w = atomic_load_explicit(&t->buckets[i].slot[s], LARDER__ACQUIRE);
 			uint64_t p = w & LARDER__SLOT_PTR_MASK;
 			if (p != 0 && p != LARDER__SLOT_MARKER)

@@ -328,7 +328,7 @@ static int walk_gens(struct larder__maint *m, int ready)
 			uint64_t p = w & LARDER__SLOT_PTR_MASK;
 			if (p == 0 || p == LARDER__SLOT_MARKER)
 				continue;
-			atomic_store_explicit(&b->slot[i], 0, LARDER__RELAXED);
+			atomic_store_explicit(&b->slot[i], 0, LARDER__RELAXED); /* private */
 			retire(m, larder__slot_entry(w), LARDER_CAUSE_CLEARED, 1);
 		}
 	}
@@ -353,6 +353,7 @@ static int unlink_current(struct larder *c, struct larder__entry *e)
 	struct larder__bucket *home = larder__table_lock(root, hash, &t);
 	larder__atomic_u64 *slot =
 		larder__table_find_locked(t, hash, larder__entry_key(e), e->key_len);
+	/* Relaxed: we hold the home lock, so the slot is stable (X2). */
 	int found = slot && larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) == e;
 	if (found)
 		larder__table_erase_locked(t, hash, slot);
@@ -368,7 +369,7 @@ static uint64_t evict(struct larder__maint *m)
 		m->ops->set_capacity(m->policy, cap);
 		m->policy_capacity = cap;
 	}
-	uint64_t want = atomic_load_explicit(&c->wanted, LARDER__RELAXED);
+	uint64_t want = atomic_load_explicit(&c->wanted, LARDER__RELAXED); /* a hint */
 	uint64_t n = 0;
 	while (m->live_bytes + want > cap && n < EVICT_PER_PASS) {
 		struct larder__entry *e = m->ops->evict(m->policy);
@@ -484,6 +485,7 @@ static void handle_unlink(struct larder *c, struct larder__handle *h)
  * stat[USED_BYTES], from which larder__maint_stats() subtracts freed bytes. */
 static void fold_handle_stats(struct larder__maint *m, struct larder__handle *h)
 {
+	/* Relaxed: statistics; the thread is gone (A-ORPHAN). */
 	bump(m, LARDER_STAT_HITS, atomic_load_explicit(&h->hit_head, LARDER__RELAXED));
 	bump(m, LARDER_STAT_MISSES, atomic_load_explicit(&h->misses, LARDER__RELAXED));
 	bump(m, LARDER_STAT_WRITES, atomic_load_explicit(&h->writes, LARDER__RELAXED));
@@ -620,7 +622,7 @@ void larder__cache_wake_maintainer(struct larder *c)
 	/* W1: seq_cst fence between the caller's event post (R-EV) and this
 	 * load; pairs with W2 in maint_sleep(). */
 	atomic_thread_fence(LARDER__SEQ_CST);
-	if (atomic_load_explicit(&c->maint_sleeping, LARDER__RELAXED) &&
+	if (atomic_load_explicit(&c->maint_sleeping, LARDER__RELAXED) && /* after W1 */
 	    atomic_exchange_explicit(&c->maint_sleeping, 0, LARDER__RELAXED))
 		larder__futex_wake(&c->maint_sleeping, 1);
 }
@@ -634,7 +636,7 @@ int larder__maint_create(struct larder *c)
 		return LARDER_ENOMEM;
 	m->cache = c;
 	m->ops = larder__policy_ops_for(c->policy);
-	m->policy_capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED);
+	m->policy_capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* not shared yet */
 	struct larder__policy_host host = { entry_hash, entry_charge, c };
 	int rc = m->ops->create(&m->policy, &host, m->policy_capacity, c->expected_entries);
 	if (rc != LARDER_OK) {
@@ -672,7 +674,7 @@ void larder__maint_destroy(struct larder *c)
 	 * on a retire list; then slab pages go back whole, and only private
 	 * mappings need a walk. */
 	drain_all(m);
-	struct larder__table *root =
+	struct larder__table *root = /* A-ROOT */
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
 	larder__table_walk(root, free_large, c);
 	larder__table_destroy(larder__table_next(root));
@@ -706,7 +708,7 @@ void larder__maint_stop(struct larder *c)
 {
 	/* R-STOP: release, pairs with A-STOP. */
 	atomic_store_explicit(&c->stop, 1, LARDER__SEQ_CST);
-	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED);
+	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* the futex word */
 	larder__futex_wake(&c->maint_sleeping, 1);
 	pthread_join(c->thread, NULL);
 }
@@ -738,7 +740,7 @@ int larder__test_quiesce(larder *c, uint64_t timeout_ms)
 	while (atomic_load_explicit(&m->idle_seq, LARDER__ACQUIRE) < after) {
 		if (larder__monotonic_ns() >= deadline)
 			return -1;
-		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__SEQ_CST);
+		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__SEQ_CST); /* the futex word */
 		larder__futex_wake(&c->maint_sleeping, 1);
 		/* Wait on the writers' room word: every active pass bumps it. */
 		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
@@ -761,7 +763,7 @@ static void walk_count(void *ctx, struct larder__entry *e)
 void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
 {
 	struct walk_totals w = { 0, 0 };
-	larder__table_walk((struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE),
+	larder__table_walk((struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE), /* A-ROOT */
 			   walk_count, &w);
 	*entries = w.entries;
 	*slot_bytes = w.bytes;

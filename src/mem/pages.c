@@ -22,17 +22,17 @@ static _Atomic long fail_countdown = -1;    /* test seam; relaxed: tests set it 
 
 void larder__test_fail_mmap_after(long n)
 {
-	atomic_store_explicit(&fail_countdown, n, LARDER__RELAXED);
+	atomic_store_explicit(&fail_countdown, n, LARDER__RELAXED); /* see its declaration */
 }
 
 uint64_t larder__test_mapped_bytes(void)
 {
-	return atomic_load_explicit(&mapped_bytes, LARDER__RELAXED);
+	return atomic_load_explicit(&mapped_bytes, LARDER__RELAXED); /* a statistic */
 }
 
 static int fault_injected(void)
 {
-	long n = atomic_load_explicit(&fail_countdown, LARDER__RELAXED);
+	long n = atomic_load_explicit(&fail_countdown, LARDER__RELAXED); /* the CAS re-checks */
 	while (n >= 0) {
 		/* Relaxed: only the countdown value matters, not ordering. */
 		if (atomic_compare_exchange_weak_explicit(&fail_countdown, &n, n - 1,
@@ -60,7 +60,7 @@ void *larder__pages_map(size_t bytes, size_t align)
 			munmap((unsigned char *)start + bytes, span - head - bytes);
 		p = (unsigned char *)start;
 	}
-	atomic_fetch_add_explicit(&mapped_bytes, bytes, LARDER__RELAXED);
+	atomic_fetch_add_explicit(&mapped_bytes, bytes, LARDER__RELAXED); /* a statistic */
 	return p;
 }
 
@@ -69,5 +69,5 @@ void larder__pages_unmap(void *p, size_t bytes)
 	if (!p)
 		return;
 	munmap(p, bytes);
-	atomic_fetch_sub_explicit(&mapped_bytes, bytes, LARDER__RELAXED);
+	atomic_fetch_sub_explicit(&mapped_bytes, bytes, LARDER__RELAXED); /* a statistic */
 }

@@ -98,7 +98,7 @@ static void page_format(struct larder__page *pg, unsigned c)
 	pg->page_bytes = (uint32_t)page;
 	pg->slots_offset = (uint32_t)slots_off;
 	pg->maint_offset = (uint32_t)maint_off;
-	atomic_store_explicit(&pg->live, 0, LARDER__RELAXED);
+	atomic_store_explicit(&pg->live, 0, LARDER__RELAXED); /* not yet shared */
 	pg->owner_hint = 0;
 	for (size_t w = 0; w < words; w++) {
 		size_t left = n - w * 64;
@@ -117,6 +117,7 @@ static void page_unmap(struct larder__slab *s, struct larder__page *pg)
 {
 	size_t bytes = pg->page_bytes;
 	larder__pages_unmap(pg, bytes);
+	/* Relaxed: statistics. */
 	atomic_fetch_sub_explicit(&s->mapped_bytes, bytes, LARDER__RELAXED);
 	atomic_fetch_add_explicit(&s->returned_bytes, bytes, LARDER__RELAXED);
 }
@@ -214,10 +215,11 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 		pg = larder__pages_map(bytes, bytes);
 		if (!pg)
 			return NULL;
-		atomic_fetch_add_explicit(&s->mapped_bytes, bytes, LARDER__RELAXED);
+		atomic_fetch_add_explicit(&s->mapped_bytes, bytes, LARDER__RELAXED); /* a statistic */
 		pthread_mutex_lock(&s->lock);
 	}
 	page_format(pg, c);
+	/* SL4 side, under the lock like every state change. */
 	atomic_store_explicit(&pg->state, PAGE_OWNED, LARDER__SEQ_CST);
 	pg->all_prev = NULL;
 	pg->all_next = s->all;
@@ -242,6 +244,8 @@ static int maint_full(struct larder__page *pg)
 {
 	uint32_t count = 0;
 	for (uint32_t w = 0; w < pg->nwords; w++)
+		/* Relaxed: under the lock, only the maintainer adds bits, and
+		 * more bits only make the page emptier (S4). */
 		count += (uint32_t)__builtin_popcountll(
 			atomic_load_explicit(&maint_free(pg)[w], LARDER__RELAXED));
 	return count == pg->nslots;
@@ -279,6 +283,7 @@ static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
  */
 static void page_settle_locked(struct larder__slab *s, struct larder__page *pg, int maintainer)
 {
+	/* SL3 side: seq_cst, against a release racing with a free. */
 	uint32_t st = atomic_load_explicit(&pg->state, LARDER__SEQ_CST);
 	if (st & PAGE_OWNED)
 		return;
@@ -287,7 +292,7 @@ static void page_settle_locked(struct larder__slab *s, struct larder__page *pg, 
 		return;
 	}
 	if (!(st & PAGE_LISTED) && maint_any(pg)) {
-		atomic_store_explicit(&pg->state, PAGE_LISTED, LARDER__SEQ_CST);
+		atomic_store_explicit(&pg->state, PAGE_LISTED, LARDER__SEQ_CST); /* under the lock */
 		avail_push_locked(s, pg);
 	}
 }
@@ -314,7 +319,7 @@ void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, 
 	if (bytes > LARDER__SLAB_MAX_SLOT) {
 		size_t len = larder__slab_charge(bytes);
 		void *p = larder__pages_map(len, LARDER__OS_PAGE);
-		if (p)
+		if (p) /* relaxed: a statistic */
 			atomic_fetch_add_explicit(&s->mapped_bytes, len, LARDER__RELAXED);
 		return p;
 	}
@@ -340,6 +345,7 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 	if (bytes > LARDER__SLAB_MAX_SLOT) {
 		size_t len = larder__slab_charge(bytes);
 		larder__pages_unmap(p, len);
+		/* Relaxed: statistics. */
 		atomic_fetch_sub_explicit(&s->mapped_bytes, len, LARDER__RELAXED);
 		atomic_fetch_add_explicit(&s->returned_bytes, len, LARDER__RELAXED);
 		return;
