@@ -51,6 +51,7 @@ struct conn {
 	uint32_t events;
 	bool suspended; /* req is a paused multiget pointing into in */
 	bool closing;   /* close once out is written */
+	bool stalled;   /* complete requests wait in `in` because out hit high water */
 	size_t need;    /* parser: bytes needed before parsing again */
 	size_t swallow; /* bytes of an oversize value still to discard */
 	char *in;       /* unconsumed input [0, in_len), NULL when empty */
@@ -172,6 +173,7 @@ static int process(struct worker *w, struct conn *c, const char *buf, size_t len
 {
 	struct larder__exec *x = &w->x;
 
+	c->stalled = false;
 	if (c->suspended) {
 		int r = larder__exec(x, &c->req, out, HIGH_WATER);
 		if (r == LARDER__EXEC_SUSPEND)
@@ -216,6 +218,10 @@ static int process(struct worker *w, struct conn *c, const char *buf, size_t len
 		if (r != LARDER__EXEC_DONE)
 			return PROC_CLOSE;
 	}
+	/* Stopped at high water with input left: no new bytes may ever come (the
+	 * client may be waiting for these replies), so resume on writability. */
+	c->stalled = *off < len && !c->suspended && !c->closing && c->swallow == 0 &&
+		     out->len - c->sent > HIGH_WATER;
 	return out->failed ? PROC_CLOSE : PROC_OK;
 }
 
@@ -341,7 +347,7 @@ static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 		goto close;
 	if (c->closing && c->out.len == 0)
 		goto close;
-	if (c->out.len > HIGH_WATER || c->suspended || c->closing)
+	if (c->out.len > HIGH_WATER || c->suspended || c->closing || c->stalled)
 		set_interest(w, c, EPOLLOUT);
 	else
 		set_interest(w, c, EPOLLIN | (c->out.len > 0 ? EPOLLOUT : 0));

@@ -144,6 +144,25 @@ def main():
         val = b"v" * 100000
         r = request(port, b"set slow 0 0 %d\r\n%s\r\n" % (len(val), val))
         check(r == b"STORED\r\n", "stored 100 KB value")
+        # 4a. one write of 60 pipelined gets whose replies (6 MB) pass the
+        #     output high-water mark: every reply must still come, in order
+        c = connect(port)
+        c.sendall(b"get slow\r\n" * 59 + b"mn\r\n")
+        got, t_end = b"", time.time() + 10
+        c.settimeout(10)
+        while not got.endswith(b"MN\r\n") and time.time() < t_end:
+            try:
+                b = c.recv(1 << 20)
+            except socket.timeout:
+                break
+            if not b:
+                break
+            got += b
+        c.close()
+        check(got.count(b"VALUE slow 0 100000\r\n") == 59 and got.endswith(b"END\r\nMN\r\n"),
+              "60 pipelined big replies all arrive (%d of 59 values)"
+              % got.count(b"VALUE slow 0 100000\r\n"))
+
         before = rss_kib(srv.pid)
         c = connect(port)
         c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
