@@ -257,9 +257,11 @@ int main(int argc, char **argv)
 		larder_close(sh.cache);
 		return 71;
 	}
-	if (o.verbose)
+	if (o.verbose && o.socket_path)
+		fprintf(stderr, "larderd: serving on %s with %d threads\n", o.socket_path, o.threads);
+	else if (o.verbose)
 		fprintf(stderr, "larderd: serving on %s:%s with %d threads\n",
-			o.socket_path ? o.socket_path : (o.inter ? o.inter : "*"), o.port, o.threads);
+			o.inter ? o.inter : "*", o.port, o.threads);
 	wait_for_signal(&sh);
 	larder__net_stop(net);
 	for (int i = 0; i < nfd; i++)
