@@ -291,8 +291,9 @@ static void want_bytes(larder *c, uint64_t bytes)
 
 static int may_wait(larder *c, struct op *op)
 {
+	/* A-MAINT: pairs with R-MAINT in maint_main(). */
 	return c->write_wait_ms && !larder__read_active(&op->thread->reader) &&
-	       !pthread_equal(pthread_self(), c->thread);
+	       atomic_load_explicit(&c->maint_thread, LARDER__ACQUIRE) != (uintptr_t)op->thread;
 }
 
 /*

@@ -77,6 +77,9 @@ struct larder {
 	struct larder__slab slab;
 	struct larder__maint *maint;
 	pthread_t thread;
+	/* The maintainer's own per-thread state, so that a listener's write can
+	 * tell it runs there and must not wait (R-MAINT / A-MAINT). */
+	larder__atomic_uptr maint_thread;
 };
 
 /* Overshoot bound: how far used bytes may exceed capacity. */

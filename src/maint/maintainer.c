@@ -33,12 +33,11 @@
 #define _GNU_SOURCE
 #include "maint/maintainer.h"
 
-#include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/cache.h"
 #include "core/hash.h"
+#include "core/thread.h"
 #include "core/testing.h"
 #include "evict/policy.h"
 #include "index/table.h"
@@ -611,7 +610,10 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 static void *maint_main(void *arg)
 {
 	struct larder *c = arg;
-	/* A-STOP: acquire, pairs with R-STOP in larder__maint_destroy(). */
+	/* R-MAINT: release; NULL (out of memory) only means a listener's write
+	 * might wait for room, as any other thread's would. */
+	atomic_store_explicit(&c->maint_thread, (uintptr_t)larder__thread_self(), LARDER__RELEASE);
+	/* A-STOP: acquire, pairs with R-STOP in larder__maint_stop(). */
 	while (!atomic_load_explicit(&c->stop, LARDER__ACQUIRE))
 		maint_sleep(c->maint, maint_pass(c->maint));
 	return NULL;
