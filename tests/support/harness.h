@@ -58,6 +58,8 @@
 
 void th_fail(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Counts a failure without printing (after enough has been printed). */
+void th_fail_quiet(void);
 /* Failures recorded so far, process-wide (all threads). */
 long th_failures(void);
 

@@ -316,7 +316,7 @@ static void *grow_reader_thread(void *arg)
 static void test_growth_concurrent_reads(void)
 {
 	enum { READERS = 3 };
-	const uint64_t N = TH_TSAN ? 20000 : 150000; /* several growths either way */
+	const uint64_t N = TH_TSAN ? 20000 : TH_ASAN ? 60000 : 150000; /* several growths */
 	larder *cache = open_sized(64 * MiB, 16);
 	struct grow_reader r[READERS];
 	pthread_t ids[READERS];
