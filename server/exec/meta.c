@@ -134,11 +134,24 @@ static bool vivify(struct larder__exec *x, const struct larder__req *req, const 
 	return larder_put_if_absent(x->sh->cache, k->p, k->n, h, sizeof(h), ttl) == LARDER_OK;
 }
 
+/* mg on a hit: does this read earn the recache token (stale, or R and TTL low)? */
+static bool mg_should_win(struct larder__exec *x, const struct larder__req *req,
+			  const struct meta_key *k, uint8_t bits)
+{
+	uint64_t r, ms;
+
+	if (bits & LARDER__BIT_STALE)
+		return true;
+	return arg_u64(req, 'R', &r) &&
+	       larder_ttl_remaining(x->sh->cache, k->p, k->n, &ms) == LARDER_OK &&
+	       ms != LARDER_TTL_NEVER && ms < r * 1000;
+}
+
 static void exec_mg(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
 		    const struct meta_key *k)
 {
 	size_t len;
-	uint64_t cas, r;
+	uint64_t cas;
 	uint32_t flags;
 	uint8_t bits;
 	int64_t t;
@@ -167,17 +180,8 @@ static void exec_mg(struct larder__exec *x, struct larder__req *req, struct lard
 		larder__stat_add(x, WS_GET_HITS, 1);
 		larder__hdr_get(x->a, &cas, &flags, &bits);
 	}
-	if (!won && !(bits & LARDER__BIT_WON)) {
-		uint64_t ms;
-		if (bits & LARDER__BIT_STALE)
-			won = true;
-		else if (arg_u64(req, 'R', &r) &&
-			 larder_ttl_remaining(x->sh->cache, k->p, k->n, &ms) == LARDER_OK &&
-			 ms != LARDER_TTL_NEVER && ms < r * 1000)
-			won = true;
-		if (won)
-			won = take_token(x, k, len);
-	}
+	if (!won && !(bits & LARDER__BIT_WON))
+		won = mg_should_win(x, req, k, bits) && take_token(x, k, len);
 	if (has(req, 'v')) {
 		larder__obuf_add(out, "VA ", 3);
 		larder__obuf_u64(out, len - LARDER__HDR);
@@ -349,12 +353,83 @@ static void exec_md(struct larder__exec *x, struct larder__req *req, struct lard
 	larder__obuf_line(out, "SERVER_ERROR failure");
 }
 
+/* ma miss with N: create the counter at J (its initial value); ARITH_* result. */
+static int ma_vivify(struct larder__exec *x, const struct larder__req *req,
+		     const struct meta_key *k, uint64_t init, uint64_t *v, uint64_t *cas)
+{
+	int64_t e = 0;
+	uint64_t ttl = LARDER_TTL_NEVER;
+	unsigned char buf[LARDER__HDR + 24];
+	size_t n = larder__fmt_u64((char *)buf + LARDER__HDR, init);
+
+	if (arg_i64(req, 'N', &e) && !larder__exptime_to_ttl(e, &ttl))
+		ttl = 1;
+	*cas = larder__next_cas(x);
+	larder__hdr_put(buf, *cas, 0, 0);
+	if (larder_put_if_absent(x->sh->cache, k->p, k->n, buf, LARDER__HDR + n, ttl) != LARDER_OK)
+		return LARDER__ARITH_MISS; /* someone else created it: the caller retries */
+	*v = init;
+	return LARDER__ARITH_OK;
+}
+
+/* ma success: HD or VA with the number, and the requested return flags. */
+static void ma_reply(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
+		     const struct meta_key *k, uint64_t v, uint64_t cas)
+{
+	char num[24];
+	size_t n = larder__fmt_u64(num, v);
+
+	if (!has(req, 'v')) {
+		if (req->noreply)
+			return;
+		larder__obuf_add(out, "HD", 2);
+	} else {
+		larder__obuf_add(out, "VA ", 3);
+		larder__obuf_u64(out, n);
+	}
+	for (int i = 2; i < req->ntok; i++) {
+		char c = req->tok[i].p[0];
+		if (c == 'c') {
+			larder__obuf_add(out, " c", 2);
+			larder__obuf_u64(out, cas);
+		} else if (c == 't') {
+			ttl_flag(x, out, k);
+		} else {
+			echo_flag(out, req, c);
+		}
+	}
+	larder__obuf_add(out, "\r\n", 2);
+	if (has(req, 'v')) {
+		larder__obuf_add(out, num, n);
+		larder__obuf_add(out, "\r\n", 2);
+	}
+}
+
+/* ma with C<cas>: false (and EX sent) when the item's unique differs. */
+static bool ma_cas_ok(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
+		      const struct meta_key *k, uint64_t want)
+{
+	size_t len;
+	uint64_t cas;
+	uint32_t f;
+	uint8_t bits;
+
+	if (!has(req, 'C') || larder__read_item(x, k->p, k->n, &len) != LARDER_OK)
+		return true;
+	larder__hdr_get(x->a, &cas, &f, &bits);
+	if (cas == want)
+		return true;
+	meta_status(x, req, out, "EX", false, 0);
+	return false;
+}
+
 static void exec_ma(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
 		    const struct meta_key *k)
 {
 	struct larder__tok t, key = {k->p, k->n};
 	uint64_t delta = 1, init = 0, v = 0, cas = 0, want = 0;
 	bool incr = true;
+	int64_t e;
 	int rc;
 
 	if ((has(req, 'D') && !arg_u64(req, 'D', &delta)) ||
@@ -372,84 +447,26 @@ static void exec_ma(struct larder__exec *x, struct larder__req *req, struct lard
 			return;
 		}
 	}
-	if (has(req, 'C')) {
-		size_t len;
-		uint32_t f;
-		uint8_t bits;
-		if (larder__read_item(x, k->p, k->n, &len) == LARDER_OK) {
-			larder__hdr_get(x->a, &cas, &f, &bits);
-			if (cas != want) {
-				meta_status(x, req, out, "EX", false, 0);
-				return;
-			}
-		}
-	}
+	if (!ma_cas_ok(x, req, out, k, want))
+		return;
 	rc = larder__arith(x, &key, incr, delta, &v, &cas);
 	if (rc == LARDER__ARITH_MISS && has(req, 'N')) {
-		int64_t e = 0;
-		uint64_t ttl = LARDER_TTL_NEVER;
-		char num[24];
-		size_t n = larder__fmt_u64(num, init);
-		unsigned char buf[LARDER__HDR + 24];
-		if (arg_i64(req, 'N', &e) && !larder__exptime_to_ttl(e, &ttl))
-			ttl = 1;
-		cas = larder__next_cas(x);
-		larder__hdr_put(buf, cas, 0, 0);
-		memcpy(buf + LARDER__HDR, num, n);
-		if (larder_put_if_absent(x->sh->cache, k->p, k->n, buf, LARDER__HDR + n, ttl) ==
-		    LARDER_OK) {
-			v = init;
-			rc = LARDER__ARITH_OK;
-		} else {
+		rc = ma_vivify(x, req, k, init, &v, &cas);
+		if (rc != LARDER__ARITH_OK) /* created meanwhile by another client */
 			rc = larder__arith(x, &key, incr, delta, &v, &cas);
-		}
 	}
 	if (rc == LARDER__ARITH_MISS) {
 		larder__stat_add(x, incr ? WS_INCR_MISSES : WS_DECR_MISSES, 1);
 		meta_status(x, req, out, "NF", false, 0);
-		return;
-	}
-	if (rc == LARDER__ARITH_NONNUMERIC) {
+	} else if (rc == LARDER__ARITH_NONNUMERIC) {
 		larder__obuf_line(out, "CLIENT_ERROR cannot increment or decrement non-numeric value");
-		return;
-	}
-	if (rc != LARDER__ARITH_OK) {
+	} else if (rc != LARDER__ARITH_OK) {
 		larder__obuf_line(out, "SERVER_ERROR out of memory");
-		return;
-	}
-	larder__stat_add(x, incr ? WS_INCR_HITS : WS_DECR_HITS, 1);
-	{
-		int64_t e;
+	} else {
+		larder__stat_add(x, incr ? WS_INCR_HITS : WS_DECR_HITS, 1);
 		if (arg_i64(req, 'T', &e))
 			larder__ignore(larder__touch_key(x, k->p, k->n, e));
-	}
-	{
-		char num[24];
-		size_t n = larder__fmt_u64(num, v);
-		if (!has(req, 'v')) {
-			if (req->noreply)
-				return;
-			larder__obuf_add(out, "HD", 2);
-		} else {
-			larder__obuf_add(out, "VA ", 3);
-			larder__obuf_u64(out, n);
-		}
-		for (int i = 2; i < req->ntok; i++) {
-			char c = req->tok[i].p[0];
-			if (c == 'c') {
-				larder__obuf_add(out, " c", 2);
-				larder__obuf_u64(out, cas);
-			} else if (c == 't') {
-				ttl_flag(x, out, k);
-			} else {
-				echo_flag(out, req, c);
-			}
-		}
-		larder__obuf_add(out, "\r\n", 2);
-		if (has(req, 'v')) {
-			larder__obuf_add(out, num, n);
-			larder__obuf_add(out, "\r\n", 2);
-		}
+		ma_reply(x, req, out, k, v, cas);
 	}
 }
 
