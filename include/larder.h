@@ -375,6 +375,23 @@ enum larder_sim_flag {
 	 * otherwise). Without the flag every hit is delivered.
 	 */
 	LARDER_SIM_SAMPLE_HITS = 1,
+	/*
+	 * Deliver hits the way the engine's per-thread hit ring does: hits are
+	 * buffered and handed to the policy every drain_every requests (the
+	 * maintainer's batching window), after that window's inserts; when more
+	 * than ring_slots hits arrived in a window only the newest ring_slots
+	 * are delivered. Set the two with larder_sim_set_hit_ring(); defaults 256
+	 * slots, a drain every 1024 requests.
+	 */
+	LARDER_SIM_HIT_RING = 2,
+	/*
+	 * With LARDER_SIM_HIT_RING: a reader skips the ring when the entry was
+	 * already sampled since the last drain (a per-entry sample epoch that the
+	 * reader writes only when it changes), so the ring's slots go to distinct
+	 * entries instead of being flooded by the hottest ones. Models a proposed
+	 * engine change; see docs/policies.md.
+	 */
+	LARDER_SIM_HIT_DEDUP = 4,
 };
 #define LARDER_SIM_DEFAULT_SAMPLE 4u
 
@@ -393,6 +410,13 @@ LARDER_API LARDER_MUST_USE int larder_sim_create(larder_sim **out, enum larder_p
  */
 LARDER_API LARDER_MUST_USE int larder_sim_set_hit_sampling(larder_sim *sim, uint32_t one_in,
 							   uint64_t seed);
+/*
+ * Sets the hit ring model used with LARDER_SIM_HIT_RING: ring_slots (1 to
+ * 65536) and drain_every (>= 1 requests). Allocates the ring; call before the
+ * first access. Returns LARDER_OK, LARDER_EINVAL or LARDER_ENOMEM.
+ */
+LARDER_API LARDER_MUST_USE int larder_sim_set_hit_ring(larder_sim *sim, uint32_t ring_slots,
+						       uint32_t drain_every);
 /*
  * Replays one request. May allocate (a new entry, index growth).
  * Returns 1 for a hit, 0 for a miss (the key is now cached, or already

@@ -38,6 +38,7 @@ struct sim_entry {
 	uint64_t hash;
 	uint64_t size;
 	uint64_t id;
+	uint64_t sampled_epoch; /* LARDER_SIM_HIT_DEDUP: drain epoch of its last sample */
 	struct sim_entry *free_next;
 	struct larder__entry e; /* the key follows the header, as in the engine */
 	unsigned char key[8];
@@ -61,6 +62,7 @@ struct larder_sim {
 	uint64_t *ring;
 	uint32_t ring_slots, drain_every;
 	uint64_t ring_head, ring_from, since_drain;
+	uint64_t epoch; /* drains so far, plus one */
 };
 
 #define SIM_DEFAULT_SEED 0x6c61726465722d73ull /* "larder-s": runs repeat exactly */
@@ -162,6 +164,7 @@ static struct sim_entry *entry_new(struct larder_sim *s, uint64_t id, uint64_t h
 	se->hash = hash;
 	se->size = size;
 	se->id = id;
+	se->sampled_epoch = 0;
 	return se;
 }
 
@@ -179,7 +182,8 @@ int larder_sim_create(larder_sim **out, enum larder_policy policy, uint64_t capa
 	*out = NULL;
 	const struct larder__policy_ops *ops = larder__policy_ops_for(policy);
 	if (!ops || capacity == 0 ||
-	    (flags & ~(unsigned)(LARDER_SIM_SAMPLE_HITS | LARDER_SIM_HIT_RING)))
+	    (flags & ~(unsigned)(LARDER_SIM_SAMPLE_HITS | LARDER_SIM_HIT_RING |
+				 LARDER_SIM_HIT_DEDUP)))
 		return LARDER_EINVAL;
 	struct larder_sim *s = calloc(1, sizeof *s);
 	if (!s)
@@ -229,6 +233,7 @@ int larder_sim_set_hit_ring(larder_sim *s, uint32_t ring_slots, uint32_t drain_e
 	s->ring_slots = ring_slots;
 	s->drain_every = drain_every;
 	s->ring_head = s->ring_from = s->since_drain = 0;
+	s->epoch = 1;
 	return LARDER_OK;
 }
 
@@ -249,6 +254,7 @@ static void drain_ring(struct larder_sim *s)
 	}
 	s->ring_from = s->ring_head;
 	s->since_drain = 0;
+	s->epoch++;
 }
 
 const char *larder_sim_policy_name(const larder_sim *s)
@@ -290,7 +296,10 @@ static int on_hit(struct larder_sim *s, struct sim_entry *se, uint64_t id, uint6
 {
 	if (se->size == size) {
 		if (s->flags & LARDER_SIM_HIT_RING) {
-			s->ring[s->ring_head++ % s->ring_slots] = id;
+			if (!(s->flags & LARDER_SIM_HIT_DEDUP) || se->sampled_epoch != s->epoch) {
+				se->sampled_epoch = s->epoch;
+				s->ring[s->ring_head++ % s->ring_slots] = id;
+			}
 		} else if (sample_hit(s)) {
 			s->hit_events++;
 			s->ops->hit(s->policy, &se->e);

@@ -2,7 +2,8 @@
  * larder-sim - miss ratios of larder's eviction policies on cache traces.
  *
  *   larder-sim TRACE... [--policies LIST] [--sizes LIST] [--csv FILE]
- *              [--svg FILE] [--bytes] [--sample N] [--reference TSV]
+ *              [--svg FILE] [--bytes] [--sample N] [--hit-ring D[:SLOTS]]
+ *              [--hit-dedup] [--reference TSV]
  *
  * TRACE is the text format of shared/traces/README.md (one "id" or "id size"
  * per line), plain or gzip (zlib's gzopen reads both). Each trace is loaded
@@ -20,8 +21,11 @@
  * ("0.1%,1%,10%"), or "ref" for the sizes REFERENCE.tsv lists for the trace
  * (with --reference, whose miss ratios are then printed beside ours).
  * --bytes charges each request's size (sized traces) instead of 1.
- * --sample N delivers one hit in N to the policies (the engine's lossy hit
- * events); exact-lru and belady are unaffected.
+ * --sample N delivers one hit in N to the policies, at random; --hit-ring
+ * D[:SLOTS] delivers them as the engine's per-thread hit ring does (drained
+ * every D requests, newest SLOTS kept, default 256): the two ways to measure
+ * what lossy hit events cost; --hit-dedup adds the proposed per-entry sample
+ * epoch to the ring model. exact-lru and belady are unaffected.
  *
  * The CSV contract: header trace,policy,cache_size,requests,misses,miss_ratio
  * and one row per cell. Exit status 0, or 1 with a message on stderr.
@@ -353,14 +357,30 @@ out:
 
 /* ---- Larder's policies through the public simulator ----------------------- */
 
+struct opts {
+	int pol[MAX_COLS];
+	int npol;
+	char sizes[1024];
+	const char *csv, *svg, *reference;
+	int bytes;
+	uint32_t sample;
+	uint32_t ring_drain, ring_slots;
+	int dedup;
+};
+
 static uint64_t run_larder(const struct trace *t, enum larder_policy pol, uint64_t cap,
-			   int bytes, uint32_t sample, char *resolved, size_t rcap)
+			   const struct opts *o, char *resolved, size_t rcap)
 {
 	larder_sim *s;
-	unsigned flags = sample > 1 ? LARDER_SIM_SAMPLE_HITS : 0;
+	int bytes = o->bytes;
+	unsigned flags = (o->sample > 1 ? LARDER_SIM_SAMPLE_HITS : 0) |
+			 (o->ring_drain ? LARDER_SIM_HIT_RING : 0) |
+			 (o->ring_drain && o->dedup ? LARDER_SIM_HIT_DEDUP : 0);
 	if (larder_sim_create(&s, pol, cap, flags) != LARDER_OK)
 		return UINT64_MAX;
-	if (sample > 1 && larder_sim_set_hit_sampling(s, sample, 42) != LARDER_OK) {
+	if ((o->sample > 1 && larder_sim_set_hit_sampling(s, o->sample, 42) != LARDER_OK) ||
+	    (o->ring_drain &&
+	     larder_sim_set_hit_ring(s, o->ring_slots, o->ring_drain) != LARDER_OK)) {
 		larder_sim_destroy(s);
 		return UINT64_MAX;
 	}
@@ -379,15 +399,6 @@ static uint64_t run_larder(const struct trace *t, enum larder_policy pol, uint64
 }
 
 /* ---- Options, reference, output -------------------------------------------- */
-
-struct opts {
-	int pol[MAX_COLS];
-	int npol;
-	char sizes[1024];
-	const char *csv, *svg, *reference;
-	int bytes;
-	uint32_t sample;
-};
 
 static int parse_policies(struct opts *o, const char *list)
 {
@@ -482,7 +493,7 @@ static void print_table(const struct trace *t, const struct opts *o, const struc
 {
 	printf("\n%s: %llu requests, %llu unique objects%s\n", t->name,
 	       (unsigned long long)t->n, (unsigned long long)t->unique,
-	       o->sample > 1 ? " (hits sampled)" : "");
+	       (o->sample > 1 || o->ring_drain) ? " (hits lossy)" : "");
 	printf("%12s", "cache_size");
 	for (int k = 0; k < o->npol; k++) {
 		char h[64];
@@ -593,7 +604,7 @@ static int write_svg(const char *path, const struct panel *panels, int np, const
 	for (int i = 0; i < np; i++)
 		svg_panel(f, &panels[i], o, (i % cols) * w, legend + (i / cols) * h, w, h);
 	fprintf(f, "<text x='10' y='%.0f' font-size='10'>miss ratio%s; written by larder-sim</text>\n</svg>\n",
-		h * rows + legend - 4, o->sample > 1 ? " (hits sampled)" : "");
+		h * rows + legend - 4, (o->sample > 1 || o->ring_drain) ? " (hits lossy)" : "");
 	return fclose(f) == 0 ? 0 : fail("cannot write", path);
 }
 
@@ -603,7 +614,9 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: larder-sim TRACE... [--policies LIST] [--sizes LIST] [--csv FILE]\n"
-		"                  [--svg FILE] [--bytes] [--sample N] [--reference TSV]\n"
+		"                  [--svg FILE] [--bytes] [--sample N] [--hit-ring D[:SLOTS]]\n"
+		"                  [--hit-dedup]\n"
+		"                  [--reference TSV]\n"
 		"  policies: s3fifo lru wtinylfu arc fifo default exact-lru belady\n"
 		"  sizes: object counts, percentages of unique objects (1%%), or 'ref'\n");
 	return 1;
@@ -628,8 +641,8 @@ static int run_trace(const struct trace *t, const struct opts *o, struct panel *
 					return fail("out of memory", NULL);
 				m = run_belady(t, nu, cells[c].size, o->bytes);
 			} else {
-				m = run_larder(t, policy_enums[pk], cells[c].size, o->bytes,
-					       o->sample, resolved[k], sizeof resolved[k]);
+				m = run_larder(t, policy_enums[pk], cells[c].size, o,
+					       resolved[k], sizeof resolved[k]);
 			}
 			if (m == UINT64_MAX)
 				return fail("simulation failed (out of memory)", t->name);
@@ -663,6 +676,8 @@ int main(int argc, char **argv)
 		const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
 		if (strcmp(a, "--bytes") == 0) {
 			o.bytes = 1;
+		} else if (strcmp(a, "--hit-dedup") == 0) {
+			o.dedup = 1;
 		} else if (a[0] == '-' && a[1] == '-' && !v) {
 			return usage();
 		} else if (strcmp(a, "--policies") == 0) {
@@ -678,6 +693,12 @@ int main(int argc, char **argv)
 			o.svg = v, i++;
 		} else if (strcmp(a, "--reference") == 0) {
 			o.reference = v, i++;
+		} else if (strcmp(a, "--hit-ring") == 0) {
+			char *e;
+			o.ring_drain = (uint32_t)strtoul(v, &e, 10), i++;
+			o.ring_slots = (*e == ':') ? (uint32_t)strtoul(e + 1, NULL, 10) : 256;
+			if (o.ring_drain == 0 || o.ring_slots == 0)
+				return usage();
 		} else if (strcmp(a, "--sample") == 0) {
 			o.sample = (uint32_t)strtoul(v, NULL, 10), i++;
 			if (o.sample == 0)
