@@ -14,7 +14,8 @@
 #   release     the Release build that scripts/run.sh uses (-O3, NDEBUG:
 #               warnings that only optimisation reveals fail here, not in
 #               run.sh); its unit tests
-#   clang       clang-14 -Werror build; its unit tests
+#   clang       clang-14 -Werror build, with the libFuzzer targets; its unit
+#               tests and the short fuzz runs (protocol_fuzz_*, ~20 s each)
 #   tsan        clang-14 ThreadSanitizer build; the stress tests
 #   asan-ubsan  gcc AddressSanitizer + UBSan build; the unit and stress tests
 #
@@ -135,7 +136,8 @@ stage_release() {
 stage_clang() {
 	local rc=0
 	configure_build clang || rc=$?
-	ctest_after_build clang "$rc" -L '^unit$'
+	"${NICE[@]}" ctest --preset clang -L '^unit$' "${CTEST_ARGS[@]}" || rc=1
+	ctest_after_build clang "$rc" -R '^protocol_fuzz_'
 }
 
 # clang 14's TSan runtime cannot map its shadow under the 32-bit mmap
