@@ -525,6 +525,104 @@ static void test_enomem_on_open(void)
 	CHECK(opened);
 }
 
+/*
+ * Fault-injection sweep (SQLite style): the n-th page mapping fails, for each
+ * n in turn, under a workload that maps slab pages, large entries and index
+ * growths. Whichever mapping fails - a writer's or the maintainer's - every
+ * write returns OK or ENOMEM, a refused write stores nothing, every accepted
+ * one is readable, and the cache closes clean.
+ */
+static long enomem_sweep(int small_only, long runs)
+{
+	enum { N = 12000 };
+	static const size_t sizes[] = {8, 100, 1000, 3000};
+	static signed char ok[N];
+	uint64_t mapped = larder__test_mapped_bytes();
+	long refused_total = 0;
+
+	for (long n = 0; n < runs; n++) {
+		larder_config *config = th_config(64 * MiB);
+		larder *cache;
+		long refused = 0, wrong = 0;
+
+		if (!CHECK(config != NULL))
+			break;
+		CHECK_RC(larder_config_set_expected_entries(config, 16), LARDER_OK);
+		CHECK_RC(larder_config_set_write_wait_ms(config, 10000), LARDER_OK);
+		CHECK_RC(larder_config_set_max_value_bytes(config, 512 * KiB), LARDER_OK);
+		cache = th_open(config);
+		if (!CHECK(cache != NULL))
+			break;
+		larder__test_fail_mmap_after(n);
+		for (uint64_t id = 0; id < N; id++) {
+			size_t len = small_only ? 8 : id % 500 == 499 ? 300 * KiB : sizes[id % 4];
+			int rc = put_key(cache, id, len);
+
+			ok[id] = rc == LARDER_OK;
+			if (rc == LARDER_ENOMEM)
+				refused++;
+			else if (!CHECK_RC(rc, LARDER_OK))
+				break;
+		}
+		larder__test_fail_mmap_after(-1);
+		for (uint64_t id = 0; id < N; id++) {
+			size_t len = small_only ? 8 : id % 500 == 499 ? 300 * KiB : sizes[id % 4];
+			wrong += check_key(cache, id, len) != ok[id];
+		}
+		CHECK_EQ(wrong, 0);
+		CHECK_LE(refused, 1); /* one mapping failed: at most one write saw it */
+		refused_total += refused;
+		th_check_accounting(cache, 20000, NULL, NULL);
+		CHECK_EQ(th_stat(cache, LARDER_STAT_EVICTIONS), 0);
+		/* a growth whose mapping failed is retried: the index still grew */
+		CHECK_GT(th_stat(cache, LARDER_STAT_INDEX_RESIZES), 0);
+		if (getenv("SWEEP_VERBOSE"))
+			printf("  n=%ld refused=%ld resizes=%" PRIu64 "\n", n, refused,
+			       th_stat(cache, LARDER_STAT_INDEX_RESIZES));
+		larder_close(cache);
+		CHECK_EQ(larder__test_mapped_bytes(), mapped);
+	}
+	return refused_total;
+}
+
+static void test_enomem_sweep(void)
+{
+	long writers = enomem_sweep(0, 30);
+
+	printf("  mixed sizes: %ld of 30 injected failures reached a writer as ENOMEM\n", writers);
+	CHECK_GT(writers, 0);
+	/* small entries: few page mappings, so index growths are among the first */
+	writers = enomem_sweep(1, 12);
+	printf("  small entries: %ld of 12 injected failures reached a writer as ENOMEM\n",
+	       writers);
+	CHECK_LT(writers, 12); /* some failures hit the maintainer's growth */
+}
+
+/* clear() allocates the new index: when that fails, nothing is cleared. */
+static void test_enomem_clear(void)
+{
+	larder *cache = open_sized(4 * MiB, 1024);
+	uint64_t present = 0;
+	int rc;
+
+	REQUIRE(cache != NULL);
+	for (uint64_t id = 0; id < 100; id++)
+		CHECK_RC(put_key(cache, id, 10), LARDER_OK);
+	CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+	larder__test_fail_mmap_after(0);
+	rc = larder_clear(cache);
+	larder__test_fail_mmap_after(-1);
+	CHECK(rc == LARDER_OK || rc == LARDER_ENOMEM);
+	printf("  clear with the next mapping failing: %d (%s)\n", rc, larder_strerror(rc));
+	for (uint64_t id = 0; id < 100; id++)
+		present += (uint64_t)check_key(cache, id, 10);
+	CHECK_EQ(present, rc == LARDER_OK ? 0 : 100);
+	CHECK_RC(larder_clear(cache), LARDER_OK);
+	CHECK_EQ(check_key(cache, 5, 10), 0);
+	th_check_accounting(cache, 10000, NULL, NULL);
+	larder_close(cache);
+}
+
 struct pages_wait {
 	larder *cache;
 	uint64_t returned0;
@@ -576,6 +674,8 @@ int main(int argc, char **argv)
 		TH_TEST(test_enomem_on_write),
 		TH_TEST(test_enomem_large_entry),
 		TH_TEST(test_enomem_on_open),
+		TH_TEST(test_enomem_sweep),
+		TH_TEST(test_enomem_clear),
 		TH_TEST(test_pages_returned),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
