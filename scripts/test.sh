@@ -54,7 +54,10 @@ run_stage() {
 	)
 	rc=$?
 	set -e
-	note=$(grep -E '^[0-9]+% tests passed' "$LOGS/$name.log" | tail -n 1 || true)
+	# One "F of N tests failed" per ctest run of the stage.
+	note=$(grep -oE '^[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$LOGS/$name.log" |
+		sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+)/\1 of \2 tests failed/' |
+		paste -sd ';' - | sed 's/;/; /g' || true)
 	if ((rc != 0)) && grep -q '^FAILED: ' "$LOGS/$name.log"; then
 		note="build: $(grep -c '^FAILED: ' "$LOGS/$name.log") target(s) failed; ${note:-no tests run}"
 	fi
@@ -188,7 +191,7 @@ main() {
 
 	echo
 	echo "==================== summary ===================="
-	printf '%-12s %-9s %6s  %s\n' stage result seconds tests
+	printf '%-12s %-9s %6s  %s\n' stage result seconds notes
 	for i in "${!stage_names[@]}"; do
 		printf '%-12s %-9s %6s  %s\n' "${stage_names[$i]}" "${stage_results[$i]}" \
 			"${stage_secs[$i]}" "${stage_notes[$i]}"
