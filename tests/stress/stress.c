@@ -38,6 +38,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <sched.h>
 #include <stdlib.h>
 
 #include "harness.h"
@@ -267,6 +268,7 @@ static size_t new_value(struct worker *w, uint32_t key_id)
 struct read_ctx {
 	uint32_t key_id;
 	int calls;
+	int dwell; /* stay in the read section a while, then check again */
 };
 
 static void read_fn(void *ctx, const void *value, size_t value_len)
@@ -274,7 +276,14 @@ static void read_fn(void *ctx, const void *value, size_t value_len)
 	struct read_ctx *r = ctx;
 
 	r->calls++;
-	verify_value("get_with", r->key_id, value, value_len);
+	if (!verify_value("get_with", r->key_id, value, value_len) || !r->dwell)
+		return;
+	/*
+	 * Widen the window in which a premature free would show: other threads
+	 * overwrite and remove this key meanwhile; the bytes must not change.
+	 */
+	sched_yield();
+	verify_value("get_with (after dwelling)", r->key_id, value, value_len);
 }
 
 struct batch_ctx {
@@ -413,7 +422,7 @@ static void do_read(struct worker *w, uint64_t r, uint32_t k, const char *key)
 	if (r < 20) {
 		do_get(w, k, key);
 	} else if (r < 32) {
-		struct read_ctx rc_ctx = {k, 0};
+		struct read_ctx rc_ctx = {k, 0, th_rng_below(&w->rng, 16) == 0};
 		rc = larder_get_with(w->cache, key, klen, read_fn, &rc_ctx);
 		if (op_result_ok("get_with", rc, LARDER_OK, LARDER_MISS, LARDER_OK) &&
 		    rc_ctx.calls != (rc == LARDER_OK))
