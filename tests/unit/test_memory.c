@@ -18,6 +18,7 @@
 #endif
 #include <stdlib.h>
 
+#include "core/hash.h"
 #include "harness.h"
 
 #define KiB ((uint64_t)1024)
@@ -374,7 +375,82 @@ static void test_clear_during_growth(void)
 	CHECK_EQ(entries, 1);
 	CHECK_EQ(check_key(cache, 7, 16), 1);
 	CHECK_EQ(check_key(cache, 8, 16), 0);
+	/* every entry of a table cleared mid-growth leaves as CLEARED, none as EVICTED */
+	CHECK_EQ(th_stat(cache, LARDER_STAT_CLEARED), 5 * 40000);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_REPLACEMENTS), 4); /* key 7, rounds 2-5 */
+	CHECK_EQ(th_stat(cache, LARDER_STAT_EVICTIONS), 0);
 	larder_close(cache);
+}
+
+/*
+ * Keys aimed at one home bucket (white box: the hash is core/hash.h with the
+ * seed th_config() fixes, and the home is its low bits): more of them than
+ * the probe limit reaches, so writers must wait for the index to grow until
+ * they spread. Every key must end up stored and readable.
+ */
+static void test_home_bucket_collisions(void)
+{
+	enum { N = 1200 };
+	static char keys[N][24];
+	larder *cache = open_sized(64 * MiB, 16);
+	uint64_t found = 0, want_low = 0, entries = 0;
+
+	REQUIRE(cache != NULL);
+	for (uint64_t i = 0; found < N; i++) {
+		char k[24];
+		snprintf(k, sizeof(k), "coll-%" PRIu64, i);
+		uint64_t h = larder__hash(TH_HASH_SEED, k, strlen(k));
+		if (found == 0)
+			want_low = h & 4095;
+		if ((h & 4095) == want_low)
+			memcpy(keys[found++], k, sizeof(k));
+	}
+	for (uint64_t i = 0; i < N; i++)
+		if (!CHECK_RC(larder_put(cache, keys[i], strlen(keys[i]), &i, sizeof(i),
+					 LARDER_TTL_NEVER),
+			      LARDER_OK))
+			break;
+	for (uint64_t i = 0; i < N; i++) {
+		uint64_t v = 0;
+		size_t len = 0;
+		CHECK_RC(larder_get(cache, keys[i], strlen(keys[i]), &v, sizeof(v), &len), LARDER_OK);
+		CHECK(len == sizeof(v) && v == i);
+	}
+	th_check_accounting(cache, 30000, &entries, NULL);
+	CHECK_EQ(entries, N);
+	printf("  %d keys in one home bucket: %" PRIu64 " resizes, %" PRIu64 " write waits\n", N,
+	       th_stat(cache, LARDER_STAT_INDEX_RESIZES), th_stat(cache, LARDER_STAT_WRITE_WAITS));
+	for (uint64_t i = 0; i < N; i += 2)
+		CHECK_RC(larder_remove(cache, keys[i], strlen(keys[i])), LARDER_OK);
+	for (uint64_t i = 1; i < N; i += 2)
+		CHECK_RC(larder_contains(cache, keys[i], strlen(keys[i])), LARDER_OK);
+	th_check_accounting(cache, 30000, &entries, NULL);
+	CHECK_EQ(entries, N / 2);
+	larder_close(cache);
+}
+
+/* close() while the index is growing and a cleared table awaits its walk. */
+static void test_close_mid_growth(void)
+{
+	uint64_t mapped = larder__test_mapped_bytes();
+
+	for (int round = 0; round < 3; round++) {
+		larder *cache = open_sized(64 * MiB, 16);
+
+		REQUIRE(cache != NULL);
+		for (uint64_t id = 0; id < 60000; id++)
+			if (!CHECK_RC(put_key(cache, id, 16), LARDER_OK))
+				break;
+		if (round == 1)
+			CHECK_RC(larder_clear(cache), LARDER_OK);
+		if (round == 2) {
+			CHECK_RC(larder_clear(cache), LARDER_OK);
+			for (uint64_t id = 0; id < 30000; id++)
+				CHECK_RC(put_key(cache, id, 16), LARDER_OK);
+		}
+		larder_close(cache); /* no quiesce: whatever is in flight must be freed */
+		CHECK_EQ(larder__test_mapped_bytes(), mapped);
+	}
 }
 
 /*
@@ -672,6 +748,8 @@ int main(int argc, char **argv)
 		TH_TEST(test_index_growth),
 		TH_TEST(test_growth_concurrent_reads),
 		TH_TEST(test_clear_during_growth),
+		TH_TEST(test_home_bucket_collisions),
+		TH_TEST(test_close_mid_growth),
 		TH_TEST(test_write_wait_zero_roomy),
 		TH_TEST(test_enomem_on_write),
 		TH_TEST(test_enomem_large_entry),
