@@ -5,7 +5,7 @@
  * LARDER_POLICY_DEFAULT is S3-FIFO: the policy with the smallest mean gap to
  * Belady's optimum on the nine real traces of shared/traces (REFERENCE.tsv
  * sizes), measured with larder-sim on the policies' own code, with every hit
- * delivered (0.073) and with the engine's lossy hit ring (0.075-0.087), and
+ * delivered (0.073) and with the engine's lossy hit ring (0.073-0.087), and
  * the least hurt by lossy hits, since a hit only bumps a counter.
  * W-TinyLFU with a window tuned by mini simulations (evict/tuner.c,
  * larder__policy_wtinylfu_tuned) has the better mean over all 55 cells with
