@@ -40,7 +40,8 @@
  *   W3. Every call is O(1) amortised: the sketch halving is O(width) once per
  *       10 x entries increments; the climber's resizing moves at most
  *       W_RESIZE_MOVES entries per event; a tuned switch moves up to the
- *       window's size once per tuner decision (>= 16 x 2048 sampled events).
+ *       window's size once per tuner decision (one per 16 x mini-cache entries
+ *       sampled events, each standing for S events of the cache).
  */
 #include <stdlib.h>
 
