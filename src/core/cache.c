@@ -94,13 +94,22 @@ static inline uint64_t entry_deadline(struct larder__entry *e)
 	return atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
 }
 
-/* Out of line: only entries with a deadline get here, and the clock call
- * would otherwise make every lookup spill its registers. */
+/*
+ * Out of line: only entries with a deadline get here, and the clock call
+ * would otherwise make every lookup spill its registers. With the default
+ * clock, a deadline further away than the coarse clock's margin needs no
+ * precise clock read (core/cache.h, larder__clock_coarse()).
+ */
 static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
 						     struct larder__entry *e)
 {
 	uint64_t deadline = entry_deadline(e);
-	return deadline != UINT64_MAX && op_now(c, op) >= deadline;
+	if (deadline == UINT64_MAX)
+		return 0;
+	if (!op->have_now && c->coarse_margin_ms &&
+	    larder__clock_coarse() + c->coarse_margin_ms < deadline)
+		return 0;
+	return op_now(c, op) >= deadline;
 }
 
 static inline int entry_expired(larder *c, struct op *op, struct larder__entry *e)
@@ -204,7 +213,12 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 				continue;
 			hash[i] = larder__hash(c->seed, keys[k], key_lens[k]);
 			larder__table_prefetch(t, hash[i]);
-			larder__table_prefetch_entry(t, hash[i]);
+		}
+		/* A second pass, so that the bucket loads of the whole stride
+		 * overlap instead of stalling one after another. */
+		for (size_t i = 0; i < n; i++) {
+			if (check_key(c, keys[base + i], key_lens[base + i]) == LARDER_OK)
+				larder__table_prefetch_entry(t, hash[i]);
 		}
 		for (size_t i = 0; i < n; i++) {
 			size_t k = base + i;
@@ -817,6 +831,8 @@ int larder_open(larder **out, const larder_config *cfg)
 	c->default_ttl_ms = cfg->default_ttl_ms;
 	c->clock = cfg->clock;
 	c->clock_ctx = cfg->clock_ctx;
+	c->coarse_margin_ms =
+		cfg->clock == larder__clock_default ? larder__clock_coarse_margin_ms() : 0;
 	c->write_wait_ms = cfg->write_wait_ms;
 	c->listener = cfg->listener;
 	c->listener_ctx = cfg->listener_ctx;

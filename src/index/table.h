@@ -93,7 +93,9 @@ static inline void larder__table_prefetch_entry(const struct larder__table *t, u
 		uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__RELAXED);
 		if ((w & LARDER__SLOT_TAG_MASK) == (hash & LARDER__SLOT_TAG_MASK) &&
 		    (w & LARDER__SLOT_PTR_MASK) > LARDER__SLOT_MARKER) {
+			/* The header and key, and the line the value runs into. */
 			__builtin_prefetch(larder__slot_entry(w));
+			__builtin_prefetch((const char *)larder__slot_entry(w) + 64);
 			return;
 		}
 	}

@@ -20,6 +20,8 @@
 #endif
 #include <stdlib.h>
 
+#include <time.h>
+
 #include "harness.h"
 
 #define KiB ((uint64_t)1024)
@@ -354,6 +356,52 @@ static void test_no_clock_without_ttl(void)
 	larder_close(cache);
 }
 
+static uint64_t monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/*
+ * The default clock: reads compare with the kernel's coarse clock first and
+ * read CLOCK_MONOTONIC only near the deadline. Whatever the mix, a get that
+ * starts at or after the deadline (bounded by the time the put returned plus
+ * the TTL) must miss, and one that starts before the put began plus the TTL
+ * must hit. Real time has to pass here: the loop reads the clock, it does not
+ * sleep.
+ */
+static void test_default_clock_precise(void)
+{
+	char buf[8];
+	size_t len;
+	uint64_t hits = 0, misses = 0;
+	larder *cache = th_open(th_config(4 * MiB));
+	REQUIRE(cache != NULL);
+	for (int round = 0; round < 3; round++) {
+		uint64_t start = monotonic_ms();
+		CHECK_RC(larder_put(cache, "k", 1, "v", 1, 20), LARDER_OK);
+		uint64_t put_done = monotonic_ms();
+		for (;;) {
+			uint64_t before = monotonic_ms();
+			int rc = larder_get(cache, "k", 1, buf, sizeof(buf), &len);
+			if (before >= put_done + 20) {
+				CHECK_RC(rc, LARDER_MISS);
+				misses++;
+			} else if (monotonic_ms() < start + 20) {
+				CHECK_RC(rc, LARDER_OK);
+				hits++;
+			}
+			if (before >= put_done + 40)
+				break;
+		}
+	}
+	CHECK_GT(hits, 0);
+	CHECK_GT(misses, 0);
+	larder_close(cache);
+}
+
 struct reclaim_wait {
 	larder *cache;
 	uint64_t want_expired;
@@ -409,6 +457,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_ttl_huge),
 		TH_TEST(test_no_clock_without_ttl),
 		TH_TEST(test_expiry_reclaims),
+		TH_TEST(test_default_clock_precise),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
