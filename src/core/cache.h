@@ -42,6 +42,7 @@ struct larder_config {
 	uint64_t seed;
 	int seed_set;
 	uint64_t write_wait_ms;
+	enum larder_expiry expiry;
 };
 
 struct larder {
@@ -55,6 +56,7 @@ struct larder {
 	larder_clock_fn *clock;
 	void *clock_ctx;
 	uint64_t write_wait_ms;
+	enum larder_expiry expiry; /* read by the maintainer (after-access extension) */
 
 	/* Writers' shared counters: touched once per credit chunk or wait. */
 	larder__atomic_i64 budget __attribute__((aligned(64)));
