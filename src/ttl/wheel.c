@@ -27,7 +27,8 @@
  *
  * Invariants (tests/unit/test_wheel.c checks them against a reference model):
  *   W1. cur is the first tick not yet processed: every timer placed at
- *       deadline d < cur was delivered (or re-placed by the callback).
+ *       deadline d < cur was delivered, or waits on `due` (scheduled at a
+ *       deadline already behind cur) for the next advance, whatever its now.
  *   W2. A timer in slot[l][s] was placed at d with d >> 6(l+1) equal to
  *       cur >> 6(l+1) and (d >> 6l) & 63 == s; for l > 0, s is above cur's
  *       level-l digit, or equal to it only while cur is the slot's first tick
@@ -163,8 +164,10 @@ static void heap_remove(struct larder__wheel *w, size_t i)
 
 static void place(struct larder__wheel *w, struct larder__wheel_link *n, uint64_t d)
 {
-	if (d < w->cur)
-		d = w->cur; /* already due: the current tick's slot */
+	if (d < w->cur) { /* already due: delivered by the next advance */
+		list_push(&w->due, n);
+		return;
+	}
 	uint64_t diff = d ^ w->cur;
 	if (diff >> LARDER__WHEEL_SPAN_BITS) {
 		if (heap_push(w, n, d) != 0)
@@ -263,11 +266,29 @@ uint64_t larder__wheel_next(const struct larder__wheel *w)
 	return best;
 }
 
+/* Delivers the `due` list: timers of the tick just processed, and timers
+ * scheduled at a deadline already behind cur. A callback may cancel any of
+ * them or schedule anything (a deadline <= the tick lands on `due` again). */
+static uint64_t drain_due(struct larder__wheel *w, larder__wheel_expire_fn *expire, void *ctx)
+{
+	uint64_t n = 0;
+	while (w->due) {
+		struct larder__wheel_link *link = w->due;
+		list_unlink(w, link);
+		link->pprev = NULL;
+		link->next = NULL;
+		w->count--;
+		n++;
+		expire(ctx, link);
+	}
+	return n;
+}
+
 /* Processes tick t = cur (the next tick with work): heap and far timers
  * whose block began, cascades top-down, then the level-0 slot. */
 static uint64_t process_tick(struct larder__wheel *w, larder__wheel_expire_fn *expire, void *ctx)
 {
-	uint64_t t = w->cur, n = 0;
+	uint64_t t = w->cur;
 	while (w->heap_len && (w->heap[0].deadline >> LARDER__WHEEL_SPAN_BITS) <=
 				      (t >> LARDER__WHEEL_SPAN_BITS)) {
 		struct larder__wheel_link *link = w->heap[0].link;
@@ -288,29 +309,27 @@ static uint64_t process_tick(struct larder__wheel *w, larder__wheel_expire_fn *e
 		replace_list(w, list);
 	}
 	unsigned s0 = (unsigned)t & (LARDER__WHEEL_SLOTS - 1);
-	if (w->occupied[0] >> s0 & 1)
-		slot_take(w, 0, s0, &w->due);
-	w->cur = t + 1; /* W1: a callback that schedules at <= t lands at t + 1 */
-	while (w->due) {
-		struct larder__wheel_link *link = w->due;
-		list_unlink(w, link);
-		link->pprev = NULL;
-		link->next = NULL;
-		w->count--;
-		n++;
-		expire(ctx, link);
+	if (w->occupied[0] >> s0 & 1) {
+		struct larder__wheel_link *list;
+		slot_take(w, 0, s0, &list);
+		while (list) { /* onto `due`, which cascades above may have fed */
+			struct larder__wheel_link *next = list->next;
+			list_push(&w->due, list);
+			list = next;
+		}
 	}
-	return n;
+	w->cur = t + 1; /* W1 */
+	return drain_due(w, expire, ctx);
 }
 
 uint64_t larder__wheel_advance(struct larder__wheel *w, uint64_t now, uint64_t max,
 			       larder__wheel_expire_fn *expire, void *ctx)
 {
-	uint64_t delivered = 0;
 	if (now == UINT64_MAX)
 		now--; /* cur = now + 1 must not wrap */
+	uint64_t delivered = drain_due(w, expire, ctx);
 	if (now < w->cur)
-		return 0;
+		return delivered;
 	while (delivered < max) {
 		uint64_t t = larder__wheel_next(w);
 		if (t > now) {
