@@ -105,6 +105,7 @@ struct larder__maint {
 	larder__atomic_u64 freed_bytes;
 	larder__atomic_u64 pass_seq;  /* passes started */
 	larder__atomic_u64 idle_seq;  /* number of the last pass that found nothing to do */
+	larder__atomic_u64 wheel_done; /* R-WHEEL: expired through this clock time */
 };
 
 static void bump(struct larder__maint *m, enum larder_stat s, uint64_t by)
@@ -509,8 +510,11 @@ static uint64_t expire_due(struct larder__maint *m)
 		m->next_due = UINT64_MAX;
 		return 0;
 	}
-	uint64_t n = larder__wheel_advance(&m->wheel, pass_now(m), EXPIRE_PER_PASS, on_due, m);
+	uint64_t now = pass_now(m);
+	uint64_t n = larder__wheel_advance(&m->wheel, now, EXPIRE_PER_PASS, on_due, m);
 	m->next_due = larder__wheel_next(&m->wheel);
+	if (n < EXPIRE_PER_PASS) /* R-WHEEL: release; the listener calls before it */
+		atomic_store_explicit(&m->wheel_done, now, LARDER__RELEASE);
 	return n;
 }
 
@@ -871,6 +875,18 @@ void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
 			   walk_count, &w);
 	*entries = w.entries;
 	*slot_bytes = w.bytes;
+}
+
+void larder__test_wake(larder *c)
+{
+	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* the futex word */
+	larder__futex_wake(&c->maint_sleeping, 1);
+}
+
+uint64_t larder__test_wheel_done(larder *c)
+{
+	/* A-WHEEL: acquire, pairs with R-WHEEL in expire_due(). */
+	return atomic_load_explicit(&c->maint->wheel_done, LARDER__ACQUIRE);
 }
 
 void larder__test_poison_freed(int on)
