@@ -67,7 +67,8 @@ enum larder_error {
 	LARDER_EVALSIZE = -3, /* value over max_value_bytes, or entry over the entry limit */
 	LARDER_ENOMEM = -4,   /* the operating system refused memory */
 	LARDER_EBUFSIZE = -5, /* the caller's buffer is too small; nothing was copied */
-	LARDER_EBUSY = -6,    /* over the memory bound and no room was freed in time */
+	LARDER_EBUSY = -6,    /* over the memory bound and no room was freed in time, or the
+			       * maintainer is stuck (over 1 s behind; see larder_put) */
 	LARDER_ETHREAD = -7,  /* the maintainer thread could not be started */
 	LARDER_ESYS = -8,     /* another system call failed; errno has the cause */
 };
@@ -272,7 +273,11 @@ LARDER_API LARDER_MUST_USE int larder_ttl_remaining(larder *cache, const void *k
  * Common to all writes: the new value becomes visible to every thread before
  * the call returns; readers see the old value or the new one, never a mix.
  * Writes allocate from the cache's own memory and may wait up to the
- * configured write wait when the cache is at its overshoot bound.
+ * configured write wait when the cache is at its overshoot bound (never from
+ * inside a read callback or the removal listener: LARDER_EBUSY at once).
+ * A write may also wait, up to 1 s, for the maintainer to take its queued
+ * events or to grow the index; only a maintainer blocked for that long (by a
+ * removal listener that does not return) makes it fail with LARDER_EBUSY.
  * On any error the key's previous value is left intact.
  * Errors common to all: LARDER_EINVAL (NULL pointer with a non-zero length,
  * empty key), LARDER_EKEYSIZE, LARDER_EVALSIZE (value over max_value_bytes,
@@ -360,6 +365,8 @@ enum larder_stat {
 	LARDER_STAT_PAGES_RETURNED,  /* bytes handed back to the OS so far */
 	LARDER_STAT_MAINT_PASSES,    /* maintainer loop iterations */
 	LARDER_STAT_HIT_SAMPLES,     /* hit events the policy received */
+	LARDER_STAT_MAINT_WAITS,     /* writes that waited for the maintainer to take their
+					queued events or to grow the index (it is behind) */
 	LARDER_STAT_COUNT
 };
 

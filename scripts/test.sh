@@ -14,7 +14,8 @@
 #   release     the Release build that scripts/run.sh uses (-O3, NDEBUG:
 #               warnings that only optimisation reveals fail here, not in
 #               run.sh); its unit tests
-#   clang       clang-14 -Werror build; its unit tests
+#   clang       clang-14 -Werror build, with the libFuzzer targets; its unit
+#               tests and the short fuzz runs (protocol_fuzz_*, ~20 s each)
 #   tsan        clang-14 ThreadSanitizer build; the stress tests
 #   asan-ubsan  gcc AddressSanitizer + UBSan build; the unit and stress tests
 #
@@ -53,7 +54,10 @@ run_stage() {
 	)
 	rc=$?
 	set -e
-	note=$(grep -E '^[0-9]+% tests passed' "$LOGS/$name.log" | tail -n 1 || true)
+	# One "F of N tests failed" per ctest run of the stage.
+	note=$(grep -oE '^[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$LOGS/$name.log" |
+		sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+)/\1 of \2 tests failed/' |
+		paste -sd ';' - | sed 's/;/; /g' || true)
 	if ((rc != 0)) && grep -q '^FAILED: ' "$LOGS/$name.log"; then
 		note="build: $(grep -c '^FAILED: ' "$LOGS/$name.log") target(s) failed; ${note:-no tests run}"
 	fi
@@ -135,7 +139,8 @@ stage_release() {
 stage_clang() {
 	local rc=0
 	configure_build clang || rc=$?
-	ctest_after_build clang "$rc" -L '^unit$'
+	"${NICE[@]}" ctest --preset clang -L '^unit$' "${CTEST_ARGS[@]}" || rc=1
+	ctest_after_build clang "$rc" -R '^protocol_fuzz_'
 }
 
 # clang 14's TSan runtime cannot map its shadow under the 32-bit mmap
@@ -186,7 +191,7 @@ main() {
 
 	echo
 	echo "==================== summary ===================="
-	printf '%-12s %-9s %6s  %s\n' stage result seconds tests
+	printf '%-12s %-9s %6s  %s\n' stage result seconds notes
 	for i in "${!stage_names[@]}"; do
 		printf '%-12s %-9s %6s  %s\n' "${stage_names[$i]}" "${stage_results[$i]}" \
 			"${stage_secs[$i]}" "${stage_notes[$i]}"

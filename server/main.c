@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -163,6 +164,20 @@ static int listen_unix(const char *path)
 	return fd;
 }
 
+/* As memcached: make room for -c connections plus the server's own descriptors. */
+static void raise_fd_limit(int maxconns)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)maxconns + 64;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want)
+		fprintf(stderr, "larderd: warning: only %llu file descriptors for -c %d\n",
+			(unsigned long long)rl.rlim_cur, maxconns);
+}
+
 static int open_cache(const struct options *o, larder **out)
 {
 	larder_config *cfg;
@@ -220,6 +235,7 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		return rc < 0 ? 0 : 64;
 	signal(SIGPIPE, SIG_IGN);
+	raise_fd_limit(o.maxconns);
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);

@@ -23,6 +23,7 @@
 #include "../exec/exec_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -70,6 +71,7 @@ struct worker {
 	char *rbuf;
 	struct larder__obuf out; /* replies for connections with nothing pending */
 	struct conn *conns;
+	int spare_fd; /* held open so an accept at the fd limit can still refuse */
 	bool started;
 };
 
@@ -115,6 +117,20 @@ static void conn_accept(struct worker *w, int lfd)
 		struct epoll_event e;
 		struct conn *c;
 
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE) && w->spare_fd >= 0) {
+			/* Out of descriptors: a level-triggered listener would wake us
+			 * forever. Free the spare, take the connection and refuse it. */
+			close(w->spare_fd);
+			fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0) {
+				static const char msg[] = "ERROR Too many open connections\r\n";
+				larder__ignore(write(fd, msg, sizeof(msg) - 1));
+				close(fd);
+				atomic_fetch_add_explicit(&sh->rejected_conns, 1, memory_order_relaxed);
+			}
+			w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			return;
+		}
 		if (fd < 0)
 			return;
 		/* Relaxed: a soft limit, as memcached's; a race admits one extra at most per worker. */
@@ -384,6 +400,7 @@ static void *worker_main(void *arg)
 static int worker_init(struct larder__net *net, struct worker *w, unsigned id)
 {
 	w->net = net;
+	w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	w->ep = epoll_create1(EPOLL_CLOEXEC);
 	w->rbuf = malloc(READ_CHUNK);
 	if (w->ep < 0 || w->rbuf == NULL || larder__exec_init(&w->x, net->sh, id) != 0)
@@ -404,6 +421,8 @@ static void worker_fini(struct worker *w)
 		conn_free(w, w->conns);
 	if (w->ep >= 0)
 		close(w->ep);
+	if (w->spare_fd >= 0)
+		close(w->spare_fd);
 	free(w->rbuf);
 	larder__obuf_free(&w->out);
 	larder__exec_fini(&w->x);
@@ -427,7 +446,7 @@ struct larder__net *larder__net_start(struct larder__shared *sh, const int *lfds
 	if (net->stop_fd < 0 || net->ls == NULL || net->w == NULL || sh->workers == NULL)
 		goto fail;
 	for (i = 0; i < sh->threads; i++)
-		net->w[i].ep = -1;
+		net->w[i].ep = net->w[i].spare_fd = -1;
 	for (i = 0; i < nlfd; i++)
 		net->ls[i] = (struct listener){KIND_LISTEN, lfds[i]};
 	net->ls[nlfd] = (struct listener){KIND_STOP, net->stop_fd};

@@ -20,7 +20,8 @@
  *   B3. When credit cannot be had, the writer waits for the maintainer
  *       (at most write_wait_ms) and then fails with LARDER_EBUSY, leaving
  *       the key's previous value intact. A writer inside a read section
- *       (a callback) or on the maintainer thread never waits.
+ *       (a callback) or on the maintainer thread never waits for memory;
+ *       see wait_pass() for the shorter waits on the event ring and index.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -289,28 +290,42 @@ static void want_bytes(larder *c, uint64_t bytes)
 		;
 }
 
-static int may_wait(larder *c, struct op *op)
+static int on_maintainer(larder *c, struct op *op)
 {
 	/* A-MAINT: pairs with R-MAINT in maint_main(). */
-	return c->write_wait_ms && !larder__read_active(&op->thread->reader) &&
-	       atomic_load_explicit(&c->maint_thread, LARDER__ACQUIRE) != (uintptr_t)op->thread;
+	return atomic_load_explicit(&c->maint_thread, LARDER__ACQUIRE) == (uintptr_t)op->thread;
 }
 
 /*
- * B3: waits until the maintainer finishes a pass (room_seq moves past seq)
- * or the write's deadline passes. Returns LARDER_OK to retry, or LARDER_EBUSY.
+ * What a writer may wait for (B3):
+ *   WAIT_MEMORY: byte credit, which comes back only after grace periods, so
+ *     never from inside a read section (it could be the reader the grace
+ *     period waits for), never on the maintainer, at most write_wait_ms;
+ *   WAIT_MAINTAINER: a free event slot or a grown index, which the
+ *     maintainer provides without waiting for anyone, so from anywhere but
+ *     the maintainer itself, at most MAINT_WAIT_MS (a maintainer that long
+ *     behind is stuck, e.g. in a removal listener).
  */
-static int wait_pass(larder *c, struct op *op, uint64_t *deadline, uint32_t seq)
+enum wait_kind { WAIT_MEMORY, WAIT_MAINTAINER };
+#define MAINT_WAIT_MS 1000u
+
+/* Waits until the maintainer finishes a pass (room_seq moves past seq) or
+ * the deadline passes. Returns LARDER_OK to retry, or LARDER_EBUSY. */
+static int wait_pass(larder *c, struct op *op, enum wait_kind kind, uint64_t *deadline,
+		     uint32_t seq)
 {
 	struct larder__handle *h = op->handle;
 	uint64_t now = larder__monotonic_ns();
 	if (!*deadline) {
-		if (!may_wait(c, op)) {
+		uint64_t ms = kind == WAIT_MEMORY ? c->write_wait_ms : MAINT_WAIT_MS;
+		int allowed = !on_maintainer(c, op) &&
+			      (kind == WAIT_MAINTAINER || !larder__read_active(&op->thread->reader));
+		if (!allowed || ms == 0) {
 			larder__stat_bump(&h->write_busy, 1);
 			return LARDER_EBUSY;
 		}
-		larder__stat_bump(&h->write_waits, 1);
-		*deadline = now + c->write_wait_ms * 1000000u;
+		larder__stat_bump(kind == WAIT_MEMORY ? &h->write_waits : &h->maint_waits, 1);
+		*deadline = now + ms * 1000000u;
 	} else if (now >= *deadline) {
 		larder__stat_bump(&h->write_busy, 1);
 		return LARDER_EBUSY;
@@ -326,18 +341,22 @@ static int wait_pass(larder *c, struct op *op, uint64_t *deadline, uint32_t seq)
 	return LARDER_OK;
 }
 
-/* Room for one write: a free event slot and `charge` bytes of credit. */
+/* Room for one write: a free event slot, then `charge` bytes of credit. */
 static int reserve_room(larder *c, struct op *op, size_t charge)
 {
-	uint64_t deadline = 0;
+	uint64_t ring_deadline = 0, memory_deadline = 0;
 	for (;;) {
 		/* A-ROOM: acquire, pairs with the release bump in wake_writers(). */
 		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
-		if (larder__events_has_room(op->handle) && take_credit(c, op->handle, charge))
+		int rc;
+		if (!larder__events_has_room(op->handle))
+			rc = wait_pass(c, op, WAIT_MAINTAINER, &ring_deadline, seq);
+		else if (take_credit(c, op->handle, charge))
 			return LARDER_OK;
-		if (charge)
+		else {
 			want_bytes(c, charge);
-		int rc = wait_pass(c, op, &deadline, seq);
+			rc = wait_pass(c, op, WAIT_MEMORY, &memory_deadline, seq);
+		}
 		if (rc != LARDER_OK)
 			return rc;
 	}
@@ -476,7 +495,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		larder__table_unlock(home);
 		larder__read_exit(reader);
 		atomic_store_explicit(&c->grow_wanted, 1, LARDER__RELAXED); /* a hint */
-		rc = wait_pass(c, &op, &index_deadline, seq);
+		rc = wait_pass(c, &op, WAIT_MAINTAINER, &index_deadline, seq);
 		larder__read_enter(reader);
 		if (rc != LARDER_OK)
 			break;
@@ -743,6 +762,7 @@ static void sum_handles(larder *c, uint64_t *v)
 		v[LARDER_STAT_WRITES] += atomic_load_explicit(&h->writes, LARDER__RELAXED);
 		v[LARDER_STAT_WRITE_WAITS] += atomic_load_explicit(&h->write_waits, LARDER__RELAXED);
 		v[LARDER_STAT_WRITE_BUSY] += atomic_load_explicit(&h->write_busy, LARDER__RELAXED);
+		v[LARDER_STAT_MAINT_WAITS] += atomic_load_explicit(&h->maint_waits, LARDER__RELAXED);
 		v[LARDER_STAT_USED_BYTES] += atomic_load_explicit(&h->alloc_bytes, LARDER__RELAXED);
 	}
 }

@@ -29,6 +29,7 @@ static const char *const stat_names[LARDER_STAT_COUNT] = {
 	[LARDER_STAT_PAGES_RETURNED] = "pages_returned_bytes",
 	[LARDER_STAT_MAINT_PASSES] = "maintainer_passes",
 	[LARDER_STAT_HIT_SAMPLES] = "hit_samples",
+	[LARDER_STAT_MAINT_WAITS] = "maintainer_waits",
 };
 
 const char *larder_stat_name(enum larder_stat stat)

@@ -17,18 +17,18 @@
  * An insert whose fingerprint is in the ghost goes straight to main, and so
  * does one made while the cache is still filling (nothing evicted yet) once
  * small is full, as the reference simulator (libCacheSim) does.
- * S3_MOVE_HITS is 2, libCacheSim's default (the paper's is 1; see
- * docs/policies.md for both on the traces).
+ * S3_MOVE_HITS is 1, the paper's (libCacheSim's default is 2, which is 0.06
+ * points worse on the mean over the reference cells; docs/policies.md).
  *
  * Skip zone (optional, S3_SKIP_PERCENT > 0): hits on an entry still in the
  * youngest part of small are ignored, so a burst of requests right after a
  * miss (a key "seen once", in a correlated burst) leaves small without
  * earning promotion. The young part is tracked with a boundary pointer and a
  * YOUNG bit, O(1) per insert. The traces decide whether it stays on: with
- * the zone at half of small the mean miss ratio over the 55 reference cells
- * drops by 0.08 points (helps cloudphysics, cache2k_orm-busy, lirs_multi3;
- * costs up to 0.3 points on lirs_sprite and adaptsize), so it is on; see
- * docs/policies.md.
+ * the zone at half of small the mean gap to Belady over the 55 reference
+ * cells drops from 0.0774 to 0.0757 (it helps cloudphysics, cache2k_orm-busy
+ * and lirs_multi3 most; it costs a few tenths of a point on lirs_sprite and
+ * adaptsize), so it is on; see docs/policies.md.
  *
  * Invariants:
  *   F1. Every linked entry is in exactly one of small/main, named by its
@@ -52,7 +52,7 @@
 #define S3_GHOST_PERCENT 90
 #endif
 #ifndef S3_MOVE_HITS
-#define S3_MOVE_HITS 2
+#define S3_MOVE_HITS 1
 #endif
 #ifndef S3_WARMUP_MAIN
 #define S3_WARMUP_MAIN 1

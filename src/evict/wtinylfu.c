@@ -190,16 +190,18 @@ static void push(struct larder__policy *p, unsigned qid, struct larder__entry *e
 static void rebalance(struct larder__policy *p, int moves)
 {
 	struct larder__entry *e;
-	while (moves-- > 0 && p->q[W_WINDOW].bytes > p->window_max &&
-	       (e = p->q[W_WINDOW].head) != NULL) {
+	for (; moves > 0 && p->q[W_WINDOW].bytes > p->window_max &&
+	       (e = p->q[W_WINDOW].head) != NULL;
+	     moves--) {
 		uint64_t b = bytes_of(p, e);
 		unlink_entry(p, e, b);
 		push(p, W_PROBATION, e, b);
 		if (!p->cand)
 			p->cand = e;
 	}
-	while (moves-- > 0 && p->q[W_PROTECTED].bytes > p->protected_max &&
-	       (e = p->q[W_PROTECTED].head) != NULL) {
+	for (; moves > 0 && p->q[W_PROTECTED].bytes > p->protected_max &&
+	       (e = p->q[W_PROTECTED].head) != NULL;
+	     moves--) {
 		uint64_t b = bytes_of(p, e);
 		unlink_entry(p, e, b);
 		push(p, W_PROBATION, e, b);

@@ -62,7 +62,7 @@ struct larder__handle {
 	uint64_t ev_tail_seen;      /* owner only: last ev_tail read */
 	int64_t credit;             /* owner only: budget bytes reserved */
 	/* Statistics: owner writes (relaxed load+store, one writer), anyone sums. */
-	larder__atomic_u64 misses, writes, alloc_bytes, write_waits, write_busy;
+	larder__atomic_u64 misses, writes, alloc_bytes, write_waits, write_busy, maint_waits;
 
 	/* Maintainer's line. */
 	larder__atomic_u64 ev_tail __attribute__((aligned(64))); /* R-EVT */

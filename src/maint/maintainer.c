@@ -580,6 +580,7 @@ static void fold_handle_stats(struct larder__maint *m, struct larder__handle *h)
 	bump(m, LARDER_STAT_WRITES, atomic_load_explicit(&h->writes, LARDER__RELAXED));
 	bump(m, LARDER_STAT_WRITE_WAITS, atomic_load_explicit(&h->write_waits, LARDER__RELAXED));
 	bump(m, LARDER_STAT_WRITE_BUSY, atomic_load_explicit(&h->write_busy, LARDER__RELAXED));
+	bump(m, LARDER_STAT_MAINT_WAITS, atomic_load_explicit(&h->maint_waits, LARDER__RELAXED));
 	bump(m, LARDER_STAT_USED_BYTES, atomic_load_explicit(&h->alloc_bytes, LARDER__RELAXED));
 }
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "parse.h"
+#include "reply.h"
 
 static int failures;
 
@@ -265,6 +266,36 @@ static void test_junk(unsigned seed)
 	}
 }
 
+/* The reply writer's codecs: RFC 4648 base64 vectors and decimal formatting. */
+static void test_reply_codecs(void)
+{
+	static const char *plain[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+	static const char *b64[] = {"", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
+	unsigned char dec[16];
+	char enc[16], num[24];
+	struct larder__obuf o = {0};
+
+	for (int i = 1; i < 7; i++) {
+		size_t n = larder__b64_encode((const unsigned char *)plain[i], strlen(plain[i]), enc);
+		CHECK(n == strlen(b64[i]) && memcmp(enc, b64[i], n) == 0, "encode %s", plain[i]);
+		long m = larder__b64_decode(b64[i], strlen(b64[i]), dec, sizeof(dec));
+		CHECK(m == (long)strlen(plain[i]) && memcmp(dec, plain[i], (size_t)m) == 0,
+		      "decode %s", b64[i]);
+	}
+	CHECK(larder__b64_decode("Zm9", 3, dec, sizeof(dec)) < 0, "short base64 refused");
+	CHECK(larder__b64_decode("Z!9v", 4, dec, sizeof(dec)) < 0, "bad base64 refused");
+	CHECK(larder__b64_decode("Zm9vYmFy", 8, dec, 5) < 0, "base64 overflow refused");
+	CHECK(larder__fmt_u64(num, 0) == 1 && num[0] == '0', "fmt 0");
+	num[larder__fmt_u64(num, UINT64_MAX)] = '\0';
+	CHECK(strcmp(num, "18446744073709551615") == 0, "fmt max %s", num);
+	for (int i = 0; i < 10000; i++)
+		larder__obuf_str(&o, "0123456789");
+	CHECK(!o.failed && o.len == 100000 && memcmp(o.buf + 99990, "0123456789", 10) == 0, "obuf grows");
+	larder__obuf_consume(&o, 99995);
+	CHECK(o.len == 5 && memcmp(o.buf, "56789", 5) == 0, "obuf consume");
+	larder__obuf_free(&o);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned seed = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 12345u;
@@ -275,6 +306,7 @@ int main(int argc, char **argv)
 	test_limits();
 	test_pipeline();
 	test_junk(seed);
+	test_reply_codecs();
 	if (failures) {
 		printf("FAILED: %d checks\n", failures);
 		return 1;

@@ -8,6 +8,7 @@
  *   --cas          increments per thread per counter in the CAS phase
  *   --cap-ops      writes per thread in the capacity phase
  *   --duration-ms  a cap on the whole run; a phase stops early at its share
+ *   --policy       enum larder_policy for every cache (default 0: the default)
  *   --seed         the run's seed (printed; a run is reproducible per thread
  *                  schedule, which no seed controls)
  * Defaults take ~10-20 s on 2 cores, and do less work under ThreadSanitizer and
@@ -37,6 +38,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <sched.h>
 #include <stdlib.h>
 
 #include "harness.h"
@@ -50,7 +52,7 @@
 #define NCOUNTERS 4
 
 static struct {
-	uint64_t threads, ops, cas, cap_ops, duration_ms, seed;
+	uint64_t threads, ops, cas, cap_ops, duration_ms, seed, policy;
 	uint64_t start_ms;
 	uint64_t mapped_before;
 } opt;
@@ -166,6 +168,19 @@ static void key_name(char *buf, size_t size, uint32_t key_id)
 	snprintf(buf, size, "key:%03u", key_id);
 }
 
+/* A config for this run: capacity, fixed seed from the harness, --policy. */
+static larder_config *stress_config(uint64_t capacity)
+{
+	larder_config *config = th_config(capacity);
+
+	if (config != NULL &&
+	    !CHECK_RC(larder_config_set_policy(config, (enum larder_policy)opt.policy), LARDER_OK)) {
+		larder_config_destroy(config);
+		return NULL;
+	}
+	return config;
+}
+
 /* ---- Phase 1: every operation mixed -------------------------------------- */
 
 struct worker {
@@ -258,6 +273,7 @@ static size_t new_value(struct worker *w, uint32_t key_id)
 struct read_ctx {
 	uint32_t key_id;
 	int calls;
+	int dwell; /* stay in the read section a while, then check again */
 };
 
 static void read_fn(void *ctx, const void *value, size_t value_len)
@@ -265,7 +281,14 @@ static void read_fn(void *ctx, const void *value, size_t value_len)
 	struct read_ctx *r = ctx;
 
 	r->calls++;
-	verify_value("get_with", r->key_id, value, value_len);
+	if (!verify_value("get_with", r->key_id, value, value_len) || !r->dwell)
+		return;
+	/*
+	 * Widen the window in which a premature free would show: other threads
+	 * overwrite and remove this key meanwhile; the bytes must not change.
+	 */
+	sched_yield();
+	verify_value("get_with (after dwelling)", r->key_id, value, value_len);
 }
 
 struct batch_ctx {
@@ -404,7 +427,7 @@ static void do_read(struct worker *w, uint64_t r, uint32_t k, const char *key)
 	if (r < 20) {
 		do_get(w, k, key);
 	} else if (r < 32) {
-		struct read_ctx rc_ctx = {k, 0};
+		struct read_ctx rc_ctx = {k, 0, th_rng_below(&w->rng, 16) == 0};
 		rc = larder_get_with(w->cache, key, klen, read_fn, &rc_ctx);
 		if (op_result_ok("get_with", rc, LARDER_OK, LARDER_MISS, LARDER_OK) &&
 		    rc_ctx.calls != (rc == LARDER_OK))
@@ -544,7 +567,7 @@ static void check_conservation(larder *cache, uint64_t writes)
 
 static void phase_mixed(void)
 {
-	larder_config *config = th_config(8 * MiB);
+	larder_config *config = stress_config(8 * MiB);
 	larder *cache;
 	struct worker *w;
 	uint64_t ops = 0, busy = 0, hits = 0, misses = 0, clears = 0, caps = 0, writes = 0;
@@ -644,7 +667,7 @@ static void *cas_worker(void *arg)
 
 static void phase_cas(void)
 {
-	larder_config *config = th_config(64 * MiB);
+	larder_config *config = stress_config(64 * MiB);
 	larder *cache;
 	struct worker *w;
 	uint64_t mapped = larder__test_mapped_bytes(), t0 = th_now_ms(), busy = 0;
@@ -778,7 +801,7 @@ static void *capacity_worker(void *arg)
 static void phase_capacity(void)
 {
 	const uint64_t capacity = 4 * MiB;
-	larder_config *config = th_config(capacity);
+	larder_config *config = stress_config(capacity);
 	struct monitor m;
 	struct worker *w;
 	pthread_t mon;
@@ -844,14 +867,15 @@ int main(int argc, char **argv)
 	opt.cas = th_arg_u64(argc, argv, "--cas", TH_TSAN ? 2000 : TH_ASAN ? 12000 : 30000);
 	opt.cap_ops = th_arg_u64(argc, argv, "--cap-ops", TH_TSAN ? 30000 : TH_ASAN ? 250000 : 500000);
 	opt.duration_ms = th_arg_u64(argc, argv, "--duration-ms", 60000);
+	opt.policy = th_arg_u64(argc, argv, "--policy", LARDER_POLICY_DEFAULT);
 	opt.seed = th_arg_seed(argc, argv);
 	if (opt.threads < 1 || opt.threads > MAX_WRITERS) {
 		fprintf(stderr, "--threads must be 1..%d\n", MAX_WRITERS);
 		return 2;
 	}
 	printf("threads %" PRIu64 ", ops %" PRIu64 ", cas %" PRIu64 ", cap-ops %" PRIu64
-	       ", duration cap %" PRIu64 " ms%s\n",
-	       opt.threads, opt.ops, opt.cas, opt.cap_ops, opt.duration_ms,
+	       ", policy %" PRIu64 ", duration cap %" PRIu64 " ms%s\n",
+	       opt.threads, opt.ops, opt.cas, opt.cap_ops, opt.policy, opt.duration_ms,
 	       TH_TSAN ? " (ThreadSanitizer defaults)" : "");
 	opt.start_ms = th_now_ms();
 	larder__test_poison_freed(1);

@@ -359,7 +359,7 @@ larder_config *th_config(uint64_t capacity_bytes)
 	if (!CHECK_RC(larder_config_create(&config), LARDER_OK))
 		return NULL;
 	if (!CHECK_RC(larder_config_set_capacity(config, capacity_bytes), LARDER_OK) ||
-	    !CHECK_RC(larder_config_set_hash_seed(config, 0x5eed5eed12345678ull), LARDER_OK)) {
+	    !CHECK_RC(larder_config_set_hash_seed(config, TH_HASH_SEED), LARDER_OK)) {
 		larder_config_destroy(config);
 		return NULL;
 	}

@@ -224,6 +224,9 @@ uint64_t th_stat(larder *cache, enum larder_stat stat);
 int th_check_accounting(larder *cache, uint64_t timeout_ms, uint64_t *entries,
 			uint64_t *bytes);
 
+/* The hash seed th_config() fixes (tests that aim keys at one bucket use it). */
+#define TH_HASH_SEED 0x5eed5eed12345678ull
+
 /* Creates a config with a fixed hash seed; fails the test and returns NULL on error. */
 larder_config *th_config(uint64_t capacity_bytes);
 /* Opens a cache from config and destroys config; fails the test and returns NULL on error. */

@@ -271,6 +271,50 @@ static void test_write_inside_callback(void)
 	larder_close(in.cache);
 }
 
+struct roomy {
+	larder *cache;
+	int writes, first_failure;
+};
+
+static void write_roomy_fn(void *ctx, const void *value, size_t value_len)
+{
+	struct roomy *r = ctx;
+	unsigned char v[100];
+
+	(void)value;
+	(void)value_len;
+	memset(v, 0x21, sizeof(v));
+	for (; r->writes < 5000; r->writes++) {
+		char key[32];
+		snprintf(key, sizeof(key), "roomy-%d", r->writes);
+		r->first_failure = larder_put(r->cache, key, strlen(key), v, sizeof(v),
+					      LARDER_TTL_NEVER);
+		if (r->first_failure != LARDER_OK)
+			return;
+	}
+}
+
+/*
+ * G3's other half: a write inside a callback fails only where it would wait
+ * for memory. 5000 writes of 100 bytes (under 1 MiB) into a 64 MiB cache are
+ * nowhere near the bound, so all of them succeed.
+ */
+static void test_write_inside_callback_roomy(void)
+{
+	struct roomy r = {th_open(th_config(64 * MiB)), 0, LARDER_OK};
+
+	REQUIRE(r.cache != NULL);
+	CHECK_RC(larder_put(r.cache, "K", 1, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_get_with(r.cache, "K", 1, write_roomy_fn, &r), LARDER_OK);
+	if (!CHECK_RC(r.first_failure, LARDER_OK))
+		printf("  write #%d inside the callback refused with %" PRIu64 " bytes used of %" PRIu64
+		       "\n", r.writes, th_stat(r.cache, LARDER_STAT_USED_BYTES),
+		       th_stat(r.cache, LARDER_STAT_CAPACITY_BYTES));
+	CHECK_EQ(r.writes, 5000);
+	th_check_accounting(r.cache, 20000, NULL, NULL);
+	larder_close(r.cache);
+}
+
 struct waiter {
 	larder *cache;
 	struct th_event parked, release;
@@ -465,6 +509,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_parked_get_with),
 		TH_TEST(test_parked_get_batch),
 		TH_TEST(test_write_inside_callback),
+		TH_TEST(test_write_inside_callback_roomy),
 		TH_TEST(test_writer_waits_for_room),
 		TH_TEST(test_write_wait_expires),
 		TH_TEST(test_write_wait_zero),

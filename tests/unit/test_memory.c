@@ -18,6 +18,7 @@
 #endif
 #include <stdlib.h>
 
+#include "core/hash.h"
 #include "harness.h"
 
 #define KiB ((uint64_t)1024)
@@ -354,27 +355,111 @@ static void test_growth_concurrent_reads(void)
 	larder_close(cache);
 }
 
-/* clear() while the index is still growing (a migration in flight). */
+/*
+ * clear() while the index is still growing (a migration in flight). The
+ * first round of each cache grows from the smallest index, so a fresh cache
+ * per round makes a clear that lands mid-migration likely, not certain.
+ */
 static void test_clear_during_growth(void)
 {
+	enum { CACHES = 4, ROUNDS = 3, N = 20000 };
+
+	for (int ci = 0; ci < CACHES; ci++) {
+		larder *cache = open_sized(64 * MiB, 16);
+		uint64_t entries = 0, bytes = 0;
+		uint64_t n = N + (uint64_t)ci * 7000; /* stop at different points of a growth */
+
+		REQUIRE(cache != NULL);
+		for (int round = 0; round < ROUNDS; round++) {
+			for (uint64_t id = 0; id < n; id++)
+				if (!CHECK_RC(put_key(cache, id, 16), LARDER_OK))
+					break;
+			CHECK_RC(larder_clear(cache), LARDER_OK);
+			CHECK_EQ(check_key(cache, 0, 16) + check_key(cache, n - 1, 16), 0);
+			CHECK_RC(put_key(cache, 7, 16), LARDER_OK);
+			CHECK_EQ(check_key(cache, 7, 16), 1);
+		}
+		th_check_accounting(cache, 30000, &entries, &bytes);
+		CHECK_EQ(entries, 1);
+		CHECK_EQ(check_key(cache, 7, 16), 1);
+		CHECK_EQ(check_key(cache, 8, 16), 0);
+		/* every entry of a table cleared mid-growth leaves as CLEARED, not EVICTED */
+		CHECK_EQ(th_stat(cache, LARDER_STAT_CLEARED), ROUNDS * n);
+		CHECK_EQ(th_stat(cache, LARDER_STAT_REPLACEMENTS), ROUNDS - 1); /* key 7 */
+		CHECK_EQ(th_stat(cache, LARDER_STAT_EVICTIONS), 0);
+		larder_close(cache);
+	}
+}
+
+/*
+ * Keys aimed at one home bucket (white box: the hash is core/hash.h with the
+ * seed th_config() fixes, and the home is its low bits): more of them than
+ * the probe limit reaches, so writers must wait for the index to grow until
+ * they spread. Every key must end up stored and readable.
+ */
+static void test_home_bucket_collisions(void)
+{
+	enum { N = 1200 };
+	static char keys[N][24];
 	larder *cache = open_sized(64 * MiB, 16);
-	uint64_t entries = 0, bytes = 0;
+	uint64_t found = 0, want_low = 0, entries = 0;
 
 	REQUIRE(cache != NULL);
-	for (int round = 0; round < 5; round++) {
-		for (uint64_t id = 0; id < 40000; id++)
+	for (uint64_t i = 0; found < N; i++) {
+		char k[24];
+		snprintf(k, sizeof(k), "coll-%" PRIu64, i);
+		uint64_t h = larder__hash(TH_HASH_SEED, k, strlen(k));
+		if (found == 0)
+			want_low = h & 4095;
+		if ((h & 4095) == want_low)
+			memcpy(keys[found++], k, sizeof(k));
+	}
+	for (uint64_t i = 0; i < N; i++)
+		if (!CHECK_RC(larder_put(cache, keys[i], strlen(keys[i]), &i, sizeof(i),
+					 LARDER_TTL_NEVER),
+			      LARDER_OK))
+			break;
+	for (uint64_t i = 0; i < N; i++) {
+		uint64_t v = 0;
+		size_t len = 0;
+		CHECK_RC(larder_get(cache, keys[i], strlen(keys[i]), &v, sizeof(v), &len), LARDER_OK);
+		CHECK(len == sizeof(v) && v == i);
+	}
+	th_check_accounting(cache, 30000, &entries, NULL);
+	CHECK_EQ(entries, N);
+	printf("  %d keys in one home bucket: %" PRIu64 " resizes, %" PRIu64 " write waits\n", N,
+	       th_stat(cache, LARDER_STAT_INDEX_RESIZES), th_stat(cache, LARDER_STAT_WRITE_WAITS));
+	for (uint64_t i = 0; i < N; i += 2)
+		CHECK_RC(larder_remove(cache, keys[i], strlen(keys[i])), LARDER_OK);
+	for (uint64_t i = 1; i < N; i += 2)
+		CHECK_RC(larder_contains(cache, keys[i], strlen(keys[i])), LARDER_OK);
+	th_check_accounting(cache, 30000, &entries, NULL);
+	CHECK_EQ(entries, N / 2);
+	larder_close(cache);
+}
+
+/* close() while the index is growing and a cleared table awaits its walk. */
+static void test_close_mid_growth(void)
+{
+	uint64_t mapped = larder__test_mapped_bytes();
+
+	for (int round = 0; round < 3; round++) {
+		larder *cache = open_sized(64 * MiB, 16);
+
+		REQUIRE(cache != NULL);
+		for (uint64_t id = 0; id < 60000; id++)
 			if (!CHECK_RC(put_key(cache, id, 16), LARDER_OK))
 				break;
-		CHECK_RC(larder_clear(cache), LARDER_OK);
-		CHECK_EQ(check_key(cache, 0, 16) + check_key(cache, 39999, 16), 0);
-		CHECK_RC(put_key(cache, 7, 16), LARDER_OK);
-		CHECK_EQ(check_key(cache, 7, 16), 1);
+		if (round == 1)
+			CHECK_RC(larder_clear(cache), LARDER_OK);
+		if (round == 2) {
+			CHECK_RC(larder_clear(cache), LARDER_OK);
+			for (uint64_t id = 0; id < 30000; id++)
+				CHECK_RC(put_key(cache, id, 16), LARDER_OK);
+		}
+		larder_close(cache); /* no quiesce: whatever is in flight must be freed */
+		CHECK_EQ(larder__test_mapped_bytes(), mapped);
 	}
-	th_check_accounting(cache, 30000, &entries, &bytes);
-	CHECK_EQ(entries, 1);
-	CHECK_EQ(check_key(cache, 7, 16), 1);
-	CHECK_EQ(check_key(cache, 8, 16), 0);
-	larder_close(cache);
 }
 
 /*
@@ -525,6 +610,106 @@ static void test_enomem_on_open(void)
 	CHECK(opened);
 }
 
+/*
+ * Fault-injection sweep (SQLite style): the n-th page mapping fails, for each
+ * n in turn, under a workload that maps slab pages, large entries and index
+ * growths. Whichever mapping fails - a writer's or the maintainer's - every
+ * write returns OK or ENOMEM, a refused write stores nothing, every accepted
+ * one is readable, and the cache closes clean.
+ */
+static long enomem_sweep(int small_only, long runs)
+{
+	enum { N = 12000 };
+	static const size_t sizes[] = {8, 100, 1000, 3000};
+	static signed char ok[N];
+	uint64_t mapped = larder__test_mapped_bytes();
+	long refused_total = 0;
+
+	for (long n = 0; n < runs; n++) {
+		larder_config *config = th_config(64 * MiB);
+		larder *cache;
+		long refused = 0, wrong = 0;
+
+		if (!CHECK(config != NULL))
+			break;
+		CHECK_RC(larder_config_set_expected_entries(config, 16), LARDER_OK);
+		CHECK_RC(larder_config_set_write_wait_ms(config, 10000), LARDER_OK);
+		CHECK_RC(larder_config_set_max_value_bytes(config, 512 * KiB), LARDER_OK);
+		cache = th_open(config);
+		if (!CHECK(cache != NULL))
+			break;
+		larder__test_fail_mmap_after(n);
+		for (uint64_t id = 0; id < N; id++) {
+			size_t len = small_only ? 8 : id % 500 == 499 ? 300 * KiB : sizes[id % 4];
+			int rc = put_key(cache, id, len);
+
+			ok[id] = rc == LARDER_OK;
+			if (rc == LARDER_ENOMEM)
+				refused++;
+			else if (!CHECK_RC(rc, LARDER_OK))
+				break;
+		}
+		larder__test_fail_mmap_after(-1);
+		for (uint64_t id = 0; id < N; id++) {
+			size_t len = small_only ? 8 : id % 500 == 499 ? 300 * KiB : sizes[id % 4];
+			wrong += check_key(cache, id, len) != ok[id];
+		}
+		CHECK_EQ(wrong, 0);
+		CHECK_LE(refused, 1); /* one mapping failed: at most one write saw it */
+		refused_total += refused;
+		th_check_accounting(cache, 20000, NULL, NULL);
+		CHECK_EQ(th_stat(cache, LARDER_STAT_EVICTIONS), 0);
+		/* a growth whose mapping failed is retried: the index still grew */
+		CHECK_GT(th_stat(cache, LARDER_STAT_INDEX_RESIZES), 0);
+		if (getenv("SWEEP_VERBOSE"))
+			printf("  n=%ld refused=%ld resizes=%" PRIu64 "\n", n, refused,
+			       th_stat(cache, LARDER_STAT_INDEX_RESIZES));
+		larder_close(cache);
+		CHECK_EQ(larder__test_mapped_bytes(), mapped);
+	}
+	return refused_total;
+}
+
+static void test_enomem_sweep(void)
+{
+	const long runs = TH_TSAN ? 6 : 30; /* each run is 12000 writes */
+	long writers = enomem_sweep(0, runs);
+
+	printf("  mixed sizes: %ld of %ld injected failures reached a writer as ENOMEM\n", writers,
+	       runs);
+	CHECK_GT(writers, 0);
+	/* small entries: few page mappings, so index growths are among the first */
+	writers = enomem_sweep(1, 12);
+	printf("  small entries: %ld of 12 injected failures reached a writer as ENOMEM\n",
+	       writers);
+	CHECK_LT(writers, 12); /* some failures hit the maintainer's growth */
+}
+
+/* clear() allocates the new index: when that fails, nothing is cleared. */
+static void test_enomem_clear(void)
+{
+	larder *cache = open_sized(4 * MiB, 1024);
+	uint64_t present = 0;
+	int rc;
+
+	REQUIRE(cache != NULL);
+	for (uint64_t id = 0; id < 100; id++)
+		CHECK_RC(put_key(cache, id, 10), LARDER_OK);
+	CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+	larder__test_fail_mmap_after(0);
+	rc = larder_clear(cache);
+	larder__test_fail_mmap_after(-1);
+	CHECK(rc == LARDER_OK || rc == LARDER_ENOMEM);
+	printf("  clear with the next mapping failing: %d (%s)\n", rc, larder_strerror(rc));
+	for (uint64_t id = 0; id < 100; id++)
+		present += (uint64_t)check_key(cache, id, 10);
+	CHECK_EQ(present, rc == LARDER_OK ? 0 : 100);
+	CHECK_RC(larder_clear(cache), LARDER_OK);
+	CHECK_EQ(check_key(cache, 5, 10), 0);
+	th_check_accounting(cache, 10000, NULL, NULL);
+	larder_close(cache);
+}
+
 struct pages_wait {
 	larder *cache;
 	uint64_t returned0;
@@ -572,10 +757,14 @@ int main(int argc, char **argv)
 		TH_TEST(test_index_growth),
 		TH_TEST(test_growth_concurrent_reads),
 		TH_TEST(test_clear_during_growth),
+		TH_TEST(test_home_bucket_collisions),
+		TH_TEST(test_close_mid_growth),
 		TH_TEST(test_write_wait_zero_roomy),
 		TH_TEST(test_enomem_on_write),
 		TH_TEST(test_enomem_large_entry),
 		TH_TEST(test_enomem_on_open),
+		TH_TEST(test_enomem_sweep),
+		TH_TEST(test_enomem_clear),
 		TH_TEST(test_pages_returned),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));

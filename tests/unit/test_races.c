@@ -11,7 +11,9 @@
  *       rest MISMATCH, and the stored value is the winner's;
  *   R4. remove_if_equals with the current value: exactly one OK, the rest
  *       MISS;
- *   R5. replace on a present key: all OK, and the final value is one of them.
+ *   R5. replace on a present key: all OK, and the final value is one of them;
+ *   R6. touch giving a TTL to an entry that had none (the entry is copied)
+ *       racing with puts: a touch never brings back the value a put replaced.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -23,7 +25,7 @@
 #define THREADS 4
 #define ROUNDS_DEFAULT 10000
 
-enum race_op { RACE_PIA, RACE_REMOVE, RACE_CAS, RACE_RIE, RACE_REPLACE };
+enum race_op { RACE_PIA, RACE_REMOVE, RACE_CAS, RACE_RIE, RACE_REPLACE, RACE_TOUCH_PUT };
 
 struct race {
 	larder *cache;
@@ -54,6 +56,10 @@ static int race_call(struct race *r, int id, int round)
 						strlen(mine), LARDER_TTL_NEVER);
 	case RACE_RIE:
 		return larder_remove_if_equals(r->cache, "k", 1, expected, strlen(expected));
+	case RACE_TOUCH_PUT:
+		if (id < THREADS / 2)
+			return larder_touch(r->cache, "k", 1, 100000);
+		return larder_put(r->cache, "k", 1, mine, strlen(mine), LARDER_TTL_NEVER);
 	default:
 		return larder_replace(r->cache, "k", 1, mine, strlen(mine), LARDER_TTL_NEVER);
 	}
@@ -99,7 +105,7 @@ static int check_round(struct race *r, int round)
 	/* the losers of a removal find the key gone; of a CAS, the winner's value */
 	want_other = r->op == RACE_PIA			       ? LARDER_EXISTS
 		     : r->op == RACE_REMOVE || r->op == RACE_RIE ? LARDER_MISS
-		     : r->op == RACE_REPLACE			       ? LARDER_OK
+		     : r->op == RACE_REPLACE || r->op == RACE_TOUCH_PUT ? LARDER_OK
 								       : LARDER_MISMATCH;
 	for (int i = 0; i < THREADS; i++) {
 		if (r->rc[i] == LARDER_OK) {
@@ -113,7 +119,7 @@ static int check_round(struct race *r, int round)
 			return 0;
 		}
 	}
-	if (r->op != RACE_REPLACE && !CHECK_EQ(ok, 1)) {
+	if (r->op != RACE_REPLACE && r->op != RACE_TOUCH_PUT && !CHECK_EQ(ok, 1)) {
 		printf("  round %d: %d winners\n", round, ok);
 		return 0;
 	}
@@ -122,9 +128,10 @@ static int check_round(struct race *r, int round)
 		return CHECK_RC(rc, LARDER_MISS);
 	if (!CHECK_RC(rc, LARDER_OK))
 		return 0;
-	if (r->op == RACE_REPLACE) { /* the last writer's value, whoever that was */
+	if (r->op == RACE_REPLACE || r->op == RACE_TOUCH_PUT) {
+		/* the last writer's value, whoever that was; never the base value */
 		int found = 0;
-		for (int i = 0; i < THREADS; i++) {
+		for (int i = r->op == RACE_TOUCH_PUT ? THREADS / 2 : 0; i < THREADS; i++) {
 			snprintf(mine, sizeof(mine), "r%d-t%d", round, i);
 			found |= len == strlen(mine) && memcmp(buf, mine, len) == 0;
 		}
@@ -193,6 +200,11 @@ static void test_race_replace(void)
 	run_race(RACE_REPLACE);
 }
 
+static void test_race_touch_put(void)
+{
+	run_race(RACE_TOUCH_PUT);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -201,6 +213,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_race_replace_if_equals),
 		TH_TEST(test_race_remove_if_equals),
 		TH_TEST(test_race_replace),
+		TH_TEST(test_race_touch_put),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }

@@ -195,8 +195,8 @@ lb_run_loop(void *eng, struct lb_tctx *t, const struct lb_job *job, lb_get_fn *g
 				break;
 			if (job->op_limit - done < n)
 				n = job->op_limit - done;
-		} else if (atomic_load_explicit(job->stop, memory_order_relaxed)) {
-			break; /* W3 */
+		} else if (done && atomic_load_explicit(job->stop, memory_order_relaxed)) {
+			break; /* W3; at least one chunk, so a descheduled thread never reports 0 */
 		}
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t r = lb_rand(t);

@@ -207,14 +207,14 @@ static void lat_measure(struct lat_arg *a, struct lb_pool *pool, struct lat_resu
 	struct lb_thread_result res[LB_MAX_THREADS];
 
 	for (unsigned i = 0; i < cfg->warmup_rounds; i++)
-		lb_pool_run(pool, r->threads, cfg->duration_ms, lat_task, a, res, NULL, NULL);
+		lb_pool_run(pool, r->threads, cfg->duration_ms, lat_task, a, res, NULL);
 	a->record = 1;
 	stats_now(a->cache, r->s0);
 	uint64_t m0 = lb_now_ns();
 	for (unsigned i = 0; i < cfg->rounds; i++) {
 		lb_progress("latency: round %u/%u", i + 1, cfg->rounds);
 		r->rates[i] = lb_pool_run(pool, r->threads, cfg->duration_ms, lat_task, a, res,
-					  NULL, NULL) / 1e6;
+					  NULL) / 1e6;
 	}
 	r->secs = (double)(lb_now_ns() - m0) / 1e9;
 	stats_now(a->cache, r->s1);

@@ -39,8 +39,9 @@ struct cell {
 	double mops[MAX_ROUNDS];
 	double cpu_mops[MAX_ROUNDS];
 	double on_cpu[MAX_ROUNDS];
+	double helper[MAX_ROUNDS];
 	double median, min, max;
-	double cpu_median, on_cpu_median;
+	double cpu_median, on_cpu_median, helper_median;
 	uint64_t hits, misses, write_errors;
 };
 
@@ -152,9 +153,9 @@ static void print_header(const struct lb_config *cfg, FILE *f)
 
 static void print_table(const struct lb_config *cfg, struct cell *cells, size_t n)
 {
-	printf("\n%-8s %7s  %-7s %13s  %-17s %9s | %10s %9s %7s | %6s\n", "scenario", "threads",
-	       "engine", "median Mops/s", "min..max", "vs larder", "cpu Mops/s", "vs larder",
-	       "on-cpu", "hit%");
+	printf("\n%-8s %7s  %-7s %13s  %-17s %9s | %10s %9s %7s %7s | %6s\n", "scenario",
+	       "threads", "engine", "median Mops/s", "min..max", "vs larder", "cpu Mops/s",
+	       "vs larder", "on-cpu", "helper", "hit%");
 	for (size_t i = 0; i < n; i++) {
 		struct cell *c = &cells[i];
 		double l = find_median(cells, n, cfg, c->s, c->threads, "larder", WALL);
@@ -170,14 +171,17 @@ static void print_table(const struct lb_config *cfg, struct cell *cells, size_t 
 		snprintf(range, sizeof(range), "%.2f..%.2f", c->min, c->max);
 		if (i > 0 && (cells[i - 1].s != c->s || cells[i - 1].threads != c->threads))
 			printf("\n");
-		printf("%-8s %7u  %-7s %13.2f  %-17s %9s | %10.2f %9s %6.0f%% | %6s%s\n",
+		printf("%-8s %7u  %-7s %13.2f  %-17s %9s | %10.2f %9s %6.0f%% %6.0f%% | %6s%s\n",
 		       lb_scenario_names[c->s], c->threads, cfg->engines[c->eng]->name, c->median,
-		       range, ratio, c->cpu_median, cratio, 100 * c->on_cpu_median, hit,
+		       range, ratio, c->cpu_median, cratio, 100 * c->on_cpu_median,
+		       100 * c->helper_median, hit,
 		       c->write_errors ? "  (write errors!)" : "");
 	}
 	printf("('vs larder' = this engine's median / larder's median in the same cell; cpu = ops\n"
 	       " over the threads' own CPU time; on-cpu = CPU time / wall time, below ~95%% the\n"
-	       " machine was busy with other work and the wall figures are distorted)\n");
+	       " machine was busy with other work and the wall figures are distorted; helper =\n"
+	       " CPU time of the process's other threads (larder's maintainer, liburcu's\n"
+	       " call_rcu worker) as a share of the workers' CPU time, not in the cpu rate)\n");
 }
 
 static void check_line(const char *what, double wall, double cpu, double bar)
@@ -259,7 +263,7 @@ static int write_out(const struct lb_config *cfg, struct cell *cells, size_t n)
 	else
 		fprintf(f, "scenario,threads,engine,rounds,median_mops,min_mops,max_mops,"
 			   "ratio_to_larder,hits,misses,write_errors,round_mops,median_cpu_mops,"
-			   "cpu_ratio_to_larder,median_on_cpu,round_cpu_mops\n");
+			   "cpu_ratio_to_larder,median_on_cpu,median_helper_cpu,round_cpu_mops\n");
 	for (size_t i = 0; i < n; i++) {
 		struct cell *c = &cells[i];
 		double l = find_median(cells, n, cfg, c->s, c->threads, "larder", WALL);
@@ -284,10 +288,12 @@ static int write_out(const struct lb_config *cfg, struct cell *cells, size_t n)
 			fprintf(f, "%s%.4f", r ? (json ? ", " : ";") : "", c->mops[r]);
 		if (json)
 			fprintf(f, "], \"median_cpu_mops\": %.4f, \"cpu_ratio_to_larder\": %.4f, "
-				   "\"median_on_cpu\": %.4f, \"round_cpu_mops\": [",
-				c->cpu_median, cratio, c->on_cpu_median);
+				   "\"median_on_cpu\": %.4f, \"median_helper_cpu\": %.4f, "
+				   "\"round_cpu_mops\": [",
+				c->cpu_median, cratio, c->on_cpu_median, c->helper_median);
 		else
-			fprintf(f, ",%.4f,%.4f,%.4f,", c->cpu_median, cratio, c->on_cpu_median);
+			fprintf(f, ",%.4f,%.4f,%.4f,%.4f,", c->cpu_median, cratio, c->on_cpu_median,
+				c->helper_median);
 		for (unsigned r = 0; r < cfg->rounds; r++)
 			fprintf(f, "%s%.4f", r ? (json ? ", " : ";") : "", c->cpu_mops[r]);
 		fprintf(f, json ? "]}" : "\n");
@@ -303,15 +309,15 @@ static void run_cell(struct lb_pool *pool, const struct lb_config *cfg, void **e
 {
 	struct lb_thread_result res[LB_MAX_THREADS];
 	struct task_arg a = { cfg->engines[c->eng], engs[c->eng], c->s, cfg };
-	double cpu_rate, on_cpu;
-	double rate = lb_pool_run(pool, c->threads, cfg->duration_ms, cell_task, &a, res,
-				  &cpu_rate, &on_cpu);
+	struct lb_run_stats st;
+	double rate = lb_pool_run(pool, c->threads, cfg->duration_ms, cell_task, &a, res, &st);
 
 	if (r < 0)
 		return;
 	c->mops[r] = rate / 1e6;
-	c->cpu_mops[r] = cpu_rate / 1e6;
-	c->on_cpu[r] = on_cpu;
+	c->cpu_mops[r] = st.cpu_rate / 1e6;
+	c->on_cpu[r] = st.on_cpu;
+	c->helper[r] = st.helper;
 	for (unsigned i = 0; i < c->threads; i++) {
 		c->hits += res[i].hits;
 		c->misses += res[i].misses;
@@ -376,6 +382,8 @@ static void summarize(const struct lb_config *cfg, struct cell *cells, size_t n)
 		cells[i].cpu_median = lb_median(v, cfg->rounds);
 		memcpy(v, cells[i].on_cpu, sizeof(double) * cfg->rounds);
 		cells[i].on_cpu_median = lb_median(v, cfg->rounds);
+		memcpy(v, cells[i].helper, sizeof(double) * cfg->rounds);
+		cells[i].helper_median = lb_median(v, cfg->rounds);
 	}
 }
 

@@ -24,6 +24,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pool.h"
@@ -53,6 +54,13 @@ struct lb_pool {
 	_Alignas(64) atomic_int stop;
 	char pad[64 - sizeof(atomic_int)];
 };
+
+static uint64_t process_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void *worker_main(void *p)
 {
@@ -144,9 +152,10 @@ fail_alloc:
 }
 
 double lb_pool_run(struct lb_pool *p, unsigned nthreads, unsigned duration_ms, lb_task_fn *fn,
-		   void *arg, struct lb_thread_result *res, double *cpu_rate, double *on_cpu)
+		   void *arg, struct lb_thread_result *res, struct lb_run_stats *st)
 {
 	double rate = 0, crate = 0, wall = 0, cpu = 0;
+	uint64_t p0, p1;
 
 	if (nthreads > p->n)
 		return -1;
@@ -163,6 +172,7 @@ double lb_pool_run(struct lb_pool *p, unsigned nthreads, unsigned duration_ms, l
 		pthread_cond_wait(&p->cv_main, &p->mu);
 	pthread_mutex_unlock(&p->mu);
 
+	p0 = process_cpu_ns();
 	lb_sleep_ms(duration_ms);
 	atomic_store_explicit(&p->stop, 1, memory_order_relaxed);
 
@@ -170,6 +180,7 @@ double lb_pool_run(struct lb_pool *p, unsigned nthreads, unsigned duration_ms, l
 	while (p->done < nthreads)
 		pthread_cond_wait(&p->cv_main, &p->mu);
 	pthread_mutex_unlock(&p->mu);
+	p1 = process_cpu_ns();
 	for (unsigned i = 0; i < nthreads; i++) {
 		if (res[i].ns)
 			rate += (double)res[i].ops * 1e9 / (double)res[i].ns;
@@ -178,10 +189,14 @@ double lb_pool_run(struct lb_pool *p, unsigned nthreads, unsigned duration_ms, l
 		wall += (double)res[i].ns;
 		cpu += (double)res[i].cpu_ns;
 	}
-	if (cpu_rate)
-		*cpu_rate = crate;
-	if (on_cpu)
-		*on_cpu = wall > 0 ? cpu / wall : 0;
+	if (st) {
+		/* The process clock spans from all-ready to all-done, a little less
+		 * than the workers' own spans: helper is a slight underestimate. */
+		double helper = (double)(p1 - p0) - cpu;
+		st->cpu_rate = crate;
+		st->on_cpu = wall > 0 ? cpu / wall : 0;
+		st->helper = cpu > 0 && helper > 0 ? helper / cpu : 0;
+	}
 	return rate;
 }
 

@@ -28,13 +28,17 @@ struct lb_pool *lb_pool_create(const struct lb_config *cfg, unsigned n);
  * Runs fn(arg) on workers 0..nthreads-1 at once for duration_ms (every worker
  * starts before the clock does; the main thread then sleeps and raises the
  * stop flag) and fills res[0..nthreads-1]. Returns the summed throughput in
- * operations per second, each thread's ops over its own wall time; when
- * cpu_rate is not NULL, sets it to the sum of each thread's ops over its own
- * CPU time, and on_cpu to the threads' CPU time over their wall time (1.0
- * when nothing else took the cores).
+ * operations per second, each thread's ops over its own wall time; fills st
+ * when it is not NULL.
  */
+struct lb_run_stats {
+	double cpu_rate; /* sum of each thread's ops over its own CPU time */
+	double on_cpu;   /* the workers' CPU time over their wall time (1.0: cores to spare) */
+	double helper;   /* CPU time of every other thread of the process (an engine's
+			    maintainer, liburcu's call_rcu worker) over the workers' */
+};
 double lb_pool_run(struct lb_pool *p, unsigned nthreads, unsigned duration_ms, lb_task_fn *fn,
-		   void *arg, struct lb_thread_result *res, double *cpu_rate, double *on_cpu);
+		   void *arg, struct lb_thread_result *res, struct lb_run_stats *st);
 void lb_pool_destroy(struct lb_pool *p);
 /* A worker's state, for modes that keep per-thread data beside it. */
 struct lb_tctx *lb_pool_tctx(struct lb_pool *p, unsigned tid);

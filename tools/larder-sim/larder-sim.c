@@ -628,8 +628,10 @@ static int run_trace(const struct trace *t, const struct opts *o, struct panel *
 	char resolved[MAX_COLS][32] = {{0}};
 	int n;
 	uint64_t *nu = NULL;
-	if (!cells || make_sizes(o, t, cells, &n) != 0)
+	if (!cells || make_sizes(o, t, cells, &n) != 0) {
+		free(cells);
 		return 1;
+	}
 	for (int c = 0; c < n; c++) {
 		for (int k = 0; k < o->npol; k++) {
 			int pk = o->pol[k];
@@ -734,7 +736,9 @@ int main(int argc, char **argv)
 	}
 	if (csv && fclose(csv) != 0)
 		return fail("cannot write", o.csv);
-	if (o.svg && write_svg(o.svg, panels, nt, &o) != 0)
-		return 1;
-	return 0;
+	int rc = (o.svg && write_svg(o.svg, panels, nt, &o) != 0) ? 1 : 0;
+	for (int i = 0; i < nt; i++)
+		free(panels[i].cells);
+	free(panels);
+	return rc;
 }
