@@ -44,7 +44,8 @@ void larder__test_wake(larder *cache);
  * The cache-clock time up to which the maintainer's timing wheel has
  * expired everything (every entry due at or before it has been unlinked and
  * reported to the listener; release/acquire: the listener's writes are
- * visible once the caller sees the value). 0 before the first advance.
+ * visible once the caller sees the value). 0 before the first advance; not
+ * moved while the wheel is empty (an idle wheel does not read the clock).
  */
 uint64_t larder__test_wheel_done(larder *cache);
 
