@@ -309,11 +309,17 @@ int main(int argc, char **argv)
 		uint64_t wall_n = 0;
 		for (size_t i = 0; i <= WALL_HIST; i++)
 			wall_n += hist_wall[i];
+		uint64_t over_ms = 0;
+		for (size_t i = 1000; i <= WALL_HIST; i++)
+			over_ms += hist_wall[i];
 		printf("lateness, wall (removal - moment the clock reached the deadline): p50 %" PRIu64
-		       " us, p99 %" PRIu64 " us, max %.1f us (%" PRIu64 " samples)\n",
+		       " us, p99 %" PRIu64 " us, p99.9 %" PRIu64 " us, p99.99 %" PRIu64
+		       " us, max %.1f us; %" PRIu64 " of %" PRIu64 " over 1 ms\n",
 		       percentile(hist_wall, WALL_HIST, wall_n, 0.50),
-		       percentile(hist_wall, WALL_HIST, wall_n, 0.99), (double)max_wall_ns / 1e3,
-		       wall_n);
+		       percentile(hist_wall, WALL_HIST, wall_n, 0.99),
+		       percentile(hist_wall, WALL_HIST, wall_n, 0.999),
+		       percentile(hist_wall, WALL_HIST, wall_n, 0.9999), (double)max_wall_ns / 1e3,
+		       over_ms, wall_n);
 	}
 	printf("reads after each step: %" PRIu64 " (%" PRIu64 " hits); expired values returned: %" PRIu64
 	       "; live keys missing: %" PRIu64 "; driver waits %" PRIu64 "\n",
