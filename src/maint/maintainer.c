@@ -18,9 +18,9 @@
  *      deadline (re-read: touch or after-access may have moved it later in
  *      place) has passed are unlinked and retired as EXPIRED, the others
  *      are scheduled again (at most EXPIRE_PER_PASS per pass);
- *   6b. evict while live bytes + what waiting writers want > capacity;
- *   7. grow the index (a chunk of homes per pass);
- *   8. start a grace period for what was retired, when none is running.
+ *   7. evict while live bytes + what waiting writers want > capacity;
+ *   8. grow the index (a chunk of homes per pass);
+ *   9. start a grace period for what was retired, when none is running.
  * Then it sleeps: about 200 us when work is pending (the batching window),
  * until woken (or 100 ms) when idle. A pass that drained many events runs the
  * next one at once.
