@@ -90,6 +90,9 @@ enum larder_policy {
 	LARDER_POLICY_LRU = 3,
 	LARDER_POLICY_WTINYLFU = 4,
 	LARDER_POLICY_ARC = 5,
+	/* W-TinyLFU whose window size follows seven small simulations run on a
+	 * sample of the keys (docs/policies.md has where it wins and loses). */
+	LARDER_POLICY_WTINYLFU_TUNED = 6,
 };
 
 /*

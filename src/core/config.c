@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/cache.h"
+#include "evict/policy.h"
 
 #define MIN_CAPACITY (64u * 1024u)
 
@@ -86,7 +87,7 @@ int larder_config_set_default_ttl_ms(larder_config *config, uint64_t ttl_ms)
 
 int larder_config_set_policy(larder_config *config, enum larder_policy policy)
 {
-	if (!config || (unsigned)policy > LARDER_POLICY_ARC)
+	if (!config || !larder__policy_ops_for(policy))
 		return LARDER_EINVAL;
 	config->policy = policy;
 	return LARDER_OK;

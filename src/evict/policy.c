@@ -10,8 +10,8 @@
  * W-TinyLFU with a window tuned by mini simulations (evict/tuner.c,
  * larder__policy_wtinylfu_tuned) has the better mean over all 55 cells with
  * every hit delivered (0.072 against 0.076), but only through the synthetic
- * lirs_loop trace, and falls behind as soon as hits are lossy: it is kept,
- * tested and measured, but not the default (docs/policies.md).
+ * lirs_loop trace, and falls behind as soon as hits are lossy: it is an
+ * option (LARDER_POLICY_WTINYLFU_TUNED), not the default (docs/policies.md).
  */
 #include "evict/policy.h"
 
@@ -20,6 +20,7 @@ extern const struct larder__policy_ops larder__policy_lru;
 extern const struct larder__policy_ops larder__policy_s3fifo;
 extern const struct larder__policy_ops larder__policy_wtinylfu;
 extern const struct larder__policy_ops larder__policy_arc;
+extern const struct larder__policy_ops larder__policy_wtinylfu_tuned;
 
 const struct larder__policy_ops *larder__policy_ops_for(enum larder_policy policy)
 {
@@ -35,6 +36,8 @@ const struct larder__policy_ops *larder__policy_ops_for(enum larder_policy polic
 		return &larder__policy_wtinylfu;
 	case LARDER_POLICY_ARC:
 		return &larder__policy_arc;
+	case LARDER_POLICY_WTINYLFU_TUNED:
+		return &larder__policy_wtinylfu_tuned;
 	}
 	return NULL;
 }

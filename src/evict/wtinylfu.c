@@ -23,9 +23,14 @@
  * when the hit rate moves by 5 points or more) in the direction that
  * improved it. Hits seen here are the sampled hit events, so the rate is a
  * scaled estimate; the climber compares rates, and the scale cancels.
- * Resizing is lazy: the targets change at once and entries flow between
- * queues as later events arrive (a bounded number per event), never in a
- * burst that scans a queue.
+ * The climber resizes lazily: the targets change at once and entries flow
+ * between queues as later events arrive (at most W_RESIZE_MOVES per event).
+ *
+ * Tuned window (LARDER__WINDOW_TUNED, larder__policy_wtinylfu_tuned): instead
+ * of the climber, evict/tuner.c simulates seven window sizes on a sample of
+ * the keys and the window follows the winner; such a switch moves entries
+ * between window and main at once (resize_window), since a lazily grown
+ * window would fill with keys admitted without the frequency filter.
  *
  * Invariants:
  *   W1. Every linked entry is in exactly one queue, named by its QUEUE bits;
@@ -33,8 +38,10 @@
  *   W2. cand is NULL or in probation; the candidates are cand and every
  *       probation entry newer than it.
  *   W3. Every call is O(1) amortised: the sketch halving is O(width) once per
- *       10 x entries increments; window resizing moves at most RESIZE_MOVES
- *       entries per event.
+ *       10 x entries increments; the climber's resizing moves at most
+ *       W_RESIZE_MOVES entries per event; a tuned switch moves up to the
+ *       window's size once per tuner decision (one per 16 x mini-cache entries
+ *       sampled events, each standing for S events of the cache).
  */
 #include <stdlib.h>
 

@@ -300,7 +300,7 @@ static void extend_deadline(struct larder__maint *m, struct larder__entry *e)
 						LARDER__RELAXED, LARDER__RELAXED);
 }
 
-static void drain_hits(struct larder__maint *m, struct larder__handle *h)
+static uint64_t drain_hits(struct larder__maint *m, struct larder__handle *h)
 {
 	struct larder *c = m->cache;
 	int extend = c->expiry == LARDER_EXPIRE_AFTER_ACCESS && c->default_ttl_ms != LARDER_TTL_NEVER;
@@ -323,7 +323,9 @@ static void drain_hits(struct larder__maint *m, struct larder__handle *h)
 		if (extend && (e->flags & LARDER__ENTRY_TTL) && !(e->mbits & LARDER__MBITS_DEAD))
 			extend_deadline(m, e);
 	}
+	uint64_t n = head - h->hit_tail;
 	h->hit_tail = head;
+	return n;
 }
 
 static struct larder__handle *handles_first(struct larder *c)
@@ -332,13 +334,15 @@ static struct larder__handle *handles_first(struct larder *c)
 	return (struct larder__handle *)atomic_load_explicit(&c->handles, LARDER__ACQUIRE);
 }
 
-static uint64_t drain_all(struct larder__maint *m)
+/* Drains every ring; returns the events applied, and in *hits the samples seen. */
+static uint64_t drain_all(struct larder__maint *m, uint64_t *hits)
 {
 	uint64_t n = 0;
+	*hits = 0;
 	for (struct larder__handle *h = handles_first(m->cache); h; h = h->next)
 		n += drain_events(m, h);
 	for (struct larder__handle *h = handles_first(m->cache); h; h = h->next)
-		drain_hits(m, h);
+		*hits += drain_hits(m, h);
 	return n;
 }
 
@@ -644,8 +648,11 @@ static uint64_t maint_pass(struct larder__maint *m)
 
 	int batch_ready = m->waiting && larder__gp_poll(m->waiting_token);
 	int gen_ready = m->gens && larder__gp_poll(m->gens->retire_token);
-	uint64_t events = drain_all(m);
-	work += events;
+	uint64_t hits;
+	uint64_t events = drain_all(m, &hits);
+	/* Hits alone keep the maintainer polling at the batching window, so
+	 * that a read-only phase does not overflow the lossy hit rings. */
+	work += events + (hits != 0);
 	if (batch_ready) {
 		free_entries(m, m->waiting, m->waiting_bytes);
 		m->waiting = NULL;
@@ -781,7 +788,8 @@ void larder__maint_destroy(struct larder *c)
 	/* Apply what threads posted last, so that every entry is in the index or
 	 * on a retire list; then slab pages go back whole, and only private
 	 * mappings need a walk. */
-	drain_all(m);
+	uint64_t hits;
+	drain_all(m, &hits);
 	struct larder__table *root = /* A-ROOT */
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
 	larder__table_walk(root, free_large, c);

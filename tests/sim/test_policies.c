@@ -163,7 +163,7 @@ int main(int argc, char **argv)
 		} else {
 			run_ops(larder__policy_ops_for(all[i]), seed + i);
 		}
-	run_ops(&larder__policy_wtinylfu_tuned, seed + 99); /* not behind an enum (yet) */
+	run_ops(&larder__policy_wtinylfu_tuned, seed + 99);
 	printf("%s\n", failures ? "FAILED" : "all passed");
 	return failures ? 1 : 0;
 }

@@ -57,13 +57,14 @@ struct cell {
 	double ref[MAX_COLS];
 };
 
-static const char *policy_names[] = {"s3fifo", "lru", "wtinylfu", "arc", "fifo", "default",
-				     "exact-lru", "belady"};
+static const char *policy_names[] = {"s3fifo", "lru", "wtinylfu", "arc", "fifo",
+				     "wtinylfu-tuned", "default", "exact-lru", "belady"};
 static const enum larder_policy policy_enums[] = {
-	LARDER_POLICY_S3FIFO, LARDER_POLICY_LRU, LARDER_POLICY_WTINYLFU,
-	LARDER_POLICY_ARC, LARDER_POLICY_FIFO, LARDER_POLICY_DEFAULT};
+	LARDER_POLICY_S3FIFO, LARDER_POLICY_LRU,	   LARDER_POLICY_WTINYLFU,
+	LARDER_POLICY_ARC,    LARDER_POLICY_FIFO,	   LARDER_POLICY_WTINYLFU_TUNED,
+	LARDER_POLICY_DEFAULT};
 /* REFERENCE.tsv's algorithm names for our policies (NULL: none). */
-static const char *ref_names[] = {"S3FIFO", "LRU", "WTinyLFU", "ARC", "FIFO", NULL, "LRU",
+static const char *ref_names[] = {"S3FIFO", "LRU", "WTinyLFU", "ARC", "FIFO", NULL, NULL, "LRU",
 				  "Belady"};
 #define N_POLICIES (sizeof policy_names / sizeof policy_names[0])
 
