@@ -38,7 +38,9 @@
  * only until the next wheel event (the next occupied slot or heap block,
  * read from the bitmaps) measured on the cache clock, capped at IDLE_NS. So
  * removal is at most one tick (1 ms, the clock's resolution) + one batching
- * window late. The cap is what an injected clock costs: the maintainer
+ * window late, except at the wheel's cascade instants: a higher-level slot is
+ * re-placed whole, and with 10^7 deadlines over an hour a level-3 slot holds
+ * ~730,000 entries (~100 ms; docs/ttl.md, "Known limitation"). The cap is what an injected clock costs: the maintainer
  * cannot know when a test's clock will jump, so a jump while it sleeps is
  * seen at most IDLE_NS later (larder__test_quiesce wakes it at once).
  * Readers never depend on any of this: they check the deadline themselves.

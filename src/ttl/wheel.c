@@ -46,7 +46,9 @@
  *       expire callback decides: a later deadline is simply scheduled again.
  *
  * Not guaranteed: order among timers of the same tick; fairness of `max`
- * (it is checked between ticks, so one tick's slot is delivered whole).
+ * (it is checked between ticks, so one tick's slot is delivered whole, and
+ * a cascade moves a whole slot at once: a level-l slot holds the timers of
+ * 64^l ticks, which makes a burst of work when it comes due; docs/ttl.md).
  */
 #include "ttl/wheel.h"
 
