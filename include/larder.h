@@ -139,7 +139,8 @@ typedef void larder_batch_fn(void *ctx, size_t index, const void *value, size_t 
 /*
  * Creates a configuration with working defaults: capacity 64 MiB, 4096
  * expected entries, max key 250 bytes, max value 1 MiB, no default TTL,
- * S3-FIFO, CLOCK_MONOTONIC, no listener, random hash seed, write wait 1000 ms.
+ * S3-FIFO, CLOCK_MONOTONIC, no listener, random hash seed, write wait 1000 ms,
+ * expire after write.
  * Allocates. Returns LARDER_OK, LARDER_EINVAL (out is NULL) or LARDER_ENOMEM.
  * A config may be reused for several caches and destroyed any time after
  * larder_open() returns.
@@ -184,6 +185,30 @@ LARDER_API LARDER_MUST_USE int larder_config_set_hash_seed(larder_config *config
  */
 LARDER_API LARDER_MUST_USE int larder_config_set_write_wait_ms(larder_config *config,
 							       uint64_t ms);
+
+/*
+ * When an entry's lifetime counts from (LARDER_EXPIRE_AFTER_WRITE by default).
+ *
+ * LARDER_EXPIRE_AFTER_ACCESS: a read that finds an entry extends its deadline
+ * to (time of extension + the cache's default TTL), never shortening it. The
+ * one lifetime used for every extension is the default TTL
+ * (larder_config_set_default_ttl_ms); without one, nothing is extended. A
+ * write with an explicit ttl_ms uses it as the entry's first deadline, and
+ * larder_touch() sets a deadline as usual. Entries written with
+ * LARDER_TTL_NEVER never expire.
+ * Precision: reads reach the maintainer as sampled, lossy hit events (a
+ * reader never writes shared memory), so an extension happens when the
+ * maintainer drains them, up to one batching window (about 200 us) after the
+ * read, and a hit lost under a flood of reads extends nothing: an entry read
+ * only rarely, close to its deadline, may still expire. An entry whose
+ * deadline has passed when its hit is drained is not revived.
+ */
+enum larder_expiry {
+	LARDER_EXPIRE_AFTER_WRITE = 0,
+	LARDER_EXPIRE_AFTER_ACCESS = 1,
+};
+LARDER_API LARDER_MUST_USE int larder_config_set_expiry(larder_config *config,
+							enum larder_expiry expiry);
 
 /* ---- Lifecycle ---------------------------------------------------------- */
 

@@ -408,8 +408,10 @@ static struct larder__entry *entry_build(larder *c, struct op *op, const void *k
 	e->key_len = (uint16_t)key_len;
 	e->flags = (uint8_t)flags;
 	e->mbits = 0;
-	if (flags & LARDER__ENTRY_TTL) /* not yet published: relaxed */
+	if (flags & LARDER__ENTRY_TTL) { /* not yet published: relaxed */
 		atomic_store_explicit(larder__entry_expire(e), deadline, LARDER__RELAXED);
+		*larder__entry_wheel(e) = (struct larder__wheel_link){ { NULL }, NULL }; /* E3 */
+	}
 	memcpy(larder__entry_key(e), key, key_len);
 	if (value_len)
 		memcpy(larder__entry_value(e), value, value_len);
@@ -603,6 +605,12 @@ int larder_remove_if_equals(larder *c, const void *key, size_t key_len, const vo
  * Touch: an entry that has a deadline field gets the new deadline in place
  * (E2); one without gets a copy with a deadline field, published like a
  * replacement but reported to no listener (RELOCATE).
+ *
+ * The maintainer's timing wheel learns of an in-place change only when the
+ * deadline moved earlier (EV_TOUCH): a later deadline (or none) needs no
+ * event, because the wheel re-reads the deadline when the old one comes due
+ * and schedules the entry again (maint/maintainer.c, on_due). The event slot
+ * is reserved before the bucket is locked, as for every write.
  */
 int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 {
@@ -615,6 +623,8 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	struct larder__reader *reader = &op.thread->reader;
 	struct larder__entry *copy = NULL, *copied_from = NULL;
+	if ((rc = reserve_room(c, &op, 0)) != LARDER_OK) /* for EV_TOUCH */
+		return rc;
 	size_t charge = 0;
 	for (;;) {
 		larder__read_enter(reader);
@@ -626,8 +636,18 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 		if (!old || entry_expired(c, &op, old)) {
 			rc = LARDER_MISS;
 		} else if (old->flags & LARDER__ENTRY_TTL) {
-			/* In place (E2): relaxed, either deadline is right for a racing read. */
-			atomic_store_explicit(larder__entry_expire(old), deadline, LARDER__RELAXED);
+			/* In place (E2): relaxed, either deadline is right for a racing
+			 * read. Exchange: only we (under the lock) and the maintainer's
+			 * CAS (E4) store it, and we need the old value. */
+			uint64_t was = atomic_exchange_explicit(larder__entry_expire(old), deadline,
+								LARDER__RELAXED);
+			larder__table_unlock(home);
+			if (deadline < was)
+				larder__events_post(op.handle, LARDER__EV_TOUCH, 0, old, NULL, hash);
+			larder__read_exit(reader);
+			if (deadline < was)
+				larder__cache_wake_maintainer(c);
+			break;
 		} else if (deadline == UINT64_MAX) {
 			; /* no deadline before, none after */
 		} else if (copy && copied_from == old) {
@@ -834,6 +854,7 @@ int larder_open(larder **out, const larder_config *cfg)
 	c->coarse_margin_ms =
 		cfg->clock == larder__clock_default ? larder__clock_coarse_margin_ms() : 0;
 	c->write_wait_ms = cfg->write_wait_ms;
+	c->expiry = cfg->expiry;
 	c->listener = cfg->listener;
 	c->listener_ctx = cfg->listener_ctx;
 	c->policy = cfg->policy;

@@ -42,6 +42,7 @@ struct larder_config {
 	uint64_t seed;
 	int seed_set;
 	uint64_t write_wait_ms;
+	enum larder_expiry expiry;
 };
 
 struct larder {
@@ -56,6 +57,7 @@ struct larder {
 	void *clock_ctx;
 	uint64_t coarse_margin_ms; /* 0 unless the default clock: see larder__clock_coarse() */
 	uint64_t write_wait_ms;
+	enum larder_expiry expiry; /* read by the maintainer (after-access extension) */
 
 	/* Writers' shared counters: touched once per credit chunk or wait. */
 	larder__atomic_i64 budget __attribute__((aligned(64)));

@@ -146,3 +146,11 @@ int larder_config_set_write_wait_ms(larder_config *config, uint64_t ms)
 	config->write_wait_ms = ms;
 	return LARDER_OK;
 }
+
+int larder_config_set_expiry(larder_config *config, enum larder_expiry expiry)
+{
+	if (!config || (expiry != LARDER_EXPIRE_AFTER_WRITE && expiry != LARDER_EXPIRE_AFTER_ACCESS))
+		return LARDER_EINVAL;
+	config->expiry = expiry;
+	return LARDER_OK;
+}

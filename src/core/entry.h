@@ -5,6 +5,7 @@
  *
  *     struct larder__entry   24 bytes, below
  *     expire_ms              8 bytes, only when LARDER__ENTRY_TTL is set
+ *     wheel link             16 bytes, only when LARDER__ENTRY_TTL is set
  *     key bytes              key_len
  *     value bytes            value_len
  *
@@ -16,10 +17,15 @@
  *   E2. expire_ms is atomic: touch() rewrites it in place under the key's
  *       bucket lock; readers load it relaxed, because either deadline is a
  *       correct answer for a read that races with the touch.
- *   E3. prev, next and mbits belong to the maintainer thread alone (policy
- *       queue links and state), except that the creating writer zeroes them
+ *   E3. prev, next, mbits and the wheel link belong to the maintainer thread
+ *       alone (policy queue links and state; the TTL wheel's list links or
+ *       heap index, ttl/wheel.h), except that the creating writer zeroes them
  *       before publication. Readers never read them, so they share the line
- *       with reader-visible fields without a data race.
+ *       with reader-visible fields without a data race. Entries without a
+ *       deadline have no wheel link and pay nothing for it.
+ *   E4. Besides touch (E2), the maintainer may store expire_ms, relaxed, by a
+ *       compare-and-swap from the value it read (expire-after-access
+ *       extension, maint/maintainer.c): it never overwrites a touch.
  */
 #ifndef LARDER_CORE_ENTRY_H
 #define LARDER_CORE_ENTRY_H
@@ -29,6 +35,7 @@
 #include <string.h>
 
 #include "sync/atomic.h"
+#include "ttl/wheel.h"
 
 enum {
 	LARDER__ENTRY_TTL = 1, /* an expire_ms field follows the header */
@@ -52,10 +59,12 @@ struct larder__entry {
 };
 
 #define LARDER__ENTRY_HEADER_BYTES sizeof(struct larder__entry)
+/* expire_ms and the wheel link (E2, E3). */
+#define LARDER__ENTRY_TTL_BYTES (sizeof(uint64_t) + sizeof(struct larder__wheel_link))
 
 static inline size_t larder__entry_prefix_bytes(unsigned flags)
 {
-	return LARDER__ENTRY_HEADER_BYTES + ((flags & LARDER__ENTRY_TTL) ? sizeof(uint64_t) : 0);
+	return LARDER__ENTRY_HEADER_BYTES + ((flags & LARDER__ENTRY_TTL) ? LARDER__ENTRY_TTL_BYTES : 0);
 }
 
 /* Bytes the entry occupies before slot rounding. */
@@ -72,6 +81,18 @@ static inline size_t larder__entry_size(const struct larder__entry *e)
 static inline larder__atomic_u64 *larder__entry_expire(struct larder__entry *e)
 {
 	return (larder__atomic_u64 *)(void *)(e + 1);
+}
+
+/* Only for entries with LARDER__ENTRY_TTL (E3: the maintainer's). */
+static inline struct larder__wheel_link *larder__entry_wheel(struct larder__entry *e)
+{
+	return (struct larder__wheel_link *)(void *)((unsigned char *)(e + 1) + sizeof(uint64_t));
+}
+
+static inline struct larder__entry *larder__wheel_entry(struct larder__wheel_link *link)
+{
+	return (struct larder__entry *)(void *)((unsigned char *)link - sizeof(uint64_t) -
+						LARDER__ENTRY_HEADER_BYTES);
 }
 
 static inline unsigned char *larder__entry_key(struct larder__entry *e)

@@ -35,6 +35,20 @@ uint64_t larder__test_mapped_bytes(void);
 /* When on, freed entry memory is filled with LARDER__POISON_BYTE. */
 void larder__test_poison_freed(int on);
 
+/* Wakes the maintainer if it sleeps, and returns at once (an injected clock
+ * moved: a real clock needs no wake-up, the maintainer sleeps until the
+ * wheel's next deadline). */
+void larder__test_wake(larder *cache);
+
+/*
+ * The cache-clock time up to which the maintainer's timing wheel has
+ * expired everything (every entry due at or before it has been unlinked and
+ * reported to the listener; release/acquire: the listener's writes are
+ * visible once the caller sees the value). 0 before the first advance; not
+ * moved while the wheel is empty (an idle wheel does not read the clock).
+ */
+uint64_t larder__test_wheel_done(larder *cache);
+
 #define LARDER__POISON_BYTE 0xdb
 
 #endif /* LARDER_CORE_TESTING_H */

@@ -4,7 +4,8 @@
  * Each (thread, cache) pair has one handle. The handle carries two rings from
  * its thread to the cache's maintainer:
  *
- *   events  bounded SPSC ring of inserts, replacements, removals and clears.
+ *   events  bounded SPSC ring of inserts, replacements, removals, clears
+ *           and touches that moved a deadline earlier.
  *           Lossless: a writer reserves room before it changes the index
  *           (larder__events_reserve) and posts after, inside its read section,
  *           so every event about memory in a table is visible to the
@@ -46,6 +47,7 @@ enum larder__event_kind {
 	LARDER__EV_RELOCATE, /* b is a copy of a with a new deadline (touch); no listener */
 	LARDER__EV_REMOVE,   /* a unlinked (cause: EXPLICIT or EXPIRED) */
 	LARDER__EV_CLEAR,    /* a is the table that larder_clear() swapped out */
+	LARDER__EV_TOUCH,    /* a's deadline moved earlier in place (larder_touch) */
 };
 
 struct larder__event {

@@ -4,7 +4,8 @@
  * Callers only change the index and post events (maint/events.h); this
  * thread does everything that spans entries: it applies events to the
  * eviction policy and the byte totals, evicts down to capacity, frees retired
- * memory after grace periods, grows the index and empties cleared tables.
+ * memory after grace periods, grows the index, empties cleared tables and
+ * expires entries on the TTL timing wheel (ttl/wheel.h).
  *
  * One pass (maint_pass):
  *   1. poll the grace period of the waiting batch and of cleared tables;
@@ -13,12 +14,41 @@
  *      step 2, so that no event or hit sample still names its entries);
  *   4. empty cleared tables whose grace period ended (a chunk per pass);
  *   5. dismantle handles of exited threads;
- *   6. evict while live bytes + what waiting writers want > capacity;
- *   7. grow the index (a chunk of homes per pass);
- *   8. start a grace period for what was retired, when none is running.
+ *   6. advance the timing wheel to the cache clock: due entries whose
+ *      deadline (re-read: touch or after-access may have moved it later in
+ *      place) has passed are unlinked and retired as EXPIRED, the others
+ *      are scheduled again (at most EXPIRE_PER_PASS per pass);
+ *   7. evict while live bytes + what waiting writers want > capacity;
+ *   8. grow the index (a chunk of homes per pass);
+ *   9. start a grace period for what was retired, when none is running.
  * Then it sleeps: about 200 us when work is pending (the batching window),
  * until woken (or 100 ms) when idle. A pass that drained many events runs the
  * next one at once.
+ *
+ * TTL (the wheel): every counted entry that has a deadline is scheduled in
+ * account(), cancelled in retire(), and scheduled again when a touch moved
+ * its deadline earlier (EV_TOUCH). A deadline moved later in place (touch,
+ * after-access extension) is not rescheduled eagerly: the wheel delivers
+ * the entry at its old deadline, on_due() re-reads it and schedules it
+ * again, which costs the same O(1) and needs no event. Bound on lateness
+ * (tests/unit/test_ttl.c checks it with the injected clock): with the
+ * maintainer not saturated, an entry is unlinked and reported EXPIRED by the
+ * first pass whose clock reading is >= its deadline; passes run at least one
+ * batching window apart while there is work, and an idle maintainer sleeps
+ * only until the next wheel event (the next occupied slot or heap block,
+ * read from the bitmaps) measured on the cache clock, capped at IDLE_NS. So
+ * removal is at most one tick (1 ms, the clock's resolution) + one batching
+ * window late, except at the wheel's cascade instants: a higher-level slot is
+ * re-placed whole, and with 10^7 deadlines over an hour a level-3 slot holds
+ * ~730,000 entries (~100 ms; docs/ttl.md, "Known limitation"). The cap is what an injected clock costs: the maintainer
+ * cannot know when a test's clock will jump, so a jump while it sleeps is
+ * seen at most IDLE_NS later (larder__test_quiesce wakes it at once).
+ * Readers never depend on any of this: they check the deadline themselves.
+ *
+ * Expire-after-access (larder_config_set_expiry): each drained hit sample of
+ * an entry with a deadline extends it to now + default TTL by a relaxed CAS
+ * from the value read (E4 in core/entry.h: a racing touch wins), never
+ * shortening it and never reviving an entry already past its deadline.
  *
  * Invariants (checked by tests/stress via the quiesce and walk seams):
  *   M1. live_count/live_bytes equal the entries (and slot bytes) in the index
@@ -44,13 +74,14 @@
 #include "mem/slab.h"
 #include "sync/futex.h"
 #include "sync/reclaim.h"
+#include "ttl/wheel.h"
 
 #define WINDOW_NS (200u * 1000u)
 #define IDLE_NS (100u * 1000u * 1000u)
 #define EVICT_PER_PASS 4096u
 #define MIGRATE_PER_PASS 1024u
 #define WALK_PER_PASS 4096u
-#define SWEEP_PER_PASS 1024u
+#define EXPIRE_PER_PASS 8192u
 #define BUSY_PASS_EVENTS 256u
 
 struct larder__maint {
@@ -66,14 +97,17 @@ struct larder__maint {
 	struct larder__table *gens;   /* swapped out by clear, oldest first */
 	struct larder__table *growing;
 	uint64_t policy_capacity; /* the capacity last given to the policy */
-	uint64_t ttl_count;       /* counted entries that carry a deadline */
-	uint64_t sweep_cursor;    /* next bucket of the expiry sweep */
+	struct larder__wheel wheel; /* counted entries with a deadline (E3: ours) */
+	uint64_t next_due;          /* larder__wheel_next() after the last advance */
+	uint64_t now_ms;            /* the cache clock, read once per pass when needed */
+	int have_now;
 	/* Counters: written by this thread only (relaxed load+store), read by
 	 * larder_stats() and the quiesce seam from any thread. */
 	larder__atomic_u64 stat[LARDER_STAT_COUNT];
 	larder__atomic_u64 freed_bytes;
 	larder__atomic_u64 pass_seq;  /* passes started */
 	larder__atomic_u64 idle_seq;  /* number of the last pass that found nothing to do */
+	larder__atomic_u64 wheel_done; /* R-WHEEL: expired through this clock time */
 };
 
 static void bump(struct larder__maint *m, enum larder_stat s, uint64_t by)
@@ -102,6 +136,40 @@ static int entry_expired(struct larder *c, struct larder__entry *e)
 	return exp != UINT64_MAX && c->clock(c->clock_ctx) >= exp;
 }
 
+/* The cache clock, read at most once per pass (and only for TTL work). */
+static uint64_t pass_now(struct larder__maint *m)
+{
+	if (!m->have_now) {
+		m->now_ms = m->cache->clock(m->cache->clock_ctx);
+		m->have_now = 1;
+	}
+	return m->now_ms;
+}
+
+static uint64_t entry_deadline(struct larder__entry *e)
+{
+	/* Relaxed: E2 in core/entry.h; a stale value is corrected by on_due()
+	 * or by the EV_TOUCH that follows a shortening. */
+	return atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
+}
+
+static uint64_t wheel_deadline(void *ctx, struct larder__wheel_link *link)
+{
+	(void)ctx;
+	return entry_deadline(larder__wheel_entry(link));
+}
+
+/* (Re)schedules a counted entry with a deadline at its current deadline. */
+static void wheel_track(struct larder__maint *m, struct larder__entry *e)
+{
+	uint64_t d = entry_deadline(e);
+	struct larder__wheel_link *link = larder__entry_wheel(e);
+	if (d == UINT64_MAX)
+		larder__wheel_cancel(&m->wheel, link);
+	else
+		larder__wheel_reschedule(&m->wheel, link, d);
+}
+
 /* ---- Entry accounting ---------------------------------------------------- */
 
 /* Counts e in the live totals the first time the maintainer meets it. */
@@ -110,7 +178,8 @@ static void account(struct larder__maint *m, struct larder__entry *e)
 	if (e->mbits & (LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD))
 		return;
 	e->mbits |= LARDER__MBITS_COUNTED;
-	m->ttl_count += e->flags & LARDER__ENTRY_TTL;
+	if (e->flags & LARDER__ENTRY_TTL)
+		wheel_track(m, e);
 	size_t bytes = larder__entry_size(e);
 	larder__slab_note_live(e, bytes);
 	m->live_count++;
@@ -150,7 +219,8 @@ static void retire(struct larder__maint *m, struct larder__entry *e, enum larder
 	e->mbits = (uint8_t)((e->mbits & ~LARDER__MBITS_QUEUED) | LARDER__MBITS_DEAD);
 	m->live_count--;
 	m->live_bytes -= charge;
-	m->ttl_count -= e->flags & LARDER__ENTRY_TTL;
+	if (e->flags & LARDER__ENTRY_TTL)
+		larder__wheel_cancel(&m->wheel, larder__entry_wheel(e));
 	if (notify) {
 		bump(m, cause_stat[cause], 1);
 		if (c->listener)
@@ -192,6 +262,14 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
 	case LARDER__EV_CLEAR:
 		gen_add(m, ev->a);
 		break;
+	case LARDER__EV_TOUCH: /* the deadline moved earlier: schedule it there */
+		if (a->mbits & LARDER__MBITS_DEAD)
+			break;
+		if (a->mbits & LARDER__MBITS_COUNTED)
+			wheel_track(m, a);
+		else
+			account(m, a); /* its insert is still in another ring */
+		break;
 	}
 }
 
@@ -207,8 +285,27 @@ static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 	return head - tail;
 }
 
+/*
+ * Expire-after-access: extends e's deadline to now + the default TTL. A CAS
+ * from the value read, relaxed (E4: a touch that raced with us wins; the
+ * deadline orders nothing else). Never shortens a deadline, never revives an
+ * entry already due. The wheel learns of it lazily (on_due).
+ */
+static void extend_deadline(struct larder__maint *m, struct larder__entry *e)
+{
+	uint64_t ttl = m->cache->default_ttl_ms, now = pass_now(m);
+	uint64_t d = entry_deadline(e);
+	uint64_t want = ttl >= UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + ttl;
+	if (d == UINT64_MAX || d <= now || want <= d)
+		return;
+	atomic_compare_exchange_strong_explicit(larder__entry_expire(e), &d, want,
+						LARDER__RELAXED, LARDER__RELAXED);
+}
+
 static uint64_t drain_hits(struct larder__maint *m, struct larder__handle *h)
 {
+	struct larder *c = m->cache;
+	int extend = c->expiry == LARDER_EXPIRE_AFTER_ACCESS && c->default_ttl_ms != LARDER_TTL_NEVER;
 	/* A-HIT: acquire, pairs with R-HIT in larder__events_hit(). */
 	uint64_t head = atomic_load_explicit(&h->hit_head, LARDER__ACQUIRE);
 	uint64_t from = h->hit_tail;
@@ -225,6 +322,8 @@ static uint64_t drain_hits(struct larder__maint *m, struct larder__handle *h)
 			m->ops->hit(m->policy, e);
 			bump(m, LARDER_STAT_HIT_SAMPLES, 1);
 		}
+		if (extend && (e->flags & LARDER__ENTRY_TTL) && !(e->mbits & LARDER__MBITS_DEAD))
+			extend_deadline(m, e);
 	}
 	uint64_t n = head - h->hit_tail;
 	h->hit_tail = head;
@@ -391,44 +490,37 @@ static uint64_t evict(struct larder__maint *m)
 }
 
 /*
- * Expiry sweep: readers never return an expired value (they check the
- * deadline), but its memory must still come back when nobody touches the key.
- * Until the timing wheel lands (issue 4), the maintainer walks the index
- * SWEEP_PER_PASS buckets per pass while entries with deadlines exist, so an
- * expired entry lingers at most one full sweep: buckets / SWEEP_PER_PASS
- * passes (a pass runs at least every 100 ms).
+ * A wheel timer came due (its slot's tick <= now). The deadline is read
+ * again: touch or after-access may have moved it later in place, and then
+ * the entry is scheduled again; otherwise it is unlinked and retired.
  */
-static uint64_t expire_sweep(struct larder__maint *m)
+static void on_due(void *ctx, struct larder__wheel_link *link)
 {
-	struct larder *c = m->cache;
-	if (!m->ttl_count)
-		return 0;
-	struct larder__table *t =
-		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE); /* A-ROOT */
-	if (larder__table_next(t))
-		return 0; /* growing: the sweep resumes on the new table */
-	uint64_t now = c->clock(c->clock_ctx), n = 0;
-	for (unsigned i = 0; i < SWEEP_PER_PASS; i++) {
-		if (m->sweep_cursor > t->mask)
-			m->sweep_cursor = 0;
-		struct larder__bucket *b = &t->buckets[m->sweep_cursor++];
-		for (unsigned s = 0; s < LARDER__BUCKET_SLOTS; s++) {
-			/* A-SLOT: the entry may have just been published. */
-			uint64_t w = atomic_load_explicit(&b->slot[s], LARDER__ACQUIRE);
-			if ((w & LARDER__SLOT_PTR_MASK) <= LARDER__SLOT_MARKER)
-				continue;
-			struct larder__entry *e = larder__slot_entry(w);
-			if (!(e->flags & LARDER__ENTRY_TTL))
-				continue;
-			/* Relaxed: E2 in core/entry.h. */
-			uint64_t deadline = atomic_load_explicit(larder__entry_expire(e),
-								 LARDER__RELAXED);
-			if (deadline != UINT64_MAX && now >= deadline && unlink_current(c, e)) {
-				retire(m, e, LARDER_CAUSE_EXPIRED, 1);
-				n++;
-			}
-		}
+	struct larder__maint *m = ctx;
+	struct larder__entry *e = larder__wheel_entry(link);
+	uint64_t d = entry_deadline(e);
+	if (d == UINT64_MAX)
+		return; /* touch took its deadline away */
+	if (d > m->now_ms) {
+		larder__wheel_schedule(&m->wheel, link, d);
+		return;
 	}
+	/* Not found: replaced or removed meanwhile; that event retires it. */
+	if (unlink_current(m->cache, e))
+		retire(m, e, LARDER_CAUSE_EXPIRED, 1);
+}
+
+static uint64_t expire_due(struct larder__maint *m)
+{
+	if (!m->wheel.count) { /* an idle wheel costs no clock read */
+		m->next_due = UINT64_MAX;
+		return 0;
+	}
+	uint64_t now = pass_now(m);
+	uint64_t n = larder__wheel_advance(&m->wheel, now, EXPIRE_PER_PASS, on_due, m);
+	m->next_due = larder__wheel_next(&m->wheel);
+	if (n < EXPIRE_PER_PASS) /* R-WHEEL: release; the listener calls before it */
+		atomic_store_explicit(&m->wheel_done, now, LARDER__RELEASE);
 	return n;
 }
 
@@ -549,6 +641,7 @@ static uint64_t maint_pass(struct larder__maint *m)
 	struct larder *c = m->cache;
 	uint64_t work = 0;
 	larder__stat_bump(&m->pass_seq, 1);
+	m->have_now = 0;
 	/* Q1: orders the pass number before this pass's ring reads; with the
 	 * fence in larder__test_quiesce(), a pass numbered after the quiescer
 	 * read pass_seq sees everything the quiescer posted before. */
@@ -575,7 +668,7 @@ static uint64_t maint_pass(struct larder__maint *m)
 	}
 	work += (uint64_t)walk_gens(m, gen_ready);
 	work += (uint64_t)reap_orphans(m);
-	work += expire_sweep(m);
+	work += expire_due(m);
 	work += evict(m);
 	work += (uint64_t)grow(m);
 	if (m->growing || events)
@@ -607,11 +700,21 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 		larder__futex_wait(&c->maint_sleeping, 0, WINDOW_NS);
 		return;
 	}
+	/* Sleep until the wheel's next event at most (on the cache clock; see
+	 * the lateness bound above), never longer than IDLE_NS. */
+	uint64_t sleep_ns = IDLE_NS;
+	if (m->next_due != UINT64_MAX) {
+		uint64_t now = c->clock(c->clock_ctx);
+		if (m->next_due <= now)
+			return;
+		if (m->next_due - now < IDLE_NS / 1000000u)
+			sleep_ns = (m->next_due - now) * 1000000u;
+	}
 	/* W2: announce sleep, then re-check the rings (Dekker with W1 in
 	 * larder__cache_wake_maintainer(): one of us sees the other). */
 	atomic_store_explicit(&c->maint_sleeping, 1, LARDER__SEQ_CST);
 	if (rings_empty(c) && !atomic_load_explicit(&c->stop, LARDER__SEQ_CST))
-		larder__futex_wait(&c->maint_sleeping, 1, IDLE_NS);
+		larder__futex_wait(&c->maint_sleeping, 1, sleep_ns);
 	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED);
 }
 
@@ -645,6 +748,10 @@ int larder__maint_create(struct larder *c)
 	if (!m)
 		return LARDER_ENOMEM;
 	m->cache = c;
+	m->next_due = UINT64_MAX;
+	/* Wheel time starts at 0: no clock call at open; the first advance
+	 * jumps to the clock over empty slots. */
+	larder__wheel_init(&m->wheel, 0, wheel_deadline, m);
 	m->ops = larder__policy_ops_for(c->policy);
 	m->policy_capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* not shared yet */
 	struct larder__policy_host host = { entry_hash, entry_charge, c };
@@ -712,6 +819,7 @@ void larder__maint_destroy(struct larder *c)
 	}
 	larder__slab_destroy(&c->slab);
 	m->ops->destroy(m->policy);
+	larder__wheel_destroy(&m->wheel);
 	free(m);
 }
 
@@ -778,6 +886,18 @@ void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
 			   walk_count, &w);
 	*entries = w.entries;
 	*slot_bytes = w.bytes;
+}
+
+void larder__test_wake(larder *c)
+{
+	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* the futex word */
+	larder__futex_wake(&c->maint_sleeping, 1);
+}
+
+uint64_t larder__test_wheel_done(larder *c)
+{
+	/* A-WHEEL: acquire, pairs with R-WHEEL in expire_due(). */
+	return atomic_load_explicit(&c->maint->wheel_done, LARDER__ACQUIRE);
 }
 
 void larder__test_poison_freed(int on)

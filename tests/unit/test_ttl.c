@@ -13,7 +13,13 @@
  *       expires, touch() replaces (or removes) the deadline;
  *   T4. conditional writes treat an expired entry as absent;
  *   T5. reads of entries without a TTL never call the clock;
- *   T6. expired entries are reclaimed by the maintainer (memory, counters).
+ *   T6. expired entries are reclaimed by the maintainer (memory, counters);
+ *   T7. the timing wheel reports each entry EXPIRED to the listener at its
+ *       deadline on every level boundary and beyond the wheel's span (heap),
+ *       follows puts and touches (later, earlier, none), forgets removed
+ *       entries, and wakes by itself for a deadline with the real clock;
+ *   T8. expire-after-access: a read extends the deadline to now + default TTL
+ *       (never shortening an explicit one); expire-after-write does not.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -445,6 +451,295 @@ static void test_expiry_reclaims(void)
 	larder_close(w.cache);
 }
 
+/* ---- The timing wheel, seen through the removal listener ------------------- */
+
+struct removal {
+	char key[24];
+	enum larder_cause cause;
+	uint64_t at_ms; /* the cache clock when the listener ran */
+};
+
+static struct {
+	pthread_mutex_t mu;
+	struct removal r[256];
+	int n;
+	struct th_event expired; /* signalled on the first EXPIRED */
+	larder_clock_fn *clock;
+	void *clock_ctx;
+} rec = { PTHREAD_MUTEX_INITIALIZER, { { { 0 }, 0, 0 } }, 0, { PTHREAD_MUTEX_INITIALIZER,
+	PTHREAD_COND_INITIALIZER, 0 }, NULL, NULL };
+
+static void record_fn(void *ctx, const void *key, size_t key_len, const void *value,
+		      size_t value_len, enum larder_cause cause)
+{
+	(void)ctx;
+	(void)value;
+	(void)value_len;
+	uint64_t at = rec.clock(rec.clock_ctx);
+	pthread_mutex_lock(&rec.mu);
+	if (rec.n < 256) {
+		struct removal *r = &rec.r[rec.n++];
+		size_t n = key_len < sizeof(r->key) - 1 ? key_len : sizeof(r->key) - 1;
+		memcpy(r->key, key, n);
+		r->key[n] = 0;
+		r->cause = cause;
+		r->at_ms = at;
+	}
+	pthread_mutex_unlock(&rec.mu);
+	if (cause == LARDER_CAUSE_EXPIRED)
+		th_event_signal(&rec.expired);
+}
+
+/* Removals of key with cause so far; *at gets the last one's time. */
+static int removed(const char *key, enum larder_cause cause, uint64_t *at)
+{
+	int n = 0;
+	pthread_mutex_lock(&rec.mu);
+	for (int i = 0; i < rec.n; i++) {
+		if (strcmp(rec.r[i].key, key) == 0 && rec.r[i].cause == cause) {
+			n++;
+			if (at)
+				*at = rec.r[i].at_ms;
+		}
+	}
+	pthread_mutex_unlock(&rec.mu);
+	return n;
+}
+
+static larder *open_recorded(uint64_t default_ttl, enum larder_expiry expiry,
+			     larder_clock_fn *fn, void *ctx)
+{
+	larder_config *config = th_config(16 * MiB);
+
+	th_clock_init(&clk, T0);
+	pthread_mutex_lock(&rec.mu);
+	rec.n = 0;
+	pthread_mutex_unlock(&rec.mu);
+	th_event_destroy(&rec.expired);
+	th_event_init(&rec.expired);
+	rec.clock = fn ? fn : th_clock_fn;
+	rec.clock_ctx = fn ? ctx : &clk;
+	if (config == NULL)
+		return NULL;
+	if (fn)
+		CHECK_RC(larder_config_set_clock(config, fn, ctx), LARDER_OK);
+	else
+		CHECK_RC(larder_config_set_clock(config, th_clock_fn, &clk), LARDER_OK);
+	CHECK_RC(larder_config_set_default_ttl_ms(config, default_ttl), LARDER_OK);
+	CHECK_RC(larder_config_set_expiry(config, expiry), LARDER_OK);
+	CHECK_RC(larder_config_set_removal_listener(config, record_fn, NULL), LARDER_OK);
+	return th_open(config);
+}
+
+/* Moves the injected clock and waits until the maintainer is idle at it. */
+static void settle_at(larder *c, uint64_t t)
+{
+	set_time(t);
+	CHECK_EQ(larder__test_quiesce(c, 10000), 0);
+}
+
+/*
+ * Deadlines on every level boundary of the wheel (63/64 ms, 4095/4096, ...,
+ * and one beyond the span, in the heap): each entry is reported EXPIRED by
+ * the maintainer at its deadline (the clock stands still while the
+ * maintainer works, so the listener sees exactly the deadline), not one ms
+ * before, and nothing reads the keys meanwhile.
+ */
+static void test_wheel_boundaries_listener(void)
+{
+	static const uint64_t ttls[] = {
+		1, 63, 64, 65, 4095, 4096, 4097, 262143, 262144, (uint64_t)1 << 24,
+		((uint64_t)1 << 30) + 1, ((uint64_t)1 << 36) - 1, (uint64_t)1 << 36,
+		((uint64_t)1 << 37) + 12345,
+	};
+	enum { N = sizeof(ttls) / sizeof(ttls[0]) };
+	larder *cache = open_recorded(0, LARDER_EXPIRE_AFTER_WRITE, NULL, NULL);
+	char key[N][16];
+
+	REQUIRE(cache != NULL);
+	for (int i = 0; i < N; i++) {
+		snprintf(key[i], sizeof(key[i]), "b%d", i);
+		CHECK_RC(larder_put(cache, key[i], strlen(key[i]), "v", 1, ttls[i]), LARDER_OK);
+	}
+	CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+	for (int i = 0; i < N; i++) {
+		uint64_t at = 0;
+		settle_at(cache, T0 + ttls[i] - 1);
+		if (!CHECK_EQ(removed(key[i], LARDER_CAUSE_EXPIRED, NULL), 0))
+			printf("  ttl %" PRIu64 ": expired 1 ms early\n", ttls[i]);
+		settle_at(cache, T0 + ttls[i]);
+		if (!CHECK_EQ(removed(key[i], LARDER_CAUSE_EXPIRED, &at), 1))
+			printf("  ttl %" PRIu64 ": not expired at its deadline\n", ttls[i]);
+		else
+			CHECK_EQ(at, T0 + ttls[i]);
+		if (i + 1 < N)
+			CHECK_EQ(removed(key[i + 1], LARDER_CAUSE_EXPIRED, NULL), 0);
+	}
+	CHECK_EQ(th_stat(cache, LARDER_STAT_EXPIRATIONS), N);
+	th_check_accounting(cache, 10000, NULL, NULL);
+	larder_close(cache);
+}
+
+/* A put replaces the deadline with its own; a touch moves it later (lazy
+ * reschedule) or earlier (EV_TOUCH), or takes it away. */
+static void test_wheel_reschedule(void)
+{
+	larder *cache = open_recorded(0, LARDER_EXPIRE_AFTER_WRITE, NULL, NULL);
+	uint64_t at = 0;
+
+	REQUIRE(cache != NULL);
+	CHECK_RC(larder_put(cache, "p", 1, "1", 1, 100), LARDER_OK);
+	CHECK_RC(larder_put(cache, "p", 1, "2", 1, 1000), LARDER_OK); /* by put */
+	CHECK_RC(larder_put(cache, "later", 5, "v", 1, 100), LARDER_OK);
+	CHECK_RC(larder_put(cache, "sooner", 6, "v", 1, 100000), LARDER_OK);
+	CHECK_RC(larder_put(cache, "never", 5, "v", 1, 100), LARDER_OK);
+	CHECK_RC(larder_put(cache, "plain", 5, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+	CHECK_RC(larder_touch(cache, "later", 5, 500), LARDER_OK);   /* 100 -> 500 */
+	CHECK_RC(larder_touch(cache, "sooner", 6, 50), LARDER_OK);   /* 100000 -> 50 */
+	CHECK_RC(larder_touch(cache, "never", 5, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_touch(cache, "plain", 5, 300), LARDER_OK);   /* relocated copy */
+	settle_at(cache, T0 + 49);
+	CHECK_EQ(removed("sooner", LARDER_CAUSE_EXPIRED, NULL), 0);
+	settle_at(cache, T0 + 50);
+	CHECK_EQ(removed("sooner", LARDER_CAUSE_EXPIRED, &at), 1);
+	CHECK_EQ(at, T0 + 50);
+	settle_at(cache, T0 + 100);
+	CHECK_EQ(removed("p", LARDER_CAUSE_EXPIRED, NULL), 0);
+	CHECK_EQ(removed("p", LARDER_CAUSE_REPLACED, NULL), 1);
+	CHECK_EQ(removed("later", LARDER_CAUSE_EXPIRED, NULL), 0);
+	CHECK_EQ(removed("never", LARDER_CAUSE_EXPIRED, NULL), 0);
+	AGREE(cache, "later", 1, "v", 400);
+	settle_at(cache, T0 + 299);
+	CHECK_EQ(removed("plain", LARDER_CAUSE_EXPIRED, NULL), 0);
+	settle_at(cache, T0 + 300);
+	CHECK_EQ(removed("plain", LARDER_CAUSE_EXPIRED, &at), 1);
+	CHECK_EQ(at, T0 + 300);
+	settle_at(cache, T0 + 499);
+	CHECK_EQ(removed("later", LARDER_CAUSE_EXPIRED, NULL), 0);
+	settle_at(cache, T0 + 500);
+	CHECK_EQ(removed("later", LARDER_CAUSE_EXPIRED, &at), 1);
+	CHECK_EQ(at, T0 + 500);
+	settle_at(cache, T0 + 1000);
+	CHECK_EQ(removed("p", LARDER_CAUSE_EXPIRED, &at), 1);
+	CHECK_EQ(at, T0 + 1000);
+	settle_at(cache, T0 + 100000000);
+	CHECK_EQ(removed("never", LARDER_CAUSE_EXPIRED, NULL), 0);
+	AGREE(cache, "never", 1, "v", LARDER_TTL_NEVER);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_EXPIRATIONS), 4); /* all but "never" */
+	th_check_accounting(cache, 10000, NULL, NULL);
+	larder_close(cache);
+}
+
+/* A removed entry leaves the wheel: no EXPIRED later, and its memory and
+ * wheel links are gone (the address may be reused by the next write). */
+static void test_wheel_cancel_on_remove(void)
+{
+	larder *cache = open_recorded(0, LARDER_EXPIRE_AFTER_WRITE, NULL, NULL);
+
+	REQUIRE(cache != NULL);
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 100; i++) {
+			char key[16];
+			snprintf(key, sizeof(key), "r%d", i);
+			CHECK_RC(larder_put(cache, key, strlen(key), "v", 1, 100 + (uint64_t)i * 37),
+				 LARDER_OK);
+		}
+		CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+		for (int i = 0; i < 100; i++) {
+			char key[16];
+			snprintf(key, sizeof(key), "r%d", i);
+			CHECK_RC(larder_remove(cache, key, strlen(key)), LARDER_OK);
+		}
+		CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+	}
+	settle_at(cache, T0 + 1000000);
+	CHECK_EQ(removed("r0", LARDER_CAUSE_EXPLICIT, NULL), 3);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_EXPIRATIONS), 0);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_REMOVALS), 300);
+	th_check_accounting(cache, 10000, NULL, NULL);
+	larder_close(cache);
+}
+
+/* Expire after access: a hit drained by the maintainer extends the deadline
+ * to now + the default TTL; after write (the default) it does not. */
+static void test_expire_after_access(void)
+{
+	char buf[8];
+	size_t len;
+
+	for (int mode = 0; mode < 2; mode++) {
+		enum larder_expiry ex = mode ? LARDER_EXPIRE_AFTER_ACCESS : LARDER_EXPIRE_AFTER_WRITE;
+		larder *cache = open_recorded(100, ex, NULL, NULL);
+		REQUIRE(cache != NULL);
+		CHECK_RC(larder_put(cache, "a", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+		CHECK_RC(larder_put(cache, "x", 1, "v", 1, 1000), LARDER_OK); /* explicit, longer */
+		CHECK_RC(larder_put(cache, "cold", 4, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+		settle_at(cache, T0 + 60);
+		CHECK_RC(larder_get(cache, "a", 1, buf, sizeof(buf), &len), LARDER_OK);
+		CHECK_RC(larder_get(cache, "x", 1, buf, sizeof(buf), &len), LARDER_OK);
+		settle_at(cache, T0 + 60); /* the maintainer drains the hits */
+		uint64_t ttl = 0;
+		CHECK_RC(larder_ttl_remaining(cache, "a", 1, &ttl), LARDER_OK);
+		CHECK_EQ(ttl, mode ? 100 : 40);
+		CHECK_RC(larder_ttl_remaining(cache, "x", 1, &ttl), LARDER_OK);
+		CHECK_EQ(ttl, 940); /* never shortened */
+		settle_at(cache, T0 + 100);
+		CHECK_EQ(removed("cold", LARDER_CAUSE_EXPIRED, NULL), 1);
+		CHECK_EQ(removed("a", LARDER_CAUSE_EXPIRED, NULL), !mode);
+		settle_at(cache, T0 + 159);
+		CHECK_EQ(removed("a", LARDER_CAUSE_EXPIRED, NULL), !mode);
+		AGREE(cache, "a", mode, "v", 0);
+		settle_at(cache, T0 + 159); /* that read extended it again, to 259 */
+		settle_at(cache, T0 + 259);
+		CHECK_EQ(removed("a", LARDER_CAUSE_EXPIRED, NULL), 1);
+		AGREE(cache, "a", 0, NULL, 0);
+		settle_at(cache, T0 + 1000);
+		CHECK_EQ(removed("x", LARDER_CAUSE_EXPIRED, NULL), 1);
+		th_check_accounting(cache, 10000, NULL, NULL);
+		larder_close(cache);
+	}
+}
+
+static uint64_t real_ms(void *ctx)
+{
+	(void)ctx;
+	return th_now_ms();
+}
+
+/*
+ * With the real clock and nothing touching the cache, the maintainer wakes
+ * for the deadline by itself: the listener runs within one tick plus one
+ * batching window (a scheduler allowance added) rather than the 100 ms idle
+ * sleep. Waits on the listener's signal, with a deadline; never sleeps.
+ */
+static void test_wheel_wakes_for_deadline(void)
+{
+	larder *cache = open_recorded(0, LARDER_EXPIRE_AFTER_WRITE, real_ms, NULL);
+	uint64_t at = 0, worst = 0;
+
+	REQUIRE(cache != NULL);
+	for (int i = 0; i < 3; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "w%d", i);
+		th_event_destroy(&rec.expired);
+		th_event_init(&rec.expired);
+		CHECK_EQ(larder__test_quiesce(cache, 10000), 0); /* maintainer goes idle */
+		uint64_t deadline = th_now_ms() + 30;
+		CHECK_RC(larder_put(cache, key, strlen(key), "v", 1, 30), LARDER_OK);
+		uint64_t ttl = 0;
+		if (larder_ttl_remaining(cache, key, strlen(key), &ttl) == LARDER_OK)
+			deadline = th_now_ms() + ttl; /* the entry's own deadline, near enough */
+		REQUIRE(th_event_wait(&rec.expired, 5000));
+		REQUIRE(removed(key, LARDER_CAUSE_EXPIRED, &at) == 1);
+		uint64_t late = at > deadline ? at - deadline : 0;
+		worst = late > worst ? late : worst;
+	}
+	printf("  worst lateness with the real clock: %" PRIu64 " ms\n", worst);
+	CHECK_LT(worst, (TH_TSAN || TH_ASAN) ? 80u : 40u);
+	larder_close(cache);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -458,6 +753,11 @@ int main(int argc, char **argv)
 		TH_TEST(test_no_clock_without_ttl),
 		TH_TEST(test_expiry_reclaims),
 		TH_TEST(test_default_clock_precise),
+		TH_TEST(test_wheel_boundaries_listener),
+		TH_TEST(test_wheel_reschedule),
+		TH_TEST(test_wheel_cancel_on_remove),
+		TH_TEST(test_expire_after_access),
+		TH_TEST(test_wheel_wakes_for_deadline),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
