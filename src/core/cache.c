@@ -434,7 +434,7 @@ static int value_equals(struct larder__entry *e, const void *v, size_t len)
 static void write_done(larder *c, struct op *op)
 {
 	larder__stat_bump(&op->handle->writes, 1);
-	larder__cache_wake_maintainer(c);
+	larder__cache_wake_maintainer(c, op->handle);
 }
 
 static int write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
@@ -586,7 +586,7 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 		larder__events_post(op.handle, LARDER__EV_REMOVE, cause, old, NULL, hash);
 	larder__read_exit(&op.thread->reader);
 	if (unlink)
-		larder__cache_wake_maintainer(c);
+		larder__cache_wake_maintainer(c, op.handle);
 	return rc;
 }
 
@@ -646,7 +646,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 				larder__events_post(op.handle, LARDER__EV_TOUCH, 0, old, NULL, hash);
 			larder__read_exit(reader);
 			if (deadline < was)
-				larder__cache_wake_maintainer(c);
+				larder__cache_wake_maintainer(c, op.handle);
 			break;
 		} else if (deadline == UINT64_MAX) {
 			; /* no deadline before, none after */
@@ -655,7 +655,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			larder__table_unlock(home);
 			larder__events_post(op.handle, LARDER__EV_RELOCATE, 0, old, copy, hash);
 			larder__read_exit(reader);
-			larder__cache_wake_maintainer(c);
+			larder__cache_wake_maintainer(c, op.handle);
 			return LARDER_OK;
 		} else {
 			/* Build the copy outside the lock, then check nothing changed. */
@@ -715,7 +715,7 @@ int larder_clear(larder *c)
 		&c->table, (uintptr_t)fresh, LARDER__ACQ_REL);
 	larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED, old, NULL, 0);
 	larder__read_exit(&op.thread->reader);
-	larder__cache_wake_maintainer(c);
+	larder__cache_wake_maintainer(c, op.handle);
 	return LARDER_OK;
 }
 
@@ -758,7 +758,7 @@ void larder__cache_orphan_handle(larder *c, struct larder__handle *h)
 {
 	/* R-ORPHAN: release; the thread's last posts before the maintainer's A-ORPHAN. */
 	atomic_store_explicit(&h->orphaned, 1, LARDER__RELEASE);
-	larder__cache_wake_maintainer(c);
+	larder__cache_wake_maintainer(c, h);
 }
 
 /* ---- Statistics ------------------------------------------------------------------ */

@@ -116,7 +116,11 @@ uint64_t larder__clock_coarse_margin_ms(void);
 struct larder__handle *larder__cache_handle_create(struct larder *cache);
 /* core/cache.c: the thread that owned h exited (called under the live-cache lock). */
 void larder__cache_orphan_handle(struct larder *cache, struct larder__handle *h);
-/* Wakes the maintainer if it sleeps. */
-void larder__cache_wake_maintainer(struct larder *cache);
+/* maint_sleeping: what the maintainer is doing (its futex word). */
+enum { MAINT_AWAKE = 0, MAINT_IDLE = 1, MAINT_WINDOW = 2 };
+
+/* After posting through h: wakes the maintainer if it sleeps idle, or if it
+ * waits out a batching window while h's event ring is half full. */
+void larder__cache_wake_maintainer(struct larder *cache, const struct larder__handle *h);
 
 #endif /* LARDER_CORE_CACHE_H */

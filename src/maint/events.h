@@ -99,6 +99,13 @@ static inline int larder__events_has_room(struct larder__handle *h)
 	return head - h->ev_tail_seen < LARDER__EVENT_RING;
 }
 
+/* Owner: more than half of the ring is (or may still be) unread. */
+static inline int larder__events_half_full(const struct larder__handle *h)
+{
+	uint64_t head = atomic_load_explicit(&h->ev_head, LARDER__RELAXED); /* own variable */
+	return head - h->ev_tail_seen >= LARDER__EVENT_RING / 2;
+}
+
 /* Owner: posts an event; room was checked with larder__events_has_room(). */
 static inline void larder__events_post(struct larder__handle *h, enum larder__event_kind kind,
 				       uint32_t cause, void *a, void *b, uint64_t hash)

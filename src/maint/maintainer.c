@@ -20,9 +20,11 @@
  *      are scheduled again (at most EXPIRE_PER_PASS per pass);
  *   7. evict while live bytes + what waiting writers want > capacity;
  *   8. grow the index (a chunk of homes per pass);
- *   9. start a grace period for what was retired, when none is running.
- * Then it sleeps: about 200 us when work is pending (the batching window),
- * until woken (or 100 ms) when idle. A pass that drained many events runs the
+ *   9. start a grace period for what was retired, when none is running and
+ *      one is due (gp_due: 64 KiB retired, a writer waiting, or 1 ms).
+ * Then it sleeps: about 200 us when work is pending (the batching window,
+ * cut short by a writer whose event ring is half full), until woken (or
+ * 100 ms, or the wheel's next deadline) when idle. A pass that drained many events runs the
  * next one at once.
  *
  * TTL (the wheel): every counted entry that has a deadline is scheduled in
@@ -83,6 +85,8 @@
 #define WALK_PER_PASS 4096u
 #define EXPIRE_PER_PASS 8192u
 #define BUSY_PASS_EVENTS 256u
+#define GP_BATCH_BYTES (64u * 1024u)
+#define GP_INTERVAL_NS (1000u * 1000u)
 
 struct larder__maint {
 	struct larder *cache;
@@ -93,6 +97,7 @@ struct larder__maint {
 	uint64_t collect_bytes;
 	struct larder__entry *waiting; /* retired, grace period `waiting_token` running */
 	uint64_t waiting_bytes, waiting_token;
+	uint64_t gp_started_ns; /* when the last grace period for entries began */
 	struct larder__table *tables; /* grown out of, freed after retire_token */
 	struct larder__table *gens;   /* swapped out by clear, oldest first */
 	struct larder__table *growing;
@@ -635,6 +640,21 @@ static int rings_empty(struct larder *c)
 	return 1;
 }
 
+/*
+ * A grace period costs two membarrier calls, each of which interrupts every
+ * CPU running one of our threads: start one only for a batch worth it (64 KiB),
+ * when a writer waits for room, or when the last one is 1 ms old, so that
+ * retired memory waits at most about 1 ms plus the grace period itself.
+ */
+static int gp_due(struct larder__maint *m)
+{
+	struct larder *c = m->cache;
+	return m->collect_bytes >= GP_BATCH_BYTES ||
+	       atomic_load_explicit(&c->room_waiters, LARDER__RELAXED) || /* a hint */
+	       atomic_load_explicit(&c->stop, LARDER__RELAXED) ||
+	       larder__monotonic_ns() - m->gp_started_ns >= GP_INTERVAL_NS;
+}
+
 /* One pass; returns how much it did (0 = idle). */
 static uint64_t maint_pass(struct larder__maint *m)
 {
@@ -673,7 +693,8 @@ static uint64_t maint_pass(struct larder__maint *m)
 	work += (uint64_t)grow(m);
 	if (m->growing || events)
 		wake_writers(c); /* writers waiting for the index or the ring */
-	if (!m->waiting && m->collect) {
+	if (!m->waiting && m->collect && gp_due(m)) {
+		m->gp_started_ns = larder__monotonic_ns();
 		m->waiting = m->collect;
 		m->waiting_bytes = m->collect_bytes;
 		m->waiting_token = larder__gp_start();
@@ -683,12 +704,13 @@ static uint64_t maint_pass(struct larder__maint *m)
 	}
 	/* Relaxed: read by a statistics snapshot only. */
 	atomic_store_explicit(&m->stat[LARDER_STAT_ENTRIES], m->live_count, LARDER__RELAXED);
-	if (!work && !m->waiting && !m->gens && !m->tables && !m->growing)
+	int pending = m->collect || m->waiting || m->gens || m->tables || m->growing;
+	if (!work && !pending)
 		/* Q2: release; the quiesce seam acquires it (Q3). */
 		atomic_store_explicit(&m->idle_seq,
 				      atomic_load_explicit(&m->pass_seq, LARDER__RELAXED),
 				      LARDER__RELEASE);
-	return work + (m->waiting || m->gens || m->tables || m->growing);
+	return work + (uint64_t)pending;
 }
 
 static void maint_sleep(struct larder__maint *m, uint64_t work)
@@ -697,7 +719,11 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 	if (work >= BUSY_PASS_EVENTS)
 		return;
 	if (work) {
-		larder__futex_wait(&c->maint_sleeping, 0, WINDOW_NS);
+		/* The batching window: a writer whose ring is half full cuts it
+		 * short (W1); relaxed, the futex word needs no ordering here. */
+		atomic_store_explicit(&c->maint_sleeping, MAINT_WINDOW, LARDER__RELAXED);
+		larder__futex_wait(&c->maint_sleeping, MAINT_WINDOW, WINDOW_NS);
+		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED);
 		return;
 	}
 	/* Sleep until the wheel's next event at most (on the cache clock; see
@@ -712,9 +738,9 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 	}
 	/* W2: announce sleep, then re-check the rings (Dekker with W1 in
 	 * larder__cache_wake_maintainer(): one of us sees the other). */
-	atomic_store_explicit(&c->maint_sleeping, 1, LARDER__SEQ_CST);
+	atomic_store_explicit(&c->maint_sleeping, MAINT_IDLE, LARDER__SEQ_CST);
 	if (rings_empty(c) && !atomic_load_explicit(&c->stop, LARDER__SEQ_CST))
-		larder__futex_wait(&c->maint_sleeping, 1, sleep_ns);
+		larder__futex_wait(&c->maint_sleeping, MAINT_IDLE, sleep_ns);
 	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED);
 }
 
@@ -730,13 +756,15 @@ static void *maint_main(void *arg)
 	return NULL;
 }
 
-void larder__cache_wake_maintainer(struct larder *c)
+void larder__cache_wake_maintainer(struct larder *c, const struct larder__handle *h)
 {
 	/* W1: seq_cst fence between the caller's event post (R-EV) and this
 	 * load; pairs with W2 in maint_sleep(). */
 	atomic_thread_fence(LARDER__SEQ_CST);
-	if (atomic_load_explicit(&c->maint_sleeping, LARDER__RELAXED) && /* after W1 */
-	    atomic_exchange_explicit(&c->maint_sleeping, 0, LARDER__RELAXED))
+	uint32_t s = atomic_load_explicit(&c->maint_sleeping, LARDER__RELAXED); /* after W1 */
+	if (s == MAINT_AWAKE || (s == MAINT_WINDOW && !larder__events_half_full(h)))
+		return;
+	if (atomic_exchange_explicit(&c->maint_sleeping, MAINT_AWAKE, LARDER__RELAXED))
 		larder__futex_wake(&c->maint_sleeping, 1);
 }
 
