@@ -128,6 +128,23 @@ static inline struct larder__entry *find_live_rcu(larder *c, struct op *op, uint
 	return entry_expired(c, op, e) ? NULL : e;
 }
 
+/*
+ * The start of every single-key read, after its own argument checks: this
+ * thread's state, the read section entered, and the live entry for the key
+ * (NULL when absent or expired). On an error the section was not entered.
+ */
+static inline int read_begin(larder *c, struct op *op, const void *key, size_t key_len,
+			     struct larder__entry **e)
+{
+	int rc = op_begin(c, op);
+	if (rc != LARDER_OK)
+		return rc;
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	larder__read_enter(&op->thread->reader);
+	*e = find_live_rcu(c, op, hash, key, key_len);
+	return LARDER_OK;
+}
+
 /* Every hit is sampled for the policy; the sample count is the hit count. */
 static inline void count_hit(struct op *op, struct larder__entry *e)
 {
@@ -145,11 +162,9 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 		return rc;
 	if (!value_len || (!buf && buf_len))
 		return LARDER_EINVAL;
-	uint64_t hash = larder__hash(c->seed, key, key_len);
-	if ((rc = op_begin(c, &op)) != LARDER_OK)
+	struct larder__entry *e;
+	if ((rc = read_begin(c, &op, key, key_len, &e)) != LARDER_OK)
 		return rc;
-	larder__read_enter(&op.thread->reader);
-	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
 	if (!e) {
 		larder__read_exit(&op.thread->reader);
 		larder__stat_bump(&op.handle->misses, 1);
@@ -175,11 +190,9 @@ int larder_get_with(larder *c, const void *key, size_t key_len, larder_read_fn *
 		return rc;
 	if (!fn)
 		return LARDER_EINVAL;
-	if ((rc = op_begin(c, &op)) != LARDER_OK)
+	struct larder__entry *e;
+	if ((rc = read_begin(c, &op, key, key_len, &e)) != LARDER_OK)
 		return rc;
-	uint64_t hash = larder__hash(c->seed, key, key_len);
-	larder__read_enter(&op.thread->reader);
-	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
 	if (e) {
 		count_hit(&op, e);
 		fn(ctx, larder__entry_value(e), e->value_len);
@@ -241,12 +254,10 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 int larder_contains(larder *c, const void *key, size_t key_len)
 {
 	struct op op;
+	struct larder__entry *e;
 	int rc = check_key(c, key, key_len);
-	if (rc != LARDER_OK || (rc = op_begin(c, &op)) != LARDER_OK)
+	if (rc != LARDER_OK || (rc = read_begin(c, &op, key, key_len, &e)) != LARDER_OK)
 		return rc;
-	uint64_t hash = larder__hash(c->seed, key, key_len);
-	larder__read_enter(&op.thread->reader);
-	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
 	larder__read_exit(&op.thread->reader);
 	return e ? LARDER_OK : LARDER_MISS;
 }
@@ -259,11 +270,9 @@ int larder_ttl_remaining(larder *c, const void *key, size_t key_len, uint64_t *t
 		return rc;
 	if (!ttl_ms)
 		return LARDER_EINVAL;
-	if ((rc = op_begin(c, &op)) != LARDER_OK)
+	struct larder__entry *e;
+	if ((rc = read_begin(c, &op, key, key_len, &e)) != LARDER_OK)
 		return rc;
-	uint64_t hash = larder__hash(c->seed, key, key_len);
-	larder__read_enter(&op.thread->reader);
-	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
 	if (e) {
 		uint64_t deadline = entry_deadline(e);
 		*ttl_ms = deadline == UINT64_MAX ? LARDER_TTL_NEVER : deadline - op_now(c, &op);

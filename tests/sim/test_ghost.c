@@ -16,26 +16,9 @@
 
 #include "evict/ghost.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                  \
-	do {                                                                              \
-		if (!(cond)) {                                                            \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);              \
-			fprintf(stderr, __VA_ARGS__);                                     \
-			fprintf(stderr, "\n");                                            \
-			failures++;                                                       \
-			return;                                                           \
-		}                                                                         \
-	} while (0)
+#include "sim_check.h"
 
-static uint64_t rng_state;
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
+
 
 /* The model: live ghosts oldest first. */
 struct model {
@@ -194,6 +177,5 @@ int main(int argc, char **argv)
 	test_oversize();
 	test_fifo_exact();
 	test_random_ops();
-	printf("%s\n", failures ? "FAILED" : "all passed");
-	return failures ? 1 : 0;
+	return sim_check_result();
 }

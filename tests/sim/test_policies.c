@@ -18,17 +18,8 @@
 #include "evict/policy.h"
 #include "evict/wtinylfu.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                  \
-	do {                                                                              \
-		if (!(cond)) {                                                            \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);              \
-			fprintf(stderr, __VA_ARGS__);                                     \
-			fprintf(stderr, "\n");                                            \
-			failures++;                                                       \
-			return;                                                           \
-		}                                                                         \
-	} while (0)
+#include "sim_check.h"
+
 
 struct item {
 	struct larder__entry e;
@@ -39,15 +30,6 @@ struct item {
 
 #define N_ITEMS 4000
 static struct item items[N_ITEMS];
-static uint64_t rng_state;
-
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
 
 static struct item *of(const struct larder__entry *e)
 {
@@ -164,6 +146,5 @@ int main(int argc, char **argv)
 			run_ops(larder__policy_ops_for(all[i]), seed + i);
 		}
 	run_ops(&larder__policy_wtinylfu_tuned, seed + 99);
-	printf("%s\n", failures ? "FAILED" : "all passed");
-	return failures ? 1 : 0;
+	return sim_check_result();
 }

@@ -13,17 +13,8 @@
 
 #include "evict/sketch.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                                  \
-	do {                                                                              \
-		if (!(cond)) {                                                            \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);              \
-			fprintf(stderr, __VA_ARGS__);                                     \
-			fprintf(stderr, "\n");                                            \
-			failures++;                                                       \
-			return;                                                           \
-		}                                                                         \
-	} while (0)
+#include "sim_check.h"
+
 
 static uint64_t key_hash(uint64_t k)
 {
@@ -119,6 +110,5 @@ int main(void)
 	test_never_under();
 	test_halving();
 	test_schedule();
-	printf("%s\n", failures ? "FAILED" : "all passed");
-	return failures ? 1 : 0;
+	return sim_check_result();
 }
