@@ -16,7 +16,7 @@
 #               run.sh); its unit tests
 #   clang       clang-14 -Werror build, with the libFuzzer targets; its unit
 #               tests and the short fuzz runs (protocol_fuzz_*, ~20 s each)
-#   tsan        clang-14 ThreadSanitizer build; the stress tests
+#   tsan        clang-14 ThreadSanitizer build; the unit and stress tests
 #   asan-ubsan  gcc AddressSanitizer + UBSan build; the unit and stress tests
 #
 # Builds are incremental (build/<preset>), niced, -j2 (LARDER_JOBS to
@@ -168,7 +168,7 @@ stage_tsan() {
 	configure_build tsan || rc=$?
 	launcher=$(tsan_launcher)
 	# shellcheck disable=SC2086 # launcher is empty or a word list
-	TSAN_OPTIONS="$opts" "${NICE[@]}" $launcher ctest --preset tsan -L '^stress$' "${CTEST_ARGS[@]}"
+	TSAN_OPTIONS="$opts" "${NICE[@]}" $launcher ctest --preset tsan -L '^(unit|stress)$' "${CTEST_ARGS[@]}"
 	return "$rc"
 }
 

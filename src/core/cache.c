@@ -767,7 +767,8 @@ void larder__cache_orphan_handle(larder *c, struct larder__handle *h)
 {
 	/* R-ORPHAN: release; the thread's last posts before the maintainer's A-ORPHAN. */
 	atomic_store_explicit(&h->orphaned, 1, LARDER__RELEASE);
-	larder__cache_wake_maintainer(c, h);
+	/* h may be freed by the maintainer from here on: do not pass it. */
+	larder__cache_wake_maintainer(c, NULL);
 }
 
 /* ---- Statistics ------------------------------------------------------------------ */

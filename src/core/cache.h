@@ -120,7 +120,8 @@ void larder__cache_orphan_handle(struct larder *cache, struct larder__handle *h)
 enum { MAINT_AWAKE = 0, MAINT_IDLE = 1, MAINT_WINDOW = 2 };
 
 /* After posting through h: wakes the maintainer if it sleeps idle, or if it
- * waits out a batching window while h's event ring is half full. */
+ * waits out a batching window while h's event ring is half full (h may be
+ * NULL: then only an idle maintainer is woken). */
 void larder__cache_wake_maintainer(struct larder *cache, const struct larder__handle *h);
 
 #endif /* LARDER_CORE_CACHE_H */

@@ -762,7 +762,7 @@ void larder__cache_wake_maintainer(struct larder *c, const struct larder__handle
 	 * load; pairs with W2 in maint_sleep(). */
 	atomic_thread_fence(LARDER__SEQ_CST);
 	uint32_t s = atomic_load_explicit(&c->maint_sleeping, LARDER__RELAXED); /* after W1 */
-	if (s == MAINT_AWAKE || (s == MAINT_WINDOW && !larder__events_half_full(h)))
+	if (s == MAINT_AWAKE || (s == MAINT_WINDOW && (!h || !larder__events_half_full(h))))
 		return;
 	if (atomic_exchange_explicit(&c->maint_sleeping, MAINT_AWAKE, LARDER__RELAXED))
 		larder__futex_wake(&c->maint_sleeping, 1);
