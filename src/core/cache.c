@@ -274,8 +274,16 @@ int larder_ttl_remaining(larder *c, const void *key, size_t key_len, uint64_t *t
 	if ((rc = read_begin(c, &op, key, key_len, &e)) != LARDER_OK)
 		return rc;
 	if (e) {
+		/* The lookup may have judged the deadline on the coarse clock:
+		 * measure what is left on the precise one, and call it expired if
+		 * it ran out in between. */
 		uint64_t deadline = entry_deadline(e);
-		*ttl_ms = deadline == UINT64_MAX ? LARDER_TTL_NEVER : deadline - op_now(c, &op);
+		if (deadline == UINT64_MAX)
+			*ttl_ms = LARDER_TTL_NEVER;
+		else if (op_now(c, &op) < deadline)
+			*ttl_ms = deadline - op_now(c, &op);
+		else
+			e = NULL;
 	}
 	larder__read_exit(&op.thread->reader);
 	return e ? LARDER_OK : LARDER_MISS;
