@@ -24,8 +24,8 @@
  *      one is due (gp_due: 64 KiB retired, a writer waiting, or 1 ms).
  * Then it sleeps: about 200 us when work is pending (the batching window,
  * cut short by a writer whose event ring is half full), until woken (or
- * 100 ms, or the wheel's next deadline) when idle. A pass that drained many events runs the
- * next one at once.
+ * 100 ms, or the wheel's next deadline) when idle. A pass that drained many
+ * events runs the next one at once.
  *
  * TTL (the wheel): every counted entry that has a deadline is scheduled in
  * account(), cancelled in retire(), and scheduled again when a touch moved
@@ -42,9 +42,10 @@
  * removal is at most one tick (1 ms, the clock's resolution) + one batching
  * window late, except at the wheel's cascade instants: a higher-level slot is
  * re-placed whole, and with 10^7 deadlines over an hour a level-3 slot holds
- * ~730,000 entries (~100 ms; docs/ttl.md, "Known limitation"). The cap is what an injected clock costs: the maintainer
- * cannot know when a test's clock will jump, so a jump while it sleeps is
- * seen at most IDLE_NS later (larder__test_quiesce wakes it at once).
+ * ~730,000 entries (~100 ms; docs/ttl.md, "Known limitation"). The cap is
+ * what an injected clock costs: the maintainer cannot know when a test's
+ * clock will jump, so a jump while it sleeps is seen at most IDLE_NS later
+ * (larder__test_quiesce wakes it at once).
  * Readers never depend on any of this: they check the deadline themselves.
  *
  * Expire-after-access (larder_config_set_expiry): each drained hit sample of
