@@ -911,8 +911,9 @@ static void walk_count(void *ctx, struct larder__entry *e)
 void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
 {
 	struct walk_totals w = { 0, 0 };
-	larder__table_walk((struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE), /* A-ROOT */
-			   walk_count, &w);
+	struct larder__table *root = /* A-ROOT */
+		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
+	larder__table_walk(root, walk_count, &w);
 	*entries = w.entries;
 	*slot_bytes = w.bytes;
 }
