@@ -216,27 +216,25 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 		return rc;
 	long found = 0;
 	uint64_t hash[BATCH_STRIDE];
+	size_t valid[BATCH_STRIDE]; /* indexes in the stride of the keys that pass check_key */
 	larder__read_enter(&op.thread->reader);
 	struct larder__table *t = root_rcu(c);
 	for (size_t base = 0; base < count; base += BATCH_STRIDE) {
-		size_t n = count - base < BATCH_STRIDE ? count - base : BATCH_STRIDE;
+		size_t n = count - base < BATCH_STRIDE ? count - base : BATCH_STRIDE, nvalid = 0;
 		for (size_t i = 0; i < n; i++) {
 			size_t k = base + i;
 			if (check_key(c, keys[k], key_lens[k]) != LARDER_OK)
 				continue;
+			valid[nvalid++] = i;
 			hash[i] = larder__hash(c->seed, keys[k], key_lens[k]);
 			larder__table_prefetch(t, hash[i]);
 		}
 		/* A second pass, so that the bucket loads of the whole stride
 		 * overlap instead of stalling one after another. */
-		for (size_t i = 0; i < n; i++) {
-			if (check_key(c, keys[base + i], key_lens[base + i]) == LARDER_OK)
-				larder__table_prefetch_entry(t, hash[i]);
-		}
-		for (size_t i = 0; i < n; i++) {
-			size_t k = base + i;
-			if (check_key(c, keys[k], key_lens[k]) != LARDER_OK)
-				continue;
+		for (size_t v = 0; v < nvalid; v++)
+			larder__table_prefetch_entry(t, hash[valid[v]]);
+		for (size_t v = 0; v < nvalid; v++) {
+			size_t i = valid[v], k = base + i;
 			struct larder__entry *e = find_live_rcu(c, &op, hash[i], keys[k], key_lens[k]);
 			if (!e) {
 				larder__stat_bump(&op.handle->misses, 1);

@@ -10,6 +10,8 @@ the server returned on that connection. Every server started is killed on exit.
 """
 import os, re, signal, socket, subprocess, sys, time
 
+from loopback import free_port, wait_port
+
 LARDERD, MEMCACHED = sys.argv[1], sys.argv[2]
 K251 = "k" * 251
 
@@ -63,25 +65,6 @@ CASES = [
 ]
 
 NUM_RE = re.compile(rb"^(VALUE \S+ \d+ \d+) (\d+)\r$")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def wait_port(port):
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("server on port %d did not start" % port)
 
 
 def recv_until_mn(s, sent, limit=3.0):

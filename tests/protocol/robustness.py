@@ -15,16 +15,10 @@ The server is killed on exit whatever happens.
 """
 import os, random, resource, signal, socket, subprocess, sys, time
 
+from loopback import free_port, wait_port
+
 LARDERD = sys.argv[1]
 MAXCONN = 1100
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def connect(port):
@@ -77,15 +71,7 @@ def main():
             fails.append(what)
 
     try:
-        deadline = time.time() + 10
-        while True:
-            try:
-                connect(port).close()
-                break
-            except OSError:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.05)
+        wait_port(port)
 
         # 1. endless line
         c = connect(port)
