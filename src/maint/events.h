@@ -7,8 +7,8 @@
  *   events  bounded SPSC ring of inserts, replacements, removals, clears
  *           and touches that moved a deadline earlier.
  *           Lossless: a writer reserves room before it changes the index
- *           (larder__events_has_room, reserve_room in core/cache.c) and posts after, inside its read section,
- *           so every event about memory in a table is visible to the
+ *           (larder__events_has_room, via reserve_room in core/cache.c) and
+ *           posts after, inside its read section, so every event about memory in a table is visible to the
  *           maintainer once a grace period has passed (the maintainer drains
  *           all rings after each grace period, before freeing).
  *   hits    lossy ring of entry pointers that readers hit: the policy's
