@@ -3,7 +3,7 @@
  *
  * An entry is one slab slot (or, for big values, one private mapping):
  *
- *     struct larder__entry   24 bytes, below
+ *     struct larder__entry   16 bytes, below
  *     expire_ms              8 bytes, only when LARDER__ENTRY_TTL is set
  *     wheel link             16 bytes, only when LARDER__ENTRY_TTL is set
  *     key bytes              key_len
@@ -23,6 +23,13 @@
  *       before publication. Readers never read them, so they share the line
  *       with reader-visible fields without a data race. Entries without a
  *       deadline have no wheel link and pay nothing for it.
+ *   E5. prev and next are 32-bit entry ids (mem/pagedir.h; 0 is null), not
+ *       pointers: the links cost 8 bytes instead of 16. The maintainer
+ *       translates an id with larder__entry_at() (one directory load) and
+ *       finds an entry's own id with larder__entry_id() (its page header).
+ *       Once an entry is retired (unlinked from every queue, DEAD) the same
+ *       8 bytes hold retired_next, the maintainer's list of entries waiting
+ *       for a grace period.
  *   E4. Besides touch (E2), the maintainer may store expire_ms, relaxed, by a
  *       compare-and-swap from the value it read (expire-after-access
  *       extension, maint/maintainer.c): it never overwrites a touch.
@@ -34,6 +41,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "mem/pagedir.h"
 #include "sync/atomic.h"
 #include "ttl/wheel.h"
 
@@ -50,13 +58,20 @@ enum {
 };
 
 struct larder__entry {
-	struct larder__entry *prev; /* E3 */
-	struct larder__entry *next; /* E3 */
-	uint32_t value_len;         /* E1 */
-	uint16_t key_len;           /* E1 */
-	uint8_t flags;              /* E1 */
-	uint8_t mbits;              /* E3 */
+	union {
+		struct {
+			uint32_t prev; /* E3, E5: toward the queue's head */
+			uint32_t next; /* E3, E5: toward the queue's tail */
+		};
+		struct larder__entry *retired_next; /* E3, E5: once DEAD */
+	};
+	uint32_t value_len; /* E1 */
+	uint16_t key_len;   /* E1 */
+	uint8_t flags;      /* E1 */
+	uint8_t mbits;      /* E3 */
 };
+
+_Static_assert(sizeof(struct larder__entry) == 16, "the entry header is 16 bytes (E5)");
 
 #define LARDER__ENTRY_HEADER_BYTES sizeof(struct larder__entry)
 /* expire_ms and the wheel link (E2, E3). */
@@ -93,6 +108,18 @@ static inline struct larder__entry *larder__wheel_entry(struct larder__wheel_lin
 {
 	return (struct larder__entry *)(void *)((unsigned char *)link - sizeof(uint64_t) -
 						LARDER__ENTRY_HEADER_BYTES);
+}
+
+/* E5: the entry whose id is id (not 0). Maintainer only. */
+static inline struct larder__entry *larder__entry_at(const struct larder__pagedir *d, uint32_t id)
+{
+	return larder__pagedir_slot(d, id);
+}
+
+/* E5: e's own id, from its page header. Maintainer only. */
+static inline uint32_t larder__entry_id(const struct larder__entry *e)
+{
+	return larder__pagedir_id(e, larder__entry_size(e));
 }
 
 static inline unsigned char *larder__entry_key(struct larder__entry *e)

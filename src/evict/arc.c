@@ -59,8 +59,8 @@ static int arc_create(struct larder__policy **out, const struct larder__policy_h
 		return LARDER_ENOMEM;
 	p->host = *host;
 	p->capacity = capacity_bytes ? capacity_bytes : 1;
-	larder__queue_init(&p->t1);
-	larder__queue_init(&p->t2);
+	larder__queue_init(&p->t1, host->dir);
+	larder__queue_init(&p->t2, host->dir);
 	/* Bounds are enforced here by hand (A3); the ghosts' own bounds are a backstop. */
 	if (larder__ghost_init(&p->b1, p->capacity, expected_entries) != 0)
 		goto fail_b1;
@@ -149,9 +149,9 @@ static void arc_replace(struct larder__policy *p, struct larder__entry *old,
 		p->fresh_bytes = bytes;
 	}
 	/* A write is a request: move to T2's MRU end, as a hit would. */
-	larder__queue_unlink(list_of(p, e), e, bytes);
+	uint32_t id = larder__queue_unlink(list_of(p, e), e, bytes);
 	larder__set_pbits(e, ARC_T2);
-	larder__queue_push(&p->t2, e, bytes);
+	larder__queue_push_id(&p->t2, e, id, bytes);
 }
 
 static void arc_hit(struct larder__policy *p, struct larder__entry *e)
@@ -161,9 +161,9 @@ static void arc_hit(struct larder__policy *p, struct larder__entry *e)
 		return;
 	}
 	uint64_t bytes = bytes_of(p, e);
-	larder__queue_unlink(&p->t1, e, bytes);
+	uint32_t id = larder__queue_unlink(&p->t1, e, bytes);
 	larder__set_pbits(e, ARC_T2);
-	larder__queue_push(&p->t2, e, bytes);
+	larder__queue_push_id(&p->t2, e, id, bytes);
 }
 
 static void arc_remove(struct larder__policy *p, struct larder__entry *e, size_t bytes)
@@ -177,7 +177,7 @@ static void arc_remove(struct larder__policy *p, struct larder__entry *e, size_t
 static struct larder__entry *take_lru(struct larder__policy *p, struct larder__queue *q,
 				      struct larder__ghost *g)
 {
-	struct larder__entry *e = q->head;
+	struct larder__entry *e = larder__queue_oldest(q);
 	if (!e)
 		return NULL;
 	uint64_t bytes = bytes_of(p, e);
@@ -194,7 +194,7 @@ static struct larder__entry *arc_evict(struct larder__policy *p)
 	uint64_t t1 = p->t1.bytes;
 	if (p->fresh && !(larder__pbits(p->fresh) & ARC_T2))
 		t1 -= p->fresh_bytes; /* REPLACE runs before the fetch in the paper */
-	if (p->drop_t1 && p->t1.head != p->fresh) {
+	if (p->drop_t1 && larder__queue_oldest(&p->t1) != p->fresh) {
 		p->drop_t1 = 0;
 		e = take_lru(p, &p->t1, NULL);
 	} else if (t1 > 0 && ((p->hit_b2 && t1 == p->p) || t1 > p->p)) {
@@ -218,6 +218,13 @@ static void arc_set_capacity(struct larder__policy *p, uint64_t capacity_bytes)
 	larder__ghost_set_bound(&p->b2, 2 * p->capacity);
 }
 
+static int64_t arc_check(struct larder__policy *p)
+{
+	int64_t a = larder__queue_check(&p->t1, p->host.size, p->host.ctx);
+	int64_t b = larder__queue_check(&p->t2, p->host.size, p->host.ctx);
+	return a < 0 || b < 0 ? -1 : a + b;
+}
+
 const struct larder__policy_ops larder__policy_arc = {
 	.name = "arc",
 	.create = arc_create,
@@ -228,4 +235,5 @@ const struct larder__policy_ops larder__policy_arc = {
 	.remove = arc_remove,
 	.evict = arc_evict,
 	.set_capacity = arc_set_capacity,
+	.check = arc_check,
 };

@@ -4,14 +4,15 @@
  * The simplest policy, and the yardstick the others must beat: one queue in
  * insertion order, hits ignored, the oldest entry is the victim. A
  * replacement keeps the old entry's position. O(1) everything, no metadata
- * beyond the entry's own links.
+ * beyond the entry's own links (one evict/list.h queue).
  */
 #include <stdlib.h>
 
+#include "evict/list.h"
 #include "evict/policy.h"
 
 struct larder__policy {
-	struct larder__entry head; /* sentinel: head.next is the oldest */
+	struct larder__queue q;
 	struct larder__policy_host host;
 };
 
@@ -23,7 +24,7 @@ static int fifo_create(struct larder__policy **out, const struct larder__policy_
 	struct larder__policy *p = calloc(1, sizeof(*p));
 	if (!p)
 		return LARDER_ENOMEM;
-	p->head.next = p->head.prev = &p->head;
+	larder__queue_init(&p->q, host->dir);
 	p->host = *host;
 	*out = p;
 	return LARDER_OK;
@@ -34,37 +35,17 @@ static void fifo_destroy(struct larder__policy *p)
 	free(p);
 }
 
-static void link_before(struct larder__entry *at, struct larder__entry *e)
-{
-	e->next = at;
-	e->prev = at->prev;
-	at->prev->next = e;
-	at->prev = e;
-}
-
-static void unlink_entry(struct larder__entry *e)
-{
-	e->prev->next = e->next;
-	e->next->prev = e->prev;
-	e->next = e->prev = NULL;
-}
-
 static void fifo_insert(struct larder__policy *p, struct larder__entry *e, uint64_t hash,
 			size_t bytes)
 {
 	(void)hash;
-	(void)bytes;
-	link_before(&p->head, e);
+	larder__queue_push(&p->q, e, bytes);
 }
 
 static void fifo_replace(struct larder__policy *p, struct larder__entry *old,
 			 struct larder__entry *e, size_t old_bytes, size_t bytes)
 {
-	(void)p;
-	(void)old_bytes;
-	(void)bytes;
-	link_before(old, e);
-	unlink_entry(old);
+	larder__queue_swap(&p->q, old, e, old_bytes, bytes);
 }
 
 static void fifo_hit(struct larder__policy *p, struct larder__entry *e)
@@ -75,18 +56,20 @@ static void fifo_hit(struct larder__policy *p, struct larder__entry *e)
 
 static void fifo_remove(struct larder__policy *p, struct larder__entry *e, size_t bytes)
 {
-	(void)p;
-	(void)bytes;
-	unlink_entry(e);
+	larder__queue_unlink(&p->q, e, bytes);
 }
 
 static struct larder__entry *fifo_evict(struct larder__policy *p)
 {
-	struct larder__entry *e = p->head.next;
-	if (e == &p->head)
-		return NULL;
-	unlink_entry(e);
+	struct larder__entry *e = larder__queue_oldest(&p->q);
+	if (e)
+		larder__queue_unlink(&p->q, e, p->host.size(p->host.ctx, e));
 	return e;
+}
+
+static int64_t fifo_check(struct larder__policy *p)
+{
+	return larder__queue_check(&p->q, p->host.size, p->host.ctx);
 }
 
 static void fifo_set_capacity(struct larder__policy *p, uint64_t capacity_bytes)
@@ -105,4 +88,5 @@ const struct larder__policy_ops larder__policy_fifo = {
 	.remove = fifo_remove,
 	.evict = fifo_evict,
 	.set_capacity = fifo_set_capacity,
+	.check = fifo_check,
 };

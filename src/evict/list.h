@@ -6,10 +6,20 @@
  * Direction: head is the oldest end (FIFO front, LRU end), tail the newest;
  * e->prev points toward the head, e->next toward the tail.
  *
+ * Links are 32-bit entry ids (core/entry.h E5, mem/pagedir.h), 0 for none;
+ * the queue translates them through its directory, one load per neighbour
+ * it touches. An entry's own id is needed only when it joins a queue: push
+ * and swap read it from the entry's page header; unlink and touch read it
+ * from a neighbour (or the queue's head), which they touch anyway, and
+ * unlink returns it so that a move between queues costs no header read
+ * (push_id).
+ *
  * Invariants:
  *   Q1. count and bytes are the number and charged bytes of the entries
- *       linked in the queue; head->prev and tail->next are NULL.
- *   Q2. Every operation is O(1); nothing here walks the queue.
+ *       linked in the queue; head's prev and tail's next are 0; for linked
+ *       neighbours a, b: a->next == id(b) iff b->prev == id(a).
+ *   Q2. Every operation is O(1); nothing here walks the queue (except
+ *       larder__queue_check, a test seam).
  * The queue does not know which queue an entry is in; policies record that
  * in their mbits bits.
  */
@@ -22,62 +32,98 @@
 #include "core/entry.h"
 
 struct larder__queue {
-	struct larder__entry *head; /* oldest */
-	struct larder__entry *tail; /* newest */
+	uint32_t head; /* oldest */
+	uint32_t tail; /* newest */
+	const struct larder__pagedir *dir;
 	uint64_t count;
 	uint64_t bytes;
 };
 
-static inline void larder__queue_init(struct larder__queue *q)
+static inline void larder__queue_init(struct larder__queue *q, const struct larder__pagedir *dir)
 {
-	q->head = q->tail = NULL;
+	q->head = q->tail = 0;
+	q->dir = dir;
 	q->count = q->bytes = 0;
+}
+
+static inline struct larder__entry *larder__queue_at(const struct larder__queue *q, uint32_t id)
+{
+	return id ? larder__entry_at(q->dir, id) : NULL;
+}
+
+/* The oldest entry, or NULL. */
+static inline struct larder__entry *larder__queue_oldest(const struct larder__queue *q)
+{
+	return larder__queue_at(q, q->head);
+}
+
+/* The entry after e toward the newest end, or NULL; e is linked in q. */
+static inline struct larder__entry *larder__queue_newer(const struct larder__queue *q,
+						       const struct larder__entry *e)
+{
+	return larder__queue_at(q, e->next);
+}
+
+/* Links e, whose id is id, at the newest end. */
+static inline void larder__queue_push_id(struct larder__queue *q, struct larder__entry *e,
+					 uint32_t id, uint64_t bytes)
+{
+	e->next = 0;
+	e->prev = q->tail;
+	if (q->tail)
+		larder__entry_at(q->dir, q->tail)->next = id;
+	else
+		q->head = id;
+	q->tail = id;
+	q->count++;
+	q->bytes += bytes;
 }
 
 static inline void larder__queue_push(struct larder__queue *q, struct larder__entry *e,
 				      uint64_t bytes)
 {
-	e->next = NULL;
-	e->prev = q->tail;
-	if (q->tail)
-		q->tail->next = e;
-	else
-		q->head = e;
-	q->tail = e;
-	q->count++;
-	q->bytes += bytes;
+	larder__queue_push_id(q, e, larder__entry_id(e), bytes);
 }
 
-static inline void larder__queue_unlink(struct larder__queue *q, struct larder__entry *e,
-					uint64_t bytes)
+/* Unlinks e; returns its id. */
+static inline uint32_t larder__queue_unlink(struct larder__queue *q, struct larder__entry *e,
+					    uint64_t bytes)
 {
-	if (e->prev)
-		e->prev->next = e->next;
-	else
+	uint32_t id;
+	if (e->prev) {
+		struct larder__entry *p = larder__entry_at(q->dir, e->prev);
+		id = p->next;
+		p->next = e->next;
+	} else {
+		id = q->head;
 		q->head = e->next;
+	}
 	if (e->next)
-		e->next->prev = e->prev;
+		larder__entry_at(q->dir, e->next)->prev = e->prev;
 	else
 		q->tail = e->prev;
-	e->prev = e->next = NULL;
+	e->prev = e->next = 0;
 	q->count--;
 	q->bytes -= bytes;
+	return id;
 }
 
 /* Moves e to the newest end of the same queue (an LRU touch). */
 static inline void larder__queue_touch(struct larder__queue *q, struct larder__entry *e)
 {
-	if (q->tail == e)
-		return;
+	if (!e->next)
+		return; /* already the newest */
+	struct larder__entry *n = larder__entry_at(q->dir, e->next);
+	uint32_t id = n->prev;
 	if (e->prev)
-		e->prev->next = e->next;
+		larder__entry_at(q->dir, e->prev)->next = e->next;
 	else
 		q->head = e->next;
-	e->next->prev = e->prev;
-	e->next = NULL;
+	n->prev = e->prev;
+	larder__entry_at(q->dir, q->tail)->next = id;
 	e->prev = q->tail;
-	q->tail->next = e;
-	q->tail = e;
+	e->next = 0;
+	q->tail = id;
 }
 
 /* Puts e where old is (same neighbours), unlinking old; bytes adjusted. */
@@ -85,18 +131,41 @@ static inline void larder__queue_swap(struct larder__queue *q, struct larder__en
 				      struct larder__entry *e, uint64_t old_bytes,
 				      uint64_t bytes)
 {
+	uint32_t id = larder__entry_id(e);
 	e->prev = old->prev;
 	e->next = old->next;
 	if (e->prev)
-		e->prev->next = e;
+		larder__entry_at(q->dir, e->prev)->next = id;
 	else
-		q->head = e;
+		q->head = id;
 	if (e->next)
-		e->next->prev = e;
+		larder__entry_at(q->dir, e->next)->prev = id;
 	else
-		q->tail = e;
-	old->prev = old->next = NULL;
+		q->tail = id;
+	old->prev = old->next = 0;
 	q->bytes = q->bytes - old_bytes + bytes;
+}
+
+/*
+ * Test seam (O(n)): walks q from head to tail checking Q1 (every back link,
+ * the ends, count, and bytes as size() reports them). Returns the number of
+ * entries walked, or -1 at the first broken link.
+ */
+static inline int64_t larder__queue_check(const struct larder__queue *q,
+					  size_t (*size)(void *ctx, const struct larder__entry *e),
+					  void *ctx)
+{
+	uint64_t n = 0, bytes = 0;
+	uint32_t prev = 0;
+	for (uint32_t id = q->head; id; n++) {
+		const struct larder__entry *e = larder__entry_at(q->dir, id);
+		if (e->prev != prev || n >= q->count)
+			return -1;
+		bytes += size(ctx, e);
+		prev = id;
+		id = e->next;
+	}
+	return prev == q->tail && n == q->count && bytes == q->bytes ? (int64_t)n : -1;
 }
 
 /* The policy bits of mbits (bits 0-5), leaving the maintainer's bits alone. */

@@ -28,7 +28,7 @@ static int lru_create(struct larder__policy **out, const struct larder__policy_h
 	struct larder__policy *p = malloc(sizeof *p);
 	if (!p)
 		return LARDER_ENOMEM;
-	larder__queue_init(&p->q);
+	larder__queue_init(&p->q, host->dir);
 	p->host = *host;
 	*out = p;
 	return LARDER_OK;
@@ -67,7 +67,7 @@ static void lru_remove(struct larder__policy *p, struct larder__entry *e, size_t
 
 static struct larder__entry *lru_evict(struct larder__policy *p)
 {
-	struct larder__entry *e = p->q.head;
+	struct larder__entry *e = larder__queue_oldest(&p->q);
 	if (!e)
 		return NULL;
 	larder__queue_unlink(&p->q, e, p->host.size(p->host.ctx, e));
@@ -80,6 +80,11 @@ static void lru_set_capacity(struct larder__policy *p, uint64_t capacity_bytes)
 	(void)capacity_bytes;
 }
 
+static int64_t lru_check(struct larder__policy *p)
+{
+	return larder__queue_check(&p->q, p->host.size, p->host.ctx);
+}
+
 const struct larder__policy_ops larder__policy_lru = {
 	.name = "lru",
 	.create = lru_create,
@@ -90,4 +95,5 @@ const struct larder__policy_ops larder__policy_lru = {
 	.remove = lru_remove,
 	.evict = lru_evict,
 	.set_capacity = lru_set_capacity,
+	.check = lru_check,
 };

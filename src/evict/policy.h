@@ -5,7 +5,8 @@
  * victim. It runs only on the maintainer thread (or in the simulator), so it
  * needs no synchronisation; every call is O(1) amortised and never scans.
  *
- * The policy keeps its queues in the entries themselves: prev, next and the
+ * The policy keeps its queues in the entries themselves: prev, next (entry
+ * ids, translated through the host's directory: core/entry.h E5) and the
  * policy bits of mbits (LARDER__MBITS_POLICY) are its to use while the entry is
  * linked. It learns an entry's hash and size through the host callbacks, so
  * the engine (which recomputes them from the key) and the simulator (which
@@ -34,6 +35,7 @@ struct larder__policy_host {
 	uint64_t (*hash)(void *ctx, const struct larder__entry *e);
 	size_t (*size)(void *ctx, const struct larder__entry *e); /* bytes charged */
 	void *ctx;
+	const struct larder__pagedir *dir; /* the entries' ids (mem/pagedir.h) */
 };
 
 struct larder__policy; /* each policy defines its own */
@@ -52,6 +54,9 @@ struct larder__policy_ops {
 	void (*remove)(struct larder__policy *p, struct larder__entry *e, size_t bytes);
 	struct larder__entry *(*evict)(struct larder__policy *p);
 	void (*set_capacity)(struct larder__policy *p, uint64_t capacity_bytes);
+	/* Test seam, O(n): checks every queue's links (evict/list.h Q1); returns
+	 * the number of linked entries, or -1 when a queue is broken. */
+	int64_t (*check)(struct larder__policy *p);
 };
 
 /* The ops for a policy enum (DEFAULT resolved), or NULL if unknown. */

@@ -114,8 +114,8 @@ static int s3_create(struct larder__policy **out, const struct larder__policy_ho
 	if (!p)
 		return LARDER_ENOMEM;
 	p->host = *host;
-	larder__queue_init(&p->small);
-	larder__queue_init(&p->main);
+	larder__queue_init(&p->small, host->dir);
+	larder__queue_init(&p->main, host->dir);
 	set_targets(p, capacity_bytes);
 	uint64_t bound = capacity_bytes * S3_GHOST_PERCENT / 100;
 	if (larder__ghost_init(&p->ghost, bound ? bound : 1, expected_entries) != 0) {
@@ -138,7 +138,7 @@ static void unyoung(struct larder__policy *p, struct larder__entry *e, uint64_t 
 	if (!(larder__pbits(e) & S3_YOUNG))
 		return;
 	if (p->young_oldest == e)
-		p->young_oldest = e->next;
+		p->young_oldest = larder__queue_newer(&p->small, e); /* F2: young is in small */
 	p->young_bytes -= bytes;
 	larder__set_pbits(e, larder__pbits(e) & ~(unsigned)S3_YOUNG);
 }
@@ -216,13 +216,13 @@ static void s3_remove(struct larder__policy *p, struct larder__entry *e, size_t 
 static struct larder__entry *evict_small(struct larder__policy *p)
 {
 	struct larder__entry *e;
-	while ((e = p->small.head) != NULL && e != p->fresh) {
+	while ((e = larder__queue_oldest(&p->small)) != NULL && e != p->fresh) {
 		uint64_t bytes = entry_bytes(p, e);
 		unyoung(p, e, bytes);
-		larder__queue_unlink(&p->small, e, bytes);
+		uint32_t id = larder__queue_unlink(&p->small, e, bytes);
 		if (freq_of(e) >= S3_MOVE_HITS) {
 			larder__set_pbits(e, S3_MAIN);
-			larder__queue_push(&p->main, e, bytes);
+			larder__queue_push_id(&p->main, e, id, bytes);
 			continue;
 		}
 		uint64_t hash = p->host.hash(p->host.ctx, e);
@@ -236,7 +236,7 @@ static struct larder__entry *evict_small(struct larder__policy *p)
 static struct larder__entry *evict_main(struct larder__policy *p)
 {
 	struct larder__entry *e;
-	while ((e = p->main.head) != NULL) {
+	while ((e = larder__queue_oldest(&p->main)) != NULL) {
 		unsigned f = freq_of(e);
 		if (f > 0) {
 			set_freq(e, f - 1);
@@ -284,6 +284,13 @@ static void s3_set_capacity(struct larder__policy *p, uint64_t capacity_bytes)
 	larder__ghost_set_bound(&p->ghost, bound ? bound : 1);
 }
 
+static int64_t s3_check(struct larder__policy *p)
+{
+	int64_t a = larder__queue_check(&p->small, p->host.size, p->host.ctx);
+	int64_t b = larder__queue_check(&p->main, p->host.size, p->host.ctx);
+	return a < 0 || b < 0 ? -1 : a + b;
+}
+
 const struct larder__policy_ops larder__policy_s3fifo = {
 	.name = "s3fifo",
 	.create = s3_create,
@@ -294,4 +301,5 @@ const struct larder__policy_ops larder__policy_s3fifo = {
 	.remove = s3_remove,
 	.evict = s3_evict,
 	.set_capacity = s3_set_capacity,
+	.check = s3_check,
 };

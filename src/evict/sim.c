@@ -2,10 +2,11 @@
  * evict/sim.c - the public cache simulator (larder_sim_*, larder.h).
  *
  * Replays a stream of key ids through the very policy code the maintainer
- * runs (the same const struct larder__policy_ops, no copy), on real entries:
- * a struct larder__entry header followed by the 8-byte key, exactly the
- * layout core/entry.h gives a key with an empty value. What the engine has
- * and the simulator leaves out: values, the lock-free index (a private
+ * runs (the same const struct larder__policy_ops, no copy), on real entries
+ * in slab slots with ids (mem/slab.h, mem/pagedir.h), as the policies link
+ * them: a struct larder__entry header, the 8-byte key, and as the value the
+ * simulator's own fields (struct sim_entry). What the engine has and the
+ * simulator leaves out: real values, the lock-free index (a private
  * open-addressing map stands in), threads and the event channel.
  *
  * One access = one request of the trace:
@@ -33,16 +34,22 @@
 #include "core/hash.h"
 #include "evict/policy.h"
 #include "larder.h"
+#include "mem/slab.h"
 
+/* One slab slot: an entry whose value is the fields after the key. */
 struct sim_entry {
+	struct larder__entry e;
+	unsigned char key[8];
 	uint64_t hash;
 	uint64_t size;
 	uint64_t id;
 	uint64_t sampled_epoch; /* LARDER_SIM_HIT_DEDUP: drain epoch of its last sample */
 	struct sim_entry *free_next;
-	struct larder__entry e; /* the key follows the header, as in the engine */
-	unsigned char key[8];
 };
+
+#define SIM_VALUE_BYTES (sizeof(struct sim_entry) - offsetof(struct sim_entry, hash))
+_Static_assert(offsetof(struct sim_entry, key) == LARDER__ENTRY_HEADER_BYTES,
+	       "the key follows the header, as in the engine");
 
 struct larder_sim {
 	const struct larder__policy_ops *ops;
@@ -57,6 +64,8 @@ struct larder_sim {
 	uint64_t map_mask;
 	uint64_t live;
 	struct sim_entry *free_list;
+	struct larder__slab slab; /* every entry ever made; freed whole by destroy */
+	struct larder__slab_cursor cursor;
 	uint64_t hit_events;
 	/* LARDER_SIM_HIT_RING: key ids of buffered hits, newest ring_slots kept */
 	uint64_t *ring;
@@ -69,7 +78,7 @@ struct larder_sim {
 
 static struct sim_entry *of_entry(const struct larder__entry *e)
 {
-	return (struct sim_entry *)(void *)((char *)(uintptr_t)e - offsetof(struct sim_entry, e));
+	return (struct sim_entry *)(uintptr_t)e;
 }
 
 static uint64_t host_hash(void *ctx, const struct larder__entry *e)
@@ -156,10 +165,11 @@ static struct sim_entry *entry_new(struct larder_sim *s, uint64_t id, uint64_t h
 	struct sim_entry *se = s->free_list;
 	if (se)
 		s->free_list = se->free_next;
-	else if (!(se = malloc(sizeof *se)))
+	else if (!(se = larder__slab_alloc(&s->slab, &s->cursor, sizeof *se)))
 		return NULL;
 	memset(&se->e, 0, sizeof se->e);
 	se->e.key_len = sizeof se->key;
+	se->e.value_len = SIM_VALUE_BYTES;
 	memcpy(se->key, &id, sizeof id);
 	se->hash = hash;
 	se->size = size;
@@ -198,13 +208,17 @@ int larder_sim_create(larder_sim **out, enum larder_policy policy, uint64_t capa
 		goto fail_map;
 	if (map_init(s, capacity < (1u << 20) ? capacity : (1u << 20)) != 0)
 		goto fail_map;
-	static const struct larder__policy_host host = {host_hash, host_size, NULL};
+	if (larder__slab_init(&s->slab) != 0)
+		goto fail_slab;
+	const struct larder__policy_host host = {host_hash, host_size, NULL, &s->slab.dir};
 	int rc = ops->create(&s->policy, &host, capacity, capacity);
 	if (rc != LARDER_OK)
 		goto fail_policy;
 	*out = s;
 	return LARDER_OK;
 fail_policy:
+	larder__slab_destroy(&s->slab);
+fail_slab:
 	free(s->map);
 fail_map:
 	free(s->ring);
@@ -365,14 +379,8 @@ void larder_sim_destroy(larder_sim *s)
 	if (!s)
 		return;
 	s->ops->destroy(s->policy);
-	for (uint64_t i = 0; i <= s->map_mask; i++)
-		free(s->map[i]);
 	free(s->map);
-	while (s->free_list) {
-		struct sim_entry *n = s->free_list->free_next;
-		free(s->free_list);
-		s->free_list = n;
-	}
+	larder__slab_destroy(&s->slab);
 	free(s->ring);
 	free(s);
 }

@@ -17,8 +17,10 @@
  * sampled requests each mini cache's hits are folded into a score that
  * halves each period (recent periods weigh most), and the window of the best
  * score becomes the answer. Keys in the sample are nodes in a private
- * open-addressing map; a node carries one entry header per mini cache, so
- * the mini caches keep their queues in real entries as the engine does.
+ * open-addressing map; a node owns one entry per mini cache, so the mini
+ * caches keep their queues in real entries as the engine does: slab slots
+ * with ids (mem/pagedir.h) from the tuner's own slab, whose value is the
+ * node's address. A node keeps its entries while on the free list.
  *
  * Invariants:
  *   T1. A node is in the map iff some mini cache holds it (present != 0),
@@ -34,8 +36,10 @@
 
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "evict/wtinylfu.h"
+#include "mem/slab.h"
 
 #define TUNER_K 7
 #ifndef TUNER_MINI_ENTRIES
@@ -56,7 +60,7 @@ struct node {
 	uint64_t bytes;
 	unsigned present; /* bit k: mini cache k holds it */
 	struct node *free_next;
-	struct larder__entry e[TUNER_K];
+	struct larder__entry *e[TUNER_K]; /* value: this node's address */
 };
 
 struct mini {
@@ -73,6 +77,8 @@ struct larder__tuner {
 	struct node **map;
 	uint64_t map_mask, live;
 	struct node *free_list;
+	struct larder__slab slab; /* the nodes' entries; freed whole by destroy */
+	struct larder__slab_cursor cursor;
 	uint64_t sample_mask; /* sampled iff mix(hash) & sample_mask == 0 */
 	uint64_t capacity;    /* of each mini cache, bytes */
 	uint64_t entries;     /* a mini cache's expected entries */
@@ -80,21 +86,23 @@ struct larder__tuner {
 	unsigned best;
 };
 
-static struct node *node_of(const struct larder__entry *e, unsigned k)
+static struct node *node_of(const struct larder__entry *e)
 {
-	return (struct node *)(void *)((char *)(uintptr_t)(e - k) - offsetof(struct node, e));
+	struct node *n;
+	memcpy(&n, larder__entry_value((struct larder__entry *)(uintptr_t)e), sizeof(n));
+	return n;
 }
 
 static uint64_t host_hash(void *ctx, const struct larder__entry *e)
 {
-	const struct mini *m = ctx;
-	return node_of(e, m->k)->hash;
+	(void)ctx;
+	return node_of(e)->hash;
 }
 
 static size_t host_size(void *ctx, const struct larder__entry *e)
 {
-	const struct mini *m = ctx;
-	return (size_t)node_of(e, m->k)->bytes;
+	(void)ctx;
+	return (size_t)node_of(e)->bytes;
 }
 
 static uint64_t mix(uint64_t h)
@@ -109,7 +117,8 @@ static int minis_create(struct larder__tuner *t)
 {
 	for (unsigned k = 0; k < TUNER_K; k++) {
 		t->m[k].k = k;
-		t->host[k] = (struct larder__policy_host){host_hash, host_size, &t->m[k]};
+		t->host[k] = (struct larder__policy_host){host_hash, host_size, &t->m[k],
+							  &t->slab.dir};
 		if (larder__wtinylfu_create(&t->m[k].p, &t->host[k], t->capacity, t->entries,
 					    tuner_windows[k], LARDER__WINDOW_FIXED) != LARDER_OK)
 			return -1;
@@ -132,6 +141,10 @@ int larder__tuner_create(struct larder__tuner **out, uint64_t capacity_bytes,
 	t->period = TUNER_PERIOD_FACTOR * t->entries;
 	t->map_mask = 1023;
 	t->best = 1; /* 1%, Caffeine's starting window, until the first verdict */
+	if (larder__slab_init(&t->slab) != 0) {
+		free(t);
+		return -1;
+	}
 	t->map = calloc(t->map_mask + 1, sizeof *t->map);
 	if (!t->map || minis_create(t) != 0) {
 		larder__tuner_destroy(t);
@@ -156,6 +169,7 @@ void larder__tuner_destroy(struct larder__tuner *t)
 		free(t->free_list);
 		t->free_list = n;
 	}
+	larder__slab_destroy(&t->slab);
 	free(t);
 }
 
@@ -207,6 +221,26 @@ static void map_del(struct larder__tuner *t, struct node *n)
 	t->free_list = n;
 }
 
+/* A node with its TUNER_K entries, or NULL when out of memory. */
+static struct node *node_new(struct larder__tuner *t)
+{
+	struct node *n = malloc(sizeof *n);
+	if (!n)
+		return NULL;
+	for (unsigned k = 0; k < TUNER_K; k++) {
+		size_t bytes = larder__entry_bytes(0, 0, sizeof(n));
+		struct larder__entry *e = larder__slab_alloc(&t->slab, &t->cursor, bytes);
+		if (!e) {
+			free(n); /* the slots taken stay in the slab until destroy */
+			return NULL;
+		}
+		*e = (struct larder__entry){ .value_len = sizeof(n) };
+		memcpy(larder__entry_value(e), &n, sizeof(n));
+		n->e[k] = e;
+	}
+	return n;
+}
+
 static struct node *node_get(struct larder__tuner *t, uint64_t hash, uint64_t bytes)
 {
 	if ((t->live + 1) * 2 > t->map_mask + 1 && map_grow(t) != 0)
@@ -217,7 +251,7 @@ static struct node *node_get(struct larder__tuner *t, uint64_t hash, uint64_t by
 	struct node *n = t->free_list;
 	if (n)
 		t->free_list = n->free_next;
-	else if (!(n = malloc(sizeof *n)))
+	else if (!(n = node_new(t)))
 		return NULL;
 	n->hash = hash;
 	n->bytes = bytes ? bytes : 1;
@@ -233,18 +267,20 @@ static void mini_access(struct larder__tuner *t, struct mini *m, struct node *n)
 	unsigned bit = 1u << m->k;
 	if (n->present & bit) {
 		m->hits++;
-		ops->hit(m->p, &n->e[m->k]);
+		ops->hit(m->p, n->e[m->k]);
 		return;
 	}
-	n->e[m->k] = (struct larder__entry){0};
-	ops->insert(m->p, &n->e[m->k], n->hash, n->bytes);
+	struct larder__entry *e = n->e[m->k];
+	e->prev = e->next = 0;
+	e->mbits = 0;
+	ops->insert(m->p, e, n->hash, n->bytes);
 	n->present |= bit;
 	m->used += n->bytes;
 	while (m->used > t->capacity) {
 		struct larder__entry *v = ops->evict(m->p);
 		if (!v)
 			break;
-		struct node *vn = node_of(v, m->k);
+		struct node *vn = node_of(v);
 		vn->present &= ~bit;
 		m->used -= vn->bytes;
 		if (!vn->present && vn != n)
@@ -299,7 +335,7 @@ void larder__tuner_set_capacity(struct larder__tuner *t, uint64_t capacity_bytes
 			struct larder__entry *v = larder__policy_wtinylfu.evict(m->p);
 			if (!v)
 				break;
-			struct node *vn = node_of(v, k);
+			struct node *vn = node_of(v);
 			vn->present &= ~(1u << k);
 			m->used -= vn->bytes;
 			if (!vn->present)

@@ -138,7 +138,7 @@ int larder__wtinylfu_create(struct larder__policy **out, const struct larder__po
 		return LARDER_ENOMEM;
 	p->host = *host;
 	for (int i = 0; i < 3; i++)
-		larder__queue_init(&p->q[i]);
+		larder__queue_init(&p->q[i], host->dir);
 	p->sketch_entries = expected_entries ? expected_entries : 64;
 	if (larder__sketch_init(&p->sketch, p->sketch_entries) != 0) {
 		free(p);
@@ -179,18 +179,20 @@ static void w_destroy(struct larder__policy *p)
 	free(p);
 }
 
-static void unlink_entry(struct larder__policy *p, struct larder__entry *e, uint64_t bytes)
+/* Unlinks e; returns its id, for a move to another queue (push). */
+static uint32_t unlink_entry(struct larder__policy *p, struct larder__entry *e, uint64_t bytes)
 {
-	if (e == p->cand)
-		p->cand = e->next; /* W2: the next newer probation entry, or NULL */
-	larder__queue_unlink(&p->q[queue_id(e)], e, bytes);
+	if (e == p->cand) /* W2: the next newer probation entry, or NULL */
+		p->cand = larder__queue_newer(&p->q[W_PROBATION], e);
+	return larder__queue_unlink(&p->q[queue_id(e)], e, bytes);
 }
 
-static void push(struct larder__policy *p, unsigned qid, struct larder__entry *e,
+/* Links e, whose id is id, at the newest end of queue qid. */
+static void push(struct larder__policy *p, unsigned qid, struct larder__entry *e, uint32_t id,
 		 uint64_t bytes)
 {
 	larder__set_pbits(e, qid);
-	larder__queue_push(&p->q[qid], e, bytes);
+	larder__queue_push_id(&p->q[qid], e, id, bytes);
 }
 
 /* Moves up to `moves` entries out of over-full window and protected queues. */
@@ -198,20 +200,18 @@ static void rebalance(struct larder__policy *p, int moves)
 {
 	struct larder__entry *e;
 	for (; moves > 0 && p->q[W_WINDOW].bytes > p->window_max &&
-	       (e = p->q[W_WINDOW].head) != NULL;
+	       (e = larder__queue_oldest(&p->q[W_WINDOW])) != NULL;
 	     moves--) {
 		uint64_t b = bytes_of(p, e);
-		unlink_entry(p, e, b);
-		push(p, W_PROBATION, e, b);
+		push(p, W_PROBATION, e, unlink_entry(p, e, b), b);
 		if (!p->cand)
 			p->cand = e;
 	}
 	for (; moves > 0 && p->q[W_PROTECTED].bytes > p->protected_max &&
-	       (e = p->q[W_PROTECTED].head) != NULL;
+	       (e = larder__queue_oldest(&p->q[W_PROTECTED])) != NULL;
 	     moves--) {
 		uint64_t b = bytes_of(p, e);
-		unlink_entry(p, e, b);
-		push(p, W_PROBATION, e, b);
+		push(p, W_PROBATION, e, unlink_entry(p, e, b), b);
 	}
 }
 
@@ -229,23 +229,20 @@ static void resize_window(struct larder__policy *p, uint64_t window_max)
 	set_window(p, window_max);
 	struct larder__entry *e;
 	while (p->q[W_WINDOW].bytes < p->window_max &&
-	       ((e = p->q[W_PROBATION].head) != NULL || (e = p->q[W_PROTECTED].head) != NULL)) {
+	       ((e = larder__queue_oldest(&p->q[W_PROBATION])) != NULL || (e = larder__queue_oldest(&p->q[W_PROTECTED])) != NULL)) {
 		uint64_t b = bytes_of(p, e);
 		if (p->q[W_WINDOW].bytes + b > p->window_max)
 			break;
-		unlink_entry(p, e, b);
-		push(p, W_WINDOW, e, b);
+		push(p, W_WINDOW, e, unlink_entry(p, e, b), b);
 	}
-	while (p->q[W_WINDOW].bytes > p->window_max && (e = p->q[W_WINDOW].head) != NULL) {
+	while (p->q[W_WINDOW].bytes > p->window_max && (e = larder__queue_oldest(&p->q[W_WINDOW])) != NULL) {
 		uint64_t b = bytes_of(p, e);
-		unlink_entry(p, e, b);
-		push(p, W_PROBATION, e, b);
+		push(p, W_PROBATION, e, unlink_entry(p, e, b), b);
 	}
 	while (p->q[W_PROTECTED].bytes > p->protected_max &&
-	       (e = p->q[W_PROTECTED].head) != NULL) {
+	       (e = larder__queue_oldest(&p->q[W_PROTECTED])) != NULL) {
 		uint64_t b = bytes_of(p, e);
-		unlink_entry(p, e, b);
-		push(p, W_PROBATION, e, b);
+		push(p, W_PROBATION, e, unlink_entry(p, e, b), b);
 	}
 }
 
@@ -296,7 +293,7 @@ static void w_insert(struct larder__policy *p, struct larder__entry *e, uint64_t
 {
 	larder__sketch_increment(&p->sketch, hash);
 	p->misses++;
-	push(p, W_WINDOW, e, bytes);
+	push(p, W_WINDOW, e, larder__entry_id(e), bytes);
 	rebalance(p, W_RESIZE_MOVES);
 	/* With room to spare nothing will be evicted: the moved entries are in. */
 	if (total_bytes(p) <= p->capacity)
@@ -329,8 +326,7 @@ static void w_hit(struct larder__policy *p, struct larder__entry *e)
 		larder__queue_touch(&p->q[qid], e);
 	} else {
 		uint64_t b = bytes_of(p, e);
-		unlink_entry(p, e, b);
-		push(p, W_PROTECTED, e, b);
+		push(p, W_PROTECTED, e, unlink_entry(p, e, b), b);
 		rebalance(p, W_RESIZE_MOVES);
 	}
 	climb(p);
@@ -364,22 +360,23 @@ static struct larder__entry *take(struct larder__policy *p, struct larder__entry
 
 static struct larder__entry *w_evict(struct larder__policy *p)
 {
-	struct larder__entry *victim = p->q[W_PROBATION].head;
+	struct larder__entry *victim = larder__queue_oldest(&p->q[W_PROBATION]);
 	struct larder__entry *cand = p->cand;
 	if (cand && victim && cand != victim) {
 		if (!admit(p, cand, victim))
 			return take(p, cand); /* advances cand (W2) */
-		p->cand = cand->next;     /* admitted: the next candidate is judged next */
+		/* admitted: the next candidate is judged next */
+		p->cand = larder__queue_newer(&p->q[W_PROBATION], cand);
 		return take(p, victim);
 	}
 	if (cand) /* the only probation entries are candidates: the oldest goes */
 		return take(p, cand);
 	if (victim)
 		return take(p, victim);
-	if (p->q[W_PROTECTED].head)
-		return take(p, p->q[W_PROTECTED].head);
-	if (p->q[W_WINDOW].head)
-		return take(p, p->q[W_WINDOW].head);
+	if ((victim = larder__queue_oldest(&p->q[W_PROTECTED])) != NULL)
+		return take(p, victim);
+	if ((victim = larder__queue_oldest(&p->q[W_WINDOW])) != NULL)
+		return take(p, victim);
 	return NULL;
 }
 
@@ -393,6 +390,18 @@ static void w_set_capacity(struct larder__policy *p, uint64_t capacity_bytes)
 		larder__tuner_set_capacity(p->tuner, p->capacity);
 }
 
+static int64_t w_check(struct larder__policy *p)
+{
+	int64_t n = 0;
+	for (int i = 0; i < 3; i++) {
+		int64_t k = larder__queue_check(&p->q[i], p->host.size, p->host.ctx);
+		if (k < 0)
+			return -1;
+		n += k;
+	}
+	return n;
+}
+
 const struct larder__policy_ops larder__policy_wtinylfu = {
 	.name = "wtinylfu",
 	.create = w_create,
@@ -403,6 +412,7 @@ const struct larder__policy_ops larder__policy_wtinylfu = {
 	.remove = w_remove,
 	.evict = w_evict,
 	.set_capacity = w_set_capacity,
+	.check = w_check,
 };
 
 /* The adaptive default: W-TinyLFU whose window the tuner picks. */
@@ -416,4 +426,5 @@ const struct larder__policy_ops larder__policy_wtinylfu_tuned = {
 	.remove = w_remove,
 	.evict = w_evict,
 	.set_capacity = w_set_capacity,
+	.check = w_check,
 };

@@ -233,7 +233,7 @@ static void retire(struct larder__maint *m, struct larder__entry *e, enum larder
 			c->listener(c->listener_ctx, larder__entry_key(e), e->key_len,
 				    larder__entry_value(e), e->value_len, cause);
 	}
-	e->next = m->collect;
+	e->retired_next = m->collect; /* E5: unlinked from every queue above */
 	m->collect = e;
 	m->collect_bytes += charge;
 }
@@ -360,7 +360,7 @@ static void free_entries(struct larder__maint *m, struct larder__entry *e, uint6
 {
 	struct larder *c = m->cache;
 	while (e) {
-		struct larder__entry *next = e->next;
+		struct larder__entry *next = e->retired_next;
 		larder__slab_free(&c->slab, e, larder__entry_size(e));
 		e = next;
 	}
@@ -783,7 +783,7 @@ int larder__maint_create(struct larder *c)
 	larder__wheel_init(&m->wheel, 0, wheel_deadline, m);
 	m->ops = larder__policy_ops_for(c->policy);
 	m->policy_capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* not shared yet */
-	struct larder__policy_host host = { entry_hash, entry_charge, c };
+	struct larder__policy_host host = { entry_hash, entry_charge, c, &c->slab.dir };
 	int rc = m->ops->create(&m->policy, &host, m->policy_capacity, c->expected_entries);
 	if (rc != LARDER_OK) {
 		free(m);
@@ -809,7 +809,7 @@ static void free_large(void *ctx, struct larder__entry *e)
 
 static void free_large_list(struct larder *c, struct larder__entry *e)
 {
-	for (; e; e = e->next)
+	for (; e; e = e->retired_next)
 		free_large(c, e);
 }
 
@@ -916,6 +916,13 @@ void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
 	larder__table_walk(root, walk_count, &w);
 	*entries = w.entries;
 	*slot_bytes = w.bytes;
+}
+
+int larder__test_check_links(larder *c)
+{
+	struct larder__maint *m = c->maint;
+	int64_t linked = m->ops->check(m->policy);
+	return linked >= 0 && (uint64_t)linked == m->live_count ? 0 : -1;
 }
 
 void larder__test_wake(larder *c)

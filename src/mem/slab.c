@@ -2,8 +2,10 @@
  * mem/slab.c - slots in pages, allocated by writers, freed by the maintainer.
  *
  * Page layout (page size aligned, so page_of() is a mask):
- *     struct larder__page (one cache line), owner_free bitmap, maint_free
- *     bitmap (each starting on its own cache line), then the slots.
+ *     struct larder__page (starting with its ids, mem/pagedir.h), owner_free
+ *     bitmap, maint_free bitmap (each starting on its own cache line), then
+ *     the slots. A page takes its ids when formatted and gives them back when
+ *     retired; a large entry's mapping starts with the same 64-byte header.
  *
  * Page states (bits of state; changed under the slab lock, read without it):
  *     OWNED   a writer's cursor holds it and allocates from owner_free
@@ -35,6 +37,7 @@ enum { PAGE_OWNED = 1u, PAGE_LISTED = 2u };
 int larder__slab_poison;
 
 struct larder__page {
+	struct larder__pageid id; /* first: mem/pagedir.h finds it by masking */
 	uint32_t size_class;
 	uint32_t nslots;
 	uint32_t slot_bytes;
@@ -110,7 +113,13 @@ static void page_format(struct larder__page *pg, unsigned c)
 int larder__slab_init(struct larder__slab *s)
 {
 	memset(s, 0, sizeof(*s));
-	return pthread_mutex_init(&s->lock, NULL) == 0 ? 0 : -1;
+	if (larder__pagedir_init(&s->dir) != 0)
+		return -1;
+	if (pthread_mutex_init(&s->lock, NULL) != 0) {
+		larder__pagedir_destroy(&s->dir);
+		return -1;
+	}
+	return 0;
 }
 
 static void page_unmap(struct larder__slab *s, struct larder__page *pg)
@@ -137,6 +146,7 @@ void larder__slab_destroy(struct larder__slab *s)
 		}
 	}
 	pthread_mutex_destroy(&s->lock);
+	larder__pagedir_destroy(&s->dir);
 }
 
 static void avail_push_locked(struct larder__slab *s, struct larder__page *pg)
@@ -219,6 +229,12 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 		pthread_mutex_lock(&s->lock);
 	}
 	page_format(pg, c);
+	if (larder__pagedir_add_locked(&s->dir, &pg->id, (unsigned char *)pg + pg->slots_offset,
+				       pg->nslots, pg->slot_bytes) != 0) {
+		pthread_mutex_unlock(&s->lock);
+		page_unmap(s, pg); /* out of ids (mem/pagedir.h): this put fails */
+		return NULL;
+	}
 	/* SL4 side, under the lock like every state change. */
 	atomic_store_explicit(&pg->state, PAGE_OWNED, LARDER__SEQ_CST);
 	pg->all_prev = NULL;
@@ -257,6 +273,7 @@ static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
 	if (atomic_load_explicit(&pg->state, LARDER__RELAXED) & PAGE_LISTED)
 		avail_unlink_locked(s, pg);
 	atomic_store_explicit(&pg->state, 0, LARDER__RELAXED); /* no one else can see it now */
+	larder__pagedir_remove_locked(&s->dir, &pg->id);
 	if (pg->all_prev)
 		pg->all_prev->all_next = pg->all_next;
 	else
@@ -314,15 +331,43 @@ static void page_release(struct larder__slab *s, struct larder__page *pg, int ma
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* A private mapping: its page header (one id, mem/pagedir.h), then the entry. */
+static void *large_alloc(struct larder__slab *s, size_t bytes)
+{
+	size_t len = larder__slab_charge(bytes);
+	struct larder__pageid *pg = larder__pages_map(len, LARDER__OS_PAGE);
+	if (!pg)
+		return NULL;
+	unsigned char *p = (unsigned char *)pg + LARDER__PAGEDIR_LARGE_PREFIX;
+	pthread_mutex_lock(&s->lock);
+	int rc = larder__pagedir_add_locked(&s->dir, pg, p, 1, 0);
+	pthread_mutex_unlock(&s->lock);
+	if (rc != 0) {
+		larder__pages_unmap(pg, len);
+		return NULL;
+	}
+	atomic_fetch_add_explicit(&s->mapped_bytes, len, LARDER__RELAXED); /* a statistic */
+	return p;
+}
+
+static void large_free(struct larder__slab *s, void *p, size_t bytes)
+{
+	size_t len = larder__slab_charge(bytes);
+	struct larder__pageid *pg =
+		(void *)((unsigned char *)p - LARDER__PAGEDIR_LARGE_PREFIX);
+	pthread_mutex_lock(&s->lock);
+	larder__pagedir_remove_locked(&s->dir, pg);
+	pthread_mutex_unlock(&s->lock);
+	larder__pages_unmap(pg, len);
+	/* Relaxed: statistics. */
+	atomic_fetch_sub_explicit(&s->mapped_bytes, len, LARDER__RELAXED);
+	atomic_fetch_add_explicit(&s->returned_bytes, len, LARDER__RELAXED);
+}
+
 void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes)
 {
-	if (bytes > LARDER__SLAB_MAX_SLOT) {
-		size_t len = larder__slab_charge(bytes);
-		void *p = larder__pages_map(len, LARDER__OS_PAGE);
-		if (p) /* relaxed: a statistic */
-			atomic_fetch_add_explicit(&s->mapped_bytes, len, LARDER__RELAXED);
-		return p;
-	}
+	if (bytes > LARDER__SLAB_MAX_SLOT)
+		return large_alloc(s, bytes);
 	unsigned k = larder__sizeclass_of(bytes);
 	struct larder__page *pg = c->page[k];
 	if (pg) {
@@ -343,11 +388,7 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 			  size_t bytes)
 {
 	if (bytes > LARDER__SLAB_MAX_SLOT) {
-		size_t len = larder__slab_charge(bytes);
-		larder__pages_unmap(p, len);
-		/* Relaxed: statistics. */
-		atomic_fetch_sub_explicit(&s->mapped_bytes, len, LARDER__RELAXED);
-		atomic_fetch_add_explicit(&s->returned_bytes, len, LARDER__RELAXED);
+		large_free(s, p, bytes);
 		return;
 	}
 	struct larder__page *pg = page_of(p, bytes);

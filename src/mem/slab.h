@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mem/pagedir.h"
 #include "mem/sizeclass.h"
 #include "sync/atomic.h"
 
@@ -32,6 +33,7 @@ struct larder__slab_cursor {
 
 struct larder__slab {
 	pthread_mutex_t lock; /* guards every list below; taken once per page, not per slot */
+	struct larder__pagedir dir; /* ids of the slots (mem/pagedir.h); grown under lock */
 	struct larder__page *avail[LARDER__SIZECLASS_COUNT];
 	struct larder__page *all;
 	struct larder__page *reserve[LARDER__PAGE_ORDERS];
@@ -45,15 +47,17 @@ int larder__slab_init(struct larder__slab *s);
 /* Unmaps every slab page. Large entries are the caller's to free first. */
 void larder__slab_destroy(struct larder__slab *s);
 
-/* Bytes charged for an entry of this size: its slot, or its mapping. */
+/* Bytes charged for an entry of this size: its slot, or its mapping (whose
+ * first 64 bytes are its page header, mem/pagedir.h). */
 static inline size_t larder__slab_charge(size_t bytes)
 {
 	if (bytes > LARDER__SLAB_MAX_SLOT)
-		return (bytes + 4095) & ~(size_t)4095;
+		return (bytes + LARDER__PAGEDIR_LARGE_PREFIX + 4095) & ~(size_t)4095;
 	return larder__sizeclass_slot(larder__sizeclass_of(bytes));
 }
 
-/* Writer: a slot of at least bytes, 8-byte aligned. NULL when out of memory. */
+/* Writer: a slot of at least bytes, 8-byte aligned, with an id (mem/pagedir.h).
+ * NULL when out of memory or out of ids. */
 void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes);
 /* Writer: gives back a slot this cursor allocated and never published. */
 void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c, void *p,

@@ -8,6 +8,10 @@
  *       drains exactly the linked set.
  *   P3  hit() on linked entries only (this driver never breaks that).
  *   mbits: a policy touches only its own bits (LARDER__MBITS_POLICY).
+ *   Q1  check() (evict/list.h) finds every queue link consistent and exactly
+ *       the linked entries, every 997 steps and at the end.
+ * Entries are slab slots with ids (mem/pagedir.h), as in the engine; each
+ * one's value is the index of its item.
  * Seeded from argv[1] (printed).
  */
 #include <stddef.h>
@@ -15,14 +19,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <string.h>
+
 #include "evict/policy.h"
 #include "evict/wtinylfu.h"
+#include "mem/slab.h"
 
 #include "sim_check.h"
 
 
 struct item {
-	struct larder__entry e;
+	struct larder__entry *e;
 	uint64_t hash;
 	uint64_t size;
 	int linked;
@@ -30,10 +37,27 @@ struct item {
 
 #define N_ITEMS 4000
 static struct item items[N_ITEMS];
+static struct larder__slab slab;
 
 static struct item *of(const struct larder__entry *e)
 {
-	return (struct item *)(void *)((char *)(uintptr_t)e - offsetof(struct item, e));
+	uint64_t i;
+	memcpy(&i, larder__entry_value((struct larder__entry *)(uintptr_t)e), sizeof(i));
+	return &items[i];
+}
+
+static void make_items(void)
+{
+	static struct larder__slab_cursor cursor;
+	CHECK(larder__slab_init(&slab) == 0, "slab");
+	for (uint64_t i = 0; i < N_ITEMS; i++) {
+		size_t bytes = larder__entry_bytes(0, 0, sizeof(i));
+		struct larder__entry *e = larder__slab_alloc(&slab, &cursor, bytes);
+		CHECK(e != NULL, "slab alloc");
+		*e = (struct larder__entry){ .value_len = sizeof(i) };
+		memcpy(larder__entry_value(e), &i, sizeof(i));
+		items[i].e = e;
+	}
 }
 
 static uint64_t h_hash(void *ctx, const struct larder__entry *e)
@@ -53,7 +77,7 @@ static size_t h_size(void *ctx, const struct larder__entry *e)
 
 static void run_ops(const struct larder__policy_ops *ops, uint64_t seed)
 {
-	struct larder__policy_host host = {h_hash, h_size, NULL};
+	struct larder__policy_host host = {h_hash, h_size, NULL, &slab.dir};
 	struct larder__policy *p;
 	uint64_t capacity = 3000, used = 0, linked = 0;
 	CHECK(ops->create(&p, &host, capacity, 500) == LARDER_OK, "create");
@@ -72,16 +96,16 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed)
 		if (!it->linked) {
 			/* a miss: insert (keys repeat, so ghosts and the sketch matter) */
 			it->size = 1 + rnd() % 9;
-			it->e.mbits = FOREIGN_BIT;
-			it->e.prev = it->e.next = NULL;
-			ops->insert(p, &it->e, it->hash, it->size);
+			it->e->mbits = FOREIGN_BIT;
+			it->e->prev = it->e->next = 0;
+			ops->insert(p, it->e, it->hash, it->size);
 			it->linked = 1;
 			linked++;
 			used += it->size;
 		} else if (op < 11) {
-			ops->hit(p, &it->e);
+			ops->hit(p, it->e);
 		} else if (op < 13) {
-			ops->remove(p, &it->e, it->size);
+			ops->remove(p, it->e, it->size);
 			it->linked = 0;
 			linked--;
 			used -= it->size;
@@ -97,8 +121,8 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed)
 				continue;
 			nw->hash = it->hash;
 			nw->size = 1 + rnd() % 9;
-			nw->e.mbits = FOREIGN_BIT;
-			ops->replace(p, &it->e, &nw->e, it->size, nw->size);
+			nw->e->mbits = FOREIGN_BIT;
+			ops->replace(p, it->e, nw->e, it->size, nw->size);
 			it->linked = 0;
 			nw->linked = 1;
 			used = used - it->size + nw->size;
@@ -116,7 +140,11 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed)
 			linked--;
 			used -= vi->size;
 		}
+		if (step % 997 == 0)
+			CHECK(ops->check(p) == (int64_t)linked, "Q1: %s queues broken at step %d",
+			      ops->name, step);
 	}
+	CHECK(ops->check(p) == (int64_t)linked, "Q1: %s queues broken", ops->name);
 	/* Drain: exactly the linked set comes back, then NULL. */
 	while (linked) {
 		struct larder__entry *v = ops->evict(p);
@@ -135,6 +163,7 @@ int main(int argc, char **argv)
 {
 	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 10) : 42;
 	printf("test_policies seed %llu\n", (unsigned long long)seed);
+	make_items();
 	const enum larder_policy all[] = {LARDER_POLICY_FIFO, LARDER_POLICY_LRU,
 					  LARDER_POLICY_S3FIFO, LARDER_POLICY_WTINYLFU,
 					  LARDER_POLICY_ARC, LARDER_POLICY_DEFAULT};
@@ -146,5 +175,6 @@ int main(int argc, char **argv)
 			run_ops(larder__policy_ops_for(all[i]), seed + i);
 		}
 	run_ops(&larder__policy_wtinylfu_tuned, seed + 99);
+	larder__slab_destroy(&slab);
 	return sim_check_result();
 }

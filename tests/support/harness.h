@@ -218,7 +218,8 @@ uint64_t th_stat(larder *cache, enum larder_stat stat);
 /*
  * Quiesces (failing the test if that takes longer than timeout_ms), walks the
  * index and checks LARDER_STAT_ENTRIES and LARDER_STAT_USED_BYTES against the
- * walk. Returns 1 when everything agreed. Writes the walk into the optional
+ * walk, and the eviction policy's queue links (larder__test_check_links).
+ * Returns 1 when everything agreed. Writes the walk into the optional
  * out-parameters.
  */
 int th_check_accounting(larder *cache, uint64_t timeout_ms, uint64_t *entries,

@@ -433,7 +433,7 @@ static void run_write_wait(uint64_t wait_ms)
 	larder_config *config = th_config(64 * KiB);
 	struct waiter w;
 	pthread_t holder;
-	unsigned char v[1000];
+	unsigned char v[1200]; /* fills use 1000 bytes; the overwrite below all of it */
 	uint64_t t0 = 0, elapsed = 0;
 	long fills;
 	char buf[8];
@@ -456,7 +456,7 @@ static void run_write_wait(uint64_t wait_ms)
 		char key[32];
 		snprintf(key, sizeof(key), "fill-%ld", fills);
 		t0 = th_now_ms();
-		rc = larder_put(w.cache, key, strlen(key), v, sizeof(v), LARDER_TTL_NEVER);
+		rc = larder_put(w.cache, key, strlen(key), v, 1000, LARDER_TTL_NEVER);
 		elapsed = th_now_ms() - t0;
 	}
 	CHECK_RC(rc, LARDER_EBUSY);
@@ -480,7 +480,9 @@ static void run_write_wait(uint64_t wait_ms)
 	/*
 	 * An overwrite refused for room stores nothing. (The maintainer may have
 	 * evicted "old" meanwhile, trying to get under capacity, so a miss is fine;
-	 * the refused value must never appear.)
+	 * the refused value must never appear. It is larger than any fill, so
+	 * that it needs more room than the refused fill did, whatever the
+	 * header and slot rounding.)
 	 */
 	CHECK_RC(larder_put(w.cache, "old", 3, v, sizeof(v), LARDER_TTL_NEVER), LARDER_EBUSY);
 	rc = larder_get(w.cache, "old", 3, buf, sizeof(buf), &len);
