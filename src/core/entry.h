@@ -5,7 +5,7 @@
  *
  *     struct larder__entry   16 bytes, below
  *     expire_ms              8 bytes, only when LARDER__ENTRY_TTL is set
- *     wheel link             16 bytes, only when LARDER__ENTRY_TTL is set
+ *     wheel link             8 bytes, only when LARDER__ENTRY_TTL is set
  *     key bytes              key_len
  *     value bytes            value_len
  *
@@ -23,8 +23,9 @@
  *       before publication. Readers never read them, so they share the line
  *       with reader-visible fields without a data race. Entries without a
  *       deadline have no wheel link and pay nothing for it.
- *   E5. prev and next are 32-bit entry ids (mem/pagedir.h; 0 is null), not
- *       pointers: the links cost 8 bytes instead of 16. The maintainer
+ *   E5. prev and next, and the wheel link's, are 32-bit entry ids
+ *       (mem/pagedir.h; 0 is null), not pointers: each pair of links costs
+ *       8 bytes instead of 16. The maintainer
  *       translates an id with larder__entry_at() (one directory load) and
  *       finds an entry's own id with larder__entry_id() (its page header).
  *       Once an entry is retired (unlinked from every queue, DEAD) the same
@@ -76,6 +77,8 @@ _Static_assert(sizeof(struct larder__entry) == 16, "the entry header is 16 bytes
 #define LARDER__ENTRY_HEADER_BYTES sizeof(struct larder__entry)
 /* expire_ms and the wheel link (E2, E3). */
 #define LARDER__ENTRY_TTL_BYTES (sizeof(uint64_t) + sizeof(struct larder__wheel_link))
+/* Where the wheel link sits in a TTL entry's slot (ttl/wheel.h). */
+#define LARDER__ENTRY_WHEEL_OFFSET (LARDER__ENTRY_HEADER_BYTES + sizeof(uint64_t))
 
 static inline size_t larder__entry_prefix_bytes(unsigned flags)
 {
@@ -101,13 +104,12 @@ static inline larder__atomic_u64 *larder__entry_expire(struct larder__entry *e)
 /* Only for entries with LARDER__ENTRY_TTL (E3: the maintainer's). */
 static inline struct larder__wheel_link *larder__entry_wheel(struct larder__entry *e)
 {
-	return (struct larder__wheel_link *)(void *)((unsigned char *)(e + 1) + sizeof(uint64_t));
+	return (struct larder__wheel_link *)(void *)((unsigned char *)e + LARDER__ENTRY_WHEEL_OFFSET);
 }
 
 static inline struct larder__entry *larder__wheel_entry(struct larder__wheel_link *link)
 {
-	return (struct larder__entry *)(void *)((unsigned char *)link - sizeof(uint64_t) -
-						LARDER__ENTRY_HEADER_BYTES);
+	return (struct larder__entry *)(void *)((unsigned char *)link - LARDER__ENTRY_WHEEL_OFFSET);
 }
 
 /* E5: the entry whose id is id (not 0). Maintainer only. */

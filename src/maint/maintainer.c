@@ -173,7 +173,7 @@ static void wheel_track(struct larder__maint *m, struct larder__entry *e)
 	if (d == UINT64_MAX)
 		larder__wheel_cancel(&m->wheel, link);
 	else
-		larder__wheel_reschedule(&m->wheel, link, d);
+		larder__wheel_reschedule(&m->wheel, link, larder__entry_id(e), d);
 }
 
 /* ---- Entry accounting ---------------------------------------------------- */
@@ -500,7 +500,7 @@ static uint64_t evict(struct larder__maint *m)
  * again: touch or after-access may have moved it later in place, and then
  * the entry is scheduled again; otherwise it is unlinked and retired.
  */
-static void on_due(void *ctx, struct larder__wheel_link *link)
+static void on_due(void *ctx, struct larder__wheel_link *link, uint32_t id)
 {
 	struct larder__maint *m = ctx;
 	struct larder__entry *e = larder__wheel_entry(link);
@@ -508,7 +508,7 @@ static void on_due(void *ctx, struct larder__wheel_link *link)
 	if (d == UINT64_MAX)
 		return; /* touch took its deadline away */
 	if (d > m->now_ms) {
-		larder__wheel_schedule(&m->wheel, link, d);
+		larder__wheel_schedule(&m->wheel, link, id, d);
 		return;
 	}
 	/* Not found: replaced or removed meanwhile; that event retires it. */
@@ -780,7 +780,8 @@ int larder__maint_create(struct larder *c)
 	m->next_due = UINT64_MAX;
 	/* Wheel time starts at 0: no clock call at open; the first advance
 	 * jumps to the clock over empty slots. */
-	larder__wheel_init(&m->wheel, 0, wheel_deadline, m);
+	larder__wheel_init(&m->wheel, 0, &c->slab.dir, LARDER__ENTRY_WHEEL_OFFSET, wheel_deadline,
+			   m);
 	m->ops = larder__policy_ops_for(c->policy);
 	m->policy_capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* not shared yet */
 	struct larder__policy_host host = { entry_hash, entry_charge, c, &c->slab.dir };

@@ -21,9 +21,11 @@
  * their deadline and enter the wheel when time reaches the start of their
  * 2^36-tick block.
  *
- * Lists are intrusive hlists (Linux's hlist: next + pprev), so unlinking is
- * O(1) without knowing the list; a link whose pprev points into slot[][] is
- * a slot's first element, which tells cancel() which bitmap bit may clear.
+ * Lists are intrusive and doubly linked by 32-bit ids (8 bytes a link, where
+ * pointers and Linux's hlist pprev would take 16), so unlinking is O(1)
+ * without knowing the list: a first element's prev is its list's tag, which
+ * tells cancel() which list head to update and which bitmap bit may clear.
+ * Every neighbour is reached through the directory (mem/pagedir.h): one load.
  *
  * Invariants (tests/unit/test_wheel.c checks them against a reference model):
  *   W1. cur is the first tick not yet processed: every timer placed at
@@ -36,9 +38,9 @@
  *   W3. Bit s of occupied[l] is set iff slot[l][s] is non-empty.
  *   W4. Heap items were placed with a deadline in a later 2^36 block than
  *       cur's; they form a binary min-heap on their copied deadline, and
- *       each link's heap_index is its position.
+ *       each link's next is its position (prev: the heap tag).
  *   W5. A timer is in exactly one of: a slot, the heap, `due`, `far`, or
- *       nowhere (pprev NULL); count is the number scheduled.
+ *       nowhere (prev 0); count is the number scheduled.
  *   W6. advance(now) delivers every timer whose placed deadline is <= now
  *       (unless it stops at `max`), each at its exact tick, in tick order.
  *       Where the caller moved a deadline without rescheduling, cascades and
@@ -58,41 +60,45 @@
 
 /* ---- Lists ------------------------------------------------------------------- */
 
-static void list_push(struct larder__wheel_link **head, struct larder__wheel_link *n)
+static struct larder__wheel_link *link_at(const struct larder__wheel *w, uint32_t id)
 {
-	n->next = *head;
-	if (n->next)
-		n->next->pprev = &n->next;
-	*head = n;
-	n->pprev = head;
+	return (struct larder__wheel_link *)(void *)((unsigned char *)larder__pagedir_slot(w->dir, id) +
+						   w->link_offset);
 }
 
-static int in_slots(const struct larder__wheel *w, struct larder__wheel_link **p)
+static void list_push(struct larder__wheel *w, unsigned list, struct larder__wheel_link *n,
+		      uint32_t id)
 {
-	uintptr_t a = (uintptr_t)p, lo = (uintptr_t)&w->slot[0][0];
-	return a >= lo && a < lo + sizeof(w->slot);
+	n->next = w->list[list];
+	if (n->next)
+		link_at(w, n->next)->prev = id;
+	w->list[list] = id;
+	n->prev = LARDER__WHEEL_TAG(list);
 }
 
 static void list_unlink(struct larder__wheel *w, struct larder__wheel_link *n)
 {
-	struct larder__wheel_link **pprev = n->pprev;
-	*pprev = n->next;
 	if (n->next)
-		n->next->pprev = pprev;
-	if (!*pprev && in_slots(w, pprev)) { /* W3: the slot became empty */
-		size_t i = (size_t)(pprev - &w->slot[0][0]);
-		w->occupied[i / LARDER__WHEEL_SLOTS] &= ~((uint64_t)1 << (i % LARDER__WHEEL_SLOTS));
+		link_at(w, n->next)->prev = n->prev;
+	if (n->prev < LARDER__PAGEDIR_ID_LIMIT) {
+		link_at(w, n->prev)->next = n->next;
+		return;
 	}
+	unsigned list = n->prev - LARDER__WHEEL_TAG(0);
+	w->list[list] = n->next;
+	if (!n->next && list < LARDER__WHEEL_LIST_DUE) /* W3: the slot became empty */
+		w->occupied[list / LARDER__WHEEL_SLOTS] &= ~((uint64_t)1 << (list % LARDER__WHEEL_SLOTS));
 }
 
-/* Moves slot[l][s] (non-empty) onto *to, which must be empty; clears its bit. */
-static void slot_take(struct larder__wheel *w, unsigned l, unsigned s,
-		      struct larder__wheel_link **to)
+/* Detaches slot[l][s] (non-empty), clears its bit; returns its first id. The
+ * caller re-places every timer of it at once (their prev links go stale). */
+static uint32_t slot_take(struct larder__wheel *w, unsigned l, unsigned s)
 {
-	*to = w->slot[l][s];
-	(*to)->pprev = to;
-	w->slot[l][s] = NULL;
+	uint32_t *head = &w->list[l * LARDER__WHEEL_SLOTS + s];
+	uint32_t first = *head;
+	*head = 0;
 	w->occupied[l] &= ~((uint64_t)1 << s);
+	return first;
 }
 
 /* ---- Heap (W4) ------------------------------------------------------------------ */
@@ -100,7 +106,7 @@ static void slot_take(struct larder__wheel *w, unsigned l, unsigned s,
 static void heap_set(struct larder__wheel *w, size_t i, struct larder__wheel_heap_item it)
 {
 	w->heap[i] = it;
-	it.link->heap_index = i;
+	link_at(w, it.id)->next = (uint32_t)i;
 }
 
 static void heap_up(struct larder__wheel *w, size_t i)
@@ -133,7 +139,8 @@ static void heap_down(struct larder__wheel *w, size_t i)
 	heap_set(w, i, it);
 }
 
-static int heap_push(struct larder__wheel *w, struct larder__wheel_link *n, uint64_t deadline)
+static int heap_push(struct larder__wheel *w, struct larder__wheel_link *n, uint32_t id,
+		     uint64_t deadline)
 {
 	if (w->heap_len == w->heap_cap) {
 		size_t cap = w->heap_cap ? w->heap_cap * 2 : 64;
@@ -143,8 +150,8 @@ static int heap_push(struct larder__wheel *w, struct larder__wheel_link *n, uint
 		w->heap = h;
 		w->heap_cap = cap;
 	}
-	w->heap[w->heap_len] = (struct larder__wheel_heap_item){ deadline, n };
-	n->pprev = &w->heap_marker;
+	w->heap[w->heap_len] = (struct larder__wheel_heap_item){ deadline, id };
+	n->prev = LARDER__WHEEL_TAG_HEAP;
 	heap_up(w, w->heap_len++);
 	return 0;
 }
@@ -164,41 +171,45 @@ static void heap_remove(struct larder__wheel *w, size_t i)
 
 /* ---- Placement (W2) ----------------------------------------------------------- */
 
-static void place(struct larder__wheel *w, struct larder__wheel_link *n, uint64_t d)
+static void place(struct larder__wheel *w, struct larder__wheel_link *n, uint32_t id, uint64_t d)
 {
 	if (d < w->cur) { /* already due: delivered by the next advance */
-		list_push(&w->due, n);
+		list_push(w, LARDER__WHEEL_LIST_DUE, n, id);
 		return;
 	}
 	uint64_t diff = d ^ w->cur;
 	if (diff >> LARDER__WHEEL_SPAN_BITS) {
-		if (heap_push(w, n, d) != 0)
-			list_push(&w->far, n); /* no memory: re-placed at each block start */
+		if (heap_push(w, n, id, d) != 0) /* no memory: re-placed at each block start */
+			list_push(w, LARDER__WHEEL_LIST_FAR, n, id);
 		return;
 	}
 	unsigned l = diff ? (unsigned)(63 - __builtin_clzll(diff)) / LARDER__WHEEL_BITS : 0;
 	unsigned s = (unsigned)(d >> (l * LARDER__WHEEL_BITS)) & (LARDER__WHEEL_SLOTS - 1);
-	list_push(&w->slot[l][s], n);
+	list_push(w, l * LARDER__WHEEL_SLOTS + s, n, id);
 	w->occupied[l] |= (uint64_t)1 << s;
 }
 
-/* Places every timer of a detached list again, at its current deadline. */
-static void replace_list(struct larder__wheel *w, struct larder__wheel_link *n)
+/* Places every timer of a detached list (first id `id`) again, at its
+ * current deadline. */
+static void replace_list(struct larder__wheel *w, uint32_t id)
 {
-	while (n) {
-		struct larder__wheel_link *next = n->next;
-		place(w, n, w->deadline(w->ctx, n));
-		n = next;
+	while (id) {
+		struct larder__wheel_link *n = link_at(w, id);
+		uint32_t next = n->next;
+		place(w, n, id, w->deadline(w->ctx, n));
+		id = next;
 	}
 }
 
 /* ---- Public calls --------------------------------------------------------------- */
 
-void larder__wheel_init(struct larder__wheel *w, uint64_t now, larder__wheel_deadline_fn *fn,
-			void *ctx)
+void larder__wheel_init(struct larder__wheel *w, uint64_t now, const struct larder__pagedir *dir,
+			size_t link_offset, larder__wheel_deadline_fn *fn, void *ctx)
 {
 	*w = (struct larder__wheel){ 0 };
 	w->cur = now;
+	w->dir = dir;
+	w->link_offset = link_offset;
 	w->deadline = fn;
 	w->ctx = ctx;
 }
@@ -210,31 +221,30 @@ void larder__wheel_destroy(struct larder__wheel *w)
 	w->heap_len = w->heap_cap = 0;
 }
 
-void larder__wheel_schedule(struct larder__wheel *w, struct larder__wheel_link *link,
+void larder__wheel_schedule(struct larder__wheel *w, struct larder__wheel_link *link, uint32_t id,
 			    uint64_t deadline)
 {
 	w->count++;
-	place(w, link, deadline);
+	place(w, link, id, deadline);
 }
 
 void larder__wheel_cancel(struct larder__wheel *w, struct larder__wheel_link *link)
 {
-	if (!link->pprev)
+	if (!link->prev)
 		return;
-	if (link->pprev == &w->heap_marker)
-		heap_remove(w, link->heap_index);
+	if (link->prev == LARDER__WHEEL_TAG_HEAP)
+		heap_remove(w, link->next);
 	else
 		list_unlink(w, link);
-	link->pprev = NULL;
-	link->next = NULL;
+	link->prev = link->next = 0;
 	w->count--;
 }
 
 void larder__wheel_reschedule(struct larder__wheel *w, struct larder__wheel_link *link,
-			      uint64_t deadline)
+			      uint32_t id, uint64_t deadline)
 {
 	larder__wheel_cancel(w, link);
-	larder__wheel_schedule(w, link, deadline);
+	larder__wheel_schedule(w, link, id, deadline);
 }
 
 static uint64_t min_u64(uint64_t a, uint64_t b)
@@ -246,7 +256,7 @@ uint64_t larder__wheel_next(const struct larder__wheel *w)
 {
 	if (!w->count)
 		return UINT64_MAX;
-	if (w->due)
+	if (w->list[LARDER__WHEEL_LIST_DUE])
 		return w->cur;
 	uint64_t best = UINT64_MAX;
 	for (unsigned l = 0; l < LARDER__WHEEL_LEVELS; l++) {
@@ -263,7 +273,7 @@ uint64_t larder__wheel_next(const struct larder__wheel *w)
 		uint64_t t = w->heap[0].deadline & ~SPAN_MASK;
 		best = min_u64(best, t < w->cur ? w->cur : t);
 	}
-	if (w->far && (w->cur | SPAN_MASK) != UINT64_MAX)
+	if (w->list[LARDER__WHEEL_LIST_FAR] && (w->cur | SPAN_MASK) != UINT64_MAX)
 		best = min_u64(best, (w->cur | SPAN_MASK) + 1);
 	return best;
 }
@@ -274,14 +284,14 @@ uint64_t larder__wheel_next(const struct larder__wheel *w)
 static uint64_t drain_due(struct larder__wheel *w, larder__wheel_expire_fn *expire, void *ctx)
 {
 	uint64_t n = 0;
-	while (w->due) {
-		struct larder__wheel_link *link = w->due;
+	uint32_t id;
+	while ((id = w->list[LARDER__WHEEL_LIST_DUE]) != 0) {
+		struct larder__wheel_link *link = link_at(w, id);
 		list_unlink(w, link);
-		link->pprev = NULL;
-		link->next = NULL;
+		link->prev = link->next = 0;
 		w->count--;
 		n++;
-		expire(ctx, link);
+		expire(ctx, link, id);
 	}
 	return n;
 }
@@ -293,31 +303,29 @@ static uint64_t process_tick(struct larder__wheel *w, larder__wheel_expire_fn *e
 	uint64_t t = w->cur;
 	while (w->heap_len && (w->heap[0].deadline >> LARDER__WHEEL_SPAN_BITS) <=
 				      (t >> LARDER__WHEEL_SPAN_BITS)) {
-		struct larder__wheel_link *link = w->heap[0].link;
+		uint32_t id = w->heap[0].id;
+		struct larder__wheel_link *link = link_at(w, id);
 		heap_remove(w, 0);
-		place(w, link, w->deadline(w->ctx, link));
+		place(w, link, id, w->deadline(w->ctx, link));
 	}
-	if (w->far && (t & SPAN_MASK) == 0) {
-		struct larder__wheel_link *list = w->far;
-		w->far = NULL;
-		replace_list(w, list);
+	if (w->list[LARDER__WHEEL_LIST_FAR] && (t & SPAN_MASK) == 0) {
+		uint32_t first = w->list[LARDER__WHEEL_LIST_FAR];
+		w->list[LARDER__WHEEL_LIST_FAR] = 0;
+		replace_list(w, first);
 	}
 	for (unsigned l = LARDER__WHEEL_LEVELS - 1; l > 0; l--) {
 		unsigned s = (unsigned)(t >> (l * LARDER__WHEEL_BITS)) & (LARDER__WHEEL_SLOTS - 1);
-		if (!(w->occupied[l] >> s & 1))
-			continue;
-		struct larder__wheel_link *list;
-		slot_take(w, l, s, &list);
-		replace_list(w, list);
+		if (w->occupied[l] >> s & 1)
+			replace_list(w, slot_take(w, l, s));
 	}
 	unsigned s0 = (unsigned)t & (LARDER__WHEEL_SLOTS - 1);
 	if (w->occupied[0] >> s0 & 1) {
-		struct larder__wheel_link *list;
-		slot_take(w, 0, s0, &list);
-		while (list) { /* onto `due`, which cascades above may have fed */
-			struct larder__wheel_link *next = list->next;
-			list_push(&w->due, list);
-			list = next;
+		uint32_t id = slot_take(w, 0, s0);
+		while (id) { /* onto `due`, which cascades above may have fed */
+			struct larder__wheel_link *n = link_at(w, id);
+			uint32_t next = n->next;
+			list_push(w, LARDER__WHEEL_LIST_DUE, n, id);
+			id = next;
 		}
 	}
 	w->cur = t + 1; /* W1 */

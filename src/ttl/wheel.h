@@ -2,9 +2,12 @@
  * ttl/wheel.h - a hierarchical timing wheel with a min-heap for the far future.
  *
  * Owned by one thread (the maintainer); nothing here is atomic or locked.
- * Timers are intrusive: each carries a struct larder__wheel_link (16 bytes),
+ * Timers are intrusive: each carries a struct larder__wheel_link (8 bytes),
  * which the wheel alone reads and writes while the timer is scheduled.
- * The algorithm and its invariants are in ttl/wheel.c.
+ * Links name timers by 32-bit ids (mem/pagedir.h): a timer is the slot its
+ * id names, its link at a fixed offset in the slot (core/entry.h: after the
+ * header and the deadline). The algorithm and its invariants are in
+ * ttl/wheel.c.
  *
  * Time is counted in ticks (the cache clock's milliseconds: 1 tick = 1 ms).
  * The wheel never reads a clock: the caller passes `now` to advance().
@@ -15,79 +18,93 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mem/pagedir.h"
+
 #define LARDER__WHEEL_BITS 6u
 #define LARDER__WHEEL_SLOTS (1u << LARDER__WHEEL_BITS) /* 64: one bitmap word */
 #define LARDER__WHEEL_LEVELS 6u                        /* 64^6 = 2^36 ticks, ~2.2 years */
 #define LARDER__WHEEL_SPAN_BITS (LARDER__WHEEL_BITS * LARDER__WHEEL_LEVELS)
 
+/* The wheel's lists: the slots, level by level, then `due` and `far`. */
+#define LARDER__WHEEL_LIST_DUE (LARDER__WHEEL_LEVELS * LARDER__WHEEL_SLOTS)
+#define LARDER__WHEEL_LIST_FAR (LARDER__WHEEL_LIST_DUE + 1)
+#define LARDER__WHEEL_LISTS (LARDER__WHEEL_LIST_FAR + 1)
+/* prev values that are not ids (pagedir D1: ids stay below the limit). */
+#define LARDER__WHEEL_TAG(list) (LARDER__PAGEDIR_ID_LIMIT + (uint32_t)(list))
+#define LARDER__WHEEL_TAG_HEAP LARDER__WHEEL_TAG(LARDER__WHEEL_LISTS)
+
 /*
- * The per-timer link. In a wheel slot (or the wheel's due/far lists) it is an
- * hlist node: next, and pprev = the address of the pointer that points at it.
- * In the heap, heap_index is its position and pprev is the wheel's heap
- * marker. pprev == NULL means "not scheduled" (a zeroed link is unscheduled).
+ * The per-timer link. In a list (a slot, `due` or `far`) it is a doubly
+ * linked node: next is the next timer's id (0 at the end), prev the previous
+ * one's, or the list's tag when it is the first. In the heap, prev is
+ * LARDER__WHEEL_TAG_HEAP and next its position. prev == 0 means "not
+ * scheduled" (a zeroed link is unscheduled).
  */
 struct larder__wheel_link {
-	union {
-		struct larder__wheel_link *next; /* in a list */
-		size_t heap_index;               /* in the heap */
-	};
-	struct larder__wheel_link **pprev;
+	uint32_t next; /* in a list; the heap index in the heap */
+	uint32_t prev;
 };
 
 /* The timer's current deadline in ticks; called during advance() to place a
  * timer again when its level cascades or it leaves the heap. */
 typedef uint64_t larder__wheel_deadline_fn(void *ctx, struct larder__wheel_link *link);
-/* A timer came due: it is already unscheduled and may be scheduled again. */
-typedef void larder__wheel_expire_fn(void *ctx, struct larder__wheel_link *link);
+/* A timer (link, whose id is id) came due: it is already unscheduled and
+ * may be scheduled again. */
+typedef void larder__wheel_expire_fn(void *ctx, struct larder__wheel_link *link, uint32_t id);
 
 struct larder__wheel_heap_item {
 	uint64_t deadline; /* a copy: the heap's order never changes under it */
-	struct larder__wheel_link *link;
+	uint32_t id;
 };
 
 struct larder__wheel {
 	uint64_t cur;   /* the next tick not yet processed (W1 in wheel.c) */
 	uint64_t count; /* scheduled timers, all places together */
 	uint64_t occupied[LARDER__WHEEL_LEVELS];
-	struct larder__wheel_link *slot[LARDER__WHEEL_LEVELS][LARDER__WHEEL_SLOTS];
-	struct larder__wheel_link *due; /* detached from a level-0 slot, being delivered */
-	struct larder__wheel_link *far; /* beyond the span when the heap could not grow */
+	/* First ids: slot[l][s] is list[l * SLOTS + s]; then due (timers
+	 * detached from a level-0 slot, being delivered) and far (beyond the
+	 * span when the heap could not grow). */
+	uint32_t list[LARDER__WHEEL_LISTS];
 	struct larder__wheel_heap_item *heap;
 	size_t heap_len, heap_cap;
-	struct larder__wheel_link *heap_marker; /* its address marks "in the heap" */
+	const struct larder__pagedir *dir; /* the timers' ids */
+	size_t link_offset;                /* of the link in a timer's slot */
 	larder__wheel_deadline_fn *deadline;
 	void *ctx;
 };
 
-/* Sets up an empty wheel whose time starts at `now`. Never allocates. */
-void larder__wheel_init(struct larder__wheel *w, uint64_t now, larder__wheel_deadline_fn *fn,
-			void *ctx);
+/* Sets up an empty wheel whose time starts at `now`, for timers whose ids dir
+ * translates, each with its link link_offset bytes into its slot. Never
+ * allocates. */
+void larder__wheel_init(struct larder__wheel *w, uint64_t now, const struct larder__pagedir *dir,
+			size_t link_offset, larder__wheel_deadline_fn *fn, void *ctx);
 /* Frees the heap; the timers themselves belong to the caller. */
 void larder__wheel_destroy(struct larder__wheel *w);
 
 /*
- * Schedules an unscheduled timer for `deadline` (a deadline already passed
- * comes due at the next advance). O(1) within the span, O(log n) in the heap.
- * May allocate (heap growth); if that fails the timer waits on an unsorted
- * list that is re-placed once per span, so scheduling never fails.
+ * Schedules an unscheduled timer (link, whose id is id) for `deadline` (a
+ * deadline already passed comes due at the next advance). O(1) within the
+ * span, O(log n) in the heap. May allocate (heap growth); if that fails the
+ * timer waits on an unsorted list that is re-placed once per span, so
+ * scheduling never fails.
  */
-void larder__wheel_schedule(struct larder__wheel *w, struct larder__wheel_link *link,
+void larder__wheel_schedule(struct larder__wheel *w, struct larder__wheel_link *link, uint32_t id,
 			    uint64_t deadline);
 /* Unschedules link; a no-op when it is not scheduled. O(1) (heap: O(log n)). */
 void larder__wheel_cancel(struct larder__wheel *w, struct larder__wheel_link *link);
 /* cancel + schedule. */
 void larder__wheel_reschedule(struct larder__wheel *w, struct larder__wheel_link *link,
-			      uint64_t deadline);
+			      uint32_t id, uint64_t deadline);
 
 static inline int larder__wheel_scheduled(const struct larder__wheel_link *link)
 {
-	return link->pprev != NULL;
+	return link->prev != 0;
 }
 
 /*
  * Processes every tick up to and including now: cascades higher levels,
  * moves heap timers into the wheel as their span comes, and calls
- * expire(ctx, link) for each timer whose slot came due (the slot's tick is
+ * expire(ctx, link, id) for each timer whose slot came due (the slot's tick is
  * <= now). Skips empty slots with the bitmaps: cost is O(levels) per
  * occupied slot, never per elapsed tick. Stops early, between ticks, once
  * `max` timers were delivered. Returns the number delivered; when it equals

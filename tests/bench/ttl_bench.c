@@ -138,6 +138,7 @@ static void *load_main(void *arg)
 struct bare_timer {
 	struct larder__wheel_link link;
 	uint64_t deadline;
+	uint32_t id; /* from a directory of its own (mem/pagedir.h), as entries have */
 };
 
 static uint64_t bare_deadline(void *ctx, struct larder__wheel_link *l)
@@ -148,10 +149,11 @@ static uint64_t bare_deadline(void *ctx, struct larder__wheel_link *l)
 
 static uint64_t bare_fired;
 
-static void bare_expire(void *ctx, struct larder__wheel_link *l)
+static void bare_expire(void *ctx, struct larder__wheel_link *l, uint32_t id)
 {
 	(void)ctx;
 	(void)l;
+	(void)id;
 	bare_fired++;
 }
 
@@ -160,16 +162,28 @@ static void wheel_alone(void)
 {
 	struct bare_timer *t = malloc(opt.entries * sizeof(*t));
 	struct larder__wheel w;
-	if (!t) {
+	struct larder__pagedir dir;
+	struct larder__pageid pg;
+	if (!t || larder__pagedir_init(&dir) != 0) {
 		printf("wheel alone: no memory\n");
+		free(t);
 		return;
 	}
-	larder__wheel_init(&w, T0, bare_deadline, NULL);
+	for (uint64_t i = 0; i < opt.entries; i += 2048) {
+		uint32_t n = (uint32_t)(opt.entries - i < 2048 ? opt.entries - i : 2048);
+		if (larder__pagedir_add_locked(&dir, &pg, &t[i], n, sizeof(*t)) != 0) {
+			printf("wheel alone: out of ids\n");
+			goto out;
+		}
+		for (uint32_t j = 0; j < n; j++)
+			t[i + j].id = pg.first_id + j;
+	}
+	larder__wheel_init(&w, T0, &dir, offsetof(struct bare_timer, link), bare_deadline, NULL);
 	uint64_t t0 = wall_ns();
 	for (uint64_t i = 0; i < opt.entries; i++) {
-		t[i].link = (struct larder__wheel_link){ { NULL }, NULL };
+		t[i].link = (struct larder__wheel_link){ 0, 0 };
 		t[i].deadline = key_deadline(i);
-		larder__wheel_schedule(&w, &t[i].link, t[i].deadline);
+		larder__wheel_schedule(&w, &t[i].link, t[i].id, t[i].deadline);
 	}
 	uint64_t t1 = wall_ns();
 	for (uint64_t now = T0 + opt.step; bare_fired < opt.entries; now += opt.step)
@@ -180,6 +194,8 @@ static void wheel_alone(void)
 	       (double)(t1 - t0) / (double)opt.entries, (double)(t2 - t1) / (double)opt.entries,
 	       bare_fired, opt.step);
 	larder__wheel_destroy(&w);
+out:
+	larder__pagedir_destroy(&dir);
 	free(t);
 }
 

@@ -1,8 +1,9 @@
 /*
  * tests/unit/test_wheel.c - the timing wheel alone (src/ttl/wheel.c).
  *
- * Timers are small structs with a link and a deadline; the expire callback
- * records when each was delivered. Checked, against the invariants W1-W6 of
+ * Timers are small structs with a link and a deadline, named by ids from a
+ * directory (mem/pagedir.h) as entries are; the expire callback records when
+ * each was delivered and checks the id it is given. Checked, against the invariants W1-W6 of
  * wheel.c:
  *   - each timer is delivered by the first advance(now) with now >= its
  *     deadline, and never before (exact to the tick), across every level
@@ -26,13 +27,33 @@ struct timer {
 	uint64_t deadline;  /* what the deadline callback returns */
 	uint64_t placed;    /* what the test scheduled it at (the model) */
 	int scheduled;      /* model: 1 while scheduled */
+	uint32_t id;        /* its id (give_ids) */
 	uint64_t delivered; /* times delivered */
 	uint64_t at;        /* `now` of the advance that delivered it */
 };
 
 #define TIMER(l) ((struct timer *)(void *)(l))
 
+static uint64_t deadline_fn(void *ctx, struct larder__wheel_link *l);
 static uint64_t cur_now; /* the now of the advance in progress */
+static struct larder__pagedir dir; /* the timers' ids, as a slab gives entries theirs */
+
+/* Gives t[0..n) ids, a directory run of up to 2048 at a time. */
+static void give_ids(struct timer *t, size_t n)
+{
+	static struct larder__pageid pg; /* only its first_id is read back */
+	for (size_t i = 0; i < n; i += 2048) {
+		uint32_t k = (uint32_t)(n - i < 2048 ? n - i : 2048);
+		REQUIRE(larder__pagedir_add_locked(&dir, &pg, &t[i], k, sizeof(*t)) == 0);
+		for (uint32_t j = 0; j < k; j++)
+			t[i + j].id = pg.first_id + j;
+	}
+}
+
+static void wheel_init(struct larder__wheel *w, uint64_t now)
+{
+	larder__wheel_init(w, now, &dir, offsetof(struct timer, link), deadline_fn, NULL);
+}
 
 static uint64_t deadline_fn(void *ctx, struct larder__wheel_link *l)
 {
@@ -40,11 +61,12 @@ static uint64_t deadline_fn(void *ctx, struct larder__wheel_link *l)
 	return TIMER(l)->deadline;
 }
 
-static void expire_fn(void *ctx, struct larder__wheel_link *l)
+static void expire_fn(void *ctx, struct larder__wheel_link *l, uint32_t id)
 {
 	struct timer *t = TIMER(l);
 	(void)ctx;
 	CHECK(!larder__wheel_scheduled(l));
+	CHECK_EQ(id, t->id);
 	t->delivered++;
 	t->at = cur_now;
 	t->scheduled = 0;
@@ -60,7 +82,7 @@ static void sched(struct larder__wheel *w, struct timer *t, uint64_t d)
 {
 	t->deadline = t->placed = d;
 	t->scheduled = 1;
-	larder__wheel_reschedule(w, &t->link, d);
+	larder__wheel_reschedule(w, &t->link, t->id, d);
 }
 
 static int bitmaps_clear(const struct larder__wheel *w)
@@ -68,7 +90,8 @@ static int bitmaps_clear(const struct larder__wheel *w)
 	for (unsigned l = 0; l < LARDER__WHEEL_LEVELS; l++)
 		if (w->occupied[l])
 			return 0;
-	return w->heap_len == 0 && w->far == NULL && w->due == NULL;
+	return w->heap_len == 0 && w->list[LARDER__WHEEL_LIST_FAR] == 0 &&
+	       w->list[LARDER__WHEEL_LIST_DUE] == 0;
 }
 
 /* Every boundary: a timer at base + off is not delivered at base + off - 1,
@@ -86,7 +109,8 @@ static void check_boundaries(uint64_t base)
 	struct larder__wheel w;
 
 	memset(t, 0, sizeof(t));
-	larder__wheel_init(&w, base, deadline_fn, NULL);
+	give_ids(t, sizeof(t) / sizeof(t[0]));
+	wheel_init(&w, base);
 	for (int i = N - 1; i >= 0; i--) /* reverse order: placement must not care */
 		sched(&w, &t[i], base + offs[i]);
 	CHECK_EQ(w.count, N);
@@ -126,7 +150,8 @@ static void test_jump(void)
 	struct larder__wheel w;
 
 	memset(t, 0, sizeof(t));
-	larder__wheel_init(&w, 1000, deadline_fn, NULL);
+	give_ids(t, sizeof(t) / sizeof(t[0]));
+	wheel_init(&w, 1000);
 	for (int i = 0; i < 64; i++)
 		sched(&w, &t[i], 1000 + ((uint64_t)1 << (i % 40)) + (uint64_t)i);
 	uint64_t due = 0;
@@ -155,7 +180,8 @@ static void test_heap_handover(void)
 	uint64_t base = 5000, span = (uint64_t)1 << LARDER__WHEEL_SPAN_BITS;
 
 	memset(t, 0, sizeof(t));
-	larder__wheel_init(&w, base, deadline_fn, NULL);
+	give_ids(t, sizeof(t) / sizeof(t[0]));
+	wheel_init(&w, base);
 	for (int i = 0; i < N; i++)
 		sched(&w, &t[i], base + span + th_rng_below(&rng, 3 * span));
 	CHECK_EQ(w.heap_len, N);
@@ -166,7 +192,10 @@ static void test_heap_handover(void)
 	CHECK_EQ(w.count, N - (N + 2) / 3);
 	for (size_t i = 1; i < w.heap_len; i++) {
 		CHECK_LE(w.heap[(i - 1) / 2].deadline, w.heap[i].deadline);
-		CHECK_EQ(w.heap[i].link->heap_index, i);
+		const struct larder__wheel_link *l =
+			(const void *)larder__pagedir_slot(&dir, w.heap[i].id);
+		CHECK_EQ(l->next, i);
+		CHECK_EQ(l->prev, LARDER__WHEEL_TAG_HEAP);
 	}
 	/* Walk time forward in uneven steps; each timer fires exactly on time. */
 	uint64_t now = base;
@@ -205,7 +234,8 @@ static void test_random_model(void)
 	uint64_t now = 777, last = 777;
 
 	memset(t, 0, sizeof(t));
-	larder__wheel_init(&w, now + 1, deadline_fn, NULL);
+	give_ids(t, sizeof(t) / sizeof(t[0]));
+	wheel_init(&w, now + 1);
 	for (int step = 0; step < STEPS; step++) {
 		for (int k = 0; k < 8; k++) {
 			struct timer *x = &t[th_rng_below(&rng, N)];
@@ -261,14 +291,15 @@ static void test_random_model(void)
  * an expire callback may schedule again. */
 static struct larder__wheel *again_wheel;
 
-static void expire_again(void *ctx, struct larder__wheel_link *l)
+static void expire_again(void *ctx, struct larder__wheel_link *l, uint32_t id)
 {
 	struct timer *t = TIMER(l);
 	(void)ctx;
+	CHECK_EQ(id, t->id);
 	t->delivered++;
 	t->at = cur_now;
 	if (t->deadline > cur_now) /* as the maintainer does (on_due) */
-		larder__wheel_schedule(again_wheel, l, t->deadline);
+		larder__wheel_schedule(again_wheel, l, id, t->deadline);
 }
 
 static void test_moved_deadline(void)
@@ -279,7 +310,9 @@ static void test_moved_deadline(void)
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
 	again_wheel = &w;
-	larder__wheel_init(&w, 0, deadline_fn, NULL);
+	give_ids(&a, 1);
+	give_ids(&b, 1);
+	wheel_init(&w, 0);
 	sched(&w, &a, 10);     /* level 0 */
 	sched(&w, &b, 100000); /* level 2 */
 	a.deadline = 500;      /* moved later in place */
@@ -313,7 +346,8 @@ static void test_max_per_call(void)
 	struct larder__wheel w;
 
 	memset(t, 0, sizeof(t));
-	larder__wheel_init(&w, 0, deadline_fn, NULL);
+	give_ids(t, sizeof(t) / sizeof(t[0]));
+	wheel_init(&w, 0);
 	for (int i = 0; i < N; i++)
 		sched(&w, &t[i], 1 + (uint64_t)i); /* one per tick */
 	cur_now = 1000;
@@ -333,6 +367,8 @@ static void test_max_per_call(void)
 
 int main(int argc, char **argv)
 {
+	if (larder__pagedir_init(&dir) != 0)
+		return 1;
 	static const struct th_test tests[] = {
 		TH_TEST(test_level_boundaries), TH_TEST(test_jump),
 		TH_TEST(test_heap_handover),    TH_TEST(test_random_model),
