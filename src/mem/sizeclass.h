@@ -2,7 +2,7 @@
  * mem/sizeclass.h - slot sizes and the page size that holds each.
  *
  * Classes: every multiple of 8 bytes from 32 to 256 (an entry of a 16-byte
- * key and a 64-byte value, 104 bytes with its header, wastes nothing), then
+ * key and a 64-byte value, 96 bytes with its header, wastes nothing), then
  * four classes per power of two up to 256 KiB (at most 25% rounding). Each
  * class lives in pages of the smallest power of two that holds about eight
  * slots, between 64 KiB and 2 MiB. Entries above LARDER__SLAB_MAX_SLOT get a
