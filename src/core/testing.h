@@ -27,11 +27,13 @@ int larder__test_quiesce(larder *cache, uint64_t timeout_ms);
 void larder__test_walk(larder *cache, uint64_t *entries, uint64_t *slot_bytes);
 
 /*
- * Walks the eviction policy's queues checking every link (evict/list.h Q1)
- * and that they hold exactly the maintainer's live entries. Same conditions
- * as larder__test_walk. Returns 0, or -1 when a link or the count is wrong.
+ * Has the maintainer walk its eviction policy's queues at the end of its next
+ * pass, checking every link (evict/list.h Q1) and that they hold exactly its
+ * live entries; waits for the answer. Meaningful once quiesced with no thread
+ * writing. Returns 0, or -1 when a link or the count is wrong or no answer
+ * came within timeout_ms.
  */
-int larder__test_check_links(larder *cache);
+int larder__test_check_links(larder *cache, uint64_t timeout_ms);
 
 /* Makes the n-th next page mapping fail (0 = the next one); -1 turns it off. */
 void larder__test_fail_mmap_after(long n);

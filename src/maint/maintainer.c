@@ -114,6 +114,10 @@ struct larder__maint {
 	larder__atomic_u64 pass_seq;  /* passes started */
 	larder__atomic_u64 idle_seq;  /* number of the last pass that found nothing to do */
 	larder__atomic_u64 wheel_done; /* R-WHEEL: expired through this clock time */
+	/* Test seam larder__test_check_links: requests counted by the tester
+	 * (R-CHKQ), answered by a pass (R-CHKA); check_ok is written before. */
+	larder__atomic_u64 check_asked, check_answered;
+	larder__atomic_int check_ok;
 };
 
 static void bump(struct larder__maint *m, enum larder_stat s, uint64_t by)
@@ -656,6 +660,21 @@ static int gp_due(struct larder__maint *m)
 	       larder__monotonic_ns() - m->gp_started_ns >= GP_INTERVAL_NS;
 }
 
+/* Test seam: the queues are ours (E3), so the check runs here, on request. */
+static void check_links_if_asked(struct larder__maint *m)
+{
+	/* A-CHKQ: acquire, pairs with R-CHKQ: the asker's earlier operations. */
+	uint64_t asked = atomic_load_explicit(&m->check_asked, LARDER__ACQUIRE);
+	if (asked == atomic_load_explicit(&m->check_answered, LARDER__RELAXED)) /* ours */
+		return;
+	int64_t linked = m->ops->check(m->policy);
+	/* Relaxed: published by R-CHKA below. */
+	atomic_store_explicit(&m->check_ok, linked >= 0 && (uint64_t)linked == m->live_count,
+			      LARDER__RELAXED);
+	/* R-CHKA: release, pairs with A-CHKA in larder__test_check_links(). */
+	atomic_store_explicit(&m->check_answered, asked, LARDER__RELEASE);
+}
+
 /* One pass; returns how much it did (0 = idle). */
 static uint64_t maint_pass(struct larder__maint *m)
 {
@@ -705,6 +724,7 @@ static uint64_t maint_pass(struct larder__maint *m)
 	}
 	/* Relaxed: read by a statistics snapshot only. */
 	atomic_store_explicit(&m->stat[LARDER_STAT_ENTRIES], m->live_count, LARDER__RELAXED);
+	check_links_if_asked(m);
 	int pending = m->collect || m->waiting || m->gens || m->tables || m->growing;
 	if (!work && !pending)
 		/* Q2: release; the quiesce seam acquires it (Q3). */
@@ -919,11 +939,23 @@ void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
 	*slot_bytes = w.bytes;
 }
 
-int larder__test_check_links(larder *c)
+int larder__test_check_links(larder *c, uint64_t timeout_ms)
 {
 	struct larder__maint *m = c->maint;
-	int64_t linked = m->ops->check(m->policy);
-	return linked >= 0 && (uint64_t)linked == m->live_count ? 0 : -1;
+	uint64_t deadline = larder__monotonic_ns() + timeout_ms * 1000000u;
+	/* R-CHKQ: release, pairs with A-CHKQ in check_links_if_asked(). */
+	uint64_t asked = atomic_fetch_add_explicit(&m->check_asked, 1, LARDER__RELEASE) + 1;
+	/* A-CHKA: acquire, pairs with R-CHKA: check_ok is the answer. */
+	while (atomic_load_explicit(&m->check_answered, LARDER__ACQUIRE) < asked) {
+		if (larder__monotonic_ns() >= deadline)
+			return -1;
+		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__SEQ_CST); /* the futex word */
+		larder__futex_wake(&c->maint_sleeping, 1);
+		/* Wait on the writers' room word, as the quiesce seam does. */
+		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
+		larder__futex_wait(&c->room_seq, seq, 1000000u);
+	}
+	return atomic_load_explicit(&m->check_ok, LARDER__RELAXED) ? 0 : -1;
 }
 
 void larder__test_wake(larder *c)

@@ -345,7 +345,7 @@ int th_check_accounting(larder *cache, uint64_t timeout_ms, uint64_t *entries,
 	ok &= CHECK_RC(larder_stats(cache, values, LARDER_STAT_COUNT), LARDER_OK);
 	ok &= CHECK_EQ(values[LARDER_STAT_ENTRIES], walk_entries);
 	ok &= CHECK_EQ(values[LARDER_STAT_USED_BYTES], walk_bytes);
-	ok &= CHECK_EQ(larder__test_check_links(cache), 0);
+	ok &= CHECK_EQ(larder__test_check_links(cache, timeout_ms), 0);
 	if (entries)
 		*entries = walk_entries;
 	if (bytes)
