@@ -58,16 +58,14 @@ static int grow_locked(struct larder__pagedir *d, uint32_t need)
 
 static void push_run_locked(struct larder__pagedir *d, uint32_t block, uint32_t len)
 {
-	/* Relaxed: D3, no reader translates a free block's ids. */
-	atomic_store_explicit(&d->dir[block], d->free_run[len], LARDER__RELAXED);
+	d->dir[block] = d->free_run[len]; /* D3: no one translates a free block's ids */
 	d->free_run[len] = block;
 }
 
 static uint32_t pop_run_locked(struct larder__pagedir *d, uint32_t len)
 {
 	uint32_t b = d->free_run[len];
-	/* Relaxed: under the lock, the link we stored in push_run_locked(). */
-	d->free_run[len] = (uint32_t)atomic_load_explicit(&d->dir[b], LARDER__RELAXED);
+	d->free_run[len] = (uint32_t)d->dir[b]; /* D3: the link push_run_locked() left */
 	return b;
 }
 
@@ -105,9 +103,7 @@ int larder__pagedir_add_locked(struct larder__pagedir *d, struct larder__pageid 
 		return -1;
 	for (uint32_t i = 0; i < len; i++) {
 		uint64_t at = base + (uint64_t)i * LARDER__PAGEDIR_BLOCK * slot_bytes;
-		/* Relaxed: D2, ordered by the publication of the entries. */
-		atomic_store_explicit(&d->dir[b + i], (uint64_t)(slot_bytes / 8) << 48 | at,
-				      LARDER__RELAXED);
+		d->dir[b + i] = (uint64_t)(slot_bytes / 8) << 48 | at; /* D2 */
 	}
 	pg->first_id = b << LARDER__PAGEDIR_BLOCK_BITS;
 	pg->slots_offset = (uint32_t)(base - (uintptr_t)pg);

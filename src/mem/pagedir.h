@@ -27,11 +27,16 @@
  *   D1. Id 0 is the null link: block 0 is never handed out. Ids at or above
  *       LARDER__PAGEDIR_ID_LIMIT are never handed out either (the TTL wheel
  *       uses them as list tags, ttl/wheel.h).
- *   D2. dir[b] of a block in use is written (relaxed, under the owner's lock)
- *       before any slot of its page is handed out; an id is translated only
- *       while its slot holds an entry, which was published after its page's
- *       blocks were written (the index's R1/A1 or an event's R-EV/A-EV carry
- *       the order). So a relaxed load reads the current value.
+ *   D2. dir[b] of a block in use is written (under the owner's lock) before
+ *       any slot of its page is handed out; an id is translated only while
+ *       its slot holds an entry, which was published after its page's blocks
+ *       were written (the index's R-SLOT/A-SLOT or an event's R-EV/A-EV carry
+ *       the order), and a word is rewritten only when its page is formatted
+ *       or retired, with no entry in it. So the words are plain memory, as
+ *       an entry's E1 fields are: every read happens after the write it
+ *       reads, and no write races with it. (Plain, not relaxed atomics, so
+ *       that the compiler keeps the directory's address in a register
+ *       across the links it rewrites.)
  *   D3. A block is in at most one page's run; a freed run keeps the index of
  *       the next free run of its length in dir[first block].
  * Limit: at most 2^32 - 2^12 ids in use at once; a page uses its slot count
@@ -69,7 +74,7 @@ struct larder__pageid {
 };
 
 struct larder__pagedir {
-	larder__atomic_u64 *dir; /* LARDER__PAGEDIR_BLOCKS words, reserved */
+	uint64_t *dir; /* LARDER__PAGEDIR_BLOCKS words, reserved; D2 */
 	/* Under the owner's lock (the slab lock): */
 	uint32_t top;       /* blocks below were handed out at least once */
 	uint32_t writable;  /* blocks below are mapped read-write */
@@ -93,12 +98,10 @@ int larder__pagedir_add_locked(struct larder__pagedir *d, struct larder__pageid 
 /* Owner's lock held: gives pg's ids back (no slot of it may be linked). */
 void larder__pagedir_remove_locked(struct larder__pagedir *d, struct larder__pageid *pg);
 
-/* The address of slot id (in use: D2). One relaxed load. */
+/* The address of slot id (in use: D2). One load from the directory. */
 static inline void *larder__pagedir_slot(const struct larder__pagedir *d, uint32_t id)
 {
-	/* Relaxed: D2, the entry's publication ordered the directory write. */
-	uint64_t v = atomic_load_explicit(&d->dir[id >> LARDER__PAGEDIR_BLOCK_BITS],
-					  LARDER__RELAXED);
+	uint64_t v = d->dir[id >> LARDER__PAGEDIR_BLOCK_BITS]; /* D2 */
 	uintptr_t base = (uintptr_t)(v & ((UINT64_C(1) << 48) - 1));
 	return (void *)(base + (uintptr_t)(id & (LARDER__PAGEDIR_BLOCK - 1)) *
 				       (uintptr_t)((v >> 48) << 3));
