@@ -418,7 +418,8 @@ static struct larder__entry *entry_build(larder *c, struct op *op, const void *k
 		return NULL;
 	/* Counted from allocation, so a free never precedes its count. */
 	larder__stat_bump(&op->handle->alloc_bytes, larder__slab_charge(bytes));
-	e->prev = e->next = 0;
+	e->prev = 0;
+	e->next = larder__pagedir_id(e, bytes); /* E6 */
 	e->value_len = (uint32_t)value_len;
 	e->key_len = (uint16_t)key_len;
 	e->flags = (uint8_t)flags;

@@ -19,8 +19,8 @@
  *       correct answer for a read that races with the touch.
  *   E3. prev, next, mbits and the wheel link belong to the maintainer thread
  *       alone (policy queue links and state; the TTL wheel's list links or
- *       heap index, ttl/wheel.h), except that the creating writer zeroes them
- *       before publication. Readers never read them, so they share the line
+ *       heap index, ttl/wheel.h), except that the creating writer initialises
+ *       them before publication (E6). Readers never read them, so they share the line
  *       with reader-visible fields without a data race. Entries without a
  *       deadline have no wheel link and pay nothing for it.
  *   E5. prev and next, and the wheel link's, are 32-bit entry ids
@@ -31,6 +31,10 @@
  *       Once an entry is retired (unlinked from every queue, DEAD) the same
  *       8 bytes hold retired_next, the maintainer's list of entries waiting
  *       for a grace period.
+ *   E6. An entry in no policy queue has prev 0 and next its own id: the
+ *       creating writer stores it (it has the page header at hand), and
+ *       every unlink puts it back (evict/list.h), so the maintainer never
+ *       computes an id to link an entry. The wheel link starts zeroed.
  *   E4. Besides touch (E2), the maintainer may store expire_ms, relaxed, by a
  *       compare-and-swap from the value it read (expire-after-access
  *       extension, maint/maintainer.c): it never overwrites a touch.

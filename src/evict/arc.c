@@ -149,9 +149,9 @@ static void arc_replace(struct larder__policy *p, struct larder__entry *old,
 		p->fresh_bytes = bytes;
 	}
 	/* A write is a request: move to T2's MRU end, as a hit would. */
-	uint32_t id = larder__queue_unlink(list_of(p, e), e, bytes);
+	larder__queue_unlink(list_of(p, e), e, bytes);
 	larder__set_pbits(e, ARC_T2);
-	larder__queue_push_id(&p->t2, e, id, bytes);
+	larder__queue_push(&p->t2, e, bytes);
 }
 
 static void arc_hit(struct larder__policy *p, struct larder__entry *e)
@@ -161,9 +161,9 @@ static void arc_hit(struct larder__policy *p, struct larder__entry *e)
 		return;
 	}
 	uint64_t bytes = bytes_of(p, e);
-	uint32_t id = larder__queue_unlink(&p->t1, e, bytes);
+	larder__queue_unlink(&p->t1, e, bytes);
 	larder__set_pbits(e, ARC_T2);
-	larder__queue_push_id(&p->t2, e, id, bytes);
+	larder__queue_push(&p->t2, e, bytes);
 }
 
 static void arc_remove(struct larder__policy *p, struct larder__entry *e, size_t bytes)

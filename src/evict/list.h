@@ -8,11 +8,11 @@
  *
  * Links are 32-bit entry ids (core/entry.h E5, mem/pagedir.h), 0 for none;
  * the queue translates them through its directory, one load per neighbour
- * it touches. An entry's own id is needed only when it joins a queue: push
- * and swap read it from the entry's page header; unlink and touch read it
- * from a neighbour (or the queue's head), which they touch anyway, and
- * unlink returns it so that a move between queues costs no header read
- * (push_id).
+ * it touches. An entry's own id is needed when it joins a queue: an entry
+ * in no queue carries it in its next field (E6: the creating writer puts it
+ * there, and unlink and swap put it back, reading it from a neighbour or the
+ * queue's head, which they touch anyway), so no operation reads a page
+ * header or computes an id.
  *
  * Invariants:
  *   Q1. count and bytes are the number and charged bytes of the entries
@@ -64,10 +64,11 @@ static inline struct larder__entry *larder__queue_newer(const struct larder__que
 	return larder__queue_at(q, e->next);
 }
 
-/* Links e, whose id is id, at the newest end. */
-static inline void larder__queue_push_id(struct larder__queue *q, struct larder__entry *e,
-					 uint32_t id, uint64_t bytes)
+/* Links e (in no queue: E6) at the newest end. */
+static inline void larder__queue_push(struct larder__queue *q, struct larder__entry *e,
+				      uint64_t bytes)
 {
+	uint32_t id = e->next; /* E6 */
 	e->next = 0;
 	e->prev = q->tail;
 	if (q->tail)
@@ -79,15 +80,9 @@ static inline void larder__queue_push_id(struct larder__queue *q, struct larder_
 	q->bytes += bytes;
 }
 
-static inline void larder__queue_push(struct larder__queue *q, struct larder__entry *e,
-				      uint64_t bytes)
-{
-	larder__queue_push_id(q, e, larder__entry_id(e), bytes);
-}
-
-/* Unlinks e; returns its id. */
-static inline uint32_t larder__queue_unlink(struct larder__queue *q, struct larder__entry *e,
-					    uint64_t bytes)
+/* Unlinks e, leaving its own id in its next field (E6). */
+static inline void larder__queue_unlink(struct larder__queue *q, struct larder__entry *e,
+					uint64_t bytes)
 {
 	uint32_t id;
 	if (e->prev) {
@@ -102,10 +97,10 @@ static inline uint32_t larder__queue_unlink(struct larder__queue *q, struct lard
 		larder__entry_at(q->dir, e->next)->prev = e->prev;
 	else
 		q->tail = e->prev;
-	e->prev = e->next = 0;
+	e->prev = 0;
+	e->next = id; /* E6 */
 	q->count--;
 	q->bytes -= bytes;
-	return id;
 }
 
 /* Moves e to the newest end of the same queue (an LRU touch). */
@@ -126,23 +121,29 @@ static inline void larder__queue_touch(struct larder__queue *q, struct larder__e
 	q->tail = id;
 }
 
-/* Puts e where old is (same neighbours), unlinking old; bytes adjusted. */
+/* Puts e (in no queue: E6) where old is (same neighbours), unlinking old;
+ * bytes adjusted. */
 static inline void larder__queue_swap(struct larder__queue *q, struct larder__entry *old,
 				      struct larder__entry *e, uint64_t old_bytes,
 				      uint64_t bytes)
 {
-	uint32_t id = larder__entry_id(e);
+	uint32_t id = e->next, old_id; /* E6 */
 	e->prev = old->prev;
 	e->next = old->next;
-	if (e->prev)
-		larder__entry_at(q->dir, e->prev)->next = id;
-	else
+	if (e->prev) {
+		struct larder__entry *p = larder__entry_at(q->dir, e->prev);
+		old_id = p->next;
+		p->next = id;
+	} else {
+		old_id = q->head;
 		q->head = id;
+	}
 	if (e->next)
 		larder__entry_at(q->dir, e->next)->prev = id;
 	else
 		q->tail = id;
-	old->prev = old->next = 0;
+	old->prev = 0;
+	old->next = old_id; /* E6 */
 	q->bytes = q->bytes - old_bytes + bytes;
 }
 

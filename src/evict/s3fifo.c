@@ -219,10 +219,10 @@ static struct larder__entry *evict_small(struct larder__policy *p)
 	while ((e = larder__queue_oldest(&p->small)) != NULL && e != p->fresh) {
 		uint64_t bytes = entry_bytes(p, e);
 		unyoung(p, e, bytes);
-		uint32_t id = larder__queue_unlink(&p->small, e, bytes);
+		larder__queue_unlink(&p->small, e, bytes);
 		if (freq_of(e) >= S3_MOVE_HITS) {
 			larder__set_pbits(e, S3_MAIN);
-			larder__queue_push_id(&p->main, e, id, bytes);
+			larder__queue_push(&p->main, e, bytes);
 			continue;
 		}
 		uint64_t hash = p->host.hash(p->host.ctx, e);

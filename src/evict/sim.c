@@ -168,6 +168,7 @@ static struct sim_entry *entry_new(struct larder_sim *s, uint64_t id, uint64_t h
 	else if (!(se = larder__slab_alloc(&s->slab, &s->cursor, sizeof *se)))
 		return NULL;
 	memset(&se->e, 0, sizeof se->e);
+	se->e.next = larder__pagedir_id(se, sizeof *se); /* E6: in no queue yet */
 	se->e.key_len = sizeof se->key;
 	se->e.value_len = SIM_VALUE_BYTES;
 	memcpy(se->key, &id, sizeof id);

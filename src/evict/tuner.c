@@ -235,6 +235,7 @@ static struct node *node_new(struct larder__tuner *t)
 			return NULL;
 		}
 		*e = (struct larder__entry){ .value_len = sizeof(n) };
+		e->next = larder__pagedir_id(e, bytes); /* E6: in no queue yet */
 		memcpy(larder__entry_value(e), &n, sizeof(n));
 		n->e[k] = e;
 	}
@@ -271,8 +272,7 @@ static void mini_access(struct larder__tuner *t, struct mini *m, struct node *n)
 		return;
 	}
 	struct larder__entry *e = n->e[m->k];
-	e->prev = e->next = 0;
-	e->mbits = 0;
+	e->mbits = 0; /* its links: E6, left so by the eviction that unlinked it */
 	ops->insert(m->p, e, n->hash, n->bytes);
 	n->present |= bit;
 	m->used += n->bytes;

@@ -179,20 +179,25 @@ static void w_destroy(struct larder__policy *p)
 	free(p);
 }
 
-/* Unlinks e; returns its id, for a move to another queue (push). */
-static uint32_t unlink_entry(struct larder__policy *p, struct larder__entry *e, uint64_t bytes)
+static void unlink_entry(struct larder__policy *p, struct larder__entry *e, uint64_t bytes)
 {
 	if (e == p->cand) /* W2: the next newer probation entry, or NULL */
 		p->cand = larder__queue_newer(&p->q[W_PROBATION], e);
-	return larder__queue_unlink(&p->q[queue_id(e)], e, bytes);
+	larder__queue_unlink(&p->q[queue_id(e)], e, bytes);
 }
 
-/* Links e, whose id is id, at the newest end of queue qid. */
-static void push(struct larder__policy *p, unsigned qid, struct larder__entry *e, uint32_t id,
+static void push(struct larder__policy *p, unsigned qid, struct larder__entry *e,
 		 uint64_t bytes)
 {
 	larder__set_pbits(e, qid);
-	larder__queue_push_id(&p->q[qid], e, id, bytes);
+	larder__queue_push(&p->q[qid], e, bytes);
+}
+
+/* Moves e (linked) to the newest end of queue qid. */
+static void move(struct larder__policy *p, unsigned qid, struct larder__entry *e, uint64_t bytes)
+{
+	unlink_entry(p, e, bytes);
+	push(p, qid, e, bytes);
 }
 
 /* Moves up to `moves` entries out of over-full window and protected queues. */
@@ -203,7 +208,7 @@ static void rebalance(struct larder__policy *p, int moves)
 	       (e = larder__queue_oldest(&p->q[W_WINDOW])) != NULL;
 	     moves--) {
 		uint64_t b = bytes_of(p, e);
-		push(p, W_PROBATION, e, unlink_entry(p, e, b), b);
+		move(p, W_PROBATION, e, b);
 		if (!p->cand)
 			p->cand = e;
 	}
@@ -211,7 +216,7 @@ static void rebalance(struct larder__policy *p, int moves)
 	       (e = larder__queue_oldest(&p->q[W_PROTECTED])) != NULL;
 	     moves--) {
 		uint64_t b = bytes_of(p, e);
-		push(p, W_PROBATION, e, unlink_entry(p, e, b), b);
+		move(p, W_PROBATION, e, b);
 	}
 }
 
@@ -233,16 +238,16 @@ static void resize_window(struct larder__policy *p, uint64_t window_max)
 		uint64_t b = bytes_of(p, e);
 		if (p->q[W_WINDOW].bytes + b > p->window_max)
 			break;
-		push(p, W_WINDOW, e, unlink_entry(p, e, b), b);
+		move(p, W_WINDOW, e, b);
 	}
 	while (p->q[W_WINDOW].bytes > p->window_max && (e = larder__queue_oldest(&p->q[W_WINDOW])) != NULL) {
 		uint64_t b = bytes_of(p, e);
-		push(p, W_PROBATION, e, unlink_entry(p, e, b), b);
+		move(p, W_PROBATION, e, b);
 	}
 	while (p->q[W_PROTECTED].bytes > p->protected_max &&
 	       (e = larder__queue_oldest(&p->q[W_PROTECTED])) != NULL) {
 		uint64_t b = bytes_of(p, e);
-		push(p, W_PROBATION, e, unlink_entry(p, e, b), b);
+		move(p, W_PROBATION, e, b);
 	}
 }
 
@@ -293,7 +298,7 @@ static void w_insert(struct larder__policy *p, struct larder__entry *e, uint64_t
 {
 	larder__sketch_increment(&p->sketch, hash);
 	p->misses++;
-	push(p, W_WINDOW, e, larder__entry_id(e), bytes);
+	push(p, W_WINDOW, e, bytes);
 	rebalance(p, W_RESIZE_MOVES);
 	/* With room to spare nothing will be evicted: the moved entries are in. */
 	if (total_bytes(p) <= p->capacity)
@@ -326,7 +331,7 @@ static void w_hit(struct larder__policy *p, struct larder__entry *e)
 		larder__queue_touch(&p->q[qid], e);
 	} else {
 		uint64_t b = bytes_of(p, e);
-		push(p, W_PROTECTED, e, unlink_entry(p, e, b), b);
+		move(p, W_PROTECTED, e, b);
 		rebalance(p, W_RESIZE_MOVES);
 	}
 	climb(p);

@@ -174,10 +174,14 @@ static void wheel_track(struct larder__maint *m, struct larder__entry *e)
 {
 	uint64_t d = entry_deadline(e);
 	struct larder__wheel_link *link = larder__entry_wheel(e);
-	if (d == UINT64_MAX)
+	if (d == UINT64_MAX) {
 		larder__wheel_cancel(&m->wheel, link);
-	else
-		larder__wheel_reschedule(&m->wheel, link, larder__entry_id(e), d);
+		return;
+	}
+	/* E6: an entry in no queue carries its id; a queued one (a touch) asks
+	 * its page header. */
+	uint32_t id = (e->mbits & LARDER__MBITS_QUEUED) ? larder__entry_id(e) : e->next;
+	larder__wheel_reschedule(&m->wheel, link, id, d);
 }
 
 /* ---- Entry accounting ---------------------------------------------------- */

@@ -55,6 +55,7 @@ static void make_items(void)
 		struct larder__entry *e = larder__slab_alloc(&slab, &cursor, bytes);
 		CHECK(e != NULL, "slab alloc");
 		*e = (struct larder__entry){ .value_len = sizeof(i) };
+		e->next = larder__pagedir_id(e, bytes); /* E6 */
 		memcpy(larder__entry_value(e), &i, sizeof(i));
 		items[i].e = e;
 	}
@@ -97,7 +98,8 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed)
 			/* a miss: insert (keys repeat, so ghosts and the sketch matter) */
 			it->size = 1 + rnd() % 9;
 			it->e->mbits = FOREIGN_BIT;
-			it->e->prev = it->e->next = 0;
+			CHECK(it->e->prev == 0 && it->e->next == larder__entry_id(it->e),
+			      "E6: %s left an unlinked entry without its id", ops->name);
 			ops->insert(p, it->e, it->hash, it->size);
 			it->linked = 1;
 			linked++;
