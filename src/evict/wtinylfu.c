@@ -232,15 +232,18 @@ static void rebalance(struct larder__policy *p, int moves)
 static void resize_window(struct larder__policy *p, uint64_t window_max)
 {
 	set_window(p, window_max);
+	struct larder__queue *q = p->q;
 	struct larder__entry *e;
-	while (p->q[W_WINDOW].bytes < p->window_max &&
-	       ((e = larder__queue_oldest(&p->q[W_PROBATION])) != NULL || (e = larder__queue_oldest(&p->q[W_PROTECTED])) != NULL)) {
+	while (q[W_WINDOW].bytes < p->window_max &&
+	       ((e = larder__queue_oldest(&q[W_PROBATION])) != NULL ||
+		(e = larder__queue_oldest(&q[W_PROTECTED])) != NULL)) {
 		uint64_t b = bytes_of(p, e);
-		if (p->q[W_WINDOW].bytes + b > p->window_max)
+		if (q[W_WINDOW].bytes + b > p->window_max)
 			break;
 		move(p, W_WINDOW, e, b);
 	}
-	while (p->q[W_WINDOW].bytes > p->window_max && (e = larder__queue_oldest(&p->q[W_WINDOW])) != NULL) {
+	while (q[W_WINDOW].bytes > p->window_max &&
+	       (e = larder__queue_oldest(&q[W_WINDOW])) != NULL) {
 		uint64_t b = bytes_of(p, e);
 		move(p, W_PROBATION, e, b);
 	}
