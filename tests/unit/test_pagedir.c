@@ -8,6 +8,8 @@
  *               a retired run serves a shorter one once the top is used up;
  *   exhaustion  with the ids used up, allocation fails cleanly (NULL from
  *               the slab), then works again once a page gives its ids back;
+ *               through the API, a put then fails with LARDER_ENOMEM and
+ *               the cache goes on working;
  *   growth      one thread allocates slots (growing the directory across
  *               several of its 64 KiB steps) while another translates ids
  *               already published, as the maintainer does without a lock.
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cache.h"
 #include "harness.h"
 #include "mem/pagedir.h"
 #include "mem/slab.h"
@@ -172,6 +175,29 @@ static void test_exhaustion(void)
 	larder__slab_destroy(&s);
 }
 
+/* The same through the public API: a clear error, then business as usual. */
+static void test_exhaustion_api(void)
+{
+	larder *cache = th_open(th_config(64u << 20));
+	char v[200];
+	REQUIRE(cache != NULL);
+	memset(v, 'v', sizeof(v));
+	CHECK_RC(larder_put(cache, "a", 1, v, 10, LARDER_TTL_NEVER), LARDER_OK);
+	pthread_mutex_lock(&cache->slab.lock);
+	uint32_t top = cache->slab.dir.top;
+	cache->slab.dir.top = LARDER__PAGEDIR_BLOCKS; /* every id taken */
+	pthread_mutex_unlock(&cache->slab.lock);
+	/* A size class with no page yet needs new ids. */
+	CHECK_RC(larder_put(cache, "b", 1, v, sizeof(v), LARDER_TTL_NEVER), LARDER_ENOMEM);
+	CHECK_RC(larder_put(cache, "c", 1, v, 10, LARDER_TTL_NEVER), LARDER_OK); /* same page */
+	pthread_mutex_lock(&cache->slab.lock);
+	cache->slab.dir.top = top;
+	pthread_mutex_unlock(&cache->slab.lock);
+	CHECK_RC(larder_put(cache, "b", 1, v, sizeof(v), LARDER_TTL_NEVER), LARDER_OK);
+	th_check_accounting(cache, 20000, NULL, NULL);
+	larder_close(cache);
+}
+
 /* ---- Growth while another thread translates ---------------------------- */
 
 #define GROW_SLOTS (2u * 1024u * 1024u) /* 32-byte slots: ~1,030 pages, 5 steps */
@@ -241,6 +267,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_round_trip_large),
 		TH_TEST(test_reuse),
 		TH_TEST(test_exhaustion),
+		TH_TEST(test_exhaustion_api),
 		TH_TEST(test_growth_while_translating),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
