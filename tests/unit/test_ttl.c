@@ -713,14 +713,24 @@ static uint64_t real_ms(void *ctx)
  * batching window (a scheduler allowance added) rather than the 100 ms idle
  * sleep. Waits on the listener's signal, with a deadline; never sleeps.
  */
+/*
+ * The maintainer sleeps until the wheel's next deadline, not for its whole
+ * idle period (IDLE_NS, 100 ms): an entry with a 30 ms TTL put just after the
+ * maintainer went idle is removed about 70 ms late if it does not. The median
+ * of five rounds is judged, so one round delayed by a loaded machine's
+ * scheduler does not fail the test, while a maintainer that oversleeps fails
+ * every round.
+ */
 static void test_wheel_wakes_for_deadline(void)
 {
 	larder *cache = open_recorded(0, LARDER_EXPIRE_AFTER_WRITE, real_ms, NULL);
-	uint64_t at = 0, worst = 0;
+	enum { ROUNDS = 5 };
+	uint64_t late[ROUNDS];
 
 	REQUIRE(cache != NULL);
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < ROUNDS; i++) {
 		char key[16];
+		uint64_t at = 0;
 		snprintf(key, sizeof(key), "w%d", i);
 		th_event_destroy(&rec.expired);
 		th_event_init(&rec.expired);
@@ -732,11 +742,16 @@ static void test_wheel_wakes_for_deadline(void)
 			deadline = th_now_ms() + ttl; /* the entry's own deadline, near enough */
 		REQUIRE(th_event_wait(&rec.expired, 5000));
 		REQUIRE(removed(key, LARDER_CAUSE_EXPIRED, &at) == 1);
-		uint64_t late = at > deadline ? at - deadline : 0;
-		worst = late > worst ? late : worst;
+		late[i] = at > deadline ? at - deadline : 0;
+		for (int j = i; j > 0 && late[j - 1] > late[j]; j--) {
+			uint64_t t = late[j];
+			late[j] = late[j - 1];
+			late[j - 1] = t;
+		}
 	}
-	printf("  worst lateness with the real clock: %" PRIu64 " ms\n", worst);
-	CHECK_LT(worst, (TH_TSAN || TH_ASAN) ? 80u : 40u);
+	printf("  lateness with the real clock: median %" PRIu64 " ms, worst %" PRIu64 " ms\n",
+	       late[ROUNDS / 2], late[ROUNDS - 1]);
+	CHECK_LT(late[ROUNDS / 2], (TH_TSAN || TH_ASAN) ? 60u : 40u);
 	larder_close(cache);
 }
 
