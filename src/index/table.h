@@ -101,14 +101,20 @@ static inline void larder__table_prefetch_entry(const struct larder__table *t, u
 	}
 }
 
-/* The general lookup: MOVED homes and markers (table.c). */
+/* The general lookup: any bucket, MOVED homes and markers (table.c). */
 uint64_t larder__table_lookup_slow_rcu(struct larder__table *t, uint64_t hash, const void *key,
 				       size_t key_len);
 
 /*
  * Finds the live slot word of key in t, following MOVED homes into later
- * tables; 0 when absent. Inside a read section. The inline part handles a
- * table that is not growing; anything else goes to the general lookup.
+ * tables; 0 when absent. Inside a read section.
+ *
+ * The inline part is the common case only: one pass over the home bucket's
+ * tags, unrolled, and the key compare of the first slot whose tag matches.
+ * Everything rarer goes to the general lookup, which starts over: a home that
+ * MOVED, a key that may have overflowed into later buckets, a matching tag
+ * that is not the key (1 in 2^16 per occupied slot), a marker, an empty slot
+ * when the tag is 0.
  */
 static inline uint64_t larder__table_lookup_rcu(struct larder__table *t, uint64_t hash,
 						const void *key, size_t key_len)
@@ -117,27 +123,27 @@ static inline uint64_t larder__table_lookup_rcu(struct larder__table *t, uint64_
 	struct larder__bucket *b = &t->buckets[hash & t->mask];
 	/* A-CTL: pairs with R-MOVED in larder__table_migrate(). */
 	uint64_t ctl = atomic_load_explicit(&b->ctl, LARDER__ACQUIRE);
-	if (__builtin_expect(ctl & LARDER__CTL_MOVED, 0))
-		return larder__table_lookup_slow_rcu(t, hash, key, key_len);
-	for (uint64_t probed = 0;;) {
-		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
+	if (__builtin_expect(!(ctl & LARDER__CTL_MOVED), 1)) {
+		uint64_t w = 0;
+		unsigned i;
+#pragma GCC unroll 8
+		for (i = 0; i < LARDER__BUCKET_SLOTS; i++) {
 			/* A-SLOT: pairs with R-SLOT; the entry's fields are visible. */
-			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
-			if (__builtin_expect(((w ^ tag) & LARDER__SLOT_TAG_MASK) != 0, 1))
-				continue;
-			uint64_t p = w & LARDER__SLOT_PTR_MASK;
-			if (p > LARDER__SLOT_MARKER &&
-			    larder__entry_key_equals(larder__slot_entry(w), key, key_len))
-				return w;
-			if (p == LARDER__SLOT_MARKER)
-				return larder__table_lookup_slow_rcu(t, hash, key, key_len);
+			w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
+			if (((w ^ tag) & LARDER__SLOT_TAG_MASK) == 0)
+				break;
 		}
-		if ((ctl >> 32) == 0 || ++probed > t->mask)
-			return 0;
-		b = &t->buckets[(size_t)(b - t->buckets + 1) & t->mask];
-		/* A-CTL: the overflow count; its increments precede R-SLOT. */
-		ctl = atomic_load_explicit(&b->ctl, LARDER__ACQUIRE);
+		if (i == LARDER__BUCKET_SLOTS) {
+			if ((ctl >> 32) == 0)
+				return 0;
+		} else if (__builtin_expect((w & LARDER__SLOT_PTR_MASK) > LARDER__SLOT_MARKER, 1) &&
+			   __builtin_expect(larder__entry_key_equals(larder__slot_entry(w), key,
+								     key_len),
+					    1)) {
+			return w;
+		}
 	}
+	return larder__table_lookup_slow_rcu(t, hash, key, key_len);
 }
 
 /* A new empty table of at least `buckets` buckets (a power of two). NULL: no memory. */
