@@ -163,14 +163,18 @@ static inline void count_miss(struct larder__handle *h)
  * served this cache, so its handle is a compare and a load away
  * (larder__thread_handle_last). Anything else (an error to report, a thread's
  * first call, a thread that alternates between caches) takes the slow start,
- * out of line: the full checks and op_begin(). Both then run the same inline
- * body (always_inline: one copy in each), so every rule of a read is written
- * once.
+ * out of line: the full checks and op_begin(). get_with and contains then run
+ * one inline body (always_inline: one copy in each start), so each rule of a
+ * read is written once.
  *
- * The body computes the value's address right after the lookup, before any
- * store, so the compiler can reuse the key address the lookup's compare
- * computed; hits are counted before the copy, so that only the reader slot
- * lives across the memcpy call.
+ * larder_get goes further, because every call it makes on its common path
+ * costs it registers saved and restored: its fast path makes no call but the
+ * value's memcpy. It takes keys of 8 to 16 bytes (inline hash and key
+ * compare), asks only the home bucket (larder__table_lookup_home_rcu) and
+ * serves only entries without a deadline; anything else leaves the section
+ * and starts over in get_general(), the complete read, out of line (a TTL
+ * entry, a key of another length, an overflowed key, a growing index). The
+ * hit itself (get_copy) is the same code in both.
  */
 #define READ_BODY static inline __attribute__((always_inline))
 
@@ -182,34 +186,25 @@ static inline int read_fast_ok(const larder *c, const void *key, size_t key_len,
 	return __builtin_expect(c && key && t && key_len - 1 < c->max_key_bytes, 1);
 }
 
-READ_BODY int get_body(larder *c, struct larder__thread *t, struct larder__handle *h,
-		       const void *key, size_t key_len, void *buf, size_t buf_len,
-		       size_t *value_len)
+/* A hit: the length, the copy (the value's address first, before any store,
+ * so the compiler keeps the key address the lookup computed), the sample. */
+READ_BODY int get_copy(struct larder__handle *h, struct larder__entry *e, void *buf,
+		       size_t buf_len, size_t *value_len)
 {
-	uint64_t hash = larder__hash(c->seed, key, key_len);
-	uint64_t outer = larder__read_enter(&t->reader);
-	struct larder__entry *e = find_live_rcu(c, NULL, hash, key, key_len);
-	int rc = LARDER_MISS;
-	if (__builtin_expect(e != NULL, 1)) {
-		const unsigned char *value = larder__entry_value(e);
-		size_t len = e->value_len;
-		*value_len = len;
-		rc = LARDER_EBUFSIZE;
-		if (__builtin_expect(len <= buf_len, 1)) {
-			count_hit(h, e);
-			if (len) /* buf may be NULL for an empty value */
-				memcpy(buf, value, len);
-			rc = LARDER_OK;
-		}
-	}
-	larder__read_exit(&t->reader, outer);
-	if (rc == LARDER_MISS)
-		count_miss(h);
-	return rc;
+	const unsigned char *value = larder__entry_value(e);
+	size_t len = e->value_len;
+	*value_len = len;
+	if (__builtin_expect(len > buf_len, 0))
+		return LARDER_EBUFSIZE;
+	count_hit(h, e);
+	if (len) /* buf may be NULL for an empty value */
+		memcpy(buf, value, len);
+	return LARDER_OK;
 }
 
-static __attribute__((noinline, cold)) int get_slow(larder *c, const void *key, size_t key_len,
-						     void *buf, size_t buf_len, size_t *value_len)
+/* The complete read: errors, first calls, any key, any lookup, deadlines. */
+static __attribute__((noinline)) int get_general(larder *c, const void *key, size_t key_len,
+						 void *buf, size_t buf_len, size_t *value_len)
 {
 	struct op op;
 	int rc = check_key(c, key, key_len);
@@ -219,7 +214,14 @@ static __attribute__((noinline, cold)) int get_slow(larder *c, const void *key, 
 		return LARDER_EINVAL;
 	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
-	return get_body(c, op.thread, op.handle, key, key_len, buf, buf_len, value_len);
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	op_enter(&op);
+	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
+	rc = e ? get_copy(op.handle, e, buf, buf_len, value_len) : LARDER_MISS;
+	op_exit(&op);
+	if (!e)
+		count_miss(op.handle);
+	return rc;
 }
 
 int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf_len,
@@ -227,10 +229,24 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 {
 	struct larder__thread *t = larder__tls;
 	struct larder__handle *h;
-	if (read_fast_ok(c, key, key_len, t) && __builtin_expect(value_len && (buf || !buf_len), 1) &&
-	    (h = larder__thread_handle_last(t, c->id)))
-		return get_body(c, t, h, key, key_len, buf, buf_len, value_len);
-	return get_slow(c, key, key_len, buf, buf_len, value_len);
+	if (!read_fast_ok(c, key, key_len, t) || __builtin_expect(key_len - 8 > 8, 0) ||
+	    __builtin_expect(!value_len || (!buf && buf_len), 0) ||
+	    !(h = larder__thread_handle_last(t, c->id)))
+		return get_general(c, key, key_len, buf, buf_len, value_len);
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	uint64_t outer = larder__read_enter(&t->reader);
+	uint64_t w = larder__table_lookup_home_rcu(root_rcu(c), hash, key, key_len);
+	struct larder__entry *e = larder__slot_entry(w);
+	if (__builtin_expect(w == LARDER__LOOKUP_AGAIN || (w && (e->flags & LARDER__ENTRY_TTL)),
+			     0)) {
+		larder__read_exit(&t->reader, outer);
+		return get_general(c, key, key_len, buf, buf_len, value_len);
+	}
+	int rc = w ? get_copy(h, e, buf, buf_len, value_len) : LARDER_MISS;
+	larder__read_exit(&t->reader, outer);
+	if (rc == LARDER_MISS)
+		count_miss(h);
+	return rc;
 }
 
 READ_BODY int get_with_body(larder *c, struct larder__thread *t, struct larder__handle *h,
