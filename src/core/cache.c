@@ -171,10 +171,10 @@ static inline void count_miss(struct larder__handle *h)
  * costs it registers saved and restored: its fast path makes no call but the
  * value's memcpy. It takes keys of 8 to 16 bytes (inline hash and key
  * compare), asks only the home bucket (larder__table_lookup_home_rcu) and
- * serves only entries without a deadline; anything else leaves the section
- * and starts over in get_general(), the complete read, out of line (a TTL
- * entry, a key of another length, an overflowed key, a growing index). The
- * hit itself (get_copy) is the same code in both.
+ * hands an entry with a deadline to get_deadline_hit() (a tail call); the
+ * rest leaves the section and starts over in get_general(), the complete
+ * read, out of line (a key of another length, an overflowed key, a growing
+ * index, an error). The hit itself (get_copy) is the same code in all three.
  */
 #define READ_BODY static inline __attribute__((always_inline))
 
@@ -224,6 +224,25 @@ static __attribute__((noinline)) int get_general(larder *c, const void *key, siz
 	return rc;
 }
 
+/*
+ * The rest of a fast-path get that found an entry with a deadline, out of
+ * line (a tail call: six arguments, so the section's token is passed and the
+ * handle is found again as the thread's last one, which it still is).
+ */
+static __attribute__((noinline)) int get_deadline_hit(larder *c, struct larder__entry *e,
+						      void *buf, size_t buf_len,
+						      size_t *value_len, uint64_t outer)
+{
+	struct larder__thread *t = larder__tls;
+	struct larder__handle *h = t->last_handle;
+	int rc = deadline_passed(c, NULL, e) ? LARDER_MISS
+					     : get_copy(h, e, buf, buf_len, value_len);
+	larder__read_exit(&t->reader, outer);
+	if (rc == LARDER_MISS)
+		count_miss(h);
+	return rc;
+}
+
 int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf_len,
 	       size_t *value_len)
 {
@@ -236,13 +255,17 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	uint64_t outer = larder__read_enter(&t->reader);
 	uint64_t w = larder__table_lookup_home_rcu(root_rcu(c), hash, key, key_len);
-	struct larder__entry *e = larder__slot_entry(w);
-	if (__builtin_expect(w == LARDER__LOOKUP_AGAIN || (w && (e->flags & LARDER__ENTRY_TTL)),
-			     0)) {
+	if (__builtin_expect(w == LARDER__LOOKUP_AGAIN, 0)) {
 		larder__read_exit(&t->reader, outer);
 		return get_general(c, key, key_len, buf, buf_len, value_len);
 	}
-	int rc = w ? get_copy(h, e, buf, buf_len, value_len) : LARDER_MISS;
+	int rc = LARDER_MISS;
+	if (__builtin_expect(w != 0, 1)) {
+		struct larder__entry *e = larder__slot_entry(w);
+		if (__builtin_expect(e->flags & LARDER__ENTRY_TTL, 0))
+			return get_deadline_hit(c, e, buf, buf_len, value_len, outer);
+		rc = get_copy(h, e, buf, buf_len, value_len);
+	}
 	larder__read_exit(&t->reader, outer);
 	if (rc == LARDER_MISS)
 		count_miss(h);
