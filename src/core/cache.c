@@ -161,7 +161,7 @@ static inline void count_miss(struct larder__handle *h)
  * Single-key reads start in one of two ways. The fast start, inline: the
  * arguments need no error, and the calling thread's state exists and last
  * served this cache, so its handle is a compare and a load away
- * (larder__thread_handle_last). Anything else (an error to report, a thread's
+ * (larder__thread_last_is). Anything else (an error to report, a thread's
  * first call, a thread that alternates between caches) takes the slow start,
  * out of line: the full checks and op_begin(). get_with and contains then run
  * one inline body (always_inline: one copy in each start), so each rule of a
@@ -247,11 +247,11 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 	       size_t *value_len)
 {
 	struct larder__thread *t = larder__tls;
-	struct larder__handle *h;
-	if (!read_fast_ok(c, key, key_len, t) || __builtin_expect(key_len - 8 > 8, 0) ||
-	    __builtin_expect(!value_len || (!buf && buf_len), 0) ||
-	    !(h = larder__thread_handle_last(t, c->id)))
+	if (__builtin_expect(!t || !c || !key || !value_len || (!buf && buf_len), 0) ||
+	    __builtin_expect(key_len - 8 > 8 || key_len > c->max_key_bytes, 0) ||
+	    !larder__thread_last_is(t, c->id))
 		return get_general(c, key, key_len, buf, buf_len, value_len);
+	struct larder__handle *h = t->last_handle;
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	uint64_t outer = larder__read_enter(&t->reader);
 	uint64_t w = larder__table_lookup_home_rcu(root_rcu(c), hash, key, key_len);
@@ -308,10 +308,9 @@ static __attribute__((noinline, cold)) int get_with_slow(larder *c, const void *
 int larder_get_with(larder *c, const void *key, size_t key_len, larder_read_fn *fn, void *ctx)
 {
 	struct larder__thread *t = larder__tls;
-	struct larder__handle *h;
 	if (read_fast_ok(c, key, key_len, t) && __builtin_expect(fn != NULL, 1) &&
-	    (h = larder__thread_handle_last(t, c->id)))
-		return get_with_body(c, t, h, key, key_len, fn, ctx);
+	    larder__thread_last_is(t, c->id))
+		return get_with_body(c, t, t->last_handle, key, key_len, fn, ctx);
 	return get_with_slow(c, key, key_len, fn, ctx);
 }
 
@@ -384,7 +383,7 @@ static __attribute__((noinline, cold)) int contains_slow(larder *c, const void *
 int larder_contains(larder *c, const void *key, size_t key_len)
 {
 	struct larder__thread *t = larder__tls;
-	if (read_fast_ok(c, key, key_len, t) && larder__thread_handle_last(t, c->id))
+	if (read_fast_ok(c, key, key_len, t) && larder__thread_last_is(t, c->id))
 		return contains_body(c, t, key, key_len);
 	return contains_slow(c, key, key_len);
 }

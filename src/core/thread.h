@@ -42,7 +42,8 @@ struct larder__thread_node {
 
 struct larder__thread {
 	struct larder__reader reader; /* first: its own cache line */
-	/* The cache of the previous call (0: none) and this thread's handle for it. */
+	/* The cache of the previous call (0: none) and this thread's handle for
+	 * it, set together by larder__thread_handle_slow(). */
 	uint64_t last_id;
 	struct larder__handle *last_handle;
 	struct {
@@ -69,18 +70,19 @@ static inline struct larder__thread *larder__thread_self(void)
 struct larder__handle *larder__thread_handle_slow(struct larder__thread *t, struct larder *cache,
 						   uint64_t cache_id);
 
-/* The handle of the cache this thread used last, or NULL for another cache. */
-static inline struct larder__handle *larder__thread_handle_last(const struct larder__thread *t,
-								uint64_t cache_id)
+/* True when the thread's last handle (t->last_handle, never NULL then) is
+ * its handle for this cache. */
+static inline int larder__thread_last_is(const struct larder__thread *t, uint64_t cache_id)
 {
-	return __builtin_expect(t->last_id == cache_id, 1) ? t->last_handle : NULL;
+	return __builtin_expect(t->last_id == cache_id, 1);
 }
 
 static inline struct larder__handle *larder__thread_handle(struct larder__thread *t,
 							   struct larder *cache, uint64_t cache_id)
 {
-	struct larder__handle *h = larder__thread_handle_last(t, cache_id);
-	return __builtin_expect(h != NULL, 1) ? h : larder__thread_handle_slow(t, cache, cache_id);
+	if (larder__thread_last_is(t, cache_id))
+		return t->last_handle;
+	return larder__thread_handle_slow(t, cache, cache_id);
 }
 
 /* The live-cache registry (T1, T2): a cache is registered from open to close. */
