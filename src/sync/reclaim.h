@@ -5,8 +5,8 @@
  * reader slot (struct larder__reader, on its own cache line). A read section
  * is bracketed by larder__read_enter()/larder__read_exit(); sections nest:
  * enter returns the slot's previous value (0, or the counter of an enclosing
- * section), enter keeps it, and exit puts it back, so nesting costs no
- * counter and neither call branches on the depth.
+ * section, which then stays in the slot) and exit stores it back, so nesting
+ * needs no depth counter and neither call branches on the depth.
  * The reclaimer (a cache's maintainer) starts a grace period after unlinking
  * memory and frees that memory once larder__gp_poll() says every reader that
  * could still hold it has left its section.
