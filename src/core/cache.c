@@ -48,6 +48,7 @@ struct op {
 	struct larder__handle *handle;
 	uint64_t now_ms; /* cache clock, read at most once per operation */
 	int have_now;
+	uint64_t outer; /* larder__read_enter()'s token, for op_exit() */
 };
 
 static inline int check_key(const larder *c, const void *key, size_t key_len)
@@ -68,6 +69,16 @@ static inline int op_begin(larder *c, struct op *op)
 	op->have_now = 0;
 	op->now_ms = 0;
 	return LARDER_OK;
+}
+
+static inline void op_enter(struct op *op)
+{
+	op->outer = larder__read_enter(&op->thread->reader);
+}
+
+static inline void op_exit(struct op *op)
+{
+	larder__read_exit(&op->thread->reader, op->outer);
 }
 
 static inline uint64_t op_now(larder *c, struct op *op)
@@ -98,11 +109,15 @@ static inline uint64_t entry_deadline(struct larder__entry *e)
  * Out of line: only entries with a deadline get here, and the clock call
  * would otherwise make every lookup spill its registers. With the default
  * clock, a deadline further away than the coarse clock's margin needs no
- * precise clock read (core/cache.h, larder__clock_coarse()).
+ * precise clock read (core/cache.h, larder__clock_coarse()). op may be NULL
+ * (a single read, which reads the clock at most once anyway).
  */
 static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
 						     struct larder__entry *e)
 {
+	struct op single = { .have_now = 0 };
+	if (!op)
+		op = &single;
 	uint64_t deadline = entry_deadline(e);
 	if (deadline == UINT64_MAX)
 		return 0;
@@ -114,10 +129,10 @@ static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
 
 static inline int entry_expired(larder *c, struct op *op, struct larder__entry *e)
 {
-	return (e->flags & LARDER__ENTRY_TTL) && deadline_passed(c, op, e);
+	return __builtin_expect(e->flags & LARDER__ENTRY_TTL, 0) && deadline_passed(c, op, e);
 }
 
-/* The live entry for key, or NULL. Inside a read section. */
+/* The live entry for key, or NULL. Inside a read section; op may be NULL. */
 static inline struct larder__entry *find_live_rcu(larder *c, struct op *op, uint64_t hash,
 						  const void *key, size_t key_len)
 {
@@ -128,33 +143,68 @@ static inline struct larder__entry *find_live_rcu(larder *c, struct op *op, uint
 	return entry_expired(c, op, e) ? NULL : e;
 }
 
-/*
- * The start of every single-key read, after its own argument checks: this
- * thread's state, the read section entered, and the live entry for the key
- * (NULL when absent or expired). On an error the section was not entered.
- */
-static inline int read_begin(larder *c, struct op *op, const void *key, size_t key_len,
-			     struct larder__entry **e)
+/* Every hit is sampled for the policy; the sample count is the hit count.
+ * The one place where a read records a hit. */
+static inline void count_hit(struct larder__handle *h, struct larder__entry *e)
 {
-	int rc = op_begin(c, op);
-	if (rc != LARDER_OK)
-		return rc;
-	uint64_t hash = larder__hash(c->seed, key, key_len);
-	larder__read_enter(&op->thread->reader);
-	*e = find_live_rcu(c, op, hash, key, key_len);
-	return LARDER_OK;
+	larder__events_hit(h, e);
 }
 
-/* Every hit is sampled for the policy; the sample count is the hit count. */
-static inline void count_hit(struct op *op, struct larder__entry *e)
+static inline void count_miss(struct larder__handle *h)
 {
-	larder__events_hit(op->handle, e);
+	larder__stat_bump(&h->misses, 1);
 }
 
 /* ---- Reads ------------------------------------------------------------------ */
 
-int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf_len,
-	       size_t *value_len)
+/*
+ * Single-key reads start in one of two ways. The fast start, inline: the
+ * arguments need no error, and the calling thread's state exists and last
+ * served this cache, so its handle is a compare and a load away
+ * (larder__thread_last_is). Anything else (an error to report, a thread's
+ * first call, a thread that alternates between caches) takes the slow start,
+ * out of line: the full checks and op_begin(). get_with and contains then run
+ * one inline body (always_inline: one copy in each start), so each rule of a
+ * read is written once.
+ *
+ * larder_get goes further, because every call it makes on its common path
+ * costs it registers saved and restored: its fast path makes no call but the
+ * value's memcpy. It takes keys of 8 to 16 bytes (inline hash and key
+ * compare), asks only the home bucket (larder__table_lookup_home_rcu) and
+ * hands an entry with a deadline to get_deadline_hit() (a tail call); the
+ * rest leaves the section and starts over in get_general(), the complete
+ * read, out of line (a key of another length, an overflowed key, a growing
+ * index, an error). The hit itself (get_copy) is the same code in all three.
+ */
+#define READ_BODY static inline __attribute__((always_inline))
+
+/* The fast start's checks: NULLs, the key length, the thread's state. */
+static inline int read_fast_ok(const larder *c, const void *key, size_t key_len,
+			       const struct larder__thread *t)
+{
+	/* key_len - 1 wraps for 0: one compare for 1 <= key_len <= max. */
+	return __builtin_expect(c && key && t && key_len - 1 < c->max_key_bytes, 1);
+}
+
+/* A hit: the length, the copy (the value's address first, before any store,
+ * so the compiler keeps the key address the lookup computed), the sample. */
+READ_BODY int get_copy(struct larder__handle *h, struct larder__entry *e, void *buf,
+		       size_t buf_len, size_t *value_len)
+{
+	const unsigned char *value = larder__entry_value(e);
+	size_t len = e->value_len;
+	*value_len = len;
+	if (__builtin_expect(len > buf_len, 0))
+		return LARDER_EBUFSIZE;
+	count_hit(h, e);
+	if (len) /* buf may be NULL for an empty value */
+		memcpy(buf, value, len);
+	return LARDER_OK;
+}
+
+/* The complete read: errors, first calls, any key, any lookup, deadlines. */
+static __attribute__((noinline)) int get_general(larder *c, const void *key, size_t key_len,
+						 void *buf, size_t buf_len, size_t *value_len)
 {
 	struct op op;
 	int rc = check_key(c, key, key_len);
@@ -162,27 +212,87 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 		return rc;
 	if (!value_len || (!buf && buf_len))
 		return LARDER_EINVAL;
-	struct larder__entry *e;
-	if ((rc = read_begin(c, &op, key, key_len, &e)) != LARDER_OK)
+	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
-	if (!e) {
-		larder__read_exit(&op.thread->reader);
-		larder__stat_bump(&op.handle->misses, 1);
-		return LARDER_MISS;
-	}
-	*value_len = e->value_len;
-	if (e->value_len > buf_len) {
-		rc = LARDER_EBUFSIZE;
-	} else {
-		if (e->value_len) /* buf may be NULL for an empty value */
-			memcpy(buf, larder__entry_value(e), e->value_len);
-		count_hit(&op, e);
-	}
-	larder__read_exit(&op.thread->reader);
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	op_enter(&op);
+	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
+	rc = e ? get_copy(op.handle, e, buf, buf_len, value_len) : LARDER_MISS;
+	op_exit(&op);
+	if (!e)
+		count_miss(op.handle);
 	return rc;
 }
 
-int larder_get_with(larder *c, const void *key, size_t key_len, larder_read_fn *fn, void *ctx)
+/*
+ * The rest of a fast-path get that found an entry with a deadline, out of
+ * line (a tail call: six arguments, so the section's token is passed and the
+ * handle is found again as the thread's last one, which it still is).
+ */
+static __attribute__((noinline)) int get_deadline_hit(larder *c, struct larder__entry *e,
+						      void *buf, size_t buf_len,
+						      size_t *value_len, uint64_t outer)
+{
+	struct larder__thread *t = larder__tls;
+	struct larder__handle *h = t->last_handle;
+	int rc = deadline_passed(c, NULL, e) ? LARDER_MISS
+					     : get_copy(h, e, buf, buf_len, value_len);
+	larder__read_exit(&t->reader, outer);
+	if (rc == LARDER_MISS)
+		count_miss(h);
+	return rc;
+}
+
+int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf_len,
+	       size_t *value_len)
+{
+	struct larder__thread *t = larder__tls;
+	if (__builtin_expect(!t || !c || !key || !value_len || (!buf && buf_len), 0) ||
+	    __builtin_expect(key_len - 8 > 8 || key_len > c->max_key_bytes, 0) ||
+	    !larder__thread_last_is(t, c->id))
+		return get_general(c, key, key_len, buf, buf_len, value_len);
+	struct larder__handle *h = t->last_handle;
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	uint64_t outer = larder__read_enter(&t->reader);
+	uint64_t w = larder__table_lookup_home_rcu(root_rcu(c), hash, key, key_len);
+	if (__builtin_expect(w == LARDER__LOOKUP_AGAIN, 0)) {
+		larder__read_exit(&t->reader, outer);
+		return get_general(c, key, key_len, buf, buf_len, value_len);
+	}
+	int rc = LARDER_MISS;
+	if (__builtin_expect(w != 0, 1)) {
+		struct larder__entry *e = larder__slot_entry(w);
+		if (__builtin_expect(e->flags & LARDER__ENTRY_TTL, 0))
+			return get_deadline_hit(c, e, buf, buf_len, value_len, outer);
+		rc = get_copy(h, e, buf, buf_len, value_len);
+	}
+	larder__read_exit(&t->reader, outer);
+	if (rc == LARDER_MISS)
+		count_miss(h);
+	return rc;
+}
+
+READ_BODY int get_with_body(larder *c, struct larder__thread *t, struct larder__handle *h,
+			    const void *key, size_t key_len, larder_read_fn *fn, void *ctx)
+{
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	uint64_t outer = larder__read_enter(&t->reader);
+	struct larder__entry *e = find_live_rcu(c, NULL, hash, key, key_len);
+	if (__builtin_expect(e != NULL, 1)) {
+		count_hit(h, e);
+		fn(ctx, larder__entry_value(e), e->value_len);
+	}
+	larder__read_exit(&t->reader, outer);
+	if (!e) {
+		count_miss(h);
+		return LARDER_MISS;
+	}
+	return LARDER_OK;
+}
+
+static __attribute__((noinline, cold)) int get_with_slow(larder *c, const void *key,
+							  size_t key_len, larder_read_fn *fn,
+							  void *ctx)
 {
 	struct op op;
 	int rc = check_key(c, key, key_len);
@@ -190,17 +300,18 @@ int larder_get_with(larder *c, const void *key, size_t key_len, larder_read_fn *
 		return rc;
 	if (!fn)
 		return LARDER_EINVAL;
-	struct larder__entry *e;
-	if ((rc = read_begin(c, &op, key, key_len, &e)) != LARDER_OK)
+	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
-	if (e) {
-		count_hit(&op, e);
-		fn(ctx, larder__entry_value(e), e->value_len);
-	} else {
-		larder__stat_bump(&op.handle->misses, 1);
-	}
-	larder__read_exit(&op.thread->reader);
-	return e ? LARDER_OK : LARDER_MISS;
+	return get_with_body(c, op.thread, op.handle, key, key_len, fn, ctx);
+}
+
+int larder_get_with(larder *c, const void *key, size_t key_len, larder_read_fn *fn, void *ctx)
+{
+	struct larder__thread *t = larder__tls;
+	if (read_fast_ok(c, key, key_len, t) && __builtin_expect(fn != NULL, 1) &&
+	    larder__thread_last_is(t, c->id))
+		return get_with_body(c, t, t->last_handle, key, key_len, fn, ctx);
+	return get_with_slow(c, key, key_len, fn, ctx);
 }
 
 #define BATCH_STRIDE 16
@@ -217,7 +328,7 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 	long found = 0;
 	uint64_t hash[BATCH_STRIDE];
 	size_t valid[BATCH_STRIDE]; /* indexes in the stride of the keys that pass check_key */
-	larder__read_enter(&op.thread->reader);
+	op_enter(&op);
 	struct larder__table *t = root_rcu(c);
 	for (size_t base = 0; base < count; base += BATCH_STRIDE) {
 		size_t n = count - base < BATCH_STRIDE ? count - base : BATCH_STRIDE, nvalid = 0;
@@ -237,27 +348,44 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 			size_t i = valid[v], k = base + i;
 			struct larder__entry *e = find_live_rcu(c, &op, hash[i], keys[k], key_lens[k]);
 			if (!e) {
-				larder__stat_bump(&op.handle->misses, 1);
+				count_miss(op.handle);
 				continue;
 			}
-			count_hit(&op, e);
+			count_hit(op.handle, e);
 			fn(ctx, k, larder__entry_value(e), e->value_len);
 			found++;
 		}
 	}
-	larder__read_exit(&op.thread->reader);
+	op_exit(&op);
 	return found;
+}
+
+READ_BODY int contains_body(larder *c, struct larder__thread *t, const void *key,
+			    size_t key_len)
+{
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	uint64_t outer = larder__read_enter(&t->reader);
+	struct larder__entry *e = find_live_rcu(c, NULL, hash, key, key_len);
+	larder__read_exit(&t->reader, outer);
+	return e ? LARDER_OK : LARDER_MISS;
+}
+
+static __attribute__((noinline, cold)) int contains_slow(larder *c, const void *key,
+							  size_t key_len)
+{
+	struct op op;
+	int rc = check_key(c, key, key_len);
+	if (rc != LARDER_OK || (rc = op_begin(c, &op)) != LARDER_OK)
+		return rc;
+	return contains_body(c, op.thread, key, key_len);
 }
 
 int larder_contains(larder *c, const void *key, size_t key_len)
 {
-	struct op op;
-	struct larder__entry *e;
-	int rc = check_key(c, key, key_len);
-	if (rc != LARDER_OK || (rc = read_begin(c, &op, key, key_len, &e)) != LARDER_OK)
-		return rc;
-	larder__read_exit(&op.thread->reader);
-	return e ? LARDER_OK : LARDER_MISS;
+	struct larder__thread *t = larder__tls;
+	if (read_fast_ok(c, key, key_len, t) && larder__thread_last_is(t, c->id))
+		return contains_body(c, t, key, key_len);
+	return contains_slow(c, key, key_len);
 }
 
 int larder_ttl_remaining(larder *c, const void *key, size_t key_len, uint64_t *ttl_ms)
@@ -268,9 +396,11 @@ int larder_ttl_remaining(larder *c, const void *key, size_t key_len, uint64_t *t
 		return rc;
 	if (!ttl_ms)
 		return LARDER_EINVAL;
-	struct larder__entry *e;
-	if ((rc = read_begin(c, &op, key, key_len, &e)) != LARDER_OK)
+	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	op_enter(&op);
+	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
 	if (e) {
 		/* The lookup may have judged the deadline on the coarse clock:
 		 * measure what is left on the precise one, and call it expired if
@@ -283,7 +413,7 @@ int larder_ttl_remaining(larder *c, const void *key, size_t key_len, uint64_t *t
 		else
 			e = NULL;
 	}
-	larder__read_exit(&op.thread->reader);
+	op_exit(&op);
 	return e ? LARDER_OK : LARDER_MISS;
 }
 
@@ -484,9 +614,8 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 	}
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	uint64_t word = larder__slot_word(hash, e);
-	struct larder__reader *reader = &op.thread->reader;
 	uint64_t index_deadline = 0;
-	larder__read_enter(reader);
+	op_enter(&op);
 	for (;;) {
 		/* A-ROOM: a pass that ends after this load wakes us below. */
 		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
@@ -523,14 +652,14 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		}
 		/* No free slot within reach: the maintainer must grow the index. */
 		larder__table_unlock(home);
-		larder__read_exit(reader);
+		op_exit(&op);
 		atomic_store_explicit(&c->grow_wanted, 1, LARDER__RELAXED); /* a hint */
 		rc = wait_pass(c, &op, WAIT_MAINTAINER, &index_deadline, seq);
-		larder__read_enter(reader);
+		op_enter(&op);
 		if (rc != LARDER_OK)
 			break;
 	}
-	larder__read_exit(reader);
+	op_exit(&op);
 	if (rc != LARDER_OK) {
 		entry_unbuild(c, &op, e, charge);
 		return rc;
@@ -577,7 +706,7 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 	if ((rc = op_begin(c, &op)) != LARDER_OK || (rc = reserve_room(c, &op, 0)) != LARDER_OK)
 		return rc;
 	uint64_t hash = larder__hash(c->seed, key, key_len);
-	larder__read_enter(&op.thread->reader);
+	op_enter(&op);
 	struct larder__table *t;
 	struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
 	larder__atomic_u64 *slot = larder__table_find_locked(t, hash, key, key_len);
@@ -600,7 +729,7 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 	larder__table_unlock(home);
 	if (unlink)
 		larder__events_post(op.handle, LARDER__EV_REMOVE, cause, old, NULL, hash);
-	larder__read_exit(&op.thread->reader);
+	op_exit(&op);
 	if (unlink)
 		larder__cache_wake_maintainer(c, op.handle);
 	return rc;
@@ -637,13 +766,12 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 	uint64_t ttl = resolve_ttl(c, ttl_ms);
 	uint64_t deadline = ttl == LARDER_TTL_NEVER ? UINT64_MAX : deadline_after(c, &op, ttl);
 	uint64_t hash = larder__hash(c->seed, key, key_len);
-	struct larder__reader *reader = &op.thread->reader;
 	struct larder__entry *copy = NULL, *copied_from = NULL;
 	if ((rc = reserve_room(c, &op, 0)) != LARDER_OK) /* for EV_TOUCH */
 		return rc;
 	size_t charge = 0;
 	for (;;) {
-		larder__read_enter(reader);
+		op_enter(&op);
 		struct larder__table *t;
 		struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
 		larder__atomic_u64 *slot = larder__table_find_locked(t, hash, key, key_len);
@@ -660,7 +788,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			larder__table_unlock(home);
 			if (deadline < was)
 				larder__events_post(op.handle, LARDER__EV_TOUCH, 0, old, NULL, hash);
-			larder__read_exit(reader);
+			op_exit(&op);
 			if (deadline < was)
 				larder__cache_wake_maintainer(c, op.handle);
 			break;
@@ -670,7 +798,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			larder__table_set_locked(slot, larder__slot_word(hash, copy));
 			larder__table_unlock(home);
 			larder__events_post(op.handle, LARDER__EV_RELOCATE, 0, old, copy, hash);
-			larder__read_exit(reader);
+			op_exit(&op);
 			larder__cache_wake_maintainer(c, op.handle);
 			return LARDER_OK;
 		} else {
@@ -682,17 +810,17 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			size_t bytes = larder__entry_bytes(LARDER__ENTRY_TTL, old->key_len,
 							   old->value_len);
 			charge = larder__slab_charge(bytes);
-			larder__read_exit(reader);
+			op_exit(&op);
 			/* Room first (we may wait), then re-find: old may be gone. */
 			if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
 				return rc;
-			larder__read_enter(reader);
+			op_enter(&op);
 			struct larder__entry *now_e = find_live_rcu(c, &op, hash, key, key_len);
 			copy = now_e == old ? entry_build(c, &op, key, key_len,
 							  larder__entry_value(old), old->value_len,
 							  LARDER__ENTRY_TTL, deadline)
 					    : NULL;
-			larder__read_exit(reader);
+			op_exit(&op);
 			if (!copy) {
 				op.handle->credit += (int64_t)charge;
 				if (now_e == old)
@@ -702,7 +830,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			continue;
 		}
 		larder__table_unlock(home);
-		larder__read_exit(reader);
+		op_exit(&op);
 		break;
 	}
 	if (copy)
@@ -718,11 +846,11 @@ int larder_clear(larder *c)
 	int rc = op_begin(c, &op);
 	if (rc != LARDER_OK || (rc = reserve_room(c, &op, 0)) != LARDER_OK)
 		return rc;
-	larder__read_enter(&op.thread->reader);
+	op_enter(&op);
 	struct larder__table *cur = root_rcu(c), *next = larder__table_next(cur);
 	struct larder__table *fresh = larder__table_create((next ? next : cur)->mask + 1);
 	if (!fresh) {
-		larder__read_exit(&op.thread->reader);
+		op_exit(&op);
 		return LARDER_ENOMEM;
 	}
 	/* R-ROOT: release publishes the empty table; acquire so that the old
@@ -730,7 +858,7 @@ int larder_clear(larder *c)
 	struct larder__table *old = (struct larder__table *)atomic_exchange_explicit(
 		&c->table, (uintptr_t)fresh, LARDER__ACQ_REL);
 	larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED, old, NULL, 0);
-	larder__read_exit(&op.thread->reader);
+	op_exit(&op);
 	larder__cache_wake_maintainer(c, op.handle);
 	return LARDER_OK;
 }
@@ -829,9 +957,9 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 	struct larder__thread *t = larder__thread_self();
 	if (t) {
 		/* The root may be freed after a growth: look at it inside a section. */
-		larder__read_enter(&t->reader);
+		uint64_t outer = larder__read_enter(&t->reader);
 		v[LARDER_STAT_INDEX_SLOTS] = larder__table_slots(root_rcu(c));
-		larder__read_exit(&t->reader);
+		larder__read_exit(&t->reader, outer);
 	}
 	memcpy(values, v, (count < LARDER_STAT_COUNT ? count : LARDER_STAT_COUNT) * sizeof(*v));
 	for (size_t i = LARDER_STAT_COUNT; i < count; i++)

@@ -6,6 +6,11 @@
  * (hash-flooding resistance). xxhash.h comes from Debian's libxxhash-dev and
  * is inlined (XXH_INLINE_ALL): the hash is on every operation's path and a
  * call through the shared library would cost more than hashing a short key.
+ * Keys of up to 16 bytes go straight to XXH3's own short-input code (the
+ * branch XXH3_64bits_withSeed takes for them, same result), which the
+ * compiler inlines whole; the general entry point is too big to inline and
+ * costs a call and a length dispatch per key (tests/unit/test_api.c checks
+ * that both give the same hash).
  *
  * How the 64 bits are used (index/table.c): the low bits pick the home bucket,
  * the top 16 bits are the tag stored beside the entry pointer.
@@ -21,6 +26,8 @@
 
 static inline uint64_t larder__hash(uint64_t seed, const void *key, size_t key_len)
 {
+	if (__builtin_expect(key_len <= 16, 1))
+		return XXH3_len_0to16_64b(key, key_len, XXH3_kSecret, seed);
 	return XXH3_64bits_withSeed(key, key_len, seed);
 }
 

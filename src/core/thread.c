@@ -96,6 +96,8 @@ static void prune_nodes(struct larder__thread *t)
 		unsigned i = (unsigned)n->cache_id & (LARDER__RECENT_SLOTS - 1);
 		if (t->recent[i].cache_id == n->cache_id)
 			t->recent[i].cache_id = 0;
+		if (t->last_id == n->cache_id)
+			t->last_id = 0;
 		free(n);
 	}
 	pthread_mutex_unlock(&live_lock);
@@ -104,6 +106,12 @@ static void prune_nodes(struct larder__thread *t)
 struct larder__handle *larder__thread_handle_slow(struct larder__thread *t, struct larder *cache,
 						   uint64_t cache_id)
 {
+	unsigned i = (unsigned)cache_id & (LARDER__RECENT_SLOTS - 1);
+	if (t->recent[i].cache_id == cache_id) {
+		t->last_id = cache_id;
+		t->last_handle = t->recent[i].handle;
+		return t->last_handle;
+	}
 	struct larder__thread_node *n;
 	for (n = t->nodes; n; n = n->next) {
 		if (n->cache_id == cache_id)
@@ -123,9 +131,10 @@ struct larder__handle *larder__thread_handle_slow(struct larder__thread *t, stru
 		n->next = t->nodes;
 		t->nodes = n;
 	}
-	unsigned i = (unsigned)cache_id & (LARDER__RECENT_SLOTS - 1);
 	t->recent[i].cache_id = cache_id;
 	t->recent[i].handle = n->handle;
+	t->last_id = cache_id;
+	t->last_handle = n->handle;
 	return n->handle;
 }
 

@@ -3,8 +3,10 @@
  *
  * Each thread that calls larder owns one struct larder__thread, created on
  * its first call and freed by a pthread key destructor when it exits. It holds
- * the thread's reader slot (sync/reclaim.h) and a small direct-mapped table
- * from cache id to the thread's handle for that cache (core/handle.h).
+ * the thread's reader slot (sync/reclaim.h) and finds the thread's handle for
+ * a cache (maint/events.h) in three steps: the cache of its previous call (a
+ * compare and a load, inline), a small direct-mapped table from cache id to
+ * handle, then the list of every handle it owns (both out of line).
  *
  * The only thread-local variable is one pointer with the initial-exec TLS
  * model: reading it is one instruction even when liblarder.so is dlopen'd by
@@ -16,8 +18,8 @@
  *       thread exit, when the destructor hands each handle of a live cache to
  *       that cache's maintainer (larder__cache_orphan_handle) under the
  *       live-cache lock, so a cache cannot be closed half way through it.
- *   T2. Cache ids are never reused, so a stale recent[] entry of a closed
- *       cache never matches a live one.
+ *   T2. Cache ids are never reused, so a stale last or recent[] entry of a
+ *       closed cache never matches a live one (a cache's address may be).
  */
 #ifndef LARDER_CORE_THREAD_H
 #define LARDER_CORE_THREAD_H
@@ -40,6 +42,10 @@ struct larder__thread_node {
 
 struct larder__thread {
 	struct larder__reader reader; /* first: its own cache line */
+	/* The cache of the previous call (0: none) and this thread's handle for
+	 * it, set together by larder__thread_handle_slow(). */
+	uint64_t last_id;
+	struct larder__handle *last_handle;
 	struct {
 		uint64_t cache_id;
 		struct larder__handle *handle;
@@ -59,16 +65,23 @@ static inline struct larder__thread *larder__thread_self(void)
 	return __builtin_expect(t != NULL, 1) ? t : larder__thread_create();
 }
 
-/* Finds or creates the thread's handle for the cache. NULL when out of memory. */
+/* Finds or creates the thread's handle for the cache and makes it the last
+ * one (out of line). NULL when out of memory. */
 struct larder__handle *larder__thread_handle_slow(struct larder__thread *t, struct larder *cache,
 						   uint64_t cache_id);
+
+/* True when the thread's last handle (t->last_handle, never NULL then) is
+ * its handle for this cache. */
+static inline int larder__thread_last_is(const struct larder__thread *t, uint64_t cache_id)
+{
+	return __builtin_expect(t->last_id == cache_id, 1);
+}
 
 static inline struct larder__handle *larder__thread_handle(struct larder__thread *t,
 							   struct larder *cache, uint64_t cache_id)
 {
-	unsigned i = (unsigned)cache_id & (LARDER__RECENT_SLOTS - 1);
-	if (__builtin_expect(t->recent[i].cache_id == cache_id, 1))
-		return t->recent[i].handle;
+	if (larder__thread_last_is(t, cache_id))
+		return t->last_handle;
 	return larder__thread_handle_slow(t, cache, cache_id);
 }
 

@@ -834,8 +834,11 @@ static void free_large(void *ctx, struct larder__entry *e)
 
 static void free_large_list(struct larder *c, struct larder__entry *e)
 {
-	for (; e; e = e->retired_next)
+	while (e) {
+		struct larder__entry *next = e->retired_next; /* free_large may unmap e */
 		free_large(c, e);
+		e = next;
+	}
 }
 
 void larder__maint_destroy(struct larder *c)

@@ -4,8 +4,9 @@
  * Algorithm (liburcu's urcu-memb, with a 64-bit counter instead of a parity
  * bit, and polled rather than blocking):
  *
- *   reader enter:  ctr = gp_counter            (plain store, compiler barrier)
- *   reader exit:   ctr = 0                     (release store)
+ *   reader enter:  outer = ctr; ctr = outer ? outer : gp_counter
+ *                                              (plain store, compiler barrier)
+ *   reader exit:   ctr = outer                 (release store; 0 when outermost)
  *   gp_start:      M1 = membarrier(); token = ++gp_counter
  *   gp_poll:       done when every reader's ctr is 0 or >= token; then M2
  *
@@ -77,7 +78,6 @@ int larder__reader_register(struct larder__reader *r)
 	if (pthread_once(&membarrier_once, membarrier_setup) != 0)
 		return -1;
 	atomic_store_explicit(&r->ctr, 0, LARDER__RELAXED); /* not yet visible */
-	r->nest = 0;
 	pthread_mutex_lock(&registry_lock);
 	r->next = registry;
 	registry = r;

@@ -3,7 +3,10 @@
  *
  * One process-wide domain. Every thread that calls into larder owns one
  * reader slot (struct larder__reader, on its own cache line). A read section
- * is bracketed by larder__read_enter()/larder__read_exit(); sections nest.
+ * is bracketed by larder__read_enter()/larder__read_exit(); sections nest:
+ * enter returns the slot's previous value (0, or the counter of an enclosing
+ * section, which then stays in the slot) and exit stores it back, so nesting
+ * needs no depth counter and neither call branches on the depth.
  * The reclaimer (a cache's maintainer) starts a grace period after unlinking
  * memory and frees that memory once larder__gp_poll() says every reader that
  * could still hold it has left its section.
@@ -38,7 +41,6 @@ struct larder__reader {
 	 * the reclaimer in larder__gp_poll() (A1).
 	 */
 	larder__atomic_u64 ctr;
-	unsigned nest;                /* owner thread only: section depth */
 	struct larder__reader *next;  /* registry link, under the registry lock */
 } __attribute__((aligned(64)));
 
@@ -50,50 +52,56 @@ struct larder__reader {
 struct larder__gp_state {
 	larder__atomic_u64 counter;
 } __attribute__((aligned(64)));
-extern struct larder__gp_state larder__gp;
+/* Hidden: the library's own symbols, read without a GOT load on every read. */
+extern struct larder__gp_state larder__gp __attribute__((visibility("hidden")));
 /* True when membarrier is not available: readers must fence. Set once, before
  * any reader registers, and never changed. */
-extern bool larder__reclaim_fences;
+extern bool larder__reclaim_fences __attribute__((visibility("hidden")));
 
 /* Registers a reader slot (slow path, once per thread). Returns 0 or -1. */
 int larder__reader_register(struct larder__reader *r);
 /* Unregisters a reader slot; the owner must be outside any read section. */
 void larder__reader_unregister(struct larder__reader *r);
 
-static inline void larder__read_enter(struct larder__reader *r)
+/* Enters a read section; pass the returned token to larder__read_exit(). */
+static inline uint64_t larder__read_enter(struct larder__reader *r)
 {
-	if (r->nest++ != 0)
-		return;
+	/* Relaxed: the owner's own variable; nonzero inside an enclosing section. */
+	uint64_t outer = atomic_load_explicit(&r->ctr, LARDER__RELAXED);
 	/* Relaxed: any counter value is safe; a stale one only makes the
 	 * reclaimer wait longer (see reclaim.c, "why one phase suffices"). */
 	uint64_t gp = atomic_load_explicit(&larder__gp.counter, LARDER__RELAXED);
+	/* A nested section keeps the outermost section's counter. */
+	uint64_t ctr = outer ? outer : gp;
 #ifdef LARDER__TSAN
 	/* R1 (TSan build): seq_cst, because TSan does not model membarrier or
 	 * stand-alone fences; pairs with A1 in larder__gp_poll(). */
-	atomic_store_explicit(&r->ctr, gp, LARDER__SEQ_CST);
+	atomic_store_explicit(&r->ctr, ctr, LARDER__SEQ_CST);
 #else
 	/* R1: relaxed store; ordered before the section's loads by membarrier
 	 * (M1 in larder__gp_start()) or by the fence below. Pairs with A1. */
-	atomic_store_explicit(&r->ctr, gp, LARDER__RELAXED);
+	atomic_store_explicit(&r->ctr, ctr, LARDER__RELAXED);
 	if (__builtin_expect(larder__reclaim_fences, 0))
 		atomic_thread_fence(LARDER__SEQ_CST); /* store-load: Dekker with F1 */
 	else
 		larder__compiler_barrier();
 #endif
+	return outer;
 }
 
-static inline void larder__read_exit(struct larder__reader *r)
+/* Leaves the section that returned `outer`: back to the enclosing one, or out. */
+static inline void larder__read_exit(struct larder__reader *r, uint64_t outer)
 {
-	if (--r->nest != 0)
-		return;
 	/* R2: release, so the section's loads happen before the reclaimer's
-	 * acquire A1 sees 0 and frees (M2 covers weaker orders too). */
-	atomic_store_explicit(&r->ctr, 0, LARDER__RELEASE);
+	 * acquire A1 sees 0 and frees (M2 covers weaker orders too). Storing an
+	 * enclosing section's counter back changes nothing the reclaimer sees. */
+	atomic_store_explicit(&r->ctr, outer, LARDER__RELEASE);
 }
 
-static inline bool larder__read_active(const struct larder__reader *r)
+/* True inside a read section (owner thread only). */
+static inline bool larder__read_active(struct larder__reader *r)
 {
-	return r->nest != 0;
+	return atomic_load_explicit(&r->ctr, LARDER__RELAXED) != 0; /* own variable */
 }
 
 /*

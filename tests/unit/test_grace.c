@@ -14,12 +14,18 @@
  *   G3. a write inside a callback never waits for memory: with nothing
  *       freeable it fails with LARDER_EBUSY promptly instead of waiting out the
  *       configured write wait, and the cache works normally afterwards.
+ *   G4. read sections nest: a read made inside a callback (its own section
+ *       entered and left) does not end the enclosing section, so G1 and G2
+ *       hold for a reader that parks after nested reads; and at the level of
+ *       sync/reclaim.h, a grace period that starts inside a nested section
+ *       completes only after the outermost exit.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <stdlib.h>
 
+#include "core/thread.h"
 #include "harness.h"
 
 #define KiB ((uint64_t)1024)
@@ -28,9 +34,11 @@
 
 static unsigned char original[VLEN];
 
+enum park_mode { PARK_GET_WITH, PARK_GET_BATCH, PARK_AFTER_NESTED };
+
 struct park {
 	larder *cache;
-	int use_batch;
+	enum park_mode mode;
 	struct th_event in, release;
 	const unsigned char *ptr; /* the bytes the reader holds, valid while parked */
 	size_t len;
@@ -49,9 +57,27 @@ static void park_here(struct park *p, const void *value, size_t value_len)
 	p->intact_on_exit = value_len == VLEN && memcmp(value, original, VLEN) == 0;
 }
 
+static void ignore_fn(void *ctx, const void *value, size_t value_len)
+{
+	(void)ctx;
+	(void)value;
+	(void)value_len;
+}
+
 static void park_fn(void *ctx, const void *value, size_t value_len)
 {
-	park_here(ctx, value, value_len);
+	struct park *p = ctx;
+
+	if (p->mode == PARK_AFTER_NESTED) {
+		/* G4: each of these enters and leaves a section of its own. */
+		unsigned char buf[16];
+		size_t len;
+		CHECK_RC(larder_get(p->cache, "other", 5, buf, sizeof(buf), &len), LARDER_OK);
+		CHECK_RC(larder_contains(p->cache, "other", 5), LARDER_OK);
+		CHECK_RC(larder_get_with(p->cache, "other", 5, ignore_fn, NULL), LARDER_OK);
+		CHECK_RC(larder_get(p->cache, "absent", 6, buf, sizeof(buf), &len), LARDER_MISS);
+	}
+	park_here(p, value, value_len);
 }
 
 static void park_batch_fn(void *ctx, size_t index, const void *value, size_t value_len)
@@ -66,7 +92,7 @@ static void *reader_thread(void *arg)
 {
 	struct park *p = arg;
 
-	if (p->use_batch) {
+	if (p->mode == PARK_GET_BATCH) {
 		const void *keys[2] = {"K", "other"};
 		const size_t lens[2] = {1, 5};
 		p->rc = larder_get_batch(p->cache, 2, keys, lens, park_batch_fn, p);
@@ -113,7 +139,7 @@ static void *writer_thread(void *arg)
 	return NULL;
 }
 
-static void run_parked(int use_batch)
+static void run_parked(enum park_mode mode)
 {
 	enum { WRITERS = 3 };
 	/*
@@ -133,7 +159,7 @@ static void run_parked(int use_batch)
 	CHECK_RC(larder_config_set_write_wait_ms(config, 20000), LARDER_OK);
 	memset(&p, 0, sizeof(p));
 	p.cache = th_open(config);
-	p.use_batch = use_batch;
+	p.mode = mode;
 	REQUIRE(p.cache != NULL);
 	th_event_init(&p.in);
 	th_event_init(&p.release);
@@ -170,7 +196,7 @@ static void run_parked(int use_batch)
 	pthread_join(reader, NULL);
 	CHECK(p.released);
 	CHECK_EQ(p.calls, 1);
-	CHECK_EQ(p.rc, use_batch ? 2 : LARDER_OK);
+	CHECK_EQ(p.rc, mode == PARK_GET_BATCH ? 2 : LARDER_OK);
 	CHECK(p.intact_on_entry);
 	CHECK(p.intact_on_exit);
 
@@ -186,12 +212,52 @@ out:
 
 static void test_parked_get_with(void)
 {
-	run_parked(0);
+	run_parked(PARK_GET_WITH);
 }
 
 static void test_parked_get_batch(void)
 {
-	run_parked(1);
+	run_parked(PARK_GET_BATCH);
+}
+
+static void test_parked_after_nested_reads(void)
+{
+	run_parked(PARK_AFTER_NESTED);
+}
+
+/*
+ * G4 on the reader slot itself, one thread: a grace period started inside a
+ * nested section (and one started after the nested exit) stays open until the
+ * outermost exit. No other reader is inside a section here (the earlier
+ * tests' threads have left theirs), so every poll's answer is this thread's.
+ */
+static void test_nested_sections_hold_grace(void)
+{
+	struct larder__thread *t = larder__thread_self();
+	REQUIRE(t != NULL);
+	struct larder__reader *r = &t->reader;
+
+	CHECK(!larder__read_active(r));
+	uint64_t outer = larder__read_enter(r);
+	CHECK_EQ(outer, 0);
+	uint64_t inner = larder__read_enter(r);
+	CHECK_NE(inner, 0);
+	uint64_t during = larder__gp_start();
+	CHECK(!larder__gp_poll(during));
+	larder__read_exit(r, inner);
+	CHECK(larder__read_active(r));
+	uint64_t after_inner = larder__gp_start();
+	CHECK(!larder__gp_poll(during));
+	CHECK(!larder__gp_poll(after_inner));
+	larder__read_exit(r, outer);
+	CHECK(!larder__read_active(r));
+	CHECK(larder__gp_poll(during));
+	CHECK(larder__gp_poll(after_inner));
+	/* A section entered after a grace period started does not hold it. */
+	uint64_t before = larder__gp_start();
+	outer = larder__read_enter(r);
+	CHECK(larder__gp_poll(before));
+	larder__read_exit(r, outer);
 }
 
 struct inside {
@@ -510,6 +576,8 @@ int main(int argc, char **argv)
 	static const struct th_test tests[] = {
 		TH_TEST(test_parked_get_with),
 		TH_TEST(test_parked_get_batch),
+		TH_TEST(test_parked_after_nested_reads),
+		TH_TEST(test_nested_sections_hold_grace),
 		TH_TEST(test_write_inside_callback),
 		TH_TEST(test_write_inside_callback_roomy),
 		TH_TEST(test_writer_waits_for_room),

@@ -12,6 +12,7 @@
 #endif
 #include <stdlib.h>
 
+#include "core/hash.h"
 #include "harness.h"
 
 #define KiB ((uint64_t)1024)
@@ -158,6 +159,27 @@ static void test_binary_keys(void)
 	EXPECT_VALUE(cache, k1, 2, "mid", 3);
 	EXPECT_MISS(cache, "ab", 2);
 	larder_close(cache);
+}
+
+/*
+ * larder__hash takes XXH3's short-input code directly for keys of up to 16
+ * bytes (core/hash.h): it must give what XXH3_64bits_withSeed gives, at every
+ * length on both sides of the switch and for several seeds.
+ */
+static void test_hash_matches_xxh3(void)
+{
+	static const uint64_t seeds[] = {0, 1, 42, 0x9e3779b97f4a7c15ull, UINT64_MAX};
+	unsigned char key[40];
+
+	for (size_t i = 0; i < sizeof(key); i++)
+		key[i] = (unsigned char)(i * 37 + 11);
+	for (size_t s = 0; s < sizeof(seeds) / sizeof(seeds[0]); s++) {
+		for (size_t len = 0; len <= sizeof(key); len++) {
+			uint64_t want = XXH3_64bits_withSeed(key, len, seeds[s]);
+			if (!CHECK_EQ(larder__hash(seeds[s], key, len), want))
+				return;
+		}
+	}
 }
 
 /* The key length is stored in 16 bits: the limit itself must work. */
@@ -815,6 +837,7 @@ int main(int argc, char **argv)
 	static const struct th_test tests[] = {
 		TH_TEST(test_roundtrip_sizes),
 		TH_TEST(test_binary_keys),
+		TH_TEST(test_hash_matches_xxh3),
 		TH_TEST(test_key_limit),
 		TH_TEST(test_overwrite_many),
 		TH_TEST(test_large_values),
