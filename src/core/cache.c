@@ -88,7 +88,7 @@ static inline struct larder__table *root_rcu(larder *c)
 /* Deadline of e, UINT64_MAX when it has none. */
 static inline uint64_t entry_deadline(struct larder__entry *e)
 {
-	if (!(e->flags & LARDER__ENTRY_TTL))
+	if (!(larder__entry_flags(e) & LARDER__ENTRY_TTL))
 		return UINT64_MAX;
 	/* Relaxed: E2 in core/entry.h. */
 	return atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
@@ -114,7 +114,7 @@ static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
 
 static inline int entry_expired(larder *c, struct op *op, struct larder__entry *e)
 {
-	return (e->flags & LARDER__ENTRY_TTL) && deadline_passed(c, op, e);
+	return (larder__entry_flags(e) & LARDER__ENTRY_TTL) && deadline_passed(c, op, e);
 }
 
 /* The live entry for key, or NULL. Inside a read section. */
@@ -145,9 +145,12 @@ static inline int read_begin(larder *c, struct op *op, const void *key, size_t k
 	return LARDER_OK;
 }
 
-/* Every hit is sampled for the policy; the sample count is the hit count. */
+/* Every hit is sampled for the policy; the sample count is the hit count.
+ * The entry's accessed bit (E5) reaches the policy even when the sample is
+ * late or lost. */
 static inline void count_hit(struct op *op, struct larder__entry *e)
 {
+	larder__entry_mark_accessed(e);
 	larder__events_hit(op->handle, e);
 }
 
@@ -421,7 +424,7 @@ static struct larder__entry *entry_build(larder *c, struct op *op, const void *k
 	e->prev = e->next = NULL;
 	e->value_len = (uint32_t)value_len;
 	e->key_len = (uint16_t)key_len;
-	e->flags = (uint8_t)flags;
+	larder__entry_init_flags(e, flags);
 	e->mbits = 0;
 	if (flags & LARDER__ENTRY_TTL) { /* not yet published: relaxed */
 		atomic_store_explicit(larder__entry_expire(e), deadline, LARDER__RELAXED);
@@ -650,7 +653,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
 		if (!old || entry_expired(c, &op, old)) {
 			rc = LARDER_MISS;
-		} else if (old->flags & LARDER__ENTRY_TTL) {
+		} else if (larder__entry_flags(old) & LARDER__ENTRY_TTL) {
 			/* In place (E2): relaxed, either deadline is right for a racing
 			 * read. Exchange: only we (under the lock) and the maintainer's
 			 * CAS (E4) store it, and we need the old value. */

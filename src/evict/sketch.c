@@ -113,7 +113,8 @@ int larder__sketch_resize(struct larder__sketch *s, uint64_t entries)
 static void migrate(struct larder__sketch *s)
 {
 	uint64_t old_words = s->old_mask + 1, images = (s->mask + 1) / old_words;
-	for (uint64_t done = 0; done < SKETCH_MIGRATE_WORDS && s->moved < old_words; done += images) {
+	for (uint64_t done = 0; done < SKETCH_MIGRATE_WORDS && s->moved < old_words;
+	     done += images) {
 		for (uint64_t k = 0; k < images; k++)
 			s->table[s->moved + k * old_words] = s->old[s->moved];
 		s->moved++;

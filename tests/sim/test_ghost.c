@@ -218,7 +218,8 @@ static void test_growth(void)
 		if (o < 0 || n < 0)
 			continue;
 		both_halves++;
-		CHECK(larder__ghost_contains(&g, model.fp[o]) && larder__ghost_contains(&g, model.fp[n]),
+		CHECK(larder__ghost_contains(&g, model.fp[o]) &&
+			      larder__ghost_contains(&g, model.fp[n]),
 		      "lookups during growth (step %u)", step);
 		uint32_t fo = model.fp[o], wo = model.w[o];
 		CHECK(larder__ghost_remove(&g, fo) == wo && !larder__ghost_contains(&g, fo),
@@ -233,7 +234,8 @@ static void test_growth(void)
 		CHECK(w0 == model.w[0] && !larder__ghost_contains(&g, model.fp[0]),
 		      "pop_oldest during growth: weight %u, model %u", w0, model.w[0]);
 		model_remove_at(&model, 0);
-		CHECK(g.live_count == (uint64_t)model.n && g.live_weight == model.weight, "G1 counts");
+		CHECK(g.live_count == (uint64_t)model.n && g.live_weight == model.weight,
+		      "G1 counts");
 	}
 	CHECK(growths >= 8 && both_halves >= 20, "growths %llu, checks with both halves live %llu",
 	      (unsigned long long)growths, (unsigned long long)both_halves);
