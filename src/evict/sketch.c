@@ -166,7 +166,8 @@ unsigned larder__sketch_estimate(const struct larder__sketch *s, uint64_t hash)
 	unsigned m = 15;
 	for (int r = 0; r < 4; r++) {
 		unsigned sh;
-		unsigned c = (unsigned)(*locate(s, hash, r, &sh) >> sh) & 0xf;
+		const uint64_t *w = locate(s, hash, r, &sh); /* sets sh: read it after */
+		unsigned c = (unsigned)(*w >> sh) & 0xf;
 		if (c < m)
 			m = c;
 	}
