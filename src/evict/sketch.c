@@ -10,9 +10,12 @@
  *
  * Aging: after sample_size = 10 x entries increments every counter is halved
  * (Caffeine's reset), so the sketch tracks recent popularity. The halving is
- * one pass over the table: O(words) once per 10 x entries increments, i.e. O(1)
- * amortised per event; for a million-entry cache it touches 512 KiB once per
- * ten million events.
+ * spread too: the increments that follow each halve SKETCH_HALVE_WORDS words
+ * (words [0, halved) are done), so it ends after words / 16 increments,
+ * under 1% of the period, and no call does more; meanwhile a counter not yet
+ * halved reads a little high. Halving and resizing never overlap: a resize
+ * asked for during a halving is refused (the caller asks again later), and a
+ * halving due during a resize waits for its copying to end.
  *
  * Growing (resize) keeps every count, incrementally. A key's counter in a row
  * is nibble (h >> 60) of word h & mask, so in a table of 2^k times the words
@@ -32,11 +35,12 @@
  *   K1. estimate() never underestimates the increments since the last halving
  *       (count-min), saturating at 15, also across and during a resize.
  *   K2. A key's estimate after halving is at most half of what it was, rounded down.
- *   K3. additions never exceeds sample_size after an increment returns.
- *   K4. A resize changes no estimate, and no call does more than a constant
- *       amount of copying (SKETCH_MIGRATE_WORDS + the growth factor, at most
- *       SKETCH_MAX_GROWTH); the halving is the one O(words) pass, once per
- *       sample_size increments.
+ *   K3. additions never exceeds sample_size after an increment returns, except
+ *       while a resize is being copied (by at most the increments that takes).
+ *   K4. A resize changes no estimate, and no increment does more than a
+ *       constant amount of work: SKETCH_MIGRATE_WORDS words copied (plus the
+ *       growth factor, at most SKETCH_MAX_GROWTH) or SKETCH_HALVE_WORDS halved.
+ *       larder__sketch_halve() (tests) halves at once.
  */
 #include "evict/sketch.h"
 
@@ -49,6 +53,7 @@
 #define SKETCH_SAMPLE_FACTOR 10
 #endif
 #define SKETCH_MIGRATE_WORDS 8
+#define SKETCH_HALVE_WORDS 16
 #define SKETCH_MAX_GROWTH 8 /* one resize at most multiplies the words by this */
 
 static const uint64_t row_seed[4] = {
@@ -75,6 +80,9 @@ int larder__sketch_init(struct larder__sketch *s, uint64_t entries)
 	s->old = NULL;
 	s->old_mask = 0;
 	s->moved = 0;
+	s->halving = 0;
+	s->halved = 0;
+	s->halve_odd = 0;
 	s->additions = 0;
 	s->sample_size = SKETCH_SAMPLE_FACTOR * (entries ? entries : 1);
 	s->resets = 0;
@@ -90,7 +98,7 @@ void larder__sketch_destroy(struct larder__sketch *s)
 
 int larder__sketch_resize(struct larder__sketch *s, uint64_t entries)
 {
-	if (s->old)
+	if (s->old || s->halving)
 		return -1;
 	uint64_t words = words_for(entries);
 	if (words > (s->mask + 1) * SKETCH_MAX_GROWTH)
@@ -144,10 +152,15 @@ static inline uint64_t *locate(const struct larder__sketch *s, uint64_t hash, in
 	return &s->table[w];
 }
 
+static void halve_begin(struct larder__sketch *s);
+static void halve_step(struct larder__sketch *s, uint64_t words);
+
 void larder__sketch_increment(struct larder__sketch *s, uint64_t hash)
 {
 	if (s->old)
 		migrate(s);
+	else if (s->halving)
+		halve_step(s, SKETCH_HALVE_WORDS);
 	int added = 0;
 	for (int r = 0; r < 4; r++) {
 		unsigned sh;
@@ -157,8 +170,9 @@ void larder__sketch_increment(struct larder__sketch *s, uint64_t hash)
 			added = 1;
 		}
 	}
-	if (added && ++s->additions >= s->sample_size)
-		larder__sketch_halve(s);
+	s->additions += (uint64_t)added;
+	if (s->additions >= s->sample_size && !s->halving && !s->old)
+		halve_begin(s);
 }
 
 unsigned larder__sketch_estimate(const struct larder__sketch *s, uint64_t hash)
@@ -174,24 +188,49 @@ unsigned larder__sketch_estimate(const struct larder__sketch *s, uint64_t hash)
 	return m;
 }
 
-/* Halves words [from, to] of t; returns how many counters were odd. */
+/* Halves words [from, to) of t; returns how many counters were odd. */
 static uint64_t halve_words(uint64_t *t, uint64_t from, uint64_t to)
 {
 	uint64_t odd = 0;
-	for (uint64_t i = from; i <= to; i++) {
+	for (uint64_t i = from; i < to; i++) {
 		odd += (uint64_t)__builtin_popcountll(t[i] & 0x1111111111111111ull);
 		t[i] = (t[i] >> 1) & 0x7777777777777777ull;
 	}
 	return odd;
 }
 
+static void halve_begin(struct larder__sketch *s)
+{
+	s->halving = 1;
+	s->halved = 0;
+	s->halve_odd = 0;
+	s->additions >>= 1;
+}
+
+/* Halves the next `words` words; ends the halving after the last. */
+static void halve_step(struct larder__sketch *s, uint64_t words)
+{
+	uint64_t n = s->mask + 1;
+	uint64_t end = words < n - s->halved ? s->halved + words : n;
+	s->halve_odd += halve_words(s->table, s->halved, end);
+	s->halved = end;
+	if (end < n)
+		return;
+	/* As Caffeine: the halving truncates about odd/4 keys' worth of counts
+	 * (additions was halved when it began, so subtract half of that). */
+	uint64_t lost = s->halve_odd >> 3;
+	s->additions = s->additions > lost ? s->additions - lost : 0;
+	s->halving = 0;
+	s->resets++;
+}
+
 void larder__sketch_halve(struct larder__sketch *s)
 {
-	/* During a resize the table's unmoved images are still zero: halving them is harmless. */
-	uint64_t odd = halve_words(s->table, 0, s->mask);
+	if (!s->halving)
+		halve_begin(s);
+	/* During a resize the table's unmoved images are still zero: halving them
+	 * is harmless; their values are in the old table. */
 	if (s->old)
-		odd += halve_words(s->old, s->moved, s->old_mask);
-	/* As Caffeine: the halving truncates about odd/4 keys' worth of counts. */
-	s->additions = s->additions > (odd >> 2) ? (s->additions - (odd >> 2)) >> 1 : 0;
-	s->resets++;
+		s->halve_odd += halve_words(s->old, s->moved, s->old_mask + 1);
+	halve_step(s, s->mask + 1);
 }

@@ -14,6 +14,9 @@ struct larder__sketch {
 	uint64_t *old;        /* while a resize is in progress: the previous table */
 	uint64_t old_mask;    /* its words - 1 */
 	uint64_t moved;       /* old words [0, moved) are already split into table */
+	int halving;          /* a halving is being spread over increments */
+	uint64_t halved;      /* while halving: words [0, halved) are done */
+	uint64_t halve_odd;   /* odd counters met by this halving so far */
 	uint64_t additions;   /* increments since the last halving */
 	uint64_t sample_size; /* halve when additions reach this */
 	uint64_t resets;      /* halvings so far (tests, diagnostics) */
@@ -34,7 +37,8 @@ static inline int larder__sketch_resizing(const struct larder__sketch *s)
 void larder__sketch_increment(struct larder__sketch *s, uint64_t hash);
 /* The estimated frequency, 0..15. */
 unsigned larder__sketch_estimate(const struct larder__sketch *s, uint64_t hash);
-/* Halves every counter (called by increment every sample_size additions). */
+/* Halves every counter at once, finishing a halving being spread (increment
+ * spreads one over the increments after every sample_size additions). */
 void larder__sketch_halve(struct larder__sketch *s);
 
 #endif /* LARDER_EVICT_SKETCH_H */

@@ -44,8 +44,8 @@
  *       bytes add up per queue.
  *   W2. cand is NULL or in probation; the candidates are cand and every
  *       probation entry newer than it.
- *   W3. Every call is O(1) amortised: the sketch halving is O(width) once per
- *       10 x entries increments; the climber's resizing moves at most
+ *   W3. Every call is O(1) amortised: the sketch's halving and growth are
+ *       spread over increments (evict/sketch.c K4); the climber's resizing moves at most
  *       W_RESIZE_MOVES entries per event; a tuned switch moves up to the
  *       window's size once per tuner decision (one per 16 x mini-cache entries
  *       sampled events, each standing for S events of the cache).

@@ -173,11 +173,49 @@ static void test_resize(void)
 	larder__sketch_destroy(&s);
 }
 
+/*
+ * The periodic halving is spread over increments (K4): it starts when
+ * additions reach sample_size, halves at most 16 words per increment, ends
+ * within words / 16 increments, refuses a resize meanwhile, and afterwards a
+ * key not counted since has at most half its estimate (K2).
+ */
+static void test_spread_halving(void)
+{
+	struct larder__sketch s;
+	CHECK(larder__sketch_init(&s, 4096) == 0, "init");
+	uint64_t words = s.mask + 1, hot = key_hash(1u << 30);
+	for (int i = 0; i < 14; i++)
+		larder__sketch_increment(&s, hot);
+	unsigned before = larder__sketch_estimate(&s, hot);
+	uint64_t i = 0;
+	while (!s.halving)
+		larder__sketch_increment(&s, key_hash(i++ % 50000));
+	CHECK(s.additions <= s.sample_size / 2 + 1, "K3: additions halved when it began");
+	CHECK(larder__sketch_resize(&s, 1 << 20) == -1, "no resize during a halving");
+	uint64_t steps = 0, prev = s.halved;
+	while (s.halving) {
+		larder__sketch_increment(&s, key_hash(i++ % 50000));
+		steps++;
+		CHECK(!s.halving || s.halved - prev <= 16, "K4: %llu words at once",
+		      (unsigned long long)(s.halved - prev));
+		prev = s.halved;
+	}
+	CHECK(steps <= words / 16 + 1, "K4: halving took %llu increments for %llu words",
+	      (unsigned long long)steps, (unsigned long long)words);
+	CHECK(s.resets == 1, "one halving");
+	CHECK(larder__sketch_estimate(&s, hot) <= before / 2 + 1,
+	      "K2: %u after, %u before (plus at most one collision)",
+	      larder__sketch_estimate(&s, hot), before);
+	CHECK(larder__sketch_resize(&s, 1 << 20) == 0, "resize after the halving");
+	larder__sketch_destroy(&s);
+}
+
 int main(void)
 {
 	test_never_under();
 	test_halving();
 	test_schedule();
 	test_resize();
+	test_spread_halving();
 	return sim_check_result();
 }
