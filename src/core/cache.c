@@ -4,7 +4,8 @@
  * Reads: hash, enter a read section, look the key up in the lock-free index,
  * check its deadline (only entries with a TTL read the clock), copy or call
  * back, sample the hit into this thread's hit ring, leave. No lock, no
- * allocation, no system call, no store to a shared line.
+ * allocation, no system call, no store to a shared line but the entry's
+ * accessed bit, and that only when it is clear (E7 in core/entry.h).
  *
  * Writes: reserve room (an event slot and byte credit: the only place a
  * writer may wait), build the new entry in a slot of this thread's own pages,
@@ -99,7 +100,7 @@ static inline struct larder__table *root_rcu(larder *c)
 /* Deadline of e, UINT64_MAX when it has none. */
 static inline uint64_t entry_deadline(struct larder__entry *e)
 {
-	if (!(e->flags & LARDER__ENTRY_TTL))
+	if (!(larder__entry_flags(e) & LARDER__ENTRY_TTL))
 		return UINT64_MAX;
 	/* Relaxed: E2 in core/entry.h. */
 	return atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
@@ -129,7 +130,7 @@ static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
 
 static inline int entry_expired(larder *c, struct op *op, struct larder__entry *e)
 {
-	return __builtin_expect(e->flags & LARDER__ENTRY_TTL, 0) && deadline_passed(c, op, e);
+	return __builtin_expect(larder__entry_flags(e) & LARDER__ENTRY_TTL, 0) && deadline_passed(c, op, e);
 }
 
 /* The live entry for key, or NULL. Inside a read section; op may be NULL. */
@@ -144,9 +145,11 @@ static inline struct larder__entry *find_live_rcu(larder *c, struct op *op, uint
 }
 
 /* Every hit is sampled for the policy; the sample count is the hit count.
- * The one place where a read records a hit. */
+ * The entry's accessed bit (E7) reaches the policy even when the sample is
+ * late or lost. The one place where a read records a hit. */
 static inline void count_hit(struct larder__handle *h, struct larder__entry *e)
 {
+	larder__entry_mark_accessed(e);
 	larder__events_hit(h, e);
 }
 
@@ -262,7 +265,7 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 	int rc = LARDER_MISS;
 	if (__builtin_expect(w != 0, 1)) {
 		struct larder__entry *e = larder__slot_entry(w);
-		if (__builtin_expect(e->flags & LARDER__ENTRY_TTL, 0))
+		if (__builtin_expect(larder__entry_flags(e) & LARDER__ENTRY_TTL, 0))
 			return get_deadline_hit(c, e, buf, buf_len, value_len, outer);
 		rc = get_copy(h, e, buf, buf_len, value_len);
 	}
@@ -552,7 +555,7 @@ static struct larder__entry *entry_build(larder *c, struct op *op, const void *k
 	e->next = larder__pagedir_id(e, bytes); /* E6 */
 	e->value_len = (uint32_t)value_len;
 	e->key_len = (uint16_t)key_len;
-	e->flags = (uint8_t)flags;
+	larder__entry_init_flags(e, flags);
 	e->mbits = 0;
 	if (flags & LARDER__ENTRY_TTL) { /* not yet published: relaxed */
 		atomic_store_explicit(larder__entry_expire(e), deadline, LARDER__RELAXED);
@@ -779,7 +782,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
 		if (!old || entry_expired(c, &op, old)) {
 			rc = LARDER_MISS;
-		} else if (old->flags & LARDER__ENTRY_TTL) {
+		} else if (larder__entry_flags(old) & LARDER__ENTRY_TTL) {
 			/* In place (E2): relaxed, either deadline is right for a racing
 			 * read. Exchange: only we (under the lock) and the maintainer's
 			 * CAS (E4) store it, and we need the old value. */

@@ -10,19 +10,22 @@
  *     value bytes            value_len
  *
  * Ownership of the fields (the invariants the stress test relies on):
- *   E1. key_len, value_len, flags, the key and the value are written by the
- *       creating writer before the entry is published in the index (release)
- *       and are never written again; readers may read them once they have
- *       loaded the entry from the index (acquire).
+ *   E1. key_len, value_len, the immutable flags (LARDER__ENTRY_TTL), the key
+ *       and the value are written by the creating writer before the entry is
+ *       published in the index (release) and are never written again; readers
+ *       may read them once they have loaded the entry from the index (acquire).
  *   E2. expire_ms is atomic: touch() rewrites it in place under the key's
  *       bucket lock; readers load it relaxed, because either deadline is a
  *       correct answer for a read that races with the touch.
  *   E3. prev, next, mbits and the wheel link belong to the maintainer thread
  *       alone (policy queue links and state; the TTL wheel's list links or
  *       heap index, ttl/wheel.h), except that the creating writer initialises
- *       them before publication (E6). Readers never read them, so they share the line
- *       with reader-visible fields without a data race. Entries without a
+ *       them before publication (E6). Readers never read them, so they share
+ *       the line with reader-visible fields without a data race. Entries without a
  *       deadline have no wheel link and pay nothing for it.
+ *   E4. Besides touch (E2), the maintainer may store expire_ms, relaxed, by a
+ *       compare-and-swap from the value it read (expire-after-access
+ *       extension, maint/maintainer.c): it never overwrites a touch.
  *   E5. prev and next, and the wheel link's, are 32-bit entry ids
  *       (mem/pagedir.h; 0 is null), not pointers: each pair of links costs
  *       8 bytes instead of 16. The maintainer
@@ -35,9 +38,17 @@
  *       creating writer stores it (it has the page header at hand), and
  *       every unlink puts it back (evict/list.h), so the maintainer never
  *       computes an id to link an entry. The wheel link starts zeroed.
- *   E4. Besides touch (E2), the maintainer may store expire_ms, relaxed, by a
- *       compare-and-swap from the value it read (expire-after-access
- *       extension, maint/maintainer.c): it never overwrites a touch.
+ *   E7. flags is an atomic byte, every access relaxed. Its immutable bits
+ *       (E1) never change after publication; its ACCESSED bit is set by
+ *       readers on a hit, only when clear (a load, a test, a store: no shared
+ *       write on the common hit of an entry already marked), and cleared by
+ *       the maintainer's policy when it folds the bit into its state
+ *       (evict/policy.h P5). Every store writes back the immutable bits it
+ *       read, so they stay exact; racing stores of ACCESSED may lose a set or
+ *       a clear, which only loses or repeats one access signal (the bit is
+ *       lossy, like the hit ring). A reader stores it inside its read
+ *       section, so the grace period (R2/A1) orders the store before the
+ *       slot is freed and reused (docs/memory-model.md, "Accessed bit").
  */
 #ifndef LARDER_CORE_ENTRY_H
 #define LARDER_CORE_ENTRY_H
@@ -51,7 +62,8 @@
 #include "ttl/wheel.h"
 
 enum {
-	LARDER__ENTRY_TTL = 1, /* an expire_ms field follows the header */
+	LARDER__ENTRY_TTL = 1,         /* E1: an expire_ms field follows the header */
+	LARDER__ENTRY_ACCESSED = 0x80, /* E7: hit since the policy last looked */
 };
 
 /* mbits: bits 0-4 belong to the eviction policy, 5-7 to the maintainer. */
@@ -72,7 +84,7 @@ struct larder__entry {
 	};
 	uint32_t value_len; /* E1 */
 	uint16_t key_len;   /* E1 */
-	uint8_t flags;      /* E1 */
+	larder__atomic_u8 flags; /* E1 and E7: read with larder__entry_flags() */
 	uint8_t mbits;      /* E3 */
 };
 
@@ -95,9 +107,46 @@ static inline size_t larder__entry_bytes(unsigned flags, size_t key_len, size_t 
 	return larder__entry_prefix_bytes(flags) + key_len + value_len;
 }
 
+/* The immutable flags (E1), without ACCESSED. */
+static inline unsigned larder__entry_flags(const struct larder__entry *e)
+{
+	/* gcc infers e != NULL from a plain load but not from an atomic one;
+	 * say it, so that callers' NULL checks after this read fold away. */
+	if (!e)
+		__builtin_unreachable();
+	/* Relaxed (E7): the immutable bits were published with the entry. */
+	return atomic_load_explicit(&e->flags, LARDER__RELAXED) & ~(unsigned)LARDER__ENTRY_ACCESSED;
+}
+
+/* The creating writer, before publication (E1). */
+static inline void larder__entry_init_flags(struct larder__entry *e, unsigned flags)
+{
+	atomic_store_explicit(&e->flags, (uint8_t)flags, LARDER__RELAXED);
+}
+
+/* Reader, on a hit: marks e accessed, writing only when the bit is clear (E7). */
+static inline void larder__entry_mark_accessed(struct larder__entry *e)
+{
+	unsigned f = atomic_load_explicit(&e->flags, LARDER__RELAXED);
+	if (!(f & LARDER__ENTRY_ACCESSED))
+		atomic_store_explicit(&e->flags, (uint8_t)(f | LARDER__ENTRY_ACCESSED),
+				      LARDER__RELAXED);
+}
+
+/* Maintainer (policy): whether e was marked accessed, clearing the mark (E7). */
+static inline int larder__entry_take_accessed(struct larder__entry *e)
+{
+	unsigned f = atomic_load_explicit(&e->flags, LARDER__RELAXED);
+	if (!(f & LARDER__ENTRY_ACCESSED))
+		return 0;
+	atomic_store_explicit(&e->flags, (uint8_t)(f & ~(unsigned)LARDER__ENTRY_ACCESSED),
+			      LARDER__RELAXED);
+	return 1;
+}
+
 static inline size_t larder__entry_size(const struct larder__entry *e)
 {
-	return larder__entry_bytes(e->flags, e->key_len, e->value_len);
+	return larder__entry_bytes(larder__entry_flags(e), e->key_len, e->value_len);
 }
 
 static inline larder__atomic_u64 *larder__entry_expire(struct larder__entry *e)
@@ -130,7 +179,7 @@ static inline uint32_t larder__entry_id(const struct larder__entry *e)
 
 static inline unsigned char *larder__entry_key(struct larder__entry *e)
 {
-	return (unsigned char *)e + larder__entry_prefix_bytes(e->flags);
+	return (unsigned char *)e + larder__entry_prefix_bytes(larder__entry_flags(e));
 }
 
 static inline unsigned char *larder__entry_value(struct larder__entry *e)

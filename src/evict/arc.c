@@ -24,7 +24,14 @@
  *   A3. Ghost weight: B1 <= capacity and B1 + B2 <= 2 x capacity after an
  *       insert (paper: |T1|+|B1| <= c, |T1|+|T2|+|B1|+|B2| <= 2c), so ghosts
  *       stay within a constant factor of the entries that fit (policy.h P4).
- *   A4. Every call is O(1) amortised (each ghost is popped at most once).
+ *   A4. Every call is O(1) amortised (each ghost is popped at most once, and
+ *       each accessed bit taken costs one move).
+ *
+ * Accessed bit (policy.h P5): hit() takes it, so a set bit means a hit whose
+ * event has not arrived. Before REPLACE, evict() applies those hits to the
+ * LRU ends of T1 and T2 (to T2's MRU end, as hit() would), until both ends
+ * are entries not hit since; the latest insert is left alone. With every hit
+ * delivered at once no bit is set there, and this is the paper's ARC.
  */
 #include <stdlib.h>
 
@@ -156,6 +163,7 @@ static void arc_replace(struct larder__policy *p, struct larder__entry *old,
 
 static void arc_hit(struct larder__policy *p, struct larder__entry *e)
 {
+	larder__entry_take_accessed(e);
 	if (larder__pbits(e) & ARC_T2) {
 		larder__queue_touch(&p->t2, e);
 		return;
@@ -188,9 +196,26 @@ static struct larder__entry *take_lru(struct larder__policy *p, struct larder__q
 	return e;
 }
 
+/* Applies the hits still in flight (accessed bits) to the LRU ends of T1 and T2. */
+static void settle_lru_ends(struct larder__policy *p)
+{
+	struct larder__entry *e;
+	for (;;) {
+		if ((e = larder__queue_oldest(&p->t1)) != NULL && e != p->fresh &&
+		    larder__entry_take_accessed(e))
+			arc_hit(p, e);
+		else if ((e = larder__queue_oldest(&p->t2)) != NULL && p->t2.count > 1 &&
+			 larder__entry_take_accessed(e))
+			larder__queue_touch(&p->t2, e);
+		else
+			return;
+	}
+}
+
 static struct larder__entry *arc_evict(struct larder__policy *p)
 {
 	struct larder__entry *e = NULL;
+	settle_lru_ends(p);
 	uint64_t t1 = p->t1.bytes;
 	if (p->fresh && !(larder__pbits(p->fresh) & ARC_T2))
 		t1 -= p->fresh_bytes; /* REPLACE runs before the fetch in the paper */

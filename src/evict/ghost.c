@@ -12,17 +12,33 @@
  * When the head slot expires, the table entry is deleted only if it still
  * points at that very slot (the key may have been re-inserted since).
  *
+ * Growth is incremental: a full array gets a successor twice its size and the
+ * old one is emptied GHOST_MIGRATE slots per insert, so no call copies more
+ * than a constant number of slots.
+ *   - Ring: sequences from ring_split (the tail when it grew) on live in the
+ *     new ring; those in [ring_moved, ring_split) are still in the old one and
+ *     are copied oldest first. Either ring is addressed by seq & its mask.
+ *   - Table: lookups probe the new table, then the old. Slots of the old table
+ *     are moved in index order; a moved or deleted old slot becomes a
+ *     tombstone (nothing in the old table ever shifts, so the move cursor
+ *     cannot be overtaken), and the old table's probe runs keep their ends.
+ *     Inserts go to the new table only; a fingerprint is in one table at most.
+ *
  * Invariants (checked by tests/sim/test_ghost.c):
- *   G1. live_count / live_weight are the number / summed weight of the table's
+ *   G1. live_count / live_weight are the number / summed weight of the tables'
  *       fingerprints; each has exactly one ring slot in [head, tail) whose
  *       sequence the table records.
  *   G2. After insert() and set_bound(), live_weight <= bound (a single ghost
  *       heavier than the bound is not kept).
  *   G3. Memory: the table is at most half full after growth; the ring grows
  *       only while at least half its slots are live, so both stay within a
- *       constant factor of the live fingerprints, which G2 bounds.
- *   G4. Every call is O(1) amortised: growth doubles (amortised over the
- *       inserts that filled it), and each ring slot is popped once.
+ *       constant factor of the live fingerprints, which G2 bounds (times 1.5
+ *       while an old array is being emptied).
+ *   G4. Every call does O(1) work apart from the probes of the tables: an
+ *       insert moves at most GHOST_MIGRATE ring slots and scans at most
+ *       GHOST_MIGRATE old table slots; expiry pops at most as many ring slots
+ *       as earlier inserts pushed (amortised O(1)). A growth is finished long
+ *       before the new array fills (after a quarter of its slots' inserts).
  * Not guaranteed: exactness. Two keys with the same 32-bit fingerprint are
  * one ghost (a false positive rate of about live_count / 2^32 per lookup),
  * and when the ring cannot grow (out of memory, or mostly stale) the oldest
@@ -34,6 +50,7 @@
 #include <string.h>
 
 #define GHOST_MIN_SLOTS 16u
+#define GHOST_MIGRATE 4u /* old slots moved (ring) and scanned (table) per insert */
 
 static uint64_t pow2_at_least(uint64_t n)
 {
@@ -51,74 +68,36 @@ static unsigned log2_of(uint64_t p)
 	return b;
 }
 
-static uint64_t tab_home(const struct larder__ghost *g, uint32_t fp)
+/* ---- ring ------------------------------------------------------------------ */
+
+static int in_old_ring(const struct larder__ghost *g, uint64_t seq)
 {
-	/* fp is already a hash; the multiply spreads its low bits over the top. */
-	return ((uint64_t)fp * 0x9E3779B97F4A7C15ull) >> g->tab_shift;
+	return g->old_fp && seq >= g->ring_moved && seq < g->ring_split;
 }
 
-/* The table index holding fp, or -1. */
-static int64_t tab_find(const struct larder__ghost *g, uint32_t fp)
+static uint32_t ring_fp_at(const struct larder__ghost *g, uint64_t seq)
 {
-	uint64_t i = tab_home(g, fp);
-	for (;;) {
-		uint32_t f = g->tab[i].fp;
-		if (f == fp)
-			return (int64_t)i;
-		if (f == 0)
-			return -1;
-		i = (i + 1) & g->tab_mask;
-	}
+	return in_old_ring(g, seq) ? g->old_fp[seq & g->old_ring_mask]
+				   : g->ring_fp[seq & g->ring_mask];
 }
 
-/* Backward-shift deletion keeps probe chains intact without tombstones. */
-static void tab_delete_at(struct larder__ghost *g, uint64_t i)
+static uint32_t ring_w_at(const struct larder__ghost *g, uint64_t seq)
 {
-	uint64_t j = i;
-	for (;;) {
-		j = (j + 1) & g->tab_mask;
-		if (g->tab[j].fp == 0)
-			break;
-		uint64_t home = tab_home(g, g->tab[j].fp);
-		/* Move j back to i unless its home lies cyclically in (i, j]. */
-		int in_range = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
-		if (!in_range) {
-			g->tab[i] = g->tab[j];
-			i = j;
-		}
-	}
-	g->tab[i].fp = 0;
+	return in_old_ring(g, seq) ? g->old_w[seq & g->old_ring_mask]
+				   : g->ring_w[seq & g->ring_mask];
 }
 
-static void tab_store(struct larder__ghost_slot *tab, uint64_t mask, unsigned shift,
-		      uint32_t fp, uint32_t seq)
+/* The full sequence of a live slot from the 32 bits the table keeps
+ * (tail - head < 2^32 always, the ring being smaller than that). */
+static uint64_t full_seq(const struct larder__ghost *g, uint32_t seq)
 {
-	uint64_t i = ((uint64_t)fp * 0x9E3779B97F4A7C15ull) >> shift;
-	while (tab[i].fp != 0)
-		i = (i + 1) & mask;
-	tab[i].fp = fp;
-	tab[i].seq = seq;
-}
-
-static int tab_grow(struct larder__ghost *g)
-{
-	uint64_t n = (g->tab_mask + 1) * 2;
-	struct larder__ghost_slot *t = calloc(n, sizeof *t);
-	if (!t)
-		return -1;
-	unsigned shift = 64 - log2_of(n);
-	for (uint64_t i = 0; i <= g->tab_mask; i++)
-		if (g->tab[i].fp)
-			tab_store(t, n - 1, shift, g->tab[i].fp, g->tab[i].seq);
-	free(g->tab);
-	g->tab = t;
-	g->tab_mask = n - 1;
-	g->tab_shift = shift;
-	return 0;
+	return g->head + (uint32_t)(seq - (uint32_t)g->head);
 }
 
 static int ring_grow(struct larder__ghost *g)
 {
+	if (g->old_fp)
+		return -1; /* the last growth is still being copied (never, by G4) */
 	uint64_t n = (g->ring_mask + 1) * 2;
 	uint32_t *fp = malloc(n * sizeof *fp);
 	uint32_t *w = malloc(n * sizeof *w);
@@ -127,17 +106,145 @@ static int ring_grow(struct larder__ghost *g)
 		free(w);
 		return -1;
 	}
-	for (uint64_t s = g->head; s != g->tail; s++) {
-		fp[s & (n - 1)] = g->ring_fp[s & g->ring_mask];
-		w[s & (n - 1)] = g->ring_w[s & g->ring_mask];
-	}
-	free(g->ring_fp);
-	free(g->ring_w);
+	g->old_fp = g->ring_fp;
+	g->old_w = g->ring_w;
+	g->old_ring_mask = g->ring_mask;
+	g->ring_moved = g->head;
+	g->ring_split = g->tail;
 	g->ring_fp = fp;
 	g->ring_w = w;
 	g->ring_mask = n - 1;
 	return 0;
 }
+
+static void ring_migrate(struct larder__ghost *g)
+{
+	if (g->ring_moved < g->head)
+		g->ring_moved = g->head; /* popped while still in the old ring */
+	for (unsigned k = 0; k < GHOST_MIGRATE && g->ring_moved < g->ring_split; k++) {
+		uint64_t s = g->ring_moved++;
+		g->ring_fp[s & g->ring_mask] = g->old_fp[s & g->old_ring_mask];
+		g->ring_w[s & g->ring_mask] = g->old_w[s & g->old_ring_mask];
+	}
+	if (g->ring_moved >= g->ring_split) {
+		free(g->old_fp);
+		free(g->old_w);
+		g->old_fp = g->old_w = NULL;
+	}
+}
+
+/* ---- table ----------------------------------------------------------------- */
+
+static uint64_t home_of(uint32_t fp, unsigned shift)
+{
+	/* fp is already a hash; the multiply spreads its low bits over the top. */
+	return ((uint64_t)fp * 0x9E3779B97F4A7C15ull) >> shift;
+}
+
+/* fp's slot in the new table, or NULL. */
+static struct larder__ghost_slot *new_find(const struct larder__ghost *g, uint32_t fp)
+{
+	for (uint64_t i = home_of(fp, g->tab_shift);; i = (i + 1) & g->tab_mask) {
+		uint32_t f = g->tab[i].fp;
+		if (f == fp)
+			return &g->tab[i];
+		if (f == 0)
+			return NULL;
+	}
+}
+
+/* fp's slot in the old table, or NULL; tombstones (fp 0, seq 1) do not end a probe. */
+static struct larder__ghost_slot *old_find(const struct larder__ghost *g, uint32_t fp)
+{
+	for (uint64_t i = home_of(fp, g->old_tab_shift);; i = (i + 1) & g->old_tab_mask) {
+		const struct larder__ghost_slot *t = &g->old_tab[i];
+		if (t->fp == fp)
+			return &g->old_tab[i];
+		if (t->fp == 0 && t->seq == 0)
+			return NULL;
+	}
+}
+
+static struct larder__ghost_slot *tab_find(const struct larder__ghost *g, uint32_t fp)
+{
+	struct larder__ghost_slot *t = new_find(g, fp);
+	return (!t && g->old_tab) ? old_find(g, fp) : t;
+}
+
+/* Backward-shift deletion keeps probe chains intact without tombstones. */
+static void new_delete_at(struct larder__ghost *g, uint64_t i)
+{
+	uint64_t j = i;
+	for (;;) {
+		j = (j + 1) & g->tab_mask;
+		if (g->tab[j].fp == 0)
+			break;
+		uint64_t home = home_of(g->tab[j].fp, g->tab_shift);
+		/* Move j back to i unless its home lies cyclically in (i, j]. */
+		int in_range = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
+		if (!in_range) {
+			g->tab[i] = g->tab[j];
+			i = j;
+		}
+	}
+	g->tab[i].fp = 0;
+	g->tab[i].seq = 0;
+}
+
+static void tab_delete(struct larder__ghost *g, struct larder__ghost_slot *t)
+{
+	if (g->old_tab && t >= g->old_tab && t <= g->old_tab + g->old_tab_mask) {
+		t->fp = 0;
+		t->seq = 1; /* a tombstone */
+	} else {
+		new_delete_at(g, (uint64_t)(t - g->tab));
+	}
+}
+
+static void tab_store(struct larder__ghost *g, uint32_t fp, uint32_t seq)
+{
+	uint64_t i = home_of(fp, g->tab_shift);
+	while (g->tab[i].fp != 0)
+		i = (i + 1) & g->tab_mask;
+	g->tab[i].fp = fp;
+	g->tab[i].seq = seq;
+}
+
+static int tab_grow(struct larder__ghost *g)
+{
+	if (g->old_tab)
+		return -1; /* the last growth is still being moved (never, by G4) */
+	uint64_t n = (g->tab_mask + 1) * 2;
+	struct larder__ghost_slot *t = calloc(n, sizeof *t);
+	if (!t)
+		return -1;
+	g->old_tab = g->tab;
+	g->old_tab_mask = g->tab_mask;
+	g->old_tab_shift = g->tab_shift;
+	g->tab_moved = 0;
+	g->tab = t;
+	g->tab_mask = n - 1;
+	g->tab_shift = 64 - log2_of(n);
+	return 0;
+}
+
+static void tab_migrate(struct larder__ghost *g)
+{
+	for (unsigned k = 0; k < GHOST_MIGRATE && g->tab_moved <= g->old_tab_mask; k++) {
+		struct larder__ghost_slot *t = &g->old_tab[g->tab_moved++];
+		if (t->fp) {
+			tab_store(g, t->fp, t->seq);
+			t->fp = 0;
+			t->seq = 1;
+		}
+	}
+	if (g->tab_moved > g->old_tab_mask) {
+		free(g->old_tab);
+		g->old_tab = NULL;
+	}
+}
+
+/* ---- the set --------------------------------------------------------------- */
 
 int larder__ghost_init(struct larder__ghost *g, uint64_t bound, uint64_t slots_hint)
 {
@@ -163,19 +270,22 @@ void larder__ghost_destroy(struct larder__ghost *g)
 	free(g->ring_fp);
 	free(g->ring_w);
 	free(g->tab);
+	free(g->old_fp);
+	free(g->old_w);
+	free(g->old_tab);
 	memset(g, 0, sizeof *g);
 }
 
 /* Pops the head slot; returns the weight it took out of the live set (0 if stale). */
 static uint32_t pop_head(struct larder__ghost *g)
 {
-	uint64_t s = g->head++;
-	uint32_t fp = g->ring_fp[s & g->ring_mask];
-	int64_t i = tab_find(g, fp);
-	if (i < 0 || g->tab[i].seq != (uint32_t)s)
+	uint64_t s = g->head;
+	uint32_t fp = ring_fp_at(g, s), w = ring_w_at(g, s);
+	g->head++;
+	struct larder__ghost_slot *t = tab_find(g, fp);
+	if (!t || t->seq != (uint32_t)s)
 		return 0; /* removed or re-inserted since: a stale slot */
-	uint32_t w = g->ring_w[s & g->ring_mask];
-	tab_delete_at(g, (uint64_t)i);
+	tab_delete(g, t);
 	g->live_count--;
 	g->live_weight -= w;
 	return w;
@@ -183,22 +293,20 @@ static uint32_t pop_head(struct larder__ghost *g)
 
 int larder__ghost_contains(const struct larder__ghost *g, uint32_t fp)
 {
-	return tab_find(g, fp) >= 0;
+	return tab_find(g, fp) != NULL;
 }
 
 uint32_t larder__ghost_remove(struct larder__ghost *g, uint32_t fp)
 {
-	int64_t i = tab_find(g, fp);
-	if (i < 0)
+	struct larder__ghost_slot *t = tab_find(g, fp);
+	if (!t)
 		return 0;
-	uint32_t w = g->ring_w[g->tab[i].seq & g->ring_mask];
-	/* tab seq holds 32 bits; the ring is < 2^32 slots so seq & mask is exact. */
-	tab_delete_at(g, (uint64_t)i);
+	uint32_t w = ring_w_at(g, full_seq(g, t->seq));
+	tab_delete(g, t);
 	g->live_count--;
 	g->live_weight -= w;
 	return w;
 }
-
 uint32_t larder__ghost_pop_oldest(struct larder__ghost *g)
 {
 	while (g->head != g->tail) {
@@ -221,9 +329,13 @@ void larder__ghost_set_bound(struct larder__ghost *g, uint64_t bound)
 	expire_to(g, bound);
 }
 
-/* Makes room for one more ring slot and one more table entry. */
+/* Makes room for one more ring slot and one more table entry, and moves on any growth. */
 static void make_room(struct larder__ghost *g)
 {
+	if (g->old_fp)
+		ring_migrate(g);
+	if (g->old_tab)
+		tab_migrate(g);
 	uint64_t ring_n = g->ring_mask + 1;
 	if (g->tail - g->head == ring_n) {
 		if (g->live_count * 2 < ring_n || ring_grow(g) != 0)
@@ -244,10 +356,10 @@ void larder__ghost_insert(struct larder__ghost *g, uint32_t fp, uint32_t weight)
 	if (weight > g->bound)
 		return;
 	make_room(g);
-	uint64_t s = g->tail++;
+	uint64_t s = g->tail++; /* >= ring_split: in the new ring */
 	g->ring_fp[s & g->ring_mask] = fp;
 	g->ring_w[s & g->ring_mask] = weight;
-	tab_store(g->tab, g->tab_mask, g->tab_shift, fp, (uint32_t)s);
+	tab_store(g, fp, (uint32_t)s);
 	g->live_count++;
 	g->live_weight += weight;
 	expire_to(g, g->bound);

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 struct larder__ghost_slot {
-	uint32_t fp;  /* 0 = empty */
+	uint32_t fp;  /* 0 = empty (seq 0) or, in old_tab only, a tombstone (seq 1) */
 	uint32_t seq; /* low 32 bits of the ring sequence of fp's latest insert */
 };
 
@@ -23,6 +23,12 @@ struct larder__ghost {
 	struct larder__ghost_slot *tab;
 	uint64_t tab_mask;
 	unsigned tab_shift;
+	/* While growing (ghost.c, G4): the previous arrays, emptied a few slots per insert. */
+	uint32_t *old_fp, *old_w; /* sequences [ring_moved, ring_split) still live here */
+	uint64_t old_ring_mask, ring_moved, ring_split;
+	struct larder__ghost_slot *old_tab; /* slots [tab_moved, old_tab_mask] not yet moved */
+	uint64_t old_tab_mask, tab_moved;
+	unsigned old_tab_shift;
 	uint64_t live_count;  /* fingerprints that contains() answers yes for */
 	uint64_t live_weight; /* their weights summed */
 	uint64_t bound;       /* live_weight never exceeds this after insert() */

@@ -6,9 +6,14 @@
  * reproduces the reference simulator's LRU miss ratios (tests/sim). With hits
  * sampled (ARCHITECTURE.md), an entry's recency is that of its last sampled
  * hit: the lossiness is what the simulator's sampling mode measures.
+ * Accessed bit (policy.h P5): hit() takes it, so a set bit means a hit whose
+ * event has not arrived (late, or lost); evict() gives the oldest entry with
+ * a set bit the move its hit would have made, and looks again. With every hit
+ * delivered at once no bit is ever set at evict(): exact LRU still.
  *
  * Invariants: L1. every linked entry is in the one queue; q.bytes is their
- * charged bytes. L2. every operation is O(1).
+ * charged bytes. L2. every operation is O(1), except that evict() moves one
+ * entry per bit it takes (amortised O(1): each bit was set by a hit).
  */
 #include <stdlib.h>
 
@@ -57,6 +62,7 @@ static void lru_replace(struct larder__policy *p, struct larder__entry *old,
 
 static void lru_hit(struct larder__policy *p, struct larder__entry *e)
 {
+	larder__entry_take_accessed(e);
 	larder__queue_touch(&p->q, e);
 }
 
@@ -67,7 +73,10 @@ static void lru_remove(struct larder__policy *p, struct larder__entry *e, size_t
 
 static struct larder__entry *lru_evict(struct larder__policy *p)
 {
-	struct larder__entry *e = larder__queue_oldest(&p->q);
+	struct larder__entry *e;
+	while ((e = larder__queue_oldest(&p->q)) != NULL && p->q.count > 1 &&
+	       larder__entry_take_accessed(e))
+		larder__queue_touch(&p->q, e);
 	if (!e)
 		return NULL;
 	larder__queue_unlink(&p->q, e, p->host.size(p->host.ctx, e));

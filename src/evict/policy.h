@@ -19,6 +19,13 @@
  *   P3. hit() is only called for linked entries; it may be lossy (sampled).
  *   P4. Ghost/history state is bounded by a constant factor of the entries
  *       that fit in capacity.
+ *   P5. Readers also mark every hit in the entry itself (LARDER__ENTRY_ACCESSED,
+ *       E7 in core/entry.h), at once, where the hit() event may come late or
+ *       never. A policy reads and clears the mark only with
+ *       larder__entry_take_accessed() and counts a taken mark as at most one
+ *       access; at an eviction decision it takes the mark of the entry it is
+ *       about to evict, so a hit still in flight saves it. The simulator sets
+ *       the mark at hit time, as the engine's readers do.
  * Adding a policy touches one file: the policy's own .c, which defines a
  * const struct larder__policy_ops and is listed in policy.c's table.
  */

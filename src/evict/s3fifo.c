@@ -30,6 +30,19 @@
  * and lirs_multi3 most; it costs a few tenths of a point on lirs_sprite and
  * adaptsize), so it is on; see docs/policies.md.
  *
+ * Accessed bit (policy.h P5). Hit events reach hit() late (a batching
+ * window) or not at all (a full ring), and an entry that was hit once in
+ * small may have left small before its event arrives. So each decision also
+ * takes the entry's accessed bit and counts it as one access: freq is raised
+ * to at least 1 (not incremented, so a hit whose event did arrive is not
+ * counted twice). The bit is also taken, and dropped, when an entry leaves
+ * the skip zone: hits while young are ignored, by event or by bit. In small,
+ * where one access is all that counts (S3_MOVE_HITS 1), hit events are not
+ * used at all: the bit says on time what a late event would say too late,
+ * and a late event would count a hit made while young. With every hit
+ * delivered at once this is exactly the event-driven policy; with delayed
+ * or lost events, docs/policies.md measures it.
+ *
  * Invariants:
  *   F1. Every linked entry is in exactly one of small/main, named by its
  *       MAIN bit; each queue's bytes are its entries' charged bytes.
@@ -132,11 +145,13 @@ static void s3_destroy(struct larder__policy *p)
 	free(p);
 }
 
-/* Leaves the skip zone: F2 for an entry that stops being young. */
+/* Leaves the skip zone: F2 for an entry that stops being young; the hits it
+ * had while young do not count, so its accessed bit is dropped. */
 static void unyoung(struct larder__policy *p, struct larder__entry *e, uint64_t bytes)
 {
 	if (!(larder__pbits(e) & S3_YOUNG))
 		return;
+	larder__entry_take_accessed(e);
 	if (p->young_oldest == e)
 		p->young_oldest = larder__queue_newer(&p->small, e); /* F2: young is in small */
 	p->young_bytes -= bytes;
@@ -200,8 +215,12 @@ static void s3_replace(struct larder__policy *p, struct larder__entry *old,
 static void s3_hit(struct larder__policy *p, struct larder__entry *e)
 {
 	(void)p;
+	unsigned bits = larder__pbits(e);
+	/* In small one access decides, and the accessed bit tells it on time. */
+	if (S3_MOVE_HITS == 1 && !(bits & S3_MAIN))
+		return;
 	unsigned f = freq_of(e);
-	if (f < 3 && !(larder__pbits(e) & S3_YOUNG))
+	if (f < 3 && !(bits & S3_YOUNG))
 		set_freq(e, f + 1);
 }
 
@@ -213,6 +232,13 @@ static void s3_remove(struct larder__policy *p, struct larder__entry *e, size_t 
 	larder__queue_unlink(queue_of(p, e), e, bytes);
 }
 
+/* e's counter with its accessed bit taken as one access (see the header). */
+static unsigned freq_now(struct larder__entry *e)
+{
+	unsigned f = freq_of(e);
+	return (larder__entry_take_accessed(e) && f == 0) ? 1 : f;
+}
+
 static struct larder__entry *evict_small(struct larder__policy *p)
 {
 	struct larder__entry *e;
@@ -220,7 +246,7 @@ static struct larder__entry *evict_small(struct larder__policy *p)
 		uint64_t bytes = entry_bytes(p, e);
 		unyoung(p, e, bytes);
 		larder__queue_unlink(&p->small, e, bytes);
-		if (freq_of(e) >= S3_MOVE_HITS) {
+		if (freq_now(e) >= S3_MOVE_HITS) {
 			larder__set_pbits(e, S3_MAIN);
 			larder__queue_push(&p->main, e, bytes);
 			continue;
@@ -237,7 +263,7 @@ static struct larder__entry *evict_main(struct larder__policy *p)
 {
 	struct larder__entry *e;
 	while ((e = larder__queue_oldest(&p->main)) != NULL) {
-		unsigned f = freq_of(e);
+		unsigned f = freq_now(e);
 		if (f > 0) {
 			set_freq(e, f - 1);
 			larder__queue_touch(&p->main, e);

@@ -10,7 +10,9 @@
  * open-addressing map stands in), threads and the event channel.
  *
  * One access = one request of the trace:
- *   present -> a hit: delivered to policy->hit() (every one; or a random
+ *   present -> a hit: the entry is marked accessed at once, as the engine's
+ *              readers mark it (larder__entry_mark_accessed, core/entry.h
+ *              E7), and the hit is delivered to policy->hit() (every one; or a random
  *              sample with LARDER_SIM_SAMPLE_HITS; or, with
  *              LARDER_SIM_HIT_RING, batched through a bounded ring drained
  *              every drain_every requests as the engine's per-thread hit
@@ -310,6 +312,7 @@ static int on_hit(struct larder_sim *s, struct sim_entry *se, uint64_t id, uint6
 		  uint64_t size)
 {
 	if (se->size == size) {
+		larder__entry_mark_accessed(&se->e);
 		if (s->flags & LARDER_SIM_HIT_RING) {
 			if (!(s->flags & LARDER_SIM_HIT_DEDUP) || se->sampled_epoch != s->epoch) {
 				se->sampled_epoch = s->epoch;

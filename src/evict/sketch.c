@@ -10,15 +10,37 @@
  *
  * Aging: after sample_size = 10 x entries increments every counter is halved
  * (Caffeine's reset), so the sketch tracks recent popularity. The halving is
- * one pass over the table: O(words) once per 10 x entries increments, i.e. O(1)
- * amortised per event; for a million-entry cache it touches 512 KiB once per
- * ten million events.
+ * spread too: the increments that follow each halve SKETCH_HALVE_WORDS words
+ * (words [0, halved) are done), so it ends after words / 16 increments,
+ * under 1% of the period, and no call does more; meanwhile a counter not yet
+ * halved reads a little high. Halving and resizing never overlap: a resize
+ * asked for during a halving is refused (the caller asks again later), and a
+ * halving due during a resize waits for its copying to end.
+ *
+ * Growing (resize) keeps every count, incrementally. A key's counter in a row
+ * is nibble (h >> 60) of word h & mask, so in a table of 2^k times the words
+ * it is the same nibble of one of the 2^k "images" of its old word (the words
+ * congruent to it modulo the old size). Copying each old word into all its
+ * images therefore gives every key exactly the estimate it had: nothing is
+ * forgotten, and the extra words dilute collisions from then on (the next
+ * halvings age the inherited ones out). Caffeine instead starts an empty
+ * table, and the alternative of an empty table consulted beside the old one
+ * until the next halving would double the work of every estimate; the split
+ * costs nothing per lookup. The copy is spread: each increment copies
+ * SKETCH_MIGRATE_WORDS words (old words [0, moved) are done); until then a
+ * counter whose old word is not yet moved is read and written in the old table.
+ * Measured on the traces (docs/policies.md, "Sketch growth").
  *
  * Invariants (tests/sim/test_sketch.c):
  *   K1. estimate() never underestimates the increments since the last halving
- *       (count-min), saturating at 15.
+ *       (count-min), saturating at 15, also across and during a resize.
  *   K2. A key's estimate after halving is at most half of what it was, rounded down.
- *   K3. additions never exceeds sample_size after an increment returns.
+ *   K3. additions never exceeds sample_size after an increment returns, except
+ *       while a resize is being copied (by at most the increments that takes).
+ *   K4. A resize changes no estimate, and no increment does more than a
+ *       constant amount of work: SKETCH_MIGRATE_WORDS words copied (plus the
+ *       growth factor, at most SKETCH_MAX_GROWTH) or SKETCH_HALVE_WORDS halved.
+ *       larder__sketch_halve() (tests) halves at once.
  */
 #include "evict/sketch.h"
 
@@ -30,6 +52,9 @@
 #ifndef SKETCH_SAMPLE_FACTOR
 #define SKETCH_SAMPLE_FACTOR 10
 #endif
+#define SKETCH_MIGRATE_WORDS 8
+#define SKETCH_HALVE_WORDS 16
+#define SKETCH_MAX_GROWTH 8 /* one resize at most multiplies the words by this */
 
 static const uint64_t row_seed[4] = {
 	0xc3a5c85c97cb3127ull, 0xb492b66fbe98f273ull,
@@ -45,36 +70,67 @@ static uint64_t words_for(uint64_t entries)
 	return w;
 }
 
-static int alloc_table(struct larder__sketch *s, uint64_t entries)
-{
-	uint64_t words = words_for(entries);
-	uint64_t *t = calloc(words, sizeof *t);
-	if (!t)
-		return -1;
-	free(s->table);
-	s->table = t;
-	s->mask = words - 1;
-	s->additions = 0;
-	s->sample_size = SKETCH_SAMPLE_FACTOR * (entries ? entries : 1);
-	return 0;
-}
-
 int larder__sketch_init(struct larder__sketch *s, uint64_t entries)
 {
-	s->table = NULL;
+	uint64_t words = words_for(entries);
+	s->table = calloc(words, sizeof *s->table);
+	if (!s->table)
+		return -1;
+	s->mask = words - 1;
+	s->old = NULL;
+	s->old_mask = 0;
+	s->moved = 0;
+	s->halving = 0;
+	s->halved = 0;
+	s->halve_odd = 0;
+	s->additions = 0;
+	s->sample_size = SKETCH_SAMPLE_FACTOR * (entries ? entries : 1);
 	s->resets = 0;
-	return alloc_table(s, entries);
+	return 0;
 }
 
 void larder__sketch_destroy(struct larder__sketch *s)
 {
 	free(s->table);
-	s->table = NULL;
+	free(s->old);
+	s->table = s->old = NULL;
 }
 
 int larder__sketch_resize(struct larder__sketch *s, uint64_t entries)
 {
-	return alloc_table(s, entries);
+	if (s->old || s->halving)
+		return -1;
+	uint64_t words = words_for(entries);
+	if (words > (s->mask + 1) * SKETCH_MAX_GROWTH)
+		words = (s->mask + 1) * SKETCH_MAX_GROWTH;
+	if (words > s->mask + 1) {
+		uint64_t *t = calloc(words, sizeof *t);
+		if (!t)
+			return -1;
+		s->old = s->table;
+		s->old_mask = s->mask;
+		s->moved = 0;
+		s->table = t;
+		s->mask = words - 1;
+	}
+	s->sample_size = SKETCH_SAMPLE_FACTOR * (entries ? entries : 1);
+	return 0;
+}
+
+/* Copies the next old words into all their images; frees the old table after the last. */
+static void migrate(struct larder__sketch *s)
+{
+	uint64_t old_words = s->old_mask + 1, images = (s->mask + 1) / old_words;
+	for (uint64_t done = 0; done < SKETCH_MIGRATE_WORDS && s->moved < old_words;
+	     done += images) {
+		for (uint64_t k = 0; k < images; k++)
+			s->table[s->moved + k * old_words] = s->old[s->moved];
+		s->moved++;
+	}
+	if (s->moved == old_words) {
+		free(s->old);
+		s->old = NULL;
+	}
 }
 
 static inline uint64_t row_hash(uint64_t hash, int row)
@@ -83,53 +139,98 @@ static inline uint64_t row_hash(uint64_t hash, int row)
 	return h ^ (h >> 29);
 }
 
-/* Word index and nibble shift of the key's counter in a row. */
-static inline void locate(const struct larder__sketch *s, uint64_t hash, int row,
-			  uint64_t *word, unsigned *shift)
+/* The word holding the key's counter in a row (in the old table while its old
+ * word is not yet moved), and the counter's shift in it. */
+static inline uint64_t *locate(const struct larder__sketch *s, uint64_t hash, int row,
+			       unsigned *shift)
 {
 	uint64_t h = row_hash(hash, row);
-	*word = h & s->mask;
+	uint64_t w = h & s->mask;
 	*shift = (unsigned)(h >> 60) << 2;
+	if (s->old && (w & s->old_mask) >= s->moved)
+		return &s->old[w & s->old_mask];
+	return &s->table[w];
 }
+
+static void halve_begin(struct larder__sketch *s);
+static void halve_step(struct larder__sketch *s, uint64_t words);
 
 void larder__sketch_increment(struct larder__sketch *s, uint64_t hash)
 {
+	if (s->old)
+		migrate(s);
+	else if (s->halving)
+		halve_step(s, SKETCH_HALVE_WORDS);
 	int added = 0;
 	for (int r = 0; r < 4; r++) {
-		uint64_t w;
 		unsigned sh;
-		locate(s, hash, r, &w, &sh);
-		if (((s->table[w] >> sh) & 0xf) != 0xf) {
-			s->table[w] += (uint64_t)1 << sh;
+		uint64_t *w = locate(s, hash, r, &sh);
+		if (((*w >> sh) & 0xf) != 0xf) {
+			*w += (uint64_t)1 << sh;
 			added = 1;
 		}
 	}
-	if (added && ++s->additions >= s->sample_size)
-		larder__sketch_halve(s);
+	s->additions += (uint64_t)added;
+	if (s->additions >= s->sample_size && !s->halving && !s->old)
+		halve_begin(s);
 }
 
 unsigned larder__sketch_estimate(const struct larder__sketch *s, uint64_t hash)
 {
 	unsigned m = 15;
 	for (int r = 0; r < 4; r++) {
-		uint64_t w;
 		unsigned sh;
-		locate(s, hash, r, &w, &sh);
-		unsigned c = (unsigned)(s->table[w] >> sh) & 0xf;
+		const uint64_t *w = locate(s, hash, r, &sh); /* sets sh: read it after */
+		unsigned c = (unsigned)(*w >> sh) & 0xf;
 		if (c < m)
 			m = c;
 	}
 	return m;
 }
 
-void larder__sketch_halve(struct larder__sketch *s)
+/* Halves words [from, to) of t; returns how many counters were odd. */
+static uint64_t halve_words(uint64_t *t, uint64_t from, uint64_t to)
 {
 	uint64_t odd = 0;
-	for (uint64_t i = 0; i <= s->mask; i++) {
-		odd += (uint64_t)__builtin_popcountll(s->table[i] & 0x1111111111111111ull);
-		s->table[i] = (s->table[i] >> 1) & 0x7777777777777777ull;
+	for (uint64_t i = from; i < to; i++) {
+		odd += (uint64_t)__builtin_popcountll(t[i] & 0x1111111111111111ull);
+		t[i] = (t[i] >> 1) & 0x7777777777777777ull;
 	}
-	/* As Caffeine: the halving truncates about odd/4 keys' worth of counts. */
-	s->additions = s->additions > (odd >> 2) ? (s->additions - (odd >> 2)) >> 1 : 0;
+	return odd;
+}
+
+static void halve_begin(struct larder__sketch *s)
+{
+	s->halving = 1;
+	s->halved = 0;
+	s->halve_odd = 0;
+	s->additions >>= 1;
+}
+
+/* Halves the next `words` words; ends the halving after the last. */
+static void halve_step(struct larder__sketch *s, uint64_t words)
+{
+	uint64_t n = s->mask + 1;
+	uint64_t end = words < n - s->halved ? s->halved + words : n;
+	s->halve_odd += halve_words(s->table, s->halved, end);
+	s->halved = end;
+	if (end < n)
+		return;
+	/* As Caffeine: the halving truncates about odd/4 keys' worth of counts
+	 * (additions was halved when it began, so subtract half of that). */
+	uint64_t lost = s->halve_odd >> 3;
+	s->additions = s->additions > lost ? s->additions - lost : 0;
+	s->halving = 0;
 	s->resets++;
+}
+
+void larder__sketch_halve(struct larder__sketch *s)
+{
+	if (!s->halving)
+		halve_begin(s);
+	/* During a resize the table's unmoved images are still zero: halving them
+	 * is harmless; their values are in the old table. */
+	if (s->old)
+		s->halve_odd += halve_words(s->old, s->moved, s->old_mask + 1);
+	halve_step(s, s->mask + 1);
 }

@@ -32,13 +32,20 @@
  * between window and main at once (resize_window), since a lazily grown
  * window would fill with keys admitted without the frequency filter.
  *
+ * Accessed bit (policy.h P5): not used; W-TinyLFU relies on hit events. Tried
+ * at the judgement (the victim's and the candidate's bit applied as a hit, as
+ * a move to protected, or as a sketch increment): with hits delivered late
+ * (larder-sim --hit-ring 1024:1024) none lowered its worst cell (+2.8 points
+ * without; +4.5, +4.9, +2.9 with), since what delay costs it is the
+ * window's and the climber's timing, not promotions missed.
+ *
  * Invariants:
  *   W1. Every linked entry is in exactly one queue, named by its QUEUE bits;
  *       bytes add up per queue.
  *   W2. cand is NULL or in probation; the candidates are cand and every
  *       probation entry newer than it.
- *   W3. Every call is O(1) amortised: the sketch halving is O(width) once per
- *       10 x entries increments; the climber's resizing moves at most
+ *   W3. Every call is O(1) amortised: the sketch's halving and growth are
+ *       spread over increments (evict/sketch.c K4); the climber's resizing moves at most
  *       W_RESIZE_MOVES entries per event; a tuned switch moves up to the
  *       window's size once per tuner decision (one per 16 x mini-cache entries
  *       sampled events, each standing for S events of the cache).

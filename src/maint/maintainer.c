@@ -139,7 +139,7 @@ static size_t entry_charge(void *ctx, const struct larder__entry *e)
 
 static int entry_expired(struct larder *c, struct larder__entry *e)
 {
-	if (!(e->flags & LARDER__ENTRY_TTL))
+	if (!(larder__entry_flags(e) & LARDER__ENTRY_TTL))
 		return 0;
 	/* Relaxed: E2 in core/entry.h. */
 	uint64_t exp = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
@@ -192,7 +192,7 @@ static void account(struct larder__maint *m, struct larder__entry *e)
 	if (e->mbits & (LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD))
 		return;
 	e->mbits |= LARDER__MBITS_COUNTED;
-	if (e->flags & LARDER__ENTRY_TTL)
+	if (larder__entry_flags(e) & LARDER__ENTRY_TTL)
 		wheel_track(m, e);
 	size_t bytes = larder__entry_size(e);
 	larder__slab_note_live(e, bytes);
@@ -233,7 +233,7 @@ static void retire(struct larder__maint *m, struct larder__entry *e, enum larder
 	e->mbits = (uint8_t)((e->mbits & ~LARDER__MBITS_QUEUED) | LARDER__MBITS_DEAD);
 	m->live_count--;
 	m->live_bytes -= charge;
-	if (e->flags & LARDER__ENTRY_TTL)
+	if (larder__entry_flags(e) & LARDER__ENTRY_TTL)
 		larder__wheel_cancel(&m->wheel, larder__entry_wheel(e));
 	if (notify) {
 		bump(m, cause_stat[cause], 1);
@@ -336,7 +336,8 @@ static uint64_t drain_hits(struct larder__maint *m, struct larder__handle *h)
 			m->ops->hit(m->policy, e);
 			bump(m, LARDER_STAT_HIT_SAMPLES, 1);
 		}
-		if (extend && (e->flags & LARDER__ENTRY_TTL) && !(e->mbits & LARDER__MBITS_DEAD))
+		if (extend && (larder__entry_flags(e) & LARDER__ENTRY_TTL) &&
+		    !(e->mbits & LARDER__MBITS_DEAD))
 			extend_deadline(m, e);
 	}
 	uint64_t n = head - h->hit_tail;

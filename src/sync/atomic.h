@@ -15,6 +15,7 @@
 typedef _Atomic uint64_t larder__atomic_u64;
 typedef _Atomic int64_t larder__atomic_i64;
 typedef _Atomic uint32_t larder__atomic_u32;
+typedef _Atomic uint8_t larder__atomic_u8;
 typedef _Atomic uintptr_t larder__atomic_uptr;
 typedef _Atomic int larder__atomic_int;
 

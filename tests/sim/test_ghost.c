@@ -6,7 +6,9 @@
  *   G2  live_weight <= bound after every insert;
  *       exact FIFO expiry when nothing is removed (no stale ring slots);
  *       with removals, no phantom (contains() => the model holds it) and the
- *       newest ghosts are never lost early (recall of the newest half).
+ *       newest ghosts are never lost early (recall of the newest half);
+ *   G4  growth spread over inserts: correct answers with ghosts in both the
+ *       old and the new arrays, a bounded move per insert.
  * Seeded from argv[1] (printed), so a failure can be replayed.
  */
 #include <stdint.h>
@@ -155,6 +157,94 @@ static void test_random_ops(void)
 	larder__ghost_destroy(&g);
 }
 
+/* Which array of a growing ghost holds fp: 1 = the old table, 0 = the new, -1 = none. */
+static int in_old_table(const struct larder__ghost *g, uint32_t fp)
+{
+	if (g->old_tab)
+		for (uint64_t i = 0; i <= g->old_tab_mask; i++)
+			if (g->old_tab[i].fp == fp)
+				return 1;
+	for (uint64_t i = 0; i <= g->tab_mask; i++)
+		if (g->tab[i].fp == fp)
+			return 0;
+	return -1;
+}
+
+/*
+ * Growth spread over inserts (G4): at every step of every growth, lookups,
+ * removals (with their weights) and pops agree with the model while some
+ * ghosts are still in the old table and ring and others already in the new;
+ * the old arrays are gone before the next growth; each insert moves at most
+ * GHOST_MIGRATE (4) old ring slots.
+ */
+static void test_growth(void)
+{
+	struct larder__ghost g;
+	const uint64_t bound = 1u << 30;
+	CHECK(larder__ghost_init(&g, bound, 4) == 0, "init");
+	memset(&model, 0, sizeof model);
+	uint64_t both_halves = 0, growths = 0, last_tab = g.tab_mask, last_ring = g.ring_mask;
+	for (uint32_t step = 0; step < 30000; step++) {
+		int had_old_tab = g.old_tab != NULL, had_old_ring = g.old_fp != NULL;
+		uint64_t moved_before = g.ring_moved > g.head ? g.ring_moved : g.head;
+		uint32_t fp = step * 2654435761u + 1, w = (uint32_t)(rnd() % 9) + 1;
+		if (!fp)
+			fp = 1;
+		larder__ghost_insert(&g, fp, w);
+		model_insert(&model, fp, w, bound);
+		if (g.tab_mask != last_tab || g.ring_mask != last_ring) {
+			CHECK(!(g.tab_mask != last_tab && had_old_tab) &&
+				      !(g.ring_mask != last_ring && had_old_ring),
+			      "G4: step %u grew again before the last growth was moved", step);
+			growths++;
+			last_tab = g.tab_mask;
+			last_ring = g.ring_mask;
+		}
+		if (had_old_ring && g.old_fp)
+			CHECK(g.ring_moved - moved_before <= 4, "G4: %llu ring slots moved at once",
+			      (unsigned long long)(g.ring_moved - moved_before));
+		if (!g.old_tab || !g.old_fp || (rnd() % 4) != 0 || model.n < 4)
+			continue;
+		/* Mid-growth: one ghost from each table, and from each ring. */
+		int o = -1, n = -1;
+		for (int i = 0; i < model.n && (o < 0 || n < 0); i++) {
+			int where = in_old_table(&g, model.fp[i]);
+			CHECK(where >= 0, "G1: model ghost %u in neither table", model.fp[i]);
+			if (where == 1 && o < 0)
+				o = i;
+			if (where == 0 && n < 0 && i > 0)
+				n = i;
+		}
+		if (o < 0 || n < 0)
+			continue;
+		both_halves++;
+		CHECK(larder__ghost_contains(&g, model.fp[o]) &&
+			      larder__ghost_contains(&g, model.fp[n]),
+		      "lookups during growth (step %u)", step);
+		uint32_t fo = model.fp[o], wo = model.w[o];
+		CHECK(larder__ghost_remove(&g, fo) == wo && !larder__ghost_contains(&g, fo),
+		      "remove from the old table: weight");
+		model_remove_at(&model, o);
+		n -= n > o;
+		uint32_t fn = model.fp[n], wn = model.w[n];
+		CHECK(larder__ghost_remove(&g, fn) == wn && !larder__ghost_contains(&g, fn),
+		      "remove from the new table: weight");
+		model_remove_at(&model, n);
+		uint32_t w0 = larder__ghost_pop_oldest(&g);
+		CHECK(w0 == model.w[0] && !larder__ghost_contains(&g, model.fp[0]),
+		      "pop_oldest during growth: weight %u, model %u", w0, model.w[0]);
+		model_remove_at(&model, 0);
+		CHECK(g.live_count == (uint64_t)model.n && g.live_weight == model.weight,
+		      "G1 counts");
+	}
+	CHECK(growths >= 8 && both_halves >= 20, "growths %llu, checks with both halves live %llu",
+	      (unsigned long long)growths, (unsigned long long)both_halves);
+	for (int i = 0; i < model.n; i++)
+		CHECK(larder__ghost_contains(&g, model.fp[i]), "ghost %u lost", model.fp[i]);
+	CHECK(g.live_count == (uint64_t)model.n && g.live_weight == model.weight, "G1 at the end");
+	larder__ghost_destroy(&g);
+}
+
 static void test_oversize(void)
 {
 	struct larder__ghost g;
@@ -177,5 +267,6 @@ int main(int argc, char **argv)
 	test_oversize();
 	test_fifo_exact();
 	test_random_ops();
+	test_growth();
 	return sim_check_result();
 }
