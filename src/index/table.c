@@ -18,11 +18,17 @@
  * When every home is moved, the cache's root pointer is switched to t->next
  * and t is freed after a grace period (maint/maintainer.c).
  */
+#define _GNU_SOURCE /* MADV_HUGEPAGE */
 #include "index/table.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "mem/pages.h"
+
+/* A transparent huge page (x86-64, arm64 with 4 KiB pages). */
+#define HUGE_PAGE_BYTES (2u << 20)
 
 int larder__key_equals_other(const unsigned char *a, const unsigned char *b, size_t len)
 {
@@ -69,6 +75,21 @@ restart:;
 	return 0;
 }
 
+/*
+ * H1. A table of a huge page or more is aligned to one and asked to live in
+ * transparent huge pages: a random lookup's bucket load then costs no page
+ * walk of its own (docs/scale.md has the measurement). The kernel may refuse
+ * (THP "never", no huge page free): the table works the same in small pages.
+ * LARDER_INDEX_HUGEPAGE=0 in the environment turns it off, to measure it.
+ */
+static size_t table_align(size_t bytes)
+{
+	const char *off = getenv("LARDER_INDEX_HUGEPAGE");
+	if (bytes < HUGE_PAGE_BYTES || (off && strcmp(off, "0") == 0))
+		return LARDER__OS_PAGE;
+	return HUGE_PAGE_BYTES;
+}
+
 struct larder__table *larder__table_create(uint64_t buckets)
 {
 	uint64_t n = 8;
@@ -76,9 +97,12 @@ struct larder__table *larder__table_create(uint64_t buckets)
 		n <<= 1;
 	size_t bytes = larder__pages_round(sizeof(struct larder__table) +
 					   n * sizeof(struct larder__bucket));
-	struct larder__table *t = larder__pages_map(bytes, LARDER__OS_PAGE);
+	size_t align = table_align(bytes);
+	struct larder__table *t = larder__pages_map(bytes, align);
 	if (!t)
 		return NULL;
+	if (align == HUGE_PAGE_BYTES)
+		(void)madvise(t, bytes, MADV_HUGEPAGE); /* H1: a hint; refusal is fine */
 	t->mask = n - 1;
 	t->map_bytes = bytes;
 	t->moved = 0;

@@ -539,7 +539,7 @@ static int grow(struct larder__maint *m)
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE); /* A-ROOT */
 	if (!m->growing) {
 		int asked = atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED);
-		if (!asked && m->live_count * 4 <= larder__table_slots(root) * 3)
+		if (!asked && !larder__table_over_load(root, m->live_count))
 			return 0;
 		if (larder__table_grow_begin(root) != 0)
 			return 0; /* no memory: writers keep probing the current table */
