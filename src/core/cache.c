@@ -719,7 +719,7 @@ int larder_clear(larder *c)
 		return rc;
 	larder__read_enter(&op.thread->reader);
 	struct larder__table *cur = root_rcu(c), *next = larder__table_next(cur);
-	struct larder__table *fresh = larder__table_create((next ? next : cur)->mask + 1);
+	struct larder__table *fresh = larder__table_create((next ? next : cur)->last + 1);
 	if (!fresh) {
 		larder__read_exit(&op.thread->reader);
 		return LARDER_ENOMEM;

@@ -428,7 +428,7 @@ static int walk_gens(struct larder__maint *m, int ready)
 			m->growing = NULL;
 		t = next;
 	}
-	for (unsigned n = 0; n < WALK_PER_PASS && g->walk_cursor <= t->mask; n++) {
+	for (unsigned n = 0; n < WALK_PER_PASS && g->walk_cursor <= t->last; n++) {
 		struct larder__bucket *b = &t->buckets[g->walk_cursor++];
 		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
 			/* Relaxed: the table is private to us now. */
@@ -440,7 +440,7 @@ static int walk_gens(struct larder__maint *m, int ready)
 			retire(m, larder__slot_entry(w), LARDER_CAUSE_CLEARED, 1);
 		}
 	}
-	if (g->walk_cursor <= t->mask)
+	if (g->walk_cursor <= t->last)
 		return 1;
 	m->gens = g->retire_next;
 	larder__table_destroy(next);
