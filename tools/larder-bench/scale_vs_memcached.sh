@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# tools/larder-bench/scale_vs_memcached.sh - memory per item, larder beside
+# Debian's memcached, holding the same items (docs/scale.md).
+#
+#   1. starts memcached on loopback (-m large enough that nothing is
+#      evicted, 2 worker threads), reads its RSS, loads N items of a 16-byte
+#      key and a 64-byte value with mc_load.py (pipelined "set ... noreply"
+#      over 2 connections, then a round trip on each), checks with "stats"
+#      that it holds all N and evicted none, reads its RSS again and prints
+#      its own view: item chunk size (stats slabs) and hash table bytes;
+#   2. runs larder-bench --scale with the same N (2 writer threads, then a
+#      short read phase) and takes its RSS figures;
+#   3. prints RSS growth per item for both and what is left after the 80
+#      bytes of key and value.
+#
+# Usage: scale_vs_memcached.sh [N (10000000)] [path/to/larder-bench]
+# Env:   PORT (22122). Needs memcached and python3. Run memory-heavy sizes
+#        under `flock /work/notes/bigmem.lock` on shared machines.
+set -euo pipefail
+
+n=${1:-10000000}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+bench=${2:-$here/../../build/release/tools/larder-bench/larder-bench}
+port=${PORT:-22122}
+mb=$((n * 400 / 1048576 + 64))
+
+command -v memcached >/dev/null || { echo "scale_vs_memcached: memcached is not installed" >&2; exit 2; }
+[[ -x $bench ]] || { echo "scale_vs_memcached: no larder-bench at $bench (build it first)" >&2; exit 2; }
+
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
+# One memcached text command; prints the reply up to END (or VERSION's line).
+mc() {
+	python3 - "$port" "$1" <<'EOF'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(sys.argv[2].encode() + b"\r\n")
+buf = b""
+while not (buf.endswith(b"END\r\n") or (buf.startswith(b"VERSION") and buf.endswith(b"\n"))):
+	chunk = s.recv(65536)
+	if not chunk:
+		break
+	buf += chunk
+sys.stdout.write(buf.decode())
+EOF
+}
+
+stat_of() { awk -v k="$1" '$1 == "STAT" && $2 == k { gsub("\r", "", $3); print $3 }'; }
+
+memcached -u nobody -l 127.0.0.1 -p "$port" -U 0 -t 2 -m "$mb" &
+mc_pid=$!
+trap 'kill "$mc_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+	mc "version" >/dev/null 2>&1 && break || sleep 0.1
+done
+mc_rss0=$(rss_kb "$mc_pid")
+echo "memcached $(memcached -V | awk '{print $2}'): -m $mb -t 2, RSS before load $((mc_rss0 / 1024)) MiB"
+python3 "$here/mc_load.py" "$port" "$n" 2 | sed 's/^/memcached load: /'
+stats=$(mc "stats")
+slabs=$(mc "stats slabs")
+mc_rss1=$(rss_kb "$mc_pid")
+items=$(stat_of curr_items <<<"$stats")
+evicted=$(stat_of evictions <<<"$stats")
+hash_bytes=$(stat_of hash_bytes <<<"$stats")
+item_bytes=$(stat_of bytes <<<"$stats")
+# The class holding the items: the one with the most used chunks.
+chunk=$(awk '$1 == "STAT" && $2 ~ /:used_chunks$/ { gsub("\r", "", $3);
+	split($2, a, ":"); if ($3 + 0 > best) { best = $3 + 0; cls = a[1] } }
+	END { print cls }' <<<"$slabs")
+chunk_size=$(stat_of "$chunk:chunk_size" <<<"$slabs")
+kill "$mc_pid"
+wait "$mc_pid" 2>/dev/null || true
+trap - EXIT
+if [[ $items != "$n" || $evicted != 0 ]]; then
+	echo "scale_vs_memcached: memcached holds $items of $n items, $evicted evicted" >&2
+	exit 1
+fi
+echo "memcached: $items items, item bytes $(awk -v b="$item_bytes" -v n="$n" 'BEGIN { printf "%.1f", b / n }') B/item, slab chunk $chunk_size B (class $chunk), hash table $(awk -v b="$hash_bytes" -v n="$n" 'BEGIN { printf "%.1f", b / n }') B/item"
+
+out=$(nice -n 10 "$bench" --scale --entries "$n" --threads 1 --rounds 1 --warmup 0 2>/dev/null)
+echo "$out" | sed 's/^/larder: /'
+read -r l_base l_after < <(awk '/^RSS: baseline/ { print $3, $7 }' <<<"$out")
+[[ -n ${l_after:-} ]] || { echo "scale_vs_memcached: larder-bench printed no RSS line" >&2; exit 1; }
+
+echo
+printf '%-10s %10s %14s %14s %16s %18s\n' engine items "RSS before" "RSS after" "RSS/item" "beyond 80 B/item"
+awk -v n="$n" -v a="$mc_rss0" -v b="$mc_rss1" 'BEGIN {
+	d = (b - a) * 1024 / n
+	printf "%-10s %10d %11.1f MiB %11.1f MiB %14.1f B %16.1f B\n", "memcached", n, a / 1024, b / 1024, d, d - 80 }'
+awk -v n="$n" -v a="$l_base" -v b="$l_after" 'BEGIN {
+	d = (b - a) * 1048576 / n
+	printf "%-10s %10d %11.1f MiB %11.1f MiB %14.1f B %16.1f B\n", "larder", n, a, b, d, d - 80 }'
