@@ -25,22 +25,23 @@
  *       buckets, so the keys of old home h have new home 2h or 2h + 1 and
  *       every new home takes keys of one old home only. The maintainer moves
  *       one home at a time under its lock into table->next, sets MOVED, then
- *       turns the old
- *       slots of that home into MARKERs. A marker never matches a key; a
- *       reader that meets a marker carrying its tag re-checks its home's MOVED
- *       bit and follows it. No stale entry pointer is ever left behind.
+ *       turns the old slots of that home into MARKERs. A marker never matches
+ *       a key; a reader that meets a marker carrying its tag re-checks its
+ *       home's MOVED bit and follows it. No stale entry pointer is ever left
+ *       behind.
  *   X4. Tables and entries unlinked here are freed only after a grace period.
  *
  * Load (docs/scale.md has the measurements behind the numbers):
  *   L1. A new table is sized so its expected entries fill FILL_NUM/FILL_DEN
  *       (4/5) of its slots (larder__table_buckets_for): 10^8 entries take
- *       17.9 M buckets, 11.4 B/entry, and a hit reads 1.19 buckets on
- *       average, a miss 2.1. A table grows (doubles) once its entries exceed
+ *       17.9 M buckets, 11.4 B/entry, and a hit reads 1.18 buckets on
+ *       average, a miss 2.0. A table grows (doubles) once its entries exceed
  *       GROW_NUM/GROW_DEN (7/8) of its slots (larder__table_over_load).
  *   L2. Up to the growth load the longest insert probe stays far below
  *       LARDER__PROBE_LIMIT (about 200 buckets at 2^26 buckets and 7/8, by
- *       simulation; tests/unit/test_table.c checks 2^16): writers ask for
- *       growth only when the table is past L1.
+ *       simulation; tests/unit/test_table.c checks 40,000 buckets): writers
+ *       ask for growth only when the table is past L1.
+ *   H1. Tables of 2 MiB or more ask for transparent huge pages (table.c).
  */
 #ifndef LARDER_INDEX_TABLE_H
 #define LARDER_INDEX_TABLE_H
