@@ -3,7 +3,10 @@
 # Debian's memcached, holding the same items (docs/scale.md).
 #
 #   1. starts memcached on loopback (-m large enough that nothing is
-#      evicted, 2 worker threads), reads its RSS, loads N items of a 16-byte
+#      evicted, 2 worker threads, its hash table sized for N up front with
+#      -o hashpower, as larder-bench sizes larder's index with the expected
+#      entry count; left to grow, memcached expands its table in the
+#      background and is measured mid-way), reads its RSS, loads N items of a 16-byte
 #      key and a 64-byte value with mc_load.py (pipelined "set ... noreply"
 #      over 2 connections, then a round trip on each), checks with "stats"
 #      that it holds all N and evicted none, reads its RSS again and prints
@@ -23,6 +26,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bench=${2:-$here/../../build/release/tools/larder-bench/larder-bench}
 port=${PORT:-22122}
 mb=$((n * 400 / 1048576 + 64))
+# memcached grows its table past 1.5 items per bucket: the least power that holds n.
+hashpower=16
+while ((n * 2 > 3 << hashpower)); do hashpower=$((hashpower + 1)); done
 
 command -v memcached >/dev/null || { echo "scale_vs_memcached: memcached is not installed" >&2; exit 2; }
 [[ -x $bench ]] || { echo "scale_vs_memcached: no larder-bench at $bench (build it first)" >&2; exit 2; }
@@ -47,14 +53,15 @@ EOF
 
 stat_of() { awk -v k="$1" '$1 == "STAT" && $2 == k { gsub("\r", "", $3); print $3 }'; }
 
-memcached -u nobody -l 127.0.0.1 -p "$port" -U 0 -t 2 -m "$mb" &
+memcached -u nobody -l 127.0.0.1 -p "$port" -U 0 -t 2 -m "$mb" -o hashpower="$hashpower" &
 mc_pid=$!
 trap 'kill "$mc_pid" 2>/dev/null || true' EXIT
 for _ in $(seq 100); do
 	mc "version" >/dev/null 2>&1 && break || sleep 0.1
 done
 mc_rss0=$(rss_kb "$mc_pid")
-echo "memcached $(memcached -V | awk '{print $2}'): -m $mb -t 2, RSS before load $((mc_rss0 / 1024)) MiB"
+echo "memcached $(memcached -V | awk '{print $2}'): -m $mb -t 2 -o hashpower=$hashpower," \
+	"RSS before load $((mc_rss0 / 1024)) MiB"
 python3 "$here/mc_load.py" "$port" "$n" 2 | sed 's/^/memcached load: /'
 stats=$(mc "stats")
 slabs=$(mc "stats slabs")
@@ -62,6 +69,7 @@ mc_rss1=$(rss_kb "$mc_pid")
 items=$(stat_of curr_items <<<"$stats")
 evicted=$(stat_of evictions <<<"$stats")
 hash_bytes=$(stat_of hash_bytes <<<"$stats")
+expanding=$(stat_of hash_is_expanding <<<"$stats")
 item_bytes=$(stat_of bytes <<<"$stats")
 # The class holding the items: the one with the most used chunks.
 chunk=$(awk '$1 == "STAT" && $2 ~ /:used_chunks$/ { gsub("\r", "", $3);
@@ -71,8 +79,9 @@ chunk_size=$(stat_of "$chunk:chunk_size" <<<"$slabs")
 kill "$mc_pid"
 wait "$mc_pid" 2>/dev/null || true
 trap - EXIT
-if [[ $items != "$n" || $evicted != 0 ]]; then
-	echo "scale_vs_memcached: memcached holds $items of $n items, $evicted evicted" >&2
+if [[ $items != "$n" || $evicted != 0 || $expanding != 0 ]]; then
+	echo "scale_vs_memcached: memcached holds $items of $n items, $evicted evicted," \
+		"hash table expanding: $expanding" >&2
 	exit 1
 fi
 echo "memcached: $items items, item bytes $(awk -v b="$item_bytes" -v n="$n" 'BEGIN { printf "%.1f", b / n }') B/item, slab chunk $chunk_size B (class $chunk), hash table $(awk -v b="$hash_bytes" -v n="$n" 'BEGIN { printf "%.1f", b / n }') B/item"
