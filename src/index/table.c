@@ -124,7 +124,6 @@ void larder__table_destroy(struct larder__table *t)
 		larder__pages_unmap(t, t->map_bytes);
 }
 
-
 /* Spins until b is locked by us (0) or found MOVED (-1). */
 static int bucket_lock(struct larder__bucket *b)
 {

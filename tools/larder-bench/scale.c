@@ -51,7 +51,6 @@ static void *writer_main(void *arg)
 	struct scale_writer *w = arg;
 	const struct lb_config *cfg = w->load->cfg;
 	uint8_t key[64] = { 0 }, *val = calloc(1, cfg->value_size + 8);
-
 	uint64_t i = w->first;
 
 	if (!val)
@@ -68,8 +67,8 @@ static void *writer_main(void *arg)
 	}
 	/* The tail short of a step (or everything, when val failed): the main
 	 * thread waits for the count to reach N. */
-	atomic_fetch_add_explicit(&w->load->done, val ? (w->end - w->first) % LB_SCALE_STEP
-						       : w->end - w->first,
+	atomic_fetch_add_explicit(&w->load->done,
+				  val ? (w->end - w->first) % LB_SCALE_STEP : w->end - w->first,
 				  memory_order_relaxed);
 	free(val);
 	return NULL;

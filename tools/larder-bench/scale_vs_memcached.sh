@@ -30,8 +30,12 @@ mb=$((n * 400 / 1048576 + 64))
 hashpower=16
 while ((n * 2 > 3 << hashpower)); do hashpower=$((hashpower + 1)); done
 
-command -v memcached >/dev/null || { echo "scale_vs_memcached: memcached is not installed" >&2; exit 2; }
-[[ -x $bench ]] || { echo "scale_vs_memcached: no larder-bench at $bench (build it first)" >&2; exit 2; }
+die() {
+	echo "scale_vs_memcached: $1" >&2
+	exit "${2:-1}"
+}
+command -v memcached >/dev/null || die "memcached is not installed" 2
+[[ -x $bench ]] || die "no larder-bench at $bench (build it first)" 2
 
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
@@ -57,7 +61,10 @@ memcached -u nobody -l 127.0.0.1 -p "$port" -U 0 -t 2 -m "$mb" -o hashpower="$ha
 mc_pid=$!
 trap 'kill "$mc_pid" 2>/dev/null || true' EXIT
 for _ in $(seq 100); do
-	mc "version" >/dev/null 2>&1 && break || sleep 0.1
+	if mc "version" >/dev/null 2>&1; then
+		break
+	fi
+	sleep 0.1
 done
 mc_rss0=$(rss_kb "$mc_pid")
 echo "memcached $(memcached -V | awk '{print $2}'): -m $mb -t 2 -o hashpower=$hashpower," \
@@ -80,22 +87,28 @@ kill "$mc_pid"
 wait "$mc_pid" 2>/dev/null || true
 trap - EXIT
 if [[ $items != "$n" || $evicted != 0 || $expanding != 0 ]]; then
-	echo "scale_vs_memcached: memcached holds $items of $n items, $evicted evicted," \
-		"hash table expanding: $expanding" >&2
-	exit 1
+	die "memcached holds $items of $n items, $evicted evicted, hash table expanding: $expanding"
 fi
-echo "memcached: $items items, item bytes $(awk -v b="$item_bytes" -v n="$n" 'BEGIN { printf "%.1f", b / n }') B/item, slab chunk $chunk_size B (class $chunk), hash table $(awk -v b="$hash_bytes" -v n="$n" 'BEGIN { printf "%.1f", b / n }') B/item"
+per_item() { awk -v b="$1" -v n="$n" 'BEGIN { printf "%.1f", b / n }'; }
+echo "memcached: $items items, item bytes $(per_item "$item_bytes") B/item," \
+	"slab chunk $chunk_size B (class $chunk), hash table $(per_item "$hash_bytes") B/item"
 
 out=$(nice -n 10 "$bench" --scale --entries "$n" --threads 1 --rounds 1 --warmup 0 2>/dev/null)
-echo "$out" | sed 's/^/larder: /'
+# shellcheck disable=SC2001 # a prefix on every line of the output
+sed 's/^/larder: /' <<<"$out"
 read -r l_base l_after < <(awk '/^RSS: baseline/ { print $3, $7 }' <<<"$out")
-[[ -n ${l_after:-} ]] || { echo "scale_vs_memcached: larder-bench printed no RSS line" >&2; exit 1; }
+[[ -n ${l_after:-} ]] || die "larder-bench printed no RSS line"
 
 echo
-printf '%-10s %10s %14s %14s %16s %18s\n' engine items "RSS before" "RSS after" "RSS/item" "beyond 80 B/item"
-awk -v n="$n" -v a="$mc_rss0" -v b="$mc_rss1" 'BEGIN {
-	d = (b - a) * 1024 / n
-	printf "%-10s %10d %11.1f MiB %11.1f MiB %14.1f B %16.1f B\n", "memcached", n, a / 1024, b / 1024, d, d - 80 }'
-awk -v n="$n" -v a="$l_base" -v b="$l_after" 'BEGIN {
-	d = (b - a) * 1048576 / n
-	printf "%-10s %10d %11.1f MiB %11.1f MiB %14.1f B %16.1f B\n", "larder", n, a, b, d, d - 80 }'
+fmt='%-10s %10s %14s %14s %16s %18s\n'
+# shellcheck disable=SC2059 # fmt is the one table format
+printf "$fmt" engine items "RSS before" "RSS after" "RSS/item" "beyond 80 B/item"
+# row NAME BEFORE_MIB AFTER_MIB
+row() {
+	awk -v name="$1" -v n="$n" -v a="$2" -v b="$3" 'BEGIN { d = (b - a) * 1048576 / n
+		printf "%-10s %10d %11.1f MiB %11.1f MiB %14.1f B %16.1f B\n",
+			name, n, a, b, d, d - 80 }'
+}
+row memcached "$(awk -v k="$mc_rss0" 'BEGIN { print k / 1024 }')" \
+	"$(awk -v k="$mc_rss1" 'BEGIN { print k / 1024 }')"
+row larder "$l_base" "$l_after"
