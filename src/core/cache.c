@@ -851,7 +851,7 @@ int larder_clear(larder *c)
 		return rc;
 	op_enter(&op);
 	struct larder__table *cur = root_rcu(c), *next = larder__table_next(cur);
-	struct larder__table *fresh = larder__table_create((next ? next : cur)->mask + 1);
+	struct larder__table *fresh = larder__table_create((next ? next : cur)->last + 1);
 	if (!fresh) {
 		op_exit(&op);
 		return LARDER_ENOMEM;
@@ -1018,8 +1018,8 @@ int larder_open(larder **out, const larder_config *cfg)
 		goto fail_admin_lock;
 	if (larder__slab_init(&c->slab) != 0)
 		goto fail_slab;
-	/* About 70% full at the expected size; growth takes it from there. */
-	uint64_t buckets = cfg->expected_entries / 5 + 1;
+	/* Sized for the expected entries (L1 in table.h); growth takes it from there. */
+	uint64_t buckets = larder__table_buckets_for(cfg->expected_entries);
 	struct larder__table *t =
 		larder__table_create(buckets < MIN_TABLE_BUCKETS ? MIN_TABLE_BUCKETS : buckets);
 	if (!t)

@@ -5,7 +5,7 @@
  * Growth (X3), one home h of the old table t at a time, by the maintainer:
  *   1. lock h (writers of h now wait; readers go on);
  *   2. copy every entry whose home is h (found on h's probe path, by
- *      re-hashing the key) into t->next: its new home is h or h + |t|, and no
+ *      re-hashing the key) into t->next: its new home is 2h or 2h + 1 (X3), and no
  *      writer can touch those keys while h is locked, so no lock is needed
  *      there; slots are still claimed by CAS against writers of other homes;
  *   3. set MOVED on h (R-MOVED, release) with LOCK left set forever: writers
@@ -18,15 +18,26 @@
  * When every home is moved, the cache's root pointer is switched to t->next
  * and t is freed after a grace period (maint/maintainer.c).
  */
+#define _GNU_SOURCE /* MADV_HUGEPAGE */
 #include "index/table.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "mem/pages.h"
+
+/* A transparent huge page (x86-64, arm64 with 4 KiB pages). */
+#define HUGE_PAGE_BYTES (2u << 20)
 
 int larder__key_equals_other(const unsigned char *a, const unsigned char *b, size_t len)
 {
 	return memcmp(a, b, len) == 0;
+}
+
+static inline struct larder__bucket *bucket_after(struct larder__table *t, struct larder__bucket *b)
+{
+	return (uint64_t)(b - t->buckets) == t->last ? t->buckets : b + 1;
 }
 
 uint64_t larder__table_lookup_slow_rcu(struct larder__table *t, uint64_t hash, const void *key,
@@ -34,7 +45,7 @@ uint64_t larder__table_lookup_slow_rcu(struct larder__table *t, uint64_t hash, c
 {
 	uint64_t tag = hash & LARDER__SLOT_TAG_MASK;
 restart:;
-	struct larder__bucket *home = &t->buckets[hash & t->mask];
+	struct larder__bucket *home = &t->buckets[larder__table_home(t, hash)];
 	/* A-CTL: pairs with R-MOVED in migrate_home(). */
 	uint64_t ctl = atomic_load_explicit(&home->ctl, LARDER__ACQUIRE);
 	if (ctl & LARDER__CTL_MOVED) {
@@ -42,7 +53,7 @@ restart:;
 		goto restart;
 	}
 	struct larder__bucket *b = home;
-	for (uint64_t probed = 0; probed <= t->mask; probed++) {
+	for (uint64_t probed = 0; probed <= t->last; probed++) {
 		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
 			/* A-SLOT: pairs with R-SLOT; the entry's fields are visible. */
 			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
@@ -62,24 +73,42 @@ restart:;
 		}
 		if ((ctl >> 32) == 0)
 			return 0;
-		b = &t->buckets[(size_t)(b - t->buckets + 1) & t->mask];
+		b = bucket_after(t, b);
 		/* A-CTL: the overflow count; its increments precede R-SLOT. */
 		ctl = atomic_load_explicit(&b->ctl, LARDER__ACQUIRE);
 	}
 	return 0;
 }
 
+/*
+ * H1. A table of a huge page or more is aligned to one and asked to live in
+ * transparent huge pages: a random lookup's bucket load then costs no page
+ * walk of its own (docs/scale.md has the measurement). The kernel may refuse
+ * (THP "never", no huge page free): the table works the same in small pages.
+ * LARDER_INDEX_HUGEPAGE=0 in the environment turns it off, to measure it.
+ */
+static size_t table_align(size_t bytes)
+{
+	const char *off = getenv("LARDER_INDEX_HUGEPAGE");
+	if (bytes < HUGE_PAGE_BYTES || (off && strcmp(off, "0") == 0))
+		return LARDER__OS_PAGE;
+	return HUGE_PAGE_BYTES;
+}
+
 struct larder__table *larder__table_create(uint64_t buckets)
 {
-	uint64_t n = 8;
-	while (n < buckets)
-		n <<= 1;
+	uint64_t n = buckets < 64 ? 64 : (buckets + 63) & ~(uint64_t)63;
+	if (n > LARDER__TABLE_MAX_BUCKETS)
+		return NULL;
 	size_t bytes = larder__pages_round(sizeof(struct larder__table) +
 					   n * sizeof(struct larder__bucket));
-	struct larder__table *t = larder__pages_map(bytes, LARDER__OS_PAGE);
+	size_t align = table_align(bytes);
+	struct larder__table *t = larder__pages_map(bytes, align);
 	if (!t)
 		return NULL;
-	t->mask = n - 1;
+	if (align == HUGE_PAGE_BYTES)
+		(void)madvise(t, bytes, MADV_HUGEPAGE); /* H1: a hint; refusal is fine */
+	t->last = n - 1;
 	t->map_bytes = bytes;
 	t->moved = 0;
 	t->retire_next = NULL;
@@ -95,29 +124,31 @@ void larder__table_destroy(struct larder__table *t)
 		larder__pages_unmap(t, t->map_bytes);
 }
 
-static inline struct larder__bucket *bucket_after(struct larder__table *t, struct larder__bucket *b)
-{
-	return &t->buckets[(size_t)(b - t->buckets + 1) & t->mask];
-}
-
-struct larder__bucket *larder__table_lock(struct larder__table *t, uint64_t hash,
-					  struct larder__table **tp)
+/* Spins until b is locked by us (0) or found MOVED (-1). */
+static int bucket_lock(struct larder__bucket *b)
 {
 	for (;;) {
-		struct larder__bucket *b = &t->buckets[hash & t->mask];
 		/* A-CTL: acquire, so that after MOVED we see t->next's contents. */
 		uint64_t ctl = atomic_load_explicit(&b->ctl, LARDER__ACQUIRE);
-		if (ctl & LARDER__CTL_MOVED) {
-			t = larder__table_next(t);
-			continue;
-		}
+		if (ctl & LARDER__CTL_MOVED)
+			return -1;
 		if (ctl & LARDER__CTL_LOCK) {
 			larder__cpu_relax();
 			continue;
 		}
 		/* L-ACQ: acquire; pairs with L-REL of the previous holder. */
 		if (atomic_compare_exchange_weak_explicit(&b->ctl, &ctl, ctl | LARDER__CTL_LOCK,
-							  LARDER__ACQUIRE, LARDER__RELAXED)) {
+							  LARDER__ACQUIRE, LARDER__RELAXED))
+			return 0;
+	}
+}
+
+struct larder__bucket *larder__table_lock(struct larder__table *t, uint64_t hash,
+					  struct larder__table **tp)
+{
+	for (;; t = larder__table_next(t)) {
+		struct larder__bucket *b = &t->buckets[larder__table_home(t, hash)];
+		if (bucket_lock(b) == 0) {
 			*tp = t;
 			return b;
 		}
@@ -134,8 +165,8 @@ larder__atomic_u64 *larder__table_find_locked(struct larder__table *t, uint64_t 
 					      const void *key, size_t key_len)
 {
 	uint64_t tag = hash & LARDER__SLOT_TAG_MASK;
-	struct larder__bucket *b = &t->buckets[hash & t->mask];
-	for (uint64_t probed = 0; probed <= t->mask; probed++) {
+	struct larder__bucket *b = &t->buckets[larder__table_home(t, hash)];
+	for (uint64_t probed = 0; probed <= t->last; probed++) {
 		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
 			/* Acquire: a slot of another home may have just been
 			 * published (R-SLOT) and we read its entry's key. */
@@ -158,9 +189,9 @@ larder__atomic_u64 *larder__table_find_locked(struct larder__table *t, uint64_t 
 int larder__table_insert_locked(struct larder__table *t, uint64_t hash, uint64_t word,
 				size_t limit)
 {
-	struct larder__bucket *home = &t->buckets[hash & t->mask], *b = home;
-	if (limit > t->mask + 1)
-		limit = t->mask + 1;
+	struct larder__bucket *home = &t->buckets[larder__table_home(t, hash)], *b = home;
+	if (limit > t->last + 1)
+		limit = t->last + 1;
 	for (size_t n = 0; n < limit; n++) {
 		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
 			uint64_t expect = 0;
@@ -188,7 +219,7 @@ void larder__table_erase_locked(struct larder__table *t, uint64_t hash, larder__
 	/* Relaxed: emptying publishes nothing; readers that still see the old
 	 * word see a valid entry (freed only after a grace period, X4). */
 	atomic_store_explicit(slot, 0, LARDER__RELAXED);
-	struct larder__bucket *b = &t->buckets[hash & t->mask];
+	struct larder__bucket *b = &t->buckets[larder__table_home(t, hash)];
 	size_t last = (size_t)((unsigned char *)slot - (unsigned char *)t->buckets) /
 		      sizeof(struct larder__bucket);
 	while ((size_t)(b - t->buckets) != last) {
@@ -201,9 +232,9 @@ void larder__table_erase_locked(struct larder__table *t, uint64_t hash, larder__
 
 int larder__table_grow_begin(struct larder__table *t)
 {
-	struct larder__table *next = larder__table_create((t->mask + 1) * 2);
+	struct larder__table *next = larder__table_create((t->last + 1) * 2);
 	if (!next)
-		return -1;
+		return -1; /* X3 holds: a multiple of 64, doubled, is not rounded again */
 	t->moved = 0;
 	/* R-NEXT: release; the new table's zeroed buckets are visible to anyone
 	 * who follows a MOVED home (pairs with A-NEXT). */
@@ -216,10 +247,10 @@ static void migrate_home(struct larder__table *t, struct larder__table *next, ui
 			 larder__entry_hash_fn *hash, void (*drop)(void *, struct larder__entry *),
 			 void *ctx)
 {
-	struct larder__table *locked_in;
-	struct larder__bucket *home = larder__table_lock(t, h, &locked_in);
-	struct larder__bucket *b = home;
-	for (uint64_t probed = 0; probed <= t->mask; probed++) {
+	struct larder__bucket *home = &t->buckets[h], *b = home;
+	/* Never MOVED yet: only we set MOVED, on homes below t->moved. */
+	(void)bucket_lock(home);
+	for (uint64_t probed = 0; probed <= t->last; probed++) {
 		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
 			/* Acquire: another home's writer may have just published. */
 			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
@@ -227,8 +258,8 @@ static void migrate_home(struct larder__table *t, struct larder__table *next, ui
 			if (p == 0 || p == LARDER__SLOT_MARKER)
 				continue;
 			uint64_t hh = hash(ctx, larder__slot_entry(w));
-			if ((hh & t->mask) == h &&
-			    larder__table_insert_locked(next, hh, w, next->mask + 1) != 0)
+			if (larder__table_home(t, hh) == h &&
+			    larder__table_insert_locked(next, hh, w, next->last + 1) != 0)
 				drop(ctx, larder__slot_entry(w));
 		}
 		/* Relaxed: the count only bounds the walk (X2). */
@@ -240,14 +271,14 @@ static void migrate_home(struct larder__table *t, struct larder__table *next, ui
 	 * MOVED (pairs with A-CTL). LOCK stays set: h is never written here again. */
 	atomic_fetch_or_explicit(&home->ctl, LARDER__CTL_MOVED, LARDER__RELEASE);
 	b = home;
-	for (uint64_t probed = 0; probed <= t->mask; probed++, b = bucket_after(t, b)) {
+	for (uint64_t probed = 0; probed <= t->last; probed++, b = bucket_after(t, b)) {
 		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
 			/* Acquire: the slot may hold another home's new entry. */
 			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
 			uint64_t p = w & LARDER__SLOT_PTR_MASK;
 			if (p == 0 || p == LARDER__SLOT_MARKER)
 				continue;
-			if ((hash(ctx, larder__slot_entry(w)) & t->mask) != h)
+			if (larder__table_home(t, hash(ctx, larder__slot_entry(w))) != h)
 				continue;
 			/* R-SLOT (marker): release, after R-MOVED (X3). Only we
 			 * write h's slots, so a plain store cannot lose an update. */
@@ -264,14 +295,14 @@ int larder__table_migrate(struct larder__table *t, size_t homes, larder__entry_h
 			  void (*drop)(void *ctx, struct larder__entry *e), void *ctx)
 {
 	struct larder__table *next = larder__table_next(t);
-	while (homes-- && t->moved <= t->mask)
+	while (homes-- && t->moved <= t->last)
 		migrate_home(t, next, t->moved++, hash, drop, ctx);
-	return t->moved > t->mask;
+	return t->moved > t->last;
 }
 
 static void walk_one(struct larder__table *t, void (*fn)(void *, struct larder__entry *), void *ctx)
 {
-	for (uint64_t i = 0; i <= t->mask; i++) {
+	for (uint64_t i = 0; i <= t->last; i++) {
 		for (unsigned s = 0; s < LARDER__BUCKET_SLOTS; s++) {
 			/* A-SLOT: pairs with R-SLOT. */
 			uint64_t w = atomic_load_explicit(&t->buckets[i].slot[s], LARDER__ACQUIRE);

@@ -1,11 +1,14 @@
 /*
  * index/table.h - the lock-free index: hash -> entry.
  *
- * A power-of-two array of 64-byte buckets. Each bucket is one control word
- * and seven slots; a slot is one 8-byte word holding an entry pointer (low 48
- * bits) and a 16-bit tag (the hash's top 16 bits), so a probe compares tags
- * without touching entries. Keys live in their home bucket (hash & mask) or,
- * when it is full, in the next buckets (linear probing of buckets).
+ * An array of 64-byte buckets, of any count (a multiple of 64). Each bucket
+ * is one control word and seven slots; a slot is one 8-byte word holding an
+ * entry pointer (low 48 bits) and a 16-bit tag (the hash's top 16 bits), so a
+ * probe compares tags without touching entries. Keys live in their home
+ * bucket (larder__table_home: hash bits 16..47 scaled to the bucket count) or,
+ * when it is full, in the next buckets (linear probing of buckets, wrapping).
+ * Any count, not only powers of two, lets a table be sized to its expected
+ * entries (L1) instead of up to twice that.
  *
  * Control word: bit 0 LOCK (the home bucket's writer lock), bit 1 MOVED (this
  * home's keys now live in the next table), bits 32..63 the overflow count: how
@@ -18,12 +21,27 @@
  *   X2. Every change to the keys of one home happens under that home's LOCK,
  *       so a key appears at most once in a table. Writers of other homes only
  *       claim empty slots (CAS) and adjust overflow counts (atomic add).
- *   X3. Growth is incremental (table.c): the maintainer moves one home at a
- *       time under its lock into table->next, sets MOVED, then turns the old
- *       slots of that home into MARKERs. A marker never matches a key; a
- *       reader that meets a marker carrying its tag re-checks its home's MOVED
- *       bit and follows it. No stale entry pointer is ever left behind.
+ *   X3. Growth is incremental (table.c): the next table has exactly twice the
+ *       buckets, so the keys of old home h have new home 2h or 2h + 1 and
+ *       every new home takes keys of one old home only. The maintainer moves
+ *       one home at a time under its lock into table->next, sets MOVED, then
+ *       turns the old slots of that home into MARKERs. A marker never matches
+ *       a key; a reader that meets a marker carrying its tag re-checks its
+ *       home's MOVED bit and follows it. No stale entry pointer is ever left
+ *       behind.
  *   X4. Tables and entries unlinked here are freed only after a grace period.
+ *
+ * Load (docs/scale.md has the measurements behind the numbers):
+ *   L1. A new table is sized so its expected entries fill FILL_NUM/FILL_DEN
+ *       (4/5) of its slots (larder__table_buckets_for): 10^8 entries take
+ *       17.9 M buckets, 11.4 B/entry, and a hit reads 1.18 buckets on
+ *       average, a miss 2.0. A table grows (doubles) once its entries exceed
+ *       GROW_NUM/GROW_DEN (7/8) of its slots (larder__table_over_load).
+ *   L2. Up to the growth load the longest insert probe stays far below
+ *       LARDER__PROBE_LIMIT (about 200 buckets at 2^26 buckets and 7/8, by
+ *       simulation; tests/unit/test_table.c checks 40,000 buckets): writers
+ *       ask for growth only when the table is past L1.
+ *   H1. Tables of 2 MiB or more ask for transparent huge pages (table.c).
  */
 #ifndef LARDER_INDEX_TABLE_H
 #define LARDER_INDEX_TABLE_H
@@ -45,8 +63,20 @@
 #define LARDER__SLOT_PTR_MASK ((1ull << 48) - 1)
 #define LARDER__SLOT_TAG_MASK (~LARDER__SLOT_PTR_MASK)
 #define LARDER__SLOT_MARKER 1ull /* pointer field of a moved slot; never a real entry */
-/* Buckets a writer's insert may probe before it asks the maintainer to grow. */
-#define LARDER__PROBE_LIMIT 64
+/* Buckets a writer's insert may probe before it asks the maintainer to grow
+ * (L2: far beyond the longest probe at the growth load). */
+#define LARDER__PROBE_LIMIT 256
+/* L1. A build may set them (-D) to measure other loads; nothing else does. */
+#ifndef LARDER__TABLE_FILL_NUM
+#define LARDER__TABLE_FILL_NUM 4u
+#define LARDER__TABLE_FILL_DEN 5u
+#endif
+#ifndef LARDER__TABLE_GROW_NUM
+#define LARDER__TABLE_GROW_NUM 7u
+#define LARDER__TABLE_GROW_DEN 8u
+#endif
+/* The most buckets a table may have (larder__table_home scales 32 bits). */
+#define LARDER__TABLE_MAX_BUCKETS (1ull << 32)
 
 struct larder__bucket {
 	larder__atomic_u64 ctl;
@@ -54,7 +84,7 @@ struct larder__bucket {
 } __attribute__((aligned(64)));
 
 struct larder__table {
-	uint64_t mask;            /* buckets - 1; immutable */
+	uint64_t last;            /* buckets - 1; immutable */
 	size_t map_bytes;         /* immutable */
 	larder__atomic_uptr next; /* growth target, set once by the maintainer (R-NEXT) */
 	uint64_t moved;           /* maintainer only: homes moved so far */
@@ -75,6 +105,12 @@ static inline struct larder__entry *larder__slot_entry(uint64_t word)
 	return (struct larder__entry *)(uintptr_t)(word & LARDER__SLOT_PTR_MASK);
 }
 
+/* The home bucket of hash (Lemire's multiply-shift; X3 relies on it). */
+static inline uint64_t larder__table_home(const struct larder__table *t, uint64_t hash)
+{
+	return (((hash >> 16) & 0xffffffffu) * (t->last + 1)) >> 32;
+}
+
 static inline struct larder__table *larder__table_next(struct larder__table *t)
 {
 	/* A-NEXT: pairs with R-NEXT in larder__table_grow_begin(). */
@@ -84,14 +120,14 @@ static inline struct larder__table *larder__table_next(struct larder__table *t)
 /* Batch lookups, step 1: start loading the home bucket. */
 static inline void larder__table_prefetch(const struct larder__table *t, uint64_t hash)
 {
-	__builtin_prefetch(&t->buckets[hash & t->mask]);
+	__builtin_prefetch(&t->buckets[larder__table_home(t, hash)]);
 }
 
 /* Batch lookups, step 2 (bucket now cached): start loading the first entry
  * whose tag matches, so that step 3's key compare does not stall. */
 static inline void larder__table_prefetch_entry(const struct larder__table *t, uint64_t hash)
 {
-	const struct larder__bucket *b = &t->buckets[hash & t->mask];
+	const struct larder__bucket *b = &t->buckets[larder__table_home(t, hash)];
 	for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
 		/* Relaxed: only a prefetch hint; step 3 loads the slot properly. */
 		uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__RELAXED);
@@ -165,7 +201,7 @@ static inline unsigned larder__bucket_tag_hint(const struct larder__bucket *b, u
 static inline uint64_t larder__table_lookup_home_rcu(struct larder__table *t, uint64_t hash,
 						     const void *key, size_t key_len)
 {
-	struct larder__bucket *b = &t->buckets[hash & t->mask];
+	struct larder__bucket *b = &t->buckets[larder__table_home(t, hash)];
 	/* A-CTL: pairs with R-MOVED in larder__table_migrate(). */
 	uint64_t ctl = atomic_load_explicit(&b->ctl, LARDER__ACQUIRE);
 	if (__builtin_expect(ctl & LARDER__CTL_MOVED, 0))
@@ -194,7 +230,8 @@ static inline uint64_t larder__table_lookup_rcu(struct larder__table *t, uint64_
 	return larder__table_lookup_slow_rcu(t, hash, key, key_len);
 }
 
-/* A new empty table of at least `buckets` buckets (a power of two). NULL: no memory. */
+/* A new empty table of at least `buckets` buckets (rounded up to a multiple of
+ * 64). NULL: no memory, or more than LARDER__TABLE_MAX_BUCKETS. */
 struct larder__table *larder__table_create(uint64_t buckets);
 void larder__table_destroy(struct larder__table *t);
 
@@ -223,7 +260,8 @@ void larder__table_erase_locked(struct larder__table *t, uint64_t hash, larder__
 
 typedef uint64_t larder__entry_hash_fn(void *ctx, const struct larder__entry *e);
 
-/* Starts growing t into a table twice its size. Returns 0 or -1 (no memory). */
+/* Starts growing t into a table twice its size. Returns 0 or -1 (no memory, or
+ * t is as big as a table may be). */
 int larder__table_grow_begin(struct larder__table *t);
 /*
  * Moves up to `homes` more homes of t into t->next; returns 1 when all are
@@ -240,7 +278,21 @@ void larder__table_walk(struct larder__table *t, void (*fn)(void *ctx, struct la
 /* Slots in t (buckets x 7). */
 static inline uint64_t larder__table_slots(const struct larder__table *t)
 {
-	return (t->mask + 1) * LARDER__BUCKET_SLOTS;
+	return (t->last + 1) * LARDER__BUCKET_SLOTS;
+}
+
+/* L1: should a table holding `entries` grow? */
+static inline int larder__table_over_load(const struct larder__table *t, uint64_t entries)
+{
+	return entries * LARDER__TABLE_GROW_DEN > larder__table_slots(t) * LARDER__TABLE_GROW_NUM;
+}
+
+/* L1: the buckets that hold `entries` at the fill load (before the rounding
+ * of larder__table_create). */
+static inline uint64_t larder__table_buckets_for(uint64_t entries)
+{
+	const uint64_t per = (uint64_t)LARDER__BUCKET_SLOTS * LARDER__TABLE_FILL_NUM;
+	return (entries * LARDER__TABLE_FILL_DEN + per - 1) / per;
 }
 
 #endif /* LARDER_INDEX_TABLE_H */

@@ -437,7 +437,7 @@ static int walk_gens(struct larder__maint *m, int ready)
 			m->growing = NULL;
 		t = next;
 	}
-	for (unsigned n = 0; n < WALK_PER_PASS && g->walk_cursor <= t->mask; n++) {
+	for (unsigned n = 0; n < WALK_PER_PASS && g->walk_cursor <= t->last; n++) {
 		struct larder__bucket *b = &t->buckets[g->walk_cursor++];
 		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
 			/* Relaxed: the table is private to us now. */
@@ -449,7 +449,7 @@ static int walk_gens(struct larder__maint *m, int ready)
 			retire(m, larder__slot_entry(w), LARDER_CAUSE_CLEARED, 1);
 		}
 	}
-	if (g->walk_cursor <= t->mask)
+	if (g->walk_cursor <= t->last)
 		return 1;
 	m->gens = g->retire_next;
 	larder__table_destroy(next);
@@ -548,7 +548,7 @@ static int grow(struct larder__maint *m)
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE); /* A-ROOT */
 	if (!m->growing) {
 		int asked = atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED);
-		if (!asked && m->live_count * 4 <= larder__table_slots(root) * 3)
+		if (!asked && !larder__table_over_load(root, m->live_count))
 			return 0;
 		if (larder__table_grow_begin(root) != 0)
 			return 0; /* no memory: writers keep probing the current table */

@@ -73,6 +73,7 @@ struct lb_config {
 	enum lb_timer timer;
 	int entries_given;
 	int pin; /* --pin: worker i runs on CPU i mod CPUs online */
+	int scale; /* --scale (scale.c) */
 };
 
 /* One worker thread's state; owned by that thread while a job runs. */
@@ -244,5 +245,6 @@ int lb_matrix_run(const struct lb_config *cfg);
 int lb_ops_run(const struct lb_config *cfg);
 int lb_latency_run(const struct lb_config *cfg);
 int lb_bigset_run(const struct lb_config *cfg);
+int lb_scale_run(const struct lb_config *cfg);
 
 #endif /* LARDER_BENCH_H */

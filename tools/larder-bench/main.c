@@ -1,7 +1,7 @@
 /*
  * main.c - larder-bench's command line: parses the options into one
  * read-only struct lb_config and runs one mode (the matrix by default,
- * --ops, --latency or --bigset). Run with --help for the options.
+ * --ops, --latency, --bigset or --scale). Run with --help for the options.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,6 +19,8 @@ static const char usage[] =
 	"  --latency            per-op latency of the 9:1 mix while larder evicts\n"
 	"                       (working set 4x capacity; capacity default 16 MiB)\n"
 	"  --bigset[=N]         N entries (default 10000000): larder_get vs get_batch 8/16/32\n"
+	"  --scale              10^8 entries (or --entries N) loaded by 2 threads, then\n"
+	"                       random reads: load and read rates, RSS, bytes per entry\n"
 	"  --ops N              exactly N ops of the first scenario on the main thread,\n"
 	"                       per engine (for callgrind; see profile.sh)\n"
 	"options:\n"
@@ -244,6 +246,10 @@ static int parse_args(int argc, char **argv, struct lb_config *cfg)
 			cfg->pin = 1;
 			continue;
 		}
+		if (strcmp(a, "--scale") == 0) {
+			cfg->scale = 1;
+			continue;
+		}
 		if (strcmp(a, "--latency") == 0) {
 			cfg->latency = 1;
 			continue;
@@ -290,6 +296,8 @@ int main(int argc, char **argv)
 		rc = lb_latency_run(&cfg);
 	else if (cfg.bigset)
 		rc = lb_bigset_run(&cfg);
+	else if (cfg.scale)
+		rc = lb_scale_run(&cfg);
 	else
 		rc = lb_matrix_run(&cfg);
 	lb_urcu_thread_offline();

@@ -1,0 +1,252 @@
+/*
+ * tests/unit/test_table.c - the index's load rules (L1, L2 in index/table.h),
+ * checked on the table itself and through a cache.
+ *
+ *   - probe lengths: tables filled to loads from 3/4 to 0.9 with random
+ *     hashes; every key is found, absent keys are not, no insert needs
+ *     anywhere near LARDER__PROBE_LIMIT buckets (L2), and erasing every key
+ *     brings every overflow count back to 0. The mean and worst buckets read
+ *     by hits and misses are printed (docs/scale.md quotes them);
+ *   - sizing: larder__table_buckets_for() is the least bucket count that
+ *     holds the entries at the fill load, larder__table_over_load() turns
+ *     true one entry past the growth load, and homes spread evenly over a
+ *     table of any size;
+ *   - the grow trigger through a cache: a cache sized for N entries starts
+ *     with the buckets L1 asks for, and a cache that grows from the minimum
+ *     ends at the least doubling that keeps it under the growth load.
+ */
+#include <stdlib.h>
+
+#include "harness.h"
+#include "index/table.h"
+
+#define PROBE_BUCKETS 40000u /* a multiple of 64, not a power of two */
+#define KEY_BYTES 16u
+
+/* An entry with a 16-byte key that holds its own number; no value. */
+static struct larder__entry *make_entry(uint64_t id)
+{
+	struct larder__entry *e = calloc(1, sizeof(*e) + KEY_BYTES);
+	if (!e)
+		return NULL;
+	unsigned char *key = (unsigned char *)(e + 1); /* flags 0: the key follows the header */
+	e->key_len = KEY_BYTES;
+	memcpy(key, &id, sizeof(id));
+	memcpy(key + 8, "table-ky", 8);
+	return e;
+}
+
+static uint64_t bucket_of(const struct larder__table *t, const larder__atomic_u64 *slot)
+{
+	return (uint64_t)((const unsigned char *)slot - (const unsigned char *)t->buckets) /
+	       sizeof(struct larder__bucket);
+}
+
+/* Buckets a lookup of an absent key with this home reads (the overflow chain). */
+static uint64_t miss_buckets(const struct larder__table *t, uint64_t home)
+{
+	uint64_t n = 1;
+	for (uint64_t b = home;
+	     (atomic_load_explicit(&t->buckets[b].ctl, LARDER__RELAXED) >> 32) != 0;
+	     b = b == t->last ? 0 : b + 1)
+		n++;
+	return n;
+}
+
+struct probe_stats {
+	double hit_mean, miss_mean;
+	uint64_t hit_max, miss_max;
+};
+
+/* Fills a table to load num/den, checks it, and measures its probe lengths. */
+static void probe_at(unsigned num, unsigned den, struct probe_stats *ps)
+{
+	struct larder__table *t = larder__table_create(PROBE_BUCKETS);
+	const uint64_t n = larder__table_slots(t) * num / den;
+	struct larder__entry **e = calloc(n, sizeof(*e));
+	uint64_t *hash = calloc(n, sizeof(*hash)), hit_sum = 0, miss_sum = 0, misses = 0;
+	struct th_rng rng = { 0x5eed0000u + num * 131u + den };
+
+	memset(ps, 0, sizeof(*ps));
+	REQUIRE(t && e && hash);
+	for (uint64_t i = 0; i < n; i++) {
+		hash[i] = th_rng_next(&rng);
+		e[i] = make_entry(i);
+		REQUIRE(e[i] != NULL);
+		/* L2: never a request for growth below the load tested here. */
+		CHECK_RC(larder__table_insert_locked(t, hash[i], larder__slot_word(hash[i], e[i]),
+						     LARDER__PROBE_LIMIT),
+			 0);
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t home = larder__table_home(t, hash[i]);
+		larder__atomic_u64 *slot =
+			larder__table_find_locked(t, hash[i], larder__entry_key(e[i]), KEY_BYTES);
+		CHECK(slot != NULL);
+		CHECK_EQ(larder__table_lookup_rcu(t, hash[i], larder__entry_key(e[i]), KEY_BYTES),
+			 larder__slot_word(hash[i], e[i]));
+		if (slot) {
+			uint64_t b = bucket_of(t, slot);
+			uint64_t d = (b >= home ? b - home : b + t->last + 1 - home) + 1;
+			hit_sum += d;
+			ps->hit_max = d > ps->hit_max ? d : ps->hit_max;
+		}
+		/* An absent key with the same home (and tag): not found. */
+		unsigned char absent[KEY_BYTES];
+		uint64_t absent_id = n + i;
+		memcpy(absent, &absent_id, 8);
+		memcpy(absent + 8, "table-ky", 8);
+		CHECK_EQ(larder__table_lookup_rcu(t, hash[i], absent, KEY_BYTES), 0);
+		uint64_t m = miss_buckets(t, larder__table_home(t, th_rng_next(&rng)));
+		miss_sum += m;
+		misses++;
+		ps->miss_max = m > ps->miss_max ? m : ps->miss_max;
+	}
+	/* L2: at the growth load, the longest probe is far from the limit. */
+	if (num * LARDER__TABLE_GROW_DEN <= den * LARDER__TABLE_GROW_NUM)
+		CHECK_LT(ps->hit_max, LARDER__PROBE_LIMIT / 2);
+	ps->hit_mean = (double)hit_sum / (double)n;
+	ps->miss_mean = (double)miss_sum / (double)misses;
+	for (uint64_t i = 0; i < n; i++) {
+		larder__atomic_u64 *slot =
+			larder__table_find_locked(t, hash[i], larder__entry_key(e[i]), KEY_BYTES);
+		if (CHECK(slot != NULL))
+			larder__table_erase_locked(t, hash[i], slot);
+		free(e[i]);
+	}
+	uint64_t counted = 0;
+	for (uint64_t b = 0; b <= t->last; b++)
+		counted += atomic_load_explicit(&t->buckets[b].ctl, LARDER__RELAXED) >> 32;
+	CHECK_EQ(counted, 0);
+	free(e);
+	free(hash);
+	larder__table_destroy(t);
+}
+
+static void test_probe_lengths(void)
+{
+	static const unsigned loads[][2] = { { 3, 4 }, { 4, 5 }, { 17, 20 }, { 7, 8 }, { 9, 10 } };
+	printf("  %-6s %9s %8s %10s %9s   (buckets read; %u buckets of %u slots)\n", "load",
+	       "hit mean", "hit max", "miss mean", "miss max", PROBE_BUCKETS, LARDER__BUCKET_SLOTS);
+	for (size_t i = 0; i < TH_COUNT(loads); i++) {
+		struct probe_stats ps;
+		probe_at(loads[i][0], loads[i][1], &ps);
+		printf("  %-6.3f %9.3f %8llu %10.3f %9llu\n", (double)loads[i][0] / loads[i][1],
+		       ps.hit_mean, (unsigned long long)ps.hit_max, ps.miss_mean,
+		       (unsigned long long)ps.miss_max);
+	}
+}
+
+static void test_sizing_boundary(void)
+{
+	static const uint64_t counts[] = { 0, 1, 6, 7, 4096, 50000, 100000000, 1ull << 40 };
+	const uint64_t fn = LARDER__TABLE_FILL_NUM, fd = LARDER__TABLE_FILL_DEN;
+	for (size_t i = 0; i < TH_COUNT(counts); i++) {
+		uint64_t n = counts[i], b = larder__table_buckets_for(n);
+		CHECK_GE(b * LARDER__BUCKET_SLOTS * fn, n * fd);
+		if (b)
+			CHECK_LT((b - 1) * LARDER__BUCKET_SLOTS * fn, n * fd);
+	}
+	/* over_load turns true one entry past the growth load, in a table of a
+	 * size that is not a power of two. */
+	struct larder__table *t = larder__table_create(1000);
+	REQUIRE(t != NULL);
+	CHECK_EQ(t->last + 1, 1024);
+	larder__table_destroy(t);
+	t = larder__table_create(3 * 1024);
+	REQUIRE(t != NULL);
+	uint64_t most = larder__table_slots(t) * LARDER__TABLE_GROW_NUM / LARDER__TABLE_GROW_DEN;
+	CHECK(!larder__table_over_load(t, most));
+	CHECK(larder__table_over_load(t, most + 1));
+	/* Homes cover every bucket about evenly (no bucket gets twice its share). */
+	static uint32_t per[3 * 1024];
+	struct th_rng rng = { 77 };
+	memset(per, 0, sizeof(per));
+	for (unsigned i = 0; i < 3 * 1024 * 64; i++) {
+		uint64_t h = larder__table_home(t, th_rng_next(&rng));
+		if (!CHECK_LT(h, 3 * 1024))
+			break;
+		per[h]++;
+	}
+	for (unsigned i = 0; i < 3 * 1024; i++)
+		if (!CHECK(per[i] > 16 && per[i] < 128))
+			break;
+	larder__table_destroy(t);
+	CHECK(larder__table_create(LARDER__TABLE_MAX_BUCKETS + 1) == NULL);
+}
+
+/* The slots of a cache's first table for `expected` entries, and of the
+ * table it has after growing (doubling) until n entries fit under L1. */
+static uint64_t want_slots(uint64_t expected, uint64_t n)
+{
+	uint64_t b = larder__table_buckets_for(expected);
+	b = b < 1024 ? 1024 : (b + 63) & ~(uint64_t)63;
+	while (n * LARDER__TABLE_GROW_DEN > b * LARDER__BUCKET_SLOTS * LARDER__TABLE_GROW_NUM)
+		b *= 2;
+	return b * LARDER__BUCKET_SLOTS;
+}
+
+static larder *open_expecting(uint64_t expected)
+{
+	larder_config *config = th_config(256ull << 20);
+	if (!config)
+		return NULL;
+	CHECK_RC(larder_config_set_expected_entries(config, expected), LARDER_OK);
+	return th_open(config);
+}
+
+/* Puts n keys into a cache that starts sized for `expected`, then checks
+ * that it grew exactly as L1 says and that every key reads back. */
+static void grow_from(uint64_t expected, uint64_t n)
+{
+	larder *cache = open_expecting(expected);
+	uint64_t entries = 0, missing = 0;
+	char key[32];
+
+	REQUIRE(cache != NULL);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_SLOTS), want_slots(expected, 0));
+	for (uint64_t id = 0; id < n; id++) {
+		int len = snprintf(key, sizeof(key), "grow-%llu", (unsigned long long)id);
+		if (!CHECK_RC(larder_put(cache, key, (size_t)len, &id, sizeof(id),
+					 LARDER_TTL_DEFAULT),
+			      LARDER_OK))
+			break;
+	}
+	th_check_accounting(cache, 30000, &entries, NULL);
+	CHECK_EQ(entries, n);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_SLOTS), want_slots(expected, n));
+	CHECK_EQ(th_stat(cache, LARDER_STAT_EVICTIONS), 0);
+	for (uint64_t id = 0; id < n; id++) {
+		uint64_t v = 0;
+		size_t len = 0;
+		int kl = snprintf(key, sizeof(key), "grow-%llu", (unsigned long long)id);
+		missing += larder_get(cache, key, (size_t)kl, &v, sizeof(v), &len) != LARDER_OK ||
+			   v != id;
+	}
+	CHECK_EQ(missing, 0);
+	larder_close(cache);
+}
+
+static void test_grow_trigger(void)
+{
+	enum { N = 50000 };
+	/* From 1,024 buckets: 8,192 buckets hold 50,000 at 0.872, just under 7/8. */
+	CHECK_EQ(want_slots(1, N), 8192 * LARDER__BUCKET_SLOTS);
+	grow_from(1, N);
+	/* From 3,584 buckets (not a power of two): doubled twice. */
+	CHECK_EQ(want_slots(20000, N), 4 * 3584 * LARDER__BUCKET_SLOTS);
+	grow_from(20000, N);
+	/* Sized for N: 8,960 buckets, no growth. */
+	CHECK_EQ(want_slots(N, N), 8960 * LARDER__BUCKET_SLOTS);
+	grow_from(N, N);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct th_test tests[] = {
+		TH_TEST(test_probe_lengths),
+		TH_TEST(test_sizing_boundary),
+		TH_TEST(test_grow_trigger),
+	};
+	return th_main(argc, argv, tests, TH_COUNT(tests));
+}
