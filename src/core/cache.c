@@ -246,6 +246,30 @@ static __attribute__((noinline)) int get_deadline_hit(larder *c, struct larder__
 	return rc;
 }
 
+/*
+ * The rest of a fast-path get whose key the home bucket alone could not
+ * settle (displaced into later buckets, a home that moved, a tag collision),
+ * out of line, still inside the caller's read section: the general lookup
+ * with the hash already computed. At the index's fill of 4/5 about one key
+ * in five lives beyond its home bucket, so this must not start over.
+ */
+static __attribute__((noinline)) int get_beyond_home(larder *c, uint64_t hash, const void *key,
+						     size_t key_len, void *buf, size_t buf_len,
+						     size_t *value_len, uint64_t outer)
+{
+	struct larder__thread *t = larder__tls;
+	struct larder__handle *h = t->last_handle;
+	uint64_t w = larder__table_lookup_slow_rcu(root_rcu(c), hash, key, key_len);
+	struct larder__entry *e = w ? larder__slot_entry(w) : NULL;
+	if (e && entry_expired(c, NULL, e))
+		e = NULL;
+	int rc = e ? get_copy(h, e, buf, buf_len, value_len) : LARDER_MISS;
+	larder__read_exit(&t->reader, outer);
+	if (!e)
+		count_miss(h);
+	return rc;
+}
+
 int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf_len,
 	       size_t *value_len)
 {
@@ -258,10 +282,8 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	uint64_t outer = larder__read_enter(&t->reader);
 	uint64_t w = larder__table_lookup_home_rcu(root_rcu(c), hash, key, key_len);
-	if (__builtin_expect(w == LARDER__LOOKUP_AGAIN, 0)) {
-		larder__read_exit(&t->reader, outer);
-		return get_general(c, key, key_len, buf, buf_len, value_len);
-	}
+	if (__builtin_expect(w == LARDER__LOOKUP_AGAIN, 0))
+		return get_beyond_home(c, hash, key, key_len, buf, buf_len, value_len, outer);
 	int rc = LARDER_MISS;
 	if (__builtin_expect(w != 0, 1)) {
 		struct larder__entry *e = larder__slot_entry(w);

@@ -54,11 +54,12 @@ restart:;
 	}
 	struct larder__bucket *b = home;
 	for (uint64_t probed = 0; probed <= t->last; probed++) {
-		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
+		for (unsigned m = larder__bucket_tag_bits(b, hash); m; m &= m - 1) {
 			/* A-SLOT: pairs with R-SLOT; the entry's fields are visible. */
-			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
+			uint64_t w = atomic_load_explicit(&b->slot[larder__tag_bits_slot(m)],
+							  LARDER__ACQUIRE);
 			if (((w ^ tag) & LARDER__SLOT_TAG_MASK) != 0)
-				continue;
+				continue; /* changed since the hint */
 			uint64_t p = w & LARDER__SLOT_PTR_MASK;
 			if (p > LARDER__SLOT_MARKER) {
 				if (larder__entry_key_equals(larder__slot_entry(w), key, key_len))

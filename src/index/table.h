@@ -35,8 +35,15 @@
  *   L1. A new table is sized so its expected entries fill FILL_NUM/FILL_DEN
  *       (4/5) of its slots (larder__table_buckets_for): 10^8 entries take
  *       17.9 M buckets, 11.4 B/entry, and a hit reads 1.18 buckets on
- *       average, a miss 2.0. A table grows (doubles) once its entries exceed
- *       GROW_NUM/GROW_DEN (7/8) of its slots (larder__table_over_load).
+ *       average, a miss 2.0. Small tables are the exception: when filling
+ *       only half the slots costs at most SMALL_BUCKETS (4 MiB), that is the
+ *       size (and between the two rules, SMALL_BUCKETS). A table that stays
+ *       in the CPU caches pays for a displaced key in instructions, not
+ *       misses (about one key in ten lives beyond its home at 4/5, and a get
+ *       costs 197 instructions instead of 175 on the 24,000-entry matrix
+ *       cell: docs/bench.md), while 4 MiB is nothing in a cache's memory.
+ *       A table grows (doubles) once its entries exceed GROW_NUM/GROW_DEN
+ *       (7/8) of its slots (larder__table_over_load).
  *   L2. Up to the growth load the longest insert probe stays far below
  *       LARDER__PROBE_LIMIT (about 200 buckets at 2^26 buckets and 7/8, by
  *       simulation; tests/unit/test_table.c checks 40,000 buckets): writers
@@ -71,6 +78,8 @@
 #define LARDER__TABLE_FILL_NUM 4u
 #define LARDER__TABLE_FILL_DEN 5u
 #endif
+/* L1: 4 MiB of buckets, below which a table is sized at half load. */
+#define LARDER__TABLE_SMALL_BUCKETS (1u << 16)
 #ifndef LARDER__TABLE_GROW_NUM
 #define LARDER__TABLE_GROW_NUM 7u
 #define LARDER__TABLE_GROW_DEN 8u
@@ -146,8 +155,9 @@ uint64_t larder__table_lookup_slow_rcu(struct larder__table *t, uint64_t hash, c
 				       size_t key_len);
 
 /*
- * Which slot of b holds the first tag equal to hash's (0..6), or
- * LARDER__BUCKET_SLOTS when none does: a hint that picks the slot to load.
+ * The slots of b whose tag equals hash's, as a mask in which slot i is bit
+ * 2i + 3 (the layout the vector compare yields; iterate with
+ * larder__tag_bits_slot() and m &= m - 1): hints that pick the slots to load.
  *
  * With SSE2 the seven tags are compared at once, without a branch per slot:
  * where a key sits in its bucket is random, so a slot-by-slot scan
@@ -155,12 +165,15 @@ uint64_t larder__table_lookup_slow_rcu(struct larder__table *t, uint64_t hash, c
  * the next lookup's work already in flight (measured: ~19% more gets per CPU
  * second, docs/bench.md). The four 16-byte loads are inline asm, outside the
  * C memory model: each 8-byte slot is read whole (aligned), possibly while a
- * writer changes it, and nothing is concluded from it but a slot index; the
- * caller then loads that slot with acquire (A-SLOT) and checks the key. An
- * insert the hint missed raced with the read, which may then miss it.
- * Elsewhere: the same scan with relaxed loads, slot by slot.
+ * writer changes it, and nothing is concluded from it but slot indexes; the
+ * caller then loads each slot it picks with acquire (A-SLOT) and checks the
+ * key. An insert the hint missed raced with the read, which may then miss it;
+ * a key's slot never changes within a table (X2, X3: removal empties it,
+ * migration turns it into a marker with the same tag), so a key present
+ * throughout the read is always among the hints.
+ * Elsewhere: the same compare with relaxed loads, slot by slot.
  */
-static inline unsigned larder__bucket_tag_hint(const struct larder__bucket *b, uint64_t hash)
+static inline unsigned larder__bucket_tag_bits(const struct larder__bucket *b, uint64_t hash)
 {
 #if defined(__SSE2__)
 	__m128i q[4];
@@ -172,17 +185,23 @@ static inline unsigned larder__bucket_tag_hint(const struct larder__bucket *b, u
 	__m128i lo = _mm_packs_epi32(_mm_cmpeq_epi16(q[0], tag), _mm_cmpeq_epi16(q[1], tag));
 	__m128i hi = _mm_packs_epi32(_mm_cmpeq_epi16(q[2], tag), _mm_cmpeq_epi16(q[3], tag));
 	/* Bit 2j+1 for word j; word 0 is the control word, not a slot. */
-	unsigned m = (unsigned)_mm_movemask_epi8(_mm_packs_epi16(lo, hi)) & 0xaaa8u;
-	return m ? ((unsigned)__builtin_ctz(m) >> 1) - 1 : LARDER__BUCKET_SLOTS;
+	return (unsigned)_mm_movemask_epi8(_mm_packs_epi16(lo, hi)) & 0xaaa8u;
 #else
+	unsigned m = 0;
 	for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
-		/* Relaxed: a hint; the caller loads the slot it picks with acquire. */
+		/* Relaxed: a hint; the caller loads the slots it picks with acquire. */
 		uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__RELAXED);
 		if (((w ^ hash) & LARDER__SLOT_TAG_MASK) == 0)
-			return i;
+			m |= 1u << (2 * i + 3);
 	}
-	return LARDER__BUCKET_SLOTS;
+	return m;
 #endif
+}
+
+/* The lowest slot of a nonzero larder__bucket_tag_bits() mask. */
+static inline unsigned larder__tag_bits_slot(unsigned m)
+{
+	return ((unsigned)__builtin_ctz(m) >> 1) - 1;
 }
 
 /* larder__table_lookup_home_rcu(): only the general lookup can tell. Never a
@@ -191,7 +210,7 @@ static inline unsigned larder__bucket_tag_hint(const struct larder__bucket *b, u
 
 /*
  * The common case of a lookup, inline: the home bucket's first slot with the
- * key's tag, and its key compare. Returns the live slot word, 0 when the key
+ * key's tag (larder__bucket_tag_bits), and its key compare. Returns the live slot word, 0 when the key
  * is absent, or LARDER__LOOKUP_AGAIN for everything rarer, which the general
  * lookup decides from scratch: a home that MOVED, a key that may have
  * overflowed into later buckets, a matching tag that is not the key (1 in
@@ -206,11 +225,11 @@ static inline uint64_t larder__table_lookup_home_rcu(struct larder__table *t, ui
 	uint64_t ctl = atomic_load_explicit(&b->ctl, LARDER__ACQUIRE);
 	if (__builtin_expect(ctl & LARDER__CTL_MOVED, 0))
 		return LARDER__LOOKUP_AGAIN;
-	unsigned i = larder__bucket_tag_hint(b, hash);
-	if (i == LARDER__BUCKET_SLOTS)
+	unsigned m = larder__bucket_tag_bits(b, hash);
+	if (!m)
 		return (ctl >> 32) == 0 ? 0 : LARDER__LOOKUP_AGAIN;
 	/* A-SLOT: pairs with R-SLOT; the entry's fields are visible. */
-	uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
+	uint64_t w = atomic_load_explicit(&b->slot[larder__tag_bits_slot(m)], LARDER__ACQUIRE);
 	if (__builtin_expect((w & LARDER__SLOT_PTR_MASK) > LARDER__SLOT_MARKER, 1) &&
 	    __builtin_expect(larder__entry_key_equals(larder__slot_entry(w), key, key_len), 1))
 		return w;
@@ -287,12 +306,16 @@ static inline int larder__table_over_load(const struct larder__table *t, uint64_
 	return entries * LARDER__TABLE_GROW_DEN > larder__table_slots(t) * LARDER__TABLE_GROW_NUM;
 }
 
-/* L1: the buckets that hold `entries` at the fill load (before the rounding
- * of larder__table_create). */
+/* L1: the buckets that hold `entries` at the fill load, or at half load when
+ * that is small (before the rounding of larder__table_create). */
 static inline uint64_t larder__table_buckets_for(uint64_t entries)
 {
+	const uint64_t half = (entries * 2 + LARDER__BUCKET_SLOTS - 1) / LARDER__BUCKET_SLOTS;
+	if (half <= LARDER__TABLE_SMALL_BUCKETS)
+		return half;
 	const uint64_t per = (uint64_t)LARDER__BUCKET_SLOTS * LARDER__TABLE_FILL_NUM;
-	return (entries * LARDER__TABLE_FILL_DEN + per - 1) / per;
+	const uint64_t fill = (entries * LARDER__TABLE_FILL_DEN + per - 1) / per;
+	return fill > LARDER__TABLE_SMALL_BUCKETS ? fill : LARDER__TABLE_SMALL_BUCKETS;
 }
 
 #endif /* LARDER_INDEX_TABLE_H */

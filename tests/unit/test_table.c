@@ -8,7 +8,7 @@
  *     brings every overflow count back to 0. The mean and worst buckets read
  *     by hits and misses are printed (docs/scale.md quotes them);
  *   - sizing: larder__table_buckets_for() is the least bucket count that
- *     holds the entries at the fill load, larder__table_over_load() turns
+ *     holds the entries at the fill load, or at half load for small tables, larder__table_over_load() turns
  *     true one entry past the growth load, and homes spread evenly over a
  *     table of any size;
  *   - the grow trigger through a cache: a cache sized for N entries starts
@@ -139,13 +139,21 @@ static void test_probe_lengths(void)
 
 static void test_sizing_boundary(void)
 {
-	static const uint64_t counts[] = { 0, 1, 6, 7, 4096, 50000, 100000000, 1ull << 40 };
+	static const uint64_t counts[] = { 0, 1, 6, 7, 4096, 50000, 229376,
+					    229377, 300000, 367002, 100000000, 1ull << 40 };
 	const uint64_t fn = LARDER__TABLE_FILL_NUM, fd = LARDER__TABLE_FILL_DEN;
 	for (size_t i = 0; i < TH_COUNT(counts); i++) {
 		uint64_t n = counts[i], b = larder__table_buckets_for(n);
-		CHECK_GE(b * LARDER__BUCKET_SLOTS * fn, n * fd);
-		if (b)
-			CHECK_LT((b - 1) * LARDER__BUCKET_SLOTS * fn, n * fd);
+		const uint64_t slots = LARDER__BUCKET_SLOTS, small = LARDER__TABLE_SMALL_BUCKETS;
+		CHECK_GE(b * slots * fn, n * fd);
+		if (n * 2 <= small * slots) { /* small: the least at half load */
+			CHECK_GE(b * slots, n * 2);
+			CHECK(b == 0 || (b - 1) * slots < n * 2);
+		} else if (b > small) { /* the least at the fill load */
+			CHECK_LT((b - 1) * slots * fn, n * fd);
+		} else { /* between the two rules */
+			CHECK_EQ(b, small);
+		}
 	}
 	/* over_load turns true one entry past the growth load, in a table of a
 	 * size that is not a power of two. */
@@ -233,11 +241,12 @@ static void test_grow_trigger(void)
 	/* From 1,024 buckets: 8,192 buckets hold 50,000 at 0.872, just under 7/8. */
 	CHECK_EQ(want_slots(1, N), 8192 * LARDER__BUCKET_SLOTS);
 	grow_from(1, N);
-	/* From 3,584 buckets (not a power of two): doubled twice. */
-	CHECK_EQ(want_slots(20000, N), 4 * 3584 * LARDER__BUCKET_SLOTS);
+	/* From 5,760 buckets (20,000 at half load, not a power of two): doubled
+	 * once. */
+	CHECK_EQ(want_slots(20000, N), 2 * 5760 * LARDER__BUCKET_SLOTS);
 	grow_from(20000, N);
-	/* Sized for N: 8,960 buckets, no growth. */
-	CHECK_EQ(want_slots(N, N), 8960 * LARDER__BUCKET_SLOTS);
+	/* Sized for N: 14,336 buckets (a small table: half load), no growth. */
+	CHECK_EQ(want_slots(N, N), 14336 * LARDER__BUCKET_SLOTS);
 	grow_from(N, N);
 }
 
