@@ -78,19 +78,37 @@ static size_t round64(size_t n)
 	return (n + 63) & ~(size_t)63;
 }
 
+struct page_layout {
+	size_t nslots, words, maint_off, slots_off;
+};
+
+/* The most slots of class c that fit a page beside the header and bitmaps. */
+static struct page_layout class_layout(unsigned c)
+{
+	size_t page = larder__sizeclass_page(c), slot = larder__sizeclass_slot(c);
+	struct page_layout l = { .nslots = page / slot };
+	for (;;) {
+		l.words = (l.nslots + 63) / 64;
+		l.maint_off = sizeof(struct larder__page) + round64(l.words * 8);
+		l.slots_off = l.maint_off + round64(l.words * 8);
+		if (l.slots_off + l.nslots * slot <= page)
+			return l;
+		l.nslots--;
+	}
+}
+
+/* Relaxed add to an audit counter (statistics order nothing). */
+static void audit_add(larder__atomic_u64 *counter, int64_t delta)
+{
+	atomic_fetch_add_explicit(counter, (uint64_t)delta, LARDER__RELAXED);
+}
+
 /* Lays out an empty page for class c: every slot free, in owner_free. */
 static void page_format(struct larder__page *pg, unsigned c)
 {
+	struct page_layout l = class_layout(c);
 	size_t page = larder__sizeclass_page(c), slot = larder__sizeclass_slot(c);
-	size_t n = page / slot, words, maint_off, slots_off;
-	for (;;) {
-		words = (n + 63) / 64;
-		maint_off = sizeof(*pg) + round64(words * 8);
-		slots_off = maint_off + round64(words * 8);
-		if (slots_off + n * slot <= page)
-			break;
-		n--;
-	}
+	size_t n = l.nslots, words = l.words, maint_off = l.maint_off, slots_off = l.slots_off;
 	pg->size_class = c;
 	pg->nslots = (uint32_t)n;
 	pg->slot_bytes = (uint32_t)slot;
@@ -210,6 +228,8 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 	if (pg) {
 		s->reserve[o] = pg->all_next;
 		s->reserve_count[o]--;
+		audit_add(&s->reserve_pages, -1);
+		audit_add(&s->reserve_bytes, -(int64_t)bytes);
 	} else {
 		pthread_mutex_unlock(&s->lock);
 		pg = larder__pages_map(bytes, bytes);
@@ -219,6 +239,7 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 		pthread_mutex_lock(&s->lock);
 	}
 	page_format(pg, c);
+	audit_add(&s->class_pages[c], 1);
 	/* SL4 side, under the lock like every state change. */
 	atomic_store_explicit(&pg->state, PAGE_OWNED, LARDER__SEQ_CST);
 	pg->all_prev = NULL;
@@ -263,6 +284,7 @@ static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
 		s->all = pg->all_next;
 	if (pg->all_next)
 		pg->all_next->all_prev = pg->all_prev;
+	audit_add(&s->class_pages[pg->size_class], -1);
 	unsigned o = page_order(pg->page_bytes);
 	/* A reserve of at most 4 MiB per page size (at least one page) saves
 	 * mmap calls when a cache churns around one size. */
@@ -271,6 +293,8 @@ static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
 		pg->all_next = s->reserve[o];
 		s->reserve[o] = pg;
 		s->reserve_count[o]++;
+		audit_add(&s->reserve_pages, 1);
+		audit_add(&s->reserve_bytes, pg->page_bytes);
 		return;
 	}
 	page_unmap(s, pg);
@@ -319,8 +343,10 @@ void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, 
 	if (bytes > LARDER__SLAB_MAX_SLOT) {
 		size_t len = larder__slab_charge(bytes);
 		void *p = larder__pages_map(len, LARDER__OS_PAGE);
-		if (p) /* relaxed: a statistic */
-			atomic_fetch_add_explicit(&s->mapped_bytes, len, LARDER__RELAXED);
+		if (p) {
+			audit_add(&s->mapped_bytes, (int64_t)len);
+			audit_add(&s->large_bytes, (int64_t)len);
+		}
 		return p;
 	}
 	unsigned k = larder__sizeclass_of(bytes);
@@ -345,9 +371,9 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 	if (bytes > LARDER__SLAB_MAX_SLOT) {
 		size_t len = larder__slab_charge(bytes);
 		larder__pages_unmap(p, len);
-		/* Relaxed: statistics. */
-		atomic_fetch_sub_explicit(&s->mapped_bytes, len, LARDER__RELAXED);
-		atomic_fetch_add_explicit(&s->returned_bytes, len, LARDER__RELAXED);
+		audit_add(&s->mapped_bytes, -(int64_t)len);
+		audit_add(&s->large_bytes, -(int64_t)len);
+		audit_add(&s->returned_bytes, (int64_t)len);
 		return;
 	}
 	struct larder__page *pg = page_of(p, bytes);
@@ -369,12 +395,20 @@ void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cur
 	}
 }
 
-void larder__slab_note_live(void *p, size_t bytes)
+/* The maintainer's count of live slots in class c moves by delta. */
+static void class_live_add(struct larder__slab *s, unsigned c, int64_t delta)
+{
+	uint64_t n = atomic_load_explicit(&s->class_live[c], LARDER__RELAXED); /* ours */
+	atomic_store_explicit(&s->class_live[c], n + (uint64_t)delta, LARDER__RELAXED); /* single writer */
+}
+
+void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes)
 {
 	if (bytes <= LARDER__SLAB_MAX_SLOT) {
 		struct larder__page *pg = page_of(p, bytes);
 		uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED);
 		atomic_store_explicit(&pg->live, live + 1, LARDER__RELAXED); /* single writer */
+		class_live_add(s, pg->size_class, 1);
 	}
 }
 
@@ -395,6 +429,7 @@ void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
 				 LARDER__SEQ_CST);
 	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - 1;
 	atomic_store_explicit(&pg->live, live, LARDER__RELAXED); /* single writer */
+	class_live_add(s, pg->size_class, -1);
 	uint32_t st = atomic_load_explicit(&pg->state, LARDER__SEQ_CST);
 	if (st & PAGE_OWNED)
 		return;
@@ -403,4 +438,31 @@ void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
 	pthread_mutex_lock(&s->lock);
 	page_settle_locked(s, pg, 1);
 	pthread_mutex_unlock(&s->lock);
+}
+
+void larder__slab_stats(struct larder__slab *s, uint64_t *v)
+{
+	/* Relaxed: statistics, each exact on its own. */
+	v[LARDER_STAT_PAGES_MAPPED] += atomic_load_explicit(&s->mapped_bytes, LARDER__RELAXED);
+	v[LARDER_STAT_PAGES_RETURNED] += atomic_load_explicit(&s->returned_bytes, LARDER__RELAXED);
+	v[LARDER_STAT_RESERVE_BYTES] += atomic_load_explicit(&s->reserve_bytes, LARDER__RELAXED);
+	v[LARDER_STAT_RESERVE_PAGES] += atomic_load_explicit(&s->reserve_pages, LARDER__RELAXED);
+	v[LARDER_STAT_LARGE_BYTES] += atomic_load_explicit(&s->large_bytes, LARDER__RELAXED);
+}
+
+void larder__slab_class_stats(struct larder__slab *s, unsigned c,
+			      uint64_t v[LARDER_CLASS_STAT_COUNT])
+{
+	/* Relaxed: statistics. A page counted before its first slot is (or
+	 * after its last) makes used <= pages x slots per page still hold. */
+	uint64_t pages = atomic_load_explicit(&s->class_pages[c], LARDER__RELAXED);
+	uint64_t used = atomic_load_explicit(&s->class_live[c], LARDER__RELAXED);
+	uint64_t slots = pages * class_layout(c).nslots;
+	v[LARDER_CLASS_SLOT_BYTES] = larder__sizeclass_slot(c);
+	v[LARDER_CLASS_PAGE_BYTES] = larder__sizeclass_page(c);
+	v[LARDER_CLASS_PAGES] = pages;
+	v[LARDER_CLASS_SLOTS_USED] = used;
+	v[LARDER_CLASS_SLOTS_FREE] = slots > used ? slots - used : 0;
+	v[LARDER_CLASS_BYTES] = pages * larder__sizeclass_page(c);
+	v[LARDER_CLASS_USED_BYTES] = used * larder__sizeclass_slot(c);
 }

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "larder.h"
 #include "mem/sizeclass.h"
 #include "sync/atomic.h"
 
@@ -39,6 +40,14 @@ struct larder__slab {
 	/* Statistics; relaxed: nothing is ordered by them. */
 	larder__atomic_u64 mapped_bytes;   /* slab pages and large entries held now */
 	larder__atomic_u64 returned_bytes; /* unmapped so far */
+	larder__atomic_u64 large_bytes;    /* large entries' mappings held now */
+	larder__atomic_u64 reserve_pages;  /* written under lock: pages in reserve[] */
+	larder__atomic_u64 reserve_bytes;  /* written under lock: their bytes */
+	/* Audit per size class (larder_stats_size_class): pages held (written
+	 * under lock) and counted live slots (written by the maintainer only,
+	 * in note_live and free). */
+	larder__atomic_u64 class_pages[LARDER__SIZECLASS_COUNT];
+	larder__atomic_u64 class_live[LARDER__SIZECLASS_COUNT];
 };
 
 int larder__slab_init(struct larder__slab *s);
@@ -64,7 +73,14 @@ void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cur
 /* Maintainer: p (published, then retired after a grace period) is free again. */
 void larder__slab_free(struct larder__slab *s, void *p, size_t bytes);
 /* Maintainer: an entry in p was published (counts live slots per page). */
-void larder__slab_note_live(void *p, size_t bytes);
+void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes);
+
+/* Adds the slab's counters to values (indexed by enum larder_stat):
+ * PAGES_MAPPED, PAGES_RETURNED, RESERVE_BYTES, RESERVE_PAGES, LARGE_BYTES. */
+void larder__slab_stats(struct larder__slab *s, uint64_t *values);
+/* Fills v (indexed by enum larder_class_stat) for size class c. */
+void larder__slab_class_stats(struct larder__slab *s, unsigned c,
+			      uint64_t v[LARDER_CLASS_STAT_COUNT]);
 
 /* Test seam (core/testing.h): fill freed slots with a poison byte. */
 extern int larder__slab_poison;

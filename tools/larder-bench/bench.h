@@ -73,6 +73,8 @@ struct lb_config {
 	enum lb_timer timer;
 	int entries_given;
 	int pin; /* --pin: worker i runs on CPU i mod CPUs online */
+	uint64_t memory;      /* --memory: capacity of the memory-return run; 0: off */
+	int value_size_given; /* --value-size was on the command line */
 };
 
 /* One worker thread's state; owned by that thread while a job runs. */
@@ -244,5 +246,6 @@ int lb_matrix_run(const struct lb_config *cfg);
 int lb_ops_run(const struct lb_config *cfg);
 int lb_latency_run(const struct lb_config *cfg);
 int lb_bigset_run(const struct lb_config *cfg);
+int lb_memory_run(const struct lb_config *cfg);
 
 #endif /* LARDER_BENCH_H */

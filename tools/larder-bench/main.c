@@ -1,7 +1,7 @@
 /*
  * main.c - larder-bench's command line: parses the options into one
  * read-only struct lb_config and runs one mode (the matrix by default,
- * --ops, --latency or --bigset). Run with --help for the options.
+ * --ops, --latency, --bigset or --memory). Run with --help for the options.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,6 +19,9 @@ static const char usage[] =
 	"  --latency            per-op latency of the 9:1 mix while larder evicts\n"
 	"                       (working set 4x capacity; capacity default 16 MiB)\n"
 	"  --bigset[=N]         N entries (default 10000000): larder_get vs get_batch 8/16/32\n"
+	"  --memory[=BYTES]     memory back to the OS (default 8G): fill, clear, refill,\n"
+	"                       shrink to 10%, churn 10x capacity; RSS timelines and\n"
+	"                       PASS/FAIL per phase (lognormal values unless --value-size)\n"
 	"  --ops N              exactly N ops of the first scenario on the main thread,\n"
 	"                       per engine (for callgrind; see profile.sh)\n"
 	"options:\n"
@@ -184,7 +187,8 @@ static int set_option(struct lb_config *cfg, const char *opt, const char *v, int
 	if (strcmp(opt, "--key-size") == 0)
 		return parse_u64(v, &u) || u < 8 || u > LB_KEY_MAX ? -1 : (cfg->key_size = u, 0);
 	if (strcmp(opt, "--value-size") == 0)
-		return parse_size(v, &u) || u > LB_VALUE_MAX ? -1 : (cfg->value_size = u, 0);
+		return parse_size(v, &u) || u > LB_VALUE_MAX
+			       ? -1 : (cfg->value_size = u, cfg->value_size_given = 1, 0);
 	if (strcmp(opt, "--entries") == 0)
 		return parse_u64(v, &cfg->entries) || cfg->entries == 0 || cfg->entries >= (1ull << 32)
 			       ? -1 : (cfg->entries_given = 1, 0);
@@ -215,6 +219,8 @@ static int set_option(struct lb_config *cfg, const char *opt, const char *v, int
 	if (strcmp(opt, "--bigset") == 0)
 		return parse_u64(v, &cfg->bigset) || cfg->bigset == 0 || cfg->bigset >= (1ull << 32)
 			       ? -1 : 0;
+	if (strcmp(opt, "--memory") == 0)
+		return parse_size(v, &cfg->memory) || cfg->memory < (16ull << 20) ? -1 : 0;
 	if (strcmp(opt, "--out") == 0)
 		return (cfg->out_path = v, 0);
 	if (strcmp(opt, "--timer") == 0) {
@@ -246,6 +252,10 @@ static int parse_args(int argc, char **argv, struct lb_config *cfg)
 		}
 		if (strcmp(a, "--latency") == 0) {
 			cfg->latency = 1;
+			continue;
+		}
+		if (strcmp(a, "--memory") == 0 && (i + 1 >= argc || argv[i + 1][0] == '-')) {
+			cfg->memory = 8ull << 30;
 			continue;
 		}
 		if (strcmp(a, "--bigset") == 0 && (i + 1 >= argc || argv[i + 1][0] == '-')) {
@@ -290,6 +300,8 @@ int main(int argc, char **argv)
 		rc = lb_latency_run(&cfg);
 	else if (cfg.bigset)
 		rc = lb_bigset_run(&cfg);
+	else if (cfg.memory)
+		rc = lb_memory_run(&cfg);
 	else
 		rc = lb_matrix_run(&cfg);
 	lb_urcu_thread_offline();
