@@ -371,11 +371,14 @@ enum larder_stat {
 	LARDER_STAT_MAINT_WAITS,     /* writes that waited for the maintainer to take their
 					queued events or to grow the index (it is behind) */
 	/* Memory audit (docs/memory.md). PAGES_MAPPED = the sum over size
-	 * classes of LARDER_CLASS_PAGE_BYTES x LARDER_CLASS_PAGES
-	 * + RESERVE_BYTES + LARGE_BYTES, exactly. */
+	 * classes of LARDER_CLASS_BYTES + RESERVE_BYTES + RETURNING_BYTES
+	 * + LARGE_BYTES, exactly (each figure is read on its own, so a
+	 * snapshot taken while the cache changes may be off by the pages in
+	 * motion). */
 	LARDER_STAT_RESERVE_BYTES,   /* empty slab pages kept mapped for reuse (not yet returned) */
 	LARDER_STAT_LARGE_BYTES,     /* private mappings of entries above the largest size class */
 	LARDER_STAT_RESERVE_PAGES,   /* how many pages RESERVE_BYTES is */
+	LARDER_STAT_RETURNING_BYTES, /* empty pages queued for unmapping, not yet unmapped */
 	LARDER_STAT_COUNT
 };
 

@@ -945,8 +945,10 @@ int larder__test_quiesce(larder *c, uint64_t timeout_ms)
 	atomic_thread_fence(LARDER__SEQ_CST); /* Q1's partner */
 	/* A pass numbered above the value read here drains all we posted. */
 	uint64_t after = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + 1;
-	/* Q3: acquire, pairs with Q2: that pass's frees are visible. */
-	while (atomic_load_explicit(&m->idle_seq, LARDER__ACQUIRE) < after) {
+	/* Q3: acquire, pairs with Q2: that pass's frees are visible. Then the
+	 * pages they emptied must be unmapped too (the slab's lock orders it). */
+	while (atomic_load_explicit(&m->idle_seq, LARDER__ACQUIRE) < after ||
+	       larder__slab_returning(&c->slab)) {
 		if (larder__monotonic_ns() >= deadline)
 			return -1;
 		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__SEQ_CST); /* the futex word */

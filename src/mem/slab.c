@@ -125,12 +125,6 @@ static void page_format(struct larder__page *pg, unsigned c)
 	}
 }
 
-int larder__slab_init(struct larder__slab *s)
-{
-	memset(s, 0, sizeof(*s));
-	return pthread_mutex_init(&s->lock, NULL) == 0 ? 0 : -1;
-}
-
 static void page_unmap(struct larder__slab *s, struct larder__page *pg)
 {
 	size_t bytes = pg->page_bytes;
@@ -140,8 +134,69 @@ static void page_unmap(struct larder__slab *s, struct larder__page *pg)
 	atomic_fetch_add_explicit(&s->returned_bytes, bytes, LARDER__RELAXED);
 }
 
+/*
+ * The returner thread: unmaps the pages the maintainer retired beyond the
+ * reserve. The kernel's share of giving memory back (zapping page tables,
+ * freeing every 4 KiB page, TLB shootdowns) costs about as much as the
+ * maintainer's walk that empties the pages (docs/memory.md), so the two run
+ * in parallel; the lock is held only to take the whole list at once.
+ */
+static void *returner_main(void *arg)
+{
+	struct larder__slab *s = arg;
+	pthread_mutex_lock(&s->lock);
+	while (!s->returner_stop || s->to_unmap) {
+		if (!s->to_unmap) {
+			pthread_cond_wait(&s->returner_wake, &s->lock);
+			continue;
+		}
+		struct larder__page *pg = s->to_unmap;
+		s->to_unmap = NULL;
+		s->returner_busy = 1;
+		pthread_mutex_unlock(&s->lock);
+		while (pg) {
+			struct larder__page *next = pg->all_next;
+			audit_add(&s->returning_bytes, -(int64_t)pg->page_bytes);
+			page_unmap(s, pg);
+			pg = next;
+		}
+		pthread_mutex_lock(&s->lock);
+		s->returner_busy = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+int larder__slab_init(struct larder__slab *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (pthread_mutex_init(&s->lock, NULL) != 0)
+		return -1;
+	if (pthread_cond_init(&s->returner_wake, NULL) != 0) {
+		pthread_mutex_destroy(&s->lock);
+		return -1;
+	}
+	s->returner_running = pthread_create(&s->returner, NULL, returner_main, s) == 0;
+	return 0;
+}
+
+int larder__slab_returning(struct larder__slab *s)
+{
+	pthread_mutex_lock(&s->lock);
+	int busy = s->to_unmap != NULL || s->returner_busy;
+	pthread_mutex_unlock(&s->lock);
+	return busy;
+}
+
 void larder__slab_destroy(struct larder__slab *s)
 {
+	if (s->returner_running) {
+		pthread_mutex_lock(&s->lock);
+		s->returner_stop = 1;
+		pthread_cond_signal(&s->returner_wake);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->returner, NULL); /* it unmaps what is queued first */
+	}
 	while (s->all) {
 		struct larder__page *pg = s->all;
 		s->all = pg->all_next;
@@ -154,6 +209,7 @@ void larder__slab_destroy(struct larder__slab *s)
 			page_unmap(s, pg);
 		}
 	}
+	pthread_cond_destroy(&s->returner_wake);
 	pthread_mutex_destroy(&s->lock);
 }
 
@@ -297,7 +353,15 @@ static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
 		audit_add(&s->reserve_bytes, pg->page_bytes);
 		return;
 	}
-	page_unmap(s, pg);
+	if (!s->returner_running) {
+		page_unmap(s, pg);
+		return;
+	}
+	if (!s->to_unmap)
+		pthread_cond_signal(&s->returner_wake);
+	audit_add(&s->returning_bytes, pg->page_bytes);
+	pg->all_next = s->to_unmap;
+	s->to_unmap = pg;
 }
 
 /*
@@ -448,6 +512,7 @@ void larder__slab_stats(struct larder__slab *s, uint64_t *v)
 	v[LARDER_STAT_RESERVE_BYTES] += atomic_load_explicit(&s->reserve_bytes, LARDER__RELAXED);
 	v[LARDER_STAT_RESERVE_PAGES] += atomic_load_explicit(&s->reserve_pages, LARDER__RELAXED);
 	v[LARDER_STAT_LARGE_BYTES] += atomic_load_explicit(&s->large_bytes, LARDER__RELAXED);
+	v[LARDER_STAT_RETURNING_BYTES] += atomic_load_explicit(&s->returning_bytes, LARDER__RELAXED);
 }
 
 void larder__slab_class_stats(struct larder__slab *s, unsigned c,

@@ -37,12 +37,21 @@ struct larder__slab {
 	struct larder__page *all;
 	struct larder__page *reserve[LARDER__PAGE_ORDERS];
 	unsigned reserve_count[LARDER__PAGE_ORDERS];
+	/* Empty pages beyond the reserve, waiting for the returner thread to
+	 * unmap them (under lock; linked through all_next). */
+	struct larder__page *to_unmap;
+	pthread_cond_t returner_wake; /* signalled when to_unmap fills or at stop */
+	pthread_t returner;
+	int returner_running; /* set at init; 0: unmap inline (no thread) */
+	int returner_stop;    /* under lock */
+	int returner_busy;    /* under lock: pages taken off to_unmap, not yet unmapped */
 	/* Statistics; relaxed: nothing is ordered by them. */
 	larder__atomic_u64 mapped_bytes;   /* slab pages and large entries held now */
 	larder__atomic_u64 returned_bytes; /* unmapped so far */
 	larder__atomic_u64 large_bytes;    /* large entries' mappings held now */
 	larder__atomic_u64 reserve_pages;  /* written under lock: pages in reserve[] */
 	larder__atomic_u64 reserve_bytes;  /* written under lock: their bytes */
+	larder__atomic_u64 returning_bytes; /* on to_unmap or being unmapped */
 	/* Audit per size class (larder_stats_size_class): pages held (written
 	 * under lock) and counted live slots (written by the maintainer only,
 	 * in note_live and free). */
@@ -50,9 +59,13 @@ struct larder__slab {
 	larder__atomic_u64 class_live[LARDER__SIZECLASS_COUNT];
 };
 
+/* Starts the returner thread (if it cannot start, pages are unmapped inline). */
 int larder__slab_init(struct larder__slab *s);
-/* Unmaps every slab page. Large entries are the caller's to free first. */
+/* Stops the returner and unmaps every slab page. Large entries are the
+ * caller's to free first. */
 void larder__slab_destroy(struct larder__slab *s);
+/* Whether empty pages are still waiting to be unmapped (test seam: quiesce). */
+int larder__slab_returning(struct larder__slab *s);
 
 /* Bytes charged for an entry of this size: its slot, or its mapping. */
 static inline size_t larder__slab_charge(size_t bytes)
@@ -76,7 +89,7 @@ void larder__slab_free(struct larder__slab *s, void *p, size_t bytes);
 void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes);
 
 /* Adds the slab's counters to values (indexed by enum larder_stat):
- * PAGES_MAPPED, PAGES_RETURNED, RESERVE_BYTES, RESERVE_PAGES, LARGE_BYTES. */
+ * PAGES_MAPPED, PAGES_RETURNED, RESERVE_*, RETURNING_BYTES, LARGE_BYTES. */
 void larder__slab_stats(struct larder__slab *s, uint64_t *values);
 /* Fills v (indexed by enum larder_class_stat) for size class c. */
 void larder__slab_class_stats(struct larder__slab *s, unsigned c,
