@@ -23,6 +23,17 @@
  *       once, and the lock makes it exactly once.
  *   S4. A page is unmapped only when unowned and every bit of maint_free is
  *       set, under the lock, so no writer can be taking it.
+ *   S5. An empty page beyond the reserve leaves every list under the lock
+ *       and goes onto to_unmap; from then on only the returner thread
+ *       touches it (to unmap it), so giving memory back never blocks the
+ *       maintainer on the kernel (tens of ms per GiB here: docs/memory.md).
+ *
+ * Audit (larder_stats_size_class): pages per class and the reserve move
+ * under the lock; live slots per class move with the per-page live count,
+ * by the maintainer alone. So when the maintainer is idle, mapped bytes =
+ * class pages + reserve + pages queued for the returner + large mappings,
+ * and live slots x slot size + large mappings = used bytes (tests/unit/
+ * test_memory.c, M7).
  */
 #include "mem/slab.h"
 

@@ -9,8 +9,9 @@
  *     with atomic OR; the owner takes them all at once with atomic exchange.
  * A page is owned by at most one cursor (state OWNED), or sits on its class's
  * available list (state LISTED) when it has free slots, or is full and on no
- * list. Empty pages go to a small reserve, beyond which they are unmapped.
- * See slab.c for the state machine and its invariants.
+ * list. Empty pages go to a small reserve, beyond which a returner thread
+ * (one per slab, started at init) unmaps them. See slab.c for the state
+ * machine and its invariants.
  */
 #ifndef LARDER_MEM_SLAB_H
 #define LARDER_MEM_SLAB_H
