@@ -74,6 +74,7 @@ struct lb_config {
 	int entries_given;
 	int pin; /* --pin: worker i runs on CPU i mod CPUs online */
 	uint64_t memory;      /* --memory: capacity of the memory-return run; 0: off */
+	unsigned churn_factor; /* --churn N: the memory run's churn writes N x capacity (10) */
 	int value_size_given; /* --value-size was on the command line */
 };
 

@@ -22,6 +22,7 @@ static const char usage[] =
 	"  --memory[=BYTES]     memory back to the OS (default 8G): fill, clear, refill,\n"
 	"                       shrink to 10%, churn 10x capacity; RSS timelines and\n"
 	"                       PASS/FAIL per phase (lognormal values unless --value-size)\n"
+	"  --churn N            --memory's churn writes N x the capacity (10)\n"
 	"  --ops N              exactly N ops of the first scenario on the main thread,\n"
 	"                       per engine (for callgrind; see profile.sh)\n"
 	"options:\n"
@@ -170,6 +171,7 @@ static void defaults(struct lb_config *cfg)
 	cfg->warmup_rounds = 1;
 	cfg->ops = LB_NO_LIMIT;
 	cfg->seed = 42;
+	cfg->churn_factor = 10;
 	cfg->scenarios = (1u << LB_SCENARIOS) - 1;
 	if (ncpu < 1)
 		ncpu = 1;
@@ -219,6 +221,8 @@ static int set_option(struct lb_config *cfg, const char *opt, const char *v, int
 	if (strcmp(opt, "--bigset") == 0)
 		return parse_u64(v, &cfg->bigset) || cfg->bigset == 0 || cfg->bigset >= (1ull << 32)
 			       ? -1 : 0;
+	if (strcmp(opt, "--churn") == 0)
+		return parse_u64(v, &u) || u == 0 || u > 1000 ? -1 : (cfg->churn_factor = (unsigned)u, 0);
 	if (strcmp(opt, "--memory") == 0)
 		return parse_size(v, &cfg->memory) || cfg->memory < (16ull << 20) ? -1 : 0;
 	if (strcmp(opt, "--out") == 0)

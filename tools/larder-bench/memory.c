@@ -9,7 +9,8 @@
  *      no more than 115% of the new capacity;
  *   c. churn at that capacity: random keys (a key space about 4x what
  *      fits), a fresh size drawn for every write, until 10x the capacity
- *      has been written: RSS must never exceed 115% of capacity;
+ *      (--churn N: N x) has been written: RSS must never exceed 115% of
+ *      capacity;
  *   d. the audit counters (larder_stats, larder_stats_size_class) after
  *      each phase.
  * a and b are judged on the samples from 2 s to 3 s after the call (the
@@ -45,7 +46,6 @@
 #define LOGN_MU 6.931471805599453 /* ln(1024): median 1 KiB */
 #define LOGN_SIGMA 1.5
 #define CHURN_KEYSPACE_FACTOR 4u
-#define CHURN_WRITE_FACTOR 10u
 
 enum mem_work { WORK_FILL, WORK_CHURN };
 
@@ -342,7 +342,7 @@ static int phase_churn(larder *cache, const struct lb_config *cfg, uint64_t capa
 	unsigned n = writer_count(cfg);
 	atomic_int stop = 0;
 	atomic_uint finished = 0;
-	uint64_t bound = capacity / 100u * BOUND_PCT, goal = capacity * CHURN_WRITE_FACTOR;
+	uint64_t bound = capacity / 100u * BOUND_PCT, goal = capacity * cfg->churn_factor;
 	/* Mean entry ~ 3.3 KiB for the lognormal mix; the key space holds ~4x capacity. */
 	uint64_t mean = cfg->value_size_given ? cfg->value_size + 16 + 24 : 3300;
 	uint64_t keyspace = capacity / mean * CHURN_KEYSPACE_FACTOR;
