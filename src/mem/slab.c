@@ -26,7 +26,7 @@
  *   S5. An empty page beyond the reserve leaves every list under the lock
  *       and goes onto to_unmap; from then on only the returner thread
  *       touches it (to unmap it), so giving memory back never blocks the
- *       maintainer on the kernel (tens of ms per GiB here: docs/memory.md).
+ *       maintainer on the kernel (0.1-0.2 s of CPU per GiB here: docs/memory.md).
  *
  * Audit (larder_stats_size_class): pages per class and the reserve move
  * under the lock; live slots per class move with the per-page live count,
