@@ -870,8 +870,11 @@ static void free_large(void *ctx, struct larder__entry *e)
 
 static void free_large_list(struct larder *c, struct larder__entry *e)
 {
-	for (; e; e = e->next)
+	while (e) {
+		struct larder__entry *next = e->next; /* read before e may be unmapped */
 		free_large(c, e);
+		e = next;
+	}
 }
 
 void larder__maint_destroy(struct larder *c)
