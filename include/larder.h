@@ -370,6 +370,15 @@ enum larder_stat {
 	LARDER_STAT_HIT_SAMPLES,     /* hit events the policy received */
 	LARDER_STAT_MAINT_WAITS,     /* writes that waited for the maintainer to take their
 					queued events or to grow the index (it is behind) */
+	/* Memory audit (docs/memory.md). PAGES_MAPPED = the sum over size
+	 * classes of LARDER_CLASS_BYTES + RESERVE_BYTES + RETURNING_BYTES
+	 * + LARGE_BYTES, exactly (each figure is read on its own, so a
+	 * snapshot taken while the cache changes may be off by the pages in
+	 * motion). */
+	LARDER_STAT_RESERVE_BYTES,   /* empty slab pages kept mapped for reuse (not yet returned) */
+	LARDER_STAT_LARGE_BYTES,     /* private mappings of entries above the largest size class */
+	LARDER_STAT_RESERVE_PAGES,   /* how many pages RESERVE_BYTES is */
+	LARDER_STAT_RETURNING_BYTES, /* empty pages queued for unmapping, not yet unmapped */
 	LARDER_STAT_COUNT
 };
 
@@ -382,6 +391,44 @@ LARDER_API LARDER_MUST_USE int larder_stats(larder *cache, uint64_t *values, siz
 
 /* The counter's name ("hits", "used_bytes", ...), or NULL when out of range. */
 LARDER_API const char *larder_stat_name(enum larder_stat stat);
+
+/*
+ * Per size class figures of the slab (memory audit), indexes into the array
+ * filled by larder_stats_size_class(). Entries up to the largest class's slot
+ * live in slots of fixed sizes carved from pages of 64 KiB to 2 MiB; a page
+ * holds slots of one class only. Append-only, like enum larder_stat.
+ * "Used" slots hold entries the maintainer has counted (published and not yet
+ * freed); slots a writer took for an entry the maintainer has not seen yet
+ * count as free until it does, so the figures are exact once the maintainer
+ * is idle and may lag by the entries in flight before that.
+ */
+enum larder_class_stat {
+	LARDER_CLASS_SLOT_BYTES = 0, /* the slot size of the class (a constant) */
+	LARDER_CLASS_PAGE_BYTES,     /* the page size of the class (a constant) */
+	LARDER_CLASS_PAGES,          /* pages of this class held by the cache (not the reserve) */
+	LARDER_CLASS_SLOTS_USED,     /* slots holding counted entries */
+	LARDER_CLASS_SLOTS_FREE,     /* the other slots of those pages */
+	LARDER_CLASS_BYTES,          /* PAGES x PAGE_BYTES: memory mapped for the class */
+	LARDER_CLASS_USED_BYTES,     /* SLOTS_USED x SLOT_BYTES */
+	LARDER_CLASS_STAT_COUNT
+};
+
+/* How many size classes there are (a constant of the build). Never fails. */
+LARDER_API size_t larder_size_class_count(void);
+
+/*
+ * Fills values[0..count-1] with the figures of size class class_index
+ * (0 .. larder_size_class_count() - 1, smallest slots first); indexes past
+ * LARDER_CLASS_STAT_COUNT are set to 0. Never blocks the read or write paths
+ * or allocates; each figure is read on its own (relaxed), so a snapshot taken
+ * while writers run is not one atomic instant. Returns LARDER_OK or
+ * LARDER_EINVAL (cache NULL, values NULL with count > 0, class out of range).
+ */
+LARDER_API LARDER_MUST_USE int larder_stats_size_class(larder *cache, size_t class_index,
+							uint64_t *values, size_t count);
+
+/* The figure's name ("slot_bytes", "pages", ...), or NULL when out of range. */
+LARDER_API const char *larder_class_stat_name(enum larder_class_stat stat);
 
 /* A static description of any result code; never NULL. */
 LARDER_API const char *larder_strerror(int code);

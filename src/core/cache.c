@@ -976,9 +976,7 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 
 	v[LARDER_STAT_CAPACITY_BYTES] = cap;
 	v[LARDER_STAT_OVERSHOOT_BOUND] = larder__overshoot_bound(cap);
-	v[LARDER_STAT_PAGES_MAPPED] = atomic_load_explicit(&c->slab.mapped_bytes, LARDER__RELAXED);
-	v[LARDER_STAT_PAGES_RETURNED] =
-		atomic_load_explicit(&c->slab.returned_bytes, LARDER__RELAXED);
+	larder__slab_stats(&c->slab, v);
 	struct larder__thread *t = larder__thread_self();
 	if (t) {
 		/* The root may be freed after a growth: look at it inside a section. */

@@ -1,12 +1,18 @@
 /*
- * core/stats.c - names for results, causes and counters.
+ * core/stats.c - names for results, causes and counters, and the per size
+ * class memory audit.
  *
  * The counters themselves live where they are written: per-thread handles
  * (maint/events.h), the maintainer (maint/maintainer.c) and the slab; they
  * are summed only when larder_stats() is called (core/cache.c), so the read
- * path never writes a shared line.
+ * path never writes a shared line. The size class figures are the slab's own
+ * (mem/slab.h), written under its lock or by the maintainer alone.
  */
 #include "larder.h"
+
+#include "core/cache.h"
+#include "mem/sizeclass.h"
+#include "mem/slab.h"
 
 static const char *const stat_names[LARDER_STAT_COUNT] = {
 	[LARDER_STAT_HITS] = "hits",
@@ -30,11 +36,47 @@ static const char *const stat_names[LARDER_STAT_COUNT] = {
 	[LARDER_STAT_MAINT_PASSES] = "maintainer_passes",
 	[LARDER_STAT_HIT_SAMPLES] = "hit_samples",
 	[LARDER_STAT_MAINT_WAITS] = "maintainer_waits",
+	[LARDER_STAT_RESERVE_BYTES] = "reserve_bytes",
+	[LARDER_STAT_LARGE_BYTES] = "large_bytes",
+	[LARDER_STAT_RESERVE_PAGES] = "reserve_pages",
+	[LARDER_STAT_RETURNING_BYTES] = "returning_bytes",
+};
+
+static const char *const class_stat_names[LARDER_CLASS_STAT_COUNT] = {
+	[LARDER_CLASS_SLOT_BYTES] = "slot_bytes",
+	[LARDER_CLASS_PAGE_BYTES] = "page_bytes",
+	[LARDER_CLASS_PAGES] = "pages",
+	[LARDER_CLASS_SLOTS_USED] = "slots_used",
+	[LARDER_CLASS_SLOTS_FREE] = "slots_free",
+	[LARDER_CLASS_BYTES] = "bytes",
+	[LARDER_CLASS_USED_BYTES] = "used_bytes",
 };
 
 const char *larder_stat_name(enum larder_stat stat)
 {
 	return (unsigned)stat < LARDER_STAT_COUNT ? stat_names[stat] : NULL;
+}
+
+const char *larder_class_stat_name(enum larder_class_stat stat)
+{
+	return (unsigned)stat < LARDER_CLASS_STAT_COUNT ? class_stat_names[stat] : NULL;
+}
+
+size_t larder_size_class_count(void)
+{
+	return LARDER__SIZECLASS_COUNT;
+}
+
+/* The slab keeps these counters itself (mem/slab.c); this only copies them. */
+int larder_stats_size_class(larder *c, size_t class_index, uint64_t *values, size_t count)
+{
+	uint64_t v[LARDER_CLASS_STAT_COUNT];
+	if (!c || (!values && count) || class_index >= LARDER__SIZECLASS_COUNT)
+		return LARDER_EINVAL;
+	larder__slab_class_stats(&c->slab, (unsigned)class_index, v);
+	for (size_t i = 0; i < count; i++)
+		values[i] = i < LARDER_CLASS_STAT_COUNT ? v[i] : 0;
+	return LARDER_OK;
 }
 
 const char *larder_strerror(int code)

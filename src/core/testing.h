@@ -14,8 +14,9 @@
 
 /*
  * Waits until the maintainer has applied every event posted before the call,
- * finished the index growth and evictions they called for, and freed every
- * retired entry (grace periods included). Does not stop other threads from
+ * finished the index growth and evictions they called for, freed every
+ * retired entry (grace periods included) and unmapped the slab pages that
+ * fell empty beyond the reserve. Does not stop other threads from
  * posting more. Returns 0, or -1 when timeout_ms passed first.
  */
 int larder__test_quiesce(larder *cache, uint64_t timeout_ms);

@@ -195,7 +195,7 @@ static void account(struct larder__maint *m, struct larder__entry *e)
 	if (larder__entry_flags(e) & LARDER__ENTRY_TTL)
 		wheel_track(m, e);
 	size_t bytes = larder__entry_size(e);
-	larder__slab_note_live(e, bytes);
+	larder__slab_note_live(&m->cache->slab, e, bytes);
 	m->live_count++;
 	m->live_bytes += larder__slab_charge(bytes);
 }
@@ -219,9 +219,12 @@ static const enum larder_stat cause_stat[] = {
 	[LARDER_CAUSE_CLEARED] = LARDER_STAT_CLEARED,
 };
 
-/* M3: the one way out. notify = 0 for a touch's superseded copy. */
-static void retire(struct larder__maint *m, struct larder__entry *e, enum larder_cause cause,
-		   int notify)
+/*
+ * M3: the one way out. notify = 0 for a touch's superseded copy. The entry
+ * goes onto *list (the collect list, or a cleared table's: see walk_gens).
+ */
+static void retire_onto(struct larder__maint *m, struct larder__entry *e, enum larder_cause cause,
+			int notify, struct larder__entry **list, uint64_t *list_bytes)
 {
 	struct larder *c = m->cache;
 	if (e->mbits & LARDER__MBITS_DEAD)
@@ -241,9 +244,15 @@ static void retire(struct larder__maint *m, struct larder__entry *e, enum larder
 			c->listener(c->listener_ctx, larder__entry_key(e), e->key_len,
 				    larder__entry_value(e), e->value_len, cause);
 	}
-	e->retired_next = m->collect; /* E5: unlinked from every queue above */
-	m->collect = e;
-	m->collect_bytes += charge;
+	e->retired_next = *list; /* E5: unlinked from every queue above */
+	*list = e;
+	*list_bytes += charge;
+}
+
+static void retire(struct larder__maint *m, struct larder__entry *e, enum larder_cause cause,
+		   int notify)
+{
+	retire_onto(m, e, cause, notify, &m->collect, &m->collect_bytes);
 }
 
 /* ---- Events ---------------------------------------------------------------- */
@@ -365,14 +374,19 @@ static uint64_t drain_all(struct larder__maint *m, uint64_t *hits)
 
 /* ---- Freeing after grace periods ----------------------------------------- */
 
-static void free_entries(struct larder__maint *m, struct larder__entry *e, uint64_t bytes)
+static void free_list(struct larder *c, struct larder__entry *e)
 {
-	struct larder *c = m->cache;
 	while (e) {
 		struct larder__entry *next = e->retired_next;
 		larder__slab_free(&c->slab, e, larder__entry_size(e));
 		e = next;
 	}
+}
+
+/* Counts bytes freed by free_list() and gives them back to the writers. */
+static void count_freed(struct larder__maint *m, uint64_t bytes)
+{
+	struct larder *c = m->cache;
 	/* R-FREED: release (pairs with larder__maint_freed_bytes()). */
 	atomic_store_explicit(&m->freed_bytes,
 			      atomic_load_explicit(&m->freed_bytes, LARDER__RELAXED) + bytes,
@@ -380,6 +394,12 @@ static void free_entries(struct larder__maint *m, struct larder__entry *e, uint6
 	/* Relaxed: the budget is a count; the memory it stands for was handed
 	 * back through the slab's own ordering (SL1/SL2). */
 	atomic_fetch_add_explicit(&c->budget, (int64_t)bytes, LARDER__RELAXED);
+}
+
+static void free_entries(struct larder__maint *m, struct larder__entry *e, uint64_t bytes)
+{
+	free_list(m->cache, e);
+	count_freed(m, bytes);
 }
 
 static void wake_writers(struct larder *c)
@@ -422,8 +442,39 @@ static void drop_migrating(void *ctx, struct larder__entry *e)
 	retire(((struct larder *)ctx)->maint, e, LARDER_CAUSE_EVICTED, 1);
 }
 
-/* Empties up to WALK_PER_PASS buckets of the oldest cleared table, once its
- * grace period has ended (ready: polled before this pass drained the rings). */
+/* Prefetches the entries in bucket b and, for those already in cache, the
+ * policy neighbours that retire() will unlink them from (a hint only). */
+static void walk_prefetch(const struct larder__pagedir *dir, struct larder__bucket *b,
+			  int neighbours)
+{
+	for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
+		/* Relaxed: the table is private to us now; this only warms lines. */
+		uint64_t p = atomic_load_explicit(&b->slot[i], LARDER__RELAXED) &
+			     LARDER__SLOT_PTR_MASK;
+		if (p == 0 || p == LARDER__SLOT_MARKER)
+			continue;
+		struct larder__entry *e = (struct larder__entry *)(uintptr_t)p;
+		if (!neighbours) {
+			__builtin_prefetch(e, 1);
+			continue;
+		}
+		/* Queue neighbours by id (E5; an entry in no queue names itself). */
+		if (e->prev)
+			__builtin_prefetch(larder__entry_at(dir, e->prev), 1);
+		__builtin_prefetch(larder__entry_at(dir, e->next), 1);
+	}
+}
+
+/*
+ * Empties up to WALK_PER_PASS buckets of the oldest cleared table, once its
+ * grace period has ended (ready: polled before this pass drained the rings).
+ * Its entries are freed here, without the collect list's grace period: the
+ * table's own period began after it was unpublished and ended before this
+ * pass drained every ring, so no reader, event or hit sample can still name
+ * them (M2), and each bucket's entries are freed while still in cache. Entries
+ * are prefetched WALK_AHEAD buckets ahead, their policy neighbours half as far.
+ */
+#define WALK_AHEAD 8u
 static int walk_gens(struct larder__maint *m, int ready)
 {
 	struct larder__table *g = m->gens;
@@ -437,8 +488,15 @@ static int walk_gens(struct larder__maint *m, int ready)
 			m->growing = NULL;
 		t = next;
 	}
+	uint64_t done_bytes = 0;
 	for (unsigned n = 0; n < WALK_PER_PASS && g->walk_cursor <= t->last; n++) {
-		struct larder__bucket *b = &t->buckets[g->walk_cursor++];
+		uint64_t at = g->walk_cursor++;
+		if (at + WALK_AHEAD <= t->last)
+			walk_prefetch(&m->cache->slab.dir, &t->buckets[at + WALK_AHEAD], 0);
+		if (at + WALK_AHEAD / 2 <= t->last)
+			walk_prefetch(&m->cache->slab.dir, &t->buckets[at + WALK_AHEAD / 2], 1);
+		struct larder__bucket *b = &t->buckets[at];
+		struct larder__entry *done = NULL;
 		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
 			/* Relaxed: the table is private to us now. */
 			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__RELAXED);
@@ -446,8 +504,14 @@ static int walk_gens(struct larder__maint *m, int ready)
 			if (p == 0 || p == LARDER__SLOT_MARKER)
 				continue;
 			atomic_store_explicit(&b->slot[i], 0, LARDER__RELAXED); /* private */
-			retire(m, larder__slot_entry(w), LARDER_CAUSE_CLEARED, 1);
+			retire_onto(m, larder__slot_entry(w), LARDER_CAUSE_CLEARED, 1, &done,
+				    &done_bytes);
 		}
+		free_list(m->cache, done);
+	}
+	if (done_bytes) {
+		count_freed(m, done_bytes);
+		wake_writers(m->cache);
 	}
 	if (g->walk_cursor <= t->last)
 		return 1;
@@ -913,8 +977,10 @@ int larder__test_quiesce(larder *c, uint64_t timeout_ms)
 	atomic_thread_fence(LARDER__SEQ_CST); /* Q1's partner */
 	/* A pass numbered above the value read here drains all we posted. */
 	uint64_t after = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + 1;
-	/* Q3: acquire, pairs with Q2: that pass's frees are visible. */
-	while (atomic_load_explicit(&m->idle_seq, LARDER__ACQUIRE) < after) {
+	/* Q3: acquire, pairs with Q2: that pass's frees are visible. Then the
+	 * pages they emptied must be unmapped too (the slab's lock orders it). */
+	while (atomic_load_explicit(&m->idle_seq, LARDER__ACQUIRE) < after ||
+	       larder__slab_returning(&c->slab)) {
 		if (larder__monotonic_ns() >= deadline)
 			return -1;
 		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__SEQ_CST); /* the futex word */

@@ -25,6 +25,17 @@
  *       once, and the lock makes it exactly once.
  *   S4. A page is unmapped only when unowned and every bit of maint_free is
  *       set, under the lock, so no writer can be taking it.
+ *   S5. An empty page beyond the reserve leaves every list under the lock
+ *       and goes onto to_unmap; from then on only the returner thread
+ *       touches it (to unmap it), so giving memory back never blocks the
+ *       maintainer on the kernel (0.1-0.2 s of CPU per GiB here: docs/memory.md).
+ *
+ * Audit (larder_stats_size_class): pages per class and the reserve move
+ * under the lock; live slots per class move with the per-page live count,
+ * by the maintainer alone. So when the maintainer is idle, mapped bytes =
+ * class pages + reserve + pages queued for the returner + large mappings,
+ * and live slots x slot size + large mappings = used bytes (tests/unit/
+ * test_memory.c, M7).
  */
 #include "mem/slab.h"
 
@@ -81,19 +92,37 @@ static size_t round64(size_t n)
 	return (n + 63) & ~(size_t)63;
 }
 
+struct page_layout {
+	size_t nslots, words, maint_off, slots_off;
+};
+
+/* The most slots of class c that fit a page beside the header and bitmaps. */
+static struct page_layout class_layout(unsigned c)
+{
+	size_t page = larder__sizeclass_page(c), slot = larder__sizeclass_slot(c);
+	struct page_layout l = { .nslots = page / slot };
+	for (;;) {
+		l.words = (l.nslots + 63) / 64;
+		l.maint_off = sizeof(struct larder__page) + round64(l.words * 8);
+		l.slots_off = l.maint_off + round64(l.words * 8);
+		if (l.slots_off + l.nslots * slot <= page)
+			return l;
+		l.nslots--;
+	}
+}
+
+/* Relaxed add to an audit counter (statistics order nothing). */
+static void audit_add(larder__atomic_u64 *counter, int64_t delta)
+{
+	atomic_fetch_add_explicit(counter, (uint64_t)delta, LARDER__RELAXED);
+}
+
 /* Lays out an empty page for class c: every slot free, in owner_free. */
 static void page_format(struct larder__page *pg, unsigned c)
 {
+	struct page_layout l = class_layout(c);
 	size_t page = larder__sizeclass_page(c), slot = larder__sizeclass_slot(c);
-	size_t n = page / slot, words, maint_off, slots_off;
-	for (;;) {
-		words = (n + 63) / 64;
-		maint_off = sizeof(*pg) + round64(words * 8);
-		slots_off = maint_off + round64(words * 8);
-		if (slots_off + n * slot <= page)
-			break;
-		n--;
-	}
+	size_t n = l.nslots, words = l.words, maint_off = l.maint_off, slots_off = l.slots_off;
 	pg->size_class = c;
 	pg->nslots = (uint32_t)n;
 	pg->slot_bytes = (uint32_t)slot;
@@ -110,18 +139,6 @@ static void page_format(struct larder__page *pg, unsigned c)
 	}
 }
 
-int larder__slab_init(struct larder__slab *s)
-{
-	memset(s, 0, sizeof(*s));
-	if (larder__pagedir_init(&s->dir) != 0)
-		return -1;
-	if (pthread_mutex_init(&s->lock, NULL) != 0) {
-		larder__pagedir_destroy(&s->dir);
-		return -1;
-	}
-	return 0;
-}
-
 static void page_unmap(struct larder__slab *s, struct larder__page *pg)
 {
 	size_t bytes = pg->page_bytes;
@@ -131,8 +148,74 @@ static void page_unmap(struct larder__slab *s, struct larder__page *pg)
 	atomic_fetch_add_explicit(&s->returned_bytes, bytes, LARDER__RELAXED);
 }
 
+/*
+ * The returner thread: unmaps the pages the maintainer retired beyond the
+ * reserve. The kernel's share of giving memory back (zapping page tables,
+ * freeing every 4 KiB page, TLB shootdowns) costs about as much as the
+ * maintainer's walk that empties the pages (docs/memory.md), so the two run
+ * in parallel; the lock is held only to take the whole list at once.
+ */
+static void *returner_main(void *arg)
+{
+	struct larder__slab *s = arg;
+	pthread_mutex_lock(&s->lock);
+	while (!s->returner_stop || s->to_unmap) {
+		if (!s->to_unmap) {
+			pthread_cond_wait(&s->returner_wake, &s->lock);
+			continue;
+		}
+		struct larder__page *pg = s->to_unmap;
+		s->to_unmap = NULL;
+		s->returner_busy = 1;
+		pthread_mutex_unlock(&s->lock);
+		while (pg) {
+			struct larder__page *next = pg->all_next;
+			audit_add(&s->returning_bytes, -(int64_t)pg->page_bytes);
+			page_unmap(s, pg);
+			pg = next;
+		}
+		pthread_mutex_lock(&s->lock);
+		s->returner_busy = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+int larder__slab_init(struct larder__slab *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (larder__pagedir_init(&s->dir) != 0)
+		return -1;
+	if (pthread_mutex_init(&s->lock, NULL) != 0) {
+		larder__pagedir_destroy(&s->dir);
+		return -1;
+	}
+	if (pthread_cond_init(&s->returner_wake, NULL) != 0) {
+		pthread_mutex_destroy(&s->lock);
+		larder__pagedir_destroy(&s->dir);
+		return -1;
+	}
+	s->returner_running = pthread_create(&s->returner, NULL, returner_main, s) == 0;
+	return 0;
+}
+
+int larder__slab_returning(struct larder__slab *s)
+{
+	pthread_mutex_lock(&s->lock);
+	int busy = s->to_unmap != NULL || s->returner_busy;
+	pthread_mutex_unlock(&s->lock);
+	return busy;
+}
+
 void larder__slab_destroy(struct larder__slab *s)
 {
+	if (s->returner_running) {
+		pthread_mutex_lock(&s->lock);
+		s->returner_stop = 1;
+		pthread_cond_signal(&s->returner_wake);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->returner, NULL); /* it unmaps what is queued first */
+	}
 	while (s->all) {
 		struct larder__page *pg = s->all;
 		s->all = pg->all_next;
@@ -145,6 +228,7 @@ void larder__slab_destroy(struct larder__slab *s)
 			page_unmap(s, pg);
 		}
 	}
+	pthread_cond_destroy(&s->returner_wake);
 	pthread_mutex_destroy(&s->lock);
 	larder__pagedir_destroy(&s->dir);
 }
@@ -220,6 +304,8 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 	if (pg) {
 		s->reserve[o] = pg->all_next;
 		s->reserve_count[o]--;
+		audit_add(&s->reserve_pages, -1);
+		audit_add(&s->reserve_bytes, -(int64_t)bytes);
 	} else {
 		pthread_mutex_unlock(&s->lock);
 		pg = larder__pages_map(bytes, bytes);
@@ -235,6 +321,7 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 		page_unmap(s, pg); /* out of ids (mem/pagedir.h): this put fails */
 		return NULL;
 	}
+	audit_add(&s->class_pages[c], 1);
 	/* SL4 side, under the lock like every state change. */
 	atomic_store_explicit(&pg->state, PAGE_OWNED, LARDER__SEQ_CST);
 	pg->all_prev = NULL;
@@ -280,6 +367,7 @@ static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
 		s->all = pg->all_next;
 	if (pg->all_next)
 		pg->all_next->all_prev = pg->all_prev;
+	audit_add(&s->class_pages[pg->size_class], -1);
 	unsigned o = page_order(pg->page_bytes);
 	/* A reserve of at most 4 MiB per page size (at least one page) saves
 	 * mmap calls when a cache churns around one size. */
@@ -288,9 +376,19 @@ static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
 		pg->all_next = s->reserve[o];
 		s->reserve[o] = pg;
 		s->reserve_count[o]++;
+		audit_add(&s->reserve_pages, 1);
+		audit_add(&s->reserve_bytes, pg->page_bytes);
 		return;
 	}
-	page_unmap(s, pg);
+	if (!s->returner_running) {
+		page_unmap(s, pg);
+		return;
+	}
+	if (!s->to_unmap)
+		pthread_cond_signal(&s->returner_wake);
+	audit_add(&s->returning_bytes, pg->page_bytes);
+	pg->all_next = s->to_unmap;
+	s->to_unmap = pg;
 }
 
 /*
@@ -346,7 +444,8 @@ static void *large_alloc(struct larder__slab *s, size_t bytes)
 		larder__pages_unmap(pg, len);
 		return NULL;
 	}
-	atomic_fetch_add_explicit(&s->mapped_bytes, len, LARDER__RELAXED); /* a statistic */
+	audit_add(&s->mapped_bytes, (int64_t)len);
+	audit_add(&s->large_bytes, (int64_t)len);
 	return p;
 }
 
@@ -359,9 +458,9 @@ static void large_free(struct larder__slab *s, void *p, size_t bytes)
 	larder__pagedir_remove_locked(&s->dir, pg);
 	pthread_mutex_unlock(&s->lock);
 	larder__pages_unmap(pg, len);
-	/* Relaxed: statistics. */
-	atomic_fetch_sub_explicit(&s->mapped_bytes, len, LARDER__RELAXED);
-	atomic_fetch_add_explicit(&s->returned_bytes, len, LARDER__RELAXED);
+	audit_add(&s->mapped_bytes, -(int64_t)len);
+	audit_add(&s->large_bytes, -(int64_t)len);
+	audit_add(&s->returned_bytes, (int64_t)len);
 }
 
 void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes)
@@ -410,12 +509,20 @@ void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cur
 	}
 }
 
-void larder__slab_note_live(void *p, size_t bytes)
+/* The maintainer's count of live slots in class c moves by delta. */
+static void class_live_add(struct larder__slab *s, unsigned c, int64_t delta)
+{
+	uint64_t n = atomic_load_explicit(&s->class_live[c], LARDER__RELAXED); /* ours */
+	atomic_store_explicit(&s->class_live[c], n + (uint64_t)delta, LARDER__RELAXED); /* single writer */
+}
+
+void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes)
 {
 	if (bytes <= LARDER__SLAB_MAX_SLOT) {
 		struct larder__page *pg = page_of(p, bytes);
 		uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED);
 		atomic_store_explicit(&pg->live, live + 1, LARDER__RELAXED); /* single writer */
+		class_live_add(s, pg->size_class, 1);
 	}
 }
 
@@ -436,6 +543,7 @@ void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
 				 LARDER__SEQ_CST);
 	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - 1;
 	atomic_store_explicit(&pg->live, live, LARDER__RELAXED); /* single writer */
+	class_live_add(s, pg->size_class, -1);
 	uint32_t st = atomic_load_explicit(&pg->state, LARDER__SEQ_CST);
 	if (st & PAGE_OWNED)
 		return;
@@ -444,4 +552,32 @@ void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
 	pthread_mutex_lock(&s->lock);
 	page_settle_locked(s, pg, 1);
 	pthread_mutex_unlock(&s->lock);
+}
+
+void larder__slab_stats(struct larder__slab *s, uint64_t *v)
+{
+	/* Relaxed: statistics, each exact on its own. */
+	v[LARDER_STAT_PAGES_MAPPED] += atomic_load_explicit(&s->mapped_bytes, LARDER__RELAXED);
+	v[LARDER_STAT_PAGES_RETURNED] += atomic_load_explicit(&s->returned_bytes, LARDER__RELAXED);
+	v[LARDER_STAT_RESERVE_BYTES] += atomic_load_explicit(&s->reserve_bytes, LARDER__RELAXED);
+	v[LARDER_STAT_RESERVE_PAGES] += atomic_load_explicit(&s->reserve_pages, LARDER__RELAXED);
+	v[LARDER_STAT_LARGE_BYTES] += atomic_load_explicit(&s->large_bytes, LARDER__RELAXED);
+	v[LARDER_STAT_RETURNING_BYTES] += atomic_load_explicit(&s->returning_bytes, LARDER__RELAXED);
+}
+
+void larder__slab_class_stats(struct larder__slab *s, unsigned c,
+			      uint64_t v[LARDER_CLASS_STAT_COUNT])
+{
+	/* Relaxed: statistics. A page counted before its first slot is (or
+	 * after its last) makes used <= pages x slots per page still hold. */
+	uint64_t pages = atomic_load_explicit(&s->class_pages[c], LARDER__RELAXED);
+	uint64_t used = atomic_load_explicit(&s->class_live[c], LARDER__RELAXED);
+	uint64_t slots = pages * class_layout(c).nslots;
+	v[LARDER_CLASS_SLOT_BYTES] = larder__sizeclass_slot(c);
+	v[LARDER_CLASS_PAGE_BYTES] = larder__sizeclass_page(c);
+	v[LARDER_CLASS_PAGES] = pages;
+	v[LARDER_CLASS_SLOTS_USED] = used;
+	v[LARDER_CLASS_SLOTS_FREE] = slots > used ? slots - used : 0;
+	v[LARDER_CLASS_BYTES] = pages * larder__sizeclass_page(c);
+	v[LARDER_CLASS_USED_BYTES] = used * larder__sizeclass_slot(c);
 }

@@ -9,8 +9,9 @@
  *     with atomic OR; the owner takes them all at once with atomic exchange.
  * A page is owned by at most one cursor (state OWNED), or sits on its class's
  * available list (state LISTED) when it has free slots, or is full and on no
- * list. Empty pages go to a small reserve, beyond which they are unmapped.
- * See slab.c for the state machine and its invariants.
+ * list. Empty pages go to a small reserve, beyond which a returner thread
+ * (one per slab, started at init) unmaps them. See slab.c for the state
+ * machine and its invariants.
  */
 #ifndef LARDER_MEM_SLAB_H
 #define LARDER_MEM_SLAB_H
@@ -19,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "larder.h"
 #include "mem/pagedir.h"
 #include "mem/sizeclass.h"
 #include "sync/atomic.h"
@@ -38,14 +40,35 @@ struct larder__slab {
 	struct larder__page *all;
 	struct larder__page *reserve[LARDER__PAGE_ORDERS];
 	unsigned reserve_count[LARDER__PAGE_ORDERS];
+	/* Empty pages beyond the reserve, waiting for the returner thread to
+	 * unmap them (under lock; linked through all_next). */
+	struct larder__page *to_unmap;
+	pthread_cond_t returner_wake; /* signalled when to_unmap fills or at stop */
+	pthread_t returner;
+	int returner_running; /* set at init; 0: unmap inline (no thread) */
+	int returner_stop;    /* under lock */
+	int returner_busy;    /* under lock: pages taken off to_unmap, not yet unmapped */
 	/* Statistics; relaxed: nothing is ordered by them. */
 	larder__atomic_u64 mapped_bytes;   /* slab pages and large entries held now */
 	larder__atomic_u64 returned_bytes; /* unmapped so far */
+	larder__atomic_u64 large_bytes;    /* large entries' mappings held now */
+	larder__atomic_u64 reserve_pages;  /* written under lock: pages in reserve[] */
+	larder__atomic_u64 reserve_bytes;  /* written under lock: their bytes */
+	larder__atomic_u64 returning_bytes; /* on to_unmap or being unmapped */
+	/* Audit per size class (larder_stats_size_class): pages held (written
+	 * under lock) and counted live slots (written by the maintainer only,
+	 * in note_live and free). */
+	larder__atomic_u64 class_pages[LARDER__SIZECLASS_COUNT];
+	larder__atomic_u64 class_live[LARDER__SIZECLASS_COUNT];
 };
 
+/* Starts the returner thread (if it cannot start, pages are unmapped inline). */
 int larder__slab_init(struct larder__slab *s);
-/* Unmaps every slab page. Large entries are the caller's to free first. */
+/* Stops the returner and unmaps every slab page. Large entries are the
+ * caller's to free first. */
 void larder__slab_destroy(struct larder__slab *s);
+/* Whether empty pages are still waiting to be unmapped (test seam: quiesce). */
+int larder__slab_returning(struct larder__slab *s);
 
 /* Bytes charged for an entry of this size: its slot, or its mapping (whose
  * first 64 bytes are its page header, mem/pagedir.h). */
@@ -68,7 +91,14 @@ void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cur
 /* Maintainer: p (published, then retired after a grace period) is free again. */
 void larder__slab_free(struct larder__slab *s, void *p, size_t bytes);
 /* Maintainer: an entry in p was published (counts live slots per page). */
-void larder__slab_note_live(void *p, size_t bytes);
+void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes);
+
+/* Adds the slab's counters to values (indexed by enum larder_stat):
+ * PAGES_MAPPED, PAGES_RETURNED, RESERVE_*, RETURNING_BYTES, LARGE_BYTES. */
+void larder__slab_stats(struct larder__slab *s, uint64_t *values);
+/* Fills v (indexed by enum larder_class_stat) for size class c. */
+void larder__slab_class_stats(struct larder__slab *s, unsigned c,
+			      uint64_t v[LARDER_CLASS_STAT_COUNT]);
 
 /* Test seam (core/testing.h): fill freed slots with a poison byte. */
 extern int larder__slab_poison;

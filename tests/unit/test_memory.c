@@ -12,14 +12,24 @@
  *       previous value and every other entry intact, and the cache works
  *       again once mappings succeed; a failed open leaks nothing;
  *   M6. close() returns every mapped byte.
+ *   M7. the memory audit adds up (larder_stats_size_class): each class's used
+ *       slots are the entries of that slot size, used bytes over classes plus
+ *       large mappings equal LARDER_STAT_USED_BYTES, and PAGES_MAPPED equals
+ *       class pages + reserve + pages being unmapped + large mappings;
+ *   M8. clear() gives every page back to the OS but the bounded reserve, and
+ *       the process RSS falls by what was unmapped; shrinking the capacity
+ *       gives back the pages its evictions emptied.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <stdlib.h>
+#include <unistd.h>
 
+#include "core/entry.h"
 #include "core/hash.h"
 #include "harness.h"
+#include "mem/slab.h"
 
 #define KiB ((uint64_t)1024)
 #define MiB (1024 * KiB)
@@ -748,6 +758,191 @@ static void test_pages_returned(void)
 	larder_close(w.cache);
 }
 
+/* ---- Memory audit and return (M7, M8) ------------------------------------ */
+
+struct audit {
+	uint64_t class_bytes, class_used_bytes, slots_used, class_pages;
+};
+
+/* Sums larder_stats_size_class() over every class, checking each one's shape. */
+static struct audit audit_sum(larder *cache)
+{
+	struct audit a = { 0, 0, 0, 0 };
+	uint64_t v[LARDER_CLASS_STAT_COUNT + 2], prev_slot = 0;
+
+	for (size_t c = 0; c < larder_size_class_count(); c++) {
+		if (!CHECK_RC(larder_stats_size_class(cache, c, v, TH_COUNT(v)), LARDER_OK))
+			break;
+		CHECK_GT(v[LARDER_CLASS_SLOT_BYTES], prev_slot);
+		prev_slot = v[LARDER_CLASS_SLOT_BYTES];
+		CHECK_EQ(v[LARDER_CLASS_BYTES], v[LARDER_CLASS_PAGES] * v[LARDER_CLASS_PAGE_BYTES]);
+		CHECK_EQ(v[LARDER_CLASS_USED_BYTES],
+			 v[LARDER_CLASS_SLOTS_USED] * v[LARDER_CLASS_SLOT_BYTES]);
+		CHECK_LE((v[LARDER_CLASS_SLOTS_USED] + v[LARDER_CLASS_SLOTS_FREE]) *
+				 v[LARDER_CLASS_SLOT_BYTES],
+			 v[LARDER_CLASS_BYTES]);
+		CHECK_EQ(v[LARDER_CLASS_STAT_COUNT], 0); /* past the known figures: zero */
+		a.class_bytes += v[LARDER_CLASS_BYTES];
+		a.class_used_bytes += v[LARDER_CLASS_USED_BYTES];
+		a.slots_used += v[LARDER_CLASS_SLOTS_USED];
+		a.class_pages += v[LARDER_CLASS_PAGES];
+	}
+	return a;
+}
+
+/* M7 on a quiescent cache; returns the sums. */
+static struct audit check_audit(larder *cache)
+{
+	CHECK_EQ(larder__test_quiesce(cache, 20000), 0);
+	struct audit a = audit_sum(cache);
+	CHECK_EQ(a.class_used_bytes + th_stat(cache, LARDER_STAT_LARGE_BYTES),
+		 th_stat(cache, LARDER_STAT_USED_BYTES));
+	CHECK_EQ(th_stat(cache, LARDER_STAT_RETURNING_BYTES), 0);
+	CHECK_EQ(a.class_bytes + th_stat(cache, LARDER_STAT_RESERVE_BYTES) +
+			 th_stat(cache, LARDER_STAT_LARGE_BYTES),
+		 th_stat(cache, LARDER_STAT_PAGES_MAPPED));
+	return a;
+}
+
+/* The figures of the class that holds an entry of key_len + value_len bytes. */
+static void class_of_entry(larder *cache, size_t key_len, size_t value_len, uint64_t *v)
+{
+	unsigned c = larder__sizeclass_of(larder__entry_bytes(0, key_len, value_len));
+	CHECK_RC(larder_stats_size_class(cache, c, v, LARDER_CLASS_STAT_COUNT), LARDER_OK);
+}
+
+static void test_audit_counters(void)
+{
+	uint64_t v[LARDER_CLASS_STAT_COUNT], none[2] = { 7, 7 };
+	larder *cache = open_sized(16 * MiB, 1024);
+
+	REQUIRE(cache != NULL);
+	CHECK_EQ(larder_size_class_count(), LARDER__SIZECLASS_COUNT);
+	CHECK_RC(larder_stats_size_class(NULL, 0, v, LARDER_CLASS_STAT_COUNT), LARDER_EINVAL);
+	CHECK_RC(larder_stats_size_class(cache, LARDER__SIZECLASS_COUNT, v, 1), LARDER_EINVAL);
+	CHECK_RC(larder_stats_size_class(cache, 0, NULL, 1), LARDER_EINVAL);
+	CHECK_RC(larder_stats_size_class(cache, 0, NULL, 0), LARDER_OK);
+	CHECK_RC(larder_stats_size_class(cache, 0, none, 1), LARDER_OK);
+	CHECK_EQ(none[0], LARDER__SLAB_MIN_SLOT);
+	CHECK_EQ(none[1], 7); /* count 1: only the first figure written */
+	for (int i = 0; i < LARDER_CLASS_STAT_COUNT; i++)
+		CHECK(larder_class_stat_name((enum larder_class_stat)i) != NULL);
+	CHECK(larder_class_stat_name(LARDER_CLASS_STAT_COUNT) == NULL);
+	CHECK(larder_stat_name(LARDER_STAT_RETURNING_BYTES) != NULL);
+	struct audit a = check_audit(cache);
+	CHECK_EQ(a.slots_used, 0);
+
+	/* keys "key-100".."key-239", "key-300".. are 7 bytes */
+	for (uint64_t id = 100; id < 200; id++)
+		CHECK_RC(put_key(cache, id, 10), LARDER_OK);
+	for (uint64_t id = 200; id < 240; id++)
+		CHECK_RC(put_key(cache, id, 1000), LARDER_OK);
+	for (uint64_t id = 300; id < 303; id++)
+		CHECK_RC(put_key(cache, id, 300 * 1024), LARDER_OK); /* above the largest class */
+	a = check_audit(cache);
+	CHECK_EQ(a.slots_used, 140);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_LARGE_BYTES),
+		 3 * larder__slab_charge(larder__entry_bytes(0, 7, 300 * 1024)));
+	class_of_entry(cache, 7, 10, v);
+	CHECK_EQ(v[LARDER_CLASS_SLOTS_USED], 100);
+	CHECK_GT(v[LARDER_CLASS_SLOTS_FREE], 0);
+	CHECK_GE(v[LARDER_CLASS_PAGES], 1);
+	class_of_entry(cache, 7, 1000, v);
+	CHECK_EQ(v[LARDER_CLASS_SLOTS_USED], 40);
+
+	for (uint64_t id = 100; id < 150; id++) {
+		char key[32];
+		snprintf(key, sizeof(key), "key-%" PRIu64, id);
+		CHECK_RC(larder_remove(cache, key, strlen(key)), LARDER_OK);
+	}
+	a = check_audit(cache);
+	CHECK_EQ(a.slots_used, 90);
+	class_of_entry(cache, 7, 10, v);
+	CHECK_EQ(v[LARDER_CLASS_SLOTS_USED], 50);
+	larder_close(cache);
+}
+
+static uint64_t rss_bytes(void)
+{
+	unsigned long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+		resident = 0;
+	fclose(f);
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Writes about `bytes` of 1..8 KiB values (several classes); returns the count. */
+static uint64_t fill_mixed(larder *cache, uint64_t bytes)
+{
+	uint64_t id = 0;
+	for (uint64_t written = 0; written < bytes; id++) {
+		size_t vlen = 1000 + (size_t)(th_mix64(id) % 7000);
+		if (!CHECK_RC(put_key(cache, id, vlen), LARDER_OK))
+			break;
+		written += vlen;
+	}
+	return id;
+}
+
+/* The reserve keeps at most 4 MiB of each page size (mem/slab.c). */
+#define RESERVE_MAX ((uint64_t)LARDER__PAGE_ORDERS * 4 * MiB)
+
+static void test_clear_returns_memory(void)
+{
+	larder *cache = open_sized(64 * MiB, 1024);
+
+	REQUIRE(cache != NULL);
+	fill_mixed(cache, 48 * MiB);
+	check_audit(cache);
+	uint64_t mapped0 = th_stat(cache, LARDER_STAT_PAGES_MAPPED);
+	uint64_t returned0 = th_stat(cache, LARDER_STAT_PAGES_RETURNED);
+	uint64_t seam0 = larder__test_mapped_bytes(), rss0 = rss_bytes();
+	CHECK_GE(mapped0, 48 * MiB);
+	CHECK_RC(larder_clear(cache), LARDER_OK);
+	struct audit a = check_audit(cache); /* quiesce waits for the unmapping too */
+	uint64_t mapped1 = th_stat(cache, LARDER_STAT_PAGES_MAPPED);
+	CHECK_EQ(a.slots_used, 0);
+	/* what stays: this thread's one current page per class it wrote, and the reserve */
+	CHECK_LE(a.class_pages, LARDER__SIZECLASS_COUNT);
+	CHECK_LE(a.class_bytes, 8 * MiB);
+	CHECK_EQ(mapped1, a.class_bytes + th_stat(cache, LARDER_STAT_RESERVE_BYTES));
+	CHECK_LE(mapped1, 8 * MiB + RESERVE_MAX);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_PAGES_RETURNED) - returned0, mapped0 - mapped1);
+	CHECK_EQ(seam0 - larder__test_mapped_bytes(), mapped0 - mapped1);
+	/* the unmapped pages had been written, so RSS falls by about as much */
+	uint64_t rss1 = rss_bytes();
+	printf("  clear: mapped %" PRIu64 " -> %" PRIu64 " KiB, RSS %" PRIu64 " -> %" PRIu64
+	       " KiB\n", mapped0 / KiB, mapped1 / KiB, rss0 / KiB, rss1 / KiB);
+	CHECK_LE(rss1 + (mapped0 - mapped1), rss0 + 8 * MiB);
+	larder_close(cache);
+}
+
+static void test_shrink_returns_memory(void)
+{
+	larder *cache = open_sized(64 * MiB, 1024);
+
+	REQUIRE(cache != NULL);
+	fill_mixed(cache, 56 * MiB);
+	check_audit(cache);
+	uint64_t mapped0 = th_stat(cache, LARDER_STAT_PAGES_MAPPED);
+	CHECK_RC(larder_set_capacity(cache, 8 * MiB), LARDER_OK);
+	struct audit a = check_audit(cache);
+	uint64_t mapped1 = th_stat(cache, LARDER_STAT_PAGES_MAPPED);
+	printf("  shrink to 8 MiB: mapped %" PRIu64 " -> %" PRIu64 " KiB, class pages %" PRIu64
+	       " KiB holding %" PRIu64 " KiB\n",
+	       mapped0 / KiB, mapped1 / KiB, a.class_bytes / KiB, a.class_used_bytes / KiB);
+	CHECK_LE(th_stat(cache, LARDER_STAT_USED_BYTES), 8 * MiB);
+	/* FIFO eviction of one writer's entries leaves the newest pages full */
+	CHECK_LE(a.class_bytes, 12 * MiB);
+	CHECK_LE(mapped1, 12 * MiB + RESERVE_MAX);
+	th_check_accounting(cache, 10000, NULL, NULL);
+	larder_close(cache);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -768,6 +963,9 @@ int main(int argc, char **argv)
 		TH_TEST(test_enomem_sweep),
 		TH_TEST(test_enomem_clear),
 		TH_TEST(test_pages_returned),
+		TH_TEST(test_audit_counters),
+		TH_TEST(test_clear_returns_memory),
+		TH_TEST(test_shrink_returns_memory),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }

@@ -117,7 +117,7 @@ static void test_reuse(void)
 		CHECK_GE(atomic_load(&s.dir.ids_in_use), N);
 		larder__slab_release_cursor(&s, &c);
 		for (size_t i = 0; i < N; i++) {
-			larder__slab_note_live(slots[i], 96);
+			larder__slab_note_live(&s, slots[i], 96);
 			larder__slab_free(&s, slots[i], 96);
 		}
 		CHECK_EQ(atomic_load(&s.dir.ids_in_use), 0);
@@ -160,7 +160,7 @@ static void test_exhaustion(void)
 	larder__slab_release_cursor(&s, &c);
 	for (uint32_t i = 0; i < nslots; i++) {
 		void *slot = larder__pagedir_slot(&s.dir, first_id + i);
-		larder__slab_note_live(slot, 32);
+		larder__slab_note_live(&s, slot, 32);
 		larder__slab_free(&s, slot, 32);
 	}
 	void *q = larder__slab_alloc(&s, &c, 96);

@@ -74,6 +74,9 @@ struct lb_config {
 	int entries_given;
 	int pin; /* --pin: worker i runs on CPU i mod CPUs online */
 	int scale; /* --scale (scale.c) */
+	uint64_t memory;      /* --memory: capacity of the memory-return run; 0: off */
+	unsigned churn_factor; /* --churn N: the memory run's churn writes N x capacity (10) */
+	int value_size_given; /* --value-size was on the command line */
 };
 
 /* One worker thread's state; owned by that thread while a job runs. */
@@ -246,5 +249,6 @@ int lb_ops_run(const struct lb_config *cfg);
 int lb_latency_run(const struct lb_config *cfg);
 int lb_bigset_run(const struct lb_config *cfg);
 int lb_scale_run(const struct lb_config *cfg);
+int lb_memory_run(const struct lb_config *cfg);
 
 #endif /* LARDER_BENCH_H */

@@ -1,7 +1,8 @@
 /*
  * main.c - larder-bench's command line: parses the options into one
  * read-only struct lb_config and runs one mode (the matrix by default,
- * --ops, --latency, --bigset or --scale). Run with --help for the options.
+ * --ops, --latency, --bigset, --scale or --memory). Run with --help for the
+ * options.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +22,10 @@ static const char usage[] =
 	"  --bigset[=N]         N entries (default 10000000): larder_get vs get_batch 8/16/32\n"
 	"  --scale              10^8 entries (or --entries N) loaded by 2 threads, then\n"
 	"                       random reads: load and read rates, RSS, bytes per entry\n"
+	"  --memory[=BYTES]     memory back to the OS (default 8G): fill, clear, refill,\n"
+	"                       shrink to 10%, churn 10x capacity; RSS timelines and\n"
+	"                       PASS/FAIL per phase (lognormal values unless --value-size)\n"
+	"  --churn N            --memory's churn writes N x the capacity (10)\n"
 	"  --ops N              exactly N ops of the first scenario on the main thread,\n"
 	"                       per engine (for callgrind; see profile.sh)\n"
 	"options:\n"
@@ -169,6 +174,7 @@ static void defaults(struct lb_config *cfg)
 	cfg->warmup_rounds = 1;
 	cfg->ops = LB_NO_LIMIT;
 	cfg->seed = 42;
+	cfg->churn_factor = 10;
 	cfg->scenarios = (1u << LB_SCENARIOS) - 1;
 	if (ncpu < 1)
 		ncpu = 1;
@@ -186,7 +192,8 @@ static int set_option(struct lb_config *cfg, const char *opt, const char *v, int
 	if (strcmp(opt, "--key-size") == 0)
 		return parse_u64(v, &u) || u < 8 || u > LB_KEY_MAX ? -1 : (cfg->key_size = u, 0);
 	if (strcmp(opt, "--value-size") == 0)
-		return parse_size(v, &u) || u > LB_VALUE_MAX ? -1 : (cfg->value_size = u, 0);
+		return parse_size(v, &u) || u > LB_VALUE_MAX
+			       ? -1 : (cfg->value_size = u, cfg->value_size_given = 1, 0);
 	if (strcmp(opt, "--entries") == 0)
 		return parse_u64(v, &cfg->entries) || cfg->entries == 0 || cfg->entries >= (1ull << 32)
 			       ? -1 : (cfg->entries_given = 1, 0);
@@ -217,6 +224,10 @@ static int set_option(struct lb_config *cfg, const char *opt, const char *v, int
 	if (strcmp(opt, "--bigset") == 0)
 		return parse_u64(v, &cfg->bigset) || cfg->bigset == 0 || cfg->bigset >= (1ull << 32)
 			       ? -1 : 0;
+	if (strcmp(opt, "--churn") == 0)
+		return parse_u64(v, &u) || u == 0 || u > 1000 ? -1 : (cfg->churn_factor = (unsigned)u, 0);
+	if (strcmp(opt, "--memory") == 0)
+		return parse_size(v, &cfg->memory) || cfg->memory < (16ull << 20) ? -1 : 0;
 	if (strcmp(opt, "--out") == 0)
 		return (cfg->out_path = v, 0);
 	if (strcmp(opt, "--timer") == 0) {
@@ -252,6 +263,10 @@ static int parse_args(int argc, char **argv, struct lb_config *cfg)
 		}
 		if (strcmp(a, "--latency") == 0) {
 			cfg->latency = 1;
+			continue;
+		}
+		if (strcmp(a, "--memory") == 0 && (i + 1 >= argc || argv[i + 1][0] == '-')) {
+			cfg->memory = 8ull << 30;
 			continue;
 		}
 		if (strcmp(a, "--bigset") == 0 && (i + 1 >= argc || argv[i + 1][0] == '-')) {
@@ -298,6 +313,8 @@ int main(int argc, char **argv)
 		rc = lb_bigset_run(&cfg);
 	else if (cfg.scale)
 		rc = lb_scale_run(&cfg);
+	else if (cfg.memory)
+		rc = lb_memory_run(&cfg);
 	else
 		rc = lb_matrix_run(&cfg);
 	lb_urcu_thread_offline();
