@@ -195,7 +195,6 @@ int larder__slab_init(struct larder__slab *s)
 		larder__pagedir_destroy(&s->dir);
 		return -1;
 	}
-	s->returner_running = pthread_create(&s->returner, NULL, returner_main, s) == 0;
 	return 0;
 }
 
@@ -209,7 +208,7 @@ int larder__slab_returning(struct larder__slab *s)
 
 void larder__slab_destroy(struct larder__slab *s)
 {
-	if (s->returner_running) {
+	if (s->returner_state == 1) {
 		pthread_mutex_lock(&s->lock);
 		s->returner_stop = 1;
 		pthread_cond_signal(&s->returner_wake);
@@ -380,7 +379,12 @@ static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
 		audit_add(&s->reserve_bytes, pg->page_bytes);
 		return;
 	}
-	if (!s->returner_running) {
+	/* Started here, not at init: a slab that never gives a page back (the
+	 * simulator's, a small cache's) costs no thread. */
+	if (s->returner_state == 0)
+		s->returner_state =
+			pthread_create(&s->returner, NULL, returner_main, s) == 0 ? 1 : -1;
+	if (s->returner_state < 0) {
 		page_unmap(s, pg);
 		return;
 	}

@@ -45,7 +45,9 @@ struct larder__slab {
 	struct larder__page *to_unmap;
 	pthread_cond_t returner_wake; /* signalled when to_unmap fills or at stop */
 	pthread_t returner;
-	int returner_running; /* set at init; 0: unmap inline (no thread) */
+	int returner_state;   /* under lock: 0 not started (started by the first
+			       * page to unmap), 1 running, -1 could not start:
+			       * unmap inline */
 	int returner_stop;    /* under lock */
 	int returner_busy;    /* under lock: pages taken off to_unmap, not yet unmapped */
 	/* Statistics; relaxed: nothing is ordered by them. */
@@ -62,7 +64,6 @@ struct larder__slab {
 	larder__atomic_u64 class_live[LARDER__SIZECLASS_COUNT];
 };
 
-/* Starts the returner thread (if it cannot start, pages are unmapped inline). */
 int larder__slab_init(struct larder__slab *s);
 /* Stops the returner and unmaps every slab page. Large entries are the
  * caller's to free first. */
