@@ -252,6 +252,7 @@ static int64_t arc_check(struct larder__policy *p)
 
 const struct larder__policy_ops larder__policy_arc = {
 	.name = "arc",
+	.hits_keep_awake = 0,
 	.create = arc_create,
 	.destroy = arc_destroy,
 	.insert = arc_insert,

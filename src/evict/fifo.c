@@ -80,6 +80,7 @@ static void fifo_set_capacity(struct larder__policy *p, uint64_t capacity_bytes)
 
 const struct larder__policy_ops larder__policy_fifo = {
 	.name = "fifo",
+	.hits_keep_awake = 0,
 	.create = fifo_create,
 	.destroy = fifo_destroy,
 	.insert = fifo_insert,

@@ -96,6 +96,7 @@ static int64_t lru_check(struct larder__policy *p)
 
 const struct larder__policy_ops larder__policy_lru = {
 	.name = "lru",
+	.hits_keep_awake = 0,
 	.create = lru_create,
 	.destroy = lru_destroy,
 	.insert = lru_insert,

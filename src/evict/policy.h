@@ -49,6 +49,13 @@ struct larder__policy; /* each policy defines its own */
 
 struct larder__policy_ops {
 	const char *name;
+	/* 1 when the policy needs hit samples on time (it counts frequencies
+	 * from them: W-TinyLFU), so samples alone keep the maintainer draining
+	 * the rings at its batching window; 0 when the accessed mark (P5) carries
+	 * what late or lost samples miss, or hits do not matter (FIFO): then a
+	 * read-only phase lets the maintainer sleep, and it never writes to the
+	 * lines readers are reading (maint/maintainer.c, maint_pass). */
+	int hits_keep_awake;
 	/* Returns LARDER_OK or LARDER_ENOMEM. */
 	int (*create)(struct larder__policy **out, const struct larder__policy_host *host,
 		      uint64_t capacity_bytes, uint64_t expected_entries);

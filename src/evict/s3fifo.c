@@ -319,6 +319,7 @@ static int64_t s3_check(struct larder__policy *p)
 
 const struct larder__policy_ops larder__policy_s3fifo = {
 	.name = "s3fifo",
+	.hits_keep_awake = 0,
 	.create = s3_create,
 	.destroy = s3_destroy,
 	.insert = s3_insert,

@@ -419,6 +419,7 @@ static int64_t w_check(struct larder__policy *p)
 
 const struct larder__policy_ops larder__policy_wtinylfu = {
 	.name = "wtinylfu",
+	.hits_keep_awake = 1,
 	.create = w_create,
 	.destroy = w_destroy,
 	.insert = w_insert,
@@ -433,6 +434,7 @@ const struct larder__policy_ops larder__policy_wtinylfu = {
 /* The adaptive default: W-TinyLFU whose window the tuner picks. */
 const struct larder__policy_ops larder__policy_wtinylfu_tuned = {
 	.name = "wtinylfu-tuned",
+	.hits_keep_awake = 1,
 	.create = tuned_create,
 	.destroy = w_destroy,
 	.insert = w_insert,
