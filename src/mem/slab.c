@@ -39,6 +39,7 @@
  */
 #include "mem/slab.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "mem/pages.h"
@@ -148,6 +149,41 @@ static void page_unmap(struct larder__slab *s, struct larder__page *pg)
 	atomic_fetch_add_explicit(&s->returned_bytes, bytes, LARDER__RELAXED);
 }
 
+/* Pages the returner sorts and merges at once (32 KiB of its stack). */
+#define RETURN_BATCH 4096u
+
+static int page_addr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * (struct larder__page *const *)a;
+	uintptr_t y = (uintptr_t) * (struct larder__page *const *)b;
+	return (x > y) - (x < y);
+}
+
+/*
+ * Unmaps up to RETURN_BATCH pages of the list at pg, in address order, one
+ * munmap per run of adjacent pages: the kernel's cost per call (a VMA split,
+ * a TLB shootdown) is paid per run, not per page. Returns the rest of the list.
+ */
+static struct larder__page *unmap_batch(struct larder__slab *s, struct larder__page *pg)
+{
+	struct larder__page *batch[RETURN_BATCH];
+	unsigned n = 0;
+	for (; pg && n < RETURN_BATCH; pg = pg->all_next)
+		batch[n++] = pg;
+	qsort(batch, n, sizeof(batch[0]), page_addr_cmp);
+	for (unsigned i = 0; i < n;) {
+		unsigned char *start = (unsigned char *)batch[i];
+		size_t bytes = 0;
+		for (; i < n && (unsigned char *)batch[i] == start + bytes; i++)
+			bytes += batch[i]->page_bytes;
+		larder__pages_unmap(start, bytes);
+		audit_add(&s->returning_bytes, -(int64_t)bytes);
+		audit_add(&s->mapped_bytes, -(int64_t)bytes);
+		audit_add(&s->returned_bytes, (int64_t)bytes);
+	}
+	return pg;
+}
+
 /*
  * The returner thread: unmaps the pages the maintainer retired beyond the
  * reserve. The kernel's share of giving memory back (zapping page tables,
@@ -168,12 +204,8 @@ static void *returner_main(void *arg)
 		s->to_unmap = NULL;
 		s->returner_busy = 1;
 		pthread_mutex_unlock(&s->lock);
-		while (pg) {
-			struct larder__page *next = pg->all_next;
-			audit_add(&s->returning_bytes, -(int64_t)pg->page_bytes);
-			page_unmap(s, pg);
-			pg = next;
-		}
+		while (pg)
+			pg = unmap_batch(s, pg);
 		pthread_mutex_lock(&s->lock);
 		s->returner_busy = 0;
 	}
