@@ -978,6 +978,16 @@ void larder__maint_stats(struct larder *c, uint64_t *values)
 
 /* ---- Test seams --------------------------------------------------------------- */
 
+/* Test seams: wakes the maintainer and waits up to 1 ms for one of its
+ * passes (every active pass bumps the writers' room word). */
+static void seam_wake_and_wait(struct larder *c)
+{
+	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__SEQ_CST); /* the futex word */
+	larder__futex_wake(&c->maint_sleeping, 1);
+	uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
+	larder__futex_wait(&c->room_seq, seq, 1000000u);
+}
+
 int larder__test_quiesce(larder *c, uint64_t timeout_ms)
 {
 	struct larder__maint *m = c->maint;
@@ -991,11 +1001,7 @@ int larder__test_quiesce(larder *c, uint64_t timeout_ms)
 	       larder__slab_returning(&c->slab)) {
 		if (larder__monotonic_ns() >= deadline)
 			return -1;
-		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__SEQ_CST); /* the futex word */
-		larder__futex_wake(&c->maint_sleeping, 1);
-		/* Wait on the writers' room word: every active pass bumps it. */
-		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
-		larder__futex_wait(&c->room_seq, seq, 1000000u);
+		seam_wake_and_wait(c);
 	}
 	return 0;
 }
@@ -1031,11 +1037,7 @@ int larder__test_check_links(larder *c, uint64_t timeout_ms)
 	while (atomic_load_explicit(&m->check_answered, LARDER__ACQUIRE) < asked) {
 		if (larder__monotonic_ns() >= deadline)
 			return -1;
-		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__SEQ_CST); /* the futex word */
-		larder__futex_wake(&c->maint_sleeping, 1);
-		/* Wait on the writers' room word, as the quiesce seam does. */
-		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
-		larder__futex_wait(&c->room_seq, seq, 1000000u);
+		seam_wake_and_wait(c);
 	}
 	return atomic_load_explicit(&m->check_ok, LARDER__RELAXED) ? 0 : -1;
 }
