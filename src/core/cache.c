@@ -251,7 +251,7 @@ static __attribute__((noinline)) int get_deadline_hit(larder *c, struct larder__
  * settle (displaced into later buckets, a home that moved, a tag collision),
  * out of line, still inside the caller's read section: the general lookup
  * with the hash already computed. At the index's fill of 4/5 about one key
- * in five lives beyond its home bucket, so this must not start over.
+ * in ten lives beyond its home bucket, so this must not start over.
  */
 static __attribute__((noinline)) int get_beyond_home(larder *c, uint64_t hash, const void *key,
 						     size_t key_len, void *buf, size_t buf_len,
