@@ -146,10 +146,11 @@ static inline struct larder__entry *find_live_rcu(larder *c, struct op *op, uint
 
 /* Every hit is sampled for the policy; the sample count is the hit count.
  * The entry's accessed bit (E7) reaches the policy even when the sample is
- * late or lost. The one place where a read records a hit. */
-static inline void count_hit(struct larder__handle *h, struct larder__entry *e)
+ * late or lost. The one place where a read records a hit; flags is e's whole
+ * flags byte as the read loaded it (larder__entry_flags_raw). */
+static inline void count_hit(struct larder__handle *h, struct larder__entry *e, unsigned flags)
 {
-	larder__entry_mark_accessed(e);
+	larder__entry_mark_accessed_seen(e, flags);
 	larder__events_hit(h, e);
 }
 
@@ -175,9 +176,10 @@ static inline void count_miss(struct larder__handle *h)
  * value's memcpy. It takes keys of 8 to 16 bytes (inline hash and key
  * compare), asks only the home bucket (larder__table_lookup_home_rcu) and
  * hands an entry with a deadline to get_deadline_hit() (a tail call); the
- * rest leaves the section and starts over in get_general(), the complete
- * read, out of line (a key of another length, an overflowed key, a growing
- * index, an error). The hit itself (get_copy) is the same code in all three.
+ * home bucket's undecided cases (an overflowed key, a growing index) go on
+ * in get_beyond_home() within the section; the rest starts over in
+ * get_general(), the complete read, out of line (a key of another length,
+ * an error, a first call). The hit itself (get_copy) is the same code in all.
  */
 #define READ_BODY static inline __attribute__((always_inline))
 
@@ -190,16 +192,18 @@ static inline int read_fast_ok(const larder *c, const void *key, size_t key_len,
 }
 
 /* A hit: the length, the copy (the value's address first, before any store,
- * so the compiler keeps the key address the lookup computed), the sample. */
-READ_BODY int get_copy(struct larder__handle *h, struct larder__entry *e, void *buf,
-		       size_t buf_len, size_t *value_len)
+ * so the compiler keeps the key address the lookup computed), the sample.
+ * flags: e's whole flags byte, loaded once by the caller for all of these. */
+READ_BODY int get_copy(struct larder__handle *h, struct larder__entry *e, unsigned flags,
+		       void *buf, size_t buf_len, size_t *value_len)
 {
-	const unsigned char *value = larder__entry_value(e);
+	const unsigned char *value =
+		(const unsigned char *)e + larder__entry_prefix_bytes(flags) + e->key_len;
 	size_t len = e->value_len;
 	*value_len = len;
 	if (__builtin_expect(len > buf_len, 0))
 		return LARDER_EBUFSIZE;
-	count_hit(h, e);
+	count_hit(h, e, flags);
 	if (len) /* buf may be NULL for an empty value */
 		memcpy(buf, value, len);
 	return LARDER_OK;
@@ -220,7 +224,8 @@ static __attribute__((noinline)) int get_general(larder *c, const void *key, siz
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	op_enter(&op);
 	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
-	rc = e ? get_copy(op.handle, e, buf, buf_len, value_len) : LARDER_MISS;
+	rc = e ? get_copy(op.handle, e, larder__entry_flags_raw(e), buf, buf_len, value_len)
+	       : LARDER_MISS;
 	op_exit(&op);
 	if (!e)
 		count_miss(op.handle);
@@ -239,7 +244,8 @@ static __attribute__((noinline)) int get_deadline_hit(larder *c, struct larder__
 	struct larder__thread *t = larder__tls;
 	struct larder__handle *h = t->last_handle;
 	int rc = deadline_passed(c, NULL, e) ? LARDER_MISS
-					     : get_copy(h, e, buf, buf_len, value_len);
+					     : get_copy(h, e, larder__entry_flags_raw(e), buf,
+							buf_len, value_len);
 	larder__read_exit(&t->reader, outer);
 	if (rc == LARDER_MISS)
 		count_miss(h);
@@ -263,7 +269,8 @@ static __attribute__((noinline)) int get_beyond_home(larder *c, uint64_t hash, c
 	struct larder__entry *e = w ? larder__slot_entry(w) : NULL;
 	if (e && entry_expired(c, NULL, e))
 		e = NULL;
-	int rc = e ? get_copy(h, e, buf, buf_len, value_len) : LARDER_MISS;
+	int rc = e ? get_copy(h, e, larder__entry_flags_raw(e), buf, buf_len, value_len)
+		   : LARDER_MISS;
 	larder__read_exit(&t->reader, outer);
 	if (!e)
 		count_miss(h);
@@ -287,9 +294,10 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 	int rc = LARDER_MISS;
 	if (__builtin_expect(w != 0, 1)) {
 		struct larder__entry *e = larder__slot_entry(w);
-		if (__builtin_expect(larder__entry_flags(e) & LARDER__ENTRY_TTL, 0))
+		unsigned flags = larder__entry_flags_raw(e);
+		if (__builtin_expect(flags & LARDER__ENTRY_TTL, 0))
 			return get_deadline_hit(c, e, buf, buf_len, value_len, outer);
-		rc = get_copy(h, e, buf, buf_len, value_len);
+		rc = get_copy(h, e, flags, buf, buf_len, value_len);
 	}
 	larder__read_exit(&t->reader, outer);
 	if (rc == LARDER_MISS)
@@ -304,7 +312,7 @@ READ_BODY int get_with_body(larder *c, struct larder__thread *t, struct larder__
 	uint64_t outer = larder__read_enter(&t->reader);
 	struct larder__entry *e = find_live_rcu(c, NULL, hash, key, key_len);
 	if (__builtin_expect(e != NULL, 1)) {
-		count_hit(h, e);
+		count_hit(h, e, larder__entry_flags_raw(e));
 		fn(ctx, larder__entry_value(e), e->value_len);
 	}
 	larder__read_exit(&t->reader, outer);
@@ -376,7 +384,7 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 				count_miss(op.handle);
 				continue;
 			}
-			count_hit(op.handle, e);
+			count_hit(op.handle, e, larder__entry_flags_raw(e));
 			fn(ctx, k, larder__entry_value(e), e->value_len);
 			found++;
 		}

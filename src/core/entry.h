@@ -107,15 +107,22 @@ static inline size_t larder__entry_bytes(unsigned flags, size_t key_len, size_t 
 	return larder__entry_prefix_bytes(flags) + key_len + value_len;
 }
 
-/* The immutable flags (E1), without ACCESSED. */
-static inline unsigned larder__entry_flags(const struct larder__entry *e)
+/* The whole flags byte, ACCESSED included (E7), for a reader that goes on to
+ * mark the entry: one load serves its TTL test, its offsets and the mark. */
+static inline unsigned larder__entry_flags_raw(const struct larder__entry *e)
 {
 	/* gcc infers e != NULL from a plain load but not from an atomic one;
 	 * say it, so that callers' NULL checks after this read fold away. */
 	if (!e)
 		__builtin_unreachable();
 	/* Relaxed (E7): the immutable bits were published with the entry. */
-	return atomic_load_explicit(&e->flags, LARDER__RELAXED) & ~(unsigned)LARDER__ENTRY_ACCESSED;
+	return atomic_load_explicit(&e->flags, LARDER__RELAXED);
+}
+
+/* The immutable flags (E1), without ACCESSED. */
+static inline unsigned larder__entry_flags(const struct larder__entry *e)
+{
+	return larder__entry_flags_raw(e) & ~(unsigned)LARDER__ENTRY_ACCESSED;
 }
 
 /* The creating writer, before publication (E1). */
@@ -124,13 +131,20 @@ static inline void larder__entry_init_flags(struct larder__entry *e, unsigned fl
 	atomic_store_explicit(&e->flags, (uint8_t)flags, LARDER__RELAXED);
 }
 
-/* Reader, on a hit: marks e accessed, writing only when the bit is clear (E7). */
-static inline void larder__entry_mark_accessed(struct larder__entry *e)
+
+/* Reader, on a hit: marks e accessed, writing only when the bit is clear in
+ * f, its flags as loaded by larder__entry_flags_raw() (E7). */
+static inline void larder__entry_mark_accessed_seen(struct larder__entry *e, unsigned f)
 {
-	unsigned f = atomic_load_explicit(&e->flags, LARDER__RELAXED);
 	if (!(f & LARDER__ENTRY_ACCESSED))
 		atomic_store_explicit(&e->flags, (uint8_t)(f | LARDER__ENTRY_ACCESSED),
 				      LARDER__RELAXED);
+}
+
+/* The same, loading the flags itself. */
+static inline void larder__entry_mark_accessed(struct larder__entry *e)
+{
+	larder__entry_mark_accessed_seen(e, larder__entry_flags_raw(e));
 }
 
 /* Maintainer (policy): whether e was marked accessed, clearing the mark (E7). */

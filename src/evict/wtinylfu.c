@@ -431,7 +431,7 @@ const struct larder__policy_ops larder__policy_wtinylfu = {
 	.check = w_check,
 };
 
-/* The adaptive default: W-TinyLFU whose window the tuner picks. */
+/* W-TinyLFU whose window the tuner picks by mini-simulations (not the default). */
 const struct larder__policy_ops larder__policy_wtinylfu_tuned = {
 	.name = "wtinylfu-tuned",
 	.hits_keep_awake = 1,

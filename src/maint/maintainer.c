@@ -819,7 +819,7 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 		 * short (W1); relaxed, the futex word needs no ordering here. */
 		atomic_store_explicit(&c->maint_sleeping, MAINT_WINDOW, LARDER__RELAXED);
 		larder__futex_wait(&c->maint_sleeping, MAINT_WINDOW, WINDOW_NS);
-		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED);
+		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* awake; as above */
 		return;
 	}
 	/* Sleep until the wheel's next event at most (on the cache clock; see
@@ -837,6 +837,7 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 	atomic_store_explicit(&c->maint_sleeping, MAINT_IDLE, LARDER__SEQ_CST);
 	if (rings_empty(c) && !atomic_load_explicit(&c->stop, LARDER__SEQ_CST))
 		larder__futex_wait(&c->maint_sleeping, MAINT_IDLE, sleep_ns);
+	/* Relaxed: awake again; the next pass's reads are ordered by Q1. */
 	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED);
 }
 
@@ -860,6 +861,7 @@ void larder__cache_wake_maintainer(struct larder *c, const struct larder__handle
 	uint32_t s = atomic_load_explicit(&c->maint_sleeping, LARDER__RELAXED); /* after W1 */
 	if (s == MAINT_AWAKE || (s == MAINT_WINDOW && (!h || !larder__events_half_full(h))))
 		return;
+	/* Relaxed: the futex word; W1 already ordered our event before it. */
 	if (atomic_exchange_explicit(&c->maint_sleeping, MAINT_AWAKE, LARDER__RELAXED))
 		larder__futex_wake(&c->maint_sleeping, 1);
 }
@@ -1039,6 +1041,7 @@ int larder__test_check_links(larder *c, uint64_t timeout_ms)
 			return -1;
 		seam_wake_and_wait(c);
 	}
+	/* Relaxed: A-CHKA above ordered the answer. */
 	return atomic_load_explicit(&m->check_ok, LARDER__RELAXED) ? 0 : -1;
 }
 

@@ -140,13 +140,17 @@ static void page_format(struct larder__page *pg, unsigned c)
 	}
 }
 
+/* Gives bytes at p (whole pages or a large entry's mapping) back to the OS. */
+static void unmap_range(struct larder__slab *s, void *p, size_t bytes)
+{
+	larder__pages_unmap(p, bytes);
+	audit_add(&s->mapped_bytes, -(int64_t)bytes);
+	audit_add(&s->returned_bytes, (int64_t)bytes);
+}
+
 static void page_unmap(struct larder__slab *s, struct larder__page *pg)
 {
-	size_t bytes = pg->page_bytes;
-	larder__pages_unmap(pg, bytes);
-	/* Relaxed: statistics. */
-	atomic_fetch_sub_explicit(&s->mapped_bytes, bytes, LARDER__RELAXED);
-	atomic_fetch_add_explicit(&s->returned_bytes, bytes, LARDER__RELAXED);
+	unmap_range(s, pg, pg->page_bytes);
 }
 
 /* Pages the returner sorts and merges at once (32 KiB of its stack). */
@@ -176,10 +180,8 @@ static struct larder__page *unmap_batch(struct larder__slab *s, struct larder__p
 		size_t bytes = 0;
 		for (; i < n && (unsigned char *)batch[i] == start + bytes; i++)
 			bytes += batch[i]->page_bytes;
-		larder__pages_unmap(start, bytes);
+		unmap_range(s, start, bytes);
 		audit_add(&s->returning_bytes, -(int64_t)bytes);
-		audit_add(&s->mapped_bytes, -(int64_t)bytes);
-		audit_add(&s->returned_bytes, (int64_t)bytes);
 	}
 	return pg;
 }
@@ -342,7 +344,7 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 		pg = larder__pages_map(bytes, bytes);
 		if (!pg)
 			return NULL;
-		atomic_fetch_add_explicit(&s->mapped_bytes, bytes, LARDER__RELAXED); /* a statistic */
+		audit_add(&s->mapped_bytes, (int64_t)bytes);
 		pthread_mutex_lock(&s->lock);
 	}
 	page_format(pg, c);
@@ -493,10 +495,8 @@ static void large_free(struct larder__slab *s, void *p, size_t bytes)
 	pthread_mutex_lock(&s->lock);
 	larder__pagedir_remove_locked(&s->dir, pg);
 	pthread_mutex_unlock(&s->lock);
-	larder__pages_unmap(pg, len);
-	audit_add(&s->mapped_bytes, -(int64_t)len);
+	unmap_range(s, pg, len);
 	audit_add(&s->large_bytes, -(int64_t)len);
-	audit_add(&s->returned_bytes, (int64_t)len);
 }
 
 void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes)
