@@ -450,11 +450,11 @@ static void walk_prefetch(const struct larder__pagedir *dir, struct larder__buck
 {
 	for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
 		/* Relaxed: the table is private to us now; this only warms lines. */
-		uint64_t p = atomic_load_explicit(&b->slot[i], LARDER__RELAXED) &
-			     LARDER__SLOT_PTR_MASK;
+		uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__RELAXED);
+		uint64_t p = w & LARDER__SLOT_PTR_MASK;
 		if (p == 0 || p == LARDER__SLOT_MARKER)
 			continue;
-		struct larder__entry *e = (struct larder__entry *)(uintptr_t)p;
+		struct larder__entry *e = larder__slot_entry(w);
 		if (!neighbours) {
 			__builtin_prefetch(e, 1);
 			continue;
