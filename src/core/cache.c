@@ -987,9 +987,11 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 	larder__slab_stats(&c->slab, v);
 	struct larder__thread *t = larder__thread_self();
 	if (t) {
-		/* The root may be freed after a growth: look at it inside a section. */
+		/* The root may be freed after a resize: look at it inside a section. */
 		uint64_t outer = larder__read_enter(&t->reader);
-		v[LARDER_STAT_INDEX_SLOTS] = larder__table_slots(root_rcu(c));
+		struct larder__table *root = root_rcu(c), *next = larder__table_next(root);
+		v[LARDER_STAT_INDEX_SLOTS] = larder__table_slots(root);
+		v[LARDER_STAT_INDEX_BYTES] = root->map_bytes + (next ? next->map_bytes : 0);
 		larder__read_exit(&t->reader, outer);
 	}
 	memcpy(values, v, (count < LARDER_STAT_COUNT ? count : LARDER_STAT_COUNT) * sizeof(*v));

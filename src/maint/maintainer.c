@@ -19,7 +19,8 @@
  *      place) has passed are unlinked and retired as EXPIRED, the others
  *      are scheduled again (at most EXPIRE_PER_PASS per pass);
  *   7. evict while live bytes + what waiting writers want > capacity;
- *   8. grow the index (a chunk of homes per pass);
+ *   8. grow or shrink the index (a chunk of homes per pass; L1 and L3 in
+ *      index/table.h);
  *   9. start a grace period for what was retired, when none is running and
  *      one is due (gp_due: 64 KiB retired, a writer waiting, or 1 ms).
  * Then it sleeps: about 200 us when work is pending (the batching window,
@@ -102,7 +103,11 @@ struct larder__maint {
 	uint64_t gp_started_ns; /* when the last grace period for entries began */
 	struct larder__table *tables; /* grown out of, freed after retire_token */
 	struct larder__table *gens;   /* swapped out by clear, oldest first */
-	struct larder__table *growing;
+	struct larder__table *growing; /* being resized into its next, either way */
+	/* L3: the fewest buckets a shrink leaves: SMALL_BUCKETS or the first
+	 * table's size if larger. Ours; relaxed, only the test seam
+	 * larder__test_index_floor() writes it from another thread. */
+	larder__atomic_u64 index_floor;
 	uint64_t policy_capacity; /* the capacity last given to the policy */
 	struct larder__wheel wheel; /* counted entries with a deadline (E3: ours) */
 	uint64_t next_due;          /* larder__wheel_next() after the last advance */
@@ -604,7 +609,23 @@ static uint64_t expire_due(struct larder__maint *m)
 	return n;
 }
 
-/* ---- Index growth ---------------------------------------------------------- */
+/* ---- Index growth and shrinking -------------------------------------------- */
+
+/*
+ * L3: starts shrinking root if it is sparse. Only while the counts describe
+ * it: live_count still includes entries of cleared tables not yet walked,
+ * and while evictions are still to come (a capacity cut) the count falls
+ * further, so a shrink then would call for another one soon after.
+ */
+static int shrink_begin(struct larder__maint *m, struct larder__table *root)
+{
+	if (m->gens || m->live_bytes > m->policy_capacity)
+		return -1;
+	/* Relaxed: ours, or a test's setting (larder__test_index_floor). */
+	uint64_t floor = atomic_load_explicit(&m->index_floor, LARDER__RELAXED);
+	unsigned k = larder__table_shrink_shift(root, m->live_count, floor);
+	return k ? larder__table_shrink_begin(root, k) : -1;
+}
 
 static int grow(struct larder__maint *m)
 {
@@ -613,10 +634,12 @@ static int grow(struct larder__maint *m)
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE); /* A-ROOT */
 	if (!m->growing) {
 		int asked = atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED);
-		if (!asked && !larder__table_over_load(root, m->live_count))
-			return 0;
-		if (larder__table_grow_begin(root) != 0)
-			return 0; /* no memory: writers keep probing the current table */
+		if (asked || larder__table_over_load(root, m->live_count)) {
+			if (larder__table_grow_begin(root) != 0)
+				return 0; /* no memory: writers keep probing the current table */
+		} else if (shrink_begin(m, root) != 0) {
+			return 0; /* nothing to do, or no memory: the table stays */
+		}
 		m->growing = root;
 	}
 	struct larder__table *t = m->growing, *next = larder__table_next(t);
@@ -635,7 +658,8 @@ static int grow(struct larder__maint *m)
 		t->retire_token = larder__gp_start();
 		t->retire_next = m->tables;
 		m->tables = t;
-		bump(m, LARDER_STAT_INDEX_RESIZES, 1);
+		bump(m, next->last > t->last ? LARDER_STAT_INDEX_RESIZES : LARDER_STAT_INDEX_SHRINKS,
+		     1);
 	}
 	return 1;
 }
@@ -883,6 +907,11 @@ int larder__maint_create(struct larder *c)
 	m->hits_keep_awake = m->ops->hits_keep_awake ||
 			     c->expiry == LARDER_EXPIRE_AFTER_ACCESS;
 	m->policy_capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* not shared yet */
+	struct larder__table *first = /* the open's own table, not shared yet */
+		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__RELAXED);
+	uint64_t floor = first->last + 1 > LARDER__TABLE_SMALL_BUCKETS ? first->last + 1
+								       : LARDER__TABLE_SMALL_BUCKETS;
+	atomic_store_explicit(&m->index_floor, floor, LARDER__RELAXED); /* not shared yet */
 	struct larder__policy_host host = { entry_hash, entry_charge, c, &c->slab.dir };
 	int rc = m->ops->create(&m->policy, &host, m->policy_capacity, c->expected_entries);
 	if (rc != LARDER_OK) {
@@ -1055,6 +1084,12 @@ uint64_t larder__test_wheel_done(larder *c)
 {
 	/* A-WHEEL: acquire, pairs with R-WHEEL in expire_due(). */
 	return atomic_load_explicit(&c->maint->wheel_done, LARDER__ACQUIRE);
+}
+
+void larder__test_index_floor(larder *c, uint64_t buckets)
+{
+	/* Relaxed: the maintainer reads it at its next shrink decision. */
+	atomic_store_explicit(&c->maint->index_floor, buckets, LARDER__RELAXED);
 }
 
 void larder__test_poison_freed(int on)
