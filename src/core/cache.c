@@ -871,6 +871,20 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 	return rc;
 }
 
+/* A table sized for the expected entries (L1 in table.h); growth takes it
+ * from there. */
+static struct larder__table *first_table(const struct larder *c)
+{
+	uint64_t buckets = larder__table_buckets_for(c->expected_entries);
+	return larder__table_create(buckets < MIN_TABLE_BUCKETS ? MIN_TABLE_BUCKETS : buckets);
+}
+
+/*
+ * The empty table starts at the first table's size, as a new cache's does,
+ * not at the old table's: a refill grows it again, and a cache cleared for
+ * good does not keep an index sized for what it held (which the maintainer
+ * would otherwise have to shrink, touching every page of it to do so).
+ */
 int larder_clear(larder *c)
 {
 	struct op op;
@@ -880,8 +894,7 @@ int larder_clear(larder *c)
 	if (rc != LARDER_OK || (rc = reserve_room(c, &op, 0)) != LARDER_OK)
 		return rc;
 	op_enter(&op);
-	struct larder__table *cur = root_rcu(c), *next = larder__table_next(cur);
-	struct larder__table *fresh = larder__table_create((next ? next : cur)->last + 1);
+	struct larder__table *fresh = first_table(c);
 	if (!fresh) {
 		op_exit(&op);
 		return LARDER_ENOMEM;
@@ -1048,10 +1061,7 @@ int larder_open(larder **out, const larder_config *cfg)
 		goto fail_admin_lock;
 	if (larder__slab_init(&c->slab) != 0)
 		goto fail_slab;
-	/* Sized for the expected entries (L1 in table.h); growth takes it from there. */
-	uint64_t buckets = larder__table_buckets_for(cfg->expected_entries);
-	struct larder__table *t =
-		larder__table_create(buckets < MIN_TABLE_BUCKETS ? MIN_TABLE_BUCKETS : buckets);
+	struct larder__table *t = first_table(c);
 	if (!t)
 		goto fail_table;
 	atomic_store_explicit(&c->table, (uintptr_t)t, LARDER__RELAXED); /* published by pthread_create */
