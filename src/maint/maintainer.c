@@ -104,6 +104,7 @@ struct larder__maint {
 	struct larder__table *tables; /* grown out of, freed after retire_token */
 	struct larder__table *gens;   /* swapped out by clear, oldest first */
 	struct larder__table *growing; /* being resized into its next, either way */
+	uint64_t cleared_goal; /* the CLEARED count once the cleared tables are walked */
 	/* L3: the fewest buckets a shrink leaves: SMALL_BUCKETS or the first
 	 * table's size if larger. Ours; relaxed, only the test seam
 	 * larder__test_index_floor() writes it from another thread. */
@@ -129,6 +130,11 @@ struct larder__maint {
 static void bump(struct larder__maint *m, enum larder_stat s, uint64_t by)
 {
 	larder__stat_bump(&m->stat[s], by);
+}
+
+static uint64_t stat_of(struct larder__maint *m, enum larder_stat s)
+{
+	return atomic_load_explicit(&m->stat[s], LARDER__RELAXED); /* ours */
 }
 
 static uint64_t entry_hash(void *ctx, const struct larder__entry *e)
@@ -290,6 +296,10 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
 		break;
 	case LARDER__EV_CLEAR:
 		gen_add(m, ev->a);
+		/* Every entry counted so far is in a cleared table (give or
+		 * take inserts whose events are in other rings): the walk
+		 * retires them as CLEARED (root_entries()). */
+		m->cleared_goal = stat_of(m, LARDER_STAT_CLEARED) + m->live_count;
 		break;
 	case LARDER__EV_TOUCH: /* the deadline moved earlier: schedule it there */
 		if (a->mbits & LARDER__MBITS_DEAD)
@@ -612,10 +622,25 @@ static uint64_t expire_due(struct larder__maint *m)
 /* ---- Index growth and shrinking -------------------------------------------- */
 
 /*
- * L3: starts shrinking root if it is sparse. Only while the counts describe
- * it: live_count still includes entries of cleared tables not yet walked,
- * and while evictions are still to come (a capacity cut) the count falls
- * further, so a shrink then would call for another one soon after.
+ * About how many entries the current table holds: live_count counts those
+ * of cleared tables too until the walk retires them, and a fresh table
+ * (the first table's size) must not grow for them. An estimate: inserts
+ * posted around a clear may fall on either side of it.
+ */
+static uint64_t root_entries(struct larder__maint *m)
+{
+	if (!m->gens)
+		return m->live_count;
+	uint64_t cleared = stat_of(m, LARDER_STAT_CLEARED);
+	uint64_t walking = m->cleared_goal > cleared ? m->cleared_goal - cleared : 0;
+	return m->live_count > walking ? m->live_count - walking : 0;
+}
+
+/*
+ * L3: starts shrinking root if it is sparse. Only while the count is exact
+ * (no cleared table left to walk, see root_entries()) and final: while
+ * evictions are still to come (a capacity cut) it falls further, and a
+ * shrink then would call for another one soon after.
  */
 static int shrink_begin(struct larder__maint *m, struct larder__table *root)
 {
@@ -634,7 +659,7 @@ static int grow(struct larder__maint *m)
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE); /* A-ROOT */
 	if (!m->growing) {
 		int asked = atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED);
-		if (asked || larder__table_over_load(root, m->live_count)) {
+		if (asked || larder__table_over_load(root, root_entries(m))) {
 			if (larder__table_grow_begin(root) != 0)
 				return 0; /* no memory: writers keep probing the current table */
 		} else if (shrink_begin(m, root) != 0) {
@@ -644,8 +669,8 @@ static int grow(struct larder__maint *m)
 	}
 	struct larder__table *t = m->growing, *next = larder__table_next(t);
 	/* If entries arrive faster than we move homes, move the rest now. */
-	size_t chunk = m->live_count * 5 > larder__table_slots(next) * 3 ? SIZE_MAX
-									 : MIGRATE_PER_PASS;
+	size_t chunk = root_entries(m) * 5 > larder__table_slots(next) * 3 ? SIZE_MAX
+									   : MIGRATE_PER_PASS;
 	if (!larder__table_migrate(t, chunk, entry_hash, drop_migrating, c))
 		/* A shrink's passes follow one another at once (as busy as
 		 * BUSY_PASS_EVENTS): nothing else hurries it, and the memory it
