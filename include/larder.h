@@ -379,7 +379,7 @@ enum larder_stat {
 	LARDER_STAT_LARGE_BYTES,     /* private mappings of entries above the largest size class */
 	LARDER_STAT_RESERVE_PAGES,   /* how many pages RESERVE_BYTES is */
 	LARDER_STAT_RETURNING_BYTES, /* empty pages queued for unmapping, not yet unmapped */
-	LARDER_STAT_INDEX_SHRINKS,   /* completed index shrinks (a sparse index, L3 in docs/scale.md) */
+	LARDER_STAT_INDEX_SHRINKS,   /* completed index shrinks (a sparse index; docs/memory.md) */
 	LARDER_STAT_INDEX_BYTES,     /* bytes mapped for the current index (and, while it is
 					resized, its successor); not in PAGES_MAPPED */
 	LARDER_STAT_COUNT

@@ -15,7 +15,8 @@
  * many keys whose probe path passes this bucket live beyond it. A lookup stops
  * at the first bucket whose count is 0, so deletions need no tombstones.
  *
- * Concurrency (invariants asserted by the stress test):
+ * Concurrency (invariants asserted by tests/stress: stress.c through the
+ * cache, stress_index.c on the table through growths and shrinks):
  *   X1. Readers take no lock: they load slots with acquire (A-SLOT) and see an
  *       entry whole (its publishing store is release, R-SLOT).
  *   X2. Every change to the keys of one home happens under that home's LOCK,
@@ -58,15 +59,15 @@
  *       ask for growth only when the table is past L1.
  *   L3. A table shrinks once its entries are below SHRINK_NUM/SHRINK_DEN
  *       (1/8) of its slots and it is bigger than a floor (the maintainer's:
- *       at least SMALL_BUCKETS), by the largest 2^k that leaves a multiple of
- *       64 no smaller than the floor holding the entries at no more than half
- *       load (larder__table_shrink_shift). Hysteresis: after a shrink the load
- *       is at most 1/2 and, unless the floor or the 64-multiple stopped it, above
- *       1/4 (one halving less would have been chosen otherwise), so the
- *       entries must grow 7/4x to reach the growth load (7/8) or halve to fall
- *       under 1/8 again; after a growth the load is about 7/16, 3.5x the
- *       shrink load. A table that holds its entries at 1/2 load keeps L2's
- *       short probes.
+ *       the first table's size or SMALL_BUCKETS, whichever is larger), by
+ *       the largest 2^k that leaves a multiple of 64 no smaller than the
+ *       floor holding the entries at no more than half load
+ *       (larder__table_shrink_shift). Hysteresis: after a shrink the load is
+ *       at most 1/2 and, unless the floor or the multiple of 64 stopped it,
+ *       above 1/4 (else one more halving would have been chosen), so the
+ *       entries must grow 7/4x to reach the growth load (7/8) or halve to
+ *       fall under 1/8 again; after a growth the load is about 7/16, 3.5x
+ *       the shrink load. At half load L2's probes stay short.
  *   H1. Tables of 2 MiB or more ask for transparent huge pages (table.c).
  */
 #ifndef LARDER_INDEX_TABLE_H
@@ -144,7 +145,7 @@ static inline uint64_t larder__table_home(const struct larder__table *t, uint64_
 
 static inline struct larder__table *larder__table_next(struct larder__table *t)
 {
-	/* A-NEXT: pairs with R-NEXT in larder__table_grow_begin(). */
+	/* A-NEXT: pairs with R-NEXT in resize_begin() (table.c). */
 	return (struct larder__table *)atomic_load_explicit(&t->next, LARDER__ACQUIRE);
 }
 
@@ -315,7 +316,7 @@ int larder__table_shrink_begin(struct larder__table *t, unsigned k);
  */
 int larder__table_migrate(struct larder__table *t, size_t homes, larder__entry_hash_fn *hash,
 			  void (*drop)(void *ctx, struct larder__entry *e), void *ctx);
-/* Calls fn for every entry of t and, if t is growing, of t->next (quiescent
+/* Calls fn for every entry of t and, if t is being resized, of t->next (quiescent
  * callers only, or t unreachable by writers). */
 void larder__table_walk(struct larder__table *t, void (*fn)(void *ctx, struct larder__entry *e),
 			void *ctx);

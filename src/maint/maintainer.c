@@ -84,6 +84,9 @@
 #define IDLE_NS (100u * 1000u * 1000u)
 #define EVICT_PER_PASS 4096u
 #define MIGRATE_PER_PASS 1024u
+/* A shrinking table is under 1/8 full (L3): 8x the homes hold about the
+ * entries a growth's chunk moves. */
+#define SHRINK_PER_PASS (8u * MIGRATE_PER_PASS)
 #define WALK_PER_PASS 4096u
 #define EXPIRE_PER_PASS 8192u
 #define BUSY_PASS_EVENTS 256u
@@ -668,15 +671,18 @@ static int grow(struct larder__maint *m)
 		m->growing = root;
 	}
 	struct larder__table *t = m->growing, *next = larder__table_next(t);
+	int shrinking = next->last < t->last;
+	size_t chunk = shrinking ? SHRINK_PER_PASS : MIGRATE_PER_PASS;
 	/* If entries arrive faster than we move homes, move the rest now. */
-	size_t chunk = root_entries(m) * 5 > larder__table_slots(next) * 3 ? SIZE_MAX
-									   : MIGRATE_PER_PASS;
+	if (root_entries(m) * 5 > larder__table_slots(next) * 3)
+		chunk = SIZE_MAX;
 	if (!larder__table_migrate(t, chunk, entry_hash, drop_migrating, c))
 		/* A shrink's passes follow one another at once (as busy as
 		 * BUSY_PASS_EVENTS): nothing else hurries it, and the memory it
-		 * frees waits for its end (at one batching window per chunk, a
-		 * 622,592-bucket table took 1-3 s on a loaded machine). */
-		return next->last < t->last ? (int)BUSY_PASS_EVENTS : 1;
+		 * frees waits for its end (at one batching window per 1,024
+		 * homes, a 1,245,184-bucket table took over 1 s on a loaded
+		 * machine, into the churn that followed a capacity cut). */
+		return shrinking ? (int)BUSY_PASS_EVENTS : 1;
 	uintptr_t expect = (uintptr_t)t;
 	m->growing = NULL;
 	/* R-ROOT: release, the new table's contents before readers that load
@@ -687,8 +693,7 @@ static int grow(struct larder__maint *m)
 		t->retire_token = larder__gp_start();
 		t->retire_next = m->tables;
 		m->tables = t;
-		bump(m, next->last > t->last ? LARDER_STAT_INDEX_RESIZES : LARDER_STAT_INDEX_SHRINKS,
-		     1);
+		bump(m, shrinking ? LARDER_STAT_INDEX_SHRINKS : LARDER_STAT_INDEX_RESIZES, 1);
 	}
 	return 1;
 }
@@ -938,8 +943,9 @@ int larder__maint_create(struct larder *c)
 	m->policy_capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* not shared yet */
 	struct larder__table *first = /* the open's own table, not shared yet */
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__RELAXED);
-	uint64_t floor = first->last + 1 > LARDER__TABLE_SMALL_BUCKETS ? first->last + 1
-								       : LARDER__TABLE_SMALL_BUCKETS;
+	uint64_t floor = first->last + 1;
+	if (floor < LARDER__TABLE_SMALL_BUCKETS)
+		floor = LARDER__TABLE_SMALL_BUCKETS;
 	atomic_store_explicit(&m->index_floor, floor, LARDER__RELAXED); /* not shared yet */
 	struct larder__policy_host host = { entry_hash, entry_charge, c, &c->slab.dir };
 	int rc = m->ops->create(&m->policy, &host, m->policy_capacity, c->expected_entries);

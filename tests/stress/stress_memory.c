@@ -224,7 +224,8 @@ int main(int argc, char **argv)
 	       " and shrunk %" PRIu64 " times\n",
 	       atomic_load(&puts_ok), atomic_load(&reads_hit), atomic_load(&admin_ops),
 	       th_stat(cache, LARDER_STAT_PAGES_RETURNED) / MiB,
-	       th_stat(cache, LARDER_STAT_INDEX_RESIZES), th_stat(cache, LARDER_STAT_INDEX_SHRINKS));
+	       th_stat(cache, LARDER_STAT_INDEX_RESIZES),
+	       th_stat(cache, LARDER_STAT_INDEX_SHRINKS));
 	CHECK_GT(th_stat(cache, LARDER_STAT_PAGES_RETURNED), 0);
 	CHECK_GT(th_stat(cache, LARDER_STAT_INDEX_RESIZES), 0); /* Y5 */
 	CHECK_GT(th_stat(cache, LARDER_STAT_INDEX_SHRINKS), 0);

@@ -1006,8 +1006,8 @@ static void index_after_cut(int lower_floor)
 	CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_RESIZES), grows);
 	if (lower_floor) {
 		CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_SHRINKS), 1);
-		CHECK_LE(entries * 2, slots);           /* at most half load */
-		CHECK_GT(entries * 4, slots);           /* and no bigger than needed */
+		CHECK_LE(entries * 2, slots); /* at most half load */
+		CHECK_GT(entries * 4, slots); /* and no bigger than needed */
 		CHECK_LT(bytes * 4, bytes1);
 	} else {
 		CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_SHRINKS), 0);
@@ -1052,7 +1052,8 @@ static void test_index_shrinks_after_clear(void)
 		CHECK_RC(larder_clear(cache), LARDER_OK);
 		th_check_accounting(cache, 30000, &entries, NULL);
 		CHECK_EQ(entries, 0);
-		CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_SLOTS), FIRST_BUCKETS * LARDER__BUCKET_SLOTS);
+		CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_SLOTS),
+			 FIRST_BUCKETS * LARDER__BUCKET_SLOTS);
 		CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_BYTES), bytes0);
 	}
 	larder_close(cache);

@@ -334,8 +334,9 @@ static uint64_t shrink_missing(struct larder__table *t, struct larder__entry **e
 {
 	uint64_t missing = 0;
 	for (uint64_t i = 0; i < n; i++) {
-		missing += larder__table_lookup_rcu(t, shrink_hash[i], larder__entry_key(e[i]),
-						    KEY_BYTES) != larder__slot_word(shrink_hash[i], e[i]);
+		uint64_t w = larder__table_lookup_rcu(t, shrink_hash[i], larder__entry_key(e[i]),
+						      KEY_BYTES);
+		missing += w != larder__slot_word(shrink_hash[i], e[i]);
 		unsigned char absent[KEY_BYTES];
 		uint64_t absent_id = n + i;
 		memcpy(absent, &absent_id, 8);
@@ -402,8 +403,8 @@ static void test_shrink_table(void)
 	CHECK_EQ(not_once, 0);
 	/* The new table works on its own: erase everything, counts back to 0. */
 	for (uint64_t i = 0; i < N; i++) {
-		larder__atomic_u64 *slot =
-			larder__table_find_locked(next, shrink_hash[i], larder__entry_key(e[i]), KEY_BYTES);
+		larder__atomic_u64 *slot = larder__table_find_locked(
+			next, shrink_hash[i], larder__entry_key(e[i]), KEY_BYTES);
 		if (CHECK(slot != NULL))
 			larder__table_erase_locked(next, shrink_hash[i], slot);
 		free(e[i]);
