@@ -310,14 +310,15 @@ int larder__table_grow_begin(struct larder__table *t);
 int larder__table_shrink_begin(struct larder__table *t, unsigned k);
 /*
  * Moves up to `homes` more homes of t into t->next (growing or shrinking);
- * returns 1 when all are moved. An entry that finds no free slot in the whole of t->next (writers
- * filled it faster than the maintainer grew it) is dropped from the index and
- * handed to drop(), which retires it as evicted: a cache may always evict.
+ * returns 1 when all are moved. An entry that finds no free slot in the
+ * whole of t->next (writers filled it faster than the maintainer moved
+ * homes) is dropped from the index and handed to drop(), which retires it as
+ * evicted: a cache may always evict.
  */
 int larder__table_migrate(struct larder__table *t, size_t homes, larder__entry_hash_fn *hash,
 			  void (*drop)(void *ctx, struct larder__entry *e), void *ctx);
-/* Calls fn for every entry of t and, if t is being resized, of t->next (quiescent
- * callers only, or t unreachable by writers). */
+/* Calls fn for every entry of t and, if t is being resized, of t->next
+ * (quiescent callers only, or t unreachable by writers). */
 void larder__table_walk(struct larder__table *t, void (*fn)(void *ctx, struct larder__entry *e),
 			void *ctx);
 /* Slots in t (buckets x 7). */

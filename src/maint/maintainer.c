@@ -104,7 +104,7 @@ struct larder__maint {
 	struct larder__entry *waiting; /* retired, grace period `waiting_token` running */
 	uint64_t waiting_bytes, waiting_token;
 	uint64_t gp_started_ns; /* when the last grace period for entries began */
-	struct larder__table *tables; /* grown out of, freed after retire_token */
+	struct larder__table *tables; /* resized out of, freed after retire_token */
 	struct larder__table *gens;   /* swapped out by clear, oldest first */
 	struct larder__table *growing; /* being resized into its next, either way */
 	uint64_t cleared_goal; /* the CLEARED count once the cleared tables are walked */
