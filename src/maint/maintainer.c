@@ -673,8 +673,13 @@ static int grow(struct larder__maint *m)
 	struct larder__table *t = m->growing, *next = larder__table_next(t);
 	int shrinking = next->last < t->last;
 	size_t chunk = shrinking ? SHRINK_PER_PASS : MIGRATE_PER_PASS;
-	/* If entries arrive faster than we move homes, move the rest now. */
-	if (root_entries(m) * 5 > larder__table_slots(next) * 3)
+	/* If entries arrive faster than we move homes, move the rest now. A
+	 * writer that asks for growth meanwhile found no free slot within reach
+	 * in homes not moved yet (the old table keeps filling until they are):
+	 * finishing this resize answers it; another would double a table that
+	 * is not full (a writer still stuck asks again). */
+	if (root_entries(m) * 5 > larder__table_slots(next) * 3 ||
+	    atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED)) /* a hint */
 		chunk = SIZE_MAX;
 	if (!larder__table_migrate(t, chunk, entry_hash, drop_migrating, c))
 		/* A shrink's passes follow one another at once (as busy as
