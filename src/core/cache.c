@@ -686,7 +686,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		/* No free slot within reach: the maintainer must grow the index. */
 		larder__table_unlock(home);
 		op_exit(&op);
-		atomic_store_explicit(&c->grow_wanted, 1, LARDER__RELAXED); /* a hint */
+		atomic_store_explicit(&c->grow_wanted, (uintptr_t)t, LARDER__RELAXED); /* a hint */
 		rc = wait_pass(c, &op, WAIT_MAINTAINER, &index_deadline, seq);
 		op_enter(&op);
 		if (rc != LARDER_OK)

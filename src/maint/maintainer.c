@@ -661,8 +661,10 @@ static int grow(struct larder__maint *m)
 	struct larder__table *root =
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE); /* A-ROOT */
 	if (!m->growing) {
-		int asked = atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED);
-		if (asked || larder__table_over_load(root, root_entries(m))) {
+		/* Relaxed: a hint. An ask about a table resized out of since
+		 * (a writer that failed during that resize) is stale. */
+		uintptr_t asked = atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED);
+		if (asked == (uintptr_t)root || larder__table_over_load(root, root_entries(m))) {
 			if (larder__table_grow_begin(root) != 0)
 				return 0; /* no memory: writers keep probing the current table */
 		} else if (shrink_begin(m, root) != 0) {
@@ -679,7 +681,7 @@ static int grow(struct larder__maint *m)
 	 * finishing this resize answers it; another would double a table that
 	 * is not full (a writer still stuck asks again). */
 	if (root_entries(m) * 5 > larder__table_slots(next) * 3 ||
-	    atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED)) /* a hint */
+	    atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED) != 0) /* a hint */
 		chunk = SIZE_MAX;
 	if (!larder__table_migrate(t, chunk, entry_hash, drop_migrating, c))
 		/* A shrink's passes follow one another at once (as busy as
