@@ -363,7 +363,7 @@ enum larder_stat {
 	LARDER_STAT_WRITE_WAITS,     /* writes that had to wait for room */
 	LARDER_STAT_WRITE_BUSY,      /* writes that failed with LARDER_EBUSY */
 	LARDER_STAT_INDEX_SLOTS,     /* slots in the index */
-	LARDER_STAT_INDEX_RESIZES,   /* completed index growths */
+	LARDER_STAT_INDEX_RESIZES,   /* completed index growths (shrinks: INDEX_SHRINKS) */
 	LARDER_STAT_PAGES_MAPPED,    /* bytes of pages held from the OS (slabs and large entries) */
 	LARDER_STAT_PAGES_RETURNED,  /* bytes handed back to the OS so far */
 	LARDER_STAT_MAINT_PASSES,    /* maintainer loop iterations */
@@ -379,6 +379,9 @@ enum larder_stat {
 	LARDER_STAT_LARGE_BYTES,     /* private mappings of entries above the largest size class */
 	LARDER_STAT_RESERVE_PAGES,   /* how many pages RESERVE_BYTES is */
 	LARDER_STAT_RETURNING_BYTES, /* empty pages queued for unmapping, not yet unmapped */
+	LARDER_STAT_INDEX_SHRINKS,   /* completed index shrinks (a sparse index; docs/memory.md) */
+	LARDER_STAT_INDEX_BYTES,     /* bytes mapped for the current index (and, while it is
+					resized, its successor); not in PAGES_MAPPED */
 	LARDER_STAT_COUNT
 };
 

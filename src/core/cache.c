@@ -686,7 +686,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		/* No free slot within reach: the maintainer must grow the index. */
 		larder__table_unlock(home);
 		op_exit(&op);
-		atomic_store_explicit(&c->grow_wanted, 1, LARDER__RELAXED); /* a hint */
+		atomic_store_explicit(&c->grow_wanted, (uintptr_t)t, LARDER__RELAXED); /* a hint */
 		rc = wait_pass(c, &op, WAIT_MAINTAINER, &index_deadline, seq);
 		op_enter(&op);
 		if (rc != LARDER_OK)
@@ -871,6 +871,20 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 	return rc;
 }
 
+/* A table sized for the expected entries (L1 in table.h); growth takes it
+ * from there. */
+static struct larder__table *first_table(const struct larder *c)
+{
+	uint64_t buckets = larder__table_buckets_for(c->expected_entries);
+	return larder__table_create(buckets < MIN_TABLE_BUCKETS ? MIN_TABLE_BUCKETS : buckets);
+}
+
+/*
+ * The empty table starts at the first table's size, as a new cache's does,
+ * not at the old table's: a refill grows it again, and a cache cleared for
+ * good does not keep an index sized for what it held (which the maintainer
+ * would otherwise have to shrink, touching every page of it to do so).
+ */
 int larder_clear(larder *c)
 {
 	struct op op;
@@ -880,8 +894,7 @@ int larder_clear(larder *c)
 	if (rc != LARDER_OK || (rc = reserve_room(c, &op, 0)) != LARDER_OK)
 		return rc;
 	op_enter(&op);
-	struct larder__table *cur = root_rcu(c), *next = larder__table_next(cur);
-	struct larder__table *fresh = larder__table_create((next ? next : cur)->last + 1);
+	struct larder__table *fresh = first_table(c);
 	if (!fresh) {
 		op_exit(&op);
 		return LARDER_ENOMEM;
@@ -987,9 +1000,11 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 	larder__slab_stats(&c->slab, v);
 	struct larder__thread *t = larder__thread_self();
 	if (t) {
-		/* The root may be freed after a growth: look at it inside a section. */
+		/* The root may be freed after a resize: look at it inside a section. */
 		uint64_t outer = larder__read_enter(&t->reader);
-		v[LARDER_STAT_INDEX_SLOTS] = larder__table_slots(root_rcu(c));
+		struct larder__table *root = root_rcu(c), *next = larder__table_next(root);
+		v[LARDER_STAT_INDEX_SLOTS] = larder__table_slots(root);
+		v[LARDER_STAT_INDEX_BYTES] = root->map_bytes + (next ? next->map_bytes : 0);
 		larder__read_exit(&t->reader, outer);
 	}
 	memcpy(values, v, (count < LARDER_STAT_COUNT ? count : LARDER_STAT_COUNT) * sizeof(*v));
@@ -1046,10 +1061,7 @@ int larder_open(larder **out, const larder_config *cfg)
 		goto fail_admin_lock;
 	if (larder__slab_init(&c->slab) != 0)
 		goto fail_slab;
-	/* Sized for the expected entries (L1 in table.h); growth takes it from there. */
-	uint64_t buckets = larder__table_buckets_for(cfg->expected_entries);
-	struct larder__table *t =
-		larder__table_create(buckets < MIN_TABLE_BUCKETS ? MIN_TABLE_BUCKETS : buckets);
+	struct larder__table *t = first_table(c);
 	if (!t)
 		goto fail_table;
 	atomic_store_explicit(&c->table, (uintptr_t)t, LARDER__RELAXED); /* published by pthread_create */

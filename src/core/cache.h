@@ -65,7 +65,7 @@ struct larder {
 	larder__atomic_u64 wanted;
 	larder__atomic_u32 room_seq;
 	larder__atomic_u32 room_waiters;
-	larder__atomic_int grow_wanted; /* a writer found no free slot in reach */
+	larder__atomic_uptr grow_wanted; /* a table where a writer found no free slot in reach */
 
 	larder__atomic_u32 maint_sleeping __attribute__((aligned(64)));
 	larder__atomic_int stop;

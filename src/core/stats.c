@@ -40,6 +40,8 @@ static const char *const stat_names[LARDER_STAT_COUNT] = {
 	[LARDER_STAT_LARGE_BYTES] = "large_bytes",
 	[LARDER_STAT_RESERVE_PAGES] = "reserve_pages",
 	[LARDER_STAT_RETURNING_BYTES] = "returning_bytes",
+	[LARDER_STAT_INDEX_SHRINKS] = "index_shrinks",
+	[LARDER_STAT_INDEX_BYTES] = "index_bytes",
 };
 
 static const char *const class_stat_names[LARDER_CLASS_STAT_COUNT] = {

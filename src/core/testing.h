@@ -36,6 +36,11 @@ void larder__test_walk(larder *cache, uint64_t *entries, uint64_t *slot_bytes);
  */
 int larder__test_check_links(larder *cache, uint64_t timeout_ms);
 
+/* Sets the fewest buckets an index shrink may leave (L3 in index/table.h;
+ * normally at least LARDER__TABLE_SMALL_BUCKETS, 4 MiB), so that tests can
+ * shrink small tables. */
+void larder__test_index_floor(larder *cache, uint64_t buckets);
+
 /* Makes the n-th next page mapping fail (0 = the next one); -1 turns it off. */
 void larder__test_fail_mmap_after(long n);
 

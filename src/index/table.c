@@ -2,12 +2,18 @@
  * index/table.c - writers' and the maintainer's side of the index.
  * Layout, concurrency rules and labels: index/table.h.
  *
- * Growth (X3), one home h of the old table t at a time, by the maintainer:
+ * Resizing (X3), one home h of the old table t at a time, by the maintainer:
  *   1. lock h (writers of h now wait; readers go on);
  *   2. copy every entry whose home is h (found on h's probe path, by
- *      re-hashing the key) into t->next: its new home is 2h or 2h + 1 (X3), and no
- *      writer can touch those keys while h is locked, so no lock is needed
- *      there; slots are still claimed by CAS against writers of other homes;
+ *      re-hashing the key) into t->next. Growing, its new home is 2h or
+ *      2h + 1, which no other old home feeds, and no writer can reach it
+ *      while h is locked, so no lock is needed there. Shrinking, its new home
+ *      is h >> k, shared with the 2^k - 1 other homes of its group, whose
+ *      writers are there already if those homes moved before h: the new home
+ *      is locked for the copy (after h: writers hold one lock at a time, so
+ *      the order cannot deadlock), and taken only when h has an entry to
+ *      copy. Either way slots are claimed by CAS against writers of other
+ *      homes;
  *   3. set MOVED on h (R-MOVED, release) with LOCK left set forever: writers
  *      that were waiting see MOVED and go to t->next;
  *   4. replace h's old slots by markers (R-SLOT), so the old table never
@@ -231,11 +237,11 @@ void larder__table_erase_locked(struct larder__table *t, uint64_t hash, larder__
 	}
 }
 
-int larder__table_grow_begin(struct larder__table *t)
+static int resize_begin(struct larder__table *t, uint64_t buckets)
 {
-	struct larder__table *next = larder__table_create((t->last + 1) * 2);
+	struct larder__table *next = larder__table_create(buckets);
 	if (!next)
-		return -1; /* X3 holds: a multiple of 64, doubled, is not rounded again */
+		return -1;
 	t->moved = 0;
 	/* R-NEXT: release; the new table's zeroed buckets are visible to anyone
 	 * who follows a MOVED home (pairs with A-NEXT). */
@@ -243,12 +249,25 @@ int larder__table_grow_begin(struct larder__table *t)
 	return 0;
 }
 
-/* Steps 1-4 of the growth protocol for home h. */
+int larder__table_grow_begin(struct larder__table *t)
+{
+	/* X3 holds: a multiple of 64, doubled, is not rounded again. */
+	return resize_begin(t, (t->last + 1) * 2);
+}
+
+int larder__table_shrink_begin(struct larder__table *t, unsigned k)
+{
+	/* X3 holds: larder__table_shrink_shift() picks k so that the quotient
+	 * is exact and a multiple of 64, which create() does not round. */
+	return resize_begin(t, (t->last + 1) >> k);
+}
+
+/* Steps 1-4 of the resize protocol for home h. */
 static void migrate_home(struct larder__table *t, struct larder__table *next, uint64_t h,
 			 larder__entry_hash_fn *hash, void (*drop)(void *, struct larder__entry *),
 			 void *ctx)
 {
-	struct larder__bucket *home = &t->buckets[h], *b = home;
+	struct larder__bucket *home = &t->buckets[h], *b = home, *dest = NULL;
 	/* Never MOVED yet: only we set MOVED, on homes below t->moved. */
 	(void)bucket_lock(home);
 	for (uint64_t probed = 0; probed <= t->last; probed++) {
@@ -259,8 +278,15 @@ static void migrate_home(struct larder__table *t, struct larder__table *next, ui
 			if (p == 0 || p == LARDER__SLOT_MARKER)
 				continue;
 			uint64_t hh = hash(ctx, larder__slot_entry(w));
-			if (larder__table_home(t, hh) == h &&
-			    larder__table_insert_locked(next, hh, w, next->last + 1) != 0)
+			if (larder__table_home(t, hh) != h)
+				continue;
+			/* Shrinking: step 2's lock on the shared new home (never
+			 * MOVED: next is not resized before t is done). */
+			if (!dest && next->last < t->last) {
+				dest = &next->buckets[larder__table_home(next, hh)];
+				(void)bucket_lock(dest);
+			}
+			if (larder__table_insert_locked(next, hh, w, next->last + 1) != 0)
 				drop(ctx, larder__slot_entry(w));
 		}
 		/* Relaxed: the count only bounds the walk (X2). */
@@ -268,6 +294,8 @@ static void migrate_home(struct larder__table *t, struct larder__table *next, ui
 			break;
 		b = bucket_after(t, b);
 	}
+	if (dest)
+		larder__table_unlock(dest); /* h's writers still wait for MOVED */
 	/* R-MOVED: release; the copies in next happen before anyone who sees
 	 * MOVED (pairs with A-CTL). LOCK stays set: h is never written here again. */
 	atomic_fetch_or_explicit(&home->ctl, LARDER__CTL_MOVED, LARDER__RELEASE);

@@ -15,20 +15,29 @@
  * many keys whose probe path passes this bucket live beyond it. A lookup stops
  * at the first bucket whose count is 0, so deletions need no tombstones.
  *
- * Concurrency (invariants asserted by the stress test):
+ * Concurrency (invariants asserted by tests/stress: stress.c through the
+ * cache, stress_index.c on the table through growths and shrinks):
  *   X1. Readers take no lock: they load slots with acquire (A-SLOT) and see an
  *       entry whole (its publishing store is release, R-SLOT).
  *   X2. Every change to the keys of one home happens under that home's LOCK,
  *       so a key appears at most once in a table. Writers of other homes only
  *       claim empty slots (CAS) and adjust overflow counts (atomic add).
- *   X3. Growth is incremental (table.c): the next table has exactly twice the
- *       buckets, so the keys of old home h have new home 2h or 2h + 1 and
- *       every new home takes keys of one old home only. The maintainer moves
- *       one home at a time under its lock into table->next, sets MOVED, then
- *       turns the old slots of that home into MARKERs. A marker never matches
- *       a key; a reader that meets a marker carrying its tag re-checks its
- *       home's MOVED bit and follows it. No stale entry pointer is ever left
- *       behind.
+ *   X3. Resizing is incremental (table.c) and goes either way, by a factor
+ *       2^k: the next table has buckets n x 2^k (growth: k = 1) or n / 2^k
+ *       (shrinking), still a multiple of 64. Homes are multiply-shift, so a
+ *       key's home in the next table follows from its old home h alone:
+ *       2h or 2h + 1 when growing (each new home takes keys of one old home),
+ *       h >> k when shrinking (each new home takes the keys of 2^k
+ *       consecutive old homes). The maintainer moves one old home at a time
+ *       under its lock into table->next, sets MOVED, then turns the old slots
+ *       of that home into MARKERs. When shrinking, writers of the group's
+ *       homes moved earlier already write the new home, so the maintainer
+ *       also holds the new home's lock while it copies (X2 holds in both
+ *       tables; lock order old then new, and a writer never holds two). A
+ *       marker never matches a key; a reader that meets a marker carrying its
+ *       tag re-checks its home's MOVED bit and follows it. No stale entry
+ *       pointer is ever left behind. A table is never grown and shrunk at
+ *       once: it has one next.
  *   X4. Tables and entries unlinked here are freed only after a grace period.
  *
  * Load (docs/scale.md has the measurements behind the numbers):
@@ -48,6 +57,17 @@
  *       LARDER__PROBE_LIMIT (about 200 buckets at 2^26 buckets and 7/8, by
  *       simulation; tests/unit/test_table.c checks 40,000 buckets): writers
  *       ask for growth only when the table is past L1.
+ *   L3. A table shrinks once its entries are below SHRINK_NUM/SHRINK_DEN
+ *       (1/8) of its slots and it is bigger than a floor (the maintainer's:
+ *       the first table's size or SMALL_BUCKETS, whichever is larger), by
+ *       the largest 2^k that leaves a multiple of 64 no smaller than the
+ *       floor holding the entries at no more than half load
+ *       (larder__table_shrink_shift). Hysteresis: after a shrink the load is
+ *       at most 1/2 and, unless the floor or the multiple of 64 stopped it,
+ *       above 1/4 (else one more halving would have been chosen), so the
+ *       entries must grow 7/4x to reach the growth load (7/8) or halve to
+ *       fall under 1/8 again; after a growth the load is about 7/16, 3.5x
+ *       the shrink load. At half load L2's probes stay short.
  *   H1. Tables of 2 MiB or more ask for transparent huge pages (table.c).
  */
 #ifndef LARDER_INDEX_TABLE_H
@@ -84,6 +104,9 @@
 #define LARDER__TABLE_GROW_NUM 7u
 #define LARDER__TABLE_GROW_DEN 8u
 #endif
+/* L3: a table whose entries fill less than this shrinks. */
+#define LARDER__TABLE_SHRINK_NUM 1u
+#define LARDER__TABLE_SHRINK_DEN 8u
 /* The most buckets a table may have (larder__table_home scales 32 bits). */
 #define LARDER__TABLE_MAX_BUCKETS (1ull << 32)
 
@@ -95,7 +118,7 @@ struct larder__bucket {
 struct larder__table {
 	uint64_t last;            /* buckets - 1; immutable */
 	size_t map_bytes;         /* immutable */
-	larder__atomic_uptr next; /* growth target, set once by the maintainer (R-NEXT) */
+	larder__atomic_uptr next; /* resize target, set once by the maintainer (R-NEXT) */
 	uint64_t moved;           /* maintainer only: homes moved so far */
 	/* Maintainer only: the table's place in its retire or cleared list. */
 	struct larder__table *retire_next;
@@ -122,7 +145,7 @@ static inline uint64_t larder__table_home(const struct larder__table *t, uint64_
 
 static inline struct larder__table *larder__table_next(struct larder__table *t)
 {
-	/* A-NEXT: pairs with R-NEXT in larder__table_grow_begin(). */
+	/* A-NEXT: pairs with R-NEXT in resize_begin() (table.c). */
 	return (struct larder__table *)atomic_load_explicit(&t->next, LARDER__ACQUIRE);
 }
 
@@ -282,16 +305,20 @@ typedef uint64_t larder__entry_hash_fn(void *ctx, const struct larder__entry *e)
 /* Starts growing t into a table twice its size. Returns 0 or -1 (no memory, or
  * t is as big as a table may be). */
 int larder__table_grow_begin(struct larder__table *t);
+/* Starts shrinking t into a table of 1/2^k its buckets (k from
+ * larder__table_shrink_shift). Returns 0 or -1 (no memory). */
+int larder__table_shrink_begin(struct larder__table *t, unsigned k);
 /*
- * Moves up to `homes` more homes of t into t->next; returns 1 when all are
- * moved. An entry that finds no free slot in the whole of t->next (writers
- * filled it faster than the maintainer grew it) is dropped from the index and
- * handed to drop(), which retires it as evicted: a cache may always evict.
+ * Moves up to `homes` more homes of t into t->next (growing or shrinking);
+ * returns 1 when all are moved. An entry that finds no free slot in the
+ * whole of t->next (writers filled it faster than the maintainer moved
+ * homes) is dropped from the index and handed to drop(), which retires it as
+ * evicted: a cache may always evict.
  */
 int larder__table_migrate(struct larder__table *t, size_t homes, larder__entry_hash_fn *hash,
 			  void (*drop)(void *ctx, struct larder__entry *e), void *ctx);
-/* Calls fn for every entry of t and, if t is growing, of t->next (quiescent
- * callers only, or t unreachable by writers). */
+/* Calls fn for every entry of t and, if t is being resized, of t->next
+ * (quiescent callers only, or t unreachable by writers). */
 void larder__table_walk(struct larder__table *t, void (*fn)(void *ctx, struct larder__entry *e),
 			void *ctx);
 /* Slots in t (buckets x 7). */
@@ -304,6 +331,24 @@ static inline uint64_t larder__table_slots(const struct larder__table *t)
 static inline int larder__table_over_load(const struct larder__table *t, uint64_t entries)
 {
 	return entries * LARDER__TABLE_GROW_DEN > larder__table_slots(t) * LARDER__TABLE_GROW_NUM;
+}
+
+/*
+ * L3: the k by which a table holding `entries` should shrink (to 1/2^k of
+ * its buckets), or 0 to keep it: only below the shrink load, and only as far
+ * as leaves at least `floor` buckets, a multiple of 64, at half load or less.
+ */
+static inline unsigned larder__table_shrink_shift(const struct larder__table *t, uint64_t entries,
+						  uint64_t floor)
+{
+	const uint64_t n = t->last + 1;
+	if (entries * LARDER__TABLE_SHRINK_DEN >= larder__table_slots(t) * LARDER__TABLE_SHRINK_NUM)
+		return 0;
+	unsigned k = 0;
+	while ((n >> (k + 1)) % 64 == 0 && (n >> (k + 1)) << (k + 1) == n &&
+	       (n >> (k + 1)) >= floor && entries * 2 <= (n >> (k + 1)) * LARDER__BUCKET_SLOTS)
+		k++;
+	return k;
 }
 
 /* L1: the buckets that hold `entries` at the fill load, or at half load when

@@ -19,7 +19,8 @@
  *      place) has passed are unlinked and retired as EXPIRED, the others
  *      are scheduled again (at most EXPIRE_PER_PASS per pass);
  *   7. evict while live bytes + what waiting writers want > capacity;
- *   8. grow the index (a chunk of homes per pass);
+ *   8. grow or shrink the index (a chunk of homes per pass; L1 and L3 in
+ *      index/table.h);
  *   9. start a grace period for what was retired, when none is running and
  *      one is due (gp_due: 64 KiB retired, a writer waiting, or 1 ms).
  * Then it sleeps: about 200 us when work is pending (the batching window,
@@ -83,6 +84,9 @@
 #define IDLE_NS (100u * 1000u * 1000u)
 #define EVICT_PER_PASS 4096u
 #define MIGRATE_PER_PASS 1024u
+/* A shrinking table is under 1/8 full (L3): 8x the homes hold about the
+ * entries a growth's chunk moves. */
+#define SHRINK_PER_PASS (8u * MIGRATE_PER_PASS)
 #define WALK_PER_PASS 4096u
 #define EXPIRE_PER_PASS 8192u
 #define BUSY_PASS_EVENTS 256u
@@ -100,9 +104,14 @@ struct larder__maint {
 	struct larder__entry *waiting; /* retired, grace period `waiting_token` running */
 	uint64_t waiting_bytes, waiting_token;
 	uint64_t gp_started_ns; /* when the last grace period for entries began */
-	struct larder__table *tables; /* grown out of, freed after retire_token */
+	struct larder__table *tables; /* resized out of, freed after retire_token */
 	struct larder__table *gens;   /* swapped out by clear, oldest first */
-	struct larder__table *growing;
+	struct larder__table *growing; /* being resized into its next, either way */
+	uint64_t cleared_goal; /* the CLEARED count once the cleared tables are walked */
+	/* L3: the fewest buckets a shrink leaves: SMALL_BUCKETS or the first
+	 * table's size if larger. Ours; relaxed, only the test seam
+	 * larder__test_index_floor() writes it from another thread. */
+	larder__atomic_u64 index_floor;
 	uint64_t policy_capacity; /* the capacity last given to the policy */
 	struct larder__wheel wheel; /* counted entries with a deadline (E3: ours) */
 	uint64_t next_due;          /* larder__wheel_next() after the last advance */
@@ -124,6 +133,11 @@ struct larder__maint {
 static void bump(struct larder__maint *m, enum larder_stat s, uint64_t by)
 {
 	larder__stat_bump(&m->stat[s], by);
+}
+
+static uint64_t stat_of(struct larder__maint *m, enum larder_stat s)
+{
+	return atomic_load_explicit(&m->stat[s], LARDER__RELAXED); /* ours */
 }
 
 static uint64_t entry_hash(void *ctx, const struct larder__entry *e)
@@ -285,6 +299,10 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
 		break;
 	case LARDER__EV_CLEAR:
 		gen_add(m, ev->a);
+		/* Every entry counted so far is in a cleared table (give or
+		 * take inserts whose events are in other rings): the walk
+		 * retires them as CLEARED (root_entries()). */
+		m->cleared_goal = stat_of(m, LARDER_STAT_CLEARED) + m->live_count;
 		break;
 	case LARDER__EV_TOUCH: /* the deadline moved earlier: schedule it there */
 		if (a->mbits & LARDER__MBITS_DEAD)
@@ -604,7 +622,38 @@ static uint64_t expire_due(struct larder__maint *m)
 	return n;
 }
 
-/* ---- Index growth ---------------------------------------------------------- */
+/* ---- Index growth and shrinking -------------------------------------------- */
+
+/*
+ * About how many entries the current table holds: live_count counts those
+ * of cleared tables too until the walk retires them, and a fresh table
+ * (the first table's size) must not grow for them. An estimate: inserts
+ * posted around a clear may fall on either side of it.
+ */
+static uint64_t root_entries(struct larder__maint *m)
+{
+	if (!m->gens)
+		return m->live_count;
+	uint64_t cleared = stat_of(m, LARDER_STAT_CLEARED);
+	uint64_t walking = m->cleared_goal > cleared ? m->cleared_goal - cleared : 0;
+	return m->live_count > walking ? m->live_count - walking : 0;
+}
+
+/*
+ * L3: starts shrinking root if it is sparse. Only while the count is exact
+ * (no cleared table left to walk, see root_entries()) and final: while
+ * evictions are still to come (a capacity cut) it falls further, and a
+ * shrink then would call for another one soon after.
+ */
+static int shrink_begin(struct larder__maint *m, struct larder__table *root)
+{
+	if (m->gens || m->live_bytes > m->policy_capacity)
+		return -1;
+	/* Relaxed: ours, or a test's setting (larder__test_index_floor). */
+	uint64_t floor = atomic_load_explicit(&m->index_floor, LARDER__RELAXED);
+	unsigned k = larder__table_shrink_shift(root, m->live_count, floor);
+	return k ? larder__table_shrink_begin(root, k) : -1;
+}
 
 static int grow(struct larder__maint *m)
 {
@@ -612,19 +661,35 @@ static int grow(struct larder__maint *m)
 	struct larder__table *root =
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE); /* A-ROOT */
 	if (!m->growing) {
-		int asked = atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED);
-		if (!asked && !larder__table_over_load(root, m->live_count))
-			return 0;
-		if (larder__table_grow_begin(root) != 0)
-			return 0; /* no memory: writers keep probing the current table */
+		/* Relaxed: a hint. An ask about a table resized out of since
+		 * (a writer that failed during that resize) is stale. */
+		uintptr_t asked = atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED);
+		if (asked == (uintptr_t)root || larder__table_over_load(root, root_entries(m))) {
+			if (larder__table_grow_begin(root) != 0)
+				return 0; /* no memory: writers keep probing the current table */
+		} else if (shrink_begin(m, root) != 0) {
+			return 0; /* nothing to do, or no memory: the table stays */
+		}
 		m->growing = root;
 	}
 	struct larder__table *t = m->growing, *next = larder__table_next(t);
-	/* If entries arrive faster than we move homes, move the rest now. */
-	size_t chunk = m->live_count * 5 > larder__table_slots(next) * 3 ? SIZE_MAX
-									 : MIGRATE_PER_PASS;
+	int shrinking = next->last < t->last;
+	size_t chunk = shrinking ? SHRINK_PER_PASS : MIGRATE_PER_PASS;
+	/* If entries arrive faster than we move homes, move the rest now. A
+	 * writer that asks for growth meanwhile found no free slot within reach
+	 * in homes not moved yet (the old table keeps filling until they are):
+	 * finishing this resize answers it; another would double a table that
+	 * is not full (a writer still stuck asks again). */
+	if (root_entries(m) * 5 > larder__table_slots(next) * 3 ||
+	    atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED) != 0) /* a hint */
+		chunk = SIZE_MAX;
 	if (!larder__table_migrate(t, chunk, entry_hash, drop_migrating, c))
-		return 1;
+		/* A shrink's passes follow one another at once (as busy as
+		 * BUSY_PASS_EVENTS): nothing else hurries it, and the memory it
+		 * frees waits for its end (at one batching window per 1,024
+		 * homes, a 1,245,184-bucket table took over 1 s on a loaded
+		 * machine, into the churn that followed a capacity cut). */
+		return shrinking ? (int)BUSY_PASS_EVENTS : 1;
 	uintptr_t expect = (uintptr_t)t;
 	m->growing = NULL;
 	/* R-ROOT: release, the new table's contents before readers that load
@@ -635,7 +700,7 @@ static int grow(struct larder__maint *m)
 		t->retire_token = larder__gp_start();
 		t->retire_next = m->tables;
 		m->tables = t;
-		bump(m, LARDER_STAT_INDEX_RESIZES, 1);
+		bump(m, shrinking ? LARDER_STAT_INDEX_SHRINKS : LARDER_STAT_INDEX_RESIZES, 1);
 	}
 	return 1;
 }
@@ -883,6 +948,12 @@ int larder__maint_create(struct larder *c)
 	m->hits_keep_awake = m->ops->hits_keep_awake ||
 			     c->expiry == LARDER_EXPIRE_AFTER_ACCESS;
 	m->policy_capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* not shared yet */
+	struct larder__table *first = /* the open's own table, not shared yet */
+		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__RELAXED);
+	uint64_t floor = first->last + 1;
+	if (floor < LARDER__TABLE_SMALL_BUCKETS)
+		floor = LARDER__TABLE_SMALL_BUCKETS;
+	atomic_store_explicit(&m->index_floor, floor, LARDER__RELAXED); /* not shared yet */
 	struct larder__policy_host host = { entry_hash, entry_charge, c, &c->slab.dir };
 	int rc = m->ops->create(&m->policy, &host, m->policy_capacity, c->expected_entries);
 	if (rc != LARDER_OK) {
@@ -1055,6 +1126,12 @@ uint64_t larder__test_wheel_done(larder *c)
 {
 	/* A-WHEEL: acquire, pairs with R-WHEEL in expire_due(). */
 	return atomic_load_explicit(&c->maint->wheel_done, LARDER__ACQUIRE);
+}
+
+void larder__test_index_floor(larder *c, uint64_t buckets)
+{
+	/* Relaxed: the maintainer reads it at its next shrink decision. */
+	atomic_store_explicit(&c->maint->index_floor, buckets, LARDER__RELAXED);
 }
 
 void larder__test_poison_freed(int on)

@@ -32,7 +32,7 @@ for phase in "a \\(clear\\)" "b \\(shrink\\)" "c \\(churn\\)"; do
 done
 grep -q '^phase a (clear): PASS' "$out" || err "clear did not give the memory back"
 rows=$(awk '/^== a\./ { on = 1 } /^== c\./ { on = 0 }
-	on && /^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$/ { n++ } END { print n + 0 }' "$out")
+	on && /^ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$/ { n++ } END { print n + 0 }' "$out")
 ((rows >= 62)) || err "clear and shrink timelines have $rows rows, expected >= 62"
 grep -A200 '^audit after clear' "$out" | grep -m1 'all classes:' |
 	grep -q '0.0 MiB in used slots.*(equals mapped)' || err "audit after clear does not add up"

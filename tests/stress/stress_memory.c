@@ -11,7 +11,9 @@
  * clears the cache or moves its capacity between 8 and 48 MiB every 20 ms,
  * so pages keep falling empty beyond the 24 MiB reserve and the slab's
  * returner thread unmaps them while writers take new pages and the
- * maintainer frees and evicts. Freed slots are poisoned.
+ * maintainer frees and evicts. The index's shrink floor is lowered to 64
+ * buckets, so each clear and each cut also shrinks the index and the
+ * writers grow it again (L3 in index/table.h). Freed slots are poisoned.
  *
  * Invariants asserted:
  *   Y1. every value read is whole and belongs to its key: its key id, its
@@ -22,7 +24,8 @@
  *   Y3. once every thread stopped and the maintainer is quiescent, nothing
  *       is waiting to be unmapped, the memory audit adds up (mapped = class
  *       pages + reserve + large) and the counters agree with a walk (M1);
- *   Y4. close returns every mapped byte.
+ *   Y4. close returns every mapped byte;
+ *   Y5. the index did shrink and grow during the run.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -191,11 +194,16 @@ int main(int argc, char **argv)
 	larder__test_poison_freed(1);
 	uint64_t mapped0 = larder__test_mapped_bytes();
 	larder_config *config = th_config(48 * MiB);
-	if (!config || larder_config_set_write_wait_ms(config, 30000) != LARDER_OK)
+	/* 16 expected entries: the first table (1,024 buckets) halves down to
+	 * the lowered floor, which a table sized for more (an odd multiple of
+	 * 64 buckets) could not. */
+	if (!config || larder_config_set_write_wait_ms(config, 30000) != LARDER_OK ||
+	    larder_config_set_expected_entries(config, 16) != LARDER_OK)
 		return 1;
 	larder *cache = th_open(config);
 	if (!cache)
 		return 1;
+	larder__test_index_floor(cache, 64);
 
 	struct worker ws[128];
 	unsigned n = (unsigned)(opt.writers + opt.readers);
@@ -212,10 +220,15 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < n; i++)
 		pthread_join(ws[i].thread, NULL);
 	printf("stress_memory: %" PRIu64 " puts, %" PRIu64 " hits, %" PRIu64
-	       " clears/resizes, %" PRIu64 " MiB returned to the OS\n",
+	       " clears/resizes, %" PRIu64 " MiB returned to the OS, index grown %" PRIu64
+	       " and shrunk %" PRIu64 " times\n",
 	       atomic_load(&puts_ok), atomic_load(&reads_hit), atomic_load(&admin_ops),
-	       th_stat(cache, LARDER_STAT_PAGES_RETURNED) / MiB);
+	       th_stat(cache, LARDER_STAT_PAGES_RETURNED) / MiB,
+	       th_stat(cache, LARDER_STAT_INDEX_RESIZES),
+	       th_stat(cache, LARDER_STAT_INDEX_SHRINKS));
 	CHECK_GT(th_stat(cache, LARDER_STAT_PAGES_RETURNED), 0);
+	CHECK_GT(th_stat(cache, LARDER_STAT_INDEX_RESIZES), 0); /* Y5 */
+	CHECK_GT(th_stat(cache, LARDER_STAT_INDEX_SHRINKS), 0);
 	check_audit(cache);
 	larder_close(cache);
 	CHECK_EQ(larder__test_mapped_bytes(), mapped0); /* Y4 */

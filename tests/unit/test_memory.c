@@ -19,6 +19,11 @@
  *   M8. clear() gives every page back to the OS but the bounded reserve, and
  *       the process RSS falls by what was unmapped; shrinking the capacity
  *       gives back the pages its evictions emptied.
+ *   M9. the index shrinks when it is sparse (L3 in index/table.h): after a
+ *       capacity cut to below 1/8 of its slots and after a clear, its bytes
+ *       fall, no further than its floor, to a size holding the entries at no
+ *       more than half load; every entry left is still found with its value,
+ *       and the index grows again as keys come back.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -29,6 +34,7 @@
 #include "core/entry.h"
 #include "core/hash.h"
 #include "harness.h"
+#include "index/table.h"
 #include "mem/slab.h"
 
 #define KiB ((uint64_t)1024)
@@ -901,6 +907,7 @@ static void test_clear_returns_memory(void)
 	uint64_t mapped0 = th_stat(cache, LARDER_STAT_PAGES_MAPPED);
 	uint64_t returned0 = th_stat(cache, LARDER_STAT_PAGES_RETURNED);
 	uint64_t seam0 = larder__test_mapped_bytes(), rss0 = rss_bytes();
+	uint64_t index0 = th_stat(cache, LARDER_STAT_INDEX_BYTES);
 	CHECK_GE(mapped0, 48 * MiB);
 	CHECK_RC(larder_clear(cache), LARDER_OK);
 	struct audit a = check_audit(cache); /* quiesce waits for the unmapping too */
@@ -912,7 +919,10 @@ static void test_clear_returns_memory(void)
 	CHECK_EQ(mapped1, a.class_bytes + th_stat(cache, LARDER_STAT_RESERVE_BYTES));
 	CHECK_LE(mapped1, 8 * MiB + RESERVE_MAX);
 	CHECK_EQ(th_stat(cache, LARDER_STAT_PAGES_RETURNED) - returned0, mapped0 - mapped1);
-	CHECK_EQ(seam0 - larder__test_mapped_bytes(), mapped0 - mapped1);
+	/* the seam counts the index too, which starts again at its first size */
+	uint64_t index1 = th_stat(cache, LARDER_STAT_INDEX_BYTES);
+	CHECK_LE(index1, index0);
+	CHECK_EQ(seam0 - larder__test_mapped_bytes(), mapped0 - mapped1 + index0 - index1);
 	/* the unmapped pages had been written, so RSS falls by about as much */
 	uint64_t rss1 = rss_bytes();
 	printf("  clear: mapped %" PRIu64 " -> %" PRIu64 " KiB, RSS %" PRIu64 " -> %" PRIu64
@@ -943,6 +953,112 @@ static void test_shrink_returns_memory(void)
 	larder_close(cache);
 }
 
+/* The first table of a cache expecting 16 entries (MIN_TABLE_BUCKETS in
+ * core/cache.c): the floor M9's tests give a shrink. */
+#define FIRST_BUCKETS 1024u
+
+/* Puts keys [from, to) with 8-byte values and checks they all read back. */
+static void put_range(larder *cache, uint64_t from, uint64_t to)
+{
+	uint64_t missing = 0;
+	for (uint64_t id = from; id < to; id++)
+		if (!CHECK_RC(put_key(cache, id, 8), LARDER_OK))
+			return;
+	for (uint64_t id = from; id < to; id++)
+		missing += (uint64_t)!check_key(cache, id, 8);
+	CHECK_EQ(missing, 0);
+}
+
+/* M9 after a capacity cut: 100,000 entries grow the index to 16,384 buckets;
+ * a cut to 256 KiB keeps a few thousand. With the floor at the first
+ * table's size it shrinks; with the default floor (4 MiB of buckets) this
+ * small table stays. */
+static void index_after_cut(int lower_floor)
+{
+	enum { N = 100000 };
+	larder *cache = open_sized(64 * MiB, 16);
+	uint64_t entries = 0, present = 0;
+
+	REQUIRE(cache != NULL);
+	if (lower_floor)
+		larder__test_index_floor(cache, FIRST_BUCKETS);
+	uint64_t bytes0 = th_stat(cache, LARDER_STAT_INDEX_BYTES);
+	put_range(cache, 0, N);
+	th_check_accounting(cache, 30000, &entries, NULL);
+	CHECK_EQ(entries, N);
+	uint64_t bytes1 = th_stat(cache, LARDER_STAT_INDEX_BYTES);
+	uint64_t slots1 = th_stat(cache, LARDER_STAT_INDEX_SLOTS);
+	uint64_t grows = th_stat(cache, LARDER_STAT_INDEX_RESIZES);
+	CHECK_EQ(slots1, 16384 * LARDER__BUCKET_SLOTS);
+	CHECK_GT(bytes1, 8 * bytes0);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_SHRINKS), 0);
+
+	CHECK_RC(larder_set_capacity(cache, 256 * KiB), LARDER_OK);
+	th_check_accounting(cache, 30000, &entries, NULL);
+	uint64_t slots = th_stat(cache, LARDER_STAT_INDEX_SLOTS);
+	uint64_t bytes = th_stat(cache, LARDER_STAT_INDEX_BYTES);
+	printf("  %s floor: %" PRIu64 " entries; index %" PRIu64 " -> %" PRIu64 " slots, %" PRIu64
+	       " -> %" PRIu64 " KiB\n",
+	       lower_floor ? "lowered" : "default", entries, slots1, slots, bytes1 / KiB,
+	       bytes / KiB);
+	CHECK_GT(entries, 1000);
+	CHECK_LT(entries * 8, slots1); /* the cut made it sparse */
+	CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_RESIZES), grows);
+	if (lower_floor) {
+		CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_SHRINKS), 1);
+		CHECK_LE(entries * 2, slots); /* at most half load */
+		CHECK_GT(entries * 4, slots); /* and no bigger than needed */
+		CHECK_LT(bytes * 4, bytes1);
+	} else {
+		CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_SHRINKS), 0);
+		CHECK_EQ(slots, slots1);
+	}
+	/* Every entry left is found once, with its value (the walk agreed with
+	 * the counters above; a key found twice would have failed it). */
+	for (uint64_t id = 0; id < N; id++)
+		present += (uint64_t)check_key(cache, id, 8);
+	CHECK_EQ(present, entries);
+	/* Room again: new keys are stored and the index grows back. */
+	CHECK_RC(larder_set_capacity(cache, 64 * MiB), LARDER_OK);
+	put_range(cache, N, 2 * N);
+	th_check_accounting(cache, 30000, &entries, NULL);
+	CHECK_EQ(entries, present + N);
+	CHECK_GE(th_stat(cache, LARDER_STAT_INDEX_SLOTS) * 7, entries * 8);
+	larder_close(cache);
+}
+
+static void test_index_shrinks_after_cut(void)
+{
+	index_after_cut(1);
+	index_after_cut(0);
+}
+
+/* M9 after clear: the index is back to its first size once the maintainer
+ * is idle, and grows again as the cache refills. */
+static void test_index_shrinks_after_clear(void)
+{
+	enum { N = 100000 };
+	larder *cache = open_sized(64 * MiB, 16);
+	uint64_t entries = 0;
+
+	REQUIRE(cache != NULL);
+	larder__test_index_floor(cache, FIRST_BUCKETS);
+	uint64_t bytes0 = th_stat(cache, LARDER_STAT_INDEX_BYTES);
+	for (int round = 0; round < 2; round++) {
+		put_range(cache, 0, N);
+		th_check_accounting(cache, 30000, &entries, NULL);
+		CHECK_EQ(entries, N);
+		CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_SLOTS), 16384 * LARDER__BUCKET_SLOTS);
+		CHECK_RC(larder_clear(cache), LARDER_OK);
+		th_check_accounting(cache, 30000, &entries, NULL);
+		CHECK_EQ(entries, 0);
+		CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_SLOTS),
+			 FIRST_BUCKETS * LARDER__BUCKET_SLOTS);
+		CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_BYTES), bytes0);
+	}
+	larder_close(cache);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -966,6 +1082,8 @@ int main(int argc, char **argv)
 		TH_TEST(test_audit_counters),
 		TH_TEST(test_clear_returns_memory),
 		TH_TEST(test_shrink_returns_memory),
+		TH_TEST(test_index_shrinks_after_cut),
+		TH_TEST(test_index_shrinks_after_clear),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }

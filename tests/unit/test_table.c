@@ -13,7 +13,14 @@
  *     table of any size;
  *   - the grow trigger through a cache: a cache sized for N entries starts
  *     with the buckets L1 asks for, and a cache that grows from the minimum
- *     ends at the least doubling that keeps it under the growth load.
+ *     ends at the least doubling that keeps it under the growth load;
+ *   - the shrink rule (L3): larder__table_shrink_shift() shrinks only below
+ *     1/8 load, never under the floor or to a count that is not a multiple
+ *     of 64, and leaves the entries between 1/4 and 1/2 load when nothing
+ *     else stops it (so neither a growth nor another shrink is due);
+ *   - a shrink on the table itself (X3): every key is found, through the old
+ *     table and the new, after every chunk of moved homes; a walk sees each
+ *     key exactly once; absent keys stay absent; no entry is dropped.
  */
 #include <stdlib.h>
 
@@ -250,12 +257,177 @@ static void test_grow_trigger(void)
 	grow_from(N, N);
 }
 
+static void test_shrink_rule(void)
+{
+	static const uint64_t sizes[] = { 1024, 1216 * 512, 3 * 64 * 1024, 1ull << 20 };
+	const uint64_t floor = 1024;
+	for (size_t i = 0; i < TH_COUNT(sizes); i++) {
+		struct larder__table *t = larder__table_create(sizes[i]);
+		REQUIRE(t != NULL);
+		const uint64_t n = t->last + 1, slots = larder__table_slots(t);
+		/* At 1/8 load and above: kept. */
+		CHECK_EQ(larder__table_shrink_shift(t, slots / 8, floor), 0);
+		CHECK_EQ(larder__table_shrink_shift(t, slots, floor), 0);
+		for (uint64_t entries = 0; entries < slots / 8; entries += slots / 97 + 1) {
+			unsigned k = larder__table_shrink_shift(t, entries, floor);
+			uint64_t b = n >> k;
+			CHECK_EQ(b << k, n);
+			CHECK_EQ(b % 64, 0);
+			CHECK_GE(b, n > floor ? floor : n);
+			CHECK_LE(entries * 2, b * LARDER__BUCKET_SLOTS); /* at most half load */
+			/* Above 1/4 load unless one more halving was not allowed. */
+			uint64_t half = b / 2;
+			if (half % 64 == 0 && half >= floor)
+				CHECK_GT(entries * 4, b * LARDER__BUCKET_SLOTS);
+			/* Hysteresis: the new size is neither over the growth load
+			 * nor due for another shrink. */
+			struct larder__table *s = larder__table_create(b);
+			if (!CHECK(s != NULL))
+				break;
+			CHECK(!larder__table_over_load(s, entries * 7 / 4));
+			CHECK_EQ(larder__table_shrink_shift(s, entries, floor), 0);
+			larder__table_destroy(s);
+		}
+		larder__table_destroy(t);
+	}
+	/* 3 x 64 buckets: no half is a multiple of 64, so never shrunk. */
+	struct larder__table *t = larder__table_create(3 * 64);
+	REQUIRE(t != NULL);
+	CHECK_EQ(larder__table_shrink_shift(t, 0, 64), 0);
+	larder__table_destroy(t);
+	/* 2^20 buckets, empty: down to the floor. */
+	t = larder__table_create(1u << 20);
+	REQUIRE(t != NULL);
+	CHECK_EQ(larder__table_shrink_shift(t, 0, 1u << 16), 4);
+	CHECK_EQ(larder__table_shrink_shift(t, 0, 64), 14);
+	larder__table_destroy(t);
+}
+
+static uint64_t *shrink_hash; /* by entry id, for the migration's callback */
+static uint64_t shrink_dropped;
+
+static uint64_t shrink_hash_of(void *ctx, const struct larder__entry *e)
+{
+	uint64_t id;
+	(void)ctx;
+	memcpy(&id, larder__entry_key((struct larder__entry *)e), sizeof(id));
+	return shrink_hash[id];
+}
+
+static void shrink_drop(void *ctx, struct larder__entry *e)
+{
+	(void)ctx;
+	(void)e;
+	shrink_dropped++;
+}
+
+static void count_walk(void *ctx, struct larder__entry *e)
+{
+	uint8_t *seen = ctx;
+	uint64_t id;
+	memcpy(&id, larder__entry_key(e), sizeof(id));
+	seen[id]++;
+}
+
+/* Every key found from t (following MOVED) and the absent ones not. */
+static uint64_t shrink_missing(struct larder__table *t, struct larder__entry **e, uint64_t n)
+{
+	uint64_t missing = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t w = larder__table_lookup_rcu(t, shrink_hash[i], larder__entry_key(e[i]),
+						      KEY_BYTES);
+		missing += w != larder__slot_word(shrink_hash[i], e[i]);
+		unsigned char absent[KEY_BYTES];
+		uint64_t absent_id = n + i;
+		memcpy(absent, &absent_id, 8);
+		memcpy(absent + 8, "table-ky", 8);
+		missing += larder__table_lookup_rcu(t, shrink_hash[i], absent, KEY_BYTES) != 0;
+	}
+	return missing;
+}
+
+/* A table of 8,192 buckets with 3,000 keys (5% load) shrinks 8x (k = 3,
+ * to 1,024 buckets: 42% load), 100 homes at a time. */
+static void test_shrink_table(void)
+{
+	enum { N = 3000, BUCKETS = 8192, CHUNK = 100 };
+	struct larder__table *t = larder__table_create(BUCKETS);
+	struct larder__entry **e = calloc(N, sizeof(*e));
+	uint8_t *seen = calloc(N, 1);
+	struct th_rng rng = { 0x5471 };
+	shrink_hash = calloc(N, sizeof(*shrink_hash));
+	shrink_dropped = 0;
+	REQUIRE(t && e && seen && shrink_hash);
+	for (uint64_t i = 0; i < N; i++) {
+		shrink_hash[i] = th_rng_next(&rng);
+		e[i] = make_entry(i);
+		REQUIRE(e[i] != NULL);
+		REQUIRE_EQ(larder__table_insert_locked(t, shrink_hash[i],
+						       larder__slot_word(shrink_hash[i], e[i]),
+						       LARDER__PROBE_LIMIT),
+			   0);
+	}
+	unsigned k = larder__table_shrink_shift(t, N, 1024);
+	CHECK_EQ(k, 3);
+	REQUIRE_EQ(larder__table_shrink_begin(t, k), 0);
+	struct larder__table *next = larder__table_next(t);
+	REQUIRE(next != NULL);
+	CHECK_EQ(next->last + 1, BUCKETS >> k);
+	uint64_t missing = 0, chunks = 0;
+	while (!larder__table_migrate(t, CHUNK, shrink_hash_of, shrink_drop, NULL)) {
+		missing += shrink_missing(t, e, N);
+		chunks++;
+	}
+	CHECK_EQ(chunks, BUCKETS / CHUNK);
+	CHECK_EQ(missing, 0);
+	CHECK_EQ(shrink_dropped, 0);
+	/* Done: found from the old table (every home MOVED) and the new. */
+	CHECK_EQ(shrink_missing(t, e, N), 0);
+	CHECK_EQ(shrink_missing(next, e, N), 0);
+	/* Each key exactly once, in the old and new tables together and in the
+	 * new one alone; every key's home in next is its old home >> k. */
+	larder__table_walk(t, count_walk, seen);
+	uint64_t not_once = 0, wrong_home = 0;
+	for (uint64_t i = 0; i < N; i++) {
+		not_once += seen[i] != 1;
+		wrong_home += larder__table_home(next, shrink_hash[i]) !=
+			      larder__table_home(t, shrink_hash[i]) >> k;
+	}
+	CHECK_EQ(not_once, 0);
+	CHECK_EQ(wrong_home, 0);
+	memset(seen, 0, N);
+	larder__table_walk(next, count_walk, seen);
+	not_once = 0;
+	for (uint64_t i = 0; i < N; i++)
+		not_once += seen[i] != 1;
+	CHECK_EQ(not_once, 0);
+	/* The new table works on its own: erase everything, counts back to 0. */
+	for (uint64_t i = 0; i < N; i++) {
+		larder__atomic_u64 *slot = larder__table_find_locked(
+			next, shrink_hash[i], larder__entry_key(e[i]), KEY_BYTES);
+		if (CHECK(slot != NULL))
+			larder__table_erase_locked(next, shrink_hash[i], slot);
+		free(e[i]);
+	}
+	uint64_t counted = 0;
+	for (uint64_t b = 0; b <= next->last; b++)
+		counted += atomic_load_explicit(&next->buckets[b].ctl, LARDER__RELAXED) >> 32;
+	CHECK_EQ(counted, 0);
+	larder__table_destroy(next);
+	larder__table_destroy(t);
+	free(shrink_hash);
+	free(seen);
+	free(e);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_probe_lengths),
 		TH_TEST(test_sizing_boundary),
 		TH_TEST(test_grow_trigger),
+		TH_TEST(test_shrink_rule),
+		TH_TEST(test_shrink_table),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }

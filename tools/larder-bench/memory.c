@@ -64,7 +64,7 @@ struct mem_writer {
 };
 
 struct sample {
-	uint64_t t_ms, rss, mapped, used;
+	uint64_t t_ms, rss, mapped, used, index;
 };
 
 static uint64_t stat_of(larder *cache, enum larder_stat which)
@@ -170,13 +170,16 @@ static void print_audit(larder *cache, const char *phase)
 		return;
 	printf("audit %s: entries %llu, used %.1f MiB, capacity %.1f MiB, mapped %.1f MiB "
 	       "(reserve %.1f MiB in %llu pages, being unmapped %.1f MiB, large entries %.1f MiB), "
-	       "returned %.1f MiB, evictions %llu, cleared %llu\n",
+	       "returned %.1f MiB, evictions %llu, cleared %llu; index %.1f MiB (%llu growths, "
+	       "%llu shrinks)\n",
 	       phase, (unsigned long long)v[LARDER_STAT_ENTRIES], v[LARDER_STAT_USED_BYTES] / MIB,
 	       v[LARDER_STAT_CAPACITY_BYTES] / MIB, v[LARDER_STAT_PAGES_MAPPED] / MIB,
 	       v[LARDER_STAT_RESERVE_BYTES] / MIB, (unsigned long long)v[LARDER_STAT_RESERVE_PAGES],
 	       v[LARDER_STAT_RETURNING_BYTES] / MIB, v[LARDER_STAT_LARGE_BYTES] / MIB, v[LARDER_STAT_PAGES_RETURNED] / MIB,
 	       (unsigned long long)v[LARDER_STAT_EVICTIONS],
-	       (unsigned long long)v[LARDER_STAT_CLEARED]);
+	       (unsigned long long)v[LARDER_STAT_CLEARED], v[LARDER_STAT_INDEX_BYTES] / MIB,
+	       (unsigned long long)v[LARDER_STAT_INDEX_RESIZES],
+	       (unsigned long long)v[LARDER_STAT_INDEX_SHRINKS]);
 	printf("  %5s %7s %8s %8s %10s %10s %6s %9s\n", "class", "slot", "page", "pages", "used",
 	       "free", "fill%", "MiB");
 	for (size_t c = 0; c < larder_size_class_count(); c++) {
@@ -208,10 +211,11 @@ static void print_audit(larder *cache, const char *phase)
 static struct sample take_sample(larder *cache, uint64_t t0)
 {
 	uint64_t v[LARDER_STAT_COUNT] = { 0 };
-	struct sample s = { (lb_now_ns() - t0) / 1000000u, lb_rss_bytes(), 0, 0 };
+	struct sample s = { (lb_now_ns() - t0) / 1000000u, lb_rss_bytes(), 0, 0, 0 };
 	if (larder_stats(cache, v, LARDER_STAT_COUNT) == LARDER_OK) {
 		s.mapped = v[LARDER_STAT_PAGES_MAPPED];
 		s.used = v[LARDER_STAT_USED_BYTES];
+		s.index = v[LARDER_STAT_INDEX_BYTES];
 	}
 	return s;
 }
@@ -226,13 +230,14 @@ static void sleep_until(uint64_t t_ns)
 
 static void print_sample_head(void)
 {
-	printf("  %7s %10s %11s %9s\n", "t_ms", "rss_MiB", "mapped_MiB", "used_MiB");
+	printf("  %7s %10s %11s %9s %10s\n", "t_ms", "rss_MiB", "mapped_MiB", "used_MiB",
+	       "index_MiB");
 }
 
 static void print_sample(const struct sample *s)
 {
-	printf("  %7llu %10.1f %11.1f %9.1f\n", (unsigned long long)s->t_ms, s->rss / MIB,
-	       s->mapped / MIB, s->used / MIB);
+	printf("  %7llu %10.1f %11.1f %9.1f %10.1f\n", (unsigned long long)s->t_ms, s->rss / MIB,
+	       s->mapped / MIB, s->used / MIB, s->index / MIB);
 }
 
 /*
@@ -346,7 +351,7 @@ static int phase_churn(larder *cache, const struct lb_config *cfg, uint64_t capa
 	/* Mean entry ~ 3.3 KiB for the lognormal mix; the key space holds ~4x capacity. */
 	uint64_t mean = cfg->value_size_given ? cfg->value_size + 16 + 24 : 3300;
 	uint64_t keyspace = capacity / mean * CHURN_KEYSPACE_FACTOR;
-	struct sample worst = { 0, 0, 0, 0 };
+	struct sample worst = { 0, 0, 0, 0, 0 };
 	uint64_t puts, failed, bytes;
 
 	/* Churn starts from a settled cache: its bound is about churn alone. */
