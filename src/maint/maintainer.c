@@ -17,7 +17,8 @@
  *   6. advance the timing wheel to the cache clock: due entries whose
  *      deadline (re-read: touch or after-access may have moved it later in
  *      place) has passed are unlinked and retired as EXPIRED, the others
- *      are scheduled again (at most EXPIRE_PER_PASS per pass);
+ *      are scheduled again (at most EXPIRE_PER_PASS per pass); then
+ *      cascade up to STAGE_PER_PASS timers ahead of time;
  *   7. evict while live bytes + what waiting writers want > capacity;
  *   8. grow the index (a chunk of homes per pass);
  *   9. start a grace period for what was retired, when none is running and
@@ -40,9 +41,10 @@
  * only until the next wheel event (the next occupied slot or heap block,
  * read from the bitmaps) measured on the cache clock, capped at IDLE_NS. So
  * removal is at most one tick (1 ms, the clock's resolution) + one batching
- * window late, except at the wheel's cascade instants: a higher-level slot is
- * re-placed whole, and with 10^7 deadlines over an hour a level-3 slot holds
- * ~730,000 entries (~100 ms; docs/ttl.md, "Known limitation"). The cap is
+ * window late: the wheel's cascades are done ahead of time, STAGE_PER_PASS
+ * timers per pass (larder__wheel_prepare), so reaching a higher-level slot
+ * costs a swap, not a re-placement of its timers (a level-3 slot holds
+ * ~730,000 with 10^7 deadlines over an hour). The cap is
  * what an injected clock costs: the maintainer cannot know when a test's
  * clock will jump, so a jump while it sleeps is seen at most IDLE_NS later
  * (larder__test_quiesce wakes it at once).
@@ -85,6 +87,7 @@
 #define MIGRATE_PER_PASS 1024u
 #define WALK_PER_PASS 4096u
 #define EXPIRE_PER_PASS 8192u
+#define STAGE_PER_PASS 256u /* timers cascaded ahead of time: ~50-100 us of misses */
 #define BUSY_PASS_EVENTS 256u
 #define GP_BATCH_BYTES (64u * 1024u)
 #define GP_INTERVAL_NS (1000u * 1000u)
@@ -598,10 +601,15 @@ static uint64_t expire_due(struct larder__maint *m)
 	}
 	uint64_t now = pass_now(m);
 	uint64_t n = larder__wheel_advance(&m->wheel, now, EXPIRE_PER_PASS, on_due, m);
-	m->next_due = larder__wheel_next(&m->wheel);
 	if (n < EXPIRE_PER_PASS) /* R-WHEEL: release; the listener calls before it */
 		atomic_store_explicit(&m->wheel_done, now, LARDER__RELEASE);
-	return n;
+	/* Cascades ahead of time, a bounded chunk per pass (after the expiries:
+	 * it delays the next pass, not this one's). Counted as one unit of
+	 * work: the maintainer keeps passing at the batching window until done,
+	 * which is ample (a level-l slot has 64^l ms of lead), without spinning. */
+	uint64_t staged = larder__wheel_prepare(&m->wheel, STAGE_PER_PASS);
+	m->next_due = larder__wheel_next(&m->wheel);
+	return n + (staged != 0);
 }
 
 /* ---- Index growth ---------------------------------------------------------- */
