@@ -13,8 +13,9 @@
  * timer is delivered at its exact tick: cascading costs at most 6 moves per
  * timer, and the TTL contract wants deadlines to the millisecond.
  *
- * Each level keeps a 64-bit occupancy bitmap, so finding the next thing to
- * do is one count-trailing-zeros per level: an idle wheel costs nothing and
+ * Each row of slots keeps a 64-bit occupancy bitmap, so finding the next
+ * thing to do is one count-trailing-zeros per level (and a test per bank of
+ * rows, below): an idle wheel costs nothing and
  * advance() jumps over any stretch of empty slots, however long the clock
  * jumped. Deadlines that differ from the current tick above bit 36 (the
  * span, 2^36 ms = 2.2 years) wait in a binary min-heap keyed by a copy of
@@ -51,17 +52,18 @@
  *   W2. A timer in live slot (l, s) (row row[0][l]) was placed at d with
  *       d >> 6(l+1) equal to cur >> 6(l+1) and (d >> 6l) & 63 == s, and s is
  *       above cur's level-l digit (l > 0) or equal to it or above (l = 0).
- *       Hence no occupied slot lies behind cur, and a level-l slot's first
- *       tick is the moment of its cascade.
+ *       Hence no occupied slot lies behind cur, and a level-l slot cascades
+ *       (swap, and the rest of it re-placed) as cur enters its first tick.
  *   W2b. A timer in bank M (rows row[M][0..M-1]) was placed at d with
  *       d >> 6M == (cur >> 6M) + 1 and cur's level-M digit below 63 (the
  *       next level-M slot, within cur's level-(M+1) block; let T be its
  *       first tick): it is in row row[M][l], slot (d >> 6l) & 63, where l is
  *       the level of d's highest bit that differs from T (0 when d == T).
- *       Such d are never placed in the live wheel; the live slot
- *       (M, digit + 1) holds only timers placed before cur entered the slot
- *       before it, and prepare() empties it into the bank. The banks' ranges
- *       are disjoint, and no bank holds a timer of cur's own level-M slot.
+ *       schedule() sends such d to the bank; the live slot (M, digit + 1)
+ *       keeps only timers placed there (or swapped in with a higher bank)
+ *       before it became the next slot, and prepare() moves them into the
+ *       bank. The banks' ranges are disjoint, and none holds a timer of
+ *       cur's own level-M slot.
  *   W3. Bit s of occupied[r] is set iff slot s of physical row r is non-empty.
  *   W4. Heap items were placed with a deadline in a later 2^36 block than
  *       cur's; they form a binary min-heap on their copied deadline, and
@@ -77,10 +79,11 @@
  *
  * Not guaranteed: order among timers of the same tick; fairness of `max`
  * (it is checked between ticks, so one tick's slot is delivered whole); a
- * bounded advance() when prepare() was not called often enough, or the
- * clock jumped past a whole level-l slot (then that slot cascades in one go,
- * as without banks); the heap's hand-over at a 2^36-tick block start is not
- * staged either (once in 2.2 years).
+ * bounded advance() when prepare() did not keep up, or when one advance()
+ * crosses the start of more than one slot of a level (only the first was
+ * staged; the others cascade in one go, as without banks: a 1 s clock step
+ * does so at level 1); the heap's hand-over at a 2^36-tick block start is
+ * not staged either (once in 2.2 years).
  */
 #include "ttl/wheel.h"
 
