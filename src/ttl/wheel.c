@@ -372,9 +372,12 @@ static uint64_t drain_due(struct larder__wheel *w, larder__wheel_expire_fn *expi
  * Moves time to t (> cur; nothing is due before t) and does t's cascades
  * (W1). t is the first tick of a slot at each level up to a; only the
  * level-a slot can hold timers (below a, slot 0 is never used when placing
- * relative to such a tick; above it, the digits did not change). Its staged
- * rows come in by a swap with the live ones, which are empty: they held the
- * level-a slot just ended. At a 2^36 block start, the heap and `far` come in.
+ * relative to such a tick; above a, any slot starting by t would have been
+ * an earlier event). Its staged rows come in by a swap with the live ones,
+ * which are empty: they held the level-a slot just ended (or, after a jump,
+ * nothing due before t), and bank a is empty unless t was its slot. At a
+ * 2^36 block start no bank is in use (W2b: digit 63 below), and the heap
+ * and `far` come in.
  */
 static void enter(struct larder__wheel *w, uint64_t t)
 {
