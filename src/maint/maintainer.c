@@ -18,7 +18,7 @@
  *      deadline (re-read: touch or after-access may have moved it later in
  *      place) has passed are unlinked and retired as EXPIRED, the others
  *      are scheduled again (at most EXPIRE_PER_PASS per pass); then
- *      cascade up to STAGE_PER_PASS timers ahead of time;
+ *      cascade a bounded number of timers ahead of time;
  *   7. evict while live bytes + what waiting writers want > capacity;
  *   8. grow the index (a chunk of homes per pass);
  *   9. start a grace period for what was retired, when none is running and
@@ -42,7 +42,8 @@
  * read from the bitmaps) measured on the cache clock, capped at IDLE_NS. So
  * removal is at most one tick (1 ms, the clock's resolution) + one batching
  * window late: the wheel's cascades are done ahead of time, STAGE_PER_PASS
- * timers per pass (larder__wheel_prepare), so reaching a higher-level slot
+ * timers per pass plus STAGE_PER_EXPIRY per expiry (larder__wheel_prepare),
+ * so reaching a higher-level slot
  * costs a swap, not a re-placement of its timers (a level-3 slot holds
  * ~730,000 with 10^7 deadlines over an hour). The cap is
  * what an injected clock costs: the maintainer cannot know when a test's
@@ -88,6 +89,7 @@
 #define WALK_PER_PASS 4096u
 #define EXPIRE_PER_PASS 8192u
 #define STAGE_PER_PASS 256u /* timers cascaded ahead of time: ~50-100 us of misses */
+#define STAGE_PER_EXPIRY 4u /* ... and more per expiry of the pass (expire_due) */
 #define BUSY_PASS_EVENTS 256u
 #define GP_BATCH_BYTES (64u * 1024u)
 #define GP_INTERVAL_NS (1000u * 1000u)
@@ -606,8 +608,12 @@ static uint64_t expire_due(struct larder__maint *m)
 	/* Cascades ahead of time, a bounded chunk per pass (after the expiries:
 	 * it delays the next pass, not this one's). Counted as one unit of
 	 * work: the maintainer keeps passing at the batching window until done,
-	 * which is ample (a level-l slot has 64^l ms of lead), without spinning. */
-	uint64_t staged = larder__wheel_prepare(&m->wheel, STAGE_PER_PASS);
+	 * which is ample with a real clock (a level-l slot has 64^l ms of lead)
+	 * without spinning. The share per expiry keeps staging level with
+	 * expiry when the clock outruns the passes (an injected clock stepping
+	 * by seconds): a timer is staged about 3 times (at most 5) for each
+	 * time it expires. */
+	uint64_t staged = larder__wheel_prepare(&m->wheel, STAGE_PER_PASS + STAGE_PER_EXPIRY * n);
 	m->next_due = larder__wheel_next(&m->wheel);
 	return n + (staged != 0);
 }
