@@ -15,7 +15,16 @@
  *   - the bitmaps are all clear when the wheel is empty; next() is a lower
  *     bound of the first deadline;
  *   - the deadline callback is used when a deadline moved without a
- *     reschedule, and an expire callback may schedule again.
+ *     reschedule, and an expire callback may schedule again;
+ *   - staged cascades (W2b): a slot staged in chunks while its timers are
+ *     cancelled, rescheduled, scheduled anew or have their deadline moved,
+ *     on both sides of the staging; with prepare() called before each
+ *     advance, advance() makes no cascade at all (no deadline callback),
+ *     and without it, or with too little, it cascades the rest, still exact;
+ *   - a random mix with random prepare() budgets and jumps over whole slots
+ *     against a sorted reference (a min-heap): each advance delivers exactly
+ *     the timers the reference pops at its now, once each, in tick order,
+ *     and a walk of every list finds W2, W2b, W3, W4 and W5 intact.
  */
 #include <stdlib.h>
 
