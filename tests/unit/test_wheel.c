@@ -744,6 +744,7 @@ static void test_staged_model(void)
 	struct th_rng rng = { 2024 };
 	uint64_t now = ((uint64_t)1 << 24) - 5000; /* near a level-4 boundary */
 	static const uint64_t budgets[] = { 0, 1, 5, 64, 1000, UINT64_MAX };
+	uint64_t staged_steps = 0, remainder_steps = 0; /* both paths were taken */
 
 	memset(t, 0, sizeof(t));
 	memset(gen, 0, sizeof(gen));
@@ -776,11 +777,14 @@ static void test_staged_model(void)
 		larder__wheel_prepare(&w, budgets[th_rng_below(&rng, 6)]);
 		if (!check_structure(&w))
 			break;
+		for (unsigned b = 1; b < LARDER__WHEEL_LEVELS; b++)
+			for (unsigned l = 0; l < b; l++)
+				staged_steps += w.occupied[w.row[b][l]] != 0;
 		unsigned kind = (unsigned)th_rng_below(&rng, 20);
 		now += kind == 0 ? th_rng_below(&rng, (uint64_t)1 << 26)
 		       : kind < 4 ? th_rng_below(&rng, 20000)
 				  : th_rng_below(&rng, 100);
-		advance_exact(&w, now);
+		remainder_steps += advance_exact(&w, now) != 0;
 		while (ref.n && ref.a[0].deadline <= now) {
 			struct ref_item it = ref_pop(&ref);
 			if (it.gen != gen[it.idx])
@@ -794,6 +798,8 @@ static void test_staged_model(void)
 			count += t[i].scheduled;
 		CHECK_EQ(w.count, count);
 	}
+	CHECK_GT(staged_steps, STEPS / 4); /* bank rows found occupied */
+	CHECK_GT(remainder_steps, STEPS / 100);
 	for (int i = 0; i < N; i++)
 		larder__wheel_cancel(&w, &t[i].link);
 	CHECK_EQ(w.count, 0);
