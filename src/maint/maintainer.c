@@ -38,17 +38,17 @@
  * maintainer not saturated, an entry is unlinked and reported EXPIRED by the
  * first pass whose clock reading is >= its deadline; passes run at least one
  * batching window apart while there is work, and an idle maintainer sleeps
- * only until the next wheel event (the next occupied slot or heap block,
- * read from the bitmaps) measured on the cache clock, capped at IDLE_NS. So
+ * only until the next wheel event (the next occupied slot, bank swap or heap
+ * block, read from the bitmaps) measured on the cache clock, capped at
+ * IDLE_NS. So
  * removal is at most one tick (1 ms, the clock's resolution) + one batching
  * window late: the wheel's cascades are done ahead of time, STAGE_PER_PASS
  * timers per pass plus STAGE_PER_EXPIRY per expiry (larder__wheel_prepare),
- * so reaching a higher-level slot
- * costs a swap, not a re-placement of its timers (a level-3 slot holds
- * ~730,000 with 10^7 deadlines over an hour). The cap is
- * what an injected clock costs: the maintainer cannot know when a test's
- * clock will jump, so a jump while it sleeps is seen at most IDLE_NS later
- * (larder__test_quiesce wakes it at once).
+ * so reaching a higher-level slot costs a swap, not a re-placement of its
+ * timers (a level-3 slot holds ~730,000 with 10^7 deadlines over an hour).
+ * The cap is what an injected clock costs: the maintainer cannot know when a
+ * test's clock will jump, so a jump while it sleeps is seen at most IDLE_NS
+ * later (larder__test_quiesce wakes it at once).
  * Readers never depend on any of this: they check the deadline themselves.
  *
  * Expire-after-access (larder_config_set_expiry): each drained hit sample of

@@ -125,7 +125,8 @@ static void list_push(struct larder__wheel *w, unsigned list, struct larder__whe
 	w->list[list] = id;
 	n->prev = LARDER__WHEEL_TAG(list);
 	if (list < LARDER__WHEEL_LIST_DUE) /* W3 */
-		w->occupied[list / LARDER__WHEEL_SLOTS] |= (uint64_t)1 << (list % LARDER__WHEEL_SLOTS);
+		w->occupied[list / LARDER__WHEEL_SLOTS] |= (uint64_t)1
+							   << (list % LARDER__WHEEL_SLOTS);
 }
 
 static void list_unlink(struct larder__wheel *w, struct larder__wheel_link *n)
@@ -335,7 +336,8 @@ uint64_t larder__wheel_next(const struct larder__wheel *w)
 		unsigned shift = l * LARDER__WHEEL_BITS;
 		uint64_t m = w->occupied[w->row[0][l]] & (~(uint64_t)0 << digit(w->cur, l));
 		if (m) { /* W2: the slot's first tick is not behind cur */
-			uint64_t block = w->cur & ~(((uint64_t)1 << (shift + LARDER__WHEEL_BITS)) - 1);
+			uint64_t block =
+				w->cur & ~(((uint64_t)1 << (shift + LARDER__WHEEL_BITS)) - 1);
 			best = min_u64(best, block | ((uint64_t)__builtin_ctzll(m) << shift));
 		}
 		if (l > 0 && bank_occupied(w, l)) /* W2b: swapped in at the slot's first tick */

@@ -66,7 +66,8 @@ struct larder__wheel_heap_item {
 struct larder__wheel {
 	uint64_t cur;   /* the next tick not yet processed (W1 in wheel.c) */
 	uint64_t count; /* scheduled timers, all places together */
-	uint64_t occupied[LARDER__WHEEL_ROWS]; /* a bit per slot, by physical row */
+	/* A bit per slot, by physical row. */
+	uint64_t occupied[LARDER__WHEEL_ROWS];
 	/* The physical row of level l: row[0][l] in the live wheel, row[M][l]
 	 * (l < M) in bank M. A cascade swaps live rows with a bank's (O(1)). */
 	uint8_t row[LARDER__WHEEL_LEVELS][LARDER__WHEEL_LEVELS];

@@ -159,7 +159,8 @@ static void test_level_boundaries(void)
 		check_boundaries(12345, stage);
 		check_boundaries(((uint64_t)1 << 36) - 7, stage); /* the span's block boundary */
 		check_boundaries(((uint64_t)1 << 42) + 4095, stage);
-		check_boundaries(((uint64_t)1 << 24) - 64, stage); /* next level-1 slot is level 4's */
+		/* the next level-1 slot is the next level-4 slot */
+		check_boundaries(((uint64_t)1 << 24) - 64, stage);
 	}
 }
 
@@ -423,11 +424,49 @@ static int where(const struct larder__wheel *w, const struct timer *t, unsigned 
 	return -1;
 }
 
+/* Whether a timer with deadline d belongs in slot s of level l of bank b
+ * (0: the live wheel) while the wheel's time is cur: W2 and W2b. */
+static int placed_right(uint64_t cur, unsigned b, unsigned l, unsigned s, uint64_t d)
+{
+	if (digit_of(d, l) != s)
+		return 0;
+	if (b == 0) {
+		unsigned up = LARDER__WHEEL_BITS * (l + 1);
+		return d >> up == cur >> up && (l ? s > digit_of(cur, l) : s >= digit_of(cur, 0));
+	}
+	unsigned sh = LARDER__WHEEL_BITS * b;
+	return l < b && digit_of(cur, b) != 63 && d >> sh == (cur >> sh) + 1 &&
+	       level_of(d & (((uint64_t)1 << sh) - 1)) == l;
+}
+
+/* Walks the list of slot s at level l of bank b; returns its length, or -1
+ * at a broken link (W3: the bit matches emptiness) or a misplaced timer. */
+static int64_t check_slot(const struct larder__wheel *w, unsigned b, unsigned l, unsigned s)
+{
+	unsigned r = w->row[b][l], list = r * LARDER__WHEEL_SLOTS + s;
+	uint32_t prev = LARDER__WHEEL_TAG(list);
+	int64_t n = 0;
+	if (!CHECK_EQ(w->occupied[r] >> s & 1, w->list[list] != 0))
+		return -1;
+	for (uint32_t id = w->list[list]; id; id = timer_of(id)->link.next, n++) {
+		const struct timer *t = timer_of(id);
+		if (t->link.prev != prev || !placed_right(w->cur, b, l, s, t->deadline)) {
+			th_fail(__FILE__, __LINE__,
+				"timer %" PRIu32 " at %" PRIu64
+				" in bank %u level %u slot %u, cur %" PRIu64,
+				id, t->deadline, b, l, s, w->cur);
+			return -1;
+		}
+		prev = id;
+	}
+	return n;
+}
+
 /* Walks every list and checks W2, W2b, W3, W4 and W5 against the timers'
  * deadlines (callback values). Returns 0 at the first violation. */
 static int check_structure(const struct larder__wheel *w)
 {
-	uint64_t seen = 0, cur = w->cur;
+	uint64_t seen = 0, block = w->cur >> LARDER__WHEEL_SPAN_BITS;
 	int rows_used[LARDER__WHEEL_ROWS] = { 0 };
 	for (unsigned b = 0; b < LARDER__WHEEL_LEVELS; b++) {
 		for (unsigned l = 0; l < (b ? b : LARDER__WHEEL_LEVELS); l++) {
@@ -435,33 +474,10 @@ static int check_structure(const struct larder__wheel *w)
 			if (!CHECK_LT(r, LARDER__WHEEL_ROWS) || !CHECK_EQ(rows_used[r]++, 0))
 				return 0;
 			for (unsigned s = 0; s < LARDER__WHEEL_SLOTS; s++) {
-				unsigned list = r * LARDER__WHEEL_SLOTS + s;
-				uint32_t prev = LARDER__WHEEL_TAG(list);
-				if (!CHECK_EQ(w->occupied[r] >> s & 1, w->list[list] != 0)) /* W3 */
+				int64_t n = check_slot(w, b, l, s);
+				if (n < 0)
 					return 0;
-				for (uint32_t id = w->list[list]; id; id = timer_of(id)->link.next) {
-					const struct timer *t = timer_of(id);
-					uint64_t d = t->deadline;
-					int ok = t->link.prev == prev && digit_of(d, l) == s;
-					if (b == 0) /* W2 */
-						ok = ok && d >> (LARDER__WHEEL_BITS * (l + 1)) ==
-								   cur >> (LARDER__WHEEL_BITS * (l + 1)) &&
-						     (l ? s > digit_of(cur, l) : s >= digit_of(cur, 0));
-					else /* W2b */
-						ok = ok && l < b && digit_of(cur, b) != 63 &&
-						     d >> (LARDER__WHEEL_BITS * b) ==
-							     (cur >> (LARDER__WHEEL_BITS * b)) + 1 &&
-						     level_of(d & (((uint64_t)1 << (LARDER__WHEEL_BITS * b)) - 1)) ==
-							     l;
-					if (!ok) {
-						th_fail(__FILE__, __LINE__,
-							"timer %" PRIu32 " at %" PRIu64 " in bank %u level %u slot %u, cur %" PRIu64,
-							id, d, b, l, s, cur);
-						return 0;
-					}
-					prev = id;
-					seen++;
-				}
+				seen += (uint64_t)n;
 			}
 		}
 	}
@@ -471,7 +487,7 @@ static int check_structure(const struct larder__wheel *w)
 	for (size_t i = 0; i < w->heap_len; i++) { /* W4 */
 		if (!CHECK_EQ(timer_of(w->heap[i].id)->link.next, i) ||
 		    (i && !CHECK_LE(w->heap[(i - 1) / 2].deadline, w->heap[i].deadline)) ||
-		    !CHECK_GT(w->heap[i].deadline >> LARDER__WHEEL_SPAN_BITS, cur >> LARDER__WHEEL_SPAN_BITS))
+		    !CHECK_GT(w->heap[i].deadline >> LARDER__WHEEL_SPAN_BITS, block))
 			return 0;
 		seen++;
 	}
@@ -764,11 +780,11 @@ static void test_staged_model(void)
 				continue;
 			}
 			if (op < 4) { /* the next slot of level l: bank l's range */
-				unsigned l = 1 + (unsigned)th_rng_below(&rng, LARDER__WHEEL_LEVELS - 1);
-				unsigned sh = l * LARDER__WHEEL_BITS;
-				d = (((w.cur >> sh) + 1) << sh) + th_rng_below(&rng, (uint64_t)1 << sh);
+				uint64_t sh = LARDER__WHEEL_BITS *
+					      (1 + th_rng_below(&rng, LARDER__WHEEL_LEVELS - 1));
+				d = (((w.cur >> sh) + 1) << sh) + th_rng_below(&rng, 1ull << sh);
 			} else {
-				d = now + 1 + th_rng_below(&rng, (uint64_t)1 << th_rng_below(&rng, 38));
+				d = now + 1 + th_rng_below(&rng, 1ull << th_rng_below(&rng, 38));
 			}
 			sched(&w, &t[i], d);
 			gen[i]++;
