@@ -17,7 +17,8 @@
  *   6. advance the timing wheel to the cache clock: due entries whose
  *      deadline (re-read: touch or after-access may have moved it later in
  *      place) has passed are unlinked and retired as EXPIRED, the others
- *      are scheduled again (at most EXPIRE_PER_PASS per pass);
+ *      are scheduled again (at most EXPIRE_PER_PASS per pass); then
+ *      cascade a bounded number of timers ahead of time;
  *   7. evict while live bytes + what waiting writers want > capacity;
  *   8. grow or shrink the index (a chunk of homes per pass; L1 and L3 in
  *      index/table.h);
@@ -38,15 +39,17 @@
  * maintainer not saturated, an entry is unlinked and reported EXPIRED by the
  * first pass whose clock reading is >= its deadline; passes run at least one
  * batching window apart while there is work, and an idle maintainer sleeps
- * only until the next wheel event (the next occupied slot or heap block,
- * read from the bitmaps) measured on the cache clock, capped at IDLE_NS. So
+ * only until the next wheel event (the next occupied slot, bank swap or heap
+ * block, read from the bitmaps) measured on the cache clock, capped at
+ * IDLE_NS. So
  * removal is at most one tick (1 ms, the clock's resolution) + one batching
- * window late, except at the wheel's cascade instants: a higher-level slot is
- * re-placed whole, and with 10^7 deadlines over an hour a level-3 slot holds
- * ~730,000 entries (~100 ms; docs/ttl.md, "Known limitation"). The cap is
- * what an injected clock costs: the maintainer cannot know when a test's
- * clock will jump, so a jump while it sleeps is seen at most IDLE_NS later
- * (larder__test_quiesce wakes it at once).
+ * window late: the wheel's cascades are done ahead of time, STAGE_PER_PASS
+ * timers per pass plus STAGE_PER_EXPIRY per expiry (larder__wheel_prepare),
+ * so reaching a higher-level slot costs a swap, not a re-placement of its
+ * timers (a level-3 slot holds ~730,000 with 10^7 deadlines over an hour).
+ * The cap is what an injected clock costs: the maintainer cannot know when a
+ * test's clock will jump, so a jump while it sleeps is seen at most IDLE_NS
+ * later (larder__test_quiesce wakes it at once).
  * Readers never depend on any of this: they check the deadline themselves.
  *
  * Expire-after-access (larder_config_set_expiry): each drained hit sample of
@@ -89,6 +92,8 @@
 #define SHRINK_PER_PASS (8u * MIGRATE_PER_PASS)
 #define WALK_PER_PASS 4096u
 #define EXPIRE_PER_PASS 8192u
+#define STAGE_PER_PASS 256u /* timers cascaded ahead of time: ~50-100 us of misses */
+#define STAGE_PER_EXPIRY 4u /* ... and more per expiry of the pass (expire_due) */
 #define BUSY_PASS_EVENTS 256u
 #define GP_BATCH_BYTES (64u * 1024u)
 #define GP_INTERVAL_NS (1000u * 1000u)
@@ -616,10 +621,19 @@ static uint64_t expire_due(struct larder__maint *m)
 	}
 	uint64_t now = pass_now(m);
 	uint64_t n = larder__wheel_advance(&m->wheel, now, EXPIRE_PER_PASS, on_due, m);
-	m->next_due = larder__wheel_next(&m->wheel);
 	if (n < EXPIRE_PER_PASS) /* R-WHEEL: release; the listener calls before it */
 		atomic_store_explicit(&m->wheel_done, now, LARDER__RELEASE);
-	return n;
+	/* Cascades ahead of time, a bounded chunk per pass (after the expiries:
+	 * it delays the next pass, not this one's). Counted as one unit of
+	 * work: the maintainer keeps passing at the batching window until done,
+	 * which is ample with a real clock (a level-l slot has 64^l ms of lead)
+	 * without spinning. The share per expiry keeps staging level with
+	 * expiry when the clock outruns the passes (an injected clock stepping
+	 * by seconds): a timer is staged about 3 times (at most 5) for each
+	 * time it expires. */
+	uint64_t staged = larder__wheel_prepare(&m->wheel, STAGE_PER_PASS + STAGE_PER_EXPIRY * n);
+	m->next_due = larder__wheel_next(&m->wheel);
+	return n + (staged != 0);
 }
 
 /* ---- Index growth and shrinking -------------------------------------------- */

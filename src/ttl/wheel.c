@@ -13,8 +13,9 @@
  * timer is delivered at its exact tick: cascading costs at most 6 moves per
  * timer, and the TTL contract wants deadlines to the millisecond.
  *
- * Each level keeps a 64-bit occupancy bitmap, so finding the next thing to
- * do is one count-trailing-zeros per level: an idle wheel costs nothing and
+ * Each row of slots keeps a 64-bit occupancy bitmap, so finding the next
+ * thing to do is one count-trailing-zeros per level (and a test per bank of
+ * rows, below): an idle wheel costs nothing and
  * advance() jumps over any stretch of empty slots, however long the clock
  * jumped. Deadlines that differ from the current tick above bit 36 (the
  * span, 2^36 ms = 2.2 years) wait in a binary min-heap keyed by a copy of
@@ -27,30 +28,62 @@
  * tells cancel() which list head to update and which bitmap bit may clear.
  * Every neighbour is reached through the directory (mem/pagedir.h): one load.
  *
- * Invariants (tests/unit/test_wheel.c checks them against a reference model):
- *   W1. cur is the first tick not yet processed: every timer placed at
- *       deadline d < cur was delivered, or waits on `due` (scheduled at a
- *       deadline already behind cur) for the next advance, whatever its now.
- *   W2. A timer in slot[l][s] was placed at d with d >> 6(l+1) equal to
- *       cur >> 6(l+1) and (d >> 6l) & 63 == s; for l > 0, s is above cur's
- *       level-l digit, or equal to it only while cur is the slot's first tick
- *       (it cascades then). Hence no occupied slot lies behind cur.
- *   W3. Bit s of occupied[l] is set iff slot[l][s] is non-empty.
+ * Cascading ahead of time (the "staged" banks): a level-l slot holds the
+ * timers of 64^l ticks (with 10^7 deadlines over an hour, a level-3 slot
+ * holds ~730,000), and re-placing it in one go at its first tick would make
+ * the timers due in that tick wait for all of it. So each level M >= 1 has a
+ * bank: rows for levels 0..M-1 holding the timers of the next level-M slot
+ * (the one after cur's), placed as they will be when time reaches it.
+ * prepare() fills it in bounded chunks, once per maintainer pass, from the
+ * live slot; schedule() sends a timer for that range straight to the bank.
+ * When time reaches the slot, the live rows 0..M-1 are empty (they held the
+ * slot just ended) and swap with the bank's, O(M); only what prepare() had
+ * not moved yet is cascaded then. A level-M slot has the 64^M ticks of
+ * the slot before it to be staged, and the work is the cascade's own: each
+ * timer is still moved at most once per level. The rows are physical and
+ * named by the map row[][], so a list's tag stays valid across swaps.
+ *
+ * Invariants (tests/unit/test_wheel.c checks them against a reference model
+ * and walks every list, check_structure()):
+ *   W1. cur is the first tick not yet processed, and its cascades are done
+ *       (enter()): every timer placed at deadline d < cur was delivered, or
+ *       waits on `due` (scheduled at a deadline already behind cur) for the
+ *       next advance, whatever its now.
+ *   W2. A timer in live slot (l, s) (row row[0][l]) was placed at d with
+ *       d >> 6(l+1) equal to cur >> 6(l+1) and (d >> 6l) & 63 == s, and s is
+ *       above cur's level-l digit (l > 0) or equal to it or above (l = 0).
+ *       Hence no occupied slot lies behind cur, and a level-l slot cascades
+ *       (swap, and the rest of it re-placed) as cur enters its first tick.
+ *   W2b. A timer in bank M (rows row[M][0..M-1]) was placed at d with
+ *       d >> 6M == (cur >> 6M) + 1 and cur's level-M digit below 63 (the
+ *       next level-M slot, within cur's level-(M+1) block; let T be its
+ *       first tick): it is in row row[M][l], slot (d >> 6l) & 63, where l is
+ *       the level of d's highest bit that differs from T (0 when d == T).
+ *       schedule() sends such d to the bank; the live slot (M, digit + 1)
+ *       keeps only timers placed there (or swapped in with a higher bank)
+ *       before it became the next slot, and prepare() moves them into the
+ *       bank. The banks' ranges are disjoint, and none holds a timer of
+ *       cur's own level-M slot.
+ *   W3. Bit s of occupied[r] is set iff slot s of physical row r is non-empty.
  *   W4. Heap items were placed with a deadline in a later 2^36 block than
  *       cur's; they form a binary min-heap on their copied deadline, and
  *       each link's next is its position (prev: the heap tag).
- *   W5. A timer is in exactly one of: a slot, the heap, `due`, `far`, or
- *       nowhere (prev 0); count is the number scheduled.
+ *   W5. A timer is in exactly one of: a live slot, a bank's slot, the heap,
+ *       `due`, `far`, or nowhere (prev 0); count is the number scheduled.
  *   W6. advance(now) delivers every timer whose placed deadline is <= now
  *       (unless it stops at `max`), each at its exact tick, in tick order.
- *       Where the caller moved a deadline without rescheduling, cascades and
- *       heap moves read the current deadline (deadline callback), and the
- *       expire callback decides: a later deadline is simply scheduled again.
+ *       Where the caller moved a deadline without rescheduling, cascades
+ *       (in prepare() or advance()) and heap moves read the current deadline
+ *       (deadline callback), and the expire callback decides: a later
+ *       deadline is simply scheduled again.
  *
  * Not guaranteed: order among timers of the same tick; fairness of `max`
- * (it is checked between ticks, so one tick's slot is delivered whole, and
- * a cascade moves a whole slot at once: a level-l slot holds the timers of
- * 64^l ticks, which makes a burst of work when it comes due; docs/ttl.md).
+ * (it is checked between ticks, so one tick's slot is delivered whole); a
+ * bounded advance() when prepare() did not keep up, or when one advance()
+ * crosses the start of more than one slot of a level (only the first was
+ * staged; the others cascade in one go, as without banks: a 1 s clock step
+ * does so at level 1); the heap's hand-over at a 2^36-tick block start is
+ * not staged either (once in 2.2 years).
  */
 #include "ttl/wheel.h"
 
@@ -66,6 +99,23 @@ static struct larder__wheel_link *link_at(const struct larder__wheel *w, uint32_
 						   w->link_offset);
 }
 
+static unsigned digit(uint64_t t, unsigned l)
+{
+	return (unsigned)(t >> (l * LARDER__WHEEL_BITS)) & (LARDER__WHEEL_SLOTS - 1);
+}
+
+/* The level of diff's highest set bit (0 for 0). */
+static unsigned top_level(uint64_t diff)
+{
+	return diff ? (unsigned)(63 - __builtin_clzll(diff)) / LARDER__WHEEL_BITS : 0;
+}
+
+/* The list of slot s at level l of bank b (0: the live wheel). */
+static unsigned slot_list(const struct larder__wheel *w, unsigned b, unsigned l, unsigned s)
+{
+	return (unsigned)w->row[b][l] * LARDER__WHEEL_SLOTS + s;
+}
+
 static void list_push(struct larder__wheel *w, unsigned list, struct larder__wheel_link *n,
 		      uint32_t id)
 {
@@ -74,6 +124,9 @@ static void list_push(struct larder__wheel *w, unsigned list, struct larder__whe
 		link_at(w, n->next)->prev = id;
 	w->list[list] = id;
 	n->prev = LARDER__WHEEL_TAG(list);
+	if (list < LARDER__WHEEL_LIST_DUE) /* W3 */
+		w->occupied[list / LARDER__WHEEL_SLOTS] |= (uint64_t)1
+							   << (list % LARDER__WHEEL_SLOTS);
 }
 
 static void list_unlink(struct larder__wheel *w, struct larder__wheel_link *n)
@@ -90,14 +143,14 @@ static void list_unlink(struct larder__wheel *w, struct larder__wheel_link *n)
 		w->occupied[list / LARDER__WHEEL_SLOTS] &= ~((uint64_t)1 << (list % LARDER__WHEEL_SLOTS));
 }
 
-/* Detaches slot[l][s] (non-empty), clears its bit; returns its first id. The
- * caller re-places every timer of it at once (their prev links go stale). */
-static uint32_t slot_take(struct larder__wheel *w, unsigned l, unsigned s)
+/* Detaches a slot's list (non-empty), clears its bit; returns its first id.
+ * The caller re-places every timer of it at once (their prev links go
+ * stale). */
+static uint32_t slot_take(struct larder__wheel *w, unsigned list)
 {
-	uint32_t *head = &w->list[l * LARDER__WHEEL_SLOTS + s];
-	uint32_t first = *head;
-	*head = 0;
-	w->occupied[l] &= ~((uint64_t)1 << s);
+	uint32_t first = w->list[list];
+	w->list[list] = 0;
+	w->occupied[list / LARDER__WHEEL_SLOTS] &= ~((uint64_t)1 << (list % LARDER__WHEEL_SLOTS));
 	return first;
 }
 
@@ -169,7 +222,7 @@ static void heap_remove(struct larder__wheel *w, size_t i)
 		heap_down(w, i);
 }
 
-/* ---- Placement (W2) ----------------------------------------------------------- */
+/* ---- Placement (W2, W2b) ------------------------------------------------------ */
 
 static void place(struct larder__wheel *w, struct larder__wheel_link *n, uint32_t id, uint64_t d)
 {
@@ -183,19 +236,26 @@ static void place(struct larder__wheel *w, struct larder__wheel_link *n, uint32_
 			list_push(w, LARDER__WHEEL_LIST_FAR, n, id);
 		return;
 	}
-	unsigned l = diff ? (unsigned)(63 - __builtin_clzll(diff)) / LARDER__WHEEL_BITS : 0;
-	unsigned s = (unsigned)(d >> (l * LARDER__WHEEL_BITS)) & (LARDER__WHEEL_SLOTS - 1);
-	list_push(w, l * LARDER__WHEEL_SLOTS + s, n, id);
-	w->occupied[l] |= (uint64_t)1 << s;
+	unsigned l = top_level(diff), b = 0;
+	if (l > 0 && digit(d, l) == digit(w->cur, l) + 1) {
+		/* W2b: the next level-l slot, placed as at its first tick T (d ^ T
+		 * is d's offset in the slot). */
+		b = l;
+		l = top_level(d & (((uint64_t)1 << (l * LARDER__WHEEL_BITS)) - 1));
+	}
+	list_push(w, slot_list(w, b, l, digit(d, l)), n, id);
 }
 
 /* Places every timer of a detached list (first id `id`) again, at its
- * current deadline. */
+ * current deadline. The next node's link is fetched one step ahead: the
+ * list is in scheduling order, i.e. random addresses. */
 static void replace_list(struct larder__wheel *w, uint32_t id)
 {
 	while (id) {
 		struct larder__wheel_link *n = link_at(w, id);
 		uint32_t next = n->next;
+		if (next)
+			__builtin_prefetch(link_at(w, next));
 		place(w, n, id, w->deadline(w->ctx, n));
 		id = next;
 	}
@@ -208,6 +268,10 @@ void larder__wheel_init(struct larder__wheel *w, uint64_t now, const struct lard
 {
 	*w = (struct larder__wheel){ 0 };
 	w->cur = now;
+	unsigned r = 0;
+	for (unsigned b = 0; b < LARDER__WHEEL_LEVELS; b++)
+		for (unsigned l = 0; l < (b ? b : LARDER__WHEEL_LEVELS); l++)
+			w->row[b][l] = (uint8_t)r++;
 	w->dir = dir;
 	w->link_offset = link_offset;
 	w->deadline = fn;
@@ -252,6 +316,15 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+/* Whether bank M holds any timer. */
+static int bank_occupied(const struct larder__wheel *w, unsigned m)
+{
+	uint64_t any = 0;
+	for (unsigned l = 0; l < m; l++)
+		any |= w->occupied[w->row[m][l]];
+	return any != 0;
+}
+
 uint64_t larder__wheel_next(const struct larder__wheel *w)
 {
 	if (!w->count)
@@ -261,13 +334,14 @@ uint64_t larder__wheel_next(const struct larder__wheel *w)
 	uint64_t best = UINT64_MAX;
 	for (unsigned l = 0; l < LARDER__WHEEL_LEVELS; l++) {
 		unsigned shift = l * LARDER__WHEEL_BITS;
-		unsigned digit = (unsigned)(w->cur >> shift) & (LARDER__WHEEL_SLOTS - 1);
-		uint64_t m = w->occupied[l] & (~(uint64_t)0 << digit);
-		if (!m)
-			continue;
-		uint64_t block = w->cur & ~(((uint64_t)1 << (shift + LARDER__WHEEL_BITS)) - 1);
-		uint64_t t = block | ((uint64_t)__builtin_ctzll(m) << shift);
-		best = min_u64(best, t < w->cur ? w->cur : t); /* W2: its first tick is now */
+		uint64_t m = w->occupied[w->row[0][l]] & (~(uint64_t)0 << digit(w->cur, l));
+		if (m) { /* W2: the slot's first tick is not behind cur */
+			uint64_t block =
+				w->cur & ~(((uint64_t)1 << (shift + LARDER__WHEEL_BITS)) - 1);
+			best = min_u64(best, block | ((uint64_t)__builtin_ctzll(m) << shift));
+		}
+		if (l > 0 && bank_occupied(w, l)) /* W2b: swapped in at the slot's first tick */
+			best = min_u64(best, ((w->cur >> shift) + 1) << shift);
 	}
 	if (w->heap_len) {
 		uint64_t t = w->heap[0].deadline & ~SPAN_MASK;
@@ -296,11 +370,34 @@ static uint64_t drain_due(struct larder__wheel *w, larder__wheel_expire_fn *expi
 	return n;
 }
 
-/* Processes tick t = cur (the next tick with work): heap and far timers
- * whose block began, cascades top-down, then the level-0 slot. */
-static uint64_t process_tick(struct larder__wheel *w, larder__wheel_expire_fn *expire, void *ctx)
+/*
+ * Moves time to t (> cur; nothing is due before t) and does t's cascades
+ * (W1). t is the first tick of a slot at each level up to a; only the
+ * level-a slot can hold timers (below a, slot 0 is never used when placing
+ * relative to such a tick; above a, any slot starting by t would have been
+ * an earlier event). Its staged rows come in by a swap with the live ones,
+ * which are empty: they held the level-a slot just ended (or, after a jump,
+ * nothing due before t), and bank a is empty unless t was its slot. At a
+ * 2^36 block start no bank is in use (W2b: digit 63 below), and the heap
+ * and `far` come in.
+ */
+static void enter(struct larder__wheel *w, uint64_t t)
 {
-	uint64_t t = w->cur;
+	w->cur = t;
+	unsigned a = (unsigned)__builtin_ctzll(t) / LARDER__WHEEL_BITS; /* t > 0 */
+	if (a == 0)
+		return;
+	if (a < LARDER__WHEEL_LEVELS) {
+		for (unsigned l = 0; l < a; l++) {
+			uint8_t r = w->row[0][l];
+			w->row[0][l] = w->row[a][l];
+			w->row[a][l] = r;
+		}
+		unsigned list = slot_list(w, 0, a, digit(t, a));
+		if (w->list[list]) /* what prepare() did not stage in time */
+			replace_list(w, slot_take(w, list));
+		return;
+	}
 	while (w->heap_len && (w->heap[0].deadline >> LARDER__WHEEL_SPAN_BITS) <=
 				      (t >> LARDER__WHEEL_SPAN_BITS)) {
 		uint32_t id = w->heap[0].id;
@@ -308,27 +405,35 @@ static uint64_t process_tick(struct larder__wheel *w, larder__wheel_expire_fn *e
 		heap_remove(w, 0);
 		place(w, link, id, w->deadline(w->ctx, link));
 	}
-	if (w->list[LARDER__WHEEL_LIST_FAR] && (t & SPAN_MASK) == 0) {
+	if (w->list[LARDER__WHEEL_LIST_FAR]) {
 		uint32_t first = w->list[LARDER__WHEEL_LIST_FAR];
 		w->list[LARDER__WHEEL_LIST_FAR] = 0;
 		replace_list(w, first);
 	}
-	for (unsigned l = LARDER__WHEEL_LEVELS - 1; l > 0; l--) {
-		unsigned s = (unsigned)(t >> (l * LARDER__WHEEL_BITS)) & (LARDER__WHEEL_SLOTS - 1);
-		if (w->occupied[l] >> s & 1)
-			replace_list(w, slot_take(w, l, s));
-	}
-	unsigned s0 = (unsigned)t & (LARDER__WHEEL_SLOTS - 1);
-	if (w->occupied[0] >> s0 & 1) {
-		uint32_t id = slot_take(w, 0, s0);
-		while (id) { /* onto `due`, which cascades above may have fed */
-			struct larder__wheel_link *n = link_at(w, id);
-			uint32_t next = n->next;
-			list_push(w, LARDER__WHEEL_LIST_DUE, n, id);
-			id = next;
+}
+
+/* Processes tick cur (entered: its cascades are done): delivers its level-0
+ * slot, then enters the next tick, so that the expire callbacks schedule
+ * against a settled wheel. */
+static uint64_t process_tick(struct larder__wheel *w, larder__wheel_expire_fn *expire, void *ctx)
+{
+	uint64_t t = w->cur;
+	unsigned list = slot_list(w, 0, 0, digit(t, 0));
+	if (w->list[list]) {
+		uint32_t id = slot_take(w, list);
+		if (!w->list[LARDER__WHEEL_LIST_DUE]) { /* the slot becomes `due` whole */
+			w->list[LARDER__WHEEL_LIST_DUE] = id;
+			link_at(w, id)->prev = LARDER__WHEEL_TAG(LARDER__WHEEL_LIST_DUE);
+		} else { /* enter() re-placed a deadline moved earlier onto `due` */
+			while (id) {
+				struct larder__wheel_link *n = link_at(w, id);
+				uint32_t next = n->next;
+				list_push(w, LARDER__WHEEL_LIST_DUE, n, id);
+				id = next;
+			}
 		}
 	}
-	w->cur = t + 1; /* W1 */
+	enter(w, t + 1);
 	return drain_due(w, expire, ctx);
 }
 
@@ -344,11 +449,37 @@ uint64_t larder__wheel_advance(struct larder__wheel *w, uint64_t now, uint64_t m
 		uint64_t t = larder__wheel_next(w);
 		if (t > now) {
 			/* Nothing before now + 1: jumping there keeps W2. */
-			w->cur = now + 1;
+			if (w->cur <= now)
+				enter(w, now + 1);
 			break;
 		}
-		w->cur = t; /* every occupied slot's tick is >= t (W2) */
+		if (t > w->cur)
+			enter(w, t); /* every occupied slot's tick is >= t (W2) */
 		delivered += process_tick(w, expire, ctx);
 	}
 	return delivered;
+}
+
+uint64_t larder__wheel_prepare(struct larder__wheel *w, uint64_t max)
+{
+	uint64_t moved = 0;
+	for (unsigned m = 1; m < LARDER__WHEEL_LEVELS && moved < max; m++) {
+		unsigned s = digit(w->cur, m) + 1;
+		if (s == LARDER__WHEEL_SLOTS)
+			continue; /* the next slot is a higher level's: its bank stages it */
+		unsigned list = slot_list(w, 0, m, s);
+		uint32_t id;
+		while (moved < max && (id = w->list[list]) != 0) {
+			struct larder__wheel_link *n = link_at(w, id);
+			list_unlink(w, n); /* writes the next node: it is in cache now */
+			if (n->next) {
+				uint32_t after = link_at(w, n->next)->next;
+				if (after)
+					__builtin_prefetch(link_at(w, after));
+			}
+			place(w, n, id, w->deadline(w->ctx, n)); /* W2b: into bank m */
+			moved++;
+		}
+	}
+	return moved;
 }

@@ -25,8 +25,14 @@
 #define LARDER__WHEEL_LEVELS 6u                        /* 64^6 = 2^36 ticks, ~2.2 years */
 #define LARDER__WHEEL_SPAN_BITS (LARDER__WHEEL_BITS * LARDER__WHEEL_LEVELS)
 
-/* The wheel's lists: the slots, level by level, then `due` and `far`. */
-#define LARDER__WHEEL_LIST_DUE (LARDER__WHEEL_LEVELS * LARDER__WHEEL_SLOTS)
+/*
+ * Rows of 64 slots: the live wheel has one per level (64^l ticks a slot at
+ * level l); "bank" M (1..LEVELS-1) stages the next level-M slot ahead of its
+ * cascade in rows of its own for levels 0..M-1 (wheel.c, W2b). 6 + 15 rows.
+ */
+#define LARDER__WHEEL_ROWS (LARDER__WHEEL_LEVELS * (LARDER__WHEEL_LEVELS + 1) / 2)
+/* The wheel's lists: the slots, row by row, then `due` and `far`. */
+#define LARDER__WHEEL_LIST_DUE (LARDER__WHEEL_ROWS * LARDER__WHEEL_SLOTS)
 #define LARDER__WHEEL_LIST_FAR (LARDER__WHEEL_LIST_DUE + 1)
 #define LARDER__WHEEL_LISTS (LARDER__WHEEL_LIST_FAR + 1)
 /* prev values that are not ids (pagedir D1: ids stay below the limit). */
@@ -60,10 +66,14 @@ struct larder__wheel_heap_item {
 struct larder__wheel {
 	uint64_t cur;   /* the next tick not yet processed (W1 in wheel.c) */
 	uint64_t count; /* scheduled timers, all places together */
-	uint64_t occupied[LARDER__WHEEL_LEVELS];
-	/* First ids: slot[l][s] is list[l * SLOTS + s]; then due (timers
-	 * detached from a level-0 slot, being delivered) and far (beyond the
-	 * span when the heap could not grow). */
+	/* A bit per slot, by physical row. */
+	uint64_t occupied[LARDER__WHEEL_ROWS];
+	/* The physical row of level l: row[0][l] in the live wheel, row[M][l]
+	 * (l < M) in bank M. A cascade swaps live rows with a bank's (O(1)). */
+	uint8_t row[LARDER__WHEEL_LEVELS][LARDER__WHEEL_LEVELS];
+	/* First ids: slot s of physical row r is list[r * SLOTS + s]; then due
+	 * (timers detached from a level-0 slot, being delivered) and far (beyond
+	 * the span when the heap could not grow). */
 	uint32_t list[LARDER__WHEEL_LISTS];
 	struct larder__wheel_heap_item *heap;
 	size_t heap_len, heap_cap;
@@ -102,21 +112,34 @@ static inline int larder__wheel_scheduled(const struct larder__wheel_link *link)
 }
 
 /*
- * Processes every tick up to and including now: cascades higher levels,
- * moves heap timers into the wheel as their span comes, and calls
- * expire(ctx, link, id) for each timer whose slot came due (the slot's tick is
- * <= now). Skips empty slots with the bitmaps: cost is O(levels) per
- * occupied slot, never per elapsed tick. Stops early, between ticks, once
- * `max` timers were delivered. Returns the number delivered; when it equals
- * max, more may be due (call again).
+ * Processes every tick up to and including now: swaps in the staged rows
+ * of each level-l slot whose first tick came (and cascades what prepare()
+ * had not staged yet), moves heap timers into the wheel as their span
+ * comes, and calls expire(ctx, link, id) for each timer whose slot came due
+ * (the slot's tick is <= now). Skips empty slots with the bitmaps: cost is
+ * O(levels) per occupied slot, never per elapsed tick, plus the cascades
+ * prepare() did not do in time. Stops early, between ticks, once `max`
+ * timers were delivered. Returns the number delivered; when it equals max,
+ * more may be due (call again).
  */
 uint64_t larder__wheel_advance(struct larder__wheel *w, uint64_t now, uint64_t max,
 			       larder__wheel_expire_fn *expire, void *ctx);
 
 /*
+ * Cascades ahead of time: moves up to `max` timers out of the next slot of
+ * each level (lowest level first: its cascade comes soonest) into that
+ * level's bank, so that advance() finds the work done when time reaches the
+ * slot. Returns the number moved; 0 means nothing is left to stage until
+ * time enters a new slot of some level. Never allocates; O(levels) when
+ * there is nothing to move. Calls the deadline callback once per timer.
+ */
+uint64_t larder__wheel_prepare(struct larder__wheel *w, uint64_t max);
+
+/*
  * The first tick at which advance() has something to do (a slot to deliver
- * or cascade, a heap timer to move in), or UINT64_MAX when the wheel is empty.
- * The first timer is due no earlier than this. O(levels).
+ * or cascade, a staged bank to swap in, a heap timer to move in), or
+ * UINT64_MAX when the wheel is empty. The first timer is due no earlier than
+ * this. O(levels^2) bitmap words.
  */
 uint64_t larder__wheel_next(const struct larder__wheel *w);
 
