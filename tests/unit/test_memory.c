@@ -35,6 +35,7 @@
 #include "core/entry.h"
 #include "core/hash.h"
 #include "harness.h"
+#include "mem/pages.h"
 #include "mem/slab.h"
 
 #define KiB ((uint64_t)1024)
@@ -1101,6 +1102,45 @@ static void test_close_mid_clear_walk(void)
 	}
 }
 
+/* ---- Placement of mappings (M10) ---------------------------------------------- */
+
+static long map_areas(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	long n = 0;
+	int ch;
+
+	if (!f)
+		return -1;
+	while ((ch = fgetc(f)) != EOF)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
+static void test_pages_adjacent(void)
+{
+	enum { PAGES = 2048 };
+	static void *page[PAGES];
+	long areas0 = map_areas();
+	uint64_t mapped0 = larder__test_mapped_bytes();
+
+	for (unsigned i = 0; i < PAGES; i++) {
+		size_t bytes = i % 3 == 2 ? 128 * KiB : 64 * KiB; /* two alignments */
+		page[i] = larder__pages_map(bytes, bytes);
+		REQUIRE(page[i] != NULL);
+		CHECK_EQ((uintptr_t)page[i] % bytes, 0);
+		memset(page[i], 1, 64); /* touched, as a slab page is */
+	}
+	long areas1 = map_areas();
+	printf("  %d mappings of 64/128 KiB: %ld -> %ld kernel areas\n", PAGES, areas0, areas1);
+	CHECK_GE(areas0, 1);
+	CHECK_LT(areas1 - areas0, PAGES / 16);
+	for (unsigned i = 0; i < PAGES; i++)
+		larder__pages_unmap(page[i], i % 3 == 2 ? 128 * KiB : 64 * KiB);
+	CHECK_EQ(larder__test_mapped_bytes(), mapped0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -1128,6 +1168,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_clear_walk_no_counts),
 		TH_TEST(test_clear_walk_no_order),
 		TH_TEST(test_close_mid_clear_walk),
+		TH_TEST(test_pages_adjacent),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
