@@ -13,6 +13,8 @@
  * beside every page, and giving 8 GiB of 64 KiB pages back took one munmap
  * (one page-table walk setup, one TLB shootdown) per page or two; adjacent
  * pages freed in address order go back in runs (mem/slab.c, the returner).
+ * A gap beside every page also made every page an area of its own, and at
+ * vm.max_map_count (65,530 areas: 4 GiB of 64 KiB pages) mmap failed.
  * A hint refused or granted unaligned costs one more mmap/munmap pair.
  *
  * The audit counter is touched only here, on the rare map/unmap path, never
