@@ -27,7 +27,7 @@
  * Then it sleeps: about 200 us when work is pending (the batching window,
  * cut short by a writer whose event ring is half full), until woken (or
  * 100 ms, or the wheel's next deadline) when idle. A pass that drained many
- * events runs the next one at once.
+ * events, or walked a cleared table, runs the next one at once.
  *
  * TTL (the wheel): every counted entry that has a deadline is scheduled in
  * account(), cancelled in retire(), and scheduled again when a touch moved
@@ -78,6 +78,7 @@
 #include "core/testing.h"
 #include "evict/policy.h"
 #include "index/table.h"
+#include "mem/pages.h"
 #include "mem/slab.h"
 #include "sync/futex.h"
 #include "sync/reclaim.h"
@@ -90,13 +91,36 @@
 /* A shrinking table is under 1/8 full (L3): 8x the homes hold about the
  * entries a growth's chunk moves. */
 #define SHRINK_PER_PASS (8u * MIGRATE_PER_PASS)
-#define WALK_PER_PASS 4096u
+#define WALK_PER_PASS 4096u /* buckets, hash-order walk */
+#define WALK_AHEAD 8u        /* buckets prefetched ahead, hash-order walk */
+#define SCAN_PER_PASS 65536u /* buckets counted or moved per pass, sorted walk */
+#define FREE_PER_PASS 16384u /* entries freed per pass, sorted walk */
+#define FREE_AHEAD 16u       /* entries prefetched ahead, sorted walk */
+#define SORT_SHIFT 23        /* sort key: 8 MiB of address space */
+#define SUB_SHIFT 16         /* then within it by 64 KiB, the smallest page */
+#define SUB_KEYS (1u << (SORT_SHIFT - SUB_SHIFT))
+#define SORT_KEYS_MIN 16u
+#define SORT_KEYS_MAX 4096u
 #define EXPIRE_PER_PASS 8192u
 #define STAGE_PER_PASS 256u /* timers cascaded ahead of time: ~50-100 us of misses */
 #define STAGE_PER_EXPIRY 4u /* ... and more per expiry of the pass (expire_due) */
 #define BUSY_PASS_EVENTS 256u
 #define GP_BATCH_BYTES (64u * 1024u)
 #define GP_INTERVAL_NS (1000u * 1000u)
+
+/* The sorted walk of the oldest cleared table (walk_gens). */
+enum clear_phase { CLEAR_START, CLEAR_COUNT, CLEAR_SCATTER, CLEAR_FREE, CLEAR_HASH };
+
+struct larder__clear_walk {
+	enum clear_phase phase;
+	uint64_t keys;  /* a power of two */
+	uint32_t *count; /* per key: entries (COUNT), then the end of its range (SCATTER on) */
+	struct larder__entry **order; /* by key; [at, n) not yet taken into sub */
+	struct larder__entry **sub;   /* one key's entries, by 64 KiB; [sub_at, sub_n) to free */
+	size_t count_bytes, order_bytes;
+	uint64_t n, at, key, sub_n, sub_at;
+	struct larder__slab_batch batch; /* flushed at the end of every pass */
+};
 
 struct larder__maint {
 	struct larder *cache;
@@ -111,6 +135,7 @@ struct larder__maint {
 	uint64_t gp_started_ns; /* when the last grace period for entries began */
 	struct larder__table *tables; /* resized out of, freed after retire_token */
 	struct larder__table *gens;   /* swapped out by clear, oldest first */
+	struct larder__clear_walk clear; /* of gens, the head */
 	struct larder__table *growing; /* being resized into its next, either way */
 	uint64_t cleared_goal; /* the CLEARED count once the cleared tables are walked */
 	/* L3: the fewest buckets a shrink leaves: SMALL_BUCKETS or the first
@@ -489,60 +514,254 @@ static void walk_prefetch(const struct larder__pagedir *dir, struct larder__buck
 	}
 }
 
-/*
- * Empties up to WALK_PER_PASS buckets of the oldest cleared table, once its
- * grace period has ended (ready: polled before this pass drained the rings).
- * Its entries are freed here, without the collect list's grace period: the
- * table's own period began after it was unpublished and ended before this
- * pass drained every ring, so no reader, event or hit sample can still name
- * them (M2), and each bucket's entries are freed while still in cache. Entries
- * are prefetched WALK_AHEAD buckets ahead, their policy neighbours half as far.
- */
-#define WALK_AHEAD 8u
-static int walk_gens(struct larder__maint *m, int ready)
+/* The entry in a slot word, or NULL for an empty or moved slot. */
+static struct larder__entry *slot_live(uint64_t w)
 {
-	struct larder__table *g = m->gens;
-	if (!g || !ready)
-		return 0;
-	struct larder__table *t = g, *next = larder__table_next(g);
-	if (next) {
-		/* No writer can reach g any more: finish its growth at once. */
-		larder__table_migrate(g, SIZE_MAX, entry_hash, drop_migrating, m->cache);
-		if (m->growing == g)
-			m->growing = NULL;
-		t = next;
-	}
-	uint64_t done_bytes = 0;
-	for (unsigned n = 0; n < WALK_PER_PASS && g->walk_cursor <= t->last; n++) {
+	uint64_t p = w & LARDER__SLOT_PTR_MASK;
+	return p == 0 || p == LARDER__SLOT_MARKER ? NULL : larder__slot_entry(w);
+}
+
+/* Retires e as CLEARED and frees it at once (see walk_gens for why). */
+static void clear_one(struct larder__maint *m, struct larder__entry *e, uint64_t *bytes)
+{
+	struct larder__entry *done = NULL;
+	retire_onto(m, e, LARDER_CAUSE_CLEARED, 1, &done, bytes);
+	if (done)
+		larder__slab_free_batched(&m->cache->slab, &m->clear.batch, e,
+					  larder__entry_size(e));
+}
+
+/*
+ * The fallback walk, in the table's (hash) order: up to WALK_PER_PASS
+ * buckets, entries prefetched WALK_AHEAD buckets ahead, their policy
+ * neighbours half as far. Every entry sits in a different page, so pages
+ * only fall empty near the end. Used when the sorted walk has no memory for
+ * its arrays. Returns whether the table is done.
+ */
+static int walk_hash_order(struct larder__maint *m, struct larder__table *g,
+			   struct larder__table *t, uint64_t *bytes, uint64_t *work)
+{
+	for (unsigned n = 0; n < WALK_PER_PASS && g->walk_cursor <= t->last; n++, (*work)++) {
 		uint64_t at = g->walk_cursor++;
 		if (at + WALK_AHEAD <= t->last)
 			walk_prefetch(&m->cache->slab.dir, &t->buckets[at + WALK_AHEAD], 0);
 		if (at + WALK_AHEAD / 2 <= t->last)
 			walk_prefetch(&m->cache->slab.dir, &t->buckets[at + WALK_AHEAD / 2], 1);
 		struct larder__bucket *b = &t->buckets[at];
-		struct larder__entry *done = NULL;
 		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
 			/* Relaxed: the table is private to us now. */
-			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__RELAXED);
-			uint64_t p = w & LARDER__SLOT_PTR_MASK;
-			if (p == 0 || p == LARDER__SLOT_MARKER)
+			struct larder__entry *e =
+				slot_live(atomic_load_explicit(&b->slot[i], LARDER__RELAXED));
+			if (!e)
 				continue;
 			atomic_store_explicit(&b->slot[i], 0, LARDER__RELAXED); /* private */
-			retire_onto(m, larder__slot_entry(w), LARDER_CAUSE_CLEARED, 1, &done,
-				    &done_bytes);
+			clear_one(m, e, bytes);
 		}
-		free_list(m->cache, done);
+	}
+	return g->walk_cursor > t->last;
+}
+
+/* The sort key of an entry: its 8 MiB of address space, modulo the keys. */
+static uint64_t sort_key(const struct larder__clear_walk *w, const struct larder__entry *e)
+{
+	return ((uintptr_t)e >> SORT_SHIFT) & (w->keys - 1);
+}
+
+/* Maps the key counts: a power of two, twice the keys the live bytes span
+ * (address space beyond that only makes far regions share a key). */
+static int sorted_begin(struct larder__clear_walk *w, uint64_t live_bytes)
+{
+	uint64_t keys = SORT_KEYS_MIN;
+	while (keys < SORT_KEYS_MAX && (keys << SORT_SHIFT) < 2 * live_bytes)
+		keys *= 2;
+	w->count_bytes = larder__pages_round(keys * sizeof(uint32_t));
+	w->count = larder__pages_map(w->count_bytes, LARDER__OS_PAGE);
+	if (!w->count)
+		return -1;
+	w->keys = keys;
+	w->phase = CLEAR_COUNT;
+	return 0;
+}
+
+/* Counting done: maps the order array and turns counts into start offsets. */
+static int sorted_place(struct larder__clear_walk *w)
+{
+	uint64_t n = 0, most = 0;
+	for (uint64_t k = 0; k < w->keys; k++) {
+		uint32_t c = w->count[k];
+		w->count[k] = (uint32_t)n;
+		n += c;
+		most = c > most ? c : most;
+	}
+	w->n = n;
+	/* One mapping: the order array, then room for the largest key's entries. */
+	w->order_bytes = larder__pages_round((n + most + 1) * sizeof(*w->order));
+	w->order = larder__pages_map(w->order_bytes, LARDER__OS_PAGE);
+	if (!w->order)
+		return -1;
+	w->sub = w->order + n;
+	w->phase = CLEAR_SCATTER;
+	return 0;
+}
+
+/* Moves the next key's entries from order into sub, sorted by 64 KiB (a
+ * counting sort in cache: the key spans 8 MiB), so a page's slots go in a
+ * row and larder__slab_free_batched() sets their bits together. */
+static void sorted_take_key(struct larder__clear_walk *w)
+{
+	uint32_t start[SUB_KEYS] = { 0 };
+	uint64_t lo = w->at, hi = w->count[w->key++];
+	for (uint64_t i = lo; i < hi; i++)
+		start[((uintptr_t)w->order[i] >> SUB_SHIFT) % SUB_KEYS]++;
+	for (uint32_t k = 0, n = 0; k < SUB_KEYS; k++) {
+		uint32_t c = start[k];
+		start[k] = n;
+		n += c;
+	}
+	for (uint64_t i = lo; i < hi; i++)
+		w->sub[start[((uintptr_t)w->order[i] >> SUB_SHIFT) % SUB_KEYS]++] = w->order[i];
+	w->at = hi;
+	w->sub_n = hi - lo;
+	w->sub_at = 0;
+}
+
+static void sorted_end(struct larder__clear_walk *w)
+{
+	if (w->count)
+		larder__pages_unmap(w->count, w->count_bytes);
+	if (w->order)
+		larder__pages_unmap(w->order, w->order_bytes);
+	*w = (struct larder__clear_walk){ 0 };
+}
+
+/*
+ * One pass of the sorted walk (see walk_gens). COUNT and SCATTER read the
+ * table in order, SCAN_PER_PASS buckets a pass; SCATTER also empties each
+ * slot it moves into the order array, so that an entry is in exactly one of
+ * them (larder__maint_destroy frees both). FREE takes one key at a time
+ * into sub (sorted_take_key) and retires and frees up to FREE_PER_PASS
+ * entries a pass in that order. Returns whether the table is done;
+ * -1 if the order array could not be mapped (then the table is untouched).
+ */
+static int walk_sorted(struct larder__maint *m, struct larder__table *g, struct larder__table *t,
+		       uint64_t *bytes, uint64_t *work)
+{
+	struct larder__clear_walk *w = &m->clear;
+	if (w->phase != CLEAR_FREE) {
+		for (unsigned n = 0; n < SCAN_PER_PASS && g->walk_cursor <= t->last; n++, (*work)++) {
+			struct larder__bucket *b = &t->buckets[g->walk_cursor++];
+			for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
+				/* Relaxed: the table is private to us now. */
+				struct larder__entry *e = slot_live(
+					atomic_load_explicit(&b->slot[i], LARDER__RELAXED));
+				if (!e)
+					continue;
+				uint64_t k = sort_key(w, e);
+				if (w->phase == CLEAR_COUNT) {
+					w->count[k]++;
+					continue;
+				}
+				w->order[w->count[k]++] = e;
+				atomic_store_explicit(&b->slot[i], 0, LARDER__RELAXED); /* private */
+			}
+		}
+		if (g->walk_cursor <= t->last)
+			return 0;
+		g->walk_cursor = 0;
+		if (w->phase == CLEAR_COUNT)
+			return sorted_place(w) ? -1 : 0;
+		w->phase = CLEAR_FREE;
+		return 0;
+	}
+	const struct larder__pagedir *dir = &m->cache->slab.dir;
+	for (unsigned n = 0; n < FREE_PER_PASS; n++, (*work)++) {
+		if (w->sub_at == w->sub_n) {
+			if (w->key == w->keys)
+				return 1;
+			sorted_take_key(w);
+			continue;
+		}
+		uint64_t at = w->sub_at++;
+		if (at + FREE_AHEAD < w->sub_n)
+			__builtin_prefetch(w->sub[at + FREE_AHEAD], 1);
+		if (at + FREE_AHEAD / 2 < w->sub_n) {
+			/* Queue neighbours by id (E5), as walk_prefetch does. */
+			struct larder__entry *e = w->sub[at + FREE_AHEAD / 2];
+			if (e->prev)
+				__builtin_prefetch(larder__entry_at(dir, e->prev), 1);
+			__builtin_prefetch(larder__entry_at(dir, e->next), 1);
+		}
+		clear_one(m, w->sub[at], bytes);
+	}
+	return 0;
+}
+
+/*
+ * Empties the oldest cleared table, once its grace period has ended (ready:
+ * polled before this pass drained the rings). Its entries are freed here,
+ * without the collect list's grace period: the table's own period began
+ * after it was unpublished and ended before this pass drained every ring,
+ * so no reader, event or hit sample can still name them (M2), and each is
+ * freed while still in cache.
+ *
+ * The order matters for memory going back. In the table's (hash) order
+ * every entry lies in another page, so a page's last slot goes late and
+ * pages only fall empty at the end of the walk: the returner thread then
+ * unmaps everything after it (8 GiB of 1 KiB-median values: walk done at
+ * about 1 s, memory back at 1.8-2.0 s). So the walk sorts the entries by
+ * address first, with counting sorts that stay in cache: one pass over the
+ * table counts entries per 8 MiB of address space (modulo a few thousand
+ * keys), a second moves each into its key's range of an order array (8
+ * bytes per entry, mapped for the walk); then, one key at a time, its
+ * entries are sorted by 64 KiB (the smallest page) and freed in that order.
+ * Pages fall empty one after another from the start, so the returner
+ * unmaps while the walk goes on; a page's slots go in a row, so their bits
+ * are set together (larder__slab_free_batched); and the entry headers, their
+ * queue neighbours (allocated around the time they were inserted) and the
+ * page headers are mostly in cache. Without memory for the arrays, the walk
+ * goes in hash order. Returns the buckets or entries it went through, so
+ * that a long walk runs pass after pass without the batching window's sleep
+ * (which under load cost more than the walk: maint_sleep).
+ */
+static uint64_t walk_gens(struct larder__maint *m, int ready)
+{
+	struct larder__table *g = m->gens;
+	if (!g || !ready)
+		return 0;
+	struct larder__table *t = g, *next = larder__table_next(g);
+	if (next)
+		t = next;
+	if (m->clear.phase == CLEAR_START) {
+		if (next) {
+			/* No writer can reach g any more: finish its growth at once. */
+			larder__table_migrate(g, SIZE_MAX, entry_hash, drop_migrating, m->cache);
+			if (m->growing == g)
+				m->growing = NULL;
+		}
+		g->walk_cursor = 0;
+		if (sorted_begin(&m->clear, m->live_bytes) != 0)
+			m->clear.phase = CLEAR_HASH;
+	}
+	uint64_t done_bytes = 0, work = 1;
+	int done = m->clear.phase == CLEAR_HASH ? walk_hash_order(m, g, t, &done_bytes, &work)
+						: walk_sorted(m, g, t, &done_bytes, &work);
+	larder__slab_batch_flush(&m->cache->slab, &m->clear.batch);
+	if (done < 0) {
+		sorted_end(&m->clear);
+		m->clear.phase = CLEAR_HASH;
+		done = 0;
 	}
 	if (done_bytes) {
 		count_freed(m, done_bytes);
 		wake_writers(m->cache);
 	}
-	if (g->walk_cursor <= t->last)
-		return 1;
+	if (!done)
+		return work;
+	sorted_end(&m->clear);
 	m->gens = g->retire_next;
 	larder__table_destroy(next);
 	larder__table_destroy(g);
-	return 1;
+	return work;
 }
 
 /* ---- Eviction -------------------------------------------------------------- */
@@ -860,7 +1079,7 @@ static uint64_t maint_pass(struct larder__maint *m)
 		free_tables(m);
 		work++;
 	}
-	work += (uint64_t)walk_gens(m, gen_ready);
+	work += walk_gens(m, gen_ready);
 	work += (uint64_t)reap_orphans(m);
 	work += expire_due(m);
 	work += evict(m);
@@ -1014,6 +1233,14 @@ void larder__maint_destroy(struct larder *c)
 	larder__table_walk(root, free_large, c);
 	larder__table_destroy(larder__table_next(root));
 	larder__table_destroy(root);
+	/* The head's sorted walk may hold some of its entries in its order
+	 * array instead of the table (walk_sorted). */
+	for (uint64_t i = m->clear.sub_at; i < m->clear.sub_n; i++)
+		free_large(c, m->clear.sub[i]);
+	for (uint64_t i = m->clear.at; m->clear.order && i < m->clear.n; i++)
+		if (m->clear.order[i])
+			free_large(c, m->clear.order[i]);
+	sorted_end(&m->clear);
 	while (m->gens) {
 		struct larder__table *g = m->gens, *next = larder__table_next(g);
 		m->gens = g->retire_next;

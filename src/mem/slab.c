@@ -67,6 +67,11 @@ struct larder__page {
 	struct larder__page *all_prev, *all_next;     /* under lock */
 } __attribute__((aligned(64)));
 
+/* A page above 64 KiB is the smallest power of two >= 8 slots, so it holds
+ * fewer than 16 (mem/sizeclass.h): the fullest bitmap is a 64 KiB page's. */
+_Static_assert(LARDER__PAGE_MIN / LARDER__SLAB_MIN_SLOT <= 64 * LARDER__SLAB_BATCH_WORDS,
+	       "a batch holds the bitmap of any page");
+
 static inline uint64_t *owner_free(struct larder__page *pg)
 {
 	return (uint64_t *)(void *)(pg + 1);
@@ -562,24 +567,13 @@ void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes)
 	}
 }
 
-void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
+/* n slots of pg had their maint_free bits set (SL1): the live counts drop,
+ * and the page is listed or retired if it has to be. */
+static void page_slots_freed(struct larder__slab *s, struct larder__page *pg, uint32_t n)
 {
-	if (bytes > LARDER__SLAB_MAX_SLOT) {
-		larder__slab_unalloc(s, NULL, p, bytes);
-		return;
-	}
-	struct larder__page *pg = page_of(p, bytes);
-	if (larder__slab_poison)
-		memset(p, 0xdb, pg->slot_bytes);
-	size_t i = ((size_t)((unsigned char *)p - (unsigned char *)pg) - pg->slots_offset) /
-		   pg->slot_bytes;
-	/* SL1: seq_cst (release for SL2, and the store half of the Dekker pair
-	 * SL3/SL4 with page_release()). */
-	atomic_fetch_or_explicit(&maint_free(pg)[i / 64], (uint64_t)1 << (i % 64),
-				 LARDER__SEQ_CST);
-	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - 1;
+	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - n;
 	atomic_store_explicit(&pg->live, live, LARDER__RELAXED); /* single writer */
-	class_live_add(s, pg->size_class, -1);
+	class_live_add(s, pg->size_class, -(int64_t)n);
 	uint32_t st = atomic_load_explicit(&pg->state, LARDER__SEQ_CST);
 	if (st & PAGE_OWNED)
 		return;
@@ -588,6 +582,65 @@ void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
 	pthread_mutex_lock(&s->lock);
 	page_settle_locked(s, pg, 1);
 	pthread_mutex_unlock(&s->lock);
+}
+
+/* The slot index of p in its page pg, after poisoning it if asked. */
+static size_t slot_freeing(struct larder__page *pg, void *p)
+{
+	if (larder__slab_poison)
+		memset(p, 0xdb, pg->slot_bytes);
+	return ((size_t)((unsigned char *)p - (unsigned char *)pg) - pg->slots_offset) /
+	       pg->slot_bytes;
+}
+
+void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
+{
+	if (bytes > LARDER__SLAB_MAX_SLOT) {
+		larder__slab_unalloc(s, NULL, p, bytes);
+		return;
+	}
+	struct larder__page *pg = page_of(p, bytes);
+	size_t i = slot_freeing(pg, p);
+	/* SL1: seq_cst (release for SL2, and the store half of the Dekker pair
+	 * SL3/SL4 with page_release()). */
+	atomic_fetch_or_explicit(&maint_free(pg)[i / 64], (uint64_t)1 << (i % 64),
+				 LARDER__SEQ_CST);
+	page_slots_freed(s, pg, 1);
+}
+
+void larder__slab_batch_flush(struct larder__slab *s, struct larder__slab_batch *b)
+{
+	struct larder__page *pg = b->page;
+	if (!pg)
+		return;
+	for (uint32_t w = 0; w < pg->nwords; w++) {
+		if (b->bits[w]) {
+			/* SL1, as in larder__slab_free(): the batch's reads of
+			 * these slots (listener, poisoning) came before. */
+			atomic_fetch_or_explicit(&maint_free(pg)[w], b->bits[w], LARDER__SEQ_CST);
+			b->bits[w] = 0;
+		}
+	}
+	page_slots_freed(s, pg, b->slots);
+	b->page = NULL;
+	b->slots = 0;
+}
+
+void larder__slab_free_batched(struct larder__slab *s, struct larder__slab_batch *b, void *p,
+			       size_t bytes)
+{
+	if (bytes > LARDER__SLAB_MAX_SLOT) {
+		larder__slab_free(s, p, bytes);
+		return;
+	}
+	struct larder__page *pg = page_of(p, bytes);
+	if (pg != b->page) {
+		larder__slab_batch_flush(s, b);
+		b->page = pg;
+	}
+	size_t i = slot_freeing(pg, p);
+	b->bits[i / 64] |= (uint64_t)1 << (i % 64);
+	b->slots++;
 }
 
 void larder__slab_stats(struct larder__slab *s, uint64_t *v)

@@ -91,6 +91,26 @@ void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cur
 
 /* Maintainer: p (published, then retired after a grace period) is free again. */
 void larder__slab_free(struct larder__slab *s, void *p, size_t bytes);
+
+/* Bitmap words of the fullest page: 64 KiB of 32-byte slots (sizeclass.h). */
+#define LARDER__SLAB_BATCH_WORDS ((LARDER__PAGE_MIN / LARDER__SLAB_MIN_SLOT + 63) / 64)
+
+/*
+ * Maintainer: frees gathered per page, for a caller that frees many slots
+ * of one page in a row (the clear walk, in address order). The slots' bits
+ * are set with one atomic OR per bitmap word, and the page's counts and
+ * state are settled once, when the next slot is on another page or at
+ * larder__slab_batch_flush(); until then the slots stay allocated. Flush
+ * before anything else may free on those pages' behalf (end of the pass).
+ */
+struct larder__slab_batch {
+	struct larder__page *page; /* NULL: empty */
+	uint32_t slots;
+	uint64_t bits[LARDER__SLAB_BATCH_WORDS];
+};
+void larder__slab_free_batched(struct larder__slab *s, struct larder__slab_batch *b, void *p,
+			       size_t bytes);
+void larder__slab_batch_flush(struct larder__slab *s, struct larder__slab_batch *b);
 /* Maintainer: an entry in p was published (counts live slots per page). */
 void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes);
 

@@ -24,6 +24,14 @@
  *       fall, no further than its floor, to a size holding the entries at no
  *       more than half load; every entry left is still found with its value,
  *       and the index grows again as keys come back.
+ *   M10. the walk that empties a cleared index (maint/maintainer.c) reports
+ *       every entry, large ones included, to the listener exactly once as
+ *       CLEARED, in address order (a run per 64 KiB block), or in hash order
+ *       when the mappings for its sort fail; either way the accounting, the
+ *       audit and the pages given back hold, and a close in the middle of
+ *       the walk leaks no mapping.
+ *   M11. pages mapped one after another share kernel areas (the count of
+ *       mappings stays far below vm.max_map_count at 8 GiB of 64 KiB pages).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -35,6 +43,7 @@
 #include "core/hash.h"
 #include "harness.h"
 #include "index/table.h"
+#include "mem/pages.h"
 #include "mem/slab.h"
 
 #define KiB ((uint64_t)1024)
@@ -1059,6 +1068,197 @@ static void test_index_shrinks_after_clear(void)
 	larder_close(cache);
 }
 
+/* ---- The clear walk (M10) ----------------------------------------------------- */
+
+#define WALK_KEYS 6000u
+
+/* What the listener heard, on the maintainer; read after a quiesce (Q3). */
+struct walk_rec {
+	unsigned calls[WALK_KEYS];
+	uint64_t heard, other_causes, bad_keys;
+	uint64_t runs;       /* listener calls whose value is in another 64 KiB than the last */
+	uintptr_t last_block;
+};
+
+static void walk_listener(void *ctx, const void *key, size_t key_len, const void *value,
+			  size_t value_len, enum larder_cause cause)
+{
+	struct walk_rec *r = ctx;
+	char buf[32];
+	unsigned long id;
+	uintptr_t block = (uintptr_t)value >> 16;
+
+	(void)value_len;
+	if (cause != LARDER_CAUSE_CLEARED) {
+		r->other_causes++;
+		return;
+	}
+	r->heard++;
+	if (block != r->last_block)
+		r->runs++;
+	r->last_block = block;
+	if (key_len >= sizeof(buf)) {
+		r->bad_keys++;
+		return;
+	}
+	memcpy(buf, key, key_len);
+	buf[key_len] = 0;
+	if (sscanf(buf, "key-%lu", &id) != 1 || id >= WALK_KEYS) {
+		r->bad_keys++;
+		return;
+	}
+	r->calls[id]++;
+}
+
+static larder *open_walk(struct walk_rec *r)
+{
+	larder_config *config = th_config(64 * MiB);
+
+	if (config == NULL)
+		return NULL;
+	CHECK_RC(larder_config_set_expected_entries(config, 1024), LARDER_OK);
+	CHECK_RC(larder_config_set_write_wait_ms(config, 20000), LARDER_OK);
+	CHECK_RC(larder_config_set_removal_listener(config, walk_listener, r), LARDER_OK);
+	return th_open(config);
+}
+
+/* WALK_KEYS entries, 1..8 KiB, every 100th above the slab's largest slot. */
+static uint64_t fill_walk(larder *cache)
+{
+	uint64_t n = 0;
+	for (uint64_t id = 0; id < WALK_KEYS; id++) {
+		size_t vlen = id % 100 == 0 ? 300 * KiB : 1000 + (size_t)(th_mix64(id) % 7000);
+		n += (uint64_t)CHECK_RC(put_key(cache, id, vlen), LARDER_OK);
+	}
+	return n;
+}
+
+/*
+ * fail_at: -1 for the sorted walk; 1 or 2 to fail the maintainer's first or
+ * second mapping after the clear's own new index (the sort's key counts, its
+ * order array), which sends the walk down the hash-order path.
+ */
+static void clear_walk_case(long fail_at)
+{
+	struct walk_rec *r = calloc(1, sizeof(*r));
+	REQUIRE(r != NULL);
+	larder *cache = open_walk(r);
+	REQUIRE(cache != NULL);
+	uint64_t n = fill_walk(cache);
+	check_audit(cache);
+	uint64_t mapped0 = th_stat(cache, LARDER_STAT_PAGES_MAPPED);
+	larder__test_fail_mmap_after(fail_at);
+	CHECK_RC(larder_clear(cache), LARDER_OK);
+	struct audit a = check_audit(cache); /* quiesces: the walk and the unmapping are done */
+	larder__test_fail_mmap_after(-1);
+	uint64_t once = 0;
+	for (unsigned id = 0; id < WALK_KEYS; id++)
+		once += r->calls[id] == 1;
+	printf("  clear walk (%s): %" PRIu64 " entries, heard %" PRIu64 ", %" PRIu64
+	       " runs of one 64 KiB block; mapped %" PRIu64 " -> %" PRIu64 " KiB\n",
+	       fail_at < 0 ? "sorted" : "hash order", n, r->heard, r->runs, mapped0 / KiB,
+	       th_stat(cache, LARDER_STAT_PAGES_MAPPED) / KiB);
+	CHECK_EQ(once, n);
+	CHECK_EQ(r->heard, n);
+	CHECK_EQ(r->other_causes, 0);
+	CHECK_EQ(r->bad_keys, 0);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_CLEARED), n);
+	CHECK_EQ(a.slots_used, 0);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_LARGE_BYTES), 0);
+	CHECK_LE(th_stat(cache, LARDER_STAT_PAGES_MAPPED), 8 * MiB + RESERVE_MAX);
+	/* Sorted, a 64 KiB block's entries come in a row (1-8 KiB values: a
+	 * dozen or more per block); in hash order almost every call moves. */
+	if (fail_at < 0)
+		CHECK_LT(r->runs * 4, n);
+	else
+		CHECK_GT(r->runs * 2, n);
+	th_check_accounting(cache, 10000, NULL, NULL);
+	/* the cache works on: a new generation, cleared again */
+	for (uint64_t id = 0; id < 100; id++)
+		CHECK_RC(put_key(cache, id, 2000), LARDER_OK);
+	CHECK_RC(larder_clear(cache), LARDER_OK);
+	CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+	CHECK_EQ(r->heard, n + 100);
+	larder_close(cache);
+	free(r);
+}
+
+static void test_clear_walk_sorted(void)
+{
+	clear_walk_case(-1);
+}
+
+static void test_clear_walk_no_counts(void)
+{
+	clear_walk_case(1);
+}
+
+static void test_clear_walk_no_order(void)
+{
+	clear_walk_case(2);
+}
+
+/* Close at once after clears, the walk in any state: nothing leaks (M6). */
+static void test_close_mid_clear_walk(void)
+{
+	for (unsigned round = 0; round < 4; round++) {
+		struct walk_rec *r = calloc(1, sizeof(*r));
+		REQUIRE(r != NULL);
+		uint64_t before = larder__test_mapped_bytes();
+		larder *cache = open_walk(r);
+		REQUIRE(cache != NULL);
+		fill_walk(cache);
+		CHECK_RC(larder_clear(cache), LARDER_OK);
+		if (round % 2)
+			fill_walk(cache); /* a second generation behind the first */
+		CHECK_RC(larder_clear(cache), LARDER_OK);
+		for (uint64_t id = 0; id < (round >= 2 ? 1000u << round : 0); id++)
+			(void)check_key(cache, id % WALK_KEYS, 8000); /* later into the walk */
+		larder_close(cache);
+		CHECK_EQ(larder__test_mapped_bytes(), before);
+		free(r);
+	}
+}
+
+/* ---- Placement of mappings (M11) ---------------------------------------------- */
+
+static long map_areas(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	long n = 0;
+	int ch;
+
+	if (!f)
+		return -1;
+	while ((ch = fgetc(f)) != EOF)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
+static void test_pages_adjacent(void)
+{
+	enum { PAGES = 2048 };
+	static void *page[PAGES];
+	long areas0 = map_areas();
+	uint64_t mapped0 = larder__test_mapped_bytes();
+
+	for (unsigned i = 0; i < PAGES; i++) {
+		size_t bytes = i % 3 == 2 ? 128 * KiB : 64 * KiB; /* two alignments */
+		page[i] = larder__pages_map(bytes, bytes);
+		REQUIRE(page[i] != NULL);
+		CHECK_EQ((uintptr_t)page[i] % bytes, 0);
+		memset(page[i], 1, 64); /* touched, as a slab page is */
+	}
+	long areas1 = map_areas();
+	printf("  %d mappings of 64/128 KiB: %ld -> %ld kernel areas\n", PAGES, areas0, areas1);
+	CHECK_GE(areas0, 1);
+	CHECK(areas1 - areas0 < PAGES / 16); /* signed: others may unmap meanwhile */
+	for (unsigned i = 0; i < PAGES; i++)
+		larder__pages_unmap(page[i], i % 3 == 2 ? 128 * KiB : 64 * KiB);
+	CHECK_EQ(larder__test_mapped_bytes(), mapped0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -1084,6 +1284,11 @@ int main(int argc, char **argv)
 		TH_TEST(test_shrink_returns_memory),
 		TH_TEST(test_index_shrinks_after_cut),
 		TH_TEST(test_index_shrinks_after_clear),
+		TH_TEST(test_clear_walk_sorted),
+		TH_TEST(test_clear_walk_no_counts),
+		TH_TEST(test_clear_walk_no_order),
+		TH_TEST(test_close_mid_clear_walk),
+		TH_TEST(test_pages_adjacent),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }

@@ -77,6 +77,7 @@ struct lb_config {
 	uint64_t memory;      /* --memory: capacity of the memory-return run; 0: off */
 	unsigned churn_factor; /* --churn N: the memory run's churn writes N x capacity (10) */
 	int value_size_given; /* --value-size was on the command line */
+	int clear_only;       /* --clear-only: the memory run stops after its clear phase */
 };
 
 /* One worker thread's state; owned by that thread while a job runs. */

@@ -26,6 +26,7 @@ static const char usage[] =
 	"                       shrink to 10%, churn 10x capacity; RSS timelines and\n"
 	"                       PASS/FAIL per phase (lognormal values unless --value-size)\n"
 	"  --churn N            --memory's churn writes N x the capacity (10)\n"
+	"  --clear-only         --memory runs only its first phase (fill, clear)\n"
 	"  --ops N              exactly N ops of the first scenario on the main thread,\n"
 	"                       per engine (for callgrind; see profile.sh)\n"
 	"options:\n"
@@ -255,6 +256,10 @@ static int parse_args(int argc, char **argv, struct lb_config *cfg)
 		}
 		if (strcmp(a, "--pin") == 0) {
 			cfg->pin = 1;
+			continue;
+		}
+		if (strcmp(a, "--clear-only") == 0) {
+			cfg->clear_only = 1;
 			continue;
 		}
 		if (strcmp(a, "--scale") == 0) {
