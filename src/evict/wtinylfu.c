@@ -32,12 +32,18 @@
  * between window and main at once (resize_window), since a lazily grown
  * window would fill with keys admitted without the frequency filter.
  *
- * Accessed bit (policy.h P5): not used; W-TinyLFU relies on hit events. Tried
- * at the judgement (the victim's and the candidate's bit applied as a hit, as
- * a move to protected, or as a sketch increment): with hits delivered late
- * (larder-sim --hit-ring 1024:1024) none lowered its worst cell (+2.8 points
- * without; +4.5, +4.9, +2.9 with), since what delay costs it is the
- * window's and the climber's timing, not promotions missed.
+ * Accessed bit (policy.h P5): hit() takes it, so a set bit is a hit whose
+ * sample is late or lost. An entry leaving the window takes its bit into the
+ * sketch (one increment: the frequency its judgement reads), not into its
+ * place (the hit came before the inserts that now push it out, so moving it
+ * back to the window's newest end would overstate its recency) and marks
+ * itself W_FOLDED, so that the late sample, when it comes with no new bit
+ * set, is not counted again (the tuner still sees it: it never saw the fold).
+ * Folding also at the judgement (the victim's or the candidate's bit as a
+ * move to protected, or the protected tail's as a touch) was measured and
+ * dropped: up to 6.4 points worse in the worst cell with late samples
+ * (docs/policies.md, "Lossy hit events"). With every hit delivered at once
+ * no bit is set when an entry leaves the window: nothing changes.
  *
  * Invariants:
  *   W1. Every linked entry is in exactly one queue, named by its QUEUE bits;
@@ -73,6 +79,7 @@ enum {
 	W_PROBATION = 1,
 	W_PROTECTED = 2,
 	W_QUEUE_MASK = 3,
+	W_FOLDED = 4, /* its bit reached the sketch before its hit sample came */
 };
 
 #define W_PROTECTED_PERCENT 80
@@ -215,7 +222,12 @@ static void rebalance(struct larder__policy *p, int moves)
 	       (e = larder__queue_oldest(&p->q[W_WINDOW])) != NULL;
 	     moves--) {
 		uint64_t b = bytes_of(p, e);
+		int folded = larder__entry_take_accessed(e);
+		if (folded)
+			larder__sketch_increment(&p->sketch, p->host.hash(p->host.ctx, e));
 		move(p, W_PROBATION, e, b);
+		if (folded)
+			larder__set_pbits(e, W_PROBATION | W_FOLDED);
 		if (!p->cand)
 			p->cand = e;
 	}
@@ -332,9 +344,15 @@ static void w_replace(struct larder__policy *p, struct larder__entry *old,
 static void w_hit(struct larder__policy *p, struct larder__entry *e)
 {
 	uint64_t hash = p->host.hash(p->host.ctx, e);
-	larder__sketch_increment(&p->sketch, hash);
 	if (p->tuner)
 		follow_tuner(p, hash, bytes_of(p, e));
+	int marked = larder__entry_take_accessed(e);
+	if (larder__pbits(e) & W_FOLDED) {
+		larder__set_pbits(e, queue_id(e));
+		if (!marked)
+			return; /* rebalance() already counted this sample's hit */
+	}
+	larder__sketch_increment(&p->sketch, hash);
 	p->hits++;
 	unsigned qid = queue_id(e);
 	if (qid != W_PROBATION) {
