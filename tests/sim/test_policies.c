@@ -18,6 +18,8 @@
  *       LRU does not apply a hit twice (the bit at evict(), then its late
  *       sample); W-TinyLFU counts a window leaver's bit in its sketch, so it
  *       wins an admission it would otherwise lose.
+ *   W2 (evict/wtinylfu.c) an entry demoted from protected while a candidate
+ *       waits for its judgement is not judged as a candidate.
  *   LARDER_SIM_PASSES (evict/sim.c): a missed key hits on the next request
  *       though its insert waits for the drain; with a drain before every
  *       request the pass model gives the strict model's misses exactly.
@@ -279,6 +281,41 @@ static void wtinylfu_bit_counts(int mark)
 	ops->destroy(p);
 }
 
+/*
+ * W-TinyLFU, capacity 100 (window 1, protected 79): it[0..99] fill it, hits
+ * on it[0..79] promote them (it[0] is demoted again). it[100] pushes it[99]
+ * out of the window as a candidate; before the eviction that judges it (the
+ * engine's pass applies hit samples after its inserts) a hit on it[80]
+ * demotes it[1] (seen twice). Judged as a candidate, it[1] would beat the
+ * victim it[81] (seen once) at the next eviction; it is no candidate, so
+ * that eviction judges it[101]'s leaver it[100] against it[81]: a tie, and
+ * the candidate leaves.
+ */
+static void wtinylfu_demoted_not_candidate(void)
+{
+	const struct larder__policy_ops *ops = larder__policy_ops_for(LARDER_POLICY_WTINYLFU);
+	struct item *it = items;
+	struct larder__policy_host host = {h_hash, h_size, NULL, &slab.dir};
+	struct larder__policy *p;
+	CHECK(ops->create(&p, &host, 100, 100) == LARDER_OK, "create");
+	fresh_items(it, 102);
+	for (int i = 0; i < 100; i++)
+		ops->insert(p, it[i].e, it[i].hash, 1);
+	for (int i = 0; i < 80; i++) {
+		larder__entry_mark_accessed(it[i].e);
+		ops->hit(p, it[i].e);
+	}
+	ops->insert(p, it[100].e, it[100].hash, 1);
+	larder__entry_mark_accessed(it[80].e);
+	ops->hit(p, it[80].e);
+	CHECK(ops->evict(p) == it[99].e, "wtinylfu: the first candidate loses its tie");
+	ops->insert(p, it[101].e, it[101].hash, 1);
+	struct larder__entry *v = ops->evict(p);
+	CHECK(v == it[100].e, "W2: wtinylfu judged a demoted entry as a candidate (evicted item %d)",
+	      v ? (int)(of(v) - items) : -1);
+	ops->destroy(p);
+}
+
 /* The pass model against the strict one, through the public simulator. */
 static void sim_passes(enum larder_policy policy, uint64_t seed)
 {
@@ -334,6 +371,7 @@ int main(int argc, char **argv)
 	lru_late_sample_once();
 	wtinylfu_bit_counts(0);
 	wtinylfu_bit_counts(1);
+	wtinylfu_demoted_not_candidate();
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 		sim_passes(all[i], seed + i);
 	larder__slab_destroy(&slab);
