@@ -22,12 +22,35 @@
  *   absent  -> a miss: the entry is inserted, then victims are evicted while
  *              the charged size is over capacity, the order the maintainer
  *              applies an insertion event and then enforces capacity.
+ * That strict model evicts at every miss while hit samples wait in the ring,
+ * so with LARDER_SIM_HIT_RING it evicts entries whose samples are in flight,
+ * which the engine never does: its maintainer pass (maint/maintainer.c)
+ * drains every event ring, then every hit ring, and only then evicts. With
+ * LARDER_SIM_PASSES the simulator does the same: a missed key is in the map
+ * at once (the next request for it hits, and marks it, as in the engine's
+ * index) but waits in waiting[] for the drain, which inserts it, delivers the
+ * ring's samples and then evicts down to capacity; a drain comes every
+ * drain_every requests of the one simulated thread (the batching window) or
+ * at the miss that leaves SIM_PASS_INSERTS inserts waiting (the writer's
+ * event ring half full: it wakes the maintainer). So between drains the cache
+ * holds the waiting inserts beyond capacity, as the engine does within its
+ * overshoot bound (core/cache.c B1-B3): the pass model's miss ratios are
+ * lower than the strict model's for that reason alone, and what sampling
+ * costs there is measured against the pass model with every hit delivered at
+ * once (LARDER_SIM_PASSES without LARDER_SIM_HIT_RING), never against the
+ * strict model. Not modelled: the maintainer's idle sleep (a pass with no
+ * work lets it sleep until a writer wakes it, so in a phase without misses
+ * the engine drains less often than every window; on the reference traces
+ * every window of 1024 requests has misses), reader threads running during a
+ * pass, and a size change of a linked entry, which is replaced at once.
  * Capacity is in the same unit as the sizes given: pass size 1 for every
  * access to count objects, as the reference tables do.
  *
  * Invariants: S1. used == the summed sizes of the map's entries, and after
- * every access used <= capacity (or the map is empty). S2. Every entry in the
- * map is linked in the policy, and nothing else is.
+ * every access (with LARDER_SIM_PASSES: every drain) used <= capacity (or
+ * the map is empty). S2. Every entry in the
+ * map is linked in the policy, or waiting in waiting[] (waiting_at != 0),
+ * and nothing else is linked.
  */
 #include <stddef.h>
 #include <stdlib.h>

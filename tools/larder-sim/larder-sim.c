@@ -25,7 +25,11 @@
  * D[:SLOTS] delivers them as the engine's per-thread hit ring does (drained
  * every D requests, newest SLOTS kept, default 256): the two ways to measure
  * what lossy hit events cost; --hit-dedup adds the proposed per-entry sample
- * epoch to the ring model. exact-lru and belady are unaffected.
+ * epoch to the ring model. --passes D models the maintainer's pass (evict/
+ * sim.c, LARDER_SIM_PASSES): misses reach the policy, and victims leave, only
+ * at a drain every D requests (or once 256 inserts wait); alone it delivers
+ * hits of linked entries at once, with --hit-ring D[:SLOTS] (the same D)
+ * through the ring. exact-lru and belady are unaffected.
  *
  * The CSV contract: header trace,policy,cache_size,requests,misses,miss_ratio
  * and one row per cell. Exit status 0, or 1 with a message on stderr.
