@@ -48,9 +48,8 @@
  *
  * Invariants: S1. used == the summed sizes of the map's entries, and after
  * every access (with LARDER_SIM_PASSES: every drain) used <= capacity (or
- * the map is empty). S2. Every entry in the
- * map is linked in the policy, or waiting in waiting[] (waiting_at != 0),
- * and nothing else is linked.
+ * the map is empty). S2. Every entry in the map is linked in the policy, or
+ * waits in waiting[] (waiting_at != 0), and nothing else is linked.
  */
 #include <stddef.h>
 #include <stdlib.h>

@@ -38,7 +38,9 @@
  * place (the hit came before the inserts that now push it out, so moving it
  * back to the window's newest end would overstate its recency) and marks
  * itself W_FOLDED, so that the late sample, when it comes with no new bit
- * set, is not counted again (the tuner still sees it: it never saw the fold).
+ * set, is not counted again (the tuner still sees it: it never saw the fold;
+ * an entry that changes queues before its sample comes loses the flag, and
+ * that sample counts: one access over).
  * Folding also at the judgement (the victim's or the candidate's bit as a
  * move to protected, or the protected tail's as a touch) was measured and
  * dropped: up to 6.4 points worse in the worst cell with late samples
