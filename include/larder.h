@@ -466,7 +466,9 @@ enum larder_sim_flag {
 	 * maintainer's batching window), after that window's inserts; when more
 	 * than ring_slots hits arrived in a window only the newest ring_slots
 	 * are delivered. Set the two with larder_sim_set_hit_ring(); defaults 256
-	 * slots, a drain every 1024 requests.
+	 * slots, a drain every 1024 requests. Alone it is the strict model:
+	 * misses are inserted and victims evicted at once, while the samples
+	 * wait (more pessimistic than the engine; see LARDER_SIM_PASSES).
 	 */
 	LARDER_SIM_HIT_RING = 2,
 	/*
@@ -477,6 +479,19 @@ enum larder_sim_flag {
 	 * engine change; see docs/policies.md.
 	 */
 	LARDER_SIM_HIT_DEDUP = 4,
+	/*
+	 * The maintainer's passes: a missed key is cached at once (the next
+	 * request for it hits) but reaches the policy only at the next drain,
+	 * and victims are chosen only there, after that drain's inserts and hit
+	 * samples, in the order maint_pass applies them. A drain comes every
+	 * drain_every requests (larder_sim_set_hit_ring()), or at once when 256
+	 * inserts wait (half a writer's event ring, when it wakes the
+	 * maintainer). Between drains the cache holds the waiting inserts beyond
+	 * capacity, as the engine does. Without LARDER_SIM_HIT_RING, hits on
+	 * linked entries reach the policy at once, and hits on waiting ones
+	 * through the ring after their insert.
+	 */
+	LARDER_SIM_PASSES = 8,
 };
 #define LARDER_SIM_DEFAULT_SAMPLE 4u
 

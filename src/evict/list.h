@@ -80,6 +80,27 @@ static inline void larder__queue_push(struct larder__queue *q, struct larder__en
 	q->bytes += bytes;
 }
 
+/* Links e (in no queue: E6) just older than at, which is linked in q. */
+static inline void larder__queue_push_before(struct larder__queue *q, struct larder__entry *e,
+					     struct larder__entry *at, uint64_t bytes)
+{
+	uint32_t id = e->next; /* E6 */
+	uint32_t at_id;
+	if (at->prev) {
+		struct larder__entry *p = larder__entry_at(q->dir, at->prev);
+		at_id = p->next;
+		p->next = id;
+	} else {
+		at_id = q->head;
+		q->head = id;
+	}
+	e->prev = at->prev;
+	e->next = at_id;
+	at->prev = id;
+	q->count++;
+	q->bytes += bytes;
+}
+
 /* Unlinks e, leaving its own id in its next field (E6). */
 static inline void larder__queue_unlink(struct larder__queue *q, struct larder__entry *e,
 					uint64_t bytes)

@@ -24,8 +24,9 @@
  *       never. A policy reads and clears the mark only with
  *       larder__entry_take_accessed() and counts a taken mark as at most one
  *       access; at an eviction decision it takes the mark of the entry it is
- *       about to evict, so a hit still in flight saves it. The simulator sets
- *       the mark at hit time, as the engine's readers do.
+ *       about to evict, so a hit still in flight saves it (W-TinyLFU takes
+ *       it where entries leave its window instead: evict/wtinylfu.c). The
+ *       simulator sets the mark at hit time, as the engine's readers do.
  * Adding a policy touches one file: the policy's own .c, which defines a
  * const struct larder__policy_ops and is listed in policy.c's table.
  */

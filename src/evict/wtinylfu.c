@@ -32,18 +32,27 @@
  * between window and main at once (resize_window), since a lazily grown
  * window would fill with keys admitted without the frequency filter.
  *
- * Accessed bit (policy.h P5): not used; W-TinyLFU relies on hit events. Tried
- * at the judgement (the victim's and the candidate's bit applied as a hit, as
- * a move to protected, or as a sketch increment): with hits delivered late
- * (larder-sim --hit-ring 1024:1024) none lowered its worst cell (+2.8 points
- * without; +4.5, +4.9, +2.9 with), since what delay costs it is the
- * window's and the climber's timing, not promotions missed.
+ * Accessed bit (policy.h P5): hit() takes it, so a set bit is a hit whose
+ * sample is late or lost. An entry leaving the window takes its bit into the
+ * sketch (one increment: the frequency its judgement reads), not into its
+ * place (the hit came before the inserts that now push it out, so moving it
+ * back to the window's newest end would overstate its recency) and marks
+ * itself W_FOLDED, so that the late sample, when it comes with no new bit
+ * set, is not counted again (the tuner still sees it: it never saw the fold;
+ * an entry that changes queues before its sample comes loses the flag, and
+ * that sample counts: one access over).
+ * Folding also at the judgement (the victim's or the candidate's bit as a
+ * move to protected, or the protected tail's as a touch) was measured and
+ * dropped: up to 6.4 points worse in the worst cell with late samples
+ * (docs/policies.md, "Lossy hit events"). With every hit delivered at once
+ * no bit is set when an entry leaves the window: nothing changes.
  *
  * Invariants:
  *   W1. Every linked entry is in exactly one queue, named by its QUEUE bits;
  *       bytes add up per queue.
  *   W2. cand is NULL or in probation; the candidates are cand and every
- *       probation entry newer than it.
+ *       probation entry newer than it: entries that left the window and
+ *       await their judgement, never entries demoted from protected.
  *   W3. Every call is O(1) amortised: the sketch's halving and growth are
  *       spread over increments (evict/sketch.c K4); the climber's resizing moves at most
  *       W_RESIZE_MOVES entries per event; a tuned switch moves up to the
@@ -73,6 +82,7 @@ enum {
 	W_PROBATION = 1,
 	W_PROTECTED = 2,
 	W_QUEUE_MASK = 3,
+	W_FOLDED = 4, /* its bit reached the sketch before its hit sample came */
 };
 
 #define W_PROTECTED_PERCENT 80
@@ -207,6 +217,27 @@ static void move(struct larder__policy *p, unsigned qid, struct larder__entry *e
 	push(p, qid, e, bytes);
 }
 
+/*
+ * Moves e from protected to probation's newest end, but older than the
+ * candidates when some wait (W2): a demoted entry is no candidate. As the
+ * newest probation entry it would be judged against the victim as if it were
+ * leaving the window, which happens when the judgement waits (the engine's
+ * pass applies its inserts, then the hit samples that demote, then evicts;
+ * the climber's lazy resizing leaves candidates waiting too): with the
+ * candidates kept apart, W-TinyLFU's mean gap to Belady went from 0.0851 to
+ * 0.0773 with every hit delivered (docs/policies.md).
+ */
+static void demote(struct larder__policy *p, struct larder__entry *e, uint64_t bytes)
+{
+	if (!p->cand) {
+		move(p, W_PROBATION, e, bytes);
+		return;
+	}
+	unlink_entry(p, e, bytes);
+	larder__set_pbits(e, W_PROBATION);
+	larder__queue_push_before(&p->q[W_PROBATION], e, p->cand, bytes);
+}
+
 /* Moves up to `moves` entries out of over-full window and protected queues. */
 static void rebalance(struct larder__policy *p, int moves)
 {
@@ -215,15 +246,19 @@ static void rebalance(struct larder__policy *p, int moves)
 	       (e = larder__queue_oldest(&p->q[W_WINDOW])) != NULL;
 	     moves--) {
 		uint64_t b = bytes_of(p, e);
+		int folded = larder__entry_take_accessed(e);
+		if (folded)
+			larder__sketch_increment(&p->sketch, p->host.hash(p->host.ctx, e));
 		move(p, W_PROBATION, e, b);
+		if (folded)
+			larder__set_pbits(e, W_PROBATION | W_FOLDED);
 		if (!p->cand)
 			p->cand = e;
 	}
 	for (; moves > 0 && p->q[W_PROTECTED].bytes > p->protected_max &&
 	       (e = larder__queue_oldest(&p->q[W_PROTECTED])) != NULL;
 	     moves--) {
-		uint64_t b = bytes_of(p, e);
-		move(p, W_PROBATION, e, b);
+		demote(p, e, bytes_of(p, e));
 	}
 }
 
@@ -255,10 +290,8 @@ static void resize_window(struct larder__policy *p, uint64_t window_max)
 		move(p, W_PROBATION, e, b);
 	}
 	while (p->q[W_PROTECTED].bytes > p->protected_max &&
-	       (e = larder__queue_oldest(&p->q[W_PROTECTED])) != NULL) {
-		uint64_t b = bytes_of(p, e);
-		move(p, W_PROBATION, e, b);
-	}
+	       (e = larder__queue_oldest(&p->q[W_PROTECTED])) != NULL)
+		demote(p, e, bytes_of(p, e));
 }
 
 /* The tuned window: follow the tuner's current winner. */
@@ -332,9 +365,15 @@ static void w_replace(struct larder__policy *p, struct larder__entry *old,
 static void w_hit(struct larder__policy *p, struct larder__entry *e)
 {
 	uint64_t hash = p->host.hash(p->host.ctx, e);
-	larder__sketch_increment(&p->sketch, hash);
 	if (p->tuner)
 		follow_tuner(p, hash, bytes_of(p, e));
+	int marked = larder__entry_take_accessed(e);
+	if (larder__pbits(e) & W_FOLDED) {
+		larder__set_pbits(e, queue_id(e));
+		if (!marked)
+			return; /* rebalance() already counted this sample's hit */
+	}
+	larder__sketch_increment(&p->sketch, hash);
 	p->hits++;
 	unsigned qid = queue_id(e);
 	if (qid != W_PROBATION) {

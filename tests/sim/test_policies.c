@@ -14,7 +14,15 @@
  * one's value is the index of its item.
  *   P5  accessed bits (some hits mark the entry but their event is lost) never
  *       break P1-P2 and never change an entry's immutable flags; for LRU,
- *       S3-FIFO and ARC, an entry whose only hit is the bit is not the victim.
+ *       S3-FIFO and ARC, an entry whose only hit is the bit is not the victim;
+ *       LRU does not apply a hit twice (the bit at evict(), then its late
+ *       sample); W-TinyLFU counts a window leaver's bit in its sketch, so it
+ *       wins an admission it would otherwise lose.
+ *   W2 (evict/wtinylfu.c) an entry demoted from protected while a candidate
+ *       waits for its judgement is not judged as a candidate.
+ *   LARDER_SIM_PASSES (evict/sim.c): a missed key hits on the next request
+ *       though its insert waits for the drain; with a drain before every
+ *       request the pass model gives the strict model's misses exactly.
  * Seeded from argv[1] (printed).
  */
 #include <stddef.h>
@@ -174,6 +182,19 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed)
 	printf("PASS %s\n", ops->name);
 }
 
+/* Fresh one-byte entries it[0..n-1] with spread hashes, for a new policy. */
+static void fresh_items(struct item *it, int n)
+{
+	for (int i = 0; i < n; i++) {
+		it[i].e->mbits = 0;
+		it[i].e->prev = 0; /* E6: the last round's policy was destroyed, not drained */
+		it[i].e->next = larder__entry_id(it[i].e);
+		larder__entry_init_flags(it[i].e, LARDER__ENTRY_TTL);
+		it[i].hash = (uint64_t)(i + 1) * 0x9E3779B97F4A7C15ull;
+		it[i].size = 1;
+	}
+}
+
 /*
  * P5 for the policies that use the bit: ten one-byte entries fill the cache,
  * the oldest is marked accessed but its hit event never comes, an eleventh
@@ -186,14 +207,7 @@ static void accessed_saves(const struct larder__policy_ops *ops, int mark)
 	struct larder__policy_host host = {h_hash, h_size, NULL, &slab.dir};
 	struct larder__policy *p;
 	CHECK(ops->create(&p, &host, 10, 10) == LARDER_OK, "create");
-	for (int i = 0; i < 11; i++) {
-		it[i].e->mbits = 0;
-		it[i].e->prev = 0; /* E6: the last round's policy was destroyed, not drained */
-		it[i].e->next = larder__entry_id(it[i].e);
-		larder__entry_init_flags(it[i].e, LARDER__ENTRY_TTL);
-		it[i].hash = (uint64_t)(i + 1) * 0x9E3779B97F4A7C15ull;
-		it[i].size = 1;
-	}
+	fresh_items(it, 11);
 	for (int i = 0; i < 10; i++)
 		ops->insert(p, it[i].e, it[i].hash, 1);
 	if (mark)
@@ -206,6 +220,130 @@ static void accessed_saves(const struct larder__policy_ops *ops, int mark)
 	else
 		CHECK(v == it[0].e, "%s: without the bit the oldest is the victim", ops->name);
 	ops->destroy(p);
+}
+
+/*
+ * LRU: it[0]'s hit is told by its bit only when evict() looks (it moves to
+ * the newest end), then it[2] is hit on time, then it[0]'s late sample
+ * comes. Applied again it would move it[0] past it[2]; skipped, it[0] stays
+ * the older of the two and leaves first.
+ */
+static void lru_late_sample_once(void)
+{
+	const struct larder__policy_ops *ops = larder__policy_ops_for(LARDER_POLICY_LRU);
+	struct item *it = items;
+	struct larder__policy_host host = {h_hash, h_size, NULL, &slab.dir};
+	struct larder__policy *p;
+	CHECK(ops->create(&p, &host, 10, 10) == LARDER_OK, "create");
+	fresh_items(it, 11);
+	for (int i = 0; i < 10; i++)
+		ops->insert(p, it[i].e, it[i].hash, 1);
+	larder__entry_mark_accessed(it[0].e);
+	ops->insert(p, it[10].e, it[10].hash, 1);
+	CHECK(ops->evict(p) == it[1].e, "lru: the bit did not save it[0]");
+	larder__entry_mark_accessed(it[2].e);
+	ops->hit(p, it[2].e);
+	ops->hit(p, it[0].e); /* the late sample of the hit the bit told */
+	int seen0 = 0;
+	struct larder__entry *v;
+	while ((v = ops->evict(p)) != NULL && v != it[2].e)
+		seen0 |= v == it[0].e;
+	CHECK(seen0, "lru: a late sample moved the entry its bit had already moved");
+	ops->destroy(p);
+}
+
+/*
+ * W-TinyLFU: 100 one-byte entries fill the cache (each seen once); a 101st
+ * pushes it[99] out of the one-entry window as a candidate against it[0],
+ * probation's oldest: a tie, so the candidate leaves. If it[99] was hit but
+ * its sample has not come, its bit must reach the sketch as it leaves the
+ * window: then it wins, and it[0] leaves.
+ */
+static void wtinylfu_bit_counts(int mark)
+{
+	const struct larder__policy_ops *ops = larder__policy_ops_for(LARDER_POLICY_WTINYLFU);
+	struct item *it = items;
+	struct larder__policy_host host = {h_hash, h_size, NULL, &slab.dir};
+	struct larder__policy *p;
+	CHECK(ops->create(&p, &host, 100, 100) == LARDER_OK, "create");
+	fresh_items(it, 101);
+	for (int i = 0; i < 100; i++)
+		ops->insert(p, it[i].e, it[i].hash, 1);
+	if (mark)
+		larder__entry_mark_accessed(it[99].e);
+	ops->insert(p, it[100].e, it[100].hash, 1);
+	struct larder__entry *v = ops->evict(p);
+	if (mark)
+		CHECK(v == it[0].e && larder__entry_flags_raw(it[99].e) == LARDER__ENTRY_TTL,
+		      "P5: wtinylfu did not count a window leaver's bit (or left it set)");
+	else
+		CHECK(v == it[99].e, "wtinylfu: without the bit the candidate loses the tie");
+	ops->destroy(p);
+}
+
+/*
+ * W-TinyLFU, capacity 100 (window 1, protected 79): it[0..99] fill it, hits
+ * on it[0..79] promote them (it[0] is demoted again). it[100] pushes it[99]
+ * out of the window as a candidate; before the eviction that judges it (the
+ * engine's pass applies hit samples after its inserts) a hit on it[80]
+ * demotes it[1] (seen twice). Judged as a candidate, it[1] would beat the
+ * victim it[81] (seen once) at the next eviction; it is no candidate, so
+ * that eviction judges it[101]'s leaver it[100] against it[81]: a tie, and
+ * the candidate leaves.
+ */
+static void wtinylfu_demoted_not_candidate(void)
+{
+	const struct larder__policy_ops *ops = larder__policy_ops_for(LARDER_POLICY_WTINYLFU);
+	struct item *it = items;
+	struct larder__policy_host host = {h_hash, h_size, NULL, &slab.dir};
+	struct larder__policy *p;
+	CHECK(ops->create(&p, &host, 100, 100) == LARDER_OK, "create");
+	fresh_items(it, 102);
+	for (int i = 0; i < 100; i++)
+		ops->insert(p, it[i].e, it[i].hash, 1);
+	for (int i = 0; i < 80; i++) {
+		larder__entry_mark_accessed(it[i].e);
+		ops->hit(p, it[i].e);
+	}
+	ops->insert(p, it[100].e, it[100].hash, 1);
+	larder__entry_mark_accessed(it[80].e);
+	ops->hit(p, it[80].e);
+	CHECK(ops->evict(p) == it[99].e, "wtinylfu: the first candidate loses its tie");
+	ops->insert(p, it[101].e, it[101].hash, 1);
+	struct larder__entry *v = ops->evict(p);
+	CHECK(v == it[100].e, "W2: wtinylfu judged a demoted entry as a candidate (evicted item %d)",
+	      v ? (int)(of(v) - items) : -1);
+	ops->destroy(p);
+}
+
+/* The pass model against the strict one, through the public simulator. */
+static void sim_passes(enum larder_policy policy, uint64_t seed)
+{
+	larder_sim *strict, *passes, *late;
+	CHECK(larder_sim_create(&strict, policy, 300, 0) == LARDER_OK, "sim");
+	CHECK(larder_sim_create(&passes, policy, 300, LARDER_SIM_PASSES) == LARDER_OK, "sim");
+	CHECK(larder_sim_set_hit_ring(passes, 1, 1) == LARDER_OK, "ring");
+	CHECK(larder_sim_create(&late, policy, 300, LARDER_SIM_PASSES | LARDER_SIM_HIT_RING) ==
+		      LARDER_OK, "sim");
+	CHECK(larder_sim_set_hit_ring(late, 1024, 1024) == LARDER_OK, "ring");
+	uint64_t rng = seed | 1, n_strict = 0, n_passes = 0;
+	for (int i = 0; i < 200000; i++) {
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+		/* skewed: a hot set of 200 keys half the time, else 3000 keys */
+		uint64_t key = (rng & 1) ? (rng >> 8) % 200 : (rng >> 8) % 3000;
+		n_strict += larder_sim_access(strict, key, 1) == 0;
+		n_passes += larder_sim_access(passes, key, 1) == 0;
+		CHECK(larder_sim_access(late, key, 1) >= 0, "access");
+	}
+	CHECK(n_strict == n_passes, "%s: a pass before every request gave %llu misses, strict %llu",
+	      larder_sim_policy_name(strict), (unsigned long long)n_passes,
+	      (unsigned long long)n_strict);
+	uint64_t fresh = 1ull << 40; /* a key never seen: a miss, then a hit though not yet linked */
+	CHECK(larder_sim_access(late, fresh, 1) == 0 && larder_sim_access(late, fresh, 1) == 1,
+	      "%s: a waiting insert is not visible", larder_sim_policy_name(late));
+	larder_sim_destroy(strict);
+	larder_sim_destroy(passes);
+	larder_sim_destroy(late);
 }
 
 int main(int argc, char **argv)
@@ -230,6 +368,12 @@ int main(int argc, char **argv)
 		accessed_saves(larder__policy_ops_for(with_bit[i]), 0);
 		accessed_saves(larder__policy_ops_for(with_bit[i]), 1);
 	}
+	lru_late_sample_once();
+	wtinylfu_bit_counts(0);
+	wtinylfu_bit_counts(1);
+	wtinylfu_demoted_not_candidate();
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		sim_passes(all[i], seed + i);
 	larder__slab_destroy(&slab);
 	return sim_check_result();
 }

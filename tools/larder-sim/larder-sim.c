@@ -3,7 +3,7 @@
  *
  *   larder-sim TRACE... [--policies LIST] [--sizes LIST] [--csv FILE]
  *              [--svg FILE] [--bytes] [--sample N] [--hit-ring D[:SLOTS]]
- *              [--hit-dedup] [--reference TSV]
+ *              [--hit-dedup] [--passes D] [--reference TSV]
  *
  * TRACE is the text format of shared/traces/README.md (one "id" or "id size"
  * per line), plain or gzip (zlib's gzopen reads both). Each trace is loaded
@@ -25,7 +25,11 @@
  * D[:SLOTS] delivers them as the engine's per-thread hit ring does (drained
  * every D requests, newest SLOTS kept, default 256): the two ways to measure
  * what lossy hit events cost; --hit-dedup adds the proposed per-entry sample
- * epoch to the ring model. exact-lru and belady are unaffected.
+ * epoch to the ring model. --passes D models the maintainer's pass (evict/
+ * sim.c, LARDER_SIM_PASSES): misses reach the policy, and victims leave, only
+ * at a drain every D requests (or once 256 inserts wait); alone it delivers
+ * hits of linked entries at once, with --hit-ring D[:SLOTS] (the same D)
+ * through the ring. exact-lru and belady are unaffected.
  *
  * The CSV contract: header trace,policy,cache_size,requests,misses,miss_ratio
  * and one row per cell. Exit status 0, or 1 with a message on stderr.
@@ -366,6 +370,7 @@ struct opts {
 	int bytes;
 	uint32_t sample;
 	uint32_t ring_drain, ring_slots;
+	uint32_t passes;
 	int dedup;
 };
 
@@ -376,12 +381,15 @@ static uint64_t run_larder(const struct trace *t, enum larder_policy pol, uint64
 	int bytes = o->bytes;
 	unsigned flags = (o->sample > 1 ? LARDER_SIM_SAMPLE_HITS : 0) |
 			 (o->ring_drain ? LARDER_SIM_HIT_RING : 0) |
-			 (o->ring_drain && o->dedup ? LARDER_SIM_HIT_DEDUP : 0);
+			 (o->ring_drain && o->dedup ? LARDER_SIM_HIT_DEDUP : 0) |
+			 (o->passes ? LARDER_SIM_PASSES : 0);
 	if (larder_sim_create(&s, pol, cap, flags) != LARDER_OK)
 		return UINT64_MAX;
 	if ((o->sample > 1 && larder_sim_set_hit_sampling(s, o->sample, 42) != LARDER_OK) ||
 	    (o->ring_drain &&
-	     larder_sim_set_hit_ring(s, o->ring_slots, o->ring_drain) != LARDER_OK)) {
+	     larder_sim_set_hit_ring(s, o->ring_slots, o->ring_drain) != LARDER_OK) ||
+	    (!o->ring_drain && o->passes &&
+	     larder_sim_set_hit_ring(s, o->passes, o->passes) != LARDER_OK)) {
 		larder_sim_destroy(s);
 		return UINT64_MAX;
 	}
@@ -616,7 +624,7 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: larder-sim TRACE... [--policies LIST] [--sizes LIST] [--csv FILE]\n"
 		"                  [--svg FILE] [--bytes] [--sample N] [--hit-ring D[:SLOTS]]\n"
-		"                  [--hit-dedup]\n"
+		"                  [--hit-dedup] [--passes D]\n"
 		"                  [--reference TSV]\n"
 		"  policies: s3fifo lru wtinylfu arc fifo default exact-lru belady\n"
 		"  sizes: object counts, percentages of unique objects (1%%), or 'ref'\n");
@@ -702,6 +710,10 @@ int main(int argc, char **argv)
 			o.ring_slots = (*e == ':') ? (uint32_t)strtoul(e + 1, NULL, 10) : 256;
 			if (o.ring_drain == 0 || o.ring_slots == 0)
 				return usage();
+		} else if (strcmp(a, "--passes") == 0) {
+			o.passes = (uint32_t)strtoul(v, NULL, 10), i++;
+			if (o.passes == 0)
+				return usage();
 		} else if (strcmp(a, "--sample") == 0) {
 			o.sample = (uint32_t)strtoul(v, NULL, 10), i++;
 			if (o.sample == 0)
@@ -712,7 +724,7 @@ int main(int argc, char **argv)
 			traces[nt++] = a;
 		}
 	}
-	if (nt == 0)
+	if (nt == 0 || (o.passes && o.ring_drain && o.passes != o.ring_drain))
 		return usage();
 	FILE *csv = NULL;
 	if (o.csv) {
