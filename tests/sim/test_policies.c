@@ -14,7 +14,8 @@
  * one's value is the index of its item.
  *   P5  accessed bits (some hits mark the entry but their event is lost) never
  *       break P1-P2 and never change an entry's immutable flags; for LRU,
- *       S3-FIFO and ARC, an entry whose only hit is the bit is not the victim.
+ *       S3-FIFO (plain and tuned) and ARC, an entry whose only hit is the bit
+ *       is not the victim.
  * Seeded from argv[1] (printed).
  */
 #include <stddef.h>
@@ -215,7 +216,8 @@ int main(int argc, char **argv)
 	make_items();
 	const enum larder_policy all[] = {LARDER_POLICY_FIFO, LARDER_POLICY_LRU,
 					  LARDER_POLICY_S3FIFO, LARDER_POLICY_WTINYLFU,
-					  LARDER_POLICY_ARC, LARDER_POLICY_DEFAULT};
+					  LARDER_POLICY_ARC, LARDER_POLICY_S3FIFO_TUNED,
+					  LARDER_POLICY_DEFAULT};
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 		if (!larder__policy_ops_for(all[i])) {
 			fprintf(stderr, "FAIL: no ops for policy %d\n", (int)all[i]);
@@ -225,7 +227,7 @@ int main(int argc, char **argv)
 		}
 	run_ops(&larder__policy_wtinylfu_tuned, seed + 99);
 	const enum larder_policy with_bit[] = {LARDER_POLICY_LRU, LARDER_POLICY_S3FIFO,
-					       LARDER_POLICY_ARC};
+					       LARDER_POLICY_ARC, LARDER_POLICY_S3FIFO_TUNED};
 	for (size_t i = 0; i < sizeof with_bit / sizeof with_bit[0]; i++) {
 		accessed_saves(larder__policy_ops_for(with_bit[i]), 0);
 		accessed_saves(larder__policy_ops_for(with_bit[i]), 1);
