@@ -22,6 +22,8 @@ struct larder__tuner_kind {
 	unsigned count;				  /* <= LARDER__TUNER_MAX_K */
 	unsigned params[LARDER__TUNER_MAX_K]; /* in increasing order */
 	unsigned first;				  /* index of the answer until the first verdict */
+	uint64_t mini_entries;	/* a mini cache's size, in entries, on large caches */
+	uint64_t min_sample;	/* sample at most 1 key in min_sample (a power of two) */
 	unsigned period_factor; /* decide every period_factor x mini entries sampled requests */
 	double hysteresis;	/* switch only for a score this many times the current one */
 };
