@@ -83,11 +83,11 @@ static size_t h_size(void *ctx, const struct larder__entry *e)
 /* A maintainer-owned bit the policies must leave alone. */
 #define FOREIGN_BIT 0x80
 
-static void run_ops(const struct larder__policy_ops *ops, uint64_t seed)
+static void run_ops(const struct larder__policy_ops *ops, uint64_t seed, uint64_t capacity)
 {
 	struct larder__policy_host host = {h_hash, h_size, NULL, &slab.dir};
 	struct larder__policy *p;
-	uint64_t capacity = 3000, used = 0, linked = 0;
+	uint64_t used = 0, linked = 0;
 	CHECK(ops->create(&p, &host, capacity, 500) == LARDER_OK, "create");
 	rng_state = seed | 1;
 	for (int i = 0; i < N_ITEMS; i++) {
@@ -98,7 +98,7 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed)
 		struct item *it = &items[rnd() % N_ITEMS];
 		unsigned op = (unsigned)(rnd() % 16);
 		if (step == 150000) {
-			capacity = 1200;
+			capacity = capacity * 2 / 5;
 			ops->set_capacity(p, capacity);
 		}
 		if (!it->linked) {
@@ -223,9 +223,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "FAIL: no ops for policy %d\n", (int)all[i]);
 			failures++;
 		} else {
-			run_ops(larder__policy_ops_for(all[i]), seed + i);
+			run_ops(larder__policy_ops_for(all[i]), seed + i, 3000);
 		}
-	run_ops(&larder__policy_wtinylfu_tuned, seed + 99);
+	run_ops(&larder__policy_wtinylfu_tuned, seed + 99, 3000);
+	/* So small that the tuned S3-FIFO's 1% share leaves no skip zone (F2). */
+	run_ops(larder__policy_ops_for(LARDER_POLICY_S3FIFO_TUNED), seed + 98, 150);
 	const enum larder_policy with_bit[] = {LARDER_POLICY_LRU, LARDER_POLICY_S3FIFO,
 					       LARDER_POLICY_ARC, LARDER_POLICY_S3FIFO_TUNED};
 	for (size_t i = 0; i < sizeof with_bit / sizeof with_bit[0]; i++) {
