@@ -9,7 +9,8 @@
  *   P3  hit() on linked entries only (this driver never breaks that).
  *   mbits: a policy touches only its own bits (LARDER__MBITS_POLICY).
  *   Q1  check() (evict/list.h) finds every queue link consistent and exactly
- *       the linked entries, every 997 steps and at the end.
+ *       the linked entries, every 997 steps and at the end (S3-FIFO's also
+ *       its skip zone, F2, which the tuned variant resizes).
  * Entries are slab slots with ids (mem/pagedir.h), as in the engine; each
  * one's value is the index of its item.
  *   P5  accessed bits (some hits mark the entry but their event is lost) never
