@@ -93,6 +93,10 @@ enum larder_policy {
 	/* W-TinyLFU whose window size follows seven small simulations run on a
 	 * sample of the keys (docs/policies.md has where it wins and loses). */
 	LARDER_POLICY_WTINYLFU_TUNED = 6,
+	/* S3-FIFO whose small queue's share (1% to 50% of the cache) follows
+	 * eight small simulations run on a sample of the keys; the default
+	 * (docs/policies.md has why). */
+	LARDER_POLICY_S3FIFO_TUNED = 7,
 };
 
 /*

@@ -2,16 +2,14 @@
  * evict/policy.c - the table from enum larder_policy to a policy's ops.
  * Adding a policy: its .c file defines larder__policy_<name>; list it here.
  *
- * LARDER_POLICY_DEFAULT is S3-FIFO: the policy with the smallest mean gap to
- * Belady's optimum on the nine real traces of shared/traces (REFERENCE.tsv
- * sizes), measured with larder-sim on the policies' own code, with every hit
- * delivered (0.073) and with the engine's lossy hit ring (0.073-0.087), and
- * the least hurt by lossy hits, since a hit only bumps a counter.
- * W-TinyLFU with a window tuned by mini simulations (evict/tuner.c,
- * larder__policy_wtinylfu_tuned) has the better mean over all 55 cells with
- * every hit delivered (0.072 against 0.076), but only through the synthetic
- * lirs_loop trace, and falls behind as soon as hits are lossy: it is an
- * option (LARDER_POLICY_WTINYLFU_TUNED), not the default (docs/policies.md).
+ * LARDER_POLICY_DEFAULT is S3-FIFO with its small queue's share tuned by
+ * mini simulations (evict/s3fifo.c, evict/tuner.c): measured with larder-sim
+ * on the policies' own code over the 55 cells of shared/traces/REFERENCE.tsv,
+ * it has the smallest mean gap to Belady's optimum of larder's policies,
+ * over all cells and over the nine real traces alone, both with every hit
+ * delivered and with the engine's lossy hit ring (docs/policies.md), and it
+ * keeps S3-FIFO's cheap hits: a hit bumps a counter, and one key in S (the
+ * tuner's sample) also feeds the mini caches.
  */
 #include "evict/policy.h"
 
@@ -21,11 +19,11 @@ extern const struct larder__policy_ops larder__policy_s3fifo;
 extern const struct larder__policy_ops larder__policy_wtinylfu;
 extern const struct larder__policy_ops larder__policy_arc;
 extern const struct larder__policy_ops larder__policy_wtinylfu_tuned;
+extern const struct larder__policy_ops larder__policy_s3fifo_tuned;
 
 const struct larder__policy_ops *larder__policy_ops_for(enum larder_policy policy)
 {
 	switch (policy) {
-	case LARDER_POLICY_DEFAULT:
 	case LARDER_POLICY_S3FIFO:
 		return &larder__policy_s3fifo;
 	case LARDER_POLICY_FIFO:
@@ -38,6 +36,9 @@ const struct larder__policy_ops *larder__policy_ops_for(enum larder_policy polic
 		return &larder__policy_arc;
 	case LARDER_POLICY_WTINYLFU_TUNED:
 		return &larder__policy_wtinylfu_tuned;
+	case LARDER_POLICY_DEFAULT:
+	case LARDER_POLICY_S3FIFO_TUNED:
+		return &larder__policy_s3fifo_tuned;
 	}
 	return NULL;
 }

@@ -167,7 +167,8 @@ int larder__wtinylfu_create(struct larder__policy **out, const struct larder__po
 	p->control = control;
 	p->tuned_permille = window_permille;
 	if (control == LARDER__WINDOW_TUNED &&
-	    larder__tuner_create(&p->tuner, capacity_bytes, p->sketch_entries) != 0)
+	    larder__tuner_create(&p->tuner, &larder__tuner_windows, capacity_bytes,
+				 p->sketch_entries) != 0)
 		p->control = LARDER__WINDOW_CLIMB; /* no memory for the tuner: still adaptive */
 	*out = p;
 	return LARDER_OK;
@@ -298,7 +299,7 @@ static void resize_window(struct larder__policy *p, uint64_t window_max)
 static void follow_tuner(struct larder__policy *p, uint64_t hash, uint64_t bytes)
 {
 	larder__tuner_access(p->tuner, hash, bytes);
-	unsigned w = larder__tuner_window_permille(p->tuner);
+	unsigned w = larder__tuner_choice(p->tuner);
 	if (w != p->tuned_permille) {
 		p->tuned_permille = w;
 		resize_window(p, p->capacity * w / 1000);

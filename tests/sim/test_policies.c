@@ -9,15 +9,16 @@
  *   P3  hit() on linked entries only (this driver never breaks that).
  *   mbits: a policy touches only its own bits (LARDER__MBITS_POLICY).
  *   Q1  check() (evict/list.h) finds every queue link consistent and exactly
- *       the linked entries, every 997 steps and at the end.
+ *       the linked entries, every 997 steps and at the end (S3-FIFO's also
+ *       its skip zone, F2, which the tuned variant resizes).
  * Entries are slab slots with ids (mem/pagedir.h), as in the engine; each
  * one's value is the index of its item.
  *   P5  accessed bits (some hits mark the entry but their event is lost) never
  *       break P1-P2 and never change an entry's immutable flags; for LRU,
- *       S3-FIFO and ARC, an entry whose only hit is the bit is not the victim;
- *       LRU does not apply a hit twice (the bit at evict(), then its late
- *       sample); W-TinyLFU counts a window leaver's bit in its sketch, so it
- *       wins an admission it would otherwise lose.
+ *       S3-FIFO (plain and tuned) and ARC, an entry whose only hit is the bit
+ *       is not the victim; LRU does not apply a hit twice (the bit at
+ *       evict(), then its late sample); W-TinyLFU counts a window leaver's bit
+ *       in its sketch, so it wins an admission it would otherwise lose.
  *   W2 (evict/wtinylfu.c) an entry demoted from protected while a candidate
  *       waits for its judgement is not judged as a candidate.
  *   LARDER_SIM_PASSES (evict/sim.c): a missed key hits on the next request
@@ -90,11 +91,11 @@ static size_t h_size(void *ctx, const struct larder__entry *e)
 /* A maintainer-owned bit the policies must leave alone. */
 #define FOREIGN_BIT 0x80
 
-static void run_ops(const struct larder__policy_ops *ops, uint64_t seed)
+static void run_ops(const struct larder__policy_ops *ops, uint64_t seed, uint64_t capacity)
 {
 	struct larder__policy_host host = {h_hash, h_size, NULL, &slab.dir};
 	struct larder__policy *p;
-	uint64_t capacity = 3000, used = 0, linked = 0;
+	uint64_t used = 0, linked = 0;
 	CHECK(ops->create(&p, &host, capacity, 500) == LARDER_OK, "create");
 	rng_state = seed | 1;
 	for (int i = 0; i < N_ITEMS; i++) {
@@ -105,7 +106,7 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed)
 		struct item *it = &items[rnd() % N_ITEMS];
 		unsigned op = (unsigned)(rnd() % 16);
 		if (step == 150000) {
-			capacity = 1200;
+			capacity = capacity * 2 / 5;
 			ops->set_capacity(p, capacity);
 		}
 		if (!it->linked) {
@@ -353,17 +354,20 @@ int main(int argc, char **argv)
 	make_items();
 	const enum larder_policy all[] = {LARDER_POLICY_FIFO, LARDER_POLICY_LRU,
 					  LARDER_POLICY_S3FIFO, LARDER_POLICY_WTINYLFU,
-					  LARDER_POLICY_ARC, LARDER_POLICY_DEFAULT};
+					  LARDER_POLICY_ARC, LARDER_POLICY_S3FIFO_TUNED,
+					  LARDER_POLICY_DEFAULT};
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 		if (!larder__policy_ops_for(all[i])) {
 			fprintf(stderr, "FAIL: no ops for policy %d\n", (int)all[i]);
 			failures++;
 		} else {
-			run_ops(larder__policy_ops_for(all[i]), seed + i);
+			run_ops(larder__policy_ops_for(all[i]), seed + i, 3000);
 		}
-	run_ops(&larder__policy_wtinylfu_tuned, seed + 99);
+	run_ops(&larder__policy_wtinylfu_tuned, seed + 99, 3000);
+	/* So small that the tuned S3-FIFO's 1% share leaves no skip zone (F2). */
+	run_ops(larder__policy_ops_for(LARDER_POLICY_S3FIFO_TUNED), seed + 98, 150);
 	const enum larder_policy with_bit[] = {LARDER_POLICY_LRU, LARDER_POLICY_S3FIFO,
-					       LARDER_POLICY_ARC};
+					       LARDER_POLICY_ARC, LARDER_POLICY_S3FIFO_TUNED};
 	for (size_t i = 0; i < sizeof with_bit / sizeof with_bit[0]; i++) {
 		accessed_saves(larder__policy_ops_for(with_bit[i]), 0);
 		accessed_saves(larder__policy_ops_for(with_bit[i]), 1);

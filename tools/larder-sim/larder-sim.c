@@ -62,14 +62,15 @@ struct cell {
 };
 
 static const char *policy_names[] = {"s3fifo", "lru", "wtinylfu", "arc", "fifo",
-				     "wtinylfu-tuned", "default", "exact-lru", "belady"};
+				     "wtinylfu-tuned", "s3fifo-tuned", "default", "exact-lru",
+				     "belady"};
 static const enum larder_policy policy_enums[] = {
 	LARDER_POLICY_S3FIFO, LARDER_POLICY_LRU,	   LARDER_POLICY_WTINYLFU,
 	LARDER_POLICY_ARC,    LARDER_POLICY_FIFO,	   LARDER_POLICY_WTINYLFU_TUNED,
-	LARDER_POLICY_DEFAULT};
+	LARDER_POLICY_S3FIFO_TUNED, LARDER_POLICY_DEFAULT};
 /* REFERENCE.tsv's algorithm names for our policies (NULL: none). */
-static const char *ref_names[] = {"S3FIFO", "LRU", "WTinyLFU", "ARC", "FIFO", NULL, NULL, "LRU",
-				  "Belady"};
+static const char *ref_names[] = {"S3FIFO", "LRU", "WTinyLFU", "ARC", "FIFO", NULL, NULL, NULL,
+				  "LRU", "Belady"};
 #define N_POLICIES (sizeof policy_names / sizeof policy_names[0])
 
 static int fail(const char *msg, const char *arg)
@@ -419,7 +420,7 @@ static int parse_policies(struct opts *o, const char *list)
 		while (k < N_POLICIES && strcmp(tok, policy_names[k]) != 0)
 			k++;
 		if (k == N_POLICIES)
-			return fail("unknown policy (s3fifo lru wtinylfu arc fifo default exact-lru belady)", tok);
+			return fail("unknown policy (s3fifo lru wtinylfu arc fifo wtinylfu-tuned s3fifo-tuned default exact-lru belady)", tok);
 		if (o->npol == MAX_COLS)
 			return fail("too many policies", NULL);
 		o->pol[o->npol++] = (int)k;
@@ -626,7 +627,8 @@ static int usage(void)
 		"                  [--svg FILE] [--bytes] [--sample N] [--hit-ring D[:SLOTS]]\n"
 		"                  [--hit-dedup] [--passes D]\n"
 		"                  [--reference TSV]\n"
-		"  policies: s3fifo lru wtinylfu arc fifo default exact-lru belady\n"
+		"  policies: s3fifo lru wtinylfu arc fifo wtinylfu-tuned s3fifo-tuned default\n"
+		"            exact-lru belady\n"
 		"  sizes: object counts, percentages of unique objects (1%%), or 'ref'\n");
 	return 1;
 }
