@@ -288,11 +288,15 @@ static void exec_ms(struct larder__exec *x, struct larder__req *req, struct lard
 		return;
 	}
 	{
-		uint64_t cas;
+		/* The stored value's header (CAS) is in x->b only when the store
+		 * succeeded: a failed one may have built nothing on this worker yet. */
+		bool stored = code[0] == 'H';
+		uint64_t cas = 0;
 		uint32_t f;
 		uint8_t bits;
-		larder__hdr_get(x->b, &cas, &f, &bits);
-		meta_status(x, req, out, code, code[0] == 'H', cas);
+		if (stored)
+			larder__hdr_get(x->b, &cas, &f, &bits);
+		meta_status(x, req, out, code, stored, cas);
 	}
 }
 

@@ -3,6 +3,9 @@
 nor grow its memory without bound; SIGTERM shuts it down cleanly.
 
 Checks, each against the same running server (which must stay up):
+  0. a meta store that fails (ms MA/MP/MR on a missing key) as the first
+     store a worker sees: NS, no crash (it once read a value buffer that
+     no store had allocated yet);
   1. a line without newline past 2 KiB: the server closes that connection;
   2. a huge declared value length: SERVER_ERROR, the bytes are swallowed;
   3. 1 MiB of random binary junk: no crash;
@@ -72,6 +75,12 @@ def main():
 
     try:
         wait_port(port)
+
+        # 0. a failed meta store before any store built a value on the worker
+        for mode in (b"MA", b"MP", b"MR"):
+            r = request(port, b"ms nokey 2 " + mode + b"\r\nxx\r\n")
+            check(r == b"NS\r\n", "ms %s on a missing key as a worker's first store: %r" %
+                  (mode.decode(), r))
 
         # 1. endless line
         c = connect(port)
