@@ -31,8 +31,19 @@
  *       except the node of the request being applied.
  *   T2. Each mini cache's used bytes <= its capacity after an access.
  *   T3. Cost: O(kind->count) policy operations per sampled request, nothing
- *       for the others; memory O(kind->count x kind->mini_entries),
- *       independent of the cache size.
+ *       for the others; memory O(kind->count x max_entries), independent of
+ *       the cache size. S follows the expected entries the cache was opened
+ *       with; max_entries (MINI_ENTRIES_CAP x the larger of a mini cache's
+ *       expected entries and kind->mini_entries) is what keeps T3 when they
+ *       were underestimated: a cache opened for a few entries and filled
+ *       with 10^8 small ones would otherwise give each mini cache 1/S of
+ *       its bytes, so the tuner would hold nodes for a quarter of the keys
+ *       and its mini caches' ghosts fingerprints for more (it doubled the
+ *       RSS of `larder-bench --memory 8G --value-size 64`). A mini cache
+ *       past max_entries lowers every mini cache's capacity to 3/4 of the
+ *       bytes that many of its entries take (fit_capacity), ghosts included.
+ *       Then the mini caches model a smaller cache than the real one (about
+ *       max_entries x S entries): the choice is a worse prediction.
  * Not guaranteed: the choice is a prediction. With lossy hit events the
  * mini caches see the same lossy stream as the real cache.
  */
@@ -44,6 +55,9 @@
 
 #include "evict/s3fifo.h"
 #include "evict/wtinylfu.h"
+
+/* T3: a mini cache holds at most this many times its expected entries. */
+#define MINI_ENTRIES_CAP 8u
 #include "mem/slab.h"
 
 extern const struct larder__policy_ops larder__policy_wtinylfu;
@@ -105,7 +119,7 @@ struct node {
 struct mini {
 	unsigned k;
 	struct larder__policy *p;
-	uint64_t used;
+	uint64_t used, entries;
 	uint64_t hits; /* this period */
 	double score;
 };
@@ -122,6 +136,7 @@ struct larder__tuner {
 	uint64_t sample_mask; /* sampled iff mix(hash) & sample_mask == 0 */
 	uint64_t capacity;    /* of each mini cache, bytes */
 	uint64_t entries;     /* a mini cache's expected entries */
+	uint64_t max_entries; /* T2, T3 */
 	uint64_t period, count;
 	unsigned best;
 };
@@ -179,6 +194,8 @@ int larder__tuner_create(struct larder__tuner **out, const struct larder__tuner_
 	t->sample_mask = s - 1;
 	t->capacity = capacity_bytes / s ? capacity_bytes / s : 1;
 	t->entries = expected_entries / s ? expected_entries / s : 1;
+	t->max_entries = MINI_ENTRIES_CAP *
+			 (t->entries > kind->mini_entries ? t->entries : kind->mini_entries);
 	t->period = kind->period_factor * t->entries;
 	t->map_mask = 1023;
 	t->best = kind->first;
@@ -319,6 +336,7 @@ static void mini_access(struct larder__tuner *t, struct mini *m, struct node *n)
 	ops->insert(m->p, e, n->hash, n->bytes);
 	n->present |= bit;
 	m->used += n->bytes;
+	m->entries++;
 	while (m->used > t->capacity) {
 		struct larder__entry *v = ops->evict(m->p);
 		if (!v)
@@ -326,6 +344,7 @@ static void mini_access(struct larder__tuner *t, struct mini *m, struct node *n)
 		struct node *vn = node_of(v);
 		vn->present &= ~bit;
 		m->used -= vn->bytes;
+		m->entries--;
 		if (!vn->present && vn != n)
 			map_del(t, vn);
 	}
@@ -352,6 +371,35 @@ int larder__tuner_samples(const struct larder__tuner *t, uint64_t hash)
 	return !(mix(hash) & t->sample_mask);
 }
 
+/* Gives every mini cache `capacity` bytes, evicting down to it (T2). */
+static void apply_capacity(struct larder__tuner *t, uint64_t capacity)
+{
+	t->capacity = capacity ? capacity : 1;
+	for (unsigned k = 0; k < t->kind->count; k++) {
+		struct mini *m = &t->m[k];
+		t->kind->ops->set_capacity(m->p, t->capacity);
+		while (m->used > t->capacity) {
+			struct larder__entry *v = t->kind->ops->evict(m->p);
+			if (!v)
+				break;
+			struct node *vn = node_of(v);
+			vn->present &= ~(1u << k);
+			m->used -= vn->bytes;
+			m->entries--;
+			if (!vn->present)
+				map_del(t, vn);
+		}
+	}
+}
+
+/* T3: m holds more than max_entries (the cache was opened for far fewer
+ * entries than it holds), so every mini cache gets 3/4 of the bytes that
+ * max_entries of m's entries take. */
+static void fit_capacity(struct larder__tuner *t, const struct mini *m)
+{
+	apply_capacity(t, m->used / m->entries * t->max_entries / 4 * 3);
+}
+
 void larder__tuner_access(struct larder__tuner *t, uint64_t hash, uint64_t bytes)
 {
 	if (!larder__tuner_samples(t, hash))
@@ -363,6 +411,11 @@ void larder__tuner_access(struct larder__tuner *t, uint64_t hash, uint64_t bytes
 		mini_access(t, &t->m[k], n);
 	if (!n->present)
 		map_del(t, n);
+	for (unsigned k = 0; k < t->kind->count; k++)
+		if (t->m[k].entries > t->max_entries) {
+			fit_capacity(t, &t->m[k]);
+			break;
+		}
 	if (++t->count >= t->period)
 		decide(t);
 }
@@ -374,20 +427,5 @@ unsigned larder__tuner_choice(const struct larder__tuner *t)
 
 void larder__tuner_set_capacity(struct larder__tuner *t, uint64_t capacity_bytes)
 {
-	uint64_t s = t->sample_mask + 1;
-	t->capacity = capacity_bytes / s ? capacity_bytes / s : 1;
-	for (unsigned k = 0; k < t->kind->count; k++) {
-		struct mini *m = &t->m[k];
-		t->kind->ops->set_capacity(m->p, t->capacity);
-		while (m->used > t->capacity) {
-			struct larder__entry *v = t->kind->ops->evict(m->p);
-			if (!v)
-				break;
-			struct node *vn = node_of(v);
-			vn->present &= ~(1u << k);
-			m->used -= vn->bytes;
-			if (!vn->present)
-				map_del(t, vn);
-		}
-	}
+	apply_capacity(t, capacity_bytes / (t->sample_mask + 1));
 }

@@ -32,6 +32,9 @@
  *       the walk leaks no mapping.
  *   M11. pages mapped one after another share kernel areas (the count of
  *       mappings stays far below vm.max_map_count at 8 GiB of 64 KiB pages).
+ *   M12. the default policy's tuner stays small when the cache holds far
+ *       more entries than it was opened for (evict/tuner.c T3): RSS grows
+ *       by little more than the cache's pages and index.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -1259,6 +1262,33 @@ static void test_pages_adjacent(void)
 	CHECK_EQ(larder__test_mapped_bytes(), mapped0);
 }
 
+/* ---- The tuner's memory (M12) ------------------------------------------------ */
+
+/* 10^6 entries in a cache opened for 4,096: the tuner samples 1 key in 4,
+ * and without T3's bound its nodes and its mini caches' ghosts took about
+ * 95 bytes per entry of the cache (2 GiB at 2.2 x 10^7). Not under the
+ * sanitizers, whose shadow memory and quarantine swamp RSS. */
+static void test_tuner_memory_bounded(void)
+{
+	enum { N = 1000000 };
+	larder *cache = open_sized(256 * MiB, 4096);
+
+	REQUIRE(cache != NULL);
+	uint64_t rss0 = rss_bytes();
+	for (uint64_t id = 0; id < N; id++)
+		if (!CHECK_RC(put_key(cache, id, 64), LARDER_OK))
+			break;
+	th_check_accounting(cache, 30000, NULL, NULL);
+	uint64_t own = th_stat(cache, LARDER_STAT_PAGES_MAPPED) +
+		       th_stat(cache, LARDER_STAT_INDEX_BYTES);
+	uint64_t grown = rss_bytes() - rss0;
+	printf("  %d entries: RSS +%" PRIu64 " KiB, the cache's pages and index %" PRIu64
+	       " KiB\n", N, grown / KiB, own / KiB);
+	if (!TH_ASAN && !TH_TSAN)
+		CHECK_LT(grown, own + 48 * MiB);
+	larder_close(cache);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -1289,6 +1319,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_clear_walk_no_order),
 		TH_TEST(test_close_mid_clear_walk),
 		TH_TEST(test_pages_adjacent),
+		TH_TEST(test_tuner_memory_bounded),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
