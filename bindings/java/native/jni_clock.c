@@ -1,0 +1,81 @@
+/*
+ * jni_clock.c - org.larder.ManualClock: a clock that Java sets, for tests of
+ * expiry that must not depend on the machine's timing.
+ *
+ * A clock is one 64-bit cell of milliseconds in native memory; the engine
+ * reads it through lj_manual_clock() from any thread, including the
+ * maintainer. Java owns the cell: ManualClock frees it with a Cleaner once
+ * neither it nor any cache using it can be reached (a cache's cleanup keeps
+ * its clock reachable), so the engine never reads a freed cell.
+ *
+ * Invariant C1: the cell never goes backwards (the engine's clock contract);
+ * a set that would move it back is refused.
+ */
+#include <stdlib.h>
+
+#include "jni_state.h"
+#include "org_larder_Native.h"
+
+struct clock_cell {
+	/* Written by Java threads (set/advance), read by any thread. Relaxed
+	 * everywhere: a time value; nothing else is published through it. */
+	_Atomic uint64_t ms;
+};
+
+uint64_t lj_manual_clock(void *ctx)
+{
+	struct clock_cell *cell = ctx;
+	return atomic_load_explicit(&cell->ms, memory_order_relaxed);
+}
+
+JNIEXPORT jlong JNICALL Java_org_larder_Native_clockCreate(JNIEnv *env, jclass cls, jlong start)
+{
+	(void)env;
+	(void)cls;
+	struct clock_cell *cell = malloc(sizeof *cell);
+	if (cell)
+		atomic_store_explicit(&cell->ms, (uint64_t)start, memory_order_relaxed);
+	return (jlong)(uintptr_t)cell;
+}
+
+/* Sets the clock to ms; false (and no change) when that is in its past (C1). */
+JNIEXPORT jboolean JNICALL Java_org_larder_Native_clockSet(JNIEnv *env, jclass cls, jlong cell,
+							   jlong ms)
+{
+	(void)env;
+	(void)cls;
+	struct clock_cell *c = (struct clock_cell *)(uintptr_t)cell;
+	uint64_t cur = atomic_load_explicit(&c->ms, memory_order_relaxed);
+	do {
+		if ((uint64_t)ms < cur)
+			return JNI_FALSE;
+	} while (!atomic_compare_exchange_weak_explicit(&c->ms, &cur, (uint64_t)ms,
+							memory_order_relaxed,
+							memory_order_relaxed));
+	return JNI_TRUE;
+}
+
+/* Moves the clock forward by ms (>= 0, checked by Java); returns the new time. */
+JNIEXPORT jlong JNICALL Java_org_larder_Native_clockAdvance(JNIEnv *env, jclass cls, jlong cell,
+							    jlong ms)
+{
+	(void)env;
+	(void)cls;
+	struct clock_cell *c = (struct clock_cell *)(uintptr_t)cell;
+	return (jlong)(atomic_fetch_add_explicit(&c->ms, (uint64_t)ms, memory_order_relaxed) +
+		       (uint64_t)ms);
+}
+
+JNIEXPORT jlong JNICALL Java_org_larder_Native_clockGet(JNIEnv *env, jclass cls, jlong cell)
+{
+	(void)env;
+	(void)cls;
+	return (jlong)lj_manual_clock((void *)(uintptr_t)cell);
+}
+
+JNIEXPORT void JNICALL Java_org_larder_Native_clockFree(JNIEnv *env, jclass cls, jlong cell)
+{
+	(void)env;
+	(void)cls;
+	free((void *)(uintptr_t)cell);
+}

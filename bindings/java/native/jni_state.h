@@ -1,0 +1,59 @@
+/*
+ * jni_state.h - what the JNI modules of the Java binding share: the per-cache
+ * state behind a guard (the payload), the JVM's handles, and the result
+ * codes the Java side decodes (org.larder.Native keeps the same numbers).
+ *
+ * Invariants:
+ *   J1. A struct lj_cache is reached only inside a guard section of its
+ *       guard (guard.h), or by the thread that opens or closes it; so it is
+ *       freed, with its cache and listener reference, only after every call
+ *       that could reach it has returned.
+ *   J2. The listener reference lives until larder_close() has stopped the
+ *       maintainer, the only thread that calls it.
+ */
+#ifndef LARDER_JNI_STATE_H
+#define LARDER_JNI_STATE_H
+
+#include <jni.h>
+#include <larder.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "guard.h"
+
+/* Results beyond larder's own codes (org.larder.Native mirrors them). */
+#define LJ_RC_CLOSED (-100)      /* the cache is closed */
+#define LJ_RC_IN_CALLBACK (-101) /* close() inside a read callback */
+#define LJ_RC_IN_LISTENER (-102) /* close() from the cache's own removal listener */
+
+/* get(): >= 0 is the value's length; these encode everything else. */
+#define LJ_GET_MISS ((jlong)-1)
+#define LJ_GET_ERR_BASE ((jlong)-1000)          /* -1000 + a negative rc */
+#define LJ_GET_BUFSIZE_BASE (-((jlong)1 << 32)) /* minus the length needed */
+
+struct lj_cache {
+	larder *cache;
+	struct lj_guard *guard; /* the guard and generation that own this state */
+	uint64_t gen;
+	jobject listener; /* global ref to an org.larder.ListenerDispatcher, or NULL */
+	/* Listener calls that failed in native code (no JNIEnv, no memory for
+	 * the key or value arrays, an exception that escaped the dispatcher).
+	 * Written by the maintainer, read by stats (relaxed: a count). */
+	_Atomic uint64_t listener_failures;
+};
+
+extern JavaVM *lj_vm LJ_HIDDEN;
+
+/* The removal listener the engine calls on the maintainer (jni_listener.c). */
+LJ_HIDDEN void lj_on_removal(void *ctx, const void *key, size_t key_len, const void *value,
+			     size_t value_len, enum larder_cause cause);
+/* Caches the dispatcher's method; at load time. Returns JNI_OK or JNI_ERR. */
+LJ_HIDDEN jint lj_listener_init(JNIEnv *env);
+/* True when the calling thread is inside the removal listener of the cache
+ * that (g, gen) names. */
+LJ_HIDDEN int lj_listener_running_on(const struct lj_guard *g, uint64_t gen);
+
+/* The manual clock's larder_clock_fn (jni_clock.c); ctx is its cell. */
+LJ_HIDDEN uint64_t lj_manual_clock(void *ctx);
+
+#endif /* LARDER_JNI_STATE_H */

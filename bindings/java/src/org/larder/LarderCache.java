@@ -1,0 +1,876 @@
+package org.larder;
+
+import java.lang.management.ManagementFactory;
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
+import java.nio.ReadOnlyBufferException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import javax.management.JMException;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+
+/**
+ * An off-heap cache: keys and values live in larder's native memory, outside
+ * the garbage-collected heap, and reads of bytes allocate nothing on the
+ * Java heap. Built by {@link LarderCacheBuilder}; the operations follow
+ * Cassandra OHC's {@code OHCache} where the meaning is the same.
+ *
+ * <p><b>Threads.</b> Every method may be called from any number of threads
+ * at once. A write is visible to every thread when it returns; a reader sees
+ * the old value or the new one, never a mix.
+ *
+ * <p><b>Reads without allocation.</b> {@link #getInto(Object, byte[])},
+ * {@link #getInto(Object, ByteBuffer)}, {@link #getDirect(Object,
+ * DirectValueConsumer)}, {@link #getAllInto}, {@link #containsKey(Object)}
+ * and {@link #remainingTTLmillis(Object)} allocate 0 heap bytes per call
+ * once a thread has made its first call, provided the key serializer
+ * allocates nothing (the ready ones for {@code byte[]} and {@code String}
+ * do not). {@link #get(Object)} and {@link #getAll(Iterable)} allocate what
+ * the value serializer's {@code deserialize} allocates, and the map.
+ *
+ * <p><b>Errors.</b> A {@code null} key, value or buffer throws
+ * {@link NullPointerException}; an empty key, or a key or value over the
+ * cache's limits, {@link IllegalArgumentException} with the limit in the
+ * message; any call on a closed cache {@link IllegalStateException}; a write
+ * that finds no room in time {@link LarderBusyException}; memory refused by
+ * the operating system {@link LarderOutOfMemoryException}. After an error
+ * the key's previous value is intact.
+ *
+ * <p><b>Closing.</b> {@link #close()} is safe while other threads are inside
+ * calls on the cache: it refuses new calls at once (they throw
+ * {@link IllegalStateException}), waits for the calls in flight to return,
+ * then frees the native memory. A cache that becomes unreachable without
+ * being closed is closed by a {@link Cleaner}, unless its removal listener
+ * refers to it (the listener is held by native code until close).
+ *
+ * @param <K> key type
+ * @param <V> value type
+ */
+public final class LarderCache<K, V> implements AutoCloseable {
+    /** {@link #getInto} and {@link #remainingTTLmillis}: the key is absent. */
+    public static final int NOT_FOUND = -1;
+    /** A TTL meaning "never expires", and what {@link #remainingTTLmillis} says then. */
+    public static final long NEVER_EXPIRE = Long.MAX_VALUE;
+
+    static final Cleaner CLEANER = Cleaner.create();
+
+    private static final int BATCH_KEYS = 256;
+
+    private final long guard;
+    private final long gen;
+    private final CacheSerializer<K> keySerializer;
+    private final CacheSerializer<V> valueSerializer;
+    private final int maxKeyBytes;
+    private final int maxValueBytes;
+    private final ListenerDispatcher<K, V> listener;
+    private final ManualClock clock;
+    private final Cleaner.Cleanable cleanable;
+    private final Object closeLock = new Object();
+
+    LarderCache(LarderCacheBuilder<K, V> b) {
+        keySerializer = b.keySerializer;
+        valueSerializer = b.valueSerializer;
+        maxKeyBytes = b.maxKeyBytes;
+        maxValueBytes = b.maxValueBytes;
+        clock = b.clock;
+        listener = b.removalListener == null ? null
+                : new ListenerDispatcher<>(b.removalListener, keySerializer, valueSerializer);
+        long[] out = new long[3];
+        long g = Native.open(b.settings(), listener, clock == null ? 0 : clock.cell(), out);
+        if (g == 0) {
+            int rc = (int) out[1];
+            if (rc == Native.EINVAL) {
+                throw new IllegalArgumentException("larder refused the setting "
+                        + LarderCacheBuilder.settingName((int) out[2]) + ": " + Native.strerror(rc));
+            }
+            throw error(rc);
+        }
+        guard = g;
+        gen = out[0];
+        ObjectName name = null;
+        if (b.jmxName != null) {
+            try {
+                name = register(b.jmxName, new StatsBean(g, gen, listener));
+            } catch (RuntimeException e) {
+                Native.close(g, gen);
+                throw e;
+            }
+        }
+        cleanable = CLEANER.register(this, new Closer(g, gen, clock, name));
+    }
+
+    /* ---- Reads ----------------------------------------------------------- */
+
+    /**
+     * The value for {@code key}, deserialized, or {@code null} when absent
+     * or expired. Allocates what the value serializer's {@code deserialize}
+     * allocates.
+     */
+    public V get(K key) {
+        Scratch s = Scratch.acquire();
+        try {
+            int keyLen = writeKey(s, key);
+            int valueOff = align(keyLen);
+            for (;;) {
+                long r = Native.get(guard, gen, s.address, keyLen, s.address + valueOff,
+                        s.capacity - valueOff);
+                if (r >= 0) {
+                    s.buf.limit(valueOff + (int) r).position(valueOff);
+                    return valueSerializer.deserialize(s.buf);
+                }
+                if (r == Native.GET_MISS) {
+                    return null;
+                }
+                s.ensure(valueOff + (long) needed(r), keyLen);
+            }
+        } finally {
+            s.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /**
+     * Copies the value for {@code key} into {@code dst} from index 0 and
+     * returns its length; {@link #NOT_FOUND} when absent. When the value is
+     * longer than {@code dst}, copies nothing and returns its length: call
+     * again with a large enough array. Allocates nothing.
+     */
+    public int getInto(K key, byte[] dst) {
+        Objects.requireNonNull(dst, "dst");
+        Scratch s = Scratch.acquire();
+        try {
+            int keyLen = writeKey(s, key);
+            int valueOff = align(keyLen);
+            int len = readInto(s, keyLen, valueOff, dst.length);
+            if (len >= 0 && len <= dst.length) {
+                s.buf.limit(valueOff + len).position(valueOff);
+                s.buf.get(dst, 0, len);
+            }
+            return len;
+        } finally {
+            s.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /**
+     * Copies the value for {@code key} into {@code dst} at its position,
+     * advancing it, and returns the value's length; {@link #NOT_FOUND} when
+     * absent. When the value is longer than {@code dst.remaining()}, copies
+     * nothing, leaves the position, and returns the length. Allocates
+     * nothing.
+     *
+     * @throws ReadOnlyBufferException {@code dst} is read-only
+     */
+    public int getInto(K key, ByteBuffer dst) {
+        Objects.requireNonNull(dst, "dst");
+        if (dst.isReadOnly()) {
+            throw new ReadOnlyBufferException();
+        }
+        Scratch s = Scratch.acquire();
+        try {
+            int keyLen = writeKey(s, key);
+            int valueOff = align(keyLen);
+            int len = readInto(s, keyLen, valueOff, dst.remaining());
+            if (len >= 0 && len <= dst.remaining()) {
+                s.buf.limit(valueOff + len).position(valueOff);
+                dst.put(s.buf);
+            }
+            return len;
+        } finally {
+            s.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /*
+     * Reads the value into s at valueOff when it is at most max bytes long,
+     * growing s when the value needs it; returns its length (whether or not
+     * it was copied) or NOT_FOUND.
+     */
+    private int readInto(Scratch s, int keyLen, int valueOff, int max) {
+        for (;;) {
+            long r = Native.get(guard, gen, s.address, keyLen, s.address + valueOff,
+                    Math.min(max, s.capacity - valueOff));
+            if (r >= 0) {
+                return (int) r;
+            }
+            if (r == Native.GET_MISS) {
+                return NOT_FOUND;
+            }
+            int needed = needed(r);
+            if (needed > max) {
+                return needed;
+            }
+            s.ensure(valueOff + (long) needed, keyLen);
+        }
+    }
+
+    /**
+     * Hands the stored bytes of {@code key}'s value, in place, to
+     * {@code consumer} and returns true; false (consumer not called) when
+     * absent. The view is valid only during {@code accept} (see
+     * {@link ValueView}); the bytes stay unchanged meanwhile even if another
+     * thread overwrites or removes the key. Keep the consumer short: it
+     * delays the reuse of the cache's memory. It may read any cache;
+     * {@code close()} from inside it throws {@link IllegalStateException}.
+     * Allocates nothing (with a reused consumer). An exception the consumer
+     * throws reaches the caller.
+     */
+    public boolean getDirect(K key, DirectValueConsumer consumer) {
+        Objects.requireNonNull(consumer, "consumer");
+        Scratch s = Scratch.acquire();
+        try {
+            int keyLen = writeKey(s, key);
+            s.view.consumer = consumer;
+            int rc = Native.getDirect(guard, gen, s.address, keyLen, s.view);
+            if (rc == Native.OK) {
+                return true;
+            }
+            if (rc == Native.MISS) {
+                return false;
+            }
+            throw failure(rc, keyLen, 0);
+        } finally {
+            s.view.consumer = null;
+            s.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /**
+     * Looks up {@code keys[0..count-1]} in one batch (the engine hashes them
+     * all and prefetches before it reads any) and copies each value found
+     * into {@code values[i]} from index 0. Sets {@code lengths[i]} to the
+     * value's length, or {@link #NOT_FOUND}; a value longer than
+     * {@code values[i]} is not copied (its length is still set). Returns how
+     * many were found. Allocates nothing.
+     */
+    public int getAllInto(K[] keys, int count, byte[][] values, int[] lengths) {
+        Objects.checkFromIndexSize(0, count, keys.length);
+        Objects.checkFromIndexSize(0, count, values.length);
+        Objects.checkFromIndexSize(0, count, lengths.length);
+        Scratch s = Scratch.acquire();
+        try {
+            int found = 0;
+            for (int first = 0; first < count; first += BATCH_KEYS) {
+                int n = Math.min(BATCH_KEYS, count - first);
+                found += batch(s, keys, first, n);
+                for (int i = 0; i < n; i++) {
+                    int off = s.table.getInt(8 * (n + i));
+                    int len = s.table.getInt(8 * (n + i) + 4);
+                    byte[] dst = Objects.requireNonNull(values[first + i], "values[i]");
+                    if (len >= 0 && len <= dst.length) {
+                        if (off < 0) {
+                            len = getInto(keys[first + i], dst);
+                        } else {
+                            s.buf.limit(off + len).position(off);
+                            s.buf.get(dst, 0, len);
+                        }
+                    }
+                    lengths[first + i] = len;
+                }
+            }
+            return found;
+        } finally {
+            s.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /**
+     * The values of the keys present, deserialized, looked up in batches
+     * (see {@link #getAllInto}); allocates the map and the values.
+     */
+    public Map<K, V> getAll(Iterable<? extends K> keys) {
+        List<K> list = new ArrayList<>();
+        for (K k : keys) {
+            list.add(Objects.requireNonNull(k, "key"));
+        }
+        Object[] array = list.toArray();
+        Map<K, V> result = new HashMap<>();
+        Scratch s = Scratch.acquire();
+        try {
+            for (int first = 0; first < array.length; first += BATCH_KEYS) {
+                int n = Math.min(BATCH_KEYS, array.length - first);
+                batch(s, array, first, n);
+                for (int i = 0; i < n; i++) {
+                    @SuppressWarnings("unchecked")
+                    K key = (K) array[first + i];
+                    int off = s.table.getInt(8 * (n + i));
+                    int len = s.table.getInt(8 * (n + i) + 4);
+                    V value = null;
+                    if (len >= 0 && off >= 0) {
+                        s.buf.limit(off + len).position(off);
+                        value = valueSerializer.deserialize(s.buf);
+                    } else if (len >= 0) {
+                        value = get(key);
+                    }
+                    if (value != null) {
+                        result.put(key, value);
+                    }
+                }
+            }
+            return result;
+        } finally {
+            s.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /*
+     * One native batch of keys[first .. first+n-1]. Scratch layout: the key
+     * table (n pairs of int offset, length), the result table (n pairs), the
+     * keys, then the values area to the end. Returns the number found.
+     */
+    private int batch(Scratch s, Object[] keys, int first, int n) {
+        int keyTable = 0, outTable = 8 * n;
+        int pos = 16 * n;
+        s.ensure(pos, 0);
+        for (int i = 0; i < n; i++) {
+            @SuppressWarnings("unchecked")
+            K key = (K) Objects.requireNonNull(keys[first + i], "key");
+            int len = keySize(key);
+            s.ensure((long) pos + len, pos);
+            serialize(keySerializer, key, s.buf, pos, len);
+            s.table.putInt(keyTable + 8 * i, pos);
+            s.table.putInt(keyTable + 8 * i + 4, len);
+            pos += len;
+        }
+        int values = align(pos);
+        s.ensure((long) values + Scratch.INITIAL_BYTES, pos);
+        int found = Native.getBatch(guard, gen, s.address, n, keyTable, outTable, values,
+                s.capacity - values);
+        if (found < 0) {
+            throw failure(found, 0, 0);
+        }
+        return found;
+    }
+
+    /** True when a live value is present for {@code key}. Allocates nothing. */
+    public boolean containsKey(K key) {
+        Scratch s = Scratch.acquire();
+        try {
+            int keyLen = writeKey(s, key);
+            int rc = Native.contains(guard, gen, s.address, keyLen);
+            if (rc == Native.OK || rc == Native.MISS) {
+                return rc == Native.OK;
+            }
+            throw failure(rc, keyLen, 0);
+        } finally {
+            s.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /**
+     * The remaining lifetime of {@code key}'s entry in milliseconds (a live
+     * entry has at least 1 left), {@link #NEVER_EXPIRE} when it has no TTL,
+     * or {@link #NOT_FOUND} when absent. Allocates nothing.
+     */
+    public long remainingTTLmillis(K key) {
+        Scratch s = Scratch.acquire();
+        try {
+            int keyLen = writeKey(s, key);
+            long r = Native.ttlRemaining(guard, gen, s.address, keyLen);
+            if (r >= 0) {
+                return r;
+            }
+            if (r == Native.GET_MISS) {
+                return NOT_FOUND;
+            }
+            throw failure((int) (r - Native.GET_ERR_BASE), keyLen, 0);
+        } finally {
+            s.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /* ---- Writes ---------------------------------------------------------- */
+
+    /** Stores the value with the cache's default TTL, replacing any previous one. */
+    public void put(K key, V value) {
+        write(Native.OP_PUT, key, value, null, Native.TTL_DEFAULT);
+    }
+
+    /**
+     * Stores the value with its own time to live, replacing any previous
+     * one. {@code ttl} > 0, rounded up to whole milliseconds, or
+     * {@link #NEVER_EXPIRE}. (Not OHC's {@code put(k, v, expireAt)}: this is
+     * a duration from now, not a point in time.)
+     */
+    public void put(K key, V value, long ttl, TimeUnit unit) {
+        write(Native.OP_PUT, key, value, null, ttlArg(ttl, unit));
+    }
+
+    /** Stores only if no live value is present; true if stored. */
+    public boolean putIfAbsent(K key, V value) {
+        return write(Native.OP_PUT_IF_ABSENT, key, value, null, Native.TTL_DEFAULT) == Native.OK;
+    }
+
+    /** {@link #putIfAbsent(Object, Object)} with a TTL as in {@link #put(Object, Object, long, TimeUnit)}. */
+    public boolean putIfAbsent(K key, V value, long ttl, TimeUnit unit) {
+        return write(Native.OP_PUT_IF_ABSENT, key, value, null, ttlArg(ttl, unit)) == Native.OK;
+    }
+
+    /** Stores only if a live value is present; true if stored. */
+    public boolean replace(K key, V value) {
+        return write(Native.OP_REPLACE, key, value, null, Native.TTL_DEFAULT) == Native.OK;
+    }
+
+    /**
+     * Compare-and-set: stores {@code value} only if a live value is present
+     * and its bytes equal {@code oldValue}'s; true if stored.
+     */
+    public boolean replace(K key, V oldValue, V value) {
+        Objects.requireNonNull(oldValue, "oldValue");
+        return write(Native.OP_REPLACE_IF_EQUALS, key, value, oldValue, Native.TTL_DEFAULT)
+                == Native.OK;
+    }
+
+    /**
+     * As in OHC: stores {@code value} if the key is absent, or if its
+     * current value's bytes equal {@code old}'s; false if a different value
+     * is present.
+     */
+    public boolean addOrReplace(K key, V old, V value) {
+        return addOrReplace(key, old, value, Native.TTL_DEFAULT);
+    }
+
+    /** {@link #addOrReplace(Object, Object, Object)} with a TTL as in {@link #put(Object, Object, long, TimeUnit)}. */
+    public boolean addOrReplace(K key, V old, V value, long ttl, TimeUnit unit) {
+        return addOrReplace(key, old, value, ttlArg(ttl, unit));
+    }
+
+    private boolean addOrReplace(K key, V old, V value, long ttl) {
+        Objects.requireNonNull(old, "old");
+        for (;;) {
+            int rc = write(Native.OP_REPLACE_IF_EQUALS, key, value, old, ttl);
+            if (rc != Native.MISS) {
+                return rc == Native.OK;
+            }
+            /* Absent: add it, unless another thread added a value meanwhile,
+             * which must then be compared again. */
+            if (write(Native.OP_PUT_IF_ABSENT, key, value, null, ttl) == Native.OK) {
+                return true;
+            }
+        }
+    }
+
+    /** Removes the key; true if a live value was removed. */
+    public boolean remove(K key) {
+        return write(Native.OP_REMOVE, key, null, null, 0) == Native.OK;
+    }
+
+    /** Removes the key only if its value's bytes equal {@code value}'s; true if removed. */
+    public boolean remove(K key, V value) {
+        Objects.requireNonNull(value, "value");
+        return write(Native.OP_REMOVE_IF_EQUALS, key, null, value, 0) == Native.OK;
+    }
+
+    /** Gives a live entry the cache's default TTL from now; true if present. */
+    public boolean touch(K key) {
+        return write(Native.OP_TOUCH, key, null, null, Native.TTL_DEFAULT) == Native.OK;
+    }
+
+    /** Gives a live entry a new TTL from now (as in {@link #put(Object, Object, long, TimeUnit)}); true if present. */
+    public boolean touch(K key, long ttl, TimeUnit unit) {
+        return write(Native.OP_TOUCH, key, null, null, ttlArg(ttl, unit)) == Native.OK;
+    }
+
+    /*
+     * Serializes key, value and expected (either may be null) into the
+     * scratch space and runs one write; returns OK or a status (MISS,
+     * EXISTS, MISMATCH), throws on an error.
+     */
+    private int write(int op, K key, V value, V expected, long ttl) {
+        if (op <= Native.OP_REPLACE_IF_EQUALS) {
+            Objects.requireNonNull(value, "value");
+        }
+        Scratch s = Scratch.acquire();
+        try {
+            int keyLen = writeKey(s, key);
+            int valueOff = align(keyLen), valueLen = 0;
+            if (value != null) {
+                valueLen = valueSerializer.serializedSize(value);
+                if (valueLen < 0 || valueLen > maxValueBytes) {
+                    throw new IllegalArgumentException("larder: a value of " + valueLen
+                            + " bytes is over the cache's limit of " + maxValueBytes
+                            + " bytes (maxValueBytes)");
+                }
+                s.ensure((long) valueOff + valueLen, keyLen);
+                serialize(valueSerializer, value, s.buf, valueOff, valueLen);
+            }
+            int expectedOff = align(valueOff + valueLen), expectedLen = 0;
+            if (expected != null) {
+                expectedLen = valueSerializer.serializedSize(expected);
+                s.ensure((long) expectedOff + expectedLen, expectedOff);
+                serialize(valueSerializer, expected, s.buf, expectedOff, expectedLen);
+            }
+            int rc = Native.write(guard, gen, op, s.address, keyLen, s.address + valueOff,
+                    valueLen, s.address + expectedOff, expectedLen, ttl);
+            if (rc < 0) {
+                throw failure(rc, keyLen, valueLen);
+            }
+            return rc;
+        } finally {
+            s.release();
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /* ---- The whole cache ------------------------------------------------- */
+
+    /**
+     * Removes every entry (cause {@link RemovalCause#CLEARED}); the memory
+     * is freed in the background.
+     */
+    public void clear() {
+        try {
+            int rc = Native.clear(guard, gen);
+            if (rc != Native.OK) {
+                throw failure(rc, 0, 0);
+            }
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /**
+     * Changes the capacity (>= {@link LarderCacheBuilder#MIN_CAPACITY});
+     * when shrinking, the maintainer evicts down to it promptly.
+     */
+    public void setCapacity(long capacity) {
+        if (capacity < LarderCacheBuilder.MIN_CAPACITY) {
+            throw new IllegalArgumentException("capacity must be at least "
+                    + LarderCacheBuilder.MIN_CAPACITY + " bytes: " + capacity);
+        }
+        try {
+            int rc = Native.setCapacity(guard, gen, capacity);
+            if (rc != Native.OK) {
+                throw failure(rc, 0, 0);
+            }
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** The capacity in bytes. */
+    public long capacity() {
+        return stats().capacity();
+    }
+
+    /** The number of entries, as the maintainer knows them (it lags writers briefly). */
+    public long size() {
+        return stats().size();
+    }
+
+    /** Bytes in use by entries (as OHC's {@code memUsed}). */
+    public long memUsed() {
+        return stats().usedBytes();
+    }
+
+    /** Capacity minus bytes in use, at least 0 (as OHC's {@code freeCapacity}). */
+    public long freeCapacity() {
+        LarderStats st = stats();
+        return Math.max(0, st.capacity() - st.usedBytes());
+    }
+
+    /** A snapshot of the counters (allocates it). */
+    public LarderStats stats() {
+        try {
+            LarderStats st = readStats(guard, gen, listener);
+            if (st == null) {
+                throw failure(Native.CLOSED, 0, 0);
+            }
+            return st;
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** The slab's figures per size class, smallest slots first (memory audit). */
+    public List<SizeClassStats> sizeClassStats() {
+        String[] names = Native.classStatNames();
+        int classes = Native.classCount();
+        long[] v = new long[classes * names.length];
+        try {
+            int rc = Native.classStats(guard, gen, v);
+            if (rc != Native.OK) {
+                throw failure(rc, 0, 0);
+            }
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+        List<SizeClassStats> list = new ArrayList<>(classes);
+        for (int i = 0; i < classes; i++) {
+            list.add(new SizeClassStats(names, v, i * names.length));
+        }
+        return Collections.unmodifiableList(list);
+    }
+
+    /* The engine's counter names, read once (the library is loaded by then). */
+    private static final class StatNames {
+        static final String[] NAMES = Native.statNames();
+    }
+
+    /* Null when the cache is closed. */
+    static LarderStats readStats(long guard, long gen, ListenerDispatcher<?, ?> listener) {
+        String[] names = StatNames.NAMES;
+        long[] v = new long[names.length + 1];
+        int rc = Native.stats(guard, gen, v);
+        if (rc == Native.CLOSED) {
+            return null;
+        }
+        if (rc != Native.OK) {
+            throw error(rc);
+        }
+        long failures = v[names.length] + (listener == null ? 0 : listener.failures());
+        return new LarderStats(names, v, failures);
+    }
+
+    /**
+     * Closes the cache: new calls throw {@link IllegalStateException} at
+     * once, calls in flight on any thread finish first, then the native
+     * memory is freed and the maintainer stops. Entries still present are
+     * not reported to the removal listener. Closing twice is a no-op.
+     *
+     * @throws IllegalStateException when called from inside a
+     *         {@link DirectValueConsumer} (of any cache), which would wait
+     *         for itself, or from this cache's own removal listener
+     */
+    @Override
+    public void close() {
+        synchronized (closeLock) {
+            int rc = Native.close(guard, gen);
+            if (rc == Native.IN_CALLBACK) {
+                throw new IllegalStateException(
+                        "larder: close() inside a DirectValueConsumer would wait for itself");
+            }
+            if (rc == Native.IN_LISTENER) {
+                throw new IllegalStateException(
+                        "larder: a cache cannot be closed from its own removal listener");
+            }
+            cleanable.clean();
+        }
+    }
+
+    /* ---- Helpers ----------------------------------------------------------- */
+
+    private static int align(int offset) {
+        return (offset + 7) & ~7;
+    }
+
+    /* The length a get() result says a value needs (GET_BUFSIZE), or throws. */
+    private int needed(long r) {
+        if (r <= Native.GET_BUFSIZE_BASE) {
+            return (int) (Native.GET_BUFSIZE_BASE - r);
+        }
+        throw failure((int) (r - Native.GET_ERR_BASE), 0, 0);
+    }
+
+    private int keySize(K key) {
+        Objects.requireNonNull(key, "key");
+        int len = keySerializer.serializedSize(key);
+        if (len < 1) {
+            throw new IllegalArgumentException("larder: a key must have at least 1 byte: " + len);
+        }
+        if (len > maxKeyBytes) {
+            throw new IllegalArgumentException("larder: a key of " + len
+                    + " bytes is over the cache's limit of " + maxKeyBytes + " bytes (maxKeyBytes)");
+        }
+        return len;
+    }
+
+    /* Serializes key at offset 0 of s; returns its length. */
+    private int writeKey(Scratch s, K key) {
+        int len = keySize(key);
+        s.ensure(len, 0);
+        serialize(keySerializer, key, s.buf, 0, len);
+        return len;
+    }
+
+    private static <T> void serialize(CacheSerializer<T> serializer, T value, ByteBuffer buf,
+            int offset, int len) {
+        buf.limit(offset + len).position(offset);
+        serializer.serialize(value, buf);
+        if (buf.position() != offset + len) {
+            throw new IllegalStateException("larder: the serializer wrote "
+                    + (buf.position() - offset) + " bytes where serializedSize said " + len);
+        }
+    }
+
+    /* TTL argument for the engine: milliseconds, a remainder rounded up, or never. */
+    private static long ttlArg(long ttl, TimeUnit unit) {
+        Objects.requireNonNull(unit, "unit");
+        if (ttl == NEVER_EXPIRE) {
+            return Native.TTL_NEVER;
+        }
+        if (ttl <= 0) {
+            throw new IllegalArgumentException("ttl must be > 0 (or NEVER_EXPIRE): " + ttl);
+        }
+        long ms = unit.toMillis(ttl);
+        if (ms == Long.MAX_VALUE) {
+            return Native.TTL_NEVER;
+        }
+        return unit.convert(ms, TimeUnit.MILLISECONDS) < ttl ? ms + 1 : ms;
+    }
+
+    private RuntimeException failure(int rc, int keyLen, int valueLen) {
+        switch (rc) {
+        case Native.EKEYSIZE:
+            return new IllegalArgumentException("larder: a key of " + keyLen
+                    + " bytes is over the cache's limit of " + maxKeyBytes + " bytes");
+        case Native.EVALSIZE:
+            return new IllegalArgumentException("larder: an entry with a " + keyLen
+                    + "-byte key and a " + valueLen + "-byte value is over the entry limit:"
+                    + " values up to " + maxValueBytes + " bytes (maxValueBytes), and an entry"
+                    + " (16-32 bytes of header, key and value) up to 1/8 of the capacity");
+        default:
+            return error(rc);
+        }
+    }
+
+    static RuntimeException error(int rc) {
+        switch (rc) {
+        case Native.CLOSED:
+            return new IllegalStateException("larder: the cache is closed");
+        case Native.EBUSY:
+            return new LarderBusyException("larder: " + Native.strerror(rc));
+        case Native.ENOMEM:
+            return new LarderOutOfMemoryException("larder: " + Native.strerror(rc));
+        case Native.EINVAL:
+            return new IllegalArgumentException("larder: " + Native.strerror(rc));
+        default:
+            return new LarderException(rc, "larder: " + Native.strerror(rc));
+        }
+    }
+
+    private static ObjectName register(String jmxName, StatsBean bean) {
+        try {
+            ObjectName name = new ObjectName("org.larder:type=LarderCache,name="
+                    + ObjectName.quote(jmxName));
+            ManagementFactory.getPlatformMBeanServer().registerMBean(bean, name);
+            return name;
+        } catch (JMException e) {
+            throw new IllegalArgumentException("larder: cannot register the MXBean "
+                    + jmxName + ": " + e, e);
+        }
+    }
+
+    /*
+     * What closing does, run once: by close(), or by the Cleaner when the
+     * cache became unreachable. Holds no reference to the cache; holds the
+     * clock, so that its native cell outlives the cache's maintainer.
+     */
+    private static final class Closer implements Runnable {
+        private final long guard;
+        private final long gen;
+        private final ManualClock clock;
+        private final ObjectName jmxName;
+
+        Closer(long guard, long gen, ManualClock clock, ObjectName jmxName) {
+            this.guard = guard;
+            this.gen = gen;
+            this.clock = clock;
+            this.jmxName = jmxName;
+        }
+
+        @Override
+        public void run() {
+            Native.close(guard, gen);
+            Reference.reachabilityFence(clock);
+            if (jmxName != null) {
+                MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+                try {
+                    server.unregisterMBean(jmxName);
+                } catch (JMException e) {
+                    /* Unregistered by someone else already: nothing to do. */
+                }
+            }
+        }
+    }
+
+    /* The MXBean: reads through (guard, gen), never through the cache, so it
+     * does not keep the cache reachable. */
+    private static final class StatsBean implements LarderCacheMXBean {
+        private final long guard;
+        private final long gen;
+        private final ListenerDispatcher<?, ?> listener;
+
+        StatsBean(long guard, long gen, ListenerDispatcher<?, ?> listener) {
+            this.guard = guard;
+            this.gen = gen;
+            this.listener = listener;
+        }
+
+        private long read(String name) {
+            LarderStats st = readStats(guard, gen, listener);
+            return st == null ? 0 : st.get(name);
+        }
+
+        @Override
+        public long getHitCount() {
+            return read("hits");
+        }
+
+        @Override
+        public long getMissCount() {
+            return read("misses");
+        }
+
+        @Override
+        public long getPutCount() {
+            return read("writes");
+        }
+
+        @Override
+        public long getEvictionCount() {
+            return read("evictions");
+        }
+
+        @Override
+        public long getExpireCount() {
+            return read("expirations");
+        }
+
+        @Override
+        public long getSize() {
+            return read("entries");
+        }
+
+        @Override
+        public long getUsedBytes() {
+            return read("used_bytes");
+        }
+
+        @Override
+        public long getCapacity() {
+            return read("capacity_bytes");
+        }
+
+        @Override
+        public long getMappedBytes() {
+            return read("pages_mapped");
+        }
+
+        @Override
+        public long getListenerFailures() {
+            LarderStats st = readStats(guard, gen, listener);
+            return st == null ? 0 : st.listenerFailures();
+        }
+
+        @Override
+        public Map<String, Long> getCounters() {
+            LarderStats st = readStats(guard, gen, listener);
+            return st == null ? Collections.emptyMap() : st.asMap();
+        }
+    }
+}

@@ -1,0 +1,249 @@
+package org.larder;
+
+/**
+ * Configures and builds a {@link LarderCache}, in the manner of Cassandra
+ * OHC's {@code OHCacheBuilder} (the names shared with it mean the same).
+ *
+ * <pre>{@code
+ * LarderCache<String, byte[]> cache = LarderCacheBuilder.<String, byte[]>newBuilder()
+ *         .keySerializer(CacheSerializers.STRING)
+ *         .valueSerializer(CacheSerializers.BYTE_ARRAY)
+ *         .capacity(1L << 30)
+ *         .build();
+ * }</pre>
+ *
+ * <p>Each setter checks its argument at once ({@link IllegalArgumentException}
+ * naming the limit). Defaults: capacity 64 MiB, 4,096 expected entries, keys
+ * up to 250 bytes, values up to 1 MiB, no default TTL, expire after write,
+ * {@link Eviction#DEFAULT}, a random hash seed, writes wait up to 1,000 ms
+ * for room, the system's monotonic clock, no listener, no JMX.
+ *
+ * @param <K> key type
+ * @param <V> value type
+ */
+public final class LarderCacheBuilder<K, V> {
+    /** The smallest capacity the engine accepts. */
+    public static final long MIN_CAPACITY = 64 * 1024;
+    /** The engine's ceiling on key length ({@code LARDER_KEY_LIMIT}). */
+    public static final int KEY_LIMIT = 65535;
+    /** The engine's ceiling on value length ({@code LARDER_VALUE_LIMIT}). */
+    public static final int VALUE_LIMIT = 1 << 30;
+
+    CacheSerializer<K> keySerializer;
+    CacheSerializer<V> valueSerializer;
+    long capacity = 64L << 20;
+    long expectedEntries = 4096;
+    int maxKeyBytes = 250;
+    int maxValueBytes = 1 << 20;
+    long defaultTTLmillis;
+    boolean expireAfterAccess;
+    Eviction eviction = Eviction.DEFAULT;
+    RemovalListener<K, V> removalListener;
+    Long hashSeed;
+    long writeWaitMillis = 1000;
+    ManualClock clock;
+    String jmxName;
+
+    private LarderCacheBuilder() {
+    }
+
+    public static <K, V> LarderCacheBuilder<K, V> newBuilder() {
+        return new LarderCacheBuilder<>();
+    }
+
+    /** Required. */
+    public LarderCacheBuilder<K, V> keySerializer(CacheSerializer<K> keySerializer) {
+        this.keySerializer = keySerializer;
+        return this;
+    }
+
+    /** Required. */
+    public LarderCacheBuilder<K, V> valueSerializer(CacheSerializer<V> valueSerializer) {
+        this.valueSerializer = valueSerializer;
+        return this;
+    }
+
+    /**
+     * Bytes of entries the cache may hold (headers, keys, values and slot
+     * rounding), at least {@link #MIN_CAPACITY}. Memory in use may exceed it
+     * briefly by at most max(capacity / 100, 4 MiB) while the maintainer
+     * evicts. Can be changed later with {@link LarderCache#setCapacity(long)}.
+     */
+    public LarderCacheBuilder<K, V> capacity(long capacity) {
+        if (capacity < MIN_CAPACITY) {
+            throw new IllegalArgumentException("capacity must be at least " + MIN_CAPACITY
+                    + " bytes: " + capacity);
+        }
+        this.capacity = capacity;
+        return this;
+    }
+
+    /** A sizing hint for the index (>= 1); it grows past this as needed. */
+    public LarderCacheBuilder<K, V> expectedEntries(long expectedEntries) {
+        if (expectedEntries < 1) {
+            throw new IllegalArgumentException("expectedEntries must be >= 1: " + expectedEntries);
+        }
+        this.expectedEntries = expectedEntries;
+        return this;
+    }
+
+    /** The longest key, in serialized bytes: 1 to {@link #KEY_LIMIT}. */
+    public LarderCacheBuilder<K, V> maxKeyBytes(int maxKeyBytes) {
+        if (maxKeyBytes < 1 || maxKeyBytes > KEY_LIMIT) {
+            throw new IllegalArgumentException("maxKeyBytes must be 1.." + KEY_LIMIT + ": "
+                    + maxKeyBytes);
+        }
+        this.maxKeyBytes = maxKeyBytes;
+        return this;
+    }
+
+    /**
+     * The longest value, in serialized bytes: 0 to {@link #VALUE_LIMIT}. An
+     * entry (header, key and value) may also take at most 1/8 of the
+     * capacity.
+     */
+    public LarderCacheBuilder<K, V> maxValueBytes(int maxValueBytes) {
+        if (maxValueBytes < 0 || maxValueBytes > VALUE_LIMIT) {
+            throw new IllegalArgumentException("maxValueBytes must be 0.." + VALUE_LIMIT + ": "
+                    + maxValueBytes);
+        }
+        this.maxValueBytes = maxValueBytes;
+        return this;
+    }
+
+    /**
+     * The time to live of entries written without one (>= 0; 0 = none, the
+     * default): {@code put(key, value)} and the other writes without a TTL
+     * argument use it.
+     */
+    public LarderCacheBuilder<K, V> defaultTTLmillis(long defaultTTLmillis) {
+        if (defaultTTLmillis < 0) {
+            throw new IllegalArgumentException("defaultTTLmillis must be >= 0: "
+                    + defaultTTLmillis);
+        }
+        this.defaultTTLmillis = defaultTTLmillis;
+        return this;
+    }
+
+    /**
+     * Expire after access instead of after write: a read that finds an
+     * entry extends its deadline to (now + the default TTL), never
+     * shortening it; needs {@link #defaultTTLmillis(long)}. How precisely
+     * reads extend is the engine's contract ({@code larder_config_set_expiry}
+     * in larder.h).
+     */
+    public LarderCacheBuilder<K, V> expireAfterAccess(boolean expireAfterAccess) {
+        this.expireAfterAccess = expireAfterAccess;
+        return this;
+    }
+
+    public LarderCacheBuilder<K, V> eviction(Eviction eviction) {
+        if (eviction == null) {
+            throw new NullPointerException("eviction");
+        }
+        this.eviction = eviction;
+        return this;
+    }
+
+    /** Told of every removal, with its cause; see {@link RemovalListener}. */
+    public LarderCacheBuilder<K, V> removalListener(RemovalListener<K, V> removalListener) {
+        this.removalListener = removalListener;
+        return this;
+    }
+
+    /** Fixes the hash seed (reproducible runs); by default it is random per cache. */
+    public LarderCacheBuilder<K, V> hashSeed(long hashSeed) {
+        this.hashSeed = hashSeed;
+        return this;
+    }
+
+    /**
+     * How long a write may wait (>= 0 ms; 0 = never) for the maintainer to
+     * make room when the cache is at its memory bound, before it throws
+     * {@link LarderBusyException}.
+     */
+    public LarderCacheBuilder<K, V> writeWaitMillis(long writeWaitMillis) {
+        if (writeWaitMillis < 0) {
+            throw new IllegalArgumentException("writeWaitMillis must be >= 0: " + writeWaitMillis);
+        }
+        this.writeWaitMillis = writeWaitMillis;
+        return this;
+    }
+
+    /** Drives expiry from a {@link ManualClock} (tests); null = the system's clock. */
+    public LarderCacheBuilder<K, V> clock(ManualClock clock) {
+        this.clock = clock;
+        return this;
+    }
+
+    /**
+     * Registers the cache's statistics as a {@link LarderCacheMXBean} named
+     * {@code org.larder:type=LarderCache,name=<jmxName>}; null = not at all.
+     */
+    public LarderCacheBuilder<K, V> jmxName(String jmxName) {
+        this.jmxName = jmxName;
+        return this;
+    }
+
+    /**
+     * Opens the cache and starts its maintainer thread.
+     *
+     * @throws NullPointerException a serializer is missing
+     * @throws IllegalArgumentException the engine refused a setting (the
+     *         message names it), or the JMX name is taken
+     * @throws LarderException the engine could not open the cache (no
+     *         memory, no thread)
+     * @throws UnsatisfiedLinkError the JNI library could not be loaded (the
+     *         message says where it looked and how to point at it)
+     */
+    public LarderCache<K, V> build() {
+        if (keySerializer == null) {
+            throw new NullPointerException("keySerializer not set");
+        }
+        if (valueSerializer == null) {
+            throw new NullPointerException("valueSerializer not set");
+        }
+        Native.ensureLoaded();
+        return new LarderCache<>(this);
+    }
+
+    long[] settings() {
+        long[] s = new long[Native.S_COUNT];
+        s[Native.S_CAPACITY] = capacity;
+        s[Native.S_EXPECTED_ENTRIES] = expectedEntries;
+        s[Native.S_MAX_KEY_BYTES] = maxKeyBytes;
+        s[Native.S_MAX_VALUE_BYTES] = maxValueBytes;
+        s[Native.S_DEFAULT_TTL_MS] = defaultTTLmillis;
+        s[Native.S_POLICY] = eviction.code;
+        s[Native.S_EXPIRY] = expireAfterAccess ? 1 : 0;
+        s[Native.S_HASH_SEED] = hashSeed == null ? 0 : hashSeed;
+        s[Native.S_HAS_HASH_SEED] = hashSeed == null ? 0 : 1;
+        s[Native.S_WRITE_WAIT_MS] = writeWaitMillis;
+        return s;
+    }
+
+    static String settingName(int index) {
+        switch (index) {
+        case Native.S_CAPACITY:
+            return "capacity";
+        case Native.S_EXPECTED_ENTRIES:
+            return "expectedEntries";
+        case Native.S_MAX_KEY_BYTES:
+            return "maxKeyBytes";
+        case Native.S_MAX_VALUE_BYTES:
+            return "maxValueBytes";
+        case Native.S_DEFAULT_TTL_MS:
+            return "defaultTTLmillis";
+        case Native.S_POLICY:
+            return "eviction";
+        case Native.S_EXPIRY:
+            return "expireAfterAccess";
+        case Native.S_HASH_SEED:
+            return "hashSeed";
+        case Native.S_WRITE_WAIT_MS:
+            return "writeWaitMillis";
+        default:
+            return "clock or removalListener";
+        }
+    }
+}

@@ -1,0 +1,316 @@
+package org.larder;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.larder.TestSupport.b;
+import static org.larder.TestSupport.bytes;
+import static org.larder.TestSupport.s;
+
+import java.nio.ByteBuffer;
+import java.nio.ReadOnlyBufferException;
+import java.util.Arrays;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.Test;
+
+/** Every operation's semantics and every error it documents. */
+class OpsTest {
+    @Test
+    void putGetRemove() {
+        try (LarderCache<byte[], byte[]> c = bytes().build()) {
+            assertNull(c.get(b("k")));
+            assertFalse(c.containsKey(b("k")));
+            c.put(b("k"), b("v1"));
+            assertEquals("v1", s(c.get(b("k"))));
+            assertTrue(c.containsKey(b("k")));
+            c.put(b("k"), b("v2"));
+            assertEquals("v2", s(c.get(b("k"))));
+            assertTrue(c.remove(b("k")));
+            assertFalse(c.remove(b("k")));
+            assertNull(c.get(b("k")));
+        }
+    }
+
+    @Test
+    void emptyValueIsAValue() {
+        try (LarderCache<byte[], byte[]> c = bytes().build()) {
+            c.put(b("k"), new byte[0]);
+            assertArrayEquals(new byte[0], c.get(b("k")));
+            assertEquals(0, c.getInto(b("k"), new byte[0]));
+            assertTrue(c.containsKey(b("k")));
+        }
+    }
+
+    @Test
+    void conditionalWrites() {
+        try (LarderCache<byte[], byte[]> c = bytes().build()) {
+            assertFalse(c.replace(b("k"), b("x")), "replace of an absent key");
+            assertTrue(c.putIfAbsent(b("k"), b("a")));
+            assertFalse(c.putIfAbsent(b("k"), b("b")));
+            assertEquals("a", s(c.get(b("k"))));
+            assertTrue(c.replace(b("k"), b("c")));
+            assertEquals("c", s(c.get(b("k"))));
+            assertFalse(c.replace(b("k"), b("zz"), b("d")), "CAS with a wrong old value");
+            assertTrue(c.replace(b("k"), b("c"), b("d")));
+            assertEquals("d", s(c.get(b("k"))));
+            assertFalse(c.replace(b("none"), b("d"), b("e")), "CAS on an absent key");
+            assertFalse(c.remove(b("k"), b("c")));
+            assertTrue(c.remove(b("k"), b("d")));
+            assertFalse(c.containsKey(b("k")));
+        }
+    }
+
+    @Test
+    void addOrReplaceAddsOrComparesAsInOhc() {
+        try (LarderCache<byte[], byte[]> c = bytes().build()) {
+            assertTrue(c.addOrReplace(b("k"), b("old"), b("a")), "absent: added");
+            assertEquals("a", s(c.get(b("k"))));
+            assertFalse(c.addOrReplace(b("k"), b("old"), b("b")), "present and different");
+            assertEquals("a", s(c.get(b("k"))));
+            assertTrue(c.addOrReplace(b("k"), b("a"), b("b")), "present and equal");
+            assertEquals("b", s(c.get(b("k"))));
+            assertTrue(c.addOrReplace(b("k"), b("b"), b("c"), 1, TimeUnit.HOURS));
+            assertTrue(c.remainingTTLmillis(b("k")) <= 3_600_000);
+        }
+    }
+
+    @Test
+    void getIntoByteArray() {
+        try (LarderCache<byte[], byte[]> c = bytes().build()) {
+            c.put(b("k"), b("hello"));
+            byte[] dst = new byte[8];
+            Arrays.fill(dst, (byte) 'x');
+            assertEquals(5, c.getInto(b("k"), dst));
+            assertEquals("helloxxx", s(dst));
+            byte[] small = {'y', 'y'};
+            assertEquals(5, c.getInto(b("k"), small), "too small: the length, nothing copied");
+            assertEquals("yy", s(small));
+            assertEquals(LarderCache.NOT_FOUND, c.getInto(b("none"), dst));
+        }
+    }
+
+    @Test
+    void getIntoByteBuffer() {
+        try (LarderCache<byte[], byte[]> c = bytes().build()) {
+            c.put(b("k"), b("hello"));
+            for (ByteBuffer dst : new ByteBuffer[] {ByteBuffer.allocate(10),
+                ByteBuffer.allocateDirect(10)}) {
+                dst.position(2);
+                assertEquals(5, c.getInto(b("k"), dst));
+                assertEquals(7, dst.position());
+                dst.flip().position(2);
+                byte[] got = new byte[5];
+                dst.get(got);
+                assertEquals("hello", s(got));
+                dst.clear().position(7);
+                assertEquals(5, c.getInto(b("k"), dst), "3 left: the length, nothing copied");
+                assertEquals(7, dst.position());
+                assertEquals(LarderCache.NOT_FOUND, c.getInto(b("none"), dst));
+            }
+            assertThrows(ReadOnlyBufferException.class,
+                    () -> c.getInto(b("k"), ByteBuffer.allocate(8).asReadOnlyBuffer()));
+        }
+    }
+
+    @Test
+    void valuesLargerThanTheScratchSpace() {
+        try (LarderCache<byte[], byte[]> c = bytes().maxValueBytes(4 << 20).build()) {
+            for (int size : new int[] {4095, 4096, 100_000, (1 << 20) + 3, 3 << 20}) {
+                byte[] v = new byte[size];
+                for (int i = 0; i < size; i++) {
+                    v[i] = (byte) (i * 31 + size);
+                }
+                byte[] key = b("k" + size);
+                c.put(key, v);
+                assertArrayEquals(v, c.get(key));
+                byte[] dst = new byte[size];
+                assertEquals(size, c.getInto(key, dst));
+                assertArrayEquals(v, dst);
+                ByteBuffer bb = ByteBuffer.allocateDirect(size);
+                assertEquals(size, c.getInto(key, bb));
+                assertEquals(size, bb.position());
+                assertTrue(c.replace(key, v, b("small")), "CAS with a large old value");
+                assertEquals("small", s(c.get(key)));
+            }
+        }
+    }
+
+    @Test
+    void nullsThrowNullPointerException() {
+        try (LarderCache<byte[], byte[]> c = bytes().build()) {
+            c.put(b("k"), b("v"));
+            assertThrows(NullPointerException.class, () -> c.get(null));
+            assertThrows(NullPointerException.class, () -> c.put(null, b("v")));
+            assertThrows(NullPointerException.class, () -> c.put(b("k"), null));
+            assertThrows(NullPointerException.class, () -> c.putIfAbsent(b("k"), null));
+            assertThrows(NullPointerException.class, () -> c.replace(b("k"), null));
+            assertThrows(NullPointerException.class, () -> c.replace(b("k"), null, b("v")));
+            assertThrows(NullPointerException.class, () -> c.replace(b("k"), b("v"), null));
+            assertThrows(NullPointerException.class, () -> c.addOrReplace(b("k"), null, b("v")));
+            assertThrows(NullPointerException.class, () -> c.remove(null));
+            assertThrows(NullPointerException.class, () -> c.remove(b("k"), null));
+            assertThrows(NullPointerException.class, () -> c.containsKey(null));
+            assertThrows(NullPointerException.class, () -> c.touch(null));
+            assertThrows(NullPointerException.class, () -> c.remainingTTLmillis(null));
+            assertThrows(NullPointerException.class, () -> c.getInto(b("k"), (byte[]) null));
+            assertThrows(NullPointerException.class, () -> c.getInto(null, new byte[4]));
+            assertThrows(NullPointerException.class, () -> c.getInto(b("k"), (ByteBuffer) null));
+            assertThrows(NullPointerException.class, () -> c.getDirect(b("k"), null));
+            assertThrows(NullPointerException.class, () -> c.getAll(Arrays.asList(b("k"), null)));
+            assertThrows(NullPointerException.class, () -> c.put(b("k"), b("v"), 1, null));
+            assertEquals("v", s(c.get(b("k"))), "previous value intact");
+        }
+    }
+
+    @Test
+    void sizesOverTheLimitsThrowWithTheLimit() {
+        try (LarderCache<byte[], byte[]> c = bytes().maxKeyBytes(16).maxValueBytes(100).build()) {
+            c.put(b("k"), b("v"));
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> c.put(new byte[17], b("v")));
+            assertTrue(e.getMessage().contains("16"), e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> c.get(new byte[17]));
+            assertTrue(e.getMessage().contains("16"), e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> c.put(b("k"), new byte[101]));
+            assertTrue(e.getMessage().contains("100"), e.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> c.get(new byte[0]));
+            assertThrows(IllegalArgumentException.class, () -> c.put(new byte[0], b("v")));
+            assertThrows(IllegalArgumentException.class, () -> c.replace(b("k"), new byte[101]));
+            c.put(new byte[16], new byte[100]);
+            assertEquals(100, c.get(new byte[16]).length, "exactly at the limits");
+            assertEquals("v", s(c.get(b("k"))), "previous value intact");
+        }
+    }
+
+    @Test
+    void anEntryOverAnEighthOfTheCapacityThrows() {
+        long capacity = 1 << 20;
+        try (LarderCache<byte[], byte[]> c = bytes().capacity(capacity).maxValueBytes(1 << 20)
+                .build()) {
+            c.put(b("k"), b("v"));
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> c.put(b("k"), new byte[(int) capacity / 8]));
+            assertTrue(e.getMessage().contains("1/8"), e.getMessage());
+            assertEquals("v", s(c.get(b("k"))), "previous value intact");
+        }
+    }
+
+    @Test
+    void badTtlsThrow() {
+        try (LarderCache<byte[], byte[]> c = bytes().build()) {
+            assertThrows(IllegalArgumentException.class,
+                    () -> c.put(b("k"), b("v"), 0, TimeUnit.SECONDS));
+            assertThrows(IllegalArgumentException.class,
+                    () -> c.put(b("k"), b("v"), -5, TimeUnit.SECONDS));
+            assertThrows(IllegalArgumentException.class,
+                    () -> c.touch(b("k"), 0, TimeUnit.MILLISECONDS));
+            assertFalse(c.containsKey(b("k")));
+        }
+    }
+
+    @Test
+    void everyCallOnAClosedCacheThrowsIllegalState() {
+        LarderCache<byte[], byte[]> c = bytes().build();
+        c.put(b("k"), b("v"));
+        c.close();
+        c.close(); // a no-op
+        byte[] k = b("k");
+        byte[] v = b("v");
+        for (Consumer<LarderCache<byte[], byte[]>> op : Arrays.<Consumer<LarderCache<byte[], byte[]>>>asList(
+                x -> x.get(k), x -> x.getInto(k, new byte[4]), x -> x.getInto(k, ByteBuffer.allocate(4)),
+                x -> x.getDirect(k, view -> { }), x -> x.containsKey(k), x -> x.remainingTTLmillis(k),
+                x -> x.getAll(Arrays.asList(k)),
+                x -> x.getAllInto(new byte[][] {k}, 1, new byte[][] {new byte[4]}, new int[1]),
+                x -> x.put(k, v), x -> x.put(k, v, 1, TimeUnit.SECONDS), x -> x.putIfAbsent(k, v),
+                x -> x.replace(k, v), x -> x.replace(k, v, v), x -> x.addOrReplace(k, v, v),
+                x -> x.remove(k), x -> x.remove(k, v), x -> x.touch(k), x -> x.clear(),
+                x -> x.setCapacity(1 << 20), x -> x.capacity(), x -> x.size(), x -> x.stats(),
+                x -> x.memUsed(), x -> x.freeCapacity(), x -> x.sizeClassStats())) {
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> op.accept(c));
+            assertTrue(e.getMessage().contains("closed"), e.getMessage());
+        }
+    }
+
+    @Test
+    void clearRemovesEverything() {
+        try (LarderCache<byte[], byte[]> c = bytes().build()) {
+            for (int i = 0; i < 1000; i++) {
+                c.put(b("k" + i), b("v" + i));
+            }
+            c.clear();
+            for (int i = 0; i < 1000; i++) {
+                assertFalse(c.containsKey(b("k" + i)));
+            }
+            c.put(b("after"), b("x"));
+            assertEquals("x", s(c.get(b("after"))));
+        }
+    }
+
+    @Test
+    void capacityCanChange() {
+        try (LarderCache<byte[], byte[]> c = bytes().capacity(8 << 20).build()) {
+            assertEquals(8 << 20, c.capacity());
+            c.setCapacity(2 << 20);
+            assertEquals(2 << 20, c.capacity());
+            assertThrows(IllegalArgumentException.class, () -> c.setCapacity(1000));
+            assertEquals(2 << 20, c.capacity());
+            for (int i = 0; i < 100; i++) {
+                c.put(b("k" + i), new byte[100]);
+            }
+            TestSupport.waitUntil("the maintainer counts 100 entries", () -> c.size() == 100);
+            assertTrue(c.memUsed() >= 100 * 100);
+            assertEquals(c.capacity() - c.memUsed(), c.freeCapacity());
+        }
+    }
+
+    @Test
+    void aWriteWithNoRoomThrowsBusyAndKeepsThePreviousValue() throws Exception {
+        CountDownLatch stuck = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        RemovalListener<byte[], byte[]> blocking = (k, v, cause) -> {
+            stuck.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        };
+        try (LarderCache<byte[], byte[]> c = bytes().capacity(1 << 20).maxValueBytes(64 << 10)
+                .writeWaitMillis(0).removalListener(blocking).build()) {
+            try {
+                c.put(b("k"), b("v1"));
+                c.put(b("k"), b("v2")); // REPLACED: the maintainer blocks in the listener
+                stuck.await();
+                byte[] big = new byte[60_000];
+                LarderBusyException busy = null;
+                for (int i = 0; i < 10_000 && busy == null; i++) {
+                    try {
+                        c.put(b("fill" + i), big);
+                    } catch (LarderBusyException e) {
+                        busy = e;
+                    }
+                }
+                assertTrue(busy != null, "the memory bound (capacity + 4 MiB) was reached");
+                assertEquals(Native.EBUSY, busy.code());
+                assertThrows(LarderBusyException.class, () -> c.put(b("k"), big));
+                assertEquals("v2", s(c.get(b("k"))), "previous value intact");
+            } finally {
+                release.countDown();
+            }
+            TestSupport.waitUntil("writes succeed again once the maintainer runs", () -> {
+                try {
+                    c.put(b("k"), b("v3"));
+                    return true;
+                } catch (LarderBusyException e) {
+                    return false;
+                }
+            });
+            assertEquals("v3", s(c.get(b("k"))));
+        }
+    }
+}
