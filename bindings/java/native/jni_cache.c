@@ -230,6 +230,8 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_get(JNIEnv *env, jclass cls, jlon
 	(void)env;
 	(void)cls;
 	int rc = LARDER_OK;
+	if (key_len < 0 || buf_len < 0) /* Java's bug; never a size_t wrap */
+		return LJ_GET_ERR_BASE + LARDER_EINVAL;
 	uint64_t outer;
 	struct lj_cache *c = enter(guard, gen, &outer, &rc);
 	if (!c)
@@ -315,6 +317,8 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_getBatch(JNIEnv *env, jclass cls, 
 	(void)env;
 	(void)cls;
 	int rc = LARDER_OK;
+	if (count < 0 || values < 0 || values_cap < 0)
+		return LARDER_EINVAL;
 	uint64_t outer;
 	struct lj_cache *c = enter(guard, gen, &outer, &rc);
 	if (!c)
@@ -392,6 +396,8 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_write(JNIEnv *env, jclass cls, jlo
 	(void)env;
 	(void)cls;
 	int rc = LARDER_OK;
+	if (key_len < 0 || value_len < 0 || expected_len < 0)
+		return LARDER_EINVAL;
 	uint64_t outer;
 	struct lj_cache *c = enter(guard, gen, &outer, &rc);
 	if (!c)

@@ -689,10 +689,11 @@ public final class LarderCache<K, V> implements AutoCloseable {
         return len;
     }
 
-    /* Serializes key at offset 0 of s; returns its length. */
+    /* Serializes key at offset 0 of s; returns its length. The value area
+     * that follows (from align(len)) may be empty but is never negative. */
     private int writeKey(Scratch s, K key) {
         int len = keySize(key);
-        s.ensure(len, 0);
+        s.ensure(align(len), 0);
         serialize(keySerializer, key, s.buf, 0, len);
         return len;
     }
@@ -858,7 +859,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
 
         @Override
         public long getMappedBytes() {
-            return read("pages_mapped");
+            return read("pages_mapped_bytes");
         }
 
         @Override

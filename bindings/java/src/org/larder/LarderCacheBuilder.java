@@ -78,10 +78,10 @@ public final class LarderCacheBuilder<K, V> {
         return this;
     }
 
-    /** A sizing hint for the index (>= 1); it grows past this as needed. */
+    /** A sizing hint for the index (>= 0); it grows past this as needed. */
     public LarderCacheBuilder<K, V> expectedEntries(long expectedEntries) {
-        if (expectedEntries < 1) {
-            throw new IllegalArgumentException("expectedEntries must be >= 1: " + expectedEntries);
+        if (expectedEntries < 0) {
+            throw new IllegalArgumentException("expectedEntries must be >= 0: " + expectedEntries);
         }
         this.expectedEntries = expectedEntries;
         return this;

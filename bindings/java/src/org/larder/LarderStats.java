@@ -8,8 +8,8 @@ import java.util.Map;
  * A snapshot of a cache's counters ({@code larder_stats}): each counter is
  * exact, the set is not taken at one instant. Every engine counter is in
  * {@link #asMap()} under its larder.h name ("hits", "used_bytes", ...),
- * including the memory audit ("pages_mapped", "reserve_bytes",
- * "returning_bytes", "large_bytes", "pages_returned", "index_bytes"); the
+ * including the memory audit ("pages_mapped_bytes", "reserve_bytes",
+ * "returning_bytes", "large_bytes", "pages_returned_bytes", "index_bytes"); the
  * usual ones also have a getter.
  */
 public final class LarderStats {
@@ -83,7 +83,7 @@ public final class LarderStats {
 
     /** Bytes of pages held from the operating system (slabs and large entries). */
     public long mappedBytes() {
-        return get("pages_mapped");
+        return get("pages_mapped_bytes");
     }
 
     /** Writes that failed with {@link LarderBusyException}. */

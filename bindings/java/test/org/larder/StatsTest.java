@@ -1,0 +1,120 @@
+package org.larder;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.larder.TestSupport.b;
+import static org.larder.TestSupport.bytes;
+import static org.larder.TestSupport.waitUntil;
+
+import java.lang.management.ManagementFactory;
+import java.util.List;
+import java.util.Map;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+import org.junit.jupiter.api.Test;
+
+/** Counters, the memory audit, the JMX MBean and the Cleaner. */
+class StatsTest {
+    @Test
+    void countersFollowTheOperations() {
+        try (LarderCache<byte[], byte[]> c = bytes().build()) {
+            for (int i = 0; i < 100; i++) {
+                c.put(b("k" + i), new byte[64]);
+            }
+            for (int i = 0; i < 150; i++) {
+                c.getInto(b("k" + i), new byte[64]);
+            }
+            LarderStats st = c.stats();
+            assertEquals(100, st.hitCount());
+            assertEquals(50, st.missCount());
+            assertEquals(100, st.putCount());
+            assertEquals(0, st.listenerFailures());
+            assertEquals(-1, st.get("no such counter"));
+            Map<String, Long> all = st.asMap();
+            for (String name : new String[] {"pages_mapped_bytes", "reserve_bytes", "large_bytes",
+                "returning_bytes", "pages_returned_bytes", "index_bytes", "capacity_bytes"}) {
+                assertTrue(all.containsKey(name), name);
+            }
+            waitUntil("the maintainer counts 100 entries", () -> c.size() == 100);
+            assertTrue(c.stats().usedBytes() >= 100 * (64 + 4));
+        }
+    }
+
+    @Test
+    void theMemoryAuditAddsUp() {
+        try (LarderCache<byte[], byte[]> c = bytes().build()) {
+            byte[] key = new byte[16];
+            for (int i = 0; i < 1000; i++) {
+                key[0] = (byte) i;
+                key[1] = (byte) (i >> 8);
+                c.put(key.clone(), new byte[64]);
+            }
+            c.put(b("large"), new byte[300_000]);
+            waitUntil("the size classes account for every mapped byte", () -> {
+                LarderStats st = c.stats();
+                long classes = 0;
+                long used = 0;
+                for (SizeClassStats sc : c.sizeClassStats()) {
+                    classes += sc.bytes();
+                    used += sc.slotsUsed();
+                }
+                return used == 1000 && st.mappedBytes() == classes + st.get("reserve_bytes")
+                        + st.get("returning_bytes") + st.get("large_bytes");
+            });
+            List<SizeClassStats> classes = c.sizeClassStats();
+            assertFalse(classes.isEmpty());
+            long slots = 0;
+            for (SizeClassStats sc : classes) {
+                if (sc.slotsUsed() > 0) {
+                    assertEquals(sc.slotsUsed() * sc.slotBytes(), sc.usedBytes());
+                    slots += sc.slotsUsed();
+                }
+            }
+            assertEquals(1000, slots);
+            assertTrue(c.stats().get("large_bytes") >= 300_000);
+        }
+    }
+
+    @Test
+    void theMxBeanLivesAsLongAsTheCache() throws Exception {
+        MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+        ObjectName name = new ObjectName("org.larder:type=LarderCache,name=\"stats-test\"");
+        LarderCache<byte[], byte[]> c = bytes().jmxName("stats-test").build();
+        try {
+            c.put(b("k"), b("v"));
+            c.get(b("k"));
+            c.get(b("none"));
+            assertEquals(1L, server.getAttribute(name, "HitCount"));
+            assertEquals(1L, server.getAttribute(name, "MissCount"));
+            assertEquals(1L, server.getAttribute(name, "PutCount"));
+            assertEquals(64L << 20, server.getAttribute(name, "Capacity"));
+            assertTrue(server.getAttribute(name, "Counters") != null);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> bytes().jmxName("stats-test").build());
+            assertTrue(e.getMessage().contains("stats-test"), e.getMessage());
+            assertEquals("v", TestSupport.s(c.get(b("k"))), "the first cache is untouched");
+        } finally {
+            c.close();
+        }
+        assertFalse(server.isRegistered(name));
+    }
+
+    private static void abandonCache() {
+        LarderCache<byte[], byte[]> c = bytes().jmxName("abandoned").build();
+        c.put(b("k"), b("v"));
+    }
+
+    @Test
+    void anUnreachableCacheIsClosedByTheCleaner() throws Exception {
+        MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+        ObjectName name = new ObjectName("org.larder:type=LarderCache,name=\"abandoned\"");
+        abandonCache();
+        assertTrue(server.isRegistered(name));
+        waitUntil("the Cleaner closes the cache and unregisters its MBean", () -> {
+            System.gc();
+            return !server.isRegistered(name);
+        });
+    }
+}
