@@ -81,10 +81,15 @@ static void setup(void)
 #endif
 }
 
+/* Decides the read-side mode once, before the first slot or guard exists. */
+static bool set_up(void)
+{
+	return pthread_once(&setup_once, setup) == 0 && !setup_failed;
+}
+
 struct lj_slot *lj_slot_create(void)
 {
-	/* Decides the read-side mode before the first slot can enter. */
-	if (pthread_once(&setup_once, setup) != 0 || setup_failed)
+	if (!set_up())
 		return NULL;
 	struct lj_slot *s = aligned_alloc(64, sizeof *s);
 	if (!s)
@@ -112,6 +117,9 @@ static void barrier_all_threads(void)
 
 struct lj_guard *lj_guard_open(void *payload, uint64_t *gen)
 {
+	/* Its closer reads the mode: settle it first (pthread_once orders it). */
+	if (!set_up())
+		return NULL;
 	pthread_mutex_lock(&pool_lock);
 	struct lj_guard *g = pool;
 	if (g)

@@ -223,12 +223,10 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_close(JNIEnv *env, jclass cls, jlo
 	return LARDER_OK;
 }
 
-JNIEXPORT jlong JNICALL Java_org_larder_Native_get(JNIEnv *env, jclass cls, jlong guard,
-						   jlong gen, jlong key, jint key_len, jlong buf,
-						   jint buf_len)
+/* The body of both gets: larder_get inside a section, its result encoded. */
+static inline jlong get_common(jlong guard, jlong gen, const void *key, jint key_len, jlong buf,
+			       jint buf_len)
 {
-	(void)env;
-	(void)cls;
 	int rc = LARDER_OK;
 	if (key_len < 0 || buf_len < 0) /* Java's bug; never a size_t wrap */
 		return LJ_GET_ERR_BASE + LARDER_EINVAL;
@@ -237,7 +235,7 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_get(JNIEnv *env, jclass cls, jlon
 	if (!c)
 		return LJ_GET_ERR_BASE + rc;
 	size_t len;
-	rc = larder_get(c->cache, ptr(key), (size_t)key_len, ptr(buf), (size_t)buf_len, &len);
+	rc = larder_get(c->cache, key, (size_t)key_len, ptr(buf), (size_t)buf_len, &len);
 	lj_guard_exit(outer);
 	if (__builtin_expect(rc == LARDER_OK, 1))
 		return (jlong)len;
@@ -246,6 +244,41 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_get(JNIEnv *env, jclass cls, jlon
 	if (rc == LARDER_EBUFSIZE)
 		return LJ_GET_BUFSIZE_BASE - (jlong)len;
 	return LJ_GET_ERR_BASE + rc;
+}
+
+JNIEXPORT jlong JNICALL Java_org_larder_Native_get(JNIEnv *env, jclass cls, jlong guard,
+						   jlong gen, jlong key, jint key_len, jlong buf,
+						   jint buf_len)
+{
+	(void)env;
+	(void)cls;
+	return get_common(guard, gen, ptr(key), key_len, buf, buf_len);
+}
+
+/*
+ * A get whose key (1 to 16 bytes) comes in two registers instead of
+ * memory: k0 holds its first 8 bytes (fewer when shorter), k1 its last 8
+ * (overlapping k0 when shorter than 16), as Java read them in native byte
+ * order. Saves the key's round trip through the scratch buffer: Java's
+ * stores, then the engine's loads of them right after the crossing (about
+ * 7 ns per get, measured).
+ */
+JNIEXPORT jlong JNICALL Java_org_larder_Native_getShort(JNIEnv *env, jclass cls, jlong guard,
+							jlong gen, jlong k0, jlong k1,
+							jint key_len, jlong buf, jint buf_len)
+{
+	(void)env;
+	(void)cls;
+	unsigned char key[16];
+	if (key_len < 1 || key_len > 16)
+		return LJ_GET_ERR_BASE + LARDER_EINVAL;
+	if (key_len >= 8) {
+		memcpy(key, &k0, 8);
+		memcpy(key + key_len - 8, &k1, 8);
+	} else {
+		memcpy(key, &k0, (size_t)key_len);
+	}
+	return get_common(guard, gen, key, key_len, buf, buf_len);
 }
 
 struct view_call {

@@ -112,6 +112,10 @@ final class Native {
 
     static native long get(long guard, long gen, long key, int keyLen, long buf, int bufLen);
 
+    /** get() with a key of 1..16 bytes in k0 and k1 (see Scratch.keyInLongs). */
+    static native long getShort(long guard, long gen, long k0, long k1, int keyLen, long buf,
+            int bufLen);
+
     static native int getDirect(long guard, long gen, long key, int keyLen, ValueView view);
 
     static native int getBatch(long guard, long gen, long base, int count, int keyTable,

@@ -36,6 +36,40 @@ class OpsTest {
         }
     }
 
+    /** Short keys take another way into native code on reads (two longs): every length. */
+    @Test
+    void everyKeyLengthReadsWhatWasWritten() {
+        try (LarderCache<byte[], byte[]> c = bytes().build()) {
+            for (int len = 1; len <= 40; len++) {
+                for (int last = 0; last < 3; last++) {
+                    byte[] key = new byte[len];
+                    for (int i = 0; i < len; i++) {
+                        key[i] = (byte) (i * 7 + len);
+                    }
+                    key[len - 1] = (byte) last;
+                    c.put(key, b(len + "/" + last));
+                }
+            }
+            byte[] dst = new byte[16];
+            for (int len = 1; len <= 40; len++) {
+                for (int last = 0; last < 3; last++) {
+                    byte[] key = new byte[len];
+                    for (int i = 0; i < len; i++) {
+                        key[i] = (byte) (i * 7 + len);
+                    }
+                    key[len - 1] = (byte) last;
+                    String want = len + "/" + last;
+                    assertEquals(want, s(c.get(key)));
+                    assertEquals(want.length(), c.getInto(key, dst));
+                    assertEquals(want, s(Arrays.copyOf(dst, want.length())));
+                    assertTrue(c.containsKey(key));
+                    key[0] ^= 0x55;
+                    assertNull(c.get(key), "a key that differs in its first byte");
+                }
+            }
+        }
+    }
+
     @Test
     void emptyValueIsAValue() {
         try (LarderCache<byte[], byte[]> c = bytes().build()) {

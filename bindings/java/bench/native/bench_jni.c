@@ -1,0 +1,213 @@
+/*
+ * bench_jni.c - native baselines for the Java benchmark (org.larder.bench.
+ * BenchNative), measured in the same JVM as the binding:
+ *   - the crossing alone: an empty native method with the arguments of
+ *     org.larder.Native.get (so only the JNI transition is timed);
+ *   - the C get: larder_get in a C loop over the same keys, on a cache of
+ *     its own opened through larder.h (the engine without the binding);
+ *   - the guard: enter and leave a section of the binding's close guard;
+ *   - the hash: seeded XXH3-64 of a key, the engine's key hash.
+ * Loops time themselves with CLOCK_MONOTONIC and return nanoseconds, so no
+ * crossing is counted in them. Not part of the binding; never installed.
+ */
+#define _GNU_SOURCE
+#include <jni.h>
+#include <larder.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "guard.h"
+#include "org_larder_bench_BenchNative.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A key index in [0, n) from a xorshift stream, as the Java workers pick. */
+static inline uint32_t pick(uint64_t *rng, uint32_t n)
+{
+	*rng ^= *rng << 13;
+	*rng ^= *rng >> 7;
+	*rng ^= *rng << 17;
+	return (uint32_t)(((*rng >> 32) * n) >> 32);
+}
+
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_noop(JNIEnv *env, jclass cls,
+							       jlong guard, jlong gen, jlong key,
+							       jint key_len, jlong buf, jint buf_len)
+{
+	(void)env;
+	(void)cls;
+	(void)guard;
+	(void)gen;
+	(void)key;
+	(void)buf;
+	return (jlong)key_len + buf_len;
+}
+
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_open(JNIEnv *env, jclass cls,
+							       jlong capacity, jlong entries)
+{
+	(void)env;
+	(void)cls;
+	larder_config *cfg;
+	larder *cache = NULL;
+	if (larder_config_create(&cfg) != LARDER_OK)
+		return 0;
+	if (larder_config_set_capacity(cfg, (uint64_t)capacity) == LARDER_OK &&
+	    larder_config_set_expected_entries(cfg, (uint64_t)entries) == LARDER_OK &&
+	    larder_open(&cache, cfg) != LARDER_OK)
+		cache = NULL;
+	larder_config_destroy(cfg);
+	return (jlong)(uintptr_t)cache;
+}
+
+JNIEXPORT void JNICALL Java_org_larder_bench_BenchNative_close(JNIEnv *env, jclass cls,
+							       jlong cache)
+{
+	(void)env;
+	(void)cls;
+	larder_close((larder *)(uintptr_t)cache);
+}
+
+/* Puts count entries: key i at keys + i * key_len, every value the same. */
+JNIEXPORT jint JNICALL Java_org_larder_bench_BenchNative_load(JNIEnv *env, jclass cls,
+							      jlong cache, jobject keys,
+							      jint key_len, jint count,
+							      jint value_len)
+{
+	(void)cls;
+	const unsigned char *k = (*env)->GetDirectBufferAddress(env, keys);
+	unsigned char *value = calloc(1, (size_t)value_len + sizeof(jint));
+	int rc = value ? LARDER_OK : LARDER_ENOMEM;
+	for (jint i = 0; i < count && rc == LARDER_OK; i++) {
+		memcpy(value, &i, sizeof i);
+		rc = larder_put((larder *)(uintptr_t)cache, k + (size_t)i * (size_t)key_len,
+				(size_t)key_len, value, (size_t)value_len, LARDER_TTL_DEFAULT);
+	}
+	free(value);
+	return rc;
+}
+
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_address(JNIEnv *env, jclass cls,
+								  jobject buffer)
+{
+	(void)cls;
+	return (jlong)(uintptr_t)(*env)->GetDirectBufferAddress(env, buffer);
+}
+
+/* One larder_get per call, into buf: the engine through JNI, no binding. */
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_getOne(JNIEnv *env, jclass cls,
+								 jlong cache, jlong key, jint key_len,
+								 jlong buf, jint buf_len)
+{
+	(void)env;
+	(void)cls;
+	size_t len;
+	int rc = larder_get((larder *)(uintptr_t)cache, (const void *)(uintptr_t)key,
+			    (size_t)key_len, (void *)(uintptr_t)buf, (size_t)buf_len, &len);
+	return rc == LARDER_OK ? (jlong)len : -1;
+}
+
+/* larder_get with a key of 8..16 bytes passed in two registers (experiment). */
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_getRegs(JNIEnv *env, jclass cls,
+								  jlong cache, jlong k0, jlong k1,
+								  jint key_len, jlong buf, jint buf_len)
+{
+	(void)env;
+	(void)cls;
+	unsigned char key[16];
+	size_t len;
+	memcpy(key, &k0, 8);
+	memcpy(key + key_len - 8, &k1, 8);
+	int rc = larder_get((larder *)(uintptr_t)cache, key, (size_t)key_len,
+			    (void *)(uintptr_t)buf, (size_t)buf_len, &len);
+	return rc == LARDER_OK ? (jlong)len : -1;
+}
+
+/* Nanoseconds for `iterations` larder_get calls on uniformly chosen keys. */
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_getLoop(JNIEnv *env, jclass cls,
+								  jlong cache, jobject keys,
+								  jint key_len, jint count,
+								  jlong iterations, jlong seed)
+{
+	(void)cls;
+	const unsigned char *k = (*env)->GetDirectBufferAddress(env, keys);
+	larder *c = (larder *)(uintptr_t)cache;
+	unsigned char buf[1024];
+	uint64_t rng = (uint64_t)seed | 1, misses = 0;
+	size_t len;
+	uint64_t t0 = now_ns();
+	for (jlong i = 0; i < iterations; i++) {
+		const unsigned char *key = k + (size_t)pick(&rng, (uint32_t)count) * (size_t)key_len;
+		misses += larder_get(c, key, (size_t)key_len, buf, sizeof buf, &len) != LARDER_OK;
+	}
+	uint64_t t = now_ns() - t0;
+	return misses ? -1 : (jlong)t;
+}
+
+/* Nanoseconds for `iterations` seeded XXH3-64 hashes of the keys. */
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_hashLoop(JNIEnv *env, jclass cls,
+								   jobject keys, jint key_len,
+								   jint count, jlong iterations)
+{
+	(void)cls;
+	const unsigned char *k = (*env)->GetDirectBufferAddress(env, keys);
+	uint64_t rng = 7, sum = 0;
+	uint64_t t0 = now_ns();
+	for (jlong i = 0; i < iterations; i++) {
+		const unsigned char *key = k + (size_t)pick(&rng, (uint32_t)count) * (size_t)key_len;
+		sum += XXH3_64bits_withSeed(key, (size_t)key_len, sum);
+	}
+	uint64_t t = now_ns() - t0;
+	return sum == 42 ? 0 : (jlong)t; /* sum keeps the loop */
+}
+
+/* Nanoseconds for `iterations` pick() calls alone (the loops' own cost). */
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_pickLoop(JNIEnv *env, jclass cls,
+								   jint count, jlong iterations)
+{
+	(void)env;
+	(void)cls;
+	uint64_t rng = 7, sum = 0;
+	uint64_t t0 = now_ns();
+	for (jlong i = 0; i < iterations; i++) {
+		sum += pick(&rng, (uint32_t)count);
+		__asm__ __volatile__("" : "+r"(sum));
+	}
+	return (jlong)(now_ns() - t0);
+}
+
+/* Nanoseconds for `iterations` sections of a guard of this library's own. */
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_guardLoop(JNIEnv *env, jclass cls,
+								    jlong iterations)
+{
+	(void)env;
+	(void)cls;
+	static int payload;
+	uint64_t gen;
+	struct lj_guard *g = lj_guard_open(&payload, &gen);
+	if (!g)
+		return -1;
+	void *p;
+	uint64_t outer, refused = 0;
+	uint64_t t0 = now_ns();
+	for (jlong i = 0; i < iterations; i++) {
+		if (lj_guard_enter(g, gen, &p, &outer) == LJ_OK)
+			lj_guard_exit(outer);
+		else
+			refused++;
+	}
+	uint64_t t = now_ns() - t0;
+	if (lj_guard_close(g, gen, &p) != LJ_OK || refused)
+		return -1;
+	return (jlong)t;
+}

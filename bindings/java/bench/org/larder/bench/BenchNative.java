@@ -1,0 +1,49 @@
+package org.larder.bench;
+
+import java.nio.ByteBuffer;
+
+/**
+ * The native baselines of bench/native/bench_jni.c, loaded from the path in
+ * the system property {@code larder.bench.library} (bench/run.sh sets it).
+ * Loops return nanoseconds measured in C, so the crossing is not in them.
+ */
+final class BenchNative {
+    static {
+        System.load(new java.io.File(System.getProperty("larder.bench.library")).getAbsolutePath());
+    }
+
+    private BenchNative() {
+    }
+
+    /** An empty native method with the arguments of the binding's get. */
+    static native long noop(long guard, long gen, long key, int keyLen, long buf, int bufLen);
+
+    /** Opens a cache of its own (0 on failure). */
+    static native long open(long capacity, long entries);
+
+    static native void close(long cache);
+
+    /** Puts count keys of keyLen bytes packed in keys (direct), values of valueLen bytes. */
+    static native int load(long cache, ByteBuffer keys, int keyLen, int count, int valueLen);
+
+    /** The address of a direct buffer. */
+    static native long address(ByteBuffer direct);
+
+    /** One larder_get through JNI (no binding code): the value's length, or -1. */
+    static native long getOne(long cache, long key, int keyLen, long buf, int bufLen);
+
+    static native long getRegs(long cache, long k0, long k1, int keyLen, long buf, int bufLen);
+
+    /** Nanoseconds for iterations larder_get calls on uniform random keys; -1 on a miss. */
+    static native long getLoop(long cache, ByteBuffer keys, int keyLen, int count,
+            long iterations, long seed);
+
+    /** Nanoseconds for iterations XXH3-64 hashes of random keys. */
+    static native long hashLoop(ByteBuffer keys, int keyLen, int count, long iterations);
+
+    /** Nanoseconds for iterations of the loops' own random key choice. */
+    static native long pickLoop(int count, long iterations);
+
+    /** Nanoseconds for iterations enter/exit pairs of the binding's close guard. */
+    static native long guardLoop(long iterations);
+}
