@@ -20,6 +20,10 @@
 #                                      proxy, memccapable and client tools)
 #   python3                            the protocol tests' drivers (stdlib only)
 #   valgrind                           callgrind profiles (tools/larder-bench/profile.sh)
+#   openjdk-17-jdk-headless junit5 libcaffeine-java
+#                                      the Java binding (bindings/java): javac and
+#                                      jni.h, JUnit 5 for its tests, Caffeine 2.6
+#                                      as the benchmark's on-heap baseline
 
 LARDER_DEPS=(
 	cmake ninja-build gcc libc6-dev pkg-config
@@ -29,6 +33,7 @@ LARDER_DEPS=(
 	liburcu-dev libck-dev
 	memcached nutcracker libmemcached-tools python3
 	valgrind
+	openjdk-17-jdk-headless junit5 libcaffeine-java
 )
 
 # Prints the packages among "$@" that dpkg does not list as installed.
