@@ -12,7 +12,9 @@
 #      resolving it through its RPATH ($ORIGIN), by -Djava.library.path and
 #      by -Dlarder.library.path;
 #   3. with no library where it looks: exit 3, and a message that names both
-#      system properties.
+#      system properties;
+#   4. the README's example (example/Example.java), compiled against the
+#      installed jar alone and run.
 set -euo pipefail
 
 cmake=$1 build=$2 java=$3 classpath=$4 jni=$5
@@ -63,4 +65,13 @@ expect_ok "install prefix, -Dlarder.library.path" -cp "$jar:$tests_jar" "-Dlarde
 expect_error "no library on java.library.path" -cp "$jar:$tests_jar" "-Djava.library.path=$prefix/none"
 expect_error "a larder.library.path that does not exist" -cp "$jar:$tests_jar" \
 	"-Dlarder.library.path=$prefix/none/liblarder_jni.so"
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../example" && pwd)
+javac=$(dirname "$(readlink -f "$java")")/javac
+"$javac" --release 11 -Xlint:all -Werror -cp "$jar" -d "$prefix/example" "$src/Example.java"
+out=$("$java" -cp "$jar:$prefix/example" "-Djava.library.path=$libdir" Example)
+if [[ $out != *"first byte 1"* || $out != *"3 true true 3 hits"* ]]; then
+	echo "FAIL: the README example printed: $out" >&2
+	exit 1
+fi
+echo "ok: the README example: $out"
 echo "PASS"
