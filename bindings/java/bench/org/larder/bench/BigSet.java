@@ -127,6 +127,7 @@ final class BigSet {
                 for (int threads = 1; threads <= maxThreads; threads++) {
                     long seed = round * 7919L + threads;
                     for (Engines.Engine e : engines) {
+                        e.settle();
                         Harness.Round r = h.round(threads, millis,
                                 id -> e.worker(w, seed * 31 + id, Engines.READ_ONLY));
                         keep(cells, round >= warmup, e.name + " get|" + threads, r);
@@ -165,6 +166,7 @@ final class BigSet {
                     + " (used bytes), %d GCs while loading (%.1f s).%n", caffeineHeap >> 20,
                     caffeineGcs, caffeineGcMs, caffeineLoad, cache.memUsed() >> 20, larderGcs,
                     larderLoad);
+            copy.settle();
             Crossing.run(w, cache, rounds);
         }
     }

@@ -63,6 +63,14 @@ final class Engines {
         /** A worker for the calling thread (allocates its buffers now). */
         abstract Worker worker(Workload w, long seed, int writes);
 
+        /**
+         * Lets the engine finish the work the previous round left (before a
+         * round, outside its timing), so that one cell's backlog does not
+         * land in the next one's measurement.
+         */
+        void settle() {
+        }
+
         @Override
         public void close() {
         }
@@ -97,6 +105,24 @@ final class Engines {
         Worker worker(Workload w, long seed, int writes) {
             return view ? new ViewWorker(cache, w, seed, writes)
                     : new CopyWorker(cache, w, seed, writes);
+        }
+
+        /** Waits (up to 2 s) until the maintainer's pass count stops moving for 20 ms. */
+        @Override
+        void settle() {
+            long deadline = System.nanoTime() + 2_000_000_000L;
+            long last = -1;
+            long passes;
+            while ((passes = cache.stats().get("maintainer_passes")) != last
+                    && System.nanoTime() < deadline) {
+                last = passes;
+                try {
+                    Thread.sleep(20);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
         }
     }
 
@@ -210,6 +236,12 @@ final class Engines {
         @Override
         Worker worker(Workload w, long seed, int writes) {
             return new CaffeineWorker(cache, w, seed, writes);
+        }
+
+        /** Runs Caffeine's pending maintenance now. */
+        @Override
+        void settle() {
+            cache.cleanUp();
         }
     }
 

@@ -49,6 +49,7 @@ final class Matrix {
                         for (Engines.Engine e : engines) {
                             long seed = round * 7919L + s * 131 + threads;
                             int writes = WRITES[s];
+                            e.settle();
                             Harness.Round r = h.round(threads, millis,
                                     id -> e.worker(w, seed * 31 + id, writes));
                             if (round >= warmup) {
@@ -61,6 +62,7 @@ final class Matrix {
                 System.err.printf("matrix: round %d of %d done%n", round + 1, warmup + rounds);
             }
             print(cells, engines, maxThreads, rounds, millis);
+            engines.get(0).settle();
             Crossing.run(w, cache, rounds);
         }
     }
