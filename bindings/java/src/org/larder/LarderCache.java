@@ -127,8 +127,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
             for (;;) {
                 long r = nativeGet(s, keyLen, valueOff, s.capacity - valueOff);
                 if (r >= 0) {
-                    s.buf.limit(valueOff + (int) r).position(valueOff);
-                    return valueSerializer.deserialize(s.buf);
+                    return readValue(s, valueOff, (int) r);
                 }
                 if (r == Native.GET_MISS) {
                     return null;
@@ -315,8 +314,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
                     int len = s.table.getInt(8 * (n + i) + 4);
                     V value = null;
                     if (len >= 0 && off >= 0) {
-                        s.buf.limit(off + len).position(off);
-                        value = valueSerializer.deserialize(s.buf);
+                        value = readValue(s, off, len);
                     } else if (len >= 0) {
                         value = get(key);
                     }
@@ -482,7 +480,10 @@ public final class LarderCache<K, V> implements AutoCloseable {
         return write(Native.OP_REMOVE_IF_EQUALS, key, null, value, 0) == Native.OK;
     }
 
-    /** Gives a live entry the cache's default TTL from now; true if present. */
+    /**
+     * Gives a live entry the cache's default TTL from now (with no default
+     * TTL, it no longer expires); true if present.
+     */
     public boolean touch(K key) {
         return write(Native.OP_TOUCH, key, null, null, Native.TTL_DEFAULT) == Native.OK;
     }
@@ -738,6 +739,19 @@ public final class LarderCache<K, V> implements AutoCloseable {
         } else {
             serialize(keySerializer, key, s.buf, at, len);
         }
+    }
+
+    /* Deserializes the value at s[at, at + len); the ready byte[] serializer's
+     * copy is made directly (Scratch.copyOut). */
+    @SuppressWarnings("unchecked")
+    private V readValue(Scratch s, int at, int len) {
+        if (rawValues) {
+            byte[] v = new byte[len];
+            s.copyOut(at, v, 0, len);
+            return (V) v;
+        }
+        s.buf.limit(at + len).position(at);
+        return valueSerializer.deserialize(s.buf);
     }
 
     private void writeValueAt(Scratch s, V value, int at, int len) {
