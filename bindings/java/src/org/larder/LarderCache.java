@@ -69,12 +69,12 @@ public final class LarderCache<K, V> implements AutoCloseable {
     private final CacheSerializer<V> valueSerializer;
     private final int maxKeyBytes;
     private final int maxValueBytes;
-    /* The serializers are the ready byte[] one: copy the arrays directly
-     * (Scratch.copyIn), which is what they would do, minus 4 ns a copy. */
+    /* True when the serializer is the ready byte[] one: its arrays are then
+     * copied directly (Scratch.copyIn/copyOut), as it would copy them, minus
+     * the ByteBuffer calls' 4 ns a copy. */
     private final boolean rawKeys;
     private final boolean rawValues;
     private final ListenerDispatcher<K, V> listener;
-    private final ManualClock clock;
     private final Cleaner.Cleanable cleanable;
     private final Object closeLock = new Object();
 
@@ -85,7 +85,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
         maxValueBytes = b.maxValueBytes;
         rawKeys = keySerializer == CacheSerializers.BYTE_ARRAY;
         rawValues = valueSerializer == CacheSerializers.BYTE_ARRAY;
-        clock = b.clock;
+        ManualClock clock = b.clock;
         listener = b.removalListener == null ? null
                 : new ListenerDispatcher<>(b.removalListener, keySerializer, valueSerializer);
         long[] out = new long[3];
@@ -123,7 +123,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
         Scratch s = Scratch.acquire();
         try {
             int keyLen = readKey(s, key);
-            int valueOff = valueOffset(s, keyLen);
+            int valueOff = valueOffset(keyLen);
             for (;;) {
                 long r = nativeGet(s, keyLen, valueOff, s.capacity - valueOff);
                 if (r >= 0) {
@@ -151,7 +151,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
         Scratch s = Scratch.acquire();
         try {
             int keyLen = readKey(s, key);
-            int valueOff = valueOffset(s, keyLen);
+            int valueOff = valueOffset(keyLen);
             int len = readInto(s, keyLen, valueOff, dst.length);
             if (len >= 0 && len <= dst.length) {
                 s.copyOut(valueOff, dst, 0, len);
@@ -180,7 +180,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
         Scratch s = Scratch.acquire();
         try {
             int keyLen = readKey(s, key);
-            int valueOff = valueOffset(s, keyLen);
+            int valueOff = valueOffset(keyLen);
             int len = readInto(s, keyLen, valueOff, dst.remaining());
             if (len >= 0 && len <= dst.remaining()) {
                 if (dst.hasArray()) {
@@ -713,7 +713,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
 
     /* Where a get's value goes: the start of s when the key is in longs, else
      * the first cache line after the key (see Scratch). */
-    private int valueOffset(Scratch s, int keyLen) {
+    private int valueOffset(int keyLen) {
         return rawKeys && keyLen <= 16 ? 0 : Scratch.lineAfter(keyLen);
     }
 
