@@ -4,8 +4,9 @@
  *
  * The crossing carries primitives only: Java writes keys and values into a
  * per-thread direct buffer (org.larder.Scratch) and passes its addresses and
- * lengths, so no call uses a JNI array or string function on the read path,
- * and the engine copies values straight into that buffer. Every call on a
+ * lengths (a raw key of up to 16 bytes comes in two longs instead: getShort),
+ * so no call uses a JNI array or string function on the read path, and the
+ * engine copies values straight into that buffer. Every call on a
  * cache runs inside a guard section (guard.h) on the (guard, generation)
  * pair Java holds, so a concurrent close() can only refuse it, never free
  * memory under it (J1 in jni_state.h).
@@ -23,7 +24,8 @@
 
 JavaVM *lj_vm;
 
-static jclass view_class;
+/* ValueView.dispatch; valid while org.larder's classes are loaded, which they
+ * are as long as this library is (the same class loader loaded both). */
 static jmethodID view_dispatch;
 
 /* The order of org.larder.Native's settings array. */
@@ -64,9 +66,8 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
 	jclass local = (*env)->FindClass(env, "org/larder/ValueView");
 	if (!local)
 		return JNI_ERR;
-	view_class = (*env)->NewGlobalRef(env, local);
 	view_dispatch = (*env)->GetMethodID(env, local, "dispatch", "(JI)V");
-	if (!view_class || !view_dispatch || lj_listener_init(env) != JNI_OK)
+	if (!view_dispatch || lj_listener_init(env) != JNI_OK)
 		return JNI_ERR;
 	return JNI_VERSION_1_8;
 }

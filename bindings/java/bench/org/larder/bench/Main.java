@@ -7,6 +7,7 @@ package org.larder.bench;
  * <pre>
  *   matrix [rounds] [millis] [threads]         the standard matrix + breakdown
  *   bigset [entries] [rounds] [millis] [threads]
+ *   breakdown [entries] [rounds]               only where a get's nanoseconds go
  *   gc larder|caffeine entries valueBytes seconds threads gcLogFile
  *   gc-header                                  the GC table's header
  * </pre>
@@ -28,6 +29,18 @@ public final class Main {
         case "bigset":
             BigSet.run(arg(a, 1, 10_000_000), arg(a, 2, 5), 1, arg(a, 3, 500), arg(a, 4, cores));
             break;
+        case "breakdown": {
+            int entries = arg(a, 1, Matrix.ENTRIES);
+            Workload w = new Workload(entries, Matrix.VALUE_BYTES);
+            try (org.larder.LarderCache<byte[], byte[]> c = Engines.larder(
+                    Math.max(1L << 30, (long) entries * 200), entries)) {
+                Engines.Larder copy = new Engines.Larder(c, false);
+                copy.load(w);
+                copy.settle();
+                Crossing.run(w, c, arg(a, 2, 5));
+            }
+            break;
+        }
         case "gc":
             GcPause.run(a[1], Integer.parseInt(a[2]), Integer.parseInt(a[3]),
                     Integer.parseInt(a[4]), Integer.parseInt(a[5]), a[6]);
@@ -39,7 +52,7 @@ public final class Main {
             System.out.println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
             break;
         default:
-            System.err.println("usage: matrix|bigset|gc|gc-header ... (see bench/run.sh)");
+            System.err.println("usage: matrix|bigset|breakdown|gc|gc-header ... (see bench/run.sh)");
             System.exit(2);
         }
     }
