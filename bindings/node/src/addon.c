@@ -331,6 +331,33 @@ static napi_value make_double(napi_env env, double d)
 	return r;
 }
 
+/* Whether every byte is below 0x80: such bytes are the same text in Latin-1. */
+static int is_ascii(const uint8_t *p, size_t n)
+{
+	uint64_t acc = 0, w;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, p + i, 8);
+		acc |= w;
+	}
+	for (; i < n; i++)
+		acc |= p[i];
+	return (acc & 0x8080808080808080ull) == 0;
+}
+
+/* A string from UTF-8 bytes; ASCII takes V8's cheaper one-byte path. */
+static napi_value make_string(napi_env env, const uint8_t *p, size_t n)
+{
+	napi_value r;
+
+	if (is_ascii(p, n))
+		napi_create_string_latin1(env, (const char *)p, n, &r);
+	else
+		napi_create_string_utf8(env, (const char *)p, n, &r);
+	return r;
+}
+
 /* ---- Operations ----------------------------------------------------------- */
 
 /*
@@ -355,10 +382,8 @@ static napi_value op_get(napi_env env, napi_callback_info info)
 		return make_double(env, -(double)len);
 	if (rc != LARDER_OK)
 		return throw_larder(env, h, rc, 0);
-	if (len > 0 && h->ed->out[0] == TAG_STRING) {
-		napi_create_string_utf8(env, (const char *)h->ed->out + 1, len - 1, &r);
-		return r;
-	}
+	if (len > 0 && h->ed->out[0] == TAG_STRING)
+		return make_string(env, h->ed->out + 1, len - 1);
 	napi_create_uint32(env, (uint32_t)len, &r);
 	return r;
 }
@@ -452,7 +477,17 @@ static napi_value op_clear(napi_env env, napi_callback_info info)
 	return NULL;
 }
 
-/* mget(keys): the number found, or minus the scratch bytes needed. */
+/*
+ * mget(keys, joined): looks the keys up in one larder_get_batch(). When
+ * joined is a string, it is keys.join('') and meta[i] holds keys[i].length
+ * (index.js checked every key is a string): if it encodes to exactly that
+ * many bytes the keys are ASCII and are cut from it without touching the
+ * array; otherwise each key is read from the array. Values are packed back
+ * to back into the scratch with meta[i] = length (0: a miss). Returns minus
+ * the scratch bytes needed when they do not fit; otherwise, when every
+ * value byte is ASCII, the whole packed region as one string (index.js
+ * takes substrings, which V8 makes without copying), else the number found.
+ */
 struct batch_out {
 	uint8_t *out;
 	size_t cap;
@@ -481,15 +516,73 @@ static int batch_reserve(struct env_data *ed, size_t n)
 	       (ed->batch_cap = cap, 1);
 }
 
+/* The ASCII fast path: cuts the keys from the joined string. 1 done, 0 not ASCII, -1 threw. */
+static int batch_keys_joined(napi_env env, const struct handle *h, napi_value joined, size_t n)
+{
+	struct env_data *ed = h->ed;
+	size_t total = 0, got, i, at = 0;
+
+	for (i = 0; i < n; i++) {
+		if (ed->meta[i] <= 0 || (size_t)ed->meta[i] > h->max_key)
+			return 0; /* the slow path names the bad key */
+		total += (size_t)ed->meta[i];
+	}
+	if (!grow(&ed->keys, &ed->keys_cap, total + 8, 1)) {
+		throw_nomem(env);
+		return -1;
+	}
+	if (napi_get_value_string_utf8(env, joined, ed->keys, ed->keys_cap, &got) != napi_ok ||
+	    got != total)
+		return 0;
+	for (i = 0; i < n; i++) {
+		ed->batch_keys[i] = ed->keys + at;
+		ed->batch_lens[i] = (size_t)ed->meta[i];
+		at += ed->batch_lens[i];
+	}
+	return 1;
+}
+
+/* Any keys: each read from the array. 1 done, -1 threw. */
+static int batch_keys_each(napi_env env, const struct handle *h, napi_value arr, size_t n)
+{
+	struct env_data *ed = h->ed;
+	size_t i, at = 0;
+	napi_value v;
+
+	for (i = 0; i < n; i++) {
+		const void *key;
+
+		if (!grow(&ed->keys, &ed->keys_cap, at + h->max_key + 8, 1)) {
+			throw_nomem(env);
+			return -1;
+		}
+		if (napi_get_element(env, arr, (uint32_t)i, &v) != napi_ok ||
+		    !key_arg(env, h, v, at, &key, &ed->batch_lens[i]))
+			return -1;
+		/* The arena may move while it grows: string keys are offsets until the end. */
+		ed->batch_keys[i] = key;
+		ed->batch_offs[i] = key == ed->keys + at ? at : IN_PLACE;
+		if (ed->batch_offs[i] != IN_PLACE)
+			at += ed->batch_lens[i];
+	}
+	for (i = 0; i < n; i++) {
+		if (ed->batch_offs[i] != IN_PLACE)
+			ed->batch_keys[i] = ed->keys + ed->batch_offs[i];
+	}
+	return 1;
+}
+
 static napi_value op_mget(napi_env env, napi_callback_info info)
 {
-	napi_value argv[1], v;
-	size_t argc = 1, i, at = 0;
+	napi_value argv[2], r;
+	size_t argc = 2;
 	struct handle *h = bare_handle(env, info, &argc, argv);
 	struct batch_out b;
 	struct env_data *ed;
+	napi_valuetype type;
 	uint32_t n;
 	long found;
+	int rc = 0;
 
 	if (h == NULL)
 		return NULL;
@@ -502,24 +595,13 @@ static napi_value op_mget(napi_env env, napi_callback_info info)
 		return make_double(env, 0);
 	if (!batch_reserve(ed, n))
 		return throw_nomem(env);
-	for (i = 0; i < n; i++) {
-		const void *key;
-
-		if (!grow(&ed->keys, &ed->keys_cap, at + h->max_key + 8, 1))
-			return throw_nomem(env);
-		if (napi_get_element(env, argv[0], (uint32_t)i, &v) != napi_ok ||
-		    !key_arg(env, h, v, at, &key, &ed->batch_lens[i]))
-			return NULL;
-		/* The arena may move while it grows: string keys are offsets until the end. */
-		ed->batch_keys[i] = key;
-		ed->batch_offs[i] = key == ed->keys + at ? at : IN_PLACE;
-		if (ed->batch_offs[i] != IN_PLACE)
-			at += ed->batch_lens[i];
-	}
-	for (i = 0; i < n; i++) {
-		if (ed->batch_offs[i] != IN_PLACE)
-			ed->batch_keys[i] = ed->keys + ed->batch_offs[i];
-	}
+	napi_typeof(env, argv[1], &type);
+	if (type == napi_string)
+		rc = batch_keys_joined(env, h, argv[1], n);
+	if (rc == 0)
+		rc = batch_keys_each(env, h, argv[0], n);
+	if (rc < 0)
+		return NULL;
 	memset(ed->meta, 0, n * sizeof(*ed->meta));
 	b = (struct batch_out){ .out = ed->out, .cap = ed->out_cap, .used = 0, .meta = ed->meta };
 	found = larder_get_batch(h->cache, n, ed->batch_keys, ed->batch_lens, batch_copy, &b);
@@ -527,6 +609,10 @@ static napi_value op_mget(napi_env env, napi_callback_info info)
 		return throw_larder(env, h, (int)found, 0);
 	if (b.used > b.cap)
 		return make_double(env, -(double)b.used);
+	if (b.used > 0 && is_ascii(b.out, b.used)) {
+		napi_create_string_latin1(env, (const char *)b.out, b.used, &r);
+		return r;
+	}
 	return make_double(env, (double)found);
 }
 
