@@ -430,8 +430,9 @@ class LarderCache {
   /**
    * Releases this handle. A private cache is freed; a named one lives on
    * while another handle (in any worker) holds it. Idempotent; every other
-   * method throws afterwards. Dispose events queued before close are still
-   * delivered.
+   * method throws afterwards. Removals already handed to dispose's queue
+   * are still delivered; those the engine had not reported yet when the
+   * last handle closes are not (the engine does not report them at close).
    */
   close() {
     this.#closed = true;
