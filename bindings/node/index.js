@@ -400,7 +400,9 @@ class LarderCache {
    * within a batching window (~200 us), not at once.
    */
   get size() {
-    return this.#n.stats().entries;
+    const s = this.#n.stats();
+    if (this.#max !== 0) this.#enforceMax(s);
+    return s.entries;
   }
 
   /** Bytes the entries take (headers, keys, values, slot rounding). */
@@ -446,17 +448,29 @@ class LarderCache {
   }
 
   /*
-   * The engine bounds bytes, not entries: max is kept by setting the byte
-   * capacity to max x the measured bytes per entry (never above maxSize).
+   * The engine bounds bytes, not entries: max is kept by steering the byte
+   * capacity (never above maxSize) from the engine's counters. Over max, it
+   * shrinks to the smaller of capacity x max / entries and max x the bytes
+   * per entry; full by bytes with fewer than 90% of max entries (values
+   * grew), it grows by capacity x max / entries. Run every ~max/8 writes and
+   * on reads of size, with counters that lag the maintainer by a batching
+   * window, so the count settles near max, not exactly on it.
    */
-  #enforceMax() {
+  #enforceMax(s = this.#n.stats()) {
     this.#setsToCheck = this.#checkInterval();
-    const s = this.#n.stats();
-    if (s.entries === 0) return;
-    const perEntry = s.used_bytes / s.entries;
-    let target = Math.floor(perEntry * this.#max);
-    target = Math.max(65536, Math.min(this.#maxSize, target));
-    if (Math.abs(target - s.capacity_bytes) > s.capacity_bytes / 32) this.#n.setCapacity(target);
+    const entries = s.entries;
+    const cap = s.capacity_bytes;
+    const max = this.#max;
+    let target;
+    if (entries > max) {
+      target = Math.min(cap * max / entries, s.used_bytes / entries * max);
+    } else if (entries > 0 && entries < max * 0.9 && s.used_bytes >= cap * 0.9) {
+      target = cap * max / entries;
+    } else {
+      return;
+    }
+    target = Math.max(65536, Math.min(this.#maxSize, Math.floor(target)));
+    if (Math.abs(target - cap) > cap / 64) this.#n.setCapacity(target);
   }
 
   /* Called by the addon's thread-safe function with a batch of removal records. */
