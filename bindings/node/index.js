@@ -498,6 +498,15 @@ class LarderCache {
     if (first !== null) throw first;
   }
 
+  /**
+   * For benchmarks: the cost of get()'s crossing without the engine. Makes
+   * a string of length - 1 bytes from the scratch, as get() does for a
+   * string value whose stored length (tag included) is length.
+   */
+  probe(key, length) {
+    return this.#n.probe(key, length);
+  }
+
   /** Native caches open in this process (all workers), for leak checks. */
   static openCaches() {
     return native.openCaches();
