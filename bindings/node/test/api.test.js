@@ -99,6 +99,16 @@ test('Buffer keys are their bytes; a string key is its UTF-8 bytes', () => {
   assert.equal(c.get(new Uint8Array([1, 2, 3])), 'bin');
   c.set('ü', 'x');
   assert.equal(c.get(Buffer.from('ü')), 'x');
+  // Every UTF-8 length, a surrogate pair, and a lone surrogate (encoded as U+FFFD, as Buffer.from does).
+  const ks = ['a', 'ß', 'ł€', '中文键', '🐢 turtle', 'x\ud800y', '\udfff'];
+  ks.forEach((k, i) => c.set(k, `v${i}`));
+  ks.forEach((k, i) => {
+    assert.equal(c.get(Buffer.from(k)), `v${i}`, JSON.stringify(k));
+    assert.deepEqual(c.mget([k, 'a']), [`v${i}`, 'v0']);
+  });
+  // A string value is stored as UTF-8: a lone surrogate in it comes back as U+FFFD.
+  c.set('lone', 'x\ud800');
+  assert.equal(c.get('lone'), 'x\ufffd');
   c.close();
 });
 
