@@ -66,6 +66,7 @@ enum value_tag {
 /* Grown on demand; the initial sizes cover the common case without a realloc. */
 #define IN_INITIAL (64u * 1024u)
 #define TRUNCATION_SLACK 4u /* UTF-8 truncation drops at most 3 bytes, plus the NUL */
+#define K16_VALUES 4096u /* string values up to this many units go the UTF-16 way */
 #define IN_PLACE SIZE_MAX /* batch_offs: a Buffer key, read where it is */
 
 struct handle;
@@ -75,7 +76,7 @@ struct env_data {
 	struct handle *handles; /* handles not yet freed */
 	char *keys;             /* encoded keys: one for single ops, packed for mget */
 	size_t keys_cap;
-	uint16_t *k16; /* a string key's UTF-16 units, before encoding */
+	uint16_t *k16; /* a string key's (or short value's) UTF-16 units, before encoding */
 	size_t k16_cap;
 	uint8_t *in; /* a value being written: tag, then bytes */
 	size_t in_cap;
@@ -346,9 +347,18 @@ static int value_arg(napi_env env, const struct handle *h, napi_value v, napi_va
 		return 0;
 	}
 	if (tag == TAG_STRING || tag == TAG_JSON) {
-		if (napi_get_value_string_utf8(env, v, (char *)ed->in + at + 1, ed->in_cap - at - 1,
-					       &n) != napi_ok)
+		size_t units;
+
+		/* Short strings: through UTF-16 units, as keys are (see key_arg). */
+		if (napi_get_value_string_utf16(env, v, (char16_t *)ed->k16, ed->k16_cap, &units) !=
+		    napi_ok)
 			goto fail_type;
+		if (units + 1 < ed->k16_cap && at + 1 + 3 * units <= ed->in_cap) {
+			n = utf16_to_utf8(ed->k16, units, ed->in + at + 1);
+		} else if (napi_get_value_string_utf8(env, v, (char *)ed->in + at + 1,
+						      ed->in_cap - at - 1, &n) != napi_ok) {
+			goto fail_type;
+		}
 		if (n + TRUNCATION_SLACK >= ed->in_cap - at - 1) {
 			/* Possibly truncated: measure, make room, encode again. */
 			if (napi_get_value_string_utf8(env, v, NULL, 0, &n) != napi_ok)
@@ -1031,7 +1041,8 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 		ed->handles->prev = h;
 	ed->handles = h;
 	if (!grow(&ed->keys, &ed->keys_cap, 3 * h->max_key + 8, 1) ||
-	    !grow(&ed->k16, &ed->k16_cap, h->max_key + 2, sizeof(*ed->k16)) ||
+	    !grow(&ed->k16, &ed->k16_cap, (h->max_key > K16_VALUES ? h->max_key : K16_VALUES) + 2,
+		  sizeof(*ed->k16)) ||
 	    !grow(&ed->in, &ed->in_cap, IN_INITIAL, 1))
 		goto fail;
 
