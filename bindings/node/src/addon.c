@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <node_api.h>
 
@@ -589,6 +590,74 @@ static struct handle *bare_handle(napi_env env, napi_callback_info info, size_t 
 	return handle_open(env, h) ? h : NULL;
 }
 
+/*
+ * engineLoop(keys, order): for benchmarks, the engine alone inside this
+ * process: encodes the string keys once, then times larder_get() in a C
+ * loop over keys[order[i]] (values copied into the scratch, as get does).
+ * Returns nanoseconds per get. Beside get() and probe() it splits a get's
+ * time into crossing, engine, and what V8's traffic between gets adds.
+ */
+static napi_value op_engine_loop(napi_env env, napi_callback_info info)
+{
+	napi_value argv[2], v;
+	size_t argc = 2, i, at = 0, len, count;
+	struct handle *h = bare_handle(env, info, &argc, argv);
+	struct env_data *ed;
+	napi_typedarray_type type;
+	struct timespec t0, t1;
+	uint32_t n, *order;
+	size_t *offs = NULL;
+	char *arena = NULL;
+	napi_value ab;
+	long misses = 0;
+	int ok = 0, bad_key = 0;
+
+	if (h == NULL)
+		return NULL;
+	ed = h->ed;
+	if (napi_get_array_length(env, argv[0], &n) != napi_ok || n == 0 ||
+	    napi_get_typedarray_info(env, argv[1], &type, &count, (void **)&order, &ab, &at) !=
+		    napi_ok ||
+	    type != napi_uint32_array)
+		return throw_fmt(env, 1, "ERR_INVALID_ARG_TYPE", "engineLoop(keys, Uint32Array)");
+	offs = malloc((n + 1) * sizeof(*offs));
+	arena = malloc((size_t)n * (h->max_key + 1));
+	if (offs == NULL || arena == NULL)
+		goto out;
+	at = 0;
+	for (i = 0; i < n; i++) {
+		if (napi_get_element(env, argv[0], (uint32_t)i, &v) != napi_ok ||
+		    napi_get_value_string_utf8(env, v, arena + at, h->max_key + 1, &len) != napi_ok) {
+			bad_key = 1;
+			goto out;
+		}
+		offs[i] = at;
+		at += len;
+	}
+	offs[n] = at;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < count; i++) {
+		uint32_t k = order[i] % n;
+
+		if (larder_get(h->cache, arena + offs[k], offs[k + 1] - offs[k], ed->out, ed->out_cap,
+			       &len) != LARDER_OK)
+			misses++;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ok = 1;
+out:
+	free(offs);
+	free(arena);
+	if (!ok)
+		return bad_key ? throw_fmt(env, 1, "ERR_INVALID_ARG_TYPE", "engineLoop: string keys only")
+			       : throw_nomem(env);
+	if (misses)
+		return throw_fmt(env, 0, "ERR_LARDER", "engineLoop: %ld misses", misses);
+	return make_double(env, ((double)(t1.tv_sec - t0.tv_sec) * 1e9 +
+				 (double)(t1.tv_nsec - t0.tv_nsec)) /
+					(double)(count ? count : 1));
+}
+
 static napi_value op_clear(napi_env env, napi_callback_info info)
 {
 	size_t argc = 0;
@@ -972,6 +1041,7 @@ static const struct {
 	{ "delete", op_delete },   { "ttl", op_ttl },	  { "clear", op_clear },
 	{ "mget", op_mget },	   { "mset", op_mset },	  { "stats", op_stats },
 	{ "setCapacity", op_set_capacity }, { "close", op_close }, { "probe", op_probe },
+	{ "engineLoop", op_engine_loop },
 };
 
 /*
