@@ -113,11 +113,14 @@ struct handle {
 
 /* ---- Errors ------------------------------------------------------------- */
 
-static napi_value throw_fmt(napi_env env, int kind, const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+enum err_kind { ERR_PLAIN, ERR_TYPE, ERR_RANGE };
 
-/* kind: 0 Error, 1 TypeError, 2 RangeError. Returns NULL for the caller to return. */
-static napi_value throw_fmt(napi_env env, int kind, const char *code, const char *fmt, ...)
+static napi_value throw_fmt(napi_env env, enum err_kind kind, const char *code, const char *fmt,
+			    ...) __attribute__((format(printf, 4, 5)));
+
+/* Throws an Error, TypeError or RangeError; returns NULL for the caller to return. */
+static napi_value throw_fmt(napi_env env, enum err_kind kind, const char *code, const char *fmt,
+			    ...)
 {
 	char msg[256];
 	va_list ap;
@@ -125,9 +128,9 @@ static napi_value throw_fmt(napi_env env, int kind, const char *code, const char
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	if (kind == 1)
+	if (kind == ERR_TYPE)
 		napi_throw_type_error(env, code, msg);
-	else if (kind == 2)
+	else if (kind == ERR_RANGE)
 		napi_throw_range_error(env, code, msg);
 	else
 		napi_throw_error(env, code, msg);
@@ -139,21 +142,21 @@ static napi_value throw_larder(napi_env env, const struct handle *h, int rc, siz
 {
 	switch (rc) {
 	case LARDER_EKEYSIZE:
-		return throw_fmt(env, 2, "ERR_OUT_OF_RANGE", "key is longer than maxKeyBytes (%zu)",
+		return throw_fmt(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "key is longer than maxKeyBytes (%zu)",
 				 h->max_key);
 	case LARDER_EVALSIZE:
-		return throw_fmt(env, 2, "ERR_OUT_OF_RANGE",
+		return throw_fmt(env, ERR_RANGE, "ERR_OUT_OF_RANGE",
 				 "value of %zu bytes does not fit: maxValueBytes is %zu and an entry "
 				 "may take at most 1/8 of maxSize (%llu bytes)",
 				 value_len, h->max_value - 1, (unsigned long long)h->capacity);
 	case LARDER_EBUSY:
-		return throw_fmt(env, 0, "ERR_LARDER_BUSY",
+		return throw_fmt(env, ERR_PLAIN, "ERR_LARDER_BUSY",
 				 "larder: the cache is at its memory bound and no room was freed in "
 				 "time (EBUSY)");
 	case LARDER_ENOMEM:
-		return throw_fmt(env, 0, "ERR_LARDER_NOMEM", "larder: out of memory (ENOMEM)");
+		return throw_fmt(env, ERR_PLAIN, "ERR_LARDER_NOMEM", "larder: out of memory (ENOMEM)");
 	default:
-		return throw_fmt(env, 0, "ERR_LARDER", "larder: %s (%d)", larder_strerror(rc), rc);
+		return throw_fmt(env, ERR_PLAIN, "ERR_LARDER", "larder: %s (%d)", larder_strerror(rc), rc);
 	}
 }
 
@@ -161,7 +164,7 @@ static int handle_open(napi_env env, const struct handle *h)
 {
 	if (h->cache != NULL)
 		return 1;
-	throw_fmt(env, 0, "ERR_LARDER_CLOSED", "larder: the cache is closed");
+	throw_fmt(env, ERR_PLAIN, "ERR_LARDER_CLOSED", "larder: the cache is closed");
 	return 0;
 }
 
@@ -188,7 +191,7 @@ static int grow(void *bufp, size_t *cap, size_t need, size_t elem)
 
 static napi_value throw_nomem(napi_env env)
 {
-	return throw_fmt(env, 0, "ERR_LARDER_NOMEM", "larder: out of memory");
+	return throw_fmt(env, ERR_PLAIN, "ERR_LARDER_NOMEM", "larder: out of memory");
 }
 
 /* ---- Arguments ---------------------------------------------------------- */
@@ -300,12 +303,12 @@ static int key_arg(napi_env env, const struct handle *h, napi_value v, size_t at
 	} else if (st == napi_string_expected && view_bytes(env, v, &data, len)) {
 		*key = data;
 	} else {
-		throw_fmt(env, 1, "ERR_INVALID_ARG_TYPE",
+		throw_fmt(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
 			  "key must be a string, a Buffer or a TypedArray");
 		return 0;
 	}
 	if (*len == 0) {
-		throw_fmt(env, 2, "ERR_OUT_OF_RANGE", "key is empty: keys are 1..%zu bytes",
+		throw_fmt(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "key is empty: keys are 1..%zu bytes",
 			  h->max_key);
 		return 0;
 	}
@@ -314,7 +317,7 @@ static int key_arg(napi_env env, const struct handle *h, napi_value v, size_t at
 	return 1;
 
 fail_long:
-	throw_fmt(env, 2, "ERR_OUT_OF_RANGE", "key is longer than maxKeyBytes (%zu)", h->max_key);
+	throw_fmt(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "key is longer than maxKeyBytes (%zu)", h->max_key);
 	return 0;
 }
 
@@ -344,7 +347,7 @@ static int value_arg(napi_env env, const struct handle *h, napi_value v, napi_va
 	void *data;
 
 	if (napi_get_value_uint32(env, tagv, &tag) != napi_ok || tag >= TAG_COUNT) {
-		throw_fmt(env, 1, "ERR_INVALID_ARG_TYPE", "larder: bad value tag");
+		throw_fmt(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "larder: bad value tag");
 		return 0;
 	}
 	if (tag == TAG_STRING || tag == TAG_JSON) {
@@ -393,10 +396,10 @@ static int value_arg(napi_env env, const struct handle *h, napi_value v, napi_va
 	return 1;
 
 fail_type:
-	throw_fmt(env, 1, "ERR_INVALID_ARG_TYPE", "value does not match its type tag");
+	throw_fmt(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "value does not match its type tag");
 	return 0;
 fail_range:
-	throw_fmt(env, 2, "ERR_OUT_OF_RANGE", "value of %zu bytes is over maxValueBytes (%zu)", n,
+	throw_fmt(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "value of %zu bytes is over maxValueBytes (%zu)", n,
 		  h->max_value - 1);
 	return 0;
 }
@@ -407,7 +410,7 @@ static int ttl_arg(napi_env env, napi_value v, uint64_t *ttl_ms)
 	double d;
 
 	if (napi_get_value_double(env, v, &d) != napi_ok || isnan(d) || d < -1) {
-		throw_fmt(env, 1, "ERR_INVALID_ARG_TYPE", "ttl must be a number of milliseconds");
+		throw_fmt(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "ttl must be a number of milliseconds");
 		return 0;
 	}
 	if (d < 0)
@@ -619,7 +622,7 @@ static napi_value op_engine_loop(napi_env env, napi_callback_info info)
 	    napi_get_typedarray_info(env, argv[1], &type, &count, (void **)&order, &ab, &at) !=
 		    napi_ok ||
 	    type != napi_uint32_array)
-		return throw_fmt(env, 1, "ERR_INVALID_ARG_TYPE", "engineLoop(keys, Uint32Array)");
+		return throw_fmt(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "engineLoop(keys, Uint32Array)");
 	offs = malloc((n + 1) * sizeof(*offs));
 	arena = malloc((size_t)n * (h->max_key + 1));
 	if (offs == NULL || arena == NULL)
@@ -649,10 +652,10 @@ out:
 	free(offs);
 	free(arena);
 	if (!ok)
-		return bad_key ? throw_fmt(env, 1, "ERR_INVALID_ARG_TYPE", "engineLoop: string keys only")
+		return bad_key ? throw_fmt(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "engineLoop: string keys only")
 			       : throw_nomem(env);
 	if (misses)
-		return throw_fmt(env, 0, "ERR_LARDER", "engineLoop: %ld misses", misses);
+		return throw_fmt(env, ERR_PLAIN, "ERR_LARDER", "engineLoop: %ld misses", misses);
 	return make_double(env, ((double)(t1.tv_sec - t0.tv_sec) * 1e9 +
 				 (double)(t1.tv_nsec - t0.tv_nsec)) /
 					(double)(count ? count : 1));
@@ -783,9 +786,9 @@ static napi_value op_mget(napi_env env, napi_callback_info info)
 		return NULL;
 	ed = h->ed;
 	if (napi_get_array_length(env, argv[0], &n) != napi_ok)
-		return throw_fmt(env, 1, "ERR_INVALID_ARG_TYPE", "keys must be an array");
+		return throw_fmt(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "keys must be an array");
 	if (n > ed->meta_cap)
-		return throw_fmt(env, 0, "ERR_LARDER", "larder: mget scratch not registered");
+		return throw_fmt(env, ERR_PLAIN, "ERR_LARDER", "larder: mget scratch not registered");
 	if (n == 0)
 		return make_double(env, 0);
 	if (!batch_reserve(ed, n))
@@ -826,7 +829,7 @@ static napi_value op_mset(napi_env env, napi_callback_info info)
 	if (h == NULL)
 		return NULL;
 	if (napi_get_array_length(env, argv[0], &n) != napi_ok || !ttl_arg(env, argv[3], &ttl))
-		return throw_fmt(env, 1, "ERR_INVALID_ARG_TYPE", "entries must be an array");
+		return throw_fmt(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "entries must be an array");
 	for (i = 0; i < n; i++) {
 		if (napi_get_element(env, argv[0], i, &k) != napi_ok ||
 		    napi_get_element(env, argv[1], i, &v) != napi_ok ||
@@ -852,7 +855,7 @@ static napi_value op_stats(napi_env env, napi_callback_info info)
 	if (h == NULL)
 		return NULL;
 	if (larder_stats(h->cache, values, LARDER_STAT_COUNT) != LARDER_OK)
-		return throw_fmt(env, 0, "ERR_LARDER", "larder: stats failed");
+		return throw_fmt(env, ERR_PLAIN, "ERR_LARDER", "larder: stats failed");
 	napi_create_object(env, &obj);
 	for (i = 0; i < LARDER_STAT_COUNT; i++)
 		napi_set_named_property(env, obj, larder_stat_name((enum larder_stat)i),
@@ -873,9 +876,9 @@ static napi_value op_set_capacity(napi_env env, napi_callback_info info)
 	if (h == NULL)
 		return NULL;
 	if (napi_get_value_double(env, argv[0], &d) != napi_ok || !(d >= 65536) || d > 1.8e19)
-		return throw_fmt(env, 2, "ERR_OUT_OF_RANGE", "maxSize must be at least 65536 bytes");
+		return throw_fmt(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "maxSize must be at least 65536 bytes");
 	if (larder_set_capacity(h->cache, (uint64_t)d) != LARDER_OK)
-		return throw_fmt(env, 2, "ERR_OUT_OF_RANGE", "larder: capacity refused");
+		return throw_fmt(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "larder: capacity refused");
 	h->capacity = (uint64_t)d;
 	return NULL;
 }
@@ -1069,10 +1072,10 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 	if (has_name && (napi_get_value_string_utf8(env, argv[0], name, sizeof name, &name_len) !=
 				 napi_ok ||
 			 name_len == 0 || name_len >= sizeof name - 1))
-		return throw_fmt(env, 2, "ERR_OUT_OF_RANGE", "name must be 1..254 bytes");
+		return throw_fmt(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "name must be 1..254 bytes");
 	for (i = 0; i < 8; i++) {
 		if (!arg_u64(env, argv[1 + i], &u[i]))
-			return throw_fmt(env, 1, "ERR_INVALID_ARG_TYPE", "larder: bad open argument %zu",
+			return throw_fmt(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "larder: bad open argument %zu",
 					 i + 1);
 	}
 	s = (struct lnode_settings){
@@ -1091,14 +1094,14 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 	if (rc != LARDER_OK) {
 		free(h);
 		if (rc == LNODE_EMISMATCH)
-			return throw_fmt(env, 0, "ERR_LARDER_MISMATCH",
+			return throw_fmt(env, ERR_PLAIN, "ERR_LARDER_MISMATCH",
 					 "larder: cache '%s' is already open with another %s", name,
 					 mismatch);
 		if (rc == LARDER_EINVAL)
-			return throw_fmt(env, 2, "ERR_OUT_OF_RANGE",
+			return throw_fmt(env, ERR_RANGE, "ERR_OUT_OF_RANGE",
 					 "larder: an option is out of range (maxSize >= 65536, "
 					 "maxKeyBytes 1..65535, maxValueBytes < 1 GiB)");
-		return throw_fmt(env, 0, "ERR_LARDER", "larder: cannot open the cache: %s (%d)",
+		return throw_fmt(env, ERR_PLAIN, "ERR_LARDER", "larder: cannot open the cache: %s (%d)",
 				 larder_strerror(rc), rc);
 	}
 	h->cache = lnode_shared_cache(h->shared);
@@ -1162,11 +1165,11 @@ static napi_value mod_set_scratch(napi_env env, napi_callback_info info)
 	    napi_get_instance_data(env, (void **)&ed) != napi_ok)
 		return NULL;
 	if (!view_bytes(env, argv[0], &data, &len))
-		return throw_fmt(env, 1, "ERR_INVALID_ARG_TYPE", "scratch must be a Buffer");
+		return throw_fmt(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "scratch must be a Buffer");
 	if (napi_get_typedarray_info(env, argv[1], &type, &ed->meta_cap, (void **)&ed->meta, &ab,
 				     &off) != napi_ok ||
 	    type != napi_int32_array)
-		return throw_fmt(env, 1, "ERR_INVALID_ARG_TYPE", "meta must be an Int32Array");
+		return throw_fmt(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "meta must be an Int32Array");
 	if (ed->out_ref != NULL)
 		napi_delete_reference(env, ed->out_ref);
 	if (ed->meta_ref != NULL)
@@ -1193,7 +1196,7 @@ static napi_value mod_refs(napi_env env, napi_callback_info info)
 	if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok)
 		return NULL;
 	if (napi_get_value_string_utf8(env, argv[0], name, sizeof name, &len) != napi_ok)
-		return throw_fmt(env, 1, "ERR_INVALID_ARG_TYPE", "name must be a string");
+		return throw_fmt(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "name must be a string");
 	return make_double(env, (double)lnode_registry_refs(name));
 }
 
@@ -1238,6 +1241,11 @@ static napi_value init(napi_env env, napi_value exports)
 	}
 	return exports;
 }
+
+/* Newer headers' NAPI_MODULE_INIT defines this without a prototype (-Wmissing-prototypes). */
+#ifdef NODE_API_MODULE_GET_API_VERSION
+NAPI_MODULE_EXPORT int32_t NODE_API_MODULE_GET_API_VERSION(void);
+#endif
 
 NAPI_MODULE_INIT()
 {
