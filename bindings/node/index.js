@@ -131,7 +131,6 @@ class LarderCache {
   #l1Max = 0;
   #ttlInUse = false;
   #dispose = null;
-  #disposeDropped = 0;
   #max = 0; // the entry limit; 0 = none
   #maxSize;
   #setsToCheck = 0;
@@ -189,7 +188,7 @@ class LarderCache {
     const expected = max > 0 ? max : 4096;
     this.#n = native.open(name === undefined ? null : name, maxSize, expected, ttl,
       maxKeyBytes, maxValueBytes + 1, POLICIES[policyName], updateAgeOnGet ? 1 : 0, given,
-      this.#dispose ? (buf, records, dropped) => this.#deliver(buf, records, dropped) : null,
+      this.#dispose ? (buf, records) => this.#deliver(buf, records) : null,
       queueBytes);
   }
 
@@ -249,7 +248,7 @@ class LarderCache {
   }
 
   /* The tag a value is stored under. */
-  #encode(value) {
+  #tagOf(value) {
     if (typeof value === 'string') return TAG_STRING;
     if (ArrayBuffer.isView(value)) return TAG_BYTES;
     return this.#serializer.tag;
@@ -275,7 +274,7 @@ class LarderCache {
       return this;
     }
     const ttl = options === undefined || options.ttl === undefined ? -1 : ttlArg(options.ttl);
-    const tag = this.#encode(value);
+    const tag = this.#tagOf(value);
     const stored = tag === TAG_STRING || tag === TAG_BYTES ? value : this.#serialize(value);
     if (this.#l1 !== null) this.#l1.delete(key);
     if (ttl > 0) this.#ttlInUse = true;
@@ -380,7 +379,7 @@ class LarderCache {
       if (!Array.isArray(entry) || entry.length < 2) throw typeError('mset entries must be [key, value] pairs');
       const [key, value] = entry;
       if (value === undefined) throw typeError('mset values must not be undefined');
-      const tag = this.#encode(value);
+      const tag = this.#tagOf(value);
       keys.push(key);
       values.push(tag === TAG_STRING || tag === TAG_BYTES ? value : this.#serialize(value));
       tags.push(tag);
@@ -418,11 +417,12 @@ class LarderCache {
     return this.#maxSize;
   }
 
-  /** The engine's counters (hits, misses, evictions, ...) and dispose_dropped. */
+  /**
+   * The engine's counters (hits, misses, evictions, ...), plus
+   * dispose_dropped (removals the dispose queue refused) when dispose is set.
+   */
   stats() {
-    const s = this.#n.stats();
-    if (this.#dispose) s.dispose_dropped = this.#disposeDropped;
-    return s;
+    return this.#n.stats();
   }
 
   get closed() {
@@ -474,7 +474,7 @@ class LarderCache {
   }
 
   /* Called by the addon's thread-safe function with a batch of removal records. */
-  #deliver(buf, records, dropped) {
+  #deliver(buf, records) {
     let off = 0;
     let first = null;
     for (let i = 0; i < records; i++) {
@@ -486,6 +486,8 @@ class LarderCache {
       off = vs + vl;
       const keyBytes = buf.subarray(ks, vs);
       const key = isUtf8(keyBytes) ? keyBytes.toString('utf8') : Buffer.from(keyBytes);
+      // An L1 copy of an entry the engine evicted or expired goes too.
+      if (this.#l1 !== null && (reason === 'evict' || reason === 'expire')) this.#l1.delete(key);
       let value;
       try {
         value = vl === 0 ? undefined : this.#decode(buf, vs, off);
@@ -494,7 +496,6 @@ class LarderCache {
         if (first === null) first = err;
       }
     }
-    this.#disposeDropped = dropped;
     if (first !== null) throw first;
   }
 

@@ -957,22 +957,20 @@ static void tsfn_call_js(napi_env env, napi_value js_cb, void *context, void *da
 {
 	struct handle *h = context;
 	size_t used, records;
-	uint64_t dropped;
-	napi_value argv[3], undef;
+	napi_value argv[2], undef;
 
 	(void)data;
 	if (env == NULL || js_cb == NULL)
 		return;
-	dropped = lnode_dq_take(&h->sub.queue, &h->taken, &h->taken_cap, &used, &records);
+	lnode_dq_take(&h->sub.queue, &h->taken, &h->taken_cap, &used, &records);
 	if (records == 0)
 		return;
 	if (napi_create_buffer_copy(env, used, h->taken, NULL, &argv[0]) != napi_ok)
 		return;
 	napi_create_double(env, (double)records, &argv[1]);
-	napi_create_double(env, (double)dropped, &argv[2]);
 	napi_get_undefined(env, &undef);
 	/* An exception from dispose surfaces as Node reports any callback's. */
-	napi_call_function(env, undef, js_cb, 3, argv, NULL);
+	napi_call_function(env, undef, js_cb, 2, argv, NULL);
 }
 
 static void tsfn_finalize(napi_env env, void *data, void *hint)

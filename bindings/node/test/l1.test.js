@@ -56,3 +56,21 @@ test('L1 is bounded and refused for shared caches and updateAgeOnGet', () => {
   assert.throws(() => new LarderCache({ updateAgeOnGet: true, ttl: 100, l1: { max: 10 } }), TypeError);
   assert.equal(LarderCache.refs('l1-shared'), 0, 'the refused open left nothing open');
 });
+
+test('with dispose, an entry the engine evicts leaves L1 too', async () => {
+  const evicted = new Set();
+  const c = new LarderCache({
+    maxSize: 1 << 20, policy: 'fifo', l1: { max: 100 },
+    dispose: (v, k, reason) => { if (reason === 'evict') evicted.add(k); },
+  });
+  c.set('hot', 'v');
+  assert.equal(c.get('hot'), 'v'); // now in L1
+  const filler = 'x'.repeat(1000);
+  let i = 0;
+  await waitFor(() => {
+    for (let j = 0; j < 200; j++) c.set(`fill-${i++}`, filler);
+    return evicted.has('hot');
+  }, 'the engine to evict the first key');
+  assert.equal(c.get('hot'), undefined);
+  c.close();
+});
