@@ -75,6 +75,7 @@ struct handle;
 /* Per JavaScript environment (the main thread or one worker). */
 struct env_data {
 	struct handle *handles; /* handles not yet freed */
+	int reading_elements;   /* mget/mset are reading array elements (getters may run) */
 	char *keys;             /* encoded keys: one for single ops, packed for mget */
 	size_t keys_cap;
 	uint16_t *k16; /* a string key's (or short value's) UTF-16 units, before encoding */
@@ -160,12 +161,23 @@ static napi_value throw_larder(napi_env env, const struct handle *h, int rc, siz
 	}
 }
 
+/*
+ * The check every operation starts with: the handle is open, and no mget or
+ * mset of this thread is reading array elements (an element's getter that
+ * called back into larder would reuse the buffers that call is filling).
+ */
 static int handle_open(napi_env env, const struct handle *h)
 {
-	if (h->cache != NULL)
-		return 1;
-	throw_fmt(env, ERR_PLAIN, "ERR_LARDER_CLOSED", "larder: the cache is closed");
-	return 0;
+	if (h->cache == NULL) {
+		throw_fmt(env, ERR_PLAIN, "ERR_LARDER_CLOSED", "larder: the cache is closed");
+		return 0;
+	}
+	if (h->ed->reading_elements) {
+		throw_fmt(env, ERR_PLAIN, "ERR_LARDER_REENTRANT",
+			  "larder: an array element's getter called back into larder during mget/mset");
+		return 0;
+	}
+	return 1;
 }
 
 /* ---- Buffers ------------------------------------------------------------ */
@@ -746,6 +758,7 @@ static int batch_keys_each(napi_env env, const struct handle *h, napi_value arr,
 	struct env_data *ed = h->ed;
 	size_t i, at = 0;
 	napi_value v;
+	napi_status st;
 
 	for (i = 0; i < n; i++) {
 		const void *key;
@@ -754,8 +767,10 @@ static int batch_keys_each(napi_env env, const struct handle *h, napi_value arr,
 			throw_nomem(env);
 			return -1;
 		}
-		if (napi_get_element(env, arr, (uint32_t)i, &v) != napi_ok ||
-		    !key_arg(env, h, v, at, &key, &ed->batch_lens[i]))
+		ed->reading_elements = 1;
+		st = napi_get_element(env, arr, (uint32_t)i, &v);
+		ed->reading_elements = 0;
+		if (st != napi_ok || !key_arg(env, h, v, at, &key, &ed->batch_lens[i]))
 			return -1;
 		/* The arena may move while it grows: string keys are offsets until the end. */
 		ed->batch_keys[i] = key;
@@ -800,6 +815,8 @@ static napi_value op_mget(napi_env env, napi_callback_info info)
 		rc = batch_keys_each(env, h, argv[0], n);
 	if (rc < 0)
 		return NULL;
+	if (h->cache == NULL) /* an element's getter closed the handle */
+		return throw_fmt(env, ERR_PLAIN, "ERR_LARDER_CLOSED", "larder: the cache is closed");
 	memset(ed->meta, 0, n * sizeof(*ed->meta));
 	b = (struct batch_out){ .out = ed->out, .cap = ed->out_cap, .used = 0, .meta = ed->meta };
 	found = larder_get_batch(h->cache, n, ed->batch_keys, ed->batch_lens, batch_copy, &b);
@@ -831,10 +848,19 @@ static napi_value op_mset(napi_env env, napi_callback_info info)
 	if (napi_get_array_length(env, argv[0], &n) != napi_ok || !ttl_arg(env, argv[3], &ttl))
 		return throw_fmt(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "entries must be an array");
 	for (i = 0; i < n; i++) {
-		if (napi_get_element(env, argv[0], i, &k) != napi_ok ||
-		    napi_get_element(env, argv[1], i, &v) != napi_ok ||
-		    napi_get_element(env, argv[2], i, &t) != napi_ok)
+		napi_status st;
+
+		h->ed->reading_elements = 1;
+		st = napi_get_element(env, argv[0], i, &k);
+		if (st == napi_ok)
+			st = napi_get_element(env, argv[1], i, &v);
+		if (st == napi_ok)
+			st = napi_get_element(env, argv[2], i, &t);
+		h->ed->reading_elements = 0;
+		if (st != napi_ok)
 			return NULL;
+		if (h->cache == NULL) /* a getter closed the handle */
+			return throw_fmt(env, ERR_PLAIN, "ERR_LARDER_CLOSED", "larder: the cache is closed");
 		if (!key_arg(env, h, k, 0, &key, &key_len) || !value_arg(env, h, v, t, 0, &len))
 			return NULL;
 		rc = larder_put(h->cache, key, key_len, h->ed->in, len, ttl);

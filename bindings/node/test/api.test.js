@@ -224,6 +224,19 @@ test('max: the entry count is held near max through the byte capacity', async ()
   c.close();
 });
 
+test('mget keys whose getters call back into the cache: an Error, never a crash', () => {
+  const c = open();
+  c.set('a', '1');
+  const keys = [Buffer.from('a'), 'x'];
+  Object.defineProperty(keys, 1, { get: () => { c.get('a'); return 'a'; } });
+  assert.throws(() => c.mget(keys), { code: 'ERR_LARDER_REENTRANT' });
+  assert.deepEqual(c.mget(['a']), ['1'], 'the cache still works');
+  const closing = [Buffer.from('a'), 'x'];
+  Object.defineProperty(closing, 1, { get: () => { c.close(); return 'a'; } });
+  assert.throws(() => c.mget(closing), { code: 'ERR_LARDER_CLOSED' });
+  assert.throws(() => c.get('a'), { code: 'ERR_LARDER_CLOSED' });
+});
+
 test('policies: every one opens and serves', () => {
   for (const policy of ['default', 's3fifo', 'fifo', 'lru', 'wtinylfu', 'arc', 'wtinylfu-tuned', 's3fifo-tuned']) {
     const c = open({ policy });
