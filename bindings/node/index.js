@@ -57,6 +57,17 @@ const GIVEN = {
   maxSize: 1, max: 2, ttl: 4, maxKeyBytes: 8, maxValueBytes: 16, policy: 32, updateAgeOnGet: 64,
 };
 
+/*
+ * lru-cache options whose behaviour LarderCache does not have: refused, so
+ * code moved from lru-cache does not silently lose them. (ttlAutopurge and
+ * ttlResolution are accepted and have no effect: the engine always purges
+ * expired entries in the background, to the millisecond.)
+ */
+const UNSUPPORTED = ['allowStale', 'noDeleteOnStaleGet', 'sizeCalculation', 'maxEntrySize',
+  'fetchMethod', 'memoMethod', 'noDisposeOnSet', 'disposeAfter', 'updateAgeOnHas', 'noUpdateTTL',
+  'allowStaleOnFetchRejection', 'allowStaleOnFetchAbort', 'ignoreFetchAbort', 'noDeleteOnFetchRejection',
+  'perf', 'onInsert'];
+
 const DEFAULT_MAX_SIZE = 64 * 1024 * 1024;
 const DEFAULT_MAX_KEY_BYTES = 1024;
 const DEFAULT_MAX_VALUE_BYTES = 1024 * 1024;
@@ -142,6 +153,9 @@ class LarderCache {
   constructor(options = {}) {
     if (options === null || typeof options !== 'object') throw typeError('options must be an object');
     const o = options;
+    for (const k of UNSUPPORTED) {
+      if (o[k] !== undefined) throw typeError(`LarderCache does not support lru-cache's ${k} option (docs/node.md)`);
+    }
     let given = 0;
     for (const k of Object.keys(GIVEN)) if (o[k] !== undefined) given |= GIVEN[k];
 

@@ -146,6 +146,10 @@ test('wrong types are TypeErrors', () => {
     assert.throws(() => new LarderCache(bad), TypeError, JSON.stringify(bad));
   }
   assert.throws(() => new LarderCache(null), TypeError);
+  for (const lruOnly of ['allowStale', 'sizeCalculation', 'fetchMethod', 'noDisposeOnSet']) {
+    assert.throws(() => new LarderCache({ [lruOnly]: true }), { name: 'TypeError', message: new RegExp(lruOnly) });
+  }
+  new LarderCache({ ttlAutopurge: true, ttlResolution: 1 }).close(); // accepted: larder always purges
   c.close();
 });
 
