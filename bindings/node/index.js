@@ -194,16 +194,17 @@ class LarderCache {
     }
 
     this.#dispose = o.dispose || null;
-    this.#max = max;
-    this.#maxSize = maxSize;
-    this.#setsToCheck = this.#checkInterval();
-    this.#ttlInUse = ttl > 0;
     this.#name = name;
-    const expected = max > 0 ? max : 4096;
-    this.#n = native.open(name === undefined ? null : name, maxSize, expected, ttl,
+    this.#n = native.open(name === undefined ? null : name, maxSize, max, ttl,
       maxKeyBytes, maxValueBytes + 1, POLICIES[policyName], updateAgeOnGet ? 1 : 0, given,
       this.#dispose ? (buf, records) => this.#deliver(buf, records) : null,
       queueBytes);
+    // A joined shared cache keeps the settings it was opened with.
+    const eff = this.#n.settings();
+    this.#max = eff.max;
+    this.#maxSize = eff.maxSize;
+    this.#ttlInUse = eff.ttl > 0;
+    this.#setsToCheck = this.#checkInterval();
   }
 
   /** The value stored under key, or undefined. */
@@ -423,8 +424,14 @@ class LarderCache {
     return this.#n.stats().used_bytes;
   }
 
+  /** The entry limit (0: none), as the cache was opened with it. */
   get max() {
     return this.#max;
+  }
+
+  /** The shared cache's name; undefined for a private cache. */
+  get name() {
+    return this.#name;
   }
 
   get maxSize() {

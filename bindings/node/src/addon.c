@@ -67,6 +67,7 @@ enum value_tag {
 /* Grown on demand; the initial sizes cover the common case without a realloc. */
 #define IN_INITIAL (64u * 1024u)
 #define TRUNCATION_SLACK 4u /* UTF-8 truncation drops at most 3 bytes, plus the NUL */
+#define EXPECTED_DEFAULT 4096u /* the index's sizing hint without `max` (the engine's default) */
 #define K16_VALUES 4096u /* string values up to this many units go the UTF-16 way */
 #define IN_PLACE SIZE_MAX /* batch_offs: a Buffer key, read where it is */
 
@@ -892,6 +893,34 @@ static napi_value op_stats(napi_env env, napi_callback_info info)
 	return obj;
 }
 
+static void set_number(napi_env env, napi_value obj, const char *name, double d)
+{
+	napi_set_named_property(env, obj, name, make_double(env, d));
+}
+
+/* settings(): the settings the cache was opened with (a joined cache's, not the caller's). */
+static napi_value op_settings(napi_env env, napi_callback_info info)
+{
+	size_t argc = 0;
+	struct handle *h = bare_handle(env, info, &argc, NULL);
+	const struct lnode_settings *s;
+	napi_value obj;
+
+	if (h == NULL)
+		return NULL;
+	s = lnode_shared_settings(h->shared);
+	napi_create_object(env, &obj);
+	set_number(env, obj, "maxSize", (double)s->capacity_bytes);
+	set_number(env, obj, "max", (double)s->max_entries);
+	set_number(env, obj, "ttl", s->default_ttl_ms == LARDER_TTL_NEVER ? 0 : (double)s->default_ttl_ms);
+	set_number(env, obj, "maxKeyBytes", (double)s->max_key_bytes);
+	set_number(env, obj, "maxValueBytes", (double)(s->max_value_bytes - 1));
+	set_number(env, obj, "policy", (double)s->policy);
+	napi_set_named_property(env, obj, "updateAgeOnGet",
+				make_bool(env, s->expiry == LARDER_EXPIRE_AFTER_ACCESS));
+	return obj;
+}
+
 static napi_value op_set_capacity(napi_env env, napi_callback_info info)
 {
 	napi_value argv[1];
@@ -1068,11 +1097,12 @@ static const struct {
 	{ "delete", op_delete },   { "ttl", op_ttl },	  { "clear", op_clear },
 	{ "mget", op_mget },	   { "mset", op_mset },	  { "stats", op_stats },
 	{ "setCapacity", op_set_capacity }, { "close", op_close }, { "probe", op_probe },
+	{ "settings", op_settings },
 	{ "engineLoop", op_engine_loop },
 };
 
 /*
- * open(name | null, capacity, expected, ttl, maxKey, maxValue, policy, expiry,
+ * open(name | null, capacity, maxEntries, ttl, maxKey, maxValue, policy, expiry,
  *      given, deliver | null, queueBytes) -> { get, set, ... }
  */
 static napi_value mod_open(napi_env env, napi_callback_info info)
@@ -1104,7 +1134,8 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 	}
 	s = (struct lnode_settings){
 		.capacity_bytes = u[0],
-		.expected_entries = u[1],
+		.max_entries = u[1],
+		.expected_entries = u[1] != 0 ? u[1] : EXPECTED_DEFAULT,
 		.default_ttl_ms = u[2] == 0 ? LARDER_TTL_NEVER : u[2],
 		.max_key_bytes = (size_t)u[3],
 		.max_value_bytes = (size_t)u[4],

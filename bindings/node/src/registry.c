@@ -121,7 +121,7 @@ static const char *settings_mismatch(const struct lnode_settings *have,
 {
 	if ((given & LNODE_SET_CAPACITY) && have->capacity_bytes != want->capacity_bytes)
 		return "maxSize";
-	if ((given & LNODE_SET_EXPECTED) && have->expected_entries != want->expected_entries)
+	if ((given & LNODE_SET_MAX_ENTRIES) && have->max_entries != want->max_entries)
 		return "max";
 	if ((given & LNODE_SET_TTL) && have->default_ttl_ms != want->default_ttl_ms)
 		return "ttl";

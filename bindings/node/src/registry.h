@@ -18,7 +18,8 @@
 /* The engine settings a cache is opened with. */
 struct lnode_settings {
 	uint64_t capacity_bytes;
-	uint64_t expected_entries;
+	uint64_t max_entries;      /* the binding's entry limit (`max`), 0 = none */
+	uint64_t expected_entries; /* the index's sizing hint (max_entries, or a default) */
 	uint64_t default_ttl_ms; /* LARDER_TTL_NEVER: none */
 	size_t max_key_bytes;
 	size_t max_value_bytes; /* as the engine sees it (the binding's tag byte included) */
@@ -29,7 +30,7 @@ struct lnode_settings {
 /* Bits of lnode_registry_open()'s given: the settings the caller chose. */
 enum lnode_setting_bit {
 	LNODE_SET_CAPACITY = 1u << 0,
-	LNODE_SET_EXPECTED = 1u << 1,
+	LNODE_SET_MAX_ENTRIES = 1u << 1,
 	LNODE_SET_TTL = 1u << 2,
 	LNODE_SET_MAX_KEY = 1u << 3,
 	LNODE_SET_MAX_VALUE = 1u << 4,

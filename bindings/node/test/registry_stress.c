@@ -63,6 +63,7 @@ static struct lnode_settings small_settings(void)
 {
 	return (struct lnode_settings){
 		.capacity_bytes = 4u << 20,
+		.max_entries = 0,
 		.expected_entries = 1024,
 		.default_ttl_ms = LARDER_TTL_NEVER,
 		.max_key_bytes = 64,

@@ -47,6 +47,9 @@ test('a second open with other settings is refused; omitted ones are inherited',
   assert.throws(() => new LarderCache({ name: 'w-mismatch', maxSize: 8 << 20 }),
     { code: 'ERR_LARDER_MISMATCH', message: /maxSize/ });
   const b = new LarderCache({ name: 'w-mismatch' });
+  assert.equal(b.maxSize, 4 << 20, 'the joined cache reports its own settings');
+  assert.equal(b.name, 'w-mismatch');
+  assert.throws(() => new LarderCache({ name: 'w-mismatch', max: 10 }), { message: /max/ });
   b.set('k', 'v');
   assert.equal(a.get('k'), 'v');
   a.close();
