@@ -35,6 +35,12 @@
  *   H4. A handle's memory is freed once its functions are collected, its
  *       reference is released and its thread-safe function is finalised, in
  *       whatever order Node runs those finalisers.
+ *   H5. No operation starts while an mget or mset of this thread reads array
+ *       elements (a getter could run JavaScript that reuses the buffers being
+ *       filled): it throws ERR_LARDER_REENTRANT instead.
+ *
+ * Two operations exist for benchmarks only: probe() (the crossing without
+ * the engine) and engineLoop() (the engine in a C loop in this process).
  *
  * Never done here: a Node-API call inside a larder read section (values are
  * copied out first), so a garbage collection cannot run JavaScript while a
