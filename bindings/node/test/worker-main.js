@@ -68,6 +68,23 @@ const jobs = {
     return { ok: true };
   },
 
+  /* Deletes a key of a shared cache and waits for its own dispose to hear of it. */
+  disposer({ name }) {
+    const seen = [];
+    const c = new LarderCache({ name, dispose: (v, k, reason) => seen.push(`${k}:${v}:${reason}`) });
+    c.delete('shared-key');
+    const check = () => {
+      if (seen.includes('shared-key:from-main:delete')) {
+        c.close();
+        parentPort.postMessage({ seen });
+      } else {
+        setTimeout(check, 5);
+      }
+    };
+    check();
+    return undefined;
+  },
+
   /* Loops until terminated. */
   spin({ name }) {
     const c = new LarderCache({ name });

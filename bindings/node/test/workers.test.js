@@ -58,6 +58,18 @@ test('a second open with other settings is refused; omitted ones are inherited',
   assert.equal(LarderCache.refs('w-mismatch'), 0);
 });
 
+test('a shared cache reports each removal to the dispose of every handle, in every worker', async () => {
+  const name = 'w-dispose';
+  const seen = [];
+  const c = new LarderCache({ name, maxSize: 8 << 20, dispose: (v, k, reason) => seen.push(`${k}:${v}:${reason}`) });
+  c.set('shared-key', 'from-main');
+  const r = await run('disposer', { name });
+  assert.ok(r.seen.includes('shared-key:from-main:delete'), 'the worker heard of its delete');
+  await waitFor(() => seen.includes('shared-key:from-main:delete'), 'the main thread to hear of it too');
+  c.close();
+  assert.equal(LarderCache.refs(name), 0);
+});
+
 test('closing in one worker while others read: no crash, no stale read', async () => {
   const name = 'w-close';
   const base = LarderCache.openCaches();
