@@ -32,18 +32,18 @@
 #include <string.h>
 
 struct lnode_shared {
-	char *name;                   /* NULL for a private cache; immutable */
-	larder *cache;                /* immutable once open */
+	char *name;                     /* NULL for a private cache; immutable */
+	larder *cache;                  /* immutable once open */
 	struct lnode_settings settings; /* immutable once open */
-	uint32_t refs;                /* under registry_lock */
-	struct lnode_shared *next;    /* named list; under registry_lock */
+	uint32_t refs;                  /* under registry_lock */
+	struct lnode_shared *next;      /* named list; under registry_lock */
 	pthread_mutex_t sub_lock;
-	struct lnode_sub *subs;       /* under sub_lock */
+	struct lnode_sub *subs; /* under sub_lock */
 };
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct lnode_shared *named;  /* under registry_lock */
-static size_t open_count;           /* under registry_lock */
+static struct lnode_shared *named; /* under registry_lock */
+static size_t open_count;          /* under registry_lock */
 
 /* The engine's removal listener: copies the removal to every subscriber. */
 static void shared_on_removal(void *ctx, const void *key, size_t key_len, const void *value,

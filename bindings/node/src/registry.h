@@ -20,7 +20,7 @@ struct lnode_settings {
 	uint64_t capacity_bytes;
 	uint64_t max_entries;      /* the binding's entry limit (`max`), 0 = none */
 	uint64_t expected_entries; /* the index's sizing hint (max_entries, or a default) */
-	uint64_t default_ttl_ms; /* LARDER_TTL_NEVER: none */
+	uint64_t default_ttl_ms;   /* LARDER_TTL_NEVER: none */
 	size_t max_key_bytes;
 	size_t max_value_bytes; /* as the engine sees it (the binding's tag byte included) */
 	enum larder_policy policy;

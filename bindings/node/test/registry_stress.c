@@ -96,7 +96,7 @@ struct worker {
 
 static void *worker_main(void *arg)
 {
-	static const char *const names[] = { "alpha", "beta" };
+	static const char *const names[] = {"alpha", "beta"};
 	struct worker *w = arg;
 	struct lnode_settings s = small_settings();
 	atomic_long notified = 0;
@@ -104,7 +104,7 @@ static void *worker_main(void *arg)
 
 	for (r = 0; r < w->rounds; r++) {
 		struct lnode_shared *a, *b;
-		struct lnode_sub sub = { .notify = count_notify, .notify_ctx = &notified };
+		struct lnode_sub sub = {.notify = count_notify, .notify_ctx = &notified};
 		const char *name = names[xorshift(&w->seed) & 1], *mismatch;
 		uint8_t val[128], got[128];
 		size_t len, got_len;
@@ -229,7 +229,7 @@ static void *producer_main(void *arg)
 
 static void test_queue(void)
 {
-	struct queue_test t = { .pushes = 200000 };
+	struct queue_test t = {.pushes = 200000};
 	pthread_t tid;
 	uint8_t *buf = NULL;
 	size_t cap = 0, used, records, off;
