@@ -543,6 +543,14 @@ class LarderCache {
     return native.openCaches();
   }
 
+  /**
+   * Handle structures the addon holds in the process (all workers): a closed
+   * handle's goes when its object is garbage collected. For leak checks.
+   */
+  static liveHandles() {
+    return native.liveHandles();
+  }
+
   /** Handles holding the named cache, across all workers; 0 when not open. */
   static refs(name) {
     return native.refs(name);

@@ -28,6 +28,7 @@
  * JavaScript thread tsfn_call_js() takes the whole queue and hands it to
  * index.js in one call.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,17 @@ static void handle_release(struct handle *h)
 	h->shared = NULL;
 }
 
+/* Handle structs allocated and not yet freed, in every environment (a leak check for tests). */
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t handles_alive; /* under handles_lock */
+
+static void handles_count(int delta)
+{
+	pthread_mutex_lock(&handles_lock);
+	handles_alive += (size_t)delta;
+	pthread_mutex_unlock(&handles_lock);
+}
+
 static void handle_maybe_free(struct handle *h)
 {
 	if (h->fns != 0 || h->shared != NULL || h->tsfn != NULL)
@@ -70,6 +82,7 @@ static void handle_maybe_free(struct handle *h)
 		lnode_dq_destroy(&h->sub.queue);
 	free(h->taken);
 	free(h);
+	handles_count(-1);
 }
 
 static napi_value op_close(napi_env env, napi_callback_info info)
@@ -250,9 +263,11 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 	h = calloc(1, sizeof(*h));
 	if (h == NULL)
 		return lnode_throw_nomem(env);
+	handles_count(1);
 	rc = lnode_registry_open(&h->shared, has_name ? name : NULL, &s, (unsigned)u[7], &mismatch);
 	if (rc != LARDER_OK) {
 		free(h);
+		handles_count(-1);
 		if (rc == LNODE_EMISMATCH)
 			return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_MISMATCH",
 					   "larder: cache '%s' is already open with another %s",
@@ -364,6 +379,17 @@ static napi_value mod_refs(napi_env env, napi_callback_info info)
 	return lnode_make_double(env, (double)lnode_registry_refs(name));
 }
 
+static napi_value mod_live_handles(napi_env env, napi_callback_info info)
+{
+	size_t n;
+
+	(void)info;
+	pthread_mutex_lock(&handles_lock);
+	n = handles_alive;
+	pthread_mutex_unlock(&handles_lock);
+	return lnode_make_double(env, (double)n);
+}
+
 /* The engine's figures index.js needs for its limits and messages. */
 static napi_value mod_limits(napi_env env, napi_callback_info info)
 {
@@ -387,6 +413,7 @@ static napi_value init(napi_env env, napi_value exports)
 		{"setScratch", mod_set_scratch},
 		{"openCaches", mod_open_caches},
 		{"refs", mod_refs},
+		{"liveHandles", mod_live_handles},
 		{"limits", mod_limits},
 	};
 	struct env_data *ed = calloc(1, sizeof(*ed));

@@ -90,9 +90,23 @@ test('closing in one worker while others read: no crash, no stale read', async (
   assert.equal(LarderCache.openCaches(), base);
 });
 
+/* Collects garbage until the addon's handle count stops falling (finalisers run deferred). */
+async function settledHandles() {
+  let last = -1;
+  for (let i = 0; i < 50; i++) {
+    global.gc();
+    await new Promise((resolve) => setImmediate(resolve));
+    const now = LarderCache.liveHandles();
+    if (now === last) return now;
+    last = now;
+  }
+  return last;
+}
+
 test('a worker that exits or is terminated without closing leaks nothing', async () => {
   const name = 'w-leak';
   const base = LarderCache.openCaches();
+  const handlesBefore = typeof global.gc === 'function' ? await settledHandles() : null;
   const c = new LarderCache({ name, maxSize: 8 << 20 });
   c.set('k1', 'v');
   await run('leak', { name });
@@ -105,6 +119,10 @@ test('a worker that exits or is terminated without closing leaks nothing', async
   assert.equal(LarderCache.refs(name), 2);
   await w.terminate();
   await waitFor(() => LarderCache.refs(name) === 1, 'the terminated worker to release its handle');
+  if (handlesBefore !== null) {
+    // The exited workers' handle structs are freed too: only c's is new.
+    await waitFor(async () => (await settledHandles()) === handlesBefore + 1, 'the workers\' handles to be freed');
+  }
   c.close();
   assert.equal(LarderCache.openCaches(), base);
 });
