@@ -156,6 +156,9 @@ class LarderCache {
     for (const k of UNSUPPORTED) {
       if (o[k] !== undefined) throw typeError(`LarderCache does not support lru-cache's ${k} option (docs/node.md)`);
     }
+    if (o.compression !== undefined && o.compression !== false) {
+      throw typeError('compression is not available: the engine has no value compression yet');
+    }
     let given = 0;
     for (const k of Object.keys(GIVEN)) if (o[k] !== undefined) given |= GIVEN[k];
 

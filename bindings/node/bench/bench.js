@@ -293,12 +293,13 @@ function table4() {
     const valueMb = e.startsWith('no cache') ? 0 : rs[0].keys * rs[0].valueBytes / 2 ** 20;
     return [e, cell(rs.map((x) => x.ms), 0), cell(rs.map((x) => x.avgNs), 0), cell(rs.map((x) => x.gc.count), 0),
       cell(rs.map((x) => x.gc.total), 1), cell(rs.map((x) => x.gc.worst), 2), cell(rs.map((x) => x.heapMb), 1),
-      cell(rs.map((x) => x.rssDeltaMb), 0), cell(rs.map((x) => x.rssDeltaMb - valueMb), 0)];
+      cell(rs.map((x) => x.rssDeltaMb), 0), cell(rs.map((x) => x.rssDeltaMb - valueMb), 0),
+      cell(rs.map((x) => (x.rssDeltaMb - valueMb) * 2 ** 20 / x.keys), 0)];
   });
-  rows.push(['larder, compression: true', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a (compression has not landed in the engine)']);
+  rows.push(['larder, compression: true', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a (compression has not landed in the engine)']);
   const s = res['lru-cache'][0];
   table(`4. GC pressure: ${s.keys.toLocaleString('en')} keys preloaded, ${QUICK ? '100,000' : '1,000,000'} ops (80% get, 20% set) over them, ~${s.valueBytes}-byte JSON values, the program allocating a request object per op`,
-    ['engine', 'total ms', 'avg ns/op', 'GC count', 'total GC pause ms', 'worst GC pause ms', 'heap used at end MB', 'RSS delta MB', 'RSS delta - value bytes MB'], rows);
+    ['engine', 'total ms', 'avg ns/op', 'GC count', 'total GC pause ms', 'worst GC pause ms', 'heap used at end MB', 'RSS delta MB', 'RSS delta - value bytes MB', 'per key, B'], rows);
   const l = (e, f) => median(res[e].map(f));
   console.log(`\nlarder vs lru-cache: total GC pause ${(l('lru-cache', (x) => x.gc.total) / l('larder', (x) => x.gc.total)).toFixed(1)}x less, ` +
     `worst pause ${(l('lru-cache', (x) => x.gc.worst) / l('larder', (x) => x.gc.worst)).toFixed(1)}x shorter, ` +

@@ -150,6 +150,8 @@ test('wrong types are TypeErrors', () => {
     assert.throws(() => new LarderCache({ [lruOnly]: true }), { name: 'TypeError', message: new RegExp(lruOnly) });
   }
   new LarderCache({ ttlAutopurge: true, ttlResolution: 1 }).close(); // accepted: larder always purges
+  assert.throws(() => new LarderCache({ compression: true }), { name: 'TypeError', message: /compression/ });
+  new LarderCache({ compression: false }).close();
   c.close();
 });
 
