@@ -140,6 +140,7 @@ class LarderCache {
   #serializer;
   #l1 = null; // Map key -> { v, exp } (J2, J3)
   #l1Max = 0;
+  #writes = 0; // counts this handle's writes: an L1 fill raced by one is dropped (J2)
   #ttlInUse = false;
   #dispose = null;
   #max = 0; // the entry limit; 0 = none
@@ -221,9 +222,11 @@ class LarderCache {
   #getL1(key) {
     const e = this.#l1.get(key);
     if (e !== undefined && (e.exp === 0 || e.exp > performance.now())) return e.v;
+    const writes = this.#writes;
     const r = this.#n.get(key);
     const v = typeof r === 'number' ? this.#decodeGet(r, key) : r;
-    if (v !== undefined && typeof key === 'string') this.#l1Fill(key, v);
+    // A custom deserializer may have written the cache meanwhile: then v may be stale.
+    if (v !== undefined && typeof key === 'string' && writes === this.#writes) this.#l1Fill(key, v);
     return v;
   }
 
@@ -294,14 +297,17 @@ class LarderCache {
     const ttl = options === undefined || options.ttl === undefined ? -1 : ttlArg(options.ttl);
     const tag = this.#tagOf(value);
     const stored = tag === TAG_STRING || tag === TAG_BYTES ? value : this.#serialize(value);
-    if (this.#l1 !== null) this.#l1.delete(key);
+    if (this.#l1 !== null) {
+      this.#writes++;
+      this.#l1.delete(key);
+    }
     if (ttl > 0) this.#ttlInUse = true;
     this.#n.set(key, stored, tag, ttl);
     if (this.#max !== 0 && --this.#setsToCheck <= 0) this.#enforceMax();
     return this;
   }
 
-  /** Whether key is present (does not count as a use for the policy's recency in L1). */
+  /** Whether key is present; like lru-cache's has, not a use for the eviction policy. */
   has(key) {
     return this.#n.has(key);
   }
@@ -321,13 +327,19 @@ class LarderCache {
 
   /** Removes key; true if it was present. */
   delete(key) {
-    if (this.#l1 !== null) this.#l1.delete(key);
+    if (this.#l1 !== null) {
+      this.#writes++;
+      this.#l1.delete(key);
+    }
     return this.#n.delete(key);
   }
 
   /** Removes every entry (dispose reason 'clear'). */
   clear() {
-    if (this.#l1 !== null) this.#l1.clear();
+    if (this.#l1 !== null) {
+      this.#writes++;
+      this.#l1.clear();
+    }
     this.#n.clear();
   }
 
@@ -402,7 +414,10 @@ class LarderCache {
       values.push(tag === TAG_STRING || tag === TAG_BYTES ? value : this.#serialize(value));
       tags.push(tag);
     }
-    if (this.#l1 !== null) for (const k of keys) this.#l1.delete(k);
+    if (this.#l1 !== null) {
+      this.#writes++;
+      for (const k of keys) this.#l1.delete(k);
+    }
     if (ttl > 0) this.#ttlInUse = true;
     this.#n.mset(keys, values, tags, ttl);
     if (this.#max !== 0) {

@@ -74,3 +74,26 @@ test('with dispose, an entry the engine evicts leaves L1 too', async () => {
   assert.equal(c.get('hot'), undefined);
   c.close();
 });
+
+test('a deserializer that writes the cache cannot leave a stale value in L1', () => {
+  let c;
+  let rewrite = true;
+  c = new LarderCache({
+    maxSize: 1 << 20, l1: { max: 10 },
+    serializer: {
+      serialize: (x) => Buffer.from(JSON.stringify(x)),
+      deserialize: (b) => {
+        const v = JSON.parse(b.toString());
+        if (rewrite) {
+          rewrite = false;
+          c.set('k', { n: 2 }); // a write while the get decodes the old value
+        }
+        return v;
+      },
+    },
+  });
+  c.set('k', { n: 1 });
+  assert.deepEqual(c.get('k'), { n: 1 }, 'the value read before the write');
+  assert.deepEqual(c.get('k'), { n: 2 }, 'not shadowed by an L1 copy of the old value');
+  c.close();
+});
