@@ -20,7 +20,16 @@ const out = path.join(pkg, 'build', 'larder.node');
 
 function run(cmd, args) {
   console.log(`larder: ${cmd} ${args.join(' ')}`);
-  execFileSync(cmd, args, { stdio: 'inherit' });
+  try {
+    execFileSync(cmd, args, { stdio: 'inherit' });
+  } catch (err) {
+    if (err.code === 'ENOENT') {
+      throw new Error(`larder: ${cmd} is needed to build the addon ` +
+        '(Debian: apt-get install cmake ninja-build gcc pkg-config libxxhash-dev; ' +
+        'or run scripts/lib/deps.sh from the repository)');
+    }
+    throw err;
+  }
 }
 
 function hasNinja() {
