@@ -25,8 +25,7 @@ function run(cmd, args) {
   } catch (err) {
     if (err.code === 'ENOENT') {
       throw new Error(`larder: ${cmd} is needed to build the addon ` +
-        '(Debian: apt-get install cmake ninja-build gcc pkg-config libxxhash-dev; ' +
-        'or run scripts/lib/deps.sh from the repository)');
+        '(Debian: apt-get install cmake ninja-build gcc pkg-config libxxhash-dev)');
     }
     throw err;
   }
