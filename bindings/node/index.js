@@ -60,8 +60,8 @@ const GIVEN = {
 /*
  * lru-cache options whose behaviour LarderCache does not have: refused, so
  * code moved from lru-cache does not silently lose them. (ttlAutopurge and
- * ttlResolution are accepted and have no effect: the engine always purges
- * expired entries in the background, to the millisecond.)
+ * ttlResolution are accepted and have no effect: the engine always reclaims
+ * expired entries in the background and never returns one.)
  */
 const UNSUPPORTED = ['allowStale', 'noDeleteOnStaleGet', 'sizeCalculation', 'maxEntrySize',
   'fetchMethod', 'memoMethod', 'noDisposeOnSet', 'disposeAfter', 'updateAgeOnHas', 'noUpdateTTL',
