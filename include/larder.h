@@ -257,7 +257,7 @@ LARDER_API LARDER_MUST_USE int larder_get_with(larder *cache, const void *key, s
  * that is present, in index order, inside one read section. Keys that are
  * absent, expired or invalid (empty, too long, NULL) are skipped.
  * Returns the number of keys found (>= 0) or LARDER_EINVAL (cache, keys,
- * key_lens or fn NULL).
+ * key_lens or fn NULL, whatever count is: count 0 with valid arrays returns 0).
  */
 LARDER_API LARDER_MUST_USE long larder_get_batch(larder *cache, size_t count,
 						 const void *const keys[], const size_t key_lens[],
@@ -391,8 +391,10 @@ enum larder_stat {
 
 /*
  * Fills values[0..count-1] with a snapshot of the counters (summed over
- * threads; each counter is exact, the set is not one atomic instant). Does
- * not block the read or write paths. Returns LARDER_OK or LARDER_EINVAL.
+ * threads; each counter is exact, the set is not one atomic instant); a
+ * count beyond LARDER_STAT_COUNT zero-fills the rest. Does not block the read
+ * or write paths. Returns LARDER_OK or LARDER_EINVAL (cache NULL, values NULL
+ * with count > 0; NULL with count 0 is an empty request).
  */
 LARDER_API LARDER_MUST_USE int larder_stats(larder *cache, uint64_t *values, size_t count);
 

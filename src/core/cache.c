@@ -353,7 +353,7 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 		      larder_batch_fn *fn, void *ctx)
 {
 	struct op op;
-	if (!c || !fn || (count && (!keys || !key_lens)))
+	if (!c || !fn || !keys || !key_lens)
 		return LARDER_EINVAL;
 	int rc = op_begin(c, &op);
 	if (rc != LARDER_OK)
@@ -1007,7 +1007,9 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 		v[LARDER_STAT_INDEX_BYTES] = root->map_bytes + (next ? next->map_bytes : 0);
 		larder__read_exit(&t->reader, outer);
 	}
-	memcpy(values, v, (count < LARDER_STAT_COUNT ? count : LARDER_STAT_COUNT) * sizeof(*v));
+	if (count) /* values may be NULL with count 0 */
+		memcpy(values, v,
+		       (count < LARDER_STAT_COUNT ? count : LARDER_STAT_COUNT) * sizeof(*v));
 	for (size_t i = LARDER_STAT_COUNT; i < count; i++)
 		values[i] = 0;
 	return LARDER_OK;

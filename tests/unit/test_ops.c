@@ -443,6 +443,10 @@ static void test_get_batch(void)
 	CHECK_EQ(larder_get_batch(cache, 1, keys, NULL, batch_fn, &log), LARDER_EINVAL);
 	CHECK_EQ(larder_get_batch(cache, 1, keys, lens, NULL, &log), LARDER_EINVAL);
 	CHECK_EQ(larder_get_batch(cache, 0, keys, lens, batch_fn, &log), 0);
+	/* NULL arrays are refused whatever the count (larder.h), 0 included. */
+	CHECK_EQ(larder_get_batch(cache, 0, NULL, lens, batch_fn, &log), LARDER_EINVAL);
+	CHECK_EQ(larder_get_batch(cache, 0, keys, NULL, batch_fn, &log), LARDER_EINVAL);
+	CHECK_EQ(larder_get_batch(cache, 0, NULL, NULL, batch_fn, &log), LARDER_EINVAL);
 	CHECK_EQ(log.n, 0);
 	larder_close(cache);
 }
