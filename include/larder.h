@@ -26,10 +26,31 @@
  *   stored bytes in place, inside a read section: the bytes stay valid and
  *   unchanged until the callback returns, even if another thread overwrites or
  *   removes the key meanwhile. A callback must be short (it delays the reuse
- *   of memory), may call larder_get*() and larder_contains() on any cache,
- *   and must not keep the pointer after it returns. A write called from inside
- *   a callback never waits for memory: where it would, it fails with
- *   LARDER_EBUSY.
+ *   of memory) and must not keep the pointer after it returns.
+ *
+ * Re-entrant calls (callbacks and removal listeners calling into larder)
+ *   A read callback and a removal listener may call every function on every
+ *   cache, the cache they were called for included, in any nesting and in
+ *   cycles (X's listener writing into Y while Y's writes into X), with one
+ *   exception: neither may close a cache it was called for (a listener's
+ *   close would wait for the thread it runs on; a callback's would free the
+ *   bytes it is reading). What changes inside them is only how writes wait:
+ *   - In a read callback, a write never waits for memory: at the memory
+ *     bound it fails at once with LARDER_EBUSY (memory freed by the cache
+ *     could be waiting for this very read section). It may wait, as any
+ *     write, for the maintainer to take its queued events or grow the index.
+ *   - In a removal listener (on a maintainer thread), a write never waits
+ *     for anything: at the memory bound, or when the index must grow first,
+ *     it fails at once with LARDER_EBUSY; when its thread's event queue is
+ *     full it queues the event in an overflow (allocated: LARDER_ENOMEM if
+ *     that fails; LARDER_EBUSY when 65,536 of this thread's events wait for
+ *     a maintainer that is that far behind) instead of waiting. So no
+ *     maintainer ever waits for another, and listeners that write into each
+ *     other's caches cannot stall them. A listener's writes into its own
+ *     cache are applied by its maintainer's next pass, and their removals
+ *     reach the listener again (a listener that rewrites every key it hears
+ *     of never stops).
+ *   Statistics tell each LARDER_EBUSY's cause (LARDER_STAT_BUSY_*).
  */
 #ifndef LARDER_H
 #define LARDER_H
@@ -125,9 +146,12 @@ typedef uint64_t larder_clock_fn(void *ctx);
 /*
  * Removal listener: called once for each entry that leaves the cache, on the
  * cache's maintainer thread (never on a caller's), some time after the
- * removal became visible. key and value are valid only during the call. It may
- * call larder_get*() but must not call write operations on the same cache and
- * should return quickly: the maintainer does nothing else meanwhile.
+ * removal became visible. key and value are valid only during the call. It
+ * may call into larder, on this cache and others ("Re-entrant calls" above:
+ * its writes never wait), and must return: the maintainer does nothing else
+ * meanwhile, so a listener that blocks (on a lock a writer of this cache
+ * holds, say) makes that cache's writers fail with LARDER_EBUSY after 1 s
+ * once their event queues fill (LARDER_STAT_BUSY_EVENTS).
  */
 typedef void larder_removal_fn(void *ctx, const void *key, size_t key_len, const void *value,
 			       size_t value_len, enum larder_cause cause);
@@ -281,10 +305,12 @@ LARDER_API LARDER_MUST_USE int larder_ttl_remaining(larder *cache, const void *k
  * the call returns; readers see the old value or the new one, never a mix.
  * Writes allocate from the cache's own memory and may wait up to the
  * configured write wait when the cache is at its overshoot bound (never from
- * inside a read callback or the removal listener: LARDER_EBUSY at once).
- * A write may also wait, up to 1 s, for the maintainer to take its queued
- * events or to grow the index; only a maintainer blocked for that long (by a
- * removal listener that does not return) makes it fail with LARDER_EBUSY.
+ * inside a read callback or a removal listener: LARDER_EBUSY at once; see
+ * "Re-entrant calls"). A write may also wait, up to 1 s, for the maintainer
+ * to take its queued events (512 per thread) or to grow the index (never
+ * from a removal listener); only a maintainer that finishes no pass for that
+ * long (a removal listener that does not return, or a thread given no CPU
+ * for a second) makes it fail with LARDER_EBUSY.
  * On any error the key's previous value is left intact.
  * Errors common to all: LARDER_EINVAL (NULL pointer with a non-zero length,
  * empty key), LARDER_EKEYSIZE, LARDER_EVALSIZE (value over max_value_bytes,
@@ -386,6 +412,15 @@ enum larder_stat {
 	LARDER_STAT_INDEX_SHRINKS,   /* completed index shrinks (a sparse index; docs/memory.md) */
 	LARDER_STAT_INDEX_BYTES,     /* bytes mapped for the current index (and, while it is
 					resized, its successor); not in PAGES_MAPPED */
+	/* LARDER_STAT_WRITE_BUSY by cause; the three add up to it. */
+	LARDER_STAT_BUSY_MEMORY,     /* at the memory bound: no room within write_wait_ms, or at
+					once where a write may not wait (see larder_put) */
+	LARDER_STAT_BUSY_EVENTS,     /* the thread's event queue stayed full: the maintainer
+					finished no pass for 1 s (stuck, or given no CPU) */
+	LARDER_STAT_BUSY_INDEX,      /* the index had to grow first and did not within 1 s, or
+					at once for a write from a removal listener */
+	LARDER_STAT_EVENTS_SPILLED,  /* events of listener writes that overflowed a full event
+					ring (a listener's write never waits; see larder_put) */
 	LARDER_STAT_COUNT
 };
 

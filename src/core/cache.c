@@ -21,8 +21,9 @@
  *   B3. When credit cannot be had, the writer waits for the maintainer
  *       (at most write_wait_ms) and then fails with LARDER_EBUSY, leaving
  *       the key's previous value intact. A writer inside a read section
- *       (a callback) or on the maintainer thread never waits for memory;
- *       see wait_pass() for the shorter waits on the event ring and index.
+ *       (a callback) never waits for memory, and a writer on any cache's
+ *       maintainer thread (a removal listener) never waits at all; see
+ *       wait_pass() for why, and for the waits on the event ring and index.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "core/cache.h"
 #include "core/hash.h"
 #include "core/thread.h"
@@ -482,24 +484,34 @@ static void want_bytes(larder *c, uint64_t bytes)
 		;
 }
 
-static int on_maintainer(larder *c, struct op *op)
-{
-	/* A-MAINT: pairs with R-MAINT in maint_main(). */
-	return atomic_load_explicit(&c->maint_thread, LARDER__ACQUIRE) == (uintptr_t)op->thread;
-}
-
 /*
- * What a writer may wait for (B3):
+ * What a writer may wait for (B3), and the EBUSY counter of each:
  *   WAIT_MEMORY: byte credit, which comes back only after grace periods, so
  *     never from inside a read section (it could be the reader the grace
- *     period waits for), never on the maintainer, at most write_wait_ms;
- *   WAIT_MAINTAINER: a free event slot or a grown index, which the
- *     maintainer provides without waiting for anyone, so from anywhere but
- *     the maintainer itself, at most MAINT_WAIT_MS (a maintainer that long
- *     behind is stuck, e.g. in a removal listener).
+ *     period waits for), at most write_wait_ms (busy_memory);
+ *   WAIT_EVENTS, WAIT_INDEX: a free event slot or a grown index, which the
+ *     maintainer provides without waiting for anyone, at most MAINT_WAIT_MS:
+ *     a maintainer that long without finishing a pass is stuck, in a removal
+ *     listener that does not return, or not given a CPU for that long
+ *     (busy_events, busy_index).
+ * A maintainer thread (a removal listener's write, into any cache) waits for
+ * nothing: were it to wait for another cache's maintainer while that one
+ * waits for it (listeners writing into each other's caches), both would
+ * stall. So maintainers never wait, and every wait above ends within one
+ * pass of a maintainer that is not stuck. Instead, a full event ring spills
+ * (reserve_room), and memory or an index growth fails at once with EBUSY.
  */
-enum wait_kind { WAIT_MEMORY, WAIT_MAINTAINER };
+enum wait_kind { WAIT_MEMORY, WAIT_EVENTS, WAIT_INDEX };
 #define MAINT_WAIT_MS 1000u
+
+static void count_busy(struct larder__handle *h, enum wait_kind kind)
+{
+	larder__stat_bump(&h->write_busy, 1);
+	larder__stat_bump(kind == WAIT_MEMORY   ? &h->busy_memory
+			  : kind == WAIT_EVENTS ? &h->busy_events
+						: &h->busy_index,
+			  1);
+}
 
 /* Waits until the maintainer finishes a pass (room_seq moves past seq) or
  * the deadline passes. Returns LARDER_OK to retry, or LARDER_EBUSY. */
@@ -510,16 +522,16 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, uint64_t *de
 	uint64_t now = larder__monotonic_ns();
 	if (!*deadline) {
 		uint64_t ms = kind == WAIT_MEMORY ? c->write_wait_ms : MAINT_WAIT_MS;
-		int allowed = !on_maintainer(c, op) &&
-			      (kind == WAIT_MAINTAINER || !larder__read_active(&op->thread->reader));
+		int allowed = !op->thread->maintainer &&
+			      (kind != WAIT_MEMORY || !larder__read_active(&op->thread->reader));
 		if (!allowed || ms == 0) {
-			larder__stat_bump(&h->write_busy, 1);
+			count_busy(h, kind);
 			return LARDER_EBUSY;
 		}
 		larder__stat_bump(kind == WAIT_MEMORY ? &h->write_waits : &h->maint_waits, 1);
 		*deadline = now + ms * 1000000u;
 	} else if (now >= *deadline) {
-		larder__stat_bump(&h->write_busy, 1);
+		count_busy(h, kind);
 		return LARDER_EBUSY;
 	}
 	/* W3: seq_cst, so the maintainer's wake_writers() either sees us
@@ -533,23 +545,42 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, uint64_t *de
 	return LARDER_OK;
 }
 
-/* Room for one write: a free event slot, then `charge` bytes of credit. */
+/* A maintainer thread's ring is full: room in its spill instead (V4 in
+ * maint/events.h). */
+static int spill_room(struct op *op)
+{
+	int rc = larder__events_spill_room(op->handle);
+	if (rc == -1)
+		return LARDER_ENOMEM;
+	if (rc == -2) {
+		count_busy(op->handle, WAIT_EVENTS);
+		return LARDER_EBUSY;
+	}
+	return LARDER_OK;
+}
+
+/* Room for one write: a free event slot (or spill slot), then `charge`
+ * bytes of credit. */
 static int reserve_room(larder *c, struct op *op, size_t charge)
 {
 	uint64_t ring_deadline = 0, memory_deadline = 0;
 	for (;;) {
 		/* A-ROOM: acquire, pairs with the release bump in wake_writers(). */
 		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
-		int rc;
-		if (!larder__events_has_room(op->handle))
-			rc = wait_pass(c, op, WAIT_MAINTAINER, &ring_deadline, seq);
-		else if (take_credit(c, op->handle, charge))
-			return LARDER_OK;
-		else {
-			want_bytes(c, charge);
-			rc = wait_pass(c, op, WAIT_MEMORY, &memory_deadline, seq);
+		int rc = LARDER_OK;
+		if (!larder__events_has_room(op->handle)) {
+			if (op->thread->maintainer)
+				rc = spill_room(op);
+			else if ((rc = wait_pass(c, op, WAIT_EVENTS, &ring_deadline, seq)) ==
+				 LARDER_OK)
+				continue;
+			if (rc != LARDER_OK)
+				return rc;
 		}
-		if (rc != LARDER_OK)
+		if (take_credit(c, op->handle, charge))
+			return LARDER_OK;
+		want_bytes(c, charge);
+		if ((rc = wait_pass(c, op, WAIT_MEMORY, &memory_deadline, seq)) != LARDER_OK)
 			return rc;
 	}
 }
@@ -687,7 +718,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		larder__table_unlock(home);
 		op_exit(&op);
 		atomic_store_explicit(&c->grow_wanted, (uintptr_t)t, LARDER__RELAXED); /* a hint */
-		rc = wait_pass(c, &op, WAIT_MAINTAINER, &index_deadline, seq);
+		rc = wait_pass(c, &op, WAIT_INDEX, &index_deadline, seq);
 		op_enter(&op);
 		if (rc != LARDER_OK)
 			break;
@@ -930,7 +961,7 @@ int larder_set_capacity(larder *c, uint64_t bytes)
 
 struct larder__handle *larder__cache_handle_create(larder *c)
 {
-	struct larder__handle *h = aligned_alloc(64, sizeof(*h));
+	struct larder__handle *h = larder__aligned_alloc(64, sizeof(*h));
 	if (!h)
 		return NULL;
 	memset(h, 0, sizeof(*h));
@@ -968,6 +999,10 @@ static void sum_handles(larder *c, uint64_t *v)
 		v[LARDER_STAT_WRITE_WAITS] += atomic_load_explicit(&h->write_waits, LARDER__RELAXED);
 		v[LARDER_STAT_WRITE_BUSY] += atomic_load_explicit(&h->write_busy, LARDER__RELAXED);
 		v[LARDER_STAT_MAINT_WAITS] += atomic_load_explicit(&h->maint_waits, LARDER__RELAXED);
+		v[LARDER_STAT_BUSY_MEMORY] += atomic_load_explicit(&h->busy_memory, LARDER__RELAXED);
+		v[LARDER_STAT_BUSY_EVENTS] += atomic_load_explicit(&h->busy_events, LARDER__RELAXED);
+		v[LARDER_STAT_BUSY_INDEX] += atomic_load_explicit(&h->busy_index, LARDER__RELAXED);
+		v[LARDER_STAT_EVENTS_SPILLED] += atomic_load_explicit(&h->spilled, LARDER__RELAXED);
 		v[LARDER_STAT_USED_BYTES] += atomic_load_explicit(&h->alloc_bytes, LARDER__RELAXED);
 	}
 }
@@ -1033,7 +1068,7 @@ int larder_open(larder **out, const larder_config *cfg)
 	*out = NULL;
 	if (!cfg || !larder__policy_ops_for(cfg->policy))
 		return LARDER_EINVAL;
-	larder *c = aligned_alloc(64, sizeof(*c));
+	larder *c = larder__aligned_alloc(64, sizeof(*c));
 	if (!c)
 		return LARDER_ENOMEM;
 	memset(c, 0, sizeof(*c));

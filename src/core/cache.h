@@ -80,9 +80,11 @@ struct larder {
 	struct larder__slab slab;
 	struct larder__maint *maint;
 	pthread_t thread;
-	/* The maintainer's own per-thread state, so that a listener's write can
-	 * tell it runs there and must not wait (R-MAINT / A-MAINT). */
-	larder__atomic_uptr maint_thread;
+	/* The maintainer's start (its futex word): MAINT_STARTING until it has
+	 * marked its per-thread state as a maintainer's, then MAINT_RUNNING, or
+	 * MAINT_NO_STATE when it could not allocate that state (R-START /
+	 * A-START, maint/maintainer.c). */
+	larder__atomic_u32 maint_started;
 };
 
 /* Overshoot bound: how far used bytes may exceed capacity. */
@@ -118,6 +120,8 @@ struct larder__handle *larder__cache_handle_create(struct larder *cache);
 void larder__cache_orphan_handle(struct larder *cache, struct larder__handle *h);
 /* maint_sleeping: what the maintainer is doing (its futex word). */
 enum { MAINT_AWAKE = 0, MAINT_IDLE = 1, MAINT_WINDOW = 2 };
+/* maint_started */
+enum { MAINT_STARTING = 0, MAINT_RUNNING = 1, MAINT_NO_STATE = 2 };
 
 /* After posting through h: wakes the maintainer if it sleeps idle, or if it
  * waits out a batching window while h's event ring is half full (h may be

@@ -44,6 +44,15 @@ void larder__test_index_floor(larder *cache, uint64_t buckets);
 /* Makes the n-th next page mapping fail (0 = the next one); -1 turns it off. */
 void larder__test_fail_mmap_after(long n);
 
+/*
+ * Makes the allocation after the next n fail (0: the next one): heap
+ * allocations (core/alloc.h), page mappings and id-directory growth alike,
+ * on any thread; the one that fails disarms it. -1 disarms it. Returns the
+ * countdown left before the call (-1 when it was unarmed), so arming with a
+ * large n and disarming later counts the allocations made in between.
+ */
+long larder__test_fail_alloc_after(long n);
+
 /* Bytes currently mapped by larder, all caches together (leak checks). */
 uint64_t larder__test_mapped_bytes(void);
 

@@ -72,6 +72,7 @@
 
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "core/cache.h"
 #include "core/hash.h"
 #include "core/thread.h"
@@ -143,6 +144,7 @@ struct larder__maint {
 	 * larder__test_index_floor() writes it from another thread. */
 	larder__atomic_u64 index_floor;
 	uint64_t policy_capacity; /* the capacity last given to the policy */
+	int migrating; /* inside migrate(): the listener waits for its end */
 	struct larder__wheel wheel; /* counted entries with a deadline (E3: ours) */
 	uint64_t next_due;          /* larder__wheel_next() after the last advance */
 	uint64_t now_ms;            /* the cache clock, read once per pass when needed */
@@ -285,7 +287,7 @@ static void retire_onto(struct larder__maint *m, struct larder__entry *e, enum l
 		larder__wheel_cancel(&m->wheel, larder__entry_wheel(e));
 	if (notify) {
 		bump(m, cause_stat[cause], 1);
-		if (c->listener)
+		if (c->listener && !m->migrating)
 			c->listener(c->listener_ctx, larder__entry_key(e), e->key_len,
 				    larder__entry_value(e), e->value_len, cause);
 	}
@@ -345,16 +347,83 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
 	}
 }
 
+/* The spill chunk the maintainer reads (maint/events.h), or NULL while the
+ * owner has made none. */
+static struct larder__spill *spill_at(struct larder__handle *h)
+{
+	if (!h->spill_head) /* relaxed (V5): published by R-SPILL, acquired by A-SPILL */
+		h->spill_head = (struct larder__spill *)atomic_load_explicit(&h->spill_first,
+									    LARDER__RELAXED);
+	return h->spill_head;
+}
+
+/* The next unread spilled event (one exists: the caller's A-SPILL saw it);
+ * frees a chunk read through, whose successor the owner has linked (V5). */
+static const struct larder__event *spill_next(struct larder__handle *h)
+{
+	struct larder__spill *s = spill_at(h);
+	if (h->spill_read == LARDER__SPILL_CHUNK) {
+		/* Relaxed (V5): the owner linked it before the R-SPILL we acquired. */
+		struct larder__spill *next =
+			(struct larder__spill *)atomic_load_explicit(&s->next, LARDER__RELAXED);
+		free(s);
+		h->spill_head = s = next;
+		h->spill_read = 0;
+	}
+	return &s->ev[h->spill_read++];
+}
+
+/* Whether h's spill holds events not yet applied (a hint, like rings_empty). */
+static int spill_pending(const struct larder__handle *h)
+{
+	/* Relaxed: a hint whether to sleep; W1/W2 catch what it misses. */
+	return atomic_load_explicit(&h->spilled, LARDER__RELAXED) !=
+	       atomic_load_explicit(&h->spill_taken, LARDER__RELAXED);
+}
+
+/* Frees h's spill chunks; every event in them was applied. */
+static void spill_free(struct larder__handle *h)
+{
+	struct larder__spill *s = spill_at(h);
+	while (s) {
+		/* Relaxed: the owner is gone (A-ORPHAN, or the cache closes). */
+		struct larder__spill *next =
+			(struct larder__spill *)atomic_load_explicit(&s->next, LARDER__RELAXED);
+		free(s);
+		s = next;
+	}
+	h->spill_head = NULL;
+}
+
+/* Applies h's posted events: the ring's and, merged in posting order, the
+ * spill's (V4 in maint/events.h). */
 static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 {
+	/* A-SPILL before A-EV (V4): acquire, pairs with R-SPILL; the spilled
+	 * events, and the ring events posted before them. */
+	uint64_t spilled = atomic_load_explicit(&h->spilled, LARDER__ACQUIRE);
 	/* A-EV: acquire, pairs with R-EV in larder__events_post(). */
 	uint64_t head = atomic_load_explicit(&h->ev_head, LARDER__ACQUIRE);
 	uint64_t tail = atomic_load_explicit(&h->ev_tail, LARDER__RELAXED); /* ours */
-	for (uint64_t i = tail; i != head; i++)
-		apply(m, &h->ev[i % LARDER__EVENT_RING]);
+	uint64_t taken0 = atomic_load_explicit(&h->spill_taken, LARDER__RELAXED); /* ours */
+	uint64_t taken = taken0;
+	const struct larder__event *sp = taken != spilled ? spill_next(h) : NULL;
+	for (uint64_t i = tail; i != head; i++) {
+		const struct larder__event *ev = &h->ev[i % LARDER__EVENT_RING];
+		while (sp && (int32_t)(sp->seq - ev->seq) < 0) {
+			apply(m, sp);
+			sp = ++taken != spilled ? spill_next(h) : NULL;
+		}
+		apply(m, ev);
+	}
+	for (; sp; sp = ++taken != spilled ? spill_next(h) : NULL)
+		apply(m, sp);
 	if (head != tail) /* R-EVT: release; we are done reading those slots. */
 		atomic_store_explicit(&h->ev_tail, head, LARDER__RELEASE);
-	return head - tail;
+	/* Relaxed: our own count, which the owner reads for its bound only. */
+	if (spilled != taken0)
+		atomic_store_explicit(&h->spill_taken, spilled, LARDER__RELAXED);
+	return head - tail + spilled - taken0;
 }
 
 /*
@@ -489,6 +558,27 @@ static void gen_add(struct larder__maint *m, struct larder__table *t)
 static void drop_migrating(void *ctx, struct larder__entry *e)
 {
 	retire(((struct larder *)ctx)->maint, e, LARDER_CAUSE_EVICTED, 1);
+}
+
+/*
+ * Moves up to `homes` homes of t into its next table (index/table.h); true
+ * when t is done. An entry that finds no slot there (a table full to its
+ * last bucket: not expected at the loads resizes aim for) is dropped as
+ * EVICTED, and the listener hears of it only after the migration let go of
+ * the bucket locks, so that the listener may write to this cache. The
+ * dropped entries are the ones retire() put on the collect list meanwhile.
+ */
+static int migrate(struct larder__maint *m, struct larder__table *t, size_t homes)
+{
+	struct larder *c = m->cache;
+	struct larder__entry *before = m->collect;
+	m->migrating = 1;
+	int done = larder__table_migrate(t, homes, entry_hash, drop_migrating, c);
+	m->migrating = 0;
+	for (struct larder__entry *e = m->collect; c->listener && e != before; e = e->retired_next)
+		c->listener(c->listener_ctx, larder__entry_key(e), e->key_len,
+			    larder__entry_value(e), e->value_len, LARDER_CAUSE_EVICTED);
+	return done;
 }
 
 /* Prefetches the entries in bucket b and, for those already in cache, the
@@ -734,7 +824,7 @@ static uint64_t walk_gens(struct larder__maint *m, int ready)
 	if (m->clear.phase == CLEAR_START) {
 		if (next) {
 			/* No writer can reach g any more: finish its growth at once. */
-			larder__table_migrate(g, SIZE_MAX, entry_hash, drop_migrating, m->cache);
+			migrate(m, g, SIZE_MAX);
 			if (m->growing == g)
 				m->growing = NULL;
 		}
@@ -916,7 +1006,7 @@ static int grow(struct larder__maint *m)
 	if (root_entries(m) * 5 > larder__table_slots(next) * 3 ||
 	    atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED) != 0) /* a hint */
 		chunk = SIZE_MAX;
-	if (!larder__table_migrate(t, chunk, entry_hash, drop_migrating, c))
+	if (!migrate(m, t, chunk))
 		/* A shrink's passes follow one another at once (as busy as
 		 * BUSY_PASS_EVENTS): nothing else hurries it, and the memory it
 		 * frees waits for its end (at one batching window per 1,024
@@ -965,6 +1055,10 @@ static void fold_handle_stats(struct larder__maint *m, struct larder__handle *h)
 	bump(m, LARDER_STAT_WRITE_WAITS, atomic_load_explicit(&h->write_waits, LARDER__RELAXED));
 	bump(m, LARDER_STAT_WRITE_BUSY, atomic_load_explicit(&h->write_busy, LARDER__RELAXED));
 	bump(m, LARDER_STAT_MAINT_WAITS, atomic_load_explicit(&h->maint_waits, LARDER__RELAXED));
+	bump(m, LARDER_STAT_BUSY_MEMORY, atomic_load_explicit(&h->busy_memory, LARDER__RELAXED));
+	bump(m, LARDER_STAT_BUSY_EVENTS, atomic_load_explicit(&h->busy_events, LARDER__RELAXED));
+	bump(m, LARDER_STAT_BUSY_INDEX, atomic_load_explicit(&h->busy_index, LARDER__RELAXED));
+	bump(m, LARDER_STAT_EVENTS_SPILLED, atomic_load_explicit(&h->spilled, LARDER__RELAXED));
 	bump(m, LARDER_STAT_USED_BYTES, atomic_load_explicit(&h->alloc_bytes, LARDER__RELAXED));
 }
 
@@ -980,6 +1074,7 @@ static void dismantle(struct larder__maint *m, struct larder__handle *h)
 	fold_handle_stats(m, h);
 	handle_unlink(c, h);
 	pthread_mutex_unlock(&c->handles_lock);
+	spill_free(h);
 	free(h);
 }
 
@@ -1007,7 +1102,8 @@ static int rings_empty(struct larder *c)
 		/* Relaxed: only a hint whether to sleep; a missed event is caught by
 		 * the writer's wake-up (W1) or the idle timeout. */
 		if (atomic_load_explicit(&h->ev_head, LARDER__RELAXED) !=
-		    atomic_load_explicit(&h->ev_tail, LARDER__RELAXED))
+			    atomic_load_explicit(&h->ev_tail, LARDER__RELAXED) ||
+		    spill_pending(h))
 			return 0;
 	}
 	return 1;
@@ -1142,9 +1238,17 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 static void *maint_main(void *arg)
 {
 	struct larder *c = arg;
-	/* R-MAINT: release; NULL (out of memory) only means a listener's write
-	 * might wait for room, as any other thread's would. */
-	atomic_store_explicit(&c->maint_thread, (uintptr_t)larder__thread_self(), LARDER__RELEASE);
+	/* Before any listener runs: this thread's writes must never wait
+	 * (core/cache.c, wait_pass). Without its state it cannot run at all. */
+	struct larder__thread *self = larder__thread_self();
+	if (self)
+		self->maintainer = 1;
+	/* R-START: release, pairs with A-START in larder__maint_start(). */
+	atomic_store_explicit(&c->maint_started, self ? MAINT_RUNNING : MAINT_NO_STATE,
+			      LARDER__RELEASE);
+	larder__futex_wake(&c->maint_started, 1);
+	if (!self)
+		return NULL;
 	/* A-STOP: acquire, pairs with R-STOP in larder__maint_stop(). */
 	while (!atomic_load_explicit(&c->stop, LARDER__ACQUIRE))
 		maint_sleep(c->maint, maint_pass(c->maint));
@@ -1168,7 +1272,7 @@ void larder__cache_wake_maintainer(struct larder *c, const struct larder__handle
 
 int larder__maint_create(struct larder *c)
 {
-	struct larder__maint *m = calloc(1, sizeof(*m));
+	struct larder__maint *m = larder__calloc(1, sizeof(*m));
 	if (!m)
 		return LARDER_ENOMEM;
 	m->cache = c;
@@ -1199,8 +1303,16 @@ int larder__maint_create(struct larder *c)
 
 int larder__maint_start(struct larder *c)
 {
-	int rc = pthread_create(&c->thread, NULL, maint_main, c);
-	return rc == 0 ? LARDER_OK : LARDER_ETHREAD;
+	if (pthread_create(&c->thread, NULL, maint_main, c) != 0)
+		return LARDER_ETHREAD;
+	/* A-START: acquire, pairs with R-START: the thread's verdict. */
+	uint32_t st;
+	while ((st = atomic_load_explicit(&c->maint_started, LARDER__ACQUIRE)) == MAINT_STARTING)
+		larder__futex_wait(&c->maint_started, MAINT_STARTING, 10u * 1000u * 1000u);
+	if (st == MAINT_RUNNING)
+		return LARDER_OK;
+	pthread_join(c->thread, NULL);
+	return LARDER_ENOMEM;
 }
 
 static void free_large(void *ctx, struct larder__entry *e)
@@ -1258,6 +1370,7 @@ void larder__maint_destroy(struct larder *c)
 	struct larder__handle *h = handles_first(c);
 	while (h) {
 		struct larder__handle *next = h->next;
+		spill_free(h);
 		free(h);
 		h = next;
 	}

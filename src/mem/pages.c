@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
+#include "core/alloc.h"
 #include "core/testing.h"
 #include "sync/atomic.h"
 
@@ -65,7 +66,7 @@ static void *mapped(unsigned char *p, size_t bytes)
 
 void *larder__pages_map(size_t bytes, size_t align)
 {
-	if (fault_injected())
+	if (fault_injected() || larder__alloc_fault())
 		return NULL;
 	uintptr_t below = atomic_load_explicit(&last_map, LARDER__RELAXED); /* a hint */
 	if (below > bytes + align) {
