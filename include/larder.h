@@ -217,19 +217,26 @@ LARDER_API LARDER_MUST_USE int larder_config_set_write_wait_ms(larder_config *co
 /*
  * When an entry's lifetime counts from (LARDER_EXPIRE_AFTER_WRITE by default).
  *
- * LARDER_EXPIRE_AFTER_ACCESS: a read that finds an entry extends its deadline
- * to (time of extension + the cache's default TTL), never shortening it. The
- * one lifetime used for every extension is the default TTL
+ * LARDER_EXPIRE_AFTER_ACCESS: a value read that finds a live entry -
+ * larder_get(), larder_get_with(), larder_get_batch(), on the calling thread,
+ * before it returns - moves the entry's deadline to (the read's cache-clock
+ * time + the cache's default TTL), unless the deadline is already at least
+ * that minus the slack (default TTL / 64, at most 1000 ms): a key read many
+ * times in a row stores its deadline once per slack, not once per read.
+ * So after a read at time t the entry lives at least until t + TTL - slack,
+ * and an entry read again before its deadline never expires. A read never
+ * moves a deadline earlier (an explicit, longer ttl_ms stays) and leaves an
+ * entry with no deadline alone (written or touched with LARDER_TTL_NEVER).
+ * larder_contains(), larder_ttl_remaining() and conditional writes'
+ * comparisons are not reads of the value: they extend nothing. The one
+ * lifetime used for every extension is the default TTL
  * (larder_config_set_default_ttl_ms); without one, nothing is extended. A
  * write with an explicit ttl_ms uses it as the entry's first deadline, and
- * larder_touch() sets a deadline as usual. Entries written with
- * LARDER_TTL_NEVER never expire.
- * Precision: reads reach the maintainer as sampled, lossy hit events (a
- * reader never writes shared memory), so an extension happens when the
- * maintainer drains them, up to one batching window (about 200 us) after the
- * read, and a hit lost under a flood of reads extends nothing: an entry read
- * only rarely, close to its deadline, may still expire. An entry whose
- * deadline has passed when its hit is drained is not revived.
+ * larder_touch() sets a deadline as usual (shorter ones too): of a read and
+ * a touch, the later call wins; a read and a touch that race end with
+ * either deadline. A read that races with the deadline itself (the clock
+ * reaches it between the read's clock reading and its store) returns the
+ * value but may not keep the entry.
  */
 enum larder_expiry {
 	LARDER_EXPIRE_AFTER_WRITE = 0,

@@ -41,6 +41,9 @@
 #include "sync/futex.h"
 
 #define CREDIT_CHUNK 16384
+/* Expire-after-access slack: 1/64 of the default TTL, at most 1 s. */
+#define ACCESS_SLACK_DIVISOR 64u
+#define ACCESS_SLACK_MAX_MS 1000u
 #define MIN_TABLE_BUCKETS 1024u
 #define WAIT_SLICE_NS (10u * 1000u * 1000u)
 
@@ -135,6 +138,58 @@ static inline int entry_expired(larder *c, struct op *op, struct larder__entry *
 	return __builtin_expect(larder__entry_flags(e) & LARDER__ENTRY_TTL, 0) && deadline_passed(c, op, e);
 }
 
+/* The deadline now + ttl, saturated below UINT64_MAX (which means "none"). */
+static inline uint64_t deadline_from(uint64_t now, uint64_t ttl_ms)
+{
+	return ttl_ms >= UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + ttl_ms;
+}
+
+/*
+ * Expire-after-access: a value read (get, get_with, get_batch) of the live
+ * entry e, which has a deadline, moves that deadline to read time + the
+ * default TTL, unless it is already within access_slack_ms of that (the
+ * slack: a key read again and again stores once per slack, not per read).
+ * Never moves a deadline earlier, and leaves "none" (a touch with
+ * LARDER_TTL_NEVER) alone. The reader stores it itself, at the read, so an
+ * entry read again before its deadline never expires, and a touch after
+ * the read overrides it (E4 in core/entry.h). Out of line: only
+ * after-access caches call it, for entries with a deadline. op may be NULL
+ * (a single read). With the default clock, a deadline far enough ahead on
+ * the coarse clock needs no precise clock read.
+ */
+static __attribute__((noinline)) void extend_on_read(larder *c, struct op *op,
+						     struct larder__entry *e)
+{
+	struct op single = { .have_now = 0 };
+	if (!op)
+		op = &single;
+	uint64_t ttl = c->access_ttl_ms, slack = c->access_slack_ms;
+	/* Relaxed (E4): a deadline publishes nothing. */
+	uint64_t d = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
+	if (d == UINT64_MAX)
+		return;
+	if (!op->have_now && c->coarse_margin_ms &&
+	    d >= deadline_from(larder__clock_coarse() + c->coarse_margin_ms, ttl) - slack)
+		return;
+	uint64_t want = deadline_from(op_now(c, op), ttl);
+	/* Relaxed CAS (E4): from the value read; a racing touch or reader that
+	 * stored since makes it fail, and the loop judges their value anew
+	 * ("none", UINT64_MAX, ends it: want is below it). */
+	while (d < want - slack &&
+	       !atomic_compare_exchange_weak_explicit(larder__entry_expire(e), &d, want,
+						      LARDER__RELAXED, LARDER__RELAXED))
+		;
+}
+
+/* A value read found e live: its after-access extension, if any (flags: e's
+ * flags as the read loaded them). */
+static inline void access_extend(larder *c, struct op *op, struct larder__entry *e,
+				 unsigned flags)
+{
+	if (__builtin_expect((flags & LARDER__ENTRY_TTL) && c->access_ttl_ms, 0))
+		extend_on_read(c, op, e);
+}
+
 /* The live entry for key, or NULL. Inside a read section; op may be NULL. */
 static inline struct larder__entry *find_live_rcu(larder *c, struct op *op, uint64_t hash,
 						  const void *key, size_t key_len)
@@ -226,8 +281,12 @@ static __attribute__((noinline)) int get_general(larder *c, const void *key, siz
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	op_enter(&op);
 	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
-	rc = e ? get_copy(op.handle, e, larder__entry_flags_raw(e), buf, buf_len, value_len)
-	       : LARDER_MISS;
+	rc = LARDER_MISS;
+	if (e) {
+		unsigned flags = larder__entry_flags_raw(e);
+		rc = get_copy(op.handle, e, flags, buf, buf_len, value_len);
+		access_extend(c, &op, e, flags);
+	}
 	op_exit(&op);
 	if (!e)
 		count_miss(op.handle);
@@ -245,9 +304,12 @@ static __attribute__((noinline)) int get_deadline_hit(larder *c, struct larder__
 {
 	struct larder__thread *t = larder__tls;
 	struct larder__handle *h = t->last_handle;
-	int rc = deadline_passed(c, NULL, e) ? LARDER_MISS
-					     : get_copy(h, e, larder__entry_flags_raw(e), buf,
-							buf_len, value_len);
+	int rc = LARDER_MISS;
+	if (!deadline_passed(c, NULL, e)) {
+		unsigned flags = larder__entry_flags_raw(e);
+		rc = get_copy(h, e, flags, buf, buf_len, value_len);
+		access_extend(c, NULL, e, flags);
+	}
 	larder__read_exit(&t->reader, outer);
 	if (rc == LARDER_MISS)
 		count_miss(h);
@@ -271,8 +333,12 @@ static __attribute__((noinline)) int get_beyond_home(larder *c, uint64_t hash, c
 	struct larder__entry *e = w ? larder__slot_entry(w) : NULL;
 	if (e && entry_expired(c, NULL, e))
 		e = NULL;
-	int rc = e ? get_copy(h, e, larder__entry_flags_raw(e), buf, buf_len, value_len)
-		   : LARDER_MISS;
+	int rc = LARDER_MISS;
+	if (e) {
+		unsigned flags = larder__entry_flags_raw(e);
+		rc = get_copy(h, e, flags, buf, buf_len, value_len);
+		access_extend(c, NULL, e, flags);
+	}
 	larder__read_exit(&t->reader, outer);
 	if (!e)
 		count_miss(h);
@@ -314,7 +380,9 @@ READ_BODY int get_with_body(larder *c, struct larder__thread *t, struct larder__
 	uint64_t outer = larder__read_enter(&t->reader);
 	struct larder__entry *e = find_live_rcu(c, NULL, hash, key, key_len);
 	if (__builtin_expect(e != NULL, 1)) {
-		count_hit(h, e, larder__entry_flags_raw(e));
+		unsigned flags = larder__entry_flags_raw(e);
+		count_hit(h, e, flags);
+		access_extend(c, NULL, e, flags);
 		fn(ctx, larder__entry_value(e), e->value_len);
 	}
 	larder__read_exit(&t->reader, outer);
@@ -386,7 +454,9 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 				count_miss(op.handle);
 				continue;
 			}
-			count_hit(op.handle, e, larder__entry_flags_raw(e));
+			unsigned flags = larder__entry_flags_raw(e);
+			count_hit(op.handle, e, flags);
+			access_extend(c, &op, e, flags);
 			fn(ctx, k, larder__entry_value(e), e->value_len);
 			found++;
 		}
@@ -597,8 +667,7 @@ static uint64_t resolve_ttl(const larder *c, uint64_t ttl_ms)
 
 static uint64_t deadline_after(larder *c, struct op *op, uint64_t ttl_ms)
 {
-	uint64_t now = op_now(c, op);
-	return ttl_ms >= UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + ttl_ms;
+	return deadline_from(op_now(c, op), ttl_ms);
 }
 
 /* Builds an entry in a fresh slot; NULL when out of memory (credit kept). */
@@ -1082,7 +1151,12 @@ int larder_open(larder **out, const larder_config *cfg)
 	c->coarse_margin_ms =
 		cfg->clock == larder__clock_default ? larder__clock_coarse_margin_ms() : 0;
 	c->write_wait_ms = cfg->write_wait_ms;
-	c->expiry = cfg->expiry;
+	if (cfg->expiry == LARDER_EXPIRE_AFTER_ACCESS && cfg->default_ttl_ms != LARDER_TTL_NEVER) {
+		c->access_ttl_ms = cfg->default_ttl_ms;
+		c->access_slack_ms = cfg->default_ttl_ms / ACCESS_SLACK_DIVISOR;
+		if (c->access_slack_ms > ACCESS_SLACK_MAX_MS)
+			c->access_slack_ms = ACCESS_SLACK_MAX_MS;
+	}
 	c->listener = cfg->listener;
 	c->listener_ctx = cfg->listener_ctx;
 	c->policy = cfg->policy;

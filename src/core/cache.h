@@ -57,7 +57,11 @@ struct larder {
 	void *clock_ctx;
 	uint64_t coarse_margin_ms; /* 0 unless the default clock: see larder__clock_coarse() */
 	uint64_t write_wait_ms;
-	enum larder_expiry expiry; /* read by the maintainer (after-access extension) */
+	/* Expire-after-access: the default TTL, 0 when reads extend nothing
+	 * (expire-after-write, or no default TTL), and the slack under which a
+	 * read leaves a deadline as it is (core/cache.c, extend_on_read). */
+	uint64_t access_ttl_ms;
+	uint64_t access_slack_ms;
 
 	/* Writers' shared counters: touched once per credit chunk or wait. */
 	larder__atomic_i64 budget __attribute__((aligned(64)));

@@ -52,10 +52,10 @@
  * later (larder__test_quiesce wakes it at once).
  * Readers never depend on any of this: they check the deadline themselves.
  *
- * Expire-after-access (larder_config_set_expiry): each drained hit sample of
- * an entry with a deadline extends it to now + default TTL by a relaxed CAS
- * from the value read (E4 in core/entry.h: a racing touch wins), never
- * shortening it and never reviving an entry already past its deadline.
+ * Expire-after-access (larder_config_set_expiry): readers move deadlines
+ * later themselves, at the read (core/cache.c, extend_on_read; E4 in
+ * core/entry.h); to the wheel such a deadline is one more that moved later
+ * in place.
  *
  * Invariants (checked by tests/stress via the quiesce and walk seams):
  *   M1. live_count/live_bytes equal the entries (and slot bytes) in the index
@@ -426,27 +426,8 @@ static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 	return head - tail + spilled - taken0;
 }
 
-/*
- * Expire-after-access: extends e's deadline to now + the default TTL. A CAS
- * from the value read, relaxed (E4: a touch that raced with us wins; the
- * deadline orders nothing else). Never shortens a deadline, never revives an
- * entry already due. The wheel learns of it lazily (on_due).
- */
-static void extend_deadline(struct larder__maint *m, struct larder__entry *e)
-{
-	uint64_t ttl = m->cache->default_ttl_ms, now = pass_now(m);
-	uint64_t d = entry_deadline(e);
-	uint64_t want = ttl >= UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + ttl;
-	if (d == UINT64_MAX || d <= now || want <= d)
-		return;
-	atomic_compare_exchange_strong_explicit(larder__entry_expire(e), &d, want,
-						LARDER__RELAXED, LARDER__RELAXED);
-}
-
 static uint64_t drain_hits(struct larder__maint *m, struct larder__handle *h)
 {
-	struct larder *c = m->cache;
-	int extend = c->expiry == LARDER_EXPIRE_AFTER_ACCESS && c->default_ttl_ms != LARDER_TTL_NEVER;
 	/* A-HIT: acquire, pairs with R-HIT in larder__events_hit(). */
 	uint64_t head = atomic_load_explicit(&h->hit_head, LARDER__ACQUIRE);
 	uint64_t from = h->hit_tail;
@@ -463,9 +444,6 @@ static uint64_t drain_hits(struct larder__maint *m, struct larder__handle *h)
 			m->ops->hit(m->policy, e);
 			bump(m, LARDER_STAT_HIT_SAMPLES, 1);
 		}
-		if (extend && (larder__entry_flags(e) & LARDER__ENTRY_TTL) &&
-		    !(e->mbits & LARDER__MBITS_DEAD))
-			extend_deadline(m, e);
 	}
 	uint64_t n = head - h->hit_tail;
 	h->hit_tail = head;
@@ -1282,8 +1260,7 @@ int larder__maint_create(struct larder *c)
 	larder__wheel_init(&m->wheel, 0, &c->slab.dir, LARDER__ENTRY_WHEEL_OFFSET, wheel_deadline,
 			   m);
 	m->ops = larder__policy_ops_for(c->policy);
-	m->hits_keep_awake = m->ops->hits_keep_awake ||
-			     c->expiry == LARDER_EXPIRE_AFTER_ACCESS;
+	m->hits_keep_awake = m->ops->hits_keep_awake;
 	m->policy_capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* not shared yet */
 	struct larder__table *first = /* the open's own table, not shared yet */
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__RELAXED);

@@ -18,8 +18,12 @@
  *       deadline on every level boundary and beyond the wheel's span (heap),
  *       follows puts and touches (later, earlier, none), forgets removed
  *       entries, and wakes by itself for a deadline with the real clock;
- *   T8. expire-after-access: a read extends the deadline to now + default TTL
- *       (never shortening an explicit one); expire-after-write does not.
+ *   T8. expire-after-access: a value read (get, get_with, get_batch)
+ *       extends the deadline to now + default TTL at the read itself (never
+ *       shortening an explicit one, never giving one to "none"), unless it
+ *       is within the slack of that; contains and ttl_remaining do not; an
+ *       entry read more often than its TTL never expires; a touch after a
+ *       read wins; expire-after-write extends nothing.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -661,8 +665,8 @@ static void test_wheel_cancel_on_remove(void)
 	larder_close(cache);
 }
 
-/* Expire after access: a hit drained by the maintainer extends the deadline
- * to now + the default TTL; after write (the default) it does not. */
+/* Expire after access: a read extends the deadline to now + the default TTL;
+ * after write (the default) it does not. */
 static void test_expire_after_access(void)
 {
 	char buf[8];
@@ -678,8 +682,7 @@ static void test_expire_after_access(void)
 		settle_at(cache, T0 + 60);
 		CHECK_RC(larder_get(cache, "a", 1, buf, sizeof(buf), &len), LARDER_OK);
 		CHECK_RC(larder_get(cache, "x", 1, buf, sizeof(buf), &len), LARDER_OK);
-		settle_at(cache, T0 + 60); /* the maintainer drains the hits */
-		uint64_t ttl = 0;
+		uint64_t ttl = 0; /* extended at the read, with no maintainer pass between */
 		CHECK_RC(larder_ttl_remaining(cache, "a", 1, &ttl), LARDER_OK);
 		CHECK_EQ(ttl, mode ? 100 : 40);
 		CHECK_RC(larder_ttl_remaining(cache, "x", 1, &ttl), LARDER_OK);
@@ -699,6 +702,173 @@ static void test_expire_after_access(void)
 		th_check_accounting(cache, 10000, NULL, NULL);
 		larder_close(cache);
 	}
+}
+
+/* The ms left on key, or 0 when it is absent. */
+static uint64_t left(larder *c, const char *key)
+{
+	uint64_t ttl = 0;
+	return larder_ttl_remaining(c, key, strlen(key), &ttl) == LARDER_OK ? ttl : 0;
+}
+
+/* Reads key with the read `how` names (0 get, 1 get_with, 2 get_batch). */
+static int read_as(larder *c, const char *key, int how)
+{
+	char buf[16];
+	size_t len = 0;
+	struct seen s = {0, 0, {0}};
+	const void *keys[1] = {key};
+	const size_t lens[1] = {strlen(key)};
+
+	if (how == 0)
+		return larder_get(c, key, strlen(key), buf, sizeof(buf), &len);
+	if (how == 1)
+		return larder_get_with(c, key, strlen(key), seen_fn, &s);
+	return larder_get_batch(c, 1, keys, lens, seen_batch_fn, &s) == 1 ? LARDER_OK
+									  : LARDER_MISS;
+}
+
+/*
+ * Expire after access, extended at the read (regression: the maintainer
+ * used to extend at its next pass, from that pass's clock, so a read at
+ * t+500 followed by the clock moving to t+700 gave t+1700, or nothing at
+ * all if the deadline came first). Every value read extends at once, with
+ * no maintainer pass between; contains and ttl_remaining do not extend.
+ */
+static void test_after_access_extends_at_read(void)
+{
+	for (int how = 0; how < 3; how++) {
+		larder *cache = open_recorded(1000, LARDER_EXPIRE_AFTER_ACCESS, NULL, NULL);
+		REQUIRE(cache != NULL);
+		CHECK_RC(larder_put(cache, "k", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+		CHECK_RC(larder_put(cache, "peek", 4, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+		CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+		set_time(T0 + 500);
+		CHECK_RC(read_as(cache, "k", how), LARDER_OK);
+		CHECK_RC(larder_contains(cache, "peek", 4), LARDER_OK);
+		set_time(T0 + 700);
+		CHECK_EQ(left(cache, "k"), 800);
+		CHECK_EQ(left(cache, "peek"), 300); /* contains, ttl_remaining: no extension */
+		settle_at(cache, T0 + 700);
+		CHECK_EQ(left(cache, "k"), 800);
+		settle_at(cache, T0 + 1000);
+		CHECK_EQ(removed("peek", LARDER_CAUSE_EXPIRED, NULL), 1);
+		settle_at(cache, T0 + 1499);
+		CHECK_EQ(removed("k", LARDER_CAUSE_EXPIRED, NULL), 0);
+		CHECK_RC(larder_contains(cache, "k", 1), LARDER_OK);
+		settle_at(cache, T0 + 1500);
+		CHECK_EQ(removed("k", LARDER_CAUSE_EXPIRED, NULL), 1);
+		CHECK_RC(larder_contains(cache, "k", 1), LARDER_MISS);
+		th_check_accounting(cache, 10000, NULL, NULL);
+		larder_close(cache);
+	}
+}
+
+/*
+ * An entry read again and again, more often than its TTL, never expires,
+ * whatever the maintainer does meanwhile (regression: with a 50 ms TTL and
+ * a read every 10 ms it expired after 111-184 ms). The clock moves 10 ms
+ * per read and the maintainer is woken at every step, free to expire.
+ */
+static void test_after_access_read_continuously(void)
+{
+	larder *cache = open_recorded(50, LARDER_EXPIRE_AFTER_ACCESS, NULL, NULL);
+	int misses = 0;
+
+	REQUIRE(cache != NULL);
+	CHECK_RC(larder_put(cache, "hot", 3, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	for (int i = 1; i <= 300; i++) {
+		set_time(T0 + 10 * (uint64_t)i);
+		larder__test_wake(cache);
+		misses += read_as(cache, "hot", i % 3) != LARDER_OK;
+		if (i % 50 == 0)
+			settle_at(cache, T0 + 10 * (uint64_t)i);
+	}
+	CHECK_EQ(misses, 0);
+	CHECK_EQ(removed("hot", LARDER_CAUSE_EXPIRED, NULL), 0);
+	settle_at(cache, T0 + 3000 + 49);
+	CHECK_EQ(removed("hot", LARDER_CAUSE_EXPIRED, NULL), 0);
+	settle_at(cache, T0 + 3000 + 50);
+	CHECK_EQ(removed("hot", LARDER_CAUSE_EXPIRED, NULL), 1);
+	larder_close(cache);
+}
+
+/*
+ * A touch after a read wins, and a read after a touch extends (regression:
+ * the read's extension, applied by the maintainer after the touch,
+ * overrode a shorter touch; the random model found it as put ttl 37, touch
+ * NEVER, get_with, touch ttl 2, clock +19, remove_if_equals: OK where MISS
+ * was due).
+ */
+static void test_after_access_touch_after_read(void)
+{
+	larder *cache = open_recorded(1000, LARDER_EXPIRE_AFTER_ACCESS, NULL, NULL);
+	struct seen s = {0, 0, {0}};
+
+	REQUIRE(cache != NULL);
+	CHECK_RC(larder_put(cache, "k", 1, "v", 1, 500), LARDER_OK);
+	CHECK_RC(read_as(cache, "k", 0), LARDER_OK);
+	CHECK_EQ(left(cache, "k"), 1000);
+	CHECK_RC(larder_touch(cache, "k", 1, 10), LARDER_OK);
+	CHECK_EQ(left(cache, "k"), 10);
+	settle_at(cache, T0); /* a maintainer pass after the touch changes nothing */
+	CHECK_EQ(left(cache, "k"), 10);
+	settle_at(cache, T0 + 300);
+	CHECK_RC(larder_contains(cache, "k", 1), LARDER_MISS);
+	CHECK_EQ(removed("k", LARDER_CAUSE_EXPIRED, NULL), 1);
+
+	set_time(T0 + 1000);
+	CHECK_RC(larder_put(cache, "m", 1, "v", 1, 37), LARDER_OK);
+	CHECK_RC(larder_touch(cache, "m", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_get_with(cache, "m", 1, seen_fn, &s), LARDER_OK);
+	CHECK_EQ(left(cache, "m"), LARDER_TTL_NEVER); /* "none" is not extended */
+	CHECK_RC(larder_touch(cache, "m", 1, 2), LARDER_OK);
+	settle_at(cache, T0 + 1000);
+	settle_at(cache, T0 + 1019);
+	CHECK_RC(larder_remove_if_equals(cache, "m", 1, "v", 1), LARDER_MISS);
+
+	/* a read after a touch extends it */
+	CHECK_RC(larder_put(cache, "n", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	CHECK_RC(larder_touch(cache, "n", 1, 10), LARDER_OK);
+	set_time(T0 + 1024);
+	CHECK_RC(read_as(cache, "n", 2), LARDER_OK);
+	CHECK_EQ(left(cache, "n"), 1000);
+	th_check_accounting(cache, 10000, NULL, NULL);
+	larder_close(cache);
+}
+
+/*
+ * The slack (larder.h): a read leaves a deadline alone while it is within
+ * default TTL / 64 (at most 1 s) of read time + TTL. TTL 6400: slack 100.
+ */
+static void test_after_access_slack(void)
+{
+	larder *cache = open_recorded(6400, LARDER_EXPIRE_AFTER_ACCESS, NULL, NULL);
+
+	REQUIRE(cache != NULL);
+	CHECK_RC(larder_put(cache, "k", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK); /* T0+6400 */
+	set_time(T0 + 100);
+	CHECK_RC(read_as(cache, "k", 0), LARDER_OK); /* 6400 >= 6500 - 100: unchanged */
+	CHECK_EQ(left(cache, "k"), 6300);
+	set_time(T0 + 101);
+	CHECK_RC(read_as(cache, "k", 1), LARDER_OK); /* 6400 < 6501 - 100: moved */
+	CHECK_EQ(left(cache, "k"), 6400);
+	set_time(T0 + 150);
+	CHECK_RC(read_as(cache, "k", 2), LARDER_OK);
+	CHECK_EQ(left(cache, "k"), 6351);
+	larder_close(cache);
+
+	/* a day's TTL: the slack stops at 1 s */
+	cache = open_recorded(86400000, LARDER_EXPIRE_AFTER_ACCESS, NULL, NULL);
+	REQUIRE(cache != NULL);
+	CHECK_RC(larder_put(cache, "k", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	set_time(T0 + 1000);
+	CHECK_RC(read_as(cache, "k", 0), LARDER_OK);
+	CHECK_EQ(left(cache, "k"), 86400000 - 1000);
+	set_time(T0 + 1001);
+	CHECK_RC(read_as(cache, "k", 0), LARDER_OK);
+	CHECK_EQ(left(cache, "k"), 86400000);
+	larder_close(cache);
 }
 
 static uint64_t real_ms(void *ctx)
@@ -772,6 +942,10 @@ int main(int argc, char **argv)
 		TH_TEST(test_wheel_reschedule),
 		TH_TEST(test_wheel_cancel_on_remove),
 		TH_TEST(test_expire_after_access),
+		TH_TEST(test_after_access_extends_at_read),
+		TH_TEST(test_after_access_read_continuously),
+		TH_TEST(test_after_access_touch_after_read),
+		TH_TEST(test_after_access_slack),
 		TH_TEST(test_wheel_wakes_for_deadline),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
