@@ -54,6 +54,8 @@ struct op {
 	struct larder__handle *handle;
 	uint64_t now_ms; /* cache clock, read at most once per operation */
 	int have_now;
+	int have_coarse;
+	uint64_t coarse_ms; /* the coarse clock (default clock only), read at most once */
 	uint64_t outer; /* larder__read_enter()'s token, for op_exit() */
 };
 
@@ -74,6 +76,7 @@ static inline int op_begin(larder *c, struct op *op)
 		return LARDER_ENOMEM;
 	op->have_now = 0;
 	op->now_ms = 0;
+	op->have_coarse = 0;
 	return LARDER_OK;
 }
 
@@ -94,6 +97,17 @@ static inline uint64_t op_now(larder *c, struct op *op)
 		op->have_now = 1;
 	}
 	return op->now_ms;
+}
+
+/* The coarse clock plus its margin: a time the precise clock has not reached
+ * (core/cache.h, larder__clock_coarse()). Only with the default clock. */
+static inline uint64_t op_coarse_bound(larder *c, struct op *op)
+{
+	if (!op->have_coarse) {
+		op->coarse_ms = larder__clock_coarse();
+		op->have_coarse = 1;
+	}
+	return op->coarse_ms + c->coarse_margin_ms;
 }
 
 static inline struct larder__table *root_rcu(larder *c)
@@ -121,14 +135,15 @@ static inline uint64_t entry_deadline(struct larder__entry *e)
 static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
 						     struct larder__entry *e)
 {
-	struct op single = { .have_now = 0 };
-	if (!op)
-		op = &single;
 	uint64_t deadline = entry_deadline(e);
 	if (deadline == UINT64_MAX)
 		return 0;
-	if (!op->have_now && c->coarse_margin_ms &&
-	    larder__clock_coarse() + c->coarse_margin_ms < deadline)
+	if (!op) { /* a single read: each clock read at most once anyway */
+		if (c->coarse_margin_ms && larder__clock_coarse() + c->coarse_margin_ms < deadline)
+			return 0;
+		return c->clock(c->clock_ctx) >= deadline;
+	}
+	if (!op->have_now && c->coarse_margin_ms && op_coarse_bound(c, op) < deadline)
 		return 0;
 	return op_now(c, op) >= deadline;
 }
@@ -153,23 +168,21 @@ static inline uint64_t deadline_from(uint64_t now, uint64_t ttl_ms)
  * LARDER_TTL_NEVER) alone. The reader stores it itself, at the read, so an
  * entry read again before its deadline never expires, and a touch after
  * the read overrides it (E4 in core/entry.h). Out of line: only
- * after-access caches call it, for entries with a deadline. op may be NULL
- * (a single read). With the default clock, a deadline far enough ahead on
- * the coarse clock needs no precise clock read.
+ * after-access caches call it, for entries with a deadline. op is the read's
+ * own, so the clock readings of its expiry check serve here too. With the
+ * default clock, a deadline far enough ahead on the coarse clock needs no
+ * precise clock read.
  */
 static __attribute__((noinline)) void extend_on_read(larder *c, struct op *op,
 						     struct larder__entry *e)
 {
-	struct op single = { .have_now = 0 };
-	if (!op)
-		op = &single;
 	uint64_t ttl = c->access_ttl_ms, slack = c->access_slack_ms;
 	/* Relaxed (E4): a deadline publishes nothing. */
 	uint64_t d = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
 	if (d == UINT64_MAX)
 		return;
 	if (!op->have_now && c->coarse_margin_ms &&
-	    d >= deadline_from(larder__clock_coarse() + c->coarse_margin_ms, ttl) - slack)
+	    d >= deadline_from(op_coarse_bound(c, op), ttl) - slack)
 		return;
 	uint64_t want = deadline_from(op_now(c, op), ttl);
 	/* Relaxed CAS (E4): from the value read; a racing touch or reader that
@@ -186,8 +199,10 @@ static __attribute__((noinline)) void extend_on_read(larder *c, struct op *op,
 static inline void access_extend(larder *c, struct op *op, struct larder__entry *e,
 				 unsigned flags)
 {
-	if (__builtin_expect((flags & LARDER__ENTRY_TTL) && c->access_ttl_ms, 0))
-		extend_on_read(c, op, e);
+	if (__builtin_expect((flags & LARDER__ENTRY_TTL) && c->access_ttl_ms, 0)) {
+		struct op single = { .have_now = 0, .have_coarse = 0 };
+		extend_on_read(c, op ? op : &single, e);
+	}
 }
 
 /* The live entry for key, or NULL. Inside a read section; op may be NULL. */
@@ -298,17 +313,40 @@ static __attribute__((noinline)) int get_general(larder *c, const void *key, siz
  * line (a tail call: six arguments, so the section's token is passed and the
  * handle is found again as the thread's last one, which it still is).
  */
+static __attribute__((noinline)) int get_access_hit(larder *c, struct larder__entry *e,
+						    void *buf, size_t buf_len, size_t *value_len,
+						    uint64_t outer);
+
 static __attribute__((noinline)) int get_deadline_hit(larder *c, struct larder__entry *e,
 						      void *buf, size_t buf_len,
 						      size_t *value_len, uint64_t outer)
 {
+	if (__builtin_expect(c->access_ttl_ms != 0, 0))
+		return get_access_hit(c, e, buf, buf_len, value_len, outer);
 	struct larder__thread *t = larder__tls;
 	struct larder__handle *h = t->last_handle;
+	int rc = deadline_passed(c, NULL, e) ? LARDER_MISS
+					     : get_copy(h, e, larder__entry_flags_raw(e), buf,
+							buf_len, value_len);
+	larder__read_exit(&t->reader, outer);
+	if (rc == LARDER_MISS)
+		count_miss(h);
+	return rc;
+}
+
+/* get_deadline_hit() in an expire-after-access cache: one set of clock
+ * readings serves the expiry check and the extension. */
+static __attribute__((noinline)) int get_access_hit(larder *c, struct larder__entry *e,
+						    void *buf, size_t buf_len, size_t *value_len,
+						    uint64_t outer)
+{
+	struct larder__thread *t = larder__tls;
+	struct larder__handle *h = t->last_handle;
+	struct op op = { .have_now = 0, .have_coarse = 0 };
 	int rc = LARDER_MISS;
-	if (!deadline_passed(c, NULL, e)) {
-		unsigned flags = larder__entry_flags_raw(e);
-		rc = get_copy(h, e, flags, buf, buf_len, value_len);
-		access_extend(c, NULL, e, flags);
+	if (!deadline_passed(c, &op, e)) {
+		rc = get_copy(h, e, larder__entry_flags_raw(e), buf, buf_len, value_len);
+		extend_on_read(c, &op, e);
 	}
 	larder__read_exit(&t->reader, outer);
 	if (rc == LARDER_MISS)
