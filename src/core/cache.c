@@ -59,11 +59,21 @@ struct op {
 	uint64_t outer; /* larder__read_enter()'s token, for op_exit() */
 };
 
-static inline int check_key(const larder *c, const void *key, size_t key_len)
+/*
+ * The argument checks of a call on one key, in larder.h's precedence: every
+ * LARDER_EINVAL (cache or key NULL, empty key, or the call's other pointer
+ * arguments not ok) before LARDER_EKEYSIZE.
+ */
+static inline int check_args(const larder *c, const void *key, size_t key_len, int others_ok)
 {
-	if (!c || !key || key_len == 0)
+	if (!c || !key || key_len == 0 || !others_ok)
 		return LARDER_EINVAL;
 	return key_len > c->max_key_bytes ? LARDER_EKEYSIZE : LARDER_OK;
+}
+
+static inline int check_key(const larder *c, const void *key, size_t key_len)
+{
+	return check_args(c, key, key_len, 1);
 }
 
 static inline int op_begin(larder *c, struct op *op)
@@ -286,11 +296,9 @@ static __attribute__((noinline)) int get_general(larder *c, const void *key, siz
 						 void *buf, size_t buf_len, size_t *value_len)
 {
 	struct op op;
-	int rc = check_key(c, key, key_len);
+	int rc = check_args(c, key, key_len, value_len && (buf || !buf_len));
 	if (rc != LARDER_OK)
 		return rc;
-	if (!value_len || (!buf && buf_len))
-		return LARDER_EINVAL;
 	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
 	uint64_t hash = larder__hash(c->seed, key, key_len);
@@ -300,7 +308,8 @@ static __attribute__((noinline)) int get_general(larder *c, const void *key, siz
 	if (e) {
 		unsigned flags = larder__entry_flags_raw(e);
 		rc = get_copy(op.handle, e, flags, buf, buf_len, value_len);
-		access_extend(c, &op, e, flags);
+		if (rc == LARDER_OK) /* a too-small buffer read nothing */
+			access_extend(c, &op, e, flags);
 	}
 	op_exit(&op);
 	if (!e)
@@ -346,7 +355,8 @@ static __attribute__((noinline)) int get_access_hit(larder *c, struct larder__en
 	int rc = LARDER_MISS;
 	if (!deadline_passed(c, &op, e)) {
 		rc = get_copy(h, e, larder__entry_flags_raw(e), buf, buf_len, value_len);
-		extend_on_read(c, &op, e);
+		if (rc == LARDER_OK)
+			extend_on_read(c, &op, e);
 	}
 	larder__read_exit(&t->reader, outer);
 	if (rc == LARDER_MISS)
@@ -375,7 +385,8 @@ static __attribute__((noinline)) int get_beyond_home(larder *c, uint64_t hash, c
 	if (e) {
 		unsigned flags = larder__entry_flags_raw(e);
 		rc = get_copy(h, e, flags, buf, buf_len, value_len);
-		access_extend(c, NULL, e, flags);
+		if (rc == LARDER_OK)
+			access_extend(c, NULL, e, flags);
 	}
 	larder__read_exit(&t->reader, outer);
 	if (!e)
@@ -436,11 +447,9 @@ static __attribute__((noinline, cold)) int get_with_slow(larder *c, const void *
 							  void *ctx)
 {
 	struct op op;
-	int rc = check_key(c, key, key_len);
+	int rc = check_args(c, key, key_len, fn != NULL);
 	if (rc != LARDER_OK)
 		return rc;
-	if (!fn)
-		return LARDER_EINVAL;
 	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
 	return get_with_body(c, op.thread, op.handle, key, key_len, fn, ctx);
@@ -534,11 +543,9 @@ int larder_contains(larder *c, const void *key, size_t key_len)
 int larder_ttl_remaining(larder *c, const void *key, size_t key_len, uint64_t *ttl_ms)
 {
 	struct op op;
-	int rc = check_key(c, key, key_len);
+	int rc = check_args(c, key, key_len, ttl_ms != NULL);
 	if (rc != LARDER_OK)
 		return rc;
-	if (!ttl_ms)
-		return LARDER_EINVAL;
 	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
 	uint64_t hash = larder__hash(c->seed, key, key_len);
@@ -759,11 +766,11 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 			size_t value_len, uint64_t ttl_ms)
 {
 	struct op op;
-	int rc = check_key(c, key, key_len);
+	int rc = check_args(c, key, key_len,
+			    (value || !value_len) &&
+				    (mode != W_IF_EQUALS || expected || !expected_len));
 	if (rc != LARDER_OK)
 		return rc;
-	if ((!value && value_len) || (mode == W_IF_EQUALS && !expected && expected_len))
-		return LARDER_EINVAL;
 	if (value_len > c->max_value_bytes)
 		return LARDER_EVALSIZE;
 	uint64_t ttl = resolve_ttl(c, ttl_ms);
@@ -869,11 +876,9 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 			 size_t expected_len, int if_equals)
 {
 	struct op op;
-	int rc = check_key(c, key, key_len);
+	int rc = check_args(c, key, key_len, !if_equals || expected || !expected_len);
 	if (rc != LARDER_OK)
 		return rc;
-	if (if_equals && !expected && expected_len)
-		return LARDER_EINVAL;
 	if ((rc = op_begin(c, &op)) != LARDER_OK || (rc = reserve_room(c, &op, 0)) != LARDER_OK)
 		return rc;
 	uint64_t hash = larder__hash(c->seed, key, key_len);

@@ -147,7 +147,8 @@ struct larder__maint {
 	int migrating; /* inside migrate(): the listener waits for its end */
 	struct larder__wheel wheel; /* counted entries with a deadline (E3: ours) */
 	uint64_t next_due;          /* larder__wheel_next() after the last advance */
-	uint64_t now_ms;            /* the cache clock, read once per pass when needed */
+	uint64_t now_ms;            /* the cache clock, read once per pass when needed;
+				     * never moves back (pass_now) */
 	int have_now;
 	/* Counters: written by this thread only (relaxed load+store), read by
 	 * larder_stats() and the quiesce seam from any thread. */
@@ -193,11 +194,21 @@ static int entry_expired(struct larder *c, struct larder__entry *e)
 	return exp != UINT64_MAX && c->clock(c->clock_ctx) >= exp;
 }
 
-/* The cache clock, read at most once per pass (and only for TTL work). */
+/*
+ * The cache clock, read at most once per pass (and only for TTL work), and
+ * never earlier than in a previous pass: a clock that steps back (larder.h
+ * tolerates it) must not take the wheel back, whose time only moves on
+ * (W1 in ttl/wheel.c). on_due() compares deadlines with it; with the raw
+ * reading, an entry due between the stepped-back clock and the wheel's time
+ * was scheduled again behind the wheel, into its due list, which delivered
+ * it again at once: the maintainer spun there for good.
+ */
 static uint64_t pass_now(struct larder__maint *m)
 {
 	if (!m->have_now) {
-		m->now_ms = m->cache->clock(m->cache->clock_ctx);
+		uint64_t now = m->cache->clock(m->cache->clock_ctx);
+		if (now > m->now_ms)
+			m->now_ms = now;
 		m->have_now = 1;
 	}
 	return m->now_ms;
