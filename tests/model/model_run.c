@@ -43,6 +43,7 @@ struct ver {
 	uint64_t hash;      /* of its bytes */
 	uint64_t deadline;  /* when it left (or now, while current) */
 	uint64_t max_clock; /* the clock's largest reading when it left */
+	int was_due;        /* an earlier deadline of it was once reached (due_passed) */
 };
 
 struct mkey {
@@ -183,14 +184,29 @@ static struct ver *cur_ver(struct world *w, unsigned k)
 
 /* The causes the listener may report for a value leaving now, besides the
  * one its leaving calls for. */
-static unsigned extra_causes(struct world *w, uint64_t deadline)
+static unsigned extra_causes(struct world *w, const struct ver *v, uint64_t deadline)
 {
 	unsigned m = 0;
 	if (w->evict_possible)
 		m |= CAUSE_BIT(LARDER_CAUSE_EVICTED);
-	if (deadline <= w->max_clock)
+	if (deadline <= w->max_clock || v->was_due)
 		m |= CAUSE_BIT(LARDER_CAUSE_EXPIRED);
 	return m;
+}
+
+/*
+ * k's deadline is about to move (a read's extension, a touch). If the
+ * clock has already reached it once (it stepped back since), the
+ * maintainer, which keeps the largest time it saw, may expire the value
+ * at the same moment, racing with the move: the model then allows EXPIRED
+ * for this value from now on (larder.h: a read that races with the
+ * deadline may not keep the entry).
+ */
+static void due_passed(struct world *w, unsigned k)
+{
+	struct ver *v = cur_ver(w, k);
+	if (v && w->keys[k].deadline <= w->max_clock)
+		v->was_due = 1;
 }
 
 /* The current value of k leaves the model (overwritten, removed, cleared):
@@ -203,7 +219,7 @@ static void leave(struct world *w, unsigned k, enum larder_cause live_cause, int
 	v->state = V_GONE;
 	v->deadline = w->keys[k].deadline;
 	v->max_clock = w->max_clock;
-	v->allowed = extra_causes(w, v->deadline);
+	v->allowed = extra_causes(w, v, v->deadline);
 	if (mlive(w, k) || also_live_cause)
 		v->allowed |= CAUSE_BIT(live_cause);
 	else
@@ -224,7 +240,7 @@ static void store(struct world *w, unsigned k, uint32_t seed, uint32_t len, uint
 		w->cap_vers = cap;
 	}
 	struct ver *v = &w->vers[w->nvers];
-	*v = (struct ver){ (uint8_t)k, V_CURRENT, 0, seed, len, hash_seeded(seed, len), 0, 0 };
+	*v = (struct ver){ (uint8_t)k, V_CURRENT, 0, seed, len, hash_seeded(seed, len), 0, 0, 0 };
 	w->keys[k].cur = (long)w->nvers++;
 	w->keys[k].deadline = deadline;
 }
@@ -236,8 +252,10 @@ static void read_extends(struct world *w, unsigned k)
 	if (!w->access_ttl || d == UINT64_MAX)
 		return;
 	uint64_t want = deadline_from(now_of(w), w->access_ttl);
-	if (d < want - w->access_slack)
+	if (d < want - w->access_slack) {
+		due_passed(w, k);
 		w->keys[k].deadline = want;
+	}
 }
 
 /* ---- Reports (K3) ------------------------------------------------------------ */
@@ -253,7 +271,7 @@ static int key_index(struct world *w, const struct report *r)
 /* The causes a current value may be reported with: dropped by the engine. */
 static unsigned current_causes(struct world *w, unsigned k)
 {
-	return extra_causes(w, w->keys[k].deadline);
+	return extra_causes(w, cur_ver(w, k), w->keys[k].deadline);
 }
 
 /* ---- Matching reports with values (K3) --------------------------------------
@@ -314,7 +332,15 @@ static int augment(struct matcher *m, size_t ri)
 	return 0;
 }
 
-static void reconcile(struct world *w)
+/*
+ * strict: every pending report must be explained (a sync point). Not
+ * strict (engine_dropped(), in the middle of an operation): a report the
+ * model cannot explain yet stays pending, because it may be of the value
+ * the operation itself just wrote (evicted at once, or expired at once by
+ * a maintainer whose time is ahead of a clock that stepped back), which
+ * the model records only after the check.
+ */
+static void reconcile(struct world *w, int strict)
 {
 	struct matcher m = { w, NULL, 0, NULL, NULL, NULL, 0 };
 	pthread_mutex_lock(&w->mu);
@@ -349,7 +375,7 @@ static void reconcile(struct world *w)
 				memset(m.seen, 0, w->nvers);
 				augment(&m, i);
 			}
-	for (size_t i = 0; i < m.nr; i++) {
+	for (size_t i = 0; strict && i < m.nr; i++) {
 		if (m.ver_of[i] < 0) {
 			failf(w, "K3: the listener reported key %d (a value of %zu bytes) %s, which "
 				 "the model cannot explain",
@@ -358,14 +384,26 @@ static void reconcile(struct world *w)
 			goto done;
 		}
 	}
+	/* The matched reports move to the front of the pending ones and are
+	 * done; the rest stay pending (only when not strict). */
+	size_t done_here = 0;
 	for (size_t i = 0; i < m.nr; i++) {
+		if (m.ver_of[i] < 0)
+			continue;
 		struct ver *v = &w->vers[m.ver_of[i]];
 		if (v->state == V_CURRENT)
 			w->keys[v->key].cur = V_NONE; /* the engine dropped it (model.h) */
 		v->state = V_REPORTED;
 		w->by_cause[m.r[i].cause]++;
+		struct report t = m.r[done_here];
+		long tv = m.ver_of[done_here];
+		m.r[done_here] = m.r[i];
+		m.ver_of[done_here] = m.ver_of[i];
+		m.r[i] = t;
+		m.ver_of[i] = tv;
+		done_here++;
 	}
-	w->reports_done = n;
+	w->reports_done += done_here;
 done:
 	free(m.ver_of);
 	free(m.report_of);
@@ -405,7 +443,7 @@ static void sync_point(struct world *w)
 {
 	if (!quiesce(w))
 		return;
-	reconcile(w);
+	reconcile(w, 1);
 	uint64_t now = now_of(w);
 	for (size_t i = 0; i < w->nvers && !w->failed; i++) {
 		struct ver *v = &w->vers[i];
@@ -446,7 +484,7 @@ static int engine_dropped(struct world *w, unsigned k)
 {
 	if (w->keys[k].cur == V_NONE || !quiesce(w))
 		return 0;
-	reconcile(w);
+	reconcile(w, 0);
 	return !w->failed && w->keys[k].cur == V_NONE;
 }
 
@@ -625,6 +663,7 @@ static void do_write(struct world *w, const struct mop *o)
 		leave(w, k, LARDER_CAUSE_EXPLICIT, 0);
 		break;
 	case MOP_TOUCH:
+		due_passed(w, k);
 		w->keys[k].deadline = deadline;
 		break;
 	default:
