@@ -147,8 +147,9 @@ int mk_run(const struct mcfg *cfg, const struct mop *ops, size_t n, struct mfail
 	   struct mtrace *trace);
 
 /* model_repro.c: shrinks a failing sequence (in place; returns its new
- * length) and prints it as a C program. */
-size_t mk_shrink(const struct mcfg *cfg, struct mop *ops, size_t n, struct mfail *f);
+ * length; stops after budget_ms) and prints it as a C program. */
+size_t mk_shrink(const struct mcfg *cfg, struct mop *ops, size_t n, struct mfail *f,
+		 uint64_t budget_ms);
 void mk_print_repro(FILE *out, const struct mcfg *cfg, const struct mop *ops, size_t n,
 		    const struct mfail *f);
 

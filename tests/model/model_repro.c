@@ -9,7 +9,8 @@
  * shorter values, plainer TTLs). Clock operations carry absolute times, so
  * removing one never moves the others. The maintainer runs beside the
  * sequence, so a failure may depend on timing: a candidate counts as
- * failing when any of TRIES runs fails.
+ * failing when any of TRIES runs fails. Shrinking stops at its time budget
+ * with the smallest sequence found so far.
  *
  * The program printed uses only larder.h plus the quiesce seam of
  * liblarder.a (for sync points), and prints each result beside the one the
@@ -33,9 +34,13 @@ static int same_failure(const struct mfail *a, const struct mop *ops_a, const st
 	return ka == kb;
 }
 
+static uint64_t shrink_deadline_ms; /* mk_shrink's time budget ends here */
+
 static int fails(const struct mcfg *cfg, const struct mop *ops, size_t n, const struct mfail *want,
 		 const struct mop *want_ops, struct mfail *got)
 {
+	if (th_now_ms() >= shrink_deadline_ms)
+		return 0; /* out of time: keep what we have */
 	for (int t = 0; t < TRIES; t++)
 		if (!mk_run(cfg, ops, n, got, NULL) && same_failure(want, want_ops, got, ops))
 			return 1;
@@ -73,9 +78,11 @@ static void try_simpler(const struct mcfg *cfg, struct mop *ops, size_t n, size_
 		ops[i] = was;
 }
 
-size_t mk_shrink(const struct mcfg *cfg, struct mop *ops, size_t n, struct mfail *f)
+size_t mk_shrink(const struct mcfg *cfg, struct mop *ops, size_t n, struct mfail *f,
+		 uint64_t budget_ms)
 {
 	struct mop *scratch = malloc(n * sizeof(*ops));
+	shrink_deadline_ms = th_now_ms() + budget_ms;
 	if (!scratch)
 		return n;
 	if (f->op >= 0 && (size_t)f->op + 1 < n) {
