@@ -40,8 +40,9 @@
  *     could be waiting for this very read section). It may wait, as any
  *     write, for the maintainer to take its queued events or grow the index.
  *   - In a removal listener (on a maintainer thread), a write never waits
- *     for anything: at the memory bound, or when the index must grow first,
- *     it fails at once with LARDER_EBUSY; when its thread's event queue is
+ *     for anything: at the memory bound, or when the index is full to its
+ *     last slot (its maintainer has not grown it yet), it fails at once with
+ *     LARDER_EBUSY; when its thread's event queue is
  *     full it queues the event in an overflow (allocated: LARDER_ENOMEM if
  *     that fails; LARDER_EBUSY when 65,536 of this thread's events wait for
  *     a maintainer that is that far behind) instead of waiting. So no
@@ -424,8 +425,8 @@ enum larder_stat {
 					once where a write may not wait (see larder_put) */
 	LARDER_STAT_BUSY_EVENTS,     /* the thread's event queue stayed full: the maintainer
 					finished no pass for 1 s (stuck, or given no CPU) */
-	LARDER_STAT_BUSY_INDEX,      /* the index had to grow first and did not within 1 s, or
-					at once for a write from a removal listener */
+	LARDER_STAT_BUSY_INDEX,      /* the index had to grow first and did not within 1 s (or,
+					for a write from a removal listener, was full) */
 	LARDER_STAT_EVENTS_SPILLED,  /* events of listener writes that overflowed a full event
 					ring (a listener's write never waits; see larder_put) */
 	LARDER_STAT_COUNT

@@ -614,7 +614,9 @@ static void want_bytes(larder *c, uint64_t bytes)
  * waits for it (listeners writing into each other's caches), both would
  * stall. So maintainers never wait, and every wait above ends within one
  * pass of a maintainer that is not stuck. Instead, a full event ring spills
- * (reserve_room), and memory or an index growth fails at once with EBUSY.
+ * (reserve_room), an insert probes the whole index rather than wait for a
+ * growth (write_common), and memory or a full index fails at once with
+ * EBUSY.
  */
 enum wait_kind { WAIT_MEMORY, WAIT_EVENTS, WAIT_INDEX };
 #define MAINT_WAIT_MS 1000u
@@ -823,7 +825,12 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 					    hash);
 			break;
 		}
-		if (larder__table_insert_locked(t, hash, word, LARDER__PROBE_LIMIT) == 0) {
+		/* A maintainer thread may not wait for a growth (wait_pass): it
+		 * probes as far as it takes, which only costs lookups of these
+		 * homes longer probes until the index grows (L2 in index/table.h). */
+		if (larder__table_insert_locked(t, hash, word,
+						op.thread->maintainer ? SIZE_MAX
+								      : LARDER__PROBE_LIMIT) == 0) {
 			larder__table_unlock(home);
 			larder__events_post(op.handle, LARDER__EV_INSERT, 0, NULL, e, hash);
 			break;

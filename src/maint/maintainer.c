@@ -156,6 +156,7 @@ struct larder__maint {
 	larder__atomic_u64 freed_bytes;
 	larder__atomic_u64 pass_seq;  /* passes started */
 	larder__atomic_u64 idle_seq;  /* number of the last pass that found nothing to do */
+	larder__atomic_u32 seam_waiters; /* test seams waiting for a pass (seam_wake_and_wait) */
 	larder__atomic_u64 wheel_done; /* R-WHEEL: expired through this clock time */
 	/* Test seam larder__test_check_links: requests counted by the tester
 	 * (R-CHKQ), answered by a pass (R-CHKA); check_ok is written before. */
@@ -1101,7 +1102,7 @@ static int rings_empty(struct larder *c)
 /*
  * A grace period costs two membarrier calls, each of which interrupts every
  * CPU running one of our threads: start one only for a batch worth it (64 KiB),
- * when a writer waits for room, or when the last one is 1 ms old, so that
+ * when a writer (or a test seam) waits, or when the last one is 1 ms old, so that
  * retired memory waits at most about 1 ms plus the grace period itself.
  */
 static int gp_due(struct larder__maint *m)
@@ -1109,6 +1110,7 @@ static int gp_due(struct larder__maint *m)
 	struct larder *c = m->cache;
 	return m->collect_bytes >= GP_BATCH_BYTES ||
 	       atomic_load_explicit(&c->room_waiters, LARDER__RELAXED) || /* a hint */
+	       atomic_load_explicit(&m->seam_waiters, LARDER__RELAXED) || /* a hint (quiesce) */
 	       atomic_load_explicit(&c->stop, LARDER__RELAXED) ||
 	       larder__monotonic_ns() - m->gp_started_ns >= GP_INTERVAL_NS;
 }
@@ -1189,6 +1191,10 @@ static uint64_t maint_pass(struct larder__maint *m)
 		atomic_store_explicit(&m->idle_seq,
 				      atomic_load_explicit(&m->pass_seq, LARDER__RELAXED),
 				      LARDER__RELEASE);
+	/* A test seam waits for this pass: an idle one bumps nothing else.
+	 * Relaxed: a hint; the seam's wait is bounded anyway. */
+	if (atomic_load_explicit(&m->seam_waiters, LARDER__RELAXED))
+		wake_writers(c);
 	return work + (uint64_t)pending;
 }
 
@@ -1394,13 +1400,16 @@ void larder__maint_stats(struct larder *c, uint64_t *values)
 /* ---- Test seams --------------------------------------------------------------- */
 
 /* Test seams: wakes the maintainer and waits up to 1 ms for one of its
- * passes (every active pass bumps the writers' room word). */
+ * passes (which bump the writers' room word while a seam waits). */
 static void seam_wake_and_wait(struct larder *c)
 {
+	struct larder__maint *m = c->maint;
+	atomic_fetch_add_explicit(&m->seam_waiters, 1, LARDER__RELAXED); /* a count */
+	uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
 	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__SEQ_CST); /* the futex word */
 	larder__futex_wake(&c->maint_sleeping, 1);
-	uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
 	larder__futex_wait(&c->room_seq, seq, 1000000u);
+	atomic_fetch_sub_explicit(&m->seam_waiters, 1, LARDER__RELAXED); /* a count */
 }
 
 int larder__test_quiesce(larder *c, uint64_t timeout_ms)
