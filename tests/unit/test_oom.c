@@ -423,7 +423,9 @@ static void test_every_allocation_fails_once(void)
 	printf("  the workload makes %ld allocations\n", total);
 	CHECK_GT(total, 100);
 	CHECK_EQ(larder__test_mapped_bytes(), mapped);
-	/* Under ThreadSanitizer, every third n: each run costs 10x there. */
+	/* Under ThreadSanitizer, every third n (each run costs 10x there): it
+	 * looks for races on the failure paths; the other stages check that
+	 * every site was reached. */
 	long stride = TH_TSAN ? 3 : 1;
 
 	for (long n = 0; n <= total + 5; n += stride, runs++) {
@@ -445,18 +447,21 @@ static void test_every_allocation_fails_once(void)
 	for (int s = 0; s < S_COUNT; s++)
 		printf(" %s %ld/%ld", step_names[s], fired[s], enomem[s]);
 	printf("\n");
-	/* The maintainer's own sites (growth, shrink, ghosts, sketch, tuner,
-	 * the clear's walk) were hit too, with nothing for a caller to see. */
-	CHECK_GT(fired[S_GROWTH], 0);
-	CHECK_GT(fired[S_SHRINK], 0);
-	CHECK_GT(fired[S_EVICT], 0);
-	/* Every kind of caller-visible site refused at least once. */
-	CHECK_GT(enomem[S_CONFIG], 0);
-	CHECK_GT(enomem[S_OPEN], 0);
-	CHECK_GT(enomem[S_FIRST], 0);
-	CHECK_GT(enomem[S_PUTS], 0);
-	CHECK_GT(enomem[S_LARGE], 0);
-	CHECK_GT(enomem[S_CLEAR], 0);
+	if (stride == 1) { /* with every n run, every step's sites were reached */
+		/* The maintainer's own sites (growth, shrink, ghosts, sketch,
+		 * tuner, the clear's walk), with nothing for a caller to see. */
+		CHECK_GT(fired[S_GROWTH], 0);
+		CHECK_GT(fired[S_SHRINK], 0);
+		CHECK_GT(fired[S_EVICT], 0);
+		/* Every kind of caller-visible site refused at least once. */
+		CHECK_GT(enomem[S_CONFIG], 0);
+		CHECK_GT(enomem[S_OPEN], 0);
+		CHECK_GT(enomem[S_FIRST], 0);
+		CHECK_GT(enomem[S_PUTS], 0);
+		CHECK_GT(enomem[S_LARGE], 0);
+		CHECK_GT(enomem[S_SPILL], 0);
+		CHECK_GT(enomem[S_CLEAR], 0);
+	}
 	pthread_mutex_destroy(&w->mu);
 	free(w->buf);
 	free(w->val);
