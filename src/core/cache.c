@@ -605,21 +605,30 @@ static void want_bytes(larder *c, uint64_t bytes)
  *     never from inside a read section (it could be the reader the grace
  *     period waits for), at most write_wait_ms (busy_memory);
  *   WAIT_EVENTS, WAIT_INDEX: a free event slot or a grown index, which the
- *     maintainer provides without waiting for anyone, at most MAINT_WAIT_MS:
- *     a maintainer that long without finishing a pass is stuck, in a removal
- *     listener that does not return, or not given a CPU for that long
- *     (busy_events, busy_index).
+ *     maintainer provides without waiting for anyone: the writer waits as
+ *     long as the maintainer works, however slowly (a long growth, a
+ *     machine that gives it no CPU), and gives up only when the maintainer
+ *     has been inside one removal listener call for MAINT_WAIT_MS, the one
+ *     thing that can keep it from ever getting there (busy_events,
+ *     busy_index). So the outcome does not depend on scheduling.
  * A maintainer thread (a removal listener's write, into any cache) waits for
  * nothing: were it to wait for another cache's maintainer while that one
  * waits for it (listeners writing into each other's caches), both would
- * stall. So maintainers never wait, and every wait above ends within one
- * pass of a maintainer that is not stuck. Instead, a full event ring spills
- * (reserve_room), an insert probes the whole index rather than wait for a
- * growth (write_common), and memory or a full index fails at once with
- * EBUSY.
+ * stall. So maintainers never wait, and every wait above ends when a
+ * maintainer that is not stuck in a listener finishes its pass. Instead, a
+ * full event ring spills (reserve_room), an insert probes the whole index
+ * rather than wait for a growth (write_common), and memory or a full index
+ * fails at once with EBUSY.
  */
 enum wait_kind { WAIT_MEMORY, WAIT_EVENTS, WAIT_INDEX };
 #define MAINT_WAIT_MS 1000u
+
+/* One wait of a writer: its deadline, and (events, index) the maintainer's
+ * listener call count when the current stretch of waiting began. */
+struct wait_state {
+	uint64_t deadline_ns; /* 0: not begun */
+	uint64_t listener_mark;
+};
 
 static void count_busy(struct larder__handle *h, enum wait_kind kind)
 {
@@ -630,14 +639,20 @@ static void count_busy(struct larder__handle *h, enum wait_kind kind)
 			  1);
 }
 
+/* Relaxed: compared only (cache.h); a stale value only extends a wait. */
+static uint64_t listener_calls(larder *c)
+{
+	return atomic_load_explicit(&c->listener_calls, LARDER__RELAXED);
+}
+
 /* Waits until the maintainer finishes a pass (room_seq moves past seq) or
- * the deadline passes. Returns LARDER_OK to retry, or LARDER_EBUSY. */
-static int wait_pass(larder *c, struct op *op, enum wait_kind kind, uint64_t *deadline,
+ * the wait is over. Returns LARDER_OK to retry, or LARDER_EBUSY. */
+static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_state *w,
 		     uint32_t seq)
 {
 	struct larder__handle *h = op->handle;
 	uint64_t now = larder__monotonic_ns();
-	if (!*deadline) {
+	if (!w->deadline_ns) {
 		uint64_t ms = kind == WAIT_MEMORY ? c->write_wait_ms : MAINT_WAIT_MS;
 		int allowed = !op->thread->maintainer &&
 			      (kind != WAIT_MEMORY || !larder__read_active(&op->thread->reader));
@@ -646,17 +661,25 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, uint64_t *de
 			return LARDER_EBUSY;
 		}
 		larder__stat_bump(kind == WAIT_MEMORY ? &h->write_waits : &h->maint_waits, 1);
-		*deadline = now + ms * 1000000u;
-	} else if (now >= *deadline) {
-		count_busy(h, kind);
-		return LARDER_EBUSY;
+		w->deadline_ns = now + ms * 1000000u;
+		w->listener_mark = listener_calls(c);
+	} else if (now >= w->deadline_ns) {
+		uint64_t calls = listener_calls(c);
+		if (kind == WAIT_MEMORY || (calls == w->listener_mark && (calls & 1))) {
+			count_busy(h, kind);
+			return LARDER_EBUSY;
+		}
+		/* The maintainer is working, or in another listener call than
+		 * a second ago: wait on. */
+		w->deadline_ns = now + MAINT_WAIT_MS * 1000000u;
+		w->listener_mark = calls;
 	}
 	/* W3: seq_cst, so the maintainer's wake_writers() either sees us
 	 * waiting or bumped room_seq before our futex_wait compares it. */
 	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
 	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* see futex wake */
 	larder__futex_wake(&c->maint_sleeping, 1);
-	uint64_t left = *deadline - now;
+	uint64_t left = w->deadline_ns - now;
 	larder__futex_wait(&c->room_seq, seq, left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS);
 	atomic_fetch_sub_explicit(&c->room_waiters, 1, LARDER__RELAXED); /* a count */
 	return LARDER_OK;
@@ -680,7 +703,7 @@ static int spill_room(struct op *op)
  * bytes of credit. */
 static int reserve_room(larder *c, struct op *op, size_t charge)
 {
-	uint64_t ring_deadline = 0, memory_deadline = 0;
+	struct wait_state ring_wait = { 0, 0 }, memory_wait = { 0, 0 };
 	for (;;) {
 		/* A-ROOM: acquire, pairs with the release bump in wake_writers(). */
 		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
@@ -688,7 +711,7 @@ static int reserve_room(larder *c, struct op *op, size_t charge)
 		if (!larder__events_has_room(op->handle)) {
 			if (op->thread->maintainer)
 				rc = spill_room(op);
-			else if ((rc = wait_pass(c, op, WAIT_EVENTS, &ring_deadline, seq)) ==
+			else if ((rc = wait_pass(c, op, WAIT_EVENTS, &ring_wait, seq)) ==
 				 LARDER_OK)
 				continue;
 			if (rc != LARDER_OK)
@@ -697,7 +720,7 @@ static int reserve_room(larder *c, struct op *op, size_t charge)
 		if (take_credit(c, op->handle, charge))
 			return LARDER_OK;
 		want_bytes(c, charge);
-		if ((rc = wait_pass(c, op, WAIT_MEMORY, &memory_deadline, seq)) != LARDER_OK)
+		if ((rc = wait_pass(c, op, WAIT_MEMORY, &memory_wait, seq)) != LARDER_OK)
 			return rc;
 	}
 }
@@ -794,7 +817,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 	}
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	uint64_t word = larder__slot_word(hash, e);
-	uint64_t index_deadline = 0;
+	struct wait_state index_wait = { 0, 0 };
 	op_enter(&op);
 	for (;;) {
 		/* A-ROOM: a pass that ends after this load wakes us below. */
@@ -839,7 +862,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		larder__table_unlock(home);
 		op_exit(&op);
 		atomic_store_explicit(&c->grow_wanted, (uintptr_t)t, LARDER__RELAXED); /* a hint */
-		rc = wait_pass(c, &op, WAIT_INDEX, &index_deadline, seq);
+		rc = wait_pass(c, &op, WAIT_INDEX, &index_wait, seq);
 		op_enter(&op);
 		if (rc != LARDER_OK)
 			break;

@@ -79,6 +79,9 @@ struct larder {
 
 	larder_removal_fn *listener;
 	void *listener_ctx;
+	/* Listener calls begun and ended: odd while one runs. Written by the
+	 * maintainer (call_listener), read by waiting writers; relaxed, compared only. */
+	larder__atomic_u64 listener_calls;
 	enum larder_policy policy;
 	uint64_t expected_entries;
 	struct larder__slab slab;

@@ -270,6 +270,24 @@ static void admit(struct larder__maint *m, struct larder__entry *e, uint64_t has
 	}
 }
 
+/*
+ * Calls the removal listener. listener_calls is odd while a call runs: a
+ * writer waiting for this maintainer (core/cache.c, wait_pass) gives up
+ * only if it sees the same odd value for a whole second, i.e. when the
+ * listener, the one thing here that can block, has not returned.
+ */
+static void call_listener(struct larder__maint *m, struct larder__entry *e,
+			  enum larder_cause cause)
+{
+	struct larder *c = m->cache;
+	/* Relaxed: we are the only writer; readers only compare values. */
+	uint64_t n = atomic_load_explicit(&c->listener_calls, LARDER__RELAXED);
+	atomic_store_explicit(&c->listener_calls, n + 1, LARDER__RELAXED);
+	c->listener(c->listener_ctx, larder__entry_key(e), e->key_len, larder__entry_value(e),
+		    e->value_len, cause);
+	atomic_store_explicit(&c->listener_calls, n + 2, LARDER__RELAXED); /* as above */
+}
+
 static const enum larder_stat cause_stat[] = {
 	[LARDER_CAUSE_EXPLICIT] = LARDER_STAT_REMOVALS,
 	[LARDER_CAUSE_REPLACED] = LARDER_STAT_REPLACEMENTS,
@@ -300,8 +318,7 @@ static void retire_onto(struct larder__maint *m, struct larder__entry *e, enum l
 	if (notify) {
 		bump(m, cause_stat[cause], 1);
 		if (c->listener && !m->migrating)
-			c->listener(c->listener_ctx, larder__entry_key(e), e->key_len,
-				    larder__entry_value(e), e->value_len, cause);
+			call_listener(m, e, cause);
 	}
 	e->retired_next = *list; /* E5: unlinked from every queue above */
 	*list = e;
@@ -566,8 +583,7 @@ static int migrate(struct larder__maint *m, struct larder__table *t, size_t home
 	int done = larder__table_migrate(t, homes, entry_hash, drop_migrating, c);
 	m->migrating = 0;
 	for (struct larder__entry *e = m->collect; c->listener && e != before; e = e->retired_next)
-		c->listener(c->listener_ctx, larder__entry_key(e), e->key_len,
-			    larder__entry_value(e), e->value_len, LARDER_CAUSE_EVICTED);
+		call_listener(m, e, LARDER_CAUSE_EVICTED);
 	return done;
 }
 
