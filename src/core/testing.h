@@ -73,6 +73,13 @@ void larder__test_wake(larder *cache);
  */
 uint64_t larder__test_wheel_done(larder *cache);
 
+/*
+ * The cache-clock time the maintainer meant to sleep until when it last
+ * went idle: the timing wheel's next event (UINT64_MAX: none; 0: it has not
+ * slept idle yet). It sleeps that long, at most 100 ms, on the cache clock.
+ */
+uint64_t larder__test_idle_until(larder *cache);
+
 #define LARDER__POISON_BYTE 0xdb
 
 #endif /* LARDER_CORE_TESTING_H */

@@ -157,6 +157,7 @@ struct larder__maint {
 	larder__atomic_u64 pass_seq;  /* passes started */
 	larder__atomic_u64 idle_seq;  /* number of the last pass that found nothing to do */
 	larder__atomic_u32 seam_waiters; /* test seams waiting for a pass (seam_wake_and_wait) */
+	larder__atomic_u64 idle_until;   /* test seam: next_due when it last slept idle */
 	larder__atomic_u64 wheel_done; /* R-WHEEL: expired through this clock time */
 	/* Test seam larder__test_check_links: requests counted by the tester
 	 * (R-CHKQ), answered by a pass (R-CHKA); check_ok is written before. */
@@ -1229,6 +1230,7 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 	}
 	/* Sleep until the wheel's next event at most (on the cache clock; see
 	 * the lateness bound above), never longer than IDLE_NS. */
+	atomic_store_explicit(&m->idle_until, m->next_due, LARDER__RELAXED); /* a test seam */
 	uint64_t sleep_ns = IDLE_NS;
 	if (m->next_due != UINT64_MAX) {
 		uint64_t now = c->clock(c->clock_ctx);
@@ -1487,6 +1489,12 @@ void larder__test_wake(larder *c)
 {
 	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* the futex word */
 	larder__futex_wake(&c->maint_sleeping, 1);
+}
+
+uint64_t larder__test_idle_until(larder *c)
+{
+	/* Relaxed: a reading for a test that polls it. */
+	return atomic_load_explicit(&c->maint->idle_until, LARDER__RELAXED);
 }
 
 uint64_t larder__test_wheel_done(larder *c)
