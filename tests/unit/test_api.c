@@ -251,7 +251,7 @@ static void test_stats_physical(void)
 		snprintf(key, sizeof(key), "k%d", i % 1000);
 		CHECK_RC(larder_get(cache, key, strlen(key), buf, sizeof(buf), &len), LARDER_OK);
 	}
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	CHECK_GT(th_stat(cache, LARDER_STAT_MAINT_PASSES), 0);
 	CHECK_GT(th_stat(cache, LARDER_STAT_HIT_SAMPLES), 0);
 	CHECK_LE(th_stat(cache, LARDER_STAT_HIT_SAMPLES), th_stat(cache, LARDER_STAT_HITS));
@@ -363,14 +363,14 @@ static void test_thread_churn(void)
 			args[i] = (struct churn_arg){cache, round * 64 + i};
 		th_run_threads(64, churn_thread, args, sizeof(args[0]));
 		/* the maintainer takes back the exited threads' state before the next round */
-		CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+		CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
 	}
 	for (int i = 0; i < 8 * 64; i++) {
 		char key[32];
 		snprintf(key, sizeof(key), "thread-%d", i);
 		CHECK_RC(larder_contains(cache, key, strlen(key)), LARDER_OK);
 	}
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	/*
 	 * Exited threads' state is released: 512 threads that each wrote 32 bytes
 	 * must not each keep a page of their own (that would be 32 MiB at 64 KiB);
@@ -394,7 +394,7 @@ static void *outlive_thread(void *p)
 
 	CHECK_RC(larder_put(a->cache, "x", 1, "y", 1, LARDER_TTL_DEFAULT), LARDER_OK);
 	th_event_signal(&a->wrote);
-	CHECK(th_event_wait(&a->closed, 10000));
+	CHECK(th_event_wait(&a->closed, 60000));
 	return NULL; /* exits after the cache is gone: its per-thread state must cope */
 }
 
@@ -409,7 +409,7 @@ static void test_thread_outlives_cache(void)
 	th_event_init(&a.wrote);
 	th_event_init(&a.closed);
 	REQUIRE(pthread_create(&t, NULL, outlive_thread, &a) == 0);
-	CHECK(th_event_wait(&a.wrote, 10000));
+	CHECK(th_event_wait(&a.wrote, 60000));
 	larder_close(a.cache);
 	th_event_signal(&a.closed);
 	pthread_join(t, NULL);

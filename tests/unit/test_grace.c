@@ -169,7 +169,7 @@ static void run_parked(enum park_mode mode)
 	CHECK_RC(larder_put(p.cache, "K", 1, original, VLEN, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_put(p.cache, "other", 5, "o", 1, LARDER_TTL_NEVER), LARDER_OK);
 	REQUIRE(pthread_create(&reader, NULL, reader_thread, &p) == 0);
-	if (!CHECK(th_event_wait(&p.in, 10000))) {
+	if (!CHECK(th_event_wait(&p.in, 60000))) {
 		th_event_signal(&p.release);
 		pthread_join(reader, NULL);
 		goto out;
@@ -201,7 +201,7 @@ static void run_parked(enum park_mode mode)
 	CHECK(p.intact_on_exit);
 
 	/* G2: after the reader left, everything retired is freed */
-	th_check_accounting(p.cache, 20000, NULL, &bytes_after);
+	th_check_accounting(p.cache, 60000, NULL, &bytes_after);
 	CHECK_LT(bytes_after, used_parked);
 out:
 	larder__test_poison_freed(0);
@@ -332,7 +332,7 @@ static void test_write_inside_callback(void)
 	CHECK_LE(th_stat(in.cache, LARDER_STAT_USED_BYTES), in.bound);
 	/* outside the callback, writes succeed again (waiting if they must) */
 	CHECK_RC(larder_put(in.cache, "after", 5, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
-	th_check_accounting(in.cache, 20000, NULL, &bytes);
+	th_check_accounting(in.cache, 60000, NULL, &bytes);
 	CHECK_LE(bytes, 64 * KiB);
 	larder_close(in.cache);
 }
@@ -377,7 +377,7 @@ static void test_write_inside_callback_roomy(void)
 		       "\n", r.writes, th_stat(r.cache, LARDER_STAT_USED_BYTES),
 		       th_stat(r.cache, LARDER_STAT_CAPACITY_BYTES));
 	CHECK_EQ(r.writes, 5000);
-	th_check_accounting(r.cache, 20000, NULL, NULL);
+	th_check_accounting(r.cache, 60000, NULL, NULL);
 	larder_close(r.cache);
 }
 
@@ -466,16 +466,16 @@ static void test_writer_waits_for_room(void)
 	atomic_init(&w.stop, 0);
 	CHECK_RC(larder_put(w.cache, "K", 1, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
 	REQUIRE(pthread_create(&holder, NULL, holder_thread, &w) == 0);
-	CHECK(th_event_wait(&w.parked, 10000));
+	CHECK(th_event_wait(&w.parked, 60000));
 	REQUIRE(pthread_create(&writer, NULL, busy_writer_thread, &w) == 0);
 	/* the writer fills capacity + bound, then has to wait */
-	CHECK(th_wait_until(some_writer_waits, w.cache, 20000));
+	CHECK(th_wait_until(some_writer_waits, w.cache, 60000));
 	CHECK_LE(th_stat(w.cache, LARDER_STAT_USED_BYTES), bound);
 	th_event_signal(&w.release);
 	pthread_join(holder, NULL);
 	/* once room is freed the waiting write goes through, and more follow */
 	w.target = atomic_load(&w.puts_ok) + 200;
-	CHECK(th_wait_until(writer_progressed, &w, 20000));
+	CHECK(th_wait_until(writer_progressed, &w, 60000));
 	atomic_store(&w.stop, 1);
 	pthread_join(writer, NULL);
 	CHECK_RC(w.parked_rc, LARDER_OK);
@@ -483,7 +483,7 @@ static void test_writer_waits_for_room(void)
 	CHECK_EQ(th_stat(w.cache, LARDER_STAT_WRITE_BUSY), 0);
 	CHECK_GE(atomic_load(&w.puts_ok), w.target);
 	CHECK_LE(th_stat(w.cache, LARDER_STAT_USED_BYTES), bound);
-	th_check_accounting(w.cache, 20000, NULL, NULL);
+	th_check_accounting(w.cache, 60000, NULL, NULL);
 	larder_close(w.cache);
 	th_event_destroy(&w.parked);
 	th_event_destroy(&w.release);
@@ -516,7 +516,7 @@ static void run_write_wait(uint64_t wait_ms)
 	CHECK_RC(larder_put(w.cache, "K", 1, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_put(w.cache, "old", 3, "kept", 4, LARDER_TTL_NEVER), LARDER_OK);
 	REQUIRE(pthread_create(&holder, NULL, holder_thread, &w) == 0);
-	CHECK(th_event_wait(&w.parked, 10000));
+	CHECK(th_event_wait(&w.parked, 60000));
 	memset(v, 0x55, sizeof(v));
 	for (fills = 0; fills < 100000 && rc == LARDER_OK; fills++) {
 		char key[32];
@@ -557,7 +557,7 @@ static void run_write_wait(uint64_t wait_ms)
 	CHECK(rc == LARDER_MISS || (rc == LARDER_OK && len == 4 && memcmp(buf, "kept", 4) == 0));
 	th_event_signal(&w.release);
 	pthread_join(holder, NULL);
-	th_check_accounting(w.cache, 20000, NULL, NULL);
+	th_check_accounting(w.cache, 60000, NULL, NULL);
 	larder_close(w.cache);
 	th_event_destroy(&w.parked);
 	th_event_destroy(&w.release);

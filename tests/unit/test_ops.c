@@ -135,7 +135,7 @@ static void test_roundtrip_sizes(void)
 		fill(value, sizes[i], (unsigned)i);
 		EXPECT_VALUE(cache, key, strlen(key), value, sizes[i]);
 	}
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	CHECK_EQ(th_stat(cache, LARDER_STAT_ENTRIES), TH_COUNT(sizes));
 	free(value);
 	larder_close(cache);
@@ -200,7 +200,7 @@ static void test_key_limit(void)
 	CHECK_RC(larder_contains(cache, key, (size_t)LARDER_KEY_LIMIT + 1), LARDER_EKEYSIZE);
 	/* 65536 must not wrap to a 0-length key */
 	CHECK_RC(larder_contains(cache, key, 65536 + 3), LARDER_EKEYSIZE);
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	free(key);
 	larder_close(cache);
 }
@@ -222,7 +222,7 @@ static void test_overwrite_many(void)
 	}
 	fill(value, last, 9999);
 	EXPECT_VALUE(cache, "k", 1, value, last);
-	th_check_accounting(cache, 10000, &entries, NULL);
+	th_check_accounting(cache, 60000, &entries, NULL);
 	CHECK_EQ(entries, 1);
 	CHECK_EQ(th_stat(cache, LARDER_STAT_REPLACEMENTS) - repl0, 9999);
 	larder_close(cache);
@@ -241,10 +241,10 @@ static void test_large_values(void)
 		CHECK_RC(larder_put(cache, "big", 3, value, sizes[i], LARDER_TTL_DEFAULT), LARDER_OK);
 		EXPECT_VALUE(cache, "big", 3, value, sizes[i]);
 	}
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	CHECK_GE(th_stat(cache, LARDER_STAT_USED_BYTES), 4 * MiB);
 	CHECK_RC(larder_remove(cache, "big", 3), LARDER_OK);
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	CHECK_EQ(th_stat(cache, LARDER_STAT_USED_BYTES), 0);
 	free(value);
 	larder_close(cache);
@@ -577,7 +577,7 @@ static void test_write_errors_keep_previous(void)
 	/* an entry well under 1/8 of capacity is fine */
 	CHECK_RC(larder_put(cache, "k", 1, big, 64 * KiB, LARDER_TTL_DEFAULT), LARDER_OK);
 	EXPECT_VALUE(cache, "k", 1, big, 64 * KiB);
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	free(big);
 	larder_close(cache);
 }
@@ -593,7 +593,7 @@ static void test_write_errors_absent_key(void)
 	CHECK_RC(larder_put_if_absent(cache, "a", 1, big, 200 * KiB, LARDER_TTL_DEFAULT),
 		 LARDER_EVALSIZE);
 	EXPECT_MISS(cache, "a", 1);
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	CHECK_EQ(th_stat(cache, LARDER_STAT_USED_BYTES), 0);
 	free(big);
 	larder_close(cache);
@@ -617,7 +617,7 @@ static void test_empty_values(void)
 		 LARDER_OK);
 	CHECK_RC(larder_remove_if_equals(cache, "b", 1, NULL, 0), LARDER_OK);
 	EXPECT_MISS(cache, "b", 1);
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	larder_close(cache);
 }
 
@@ -635,7 +635,7 @@ static void test_put_if_absent(void)
 	CHECK_RC(larder_remove(cache, "k", 1), LARDER_OK);
 	CHECK_RC(larder_put_if_absent(cache, "k", 1, "third", 5, LARDER_TTL_DEFAULT), LARDER_OK);
 	EXPECT_VALUE(cache, "k", 1, "third", 5);
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	larder_close(cache);
 }
 
@@ -652,7 +652,7 @@ static void test_replace(void)
 	CHECK_RC(larder_remove(cache, "k", 1), LARDER_OK);
 	CHECK_RC(larder_replace(cache, "k", 1, "v3", 2, LARDER_TTL_DEFAULT), LARDER_MISS);
 	EXPECT_MISS(cache, "k", 1);
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	larder_close(cache);
 }
 
@@ -687,7 +687,7 @@ static void test_replace_if_equals(void)
 	CHECK_RC(larder_replace_if_equals(cache, "k", 1, "abc", 3, "z", 1, LARDER_TTL_DEFAULT),
 		 LARDER_MISMATCH);
 	EXPECT_VALUE(cache, "k", 1, "new", 3);
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	larder_close(cache);
 }
 
@@ -712,7 +712,7 @@ static void test_remove(void)
 	EXPECT_MISS(cache, "k", 1);
 	CHECK_RC(larder_remove(cache, "k", 1), LARDER_MISS);
 	EXPECT_VALUE(cache, "j", 1, "w", 1);
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	CHECK_EQ(th_stat(cache, LARDER_STAT_REMOVALS) - removals0, 1);
 	CHECK_EQ(th_stat(cache, LARDER_STAT_ENTRIES), 1);
 	larder_close(cache);
@@ -737,7 +737,7 @@ static void test_remove_if_equals(void)
 	CHECK_RC(larder_remove_if_equals(cache, "k", 1, "value", 5), LARDER_OK);
 	EXPECT_MISS(cache, "k", 1);
 	CHECK_RC(larder_remove_if_equals(cache, "k", 1, "value", 5), LARDER_MISS);
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	larder_close(cache);
 }
 
@@ -780,7 +780,7 @@ static void test_clear(void)
 		snprintf(key, sizeof(key), "k%d", i);
 		EXPECT_MISS(cache, key, strlen(key));
 	}
-	th_check_accounting(cache, 10000, &entries, &bytes);
+	th_check_accounting(cache, 60000, &entries, &bytes);
 	CHECK_EQ(entries, 0);
 	CHECK_EQ(bytes, 0);
 	CHECK_EQ(th_stat(cache, LARDER_STAT_USED_BYTES), 0);
@@ -788,7 +788,7 @@ static void test_clear(void)
 	/* the cache works as before */
 	CHECK_RC(larder_put(cache, "k1", 2, "again", 5, LARDER_TTL_DEFAULT), LARDER_OK);
 	EXPECT_VALUE(cache, "k1", 2, "again", 5);
-	th_check_accounting(cache, 10000, &entries, NULL);
+	th_check_accounting(cache, 60000, &entries, NULL);
 	CHECK_EQ(entries, 1);
 	larder_close(cache);
 }
@@ -815,7 +815,7 @@ static void test_clear_then_write(void)
 	int last = 19;
 	EXPECT_VALUE(cache, "k0", 2, &last, sizeof(last));
 	EXPECT_MISS(cache, "k1", 2);
-	th_check_accounting(cache, 10000, &entries, NULL);
+	th_check_accounting(cache, 60000, &entries, NULL);
 	CHECK_EQ(entries, 1);
 	larder_close(cache);
 }
