@@ -357,7 +357,7 @@ static void workload(struct world *w)
 	quiesce_all(w);
 	verify_a(w);
 	enter_step(w, S_EVICT);
-	churn(w, w->c, 600, 150, 600, 1);
+	churn(w, w->c, 300, 90, 1000, 1); /* about 60 fit in 64 KiB */
 	quiesce_all(w);
 	enter_step(w, S_SPILL);
 	for (unsigned k = 0; k < ND; k++) {
@@ -385,7 +385,7 @@ static void workload(struct world *w)
 	enter_step(w, S_SETCAP);
 	accepted(w, larder_set_capacity(w->a, 32 * MiB));
 	accepted(w, larder_set_capacity(w->c, 128 * KiB));
-	churn(w, w->c, 300, 150, 600, 3);
+	churn(w, w->c, 100, 90, 1000, 3);
 	quiesce_all(w);
 	verify_a(w);
 	CHECK_EQ(atomic_load(&w->listener_bad), 0);
