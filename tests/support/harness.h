@@ -218,8 +218,9 @@ uint64_t th_stat(larder *cache, enum larder_stat stat);
 /*
  * Quiesces (failing the test if that takes longer than timeout_ms), walks the
  * index and checks LARDER_STAT_ENTRIES and LARDER_STAT_USED_BYTES against the
- * walk (taken again while an expiry or eviction lands beside it, so that both
- * describe one instant), and the eviction policy's queue links
+ * walk (taken again while a write or removal lands beside it, an expiry or
+ * another cache's listener writing, so that both describe one instant), and
+ * the eviction policy's queue links
  * (larder__test_check_links).
  * Returns 1 when everything agreed. Writes the walk into the optional
  * out-parameters.
