@@ -7,14 +7,35 @@
  *
  * Threads
  *   Any number of threads may call any function on one cache at once, with no
- *   registration. A thread's per-thread state is created on its first call and
- *   released when the thread exits.
+ *   registration. A thread's per-thread state is created on its first call
+ *   into larder, and its state for a cache (event queues, allocation cursor:
+ *   about 25 KiB) on its first call on that cache; both are released when the
+ *   thread exits. Those first calls allocate, so any call on a cache - reads
+ *   included, which otherwise never allocate - may fail with LARDER_ENOMEM
+ *   when it is the thread's first on that cache and the allocation fails;
+ *   nothing else changes then, and the next call tries again. (The
+ *   statistics calls do not fail for it: they report what they can.)
  *
  * Return values
  *   Every fallible call returns LARDER_OK (0), a positive documented status
  *   (LARDER_MISS, LARDER_EXISTS, LARDER_MISMATCH) or a negative LARDER_E* error
  *   code; larder_strerror() names both. No call ever aborts or exits the
  *   process on bad input or on out-of-memory.
+ *   When several results apply, the first of this list comes back:
+ *     1. LARDER_EINVAL: a NULL cache or key, an empty key, a NULL pointer
+ *        with a non-zero length (value, expected value, buffer), or another
+ *        required pointer NULL (value_len, ttl_ms, fn);
+ *     2. LARDER_EKEYSIZE;
+ *     3. LARDER_EVALSIZE: the value over max_value_bytes, then the whole
+ *        entry over 1/8 of the capacity;
+ *     4. LARDER_ENOMEM or LARDER_EBUSY: a write reserves its room before it
+ *        looks at the key, so these come before the key's status;
+ *     5. the key's status: LARDER_MISS, LARDER_EXISTS, LARDER_MISMATCH, and
+ *        for a read LARDER_EBUFSIZE.
+ *   An expected value (the *_if_equals calls) longer than max_value_bytes is
+ *   no error: no stored value can equal it, so the result is LARDER_MISMATCH
+ *   (or LARDER_MISS for an absent key). Under LARDER_EBUFSIZE nothing was
+ *   read: no hit is counted and no deadline extended.
  *
  * Keys and values
  *   A key is 1..max_key_bytes bytes (at most LARDER_KEY_LIMIT), a value
@@ -90,7 +111,7 @@ enum larder_error {
 	LARDER_ENOMEM = -4,   /* the operating system refused memory */
 	LARDER_EBUFSIZE = -5, /* the caller's buffer is too small; nothing was copied */
 	LARDER_EBUSY = -6,    /* over the memory bound and no room was freed in time, or the
-			       * maintainer is stuck (over 1 s behind; see larder_put) */
+			       * maintainer is stuck in a removal listener (see larder_put) */
 	LARDER_ETHREAD = -7,  /* the maintainer thread could not be started */
 	LARDER_ESYS = -8,     /* another system call failed; errno has the cause */
 };
@@ -124,7 +145,12 @@ enum larder_policy {
 /*
  * Time to live, in milliseconds, for writes and touch: LARDER_TTL_DEFAULT
  * takes the cache's default, LARDER_TTL_NEVER means the entry never expires.
- * Any other value is a lifetime counted from the moment of the call.
+ * Any other value is a lifetime counted from the moment of the call (the
+ * cache clock's reading in that call). A lifetime that would carry the
+ * deadline past the clock's range saturates: the deadline is then
+ * UINT64_MAX - 1 on the cache clock, a finite one (larder_ttl_remaining()
+ * reports what is left of it), so only LARDER_TTL_NEVER means "none";
+ * UINT64_MAX - 1 saturates like any other large value.
  */
 #define LARDER_TTL_DEFAULT ((uint64_t)0)
 #define LARDER_TTL_NEVER UINT64_MAX
@@ -139,8 +165,17 @@ typedef struct larder_config larder_config;
 
 /*
  * Clock: milliseconds on a monotonic scale. The default reads
- * CLOCK_MONOTONIC. Called on any thread, only for operations that involve a
- * TTL; must be thread-safe and must never go backwards.
+ * CLOCK_MONOTONIC. Called on any thread (the callers' and the maintainer's),
+ * only for operations that involve a TTL; must be thread-safe and should
+ * never go backwards. One that does is tolerated, not honoured: nothing
+ * breaks, and every call judges deadlines by its own reading (a read never
+ * returns a value at or past the deadline by that reading, and a deadline
+ * set is that reading plus the TTL), but the maintainer keeps time by the
+ * latest reading it has seen, so an entry may be reclaimed (reported
+ * EXPIRED) by that later time while a caller's earlier reading would still
+ * find it live: after a step back, entries may leave sooner than their
+ * deadlines say by the current reading, never later than one pass after
+ * the clock passes them again.
  */
 typedef uint64_t larder_clock_fn(void *ctx);
 
@@ -181,10 +216,21 @@ LARDER_API void larder_config_destroy(larder_config *config);
  * The setters never allocate or block. Each returns LARDER_OK or
  * LARDER_EINVAL (config NULL or the value out of its range).
  */
-/* Bytes of entries (headers, keys, values and slot rounding); >= 64 KiB. */
+/*
+ * Bytes of entries (headers, keys, values and slot rounding): 64 KiB to
+ * 2^62 - 1. A budget, not a reservation: nothing is allocated for it up
+ * front, so a capacity larger than the machine is accepted (memory then
+ * runs out first: writes fail with LARDER_ENOMEM, or the system does).
+ */
 LARDER_API LARDER_MUST_USE int larder_config_set_capacity(larder_config *config,
 							  uint64_t bytes);
-/* A sizing hint for the index; it grows past this as needed. */
+/*
+ * A sizing hint for the index, 0 to 2^40 (0 and small values give the
+ * smallest index, 1,024 buckets); it grows past this as needed, and never
+ * shrinks below what this asked for. larder_open() allocates the index for
+ * it: a hint too large for the machine makes larder_open() fail with
+ * LARDER_ENOMEM.
+ */
 LARDER_API LARDER_MUST_USE int larder_config_set_expected_entries(larder_config *config,
 								  uint64_t entries);
 /* 1..LARDER_KEY_LIMIT. */
@@ -210,7 +256,9 @@ LARDER_API LARDER_MUST_USE int larder_config_set_hash_seed(larder_config *config
 							   uint64_t seed);
 /*
  * How long a write may wait for the maintainer to make room when the cache is
- * at its overshoot bound, before failing with LARDER_EBUSY. 0 = never wait.
+ * at its overshoot bound, before failing with LARDER_EBUSY: 0 (never wait)
+ * to 3,600,000 (an hour). The default is 1000. It bounds the wait for
+ * memory only: see larder_put for the waits for the maintainer itself.
  */
 LARDER_API LARDER_MUST_USE int larder_config_set_write_wait_ms(larder_config *config,
 							       uint64_t ms);
@@ -249,9 +297,12 @@ LARDER_API LARDER_MUST_USE int larder_config_set_expiry(larder_config *config,
 /* ---- Lifecycle ---------------------------------------------------------- */
 
 /*
- * Opens a cache and starts its maintainer thread. Allocates. On success *out
- * owns the cache; on failure *out is NULL and nothing is leaked.
- * Errors: LARDER_EINVAL, LARDER_ENOMEM, LARDER_ETHREAD.
+ * Opens a cache and starts its maintainer thread (and waits until it runs).
+ * Allocates: the cache, its index (sized by expected_entries), its policy.
+ * On success *out owns the cache; on failure *out is NULL and nothing is
+ * leaked. Errors: LARDER_EINVAL (out or config NULL), LARDER_ENOMEM (also
+ * when the new thread cannot allocate its own per-thread state),
+ * LARDER_ETHREAD (the thread could not be created).
  */
 LARDER_API LARDER_MUST_USE int larder_open(larder **out, const larder_config *config);
 
@@ -269,8 +320,8 @@ LARDER_API void larder_close(larder *cache);
  * Copies the value of key into buf. On LARDER_OK, *value_len is the value's
  * length. When buf_len is too small, copies nothing, sets *value_len to the
  * length needed and returns LARDER_EBUFSIZE. buf may be NULL when buf_len is 0.
- * Returns LARDER_OK, LARDER_MISS, LARDER_EBUFSIZE, LARDER_EINVAL or
- * LARDER_EKEYSIZE.
+ * Returns LARDER_OK, LARDER_MISS, LARDER_EBUFSIZE, LARDER_EINVAL,
+ * LARDER_EKEYSIZE, or LARDER_ENOMEM (a thread's first call: see Threads).
  */
 LARDER_API LARDER_MUST_USE int larder_get(larder *cache, const void *key, size_t key_len,
 					  void *buf, size_t buf_len, size_t *value_len);
@@ -278,7 +329,8 @@ LARDER_API LARDER_MUST_USE int larder_get(larder *cache, const void *key, size_t
 /*
  * Calls fn(ctx, value, value_len) on the stored bytes in place when the key is
  * present; fn is not called on a miss. See "Read sections" above.
- * Returns LARDER_OK, LARDER_MISS, LARDER_EINVAL or LARDER_EKEYSIZE.
+ * Returns LARDER_OK, LARDER_MISS, LARDER_EINVAL, LARDER_EKEYSIZE or
+ * LARDER_ENOMEM (a thread's first call: see Threads).
  */
 LARDER_API LARDER_MUST_USE int larder_get_with(larder *cache, const void *key, size_t key_len,
 					       larder_read_fn *fn, void *ctx);
@@ -288,20 +340,23 @@ LARDER_API LARDER_MUST_USE int larder_get_with(larder *cache, const void *key, s
  * index buckets first) and calls fn(ctx, i, value, value_len) for each key i
  * that is present, in index order, inside one read section. Keys that are
  * absent, expired or invalid (empty, too long, NULL) are skipped.
- * Returns the number of keys found (>= 0) or LARDER_EINVAL (cache, keys,
- * key_lens or fn NULL, whatever count is: count 0 with valid arrays returns 0).
+ * Returns the number of keys found (>= 0), LARDER_EINVAL (cache, keys,
+ * key_lens or fn NULL, whatever count is: count 0 with valid arrays returns 0)
+ * or LARDER_ENOMEM (a thread's first call: see Threads).
  */
 LARDER_API LARDER_MUST_USE long larder_get_batch(larder *cache, size_t count,
 						 const void *const keys[], const size_t key_lens[],
 						 larder_batch_fn *fn, void *ctx);
 
-/* Returns LARDER_OK if the key is present, LARDER_MISS, LARDER_EINVAL or LARDER_EKEYSIZE. */
+/* Returns LARDER_OK if the key is present, LARDER_MISS, LARDER_EINVAL, LARDER_EKEYSIZE or
+ * LARDER_ENOMEM (a thread's first call: see Threads). Extends no deadline. */
 LARDER_API LARDER_MUST_USE int larder_contains(larder *cache, const void *key, size_t key_len);
 
 /*
  * Sets *ttl_ms to the key's remaining lifetime (LARDER_TTL_NEVER if it has
- * none; a live entry always has at least 1 ms left).
- * Returns LARDER_OK, LARDER_MISS, LARDER_EINVAL or LARDER_EKEYSIZE.
+ * none; a live entry always has at least 1 ms left). Extends no deadline.
+ * Returns LARDER_OK, LARDER_MISS, LARDER_EINVAL, LARDER_EKEYSIZE or
+ * LARDER_ENOMEM (a thread's first call: see Threads).
  */
 LARDER_API LARDER_MUST_USE int larder_ttl_remaining(larder *cache, const void *key,
 						    size_t key_len, uint64_t *ttl_ms);
@@ -314,11 +369,13 @@ LARDER_API LARDER_MUST_USE int larder_ttl_remaining(larder *cache, const void *k
  * Writes allocate from the cache's own memory and may wait up to the
  * configured write wait when the cache is at its overshoot bound (never from
  * inside a read callback or a removal listener: LARDER_EBUSY at once; see
- * "Re-entrant calls"). A write may also wait, up to 1 s, for the maintainer
- * to take its queued events (512 per thread) or to grow the index (never
- * from a removal listener); only a maintainer that finishes no pass for that
- * long (a removal listener that does not return, or a thread given no CPU
- * for a second) makes it fail with LARDER_EBUSY.
+ * "Re-entrant calls"). A write may also wait for the maintainer to take its
+ * queued events (512 per thread) or to grow the index (never from a removal
+ * listener): as long as the maintainer works, however slowly, and it fails
+ * with LARDER_EBUSY only once the maintainer has spent a whole second inside
+ * one call of the removal listener (a listener that does not return, e.g.
+ * one that waits for a lock this writer holds). LARDER_STAT_BUSY_MEMORY,
+ * _BUSY_EVENTS and _BUSY_INDEX count each cause.
  * On any error the key's previous value is left intact.
  * Errors common to all: LARDER_EINVAL (NULL pointer with a non-zero length,
  * empty key), LARDER_EKEYSIZE, LARDER_EVALSIZE (value over max_value_bytes,
@@ -367,14 +424,16 @@ LARDER_API LARDER_MUST_USE int larder_touch(larder *cache, const void *key, size
  * Removes every entry (cause LARDER_CAUSE_CLEARED). O(1) for the caller:
  * the index is swapped for an empty one and the maintainer frees the old
  * entries in the background. Allocates the new index.
- * Returns LARDER_OK, LARDER_EINVAL or LARDER_ENOMEM (nothing was cleared).
+ * Returns LARDER_OK, LARDER_EINVAL, LARDER_ENOMEM (nothing was cleared) or
+ * LARDER_EBUSY (its event could not be queued: see larder_put).
  */
 LARDER_API LARDER_MUST_USE int larder_clear(larder *cache);
 
 /*
  * Changes the capacity at run time (>= 64 KiB). When shrinking, the
  * maintainer evicts down to the new capacity promptly; writes may wait
- * meanwhile. Returns LARDER_OK or LARDER_EINVAL.
+ * meanwhile. Never allocates. Returns LARDER_OK or LARDER_EINVAL (cache
+ * NULL, bytes outside 64 KiB to 2^62 - 1).
  */
 LARDER_API LARDER_MUST_USE int larder_set_capacity(larder *cache, uint64_t bytes);
 
