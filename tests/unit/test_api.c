@@ -85,9 +85,49 @@ static void test_config_setter_ranges(void)
 	CHECK_RC(larder_config_set_hash_seed(config, UINT64_MAX), LARDER_OK);
 	CHECK_RC(larder_config_set_write_wait_ms(config, 0), LARDER_OK);
 	CHECK_RC(larder_config_set_write_wait_ms(config, 5000), LARDER_OK);
+	/* write wait 0..3,600,000 ms */
+	CHECK_RC(larder_config_set_write_wait_ms(config, 3600000), LARDER_OK);
+	CHECK_RC(larder_config_set_write_wait_ms(config, 3600001), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_write_wait_ms(config, UINT64_MAX), LARDER_EINVAL);
+	/* expected entries 0..2^40 */
+	CHECK_RC(larder_config_set_expected_entries(config, 0), LARDER_OK);
 	CHECK_RC(larder_config_set_expected_entries(config, 1), LARDER_OK);
 	CHECK_RC(larder_config_set_expected_entries(config, 1000000), LARDER_OK);
+	CHECK_RC(larder_config_set_expected_entries(config, (uint64_t)1 << 40), LARDER_OK);
+	CHECK_RC(larder_config_set_expected_entries(config, ((uint64_t)1 << 40) + 1),
+		 LARDER_EINVAL);
+	/* capacity up to 2^62 - 1: a budget, not a reservation */
+	CHECK_RC(larder_config_set_capacity(config, ((uint64_t)1 << 62) - 1), LARDER_OK);
+	CHECK_RC(larder_config_set_capacity(config, (uint64_t)1 << 62), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_capacity(config, UINT64_MAX), LARDER_EINVAL);
 	larder_config_destroy(config);
+}
+
+/*
+ * The ranges as larder.h states them, at open: a capacity of 2^50 bytes
+ * opens (nothing is reserved for it) and works, and set_capacity has the
+ * setter's range. (An index too large to map fails open with ENOMEM:
+ * test_oom makes every mapping of open fail in turn.)
+ */
+static void test_open_range_limits(void)
+{
+	uint64_t mapped = larder__test_mapped_bytes();
+	larder_config *config = th_config((uint64_t)1 << 50);
+	larder *cache = NULL;
+	char buf[4];
+	size_t len;
+
+	REQUIRE(config != NULL);
+	cache = th_open(config);
+	REQUIRE(cache != NULL);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_CAPACITY_BYTES), (uint64_t)1 << 50);
+	CHECK_RC(larder_put(cache, "k", 1, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_get(cache, "k", 1, buf, sizeof(buf), &len), LARDER_OK);
+	CHECK_RC(larder_set_capacity(cache, ((uint64_t)1 << 62) - 1), LARDER_OK);
+	CHECK_RC(larder_set_capacity(cache, (uint64_t)1 << 62), LARDER_EINVAL);
+	CHECK_RC(larder_set_capacity(cache, 64 * KiB - 1), LARDER_EINVAL);
+	larder_close(cache);
+	CHECK_EQ(larder__test_mapped_bytes(), mapped);
 }
 
 /* A rejected setting must leave the previous one in force. */
@@ -510,6 +550,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_config_create_null),
 		TH_TEST(test_config_setters_null),
 		TH_TEST(test_config_setter_ranges),
+		TH_TEST(test_open_range_limits),
 		TH_TEST(test_config_rejected_setting_keeps_previous),
 		TH_TEST(test_open_null),
 		TH_TEST(test_open_defaults),
