@@ -1044,6 +1044,15 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 	return rc;
 }
 
+/* The slab's reserve of empty pages per page size: 1/64 of the capacity,
+ * at most LARDER__SLAB_RESERVE_MAX (4 MiB), so that a small cache does not
+ * keep six times 4 MiB of empty pages (a 64 MiB cache: 1 MiB each). */
+static uint64_t slab_reserve(uint64_t capacity)
+{
+	uint64_t r = capacity / 64;
+	return r < LARDER__SLAB_RESERVE_MAX ? r : LARDER__SLAB_RESERVE_MAX;
+}
+
 /* A table sized for the expected entries (L1 in table.h); growth takes it
  * from there. */
 static struct larder__table *first_table(const struct larder *c)
@@ -1093,6 +1102,7 @@ int larder_set_capacity(larder *c, uint64_t bytes)
 	/* Relaxed: B1 holds after both stores; writers re-check on the next chunk. */
 	atomic_store_explicit(&c->capacity, bytes, LARDER__RELAXED);
 	atomic_fetch_add_explicit(&c->budget, delta, LARDER__RELAXED);
+	larder__slab_set_reserve(&c->slab, slab_reserve(bytes));
 	pthread_mutex_unlock(&c->admin_lock);
 	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* see futex wake */
 	larder__futex_wake(&c->maint_sleeping, 1);
@@ -1245,6 +1255,7 @@ int larder_open(larder **out, const larder_config *cfg)
 		goto fail_admin_lock;
 	if (larder__slab_init(&c->slab) != 0)
 		goto fail_slab;
+	larder__slab_set_reserve(&c->slab, slab_reserve(cfg->capacity));
 	struct larder__table *t = first_table(c);
 	if (!t)
 		goto fail_table;

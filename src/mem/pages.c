@@ -102,3 +102,9 @@ void larder__pages_unmap(void *p, size_t bytes)
 	munmap(p, bytes);
 	atomic_fetch_sub_explicit(&mapped_bytes, bytes, LARDER__RELAXED); /* a statistic */
 }
+
+void larder__pages_release(void *p, size_t bytes)
+{
+	/* A hint: if the kernel refuses, the memory stays resident, as before. */
+	(void)madvise(p, bytes, MADV_DONTNEED);
+}
