@@ -40,6 +40,7 @@
 #define _GNU_SOURCE
 #endif
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/entry.h"
@@ -102,6 +103,13 @@ static int put_key(larder *cache, uint64_t id, size_t vlen)
 	rc = larder_put(cache, key, strlen(key), v, vlen, LARDER_TTL_NEVER);
 	free(v);
 	return rc;
+}
+
+/* get_with callback: notes where the value is stored. */
+static void note_addr_fn(void *ctx, const void *value, size_t value_len)
+{
+	(void)value_len;
+	*(unsigned char **)ctx = (unsigned char *)value;
 }
 
 static larder *open_sized(uint64_t capacity, uint64_t expected)
@@ -1289,6 +1297,78 @@ static void test_tuner_memory_bounded(void)
 	larder_close(cache);
 }
 
+/*
+ * M13 (RSS of a small cache with big entries): a freed slot of 64 KiB or
+ * more gives its memory back to the kernel while its page stays (mincore
+ * says its OS pages are no longer resident), and the reserve of empty
+ * pages is 1/64 of the capacity per page size (one page at least). Under
+ * AddressSanitizer, freed memory's shadow is the sanitizer's: not judged.
+ */
+static void test_big_slots_released(void)
+{
+	enum { N = 16, VLEN = 100 * 1024 };
+	larder *cache = open_sized(64 * MiB, 1024);
+	unsigned char *v = malloc(VLEN);
+	unsigned char *addr[N];
+
+	REQUIRE(cache != NULL && v != NULL);
+	memset(v, 0x77, VLEN);
+	for (int i = 0; i < N; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "big%d", i);
+		CHECK_RC(larder_put(cache, key, strlen(key), v, VLEN, LARDER_TTL_NEVER), LARDER_OK);
+	}
+	/* where each value lives: the callback sees the stored bytes */
+	for (int i = 0; i < N; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "big%d", i);
+		addr[i] = NULL;
+		CHECK_RC(larder_get_with(cache, key, strlen(key), note_addr_fn, &addr[i]), LARDER_OK);
+	}
+	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	/* every other one goes: their pages keep a live neighbour */
+	for (int i = 0; i < N; i += 2) {
+		char key[16];
+		snprintf(key, sizeof(key), "big%d", i);
+		CHECK_RC(larder_remove(cache, key, strlen(key)), LARDER_OK);
+	}
+	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	if (!TH_ASAN) {
+		long resident_freed = 0, resident_live = 0;
+		for (int i = 0; i < N; i++) {
+			/* the value's whole OS pages, well inside its slot */
+			uintptr_t from = ((uintptr_t)addr[i] + 8191) & ~(uintptr_t)4095;
+			unsigned char vec[16];
+			if (!CHECK(addr[i] != NULL) || !CHECK_EQ(mincore((void *)from, 16 * 4096, vec), 0))
+				continue;
+			for (int j = 0; j < 16; j++)
+				*(i % 2 == 0 ? &resident_freed : &resident_live) += vec[j] & 1;
+		}
+		CHECK_EQ(resident_freed, 0);
+		CHECK_EQ(resident_live, (N / 2) * 16);
+	}
+	/* the reserve: at most 1 MiB (64 MiB / 64) per page size, or one page */
+	for (int i = 0; i < N; i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "big%d", i);
+		int rc = larder_remove(cache, key, strlen(key));
+		CHECK(rc == LARDER_OK || rc == LARDER_MISS);
+	}
+	for (uint64_t id = 0; id < 20000; id++)
+		CHECK_RC(put_key(cache, id, 100 + id % 3000), LARDER_OK);
+	CHECK_RC(larder_clear(cache), LARDER_OK);
+	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	/* two page sizes in use: the small values' 64 KiB pages and the big
+	 * ones' 1 MiB pages, 1 MiB of each at most (it was 4 MiB each) */
+	uint64_t reserve = th_stat(cache, LARDER_STAT_RESERVE_BYTES);
+	printf("  reserve after a clear: %" PRIu64 " KiB\n", reserve / KiB);
+	CHECK_LE(reserve, 2 * MiB);
+	CHECK_GT(th_stat(cache, LARDER_STAT_PAGES_RETURNED), 0);
+	th_check_accounting(cache, 60000, NULL, NULL);
+	larder_close(cache);
+	free(v);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -1320,6 +1400,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_close_mid_clear_walk),
 		TH_TEST(test_pages_adjacent),
 		TH_TEST(test_tuner_memory_bounded),
+		TH_TEST(test_big_slots_released),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
