@@ -468,7 +468,6 @@ int main(int argc, char **argv)
 	th_event_init(&tick);
 	while (th_now_ms() < end && th_failures() == 0) {
 		/* thread churn: every slot whose worker finished gets a new one */
-		unsigned live = 0;
 		for (unsigned i = 0; i < opt.threads; i++) {
 			if (w[i].live && pthread_tryjoin_np(w[i].thread, NULL) == 0)
 				w[i].live = 0;
@@ -479,7 +478,6 @@ int main(int argc, char **argv)
 					atomic_fetch_add(&threads_started, 1);
 				}
 			}
-			live += (unsigned)w[i].live;
 		}
 		if (th_now_ms() >= next_checkpoint) {
 			checkpoint(1);
