@@ -145,6 +145,7 @@ struct larder__maint {
 	larder__atomic_u64 index_floor;
 	uint64_t policy_capacity; /* the capacity last given to the policy */
 	int migrating; /* inside migrate(): the listener waits for its end */
+	int closing;   /* larder__maint_destroy(): no listener calls (on the closer's thread) */
 	struct larder__wheel wheel; /* counted entries with a deadline (E3: ours) */
 	uint64_t next_due;          /* larder__wheel_next() after the last advance */
 	uint64_t now_ms;            /* the cache clock, read once per pass when needed;
@@ -318,7 +319,7 @@ static void retire_onto(struct larder__maint *m, struct larder__entry *e, enum l
 		larder__wheel_cancel(&m->wheel, larder__entry_wheel(e));
 	if (notify) {
 		bump(m, cause_stat[cause], 1);
-		if (c->listener && !m->migrating)
+		if (c->listener && !m->migrating && !m->closing)
 			call_listener(m, e, cause);
 	}
 	e->retired_next = *list; /* E5: unlinked from every queue above */
@@ -1265,6 +1266,10 @@ static void *maint_main(void *arg)
 	/* A-STOP: acquire, pairs with R-STOP in larder__maint_stop(). */
 	while (!atomic_load_explicit(&c->stop, LARDER__ACQUIRE))
 		maint_sleep(c->maint, maint_pass(c->maint));
+	/* What callers posted before close: applied here, so that the
+	 * listener hears of those removals on this thread, not the closer's. */
+	uint64_t hits;
+	drain_all(c->maint, &hits);
 	return NULL;
 }
 
@@ -1349,8 +1354,11 @@ void larder__maint_destroy(struct larder *c)
 	struct larder__maint *m = c->maint;
 	/* Apply what threads posted last, so that every entry is in the index or
 	 * on a retire list; then slab pages go back whole, and only private
-	 * mappings need a walk. */
+	 * mappings need a walk. The maintainer's last drain (maint_main) left
+	 * only what its listener wrote meanwhile; no listener runs here, on the
+	 * closing thread (larder.h: removals at close are not reported). */
 	uint64_t hits;
+	m->closing = 1;
 	drain_all(m, &hits);
 	struct larder__table *root = /* A-ROOT */
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
