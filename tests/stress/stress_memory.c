@@ -234,7 +234,7 @@ int main(int argc, char **argv)
 	/* 16 expected entries: the first table (1,024 buckets) halves down to
 	 * the lowered floor, which a table sized for more (an odd multiple of
 	 * 64 buckets) could not. */
-	if (!config || larder_config_set_write_wait_ms(config, 30000) != LARDER_OK ||
+	if (!config || larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS) != LARDER_OK ||
 	    larder_config_set_expected_entries(config, 16) != LARDER_OK)
 		return 1;
 	larder *cache = th_open(config);

@@ -387,7 +387,8 @@ larder_config *th_config(uint64_t capacity_bytes)
 	if (!CHECK_RC(larder_config_create(&config), LARDER_OK))
 		return NULL;
 	if (!CHECK_RC(larder_config_set_capacity(config, capacity_bytes), LARDER_OK) ||
-	    !CHECK_RC(larder_config_set_hash_seed(config, TH_HASH_SEED), LARDER_OK)) {
+	    !CHECK_RC(larder_config_set_hash_seed(config, TH_HASH_SEED), LARDER_OK) ||
+	    !CHECK_RC(larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS), LARDER_OK)) {
 		larder_config_destroy(config);
 		return NULL;
 	}

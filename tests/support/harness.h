@@ -231,7 +231,14 @@ int th_check_accounting(larder *cache, uint64_t timeout_ms, uint64_t *entries,
 /* The hash seed th_config() fixes (tests that aim keys at one bucket use it). */
 #define TH_HASH_SEED 0x5eed5eed12345678ull
 
-/* Creates a config with a fixed hash seed; fails the test and returns NULL on error. */
+/* The write wait th_config() sets: a writer at the memory bound waits this
+ * long for the maintainer before LARDER_EBUSY, so that no test fails because
+ * a loaded machine made the maintainer slow (the default, 1 s, did under
+ * ThreadSanitizer). Tests of the wait itself set their own. */
+#define TH_WRITE_WAIT_MS 60000u
+
+/* Creates a config with a fixed hash seed and TH_WRITE_WAIT_MS; fails the
+ * test and returns NULL on error. */
 larder_config *th_config(uint64_t capacity_bytes);
 /* Opens a cache from config and destroys config; fails the test and returns NULL on error. */
 larder *th_open(larder_config *config);

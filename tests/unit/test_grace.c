@@ -156,7 +156,7 @@ static void run_parked(enum park_mode mode)
 	int rc;
 
 	REQUIRE(config != NULL);
-	CHECK_RC(larder_config_set_write_wait_ms(config, 20000), LARDER_OK);
+	CHECK_RC(larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS), LARDER_OK);
 	memset(&p, 0, sizeof(p));
 	p.cache = th_open(config);
 	p.mode = mode;
@@ -455,7 +455,7 @@ static void test_writer_waits_for_room(void)
 	uint64_t bound;
 
 	REQUIRE(config != NULL);
-	CHECK_RC(larder_config_set_write_wait_ms(config, 30000), LARDER_OK);
+	CHECK_RC(larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS), LARDER_OK);
 	memset(&w, 0, sizeof(w));
 	w.cache = th_open(config);
 	REQUIRE(w.cache != NULL);

@@ -146,7 +146,7 @@ static larder *open_recorded(uint64_t capacity)
 		return NULL;
 	CHECK_RC(larder_config_set_removal_listener(config, rec_listener, &rec), LARDER_OK);
 	CHECK_RC(larder_config_set_clock(config, th_clock_fn, &clk), LARDER_OK);
-	CHECK_RC(larder_config_set_write_wait_ms(config, 10000), LARDER_OK);
+	CHECK_RC(larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS), LARDER_OK);
 	cache = th_open(config);
 	/* Release: pairs with the acquire in rec_listener(). */
 	atomic_store_explicit(&rec.cache, cache, memory_order_release);

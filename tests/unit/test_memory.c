@@ -120,7 +120,7 @@ static larder *open_sized(uint64_t capacity, uint64_t expected)
 		return NULL;
 	CHECK_RC(larder_config_set_expected_entries(config, expected), LARDER_OK);
 	/* generous: a slow maintainer under sanitizers must not turn into EBUSY */
-	CHECK_RC(larder_config_set_write_wait_ms(config, 20000), LARDER_OK);
+	CHECK_RC(larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS), LARDER_OK);
 	return th_open(config);
 }
 
@@ -167,7 +167,7 @@ static void test_eviction_every_policy(void)
 
 		REQUIRE(config != NULL);
 		CHECK_RC(larder_config_set_policy(config, policies[p]), LARDER_OK);
-		CHECK_RC(larder_config_set_write_wait_ms(config, 20000), LARDER_OK);
+		CHECK_RC(larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS), LARDER_OK);
 		cache = th_open(config);
 		if (!CHECK(cache != NULL))
 			continue;
@@ -204,7 +204,7 @@ static void test_eviction_mixed_sizes(void)
 
 	REQUIRE(config != NULL);
 	CHECK_RC(larder_config_set_max_value_bytes(config, MiB), LARDER_OK);
-	CHECK_RC(larder_config_set_write_wait_ms(config, 20000), LARDER_OK);
+	CHECK_RC(larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS), LARDER_OK);
 	cache = th_open(config);
 	REQUIRE(cache != NULL);
 	for (n = 0; n < TH_COUNT(lens); n++) {
@@ -671,7 +671,7 @@ static long enomem_sweep(int small_only, long runs)
 		if (!CHECK(config != NULL))
 			break;
 		CHECK_RC(larder_config_set_expected_entries(config, 16), LARDER_OK);
-		CHECK_RC(larder_config_set_write_wait_ms(config, 10000), LARDER_OK);
+		CHECK_RC(larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS), LARDER_OK);
 		CHECK_RC(larder_config_set_max_value_bytes(config, 512 * KiB), LARDER_OK);
 		cache = th_open(config);
 		if (!CHECK(cache != NULL))
@@ -1128,7 +1128,7 @@ static larder *open_walk(struct walk_rec *r)
 	if (config == NULL)
 		return NULL;
 	CHECK_RC(larder_config_set_expected_entries(config, 1024), LARDER_OK);
-	CHECK_RC(larder_config_set_write_wait_ms(config, 20000), LARDER_OK);
+	CHECK_RC(larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS), LARDER_OK);
 	CHECK_RC(larder_config_set_removal_listener(config, walk_listener, r), LARDER_OK);
 	return th_open(config);
 }
