@@ -34,6 +34,7 @@
 #include "core/alloc.h"
 #include "core/cache.h"
 #include "core/hash.h"
+#include "core/testing.h"
 #include "core/thread.h"
 #include "evict/policy.h"
 #include "index/table.h"
@@ -639,6 +640,16 @@ static void count_busy(struct larder__handle *h, enum wait_kind kind)
 			  1);
 }
 
+static uint64_t stuck_ms(larder *c)
+{
+	return atomic_load_explicit(&c->stuck_ms, LARDER__RELAXED); /* a setting */
+}
+
+void larder__test_stuck_ms(larder *c, uint64_t ms)
+{
+	atomic_store_explicit(&c->stuck_ms, ms, LARDER__RELAXED); /* a setting */
+}
+
 /* Relaxed: compared only (cache.h); a stale value only extends a wait. */
 static uint64_t listener_calls(larder *c)
 {
@@ -653,7 +664,7 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_
 	struct larder__handle *h = op->handle;
 	uint64_t now = larder__monotonic_ns();
 	if (!w->deadline_ns) {
-		uint64_t ms = kind == WAIT_MEMORY ? c->write_wait_ms : MAINT_WAIT_MS;
+		uint64_t ms = kind == WAIT_MEMORY ? c->write_wait_ms : stuck_ms(c);
 		int allowed = !op->thread->maintainer &&
 			      (kind != WAIT_MEMORY || !larder__read_active(&op->thread->reader));
 		if (!allowed || ms == 0) {
@@ -671,7 +682,7 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_
 		}
 		/* The maintainer is working, or in another listener call than
 		 * a second ago: wait on. */
-		w->deadline_ns = now + MAINT_WAIT_MS * 1000000u;
+		w->deadline_ns = now + stuck_ms(c) * 1000000u;
 		w->listener_mark = calls;
 	}
 	/* W3: seq_cst, so the maintainer's wake_writers() either sees us
@@ -1234,6 +1245,7 @@ int larder_open(larder **out, const larder_config *cfg)
 	c->coarse_margin_ms =
 		cfg->clock == larder__clock_default ? larder__clock_coarse_margin_ms() : 0;
 	c->write_wait_ms = cfg->write_wait_ms;
+	atomic_store_explicit(&c->stuck_ms, MAINT_WAIT_MS, LARDER__RELAXED); /* not shared yet */
 	if (cfg->expiry == LARDER_EXPIRE_AFTER_ACCESS && cfg->default_ttl_ms != LARDER_TTL_NEVER) {
 		c->access_ttl_ms = cfg->default_ttl_ms;
 		c->access_slack_ms = cfg->default_ttl_ms / ACCESS_SLACK_DIVISOR;

@@ -82,6 +82,9 @@ struct larder {
 	/* Listener calls begun and ended: odd while one runs. Written by the
 	 * maintainer (call_listener), read by waiting writers; relaxed, compared only. */
 	larder__atomic_u64 listener_calls;
+	/* How long one listener call may run before waiting writers give up:
+	 * 1 s; a test seam may set it (relaxed, a setting). */
+	larder__atomic_u64 stuck_ms;
 	enum larder_policy policy;
 	uint64_t expected_entries;
 	struct larder__slab slab;

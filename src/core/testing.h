@@ -80,6 +80,10 @@ uint64_t larder__test_wheel_done(larder *cache);
  */
 uint64_t larder__test_idle_until(larder *cache);
 
+/* Sets how long a removal listener call may run before writers waiting
+ * for the maintainer give up with LARDER_EBUSY (1000 ms; core/cache.c). */
+void larder__test_stuck_ms(larder *cache, uint64_t ms);
+
 #define LARDER__POISON_BYTE 0xdb
 
 #endif /* LARDER_CORE_TESTING_H */

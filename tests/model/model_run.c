@@ -1029,6 +1029,8 @@ static larder *open_cache(struct world *w)
 	    larder_config_set_removal_listener(lc, listener, w) == LARDER_OK &&
 	    larder_open(&c, lc) != LARDER_OK)
 		c = NULL;
+	if (c)
+		larder__test_stuck_ms(c, TH_STUCK_MS); /* a loaded machine: harness.h */
 	larder_config_destroy(lc);
 	return c;
 }

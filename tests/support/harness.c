@@ -403,6 +403,8 @@ larder *th_open(larder_config *config)
 		return NULL;
 	if (!CHECK_RC(larder_open(&cache, config), LARDER_OK))
 		cache = NULL;
+	if (cache)
+		larder__test_stuck_ms(cache, TH_STUCK_MS);
 	larder_config_destroy(config);
 	return cache;
 }

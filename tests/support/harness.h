@@ -237,10 +237,17 @@ int th_check_accounting(larder *cache, uint64_t timeout_ms, uint64_t *entries,
  * ThreadSanitizer). Tests of the wait itself set their own. */
 #define TH_WRITE_WAIT_MS 60000u
 
+/* How long th_open() lets one removal listener call run before waiting
+ * writers give up (larder__test_stuck_ms; the engine's is 1 s): a loaded
+ * machine can stop a maintainer mid-call for a second. Tests of the limit
+ * set their own. */
+#define TH_STUCK_MS 60000u
+
 /* Creates a config with a fixed hash seed and TH_WRITE_WAIT_MS; fails the
  * test and returns NULL on error. */
 larder_config *th_config(uint64_t capacity_bytes);
-/* Opens a cache from config and destroys config; fails the test and returns NULL on error. */
+/* Opens a cache from config (with TH_STUCK_MS) and destroys config; fails the
+ * test and returns NULL on error. */
 larder *th_open(larder_config *config);
 
 #endif /* LARDER_TESTS_HARNESS_H */

@@ -382,6 +382,7 @@ static void test_stuck_listener_busy(void)
 	CHECK_RC(larder_config_set_removal_listener(config, blocking_listener, &b), LARDER_OK);
 	cache = th_open(config);
 	REQUIRE(cache != NULL);
+	larder__test_stuck_ms(cache, 1000); /* the engine's own limit */
 	CHECK_RC(larder_put(cache, "kept", 4, "old", 3, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_put(cache, "block", 5, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_remove(cache, "block", 5), LARDER_OK);
@@ -394,9 +395,10 @@ static void test_stuck_listener_busy(void)
 		ok += rc == LARDER_OK;
 	}
 	CHECK_RC(rc, LARDER_EBUSY);
-	/* the ring's 512 slots, less the 3 events of the listener's own pass
-	 * (not released yet: the maintainer is still applying them) */
-	CHECK_EQ(ok, 509);
+	/* the ring's 512 slots, less up to 3 events of the listener's own pass
+	 * (not released while the maintainer is still applying them) */
+	CHECK_GE(ok, 509);
+	CHECK_LE(ok, 512);
 	CHECK_RC(larder_put(cache, "kept", 4, "new", 3, LARDER_TTL_NEVER), LARDER_EBUSY);
 	CHECK_RC(larder_get(cache, "kept", 4, buf, sizeof(buf), &len), LARDER_OK);
 	CHECK(len == 3 && memcmp(buf, "old", 3) == 0);
@@ -444,6 +446,9 @@ static void test_slow_listener_waited_for(void)
 	CHECK_RC(larder_config_set_removal_listener(config, slow_listener, NULL), LARDER_OK);
 	cache = th_open(config);
 	REQUIRE(cache != NULL);
+	/* (th_open lets a call run 60 s, not 1: a loaded machine may stop
+	 * the maintainer mid-call for a second; this test is about many short
+	 * calls, which the old limit of 1 s on the whole pass failed.) */
 	for (int i = 0; i < 600; i++) {
 		char key[16];
 		snprintf(key, sizeof(key), "c%d", i);

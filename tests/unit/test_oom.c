@@ -269,8 +269,10 @@ static larder *open_retry(struct world *w, enum larder_policy policy, uint64_t c
 		enter_step(w, S_OPEN);
 		rc = larder_open(&c, cfg);
 		larder_config_destroy(cfg);
-		if (accepted(w, rc))
+		if (accepted(w, rc)) {
+			larder__test_stuck_ms(c, TH_STUCK_MS); /* a loaded machine: harness.h */
 			return c;
+		}
 		CHECK(c == NULL);
 	}
 	return NULL;
