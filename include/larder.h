@@ -482,10 +482,12 @@ enum larder_stat {
 	/* LARDER_STAT_WRITE_BUSY by cause; the three add up to it. */
 	LARDER_STAT_BUSY_MEMORY,     /* at the memory bound: no room within write_wait_ms, or at
 					once where a write may not wait (see larder_put) */
-	LARDER_STAT_BUSY_EVENTS,     /* the thread's event queue stayed full: the maintainer
-					finished no pass for 1 s (stuck, or given no CPU) */
-	LARDER_STAT_BUSY_INDEX,      /* the index had to grow first and did not within 1 s (or,
-					for a write from a removal listener, was full) */
+	LARDER_STAT_BUSY_EVENTS,     /* the thread's event queue was full and the maintainer
+					had been inside one listener call for 1 s (or, for a
+					listener's write, 65,536 of its events waited) */
+	LARDER_STAT_BUSY_INDEX,      /* the index had to grow first and the maintainer had been
+					inside one listener call for 1 s (or, for a listener's
+					write, the index was full) */
 	LARDER_STAT_EVENTS_SPILLED,  /* events of listener writes that overflowed a full event
 					ring (a listener's write never waits; see larder_put) */
 	LARDER_STAT_COUNT
