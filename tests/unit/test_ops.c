@@ -582,6 +582,55 @@ static void test_write_errors_keep_previous(void)
 	larder_close(cache);
 }
 
+/*
+ * Which result wins when several apply (larder.h, "Return values"): every
+ * EINVAL before EKEYSIZE before EVALSIZE, all before the key's status; an
+ * expected value longer than max_value_bytes is no error (the issue's two
+ * cases: put_if_absent of an over-long value on a present key, and
+ * replace_if_equals with an over-long expected value).
+ */
+static void test_error_precedence(void)
+{
+	larder *cache = open_cache(MiB, 16, 512 * KiB);
+	unsigned char *big = calloc(1, 600 * KiB);
+	const char *longkey = "12345678901234567";
+	char buf[8];
+	size_t len = 0;
+	uint64_t ttl = 0;
+
+	REQUIRE(cache != NULL && big != NULL);
+	CHECK_RC(larder_put(cache, "k", 1, "old", 3, LARDER_TTL_NEVER), LARDER_OK);
+	/* EVALSIZE before EXISTS */
+	CHECK_RC(larder_put_if_absent(cache, "k", 1, big, 512 * KiB + 1, LARDER_TTL_NEVER),
+		 LARDER_EVALSIZE);
+	/* EKEYSIZE before EVALSIZE; EINVAL (NULL value) before EKEYSIZE */
+	CHECK_RC(larder_put(cache, longkey, 17, big, 512 * KiB + 1, LARDER_TTL_NEVER),
+		 LARDER_EKEYSIZE);
+	CHECK_RC(larder_put(cache, longkey, 17, NULL, 3, LARDER_TTL_NEVER), LARDER_EINVAL);
+	CHECK_RC(larder_replace_if_equals(cache, longkey, 17, NULL, 2, "v", 1, LARDER_TTL_NEVER),
+		 LARDER_EINVAL);
+	CHECK_RC(larder_remove_if_equals(cache, longkey, 17, NULL, 2), LARDER_EINVAL);
+	CHECK_RC(larder_get(cache, longkey, 17, buf, sizeof(buf), NULL), LARDER_EINVAL);
+	CHECK_RC(larder_get(cache, longkey, 17, NULL, 4, &len), LARDER_EINVAL);
+	CHECK_RC(larder_get_with(cache, longkey, 17, NULL, NULL), LARDER_EINVAL);
+	CHECK_RC(larder_ttl_remaining(cache, longkey, 17, NULL), LARDER_EINVAL);
+	/* an over-long expected value: no error, it equals nothing */
+	CHECK_RC(larder_replace_if_equals(cache, "k", 1, big, 512 * KiB + 1, "new", 3,
+					  LARDER_TTL_NEVER),
+		 LARDER_MISMATCH);
+	CHECK_RC(larder_replace_if_equals(cache, "absent", 6, big, 512 * KiB + 1, "new", 3,
+					  LARDER_TTL_NEVER),
+		 LARDER_MISS);
+	CHECK_RC(larder_remove_if_equals(cache, "k", 1, big, 512 * KiB + 1), LARDER_MISMATCH);
+	/* EBUFSIZE is a status of the key: after the argument checks */
+	CHECK_RC(larder_get(cache, "k", 1, buf, 2, &len), LARDER_EBUFSIZE);
+	CHECK_EQ(len, 3);
+	CHECK_RC(larder_ttl_remaining(cache, "k", 1, &ttl), LARDER_OK);
+	EXPECT_VALUE(cache, "k", 1, "old", 3);
+	free(big);
+	larder_close(cache);
+}
+
 /* Oversized writes to an absent key store nothing. */
 static void test_write_errors_absent_key(void)
 {
@@ -853,6 +902,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_get_batch_large),
 		TH_TEST(test_contains),
 		TH_TEST(test_write_errors_keep_previous),
+		TH_TEST(test_error_precedence),
 		TH_TEST(test_write_errors_absent_key),
 		TH_TEST(test_empty_values),
 		TH_TEST(test_put_if_absent),
