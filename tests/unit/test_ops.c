@@ -585,9 +585,9 @@ static void test_write_errors_keep_previous(void)
 /*
  * Which result wins when several apply (larder.h, "Return values"): every
  * EINVAL before EKEYSIZE before EVALSIZE, all before the key's status; an
- * expected value longer than max_value_bytes is no error (the issue's two
- * cases: put_if_absent of an over-long value on a present key, and
- * replace_if_equals with an over-long expected value).
+ * expected value longer than max_value_bytes is no error (the two cases an
+ * outside torture test asked about: put_if_absent of an over-long value on
+ * a present key, and replace_if_equals with an over-long expected value).
  */
 static void test_error_precedence(void)
 {
