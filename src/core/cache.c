@@ -4,8 +4,10 @@
  * Reads: hash, enter a read section, look the key up in the lock-free index,
  * check its deadline (only entries with a TTL read the clock), copy or call
  * back, sample the hit into this thread's hit ring, leave. No lock, no
- * allocation, no system call, no store to a shared line but the entry's
- * accessed bit, and that only when it is clear (E7 in core/entry.h).
+ * allocation (but a thread's first call on a cache: its state), no system
+ * call, no store to a shared line but the entry's accessed bit, and that only
+ * when it is clear (E7 in core/entry.h), and in an expire-after-access cache
+ * its deadline, when it moved by more than the slack (extend_on_read, E4).
  *
  * Writes: reserve room (an event slot and byte credit: the only place a
  * writer may wait), build the new entry in a slot of this thread's own pages,
