@@ -22,8 +22,10 @@
 int larder__test_quiesce(larder *cache, uint64_t timeout_ms);
 
 /*
- * Walks the whole index and counts its entries and their slot bytes. Call
- * only when no thread writes and the maintainer is quiesced.
+ * Walks the whole index and counts its entries and their slot bytes, inside
+ * a read section (entries unlinked meanwhile are not freed under it). The
+ * counts match the counters only when no thread writes and the maintainer
+ * is quiesced.
  */
 void larder__test_walk(larder *cache, uint64_t *entries, uint64_t *slot_bytes);
 

@@ -1470,9 +1470,15 @@ static void walk_count(void *ctx, struct larder__entry *e)
 void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
 {
 	struct walk_totals w = { 0, 0 };
+	/* In a read section: an entry the maintainer unlinks meanwhile (a TTL
+	 * on the real clock) is not freed under the walk. */
+	struct larder__thread *t = larder__thread_self();
+	uint64_t outer = t ? larder__read_enter(&t->reader) : 0;
 	struct larder__table *root = /* A-ROOT */
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
 	larder__table_walk(root, walk_count, &w);
+	if (t)
+		larder__read_exit(&t->reader, outer);
 	*entries = w.entries;
 	*slot_bytes = w.bytes;
 }
