@@ -24,6 +24,13 @@
 #                                      the Java binding (bindings/java): javac and
 #                                      jni.h, JUnit 5 for its tests, Caffeine 2.6
 #                                      as the benchmark's on-heap baseline
+#   nodejs npm libnode-dev             the Node.js binding (bindings/node): node runs its
+#                                      tests, npm packs it, libnode-dev holds the Node-API
+#                                      headers. Only when no `node` is on PATH: a Node
+#                                      installed otherwise (nodesource's 20 here, headers
+#                                      included) is kept, since Debian's nodejs (v18 in
+#                                      Debian 12) would replace it; the addon pins
+#                                      NAPI_VERSION 8, so either runs it.
 
 LARDER_DEPS=(
 	cmake ninja-build gcc libc6-dev pkg-config
@@ -35,6 +42,9 @@ LARDER_DEPS=(
 	valgrind
 	openjdk-17-jdk-headless junit5 libcaffeine-java
 )
+if ! command -v node >/dev/null 2>&1; then
+	LARDER_DEPS+=(nodejs npm libnode-dev)
+fi
 
 # Prints the packages among "$@" that dpkg does not list as installed.
 larder_deps_missing() {
