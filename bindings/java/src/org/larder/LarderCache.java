@@ -40,8 +40,10 @@ import javax.management.ObjectName;
  * cache's limits, {@link IllegalArgumentException} with the limit in the
  * message; any call on a closed cache {@link IllegalStateException}; a write
  * that finds no room in time {@link LarderBusyException}; memory refused by
- * the operating system {@link LarderOutOfMemoryException}. After an error
- * the key's previous value is intact.
+ * the operating system {@link LarderOutOfMemoryException} (reads too, on a
+ * thread's first call on the cache, which allocates the thread's native
+ * state; the next call tries again). After an error the key's previous value
+ * is intact.
  *
  * <p><b>Closing.</b> {@link #close()} is safe while other threads are inside
  * calls on the cache: it refuses new calls at once (they throw

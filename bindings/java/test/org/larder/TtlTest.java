@@ -10,7 +10,9 @@ import static org.larder.TestSupport.b;
 import static org.larder.TestSupport.bytes;
 import static org.larder.TestSupport.s;
 
+import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -124,16 +126,36 @@ class TtlTest {
         ManualClock clock = new ManualClock(0);
         try (LarderCache<byte[], byte[]> c = bytes().clock(clock).defaultTTLmillis(1000)
                 .expireAfterAccess(true).build()) {
-            c.put(b("k"), b("v"));
+            byte[] k = b("k");
+            c.put(k, b("v"));
             c.put(b("unread"), b("v"));
-            clock.set(500);
-            assertEquals("v", s(c.get(b("k"))));
-            // When the read's extension lands is the engine's contract (larder.h,
-            // LARDER_EXPIRE_AFTER_ACCESS); the binding's is that it reaches it.
-            TestSupport.waitUntil("the read at 500 extends k to 1500",
-                    () -> c.remainingTTLmillis(b("k")) == 1000);
-            clock.set(1200);
-            assertPresent(c, "k", true);
+            // Each value read moves the deadline to its time + the TTL before it
+            // returns (larder.h: the slack, 1000 / 64 ms, is far below the 100 ms
+            // steps, so every read stores its deadline).
+            List<Runnable> reads = Arrays.asList(
+                    () -> assertEquals("v", s(c.get(k))),
+                    () -> assertEquals(1, c.getInto(k, new byte[8])),
+                    () -> assertEquals(1, c.getInto(k, ByteBuffer.allocate(8))),
+                    () -> assertTrue(c.getDirect(k, v -> { })),
+                    () -> assertEquals(1, c.getAll(Arrays.asList(k)).size()),
+                    () -> assertEquals(1, c.getAllInto(new byte[][] {k}, 1,
+                            new byte[][] {new byte[8]}, new int[1])));
+            long now = 0;
+            for (Runnable read : reads) {
+                now += 100;
+                clock.set(now);
+                read.run();
+                assertEquals(1000, c.remainingTTLmillis(k), "a read at " + now);
+            }
+            // Presence, the remaining TTL and a read into too short a buffer read
+            // no value: they extend nothing.
+            clock.set(now + 500);
+            assertTrue(c.containsKey(k));
+            assertEquals(500, c.remainingTTLmillis(k));
+            assertEquals(1, c.getInto(k, new byte[0]), "the length; nothing copied");
+            assertEquals(500, c.remainingTTLmillis(k));
+            clock.set(now + 1000);
+            assertPresent(c, "k", false);
             assertPresent(c, "unread", false);
         }
     }
