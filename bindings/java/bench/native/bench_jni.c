@@ -2,7 +2,8 @@
  * bench_jni.c - native baselines for the Java benchmark (org.larder.bench.
  * BenchNative), measured in the same JVM as the binding:
  *   - the crossing alone: an empty native method with the arguments of
- *     org.larder.Native.get (so only the JNI transition is timed);
+ *     org.larder.Native.getShort, the copy-out get of a 16-byte key (so
+ *     only the JNI transition is timed);
  *   - the C get: larder_get in a C loop over the same keys, on a cache of
  *     its own opened through larder.h (the engine without the binding);
  *   - the guard: enter and leave a section of the binding's close guard;
@@ -41,14 +42,16 @@ static inline uint32_t pick(uint64_t *rng, uint32_t n)
 }
 
 JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_noop(JNIEnv *env, jclass cls,
-							       jlong guard, jlong gen, jlong key,
-							       jint key_len, jlong buf, jint buf_len)
+							       jlong guard, jlong gen, jlong k0,
+							       jlong k1, jint key_len, jlong buf,
+							       jint buf_len)
 {
 	(void)env;
 	(void)cls;
 	(void)guard;
 	(void)gen;
-	(void)key;
+	(void)k0;
+	(void)k1;
 	(void)buf;
 	return (jlong)key_len + buf_len;
 }
@@ -95,42 +98,6 @@ JNIEXPORT jint JNICALL Java_org_larder_bench_BenchNative_load(JNIEnv *env, jclas
 	}
 	free(value);
 	return rc;
-}
-
-JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_address(JNIEnv *env, jclass cls,
-								  jobject buffer)
-{
-	(void)cls;
-	return (jlong)(uintptr_t)(*env)->GetDirectBufferAddress(env, buffer);
-}
-
-/* One larder_get per call, into buf: the engine through JNI, no binding. */
-JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_getOne(JNIEnv *env, jclass cls,
-								 jlong cache, jlong key, jint key_len,
-								 jlong buf, jint buf_len)
-{
-	(void)env;
-	(void)cls;
-	size_t len;
-	int rc = larder_get((larder *)(uintptr_t)cache, (const void *)(uintptr_t)key,
-			    (size_t)key_len, (void *)(uintptr_t)buf, (size_t)buf_len, &len);
-	return rc == LARDER_OK ? (jlong)len : -1;
-}
-
-/* larder_get with a key of 8..16 bytes passed in two registers (experiment). */
-JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_getRegs(JNIEnv *env, jclass cls,
-								  jlong cache, jlong k0, jlong k1,
-								  jint key_len, jlong buf, jint buf_len)
-{
-	(void)env;
-	(void)cls;
-	unsigned char key[16];
-	size_t len;
-	memcpy(key, &k0, 8);
-	memcpy(key + key_len - 8, &k1, 8);
-	int rc = larder_get((larder *)(uintptr_t)cache, key, (size_t)key_len,
-			    (void *)(uintptr_t)buf, (size_t)buf_len, &len);
-	return rc == LARDER_OK ? (jlong)len : -1;
 }
 
 /* Nanoseconds for `iterations` larder_get calls on uniformly chosen keys. */

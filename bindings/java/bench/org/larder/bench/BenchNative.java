@@ -15,8 +15,9 @@ final class BenchNative {
     private BenchNative() {
     }
 
-    /** An empty native method with the arguments of the binding's get. */
-    static native long noop(long guard, long gen, long key, int keyLen, long buf, int bufLen);
+    /** An empty native method with the arguments of the binding's get of a short key. */
+    static native long noop(long guard, long gen, long k0, long k1, int keyLen, long buf,
+            int bufLen);
 
     /** Opens a cache of its own (0 on failure). */
     static native long open(long capacity, long entries);
@@ -25,14 +26,6 @@ final class BenchNative {
 
     /** Puts count keys of keyLen bytes packed in keys (direct), values of valueLen bytes. */
     static native int load(long cache, ByteBuffer keys, int keyLen, int count, int valueLen);
-
-    /** The address of a direct buffer. */
-    static native long address(ByteBuffer direct);
-
-    /** One larder_get through JNI (no binding code): the value's length, or -1. */
-    static native long getOne(long cache, long key, int keyLen, long buf, int bufLen);
-
-    static native long getRegs(long cache, long k0, long k1, int keyLen, long buf, int bufLen);
 
     /** Nanoseconds for iterations larder_get calls on uniform random keys; -1 on a miss. */
     static native long getLoop(long cache, ByteBuffer keys, int keyLen, int count,

@@ -66,7 +66,8 @@ final class Crossing {
         long acc = 0;
         long t0 = System.nanoTime();
         for (int i = 0; i < CALLS; i++) {
-            acc += BenchNative.noop(0x1000, 1, 0x2000, w.keys[rng.pick(w.n)].length, 0x3000, 4080);
+            acc += BenchNative.noop(0x1000, 1, 0x2000, 0x2008, w.keys[rng.pick(w.n)].length,
+                    0x3000, 4080);
         }
         long t = System.nanoTime() - t0;
         return acc == 42 ? 0 : (double) t / CALLS;
@@ -81,7 +82,7 @@ final class Crossing {
         }
         String[] names = {
             "binding get, copy-out (getInto)", "binding get, view (getDirect)",
-            "crossing alone: empty native method, same 6 arguments",
+            "crossing alone: empty native method, same 7 arguments",
             "larder_get in a C loop (own cache, same keys)",
             "  of which the key's hash (seeded XXH3-64, 16 B)",
             "binding's close guard: enter + exit",
