@@ -287,7 +287,7 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_getShort(JNIEnv *env, jclass cls,
  * with -XX:+CriticalJNINatives (the flag is gone from JDK 18): the JVM then
  * calls them without the JNI transition and the full fence it makes on the
  * way back, which keeps successive gets from overlapping their cache misses
- * (docs/java.md has the measurement). Allowed because they call no JNI
+ * (docs/java.md, Performance). Allowed because they call no JNI
  * function and never block: the engine's get does neither, and the first
  * call of a thread only allocates its guard slot. (javac -h writes no
  * prototypes for critical natives, hence these.)
