@@ -40,11 +40,13 @@ function loadAddon() {
 const native = loadAddon();
 const LIMITS = native.limits();
 
-/* Value tags: the first byte of every stored value (enum value_tag in addon.c). */
+/* Value tags: the first byte of every stored value (enum value_tag in src/binding.h). */
 const TAG_BYTES = 0;
 const TAG_STRING = 1;
 const TAG_JSON = 2;
 const TAG_CUSTOM = 3;
+/* Or'ed into a string or JSON value's tag by the addon when its bytes are all ASCII. */
+const TAG_ASCII = 0x40;
 
 const POLICIES = {
   default: 0, 's3fifo': 1, fifo: 2, lru: 3, wtinylfu: 4, arc: 5,
@@ -256,7 +258,7 @@ class LarderCache {
 
   /* The value whose tag byte is buf[start], ending at end (J1: never a view of the scratch). */
   #decode(buf, start, end) {
-    switch (buf[start]) {
+    switch (buf[start] & ~TAG_ASCII) {
       case TAG_STRING: return buf.toString('utf8', start + 1, end);
       case TAG_JSON: return JSON.parse(buf.toString('utf8', start + 1, end));
       case TAG_CUSTOM: return this.#serializer.deserialize(Buffer.from(buf.subarray(start + 1, end)));
@@ -386,7 +388,7 @@ class LarderCache {
         out[i] = undefined;
         continue;
       }
-      const tag = buf[off];
+      const tag = buf[off] & ~TAG_ASCII;
       if (text !== null && tag === TAG_STRING) out[i] = text.substring(off + 1, off + len);
       else if (text !== null && tag === TAG_JSON) out[i] = JSON.parse(text.substring(off + 1, off + len));
       else out[i] = this.#decode(buf, off, off + len);
