@@ -196,6 +196,11 @@ function table3For(N, rows) {
       { name: 'larder mget', fn: () => { for (const bt of batches) sink += c.mget(bt).length; } },
     ];
     const res = timeRounds(engines, BATCHES * size, ROUNDS);
+    // The bound on mget's gain: the engine's own work per key, with no crossing at all.
+    const engineOnly = [];
+    for (let r = 0; r < ROUNDS; r++) engineOnly.push(c.engineLoop(keys, seq));
+    engines.push({ name: 'engine alone: larder_get in a C loop over the same keys' });
+    res.push(engineOnly);
     const loopMed = median(res[1]);
     engines.forEach((e, i) => rows.push([N.toLocaleString('en'), String(size), e.name, cell(res[i]),
       `${(loopMed / median(res[i])).toFixed(2)}x`]));
