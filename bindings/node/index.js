@@ -258,9 +258,12 @@ class LarderCache {
 
   /* The value whose tag byte is buf[start], ending at end (J1: never a view of the scratch). */
   #decode(buf, start, end) {
-    switch (buf[start] & ~TAG_ASCII) {
-      case TAG_STRING: return buf.toString('utf8', start + 1, end);
-      case TAG_JSON: return JSON.parse(buf.toString('utf8', start + 1, end));
+    const tag = buf[start];
+    // ASCII reads the same in Latin-1, whose decoder does a third less work than UTF-8's (callgrind).
+    const text = tag & TAG_ASCII ? 'latin1' : 'utf8';
+    switch (tag & ~TAG_ASCII) {
+      case TAG_STRING: return buf.toString(text, start + 1, end);
+      case TAG_JSON: return JSON.parse(buf.toString(text, start + 1, end));
       case TAG_CUSTOM: return this.#serializer.deserialize(Buffer.from(buf.subarray(start + 1, end)));
       default: {
         const out = Buffer.allocUnsafe(end - start - 1);
