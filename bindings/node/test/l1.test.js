@@ -47,6 +47,37 @@ test('an L1 entry expires with the engine entry', async () => {
   d.close();
 });
 
+/* Whether key is in the L1: peek returns the L1's object without refilling it, the engine a new copy. */
+function inL1(c, key, obj) {
+  return c.peek(key) === obj;
+}
+
+test('L1 holds at most max entries, the latest fill among them, and keeps a key read often', () => {
+  for (const max of [1, 2, 3, 4, 10, 101]) {
+    const c = new LarderCache({ maxSize: 8 << 20, l1: { max } });
+    const objs = [];
+    for (let i = 0; i < 5 * max + 7; i++) {
+      c.set(`k${i}`, { i });
+      objs.push(c.get(`k${i}`));
+    }
+    const held = objs.filter((o, i) => inL1(c, `k${i}`, o)).length;
+    assert.ok(held >= 1 && held <= max, `max ${max}: ${held} entries in L1`);
+    assert.ok(inL1(c, `k${objs.length - 1}`, objs[objs.length - 1]), `max ${max}: the latest fill is in L1`);
+    if (max === 1) {
+      c.close();
+      continue;
+    }
+    c.set('hot', { hot: true });
+    const hot = c.get('hot');
+    for (let i = 0; i < 20 * max; i++) {
+      c.set(`x${i}`, { i });
+      c.get(`x${i}`);
+      assert.equal(c.get('hot'), hot, `max ${max}: a key read after every fill stays in L1`);
+    }
+    c.close();
+  }
+});
+
 test('L1 is bounded and refused for shared caches and updateAgeOnGet', () => {
   const c = new LarderCache({ maxSize: 1 << 20, l1: { max: 2 } });
   for (let i = 0; i < 10; i++) c.set(`k${i}`, `v${i}`);
