@@ -7,12 +7,14 @@
  *
  * Keys cost one Node-API call: a string's UTF-16 units are copied out into a
  * per-environment buffer of max_key_bytes + 2 units (a longer key shows as
- * too long without a second call) and encoded to UTF-8 here, which perf
- * showed costs far less than V8's String::WriteUtf8; the encoding matches
+ * too long without a second call) and encoded to UTF-8 here (ASCII eight
+ * units at a time with SSE2), which perf showed costs far less than V8's
+ * String::WriteUtf8; the encoding matches
  * WriteUtf8's (a lone surrogate becomes U+FFFD), so a key has the same
  * bytes on every path. A Buffer, TypedArray or DataView key is read in place,
  * after its type is checked (Node 18's napi_get_buffer_info aborts on other
- * values).
+ * values). A string or JSON value written here gets TAG_ASCII in its tag
+ * when its UTF-8 is all ASCII, which reads then trust instead of scanning.
  */
 #include <math.h>
 #include <stdarg.h>
