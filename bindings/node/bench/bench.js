@@ -235,7 +235,7 @@ function gcObserver() {
 /*
  * Table 4 mirrors the GC benchmark the OffHeap add-on publishes (its
  * benchmarks/gc_pressure_child.js, one child process per engine): 500,000
- * keys `key-<i>` made once, preloaded with ~500-byte objects; then 1,000,000
+ * keys `key-<i>` made once, preloaded with ~550-byte objects; then 1,000,000
  * operations on uniformly random keys, a set of a new object on every 10th
  * and a get otherwise, each timed with performance.now(); every 200
  * operations the program allocates 300 short-lived request objects, and
