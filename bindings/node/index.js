@@ -140,9 +140,9 @@ class LarderCache {
   #n; // the addon's operations for this handle (addon.c), bound to it
   #closed = false;
   #serializer;
-  #l1 = null; // the L1's young generation: Map key -> { v, exp } (J2, J3)
-  #l1Old = null; // its old generation
-  #l1Half = 0; // entries per generation
+  #l1 = null; // Map key -> { key, v, exp } (J2, J3)
+  #l1Order = null; // L1 entries in fill order from #l1Head; stale ones are no longer #l1's
+  #l1Head = 0;
   #l1Max = 0;
   #writes = 0; // counts this handle's writes: an L1 fill raced by one is dropped (J2)
   #ttlInUse = false;
@@ -199,9 +199,8 @@ class LarderCache {
       }
       if (updateAgeOnGet) throw typeError('l1 cannot be combined with updateAgeOnGet');
       this.#l1Max = l1Max;
-      this.#l1Half = Math.max(1, l1Max >> 1);
       this.#l1 = new Map();
-      this.#l1Old = new Map();
+      this.#l1Order = [];
     }
 
     this.#dispose = o.dispose || null;
@@ -227,8 +226,7 @@ class LarderCache {
 
   /** Like get; also fills and reads the L1. */
   #getL1(key) {
-    let e = this.#l1.get(key);
-    if (e === undefined && (e = this.#l1Old.get(key)) !== undefined) this.#l1Put(key, e);
+    const e = this.#l1.get(key);
     if (e !== undefined && (e.exp === 0 || e.exp > performance.now())) return e.v;
     const writes = this.#writes;
     const r = this.#n.get(key);
@@ -246,31 +244,40 @@ class LarderCache {
       if (left === 0) return;
       if (left !== Infinity) exp = t0 + left - 1;
     }
-    this.#l1Put(key, { v, exp });
+    this.#l1Put({ key, v, exp });
   }
 
   /*
-   * The L1 keeps two generations of max/2 entries each (rounded down; max 1
-   * keeps one generation of one): entries go into the young one, a hit in
-   * the old one moves the entry back to the young one, and when the young
-   * one is full it becomes the old one and the previous old one is dropped
-   * whole. So at most max entries, O(1) per operation, and a key read again
-   * before two turnovers stays. (Evicting the oldest entry of one Map
-   * through keys().next() instead costs a scan over the holes V8 leaves at
-   * its front: 8-11 us per fill at 10,000 entries under churn.)
+   * The L1 drops its oldest fill first. The fill order is an array of the
+   * entries beside the Map: a refilled or dropped key leaves a stale entry
+   * there (no longer the Map's), skipped when it comes up and removed when
+   * the array is compacted (after max evictions, or when stale entries
+   * reach twice max), so every fill is O(1) amortized. (Evicting through
+   * the Map's keys().next() instead costs a scan over the holes V8 leaves
+   * at the front of its table: 8-11 us per fill at 10,000 entries under
+   * churn.)
    */
-  #l1Put(key, e) {
-    this.#l1Old.delete(key);
-    if (this.#l1.size >= this.#l1Half) {
-      this.#l1Old = this.#l1Max > 1 ? this.#l1 : new Map();
-      this.#l1 = new Map();
+  #l1Put(e) {
+    const l1 = this.#l1;
+    l1.set(e.key, e);
+    this.#l1Order.push(e);
+    while (l1.size > this.#l1Max) {
+      const old = this.#l1Order[this.#l1Head++];
+      if (l1.get(old.key) === old) l1.delete(old.key);
     }
-    this.#l1.set(key, e);
+    if (this.#l1Head > this.#l1Max || this.#l1Order.length - this.#l1Head > 2 * this.#l1Max) {
+      const live = [];
+      for (let i = this.#l1Head; i < this.#l1Order.length; i++) {
+        const x = this.#l1Order[i];
+        if (l1.get(x.key) === x) live.push(x);
+      }
+      this.#l1Order = live;
+      this.#l1Head = 0;
+    }
   }
 
   #l1Drop(key) {
     this.#l1.delete(key);
-    this.#l1Old.delete(key);
   }
 
   /* r: the addon's result, a length (value in the scratch) or minus the size needed. */
@@ -350,7 +357,7 @@ class LarderCache {
    */
   peek(key) {
     if (this.#l1 !== null) {
-      const e = this.#l1.get(key) ?? this.#l1Old.get(key);
+      const e = this.#l1.get(key);
       if (e !== undefined && (e.exp === 0 || e.exp > performance.now())) return e.v;
     }
     const r = this.#n.get(key);
@@ -371,7 +378,8 @@ class LarderCache {
     if (this.#l1 !== null) {
       this.#writes++;
       this.#l1.clear();
-      this.#l1Old.clear();
+      this.#l1Order = [];
+      this.#l1Head = 0;
     }
     this.#n.clear();
   }
@@ -511,7 +519,7 @@ class LarderCache {
   close() {
     this.#closed = true;
     this.#l1 = null;
-    this.#l1Old = null;
+    this.#l1Order = null;
     this.#n.close();
   }
 
