@@ -353,7 +353,8 @@ class LarderCache {
 
   /**
    * The value without going through L1's refill. The engine has no read that
-   * skips its hit sample, so for the eviction policy a peek is a hit.
+   * skips its hit sample or its expire-after-access extension, so for the
+   * eviction policy a peek is a hit, and with updateAgeOnGet it extends.
    */
   peek(key) {
     if (this.#l1 !== null) {
