@@ -64,6 +64,16 @@ void larder__test_wake(larder *cache);
  */
 uint64_t larder__test_wheel_done(larder *cache);
 
+/*
+ * A lower bound on the slot bytes ever allocated by the cache (monotone but
+ * for a writer undoing its one unpublished allocation), for samplers that
+ * bound used bytes across caches: allocated read first, then freed
+ * (larder__maint_freed_bytes, maint/maintainer.h), bound used bytes from
+ * below at every instant between the two reads, give or take one entry per
+ * writer thread.
+ */
+uint64_t larder__test_allocated_bytes(larder *cache);
+
 #define LARDER__POISON_BYTE 0xdb
 
 #endif /* LARDER_CORE_TESTING_H */

@@ -1,0 +1,276 @@
+/*
+ * pool/probe.c - a policy wrapper that estimates a pooled cache's
+ * miss-ratio curve, for the pool's controller (pool/pool.c).
+ *
+ * Why: the pool gives memory where one more byte buys the most hits, so it
+ * needs, for every cache, its hits as a function of its size near the size
+ * it has: the slope of its miss-ratio curve. Two estimators run here, so
+ * that both can be measured against the exact curve (docs/pool.md):
+ *   - Mini caches (SHARDS, Waldspurger et al., FAST 2015): the requests of a
+ *     hash sample of 1 key in S go through LARDER__PROBE_POINTS mini caches
+ *     of the cache's own (base) policy, sized top x 2^(-k/3) / S; mini k's
+ *     hit ratio estimates the hit ratio of a full cache of top x 2^(-k/3).
+ *     This is evict/tuner.c in its curve mode: the same code that picks
+ *     S3-FIFO's small queue. The controller uses these points.
+ *   - A ghost (as in ARC's or Cliffhanger's shadow queues): the keys of the
+ *     last ghost_bytes of victims; an insert of one of them is a hit the
+ *     cache would have had with ghost_bytes more. Only the slope just above
+ *     the current size, and only for an LRU-like order of victims.
+ *
+ * Where: the maintainer calls the policy for every request it learns of (an
+ * insert after a miss, a hit sample) and every victim, on its own thread;
+ * the probe sits in between (pool.c's larder__pool_wrap_policy installs it
+ * when the cache opens), so the engine needs no other hook and the mini
+ * caches see exactly the stream the real policy sees, lossy hit samples
+ * included.
+ *
+ * Invariants:
+ *   P1. Every call is forwarded to the inner policy unchanged, and the
+ *       probe's own work never changes what the inner policy decides.
+ *   P2. The readings only grow (probe.h); after a rebuild the mini caches
+ *       start cold and `generation` says so.
+ *   P3. Memory: the ghost holds at most ghost_bytes of weight; the largest
+ *       mini cache holds at most 4 x TARGET_ENTRIES entries: past that the
+ *       tuner is rebuilt with a 4x sparser sample (T3 in evict/tuner.c),
+ *       and it is rebuilt 4x denser when it holds under TARGET_ENTRIES / 4
+ *       after 4 x TARGET_ENTRIES sampled requests (a working set smaller than
+ *       the first guess, or larger entries), so that the curve rests on
+ *       enough keys.
+ *   P4. Cost per call: one hash of the key for a hit sample (the others come
+ *       with their hash), one ghost lookup per insert and one ghost insert
+ *       per victim; LARDER__PROBE_POINTS mini-cache operations for a sampled
+ *       request only (1 in S).
+ * Not guaranteed: a prediction. The tuned policies' mini caches run the
+ * untuned base policy (S3-FIFO with a 10% small queue, W-TinyLFU with its
+ * hill climber); hit samples the engine's lossy ring dropped are missing
+ * from both the cache's policy and the mini caches.
+ */
+#include "pool/probe.h"
+
+#include <stdlib.h>
+
+#include "evict/ghost.h"
+#include "evict/tuner.h"
+
+/* Entries the largest mini cache should hold (P3). */
+#define TARGET_ENTRIES 2048u
+/* A first guess of an entry's charge, before the probe has seen any. */
+#define GUESS_ENTRY_BYTES 256u
+/* After a refused tuner, requests until the next try. */
+#define RETRY_MASK 0xffffu
+
+const unsigned larder__probe_scale[LARDER__PROBE_POINTS] = {
+	1024, 813, 645, 512, 406, 323, 256, 203, 161, 128, 102, 81, 64, 51, 40, 32,
+};
+
+extern const struct larder__policy_ops larder__policy_s3fifo;
+extern const struct larder__policy_ops larder__policy_wtinylfu;
+
+struct larder__policy {
+	const struct larder__policy_ops *inner_ops;
+	struct larder__policy *inner;
+	struct larder__policy_host host;
+	struct larder__probe_setup setup;
+	struct larder__tuner_kind kind;  /* the tuner keeps a pointer to it */
+	struct larder__tuner *tuner;     /* NULL while memory is refused */
+	struct larder__ghost ghost;
+	int has_ghost;
+	uint64_t base_requests, base_hits[LARDER__PROBE_POINTS]; /* of rebuilt tuners */
+	uint64_t ghost_hits;
+	uint64_t generation;
+	uint64_t sample_every;
+	uint64_t since_rebuild; /* sampled requests */
+};
+
+/* The mini caches' policy: the cache's without its own tuner. */
+static const struct larder__policy_ops *base_ops(enum larder_policy policy)
+{
+	switch (policy) {
+	case LARDER_POLICY_DEFAULT:
+	case LARDER_POLICY_S3FIFO_TUNED:
+		return &larder__policy_s3fifo;
+	case LARDER_POLICY_WTINYLFU_TUNED:
+		return &larder__policy_wtinylfu;
+	default:
+		return larder__policy_ops_for(policy);
+	}
+}
+
+static void publish(struct larder__policy *p)
+{
+	struct larder__probe_readings *out = p->setup.out;
+	uint64_t req = p->base_requests + (p->tuner ? larder__tuner_requests(p->tuner) : 0);
+	/* Relaxed, here and below: counts for the controller (probe.h). */
+	atomic_store_explicit(&out->requests, req, LARDER__RELAXED);
+	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+		atomic_store_explicit(&out->hits[k],
+				      p->base_hits[k] + (p->tuner ? larder__tuner_hits(p->tuner, k) : 0),
+				      LARDER__RELAXED);
+}
+
+/* A tuner sampling 1 key in `every` (a power of two); P3. */
+static void tuner_start(struct larder__policy *p, uint64_t every)
+{
+	if (p->tuner) {
+		p->base_requests += larder__tuner_requests(p->tuner);
+		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+			p->base_hits[k] += larder__tuner_hits(p->tuner, k);
+		larder__tuner_destroy(p->tuner);
+		p->tuner = NULL;
+	}
+	/* The tuner picks S as the largest power of two that leaves at least
+	 * mini_entries of the expected entries: ask for exactly `every`. */
+	if (larder__tuner_create(&p->tuner, &p->kind, p->setup.top_bytes,
+				 every * TARGET_ENTRIES) != 0)
+		p->tuner = NULL; /* no memory: no curve until the next try */
+	p->sample_every = p->tuner ? larder__tuner_sample_every(p->tuner) : every;
+	p->since_rebuild = 0;
+	p->generation++;
+	struct larder__probe_readings *out = p->setup.out;
+	atomic_store_explicit(&out->sample_every, p->sample_every, LARDER__RELAXED); /* a count */
+	atomic_store_explicit(&out->generation, p->generation, LARDER__RELAXED);    /* a count */
+	publish(p);
+}
+
+static uint64_t first_sample_every(uint64_t top_bytes)
+{
+	uint64_t entries = top_bytes / GUESS_ENTRY_BYTES, s = 1;
+	while (entries / (s * 2) >= TARGET_ENTRIES)
+		s *= 2;
+	return s;
+}
+
+/* P3: after a sampled request, is the sample too dense or too sparse? */
+static void resample_if_needed(struct larder__policy *p)
+{
+	uint64_t top = larder__tuner_mini_entries(p->tuner, 0);
+	if (top > 4 * TARGET_ENTRIES)
+		tuner_start(p, p->sample_every * 4);
+	else if (p->since_rebuild >= 4 * TARGET_ENTRIES && top < TARGET_ENTRIES / 4 &&
+		 p->sample_every >= 4)
+		tuner_start(p, p->sample_every / 4);
+}
+
+/* One request of a key, as the policy sees it. */
+static void probe_request(struct larder__policy *p, uint64_t hash, uint64_t bytes)
+{
+	if (!p->tuner) {
+		if ((++p->since_rebuild & RETRY_MASK) == 0) /* memory was refused: retry */
+			tuner_start(p, p->sample_every);
+		return;
+	}
+	if (!larder__tuner_samples(p->tuner, hash))
+		return;
+	larder__tuner_access(p->tuner, hash, bytes);
+	p->since_rebuild++;
+	publish(p);
+	resample_if_needed(p);
+}
+
+static void probe_insert(struct larder__policy *p, struct larder__entry *e, uint64_t hash,
+			 size_t bytes)
+{
+	p->inner_ops->insert(p->inner, e, hash, bytes);
+	if (p->has_ghost && larder__ghost_remove(&p->ghost, larder__ghost_fp(hash))) {
+		p->ghost_hits++;
+		/* Relaxed: a count (probe.h). */
+		atomic_store_explicit(&p->setup.out->ghost_hits, p->ghost_hits, LARDER__RELAXED);
+	}
+	probe_request(p, hash, bytes);
+}
+
+static void probe_replace(struct larder__policy *p, struct larder__entry *old,
+			  struct larder__entry *e, size_t old_bytes, size_t bytes)
+{
+	p->inner_ops->replace(p->inner, old, e, old_bytes, bytes);
+}
+
+static void probe_hit(struct larder__policy *p, struct larder__entry *e)
+{
+	p->inner_ops->hit(p->inner, e);
+	probe_request(p, p->host.hash(p->host.ctx, e), p->host.size(p->host.ctx, e));
+}
+
+static void probe_remove(struct larder__policy *p, struct larder__entry *e, size_t bytes)
+{
+	p->inner_ops->remove(p->inner, e, bytes);
+}
+
+static struct larder__entry *probe_evict(struct larder__policy *p)
+{
+	struct larder__entry *v = p->inner_ops->evict(p->inner);
+	if (v && p->has_ghost) {
+		size_t bytes = p->host.size(p->host.ctx, v);
+		larder__ghost_insert(&p->ghost, larder__ghost_fp(p->host.hash(p->host.ctx, v)),
+				     bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes);
+	}
+	return v;
+}
+
+static void probe_set_capacity(struct larder__policy *p, uint64_t capacity_bytes)
+{
+	p->inner_ops->set_capacity(p->inner, capacity_bytes);
+}
+
+static int64_t probe_check(struct larder__policy *p)
+{
+	return p->inner_ops->check(p->inner);
+}
+
+static void probe_destroy(struct larder__policy *p)
+{
+	p->inner_ops->destroy(p->inner);
+	if (p->tuner)
+		larder__tuner_destroy(p->tuner);
+	if (p->has_ghost)
+		larder__ghost_destroy(&p->ghost);
+	free(p);
+}
+
+/* Never created through create(): larder__probe_wrap builds it around a
+ * policy. hits_keep_awake is read from the inner policy's ops before the
+ * wrap (maint/maintainer.c), so its value here is not used. */
+static const struct larder__policy_ops probe_ops = {
+	.name = "probe",
+	.hits_keep_awake = 0,
+	.create = NULL,
+	.destroy = probe_destroy,
+	.insert = probe_insert,
+	.replace = probe_replace,
+	.hit = probe_hit,
+	.remove = probe_remove,
+	.evict = probe_evict,
+	.set_capacity = probe_set_capacity,
+	.check = probe_check,
+};
+
+int larder__probe_wrap(const struct larder__probe_setup *setup,
+		       const struct larder__policy_host *host,
+		       const struct larder__policy_ops **ops, struct larder__policy **policy)
+{
+	struct larder__policy *p = calloc(1, sizeof *p);
+	if (!p) {
+		(*ops)->destroy(*policy);
+		*policy = NULL;
+		return LARDER_ENOMEM;
+	}
+	p->inner_ops = *ops;
+	p->inner = *policy;
+	p->host = *host;
+	p->setup = *setup;
+	p->kind = (struct larder__tuner_kind){
+		.ops = base_ops(setup->policy),
+		.count = LARDER__PROBE_POINTS,
+		.mini_entries = TARGET_ENTRIES,
+		.min_sample = 1,
+		.flags = LARDER__TUNER_CURVE,
+	};
+	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+		p->kind.scale[k] = larder__probe_scale[k];
+	uint64_t ghost = setup->ghost_bytes ? setup->ghost_bytes : 1;
+	p->has_ghost = larder__ghost_init(&p->ghost, ghost, ghost / GUESS_ENTRY_BYTES) == 0;
+	tuner_start(p, first_sample_every(setup->top_bytes));
+	*ops = &probe_ops;
+	*policy = p;
+	return LARDER_OK;
+}
