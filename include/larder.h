@@ -683,7 +683,8 @@ enum larder_pool_cache_stat {
 	LARDER_POOL_CACHE_REQUESTS_PER_S,     /* reads (hits + misses) per second */
 	LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB, /* estimated extra hits per second that one
 						    more MiB would bring (mini simulations;
-						    not weighted by the miss cost) */
+						    not weighted by the miss cost; at its max
+						    share: what its last MiB brings) */
 	LARDER_POOL_CACHE_GHOST_HITS_PER_MIB, /* the same estimated from a ghost of recent
 						 victims (for comparison; docs/pool.md) */
 	LARDER_POOL_CACHE_MISS_COST,          /* larder_config_set_miss_cost() */

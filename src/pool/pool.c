@@ -48,13 +48,18 @@
  *      the highest weighted slope above its target (w x H'+), or evenly
  *      when no cache gains.
  *   3. Up to MAX_STEPS steps of `step` bytes move from the cache whose
- *      weighted slope below its target (w x H'-) is lowest to the one
- *      whose slope above is highest, while the receiver's exceeds the
- *      donor's by HYSTERESIS and the gain is worth MIN_GAIN of the pool's
- *      weighted read rate. On a concave curve a step never makes the
- *      reverse step pay (the donor's new upper slope is its old lower one),
- *      so with curves that stay put the moves stop; noise must beat the
- *      hysteresis to move anything (no oscillation).
+ *      last step down is worth least (w x (H(t) - H(t - step)) / step) to
+ *      the one whose next step up is worth most (w x (H(t + step) - H(t))
+ *      / step), while the receiver's value exceeds the donor's by
+ *      HYSTERESIS and the gain is worth MIN_GAIN of the pool's weighted
+ *      read rate. Values are secants over the step, not slopes at the
+ *      target: then every move raises the sum of w x H(target) over the
+ *      pool by at least the gain threshold, on the curves it was decided
+ *      on, so no sequence of moves can come back to where it started, and
+ *      with curves that stay put the moves stop (slopes at a hull corner
+ *      would value a step across it at the steeper side and send it back:
+ *      measured, 8 steps out and 8 back every pass). Noise must beat the
+ *      hysteresis to move anything.
  *   A cache whose window holds under MIN_SAMPLED sampled requests has no
  *   estimate yet: it neither gives nor takes, unless it has no reads at all
  *   (then its hits are worth nothing and it gives).
@@ -93,7 +98,7 @@
 #define STEP_DIVISOR 256u      /* a step is budget / 256 */
 #define MAX_STEPS 16u          /* steps per pass: up to 1/16 of the budget */
 #define HYSTERESIS 0.10        /* receiver's slope over the donor's, at least */
-#define MIN_GAIN 0.0005        /* a step's gain over the pool's weighted reads per s */
+#define MIN_GAIN 0.00005       /* a step's gain over the pool's weighted reads per s */
 #define HALF_LIFE_S 1.0
 #define MIN_SAMPLED 256.0      /* sampled requests in the window for an estimate */
 #define GHOST_DIVISOR 64u      /* the probe's ghost remembers budget / 64 */
@@ -345,9 +350,19 @@ static void equal_split(larder_pool *p)
 		else
 			hi = level - 1;
 	}
+	uint64_t left = p->budget;
 	for (struct larder__pool_member *m = p->members; m; m = m->next)
-		if (counts(m))
+		if (counts(m)) {
 			m->target = clamp_u64(lo, m->min_bytes, m->max_bytes);
+			left -= m->target;
+		}
+	/* Level + 1 would not fit: fewer bytes are left than members below their
+	 * max; one each, so that the whole budget is assigned. */
+	for (struct larder__pool_member *m = p->members; m && left; m = m->next)
+		if (counts(m) && m->target < m->max_bytes) {
+			m->target++;
+			left--;
+		}
 }
 
 /* A new member's first target with the controller on: its equal part of the
@@ -534,37 +549,65 @@ static double slope_at(const struct curve *cv, uint64_t bytes, int up)
 	return 0;
 }
 
-/* Weighted value of the next step up, or of the last step down. */
-static double value_up(const struct larder__pool_member *m)
+/* Bytes a member may still take (under its max) or give (over its min). */
+static uint64_t room_up(const struct larder__pool_member *m)
 {
-	return m->cost * slope_at(&m->curve, m->target, 1);
+	return m->state == M_ACTIVE && m->target < m->max_bytes ? m->max_bytes - m->target : 0;
 }
 
-static double value_down(const struct larder__pool_member *m)
+static uint64_t room_down(const struct larder__pool_member *m)
 {
-	return m->cost * slope_at(&m->curve, m->target, 0);
+	return m->state == M_ACTIVE && m->target > m->min_bytes ? m->target - m->min_bytes : 0;
 }
 
-/* May take a step? Needs an estimate and room under its max share. */
-static int may_take(const larder_pool *p, const struct larder__pool_member *m)
+/* The hull's hits per second at x bytes (flat past its last corner). */
+static double hull_at(const struct curve *cv, double x)
 {
-	return m->state == M_ACTIVE && m->curve.valid && m->target + p->step <= m->max_bytes;
+	for (unsigned i = 0; i + 1 < cv->n; i++)
+		if (x <= cv->x[i + 1])
+			return cv->y[i] + (cv->y[i + 1] - cv->y[i]) * (x - cv->x[i]) /
+						  (cv->x[i + 1] - cv->x[i]);
+	return cv->n ? cv->y[cv->n - 1] : 0;
 }
 
-/* May give a step? An estimate (or no reads at all) and room over its min. */
-static int may_give(const larder_pool *p, const struct larder__pool_member *m)
+/*
+ * Weighted hits per second per byte of the next step up, or of the last
+ * step down: secants over the step, not slopes at the target, so that a
+ * step's value is exactly what the same step back would lose and every
+ * move raises the pool's weighted hits on the curves it was decided on
+ * (no cycle; see the header).
+ */
+static double value_up(const larder_pool *p, const struct larder__pool_member *m)
 {
-	return m->state == M_ACTIVE && (m->curve.valid || m->curve.rate < 1.0) &&
-	       m->target >= m->min_bytes + p->step;
+	double t = (double)m->target, d = (double)(room_up(m) < p->step ? room_up(m) : p->step);
+	return d > 0 ? m->cost * (hull_at(&m->curve, t + d) - hull_at(&m->curve, t)) / d : 0;
+}
+
+static double value_down(const larder_pool *p, const struct larder__pool_member *m)
+{
+	double t = (double)m->target,
+	       d = (double)(room_down(m) < p->step ? room_down(m) : p->step);
+	return d > 0 ? m->cost * (hull_at(&m->curve, t) - hull_at(&m->curve, t - d)) / d : 0;
+}
+
+/* May take? Needs an estimate. May give? An estimate, or no reads at all. */
+static int may_take(const struct larder__pool_member *m)
+{
+	return m->curve.valid && room_up(m) > 0;
+}
+
+static int may_give(const struct larder__pool_member *m)
+{
+	return (m->curve.valid || m->curve.rate < 1.0) && room_down(m) > 0;
 }
 
 static struct larder__pool_member *best_taker(larder_pool *p, double *value)
 {
 	struct larder__pool_member *best = NULL;
 	for (struct larder__pool_member *m = p->members; m; m = m->next) {
-		if (!may_take(p, m))
+		if (!may_take(m))
 			continue;
-		double v = value_up(m);
+		double v = value_up(p, m);
 		if (!best || v > *value) {
 			best = m;
 			*value = v;
@@ -578,9 +621,9 @@ static struct larder__pool_member *best_giver(larder_pool *p, const struct larde
 {
 	struct larder__pool_member *best = NULL;
 	for (struct larder__pool_member *m = p->members; m; m = m->next) {
-		if (m == not || !may_give(p, m))
+		if (m == not || !may_give(m))
 			continue;
-		double v = m->curve.valid ? value_down(m) : 0;
+		double v = m->curve.valid ? value_down(p, m) : 0;
 		if (!best || v < *value) {
 			best = m;
 			*value = v;
@@ -595,10 +638,15 @@ static struct larder__pool_member *smallest_taker(larder_pool *p)
 {
 	struct larder__pool_member *best = NULL;
 	for (struct larder__pool_member *m = p->members; m; m = m->next)
-		if (m->state == M_ACTIVE && m->target + p->step <= m->max_bytes &&
-		    (!best || m->target < best->target))
+		if (room_up(m) > 0 && (!best || m->target < best->target))
 			best = m;
 	return best;
+}
+
+static uint64_t min3(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t m = a < b ? a : b;
+	return m < c ? m : c;
 }
 
 static void note_move(larder_pool *p, uint64_t bytes)
@@ -616,27 +664,31 @@ static uint64_t decide(larder_pool *p)
 		if (m->state == M_ACTIVE && m->curve.valid)
 			pool_rate += m->cost * m->curve.rate;
 	double min_gain = MIN_GAIN * pool_rate;
-	while (free_budget(p) >= p->step) {
+	uint64_t left;
+	while ((left = free_budget(p)) >= MIN_CACHE_BYTES) { /* not a rounding's crumbs */
 		double up = 0;
 		struct larder__pool_member *to = best_taker(p, &up);
 		if (!to || up <= 0)
 			to = smallest_taker(p);
 		if (!to)
 			break;
-		to->target += p->step;
-		note_move(p, p->step);
+		uint64_t bytes = min3(p->step, left, room_up(to));
+		to->target += bytes;
+		note_move(p, bytes);
 		steps++;
 	}
-	while (steps < MAX_STEPS) {
+	for (unsigned moved = 0; moved < MAX_STEPS; moved++) {
 		double up = 0, down = 0;
 		struct larder__pool_member *to = best_taker(p, &up);
 		struct larder__pool_member *from = to ? best_giver(p, to, &down) : NULL;
 		if (!from || up <= down * (1 + HYSTERESIS) ||
 		    (up - down) * (double)p->step <= min_gain)
 			break;
-		from->target -= p->step;
-		to->target += p->step;
-		note_move(p, p->step);
+		/* The last step to a max or a min share is a partial one. */
+		uint64_t bytes = min3(p->step, room_up(to), room_down(from));
+		from->target -= bytes;
+		to->target += bytes;
+		note_move(p, bytes);
 		steps++;
 	}
 	return steps;
@@ -1039,7 +1091,9 @@ int larder_pool_cache_stats(larder_pool *p, larder *c, double *values, size_t co
 	v[LARDER_POOL_CACHE_CAPACITY_BYTES] = (double)m->cap;
 	v[LARDER_POOL_CACHE_TARGET_BYTES] = (double)m->target;
 	v[LARDER_POOL_CACHE_REQUESTS_PER_S] = m->curve.rate;
-	v[LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB] = slope_at(&m->curve, m->cap, 1) * MIB;
+	/* At its most (the curve's last point) only the slope below is known. */
+	v[LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB] =
+		slope_at(&m->curve, m->cap, m->cap < m->max_bytes) * MIB;
 	if (m->win.w_secs > 0)
 		v[LARDER_POOL_CACHE_GHOST_HITS_PER_MIB] =
 			m->win.w_ghost / m->win.w_secs / ((double)ghost_bytes(p) / MIB);
