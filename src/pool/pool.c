@@ -71,10 +71,11 @@
  * maintainers: pool/probe.h) and the reference count. Lock order: the pool
  * lock, then a cache's admin_lock (set_capacity) or handles_lock (stats);
  * the engine never calls the pool while holding those. Waiting for bytes
- * (an open, the thread's grows) happens with the lock held, in slices of
- * GIVEBACK_SLICE_NS on a shrinking cache's room word, as a writer waits for
- * room (W3 in core/cache.c): holding the lock keeps that cache from being
- * closed and freed meanwhile.
+ * (an open, the thread's grows) happens in slices of GIVEBACK_SLICE_NS on a
+ * shrinking cache's room word, as a writer waits for room (W3 in
+ * core/cache.c), with the lock dropped and the member pinned: a cache
+ * whose maintainer is stuck (in a removal listener) must not stall the
+ * pool, and a pinned member's cache is not closed until the waiter is back.
  */
 #define _GNU_SOURCE
 #include "pool/pool.h"
@@ -137,6 +138,7 @@ struct larder__pool_member {
 	enum member_state state;
 	uint64_t cap, target, min_bytes, max_bytes;
 	uint64_t frozen; /* committed when it detached (M_CLOSING) */
+	unsigned pins;   /* waiters on its cache outside the lock (wait_giveback) */
 	double min_share, max_share, cost;
 	enum larder_policy policy;
 	struct window win;
@@ -148,7 +150,8 @@ struct larder__pool_member {
 
 struct larder_pool {
 	pthread_mutex_t lock;
-	pthread_cond_t wake;
+	pthread_cond_t wake;     /* the pool's thread: work, or stop */
+	pthread_cond_t unpinned; /* a member's last pin went (wait_giveback) */
 	pthread_t thread;
 	/* Configs and members holding the pool, plus its creator until close.
 	 * R-PREF / A-PREF: the last release frees it. */
@@ -294,11 +297,14 @@ static struct larder__pool_member *largest_debtor(larder_pool *p)
 }
 
 /*
- * Waits, lock held, up to one slice for m's maintainer to free bytes: as a
- * writer waiting for room does (W3, A-ROOM in core/cache.c; the waiter
- * count also makes the maintainer start its grace periods at once).
+ * Waits up to one slice for m's maintainer to free bytes, as a writer
+ * waiting for room does (W3, A-ROOM in core/cache.c; the waiter count also
+ * makes the maintainer start its grace periods at once). Called and
+ * returns with the lock held, but drops it meanwhile (a cache stuck in its
+ * removal listener must not stall the pool): the pin keeps m's cache from
+ * being closed under us (larder__pool_detach waits for it).
  */
-static void wait_giveback(struct larder__pool_member *m)
+static void wait_giveback(larder_pool *p, struct larder__pool_member *m)
 {
 	struct larder *c = m->cache;
 	/* A-ROOM: acquire, pairs with the release bump in wake_writers(). */
@@ -306,12 +312,17 @@ static void wait_giveback(struct larder__pool_member *m)
 	/* Relaxed: re-checked after the seq load; a stale reading only waits a slice. */
 	if (atomic_load_explicit(&c->budget, LARDER__RELAXED) >= 0)
 		return;
+	m->pins++;
+	pthread_mutex_unlock(&p->lock);
 	/* W3: seq_cst, so wake_writers() sees us or bumped room_seq first. */
 	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
 	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* the futex word */
 	larder__futex_wake(&c->maint_sleeping, 1);
 	larder__futex_wait(&c->room_seq, seq, GIVEBACK_SLICE_NS);
 	atomic_fetch_sub_explicit(&c->room_waiters, 1, LARDER__RELAXED); /* a count */
+	pthread_mutex_lock(&p->lock);
+	if (--m->pins == 0)
+		pthread_cond_broadcast(&p->unpinned);
 }
 
 /* ---- Targets ------------------------------------------------------------- */
@@ -735,7 +746,7 @@ static void *pool_main(void *arg)
 		int pending = complete_grows(p);
 		struct larder__pool_member *debtor = pending ? largest_debtor(p) : NULL;
 		if (debtor) {
-			wait_giveback(debtor);
+			wait_giveback(p, debtor);
 			continue;
 		}
 		uint64_t until = p->interval_ns ? p->next_pass_ns - now : IDLE_WAIT_NS;
@@ -764,6 +775,7 @@ void larder__pool_unref(larder_pool *p)
 	/* A-PREF: pairs with R-PREF; no fence weaker than acquire orders the
 	 * other holders' last uses before the free. */
 	atomic_thread_fence(LARDER__ACQUIRE);
+	pthread_cond_destroy(&p->unpinned);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
@@ -797,6 +809,8 @@ int larder_pool_create(larder_pool **out, const larder_pool_config *config)
 		goto fail_attr;
 	}
 	pthread_condattr_destroy(&attr);
+	if (pthread_cond_init(&p->unpinned, NULL) != 0)
+		goto fail_unpinned;
 	if (pthread_create(&p->thread, NULL, pool_main, p) != 0) {
 		rc = LARDER_ETHREAD;
 		goto fail_thread;
@@ -805,6 +819,8 @@ int larder_pool_create(larder_pool **out, const larder_pool_config *config)
 	return LARDER_OK;
 
 fail_thread:
+	pthread_cond_destroy(&p->unpinned);
+fail_unpinned:
 	pthread_cond_destroy(&p->wake);
 fail_attr:
 	pthread_mutex_destroy(&p->lock);
@@ -874,7 +890,7 @@ static int first_capacity(larder_pool *p, struct larder__pool_member *nm, uint64
 		struct larder__pool_member *debtor = largest_debtor(p);
 		if (!debtor || larder__monotonic_ns() >= deadline_ns)
 			return LARDER_EBUSY;
-		wait_giveback(debtor);
+		wait_giveback(p, debtor);
 	}
 }
 
@@ -941,6 +957,8 @@ void larder__pool_detach(struct larder *c)
 	struct larder__pool_member *m = c->pool;
 	larder_pool *p = m->pool;
 	pthread_mutex_lock(&p->lock);
+	while (m->pins)
+		pthread_cond_wait(&p->unpinned, &p->lock);
 	m->frozen = committed(m);
 	m->state = M_CLOSING;
 	m->target = 0;

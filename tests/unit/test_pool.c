@@ -402,6 +402,75 @@ static void test_open_waits_then_busy(void)
 	th_event_destroy(&listener_go);
 }
 
+/*
+ * K1 while a shrinking cache cannot give back: a's maintainer is stuck with
+ * a full to its overshoot bound; the controller moves most of a's capacity
+ * to b, but b may grow only by what the pool's bound leaves, however hard
+ * it is written to; once a's maintainer runs again, b gets the rest.
+ */
+static void test_bound_holds_while_donor_stuck(void)
+{
+	const uint64_t budget = 16 * MiB;
+	static char value[32700]; /* with header and key: a 32 KiB slot */
+	larder_pool *pool = make_pool(budget, 0);
+	REQUIRE(pool);
+	larder_config *cfg = pooled(pool, 0, 1, 1);
+	REQUIRE(cfg);
+	th_event_init(&listener_go);
+	atomic_store(&listener_inside, 0);
+	REQUIRE_RC(larder_config_set_write_wait_ms(cfg, 0), LARDER_OK);
+	larder *b = NULL;
+	REQUIRE_RC(larder_open(&b, cfg), LARDER_OK);
+	REQUIRE_RC(larder_config_set_removal_listener(cfg, stuck_listener, NULL), LARDER_OK);
+	larder *a = NULL;
+	REQUIRE_RC(larder_open(&a, cfg), LARDER_OK);
+	larder_config_destroy(cfg);
+	larder *both[2] = { a, b };
+	settle(pool, both, 2);
+	unsigned i = 0;
+	for (; i < 240; i++) /* 7.5 MiB of a's 8 */
+		CHECK_RC(put_key(a, i, value, sizeof value), LARDER_OK);
+	REQUIRE(th_check_accounting(a, WAIT_MS, NULL, NULL));
+	CHECK_RC(larder_remove(a, "k1", 2), LARDER_OK);
+	REQUIRE(th_wait_until(listener_entered, NULL, WAIT_MS));
+	while (put_key(a, i++, value, sizeof value) == LARDER_OK && i < 2000)
+		; /* up to a's overshoot bound: 8 + 4 MiB */
+	uint64_t a_used = th_stat(a, LARDER_STAT_USED_BYTES);
+	CHECK_GT(a_used, 12 * MiB - 64 * KiB);
+
+	double steep[LARDER__PROBE_POINTS], flat[LARDER__PROBE_POINTS];
+	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++) {
+		steep[k] = 1e5 * (double)larder__test_pool_point_bytes(pool, b, k) / (double)budget;
+		flat[k] = 1e3;
+	}
+	CHECK_EQ(larder__test_pool_set_curve(pool, a, flat, 1e5), 0);
+	CHECK_EQ(larder__test_pool_set_curve(pool, b, steep, 1e5), 0);
+	for (unsigned pass = 0; pass < 16; pass++)
+		larder__test_pool_step(pool);
+	CHECK_LT(target_of(pool, a), 2 * MiB);
+	CHECK_GT(target_of(pool, b), 14 * MiB);
+	const uint64_t limit = budget + budget / 100 + 2 * 4 * MiB;
+	for (unsigned j = 0; j < 4000; j++) { /* 125 MiB of writes into b */
+		(void)put_key(b, j, value, sizeof value);
+		uint64_t sum = th_stat(a, LARDER_STAT_USED_BYTES) + th_stat(b, LARDER_STAT_USED_BYTES);
+		if (!CHECK_LE(sum, limit))
+			break;
+	}
+	/* b grew by the pool's slack at most: a still holds its bytes. */
+	CHECK_LE(th_stat(b, LARDER_STAT_CAPACITY_BYTES), budget / 2 + budget / 100);
+	CHECK_EQ(th_stat(a, LARDER_STAT_USED_BYTES), a_used);
+
+	th_event_signal(&listener_go);
+	settle(pool, both, 2);
+	CHECK_GT(th_stat(b, LARDER_STAT_CAPACITY_BYTES), 14 * MiB);
+	CHECK(th_check_accounting(a, WAIT_MS, NULL, NULL));
+	CHECK_LE(th_stat(a, LARDER_STAT_USED_BYTES), 2 * MiB + 4 * MiB);
+	larder_close(a);
+	larder_close(b);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+	th_event_destroy(&listener_go);
+}
+
 /* ---- The controller's choices on known curves --------------------------------- */
 
 enum shape { LINEAR, FLAT, CONCAVE };
@@ -627,6 +696,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_static_split_and_close),
 		TH_TEST(test_static_shares),
 		TH_TEST(test_open_waits_then_busy),
+		TH_TEST(test_bound_holds_while_donor_stuck),
 		TH_TEST(test_controller_moves_to_steeper),
 		TH_TEST(test_controller_still_when_flat),
 		TH_TEST(test_controller_weights_and_settles),
