@@ -116,7 +116,7 @@ struct larder_pool_config {
 /* The controller's window over one member's readings. */
 struct window {
 	int primed;
-	uint64_t gen, at_ns;
+	uint64_t gen, at_ns, every; /* every: the sample's S in this window */
 	uint64_t requests, hits[LARDER__PROBE_POINTS], ghost, reads; /* last readings */
 	double w_requests, w_hits[LARDER__PROBE_POINTS], w_ghost, w_reads, w_secs;
 };
@@ -439,11 +439,13 @@ static uint64_t point_bytes(const struct larder__pool_member *m, unsigned k)
 }
 
 static void read_counts(struct larder__pool_member *m, uint64_t *requests, uint64_t *hits,
-			uint64_t *ghost, uint64_t *reads, uint64_t *gen)
+			uint64_t *ghost, uint64_t *reads, uint64_t *gen, uint64_t *every)
 {
 	struct larder__probe_readings *r = &m->readings;
-	/* Relaxed: counts (pool/probe.h). */
+	/* Relaxed: counts (pool/probe.h); `every` changes only with `generation`
+	 * (a reading that mixes two is one window's error, then restarted). */
 	*gen = atomic_load_explicit(&r->generation, LARDER__RELAXED);
+	*every = atomic_load_explicit(&r->sample_every, LARDER__RELAXED);
 	*requests = atomic_load_explicit(&r->requests, LARDER__RELAXED);
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 		hits[k] = atomic_load_explicit(&r->hits[k], LARDER__RELAXED);
@@ -473,8 +475,8 @@ static double half_power(double t)
 static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 {
 	struct window *w = &m->win;
-	uint64_t requests, hits[LARDER__PROBE_POINTS], ghost, reads, gen;
-	read_counts(m, &requests, hits, &ghost, &reads, &gen);
+	uint64_t requests, hits[LARDER__PROBE_POINTS], ghost, reads, gen, every;
+	read_counts(m, &requests, hits, &ghost, &reads, &gen, &every);
 	if (w->primed && gen == w->gen && now_ns > w->at_ns) {
 		double secs = (double)(now_ns - w->at_ns) / 1e9;
 		double keep = half_power(secs / HALF_LIFE_S);
@@ -488,6 +490,7 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 		/* The mini caches restarted cold (pool/probe.c P2): start over. */
 		*w = (struct window){ .primed = 1, .gen = gen };
 	}
+	w->every = every;
 	w->at_ns = now_ns;
 	w->requests = requests;
 	memcpy(w->hits, hits, sizeof hits);
@@ -540,9 +543,14 @@ static void curve_update(struct larder__pool_member *m)
 		memcpy(hits, m->fake_hits, sizeof hits);
 	} else {
 		cv->rate = w->w_secs > 0 ? w->w_reads / w->w_secs : 0;
-		cv->valid = w->w_requests >= MIN_SAMPLED;
+		cv->valid = w->w_requests >= MIN_SAMPLED && w->w_secs > 0;
+		/* SHARDS' scaling: a mini cache's hits x S are the full cache's. Not
+		 * its hit ratio x the cache's reads: under skew a few hot keys in or
+		 * out of the sample move the sampled request count, and the ratio
+		 * with it, at every size (measured: up to 1.6x the exact slope). */
+		double scale = (double)w->every / (cv->valid ? w->w_secs : 1);
 		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
-			hits[k] = cv->valid ? w->w_hits[k] / w->w_requests * cv->rate : 0;
+			hits[k] = cv->valid ? w->w_hits[k] * scale : 0;
 	}
 	hull_of(cv, bytes, hits);
 }
