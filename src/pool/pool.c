@@ -116,9 +116,12 @@ struct larder_pool_config {
 /* The controller's window over one member's readings. */
 struct window {
 	int primed;
-	uint64_t gen, at_ns, every; /* every: the sample's S in this window */
+	uint64_t gen, at_ns, every, top; /* the sample's S and top in this window */
+	uint64_t gen_requests; /* sampled requests when this generation began */
+	uint64_t top_room;     /* entries the largest mini cache holds when full */
 	uint64_t requests, hits[LARDER__PROBE_POINTS], ghost, reads; /* last readings */
-	double w_requests, w_hits[LARDER__PROBE_POINTS], w_ghost, w_reads, w_secs;
+	double w_requests, w_hits[LARDER__PROBE_POINTS], w_ghost, w_probe_secs;
+	double w_reads, w_secs; /* the cache's reads: not restarted with the probe */
 };
 
 /* A member's curve as the controller sees it: the hull's corners. */
@@ -137,6 +140,7 @@ struct larder__pool_member {
 	struct larder *cache;
 	enum member_state state;
 	uint64_t cap, target, min_bytes, max_bytes;
+	uint64_t top; /* the curve's top that the probe was asked for (want_top) */
 	uint64_t frozen; /* committed when it detached (M_CLOSING) */
 	unsigned pins;   /* waiters on its cache outside the lock (wait_giveback) */
 	double min_share, max_share, cost;
@@ -432,20 +436,51 @@ static uint64_t ghost_bytes(const larder_pool *p)
 	return g < MIN_CACHE_BYTES ? MIN_CACHE_BYTES : g;
 }
 
+/* Point k of the curve: of the probe's top in this window, or of the max
+ * share for a curve given through the test seam. */
 static uint64_t point_bytes(const struct larder__pool_member *m, unsigned k)
 {
-	return m->max_bytes / 1024 * larder__probe_scale[k] +
-	       m->max_bytes % 1024 * larder__probe_scale[k] / 1024;
+	uint64_t top = m->fake ? m->max_bytes : m->win.top ? m->win.top : m->top;
+	return top / 1024 * larder__probe_scale[k] + top % 1024 * larder__probe_scale[k] / 1024;
+}
+
+/* The top to ask the probe for: 4 x target (at most its max, at least
+ * 64 KiB), so that the points span target / 8 .. 4 x target. */
+static uint64_t top_for(const struct larder__pool_member *m)
+{
+	uint64_t top = m->target > m->max_bytes / 4 ? m->max_bytes : 4 * m->target;
+	return top < MIN_CACHE_BYTES ? MIN_CACHE_BYTES : top;
+}
+
+/* After the moves: a target that left top / 8 .. top / 2 (halved or doubled
+ * since the last centring) gets its points re-centred (the probe restarts
+ * its mini caches, and the window its part with them). */
+static void recentre_tops(larder_pool *p)
+{
+	for (struct larder__pool_member *m = p->members; m; m = m->next) {
+		if (m->state != M_ACTIVE || m->fake)
+			continue;
+		uint64_t want = top_for(m);
+		if (want == m->top || (m->target <= m->top / 2 && m->target >= m->top / 8))
+			continue;
+		m->top = want;
+		/* Relaxed: a request to the probe (pool/probe.h). */
+		atomic_store_explicit(&m->readings.want_top, want, LARDER__RELAXED);
+	}
 }
 
 static void read_counts(struct larder__pool_member *m, uint64_t *requests, uint64_t *hits,
-			uint64_t *ghost, uint64_t *reads, uint64_t *gen, uint64_t *every)
+			uint64_t *ghost, uint64_t *reads, uint64_t *gen, uint64_t *every,
+			uint64_t *top)
 {
 	struct larder__probe_readings *r = &m->readings;
-	/* Relaxed: counts (pool/probe.h); `every` changes only with `generation`
-	 * (a reading that mixes two is one window's error, then restarted). */
+	/* Relaxed: counts (pool/probe.h); `every` and `top` change only with
+	 * `generation` (a reading that mixes two is one window's error, then
+	 * restarted). */
 	*gen = atomic_load_explicit(&r->generation, LARDER__RELAXED);
 	*every = atomic_load_explicit(&r->sample_every, LARDER__RELAXED);
+	*top = atomic_load_explicit(&r->top_bytes, LARDER__RELAXED);
+	m->win.top_room = atomic_load_explicit(&r->top_room, LARDER__RELAXED);
 	*requests = atomic_load_explicit(&r->requests, LARDER__RELAXED);
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 		hits[k] = atomic_load_explicit(&r->hits[k], LARDER__RELAXED);
@@ -475,22 +510,32 @@ static double half_power(double t)
 static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 {
 	struct window *w = &m->win;
-	uint64_t requests, hits[LARDER__PROBE_POINTS], ghost, reads, gen, every;
-	read_counts(m, &requests, hits, &ghost, &reads, &gen, &every);
-	if (w->primed && gen == w->gen && now_ns > w->at_ns) {
+	uint64_t requests, hits[LARDER__PROBE_POINTS], ghost, reads, gen, every, top;
+	read_counts(m, &requests, hits, &ghost, &reads, &gen, &every, &top);
+	if (w->primed && now_ns > w->at_ns) {
 		double secs = (double)(now_ns - w->at_ns) / 1e9;
 		double keep = half_power(secs / HALF_LIFE_S);
-		w->w_requests = w->w_requests * keep + (double)(requests - w->requests);
-		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
-			w->w_hits[k] = w->w_hits[k] * keep + (double)(hits[k] - w->hits[k]);
-		w->w_ghost = w->w_ghost * keep + (double)(ghost - w->ghost);
 		w->w_reads = w->w_reads * keep + (double)(reads - w->reads);
 		w->w_secs = w->w_secs * keep + secs;
-	} else if (!w->primed || gen != w->gen) {
-		/* The mini caches restarted cold (pool/probe.c P2): start over. */
-		*w = (struct window){ .primed = 1, .gen = gen };
+		if (gen == w->gen) {
+			w->w_requests = w->w_requests * keep + (double)(requests - w->requests);
+			for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+				w->w_hits[k] = w->w_hits[k] * keep + (double)(hits[k] - w->hits[k]);
+			w->w_ghost = w->w_ghost * keep + (double)(ghost - w->ghost);
+			w->w_probe_secs = w->w_probe_secs * keep + secs;
+		}
+	}
+	if (!w->primed || gen != w->gen) {
+		/* The mini caches restarted cold (pool/probe.c P2): their part of the
+		 * window starts over; the reads (the cache's own) go on. */
+		w->w_requests = w->w_ghost = w->w_probe_secs = 0;
+		memset(w->w_hits, 0, sizeof w->w_hits);
+		w->primed = 1;
+		w->gen = gen;
+		w->gen_requests = requests;
 	}
 	w->every = every;
+	w->top = top;
 	w->at_ns = now_ns;
 	w->requests = requests;
 	memcpy(w->hits, hits, sizeof hits);
@@ -498,20 +543,21 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 	w->reads = reads;
 }
 
-/* The upper concave hull of (0,0) and the points, left to right. */
-static void hull_of(struct curve *cv, const uint64_t *bytes, const double *hits)
+/* The upper concave hull of (0,0) and the n points (largest first), left
+ * to right. */
+static void hull_of(struct curve *cv, const uint64_t *bytes, const double *hits, unsigned n)
 {
 	double px[LARDER__PROBE_POINTS + 1], py[LARDER__PROBE_POINTS + 1], best = 0;
 	px[0] = 0;
 	py[0] = 0;
-	for (unsigned i = 1; i <= LARDER__PROBE_POINTS; i++) {
-		unsigned k = LARDER__PROBE_POINTS - i; /* smallest size first */
+	for (unsigned i = 1; i <= n; i++) {
+		unsigned k = n - i; /* smallest size first */
 		best = hits[k] > best ? hits[k] : best; /* more memory never loses hits */
 		px[i] = (double)bytes[k];
 		py[i] = best;
 	}
 	cv->n = 0;
-	for (unsigned i = 0; i <= LARDER__PROBE_POINTS; i++) {
+	for (unsigned i = 0; i <= n; i++) {
 		if (cv->n && px[i] <= cv->x[cv->n - 1])
 			continue;
 		while (cv->n >= 2) {
@@ -543,16 +589,28 @@ static void curve_update(struct larder__pool_member *m)
 		memcpy(hits, m->fake_hits, sizeof hits);
 	} else {
 		cv->rate = w->w_secs > 0 ? w->w_reads / w->w_secs : 0;
-		cv->valid = w->w_requests >= MIN_SAMPLED && w->w_secs > 0;
+		cv->valid = w->w_requests >= MIN_SAMPLED && w->w_probe_secs > 0;
 		/* SHARDS' scaling: a mini cache's hits x S are the full cache's. Not
 		 * its hit ratio x the cache's reads: under skew a few hot keys in or
 		 * out of the sample move the sampled request count, and the ratio
 		 * with it, at every size (measured: up to 1.6x the exact slope). */
-		double scale = (double)w->every / (cv->valid ? w->w_secs : 1);
+		double scale = (double)w->every / (cv->valid ? w->w_probe_secs : 1);
 		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 			hits[k] = cv->valid ? w->w_hits[k] * scale : 0;
 	}
-	hull_of(cv, bytes, hits);
+	/* Mini caches fresh from a restart read low until they have seen twice
+	 * the entries they hold when full: only those points count, and the
+	 * estimate is valid once the point above the target is one of them. */
+	unsigned first = 0;
+	if (!m->fake) {
+		uint64_t seen = w->requests - w->gen_requests;
+		while (first < LARDER__PROBE_POINTS - 1 &&
+		       seen < 2 * (w->top_room / 1024 * larder__probe_scale[first] +
+				   w->top_room % 1024 * larder__probe_scale[first] / 1024))
+			first++;
+		cv->valid = cv->valid && bytes[first] > m->target;
+	}
+	hull_of(cv, bytes + first, hits + first, LARDER__PROBE_POINTS - first);
 }
 
 /* Slope of the hull just above (up) or just below (!up) x, hits/s per byte. */
@@ -724,6 +782,7 @@ static uint64_t control_pass(larder_pool *p, uint64_t now_ns)
 		curve_update(m);
 	}
 	uint64_t steps = decide(p);
+	recentre_tops(p);
 	apply_shrinks(p);
 	complete_grows(p);
 	return steps;
@@ -934,6 +993,9 @@ int larder__pool_join(struct larder *c, const larder_config *cfg, uint64_t *capa
 	replan(p, nm);
 	apply_shrinks(p);
 	rc = first_capacity(p, nm, deadline, &nm->cap);
+	nm->top = top_for(nm);
+	/* Relaxed: the probe does not exist yet (larder__pool_wrap_policy). */
+	atomic_store_explicit(&nm->readings.want_top, nm->top, LARDER__RELAXED);
 	if (rc != LARDER_OK) {
 		unlink_member(p, nm);
 		replan(p, NULL);
@@ -1000,7 +1062,7 @@ int larder__pool_wrap_policy(struct larder *c, const struct larder__policy_host 
 	struct larder__probe_setup setup = {
 		.out = &m->readings,
 		.policy = m->policy,
-		.top_bytes = m->max_bytes,
+		.top_bytes = m->top,
 		.ghost_bytes = ghost_bytes(m->pool),
 	};
 	return larder__probe_wrap(&setup, host, ops, policy);
@@ -1120,9 +1182,9 @@ int larder_pool_cache_stats(larder_pool *p, larder *c, double *values, size_t co
 	/* At its most (the curve's last point) only the slope below is known. */
 	v[LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB] =
 		slope_at(&m->curve, m->cap, m->cap < m->max_bytes) * MIB;
-	if (m->win.w_secs > 0)
+	if (m->win.w_probe_secs > 0)
 		v[LARDER_POOL_CACHE_GHOST_HITS_PER_MIB] =
-			m->win.w_ghost / m->win.w_secs / ((double)ghost_bytes(p) / MIB);
+			m->win.w_ghost / m->win.w_probe_secs / ((double)ghost_bytes(p) / MIB);
 	v[LARDER_POOL_CACHE_MISS_COST] = m->cost;
 	v[LARDER_POOL_CACHE_MIN_SHARE] = m->min_share;
 	v[LARDER_POOL_CACHE_MAX_SHARE] = m->max_share;
@@ -1167,7 +1229,10 @@ uint64_t larder__test_pool_point_bytes(larder_pool *p, larder *c, unsigned k)
 {
 	pthread_mutex_lock(&p->lock);
 	struct larder__pool_member *m = find_active(p, c);
-	uint64_t b = m && k < LARDER__PROBE_POINTS ? point_bytes(m, k) : 0;
+	uint64_t b = 0;
+	if (m && k < LARDER__PROBE_POINTS) /* the sizes of a curve given by the seam */
+		b = m->max_bytes / 1024 * larder__probe_scale[k] +
+		    m->max_bytes % 1024 * larder__probe_scale[k] / 1024;
 	pthread_mutex_unlock(&p->lock);
 	return b;
 }

@@ -9,7 +9,11 @@
  *   - Mini caches (SHARDS, Waldspurger et al., FAST 2015): the requests of a
  *     hash sample of 1 key in S go through LARDER__PROBE_POINTS mini caches
  *     of the cache's own (base) policy, sized top x 2^(-k/3) / S; mini k's
- *     hit ratio estimates the hit ratio of a full cache of top x 2^(-k/3).
+ *     hits x S estimate the hits of a full cache of top x 2^(-k/3). The
+ *     pool sets top to a few times the cache's size (want_top), so that the
+ *     points cover its neighbourhood (top/32 .. top) with the same number of
+ *     sampled keys at any size; when it moves top, the mini caches restart
+ *     with S scaled alike (the sample's density per byte is kept).
  *     This is evict/tuner.c in its curve mode: the same code that picks
  *     S3-FIFO's small queue. The controller uses these points.
  *   - A ghost (as in ARC's or Cliffhanger's shadow queues): the keys of the
@@ -33,7 +37,7 @@
  *       mini cache holds at most 4 x TARGET_ENTRIES entries: past that the
  *       tuner is rebuilt with a 4x sparser sample (T3 in evict/tuner.c),
  *       and it is rebuilt 4x denser when it holds under TARGET_ENTRIES / 4
- *       after 4 x TARGET_ENTRIES sampled requests (a working set smaller than
+ *       after TARGET_ENTRIES sampled requests (a working set smaller than
  *       the first guess, or larger entries), so that the curve rests on
  *       enough keys.
  *   P4. Cost per call: one hash of the key for a hit sample (the others come
@@ -55,7 +59,7 @@
 /* Entries the largest mini cache should hold (P3). */
 #define TARGET_ENTRIES 2048u
 /* A first guess of an entry's charge, before the probe has seen any. */
-#define GUESS_ENTRY_BYTES 256u
+#define GUESS_ENTRY_BYTES 1024u /* large: a sample too dense corrects itself soonest (P3) */
 /* After a refused tuner, requests until the next try. */
 #define RETRY_MASK 0xffffu
 
@@ -79,6 +83,8 @@ struct larder__policy {
 	uint64_t ghost_hits;
 	uint64_t generation;
 	uint64_t sample_every;
+	uint64_t top;           /* the tuner's top size, bytes */
+	uint64_t sampled_bytes; /* sizes of the sampled requests, summed (this tuner) */
 	uint64_t since_rebuild; /* sampled requests */
 };
 
@@ -106,6 +112,12 @@ static void publish(struct larder__policy *p)
 		atomic_store_explicit(&out->hits[k],
 				      p->base_hits[k] + (p->tuner ? larder__tuner_hits(p->tuner, k) : 0),
 				      LARDER__RELAXED);
+	atomic_store_explicit(&out->top_entries,
+			      p->tuner ? larder__tuner_mini_entries(p->tuner, 0) : 0, LARDER__RELAXED);
+	uint64_t n = p->tuner ? larder__tuner_requests(p->tuner) : 0;
+	uint64_t mean = n && p->sampled_bytes ? p->sampled_bytes / n : 1;
+	atomic_store_explicit(&out->top_room, p->top / p->sample_every / (mean ? mean : 1),
+			      LARDER__RELAXED);
 }
 
 /* A tuner sampling 1 key in `every` (a power of two); P3. */
@@ -120,14 +132,15 @@ static void tuner_start(struct larder__policy *p, uint64_t every)
 	}
 	/* The tuner picks S as the largest power of two that leaves at least
 	 * mini_entries of the expected entries: ask for exactly `every`. */
-	if (larder__tuner_create(&p->tuner, &p->kind, p->setup.top_bytes,
-				 every * TARGET_ENTRIES) != 0)
+	if (larder__tuner_create(&p->tuner, &p->kind, p->top, every * TARGET_ENTRIES) != 0)
 		p->tuner = NULL; /* no memory: no curve until the next try */
 	p->sample_every = p->tuner ? larder__tuner_sample_every(p->tuner) : every;
 	p->since_rebuild = 0;
+	p->sampled_bytes = 0;
 	p->generation++;
 	struct larder__probe_readings *out = p->setup.out;
 	atomic_store_explicit(&out->sample_every, p->sample_every, LARDER__RELAXED); /* a count */
+	atomic_store_explicit(&out->top_bytes, p->top, LARDER__RELAXED);            /* a count */
 	atomic_store_explicit(&out->generation, p->generation, LARDER__RELAXED);    /* a count */
 	publish(p);
 }
@@ -146,14 +159,31 @@ static void resample_if_needed(struct larder__policy *p)
 	uint64_t top = larder__tuner_mini_entries(p->tuner, 0);
 	if (top > 4 * TARGET_ENTRIES)
 		tuner_start(p, p->sample_every * 4);
-	else if (p->since_rebuild >= 4 * TARGET_ENTRIES && top < TARGET_ENTRIES / 4 &&
+	else if (p->since_rebuild >= TARGET_ENTRIES && top < TARGET_ENTRIES / 4 &&
 		 p->sample_every >= 4)
 		tuner_start(p, p->sample_every / 4);
+}
+
+/* The pool asks for another top: the same sampled keys per byte, so S
+ * scales with it (a power of two, at least 1). */
+static void recentre(struct larder__policy *p, uint64_t top)
+{
+	uint64_t every = p->sample_every;
+	for (uint64_t t = p->top; t < top && every < ((uint64_t)1 << 40); t *= 2)
+		every *= 2;
+	for (uint64_t t = p->top; t >= 2 * top && every > 1; t /= 2)
+		every /= 2;
+	p->top = top;
+	tuner_start(p, every);
 }
 
 /* One request of a key, as the policy sees it. */
 static void probe_request(struct larder__policy *p, uint64_t hash, uint64_t bytes)
 {
+	/* Relaxed: the pool's request (probe.h). */
+	uint64_t want = atomic_load_explicit(&p->setup.out->want_top, LARDER__RELAXED);
+	if (want && want != p->top)
+		recentre(p, want);
 	if (!p->tuner) {
 		if ((++p->since_rebuild & RETRY_MASK) == 0) /* memory was refused: retry */
 			tuner_start(p, p->sample_every);
@@ -163,6 +193,7 @@ static void probe_request(struct larder__policy *p, uint64_t hash, uint64_t byte
 		return;
 	larder__tuner_access(p->tuner, hash, bytes);
 	p->since_rebuild++;
+	p->sampled_bytes += bytes;
 	publish(p);
 	resample_if_needed(p);
 }
@@ -269,7 +300,8 @@ int larder__probe_wrap(const struct larder__probe_setup *setup,
 		p->kind.scale[k] = larder__probe_scale[k];
 	uint64_t ghost = setup->ghost_bytes ? setup->ghost_bytes : 1;
 	p->has_ghost = larder__ghost_init(&p->ghost, ghost, ghost / GUESS_ENTRY_BYTES) == 0;
-	tuner_start(p, first_sample_every(setup->top_bytes));
+	p->top = setup->top_bytes;
+	tuner_start(p, first_sample_every(p->top));
 	*ops = &probe_ops;
 	*policy = p;
 	return LARDER_OK;

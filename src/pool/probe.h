@@ -12,7 +12,9 @@
 #include "evict/policy.h"
 #include "sync/atomic.h"
 
-/* Points of the curve: sizes top x 2^(-k/3), k = 0..POINTS-1 (top/32 last). */
+/* Points of the curve: sizes top x 2^(-k/3), k = 0..POINTS-1 (top/32 last);
+ * the pool picks top around the cache's size (want_top) and the probe
+ * follows, restarting its mini caches. */
 #define LARDER__PROBE_POINTS 16
 
 /* Point k's size in 1/1024 of the top size (larder__probe_scale[0] == 1024). */
@@ -31,12 +33,18 @@ struct larder__probe_readings {
 	larder__atomic_u64 ghost_hits;  /* inserts of keys found in the ghost */
 	larder__atomic_u64 generation;  /* bumped when the mini caches restart cold */
 	larder__atomic_u64 sample_every; /* S: one key in S is sampled */
+	larder__atomic_u64 top_bytes;   /* the largest mini cache's full size, bytes */
+	larder__atomic_u64 top_entries; /* entries the largest mini cache holds now */
+	larder__atomic_u64 top_room;    /* entries it holds when full (mean sampled size) */
+	/* Written by the pool (relaxed: a request; a late one only delays a
+	 * re-centring), read by the probe at every request it sees. */
+	larder__atomic_u64 want_top;
 };
 
 struct larder__probe_setup {
 	struct larder__probe_readings *out;
 	enum larder_policy policy; /* the cache's; the mini caches run its base policy */
-	uint64_t top_bytes;        /* the largest size the curve needs: the cache's most */
+	uint64_t top_bytes;        /* the largest size the curve starts with (then want_top) */
 	uint64_t ghost_bytes;      /* what the ghost remembers of recent victims */
 };
 
