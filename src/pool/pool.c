@@ -117,7 +117,7 @@ struct larder_pool_config {
 struct window {
 	int primed;
 	uint64_t gen, at_ns, every, top; /* the sample's S and top in this window */
-	uint64_t gen_requests; /* sampled requests when this generation began */
+	uint64_t fresh;        /* sampled requests since the mini caches restarted */
 	uint64_t top_room;     /* entries the largest mini cache holds when full */
 	uint64_t requests, hits[LARDER__PROBE_POINTS], ghost, reads; /* last readings */
 	double w_requests, w_hits[LARDER__PROBE_POINTS], w_ghost, w_probe_secs;
@@ -481,6 +481,7 @@ static void read_counts(struct larder__pool_member *m, uint64_t *requests, uint6
 	*every = atomic_load_explicit(&r->sample_every, LARDER__RELAXED);
 	*top = atomic_load_explicit(&r->top_bytes, LARDER__RELAXED);
 	m->win.top_room = atomic_load_explicit(&r->top_room, LARDER__RELAXED);
+	m->win.fresh = atomic_load_explicit(&r->fresh, LARDER__RELAXED);
 	*requests = atomic_load_explicit(&r->requests, LARDER__RELAXED);
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 		hits[k] = atomic_load_explicit(&r->hits[k], LARDER__RELAXED);
@@ -532,7 +533,6 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 		memset(w->w_hits, 0, sizeof w->w_hits);
 		w->primed = 1;
 		w->gen = gen;
-		w->gen_requests = requests;
 	}
 	w->every = every;
 	w->top = top;
@@ -603,9 +603,8 @@ static void curve_update(struct larder__pool_member *m)
 	 * estimate is valid once the point above the target is one of them. */
 	unsigned first = 0;
 	if (!m->fake) {
-		uint64_t seen = w->requests - w->gen_requests;
 		while (first < LARDER__PROBE_POINTS - 1 &&
-		       seen < 2 * (w->top_room / 1024 * larder__probe_scale[first] +
+		       w->fresh < 2 * (w->top_room / 1024 * larder__probe_scale[first] +
 				   w->top_room % 1024 * larder__probe_scale[first] / 1024))
 			first++;
 		cv->valid = cv->valid && bytes[first] > m->target;

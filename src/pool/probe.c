@@ -115,6 +115,7 @@ static void publish(struct larder__policy *p)
 	atomic_store_explicit(&out->top_entries,
 			      p->tuner ? larder__tuner_mini_entries(p->tuner, 0) : 0, LARDER__RELAXED);
 	uint64_t n = p->tuner ? larder__tuner_requests(p->tuner) : 0;
+	atomic_store_explicit(&out->fresh, n, LARDER__RELAXED);
 	uint64_t mean = n && p->sampled_bytes ? p->sampled_bytes / n : 1;
 	atomic_store_explicit(&out->top_room, p->top / p->sample_every / (mean ? mean : 1),
 			      LARDER__RELAXED);

@@ -593,8 +593,8 @@ static void phases_part(const struct lb_config *cfg, unsigned unit_ms)
 
 #define TEN 10u
 #define TEN_BUDGET ((uint64_t)256 << 20)
-#define TEN_WARM 8000000u
-#define TEN_COUNT 6000000u
+#define TEN_WARM 6000000u
+#define TEN_COUNT 4000000u
 #define TEN_GRID 256u
 #define TEN_POINTS 21u
 #define SHIFT_SECONDS 15u
