@@ -38,12 +38,17 @@
  *
  * The controller (every interval_ms; docs/pool.md has the measurements):
  *   1. For each open cache, a window over its probe's readings (pool/probe.c:
- *      LARDER__PROBE_POINTS mini caches of sizes top x 2^(-k/3), top =
- *      max_bytes) with a half-life of HALF_LIFE_S: mini k's hit ratio times
- *      the cache's reads per second is H(size_k), hits per second at that
- *      size. Points are made non-decreasing and the upper concave hull is
- *      taken (a cliff is priced at its average slope, so a step across it
- *      is seen as worth it), with H(0) = 0 and H flat beyond top.
+ *      LARDER__PROBE_POINTS mini caches of sizes top x 2^(-k/3) on a sample
+ *      of 1 key in S) with a half-life of HALF_LIFE_S: mini k's hits per
+ *      second x S are H(size_k), the full cache's hits per second at that
+ *      size (SHARDS' scaling). The points are centred on the cache: top is
+ *      4 x its target (at most its max share), re-centred when the target
+ *      has halved or doubled since (recentre_tops; the mini caches restart,
+ *      cold). A restarted mini cache reads low until it has seen twice the
+ *      entries it holds when full, so only such warm points count.
+ *      Points are made non-decreasing and the upper concave hull is taken
+ *      (a cliff is priced at its average slope, so a step across it is seen
+ *      as worth it), with H(0) = 0 and H flat beyond the largest point.
  *   2. Budget no cache holds (a cache closed) goes, a step at a time, to
  *      the highest weighted slope above its target (w x H'+), or evenly
  *      when no cache gains.
@@ -60,9 +65,11 @@
  *      would value a step across it at the steeper side and send it back:
  *      measured, 8 steps out and 8 back every pass). Noise must beat the
  *      hysteresis to move anything.
- *   A cache whose window holds under MIN_SAMPLED sampled requests has no
- *   estimate yet: it neither gives nor takes, unless it has no reads at all
- *   (then its hits are worth nothing and it gives).
+ *   A move must also beat the estimates' noise: NOISE_Z standard errors,
+ *   from the sampled hits each value rests on (value_noise). A cache whose
+ *   warm points do not reach past its target has no estimate yet: it
+ *   neither gives nor takes, unless it has no reads at all (then its hits
+ *   are worth nothing and it gives).
  * With the controller off (interval 0) the targets are an equal split of the
  * budget clamped to each cache's shares, recomputed at every open and close.
  *
@@ -101,7 +108,7 @@
 #define HYSTERESIS 0.10        /* receiver's slope over the donor's, at least */
 #define MIN_GAIN 0.00005       /* a step's gain over the pool's weighted reads per s */
 #define HALF_LIFE_S 1.0
-#define MIN_SAMPLED 256.0      /* sampled requests in the window for an estimate */
+#define NOISE_Z 2.0            /* a move must beat this many standard errors */
 #define GHOST_DIVISOR 64u      /* the probe's ghost remembers budget / 64 */
 #define GIVEBACK_SLICE_NS (2u * 1000u * 1000u)
 #define IDLE_WAIT_NS (1000u * 1000u * 1000u)
@@ -130,6 +137,10 @@ struct curve {
 	double rate; /* reads per second */
 	unsigned n;
 	double x[LARDER__PROBE_POINTS + 1], y[LARDER__PROBE_POINTS + 1]; /* bytes, hits/s */
+	/* The warm points, smallest first, with the window's sampled hits of
+	 * each (not scaled): what a slope between two of them rests on. */
+	unsigned np;
+	double px[LARDER__PROBE_POINTS], pcount[LARDER__PROBE_POINTS];
 };
 
 struct larder__pool_member {
@@ -492,6 +503,15 @@ static void read_counts(struct larder__pool_member *m, uint64_t *requests, uint6
 			 : m->win.reads;
 }
 
+/* sqrt(v) for v >= 1, without libm: Newton's iteration from above. */
+static double sqrt_pos(double v)
+{
+	double r = v;
+	for (int i = 0; i < 64 && r * r > v * (1 + 1e-12); i++)
+		r = (r + v / r) / 2;
+	return r;
+}
+
 /* 2^-t for t >= 0, without libm (the library links only libc and pthreads):
  * halvings for the whole part, a Taylor series of e^(-f ln 2) for the rest. */
 static double half_power(double t)
@@ -589,7 +609,10 @@ static void curve_update(struct larder__pool_member *m)
 		memcpy(hits, m->fake_hits, sizeof hits);
 	} else {
 		cv->rate = w->w_secs > 0 ? w->w_reads / w->w_secs : 0;
-		cv->valid = w->w_requests >= MIN_SAMPLED && w->w_probe_secs > 0;
+		/* No minimum of samples: a cache with few reads has a small, noisy
+		 * curve, and the noise test (value_noise) keeps it from moving on
+		 * noise, while it may still give its bytes away. */
+		cv->valid = w->w_probe_secs > 0;
 		/* SHARDS' scaling: a mini cache's hits x S are the full cache's. Not
 		 * its hit ratio x the cache's reads: under skew a few hot keys in or
 		 * out of the sample move the sampled request count, and the ratio
@@ -610,6 +633,33 @@ static void curve_update(struct larder__pool_member *m)
 		cv->valid = cv->valid && bytes[first] > m->target;
 	}
 	hull_of(cv, bytes + first, hits + first, LARDER__PROBE_POINTS - first);
+	cv->np = LARDER__PROBE_POINTS - first;
+	for (unsigned i = 0; i < cv->np; i++) {
+		unsigned k = LARDER__PROBE_POINTS - 1 - i;
+		cv->px[i] = (double)bytes[k];
+		cv->pcount[i] = m->fake ? 0 : w->w_hits[k];
+	}
+}
+
+/*
+ * The relative noise of a value measured at x: the sampled hits between the
+ * two points around x are a count (about Poisson, the mini caches being
+ * nested samples of one stream), so the slope there is known to within
+ * 1 / sqrt(count). 0 for a curve given through the test seam.
+ */
+static double value_noise(const struct curve *cv, double x)
+{
+	if (!cv->np || cv->pcount[cv->np - 1] <= 0)
+		return 0;
+	double lo = 0;
+	for (unsigned i = 0; i < cv->np; i++) {
+		if (x <= cv->px[i] || i + 1 == cv->np) {
+			double d = cv->pcount[i] - lo;
+			return 1.0 / sqrt_pos(d > 1 ? d : 1);
+		}
+		lo = cv->pcount[i];
+	}
+	return 0;
 }
 
 /* Slope of the hull just above (up) or just below (!up) x, hits/s per byte. */
@@ -759,6 +809,11 @@ static uint64_t decide(larder_pool *p)
 		struct larder__pool_member *from = to ? best_giver(p, to, &down) : NULL;
 		if (!from || up <= down * (1 + HYSTERESIS) ||
 		    (up - down) * (double)p->step <= min_gain)
+			break;
+		/* And beyond the estimates' noise: NOISE_Z standard errors. */
+		double su = up * value_noise(&to->curve, (double)to->target + (double)p->step / 2);
+		double sd = down * value_noise(&from->curve, (double)from->target - (double)p->step / 2);
+		if ((up - down) * (up - down) <= NOISE_Z * NOISE_Z * (su * su + sd * sd))
 			break;
 		/* The last step to a max or a min share is a partial one. */
 		uint64_t bytes = min3(p->step, room_up(to), room_down(from));
