@@ -691,6 +691,8 @@ enum larder_pool_cache_stat {
 	LARDER_POOL_CACHE_MIN_SHARE,          /* larder_config_set_pool_shares() */
 	LARDER_POOL_CACHE_MAX_SHARE,
 	LARDER_POOL_CACHE_SAMPLE_EVERY,       /* the mini simulations sample 1 key in this many */
+	LARDER_POOL_CACHE_PROBE_NS,           /* time its maintainer spent estimating for the
+						 pool so far (sampled: an estimate) */
 	LARDER_POOL_CACHE_STAT_COUNT
 };
 /*

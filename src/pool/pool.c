@@ -1149,6 +1149,7 @@ static const char *const cache_stat_names[LARDER_POOL_CACHE_STAT_COUNT] = {
 	[LARDER_POOL_CACHE_MIN_SHARE] = "min_share",
 	[LARDER_POOL_CACHE_MAX_SHARE] = "max_share",
 	[LARDER_POOL_CACHE_SAMPLE_EVERY] = "sample_every",
+	[LARDER_POOL_CACHE_PROBE_NS] = "probe_ns",
 };
 
 const char *larder_pool_stat_name(enum larder_pool_stat stat)
@@ -1245,6 +1246,8 @@ int larder_pool_cache_stats(larder_pool *p, larder *c, double *values, size_t co
 	/* Relaxed: a count (pool/probe.h). */
 	v[LARDER_POOL_CACHE_SAMPLE_EVERY] =
 		(double)atomic_load_explicit(&m->readings.sample_every, LARDER__RELAXED);
+	v[LARDER_POOL_CACHE_PROBE_NS] =
+		(double)atomic_load_explicit(&m->readings.own_ns, LARDER__RELAXED);
 	pthread_mutex_unlock(&p->lock);
 	memcpy(values, v, (count < LARDER_POOL_CACHE_STAT_COUNT ? count : LARDER_POOL_CACHE_STAT_COUNT) * sizeof *v);
 	for (size_t i = LARDER_POOL_CACHE_STAT_COUNT; i < count; i++)

@@ -44,6 +44,11 @@
  *       with their hash), one ghost lookup per insert and one ghost insert
  *       per victim; LARDER__PROBE_POINTS mini-cache operations for a sampled
  *       request only (1 in S).
+ *   P5. own_ns accounts for the probe's time on the maintainer: 1 call in
+ *       TIME_EVERY is timed (two monotonic clock reads, from the vDSO) and
+ *       counted TIME_EVERY times; a restart of the mini caches is timed whole
+ *       and taken out of the call it happened in. An estimate of what the
+ *       pool costs its caches (docs/pool.md), not a guarantee.
  * Not guaranteed: a prediction. The tuned policies' mini caches run the
  * untuned base policy (S3-FIFO with a 10% small queue, W-TinyLFU with its
  * hill climber); hit samples the engine's lossy ring dropped are missing
@@ -55,11 +60,14 @@
 
 #include "evict/ghost.h"
 #include "evict/tuner.h"
+#include "sync/futex.h"
 
 /* Entries the largest mini cache should hold (P3). */
 #define TARGET_ENTRIES 2048u
 /* A first guess of an entry's charge, before the probe has seen any. */
 #define GUESS_ENTRY_BYTES 1024u /* large: a sample too dense corrects itself soonest (P3) */
+/* P5: 1 call in TIME_EVERY is timed (a power of two). */
+#define TIME_EVERY 64u
 /* After a refused tuner, requests until the next try. */
 #define RETRY_MASK 0xffffu
 
@@ -86,7 +94,25 @@ struct larder__policy {
 	uint64_t top;           /* the tuner's top size, bytes */
 	uint64_t sampled_bytes; /* sizes of the sampled requests, summed (this tuner) */
 	uint64_t since_rebuild; /* sampled requests */
+	uint64_t calls, own_ns, restart_ns; /* P5 */
 };
+
+/* P5: the start of a timed call (0: not timed). */
+static uint64_t time_begin(struct larder__policy *p, uint64_t *restarts)
+{
+	*restarts = p->restart_ns;
+	return (++p->calls & (TIME_EVERY - 1)) == 0 ? larder__monotonic_ns() : 0;
+}
+
+static void time_end(struct larder__policy *p, uint64_t t0, uint64_t restarts)
+{
+	if (!t0)
+		return;
+	uint64_t d = larder__monotonic_ns() - t0, r = p->restart_ns - restarts;
+	p->own_ns += (d > r ? d - r : 0) * TIME_EVERY;
+	/* Relaxed: a count (probe.h). */
+	atomic_store_explicit(&p->setup.out->own_ns, p->own_ns, LARDER__RELAXED);
+}
 
 /* The mini caches' policy: the cache's without its own tuner. */
 static const struct larder__policy_ops *base_ops(enum larder_policy policy)
@@ -121,9 +147,10 @@ static void publish(struct larder__policy *p)
 			      LARDER__RELAXED);
 }
 
-/* A tuner sampling 1 key in `every` (a power of two); P3. */
+/* A tuner sampling 1 key in `every` (a power of two); P3. Timed whole (P5). */
 static void tuner_start(struct larder__policy *p, uint64_t every)
 {
+	uint64_t t0 = larder__monotonic_ns();
 	if (p->tuner) {
 		p->base_requests += larder__tuner_requests(p->tuner);
 		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
@@ -144,6 +171,10 @@ static void tuner_start(struct larder__policy *p, uint64_t every)
 	atomic_store_explicit(&out->top_bytes, p->top, LARDER__RELAXED);            /* a count */
 	atomic_store_explicit(&out->generation, p->generation, LARDER__RELAXED);    /* a count */
 	publish(p);
+	uint64_t d = larder__monotonic_ns() - t0;
+	p->restart_ns += d;
+	p->own_ns += d;
+	atomic_store_explicit(&out->own_ns, p->own_ns, LARDER__RELAXED); /* a count */
 }
 
 static uint64_t first_sample_every(uint64_t top_bytes)
@@ -203,12 +234,14 @@ static void probe_insert(struct larder__policy *p, struct larder__entry *e, uint
 			 size_t bytes)
 {
 	p->inner_ops->insert(p->inner, e, hash, bytes);
+	uint64_t restarts, t0 = time_begin(p, &restarts);
 	if (p->has_ghost && larder__ghost_remove(&p->ghost, larder__ghost_fp(hash))) {
 		p->ghost_hits++;
 		/* Relaxed: a count (probe.h). */
 		atomic_store_explicit(&p->setup.out->ghost_hits, p->ghost_hits, LARDER__RELAXED);
 	}
 	probe_request(p, hash, bytes);
+	time_end(p, t0, restarts);
 }
 
 static void probe_replace(struct larder__policy *p, struct larder__entry *old,
@@ -220,7 +253,9 @@ static void probe_replace(struct larder__policy *p, struct larder__entry *old,
 static void probe_hit(struct larder__policy *p, struct larder__entry *e)
 {
 	p->inner_ops->hit(p->inner, e);
+	uint64_t restarts, t0 = time_begin(p, &restarts);
 	probe_request(p, p->host.hash(p->host.ctx, e), p->host.size(p->host.ctx, e));
+	time_end(p, t0, restarts);
 }
 
 static void probe_remove(struct larder__policy *p, struct larder__entry *e, size_t bytes)
@@ -232,9 +267,11 @@ static struct larder__entry *probe_evict(struct larder__policy *p)
 {
 	struct larder__entry *v = p->inner_ops->evict(p->inner);
 	if (v && p->has_ghost) {
+		uint64_t restarts, t0 = time_begin(p, &restarts);
 		size_t bytes = p->host.size(p->host.ctx, v);
 		larder__ghost_insert(&p->ghost, larder__ghost_fp(p->host.hash(p->host.ctx, v)),
 				     bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes);
+		time_end(p, t0, restarts);
 	}
 	return v;
 }

@@ -154,15 +154,6 @@ static double peak_rss_gib(void)
 	return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss * 1024.0 / GIB : 0;
 }
 
-static double process_cpu_s(void)
-{
-	struct rusage ru;
-	if (getrusage(RUSAGE_SELF, &ru) != 0)
-		return 0;
-	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
 static double seconds_since(uint64_t t0_ns)
 {
 	return (double)(lb_now_ns() - t0_ns) / 1e9;
@@ -620,7 +611,7 @@ static const char *const ten_mode_names[T_MODES] = {
 };
 
 struct ten_out {
-	double weighted, hits, reads, seconds, bg_cpu, ctl_cpu;
+	double weighted, hits, reads, seconds, probe_cpu, ctl_cpu;
 	uint64_t misses[TEN], requests[TEN], cap[TEN];
 };
 
@@ -642,6 +633,27 @@ struct ten_shift {
 	double settle_s, recover_s, final_hit;
 	unsigned reversals;
 };
+
+/* CPU seconds of the pool's thread so far (0 without a pool). */
+static double controller_s(larder_pool *pool)
+{
+	uint64_t v[LARDER_POOL_STAT_COUNT];
+	if (!pool || larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT) != LARDER_OK)
+		return 0;
+	return (double)v[LARDER_POOL_CONTROLLER_CPU_NS] / 1e9;
+}
+
+/* Seconds the caches' maintainers spent in their probes so far (sampled). */
+static double probes_s(larder_pool *pool, larder *const *c)
+{
+	double s = 0;
+	for (unsigned i = 0; pool && i < TEN; i++) {
+		double v[LARDER_POOL_CACHE_STAT_COUNT];
+		pool_figures(pool, c[i], v);
+		s += v[LARDER_POOL_CACHE_PROBE_NS] / 1e9;
+	}
+	return s;
+}
 
 /* Runs the ten caches through warm + count requests (and the shift). */
 static int ten_run(const struct lb_config *cfg, enum ten_mode mode, const uint64_t *alloc,
@@ -672,15 +684,12 @@ static int ten_run(const struct lb_config *cfg, enum ten_mode mode, const uint64
 	}
 	uint64_t sel = lb_mix(cfg->seed + 7) | 1;
 	uint64_t hits0 = 0, measured_from = 0;
-	double cpu0 = 0, driver0 = 0, ctl0 = 0;
+	double ctl0 = 0, probe0 = 0;
 	for (uint64_t n = 0; n < TEN_WARM + TEN_COUNT; n++) {
 		if (n == TEN_WARM) {
 			measured_from = lb_now_ns();
-			cpu0 = process_cpu_s();
-			driver0 = (double)lb_thread_cpu_ns() / 1e9;
-			uint64_t v[LARDER_POOL_STAT_COUNT];
-			if (pool && larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT) == LARDER_OK)
-				ctl0 = (double)v[LARDER_POOL_CONTROLLER_CPU_NS] / 1e9;
+			ctl0 = controller_s(pool);
+			probe0 = probes_s(pool, c);
 		}
 		unsigned i = pick_cache(&sel);
 		const struct spec *sp = &ten_specs[i];
@@ -698,11 +707,8 @@ static int ten_run(const struct lb_config *cfg, enum ten_mode mode, const uint64
 		}
 	}
 	out->seconds = seconds_since(measured_from);
-	out->bg_cpu = (process_cpu_s() - cpu0 - ((double)lb_thread_cpu_ns() / 1e9 - driver0)) /
-		      out->seconds;
-	uint64_t v[LARDER_POOL_STAT_COUNT];
-	if (pool && larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT) == LARDER_OK)
-		out->ctl_cpu = ((double)v[LARDER_POOL_CONTROLLER_CPU_NS] / 1e9 - ctl0) / out->seconds;
+	out->ctl_cpu = (controller_s(pool) - ctl0) / out->seconds;
+	out->probe_cpu = (probes_s(pool, c) - probe0) / out->seconds;
 	for (unsigned i = 0; i < TEN; i++) {
 		out->weighted += ten_specs[i].cost * (double)out->misses[i];
 		out->reads += (double)out->requests[i];
@@ -870,7 +876,7 @@ static void ten_part(const struct lb_config *cfg, int with_shift, int with_ten)
 	}
 	if (with_ten) {
 		unsigned rounds = cfg->rounds ? cfg->rounds : 1;
-		double w[T_MODES][64], bg[T_MODES][64], ctl[T_MODES][64];
+		double w[T_MODES][64], prb[T_MODES][64], ctl[T_MODES][64];
 		uint64_t last_cap[T_MODES][TEN];
 		for (unsigned r = 0; r < rounds && r < 64; r++)
 			for (unsigned m = 0; m < T_MODES; m++) {
@@ -878,42 +884,45 @@ static void ten_part(const struct lb_config *cfg, int with_shift, int with_ten)
 				if (ten_run(cfg, (enum ten_mode)m, best, &out, NULL) != 0)
 					return;
 				w[m][r] = out.weighted;
-				bg[m][r] = out.bg_cpu;
+				prb[m][r] = out.probe_cpu;
 				ctl[m][r] = out.ctl_cpu;
 				memcpy(last_cap[m], out.cap, sizeof out.cap);
 			}
-		double med[T_MODES];
-		printf("\n| split | weighted misses, median (min..max) of %u | / best static | "
-		       "predicted by the exact curves | background CPU (cores) |\n"
-		       "|---|---|---|---|---|\n", rounds);
+		double med[T_MODES], lo[T_MODES], hi[T_MODES];
 		for (unsigned m = 0; m < T_MODES; m++) {
-			double sorted[64], lo = w[m][0], hi = w[m][0];
+			double sorted[64];
+			lo[m] = hi[m] = w[m][0];
 			for (unsigned r = 0; r < rounds; r++) {
 				sorted[r] = w[m][r];
-				lo = w[m][r] < lo ? w[m][r] : lo;
-				hi = w[m][r] > hi ? w[m][r] : hi;
+				lo[m] = w[m][r] < lo[m] ? w[m][r] : lo[m];
+				hi[m] = w[m][r] > hi[m] ? w[m][r] : hi[m];
 			}
 			med[m] = lb_median(sorted, rounds);
+		}
+		printf("\n| split | weighted misses, median (min..max) of %u | / best static | "
+		       "predicted by the exact curves | pool thread + probes, %% of a core |\n"
+		       "|---|---|---|---|---|\n", rounds);
+		for (unsigned m = 0; m < T_MODES; m++) {
 			double b[64];
-			memcpy(b, bg[m], sizeof(double) * rounds);
+			for (unsigned r = 0; r < rounds; r++)
+				b[r] = 100 * (prb[m][r] + ctl[m][r]);
 			uint64_t alloc[TEN];
 			for (unsigned i = 0; i < TEN; i++)
 				alloc[i] = m == T_BEST ? best[i] : last_cap[m][i];
-			printf("| %s | %.4g (%.4g..%.4g) | | %.4g | %.3f |\n", ten_mode_names[m], med[m],
-			       lo, hi, predicted(sizes, hits, count, alloc), lb_median(b, rounds));
+			printf("| %s | %.4g (%.4g..%.4g) | %.3f | %.4g | %.2f |\n", ten_mode_names[m],
+			       med[m], lo[m], hi[m], med[m] / med[T_BEST],
+			       predicted(sizes, hits, count, alloc), lb_median(b, rounds));
 		}
 		printf("\nratios of medians to the best static split: equal %.3f, usage %.3f, "
 		       "controller %.3f; controller / usage %.3f\n",
 		       med[T_EQUAL] / med[T_BEST], med[T_USAGE] / med[T_BEST],
 		       med[T_CONTROLLER] / med[T_BEST], med[T_CONTROLLER] / med[T_USAGE]);
-		double c[64];
+		double c[64], pc[64];
 		memcpy(c, ctl[T_CONTROLLER], sizeof(double) * rounds);
-		double probe_cost[64];
-		for (unsigned r = 0; r < rounds; r++)
-			probe_cost[r] = bg[T_EQUAL][r] - bg[T_ALONE][r];
-		printf("controller thread: %.3f%% of a core (median); the probes' extra background "
-		       "CPU (pooled equal split minus unpooled): %.3f%% of a core (median)\n",
-		       100 * lb_median(c, rounds), 100 * lb_median(probe_cost, rounds));
+		memcpy(pc, prb[T_CONTROLLER], sizeof(double) * rounds);
+		printf("controller's cost with ten caches: its thread %.3f%% of a core, the probes on "
+		       "the maintainers %.3f%% (medians; the probes' time is sampled, pool/probe.c P5)\n",
+		       100 * lb_median(c, rounds), 100 * lb_median(pc, rounds));
 		printf("\n| cache | best static (MiB) | usage (MiB) | controller, last round (MiB) |\n"
 		       "|---|---|---|---|\n");
 		for (unsigned i = 0; i < TEN; i++)
