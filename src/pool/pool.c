@@ -1237,9 +1237,10 @@ int larder_pool_cache_stats(larder_pool *p, larder *c, double *values, size_t co
 	/* At its most (the curve's last point) only the slope below is known. */
 	v[LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB] =
 		slope_at(&m->curve, m->cap, m->cap < m->max_bytes) * MIB;
-	if (m->win.w_probe_secs > 0)
-		v[LARDER_POOL_CACHE_GHOST_HITS_PER_MIB] =
-			m->win.w_ghost / m->win.w_probe_secs / ((double)ghost_bytes(p) / MIB);
+	if (m->win.w_probe_secs > 0) /* the ghost holds the sample's share (x S) */
+		v[LARDER_POOL_CACHE_GHOST_HITS_PER_MIB] = m->win.w_ghost * (double)m->win.every /
+							  m->win.w_probe_secs /
+							  ((double)ghost_bytes(p) / MIB);
 	v[LARDER_POOL_CACHE_MISS_COST] = m->cost;
 	v[LARDER_POOL_CACHE_MIN_SHARE] = m->min_share;
 	v[LARDER_POOL_CACHE_MAX_SHARE] = m->max_share;

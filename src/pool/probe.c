@@ -16,10 +16,12 @@
  *     with S scaled alike (the sample's density per byte is kept).
  *     This is evict/tuner.c in its curve mode: the same code that picks
  *     S3-FIFO's small queue. The controller uses these points.
- *   - A ghost (as in ARC's or Cliffhanger's shadow queues): the keys of the
- *     last ghost_bytes of victims; an insert of one of them is a hit the
- *     cache would have had with ghost_bytes more. Only the slope just above
- *     the current size, and only for an LRU-like order of victims.
+ *   - A ghost (as in ARC's or Cliffhanger's shadow queues): the sampled keys
+ *     of the last ghost_bytes of victims (ghost_bytes / S of sampled ones);
+ *     an insert of one of them is a hit the cache would have had with
+ *     ghost_bytes more, S times over. Only the slope just above the current
+ *     size, and only for an LRU-like order of victims. Not used by the
+ *     controller (docs/pool.md has why); kept for the comparison.
  *
  * Where: the maintainer calls the policy for every request it learns of (an
  * insert after a miss, a hit sample) and every victim, on its own thread;
@@ -40,13 +42,25 @@
  *       after TARGET_ENTRIES sampled requests (a working set smaller than
  *       the first guess, or larger entries), so that the curve rests on
  *       enough keys.
- *   P4. Cost per call: one hash of the key for a hit sample (the others come
- *       with their hash), one ghost lookup per insert and one ghost insert
- *       per victim; LARDER__PROBE_POINTS mini-cache operations for a sampled
- *       request only (1 in S).
+ *   P4. Cost per call: a lookup in a small set (P6) for a hit sample, a
+ *       victim, a removal or a replacement; for a sampled key only (1 in S),
+ *       a hash of its key, LARDER__PROBE_POINTS mini-cache operations and a
+ *       ghost operation. (Hashing every hit sample's key instead cost about
+ *       15 ns a request, a fifth of a core at the bench's rates.)
+ *   P6. The set holds the cache's entries whose key is in the sample, so
+ *       that a hit or a victim needs no hash to be told apart: added on a
+ *       sampled insert, moved by a replacement, dropped on removal or
+ *       eviction, so it never holds a freed entry (every way out of the
+ *       policy passes here). After the sample grows denser, entries already
+ *       in the cache are missing from it: until the mini caches are warm
+ *       again every hit is hashed and the sampled ones added (a hot entry
+ *       is found at its next hit). Memory O(entries / S).
  *   P5. own_ns accounts for the probe's time on the maintainer: 1 call in
- *       TIME_EVERY is timed (two monotonic clock reads, from the vDSO) and
- *       counted TIME_EVERY times; a restart of the mini caches is timed whole
+ *       TIME_EVERY is timed (two monotonic clock reads, from the vDSO; the
+ *       thread's CPU clock is a system call of ~0.7 us in a VM, longer than
+ *       what it would time) and counted TIME_EVERY times, unless it took
+ *       over OUTLIER_NS (the thread was preempted: counted 64 times, one
+ *       preemption would outweigh thousands of calls); a restart of the mini caches is timed whole
  *       and taken out of the call it happened in. An estimate of what the
  *       pool costs its caches (docs/pool.md), not a guarantee.
  * Not guaranteed: a prediction. The tuned policies' mini caches run the
@@ -66,8 +80,11 @@
 #define TARGET_ENTRIES 2048u
 /* A first guess of an entry's charge, before the probe has seen any. */
 #define GUESS_ENTRY_BYTES 1024u /* large: a sample too dense corrects itself soonest (P3) */
-/* P5: 1 call in TIME_EVERY is timed (a power of two). */
+/* P6: the sampled-entry set's first size (a power of two). */
+#define SET_MIN_SLOTS 1024u
+/* P5: 1 call in TIME_EVERY is timed (a power of two); longer ones are dropped. */
 #define TIME_EVERY 64u
+#define OUTLIER_NS 50000u
 /* After a refused tuner, requests until the next try. */
 #define RETRY_MASK 0xffffu
 
@@ -95,6 +112,10 @@ struct larder__policy {
 	uint64_t sampled_bytes; /* sizes of the sampled requests, summed (this tuner) */
 	uint64_t since_rebuild; /* sampled requests */
 	uint64_t calls, own_ns, restart_ns; /* P5 */
+	/* P6: the cache's entries whose key is in the sample. */
+	uintptr_t *set;
+	uint64_t set_mask, set_live;
+	int set_lost; /* an add found no memory: hits are hashed again */
 };
 
 /* P5: the start of a timed call (0: not timed). */
@@ -109,7 +130,10 @@ static void time_end(struct larder__policy *p, uint64_t t0, uint64_t restarts)
 	if (!t0)
 		return;
 	uint64_t d = larder__monotonic_ns() - t0, r = p->restart_ns - restarts;
-	p->own_ns += (d > r ? d - r : 0) * TIME_EVERY;
+	d = d > r ? d - r : 0;
+	if (d > OUTLIER_NS)
+		return;
+	p->own_ns += d * TIME_EVERY;
 	/* Relaxed: a count (probe.h). */
 	atomic_store_explicit(&p->setup.out->own_ns, p->own_ns, LARDER__RELAXED);
 }
@@ -164,6 +188,11 @@ static void tuner_start(struct larder__policy *p, uint64_t every)
 		p->tuner = NULL; /* no memory: no curve until the next try */
 	p->sample_every = p->tuner ? larder__tuner_sample_every(p->tuner) : every;
 	p->since_rebuild = 0;
+	/* The ghost holds the sample's share of ghost_bytes (its hits count x S). */
+	if (p->has_ghost)
+		larder__ghost_set_bound(&p->ghost, p->setup.ghost_bytes / p->sample_every
+							   ? p->setup.ghost_bytes / p->sample_every
+							   : 1);
 	p->sampled_bytes = 0;
 	p->generation++;
 	struct larder__probe_readings *out = p->setup.out;
@@ -209,20 +238,109 @@ static void recentre(struct larder__policy *p, uint64_t top)
 	tuner_start(p, every);
 }
 
-/* One request of a key, as the policy sees it. */
-static void probe_request(struct larder__policy *p, uint64_t hash, uint64_t bytes)
+/* In the sample (the mini caches' and the ghost's)? Not without a tuner. */
+static int sampled(const struct larder__policy *p, uint64_t hash)
+{
+	return p->tuner && p->has_ghost && larder__tuner_samples(p->tuner, hash);
+}
+
+/* ---- P6: the set of sampled entries (open addressing, backward shift) ---- */
+
+static uint64_t set_home(const struct larder__policy *p, const struct larder__entry *e)
+{
+	return ((uint64_t)(uintptr_t)e >> 4) * 0x9e3779b97f4a7c15ull >> 24 & p->set_mask;
+}
+
+static uint64_t set_find(const struct larder__policy *p, const struct larder__entry *e)
+{
+	if (!p->set)
+		return UINT64_MAX;
+	for (uint64_t i = set_home(p, e);; i = (i + 1) & p->set_mask) {
+		if (p->set[i] == (uintptr_t)e)
+			return i;
+		if (!p->set[i])
+			return UINT64_MAX;
+	}
+}
+
+static int set_grow(struct larder__policy *p)
+{
+	uint64_t n = p->set ? (p->set_mask + 1) * 2 : SET_MIN_SLOTS;
+	uintptr_t *old = p->set, *fresh = calloc(n, sizeof *fresh);
+	uint64_t old_n = p->set ? p->set_mask + 1 : 0;
+	if (!fresh)
+		return -1;
+	p->set = fresh;
+	p->set_mask = n - 1;
+	for (uint64_t i = 0; i < old_n; i++) {
+		if (!old[i])
+			continue;
+		uint64_t j = set_home(p, (struct larder__entry *)old[i]);
+		while (p->set[j])
+			j = (j + 1) & p->set_mask;
+		p->set[j] = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+static void set_add(struct larder__policy *p, struct larder__entry *e)
+{
+	if ((!p->set || (p->set_live + 1) * 2 > p->set_mask + 1) && set_grow(p) != 0) {
+		p->set_lost = 1;
+		return;
+	}
+	uint64_t i = set_home(p, e);
+	while (p->set[i] && p->set[i] != (uintptr_t)e)
+		i = (i + 1) & p->set_mask;
+	p->set_live += !p->set[i];
+	p->set[i] = (uintptr_t)e;
+}
+
+/* Removes e; returns whether it was there. */
+static int set_del(struct larder__policy *p, const struct larder__entry *e)
+{
+	uint64_t i = set_find(p, e);
+	if (i == UINT64_MAX)
+		return 0;
+	for (uint64_t j = i;;) {
+		j = (j + 1) & p->set_mask;
+		if (!p->set[j])
+			break;
+		uint64_t home = set_home(p, (struct larder__entry *)p->set[j]);
+		int in_range = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
+		if (!in_range) {
+			p->set[i] = p->set[j];
+			i = j;
+		}
+	}
+	p->set[i] = 0;
+	p->set_live--;
+	return 1;
+}
+
+/* Warm (pool/pool.c): the mini caches have seen twice what the largest holds. */
+static int minis_warm(const struct larder__policy *p)
+{
+	uint64_t n = larder__tuner_requests(p->tuner);
+	uint64_t mean = n && p->sampled_bytes ? p->sampled_bytes / n : GUESS_ENTRY_BYTES;
+	return n >= 2 * (p->top / p->sample_every / (mean ? mean : 1));
+}
+
+/* The pool's requests, and a tuner after memory was refused (on inserts). */
+static void follow_pool(struct larder__policy *p)
 {
 	/* Relaxed: the pool's request (probe.h). */
 	uint64_t want = atomic_load_explicit(&p->setup.out->want_top, LARDER__RELAXED);
 	if (want && want != p->top)
 		recentre(p, want);
-	if (!p->tuner) {
-		if ((++p->since_rebuild & RETRY_MASK) == 0) /* memory was refused: retry */
-			tuner_start(p, p->sample_every);
-		return;
-	}
-	if (!larder__tuner_samples(p->tuner, hash))
-		return;
+	if (!p->tuner && (++p->since_rebuild & RETRY_MASK) == 0) /* refused: retry */
+		tuner_start(p, p->sample_every);
+}
+
+/* One request of a sampled key, as the policy sees it. */
+static void probe_request(struct larder__policy *p, uint64_t hash, uint64_t bytes)
+{
 	larder__tuner_access(p->tuner, hash, bytes);
 	p->since_rebuild++;
 	p->sampled_bytes += bytes;
@@ -235,12 +353,17 @@ static void probe_insert(struct larder__policy *p, struct larder__entry *e, uint
 {
 	p->inner_ops->insert(p->inner, e, hash, bytes);
 	uint64_t restarts, t0 = time_begin(p, &restarts);
-	if (p->has_ghost && larder__ghost_remove(&p->ghost, larder__ghost_fp(hash))) {
-		p->ghost_hits++;
-		/* Relaxed: a count (probe.h). */
-		atomic_store_explicit(&p->setup.out->ghost_hits, p->ghost_hits, LARDER__RELAXED);
+	follow_pool(p);
+	if (sampled(p, hash)) {
+		set_add(p, e);
+		if (larder__ghost_remove(&p->ghost, larder__ghost_fp(hash))) {
+			p->ghost_hits++;
+			/* Relaxed: a count (probe.h). */
+			atomic_store_explicit(&p->setup.out->ghost_hits, p->ghost_hits,
+					      LARDER__RELAXED);
+		}
+		probe_request(p, hash, bytes);
 	}
-	probe_request(p, hash, bytes);
 	time_end(p, t0, restarts);
 }
 
@@ -248,29 +371,50 @@ static void probe_replace(struct larder__policy *p, struct larder__entry *old,
 			  struct larder__entry *e, size_t old_bytes, size_t bytes)
 {
 	p->inner_ops->replace(p->inner, old, e, old_bytes, bytes);
+	if (set_del(p, old)) /* the same key: in the sample still */
+		set_add(p, e);
 }
 
 static void probe_hit(struct larder__policy *p, struct larder__entry *e)
 {
 	p->inner_ops->hit(p->inner, e);
+	if (!p->tuner)
+		return;
 	uint64_t restarts, t0 = time_begin(p, &restarts);
-	probe_request(p, p->host.hash(p->host.ctx, e), p->host.size(p->host.ctx, e));
+	/* P6: only an entry of the set is hashed, unless the set may miss some
+	 * (a denser sample since they came in, or no memory): then every hit is,
+	 * until the mini caches are warm, and those found are added. */
+	int known = set_find(p, e) != UINT64_MAX;
+	if (known || p->set_lost || !minis_warm(p)) {
+		uint64_t hash = p->host.hash(p->host.ctx, e);
+		if (sampled(p, hash)) {
+			if (!known)
+				set_add(p, e);
+			probe_request(p, hash, p->host.size(p->host.ctx, e));
+		} else if (known) {
+			set_del(p, e); /* a sparser sample since it came in */
+		}
+	}
 	time_end(p, t0, restarts);
 }
 
 static void probe_remove(struct larder__policy *p, struct larder__entry *e, size_t bytes)
 {
 	p->inner_ops->remove(p->inner, e, bytes);
+	set_del(p, e);
 }
 
 static struct larder__entry *probe_evict(struct larder__policy *p)
 {
 	struct larder__entry *v = p->inner_ops->evict(p->inner);
-	if (v && p->has_ghost) {
+	if (v && set_del(p, v)) {
 		uint64_t restarts, t0 = time_begin(p, &restarts);
-		size_t bytes = p->host.size(p->host.ctx, v);
-		larder__ghost_insert(&p->ghost, larder__ghost_fp(p->host.hash(p->host.ctx, v)),
-				     bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes);
+		uint64_t hash = p->host.hash(p->host.ctx, v);
+		if (sampled(p, hash)) {
+			size_t bytes = p->host.size(p->host.ctx, v);
+			larder__ghost_insert(&p->ghost, larder__ghost_fp(hash),
+					     bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes);
+		}
 		time_end(p, t0, restarts);
 	}
 	return v;
@@ -293,6 +437,7 @@ static void probe_destroy(struct larder__policy *p)
 		larder__tuner_destroy(p->tuner);
 	if (p->has_ghost)
 		larder__ghost_destroy(&p->ghost);
+	free(p->set);
 	free(p);
 }
 
@@ -336,8 +481,7 @@ int larder__probe_wrap(const struct larder__probe_setup *setup,
 	};
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 		p->kind.scale[k] = larder__probe_scale[k];
-	uint64_t ghost = setup->ghost_bytes ? setup->ghost_bytes : 1;
-	p->has_ghost = larder__ghost_init(&p->ghost, ghost, ghost / GUESS_ENTRY_BYTES) == 0;
+	p->has_ghost = larder__ghost_init(&p->ghost, 1, 16) == 0;
 	p->top = setup->top_bytes;
 	tuner_start(p, first_sample_every(p->top));
 	*ops = &probe_ops;
