@@ -580,8 +580,9 @@ LARDER_API LARDER_MUST_USE int larder_pool_config_set_budget(larder_pool_config 
  * How often the controller moves capacity, in ms (1..60000; default 100).
  * 0 turns the controller off: each cache then holds an equal part of the
  * budget, clamped to its shares, recomputed when a cache opens or closes
- * (a static split; fix one with min share = max share). Never allocates.
- * Returns LARDER_OK or LARDER_EINVAL.
+ * (a static split; fix one with min share = max share), and no estimates
+ * are made (nor for a cache with min share = max share in any pool).
+ * Never allocates. Returns LARDER_OK or LARDER_EINVAL.
  */
 LARDER_API LARDER_MUST_USE int larder_pool_config_set_interval_ms(larder_pool_config *config,
 								  uint64_t ms);

@@ -105,7 +105,7 @@
 #define MAX_INTERVAL_MS 60000u
 #define STEP_DIVISOR 256u      /* a step is budget / 256 */
 #define MAX_STEPS 16u          /* steps per pass: up to 1/16 of the budget */
-#define HYSTERESIS 0.10        /* receiver's slope over the donor's, at least */
+#define HYSTERESIS 0.10        /* receiver's value over the donor's, at least */
 #define MIN_GAIN 0.00005       /* a step's gain over the pool's weighted reads per s */
 #define HALF_LIFE_S 1.0
 #define NOISE_Z 2.0            /* a move must beat this many standard errors */
@@ -126,8 +126,8 @@ struct window {
 	uint64_t gen, at_ns, every, top; /* the sample's S and top in this window */
 	uint64_t fresh;        /* sampled requests since the mini caches restarted */
 	uint64_t top_room;     /* entries the largest mini cache holds when full */
-	uint64_t requests, hits[LARDER__PROBE_POINTS], ghost, reads; /* last readings */
-	double w_requests, w_hits[LARDER__PROBE_POINTS], w_ghost, w_probe_secs;
+	uint64_t hits[LARDER__PROBE_POINTS], ghost, reads; /* last readings */
+	double w_hits[LARDER__PROBE_POINTS], w_ghost, w_probe_secs;
 	double w_reads, w_secs; /* the cache's reads: not restarted with the probe */
 };
 
@@ -146,8 +146,8 @@ struct curve {
 struct larder__pool_member {
 	/* Written by the cache's maintainer through the probe (relaxed counts). */
 	struct larder__probe_readings readings __attribute__((aligned(64)));
-	/* The rest: under pool->lock. */
-	larder_pool *pool;
+	/* The rest: under pool->lock (its own cache lines). */
+	larder_pool *pool __attribute__((aligned(64)));
 	struct larder *cache;
 	enum member_state state;
 	uint64_t cap, target, min_bytes, max_bytes;
@@ -480,27 +480,30 @@ static void recentre_tops(larder_pool *p)
 	}
 }
 
-static void read_counts(struct larder__pool_member *m, uint64_t *requests, uint64_t *hits,
-			uint64_t *ghost, uint64_t *reads, uint64_t *gen, uint64_t *every,
-			uint64_t *top)
+/* One reading of a member's probe (and of its cache's reads). */
+struct reading {
+	uint64_t gen, every, top, room, fresh, ghost, reads;
+	uint64_t hits[LARDER__PROBE_POINTS];
+};
+
+static void read_probe(struct larder__pool_member *m, struct reading *r)
 {
-	struct larder__probe_readings *r = &m->readings;
+	const struct larder__probe_readings *p = &m->readings;
 	/* Relaxed: counts (pool/probe.h); `every` and `top` change only with
 	 * `generation` (a reading that mixes two is one window's error, then
 	 * restarted). */
-	*gen = atomic_load_explicit(&r->generation, LARDER__RELAXED);
-	*every = atomic_load_explicit(&r->sample_every, LARDER__RELAXED);
-	*top = atomic_load_explicit(&r->top_bytes, LARDER__RELAXED);
-	m->win.top_room = atomic_load_explicit(&r->top_room, LARDER__RELAXED);
-	m->win.fresh = atomic_load_explicit(&r->fresh, LARDER__RELAXED);
-	*requests = atomic_load_explicit(&r->requests, LARDER__RELAXED);
+	r->gen = atomic_load_explicit(&p->generation, LARDER__RELAXED);
+	r->every = atomic_load_explicit(&p->sample_every, LARDER__RELAXED);
+	r->top = atomic_load_explicit(&p->top_bytes, LARDER__RELAXED);
+	r->room = atomic_load_explicit(&p->top_room, LARDER__RELAXED);
+	r->fresh = atomic_load_explicit(&p->fresh, LARDER__RELAXED);
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
-		hits[k] = atomic_load_explicit(&r->hits[k], LARDER__RELAXED);
-	*ghost = atomic_load_explicit(&r->ghost_hits, LARDER__RELAXED);
+		r->hits[k] = atomic_load_explicit(&p->hits[k], LARDER__RELAXED);
+	r->ghost = atomic_load_explicit(&p->ghost_hits, LARDER__RELAXED);
 	uint64_t v[LARDER_STAT_MISSES + 1];
-	*reads = larder_stats(m->cache, v, LARDER_STAT_MISSES + 1) == LARDER_OK
-			 ? v[LARDER_STAT_HITS] + v[LARDER_STAT_MISSES]
-			 : m->win.reads;
+	r->reads = larder_stats(m->cache, v, LARDER_STAT_MISSES + 1) == LARDER_OK
+			   ? v[LARDER_STAT_HITS] + v[LARDER_STAT_MISSES]
+			   : m->win.reads;
 }
 
 /* sqrt(v) for v >= 1, without libm: Newton's iteration from above. */
@@ -531,36 +534,36 @@ static double half_power(double t)
 static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 {
 	struct window *w = &m->win;
-	uint64_t requests, hits[LARDER__PROBE_POINTS], ghost, reads, gen, every, top;
-	read_counts(m, &requests, hits, &ghost, &reads, &gen, &every, &top);
+	struct reading r;
+	read_probe(m, &r);
 	if (w->primed && now_ns > w->at_ns) {
 		double secs = (double)(now_ns - w->at_ns) / 1e9;
 		double keep = half_power(secs / HALF_LIFE_S);
-		w->w_reads = w->w_reads * keep + (double)(reads - w->reads);
+		w->w_reads = w->w_reads * keep + (double)(r.reads - w->reads);
 		w->w_secs = w->w_secs * keep + secs;
-		if (gen == w->gen) {
-			w->w_requests = w->w_requests * keep + (double)(requests - w->requests);
+		if (r.gen == w->gen) {
 			for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
-				w->w_hits[k] = w->w_hits[k] * keep + (double)(hits[k] - w->hits[k]);
-			w->w_ghost = w->w_ghost * keep + (double)(ghost - w->ghost);
+				w->w_hits[k] = w->w_hits[k] * keep + (double)(r.hits[k] - w->hits[k]);
+			w->w_ghost = w->w_ghost * keep + (double)(r.ghost - w->ghost);
 			w->w_probe_secs = w->w_probe_secs * keep + secs;
 		}
 	}
-	if (!w->primed || gen != w->gen) {
+	if (!w->primed || r.gen != w->gen) {
 		/* The mini caches restarted cold (pool/probe.c P2): their part of the
 		 * window starts over; the reads (the cache's own) go on. */
-		w->w_requests = w->w_ghost = w->w_probe_secs = 0;
+		w->w_ghost = w->w_probe_secs = 0;
 		memset(w->w_hits, 0, sizeof w->w_hits);
 		w->primed = 1;
-		w->gen = gen;
+		w->gen = r.gen;
 	}
-	w->every = every;
-	w->top = top;
+	w->every = r.every;
+	w->top = r.top;
+	w->top_room = r.room;
+	w->fresh = r.fresh;
 	w->at_ns = now_ns;
-	w->requests = requests;
-	memcpy(w->hits, hits, sizeof hits);
-	w->ghost = ghost;
-	w->reads = reads;
+	memcpy(w->hits, r.hits, sizeof r.hits);
+	w->ghost = r.ghost;
+	w->reads = r.reads;
 }
 
 /* The upper concave hull of (0,0) and the n points (largest first), left
@@ -1111,7 +1114,9 @@ int larder__pool_wrap_policy(struct larder *c, const struct larder__policy_host 
 			     struct larder__policy **policy)
 {
 	struct larder__pool_member *m = c->pool;
-	if (!m)
+	/* Estimates are for the controller: none without it, none for a cache
+	 * whose size is fixed (min share = max share). */
+	if (!m || !m->pool->interval_ns || m->min_bytes >= m->max_bytes)
 		return LARDER_OK;
 	struct larder__probe_setup setup = {
 		.out = &m->readings,

@@ -43,7 +43,9 @@
  *       the first guess, or larger entries), so that the curve rests on
  *       enough keys.
  *   P4. Cost per call: a lookup in a small set (P6) for a hit sample, a
- *       victim, a removal or a replacement; for a sampled key only (1 in S),
+ *       victim, a removal or a replacement; for a sampled key only (1 in S,
+ *       S >= MIN_EVERY whatever the cache's size: a small cache's smallest
+ *       mini caches hold few entries then, and read noisier),
  *       a hash of its key, LARDER__PROBE_POINTS mini-cache operations and a
  *       ghost operation. (Hashing every hit sample's key instead cost about
  *       15 ns a request, a fifth of a core at the bench's rates.)
@@ -80,6 +82,10 @@
 #define TARGET_ENTRIES 2048u
 /* A first guess of an entry's charge, before the probe has seen any. */
 #define GUESS_ENTRY_BYTES 1024u /* large: a sample too dense corrects itself soonest (P3) */
+/* P4: S is at least this, so that a sampled request's mini-cache work (16
+ * operations, 1-5 us with their cache misses) costs at most 20-80 ns per
+ * request on average (docs/pool.md has what it costs measured). */
+#define MIN_EVERY 64u
 /* P6: the sampled-entry set's first size (a power of two). */
 #define SET_MIN_SLOTS 1024u
 /* P5: 1 call in TIME_EVERY is timed (a power of two); longer ones are dropped. */
@@ -104,7 +110,7 @@ struct larder__policy {
 	struct larder__tuner *tuner;     /* NULL while memory is refused */
 	struct larder__ghost ghost;
 	int has_ghost;
-	uint64_t base_requests, base_hits[LARDER__PROBE_POINTS]; /* of rebuilt tuners */
+	uint64_t base_hits[LARDER__PROBE_POINTS]; /* of rebuilt tuners */
 	uint64_t ghost_hits;
 	uint64_t generation;
 	uint64_t sample_every;
@@ -115,7 +121,8 @@ struct larder__policy {
 	/* P6: the cache's entries whose key is in the sample. */
 	uintptr_t *set;
 	uint64_t set_mask, set_live;
-	int set_lost; /* an add found no memory: hits are hashed again */
+	int set_lost;    /* an add found no memory: hits are hashed again */
+	int set_partial; /* the sample grew denser: the set may miss entries (P6) */
 };
 
 /* P5: the start of a timed call (0: not timed). */
@@ -155,15 +162,11 @@ static const struct larder__policy_ops *base_ops(enum larder_policy policy)
 static void publish(struct larder__policy *p)
 {
 	struct larder__probe_readings *out = p->setup.out;
-	uint64_t req = p->base_requests + (p->tuner ? larder__tuner_requests(p->tuner) : 0);
 	/* Relaxed, here and below: counts for the controller (probe.h). */
-	atomic_store_explicit(&out->requests, req, LARDER__RELAXED);
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 		atomic_store_explicit(&out->hits[k],
 				      p->base_hits[k] + (p->tuner ? larder__tuner_hits(p->tuner, k) : 0),
 				      LARDER__RELAXED);
-	atomic_store_explicit(&out->top_entries,
-			      p->tuner ? larder__tuner_mini_entries(p->tuner, 0) : 0, LARDER__RELAXED);
 	uint64_t n = p->tuner ? larder__tuner_requests(p->tuner) : 0;
 	atomic_store_explicit(&out->fresh, n, LARDER__RELAXED);
 	uint64_t mean = n && p->sampled_bytes ? p->sampled_bytes / n : 1;
@@ -175,8 +178,10 @@ static void publish(struct larder__policy *p)
 static void tuner_start(struct larder__policy *p, uint64_t every)
 {
 	uint64_t t0 = larder__monotonic_ns();
+	every = every < MIN_EVERY ? MIN_EVERY : every;
+	if (p->tuner && every < p->sample_every)
+		p->set_partial = 1; /* keys now sampled may be in the cache already */
 	if (p->tuner) {
-		p->base_requests += larder__tuner_requests(p->tuner);
 		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 			p->base_hits[k] += larder__tuner_hits(p->tuner, k);
 		larder__tuner_destroy(p->tuner);
@@ -221,7 +226,7 @@ static void resample_if_needed(struct larder__policy *p)
 	if (top > 4 * TARGET_ENTRIES)
 		tuner_start(p, p->sample_every * 4);
 	else if (p->since_rebuild >= TARGET_ENTRIES && top < TARGET_ENTRIES / 4 &&
-		 p->sample_every >= 4)
+		 p->sample_every >= 4 * MIN_EVERY)
 		tuner_start(p, p->sample_every / 4);
 }
 
@@ -385,7 +390,9 @@ static void probe_hit(struct larder__policy *p, struct larder__entry *e)
 	 * (a denser sample since they came in, or no memory): then every hit is,
 	 * until the mini caches are warm, and those found are added. */
 	int known = set_find(p, e) != UINT64_MAX;
-	if (known || p->set_lost || !minis_warm(p)) {
+	if (p->set_partial && minis_warm(p))
+		p->set_partial = 0;
+	if (known || p->set_lost || p->set_partial) {
 		uint64_t hash = p->host.hash(p->host.ctx, e);
 		if (sampled(p, hash)) {
 			if (!known)

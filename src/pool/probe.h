@@ -28,13 +28,11 @@ extern const unsigned larder__probe_scale[LARDER__PROBE_POINTS];
  * over a window absorbs. Nothing else is published through them.
  */
 struct larder__probe_readings {
-	larder__atomic_u64 requests;    /* sampled requests seen by the mini caches */
 	larder__atomic_u64 hits[LARDER__PROBE_POINTS]; /* each mini cache's hits */
 	larder__atomic_u64 ghost_hits;  /* inserts of keys found in the ghost */
 	larder__atomic_u64 generation;  /* bumped when the mini caches restart cold */
 	larder__atomic_u64 sample_every; /* S: one key in S is sampled */
 	larder__atomic_u64 top_bytes;   /* the largest mini cache's full size, bytes */
-	larder__atomic_u64 top_entries; /* entries the largest mini cache holds now */
 	larder__atomic_u64 top_room;    /* entries it holds when full (mean sampled size) */
 	larder__atomic_u64 fresh;       /* sampled requests since the mini caches restarted */
 	larder__atomic_u64 own_ns;      /* the probe's own time so far (P5 in probe.c) */

@@ -7,8 +7,8 @@
  * Defaults: 4 caches, 2 writers, 1 reader, 20000 keys per cache, 5 s
  * (3 s under a sanitizer).
  *
- * A 32 MiB pool with the controller's timer off; the main thread drives it
- * through the test seam instead, every 10 ms: it gives one cache a steep
+ * A 32 MiB pool whose controller passes once a minute (so the caches' probes
+ * run); the main thread drives it through the test seam instead, every 10 ms: it gives one cache a steep
  * curve and the others flat ones (every fourth round, the probes' own
  * estimates), then runs two controller passes, each moving up to 1/16 of
  * the budget, so capacity keeps moving from cache to cache while writers
@@ -240,7 +240,7 @@ int main(int argc, char **argv)
 	larder_pool_config *pc = NULL;
 	if (larder_pool_config_create(&pc) != LARDER_OK ||
 	    larder_pool_config_set_budget(pc, BUDGET) != LARDER_OK ||
-	    larder_pool_config_set_interval_ms(pc, 0) != LARDER_OK ||
+	    larder_pool_config_set_interval_ms(pc, 60000) != LARDER_OK ||
 	    larder_pool_create(&pool, pc) != LARDER_OK)
 		return 1;
 	larder_pool_config_destroy(pc);

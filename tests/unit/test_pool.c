@@ -662,8 +662,9 @@ static void test_probe_estimates(void)
 	const uint64_t budget = 8 * MiB;
 	larder_pool *pool = make_pool(budget, 20);
 	REQUIRE(pool);
-	/* Fixed halves, so the controller does not move them while we look. */
-	larder *c[2] = { open_in(pool, 0.5, 0.5, 1), open_in(pool, 0.5, 0.5, 1) };
+	/* Min shares of a half each: the controller cannot move them while we
+	 * look (and a fixed size, min = max, would have no estimates). */
+	larder *c[2] = { open_in(pool, 0.5, 1, 1), open_in(pool, 0.5, 1, 1) };
 	REQUIRE(c[0] && c[1]);
 	settle(pool, c, 2);
 	/* 240-byte slots: 4 MiB holds ~17,000; c[0] sees 35,000 keys, c[1] 8,000. */
