@@ -52,8 +52,8 @@ int larder__pool_wrap_policy(struct larder *c, const struct larder__policy_host 
 
 /*
  * Replaces cache's estimates with a known curve: hits_per_s[k] hits per
- * second at size top x 2^(-k/3) (pool/probe.h; top is the cache's most),
- * and requests_per_s. NULL hits_per_s goes back to the probe's estimates.
+ * second at larder__test_pool_point_bytes(pool, cache, k), and
+ * requests_per_s. NULL hits_per_s goes back to the probe's estimates.
  * Returns 0, or -1 when cache is not open in pool.
  */
 int larder__test_pool_set_curve(larder_pool *pool, larder *cache, const double *hits_per_s,
@@ -62,7 +62,9 @@ int larder__test_pool_set_curve(larder_pool *pool, larder *cache, const double *
  * decides the moves and applies the shrinks; the grows follow as the
  * shrinking caches give bytes back. Returns the steps moved. */
 uint64_t larder__test_pool_step(larder_pool *pool);
-/* The byte size of curve point k for cache (0 if cache is not in pool). */
+/* The size of point k of a curve given through the seam: the cache's max
+ * share x 2^(-k/3) (a probe's points follow its target instead). 0 if cache
+ * is not open in pool. */
 uint64_t larder__test_pool_point_bytes(larder_pool *pool, larder *cache, unsigned k);
 
 #endif /* LARDER_POOL_POOL_H */

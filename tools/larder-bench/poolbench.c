@@ -72,11 +72,14 @@ struct spec {
 
 static double bound_worst; /* the largest sampled used sum over budget + bound */
 static _Atomic uint64_t put_failures; /* puts after a miss that failed (printed) */
+static _Atomic int put_failure_rc;     /* the last one's result */
 
 static void count_put(int rc)
 {
-	if (rc != LARDER_OK)
-		atomic_fetch_add_explicit(&put_failures, 1, memory_order_relaxed);
+	if (rc == LARDER_OK)
+		return;
+	atomic_fetch_add_explicit(&put_failures, 1, memory_order_relaxed);
+	atomic_store_explicit(&put_failure_rc, rc, memory_order_relaxed);
 }
 
 static void close_pool(larder_pool *pool)
@@ -417,7 +420,7 @@ static int ph_one(const struct lb_config *cfg, unsigned unit_ms, struct ph_resul
 	r->seed = cfg->seed;
 	r->unit_ns = (uint64_t)unit_ms * 1000000u;
 	struct ph_worker w[PH_THREADS];
-	r->t0_ns = lb_now_ns() + PH_WARM_MS * 1000000u;
+	r->t0_ns = lb_now_ns() + (uint64_t)PH_WARM_MS * 1000000u;
 	for (unsigned i = 0; i < PH_THREADS; i++) {
 		w[i] = (struct ph_worker){ .run = r, .id = i };
 		if (pthread_create(&w[i].thread, NULL, ph_worker_main, &w[i]) != 0)
@@ -602,7 +605,7 @@ static void phases_part(const struct lb_config *cfg, unsigned unit_ms)
 
 #define TEN 10u
 #define TEN_BUDGET ((uint64_t)256 << 20)
-#define TEN_WARM 6000000u
+#define TEN_WARM 12000000u
 #define TEN_COUNT 4000000u
 #define TEN_GRID 256u
 #define TEN_POINTS 21u
@@ -993,7 +996,9 @@ int lb_budget_run(const struct lb_config *cfg)
 	if (has_part(parts, "ten") || has_part(parts, "shift"))
 		ten_part(cfg, has_part(parts, "shift"), has_part(parts, "ten"));
 	printf("\nbound: the largest sampled sum of used bytes was %.3f of budget + overshoot "
-	       "bound; peak RSS %.2f GiB; failed puts %llu\n", bound_worst, peak_rss_gib(),
-	       (unsigned long long)atomic_load(&put_failures));
+	       "bound; peak RSS %.2f GiB; failed puts %llu%s%s\n", bound_worst, peak_rss_gib(),
+	       (unsigned long long)atomic_load(&put_failures),
+	       atomic_load(&put_failures) ? ", the last: " : "",
+	       atomic_load(&put_failures) ? larder_strerror(atomic_load(&put_failure_rc)) : "");
 	return bound_worst <= 1.0 ? 0 : 1;
 }
