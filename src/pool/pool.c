@@ -92,6 +92,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "core/cache.h"
 #include "pool/probe.h"
 #include "sync/futex.h"
@@ -185,7 +186,7 @@ int larder_pool_config_create(larder_pool_config **out)
 {
 	if (!out)
 		return LARDER_EINVAL;
-	larder_pool_config *c = calloc(1, sizeof *c);
+	larder_pool_config *c = larder__calloc(1, sizeof *c);
 	*out = c;
 	if (!c)
 		return LARDER_ENOMEM;
@@ -912,7 +913,7 @@ int larder_pool_create(larder_pool **out, const larder_pool_config *config)
 	*out = NULL;
 	if (!config)
 		return LARDER_EINVAL;
-	larder_pool *p = calloc(1, sizeof *p);
+	larder_pool *p = larder__calloc(1, sizeof *p);
 	if (!p)
 		return LARDER_ENOMEM;
 	p->budget = config->budget;
@@ -1023,7 +1024,7 @@ int larder__pool_join(struct larder *c, const larder_config *cfg, uint64_t *capa
 	larder_pool *p = cfg->pool;
 	if (cfg->capacity_set)
 		return LARDER_EINVAL;
-	struct larder__pool_member *nm = aligned_alloc(64, sizeof *nm);
+	struct larder__pool_member *nm = larder__aligned_alloc(64, sizeof *nm);
 	if (!nm)
 		return LARDER_ENOMEM;
 	memset(nm, 0, sizeof *nm);

@@ -74,6 +74,7 @@
 
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "evict/ghost.h"
 #include "evict/tuner.h"
 #include "sync/futex.h"
@@ -271,7 +272,7 @@ static uint64_t set_find(const struct larder__policy *p, const struct larder__en
 static int set_grow(struct larder__policy *p)
 {
 	uint64_t n = p->set ? (p->set_mask + 1) * 2 : SET_MIN_SLOTS;
-	uintptr_t *old = p->set, *fresh = calloc(n, sizeof *fresh);
+	uintptr_t *old = p->set, *fresh = larder__calloc(n, sizeof *fresh);
 	uint64_t old_n = p->set ? p->set_mask + 1 : 0;
 	if (!fresh)
 		return -1;
@@ -469,7 +470,7 @@ int larder__probe_wrap(const struct larder__probe_setup *setup,
 		       const struct larder__policy_host *host,
 		       const struct larder__policy_ops **ops, struct larder__policy **policy)
 {
-	struct larder__policy *p = calloc(1, sizeof *p);
+	struct larder__policy *p = larder__calloc(1, sizeof *p);
 	if (!p) {
 		(*ops)->destroy(*policy);
 		*policy = NULL;

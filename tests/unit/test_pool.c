@@ -9,12 +9,14 @@
  * the others, an open that must wait for bytes that never come back, and
  * the controller's choices on caches with known curves, driven one pass at
  * a time through the test seam (pool/pool.h) with the controller thread
- * off, so that every decision is deterministic. Waiting is only for the
+ * off, so that every decision is deterministic, and every allocation of a
+ * pool's life failing in turn. Waiting is only for the
  * pool's thread to finish grows, polled with a deadline.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <limits.h>
 #include <math.h> /* NAN, INFINITY only: the tests link no libm */
 #include <stdlib.h>
 
@@ -688,6 +690,100 @@ static void test_probe_estimates(void)
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 }
 
+/* ---- Out of memory ----------------------------------------------------------- */
+
+#define OOM_KEYS 300u
+
+/* O1 of test_oom.c for the pool's calls: success or LARDER_ENOMEM. */
+static int ok_or_enomem(int rc, long *enomem)
+{
+	if (rc == LARDER_ENOMEM) {
+		(*enomem)++;
+		return 0;
+	}
+	return CHECK_RC(rc, LARDER_OK);
+}
+
+/* A pool's life with allocations failing somewhere: config, pool, two
+ * caches opened in it (member, probe, tuner), puts (the probe's set of
+ * sampled entries, the ghost) and reads, closes. A failed call changes
+ * nothing: a failed open leaves the pool as it was, a value written reads
+ * back, and the pool closes once its caches have. */
+static void pool_oom_workload(long *enomem)
+{
+	larder_pool_config *pc = NULL;
+	larder_pool *pool = NULL;
+	larder_config *cfg = NULL;
+	larder *c[2] = { 0 };
+	if (!ok_or_enomem(larder_pool_config_create(&pc), enomem))
+		return;
+	CHECK_RC(larder_pool_config_set_budget(pc, 8 * MiB), LARDER_OK);
+	CHECK_RC(larder_pool_config_set_interval_ms(pc, 1000), LARDER_OK); /* probes on */
+	int made = ok_or_enomem(larder_pool_create(&pool, pc), enomem);
+	larder_pool_config_destroy(pc);
+	if (!made)
+		return;
+	if (!ok_or_enomem(larder_config_create(&cfg), enomem))
+		goto close_pool;
+	CHECK_RC(larder_config_set_pool(cfg, pool), LARDER_OK);
+	CHECK_RC(larder_config_set_hash_seed(cfg, TH_HASH_SEED), LARDER_OK);
+	for (unsigned i = 0; i < 2; i++) {
+		uint64_t before = pool_stat(pool, LARDER_POOL_CACHES);
+		if (!ok_or_enomem(larder_open(&c[i], cfg), enomem)) {
+			CHECK(c[i] == NULL);
+			CHECK_EQ(pool_stat(pool, LARDER_POOL_CACHES), before);
+		}
+	}
+	larder_config_destroy(cfg);
+	char value[64] = "v";
+	for (unsigned i = 0; i < 2; i++) {
+		if (!c[i])
+			continue;
+		unsigned char written[OOM_KEYS] = { 0 };
+		for (unsigned k = 0; k < OOM_KEYS; k++)
+			written[k] = (unsigned char)ok_or_enomem(put_key(c[i], k, value, sizeof value),
+								 enomem);
+		for (unsigned k = 0; k < OOM_KEYS; k++) {
+			char key[16], buf[sizeof value];
+			size_t len = 0;
+			int n = snprintf(key, sizeof key, "k%u", k);
+			int rc = larder_get(c[i], key, (size_t)n, buf, sizeof buf, &len);
+			if (rc == LARDER_ENOMEM) /* the thread's first call on it */
+				rc = larder_get(c[i], key, (size_t)n, buf, sizeof buf, &len);
+			CHECK_RC(rc, written[k] ? LARDER_OK : LARDER_MISS);
+		}
+	}
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+close_pool:
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/* SQLite's sweep, as test_oom.c does it for a cache: the n-th allocation
+ * fails, for every n the workload reaches (every third under TSan). */
+static void test_out_of_memory(void)
+{
+	uint64_t mapped = larder__test_mapped_bytes();
+	long enomem = 0;
+	larder__test_fail_alloc_after(LONG_MAX);
+	pool_oom_workload(&enomem);
+	long total = LONG_MAX - larder__test_fail_alloc_after(-1);
+	CHECK_EQ(enomem, 0);
+	CHECK_GT(total, 10);
+	long stride = TH_TSAN ? 3 : 1, runs = 0;
+	for (long n = 0; n <= total + 2; n += stride, runs++) {
+		larder__test_fail_alloc_after(n);
+		pool_oom_workload(&enomem);
+		larder__test_fail_alloc_after(-1);
+		if (!CHECK_EQ(larder__test_mapped_bytes(), mapped)) /* leaks: LSan at exit */
+			printf("  n = %ld leaked mappings\n", n);
+		if (th_failures() > 20)
+			break;
+	}
+	printf("  %ld allocations, %ld runs, %ld ENOMEM returned\n", total, runs, enomem);
+	CHECK_GT(enomem, 0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -703,6 +799,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_controller_weights_and_settles),
 		TH_TEST(test_controller_respects_shares),
 		TH_TEST(test_probe_estimates),
+		TH_TEST(test_out_of_memory),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
