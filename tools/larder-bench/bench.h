@@ -80,7 +80,7 @@ struct lb_config {
 	int clear_only;       /* --clear-only: the memory run stops after its clear phase */
 	int pool;             /* --pool[=PARTS] (poolbench.c) */
 	const char *pool_parts; /* NULL: every part */
-	unsigned pool_unit_ms;  /* --pool-unit-ms: the phases' unit (1000) */
+	unsigned pool_unit_ms;  /* --pool-unit-ms: the phases' unit (2000) */
 };
 
 /* One worker thread's state; owned by that thread while a job runs. */

@@ -496,6 +496,44 @@ static void ph_phase(const struct ph_result *res, size_t p, unsigned unit_ms, do
 	}
 }
 
+/*
+ * How the controller's capacity behaved in phase p: seconds from the phase's
+ * start until cache_0's capacity last differed from its value at the phase's
+ * end by more than one step (settled), and how often it changed direction
+ * after that (reversals; 0 is no oscillation).
+ */
+static void ph_settle(const struct ph_result *res, size_t p, unsigned unit_ms, double step,
+		      double *settled_s, unsigned *reversals)
+{
+	double from = phases[p].from * unit_ms / 1000.0, to = phases[p].to * unit_ms / 1000.0;
+	size_t first = res->n, last = 0;
+	for (size_t i = 0; i < res->n; i++)
+		if (res->s[i].t > from && res->s[i].t <= to) {
+			first = i < first ? i : first;
+			last = i;
+		}
+	*settled_s = 0;
+	*reversals = 0;
+	if (first >= res->n)
+		return;
+	double end = res->s[last].cap[0], at = from;
+	for (size_t i = first; i <= last; i++)
+		if (fabs(res->s[i].cap[0] - end) > step)
+			at = res->s[i].t;
+	*settled_s = at - from;
+	int dir = 0;
+	for (size_t i = first + 1; i <= last; i++) {
+		if (res->s[i].t <= at)
+			continue;
+		double d = res->s[i].cap[0] - res->s[i - 1].cap[0];
+		int sign = d > 0 ? 1 : d < 0 ? -1 : 0;
+		if (sign && dir && sign != dir)
+			(*reversals)++;
+		if (sign)
+			dir = sign;
+	}
+}
+
 static void ph_chart_series(const struct ph_result *res, double *x, double *y, int what)
 {
 	for (size_t i = 0; i < res->n; i++) {
@@ -595,6 +633,19 @@ static void phases_part(const struct lb_config *cfg, unsigned unit_ms)
 			       phases[p].name, res[show[k]]->name, tput, hit[0], hit[1], cap[0] / MIB,
 			       cap[1] / MIB);
 		}
+	printf("\n| phase | controller: cache_0's capacity settled after (s) | "
+	       "reversals after settling | capacity cache_0 at the end (MiB) |\n|---|---|---|---|\n");
+	for (size_t p = 0; p < PH_PHASES; p++) {
+		double settled;
+		unsigned rev;
+		ph_settle(res[0], p, unit_ms, (double)(PH_BUDGET / 256), &settled, &rev);
+		double end = 0;
+		for (size_t i = 0; i < res[0]->n; i++)
+			if (res[0]->s[i].t <= phases[p].to * unit_ms / 1000.0)
+				end = res[0]->s[i].cap[0];
+		printf("| %zu %s | %.2f (of %.0f) | %u | %.0f |\n", p + 1, phases[p].name, settled,
+		       (phases[p].to - phases[p].from) * unit_ms / 1000.0, rev, end / MIB);
+	}
 	struct ph_result *chart[3] = { res[0], res[1], res[best] };
 	ph_charts(chart, best == 1 ? 2 : 3, unit_ms);
 	for (size_t i = 0; i < N_RUNS; i++)
