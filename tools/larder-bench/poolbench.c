@@ -30,8 +30,9 @@
  *               the best static split computed offline from each cache's
  *               exact miss-ratio curve (larder_sim on the same streams,
  *               dynamic programming over 1/256 of the budget); plus caches
- *               outside any pool at the equal split, whose background CPU
- *               against the pooled equal split is what the probes cost;
+ *               outside any pool at the equal split (pooling alone must
+ *               change nothing); the controller's cost: its thread's CPU
+ *               and its probes' sampled time on the maintainers;
  *               --rounds rounds, medians and min..max;
  *   shift       the ten caches under the controller, then one cache's
  *               working set grows 4x: how long until its capacity settles
