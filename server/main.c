@@ -257,7 +257,8 @@ int main(int argc, char **argv)
 		return 71;
 	}
 	sh.item_max = o.item_max;
-	sh.maxbytes = o.mem_mib << 20;
+	/* Relaxed: set before the workers start (pthread_create publishes it). */
+	atomic_store_explicit(&sh.maxbytes, o.mem_mib << 20, memory_order_relaxed);
 	sh.threads = o.threads;
 	sh.maxconns = o.maxconns;
 	sh.port = o.socket_path ? 0 : atoi(o.port);

@@ -126,7 +126,8 @@ static void settings(struct larder__exec *x, struct larder__obuf *out)
 {
 	struct larder__shared *sh = x->sh;
 
-	stat_u64(out, "maxbytes", sh->maxbytes);
+	/* Relaxed: see larder__shared; a setting read on its own. */
+	stat_u64(out, "maxbytes", atomic_load_explicit(&sh->maxbytes, memory_order_relaxed));
 	stat_u64(out, "maxconns", (uint64_t)sh->maxconns);
 	stat_u64(out, "tcpport", (uint64_t)sh->port);
 	stat_u64(out, "udpport", 0);

@@ -199,16 +199,20 @@ static int process(struct worker *w, struct conn *c, const char *buf, size_t len
 		if (r != LARDER__EXEC_DONE)
 			return PROC_CLOSE;
 	}
-	while (*off < len && out->len - c->sent <= HIGH_WATER) {
+	for (;;) {
 		size_t avail = len - *off;
 		int pr, r;
 
-		if (c->swallow > 0) {
+		/* An oversize value is swallowed whatever the output holds: its
+		 * reply, and everything before it, wait for the swallow's end. */
+		if (c->swallow > 0 && avail > 0) {
 			size_t n = avail < c->swallow ? avail : c->swallow;
 			c->swallow -= n;
 			*off += n;
 			continue;
 		}
+		if (avail == 0 || out->len - c->sent > HIGH_WATER)
+			break;
 		if (avail < c->need)
 			break;
 		pr = larder__parse(buf + *off, avail, &w->net->lim, &c->req);
@@ -272,10 +276,15 @@ static bool keep_input(struct conn *c, const char *buf, size_t off, size_t len, 
 	return true;
 }
 
-/* Writes pending output; leftovers from the worker buffer move to the connection. */
+/*
+ * Writes pending output; leftovers from the worker buffer move to the
+ * connection. While an oversize value is being swallowed nothing is written:
+ * memcached sends that request's error, and the replies before it, only
+ * once the value has gone by.
+ */
 static int flush_out(struct worker *w, struct conn *c, struct larder__obuf *out)
 {
-	while (c->sent < out->len) {
+	while (c->swallow == 0 && c->sent < out->len) {
 		ssize_t n = write(c->fd, out->buf + c->sent, out->len - c->sent);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -353,7 +362,8 @@ static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 	out = c->out.len > 0 ? &c->out : &w->out;
 	if ((ev & EPOLLIN) && !c->suspended && !c->closing && !read_more(w, c, &buf, &len, &from_conn))
 		goto close;
-	if (!c->closing && (c->suspended || len > 0) && out->len - c->sent <= HIGH_WATER) {
+	if (!c->closing && (c->suspended || len > 0) &&
+	    (out->len - c->sent <= HIGH_WATER || c->swallow > 0)) {
 		if (process(w, c, buf, len, &off, out) != PROC_OK)
 			goto close;
 		if (!keep_input(c, buf, off, len, from_conn))
@@ -363,7 +373,9 @@ static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 		goto close;
 	if (c->closing && c->out.len == 0)
 		goto close;
-	if (c->out.len > HIGH_WATER || c->suspended || c->closing || c->stalled)
+	if (c->swallow > 0)
+		set_interest(w, c, EPOLLIN); /* output held until the value is gone */
+	else if (c->out.len > HIGH_WATER || c->suspended || c->closing || c->stalled)
 		set_interest(w, c, EPOLLOUT);
 	else
 		set_interest(w, c, EPOLLIN | (c->out.len > 0 ? EPOLLOUT : 0));
