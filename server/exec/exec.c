@@ -338,10 +338,14 @@ static int exec_get(struct larder__exec *x, struct larder__req *req, struct lard
 	uint64_t ttl;
 	bool dead = touch && !larder__exptime_to_ttl(req->exptime, &ttl);
 
+	/* A gat that kills its items: one key at a time, since memcached's
+	 * second mention of a key finds it gone. */
+	size_t batch = dead ? 1 : GET_BATCH;
+
 	for (;;) {
 		size_t n = 0;
 		long found;
-		while (n < GET_BATCH && larder__next_token(&req->keys, req->keys_end, &keys[n])) {
+		while (n < batch && larder__next_token(&req->keys, req->keys_end, &keys[n])) {
 			kp[n] = keys[n].p;
 			kl[n] = keys[n].n;
 			g.unfetched[n] = false;
@@ -433,7 +437,8 @@ static bool data_u64(const unsigned char *d, size_t n, uint64_t *out)
 }
 
 int larder__arith(struct larder__exec *x, const struct larder__tok *key, bool incr,
-		  uint64_t delta, uint64_t want_cas, uint64_t *result, uint64_t *cas_out)
+		  uint64_t delta, uint64_t want_cas, uint64_t *result, uint64_t *cas_out,
+		  bool *grew)
 {
 	for (int tries = 0; tries < RMW_TRIES; tries++) {
 		size_t old_len, new_len, on, rn;
@@ -471,6 +476,7 @@ int larder__arith(struct larder__exec *x, const struct larder__tok *key, bool in
 					      new_len, larder__keep_ttl(x, key->p, key->n));
 		if (rc == LARDER_OK) {
 			*result = v;
+			*grew = rn > on;
 			return LARDER__ARITH_OK;
 		}
 		if (rc == LARDER_MISS)
@@ -483,12 +489,12 @@ int larder__arith(struct larder__exec *x, const struct larder__tok *key, bool in
 
 static void exec_arith(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
 {
-	bool incr = req->cmd == LARDER__CMD_INCR;
+	bool incr = req->cmd == LARDER__CMD_INCR, grew;
 	uint64_t v, cas;
 	char num[24];
 	size_t n;
 
-	switch (larder__arith(x, &req->key, incr, req->delta, 0, &v, &cas)) {
+	switch (larder__arith(x, &req->key, incr, req->delta, 0, &v, &cas, &grew)) {
 	case LARDER__ARITH_OK:
 		larder__stat_add(x, incr ? WS_INCR_HITS : WS_DECR_HITS, 1);
 		n = larder__fmt_u64(num, v);

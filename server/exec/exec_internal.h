@@ -75,8 +75,11 @@ int64_t larder__dead_ttl_seconds(struct larder__exec *x, int32_t exptime);
 /* Seconds since the item was written, from its CAS unique's time stamp. */
 uint64_t larder__age_seconds(uint64_t cas);
 const char *larder__store_error(struct larder__exec *x, int rc);
+/* incr/decr (and ma). *grew: the number got longer, so memcached wrote a
+ * new item, and a T of the same ma went to the old one (is lost). */
 int larder__arith(struct larder__exec *x, const struct larder__tok *key, bool incr,
-		  uint64_t delta, uint64_t want_cas, uint64_t *result, uint64_t *cas_out);
+		  uint64_t delta, uint64_t want_cas, uint64_t *result, uint64_t *cas_out,
+		  bool *grew);
 
 /* store.c: the storage commands and ms. *cas_out is the new unique when
  * STORED; *err the reply text when STORE_FAILED. */

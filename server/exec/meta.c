@@ -77,61 +77,79 @@ static void fail_at(struct larder__obuf *out, size_t mark, const char *err)
 	larder__obuf_line(out, err);
 }
 
-/* " t<seconds>": -1 without a TTL; after a T in the past in this command,
- * memcached's unsigned wrap of the negative time. */
-static void ttl_flag(struct larder__exec *x, struct larder__obuf *out, const struct larder__req *req,
-		     bool dead, int32_t dead_exptime)
+/*
+ * A TTL that T (or N, for an item this command created) sets takes effect
+ * where the flag stands in memcached, which later flags (t, R) see; the item
+ * itself changes once, at the end of the command, so that a T in the past
+ * followed by an N does not lose the item on the way.
+ */
+struct pending_ttl {
+	bool set;
+	int32_t exptime;
+};
+
+/* The item's remaining lifetime in ms (LARDER_TTL_NEVER for none); false
+ * when it is dead (a pending exptime in the past). */
+static bool item_ttl_ms(struct larder__exec *x, const struct larder__req *req,
+			const struct pending_ttl *p, uint64_t *ms)
 {
-	long long s;
+	if (p->set)
+		return larder__exptime_to_ttl(p->exptime, ms);
+	if (larder_ttl_remaining(x->sh->cache, req->key.p, req->key.n, ms) != LARDER_OK)
+		*ms = LARDER_TTL_NEVER;
+	return true;
+}
+
+/* " t<seconds>": -1 without a TTL; after a T in the past, memcached's
+ * unsigned wrap of the negative time it computes. */
+static void ttl_flag(struct larder__exec *x, struct larder__obuf *out, const struct larder__req *req,
+		     const struct pending_ttl *p)
+{
+	uint64_t ms;
 	larder__obuf_add(out, " t", 2);
-	if (dead) {
-		larder__obuf_u64(out, (uint64_t)larder__dead_ttl_seconds(x, dead_exptime));
-		return;
-	}
-	s = larder__ttl_seconds(x, req->key.p, req->key.n);
-	if (s < 0)
+	if (!item_ttl_ms(x, req, p, &ms))
+		larder__obuf_u64(out, (uint64_t)larder__dead_ttl_seconds(x, p->exptime));
+	else if (ms == LARDER_TTL_NEVER)
 		larder__obuf_add(out, "-1", 2);
 	else
-		larder__obuf_u64(out, (uint64_t)s);
+		larder__obuf_u64(out, (ms + 999) / 1000);
+}
+
+/* Applies a pending TTL at the end of the command; false if it killed the item. */
+static bool settle_ttl(struct larder__exec *x, const struct larder__req *req,
+		       const struct pending_ttl *p)
+{
+	uint64_t ms;
+	if (!p->set)
+		return true;
+	larder__ignore(larder__touch_key(x, req->key.p, req->key.n, p->exptime, false));
+	return larder__exptime_to_ttl(p->exptime, &ms);
 }
 
 /* ---- mg ------------------------------------------------------------------ */
 
-/* mg miss with N: create an empty item, its win token going to this caller. */
+/* mg miss with N: create an empty item, its win token going to this caller.
+ * As in memcached it has no TTL until the N flag's turn in the reply. */
 static bool vivify(struct larder__exec *x, const struct larder__req *req, uint64_t *cas)
 {
 	unsigned char h[LARDER__HDR];
-	uint64_t ttl;
 
 	*cas = larder__next_cas(x);
 	larder__hdr_put(h, *cas, 0, LARDER__BIT_WON);
-	if (!larder__exptime_to_ttl(req->meta.ttl_N, &ttl))
-		return true; /* created dead, as memcached does; the reply still shows it */
-	return larder_put_if_absent(x->sh->cache, req->key.p, req->key.n, h, sizeof(h), ttl) ==
-	       LARDER_OK;
+	return larder_put_if_absent(x->sh->cache, req->key.p, req->key.n, h, sizeof(h),
+				    LARDER_TTL_NEVER) == LARDER_OK;
 }
 
 /* R: does the item's deadline come before the R deadline? */
-static bool recache_due(struct larder__exec *x, const struct larder__req *req)
+static bool recache_due(struct larder__exec *x, const struct larder__req *req,
+			const struct pending_ttl *p)
 {
 	uint64_t r_ms, ms;
 
 	if (req->meta.ttl_R == 0 || !larder__exptime_to_ttl(req->meta.ttl_R, &r_ms))
 		return false;
-	return larder_ttl_remaining(x->sh->cache, req->key.p, req->key.n, &ms) == LARDER_OK &&
-	       ms != LARDER_TTL_NEVER && ms < r_ms;
-}
-
-/* T, or N on a created item: the new exptime; one in the past kills the
- * item, which this reply still shows, as memcached's does. */
-static void apply_ttl(struct larder__exec *x, const struct larder__req *req, int32_t exptime,
-		      bool *dead, int32_t *dead_exptime)
-{
-	uint64_t ttl;
-
-	*dead = !larder__exptime_to_ttl(exptime, &ttl);
-	*dead_exptime = exptime;
-	larder__ignore(larder__touch_key(x, req->key.p, req->key.n, exptime, false));
+	/* an item dead by a T of this command has memcached's deadline 1: before any */
+	return !item_ttl_ms(x, req, p, &ms) || (ms != LARDER_TTL_NEVER && ms < r_ms);
 }
 
 /* Sets the win-token bit; true for the one caller whose swap set it. Reads
@@ -166,8 +184,8 @@ static void exec_mg(struct larder__exec *x, struct larder__req *req, struct lard
 	uint64_t cas;
 	uint32_t flags;
 	uint8_t bits;
-	bool created = false, won = false, dead = false;
-	int32_t dead_exptime = 0;
+	bool created = false, won = false;
+	struct pending_ttl ttl = {false, 0};
 	int rc = larder__read_item(x, req->key.p, req->key.n, &len);
 
 	larder__stat_add(x, WS_CMD_GET, 1);
@@ -178,12 +196,13 @@ static void exec_mg(struct larder__exec *x, struct larder__req *req, struct lard
 		bits = 0;
 	} else if (rc != LARDER_OK) {
 		larder__stat_add(x, WS_GET_MISSES, 1);
-		if (req->noreply)
-			return;
 		larder__obuf_add(out, "EN", 2);
 		if (!echo_plain(out, req, 2))
-			return fail_at(out, mark, k_opaque_long);
-		larder__obuf_add(out, "\r\n", 2);
+			return fail_at(out, mark, k_opaque_long); /* sent even with q */
+		if (req->noreply)
+			out->len = mark;
+		else
+			larder__obuf_add(out, "\r\n", 2);
 		return;
 	} else {
 		larder__stat_add(x, WS_GET_HITS, 1);
@@ -200,20 +219,20 @@ static void exec_mg(struct larder__exec *x, struct larder__req *req, struct lard
 		switch (t->p[0]) {
 		case 'T':
 			larder__stat_add(x, WS_CMD_TOUCH, 1);
-			apply_ttl(x, req, req->meta.ttl_T, &dead, &dead_exptime);
+			ttl = (struct pending_ttl){true, req->meta.ttl_T};
 			break;
 		case 'N':
 			if (created) {
-				apply_ttl(x, req, req->meta.ttl_N, &dead, &dead_exptime);
+				ttl = (struct pending_ttl){true, req->meta.ttl_N};
 				won = true;
 			}
 			break;
 		case 'R':
-			if (!(bits & LARDER__BIT_WON) && !created && recache_due(x, req))
+			if (!(bits & LARDER__BIT_WON) && !created && recache_due(x, req, &ttl))
 				won = true;
 			break;
 		case 's': larder__obuf_add(out, " s", 2); larder__obuf_u64(out, len - LARDER__HDR); break;
-		case 't': ttl_flag(x, out, req, dead, dead_exptime); break;
+		case 't': ttl_flag(x, out, req, &ttl); break;
 		case 'c': larder__obuf_add(out, " c", 2); larder__obuf_u64(out, cas); break;
 		case 'f': larder__obuf_add(out, " f", 2); larder__obuf_u64(out, flags); break;
 		case 'l':
@@ -224,8 +243,10 @@ static void exec_mg(struct larder__exec *x, struct larder__req *req, struct lard
 			larder__obuf_add(out, (bits & LARDER__BIT_FETCHED) ? " h1" : " h0", 3);
 			break;
 		case 'O':
-			if (t->n > LARDER__META_OPAQUE_MAX)
+			if (t->n > LARDER__META_OPAQUE_MAX) {
+				larder__ignore(settle_ttl(x, req, &ttl));
 				return fail_at(out, mark, k_opaque_long);
+			}
 			larder__obuf_add(out, " ", 1);
 			larder__obuf_add(out, t->p, t->n);
 			break;
@@ -243,7 +264,7 @@ static void exec_mg(struct larder__exec *x, struct larder__req *req, struct lard
 		if (!(bits & LARDER__BIT_WON))
 			won = true;
 	}
-	if (won && !created && !dead)
+	if (won && !created)
 		won = take_token(x, req);
 	if (won)
 		larder__obuf_add(out, " W", 2);
@@ -254,7 +275,7 @@ static void exec_mg(struct larder__exec *x, struct larder__req *req, struct lard
 		larder__obuf_add(out, "\r\n", 2);
 	}
 	/* memcached bumps the item at the end (a created one too), unless u */
-	if (!has(req, 'u') && !(bits & LARDER__BIT_FETCHED))
+	if (settle_ttl(x, req, &ttl) && !has(req, 'u') && !(bits & LARDER__BIT_FETCHED))
 		larder__mark_fetched(x, req->key.p, req->key.n);
 }
 
@@ -316,8 +337,14 @@ static void exec_ms(struct larder__exec *x, struct larder__req *req, struct lard
 static void exec_md(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
 {
 	larder *c = x->sh->cache;
-	size_t mark = out->len;
 	const char *code = "SERVER_ERROR failure";
+
+	/* memcached checks the opaque before it looks the key up */
+	for (int i = 2; i < req->ntok; i++)
+		if (req->tok[i].p[0] == 'O' && req->tok[i].n > LARDER__META_OPAQUE_MAX) {
+			larder__obuf_line(out, k_opaque_long);
+			return;
+		}
 
 	for (int tries = 0; tries < RMW_TRIES; tries++) {
 		size_t len;
@@ -367,8 +394,7 @@ static void exec_md(struct larder__exec *x, struct larder__req *req, struct lard
 	if (code[0] == 'H' && req->noreply)
 		return;
 	larder__obuf_str(out, code);
-	if (!echo_plain(out, req, 2))
-		return fail_at(out, mark, k_opaque_long);
+	larder__ignore(echo_plain(out, req, 2)); /* opaques were checked above */
 	larder__obuf_add(out, "\r\n", 2);
 }
 
@@ -394,19 +420,20 @@ static int ma_vivify(struct larder__exec *x, const struct larder__req *req, uint
 static void exec_ma(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
 {
 	const struct larder__meta *m = &req->meta;
-	bool incr = m->mode != 'D' && m->mode != '-', created = false, dead = false;
-	int32_t dead_exptime = 0;
+	bool incr = m->mode != 'D' && m->mode != '-', created = false, grew = false;
+	struct pending_ttl ttl = {false, 0};
 	uint64_t v = 0, cas = 0;
 	size_t mark = out->len, n;
 	char num[24];
-	int rc = larder__arith(x, &req->key, incr, m->delta, has(req, 'C') ? m->cas : 0, &v, &cas);
+	int rc = larder__arith(x, &req->key, incr, m->delta, has(req, 'C') ? m->cas : 0, &v, &cas,
+			       &grew);
 
 	if (rc == LARDER__ARITH_MISS && has(req, 'N')) {
 		rc = ma_vivify(x, req, &v, &cas);
 		created = rc == LARDER__ARITH_OK;
 		if (!created) /* created meanwhile by another client */
 			rc = larder__arith(x, &req->key, incr, m->delta, has(req, 'C') ? m->cas : 0,
-					   &v, &cas);
+					   &v, &cas, &grew);
 	}
 	switch (rc) {
 	case LARDER__ARITH_OK:
@@ -438,17 +465,22 @@ static void exec_ma(struct larder__exec *x, struct larder__req *req, struct lard
 		const struct larder__tok *t = &req->tok[i];
 		switch (t->p[0]) {
 		case 'c': larder__obuf_add(out, " c", 2); larder__obuf_u64(out, cas); break;
-		case 't': ttl_flag(x, out, req, dead, dead_exptime); break;
+		case 't': ttl_flag(x, out, req, &ttl); break;
 		case 'T':
-			apply_ttl(x, req, m->ttl_T, &dead, &dead_exptime);
+			/* memcached sets it on the item it holds, which a longer
+			 * number has already replaced */
+			if (!grew)
+				ttl = (struct pending_ttl){true, m->ttl_T};
 			break;
 		case 'N':
 			if (created)
-				apply_ttl(x, req, m->ttl_N, &dead, &dead_exptime);
+				ttl = (struct pending_ttl){true, m->ttl_N};
 			break;
 		case 'O':
-			if (t->n > LARDER__META_OPAQUE_MAX)
+			if (t->n > LARDER__META_OPAQUE_MAX) {
+				larder__ignore(settle_ttl(x, req, &ttl));
 				return fail_at(out, mark, k_opaque_long);
+			}
 			larder__obuf_add(out, " ", 1);
 			larder__obuf_add(out, t->p, t->n);
 			break;
@@ -459,7 +491,8 @@ static void exec_ma(struct larder__exec *x, struct larder__req *req, struct lard
 			break;
 		}
 	}
-	if (req->noreply) {
+	larder__ignore(settle_ttl(x, req, &ttl));
+	if (req->noreply && !created) { /* memcached answers a created counter even with q */
 		out->len = mark;
 		return;
 	}

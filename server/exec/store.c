@@ -52,15 +52,21 @@ static enum larder__store_res store_plain(struct larder__exec *x, const struct l
 	int rc;
 
 	if (!larder__exptime_to_ttl(s->exptime, &ttl)) {
+		/* stored dead: no value is left, but the store happened (with a
+		 * unique of its own, which ms c shows) */
+		bool stored;
 		if (s->comm == LARDER__CMD_SET) {
 			larder__ignore(larder_remove(c, s->key, s->klen));
-			return LARDER__STORED;
+			stored = true;
+		} else if (s->comm == LARDER__CMD_ADD) {
+			stored = larder_contains(c, s->key, s->klen) != LARDER_OK;
+		} else {
+			stored = larder_remove(c, s->key, s->klen) == LARDER_OK;
 		}
-		if (s->comm == LARDER__CMD_ADD)
-			return larder_contains(c, s->key, s->klen) == LARDER_OK ? LARDER__NOT_STORED
-										 : LARDER__STORED;
-		return larder_remove(c, s->key, s->klen) == LARDER_OK ? LARDER__STORED
-								       : LARDER__NOT_STORED;
+		if (!stored)
+			return LARDER__NOT_STORED;
+		*cas_out = larder__next_cas(x);
+		return LARDER__STORED;
 	}
 	cas = larder__next_cas(x);
 	len = build(x, cas, s->flags, s->bits, s->data, s->len, NULL, 0);
@@ -128,9 +134,11 @@ static enum larder__store_res store_rmw(struct larder__exec *x, const struct lar
 				rc = larder_remove_if_equals(c, s->key, s->klen, x->a, old_len);
 				if (rc == LARDER_MISMATCH)
 					continue;
-				if (rc == LARDER_OK)
-					larder__stat_add(x, WS_CAS_HITS, 1);
-				return rc == LARDER_OK ? LARDER__STORED : LARDER__NOT_FOUND;
+				if (rc != LARDER_OK)
+					return LARDER__NOT_FOUND;
+				larder__stat_add(x, WS_CAS_HITS, 1);
+				*cas_out = cas;
+				return LARDER__STORED;
 			}
 			if (cr == CAS_STALE) {
 				ttl = larder__keep_ttl(x, s->key, s->klen);

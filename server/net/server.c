@@ -182,14 +182,17 @@ enum { PROC_OK, PROC_CLOSE };
 
 /*
  * Parses and runs requests from buf[*off, len) into out. Stops at an
- * incomplete request, at high water, or when a multiget suspends.
+ * incomplete request, at high water, when a multiget suspends, or when an
+ * oversize value has just been swallowed with input left (*resume: memcached
+ * sends the replies held meanwhile before it reads the next request).
  */
 static int process(struct worker *w, struct conn *c, const char *buf, size_t len, size_t *off,
-		   struct larder__obuf *out)
+		   struct larder__obuf *out, bool *resume)
 {
 	struct larder__exec *x = &w->x;
 
 	c->stalled = false;
+	*resume = false;
 	if (c->suspended) {
 		int r = larder__exec(x, &c->req, out, HIGH_WATER);
 		if (r == LARDER__EXEC_SUSPEND)
@@ -209,6 +212,10 @@ static int process(struct worker *w, struct conn *c, const char *buf, size_t len
 			size_t n = avail < c->swallow ? avail : c->swallow;
 			c->swallow -= n;
 			*off += n;
+			if (c->swallow == 0 && *off < len) {
+				*resume = true;
+				break;
+			}
 			continue;
 		}
 		if (avail == 0 || out->len - c->sent > HIGH_WATER)
@@ -364,8 +371,16 @@ static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 		goto close;
 	if (!c->closing && (c->suspended || len > 0) &&
 	    (out->len - c->sent <= HIGH_WATER || c->swallow > 0)) {
-		if (process(w, c, buf, len, &off, out) != PROC_OK)
-			goto close;
+		bool resume = true;
+		while (resume) {
+			if (process(w, c, buf, len, &off, out, &resume) != PROC_OK)
+				goto close;
+			if (resume) {
+				if (flush_out(w, c, out) != PROC_OK)
+					goto close;
+				out = c->out.len > 0 ? &c->out : &w->out;
+			}
+		}
 		if (!keep_input(c, buf, off, len, from_conn))
 			goto close;
 	}

@@ -2,8 +2,9 @@
 replies from larderd and memcached 1.6.18 must be identical.
 
 A case is (name, parts); a part is bytes sent as one write, Split(bytes) sent
-in small pieces, or SYNC (send "mn", wait for "MN"; later parts may then use
-{CAS}, the latest CAS unique the server returned). steps(a, b, ...) sends each
+in small pieces, or SYNC (wait until every reply so far has arrived; later
+parts may then use {CAS}, the latest CAS unique the server returned, and
+{CASP}, the one before). steps(a, b, ...) sends each
 step followed by a SYNC. Each case runs on a fresh connection after a
 flush_all. The cases named "issue-..." are the regression cases of the
 differences once found between the two servers.

@@ -9,7 +9,12 @@ Framing: a production says whether the server is surely back at a command
 boundary after it ("clean": its line and data are well formed, whatever the
 reply) or not ("dirty": a wrong length, an unknown state). Syncs and CAS
 templates are used only while the episode is still clean; dirty commands come
-after the last sync; "terminal" ones (quit, HTTP, an endless line) end it.
+after the last sync, and after one only short lines and values follow, so no
+later byte can become a line that makes the server hang up. "Terminal" ones
+(quit, HTTP, an endless line, a refused value that never arrives whole) come
+only right after a sync and end the episode: which replies a server still
+sends before it closes depends on how its reads fell, unless every earlier
+reply was already received.
 Nothing depends on timing: every TTL the grammar writes is 0, in the past, or
 at least 100,000 s away, so no item expires during a run.
 
@@ -40,7 +45,10 @@ EXCLUDED = {
     "stats-body",       # stats output: process state, different by nature
     "admin-commands",   # slabs, lru, lru_crawler, watch, extstore: memcached internals
     "long-key-after-pipeline",  # memcached culls earlier pipelined replies
-    "me-fetch",         # me's fetch=: larderd keeps no per-item fetch bit
+    "long-non-get-line",  # over 2 KiB: memcached takes it only if it fits one 16 KiB read
+    "incr-whitespace-value",  # memcached's incr reads past a value of only white space
+    "incr-in-place-race",  # memcached rewrites in place only if no other thread holds the item
+    "flush-before-start",  # memcached's flush_all <time before its start> undoes a flush
 }
 
 CLEAN, DIRTY, TERMINAL = "clean", "dirty", "terminal"
@@ -48,8 +56,11 @@ CLEAN, DIRTY, TERMINAL = "clean", "dirty", "terminal"
 PLAIN_KEYS = [b"a", b"b", b"c", b"k1", b"k2", b"num", b"ctr", b"\xe9t\xe9", b"k\x01x",
               b"k\tx", b"k\rx", b"K" * 250, b"MN", b"VALUE", b"-", b"0"]
 BAD_KEYS = [b"x" * 251, b"y" * 300]
+# Tokens memcached refuses as numbers: the line fails before its value, which
+# is then read as a command (so the value must be short and harmless).
+BAD_NUMBERS = {b"-1", b"abc", b"18446744073709551616", b"-", b"1.5", b"99999999999999999999"}
 NUMS = [b"0", b"1", b"10", b"42", b"007", b"18446744073709551615", b"18446744073709551614",
-        b"9999999999", b"  5", b"5 ", b"+7", b"-3", b"-0", b"12abc", b"1\x00x", b"", b" ",
+        b"9999999999", b"  5", b"5 ", b"+7", b"-3", b"-0", b"12abc", b"1\x00x", b"",
         b"\t8", b"3\r", b"1e3", b"0x10", b"99999999999999999999"]
 FLAGS = [b"0", b"1", b"4294967295", b"4294967296", b"-1", b"abc", b"18446744073709551615",
          b"18446744073709551616", b"-0", b"+5", b"\t5", b"5\t", b"12345"]
@@ -71,6 +82,7 @@ class Grammar:
     def __init__(self, seed):
         import random
         self.r = random.Random(seed)
+        self.short = False  # after a dirty command: short lines and values only
         self.prods = [
             (12, "storage", self.storage),
             (3, "storage-bad-header", self.storage_bad_header),
@@ -97,7 +109,7 @@ class Grammar:
             (1, "length-wrap", self.length_wrap),
             (1, "stats-body", lambda: (b"stats\r\n", CLEAN)),
             (1, "admin-commands", lambda: (b"slabs automove 1\r\n", CLEAN)),
-            (1, "me-fetch", lambda: (b"me a\r\n", CLEAN)),
+            (1, "long-non-get-line", lambda: (b"gat 0 " + b"a " * 3000 + b"\r\n", CLEAN)),
         ]
         self.prods = [p for p in self.prods if p[1] not in EXCLUDED]
         self.total = sum(w for w, _, _ in self.prods)
@@ -114,6 +126,8 @@ class Grammar:
 
     def value(self):
         r = self.r.random()
+        if self.short:
+            r *= 0.8
         if r < 0.35:
             v = self.pick(NUMS)
         elif r < 0.8:
@@ -123,8 +137,9 @@ class Grammar:
             v = bytes(self.r.choice(b"xyz \r\n\x00") for _ in range(self.r.randrange(100, 5000)))
         else:
             v = b"v" * self.r.choice((100000, 1048000, 1048400, 1048500, 1048510, 1048576))
-        # "MN" in a value would look like the sync reply.
-        return v.replace(b"MN", b"Mn")
+        if v and not v.strip(b" \t\n\v\f\r"):
+            v = b"x" + v[1:]  # "incr-whitespace-value"
+        return v
 
     def noreply(self, p=0.2):
         return b" noreply" if self.r.random() < p else b""
@@ -136,10 +151,13 @@ class Grammar:
 
     def storage(self):
         cmd = self.pick((b"set", b"set", b"add", b"replace", b"append", b"prepend"))
-        v = self.value()
+        k, v = self.key(), self.value()
         flags = b"0" if self.r.random() < 0.5 else self.pick(FLAGS)
-        line = b"%s %s %s %s %d%s" % (cmd, self.key(), flags, self.exptime(), len(v), self.noreply())
-        return line + b"\r\n" + v + b"\r\n", CLEAN
+        kind, exptime = CLEAN, self.exptime()
+        if k in BAD_KEYS or flags in BAD_NUMBERS or exptime in BAD_NUMBERS:
+            v, kind = b"xjunk", DIRTY  # refused before its value: see BAD_NUMBERS
+        line = b"%s %s %s %s %d%s" % (cmd, k, flags, exptime, len(v), self.noreply())
+        return line + b"\r\n" + v + b"\r\n", kind
 
     def storage_bad_header(self):
         """Malformed set lines whose next line is a harmless unknown command."""
@@ -158,13 +176,16 @@ class Grammar:
         return b"set %s 0 0 %d%s\r\n%s\r\n" % (self.key(False), n, self.noreply(), v), DIRTY
 
     def too_large(self):
+        if self.short:  # after a dirty command its value could be read as a line
+            return b"set a 0 0 1\r\n1\r\n", CLEAN
         cmd = self.pick((b"set", b"add", b"replace", b"append", b"cas"))
         n = self.pick((1048577, 1048600, 2000000))
         extra = b" 1" if cmd == b"cas" else b""
         data = b"z" * n + b"\r\n"
         if self.r.random() < 0.3:
             # the value does not come (whole): the reply must not come either
-            return b"%s %s 0 0 %d%s\r\n" % (cmd, self.key(False), n, extra) + data[:self.r.randrange(len(data))], DIRTY
+            return (b"%s %s 0 0 %d%s\r\n" % (cmd, self.key(False), n, extra)
+                    + data[:self.r.randrange(len(data))], TERMINAL)
         return b"%s %s 0 0 %d%s%s\r\n" % (cmd, self.key(False), n, extra, self.noreply()) + data, CLEAN
 
     def length_wrap(self):
@@ -175,9 +196,12 @@ class Grammar:
         v = self.value()
         unique = self.pick((b"{CAS}", b"{CAS}", b"{CASP}", b"0", b"abc", b"18446744073709551615",
                             b"-1", b"99999999999999999999"))
+        kind = CLEAN
+        if unique in BAD_NUMBERS:
+            v, kind = b"xjunk", DIRTY
         line = b"cas %s 0 %s %d %s%s\r\n%s\r\n" % (k, self.pick((b"0", b"100000", b"-1")), len(v),
                                                   unique, self.noreply(), v)
-        return [self.pick((b"gets %s\r\n" % k, b"mg %s c\r\n" % k)), SYNC, line], CLEAN
+        return [self.pick((b"gets %s\r\n" % k, b"mg %s c\r\n" % k)), SYNC, line], kind
 
     # ---- reads ----------------------------------------------------------------
 
@@ -194,8 +218,12 @@ class Grammar:
         return line + self.pick((b"\r\n", b"\r\n", b"\n")), CLEAN
 
     def get_many(self):
+        if self.short:
+            return b"get a b\r\n", CLEAN
         cmd = self.pick((b"get", b"gets", b"gat 0", b"bget"))
         n = self.pick((21, 22, 23, 24, 25, 100, 3000, 20000))
+        if cmd in (b"gat 0", b"bget"):
+            n = min(n, 200)  # a longer line is "long-non-get-line"
         keys = b" ".join(self.key(False) if self.r.random() < 0.2 else b"m%d" % i for i in range(n))
         return cmd + b" " + keys + b"\r\n", CLEAN
 
@@ -211,20 +239,23 @@ class Grammar:
         return b"delete %s%s\r\n" % (k, tail), CLEAN
 
     def arith(self):
+        """incr/decr, on a value written just before: memcached rewrites the
+        number in place (padding a shorter one with spaces, keeping the
+        item's fetched/stale bits) only when no other thread or pending
+        reply holds the item, else it writes a new item; that race
+        ("incr-in-place-race") cannot touch an item nobody has read."""
         cmd = self.pick((b"incr", b"decr"))
         k = self.pick((b"num", b"ctr", b"a", self.key()))
-        out = b""
-        if self.r.random() < 0.4:
-            v = self.pick(NUMS)
-            out = b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v)
-        return out + b"%s %s %s%s\r\n" % (cmd, k, self.pick(DELTAS), self.noreply()), CLEAN
+        v = self.pick(NUMS)
+        return (b"set %s 0 0 %d\r\n%s\r\n%s %s %s%s\r\n"
+                % (k, len(v), v, cmd, k, self.pick(DELTAS), self.noreply())), CLEAN
 
     def touch(self):
         return b"touch %s %s%s\r\n" % (self.key(), self.exptime(), self.noreply()), CLEAN
 
     def flush_all(self):
         arg = self.pick((b"", b" 0", b" -1", b" abc", b" 2147483648", b" 4294967296", b" 1000000",
-                         b" 2592001", b" 0 0", b" 1 2 3"))
+                         b" 0 0", b" 1 2 3"))
         return b"flush_all%s%s\r\n" % (arg, self.noreply(0.3)), CLEAN
 
     def misc(self):
@@ -300,7 +331,10 @@ class Grammar:
         v = self.value()
         fl = b + self.flags([b"c", b"k", b"O", b"q", b"F", b"T", b"C", b"M", b"I", b"S", b"N"],
                             (b"O", b"F", b"T", b"C", b"M", b"N", b"S"))
-        return b"ms %s %d%s%s\r\n%s\r\n" % (k, len(v), b" " if fl else b"", b" ".join(fl), v), CLEAN
+        kind = CLEAN
+        if k in BAD_KEYS or len(fl) > 17:  # refused before the value is known
+            v, kind = b"xjunk", DIRTY
+        return b"ms %s %d%s%s\r\n%s\r\n" % (k, len(v), b" " if fl else b"", b" ".join(fl), v), kind
 
     def md(self):
         k, b = self.meta_key()
@@ -308,13 +342,14 @@ class Grammar:
         return self.meta_line(b"md", k, fl) + b"\r\n", CLEAN
 
     def ma(self):
-        k, b = self.meta_key()
-        fl = b + self.flags([b"c", b"k", b"O", b"q", b"t", b"v", b"N", b"J", b"D", b"T", b"C", b"M"],
-                            (b"O", b"N", b"J", b"D", b"T", b"C", b"M"))
-        pre = b""
-        if self.r.random() < 0.3:
-            v = self.pick(NUMS)
-            pre = b"set %s 0 0 %d\r\n%s\r\n" % (self.key(False), len(v), v)
+        """ma on a value written just before, or created by its own N (see
+        arith() for why)."""
+        k = self.pick((b"num", b"ctr", b"a", self.key(False)))
+        fl = self.flags([b"c", b"k", b"O", b"q", b"t", b"v", b"N", b"J", b"D", b"T", b"C", b"M"],
+                        (b"O", b"N", b"J", b"D", b"T", b"C", b"M"))
+        v = self.pick(NUMS)
+        pre = (b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v) if self.r.random() < 0.6
+               else b"delete %s noreply\r\n" % k)
         return pre + self.meta_line(b"ma", k, fl) + b"\r\n", CLEAN
 
     def me(self):
@@ -338,6 +373,13 @@ class Grammar:
 
     # ---- an episode ---------------------------------------------------------------
 
+    def probe(self):
+        """Reads every key of the pool, changing nothing (u: no fetch mark)."""
+        keys = PLAIN_KEYS + [b"m%d" % i for i in range(3)]
+        lines = [b"mg %s s v f t c k h u\r\nme %s\r\n" % (k, k) for k in keys]
+        lines += [b"mg %s b s v f c k u\r\n" % b64(k) for k in (b"\x00", b"a", b"VALUE")]
+        return [b"".join(lines)]
+
     def production(self):
         x = self.r.uniform(0, self.total)
         for w, name, fn in self.prods:
@@ -349,23 +391,28 @@ class Grammar:
     def episode(self):
         parts, names = [], []
         pipelined = self.r.random() < 0.4
-        clean = True
+        clean, self.short = True, False
         for _ in range(self.r.randrange(1, 17)):
             name, fn = self.production()
             made, kind = fn()
             seq = made if isinstance(made, list) else [made]
-            if not clean and any(p is SYNC for p in seq):
+            if not clean and (kind == TERMINAL or any(p is SYNC for p in seq)):
                 continue  # needs a sync; the framing is no longer known
             names.append(name)
-            if kind == TERMINAL and clean:
+            if kind == TERMINAL:
                 parts.append(SYNC)  # every earlier reply arrives before the close
             parts += seq
             if kind == TERMINAL:
                 break
             if kind == DIRTY:
-                clean = False
+                clean, self.short = False, True
             elif clean and not pipelined and self.r.random() < 0.5:
                 parts.append(SYNC)
+        if not clean:
+            # A wrong length may leave the server waiting for value bytes at
+            # the end, where memcached drops the replies it holds: pad so
+            # that both end at a command boundary ("\r\n" lines are ERROR).
+            parts.append(b"\r\n" * 16)
         if self.r.random() < 0.15:
-            parts = [Split(p) if isinstance(p, bytes) else p for p in parts]
+            parts = [Split(p) if isinstance(p, bytes) and len(p) < 100000 else p for p in parts]
         return "+".join(names), parts
