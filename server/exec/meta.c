@@ -85,6 +85,7 @@ static void fail_at(struct larder__obuf *out, size_t mark, const char *err)
  */
 struct pending_ttl {
 	bool set;
+	bool lost; /* ma's T on a number that grew: memcached's old item gets it */
 	int32_t exptime;
 };
 
@@ -120,7 +121,7 @@ static bool settle_ttl(struct larder__exec *x, const struct larder__req *req,
 		       const struct pending_ttl *p)
 {
 	uint64_t ms;
-	if (!p->set)
+	if (!p->set || p->lost)
 		return true;
 	larder__ignore(larder__touch_key(x, req->key.p, req->key.n, p->exptime, false));
 	return larder__exptime_to_ttl(p->exptime, &ms);
@@ -128,14 +129,15 @@ static bool settle_ttl(struct larder__exec *x, const struct larder__req *req,
 
 /* ---- mg ------------------------------------------------------------------ */
 
-/* mg miss with N: create an empty item, its win token going to this caller.
- * As in memcached it has no TTL until the N flag's turn in the reply. */
+/* mg miss with N: create an empty item; its win token goes to this caller
+ * at the end of the reply. As in memcached it has no TTL until the N
+ * flag's turn in the reply. */
 static bool vivify(struct larder__exec *x, const struct larder__req *req, uint64_t *cas)
 {
 	unsigned char h[LARDER__HDR];
 
 	*cas = larder__next_cas(x);
-	larder__hdr_put(h, *cas, 0, LARDER__BIT_WON);
+	larder__hdr_put(h, *cas, 0, 0);
 	return larder_put_if_absent(x->sh->cache, req->key.p, req->key.n, h, sizeof(h),
 				    LARDER_TTL_NEVER) == LARDER_OK;
 }
@@ -148,8 +150,10 @@ static bool recache_due(struct larder__exec *x, const struct larder__req *req,
 
 	if (req->meta.ttl_R == 0 || !larder__exptime_to_ttl(req->meta.ttl_R, &r_ms))
 		return false;
-	/* an item dead by a T of this command has memcached's deadline 1: before any */
-	return !item_ttl_ms(x, req, p, &ms) || (ms != LARDER_TTL_NEVER && ms < r_ms);
+	/* an item dead by a T of this command has memcached's deadline 1: before
+	 * any; else memcached compares whole seconds */
+	return !item_ttl_ms(x, req, p, &ms) ||
+	       (ms != LARDER_TTL_NEVER && (ms + 999) / 1000 < (r_ms + 999) / 1000);
 }
 
 /* Sets the win-token bit; true for the one caller whose swap set it. Reads
@@ -185,7 +189,8 @@ static void exec_mg(struct larder__exec *x, struct larder__req *req, struct lard
 	uint32_t flags;
 	uint8_t bits;
 	bool created = false, won = false;
-	struct pending_ttl ttl = {false, 0};
+	bool locked = has(req, 'N') || has(req, 'T') || has(req, 'R') || has(req, 'l') || has(req, 'h');
+	struct pending_ttl ttl = {false, false, 0};
 	int rc = larder__read_item(x, req->key.p, req->key.n, &len);
 
 	larder__stat_add(x, WS_CMD_GET, 1);
@@ -219,11 +224,11 @@ static void exec_mg(struct larder__exec *x, struct larder__req *req, struct lard
 		switch (t->p[0]) {
 		case 'T':
 			larder__stat_add(x, WS_CMD_TOUCH, 1);
-			ttl = (struct pending_ttl){true, req->meta.ttl_T};
+			ttl = (struct pending_ttl){true, false, req->meta.ttl_T};
 			break;
 		case 'N':
 			if (created) {
-				ttl = (struct pending_ttl){true, req->meta.ttl_N};
+				ttl = (struct pending_ttl){true, false, req->meta.ttl_N};
 				won = true;
 			}
 			break;
@@ -244,6 +249,10 @@ static void exec_mg(struct larder__exec *x, struct larder__req *req, struct lard
 			break;
 		case 'O':
 			if (t->n > LARDER__META_OPAQUE_MAX) {
+				/* memcached read the item with its bump unless a flag
+				 * made it hold the item to bump at the end */
+				if (!has(req, 'u') && !locked && !(bits & LARDER__BIT_FETCHED))
+					larder__mark_fetched(x, req->key.p, req->key.n);
 				larder__ignore(settle_ttl(x, req, &ttl));
 				return fail_at(out, mark, k_opaque_long);
 			}
@@ -264,8 +273,8 @@ static void exec_mg(struct larder__exec *x, struct larder__req *req, struct lard
 		if (!(bits & LARDER__BIT_WON))
 			won = true;
 	}
-	if (won && !created)
-		won = take_token(x, req);
+	if (won)
+		won = take_token(x, req) || created;
 	if (won)
 		larder__obuf_add(out, " W", 2);
 	larder__obuf_add(out, "\r\n", 2);
@@ -421,7 +430,7 @@ static void exec_ma(struct larder__exec *x, struct larder__req *req, struct lard
 {
 	const struct larder__meta *m = &req->meta;
 	bool incr = m->mode != 'D' && m->mode != '-', created = false, grew = false;
-	struct pending_ttl ttl = {false, 0};
+	struct pending_ttl ttl = {false, false, 0};
 	uint64_t v = 0, cas = 0;
 	size_t mark = out->len, n;
 	char num[24];
@@ -468,13 +477,13 @@ static void exec_ma(struct larder__exec *x, struct larder__req *req, struct lard
 		case 't': ttl_flag(x, out, req, &ttl); break;
 		case 'T':
 			/* memcached sets it on the item it holds, which a longer
-			 * number has already replaced */
-			if (!grew)
-				ttl = (struct pending_ttl){true, m->ttl_T};
+			 * number has already replaced: a later t shows it, the
+			 * stored item keeps its TTL */
+			ttl = (struct pending_ttl){true, grew, m->ttl_T};
 			break;
 		case 'N':
 			if (created)
-				ttl = (struct pending_ttl){true, m->ttl_N};
+				ttl = (struct pending_ttl){true, false, m->ttl_N};
 			break;
 		case 'O':
 			if (t->n > LARDER__META_OPAQUE_MAX) {

@@ -48,7 +48,8 @@ EXCLUDED = {
     "long-non-get-line",  # over 2 KiB: memcached takes it only if it fits one 16 KiB read
     "incr-whitespace-value",  # memcached's incr reads past a value of only white space
     "incr-in-place-race",  # memcached rewrites in place only if no other thread holds the item
-    "flush-before-start",  # memcached's flush_all <time before its start> undoes a flush
+    "flush-time-undoes-flush",  # memcached: a later flush_all <time> revives flushed items
+    "incr-huge-value",  # memcached's incr of a value >= 2^63 reads past the value
 }
 
 CLEAN, DIRTY, TERMINAL = "clean", "dirty", "terminal"
@@ -62,6 +63,9 @@ BAD_NUMBERS = {b"-1", b"abc", b"18446744073709551616", b"-", b"1.5", b"999999999
 NUMS = [b"0", b"1", b"10", b"42", b"007", b"18446744073709551615", b"18446744073709551614",
         b"9999999999", b"  5", b"5 ", b"+7", b"-3", b"-0", b"12abc", b"1\x00x", b"",
         b"\t8", b"3\r", b"1e3", b"0x10", b"99999999999999999999"]
+# Values for incr/decr: none at or above 2^63, where memcached looks for a
+# minus sign past the end of the value ("incr-huge-value").
+ARITH_NUMS = [n for n in NUMS if n not in (b"18446744073709551615", b"18446744073709551614")]
 FLAGS = [b"0", b"1", b"4294967295", b"4294967296", b"-1", b"abc", b"18446744073709551615",
          b"18446744073709551616", b"-0", b"+5", b"\t5", b"5\t", b"12345"]
 EXPTIMES = [b"0", b"0", b"-1", b"-2147483648", b"100000", b"2592000", b"2592001",
@@ -69,8 +73,12 @@ EXPTIMES = [b"0", b"0", b"-1", b"-2147483648", b"100000", b"2592000", b"2592001"
             b"\t100000", b"100000\t", b"99999999999", b"1.5", b"1000000000"]
 DELTAS = [b"1", b"0", b"5", b"18446744073709551615", b"18446744073709551616", b"-1",
           b"abc", b"+3", b"\t2", b"007", b"1 ", b""]
-META_ARGS = [b"", b"0", b"1", b"-1", b"100000", b"2592001", b"99999999999",
+META_ARGS = [b"", b"0", b"-1", b"100000", b"2592001", b"99999999999",
              b"18446744073709551616", b"abc", b"2147483648", b"4294967296", b"+100000", b"-0"]
+# R (recache when less than this is left): never equal to a TTL the grammar
+# writes, where the two servers' clocks could fall on either side.
+R_ARGS = [b"", b"0", b"-1", b"99900", b"100100", b"2592001", b"99999999999", b"abc",
+          b"2147483648", b"-0", b"3000000"]
 OPAQUES = [b"", b"1", b"abc", b"x" * 32, b"x" * 33, b"O", b"\xff\xfe"]
 
 
@@ -110,6 +118,9 @@ class Grammar:
             (1, "stats-body", lambda: (b"stats\r\n", CLEAN)),
             (1, "admin-commands", lambda: (b"slabs automove 1\r\n", CLEAN)),
             (1, "long-non-get-line", lambda: (b"gat 0 " + b"a " * 3000 + b"\r\n", CLEAN)),
+            (1, "flush-time-undoes-flush", lambda: (b"flush_all 1000000\r\n", CLEAN)),
+            (1, "incr-huge-value", lambda: (b"set a 0 0 20\r\n18446744073709551615\r\nincr a 1\r\n",
+                                            CLEAN)),
         ]
         self.prods = [p for p in self.prods if p[1] not in EXCLUDED]
         self.total = sum(w for w, _, _ in self.prods)
@@ -224,7 +235,8 @@ class Grammar:
         n = self.pick((21, 22, 23, 24, 25, 100, 3000, 20000))
         if cmd in (b"gat 0", b"bget"):
             n = min(n, 200)  # a longer line is "long-non-get-line"
-        keys = b" ".join(self.key(False) if self.r.random() < 0.2 else b"m%d" % i for i in range(n))
+        p = min(0.2, 20.0 / n)  # a few of the pool's keys, whose values may be 1 MB
+        keys = b" ".join(self.key(False) if self.r.random() < p else b"m%d" % i for i in range(n))
         return cmd + b" " + keys + b"\r\n", CLEAN
 
     def get_long_key(self):
@@ -246,7 +258,7 @@ class Grammar:
         ("incr-in-place-race") cannot touch an item nobody has read."""
         cmd = self.pick((b"incr", b"decr"))
         k = self.pick((b"num", b"ctr", b"a", self.key()))
-        v = self.pick(NUMS)
+        v = self.pick(ARITH_NUMS)
         return (b"set %s 0 0 %d\r\n%s\r\n%s %s %s%s\r\n"
                 % (k, len(v), v, cmd, k, self.pick(DELTAS), self.noreply())), CLEAN
 
@@ -254,7 +266,7 @@ class Grammar:
         return b"touch %s %s%s\r\n" % (self.key(), self.exptime(), self.noreply()), CLEAN
 
     def flush_all(self):
-        arg = self.pick((b"", b" 0", b" -1", b" abc", b" 2147483648", b" 4294967296", b" 1000000",
+        arg = self.pick((b"", b" 0", b" -1", b" abc", b" 2147483648", b" 4294967296",
                          b" 0 0", b" 1 2 3"))
         return b"flush_all%s%s\r\n" % (arg, self.noreply(0.3)), CLEAN
 
@@ -265,7 +277,7 @@ class Grammar:
             b"verbosity 99\r\n", b"verbosity 1 2\r\n", b"verbosity 1 2 3\r\n",
             b"stats reset\r\n", b"stats nonsense\r\n", b"stats noreply\r\n",
             b"shutdown\r\n", b"shutdown graceful\r\n", b"mn\r\n", b"mn x\r\n",
-            b"quit x\r\n", b"\r\n", b"\n", b" \r\n", b"\x00\r\n", b"mn\x00get a\r\n",
+            b"\r\n", b"\n", b" \r\n", b"\x00\r\n", b"mn\x00get a\r\n",
         )), CLEAN
 
     def garbage(self):
@@ -277,6 +289,7 @@ class Grammar:
     def terminal(self):
         return self.pick((
             (b"quit\r\n", TERMINAL),
+            (b"quit x\r\n", TERMINAL),
             (b"GET / HTTP/1.0\r\n\r\n", TERMINAL),
             (b"PUT /k HTTP/1.1\r\nContent-Length: 1\r\n\r\nx", TERMINAL),
             (b"set " + b"a" * 5000, TERMINAL),
@@ -309,6 +322,8 @@ class Grammar:
                                                  b"-", b"s", b"x", b"", b"SS")))
                 elif c == b"C":
                     out.append(b"C" + self.pick((b"{CAS}", b"{CAS}", b"{CASP}", b"0", b"1", b"abc")))
+                elif c == b"R":
+                    out.append(b"R" + self.pick(R_ARGS))
                 else:
                     out.append(c + self.pick(META_ARGS))
             else:
@@ -347,7 +362,7 @@ class Grammar:
         k = self.pick((b"num", b"ctr", b"a", self.key(False)))
         fl = self.flags([b"c", b"k", b"O", b"q", b"t", b"v", b"N", b"J", b"D", b"T", b"C", b"M"],
                         (b"O", b"N", b"J", b"D", b"T", b"C", b"M"))
-        v = self.pick(NUMS)
+        v = self.pick(ARITH_NUMS)
         pre = (b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v) if self.r.random() < 0.6
                else b"delete %s noreply\r\n" % k)
         return pre + self.meta_line(b"ma", k, fl) + b"\r\n", CLEAN

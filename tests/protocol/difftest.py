@@ -14,7 +14,7 @@ every key of the grammar's pool without changing it, so that a command whose
 effect differs is caught in the episode that ran it. Exit status 0 when
 nothing differed.
 
-How an episode runs (on a fresh connection to each server in turn): its parts
+How an episode runs (on a fresh connection to each server, both at once): its parts
 are sent in order, a part may be split into several writes; at a sync point
 the tester sends "mg __sync__ Os<n>" and reads until its unique reply
 "EN Os<n>" arrives, so that later parts can use CAS uniques the server
@@ -39,7 +39,7 @@ Normalisation (only what cannot be equal by design; docs/server.md):
 Every seed is printed, and a failing episode is printed as Python literals so
 it can be replayed.
 """
-import argparse, os, random, re, signal, socket, subprocess, sys, time
+import argparse, os, random, signal, socket, subprocess, sys, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from loopback import free_port, wait_port
@@ -281,13 +281,8 @@ class Run:
 
     def episode(self, name, parts, split_seed=0):
         self.episodes += 1
-        t0 = time.monotonic()
-        a = run_episode(self.mport, parts, split_seed)
-        t1 = time.monotonic()
-        b = run_episode(self.lport, parts, split_seed)
-        t2 = time.monotonic()
-        if t2 - t0 > 5:
-            print("slow: %s took %.1f s on memcached, %.1f s on larderd" % (name, t1 - t0, t2 - t1))
+        a, b = both(lambda: run_episode(self.mport, parts, split_seed),
+                    lambda: run_episode(self.lport, parts, split_seed))
         na, nb = Normaliser().stream(a), Normaliser().stream(b)
         if same(na, nb):
             return True
@@ -304,9 +299,24 @@ class Run:
             if na[0] == nb[0]:
                 print("  (remaining TTLs differ by more than 1 s: %r vs %r)" % (na[1], nb[1]))
         # Both caches may now hold different things: start the next one clean.
-        run_episode(self.mport, [b"flush_all\r\n"], 0)
-        run_episode(self.lport, [b"flush_all\r\n"], 0)
+        both(lambda: run_episode(self.mport, [b"flush_all\r\n"], 0),
+             lambda: run_episode(self.lport, [b"flush_all\r\n"], 0))
         return False
+
+
+def both(fa, fb):
+    """Runs the two servers' sides at the same time, so that the clocks they
+    see (TTLs) are the same instants."""
+    res = [None, None]
+
+    def side(i, f):
+        res[i] = f()
+
+    t = threading.Thread(target=side, args=(1, fb))
+    t.start()
+    side(0, fa)
+    t.join()
+    return res[0], res[1]
 
 
 def trim(b, n=600):
