@@ -12,8 +12,13 @@
  *
  * Fetched: memcached marks an item fetched on its first read (get, gets,
  * gat, touch, mg without u), and mg h / me report it. larderd keeps that
- * bit in the item header, so the first read of each written value pays one
- * extra engine write (larder__mark_fetched()); later reads pay nothing.
+ * bit in the item header, so the first read of each written value costs one
+ * more engine write (larder__mark_fetched()): a cache-aside client's
+ * set-then-get would pay a second write, and the maintainer a second
+ * wake-up, per round trip, for a flag few clients ask about. So reads mark
+ * nothing until the first request that asks (mg with h, me); from then on
+ * the process tracks every first read exactly. Reads before that are not
+ * counted (docs/server.md).
  *
  * Not guaranteed: writes that keep an item's TTL (incr, append, the meta
  * bits) read it with larder_ttl_remaining() just before the swap, to the
@@ -198,8 +203,23 @@ int larder__set_bits(struct larder__exec *x, const void *key, size_t klen, size_
 					larder__keep_ttl(x, key, klen));
 }
 
+void larder__track_fetched(struct larder__exec *x)
+{
+	/* Relaxed: a switch (exec.h); written once, re-writing it is harmless. */
+	if (!atomic_load_explicit(&x->sh->track_fetched, memory_order_relaxed))
+		atomic_store_explicit(&x->sh->track_fetched, true, memory_order_relaxed);
+}
+
+static bool tracking(const struct larder__exec *x)
+{
+	/* Relaxed: see track_fetched in exec.h. */
+	return atomic_load_explicit(&x->sh->track_fetched, memory_order_relaxed);
+}
+
 void larder__mark_fetched(struct larder__exec *x, const void *key, size_t klen)
 {
+	if (!tracking(x))
+		return;
 	for (int tries = 0; tries < RMW_TRIES; tries++) {
 		size_t len;
 		uint64_t cas;
@@ -223,7 +243,7 @@ int larder__touch_key(struct larder__exec *x, const void *key, size_t klen, int3
 
 	if (!larder__exptime_to_ttl(exptime, &ttl))
 		return larder_remove(c, key, klen);
-	if (!fetch)
+	if (!fetch || !tracking(x))
 		return larder_touch(c, key, klen, ttl) == LARDER_OK ? LARDER_OK : LARDER_MISS;
 	for (int tries = 0; tries < RMW_TRIES; tries++) {
 		size_t len;

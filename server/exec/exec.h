@@ -67,6 +67,10 @@ struct larder__shared {
 	/* Unix ms at which a delayed flush_all runs, 0 = none; main thread polls.
 	 * A later flush_all replaces it, an immediate one cancels it. */
 	_Atomic uint64_t flush_at_ms;
+	/* Whether reads mark items fetched (exec.c): off until a client first
+	 * asks about it (mg h, me), then on for the process's life. Relaxed:
+	 * a switch; a read racing with it may or may not mark. */
+	_Atomic bool track_fetched;
 	/* Connection counters: written by workers with atomic RMW (any worker). */
 	_Atomic uint64_t curr_conns, total_conns, rejected_conns;
 	struct larder__exec **workers;

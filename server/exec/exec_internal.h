@@ -60,8 +60,10 @@ uint64_t larder__keep_ttl(struct larder__exec *x, const void *key, size_t klen);
  * to `bits`; keeps its TTL. Returns the larder status of the swap. */
 int larder__set_bits(struct larder__exec *x, const void *key, size_t klen, size_t old_len,
 		     uint8_t bits);
-/* Marks the key fetched (memcached's bump on a read), best effort. */
+/* Marks the key fetched (memcached's bump on a read), best effort, once
+ * fetches are tracked; larder__track_fetched() turns that on for good. */
 void larder__mark_fetched(struct larder__exec *x, const void *key, size_t klen);
+void larder__track_fetched(struct larder__exec *x);
 /* A new exptime (one in the past removes the key); touch and gat also mark
  * the item fetched, mg and ma's T do not. LARDER_OK or LARDER_MISS. */
 int larder__touch_key(struct larder__exec *x, const void *key, size_t klen, int32_t exptime,

@@ -191,8 +191,11 @@ static void exec_mg(struct larder__exec *x, struct larder__req *req, struct lard
 	bool created = false, won = false;
 	bool locked = has(req, 'N') || has(req, 'T') || has(req, 'R') || has(req, 'l') || has(req, 'h');
 	struct pending_ttl ttl = {false, false, 0};
-	int rc = larder__read_item(x, req->key.p, req->key.n, &len);
+	int rc;
 
+	if (has(req, 'h'))
+		larder__track_fetched(x);
+	rc = larder__read_item(x, req->key.p, req->key.n, &len);
 	larder__stat_add(x, WS_CMD_GET, 1);
 	if (rc != LARDER_OK && has(req, 'N') && vivify(x, req, &cas)) {
 		created = true;
@@ -523,6 +526,7 @@ static void exec_me(struct larder__exec *x, struct larder__req *req, struct lard
 	long long ttl;
 	char *p;
 
+	larder__track_fetched(x);
 	if (larder__read_item(x, req->key.p, req->key.n, &len) != LARDER_OK) {
 		larder__obuf_add(out, "EN\r\n", 4);
 		return;

@@ -256,6 +256,11 @@ def start_servers(larderd, memcached):
     ]
     wait_port(mp)
     wait_port(lp)
+    # larderd tracks fetches (mg h, me fetch=) from the first request that
+    # asks about them (docs/server.md); memcached always does. Ask once at
+    # the start, so that both count every read that follows.
+    for port in (mp, lp):
+        run_episode(port, [b"me __start__\r\n"], 0)
     return procs, mp, lp
 
 
