@@ -91,6 +91,7 @@ class Grammar:
         import random
         self.r = random.Random(seed)
         self.short = False  # after a dirty command: short lines and values only
+        self.fresh = 0  # keys that arith_key() made up
         self.prods = [
             (12, "storage", self.storage),
             (3, "storage-bad-header", self.storage_bad_header),
@@ -250,6 +251,15 @@ class Grammar:
                           b" 0 noreply x", b" x", b" 00"))
         return b"delete %s%s\r\n" % (k, tail), CLEAN
 
+    def arith_key(self):
+        """After a wrong length the set before an incr may have been read as
+        a value, so that the incr meets an item read earlier in the episode:
+        then a key no one has read."""
+        if self.short:
+            self.fresh += 1
+            return b"fresh%d" % self.fresh
+        return self.pick((b"num", b"ctr", b"a", self.key(False)))
+
     def arith(self):
         """incr/decr, on a value written just before: memcached rewrites the
         number in place (padding a shorter one with spaces, keeping the
@@ -257,7 +267,7 @@ class Grammar:
         reply holds the item, else it writes a new item; that race
         ("incr-in-place-race") cannot touch an item nobody has read."""
         cmd = self.pick((b"incr", b"decr"))
-        k = self.pick((b"num", b"ctr", b"a", self.key()))
+        k = self.arith_key()
         v = self.pick(ARITH_NUMS)
         return (b"set %s 0 0 %d\r\n%s\r\n%s %s %s%s\r\n"
                 % (k, len(v), v, cmd, k, self.pick(DELTAS), self.noreply())), CLEAN
@@ -359,7 +369,7 @@ class Grammar:
     def ma(self):
         """ma on a value written just before, or created by its own N (see
         arith() for why)."""
-        k = self.pick((b"num", b"ctr", b"a", self.key(False)))
+        k = self.arith_key()
         fl = self.flags([b"c", b"k", b"O", b"q", b"t", b"v", b"N", b"J", b"D", b"T", b"C", b"M"],
                         (b"O", b"N", b"J", b"D", b"T", b"C", b"M"))
         v = self.pick(ARITH_NUMS)

@@ -27,9 +27,9 @@ Normalisation (only what cannot be equal by design; docs/server.md):
   - CAS uniques: each distinct value is renamed in order of appearance per
     server (<cas1>, <cas2>, ...), so the identity pattern is still compared
     (the same item shows the same unique, a write changes it); 0 stays 0.
-  - remaining TTLs (mg/ma "t", me "exp"): equal within two seconds, since
-    memcached's clock ticks once a second and the two servers are asked at
-    different instants.
+  - remaining TTLs (mg/ma "t", me "exp"): equal within five seconds, since
+    memcached's clock ticks once a second on a timer that a loaded machine
+    delays.
   - "VERSION ..." and the internal fields of "me" (la, cls, size: memcached's
     access clock, slab class and item layout) are masked, and so is mg's
     "l" (seconds since the last access, which memcached updates at most once
@@ -46,9 +46,10 @@ from loopback import free_port, wait_port
 import diffcases, diffgrammar
 
 DEADLINE = 30.0
-# memcached's clock ticks once a second and may lag by one; larderd rounds
-# up; the two are asked at different instants.
-TTL_SLACK = 2
+# memcached's clock ticks once a second, driven by a timer that a loaded
+# machine delays (seen: 3 s behind in a 10-minute run on a shared 2-core
+# machine); larderd rounds up.
+TTL_SLACK = 5
 SYNC = diffgrammar.SYNC
 
 
@@ -302,7 +303,7 @@ class Run:
             print("  first differing reply #%d: memcached %r, larderd %r" % (
                 i, na[0][i] if i < len(na[0]) else None, nb[0][i] if i < len(nb[0]) else None))
             if na[0] == nb[0]:
-                print("  (remaining TTLs differ by more than 1 s: %r vs %r)" % (na[1], nb[1]))
+                print("  (remaining TTLs differ by more than %d s: %r vs %r)" % (TTL_SLACK, na[1], nb[1]))
         # Both caches may now hold different things: start the next one clean.
         both(lambda: run_episode(self.mport, [b"flush_all\r\n"], 0),
              lambda: run_episode(self.lport, [b"flush_all\r\n"], 0))
