@@ -9,8 +9,6 @@
  * taken only here with sigtimedwait(), so shutdown runs in normal context.
  */
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <getopt.h>
 #include <netdb.h>
 #include <signal.h>
@@ -208,12 +206,7 @@ static int open_cache(const struct options *o, larder **out)
 		larder_config_destroy(cfg);
 		return rc;
 	}
-	struct sched_param sp = {0};
-	if (getenv("X_BATCH"))
-		pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
 	rc = larder_open(out, cfg);
-	if (getenv("X_BATCH"))
-		pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
 	larder_config_destroy(cfg);
 	return rc;
 }

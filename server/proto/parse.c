@@ -428,10 +428,8 @@ static const char *meta_flags(struct larder__req *req, int first)
 			break;
 		}
 		case 'l': case 'O': case 'P': case 'L': case 'k': case 's': case 't': case 'c':
-		case 'f': case 'v': case 'h': case 'u': case 'I':
-			break;
-		case 'q':
-			break;
+		case 'f': case 'v': case 'h': case 'u': case 'I': case 'q':
+			break; /* no argument to check; exec reads them */
 		case 'F':
 			if (!larder__strtoul32(&a, &m->client_flags))
 				has_error = true;
