@@ -7,14 +7,35 @@
  *
  * Threads
  *   Any number of threads may call any function on one cache at once, with no
- *   registration. A thread's per-thread state is created on its first call and
- *   released when the thread exits.
+ *   registration. A thread's per-thread state is created on its first call
+ *   into larder, and its state for a cache (event queues, allocation cursor:
+ *   about 25 KiB) on its first call on that cache; both are released when the
+ *   thread exits. Those first calls allocate, so any call on a cache - reads
+ *   included, which otherwise never allocate - may fail with LARDER_ENOMEM
+ *   when it is the thread's first on that cache and the allocation fails;
+ *   nothing else changes then, and the next call tries again. (The
+ *   statistics calls do not fail for it: they report what they can.)
  *
  * Return values
  *   Every fallible call returns LARDER_OK (0), a positive documented status
  *   (LARDER_MISS, LARDER_EXISTS, LARDER_MISMATCH) or a negative LARDER_E* error
  *   code; larder_strerror() names both. No call ever aborts or exits the
  *   process on bad input or on out-of-memory.
+ *   When several results apply, the first of this list comes back:
+ *     1. LARDER_EINVAL: a NULL cache or key, an empty key, a NULL pointer
+ *        with a non-zero length (value, expected value, buffer), or another
+ *        required pointer NULL (value_len, ttl_ms, fn);
+ *     2. LARDER_EKEYSIZE;
+ *     3. LARDER_EVALSIZE: the value over max_value_bytes, then the whole
+ *        entry over 1/8 of the capacity;
+ *     4. LARDER_ENOMEM or LARDER_EBUSY: a write reserves its room before it
+ *        looks at the key, so these come before the key's status;
+ *     5. the key's status: LARDER_MISS, LARDER_EXISTS, LARDER_MISMATCH, and
+ *        for a read LARDER_EBUFSIZE.
+ *   An expected value (the *_if_equals calls) longer than max_value_bytes is
+ *   no error: no stored value can equal it, so the result is LARDER_MISMATCH
+ *   (or LARDER_MISS for an absent key). Under LARDER_EBUFSIZE nothing was
+ *   read: no hit is counted and no deadline extended.
  *
  * Keys and values
  *   A key is 1..max_key_bytes bytes (at most LARDER_KEY_LIMIT), a value
@@ -26,10 +47,32 @@
  *   stored bytes in place, inside a read section: the bytes stay valid and
  *   unchanged until the callback returns, even if another thread overwrites or
  *   removes the key meanwhile. A callback must be short (it delays the reuse
- *   of memory), may call larder_get*() and larder_contains() on any cache,
- *   and must not keep the pointer after it returns. A write called from inside
- *   a callback never waits for memory: where it would, it fails with
- *   LARDER_EBUSY.
+ *   of memory) and must not keep the pointer after it returns.
+ *
+ * Re-entrant calls (callbacks and removal listeners calling into larder)
+ *   A read callback and a removal listener may call every function on every
+ *   cache, the cache they were called for included, in any nesting and in
+ *   cycles (X's listener writing into Y while Y's writes into X), with one
+ *   exception: neither may close a cache it was called for (a listener's
+ *   close would wait for the thread it runs on; a callback's would free the
+ *   bytes it is reading). What changes inside them is only how writes wait:
+ *   - In a read callback, a write never waits for memory: at the memory
+ *     bound it fails at once with LARDER_EBUSY (memory freed by the cache
+ *     could be waiting for this very read section). It may wait, as any
+ *     write, for the maintainer to take its queued events or grow the index.
+ *   - In a removal listener (on a maintainer thread), a write never waits
+ *     for anything: at the memory bound, or when the index is full to its
+ *     last slot (its maintainer has not grown it yet), it fails at once with
+ *     LARDER_EBUSY; when its thread's event queue is
+ *     full it queues the event in an overflow (allocated: LARDER_ENOMEM if
+ *     that fails; LARDER_EBUSY when 65,536 of this thread's events wait for
+ *     a maintainer that is that far behind) instead of waiting. So no
+ *     maintainer ever waits for another, and listeners that write into each
+ *     other's caches cannot stall them. A listener's writes into its own
+ *     cache are applied by its maintainer's next pass, and their removals
+ *     reach the listener again (a listener that rewrites every key it hears
+ *     of never stops).
+ *   Statistics tell each LARDER_EBUSY's cause (LARDER_STAT_BUSY_*).
  */
 #ifndef LARDER_H
 #define LARDER_H
@@ -68,7 +111,7 @@ enum larder_error {
 	LARDER_ENOMEM = -4,   /* the operating system refused memory */
 	LARDER_EBUFSIZE = -5, /* the caller's buffer is too small; nothing was copied */
 	LARDER_EBUSY = -6,    /* over the memory bound and no room was freed in time, or the
-			       * maintainer is stuck (over 1 s behind; see larder_put) */
+			       * maintainer is stuck in a removal listener (see larder_put) */
 	LARDER_ETHREAD = -7,  /* the maintainer thread could not be started */
 	LARDER_ESYS = -8,     /* another system call failed; errno has the cause */
 };
@@ -102,7 +145,12 @@ enum larder_policy {
 /*
  * Time to live, in milliseconds, for writes and touch: LARDER_TTL_DEFAULT
  * takes the cache's default, LARDER_TTL_NEVER means the entry never expires.
- * Any other value is a lifetime counted from the moment of the call.
+ * Any other value is a lifetime counted from the moment of the call (the
+ * cache clock's reading in that call). A lifetime that would carry the
+ * deadline past the clock's range saturates: the deadline is then
+ * UINT64_MAX - 1 on the cache clock, a finite one (larder_ttl_remaining()
+ * reports what is left of it), so only LARDER_TTL_NEVER means "none";
+ * UINT64_MAX - 1 saturates like any other large value.
  */
 #define LARDER_TTL_DEFAULT ((uint64_t)0)
 #define LARDER_TTL_NEVER UINT64_MAX
@@ -117,17 +165,29 @@ typedef struct larder_config larder_config;
 
 /*
  * Clock: milliseconds on a monotonic scale. The default reads
- * CLOCK_MONOTONIC. Called on any thread, only for operations that involve a
- * TTL; must be thread-safe and must never go backwards.
+ * CLOCK_MONOTONIC. Called on any thread (the callers' and the maintainer's),
+ * only for operations that involve a TTL; must be thread-safe and should
+ * never go backwards. One that does is tolerated, not honoured: nothing
+ * breaks, and every call judges deadlines by its own reading (a read never
+ * returns a value at or past the deadline by that reading, and a deadline
+ * set is that reading plus the TTL), but the maintainer keeps time by the
+ * latest reading it has seen, so an entry may be reclaimed (reported
+ * EXPIRED) by that later time while a caller's earlier reading would still
+ * find it live: after a step back, entries may leave sooner than their
+ * deadlines say by the current reading, never later than one pass after
+ * the clock passes them again.
  */
 typedef uint64_t larder_clock_fn(void *ctx);
 
 /*
  * Removal listener: called once for each entry that leaves the cache, on the
  * cache's maintainer thread (never on a caller's), some time after the
- * removal became visible. key and value are valid only during the call. It may
- * call larder_get*() but must not call write operations on the same cache and
- * should return quickly: the maintainer does nothing else meanwhile.
+ * removal became visible. key and value are valid only during the call. It
+ * may call into larder, on this cache and others ("Re-entrant calls" above:
+ * its writes never wait), and must return: the maintainer does nothing else
+ * meanwhile, so a listener that blocks (on a lock a writer of this cache
+ * holds, say) makes that cache's writers fail with LARDER_EBUSY after 1 s
+ * once their event queues fill (LARDER_STAT_BUSY_EVENTS).
  */
 typedef void larder_removal_fn(void *ctx, const void *key, size_t key_len, const void *value,
 			       size_t value_len, enum larder_cause cause);
@@ -156,10 +216,21 @@ LARDER_API void larder_config_destroy(larder_config *config);
  * The setters never allocate or block. Each returns LARDER_OK or
  * LARDER_EINVAL (config NULL or the value out of its range).
  */
-/* Bytes of entries (headers, keys, values and slot rounding); >= 64 KiB. */
+/*
+ * Bytes of entries (headers, keys, values and slot rounding): 64 KiB to
+ * 2^62 - 1. A budget, not a reservation: nothing is allocated for it up
+ * front, so a capacity larger than the machine is accepted (memory then
+ * runs out first: writes fail with LARDER_ENOMEM, or the system does).
+ */
 LARDER_API LARDER_MUST_USE int larder_config_set_capacity(larder_config *config,
 							  uint64_t bytes);
-/* A sizing hint for the index; it grows past this as needed. */
+/*
+ * A sizing hint for the index, 0 to 2^40 (0 and small values give the
+ * smallest index, 1,024 buckets); it grows past this as needed, and never
+ * shrinks below what this asked for. larder_open() allocates the index for
+ * it: a hint too large for the machine makes larder_open() fail with
+ * LARDER_ENOMEM.
+ */
 LARDER_API LARDER_MUST_USE int larder_config_set_expected_entries(larder_config *config,
 								  uint64_t entries);
 /* 1..LARDER_KEY_LIMIT. */
@@ -185,7 +256,9 @@ LARDER_API LARDER_MUST_USE int larder_config_set_hash_seed(larder_config *config
 							   uint64_t seed);
 /*
  * How long a write may wait for the maintainer to make room when the cache is
- * at its overshoot bound, before failing with LARDER_EBUSY. 0 = never wait.
+ * at its overshoot bound, before failing with LARDER_EBUSY: 0 (never wait)
+ * to 3,600,000 (an hour). The default is 1000. It bounds the wait for
+ * memory only: see larder_put for the waits for the maintainer itself.
  */
 LARDER_API LARDER_MUST_USE int larder_config_set_write_wait_ms(larder_config *config,
 							       uint64_t ms);
@@ -193,19 +266,26 @@ LARDER_API LARDER_MUST_USE int larder_config_set_write_wait_ms(larder_config *co
 /*
  * When an entry's lifetime counts from (LARDER_EXPIRE_AFTER_WRITE by default).
  *
- * LARDER_EXPIRE_AFTER_ACCESS: a read that finds an entry extends its deadline
- * to (time of extension + the cache's default TTL), never shortening it. The
- * one lifetime used for every extension is the default TTL
+ * LARDER_EXPIRE_AFTER_ACCESS: a value read that finds a live entry -
+ * larder_get(), larder_get_with(), larder_get_batch(), on the calling thread,
+ * before it returns - moves the entry's deadline to (the read's cache-clock
+ * time + the cache's default TTL), unless the deadline is already at least
+ * that minus the slack (default TTL / 64, at most 1000 ms): a key read many
+ * times in a row stores its deadline once per slack, not once per read.
+ * So after a read at time t the entry lives at least until t + TTL - slack,
+ * and an entry read again before its deadline never expires. A read never
+ * moves a deadline earlier (an explicit, longer ttl_ms stays) and leaves an
+ * entry with no deadline alone (written or touched with LARDER_TTL_NEVER).
+ * larder_contains(), larder_ttl_remaining() and conditional writes'
+ * comparisons are not reads of the value: they extend nothing. The one
+ * lifetime used for every extension is the default TTL
  * (larder_config_set_default_ttl_ms); without one, nothing is extended. A
  * write with an explicit ttl_ms uses it as the entry's first deadline, and
- * larder_touch() sets a deadline as usual. Entries written with
- * LARDER_TTL_NEVER never expire.
- * Precision: reads reach the maintainer as sampled, lossy hit events (a
- * reader never writes shared memory), so an extension happens when the
- * maintainer drains them, up to one batching window (about 200 us) after the
- * read, and a hit lost under a flood of reads extends nothing: an entry read
- * only rarely, close to its deadline, may still expire. An entry whose
- * deadline has passed when its hit is drained is not revived.
+ * larder_touch() sets a deadline as usual (shorter ones too): of a read and
+ * a touch, the later call wins; a read and a touch that race end with
+ * either deadline. A read that races with the deadline itself (the clock
+ * reaches it between the read's clock reading and its store) returns the
+ * value but may not keep the entry.
  */
 enum larder_expiry {
 	LARDER_EXPIRE_AFTER_WRITE = 0,
@@ -217,9 +297,12 @@ LARDER_API LARDER_MUST_USE int larder_config_set_expiry(larder_config *config,
 /* ---- Lifecycle ---------------------------------------------------------- */
 
 /*
- * Opens a cache and starts its maintainer thread. Allocates. On success *out
- * owns the cache; on failure *out is NULL and nothing is leaked.
- * Errors: LARDER_EINVAL, LARDER_ENOMEM, LARDER_ETHREAD.
+ * Opens a cache and starts its maintainer thread (and waits until it runs).
+ * Allocates: the cache, its index (sized by expected_entries), its policy.
+ * On success *out owns the cache; on failure *out is NULL and nothing is
+ * leaked. Errors: LARDER_EINVAL (out or config NULL), LARDER_ENOMEM (also
+ * when the new thread cannot allocate its own per-thread state),
+ * LARDER_ETHREAD (the thread could not be created).
  */
 LARDER_API LARDER_MUST_USE int larder_open(larder **out, const larder_config *config);
 
@@ -237,8 +320,8 @@ LARDER_API void larder_close(larder *cache);
  * Copies the value of key into buf. On LARDER_OK, *value_len is the value's
  * length. When buf_len is too small, copies nothing, sets *value_len to the
  * length needed and returns LARDER_EBUFSIZE. buf may be NULL when buf_len is 0.
- * Returns LARDER_OK, LARDER_MISS, LARDER_EBUFSIZE, LARDER_EINVAL or
- * LARDER_EKEYSIZE.
+ * Returns LARDER_OK, LARDER_MISS, LARDER_EBUFSIZE, LARDER_EINVAL,
+ * LARDER_EKEYSIZE, or LARDER_ENOMEM (a thread's first call: see Threads).
  */
 LARDER_API LARDER_MUST_USE int larder_get(larder *cache, const void *key, size_t key_len,
 					  void *buf, size_t buf_len, size_t *value_len);
@@ -246,7 +329,8 @@ LARDER_API LARDER_MUST_USE int larder_get(larder *cache, const void *key, size_t
 /*
  * Calls fn(ctx, value, value_len) on the stored bytes in place when the key is
  * present; fn is not called on a miss. See "Read sections" above.
- * Returns LARDER_OK, LARDER_MISS, LARDER_EINVAL or LARDER_EKEYSIZE.
+ * Returns LARDER_OK, LARDER_MISS, LARDER_EINVAL, LARDER_EKEYSIZE or
+ * LARDER_ENOMEM (a thread's first call: see Threads).
  */
 LARDER_API LARDER_MUST_USE int larder_get_with(larder *cache, const void *key, size_t key_len,
 					       larder_read_fn *fn, void *ctx);
@@ -256,20 +340,23 @@ LARDER_API LARDER_MUST_USE int larder_get_with(larder *cache, const void *key, s
  * index buckets first) and calls fn(ctx, i, value, value_len) for each key i
  * that is present, in index order, inside one read section. Keys that are
  * absent, expired or invalid (empty, too long, NULL) are skipped.
- * Returns the number of keys found (>= 0) or LARDER_EINVAL (cache, keys,
- * key_lens or fn NULL).
+ * Returns the number of keys found (>= 0), LARDER_EINVAL (cache, keys,
+ * key_lens or fn NULL, whatever count is: count 0 with valid arrays returns 0)
+ * or LARDER_ENOMEM (a thread's first call: see Threads).
  */
 LARDER_API LARDER_MUST_USE long larder_get_batch(larder *cache, size_t count,
 						 const void *const keys[], const size_t key_lens[],
 						 larder_batch_fn *fn, void *ctx);
 
-/* Returns LARDER_OK if the key is present, LARDER_MISS, LARDER_EINVAL or LARDER_EKEYSIZE. */
+/* Returns LARDER_OK if the key is present, LARDER_MISS, LARDER_EINVAL, LARDER_EKEYSIZE or
+ * LARDER_ENOMEM (a thread's first call: see Threads). Extends no deadline. */
 LARDER_API LARDER_MUST_USE int larder_contains(larder *cache, const void *key, size_t key_len);
 
 /*
  * Sets *ttl_ms to the key's remaining lifetime (LARDER_TTL_NEVER if it has
- * none; a live entry always has at least 1 ms left).
- * Returns LARDER_OK, LARDER_MISS, LARDER_EINVAL or LARDER_EKEYSIZE.
+ * none; a live entry always has at least 1 ms left). Extends no deadline.
+ * Returns LARDER_OK, LARDER_MISS, LARDER_EINVAL, LARDER_EKEYSIZE or
+ * LARDER_ENOMEM (a thread's first call: see Threads).
  */
 LARDER_API LARDER_MUST_USE int larder_ttl_remaining(larder *cache, const void *key,
 						    size_t key_len, uint64_t *ttl_ms);
@@ -281,10 +368,14 @@ LARDER_API LARDER_MUST_USE int larder_ttl_remaining(larder *cache, const void *k
  * the call returns; readers see the old value or the new one, never a mix.
  * Writes allocate from the cache's own memory and may wait up to the
  * configured write wait when the cache is at its overshoot bound (never from
- * inside a read callback or the removal listener: LARDER_EBUSY at once).
- * A write may also wait, up to 1 s, for the maintainer to take its queued
- * events or to grow the index; only a maintainer blocked for that long (by a
- * removal listener that does not return) makes it fail with LARDER_EBUSY.
+ * inside a read callback or a removal listener: LARDER_EBUSY at once; see
+ * "Re-entrant calls"). A write may also wait for the maintainer to take its
+ * queued events (512 per thread) or to grow the index (never from a removal
+ * listener): as long as the maintainer works, however slowly, and it fails
+ * with LARDER_EBUSY only once the maintainer has spent a whole second inside
+ * one call of the removal listener (a listener that does not return, e.g.
+ * one that waits for a lock this writer holds). LARDER_STAT_BUSY_MEMORY,
+ * _BUSY_EVENTS and _BUSY_INDEX count each cause.
  * On any error the key's previous value is left intact.
  * Errors common to all: LARDER_EINVAL (NULL pointer with a non-zero length,
  * empty key), LARDER_EKEYSIZE, LARDER_EVALSIZE (value over max_value_bytes,
@@ -333,14 +424,16 @@ LARDER_API LARDER_MUST_USE int larder_touch(larder *cache, const void *key, size
  * Removes every entry (cause LARDER_CAUSE_CLEARED). O(1) for the caller:
  * the index is swapped for an empty one and the maintainer frees the old
  * entries in the background. Allocates the new index.
- * Returns LARDER_OK, LARDER_EINVAL or LARDER_ENOMEM (nothing was cleared).
+ * Returns LARDER_OK, LARDER_EINVAL, LARDER_ENOMEM (nothing was cleared) or
+ * LARDER_EBUSY (its event could not be queued: see larder_put).
  */
 LARDER_API LARDER_MUST_USE int larder_clear(larder *cache);
 
 /*
  * Changes the capacity at run time (>= 64 KiB). When shrinking, the
  * maintainer evicts down to the new capacity promptly; writes may wait
- * meanwhile. Returns LARDER_OK or LARDER_EINVAL.
+ * meanwhile. Never allocates. Returns LARDER_OK or LARDER_EINVAL (cache
+ * NULL, bytes outside 64 KiB to 2^62 - 1).
  */
 LARDER_API LARDER_MUST_USE int larder_set_capacity(larder *cache, uint64_t bytes);
 
@@ -386,13 +479,26 @@ enum larder_stat {
 	LARDER_STAT_INDEX_SHRINKS,   /* completed index shrinks (a sparse index; docs/memory.md) */
 	LARDER_STAT_INDEX_BYTES,     /* bytes mapped for the current index (and, while it is
 					resized, its successor); not in PAGES_MAPPED */
+	/* LARDER_STAT_WRITE_BUSY by cause; the three add up to it. */
+	LARDER_STAT_BUSY_MEMORY,     /* at the memory bound: no room within write_wait_ms, or at
+					once where a write may not wait (see larder_put) */
+	LARDER_STAT_BUSY_EVENTS,     /* the thread's event queue was full and the maintainer
+					had been inside one listener call for 1 s (or, for a
+					listener's write, 65,536 of its events waited) */
+	LARDER_STAT_BUSY_INDEX,      /* the index had to grow first and the maintainer had been
+					inside one listener call for 1 s (or, for a listener's
+					write, the index was full) */
+	LARDER_STAT_EVENTS_SPILLED,  /* events of listener writes that overflowed a full event
+					ring (a listener's write never waits; see larder_put) */
 	LARDER_STAT_COUNT
 };
 
 /*
  * Fills values[0..count-1] with a snapshot of the counters (summed over
- * threads; each counter is exact, the set is not one atomic instant). Does
- * not block the read or write paths. Returns LARDER_OK or LARDER_EINVAL.
+ * threads; each counter is exact, the set is not one atomic instant); a
+ * count beyond LARDER_STAT_COUNT zero-fills the rest. Does not block the read
+ * or write paths. Returns LARDER_OK or LARDER_EINVAL (cache NULL, values NULL
+ * with count > 0; NULL with count 0 is an empty request).
  */
 LARDER_API LARDER_MUST_USE int larder_stats(larder *cache, uint64_t *values, size_t count);
 

@@ -7,7 +7,7 @@
 # reports everything, and the script exits non-zero when any stage failed:
 #   deps        apt-get install what is missing (scripts/lib/deps.sh)
 #   default     gcc RelWithDebInfo, asserts on: build, ctest (every label:
-#               unit, stress, protocol, sim, bench-smoke)
+#               unit, reliability, stress, protocol, sim, bench-smoke)
 #   install     cmake --install of that build into a temporary prefix, then
 #               compile and run examples/quickstart.c through pkg-config,
 #               against the shared and the static library
@@ -16,8 +16,9 @@
 #               run.sh); its unit tests
 #   clang       clang-14 -Werror build, with the libFuzzer targets; its unit
 #               tests and the short fuzz runs (protocol_fuzz_*, ~20 s each)
-#   tsan        clang-14 ThreadSanitizer build; the unit and stress tests
-#   asan-ubsan  gcc AddressSanitizer + UBSan build; the unit and stress tests
+#   tsan        clang-14 ThreadSanitizer build; the unit, reliability
+#               (model tester, allocation failures) and stress tests
+#   asan-ubsan  gcc AddressSanitizer + UBSan build; the same, LeakSanitizer on
 #
 # Builds are incremental (build/<preset>), niced, -j2 (LARDER_JOBS to
 # change). A label with no tests does not fail a stage. Each stage's output is
@@ -168,7 +169,7 @@ stage_tsan() {
 	configure_build tsan || rc=$?
 	launcher=$(tsan_launcher)
 	# shellcheck disable=SC2086 # launcher is empty or a word list
-	TSAN_OPTIONS="$opts" "${NICE[@]}" $launcher ctest --preset tsan -L '^(unit|stress)$' "${CTEST_ARGS[@]}"
+	TSAN_OPTIONS="$opts" "${NICE[@]}" $launcher ctest --preset tsan -L '^(unit|reliability|stress)$' "${CTEST_ARGS[@]}"
 	return "$rc"
 }
 
@@ -177,7 +178,7 @@ stage_asan_ubsan() {
 	configure_build asan-ubsan || rc=$?
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest_after_build asan-ubsan "$rc" -L '^(stress|unit)$'
+		ctest_after_build asan-ubsan "$rc" -L '^(stress|unit|reliability)$'
 }
 
 main() {

@@ -20,6 +20,13 @@
 #                                      proxy, memccapable and client tools)
 #   python3                            the protocol tests' drivers (stdlib only)
 #   valgrind                           callgrind profiles (tools/larder-bench/profile.sh)
+#   nodejs npm libnode-dev             the Node.js binding (bindings/node): node runs its
+#                                      tests, npm packs it, libnode-dev holds the Node-API
+#                                      headers. Only when no `node` is on PATH: a Node
+#                                      installed otherwise (nodesource's 20 here, headers
+#                                      included) is kept, since Debian's nodejs (v18 in
+#                                      Debian 12) would replace it; the addon pins
+#                                      NAPI_VERSION 8, so either runs it.
 
 LARDER_DEPS=(
 	cmake ninja-build gcc libc6-dev pkg-config
@@ -30,6 +37,9 @@ LARDER_DEPS=(
 	memcached nutcracker libmemcached-tools python3
 	valgrind
 )
+if ! command -v node >/dev/null 2>&1; then
+	LARDER_DEPS+=(nodejs npm libnode-dev)
+fi
 
 # Prints the packages among "$@" that dpkg does not list as installed.
 larder_deps_missing() {

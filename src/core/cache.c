@@ -4,8 +4,10 @@
  * Reads: hash, enter a read section, look the key up in the lock-free index,
  * check its deadline (only entries with a TTL read the clock), copy or call
  * back, sample the hit into this thread's hit ring, leave. No lock, no
- * allocation, no system call, no store to a shared line but the entry's
- * accessed bit, and that only when it is clear (E7 in core/entry.h).
+ * allocation (but a thread's first call on a cache: its state), no system
+ * call, no store to a shared line but the entry's accessed bit, and that only
+ * when it is clear (E7 in core/entry.h), and in an expire-after-access cache
+ * its deadline, when it moved by more than the slack (extend_on_read, E4).
  *
  * Writes: reserve room (an event slot and byte credit: the only place a
  * writer may wait), build the new entry in a slot of this thread's own pages,
@@ -21,8 +23,9 @@
  *   B3. When credit cannot be had, the writer waits for the maintainer
  *       (at most write_wait_ms) and then fails with LARDER_EBUSY, leaving
  *       the key's previous value intact. A writer inside a read section
- *       (a callback) or on the maintainer thread never waits for memory;
- *       see wait_pass() for the shorter waits on the event ring and index.
+ *       (a callback) never waits for memory, and a writer on any cache's
+ *       maintainer thread (a removal listener) never waits at all; see
+ *       wait_pass() for why, and for the waits on the event ring and index.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -30,8 +33,10 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "core/cache.h"
 #include "core/hash.h"
+#include "core/testing.h"
 #include "core/thread.h"
 #include "evict/policy.h"
 #include "index/table.h"
@@ -39,6 +44,9 @@
 #include "sync/futex.h"
 
 #define CREDIT_CHUNK 16384
+/* Expire-after-access slack: 1/64 of the default TTL, at most 1 s. */
+#define ACCESS_SLACK_DIVISOR 64u
+#define ACCESS_SLACK_MAX_MS 1000u
 #define MIN_TABLE_BUCKETS 1024u
 #define WAIT_SLICE_NS (10u * 1000u * 1000u)
 
@@ -49,14 +57,26 @@ struct op {
 	struct larder__handle *handle;
 	uint64_t now_ms; /* cache clock, read at most once per operation */
 	int have_now;
+	int have_coarse;
+	uint64_t coarse_ms; /* the coarse clock (default clock only), read at most once */
 	uint64_t outer; /* larder__read_enter()'s token, for op_exit() */
 };
 
-static inline int check_key(const larder *c, const void *key, size_t key_len)
+/*
+ * The argument checks of a call on one key, in larder.h's precedence: every
+ * LARDER_EINVAL (cache or key NULL, empty key, or the call's other pointer
+ * arguments not ok) before LARDER_EKEYSIZE.
+ */
+static inline int check_args(const larder *c, const void *key, size_t key_len, int others_ok)
 {
-	if (!c || !key || key_len == 0)
+	if (!c || !key || key_len == 0 || !others_ok)
 		return LARDER_EINVAL;
 	return key_len > c->max_key_bytes ? LARDER_EKEYSIZE : LARDER_OK;
+}
+
+static inline int check_key(const larder *c, const void *key, size_t key_len)
+{
+	return check_args(c, key, key_len, 1);
 }
 
 static inline int op_begin(larder *c, struct op *op)
@@ -69,6 +89,7 @@ static inline int op_begin(larder *c, struct op *op)
 		return LARDER_ENOMEM;
 	op->have_now = 0;
 	op->now_ms = 0;
+	op->have_coarse = 0;
 	return LARDER_OK;
 }
 
@@ -89,6 +110,17 @@ static inline uint64_t op_now(larder *c, struct op *op)
 		op->have_now = 1;
 	}
 	return op->now_ms;
+}
+
+/* The coarse clock plus its margin: a time the precise clock has not reached
+ * (core/cache.h, larder__clock_coarse()). Only with the default clock. */
+static inline uint64_t op_coarse_bound(larder *c, struct op *op)
+{
+	if (!op->have_coarse) {
+		op->coarse_ms = larder__clock_coarse();
+		op->have_coarse = 1;
+	}
+	return op->coarse_ms + c->coarse_margin_ms;
 }
 
 static inline struct larder__table *root_rcu(larder *c)
@@ -116,14 +148,15 @@ static inline uint64_t entry_deadline(struct larder__entry *e)
 static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
 						     struct larder__entry *e)
 {
-	struct op single = { .have_now = 0 };
-	if (!op)
-		op = &single;
 	uint64_t deadline = entry_deadline(e);
 	if (deadline == UINT64_MAX)
 		return 0;
-	if (!op->have_now && c->coarse_margin_ms &&
-	    larder__clock_coarse() + c->coarse_margin_ms < deadline)
+	if (!op) { /* a single read: each clock read at most once anyway */
+		if (c->coarse_margin_ms && larder__clock_coarse() + c->coarse_margin_ms < deadline)
+			return 0;
+		return c->clock(c->clock_ctx) >= deadline;
+	}
+	if (!op->have_now && c->coarse_margin_ms && op_coarse_bound(c, op) < deadline)
 		return 0;
 	return op_now(c, op) >= deadline;
 }
@@ -131,6 +164,58 @@ static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
 static inline int entry_expired(larder *c, struct op *op, struct larder__entry *e)
 {
 	return __builtin_expect(larder__entry_flags(e) & LARDER__ENTRY_TTL, 0) && deadline_passed(c, op, e);
+}
+
+/* The deadline now + ttl, saturated below UINT64_MAX (which means "none"). */
+static inline uint64_t deadline_from(uint64_t now, uint64_t ttl_ms)
+{
+	return ttl_ms >= UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + ttl_ms;
+}
+
+/*
+ * Expire-after-access: a value read (get, get_with, get_batch) of the live
+ * entry e, which has a deadline, moves that deadline to read time + the
+ * default TTL, unless it is already within access_slack_ms of that (the
+ * slack: a key read again and again stores once per slack, not per read).
+ * Never moves a deadline earlier, and leaves "none" (a touch with
+ * LARDER_TTL_NEVER) alone. The reader stores it itself, at the read, so an
+ * entry read again before its deadline never expires, and a touch after
+ * the read overrides it (E4 in core/entry.h). Out of line: only
+ * after-access caches call it, for entries with a deadline. op is the read's
+ * own, so the clock readings of its expiry check serve here too. With the
+ * default clock, a deadline far enough ahead on the coarse clock needs no
+ * precise clock read.
+ */
+static __attribute__((noinline)) void extend_on_read(larder *c, struct op *op,
+						     struct larder__entry *e)
+{
+	uint64_t ttl = c->access_ttl_ms, slack = c->access_slack_ms;
+	/* Relaxed (E4): a deadline publishes nothing. */
+	uint64_t d = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
+	if (d == UINT64_MAX)
+		return;
+	if (!op->have_now && c->coarse_margin_ms &&
+	    d >= deadline_from(op_coarse_bound(c, op), ttl) - slack)
+		return;
+	uint64_t want = deadline_from(op_now(c, op), ttl);
+	/* Relaxed CAS (E4): from the value read; a racing touch or reader that
+	 * stored since makes it fail, and the loop judges their value anew
+	 * ("none", UINT64_MAX, ends it: want is below it). */
+	while (d < want - slack &&
+	       !atomic_compare_exchange_weak_explicit(larder__entry_expire(e), &d, want,
+						      LARDER__RELAXED, LARDER__RELAXED))
+		;
+}
+
+/* A value read found e live: its after-access extension, if any (flags: e's
+ * flags as the read loaded them). */
+static inline void access_extend(larder *c, struct op *op, struct larder__entry *e,
+				 unsigned flags)
+{
+	if (__builtin_expect((flags & LARDER__ENTRY_TTL) && c->access_ttl_ms, 0)) {
+		struct op single = { .have_now = 0, .have_coarse = 0 };
+		extend_on_read(c, op ? op : &single, e);
+	}
 }
 
 /* The live entry for key, or NULL. Inside a read section; op may be NULL. */
@@ -214,18 +299,21 @@ static __attribute__((noinline)) int get_general(larder *c, const void *key, siz
 						 void *buf, size_t buf_len, size_t *value_len)
 {
 	struct op op;
-	int rc = check_key(c, key, key_len);
+	int rc = check_args(c, key, key_len, value_len && (buf || !buf_len));
 	if (rc != LARDER_OK)
 		return rc;
-	if (!value_len || (!buf && buf_len))
-		return LARDER_EINVAL;
 	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	op_enter(&op);
 	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
-	rc = e ? get_copy(op.handle, e, larder__entry_flags_raw(e), buf, buf_len, value_len)
-	       : LARDER_MISS;
+	rc = LARDER_MISS;
+	if (e) {
+		unsigned flags = larder__entry_flags_raw(e);
+		rc = get_copy(op.handle, e, flags, buf, buf_len, value_len);
+		if (rc == LARDER_OK) /* a too-small buffer read nothing */
+			access_extend(c, &op, e, flags);
+	}
 	op_exit(&op);
 	if (!e)
 		count_miss(op.handle);
@@ -237,15 +325,42 @@ static __attribute__((noinline)) int get_general(larder *c, const void *key, siz
  * line (a tail call: six arguments, so the section's token is passed and the
  * handle is found again as the thread's last one, which it still is).
  */
+static __attribute__((noinline)) int get_access_hit(larder *c, struct larder__entry *e,
+						    void *buf, size_t buf_len, size_t *value_len,
+						    uint64_t outer);
+
 static __attribute__((noinline)) int get_deadline_hit(larder *c, struct larder__entry *e,
 						      void *buf, size_t buf_len,
 						      size_t *value_len, uint64_t outer)
 {
+	if (__builtin_expect(c->access_ttl_ms != 0, 0))
+		return get_access_hit(c, e, buf, buf_len, value_len, outer);
 	struct larder__thread *t = larder__tls;
 	struct larder__handle *h = t->last_handle;
 	int rc = deadline_passed(c, NULL, e) ? LARDER_MISS
 					     : get_copy(h, e, larder__entry_flags_raw(e), buf,
 							buf_len, value_len);
+	larder__read_exit(&t->reader, outer);
+	if (rc == LARDER_MISS)
+		count_miss(h);
+	return rc;
+}
+
+/* get_deadline_hit() in an expire-after-access cache: one set of clock
+ * readings serves the expiry check and the extension. */
+static __attribute__((noinline)) int get_access_hit(larder *c, struct larder__entry *e,
+						    void *buf, size_t buf_len, size_t *value_len,
+						    uint64_t outer)
+{
+	struct larder__thread *t = larder__tls;
+	struct larder__handle *h = t->last_handle;
+	struct op op = { .have_now = 0, .have_coarse = 0 };
+	int rc = LARDER_MISS;
+	if (!deadline_passed(c, &op, e)) {
+		rc = get_copy(h, e, larder__entry_flags_raw(e), buf, buf_len, value_len);
+		if (rc == LARDER_OK)
+			extend_on_read(c, &op, e);
+	}
 	larder__read_exit(&t->reader, outer);
 	if (rc == LARDER_MISS)
 		count_miss(h);
@@ -269,8 +384,13 @@ static __attribute__((noinline)) int get_beyond_home(larder *c, uint64_t hash, c
 	struct larder__entry *e = w ? larder__slot_entry(w) : NULL;
 	if (e && entry_expired(c, NULL, e))
 		e = NULL;
-	int rc = e ? get_copy(h, e, larder__entry_flags_raw(e), buf, buf_len, value_len)
-		   : LARDER_MISS;
+	int rc = LARDER_MISS;
+	if (e) {
+		unsigned flags = larder__entry_flags_raw(e);
+		rc = get_copy(h, e, flags, buf, buf_len, value_len);
+		if (rc == LARDER_OK)
+			access_extend(c, NULL, e, flags);
+	}
 	larder__read_exit(&t->reader, outer);
 	if (!e)
 		count_miss(h);
@@ -312,7 +432,9 @@ READ_BODY int get_with_body(larder *c, struct larder__thread *t, struct larder__
 	uint64_t outer = larder__read_enter(&t->reader);
 	struct larder__entry *e = find_live_rcu(c, NULL, hash, key, key_len);
 	if (__builtin_expect(e != NULL, 1)) {
-		count_hit(h, e, larder__entry_flags_raw(e));
+		unsigned flags = larder__entry_flags_raw(e);
+		count_hit(h, e, flags);
+		access_extend(c, NULL, e, flags);
 		fn(ctx, larder__entry_value(e), e->value_len);
 	}
 	larder__read_exit(&t->reader, outer);
@@ -328,11 +450,9 @@ static __attribute__((noinline, cold)) int get_with_slow(larder *c, const void *
 							  void *ctx)
 {
 	struct op op;
-	int rc = check_key(c, key, key_len);
+	int rc = check_args(c, key, key_len, fn != NULL);
 	if (rc != LARDER_OK)
 		return rc;
-	if (!fn)
-		return LARDER_EINVAL;
 	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
 	return get_with_body(c, op.thread, op.handle, key, key_len, fn, ctx);
@@ -353,7 +473,7 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 		      larder_batch_fn *fn, void *ctx)
 {
 	struct op op;
-	if (!c || !fn || (count && (!keys || !key_lens)))
+	if (!c || !fn || !keys || !key_lens)
 		return LARDER_EINVAL;
 	int rc = op_begin(c, &op);
 	if (rc != LARDER_OK)
@@ -384,7 +504,9 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 				count_miss(op.handle);
 				continue;
 			}
-			count_hit(op.handle, e, larder__entry_flags_raw(e));
+			unsigned flags = larder__entry_flags_raw(e);
+			count_hit(op.handle, e, flags);
+			access_extend(c, &op, e, flags);
 			fn(ctx, k, larder__entry_value(e), e->value_len);
 			found++;
 		}
@@ -424,11 +546,9 @@ int larder_contains(larder *c, const void *key, size_t key_len)
 int larder_ttl_remaining(larder *c, const void *key, size_t key_len, uint64_t *ttl_ms)
 {
 	struct op op;
-	int rc = check_key(c, key, key_len);
+	int rc = check_args(c, key, key_len, ttl_ms != NULL);
 	if (rc != LARDER_OK)
 		return rc;
-	if (!ttl_ms)
-		return LARDER_EINVAL;
 	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
 	uint64_t hash = larder__hash(c->seed, key, key_len);
@@ -482,74 +602,138 @@ static void want_bytes(larder *c, uint64_t bytes)
 		;
 }
 
-static int on_maintainer(larder *c, struct op *op)
-{
-	/* A-MAINT: pairs with R-MAINT in maint_main(). */
-	return atomic_load_explicit(&c->maint_thread, LARDER__ACQUIRE) == (uintptr_t)op->thread;
-}
-
 /*
- * What a writer may wait for (B3):
+ * What a writer may wait for (B3), and the EBUSY counter of each:
  *   WAIT_MEMORY: byte credit, which comes back only after grace periods, so
  *     never from inside a read section (it could be the reader the grace
- *     period waits for), never on the maintainer, at most write_wait_ms;
- *   WAIT_MAINTAINER: a free event slot or a grown index, which the
- *     maintainer provides without waiting for anyone, so from anywhere but
- *     the maintainer itself, at most MAINT_WAIT_MS (a maintainer that long
- *     behind is stuck, e.g. in a removal listener).
+ *     period waits for), at most write_wait_ms (busy_memory);
+ *   WAIT_EVENTS, WAIT_INDEX: a free event slot or a grown index, which the
+ *     maintainer provides without waiting for anyone: the writer waits as
+ *     long as the maintainer works, however slowly (a long growth, a
+ *     machine that gives it no CPU), and gives up only when the maintainer
+ *     has been inside one removal listener call for MAINT_WAIT_MS, the one
+ *     thing that can keep it from ever getting there (busy_events,
+ *     busy_index). So the outcome does not depend on scheduling.
+ * A maintainer thread (a removal listener's write, into any cache) waits for
+ * nothing: were it to wait for another cache's maintainer while that one
+ * waits for it (listeners writing into each other's caches), both would
+ * stall. So maintainers never wait, and every wait above ends when a
+ * maintainer that is not stuck in a listener finishes its pass. Instead, a
+ * full event ring spills (reserve_room), an insert probes the whole index
+ * rather than wait for a growth (write_common), and memory or a full index
+ * fails at once with EBUSY.
  */
-enum wait_kind { WAIT_MEMORY, WAIT_MAINTAINER };
+enum wait_kind { WAIT_MEMORY, WAIT_EVENTS, WAIT_INDEX };
 #define MAINT_WAIT_MS 1000u
 
+/* One wait of a writer: its deadline, and (events, index) the maintainer's
+ * listener call count when the current stretch of waiting began. */
+struct wait_state {
+	uint64_t deadline_ns; /* 0: not begun */
+	uint64_t listener_mark;
+};
+
+static void count_busy(struct larder__handle *h, enum wait_kind kind)
+{
+	larder__stat_bump(&h->write_busy, 1);
+	larder__stat_bump(kind == WAIT_MEMORY   ? &h->busy_memory
+			  : kind == WAIT_EVENTS ? &h->busy_events
+						: &h->busy_index,
+			  1);
+}
+
+static uint64_t stuck_ms(larder *c)
+{
+	return atomic_load_explicit(&c->stuck_ms, LARDER__RELAXED); /* a setting */
+}
+
+void larder__test_stuck_ms(larder *c, uint64_t ms)
+{
+	atomic_store_explicit(&c->stuck_ms, ms, LARDER__RELAXED); /* a setting */
+}
+
+/* Relaxed: compared only (cache.h); a stale value only extends a wait. */
+static uint64_t listener_calls(larder *c)
+{
+	return atomic_load_explicit(&c->listener_calls, LARDER__RELAXED);
+}
+
 /* Waits until the maintainer finishes a pass (room_seq moves past seq) or
- * the deadline passes. Returns LARDER_OK to retry, or LARDER_EBUSY. */
-static int wait_pass(larder *c, struct op *op, enum wait_kind kind, uint64_t *deadline,
+ * the wait is over. Returns LARDER_OK to retry, or LARDER_EBUSY. */
+static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_state *w,
 		     uint32_t seq)
 {
 	struct larder__handle *h = op->handle;
 	uint64_t now = larder__monotonic_ns();
-	if (!*deadline) {
-		uint64_t ms = kind == WAIT_MEMORY ? c->write_wait_ms : MAINT_WAIT_MS;
-		int allowed = !on_maintainer(c, op) &&
-			      (kind == WAIT_MAINTAINER || !larder__read_active(&op->thread->reader));
+	if (!w->deadline_ns) {
+		uint64_t ms = kind == WAIT_MEMORY ? c->write_wait_ms : stuck_ms(c);
+		int allowed = !op->thread->maintainer &&
+			      (kind != WAIT_MEMORY || !larder__read_active(&op->thread->reader));
 		if (!allowed || ms == 0) {
-			larder__stat_bump(&h->write_busy, 1);
+			count_busy(h, kind);
 			return LARDER_EBUSY;
 		}
 		larder__stat_bump(kind == WAIT_MEMORY ? &h->write_waits : &h->maint_waits, 1);
-		*deadline = now + ms * 1000000u;
-	} else if (now >= *deadline) {
-		larder__stat_bump(&h->write_busy, 1);
-		return LARDER_EBUSY;
+		w->deadline_ns = now + ms * 1000000u;
+		w->listener_mark = listener_calls(c);
+	} else if (now >= w->deadline_ns) {
+		uint64_t calls = listener_calls(c);
+		if (kind == WAIT_MEMORY || (calls == w->listener_mark && (calls & 1))) {
+			count_busy(h, kind);
+			return LARDER_EBUSY;
+		}
+		/* The maintainer is working, or in another listener call than
+		 * a second ago: wait on. */
+		w->deadline_ns = now + stuck_ms(c) * 1000000u;
+		w->listener_mark = calls;
 	}
 	/* W3: seq_cst, so the maintainer's wake_writers() either sees us
 	 * waiting or bumped room_seq before our futex_wait compares it. */
 	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
 	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* see futex wake */
 	larder__futex_wake(&c->maint_sleeping, 1);
-	uint64_t left = *deadline - now;
+	uint64_t left = w->deadline_ns - now;
 	larder__futex_wait(&c->room_seq, seq, left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS);
 	atomic_fetch_sub_explicit(&c->room_waiters, 1, LARDER__RELAXED); /* a count */
 	return LARDER_OK;
 }
 
-/* Room for one write: a free event slot, then `charge` bytes of credit. */
+/* A maintainer thread's ring is full: room in its spill instead (V4 in
+ * maint/events.h). */
+static int spill_room(struct op *op)
+{
+	int rc = larder__events_spill_room(op->handle);
+	if (rc == -1)
+		return LARDER_ENOMEM;
+	if (rc == -2) {
+		count_busy(op->handle, WAIT_EVENTS);
+		return LARDER_EBUSY;
+	}
+	return LARDER_OK;
+}
+
+/* Room for one write: a free event slot (or spill slot), then `charge`
+ * bytes of credit. */
 static int reserve_room(larder *c, struct op *op, size_t charge)
 {
-	uint64_t ring_deadline = 0, memory_deadline = 0;
+	struct wait_state ring_wait = { 0, 0 }, memory_wait = { 0, 0 };
 	for (;;) {
 		/* A-ROOM: acquire, pairs with the release bump in wake_writers(). */
 		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
-		int rc;
-		if (!larder__events_has_room(op->handle))
-			rc = wait_pass(c, op, WAIT_MAINTAINER, &ring_deadline, seq);
-		else if (take_credit(c, op->handle, charge))
-			return LARDER_OK;
-		else {
-			want_bytes(c, charge);
-			rc = wait_pass(c, op, WAIT_MEMORY, &memory_deadline, seq);
+		int rc = LARDER_OK;
+		if (!larder__events_has_room(op->handle)) {
+			if (op->thread->maintainer)
+				rc = spill_room(op);
+			else if ((rc = wait_pass(c, op, WAIT_EVENTS, &ring_wait, seq)) ==
+				 LARDER_OK)
+				continue;
+			if (rc != LARDER_OK)
+				return rc;
 		}
-		if (rc != LARDER_OK)
+		if (take_credit(c, op->handle, charge))
+			return LARDER_OK;
+		want_bytes(c, charge);
+		if ((rc = wait_pass(c, op, WAIT_MEMORY, &memory_wait, seq)) != LARDER_OK)
 			return rc;
 	}
 }
@@ -566,8 +750,7 @@ static uint64_t resolve_ttl(const larder *c, uint64_t ttl_ms)
 
 static uint64_t deadline_after(larder *c, struct op *op, uint64_t ttl_ms)
 {
-	uint64_t now = op_now(c, op);
-	return ttl_ms >= UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + ttl_ms;
+	return deadline_from(op_now(c, op), ttl_ms);
 }
 
 /* Builds an entry in a fresh slot; NULL when out of memory (credit kept). */
@@ -621,11 +804,11 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 			size_t value_len, uint64_t ttl_ms)
 {
 	struct op op;
-	int rc = check_key(c, key, key_len);
+	int rc = check_args(c, key, key_len,
+			    (value || !value_len) &&
+				    (mode != W_IF_EQUALS || expected || !expected_len));
 	if (rc != LARDER_OK)
 		return rc;
-	if ((!value && value_len) || (mode == W_IF_EQUALS && !expected && expected_len))
-		return LARDER_EINVAL;
 	if (value_len > c->max_value_bytes)
 		return LARDER_EVALSIZE;
 	uint64_t ttl = resolve_ttl(c, ttl_ms);
@@ -647,7 +830,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 	}
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	uint64_t word = larder__slot_word(hash, e);
-	uint64_t index_deadline = 0;
+	struct wait_state index_wait = { 0, 0 };
 	op_enter(&op);
 	for (;;) {
 		/* A-ROOM: a pass that ends after this load wakes us below. */
@@ -678,7 +861,12 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 					    hash);
 			break;
 		}
-		if (larder__table_insert_locked(t, hash, word, LARDER__PROBE_LIMIT) == 0) {
+		/* A maintainer thread may not wait for a growth (wait_pass): it
+		 * probes as far as it takes, which only costs lookups of these
+		 * homes longer probes until the index grows (L2 in index/table.h). */
+		if (larder__table_insert_locked(t, hash, word,
+						op.thread->maintainer ? SIZE_MAX
+								      : LARDER__PROBE_LIMIT) == 0) {
 			larder__table_unlock(home);
 			larder__events_post(op.handle, LARDER__EV_INSERT, 0, NULL, e, hash);
 			break;
@@ -687,7 +875,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		larder__table_unlock(home);
 		op_exit(&op);
 		atomic_store_explicit(&c->grow_wanted, (uintptr_t)t, LARDER__RELAXED); /* a hint */
-		rc = wait_pass(c, &op, WAIT_MAINTAINER, &index_deadline, seq);
+		rc = wait_pass(c, &op, WAIT_INDEX, &index_wait, seq);
 		op_enter(&op);
 		if (rc != LARDER_OK)
 			break;
@@ -731,11 +919,9 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 			 size_t expected_len, int if_equals)
 {
 	struct op op;
-	int rc = check_key(c, key, key_len);
+	int rc = check_args(c, key, key_len, !if_equals || expected || !expected_len);
 	if (rc != LARDER_OK)
 		return rc;
-	if (if_equals && !expected && expected_len)
-		return LARDER_EINVAL;
 	if ((rc = op_begin(c, &op)) != LARDER_OK || (rc = reserve_room(c, &op, 0)) != LARDER_OK)
 		return rc;
 	uint64_t hash = larder__hash(c->seed, key, key_len);
@@ -871,6 +1057,15 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 	return rc;
 }
 
+/* The slab's reserve of empty pages per page size: 1/64 of the capacity,
+ * at most LARDER__SLAB_RESERVE_MAX (4 MiB), so that a small cache does not
+ * keep six times 4 MiB of empty pages (a 64 MiB cache: 1 MiB each). */
+static uint64_t slab_reserve(uint64_t capacity)
+{
+	uint64_t r = capacity / 64;
+	return r < LARDER__SLAB_RESERVE_MAX ? r : LARDER__SLAB_RESERVE_MAX;
+}
+
 /* A table sized for the expected entries (L1 in table.h); growth takes it
  * from there. */
 static struct larder__table *first_table(const struct larder *c)
@@ -920,6 +1115,7 @@ int larder_set_capacity(larder *c, uint64_t bytes)
 	/* Relaxed: B1 holds after both stores; writers re-check on the next chunk. */
 	atomic_store_explicit(&c->capacity, bytes, LARDER__RELAXED);
 	atomic_fetch_add_explicit(&c->budget, delta, LARDER__RELAXED);
+	larder__slab_set_reserve(&c->slab, slab_reserve(bytes));
 	pthread_mutex_unlock(&c->admin_lock);
 	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* see futex wake */
 	larder__futex_wake(&c->maint_sleeping, 1);
@@ -930,7 +1126,7 @@ int larder_set_capacity(larder *c, uint64_t bytes)
 
 struct larder__handle *larder__cache_handle_create(larder *c)
 {
-	struct larder__handle *h = aligned_alloc(64, sizeof(*h));
+	struct larder__handle *h = larder__aligned_alloc(64, sizeof(*h));
 	if (!h)
 		return NULL;
 	memset(h, 0, sizeof(*h));
@@ -968,6 +1164,10 @@ static void sum_handles(larder *c, uint64_t *v)
 		v[LARDER_STAT_WRITE_WAITS] += atomic_load_explicit(&h->write_waits, LARDER__RELAXED);
 		v[LARDER_STAT_WRITE_BUSY] += atomic_load_explicit(&h->write_busy, LARDER__RELAXED);
 		v[LARDER_STAT_MAINT_WAITS] += atomic_load_explicit(&h->maint_waits, LARDER__RELAXED);
+		v[LARDER_STAT_BUSY_MEMORY] += atomic_load_explicit(&h->busy_memory, LARDER__RELAXED);
+		v[LARDER_STAT_BUSY_EVENTS] += atomic_load_explicit(&h->busy_events, LARDER__RELAXED);
+		v[LARDER_STAT_BUSY_INDEX] += atomic_load_explicit(&h->busy_index, LARDER__RELAXED);
+		v[LARDER_STAT_EVENTS_SPILLED] += atomic_load_explicit(&h->spilled, LARDER__RELAXED);
 		v[LARDER_STAT_USED_BYTES] += atomic_load_explicit(&h->alloc_bytes, LARDER__RELAXED);
 	}
 }
@@ -1007,7 +1207,9 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 		v[LARDER_STAT_INDEX_BYTES] = root->map_bytes + (next ? next->map_bytes : 0);
 		larder__read_exit(&t->reader, outer);
 	}
-	memcpy(values, v, (count < LARDER_STAT_COUNT ? count : LARDER_STAT_COUNT) * sizeof(*v));
+	if (count) /* values may be NULL with count 0 */
+		memcpy(values, v,
+		       (count < LARDER_STAT_COUNT ? count : LARDER_STAT_COUNT) * sizeof(*v));
 	for (size_t i = LARDER_STAT_COUNT; i < count; i++)
 		values[i] = 0;
 	return LARDER_OK;
@@ -1031,7 +1233,7 @@ int larder_open(larder **out, const larder_config *cfg)
 	*out = NULL;
 	if (!cfg || !larder__policy_ops_for(cfg->policy))
 		return LARDER_EINVAL;
-	larder *c = aligned_alloc(64, sizeof(*c));
+	larder *c = larder__aligned_alloc(64, sizeof(*c));
 	if (!c)
 		return LARDER_ENOMEM;
 	memset(c, 0, sizeof(*c));
@@ -1045,7 +1247,13 @@ int larder_open(larder **out, const larder_config *cfg)
 	c->coarse_margin_ms =
 		cfg->clock == larder__clock_default ? larder__clock_coarse_margin_ms() : 0;
 	c->write_wait_ms = cfg->write_wait_ms;
-	c->expiry = cfg->expiry;
+	atomic_store_explicit(&c->stuck_ms, MAINT_WAIT_MS, LARDER__RELAXED); /* not shared yet */
+	if (cfg->expiry == LARDER_EXPIRE_AFTER_ACCESS && cfg->default_ttl_ms != LARDER_TTL_NEVER) {
+		c->access_ttl_ms = cfg->default_ttl_ms;
+		c->access_slack_ms = cfg->default_ttl_ms / ACCESS_SLACK_DIVISOR;
+		if (c->access_slack_ms > ACCESS_SLACK_MAX_MS)
+			c->access_slack_ms = ACCESS_SLACK_MAX_MS;
+	}
 	c->listener = cfg->listener;
 	c->listener_ctx = cfg->listener_ctx;
 	c->policy = cfg->policy;
@@ -1061,6 +1269,7 @@ int larder_open(larder **out, const larder_config *cfg)
 		goto fail_admin_lock;
 	if (larder__slab_init(&c->slab) != 0)
 		goto fail_slab;
+	larder__slab_set_reserve(&c->slab, slab_reserve(cfg->capacity));
 	struct larder__table *t = first_table(c);
 	if (!t)
 		goto fail_table;

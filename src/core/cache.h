@@ -57,7 +57,11 @@ struct larder {
 	void *clock_ctx;
 	uint64_t coarse_margin_ms; /* 0 unless the default clock: see larder__clock_coarse() */
 	uint64_t write_wait_ms;
-	enum larder_expiry expiry; /* read by the maintainer (after-access extension) */
+	/* Expire-after-access: the default TTL, 0 when reads extend nothing
+	 * (expire-after-write, or no default TTL), and the slack under which a
+	 * read leaves a deadline as it is (core/cache.c, extend_on_read). */
+	uint64_t access_ttl_ms;
+	uint64_t access_slack_ms;
 
 	/* Writers' shared counters: touched once per credit chunk or wait. */
 	larder__atomic_i64 budget __attribute__((aligned(64)));
@@ -75,14 +79,22 @@ struct larder {
 
 	larder_removal_fn *listener;
 	void *listener_ctx;
+	/* Listener calls begun and ended: odd while one runs. Written by the
+	 * maintainer (call_listener), read by waiting writers; relaxed, compared only. */
+	larder__atomic_u64 listener_calls;
+	/* How long one listener call may run before waiting writers give up:
+	 * 1 s; a test seam may set it (relaxed, a setting). */
+	larder__atomic_u64 stuck_ms;
 	enum larder_policy policy;
 	uint64_t expected_entries;
 	struct larder__slab slab;
 	struct larder__maint *maint;
 	pthread_t thread;
-	/* The maintainer's own per-thread state, so that a listener's write can
-	 * tell it runs there and must not wait (R-MAINT / A-MAINT). */
-	larder__atomic_uptr maint_thread;
+	/* The maintainer's start (its futex word): MAINT_STARTING until it has
+	 * marked its per-thread state as a maintainer's, then MAINT_RUNNING, or
+	 * MAINT_NO_STATE when it could not allocate that state (R-START /
+	 * A-START, maint/maintainer.c). */
+	larder__atomic_u32 maint_started;
 };
 
 /* Overshoot bound: how far used bytes may exceed capacity. */
@@ -118,6 +130,8 @@ struct larder__handle *larder__cache_handle_create(struct larder *cache);
 void larder__cache_orphan_handle(struct larder *cache, struct larder__handle *h);
 /* maint_sleeping: what the maintainer is doing (its futex word). */
 enum { MAINT_AWAKE = 0, MAINT_IDLE = 1, MAINT_WINDOW = 2 };
+/* maint_started */
+enum { MAINT_STARTING = 0, MAINT_RUNNING = 1, MAINT_NO_STATE = 2 };
 
 /* After posting through h: wakes the maintainer if it sleeps idle, or if it
  * waits out a batching window while h's event ring is half full (h may be

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "core/cache.h"
 #include "evict/policy.h"
 
@@ -44,7 +45,7 @@ int larder_config_create(larder_config **out)
 {
 	if (!out)
 		return LARDER_EINVAL;
-	larder_config *c = calloc(1, sizeof(*c));
+	larder_config *c = larder__calloc(1, sizeof(*c));
 	*out = c;
 	if (!c)
 		return LARDER_ENOMEM;

@@ -23,9 +23,13 @@
  *       them before publication (E6). Readers never read them, so they share
  *       the line with reader-visible fields without a data race. Entries without a
  *       deadline have no wheel link and pay nothing for it.
- *   E4. Besides touch (E2), the maintainer may store expire_ms, relaxed, by a
- *       compare-and-swap from the value it read (expire-after-access
- *       extension, maint/maintainer.c): it never overwrites a touch.
+ *   E4. Besides touch (E2), a reader of an expire-after-access cache may
+ *       store expire_ms, relaxed, by a compare-and-swap from the value it
+ *       read, only to move it later (core/cache.c, extend_on_read): a touch
+ *       or another reader that stored meanwhile makes the CAS fail, and the
+ *       reader judges the new value afresh. A read and a touch that race are
+ *       ordered by the deadline word itself: the later store wins, as if
+ *       that call came last.
  *   E5. prev and next, and the wheel link's, are 32-bit entry ids
  *       (mem/pagedir.h; 0 is null), not pointers: each pair of links costs
  *       8 bytes instead of 16. The maintainer

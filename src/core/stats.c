@@ -42,6 +42,10 @@ static const char *const stat_names[LARDER_STAT_COUNT] = {
 	[LARDER_STAT_RETURNING_BYTES] = "returning_bytes",
 	[LARDER_STAT_INDEX_SHRINKS] = "index_shrinks",
 	[LARDER_STAT_INDEX_BYTES] = "index_bytes",
+	[LARDER_STAT_BUSY_MEMORY] = "busy_memory",
+	[LARDER_STAT_BUSY_EVENTS] = "busy_events",
+	[LARDER_STAT_BUSY_INDEX] = "busy_index",
+	[LARDER_STAT_EVENTS_SPILLED] = "events_spilled",
 };
 
 static const char *const class_stat_names[LARDER_CLASS_STAT_COUNT] = {

@@ -22,8 +22,10 @@
 int larder__test_quiesce(larder *cache, uint64_t timeout_ms);
 
 /*
- * Walks the whole index and counts its entries and their slot bytes. Call
- * only when no thread writes and the maintainer is quiesced.
+ * Walks the whole index and counts its entries and their slot bytes, inside
+ * a read section (entries unlinked meanwhile are not freed under it). The
+ * counts match the counters only when no thread writes and the maintainer
+ * is quiesced.
  */
 void larder__test_walk(larder *cache, uint64_t *entries, uint64_t *slot_bytes);
 
@@ -44,6 +46,15 @@ void larder__test_index_floor(larder *cache, uint64_t buckets);
 /* Makes the n-th next page mapping fail (0 = the next one); -1 turns it off. */
 void larder__test_fail_mmap_after(long n);
 
+/*
+ * Makes the allocation after the next n fail (0: the next one): heap
+ * allocations (core/alloc.h), page mappings and id-directory growth alike,
+ * on any thread; the one that fails disarms it. -1 disarms it. Returns the
+ * countdown left before the call (-1 when it was unarmed), so arming with a
+ * large n and disarming later counts the allocations made in between.
+ */
+long larder__test_fail_alloc_after(long n);
+
 /* Bytes currently mapped by larder, all caches together (leak checks). */
 uint64_t larder__test_mapped_bytes(void);
 
@@ -63,6 +74,17 @@ void larder__test_wake(larder *cache);
  * moved while the wheel is empty (an idle wheel does not read the clock).
  */
 uint64_t larder__test_wheel_done(larder *cache);
+
+/*
+ * The cache-clock time the maintainer meant to sleep until when it last
+ * went idle: the timing wheel's next event (UINT64_MAX: none; 0: it has not
+ * slept idle yet). It sleeps that long, at most 100 ms, on the cache clock.
+ */
+uint64_t larder__test_idle_until(larder *cache);
+
+/* Sets how long a removal listener call may run before writers waiting
+ * for the maintainer give up with LARDER_EBUSY (1000 ms; core/cache.c). */
+void larder__test_stuck_ms(larder *cache, uint64_t ms);
 
 #define LARDER__POISON_BYTE 0xdb
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/cache.h"
 
 __thread struct larder__thread *larder__tls __attribute__((tls_model("initial-exec")));
@@ -56,7 +57,7 @@ struct larder__thread *larder__thread_create(void)
 {
 	if (pthread_once(&exit_key_once, exit_key_create) != 0 || exit_key_error != 0)
 		return NULL;
-	struct larder__thread *t = aligned_alloc(64, sizeof(*t));
+	struct larder__thread *t = larder__aligned_alloc(64, sizeof(*t));
 	if (!t)
 		return NULL;
 	memset(t, 0, sizeof(*t));
@@ -119,7 +120,7 @@ struct larder__handle *larder__thread_handle_slow(struct larder__thread *t, stru
 	}
 	if (!n) {
 		prune_nodes(t);
-		n = malloc(sizeof(*n));
+		n = larder__malloc(sizeof(*n));
 		if (!n)
 			return NULL;
 		n->handle = larder__cache_handle_create(cache);
@@ -140,7 +141,7 @@ struct larder__handle *larder__thread_handle_slow(struct larder__thread *t, stru
 
 uint64_t larder__cache_id_register(struct larder *cache)
 {
-	struct live_cache *c = malloc(sizeof(*c));
+	struct live_cache *c = larder__malloc(sizeof(*c));
 	if (!c)
 		return 0;
 	pthread_mutex_lock(&live_lock);

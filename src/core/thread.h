@@ -51,6 +51,10 @@ struct larder__thread {
 		struct larder__handle *handle;
 	} recent[LARDER__RECENT_SLOTS];
 	struct larder__thread_node *nodes; /* every handle this thread owns */
+	/* Set once, by a cache's maintainer thread on itself before it calls
+	 * any listener: writes made here (from a removal listener, into any
+	 * cache) never wait (core/cache.c, wait_pass). */
+	int maintainer;
 };
 
 extern __thread struct larder__thread *larder__tls

@@ -35,6 +35,7 @@
  */
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "evict/ghost.h"
 #include "evict/list.h"
 #include "evict/policy.h"
@@ -61,7 +62,7 @@ static uint64_t bytes_of(struct larder__policy *p, const struct larder__entry *e
 static int arc_create(struct larder__policy **out, const struct larder__policy_host *host,
 		      uint64_t capacity_bytes, uint64_t expected_entries)
 {
-	struct larder__policy *p = calloc(1, sizeof *p);
+	struct larder__policy *p = larder__calloc(1, sizeof *p);
 	if (!p)
 		return LARDER_ENOMEM;
 	p->host = *host;

@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "evict/list.h"
 #include "evict/policy.h"
 
@@ -21,7 +22,7 @@ static int fifo_create(struct larder__policy **out, const struct larder__policy_
 {
 	(void)capacity_bytes;
 	(void)expected_entries;
-	struct larder__policy *p = calloc(1, sizeof(*p));
+	struct larder__policy *p = larder__calloc(1, sizeof(*p));
 	if (!p)
 		return LARDER_ENOMEM;
 	larder__queue_init(&p->q, host->dir);

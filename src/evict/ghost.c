@@ -49,6 +49,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
+
 #define GHOST_MIN_SLOTS 16u
 #define GHOST_MIGRATE 4u /* old slots moved (ring) and scanned (table) per insert */
 
@@ -99,8 +101,8 @@ static int ring_grow(struct larder__ghost *g)
 	if (g->old_fp)
 		return -1; /* the last growth is still being copied (never, by G4) */
 	uint64_t n = (g->ring_mask + 1) * 2;
-	uint32_t *fp = malloc(n * sizeof *fp);
-	uint32_t *w = malloc(n * sizeof *w);
+	uint32_t *fp = larder__malloc(n * sizeof *fp);
+	uint32_t *w = larder__malloc(n * sizeof *w);
 	if (!fp || !w) {
 		free(fp);
 		free(w);
@@ -215,7 +217,7 @@ static int tab_grow(struct larder__ghost *g)
 	if (g->old_tab)
 		return -1; /* the last growth is still being moved (never, by G4) */
 	uint64_t n = (g->tab_mask + 1) * 2;
-	struct larder__ghost_slot *t = calloc(n, sizeof *t);
+	struct larder__ghost_slot *t = larder__calloc(n, sizeof *t);
 	if (!t)
 		return -1;
 	g->old_tab = g->tab;
@@ -251,9 +253,9 @@ int larder__ghost_init(struct larder__ghost *g, uint64_t bound, uint64_t slots_h
 	memset(g, 0, sizeof *g);
 	uint64_t rn = pow2_at_least(slots_hint);
 	uint64_t tn = pow2_at_least(slots_hint * 2);
-	g->ring_fp = malloc(rn * sizeof *g->ring_fp);
-	g->ring_w = malloc(rn * sizeof *g->ring_w);
-	g->tab = calloc(tn, sizeof *g->tab);
+	g->ring_fp = larder__malloc(rn * sizeof *g->ring_fp);
+	g->ring_w = larder__malloc(rn * sizeof *g->ring_w);
+	g->tab = larder__calloc(tn, sizeof *g->tab);
 	if (!g->ring_fp || !g->ring_w || !g->tab) {
 		larder__ghost_destroy(g);
 		return -1;

@@ -22,6 +22,7 @@
  */
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "evict/list.h"
 #include "evict/policy.h"
 
@@ -39,7 +40,7 @@ static int lru_create(struct larder__policy **out, const struct larder__policy_h
 {
 	(void)capacity_bytes;
 	(void)expected_entries;
-	struct larder__policy *p = malloc(sizeof *p);
+	struct larder__policy *p = larder__malloc(sizeof *p);
 	if (!p)
 		return LARDER_ENOMEM;
 	larder__queue_init(&p->q, host->dir);

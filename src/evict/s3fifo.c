@@ -68,6 +68,7 @@
  */
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "evict/ghost.h"
 #include "evict/list.h"
 #include "evict/policy.h"
@@ -143,7 +144,7 @@ int larder__s3fifo_create(struct larder__policy **out, const struct larder__poli
 			  uint64_t capacity_bytes, uint64_t expected_entries,
 			  unsigned small_permille)
 {
-	struct larder__policy *p = calloc(1, sizeof *p);
+	struct larder__policy *p = larder__calloc(1, sizeof *p);
 	if (!p)
 		return LARDER_ENOMEM;
 	p->host = *host;

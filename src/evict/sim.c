@@ -55,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/hash.h"
 #include "evict/policy.h"
 #include "larder.h"
@@ -131,7 +132,7 @@ static int map_init(struct larder_sim *s, uint64_t n)
 	uint64_t slots = 64;
 	while (slots < n * 2)
 		slots <<= 1;
-	s->map = calloc(slots, sizeof *s->map);
+	s->map = larder__calloc(slots, sizeof *s->map);
 	s->map_mask = slots - 1;
 	return s->map ? 0 : -1;
 }
@@ -157,7 +158,7 @@ static int map_add(struct larder_sim *s, struct sim_entry *se)
 {
 	if ((s->live + 1) * 2 > s->map_mask + 1) {
 		uint64_t n = (s->map_mask + 1) * 2;
-		struct sim_entry **m = calloc(n, sizeof *m);
+		struct sim_entry **m = larder__calloc(n, sizeof *m);
 		if (!m)
 			return LARDER_ENOMEM;
 		for (uint64_t i = 0; i <= s->map_mask; i++)
@@ -230,7 +231,7 @@ int larder_sim_create(larder_sim **out, enum larder_policy policy, uint64_t capa
 	    (flags & ~(unsigned)(LARDER_SIM_SAMPLE_HITS | LARDER_SIM_HIT_RING |
 				 LARDER_SIM_HIT_DEDUP | LARDER_SIM_PASSES)))
 		return LARDER_EINVAL;
-	struct larder_sim *s = calloc(1, sizeof *s);
+	struct larder_sim *s = larder__calloc(1, sizeof *s);
 	if (!s)
 		return LARDER_ENOMEM;
 	s->ops = ops;
@@ -275,7 +276,7 @@ int larder_sim_set_hit_ring(larder_sim *s, uint32_t ring_slots, uint32_t drain_e
 {
 	if (!s || ring_slots == 0 || ring_slots > 65536 || drain_every == 0)
 		return LARDER_EINVAL;
-	uint64_t *r = calloc(ring_slots, sizeof *r);
+	uint64_t *r = larder__calloc(ring_slots, sizeof *r);
 	if (!r)
 		return LARDER_ENOMEM;
 	free(s->ring);

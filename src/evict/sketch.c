@@ -46,6 +46,8 @@
 
 #include <stdlib.h>
 
+#include "core/alloc.h"
+
 #ifndef SKETCH_ENTRIES_PER_WORD
 #define SKETCH_ENTRIES_PER_WORD 1
 #endif
@@ -73,7 +75,7 @@ static uint64_t words_for(uint64_t entries)
 int larder__sketch_init(struct larder__sketch *s, uint64_t entries)
 {
 	uint64_t words = words_for(entries);
-	s->table = calloc(words, sizeof *s->table);
+	s->table = larder__calloc(words, sizeof *s->table);
 	if (!s->table)
 		return -1;
 	s->mask = words - 1;
@@ -104,7 +106,7 @@ int larder__sketch_resize(struct larder__sketch *s, uint64_t entries)
 	if (words > (s->mask + 1) * SKETCH_MAX_GROWTH)
 		words = (s->mask + 1) * SKETCH_MAX_GROWTH;
 	if (words > s->mask + 1) {
-		uint64_t *t = calloc(words, sizeof *t);
+		uint64_t *t = larder__calloc(words, sizeof *t);
 		if (!t)
 			return -1;
 		s->old = s->table;

@@ -58,6 +58,7 @@
 
 /* T3: a mini cache holds at most this many times its expected entries. */
 #define MINI_ENTRIES_CAP 8u
+#include "core/alloc.h"
 #include "mem/slab.h"
 
 extern const struct larder__policy_ops larder__policy_wtinylfu;
@@ -184,7 +185,7 @@ static int minis_create(struct larder__tuner *t)
 int larder__tuner_create(struct larder__tuner **out, const struct larder__tuner_kind *kind,
 			 uint64_t capacity_bytes, uint64_t expected_entries)
 {
-	struct larder__tuner *t = calloc(1, sizeof *t);
+	struct larder__tuner *t = larder__calloc(1, sizeof *t);
 	if (!t)
 		return -1;
 	t->kind = kind;
@@ -203,7 +204,7 @@ int larder__tuner_create(struct larder__tuner **out, const struct larder__tuner_
 		free(t);
 		return -1;
 	}
-	t->map = calloc(t->map_mask + 1, sizeof *t->map);
+	t->map = larder__calloc(t->map_mask + 1, sizeof *t->map);
 	if (!t->map || minis_create(t) != 0) {
 		larder__tuner_destroy(t);
 		return -1;
@@ -242,7 +243,7 @@ static struct node **map_slot(struct larder__tuner *t, uint64_t hash)
 static int map_grow(struct larder__tuner *t)
 {
 	uint64_t n = (t->map_mask + 1) * 2;
-	struct node **m = calloc(n, sizeof *m);
+	struct node **m = larder__calloc(n, sizeof *m);
 	if (!m)
 		return -1;
 	struct node **old = t->map;
@@ -282,7 +283,7 @@ static void map_del(struct larder__tuner *t, struct node *n)
 /* A node with its kind->count entries, or NULL when out of memory. */
 static struct node *node_new(struct larder__tuner *t)
 {
-	struct node *n = malloc(sizeof *n);
+	struct node *n = larder__malloc(sizeof *n);
 	if (!n)
 		return NULL;
 	for (unsigned k = 0; k < t->kind->count; k++) {

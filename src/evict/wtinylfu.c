@@ -61,6 +61,7 @@
  */
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "evict/list.h"
 #include "evict/policy.h"
 #include "evict/sketch.h"
@@ -150,7 +151,7 @@ int larder__wtinylfu_create(struct larder__policy **out, const struct larder__po
 			    uint64_t capacity_bytes, uint64_t expected_entries,
 			    unsigned window_permille, enum larder__window_control control)
 {
-	struct larder__policy *p = calloc(1, sizeof *p);
+	struct larder__policy *p = larder__calloc(1, sizeof *p);
 	if (!p)
 		return LARDER_ENOMEM;
 	p->host = *host;

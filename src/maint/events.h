@@ -14,6 +14,13 @@
  *   hits    lossy ring of entry pointers that readers hit: the policy's
  *           access signal. A reader overwrites old samples rather than wait;
  *           it never writes a shared cache line.
+ *   spill   the events ring's overflow, for the one kind of thread that
+ *           must not wait for a maintainer: a maintainer itself (a removal
+ *           listener's writes, into any cache). A chain of chunks (an
+ *           unbounded SPSC queue): the owner appends, the maintainer reads
+ *           and frees the chunks the owner has moved past. It holds at most
+ *           LARDER__SPILL_MAX unread events; room in it is reserved before
+ *           the index changes, like room in the ring.
  *
  * The handle also holds the thread's allocation cursor, its byte credit and
  * its statistics, each on cache lines of their own so that the maintainer's
@@ -25,12 +32,25 @@
  *   V2. 0 <= ev_head - ev_tail <= LARDER__EVENT_RING at all times.
  *   V3. An event is posted inside the read section in which its index change
  *       was made.
+ *   V4. An event goes to the spill only when the ring was full at the
+ *       owner's reservation. Every event carries the owner's posting number
+ *       (seq), and the maintainer applies the ring's and the spill's events
+ *       merged in that order, so spilling never reorders one thread's
+ *       events. It reads the spill's count (A-SPILL) before the ring's head
+ *       (A-EV): every ring event posted before a spilled event it sees is
+ *       then seen too. It reads the whole spill in every pass that drains
+ *       the ring, so V3's grace-period argument covers both.
+ *   V5. A spill chunk is freed by the maintainer only once it has read all
+ *       of it and the owner has linked its successor, so the owner never
+ *       touches a freed chunk. Chunk links and the first chunk are
+ *       published by the spill count's R-SPILL that follows them.
  */
 #ifndef LARDER_MAINT_EVENTS_H
 #define LARDER_MAINT_EVENTS_H
 
 #include <stdint.h>
 
+#include "core/alloc.h"
 #include "core/entry.h"
 #include "mem/slab.h"
 #include "sync/atomic.h"
@@ -51,11 +71,21 @@ enum larder__event_kind {
 };
 
 struct larder__event {
-	uint32_t kind;
-	uint32_t cause;
+	uint16_t kind;
+	uint16_t cause;
+	uint32_t seq; /* the owner's posting number, ring and spill together (V4) */
 	void *a;
 	void *b;
 	uint64_t hash; /* of the key of b (or a when b is NULL) */
+};
+
+/* Spill chunks: 8 KiB each; at most 64 Ki unread events (2 MiB) per handle. */
+#define LARDER__SPILL_CHUNK 255u
+#define LARDER__SPILL_MAX 65536u
+
+struct larder__spill {
+	larder__atomic_uptr next; /* the owner's next chunk (V5: relaxed, published by R-SPILL) */
+	struct larder__event ev[LARDER__SPILL_CHUNK];
 };
 
 struct larder__handle {
@@ -66,12 +96,21 @@ struct larder__handle {
 	int64_t credit;             /* owner only: budget bytes reserved */
 	/* Statistics: owner writes (relaxed load+store, one writer), anyone sums. */
 	larder__atomic_u64 misses, writes, alloc_bytes, write_waits, write_busy, maint_waits;
+	larder__atomic_u64 busy_memory, busy_events, busy_index; /* write_busy by cause */
+	larder__atomic_u64 spilled; /* events posted to the spill: R-SPILL / A-SPILL */
+	struct larder__spill *spill_tail; /* owner only: the chunk it appends to */
+	uint32_t spill_tail_n;            /* owner only: events in spill_tail */
 
 	/* Maintainer's line. */
 	larder__atomic_u64 ev_tail __attribute__((aligned(64))); /* R-EVT */
 	uint64_t hit_tail;                                      /* maintainer only */
 	larder__atomic_int orphaned; /* set once when the thread exits (R-ORPHAN) */
 	struct larder__handle *next; /* the cache's list: pushed by CAS, unlinked by the maintainer */
+	larder__atomic_uptr spill_first; /* the first chunk (V5: relaxed, published by R-SPILL) */
+	struct larder__spill *spill_head; /* maintainer only: the chunk it reads */
+	uint32_t spill_read;              /* maintainer only: events read in spill_head */
+	larder__atomic_u64 spill_taken;   /* events the maintainer has read: its own count,
+					     which the owner reads relaxed for its bound */
 
 	struct larder__slab_cursor cursor __attribute__((aligned(64))); /* owner only */
 	struct larder__event ev[LARDER__EVENT_RING];
@@ -106,17 +145,54 @@ static inline int larder__events_half_full(const struct larder__handle *h)
 	return head - h->ev_tail_seen >= LARDER__EVENT_RING / 2;
 }
 
-/* Owner: posts an event; room was checked with larder__events_has_room(). */
+/*
+ * Owner, whose ring is full and who must not wait: makes room for one event
+ * in the spill. Returns 0, -1 when a chunk cannot be allocated, or -2 when
+ * LARDER__SPILL_MAX events are unread (the maintainer is that far behind).
+ */
+static inline int larder__events_spill_room(struct larder__handle *h)
+{
+	/* Relaxed: counts; the events themselves are ordered by R-SPILL. */
+	uint64_t unread = atomic_load_explicit(&h->spilled, LARDER__RELAXED) -
+			  atomic_load_explicit(&h->spill_taken, LARDER__RELAXED);
+	if (unread >= LARDER__SPILL_MAX)
+		return -2;
+	struct larder__spill *t = h->spill_tail;
+	if (t && h->spill_tail_n < LARDER__SPILL_CHUNK)
+		return 0;
+	struct larder__spill *n = larder__malloc(sizeof(*n));
+	if (!n)
+		return -1;
+	atomic_init(&n->next, 0);
+	/* Relaxed (V5): the maintainer follows a link only to read an event
+	 * that R-SPILL published after it. */
+	if (t)
+		atomic_store_explicit(&t->next, (uintptr_t)n, LARDER__RELAXED);
+	else
+		atomic_store_explicit(&h->spill_first, (uintptr_t)n, LARDER__RELAXED);
+	h->spill_tail = n;
+	h->spill_tail_n = 0;
+	return 0;
+}
+
+/* Owner: posts an event; room was checked with larder__events_has_room(),
+ * or, where that failed, reserved by larder__events_spill_room(). */
 static inline void larder__events_post(struct larder__handle *h, enum larder__event_kind kind,
 				       uint32_t cause, void *a, void *b, uint64_t hash)
 {
 	uint64_t head = atomic_load_explicit(&h->ev_head, LARDER__RELAXED); /* own variable */
-	struct larder__event *ev = &h->ev[head % LARDER__EVENT_RING];
-	ev->kind = (uint32_t)kind;
-	ev->cause = cause;
-	ev->a = a;
-	ev->b = b;
-	ev->hash = hash;
+	uint64_t spilled = atomic_load_explicit(&h->spilled, LARDER__RELAXED); /* own variable */
+	struct larder__event e = { (uint16_t)kind, (uint16_t)cause, (uint32_t)(head + spilled),
+				   a, b, hash };
+	if (__builtin_expect(head - h->ev_tail_seen >= LARDER__EVENT_RING, 0)) {
+		/* V4: the ring was full when room was reserved. */
+		h->spill_tail->ev[h->spill_tail_n++] = e;
+		/* R-SPILL: release; the event, and the chunk links before it,
+		 * before the maintainer's A-SPILL. */
+		atomic_store_explicit(&h->spilled, spilled + 1, LARDER__RELEASE);
+		return;
+	}
+	h->ev[head % LARDER__EVENT_RING] = e;
 	/* R-EV: release; the event's fields before the maintainer's A-EV. */
 	atomic_store_explicit(&h->ev_head, head + 1, LARDER__RELEASE);
 }

@@ -52,10 +52,10 @@
  * later (larder__test_quiesce wakes it at once).
  * Readers never depend on any of this: they check the deadline themselves.
  *
- * Expire-after-access (larder_config_set_expiry): each drained hit sample of
- * an entry with a deadline extends it to now + default TTL by a relaxed CAS
- * from the value read (E4 in core/entry.h: a racing touch wins), never
- * shortening it and never reviving an entry already past its deadline.
+ * Expire-after-access (larder_config_set_expiry): readers move deadlines
+ * later themselves, at the read (core/cache.c, extend_on_read; E4 in
+ * core/entry.h); to the wheel such a deadline is one more that moved later
+ * in place.
  *
  * Invariants (checked by tests/stress via the quiesce and walk seams):
  *   M1. live_count/live_bytes equal the entries (and slot bytes) in the index
@@ -72,6 +72,7 @@
 
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "core/cache.h"
 #include "core/hash.h"
 #include "core/thread.h"
@@ -143,9 +144,12 @@ struct larder__maint {
 	 * larder__test_index_floor() writes it from another thread. */
 	larder__atomic_u64 index_floor;
 	uint64_t policy_capacity; /* the capacity last given to the policy */
+	int migrating; /* inside migrate(): the listener waits for its end */
+	int closing;   /* larder__maint_destroy(): no listener calls (on the closer's thread) */
 	struct larder__wheel wheel; /* counted entries with a deadline (E3: ours) */
 	uint64_t next_due;          /* larder__wheel_next() after the last advance */
-	uint64_t now_ms;            /* the cache clock, read once per pass when needed */
+	uint64_t now_ms;            /* the cache clock, read once per pass when needed;
+				     * never moves back (pass_now) */
 	int have_now;
 	/* Counters: written by this thread only (relaxed load+store), read by
 	 * larder_stats() and the quiesce seam from any thread. */
@@ -153,6 +157,8 @@ struct larder__maint {
 	larder__atomic_u64 freed_bytes;
 	larder__atomic_u64 pass_seq;  /* passes started */
 	larder__atomic_u64 idle_seq;  /* number of the last pass that found nothing to do */
+	larder__atomic_u32 seam_waiters; /* test seams waiting for a pass (seam_wake_and_wait) */
+	larder__atomic_u64 idle_until;   /* test seam: next_due when it last slept idle */
 	larder__atomic_u64 wheel_done; /* R-WHEEL: expired through this clock time */
 	/* Test seam larder__test_check_links: requests counted by the tester
 	 * (R-CHKQ), answered by a pass (R-CHKA); check_ok is written before. */
@@ -191,11 +197,21 @@ static int entry_expired(struct larder *c, struct larder__entry *e)
 	return exp != UINT64_MAX && c->clock(c->clock_ctx) >= exp;
 }
 
-/* The cache clock, read at most once per pass (and only for TTL work). */
+/*
+ * The cache clock, read at most once per pass (and only for TTL work), and
+ * never earlier than in a previous pass: a clock that steps back (larder.h
+ * tolerates it) must not take the wheel back, whose time only moves on
+ * (W1 in ttl/wheel.c). on_due() compares deadlines with it; with the raw
+ * reading, an entry due between the stepped-back clock and the wheel's time
+ * was scheduled again behind the wheel, into its due list, which delivered
+ * it again at once: the maintainer spun there for good.
+ */
 static uint64_t pass_now(struct larder__maint *m)
 {
 	if (!m->have_now) {
-		m->now_ms = m->cache->clock(m->cache->clock_ctx);
+		uint64_t now = m->cache->clock(m->cache->clock_ctx);
+		if (now > m->now_ms)
+			m->now_ms = now;
 		m->have_now = 1;
 	}
 	return m->now_ms;
@@ -256,6 +272,24 @@ static void admit(struct larder__maint *m, struct larder__entry *e, uint64_t has
 	}
 }
 
+/*
+ * Calls the removal listener. listener_calls is odd while a call runs: a
+ * writer waiting for this maintainer (core/cache.c, wait_pass) gives up
+ * only if it sees the same odd value for a whole second, i.e. when the
+ * listener, the one thing here that can block, has not returned.
+ */
+static void call_listener(struct larder__maint *m, struct larder__entry *e,
+			  enum larder_cause cause)
+{
+	struct larder *c = m->cache;
+	/* Relaxed: we are the only writer; readers only compare values. */
+	uint64_t n = atomic_load_explicit(&c->listener_calls, LARDER__RELAXED);
+	atomic_store_explicit(&c->listener_calls, n + 1, LARDER__RELAXED);
+	c->listener(c->listener_ctx, larder__entry_key(e), e->key_len, larder__entry_value(e),
+		    e->value_len, cause);
+	atomic_store_explicit(&c->listener_calls, n + 2, LARDER__RELAXED); /* as above */
+}
+
 static const enum larder_stat cause_stat[] = {
 	[LARDER_CAUSE_EXPLICIT] = LARDER_STAT_REMOVALS,
 	[LARDER_CAUSE_REPLACED] = LARDER_STAT_REPLACEMENTS,
@@ -285,9 +319,8 @@ static void retire_onto(struct larder__maint *m, struct larder__entry *e, enum l
 		larder__wheel_cancel(&m->wheel, larder__entry_wheel(e));
 	if (notify) {
 		bump(m, cause_stat[cause], 1);
-		if (c->listener)
-			c->listener(c->listener_ctx, larder__entry_key(e), e->key_len,
-				    larder__entry_value(e), e->value_len, cause);
+		if (c->listener && !m->migrating && !m->closing)
+			call_listener(m, e, cause);
 	}
 	e->retired_next = *list; /* E5: unlinked from every queue above */
 	*list = e;
@@ -345,39 +378,87 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
 	}
 }
 
+/* The spill chunk the maintainer reads (maint/events.h), or NULL while the
+ * owner has made none. */
+static struct larder__spill *spill_at(struct larder__handle *h)
+{
+	if (!h->spill_head) /* relaxed (V5): published by R-SPILL, acquired by A-SPILL */
+		h->spill_head = (struct larder__spill *)atomic_load_explicit(&h->spill_first,
+									    LARDER__RELAXED);
+	return h->spill_head;
+}
+
+/* The next unread spilled event (one exists: the caller's A-SPILL saw it);
+ * frees a chunk read through, whose successor the owner has linked (V5). */
+static const struct larder__event *spill_next(struct larder__handle *h)
+{
+	struct larder__spill *s = spill_at(h);
+	if (h->spill_read == LARDER__SPILL_CHUNK) {
+		/* Relaxed (V5): the owner linked it before the R-SPILL we acquired. */
+		struct larder__spill *next =
+			(struct larder__spill *)atomic_load_explicit(&s->next, LARDER__RELAXED);
+		free(s);
+		h->spill_head = s = next;
+		h->spill_read = 0;
+	}
+	return &s->ev[h->spill_read++];
+}
+
+/* Whether h's spill holds events not yet applied (a hint, like rings_empty). */
+static int spill_pending(const struct larder__handle *h)
+{
+	/* Relaxed: a hint whether to sleep; W1/W2 catch what it misses. */
+	return atomic_load_explicit(&h->spilled, LARDER__RELAXED) !=
+	       atomic_load_explicit(&h->spill_taken, LARDER__RELAXED);
+}
+
+/* Frees h's spill chunks; every event in them was applied. */
+static void spill_free(struct larder__handle *h)
+{
+	struct larder__spill *s = spill_at(h);
+	while (s) {
+		/* Relaxed: the owner is gone (A-ORPHAN, or the cache closes). */
+		struct larder__spill *next =
+			(struct larder__spill *)atomic_load_explicit(&s->next, LARDER__RELAXED);
+		free(s);
+		s = next;
+	}
+	h->spill_head = NULL;
+}
+
+/* Applies h's posted events: the ring's and, merged in posting order, the
+ * spill's (V4 in maint/events.h). */
 static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 {
+	/* A-SPILL before A-EV (V4): acquire, pairs with R-SPILL; the spilled
+	 * events, and the ring events posted before them. */
+	uint64_t spilled = atomic_load_explicit(&h->spilled, LARDER__ACQUIRE);
 	/* A-EV: acquire, pairs with R-EV in larder__events_post(). */
 	uint64_t head = atomic_load_explicit(&h->ev_head, LARDER__ACQUIRE);
 	uint64_t tail = atomic_load_explicit(&h->ev_tail, LARDER__RELAXED); /* ours */
-	for (uint64_t i = tail; i != head; i++)
-		apply(m, &h->ev[i % LARDER__EVENT_RING]);
+	uint64_t taken0 = atomic_load_explicit(&h->spill_taken, LARDER__RELAXED); /* ours */
+	uint64_t taken = taken0;
+	const struct larder__event *sp = taken != spilled ? spill_next(h) : NULL;
+	for (uint64_t i = tail; i != head; i++) {
+		const struct larder__event *ev = &h->ev[i % LARDER__EVENT_RING];
+		while (sp && (int32_t)(sp->seq - ev->seq) < 0) {
+			apply(m, sp);
+			sp = ++taken != spilled ? spill_next(h) : NULL;
+		}
+		apply(m, ev);
+	}
+	for (; sp; sp = ++taken != spilled ? spill_next(h) : NULL)
+		apply(m, sp);
 	if (head != tail) /* R-EVT: release; we are done reading those slots. */
 		atomic_store_explicit(&h->ev_tail, head, LARDER__RELEASE);
-	return head - tail;
-}
-
-/*
- * Expire-after-access: extends e's deadline to now + the default TTL. A CAS
- * from the value read, relaxed (E4: a touch that raced with us wins; the
- * deadline orders nothing else). Never shortens a deadline, never revives an
- * entry already due. The wheel learns of it lazily (on_due).
- */
-static void extend_deadline(struct larder__maint *m, struct larder__entry *e)
-{
-	uint64_t ttl = m->cache->default_ttl_ms, now = pass_now(m);
-	uint64_t d = entry_deadline(e);
-	uint64_t want = ttl >= UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + ttl;
-	if (d == UINT64_MAX || d <= now || want <= d)
-		return;
-	atomic_compare_exchange_strong_explicit(larder__entry_expire(e), &d, want,
-						LARDER__RELAXED, LARDER__RELAXED);
+	/* Relaxed: our own count, which the owner reads for its bound only. */
+	if (spilled != taken0)
+		atomic_store_explicit(&h->spill_taken, spilled, LARDER__RELAXED);
+	return head - tail + spilled - taken0;
 }
 
 static uint64_t drain_hits(struct larder__maint *m, struct larder__handle *h)
 {
-	struct larder *c = m->cache;
-	int extend = c->expiry == LARDER_EXPIRE_AFTER_ACCESS && c->default_ttl_ms != LARDER_TTL_NEVER;
 	/* A-HIT: acquire, pairs with R-HIT in larder__events_hit(). */
 	uint64_t head = atomic_load_explicit(&h->hit_head, LARDER__ACQUIRE);
 	uint64_t from = h->hit_tail;
@@ -394,9 +475,6 @@ static uint64_t drain_hits(struct larder__maint *m, struct larder__handle *h)
 			m->ops->hit(m->policy, e);
 			bump(m, LARDER_STAT_HIT_SAMPLES, 1);
 		}
-		if (extend && (larder__entry_flags(e) & LARDER__ENTRY_TTL) &&
-		    !(e->mbits & LARDER__MBITS_DEAD))
-			extend_deadline(m, e);
 	}
 	uint64_t n = head - h->hit_tail;
 	h->hit_tail = head;
@@ -489,6 +567,26 @@ static void gen_add(struct larder__maint *m, struct larder__table *t)
 static void drop_migrating(void *ctx, struct larder__entry *e)
 {
 	retire(((struct larder *)ctx)->maint, e, LARDER_CAUSE_EVICTED, 1);
+}
+
+/*
+ * Moves up to `homes` homes of t into its next table (index/table.h); true
+ * when t is done. An entry that finds no slot there (a table full to its
+ * last bucket: not expected at the loads resizes aim for) is dropped as
+ * EVICTED, and the listener hears of it only after the migration let go of
+ * the bucket locks, so that the listener may write to this cache. The
+ * dropped entries are the ones retire() put on the collect list meanwhile.
+ */
+static int migrate(struct larder__maint *m, struct larder__table *t, size_t homes)
+{
+	struct larder *c = m->cache;
+	struct larder__entry *before = m->collect;
+	m->migrating = 1;
+	int done = larder__table_migrate(t, homes, entry_hash, drop_migrating, c);
+	m->migrating = 0;
+	for (struct larder__entry *e = m->collect; c->listener && e != before; e = e->retired_next)
+		call_listener(m, e, LARDER_CAUSE_EVICTED);
+	return done;
 }
 
 /* Prefetches the entries in bucket b and, for those already in cache, the
@@ -734,7 +832,7 @@ static uint64_t walk_gens(struct larder__maint *m, int ready)
 	if (m->clear.phase == CLEAR_START) {
 		if (next) {
 			/* No writer can reach g any more: finish its growth at once. */
-			larder__table_migrate(g, SIZE_MAX, entry_hash, drop_migrating, m->cache);
+			migrate(m, g, SIZE_MAX);
 			if (m->growing == g)
 				m->growing = NULL;
 		}
@@ -916,7 +1014,7 @@ static int grow(struct larder__maint *m)
 	if (root_entries(m) * 5 > larder__table_slots(next) * 3 ||
 	    atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED) != 0) /* a hint */
 		chunk = SIZE_MAX;
-	if (!larder__table_migrate(t, chunk, entry_hash, drop_migrating, c))
+	if (!migrate(m, t, chunk))
 		/* A shrink's passes follow one another at once (as busy as
 		 * BUSY_PASS_EVENTS): nothing else hurries it, and the memory it
 		 * frees waits for its end (at one batching window per 1,024
@@ -965,6 +1063,10 @@ static void fold_handle_stats(struct larder__maint *m, struct larder__handle *h)
 	bump(m, LARDER_STAT_WRITE_WAITS, atomic_load_explicit(&h->write_waits, LARDER__RELAXED));
 	bump(m, LARDER_STAT_WRITE_BUSY, atomic_load_explicit(&h->write_busy, LARDER__RELAXED));
 	bump(m, LARDER_STAT_MAINT_WAITS, atomic_load_explicit(&h->maint_waits, LARDER__RELAXED));
+	bump(m, LARDER_STAT_BUSY_MEMORY, atomic_load_explicit(&h->busy_memory, LARDER__RELAXED));
+	bump(m, LARDER_STAT_BUSY_EVENTS, atomic_load_explicit(&h->busy_events, LARDER__RELAXED));
+	bump(m, LARDER_STAT_BUSY_INDEX, atomic_load_explicit(&h->busy_index, LARDER__RELAXED));
+	bump(m, LARDER_STAT_EVENTS_SPILLED, atomic_load_explicit(&h->spilled, LARDER__RELAXED));
 	bump(m, LARDER_STAT_USED_BYTES, atomic_load_explicit(&h->alloc_bytes, LARDER__RELAXED));
 }
 
@@ -980,6 +1082,7 @@ static void dismantle(struct larder__maint *m, struct larder__handle *h)
 	fold_handle_stats(m, h);
 	handle_unlink(c, h);
 	pthread_mutex_unlock(&c->handles_lock);
+	spill_free(h);
 	free(h);
 }
 
@@ -1007,7 +1110,8 @@ static int rings_empty(struct larder *c)
 		/* Relaxed: only a hint whether to sleep; a missed event is caught by
 		 * the writer's wake-up (W1) or the idle timeout. */
 		if (atomic_load_explicit(&h->ev_head, LARDER__RELAXED) !=
-		    atomic_load_explicit(&h->ev_tail, LARDER__RELAXED))
+			    atomic_load_explicit(&h->ev_tail, LARDER__RELAXED) ||
+		    spill_pending(h))
 			return 0;
 	}
 	return 1;
@@ -1016,7 +1120,7 @@ static int rings_empty(struct larder *c)
 /*
  * A grace period costs two membarrier calls, each of which interrupts every
  * CPU running one of our threads: start one only for a batch worth it (64 KiB),
- * when a writer waits for room, or when the last one is 1 ms old, so that
+ * when a writer (or a test seam) waits, or when the last one is 1 ms old, so that
  * retired memory waits at most about 1 ms plus the grace period itself.
  */
 static int gp_due(struct larder__maint *m)
@@ -1024,6 +1128,7 @@ static int gp_due(struct larder__maint *m)
 	struct larder *c = m->cache;
 	return m->collect_bytes >= GP_BATCH_BYTES ||
 	       atomic_load_explicit(&c->room_waiters, LARDER__RELAXED) || /* a hint */
+	       atomic_load_explicit(&m->seam_waiters, LARDER__RELAXED) || /* a hint (quiesce) */
 	       atomic_load_explicit(&c->stop, LARDER__RELAXED) ||
 	       larder__monotonic_ns() - m->gp_started_ns >= GP_INTERVAL_NS;
 }
@@ -1104,6 +1209,10 @@ static uint64_t maint_pass(struct larder__maint *m)
 		atomic_store_explicit(&m->idle_seq,
 				      atomic_load_explicit(&m->pass_seq, LARDER__RELAXED),
 				      LARDER__RELEASE);
+	/* A test seam waits for this pass: an idle one bumps nothing else.
+	 * Relaxed: a hint; the seam's wait is bounded anyway. */
+	if (atomic_load_explicit(&m->seam_waiters, LARDER__RELAXED))
+		wake_writers(c);
 	return work + (uint64_t)pending;
 }
 
@@ -1122,6 +1231,7 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 	}
 	/* Sleep until the wheel's next event at most (on the cache clock; see
 	 * the lateness bound above), never longer than IDLE_NS. */
+	atomic_store_explicit(&m->idle_until, m->next_due, LARDER__RELAXED); /* a test seam */
 	uint64_t sleep_ns = IDLE_NS;
 	if (m->next_due != UINT64_MAX) {
 		uint64_t now = c->clock(c->clock_ctx);
@@ -1142,12 +1252,24 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 static void *maint_main(void *arg)
 {
 	struct larder *c = arg;
-	/* R-MAINT: release; NULL (out of memory) only means a listener's write
-	 * might wait for room, as any other thread's would. */
-	atomic_store_explicit(&c->maint_thread, (uintptr_t)larder__thread_self(), LARDER__RELEASE);
+	/* Before any listener runs: this thread's writes must never wait
+	 * (core/cache.c, wait_pass). Without its state it cannot run at all. */
+	struct larder__thread *self = larder__thread_self();
+	if (self)
+		self->maintainer = 1;
+	/* R-START: release, pairs with A-START in larder__maint_start(). */
+	atomic_store_explicit(&c->maint_started, self ? MAINT_RUNNING : MAINT_NO_STATE,
+			      LARDER__RELEASE);
+	larder__futex_wake(&c->maint_started, 1);
+	if (!self)
+		return NULL;
 	/* A-STOP: acquire, pairs with R-STOP in larder__maint_stop(). */
 	while (!atomic_load_explicit(&c->stop, LARDER__ACQUIRE))
 		maint_sleep(c->maint, maint_pass(c->maint));
+	/* What callers posted before close: applied here, so that the
+	 * listener hears of those removals on this thread, not the closer's. */
+	uint64_t hits;
+	drain_all(c->maint, &hits);
 	return NULL;
 }
 
@@ -1168,7 +1290,7 @@ void larder__cache_wake_maintainer(struct larder *c, const struct larder__handle
 
 int larder__maint_create(struct larder *c)
 {
-	struct larder__maint *m = calloc(1, sizeof(*m));
+	struct larder__maint *m = larder__calloc(1, sizeof(*m));
 	if (!m)
 		return LARDER_ENOMEM;
 	m->cache = c;
@@ -1178,8 +1300,7 @@ int larder__maint_create(struct larder *c)
 	larder__wheel_init(&m->wheel, 0, &c->slab.dir, LARDER__ENTRY_WHEEL_OFFSET, wheel_deadline,
 			   m);
 	m->ops = larder__policy_ops_for(c->policy);
-	m->hits_keep_awake = m->ops->hits_keep_awake ||
-			     c->expiry == LARDER_EXPIRE_AFTER_ACCESS;
+	m->hits_keep_awake = m->ops->hits_keep_awake;
 	m->policy_capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* not shared yet */
 	struct larder__table *first = /* the open's own table, not shared yet */
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__RELAXED);
@@ -1199,8 +1320,16 @@ int larder__maint_create(struct larder *c)
 
 int larder__maint_start(struct larder *c)
 {
-	int rc = pthread_create(&c->thread, NULL, maint_main, c);
-	return rc == 0 ? LARDER_OK : LARDER_ETHREAD;
+	if (pthread_create(&c->thread, NULL, maint_main, c) != 0)
+		return LARDER_ETHREAD;
+	/* A-START: acquire, pairs with R-START: the thread's verdict. */
+	uint32_t st;
+	while ((st = atomic_load_explicit(&c->maint_started, LARDER__ACQUIRE)) == MAINT_STARTING)
+		larder__futex_wait(&c->maint_started, MAINT_STARTING, 10u * 1000u * 1000u);
+	if (st == MAINT_RUNNING)
+		return LARDER_OK;
+	pthread_join(c->thread, NULL);
+	return LARDER_ENOMEM;
 }
 
 static void free_large(void *ctx, struct larder__entry *e)
@@ -1225,8 +1354,11 @@ void larder__maint_destroy(struct larder *c)
 	struct larder__maint *m = c->maint;
 	/* Apply what threads posted last, so that every entry is in the index or
 	 * on a retire list; then slab pages go back whole, and only private
-	 * mappings need a walk. */
+	 * mappings need a walk. The maintainer's last drain (maint_main) left
+	 * only what its listener wrote meanwhile; no listener runs here, on the
+	 * closing thread (larder.h: removals at close are not reported). */
 	uint64_t hits;
+	m->closing = 1;
 	drain_all(m, &hits);
 	struct larder__table *root = /* A-ROOT */
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
@@ -1258,6 +1390,7 @@ void larder__maint_destroy(struct larder *c)
 	struct larder__handle *h = handles_first(c);
 	while (h) {
 		struct larder__handle *next = h->next;
+		spill_free(h);
 		free(h);
 		h = next;
 	}
@@ -1293,13 +1426,16 @@ void larder__maint_stats(struct larder *c, uint64_t *values)
 /* ---- Test seams --------------------------------------------------------------- */
 
 /* Test seams: wakes the maintainer and waits up to 1 ms for one of its
- * passes (every active pass bumps the writers' room word). */
+ * passes (which bump the writers' room word while a seam waits). */
 static void seam_wake_and_wait(struct larder *c)
 {
+	struct larder__maint *m = c->maint;
+	atomic_fetch_add_explicit(&m->seam_waiters, 1, LARDER__RELAXED); /* a count */
+	uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
 	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__SEQ_CST); /* the futex word */
 	larder__futex_wake(&c->maint_sleeping, 1);
-	uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
 	larder__futex_wait(&c->room_seq, seq, 1000000u);
+	atomic_fetch_sub_explicit(&m->seam_waiters, 1, LARDER__RELAXED); /* a count */
 }
 
 int larder__test_quiesce(larder *c, uint64_t timeout_ms)
@@ -1334,9 +1470,15 @@ static void walk_count(void *ctx, struct larder__entry *e)
 void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
 {
 	struct walk_totals w = { 0, 0 };
+	/* In a read section: an entry the maintainer unlinks meanwhile (a TTL
+	 * on the real clock) is not freed under the walk. */
+	struct larder__thread *t = larder__thread_self();
+	uint64_t outer = t ? larder__read_enter(&t->reader) : 0;
 	struct larder__table *root = /* A-ROOT */
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
 	larder__table_walk(root, walk_count, &w);
+	if (t)
+		larder__read_exit(&t->reader, outer);
 	*entries = w.entries;
 	*slot_bytes = w.bytes;
 }
@@ -1361,6 +1503,12 @@ void larder__test_wake(larder *c)
 {
 	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* the futex word */
 	larder__futex_wake(&c->maint_sleeping, 1);
+}
+
+uint64_t larder__test_idle_until(larder *c)
+{
+	/* Relaxed: a reading for a test that polls it. */
+	return atomic_load_explicit(&c->maint->idle_until, LARDER__RELAXED);
 }
 
 uint64_t larder__test_wheel_done(larder *c)

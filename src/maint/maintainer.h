@@ -12,7 +12,8 @@ struct larder;
 
 /* Creates the maintainer's state (policy included). LARDER_OK or LARDER_ENOMEM. */
 int larder__maint_create(struct larder *cache);
-/* Starts the thread. LARDER_OK or LARDER_ETHREAD. */
+/* Starts the thread and waits until it runs: LARDER_OK, LARDER_ETHREAD, or
+ * LARDER_ENOMEM (it could not allocate its per-thread state; joined). */
 int larder__maint_start(struct larder *cache);
 /* Stops and joins the thread. */
 void larder__maint_stop(struct larder *cache);

@@ -19,12 +19,16 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "core/alloc.h"
+
 #define RESERVE_BYTES ((size_t)1 << 29)    /* 2^26 words: every block fits */
 #define GROW_BLOCKS (64u * 1024u / 8u)      /* 64 KiB of directory at a time */
 
 int larder__pagedir_init(struct larder__pagedir *d)
 {
 	memset(d, 0, sizeof(*d));
+	if (larder__alloc_fault())
+		return -1;
 	void *p = mmap(NULL, RESERVE_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 		       -1, 0);
 	if (p == MAP_FAILED)
@@ -49,7 +53,8 @@ static int grow_locked(struct larder__pagedir *d, uint32_t need)
 	uint64_t to = ((uint64_t)need + GROW_BLOCKS - 1) / GROW_BLOCKS * GROW_BLOCKS;
 	if (to > RESERVE_BYTES / 8)
 		to = RESERVE_BYTES / 8;
-	if (mprotect(d->dir + d->writable, (size_t)(to - d->writable) * 8,
+	if (larder__alloc_fault() ||
+	    mprotect(d->dir + d->writable, (size_t)(to - d->writable) * 8,
 		     PROT_READ | PROT_WRITE) != 0)
 		return -1;
 	d->writable = (uint32_t)to;

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 
+#include "core/alloc.h"
 #include "core/testing.h"
 #include "sync/atomic.h"
 
@@ -65,7 +66,7 @@ static void *mapped(unsigned char *p, size_t bytes)
 
 void *larder__pages_map(size_t bytes, size_t align)
 {
-	if (fault_injected())
+	if (fault_injected() || larder__alloc_fault())
 		return NULL;
 	uintptr_t below = atomic_load_explicit(&last_map, LARDER__RELAXED); /* a hint */
 	if (below > bytes + align) {
@@ -100,4 +101,10 @@ void larder__pages_unmap(void *p, size_t bytes)
 		return;
 	munmap(p, bytes);
 	atomic_fetch_sub_explicit(&mapped_bytes, bytes, LARDER__RELAXED); /* a statistic */
+}
+
+void larder__pages_release(void *p, size_t bytes)
+{
+	/* A hint: if the kernel refuses, the memory stays resident, as before. */
+	(void)madvise(p, bytes, MADV_DONTNEED);
 }

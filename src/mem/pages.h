@@ -17,6 +17,9 @@
  * zero-filled. NULL when the kernel refuses or a fault is injected. */
 void *larder__pages_map(size_t bytes, size_t align);
 void larder__pages_unmap(void *p, size_t bytes);
+/* Gives the memory of whole OS pages inside a mapping back to the kernel;
+ * they stay mapped and read as zero bytes when touched again. */
+void larder__pages_release(void *p, size_t bytes);
 
 static inline size_t larder__pages_round(size_t bytes)
 {

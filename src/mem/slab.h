@@ -40,6 +40,7 @@ struct larder__slab {
 	struct larder__page *all;
 	struct larder__page *reserve[LARDER__PAGE_ORDERS];
 	unsigned reserve_count[LARDER__PAGE_ORDERS];
+	uint64_t reserve_limit; /* under lock: bytes of empty pages kept per page size */
 	/* Empty pages beyond the reserve, waiting for the returner thread to
 	 * unmap them (under lock; linked through all_next). */
 	struct larder__page *to_unmap;
@@ -64,7 +65,13 @@ struct larder__slab {
 	larder__atomic_u64 class_live[LARDER__SIZECLASS_COUNT];
 };
 
+/* The most empty pages a slab keeps, per page size, for reuse. */
+#define LARDER__SLAB_RESERVE_MAX (4u * 1024u * 1024u)
+
 int larder__slab_init(struct larder__slab *s);
+/* Sets how many bytes of empty pages the slab keeps per page size (at least
+ * one page each); pages over a lower limit go back to the OS at once. */
+void larder__slab_set_reserve(struct larder__slab *s, uint64_t bytes);
 /* Stops the returner and unmaps every slab page. Large entries are the
  * caller's to free first. */
 void larder__slab_destroy(struct larder__slab *s);

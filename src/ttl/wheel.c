@@ -89,6 +89,8 @@
 
 #include <stdlib.h>
 
+#include "core/alloc.h"
+
 #define SPAN_MASK (((uint64_t)1 << LARDER__WHEEL_SPAN_BITS) - 1)
 
 /* ---- Lists ------------------------------------------------------------------- */
@@ -197,7 +199,7 @@ static int heap_push(struct larder__wheel *w, struct larder__wheel_link *n, uint
 {
 	if (w->heap_len == w->heap_cap) {
 		size_t cap = w->heap_cap ? w->heap_cap * 2 : 64;
-		struct larder__wheel_heap_item *h = realloc(w->heap, cap * sizeof(*h));
+		struct larder__wheel_heap_item *h = larder__realloc(w->heap, cap * sizeof(*h));
 		if (!h)
 			return -1;
 		w->heap = h;

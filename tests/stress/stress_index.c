@@ -317,8 +317,11 @@ static void run(unsigned n, struct worker *ws)
 	uint64_t until = th_now_ms() + opt.duration_ms;
 	for (uint64_t r = 0; r < 8 || th_now_ms() < until; r++) {
 		uint64_t buckets = load_root()->last + 1;
+		/* The first 8 rounds alternate, so that both a growth and a
+		 * shrink happen however few rounds a loaded machine runs. */
 		int grow = buckets == MIN_BUCKETS ||
-			   (buckets < (MIN_BUCKETS << MAX_SHIFT) && th_rng_below(&rng, 2));
+			   (buckets < (MIN_BUCKETS << MAX_SHIFT) &&
+			    (r < 8 ? r % 2 == 0 : th_rng_below(&rng, 2) != 0));
 		struct larder__table *old = resize(&rng, grow);
 		if (!old)
 			break;

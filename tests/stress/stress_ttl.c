@@ -7,8 +7,9 @@
  * Defaults: 2 writers, 2 readers, 4096 keys, 10 s (3 s under TSan, 5 s under
  * ASan). The seed is printed; thread schedules make runs differ anyway.
  * --after-access 1 runs the cache with LARDER_EXPIRE_AFTER_ACCESS and a
- * default TTL of 100 ms: reads extend deadlines (a maintainer CAS racing
- * with touches), so X2 is not checked then; X1, X3 and X4 are.
+ * default TTL of 100 ms: reads extend deadlines (readers' CASes racing
+ * with touches and with each other), so X2 is not checked then; X1, X3
+ * and X4 are.
  *
  * The injected clock is a global millisecond counter that writers advance as
  * they go. A thread may "freeze" its own view of it for one call (a

@@ -218,7 +218,10 @@ uint64_t th_stat(larder *cache, enum larder_stat stat);
 /*
  * Quiesces (failing the test if that takes longer than timeout_ms), walks the
  * index and checks LARDER_STAT_ENTRIES and LARDER_STAT_USED_BYTES against the
- * walk, and the eviction policy's queue links (larder__test_check_links).
+ * walk (taken again while a write or removal lands beside it, an expiry or
+ * another cache's listener writing, so that both describe one instant), and
+ * the eviction policy's queue links
+ * (larder__test_check_links).
  * Returns 1 when everything agreed. Writes the walk into the optional
  * out-parameters.
  */
@@ -228,9 +231,23 @@ int th_check_accounting(larder *cache, uint64_t timeout_ms, uint64_t *entries,
 /* The hash seed th_config() fixes (tests that aim keys at one bucket use it). */
 #define TH_HASH_SEED 0x5eed5eed12345678ull
 
-/* Creates a config with a fixed hash seed; fails the test and returns NULL on error. */
+/* The write wait th_config() sets: a writer at the memory bound waits this
+ * long for the maintainer before LARDER_EBUSY, so that no test fails because
+ * a loaded machine made the maintainer slow (the default, 1 s, did under
+ * ThreadSanitizer). Tests of the wait itself set their own. */
+#define TH_WRITE_WAIT_MS 60000u
+
+/* How long th_open() lets one removal listener call run before waiting
+ * writers give up (larder__test_stuck_ms; the engine's is 1 s): a loaded
+ * machine can stop a maintainer mid-call for a second. Tests of the limit
+ * set their own. */
+#define TH_STUCK_MS 60000u
+
+/* Creates a config with a fixed hash seed and TH_WRITE_WAIT_MS; fails the
+ * test and returns NULL on error. */
 larder_config *th_config(uint64_t capacity_bytes);
-/* Opens a cache from config and destroys config; fails the test and returns NULL on error. */
+/* Opens a cache from config (with TH_STUCK_MS) and destroys config; fails the
+ * test and returns NULL on error. */
 larder *th_open(larder_config *config);
 
 #endif /* LARDER_TESTS_HARNESS_H */

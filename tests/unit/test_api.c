@@ -85,9 +85,49 @@ static void test_config_setter_ranges(void)
 	CHECK_RC(larder_config_set_hash_seed(config, UINT64_MAX), LARDER_OK);
 	CHECK_RC(larder_config_set_write_wait_ms(config, 0), LARDER_OK);
 	CHECK_RC(larder_config_set_write_wait_ms(config, 5000), LARDER_OK);
+	/* write wait 0..3,600,000 ms */
+	CHECK_RC(larder_config_set_write_wait_ms(config, 3600000), LARDER_OK);
+	CHECK_RC(larder_config_set_write_wait_ms(config, 3600001), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_write_wait_ms(config, UINT64_MAX), LARDER_EINVAL);
+	/* expected entries 0..2^40 */
+	CHECK_RC(larder_config_set_expected_entries(config, 0), LARDER_OK);
 	CHECK_RC(larder_config_set_expected_entries(config, 1), LARDER_OK);
 	CHECK_RC(larder_config_set_expected_entries(config, 1000000), LARDER_OK);
+	CHECK_RC(larder_config_set_expected_entries(config, (uint64_t)1 << 40), LARDER_OK);
+	CHECK_RC(larder_config_set_expected_entries(config, ((uint64_t)1 << 40) + 1),
+		 LARDER_EINVAL);
+	/* capacity up to 2^62 - 1: a budget, not a reservation */
+	CHECK_RC(larder_config_set_capacity(config, ((uint64_t)1 << 62) - 1), LARDER_OK);
+	CHECK_RC(larder_config_set_capacity(config, (uint64_t)1 << 62), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_capacity(config, UINT64_MAX), LARDER_EINVAL);
 	larder_config_destroy(config);
+}
+
+/*
+ * The ranges as larder.h states them, at open: a capacity of 2^50 bytes
+ * opens (nothing is reserved for it) and works, and set_capacity has the
+ * setter's range. (An index too large to map fails open with ENOMEM:
+ * test_oom makes every mapping of open fail in turn.)
+ */
+static void test_open_range_limits(void)
+{
+	uint64_t mapped = larder__test_mapped_bytes();
+	larder_config *config = th_config((uint64_t)1 << 50);
+	larder *cache = NULL;
+	char buf[4];
+	size_t len;
+
+	REQUIRE(config != NULL);
+	cache = th_open(config);
+	REQUIRE(cache != NULL);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_CAPACITY_BYTES), (uint64_t)1 << 50);
+	CHECK_RC(larder_put(cache, "k", 1, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_get(cache, "k", 1, buf, sizeof(buf), &len), LARDER_OK);
+	CHECK_RC(larder_set_capacity(cache, ((uint64_t)1 << 62) - 1), LARDER_OK);
+	CHECK_RC(larder_set_capacity(cache, (uint64_t)1 << 62), LARDER_EINVAL);
+	CHECK_RC(larder_set_capacity(cache, 64 * KiB - 1), LARDER_EINVAL);
+	larder_close(cache);
+	CHECK_EQ(larder__test_mapped_bytes(), mapped);
 }
 
 /* A rejected setting must leave the previous one in force. */
@@ -188,6 +228,9 @@ static void test_stats_args(void)
 	REQUIRE(cache != NULL);
 	CHECK_RC(larder_stats(NULL, values, LARDER_STAT_COUNT), LARDER_EINVAL);
 	CHECK_RC(larder_stats(cache, NULL, LARDER_STAT_COUNT), LARDER_EINVAL);
+	/* NULL with count 0 is an empty request, as for larder_stats_size_class
+	 * (it once passed NULL to memcpy: UBSan aborted here). */
+	CHECK_RC(larder_stats(cache, NULL, 0), LARDER_OK);
 	/* A shorter array (an older caller) is filled only as far as it goes. */
 	for (size_t i = 0; i <= LARDER_STAT_COUNT; i++)
 		values[i] = 0xabcdabcdabcdabcdull;
@@ -248,7 +291,7 @@ static void test_stats_physical(void)
 		snprintf(key, sizeof(key), "k%d", i % 1000);
 		CHECK_RC(larder_get(cache, key, strlen(key), buf, sizeof(buf), &len), LARDER_OK);
 	}
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	CHECK_GT(th_stat(cache, LARDER_STAT_MAINT_PASSES), 0);
 	CHECK_GT(th_stat(cache, LARDER_STAT_HIT_SAMPLES), 0);
 	CHECK_LE(th_stat(cache, LARDER_STAT_HIT_SAMPLES), th_stat(cache, LARDER_STAT_HITS));
@@ -360,14 +403,14 @@ static void test_thread_churn(void)
 			args[i] = (struct churn_arg){cache, round * 64 + i};
 		th_run_threads(64, churn_thread, args, sizeof(args[0]));
 		/* the maintainer takes back the exited threads' state before the next round */
-		CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+		CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
 	}
 	for (int i = 0; i < 8 * 64; i++) {
 		char key[32];
 		snprintf(key, sizeof(key), "thread-%d", i);
 		CHECK_RC(larder_contains(cache, key, strlen(key)), LARDER_OK);
 	}
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	/*
 	 * Exited threads' state is released: 512 threads that each wrote 32 bytes
 	 * must not each keep a page of their own (that would be 32 MiB at 64 KiB);
@@ -391,7 +434,7 @@ static void *outlive_thread(void *p)
 
 	CHECK_RC(larder_put(a->cache, "x", 1, "y", 1, LARDER_TTL_DEFAULT), LARDER_OK);
 	th_event_signal(&a->wrote);
-	CHECK(th_event_wait(&a->closed, 10000));
+	CHECK(th_event_wait(&a->closed, 60000));
 	return NULL; /* exits after the cache is gone: its per-thread state must cope */
 }
 
@@ -406,7 +449,7 @@ static void test_thread_outlives_cache(void)
 	th_event_init(&a.wrote);
 	th_event_init(&a.closed);
 	REQUIRE(pthread_create(&t, NULL, outlive_thread, &a) == 0);
-	CHECK(th_event_wait(&a.wrote, 10000));
+	CHECK(th_event_wait(&a.wrote, 60000));
 	larder_close(a.cache);
 	th_event_signal(&a.closed);
 	pthread_join(t, NULL);
@@ -507,6 +550,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_config_create_null),
 		TH_TEST(test_config_setters_null),
 		TH_TEST(test_config_setter_ranges),
+		TH_TEST(test_open_range_limits),
 		TH_TEST(test_config_rejected_setting_keeps_previous),
 		TH_TEST(test_open_null),
 		TH_TEST(test_open_defaults),

@@ -194,7 +194,7 @@ static void test_exhaustion_api(void)
 	cache->slab.dir.top = top;
 	pthread_mutex_unlock(&cache->slab.lock);
 	CHECK_RC(larder_put(cache, "b", 1, v, sizeof(v), LARDER_TTL_NEVER), LARDER_OK);
-	th_check_accounting(cache, 20000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	larder_close(cache);
 }
 

@@ -169,7 +169,7 @@ static void run_race(enum race_op op)
 	}
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(ids[i], NULL);
-	th_check_accounting(r.cache, 10000, NULL, NULL);
+	th_check_accounting(r.cache, 60000, NULL, NULL);
 	pthread_barrier_destroy(&r.start);
 	pthread_barrier_destroy(&r.done);
 	larder_close(r.cache);

@@ -18,8 +18,12 @@
  *       deadline on every level boundary and beyond the wheel's span (heap),
  *       follows puts and touches (later, earlier, none), forgets removed
  *       entries, and wakes by itself for a deadline with the real clock;
- *   T8. expire-after-access: a read extends the deadline to now + default TTL
- *       (never shortening an explicit one); expire-after-write does not.
+ *   T8. expire-after-access: a value read (get, get_with, get_batch)
+ *       extends the deadline to now + default TTL at the read itself (never
+ *       shortening an explicit one, never giving one to "none"), unless it
+ *       is within the slack of that; contains and ttl_remaining do not; an
+ *       entry read more often than its TTL never expires; a touch after a
+ *       read wins; expire-after-write extends nothing.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -140,7 +144,7 @@ static void test_ttl_boundary(void)
 	AGREE(cache, "k", 0, NULL, 0);
 	set_time(T0 + 100000000);
 	AGREE(cache, "k", 0, NULL, 0);
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	larder_close(cache);
 }
 
@@ -243,7 +247,7 @@ static void test_touch(void)
 	set_time(T0 + 100000000);
 	AGREE(cache, "b", 1, "v", LARDER_TTL_NEVER);
 	AGREE(cache, "c", 1, "v", LARDER_TTL_NEVER);
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	larder_close(cache);
 
 	/* with a default TTL, touch(TTL_DEFAULT) applies it */
@@ -283,7 +287,7 @@ static void test_expired_is_absent(void)
 	CHECK_RC(larder_remove_if_equals(cache, "rme", 3, "old", 3), LARDER_MISS);
 	CHECK_RC(larder_put(cache, "p", 1, "new", 3, LARDER_TTL_NEVER), LARDER_OK);
 	AGREE(cache, "p", 1, "new", LARDER_TTL_NEVER);
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	larder_close(cache);
 }
 
@@ -327,8 +331,11 @@ static void test_ttl_huge(void)
 	AGREE(cache, "a", 1, "v", 0);
 	AGREE(cache, "b", 1, "v", 0);
 	AGREE(cache, "c", 1, "v", ((uint64_t)1 << 40) - 1000000000ull);
+	/* saturated: the deadline is UINT64_MAX - 1, a finite one (larder.h) */
 	CHECK_RC(larder_ttl_remaining(cache, "a", 1, &ttl), LARDER_OK);
-	CHECK_GT(ttl, (uint64_t)1 << 50);
+	CHECK_EQ(ttl, UINT64_MAX - 1 - (T0 + 1000000000ull));
+	CHECK_RC(larder_ttl_remaining(cache, "b", 1, &ttl), LARDER_OK);
+	CHECK_EQ(ttl, UINT64_MAX - 1 - (T0 + 1000000000ull));
 	larder_close(cache);
 }
 
@@ -418,7 +425,7 @@ static int expired_all(void *p)
 {
 	struct reclaim_wait *w = p;
 
-	(void)larder__test_quiesce(w->cache, 1000);
+	(void)larder__test_quiesce(w->cache, 60000);
 	return th_stat(w->cache, LARDER_STAT_EXPIRATIONS) - w->expired0 >= w->want_expired &&
 	       th_stat(w->cache, LARDER_STAT_ENTRIES) == 0;
 }
@@ -439,13 +446,13 @@ static void test_expiry_reclaims(void)
 		CHECK_RC(larder_put(w.cache, key, strlen(key), "value", 5, 10 + (uint64_t)i),
 			 LARDER_OK);
 	}
-	CHECK_EQ(larder__test_quiesce(w.cache, 10000), 0);
+	CHECK_EQ(larder__test_quiesce(w.cache, 60000), 0);
 	CHECK_EQ(th_stat(w.cache, LARDER_STAT_EXPIRATIONS) - w.expired0, 0);
 	set_time(T0 + 10 + 500);
 	/* nothing reads the keys: only the maintainer's wheel can find them */
-	CHECK(th_wait_until(expired_all, &w, 20000));
+	CHECK(th_wait_until(expired_all, &w, 60000));
 	CHECK_EQ(th_stat(w.cache, LARDER_STAT_EXPIRATIONS) - w.expired0, 500);
-	th_check_accounting(w.cache, 10000, &entries, &bytes);
+	th_check_accounting(w.cache, 60000, &entries, &bytes);
 	CHECK_EQ(entries, 0);
 	CHECK_EQ(bytes, 0);
 	larder_close(w.cache);
@@ -535,7 +542,7 @@ static larder *open_recorded(uint64_t default_ttl, enum larder_expiry expiry,
 static void settle_at(larder *c, uint64_t t)
 {
 	set_time(t);
-	CHECK_EQ(larder__test_quiesce(c, 10000), 0);
+	CHECK_EQ(larder__test_quiesce(c, 60000), 0);
 }
 
 /*
@@ -561,7 +568,7 @@ static void test_wheel_boundaries_listener(void)
 		snprintf(key[i], sizeof(key[i]), "b%d", i);
 		CHECK_RC(larder_put(cache, key[i], strlen(key[i]), "v", 1, ttls[i]), LARDER_OK);
 	}
-	CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
 	for (int i = 0; i < N; i++) {
 		uint64_t at = 0;
 		settle_at(cache, T0 + ttls[i] - 1);
@@ -576,7 +583,7 @@ static void test_wheel_boundaries_listener(void)
 			CHECK_EQ(removed(key[i + 1], LARDER_CAUSE_EXPIRED, NULL), 0);
 	}
 	CHECK_EQ(th_stat(cache, LARDER_STAT_EXPIRATIONS), N);
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	larder_close(cache);
 }
 
@@ -594,7 +601,7 @@ static void test_wheel_reschedule(void)
 	CHECK_RC(larder_put(cache, "sooner", 6, "v", 1, 100000), LARDER_OK);
 	CHECK_RC(larder_put(cache, "never", 5, "v", 1, 100), LARDER_OK);
 	CHECK_RC(larder_put(cache, "plain", 5, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
 	CHECK_RC(larder_touch(cache, "later", 5, 500), LARDER_OK);   /* 100 -> 500 */
 	CHECK_RC(larder_touch(cache, "sooner", 6, 50), LARDER_OK);   /* 100000 -> 50 */
 	CHECK_RC(larder_touch(cache, "never", 5, LARDER_TTL_NEVER), LARDER_OK);
@@ -627,7 +634,7 @@ static void test_wheel_reschedule(void)
 	CHECK_EQ(removed("never", LARDER_CAUSE_EXPIRED, NULL), 0);
 	AGREE(cache, "never", 1, "v", LARDER_TTL_NEVER);
 	CHECK_EQ(th_stat(cache, LARDER_STAT_EXPIRATIONS), 4); /* all but "never" */
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	larder_close(cache);
 }
 
@@ -645,24 +652,24 @@ static void test_wheel_cancel_on_remove(void)
 			CHECK_RC(larder_put(cache, key, strlen(key), "v", 1, 100 + (uint64_t)i * 37),
 				 LARDER_OK);
 		}
-		CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+		CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
 		for (int i = 0; i < 100; i++) {
 			char key[16];
 			snprintf(key, sizeof(key), "r%d", i);
 			CHECK_RC(larder_remove(cache, key, strlen(key)), LARDER_OK);
 		}
-		CHECK_EQ(larder__test_quiesce(cache, 10000), 0);
+		CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
 	}
 	settle_at(cache, T0 + 1000000);
 	CHECK_EQ(removed("r0", LARDER_CAUSE_EXPLICIT, NULL), 3);
 	CHECK_EQ(th_stat(cache, LARDER_STAT_EXPIRATIONS), 0);
 	CHECK_EQ(th_stat(cache, LARDER_STAT_REMOVALS), 300);
-	th_check_accounting(cache, 10000, NULL, NULL);
+	th_check_accounting(cache, 60000, NULL, NULL);
 	larder_close(cache);
 }
 
-/* Expire after access: a hit drained by the maintainer extends the deadline
- * to now + the default TTL; after write (the default) it does not. */
+/* Expire after access: a read extends the deadline to now + the default TTL;
+ * after write (the default) it does not. */
 static void test_expire_after_access(void)
 {
 	char buf[8];
@@ -678,8 +685,7 @@ static void test_expire_after_access(void)
 		settle_at(cache, T0 + 60);
 		CHECK_RC(larder_get(cache, "a", 1, buf, sizeof(buf), &len), LARDER_OK);
 		CHECK_RC(larder_get(cache, "x", 1, buf, sizeof(buf), &len), LARDER_OK);
-		settle_at(cache, T0 + 60); /* the maintainer drains the hits */
-		uint64_t ttl = 0;
+		uint64_t ttl = 0; /* extended at the read, with no maintainer pass between */
 		CHECK_RC(larder_ttl_remaining(cache, "a", 1, &ttl), LARDER_OK);
 		CHECK_EQ(ttl, mode ? 100 : 40);
 		CHECK_RC(larder_ttl_remaining(cache, "x", 1, &ttl), LARDER_OK);
@@ -696,62 +702,264 @@ static void test_expire_after_access(void)
 		AGREE(cache, "a", 0, NULL, 0);
 		settle_at(cache, T0 + 1000);
 		CHECK_EQ(removed("x", LARDER_CAUSE_EXPIRED, NULL), 1);
-		th_check_accounting(cache, 10000, NULL, NULL);
+		th_check_accounting(cache, 60000, NULL, NULL);
 		larder_close(cache);
 	}
 }
 
-static uint64_t real_ms(void *ctx)
+/* The ms left on key, or 0 when it is absent. */
+static uint64_t left(larder *c, const char *key)
 {
-	(void)ctx;
-	return th_now_ms();
+	uint64_t ttl = 0;
+	return larder_ttl_remaining(c, key, strlen(key), &ttl) == LARDER_OK ? ttl : 0;
+}
+
+/* Reads key with the read `how` names (0 get, 1 get_with, 2 get_batch). */
+static int read_as(larder *c, const char *key, int how)
+{
+	char buf[16];
+	size_t len = 0;
+	struct seen s = {0, 0, {0}};
+	const void *keys[1] = {key};
+	const size_t lens[1] = {strlen(key)};
+
+	if (how == 0)
+		return larder_get(c, key, strlen(key), buf, sizeof(buf), &len);
+	if (how == 1)
+		return larder_get_with(c, key, strlen(key), seen_fn, &s);
+	return larder_get_batch(c, 1, keys, lens, seen_batch_fn, &s) == 1 ? LARDER_OK
+									  : LARDER_MISS;
 }
 
 /*
- * With the real clock and nothing touching the cache, the maintainer wakes
- * for the deadline by itself: the listener runs within one tick plus one
- * batching window (a scheduler allowance added) rather than the 100 ms idle
- * sleep. Waits on the listener's signal, with a deadline; never sleeps.
+ * Expire after access, extended at the read (regression: the maintainer
+ * used to extend at its next pass, from that pass's clock, so a read at
+ * t+500 followed by the clock moving to t+700 gave t+1700, or nothing at
+ * all if the deadline came first). Every value read extends at once, with
+ * no maintainer pass between; contains and ttl_remaining do not extend.
  */
+static void test_after_access_extends_at_read(void)
+{
+	for (int how = 0; how < 3; how++) {
+		larder *cache = open_recorded(1000, LARDER_EXPIRE_AFTER_ACCESS, NULL, NULL);
+		REQUIRE(cache != NULL);
+		CHECK_RC(larder_put(cache, "k", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+		CHECK_RC(larder_put(cache, "peek", 4, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+		CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+		set_time(T0 + 500);
+		CHECK_RC(read_as(cache, "k", how), LARDER_OK);
+		CHECK_RC(larder_contains(cache, "peek", 4), LARDER_OK);
+		set_time(T0 + 700);
+		CHECK_EQ(left(cache, "k"), 800);
+		CHECK_EQ(left(cache, "peek"), 300); /* contains, ttl_remaining: no extension */
+		settle_at(cache, T0 + 700);
+		CHECK_EQ(left(cache, "k"), 800);
+		settle_at(cache, T0 + 1000);
+		CHECK_EQ(removed("peek", LARDER_CAUSE_EXPIRED, NULL), 1);
+		settle_at(cache, T0 + 1499);
+		CHECK_EQ(removed("k", LARDER_CAUSE_EXPIRED, NULL), 0);
+		CHECK_RC(larder_contains(cache, "k", 1), LARDER_OK);
+		settle_at(cache, T0 + 1500);
+		CHECK_EQ(removed("k", LARDER_CAUSE_EXPIRED, NULL), 1);
+		CHECK_RC(larder_contains(cache, "k", 1), LARDER_MISS);
+		th_check_accounting(cache, 60000, NULL, NULL);
+		larder_close(cache);
+	}
+}
+
+/*
+ * An entry read again and again, more often than its TTL, never expires,
+ * whatever the maintainer does meanwhile (regression: with a 50 ms TTL and
+ * a read every 10 ms it expired after 111-184 ms). The clock moves 10 ms
+ * per read and the maintainer is woken at every step, free to expire.
+ */
+static void test_after_access_read_continuously(void)
+{
+	larder *cache = open_recorded(50, LARDER_EXPIRE_AFTER_ACCESS, NULL, NULL);
+	int misses = 0;
+
+	REQUIRE(cache != NULL);
+	CHECK_RC(larder_put(cache, "hot", 3, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	for (int i = 1; i <= 300; i++) {
+		set_time(T0 + 10 * (uint64_t)i);
+		larder__test_wake(cache);
+		misses += read_as(cache, "hot", i % 3) != LARDER_OK;
+		if (i % 50 == 0)
+			settle_at(cache, T0 + 10 * (uint64_t)i);
+	}
+	CHECK_EQ(misses, 0);
+	CHECK_EQ(removed("hot", LARDER_CAUSE_EXPIRED, NULL), 0);
+	settle_at(cache, T0 + 3000 + 49);
+	CHECK_EQ(removed("hot", LARDER_CAUSE_EXPIRED, NULL), 0);
+	settle_at(cache, T0 + 3000 + 50);
+	CHECK_EQ(removed("hot", LARDER_CAUSE_EXPIRED, NULL), 1);
+	larder_close(cache);
+}
+
+/*
+ * A touch after a read wins, and a read after a touch extends (regression:
+ * the read's extension, applied by the maintainer after the touch,
+ * overrode a shorter touch; the random model found it as put ttl 37, touch
+ * NEVER, get_with, touch ttl 2, clock +19, remove_if_equals: OK where MISS
+ * was due).
+ */
+static void test_after_access_touch_after_read(void)
+{
+	larder *cache = open_recorded(1000, LARDER_EXPIRE_AFTER_ACCESS, NULL, NULL);
+	struct seen s = {0, 0, {0}};
+
+	REQUIRE(cache != NULL);
+	CHECK_RC(larder_put(cache, "k", 1, "v", 1, 500), LARDER_OK);
+	CHECK_RC(read_as(cache, "k", 0), LARDER_OK);
+	CHECK_EQ(left(cache, "k"), 1000);
+	CHECK_RC(larder_touch(cache, "k", 1, 10), LARDER_OK);
+	CHECK_EQ(left(cache, "k"), 10);
+	settle_at(cache, T0); /* a maintainer pass after the touch changes nothing */
+	CHECK_EQ(left(cache, "k"), 10);
+	settle_at(cache, T0 + 300);
+	CHECK_RC(larder_contains(cache, "k", 1), LARDER_MISS);
+	CHECK_EQ(removed("k", LARDER_CAUSE_EXPIRED, NULL), 1);
+
+	set_time(T0 + 1000);
+	CHECK_RC(larder_put(cache, "m", 1, "v", 1, 37), LARDER_OK);
+	CHECK_RC(larder_touch(cache, "m", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_get_with(cache, "m", 1, seen_fn, &s), LARDER_OK);
+	CHECK_EQ(left(cache, "m"), LARDER_TTL_NEVER); /* "none" is not extended */
+	CHECK_RC(larder_touch(cache, "m", 1, 2), LARDER_OK);
+	settle_at(cache, T0 + 1000);
+	settle_at(cache, T0 + 1019);
+	CHECK_RC(larder_remove_if_equals(cache, "m", 1, "v", 1), LARDER_MISS);
+
+	/* a read after a touch extends it */
+	CHECK_RC(larder_put(cache, "n", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	CHECK_RC(larder_touch(cache, "n", 1, 10), LARDER_OK);
+	set_time(T0 + 1024);
+	CHECK_RC(read_as(cache, "n", 2), LARDER_OK);
+	CHECK_EQ(left(cache, "n"), 1000);
+	th_check_accounting(cache, 60000, NULL, NULL);
+	larder_close(cache);
+}
+
+/*
+ * The slack (larder.h): a read leaves a deadline alone while it is within
+ * default TTL / 64 (at most 1 s) of read time + TTL. TTL 6400: slack 100.
+ */
+static void test_after_access_slack(void)
+{
+	larder *cache = open_recorded(6400, LARDER_EXPIRE_AFTER_ACCESS, NULL, NULL);
+
+	REQUIRE(cache != NULL);
+	CHECK_RC(larder_put(cache, "k", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK); /* T0+6400 */
+	set_time(T0 + 100);
+	CHECK_RC(read_as(cache, "k", 0), LARDER_OK); /* 6400 >= 6500 - 100: unchanged */
+	CHECK_EQ(left(cache, "k"), 6300);
+	set_time(T0 + 101);
+	CHECK_RC(read_as(cache, "k", 1), LARDER_OK); /* 6400 < 6501 - 100: moved */
+	CHECK_EQ(left(cache, "k"), 6400);
+	set_time(T0 + 150);
+	CHECK_RC(read_as(cache, "k", 2), LARDER_OK);
+	CHECK_EQ(left(cache, "k"), 6351);
+	larder_close(cache);
+
+	/* a day's TTL: the slack stops at 1 s */
+	cache = open_recorded(86400000, LARDER_EXPIRE_AFTER_ACCESS, NULL, NULL);
+	REQUIRE(cache != NULL);
+	CHECK_RC(larder_put(cache, "k", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	set_time(T0 + 1000);
+	CHECK_RC(read_as(cache, "k", 0), LARDER_OK);
+	CHECK_EQ(left(cache, "k"), 86400000 - 1000);
+	set_time(T0 + 1001);
+	CHECK_RC(read_as(cache, "k", 0), LARDER_OK);
+	CHECK_EQ(left(cache, "k"), 86400000);
+	larder_close(cache);
+}
+
+/*
+ * A clock that steps back (larder.h: tolerated, not honoured). Regression,
+ * found by the model tester: after the wheel had moved to T0 + 1000, a
+ * step back to T0 and a put with a 100 ms TTL made the maintainer spin for
+ * good (the entry, due behind the wheel's time but after the clock, was
+ * delivered and scheduled again without end), so it never went idle.
+ * Now the maintainer keeps time by the latest clock it saw: the entry is
+ * reclaimed as EXPIRED, while reads judge by their own reading.
+ */
+static void test_clock_steps_back(void)
+{
+	larder *cache = open_recorded(0, LARDER_EXPIRE_AFTER_WRITE, NULL, NULL);
+
+	REQUIRE(cache != NULL);
+	CHECK_RC(larder_put(cache, "early", 5, "v", 1, 10), LARDER_OK);
+	settle_at(cache, T0 + 1000);
+	CHECK_EQ(removed("early", LARDER_CAUSE_EXPIRED, NULL), 1);
+	set_time(T0);
+	CHECK_RC(larder_put(cache, "k", 1, "v", 1, 100), LARDER_OK);
+	CHECK_RC(larder_put(cache, "never", 5, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_put(cache, "far", 3, "v", 1, 5000), LARDER_OK);
+	CHECK_EQ(larder__test_quiesce(cache, 60000), 0); /* it did not spin */
+	/* "k" was due by the maintainer's time (T0 + 1000): reclaimed */
+	CHECK_EQ(removed("k", LARDER_CAUSE_EXPIRED, NULL), 1);
+	CHECK_RC(larder_contains(cache, "k", 1), LARDER_MISS);
+	CHECK_RC(larder_contains(cache, "far", 3), LARDER_OK);
+	uint64_t left = 0;
+	CHECK_RC(larder_ttl_remaining(cache, "far", 3, &left), LARDER_OK);
+	CHECK_EQ(left, 5000); /* reads judge by their own reading */
+	settle_at(cache, T0 + 4999);
+	CHECK_EQ(removed("far", LARDER_CAUSE_EXPIRED, NULL), 0);
+	settle_at(cache, T0 + 5000);
+	CHECK_EQ(removed("far", LARDER_CAUSE_EXPIRED, NULL), 1);
+	CHECK_RC(larder_contains(cache, "never", 5), LARDER_OK);
+	th_check_accounting(cache, 60000, NULL, NULL);
+	larder_close(cache);
+}
+
+struct idle_wait {
+	larder *cache;
+	uint64_t want;
+};
+
+static int idle_until_is(void *p)
+{
+	struct idle_wait *w = p;
+	return larder__test_idle_until(w->cache) == w->want;
+}
+
+static int idle_until_passed(void *p)
+{
+	struct idle_wait *w = p;
+	return larder__test_idle_until(w->cache) > w->want;
+}
+
 /*
  * The maintainer sleeps until the wheel's next deadline, not for its whole
- * idle period (IDLE_NS, 100 ms): an entry with a 30 ms TTL put just after the
- * maintainer went idle is removed about 70 ms late if it does not. The median
- * of five rounds is judged, so one round delayed by a loaded machine's
- * scheduler does not fail the test, while a maintainer that oversleeps fails
- * every round.
+ * idle period (IDLE_NS, 100 ms): with an entry due 30 ms ahead it goes to
+ * sleep meaning to wake at that deadline (what it sleeps for, judged
+ * without timing anything), and then, with the clock moved onto the
+ * deadline and nobody waking it, it does wake and expire the entry by
+ * itself. (The real-clock lateness is printed, not judged: on a loaded
+ * machine the scheduler decides it.)
  */
 static void test_wheel_wakes_for_deadline(void)
 {
-	larder *cache = open_recorded(0, LARDER_EXPIRE_AFTER_WRITE, real_ms, NULL);
-	enum { ROUNDS = 5 };
-	uint64_t late[ROUNDS];
+	larder *cache = open_recorded(0, LARDER_EXPIRE_AFTER_WRITE, NULL, NULL);
+	struct idle_wait w = { cache, T0 + 30 };
+	uint64_t at = 0;
 
 	REQUIRE(cache != NULL);
-	for (int i = 0; i < ROUNDS; i++) {
-		char key[16];
-		uint64_t at = 0;
-		snprintf(key, sizeof(key), "w%d", i);
-		th_event_destroy(&rec.expired);
-		th_event_init(&rec.expired);
-		CHECK_EQ(larder__test_quiesce(cache, 10000), 0); /* maintainer goes idle */
-		uint64_t deadline = th_now_ms() + 30;
-		CHECK_RC(larder_put(cache, key, strlen(key), "v", 1, 30), LARDER_OK);
-		uint64_t ttl = 0;
-		if (larder_ttl_remaining(cache, key, strlen(key), &ttl) == LARDER_OK)
-			deadline = th_now_ms() + ttl; /* the entry's own deadline, near enough */
-		REQUIRE(th_event_wait(&rec.expired, 5000));
-		REQUIRE(removed(key, LARDER_CAUSE_EXPIRED, &at) == 1);
-		late[i] = at > deadline ? at - deadline : 0;
-		for (int j = i; j > 0 && late[j - 1] > late[j]; j--) {
-			uint64_t t = late[j];
-			late[j] = late[j - 1];
-			late[j - 1] = t;
-		}
-	}
-	printf("  lateness with the real clock: median %" PRIu64 " ms, worst %" PRIu64 " ms\n",
-	       late[ROUNDS / 2], late[ROUNDS - 1]);
-	CHECK_LT(late[ROUNDS / 2], (TH_TSAN || TH_ASAN) ? 60u : 40u);
+	CHECK_RC(larder_put(cache, "w", 1, "v", 1, 30), LARDER_OK);
+	CHECK_RC(larder_put(cache, "later", 5, "v", 1, 5000), LARDER_OK);
+	CHECK(th_wait_until(idle_until_is, &w, 60000));
+	uint64_t t0 = th_now_ms();
+	set_time(T0 + 30); /* no wake-up: the maintainer sleeps ~30 ms */
+	CHECK(th_event_wait(&rec.expired, 60000));
+	CHECK_EQ(removed("w", LARDER_CAUSE_EXPIRED, &at), 1);
+	CHECK_EQ(at, T0 + 30);
+	printf("  expired %" PRIu64 " ms (real) after the clock reached its deadline\n",
+	       th_now_ms() - t0);
+	/* Next it means to wake for "later": by its deadline at the latest
+	 * (sooner, where a cascade of the wheel brings it down a level). */
+	CHECK(th_wait_until(idle_until_passed, &w, 60000));
+	uint64_t next = larder__test_idle_until(cache);
+	CHECK(next > T0 + 30 && next <= T0 + 5000);
 	larder_close(cache);
 }
 
@@ -772,6 +980,11 @@ int main(int argc, char **argv)
 		TH_TEST(test_wheel_reschedule),
 		TH_TEST(test_wheel_cancel_on_remove),
 		TH_TEST(test_expire_after_access),
+		TH_TEST(test_after_access_extends_at_read),
+		TH_TEST(test_after_access_read_continuously),
+		TH_TEST(test_after_access_touch_after_read),
+		TH_TEST(test_after_access_slack),
+		TH_TEST(test_clock_steps_back),
 		TH_TEST(test_wheel_wakes_for_deadline),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));

@@ -1,0 +1,448 @@
+'use strict';
+/*
+ * bench/bench.js - the Node binding's six benchmark tables, larder beside
+ * Map and lru-cache (the npm devDependency) in the same run:
+ *
+ *   npm run bench                     (= node --expose-gc bench/bench.js)
+ *   node --expose-gc bench/bench.js --quick     (smoke: 1 round, small)
+ *   node --expose-gc bench/bench.js --only 1,2  (some tables)
+ *
+ * Tables 1-3 run in this process, engines interleaved round by round; tables
+ * 4-6 run each engine in a fresh child process per round (heap, GC and RSS
+ * figures would otherwise carry over), alternating engines. Every cell is
+ * the median of the rounds with the min-max range; ratios compare medians of
+ * the same run. Warm-up: each timed loop runs once untimed first, and every
+ * entry is written (pages faulted in) before timing starts.
+ */
+const { execFileSync } = require('node:child_process');
+const { PerformanceObserver, performance } = require('node:perf_hooks');
+const { Worker, isMainThread, workerData, parentPort } = require('node:worker_threads');
+const path = require('node:path');
+const { LarderCache } = require('..');
+const { LRUCache } = require('lru-cache');
+
+const args = process.argv.slice(2);
+const QUICK = args.includes('--quick');
+const onlyArg = args.indexOf('--only');
+const ONLY = onlyArg >= 0 ? args[onlyArg + 1].split(',').map(Number) : [1, 2, 3, 4, 5, 6];
+const ROUNDS = QUICK ? 1 : 5;
+
+/* ---- helpers --------------------------------------------------------------- */
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+function cell(xs, digits = 1) {
+  const m = median(xs);
+  if (xs.length === 1) return m.toFixed(digits);
+  return `${m.toFixed(digits)} (${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)})`;
+}
+
+function table(title, header, rows) {
+  console.log(`\n${title}\n`);
+  console.log(`| ${header.join(' | ')} |`);
+  console.log(`|${header.map(() => '---').join('|')}|`);
+  for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+}
+
+function key16(i) {
+  return `k${String(i).padStart(15, '0')}`; // 16 bytes
+}
+
+/* xorshift32, so every engine sees the same key sequence */
+function keySequence(n, range, seed) {
+  const out = new Uint32Array(n);
+  let s = seed >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    s ^= s << 13; s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5; s >>>= 0;
+    out[i] = s % range;
+  }
+  return out;
+}
+
+/* Runs fn(ops) once untimed, then rounds times; returns ns per op per round. */
+function timeRounds(fns, ops, rounds) {
+  const res = fns.map(() => []);
+  for (const f of fns) f.fn(ops);
+  for (let r = 0; r < rounds; r++) {
+    fns.forEach((f, i) => {
+      const t0 = process.hrtime.bigint();
+      f.fn(ops);
+      res[i].push(Number(process.hrtime.bigint() - t0) / ops);
+    });
+  }
+  return res;
+}
+
+const V64 = 'v'.repeat(64);
+
+/* ---- 1. set throughput ------------------------------------------------------ */
+
+function table1() {
+  const CAP = 10000;
+  const KEYS = 20000;
+  const OPS = QUICK ? 50000 : 400000;
+  const keys = Array.from({ length: KEYS }, (_, i) => key16(i));
+  const seq = keySequence(OPS, KEYS, 1);
+  const map = new Map();
+  const lru = new LRUCache({ max: CAP });
+  const l1 = new LarderCache({ max: CAP, l1: { max: 1000 } });
+  const l2 = new LarderCache({ max: CAP });
+  const loop = (c) => (n) => { for (let i = 0; i < n; i++) c.set(keys[seq[i]], V64); };
+  const engines = [
+    { name: 'Map (unbounded: holds all 20,000)', fn: loop(map) },
+    { name: 'lru-cache', fn: loop(lru) },
+    { name: 'larder L1+L2', fn: loop(l1) },
+    { name: 'larder L2 only', fn: loop(l2) },
+  ];
+  const res = timeRounds(engines, OPS, ROUNDS);
+  const lruMed = median(res[1]);
+  table('1. set throughput: capacity 10,000 entries, 20,000 distinct 16-byte keys (evicting), 64-byte string values',
+    ['engine', 'M sets/s', 'ns per set', 'time / lru-cache'],
+    engines.map((e, i) => [e.name, cell(res[i].map((ns) => 1000 / ns), 2), cell(res[i]), `${(median(res[i]) / lruMed).toFixed(2)}x`]));
+  console.log(`\nlarder entries after the run: L1+L2 ${l1.size}, L2 only ${l2.size} (max 10,000; the engine bounds bytes, max steers them)`);
+  l1.close();
+  l2.close();
+}
+
+/* ---- 2. get throughput, 100% hits ------------------------------------------- */
+
+function table2() {
+  const N = 10000;
+  const OPS = QUICK ? 200000 : 2000000;
+  const keys = Array.from({ length: N }, (_, i) => key16(i));
+  const seq = keySequence(OPS, N, 2);
+  const map = new Map();
+  const lru = new LRUCache({ max: N });
+  const withL1 = new LarderCache({ maxSize: 64 << 20, l1: { max: N } });
+  const policies = ['s3fifo-tuned', 's3fifo', 'fifo', 'lru', 'wtinylfu', 'wtinylfu-tuned', 'arc'];
+  const l2 = policies.map((policy) => new LarderCache({ maxSize: 64 << 20, policy, max: N * 2 }));
+  const buf = new LarderCache({ maxSize: 64 << 20 });
+  const B64 = Buffer.alloc(64, 7);
+  for (const k of keys) {
+    map.set(k, V64);
+    lru.set(k, V64);
+    withL1.set(k, V64);
+    withL1.get(k);
+    for (const c of l2) c.set(k, V64);
+    buf.set(k, B64);
+  }
+  let sink = 0;
+  const loop = (get) => (n) => {
+    for (let i = 0; i < n; i++) if (get(keys[seq[i]]) !== undefined) sink++;
+  };
+  l2[0].get(keys[0]); // leaves a 64-byte string value in the scratch for probe
+  const engines = [
+    { name: 'Map', fn: loop((k) => map.get(k)) },
+    { name: 'lru-cache', fn: loop((k) => lru.get(k)) },
+    { name: 'larder L1 hit', fn: loop((k) => withL1.get(k)) },
+    ...policies.map((p, i) => ({ name: `larder L2 hit, ${p}${i === 0 ? ' (default)' : ''}`, fn: loop((k) => l2[i].get(k)) })),
+    { name: 'larder L2 hit, 64-byte Buffer value', fn: loop((k) => buf.get(k)) },
+    { name: 'crossing only (probe: same call, no engine)', fn: loop((k) => l2[0].probe(k, 65)) },
+  ];
+  const res = timeRounds(engines, OPS, ROUNDS);
+  const engineOnly = [];
+  for (let r = 0; r < ROUNDS; r++) engineOnly.push(l2[0].engineLoop(keys, seq));
+  engines.push({ name: 'engine alone: larder_get in a C loop, same keys and order (default policy)' });
+  res.push(engineOnly);
+  const lruMed = median(res[1]);
+  table('2. get throughput, 100% hits: 10,000 keys of 16 bytes, 64-byte string values, uniform random keys',
+    ['engine', 'M gets/s', 'ns per get', 'time / lru-cache'],
+    engines.map((e, i) => [e.name, cell(res[i].map((ns) => 1000 / ns), 2), cell(res[i]), `${(median(res[i]) / lruMed).toFixed(2)}x`]));
+  const l2Med = median(res[3]);
+  const probeMed = median(res[res.length - 2]);
+  const cMed = median(engineOnly);
+  console.log(`\nL2 get (default policy) ${l2Med.toFixed(1)} ns = crossing ${probeMed.toFixed(1)} ns ` +
+    `(N-API call, key encoding, string result) + engine ${(l2Med - probeMed).toFixed(1)} ns (larder_get and its copy); ` +
+    `the same larder_get in a C loop takes ${cMed.toFixed(1)} ns, so V8's work between gets adds ` +
+    `${(l2Med - probeMed - cMed).toFixed(1)} ns of cache misses to the engine's share`);
+  withL1.close();
+  for (const c of l2) c.close();
+  buf.close();
+  return sink;
+}
+
+/* ---- 3. batches --------------------------------------------------------------- */
+
+function table3() {
+  const rows = [];
+  for (const n of [10000, 100000]) table3For(n, rows);
+  table('3. batches: 16-byte keys, 64-byte string values, random keys per batch, two working sets',
+    ['keys in cache', 'keys per batch', 'engine', 'ns per key', 'speed vs larder loop'], rows);
+}
+
+function table3For(N, rows) {
+  const keys = Array.from({ length: N }, (_, i) => key16(i));
+  const lru = new LRUCache({ max: N });
+  const c = new LarderCache({ maxSize: 256 << 20, max: N * 2 });
+  for (const k of keys) {
+    lru.set(k, V64);
+    c.set(k, V64);
+  }
+  for (const size of [100, 1000]) {
+    const BATCHES = QUICK ? 200 : 2000;
+    const seq = keySequence(BATCHES * size, N, 3 + size);
+    const batches = [];
+    for (let b = 0; b < BATCHES; b++) batches.push(Array.from(seq.subarray(b * size, (b + 1) * size), (i) => keys[i]));
+    let sink = 0;
+    const engines = [
+      { name: 'lru-cache loop', fn: () => { for (const bt of batches) for (const k of bt) if (lru.get(k) !== undefined) sink++; } },
+      { name: 'larder loop of get', fn: () => { for (const bt of batches) for (const k of bt) if (c.get(k) !== undefined) sink++; } },
+      { name: 'larder mget', fn: () => { for (const bt of batches) sink += c.mget(bt).length; } },
+    ];
+    const res = timeRounds(engines, BATCHES * size, ROUNDS);
+    const loopMed = median(res[1]);
+    engines.forEach((e, i) => rows.push([N.toLocaleString('en'), String(size), e.name, cell(res[i]),
+      `${(loopMed / median(res[i])).toFixed(2)}x`]));
+  }
+  c.close();
+}
+
+/* ---- child processes for 4-6 ----------------------------------------------- */
+
+function child(scenario, engine, extra = []) {
+  const flags = QUICK ? ['--quick'] : [];
+  const out = execFileSync(process.execPath, ['--expose-gc', __filename, ...flags, '--child', scenario, engine, ...extra],
+    { encoding: 'utf8', maxBuffer: 1 << 20 });
+  return JSON.parse(out.trim().split('\n').pop());
+}
+
+function gcObserver() {
+  const pauses = [];
+  const obs = new PerformanceObserver((list) => { for (const e of list.getEntries()) pauses.push(e.duration); });
+  obs.observe({ entryTypes: ['gc'] });
+  return {
+    /* gc entries reach observers from the event loop: let it run first. */
+    async stop() {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      for (const e of obs.takeRecords()) pauses.push(e.duration);
+      obs.disconnect();
+      return { count: pauses.length, total: pauses.reduce((a, b) => a + b, 0), worst: Math.max(0, ...pauses) };
+    },
+  };
+}
+
+/* A ~500-byte JSON-able object, different per key and write. */
+function jsonValue(i, w) {
+  return {
+    id: i,
+    version: w,
+    name: `user-${i}`,
+    email: `user${i}@example.com`,
+    tags: ['alpha', 'beta', 'gamma', `t${i % 97}`],
+    scores: [i % 13, i % 17, i % 19, i % 23, i % 29],
+    address: { street: `${i} Long Street Name`, city: 'Somewhere', zip: String(10000 + (i % 89999)) },
+    bio: 'x'.repeat(220),
+  };
+}
+
+/* A 500-character string (a cached page fragment), different per key. */
+function stringValue(i) {
+  const head = `<li id="item-${i}">`;
+  return head + 'x'.repeat(500 - head.length);
+}
+
+async function childGc(engine) {
+  const KEYS = QUICK ? 50000 : 500000;
+  const OPS = QUICK ? 100000 : 1000000;
+  const valueBytes = JSON.stringify(jsonValue(KEYS - 1, 0)).length;
+  global.gc();
+  const rss0 = process.memoryUsage().rss;
+  let cache = null;
+  if (engine === 'lru-cache') cache = new LRUCache({ max: KEYS });
+  if (engine === 'larder') cache = new LarderCache({ max: KEYS, maxSize: 1024 * 1024 * 1024 });
+  if (cache !== null) for (let i = 0; i < KEYS; i++) cache.set(key16(i), jsonValue(i, 0));
+  global.gc();
+  const seq = keySequence(OPS, KEYS, 4);
+  const garbage = [];
+  const obs = gcObserver();
+  const t0 = performance.now();
+  let hits = 0;
+  for (let i = 0; i < OPS; i++) {
+    const k = key16(seq[i]);
+    if (cache === null) {
+      hits += k.length; // the program alone: no cache
+    } else if (i % 10 < 8) {
+      const v = cache.get(k);
+      if (v !== undefined && v.id === seq[i]) hits++;
+    } else {
+      cache.set(k, jsonValue(seq[i], i));
+    }
+    // The program's own allocation: a request-sized object per op, some kept a while.
+    garbage[i & 1023] = { op: i, payload: new Array(16).fill(i), text: `request ${i}` };
+  }
+  const ms = performance.now() - t0;
+  const gc = await obs.stop();
+  global.gc();
+  const mem = process.memoryUsage();
+  if (engine === 'larder') cache.close();
+  return { ms, avgNs: ms * 1e6 / OPS, gc, heapMb: mem.heapUsed / 2 ** 20, rssDeltaMb: (mem.rss - rss0) / 2 ** 20,
+    valueBytes, keys: KEYS, hits };
+}
+
+function table4() {
+  const res = { 'no cache (the program alone)': [], 'lru-cache': [], larder: [] };
+  const arg = { 'no cache (the program alone)': 'none', 'lru-cache': 'lru-cache', larder: 'larder' };
+  for (let r = 0; r < ROUNDS; r++) for (const e of Object.keys(res)) res[e].push(child('gc', arg[e]));
+  const rows = Object.entries(res).map(([e, rs]) => {
+    const valueMb = e.startsWith('no cache') ? 0 : rs[0].keys * rs[0].valueBytes / 2 ** 20;
+    return [e, cell(rs.map((x) => x.ms), 0), cell(rs.map((x) => x.avgNs), 0), cell(rs.map((x) => x.gc.count), 0),
+      cell(rs.map((x) => x.gc.total), 1), cell(rs.map((x) => x.gc.worst), 2), cell(rs.map((x) => x.heapMb), 1),
+      cell(rs.map((x) => x.rssDeltaMb), 0), cell(rs.map((x) => x.rssDeltaMb - valueMb), 0),
+      cell(rs.map((x) => (x.rssDeltaMb - valueMb) * 2 ** 20 / x.keys), 0)];
+  });
+  rows.push(['larder, compression: true', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a (compression has not landed in the engine)']);
+  const s = res['lru-cache'][0];
+  table(`4. GC pressure: ${s.keys.toLocaleString('en')} keys preloaded, ${QUICK ? '100,000' : '1,000,000'} ops (80% get, 20% set) over them, ~${s.valueBytes}-byte JSON values, the program allocating a request object per op`,
+    ['engine', 'total ms', 'avg ns/op', 'GC count', 'total GC pause ms', 'worst GC pause ms', 'heap used at end MB', 'RSS delta MB', 'RSS delta - value bytes MB', 'per key, B'], rows);
+  const l = (e, f) => median(res[e].map(f));
+  console.log(`\nlarder vs lru-cache: total GC pause ${(l('lru-cache', (x) => x.gc.total) / l('larder', (x) => x.gc.total)).toFixed(1)}x less, ` +
+    `worst pause ${(l('lru-cache', (x) => x.gc.worst) / l('larder', (x) => x.gc.worst)).toFixed(1)}x shorter, ` +
+    `duration ${(l('larder', (x) => x.ms) / l('lru-cache', (x) => x.ms)).toFixed(2)}x lru-cache's; ` +
+    'GC pause added to the program alone: lru-cache ' +
+    `${(l('lru-cache', (x) => x.gc.total) - l('no cache (the program alone)', (x) => x.gc.total)).toFixed(0)} ms, larder ` +
+    `${(l('larder', (x) => x.gc.total) - l('no cache (the program alone)', (x) => x.gc.total)).toFixed(0)} ms`);
+}
+
+function childBuffers(engine) {
+  const KEYS = QUICK ? 50000 : 500000;
+  const VB = 500;
+  global.gc();
+  const m0 = process.memoryUsage();
+  const cache = engine === 'lru-cache' ? new LRUCache({ max: KEYS })
+    : new LarderCache({ max: KEYS, maxSize: 1024 * 1024 * 1024 });
+  for (let i = 0; i < KEYS; i++) {
+    const b = Buffer.allocUnsafe(VB);
+    b.fill(i & 255);
+    cache.set(key16(i), b);
+  }
+  global.gc();
+  const m1 = process.memoryUsage();
+  const res = { keys: KEYS, valueBytes: VB, heapDeltaMb: (m1.heapUsed - m0.heapUsed) / 2 ** 20,
+    externalDeltaMb: (m1.external + m1.arrayBuffers - m0.external - m0.arrayBuffers) / 2 ** 20,
+    rssDeltaMb: (m1.rss - m0.rss) / 2 ** 20 };
+  if (engine !== 'lru-cache') res.calculated = cache.calculatedSize;
+  return res;
+}
+
+function table5() {
+  const res = { 'lru-cache': [], larder: [] };
+  for (let r = 0; r < ROUNDS; r++) for (const e of Object.keys(res)) res[e].push(child('buffers', e));
+  const rows = Object.entries(res).map(([e, rs]) => {
+    const keys = rs[0].keys;
+    const valueMb = keys * rs[0].valueBytes / 2 ** 20;
+    return [e, cell(rs.map((x) => x.heapDeltaMb), 1), cell(rs.map((x) => x.rssDeltaMb), 0),
+      cell(rs.map((x) => (x.rssDeltaMb - valueMb) * 2 ** 20 / keys), 0)];
+  });
+  table(`5. Buffers: ${res.larder[0].keys.toLocaleString('en')} keys of 16 bytes with 500-byte Buffer values`,
+    ['engine', 'V8 heap used, delta MB', 'RSS delta MB', 'RSS per entry beyond the value bytes, B'], rows);
+}
+
+/* Table 6: a child per (engine, workers); its workers read for a fixed time. */
+async function childWorkers(engine, workersArg) {
+  const WORKERS = Number(workersArg);
+  const KEYS = QUICK ? 20000 : 100000;
+  const MS = QUICK ? 300 : 1000;
+  const name = 'bench-shared';
+  const m0 = process.memoryUsage().rss;
+  let shared = null;
+  if (engine === 'larder') {
+    shared = new LarderCache({ name, max: KEYS, maxSize: 512 << 20 });
+    for (let i = 0; i < KEYS; i++) shared.set(key16(i), stringValue(i));
+  }
+  const ws = [];
+  const exited = [];
+  for (let w = 0; w < WORKERS; w++) {
+    const worker = new Worker(__filename, { workerData: { engine, name, KEYS, MS, w } });
+    exited.push(new Promise((resolve) => worker.once('exit', resolve)));
+    ws.push(worker);
+  }
+  const ready = ws.map((w) => new Promise((resolve) => w.once('message', resolve)));
+  await Promise.all(ready); // every worker filled (lru-cache) or opened (larder)
+  const rss = process.memoryUsage().rss;
+  const done = ws.map((w) => new Promise((resolve) => w.once('message', resolve)));
+  for (const w of ws) w.postMessage('go');
+  const counts = await Promise.all(done);
+  await Promise.all(exited);
+  if (shared) shared.close();
+  const gets = counts.reduce((a, b) => a + b.gets, 0);
+  return { getsPerSec: gets / (MS / 1000), rssMb: (rss - m0) / 2 ** 20, bad: counts.reduce((a, b) => a + b.bad, 0) };
+}
+
+function workerMain() {
+  const { engine, name, KEYS, MS, w } = workerData;
+  let cache;
+  if (engine === 'larder') {
+    cache = new LarderCache({ name });
+  } else {
+    cache = new LRUCache({ max: KEYS });
+    for (let i = 0; i < KEYS; i++) cache.set(key16(i), stringValue(i));
+  }
+  const keys = Array.from({ length: 4096 }, (_, i) => key16((i * 7919 + w * 104729) % KEYS));
+  let bad = 0;
+  const readFor = (ms) => {
+    let gets = 0;
+    const end = performance.now() + ms;
+    while (performance.now() < end) {
+      for (let i = 0; i < 4096; i++) {
+        const v = cache.get(keys[i]);
+        if (v === undefined || v.length !== 500) bad++;
+      }
+      gets += 4096;
+    }
+    return gets;
+  };
+  readFor(100); // warm-up: the JIT settles before the timed phase
+  global.gc();
+  parentPort.postMessage('ready');
+  parentPort.once('message', () => {
+    const gets = readFor(MS);
+    if (engine === 'larder') cache.close();
+    parentPort.postMessage({ gets, bad });
+  });
+}
+
+function table6() {
+  const rows = [];
+  const rounds = QUICK ? 1 : 3;
+  for (const n of [1, 2, 4]) {
+    const res = { 'lru-cache': [], larder: [] };
+    for (let r = 0; r < rounds; r++) for (const e of Object.keys(res)) res[e].push(child('workers', e, [String(n)]));
+    for (const [e, rs] of Object.entries(res)) {
+      if (rs.some((x) => x.bad)) throw new Error(`table 6: ${e} read a bad value`);
+      rows.push([String(n), e === 'lru-cache' ? 'lru-cache, one per worker' : 'larder, one shared cache',
+        cell(rs.map((x) => x.getsPerSec / 1e6), 2), cell(rs.map((x) => x.rssMb), 0)]);
+    }
+  }
+  table(`6. worker threads reading 500-byte string values of ${QUICK ? '20,000' : '100,000'} keys (${rounds} rounds; 2 cores, so 4 workers share them)`,
+    ['workers', 'engine', 'M gets/s, all workers', 'RSS after load MB (caches + workers)'], rows);
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+async function main() {
+  if (!isMainThread) return workerMain();
+  const ci = args.indexOf('--child');
+  if (ci >= 0) {
+    const [scenario, engine, extra] = args.slice(ci + 1);
+    const fn = { gc: childGc, buffers: childBuffers, workers: childWorkers }[scenario];
+    const res = await fn(engine, extra);
+    process.stdout.write(`${JSON.stringify(res)}\n`);
+    return undefined;
+  }
+  console.log(`larder Node.js binding benchmarks: node ${process.version}, ${ROUNDS} round(s), ` +
+    `medians (min-max); ${new Date().toISOString()}`);
+  const tables = { 1: table1, 2: table2, 3: table3, 4: table4, 5: table5, 6: table6 };
+  for (const t of ONLY) await tables[t]();
+  return undefined;
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,578 @@
+'use strict';
+/*
+ * index.js - LarderCache, larder's cache for Node.js: an lru-cache-style
+ * API over the native engine (src/addon.c), with values off the V8 heap.
+ *
+ * Owns: option checking, the value encoding (a tag byte chosen here, then
+ * the bytes: Buffers raw, strings UTF-8, other values through a
+ * serializer), the per-thread scratch buffers the addon copies values into,
+ * the optional JS-side L1, the `max` entry limit, and dispose delivery.
+ *
+ * Invariants:
+ *   J1. A value read never aliases the scratch: Buffers and serializer input
+ *       are copied out of it before the next native call can overwrite it.
+ *   J2. L1 never shadows a write: set/delete/clear/mset drop the key from
+ *       L1 before they return, and an L1 entry expires no later than the
+ *       engine's entry (its deadline is taken before the native call).
+ *   J3. L1 exists only for a private cache (no name) without updateAgeOnGet:
+ *       a shared cache is written by other workers, whose writes this
+ *       thread's Map cannot see, and an L1 hit would not extend a lifetime.
+ */
+const path = require('node:path');
+const v8 = require('node:v8');
+const { isUtf8 } = require('node:buffer');
+const { performance } = require('node:perf_hooks');
+
+function loadAddon() {
+  const fromEnv = process.env.LARDER_NODE_ADDON;
+  if (fromEnv) return require(path.resolve(fromEnv));
+  const built = path.join(__dirname, 'build', 'larder.node');
+  try {
+    return require(built);
+  } catch (err) {
+    if (err.code !== 'MODULE_NOT_FOUND') throw err;
+    throw new Error(`larder: the native addon is not built (${built} is missing); ` +
+      'run `npm install` in bindings/node, or build the project with CMake and set ' +
+      'LARDER_NODE_ADDON to build/<preset>/bindings/node/larder.node');
+  }
+}
+
+const native = loadAddon();
+const LIMITS = native.limits();
+
+/* Value tags: the first byte of every stored value (enum value_tag in addon.c). */
+const TAG_BYTES = 0;
+const TAG_STRING = 1;
+const TAG_JSON = 2;
+const TAG_CUSTOM = 3;
+
+const POLICIES = {
+  default: 0, 's3fifo': 1, fifo: 2, lru: 3, wtinylfu: 4, arc: 5,
+  'wtinylfu-tuned': 6, 's3fifo-tuned': 7,
+};
+/* enum larder_cause -> lru-cache's dispose reasons (plus 'clear'). */
+const REASONS = ['delete', 'set', 'expire', 'evict', 'clear'];
+/* Bits of registry.h's enum lnode_setting_bit. */
+const GIVEN = {
+  maxSize: 1, max: 2, ttl: 4, maxKeyBytes: 8, maxValueBytes: 16, policy: 32, updateAgeOnGet: 64,
+};
+
+/*
+ * lru-cache options whose behaviour LarderCache does not have: refused, so
+ * code moved from lru-cache does not silently lose them. (ttlAutopurge and
+ * ttlResolution are accepted and have no effect: the engine always reclaims
+ * expired entries in the background and never returns one.)
+ */
+const UNSUPPORTED = ['allowStale', 'noDeleteOnStaleGet', 'sizeCalculation', 'maxEntrySize',
+  'fetchMethod', 'memoMethod', 'noDisposeOnSet', 'disposeAfter', 'updateAgeOnHas', 'noUpdateTTL',
+  'allowStaleOnFetchRejection', 'allowStaleOnFetchAbort', 'ignoreFetchAbort', 'noDeleteOnFetchRejection',
+  'perf', 'onInsert'];
+
+const DEFAULT_MAX_SIZE = 64 * 1024 * 1024;
+const DEFAULT_MAX_KEY_BYTES = 1024;
+const DEFAULT_MAX_VALUE_BYTES = 1024 * 1024;
+const DEFAULT_DISPOSE_QUEUE_BYTES = 16 * 1024 * 1024;
+
+/*
+ * The scratch the addon copies values into, one per thread (each worker
+ * loads its own copy of this module). Grown, never shrunk.
+ */
+let scratch = Buffer.allocUnsafeSlow(64 * 1024);
+let meta = new Int32Array(1024);
+native.setScratch(scratch, meta);
+
+function growScratch(bytes) {
+  let n = scratch.length;
+  while (n < bytes) n *= 2;
+  scratch = Buffer.allocUnsafeSlow(n);
+  native.setScratch(scratch, meta);
+}
+
+function growMeta(count) {
+  let n = meta.length;
+  while (n < count) n *= 2;
+  meta = new Int32Array(n);
+  native.setScratch(scratch, meta);
+}
+
+function rangeError(message) {
+  const err = new RangeError(message);
+  err.code = 'ERR_OUT_OF_RANGE';
+  return err;
+}
+
+function typeError(message) {
+  const err = new TypeError(message);
+  err.code = 'ERR_INVALID_ARG_TYPE';
+  return err;
+}
+
+function checkInteger(name, value, min, max) {
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
+    throw typeError(`${name} must be an integer, got ${typeof value}`);
+  }
+  if (value < min || value > max) throw rangeError(`${name} must be ${min}..${max}, got ${value}`);
+  return value;
+}
+
+/* ttl in ms -> the addon's argument: -1 the cache's default, 0 none. */
+function ttlArg(ttl) {
+  if (ttl === undefined) return -1;
+  if (typeof ttl !== 'number' || Number.isNaN(ttl)) throw typeError('ttl must be a number of milliseconds');
+  if (ttl < 0) throw rangeError(`ttl must be >= 0 (0: no expiry), got ${ttl}`);
+  return ttl === Infinity ? 0 : Math.ceil(ttl);
+}
+
+function makeSerializer(option) {
+  if (option === undefined || option === 'json') {
+    return { tag: TAG_JSON, serialize: null, deserialize: null };
+  }
+  if (option === 'v8') return { tag: TAG_CUSTOM, serialize: v8.serialize, deserialize: v8.deserialize };
+  if (option && typeof option.serialize === 'function' && typeof option.deserialize === 'function') {
+    return { tag: TAG_CUSTOM, serialize: option.serialize, deserialize: option.deserialize };
+  }
+  throw typeError("serializer must be 'json', 'v8' or { serialize, deserialize }");
+}
+
+class LarderCache {
+  #n; // the addon's operations for this handle (addon.c), bound to it
+  #closed = false;
+  #serializer;
+  #l1 = null; // Map key -> { v, exp } (J2, J3)
+  #l1Max = 0;
+  #writes = 0; // counts this handle's writes: an L1 fill raced by one is dropped (J2)
+  #ttlInUse = false;
+  #dispose = null;
+  #max = 0; // the entry limit; 0 = none
+  #maxSize;
+  #setsToCheck = 0;
+  #name;
+
+  /**
+   * @param {object} options see docs/node.md; every option is optional.
+   */
+  constructor(options = {}) {
+    if (options === null || typeof options !== 'object') throw typeError('options must be an object');
+    const o = options;
+    for (const k of UNSUPPORTED) {
+      if (o[k] !== undefined) throw typeError(`LarderCache does not support lru-cache's ${k} option (docs/node.md)`);
+    }
+    if (o.compression !== undefined && o.compression !== false) {
+      throw typeError('compression is not available: the engine has no value compression yet');
+    }
+    let given = 0;
+    for (const k of Object.keys(GIVEN)) if (o[k] !== undefined) given |= GIVEN[k];
+
+    const name = o.name;
+    if (name !== undefined && typeof name !== 'string') throw typeError('name must be a string');
+    const maxSize = o.maxSize === undefined ? DEFAULT_MAX_SIZE
+      : checkInteger('maxSize', o.maxSize, 65536, Number.MAX_SAFE_INTEGER);
+    const max = o.max === undefined ? 0 : checkInteger('max', o.max, 1, 2 ** 32);
+    const ttl = o.ttl === undefined ? 0 : ttlArg(o.ttl);
+    const maxKeyBytes = o.maxKeyBytes === undefined ? DEFAULT_MAX_KEY_BYTES
+      : checkInteger('maxKeyBytes', o.maxKeyBytes, 1, LIMITS.keyLimit);
+    const maxValueBytes = o.maxValueBytes === undefined ? DEFAULT_MAX_VALUE_BYTES
+      : checkInteger('maxValueBytes', o.maxValueBytes, 0, LIMITS.valueLimit - 1);
+    const policyName = o.policy === undefined ? 'default' : o.policy;
+    if (typeof policyName !== 'string') throw typeError('policy must be a string');
+    if (!(policyName in POLICIES)) {
+      throw rangeError(`policy must be one of ${Object.keys(POLICIES).join(', ')}, got '${policyName}'`);
+    }
+    if (o.updateAgeOnGet !== undefined && typeof o.updateAgeOnGet !== 'boolean') {
+      throw typeError('updateAgeOnGet must be a boolean');
+    }
+    const updateAgeOnGet = o.updateAgeOnGet === true;
+    if (o.dispose !== undefined && typeof o.dispose !== 'function') throw typeError('dispose must be a function');
+    const queueBytes = o.disposeQueueBytes === undefined ? DEFAULT_DISPOSE_QUEUE_BYTES
+      : checkInteger('disposeQueueBytes', o.disposeQueueBytes, 4096, 2 ** 40);
+    this.#serializer = makeSerializer(o.serializer);
+
+    if (o.l1 !== undefined && o.l1 !== false) {
+      if (o.l1 === null || typeof o.l1 !== 'object') throw typeError('l1 must be { max }');
+      this.#l1Max = checkInteger('l1.max', o.l1.max, 1, 2 ** 24);
+      if (name !== undefined) {
+        throw typeError('l1 is not available for a shared (named) cache: other workers write it');
+      }
+      if (updateAgeOnGet) throw typeError('l1 cannot be combined with updateAgeOnGet');
+      this.#l1 = new Map();
+    }
+
+    this.#dispose = o.dispose || null;
+    this.#name = name;
+    this.#n = native.open(name === undefined ? null : name, maxSize, max, ttl,
+      maxKeyBytes, maxValueBytes + 1, POLICIES[policyName], updateAgeOnGet ? 1 : 0, given,
+      this.#dispose ? (buf, records) => this.#deliver(buf, records) : null,
+      queueBytes);
+    // A joined shared cache keeps the settings it was opened with.
+    const eff = this.#n.settings();
+    this.#max = eff.max;
+    this.#maxSize = eff.maxSize;
+    this.#ttlInUse = eff.ttl > 0;
+    this.#setsToCheck = this.#checkInterval();
+  }
+
+  /** The value stored under key, or undefined. */
+  get(key) {
+    if (this.#l1 !== null) return this.#getL1(key);
+    const r = this.#n.get(key);
+    return typeof r === 'number' ? this.#decodeGet(r, key) : r;
+  }
+
+  /** Like get; also fills and reads the L1. */
+  #getL1(key) {
+    const e = this.#l1.get(key);
+    if (e !== undefined && (e.exp === 0 || e.exp > performance.now())) return e.v;
+    const writes = this.#writes;
+    const r = this.#n.get(key);
+    const v = typeof r === 'number' ? this.#decodeGet(r, key) : r;
+    // A custom deserializer may have written the cache meanwhile: then v may be stale.
+    if (v !== undefined && typeof key === 'string' && writes === this.#writes) this.#l1Fill(key, v);
+    return v;
+  }
+
+  #l1Fill(key, v) {
+    let exp = 0;
+    if (this.#ttlInUse) {
+      const t0 = performance.now();
+      const left = this.#n.ttl(key);
+      if (left === 0) return;
+      if (left !== Infinity) exp = t0 + left - 1;
+    }
+    const l1 = this.#l1;
+    l1.delete(key);
+    l1.set(key, { v, exp });
+    if (l1.size > this.#l1Max) l1.delete(l1.keys().next().value);
+  }
+
+  /* r: the addon's result, a length (value in the scratch) or minus the size needed. */
+  #decodeGet(r, key) {
+    while (r < 0) {
+      growScratch(-r);
+      r = this.#n.get(key);
+      if (typeof r !== 'number') return r;
+    }
+    return this.#decode(scratch, 0, r);
+  }
+
+  /* The value whose tag byte is buf[start], ending at end (J1: never a view of the scratch). */
+  #decode(buf, start, end) {
+    switch (buf[start]) {
+      case TAG_STRING: return buf.toString('utf8', start + 1, end);
+      case TAG_JSON: return JSON.parse(buf.toString('utf8', start + 1, end));
+      case TAG_CUSTOM: return this.#serializer.deserialize(Buffer.from(buf.subarray(start + 1, end)));
+      default: {
+        const out = Buffer.allocUnsafe(end - start - 1);
+        buf.copy(out, 0, start + 1, end);
+        return out;
+      }
+    }
+  }
+
+  /* The tag a value is stored under. */
+  #tagOf(value) {
+    if (typeof value === 'string') return TAG_STRING;
+    if (ArrayBuffer.isView(value)) return TAG_BYTES;
+    return this.#serializer.tag;
+  }
+
+  #serialize(value) {
+    const s = this.#serializer;
+    const out = s.serialize === null ? JSON.stringify(value) : s.serialize(value);
+    if (s.serialize === null ? typeof out !== 'string' : !ArrayBuffer.isView(out)) {
+      throw typeError(`the serializer cannot encode this value (${typeof value})`);
+    }
+    return out;
+  }
+
+  /**
+   * Stores value under key (replacing it). set(key, undefined) deletes the
+   * key, as in lru-cache. Options: { ttl } in ms (0: never expires).
+   * Returns this.
+   */
+  set(key, value, options) {
+    if (value === undefined) {
+      this.delete(key);
+      return this;
+    }
+    const ttl = options === undefined || options.ttl === undefined ? -1 : ttlArg(options.ttl);
+    const tag = this.#tagOf(value);
+    const stored = tag === TAG_STRING || tag === TAG_BYTES ? value : this.#serialize(value);
+    if (this.#l1 !== null) {
+      this.#writes++;
+      this.#l1.delete(key);
+    }
+    if (ttl > 0) this.#ttlInUse = true;
+    this.#n.set(key, stored, tag, ttl);
+    if (this.#max !== 0 && --this.#setsToCheck <= 0) this.#enforceMax();
+    return this;
+  }
+
+  /** Whether key is present; like lru-cache's has, not a use for the eviction policy. */
+  has(key) {
+    return this.#n.has(key);
+  }
+
+  /**
+   * The value without going through L1's refill. The engine has no read that
+   * skips its hit sample, so for the eviction policy a peek is a hit.
+   */
+  peek(key) {
+    if (this.#l1 !== null) {
+      const e = this.#l1.get(key);
+      if (e !== undefined && (e.exp === 0 || e.exp > performance.now())) return e.v;
+    }
+    const r = this.#n.get(key);
+    return typeof r === 'number' ? this.#decodeGet(r, key) : r;
+  }
+
+  /** Removes key; true if it was present. */
+  delete(key) {
+    if (this.#l1 !== null) {
+      this.#writes++;
+      this.#l1.delete(key);
+    }
+    return this.#n.delete(key);
+  }
+
+  /** Removes every entry (dispose reason 'clear'). */
+  clear() {
+    if (this.#l1 !== null) {
+      this.#writes++;
+      this.#l1.clear();
+    }
+    this.#n.clear();
+  }
+
+  /** Milliseconds key has left: 0 when absent, Infinity when it never expires. */
+  getRemainingTTL(key) {
+    return this.#n.ttl(key);
+  }
+
+  /**
+   * Values of many keys in one native call (one engine batch lookup); an
+   * array in keys' order, undefined where a key is absent.
+   */
+  mget(keys) {
+    if (!Array.isArray(keys)) throw typeError('keys must be an array');
+    const n = keys.length;
+    if (n > meta.length) growMeta(n);
+    let joined = null;
+    if (n > 1) {
+      let strings = true;
+      for (let i = 0; i < n; i++) {
+        const k = keys[i];
+        if (typeof k !== 'string') {
+          strings = false;
+          break;
+        }
+        meta[i] = k.length;
+      }
+      if (strings) joined = keys.join('');
+    }
+    let r = this.#n.mget(keys, joined);
+    while (typeof r === 'number' && r < 0) {
+      growScratch(-r);
+      if (joined !== null) for (let i = 0; i < n; i++) meta[i] = keys[i].length;
+      r = this.#n.mget(keys, joined);
+    }
+    const out = new Array(n);
+    const buf = scratch;
+    const lens = meta;
+    const text = typeof r === 'string' ? r : null;
+    let off = 0;
+    for (let i = 0; i < n; i++) {
+      const len = lens[i];
+      if (len === 0) {
+        out[i] = undefined;
+        continue;
+      }
+      const tag = buf[off];
+      if (text !== null && tag === TAG_STRING) out[i] = text.substring(off + 1, off + len);
+      else if (text !== null && tag === TAG_JSON) out[i] = JSON.parse(text.substring(off + 1, off + len));
+      else out[i] = this.#decode(buf, off, off + len);
+      off += len;
+    }
+    return out;
+  }
+
+  /**
+   * Stores many entries ([key, value] pairs) in one native call, in order;
+   * options: { ttl } for all. Not atomic: on an error (thrown) the entries
+   * before the failing one are stored.
+   */
+  mset(entries, options) {
+    const ttl = options === undefined || options.ttl === undefined ? -1 : ttlArg(options.ttl);
+    const keys = [];
+    const values = [];
+    const tags = [];
+    for (const entry of entries) {
+      if (!Array.isArray(entry) || entry.length < 2) throw typeError('mset entries must be [key, value] pairs');
+      const [key, value] = entry;
+      if (value === undefined) throw typeError('mset values must not be undefined');
+      const tag = this.#tagOf(value);
+      keys.push(key);
+      values.push(tag === TAG_STRING || tag === TAG_BYTES ? value : this.#serialize(value));
+      tags.push(tag);
+    }
+    if (this.#l1 !== null) {
+      this.#writes++;
+      for (const k of keys) this.#l1.delete(k);
+    }
+    if (ttl > 0) this.#ttlInUse = true;
+    this.#n.mset(keys, values, tags, ttl);
+    if (this.#max !== 0) {
+      this.#setsToCheck -= keys.length;
+      if (this.#setsToCheck <= 0) this.#enforceMax();
+    }
+    return this;
+  }
+
+  /**
+   * Entries in the cache, as the maintainer counts them: a write shows up
+   * within a batching window (~200 us), not at once.
+   */
+  get size() {
+    const s = this.#n.stats();
+    if (this.#max !== 0) this.#enforceMax(s);
+    return s.entries;
+  }
+
+  /** Bytes the entries take (headers, keys, values, slot rounding). */
+  get calculatedSize() {
+    return this.#n.stats().used_bytes;
+  }
+
+  /** The entry limit (0: none), as the cache was opened with it. */
+  get max() {
+    return this.#max;
+  }
+
+  /** The shared cache's name; undefined for a private cache. */
+  get name() {
+    return this.#name;
+  }
+
+  get maxSize() {
+    return this.#maxSize;
+  }
+
+  /**
+   * The engine's counters (hits, misses, evictions, ...), plus
+   * dispose_dropped (removals the dispose queue refused) when dispose is set.
+   */
+  stats() {
+    return this.#n.stats();
+  }
+
+  get closed() {
+    return this.#closed;
+  }
+
+  /**
+   * Releases this handle. A private cache is freed; a named one lives on
+   * while another handle (in any worker) holds it. Idempotent; every other
+   * method throws afterwards. Removals already handed to dispose's queue
+   * are still delivered; those the engine had not reported yet when the
+   * last handle closes are not (the engine does not report them at close).
+   */
+  close() {
+    this.#closed = true;
+    this.#l1 = null;
+    this.#n.close();
+  }
+
+  /* Checks sets roughly every 1/8 of max; see #enforceMax. */
+  #checkInterval() {
+    return Math.min(4096, Math.max(16, this.#max >> 3));
+  }
+
+  /*
+   * The engine bounds bytes, not entries: max is kept by steering the byte
+   * capacity (never above maxSize) from the engine's counters. Over max, it
+   * shrinks to the smaller of capacity x max / entries and max x the bytes
+   * per entry; full by bytes with fewer than 90% of max entries (values
+   * grew), it grows by capacity x max / entries. Run every ~max/8 writes and
+   * on reads of size, with counters that lag the maintainer by a batching
+   * window, so the count settles near max, not exactly on it.
+   */
+  #enforceMax(s = this.#n.stats()) {
+    this.#setsToCheck = this.#checkInterval();
+    const entries = s.entries;
+    const cap = s.capacity_bytes;
+    const max = this.#max;
+    let target;
+    if (entries > max) {
+      target = Math.min(cap * max / entries, s.used_bytes / entries * max);
+    } else if (entries > 0 && entries < max * 0.9 && s.used_bytes >= cap * 0.9) {
+      target = cap * max / entries;
+    } else {
+      return;
+    }
+    target = Math.max(65536, Math.min(this.#maxSize, Math.floor(target)));
+    if (Math.abs(target - cap) > cap / 64) this.#n.setCapacity(target);
+  }
+
+  /* Called by the addon's thread-safe function with a batch of removal records. */
+  #deliver(buf, records) {
+    let off = 0;
+    let first = null;
+    for (let i = 0; i < records; i++) {
+      const kl = buf.readUInt32LE(off);
+      const vl = buf.readUInt32LE(off + 4);
+      const reason = REASONS[buf[off + 8]] || 'delete';
+      const ks = off + 9;
+      const vs = ks + kl;
+      off = vs + vl;
+      const keyBytes = buf.subarray(ks, vs);
+      const key = isUtf8(keyBytes) ? keyBytes.toString('utf8') : Buffer.from(keyBytes);
+      // An L1 copy of an entry the engine evicted or expired goes too.
+      if (this.#l1 !== null && (reason === 'evict' || reason === 'expire')) this.#l1.delete(key);
+      let value;
+      try {
+        value = vl === 0 ? undefined : this.#decode(buf, vs, off);
+        this.#dispose(value, key, reason);
+      } catch (err) {
+        if (first === null) first = err;
+      }
+    }
+    if (first !== null) throw first;
+  }
+
+  /**
+   * For benchmarks: the cost of get()'s crossing without the engine. Makes
+   * a string of length - 1 bytes from the scratch, as get() does for a
+   * string value whose stored length (tag included) is length.
+   */
+  probe(key, length) {
+    return this.#n.probe(key, length);
+  }
+
+  /**
+   * For benchmarks: nanoseconds per larder_get() timed in a C loop over
+   * keys[order[i]] (string keys), inside this process but with no V8 work
+   * between the gets.
+   */
+  engineLoop(keys, order) {
+    return this.#n.engineLoop(keys, order);
+  }
+
+  /** Native caches open in this process (all workers), for leak checks. */
+  static openCaches() {
+    return native.openCaches();
+  }
+
+  /**
+   * Handle structures the addon holds in the process (all workers): a closed
+   * handle's goes when its object is garbage collected. For leak checks.
+   */
+  static liveHandles() {
+    return native.liveHandles();
+  }
+
+  /** Handles holding the named cache, across all workers; 0 when not open. */
+  static refs(name) {
+    return native.refs(name);
+  }
+}
+
+module.exports = { LarderCache, POLICIES: Object.keys(POLICIES) };

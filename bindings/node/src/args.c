@@ -1,0 +1,418 @@
+/*
+ * args.c - the Node binding's side of the crossing that every operation
+ * shares: reading a handle, a key, a value and a ttl out of JavaScript
+ * arguments, making numbers and strings to return, and throwing the errors
+ * the API documents (TypeError, RangeError naming the limit, Error with a
+ * code).
+ *
+ * Keys cost one Node-API call: a string's UTF-16 units are copied out into a
+ * per-environment buffer of max_key_bytes + 2 units (a longer key shows as
+ * too long without a second call) and encoded to UTF-8 here, which perf
+ * showed costs far less than V8's String::WriteUtf8; the encoding matches
+ * WriteUtf8's (a lone surrogate becomes U+FFFD), so a key has the same
+ * bytes on every path. A Buffer, TypedArray or DataView key is read in place,
+ * after its type is checked (Node 18's napi_get_buffer_info aborts on other
+ * values).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "binding.h"
+
+/* ---- Errors ------------------------------------------------------------- */
+
+/* Throws an Error, TypeError or RangeError; returns NULL for the caller to return. */
+napi_value lnode_throw(napi_env env, enum err_kind kind, const char *code, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (kind == ERR_TYPE)
+		napi_throw_type_error(env, code, msg);
+	else if (kind == ERR_RANGE)
+		napi_throw_range_error(env, code, msg);
+	else
+		napi_throw_error(env, code, msg);
+	return NULL;
+}
+
+/* Throws for a larder error code returned by a write. */
+napi_value lnode_throw_larder(napi_env env, const struct handle *h, int rc, size_t value_len)
+{
+	switch (rc) {
+	case LARDER_EKEYSIZE:
+		return lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE",
+				   "key is longer than maxKeyBytes (%zu)", h->max_key);
+	case LARDER_EVALSIZE:
+		return lnode_throw(
+			env, ERR_RANGE, "ERR_OUT_OF_RANGE",
+			"value of %zu bytes does not fit: maxValueBytes is %zu and an entry "
+			"may take at most 1/8 of maxSize (%llu bytes)",
+			value_len, h->max_value - 1, (unsigned long long)h->capacity);
+	case LARDER_EBUSY:
+		return lnode_throw(
+			env, ERR_PLAIN, "ERR_LARDER_BUSY",
+			"larder: the cache is at its memory bound and no room was freed in "
+			"time (EBUSY)");
+	case LARDER_ENOMEM:
+		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_NOMEM",
+				   "larder: out of memory (ENOMEM)");
+	default:
+		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER", "larder: %s (%d)",
+				   larder_strerror(rc), rc);
+	}
+}
+
+/*
+ * The check every operation starts with: the handle is open, and no mget or
+ * mset of this thread is reading array elements (an element's getter that
+ * called back into larder would reuse the buffers that call is filling).
+ */
+int lnode_handle_open(napi_env env, const struct handle *h)
+{
+	if (h->cache == NULL) {
+		lnode_throw(env, ERR_PLAIN, "ERR_LARDER_CLOSED", "larder: the cache is closed");
+		return 0;
+	}
+	if (h->ed->reading_elements) {
+		lnode_throw(env, ERR_PLAIN, "ERR_LARDER_REENTRANT",
+			    "larder: an array element's getter called back into larder during "
+			    "mget/mset");
+		return 0;
+	}
+	return 1;
+}
+
+/* ---- Buffers ------------------------------------------------------------ */
+
+/* Grows *buf to at least need bytes (doubling); 0 on out of memory. */
+int lnode_grow(void *bufp, size_t *cap, size_t need, size_t elem)
+{
+	void **buf = bufp;
+	size_t n = *cap ? *cap : 64;
+	void *p;
+
+	if (need <= *cap)
+		return 1;
+	while (n < need)
+		n *= 2;
+	p = realloc(*buf, n * elem);
+	if (p == NULL)
+		return 0;
+	*buf = p;
+	*cap = n;
+	return 1;
+}
+
+napi_value lnode_throw_nomem(napi_env env)
+{
+	return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_NOMEM", "larder: out of memory");
+}
+
+/* ---- Arguments ---------------------------------------------------------- */
+
+static size_t typedarray_elem_bytes(napi_typedarray_type type)
+{
+	switch (type) {
+	case napi_int16_array:
+	case napi_uint16_array:
+		return 2;
+	case napi_int32_array:
+	case napi_uint32_array:
+	case napi_float32_array:
+		return 4;
+	case napi_float64_array:
+	case napi_bigint64_array:
+	case napi_biguint64_array:
+		return 8;
+	default:
+		return 1;
+	}
+}
+
+/*
+ * The bytes of a Buffer, TypedArray or DataView; 0 for anything else.
+ * Checks the type first: napi_get_buffer_info() on another value aborts the
+ * process in Node 18.
+ */
+int lnode_view_bytes(napi_env env, napi_value v, void **data, size_t *len)
+{
+	napi_typedarray_type type;
+	napi_value ab;
+	size_t count, off;
+	bool is;
+
+	if (napi_is_typedarray(env, v, &is) == napi_ok && is) {
+		if (napi_get_typedarray_info(env, v, &type, &count, data, &ab, &off) != napi_ok)
+			return 0;
+		*len = count * typedarray_elem_bytes(type);
+		return 1;
+	}
+	if (napi_is_dataview(env, v, &is) == napi_ok && is)
+		return napi_get_dataview_info(env, v, len, data, &ab, &off) == napi_ok;
+	return 0;
+}
+
+/*
+ * Encodes n UTF-16 units as UTF-8 into out (room for 3 bytes per unit), the
+ * way V8's String::WriteUtf8 does for napi_get_value_string_utf8 (a lone
+ * surrogate becomes U+FFFD), so a key has the same bytes on every path.
+ * Returns the bytes written. Reading the units and encoding them here costs
+ * less than WriteUtf8 (a third of a get's time when profiled).
+ */
+static size_t utf16_to_utf8(const uint16_t *u, size_t n, uint8_t *out)
+{
+	uint8_t *o = out;
+	size_t i = 0;
+
+	while (i < n) {
+		uint32_t c;
+		uint64_t w;
+
+		/* Four ASCII units at a time: keys are mostly ASCII (a third of the
+		 * instructions of this function per key, measured with callgrind). */
+		if (i + 4 <= n) {
+			memcpy(&w, u + i, 8);
+			if ((w & 0xff80ff80ff80ff80ull) == 0) {
+				o[0] = (uint8_t)w;
+				o[1] = (uint8_t)(w >> 16);
+				o[2] = (uint8_t)(w >> 32);
+				o[3] = (uint8_t)(w >> 48);
+				o += 4;
+				i += 4;
+				continue;
+			}
+		}
+		c = u[i++];
+		if (c < 0x80) {
+			*o++ = (uint8_t)c;
+			continue;
+		}
+		if (c < 0x800) {
+			*o++ = (uint8_t)(0xc0 | (c >> 6));
+			*o++ = (uint8_t)(0x80 | (c & 0x3f));
+			continue;
+		}
+		if (c >= 0xd800 && c <= 0xdbff && i < n && u[i] >= 0xdc00 && u[i] <= 0xdfff) {
+			c = 0x10000 + ((c - 0xd800) << 10) + (u[i++] - 0xdc00);
+			*o++ = (uint8_t)(0xf0 | (c >> 18));
+			*o++ = (uint8_t)(0x80 | ((c >> 12) & 0x3f));
+			*o++ = (uint8_t)(0x80 | ((c >> 6) & 0x3f));
+			*o++ = (uint8_t)(0x80 | (c & 0x3f));
+			continue;
+		}
+		if (c >= 0xd800 && c <= 0xdfff)
+			c = 0xfffd;
+		*o++ = (uint8_t)(0xe0 | (c >> 12));
+		*o++ = (uint8_t)(0x80 | ((c >> 6) & 0x3f));
+		*o++ = (uint8_t)(0x80 | (c & 0x3f));
+	}
+	return (size_t)(o - out);
+}
+
+/*
+ * Reads a key: a string (UTF-8 into ed->keys + at) or an ArrayBufferView
+ * (in place). Throws TypeError or RangeError and returns 0 when it is not a
+ * key of 1..max_key bytes. The caller ensured keys_cap >= at + 3 * max_key
+ * + 8 and k16_cap >= max_key + 2.
+ */
+int lnode_key_arg(napi_env env, const struct handle *h, napi_value v, size_t at, const void **key,
+		  size_t *len)
+{
+	struct env_data *ed = h->ed;
+	napi_status st;
+	size_t units;
+	void *data;
+
+	/* max_key + 1 units fit: more units than max_key means more bytes too. */
+	st = napi_get_value_string_utf16(env, v, (char16_t *)ed->k16, h->max_key + 2, &units);
+	if (st == napi_ok) {
+		if (units > h->max_key)
+			goto fail_long;
+		*len = utf16_to_utf8(ed->k16, units, (uint8_t *)ed->keys + at);
+		*key = ed->keys + at;
+	} else if (st == napi_string_expected && lnode_view_bytes(env, v, &data, len)) {
+		*key = data;
+	} else {
+		lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
+			    "key must be a string, a Buffer or a TypedArray");
+		return 0;
+	}
+	if (*len == 0) {
+		lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE",
+			    "key is empty: keys are 1..%zu bytes", h->max_key);
+		return 0;
+	}
+	if (*len > h->max_key)
+		goto fail_long;
+	return 1;
+
+fail_long:
+	lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "key is longer than maxKeyBytes (%zu)",
+		    h->max_key);
+	return 0;
+}
+
+/* The single-key prologue: the handle, its key, and argv[1..]. */
+int lnode_single_key(napi_env env, napi_callback_info info, size_t want, napi_value *argv,
+		     struct handle **hp, const void **key, size_t *len)
+{
+	size_t argc = want;
+	struct handle *h;
+
+	if (napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&h) != napi_ok)
+		return 0;
+	*hp = h;
+	return lnode_handle_open(env, h) && lnode_key_arg(env, h, argv[0], 0, key, len);
+}
+
+/*
+ * Reads a value into ed->in + at as tag + bytes; *len includes the tag.
+ * The caller ensured in_cap > at.
+ */
+int lnode_value_arg(napi_env env, const struct handle *h, napi_value v, napi_value tagv, size_t at,
+		    size_t *len)
+{
+	struct env_data *ed = h->ed;
+	uint32_t tag;
+	size_t n;
+	void *data;
+
+	if (napi_get_value_uint32(env, tagv, &tag) != napi_ok || tag >= TAG_COUNT) {
+		lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "larder: bad value tag");
+		return 0;
+	}
+	if (tag == TAG_STRING || tag == TAG_JSON) {
+		size_t units;
+
+		/* Short strings: through UTF-16 units, as keys are (see lnode_key_arg). */
+		if (napi_get_value_string_utf16(env, v, (char16_t *)ed->k16, ed->k16_cap, &units) !=
+		    napi_ok)
+			goto fail_type;
+		if (units + 1 < ed->k16_cap && at + 1 + 3 * units <= ed->in_cap) {
+			n = utf16_to_utf8(ed->k16, units, ed->in + at + 1);
+		} else if (napi_get_value_string_utf8(env, v, (char *)ed->in + at + 1,
+						      ed->in_cap - at - 1, &n) != napi_ok) {
+			goto fail_type;
+		}
+		if (n + TRUNCATION_SLACK >= ed->in_cap - at - 1) {
+			/* Possibly truncated: measure, make room, encode again. */
+			if (napi_get_value_string_utf8(env, v, NULL, 0, &n) != napi_ok)
+				goto fail_type;
+			if (n + 1 > h->max_value)
+				goto fail_range;
+			if (!lnode_grow(&ed->in, &ed->in_cap, at + n + 2 + TRUNCATION_SLACK, 1)) {
+				lnode_throw_nomem(env);
+				return 0;
+			}
+			if (napi_get_value_string_utf8(env, v, (char *)ed->in + at + 1,
+						       ed->in_cap - at - 1, &n) != napi_ok)
+				goto fail_type;
+		}
+	} else {
+		if (!lnode_view_bytes(env, v, &data, &n))
+			goto fail_type;
+		if (n + 1 > h->max_value)
+			goto fail_range;
+		if (!lnode_grow(&ed->in, &ed->in_cap, at + n + 1, 1)) {
+			lnode_throw_nomem(env);
+			return 0;
+		}
+		if (n)
+			memcpy(ed->in + at + 1, data, n);
+	}
+	if (n + 1 > h->max_value)
+		goto fail_range;
+	ed->in[at] = (uint8_t)tag;
+	*len = n + 1;
+	return 1;
+
+fail_type:
+	lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "value does not match its type tag");
+	return 0;
+fail_range:
+	lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE",
+		    "value of %zu bytes is over maxValueBytes (%zu)", n, h->max_value - 1);
+	return 0;
+}
+
+/* ttl argument: -1 the cache's default, 0 never, otherwise milliseconds. */
+int lnode_ttl_arg(napi_env env, napi_value v, uint64_t *ttl_ms)
+{
+	double d;
+
+	if (napi_get_value_double(env, v, &d) != napi_ok || isnan(d) || d < -1) {
+		lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
+			    "ttl must be a number of milliseconds");
+		return 0;
+	}
+	if (d < 0)
+		*ttl_ms = LARDER_TTL_DEFAULT;
+	else if (d == 0 || d >= 1.8e19)
+		*ttl_ms = LARDER_TTL_NEVER;
+	else
+		*ttl_ms = d < 1 ? 1 : (uint64_t)d;
+	return 1;
+}
+
+napi_value lnode_make_bool(napi_env env, int b)
+{
+	napi_value r;
+
+	napi_get_boolean(env, b, &r);
+	return r;
+}
+
+napi_value lnode_make_double(napi_env env, double d)
+{
+	napi_value r;
+
+	napi_create_double(env, d, &r);
+	return r;
+}
+
+/* Whether every byte is below 0x80: such bytes are the same text in Latin-1. */
+int lnode_is_ascii(const uint8_t *p, size_t n)
+{
+	uint64_t acc = 0, w;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, p + i, 8);
+		acc |= w;
+	}
+	for (; i < n; i++)
+		acc |= p[i];
+	return (acc & 0x8080808080808080ull) == 0;
+}
+
+/* A string from UTF-8 bytes; ASCII takes V8's cheaper one-byte path. */
+napi_value lnode_make_string(napi_env env, const uint8_t *p, size_t n)
+{
+	napi_value r;
+
+	if (lnode_is_ascii(p, n))
+		napi_create_string_latin1(env, (const char *)p, n, &r);
+	else
+		napi_create_string_utf8(env, (const char *)p, n, &r);
+	return r;
+}
+
+/* ---- Handles ------------------------------------------------------------ */
+
+struct handle *lnode_bare_handle(napi_env env, napi_callback_info info, size_t *argc,
+				 napi_value *argv)
+{
+	struct handle *h;
+
+	if (napi_get_cb_info(env, info, argc, argv, NULL, (void **)&h) != napi_ok)
+		return NULL;
+	return lnode_handle_open(env, h) ? h : NULL;
+}

@@ -1,0 +1,123 @@
+/*
+ * binding.h - what the Node binding's C files share (private to
+ * bindings/node): the per-environment and per-handle state, the value tags,
+ * and the functions args.c and ops.c give addon.c and each other.
+ *
+ * Who writes what: an env_data and its handles are touched only by their
+ * environment's JavaScript thread (and by Node's finalisers, which run on
+ * it); the maintainer thread reaches a handle only through its lnode_sub
+ * (registry.c, dispose_queue.c), never through these fields.
+ */
+#ifndef LARDER_NODE_BINDING_H
+#define LARDER_NODE_BINDING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <node_api.h>
+
+#include "larder.h"
+#include "registry.h"
+
+/* The first byte of every stored value (index.js mirrors these). */
+enum value_tag {
+	TAG_BYTES = 0,  /* a Buffer, TypedArray or DataView: raw bytes */
+	TAG_STRING = 1, /* a string, UTF-8 */
+	TAG_JSON = 2,   /* the JSON serializer's string, UTF-8 */
+	TAG_CUSTOM = 3, /* bytes from the handle's serializer (v8 or the caller's) */
+	TAG_COUNT
+};
+
+/* Grown on demand; the initial sizes cover the common case without a realloc. */
+#define IN_INITIAL (64u * 1024u)
+#define TRUNCATION_SLACK 4u    /* UTF-8 truncation drops at most 3 bytes, plus the NUL */
+#define EXPECTED_DEFAULT 4096u /* the index's sizing hint without `max` (the engine's default) */
+#define K16_VALUES 4096u       /* string values up to this many units go the UTF-16 way */
+#define IN_PLACE SIZE_MAX      /* batch_offs: a Buffer key, read where it is */
+
+struct handle;
+
+/* Per JavaScript environment (the main thread or one worker). */
+struct env_data {
+	struct handle *handles; /* handles not yet freed */
+	int reading_elements;   /* mget/mset are reading array elements (getters may run) */
+	char *keys;             /* encoded keys: one for single ops, packed for mget */
+	size_t keys_cap;
+	uint16_t *k16; /* a string key's (or short value's) UTF-16 units, before encoding */
+	size_t k16_cap;
+	uint8_t *in; /* a value being written: tag, then bytes */
+	size_t in_cap;
+	uint8_t *out; /* the scratch Buffer's bytes (index.js owns it) */
+	size_t out_cap;
+	napi_ref out_ref;
+	int32_t *meta; /* mget: the value length per key, 0 for a miss */
+	size_t meta_cap;
+	napi_ref meta_ref;
+	const void **batch_keys; /* mget: each key's bytes */
+	size_t *batch_lens;
+	size_t *batch_offs; /* mget: a string key's offset in keys, or IN_PLACE */
+	size_t batch_cap;
+};
+
+struct handle {
+	struct env_data *ed;           /* NULL once the environment is torn down */
+	struct lnode_shared *shared;   /* NULL once released (H1) */
+	larder *cache;                 /* NULL once closed: the check every op makes */
+	size_t max_key;                /* the cache's max_key_bytes */
+	size_t max_value;              /* the engine's max_value_bytes (tag byte included) */
+	uint64_t capacity;             /* for messages about the 1/8 entry limit */
+	unsigned fns;                  /* live functions carrying this handle (H4) */
+	int subscribed;                /* in the cache's listener fan-out (H3) */
+	int has_queue;                 /* sub.queue initialised */
+	int tsfn_released;             /* napi_release_threadsafe_function done */
+	napi_threadsafe_function tsfn; /* dispose delivery; NULL when none or finalised */
+	struct lnode_sub sub;
+	uint8_t *taken; /* the consumer's half of the dispose queue */
+	size_t taken_cap;
+	struct handle *prev, *next; /* ed->handles */
+};
+
+enum err_kind { ERR_PLAIN, ERR_TYPE, ERR_RANGE };
+
+/* args.c: errors. Each throws and returns NULL (for the caller to return). */
+napi_value lnode_throw(napi_env env, enum err_kind kind, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Throws for a larder error code returned by a write of value_len bytes. */
+napi_value lnode_throw_larder(napi_env env, const struct handle *h, int rc, size_t value_len);
+napi_value lnode_throw_nomem(napi_env env);
+
+/* args.c: buffers, arguments, results. Those returning int return 0 after throwing. */
+int lnode_grow(void *bufp, size_t *cap, size_t need, size_t elem);
+int lnode_handle_open(napi_env env, const struct handle *h);
+struct handle *lnode_bare_handle(napi_env env, napi_callback_info info, size_t *argc,
+				 napi_value *argv);
+int lnode_single_key(napi_env env, napi_callback_info info, size_t want, napi_value *argv,
+		     struct handle **hp, const void **key, size_t *len);
+int lnode_key_arg(napi_env env, const struct handle *h, napi_value v, size_t at, const void **key,
+		  size_t *len);
+int lnode_value_arg(napi_env env, const struct handle *h, napi_value v, napi_value tagv, size_t at,
+		    size_t *len);
+int lnode_ttl_arg(napi_env env, napi_value v, uint64_t *ttl_ms);
+/* The bytes of a Buffer, TypedArray or DataView; 0 (nothing thrown) for anything else. */
+int lnode_view_bytes(napi_env env, napi_value v, void **data, size_t *len);
+int lnode_is_ascii(const uint8_t *p, size_t n);
+napi_value lnode_make_bool(napi_env env, int b);
+napi_value lnode_make_double(napi_env env, double d);
+napi_value lnode_make_string(napi_env env, const uint8_t *p, size_t n);
+
+/* ops.c: the operations a handle's functions run (addon.c makes the functions). */
+napi_value lnode_op_get(napi_env env, napi_callback_info info);
+napi_value lnode_op_probe(napi_env env, napi_callback_info info);
+napi_value lnode_op_set(napi_env env, napi_callback_info info);
+napi_value lnode_op_has(napi_env env, napi_callback_info info);
+napi_value lnode_op_delete(napi_env env, napi_callback_info info);
+napi_value lnode_op_ttl(napi_env env, napi_callback_info info);
+napi_value lnode_op_engine_loop(napi_env env, napi_callback_info info);
+napi_value lnode_op_clear(napi_env env, napi_callback_info info);
+napi_value lnode_op_mget(napi_env env, napi_callback_info info);
+napi_value lnode_op_mset(napi_env env, napi_callback_info info);
+napi_value lnode_op_stats(napi_env env, napi_callback_info info);
+napi_value lnode_op_settings(napi_env env, napi_callback_info info);
+napi_value lnode_op_set_capacity(napi_env env, napi_callback_info info);
+
+#endif /* LARDER_NODE_BINDING_H */

@@ -1,0 +1,487 @@
+/*
+ * ops.c - the cache operations of the Node binding, one native function
+ * each, created per handle with the handle as their data pointer (addon.c),
+ * so napi_get_cb_info() yields the arguments and the handle in one call.
+ *
+ * get() copies the value with larder_get() into the environment's scratch
+ * Buffer (allocated by index.js and registered with setScratch), never into
+ * a new Buffer: a string value comes back as a string made here, other
+ * values as their length for index.js to decode from the scratch. mget()
+ * hashes and looks up a whole batch in one larder_get_batch(), packing the
+ * values into the scratch. No Node-API call is made inside a larder read
+ * section: values are copied out first, so a garbage collection cannot run
+ * JavaScript while a read section delays the maintainer.
+ *
+ * probe() and engineLoop() exist for the benchmarks only (the crossing
+ * without the engine; the engine in a C loop in this process).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "binding.h"
+
+/* ---- Operations ----------------------------------------------------------- */
+
+/*
+ * get(key): undefined on a miss; a string for a string value; otherwise the
+ * stored length (tag included) with the bytes in the scratch, or minus the
+ * length needed when the scratch is too small (index.js grows it, retries).
+ */
+napi_value lnode_op_get(napi_env env, napi_callback_info info)
+{
+	napi_value argv[1], r;
+	struct handle *h;
+	const void *key;
+	size_t key_len, len;
+	int rc;
+
+	if (!lnode_single_key(env, info, 1, argv, &h, &key, &key_len))
+		return NULL;
+	rc = larder_get(h->cache, key, key_len, h->ed->out, h->ed->out_cap, &len);
+	if (rc == LARDER_MISS)
+		return NULL;
+	if (rc == LARDER_EBUFSIZE)
+		return lnode_make_double(env, -(double)len);
+	if (rc != LARDER_OK)
+		return lnode_throw_larder(env, h, rc, 0);
+	if (len > 0 && h->ed->out[0] == TAG_STRING)
+		return lnode_make_string(env, h->ed->out + 1, len - 1);
+	napi_create_uint32(env, (uint32_t)len, &r);
+	return r;
+}
+
+/*
+ * probe(key): the crossing alone, for benchmarks: everything get() does
+ * (arguments, handle check, key encoding, making the result string from the
+ * scratch) except the engine call. The string is whatever the scratch holds
+ * after a get of a string value of the same length (index.js's caller
+ * arranges that), so the result costs what get's does.
+ */
+napi_value lnode_op_probe(napi_env env, napi_callback_info info)
+{
+	napi_value argv[2];
+	struct handle *h;
+	const void *key;
+	size_t key_len;
+	uint32_t len;
+
+	if (!lnode_single_key(env, info, 2, argv, &h, &key, &key_len) ||
+	    napi_get_value_uint32(env, argv[1], &len) != napi_ok)
+		return NULL;
+	if (len == 0 || len > h->ed->out_cap)
+		return NULL;
+	return lnode_make_string(env, h->ed->out + 1, len - 1);
+}
+
+/* set(key, value, tag, ttl): undefined, or throws. */
+napi_value lnode_op_set(napi_env env, napi_callback_info info)
+{
+	napi_value argv[4];
+	struct handle *h;
+	const void *key;
+	size_t key_len, len;
+	uint64_t ttl;
+	int rc;
+
+	if (!lnode_single_key(env, info, 4, argv, &h, &key, &key_len) ||
+	    !lnode_value_arg(env, h, argv[1], argv[2], 0, &len) ||
+	    !lnode_ttl_arg(env, argv[3], &ttl))
+		return NULL;
+	rc = larder_put(h->cache, key, key_len, h->ed->in, len, ttl);
+	if (rc != LARDER_OK)
+		return lnode_throw_larder(env, h, rc, len - 1);
+	return NULL;
+}
+
+napi_value lnode_op_has(napi_env env, napi_callback_info info)
+{
+	napi_value argv[1];
+	struct handle *h;
+	const void *key;
+	size_t key_len;
+
+	if (!lnode_single_key(env, info, 1, argv, &h, &key, &key_len))
+		return NULL;
+	return lnode_make_bool(env, larder_contains(h->cache, key, key_len) == LARDER_OK);
+}
+
+napi_value lnode_op_delete(napi_env env, napi_callback_info info)
+{
+	napi_value argv[1];
+	struct handle *h;
+	const void *key;
+	size_t key_len;
+	int rc;
+
+	if (!lnode_single_key(env, info, 1, argv, &h, &key, &key_len))
+		return NULL;
+	rc = larder_remove(h->cache, key, key_len);
+	if (rc < 0)
+		return lnode_throw_larder(env, h, rc, 0);
+	return lnode_make_bool(env, rc == LARDER_OK);
+}
+
+/* ttl(key): 0 on a miss, Infinity for no deadline, else milliseconds left. */
+napi_value lnode_op_ttl(napi_env env, napi_callback_info info)
+{
+	napi_value argv[1];
+	struct handle *h;
+	const void *key;
+	size_t key_len;
+	uint64_t ttl;
+	int rc;
+
+	if (!lnode_single_key(env, info, 1, argv, &h, &key, &key_len))
+		return NULL;
+	rc = larder_ttl_remaining(h->cache, key, key_len, &ttl);
+	if (rc != LARDER_OK)
+		return lnode_make_double(env, 0);
+	return lnode_make_double(env, ttl == LARDER_TTL_NEVER ? INFINITY : (double)ttl);
+}
+
+/*
+ * engineLoop(keys, order): for benchmarks, the engine alone inside this
+ * process: encodes the string keys once, then times larder_get() in a C
+ * loop over keys[order[i]] (values copied into the scratch, as get does).
+ * Returns nanoseconds per get. Beside get() and probe() it splits a get's
+ * time into crossing, engine, and what V8's traffic between gets adds.
+ */
+napi_value lnode_op_engine_loop(napi_env env, napi_callback_info info)
+{
+	napi_value argv[2], v;
+	size_t argc = 2, i, at = 0, len, count;
+	struct handle *h = lnode_bare_handle(env, info, &argc, argv);
+	struct env_data *ed;
+	napi_typedarray_type type;
+	struct timespec t0, t1;
+	uint32_t n, *order;
+	size_t *offs = NULL;
+	char *arena = NULL;
+	napi_value ab;
+	long misses = 0;
+	int ok = 0, bad_key = 0;
+
+	if (h == NULL)
+		return NULL;
+	ed = h->ed;
+	if (napi_get_array_length(env, argv[0], &n) != napi_ok || n == 0 ||
+	    napi_get_typedarray_info(env, argv[1], &type, &count, (void **)&order, &ab, &at) !=
+		    napi_ok ||
+	    type != napi_uint32_array)
+		return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
+				   "engineLoop(keys, Uint32Array)");
+	offs = malloc((n + 1) * sizeof(*offs));
+	arena = malloc((size_t)n * (h->max_key + 1));
+	if (offs == NULL || arena == NULL)
+		goto out;
+	at = 0;
+	for (i = 0; i < n; i++) {
+		if (napi_get_element(env, argv[0], (uint32_t)i, &v) != napi_ok ||
+		    napi_get_value_string_utf8(env, v, arena + at, h->max_key + 1, &len) !=
+			    napi_ok) {
+			bad_key = 1;
+			goto out;
+		}
+		offs[i] = at;
+		at += len;
+	}
+	offs[n] = at;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < count; i++) {
+		uint32_t k = order[i] % n;
+
+		if (larder_get(h->cache, arena + offs[k], offs[k + 1] - offs[k], ed->out,
+			       ed->out_cap, &len) != LARDER_OK)
+			misses++;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ok = 1;
+out:
+	free(offs);
+	free(arena);
+	if (!ok)
+		return bad_key ? lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
+					     "engineLoop: string keys only")
+			       : lnode_throw_nomem(env);
+	if (misses)
+		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER", "engineLoop: %ld misses", misses);
+	return lnode_make_double(
+		env, ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) /
+			     (double)(count ? count : 1));
+}
+
+napi_value lnode_op_clear(napi_env env, napi_callback_info info)
+{
+	size_t argc = 0;
+	struct handle *h = lnode_bare_handle(env, info, &argc, NULL);
+	int rc;
+
+	if (h == NULL)
+		return NULL;
+	rc = larder_clear(h->cache);
+	if (rc != LARDER_OK)
+		return lnode_throw_larder(env, h, rc, 0);
+	return NULL;
+}
+
+/*
+ * mget(keys, joined): looks the keys up in one larder_get_batch(). When
+ * joined is a string, it is keys.join('') and meta[i] holds keys[i].length
+ * (index.js checked every key is a string): if it encodes to exactly that
+ * many bytes the keys are ASCII and are cut from it without touching the
+ * array; otherwise each key is read from the array. Values are packed back
+ * to back into the scratch with meta[i] = length (0: a miss). Returns minus
+ * the scratch bytes needed when they do not fit; otherwise, when every
+ * value byte is ASCII, the whole packed region as one string (index.js
+ * takes substrings, which V8 makes without copying), else the number found.
+ */
+struct batch_out {
+	uint8_t *out;
+	size_t cap;
+	size_t used;
+	int32_t *meta;
+};
+
+static void batch_copy(void *ctx, size_t index, const void *value, size_t value_len)
+{
+	struct batch_out *b = ctx;
+
+	b->meta[index] = (int32_t)value_len;
+	if (b->used + value_len <= b->cap)
+		memcpy(b->out + b->used, value, value_len);
+	b->used += value_len;
+}
+
+/* Makes the mget arrays hold n keys. */
+static int batch_reserve(struct env_data *ed, size_t n)
+{
+	size_t cap = ed->batch_cap, lens_cap = ed->batch_cap, offs_cap = ed->batch_cap;
+
+	return lnode_grow(&ed->batch_keys, &cap, n, sizeof(*ed->batch_keys)) &&
+	       lnode_grow(&ed->batch_lens, &lens_cap, cap, sizeof(*ed->batch_lens)) &&
+	       lnode_grow(&ed->batch_offs, &offs_cap, cap, sizeof(*ed->batch_offs)) &&
+	       (ed->batch_cap = cap, 1);
+}
+
+/* The ASCII fast path: cuts the keys from the joined string. 1 done, 0 not ASCII, -1 threw. */
+static int batch_keys_joined(napi_env env, const struct handle *h, napi_value joined, size_t n)
+{
+	struct env_data *ed = h->ed;
+	size_t total = 0, got, i, at = 0;
+
+	for (i = 0; i < n; i++) {
+		if (ed->meta[i] <= 0 || (size_t)ed->meta[i] > h->max_key)
+			return 0; /* the slow path names the bad key */
+		total += (size_t)ed->meta[i];
+	}
+	if (!lnode_grow(&ed->keys, &ed->keys_cap, total + 8, 1)) {
+		lnode_throw_nomem(env);
+		return -1;
+	}
+	if (napi_get_value_string_utf8(env, joined, ed->keys, ed->keys_cap, &got) != napi_ok ||
+	    got != total)
+		return 0;
+	for (i = 0; i < n; i++) {
+		ed->batch_keys[i] = ed->keys + at;
+		ed->batch_lens[i] = (size_t)ed->meta[i];
+		at += ed->batch_lens[i];
+	}
+	return 1;
+}
+
+/* Any keys: each read from the array. 1 done, -1 threw. */
+static int batch_keys_each(napi_env env, const struct handle *h, napi_value arr, size_t n)
+{
+	struct env_data *ed = h->ed;
+	size_t i, at = 0;
+	napi_value v;
+	napi_status st;
+
+	for (i = 0; i < n; i++) {
+		const void *key;
+
+		if (!lnode_grow(&ed->keys, &ed->keys_cap, at + 3 * h->max_key + 8, 1)) {
+			lnode_throw_nomem(env);
+			return -1;
+		}
+		ed->reading_elements = 1;
+		st = napi_get_element(env, arr, (uint32_t)i, &v);
+		ed->reading_elements = 0;
+		if (st != napi_ok || !lnode_key_arg(env, h, v, at, &key, &ed->batch_lens[i]))
+			return -1;
+		/* The arena may move while it grows: string keys are offsets until the end. */
+		ed->batch_keys[i] = key;
+		ed->batch_offs[i] = key == ed->keys + at ? at : IN_PLACE;
+		if (ed->batch_offs[i] != IN_PLACE)
+			at += ed->batch_lens[i];
+	}
+	for (i = 0; i < n; i++) {
+		if (ed->batch_offs[i] != IN_PLACE)
+			ed->batch_keys[i] = ed->keys + ed->batch_offs[i];
+	}
+	return 1;
+}
+
+napi_value lnode_op_mget(napi_env env, napi_callback_info info)
+{
+	napi_value argv[2], r;
+	size_t argc = 2;
+	struct handle *h = lnode_bare_handle(env, info, &argc, argv);
+	struct batch_out b;
+	struct env_data *ed;
+	napi_valuetype type;
+	uint32_t n;
+	long found;
+	int rc = 0;
+
+	if (h == NULL)
+		return NULL;
+	ed = h->ed;
+	if (napi_get_array_length(env, argv[0], &n) != napi_ok)
+		return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "keys must be an array");
+	if (n > ed->meta_cap)
+		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER",
+				   "larder: mget scratch not registered");
+	if (n == 0)
+		return lnode_make_double(env, 0);
+	if (!batch_reserve(ed, n))
+		return lnode_throw_nomem(env);
+	napi_typeof(env, argv[1], &type);
+	if (type == napi_string)
+		rc = batch_keys_joined(env, h, argv[1], n);
+	if (rc == 0)
+		rc = batch_keys_each(env, h, argv[0], n);
+	if (rc < 0)
+		return NULL;
+	if (h->cache == NULL) /* an element's getter closed the handle */
+		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_CLOSED",
+				   "larder: the cache is closed");
+	memset(ed->meta, 0, n * sizeof(*ed->meta));
+	b = (struct batch_out){.out = ed->out, .cap = ed->out_cap, .used = 0, .meta = ed->meta};
+	found = larder_get_batch(h->cache, n, ed->batch_keys, ed->batch_lens, batch_copy, &b);
+	if (found < 0)
+		return lnode_throw_larder(env, h, (int)found, 0);
+	if (b.used > b.cap)
+		return lnode_make_double(env, -(double)b.used);
+	if (b.used > 0 && lnode_is_ascii(b.out, b.used)) {
+		napi_create_string_latin1(env, (const char *)b.out, b.used, &r);
+		return r;
+	}
+	return lnode_make_double(env, (double)found);
+}
+
+/* mset(keys, values, tags, ttl): stores in order; throws at the first failure. */
+napi_value lnode_op_mset(napi_env env, napi_callback_info info)
+{
+	napi_value argv[4], k, v, t;
+	size_t argc = 4;
+	struct handle *h = lnode_bare_handle(env, info, &argc, argv);
+	const void *key;
+	size_t key_len, len;
+	uint32_t n, i;
+	uint64_t ttl;
+	int rc;
+
+	if (h == NULL)
+		return NULL;
+	if (napi_get_array_length(env, argv[0], &n) != napi_ok ||
+	    !lnode_ttl_arg(env, argv[3], &ttl))
+		return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
+				   "entries must be an array");
+	for (i = 0; i < n; i++) {
+		napi_status st;
+
+		h->ed->reading_elements = 1;
+		st = napi_get_element(env, argv[0], i, &k);
+		if (st == napi_ok)
+			st = napi_get_element(env, argv[1], i, &v);
+		if (st == napi_ok)
+			st = napi_get_element(env, argv[2], i, &t);
+		h->ed->reading_elements = 0;
+		if (st != napi_ok)
+			return NULL;
+		if (h->cache == NULL) /* a getter closed the handle */
+			return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_CLOSED",
+					   "larder: the cache is closed");
+		if (!lnode_key_arg(env, h, k, 0, &key, &key_len) ||
+		    !lnode_value_arg(env, h, v, t, 0, &len))
+			return NULL;
+		rc = larder_put(h->cache, key, key_len, h->ed->in, len, ttl);
+		if (rc != LARDER_OK)
+			return lnode_throw_larder(env, h, rc, len - 1);
+	}
+	return NULL;
+}
+
+/* stats(): the engine's counters as an object of numbers. */
+napi_value lnode_op_stats(napi_env env, napi_callback_info info)
+{
+	uint64_t values[LARDER_STAT_COUNT];
+	size_t argc = 0, i;
+	struct handle *h = lnode_bare_handle(env, info, &argc, NULL);
+	napi_value obj;
+
+	if (h == NULL)
+		return NULL;
+	if (larder_stats(h->cache, values, LARDER_STAT_COUNT) != LARDER_OK)
+		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER", "larder: stats failed");
+	napi_create_object(env, &obj);
+	for (i = 0; i < LARDER_STAT_COUNT; i++)
+		napi_set_named_property(env, obj, larder_stat_name((enum larder_stat)i),
+					lnode_make_double(env, (double)values[i]));
+	if (h->has_queue)
+		napi_set_named_property(
+			env, obj, "dispose_dropped",
+			lnode_make_double(env, (double)lnode_dq_dropped(&h->sub.queue)));
+	return obj;
+}
+
+static void set_number(napi_env env, napi_value obj, const char *name, double d)
+{
+	napi_set_named_property(env, obj, name, lnode_make_double(env, d));
+}
+
+/* settings(): the settings the cache was opened with (a joined cache's, not the caller's). */
+napi_value lnode_op_settings(napi_env env, napi_callback_info info)
+{
+	size_t argc = 0;
+	struct handle *h = lnode_bare_handle(env, info, &argc, NULL);
+	const struct lnode_settings *s;
+	napi_value obj;
+
+	if (h == NULL)
+		return NULL;
+	s = lnode_shared_settings(h->shared);
+	napi_create_object(env, &obj);
+	set_number(env, obj, "maxSize", (double)s->capacity_bytes);
+	set_number(env, obj, "max", (double)s->max_entries);
+	set_number(env, obj, "ttl",
+		   s->default_ttl_ms == LARDER_TTL_NEVER ? 0 : (double)s->default_ttl_ms);
+	set_number(env, obj, "maxKeyBytes", (double)s->max_key_bytes);
+	set_number(env, obj, "maxValueBytes", (double)(s->max_value_bytes - 1));
+	set_number(env, obj, "policy", (double)s->policy);
+	napi_set_named_property(env, obj, "updateAgeOnGet",
+				lnode_make_bool(env, s->expiry == LARDER_EXPIRE_AFTER_ACCESS));
+	return obj;
+}
+
+napi_value lnode_op_set_capacity(napi_env env, napi_callback_info info)
+{
+	napi_value argv[1];
+	size_t argc = 1;
+	struct handle *h = lnode_bare_handle(env, info, &argc, argv);
+	double d;
+
+	if (h == NULL)
+		return NULL;
+	if (napi_get_value_double(env, argv[0], &d) != napi_ok || !(d >= 65536) || d > 1.8e19)
+		return lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE",
+				   "maxSize must be at least 65536 bytes");
+	if (larder_set_capacity(h->cache, (uint64_t)d) != LARDER_OK)
+		return lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "larder: capacity refused");
+	h->capacity = (uint64_t)d;
+	return NULL;
+}

@@ -1,0 +1,95 @@
+/*
+ * registry.h - the process-wide set of native caches behind the Node.js
+ * binding: caches opened by name (one native cache for every worker thread
+ * that names it) and private ones, each counted by the handles that use it,
+ * and the fan-out of its removal listener to the handles that asked for
+ * dispose events. Pure C over larder.h and pthreads: no Node-API, so
+ * test/registry_stress.c checks it under ThreadSanitizer and ASan.
+ */
+#ifndef LARDER_NODE_REGISTRY_H
+#define LARDER_NODE_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dispose_queue.h"
+#include "larder.h"
+
+/* The engine settings a cache is opened with. */
+struct lnode_settings {
+	uint64_t capacity_bytes;
+	uint64_t max_entries;      /* the binding's entry limit (`max`), 0 = none */
+	uint64_t expected_entries; /* the index's sizing hint (max_entries, or a default) */
+	uint64_t default_ttl_ms;   /* LARDER_TTL_NEVER: none */
+	size_t max_key_bytes;
+	size_t max_value_bytes; /* as the engine sees it (the binding's tag byte included) */
+	enum larder_policy policy;
+	enum larder_expiry expiry;
+};
+
+/* Bits of lnode_registry_open()'s given: the settings the caller chose. */
+enum lnode_setting_bit {
+	LNODE_SET_CAPACITY = 1u << 0,
+	LNODE_SET_MAX_ENTRIES = 1u << 1,
+	LNODE_SET_TTL = 1u << 2,
+	LNODE_SET_MAX_KEY = 1u << 3,
+	LNODE_SET_MAX_VALUE = 1u << 4,
+	LNODE_SET_POLICY = 1u << 5,
+	LNODE_SET_EXPIRY = 1u << 6,
+};
+
+/* Returned by lnode_registry_open() besides the larder errors. */
+#define LNODE_EMISMATCH (-100)
+
+/*
+ * A handle's subscription to removal events. The owner fills queue, notify
+ * and notify_ctx before lnode_shared_subscribe(); notify(notify_ctx) is
+ * called on the maintainer thread when the queue turns non-empty, and never
+ * after lnode_shared_unsubscribe() has returned.
+ */
+struct lnode_sub {
+	struct lnode_dq queue;
+	void (*notify)(void *notify_ctx);
+	void *notify_ctx;
+	struct lnode_sub *next; /* the shared cache's list; under its sub_lock */
+};
+
+struct lnode_shared;
+
+/*
+ * Opens the cache called name (NUL-terminated), or a private cache when
+ * name is NULL. A named cache already open is shared: its reference count
+ * grows, and every setting whose bit is in given must equal the open cache's
+ * (otherwise LNODE_EMISMATCH, with *mismatch naming the setting). Settings
+ * not given take the open cache's values. Allocates; may start a maintainer
+ * thread. Returns LARDER_OK with *out holding one reference, LNODE_EMISMATCH,
+ * or a larder error (LARDER_EINVAL for a setting out of range, LARDER_ENOMEM,
+ * LARDER_ETHREAD); on failure *out is NULL.
+ */
+int lnode_registry_open(struct lnode_shared **out, const char *name,
+			const struct lnode_settings *want, unsigned given, const char **mismatch);
+
+/*
+ * Drops one reference; the last one unregisters the name, stops the
+ * maintainer and frees the cache (larder_close). The caller must have
+ * unsubscribed its lnode_sub and must not use the cache afterwards; other
+ * holders are unaffected. Never fails.
+ */
+void lnode_registry_release(struct lnode_shared *shared);
+
+/* The engine cache, valid until the caller's reference is released. */
+larder *lnode_shared_cache(const struct lnode_shared *shared);
+/* The settings the cache was opened with. */
+const struct lnode_settings *lnode_shared_settings(const struct lnode_shared *shared);
+
+/* Adds sub to the cache's listener fan-out. Never fails or allocates. */
+void lnode_shared_subscribe(struct lnode_shared *shared, struct lnode_sub *sub);
+/* Removes sub; on return its notify will not be called again. */
+void lnode_shared_unsubscribe(struct lnode_shared *shared, struct lnode_sub *sub);
+
+/* Native caches open in the process (named and private). */
+size_t lnode_registry_open_count(void);
+/* References held on the named cache, 0 when it is not open. */
+uint32_t lnode_registry_refs(const char *name);
+
+#endif /* LARDER_NODE_REGISTRY_H */

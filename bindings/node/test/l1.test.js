@@ -1,0 +1,99 @@
+'use strict';
+/* The JS-side L1: never shadows a write, respects TTL, refused where it cannot be coherent. */
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { LarderCache, waitFor } = require('./helpers.js');
+
+test('a set is never shadowed by a stale L1 value', () => {
+  const c = new LarderCache({ maxSize: 1 << 20, l1: { max: 4 } });
+  for (let i = 0; i < 200; i++) {
+    const k = `k${i % 7}`;
+    c.set(k, `v${i}`);
+    assert.equal(c.get(k), `v${i}`);
+    assert.equal(c.get(k), `v${i}`, 'second read: from L1');
+    if (i % 5 === 0) {
+      c.delete(k);
+      assert.equal(c.get(k), undefined);
+    }
+    if (i % 11 === 0) {
+      c.mset([[k, `m${i}`]]);
+      assert.equal(c.get(k), `m${i}`);
+      assert.deepEqual(c.mget([k]), [`m${i}`]);
+    }
+  }
+  c.set('x', 'y');
+  c.get('x');
+  c.clear();
+  assert.equal(c.get('x'), undefined, 'clear empties L1 too');
+  c.set('x', 'z');
+  c.get('x');
+  c.set('x', undefined);
+  assert.equal(c.get('x'), undefined, 'set(undefined) deletes from L1 too');
+  c.close();
+  assert.throws(() => c.get('x'), { code: 'ERR_LARDER_CLOSED' });
+});
+
+test('an L1 entry expires with the engine entry', async () => {
+  const c = new LarderCache({ maxSize: 1 << 20, l1: { max: 100 } });
+  c.set('t', 'v', { ttl: 40 });
+  assert.equal(c.get('t'), 'v');
+  assert.equal(c.get('t'), 'v');
+  await waitFor(() => c.get('t') === undefined, 'the L1 copy to expire');
+  const d = new LarderCache({ maxSize: 1 << 20, ttl: 40, l1: { max: 100 } });
+  d.set('t', 'v');
+  assert.equal(d.get('t'), 'v');
+  await waitFor(() => d.get('t') === undefined, 'the default-ttl L1 copy to expire');
+  c.close();
+  d.close();
+});
+
+test('L1 is bounded and refused for shared caches and updateAgeOnGet', () => {
+  const c = new LarderCache({ maxSize: 1 << 20, l1: { max: 2 } });
+  for (let i = 0; i < 10; i++) c.set(`k${i}`, `v${i}`);
+  for (let i = 0; i < 10; i++) assert.equal(c.get(`k${i}`), `v${i}`);
+  c.close();
+  assert.throws(() => new LarderCache({ name: 'l1-shared', l1: { max: 10 } }), TypeError);
+  assert.throws(() => new LarderCache({ updateAgeOnGet: true, ttl: 100, l1: { max: 10 } }), TypeError);
+  assert.equal(LarderCache.refs('l1-shared'), 0, 'the refused open left nothing open');
+});
+
+test('with dispose, an entry the engine evicts leaves L1 too', async () => {
+  const evicted = new Set();
+  const c = new LarderCache({
+    maxSize: 1 << 20, policy: 'fifo', l1: { max: 100 },
+    dispose: (v, k, reason) => { if (reason === 'evict') evicted.add(k); },
+  });
+  c.set('hot', 'v');
+  assert.equal(c.get('hot'), 'v'); // now in L1
+  const filler = 'x'.repeat(1000);
+  let i = 0;
+  await waitFor(() => {
+    for (let j = 0; j < 200; j++) c.set(`fill-${i++}`, filler);
+    return evicted.has('hot');
+  }, 'the engine to evict the first key');
+  assert.equal(c.get('hot'), undefined);
+  c.close();
+});
+
+test('a deserializer that writes the cache cannot leave a stale value in L1', () => {
+  let c;
+  let rewrite = true;
+  c = new LarderCache({
+    maxSize: 1 << 20, l1: { max: 10 },
+    serializer: {
+      serialize: (x) => Buffer.from(JSON.stringify(x)),
+      deserialize: (b) => {
+        const v = JSON.parse(b.toString());
+        if (rewrite) {
+          rewrite = false;
+          c.set('k', { n: 2 }); // a write while the get decodes the old value
+        }
+        return v;
+      },
+    },
+  });
+  c.set('k', { n: 1 });
+  assert.deepEqual(c.get('k'), { n: 1 }, 'the value read before the write');
+  assert.deepEqual(c.get('k'), { n: 2 }, 'not shadowed by an L1 copy of the old value');
+  c.close();
+});
