@@ -71,8 +71,10 @@ struct larder__shared {
 	 * asks about it (mg h, me), then on for the process's life. Relaxed:
 	 * a switch; a read racing with it may or may not mark. */
 	_Atomic bool track_fetched;
-	/* Connection counters: written by workers with atomic RMW (any worker). */
-	_Atomic uint64_t curr_conns, total_conns, rejected_conns;
+	/* Connection counters: written by workers with atomic RMW (any worker).
+	 * paused_conns: connections not read because their unsent replies
+	 * passed the high-water mark (server.c, M3). */
+	_Atomic uint64_t curr_conns, total_conns, rejected_conns, paused_conns;
 	struct larder__exec **workers;
 	pthread_mutex_t reset_lock; /* guards stat_base */
 	uint64_t stat_base[WS_COUNT];

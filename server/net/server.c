@@ -53,6 +53,7 @@ struct conn {
 	bool suspended; /* req is a paused multiget pointing into in */
 	bool closing;   /* close once out is written */
 	bool stalled;   /* complete requests wait in `in` because out hit high water */
+	bool paused;    /* not read until the client drains out (counted in paused_conns) */
 	size_t need;    /* parser: bytes needed before parsing again */
 	size_t swallow; /* bytes of an oversize value still to discard */
 	char *in;       /* unconsumed input [0, in_len), NULL when empty */
@@ -103,8 +104,10 @@ static void conn_free(struct worker *w, struct conn *c)
 	close(c->fd);
 	free(c->in);
 	larder__obuf_free(&c->out);
+	/* Relaxed: statistics; nothing is published through them. */
+	if (c->paused)
+		atomic_fetch_sub_explicit(&w->net->sh->paused_conns, 1, memory_order_relaxed);
 	free(c);
-	/* Relaxed: a statistic; nothing is published through it. */
 	atomic_fetch_sub_explicit(&w->net->sh->curr_conns, 1, memory_order_relaxed);
 }
 
@@ -360,7 +363,7 @@ static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 	struct larder__obuf *out = c->out.len > 0 ? &c->out : &w->out;
 	char *buf = c->in;
 	size_t len = c->in_len, off = 0;
-	bool from_conn = true;
+	bool from_conn = true, paused;
 
 	if (ev & (EPOLLERR | EPOLLHUP) && !(ev & EPOLLIN))
 		goto close;
@@ -388,9 +391,19 @@ static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 		goto close;
 	if (c->closing && c->out.len == 0)
 		goto close;
+	paused = c->swallow == 0 && !c->closing &&
+		 (c->out.len > HIGH_WATER || c->suspended || c->stalled);
+	if (paused != c->paused) {
+		/* Relaxed: a gauge for "stats"; nothing is published through it. */
+		if (paused)
+			atomic_fetch_add_explicit(&w->net->sh->paused_conns, 1, memory_order_relaxed);
+		else
+			atomic_fetch_sub_explicit(&w->net->sh->paused_conns, 1, memory_order_relaxed);
+		c->paused = paused;
+	}
 	if (c->swallow > 0)
 		set_interest(w, c, EPOLLIN); /* output held until the value is gone */
-	else if (c->out.len > HIGH_WATER || c->suspended || c->closing || c->stalled)
+	else if (paused || c->closing)
 		set_interest(w, c, EPOLLOUT);
 	else
 		set_interest(w, c, EPOLLIN | (c->out.len > 0 ? EPOLLOUT : 0));

@@ -21,7 +21,7 @@ the tester sends "mg __sync__ Os<n>" and reads until its unique reply
 returned ({CAS}: the latest, {CASP}: the one before). At the end the tester shuts down its sending side and reads until the
 server closes, so every reply is collected without any timing assumption: both
 servers answer everything they read, then see end-of-file and close. A
-deadline (generous: 30 s) only turns a hang into a reported difference.
+deadline (generous: 60 s) only turns a hang into a reported difference.
 
 Normalisation (only what cannot be equal by design; docs/server.md):
   - CAS uniques: each distinct value is renamed in order of appearance per
@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from loopback import free_port, wait_port
 import diffcases, diffgrammar
 
-DEADLINE = 30.0
+DEADLINE = 60.0
 # memcached's clock ticks once a second, driven by a timer that a loaded
 # machine delays (seen: 3 s behind in a 10-minute run on a shared 2-core
 # machine); larderd rounds up.
