@@ -498,6 +498,8 @@ struct larder__net *larder__net_start(struct larder__shared *sh, const int *lfds
 	for (i = 0; i < sh->threads; i++) {
 		if (pthread_create(&net->w[i].thread, NULL, worker_main, &net->w[i]) != 0)
 			goto fail;
+		/* A name for top -H and server/bench/threads.py; failure is harmless. */
+		pthread_setname_np(net->w[i].thread, "larderd-worker");
 		net->w[i].started = true;
 		net->nworkers = i + 1;
 	}
