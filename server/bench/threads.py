@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""threads.py LOADGEN MEMCACHED NAME=LARDERD [NAME=LARDERD ...] [--rounds N] [--seconds S]
+"""threads.py LOADGEN MEMCACHED NAME=LARDERD [NAME=LARDERD ...] [--fetched NAME=LARDERD]
+              [--rounds N] [--seconds S]
 
 Where a single connection's time goes, idle and on a busy machine: each
 larderd binary given (NAME=path, so that builds can be compared) and
@@ -13,8 +14,12 @@ context switches from /proc before and after each measurement and prints
 them per request: a thread that wakes per request shows up there, whatever
 it is called. Run it under `flock /work/bench.lock` on a shared machine;
 compare ratios within one run, never figures across runs.
+
+--fetched adds a larderd whose tracking of fetched items is switched on (by
+one "mg <key> h" at start, docs/server.md): each first read of a value then
+costs an engine write, which a set-then-get round trip pays every time.
 """
-import argparse, os, re, signal, statistics, subprocess, sys, time
+import argparse, os, re, signal, socket, statistics, subprocess, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "tests", "protocol"))
@@ -49,10 +54,12 @@ def main():
     ap.add_argument("loadgen")
     ap.add_argument("memcached")
     ap.add_argument("larderd", nargs="+", help="NAME=path of a larderd binary")
+    ap.add_argument("--fetched", action="append", default=[], help="NAME=path, fetch tracking on")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=2)
     a = ap.parse_args()
-    servers = [tuple(v.split("=", 1)) for v in a.larderd] + [("memcached", a.memcached)]
+    servers = [tuple(v.split("=", 1)) for v in a.larderd + a.fetched] + [("memcached", a.memcached)]
+    fetched = {v.split("=", 1)[0] for v in a.fetched}
     procs, ports = [], []
     try:
         for name, path in servers:
@@ -61,8 +68,14 @@ def main():
             procs.append(subprocess.Popen(["nice", "-n", "10", path, "-p", str(port), "-l", "127.0.0.1",
                                            "-t", "4", "-m", "256"] + extra))
             ports.append(port)
-        for p in ports:
+        for (name, _), p in zip(servers, ports):
             wait_port(p)
+            if name in fetched:
+                with socket.create_connection(("127.0.0.1", p)) as s:
+                    s.sendall(b"mg __threads__ h\r\nmn\r\n")
+                    r = b""
+                    while not r.endswith(b"MN\r\n"):
+                        r += s.recv(100)
             loadgen(a.loadgen, p, 1)  # warm-up, not reported
         res, cpu = {}, {}
         loads = (0, os.cpu_count())
