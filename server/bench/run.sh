@@ -40,7 +40,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; return 1; }
-# One busy process per core, at the servers' priority: the load of issue 14.
+# One busy process per core, at the servers' priority (nice 10).
 load_start() {
 	local i
 	for i in $(seq "$(nproc)"); do

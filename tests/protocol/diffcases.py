@@ -86,7 +86,7 @@ CASES = [
                              "ms c 1 S1\r\nx\r\n")),
     ("meta-ttl", steps("ms a 1 T100\r\nx\r\nmg a t v\r\nma n N0 J5 v\r\nma n T100 t v\r\n")),
 
-    # ---- regression cases of the differences issue 14 listed ----
+    # ---- regression cases: each difference first found by hand against memcached ----
     # 1. a refused set removes the old value
     ("issue-stale-after-refused-set",
      steps("set foo 0 0 3\r\nMOO\r\n", "set foo 0 0 %d\r\n%s\r\n" % (BIG, "x" * BIG), "get foo\r\n")),
