@@ -9,10 +9,11 @@ larderd_loadgen with one connection doing set-then-get round trips (-A, 64 B
 values). Each round measures every server for S seconds, first on the idle
 machine and then with one busy process per core (started and stopped by this
 script); rounds interleave the servers, so they share the machine's state.
-Besides throughput and latency, it reads every server thread's CPU time and
-context switches from /proc before and after each measurement and prints
-them per request: a thread that wakes per request shows up there, whatever
-it is called. Run it under `flock /work/bench.lock` on a shared machine;
+Besides throughput and latency, it reads every server thread's scheduler
+statistics from /proc (schedstat: time on a CPU, time runnable but waiting
+for one; status: context switches) before and after each measurement and
+prints them per request: a thread that wakes per request shows up there,
+whatever it is called, and so does time lost waiting for a CPU. Run it under `flock /work/bench.lock` on a shared machine;
 compare ratios within one run, never figures across runs.
 
 --fetched adds a larderd whose tracking of fetched items is switched on (by
@@ -25,8 +26,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "tests", "protocol"))
 from loopback import free_port, wait_port  # noqa: E402
 
-TICK_US = 1e6 / os.sysconf("SC_CLK_TCK")
-
 
 def loadgen(lg, port, secs):
     out = subprocess.run(["nice", "-n", "10", lg, "-p", str(port), "-c", "1", "-T", "1", "-d", "1",
@@ -35,17 +34,17 @@ def loadgen(lg, port, secs):
 
 
 def threads(pid):
-    """{tid: (name, cpu us, context switches)} of a process's threads."""
+    """{tid: (name, [on-CPU us, runnable-waiting us, context switches])} of a process's threads."""
     res = {}
     for t in os.listdir("/proc/%d/task" % pid):
         base = "/proc/%d/task/%s/" % (pid, t)
         try:
-            st = open(base + "stat").read().rsplit(")", 1)[1].split()
+            run_ns, wait_ns = open(base + "schedstat").read().split()[:2]
             name = open(base + "comm").read().strip()
             sw = sum(int(l.split()[1]) for l in open(base + "status") if "ctxt_switches" in l)
         except OSError:
             continue  # the thread ended
-        res[t] = (name, (int(st[11]) + int(st[12])) * TICK_US, sw)
+        res[t] = (name, [int(run_ns) / 1e3, int(wait_ns) / 1e3, sw])
     return res
 
 
@@ -91,12 +90,12 @@ def main():
                         t1 = threads(proc.pid)
                         res.setdefault((load, name), []).append(m)
                         reqs = m["ops_per_s"] * a.seconds
-                        for tid, (tname, c, sw) in t1.items():
+                        for tid, (tname, v) in t1.items():
                             if tid in t0:
-                                d = cpu.setdefault((load, name, tid, tname), [0.0, 0, 0.0])
-                                d[0] += c - t0[tid][1]
-                                d[1] += sw - t0[tid][2]
-                                d[2] += reqs
+                                d = cpu.setdefault((load, name, tid, tname), [0.0, 0.0, 0, 0.0])
+                                for k in range(3):
+                                    d[k] += v[k] - t0[tid][1][k]
+                                d[3] += reqs
                 finally:
                     for b in busy:
                         b.kill()
@@ -119,14 +118,14 @@ def main():
                   (name, statistics.median(ops), min(ops), max(ops), statistics.median(ops) / base,
                    statistics.median(m["p50_us"] for m in v), statistics.median(p99), min(p99),
                    max(p99), statistics.median(m["p999_us"] for m in v)))
-            tc = ts = 0.0
-            for (l, n, tid, tname), (c, sw, reqs) in sorted(cpu.items()):
+            tot = [0.0, 0.0, 0.0]
+            for (l, n, tid, tname), (c, w, sw, reqs) in sorted(cpu.items()):
                 if l == load and n == name and reqs and (c > 0 or sw > 0):
-                    print("      thread %-7s %-16s cpu %5.2f us/req  switches %.3f/req" %
-                          (tid, tname, c / reqs, sw / reqs))
-                    tc += c / reqs
-                    ts += sw / reqs
-            print("      all threads               cpu %5.2f us/req  switches %.3f/req" % (tc, ts))
+                    print("      thread %-7s %-16s cpu %5.2f  wait %5.2f us/req  switches %.3f/req" %
+                          (tid, tname, c / reqs, w / reqs, sw / reqs))
+                    tot = [tot[0] + c / reqs, tot[1] + w / reqs, tot[2] + sw / reqs]
+            print("      all threads               cpu %5.2f  wait %5.2f us/req  switches %.3f/req" %
+                  tuple(tot))
     return 0
 
 
