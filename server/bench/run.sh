@@ -16,7 +16,7 @@
 # (default 3) of SECONDS (default 2) each with the min-max range, the
 # larderd/memcached throughput ratio, and latency percentiles (us) of the
 # median round. Runs under nice; kills the servers and load on exit. Run it
-# under `flock /work/bench.lock` on a shared machine.
+# one at a time on a shared machine (flock on a common lock file).
 set -u
 MODE=matrix
 if [ "${1:-}" = --loaded ]; then

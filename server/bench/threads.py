@@ -13,7 +13,8 @@ Besides throughput and latency, it reads every server thread's scheduler
 statistics from /proc (schedstat: time on a CPU, time runnable but waiting
 for one; status: context switches) before and after each measurement and
 prints them per request: a thread that wakes per request shows up there,
-whatever it is called, and so does time lost waiting for a CPU. Run it under `flock /work/bench.lock` on a shared machine;
+whatever it is called, and so does time lost waiting for a CPU. On a
+shared machine run one benchmark at a time (flock on a common lock file);
 compare ratios within one run, never figures across runs.
 
 --fetched adds a larderd whose tracking of fetched items is switched on (by
