@@ -114,6 +114,8 @@ enum larder_error {
 			       * maintainer is stuck in a removal listener (see larder_put) */
 	LARDER_ETHREAD = -7,  /* the maintainer thread could not be started */
 	LARDER_ESYS = -8,     /* another system call failed; errno has the cause */
+	LARDER_ESTATE = -9,   /* wrong state: a closed pool, a pool with open caches, or a
+			       * pooled cache's capacity (the pool's to set) */
 };
 
 /* Why an entry left the cache; reported to the removal listener. */
@@ -432,8 +434,9 @@ LARDER_API LARDER_MUST_USE int larder_clear(larder *cache);
 /*
  * Changes the capacity at run time (>= 64 KiB). When shrinking, the
  * maintainer evicts down to the new capacity promptly; writes may wait
- * meanwhile. Never allocates. Returns LARDER_OK or LARDER_EINVAL (cache
- * NULL, bytes outside 64 KiB to 2^62 - 1).
+ * meanwhile. Never allocates. Returns LARDER_OK, LARDER_EINVAL (cache
+ * NULL, bytes outside 64 KiB to 2^62 - 1), or LARDER_ESTATE for a cache in
+ * a pool (the pool sets its capacity; see larder_config_set_pool).
  */
 LARDER_API LARDER_MUST_USE int larder_set_capacity(larder *cache, uint64_t bytes);
 
@@ -643,6 +646,174 @@ LARDER_API uint64_t larder_sim_hit_events(const larder_sim *sim);
 LARDER_API void larder_sim_destroy(larder_sim *sim);
 
 /* ---- End of simulation section ------------------------------------------ */
+
+/* ---- Pools: several caches, one memory budget ---------------------------- */
+/*
+ * A pool holds a byte budget that every cache opened in it shares
+ * (larder_config_set_pool): the pool sets each cache's capacity, through
+ * the same path as larder_set_capacity(), and moves capacity to the cache
+ * where it earns the most: a background controller estimates each cache's
+ * extra hits per extra byte (mini simulations of its policy at several
+ * sizes on a sample of its keys), weights them by the cache's miss cost,
+ * and moves capacity in steps from the lowest weighted value to the highest,
+ * within each cache's minimum and maximum share, until they are level
+ * (docs/pool.md).
+ *
+ * The bound: the used bytes (LARDER_STAT_USED_BYTES) of all the pool's
+ * caches together never exceed budget + LARDER_POOL_OVERSHOOT_BOUND, which
+ * is budget / 100 + 4 MiB per open cache (each cache's own overshoot bound
+ * summed), at any instant, also while capacity moves: a cache that gives
+ * capacity up evicts first, and the cache that takes it can use it only once
+ * the bytes are back.
+ *
+ * Threads: every pool call may be made from any thread. A pool runs one
+ * thread of its own (the controller), started by larder_pool_create().
+ */
+typedef struct larder_pool larder_pool;
+typedef struct larder_pool_config larder_pool_config;
+
+/*
+ * Creates a pool configuration with the defaults: budget 256 MiB, controller
+ * interval 100 ms. Allocates. Returns LARDER_OK, LARDER_EINVAL (out NULL) or
+ * LARDER_ENOMEM. May be destroyed any time after larder_pool_create().
+ */
+LARDER_API LARDER_MUST_USE int larder_pool_config_create(larder_pool_config **out);
+LARDER_API void larder_pool_config_destroy(larder_pool_config *config);
+/* The budget in bytes, >= 1 MiB (0 or less: LARDER_EINVAL). Never allocates. */
+LARDER_API LARDER_MUST_USE int larder_pool_config_set_budget(larder_pool_config *config,
+							     uint64_t bytes);
+/*
+ * How often the controller moves capacity, in ms (1..60000; default 100).
+ * 0 turns the controller off: each cache then holds an equal part of the
+ * budget, clamped to its shares, recomputed when a cache opens or closes
+ * (a static split; fix one with min share = max share), and no estimates
+ * are made (nor for a cache with min share = max share in any pool).
+ * Never allocates. Returns LARDER_OK or LARDER_EINVAL.
+ */
+LARDER_API LARDER_MUST_USE int larder_pool_config_set_interval_ms(larder_pool_config *config,
+								  uint64_t ms);
+
+/*
+ * Creates a pool and starts its controller thread. Allocates. On success
+ * *out owns the pool; on failure *out is NULL and nothing is leaked.
+ * Returns LARDER_OK, LARDER_EINVAL (out or config NULL), LARDER_ENOMEM or
+ * LARDER_ETHREAD.
+ */
+LARDER_API LARDER_MUST_USE int larder_pool_create(larder_pool **out,
+						  const larder_pool_config *config);
+
+/*
+ * Stops the controller and releases the pool. Refused with LARDER_ESTATE,
+ * changing nothing, while a cache is open in it (close them first). After
+ * LARDER_OK the handle must not be used again; a config that still names
+ * the pool keeps its memory alive (until larder_config_destroy()) but
+ * larder_open() refuses it with LARDER_ESTATE. Blocks while the controller
+ * finishes its pass. Returns LARDER_OK, LARDER_EINVAL (pool NULL) or
+ * LARDER_ESTATE.
+ */
+LARDER_API LARDER_MUST_USE int larder_pool_close(larder_pool *pool);
+
+/*
+ * Caches opened with this config draw their capacity from pool (NULL: no
+ * pool, the default). The config holds a reference, so the pool's memory
+ * stays valid while the config names it. A pooled cache:
+ *   - gets its capacity from the pool: larder_open() refuses a config that
+ *     also had larder_config_set_capacity() called (LARDER_EINVAL; to fix a
+ *     cache's size in a pool, set its min and max share equal);
+ *   - may have to wait in larder_open() until other caches of the pool have
+ *     given back its first capacity (at most the config's write wait; then
+ *     LARDER_EBUSY); it then grows to its share in the background;
+ *   - refuses larder_set_capacity() with LARDER_ESTATE;
+ *   - gives its share back to the pool in larder_close().
+ * larder_open() also fails with LARDER_ESTATE when the pool is closed, and
+ * with LARDER_EINVAL when the min shares of the pool's open caches would sum
+ * to over 1, or the pool cannot give the new cache 64 KiB.
+ * Never allocates or blocks. Returns LARDER_OK or LARDER_EINVAL (config NULL).
+ */
+LARDER_API LARDER_MUST_USE int larder_config_set_pool(larder_config *config,
+						      larder_pool *pool);
+/*
+ * The least and the most of the pool's budget the cache may hold, as
+ * fractions: 0 <= min_share <= max_share <= 1, max_share > 0 (defaults 0
+ * and 1). The pool never takes the cache below min_share (once it has
+ * reached it) nor gives it more than max_share. Never allocates. Returns
+ * LARDER_OK or LARDER_EINVAL (config NULL, a share out of range or NaN,
+ * min > max).
+ */
+LARDER_API LARDER_MUST_USE int larder_config_set_pool_shares(larder_config *config,
+							     double min_share, double max_share);
+/*
+ * What a miss costs in this cache, relative to the pool's other caches
+ * (default 1; a database-backed cache might say 100 where a cheap
+ * recomputation says 1): the controller maximises the hits weighted by it.
+ * Finite, > 0 and <= 10^9. Never allocates. Returns LARDER_OK or
+ * LARDER_EINVAL.
+ */
+LARDER_API LARDER_MUST_USE int larder_config_set_miss_cost(larder_config *config, double cost);
+
+/* Pool-wide figures, indexes into the array filled by larder_pool_stats(). Append-only. */
+enum larder_pool_stat {
+	LARDER_POOL_BUDGET_BYTES = 0,    /* the budget */
+	LARDER_POOL_OVERSHOOT_BOUND,     /* budget / 100 + 4 MiB per open cache (see above) */
+	LARDER_POOL_CACHES,              /* caches open in the pool */
+	LARDER_POOL_ASSIGNED_BYTES,      /* the caches' capacities summed */
+	LARDER_POOL_USED_BYTES,          /* the caches' used bytes summed (each read on its own) */
+	LARDER_POOL_MOVES,               /* capacity steps the controller moved */
+	LARDER_POOL_MOVED_BYTES,         /* bytes of capacity it moved */
+	LARDER_POOL_PASSES,              /* controller passes */
+	LARDER_POOL_CONTROLLER_CPU_NS,   /* CPU time of the pool's thread */
+	LARDER_POOL_STAT_COUNT
+};
+/*
+ * Fills values[0..count-1] (entries past LARDER_POOL_STAT_COUNT are set to
+ * 0). Briefly takes the pool's lock; never blocks a cache's reads or
+ * writes. Returns LARDER_OK or LARDER_EINVAL (pool NULL, values NULL with
+ * count > 0).
+ */
+LARDER_API LARDER_MUST_USE int larder_pool_stats(larder_pool *pool, uint64_t *values,
+						 size_t count);
+/* The figure's name ("budget_bytes", ...), or NULL when out of range. */
+LARDER_API const char *larder_pool_stat_name(enum larder_pool_stat stat);
+
+/*
+ * One cache's figures in its pool, indexes into the array filled by
+ * larder_pool_cache_stats(). Rates are over the controller's recent window
+ * (a half-life of about 1 s); the estimates are 0 until the cache has seen
+ * enough requests. Append-only.
+ */
+enum larder_pool_cache_stat {
+	LARDER_POOL_CACHE_CAPACITY_BYTES = 0, /* its capacity now */
+	LARDER_POOL_CACHE_TARGET_BYTES,       /* the capacity the pool is moving it to */
+	LARDER_POOL_CACHE_USED_BYTES,         /* LARDER_STAT_USED_BYTES */
+	LARDER_POOL_CACHE_HITS,               /* LARDER_STAT_HITS */
+	LARDER_POOL_CACHE_MISSES,             /* LARDER_STAT_MISSES */
+	LARDER_POOL_CACHE_REQUESTS_PER_S,     /* reads (hits + misses) per second */
+	LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB, /* estimated extra hits per second that one
+						    more MiB would bring (mini simulations;
+						    not weighted by the miss cost; at its max
+						    share: what its last MiB brings) */
+	LARDER_POOL_CACHE_GHOST_HITS_PER_MIB, /* the same estimated from a ghost of recent
+						 victims (for comparison; docs/pool.md) */
+	LARDER_POOL_CACHE_MISS_COST,          /* larder_config_set_miss_cost() */
+	LARDER_POOL_CACHE_MIN_SHARE,          /* larder_config_set_pool_shares() */
+	LARDER_POOL_CACHE_MAX_SHARE,
+	LARDER_POOL_CACHE_SAMPLE_EVERY,       /* the mini simulations sample 1 key in this many */
+	LARDER_POOL_CACHE_PROBE_NS,           /* time its maintainer spent estimating for the
+						 pool so far (sampled: an estimate) */
+	LARDER_POOL_CACHE_STAT_COUNT
+};
+/*
+ * Fills values[0..count-1] with cache's figures (entries past
+ * LARDER_POOL_CACHE_STAT_COUNT are set to 0). Briefly takes the pool's
+ * lock. Returns LARDER_OK or LARDER_EINVAL (a NULL argument, or cache not
+ * open in pool).
+ */
+LARDER_API LARDER_MUST_USE int larder_pool_cache_stats(larder_pool *pool, larder *cache,
+						       double *values, size_t count);
+/* The figure's name ("capacity_bytes", ...), or NULL when out of range. */
+LARDER_API const char *larder_pool_cache_stat_name(enum larder_pool_cache_stat stat);
+
+/* ---- End of pool section ------------------------------------------------- */
 
 #ifdef __cplusplus
 }

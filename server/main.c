@@ -178,6 +178,20 @@ static void raise_fd_limit(int maxconns)
 			(unsigned long long)rl.rlim_cur, maxconns);
 }
 
+/*
+ * The index is sized for one item per KiB of -m (at least 65,536), as
+ * memcached's hash table starts small and grows: the engine doubles the
+ * index in the background as items come, so a cache of small items pays a
+ * few growths while it fills, and a cache of large items does not carry an
+ * index sized for small ones (at -m 1024 with 4 KiB values, one item per
+ * 256 bytes kept 48 MiB of index resident for 2 MiB of use).
+ */
+static uint64_t expected_entries(uint64_t mem_mib)
+{
+	uint64_t n = (mem_mib << 20) / 1024;
+	return n < 65536 ? 65536 : n;
+}
+
 static int open_cache(const struct options *o, larder **out)
 {
 	larder_config *cfg;
@@ -188,7 +202,7 @@ static int open_cache(const struct options *o, larder **out)
 	if ((rc = larder_config_set_capacity(cfg, o->mem_mib << 20)) != LARDER_OK ||
 	    (rc = larder_config_set_max_key_bytes(cfg, LARDER__KEY_MAX)) != LARDER_OK ||
 	    (rc = larder_config_set_max_value_bytes(cfg, o->item_max + LARDER__HDR)) != LARDER_OK ||
-	    (rc = larder_config_set_expected_entries(cfg, (o->mem_mib << 20) / 256)) != LARDER_OK) {
+	    (rc = larder_config_set_expected_entries(cfg, expected_entries(o->mem_mib))) != LARDER_OK) {
 		larder_config_destroy(cfg);
 		return rc;
 	}
@@ -257,7 +271,8 @@ int main(int argc, char **argv)
 		return 71;
 	}
 	sh.item_max = o.item_max;
-	sh.maxbytes = o.mem_mib << 20;
+	/* Relaxed: set before the workers start (pthread_create publishes it). */
+	atomic_store_explicit(&sh.maxbytes, o.mem_mib << 20, memory_order_relaxed);
 	sh.threads = o.threads;
 	sh.maxconns = o.maxconns;
 	sh.port = o.socket_path ? 0 : atoi(o.port);

@@ -40,11 +40,13 @@ function loadAddon() {
 const native = loadAddon();
 const LIMITS = native.limits();
 
-/* Value tags: the first byte of every stored value (enum value_tag in addon.c). */
+/* Value tags: the first byte of every stored value (enum value_tag in src/binding.h). */
 const TAG_BYTES = 0;
 const TAG_STRING = 1;
 const TAG_JSON = 2;
 const TAG_CUSTOM = 3;
+/* Or'ed into a string or JSON value's tag by the addon when its bytes are all ASCII. */
+const TAG_ASCII = 0x40;
 
 const POLICIES = {
   default: 0, 's3fifo': 1, fifo: 2, lru: 3, wtinylfu: 4, arc: 5,
@@ -138,7 +140,9 @@ class LarderCache {
   #n; // the addon's operations for this handle (addon.c), bound to it
   #closed = false;
   #serializer;
-  #l1 = null; // Map key -> { v, exp } (J2, J3)
+  #l1 = null; // Map key -> { key, v, exp } (J2, J3)
+  #l1Order = null; // L1 entries in fill order from #l1Head; stale ones are no longer #l1's
+  #l1Head = 0;
   #l1Max = 0;
   #writes = 0; // counts this handle's writes: an L1 fill raced by one is dropped (J2)
   #ttlInUse = false;
@@ -189,12 +193,14 @@ class LarderCache {
 
     if (o.l1 !== undefined && o.l1 !== false) {
       if (o.l1 === null || typeof o.l1 !== 'object') throw typeError('l1 must be { max }');
-      this.#l1Max = checkInteger('l1.max', o.l1.max, 1, 2 ** 24);
+      const l1Max = checkInteger('l1.max', o.l1.max, 1, 2 ** 24);
       if (name !== undefined) {
         throw typeError('l1 is not available for a shared (named) cache: other workers write it');
       }
       if (updateAgeOnGet) throw typeError('l1 cannot be combined with updateAgeOnGet');
+      this.#l1Max = l1Max;
       this.#l1 = new Map();
+      this.#l1Order = [];
     }
 
     this.#dispose = o.dispose || null;
@@ -238,10 +244,40 @@ class LarderCache {
       if (left === 0) return;
       if (left !== Infinity) exp = t0 + left - 1;
     }
+    this.#l1Put({ key, v, exp });
+  }
+
+  /*
+   * The L1 drops its oldest fill first. The fill order is an array of the
+   * entries beside the Map: a refilled or dropped key leaves a stale entry
+   * there (no longer the Map's), skipped when it comes up and removed when
+   * the array is compacted (after max evictions, or when stale entries
+   * reach twice max), so every fill is O(1) amortized. (Evicting through
+   * the Map's keys().next() instead costs a scan over the holes V8 leaves
+   * at the front of its table: 8-11 us per fill at 10,000 entries under
+   * churn.)
+   */
+  #l1Put(e) {
     const l1 = this.#l1;
-    l1.delete(key);
-    l1.set(key, { v, exp });
-    if (l1.size > this.#l1Max) l1.delete(l1.keys().next().value);
+    l1.set(e.key, e);
+    this.#l1Order.push(e);
+    while (l1.size > this.#l1Max) {
+      const old = this.#l1Order[this.#l1Head++];
+      if (l1.get(old.key) === old) l1.delete(old.key);
+    }
+    if (this.#l1Head > this.#l1Max || this.#l1Order.length - this.#l1Head > 2 * this.#l1Max) {
+      const live = [];
+      for (let i = this.#l1Head; i < this.#l1Order.length; i++) {
+        const x = this.#l1Order[i];
+        if (l1.get(x.key) === x) live.push(x);
+      }
+      this.#l1Order = live;
+      this.#l1Head = 0;
+    }
+  }
+
+  #l1Drop(key) {
+    this.#l1.delete(key);
   }
 
   /* r: the addon's result, a length (value in the scratch) or minus the size needed. */
@@ -256,9 +292,12 @@ class LarderCache {
 
   /* The value whose tag byte is buf[start], ending at end (J1: never a view of the scratch). */
   #decode(buf, start, end) {
-    switch (buf[start]) {
-      case TAG_STRING: return buf.toString('utf8', start + 1, end);
-      case TAG_JSON: return JSON.parse(buf.toString('utf8', start + 1, end));
+    const tag = buf[start];
+    // ASCII reads the same in Latin-1, whose decoder does a third less work than UTF-8's (callgrind).
+    const text = tag & TAG_ASCII ? 'latin1' : 'utf8';
+    switch (tag & ~TAG_ASCII) {
+      case TAG_STRING: return buf.toString(text, start + 1, end);
+      case TAG_JSON: return JSON.parse(buf.toString(text, start + 1, end));
       case TAG_CUSTOM: return this.#serializer.deserialize(Buffer.from(buf.subarray(start + 1, end)));
       default: {
         const out = Buffer.allocUnsafe(end - start - 1);
@@ -299,7 +338,7 @@ class LarderCache {
     const stored = tag === TAG_STRING || tag === TAG_BYTES ? value : this.#serialize(value);
     if (this.#l1 !== null) {
       this.#writes++;
-      this.#l1.delete(key);
+      this.#l1Drop(key);
     }
     if (ttl > 0) this.#ttlInUse = true;
     this.#n.set(key, stored, tag, ttl);
@@ -314,7 +353,8 @@ class LarderCache {
 
   /**
    * The value without going through L1's refill. The engine has no read that
-   * skips its hit sample, so for the eviction policy a peek is a hit.
+   * skips its hit sample or its expire-after-access extension, so for the
+   * eviction policy a peek is a hit, and with updateAgeOnGet it extends.
    */
   peek(key) {
     if (this.#l1 !== null) {
@@ -329,7 +369,7 @@ class LarderCache {
   delete(key) {
     if (this.#l1 !== null) {
       this.#writes++;
-      this.#l1.delete(key);
+      this.#l1Drop(key);
     }
     return this.#n.delete(key);
   }
@@ -339,6 +379,8 @@ class LarderCache {
     if (this.#l1 !== null) {
       this.#writes++;
       this.#l1.clear();
+      this.#l1Order = [];
+      this.#l1Head = 0;
     }
     this.#n.clear();
   }
@@ -386,7 +428,7 @@ class LarderCache {
         out[i] = undefined;
         continue;
       }
-      const tag = buf[off];
+      const tag = buf[off] & ~TAG_ASCII;
       if (text !== null && tag === TAG_STRING) out[i] = text.substring(off + 1, off + len);
       else if (text !== null && tag === TAG_JSON) out[i] = JSON.parse(text.substring(off + 1, off + len));
       else out[i] = this.#decode(buf, off, off + len);
@@ -416,7 +458,7 @@ class LarderCache {
     }
     if (this.#l1 !== null) {
       this.#writes++;
-      for (const k of keys) this.#l1.delete(k);
+      for (const k of keys) this.#l1Drop(k);
     }
     if (ttl > 0) this.#ttlInUse = true;
     this.#n.mset(keys, values, tags, ttl);
@@ -478,6 +520,7 @@ class LarderCache {
   close() {
     this.#closed = true;
     this.#l1 = null;
+    this.#l1Order = null;
     this.#n.close();
   }
 
@@ -526,7 +569,7 @@ class LarderCache {
       const keyBytes = buf.subarray(ks, vs);
       const key = isUtf8(keyBytes) ? keyBytes.toString('utf8') : Buffer.from(keyBytes);
       // An L1 copy of an entry the engine evicted or expired goes too.
-      if (this.#l1 !== null && (reason === 'evict' || reason === 'expire')) this.#l1.delete(key);
+      if (this.#l1 !== null && (reason === 'evict' || reason === 'expire')) this.#l1Drop(key);
       let value;
       try {
         value = vl === 0 ? undefined : this.#decode(buf, vs, off);

@@ -8,7 +8,10 @@
  * so with depth > 1 it includes the queueing inside the pipeline, as a client
  * would see it. Keys are "key:%08u" over a keyspace that is fully written
  * before timing starts; values are `vsize` bytes. Get ratio r: each request
- * is a get with probability r (per-thread xorshift), else a set.
+ * is a get with probability r (per-thread xorshift), else a set. With -A
+ * (alternate), requests come in pairs on one random key: a set, then a get
+ * of what was just set (the set-then-get round trips of a cache-aside
+ * client; with -d 1 each is its own round trip).
  *
  * Output: one line, "ops_per_s=... p50_us=... p99_us=... p999_us=... errors=...".
  */
@@ -33,6 +36,7 @@ struct opts {
 	int port, conns, threads, depth, seconds, vsize;
 	unsigned keys;
 	double get_ratio;
+	int alternate;
 };
 
 struct th {
@@ -174,6 +178,8 @@ static void *run(void *arg)
 	char *out = malloc((size_t)o->depth * ((size_t)o->vsize + 64));
 	char *val = malloc((size_t)o->vsize);
 	uint64_t seed = 88172645463325252ull ^ ((uint64_t)t->first_conn * 0x9e3779b97f4a7c15ull);
+	unsigned key = 0;
+	uint64_t sent = 0;
 
 	memset(val, 'v', (size_t)o->vsize);
 	for (int c = 0; c < t->nconn; c++)
@@ -183,9 +189,17 @@ static void *run(void *arg)
 		for (int c = 0; c < t->nconn; c++) {
 			size_t len = 0;
 			for (int d = 0; d < o->depth; d++) {
-				int g = (double)(xorshift(&seed) % 1000000) < o->get_ratio * 1e6;
+				int g;
+				if (o->alternate) {
+					g = (int)(sent++ & 1); /* set, then get */
+					if (!g)
+						key = (unsigned)(xorshift(&seed) % o->keys);
+				} else {
+					g = (double)(xorshift(&seed) % 1000000) < o->get_ratio * 1e6;
+					key = (unsigned)(xorshift(&seed) % o->keys);
+				}
 				kinds[c * o->depth + d] = g;
-				len += make_req(out + len, o, val, (unsigned)(xorshift(&seed) % o->keys), g);
+				len += make_req(out + len, o, val, key, g);
 			}
 			if (write(rds[c].fd, out, len) != (ssize_t)len) {
 				t->errors++;
@@ -247,9 +261,9 @@ static uint64_t pct(const uint64_t *h, uint64_t total, double p)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {"127.0.0.1", 11211, 8, 1, 1, 3, 64, 24000, 0.9};
+	struct opts o = {"127.0.0.1", 11211, 8, 1, 1, 3, 64, 24000, 0.9, 0};
 	int ch;
-	while ((ch = getopt(argc, argv, "h:p:c:T:d:s:v:k:r:")) != -1) {
+	while ((ch = getopt(argc, argv, "h:p:c:T:d:s:v:k:r:A")) != -1) {
 		switch (ch) {
 		case 'h': o.host = optarg; break;
 		case 'p': o.port = atoi(optarg); break;
@@ -260,9 +274,10 @@ int main(int argc, char **argv)
 		case 'v': o.vsize = atoi(optarg); break;
 		case 'k': o.keys = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'r': o.get_ratio = atof(optarg); break;
+		case 'A': o.alternate = 1; break;
 		default:
 			fprintf(stderr, "usage: loadgen [-h host] [-p port] [-c conns] [-T threads] "
-					"[-d depth] [-s secs] [-v vsize] [-k keys] [-r get_ratio]\n");
+					"[-d depth] [-s secs] [-v vsize] [-k keys] [-r get_ratio] [-A]\n");
 			return 2;
 		}
 	}

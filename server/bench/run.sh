@@ -1,39 +1,104 @@
 #!/bin/bash
-# run.sh LARDERD LOADGEN [MEMCACHED] [ROUNDS] [SECONDS] - larderd against
-# Debian's memcached, same run, same load generator, same settings
-# (-m 256 -t 2, 8 connections, 24,000 keys of 16 bytes, 64-byte values).
-# Cells: get-heavy (90% get) and set-heavy (10% get), unpipelined (depth 1)
-# and pipelined (depth 16). Servers alternate within each round; the table
-# shows medians over ROUNDS (default 3) of SECONDS (default 2) each, the
+# run.sh [--loaded] LARDERD LOADGEN [MEMCACHED] [ROUNDS] [SECONDS] - larderd
+# against Debian's memcached, same run, same load generator, same settings.
+#
+# Default mode, the throughput matrix: -m 256 -t 2, 8 connections, 24,000
+# keys, 64-byte values; get-heavy (90% get) and set-heavy (10% get), each
+# unpipelined (depth 1) and pipelined (depth 16).
+#
+# --loaded, one client on a busy machine: -m 256 -t 4, one connection doing
+# set-then-get round trips of one random key (64-byte values, loadgen -A),
+# measured on an idle machine and with background load: one busy process per
+# core (nproc), started before and stopped after each loaded measurement by
+# this script. Rounds alternate idle/loaded and larderd/memcached.
+#
+# Servers alternate within each round; the table shows medians over ROUNDS
+# (default 3) of SECONDS (default 2) each with the min-max range, the
 # larderd/memcached throughput ratio, and latency percentiles (us) of the
-# median round. Runs under nice; kills both servers on exit.
+# median round. Runs under nice; kills the servers and load on exit. Run it
+# one at a time on a shared machine (flock on a common lock file).
 set -u
+MODE=matrix
+if [ "${1:-}" = --loaded ]; then
+	MODE=loaded
+	shift
+fi
 LARDERD=$1
 LOADGEN=$2
 MEMCACHED=${3:-/usr/bin/memcached}
 ROUNDS=${4:-3}
 SECS=${5:-2}
 MEM=256
-THREADS=2
+if [ $MODE = loaded ]; then THREADS=4; else THREADS=2; fi
 CONNS=8
 
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; }
+LOAD=()
+cleanup() {
+	for p in "${LOAD[@]}" "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+}
 trap cleanup EXIT INT TERM
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+# One busy process per core, at the servers' priority (nice 10).
+load_start() {
+	local i
+	for i in $(seq "$(nproc)"); do
+		nice -n 10 sh -c 'while :; do :; done' &
+		LOAD+=($!)
+	done
+}
+load_stop() {
+	local p
+	for p in "${LOAD[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	LOAD=()
+}
 
 LP=$(free_port); MP=$(free_port)
 nice -n 10 "$LARDERD" -p "$LP" -l 127.0.0.1 -m $MEM -t $THREADS & PIDS+=($!)
 nice -n 10 "$MEMCACHED" -p "$MP" -l 127.0.0.1 -m $MEM -t $THREADS -U 0 -u nobody & PIDS+=($!)
 wait_port "$LP" && wait_port "$MP" || { echo "servers did not start"; exit 1; }
 
+med() { printf "%s\n" "$@" | sort -t= -k2 -n | sed -n "$(( ($# + 1) / 2 ))p"; }
+field() { echo "$1" | tr ' ' '\n' | grep "^$2=" | cut -d= -f2; }
+range() { printf "%s\n" "$@" | tr ' ' '\n' | grep '^ops_per_s=' | cut -d= -f2 | sort -n |
+	sed -n '1p;$p' | paste -sd- ; }
+# row NAME LABEL: prints one table line from the arrays L and M.
+row() {
+	local lm mm lo mo
+	lm=$(med "${L[@]}"); mm=$(med "${M[@]}")
+	lo=$(field "$lm" ops_per_s); mo=$(field "$mm" ops_per_s)
+	printf "%-8s %7s | %-24s %-24s %6s | %-16s | %-16s\n" "$1" "$2" \
+		"$lo ($(range "${L[@]}"))" "$mo ($(range "${M[@]}"))" \
+		"$(python3 -c "print('%.2fx' % ($lo / $mo))")" \
+		"$(field "$lm" p50_us)/$(field "$lm" p99_us)/$(field "$lm" p999_us)" \
+		"$(field "$mm" p50_us)/$(field "$mm" p99_us)/$(field "$mm" p999_us)"
+}
+
 # warm-up (not reported): faults in both servers' memory and the key set
 nice -n 10 "$LOADGEN" -p "$LP" -c $CONNS -T 1 -d 16 -r 0.5 -s 1 >/dev/null
 nice -n 10 "$LOADGEN" -p "$MP" -c $CONNS -T 1 -d 16 -r 0.5 -s 1 >/dev/null
 
+if [ $MODE = loaded ]; then
+	echo "# larderd vs memcached $("$MEMCACHED" -V | cut -d' ' -f2): -m $MEM -t $THREADS, 1 conn, set-then-get round trips, 64 B values, $ROUNDS x ${SECS}s per cell, $(nproc) cores, load = $(nproc) busy processes"
+	printf "%-8s %7s | %-24s %-24s %6s | %-16s | %-16s\n" mode "" "larderd op/s (min-max)" \
+		"memcd op/s (min-max)" ratio "larderd p50/99/999" "memcd p50/99/999"
+	IL=(); IM=(); BL=(); BM=()
+	for r in $(seq "$ROUNDS"); do
+		IL+=("$(nice -n 10 "$LOADGEN" -p "$LP" -c 1 -T 1 -d 1 -A -s "$SECS")")
+		IM+=("$(nice -n 10 "$LOADGEN" -p "$MP" -c 1 -T 1 -d 1 -A -s "$SECS")")
+		load_start
+		BL+=("$(nice -n 10 "$LOADGEN" -p "$LP" -c 1 -T 1 -d 1 -A -s "$SECS")")
+		BM+=("$(nice -n 10 "$LOADGEN" -p "$MP" -c 1 -T 1 -d 1 -A -s "$SECS")")
+		load_stop
+	done
+	L=("${IL[@]}"); M=("${IM[@]}"); row idle set+get
+	L=("${BL[@]}"); M=("${BM[@]}"); row loaded set+get
+	exit 0
+fi
+
 echo "# larderd vs memcached $("$MEMCACHED" -V | cut -d' ' -f2): -m $MEM -t $THREADS, $CONNS conns, 24000 keys, 64 B values, $ROUNDS x ${SECS}s per cell, $(nproc) cores"
-printf "%-8s %5s | %-24s %-24s %6s | %-16s | %-16s\n" mix depth "larderd op/s (min-max)" \
+printf "%-8s %7s | %-24s %-24s %6s | %-16s | %-16s\n" mix depth "larderd op/s (min-max)" \
 	"memcd op/s (min-max)" ratio "larderd p50/99/999" "memcd p50/99/999"
 for mix in 0.9 0.1; do
 	for depth in 1 16; do
@@ -42,17 +107,6 @@ for mix in 0.9 0.1; do
 			L+=("$(nice -n 10 "$LOADGEN" -p "$LP" -c $CONNS -T 1 -d $depth -r $mix -s "$SECS")")
 			M+=("$(nice -n 10 "$LOADGEN" -p "$MP" -c $CONNS -T 1 -d $depth -r $mix -s "$SECS")")
 		done
-		med() { printf "%s\n" "$@" | sort -t= -k2 -n | sed -n "$(( ($# + 1) / 2 ))p"; }
-		lm=$(med "${L[@]}"); mm=$(med "${M[@]}")
-		field() { echo "$1" | tr ' ' '\n' | grep "^$2=" | cut -d= -f2; }
-		lo=$(field "$lm" ops_per_s); mo=$(field "$mm" ops_per_s)
-		range() { printf "%s\n" "$@" | tr ' ' '\n' | grep '^ops_per_s=' | cut -d= -f2 | sort -n |
-			sed -n '1p;$p' | paste -sd- ; }
-		name=$([ "$mix" = 0.9 ] && echo get-90% || echo set-90%)
-		printf "%-8s %5s | %-24s %-24s %6s | %-16s | %-16s\n" "$name" "$depth" \
-			"$lo ($(range "${L[@]}"))" "$mo ($(range "${M[@]}"))" \
-			"$(python3 -c "print('%.2fx' % ($lo / $mo))")" \
-			"$(field "$lm" p50_us)/$(field "$lm" p99_us)/$(field "$lm" p999_us)" \
-			"$(field "$mm" p50_us)/$(field "$mm" p99_us)/$(field "$mm" p999_us)"
+		row "$([ "$mix" = 0.9 ] && echo get-90% || echo set-90%)" "$depth"
 	done
 done

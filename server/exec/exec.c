@@ -1,16 +1,28 @@
 /*
  * exec.c - the memcached text commands on top of larder (see exec.h for the
- * item format, CAS uniques and threads). Meta commands are in meta.c.
+ * item format, CAS uniques and threads), except storage (store.c), meta
+ * commands (meta.c) and stats (stats.c), plus the item helpers they share.
  *
- * Read-modify-write commands (cas, append, prepend, incr, decr) read the
- * whole item, compute the new bytes and publish them with
+ * Read-modify-write commands (incr, decr, and in store.c cas, append,
+ * prepend) read the whole item, compute the new bytes and publish them with
  * larder_replace_if_equals(old bytes, new bytes): the engine does the check
  * and the swap atomically, so a concurrent writer makes the swap fail with
  * LARDER_MISMATCH and the command retries on the fresh value. Since every
  * write gets a new CAS unique, "bytes equal" implies "no write in between".
  *
- * Not guaranteed: append/prepend/incr/decr keep the item's remaining TTL as
- * read by larder_ttl_remaining() just before the swap, to the millisecond.
+ * Fetched: memcached marks an item fetched on its first read (get, gets,
+ * gat, touch, mg without u), and mg h / me report it. larderd keeps that
+ * bit in the item header, so the first read of each written value costs one
+ * more engine write (larder__mark_fetched()): a cache-aside client's
+ * set-then-get would pay a second write, and the maintainer a second
+ * wake-up, per round trip, for a flag few clients ask about. So reads mark
+ * nothing until the first request that asks (mg with h, me); from then on
+ * the process tracks every first read exactly. Reads before that are not
+ * counted (docs/server.md).
+ *
+ * Not guaranteed: writes that keep an item's TTL (incr, append, the meta
+ * bits) read it with larder_ttl_remaining() just before the swap, to the
+ * millisecond, not atomically with it.
  */
 #include "exec.h"
 #include "exec_internal.h"
@@ -18,12 +30,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #define RMW_TRIES 1000
 #define GET_BATCH 16
+#define REALTIME_MAXDELTA (60 * 60 * 24 * 30) /* memcached: larger exptimes are Unix times */
+/* memcached's process_started is its start time minus 62 s: an absolute
+ * exptime or flush time at or before it counts as "the distant past". */
+#define MC_STARTED_SLACK 62
+#define MAX_VERBOSITY 2
 
 int larder__exec_init(struct larder__exec *x, struct larder__shared *sh, unsigned id)
 {
@@ -37,7 +53,8 @@ void larder__exec_fini(struct larder__exec *x)
 {
 	free(x->a);
 	free(x->b);
-	x->a = x->b = NULL;
+	free(x->c);
+	x->a = x->b = x->c = NULL;
 }
 
 bool larder__grow(unsigned char **buf, size_t *cap, size_t need)
@@ -57,9 +74,33 @@ bool larder__grow(unsigned char **buf, size_t *cap, size_t need)
 	return true;
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* CLOCK_MONOTONIC in 16 ns units: the time stamp of CAS uniques (exec.h). */
+static uint64_t stamp_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) >> 4;
+}
+
 uint64_t larder__next_cas(struct larder__exec *x)
 {
-	return ++x->cas_seq << 8 | x->id;
+	uint64_t t = stamp_now();
+
+	x->cas_seq = t > x->cas_seq ? t : x->cas_seq + 1;
+	return x->cas_seq << 8 | x->id;
+}
+
+uint64_t larder__age_seconds(uint64_t cas)
+{
+	uint64_t then = cas >> 8, now = stamp_now();
+	return now > then ? ((now - then) << 4) / 1000000000u : 0;
 }
 
 void larder__hdr_put(unsigned char *p, uint64_t cas, uint32_t flags, uint8_t bits)
@@ -84,9 +125,9 @@ void larder__hdr_get(const unsigned char *p, uint64_t *cas, uint32_t *flags, uin
 	*bits = p[12];
 }
 
-bool larder__exptime_to_ttl(int64_t exptime, uint64_t *ttl_ms)
+bool larder__exptime_to_ttl(int32_t exptime, uint64_t *ttl_ms)
 {
-	int64_t rel;
+	int64_t ms;
 
 	if (exptime == 0) {
 		*ttl_ms = LARDER_TTL_NEVER;
@@ -94,13 +135,40 @@ bool larder__exptime_to_ttl(int64_t exptime, uint64_t *ttl_ms)
 	}
 	if (exptime < 0)
 		return false;
-	rel = exptime;
-	if (exptime > 60 * 60 * 24 * 30) /* memcached's REALTIME_MAXDELTA: absolute */
-		rel = exptime - (int64_t)time(NULL);
-	if (rel <= 0)
+	if (exptime <= REALTIME_MAXDELTA) {
+		*ttl_ms = (uint64_t)exptime * 1000;
+		return true;
+	}
+	ms = (int64_t)exptime * 1000 - (int64_t)now_ms();
+	if (ms <= 0)
 		return false;
-	*ttl_ms = (uint64_t)rel * 1000;
+	*ttl_ms = (uint64_t)ms;
 	return true;
+}
+
+/* memcached's "current_time": seconds since its process_started. */
+static int64_t mc_current_time(const struct larder__shared *sh)
+{
+	return (int64_t)(now_ms() / 1000) - ((int64_t)sh->started - MC_STARTED_SLACK);
+}
+
+int64_t larder__dead_ttl_seconds(struct larder__exec *x, int32_t exptime)
+{
+	int64_t started = (int64_t)x->sh->started - MC_STARTED_SLACK, rel = 1;
+
+	if (exptime > REALTIME_MAXDELTA && exptime > started)
+		rel = exptime - started;
+	return (int64_t)(uint32_t)(rel - mc_current_time(x->sh));
+}
+
+long long larder__ttl_seconds(struct larder__exec *x, const void *key, size_t klen)
+{
+	uint64_t ms;
+
+	if (larder_ttl_remaining(x->sh->cache, key, klen, &ms) != LARDER_OK ||
+	    ms == LARDER_TTL_NEVER)
+		return -1;
+	return (long long)((ms + 999) / 1000);
 }
 
 /* Reads the whole item into x->a. Returns a larder status or error. */
@@ -122,6 +190,82 @@ uint64_t larder__keep_ttl(struct larder__exec *x, const void *key, size_t klen)
 	if (larder_ttl_remaining(x->sh->cache, key, klen, &ttl) != LARDER_OK)
 		return LARDER_TTL_NEVER;
 	return ttl;
+}
+
+int larder__set_bits(struct larder__exec *x, const void *key, size_t klen, size_t old_len,
+		     uint8_t bits)
+{
+	if (!larder__grow(&x->b, &x->b_cap, old_len))
+		return LARDER_ENOMEM;
+	memcpy(x->b, x->a, old_len);
+	x->b[12] = bits;
+	return larder_replace_if_equals(x->sh->cache, key, klen, x->a, old_len, x->b, old_len,
+					larder__keep_ttl(x, key, klen));
+}
+
+void larder__track_fetched(struct larder__exec *x)
+{
+	/* Relaxed: a switch (exec.h); written once, re-writing it is harmless. */
+	if (!atomic_load_explicit(&x->sh->track_fetched, memory_order_relaxed))
+		atomic_store_explicit(&x->sh->track_fetched, true, memory_order_relaxed);
+}
+
+static bool tracking(const struct larder__exec *x)
+{
+	/* Relaxed: see track_fetched in exec.h. */
+	return atomic_load_explicit(&x->sh->track_fetched, memory_order_relaxed);
+}
+
+void larder__mark_fetched(struct larder__exec *x, const void *key, size_t klen)
+{
+	if (!tracking(x))
+		return;
+	for (int tries = 0; tries < RMW_TRIES; tries++) {
+		size_t len;
+		uint64_t cas;
+		uint32_t flags;
+		uint8_t bits;
+
+		if (larder__read_item(x, key, klen, &len) != LARDER_OK)
+			return;
+		larder__hdr_get(x->a, &cas, &flags, &bits);
+		if ((bits & LARDER__BIT_FETCHED) ||
+		    larder__set_bits(x, key, klen, len, bits | LARDER__BIT_FETCHED) != LARDER_MISMATCH)
+			return;
+	}
+}
+
+int larder__touch_key(struct larder__exec *x, const void *key, size_t klen, int32_t exptime,
+		      bool fetch)
+{
+	larder *c = x->sh->cache;
+	uint64_t ttl;
+
+	if (!larder__exptime_to_ttl(exptime, &ttl))
+		return larder_remove(c, key, klen);
+	if (!fetch || !tracking(x))
+		return larder_touch(c, key, klen, ttl) == LARDER_OK ? LARDER_OK : LARDER_MISS;
+	for (int tries = 0; tries < RMW_TRIES; tries++) {
+		size_t len;
+		uint64_t cas;
+		uint32_t flags;
+		uint8_t bits;
+		int rc = larder__read_item(x, key, klen, &len);
+
+		if (rc != LARDER_OK)
+			return LARDER_MISS;
+		larder__hdr_get(x->a, &cas, &flags, &bits);
+		if (bits & LARDER__BIT_FETCHED)
+			return larder_touch(c, key, klen, ttl) == LARDER_OK ? LARDER_OK : LARDER_MISS;
+		if (!larder__grow(&x->b, &x->b_cap, len))
+			return LARDER_MISS;
+		memcpy(x->b, x->a, len);
+		x->b[12] = bits | LARDER__BIT_FETCHED;
+		rc = larder_replace_if_equals(c, key, klen, x->a, len, x->b, len, ttl);
+		if (rc != LARDER_MISMATCH)
+			return rc == LARDER_OK ? LARDER_OK : LARDER_MISS;
+	}
+	return LARDER_MISS;
 }
 
 const char *larder__store_error(struct larder__exec *x, int rc)
@@ -148,6 +292,7 @@ struct get_ctx {
 	struct larder__obuf *out;
 	const struct larder__tok *keys;
 	bool with_cas;
+	bool unfetched[GET_BATCH];
 };
 
 static void get_one(void *ctx, size_t i, const void *value, size_t len)
@@ -163,6 +308,7 @@ static void get_one(void *ctx, size_t i, const void *value, size_t len)
 	if (len < LARDER__HDR)
 		return;
 	larder__hdr_get(v, &cas, &flags, &bits);
+	g->unfetched[i] = !(bits & LARDER__BIT_FETCHED);
 	p = larder__obuf_reserve(g->out, k->n + len + 80);
 	if (p == NULL)
 		return;
@@ -187,6 +333,19 @@ static void get_one(void *ctx, size_t i, const void *value, size_t len)
 	g->out->len = (size_t)(p - g->out->buf);
 }
 
+/* gat/gats: touch each key first (memcached touches, then returns the item;
+ * an exptime in the past still returns it once). */
+static void gat_touch(struct larder__exec *x, struct larder__req *req, const void *const kp[],
+		      const size_t kl[], size_t n, bool dead)
+{
+	for (size_t i = 0; i < n; i++) {
+		int rc = dead ? larder_contains(x->sh->cache, kp[i], kl[i])
+			      : larder__touch_key(x, kp[i], kl[i], req->exptime, true);
+		larder__stat_add(x, rc == LARDER_OK ? WS_TOUCH_HITS : WS_TOUCH_MISSES, 1);
+	}
+	larder__stat_add(x, WS_CMD_TOUCH, n);
+}
+
 static int exec_get(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
 		    size_t high_water)
 {
@@ -195,34 +354,47 @@ static int exec_get(struct larder__exec *x, struct larder__req *req, struct lard
 	const void *kp[GET_BATCH];
 	size_t kl[GET_BATCH];
 	struct get_ctx g = {out, keys,
-			    req->cmd == LARDER__CMD_GETS || req->cmd == LARDER__CMD_GATS};
-	uint64_t ttl = 0;
-	bool live = !touch || larder__exptime_to_ttl(req->exptime, &ttl);
+			    req->cmd == LARDER__CMD_GETS || req->cmd == LARDER__CMD_GATS, {false}};
+	uint64_t ttl;
+	bool dead = touch && !larder__exptime_to_ttl(req->exptime, &ttl);
+
+	/* A gat that kills its items: one key at a time, since memcached's
+	 * second mention of a key finds it gone. */
+	size_t batch = dead ? 1 : GET_BATCH;
 
 	for (;;) {
 		size_t n = 0;
 		long found;
-		while (n < GET_BATCH && larder__next_token(&req->keys, req->keys_end, &keys[n])) {
+		while (n < batch && larder__next_token(&req->keys, req->keys_end, &keys[n])) {
 			kp[n] = keys[n].p;
 			kl[n] = keys[n].n;
+			g.unfetched[n] = false;
 			n++;
 		}
 		if (n == 0)
 			break;
-		if (touch) {
+		if (touch)
+			gat_touch(x, req, kp, kl, n, dead);
+		if (req->bad_key != NULL) {
+			/* memcached reads (and bumps) the keys before the bad one,
+			 * then drops their replies */
 			for (size_t i = 0; i < n; i++) {
-				int rc = live ? larder_touch(x->sh->cache, kp[i], kl[i], ttl)
-					      : larder_contains(x->sh->cache, kp[i], kl[i]);
-				larder__stat_add(x, rc == LARDER_OK ? WS_TOUCH_HITS : WS_TOUCH_MISSES, 1);
+				if (dead)
+					larder__ignore(larder_remove(x->sh->cache, kp[i], kl[i]));
+				else
+					larder__mark_fetched(x, kp[i], kl[i]);
 			}
-			larder__stat_add(x, WS_CMD_TOUCH, n);
+			continue;
 		}
 		found = larder_get_batch(x->sh->cache, n, kp, kl, get_one, &g);
 		if (found < 0)
 			found = 0;
-		if (touch && !live)
-			for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
+			if (dead)
 				larder__ignore(larder_remove(x->sh->cache, kp[i], kl[i]));
+			else if (g.unfetched[i])
+				larder__mark_fetched(x, kp[i], kl[i]);
+		}
 		larder__stat_add(x, WS_CMD_GET, n);
 		larder__stat_add(x, WS_GET_HITS, (uint64_t)found);
 		larder__stat_add(x, WS_GET_MISSES, n - (uint64_t)found);
@@ -233,172 +405,60 @@ static int exec_get(struct larder__exec *x, struct larder__req *req, struct lard
 				return LARDER__EXEC_SUSPEND;
 		}
 	}
-	larder__obuf_add(out, "END\r\n", 5);
-	return LARDER__EXEC_DONE;
-}
-
-/* ---- storage ------------------------------------------------------------- */
-
-static size_t build(struct larder__exec *x, uint64_t cas, uint32_t flags, const char *d1,
-		    size_t n1, const char *d2, size_t n2)
-{
-	size_t len = LARDER__HDR + n1 + n2;
-	if (!larder__grow(&x->b, &x->b_cap, len))
-		return 0;
-	larder__hdr_put(x->b, cas, flags, 0);
-	if (n1)
-		memcpy(x->b + LARDER__HDR, d1, n1);
-	if (n2)
-		memcpy(x->b + LARDER__HDR + n1, d2, n2);
-	return len;
-}
-
-/* cas, append, prepend: read, check, swap; retried while another write interferes. */
-static const char *store_rmw(struct larder__exec *x, struct larder__req *req, uint64_t ttl)
-{
-	larder *c = x->sh->cache;
-	bool is_cas = req->cmd == LARDER__CMD_CAS;
-
-	for (int tries = 0; tries < RMW_TRIES; tries++) {
-		size_t old_len, new_len;
-		uint64_t cas;
-		uint32_t flags;
-		uint8_t bits;
-		int rc = larder__read_item(x, req->key.p, req->key.n, &old_len);
-
-		if (rc == LARDER_MISS) {
-			if (is_cas)
-				larder__stat_add(x, WS_CAS_MISSES, 1);
-			return is_cas ? "NOT_FOUND" : "NOT_STORED";
-		}
-		if (rc != LARDER_OK)
-			return larder__store_error(x, rc);
-		larder__hdr_get(x->a, &cas, &flags, &bits);
-		if (is_cas) {
-			if (cas != req->cas) {
-				larder__stat_add(x, WS_CAS_BADVAL, 1);
-				return "EXISTS";
-			}
-			new_len = build(x, larder__next_cas(x), req->flags, req->data, req->data_len,
-					NULL, 0);
-		} else {
-			const char *old = (const char *)x->a + LARDER__HDR;
-			size_t on = old_len - LARDER__HDR;
-			if (on + req->data_len > x->sh->item_max)
-				return "SERVER_ERROR out of memory storing object";
-			ttl = larder__keep_ttl(x, req->key.p, req->key.n);
-			if (req->cmd == LARDER__CMD_APPEND)
-				new_len = build(x, larder__next_cas(x), flags, old, on, req->data,
-						req->data_len);
-			else
-				new_len = build(x, larder__next_cas(x), flags, req->data,
-						req->data_len, old, on);
-		}
-		if (new_len == 0)
-			return "SERVER_ERROR out of memory storing object";
-		if (is_cas && ttl == 0)
-			rc = larder_remove_if_equals(c, req->key.p, req->key.n, x->a, old_len);
-		else
-			rc = larder_replace_if_equals(c, req->key.p, req->key.n, x->a, old_len,
-						      x->b, new_len, ttl);
-		if (rc == LARDER_OK) {
-			if (is_cas)
-				larder__stat_add(x, WS_CAS_HITS, 1);
-			larder__stat_add(x, WS_TOTAL_ITEMS, 1);
-			return "STORED";
-		}
-		if (rc == LARDER_MISS)
-			return is_cas ? "NOT_FOUND" : "NOT_STORED";
-		if (rc != LARDER_MISMATCH)
-			return larder__store_error(x, rc);
-	}
-	return "SERVER_ERROR out of memory storing object";
-}
-
-/* A write whose exptime is already past: memcached stores an item that is dead on arrival. */
-static const char *store_expired(struct larder__exec *x, struct larder__req *req)
-{
-	larder *c = x->sh->cache;
-	bool present = larder_contains(c, req->key.p, req->key.n) == LARDER_OK;
-
-	switch (req->cmd) {
-	case LARDER__CMD_SET:
-		larder__ignore(larder_remove(c, req->key.p, req->key.n));
-		return "STORED";
-	case LARDER__CMD_ADD:
-		return present ? "NOT_STORED" : "STORED";
-	default:
-		if (!present)
-			return "NOT_STORED";
-		larder__ignore(larder_remove(c, req->key.p, req->key.n));
-		return "STORED";
-	}
-}
-
-const char *larder__exec_store_req(struct larder__exec *x, struct larder__req *req)
-{
-	larder *c = x->sh->cache;
-	uint64_t ttl = 0;
-	size_t len;
-	int rc;
-
-	larder__stat_add(x, WS_CMD_SET, 1);
-	if (req->cmd == LARDER__CMD_CAS || req->cmd == LARDER__CMD_APPEND ||
-	    req->cmd == LARDER__CMD_PREPEND) {
-		if (req->cmd == LARDER__CMD_CAS && !larder__exptime_to_ttl(req->exptime, &ttl))
-			ttl = 0; /* store_rmw: a matching cas with a past exptime deletes */
-		return store_rmw(x, req, ttl);
-	}
-	if (!larder__exptime_to_ttl(req->exptime, &ttl))
-		return store_expired(x, req);
-	len = build(x, larder__next_cas(x), req->flags, req->data, req->data_len, NULL, 0);
-	if (len == 0)
-		return "SERVER_ERROR out of memory storing object";
-	if (req->cmd == LARDER__CMD_SET)
-		rc = larder_put(c, req->key.p, req->key.n, x->b, len, ttl);
-	else if (req->cmd == LARDER__CMD_ADD)
-		rc = larder_put_if_absent(c, req->key.p, req->key.n, x->b, len, ttl);
+	if (req->bad_key != NULL)
+		larder__obuf_line(out, "CLIENT_ERROR bad command line format");
 	else
-		rc = larder_replace(c, req->key.p, req->key.n, x->b, len, ttl);
-	if (rc == LARDER_OK) {
-		larder__stat_add(x, WS_TOTAL_ITEMS, 1);
-		return "STORED";
-	}
-	if (rc == LARDER_EXISTS || rc == LARDER_MISS)
-		return "NOT_STORED";
-	if (req->cmd == LARDER__CMD_SET) /* as memcached: a failed set leaves no stale value */
-		larder__ignore(larder_remove(c, req->key.p, req->key.n));
-	return larder__store_error(x, rc);
+		larder__obuf_add(out, "END\r\n", 5);
+	return LARDER__EXEC_DONE;
 }
 
 /* ---- incr/decr ------------------------------------------------------------ */
 
-/* memcached's safe_strtoull on item data: spaces, digits, then a space or the end. */
+static bool c_isspace(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/*
+ * memcached's safe_strtoull() on item data (followed in memcached's item by
+ * "\r\n"): white space, a sign, digits, then white space, a NUL or the end;
+ * a value that only a minus sign made "negative" is not a number.
+ */
 static bool data_u64(const unsigned char *d, size_t n, uint64_t *out)
 {
 	size_t i = 0;
 	uint64_t v = 0;
+	bool neg = false, any = false;
 
-	while (i < n && (d[i] == ' ' || d[i] == '\t' || d[i] == '\r' || d[i] == '\n'))
+	while (i < n && c_isspace(d[i]))
 		i++;
-	if (i < n && d[i] == '+')
-		i++;
-	if (i == n || d[i] < '0' || d[i] > '9')
-		return false;
+	if (i < n && (d[i] == '+' || d[i] == '-'))
+		neg = d[i++] == '-';
 	for (; i < n && d[i] >= '0' && d[i] <= '9'; i++) {
 		unsigned dig = d[i] - '0';
 		if (v > (UINT64_MAX - dig) / 10)
 			return false;
 		v = v * 10 + dig;
+		any = true;
 	}
-	if (i < n && d[i] != ' ' && d[i] != '\t' && d[i] != '\r' && d[i] != '\n')
+	if (!any || (i < n && d[i] != '\0' && !c_isspace(d[i])))
 		return false;
+	if (neg)
+		v = 0 - v;
+	if ((int64_t)v < 0) {
+		size_t end = 0;
+		while (end < n && d[end] != '\0')
+			end++;
+		if (memchr(d, '-', end) != NULL)
+			return false;
+	}
 	*out = v;
 	return true;
 }
 
 int larder__arith(struct larder__exec *x, const struct larder__tok *key, bool incr,
-		  uint64_t delta, uint64_t *result, uint64_t *cas_out)
+		  uint64_t delta, uint64_t want_cas, uint64_t *result, uint64_t *cas_out,
+		  bool *grew)
 {
 	for (int tries = 0; tries < RMW_TRIES; tries++) {
 		size_t old_len, new_len, on, rn;
@@ -412,14 +472,22 @@ int larder__arith(struct larder__exec *x, const struct larder__tok *key, bool in
 			return rc == LARDER_MISS ? LARDER__ARITH_MISS : LARDER__ARITH_FAIL;
 		larder__hdr_get(x->a, &cas, &flags, &bits);
 		on = old_len - LARDER__HDR;
-		if (on == 0 || !data_u64(x->a + LARDER__HDR, on, &v))
+		if (on == 0)
+			return LARDER__ARITH_NONNUMERIC;
+		if (want_cas != 0 && cas != want_cas)
+			return LARDER__ARITH_CAS_MISMATCH;
+		if (!data_u64(x->a + LARDER__HDR, on, &v))
 			return LARDER__ARITH_NONNUMERIC;
 		v = incr ? v + delta : (delta > v ? 0 : v - delta);
 		rn = larder__fmt_u64(num, v);
-		/* memcached rewrites in place when the number shrinks, padding with spaces */
-		new_len = build(x, larder__next_cas(x), flags, num, rn, NULL, 0);
-		if (new_len == 0 || !larder__grow(&x->b, &x->b_cap, LARDER__HDR + on))
+		/* memcached rewrites in place when the number fits, padding with
+		 * spaces and keeping the item's bits; a longer number is a new item */
+		if (!larder__grow(&x->b, &x->b_cap, LARDER__HDR + (rn > on ? rn : on)))
 			return LARDER__ARITH_FAIL;
+		*cas_out = larder__next_cas(x);
+		larder__hdr_put(x->b, *cas_out, flags, rn <= on ? bits : 0);
+		memcpy(x->b + LARDER__HDR, num, rn);
+		new_len = LARDER__HDR + rn;
 		if (rn < on) {
 			memset(x->b + LARDER__HDR + rn, ' ', on - rn);
 			new_len = LARDER__HDR + on;
@@ -428,7 +496,7 @@ int larder__arith(struct larder__exec *x, const struct larder__tok *key, bool in
 					      new_len, larder__keep_ttl(x, key->p, key->n));
 		if (rc == LARDER_OK) {
 			*result = v;
-			larder__hdr_get(x->b, cas_out, &flags, &bits);
+			*grew = rn > on;
 			return LARDER__ARITH_OK;
 		}
 		if (rc == LARDER_MISS)
@@ -441,12 +509,12 @@ int larder__arith(struct larder__exec *x, const struct larder__tok *key, bool in
 
 static void exec_arith(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
 {
-	bool incr = req->cmd == LARDER__CMD_INCR;
+	bool incr = req->cmd == LARDER__CMD_INCR, grew;
 	uint64_t v, cas;
 	char num[24];
 	size_t n;
 
-	switch (larder__arith(x, &req->key, incr, req->delta, &v, &cas)) {
+	switch (larder__arith(x, &req->key, incr, req->delta, 0, &v, &cas, &grew)) {
 	case LARDER__ARITH_OK:
 		larder__stat_add(x, incr ? WS_INCR_HITS : WS_DECR_HITS, 1);
 		n = larder__fmt_u64(num, v);
@@ -475,37 +543,75 @@ static void exec_delete(struct larder__exec *x, struct larder__req *req, struct 
 	out_reply(req, out, rc == LARDER_OK ? "DELETED" : "NOT_FOUND");
 }
 
-int larder__touch_key(struct larder__exec *x, const void *key, size_t klen, int64_t exptime)
-{
-	uint64_t ttl;
-	if (!larder__exptime_to_ttl(exptime, &ttl))
-		return larder_remove(x->sh->cache, key, klen);
-	return larder_touch(x->sh->cache, key, klen, ttl);
-}
-
 static void exec_touch(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
 {
-	int rc = larder__touch_key(x, req->key.p, req->key.n, req->exptime);
+	int rc = larder__touch_key(x, req->key.p, req->key.n, req->exptime, true);
 	larder__stat_add(x, WS_CMD_TOUCH, 1);
 	larder__stat_add(x, rc == LARDER_OK ? WS_TOUCH_HITS : WS_TOUCH_MISSES, 1);
 	out_reply(req, out, rc == LARDER_OK ? "TOUCHED" : "NOT_FOUND");
 }
 
+/*
+ * flush_all [delay]: memcached keeps one flush time, which each flush_all
+ * replaces. A delay of 0 or less flushes now; 1..30 days is relative; more
+ * is a Unix time: in the past it flushes now, unless it is before the server
+ * started, which memcached reads as "no flush time" (nothing is flushed and a
+ * pending delayed flush is cancelled).
+ */
 static void exec_flush(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
 {
+	struct larder__shared *sh = x->sh;
+	uint64_t at = 0, now = now_ms();
+	bool now_flush = req->num <= 0;
+
 	larder__stat_add(x, WS_CMD_FLUSH, 1);
-	if (req->num > 0) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		/* Relaxed: the main thread polls it once a second; no data hangs off it. */
-		atomic_store_explicit(&x->sh->flush_at_ms,
-				      (uint64_t)ts.tv_sec * 1000 + (uint64_t)req->num * 1000,
-				      memory_order_relaxed);
-	} else if (larder_clear(x->sh->cache) != LARDER_OK) {
+	if (req->num > REALTIME_MAXDELTA) {
+		if ((int64_t)req->num <= (int64_t)sh->started - MC_STARTED_SLACK)
+			now_flush = false;
+		else if ((uint64_t)req->num * 1000 <= now)
+			now_flush = true;
+		else
+			at = (uint64_t)req->num * 1000;
+	} else if (req->num > 0) {
+		at = now + (uint64_t)req->num * 1000;
+	}
+	/* Relaxed: the main thread polls it once a second; no data hangs off it. */
+	atomic_store_explicit(&sh->flush_at_ms, at, memory_order_relaxed);
+	if (now_flush && larder_clear(sh->cache) != LARDER_OK) {
 		out_reply(req, out, "SERVER_ERROR out of memory");
 		return;
 	}
 	out_reply(req, out, "OK");
+}
+
+static void exec_verbosity(struct larder__exec *x, struct larder__req *req,
+			   struct larder__obuf *out)
+{
+	uint32_t level = 0;
+
+	larder__ignore(larder__strtoul32(&req->tok[1], &level));
+	/* Relaxed: a setting read on its own by "stats settings". */
+	atomic_store_explicit(&x->sh->verbosity, level > MAX_VERBOSITY ? MAX_VERBOSITY : (int)level,
+			      memory_order_relaxed);
+	out_reply(req, out, "OK");
+}
+
+/* cache_memlimit <MiB>: the engine's capacity, with memcached's bounds. */
+static void exec_memlimit(struct larder__exec *x, struct larder__req *req,
+			  struct larder__obuf *out)
+{
+	if (req->unum < 8) {
+		out_reply(req, out, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
+	} else if (req->unum > 1000000000) {
+		out_reply(req, out, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes");
+	} else if (larder_set_capacity(x->sh->cache, (uint64_t)req->unum << 20) != LARDER_OK) {
+		out_reply(req, out, "MEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust");
+	} else {
+		/* Relaxed: a setting reported by "stats"; nothing hangs off it. */
+		atomic_store_explicit(&x->sh->maxbytes, (uint64_t)req->unum << 20,
+				      memory_order_relaxed);
+		out_reply(req, out, "OK");
+	}
 }
 
 int larder__exec(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
@@ -519,7 +625,7 @@ int larder__exec(struct larder__exec *x, struct larder__req *req, struct larder_
 		return exec_get(x, req, out, high_water);
 	case LARDER__CMD_SET: case LARDER__CMD_ADD: case LARDER__CMD_REPLACE:
 	case LARDER__CMD_APPEND: case LARDER__CMD_PREPEND: case LARDER__CMD_CAS:
-		out_reply(req, out, larder__exec_store_req(x, req));
+		larder__exec_store(x, req, out);
 		break;
 	case LARDER__CMD_DELETE:
 		exec_delete(x, req, out);
@@ -537,7 +643,10 @@ int larder__exec(struct larder__exec *x, struct larder__req *req, struct larder_
 		larder__obuf_line(out, "VERSION " LARDER__VERSION_STR);
 		break;
 	case LARDER__CMD_VERBOSITY:
-		out_reply(req, out, "OK");
+		exec_verbosity(x, req, out);
+		break;
+	case LARDER__CMD_MEMLIMIT:
+		exec_memlimit(x, req, out);
 		break;
 	case LARDER__CMD_QUIT:
 		return LARDER__EXEC_CLOSE;

@@ -8,14 +8,19 @@
  * Item format (docs/server.md): every engine value is
  *     [0..8)   CAS unique, little-endian u64
  *     [8..12)  client flags, little-endian u32
- *     [12]     meta bits: 1 = stale (md I / invalidated), 2 = win token sent
+ *     [12]     meta bits: 1 = stale (md I / invalidated), 2 = win token sent,
+ *              4 = the key was given in base64 (ms b), 8 = fetched
  *     [13..)   the client's data
  * so one engine entry holds everything memcached keeps per item, and a CAS
  * check-and-swap is one larder_replace_if_equals() of the whole bytes.
  *
- * CAS uniques: each worker has its own counter; unique = counter << 8 | id,
- * so uniques never repeat across workers without a shared cache line on the
- * write path (at most 256 workers).
+ * CAS uniques: unique = stamp << 8 | worker id, where each worker's stamp is
+ * max(its last stamp + 1, CLOCK_MONOTONIC in 16 ns units). Uniques never
+ * repeat (the id differs between workers, the stamp grows within one), no
+ * cache line is shared on the write path, and, like memcached's global
+ * counter, a write that starts after another has finished gets a larger
+ * unique, which "ms ... I" (set a stale value only over a newer one)
+ * relies on. 56 bits of 16 ns last 36 years of uptime.
  *
  * Threads: one struct larder__exec per worker thread, used only by it. Stats
  * fields are written by their worker only (relaxed load + store, no RMW
@@ -51,7 +56,7 @@ enum larder__wstat {
 struct larder__shared {
 	larder *cache;
 	size_t item_max;
-	uint64_t maxbytes;
+	_Atomic uint64_t maxbytes; /* cache_memlimit changes it (relaxed: a setting) */
 	int threads;
 	int maxconns;
 	int port;
@@ -59,10 +64,17 @@ struct larder__shared {
 	const char *socket_path;
 	time_t started;
 	_Atomic int verbosity;
-	/* Unix ms at which a delayed flush_all runs, 0 = none; main thread polls. */
+	/* Unix ms at which a delayed flush_all runs, 0 = none; main thread polls.
+	 * A later flush_all replaces it, an immediate one cancels it. */
 	_Atomic uint64_t flush_at_ms;
-	/* Connection counters: written by workers with atomic RMW (any worker). */
-	_Atomic uint64_t curr_conns, total_conns, rejected_conns;
+	/* Whether reads mark items fetched (exec.c): off until a client first
+	 * asks about it (mg h, me), then on for the process's life. Relaxed:
+	 * a switch; a read racing with it may or may not mark. */
+	_Atomic bool track_fetched;
+	/* Connection counters: written by workers with atomic RMW (any worker).
+	 * paused_conns: connections not read because their unsent replies
+	 * passed the high-water mark (server.c, M3). */
+	_Atomic uint64_t curr_conns, total_conns, rejected_conns, paused_conns;
 	struct larder__exec **workers;
 	pthread_mutex_t reset_lock; /* guards stat_base */
 	uint64_t stat_base[WS_COUNT];
@@ -72,8 +84,10 @@ struct larder__exec {
 	struct larder__shared *sh;
 	unsigned id;
 	uint64_t cas_seq;
-	unsigned char *a, *b; /* scratch: old and new item bytes */
-	size_t a_cap, b_cap;
+	/* scratch: old and new item bytes; c for mg's win token while a holds
+	 * the value being sent */
+	unsigned char *a, *b, *c;
+	size_t a_cap, b_cap, c_cap;
 	_Atomic uint64_t st[WS_COUNT];
 };
 
@@ -103,7 +117,11 @@ static inline void larder__stat_add(struct larder__exec *x, enum larder__wstat s
 			      memory_order_relaxed);
 }
 
-/* memcached exptime to an engine TTL. Returns false when already expired. */
-bool larder__exptime_to_ttl(int64_t exptime, uint64_t *ttl_ms);
+/*
+ * memcached's exptime to an engine TTL: 0 never expires, 1..2592000 are
+ * seconds from now, larger values a Unix time, negative ones the past.
+ * Returns false when the item would be dead on arrival.
+ */
+bool larder__exptime_to_ttl(int32_t exptime, uint64_t *ttl_ms);
 
 #endif

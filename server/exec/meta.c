@@ -1,187 +1,221 @@
 /*
- * meta.c - memcached's meta commands (mg, ms, md, ma, mn, me) on larder.
+ * meta.c - memcached's meta commands (mg, ms, md, ma, mn, me) on larder,
+ * following memcached 1.6.18 (proto_text.c) step by step; the parser has
+ * already checked the flags (parse.c) and decoded a base64 key.
  *
- * Supported flags:
- *   mg: b c f k O q s t v T<ttl> N<ttl> R<ttl>, and the stale-while-revalidate
- *       replies W (you won the right to recache), X (stale), Z (a win token was
- *       already handed out). h, l and u are accepted and ignored (the engine
- *       keeps no per-item access history).
- *   ms: b c k O q F<flags> T<ttl> C<cas> M<mode: S E A P R>; I is accepted
- *       and ignored
- *   md: b k O q C<cas> I T<ttl> x
- *   ma: b c k O q t v N<ttl> J<initial> D<delta> T<ttl> C<cas> M<mode: I + D ->
- *   mn, me (me reports exp, cas, size; la and fetch are not tracked).
- * Flag validity and error texts are those of memcached 1.6.18 (Debian's), which
- * does not know E (explicit CAS): it is refused as an invalid flag.
- * The stale and win-token state lives in the item header's meta bits and is
- * changed with larder_replace_if_equals(), so exactly one client gets W.
+ * Flags (E, explicit CAS, is newer than 1.6.18 and refused as memcached does):
+ *   mg: b c f h k l O q s t u v T<ttl> N<ttl> R<ttl>; replies W (you won the
+ *       right to recache), X (stale), Z (a win token was already handed out)
+ *   ms: b c C<cas> F<flags> I k M<S E A P R> O q T<ttl>
+ *   md: b C<cas> I k O q T<ttl>
+ *   ma: b c C<cas> D<delta> J<initial> k M<I + D -> N<ttl> O q t T<ttl> v
+ *   me: b (only as the first flag); mn.
+ * Order matters as in memcached: an mg or ma reply lists the flags in the
+ * order they came, T takes effect where it stands (a "t" before it shows the
+ * old TTL), and an O over 32 bytes fails the command where memcached finds
+ * it (after mg's T or ma's arithmetic took effect).
+ *
+ * State kept in the item header's meta bits (exec_internal.h) and changed
+ * with larder_replace_if_equals(), so exactly one client gets W: stale (md
+ * I), win token sent, base64 key (ms b; k echoes such a key in base64), and
+ * fetched (mg h, me fetch).
+ *
+ * Not kept: memcached's last-access time. "l" and me's "la" report the
+ * seconds since the item was written (from its CAS unique), where memcached
+ * counts from its last access at a one-minute granularity (docs/server.md).
  */
 #include "exec_internal.h"
 
 #include <string.h>
 
 #define MBIT(c) ((uint64_t)1 << larder__meta_index(c))
+#define RMW_TRIES 1000
 
-struct meta_key {
-	const char *p; /* bytes for the engine */
-	size_t n;
-	unsigned char raw[LARDER__KEY_MAX];
-};
+static const char k_opaque_long[] = "CLIENT_ERROR opaque token too long";
 
 static bool has(const struct larder__req *req, char c)
 {
 	return (req->meta.present & MBIT(c)) != 0;
 }
 
-static const struct larder__tok *arg(const struct larder__req *req, char c, struct larder__tok *t)
+/* " k<key>", in base64 followed by " b" when the key is binary. */
+static void echo_key(struct larder__obuf *out, const struct larder__req *req, bool binary)
 {
-	int at = req->meta.at[larder__meta_index(c)];
-	if (at < 0)
-		return NULL;
-	t->p = req->tok[at].p + 1;
-	t->n = req->tok[at].n - 1;
-	return t;
-}
-
-static bool arg_u64(const struct larder__req *req, char c, uint64_t *v)
-{
-	struct larder__tok t;
-	return arg(req, c, &t) != NULL && larder__parse_u64(&t, v);
-}
-
-static bool arg_i64(const struct larder__req *req, char c, int64_t *v)
-{
-	struct larder__tok t;
-	return arg(req, c, &t) != NULL && larder__parse_i64(&t, v);
-}
-
-static bool decode_key(const struct larder__req *req, struct meta_key *k)
-{
-	long n;
-	if (!has(req, 'b')) {
-		k->p = req->key.p;
-		k->n = req->key.n;
-		return true;
+	larder__obuf_add(out, " k", 2);
+	if (!binary) {
+		larder__obuf_add(out, req->key.p, req->key.n);
+		return;
 	}
-	n = larder__b64_decode(req->key.p, req->key.n, k->raw, sizeof(k->raw));
-	if (n <= 0)
-		return false;
-	k->p = (const char *)k->raw;
-	k->n = (size_t)n;
+	char *p = larder__obuf_reserve(out, (req->key.n + 2) / 3 * 4 + 2);
+	if (p == NULL)
+		return;
+	out->len += larder__b64_encode((const unsigned char *)req->key.p, req->key.n, p);
+	larder__obuf_add(out, " b", 2);
+}
+
+/* The O and k echoes of a reply without an item; false if an O is too long. */
+static bool echo_plain(struct larder__obuf *out, const struct larder__req *req, int first)
+{
+	for (int i = first; i < req->ntok; i++) {
+		const struct larder__tok *t = &req->tok[i];
+		if (t->p[0] == 'O') {
+			if (t->n > LARDER__META_OPAQUE_MAX)
+				return false;
+			larder__obuf_add(out, " ", 1);
+			larder__obuf_add(out, t->p, t->n);
+		} else if (t->p[0] == 'k') {
+			echo_key(out, req, req->meta.key_binary);
+		}
+	}
 	return true;
 }
 
-/* Echo flags that need no item: O and k (and b with k). */
-static void echo_flag(struct larder__obuf *out, const struct larder__req *req, char c)
+/* Drops what this command appended and sends memcached's errstring instead. */
+static void fail_at(struct larder__obuf *out, size_t mark, const char *err)
 {
-	struct larder__tok t;
-	if (c == 'O' && arg(req, 'O', &t) != NULL) {
-		larder__obuf_add(out, " O", 2);
-		larder__obuf_add(out, t.p, t.n);
-	} else if (c == 'k') {
-		/* as memcached: a base64 key is echoed as sent, followed by b */
-		larder__obuf_add(out, " k", 2);
-		larder__obuf_add(out, req->key.p, req->key.n);
-		if (has(req, 'b'))
-			larder__obuf_add(out, " b", 2);
-	}
+	out->len = mark;
+	larder__obuf_line(out, err);
 }
 
-static void status_line(struct larder__obuf *out, const struct larder__req *req, const char *code)
+/*
+ * A TTL that T (or N, for an item this command created) sets takes effect
+ * where the flag stands in memcached, which later flags (t, R) see; the item
+ * itself changes once, at the end of the command, so that a T in the past
+ * followed by an N does not lose the item on the way.
+ */
+struct pending_ttl {
+	bool set;
+	bool lost; /* ma's T on a number that grew: memcached's old item gets it */
+	int32_t exptime;
+};
+
+/* The item's remaining lifetime in ms (LARDER_TTL_NEVER for none); false
+ * when it is dead (a pending exptime in the past). */
+static bool item_ttl_ms(struct larder__exec *x, const struct larder__req *req,
+			const struct pending_ttl *p, uint64_t *ms)
 {
-	larder__obuf_str(out, code);
-	for (int i = 2; i < req->ntok; i++)
-		echo_flag(out, req, req->tok[i].p[0]);
-	larder__obuf_add(out, "\r\n", 2);
+	if (p->set)
+		return larder__exptime_to_ttl(p->exptime, ms);
+	if (larder_ttl_remaining(x->sh->cache, req->key.p, req->key.n, ms) != LARDER_OK)
+		*ms = LARDER_TTL_NEVER;
+	return true;
 }
 
-static void ttl_flag(struct larder__exec *x, struct larder__obuf *out, const struct meta_key *k)
+/* " t<seconds>": -1 without a TTL; after a T in the past, memcached's
+ * unsigned wrap of the negative time it computes. */
+static void ttl_flag(struct larder__exec *x, struct larder__obuf *out, const struct larder__req *req,
+		     const struct pending_ttl *p)
 {
 	uint64_t ms;
 	larder__obuf_add(out, " t", 2);
-	if (larder_ttl_remaining(x->sh->cache, k->p, k->n, &ms) != LARDER_OK ||
-	    ms == LARDER_TTL_NEVER)
+	if (!item_ttl_ms(x, req, p, &ms))
+		larder__obuf_u64(out, (uint64_t)larder__dead_ttl_seconds(x, p->exptime));
+	else if (ms == LARDER_TTL_NEVER)
 		larder__obuf_add(out, "-1", 2);
 	else
 		larder__obuf_u64(out, (ms + 999) / 1000);
 }
 
-/* Sets the win-token bit on the item in x->a; true if this caller set it. */
-static bool take_token(struct larder__exec *x, const struct meta_key *k, size_t len)
+/* Applies a pending TTL at the end of the command; false if it killed the item. */
+static bool settle_ttl(struct larder__exec *x, const struct larder__req *req,
+		       const struct pending_ttl *p)
 {
-	unsigned char *b;
-	if (!larder__grow(&x->b, &x->b_cap, len))
-		return false;
-	b = x->b;
-	memcpy(b, x->a, len);
-	b[12] |= LARDER__BIT_WON;
-	return larder_replace_if_equals(x->sh->cache, k->p, k->n, x->a, len, b, len,
-					larder__keep_ttl(x, k->p, k->n)) == LARDER_OK;
-}
-
-/* mg miss with N: create an empty item whose win token goes to this caller. */
-static bool vivify(struct larder__exec *x, const struct larder__req *req, const struct meta_key *k)
-{
-	int64_t exptime;
-	uint64_t ttl;
-	unsigned char h[LARDER__HDR];
-	if (!arg_i64(req, 'N', &exptime) || !larder__exptime_to_ttl(exptime, &ttl))
-		return false;
-	larder__hdr_put(h, larder__next_cas(x), 0, LARDER__BIT_WON);
-	if (!larder__grow(&x->b, &x->b_cap, sizeof(h)))
-		return false;
-	memcpy(x->b, h, sizeof(h));
-	return larder_put_if_absent(x->sh->cache, k->p, k->n, h, sizeof(h), ttl) == LARDER_OK;
-}
-
-/* mg on a hit: does this read earn the recache token (stale, or R and TTL low)? */
-static bool mg_should_win(struct larder__exec *x, const struct larder__req *req,
-			  const struct meta_key *k, uint8_t bits)
-{
-	uint64_t r, ms;
-
-	if (bits & LARDER__BIT_STALE)
+	uint64_t ms;
+	if (!p->set || p->lost)
 		return true;
-	return arg_u64(req, 'R', &r) &&
-	       larder_ttl_remaining(x->sh->cache, k->p, k->n, &ms) == LARDER_OK &&
-	       ms != LARDER_TTL_NEVER && ms < r * 1000;
+	larder__ignore(larder__touch_key(x, req->key.p, req->key.n, p->exptime, false));
+	return larder__exptime_to_ttl(p->exptime, &ms);
 }
 
-static void exec_mg(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
-		    const struct meta_key *k)
+/* ---- mg ------------------------------------------------------------------ */
+
+/* mg miss with N: create an empty item; its win token goes to this caller
+ * at the end of the reply. As in memcached it has no TTL until the N
+ * flag's turn in the reply. */
+static bool vivify(struct larder__exec *x, const struct larder__req *req, uint64_t *cas)
 {
-	size_t len;
+	unsigned char h[LARDER__HDR];
+
+	*cas = larder__next_cas(x);
+	larder__hdr_put(h, *cas, 0, 0);
+	return larder_put_if_absent(x->sh->cache, req->key.p, req->key.n, h, sizeof(h),
+				    LARDER_TTL_NEVER) == LARDER_OK;
+}
+
+/* R: does the item's deadline come before the R deadline? */
+static bool recache_due(struct larder__exec *x, const struct larder__req *req,
+			const struct pending_ttl *p)
+{
+	uint64_t r_ms, ms;
+
+	if (req->meta.ttl_R == 0 || !larder__exptime_to_ttl(req->meta.ttl_R, &r_ms))
+		return false;
+	/* an item dead by a T of this command has memcached's deadline 1: before
+	 * any; else memcached compares whole seconds */
+	return !item_ttl_ms(x, req, p, &ms) ||
+	       (ms != LARDER_TTL_NEVER && (ms + 999) / 1000 < (r_ms + 999) / 1000);
+}
+
+/* Sets the win-token bit; true for the one caller whose swap set it. Reads
+ * into x->c, since x->a holds the value this reply sends. */
+static bool take_token(struct larder__exec *x, const struct larder__req *req)
+{
+	for (int tries = 0; tries < RMW_TRIES; tries++) {
+		size_t len;
+		int rc = larder_get(x->sh->cache, req->key.p, req->key.n, x->c, x->c_cap, &len);
+
+		if (rc == LARDER_EBUFSIZE) {
+			if (!larder__grow(&x->c, &x->c_cap, len))
+				return false;
+			continue;
+		}
+		if (rc != LARDER_OK || len < LARDER__HDR || (x->c[12] & LARDER__BIT_WON) ||
+		    !larder__grow(&x->b, &x->b_cap, len))
+			return false;
+		memcpy(x->b, x->c, len);
+		x->b[12] |= LARDER__BIT_WON;
+		rc = larder_replace_if_equals(x->sh->cache, req->key.p, req->key.n, x->c, len, x->b,
+					      len, larder__keep_ttl(x, req->key.p, req->key.n));
+		if (rc != LARDER_MISMATCH)
+			return rc == LARDER_OK;
+	}
+	return false;
+}
+
+static void exec_mg(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
+{
+	size_t len, mark = out->len;
 	uint64_t cas;
 	uint32_t flags;
 	uint8_t bits;
-	int64_t t;
-	bool won = false;
+	bool created = false, won = false;
+	bool locked = has(req, 'N') || has(req, 'T') || has(req, 'R') || has(req, 'l') || has(req, 'h');
+	struct pending_ttl ttl = {false, false, 0};
 	int rc;
 
+	if (has(req, 'h'))
+		larder__track_fetched(x);
+	rc = larder__read_item(x, req->key.p, req->key.n, &len);
 	larder__stat_add(x, WS_CMD_GET, 1);
-	if (has(req, 'T') && arg_i64(req, 'T', &t)) {
-		larder__stat_add(x, WS_CMD_TOUCH, 1);
-		(void)larder__touch_key(x, k->p, k->n, t);
-	}
-	rc = larder__read_item(x, k->p, k->n, &len);
-	if (rc != LARDER_OK) {
-		larder__stat_add(x, WS_GET_MISSES, 1);
-		if (!has(req, 'N') || !vivify(x, req, k)) {
-			if (!req->noreply)
-				status_line(out, req, "EN");
-			return;
-		}
-		/* as memcached: the new empty item is returned, with the win token */
+	if (rc != LARDER_OK && has(req, 'N') && vivify(x, req, &cas)) {
+		created = true;
 		len = LARDER__HDR;
-		larder__hdr_get(x->b, &cas, &flags, &bits);
+		flags = 0;
 		bits = 0;
-		won = true;
+	} else if (rc != LARDER_OK) {
+		larder__stat_add(x, WS_GET_MISSES, 1);
+		larder__obuf_add(out, "EN", 2);
+		if (!echo_plain(out, req, 2))
+			return fail_at(out, mark, k_opaque_long); /* sent even with q */
+		if (req->noreply)
+			out->len = mark;
+		else
+			larder__obuf_add(out, "\r\n", 2);
+		return;
 	} else {
 		larder__stat_add(x, WS_GET_HITS, 1);
 		larder__hdr_get(x->a, &cas, &flags, &bits);
 	}
-	if (!won && !(bits & LARDER__BIT_WON))
-		won = mg_should_win(x, req, k, bits) && take_token(x, k, len);
 	if (has(req, 'v')) {
 		larder__obuf_add(out, "VA ", 3);
 		larder__obuf_u64(out, len - LARDER__HDR);
@@ -189,218 +223,290 @@ static void exec_mg(struct larder__exec *x, struct larder__req *req, struct lard
 		larder__obuf_add(out, "HD", 2);
 	}
 	for (int i = 2; i < req->ntok; i++) {
-		char c = req->tok[i].p[0];
-		switch (c) {
+		const struct larder__tok *t = &req->tok[i];
+		switch (t->p[0]) {
+		case 'T':
+			larder__stat_add(x, WS_CMD_TOUCH, 1);
+			ttl = (struct pending_ttl){true, false, req->meta.ttl_T};
+			break;
+		case 'N':
+			if (created) {
+				ttl = (struct pending_ttl){true, false, req->meta.ttl_N};
+				won = true;
+			}
+			break;
+		case 'R':
+			if (!(bits & LARDER__BIT_WON) && !created && recache_due(x, req, &ttl))
+				won = true;
+			break;
+		case 's': larder__obuf_add(out, " s", 2); larder__obuf_u64(out, len - LARDER__HDR); break;
+		case 't': ttl_flag(x, out, req, &ttl); break;
 		case 'c': larder__obuf_add(out, " c", 2); larder__obuf_u64(out, cas); break;
 		case 'f': larder__obuf_add(out, " f", 2); larder__obuf_u64(out, flags); break;
-		case 's': larder__obuf_add(out, " s", 2); larder__obuf_u64(out, len - LARDER__HDR); break;
-		case 't': ttl_flag(x, out, k); break;
-		default: echo_flag(out, req, c); break;
+		case 'l':
+			larder__obuf_add(out, " l", 2);
+			larder__obuf_u64(out, larder__age_seconds(cas));
+			break;
+		case 'h':
+			larder__obuf_add(out, (bits & LARDER__BIT_FETCHED) ? " h1" : " h0", 3);
+			break;
+		case 'O':
+			if (t->n > LARDER__META_OPAQUE_MAX) {
+				/* memcached read the item with its bump unless a flag
+				 * made it hold the item to bump at the end */
+				if (!has(req, 'u') && !locked && !(bits & LARDER__BIT_FETCHED))
+					larder__mark_fetched(x, req->key.p, req->key.n);
+				larder__ignore(settle_ttl(x, req, &ttl));
+				return fail_at(out, mark, k_opaque_long);
+			}
+			larder__obuf_add(out, " ", 1);
+			larder__obuf_add(out, t->p, t->n);
+			break;
+		case 'k':
+			echo_key(out, req, (bits & LARDER__BIT_BINKEY) != 0);
+			break;
+		default:
+			break;
 		}
 	}
 	if (bits & LARDER__BIT_WON)
 		larder__obuf_add(out, " Z", 2);
-	if (bits & LARDER__BIT_STALE)
+	if (bits & LARDER__BIT_STALE) {
 		larder__obuf_add(out, " X", 2);
+		if (!(bits & LARDER__BIT_WON))
+			won = true;
+	}
+	if (won)
+		won = take_token(x, req) || created;
 	if (won)
 		larder__obuf_add(out, " W", 2);
 	larder__obuf_add(out, "\r\n", 2);
 	if (has(req, 'v')) {
-		if (len > LARDER__HDR)
+		if (len > LARDER__HDR && !created)
 			larder__obuf_add(out, x->a + LARDER__HDR, len - LARDER__HDR);
 		larder__obuf_add(out, "\r\n", 2);
 	}
+	/* memcached bumps the item at the end (a created one too), unless u */
+	if (settle_ttl(x, req, &ttl) && !has(req, 'u') && !(bits & LARDER__BIT_FETCHED))
+		larder__mark_fetched(x, req->key.p, req->key.n);
 }
 
-static const char *classic_to_meta(const char *r)
-{
-	if (strcmp(r, "STORED") == 0)
-		return "HD";
-	if (strcmp(r, "NOT_STORED") == 0)
-		return "NS";
-	if (strcmp(r, "EXISTS") == 0)
-		return "EX";
-	if (strcmp(r, "NOT_FOUND") == 0)
-		return "NF";
-	return NULL;
-}
+/* ---- ms ------------------------------------------------------------------ */
 
-/* Shared end of ms, md, ma: a status with O, k, b and optionally c echoed. */
-static void meta_status(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
-			const char *code, bool ok, uint64_t cas)
+static void exec_ms(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
 {
-	(void)x;
-	if (req->noreply && strcmp(code, "HD") == 0)
+	static const char *const k_code[] = {"HD", "NS", "EX", "NF"};
+	const struct larder__meta *m = &req->meta;
+	struct larder__store s = {
+		.key = req->key.p, .klen = req->key.n, .comm = LARDER__CMD_SET,
+		.flags = m->client_flags, .exptime = m->ttl_T, .cas = has(req, 'C') ? m->cas : 0,
+		.bits = m->key_binary ? LARDER__BIT_BINKEY : 0, .data = req->data, .len = req->data_len,
+	};
+	const char *err = NULL;
+	uint64_t cas;
+	enum larder__store_res r;
+
+	if (req->too_large) {
+		larder__store_too_large(x, req, true);
+		larder__obuf_line(out, "SERVER_ERROR object too large for cache");
 		return;
-	larder__obuf_str(out, code);
-	for (int i = 2; i < req->ntok; i++) {
-		char c = req->tok[i].p[0];
-		if (c == 'c' && ok) {
+	}
+	switch (m->mode) {
+	case 'E': s.comm = LARDER__CMD_ADD; break;
+	case 'A': s.comm = LARDER__CMD_APPEND; break;
+	case 'P': s.comm = LARDER__CMD_PREPEND; break;
+	case 'R': s.comm = LARDER__CMD_REPLACE; break;
+	default: break;
+	}
+	if (has(req, 'C') && (s.comm == LARDER__CMD_SET || s.comm == LARDER__CMD_REPLACE))
+		s.comm = LARDER__CMD_CAS;
+	s.set_stale = has(req, 'I') && s.comm == LARDER__CMD_CAS;
+	r = larder__store_item(x, &s, &cas, &err);
+	if (r == LARDER__STORE_FAILED) {
+		larder__obuf_line(out, err);
+		return;
+	}
+	if (r == LARDER__STORED && req->noreply)
+		return;
+	larder__obuf_str(out, k_code[r]);
+	for (int i = 3; i < req->ntok; i++) {
+		const struct larder__tok *t = &req->tok[i];
+		if (t->p[0] == 'O') {
+			larder__obuf_add(out, " ", 1);
+			larder__obuf_add(out, t->p, t->n);
+		} else if (t->p[0] == 'k') {
+			echo_key(out, req, m->key_binary);
+		} else if (t->p[0] == 'c') {
 			larder__obuf_add(out, " c", 2);
 			larder__obuf_u64(out, cas);
-		} else {
-			echo_flag(out, req, c);
 		}
 	}
 	larder__obuf_add(out, "\r\n", 2);
 }
 
-static void exec_ms(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
-		    const struct meta_key *k)
-{
-	struct larder__tok t;
-	uint64_t v = 0;
-	const char *r, *code;
+/* ---- md ------------------------------------------------------------------ */
 
-	struct larder__tok sent = req->key;
-
-	req->key.p = k->p;
-	req->key.n = k->n;
-	req->flags = 0;
-	req->exptime = 0;
-	req->cmd = LARDER__CMD_SET;
-	if ((has(req, 'F') && !arg_u64(req, 'F', &v)) ||
-	    (has(req, 'T') && !arg_i64(req, 'T', &req->exptime)) ||
-	    (has(req, 'C') && !arg_u64(req, 'C', &req->cas))) {
-		larder__obuf_line(out, "CLIENT_ERROR bad token in command line format");
-		return;
-	}
-	req->flags = (uint32_t)v;
-	if (arg(req, 'M', &t) != NULL && t.n == 1) {
-		switch (t.p[0]) {
-		case 'E': case 'e': req->cmd = LARDER__CMD_ADD; break;
-		case 'A': case 'a': req->cmd = LARDER__CMD_APPEND; break;
-		case 'P': case 'p': req->cmd = LARDER__CMD_PREPEND; break;
-		case 'R': case 'r': req->cmd = LARDER__CMD_REPLACE; break;
-		case 'S': case 's': break;
-		default:
-			larder__obuf_line(out, "CLIENT_ERROR invalid mode for ms STORE");
-			return;
-		}
-	}
-	if (has(req, 'C'))
-		req->cmd = LARDER__CMD_CAS;
-	r = larder__exec_store_req(x, req);
-	req->key = sent; /* k echoes the key as the client sent it */
-	code = classic_to_meta(r);
-	if (code == NULL) {
-		larder__obuf_line(out, r);
-		return;
-	}
-	{
-		/* The stored value's header (CAS) is in x->b only when the store
-		 * succeeded: a failed one may have built nothing on this worker yet. */
-		bool stored = code[0] == 'H';
-		uint64_t cas = 0;
-		uint32_t f;
-		uint8_t bits;
-		if (stored)
-			larder__hdr_get(x->b, &cas, &f, &bits);
-		meta_status(x, req, out, code, stored, cas);
-	}
-}
-
-static void exec_md(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
-		    const struct meta_key *k)
+static void exec_md(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
 {
 	larder *c = x->sh->cache;
-	uint64_t want = 0;
-	int64_t t = 0;
+	const char *code = "SERVER_ERROR failure";
 
-	if ((has(req, 'C') && !arg_u64(req, 'C', &want)) ||
-	    (has(req, 'T') && !arg_i64(req, 'T', &t))) {
-		larder__obuf_line(out, "CLIENT_ERROR bad token in command line format");
-		return;
-	}
-	for (int tries = 0; tries < 1000; tries++) {
+	/* memcached checks the opaque before it looks the key up */
+	for (int i = 2; i < req->ntok; i++)
+		if (req->tok[i].p[0] == 'O' && req->tok[i].n > LARDER__META_OPAQUE_MAX) {
+			larder__obuf_line(out, k_opaque_long);
+			return;
+		}
+
+	for (int tries = 0; tries < RMW_TRIES; tries++) {
 		size_t len;
-		uint64_t cas, ttl = LARDER_TTL_NEVER;
+		uint64_t cas, ttl;
 		uint32_t flags;
 		uint8_t bits;
-		int rc = larder__read_item(x, k->p, k->n, &len);
+		int rc = larder__read_item(x, req->key.p, req->key.n, &len);
 
 		if (rc != LARDER_OK) {
 			larder__stat_add(x, WS_DELETE_MISSES, 1);
-			meta_status(x, req, out, "NF", false, 0);
-			return;
+			code = "NF";
+			break;
 		}
 		larder__hdr_get(x->a, &cas, &flags, &bits);
-		if (has(req, 'C') && cas != want) {
-			meta_status(x, req, out, "EX", false, 0);
-			return;
+		if (has(req, 'C') && cas != req->meta.cas) {
+			larder__stat_add(x, WS_DELETE_MISSES, 1);
+			code = "EX";
+			break;
 		}
-		if (has(req, 'I') || has(req, 'x')) {
-			size_t nl = has(req, 'x') ? LARDER__HDR : len;
+		if (has(req, 'I')) {
+			/* invalidate: keep the item, mark it stale, new unique */
 			if (!larder__grow(&x->b, &x->b_cap, len))
 				break;
-			memcpy(x->b, x->a, nl);
-			larder__hdr_put(x->b, cas, has(req, 'x') ? 0 : flags,
-					has(req, 'I') ? (uint8_t)((bits | LARDER__BIT_STALE) &
-								  ~LARDER__BIT_WON)
-						      : bits);
-			if (has(req, 'T') && !larder__exptime_to_ttl(t, &ttl))
-				ttl = 1;
-			else if (!has(req, 'T'))
-				ttl = larder__keep_ttl(x, k->p, k->n);
-			rc = larder_replace_if_equals(c, k->p, k->n, x->a, len, x->b, nl, ttl);
+			memcpy(x->b, x->a, len);
+			larder__hdr_put(x->b, larder__next_cas(x), flags,
+					(uint8_t)((bits | LARDER__BIT_STALE) & ~LARDER__BIT_WON));
+			ttl = larder__keep_ttl(x, req->key.p, req->key.n);
+			if (has(req, 'T') && !larder__exptime_to_ttl(req->meta.ttl_T, &ttl))
+				rc = larder_remove_if_equals(c, req->key.p, req->key.n, x->a, len);
+			else
+				rc = larder_replace_if_equals(c, req->key.p, req->key.n, x->a, len,
+							      x->b, len, ttl);
 		} else {
-			rc = larder_remove_if_equals(c, k->p, k->n, x->a, len);
+			rc = larder_remove_if_equals(c, req->key.p, req->key.n, x->a, len);
+			if (rc == LARDER_OK)
+				larder__stat_add(x, WS_DELETE_HITS, 1);
 		}
-		if (rc == LARDER_OK) {
-			larder__stat_add(x, WS_DELETE_HITS, 1);
-			meta_status(x, req, out, "HD", false, 0);
-			return;
-		}
-		if (rc != LARDER_MISMATCH)
-			break;
+		if (rc == LARDER_MISMATCH)
+			continue;
+		code = rc == LARDER_OK ? "HD" : rc == LARDER_MISS ? "NF" : code;
+		break;
 	}
-	larder__obuf_line(out, "SERVER_ERROR failure");
+	if (code[0] == 'S') {
+		larder__obuf_line(out, code);
+		return;
+	}
+	if (code[0] == 'H' && req->noreply)
+		return;
+	larder__obuf_str(out, code);
+	larder__ignore(echo_plain(out, req, 2)); /* opaques were checked above */
+	larder__obuf_add(out, "\r\n", 2);
 }
 
-/* ma miss with N: create the counter at J (its initial value); ARITH_* result. */
-static int ma_vivify(struct larder__exec *x, const struct larder__req *req,
-		     const struct meta_key *k, uint64_t init, uint64_t *v, uint64_t *cas)
-{
-	int64_t e = 0;
-	uint64_t ttl = LARDER_TTL_NEVER;
-	unsigned char buf[LARDER__HDR + 24];
-	size_t n = larder__fmt_u64((char *)buf + LARDER__HDR, init);
+/* ---- ma ------------------------------------------------------------------ */
 
-	if (arg_i64(req, 'N', &e) && !larder__exptime_to_ttl(e, &ttl))
-		ttl = 1;
+/* ma miss with N: create the counter at J; ARITH_OK, or ARITH_MISS if
+ * another client created it first. */
+static int ma_vivify(struct larder__exec *x, const struct larder__req *req, uint64_t *v,
+		     uint64_t *cas)
+{
+	unsigned char buf[LARDER__HDR + 24];
+	size_t n = larder__fmt_u64((char *)buf + LARDER__HDR, req->meta.initial);
+
 	*cas = larder__next_cas(x);
 	larder__hdr_put(buf, *cas, 0, 0);
-	if (larder_put_if_absent(x->sh->cache, k->p, k->n, buf, LARDER__HDR + n, ttl) != LARDER_OK)
-		return LARDER__ARITH_MISS; /* someone else created it: the caller retries */
-	*v = init;
+	if (larder_put_if_absent(x->sh->cache, req->key.p, req->key.n, buf, LARDER__HDR + n,
+				 LARDER_TTL_NEVER) != LARDER_OK)
+		return LARDER__ARITH_MISS;
+	*v = req->meta.initial;
 	return LARDER__ARITH_OK;
 }
 
-/* ma success: HD or VA with the number, and the requested return flags. */
-static void ma_reply(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
-		     const struct meta_key *k, uint64_t v, uint64_t cas)
+static void exec_ma(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
 {
+	const struct larder__meta *m = &req->meta;
+	bool incr = m->mode != 'D' && m->mode != '-', created = false, grew = false;
+	struct pending_ttl ttl = {false, false, 0};
+	uint64_t v = 0, cas = 0;
+	size_t mark = out->len, n;
 	char num[24];
-	size_t n = larder__fmt_u64(num, v);
+	int rc = larder__arith(x, &req->key, incr, m->delta, has(req, 'C') ? m->cas : 0, &v, &cas,
+			       &grew);
 
-	if (!has(req, 'v')) {
-		if (req->noreply)
-			return;
-		larder__obuf_add(out, "HD", 2);
-	} else {
+	if (rc == LARDER__ARITH_MISS && has(req, 'N')) {
+		rc = ma_vivify(x, req, &v, &cas);
+		created = rc == LARDER__ARITH_OK;
+		if (!created) /* created meanwhile by another client */
+			rc = larder__arith(x, &req->key, incr, m->delta, has(req, 'C') ? m->cas : 0,
+					   &v, &cas, &grew);
+	}
+	switch (rc) {
+	case LARDER__ARITH_OK:
+		larder__stat_add(x, incr ? WS_INCR_HITS : WS_DECR_HITS, 1);
+		break;
+	case LARDER__ARITH_NONNUMERIC:
+		larder__obuf_line(out, "CLIENT_ERROR cannot increment or decrement non-numeric value");
+		return;
+	case LARDER__ARITH_MISS: case LARDER__ARITH_CAS_MISMATCH:
+		if (rc == LARDER__ARITH_MISS)
+			larder__stat_add(x, incr ? WS_INCR_MISSES : WS_DECR_MISSES, 1);
+		larder__obuf_str(out, rc == LARDER__ARITH_MISS ? "NF" : "EX");
+		if (!echo_plain(out, req, 2))
+			return fail_at(out, mark, k_opaque_long);
+		larder__obuf_add(out, "\r\n", 2);
+		return;
+	default:
+		larder__obuf_line(out, "SERVER_ERROR out of memory");
+		return;
+	}
+	n = larder__fmt_u64(num, v);
+	if (has(req, 'v')) {
 		larder__obuf_add(out, "VA ", 3);
 		larder__obuf_u64(out, n);
+	} else {
+		larder__obuf_add(out, "HD", 2);
 	}
 	for (int i = 2; i < req->ntok; i++) {
-		char c = req->tok[i].p[0];
-		if (c == 'c') {
-			larder__obuf_add(out, " c", 2);
-			larder__obuf_u64(out, cas);
-		} else if (c == 't') {
-			ttl_flag(x, out, k);
-		} else {
-			echo_flag(out, req, c);
+		const struct larder__tok *t = &req->tok[i];
+		switch (t->p[0]) {
+		case 'c': larder__obuf_add(out, " c", 2); larder__obuf_u64(out, cas); break;
+		case 't': ttl_flag(x, out, req, &ttl); break;
+		case 'T':
+			/* memcached sets it on the item it holds, which a longer
+			 * number has already replaced: a later t shows it, the
+			 * stored item keeps its TTL */
+			ttl = (struct pending_ttl){true, grew, m->ttl_T};
+			break;
+		case 'N':
+			if (created)
+				ttl = (struct pending_ttl){true, false, m->ttl_N};
+			break;
+		case 'O':
+			if (t->n > LARDER__META_OPAQUE_MAX) {
+				larder__ignore(settle_ttl(x, req, &ttl));
+				return fail_at(out, mark, k_opaque_long);
+			}
+			larder__obuf_add(out, " ", 1);
+			larder__obuf_add(out, t->p, t->n);
+			break;
+		case 'k':
+			echo_key(out, req, m->key_binary);
+			break;
+		default:
+			break;
 		}
+	}
+	larder__ignore(settle_ttl(x, req, &ttl));
+	if (req->noreply && !created) { /* memcached answers a created counter even with q */
+		out->len = mark;
+		return;
 	}
 	larder__obuf_add(out, "\r\n", 2);
 	if (has(req, 'v')) {
@@ -409,120 +515,55 @@ static void ma_reply(struct larder__exec *x, struct larder__req *req, struct lar
 	}
 }
 
-/* ma with C<cas>: false (and EX sent) when the item's unique differs. */
-static bool ma_cas_ok(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
-		      const struct meta_key *k, uint64_t want)
-{
-	size_t len;
-	uint64_t cas;
-	uint32_t f;
-	uint8_t bits;
-
-	if (!has(req, 'C') || larder__read_item(x, k->p, k->n, &len) != LARDER_OK)
-		return true;
-	larder__hdr_get(x->a, &cas, &f, &bits);
-	if (cas == want)
-		return true;
-	meta_status(x, req, out, "EX", false, 0);
-	return false;
-}
-
-static void exec_ma(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
-		    const struct meta_key *k)
-{
-	struct larder__tok t, key = {k->p, k->n};
-	uint64_t delta = 1, init = 0, v = 0, cas = 0, want = 0;
-	bool incr = true;
-	int64_t e;
-	int rc;
-
-	if ((has(req, 'D') && !arg_u64(req, 'D', &delta)) ||
-	    (has(req, 'J') && !arg_u64(req, 'J', &init)) ||
-	    (has(req, 'C') && !arg_u64(req, 'C', &want))) {
-		larder__obuf_line(out, "CLIENT_ERROR bad token in command line format");
-		return;
-	}
-	if (arg(req, 'M', &t) != NULL) {
-		char m = t.n == 1 ? t.p[0] : '?';
-		if (m == 'D' || m == 'd' || m == '-')
-			incr = false;
-		else if (m != 'I' && m != 'i' && m != '+') {
-			larder__obuf_line(out, "CLIENT_ERROR invalid mode for ma MODE");
-			return;
-		}
-	}
-	if (!ma_cas_ok(x, req, out, k, want))
-		return;
-	rc = larder__arith(x, &key, incr, delta, &v, &cas);
-	if (rc == LARDER__ARITH_MISS && has(req, 'N')) {
-		rc = ma_vivify(x, req, k, init, &v, &cas);
-		if (rc != LARDER__ARITH_OK) /* created meanwhile by another client */
-			rc = larder__arith(x, &key, incr, delta, &v, &cas);
-	}
-	if (rc == LARDER__ARITH_MISS) {
-		larder__stat_add(x, incr ? WS_INCR_MISSES : WS_DECR_MISSES, 1);
-		meta_status(x, req, out, "NF", false, 0);
-	} else if (rc == LARDER__ARITH_NONNUMERIC) {
-		larder__obuf_line(out, "CLIENT_ERROR cannot increment or decrement non-numeric value");
-	} else if (rc != LARDER__ARITH_OK) {
-		larder__obuf_line(out, "SERVER_ERROR out of memory");
-	} else {
-		larder__stat_add(x, incr ? WS_INCR_HITS : WS_DECR_HITS, 1);
-		if (arg_i64(req, 'T', &e))
-			larder__ignore(larder__touch_key(x, k->p, k->n, e));
-		ma_reply(x, req, out, k, v, cas);
-	}
-}
+/* ---- me ------------------------------------------------------------------ */
 
 static void exec_me(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
 {
 	size_t len;
-	uint64_t cas, ms;
+	uint64_t cas;
 	uint32_t flags;
 	uint8_t bits;
+	long long ttl;
+	char *p;
 
+	larder__track_fetched(x);
 	if (larder__read_item(x, req->key.p, req->key.n, &len) != LARDER_OK) {
 		larder__obuf_add(out, "EN\r\n", 4);
 		return;
 	}
 	larder__hdr_get(x->a, &cas, &flags, &bits);
 	larder__obuf_add(out, "ME ", 3);
-	larder__obuf_add(out, req->key.p, req->key.n);
+	if (bits & LARDER__BIT_BINKEY) {
+		p = larder__obuf_reserve(out, (req->key.n + 2) / 3 * 4);
+		if (p != NULL)
+			out->len += larder__b64_encode((const unsigned char *)req->key.p, req->key.n, p);
+	} else {
+		larder__obuf_add(out, req->key.p, req->key.n);
+	}
+	/* memcached prints "current time - expiry": minus the seconds left */
+	ttl = larder__ttl_seconds(x, req->key.p, req->key.n);
 	larder__obuf_str(out, " exp=");
-	if (larder_ttl_remaining(x->sh->cache, req->key.p, req->key.n, &ms) != LARDER_OK ||
-	    ms == LARDER_TTL_NEVER)
-		larder__obuf_str(out, "-1");
-	else
-		larder__obuf_u64(out, (ms + 999) / 1000);
-	larder__obuf_str(out, " la=0 cas=");
+	larder__obuf_i64(out, ttl < 0 ? -1 : -(int64_t)ttl);
+	larder__obuf_str(out, " la=");
+	larder__obuf_u64(out, larder__age_seconds(cas));
+	larder__obuf_str(out, " cas=");
 	larder__obuf_u64(out, cas);
-	larder__obuf_str(out, " fetch=no cls=1 size=");
+	larder__obuf_str(out, (bits & LARDER__BIT_FETCHED) ? " fetch=yes" : " fetch=no");
+	larder__obuf_str(out, " cls=1 size=");
 	larder__obuf_u64(out, len - LARDER__HDR + req->key.n);
 	larder__obuf_add(out, "\r\n", 2);
 }
 
 void larder__exec_meta(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
 {
-	struct meta_key k;
-
 	larder__stat_add(x, WS_CMD_META, 1);
-	if (req->cmd == LARDER__CMD_MN) {
-		larder__obuf_add(out, "MN\r\n", 4);
-		return;
-	}
-	if (req->cmd == LARDER__CMD_ME) {
-		exec_me(x, req, out);
-		return;
-	}
-	if (!decode_key(req, &k)) {
-		larder__obuf_line(out, "CLIENT_ERROR error decoding key");
-		return;
-	}
 	switch (req->cmd) {
-	case LARDER__CMD_MG: exec_mg(x, req, out, &k); break;
-	case LARDER__CMD_MS: exec_ms(x, req, out, &k); break;
-	case LARDER__CMD_MD: exec_md(x, req, out, &k); break;
-	case LARDER__CMD_MA: exec_ma(x, req, out, &k); break;
+	case LARDER__CMD_MN: larder__obuf_add(out, "MN\r\n", 4); break;
+	case LARDER__CMD_ME: exec_me(x, req, out); break;
+	case LARDER__CMD_MG: exec_mg(x, req, out); break;
+	case LARDER__CMD_MS: exec_ms(x, req, out); break;
+	case LARDER__CMD_MD: exec_md(x, req, out); break;
+	case LARDER__CMD_MA: exec_ma(x, req, out); break;
 	default: larder__obuf_line(out, "ERROR"); break;
 	}
 }

@@ -70,7 +70,7 @@ static void general(struct larder__exec *x, struct larder__obuf *out)
 	snprintf(buf, sizeof(buf), "%ld.%06ld", (long)ru.ru_stime.tv_sec, (long)ru.ru_stime.tv_usec);
 	stat_str(out, "rusage_system", buf);
 	stat_u64(out, "max_connections", (uint64_t)sh->maxconns);
-	/* Relaxed: monotonic counters, any recent value will do. */
+	/* Relaxed: counters and gauges read on their own; any recent value will do. */
 	stat_u64(out, "curr_connections",
 		 atomic_load_explicit(&sh->curr_conns, memory_order_relaxed));
 	stat_u64(out, "total_connections",
@@ -79,6 +79,8 @@ static void general(struct larder__exec *x, struct larder__obuf *out)
 		 atomic_load_explicit(&sh->rejected_conns, memory_order_relaxed));
 	stat_u64(out, "connection_structures",
 		 atomic_load_explicit(&sh->curr_conns, memory_order_relaxed));
+	stat_u64(out, "paused_connections",
+		 atomic_load_explicit(&sh->paused_conns, memory_order_relaxed));
 	stat_u64(out, "cmd_get", w[WS_CMD_GET]);
 	stat_u64(out, "cmd_set", w[WS_CMD_SET]);
 	stat_u64(out, "cmd_flush", w[WS_CMD_FLUSH]);
@@ -126,7 +128,8 @@ static void settings(struct larder__exec *x, struct larder__obuf *out)
 {
 	struct larder__shared *sh = x->sh;
 
-	stat_u64(out, "maxbytes", sh->maxbytes);
+	/* Relaxed: see larder__shared; a setting read on its own. */
+	stat_u64(out, "maxbytes", atomic_load_explicit(&sh->maxbytes, memory_order_relaxed));
 	stat_u64(out, "maxconns", (uint64_t)sh->maxconns);
 	stat_u64(out, "tcpport", (uint64_t)sh->port);
 	stat_u64(out, "udpport", 0);

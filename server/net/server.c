@@ -53,6 +53,7 @@ struct conn {
 	bool suspended; /* req is a paused multiget pointing into in */
 	bool closing;   /* close once out is written */
 	bool stalled;   /* complete requests wait in `in` because out hit high water */
+	bool paused;    /* not read until the client drains out (counted in paused_conns) */
 	size_t need;    /* parser: bytes needed before parsing again */
 	size_t swallow; /* bytes of an oversize value still to discard */
 	char *in;       /* unconsumed input [0, in_len), NULL when empty */
@@ -103,8 +104,10 @@ static void conn_free(struct worker *w, struct conn *c)
 	close(c->fd);
 	free(c->in);
 	larder__obuf_free(&c->out);
+	/* Relaxed: statistics; nothing is published through them. */
+	if (c->paused)
+		atomic_fetch_sub_explicit(&w->net->sh->paused_conns, 1, memory_order_relaxed);
 	free(c);
-	/* Relaxed: a statistic; nothing is published through it. */
 	atomic_fetch_sub_explicit(&w->net->sh->curr_conns, 1, memory_order_relaxed);
 }
 
@@ -182,14 +185,17 @@ enum { PROC_OK, PROC_CLOSE };
 
 /*
  * Parses and runs requests from buf[*off, len) into out. Stops at an
- * incomplete request, at high water, or when a multiget suspends.
+ * incomplete request, at high water, when a multiget suspends, or when an
+ * oversize value has just been swallowed with input left (*resume: memcached
+ * sends the replies held meanwhile before it reads the next request).
  */
 static int process(struct worker *w, struct conn *c, const char *buf, size_t len, size_t *off,
-		   struct larder__obuf *out)
+		   struct larder__obuf *out, bool *resume)
 {
 	struct larder__exec *x = &w->x;
 
 	c->stalled = false;
+	*resume = false;
 	if (c->suspended) {
 		int r = larder__exec(x, &c->req, out, HIGH_WATER);
 		if (r == LARDER__EXEC_SUSPEND)
@@ -199,16 +205,24 @@ static int process(struct worker *w, struct conn *c, const char *buf, size_t len
 		if (r != LARDER__EXEC_DONE)
 			return PROC_CLOSE;
 	}
-	while (*off < len && out->len - c->sent <= HIGH_WATER) {
+	for (;;) {
 		size_t avail = len - *off;
 		int pr, r;
 
-		if (c->swallow > 0) {
+		/* An oversize value is swallowed whatever the output holds: its
+		 * reply, and everything before it, wait for the swallow's end. */
+		if (c->swallow > 0 && avail > 0) {
 			size_t n = avail < c->swallow ? avail : c->swallow;
 			c->swallow -= n;
 			*off += n;
+			if (c->swallow == 0 && *off < len) {
+				*resume = true;
+				break;
+			}
 			continue;
 		}
+		if (avail == 0 || out->len - c->sent > HIGH_WATER)
+			break;
 		if (avail < c->need)
 			break;
 		pr = larder__parse(buf + *off, avail, &w->net->lim, &c->req);
@@ -272,10 +286,15 @@ static bool keep_input(struct conn *c, const char *buf, size_t off, size_t len, 
 	return true;
 }
 
-/* Writes pending output; leftovers from the worker buffer move to the connection. */
+/*
+ * Writes pending output; leftovers from the worker buffer move to the
+ * connection. While an oversize value is being swallowed nothing is written:
+ * memcached sends that request's error, and the replies before it, only
+ * once the value has gone by.
+ */
 static int flush_out(struct worker *w, struct conn *c, struct larder__obuf *out)
 {
-	while (c->sent < out->len) {
+	while (c->swallow == 0 && c->sent < out->len) {
 		ssize_t n = write(c->fd, out->buf + c->sent, out->len - c->sent);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -344,7 +363,7 @@ static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 	struct larder__obuf *out = c->out.len > 0 ? &c->out : &w->out;
 	char *buf = c->in;
 	size_t len = c->in_len, off = 0;
-	bool from_conn = true;
+	bool from_conn = true, paused;
 
 	if (ev & (EPOLLERR | EPOLLHUP) && !(ev & EPOLLIN))
 		goto close;
@@ -353,9 +372,18 @@ static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 	out = c->out.len > 0 ? &c->out : &w->out;
 	if ((ev & EPOLLIN) && !c->suspended && !c->closing && !read_more(w, c, &buf, &len, &from_conn))
 		goto close;
-	if (!c->closing && (c->suspended || len > 0) && out->len - c->sent <= HIGH_WATER) {
-		if (process(w, c, buf, len, &off, out) != PROC_OK)
-			goto close;
+	if (!c->closing && (c->suspended || len > 0) &&
+	    (out->len - c->sent <= HIGH_WATER || c->swallow > 0)) {
+		bool resume = true;
+		while (resume) {
+			if (process(w, c, buf, len, &off, out, &resume) != PROC_OK)
+				goto close;
+			if (resume) {
+				if (flush_out(w, c, out) != PROC_OK)
+					goto close;
+				out = c->out.len > 0 ? &c->out : &w->out;
+			}
+		}
 		if (!keep_input(c, buf, off, len, from_conn))
 			goto close;
 	}
@@ -363,7 +391,19 @@ static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 		goto close;
 	if (c->closing && c->out.len == 0)
 		goto close;
-	if (c->out.len > HIGH_WATER || c->suspended || c->closing || c->stalled)
+	paused = c->swallow == 0 && !c->closing &&
+		 (c->out.len > HIGH_WATER || c->suspended || c->stalled);
+	if (paused != c->paused) {
+		/* Relaxed: a gauge for "stats"; nothing is published through it. */
+		if (paused)
+			atomic_fetch_add_explicit(&w->net->sh->paused_conns, 1, memory_order_relaxed);
+		else
+			atomic_fetch_sub_explicit(&w->net->sh->paused_conns, 1, memory_order_relaxed);
+		c->paused = paused;
+	}
+	if (c->swallow > 0)
+		set_interest(w, c, EPOLLIN); /* output held until the value is gone */
+	else if (paused || c->closing)
 		set_interest(w, c, EPOLLOUT);
 	else
 		set_interest(w, c, EPOLLIN | (c->out.len > 0 ? EPOLLOUT : 0));
@@ -458,6 +498,8 @@ struct larder__net *larder__net_start(struct larder__shared *sh, const int *lfds
 	for (i = 0; i < sh->threads; i++) {
 		if (pthread_create(&net->w[i].thread, NULL, worker_main, &net->w[i]) != 0)
 			goto fail;
+		/* A name for top -H and server/bench/threads.py; failure is harmless. */
+		pthread_setname_np(net->w[i].thread, "larderd-worker");
 		net->w[i].started = true;
 		net->nworkers = i + 1;
 	}

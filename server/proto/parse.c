@@ -1,20 +1,35 @@
 /*
  * parse.c - memcached text and meta protocol request parser (see parse.h).
  *
- * Design: a request is a line ending in "\n" (an optional "\r" before it is
- * dropped), split on spaces into at most LARDER__MAX_TOKENS - 1 tokens the way
- * memcached 1.6's tokenize_command() does, then dispatched on the command
- * name with memcached's token-count rules, so that malformed input gets the
- * same reply memcached gives (ERROR for an unknown command or a wrong token
- * count, CLIENT_ERROR ... for bad arguments). Storage commands then need
- * data_len + 2 more bytes, which must end in "\r\n".
+ * Design: the steps of memcached 1.6.18's try_read_command_ascii() and
+ * process_command_ascii(), in the same order, so that every malformed input
+ * gets the reply memcached gives:
+ *   1. A line ends at "\n"; a "\r" before it is dropped when the line has
+ *      more than one byte; the line then ends at its first NUL (memcached
+ *      reads it as a C string).
+ *   2. It splits on spaces into at most 23 tokens (tokenize_command());
+ *      whatever follows the 23rd is only read again by the get family.
+ *   3. Dispatch on the command name, with memcached's token-count rules and
+ *      its branch structure (an unknown command whose last token starts with
+ *      "HTTP/" closes the connection, unless its first letter is one of the
+ *      letters memcached tests first).
+ *   4. Numbers read as safe_strtol()/safe_strtoul()/safe_strtoull() do,
+ *      including the silent 32-bit wrap of exptimes and client flags. The one
+ *      exception is the value length: memcached wraps 4294967299 to 3 and
+ *      reads 3 bytes, which desynchronises any proxy in front of it; larderd
+ *      refuses a length outside the 32-bit range (docs/server.md).
+ *   5. noreply: memcached sets it from the last token before the checks
+ *      that follow, so a later error is suppressed as well (out_string());
+ *      the meta commands send their errors regardless (out_errstring()).
  *
- * What is checked here and what is not: the parser checks syntax, key
- * length, number syntax and the value size limit. Everything that needs the
- * cache (does the key exist, does the CAS match) and the meaning of meta
- * flags is left to exec.c, which keeps this file pure and fuzzable.
+ * What is checked here and what is not: syntax, key length, numbers, meta
+ * flags (memcached's _meta_flag_preparse(): duplicates, unknown letters,
+ * arguments, base64 keys) and the item size limit. Everything that needs the
+ * cache, and the meta checks memcached makes while it builds its reply (an
+ * opaque over 32 bytes), are left to exec.
  */
 #include "parse.h"
+#include "reply.h"
 
 #include <limits.h>
 #include <string.h>
@@ -22,16 +37,119 @@
 static const char k_error[] = "ERROR";
 static const char k_bad_format[] = "CLIENT_ERROR bad command line format";
 static const char k_bad_chunk[] = "CLIENT_ERROR bad data chunk";
-static const char k_too_large[] = "SERVER_ERROR object too large for cache";
 static const char k_bad_exptime[] = "CLIENT_ERROR invalid exptime argument";
 static const char k_bad_delta[] = "CLIENT_ERROR invalid numeric delta argument";
 static const char k_bad_delete[] =
 	"CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
-static const char k_bad_flag[] = "CLIENT_ERROR invalid flag";
-static const char k_dup_flag[] = "CLIENT_ERROR duplicate flag";
-static const char k_bad_flag_md[] = "CLIENT_ERROR invalid or duplicate flag";
-/* Every flag memcached 1.6.18 knows, for any meta command; others are invalid. */
-static const char k_meta_valid[] = "bNTRlOPLkstcfvhuqFCMJDIx";
+static const char k_bad_token[] = "CLIENT_ERROR bad token in command line format";
+static const char k_mg_too_long[] = "CLIENT_ERROR options flags are too long";
+static const char k_too_long[] = "CLIENT_ERROR options flags too long";
+static const char k_bad_flags_md[] = "CLIENT_ERROR invalid or duplicate flag";
+static const char k_shutdown[] = "ERROR: shutdown not enabled";
+
+/* memcached's MFLAG_MAX_OPT_LENGTH: more tokens than this is "too long". */
+#define META_MAX_TOKENS 20
+
+static bool c_isspace(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/*
+ * strtol()/strtoul() in base 10 on a 64-bit target, over one token: *neg and
+ * *mag are the sign and magnitude. False when there are no digits, the
+ * magnitude overflows (ERANGE; for a signed read, beyond the long range),
+ * or the digits are followed by anything but white space or the token's end.
+ */
+static bool c_strto(const struct larder__tok *t, bool is_signed, bool *neg, uint64_t *mag)
+{
+	size_t i = 0;
+	uint64_t v = 0;
+	bool any = false;
+
+	while (i < t->n && c_isspace(t->p[i]))
+		i++;
+	*neg = false;
+	if (i < t->n && (t->p[i] == '+' || t->p[i] == '-'))
+		*neg = t->p[i++] == '-';
+	for (; i < t->n && t->p[i] >= '0' && t->p[i] <= '9'; i++) {
+		unsigned d = (unsigned)(t->p[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
+		any = true;
+	}
+	if (!any || (i < t->n && !c_isspace(t->p[i])))
+		return false;
+	if (is_signed && v > (*neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX))
+		return false;
+	*mag = v;
+	return true;
+}
+
+static bool tok_has_minus(const struct larder__tok *t)
+{
+	return memchr(t->p, '-', t->n) != NULL;
+}
+
+/* strtol(), then the int64 result (before memcached's 32-bit truncation). */
+static bool strtol64(const struct larder__tok *t, int64_t *out)
+{
+	bool neg;
+	uint64_t mag;
+
+	if (!c_strto(t, true, &neg, &mag))
+		return false;
+	*out = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+	return true;
+}
+
+bool larder__strtol32(const struct larder__tok *t, int32_t *out)
+{
+	int64_t v;
+
+	if (!strtol64(t, &v))
+		return false;
+	*out = (int32_t)(uint32_t)(uint64_t)v; /* memcached's long-to-int32 store */
+	return true;
+}
+
+/* strtoul()/strtoull() with safe_strtoul's "no wrapped negative" rule. */
+static bool strtou64(const struct larder__tok *t, uint64_t *out)
+{
+	bool neg;
+	uint64_t mag, v;
+
+	if (!c_strto(t, false, &neg, &mag))
+		return false;
+	v = neg ? 0 - mag : mag;
+	if ((int64_t)v < 0 && tok_has_minus(t))
+		return false;
+	*out = v;
+	return true;
+}
+
+bool larder__strtoul32(const struct larder__tok *t, uint32_t *out)
+{
+	uint64_t v;
+
+	if (!strtou64(t, &v))
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+bool larder__strtoull(const struct larder__tok *t, uint64_t *out)
+{
+	return strtou64(t, out);
+}
+
+bool larder__item_fits(const struct larder__limits *lim, size_t nkey, uint32_t flags,
+		       uint64_t vlen)
+{
+	uint64_t total = 48 + 8 + (uint64_t)nkey + 1 + (flags != 0 ? 4 : 0) + vlen + 2;
+	return total <= lim->item_max;
+}
 
 bool larder__next_token(const char **cursor, const char *end, struct larder__tok *tok)
 {
@@ -49,50 +167,6 @@ bool larder__next_token(const char **cursor, const char *end, struct larder__tok
 	return true;
 }
 
-bool larder__parse_u64(const struct larder__tok *t, uint64_t *out)
-{
-	uint64_t v = 0;
-	size_t i = 0;
-
-	if (t->n > 0 && t->p[0] == '+')
-		i = 1;
-	if (i == t->n)
-		return false;
-	for (; i < t->n; i++) {
-		unsigned d = (unsigned char)t->p[i] - '0';
-		if (d > 9 || v > (UINT64_MAX - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return true;
-}
-
-bool larder__parse_i64(const struct larder__tok *t, int64_t *out)
-{
-	struct larder__tok rest = *t;
-	bool neg = false;
-	uint64_t v;
-
-	if (rest.n > 0 && rest.p[0] == '-') {
-		neg = true;
-		rest.p++;
-		rest.n--;
-		if (rest.n > 0 && rest.p[0] == '+')
-			return false;
-	}
-	if (!larder__parse_u64(&rest, &v) || v > (uint64_t)INT64_MAX)
-		return false;
-	*out = neg ? -(int64_t)v : (int64_t)v;
-	return true;
-}
-
-/* memcached's safe_strtol on a 32-bit destination. */
-static bool parse_i32(const struct larder__tok *t, int64_t *out)
-{
-	return larder__parse_i64(t, out) && *out >= INT32_MIN && *out <= INT32_MAX;
-}
-
 int larder__meta_index(char c)
 {
 	if (c >= 'a' && c <= 'z')
@@ -108,7 +182,8 @@ static bool tok_is(const struct larder__tok *t, const char *s)
 	return t->n == n && memcmp(t->p, s, n) == 0;
 }
 
-/* Splits line[0..n) into req->tok; returns memcached's ntokens (terminator counted). */
+/* Splits line[0..n) into req->tok; returns memcached's ntokens (terminator
+ * counted, so at most 24). */
 static int tokenize(const char *line, size_t n, struct larder__req *req)
 {
 	const char *cur = line, *end = line + n;
@@ -117,18 +192,14 @@ static int tokenize(const char *line, size_t n, struct larder__req *req)
 	while (nt < LARDER__MAX_TOKENS - 1 && larder__next_token(&cur, end, &req->tok[nt]))
 		nt++;
 	req->ntok = nt;
-	if (nt == LARDER__MAX_TOKENS - 1) {
-		while (cur < end && *cur == ' ')
-			cur++;
-		if (cur < end)
-			return nt + 2; /* more text: memcached counts a non-empty terminator */
-	}
 	return nt + 1;
 }
 
+/* memcached's set_noreply_maybe(): the last token. */
 static void set_noreply(struct larder__req *req)
 {
-	req->noreply = req->ntok > 0 && tok_is(&req->tok[req->ntok - 1], "noreply");
+	if (req->ntok > 0 && tok_is(&req->tok[req->ntok - 1], "noreply"))
+		req->noreply = true;
 }
 
 static int reply(struct larder__req *req, const char *text)
@@ -138,13 +209,21 @@ static int reply(struct larder__req *req, const char *text)
 	return LARDER__PARSE_DONE;
 }
 
+/* memcached's out_errstring(): sent even when noreply was asked for. */
+static int reply_err(struct larder__req *req, const char *text)
+{
+	req->noreply = false;
+	return reply(req, text);
+}
+
 static bool key_ok(const struct larder__tok *t)
 {
 	return t->n <= LARDER__KEY_MAX;
 }
 
 /* The value after the line: needs data_len + 2 bytes, ending in \r\n. */
-static int take_data(const char *buf, size_t len, struct larder__req *req, size_t data_len)
+static int take_data(const char *buf, size_t len, struct larder__req *req, size_t data_len,
+		     bool is_meta)
 {
 	size_t need = req->consumed + data_len + 2;
 
@@ -156,16 +235,36 @@ static int take_data(const char *buf, size_t len, struct larder__req *req, size_
 	req->data_len = data_len;
 	req->consumed = need;
 	if (buf[need - 2] != '\r' || buf[need - 1] != '\n')
-		return reply(req, k_bad_chunk);
+		return is_meta ? reply_err(req, k_bad_chunk) : reply(req, k_bad_chunk);
 	return LARDER__PARSE_DONE;
 }
 
+/* A value length as memcached reads it, refusing what it would wrap. */
+static bool value_length(const struct larder__tok *t, int32_t *vlen)
+{
+	int64_t v;
+
+	if (!strtol64(t, &v) || v < INT32_MIN || v > INT32_MAX)
+		return false;
+	*vlen = (int32_t)v;
+	return true;
+}
+
+/* Storage refused for its size: the value is swallowed, the request still
+ * runs (exec answers, and a set removes the old value, as memcached). */
+static int refuse_size(struct larder__req *req, int32_t vlen)
+{
+	req->too_large = true;
+	req->swallow = (size_t)vlen + 2;
+	return LARDER__PARSE_DONE;
+}
+
+/* set add replace append prepend cas: process_update_command(). */
 static int parse_storage(const char *buf, size_t len, const struct larder__limits *lim,
 			 struct larder__req *req, int nt)
 {
 	bool is_cas = req->cmd == LARDER__CMD_CAS;
-	uint64_t flags;
-	int64_t vlen;
+	int32_t vlen;
 
 	if (nt != (is_cas ? 7 : 6) && nt != (is_cas ? 8 : 7))
 		return reply(req, k_error);
@@ -173,39 +272,41 @@ static int parse_storage(const char *buf, size_t len, const struct larder__limit
 	req->key = req->tok[1];
 	if (!key_ok(&req->key))
 		return reply(req, k_bad_format);
-	if (!larder__parse_u64(&req->tok[2], &flags) || !parse_i32(&req->tok[3], &req->exptime) ||
-	    !parse_i32(&req->tok[4], &vlen))
+	if (!larder__strtoul32(&req->tok[2], &req->flags) ||
+	    !larder__strtol32(&req->tok[3], &req->exptime) || !value_length(&req->tok[4], &vlen))
 		return reply(req, k_bad_format);
-	req->flags = (uint32_t)flags; /* memcached truncates the same way */
-	if (is_cas && !larder__parse_u64(&req->tok[5], &req->cas))
+	if (is_cas && !larder__strtoull(&req->tok[5], &req->cas))
 		return reply(req, k_bad_format);
 	if (vlen < 0 || vlen > INT_MAX - 2)
 		return reply(req, k_bad_format);
-	if ((uint64_t)vlen > lim->item_max) {
-		req->swallow = (size_t)vlen + 2;
-		return reply(req, k_too_large);
-	}
-	return take_data(buf, len, req, (size_t)vlen);
+	if (!larder__item_fits(lim, req->key.n, req->flags, (uint64_t)vlen))
+		return refuse_size(req, vlen);
+	return take_data(buf, len, req, (size_t)vlen, false);
 }
 
-static int parse_get(struct larder__req *req, const char *line, size_t line_len, int nt)
+/* get gets gat gats bget: process_get_command(). Keys are walked lazily by
+ * exec; this finds the first one over 250 bytes (memcached reads the keys
+ * before it, then answers only the error) and reads the gat exptime. */
+static int parse_get(struct larder__req *req, const char *line, size_t line_len)
 {
 	const char *cur = line, *end = line + line_len;
-	struct larder__tok t;
+	struct larder__tok t = {line, 0};
 
-	if (nt < 3)
-		return reply(req, k_error);
 	larder__next_token(&cur, end, &t); /* the command */
 	if (req->cmd == LARDER__CMD_GAT || req->cmd == LARDER__CMD_GATS) {
 		larder__next_token(&cur, end, &t);
-		if (!parse_i32(&t, &req->exptime))
+		if (!larder__strtol32(&t, &req->exptime))
 			return reply(req, k_bad_exptime);
 	}
 	req->keys = cur;
 	req->keys_end = end;
-	while (larder__next_token(&cur, end, &t))
-		if (!key_ok(&t))
-			return reply(req, k_bad_format);
+	while (larder__next_token(&cur, end, &t)) {
+		if (!key_ok(&t)) {
+			req->bad_key = t.p;
+			req->keys_end = t.p;
+			break;
+		}
+	}
 	return LARDER__PARSE_DONE;
 }
 
@@ -218,10 +319,8 @@ static int parse_delete(struct larder__req *req, int nt)
 		bool valid;
 		set_noreply(req);
 		valid = (nt == 4 && (zero || req->noreply)) || (nt == 5 && zero && req->noreply);
-		if (!valid) {
-			req->noreply = false;
+		if (!valid)
 			return reply(req, k_bad_delete);
-		}
 	}
 	req->key = req->tok[1];
 	if (!key_ok(&req->key))
@@ -238,9 +337,9 @@ static int parse_arith_touch(struct larder__req *req, int nt)
 	if (!key_ok(&req->key))
 		return reply(req, k_bad_format);
 	if (req->cmd == LARDER__CMD_TOUCH) {
-		if (!parse_i32(&req->tok[2], &req->exptime))
+		if (!larder__strtol32(&req->tok[2], &req->exptime))
 			return reply(req, k_bad_exptime);
-	} else if (!larder__parse_u64(&req->tok[2], &req->delta)) {
+	} else if (!larder__strtoull(&req->tok[2], &req->delta)) {
 		return reply(req, k_bad_delta);
 	}
 	return LARDER__PARSE_DONE;
@@ -251,46 +350,177 @@ static int parse_flush(struct larder__req *req, int nt)
 	if (nt < 2 || nt > 4)
 		return reply(req, k_error);
 	set_noreply(req);
-	if (nt == (req->noreply ? 3 : 2))
-		return LARDER__PARSE_DONE;
-	if (!parse_i32(&req->tok[1], &req->num))
+	if (nt != (req->noreply ? 3 : 2) && !larder__strtol32(&req->tok[1], &req->num))
 		return reply(req, k_bad_exptime);
 	return LARDER__PARSE_DONE;
 }
 
-/* Meta flags from token `first` on: one letter each, no duplicates. */
-static const char *parse_meta_flags(struct larder__req *req, int first)
+static int parse_verbosity(struct larder__req *req, int nt)
 {
-	memset(req->meta.at, -1, sizeof(req->meta.at));
+	uint32_t level;
+
+	if (nt != 3 && nt != 4)
+		return reply(req, k_error);
+	set_noreply(req);
+	if (!larder__strtoul32(&req->tok[1], &level))
+		return reply(req, k_bad_format);
+	return LARDER__PARSE_DONE;
+}
+
+static int parse_memlimit(struct larder__req *req, int nt)
+{
+	if (nt != 3 && nt != 4)
+		return reply(req, k_error);
+	set_noreply(req);
+	if (!larder__strtoul32(&req->tok[1], &req->unum))
+		return reply(req, k_error);
+	return LARDER__PARSE_DONE;
+}
+
+/* ---- meta commands ------------------------------------------------------- */
+
+/* One flag's numeric argument (the token after its letter). */
+static struct larder__tok flag_arg(const struct larder__tok *t)
+{
+	struct larder__tok a = {t->p + 1, t->n - 1};
+	return a;
+}
+
+/*
+ * memcached's _meta_flag_preparse() from token `first` on: returns NULL, or
+ * the error to send. A duplicate or unknown flag stops at once; an argument
+ * error is remembered (the last one wins) and the scan goes on.
+ */
+static const char *meta_flags(struct larder__req *req, int first)
+{
+	struct larder__meta *m = &req->meta;
+	const char *err = NULL;
+	bool has_error = false, seen[128] = {false};
+
 	for (int i = first; i < req->ntok; i++) {
-		int f = larder__meta_index(req->tok[i].p[0]);
-		if (f < 0 || strchr(k_meta_valid, req->tok[i].p[0]) == NULL)
-			return k_bad_flag;
-		if (req->meta.present & ((uint64_t)1 << f))
-			return k_dup_flag;
-		req->meta.present |= (uint64_t)1 << f;
-		req->meta.at[f] = (int8_t)i;
+		const struct larder__tok *t = &req->tok[i];
+		struct larder__tok a = flag_arg(t);
+		unsigned char o = (unsigned char)t->p[0];
+		int f = larder__meta_index((char)o);
+		long n;
+
+		if (o >= 127 || seen[o])
+			return "CLIENT_ERROR duplicate flag";
+		seen[o] = true;
+		switch (o) {
+		case 'b':
+			n = larder__b64_decode(req->key.p, req->key.n, m->key_raw, sizeof(m->key_raw));
+			m->key_binary = true;
+			if (n <= 0) {
+				err = "CLIENT_ERROR error decoding key";
+				has_error = true;
+				n = 0;
+			}
+			req->key.p = (const char *)m->key_raw;
+			req->key.n = (size_t)n;
+			break;
+		case 'N': case 'T': case 'R': {
+			int32_t *v = o == 'N' ? &m->ttl_N : o == 'T' ? &m->ttl_T : &m->ttl_R;
+			if (!larder__strtol32(&a, v)) {
+				err = k_bad_token;
+				has_error = true;
+			}
+			break;
+		}
+		case 'l': case 'O': case 'P': case 'L': case 'k': case 's': case 't': case 'c':
+		case 'f': case 'v': case 'h': case 'u': case 'I': case 'q':
+			break; /* no argument to check; exec reads them */
+		case 'F':
+			if (!larder__strtoul32(&a, &m->client_flags))
+				has_error = true;
+			break;
+		case 'C':
+			if (!larder__strtoull(&a, &m->cas)) {
+				err = k_bad_token;
+				has_error = true;
+			}
+			break;
+		case 'M':
+			if (t->n != 2) {
+				err = "CLIENT_ERROR incorrect length for M token";
+				has_error = true;
+			} else {
+				m->mode = t->p[1];
+			}
+			break;
+		case 'J':
+			if (!larder__strtoull(&a, &m->initial)) {
+				err = "CLIENT_ERROR invalid numeric initial value";
+				has_error = true;
+			}
+			break;
+		case 'D':
+			if (!larder__strtoull(&a, &m->delta)) {
+				err = "CLIENT_ERROR invalid numeric delta value";
+				has_error = true;
+			}
+			break;
+		default:
+			return "CLIENT_ERROR invalid flag";
+		}
+		m->present |= (uint64_t)1 << f;
+		m->at[f] = (int8_t)i;
 	}
-	if (req->meta.present & ((uint64_t)1 << larder__meta_index('q')))
-		req->noreply = true;
-	return NULL;
+	if (!has_error)
+		return NULL;
+	return err != NULL ? err : k_bad_format;
+}
+
+static void meta_reset(struct larder__meta *m)
+{
+	m->present = 0;
+	memset(m->at, -1, sizeof(m->at));
+	m->ttl_T = m->ttl_N = m->ttl_R = 0;
+	m->client_flags = 0;
+	m->cas = m->initial = 0;
+	m->delta = 1;
+	m->mode = 0;
+	m->key_binary = false;
+}
+
+static void meta_noreply(struct larder__req *req)
+{
+	req->noreply = (req->meta.present >> larder__meta_index('q')) & 1;
 }
 
 static int parse_ms(const char *buf, size_t len, const struct larder__limits *lim,
-		    struct larder__req *req)
+		    struct larder__req *req, int nt)
 {
 	const char *err;
-	int64_t vlen;
+	int32_t vlen;
 
-	if (req->ntok < 3 || !parse_i32(&req->tok[2], &vlen) || vlen < 0)
-		return reply(req, k_bad_format);
-	err = parse_meta_flags(req, 3);
-	if (err != NULL || (uint64_t)vlen > lim->item_max) {
-		req->noreply = false;
-		req->swallow = (size_t)vlen + 2;
-		return reply(req, err != NULL ? err : k_too_large);
+	if (nt == 3)
+		return reply_err(req, k_bad_format);
+	if (nt > META_MAX_TOKENS)
+		return reply_err(req, k_too_long);
+	if (!value_length(&req->tok[2], &vlen) || vlen < 0 || vlen > INT_MAX - 2)
+		return reply_err(req, k_bad_format);
+	/* From here on an error swallows the value, as memcached does. */
+	req->swallow = (size_t)vlen + 2;
+	err = meta_flags(req, 3);
+	if (err != NULL)
+		return reply_err(req, err);
+	meta_noreply(req);
+	switch (req->meta.mode) {
+	case 0: case 'E': case 'A': case 'P': case 'R': case 'S':
+		break;
+	default:
+		return reply_err(req, "CLIENT_ERROR invalid mode for ms M token");
 	}
-	return take_data(buf, len, req, (size_t)vlen);
+	for (int i = 3; i < req->ntok; i++)
+		if (req->tok[i].p[0] == 'O' && req->tok[i].n > LARDER__META_OPAQUE_MAX)
+			return reply_err(req, "CLIENT_ERROR opaque token too long");
+	if (!larder__item_fits(lim, req->key.n, req->meta.client_flags, (uint64_t)vlen)) {
+		req->too_large = true;
+		return LARDER__PARSE_DONE;
+	}
+	req->swallow = 0;
+	return take_data(buf, len, req, (size_t)vlen, true);
 }
 
 static int parse_meta(const char *buf, size_t len, const struct larder__limits *lim,
@@ -310,24 +540,63 @@ static int parse_meta(const char *buf, size_t len, const struct larder__limits *
 	default:
 		return reply(req, k_error);
 	}
+	if (req->cmd == LARDER__CMD_ME) {
+		/* process_meta_command(): a debug command with its own rules */
+		if (nt < 3 || !key_ok(&req->tok[1]))
+			return reply(req, k_bad_format);
+		req->key = req->tok[1];
+		if (nt >= 4 && tok_is(&req->tok[2], "b")) {
+			long n = larder__b64_decode(req->key.p, req->key.n, req->meta.key_raw,
+						    sizeof(req->meta.key_raw));
+			if (n <= 0)
+				return reply(req, k_bad_format);
+			req->key.p = (const char *)req->meta.key_raw;
+			req->key.n = (size_t)n;
+		}
+		return LARDER__PARSE_DONE;
+	}
 	if (nt < 3)
 		return reply(req, k_error);
 	req->key = req->tok[1];
 	if (!key_ok(&req->key))
-		return reply(req, k_bad_format);
+		return reply_err(req, k_bad_format);
 	if (req->cmd == LARDER__CMD_MS)
-		return parse_ms(buf, len, lim, req);
-	if (req->cmd == LARDER__CMD_ME)
-		return LARDER__PARSE_DONE;
-	err = parse_meta_flags(req, 2);
-	if (err != NULL) {
-		req->noreply = false;
-		/* memcached 1.6.18 words it differently for md and ma */
-		if (req->cmd == LARDER__CMD_MD || req->cmd == LARDER__CMD_MA)
-			err = k_bad_flag_md;
-		return reply(req, err);
+		return parse_ms(buf, len, lim, req, nt);
+	if (nt > META_MAX_TOKENS)
+		return reply_err(req, req->cmd == LARDER__CMD_MG ? k_mg_too_long : k_too_long);
+	err = meta_flags(req, 2);
+	if (err != NULL)
+		/* md and ma answer every flag error with the same text */
+		return reply_err(req, req->cmd == LARDER__CMD_MG ? err : k_bad_flags_md);
+	meta_noreply(req);
+	if (req->cmd == LARDER__CMD_MA) {
+		switch (req->meta.mode) {
+		case 0: case 'I': case '+': case 'D': case '-':
+			break;
+		default:
+			return reply_err(req, "CLIENT_ERROR invalid mode for ma M token");
+		}
 	}
 	return LARDER__PARSE_DONE;
+}
+
+/* ---- dispatch ---------------------------------------------------------------- */
+
+/* The commands memcached answers with only ERROR without testing for HTTP:
+ * those whose first letter has its own branch in process_command_ascii(). */
+static bool has_branch(char first)
+{
+	return first == 'g' || first == 's' || first == 'a' || first == 'c' || first == 'i' ||
+	       first == 'd' || first == 't';
+}
+
+static int unknown(struct larder__req *req)
+{
+	const struct larder__tok *last = &req->tok[req->ntok - 1];
+
+	if (!has_branch(req->tok[0].p[0]) && last->n >= 5 && memcmp(last->p, "HTTP/", 5) == 0)
+		return LARDER__PARSE_CLOSE; /* a cross-protocol request: memcached hangs up */
+	return reply(req, k_error);
 }
 
 struct name_cmd {
@@ -338,7 +607,7 @@ struct name_cmd {
 static const struct name_cmd k_names[] = {
 	{"get", LARDER__CMD_GET},         {"gets", LARDER__CMD_GETS},
 	{"gat", LARDER__CMD_GAT},         {"gats", LARDER__CMD_GATS},
-	{"mget", LARDER__CMD_GET},        {"set", LARDER__CMD_SET},
+	{"bget", LARDER__CMD_GET},        {"set", LARDER__CMD_SET},
 	{"add", LARDER__CMD_ADD},         {"replace", LARDER__CMD_REPLACE},
 	{"append", LARDER__CMD_APPEND},   {"prepend", LARDER__CMD_PREPEND},
 	{"cas", LARDER__CMD_CAS},         {"delete", LARDER__CMD_DELETE},
@@ -346,6 +615,7 @@ static const struct name_cmd k_names[] = {
 	{"touch", LARDER__CMD_TOUCH},     {"flush_all", LARDER__CMD_FLUSH_ALL},
 	{"version", LARDER__CMD_VERSION}, {"verbosity", LARDER__CMD_VERBOSITY},
 	{"quit", LARDER__CMD_QUIT},       {"stats", LARDER__CMD_STATS},
+	{"cache_memlimit", LARDER__CMD_MEMLIMIT},
 };
 
 static int dispatch(const char *buf, size_t len, const struct larder__limits *lim,
@@ -356,15 +626,21 @@ static int dispatch(const char *buf, size_t len, const struct larder__limits *li
 
 	if (name->n == 2 && name->p[0] == 'm')
 		return parse_meta(buf, len, lim, req, nt);
+	if (name->p[0] == 'g' && nt < 3)
+		return reply(req, k_error);
+	if (tok_is(name, "shutdown"))
+		return reply(req, k_shutdown);
 	for (i = 0; i < sizeof(k_names) / sizeof(k_names[0]); i++)
 		if (tok_is(name, k_names[i].name))
 			break;
 	if (i == sizeof(k_names) / sizeof(k_names[0]))
-		return reply(req, k_error);
+		return unknown(req);
 	req->cmd = k_names[i].cmd;
 	switch (req->cmd) {
 	case LARDER__CMD_GET: case LARDER__CMD_GETS: case LARDER__CMD_GAT: case LARDER__CMD_GATS:
-		return parse_get(req, line, line_len, nt);
+		if (nt < 3) /* bget */
+			return reply(req, k_error);
+		return parse_get(req, line, line_len);
 	case LARDER__CMD_SET: case LARDER__CMD_ADD: case LARDER__CMD_REPLACE:
 	case LARDER__CMD_APPEND: case LARDER__CMD_PREPEND: case LARDER__CMD_CAS:
 		return parse_storage(buf, len, lim, req, nt);
@@ -375,16 +651,15 @@ static int dispatch(const char *buf, size_t len, const struct larder__limits *li
 	case LARDER__CMD_FLUSH_ALL:
 		return parse_flush(req, nt);
 	case LARDER__CMD_VERBOSITY:
-		if (nt != 3 && nt != 4)
-			return reply(req, k_error);
-		set_noreply(req);
-		return LARDER__PARSE_DONE;
+		return parse_verbosity(req, nt);
+	case LARDER__CMD_MEMLIMIT:
+		return parse_memlimit(req, nt);
 	default:
 		return LARDER__PARSE_DONE;
 	}
 }
 
-/* No newline yet: memcached lets only a long get/gets line grow past 2 KiB. */
+/* No newline yet: memcached lets only a get/gets line grow past 2 KiB. */
 static int no_line_yet(const char *buf, size_t len)
 {
 	size_t lead = 0;
@@ -402,37 +677,47 @@ static int no_line_yet(const char *buf, size_t len)
 	return LARDER__PARSE_CLOSE;
 }
 
-int larder__parse(const char *buf, size_t len, const struct larder__limits *lim,
-		  struct larder__req *req)
+static void req_reset(struct larder__req *req)
 {
-	const char *nl;
-	size_t line_len;
-	int nt;
-
 	req->cmd = LARDER__CMD_REPLY;
 	req->reply = NULL;
 	req->swallow = 0;
 	req->need = 0;
 	req->noreply = false;
+	req->too_large = false;
 	req->data = NULL;
 	req->data_len = 0;
-	req->keys = req->keys_end = NULL;
+	req->keys = req->keys_end = req->bad_key = NULL;
 	req->key.p = NULL;
 	req->key.n = 0;
 	req->ntok = 0;
 	req->flags = 0;
 	req->cas = 0;
 	req->delta = 0;
-	req->meta.present = 0;
 	req->exptime = 0;
 	req->num = 0;
+	req->unum = 0;
+	meta_reset(&req->meta);
+}
+
+int larder__parse(const char *buf, size_t len, const struct larder__limits *lim,
+		  struct larder__req *req)
+{
+	const char *nl, *nul;
+	size_t line_len;
+	int nt;
+
+	req_reset(req);
 	nl = memchr(buf, '\n', len);
 	if (nl == NULL)
 		return no_line_yet(buf, len);
 	line_len = (size_t)(nl - buf);
 	req->consumed = line_len + 1;
-	if (line_len > 0 && buf[line_len - 1] == '\r')
+	if (line_len > 1 && buf[line_len - 1] == '\r')
 		line_len--;
+	nul = memchr(buf, '\0', line_len);
+	if (nul != NULL)
+		line_len = (size_t)(nul - buf);
 	nt = tokenize(buf, line_len, req);
 	if (nt < 2 || req->tok[0].n < 2)
 		return reply(req, k_error);

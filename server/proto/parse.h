@@ -1,10 +1,13 @@
 /*
  * parse.h - the memcached text and meta protocol request parser of larderd.
  *
- * Owns: turning bytes received on one connection into one request at a time.
- * It is pure: no I/O, no allocation, no global state, so it can be unit-tested
- * byte by byte and fuzzed. The caller owns the buffer; every pointer in a
- * request points into it and stays valid until the caller moves those bytes.
+ * Owns: turning bytes received on one connection into one request at a time,
+ * with every syntax rule of memcached 1.6.18 (proto_text.c): what is a line,
+ * how it splits into tokens, how numbers read, which token counts and flags
+ * are valid, and which error text each mistake gets. It is pure: no I/O, no
+ * allocation, no global state, so it can be unit-tested byte by byte and
+ * fuzzed. The caller owns the buffer; every pointer in a request points into
+ * it (or into the request itself) and stays valid until those bytes move.
  *
  * Incremental: larder__parse() is called with all bytes received and not yet
  * consumed. It returns LARDER__PARSE_MORE when the request is not complete,
@@ -16,11 +19,14 @@
  *   P2. Feeding a request split at any byte boundary gives the same result as
  *       feeding it whole.
  *   P3. A line without '\n' is never accepted past LARDER__LINE_MAX bytes
- *       (LARDER__GET_LINE_MAX for get/gets, as memcached allows long
- *       multigets): PARSE_CLOSE, so a peer cannot grow the buffer unbounded.
- *   P4. A declared value length over the item limit is never buffered: the
- *       request is answered with an error and req->swallow bytes are
- *       discarded by the caller as they arrive.
+ *       (LARDER__GET_LINE_MAX for get/gets, whose long multigets memcached
+ *       serves): PARSE_CLOSE, so a peer cannot grow the buffer unbounded.
+ *   P4. A value over the item limit is never buffered: the request comes
+ *       back with req->swallow > 0 bytes for the caller to discard as they
+ *       arrive; it is executed (an error reply, and for set the removal of
+ *       the old value) when its line is parsed, and memcached sends that
+ *       reply only after the value was swallowed, so the caller holds its
+ *       output until then.
  */
 #ifndef LARDER_SERVER_PARSE_H
 #define LARDER_SERVER_PARSE_H
@@ -32,10 +38,12 @@
 #define LARDER__KEY_MAX 250
 #define LARDER__MAX_TOKENS 24 /* memcached's MAX_TOKENS, terminator included */
 #define LARDER__LINE_MAX 2048
-#define LARDER__GET_LINE_MAX (128 * 1024)
+/* memcached reads a get/gets line of any length; larderd stops at 4 MiB. */
+#define LARDER__GET_LINE_MAX (4u << 20)
+#define LARDER__META_OPAQUE_MAX 32 /* longest O token, its letter included */
 
 enum larder__cmd {
-	LARDER__CMD_REPLY = 0, /* malformed: send req->reply (no \r\n) and go on */
+	LARDER__CMD_REPLY = 0, /* send req->reply (no \r\n) unless req->noreply, go on */
 	LARDER__CMD_GET,
 	LARDER__CMD_GETS,
 	LARDER__CMD_GAT,
@@ -55,6 +63,7 @@ enum larder__cmd {
 	LARDER__CMD_VERBOSITY,
 	LARDER__CMD_QUIT,
 	LARDER__CMD_STATS,
+	LARDER__CMD_MEMLIMIT, /* cache_memlimit */
 	LARDER__CMD_MG,
 	LARDER__CMD_MS,
 	LARDER__CMD_MD,
@@ -75,38 +84,52 @@ struct larder__tok {
 	size_t n;
 };
 
-/* Meta flags: one bit per letter; arg[] holds the token's text after the letter. */
+/* Meta flags: one bit per letter (a-z, A-Z), the token index of each, and
+ * the parsed arguments memcached's _meta_flag_preparse() reads. */
 #define LARDER__META_FLAGS 52
 struct larder__meta {
 	uint64_t present;
 	int8_t at[LARDER__META_FLAGS]; /* index into req->tok, -1 when absent */
+	int32_t ttl_T, ttl_N, ttl_R;   /* exptimes of T, N and R, as memcached's int32 */
+	uint32_t client_flags;         /* F */
+	uint64_t cas;                  /* C */
+	uint64_t initial, delta;       /* J, D (delta 1 when absent) */
+	char mode;                     /* M's letter, 0 when absent */
+	bool key_binary;               /* b: req->key holds the decoded bytes */
+	unsigned char key_raw[LARDER__KEY_MAX];
 };
 
 struct larder__req {
 	enum larder__cmd cmd;
 	const char *reply;  /* CMD_REPLY: the text to send */
 	size_t consumed;    /* bytes taken from the buffer, value included */
-	size_t swallow;     /* bytes to discard after consumed (value too large) */
+	size_t swallow;     /* bytes to discard after consumed (value refused) */
 	size_t need;        /* PARSE_MORE: total bytes needed, 0 when unknown */
-	bool noreply;
-	int ntok;           /* tokens of the line, terminator excluded */
+	bool noreply;       /* the reply is suppressed (memcached's c->noreply) */
+	bool too_large;     /* storage, ms: refused for its size; swallow > 0 */
+	int ntok;           /* tokens of the line, terminator excluded (<= 23) */
 	struct larder__tok tok[LARDER__MAX_TOKENS];
 	struct larder__tok key;
 	/* get/gets/gat/gats: the keys, parsed lazily from here to keys_end. */
 	const char *keys;
 	const char *keys_end;
+	/* The first key over 250 bytes, NULL when none: the keys before it
+	 * are read (and gat touches them) without a reply, then the command
+	 * fails; keys_end stops there. */
+	const char *bad_key;
 	uint32_t flags;
-	int64_t exptime;
+	int32_t exptime;    /* memcached's exptime, after its 32-bit wrap */
 	uint64_t cas;
 	uint64_t delta;
-	int64_t num;        /* flush_all delay, verbosity level */
+	int32_t num;        /* flush_all delay */
+	uint32_t unum;      /* cache_memlimit megabytes */
 	const char *data;   /* set family, ms: the value, data_len bytes */
 	size_t data_len;
 	struct larder__meta meta;
 };
 
 struct larder__limits {
-	size_t item_max; /* the largest value accepted (-I) */
+	size_t item_max; /* -I: memcached's item_size_max */
 };
 
 /*
@@ -122,11 +145,26 @@ int larder__parse(const char *buf, size_t len, const struct larder__limits *lim,
  */
 bool larder__next_token(const char **cursor, const char *end, struct larder__tok *tok);
 
-/* Numbers as memcached's safe_strto*: the whole token, decimal. */
-bool larder__parse_u64(const struct larder__tok *t, uint64_t *out);
-bool larder__parse_i64(const struct larder__tok *t, int64_t *out);
+/*
+ * Numbers as memcached's safe_strto*() read them (util.c): leading white
+ * space, a sign, decimal digits, then the end of the token or white space;
+ * strtol's and strtoul's 64-bit range; a negative number refused only where
+ * it wraps to a "negative" unsigned value. strtol32 and strtoul32 then keep
+ * the low 32 bits, as memcached's int32/uint32 destinations do.
+ */
+bool larder__strtol32(const struct larder__tok *t, int32_t *out);
+bool larder__strtoul32(const struct larder__tok *t, uint32_t *out);
+bool larder__strtoull(const struct larder__tok *t, uint64_t *out);
 
 /* Meta flag letter to index 0..51, or -1. */
 int larder__meta_index(char c);
+
+/*
+ * The largest value memcached 1.6.18 stores for a key of nkey bytes: its
+ * item (48-byte header, 8-byte CAS, key and NUL, 4 bytes of client flags
+ * unless they are 0, the value and "\r\n") must fit in item_max.
+ */
+bool larder__item_fits(const struct larder__limits *lim, size_t nkey, uint32_t flags,
+		       uint64_t vlen);
 
 #endif

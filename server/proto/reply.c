@@ -127,37 +127,46 @@ static int b64_val(unsigned char c)
 		return 62;
 	if (c == '/')
 		return 63;
+	if (c == '=')
+		return 0;
 	return -1;
 }
 
+/*
+ * memcached's base64_decode() (its base64.c), whose leniency clients see:
+ * bytes outside the alphabet are skipped, '=' counts as a digit of value 0,
+ * the digits must come in whole groups of four, and decoding stops after the
+ * first group holding '=' (one drops a byte, two drop two, more is an error).
+ */
 long larder__b64_decode(const char *in, size_t n, unsigned char *out, size_t out_cap)
 {
-	size_t o = 0;
+	size_t count = 0, o = 0;
+	int block[4], k = 0, pad = 0;
 
-	if (n == 0 || n % 4 != 0)
+	for (size_t i = 0; i < n; i++)
+		count += b64_val((unsigned char)in[i]) >= 0;
+	if (count == 0 || count % 4 != 0 || count / 4 * 3 > out_cap)
 		return -1;
-	for (size_t i = 0; i < n; i += 4) {
-		int v[4], pad = 0;
-		for (int j = 0; j < 4; j++) {
-			unsigned char c = (unsigned char)in[i + j];
-			if (c == '=' && i + 4 == n && j >= 2) {
-				v[j] = 0;
-				pad++;
-			} else if (pad > 0 || (v[j] = b64_val(c)) < 0) {
-				return -1;
-			}
-		}
-		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 |
-			     (uint32_t)v[3];
-		if (o + 3 - (size_t)pad > out_cap)
+	for (size_t i = 0; i < n; i++) {
+		int v = b64_val((unsigned char)in[i]);
+		if (v < 0)
+			continue;
+		pad += in[i] == '=';
+		block[k++] = v;
+		if (k < 4)
+			continue;
+		out[o++] = (unsigned char)(block[0] << 2 | block[1] >> 4);
+		out[o++] = (unsigned char)(block[1] << 4 | block[2] >> 2);
+		out[o++] = (unsigned char)(block[2] << 6 | block[3]);
+		k = 0;
+		if (pad > 2)
 			return -1;
-		out[o++] = (unsigned char)(w >> 16);
-		if (pad < 2)
-			out[o++] = (unsigned char)(w >> 8);
-		if (pad < 1)
-			out[o++] = (unsigned char)w;
+		if (pad > 0) {
+			o -= (size_t)pad;
+			break;
+		}
 	}
-	return (long)o;
+	return o > 0 ? (long)o : -1;
 }
 
 size_t larder__b64_encode(const unsigned char *in, size_t n, char *out)

@@ -41,6 +41,7 @@
 #include "evict/policy.h"
 #include "index/table.h"
 #include "maint/maintainer.h"
+#include "pool/pool.h"
 #include "sync/futex.h"
 
 #define CREDIT_CHUNK 16384
@@ -1106,6 +1107,13 @@ int larder_clear(larder *c)
 
 int larder_set_capacity(larder *c, uint64_t bytes)
 {
+	if (c && c->pool)
+		return LARDER_ESTATE; /* its pool sets it (pool/pool.c) */
+	return larder__cache_set_capacity(c, bytes);
+}
+
+int larder__cache_set_capacity(larder *c, uint64_t bytes)
+{
 	if (!c || bytes < 64u * 1024u || bytes > (UINT64_MAX >> 2))
 		return LARDER_EINVAL;
 	pthread_mutex_lock(&c->admin_lock);
@@ -1215,6 +1223,21 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 	return LARDER_OK;
 }
 
+/* Test seam (core/testing.h): a lower bound on the bytes allocated so far,
+ * so that a sampler can bound used bytes from below across several caches:
+ * under handles_lock (no handle folds meanwhile), the live handles' counts
+ * plus the folded ones, less what was freed between the two reads of it. */
+uint64_t larder__test_allocated_bytes(larder *c)
+{
+	uint64_t v[LARDER_STAT_COUNT] = { 0 };
+	pthread_mutex_lock(&c->handles_lock);
+	uint64_t freed_before = larder__maint_freed_bytes(c);
+	sum_handles(c, v);
+	larder__maint_stats(c, v); /* adds the folded counts, less freed (>= freed_before) */
+	pthread_mutex_unlock(&c->handles_lock);
+	return v[LARDER_STAT_USED_BYTES] + freed_before;
+}
+
 /* ---- Open and close --------------------------------------------------------------- */
 
 static uint64_t random_seed(const void *salt)
@@ -1258,10 +1281,15 @@ int larder_open(larder **out, const larder_config *cfg)
 	c->listener_ctx = cfg->listener_ctx;
 	c->policy = cfg->policy;
 	c->expected_entries = cfg->expected_entries;
+	uint64_t capacity = cfg->capacity;
+	/* A pooled cache's first capacity comes from its pool (and may wait). */
+	if (cfg->pool && (rc = larder__pool_join(c, cfg, &capacity)) != LARDER_OK)
+		goto fail_pool;
+	rc = LARDER_ENOMEM;
 	/* Not yet shared: relaxed. */
-	atomic_store_explicit(&c->capacity, cfg->capacity, LARDER__RELAXED);
+	atomic_store_explicit(&c->capacity, capacity, LARDER__RELAXED);
 	atomic_store_explicit(&c->budget,
-			      (int64_t)(cfg->capacity + larder__overshoot_bound(cfg->capacity)),
+			      (int64_t)(capacity + larder__overshoot_bound(capacity)),
 			      LARDER__RELAXED);
 	if (pthread_mutex_init(&c->handles_lock, NULL) != 0)
 		goto fail_handles_lock;
@@ -1283,6 +1311,8 @@ int larder_open(larder **out, const larder_config *cfg)
 	}
 	if ((rc = larder__maint_start(c)) != LARDER_OK)
 		goto fail_start;
+	if (c->pool)
+		larder__pool_activate(c);
 	*out = c;
 	return LARDER_OK;
 
@@ -1300,6 +1330,8 @@ fail_slab:
 fail_admin_lock:
 	pthread_mutex_destroy(&c->handles_lock);
 fail_handles_lock:
+	larder__pool_release(c->pool);
+fail_pool:
 	free(c);
 	return rc;
 }
@@ -1308,10 +1340,14 @@ void larder_close(larder *c)
 {
 	if (!c)
 		return;
+	/* Its pool stops resizing it, but counts its bytes until they are freed. */
+	if (c->pool)
+		larder__pool_detach(c);
 	/* First: no exiting thread may hand us a handle from now on (T1). */
 	larder__cache_id_unregister(c->id);
 	larder__maint_stop(c);
 	larder__maint_destroy(c);
+	larder__pool_release(c->pool);
 	pthread_mutex_destroy(&c->admin_lock);
 	pthread_mutex_destroy(&c->handles_lock);
 	free(c);

@@ -13,6 +13,8 @@
  *   - maint_sleeping: the maintainer's futex word (maint/maintainer.c).
  *   - handles: list of per-thread handles; pushed by any thread with CAS,
  *     unlinked and freed only by the maintainer holding handles_lock.
+ *   - pool: set at open, read-only after; a pooled cache's capacity is set
+ *     only by its pool (larder__cache_set_capacity), which also reads budget.
  * Everything the maintainer alone touches lives in struct larder__maint.
  */
 #ifndef LARDER_CORE_CACHE_H
@@ -27,6 +29,7 @@
 #include "sync/atomic.h"
 
 struct larder__maint;
+struct larder__pool_member;
 
 struct larder_config {
 	uint64_t capacity;
@@ -43,6 +46,9 @@ struct larder_config {
 	int seed_set;
 	uint64_t write_wait_ms;
 	enum larder_expiry expiry;
+	int capacity_set;          /* larder_config_set_capacity() was called */
+	struct larder_pool *pool;  /* holds a reference (pool/pool.c) */
+	double pool_min_share, pool_max_share, miss_cost;
 };
 
 struct larder {
@@ -95,6 +101,9 @@ struct larder {
 	 * MAINT_NO_STATE when it could not allocate that state (R-START /
 	 * A-START, maint/maintainer.c). */
 	larder__atomic_u32 maint_started;
+	/* Its place in a pool, or NULL; set at open, before the maintainer
+	 * starts, and read-only after (pool/pool.c owns what it points to). */
+	struct larder__pool_member *pool;
 };
 
 /* Overshoot bound: how far used bytes may exceed capacity. */
@@ -109,6 +118,9 @@ static inline uint64_t larder__entry_limit(uint64_t capacity)
 {
 	return capacity / 8;
 }
+
+/* core/cache.c: larder_set_capacity() without the pool check (the pool's own path). */
+int larder__cache_set_capacity(struct larder *cache, uint64_t bytes);
 
 /* The default clock: CLOCK_MONOTONIC in milliseconds. */
 uint64_t larder__clock_default(void *ctx);

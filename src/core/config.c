@@ -11,6 +11,7 @@
 #include "core/alloc.h"
 #include "core/cache.h"
 #include "evict/policy.h"
+#include "pool/pool.h"
 
 #define MIN_CAPACITY (64u * 1024u)
 
@@ -57,11 +58,15 @@ int larder_config_create(larder_config **out)
 	c->policy = LARDER_POLICY_DEFAULT;
 	c->clock = larder__clock_default;
 	c->write_wait_ms = 1000;
+	c->pool_max_share = 1.0;
+	c->miss_cost = 1.0;
 	return LARDER_OK;
 }
 
 void larder_config_destroy(larder_config *config)
 {
+	if (config)
+		larder__pool_unref(config->pool);
 	free(config);
 }
 
@@ -70,6 +75,7 @@ int larder_config_set_capacity(larder_config *config, uint64_t bytes)
 	if (!config || bytes < MIN_CAPACITY || bytes > (UINT64_MAX >> 2))
 		return LARDER_EINVAL;
 	config->capacity = bytes;
+	config->capacity_set = 1;
 	return LARDER_OK;
 }
 
@@ -153,5 +159,35 @@ int larder_config_set_expiry(larder_config *config, enum larder_expiry expiry)
 	if (!config || (expiry != LARDER_EXPIRE_AFTER_WRITE && expiry != LARDER_EXPIRE_AFTER_ACCESS))
 		return LARDER_EINVAL;
 	config->expiry = expiry;
+	return LARDER_OK;
+}
+
+int larder_config_set_pool(larder_config *config, larder_pool *pool)
+{
+	if (!config)
+		return LARDER_EINVAL;
+	if (pool)
+		larder__pool_ref(pool);
+	larder__pool_unref(config->pool);
+	config->pool = pool;
+	return LARDER_OK;
+}
+
+int larder_config_set_pool_shares(larder_config *config, double min_share, double max_share)
+{
+	/* Written so that NaN fails every comparison into EINVAL. */
+	if (!config || !(min_share >= 0.0 && min_share <= max_share && max_share <= 1.0 &&
+			 max_share > 0.0))
+		return LARDER_EINVAL;
+	config->pool_min_share = min_share;
+	config->pool_max_share = max_share;
+	return LARDER_OK;
+}
+
+int larder_config_set_miss_cost(larder_config *config, double cost)
+{
+	if (!config || !(cost > 0.0 && cost <= 1e9))
+		return LARDER_EINVAL;
+	config->miss_cost = cost;
 	return LARDER_OK;
 }

@@ -112,6 +112,9 @@ const char *larder_strerror(int code)
 		return "could not start the maintainer thread";
 	case LARDER_ESYS:
 		return "system call failed";
+	case LARDER_ESTATE:
+		return "wrong state: the pool is closed or still has open caches, or it owns this "
+		       "cache's capacity";
 	}
 	return "unknown result code";
 }

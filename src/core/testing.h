@@ -86,6 +86,16 @@ uint64_t larder__test_idle_until(larder *cache);
  * for the maintainer give up with LARDER_EBUSY (1000 ms; core/cache.c). */
 void larder__test_stuck_ms(larder *cache, uint64_t ms);
 
+/*
+ * A lower bound on the slot bytes ever allocated by the cache (monotone but
+ * for a writer undoing its one unpublished allocation), for samplers that
+ * bound used bytes across caches: allocated read first, then freed
+ * (larder__maint_freed_bytes, maint/maintainer.h), bound used bytes from
+ * below at every instant between the two reads, give or take one entry per
+ * writer thread.
+ */
+uint64_t larder__test_allocated_bytes(larder *cache);
+
 #define LARDER__POISON_BYTE 0xdb
 
 #endif /* LARDER_CORE_TESTING_H */

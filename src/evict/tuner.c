@@ -46,6 +46,14 @@
  *       max_entries x S entries): the choice is a worse prediction.
  * Not guaranteed: the choice is a prediction. With lossy hit events the
  * mini caches see the same lossy stream as the real cache.
+ *
+ * Curves (LARDER__TUNER_CURVE, tuner.h): the same machinery with mini caches
+ * of different sizes on one sample, so that mini k's hits x S estimate the
+ * hits of a full cache of its size x S (SHARDS): the points of a miss-ratio
+ * curve, read by the pool's probe (pool/probe.c). Nothing is decided and no
+ * mini cache is shrunk: T3 is kept by the owner, which rebuilds the tuner
+ * with a sparser sample when the largest mini cache holds too many entries
+ * (a shrink would move the curve's points).
  */
 #include "evict/tuner.h"
 
@@ -114,14 +122,15 @@ struct node {
 	uint64_t bytes;
 	unsigned present; /* bit k: mini cache k holds it */
 	struct node *free_next;
-	struct larder__entry *e[LARDER__TUNER_MAX_K]; /* value: this node's address */
+	struct larder__entry *e[]; /* kind->count of them; value: this node's address */
 };
 
 struct mini {
 	unsigned k;
 	struct larder__policy *p;
+	uint64_t capacity; /* bytes: the tuner's, scaled for a curve */
 	uint64_t used, entries;
-	uint64_t hits; /* this period */
+	uint64_t hits; /* this period; since creation for a curve */
 	double score;
 };
 
@@ -135,10 +144,11 @@ struct larder__tuner {
 	struct larder__slab slab; /* the nodes' entries; freed whole by destroy */
 	struct larder__slab_cursor cursor;
 	uint64_t sample_mask; /* sampled iff mix(hash) & sample_mask == 0 */
-	uint64_t capacity;    /* of each mini cache, bytes */
+	uint64_t capacity;    /* of each mini cache (for a curve: scale 1024), bytes */
 	uint64_t entries;     /* a mini cache's expected entries */
 	uint64_t max_entries; /* T2, T3 */
 	uint64_t period, count;
+	uint64_t requests; /* sampled, since creation */
 	unsigned best;
 };
 
@@ -169,14 +179,32 @@ static uint64_t mix(uint64_t h)
 	return h ^ (h >> 32);
 }
 
+static int is_curve(const struct larder__tuner *t)
+{
+	return (t->kind->flags & LARDER__TUNER_CURVE) != 0;
+}
+
+/* What mini k gets of v (the capacity or the expected entries): all of it,
+ * or its scale for a curve; at least 1. */
+static uint64_t scaled(const struct larder__tuner *t, unsigned k, uint64_t v)
+{
+	if (is_curve(t))
+		v = v / 1024 * t->kind->scale[k] + v % 1024 * t->kind->scale[k] / 1024;
+	return v ? v : 1;
+}
+
 static int minis_create(struct larder__tuner *t)
 {
 	for (unsigned k = 0; k < t->kind->count; k++) {
-		t->m[k].k = k;
-		t->host[k] = (struct larder__policy_host){host_hash, host_size, &t->m[k],
-							  &t->slab.dir};
-		if (t->kind->create(&t->m[k].p, &t->host[k], t->capacity, t->entries,
-				    t->kind->params[k]) != LARDER_OK)
+		struct mini *m = &t->m[k];
+		m->k = k;
+		m->capacity = scaled(t, k, t->capacity);
+		t->host[k] = (struct larder__policy_host){host_hash, host_size, m, &t->slab.dir};
+		int rc = is_curve(t) ? t->kind->ops->create(&m->p, &t->host[k], m->capacity,
+							    scaled(t, k, t->entries))
+				     : t->kind->create(&m->p, &t->host[k], m->capacity,
+						       t->entries, t->kind->params[k]);
+		if (rc != LARDER_OK)
 			return -1;
 	}
 	return 0;
@@ -283,7 +311,7 @@ static void map_del(struct larder__tuner *t, struct node *n)
 /* A node with its kind->count entries, or NULL when out of memory. */
 static struct node *node_new(struct larder__tuner *t)
 {
-	struct node *n = larder__malloc(sizeof *n);
+	struct node *n = larder__malloc(sizeof *n + t->kind->count * sizeof n->e[0]);
 	if (!n)
 		return NULL;
 	for (unsigned k = 0; k < t->kind->count; k++) {
@@ -338,7 +366,7 @@ static void mini_access(struct larder__tuner *t, struct mini *m, struct node *n)
 	n->present |= bit;
 	m->used += n->bytes;
 	m->entries++;
-	while (m->used > t->capacity) {
+	while (m->used > m->capacity) {
 		struct larder__entry *v = ops->evict(m->p);
 		if (!v)
 			break;
@@ -372,14 +400,16 @@ int larder__tuner_samples(const struct larder__tuner *t, uint64_t hash)
 	return !(mix(hash) & t->sample_mask);
 }
 
-/* Gives every mini cache `capacity` bytes, evicting down to it (T2). */
+/* Gives every mini cache `capacity` bytes (its scale of them for a curve),
+ * evicting down to it (T2). */
 static void apply_capacity(struct larder__tuner *t, uint64_t capacity)
 {
 	t->capacity = capacity ? capacity : 1;
 	for (unsigned k = 0; k < t->kind->count; k++) {
 		struct mini *m = &t->m[k];
-		t->kind->ops->set_capacity(m->p, t->capacity);
-		while (m->used > t->capacity) {
+		m->capacity = scaled(t, k, t->capacity);
+		t->kind->ops->set_capacity(m->p, m->capacity);
+		while (m->used > m->capacity) {
 			struct larder__entry *v = t->kind->ops->evict(m->p);
 			if (!v)
 				break;
@@ -412,6 +442,9 @@ void larder__tuner_access(struct larder__tuner *t, uint64_t hash, uint64_t bytes
 		mini_access(t, &t->m[k], n);
 	if (!n->present)
 		map_del(t, n);
+	t->requests++;
+	if (is_curve(t))
+		return; /* T3 is the owner's; nothing to decide */
 	for (unsigned k = 0; k < t->kind->count; k++)
 		if (t->m[k].entries > t->max_entries) {
 			fit_capacity(t, &t->m[k]);
@@ -429,4 +462,24 @@ unsigned larder__tuner_choice(const struct larder__tuner *t)
 void larder__tuner_set_capacity(struct larder__tuner *t, uint64_t capacity_bytes)
 {
 	apply_capacity(t, capacity_bytes / (t->sample_mask + 1));
+}
+
+uint64_t larder__tuner_requests(const struct larder__tuner *t)
+{
+	return t->requests;
+}
+
+uint64_t larder__tuner_hits(const struct larder__tuner *t, unsigned k)
+{
+	return t->m[k].hits;
+}
+
+uint64_t larder__tuner_mini_entries(const struct larder__tuner *t, unsigned k)
+{
+	return t->m[k].entries;
+}
+
+uint64_t larder__tuner_sample_every(const struct larder__tuner *t)
+{
+	return t->sample_mask + 1;
 }

@@ -2,7 +2,9 @@
  * evict/tuner.h - picks one parameter of a policy (W-TinyLFU's window,
  * S3-FIFO's small queue) by simulating several values of it on a sample of
  * the keys (see tuner.c). Used by the tuned W-TinyLFU and the adaptive
- * S3-FIFO.
+ * S3-FIFO. With LARDER__TUNER_CURVE the same mini caches have different
+ * sizes instead and estimate a miss-ratio curve (the pool's probe,
+ * pool/probe.c).
  */
 #ifndef LARDER_EVICT_TUNER_H
 #define LARDER_EVICT_TUNER_H
@@ -11,7 +13,7 @@
 
 #include "evict/policy.h"
 
-#define LARDER__TUNER_MAX_K 8
+#define LARDER__TUNER_MAX_K 16
 
 /* What the tuner simulates: `count` variants of one policy, told apart by
  * the parameter passed to create. */
@@ -26,7 +28,19 @@ struct larder__tuner_kind {
 	uint64_t min_sample;	/* sample at most 1 key in min_sample (a power of two) */
 	unsigned period_factor; /* decide every period_factor x mini entries sampled requests */
 	double hysteresis;	/* switch only for a score this many times the current one */
+	unsigned flags;		/* LARDER__TUNER_CURVE or 0 */
+	/* CURVE: mini k holds scale[k] / 1024 of the capacity (largest first). */
+	unsigned scale[LARDER__TUNER_MAX_K];
 };
+
+/*
+ * A miss-ratio curve instead of a choice: the mini caches differ in size
+ * (scale), all run ops->create (create and params are unused), none is
+ * chosen (no periods, hits are counted from creation), and T3 is the
+ * owner's: it reads larder__tuner_mini_entries() and rebuilds the tuner with
+ * a sparser sample, where a choice tuner would shrink its mini caches.
+ */
+#define LARDER__TUNER_CURVE 1u
 
 /* The kinds the policies use (tuner.c). */
 extern const struct larder__tuner_kind larder__tuner_windows;      /* W-TinyLFU's window */
@@ -45,5 +59,15 @@ void larder__tuner_access(struct larder__tuner *t, uint64_t hash, uint64_t bytes
 /* The parameter that wins lately. */
 unsigned larder__tuner_choice(const struct larder__tuner *t);
 void larder__tuner_set_capacity(struct larder__tuner *t, uint64_t capacity_bytes);
+
+/* Curve readings (any kind; meaningful for LARDER__TUNER_CURVE): */
+/* Sampled requests so far. */
+uint64_t larder__tuner_requests(const struct larder__tuner *t);
+/* Hits of mini cache k so far (a choice tuner counts the current period only). */
+uint64_t larder__tuner_hits(const struct larder__tuner *t, unsigned k);
+/* Entries mini cache k holds now. */
+uint64_t larder__tuner_mini_entries(const struct larder__tuner *t, unsigned k);
+/* S: one key in S is sampled (a power of two). */
+uint64_t larder__tuner_sample_every(const struct larder__tuner *t);
 
 #endif /* LARDER_EVICT_TUNER_H */

@@ -81,6 +81,7 @@
 #include "index/table.h"
 #include "mem/pages.h"
 #include "mem/slab.h"
+#include "pool/pool.h"
 #include "sync/futex.h"
 #include "sync/reclaim.h"
 #include "ttl/wheel.h"
@@ -1310,6 +1311,8 @@ int larder__maint_create(struct larder *c)
 	atomic_store_explicit(&m->index_floor, floor, LARDER__RELAXED); /* not shared yet */
 	struct larder__policy_host host = { entry_hash, entry_charge, c, &c->slab.dir };
 	int rc = m->ops->create(&m->policy, &host, m->policy_capacity, c->expected_entries);
+	if (rc == LARDER_OK) /* a pooled cache's policy reports to its pool (after hits_keep_awake) */
+		rc = larder__pool_wrap_policy(c, &host, &m->ops, &m->policy);
 	if (rc != LARDER_OK) {
 		free(m);
 		return rc;

@@ -39,7 +39,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		abort();
 	larder_config_destroy(cfg);
 	g_sh.item_max = 4096;
-	g_sh.maxbytes = 8u << 20;
+	atomic_store_explicit(&g_sh.maxbytes, 8u << 20, memory_order_relaxed);
 	g_sh.threads = 1;
 	g_sh.maxconns = 10;
 	g_sh.port = 11211;

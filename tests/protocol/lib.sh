@@ -22,17 +22,18 @@ free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# wait_port PORT: waits up to 10 s for a listener on 127.0.0.1:PORT.
+# wait_port PORT: polls until something listens on 127.0.0.1:PORT, for up
+# to 60 s (generous: a loaded machine can start a server slowly).
 wait_port() {
 	python3 - "$1" <<'PY'
 import socket, sys, time
-deadline = time.time() + 10
-while time.time() < deadline:
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
     try:
-        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=0.2).close()
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1.0).close()
         sys.exit(0)
     except OSError:
-        time.sleep(0.05)
+        time.sleep(0.05)  # a poll interval
 sys.exit(1)
 PY
 }

@@ -12,12 +12,14 @@ def free_port():
     return p
 
 
-def wait_port(port, timeout=10.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+def wait_port(port, timeout=60.0):
+    """Polls until something accepts on port; the deadline is generous
+    because a loaded machine can start a server slowly."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
             return
         except OSError:
-            time.sleep(0.05)
+            time.sleep(0.05)  # a poll interval
     raise RuntimeError("server on port %d did not start" % port)

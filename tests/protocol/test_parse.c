@@ -8,8 +8,10 @@
  *      MORE's `need` never asks for less than it was given);
  *   P3 a line without newline is refused past its limit;
  *   P4 an oversize value is answered and swallowed, not buffered.
- * It also checks every command, the replies to malformed lines, and a
- * seeded random-junk pass (seed printed; argv[1] overrides).
+ * It also checks every command, the replies to malformed lines, memcached's
+ * number reading, line and token rules, and a seeded random-junk pass (seed
+ * printed; argv[1] overrides). tests/protocol/difftest.py compares the
+ * whole server with memcached; these are the parser's own rules.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,11 +66,16 @@ static const struct expect k_cases[] = {
 	{"set k 0 0 -1\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR bad command line format", NULL, 0, 0, 0},
 	{"set k x 0 1\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR bad command line format", NULL, 0, 0, 0},
 	{"set k 0 0\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
-	{"set k 0 0 2000000\r\n", 1, LARDER__CMD_REPLY, NULL, "SERVER_ERROR object too large for cache", NULL, 0, 0, 2000002},
+	{"set k 0 0 2000000\r\n", 1, LARDER__CMD_SET, "k", NULL, NULL, 0, 0, 2000002},
+	{"set k 0 0 4294967299\r\nabc\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR bad command line format", NULL, 22, 0, 0},
+	{"set k 4294967296 2147483648 1\r\nx\r\n", 1, LARDER__CMD_SET, "k", NULL, "x", 0, 0, 0},
+	{"set k \t5 +0 1\r\nx\r\n", 1, LARDER__CMD_SET, "k", NULL, "x", 0, 0, 0},
+	{"set k -1 0 1\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR bad command line format", NULL, 0, 0, 0},
 	{"delete k\r\n", 1, LARDER__CMD_DELETE, "k", NULL, NULL, 0, 0, 0},
 	{"delete k 0\r\n", 1, LARDER__CMD_DELETE, "k", NULL, NULL, 0, 0, 0},
 	{"delete k noreply\r\n", 1, LARDER__CMD_DELETE, "k", NULL, NULL, 0, 1, 0},
 	{"delete k 5\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]", NULL, 0, 0, 0},
+	{"delete k 10 noreply\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]", NULL, 0, 1, 0},
 	{"incr k 5\r\n", 1, LARDER__CMD_INCR, "k", NULL, NULL, 0, 0, 0},
 	{"decr k 5 noreply\r\n", 1, LARDER__CMD_DECR, "k", NULL, NULL, 0, 1, 0},
 	{"incr k -1\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR invalid numeric delta argument", NULL, 0, 0, 0},
@@ -82,6 +89,17 @@ static const struct expect k_cases[] = {
 	{"version\r\n", 1, LARDER__CMD_VERSION, NULL, NULL, NULL, 0, 0, 0},
 	{"verbosity 1\r\n", 1, LARDER__CMD_VERBOSITY, NULL, NULL, NULL, 0, 0, 0},
 	{"verbosity\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
+	{"verbosity -1\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR bad command line format", NULL, 0, 0, 0},
+	{"verbosity -0\r\n", 1, LARDER__CMD_VERBOSITY, NULL, NULL, NULL, 0, 0, 0},
+	{"touch k 2147483648\r\n", 1, LARDER__CMD_TOUCH, "k", NULL, NULL, 0, 0, 0},
+	{"incr k \t7\r\n", 1, LARDER__CMD_INCR, "k", NULL, NULL, 0, 0, 0},
+	{"incr k 7x\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR invalid numeric delta argument", NULL, 0, 0, 0},
+	{"mget a b\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
+	{"bget a b\r\n", 1, LARDER__CMD_GET, NULL, NULL, NULL, 0, 0, 0},
+	{"shutdown\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR: shutdown not enabled", NULL, 0, 0, 0},
+	{"cache_memlimit 100\r\n", 1, LARDER__CMD_MEMLIMIT, NULL, NULL, NULL, 0, 0, 0},
+	{"GET / HTTP/1.0\r\n", 2, LARDER__CMD_REPLY, NULL, NULL, NULL, 0, 0, 0},
+	{"sET / HTTP/1.0\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
 	{"quit\r\n", 1, LARDER__CMD_QUIT, NULL, NULL, NULL, 0, 0, 0},
 	{"stats\r\n", 1, LARDER__CMD_STATS, NULL, NULL, NULL, 0, 0, 0},
 	{"stats settings\n", 1, LARDER__CMD_STATS, NULL, NULL, NULL, 0, 0, 0},
@@ -90,6 +108,14 @@ static const struct expect k_cases[] = {
 	{"mg k v q\r\n", 1, LARDER__CMD_MG, "k", NULL, NULL, 0, 1, 0},
 	{"mg k v v\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR duplicate flag", NULL, 0, 0, 0},
 	{"mg k Z\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR invalid flag", NULL, 0, 0, 0},
+	{"mg k \xff\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR duplicate flag", NULL, 0, 0, 0},
+	{"mg k T\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR bad token in command line format", NULL, 0, 0, 0},
+	{"mg !!! b T\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR bad token in command line format", NULL, 0, 0, 0},
+	{"mg k a b c d e f g h i j k l m n o p q r s\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR options flags are too long", NULL, 0, 0, 0},
+	{"md k x\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR invalid or duplicate flag", NULL, 0, 0, 0},
+	{"ma k Mx\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR invalid mode for ma M token", NULL, 0, 0, 0},
+	{"ms k 2 Ms\r\nhi\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR invalid mode for ms M token", NULL, 11, 0, 4},
+	{"ms k 2000000 T0\r\n", 1, LARDER__CMD_MS, "k", NULL, NULL, 0, 0, 2000002},
 	{"mg\r\n", 1, LARDER__CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
 	{"ms k 2 T0 F5\r\nhi\r\n", 1, LARDER__CMD_MS, "k", NULL, "hi", 0, 0, 0},
 	{"ms k 2 Zz\r\nhi\r\n", 1, LARDER__CMD_REPLY, NULL, "CLIENT_ERROR invalid flag", NULL, 11, 0, 4},
@@ -201,22 +227,71 @@ static void test_limits(void)
 	      r.cmd == LARDER__CMD_GET, "250-byte key");
 	snprintf(buf, big, "get a %.251s b\r\n", key);
 	CHECK(larder__parse(buf, strlen(buf), &k_lim, &r) == LARDER__PARSE_DONE &&
-	      r.cmd == LARDER__CMD_REPLY &&
-	      strcmp(r.reply, "CLIENT_ERROR bad command line format") == 0, "251-byte key");
+	      r.cmd == LARDER__CMD_GET && r.bad_key == buf + 6 && r.keys_end == buf + 6,
+	      "251-byte key: the keys before it, then the error");
 	snprintf(buf, big, "set %.251s 0 0 1\r\nx\r\n", key);
 	CHECK(larder__parse(buf, strlen(buf), &k_lim, &r) == LARDER__PARSE_DONE &&
 	      r.cmd == LARDER__CMD_REPLY && r.consumed == 4 + 251 + 6 + 2, "set 251-byte key");
-	/* P4: a value at the limit needs its bytes; one over is swallowed */
-	snprintf(buf, big, "set k 0 0 %zu\r\n", k_lim.item_max);
+	/* P4: a value at memcached's limit (item_max less its 59-byte item
+	 * overhead, the key, and 4 bytes for non-zero flags) needs its bytes;
+	 * one over is refused and swallowed */
+	snprintf(buf, big, "set k 0 0 %zu\r\n", k_lim.item_max - 60);
 	CHECK(larder__parse(buf, strlen(buf), &k_lim, &r) == LARDER__PARSE_MORE &&
-	      r.need == strlen(buf) + k_lim.item_max + 2, "item_max needs its bytes");
-	snprintf(buf, big, "set k 0 0 %zu\r\n", k_lim.item_max + 1);
-	CHECK(larder__parse(buf, strlen(buf), &k_lim, &r) == LARDER__PARSE_DONE &&
-	      r.swallow == k_lim.item_max + 3, "item_max + 1 swallowed");
+	      r.need == strlen(buf) + k_lim.item_max - 60 + 2, "the largest value needs its bytes");
+	snprintf(buf, big, "set k 0 0 %zu\r\n", k_lim.item_max - 59);
+	CHECK(larder__parse(buf, strlen(buf), &k_lim, &r) == LARDER__PARSE_DONE && r.too_large &&
+	      r.swallow == k_lim.item_max - 57, "one byte more is swallowed");
+	snprintf(buf, big, "set k 1 0 %zu\r\n", k_lim.item_max - 63);
+	CHECK(larder__parse(buf, strlen(buf), &k_lim, &r) == LARDER__PARSE_DONE && r.too_large,
+	      "flags take 4 bytes of the item");
 	snprintf(buf, big, "set k 0 0 99999999999\r\n");
 	CHECK(larder__parse(buf, strlen(buf), &k_lim, &r) == LARDER__PARSE_DONE &&
 	      r.cmd == LARDER__CMD_REPLY && r.swallow == 0, "absurd length refused");
 	free(buf);
+}
+
+/* A line ends at its first NUL, as memcached reads it as a C string. */
+static void test_nul(void)
+{
+	static const char in[] = "get a\0 b\r\nset k 0 0 1\0x\r\ny\r\n";
+	struct larder__req r;
+	struct larder__tok t;
+	int n = 0;
+
+	CHECK(larder__parse(in, sizeof(in) - 1, &k_lim, &r) == LARDER__PARSE_DONE &&
+	      r.cmd == LARDER__CMD_GET && r.consumed == 10, "get cut at NUL");
+	while (larder__next_token(&r.keys, r.keys_end, &t))
+		n++;
+	CHECK(n == 1, "one key before the NUL, %d", n);
+	CHECK(larder__parse(in + 10, sizeof(in) - 11, &k_lim, &r) == LARDER__PARSE_DONE &&
+	      r.cmd == LARDER__CMD_SET && r.data_len == 1 && r.data[0] == 'y', "set cut at NUL");
+	CHECK(larder__parse("\0get a\r\n", 9, &k_lim, &r) == LARDER__PARSE_DONE &&
+	      r.cmd == LARDER__CMD_REPLY && strcmp(r.reply, "ERROR") == 0, "empty before NUL");
+}
+
+/* memcached's safe_strto*() rules, which clients can see. */
+static void test_numbers(void)
+{
+	struct larder__tok t;
+	int32_t i;
+	uint32_t u;
+	uint64_t ull;
+#define TOK(s) (t.p = (s), t.n = strlen(s), &t)
+	CHECK(larder__strtol32(TOK("4294967299"), &i) && i == 3, "strtol wraps to 32 bits");
+	CHECK(larder__strtol32(TOK("2147483648"), &i) && i == INT32_MIN, "2^31 wraps negative");
+	CHECK(larder__strtol32(TOK("\t-5"), &i) && i == -5, "leading white space");
+	CHECK(larder__strtol32(TOK("5\v"), &i) && i == 5, "trailing white space");
+	CHECK(!larder__strtol32(TOK("5x"), &i), "trailing junk");
+	CHECK(!larder__strtol32(TOK("9223372036854775808"), &i), "beyond long: ERANGE");
+	CHECK(!larder__strtol32(TOK(""), &i) && !larder__strtol32(TOK("-"), &i), "no digits");
+	CHECK(larder__strtoul32(TOK("4294967296"), &u) && u == 0, "strtoul wraps to 32 bits");
+	CHECK(!larder__strtoul32(TOK("-1"), &u), "negative refused");
+	CHECK(larder__strtoul32(TOK("-0"), &u) && u == 0, "minus zero");
+	CHECK(larder__strtoull(TOK("-18446744073709551615"), &ull) && ull == 1,
+	      "a negative that wraps positive is accepted, as strtoull does");
+	CHECK(!larder__strtoull(TOK("18446744073709551616"), &ull), "2^64: ERANGE");
+	CHECK(larder__strtoull(TOK("+18446744073709551615"), &ull) && ull == UINT64_MAX, "max");
+#undef TOK
 }
 
 static void test_pipeline(void)
@@ -283,7 +358,11 @@ static void test_reply_codecs(void)
 		      "decode %s", b64[i]);
 	}
 	CHECK(larder__b64_decode("Zm9", 3, dec, sizeof(dec)) < 0, "short base64 refused");
-	CHECK(larder__b64_decode("Z!9v", 4, dec, sizeof(dec)) < 0, "bad base64 refused");
+	CHECK(larder__b64_decode("Z!9v", 4, dec, sizeof(dec)) < 0, "three digits refused");
+	CHECK(larder__b64_decode("Z*m9v", 5, dec, sizeof(dec)) == 3 && memcmp(dec, "foo", 3) == 0,
+	      "bytes outside the alphabet skipped, as memcached does");
+	CHECK(larder__b64_decode("====", 4, dec, sizeof(dec)) < 0, "all padding refused");
+	CHECK(larder__b64_decode("Zg==Zg==", 8, dec, sizeof(dec)) == 1, "stops after padding");
 	CHECK(larder__b64_decode("Zm9vYmFy", 8, dec, 5) < 0, "base64 overflow refused");
 	CHECK(larder__fmt_u64(num, 0) == 1 && num[0] == '0', "fmt 0");
 	num[larder__fmt_u64(num, UINT64_MAX)] = '\0';
@@ -304,6 +383,8 @@ int main(int argc, char **argv)
 	test_table();
 	test_get_keys();
 	test_limits();
+	test_numbers();
+	test_nul();
 	test_pipeline();
 	test_junk(seed);
 	test_reply_codecs();

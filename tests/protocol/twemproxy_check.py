@@ -12,6 +12,8 @@ twemproxy.sh (standard library only).
 """
 import os, signal, socket, sys, time
 
+DEADLINE = 60.0  # generous: the machine may be loaded; nothing waits this long when it works
+
 PX = int(sys.argv[1])
 PORTS = [int(p) for p in sys.argv[2].split(",")]
 VICTIM = int(sys.argv[3])
@@ -21,7 +23,7 @@ N = 10000
 
 class Conn:
     def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
         self.buf = b""
 
     def line(self):
@@ -63,7 +65,7 @@ class Conn:
 def ejected_at():
     """server_ejected_at of each server from nutcracker's stats port (JSON)."""
     import json
-    s = socket.create_connection(("127.0.0.1", STATS), timeout=5)
+    s = socket.create_connection(("127.0.0.1", STATS), timeout=DEADLINE)
     data = b""
     while True:
         b = s.recv(1 << 16)
@@ -73,6 +75,18 @@ def ejected_at():
     pool = json.loads(data)["larder"]
     return {name: pool[name].get("server_ejected_at", 0)
             for name in ("s1", "s2", "s3") if name in pool}
+
+
+def wait_refused(port):
+    """Polls until nothing listens on port (the process exited), with a deadline."""
+    deadline = time.monotonic() + DEADLINE
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def key(i):
@@ -131,21 +145,22 @@ def main():
     check(set(ej) == {"s1", "s2", "s3"} and not any(ej.values()),
           "no ejection while all instances run (%s)" % ej)
     os.kill(VICTIM, signal.SIGTERM)
-    time.sleep(0.5)
+    check(wait_refused(PORTS[2]), "the stopped instance no longer accepts connections")
     victim_keys = [i for i in keys if owner.get(i) == 2]
     live_keys = [i for i in keys if owner.get(i) in (0, 1)]
     # Ejection: the first requests that hash to the stopped server fail
-    # (server_failure_limit 1) and take it out of the ring.
-    errors_before = 0
-    for attempt in range(20):
+    # (server_failure_limit 1) and take it out of the ring; poll until a
+    # request for its keys succeeds (as misses) or the deadline passes.
+    errors_before, ok, deadline = 0, False, time.monotonic() + DEADLINE
+    while not ok and time.monotonic() < deadline:
         px = Conn(PX)
         found, err = px.get_many([key(i) for i in victim_keys[:50]])
-        if err is None:
-            break
-        errors_before += 1
-        time.sleep(0.1)
+        ok = err is None
+        errors_before += not ok
+        if not ok:
+            time.sleep(0.05)  # a poll interval, not a synchronisation
     ej = ejected_at()
-    check(errors_before < 20 and ej.get("s3", 0) > 0 and ej.get("s1") == 0 and ej.get("s2") == 0,
+    check(ok and ej.get("s3", 0) > 0 and ej.get("s1") == 0 and ej.get("s2") == 0,
           "proxy ejected the stopped instance, only it (%d failed request(s); ejected_at %s)"
           % (errors_before, ej))
 

@@ -78,6 +78,9 @@ struct lb_config {
 	unsigned churn_factor; /* --churn N: the memory run's churn writes N x capacity (10) */
 	int value_size_given; /* --value-size was on the command line */
 	int clear_only;       /* --clear-only: the memory run stops after its clear phase */
+	int pool;             /* --pool[=PARTS] (poolbench.c) */
+	const char *pool_parts; /* NULL: every part */
+	unsigned pool_unit_ms;  /* --pool-unit-ms: the phases' unit (2000) */
 };
 
 /* One worker thread's state; owned by that thread while a job runs. */
@@ -251,5 +254,6 @@ int lb_latency_run(const struct lb_config *cfg);
 int lb_bigset_run(const struct lb_config *cfg);
 int lb_scale_run(const struct lb_config *cfg);
 int lb_memory_run(const struct lb_config *cfg);
+int lb_budget_run(const struct lb_config *cfg); /* --pool (poolbench.c) */
 
 #endif /* LARDER_BENCH_H */

@@ -1,7 +1,7 @@
 /*
  * main.c - larder-bench's command line: parses the options into one
  * read-only struct lb_config and runs one mode (the matrix by default,
- * --ops, --latency, --bigset, --scale or --memory). Run with --help for the
+ * --ops, --latency, --bigset, --scale, --memory or --pool). Run with --help for the
  * options.
  */
 #include <errno.h>
@@ -27,6 +27,9 @@ static const char usage[] =
 	"                       PASS/FAIL per phase (lognormal values unless --value-size)\n"
 	"  --churn N            --memory's churn writes N x the capacity (10)\n"
 	"  --clear-only         --memory runs only its first phase (fill, clear)\n"
+	"  --pool[=PARTS]       several caches in one memory budget (a larder pool):\n"
+	"                       estimators,phases,ten,shift (all); see poolbench.c\n"
+	"  --pool-unit-ms MS    --pool's phase unit (2000: 96 s per phases run)\n"
 	"  --ops N              exactly N ops of the first scenario on the main thread,\n"
 	"                       per engine (for callgrind; see profile.sh)\n"
 	"options:\n"
@@ -229,6 +232,10 @@ static int set_option(struct lb_config *cfg, const char *opt, const char *v, int
 		return parse_u64(v, &u) || u == 0 || u > 1000 ? -1 : (cfg->churn_factor = (unsigned)u, 0);
 	if (strcmp(opt, "--memory") == 0)
 		return parse_size(v, &cfg->memory) || cfg->memory < (16ull << 20) ? -1 : 0;
+	if (strcmp(opt, "--pool") == 0)
+		return (cfg->pool = 1, cfg->pool_parts = v, 0);
+	if (strcmp(opt, "--pool-unit-ms") == 0)
+		return parse_u64(v, &u) || u < 10 || u > 600000 ? -1 : (cfg->pool_unit_ms = (unsigned)u, 0);
 	if (strcmp(opt, "--out") == 0)
 		return (cfg->out_path = v, 0);
 	if (strcmp(opt, "--timer") == 0) {
@@ -272,6 +279,10 @@ static int parse_args(int argc, char **argv, struct lb_config *cfg)
 		}
 		if (strcmp(a, "--memory") == 0 && (i + 1 >= argc || argv[i + 1][0] == '-')) {
 			cfg->memory = 8ull << 30;
+			continue;
+		}
+		if (strcmp(a, "--pool") == 0 && (i + 1 >= argc || argv[i + 1][0] == '-')) {
+			cfg->pool = 1;
 			continue;
 		}
 		if (strcmp(a, "--bigset") == 0 && (i + 1 >= argc || argv[i + 1][0] == '-')) {
@@ -320,6 +331,8 @@ int main(int argc, char **argv)
 		rc = lb_scale_run(&cfg);
 	else if (cfg.memory)
 		rc = lb_memory_run(&cfg);
+	else if (cfg.pool)
+		rc = lb_budget_run(&cfg);
 	else
 		rc = lb_matrix_run(&cfg);
 	lb_urcu_thread_offline();

@@ -28,6 +28,16 @@ enum value_tag {
 	TAG_COUNT
 };
 
+/*
+ * Or'ed into the tag of a string or JSON value whose bytes after the tag are
+ * all ASCII. The writer knows it for free (its UTF-8 has one byte per UTF-16
+ * unit), so a get makes the string with V8's one-byte path without scanning
+ * the value, and an mget batch of such values goes back as one string.
+ * 0x40 keeps the tag byte itself ASCII. index.js mirrors it.
+ */
+#define TAG_ASCII 0x40u
+#define TAG_KIND(t) ((unsigned)(t) & ~TAG_ASCII)
+
 /* Grown on demand; the initial sizes cover the common case without a realloc. */
 #define IN_INITIAL (64u * 1024u)
 #define TRUNCATION_SLACK 4u    /* UTF-8 truncation drops at most 3 bytes, plus the NUL */
@@ -103,7 +113,8 @@ int lnode_view_bytes(napi_env env, napi_value v, void **data, size_t *len);
 int lnode_is_ascii(const uint8_t *p, size_t n);
 napi_value lnode_make_bool(napi_env env, int b);
 napi_value lnode_make_double(napi_env env, double d);
-napi_value lnode_make_string(napi_env env, const uint8_t *p, size_t n);
+/* The string of a stored string value: tagged[0] is its tag, len counts the tag. */
+napi_value lnode_make_tagged_string(napi_env env, const uint8_t *tagged, size_t len);
 
 /* ops.c: the operations a handle's functions run (addon.c makes the functions). */
 napi_value lnode_op_get(napi_env env, napi_callback_info info);

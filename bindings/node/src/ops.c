@@ -47,8 +47,8 @@ napi_value lnode_op_get(napi_env env, napi_callback_info info)
 		return lnode_make_double(env, -(double)len);
 	if (rc != LARDER_OK)
 		return lnode_throw_larder(env, h, rc, 0);
-	if (len > 0 && h->ed->out[0] == TAG_STRING)
-		return lnode_make_string(env, h->ed->out + 1, len - 1);
+	if (len > 0 && TAG_KIND(h->ed->out[0]) == TAG_STRING)
+		return lnode_make_tagged_string(env, h->ed->out, len);
 	napi_create_uint32(env, (uint32_t)len, &r);
 	return r;
 }
@@ -73,7 +73,7 @@ napi_value lnode_op_probe(napi_env env, napi_callback_info info)
 		return NULL;
 	if (len == 0 || len > h->ed->out_cap)
 		return NULL;
-	return lnode_make_string(env, h->ed->out + 1, len - 1);
+	return lnode_make_tagged_string(env, h->ed->out, len);
 }
 
 /* set(key, value, tag, ttl): undefined, or throws. */
@@ -235,14 +235,16 @@ napi_value lnode_op_clear(napi_env env, napi_callback_info info)
  * array; otherwise each key is read from the array. Values are packed back
  * to back into the scratch with meta[i] = length (0: a miss). Returns minus
  * the scratch bytes needed when they do not fit; otherwise, when every
- * value byte is ASCII, the whole packed region as one string (index.js
- * takes substrings, which V8 makes without copying), else the number found.
+ * value found is a string or JSON value its writer tagged TAG_ASCII, the
+ * whole packed region as one string (index.js takes substrings, which V8
+ * makes without copying), else the number found.
  */
 struct batch_out {
 	uint8_t *out;
 	size_t cap;
 	size_t used;
 	int32_t *meta;
+	int ascii; /* every value so far carries TAG_ASCII */
 };
 
 static void batch_copy(void *ctx, size_t index, const void *value, size_t value_len)
@@ -250,6 +252,8 @@ static void batch_copy(void *ctx, size_t index, const void *value, size_t value_
 	struct batch_out *b = ctx;
 
 	b->meta[index] = (int32_t)value_len;
+	if (value_len == 0 || !(*(const uint8_t *)value & TAG_ASCII))
+		b->ascii = 0;
 	if (b->used + value_len <= b->cap)
 		memcpy(b->out + b->used, value, value_len);
 	b->used += value_len;
@@ -360,13 +364,14 @@ napi_value lnode_op_mget(napi_env env, napi_callback_info info)
 		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_CLOSED",
 				   "larder: the cache is closed");
 	memset(ed->meta, 0, n * sizeof(*ed->meta));
-	b = (struct batch_out){.out = ed->out, .cap = ed->out_cap, .used = 0, .meta = ed->meta};
+	b = (struct batch_out){
+		.out = ed->out, .cap = ed->out_cap, .used = 0, .meta = ed->meta, .ascii = 1};
 	found = larder_get_batch(h->cache, n, ed->batch_keys, ed->batch_lens, batch_copy, &b);
 	if (found < 0)
 		return lnode_throw_larder(env, h, (int)found, 0);
 	if (b.used > b.cap)
 		return lnode_make_double(env, -(double)b.used);
-	if (b.used > 0 && lnode_is_ascii(b.out, b.used)) {
+	if (b.used > 0 && b.ascii) {
 		napi_create_string_latin1(env, (const char *)b.out, b.used, &r);
 		return r;
 	}

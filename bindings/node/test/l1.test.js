@@ -47,6 +47,43 @@ test('an L1 entry expires with the engine entry', async () => {
   d.close();
 });
 
+/* Whether key is in the L1: peek returns the L1's object without refilling it, the engine a new copy. */
+function inL1(c, key, obj) {
+  return c.peek(key) === obj;
+}
+
+test('L1 holds at most max entries, a whole working set of max keys, and drops the oldest fill first', () => {
+  for (const max of [1, 2, 3, 4, 10, 101]) {
+    const c = new LarderCache({ maxSize: 8 << 20, l1: { max } });
+    const objs = [];
+    for (let i = 0; i < 5 * max + 7; i++) {
+      c.set(`k${i}`, { i });
+      objs.push(c.get(`k${i}`));
+      if (i % 3 === 0) c.delete(`k${i}`); // stale entries in the fill order, skipped
+    }
+    const held = objs.filter((o, i) => inL1(c, `k${i}`, o)).length;
+    assert.ok(held >= 1 && held <= max, `max ${max}: ${held} entries in L1`);
+    assert.ok(inL1(c, `k${objs.length - 1}`, objs[objs.length - 1]) || (objs.length - 1) % 3 === 0,
+      `max ${max}: the latest fill is in L1`);
+    c.clear();
+    // max keys read once are all served from L1 afterwards, however often.
+    const ws = [];
+    for (let i = 0; i < max; i++) {
+      c.set(`w${i}`, { i });
+      ws.push(c.get(`w${i}`));
+    }
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < max; i++) assert.equal(c.get(`w${i}`), ws[i], `max ${max}: w${i} from L1`);
+    }
+    // One more fill drops the oldest one.
+    c.set('extra', { extra: true });
+    c.get('extra');
+    assert.ok(!inL1(c, 'w0', ws[0]), `max ${max}: the oldest fill is dropped first`);
+    if (max > 1) assert.ok(inL1(c, 'w1', ws[1]), `max ${max}: the second oldest stays`);
+    c.close();
+  }
+});
+
 test('L1 is bounded and refused for shared caches and updateAgeOnGet', () => {
   const c = new LarderCache({ maxSize: 1 << 20, l1: { max: 2 } });
   for (let i = 0; i < 10; i++) c.set(`k${i}`, `v${i}`);

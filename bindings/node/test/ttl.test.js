@@ -45,6 +45,27 @@ test('updateAgeOnGet: reads push the deadline out', async () => {
   c.close();
 });
 
+test('updateAgeOnGet: get and mget extend the deadline before they return; has does not', async () => {
+  // ttl 6400 ms: the engine stores an extension only when the deadline is
+  // more than ttl/64 (100 ms) short, so one read after 400 ms moves the
+  // absolute deadline out by at least 300 ms. Deadlines are compared as
+  // Date.now() + remaining, so a slow machine between the calls changes
+  // nothing but the margin of clock granularity (a few ms).
+  const ttl = 6400;
+  const c = new LarderCache({ maxSize: 1 << 20, ttl, updateAgeOnGet: true });
+  const deadline = (k) => Date.now() + c.getRemainingTTL(k);
+  for (const k of ['g', 'm', 'h']) c.set(k, 'v');
+  await waitFor(() => c.getRemainingTTL('h') < ttl - 400, '400 ms of the lifetime to pass');
+  const before = { g: deadline('g'), m: deadline('m'), h: deadline('h') };
+  assert.equal(c.get('g'), 'v');
+  assert.deepEqual(c.mget(['m', 'absent']), ['v', undefined]);
+  assert.equal(c.has('h'), true);
+  assert.ok(deadline('g') - before.g >= 250, `get moved the deadline by ${deadline('g') - before.g} ms`);
+  assert.ok(deadline('m') - before.m >= 250, `mget moved the deadline by ${deadline('m') - before.m} ms`);
+  assert.ok(Math.abs(deadline('h') - before.h) < 50, `has moved the deadline by ${deadline('h') - before.h} ms`);
+  c.close();
+});
+
 test('peek returns a live value and nothing once expired', async () => {
   const c = new LarderCache({ maxSize: 1 << 20 });
   c.set('k', 'v', { ttl: 20 });

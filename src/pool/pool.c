@@ -1,0 +1,1302 @@
+/*
+ * pool/pool.c - several caches, one byte budget: capacity goes where it
+ * earns the most weighted hits, and the budget bounds the caches' memory at
+ * every instant.
+ *
+ * The shape: a pool is a list of members (one per cache opened in it), a
+ * lock, and one thread. Caches keep running as they always do; the pool
+ * only calls larder__cache_set_capacity() (larder_set_capacity's path: the
+ * cache's own maintainer evicts and returns pages) and reads each cache's
+ * byte budget and statistics. Its thread runs the controller every
+ * interval and, between passes, finishes the grows that wait for bytes.
+ *
+ * The bound. A cache's writers take byte credit from its budget before they
+ * allocate (B1-B3 in core/cache.c): used + credits + budget == capacity +
+ * overshoot. Hence used <= committed, where
+ *     committed = capacity + overshoot(capacity) + max(0, -budget):
+ * the budget goes negative only when a capacity cut leaves more allocated
+ * than the new capacity allows; then writers take nothing (they never take
+ * credit below zero) and only the maintainer's frees raise it, so
+ * committed, read now, bounds used from now until the pool next changes
+ * that cache's capacity. The pool keeps
+ *     K1. sum over members of committed <= limit
+ *            = budget + budget / 100 + 4 MiB x members
+ *   (each cache's overshoot bound is max(capacity / 100, 4 MiB)), at every
+ *   instant: a shrink is applied at once (it never raises committed); a
+ *   grow raises a cache's capacity only by what the limit leaves after the
+ *   other members' committed bytes as read under the lock (which can only
+ *   fall until the pool acts again), so capacity moves only after the
+ *   shrinking cache has given the bytes back. A member that is opening
+ *   counts its first capacity; one that is closing counts what it had
+ *   committed when it detached, until every byte is freed.
+ *   K2. sum over members of target <= budget, and capacity <= target for a
+ *   member waiting to grow, capacity == target otherwise; so the grows
+ *   always complete once the shrinks have been paid back (K1's limit holds
+ *   sum(capacity + overshoot) for capacities summing to the budget).
+ *   K3. min_bytes <= target <= max_bytes for every open member once it
+ *   has joined (the sum of the min shares is at most 1, checked at open).
+ *
+ * The controller (every interval_ms; docs/pool.md has the measurements):
+ *   1. For each open cache, a window over its probe's readings (pool/probe.c:
+ *      LARDER__PROBE_POINTS mini caches of sizes top x 2^(-k/3) on a sample
+ *      of 1 key in S) with a half-life of HALF_LIFE_S: mini k's hits per
+ *      second x S are H(size_k), the full cache's hits per second at that
+ *      size (SHARDS' scaling). The points are centred on the cache: top is
+ *      4 x its target (at most its max share), re-centred when the target
+ *      has halved or doubled since (recentre_tops; the mini caches restart,
+ *      cold). A restarted mini cache reads low until it has seen twice the
+ *      entries it holds when full, so only such warm points count.
+ *      Points are made non-decreasing and the upper concave hull is taken
+ *      (a cliff is priced at its average slope, so a step across it is seen
+ *      as worth it), with H(0) = 0 and H flat beyond the largest point.
+ *   2. Budget no cache holds (a cache closed) goes, a step at a time, to
+ *      the highest weighted slope above its target (w x H'+), or evenly
+ *      when no cache gains.
+ *   3. Up to MAX_STEPS steps of `step` bytes move from the cache whose
+ *      last step down is worth least (w x (H(t) - H(t - step)) / step) to
+ *      the one whose next step up is worth most (w x (H(t + step) - H(t))
+ *      / step), while the receiver's value exceeds the donor's by
+ *      HYSTERESIS and the gain is worth MIN_GAIN of the pool's weighted
+ *      read rate. Values are secants over the step, not slopes at the
+ *      target: then every move raises the sum of w x H(target) over the
+ *      pool by at least the gain threshold, on the curves it was decided
+ *      on, so no sequence of moves can come back to where it started, and
+ *      with curves that stay put the moves stop (slopes at a hull corner
+ *      would value a step across it at the steeper side and send it back:
+ *      measured, 8 steps out and 8 back every pass). Noise must beat the
+ *      hysteresis to move anything.
+ *   A move must also beat the estimates' noise: NOISE_Z standard errors,
+ *   from the sampled hits each value rests on (value_noise). A cache whose
+ *   warm points do not reach past its target has no estimate yet: it
+ *   neither gives nor takes, unless it has no reads at all (then its hits
+ *   are worth nothing and it gives).
+ * With the controller off (interval 0) the targets are an equal split of the
+ * budget clamped to each cache's shares, recomputed at every open and close.
+ *
+ * Threads and locks: every field of the pool and its members is under
+ * pool->lock, except the members' probe readings (written by the caches'
+ * maintainers: pool/probe.h) and the reference count. Lock order: the pool
+ * lock, then a cache's admin_lock (set_capacity) or handles_lock (stats);
+ * the engine never calls the pool while holding those. Waiting for bytes
+ * (an open, the thread's grows) happens in slices of GIVEBACK_SLICE_NS on a
+ * shrinking cache's room word, as a writer waits for room (W3 in
+ * core/cache.c), with the lock dropped and the member pinned: a cache
+ * whose maintainer is stuck (in a removal listener) must not stall the
+ * pool, and a pinned member's cache is not closed until the waiter is back.
+ */
+#define _GNU_SOURCE
+#include "pool/pool.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/alloc.h"
+#include "core/cache.h"
+#include "pool/probe.h"
+#include "sync/futex.h"
+
+#define MIB (1024.0 * 1024.0)
+#define MIN_BUDGET (1u << 20)
+#define MIN_CACHE_BYTES (64u * 1024u)
+#define BOUND_FLOOR ((uint64_t)4 << 20) /* larder__overshoot_bound()'s floor */
+#define DEFAULT_BUDGET ((uint64_t)256 << 20)
+#define DEFAULT_INTERVAL_MS 100u
+#define MAX_INTERVAL_MS 60000u
+#define STEP_DIVISOR 256u      /* a step is budget / 256 */
+#define MAX_STEPS 16u          /* steps per pass: up to 1/16 of the budget */
+#define HYSTERESIS 0.10        /* receiver's value over the donor's, at least */
+#define MIN_GAIN 0.00005       /* a step's gain over the pool's weighted reads per s */
+#define HALF_LIFE_S 1.0
+#define NOISE_Z 2.0            /* a move must beat this many standard errors */
+#define GHOST_DIVISOR 64u      /* the probe's ghost remembers budget / 64 */
+#define GIVEBACK_SLICE_NS (2u * 1000u * 1000u)
+#define IDLE_WAIT_NS (1000u * 1000u * 1000u)
+
+enum member_state { M_OPENING, M_ACTIVE, M_CLOSING };
+
+struct larder_pool_config {
+	uint64_t budget;
+	uint64_t interval_ms;
+};
+
+/* The controller's window over one member's readings. */
+struct window {
+	int primed;
+	uint64_t gen, at_ns, every, top; /* the sample's S and top in this window */
+	uint64_t fresh;        /* sampled requests since the mini caches restarted */
+	uint64_t top_room;     /* entries the largest mini cache holds when full */
+	uint64_t hits[LARDER__PROBE_POINTS], ghost, reads; /* last readings */
+	double w_hits[LARDER__PROBE_POINTS], w_ghost, w_probe_secs;
+	double w_reads, w_secs; /* the cache's reads: not restarted with the probe */
+};
+
+/* A member's curve as the controller sees it: the hull's corners. */
+struct curve {
+	int valid;
+	double rate; /* reads per second */
+	unsigned n;
+	double x[LARDER__PROBE_POINTS + 1], y[LARDER__PROBE_POINTS + 1]; /* bytes, hits/s */
+	/* The warm points, smallest first, with the window's sampled hits of
+	 * each (not scaled): what a slope between two of them rests on. */
+	unsigned np;
+	double px[LARDER__PROBE_POINTS], pcount[LARDER__PROBE_POINTS];
+};
+
+struct larder__pool_member {
+	/* Written by the cache's maintainer through the probe (relaxed counts). */
+	struct larder__probe_readings readings __attribute__((aligned(64)));
+	/* The rest: under pool->lock (its own cache lines). */
+	larder_pool *pool __attribute__((aligned(64)));
+	struct larder *cache;
+	enum member_state state;
+	uint64_t cap, target, min_bytes, max_bytes;
+	uint64_t top; /* the curve's top that the probe was asked for (want_top) */
+	uint64_t frozen; /* committed when it detached (M_CLOSING) */
+	unsigned pins;   /* waiters on its cache outside the lock (wait_giveback) */
+	double min_share, max_share, cost;
+	enum larder_policy policy;
+	struct window win;
+	struct curve curve;
+	int fake; /* test seam: curve is given, not estimated */
+	double fake_hits[LARDER__PROBE_POINTS], fake_rate;
+	struct larder__pool_member *next;
+};
+
+struct larder_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;     /* the pool's thread: work, or stop */
+	pthread_cond_t unpinned; /* a member's last pin went (wait_giveback) */
+	pthread_t thread;
+	/* Configs and members holding the pool, plus its creator until close.
+	 * R-PREF / A-PREF: the last release frees it. */
+	larder__atomic_u64 refs;
+	uint64_t budget, step, interval_ns;
+	int closed, stop;
+	struct larder__pool_member *members;
+	unsigned members_n; /* every member, opening and closing included (K1) */
+	uint64_t next_pass_ns;
+	uint64_t moves, moved_bytes, passes;
+};
+
+/* ---- Configuration ------------------------------------------------------- */
+
+int larder_pool_config_create(larder_pool_config **out)
+{
+	if (!out)
+		return LARDER_EINVAL;
+	larder_pool_config *c = larder__calloc(1, sizeof *c);
+	*out = c;
+	if (!c)
+		return LARDER_ENOMEM;
+	c->budget = DEFAULT_BUDGET;
+	c->interval_ms = DEFAULT_INTERVAL_MS;
+	return LARDER_OK;
+}
+
+void larder_pool_config_destroy(larder_pool_config *config)
+{
+	free(config);
+}
+
+int larder_pool_config_set_budget(larder_pool_config *config, uint64_t bytes)
+{
+	if (!config || bytes < MIN_BUDGET || bytes > (UINT64_MAX >> 4))
+		return LARDER_EINVAL;
+	config->budget = bytes;
+	return LARDER_OK;
+}
+
+int larder_pool_config_set_interval_ms(larder_pool_config *config, uint64_t ms)
+{
+	if (!config || ms > MAX_INTERVAL_MS)
+		return LARDER_EINVAL;
+	config->interval_ms = ms;
+	return LARDER_OK;
+}
+
+/* ---- Bytes: K1 and K2 ---------------------------------------------------- */
+
+static uint64_t limit_of(const larder_pool *p)
+{
+	return p->budget + p->budget / 100 + (uint64_t)p->members_n * BOUND_FLOOR;
+}
+
+/* What a member holds against K1 now (see the header). */
+static uint64_t committed(const struct larder__pool_member *m)
+{
+	if (m->state == M_CLOSING)
+		return m->frozen;
+	uint64_t level = m->cap + larder__overshoot_bound(m->cap);
+	if (m->state == M_OPENING)
+		return level;
+	/* Relaxed: a count; a stale value is larger (only frees raise it while
+	 * it is negative), so the sum stays an upper bound (K1). */
+	int64_t budget = atomic_load_explicit(&m->cache->budget, LARDER__RELAXED);
+	return level + (budget < 0 ? (uint64_t)-budget : 0);
+}
+
+static uint64_t committed_sum(const larder_pool *p, const struct larder__pool_member *skip)
+{
+	uint64_t sum = 0;
+	for (const struct larder__pool_member *m = p->members; m; m = m->next)
+		if (m != skip)
+			sum += committed(m);
+	return sum;
+}
+
+/* The largest x <= cap_max with x + overshoot(x) <= room (0 if none). */
+static uint64_t fit_capacity(uint64_t room, uint64_t cap_max)
+{
+	uint64_t lo = 0, hi = cap_max;
+	if (hi + larder__overshoot_bound(hi) <= room)
+		return hi;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo + 1) / 2;
+		if (mid + larder__overshoot_bound(mid) <= room)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo + larder__overshoot_bound(lo) <= room ? lo : 0;
+}
+
+/* Applies target cuts at once (a shrink never raises committed: K1). */
+static void apply_shrinks(larder_pool *p)
+{
+	for (struct larder__pool_member *m = p->members; m; m = m->next) {
+		if (m->state != M_ACTIVE || m->target >= m->cap)
+			continue;
+		if (larder__cache_set_capacity(m->cache, m->target) == LARDER_OK)
+			m->cap = m->target;
+	}
+}
+
+/* Raises capacities toward targets as far as K1 allows; returns whether a
+ * member still waits to grow. */
+static int complete_grows(larder_pool *p)
+{
+	int pending = 0;
+	uint64_t limit = limit_of(p), sum = committed_sum(p, NULL);
+	for (struct larder__pool_member *m = p->members; m; m = m->next) {
+		if (m->state != M_ACTIVE || m->cap >= m->target)
+			continue;
+		uint64_t mine = committed(m);
+		uint64_t room = limit > sum ? limit - sum + mine : mine;
+		uint64_t x = fit_capacity(room, m->target);
+		if (x > m->cap && larder__cache_set_capacity(m->cache, x) == LARDER_OK) {
+			m->cap = x;
+			sum = sum - mine + committed(m);
+		}
+		pending |= m->cap < m->target;
+	}
+	return pending;
+}
+
+/* The member still paying back the most after a shrink, or NULL. */
+static struct larder__pool_member *largest_debtor(larder_pool *p)
+{
+	struct larder__pool_member *best = NULL;
+	int64_t worst = 0;
+	for (struct larder__pool_member *m = p->members; m; m = m->next) {
+		if (m->state != M_ACTIVE)
+			continue;
+		/* Relaxed: a count; only the choice of whom to wait on. */
+		int64_t b = atomic_load_explicit(&m->cache->budget, LARDER__RELAXED);
+		if (b < worst) {
+			worst = b;
+			best = m;
+		}
+	}
+	return best;
+}
+
+/*
+ * Waits up to one slice for m's maintainer to free bytes, as a writer
+ * waiting for room does (W3, A-ROOM in core/cache.c; the waiter count also
+ * makes the maintainer start its grace periods at once). Called and
+ * returns with the lock held, but drops it meanwhile (a cache stuck in its
+ * removal listener must not stall the pool): the pin keeps m's cache from
+ * being closed under us (larder__pool_detach waits for it).
+ */
+static void wait_giveback(larder_pool *p, struct larder__pool_member *m)
+{
+	struct larder *c = m->cache;
+	/* A-ROOM: acquire, pairs with the release bump in wake_writers(). */
+	uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
+	/* Relaxed: re-checked after the seq load; a stale reading only waits a slice. */
+	if (atomic_load_explicit(&c->budget, LARDER__RELAXED) >= 0)
+		return;
+	m->pins++;
+	pthread_mutex_unlock(&p->lock);
+	/* W3: seq_cst, so wake_writers() sees us or bumped room_seq first. */
+	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
+	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* the futex word */
+	larder__futex_wake(&c->maint_sleeping, 1);
+	larder__futex_wait(&c->room_seq, seq, GIVEBACK_SLICE_NS);
+	atomic_fetch_sub_explicit(&c->room_waiters, 1, LARDER__RELAXED); /* a count */
+	pthread_mutex_lock(&p->lock);
+	if (--m->pins == 0)
+		pthread_cond_broadcast(&p->unpinned);
+}
+
+/* ---- Targets ------------------------------------------------------------- */
+
+static uint64_t clamp_u64(uint64_t v, uint64_t lo, uint64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+static int counts(const struct larder__pool_member *m)
+{
+	return m->state != M_CLOSING;
+}
+
+static uint64_t free_budget(const larder_pool *p)
+{
+	uint64_t sum = 0;
+	for (const struct larder__pool_member *m = p->members; m; m = m->next)
+		if (counts(m))
+			sum += m->target;
+	return sum < p->budget ? p->budget - sum : 0;
+}
+
+/* The static split: targets = clamp(level, min, max), the largest level
+ * whose targets fit the budget (K2, K3). */
+static void equal_split(larder_pool *p)
+{
+	uint64_t lo = 0, hi = p->budget;
+	while (lo < hi) {
+		uint64_t level = lo + (hi - lo + 1) / 2, sum = 0;
+		for (struct larder__pool_member *m = p->members; m; m = m->next)
+			if (counts(m))
+				sum += clamp_u64(level, m->min_bytes, m->max_bytes);
+		if (sum <= p->budget)
+			lo = level;
+		else
+			hi = level - 1;
+	}
+	uint64_t left = p->budget;
+	for (struct larder__pool_member *m = p->members; m; m = m->next)
+		if (counts(m)) {
+			m->target = clamp_u64(lo, m->min_bytes, m->max_bytes);
+			left -= m->target;
+		}
+	/* Level + 1 would not fit: fewer bytes are left than members below their
+	 * max; one each, so that the whole budget is assigned. */
+	for (struct larder__pool_member *m = p->members; m && left; m = m->next)
+		if (counts(m) && m->target < m->max_bytes) {
+			m->target++;
+			left--;
+		}
+}
+
+/* A new member's first target with the controller on: its equal part of the
+ * budget (within its shares), from free budget first, then cut from the
+ * members furthest above that part (then above their min). */
+static void make_room_for(larder_pool *p, struct larder__pool_member *nm)
+{
+	unsigned n = 0;
+	for (struct larder__pool_member *m = p->members; m; m = m->next)
+		n += counts(m);
+	uint64_t fair = p->budget / (n ? n : 1);
+	uint64_t want = clamp_u64(fair, nm->min_bytes, nm->max_bytes);
+	uint64_t have = free_budget(p);
+	uint64_t need = want > have ? want - have : 0;
+	for (int pass = 0; pass < 2 && need; pass++) {
+		while (need) {
+			struct larder__pool_member *best = NULL;
+			uint64_t most = 0;
+			for (struct larder__pool_member *m = p->members; m; m = m->next) {
+				if (m == nm || !counts(m))
+					continue;
+				uint64_t keep = pass == 0 && fair > m->min_bytes ? fair : m->min_bytes;
+				uint64_t over = m->target > keep ? m->target - keep : 0;
+				if (over > most) {
+					most = over;
+					best = m;
+				}
+			}
+			if (!best)
+				break;
+			uint64_t take = most < need ? most : need;
+			take = take < p->step ? take : p->step;
+			best->target -= take;
+			need -= take;
+		}
+	}
+	nm->target = want - need;
+}
+
+/* Recomputes targets after a member came or went. */
+static void replan(larder_pool *p, struct larder__pool_member *joining)
+{
+	if (!p->interval_ns)
+		equal_split(p);
+	else if (joining)
+		make_room_for(p, joining);
+	/* else: the controller's next pass hands the free budget out */
+}
+
+/* ---- The controller ------------------------------------------------------- */
+
+/* What the probe's ghost remembers (pool/probe.c). */
+static uint64_t ghost_bytes(const larder_pool *p)
+{
+	uint64_t g = p->budget / GHOST_DIVISOR;
+	return g < MIN_CACHE_BYTES ? MIN_CACHE_BYTES : g;
+}
+
+/* Point k of the curve: of the probe's top in this window, or of the max
+ * share for a curve given through the test seam. */
+static uint64_t point_bytes(const struct larder__pool_member *m, unsigned k)
+{
+	uint64_t top = m->fake ? m->max_bytes : m->win.top ? m->win.top : m->top;
+	return top / 1024 * larder__probe_scale[k] + top % 1024 * larder__probe_scale[k] / 1024;
+}
+
+/* The top to ask the probe for: 4 x target (at most its max, at least
+ * 64 KiB), so that the points span target / 8 .. 4 x target. */
+static uint64_t top_for(const struct larder__pool_member *m)
+{
+	uint64_t top = m->target > m->max_bytes / 4 ? m->max_bytes : 4 * m->target;
+	return top < MIN_CACHE_BYTES ? MIN_CACHE_BYTES : top;
+}
+
+/* After the moves: a target that left top / 8 .. top / 2 (halved or doubled
+ * since the last centring) gets its points re-centred (the probe restarts
+ * its mini caches, and the window its part with them). */
+static void recentre_tops(larder_pool *p)
+{
+	for (struct larder__pool_member *m = p->members; m; m = m->next) {
+		if (m->state != M_ACTIVE || m->fake)
+			continue;
+		uint64_t want = top_for(m);
+		if (want == m->top || (m->target <= m->top / 2 && m->target >= m->top / 8))
+			continue;
+		m->top = want;
+		/* Relaxed: a request to the probe (pool/probe.h). */
+		atomic_store_explicit(&m->readings.want_top, want, LARDER__RELAXED);
+	}
+}
+
+/* One reading of a member's probe (and of its cache's reads). */
+struct reading {
+	uint64_t gen, every, top, room, fresh, ghost, reads;
+	uint64_t hits[LARDER__PROBE_POINTS];
+};
+
+static void read_probe(struct larder__pool_member *m, struct reading *r)
+{
+	const struct larder__probe_readings *p = &m->readings;
+	/* Relaxed: counts (pool/probe.h); `every` and `top` change only with
+	 * `generation` (a reading that mixes two is one window's error, then
+	 * restarted). */
+	r->gen = atomic_load_explicit(&p->generation, LARDER__RELAXED);
+	r->every = atomic_load_explicit(&p->sample_every, LARDER__RELAXED);
+	r->top = atomic_load_explicit(&p->top_bytes, LARDER__RELAXED);
+	r->room = atomic_load_explicit(&p->top_room, LARDER__RELAXED);
+	r->fresh = atomic_load_explicit(&p->fresh, LARDER__RELAXED);
+	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+		r->hits[k] = atomic_load_explicit(&p->hits[k], LARDER__RELAXED);
+	r->ghost = atomic_load_explicit(&p->ghost_hits, LARDER__RELAXED);
+	uint64_t v[LARDER_STAT_MISSES + 1];
+	r->reads = larder_stats(m->cache, v, LARDER_STAT_MISSES + 1) == LARDER_OK
+			   ? v[LARDER_STAT_HITS] + v[LARDER_STAT_MISSES]
+			   : m->win.reads;
+}
+
+/* sqrt(v) for v >= 1, without libm: Newton's iteration from above. */
+static double sqrt_pos(double v)
+{
+	double r = v;
+	for (int i = 0; i < 64 && r * r > v * (1 + 1e-12); i++)
+		r = (r + v / r) / 2;
+	return r;
+}
+
+/* 2^-t for t >= 0, without libm (the library links only libc and pthreads):
+ * halvings for the whole part, a Taylor series of e^(-f ln 2) for the rest. */
+static double half_power(double t)
+{
+	double whole = 1.0, x = -(t - (double)(uint64_t)t) * 0.6931471805599453, term = 1.0,
+	       frac = 1.0;
+	for (uint64_t i = 0; i < (uint64_t)t && whole > 0; i++)
+		whole *= 0.5;
+	for (int n = 1; n <= 12; n++) {
+		term *= x / n;
+		frac += term;
+	}
+	return whole * frac;
+}
+
+/* Folds the readings since the last pass into the decaying window. */
+static void window_update(struct larder__pool_member *m, uint64_t now_ns)
+{
+	struct window *w = &m->win;
+	struct reading r;
+	read_probe(m, &r);
+	if (w->primed && now_ns > w->at_ns) {
+		double secs = (double)(now_ns - w->at_ns) / 1e9;
+		double keep = half_power(secs / HALF_LIFE_S);
+		w->w_reads = w->w_reads * keep + (double)(r.reads - w->reads);
+		w->w_secs = w->w_secs * keep + secs;
+		if (r.gen == w->gen) {
+			for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+				w->w_hits[k] = w->w_hits[k] * keep + (double)(r.hits[k] - w->hits[k]);
+			w->w_ghost = w->w_ghost * keep + (double)(r.ghost - w->ghost);
+			w->w_probe_secs = w->w_probe_secs * keep + secs;
+		}
+	}
+	if (!w->primed || r.gen != w->gen) {
+		/* The mini caches restarted cold (pool/probe.c P2): their part of the
+		 * window starts over; the reads (the cache's own) go on. */
+		w->w_ghost = w->w_probe_secs = 0;
+		memset(w->w_hits, 0, sizeof w->w_hits);
+		w->primed = 1;
+		w->gen = r.gen;
+	}
+	w->every = r.every;
+	w->top = r.top;
+	w->top_room = r.room;
+	w->fresh = r.fresh;
+	w->at_ns = now_ns;
+	memcpy(w->hits, r.hits, sizeof r.hits);
+	w->ghost = r.ghost;
+	w->reads = r.reads;
+}
+
+/* The upper concave hull of (0,0) and the n points (largest first), left
+ * to right. */
+static void hull_of(struct curve *cv, const uint64_t *bytes, const double *hits, unsigned n)
+{
+	double px[LARDER__PROBE_POINTS + 1], py[LARDER__PROBE_POINTS + 1], best = 0;
+	px[0] = 0;
+	py[0] = 0;
+	for (unsigned i = 1; i <= n; i++) {
+		unsigned k = n - i; /* smallest size first */
+		best = hits[k] > best ? hits[k] : best; /* more memory never loses hits */
+		px[i] = (double)bytes[k];
+		py[i] = best;
+	}
+	cv->n = 0;
+	for (unsigned i = 0; i <= n; i++) {
+		if (cv->n && px[i] <= cv->x[cv->n - 1])
+			continue;
+		while (cv->n >= 2) {
+			double x0 = cv->x[cv->n - 2], y0 = cv->y[cv->n - 2];
+			double x1 = cv->x[cv->n - 1], y1 = cv->y[cv->n - 1];
+			/* Drop the middle corner when it lies on or under the chord. */
+			if ((y1 - y0) * (px[i] - x0) <= (py[i] - y0) * (x1 - x0))
+				cv->n--;
+			else
+				break;
+		}
+		cv->x[cv->n] = px[i];
+		cv->y[cv->n] = py[i];
+		cv->n++;
+	}
+}
+
+static void curve_update(struct larder__pool_member *m)
+{
+	struct curve *cv = &m->curve;
+	const struct window *w = &m->win;
+	uint64_t bytes[LARDER__PROBE_POINTS];
+	double hits[LARDER__PROBE_POINTS];
+	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+		bytes[k] = point_bytes(m, k);
+	if (m->fake) {
+		cv->rate = m->fake_rate;
+		cv->valid = 1;
+		memcpy(hits, m->fake_hits, sizeof hits);
+	} else {
+		cv->rate = w->w_secs > 0 ? w->w_reads / w->w_secs : 0;
+		/* No minimum of samples: a cache with few reads has a small, noisy
+		 * curve, and the noise test (value_noise) keeps it from moving on
+		 * noise, while it may still give its bytes away. */
+		cv->valid = w->w_probe_secs > 0;
+		/* SHARDS' scaling: a mini cache's hits x S are the full cache's. Not
+		 * its hit ratio x the cache's reads: under skew a few hot keys in or
+		 * out of the sample move the sampled request count, and the ratio
+		 * with it, at every size (measured: up to 1.6x the exact slope). */
+		double scale = (double)w->every / (cv->valid ? w->w_probe_secs : 1);
+		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+			hits[k] = cv->valid ? w->w_hits[k] * scale : 0;
+	}
+	/* Mini caches fresh from a restart read low until they have seen twice
+	 * the entries they hold when full: only those points count, and the
+	 * estimate is valid once the point above the target is one of them. */
+	unsigned first = 0;
+	if (!m->fake) {
+		while (first < LARDER__PROBE_POINTS - 1 &&
+		       w->fresh < 2 * (w->top_room / 1024 * larder__probe_scale[first] +
+				   w->top_room % 1024 * larder__probe_scale[first] / 1024))
+			first++;
+		cv->valid = cv->valid && bytes[first] > m->target;
+	}
+	hull_of(cv, bytes + first, hits + first, LARDER__PROBE_POINTS - first);
+	cv->np = LARDER__PROBE_POINTS - first;
+	for (unsigned i = 0; i < cv->np; i++) {
+		unsigned k = LARDER__PROBE_POINTS - 1 - i;
+		cv->px[i] = (double)bytes[k];
+		cv->pcount[i] = m->fake ? 0 : w->w_hits[k];
+	}
+}
+
+/*
+ * The relative noise of a value measured at x: the sampled hits between the
+ * two points around x are a count (about Poisson, the mini caches being
+ * nested samples of one stream), so the slope there is known to within
+ * 1 / sqrt(count). 0 for a curve given through the test seam.
+ */
+static double value_noise(const struct curve *cv, double x)
+{
+	if (!cv->np || cv->pcount[cv->np - 1] <= 0)
+		return 0;
+	double lo = 0;
+	for (unsigned i = 0; i < cv->np; i++) {
+		if (x <= cv->px[i] || i + 1 == cv->np) {
+			double d = cv->pcount[i] - lo;
+			return 1.0 / sqrt_pos(d > 1 ? d : 1);
+		}
+		lo = cv->pcount[i];
+	}
+	return 0;
+}
+
+/* Slope of the hull just above (up) or just below (!up) x, hits/s per byte. */
+static double slope_at(const struct curve *cv, uint64_t bytes, int up)
+{
+	double x = (double)bytes;
+	for (unsigned i = 0; i + 1 < cv->n; i++) {
+		int inside = up ? (cv->x[i] <= x && x < cv->x[i + 1])
+				: (cv->x[i] < x && x <= cv->x[i + 1]);
+		if (inside)
+			return (cv->y[i + 1] - cv->y[i]) / (cv->x[i + 1] - cv->x[i]);
+	}
+	return 0;
+}
+
+/* Bytes a member may still take (under its max) or give (over its min). */
+static uint64_t room_up(const struct larder__pool_member *m)
+{
+	return m->state == M_ACTIVE && m->target < m->max_bytes ? m->max_bytes - m->target : 0;
+}
+
+static uint64_t room_down(const struct larder__pool_member *m)
+{
+	return m->state == M_ACTIVE && m->target > m->min_bytes ? m->target - m->min_bytes : 0;
+}
+
+/* The hull's hits per second at x bytes (flat past its last corner). */
+static double hull_at(const struct curve *cv, double x)
+{
+	for (unsigned i = 0; i + 1 < cv->n; i++)
+		if (x <= cv->x[i + 1])
+			return cv->y[i] + (cv->y[i + 1] - cv->y[i]) * (x - cv->x[i]) /
+						  (cv->x[i + 1] - cv->x[i]);
+	return cv->n ? cv->y[cv->n - 1] : 0;
+}
+
+/*
+ * Weighted hits per second per byte of the next step up, or of the last
+ * step down: secants over the step, not slopes at the target, so that a
+ * step's value is exactly what the same step back would lose and every
+ * move raises the pool's weighted hits on the curves it was decided on
+ * (no cycle; see the header).
+ */
+static double value_up(const larder_pool *p, const struct larder__pool_member *m)
+{
+	double t = (double)m->target, d = (double)(room_up(m) < p->step ? room_up(m) : p->step);
+	return d > 0 ? m->cost * (hull_at(&m->curve, t + d) - hull_at(&m->curve, t)) / d : 0;
+}
+
+static double value_down(const larder_pool *p, const struct larder__pool_member *m)
+{
+	double t = (double)m->target,
+	       d = (double)(room_down(m) < p->step ? room_down(m) : p->step);
+	return d > 0 ? m->cost * (hull_at(&m->curve, t) - hull_at(&m->curve, t - d)) / d : 0;
+}
+
+/* May take? Needs an estimate. May give? An estimate, or no reads at all. */
+static int may_take(const struct larder__pool_member *m)
+{
+	return m->curve.valid && room_up(m) > 0;
+}
+
+static int may_give(const struct larder__pool_member *m)
+{
+	return (m->curve.valid || m->curve.rate < 1.0) && room_down(m) > 0;
+}
+
+static struct larder__pool_member *best_taker(larder_pool *p, double *value)
+{
+	struct larder__pool_member *best = NULL;
+	for (struct larder__pool_member *m = p->members; m; m = m->next) {
+		if (!may_take(m))
+			continue;
+		double v = value_up(p, m);
+		if (!best || v > *value) {
+			best = m;
+			*value = v;
+		}
+	}
+	return best;
+}
+
+static struct larder__pool_member *best_giver(larder_pool *p, const struct larder__pool_member *not,
+					      double *value)
+{
+	struct larder__pool_member *best = NULL;
+	for (struct larder__pool_member *m = p->members; m; m = m->next) {
+		if (m == not || !may_give(m))
+			continue;
+		double v = m->curve.valid ? value_down(p, m) : 0;
+		if (!best || v < *value) {
+			best = m;
+			*value = v;
+		}
+	}
+	return best;
+}
+
+/* Free budget with nobody gaining from it: to the member with the least,
+ * below its max share. */
+static struct larder__pool_member *smallest_taker(larder_pool *p)
+{
+	struct larder__pool_member *best = NULL;
+	for (struct larder__pool_member *m = p->members; m; m = m->next)
+		if (room_up(m) > 0 && (!best || m->target < best->target))
+			best = m;
+	return best;
+}
+
+static uint64_t min3(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t m = a < b ? a : b;
+	return m < c ? m : c;
+}
+
+static void note_move(larder_pool *p, uint64_t bytes)
+{
+	p->moves++;
+	p->moved_bytes += bytes;
+}
+
+/* Steps 2 and 3 of the header; returns the steps taken. */
+static uint64_t decide(larder_pool *p)
+{
+	uint64_t steps = 0;
+	double pool_rate = 0;
+	for (struct larder__pool_member *m = p->members; m; m = m->next)
+		if (m->state == M_ACTIVE && m->curve.valid)
+			pool_rate += m->cost * m->curve.rate;
+	double min_gain = MIN_GAIN * pool_rate;
+	uint64_t left;
+	while ((left = free_budget(p)) >= MIN_CACHE_BYTES) { /* not a rounding's crumbs */
+		double up = 0;
+		struct larder__pool_member *to = best_taker(p, &up);
+		if (!to || up <= 0)
+			to = smallest_taker(p);
+		if (!to)
+			break;
+		uint64_t bytes = min3(p->step, left, room_up(to));
+		to->target += bytes;
+		note_move(p, bytes);
+		steps++;
+	}
+	for (unsigned moved = 0; moved < MAX_STEPS; moved++) {
+		double up = 0, down = 0;
+		struct larder__pool_member *to = best_taker(p, &up);
+		struct larder__pool_member *from = to ? best_giver(p, to, &down) : NULL;
+		if (!from || up <= down * (1 + HYSTERESIS) ||
+		    (up - down) * (double)p->step <= min_gain)
+			break;
+		/* And beyond the estimates' noise: NOISE_Z standard errors. */
+		double su = up * value_noise(&to->curve, (double)to->target + (double)p->step / 2);
+		double sd = down * value_noise(&from->curve, (double)from->target - (double)p->step / 2);
+		if ((up - down) * (up - down) <= NOISE_Z * NOISE_Z * (su * su + sd * sd))
+			break;
+		/* The last step to a max or a min share is a partial one. */
+		uint64_t bytes = min3(p->step, room_up(to), room_down(from));
+		from->target -= bytes;
+		to->target += bytes;
+		note_move(p, bytes);
+		steps++;
+	}
+	return steps;
+}
+
+/* One pass: estimates, decisions, the shrinks at once, the grows that fit. */
+static uint64_t control_pass(larder_pool *p, uint64_t now_ns)
+{
+	p->passes++;
+	for (struct larder__pool_member *m = p->members; m; m = m->next) {
+		if (m->state != M_ACTIVE)
+			continue;
+		window_update(m, now_ns);
+		curve_update(m);
+	}
+	uint64_t steps = decide(p);
+	recentre_tops(p);
+	apply_shrinks(p);
+	complete_grows(p);
+	return steps;
+}
+
+/* ---- The pool's thread ----------------------------------------------------- */
+
+static void timed_wait(larder_pool *p, uint64_t ns)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t at = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + ns;
+	ts.tv_sec = (time_t)(at / 1000000000u);
+	ts.tv_nsec = (long)(at % 1000000000u);
+	pthread_cond_timedwait(&p->wake, &p->lock, &ts);
+}
+
+static void *pool_main(void *arg)
+{
+	larder_pool *p = arg;
+	pthread_mutex_lock(&p->lock);
+	while (!p->stop) {
+		uint64_t now = larder__monotonic_ns();
+		if (p->interval_ns && now >= p->next_pass_ns) {
+			control_pass(p, now);
+			p->next_pass_ns = now + p->interval_ns;
+		}
+		int pending = complete_grows(p);
+		struct larder__pool_member *debtor = pending ? largest_debtor(p) : NULL;
+		if (debtor) {
+			wait_giveback(p, debtor);
+			continue;
+		}
+		uint64_t until = p->interval_ns ? p->next_pass_ns - now : IDLE_WAIT_NS;
+		if (pending && until > GIVEBACK_SLICE_NS)
+			until = GIVEBACK_SLICE_NS;
+		timed_wait(p, until);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* ---- Life cycle ------------------------------------------------------------ */
+
+void larder__pool_ref(larder_pool *p)
+{
+	atomic_fetch_add_explicit(&p->refs, 1, LARDER__RELAXED); /* a count; A-PREF orders the end */
+}
+
+void larder__pool_unref(larder_pool *p)
+{
+	if (!p)
+		return;
+	/* R-PREF: release, every use of the pool before the count drops. */
+	if (atomic_fetch_sub_explicit(&p->refs, 1, LARDER__RELEASE) != 1)
+		return;
+	/* A-PREF: pairs with R-PREF; no fence weaker than acquire orders the
+	 * other holders' last uses before the free. */
+	atomic_thread_fence(LARDER__ACQUIRE);
+	pthread_cond_destroy(&p->unpinned);
+	pthread_cond_destroy(&p->wake);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+int larder_pool_create(larder_pool **out, const larder_pool_config *config)
+{
+	if (!out)
+		return LARDER_EINVAL;
+	*out = NULL;
+	if (!config)
+		return LARDER_EINVAL;
+	larder_pool *p = larder__calloc(1, sizeof *p);
+	if (!p)
+		return LARDER_ENOMEM;
+	p->budget = config->budget;
+	p->step = p->budget / STEP_DIVISOR;
+	if (p->step < MIN_CACHE_BYTES)
+		p->step = MIN_CACHE_BYTES;
+	p->interval_ns = config->interval_ms * 1000000u;
+	atomic_store_explicit(&p->refs, 1, LARDER__RELAXED); /* not shared yet */
+	int rc = LARDER_ENOMEM;
+	pthread_condattr_t attr;
+	if (pthread_mutex_init(&p->lock, NULL) != 0)
+		goto fail_lock;
+	if (pthread_condattr_init(&attr) != 0)
+		goto fail_attr;
+	if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0 ||
+	    pthread_cond_init(&p->wake, &attr) != 0) {
+		pthread_condattr_destroy(&attr);
+		goto fail_attr;
+	}
+	pthread_condattr_destroy(&attr);
+	if (pthread_cond_init(&p->unpinned, NULL) != 0)
+		goto fail_unpinned;
+	if (pthread_create(&p->thread, NULL, pool_main, p) != 0) {
+		rc = LARDER_ETHREAD;
+		goto fail_thread;
+	}
+	*out = p;
+	return LARDER_OK;
+
+fail_thread:
+	pthread_cond_destroy(&p->unpinned);
+fail_unpinned:
+	pthread_cond_destroy(&p->wake);
+fail_attr:
+	pthread_mutex_destroy(&p->lock);
+fail_lock:
+	free(p);
+	return rc;
+}
+
+int larder_pool_close(larder_pool *p)
+{
+	if (!p)
+		return LARDER_EINVAL;
+	pthread_mutex_lock(&p->lock);
+	if (p->closed || p->members) {
+		pthread_mutex_unlock(&p->lock);
+		return LARDER_ESTATE;
+	}
+	p->closed = 1;
+	p->stop = 1;
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->thread, NULL);
+	larder__pool_unref(p);
+	return LARDER_OK;
+}
+
+/* ---- Members ------------------------------------------------------------------ */
+
+static uint64_t share_bytes(const larder_pool *p, double share)
+{
+	uint64_t b = (uint64_t)(share * (double)p->budget);
+	b = b > p->budget ? p->budget : b;
+	return b < MIN_CACHE_BYTES ? MIN_CACHE_BYTES : b;
+}
+
+static void unlink_member(larder_pool *p, struct larder__pool_member *nm)
+{
+	struct larder__pool_member **at = &p->members;
+	while (*at != nm)
+		at = &(*at)->next;
+	*at = nm->next;
+	p->members_n--;
+}
+
+/* K3 for a newcomer: its min on top of the others' fits the budget. */
+static int mins_fit(const larder_pool *p, uint64_t min_bytes)
+{
+	uint64_t sum = min_bytes;
+	for (const struct larder__pool_member *m = p->members; m; m = m->next)
+		if (counts(m))
+			sum += m->min_bytes;
+	return sum <= p->budget;
+}
+
+/* The first capacity: as much of the target as K1 allows now, at least
+ * MIN_CACHE_BYTES, waiting for the others' give-back until deadline_ns. */
+static int first_capacity(larder_pool *p, struct larder__pool_member *nm, uint64_t deadline_ns,
+			  uint64_t *cap)
+{
+	for (;;) {
+		uint64_t limit = limit_of(p), others = committed_sum(p, nm);
+		uint64_t x = limit > others ? fit_capacity(limit - others, nm->target) : 0;
+		if (x >= MIN_CACHE_BYTES) {
+			*cap = x;
+			return LARDER_OK;
+		}
+		struct larder__pool_member *debtor = largest_debtor(p);
+		if (!debtor || larder__monotonic_ns() >= deadline_ns)
+			return LARDER_EBUSY;
+		wait_giveback(p, debtor);
+	}
+}
+
+int larder__pool_join(struct larder *c, const larder_config *cfg, uint64_t *capacity)
+{
+	larder_pool *p = cfg->pool;
+	if (cfg->capacity_set)
+		return LARDER_EINVAL;
+	struct larder__pool_member *nm = larder__aligned_alloc(64, sizeof *nm);
+	if (!nm)
+		return LARDER_ENOMEM;
+	memset(nm, 0, sizeof *nm);
+	uint64_t deadline = larder__monotonic_ns() + cfg->write_wait_ms * 1000000u;
+	pthread_mutex_lock(&p->lock);
+	int rc = LARDER_ESTATE;
+	if (p->closed)
+		goto fail;
+	nm->pool = p;
+	nm->cache = c;
+	nm->state = M_OPENING;
+	nm->min_share = cfg->pool_min_share;
+	nm->max_share = cfg->pool_max_share;
+	nm->cost = cfg->miss_cost;
+	nm->policy = cfg->policy;
+	nm->min_bytes = share_bytes(p, cfg->pool_min_share);
+	nm->max_bytes = share_bytes(p, cfg->pool_max_share);
+	rc = LARDER_EINVAL;
+	if (!mins_fit(p, nm->min_bytes))
+		goto fail;
+	nm->next = p->members;
+	p->members = nm;
+	p->members_n++;
+	replan(p, nm);
+	apply_shrinks(p);
+	rc = first_capacity(p, nm, deadline, &nm->cap);
+	nm->top = top_for(nm);
+	/* Relaxed: the probe does not exist yet (larder__pool_wrap_policy). */
+	atomic_store_explicit(&nm->readings.want_top, nm->top, LARDER__RELAXED);
+	if (rc != LARDER_OK) {
+		unlink_member(p, nm);
+		replan(p, NULL);
+		goto fail;
+	}
+	larder__pool_ref(p);
+	c->pool = nm;
+	*capacity = nm->cap;
+	pthread_mutex_unlock(&p->lock);
+	return LARDER_OK;
+
+fail:
+	pthread_mutex_unlock(&p->lock);
+	free(nm);
+	return rc;
+}
+
+void larder__pool_activate(struct larder *c)
+{
+	larder_pool *p = c->pool->pool;
+	pthread_mutex_lock(&p->lock);
+	c->pool->state = M_ACTIVE;
+	pthread_cond_signal(&p->wake); /* its grow, if its first capacity fell short */
+	pthread_mutex_unlock(&p->lock);
+}
+
+void larder__pool_detach(struct larder *c)
+{
+	struct larder__pool_member *m = c->pool;
+	larder_pool *p = m->pool;
+	pthread_mutex_lock(&p->lock);
+	while (m->pins)
+		pthread_cond_wait(&p->unpinned, &p->lock);
+	m->frozen = committed(m);
+	m->state = M_CLOSING;
+	m->target = 0;
+	replan(p, NULL);
+	apply_shrinks(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void larder__pool_release(struct larder__pool_member *m)
+{
+	if (!m)
+		return;
+	larder_pool *p = m->pool;
+	pthread_mutex_lock(&p->lock);
+	unlink_member(p, m);
+	replan(p, NULL);
+	apply_shrinks(p);
+	pthread_cond_signal(&p->wake); /* its bytes are back: grows may go on */
+	pthread_mutex_unlock(&p->lock);
+	free(m);
+	larder__pool_unref(p);
+}
+
+int larder__pool_wrap_policy(struct larder *c, const struct larder__policy_host *host,
+			     const struct larder__policy_ops **ops,
+			     struct larder__policy **policy)
+{
+	struct larder__pool_member *m = c->pool;
+	/* Estimates are for the controller: none without it, none for a cache
+	 * whose size is fixed (min share = max share). */
+	if (!m || !m->pool->interval_ns || m->min_bytes >= m->max_bytes)
+		return LARDER_OK;
+	struct larder__probe_setup setup = {
+		.out = &m->readings,
+		.policy = m->policy,
+		.top_bytes = m->top,
+		.ghost_bytes = ghost_bytes(m->pool),
+	};
+	return larder__probe_wrap(&setup, host, ops, policy);
+}
+
+/* ---- Statistics ---------------------------------------------------------------- */
+
+static const char *const pool_stat_names[LARDER_POOL_STAT_COUNT] = {
+	[LARDER_POOL_BUDGET_BYTES] = "budget_bytes",
+	[LARDER_POOL_OVERSHOOT_BOUND] = "overshoot_bound",
+	[LARDER_POOL_CACHES] = "caches",
+	[LARDER_POOL_ASSIGNED_BYTES] = "assigned_bytes",
+	[LARDER_POOL_USED_BYTES] = "used_bytes",
+	[LARDER_POOL_MOVES] = "moves",
+	[LARDER_POOL_MOVED_BYTES] = "moved_bytes",
+	[LARDER_POOL_PASSES] = "passes",
+	[LARDER_POOL_CONTROLLER_CPU_NS] = "controller_cpu_ns",
+};
+
+static const char *const cache_stat_names[LARDER_POOL_CACHE_STAT_COUNT] = {
+	[LARDER_POOL_CACHE_CAPACITY_BYTES] = "capacity_bytes",
+	[LARDER_POOL_CACHE_TARGET_BYTES] = "target_bytes",
+	[LARDER_POOL_CACHE_USED_BYTES] = "used_bytes",
+	[LARDER_POOL_CACHE_HITS] = "hits",
+	[LARDER_POOL_CACHE_MISSES] = "misses",
+	[LARDER_POOL_CACHE_REQUESTS_PER_S] = "requests_per_s",
+	[LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB] = "marginal_hits_per_mib",
+	[LARDER_POOL_CACHE_GHOST_HITS_PER_MIB] = "ghost_hits_per_mib",
+	[LARDER_POOL_CACHE_MISS_COST] = "miss_cost",
+	[LARDER_POOL_CACHE_MIN_SHARE] = "min_share",
+	[LARDER_POOL_CACHE_MAX_SHARE] = "max_share",
+	[LARDER_POOL_CACHE_SAMPLE_EVERY] = "sample_every",
+	[LARDER_POOL_CACHE_PROBE_NS] = "probe_ns",
+};
+
+const char *larder_pool_stat_name(enum larder_pool_stat stat)
+{
+	return (unsigned)stat < LARDER_POOL_STAT_COUNT ? pool_stat_names[stat] : NULL;
+}
+
+const char *larder_pool_cache_stat_name(enum larder_pool_cache_stat stat)
+{
+	return (unsigned)stat < LARDER_POOL_CACHE_STAT_COUNT ? cache_stat_names[stat] : NULL;
+}
+
+static uint64_t used_of(struct larder *c)
+{
+	uint64_t v[LARDER_STAT_USED_BYTES + 1];
+	return larder_stats(c, v, LARDER_STAT_USED_BYTES + 1) == LARDER_OK
+		       ? v[LARDER_STAT_USED_BYTES]
+		       : 0;
+}
+
+static uint64_t thread_cpu_ns(pthread_t thread)
+{
+	clockid_t clock;
+	struct timespec ts;
+	if (pthread_getcpuclockid(thread, &clock) != 0 || clock_gettime(clock, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int larder_pool_stats(larder_pool *p, uint64_t *values, size_t count)
+{
+	uint64_t v[LARDER_POOL_STAT_COUNT] = { 0 };
+	if (!p || (!values && count))
+		return LARDER_EINVAL;
+	pthread_mutex_lock(&p->lock);
+	v[LARDER_POOL_BUDGET_BYTES] = p->budget;
+	v[LARDER_POOL_OVERSHOOT_BOUND] = limit_of(p) - p->budget;
+	for (struct larder__pool_member *m = p->members; m; m = m->next) {
+		v[LARDER_POOL_CACHES]++;
+		if (m->state == M_CLOSING)
+			continue;
+		v[LARDER_POOL_ASSIGNED_BYTES] += m->cap;
+		if (m->state == M_ACTIVE)
+			v[LARDER_POOL_USED_BYTES] += used_of(m->cache);
+	}
+	v[LARDER_POOL_MOVES] = p->moves;
+	v[LARDER_POOL_MOVED_BYTES] = p->moved_bytes;
+	v[LARDER_POOL_PASSES] = p->passes;
+	v[LARDER_POOL_CONTROLLER_CPU_NS] = p->closed ? 0 : thread_cpu_ns(p->thread);
+	pthread_mutex_unlock(&p->lock);
+	memcpy(values, v, (count < LARDER_POOL_STAT_COUNT ? count : LARDER_POOL_STAT_COUNT) * sizeof *v);
+	for (size_t i = LARDER_POOL_STAT_COUNT; i < count; i++)
+		values[i] = 0;
+	return LARDER_OK;
+}
+
+static struct larder__pool_member *find_active(larder_pool *p, larder *c)
+{
+	for (struct larder__pool_member *m = p->members; m; m = m->next)
+		if (m->cache == c && m->state == M_ACTIVE)
+			return m;
+	return NULL;
+}
+
+int larder_pool_cache_stats(larder_pool *p, larder *c, double *values, size_t count)
+{
+	double v[LARDER_POOL_CACHE_STAT_COUNT] = { 0 };
+	if (!p || !c || (!values && count))
+		return LARDER_EINVAL;
+	pthread_mutex_lock(&p->lock);
+	struct larder__pool_member *m = find_active(p, c);
+	if (!m) {
+		pthread_mutex_unlock(&p->lock);
+		return LARDER_EINVAL;
+	}
+	uint64_t s[LARDER_STAT_USED_BYTES + 1];
+	if (larder_stats(c, s, LARDER_STAT_USED_BYTES + 1) == LARDER_OK) {
+		v[LARDER_POOL_CACHE_USED_BYTES] = (double)s[LARDER_STAT_USED_BYTES];
+		v[LARDER_POOL_CACHE_HITS] = (double)s[LARDER_STAT_HITS];
+		v[LARDER_POOL_CACHE_MISSES] = (double)s[LARDER_STAT_MISSES];
+	}
+	v[LARDER_POOL_CACHE_CAPACITY_BYTES] = (double)m->cap;
+	v[LARDER_POOL_CACHE_TARGET_BYTES] = (double)m->target;
+	v[LARDER_POOL_CACHE_REQUESTS_PER_S] = m->curve.rate;
+	/* At its most (the curve's last point) only the slope below is known. */
+	v[LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB] =
+		slope_at(&m->curve, m->cap, m->cap < m->max_bytes) * MIB;
+	if (m->win.w_probe_secs > 0) /* the ghost holds the sample's share (x S) */
+		v[LARDER_POOL_CACHE_GHOST_HITS_PER_MIB] = m->win.w_ghost * (double)m->win.every /
+							  m->win.w_probe_secs /
+							  ((double)ghost_bytes(p) / MIB);
+	v[LARDER_POOL_CACHE_MISS_COST] = m->cost;
+	v[LARDER_POOL_CACHE_MIN_SHARE] = m->min_share;
+	v[LARDER_POOL_CACHE_MAX_SHARE] = m->max_share;
+	/* Relaxed: a count (pool/probe.h). */
+	v[LARDER_POOL_CACHE_SAMPLE_EVERY] =
+		(double)atomic_load_explicit(&m->readings.sample_every, LARDER__RELAXED);
+	v[LARDER_POOL_CACHE_PROBE_NS] =
+		(double)atomic_load_explicit(&m->readings.own_ns, LARDER__RELAXED);
+	pthread_mutex_unlock(&p->lock);
+	memcpy(values, v, (count < LARDER_POOL_CACHE_STAT_COUNT ? count : LARDER_POOL_CACHE_STAT_COUNT) * sizeof *v);
+	for (size_t i = LARDER_POOL_CACHE_STAT_COUNT; i < count; i++)
+		values[i] = 0;
+	return LARDER_OK;
+}
+
+/* ---- Test seams ------------------------------------------------------------------ */
+
+int larder__test_pool_set_curve(larder_pool *p, larder *c, const double *hits_per_s,
+				double requests_per_s)
+{
+	pthread_mutex_lock(&p->lock);
+	struct larder__pool_member *m = find_active(p, c);
+	if (m) {
+		m->fake = hits_per_s != NULL;
+		if (hits_per_s)
+			memcpy(m->fake_hits, hits_per_s, sizeof m->fake_hits);
+		m->fake_rate = requests_per_s;
+		curve_update(m);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return m ? 0 : -1;
+}
+
+uint64_t larder__test_pool_step(larder_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	uint64_t steps = control_pass(p, larder__monotonic_ns());
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+	return steps;
+}
+
+uint64_t larder__test_pool_point_bytes(larder_pool *p, larder *c, unsigned k)
+{
+	pthread_mutex_lock(&p->lock);
+	struct larder__pool_member *m = find_active(p, c);
+	uint64_t b = 0;
+	if (m && k < LARDER__PROBE_POINTS) /* the sizes of a curve given by the seam */
+		b = m->max_bytes / 1024 * larder__probe_scale[k] +
+		    m->max_bytes % 1024 * larder__probe_scale[k] / 1024;
+	pthread_mutex_unlock(&p->lock);
+	return b;
+}

@@ -1,0 +1,70 @@
+/*
+ * pool/pool.h - several caches sharing one byte budget: the hooks the
+ * engine calls (core/config.c, core/cache.c, maint/maintainer.c) and the
+ * test seams. The public half is the pool section of larder.h; the design
+ * is in pool.c.
+ */
+#ifndef LARDER_POOL_POOL_H
+#define LARDER_POOL_POOL_H
+
+#include <stdint.h>
+
+#include "evict/policy.h"
+#include "larder.h"
+
+struct larder;
+struct larder__pool_member;
+
+/* A config's reference on a pool (larder_config_set_pool / _destroy). */
+void larder__pool_ref(larder_pool *pool);
+void larder__pool_unref(larder_pool *pool);
+
+/*
+ * larder_open(): joins cfg's pool with cache c (c->pool is set on success)
+ * and gives it its first capacity in *capacity, waiting up to the config's
+ * write wait for the pool's other caches to give it back. The member is
+ * not yet touched by the controller (larder__pool_activate).
+ * Returns LARDER_OK, LARDER_ESTATE (pool closed), LARDER_EINVAL (an explicit
+ * capacity, min shares over 1, no room for 64 KiB), LARDER_EBUSY (not given
+ * back in time) or LARDER_ENOMEM.
+ */
+int larder__pool_join(struct larder *c, const larder_config *cfg, uint64_t *capacity);
+/* larder_open() succeeded: the controller may read and resize c from now on. */
+void larder__pool_activate(struct larder *c);
+/* larder_close(), first: the controller stops touching c, whose bytes stay
+ * counted against the budget until larder__pool_release(). */
+void larder__pool_detach(struct larder *c);
+/* Every byte c held is freed (closed, or its open failed): its share goes
+ * back to the pool and the member is freed. NULL is a no-op. */
+void larder__pool_release(struct larder__pool_member *member);
+
+/*
+ * maint/maintainer.c, once the cache's policy exists: for a pooled cache,
+ * wraps it in the probe that feeds the controller (pool/probe.h; same
+ * ownership rules as larder__probe_wrap). A no-op returning LARDER_OK for
+ * any other cache.
+ */
+int larder__pool_wrap_policy(struct larder *c, const struct larder__policy_host *host,
+			     const struct larder__policy_ops **ops,
+			     struct larder__policy **policy);
+
+/* ---- Test seams (hidden; tests link the static library) ------------------ */
+
+/*
+ * Replaces cache's estimates with a known curve: hits_per_s[k] hits per
+ * second at larder__test_pool_point_bytes(pool, cache, k), and
+ * requests_per_s. NULL hits_per_s goes back to the probe's estimates.
+ * Returns 0, or -1 when cache is not open in pool.
+ */
+int larder__test_pool_set_curve(larder_pool *pool, larder *cache, const double *hits_per_s,
+				double requests_per_s);
+/* Runs one controller pass now, synchronously (whatever the interval):
+ * decides the moves and applies the shrinks; the grows follow as the
+ * shrinking caches give bytes back. Returns the steps moved. */
+uint64_t larder__test_pool_step(larder_pool *pool);
+/* The size of point k of a curve given through the seam: the cache's max
+ * share x 2^(-k/3) (a probe's points follow its target instead). 0 if cache
+ * is not open in pool. */
+uint64_t larder__test_pool_point_bytes(larder_pool *pool, larder *cache, unsigned k);
+
+#endif /* LARDER_POOL_POOL_H */

@@ -1,0 +1,498 @@
+/*
+ * pool/probe.c - a policy wrapper that estimates a pooled cache's
+ * miss-ratio curve, for the pool's controller (pool/pool.c).
+ *
+ * Why: the pool gives memory where one more byte buys the most hits, so it
+ * needs, for every cache, its hits as a function of its size near the size
+ * it has: the slope of its miss-ratio curve. Two estimators run here, so
+ * that both can be measured against the exact curve (docs/pool.md):
+ *   - Mini caches (SHARDS, Waldspurger et al., FAST 2015): the requests of a
+ *     hash sample of 1 key in S go through LARDER__PROBE_POINTS mini caches
+ *     of the cache's own (base) policy, sized top x 2^(-k/3) / S; mini k's
+ *     hits x S estimate the hits of a full cache of top x 2^(-k/3). The
+ *     pool sets top to a few times the cache's size (want_top), so that the
+ *     points cover its neighbourhood (top/32 .. top) with the same number of
+ *     sampled keys at any size; when it moves top, the mini caches restart
+ *     with S scaled alike (the sample's density per byte is kept).
+ *     This is evict/tuner.c in its curve mode: the same code that picks
+ *     S3-FIFO's small queue. The controller uses these points.
+ *   - A ghost (as in ARC's or Cliffhanger's shadow queues): the sampled keys
+ *     of the last ghost_bytes of victims (ghost_bytes / S of sampled ones);
+ *     an insert of one of them is a hit the cache would have had with
+ *     ghost_bytes more, S times over. Only the slope just above the current
+ *     size, and only for an LRU-like order of victims. Not used by the
+ *     controller (docs/pool.md has why); kept for the comparison.
+ *
+ * Where: the maintainer calls the policy for every request it learns of (an
+ * insert after a miss, a hit sample) and every victim, on its own thread;
+ * the probe sits in between (pool.c's larder__pool_wrap_policy installs it
+ * when the cache opens), so the engine needs no other hook and the mini
+ * caches see exactly the stream the real policy sees, lossy hit samples
+ * included.
+ *
+ * Invariants:
+ *   P1. Every call is forwarded to the inner policy unchanged, and the
+ *       probe's own work never changes what the inner policy decides.
+ *   P2. The readings only grow (probe.h); after a rebuild the mini caches
+ *       start cold and `generation` says so.
+ *   P3. Memory: the ghost holds at most ghost_bytes of weight; the largest
+ *       mini cache holds at most 4 x TARGET_ENTRIES entries: past that the
+ *       tuner is rebuilt with a 4x sparser sample (T3 in evict/tuner.c),
+ *       and it is rebuilt 4x denser when it holds under TARGET_ENTRIES / 4
+ *       after TARGET_ENTRIES sampled requests (a working set smaller than
+ *       the first guess, or larger entries), so that the curve rests on
+ *       enough keys.
+ *   P4. Cost per call: a lookup in a small set (P6) for a hit sample, a
+ *       victim, a removal or a replacement; for a sampled key only (1 in S,
+ *       S >= MIN_EVERY whatever the cache's size: a small cache's smallest
+ *       mini caches hold few entries then, and read noisier),
+ *       a hash of its key, LARDER__PROBE_POINTS mini-cache operations and a
+ *       ghost operation. (Hashing every hit sample's key instead cost about
+ *       15 ns a request, a fifth of a core at the bench's rates.)
+ *   P6. The set holds the cache's entries whose key is in the sample, so
+ *       that a hit or a victim needs no hash to be told apart: added on a
+ *       sampled insert, moved by a replacement, dropped on removal or
+ *       eviction, so it never holds a freed entry (every way out of the
+ *       policy passes here). After the sample grows denser, entries already
+ *       in the cache are missing from it: until the mini caches are warm
+ *       again every hit is hashed and the sampled ones added (a hot entry
+ *       is found at its next hit). Memory O(entries / S).
+ *   P5. own_ns accounts for the probe's time on the maintainer: 1 call in
+ *       TIME_EVERY is timed (two monotonic clock reads, from the vDSO; the
+ *       thread's CPU clock is a system call of ~0.7 us in a VM, longer than
+ *       what it would time) and counted TIME_EVERY times, unless it took
+ *       over OUTLIER_NS (the thread was preempted: counted 64 times, one
+ *       preemption would outweigh thousands of calls); a restart of the mini caches is timed whole
+ *       and taken out of the call it happened in. An estimate of what the
+ *       pool costs its caches (docs/pool.md), not a guarantee.
+ * Not guaranteed: a prediction. The tuned policies' mini caches run the
+ * untuned base policy (S3-FIFO with a 10% small queue, W-TinyLFU with its
+ * hill climber); hit samples the engine's lossy ring dropped are missing
+ * from both the cache's policy and the mini caches.
+ */
+#include "pool/probe.h"
+
+#include <stdlib.h>
+
+#include "core/alloc.h"
+#include "evict/ghost.h"
+#include "evict/tuner.h"
+#include "sync/futex.h"
+
+/* Entries the largest mini cache should hold (P3). */
+#define TARGET_ENTRIES 2048u
+/* A first guess of an entry's charge, before the probe has seen any. */
+#define GUESS_ENTRY_BYTES 1024u /* large: a sample too dense corrects itself soonest (P3) */
+/* P4: S is at least this, so that a sampled request's mini-cache work (16
+ * operations, 1-5 us with their cache misses) costs at most 20-80 ns per
+ * request on average (docs/pool.md has what it costs measured). */
+#define MIN_EVERY 64u
+/* P6: the sampled-entry set's first size (a power of two). */
+#define SET_MIN_SLOTS 1024u
+/* P5: 1 call in TIME_EVERY is timed (a power of two); longer ones are dropped. */
+#define TIME_EVERY 64u
+#define OUTLIER_NS 50000u
+/* After a refused tuner, requests until the next try. */
+#define RETRY_MASK 0xffffu
+
+const unsigned larder__probe_scale[LARDER__PROBE_POINTS] = {
+	1024, 813, 645, 512, 406, 323, 256, 203, 161, 128, 102, 81, 64, 51, 40, 32,
+};
+
+extern const struct larder__policy_ops larder__policy_s3fifo;
+extern const struct larder__policy_ops larder__policy_wtinylfu;
+
+struct larder__policy {
+	const struct larder__policy_ops *inner_ops;
+	struct larder__policy *inner;
+	struct larder__policy_host host;
+	struct larder__probe_setup setup;
+	struct larder__tuner_kind kind;  /* the tuner keeps a pointer to it */
+	struct larder__tuner *tuner;     /* NULL while memory is refused */
+	struct larder__ghost ghost;
+	int has_ghost;
+	uint64_t base_hits[LARDER__PROBE_POINTS]; /* of rebuilt tuners */
+	uint64_t ghost_hits;
+	uint64_t generation;
+	uint64_t sample_every;
+	uint64_t top;           /* the tuner's top size, bytes */
+	uint64_t sampled_bytes; /* sizes of the sampled requests, summed (this tuner) */
+	uint64_t since_rebuild; /* sampled requests */
+	uint64_t calls, own_ns, restart_ns; /* P5 */
+	/* P6: the cache's entries whose key is in the sample. */
+	uintptr_t *set;
+	uint64_t set_mask, set_live;
+	int set_lost;    /* an add found no memory: hits are hashed again */
+	int set_partial; /* the sample grew denser: the set may miss entries (P6) */
+};
+
+/* P5: the start of a timed call (0: not timed). */
+static uint64_t time_begin(struct larder__policy *p, uint64_t *restarts)
+{
+	*restarts = p->restart_ns;
+	return (++p->calls & (TIME_EVERY - 1)) == 0 ? larder__monotonic_ns() : 0;
+}
+
+static void time_end(struct larder__policy *p, uint64_t t0, uint64_t restarts)
+{
+	if (!t0)
+		return;
+	uint64_t d = larder__monotonic_ns() - t0, r = p->restart_ns - restarts;
+	d = d > r ? d - r : 0;
+	if (d > OUTLIER_NS)
+		return;
+	p->own_ns += d * TIME_EVERY;
+	/* Relaxed: a count (probe.h). */
+	atomic_store_explicit(&p->setup.out->own_ns, p->own_ns, LARDER__RELAXED);
+}
+
+/* The mini caches' policy: the cache's without its own tuner. */
+static const struct larder__policy_ops *base_ops(enum larder_policy policy)
+{
+	switch (policy) {
+	case LARDER_POLICY_DEFAULT:
+	case LARDER_POLICY_S3FIFO_TUNED:
+		return &larder__policy_s3fifo;
+	case LARDER_POLICY_WTINYLFU_TUNED:
+		return &larder__policy_wtinylfu;
+	default:
+		return larder__policy_ops_for(policy);
+	}
+}
+
+static void publish(struct larder__policy *p)
+{
+	struct larder__probe_readings *out = p->setup.out;
+	/* Relaxed, here and below: counts for the controller (probe.h). */
+	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+		atomic_store_explicit(&out->hits[k],
+				      p->base_hits[k] + (p->tuner ? larder__tuner_hits(p->tuner, k) : 0),
+				      LARDER__RELAXED);
+	uint64_t n = p->tuner ? larder__tuner_requests(p->tuner) : 0;
+	atomic_store_explicit(&out->fresh, n, LARDER__RELAXED);
+	uint64_t mean = n && p->sampled_bytes ? p->sampled_bytes / n : 1;
+	atomic_store_explicit(&out->top_room, p->top / p->sample_every / (mean ? mean : 1),
+			      LARDER__RELAXED);
+}
+
+/* A tuner sampling 1 key in `every` (a power of two); P3. Timed whole (P5). */
+static void tuner_start(struct larder__policy *p, uint64_t every)
+{
+	uint64_t t0 = larder__monotonic_ns();
+	every = every < MIN_EVERY ? MIN_EVERY : every;
+	if (p->tuner && every < p->sample_every)
+		p->set_partial = 1; /* keys now sampled may be in the cache already */
+	if (p->tuner) {
+		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+			p->base_hits[k] += larder__tuner_hits(p->tuner, k);
+		larder__tuner_destroy(p->tuner);
+		p->tuner = NULL;
+	}
+	/* The tuner picks S as the largest power of two that leaves at least
+	 * mini_entries of the expected entries: ask for exactly `every`. */
+	if (larder__tuner_create(&p->tuner, &p->kind, p->top, every * TARGET_ENTRIES) != 0)
+		p->tuner = NULL; /* no memory: no curve until the next try */
+	p->sample_every = p->tuner ? larder__tuner_sample_every(p->tuner) : every;
+	p->since_rebuild = 0;
+	/* The ghost holds the sample's share of ghost_bytes (its hits count x S). */
+	if (p->has_ghost)
+		larder__ghost_set_bound(&p->ghost, p->setup.ghost_bytes / p->sample_every
+							   ? p->setup.ghost_bytes / p->sample_every
+							   : 1);
+	p->sampled_bytes = 0;
+	p->generation++;
+	struct larder__probe_readings *out = p->setup.out;
+	atomic_store_explicit(&out->sample_every, p->sample_every, LARDER__RELAXED); /* a count */
+	atomic_store_explicit(&out->top_bytes, p->top, LARDER__RELAXED);            /* a count */
+	atomic_store_explicit(&out->generation, p->generation, LARDER__RELAXED);    /* a count */
+	publish(p);
+	uint64_t d = larder__monotonic_ns() - t0;
+	p->restart_ns += d;
+	p->own_ns += d;
+	atomic_store_explicit(&out->own_ns, p->own_ns, LARDER__RELAXED); /* a count */
+}
+
+static uint64_t first_sample_every(uint64_t top_bytes)
+{
+	uint64_t entries = top_bytes / GUESS_ENTRY_BYTES, s = 1;
+	while (entries / (s * 2) >= TARGET_ENTRIES)
+		s *= 2;
+	return s;
+}
+
+/* P3: after a sampled request, is the sample too dense or too sparse? */
+static void resample_if_needed(struct larder__policy *p)
+{
+	uint64_t top = larder__tuner_mini_entries(p->tuner, 0);
+	if (top > 4 * TARGET_ENTRIES)
+		tuner_start(p, p->sample_every * 4);
+	else if (p->since_rebuild >= TARGET_ENTRIES && top < TARGET_ENTRIES / 4 &&
+		 p->sample_every >= 4 * MIN_EVERY)
+		tuner_start(p, p->sample_every / 4);
+}
+
+/* The pool asks for another top: the same sampled keys per byte, so S
+ * scales with it (a power of two, at least 1). */
+static void recentre(struct larder__policy *p, uint64_t top)
+{
+	uint64_t every = p->sample_every;
+	for (uint64_t t = p->top; t < top && every < ((uint64_t)1 << 40); t *= 2)
+		every *= 2;
+	for (uint64_t t = p->top; t >= 2 * top && every > 1; t /= 2)
+		every /= 2;
+	p->top = top;
+	tuner_start(p, every);
+}
+
+/* In the sample (the mini caches' and the ghost's)? Not without a tuner. */
+static int sampled(const struct larder__policy *p, uint64_t hash)
+{
+	return p->tuner && p->has_ghost && larder__tuner_samples(p->tuner, hash);
+}
+
+/* ---- P6: the set of sampled entries (open addressing, backward shift) ---- */
+
+static uint64_t set_home(const struct larder__policy *p, const struct larder__entry *e)
+{
+	return ((uint64_t)(uintptr_t)e >> 4) * 0x9e3779b97f4a7c15ull >> 24 & p->set_mask;
+}
+
+static uint64_t set_find(const struct larder__policy *p, const struct larder__entry *e)
+{
+	if (!p->set)
+		return UINT64_MAX;
+	for (uint64_t i = set_home(p, e);; i = (i + 1) & p->set_mask) {
+		if (p->set[i] == (uintptr_t)e)
+			return i;
+		if (!p->set[i])
+			return UINT64_MAX;
+	}
+}
+
+static int set_grow(struct larder__policy *p)
+{
+	uint64_t n = p->set ? (p->set_mask + 1) * 2 : SET_MIN_SLOTS;
+	uintptr_t *old = p->set, *fresh = larder__calloc(n, sizeof *fresh);
+	uint64_t old_n = p->set ? p->set_mask + 1 : 0;
+	if (!fresh)
+		return -1;
+	p->set = fresh;
+	p->set_mask = n - 1;
+	for (uint64_t i = 0; i < old_n; i++) {
+		if (!old[i])
+			continue;
+		uint64_t j = set_home(p, (struct larder__entry *)old[i]);
+		while (p->set[j])
+			j = (j + 1) & p->set_mask;
+		p->set[j] = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+static void set_add(struct larder__policy *p, struct larder__entry *e)
+{
+	if ((!p->set || (p->set_live + 1) * 2 > p->set_mask + 1) && set_grow(p) != 0) {
+		p->set_lost = 1;
+		return;
+	}
+	uint64_t i = set_home(p, e);
+	while (p->set[i] && p->set[i] != (uintptr_t)e)
+		i = (i + 1) & p->set_mask;
+	p->set_live += !p->set[i];
+	p->set[i] = (uintptr_t)e;
+}
+
+/* Removes e; returns whether it was there. */
+static int set_del(struct larder__policy *p, const struct larder__entry *e)
+{
+	uint64_t i = set_find(p, e);
+	if (i == UINT64_MAX)
+		return 0;
+	for (uint64_t j = i;;) {
+		j = (j + 1) & p->set_mask;
+		if (!p->set[j])
+			break;
+		uint64_t home = set_home(p, (struct larder__entry *)p->set[j]);
+		int in_range = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
+		if (!in_range) {
+			p->set[i] = p->set[j];
+			i = j;
+		}
+	}
+	p->set[i] = 0;
+	p->set_live--;
+	return 1;
+}
+
+/* Warm (pool/pool.c): the mini caches have seen twice what the largest holds. */
+static int minis_warm(const struct larder__policy *p)
+{
+	uint64_t n = larder__tuner_requests(p->tuner);
+	uint64_t mean = n && p->sampled_bytes ? p->sampled_bytes / n : GUESS_ENTRY_BYTES;
+	return n >= 2 * (p->top / p->sample_every / (mean ? mean : 1));
+}
+
+/* The pool's requests, and a tuner after memory was refused (on inserts). */
+static void follow_pool(struct larder__policy *p)
+{
+	/* Relaxed: the pool's request (probe.h). */
+	uint64_t want = atomic_load_explicit(&p->setup.out->want_top, LARDER__RELAXED);
+	if (want && want != p->top)
+		recentre(p, want);
+	if (!p->tuner && (++p->since_rebuild & RETRY_MASK) == 0) /* refused: retry */
+		tuner_start(p, p->sample_every);
+}
+
+/* One request of a sampled key, as the policy sees it. */
+static void probe_request(struct larder__policy *p, uint64_t hash, uint64_t bytes)
+{
+	larder__tuner_access(p->tuner, hash, bytes);
+	p->since_rebuild++;
+	p->sampled_bytes += bytes;
+	publish(p);
+	resample_if_needed(p);
+}
+
+static void probe_insert(struct larder__policy *p, struct larder__entry *e, uint64_t hash,
+			 size_t bytes)
+{
+	p->inner_ops->insert(p->inner, e, hash, bytes);
+	uint64_t restarts, t0 = time_begin(p, &restarts);
+	follow_pool(p);
+	if (sampled(p, hash)) {
+		set_add(p, e);
+		if (larder__ghost_remove(&p->ghost, larder__ghost_fp(hash))) {
+			p->ghost_hits++;
+			/* Relaxed: a count (probe.h). */
+			atomic_store_explicit(&p->setup.out->ghost_hits, p->ghost_hits,
+					      LARDER__RELAXED);
+		}
+		probe_request(p, hash, bytes);
+	}
+	time_end(p, t0, restarts);
+}
+
+static void probe_replace(struct larder__policy *p, struct larder__entry *old,
+			  struct larder__entry *e, size_t old_bytes, size_t bytes)
+{
+	p->inner_ops->replace(p->inner, old, e, old_bytes, bytes);
+	if (set_del(p, old)) /* the same key: in the sample still */
+		set_add(p, e);
+}
+
+static void probe_hit(struct larder__policy *p, struct larder__entry *e)
+{
+	p->inner_ops->hit(p->inner, e);
+	if (!p->tuner)
+		return;
+	uint64_t restarts, t0 = time_begin(p, &restarts);
+	/* P6: only an entry of the set is hashed, unless the set may miss some
+	 * (a denser sample since they came in, or no memory): then every hit is,
+	 * until the mini caches are warm, and those found are added. */
+	int known = set_find(p, e) != UINT64_MAX;
+	if (p->set_partial && minis_warm(p))
+		p->set_partial = 0;
+	if (known || p->set_lost || p->set_partial) {
+		uint64_t hash = p->host.hash(p->host.ctx, e);
+		if (sampled(p, hash)) {
+			if (!known)
+				set_add(p, e);
+			probe_request(p, hash, p->host.size(p->host.ctx, e));
+		} else if (known) {
+			set_del(p, e); /* a sparser sample since it came in */
+		}
+	}
+	time_end(p, t0, restarts);
+}
+
+static void probe_remove(struct larder__policy *p, struct larder__entry *e, size_t bytes)
+{
+	p->inner_ops->remove(p->inner, e, bytes);
+	set_del(p, e);
+}
+
+static struct larder__entry *probe_evict(struct larder__policy *p)
+{
+	struct larder__entry *v = p->inner_ops->evict(p->inner);
+	if (v && set_del(p, v)) {
+		uint64_t restarts, t0 = time_begin(p, &restarts);
+		uint64_t hash = p->host.hash(p->host.ctx, v);
+		if (sampled(p, hash)) {
+			size_t bytes = p->host.size(p->host.ctx, v);
+			larder__ghost_insert(&p->ghost, larder__ghost_fp(hash),
+					     bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes);
+		}
+		time_end(p, t0, restarts);
+	}
+	return v;
+}
+
+static void probe_set_capacity(struct larder__policy *p, uint64_t capacity_bytes)
+{
+	p->inner_ops->set_capacity(p->inner, capacity_bytes);
+}
+
+static int64_t probe_check(struct larder__policy *p)
+{
+	return p->inner_ops->check(p->inner);
+}
+
+static void probe_destroy(struct larder__policy *p)
+{
+	p->inner_ops->destroy(p->inner);
+	if (p->tuner)
+		larder__tuner_destroy(p->tuner);
+	if (p->has_ghost)
+		larder__ghost_destroy(&p->ghost);
+	free(p->set);
+	free(p);
+}
+
+/* Never created through create(): larder__probe_wrap builds it around a
+ * policy. hits_keep_awake is read from the inner policy's ops before the
+ * wrap (maint/maintainer.c), so its value here is not used. */
+static const struct larder__policy_ops probe_ops = {
+	.name = "probe",
+	.hits_keep_awake = 0,
+	.create = NULL,
+	.destroy = probe_destroy,
+	.insert = probe_insert,
+	.replace = probe_replace,
+	.hit = probe_hit,
+	.remove = probe_remove,
+	.evict = probe_evict,
+	.set_capacity = probe_set_capacity,
+	.check = probe_check,
+};
+
+int larder__probe_wrap(const struct larder__probe_setup *setup,
+		       const struct larder__policy_host *host,
+		       const struct larder__policy_ops **ops, struct larder__policy **policy)
+{
+	struct larder__policy *p = larder__calloc(1, sizeof *p);
+	if (!p) {
+		(*ops)->destroy(*policy);
+		*policy = NULL;
+		return LARDER_ENOMEM;
+	}
+	p->inner_ops = *ops;
+	p->inner = *policy;
+	p->host = *host;
+	p->setup = *setup;
+	p->kind = (struct larder__tuner_kind){
+		.ops = base_ops(setup->policy),
+		.count = LARDER__PROBE_POINTS,
+		.mini_entries = TARGET_ENTRIES,
+		.min_sample = 1,
+		.flags = LARDER__TUNER_CURVE,
+	};
+	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+		p->kind.scale[k] = larder__probe_scale[k];
+	p->has_ghost = larder__ghost_init(&p->ghost, 1, 16) == 0;
+	p->top = setup->top_bytes;
+	tuner_start(p, first_sample_every(p->top));
+	*ops = &probe_ops;
+	*policy = p;
+	return LARDER_OK;
+}

@@ -1,0 +1,62 @@
+/*
+ * pool/probe.h - what a pooled cache's maintainer learns for its pool: the
+ * requests its policy sees, replayed through mini caches of several sizes
+ * (points of a miss-ratio curve), and the hits a ghost of recent victims
+ * would have turned into (see probe.c).
+ */
+#ifndef LARDER_POOL_PROBE_H
+#define LARDER_POOL_PROBE_H
+
+#include <stdint.h>
+
+#include "evict/policy.h"
+#include "sync/atomic.h"
+
+/* Points of the curve: sizes top x 2^(-k/3), k = 0..POINTS-1 (top/32 last);
+ * the pool picks top around the cache's size (want_top) and the probe
+ * follows, restarting its mini caches. */
+#define LARDER__PROBE_POINTS 16
+
+/* Point k's size in 1/1024 of the top size (larder__probe_scale[0] == 1024). */
+extern const unsigned larder__probe_scale[LARDER__PROBE_POINTS];
+
+/*
+ * The probe's counters. Written only by the cache's maintainer (the probe
+ * runs inside its policy calls), with relaxed stores: each is a count that
+ * only grows, read by the pool's controller with relaxed loads; a reading
+ * may mix counts a few requests apart, which the controller's averaging
+ * over a window absorbs. Nothing else is published through them.
+ */
+struct larder__probe_readings {
+	larder__atomic_u64 hits[LARDER__PROBE_POINTS]; /* each mini cache's hits */
+	larder__atomic_u64 ghost_hits;  /* inserts of keys found in the ghost */
+	larder__atomic_u64 generation;  /* bumped when the mini caches restart cold */
+	larder__atomic_u64 sample_every; /* S: one key in S is sampled */
+	larder__atomic_u64 top_bytes;   /* the largest mini cache's full size, bytes */
+	larder__atomic_u64 top_room;    /* entries it holds when full (mean sampled size) */
+	larder__atomic_u64 fresh;       /* sampled requests since the mini caches restarted */
+	larder__atomic_u64 own_ns;      /* the probe's own time so far (P5 in probe.c) */
+	/* Written by the pool (relaxed: a request; a late one only delays a
+	 * re-centring), read by the probe at every request it sees. */
+	larder__atomic_u64 want_top;
+};
+
+struct larder__probe_setup {
+	struct larder__probe_readings *out;
+	enum larder_policy policy; /* the cache's; the mini caches run its base policy */
+	uint64_t top_bytes;        /* the largest size the curve starts with (then want_top) */
+	uint64_t ghost_bytes;      /* what the ghost remembers of recent victims */
+};
+
+/*
+ * Wraps the cache's freshly created policy (*ops, *policy) in a probe that
+ * forwards every call to it and watches the requests. On success *ops and
+ * *policy are the probe's and it owns the inner policy; on failure
+ * (LARDER_ENOMEM) the inner policy is destroyed and *policy is NULL.
+ * host is the cache's (the probe hashes hit entries through it).
+ */
+int larder__probe_wrap(const struct larder__probe_setup *setup,
+		       const struct larder__policy_host *host,
+		       const struct larder__policy_ops **ops, struct larder__policy **policy);
+
+#endif /* LARDER_POOL_PROBE_H */

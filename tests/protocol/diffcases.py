@@ -1,0 +1,141 @@
+"""diffcases.py - the scripted cases of difftest.py: request scripts whose
+replies from larderd and memcached 1.6.18 must be identical.
+
+A case is (name, parts); a part is bytes sent as one write, Split(bytes) sent
+in small pieces, or SYNC (wait until every reply so far has arrived; later
+parts may then use {CAS}, the latest CAS unique the server returned, and
+{CASP}, the one before). steps(a, b, ...) sends each
+step followed by a SYNC. Each case runs on a fresh connection after a
+flush_all. The cases named "issue-..." are the regression cases of the
+differences once found between the two servers.
+"""
+from diffgrammar import SYNC, Split
+
+
+def steps(*parts):
+    out = []
+    for p in parts:
+        out += [p.encode("latin-1") if isinstance(p, str) else p, SYNC]
+    return out
+
+
+K251 = "k" * 251
+K250 = "k" * 250
+BIG = 2000000
+
+CASES = [
+    # ---- framing, tokens, errors (the original 36 comparison scripts) ----
+    ("errors", steps("\r\n", "foo\r\n", "SET a 0 0 1\r\n", "set a 0 0\r\n", "get\r\n")),
+    ("bad-data-chunk", steps("set a 0 0 1\r\nxx\r\nget a\r\n")),
+    ("bad-numbers", steps("set a 0 0 -1\r\n", "set a b 0 1\r\nx\r\n", "set a 0 x 1\r\nx\r\n")),
+    ("key-251", steps("set %s 0 0 1\r\nx\r\n" % K251, "get a %s b\r\n" % K251,
+                      "incr %s 1\r\n" % K251)),
+    ("get-repeats", steps("set a 5 0 3\r\nabc\r\nget a\r\nget a a nothere a\r\n")),
+    ("noreply-set", steps("set a 0 0 1 noreply\r\nx\r\nget a\r\n", "set a 0 0 1 noreply extra\r\nx\r\n")),
+    ("spaces-bare-lf", steps("set  a  0 0 1 \r\nx\r\nget  a \r\n", "get a\nset b 0 0 1\nx\nget b\n")),
+    ("add-replace", steps("add a 0 0 1\r\nx\r\nadd a 0 0 1\r\ny\r\nreplace a 0 0 1\r\nz\r\n"
+                          "replace q 0 0 1\r\nz\r\nget a q\r\n")),
+    ("add-replace-noreply", steps("add a 0 0 1 noreply\r\nx\r\nreplace a 0 0 1 noreply\r\ny\r\nget a\r\n")),
+    ("append-prepend", steps("append zz 0 0 1\r\nx\r\nset a 7 0 1\r\nx\r\nprepend a 0 0 1\r\ny\r\n"
+                             "append a 0 0 1\r\nz\r\nget a\r\n")),
+    ("cas", steps("set a 0 0 1\r\nx\r\ngets a\r\n", "cas a 0 0 1 {CAS}\r\ny\r\n",
+                  "cas a 0 0 1 {CASP}\r\nz\r\n", "cas zz 0 0 1 99\r\nx\r\n", "cas a 0 0 1\r\n",
+                  "gets a\r\n")),
+    ("incr-decr", steps("incr a 1\r\nset n 0 0 2\r\n10\r\nincr n 5\r\ndecr n 100\r\nincr n abc\r\n"
+                        "incr n -1\r\nset s 0 0 1\r\nx\r\nincr s 1\r\nincr n 1 noreply\r\nget n\r\n")),
+    # (a stored value at or above 2^63 is "incr-huge-value": memcached
+    # looks for a minus sign past its end)
+    ("incr-wrap", steps("incr a 18446744073709551616\r\nset n 0 0 19\r\n9223372036854775807\r\n"
+                        "incr n 18446744073709551615\r\nget n\r\ndecr n 1\r\nset m 0 0 3\r\n100\r\n"
+                        "decr m 1\r\nget m\r\nincr m 1000\r\nget m\r\n")),
+    ("incr-empty", steps("set e 0 0 0\r\n\r\nincr e 1\r\nget e\r\n")),
+    ("delete", steps("delete a\r\nset a 0 0 1\r\nx\r\ndelete a 0\r\ndelete a 5\r\n"
+                     "delete a noreply\r\ndelete\r\ndelete a\r\n")),
+    ("touch", steps("set t 0 0 1\r\nx\r\ntouch t 10\r\ntouch zz 10\r\ntouch t\r\ntouch t x\r\n"
+                    "touch t 10 noreply\r\n")),
+    ("gat", steps("set t 0 0 1\r\nx\r\ngat 10 t\r\ngats 10 t zz\r\ngat t\r\ngat x t\r\n")),
+    ("expired-writes", steps("set t 0 -1 1\r\nx\r\nget t\r\nset t 0 0 1\r\nx\r\ntouch t -1\r\nget t\r\n")),
+    ("expired-add", steps("set t 0 1000 1\r\nx\r\nadd t2 0 -1 1\r\ny\r\nget t t2\r\n")),
+    ("flush-forms", steps("flush_all\r\nflush_all 0\r\nflush_all noreply\r\nflush_all abc\r\n"
+                          "flush_all 0 noreply\r\n")),
+    ("flush", steps("set f 0 0 1\r\nx\r\nflush_all\r\nget f\r\n")),
+    ("verbosity", steps("verbosity\r\nverbosity 1\r\nverbosity 1 noreply\r\nverbosity 1 2 3\r\n")),
+    ("version", steps("version\r\n")),
+    ("stats-forms", steps("stats noreply\r\n", "stats foo\r\n", "stats reset\r\n")),
+    ("too-large", steps("set big 0 0 %d\r\n%s\r\nget big\r\n" % (BIG, "x" * BIG))),
+    ("flags-32bit", steps("set a 4294967296 0 1\r\nx\r\nget a\r\n", "set a 4294967295 0 1\r\nx\r\nget a\r\n")),
+    ("meta-errors", steps("mn\r\n", "mg\r\n", "mz a\r\n", "ms a\r\n", "ms a x\r\n", "ms a 2 Zz\r\nhi\r\n",
+                          "mg a v v\r\n")),
+    ("meta-basic", steps("ms q1 2 T0 F5\r\nhi\r\nmg q1 v f\r\nmg q1 s v k O9 f\r\nmg zz v\r\n"
+                         "mg zz v q\r\nmg zz v O1 k\r\nmn\r\n")),
+    ("meta-cas", steps("ms a 1\r\nx\r\nmg a v c\r\nmg a c\r\n", "ms a 1 C{CAS} c\r\ny\r\n",
+                       "ms a 1 C1\r\nz\r\nmg a v\r\n")),
+    ("meta-modes", steps("ms a 2 MA\r\nxx\r\nms a 1\r\nx\r\nms a 2 MA\r\nyy\r\nms a 1 MP\r\nz\r\n"
+                         "mg a v\r\nms a 2 ME\r\nyy\r\nms nope 2 MR\r\nzz\r\nms new 2 ME\r\nzz\r\n"
+                         "mg new v\r\n")),
+    ("meta-quiet", steps("ms a 1 q\r\nx\r\nms a 1 q MR\r\ny\r\nmn\r\n")),
+    ("meta-delete", steps("md miss q\r\nmd miss\r\nms d 1\r\nx\r\nmd d q\r\nmd d O5 k\r\nmg d v\r\n")),
+    ("meta-arith", steps("ma miss\r\nma miss q\r\nma nn N0 J7 v\r\nma nn v\r\nma nn MD D3 v\r\n"
+                         "ma nn D100 MD v\r\nma nn q\r\nmg nn v\r\nms s 1\r\nx\r\nma s\r\n")),
+    ("meta-base64", steps("ms YWJj 1 b k\r\nx\r\nmg YWJj b k v\r\nmg abc v\r\nmg !!! b v\r\n")),
+    ("meta-stale", steps("ms st 2\r\nzz\r\nmd st I T30\r\nmg st v t\r\nmg st v t\r\nms st 2\r\nyy\r\n"
+                         "mg st v\r\n")),
+    ("meta-vivify", steps("mg viv v N30\r\nmg viv v N30\r\nms viv 1\r\nx\r\nmg viv v\r\n")),
+    ("meta-bad-flags", steps("mg a Z\r\nmg a v v\r\nmd a Z\r\nmd a q q\r\nma a Z\r\nma a q q\r\nmg a P L\r\n",
+                             "ms a 1 E12345 c\r\nx\r\nmg a c v\r\nma n N0 J5 E777 c v\r\n",
+                             "ms c 1 S1\r\nx\r\n")),
+    ("meta-ttl", steps("ms a 1 T100\r\nx\r\nmg a t v\r\nma n N0 J5 v\r\nma n T100 t v\r\n")),
+
+    # ---- regression cases: each difference first found by hand against memcached ----
+    # 1. a refused set removes the old value
+    ("issue-stale-after-refused-set",
+     steps("set foo 0 0 3\r\nMOO\r\n", "set foo 0 0 %d\r\n%s\r\n" % (BIG, "x" * BIG), "get foo\r\n")),
+    ("issue-stale-after-refused-ms",
+     steps("ms foo 3\r\nMOO\r\n", "ms foo %d\r\n%s\r\n" % (BIG, "x" * BIG), "mg foo v\r\n",
+           "ms foo 3\r\nMOO\r\n", "ms foo %d ME\r\n%s\r\n" % (BIG, "x" * BIG), "mg foo v\r\n")),
+    ("issue-refused-other-modes-keep",
+     steps("set foo 0 0 3\r\nMOO\r\n", "add foo 0 0 %d\r\n%s\r\n" % (BIG, "x" * BIG),
+           "replace foo 0 0 %d\r\n%s\r\n" % (BIG, "x" * BIG), "get foo\r\n")),
+    # 2. long multi-key get lines are served, in one write or in pieces
+    ("issue-long-get-line", steps("set k1 0 0 1\r\nx\r\n",
+                                  "get " + " ".join("k%d" % (i % 20000) for i in range(18725)) + "\r\n")),
+    ("issue-long-get-line-split", [b"set k1 0 0 1\r\nx\r\n", SYNC,
+                                   Split(("get " + " ".join("key%05d" % i for i in range(30000))
+                                          + "\r\n").encode())]),
+    ("issue-long-gets-line", steps("gets " + " ".join("a%d" % i for i in range(60000)) + "\r\n")),
+    # 3. noreply on an error line: no reply, later replies not shifted
+    ("issue-noreply-on-error", steps("delete k 10 noreply\r\nversion\r\n", "incr k abc noreply\r\nmn\r\n",
+                                     "touch k abc noreply\r\nmn\r\n", "set k 0 0 x noreply\r\nmn\r\n")),
+    # 4. HTTP on the memcached port closes the connection
+    ("issue-http-get", [b"GET / HTTP/1.0\r\n\r\n"]),
+    ("issue-http-post", [b"version\r\n", SYNC, b"POST /x HTTP/1.1\r\nHost: a\r\n\r\n"]),
+    ("issue-http-like-get", steps("get / HTTP/1.0\r\n")),
+    # 5. meta commands
+    ("issue-ms-bad-cas-c", steps("ms k 2\r\nhi\r\n", "ms k 2 c C12345\r\nho\r\n", "ms k 2 c C{CAS}\r\nho\r\n")),
+    ("issue-mg-hit-before", steps("ms k 2\r\nhi\r\n", "mg k h v\r\n", "mg k h\r\n", "mg nope h\r\n",
+                                  "set k 0 0 1\r\nx\r\n", "mg k h\r\n", "get k\r\n", "mg k h\r\n")),
+    ("issue-ms-stale-invalidate", steps("ms k 2\r\nhi\r\nmg k c\r\n", "md k I\r\nmg k c\r\n",
+                                        "ms k 2 C{CASP} I\r\nho\r\n", "mg k v c\r\n",
+                                        "ms k 2 C{CASP} I\r\nxx\r\n", "mg k v\r\n")),
+    ("issue-mget-is-error", steps("mget a b\r\n", "bget a\r\n", "set a 0 0 1\r\nx\r\nbget a b\r\n")),
+    # 6. malformed input
+    ("issue-nul-in-line", steps("set a 0 0 1\r\nx\r\n", b"get a\x00 b\r\n", b"get\x00 a\r\n",
+                                b"set b 0 0 2\x00junk\r\nhi\r\nget b\r\n")),
+    ("issue-exptime-2147483648", steps("set t 0 0 1\r\nx\r\n", "touch t 2147483648\r\n", "get t\r\n",
+                                       "set t 0 0 1\r\nx\r\n", "gat 2147483648 t\r\n", "get t\r\n",
+                                       "set t 0 2147483648 1\r\nx\r\nget t\r\n",
+                                       "flush_all 2147483648\r\n", "gat 4294967296 t\r\n")),
+    ("issue-verbosity", steps("verbosity abc\r\n", "verbosity -1\r\n", "verbosity 4294967296\r\n",
+                              "verbosity 18446744073709551615\r\n", "verbosity abc noreply\r\n",
+                              "verbosity 5 noreply\r\n")),
+    ("issue-meta-many-flags", steps("mg k " + " ".join("O%d" % i for i in range(25)) + "\r\n",
+                                    "mg k v s f t c k q O1 h l u b\r\n",
+                                    "md k " + "q " * 20 + "\r\n", "ma k " + "v " * 19 + "\r\n",
+                                    "mg k " + " ".join("abcdefghijklmnopqrs") + "\r\n")),
+    ("issue-meta-number-overflow", steps("ma k N99999999999\r\n", "ma k N4294967296 J5 v\r\n",
+                                         "mg k N99999999999\r\n", "mg k R99999999999 v\r\n",
+                                         "ma k D18446744073709551616\r\n", "ma k J18446744073709551616\r\n",
+                                         "ms k 1 T99999999999\r\nx\r\n", "mg k T2147483648 v\r\n")),
+    ("issue-too-large-answered-after-value", [b"set big 0 0 %d\r\n" % BIG]),
+    ("issue-too-large-pipelined", [b"version\r\nset big 0 0 %d\r\n" % BIG + b"x" * 100]),
+]

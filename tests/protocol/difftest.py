@@ -1,0 +1,404 @@
+#!/usr/bin/env python3
+"""difftest.py - differential tester: larderd against Debian's memcached 1.6.18.
+
+    difftest.py LARDERD MEMCACHED [--seed N] [--episodes N] [--seconds S]
+                [--scripted-only | --random-only] [--show N]
+
+Starts both servers on free loopback ports with the same settings and sends
+each the same command streams ("episodes"), then compares the replies byte for
+byte after the normalisation below. Phase 1 runs the scripted cases of
+diffcases.py (the regression cases); phase 2 runs random episodes drawn from
+the grammar of diffgrammar.py with a seed, until --episodes episodes or
+--seconds seconds, whichever comes first; each ends with a probe that reads
+every key of the grammar's pool without changing it, so that a command whose
+effect differs is caught in the episode that ran it. Exit status 0 when
+nothing differed.
+
+How an episode runs (on a fresh connection to each server, both at once): its parts
+are sent in order, a part may be split into several writes; at a sync point
+the tester sends "mg __sync__ Os<n>" and reads until its unique reply
+"EN Os<n>" arrives, so that later parts can use CAS uniques the server
+returned ({CAS}: the latest, {CASP}: the one before). At the end the tester shuts down its sending side and reads until the
+server closes, so every reply is collected without any timing assumption: both
+servers answer everything they read, then see end-of-file and close. A
+deadline (generous: 60 s) only turns a hang into a reported difference.
+
+Normalisation (only what cannot be equal by design; docs/server.md):
+  - CAS uniques: each distinct value is renamed in order of appearance per
+    server (<cas1>, <cas2>, ...), so the identity pattern is still compared
+    (the same item shows the same unique, a write changes it); 0 stays 0.
+  - remaining TTLs (mg/ma "t", me "exp"): equal within five seconds, since
+    memcached's clock ticks once a second on a timer that a loaded machine
+    delays.
+  - "VERSION ..." and the internal fields of "me" (la, cls, size: memcached's
+    access clock, slab class and item layout) are masked, and so is mg's
+    "l" (seconds since the last access, which memcached updates at most once
+    a minute and larderd does not keep: docs/server.md).
+  - a connection closed by the server reads as <CLOSED>, whether the close
+    came as FIN or RST.
+Every seed is printed, and a failing episode is printed as Python literals so
+it can be replayed.
+"""
+import argparse, os, random, signal, socket, subprocess, sys, threading, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loopback import free_port, wait_port
+import diffcases, diffgrammar
+
+DEADLINE = 60.0
+# memcached's clock ticks once a second, driven by a timer that a loaded
+# machine delays (seen: 3 s behind in a 10-minute run on a shared 2-core
+# machine); larderd rounds up.
+TTL_SLACK = 5
+SYNC = diffgrammar.SYNC
+
+
+class Hang(Exception):
+    pass
+
+
+def recv_some(s, deadline):
+    s.settimeout(max(0.01, deadline - time.monotonic()))
+    try:
+        return s.recv(1 << 20)
+    except socket.timeout:
+        raise Hang()
+    except (ConnectionResetError, BrokenPipeError):
+        return b""
+
+
+def sync_request(n):
+    """The sync point's request and its reply: an mg of a key no episode
+    uses, whose echoed opaque makes the reply unique on the connection."""
+    return b"mg __sync__ Os%d\r\n" % n, b"EN Os%d\r\n" % n
+
+
+def fill(part, cas):
+    """Replaces {CAS} and {CASP} with this server's latest uniques."""
+    latest = cas[-1] if cas else b"0"
+    prev = cas[-2] if len(cas) > 1 else b"0"
+    return part.replace(b"{CAS}", latest).replace(b"{CASP}", prev)
+
+
+def run_episode(port, parts, split_seed):
+    """Runs one episode on a fresh connection; returns everything received."""
+    rng = random.Random(split_seed)
+    s = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    out, syncs = b"", 0
+    try:
+        for part in parts:
+            if part is SYNC:
+                syncs += 1
+                req, rep = sync_request(syncs)
+                try:
+                    s.sendall(req)
+                except (BrokenPipeError, ConnectionResetError):
+                    return out + b"<CLOSED>"
+                deadline = time.monotonic() + DEADLINE
+                while not out.endswith(rep):
+                    b = recv_some(s, deadline)
+                    if not b:
+                        return out + b"<CLOSED>"
+                    out += b
+                continue
+            split = isinstance(part, diffgrammar.Split)
+            data = fill(part.data if split else part, cas_values(out))
+            try:
+                if split:
+                    i = 0
+                    while i < len(data):
+                        n = rng.choice((1, 2, 3, 7, 64, 1000))
+                        s.sendall(data[i:i + n])
+                        i += n
+                        # Lets most pieces arrive in separate reads; the
+                        # replies are the same however the bytes land.
+                        time.sleep(0.0005)
+                else:
+                    s.sendall(data)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+        try:
+            s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            b = recv_some(s, deadline)
+            if not b:
+                return out + b"<CLOSED>"
+            out += b
+    except Hang:
+        return out + b"<HANG>"
+    finally:
+        s.close()
+
+
+# ---- parsing and normalising a reply stream ---------------------------------
+
+def split_replies(b):
+    """Splits a reply stream into items: a line, or a line with its data block
+    (VALUE and VA). Returns a list of (line, data or None)."""
+    items, i = [], 0
+    while i < len(b):
+        if b.startswith(b"<CLOSED>", i) or b.startswith(b"<HANG>", i):
+            items.append((b[i:], None))
+            break
+        j = b.find(b"\r\n", i)
+        if j < 0:
+            items.append((b[i:], None))
+            break
+        line, i = b[i:j], j + 2
+        n = None
+        f = line.split(b" ")
+        if f[0] == b"VALUE" and len(f) >= 4 and f[3].isdigit():
+            n = int(f[3])
+        elif f[0] == b"VA" and len(f) >= 2 and f[1].isdigit():
+            n = int(f[1])
+        if n is not None and i + n + 2 <= len(b):
+            items.append((line, b[i:i + n + 2]))
+            i += n + 2
+        else:
+            items.append((line, None))
+    return items
+
+
+META_CODES = {b"HD", b"VA", b"EN", b"NF", b"NS", b"EX"}
+
+
+def cas_values(out):
+    """CAS uniques in the order the server returned them (for {CAS})."""
+    found = []
+    for line, _ in split_replies(out):
+        f = line.split(b" ")
+        if f[0] == b"VALUE" and len(f) == 5:
+            found.append(f[4])
+        elif f[0] in META_CODES:
+            found += [t[1:] for t in f[1:] if t[:1] == b"c" and t[1:].isdigit()]
+    return found
+
+
+class Normaliser:
+    """One server's replies to one episode."""
+
+    def __init__(self):
+        self.names = {}
+
+    def cas(self, v):
+        if v == b"0":
+            return v
+        return self.names.setdefault(v, b"<cas%d>" % (len(self.names) + 1))
+
+    def line(self, line):
+        """Returns (normalised line, list of TTL numbers compared loosely)."""
+        f = line.split(b" ")
+        ttls = []
+        if f[0] == b"VALUE" and len(f) == 5 and f[4].isdigit():
+            f[4] = self.cas(f[4])
+        elif f[0] in META_CODES:
+            for k in range(1, len(f)):
+                t = f[k]
+                if t[:1] == b"c" and t[1:].isdigit():
+                    f[k] = b"c" + self.cas(t[1:])
+                elif t[:1] == b"t" and t[1:].isdigit():
+                    ttls.append(int(t[1:]))
+                    f[k] = b"t<ttl>"
+                elif t[:1] == b"l" and t[1:].isdigit():
+                    f[k] = b"l<masked>"
+        elif f[0] == b"ME":
+            for k in range(2, len(f)):
+                name, _, v = f[k].partition(b"=")
+                if name == b"cas" and v.isdigit():
+                    f[k] = b"cas=" + self.cas(v)
+                elif name == b"exp" and v.lstrip(b"-").isdigit() and v != b"-1":
+                    ttls.append(-int(v))
+                    f[k] = b"exp=<ttl>"
+                elif name in (b"la", b"cls", b"size"):
+                    f[k] = name + b"=<masked>"
+        elif f[0] == b"VERSION":
+            f = [b"VERSION", b"<v>"]
+        return b" ".join(f), ttls
+
+    def stream(self, b):
+        out, ttls = [], []
+        for line, data in split_replies(b):
+            l, t = self.line(line)
+            out.append((l, data))
+            ttls += t
+        return out, ttls
+
+
+def first_difference(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return min(len(a), len(b))
+
+
+def same(na, nb):
+    (ia, ta), (ib, tb) = na, nb
+    return ia == ib and len(ta) == len(tb) and all(abs(x - y) <= TTL_SLACK for x, y in zip(ta, tb))
+
+
+# ---- servers ------------------------------------------------------------------
+
+SETTINGS = ["-m", "256", "-t", "4", "-I", "1m", "-c", "1024"]
+MC_EXTRA = os.environ.get("DIFFTEST_MC_ARGS", "").split()
+
+
+def start_servers(larderd, memcached):
+    lp, mp = free_port(), free_port()
+    procs = [
+        subprocess.Popen([memcached, "-p", str(mp), "-l", "127.0.0.1", "-U", "0",
+                          "-u", "nobody"] + SETTINGS + MC_EXTRA,
+                         stderr=open(os.environ["DIFFTEST_MC_LOG"], "w") if "DIFFTEST_MC_LOG" in os.environ else subprocess.DEVNULL),
+        subprocess.Popen([larderd, "-p", str(lp), "-l", "127.0.0.1"] + SETTINGS,
+                         stderr=subprocess.DEVNULL),
+    ]
+    wait_port(mp)
+    wait_port(lp)
+    # larderd tracks fetches (mg h, me fetch=) from the first request that
+    # asks about them (docs/server.md); memcached always does. Ask once at
+    # the start, so that both count every read that follows.
+    for port in (mp, lp):
+        run_episode(port, [b"me __start__\r\n"], 0)
+    return procs, mp, lp
+
+
+def stop_servers(procs):
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+# ---- the run ---------------------------------------------------------------------
+
+class Run:
+    def __init__(self, mport, lport, show):
+        self.mport, self.lport, self.show = mport, lport, show
+        self.episodes = self.diffs = 0
+        self.differing = []
+
+    def episode(self, name, parts, split_seed=0):
+        self.episodes += 1
+        a, b = both(lambda: run_episode(self.mport, parts, split_seed),
+                    lambda: run_episode(self.lport, parts, split_seed))
+        na, nb = Normaliser().stream(a), Normaliser().stream(b)
+        if same(na, nb):
+            return True
+        self.diffs += 1
+        self.differing.append(name.split(":")[0])
+        if self.diffs <= self.show:
+            i = first_difference(na[0], nb[0])
+            print("DIFFERENCE in %s" % name)
+            print("  parts:     %s" % show_parts(parts))
+            print("  memcached: %r" % trim(a))
+            print("  larderd:   %r" % trim(b))
+            print("  first differing reply #%d: memcached %r, larderd %r" % (
+                i, na[0][i] if i < len(na[0]) else None, nb[0][i] if i < len(nb[0]) else None))
+            if na[0] == nb[0]:
+                print("  (remaining TTLs differ by more than %d s: %r vs %r)" % (TTL_SLACK, na[1], nb[1]))
+        # Both caches may now hold different things: start the next one clean.
+        both(lambda: run_episode(self.mport, [b"flush_all\r\n"], 0),
+             lambda: run_episode(self.lport, [b"flush_all\r\n"], 0))
+        return False
+
+
+def both(fa, fb):
+    """Runs the two servers' sides at the same time, so that the clocks they
+    see (TTLs) are the same instants."""
+    res = [None, None]
+
+    def side(i, f):
+        res[i] = f()
+
+    t = threading.Thread(target=side, args=(1, fb))
+    t.start()
+    side(0, fa)
+    t.join()
+    return res[0], res[1]
+
+
+def trim(b, n=600):
+    return b if len(b) <= n else b[:n] + b"...(%d bytes)" % len(b)
+
+
+def show_parts(parts, n=300):
+    shown = []
+    for p in parts:
+        if p is SYNC:
+            shown.append("SYNC")
+        elif isinstance(p, diffgrammar.Split):
+            shown.append("Split(%r)" % trim(p.data, n))
+        else:
+            shown.append(repr(trim(p, n)))
+    return "[" + ", ".join(shown) + "]"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("larderd")
+    ap.add_argument("memcached")
+    ap.add_argument("--seed", type=int, default=None, help="random seed (default: from the clock)")
+    ap.add_argument("--episodes", type=int, default=None, help="random episodes to run")
+    ap.add_argument("--seconds", type=float, default=None, help="time bound of the random phase")
+    ap.add_argument("--scripted-only", action="store_true")
+    ap.add_argument("--random-only", action="store_true")
+    ap.add_argument("--show", type=int, default=20, help="differences printed in full")
+    ap.add_argument("--only", type=int, default=None,
+                    help="run only this random episode of the seed (on empty caches)")
+    args = ap.parse_args()
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    if args.episodes is None and args.seconds is None:
+        args.episodes = 200
+
+    procs, mport, lport = start_servers(args.larderd, args.memcached)
+    try:
+        run = Run(mport, lport, args.show)
+        t0 = time.monotonic()
+        if not args.random_only:
+            bad = 0
+            for name, parts in diffcases.CASES:
+                bad += not run.episode("case " + name, [b"flush_all\r\n", SYNC] + parts)
+            print("scripted: %d of %d cases identical" % (len(diffcases.CASES) - bad,
+                                                          len(diffcases.CASES)))
+        if not args.scripted_only:
+            print("random: seed %d; excluded productions (docs/server.md): %s"
+                  % (seed, ", ".join(sorted(diffgrammar.EXCLUDED))))
+            gen = diffgrammar.Grammar(seed)
+            t1, n, bad = time.monotonic(), 0, 0
+            while ((args.episodes is None or n < args.episodes) and
+                   (args.seconds is None or time.monotonic() - t1 < args.seconds)):
+                name, parts = gen.episode()
+                if args.only is None or args.only == n:
+                    if args.only is not None:
+                        print("episode %d: %s" % (n, show_parts(parts, 100000)))
+                    label = "random episode %d (seed %d): %s" % (n, seed, name)
+                    ok = run.episode(label, parts, split_seed=seed * 1000003 + n)
+                    bad += not (ok and run.episode(label + ", then the probe", gen.probe()))
+                n += 1
+                if args.only is not None and n > args.only:
+                    break
+            print("random: %d of %d episodes identical (seed %d, %.0f s)"
+                  % (n - bad, n, seed, time.monotonic() - t1))
+        alive = [p.poll() is None for p in procs]
+        if not all(alive):
+            print("FAIL: a server died (memcached alive %s, larderd alive %s)" % tuple(alive))
+            return 1
+        if run.differing:
+            print("differing: " + "; ".join(run.differing[:50]))
+        print("difftest: %d episodes, %d differences, %.0f s"
+              % (run.episodes, run.diffs, time.monotonic() - t0))
+        return 1 if run.diffs else 0
+    finally:
+        stop_servers(procs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,805 @@
+/*
+ * tests/unit/test_pool.c - pools: several caches sharing one byte budget.
+ *
+ * Checks the pool section of larder.h: the setters' ranges and bad input
+ * (zero budget, shares over 100%, min over max, NaN), the lifecycle rules
+ * (closing a pool with open caches, opening in a closed pool, a config that
+ * sets both a capacity and a pool, larder_set_capacity on a pooled cache),
+ * the static split and min/max shares, a closed cache's share going back to
+ * the others, an open that must wait for bytes that never come back, and
+ * the controller's choices on caches with known curves, driven one pass at
+ * a time through the test seam (pool/pool.h) with the controller thread
+ * off, so that every decision is deterministic, and every allocation of a
+ * pool's life failing in turn. Waiting is only for the
+ * pool's thread to finish grows, polled with a deadline.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <limits.h>
+#include <math.h> /* NAN, INFINITY only: the tests link no libm */
+#include <stdlib.h>
+
+#include "harness.h"
+#include "pool/pool.h"
+#include "pool/probe.h"
+
+#define KiB ((uint64_t)1024)
+#define MiB (1024 * KiB)
+#define WAIT_MS 20000u
+
+static larder_pool *make_pool(uint64_t budget, uint64_t interval_ms)
+{
+	larder_pool_config *pc = NULL;
+	larder_pool *pool = NULL;
+	if (!CHECK_RC(larder_pool_config_create(&pc), LARDER_OK))
+		return NULL;
+	if (CHECK_RC(larder_pool_config_set_budget(pc, budget), LARDER_OK) &&
+	    CHECK_RC(larder_pool_config_set_interval_ms(pc, interval_ms), LARDER_OK))
+		CHECK_RC(larder_pool_create(&pool, pc), LARDER_OK);
+	larder_pool_config_destroy(pc);
+	return pool;
+}
+
+/* A config naming the pool, with shares and a miss cost. */
+static larder_config *pooled(larder_pool *pool, double min_share, double max_share, double cost)
+{
+	larder_config *cfg = NULL;
+	if (!CHECK_RC(larder_config_create(&cfg), LARDER_OK))
+		return NULL;
+	if (!CHECK_RC(larder_config_set_pool(cfg, pool), LARDER_OK) ||
+	    !CHECK_RC(larder_config_set_pool_shares(cfg, min_share, max_share), LARDER_OK) ||
+	    !CHECK_RC(larder_config_set_miss_cost(cfg, cost), LARDER_OK) ||
+	    !CHECK_RC(larder_config_set_hash_seed(cfg, TH_HASH_SEED), LARDER_OK)) {
+		larder_config_destroy(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+static larder *open_in(larder_pool *pool, double min_share, double max_share, double cost)
+{
+	larder_config *cfg = pooled(pool, min_share, max_share, cost);
+	larder *c = NULL;
+	if (cfg)
+		CHECK_RC(larder_open(&c, cfg), LARDER_OK);
+	larder_config_destroy(cfg);
+	return c;
+}
+
+static double cache_stat(larder_pool *pool, larder *c, enum larder_pool_cache_stat s)
+{
+	double v[LARDER_POOL_CACHE_STAT_COUNT];
+	if (!CHECK_RC(larder_pool_cache_stats(pool, c, v, LARDER_POOL_CACHE_STAT_COUNT), LARDER_OK))
+		return -1;
+	return v[s];
+}
+
+static uint64_t target_of(larder_pool *pool, larder *c)
+{
+	return (uint64_t)cache_stat(pool, c, LARDER_POOL_CACHE_TARGET_BYTES);
+}
+
+static uint64_t pool_stat(larder_pool *pool, enum larder_pool_stat s)
+{
+	uint64_t v[LARDER_POOL_STAT_COUNT];
+	if (!CHECK_RC(larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT), LARDER_OK))
+		return 0;
+	return v[s];
+}
+
+/* Every cache in `caches` holds exactly its target, as larder_stats says too. */
+struct settled {
+	larder_pool *pool;
+	larder **caches;
+	unsigned n;
+};
+
+static int all_settled(void *ctx)
+{
+	struct settled *s = ctx;
+	for (unsigned i = 0; i < s->n; i++) {
+		double v[LARDER_POOL_CACHE_STAT_COUNT];
+		if (larder_pool_cache_stats(s->pool, s->caches[i], v, LARDER_POOL_CACHE_STAT_COUNT) !=
+			    LARDER_OK ||
+		    v[LARDER_POOL_CACHE_CAPACITY_BYTES] != v[LARDER_POOL_CACHE_TARGET_BYTES] ||
+		    (double)th_stat(s->caches[i], LARDER_STAT_CAPACITY_BYTES) !=
+			    v[LARDER_POOL_CACHE_TARGET_BYTES])
+			return 0;
+	}
+	return 1;
+}
+
+static int settle(larder_pool *pool, larder **caches, unsigned n)
+{
+	struct settled s = { pool, caches, n };
+	return CHECK(th_wait_until(all_settled, &s, WAIT_MS));
+}
+
+/* ---- Bad input ------------------------------------------------------------- */
+
+static void test_config_bad_input(void)
+{
+	larder_pool_config *pc = NULL;
+	larder_config *cfg = NULL;
+
+	CHECK_RC(larder_pool_config_create(NULL), LARDER_EINVAL);
+	REQUIRE_RC(larder_pool_config_create(&pc), LARDER_OK);
+	CHECK_RC(larder_pool_config_set_budget(NULL, MiB), LARDER_EINVAL);
+	CHECK_RC(larder_pool_config_set_budget(pc, 0), LARDER_EINVAL);
+	CHECK_RC(larder_pool_config_set_budget(pc, MiB - 1), LARDER_EINVAL);
+	CHECK_RC(larder_pool_config_set_budget(pc, MiB), LARDER_OK);
+	CHECK_RC(larder_pool_config_set_interval_ms(NULL, 10), LARDER_EINVAL);
+	CHECK_RC(larder_pool_config_set_interval_ms(pc, 60001), LARDER_EINVAL);
+	CHECK_RC(larder_pool_config_set_interval_ms(pc, 0), LARDER_OK);
+	larder_pool_config_destroy(pc);
+	larder_pool_config_destroy(NULL);
+
+	larder_pool *pool = NULL;
+	CHECK_RC(larder_pool_create(NULL, NULL), LARDER_EINVAL);
+	CHECK_RC(larder_pool_create(&pool, NULL), LARDER_EINVAL);
+	CHECK(pool == NULL);
+	CHECK_RC(larder_pool_close(NULL), LARDER_EINVAL);
+
+	REQUIRE_RC(larder_config_create(&cfg), LARDER_OK);
+	CHECK_RC(larder_config_set_pool(NULL, NULL), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_pool(cfg, NULL), LARDER_OK);
+	CHECK_RC(larder_config_set_pool_shares(NULL, 0, 1), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_pool_shares(cfg, 0, 1.5), LARDER_EINVAL);  /* over 100% */
+	CHECK_RC(larder_config_set_pool_shares(cfg, 1.01, 1.01), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_pool_shares(cfg, 0.6, 0.4), LARDER_EINVAL); /* min > max */
+	CHECK_RC(larder_config_set_pool_shares(cfg, -0.1, 0.5), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_pool_shares(cfg, 0, 0), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_pool_shares(cfg, NAN, 0.5), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_pool_shares(cfg, 0.1, NAN), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_pool_shares(cfg, 0.5, 0.5), LARDER_OK);
+	CHECK_RC(larder_config_set_pool_shares(cfg, 0, 1), LARDER_OK);
+	CHECK_RC(larder_config_set_miss_cost(NULL, 1), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_miss_cost(cfg, 0), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_miss_cost(cfg, -1), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_miss_cost(cfg, NAN), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_miss_cost(cfg, INFINITY), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_miss_cost(cfg, 1e10), LARDER_EINVAL);
+	CHECK_RC(larder_config_set_miss_cost(cfg, 100), LARDER_OK);
+	larder_config_destroy(cfg);
+
+	CHECK_STR(larder_strerror(LARDER_ESTATE),
+		  "wrong state: the pool is closed or still has open caches, or it owns this "
+		  "cache's capacity");
+	CHECK(larder_pool_stat_name(LARDER_POOL_STAT_COUNT) == NULL);
+	CHECK_STR(larder_pool_stat_name(LARDER_POOL_OVERSHOOT_BOUND), "overshoot_bound");
+	CHECK(larder_pool_cache_stat_name(LARDER_POOL_CACHE_STAT_COUNT) == NULL);
+	CHECK_STR(larder_pool_cache_stat_name(LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB),
+		  "marginal_hits_per_mib");
+	for (int s = 0; s < LARDER_POOL_STAT_COUNT; s++)
+		CHECK(larder_pool_stat_name((enum larder_pool_stat)s) != NULL);
+	for (int s = 0; s < LARDER_POOL_CACHE_STAT_COUNT; s++)
+		CHECK(larder_pool_cache_stat_name((enum larder_pool_cache_stat)s) != NULL);
+}
+
+static void test_lifecycle_rules(void)
+{
+	larder_pool *pool = make_pool(16 * MiB, 0);
+	REQUIRE(pool);
+	larder *c = open_in(pool, 0, 1, 1);
+	REQUIRE(c);
+
+	/* The pool owns a pooled cache's capacity. */
+	CHECK_RC(larder_set_capacity(c, 8 * MiB), LARDER_ESTATE);
+	CHECK_EQ(th_stat(c, LARDER_STAT_CAPACITY_BYTES), 16 * MiB);
+
+	/* A config with both a capacity and a pool is refused at open. */
+	larder_config *both = pooled(pool, 0, 1, 1);
+	REQUIRE(both);
+	REQUIRE_RC(larder_config_set_capacity(both, 4 * MiB), LARDER_OK);
+	larder *c2 = (larder *)&c2; /* must come back NULL */
+	CHECK_RC(larder_open(&c2, both), LARDER_EINVAL);
+	CHECK(c2 == NULL);
+	larder_config_destroy(both);
+	CHECK_EQ(pool_stat(pool, LARDER_POOL_CACHES), 1);
+
+	/* Closing a pool with an open cache: refused, and nothing changes. */
+	CHECK_RC(larder_pool_close(pool), LARDER_ESTATE);
+	CHECK_RC(larder_put(c, "k", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	CHECK_EQ(pool_stat(pool, LARDER_POOL_ASSIGNED_BYTES), 16 * MiB);
+
+	/* Stats of a cache not in this pool, NULLs. */
+	larder *plain = th_open(th_config(MiB));
+	double v[LARDER_POOL_CACHE_STAT_COUNT];
+	uint64_t u[LARDER_POOL_STAT_COUNT + 2];
+	CHECK_RC(larder_pool_cache_stats(pool, plain, v, LARDER_POOL_CACHE_STAT_COUNT),
+		 LARDER_EINVAL);
+	CHECK_RC(larder_pool_cache_stats(NULL, c, v, 1), LARDER_EINVAL);
+	CHECK_RC(larder_pool_cache_stats(pool, NULL, v, 1), LARDER_EINVAL);
+	CHECK_RC(larder_pool_cache_stats(pool, c, NULL, 1), LARDER_EINVAL);
+	CHECK_RC(larder_pool_stats(NULL, u, 1), LARDER_EINVAL);
+	CHECK_RC(larder_pool_stats(pool, NULL, 1), LARDER_EINVAL);
+	CHECK_RC(larder_pool_stats(pool, u, LARDER_POOL_STAT_COUNT + 2), LARDER_OK);
+	CHECK_EQ(u[LARDER_POOL_STAT_COUNT + 1], 0);
+	CHECK_EQ(u[LARDER_POOL_BUDGET_BYTES], 16 * MiB);
+	CHECK_EQ(u[LARDER_POOL_OVERSHOOT_BOUND], 16 * MiB / 100 + 4 * MiB);
+	larder_close(plain);
+
+	/* A config still naming the pool after it closed: open refused. */
+	larder_config *late = pooled(pool, 0, 1, 1);
+	REQUIRE(late);
+	larder_close(c);
+	CHECK_EQ(pool_stat(pool, LARDER_POOL_CACHES), 0);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+	larder *c3 = NULL;
+	CHECK_RC(larder_open(&c3, late), LARDER_ESTATE);
+	CHECK(c3 == NULL);
+	larder_config_destroy(late); /* the last reference: frees the pool */
+	CHECK_EQ(larder__test_mapped_bytes(), 0);
+}
+
+/* Min shares summing over 100%, or no 64 KiB left for another cache. */
+static void test_open_refusals(void)
+{
+	larder_pool *pool = make_pool(MiB, 0);
+	REQUIRE(pool);
+	larder *a = open_in(pool, 0.6, 1, 1);
+	REQUIRE(a);
+	larder_config *cfg = pooled(pool, 0.5, 1, 1);
+	larder *b = NULL;
+	CHECK_RC(larder_open(&b, cfg), LARDER_EINVAL);
+	CHECK(b == NULL);
+	larder_config_destroy(cfg);
+	larder_close(a);
+
+	/* 16 caches of 64 KiB fill 1 MiB: the 17th cannot have its 64 KiB. */
+	larder *many[16] = { 0 };
+	for (unsigned i = 0; i < 16; i++)
+		many[i] = open_in(pool, 0, 1, 1);
+	cfg = pooled(pool, 0, 1, 1);
+	CHECK_RC(larder_open(&b, cfg), LARDER_EINVAL);
+	larder_config_destroy(cfg);
+	settle(pool, many, 16);
+	for (unsigned i = 0; i < 16; i++)
+		CHECK_EQ(target_of(pool, many[i]), 64 * KiB);
+	for (unsigned i = 0; i < 16; i++)
+		larder_close(many[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/* ---- Static split, shares, give-back --------------------------------------- */
+
+static void test_static_split_and_close(void)
+{
+	const uint64_t budget = 48 * MiB;
+	larder_pool *pool = make_pool(budget, 0);
+	REQUIRE(pool);
+	larder *c[3] = { 0 };
+	c[0] = open_in(pool, 0, 1, 1);
+	REQUIRE(c[0]);
+	CHECK_EQ(target_of(pool, c[0]), budget); /* alone, it has everything */
+	c[1] = open_in(pool, 0, 1, 1);
+	c[2] = open_in(pool, 0, 1, 1);
+	REQUIRE(c[1] && c[2]);
+	settle(pool, c, 3);
+	for (unsigned i = 0; i < 3; i++)
+		CHECK_EQ(target_of(pool, c[i]), budget / 3);
+	/* A closed cache's share goes back to the others. */
+	larder_close(c[1]);
+	c[1] = c[2];
+	settle(pool, c, 2);
+	CHECK_EQ(target_of(pool, c[0]), budget / 2);
+	CHECK_EQ(target_of(pool, c[1]), budget / 2);
+	CHECK_EQ(pool_stat(pool, LARDER_POOL_ASSIGNED_BYTES), budget);
+	larder_close(c[0]);
+	larder_close(c[1]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+static void test_static_shares(void)
+{
+	const uint64_t budget = 40 * MiB;
+	larder_pool *pool = make_pool(budget, 0);
+	REQUIRE(pool);
+	larder *c[3] = { 0 };
+	c[0] = open_in(pool, 0, 0.25, 1); /* at most a quarter, even alone */
+	REQUIRE(c[0]);
+	CHECK_EQ(target_of(pool, c[0]), budget / 4);
+	CHECK_EQ(pool_stat(pool, LARDER_POOL_ASSIGNED_BYTES), budget / 4);
+	c[1] = open_in(pool, 0.5, 0.5, 1); /* fixed at half */
+	c[2] = open_in(pool, 0, 1, 1);
+	REQUIRE(c[1] && c[2]);
+	settle(pool, c, 3);
+	CHECK_EQ(target_of(pool, c[0]), budget / 4);
+	CHECK_EQ(target_of(pool, c[1]), budget / 2);
+	CHECK_EQ(target_of(pool, c[2]), budget / 4);
+	larder_close(c[0]); /* the fixed one stays at half, the other takes the rest */
+	c[0] = c[2];
+	settle(pool, c, 2);
+	CHECK_EQ(target_of(pool, c[1]), budget / 2);
+	CHECK_EQ(target_of(pool, c[0]), budget / 2);
+	larder_close(c[0]);
+	larder_close(c[1]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/* ---- An open that waits for bytes that do not come back ------------------------ */
+
+static struct th_event listener_go;
+static _Atomic int listener_inside;
+
+static void stuck_listener(void *ctx, const void *key, size_t key_len, const void *value,
+			   size_t value_len, enum larder_cause cause)
+{
+	(void)ctx, (void)key, (void)key_len, (void)value, (void)value_len;
+	if (cause != LARDER_CAUSE_EXPLICIT)
+		return;
+	atomic_store(&listener_inside, 1);
+	th_event_wait(&listener_go, WAIT_MS);
+}
+
+static int listener_entered(void *ctx)
+{
+	(void)ctx;
+	return atomic_load(&listener_inside);
+}
+
+static int put_key(larder *c, unsigned i, const void *value, size_t len)
+{
+	char key[16];
+	int n = snprintf(key, sizeof key, "k%u", i);
+	return larder_put(c, key, (size_t)n, value, len, LARDER_TTL_DEFAULT);
+}
+
+static void test_open_waits_then_busy(void)
+{
+	/* A 4 MiB pool whose one cache is full up to its overshoot bound
+	 * (capacity 4 + 4 MiB) with its maintainer stuck: a second cache's
+	 * first 64 KiB must come from bytes the first cannot give back (the
+	 * pool's slack beyond the caches' own bounds is budget / 100: 41 KiB). */
+	const uint64_t budget = 4 * MiB;
+	static char value[32700]; /* with header and key: a 32 KiB slot */
+	larder_pool *pool = make_pool(budget, 0);
+	REQUIRE(pool);
+	larder_config *cfg = pooled(pool, 0, 1, 1);
+	REQUIRE(cfg);
+	th_event_init(&listener_go);
+	atomic_store(&listener_inside, 0);
+	REQUIRE_RC(larder_config_set_removal_listener(cfg, stuck_listener, NULL), LARDER_OK);
+	REQUIRE_RC(larder_config_set_write_wait_ms(cfg, 0), LARDER_OK);
+	larder *a = NULL;
+	REQUIRE_RC(larder_open(&a, cfg), LARDER_OK);
+	larder_config_destroy(cfg);
+	unsigned i = 0;
+	for (; i < 120; i++) /* 3.75 MiB of 32 KiB values: no eviction yet */
+		CHECK_RC(put_key(a, i, value, sizeof value), LARDER_OK);
+	REQUIRE(th_check_accounting(a, WAIT_MS, NULL, NULL));
+	/* Its maintainer now sits in the listener and frees nothing... */
+	CHECK_RC(larder_remove(a, "k1", 2), LARDER_OK);
+	REQUIRE(th_wait_until(listener_entered, NULL, WAIT_MS));
+	/* ...so writes run into the overshoot bound (and, not waiting, fail). */
+	int rc;
+	while ((rc = put_key(a, i++, value, sizeof value)) == LARDER_OK && i < 1000)
+		;
+	CHECK_RC(rc, LARDER_EBUSY);
+	CHECK_GT(th_stat(a, LARDER_STAT_USED_BYTES), budget + 4 * MiB - 64 * KiB);
+
+	cfg = pooled(pool, 0, 1, 1);
+	REQUIRE(cfg);
+	REQUIRE_RC(larder_config_set_write_wait_ms(cfg, 50), LARDER_OK);
+	larder *b = (larder *)&b;
+	CHECK_RC(larder_open(&b, cfg), LARDER_EBUSY);
+	CHECK(b == NULL);
+	CHECK_EQ(pool_stat(pool, LARDER_POOL_CACHES), 1);
+	CHECK_EQ(target_of(pool, a), budget); /* the split went back as it was */
+
+	/* Unstuck, the same open goes through and the two settle at half. */
+	th_event_signal(&listener_go);
+	REQUIRE_RC(larder_config_set_write_wait_ms(cfg, WAIT_MS), LARDER_OK);
+	CHECK_RC(larder_open(&b, cfg), LARDER_OK);
+	larder_config_destroy(cfg);
+	larder *both[2] = { a, b };
+	settle(pool, both, 2);
+	CHECK_EQ(target_of(pool, b), budget / 2);
+	CHECK(th_check_accounting(a, WAIT_MS, NULL, NULL));
+	CHECK_LE(th_stat(a, LARDER_STAT_USED_BYTES), budget / 2);
+	larder_close(a);
+	larder_close(b);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+	th_event_destroy(&listener_go);
+}
+
+/*
+ * K1 while a shrinking cache cannot give back: a's maintainer is stuck with
+ * a full to its overshoot bound; the controller moves most of a's capacity
+ * to b, but b may grow only by what the pool's bound leaves, however hard
+ * it is written to; once a's maintainer runs again, b gets the rest.
+ */
+static void test_bound_holds_while_donor_stuck(void)
+{
+	const uint64_t budget = 16 * MiB;
+	static char value[32700]; /* with header and key: a 32 KiB slot */
+	larder_pool *pool = make_pool(budget, 0);
+	REQUIRE(pool);
+	larder_config *cfg = pooled(pool, 0, 1, 1);
+	REQUIRE(cfg);
+	th_event_init(&listener_go);
+	atomic_store(&listener_inside, 0);
+	REQUIRE_RC(larder_config_set_write_wait_ms(cfg, 0), LARDER_OK);
+	larder *b = NULL;
+	REQUIRE_RC(larder_open(&b, cfg), LARDER_OK);
+	REQUIRE_RC(larder_config_set_removal_listener(cfg, stuck_listener, NULL), LARDER_OK);
+	larder *a = NULL;
+	REQUIRE_RC(larder_open(&a, cfg), LARDER_OK);
+	larder_config_destroy(cfg);
+	larder *both[2] = { a, b };
+	settle(pool, both, 2);
+	unsigned i = 0;
+	for (; i < 240; i++) /* 7.5 MiB of a's 8 */
+		CHECK_RC(put_key(a, i, value, sizeof value), LARDER_OK);
+	REQUIRE(th_check_accounting(a, WAIT_MS, NULL, NULL));
+	CHECK_RC(larder_remove(a, "k1", 2), LARDER_OK);
+	REQUIRE(th_wait_until(listener_entered, NULL, WAIT_MS));
+	while (put_key(a, i++, value, sizeof value) == LARDER_OK && i < 2000)
+		; /* up to a's overshoot bound: 8 + 4 MiB */
+	uint64_t a_used = th_stat(a, LARDER_STAT_USED_BYTES);
+	CHECK_GT(a_used, 12 * MiB - 64 * KiB);
+
+	double steep[LARDER__PROBE_POINTS], flat[LARDER__PROBE_POINTS];
+	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++) {
+		steep[k] = 1e5 * (double)larder__test_pool_point_bytes(pool, b, k) / (double)budget;
+		flat[k] = 1e3;
+	}
+	CHECK_EQ(larder__test_pool_set_curve(pool, a, flat, 1e5), 0);
+	CHECK_EQ(larder__test_pool_set_curve(pool, b, steep, 1e5), 0);
+	for (unsigned pass = 0; pass < 16; pass++)
+		larder__test_pool_step(pool);
+	CHECK_LT(target_of(pool, a), 2 * MiB);
+	CHECK_GT(target_of(pool, b), 14 * MiB);
+	const uint64_t limit = budget + budget / 100 + 2 * 4 * MiB;
+	for (unsigned j = 0; j < 4000; j++) { /* 125 MiB of writes into b */
+		(void)put_key(b, j, value, sizeof value);
+		uint64_t sum = th_stat(a, LARDER_STAT_USED_BYTES) + th_stat(b, LARDER_STAT_USED_BYTES);
+		if (!CHECK_LE(sum, limit))
+			break;
+	}
+	/* b grew by the pool's slack at most: a still holds its bytes. */
+	CHECK_LE(th_stat(b, LARDER_STAT_CAPACITY_BYTES), budget / 2 + budget / 100);
+	CHECK_EQ(th_stat(a, LARDER_STAT_USED_BYTES), a_used);
+
+	th_event_signal(&listener_go);
+	settle(pool, both, 2);
+	CHECK_GT(th_stat(b, LARDER_STAT_CAPACITY_BYTES), 14 * MiB);
+	CHECK(th_check_accounting(a, WAIT_MS, NULL, NULL));
+	CHECK_LE(th_stat(a, LARDER_STAT_USED_BYTES), 2 * MiB + 4 * MiB);
+	larder_close(a);
+	larder_close(b);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+	th_event_destroy(&listener_go);
+}
+
+/* ---- The controller's choices on known curves --------------------------------- */
+
+enum shape { LINEAR, FLAT, CONCAVE };
+
+/* Hits per second of a cache of `bytes` with `rate` reads/s: LINEAR, a
+ * uniform working set of `ws` bytes; FLAT, half the reads hit at any size
+ * (from the smallest point on); CONCAVE, rate x f / (f + 0.1), f = bytes / ws. */
+static double shape_hits(enum shape s, double rate, double bytes, double ws)
+{
+	double f = bytes >= ws ? 1.0 : bytes / ws;
+	switch (s) {
+	case LINEAR:
+		return rate * f;
+	case FLAT:
+		return rate * 0.5;
+	case CONCAVE:
+		return rate * f / (f + 0.1);
+	}
+	return 0;
+}
+
+static void give_curve(larder_pool *pool, larder *c, enum shape s, double rate, double ws)
+{
+	double hits[LARDER__PROBE_POINTS];
+	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+		hits[k] = shape_hits(s, rate, (double)larder__test_pool_point_bytes(pool, c, k), ws);
+	CHECK_EQ(larder__test_pool_set_curve(pool, c, hits, rate), 0);
+}
+
+/* Steps until a pass moves nothing (at most `passes`); returns the passes. */
+static unsigned step_until_still(larder_pool *pool, unsigned passes)
+{
+	for (unsigned i = 0; i < passes; i++)
+		if (larder__test_pool_step(pool) == 0)
+			return i;
+	return passes;
+}
+
+static void test_controller_moves_to_steeper(void)
+{
+	const uint64_t budget = 64 * MiB;
+	larder_pool *pool = make_pool(budget, 0); /* no thread passes: only the seam's */
+	REQUIRE(pool);
+	larder *c[2] = { open_in(pool, 0, 1, 1), open_in(pool, 0, 1, 1) };
+	REQUIRE(c[0] && c[1]);
+	settle(pool, c, 2);
+	give_curve(pool, c[0], LINEAR, 1e5, (double)budget); /* every byte buys hits */
+	give_curve(pool, c[1], FLAT, 1e5, (double)budget);   /* nothing past its smallest point */
+	CHECK_GT(larder__test_pool_step(pool), 0);
+	CHECK_GT(target_of(pool, c[0]), budget / 2);
+	CHECK_LT(target_of(pool, c[1]), budget / 2);
+	unsigned passes = step_until_still(pool, 64);
+	CHECK_LT(passes, 64);
+	/* The flat one keeps its smallest point (below it its hull is steep). */
+	uint64_t floor = larder__test_pool_point_bytes(pool, c[1], LARDER__PROBE_POINTS - 1);
+	CHECK_EQ(target_of(pool, c[1]), floor);
+	CHECK_EQ(target_of(pool, c[0]), budget - floor);
+	CHECK_EQ(larder__test_pool_step(pool), 0); /* settled: no move back */
+	settle(pool, c, 2);
+	CHECK_GT(pool_stat(pool, LARDER_POOL_MOVES), 0);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+static void test_controller_still_when_flat(void)
+{
+	const uint64_t budget = 64 * MiB;
+	larder_pool *pool = make_pool(budget, 0);
+	REQUIRE(pool);
+	larder *c[3] = { open_in(pool, 0, 1, 1), open_in(pool, 0, 1, 1), open_in(pool, 0, 1, 1) };
+	REQUIRE(c[0] && c[1] && c[2]);
+	settle(pool, c, 3);
+	for (unsigned i = 0; i < 3; i++)
+		give_curve(pool, c[i], FLAT, 1e5 * (i + 1), (double)budget);
+	CHECK_EQ(larder__test_pool_step(pool), 0);
+	/* Equal linear curves: every byte is worth the same anywhere. */
+	for (unsigned i = 0; i < 3; i++)
+		give_curve(pool, c[i], LINEAR, 1e5, (double)budget);
+	CHECK_EQ(larder__test_pool_step(pool), 0);
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < 3; i++) { /* a third each; the remainder's bytes to some */
+		CHECK_GE(target_of(pool, c[i]), budget / 3);
+		CHECK_LE(target_of(pool, c[i]), budget / 3 + 1);
+		sum += target_of(pool, c[i]);
+	}
+	CHECK_EQ(sum, budget);
+	for (unsigned i = 0; i < 3; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/* The miss cost tips equal curves; concave curves settle where the weighted
+ * slopes meet, and stay there. */
+static void test_controller_weights_and_settles(void)
+{
+	const uint64_t budget = 64 * MiB;
+	larder_pool *pool = make_pool(budget, 0);
+	REQUIRE(pool);
+	larder *c[2] = { open_in(pool, 0, 1, 1), open_in(pool, 0, 1, 4) };
+	REQUIRE(c[0] && c[1]);
+	settle(pool, c, 2);
+	for (unsigned i = 0; i < 2; i++)
+		give_curve(pool, c[i], CONCAVE, 1e5, (double)budget);
+	unsigned passes = step_until_still(pool, 64);
+	CHECK_LT(passes, 64);
+	/* Weighted slopes level out: the slope is 0.1 / (f + 0.1)^2, so cost 4
+	 * wants f1 + 0.1 = 2 (f0 + 0.1): f0 = 0.3, f1 = 0.7 of the budget; the
+	 * grid of points and the hysteresis blur it. */
+	uint64_t t0 = target_of(pool, c[0]), t1 = target_of(pool, c[1]);
+	CHECK_EQ(t0 + t1, budget);
+	CHECK_GT(2 * t1, 3 * t0);
+	CHECK_LT(t1, 4 * t0);
+	for (unsigned i = 0; i < 5; i++)
+		CHECK_EQ(larder__test_pool_step(pool), 0);
+	CHECK_EQ(target_of(pool, c[0]), t0);
+	settle(pool, c, 2);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+static void test_controller_respects_shares(void)
+{
+	const uint64_t budget = 64 * MiB;
+	larder_pool *pool = make_pool(budget, 0);
+	REQUIRE(pool);
+	larder *c[3] = { open_in(pool, 0, 0.5, 1), open_in(pool, 0.3, 1, 1),
+			 open_in(pool, 0, 1, 1) };
+	REQUIRE(c[0] && c[1] && c[2]);
+	settle(pool, c, 3);
+	give_curve(pool, c[0], LINEAR, 1e6, (double)budget); /* wants everything */
+	give_curve(pool, c[1], FLAT, 1e3, (double)budget);   /* worth nothing, min 30% */
+	give_curve(pool, c[2], FLAT, 1e3, (double)budget);
+	CHECK_LT(step_until_still(pool, 64), 64);
+	CHECK_EQ(target_of(pool, c[0]), budget / 2);          /* its max */
+	CHECK_GE(target_of(pool, c[1]), (uint64_t)(0.3 * (double)budget)); /* its min */
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < 3; i++)
+		sum += target_of(pool, c[i]);
+	CHECK_EQ(sum, budget);
+	settle(pool, c, 3);
+	/* Closing the capped one: its share goes to the others. */
+	larder_close(c[0]);
+	c[0] = c[2];
+	larder__test_pool_step(pool);
+	CHECK_EQ(target_of(pool, c[0]) + target_of(pool, c[1]), budget);
+	CHECK_GE(target_of(pool, c[1]), (uint64_t)(0.3 * (double)budget));
+	settle(pool, c, 2);
+	larder_close(c[0]);
+	larder_close(c[1]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/* The probe's own estimate: a cache driven with a uniform working set twice
+ * its size has a clearly positive marginal value; one whose working set fits
+ * has about none. Driven by the controller thread (interval 20 ms): waits on
+ * the estimate with a deadline. */
+struct estimate_wait {
+	larder_pool *pool;
+	larder *c;
+};
+
+static int estimate_ready(void *ctx)
+{
+	struct estimate_wait *w = ctx;
+	double v[LARDER_POOL_CACHE_STAT_COUNT];
+	return larder_pool_cache_stats(w->pool, w->c, v, LARDER_POOL_CACHE_STAT_COUNT) ==
+		       LARDER_OK &&
+	       v[LARDER_POOL_CACHE_REQUESTS_PER_S] > 0 && v[LARDER_POOL_CACHE_SAMPLE_EVERY] > 0;
+}
+
+static void drive(larder *c, uint64_t keys, uint64_t requests, uint64_t seed)
+{
+	struct th_rng rng = { seed };
+	char value[200] = { 0 };
+	for (uint64_t i = 0; i < requests; i++) {
+		uint64_t k = th_rng_below(&rng, keys);
+		char buf[256];
+		size_t len;
+		if (larder_get(c, &k, sizeof k, buf, sizeof buf, &len) == LARDER_MISS)
+			CHECK_RC(larder_put(c, &k, sizeof k, value, sizeof value, LARDER_TTL_DEFAULT),
+				 LARDER_OK);
+	}
+}
+
+static void test_probe_estimates(void)
+{
+	const uint64_t budget = 8 * MiB;
+	larder_pool *pool = make_pool(budget, 20);
+	REQUIRE(pool);
+	/* Min shares of a half each: the controller cannot move them while we
+	 * look (and a fixed size, min = max, would have no estimates). */
+	larder *c[2] = { open_in(pool, 0.5, 1, 1), open_in(pool, 0.5, 1, 1) };
+	REQUIRE(c[0] && c[1]);
+	settle(pool, c, 2);
+	/* 240-byte slots: 4 MiB holds ~17,000; c[0] sees 35,000 keys, c[1] 8,000. */
+	drive(c[0], 35000, 400000, 1);
+	drive(c[1], 8000, 400000, 2);
+	struct estimate_wait w0 = { pool, c[0] }, w1 = { pool, c[1] };
+	CHECK(th_wait_until(estimate_ready, &w0, WAIT_MS));
+	CHECK(th_wait_until(estimate_ready, &w1, WAIT_MS));
+	drive(c[0], 35000, 200000, 3); /* fresh requests inside the window */
+	drive(c[1], 8000, 200000, 4);
+	larder__test_pool_step(pool);
+	double m0 = cache_stat(pool, c[0], LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB);
+	double m1 = cache_stat(pool, c[1], LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB);
+	double r0 = cache_stat(pool, c[0], LARDER_POOL_CACHE_REQUESTS_PER_S);
+	printf("  marginal hits/s per MiB: over-full %.0f (of %.0f reads/s), fits %.0f\n", m0,
+	       r0, m1);
+	CHECK(m0 > 0);
+	CHECK(m0 > 10 * m1);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/* ---- Out of memory ----------------------------------------------------------- */
+
+#define OOM_KEYS 300u
+
+/* O1 of test_oom.c for the pool's calls: success or LARDER_ENOMEM. */
+static int ok_or_enomem(int rc, long *enomem)
+{
+	if (rc == LARDER_ENOMEM) {
+		(*enomem)++;
+		return 0;
+	}
+	return CHECK_RC(rc, LARDER_OK);
+}
+
+/* A pool's life with allocations failing somewhere: config, pool, two
+ * caches opened in it (member, probe, tuner), puts (the probe's set of
+ * sampled entries, the ghost) and reads, closes. A failed call changes
+ * nothing: a failed open leaves the pool as it was, a value written reads
+ * back, and the pool closes once its caches have. */
+static void pool_oom_workload(long *enomem)
+{
+	larder_pool_config *pc = NULL;
+	larder_pool *pool = NULL;
+	larder_config *cfg = NULL;
+	larder *c[2] = { 0 };
+	if (!ok_or_enomem(larder_pool_config_create(&pc), enomem))
+		return;
+	CHECK_RC(larder_pool_config_set_budget(pc, 8 * MiB), LARDER_OK);
+	CHECK_RC(larder_pool_config_set_interval_ms(pc, 1000), LARDER_OK); /* probes on */
+	int made = ok_or_enomem(larder_pool_create(&pool, pc), enomem);
+	larder_pool_config_destroy(pc);
+	if (!made)
+		return;
+	if (!ok_or_enomem(larder_config_create(&cfg), enomem))
+		goto close_pool;
+	CHECK_RC(larder_config_set_pool(cfg, pool), LARDER_OK);
+	CHECK_RC(larder_config_set_hash_seed(cfg, TH_HASH_SEED), LARDER_OK);
+	for (unsigned i = 0; i < 2; i++) {
+		uint64_t before = pool_stat(pool, LARDER_POOL_CACHES);
+		if (!ok_or_enomem(larder_open(&c[i], cfg), enomem)) {
+			CHECK(c[i] == NULL);
+			CHECK_EQ(pool_stat(pool, LARDER_POOL_CACHES), before);
+		}
+	}
+	larder_config_destroy(cfg);
+	char value[64] = "v";
+	for (unsigned i = 0; i < 2; i++) {
+		if (!c[i])
+			continue;
+		unsigned char written[OOM_KEYS] = { 0 };
+		for (unsigned k = 0; k < OOM_KEYS; k++)
+			written[k] = (unsigned char)ok_or_enomem(put_key(c[i], k, value, sizeof value),
+								 enomem);
+		for (unsigned k = 0; k < OOM_KEYS; k++) {
+			char key[16], buf[sizeof value];
+			size_t len = 0;
+			int n = snprintf(key, sizeof key, "k%u", k);
+			int rc = larder_get(c[i], key, (size_t)n, buf, sizeof buf, &len);
+			if (rc == LARDER_ENOMEM) /* the thread's first call on it */
+				rc = larder_get(c[i], key, (size_t)n, buf, sizeof buf, &len);
+			CHECK_RC(rc, written[k] ? LARDER_OK : LARDER_MISS);
+		}
+	}
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+close_pool:
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/* SQLite's sweep, as test_oom.c does it for a cache: the n-th allocation
+ * fails, for every n the workload reaches (every third under TSan). */
+static void test_out_of_memory(void)
+{
+	uint64_t mapped = larder__test_mapped_bytes();
+	long enomem = 0;
+	larder__test_fail_alloc_after(LONG_MAX);
+	pool_oom_workload(&enomem);
+	long total = LONG_MAX - larder__test_fail_alloc_after(-1);
+	CHECK_EQ(enomem, 0);
+	CHECK_GT(total, 10);
+	long stride = TH_TSAN ? 3 : 1, runs = 0;
+	for (long n = 0; n <= total + 2; n += stride, runs++) {
+		larder__test_fail_alloc_after(n);
+		pool_oom_workload(&enomem);
+		larder__test_fail_alloc_after(-1);
+		if (!CHECK_EQ(larder__test_mapped_bytes(), mapped)) /* leaks: LSan at exit */
+			printf("  n = %ld leaked mappings\n", n);
+		if (th_failures() > 20)
+			break;
+	}
+	printf("  %ld allocations, %ld runs, %ld ENOMEM returned\n", total, runs, enomem);
+	CHECK_GT(enomem, 0);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct th_test tests[] = {
+		TH_TEST(test_config_bad_input),
+		TH_TEST(test_lifecycle_rules),
+		TH_TEST(test_open_refusals),
+		TH_TEST(test_static_split_and_close),
+		TH_TEST(test_static_shares),
+		TH_TEST(test_open_waits_then_busy),
+		TH_TEST(test_bound_holds_while_donor_stuck),
+		TH_TEST(test_controller_moves_to_steeper),
+		TH_TEST(test_controller_still_when_flat),
+		TH_TEST(test_controller_weights_and_settles),
+		TH_TEST(test_controller_respects_shares),
+		TH_TEST(test_probe_estimates),
+		TH_TEST(test_out_of_memory),
+	};
+	return th_main(argc, argv, tests, TH_COUNT(tests));
+}
