@@ -7,7 +7,7 @@ import java.util.Map;
 import org.larder.LarderCache;
 
 /**
- * The standard matrix (BENCHMARKS.md, from the RED OHC announcement) inside
+ * The standard matrix (docs/benchmarking.md, from the RED OHC announcement) inside
  * one JVM: 16-byte keys, 64-byte values, 24,000 entries loaded before
  * timing, uniform keys, 1 GiB capacity; read, write and a 9:1 mix at 1 to
  * maxThreads threads; larder copy-out and view, Caffeine and
