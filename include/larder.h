@@ -114,6 +114,8 @@ enum larder_error {
 			       * maintainer is stuck in a removal listener (see larder_put) */
 	LARDER_ETHREAD = -7,  /* the maintainer thread could not be started */
 	LARDER_ESYS = -8,     /* another system call failed; errno has the cause */
+	LARDER_EFORMAT = -9,  /* not a larder snapshot, or one of a version this build cannot read */
+	LARDER_ECORRUPT = -10, /* a snapshot that is truncated or fails its checksum */
 };
 
 /* Why an entry left the cache; reported to the removal listener. */
@@ -436,6 +438,61 @@ LARDER_API LARDER_MUST_USE int larder_clear(larder *cache);
  * NULL, bytes outside 64 KiB to 2^62 - 1).
  */
 LARDER_API LARDER_MUST_USE int larder_set_capacity(larder *cache, uint64_t bytes);
+
+/* ---- Iteration (core/iter.c) --------------------------------------------- */
+
+/*
+ * A cursor over the live entries of a cache. Weakly consistent, like a
+ * concurrent map's iterator: it never blocks readers or writers (it only
+ * enters read sections, as larder_get_with does) and the cache keeps
+ * serving meanwhile. Its promises, for one cursor from open to the end:
+ *   - every key whose entry stays live (not removed, replaced, expired,
+ *     evicted or cleared) from larder_iter_open() to the end is returned
+ *     exactly once;
+ *   - no key is returned twice, whatever happens to it meanwhile;
+ *   - nothing expired or removed at the moment it is handed out is returned
+ *     (each entry is looked up again, its deadline checked, right before the
+ *     callback), so a key removed before the open never comes back unless
+ *     it was written again since;
+ *   - a key written, replaced or removed during the iteration may or may not
+ *     be returned, and if it is, with the value it had at that moment.
+ * Order: by the cache's keyed hash (the index's own order), not insertion.
+ * Memory: the cursor holds the keys of about 64 index buckets at a time
+ * (a few hundred keys), whatever the cache's size. Iteration is not a read:
+ * it counts no hit, marks nothing accessed and extends no deadline.
+ * A cursor is used by one thread at a time and must be closed before its
+ * cache is.
+ */
+typedef struct larder_iter larder_iter;
+
+/*
+ * Called by larder_iter_next() once per entry, inside a read section (see
+ * "Read sections": key and value are valid only during the call).
+ * ttl_ms: the remaining lifetime (LARDER_TTL_NEVER: none; else >= 1).
+ * entry_bytes: what the entry charges against capacity (header, key,
+ * value and slot rounding).
+ */
+typedef void larder_iter_fn(void *ctx, const void *key, size_t key_len, const void *value,
+			    size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes);
+
+/*
+ * Opens a cursor at the start of the cache. Allocates (a small struct; the
+ * key buffer grows on the first larder_iter_next calls). Returns LARDER_OK,
+ * LARDER_EINVAL (cache or out NULL) or LARDER_ENOMEM; *out is NULL on failure.
+ */
+LARDER_API LARDER_MUST_USE int larder_iter_open(larder *cache, larder_iter **out);
+
+/*
+ * Hands the next entry to fn(ctx, ...) and returns LARDER_OK, or returns
+ * LARDER_MISS (and calls nothing) once every entry has been visited; later
+ * calls keep returning LARDER_MISS. May allocate (the key buffer, a thread's
+ * first call): LARDER_ENOMEM then, the cursor unchanged, so the call may be
+ * retried. LARDER_EINVAL: it or fn NULL. Never blocks.
+ */
+LARDER_API LARDER_MUST_USE int larder_iter_next(larder_iter *it, larder_iter_fn *fn, void *ctx);
+
+/* Frees the cursor. NULL is a no-op. */
+LARDER_API void larder_iter_close(larder_iter *it);
 
 /* ---- Statistics ---------------------------------------------------------- */
 

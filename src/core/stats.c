@@ -112,6 +112,10 @@ const char *larder_strerror(int code)
 		return "could not start the maintainer thread";
 	case LARDER_ESYS:
 		return "system call failed";
+	case LARDER_EFORMAT:
+		return "not a larder snapshot, or of an unsupported version";
+	case LARDER_ECORRUPT:
+		return "snapshot truncated or failing its checksum";
 	}
 	return "unknown result code";
 }
