@@ -494,6 +494,49 @@ LARDER_API LARDER_MUST_USE int larder_iter_next(larder_iter *it, larder_iter_fn 
 /* Frees the cursor. NULL is a no-op. */
 LARDER_API void larder_iter_close(larder_iter *it);
 
+/* ---- Snapshots: warm restart (core/snapshot.c, docs/persistence.md) ----- */
+
+/*
+ * Writes every live entry of the cache to a snapshot file at path, while the
+ * cache keeps serving: the entries are those a cursor (larder_iter_open)
+ * hands out, so the cut is weakly consistent (an entry live for the whole
+ * save is in the file; one written or removed during it may or may not be).
+ * Each entry keeps its key, value and remaining TTL. The file is written
+ * under a temporary name in the same directory (path + ".tmp.<pid>.<n>"),
+ * flushed to the device (fsync) and renamed over path, so a crash or an
+ * error mid-save leaves any previous snapshot at path whole. Blocks on the
+ * file system; allocates (a write buffer of 1 MiB, or of the largest entry).
+ * Must not race with larder_close() of the same cache (as no call may);
+ * it may race with every other call, larder_clear() included.
+ * Returns LARDER_OK, LARDER_EINVAL (cache or path NULL, path empty),
+ * LARDER_ENOMEM, or LARDER_ESYS (creating, writing, syncing or renaming
+ * failed; errno has the cause; the temporary file is removed).
+ */
+LARDER_API LARDER_MUST_USE int larder_save(larder *cache, const char *path);
+
+/*
+ * Reads a snapshot written by larder_save() into the cache. The whole file
+ * is checked first (format, version, length, checksum): a foreign, damaged
+ * or truncated file is refused and the cache left as it was. Then each
+ * entry is written as by larder_put, with its remaining TTL at the save
+ * minus the wall-clock time since (CLOCK_REALTIME); entries whose time ran
+ * out are dropped. Entries whose key or value exceed this cache's limits
+ * are skipped. When the cache is smaller than the snapshot, loading stops
+ * adding entries at capacity: the snapshot's order (the saving cache's hash
+ * order, a random order with respect to age and use) decides which win, and
+ * every later entry that does not fit is skipped; a smaller later entry
+ * that still fits is taken. Keys already in the cache are overwritten.
+ * Blocks on the file system; allocates (the cache's entries; the file is
+ * mapped, not copied).
+ * Returns LARDER_OK, LARDER_EINVAL (cache or path NULL),
+ * LARDER_ESYS (the file could not be opened, read or mapped; errno has the
+ * cause), LARDER_EFORMAT (not a larder snapshot, or an unknown version),
+ * LARDER_ECORRUPT (truncated, a bad checksum, or records that do not add
+ * up), or a write's LARDER_ENOMEM or LARDER_EBUSY (the entries written
+ * before it stay).
+ */
+LARDER_API LARDER_MUST_USE int larder_load(larder *cache, const char *path);
+
 /* ---- Statistics ---------------------------------------------------------- */
 
 /*
