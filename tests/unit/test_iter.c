@@ -187,7 +187,7 @@ static void test_iter_ttl_and_removed(void)
  * the index grow (and, after the removals, shrink) under the cursor. */
 static void test_iter_across_resize(void)
 {
-	const uint64_t stable = 5000, extra = 60000;
+	const uint64_t stable = 5000, extra = 30000;
 	larder_config *cfg = th_config(256 * MiB);
 	REQUIRE(cfg != NULL);
 	CHECK_RC(larder_config_set_expected_entries(cfg, 1), LARDER_OK);
@@ -200,16 +200,17 @@ static void test_iter_across_resize(void)
 	tally_init(&t, stable);
 	larder_iter *it;
 	REQUIRE(larder_iter_open(c, &it) == LARDER_OK);
-	uint64_t next_extra = stable, steps = 0;
+	uint64_t next_extra = stable;
+	int growing = 1;
 	int rc;
 	while ((rc = larder_iter_next(it, on_entry, &t)) == LARDER_OK) {
-		steps++;
-		for (int j = 0; j < 64 && next_extra < stable + extra; j++)
+		/* First the extras go in, 256 a step; then they come out again. */
+		for (int j = 0; j < 256 && growing; j++) {
 			put_id(c, next_extra++, LARDER_TTL_NEVER);
-		if (next_extra >= stable + extra && steps % 2 == 0) {
-			for (int j = 0; j < 64 && next_extra > stable; j++)
-				remove_id(c, --next_extra);
+			growing = next_extra < stable + extra;
 		}
+		for (int j = 0; j < 256 && !growing && next_extra > stable; j++)
+			remove_id(c, --next_extra);
 	}
 	CHECK_RC(rc, LARDER_MISS);
 	larder_iter_close(it);
