@@ -103,6 +103,10 @@ static inline void larder__stat_add(struct larder__exec *x, enum larder__wstat s
 			      memory_order_relaxed);
 }
 
+/* Frees what a suspended request holds (a metadump's cursor) when its
+ * connection closes before it completes. */
+void larder__exec_abandon(struct larder__req *req);
+
 /* memcached exptime to an engine TTL. Returns false when already expired. */
 bool larder__exptime_to_ttl(int64_t exptime, uint64_t *ttl_ms);
 

@@ -346,6 +346,7 @@ static const struct name_cmd k_names[] = {
 	{"touch", LARDER__CMD_TOUCH},     {"flush_all", LARDER__CMD_FLUSH_ALL},
 	{"version", LARDER__CMD_VERSION}, {"verbosity", LARDER__CMD_VERBOSITY},
 	{"quit", LARDER__CMD_QUIT},       {"stats", LARDER__CMD_STATS},
+	{"lru_crawler", LARDER__CMD_METADUMP},
 };
 
 static int dispatch(const char *buf, size_t len, const struct larder__limits *lim,
@@ -378,6 +379,10 @@ static int dispatch(const char *buf, size_t len, const struct larder__limits *li
 		if (nt != 3 && nt != 4)
 			return reply(req, k_error);
 		set_noreply(req);
+		return LARDER__PARSE_DONE;
+	case LARDER__CMD_METADUMP: /* only the metadump subcommand, as memcached: one argument */
+		if (nt != 4 || !tok_is(&req->tok[1], "metadump"))
+			return reply(req, k_error);
 		return LARDER__PARSE_DONE;
 	default:
 		return LARDER__PARSE_DONE;
@@ -426,6 +431,7 @@ int larder__parse(const char *buf, size_t len, const struct larder__limits *lim,
 	req->meta.present = 0;
 	req->exptime = 0;
 	req->num = 0;
+	req->dump = NULL;
 	nl = memchr(buf, '\n', len);
 	if (nl == NULL)
 		return no_line_yet(buf, len);
