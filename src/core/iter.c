@@ -4,8 +4,10 @@
  * Design. The cursor walks the space of home keys (bits 16..47 of the keyed
  * hash, index/scan.h) in ranges of about CHUNK_BUCKETS buckets of the
  * current index. For each range it collects, in one read section, the keys
- * of every entry homed there (larder__table_scan_homes_rcu), sorts them by
- * hash and key and drops duplicates; then each larder_iter_next() looks one
+ * of every entry homed there (larder__table_scan_homes_rcu) and drops the
+ * keys it saw twice (a key moved by a resize during the scan, or removed
+ * and written again into a later slot), with a small hash set of the
+ * range's keys; then each larder_iter_next() looks one
  * key up again, in its own read section, and hands the entry it finds to
  * the callback if it is live. The cursor holds keys, never entry pointers,
  * across read sections, so no memory is held past a grace period and
@@ -55,6 +57,8 @@ struct larder_iter {
 	size_t count, next, refs_cap;
 	unsigned char *bytes;
 	size_t bytes_used, bytes_cap;
+	uint32_t *set; /* drop_duplicates' hash set */
+	size_t set_cap;
 	int failed; /* set by collect_entry on ENOMEM */
 };
 
@@ -78,6 +82,7 @@ void larder_iter_close(larder_iter *it)
 		return;
 	free(it->refs);
 	free(it->bytes);
+	free(it->set);
 	free(it);
 }
 
@@ -118,30 +123,45 @@ static int collect_entry(void *ctx, struct larder__entry *e, uint64_t hash)
 	return 0;
 }
 
-/* qsort has no context argument: the key bytes travel through a thread-local. */
-static __thread const unsigned char *sort_bytes;
-
-static int ref_cmp(const void *a, const void *b)
+static int ref_equal(const larder_iter *it, const struct key_ref *a, const struct key_ref *b)
 {
-	const struct key_ref *x = a, *y = b;
-	if (x->hash != y->hash)
-		return x->hash < y->hash ? -1 : 1;
-	if (x->len != y->len)
-		return x->len < y->len ? -1 : 1;
-	return memcmp(sort_bytes + x->offset, sort_bytes + y->offset, x->len);
+	return a->hash == b->hash && a->len == b->len &&
+	       memcmp(it->bytes + a->offset, it->bytes + b->offset, a->len) == 0;
 }
 
-static void drop_duplicates(larder_iter *it)
+/* I1: keeps the first of each key, in a set of ref indexes + 1 (0: empty)
+ * at least twice the range's size, open addressing on the hash. */
+static int drop_duplicates(larder_iter *it)
 {
-	if (it->count < 2)
-		return;
-	sort_bytes = it->bytes;
-	qsort(it->refs, it->count, sizeof(*it->refs), ref_cmp);
-	size_t kept = 1;
-	for (size_t i = 1; i < it->count; i++)
-		if (ref_cmp(&it->refs[i], &it->refs[kept - 1]) != 0)
-			it->refs[kept++] = it->refs[i];
+	size_t want = 16;
+	while (want < 2 * it->count)
+		want *= 2;
+	if (want > it->set_cap) {
+		uint32_t *s = realloc(it->set, want * sizeof(*s));
+		if (!s)
+			return -1;
+		it->set = s;
+		it->set_cap = want;
+	}
+	memset(it->set, 0, want * sizeof(*it->set));
+	size_t kept = 0;
+	for (size_t i = 0; i < it->count; i++) {
+		const struct key_ref *r = &it->refs[i];
+		size_t at = (size_t)r->hash & (want - 1);
+		int dup = 0;
+		for (; it->set[at]; at = (at + 1) & (want - 1)) {
+			if (ref_equal(it, &it->refs[it->set[at] - 1], r)) {
+				dup = 1;
+				break;
+			}
+		}
+		if (dup)
+			continue;
+		it->refs[kept] = *r;
+		it->set[at] = (uint32_t)++kept;
+	}
 	it->count = kept;
+	return 0;
 }
 
 /* Collects ranges until one holds a key or the space is done. */
@@ -164,7 +184,10 @@ static int collect(larder_iter *it, struct larder__thread *th)
 			it->count = it->next = 0;
 			return LARDER_ENOMEM; /* the cursor stays at lo: a retry rescans it */
 		}
-		drop_duplicates(it);
+		if (drop_duplicates(it) != 0) {
+			it->count = it->next = 0;
+			return LARDER_ENOMEM;
+		}
 		it->cursor = hi;
 	}
 	return LARDER_OK;
