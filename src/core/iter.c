@@ -30,12 +30,20 @@
  *       table when it is collected, so a growing index gets narrower ranges.
  * Not guaranteed: a point-in-time view (keys written during the walk may or
  * may not appear, with the value they have when handed out).
+ *
+ * The range mode (larder__iter_next_range, core/iter.h), for larder_save:
+ * each range's entries go to the callback inside the read section that
+ * found them, without the second lookup: half the cache misses per entry.
+ * I1, I2 and I4 hold as above; I3 weakens to "present in the index during
+ * the range's scan, and not expired at the callback" (an entry removed
+ * between the scan and the callback may still be handed out).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/cache.h"
 #include "core/hash.h"
+#include "core/iter.h"
 #include "core/thread.h"
 #include "index/scan.h"
 #include "index/table.h"
@@ -48,6 +56,7 @@ struct key_ref {
 	uint64_t hash;
 	size_t offset; /* into the cursor's key bytes */
 	size_t len;
+	struct larder__entry *entry; /* valid only inside the collecting read section */
 };
 
 struct larder_iter {
@@ -118,7 +127,7 @@ static int collect_entry(void *ctx, struct larder__entry *e, uint64_t hash)
 		return 1;
 	}
 	memcpy(it->bytes + it->bytes_used, larder__entry_key(e), len);
-	it->refs[it->count++] = (struct key_ref){ hash, it->bytes_used, len };
+	it->refs[it->count++] = (struct key_ref){ hash, it->bytes_used, len, e };
 	it->bytes_used += len;
 	return 0;
 }
@@ -164,35 +173,6 @@ static int drop_duplicates(larder_iter *it)
 	return 0;
 }
 
-/* Collects ranges until one holds a key or the space is done. */
-static int collect(larder_iter *it, struct larder__thread *th)
-{
-	larder *c = it->cache;
-	while (it->count == it->next && it->cursor < LARDER__HOME_KEY_END) {
-		it->count = it->next = it->bytes_used = 0;
-		it->failed = 0;
-		uint64_t outer = larder__read_enter(&th->reader);
-		/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
-		struct larder__table *t =
-			(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
-		uint64_t width = (LARDER__HOME_KEY_END * CHUNK_BUCKETS) / (t->last + 1);
-		uint64_t lo = it->cursor;
-		uint64_t hi = width >= LARDER__HOME_KEY_END - lo ? LARDER__HOME_KEY_END : lo + width;
-		(void)larder__table_scan_homes_rcu(t, lo, hi, entry_hash, c, collect_entry, it);
-		larder__read_exit(&th->reader, outer);
-		if (it->failed) {
-			it->count = it->next = 0;
-			return LARDER_ENOMEM; /* the cursor stays at lo: a retry rescans it */
-		}
-		if (drop_duplicates(it) != 0) {
-			it->count = it->next = 0;
-			return LARDER_ENOMEM;
-		}
-		it->cursor = hi;
-	}
-	return LARDER_OK;
-}
-
 /* I3: the deadline judged as a read judges it; *ttl_ms gets what is left. */
 static int entry_live(larder *c, struct larder__entry *e, uint64_t *ttl_ms)
 {
@@ -208,6 +188,69 @@ static int entry_live(larder *c, struct larder__entry *e, uint64_t *ttl_ms)
 		return 0;
 	*ttl_ms = d - now;
 	return 1;
+}
+
+static void hand_out(larder *c, struct larder__entry *e, larder_iter_fn *fn, void *ctx)
+{
+	uint64_t ttl;
+	if (entry_live(c, e, &ttl))
+		fn(ctx, larder__entry_key(e), e->key_len, larder__entry_value(e), e->value_len, ttl,
+		   larder__slab_charge(larder__entry_size(e)));
+}
+
+/*
+ * Collects the next range's keys in one read section. With fn, also hands
+ * every live entry found to fn inside that same section (the range mode),
+ * and leaves nothing pending.
+ */
+static int collect_range(larder_iter *it, struct larder__thread *th, larder_iter_fn *fn,
+			 void *ctx)
+{
+	larder *c = it->cache;
+	it->count = it->next = it->bytes_used = 0;
+	it->failed = 0;
+	uint64_t outer = larder__read_enter(&th->reader);
+	/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
+	struct larder__table *t =
+		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
+	uint64_t width = (LARDER__HOME_KEY_END * CHUNK_BUCKETS) / (t->last + 1);
+	uint64_t lo = it->cursor;
+	uint64_t hi = width >= LARDER__HOME_KEY_END - lo ? LARDER__HOME_KEY_END : lo + width;
+	(void)larder__table_scan_homes_rcu(t, lo, hi, entry_hash, c, collect_entry, it);
+	int rc = it->failed || drop_duplicates(it) != 0 ? LARDER_ENOMEM : LARDER_OK;
+	if (rc == LARDER_OK && fn) {
+		for (size_t i = 0; i < it->count; i++)
+			hand_out(c, it->refs[i].entry, fn, ctx);
+		it->next = it->count;
+	}
+	larder__read_exit(&th->reader, outer);
+	if (rc != LARDER_OK) {
+		it->count = it->next = 0;
+		return rc; /* the cursor stays at lo: a retry rescans it */
+	}
+	it->cursor = hi;
+	return LARDER_OK;
+}
+
+/* Collects ranges until one holds a key or the space is done. */
+static int collect(larder_iter *it, struct larder__thread *th)
+{
+	while (it->count == it->next && it->cursor < LARDER__HOME_KEY_END) {
+		int rc = collect_range(it, th, NULL, NULL);
+		if (rc != LARDER_OK)
+			return rc;
+	}
+	return LARDER_OK;
+}
+
+int larder__iter_next_range(larder_iter *it, larder_iter_fn *fn, void *ctx)
+{
+	struct larder__thread *th = larder__thread_self();
+	if (!th)
+		return LARDER_ENOMEM;
+	if (it->cursor >= LARDER__HOME_KEY_END)
+		return LARDER_MISS;
+	return collect_range(it, th, fn, ctx);
 }
 
 int larder_iter_next(larder_iter *it, larder_iter_fn *fn, void *ctx)
@@ -233,12 +276,12 @@ int larder_iter_next(larder_iter *it, larder_iter_fn *fn, void *ctx)
 		uint64_t w = larder__table_lookup_rcu(t, r->hash, key, r->len);
 		struct larder__entry *e = w ? larder__slot_entry(w) : NULL;
 		uint64_t ttl;
-		if (e && entry_live(c, e, &ttl)) {
+		int live = e && entry_live(c, e, &ttl);
+		if (live)
 			fn(ctx, larder__entry_key(e), e->key_len, larder__entry_value(e), e->value_len,
 			   ttl, larder__slab_charge(larder__entry_size(e)));
-			larder__read_exit(&th->reader, outer);
-			return LARDER_OK;
-		}
 		larder__read_exit(&th->reader, outer);
+		if (live)
+			return LARDER_OK;
 	}
 }

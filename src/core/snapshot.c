@@ -1,10 +1,12 @@
 /*
  * core/snapshot.c - warm restart: larder_save() and larder_load().
  *
- * Save streams a cursor (core/iter.c) into a buffer and the buffer into a
+ * Save streams a cursor (core/iter.c, in its range mode: a range of entries
+ * per read section, no second lookup) into a buffer and the buffer into a
  * temporary file beside the target, hashing every byte as it goes (XXH3-64,
  * streaming), then writes the trailer, fsyncs, renames over the target and
- * fsyncs the directory. The cursor's callback only copies into the buffer:
+ * fsyncs the directory. The cursor's callback only copies into the buffer
+ * (growing it, inside the section, for a range bigger than half of it):
  * every system call happens outside read sections, so a slow disk delays no
  * grace period. Format: core/snapshot.h.
  *
@@ -42,6 +44,7 @@
 #include "core/cache.h"
 #include "core/entry.h"
 #include "core/hash.h"
+#include "core/iter.h"
 #include "core/snapshot.h"
 #include "mem/slab.h"
 
@@ -120,9 +123,9 @@ static void append_entry(void *ctx, const void *key, size_t key_len, const void 
 	(void)entry_bytes;
 	size_t need = LARDER__SNAP_RECORD_BYTES + key_len + value_len;
 	if (w->used + need > w->cap) {
-		/* Grown only for a record bigger than the whole buffer: the
-		 * caller flushes before each entry once the buffer is half full. */
-		size_t cap = w->used + need;
+		/* The caller flushes before each range once the buffer is half
+		 * full; a range (or a record) bigger than the rest grows it. */
+		size_t cap = 2 * (w->used + need);
 		unsigned char *b = realloc(w->buf, cap);
 		if (!b) {
 			w->nomem = 1;
@@ -151,7 +154,7 @@ static int write_entries(larder *c, struct writer *w)
 	for (;;) {
 		if (w->used >= w->cap / 2 && (rc = flush(w)) != LARDER_OK)
 			break;
-		rc = larder_iter_next(it, append_entry, w);
+		rc = larder__iter_next_range(it, append_entry, w);
 		if (rc == LARDER_MISS) {
 			rc = LARDER_OK;
 			break;
