@@ -526,6 +526,9 @@ LARDER_API LARDER_MUST_USE int larder_save(larder *cache, const char *path);
  * order, a random order with respect to age and use) decides which win, and
  * every later entry that does not fit is skipped; a smaller later entry
  * that still fits is taken. Keys already in the cache are overwritten.
+ * A snapshot that fits whole (16 MiB or more) is written by up to one
+ * thread per CPU (at most 8; started and joined inside the call, each
+ * with its per-thread state on this cache while it runs).
  * Blocks on the file system; allocates (the cache's entries; the file is
  * mapped, not copied).
  * Returns LARDER_OK, LARDER_EINVAL (cache or path NULL),

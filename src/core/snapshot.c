@@ -27,12 +27,16 @@
  *       just loaded (the policy's choice would depend on timing). Keys it
  *       overwrites are counted as if new: a load into a full cache may stop
  *       early; into an empty one it is exact.
+ *   L4. A snapshot that fits whole (its charge, summed while L1 checks the
+ *       records, plus the used bytes) is written by several threads
+ *       (load_parallel); only one that does not fit needs the file order.
  * Not guaranteed: a point-in-time cut (see larder_save in larder.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,20 +286,25 @@ static int check_frame(const unsigned char *d, size_t len, size_t *records_end)
 	return LARDER_OK;
 }
 
-/* L1: the records fill the space between header and trailer exactly. */
-static int check_records(const unsigned char *d, size_t end, uint64_t want)
+/* L1: the records fill the space between header and trailer exactly.
+ * *charge gets what they would all charge (L3's figure, before skips). */
+static int check_records(const unsigned char *d, size_t end, uint64_t want, uint64_t *charge)
 {
 	size_t off = LARDER__SNAP_HEADER_BYTES;
-	uint64_t n = 0;
+	uint64_t n = 0, total = 0;
 	while (off < end) {
 		if (end - off < LARDER__SNAP_RECORD_BYTES)
 			return LARDER_ECORRUPT;
 		uint64_t body = (uint64_t)get_u32(d + off) + get_u32(d + off + 4);
 		if (get_u32(d + off) == 0 || body > end - off - LARDER__SNAP_RECORD_BYTES)
 			return LARDER_ECORRUPT;
+		unsigned flags = get_u64(d + off + 8) == UINT64_MAX ? 0 : LARDER__ENTRY_TTL;
+		total += larder__slab_charge(
+			larder__entry_bytes(flags, get_u32(d + off), get_u32(d + off + 4)));
 		off += LARDER__SNAP_RECORD_BYTES + body;
 		n++;
 	}
+	*charge = total;
 	return n == want ? LARDER_OK : LARDER_ECORRUPT;
 }
 
@@ -308,29 +317,32 @@ static uint64_t used_bytes(larder *c)
 	return v[LARDER_STAT_USED_BYTES];
 }
 
-int larder__snapshot_load_mem(larder *c, const unsigned char *d, size_t len,
-			      uint64_t now_unix_ms)
+/* One stretch of records [from, to), written in file order. */
+struct part {
+	larder *cache;
+	const unsigned char *d;
+	size_t from, to;
+	uint64_t elapsed;  /* L2 */
+	uint64_t capacity; /* L3: UINT64_MAX when everything fits */
+	uint64_t charged;
+	int rc;
+};
+
+static void *load_part(void *arg)
 {
-	size_t end;
-	int rc = check_frame(d, len, &end);
-	if (rc != LARDER_OK)
-		return rc;
-	if ((rc = check_records(d, end, get_u64(d + end + 8))) != LARDER_OK)
-		return rc;
-	uint64_t saved_ms = get_u64(d + 16);
-	uint64_t elapsed = now_unix_ms > saved_ms ? now_unix_ms - saved_ms : 0; /* L2 */
-	/* Relaxed: a setting; a capacity changed during the load may be missed. */
-	uint64_t capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED);
-	uint64_t charged = used_bytes(c);
-	for (size_t off = LARDER__SNAP_HEADER_BYTES; off < end;) {
+	struct part *p = arg;
+	larder *c = p->cache;
+	const unsigned char *d = p->d;
+	p->rc = LARDER_OK;
+	for (size_t off = p->from; off < p->to;) {
 		size_t key_len = get_u32(d + off), value_len = get_u32(d + off + 4);
 		uint64_t ttl = get_u64(d + off + 8);
 		const unsigned char *key = d + off + LARDER__SNAP_RECORD_BYTES;
 		off += LARDER__SNAP_RECORD_BYTES + key_len + value_len;
 		if (ttl != UINT64_MAX) {
-			if (ttl <= elapsed)
+			if (ttl <= p->elapsed)
 				continue; /* L2 */
-			ttl -= elapsed;
+			ttl -= p->elapsed;
 		} else {
 			ttl = LARDER_TTL_NEVER;
 		}
@@ -338,16 +350,90 @@ int larder__snapshot_load_mem(larder *c, const unsigned char *d, size_t len,
 			continue;
 		unsigned flags = ttl == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
 		uint64_t charge = larder__slab_charge(larder__entry_bytes(flags, key_len, value_len));
-		if (charged + charge > capacity)
+		if (p->charged + charge > p->capacity)
 			continue; /* L3 */
-		rc = larder_put(c, key, key_len, key + key_len, value_len, ttl);
+		int rc = larder_put(c, key, key_len, key + key_len, value_len, ttl);
 		if (rc == LARDER_EVALSIZE)
 			continue; /* over this cache's entry limit */
-		if (rc != LARDER_OK)
-			return rc;
-		charged += charge;
+		if (rc != LARDER_OK) {
+			p->rc = rc;
+			break;
+		}
+		p->charged += charge;
 	}
-	return LARDER_OK;
+	return NULL;
+}
+
+/*
+ * L4: a snapshot that fits whole is written by up to MAX_LOADERS threads,
+ * each a contiguous stretch of records (the order then no longer decides
+ * anything); one that does not fit is written in file order by the caller
+ * alone, so L3's rule stays exact. A thread that cannot be started leaves
+ * its stretch to the caller.
+ */
+#define MAX_LOADERS 8
+#define PARALLEL_MIN_BYTES ((size_t)16 << 20)
+
+static int load_parallel(struct part *whole)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t n = cpus > MAX_LOADERS ? MAX_LOADERS : cpus < 1 ? 1 : (size_t)cpus;
+	struct part parts[MAX_LOADERS];
+	pthread_t threads[MAX_LOADERS];
+	int started[MAX_LOADERS] = {0};
+	const unsigned char *d = whole->d;
+	size_t off = whole->from, step = (whole->to - whole->from) / n;
+	for (size_t i = 0; i < n; i++) {
+		parts[i] = *whole;
+		parts[i].from = off;
+		size_t goal = i + 1 == n ? whole->to : whole->from + step * (i + 1);
+		while (off < goal) /* to the first record boundary at or past the goal */
+			off += LARDER__SNAP_RECORD_BYTES + get_u32(d + off) + get_u32(d + off + 4);
+		parts[i].to = off;
+	}
+	for (size_t i = 1; i < n; i++)
+		started[i] = pthread_create(&threads[i], NULL, load_part, &parts[i]) == 0;
+	load_part(&parts[0]);
+	int rc = parts[0].rc;
+	for (size_t i = 1; i < n; i++) {
+		if (started[i])
+			pthread_join(threads[i], NULL);
+		else
+			load_part(&parts[i]);
+		if (rc == LARDER_OK)
+			rc = parts[i].rc;
+	}
+	return rc;
+}
+
+int larder__snapshot_load_mem(larder *c, const unsigned char *d, size_t len,
+			      uint64_t now_unix_ms)
+{
+	size_t end;
+	uint64_t charge;
+	int rc = check_frame(d, len, &end);
+	if (rc != LARDER_OK)
+		return rc;
+	if ((rc = check_records(d, end, get_u64(d + end + 8), &charge)) != LARDER_OK)
+		return rc;
+	uint64_t saved_ms = get_u64(d + 16);
+	struct part whole = {
+		.cache = c,
+		.d = d,
+		.from = LARDER__SNAP_HEADER_BYTES,
+		.to = end,
+		.elapsed = now_unix_ms > saved_ms ? now_unix_ms - saved_ms : 0, /* L2 */
+		/* Relaxed: a setting; a capacity changed during the load may be missed. */
+		.capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED),
+		.charged = used_bytes(c),
+	};
+	if (whole.charged + charge <= whole.capacity) {
+		whole.capacity = UINT64_MAX; /* everything fits: no entry is skipped for room */
+		if (end - whole.from >= PARALLEL_MIN_BYTES)
+			return load_parallel(&whole);
+	}
+	load_part(&whole);
+	return whole.rc;
 }
 
 int larder_load(larder *c, const char *path)
