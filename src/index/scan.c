@@ -30,6 +30,19 @@
  */
 #include "index/scan.h"
 
+/* Entries sit in slab order, buckets in hash order: each entry's key is a
+ * cache miss. Starting the next bucket's while this one's are hashed keeps
+ * several in flight. */
+static void prefetch_entries(const struct larder__bucket *b)
+{
+	for (unsigned s = 0; s < LARDER__BUCKET_SLOTS; s++) {
+		/* Relaxed: only a prefetch hint; the scan loads the slot properly. */
+		uint64_t w = atomic_load_explicit(&b->slot[s], LARDER__RELAXED);
+		if ((w & LARDER__SLOT_PTR_MASK) > LARDER__SLOT_MARKER)
+			__builtin_prefetch((const char *)larder__slot_entry(w) + LARDER__ENTRY_HEADER_BYTES);
+	}
+}
+
 static int scan_one(struct larder__table *t, uint64_t lo, uint64_t hi, larder__entry_hash_fn *hash,
 		    void *hash_ctx, larder__scan_fn *fn, void *ctx)
 {
@@ -37,8 +50,10 @@ static int scan_one(struct larder__table *t, uint64_t lo, uint64_t hi, larder__e
 	const uint64_t first = (lo * n) >> 32, last = ((hi - 1) * n) >> 32;
 	const uint64_t run = last - first + 1;
 	uint64_t i = first;
+	prefetch_entries(&t->buckets[i]);
 	for (uint64_t scanned = 0; scanned < n; scanned++) {
 		struct larder__bucket *b = &t->buckets[i];
+		prefetch_entries(&t->buckets[i == t->last ? 0 : i + 1]);
 		/* A-CTL: the overflow count; its increments precede R-SLOT. */
 		uint64_t ctl = atomic_load_explicit(&b->ctl, LARDER__ACQUIRE);
 		for (unsigned s = 0; s < LARDER__BUCKET_SLOTS; s++) {
