@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_snapshot.c - larder_save / larder_load (warm restart).
  *
- * Invariants checked (larder.h "Snapshots", core/snapshot.c L1-L3):
+ * Invariants checked (larder.h "Snapshots", core/snapshot.c L1-L4):
  *   - a round trip (a file over 16 MiB: the threaded load) restores every
  *     key and value, empty values, the longest key, values in private
  *     mappings, and TTLs as remaining time;
