@@ -6,7 +6,7 @@
  *   - every live key is handed out exactly once, with its value, remaining
  *     TTL and charged size; the end is LARDER_MISS, and stays so;
  *   - expired and removed keys are not handed out;
- *   - keys live throughout a growth and a shrink of the index (writes and
+ *   - keys live throughout growths of the index (writes, then removals,
  *     removals between next() calls) are handed out exactly once;
  *   - a clear in the middle ends with no key twice and nothing after it but
  *     keys written after the clear;
@@ -184,7 +184,8 @@ static void test_iter_ttl_and_removed(void)
 }
 
 /* Keys 0..stable-1 stay; writes and removals of others between steps make
- * the index grow (and, after the removals, shrink) under the cursor. */
+ * the index grow under the cursor, then come out again (the stress test
+ * and index/scan.c S1b cover resizes in both directions alike). */
 static void test_iter_across_resize(void)
 {
 	const uint64_t stable = 5000, extra = 30000;
