@@ -6,8 +6,8 @@
  *   - every live key is handed out exactly once, with its value, remaining
  *     TTL and charged size; the end is LARDER_MISS, and stays so;
  *   - expired and removed keys are not handed out;
- *   - keys live throughout growths of the index (writes, then removals,
- *     removals between next() calls) are handed out exactly once;
+ *   - keys live throughout growths of the index (other keys written, then
+ *     removed, between next() calls) are handed out exactly once;
  *   - a clear in the middle ends with no key twice and nothing after it but
  *     keys written after the clear;
  *   - argument errors.
