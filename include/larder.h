@@ -116,6 +116,8 @@ enum larder_error {
 	LARDER_ESYS = -8,     /* another system call failed; errno has the cause */
 	LARDER_ESTATE = -9,   /* wrong state: a closed pool, a pool with open caches, or a
 			       * pooled cache's capacity (the pool's to set) */
+	LARDER_EFORMAT = -10, /* not a larder snapshot, or one of a version this build cannot read */
+	LARDER_ECORRUPT = -11, /* a snapshot that is truncated or fails its checksum */
 };
 
 /* Why an entry left the cache; reported to the removal listener. */
@@ -439,6 +441,107 @@ LARDER_API LARDER_MUST_USE int larder_clear(larder *cache);
  * a pool (the pool sets its capacity; see larder_config_set_pool).
  */
 LARDER_API LARDER_MUST_USE int larder_set_capacity(larder *cache, uint64_t bytes);
+
+/* ---- Iteration (core/iter.c) --------------------------------------------- */
+
+/*
+ * A cursor over the live entries of a cache. Weakly consistent, like a
+ * concurrent map's iterator: it never blocks readers or writers (it only
+ * enters read sections, as larder_get_with does) and the cache keeps
+ * serving meanwhile. Its promises, for one cursor from open to the end:
+ *   - every key whose entry stays live (not removed, replaced, expired,
+ *     evicted or cleared) from larder_iter_open() to the end is returned
+ *     exactly once;
+ *   - no key is returned twice, whatever happens to it meanwhile;
+ *   - nothing expired or removed at the moment it is handed out is returned
+ *     (each entry is looked up again, its deadline checked, right before the
+ *     callback), so a key removed before the open never comes back unless
+ *     it was written again since;
+ *   - a key written, replaced or removed during the iteration may or may not
+ *     be returned, and if it is, with the value it had at that moment.
+ * Order: by the cache's keyed hash (the index's own order), not insertion.
+ * Memory: the cursor holds the keys of about 64 index buckets at a time
+ * (a few hundred keys), whatever the cache's size. Iteration is not a read:
+ * it counts no hit, marks nothing accessed and extends no deadline.
+ * A cursor is used by one thread at a time and must be closed before its
+ * cache is.
+ */
+typedef struct larder_iter larder_iter;
+
+/*
+ * Called by larder_iter_next() once per entry, inside a read section (see
+ * "Read sections": key and value are valid only during the call).
+ * ttl_ms: the remaining lifetime (LARDER_TTL_NEVER: none; else >= 1).
+ * entry_bytes: what the entry charges against capacity (header, key,
+ * value and slot rounding).
+ */
+typedef void larder_iter_fn(void *ctx, const void *key, size_t key_len, const void *value,
+			    size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes);
+
+/*
+ * Opens a cursor at the start of the cache. Allocates (a small struct; the
+ * key buffer grows on the first larder_iter_next calls). Returns LARDER_OK,
+ * LARDER_EINVAL (cache or out NULL) or LARDER_ENOMEM; *out is NULL on failure.
+ */
+LARDER_API LARDER_MUST_USE int larder_iter_open(larder *cache, larder_iter **out);
+
+/*
+ * Hands the next entry to fn(ctx, ...) and returns LARDER_OK, or returns
+ * LARDER_MISS (and calls nothing) once every entry has been visited; later
+ * calls keep returning LARDER_MISS. May allocate (the key buffer, a thread's
+ * first call): LARDER_ENOMEM then, the cursor unchanged, so the call may be
+ * retried. LARDER_EINVAL: it or fn NULL. Never blocks.
+ */
+LARDER_API LARDER_MUST_USE int larder_iter_next(larder_iter *it, larder_iter_fn *fn, void *ctx);
+
+/* Frees the cursor. NULL is a no-op. */
+LARDER_API void larder_iter_close(larder_iter *it);
+
+/* ---- Snapshots: warm restart (core/snapshot.c, docs/persistence.md) ----- */
+
+/*
+ * Writes every live entry of the cache to a snapshot file at path, while the
+ * cache keeps serving: the entries are those a cursor (larder_iter_open)
+ * hands out, so the cut is weakly consistent (an entry live for the whole
+ * save is in the file; one written or removed during it may or may not be).
+ * Each entry keeps its key, value and remaining TTL. The file is written
+ * under a temporary name in the same directory (path + ".tmp.<pid>.<n>"),
+ * flushed to the device (fsync) and renamed over path, so a crash or an
+ * error mid-save leaves any previous snapshot at path whole. Blocks on the
+ * file system; allocates (a write buffer of 1 MiB, or of the largest entry).
+ * Must not race with larder_close() of the same cache (as no call may);
+ * it may race with every other call, larder_clear() included.
+ * Returns LARDER_OK, LARDER_EINVAL (cache or path NULL, path empty),
+ * LARDER_ENOMEM, or LARDER_ESYS (creating, writing, syncing or renaming
+ * failed; errno has the cause; the temporary file is removed).
+ */
+LARDER_API LARDER_MUST_USE int larder_save(larder *cache, const char *path);
+
+/*
+ * Reads a snapshot written by larder_save() into the cache. The whole file
+ * is checked first (format, version, length, checksum): a foreign, damaged
+ * or truncated file is refused and the cache left as it was. Then each
+ * entry is written as by larder_put, with its remaining TTL at the save
+ * minus the wall-clock time since (CLOCK_REALTIME); entries whose time ran
+ * out are dropped. Entries whose key or value exceed this cache's limits
+ * are skipped. When the cache is smaller than the snapshot, loading stops
+ * adding entries at capacity: the snapshot's order (the saving cache's hash
+ * order, a random order with respect to age and use) decides which win, and
+ * every later entry that does not fit is skipped; a smaller later entry
+ * that still fits is taken. Keys already in the cache are overwritten.
+ * A snapshot that fits whole (16 MiB or more) is written by up to one
+ * thread per CPU (at most 8; started and joined inside the call, each
+ * with its per-thread state on this cache while it runs).
+ * Blocks on the file system; allocates (the cache's entries; the file is
+ * mapped, not copied).
+ * Returns LARDER_OK, LARDER_EINVAL (cache or path NULL),
+ * LARDER_ESYS (the file could not be opened, read or mapped; errno has the
+ * cause), LARDER_EFORMAT (not a larder snapshot, or an unknown version),
+ * LARDER_ECORRUPT (truncated, a bad checksum, or records that do not add
+ * up), or a write's LARDER_ENOMEM or LARDER_EBUSY (the entries written
+ * before it stay).
+ */
+LARDER_API LARDER_MUST_USE int larder_load(larder *cache, const char *path);
 
 /* ---- Statistics ---------------------------------------------------------- */
 

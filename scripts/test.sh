@@ -15,7 +15,7 @@
 #               warnings that only optimisation reveals fail here, not in
 #               run.sh); its unit tests
 #   clang       clang-14 -Werror build, with the libFuzzer targets; its unit
-#               tests and the short fuzz runs (protocol_fuzz_*, ~20 s each)
+#               tests and the short fuzz runs (protocol_fuzz_*, fuzz_*, ~20 s each)
 #   tsan        clang-14 ThreadSanitizer build; the unit, reliability
 #               (model tester, allocation failures) and stress tests
 #   asan-ubsan  gcc AddressSanitizer + UBSan build; the same, LeakSanitizer on
@@ -142,7 +142,7 @@ stage_clang() {
 	local rc=0
 	configure_build clang || rc=$?
 	"${NICE[@]}" ctest --preset clang -L '^unit$' "${CTEST_ARGS[@]}" || rc=1
-	ctest_after_build clang "$rc" -R '^protocol_fuzz_'
+	ctest_after_build clang "$rc" -R '^(protocol_)?fuzz_'
 }
 
 # clang 14's TSan runtime cannot map its shadow under the 32-bit mmap

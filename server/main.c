@@ -5,8 +5,16 @@
  *
  * The main thread does no request work: it waits for a signal with a
  * one-second timeout and runs a delayed "flush_all <delay>" when it is due.
- * SIGTERM and SIGINT are blocked in every thread (the mask is inherited) and
- * taken only here with sigtimedwait(), so shutdown runs in normal context.
+ * SIGTERM, SIGINT and SIGUSR1 are blocked in every thread (the mask is
+ * inherited) and taken only here with sigtimedwait(), so shutdown runs in
+ * normal context.
+ *
+ * Warm restart (-e/--snapshot-file, docs/persistence.md): start-up loads the
+ * file before the workers start (a missing file starts empty; a damaged one
+ * is reported and the cache starts empty); a graceful shutdown (SIGTERM, or
+ * SIGUSR1 as memcached's graceful stop) stops the workers first, so no
+ * request changes the cache meanwhile, then saves, then closes. SIGINT
+ * (an operator's ^C) stops without saving.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -34,6 +42,7 @@ struct options {
 	int maxconns;
 	int verbose;
 	size_t item_max;
+	const char *snapshot;
 };
 
 static void usage(FILE *f)
@@ -47,6 +56,8 @@ static void usage(FILE *f)
 		"-t, --threads=<num>       number of worker threads to use (default: 4)\n"
 		"-c, --conn-limit=<num>    max simultaneous connections (default: 1024)\n"
 		"-I, --max-item-size=<num> max value size, with k/m suffix (default: 1m)\n"
+		"-e, --snapshot-file=<file> load the cache from <file> at start-up, save it there\n"
+		"                          on SIGTERM or SIGUSR1 (graceful shutdown)\n"
 		"-v, --verbose             verbose (print errors/warnings while in event loop)\n"
 		"-U, -u                    accepted for memcached compatibility, ignored\n"
 		"-V, --version             print version and exit\n"
@@ -79,6 +90,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"threads", required_argument, NULL, 't'},
 		{"conn-limit", required_argument, NULL, 'c'},
 		{"max-item-size", required_argument, NULL, 'I'},
+		{"snapshot-file", required_argument, NULL, 'e'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
@@ -86,7 +98,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "p:l:s:m:t:c:I:vVhU:u:", longs, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:l:s:m:t:c:I:e:vVhU:u:", longs, NULL)) != -1) {
 		switch (ch) {
 		case 'p': o->port = optarg; break;
 		case 'l': o->inter = optarg; break;
@@ -100,6 +112,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return 1;
 			}
 			break;
+		case 'e': o->snapshot = optarg; break;
 		case 'v': o->verbose++; break;
 		case 'V': printf("larderd %s\n", LARDER__VERSION_STR); return -1;
 		case 'h': usage(stdout); return -1;
@@ -211,22 +224,52 @@ static int open_cache(const struct options *o, larder **out)
 	return rc;
 }
 
-/* Waits for SIGTERM/SIGINT; runs a delayed flush_all when due. */
-static void wait_for_signal(struct larder__shared *sh)
+static void stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGUSR1);
+}
+
+/* Start-up: the snapshot, if one was named and exists. */
+static void load_snapshot(const struct options *o, larder *cache)
+{
+	int rc = larder_load(cache, o->snapshot);
+	if (rc == LARDER_ESYS && errno == ENOENT) {
+		if (o->verbose)
+			fprintf(stderr, "larderd: no snapshot at %s; starting empty\n", o->snapshot);
+		return;
+	}
+	if (rc != LARDER_OK) {
+		int saved = errno;
+		fprintf(stderr, "larderd: snapshot %s not loaded (%s%s%s); starting empty\n",
+			o->snapshot, larder_strerror(rc), rc == LARDER_ESYS ? ": " : "",
+			rc == LARDER_ESYS ? strerror(saved) : "");
+		return;
+	}
+	if (o->verbose) {
+		uint64_t v[LARDER_STAT_WRITES + 1] = {0};
+		larder__ignore(larder_stats(cache, v, LARDER_STAT_WRITES + 1));
+		fprintf(stderr, "larderd: loaded %llu items from %s\n",
+			(unsigned long long)v[LARDER_STAT_WRITES], o->snapshot);
+	}
+}
+
+/* Waits for SIGTERM/SIGINT/SIGUSR1 and returns it; runs a delayed flush_all when due. */
+static int wait_for_signal(struct larder__shared *sh)
 {
 	sigset_t set;
 	struct timespec one_s = {1, 0};
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
+	stop_signals(&set);
 	for (;;) {
 		struct timespec now;
 		uint64_t at;
 		int sig = sigtimedwait(&set, NULL, &one_s);
 
-		if (sig == SIGTERM || sig == SIGINT)
-			return;
+		if (sig == SIGTERM || sig == SIGINT || sig == SIGUSR1)
+			return sig;
 		/* Relaxed: see exec_flush(); the clear itself is the engine's business. */
 		at = atomic_load_explicit(&sh->flush_at_ms, memory_order_relaxed);
 		clock_gettime(CLOCK_REALTIME, &now);
@@ -239,7 +282,7 @@ static void wait_for_signal(struct larder__shared *sh)
 
 int main(int argc, char **argv)
 {
-	struct options o = {"11211", NULL, NULL, 64, 4, 1024, 0, 1024 * 1024};
+	struct options o = {"11211", NULL, NULL, 64, 4, 1024, 0, 1024 * 1024, NULL};
 	static struct larder__shared sh;
 	struct larder__net *net;
 	sigset_t set;
@@ -250,9 +293,7 @@ int main(int argc, char **argv)
 		return rc < 0 ? 0 : 64;
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit(o.maxconns);
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
+	stop_signals(&set);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	if (o.socket_path) {
@@ -270,6 +311,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "larderd: cannot open the cache: %s\n", larder_strerror(rc));
 		return 71;
 	}
+	if (o.snapshot)
+		load_snapshot(&o, sh.cache);
 	sh.item_max = o.item_max;
 	/* Relaxed: set before the workers start (pthread_create publishes it). */
 	atomic_store_explicit(&sh.maxbytes, o.mem_mib << 20, memory_order_relaxed);
@@ -293,8 +336,19 @@ int main(int argc, char **argv)
 	else if (o.verbose)
 		fprintf(stderr, "larderd: serving on %s:%s with %d threads\n",
 			o.inter ? o.inter : "*", o.port, o.threads);
-	wait_for_signal(&sh);
+	int sig = wait_for_signal(&sh);
 	larder__net_stop(net);
+	if (o.snapshot && sig != SIGINT) {
+		rc = larder_save(sh.cache, o.snapshot);
+		if (rc != LARDER_OK) {
+			int saved = errno;
+			fprintf(stderr, "larderd: snapshot %s not saved: %s%s%s\n", o.snapshot,
+				larder_strerror(rc), rc == LARDER_ESYS ? ": " : "",
+				rc == LARDER_ESYS ? strerror(saved) : "");
+		} else if (o.verbose) {
+			fprintf(stderr, "larderd: saved the cache to %s\n", o.snapshot);
+		}
+	}
 	for (int i = 0; i < nfd; i++)
 		close(fds[i]);
 	if (o.socket_path)

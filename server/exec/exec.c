@@ -653,6 +653,8 @@ int larder__exec(struct larder__exec *x, struct larder__req *req, struct larder_
 	case LARDER__CMD_STATS:
 		larder__exec_stats(x, req, out);
 		break;
+	case LARDER__CMD_METADUMP:
+		return larder__exec_metadump(x, req, out, high_water);
 	default:
 		larder__exec_meta(x, req, out);
 		break;

@@ -117,6 +117,10 @@ static inline void larder__stat_add(struct larder__exec *x, enum larder__wstat s
 			      memory_order_relaxed);
 }
 
+/* Frees what a suspended request holds (a metadump's cursor) when its
+ * connection closes before it completes. */
+void larder__exec_abandon(struct larder__req *req);
+
 /*
  * memcached's exptime to an engine TTL: 0 never expires, 1..2592000 are
  * seconds from now, larger values a Unix time, negative ones the past.

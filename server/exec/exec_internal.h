@@ -94,5 +94,8 @@ void larder__exec_store(struct larder__exec *x, struct larder__req *req, struct 
 
 void larder__exec_stats(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out);
 void larder__exec_meta(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out);
+/* lru_crawler metadump (dump.c): a larder__exec() result; may SUSPEND. */
+int larder__exec_metadump(struct larder__exec *x, struct larder__req *req,
+			  struct larder__obuf *out, size_t high_water);
 
 #endif

@@ -101,6 +101,8 @@ static void conn_free(struct worker *w, struct conn *c)
 		w->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	if (c->suspended)
+		larder__exec_abandon(&c->req);
 	close(c->fd);
 	free(c->in);
 	larder__obuf_free(&c->out);

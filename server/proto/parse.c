@@ -616,6 +616,7 @@ static const struct name_cmd k_names[] = {
 	{"version", LARDER__CMD_VERSION}, {"verbosity", LARDER__CMD_VERBOSITY},
 	{"quit", LARDER__CMD_QUIT},       {"stats", LARDER__CMD_STATS},
 	{"cache_memlimit", LARDER__CMD_MEMLIMIT},
+	{"lru_crawler", LARDER__CMD_METADUMP},
 };
 
 static int dispatch(const char *buf, size_t len, const struct larder__limits *lim,
@@ -654,6 +655,10 @@ static int dispatch(const char *buf, size_t len, const struct larder__limits *li
 		return parse_verbosity(req, nt);
 	case LARDER__CMD_MEMLIMIT:
 		return parse_memlimit(req, nt);
+	case LARDER__CMD_METADUMP: /* only the metadump subcommand, as memcached: one argument */
+		if (nt != 4 || !tok_is(&req->tok[1], "metadump"))
+			return reply(req, k_error);
+		return LARDER__PARSE_DONE;
 	default:
 		return LARDER__PARSE_DONE;
 	}
@@ -697,6 +702,7 @@ static void req_reset(struct larder__req *req)
 	req->exptime = 0;
 	req->num = 0;
 	req->unum = 0;
+	req->dump = NULL;
 	meta_reset(&req->meta);
 }
 

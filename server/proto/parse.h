@@ -70,6 +70,7 @@ enum larder__cmd {
 	LARDER__CMD_MA,
 	LARDER__CMD_MN,
 	LARDER__CMD_ME,
+	LARDER__CMD_METADUMP, /* lru_crawler metadump <all|hash|ids>: tok[2] is the argument */
 	LARDER__CMD_COUNT
 };
 
@@ -126,6 +127,9 @@ struct larder__req {
 	const char *data;   /* set family, ms: the value, data_len bytes */
 	size_t data_len;
 	struct larder__meta meta;
+	/* CMD_METADUMP: the dump's cursor (a larder_iter) while it is suspended;
+	 * the executor owns it, larder__exec_abandon() frees it. */
+	void *dump;
 };
 
 struct larder__limits {

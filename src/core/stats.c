@@ -115,6 +115,10 @@ const char *larder_strerror(int code)
 	case LARDER_ESTATE:
 		return "wrong state: the pool is closed or still has open caches, or it owns this "
 		       "cache's capacity";
+	case LARDER_EFORMAT:
+		return "not a larder snapshot, or of an unsupported version";
+	case LARDER_ECORRUPT:
+		return "snapshot truncated or failing its checksum";
 	}
 	return "unknown result code";
 }

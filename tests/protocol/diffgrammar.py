@@ -43,7 +43,7 @@ class Split:
 EXCLUDED = {
     "length-wrap",      # a value length over 2^32 that memcached silently wraps
     "stats-body",       # stats output: process state, different by nature
-    "admin-commands",   # slabs, lru, lru_crawler, watch, extstore: memcached internals
+    "admin-commands",   # slabs, lru, lru_crawler (but metadump), watch, extstore: internals
     "long-key-after-pipeline",  # memcached culls earlier pipelined replies
     "long-non-get-line",  # over 2 KiB: memcached takes it only if it fits one 16 KiB read
     "incr-whitespace-value",  # memcached's incr reads past a value of only white space

@@ -1,0 +1,469 @@
+/*
+ * core/snapshot.c - warm restart: larder_save() and larder_load().
+ *
+ * Save streams a cursor (core/iter.c, in its range mode: a range of entries
+ * per read section, no second lookup) into a buffer and the buffer into a
+ * temporary file beside the target, hashing every byte as it goes (XXH3-64,
+ * streaming), then writes the trailer, fsyncs, renames over the target and
+ * fsyncs the directory. The cursor's callback only copies into the buffer
+ * (growing it, inside the section, for a range bigger than half of it):
+ * every system call happens outside read sections, so a slow disk delays no
+ * grace period. Format: core/snapshot.h.
+ *
+ * Load maps the file and checks it whole before it writes anything:
+ *   L1. magic and version first (LARDER_EFORMAT: someone else's file, or a
+ *       newer larder's), then the length, the trailer and the checksum
+ *       (LARDER_ECORRUPT), then every record's lengths against the bytes
+ *       left and the record count (LARDER_ECORRUPT). Only a file that passes
+ *       all of them is applied, so a refused file leaves the cache as it was.
+ *   L2. A record's TTL counts down by the wall-clock time between the save's
+ *       start and the load (a clock set backwards counts as no time); one
+ *       with nothing left is dropped. The saved TTL was measured against the
+ *       saving cache's clock at the moment the cursor handed the entry out.
+ *   L3. Capacity: the load keeps its own count of the bytes its entries
+ *       charge (larder__slab_charge, as the writers do), starting from the
+ *       cache's used bytes, and skips an entry that would take it above the
+ *       capacity; so a load never makes the maintainer evict what it has
+ *       just loaded (the policy's choice would depend on timing). Keys it
+ *       overwrites are counted as if new: a load into a full cache may stop
+ *       early; into an empty one it is exact.
+ *   L4. A snapshot that fits whole (its charge, summed while L1 checks the
+ *       records, plus the used bytes) is written by several threads
+ *       (load_parallel); only one that does not fit needs the file order.
+ * Not guaranteed: a point-in-time cut (see larder_save in larder.h).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/cache.h"
+#include "core/entry.h"
+#include "core/hash.h"
+#include "core/iter.h"
+#include "core/snapshot.h"
+#include "mem/slab.h"
+
+#define WRITE_BUFFER_BYTES ((size_t)1 << 20)
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+	uint32_t v = 0;
+	for (int i = 3; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ---- Save ------------------------------------------------------------------- */
+
+struct writer {
+	int fd;
+	unsigned char *buf;
+	size_t used, cap;
+	int nomem; /* the callback could not grow buf */
+	XXH3_state_t *hash;
+	uint64_t records;
+};
+
+/* Writes the buffer out (outside any read section), hashing it. */
+static int flush(struct writer *w)
+{
+	if (XXH3_64bits_update(w->hash, w->buf, w->used) != XXH_OK)
+		return LARDER_ENOMEM;
+	size_t off = 0;
+	while (off < w->used) {
+		ssize_t n = write(w->fd, w->buf + off, w->used - off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return LARDER_ESYS;
+		}
+		off += (size_t)n;
+	}
+	w->used = 0;
+	return LARDER_OK;
+}
+
+/* The cursor's callback, inside a read section: copies only. */
+static void append_entry(void *ctx, const void *key, size_t key_len, const void *value,
+			 size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	struct writer *w = ctx;
+	(void)entry_bytes;
+	size_t need = LARDER__SNAP_RECORD_BYTES + key_len + value_len;
+	if (w->used + need > w->cap) {
+		/* The caller flushes before each range once the buffer is half
+		 * full; a range (or a record) bigger than the rest grows it. */
+		size_t cap = 2 * (w->used + need);
+		unsigned char *b = realloc(w->buf, cap);
+		if (!b) {
+			w->nomem = 1;
+			return;
+		}
+		w->buf = b;
+		w->cap = cap;
+	}
+	unsigned char *p = w->buf + w->used;
+	put_u32(p, (uint32_t)key_len);
+	put_u32(p + 4, (uint32_t)value_len);
+	put_u64(p + 8, ttl_ms == LARDER_TTL_NEVER ? UINT64_MAX : ttl_ms);
+	memcpy(p + LARDER__SNAP_RECORD_BYTES, key, key_len);
+	if (value_len)
+		memcpy(p + LARDER__SNAP_RECORD_BYTES + key_len, value, value_len);
+	w->used += need;
+	w->records++;
+}
+
+static int write_entries(larder *c, struct writer *w)
+{
+	larder_iter *it;
+	int rc = larder_iter_open(c, &it);
+	if (rc != LARDER_OK)
+		return rc;
+	for (;;) {
+		if (w->used >= w->cap / 2 && (rc = flush(w)) != LARDER_OK)
+			break;
+		rc = larder__iter_next_range(it, append_entry, w);
+		if (rc == LARDER_MISS) {
+			rc = LARDER_OK;
+			break;
+		}
+		if (rc != LARDER_OK)
+			break;
+		if (w->nomem) {
+			rc = LARDER_ENOMEM;
+			break;
+		}
+	}
+	larder_iter_close(it);
+	return rc;
+}
+
+static int write_snapshot(larder *c, struct writer *w)
+{
+	unsigned char *h = w->buf;
+	memset(h, 0, LARDER__SNAP_HEADER_BYTES);
+	memcpy(h, LARDER__SNAP_MAGIC, 8);
+	put_u32(h + 8, LARDER__SNAP_VERSION);
+	put_u32(h + 12, LARDER__SNAP_HEADER_BYTES);
+	put_u64(h + 16, wall_ms());
+	w->used = LARDER__SNAP_HEADER_BYTES;
+	int rc = write_entries(c, w);
+	if (rc != LARDER_OK)
+		return rc;
+	if (w->used + LARDER__SNAP_TRAILER_BYTES > w->cap && (rc = flush(w)) != LARDER_OK)
+		return rc;
+	unsigned char *t = w->buf + w->used;
+	memset(t, 0, LARDER__SNAP_TRAILER_BYTES);
+	memcpy(t, LARDER__SNAP_END_MAGIC, 8);
+	put_u64(t + 8, w->records);
+	w->used += LARDER__SNAP_CHECKED_BYTES;
+	if ((rc = flush(w)) != LARDER_OK) /* hashes the magic and the count too */
+		return rc;
+	put_u64(w->buf, XXH3_64bits_digest(w->hash));
+	put_u64(w->buf + 8, 0);
+	w->used = LARDER__SNAP_TRAILER_BYTES - LARDER__SNAP_CHECKED_BYTES;
+	return flush(w);
+}
+
+/* fsync of the directory that holds path, so the rename is durable. */
+static int sync_dir(const char *path)
+{
+	char *copy = strdup(path);
+	if (!copy)
+		return LARDER_ENOMEM;
+	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(copy);
+	if (fd < 0)
+		return LARDER_ESYS;
+	int rc = fsync(fd) == 0 ? LARDER_OK : LARDER_ESYS;
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	return rc;
+}
+
+int larder_save(larder *c, const char *path)
+{
+	if (!c || !path || !*path)
+		return LARDER_EINVAL;
+	static _Atomic unsigned long serial; /* distinct temporary names within a process */
+	char *tmp = NULL;
+	/* Relaxed: only the numbers' distinctness matters, nothing is published. */
+	if (asprintf(&tmp, "%s.tmp.%ld.%lu", path, (long)getpid(),
+		     atomic_fetch_add_explicit(&serial, 1, memory_order_relaxed)) < 0)
+		return LARDER_ENOMEM;
+	struct writer w = { .fd = -1 };
+	int rc = LARDER_ENOMEM;
+	w.buf = malloc(WRITE_BUFFER_BYTES);
+	w.cap = WRITE_BUFFER_BYTES;
+	w.hash = XXH3_createState();
+	if (!w.buf || !w.hash || XXH3_64bits_reset(w.hash) != XXH_OK)
+		goto fail_alloc;
+	w.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (w.fd < 0) {
+		rc = LARDER_ESYS;
+		goto fail_alloc;
+	}
+	rc = write_snapshot(c, &w);
+	if (rc == LARDER_OK && fsync(w.fd) != 0)
+		rc = LARDER_ESYS;
+	int saved = errno;
+	if (close(w.fd) != 0 && rc == LARDER_OK) {
+		rc = LARDER_ESYS;
+		saved = errno;
+	}
+	if (rc == LARDER_OK && rename(tmp, path) != 0) {
+		rc = LARDER_ESYS;
+		saved = errno;
+	}
+	if (rc != LARDER_OK)
+		unlink(tmp);
+	else
+		rc = sync_dir(path);
+	errno = saved;
+fail_alloc:
+	XXH3_freeState(w.hash);
+	free(w.buf);
+	free(tmp);
+	return rc;
+}
+
+/* ---- Load ------------------------------------------------------------------- */
+
+/* L1: everything but the records' count and lengths. */
+static int check_frame(const unsigned char *d, size_t len, size_t *records_end)
+{
+	if (len < 8 || memcmp(d, LARDER__SNAP_MAGIC, 8) != 0)
+		return LARDER_EFORMAT;
+	if (len < 16)
+		return LARDER_ECORRUPT;
+	if (get_u32(d + 8) != LARDER__SNAP_VERSION || get_u32(d + 12) != LARDER__SNAP_HEADER_BYTES)
+		return LARDER_EFORMAT;
+	if (len < LARDER__SNAP_HEADER_BYTES + LARDER__SNAP_TRAILER_BYTES)
+		return LARDER_ECORRUPT;
+	size_t t = len - LARDER__SNAP_TRAILER_BYTES;
+	if (memcmp(d + t, LARDER__SNAP_END_MAGIC, 8) != 0 || get_u64(d + t + 24) != 0)
+		return LARDER_ECORRUPT;
+	if (XXH3_64bits(d, t + LARDER__SNAP_CHECKED_BYTES) != get_u64(d + t + 16))
+		return LARDER_ECORRUPT;
+	*records_end = t;
+	return LARDER_OK;
+}
+
+/* L1: the records fill the space between header and trailer exactly.
+ * *charge gets what they would all charge (L3's figure, before skips). */
+static int check_records(const unsigned char *d, size_t end, uint64_t want, uint64_t *charge)
+{
+	size_t off = LARDER__SNAP_HEADER_BYTES;
+	uint64_t n = 0, total = 0;
+	while (off < end) {
+		if (end - off < LARDER__SNAP_RECORD_BYTES)
+			return LARDER_ECORRUPT;
+		uint64_t body = (uint64_t)get_u32(d + off) + get_u32(d + off + 4);
+		if (get_u32(d + off) == 0 || body > end - off - LARDER__SNAP_RECORD_BYTES)
+			return LARDER_ECORRUPT;
+		unsigned flags = get_u64(d + off + 8) == UINT64_MAX ? 0 : LARDER__ENTRY_TTL;
+		total += larder__slab_charge(
+			larder__entry_bytes(flags, get_u32(d + off), get_u32(d + off + 4)));
+		off += LARDER__SNAP_RECORD_BYTES + body;
+		n++;
+	}
+	*charge = total;
+	return n == want ? LARDER_OK : LARDER_ECORRUPT;
+}
+
+/* L3: the cache's used bytes when the load starts. */
+static uint64_t used_bytes(larder *c)
+{
+	uint64_t v[LARDER_STAT_USED_BYTES + 1];
+	if (larder_stats(c, v, LARDER_STAT_USED_BYTES + 1) != LARDER_OK)
+		return 0;
+	return v[LARDER_STAT_USED_BYTES];
+}
+
+/* One stretch of records [from, to), written in file order. */
+struct part {
+	larder *cache;
+	const unsigned char *d;
+	size_t from, to;
+	uint64_t elapsed;  /* L2 */
+	uint64_t capacity; /* L3: UINT64_MAX when everything fits */
+	uint64_t charged;
+	int rc;
+};
+
+static void *load_part(void *arg)
+{
+	struct part *p = arg;
+	larder *c = p->cache;
+	const unsigned char *d = p->d;
+	p->rc = LARDER_OK;
+	for (size_t off = p->from; off < p->to;) {
+		size_t key_len = get_u32(d + off), value_len = get_u32(d + off + 4);
+		uint64_t ttl = get_u64(d + off + 8);
+		const unsigned char *key = d + off + LARDER__SNAP_RECORD_BYTES;
+		off += LARDER__SNAP_RECORD_BYTES + key_len + value_len;
+		if (ttl != UINT64_MAX) {
+			if (ttl <= p->elapsed)
+				continue; /* L2 */
+			ttl -= p->elapsed;
+		} else {
+			ttl = LARDER_TTL_NEVER;
+		}
+		if (key_len > c->max_key_bytes || value_len > c->max_value_bytes)
+			continue;
+		unsigned flags = ttl == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
+		uint64_t charge = larder__slab_charge(larder__entry_bytes(flags, key_len, value_len));
+		if (p->charged + charge > p->capacity)
+			continue; /* L3 */
+		int rc = larder_put(c, key, key_len, key + key_len, value_len, ttl);
+		if (rc == LARDER_EVALSIZE)
+			continue; /* over this cache's entry limit */
+		if (rc != LARDER_OK) {
+			p->rc = rc;
+			break;
+		}
+		p->charged += charge;
+	}
+	return NULL;
+}
+
+/*
+ * L4: a snapshot that fits whole is written by up to MAX_LOADERS threads,
+ * each a contiguous stretch of records (the order then no longer decides
+ * anything); one that does not fit is written in file order by the caller
+ * alone, so L3's rule stays exact. A thread that cannot be started leaves
+ * its stretch to the caller.
+ */
+#define MAX_LOADERS 8
+#define PARALLEL_MIN_BYTES ((size_t)16 << 20)
+
+static int load_parallel(struct part *whole)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t n = cpus > MAX_LOADERS ? MAX_LOADERS : cpus < 1 ? 1 : (size_t)cpus;
+	struct part parts[MAX_LOADERS];
+	pthread_t threads[MAX_LOADERS];
+	int started[MAX_LOADERS] = {0};
+	const unsigned char *d = whole->d;
+	size_t off = whole->from, step = (whole->to - whole->from) / n;
+	for (size_t i = 0; i < n; i++) {
+		parts[i] = *whole;
+		parts[i].from = off;
+		size_t goal = i + 1 == n ? whole->to : whole->from + step * (i + 1);
+		while (off < goal) /* to the first record boundary at or past the goal */
+			off += LARDER__SNAP_RECORD_BYTES + get_u32(d + off) + get_u32(d + off + 4);
+		parts[i].to = off;
+	}
+	for (size_t i = 1; i < n; i++)
+		started[i] = pthread_create(&threads[i], NULL, load_part, &parts[i]) == 0;
+	load_part(&parts[0]);
+	int rc = parts[0].rc;
+	for (size_t i = 1; i < n; i++) {
+		if (started[i])
+			pthread_join(threads[i], NULL);
+		else
+			load_part(&parts[i]);
+		if (rc == LARDER_OK)
+			rc = parts[i].rc;
+	}
+	return rc;
+}
+
+int larder__snapshot_load_mem(larder *c, const unsigned char *d, size_t len,
+			      uint64_t now_unix_ms)
+{
+	size_t end;
+	uint64_t charge;
+	int rc = check_frame(d, len, &end);
+	if (rc != LARDER_OK)
+		return rc;
+	if ((rc = check_records(d, end, get_u64(d + end + 8), &charge)) != LARDER_OK)
+		return rc;
+	uint64_t saved_ms = get_u64(d + 16);
+	struct part whole = {
+		.cache = c,
+		.d = d,
+		.from = LARDER__SNAP_HEADER_BYTES,
+		.to = end,
+		.elapsed = now_unix_ms > saved_ms ? now_unix_ms - saved_ms : 0, /* L2 */
+		/* Relaxed: a setting; a capacity changed during the load may be missed. */
+		.capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED),
+		.charged = used_bytes(c),
+	};
+	if (whole.charged + charge <= whole.capacity) {
+		whole.capacity = UINT64_MAX; /* everything fits: no entry is skipped for room */
+		if (end - whole.from >= PARALLEL_MIN_BYTES)
+			return load_parallel(&whole);
+	}
+	load_part(&whole);
+	return whole.rc;
+}
+
+int larder_load(larder *c, const char *path)
+{
+	if (!c || !path)
+		return LARDER_EINVAL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return LARDER_ESYS;
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int saved = errno;
+		close(fd);
+		errno = saved;
+		return LARDER_ESYS;
+	}
+	if (st.st_size == 0) {
+		close(fd);
+		return LARDER_EFORMAT;
+	}
+	size_t len = (size_t)st.st_size;
+	void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	int saved = errno;
+	close(fd);
+	if (map == MAP_FAILED) {
+		errno = saved;
+		return LARDER_ESYS;
+	}
+	(void)madvise(map, len, MADV_SEQUENTIAL); /* a hint; refusal is fine */
+	int rc = larder__snapshot_load_mem(c, map, len, wall_ms());
+	munmap(map, len);
+	return rc;
+}

@@ -1,0 +1,323 @@
+/*
+ * persist_bench.c - what iteration and snapshots cost (docs/persistence.md).
+ *
+ * Modes (one command each; every figure is a median of --rounds rounds,
+ * with min..max, and comparisons are made within the same run):
+ *   --iter:  fills --entries entries (16-byte keys, 32-byte values), then
+ *            per round: --readers reader threads (larder_get of random keys)
+ *            and --writers writer threads (larder_put of random keys) run for
+ *            --duration-ms alone (the baseline), then again while one thread
+ *            walks a cursor over the whole cache as fast as it can. Prints
+ *            entries per second of the walk and the readers' and writers'
+ *            operations per second with the walk as a ratio of without.
+ *   --save:  fills --entries entries of --value-bytes values; per round:
+ *            larder_save (with its fsync) of the cache, larder_load of the
+ *            file into a fresh cache, and `cp` + `sync` of that file (the
+ *            device's sequential speed for the same bytes). Then readers run
+ *            for the save's length alone and while a save runs: the cost to
+ *            concurrent gets.
+ * Arguments: --entries N --value-bytes N --readers N --writers N
+ *            --duration-ms N --rounds N --dir PATH (the snapshot's directory).
+ * The machine may be shared: read the ratios, not the absolute numbers.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+struct opts {
+	uint64_t entries, value_bytes, readers, writers, duration_ms, rounds;
+	const char *dir;
+};
+
+static struct opts o;
+static larder *cache;
+static _Atomic int phase_stop;
+static _Atomic uint64_t reads_done, writes_done;
+
+static size_t key_of(char *k, uint64_t id)
+{
+	return (size_t)snprintf(k, 32, "key-%012llu", (unsigned long long)id);
+}
+
+static void fill(larder *c)
+{
+	char k[32];
+	unsigned char *v = calloc(1, o.value_bytes + 1);
+	for (uint64_t id = 0; id < o.entries; id++) {
+		memcpy(v, &id, sizeof(id) < o.value_bytes ? sizeof(id) : o.value_bytes);
+		if (larder_put(c, k, key_of(k, id), v, o.value_bytes, LARDER_TTL_NEVER) != LARDER_OK) {
+			fprintf(stderr, "fill failed at %llu\n", (unsigned long long)id);
+			exit(1);
+		}
+	}
+	free(v);
+}
+
+static void *reader(void *arg)
+{
+	struct th_rng r = { (uint64_t)(uintptr_t)arg * 0x9e3779b97f4a7c15ull };
+	char k[32];
+	unsigned char *buf = malloc(o.value_bytes + 1);
+	uint64_t n = 0;
+	size_t len;
+	while (!atomic_load_explicit(&phase_stop, memory_order_relaxed)) {
+		for (int i = 0; i < 256; i++) {
+			uint64_t id = th_rng_below(&r, o.entries);
+			if (larder_get(cache, k, key_of(k, id), buf, o.value_bytes + 1, &len) != LARDER_OK)
+				abort();
+		}
+		n += 256;
+	}
+	atomic_fetch_add(&reads_done, n);
+	free(buf);
+	return NULL;
+}
+
+static void *writer(void *arg)
+{
+	struct th_rng r = { (uint64_t)(uintptr_t)arg * 0xbf58476d1ce4e5b9ull };
+	char k[32];
+	unsigned char *v = calloc(1, o.value_bytes + 1);
+	uint64_t n = 0;
+	while (!atomic_load_explicit(&phase_stop, memory_order_relaxed)) {
+		for (int i = 0; i < 64; i++) {
+			uint64_t id = th_rng_below(&r, o.entries);
+			if (larder_put(cache, k, key_of(k, id), v, o.value_bytes, LARDER_TTL_NEVER) != LARDER_OK)
+				abort();
+		}
+		n += 64;
+	}
+	atomic_fetch_add(&writes_done, n);
+	free(v);
+	return NULL;
+}
+
+static void count_entry(void *ctx, const void *key, size_t key_len, const void *value,
+			size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	(void)key, (void)key_len, (void)value, (void)value_len, (void)ttl_ms, (void)entry_bytes;
+	(*(uint64_t *)ctx)++;
+}
+
+enum job { JOB_NONE, JOB_WALK, JOB_SAVE, JOB_SLEEP };
+
+struct job_arg {
+	enum job job;
+	uint64_t walked;
+	uint64_t ns;
+	char path[512];
+};
+
+/* Nothing ends a baseline phase early: it lasts duration_ms. */
+static int never(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+/* The job thread: does its job (a walk, a save) or waits out the phase. */
+static void *job_thread(void *arg)
+{
+	struct job_arg *j = arg;
+	uint64_t t0 = th_now_ns();
+	if (j->job == JOB_WALK) {
+		larder_iter *it;
+		if (larder_iter_open(cache, &it) != LARDER_OK)
+			abort();
+		while (larder_iter_next(it, count_entry, &j->walked) == LARDER_OK)
+			;
+		larder_iter_close(it);
+	} else if (j->job == JOB_SAVE) {
+		if (larder_save(cache, j->path) != LARDER_OK)
+			abort();
+	} else {
+		(void)th_wait_until(never, NULL, o.duration_ms);
+	}
+	j->ns = th_now_ns() - t0;
+	atomic_store(&phase_stop, 1);
+	return NULL;
+}
+
+struct role {
+	int kind; /* 0 reader, 1 writer, 2 job */
+	uintptr_t seed;
+	struct job_arg *job;
+};
+
+static void *run_role(void *arg)
+{
+	struct role *r = arg;
+	if (r->kind == 0)
+		return reader((void *)r->seed);
+	if (r->kind == 1)
+		return writer((void *)r->seed);
+	return job_thread(r->job);
+}
+
+/* One phase: readers and writers while the job runs (or for duration_ms). */
+static void phase(struct job_arg *job, uint64_t readers, uint64_t writers, double *rps, double *wps)
+{
+	atomic_store(&phase_stop, 0);
+	atomic_store(&reads_done, 0);
+	atomic_store(&writes_done, 0);
+	size_t n = (size_t)(readers + writers + 1);
+	struct role *roles = calloc(n, sizeof(*roles));
+	for (size_t i = 0; i < n; i++) {
+		roles[i].kind = i < readers ? 0 : i < readers + writers ? 1 : 2;
+		roles[i].seed = i + 1 + (uintptr_t)th_now_ns();
+		roles[i].job = job;
+	}
+	uint64_t t0 = th_now_ns();
+	th_run_threads(n, run_role, roles, sizeof(*roles));
+	double s = (double)(th_now_ns() - t0) / 1e9;
+	*rps = (double)atomic_load(&reads_done) / s;
+	*wps = (double)atomic_load(&writes_done) / s;
+	free(roles);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void report(const char *name, double *v, uint64_t n, const char *unit)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_d);
+	printf("| %-44s | %12.3f | %10.3f .. %-10.3f | %s |\n", name, v[n / 2], v[0], v[n - 1], unit);
+}
+
+static larder *open_cache(void)
+{
+	larder_config *cfg = th_config(((o.entries * (o.value_bytes + 64)) * 3) / 2 + (64u << 20));
+	if (!cfg || larder_config_set_expected_entries(cfg, o.entries) != LARDER_OK ||
+	    larder_config_set_max_value_bytes(cfg, o.value_bytes + 1) != LARDER_OK)
+		abort();
+	return th_open(cfg);
+}
+
+static void bench_iter(void)
+{
+	double eps[64], rr[64], wr[64];
+	for (uint64_t r = 0; r < o.rounds; r++) {
+		struct job_arg idle = { JOB_SLEEP, 0, 0, "" }, walk = { JOB_WALK, 0, 0, "" };
+		double r0, w0, r1, w1;
+		phase(&idle, o.readers, o.writers, &r0, &w0);
+		phase(&walk, o.readers, o.writers, &r1, &w1);
+		eps[r] = (double)walk.walked / ((double)walk.ns / 1e9) / 1e6;
+		rr[r] = o.readers ? r1 / r0 : 0;
+		wr[r] = o.writers ? w1 / w0 : 0;
+		if (walk.walked < o.entries * 9 / 10)
+			fprintf(stderr, "walk saw only %llu entries\n", (unsigned long long)walk.walked);
+	}
+	printf("| figure (%llu entries, %llu readers, %llu writers) | median | min .. max | unit |\n",
+	       (unsigned long long)o.entries, (unsigned long long)o.readers,
+	       (unsigned long long)o.writers);
+	printf("|---|---|---|---|\n");
+	report("walk rate", eps, o.rounds, "M entries/s");
+	report("readers' gets during the walk / without", rr, o.rounds, "ratio");
+	report("writers' puts during the walk / without", wr, o.rounds, "ratio");
+}
+
+static double file_bytes(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (double)st.st_size : 0;
+}
+
+static void bench_save(void)
+{
+	double save_gbs[64], load_gbs[64], cp_gbs[64], save_ratio[64], load_ratio[64], get_ratio[64];
+	char path[512], copy[600], cmd[2000];
+	snprintf(path, sizeof(path), "%s/persist_bench.snap", o.dir);
+	snprintf(copy, sizeof(copy), "%s.cp", path);
+	double size = 0;
+	for (uint64_t r = 0; r < o.rounds; r++) {
+		uint64_t t0 = th_now_ns();
+		if (larder_save(cache, path) != LARDER_OK)
+			abort();
+		double save_s = (double)(th_now_ns() - t0) / 1e9;
+		size = file_bytes(path);
+		larder *fresh = open_cache();
+		t0 = th_now_ns();
+		if (larder_load(fresh, path) != LARDER_OK)
+			abort();
+		double load_s = (double)(th_now_ns() - t0) / 1e9;
+		if (th_stat(fresh, LARDER_STAT_WRITES) != o.entries)
+			fprintf(stderr, "load wrote %llu of %llu\n",
+				(unsigned long long)th_stat(fresh, LARDER_STAT_WRITES),
+				(unsigned long long)o.entries);
+		larder_close(fresh);
+		snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && sync '%s'", path, copy, copy);
+		t0 = th_now_ns();
+		if (system(cmd) != 0)
+			abort();
+		double cp_s = (double)(th_now_ns() - t0) / 1e9;
+		unlink(copy);
+		save_gbs[r] = size / save_s / 1e9;
+		load_gbs[r] = size / load_s / 1e9;
+		cp_gbs[r] = size / cp_s / 1e9;
+		save_ratio[r] = save_gbs[r] / cp_gbs[r];
+		load_ratio[r] = load_gbs[r] / cp_gbs[r];
+		/* Gets alone for the save's length, then during a save. */
+		struct job_arg idle = { JOB_SLEEP, 0, 0, "" }, save = { JOB_SAVE, 0, 0, "" };
+		memcpy(save.path, path, sizeof(path));
+		uint64_t keep = o.duration_ms;
+		o.duration_ms = (uint64_t)(save_s * 1000) + 1;
+		double r0, w0, r1, w1;
+		phase(&idle, o.readers, 0, &r0, &w0);
+		phase(&save, o.readers, 0, &r1, &w1);
+		o.duration_ms = keep;
+		get_ratio[r] = o.readers ? r1 / r0 : 0;
+	}
+	unlink(path);
+	printf("| figure (%llu entries of %llu-byte values, snapshot %.0f MB) | median | min .. max | unit |\n",
+	       (unsigned long long)o.entries, (unsigned long long)o.value_bytes, size / 1e6);
+	printf("|---|---|---|---|\n");
+	report("save (write + fsync + rename)", save_gbs, o.rounds, "GB/s");
+	report("load (map + check + put)", load_gbs, o.rounds, "GB/s");
+	report("cp + sync of the same file", cp_gbs, o.rounds, "GB/s");
+	report("save / cp", save_ratio, o.rounds, "ratio");
+	report("load / cp", load_ratio, o.rounds, "ratio");
+	report("readers' gets during a save / without", get_ratio, o.rounds, "ratio");
+}
+
+int main(int argc, char **argv)
+{
+	int iter = 0, save = 0;
+	for (int i = 1; i < argc; i++) {
+		iter |= strcmp(argv[i], "--iter") == 0;
+		save |= strcmp(argv[i], "--save") == 0;
+	}
+	o.entries = th_arg_u64(argc, argv, "--entries", 1000000);
+	o.value_bytes = th_arg_u64(argc, argv, "--value-bytes", 32);
+	o.readers = th_arg_u64(argc, argv, "--readers", 1);
+	o.writers = th_arg_u64(argc, argv, "--writers", iter ? 1 : 0);
+	o.duration_ms = th_arg_u64(argc, argv, "--duration-ms", 2000);
+	o.rounds = th_arg_u64(argc, argv, "--rounds", 5);
+	o.dir = ".";
+	for (int i = 1; i + 1 < argc; i++)
+		if (strcmp(argv[i], "--dir") == 0)
+			o.dir = argv[i + 1];
+	if ((!iter && !save) || o.rounds < 1 || o.rounds > 64 || o.entries < 1) {
+		fprintf(stderr, "usage: larder_persist_bench --iter|--save [--entries N] [--value-bytes N]"
+				" [--readers N] [--writers N] [--duration-ms N] [--rounds N] [--dir PATH]\n");
+		return 2;
+	}
+	cache = open_cache();
+	if (!cache)
+		return 1;
+	uint64_t t0 = th_now_ns();
+	fill(cache);
+	printf("filled %llu entries in %.1f s\n", (unsigned long long)o.entries,
+	       (double)(th_now_ns() - t0) / 1e9);
+	if (iter)
+		bench_iter();
+	if (save)
+		bench_save();
+	larder_close(cache);
+	return th_failures() ? 1 : 0;
+}

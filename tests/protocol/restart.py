@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""tests/protocol/restart.py - larderd's warm restart (-e/--snapshot-file).
+
+Usage: restart.py LARDERD
+
+Checks, each against a fresh server on a free port and a temporary file:
+  - fill (values of 0 B to 20 KiB, random bytes and client flags, some with
+    an exptime), SIGTERM, restart with the same file: every key comes back
+    with its value and flags, and keys given an exptime still have one;
+  - the same through SIGUSR1 (memcached's graceful stop);
+  - SIGINT does not save (the previous snapshot stays as it was);
+  - a damaged snapshot is reported and the server starts empty and serves.
+Every wait has a deadline; nothing sleeps to synchronise.
+"""
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from loopback import free_port, wait_port
+
+
+def start(larderd, port, snap):
+    p = subprocess.Popen([larderd, "-p", str(port), "-l", "127.0.0.1", "-t", "2",
+                          "-m", "128", "-e", snap, "-v"],
+                         stderr=subprocess.PIPE, text=True)
+    wait_port(port)
+    return p
+
+
+def stop(p, sig, timeout=60):
+    p.send_signal(sig)
+    try:
+        _, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise RuntimeError("larderd did not stop within %d s" % timeout)
+    if p.returncode != 0:
+        raise RuntimeError("larderd exited with %d: %s" % (p.returncode, err))
+    return err
+
+
+class Conn:
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.buf = b""
+
+    def send(self, data):
+        self.s.sendall(data)
+
+    def line(self):
+        while b"\r\n" not in self.buf:
+            chunk = self.s.recv(1 << 16)
+            if not chunk:
+                raise RuntimeError("connection closed")
+            self.buf += chunk
+        l, self.buf = self.buf.split(b"\r\n", 1)
+        return l
+
+    def exact(self, n):
+        while len(self.buf) < n:
+            chunk = self.s.recv(1 << 16)
+            if not chunk:
+                raise RuntimeError("connection closed")
+            self.buf += chunk
+        d, self.buf = self.buf[:n], self.buf[n:]
+        return d
+
+    def set(self, key, flags, exptime, value):
+        self.send(b"set %s %d %d %d\r\n%s\r\n" % (key, flags, exptime, len(value), value))
+        r = self.line()
+        if r != b"STORED":
+            raise RuntimeError("set %r: %r" % (key, r))
+
+    def get(self, key):
+        self.send(b"get %s\r\n" % key)
+        l = self.line()
+        if l == b"END":
+            return None
+        parts = l.split()
+        flags, n = int(parts[2]), int(parts[3])
+        v = self.exact(n + 2)[:-2]
+        if self.line() != b"END":
+            raise RuntimeError("no END after %r" % key)
+        return flags, v
+
+    def ttl(self, key):
+        self.send(b"mg %s t\r\n" % key)
+        l = self.line().split()
+        if l[0] != b"HD":
+            return None
+        return int(l[1][1:])
+
+
+def fill(port, n, rng):
+    c = Conn(port)
+    items = {}
+    for i in range(n):
+        key = b"key:%d:%d" % (i, rng.randrange(1 << 30))
+        size = rng.choice([0, 1, 10, 100, 500, 1000, 4096, 20000])
+        value = bytes(rng.getrandbits(8) for _ in range(min(size, 64))) * (size // 64 + 1)
+        value = value[:size]
+        flags = rng.randrange(1 << 32)
+        exptime = 3600 if i % 3 == 0 else 0
+        c.set(key, flags, exptime, value)
+        items[key] = (flags, value, exptime)
+    return items
+
+
+def compare(port, items):
+    c = Conn(port)
+    missing = wrong = ttl_bad = 0
+    for key, (flags, value, exptime) in items.items():
+        got = c.get(key)
+        if got is None:
+            missing += 1
+        elif got != (flags, value):
+            wrong += 1
+        elif exptime:
+            t = c.ttl(key)
+            if t is None or t <= 0 or t > exptime:
+                ttl_bad += 1
+        elif c.ttl(key) != -1:
+            ttl_bad += 1
+    if missing or wrong or ttl_bad:
+        raise RuntimeError("after restart: %d missing, %d wrong, %d bad TTL of %d"
+                           % (missing, wrong, ttl_bad, len(items)))
+
+
+def round_trip(larderd, tmp, sig, rng):
+    snap = os.path.join(tmp, "cache-%d.snap" % sig)
+    port = free_port()
+    p = start(larderd, port, snap)
+    items = fill(port, 3000, rng)
+    stop(p, sig)
+    if not os.path.exists(snap):
+        raise RuntimeError("signal %d saved no snapshot" % sig)
+    port = free_port()
+    p = start(larderd, port, snap)
+    compare(port, items)
+    stop(p, signal.SIGINT)
+    return snap, items
+
+
+def main():
+    larderd = sys.argv[1]
+    rng = random.Random(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        snap, items = round_trip(larderd, tmp, signal.SIGTERM, rng)
+        print("SIGTERM: every key, value, flags and TTL back after restart")
+        round_trip(larderd, tmp, signal.SIGUSR1, rng)
+        print("SIGUSR1: the same")
+
+        # SIGINT does not save: the file is the one SIGTERM wrote.
+        before = open(snap, "rb").read()
+        port = free_port()
+        p = start(larderd, port, snap)
+        Conn(port).set(b"after-sigint", 0, 0, b"x")
+        stop(p, signal.SIGINT)
+        if open(snap, "rb").read() != before:
+            raise RuntimeError("SIGINT rewrote the snapshot")
+        print("SIGINT: snapshot left as it was")
+
+        # A damaged file: reported, then an empty cache that serves.
+        data = bytearray(before)
+        data[len(data) // 2] ^= 0xFF
+        open(snap, "wb").write(bytes(data))
+        port = free_port()
+        p = start(larderd, port, snap)
+        c = Conn(port)
+        if any(c.get(k) is not None for k in list(items)[:100]):
+            raise RuntimeError("a damaged snapshot was loaded")
+        c.set(b"fresh", 1, 0, b"ok")
+        if c.get(b"fresh") != (1, b"ok"):
+            raise RuntimeError("the server does not serve after a refused snapshot")
+        err = stop(p, signal.SIGINT)
+        if "not loaded" not in err or "checksum" not in err:
+            raise RuntimeError("no clear message for a damaged snapshot: %r" % err)
+        print("damaged snapshot: refused (%s), started empty" % err.strip().splitlines()[0])
+    print("PASS")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception as e:  # one line for ctest's log
+        print("FAIL: %s" % e)
+        sys.exit(1)

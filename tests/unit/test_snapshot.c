@@ -1,0 +1,474 @@
+/*
+ * tests/unit/test_snapshot.c - larder_save / larder_load (warm restart).
+ *
+ * Invariants checked (larder.h "Snapshots", core/snapshot.c L1-L4):
+ *   - a round trip (a file over 16 MiB: the threaded load) restores every
+ *     key and value, empty values, the longest key, values in private
+ *     mappings, and TTLs as remaining time;
+ *   - entries whose time ran out while the file waited are dropped, the
+ *     others come back with the wait taken off (L2);
+ *   - every single-byte change and every truncation of a small snapshot is
+ *     refused (LARDER_EFORMAT or LARDER_ECORRUPT) with the cache left empty,
+ *     or loaded exactly; never a crash (run under ASan/UBSan too);
+ *   - foreign, empty and missing files are refused with their codes;
+ *   - a load into a smaller cache fills it to capacity and no further, with
+ *     no eviction, every entry it took intact (L3);
+ *   - a failed save leaves no temporary file and the previous snapshot whole;
+ *   - saves racing with writers and clears produce sound files whose every
+ *     entry belongs to its key.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "core/snapshot.h"
+#include "harness.h"
+
+#define KiB ((uint64_t)1024)
+#define MiB (1024 * KiB)
+
+static char dir[256];
+
+static void path_in_dir(char *out, const char *name)
+{
+	snprintf(out, 512, "%s/%s", dir, name);
+}
+
+static size_t key_of(char *buf, uint64_t id)
+{
+	return (size_t)snprintf(buf, 32, "snap-%llu", (unsigned long long)id);
+}
+
+/* Values of varied lengths whose bytes depend on the id: 0 to ~3000 bytes. */
+static size_t value_of(unsigned char *buf, uint64_t id)
+{
+	size_t len = (size_t)(th_mix64(id) % 3000);
+	if (id % 97 == 0)
+		len = 0;
+	uint64_t m = th_mix64(id);
+	for (size_t i = 0; i < len; i++) /* cheap (sanitizer builds), distinct per id */
+		buf[i] = (unsigned char)((m >> (8 * (i % 8))) + i / 8);
+	return len;
+}
+
+static int value_ok(const void *key, size_t key_len, const void *value, size_t value_len)
+{
+	char k[64];
+	if (key_len < 6 || key_len > 40 || memcmp(key, "snap-", 5) != 0)
+		return 0;
+	memcpy(k, key, key_len);
+	k[key_len] = 0;
+	uint64_t id = strtoull(k + 5, NULL, 10);
+	static __thread unsigned char v[4096];
+	size_t vl = value_of(v, id);
+	return vl == value_len && memcmp(v, value, vl) == 0;
+}
+
+static void fill(larder *c, uint64_t from, uint64_t n, uint64_t ttl)
+{
+	char k[32];
+	unsigned char v[4096];
+	for (uint64_t id = from; id < from + n; id++) {
+		size_t kl = key_of(k, id), vl = value_of(v, id);
+		CHECK_RC(larder_put(c, k, kl, v, vl, ttl), LARDER_OK);
+	}
+}
+
+struct check {
+	uint64_t entries, bad;
+};
+
+static void check_entry(void *ctx, const void *key, size_t key_len, const void *value,
+			size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	struct check *ch = ctx;
+	(void)ttl_ms;
+	(void)entry_bytes;
+	ch->entries++;
+	if (!value_ok(key, key_len, value, value_len))
+		ch->bad++;
+}
+
+/* Walks the cache: how many entries, and whether each is its key's value. */
+static struct check walk(larder *c)
+{
+	struct check ch = { 0, 0 };
+	larder_iter *it;
+	if (!CHECK_RC(larder_iter_open(c, &it), LARDER_OK))
+		return ch;
+	int rc;
+	while ((rc = larder_iter_next(it, check_entry, &ch)) == LARDER_OK)
+		;
+	CHECK_RC(rc, LARDER_MISS);
+	larder_iter_close(it);
+	return ch;
+}
+
+static unsigned char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!CHECK(f != NULL))
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	unsigned char *d = malloc((size_t)n + 1);
+	CHECK(d && fread(d, 1, (size_t)n, f) == (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return d;
+}
+
+static void write_file(const char *path, const void *d, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	if (!CHECK(f != NULL))
+		return;
+	CHECK_EQ(fwrite(d, 1, len, f), len);
+	fclose(f);
+}
+
+static void test_snapshot_round_trip(void)
+{
+	char path[512];
+	path_in_dir(path, "round.snap");
+	larder_config *cfg = th_config(256 * MiB);
+	REQUIRE(cfg != NULL);
+	REQUIRE(larder_config_set_max_key_bytes(cfg, LARDER_KEY_LIMIT) == LARDER_OK);
+	REQUIRE(larder_config_set_max_value_bytes(cfg, 8 * MiB) == LARDER_OK);
+	larder *a = th_open(cfg);
+	REQUIRE(a != NULL);
+	/* About 22 MB: over 16 MiB, so the load takes its threaded path (L4). */
+	fill(a, 0, 12000, LARDER_TTL_NEVER);
+	fill(a, 12000, 1000, 3600 * 1000); /* an hour */
+	/* The longest key, and a value in a private mapping (over 256 KiB). */
+	char *longkey = malloc(LARDER_KEY_LIMIT);
+	unsigned char *big = malloc(3 * MiB);
+	REQUIRE(longkey && big);
+	memset(longkey, 'L', LARDER_KEY_LIMIT);
+	for (size_t i = 0; i < 3 * MiB; i++)
+		big[i] = (unsigned char)(i * 31 + 7);
+	CHECK_RC(larder_put(a, longkey, LARDER_KEY_LIMIT, big, 3 * MiB, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_save(a, path), LARDER_OK);
+	struct stat st;
+	CHECK(stat(path, &st) == 0 && (uint64_t)st.st_size > 16 * MiB);
+
+	cfg = th_config(256 * MiB);
+	REQUIRE(cfg != NULL);
+	REQUIRE(larder_config_set_max_key_bytes(cfg, LARDER_KEY_LIMIT) == LARDER_OK);
+	REQUIRE(larder_config_set_max_value_bytes(cfg, 8 * MiB) == LARDER_OK);
+	larder *b = th_open(cfg);
+	REQUIRE(b != NULL);
+	CHECK_RC(larder_load(b, path), LARDER_OK);
+	char k[32];
+	unsigned char v[4096], got[4096];
+	uint64_t bad = 0;
+	for (uint64_t id = 0; id < 13000; id++) {
+		size_t kl = key_of(k, id), vl = value_of(v, id), gl = 0;
+		int rc = larder_get(b, k, kl, got, sizeof(got), &gl);
+		bad += rc != LARDER_OK || gl != vl || memcmp(got, v, vl) != 0;
+		uint64_t ttl = 0;
+		CHECK_RC(larder_ttl_remaining(b, k, kl, &ttl), LARDER_OK);
+		if (id < 12000)
+			bad += ttl != LARDER_TTL_NEVER;
+		else /* generous: the save and load of a loaded machine */
+			bad += ttl > 3600 * 1000 || ttl < 3000 * 1000;
+	}
+	CHECK_EQ(bad, 0);
+	unsigned char *big2 = malloc(3 * MiB);
+	size_t bl = 0;
+	REQUIRE(big2 != NULL);
+	CHECK_RC(larder_get(b, longkey, LARDER_KEY_LIMIT, big2, 3 * MiB, &bl), LARDER_OK);
+	CHECK_EQ(bl, 3 * MiB);
+	CHECK(memcmp(big, big2, 3 * MiB) == 0);
+	CHECK_EQ(th_stat(b, LARDER_STAT_WRITES), 13001);
+	free(big2);
+	free(big);
+	free(longkey);
+	larder_close(a);
+	larder_close(b);
+	unlink(path);
+}
+
+/* Rewrites the save time in the header and the checksum to match. */
+static void age_snapshot(unsigned char *d, size_t len, uint64_t ms)
+{
+	uint64_t t = 0;
+	for (int i = 7; i >= 0; i--)
+		t = t << 8 | d[16 + i];
+	t -= ms;
+	for (int i = 0; i < 8; i++)
+		d[16 + i] = (unsigned char)(t >> (8 * i));
+	size_t tr = len - LARDER__SNAP_TRAILER_BYTES;
+	uint64_t h = XXH3_64bits(d, tr + LARDER__SNAP_CHECKED_BYTES);
+	for (int i = 0; i < 8; i++)
+		d[tr + 16 + i] = (unsigned char)(h >> (8 * i));
+}
+
+static void test_snapshot_ttl_counts_down(void)
+{
+	char path[512];
+	path_in_dir(path, "ttl.snap");
+	larder *a = th_open(th_config(64 * MiB));
+	REQUIRE(a != NULL);
+	fill(a, 0, 100, 60 * 1000);        /* a minute */
+	fill(a, 100, 100, 3600 * 1000);    /* an hour */
+	fill(a, 200, 100, LARDER_TTL_NEVER);
+	CHECK_RC(larder_save(a, path), LARDER_OK);
+	size_t len;
+	unsigned char *d = read_file(path, &len);
+	REQUIRE(d != NULL);
+	age_snapshot(d, len, 10 * 60 * 1000); /* saved ten minutes ago */
+	write_file(path, d, len);
+	free(d);
+	larder *b = th_open(th_config(64 * MiB));
+	REQUIRE(b != NULL);
+	CHECK_RC(larder_load(b, path), LARDER_OK);
+	char k[32];
+	uint64_t bad = 0;
+	for (uint64_t id = 0; id < 300; id++) {
+		size_t kl = key_of(k, id);
+		uint64_t ttl = 0;
+		int rc = larder_ttl_remaining(b, k, kl, &ttl);
+		if (id < 100)
+			bad += rc != LARDER_MISS;
+		else if (id < 200)
+			bad += rc != LARDER_OK || ttl > 50 * 60 * 1000 || ttl < 40 * 60 * 1000;
+		else
+			bad += rc != LARDER_OK || ttl != LARDER_TTL_NEVER;
+	}
+	CHECK_EQ(bad, 0);
+	larder_close(a);
+	larder_close(b);
+	unlink(path);
+}
+
+static void test_snapshot_bad_files(void)
+{
+	char path[512], missing[512];
+	path_in_dir(path, "bad.snap");
+	path_in_dir(missing, "no-such-dir/x.snap");
+	larder *c = th_open(th_config(4 * MiB));
+	REQUIRE(c != NULL);
+	CHECK_RC(larder_load(NULL, path), LARDER_EINVAL);
+	CHECK_RC(larder_load(c, NULL), LARDER_EINVAL);
+	CHECK_RC(larder_save(NULL, path), LARDER_EINVAL);
+	CHECK_RC(larder_save(c, NULL), LARDER_EINVAL);
+	CHECK_RC(larder_save(c, ""), LARDER_EINVAL);
+	errno = 0;
+	CHECK_RC(larder_load(c, missing), LARDER_ESYS);
+	CHECK_EQ(errno, ENOENT);
+	CHECK_RC(larder_save(c, missing), LARDER_ESYS);
+	write_file(path, "", 0);
+	CHECK_RC(larder_load(c, path), LARDER_EFORMAT);
+	const char *foreign = "VALUE foo 0 3\r\nbar\r\nEND\r\n plus some more bytes to be long enough"
+			      " for a header and a trailer of a snapshot file, really";
+	write_file(path, foreign, strlen(foreign));
+	CHECK_RC(larder_load(c, path), LARDER_EFORMAT);
+	/* A newer version. */
+	fill(c, 0, 3, LARDER_TTL_NEVER);
+	CHECK_RC(larder_save(c, path), LARDER_OK);
+	size_t len;
+	unsigned char *d = read_file(path, &len);
+	REQUIRE(d != NULL);
+	d[8] = 2;
+	write_file(path, d, len);
+	CHECK_RC(larder_clear(c), LARDER_OK);
+	CHECK_RC(larder_load(c, path), LARDER_EFORMAT);
+	CHECK_EQ(walk(c).entries, 0);
+	free(d);
+	/* A directory where the file should go: the rename fails, no temporary stays. */
+	char sub[512];
+	path_in_dir(sub, "is-a-dir");
+	CHECK(mkdir(sub, 0700) == 0);
+	char inner[600];
+	snprintf(inner, sizeof(inner), "%s/keep", sub);
+	write_file(inner, "x", 1); /* a non-empty directory cannot be renamed over */
+	CHECK_RC(larder_save(c, sub), LARDER_ESYS);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -c tmp", dir);
+	FILE *p = popen(cmd, "r");
+	int tmps = -1;
+	CHECK(p && fscanf(p, "%d", &tmps) == 1);
+	if (p)
+		pclose(p);
+	CHECK_EQ(tmps, 0);
+	unlink(inner);
+	rmdir(sub);
+	larder_close(c);
+	unlink(path);
+}
+
+/* Every byte flipped, every truncation: refused with the cache empty, or exact. */
+static void test_snapshot_every_byte(void)
+{
+	char path[512], probe[512];
+	path_in_dir(path, "small.snap");
+	path_in_dir(probe, "probe.snap");
+	larder *a = th_open(th_config(4 * MiB));
+	REQUIRE(a != NULL);
+	char k[32];
+	for (uint64_t id = 0; id < 12; id++) {
+		unsigned char v[4096];
+		size_t kl = key_of(k, id), vl = value_of(v, id) % 40;
+		value_of(v, id);
+		CHECK_RC(larder_put(a, k, kl, v, vl, id % 2 ? 3600 * 1000 : LARDER_TTL_NEVER),
+			 LARDER_OK);
+	}
+	CHECK_RC(larder_save(a, path), LARDER_OK);
+	size_t len;
+	unsigned char *d = read_file(path, &len);
+	REQUIRE(d != NULL);
+	larder *b = th_open(th_config(4 * MiB));
+	REQUIRE(b != NULL);
+	uint64_t refused = 0, loaded = 0, wrong = 0;
+	for (size_t i = 0; i < len + len; i++) {
+		size_t n = len;
+		if (i < len) {
+			d[i] ^= 0x5a;
+			write_file(probe, d, n);
+			d[i] ^= 0x5a;
+		} else {
+			n = i - len;
+			write_file(probe, d, n);
+		}
+		CHECK_RC(larder_clear(b), LARDER_OK);
+		int rc = larder_load(b, probe);
+		if (rc == LARDER_EFORMAT || rc == LARDER_ECORRUPT) {
+			refused++;
+			wrong += walk(b).entries != 0;
+		} else if (rc == LARDER_OK) {
+			loaded++;
+		} else {
+			wrong++;
+		}
+	}
+	printf("    %zu-byte snapshot: %llu changed files refused, %llu loaded\n", len,
+	       (unsigned long long)refused, (unsigned long long)loaded);
+	CHECK_EQ(wrong, 0);
+	CHECK_EQ(refused, 2 * len); /* a 64-bit checksum catches every one-byte change */
+	free(d);
+	larder_close(a);
+	larder_close(b);
+	unlink(path);
+	unlink(probe);
+}
+
+static void test_snapshot_smaller_cache(void)
+{
+	char path[512];
+	path_in_dir(path, "big.snap");
+	larder *a = th_open(th_config(64 * MiB));
+	REQUIRE(a != NULL);
+	fill(a, 0, 20000, LARDER_TTL_NEVER); /* ~30 MiB */
+	CHECK_RC(larder_save(a, path), LARDER_OK);
+	const uint64_t cap = 4 * MiB;
+	larder *b = th_open(th_config(cap));
+	REQUIRE(b != NULL);
+	CHECK_RC(larder_load(b, path), LARDER_OK);
+	uint64_t entries = 0, bytes = 0;
+	CHECK(th_check_accounting(b, 60000, &entries, &bytes));
+	CHECK_LE(bytes, cap);
+	CHECK_GE(bytes, cap - 8 * KiB); /* full: nothing of a few KiB fit any more */
+	CHECK_EQ(th_stat(b, LARDER_STAT_EVICTIONS), 0);
+	struct check ch = walk(b);
+	CHECK_EQ(ch.entries, entries);
+	CHECK_EQ(ch.bad, 0);
+	larder_close(a);
+	larder_close(b);
+	unlink(path);
+}
+
+static larder *race_cache;
+static _Atomic int race_stop;
+
+static void *race_writer(void *arg)
+{
+	uint64_t round = (uint64_t)(uintptr_t)arg;
+	while (!atomic_load_explicit(&race_stop, memory_order_relaxed)) {
+		fill(race_cache, (round % 8) * 1000, 1000, round % 3 ? LARDER_TTL_NEVER : 60000);
+		if (round % 5 == 0)
+			CHECK_RC(larder_clear(race_cache), LARDER_OK);
+		round++;
+	}
+	return NULL;
+}
+
+struct saver {
+	int index;
+};
+
+static void *race_saver(void *arg)
+{
+	const struct saver *s = arg;
+	char path[512], name[64];
+	snprintf(name, sizeof(name), "race-%d.snap", s->index % 2); /* two savers per path */
+	path_in_dir(path, name);
+	for (int i = 0; i < 10; i++)
+		CHECK_RC(larder_save(race_cache, path), LARDER_OK);
+	return NULL;
+}
+
+static void *race_role(void *arg)
+{
+	int i = *(int *)arg;
+	if (i == 0)
+		return race_writer((void *)(uintptr_t)1);
+	struct saver s = { i };
+	void *r = race_saver(&s);
+	return r;
+}
+
+static void test_snapshot_races_with_clear(void)
+{
+	race_cache = th_open(th_config(64 * MiB));
+	REQUIRE(race_cache != NULL);
+	atomic_store(&race_stop, 0);
+	/* Role 0 writes and clears until the savers (1..4) are done. */
+	pthread_t w;
+	int zero = 0;
+	REQUIRE(pthread_create(&w, NULL, race_role, &zero) == 0);
+	int ids[4] = { 1, 2, 3, 4 };
+	th_run_threads(4, race_role, ids, sizeof(ids[0]));
+	atomic_store(&race_stop, 1);
+	pthread_join(w, NULL);
+	for (int i = 0; i < 2; i++) {
+		char path[512], name[64];
+		snprintf(name, sizeof(name), "race-%d.snap", i);
+		path_in_dir(path, name);
+		larder *b = th_open(th_config(64 * MiB));
+		REQUIRE(b != NULL);
+		CHECK_RC(larder_load(b, path), LARDER_OK);
+		struct check ch = walk(b);
+		CHECK_EQ(ch.bad, 0);
+		larder_close(b);
+		unlink(path);
+	}
+	larder_close(race_cache);
+}
+
+int main(int argc, char **argv)
+{
+	snprintf(dir, sizeof(dir), "%s/larder-snap-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	static const struct th_test tests[] = {
+		TH_TEST(test_snapshot_round_trip),
+		TH_TEST(test_snapshot_ttl_counts_down),
+		TH_TEST(test_snapshot_bad_files),
+		TH_TEST(test_snapshot_every_byte),
+		TH_TEST(test_snapshot_smaller_cache),
+		TH_TEST(test_snapshot_races_with_clear),
+	};
+	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
+	rmdir(dir);
+	return rc;
+}
