@@ -308,12 +308,13 @@ static void test_strerror(void)
 	static const int codes[] = {LARDER_OK,	      LARDER_MISS,	LARDER_EXISTS,
 				    LARDER_MISMATCH,  LARDER_EINVAL,	LARDER_EKEYSIZE,
 				    LARDER_EVALSIZE,  LARDER_ENOMEM,	LARDER_EBUFSIZE,
-				    LARDER_EBUSY,     LARDER_ETHREAD,	LARDER_ESYS};
+				    LARDER_EBUSY,     LARDER_ETHREAD,	LARDER_ESYS,
+				    LARDER_ESTATE,    LARDER_EFORMAT,	LARDER_ECORRUPT};
 	const char *unknown = larder_strerror(-1000);
 
 	CHECK(unknown != NULL);
 	CHECK(larder_strerror(1000) != NULL);
-	CHECK(larder_strerror(-9) != NULL);
+	CHECK(larder_strerror(-12) != NULL);
 	for (size_t i = 0; i < TH_COUNT(codes); i++) {
 		const char *s = larder_strerror(codes[i]);
 
