@@ -92,9 +92,10 @@ ctest_after_build() {
 
 stage_deps() {
 	larder_deps_install
-	cmake --version | head -n 1
-	gcc --version | head -n 1
-	clang-14 --version | head -n 1
+	# sed, unlike head, reads to the end: no SIGPIPE for pipefail to report.
+	cmake --version | sed -n 1p
+	gcc --version | sed -n 1p
+	clang-14 --version | sed -n 1p
 }
 
 stage_default() {
