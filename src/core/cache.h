@@ -133,9 +133,4 @@ enum { MAINT_AWAKE = 0, MAINT_IDLE = 1, MAINT_WINDOW = 2 };
 /* maint_started */
 enum { MAINT_STARTING = 0, MAINT_RUNNING = 1, MAINT_NO_STATE = 2 };
 
-/* After posting through h: wakes the maintainer if it sleeps idle, or if it
- * waits out a batching window while h's event ring is half full (h may be
- * NULL: then only an idle maintainer is woken). */
-void larder__cache_wake_maintainer(struct larder *cache, const struct larder__handle *h);
-
 #endif /* LARDER_CORE_CACHE_H */

@@ -27,13 +27,12 @@
 #   larder's maintainer does no work for gets (hit samples alone do not keep
 #   it awake) and liburcu's helper threads do work that depends on
 #   scheduling, not on the gets.
-#   put: the writer (main thread) and larder's maintainer threads (every
-#   other thread of the process: the maintainers, and a returner thread if a
+#   put: the writer (main thread) and larder's maintainer thread (every
+#   other thread of the process: the maintainer, and a returner thread if a
 #   page went back to the OS) are counted apart, each as (Ir(N) - Ir(0)) / N.
 #   The maintainer's share includes its idle passes (a few per ms), which is
 #   why N must be large (the default) for a steady figure. The issue's bar:
 #   writer + maintainer at most half of the figure before (docs/bench.md).
-#   LB_PROFILE_SHARDS=K passes --shards K to larder-bench (K maintainers).
 #   LB_PROFILE_CACHESIM=1 adds callgrind's cache simulation: simulated
 #   first-level and last-level data misses per operation, per thread. It
 #   models each thread's caches alone (no coherence traffic between cores),
@@ -53,25 +52,27 @@ put) n=${2:-1000000} scenario=write ;;
 *) echo "profile.sh: mode must be get or put, not $mode" >&2; exit 2 ;;
 esac
 work=${LB_PROFILE_DIR:-$(mktemp -d /tmp/larder-profile.XXXXXX)}
-extra=()
-[[ -n ${LB_PROFILE_SHARDS:-} ]] && extra+=(--shards "$LB_PROFILE_SHARDS")
 cachesim=no
 [[ ${LB_PROFILE_CACHESIM:-0} == 1 ]] && cachesim=yes
 
 command -v valgrind >/dev/null || { echo "profile.sh: valgrind is not installed" >&2; exit 2; }
 [[ -x $bench ]] || { echo "profile.sh: no larder-bench at $bench (build it first)" >&2; exit 2; }
 
-# One callgrind run: $1 engine, $2 op count. Prints "main others" (the
-# totals of event $3 of the main thread and of all other threads together).
+# One callgrind run: $1 engine, $2 op count (once per invocation: every
+# event is read from the same output). Prints "main others" (the totals of
+# event $3 of the main thread and of all other threads together).
 run_ir() {
 	local out="$work/cg.$1.$2"
-	rm -f "$out"-*
-	nice -n 10 valgrind --tool=callgrind --separate-threads=yes --cache-sim=$cachesim \
-		--callgrind-out-file="$out" "$bench" --ops "$2" --engines "$1" \
-		--scenarios $scenario --seed 42 "${extra[@]}" >"$work/log.$1.$2" 2>&1 ||
-		{ echo "profile.sh: run failed; see $work/log.$1.$2" >&2; exit 1; }
-	grep -q "ops=$2 " "$work/log.$1.$2" ||
-		{ echo "profile.sh: $1 did not report $2 ops; see $work/log.$1.$2" >&2; exit 1; }
+	if [[ ! -e $out.$$ ]]; then
+		rm -f "$out"-* "$out".*
+		nice -n 10 valgrind --tool=callgrind --separate-threads=yes --cache-sim=$cachesim \
+			--callgrind-out-file="$out" "$bench" --ops "$2" --engines "$1" \
+			--scenarios $scenario --seed 42 >"$work/log.$1.$2" 2>&1 ||
+			{ echo "profile.sh: run failed; see $work/log.$1.$2" >&2; exit 1; }
+		grep -q "ops=$2 " "$work/log.$1.$2" ||
+			{ echo "profile.sh: $1 did not report $2 ops; see $work/log.$1.$2" >&2; exit 1; }
+		touch "$out.$$"
+	fi
 	awk -v ev="$3" '
 		FNR == 1 { main = (FILENAME ~ /-01$/) }
 		/^events:/ { for (i = 2; i <= NF; i++) col[$i] = i - 1 }
@@ -106,11 +107,11 @@ if [[ $mode == get ]]; then
 	}'
 else
 	awk -v l="${mainop[larder]}" -v m="${otherop[larder]}" -v b="${mainop[bare]}" \
-		-v z="${mainop[null]}" -v k="${LB_PROFILE_SHARDS:-default}" 'BEGIN {
-		printf "\ninstructions per put (1-thread write cell, overwrites, 16 B keys, 64 B values; shards: %s):\n", k
+		-v z="${mainop[null]}" 'BEGIN {
+		printf "\ninstructions per put (1-thread write cell, overwrites, 16 B keys, 64 B values):\n"
 		printf "  %-22s %10s\n", "", "Ir per put"
 		printf "  %-22s %10.2f\n", "larder, writer (-null)", l - z
-		printf "  %-22s %10.2f\n", "larder, maintainer(s)", m
+		printf "  %-22s %10.2f\n", "larder, maintainer", m
 		printf "  %-22s %10.2f\n", "larder, both", l - z + m
 		printf "  %-22s %10.2f\n", "bare (-null)", b - z
 		printf "  %-22s %10.2f\n", "null (the loop)", z
