@@ -80,7 +80,7 @@ struct larder {
 	larder_removal_fn *listener;
 	void *listener_ctx;
 	/* Listener calls begun and ended: odd while one runs. Written by the
-	 * maintainer (call_listener), read by waiting writers; relaxed, compared only. */
+	 * maintainer (larder__maint_call_listener), read by waiting writers; relaxed, compared only. */
 	larder__atomic_u64 listener_calls;
 	/* How long one listener call may run before waiting writers give up:
 	 * 1 s; a test seam may set it (relaxed, a setting). */

@@ -58,7 +58,7 @@
  *       once every event has been applied (quiescent).
  *   M2. An entry is freed only after a grace period that began after it was
  *       unlinked, and after every ring was drained following that period.
- *   M3. Every entry leaves through retire(), exactly once, with its cause;
+ *   M3. Every entry leaves through retire_sized() (maint/apply.c), exactly once, with its cause;
  *       the listener sees every cause except RELOCATE's internal copies.
  *   M4. Evictions stop once live_bytes + wanted <= capacity, so with writers
  *       limited by the budget, used bytes <= capacity + overshoot bound.

@@ -79,8 +79,8 @@ struct larder__maint {
 	 * larder__test_index_floor() writes it from another thread. */
 	larder__atomic_u64 index_floor;
 	uint64_t policy_capacity; /* the capacity last given to the policy */
-	int migrating;            /* inside migrate(): the listener waits for its end */
-	int closing; /* larder__maint_destroy(): no listener calls (on the closer's thread) */
+	int migrating; /* inside larder__maint_migrate(): the listener waits for its end */
+	int closing;   /* larder__maint_destroy(): no listener calls (on the closer's thread) */
 	struct larder__wheel wheel; /* counted entries with a deadline (E3: ours) */
 	uint64_t next_due;          /* larder__wheel_next() after the last advance */
 	uint64_t now_ms;            /* the cache clock, read once per pass when needed;
