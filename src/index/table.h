@@ -383,6 +383,12 @@ static inline unsigned larder__table_iter_next(struct larder__table_iter *it,
  * (quiescent callers only, or t unreachable by writers). */
 void larder__table_walk(struct larder__table *t, void (*fn)(void *ctx, struct larder__entry *e),
 			void *ctx);
+/* The number of buckets of t. */
+static inline uint64_t larder__table_buckets(const struct larder__table *t)
+{
+	return t->last + 1;
+}
+
 /* Slots in t (buckets x 7). */
 static inline uint64_t larder__table_slots(const struct larder__table *t)
 {

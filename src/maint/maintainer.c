@@ -281,7 +281,7 @@ int larder__maint_create(struct larder *c)
 		atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* not shared yet */
 	struct larder__table *first = /* the open's own table, not shared yet */
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__RELAXED);
-	uint64_t floor = first->last + 1;
+	uint64_t floor = larder__table_buckets(first);
 	if (floor < LARDER__TABLE_SMALL_BUCKETS)
 		floor = LARDER__TABLE_SMALL_BUCKETS;
 	atomic_store_explicit(&m->index_floor, floor, LARDER__RELAXED); /* not shared yet */

@@ -104,7 +104,7 @@ int larder__maint_resize(struct larder__maint *m)
 		m->growing = root;
 	}
 	struct larder__table *t = m->growing, *next = larder__table_next(t);
-	int shrinking = next->last < t->last;
+	int shrinking = larder__table_buckets(next) < larder__table_buckets(t);
 	size_t chunk = shrinking ? SHRINK_PER_PASS : MIGRATE_PER_PASS;
 	/* If entries arrive faster than we move homes, move the rest now. A
 	 * writer that asks for growth meanwhile found no free slot within reach
