@@ -52,6 +52,7 @@ put) n=${2:-1000000} scenario=write ;;
 *) echo "profile.sh: mode must be get or put, not $mode" >&2; exit 2 ;;
 esac
 work=${LB_PROFILE_DIR:-$(mktemp -d /tmp/larder-profile.XXXXXX)}
+mkdir -p "$work"
 cachesim=no
 [[ ${LB_PROFILE_CACHESIM:-0} == 1 ]] && cachesim=yes
 
