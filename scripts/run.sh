@@ -4,7 +4,7 @@
 #   bash scripts/run.sh [larder-bench arguments]   (as root on Debian 12, or with sudo)
 #
 # Installs missing packages (scripts/lib/deps.sh), builds the release preset
-# (build/release), then runs the benchmark matrix of BENCHMARKS.md with
+# (build/release), then runs the benchmark matrix of docs/benchmarking.md with
 # `larder-bench --quick` (or the arguments given). Where larder-bench is not
 # built, runs the quickstart example instead. The benchmark runs niced
 # (LARDER_NICE, default 10) because the build machines are shared.

@@ -12,8 +12,9 @@
  * costs a call and a length dispatch per key (tests/unit/test_api.c checks
  * that both give the same hash).
  *
- * How the 64 bits are used (index/table.c): the low bits pick the home bucket,
- * the top 16 bits are the tag stored beside the entry pointer.
+ * How the 64 bits are used (index/table.h): bits 16..47, scaled to the bucket
+ * count (multiply-shift), pick the home bucket; the top 16 bits are the tag
+ * stored beside the entry pointer.
  */
 #ifndef LARDER_CORE_HASH_H
 #define LARDER_CORE_HASH_H

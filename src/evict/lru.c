@@ -4,7 +4,7 @@
  * One queue (evict/list.h): insert and hit move the entry to the newest end,
  * evict takes the oldest. With every hit delivered, this is exact LRU and
  * reproduces the reference simulator's LRU miss ratios (tests/sim). With hits
- * sampled (ARCHITECTURE.md), an entry's recency is that of its last sampled
+ * sampled (maint/events.h: the lossy hit ring), an entry's recency is that of its last sampled
  * hit: the lossiness is what the simulator's sampling mode measures.
  * Accessed bit (policy.h P5): hit() takes it, so a set bit means a hit whose
  * event has not arrived (late, or lost); evict() gives the oldest entry with

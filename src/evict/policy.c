@@ -4,7 +4,7 @@
  *
  * LARDER_POLICY_DEFAULT is S3-FIFO with its small queue's share tuned by
  * mini simulations (evict/s3fifo.c, evict/tuner.c): measured with larder-sim
- * on the policies' own code over the 55 cells of shared/traces/REFERENCE.tsv,
+ * on the policies' own code over the 55 cells of the public traces' reference table (docs/policies.md),
  * it has the smallest mean gap to Belady's optimum of larder's policies,
  * over all cells and over the nine real traces alone, both with every hit
  * delivered and with the engine's lossy hit ring (docs/policies.md), and it

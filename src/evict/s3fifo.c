@@ -8,7 +8,7 @@
  *   ghost  fingerprints (evict/ghost.c) of keys evicted from small, bounded at
  *          90% of capacity in charged bytes, as the reference simulator does.
  * A hit only bumps the counter (saturating at 3): no queue move, which is why
- * sampled, lossy hit events (ARCHITECTURE.md) hurt it little. Eviction:
+ * sampled, lossy hit events (maint/events.h) hurt it little. Eviction:
  *   - from small while main is within its share: the oldest entry moves to
  *     main if it was hit S3_MOVE_HITS times in small, else it leaves and its
  *     fingerprint goes to the ghost;

@@ -10,7 +10,7 @@
  * A page is owned by at most one cursor (state OWNED), or sits on its class's
  * available list (state LISTED) when it has free slots, or is full and on no
  * list. Empty pages go to a small reserve, beyond which a returner thread
- * (one per slab, started at init) unmaps them. See slab.c for the state
+ * (one per slab, started with the first page to unmap) unmaps them. See slab.c for the state
  * machine and its invariants.
  */
 #ifndef LARDER_MEM_SLAB_H

@@ -3,7 +3,7 @@
  *
  * Every other module includes this header instead of <stdatomic.h>, so the
  * set of atomic types in use stays small and greppable. The rules of the house
- * (STYLE.md, docs/memory-model.md): every access names its memory order, and
+ * (docs/style.md, docs/memory-model.md): every access names its memory order, and
  * every acquire/release carries a label naming its partner.
  */
 #ifndef LARDER_SYNC_ATOMIC_H

@@ -1,7 +1,7 @@
 /*
  * test_lru_reference.c - larder's LRU, driven through the public simulator
  * (larder_sim_*, the same policy code the maintainer runs), reproduces the
- * LRU miss ratios of shared/traces/REFERENCE.tsv to 4 decimals at every size
+ * LRU miss ratios of the traces' REFERENCE.tsv (docs/policies.md) to 4 decimals at every size
  * listed for each trace named on the command line. LRU is deterministic, so
  * any difference is a bug (README of the traces: "Self-check").
  *

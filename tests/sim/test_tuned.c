@@ -1,7 +1,7 @@
 /*
  * test_tuned.c - the default policy, S3-FIFO with its small queue's share
  * tuned by mini simulations (evict/s3fifo.c, evict/tuner.c), earns its
- * place: on cells of shared/traces where a share other than plain S3-FIFO's
+ * place: on cells of the public traces where a share other than plain S3-FIFO's
  * 10% is better (docs/policies.md), it has a miss ratio at least
  * MIN_GAIN below plain S3-FIFO's, with every hit delivered at once and with
  * hit samples delayed through the engine's ring (1024 slots drained every

@@ -15,7 +15,8 @@
  * AddressSanitizer.
  *
  * Phases (each on its own cache, each closed at its end), with the design
- * invariants they assert (ARCHITECTURE.md "Invariants", larder.h):
+ * invariants they assert (docs/architecture.md, "The engine-wide invariants";
+ * larder.h):
  *   mixed     every operation over 512 keys, including clear and set_capacity.
  *             S1: every value read is whole and belongs to its key: it carries
  *                 (key id, writer, version, length, checksum) and a payload

@@ -5,7 +5,7 @@
  * waits until the test releases it) while writer threads overwrite and remove
  * that key thousands of times and churn other keys. Freed memory is poisoned
  * (larder__test_poison_freed), so a premature free shows up as 0xdb bytes.
- * Invariants checked (ARCHITECTURE.md invariants 1 and 3, larder.h):
+ * Invariants checked (docs/architecture.md invariants 1 and 3, larder.h):
  *   G1. the parked reader's bytes stay equal to the value it found, however
  *       many times the key is overwritten or removed meanwhile;
  *   G2. quiesce cannot complete while the reader is parked (retired memory

@@ -2,7 +2,7 @@
  * tests/unit/test_listener.c - the removal listener and the removal causes.
  *
  * A recording listener keeps (key, value, cause, thread) for every call under
- * a mutex. Invariants checked (larder.h, ARCHITECTURE.md invariant 6):
+ * a mutex. Invariants checked (larder.h, docs/architecture.md invariant 6):
  *   L1. each cause (EXPLICIT, REPLACED, EXPIRED, EVICTED, CLEARED) is
  *       reported for the operation that makes it, with the removed entry's
  *       own key and value;

@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_memory.c - capacity, eviction, index growth, out of memory.
  *
- * Invariants checked (ARCHITECTURE.md invariants 4 and 5, larder.h):
+ * Invariants checked (docs/architecture.md invariants 4 and 5, larder.h):
  *   M1. once the maintainer is idle, used bytes <= capacity, and the counters
  *       (entries, used bytes) equal a full walk of the index;
  *   M2. every distinct key written is either still readable with its own

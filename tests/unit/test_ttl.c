@@ -3,7 +3,7 @@
  *
  * The cache's clock is struct th_clock: an atomic millisecond counter that
  * only the test advances, so every boundary is exact and nothing sleeps.
- * Invariants checked (larder.h, ARCHITECTURE.md invariant 2):
+ * Invariants checked (larder.h, docs/architecture.md invariant 2):
  *   T1. an entry written at t with ttl d is returned at t+d-1 and never at
  *       t+d or later, by every read (get, get_with, contains, get_batch,
  *       ttl_remaining all agree);
@@ -339,7 +339,8 @@ static void test_ttl_huge(void)
 	larder_close(cache);
 }
 
-/* Reads of an entry that has no TTL never call the clock (issue 2, "Reads"). */
+/* Reads of an entry that has no TTL never call the clock (larder.h, "Clock":
+ * only operations that involve a TTL call it). */
 static void test_no_clock_without_ttl(void)
 {
 	larder *cache = open_ttl_cache(0);

@@ -1,5 +1,5 @@
 /*
- * matrix.c - the standard matrix (BENCHMARKS.md) and the --ops counting mode.
+ * matrix.c - the standard matrix (docs/benchmarking.md) and the --ops counting mode.
  *
  * Every engine is opened and preloaded first, and all stay open for the whole
  * run, so rounds can interleave engines:

@@ -1,5 +1,5 @@
 /*
- * memory.c - --memory[=BYTES]: memory handed back to the OS (issue 4).
+ * memory.c - --memory[=BYTES]: memory handed back to the OS (docs/memory.md).
  *
  * One cache of capacity BYTES (default 8 GiB) goes through four phases; the
  * process RSS is read from /proc/self/statm throughout:

@@ -5,7 +5,7 @@
  *              [--svg FILE] [--bytes] [--sample N] [--hit-ring D[:SLOTS]]
  *              [--hit-dedup] [--passes D] [--reference TSV]
  *
- * TRACE is the text format of shared/traces/README.md (one "id" or "id size"
+ * TRACE is the public traces' text format (docs/policies.md; one "id" or "id size"
  * per line), plain or gzip (zlib's gzopen reads both). Each trace is loaded
  * once, its ids renumbered densely, then every (size, policy) cell is
  * replayed from memory.
