@@ -691,8 +691,7 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_
 	/* W3: seq_cst, so the maintainer's wake_writers() either sees us
 	 * waiting or bumped room_seq before our futex_wait compares it. */
 	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
-	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* see futex wake */
-	larder__futex_wake(&c->maint_sleeping, 1);
+	larder__maint_wake(c, NULL);
 	uint64_t left = w->deadline_ns - now;
 	larder__futex_wait(&c->room_seq, seq, left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS);
 	atomic_fetch_sub_explicit(&c->room_waiters, 1, LARDER__RELAXED); /* a count */
@@ -797,7 +796,7 @@ static int value_equals(struct larder__entry *e, const void *v, size_t len)
 static void write_done(larder *c, struct op *op)
 {
 	larder__stat_bump(&op->handle->writes, 1);
-	larder__cache_wake_maintainer(c, op->handle);
+	larder__maint_wake(c, op->handle);
 }
 
 static int write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
@@ -951,7 +950,7 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 		larder__events_post(op.handle, LARDER__EV_REMOVE, cause, old, NULL, hash);
 	op_exit(&op);
 	if (unlink)
-		larder__cache_wake_maintainer(c, op.handle);
+		larder__maint_wake(c, op.handle);
 	return rc;
 }
 
@@ -1010,7 +1009,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 				larder__events_post(op.handle, LARDER__EV_TOUCH, 0, old, NULL, hash);
 			op_exit(&op);
 			if (deadline < was)
-				larder__cache_wake_maintainer(c, op.handle);
+				larder__maint_wake(c, op.handle);
 			break;
 		} else if (deadline == UINT64_MAX) {
 			; /* no deadline before, none after */
@@ -1019,7 +1018,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			larder__table_unlock(home);
 			larder__events_post(op.handle, LARDER__EV_RELOCATE, 0, old, copy, hash);
 			op_exit(&op);
-			larder__cache_wake_maintainer(c, op.handle);
+			larder__maint_wake(c, op.handle);
 			return LARDER_OK;
 		} else {
 			/* Build the copy outside the lock, then check nothing changed. */
@@ -1101,7 +1100,7 @@ int larder_clear(larder *c)
 		&c->table, (uintptr_t)fresh, LARDER__ACQ_REL);
 	larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED, old, NULL, 0);
 	op_exit(&op);
-	larder__cache_wake_maintainer(c, op.handle);
+	larder__maint_wake(c, op.handle);
 	return LARDER_OK;
 }
 
@@ -1125,8 +1124,7 @@ int larder__cache_set_capacity(larder *c, uint64_t bytes)
 	atomic_fetch_add_explicit(&c->budget, delta, LARDER__RELAXED);
 	larder__slab_set_reserve(&c->slab, slab_reserve(bytes));
 	pthread_mutex_unlock(&c->admin_lock);
-	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* see futex wake */
-	larder__futex_wake(&c->maint_sleeping, 1);
+	larder__maint_wake(c, NULL);
 	return LARDER_OK;
 }
 
@@ -1153,7 +1151,7 @@ void larder__cache_orphan_handle(larder *c, struct larder__handle *h)
 	/* R-ORPHAN: release; the thread's last posts before the maintainer's A-ORPHAN. */
 	atomic_store_explicit(&h->orphaned, 1, LARDER__RELEASE);
 	/* h may be freed by the maintainer from here on: do not pass it. */
-	larder__cache_wake_maintainer(c, NULL);
+	larder__maint_wake(c, NULL);
 }
 
 /* ---- Statistics ------------------------------------------------------------------ */
@@ -1164,20 +1162,8 @@ static void sum_handles(larder *c, uint64_t *v)
 {
 	for (struct larder__handle *h = (struct larder__handle *)atomic_load_explicit(
 		     &c->handles, LARDER__ACQUIRE); /* A-HANDLES */
-	     h; h = h->next) {
-		/* Relaxed: statistics; each counter is exact on its own. */
-		v[LARDER_STAT_HITS] += atomic_load_explicit(&h->hit_head, LARDER__RELAXED);
-		v[LARDER_STAT_MISSES] += atomic_load_explicit(&h->misses, LARDER__RELAXED);
-		v[LARDER_STAT_WRITES] += atomic_load_explicit(&h->writes, LARDER__RELAXED);
-		v[LARDER_STAT_WRITE_WAITS] += atomic_load_explicit(&h->write_waits, LARDER__RELAXED);
-		v[LARDER_STAT_WRITE_BUSY] += atomic_load_explicit(&h->write_busy, LARDER__RELAXED);
-		v[LARDER_STAT_MAINT_WAITS] += atomic_load_explicit(&h->maint_waits, LARDER__RELAXED);
-		v[LARDER_STAT_BUSY_MEMORY] += atomic_load_explicit(&h->busy_memory, LARDER__RELAXED);
-		v[LARDER_STAT_BUSY_EVENTS] += atomic_load_explicit(&h->busy_events, LARDER__RELAXED);
-		v[LARDER_STAT_BUSY_INDEX] += atomic_load_explicit(&h->busy_index, LARDER__RELAXED);
-		v[LARDER_STAT_EVENTS_SPILLED] += atomic_load_explicit(&h->spilled, LARDER__RELAXED);
-		v[LARDER_STAT_USED_BYTES] += atomic_load_explicit(&h->alloc_bytes, LARDER__RELAXED);
-	}
+	     h; h = h->next)
+		larder__handle_stats_add(h, v);
 }
 
 /*

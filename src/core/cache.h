@@ -86,7 +86,7 @@ struct larder {
 	larder_removal_fn *listener;
 	void *listener_ctx;
 	/* Listener calls begun and ended: odd while one runs. Written by the
-	 * maintainer (call_listener), read by waiting writers; relaxed, compared only. */
+	 * maintainer (larder__maint_call_listener), read by waiting writers; relaxed, compared only. */
 	larder__atomic_u64 listener_calls;
 	/* How long one listener call may run before waiting writers give up:
 	 * 1 s; a test seam may set it (relaxed, a setting). */
@@ -144,10 +144,5 @@ void larder__cache_orphan_handle(struct larder *cache, struct larder__handle *h)
 enum { MAINT_AWAKE = 0, MAINT_IDLE = 1, MAINT_WINDOW = 2 };
 /* maint_started */
 enum { MAINT_STARTING = 0, MAINT_RUNNING = 1, MAINT_NO_STATE = 2 };
-
-/* After posting through h: wakes the maintainer if it sleeps idle, or if it
- * waits out a batching window while h's event ring is half full (h may be
- * NULL: then only an idle maintainer is woken). */
-void larder__cache_wake_maintainer(struct larder *cache, const struct larder__handle *h);
 
 #endif /* LARDER_CORE_CACHE_H */

@@ -120,7 +120,6 @@ struct larder__table *larder__table_create(uint64_t buckets)
 	t->moved = 0;
 	t->retire_next = NULL;
 	t->retire_token = 0;
-	t->walk_cursor = 0;
 	atomic_store_explicit(&t->next, 0, LARDER__RELAXED); /* not yet shared */
 	return t;
 }
@@ -331,14 +330,11 @@ int larder__table_migrate(struct larder__table *t, size_t homes, larder__entry_h
 
 static void walk_one(struct larder__table *t, void (*fn)(void *, struct larder__entry *), void *ctx)
 {
-	for (uint64_t i = 0; i <= t->last; i++) {
-		for (unsigned s = 0; s < LARDER__BUCKET_SLOTS; s++) {
-			/* A-SLOT: pairs with R-SLOT. */
-			uint64_t w = atomic_load_explicit(&t->buckets[i].slot[s], LARDER__ACQUIRE);
-			uint64_t p = w & LARDER__SLOT_PTR_MASK;
-			if (p != 0 && p != LARDER__SLOT_MARKER)
-				fn(ctx, larder__slot_entry(w));
-		}
+	struct larder__table_iter it;
+	struct larder__entry *e[LARDER__BUCKET_SLOTS];
+	for (larder__table_iter_init(&it, t); !larder__table_iter_done(&it);) {
+		for (unsigned i = 0, n = larder__table_iter_next(&it, e, 0); i < n; i++)
+			fn(ctx, e[i]);
 	}
 }
 

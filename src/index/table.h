@@ -123,7 +123,6 @@ struct larder__table {
 	/* Maintainer only: the table's place in its retire or cleared list. */
 	struct larder__table *retire_next;
 	uint64_t retire_token;
-	uint64_t walk_cursor;
 	struct larder__bucket buckets[] __attribute__((aligned(64)));
 };
 
@@ -317,10 +316,79 @@ int larder__table_shrink_begin(struct larder__table *t, unsigned k);
  */
 int larder__table_migrate(struct larder__table *t, size_t homes, larder__entry_hash_fn *hash,
 			  void (*drop)(void *ctx, struct larder__entry *e), void *ctx);
+/*
+ * A walk of t's buckets in order, for the maintainer's own unreachable
+ * tables (a cleared table, which it empties: maint/clear.c) and for
+ * quiescent callers, so that they need not know a bucket's layout. Slots are loaded with acquire
+ * (A-SLOT): an entry seen is seen whole.
+ */
+struct larder__table_iter {
+	struct larder__table *t;
+	uint64_t at; /* the next bucket */
+};
+
+static inline void larder__table_iter_init(struct larder__table_iter *it, struct larder__table *t)
+{
+	it->t = t;
+	it->at = 0;
+}
+
+/* True once every bucket has been read. */
+static inline int larder__table_iter_done(const struct larder__table_iter *it)
+{
+	return it->at > it->t->last;
+}
+
+/* The entries of bucket at + ahead into out[], without moving on (a
+ * prefetcher's look ahead); 0 beyond the last bucket. */
+static inline unsigned larder__table_iter_peek(const struct larder__table_iter *it, uint64_t ahead,
+					       struct larder__entry *out[LARDER__BUCKET_SLOTS])
+{
+	if (it->at + ahead > it->t->last)
+		return 0;
+	const struct larder__bucket *b = &it->t->buckets[it->at + ahead];
+	unsigned n = 0;
+	for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
+		/* A-SLOT: pairs with R-SLOT. */
+		uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
+		uint64_t p = w & LARDER__SLOT_PTR_MASK;
+		if (p != 0 && p != LARDER__SLOT_MARKER)
+			out[n++] = larder__slot_entry(w);
+	}
+	return n;
+}
+
+/* The entries of the next bucket into out[], moving on. With take, their
+ * slots are emptied (relaxed: only for a table no one else can reach). */
+static inline unsigned larder__table_iter_next(struct larder__table_iter *it,
+					       struct larder__entry *out[LARDER__BUCKET_SLOTS],
+					       int take)
+{
+	struct larder__bucket *b = &it->t->buckets[it->at++];
+	unsigned n = 0;
+	for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
+		/* A-SLOT: pairs with R-SLOT. */
+		uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
+		uint64_t p = w & LARDER__SLOT_PTR_MASK;
+		if (p == 0 || p == LARDER__SLOT_MARKER)
+			continue;
+		out[n++] = larder__slot_entry(w);
+		if (take)
+			atomic_store_explicit(&b->slot[i], 0, LARDER__RELAXED); /* private */
+	}
+	return n;
+}
+
 /* Calls fn for every entry of t and, if t is being resized, of t->next
  * (quiescent callers only, or t unreachable by writers). */
 void larder__table_walk(struct larder__table *t, void (*fn)(void *ctx, struct larder__entry *e),
 			void *ctx);
+/* The number of buckets of t. */
+static inline uint64_t larder__table_buckets(const struct larder__table *t)
+{
+	return t->last + 1;
+}
+
 /* Slots in t (buckets x 7). */
 static inline uint64_t larder__table_slots(const struct larder__table *t)
 {

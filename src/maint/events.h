@@ -22,9 +22,8 @@
  *           LARDER__SPILL_MAX unread events; room in it is reserved before
  *           the index changes, like room in the ring.
  *
- * The handle also holds the thread's allocation cursor, its byte credit and
- * its statistics, each on cache lines of their own so that the maintainer's
- * reads do not bounce the writer's lines.
+ * The handle itself, the event record and the spill chunk are in
+ * maint/handle.h.
  *
  * Invariants:
  *   V1. ev_head and hit_head are written only by the owner thread (R-EV,
@@ -52,79 +51,8 @@
 
 #include "core/alloc.h"
 #include "core/entry.h"
-#include "mem/slab.h"
+#include "maint/handle.h"
 #include "sync/atomic.h"
-
-#define LARDER__EVENT_RING 512u
-/* A reader at 5 M hits/s fills 1,024 samples in about one maintainer batching
- * window (200 us); the maintainer polls more often than that while hits flow.
- * tools/larder-sim --hit-ring measures what smaller rings cost in hit ratio. */
-#define LARDER__HIT_RING 1024u
-
-enum larder__event_kind {
-	LARDER__EV_INSERT,   /* b published where the key was absent */
-	LARDER__EV_REPLACE,  /* b replaced a (cause: REPLACED or EXPIRED) */
-	LARDER__EV_RELOCATE, /* b is a copy of a with a new deadline (touch); no listener */
-	LARDER__EV_REMOVE,   /* a unlinked (cause: EXPLICIT or EXPIRED) */
-	LARDER__EV_CLEAR,    /* a is the table that larder_clear() swapped out */
-	LARDER__EV_TOUCH,    /* a's deadline moved earlier in place (larder_touch) */
-};
-
-struct larder__event {
-	uint16_t kind;
-	uint16_t cause;
-	uint32_t seq; /* the owner's posting number, ring and spill together (V4) */
-	void *a;
-	void *b;
-	uint64_t hash; /* of the key of b (or a when b is NULL) */
-};
-
-/* Spill chunks: 8 KiB each; at most 64 Ki unread events (2 MiB) per handle. */
-#define LARDER__SPILL_CHUNK 255u
-#define LARDER__SPILL_MAX 65536u
-
-struct larder__spill {
-	larder__atomic_uptr next; /* the owner's next chunk (V5: relaxed, published by R-SPILL) */
-	struct larder__event ev[LARDER__SPILL_CHUNK];
-};
-
-struct larder__handle {
-	/* Owner thread's line: written per operation, read by the maintainer. */
-	larder__atomic_u64 ev_head;  /* R-EV */
-	larder__atomic_u64 hit_head; /* R-HIT; every hit is sampled, so also the hit count */
-	uint64_t ev_tail_seen;      /* owner only: last ev_tail read */
-	int64_t credit;             /* owner only: budget bytes reserved */
-	/* Statistics: owner writes (relaxed load+store, one writer), anyone sums. */
-	larder__atomic_u64 misses, writes, alloc_bytes, write_waits, write_busy, maint_waits;
-	larder__atomic_u64 busy_memory, busy_events, busy_index; /* write_busy by cause */
-	larder__atomic_u64 spilled; /* events posted to the spill: R-SPILL / A-SPILL */
-	struct larder__spill *spill_tail; /* owner only: the chunk it appends to */
-	uint32_t spill_tail_n;            /* owner only: events in spill_tail */
-
-	/* Maintainer's line. */
-	larder__atomic_u64 ev_tail __attribute__((aligned(64))); /* R-EVT */
-	uint64_t hit_tail;                                      /* maintainer only */
-	larder__atomic_int orphaned; /* set once when the thread exits (R-ORPHAN) */
-	struct larder__handle *next; /* the cache's list: pushed by CAS, unlinked by the maintainer */
-	larder__atomic_uptr spill_first; /* the first chunk (V5: relaxed, published by R-SPILL) */
-	struct larder__spill *spill_head; /* maintainer only: the chunk it reads */
-	uint32_t spill_read;              /* maintainer only: events read in spill_head */
-	larder__atomic_u64 spill_taken;   /* events the maintainer has read: its own count,
-					     which the owner reads relaxed for its bound */
-
-	struct larder__slab_cursor cursor __attribute__((aligned(64))); /* owner only */
-	struct larder__event ev[LARDER__EVENT_RING];
-	larder__atomic_uptr hit[LARDER__HIT_RING] __attribute__((aligned(64)));
-};
-
-static inline uint64_t larder__stat_bump(larder__atomic_u64 *counter, uint64_t by)
-{
-	/* Relaxed load+store, no RMW: the owner is the only writer, and a
-	 * statistic orders nothing. */
-	uint64_t v = atomic_load_explicit(counter, LARDER__RELAXED) + by;
-	atomic_store_explicit(counter, v, LARDER__RELAXED);
-	return v;
-}
 
 /* Owner: true when one more event fits. */
 static inline int larder__events_has_room(struct larder__handle *h)
@@ -180,10 +108,10 @@ static inline int larder__events_spill_room(struct larder__handle *h)
 static inline void larder__events_post(struct larder__handle *h, enum larder__event_kind kind,
 				       uint32_t cause, void *a, void *b, uint64_t hash)
 {
-	uint64_t head = atomic_load_explicit(&h->ev_head, LARDER__RELAXED); /* own variable */
+	uint64_t head = atomic_load_explicit(&h->ev_head, LARDER__RELAXED);    /* own variable */
 	uint64_t spilled = atomic_load_explicit(&h->spilled, LARDER__RELAXED); /* own variable */
-	struct larder__event e = { (uint16_t)kind, (uint16_t)cause, (uint32_t)(head + spilled),
-				   a, b, hash };
+	struct larder__event e = {
+		(uint16_t)kind, (uint16_t)cause, (uint32_t)(head + spilled), a, b, hash};
 	if (__builtin_expect(head - h->ev_tail_seen >= LARDER__EVENT_RING, 0)) {
 		/* V4: the ring was full when room was reserved. */
 		h->spill_tail->ev[h->spill_tail_n++] = e;

@@ -9,6 +9,7 @@
 #include "larder.h"
 
 struct larder;
+struct larder__handle;
 
 /* Creates the maintainer's state (policy included). LARDER_OK or LARDER_ENOMEM. */
 int larder__maint_create(struct larder *cache);
@@ -20,6 +21,15 @@ void larder__maint_stop(struct larder *cache);
 /* With the thread stopped (or never started): frees every entry, table, page
  * and handle the cache holds. */
 void larder__maint_destroy(struct larder *cache);
+/*
+ * The one way to wake the maintainer. After posting an event through
+ * `posted`: wakes it if it sleeps idle, or if it waits out a batching window
+ * while that handle's ring is half full (W1, a Dekker with W2 in its sleep).
+ * With posted NULL: wakes it if it sleeps at all (the caller changed
+ * something no ring shows: the capacity, the stop flag, a thread's exit, a
+ * writer waiting for room, a test seam).
+ */
+void larder__maint_wake(struct larder *cache, const struct larder__handle *posted);
 /* Bytes freed so far (only grows). */
 uint64_t larder__maint_freed_bytes(struct larder *cache);
 /* Adds the maintainer's counters to values[] (larder_stats). */

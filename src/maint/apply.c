@@ -1,0 +1,412 @@
+/*
+ * maint/apply.c - what the maintainer does with what caller threads post:
+ * it drains every handle's event ring (and spill) and hit ring, keeps the
+ * live totals and the eviction policy in step with the index (accounting,
+ * retiring), frees retired entries after their grace period, and dismantles
+ * the handles of threads that exited.
+ *
+ * An entry is met first through its insert event, or through any later one
+ * when threads' rings are drained out of order: account() counts it the
+ * first time (mbits COUNTED), admit() queues it in the policy, and
+ * retire_onto() takes it out of both, once (mbits DEAD), with the listener
+ * call; M1-M4 in maint/maintainer.c.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+
+#include "core/cache.h"
+#include "core/hash.h"
+#include "maint/events.h"
+#include "maint/state.h"
+#include "mem/slab.h"
+
+uint64_t larder__maint_entry_hash(void *ctx, const struct larder__entry *e)
+{
+	struct larder *c = ctx;
+	return larder__hash(c->seed, larder__entry_key((struct larder__entry *)e), e->key_len);
+}
+
+/* ---- Entry accounting ---------------------------------------------------- */
+
+/* An entry's flags and sizes, read from its header once per event and
+ * passed down (E1: they never change): accounting, the policy and retiring
+ * each need them, and computing them at each step cost about 10 of the
+ * maintainer's 400 instructions per put (docs/bench.md). */
+struct sized {
+	struct larder__entry *e;
+	unsigned flags;
+	size_t bytes, charge;
+};
+
+static struct sized sized_of(struct larder__entry *e)
+{
+	unsigned flags = larder__entry_flags(e);
+	size_t bytes = larder__entry_bytes(flags, e->key_len, e->value_len);
+	return (struct sized){ e, flags, bytes, larder__slab_charge(bytes) };
+}
+
+/* Counts e in the live totals the first time the maintainer meets it. */
+static void account(struct larder__maint *m, const struct sized *s)
+{
+	struct larder__entry *e = s->e;
+	if (e->mbits & (LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD))
+		return;
+	e->mbits |= LARDER__MBITS_COUNTED;
+	if (s->flags & LARDER__ENTRY_TTL)
+		larder__maint_wheel_track(m, e);
+	larder__slab_note_live(&m->cache->slab, e, s->bytes);
+	m->live_count++;
+	m->live_bytes += s->charge;
+}
+
+static void admit(struct larder__maint *m, const struct sized *s, uint64_t hash)
+{
+	struct larder__entry *e = s->e;
+	if (e->mbits & LARDER__MBITS_DEAD)
+		return; /* already replaced through another thread's ring */
+	account(m, s);
+	if (!(e->mbits & LARDER__MBITS_QUEUED)) {
+		m->ops->insert(m->policy, e, hash, s->charge);
+		e->mbits |= LARDER__MBITS_QUEUED;
+	}
+}
+
+/*
+ * Calls the removal listener. listener_calls is odd while a call runs: a
+ * writer waiting for this maintainer (core/cache.c, wait_pass) gives up
+ * only if it sees the same odd value for a whole second, i.e. when the
+ * listener, the one thing here that can block, has not returned.
+ */
+void larder__maint_call_listener(struct larder__maint *m, struct larder__entry *e,
+				 enum larder_cause cause)
+{
+	struct larder *c = m->cache;
+	/* Relaxed: we are the only writer; readers only compare values. */
+	uint64_t n = atomic_load_explicit(&c->listener_calls, LARDER__RELAXED);
+	atomic_store_explicit(&c->listener_calls, n + 1, LARDER__RELAXED);
+	c->listener(c->listener_ctx, larder__entry_key(e), e->key_len, larder__entry_value(e),
+		    e->value_len, cause);
+	atomic_store_explicit(&c->listener_calls, n + 2, LARDER__RELAXED); /* as above */
+}
+
+static const enum larder_stat cause_stat[] = {
+	[LARDER_CAUSE_EXPLICIT] = LARDER_STAT_REMOVALS,
+	[LARDER_CAUSE_REPLACED] = LARDER_STAT_REPLACEMENTS,
+	[LARDER_CAUSE_EXPIRED] = LARDER_STAT_EXPIRATIONS,
+	[LARDER_CAUSE_EVICTED] = LARDER_STAT_EVICTIONS,
+	[LARDER_CAUSE_CLEARED] = LARDER_STAT_CLEARED,
+};
+
+/*
+ * M3: the one way out. notify = 0 for a touch's superseded copy. The entry
+ * goes onto *list (the collect list, or a cleared table's: see
+ * larder__maint_clear_walk).
+ */
+static void retire_sized(struct larder__maint *m, const struct sized *s, enum larder_cause cause,
+			 int notify, struct larder__entry **list, uint64_t *list_bytes)
+{
+	struct larder *c = m->cache;
+	struct larder__entry *e = s->e;
+	if (e->mbits & LARDER__MBITS_DEAD)
+		return;
+	account(m, s);
+	if (e->mbits & LARDER__MBITS_QUEUED)
+		m->ops->remove(m->policy, e, s->charge);
+	e->mbits = (uint8_t)((e->mbits & ~LARDER__MBITS_QUEUED) | LARDER__MBITS_DEAD);
+	m->live_count--;
+	m->live_bytes -= s->charge;
+	if (s->flags & LARDER__ENTRY_TTL)
+		larder__wheel_cancel(&m->wheel, larder__entry_wheel(e));
+	if (notify) {
+		larder__maint_bump(m, cause_stat[cause], 1);
+		if (c->listener && !m->migrating && !m->closing)
+			larder__maint_call_listener(m, e, cause);
+	}
+	e->retired_next = *list; /* E5: unlinked from every queue above */
+	*list = e;
+	*list_bytes += s->charge;
+}
+
+void larder__maint_retire_onto(struct larder__maint *m, struct larder__entry *e,
+			       enum larder_cause cause, int notify, struct larder__entry **list,
+			       uint64_t *list_bytes)
+{
+	struct sized s = sized_of(e);
+	retire_sized(m, &s, cause, notify, list, list_bytes);
+}
+
+void larder__maint_retire(struct larder__maint *m, struct larder__entry *e, enum larder_cause cause,
+			  int notify)
+{
+	larder__maint_retire_onto(m, e, cause, notify, &m->collect, &m->collect_bytes);
+}
+
+static void apply(struct larder__maint *m, const struct larder__event *ev)
+{
+	struct larder__entry *a = ev->a, *b = ev->b;
+	switch (ev->kind) {
+	case LARDER__EV_INSERT: {
+		struct sized sb = sized_of(b);
+		admit(m, &sb, ev->hash);
+		break;
+	}
+	case LARDER__EV_REPLACE:
+	case LARDER__EV_RELOCATE: {
+		struct sized sa = sized_of(a), sb = sized_of(b);
+		if ((a->mbits & LARDER__MBITS_QUEUED) && !(b->mbits & LARDER__MBITS_DEAD)) {
+			account(m, &sb);
+			m->ops->replace(m->policy, a, b, sa.charge, sb.charge);
+			a->mbits &= (uint8_t)~LARDER__MBITS_QUEUED;
+			b->mbits |= LARDER__MBITS_QUEUED;
+		} else {
+			admit(m, &sb, ev->hash);
+		}
+		retire_sized(m, &sa, (enum larder_cause)ev->cause, ev->kind == LARDER__EV_REPLACE,
+			     &m->collect, &m->collect_bytes);
+		break;
+	}
+	case LARDER__EV_REMOVE:
+		larder__maint_retire(m, a, (enum larder_cause)ev->cause, 1);
+		break;
+	case LARDER__EV_CLEAR:
+		larder__maint_clear_add(m, ev->a);
+		/* Every entry counted so far is in a cleared table (give or
+		 * take inserts whose events are in other rings): the walk
+		 * retires them as CLEARED (root_entries()). */
+		m->cleared_goal = larder__maint_stat(m, LARDER_STAT_CLEARED) + m->live_count;
+		break;
+	case LARDER__EV_TOUCH: /* the deadline moved earlier: schedule it there */
+		if (a->mbits & LARDER__MBITS_DEAD)
+			break;
+		if (a->mbits & LARDER__MBITS_COUNTED) {
+			larder__maint_wheel_track(m, a);
+		} else {
+			struct sized sa = sized_of(a);
+			account(m, &sa); /* its insert is still in another ring */
+		}
+		break;
+	}
+}
+
+/* The spill chunk the maintainer reads (maint/events.h), or NULL while the
+ * owner has made none. */
+static struct larder__spill *spill_at(struct larder__handle *h)
+{
+	if (!h->spill_head) /* relaxed (V5): published by R-SPILL, acquired by A-SPILL */
+		h->spill_head = (struct larder__spill *)atomic_load_explicit(&h->spill_first,
+									     LARDER__RELAXED);
+	return h->spill_head;
+}
+
+/* The next unread spilled event (one exists: the caller's A-SPILL saw it);
+ * frees a chunk read through, whose successor the owner has linked (V5). */
+static const struct larder__event *spill_next(struct larder__handle *h)
+{
+	struct larder__spill *s = spill_at(h);
+	if (h->spill_read == LARDER__SPILL_CHUNK) {
+		/* Relaxed (V5): the owner linked it before the R-SPILL we acquired. */
+		struct larder__spill *next =
+			(struct larder__spill *)atomic_load_explicit(&s->next, LARDER__RELAXED);
+		free(s);
+		h->spill_head = s = next;
+		h->spill_read = 0;
+	}
+	return &s->ev[h->spill_read++];
+}
+
+/* Whether h's spill holds events not yet applied (a hint, like larder__maint_rings_empty). */
+static int spill_pending(const struct larder__handle *h)
+{
+	/* Relaxed: a hint whether to sleep; W1/W2 catch what it misses. */
+	return atomic_load_explicit(&h->spilled, LARDER__RELAXED) !=
+	       atomic_load_explicit(&h->spill_taken, LARDER__RELAXED);
+}
+
+/* Frees h's spill chunks; every event in them was applied. */
+void larder__maint_spill_free(struct larder__handle *h)
+{
+	struct larder__spill *s = spill_at(h);
+	while (s) {
+		/* Relaxed: the owner is gone (A-ORPHAN, or the cache closes). */
+		struct larder__spill *next =
+			(struct larder__spill *)atomic_load_explicit(&s->next, LARDER__RELAXED);
+		free(s);
+		s = next;
+	}
+	h->spill_head = NULL;
+}
+
+/* Applies h's posted events: the ring's and, merged in posting order, the
+ * spill's (V4 in maint/events.h). */
+static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
+{
+	/* A-SPILL before A-EV (V4): acquire, pairs with R-SPILL; the spilled
+	 * events, and the ring events posted before them. */
+	uint64_t spilled = atomic_load_explicit(&h->spilled, LARDER__ACQUIRE);
+	/* A-EV: acquire, pairs with R-EV in larder__events_post(). */
+	uint64_t head = atomic_load_explicit(&h->ev_head, LARDER__ACQUIRE);
+	uint64_t tail = atomic_load_explicit(&h->ev_tail, LARDER__RELAXED);       /* ours */
+	uint64_t taken0 = atomic_load_explicit(&h->spill_taken, LARDER__RELAXED); /* ours */
+	uint64_t taken = taken0;
+	const struct larder__event *sp = taken != spilled ? spill_next(h) : NULL;
+	for (uint64_t i = tail; i != head; i++) {
+		const struct larder__event *ev = &h->ev[i % LARDER__EVENT_RING];
+		while (sp && (int32_t)(sp->seq - ev->seq) < 0) {
+			apply(m, sp);
+			sp = ++taken != spilled ? spill_next(h) : NULL;
+		}
+		apply(m, ev);
+	}
+	for (; sp; sp = ++taken != spilled ? spill_next(h) : NULL)
+		apply(m, sp);
+	if (head != tail) /* R-EVT: release; we are done reading those slots. */
+		atomic_store_explicit(&h->ev_tail, head, LARDER__RELEASE);
+	/* Relaxed: our own count, which the owner reads for its bound only. */
+	if (spilled != taken0)
+		atomic_store_explicit(&h->spill_taken, spilled, LARDER__RELAXED);
+	return head - tail + spilled - taken0;
+}
+
+static uint64_t drain_hits(struct larder__maint *m, struct larder__handle *h)
+{
+	/* A-HIT: acquire, pairs with R-HIT in larder__events_hit(). */
+	uint64_t head = atomic_load_explicit(&h->hit_head, LARDER__ACQUIRE);
+	uint64_t from = h->hit_tail;
+	if (head - from > LARDER__HIT_RING)
+		from = head - LARDER__HIT_RING; /* lossy: the oldest samples were overwritten */
+	for (uint64_t i = from; i != head; i++) {
+		/* A-HIT: the sample may be newer than `head`; its own release
+		 * store still makes the entry's initialisation visible. Any entry
+		 * named here is not yet freed (M2). */
+		struct larder__entry *e = (struct larder__entry *)atomic_load_explicit(
+			&h->hit[i % LARDER__HIT_RING], LARDER__ACQUIRE);
+		if ((e->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD)) ==
+		    LARDER__MBITS_QUEUED) {
+			m->ops->hit(m->policy, e);
+			larder__maint_bump(m, LARDER_STAT_HIT_SAMPLES, 1);
+		}
+	}
+	uint64_t n = head - h->hit_tail;
+	h->hit_tail = head;
+	return n;
+}
+
+struct larder__handle *larder__maint_handles(struct larder *c)
+{
+	/* A-HANDLES: acquire, pairs with R-HANDLES in larder__cache_handle_create(). */
+	return (struct larder__handle *)atomic_load_explicit(&c->handles, LARDER__ACQUIRE);
+}
+
+/* Drains every ring; returns the events applied, and in *hits the samples seen. */
+uint64_t larder__maint_drain_all(struct larder__maint *m, uint64_t *hits)
+{
+	uint64_t n = 0;
+	*hits = 0;
+	for (struct larder__handle *h = larder__maint_handles(m->cache); h; h = h->next)
+		n += drain_events(m, h);
+	for (struct larder__handle *h = larder__maint_handles(m->cache); h; h = h->next)
+		*hits += drain_hits(m, h);
+	return n;
+}
+
+/* ---- Freeing after grace periods ----------------------------------------- */
+
+/* Counts bytes freed and gives them back to the writers. */
+void larder__maint_count_freed(struct larder__maint *m, uint64_t bytes)
+{
+	struct larder *c = m->cache;
+	/* R-FREED: release (pairs with larder__maint_freed_bytes()). */
+	atomic_store_explicit(&m->freed_bytes,
+			      atomic_load_explicit(&m->freed_bytes, LARDER__RELAXED) + bytes,
+			      LARDER__RELEASE);
+	/* Relaxed: the budget is a count; the memory it stands for was handed
+	 * back through the slab's own ordering (SL1/SL2). */
+	atomic_fetch_add_explicit(&c->budget, (int64_t)bytes, LARDER__RELAXED);
+}
+
+static void free_list(struct larder *c, struct larder__entry *e)
+{
+	while (e) {
+		struct larder__entry *next = e->retired_next;
+		larder__slab_free(&c->slab, e, larder__entry_size(e));
+		e = next;
+	}
+}
+
+void larder__maint_free_entries(struct larder__maint *m, struct larder__entry *e, uint64_t bytes)
+{
+	free_list(m->cache, e);
+	larder__maint_count_freed(m, bytes);
+}
+
+/* ---- Handles of exited threads ----------------------------------------------- */
+
+static void handle_unlink(struct larder *c, struct larder__handle *h)
+{
+	uintptr_t expect = (uintptr_t)h;
+	/* Acquire on failure: we walk the newer head's links. */
+	if (atomic_compare_exchange_strong_explicit(&c->handles, &expect, (uintptr_t)h->next,
+						    LARDER__ACQUIRE, LARDER__ACQUIRE))
+		return;
+	/* Not the head: only we unlink, and pushes only change the head. */
+	struct larder__handle *p = (struct larder__handle *)expect;
+	while (p->next != h)
+		p = p->next;
+	p->next = h->next;
+}
+
+/* An exiting thread's counters live on in stat[]; its alloc_bytes go into
+ * stat[USED_BYTES], from which larder__maint_stats() subtracts freed bytes. */
+static void fold_handle_stats(struct larder__maint *m, struct larder__handle *h)
+{
+	uint64_t v[LARDER_STAT_COUNT] = {0};
+	larder__handle_stats_add(h, v); /* the thread is gone (A-ORPHAN) */
+	for (unsigned i = 0; i < LARDER_STAT_COUNT; i++)
+		if (v[i])
+			larder__maint_bump(m, (enum larder_stat)i, v[i]);
+}
+
+/* Final drain of an exited thread's handle, then it is freed. */
+static void dismantle(struct larder__maint *m, struct larder__handle *h)
+{
+	struct larder *c = m->cache;
+	drain_events(m, h);
+	drain_hits(m, h);
+	larder__slab_release_cursor(&c->slab, &h->cursor);
+	atomic_fetch_add_explicit(&c->budget, h->credit, LARDER__RELAXED); /* a count */
+	pthread_mutex_lock(&c->handles_lock);
+	fold_handle_stats(m, h);
+	handle_unlink(c, h);
+	pthread_mutex_unlock(&c->handles_lock);
+	larder__maint_spill_free(h);
+	free(h);
+}
+
+int larder__maint_reap_orphans(struct larder__maint *m)
+{
+	int n = 0;
+	struct larder__handle *h = larder__maint_handles(m->cache);
+	while (h) {
+		struct larder__handle *next = h->next;
+		/* A-ORPHAN: pairs with R-ORPHAN; the thread's last writes are visible. */
+		if (atomic_load_explicit(&h->orphaned, LARDER__ACQUIRE)) {
+			dismantle(m, h);
+			n++;
+		}
+		h = next;
+	}
+	return n;
+}
+
+int larder__maint_rings_empty(struct larder *c)
+{
+	for (struct larder__handle *h = larder__maint_handles(c); h; h = h->next) {
+		/* Relaxed: only a hint whether to sleep; a missed event is caught by
+		 * the writer's wake-up (W1) or the idle timeout. */
+		if (atomic_load_explicit(&h->ev_head, LARDER__RELAXED) !=
+			    atomic_load_explicit(&h->ev_tail, LARDER__RELAXED) ||
+		    spill_pending(h))
+			return 0;
+	}
+	return 1;
+}

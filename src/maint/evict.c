@@ -1,0 +1,178 @@
+/*
+ * maint/evict.c - the maintainer's removals on its own initiative: evicting
+ * down to capacity (the policy picks the victims) and expiring entries on the
+ * TTL timing wheel (ttl/wheel.h).
+ *
+ * TTL (the wheel): every counted entry that has a deadline is scheduled when
+ * it is accounted (maint/apply.c), cancelled when it is retired, and
+ * scheduled again when a touch moved its deadline earlier (EV_TOUCH). A
+ * deadline moved later in place (touch, after-access extension) is not
+ * rescheduled eagerly: the wheel delivers the entry at its old deadline,
+ * on_due() re-reads it and schedules it again, which costs the same O(1)
+ * and needs no event. The bound on lateness is in maint/maintainer.c.
+ * Readers never depend on any of this: they check the deadline themselves.
+ *
+ * A victim is unlinked from the current index under its home lock; one not
+ * found there was replaced, removed or cleared meanwhile, and the event or
+ * cleared table that says so retires it.
+ */
+#include "core/cache.h"
+#include "index/table.h"
+#include "maint/state.h"
+#include "ttl/wheel.h"
+
+#define EVICT_PER_PASS 4096u
+#define EXPIRE_PER_PASS 8192u
+#define STAGE_PER_PASS 256u /* timers cascaded ahead of time: ~50-100 us of misses */
+#define STAGE_PER_EXPIRY 4u /* ... and more per expiry of the pass (larder__maint_expire) */
+
+static int entry_expired(struct larder *c, struct larder__entry *e)
+{
+	if (!(larder__entry_flags(e) & LARDER__ENTRY_TTL))
+		return 0;
+	/* Relaxed: E2 in core/entry.h. */
+	uint64_t exp = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
+	return exp != UINT64_MAX && c->clock(c->clock_ctx) >= exp;
+}
+
+/*
+ * The cache clock, read at most once per pass (and only for TTL work), and
+ * never earlier than in a previous pass: a clock that steps back (larder.h
+ * tolerates it) must not take the wheel back, whose time only moves on
+ * (W1 in ttl/wheel.c). on_due() compares deadlines with it; with the raw
+ * reading, an entry due between the stepped-back clock and the wheel's time
+ * was scheduled again behind the wheel, into its due list, which delivered
+ * it again at once: the maintainer spun there for good.
+ */
+static uint64_t pass_now(struct larder__maint *m)
+{
+	if (!m->have_now) {
+		uint64_t now = m->cache->clock(m->cache->clock_ctx);
+		if (now > m->now_ms)
+			m->now_ms = now;
+		m->have_now = 1;
+	}
+	return m->now_ms;
+}
+
+static uint64_t entry_deadline(struct larder__entry *e)
+{
+	/* Relaxed: E2 in core/entry.h; a stale value is corrected by on_due()
+	 * or by the EV_TOUCH that follows a shortening. */
+	return atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
+}
+
+uint64_t larder__maint_wheel_deadline(void *ctx, struct larder__wheel_link *link)
+{
+	(void)ctx;
+	return entry_deadline(larder__wheel_entry(link));
+}
+
+/* (Re)schedules a counted entry with a deadline at its current deadline. */
+void larder__maint_wheel_track(struct larder__maint *m, struct larder__entry *e)
+{
+	uint64_t d = entry_deadline(e);
+	struct larder__wheel_link *link = larder__entry_wheel(e);
+	if (d == UINT64_MAX) {
+		larder__wheel_cancel(&m->wheel, link);
+		return;
+	}
+	/* E6: an entry in no queue carries its id; a queued one (a touch) asks
+	 * its page header. */
+	uint32_t id = (e->mbits & LARDER__MBITS_QUEUED) ? larder__entry_id(e) : e->next;
+	larder__wheel_reschedule(&m->wheel, link, id, d);
+}
+
+/* ---- Eviction -------------------------------------------------------------- */
+
+/* Unlinks e from the current index if it is still there; 0 if it was not. */
+static int unlink_current(struct larder *c, struct larder__entry *e)
+{
+	uint64_t hash = larder__maint_entry_hash(c, e);
+	struct larder__table *t;
+	/* A-ROOT: acquire, pairs with R-ROOT (clear, growth end). */
+	struct larder__table *root =
+		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
+	struct larder__bucket *home = larder__table_lock(root, hash, &t);
+	larder__atomic_u64 *slot =
+		larder__table_find_locked(t, hash, larder__entry_key(e), e->key_len);
+	/* Relaxed: we hold the home lock, so the slot is stable (X2). */
+	int found = slot && larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) == e;
+	if (found)
+		larder__table_erase_locked(t, hash, slot);
+	larder__table_unlock(home);
+	return found;
+}
+
+uint64_t larder__maint_evict(struct larder__maint *m)
+{
+	struct larder *c = m->cache;
+	uint64_t cap =
+		atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* a stale value only delays */
+	if (cap != m->policy_capacity) {
+		m->ops->set_capacity(m->policy, cap);
+		m->policy_capacity = cap;
+	}
+	uint64_t want = atomic_load_explicit(&c->wanted, LARDER__RELAXED); /* a hint */
+	uint64_t n = 0;
+	while (m->live_bytes + want > cap && n < EVICT_PER_PASS) {
+		struct larder__entry *e = m->ops->evict(m->policy);
+		if (!e)
+			break;
+		e->mbits &= (uint8_t)~LARDER__MBITS_QUEUED;
+		n++;
+		/* Not found: a pending event or a cleared table will retire it. */
+		if (unlink_current(c, e))
+			larder__maint_retire(m, e,
+					     entry_expired(c, e) ? LARDER_CAUSE_EXPIRED
+								 : LARDER_CAUSE_EVICTED,
+					     1);
+	}
+	if (n && want)
+		atomic_store_explicit(&c->wanted, 0, LARDER__RELAXED); /* waiters re-assert */
+	return n;
+}
+
+/*
+ * A wheel timer came due (its slot's tick <= now). The deadline is read
+ * again: touch or after-access may have moved it later in place, and then
+ * the entry is scheduled again; otherwise it is unlinked and retired.
+ */
+static void on_due(void *ctx, struct larder__wheel_link *link, uint32_t id)
+{
+	struct larder__maint *m = ctx;
+	struct larder__entry *e = larder__wheel_entry(link);
+	uint64_t d = entry_deadline(e);
+	if (d == UINT64_MAX)
+		return; /* touch took its deadline away */
+	if (d > m->now_ms) {
+		larder__wheel_schedule(&m->wheel, link, id, d);
+		return;
+	}
+	/* Not found: replaced or removed meanwhile; that event retires it. */
+	if (unlink_current(m->cache, e))
+		larder__maint_retire(m, e, LARDER_CAUSE_EXPIRED, 1);
+}
+
+uint64_t larder__maint_expire(struct larder__maint *m)
+{
+	if (!m->wheel.count) { /* an idle wheel costs no clock read */
+		m->next_due = UINT64_MAX;
+		return 0;
+	}
+	uint64_t now = pass_now(m);
+	uint64_t n = larder__wheel_advance(&m->wheel, now, EXPIRE_PER_PASS, on_due, m);
+	if (n < EXPIRE_PER_PASS) /* R-WHEEL: release; the listener calls before it */
+		atomic_store_explicit(&m->wheel_done, now, LARDER__RELEASE);
+	/* Cascades ahead of time, a bounded chunk per pass (after the expiries:
+	 * it delays the next pass, not this one's). Counted as one unit of
+	 * work: the maintainer keeps passing at the batching window until done,
+	 * which is ample with a real clock (a level-l slot has 64^l ms of lead)
+	 * without spinning. The share per expiry keeps staging level with
+	 * expiry when the clock outruns the passes (an injected clock stepping
+	 * by seconds): a timer is staged about 3 times (at most 5) for each
+	 * time it expires. */
+	uint64_t staged = larder__wheel_prepare(&m->wheel, STAGE_PER_PASS + STAGE_PER_EXPIRY * n);
+	m->next_due = larder__wheel_next(&m->wheel);
+	return n + (staged != 0);
+}

@@ -1,0 +1,129 @@
+/*
+ * maint/handle.h - the per-(thread, cache) state: the event and hit rings
+ * that carry the thread's changes to the cache's maintainer (their protocol:
+ * maint/events.h), the thread's allocation cursor, its byte credit and its
+ * statistics.
+ *
+ * Each part sits on cache lines of its own, so that the maintainer's reads
+ * do not bounce the lines the owner writes per operation.
+ *
+ * The statistics are listed once, in LARDER__HANDLE_COUNTERS: the fields are
+ * declared from the list, and larder__handle_stats_add() sums them from it,
+ * both for larder_stats() and when the maintainer folds an exited thread's
+ * counters into its own totals. The ring positions hit_head and spilled
+ * double as the hit and spill counts and are summed the same way.
+ *
+ * Invariants:
+ *   H1. credit is the owner's alone, until the owner exits and the
+ *       maintainer gives it back to the budget (maint/apply.c, dismantle).
+ *   H2. A counter has one writer, the owner (relaxed load + store, no RMW),
+ *       and any number of readers, which sum them without a lock on the
+ *       counters (each counter is exact on its own).
+ */
+#ifndef LARDER_MAINT_HANDLE_H
+#define LARDER_MAINT_HANDLE_H
+
+#include <stdint.h>
+
+#include "larder.h"
+#include "mem/slab.h"
+#include "sync/atomic.h"
+
+/* Events a thread may have posted and not yet seen taken. */
+#define LARDER__EVENT_RING 512u
+/* A reader at 5 M hits/s fills 1,024 samples in about one maintainer batching
+ * window (200 us); the maintainer polls more often than that while hits flow.
+ * tools/larder-sim --hit-ring measures what smaller rings cost in hit ratio. */
+#define LARDER__HIT_RING 1024u
+
+enum larder__event_kind {
+	LARDER__EV_INSERT,   /* b published where the key was absent */
+	LARDER__EV_REPLACE,  /* b replaced a (cause: REPLACED or EXPIRED) */
+	LARDER__EV_RELOCATE, /* b is a copy of a with a new deadline (touch); no listener */
+	LARDER__EV_REMOVE,   /* a unlinked (cause: EXPLICIT or EXPIRED) */
+	LARDER__EV_CLEAR,    /* a is the table that larder_clear() swapped out */
+	LARDER__EV_TOUCH,    /* a's deadline moved earlier in place (larder_touch) */
+};
+
+struct larder__event {
+	uint16_t kind;
+	uint16_t cause;
+	uint32_t seq; /* the owner's posting number, ring and spill together (V4) */
+	void *a;
+	void *b;
+	uint64_t hash; /* of the key of b (or a when b is NULL) */
+};
+
+/* Spill chunks: 8 KiB each; at most 64 Ki unread events (2 MiB) per handle. */
+#define LARDER__SPILL_CHUNK 255u
+#define LARDER__SPILL_MAX 65536u
+
+struct larder__spill {
+	larder__atomic_uptr next; /* the owner's next chunk (V5: relaxed, published by R-SPILL) */
+	struct larder__event ev[LARDER__SPILL_CHUNK];
+};
+
+/* The handle's plain counters and the statistic each adds to (H2). */
+#define LARDER__HANDLE_COUNTERS(X)              \
+	X(misses, LARDER_STAT_MISSES)           \
+	X(writes, LARDER_STAT_WRITES)           \
+	X(alloc_bytes, LARDER_STAT_USED_BYTES)  \
+	X(write_waits, LARDER_STAT_WRITE_WAITS) \
+	X(write_busy, LARDER_STAT_WRITE_BUSY)   \
+	X(maint_waits, LARDER_STAT_MAINT_WAITS) \
+	X(busy_memory, LARDER_STAT_BUSY_MEMORY) \
+	X(busy_events, LARDER_STAT_BUSY_EVENTS) \
+	X(busy_index, LARDER_STAT_BUSY_INDEX)
+
+struct larder__handle {
+	/* Owner thread's line: written per operation, read by the maintainer. */
+	larder__atomic_u64 ev_head;       /* R-EV */
+	larder__atomic_u64 hit_head;      /* R-HIT; every hit is sampled, so also the hit count */
+	uint64_t ev_tail_seen;            /* owner only: last ev_tail read */
+	int64_t credit;                   /* H1: budget bytes reserved */
+	larder__atomic_u64 spilled;       /* events posted to the spill: R-SPILL / A-SPILL */
+	struct larder__spill *spill_tail; /* owner only: the chunk it appends to */
+	uint32_t spill_tail_n;            /* owner only: events in spill_tail */
+#define LARDER__DECLARE_COUNTER(field, stat) larder__atomic_u64 field;
+	LARDER__HANDLE_COUNTERS(LARDER__DECLARE_COUNTER) /* H2 */
+#undef LARDER__DECLARE_COUNTER
+
+	/* Maintainer's line. */
+	larder__atomic_u64 ev_tail __attribute__((aligned(64))); /* R-EVT */
+	uint64_t hit_tail;                                       /* maintainer only */
+	larder__atomic_int orphaned; /* set once when the thread exits (R-ORPHAN) */
+	struct larder__handle
+		*next; /* the cache's list: pushed by CAS, unlinked by the maintainer */
+	larder__atomic_uptr spill_first;  /* the first chunk (V5: relaxed, published by R-SPILL) */
+	struct larder__spill *spill_head; /* maintainer only: the chunk it reads */
+	uint32_t spill_read;              /* maintainer only: events read in spill_head */
+	larder__atomic_u64 spill_taken;   /* events the maintainer has read: its own count,
+					     which the owner reads relaxed for its bound */
+
+	struct larder__slab_cursor cursor __attribute__((aligned(64))); /* owner only */
+	struct larder__event ev[LARDER__EVENT_RING];
+	larder__atomic_uptr hit[LARDER__HIT_RING] __attribute__((aligned(64)));
+};
+
+static inline uint64_t larder__stat_bump(larder__atomic_u64 *counter, uint64_t by)
+{
+	/* Relaxed load+store, no RMW (H2): the owner is the only writer, and a
+	 * statistic orders nothing. */
+	uint64_t v = atomic_load_explicit(counter, LARDER__RELAXED) + by;
+	atomic_store_explicit(counter, v, LARDER__RELAXED);
+	return v;
+}
+
+/* Adds h's statistics to values[] (indexed by enum larder_stat). */
+static inline void larder__handle_stats_add(const struct larder__handle *h, uint64_t *values)
+{
+	/* Relaxed: statistics, each exact on its own (H2). */
+#define LARDER__ADD_COUNTER(field, stat) \
+	values[stat] += atomic_load_explicit(&h->field, LARDER__RELAXED);
+	LARDER__HANDLE_COUNTERS(LARDER__ADD_COUNTER)
+	LARDER__ADD_COUNTER(hit_head, LARDER_STAT_HITS)
+	LARDER__ADD_COUNTER(spilled, LARDER_STAT_EVENTS_SPILLED)
+#undef LARDER__ADD_COUNTER
+}
+
+#endif /* LARDER_MAINT_HANDLE_H */

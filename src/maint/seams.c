@@ -1,0 +1,120 @@
+/*
+ * maint/seams.c - the test seams that look into or drive the maintainer
+ * (declared in core/testing.h): quiescing, walking the index, checking the
+ * policy's links, the TTL wheel's progress, the index's floor.
+ *
+ * A seam that needs a pass wakes the maintainer and waits on the writers'
+ * room word, which every pass bumps while a seam waits (maint_pass); each
+ * wait is bounded by the caller's deadline, so a seam never hangs a test.
+ */
+#define _GNU_SOURCE
+#include "core/cache.h"
+#include "core/testing.h"
+#include "core/thread.h"
+#include "index/table.h"
+#include "maint/maintainer.h"
+#include "maint/state.h"
+#include "mem/slab.h"
+#include "sync/futex.h"
+#include "sync/reclaim.h"
+
+/* Test seams: wakes the maintainer and waits up to 1 ms for one of its
+ * passes (which bump the writers' room word while a seam waits). */
+static void seam_wake_and_wait(struct larder *c)
+{
+	struct larder__maint *m = c->maint;
+	atomic_fetch_add_explicit(&m->seam_waiters, 1, LARDER__RELAXED); /* a count */
+	uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
+	larder__maint_wake(c, NULL);
+	larder__futex_wait(&c->room_seq, seq, 1000000u);
+	atomic_fetch_sub_explicit(&m->seam_waiters, 1, LARDER__RELAXED); /* a count */
+}
+
+int larder__test_quiesce(larder *c, uint64_t timeout_ms)
+{
+	struct larder__maint *m = c->maint;
+	uint64_t deadline = larder__monotonic_ns() + timeout_ms * 1000000u;
+	atomic_thread_fence(LARDER__SEQ_CST); /* Q1's partner */
+	/* A pass numbered above the value read here drains all we posted. */
+	uint64_t after = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + 1;
+	/* Q3: acquire, pairs with Q2: that pass's frees are visible. Then the
+	 * pages they emptied must be unmapped too (the slab's lock orders it). */
+	while (atomic_load_explicit(&m->idle_seq, LARDER__ACQUIRE) < after ||
+	       larder__slab_returning(&c->slab)) {
+		if (larder__monotonic_ns() >= deadline)
+			return -1;
+		seam_wake_and_wait(c);
+	}
+	return 0;
+}
+
+struct walk_totals {
+	uint64_t entries, bytes;
+};
+
+static void walk_count(void *ctx, struct larder__entry *e)
+{
+	struct walk_totals *w = ctx;
+	w->entries++;
+	w->bytes += larder__slab_charge(larder__entry_size(e));
+}
+
+void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
+{
+	struct walk_totals w = {0, 0};
+	/* In a read section: an entry the maintainer unlinks meanwhile (a TTL
+	 * on the real clock) is not freed under the walk. */
+	struct larder__thread *t = larder__thread_self();
+	uint64_t outer = t ? larder__read_enter(&t->reader) : 0;
+	struct larder__table *root = /* A-ROOT */
+		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
+	larder__table_walk(root, walk_count, &w);
+	if (t)
+		larder__read_exit(&t->reader, outer);
+	*entries = w.entries;
+	*slot_bytes = w.bytes;
+}
+
+int larder__test_check_links(larder *c, uint64_t timeout_ms)
+{
+	struct larder__maint *m = c->maint;
+	uint64_t deadline = larder__monotonic_ns() + timeout_ms * 1000000u;
+	/* R-CHKQ: release, pairs with A-CHKQ in check_links_if_asked(). */
+	uint64_t asked = atomic_fetch_add_explicit(&m->check_asked, 1, LARDER__RELEASE) + 1;
+	/* A-CHKA: acquire, pairs with R-CHKA: check_ok is the answer. */
+	while (atomic_load_explicit(&m->check_answered, LARDER__ACQUIRE) < asked) {
+		if (larder__monotonic_ns() >= deadline)
+			return -1;
+		seam_wake_and_wait(c);
+	}
+	/* Relaxed: A-CHKA above ordered the answer. */
+	return atomic_load_explicit(&m->check_ok, LARDER__RELAXED) ? 0 : -1;
+}
+
+void larder__test_wake(larder *c)
+{
+	larder__maint_wake(c, NULL);
+}
+
+uint64_t larder__test_idle_until(larder *c)
+{
+	/* Relaxed: a reading for a test that polls it. */
+	return atomic_load_explicit(&c->maint->idle_until, LARDER__RELAXED);
+}
+
+uint64_t larder__test_wheel_done(larder *c)
+{
+	/* A-WHEEL: acquire, pairs with R-WHEEL in larder__maint_expire(). */
+	return atomic_load_explicit(&c->maint->wheel_done, LARDER__ACQUIRE);
+}
+
+void larder__test_index_floor(larder *c, uint64_t buckets)
+{
+	/* Relaxed: the maintainer reads it at its next shrink decision. */
+	atomic_store_explicit(&c->maint->index_floor, buckets, LARDER__RELAXED);
+}
+
+void larder__test_poison_freed(int on)
+{
+	larder__slab_poison = on;
+}

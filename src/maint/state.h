@@ -1,0 +1,192 @@
+/*
+ * maint/state.h - the maintainer's state, shared by the files of the
+ * maintainer (and only by them: the rest of the engine goes through
+ * maint/maintainer.h).
+ *
+ * Files of the maintainer, one job each, all on one struct larder__maint:
+ *   maint/maintainer.c  the thread: the pass, sleeping and waking, life cycle
+ *   maint/apply.c       draining the rings, accounting, retiring, freeing
+ *                       after grace periods, dismantling exited threads' handles
+ *   maint/evict.c       evicting to capacity, and the TTL timing wheel
+ *   maint/resize.c      growing and shrinking the index
+ *   maint/clear.c       emptying cleared tables in address order
+ *   maint/seams.c       the test seams (core/testing.h)
+ *
+ * Field ownership: everything here is written by the maintainer thread
+ * alone (or by the closing thread once it has stopped), except the counters
+ * that larder_stats() and the test seams read, and the test seams' request
+ * words; each says how it is shared.
+ */
+#ifndef LARDER_MAINT_STATE_H
+#define LARDER_MAINT_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/entry.h"
+#include "evict/policy.h"
+#include "index/table.h"
+#include "larder.h"
+#include "maint/handle.h"
+#include "mem/slab.h"
+#include "sync/atomic.h"
+#include "ttl/wheel.h"
+
+struct larder;
+
+/* A pass that did this much work runs the next one at once (no window). */
+#define LARDER__MAINT_BUSY_PASS 256u
+
+/* The sorted walk of the oldest cleared table (maint/clear.c). */
+enum larder__clear_phase {
+	LARDER__CLEAR_START,
+	LARDER__CLEAR_COUNT,
+	LARDER__CLEAR_SCATTER,
+	LARDER__CLEAR_FREE,
+	LARDER__CLEAR_HASH,
+};
+
+struct larder__clear_walk {
+	enum larder__clear_phase phase;
+	struct larder__table_iter iter; /* COUNT, SCATTER, HASH: the buckets not yet read */
+	uint64_t keys;                  /* a power of two */
+	uint32_t *count; /* per key: entries (COUNT), then the end of its range (SCATTER on) */
+	struct larder__entry **order; /* by key; [at, n) not yet taken into sub */
+	struct larder__entry **sub;   /* one key's entries, by 64 KiB; [sub_at, sub_n) to free */
+	size_t count_bytes, order_bytes;
+	uint64_t n, at, key, sub_n, sub_at;
+	struct larder__slab_batch batch; /* flushed at the end of every pass */
+};
+
+struct larder__maint {
+	struct larder *cache;
+	const struct larder__policy_ops *ops;
+	struct larder__policy *policy;
+	int hits_keep_awake; /* hit samples alone are work (maint_pass) */
+	uint64_t live_count, live_bytes;
+	struct larder__entry *collect; /* retired, grace period not started */
+	uint64_t collect_bytes;
+	struct larder__entry *waiting; /* retired, grace period `waiting_token` running */
+	uint64_t waiting_bytes, waiting_token;
+	uint64_t gp_started_ns;          /* when the last grace period for entries began */
+	struct larder__table *tables;    /* resized out of, freed after retire_token */
+	struct larder__table *gens;      /* swapped out by clear, oldest first */
+	struct larder__clear_walk clear; /* of gens, the head */
+	struct larder__table *growing;   /* being resized into its next, either way */
+	uint64_t cleared_goal;           /* the CLEARED count once the cleared tables are walked */
+	/* L3: the fewest buckets a shrink leaves: SMALL_BUCKETS or the first
+	 * table's size if larger. Ours; relaxed, only the test seam
+	 * larder__test_index_floor() writes it from another thread. */
+	larder__atomic_u64 index_floor;
+	uint64_t policy_capacity; /* the capacity last given to the policy */
+	int migrating; /* inside larder__maint_migrate(): the listener waits for its end */
+	int closing;   /* larder__maint_destroy(): no listener calls (on the closer's thread) */
+	struct larder__wheel wheel; /* counted entries with a deadline (E3: ours) */
+	uint64_t next_due;          /* larder__wheel_next() after the last advance */
+	uint64_t now_ms;            /* the cache clock, read once per pass when needed;
+				     * never moves back (maint/evict.c, pass_now) */
+	int have_now;
+	/* Counters: written by this thread only (relaxed load+store), read by
+	 * larder_stats() and the quiesce seam from any thread. */
+	larder__atomic_u64 stat[LARDER_STAT_COUNT];
+	larder__atomic_u64 freed_bytes;
+	larder__atomic_u64 pass_seq;     /* passes started */
+	larder__atomic_u64 idle_seq;     /* number of the last pass that found nothing to do */
+	larder__atomic_u32 seam_waiters; /* test seams waiting for a pass (maint/seams.c) */
+	larder__atomic_u64 idle_until;   /* test seam: next_due when it last slept idle */
+	larder__atomic_u64 wheel_done;   /* R-WHEEL: expired through this clock time */
+	/* Test seam larder__test_check_links: requests counted by the tester
+	 * (R-CHKQ), answered by a pass (R-CHKA); check_ok is written before. */
+	larder__atomic_u64 check_asked, check_answered;
+	larder__atomic_int check_ok;
+};
+
+/* Adds by to the maintainer's counter s (H2's rule: one writer). */
+static inline void larder__maint_bump(struct larder__maint *m, enum larder_stat s, uint64_t by)
+{
+	larder__stat_bump(&m->stat[s], by);
+}
+
+/* The maintainer's counter s. */
+static inline uint64_t larder__maint_stat(struct larder__maint *m, enum larder_stat s)
+{
+	return atomic_load_explicit(&m->stat[s], LARDER__RELAXED); /* ours */
+}
+
+/* The policy host's charge of e: its slot's bytes (ctx unused). */
+static inline size_t larder__maint_entry_charge(void *ctx, const struct larder__entry *e)
+{
+	(void)ctx;
+	return larder__slab_charge(larder__entry_size(e));
+}
+
+/* ---- maint/apply.c ---------------------------------------------------------- */
+
+/* The policy host's hash of e (ctx: the cache). */
+uint64_t larder__maint_entry_hash(void *ctx, const struct larder__entry *e);
+/* Calls the removal listener (which may take as long as it likes). */
+void larder__maint_call_listener(struct larder__maint *m, struct larder__entry *e,
+				 enum larder_cause cause);
+/* M3: the one way out of the live totals and the policy, onto *list
+ * (counting its charge into *list_bytes). notify = 0 for a touch's
+ * superseded copy. */
+void larder__maint_retire_onto(struct larder__maint *m, struct larder__entry *e,
+			       enum larder_cause cause, int notify, struct larder__entry **list,
+			       uint64_t *list_bytes);
+/* The same onto the collect list (freed after a grace period). */
+void larder__maint_retire(struct larder__maint *m, struct larder__entry *e, enum larder_cause cause,
+			  int notify);
+/* The handles' list head (A-HANDLES). */
+struct larder__handle *larder__maint_handles(struct larder *c);
+/* Drains every ring; returns the events applied, and in *hits the samples seen. */
+uint64_t larder__maint_drain_all(struct larder__maint *m, uint64_t *hits);
+/* True when no ring has an event waiting (a hint whether to sleep). */
+int larder__maint_rings_empty(struct larder *c);
+/* Frees the list e (bytes charged in all) and counts the bytes freed. */
+void larder__maint_free_entries(struct larder__maint *m, struct larder__entry *e, uint64_t bytes);
+/* Counts bytes freed and gives them back to the writers' budget. */
+void larder__maint_count_freed(struct larder__maint *m, uint64_t bytes);
+/* Dismantles the handles of exited threads; returns how many. */
+int larder__maint_reap_orphans(struct larder__maint *m);
+/* Frees h's spill chunks; every event in them was applied. */
+void larder__maint_spill_free(struct larder__handle *h);
+
+/* ---- maint/evict.c ---------------------------------------------------------- */
+
+/* Evicts while live bytes + what writers want exceed the capacity; returns how many. */
+uint64_t larder__maint_evict(struct larder__maint *m);
+/* Advances the timing wheel: expires what is due, stages cascades. */
+uint64_t larder__maint_expire(struct larder__maint *m);
+/* (Re)schedules a counted entry with a deadline at its current deadline. */
+void larder__maint_wheel_track(struct larder__maint *m, struct larder__entry *e);
+/* The wheel's deadline callback (ttl/wheel.h). */
+uint64_t larder__maint_wheel_deadline(void *ctx, struct larder__wheel_link *link);
+
+/* ---- maint/resize.c --------------------------------------------------------- */
+
+/* Grows or shrinks the index a chunk of homes per pass; returns the work. */
+int larder__maint_resize(struct larder__maint *m);
+/* Moves up to homes homes of t into its next table; true when t is done. */
+int larder__maint_migrate(struct larder__maint *m, struct larder__table *t, size_t homes);
+/* Frees the tables resized out of whose grace period has ended. */
+void larder__maint_free_tables(struct larder__maint *m);
+
+/* ---- maint/clear.c ---------------------------------------------------------- */
+
+/* EV_CLEAR: t joins the cleared tables (its grace period starts). */
+void larder__maint_clear_add(struct larder__maint *m, struct larder__table *t);
+/* One pass's share of the walk of the oldest cleared table; ready: its grace
+ * period had ended before this pass drained the rings. Returns the work done. */
+uint64_t larder__maint_clear_walk(struct larder__maint *m, int ready);
+/* Close: frees the entries of cleared tables and of the walk's arrays that
+ * have mappings of their own (free_large; the slab frees the rest whole),
+ * and every cleared table. */
+void larder__maint_clear_destroy(struct larder__maint *m,
+				 void (*free_large)(void *ctx, struct larder__entry *e));
+
+/* ---- maint/maintainer.c ----------------------------------------------------- */
+
+/* Bumps the writers' wait word (core/cache.h, room_seq) and wakes them. */
+void larder__maint_wake_writers(struct larder *c);
+
+#endif /* LARDER_MAINT_STATE_H */
