@@ -18,7 +18,8 @@
 #               tests and the short fuzz runs (protocol_fuzz_*, fuzz_*, ~20 s each)
 #   tsan        clang-14 ThreadSanitizer build; the unit, reliability
 #               (model tester, allocation failures) and stress tests
-#   asan-ubsan  gcc AddressSanitizer + UBSan build; the same, LeakSanitizer on
+#   asan-ubsan  gcc AddressSanitizer + UBSan build; the same, LeakSanitizer on,
+#               and the protocol tests against larderd built with both
 #
 # Builds are incremental (build/<preset>), niced, -j2 (LARDER_JOBS to
 # change). A label with no tests does not fail a stage. Each stage's output is
@@ -179,7 +180,7 @@ stage_asan_ubsan() {
 	configure_build asan-ubsan || rc=$?
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest_after_build asan-ubsan "$rc" -L '^(stress|unit|reliability)$'
+		ctest_after_build asan-ubsan "$rc" -L '^(stress|unit|reliability|protocol)$'
 }
 
 main() {
