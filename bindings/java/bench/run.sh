@@ -3,14 +3,17 @@
 #
 #   bash bindings/java/bench/run.sh           everything, about 10 minutes
 #   bash bindings/java/bench/run.sh --quick   the standard matrix and the get
-#                                             breakdown only, about 2 minutes
+#                                             breakdowns only, about 3 minutes
 #
 # Builds the release preset (nice, -j2), then runs, each in its own JVM:
 #   1. the standard matrix (16/64 B, 24,000 entries, 1 GiB; read, write and
 #      9:1 at 1..cores threads): larder copy-out and view, Caffeine 2.6
 #      (Debian) and ConcurrentHashMap in one JVM, rounds interleaved, medians
 #      of 5 with min-max, heap bytes per operation and GC counts; then where
-#      a get's nanoseconds go (crossing, C get, guard, hash);        -Xmx2g
+#      a get's nanoseconds go (crossing, C get, guard, hash, and the layers
+#      between the C get and the binding's), in thread CPU time;     -Xmx2g
+#   1b. the same breakdown at 1,000 entries (all in cache: the code's own
+#      cost, without the cache misses);                              -Xmx1g
 #   2. 10^7 entries: gets at 1..cores threads, getAllInto(16) against 16
 #      Caffeine gets, Caffeine's heap and GC cost, the same breakdown; -Xmx4g
 #   3. the GC-pause scenario: one JVM for Caffeine, one for larder, the same
@@ -56,6 +59,7 @@ threads=$(nproc)
 } | tee "$OUT"
 
 "${JAVA[@]}" -Xms2g -Xmx2g -XX:+AlwaysPreTouch org.larder.bench.Main matrix 5 200 "$threads" | tee -a "$OUT"
+"${JAVA[@]}" -Xms1g -Xmx1g org.larder.bench.Main breakdown 1000 5 | tee -a "$OUT"
 if ((quick)); then
 	exit 0
 fi

@@ -282,36 +282,6 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_getShort(JNIEnv *env, jclass cls,
 	return get_common(guard, gen, key, key_len, buf, buf_len);
 }
 
-/*
- * The same two gets as critical natives, used only when a JDK 17 JVM runs
- * with -XX:+CriticalJNINatives (the flag is gone from JDK 18): the JVM then
- * calls them without the JNI transition and the full fence it makes on the
- * way back, which keeps successive gets from overlapping their cache misses
- * (docs/java.md, Performance). Allowed because they call no JNI
- * function and never block: the engine's get does neither, and the first
- * call of a thread only allocates its guard slot. (javac -h writes no
- * prototypes for critical natives, hence these.)
- */
-JNIEXPORT jlong JNICALL JavaCritical_org_larder_Native_get(jlong guard, jlong gen, jlong key,
-							   jint key_len, jlong buf, jint buf_len);
-JNIEXPORT jlong JNICALL JavaCritical_org_larder_Native_getShort(jlong guard, jlong gen, jlong k0,
-								jlong k1, jint key_len, jlong buf,
-								jint buf_len);
-
-JNIEXPORT jlong JNICALL JavaCritical_org_larder_Native_get(jlong guard, jlong gen, jlong key,
-							   jint key_len, jlong buf, jint buf_len)
-{
-	return get_common(guard, gen, ptr(key), key_len, buf, buf_len);
-}
-
-JNIEXPORT jlong JNICALL JavaCritical_org_larder_Native_getShort(jlong guard, jlong gen, jlong k0,
-								jlong k1, jint key_len, jlong buf,
-								jint buf_len)
-{
-	return Java_org_larder_Native_getShort(NULL, NULL, guard, gen, k0, k1, key_len, buf,
-					       buf_len);
-}
-
 struct view_call {
 	JNIEnv *env;
 	jobject view;

@@ -5,15 +5,21 @@
  *     org.larder.Native.getShort, the copy-out get of a 16-byte key (so
  *     only the JNI transition is timed);
  *   - the C get: larder_get in a C loop over the same keys, on a cache of
- *     its own opened through larder.h (the engine without the binding);
+ *     its own opened through larder.h (the engine without the binding),
+ *     also with a full fence after each get (one get at a time, as the JNI
+ *     return makes them), and one get per crossing (getOne: the crossing
+ *     plus the engine, without the binding's Java side);
  *   - the guard: enter and leave a section of the binding's close guard;
  *   - the hash: seeded XXH3-64 of a key, the engine's key hash.
- * Loops time themselves with CLOCK_MONOTONIC and return nanoseconds, so no
- * crossing is counted in them. Not part of the binding; never installed.
+ * Loops time themselves in the calling thread's CPU time
+ * (CLOCK_THREAD_CPUTIME_ID, as the Java side's loops do: on a shared machine
+ * wall time also counts the time the thread waits for a core) and return
+ * nanoseconds, so no crossing is counted in them. Not part of the binding; never installed.
  */
 #define _GNU_SOURCE
 #include <jni.h>
 #include <larder.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +34,7 @@
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -119,6 +125,55 @@ JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_getLoop(JNIEnv *env, j
 	}
 	uint64_t t = now_ns() - t0;
 	return misses ? -1 : (jlong)t;
+}
+
+/* Nanoseconds for `iterations` larder_get calls as getLoop, with a full
+ * fence after each: the next get's loads cannot start before this one's
+ * finished, as after the fence of a JNI call's return. */
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_getLoopFenced(JNIEnv *env, jclass cls,
+									jlong cache, jobject keys,
+									jint key_len, jint count,
+									jlong iterations,
+									jlong seed)
+{
+	(void)cls;
+	const unsigned char *k = (*env)->GetDirectBufferAddress(env, keys);
+	larder *c = (larder *)(uintptr_t)cache;
+	unsigned char buf[1024];
+	uint64_t rng = (uint64_t)seed | 1, misses = 0;
+	size_t len;
+	uint64_t t0 = now_ns();
+	for (jlong i = 0; i < iterations; i++) {
+		const unsigned char *key = k + (size_t)pick(&rng, (uint32_t)count) * (size_t)key_len;
+		misses += larder_get(c, key, (size_t)key_len, buf, sizeof buf, &len) != LARDER_OK;
+		atomic_thread_fence(memory_order_seq_cst); /* no partner: it only serializes */
+	}
+	uint64_t t = now_ns() - t0;
+	return misses ? -1 : (jlong)t;
+}
+
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_address(JNIEnv *env, jclass cls,
+								  jobject buffer)
+{
+	(void)cls;
+	return (jlong)(uintptr_t)(*env)->GetDirectBufferAddress(env, buffer);
+}
+
+/* One larder_get per call, the key (16 bytes) in two longs as the binding's
+ * getShort takes it, the value copied to buf: the value's length, or -1. */
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_getOne(JNIEnv *env, jclass cls,
+								 jlong cache, jlong k0, jlong k1,
+								 jlong buf, jint buf_len)
+{
+	(void)env;
+	(void)cls;
+	unsigned char key[16];
+	memcpy(key, &k0, 8);
+	memcpy(key + 8, &k1, 8);
+	size_t len;
+	int rc = larder_get((larder *)(uintptr_t)cache, key, sizeof key, (void *)(uintptr_t)buf,
+			    (size_t)buf_len, &len);
+	return rc == LARDER_OK ? (jlong)len : -1;
 }
 
 /* Nanoseconds for `iterations` seeded XXH3-64 hashes of the keys. */

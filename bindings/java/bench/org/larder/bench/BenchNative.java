@@ -31,6 +31,16 @@ final class BenchNative {
     static native long getLoop(long cache, ByteBuffer keys, int keyLen, int count,
             long iterations, long seed);
 
+    /** The address of a direct buffer. */
+    static native long address(ByteBuffer direct);
+
+    /** getLoop with a full fence after each get (one get at a time). */
+    static native long getLoopFenced(long cache, ByteBuffer keys, int keyLen, int count,
+            long iterations, long seed);
+
+    /** One get of a 16-byte key (two longs, native order) into buf: its length, or -1. */
+    static native long getOne(long cache, long k0, long k1, long buf, int bufLen);
+
     /** Nanoseconds for iterations XXH3-64 hashes of random keys. */
     static native long hashLoop(ByteBuffer keys, int keyLen, int count, long iterations);
 

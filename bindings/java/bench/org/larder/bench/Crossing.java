@@ -1,5 +1,11 @@
 package org.larder.bench;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import org.larder.DirectValueConsumer;
 import org.larder.LarderCache;
 import org.larder.ValueView;
@@ -8,12 +14,28 @@ import org.larder.ValueView;
  * Where one get's nanoseconds go, on one thread, in this JVM: each
  * component is timed over the same number of uniformly random keys of the
  * same workload, in rounds interleaved, and the loops' own key choice
- * (timed alone, in Java and in C) is subtracted.
+ * (timed alone, in Java and in C) is subtracted. The layers between the C
+ * loop and the binding's get add one piece of the real get path each: a
+ * fence after every get, then one JNI call per get (no binding), then the
+ * copy into a byte[], then the binding (per-thread scratch, guard).
  */
 final class Crossing {
-    private static final int CALLS = 5_000_000;
+    private static final int CALLS = 2_000_000;
+    private static final VarHandle LONGS =
+            MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.nativeOrder());
+
+    private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
 
     private Crossing() {
+    }
+
+    /*
+     * The thread's CPU time: the loops are timed in it (and the C loops in
+     * CLOCK_THREAD_CPUTIME_ID), so that time spent waiting for a core on a
+     * loaded machine is not counted as the get's.
+     */
+    private static long cpuNanos() {
+        return THREADS.getCurrentThreadCpuTime();
     }
 
     /** A consumer that reads the first byte, kept for every call. */
@@ -29,11 +51,11 @@ final class Crossing {
     private static double javaPick(Workload w, long seed) {
         Workload.Rng rng = new Workload.Rng(seed);
         long acc = 0;
-        long t0 = System.nanoTime();
+        long t0 = cpuNanos();
         for (int i = 0; i < CALLS; i++) {
             acc += w.keys[rng.pick(w.n)].length;
         }
-        long t = System.nanoTime() - t0;
+        long t = cpuNanos() - t0;
         return acc == 42 ? 0 : (double) t / CALLS;
     }
 
@@ -41,11 +63,11 @@ final class Crossing {
         Workload.Rng rng = new Workload.Rng(seed);
         byte[] dst = new byte[w.valueBytes];
         long acc = 0;
-        long t0 = System.nanoTime();
+        long t0 = cpuNanos();
         for (int i = 0; i < CALLS; i++) {
             acc += c.getInto(w.keys[rng.pick(w.n)], dst);
         }
-        long t = System.nanoTime() - t0;
+        long t = cpuNanos() - t0;
         return acc != (long) CALLS * w.valueBytes ? Double.NaN : (double) t / CALLS;
     }
 
@@ -53,23 +75,55 @@ final class Crossing {
         Workload.Rng rng = new Workload.Rng(seed);
         FirstByte consumer = new FirstByte();
         long found = 0;
-        long t0 = System.nanoTime();
+        long t0 = cpuNanos();
         for (int i = 0; i < CALLS; i++) {
             found += c.getDirect(w.keys[rng.pick(w.n)], consumer) ? 1 : 0;
         }
-        long t = System.nanoTime() - t0;
+        long t = cpuNanos() - t0;
         return found != CALLS ? Double.NaN : (double) t / CALLS;
+    }
+
+    /*
+     * The binding's get path rebuilt a layer at a time, without the binding:
+     * the key read as two longs, one JNI call into larder_get on the C
+     * loop's cache (no guard, no per-thread scratch), the value left in a
+     * direct buffer; with copyOut, also copied into a byte[] as getInto
+     * does.
+     */
+    private static double oneGet(Workload w, long own, ByteBuffer out, boolean copyOut,
+            long seed) {
+        Workload.Rng rng = new Workload.Rng(seed);
+        long address = BenchNative.address(out);
+        ByteBuffer longs = out.duplicate().order(ByteOrder.nativeOrder());
+        byte[] dst = new byte[w.valueBytes];
+        long acc = 0;
+        int sink = 0;
+        long t0 = cpuNanos();
+        for (int i = 0; i < CALLS; i++) {
+            byte[] key = w.keys[rng.pick(w.n)];
+            long len = BenchNative.getOne(own, (long) LONGS.get(key, 0), (long) LONGS.get(key, 8),
+                    address, out.capacity());
+            if (copyOut) {
+                for (int j = 0; j + 8 <= len; j += 8) {
+                    LONGS.set(dst, j, longs.getLong(j));
+                }
+                sink += dst[0];
+            }
+            acc += len;
+        }
+        long t = cpuNanos() - t0;
+        return acc != (long) CALLS * w.valueBytes || sink == 42 ? Double.NaN : (double) t / CALLS;
     }
 
     private static double noop(Workload w, long seed) {
         Workload.Rng rng = new Workload.Rng(seed);
         long acc = 0;
-        long t0 = System.nanoTime();
+        long t0 = cpuNanos();
         for (int i = 0; i < CALLS; i++) {
             acc += BenchNative.noop(0x1000, 1, 0x2000, 0x2008, w.keys[rng.pick(w.n)].length,
                     0x3000, 4080);
         }
-        long t = System.nanoTime() - t0;
+        long t = cpuNanos() - t0;
         return acc == 42 ? 0 : (double) t / CALLS;
     }
 
@@ -85,8 +139,12 @@ final class Crossing {
             "crossing alone: empty native method, same 7 arguments",
             "larder_get in a C loop (own cache, same keys)",
             "  of which the key's hash (seeded XXH3-64, 16 B)",
+            "larder_get in a C loop, a full fence after each get",
+            "one JNI call per get: crossing + larder_get (own cache), no binding",
+            "the same + the value copied out to a byte[] in Java",
             "binding's close guard: enter + exit",
             "crossing + Java side = copy-out get - C get"};
+        ByteBuffer out = ByteBuffer.allocateDirect(4096);
         int warm = 2;
         double[][] v = new double[names.length][rounds];
         for (int r = 0; r < warm + rounds; r++) {
@@ -98,11 +156,16 @@ final class Crossing {
             double cross = noop(w, seed) - jpick;
             double cget = (double) BenchNative.getLoop(own, w.packedKeys, Workload.KEY_BYTES, w.n,
                     CALLS, seed) / CALLS - cpick;
+            double fenced = (double) BenchNative.getLoopFenced(own, w.packedKeys,
+                    Workload.KEY_BYTES, w.n, CALLS, seed) / CALLS - cpick;
+            double one = oneGet(w, own, out, false, seed) - jpick;
+            double oneCopy = oneGet(w, own, out, true, seed) - jpick;
             double hash = (double) BenchNative.hashLoop(w.packedKeys, Workload.KEY_BYTES, w.n,
                     CALLS) / CALLS - cpick;
             double guard = (double) BenchNative.guardLoop(CALLS) / CALLS;
             if (r >= warm) {
-                double[] row = {copy, view, cross, cget, hash, guard, copy - cget};
+                double[] row = {copy, view, cross, cget, hash, fenced, one, oneCopy, guard,
+                    copy - cget};
                 for (int i = 0; i < row.length; i++) {
                     v[i][r - warm] = row[i];
                 }
@@ -111,7 +174,8 @@ final class Crossing {
         BenchNative.close(own);
         System.out.printf("%n### Where a get's nanoseconds go: %,d entries, one thread, %d rounds"
                 + " of %,d gets, interleaved%n%n", w.n, rounds, CALLS);
-        System.out.println("ns per get, median (min-max); the key choice of each loop is subtracted.");
+        System.out.println("ns of the thread's CPU time per get, median (min-max); the key choice of"
+                + " each loop is subtracted.");
         System.out.println();
         System.out.println("| component | ns |");
         System.out.println("|---|---|");
