@@ -183,17 +183,16 @@ def main():
         #     rescanning it from its start, would move gigabytes here.
         n = 100000
         burst = b"".join(b"set pipe%d 0 0 6 noreply\r\n%06d\r\n" % (i, i) for i in range(n))
-        moved0, read0, items0 = (stat(port, s) for s in ("input_bytes_moved", "bytes_read",
-                                                           "curr_items"))
+        moved0, read0 = stat(port, "input_bytes_moved"), stat(port, "bytes_read")
         r = request(port, burst + b"mn\r\n", b"MN\r\n")
         check(r == b"MN\r\n", "100,000 pipelined noreply sets: no reply but mn's (%r)" % r[:40])
-        items = stat(port, "curr_items") - items0
-        check(items == n, "100,000 pipelined noreply sets: %d stored" % items)
-        r = request(port, b"get pipe0 pipe54321 pipe99999\r\n", b"END\r\n")
-        check(r == b"VALUE pipe0 0 6\r\n000000\r\nVALUE pipe54321 0 6\r\n054321\r\n"
-                   b"VALUE pipe99999 0 6\r\n099999\r\nEND\r\n", "pipelined values read back")
         moved = stat(port, "input_bytes_moved") - moved0
         got = stat(port, "bytes_read") - read0
+        r = request(port, b"get " + b" ".join(b"pipe%d" % i for i in range(n)) + b"\r\n",
+                    b"END\r\n")
+        want = b"".join(b"VALUE pipe%d 0 6\r\n%06d\r\n" % (i, i) for i in range(n)) + b"END\r\n"
+        check(r == want, "100,000 pipelined noreply sets: all read back (%d of %d values)" %
+              (r.count(b"VALUE "), n))
         check(got >= len(burst) and moved <= got,
               "pipelined burst: %d input bytes moved for %d read (at most once each)" % (moved, got))
         #     and one 3 MiB multiget line, sent in 64 KiB writes: its buffer
