@@ -29,6 +29,9 @@
  *   L2. A buffer holding one long line (a multiget of up to
  *       LARDER__GET_LINE_MAX) grows geometrically, not by READ_CHUNK, so
  *       growing it copies O(line) bytes, not O(line^2 / READ_CHUNK).
+ *   L3. Such a line is searched for its newline once: each read searches
+ *       only the bytes it added (conn.no_nl marks where the last search
+ *       stopped).
  */
 #include "server.h"
 #include "../exec/exec_internal.h"
@@ -68,6 +71,7 @@ struct conn {
 	bool stalled;   /* complete requests wait in `in` because out hit high water */
 	bool paused;    /* not read until the client drains out (counted in paused_conns) */
 	size_t need;    /* parser: bytes needed before parsing again */
+	size_t no_nl;   /* leading bytes of the pending input known to hold no '\n' */
 	size_t swallow; /* bytes of an oversize value still to discard */
 	char *in;       /* unconsumed input [0, in_len), NULL when empty */
 	size_t in_len, in_cap;
@@ -240,12 +244,22 @@ static int process(struct worker *w, struct conn *c, const char *buf, size_t len
 			break;
 		if (avail < c->need)
 			break;
-		pr = larder__parse(buf + *off, avail, &w->net->lim, &c->req);
+		/* L3: a line still without its newline is searched from where the
+		 * last search stopped, not from its start. */
+		if (c->no_nl > 0 && memchr(buf + *off + c->no_nl, '\n', avail - c->no_nl) == NULL) {
+			pr = larder__parse_no_newline(buf + *off, avail);
+			c->req.need = 0;
+		} else {
+			pr = larder__parse(buf + *off, avail, &w->net->lim, &c->req);
+		}
 		if (pr == LARDER__PARSE_MORE) {
+			/* need 0: the parser found no newline in these bytes */
 			c->need = c->req.need;
+			c->no_nl = c->need == 0 ? avail : 0;
 			break;
 		}
 		c->need = 0;
+		c->no_nl = 0;
 		if (pr == LARDER__PARSE_CLOSE)
 			return PROC_CLOSE;
 		r = larder__exec(x, &c->req, out, HIGH_WATER);

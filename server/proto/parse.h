@@ -144,6 +144,14 @@ int larder__parse(const char *buf, size_t len, const struct larder__limits *lim,
 		  struct larder__req *req);
 
 /*
+ * What larder__parse() returns for buf[0..len) when it holds no '\n':
+ * PARSE_MORE, or PARSE_CLOSE once the line is too long (P3). A caller that
+ * already knows the first bytes hold no newline searches only the new ones
+ * and asks this, so a long line arriving in many reads is searched once.
+ */
+int larder__parse_no_newline(const char *buf, size_t len);
+
+/*
  * Next space-separated token at or after *cursor, below end. Returns false
  * when there is none. Used to walk multiget keys.
  */
