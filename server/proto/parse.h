@@ -11,8 +11,9 @@
  *
  * Incremental: larder__parse() is called with all bytes received and not yet
  * consumed. It returns LARDER__PARSE_MORE when the request is not complete,
- * with req->need set to the total byte count it needs (0: "a newline"), so
- * the caller waits for that much before calling again instead of rescanning.
+ * with req->need set to the total byte count it needs (0: "a newline", and
+ * only when the bytes hold none), so the caller waits for that much before
+ * calling again instead of rescanning.
  *
  * Invariants (asserted by tests/protocol/test_parse.c):
  *   P1. DONE consumes req->consumed > 0 bytes, never more than it was given.
