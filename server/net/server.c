@@ -22,7 +22,8 @@
  * Cost (linear in the bytes received, however deep the pipeline):
  *   L1. Requests are consumed by advancing an offset; the unconsumed tail is
  *       moved once per read, after every complete request in it has run, so
- *       each received byte is copied or moved at most once. The stat
+ *       each received byte is copied or moved at most once (once more if it
+ *       waits behind a multiget paused at high water). The stat
  *       input_bytes_moved counts those bytes (and the ones a buffer growth
  *       copies); tests/protocol/robustness.py checks it stays within
  *       bytes_read after a 100,000-request burst sent in one write.
