@@ -105,6 +105,7 @@ static void general(struct larder__exec *x, struct larder__obuf *out)
 	stat_u64(out, "store_no_memory", w[WS_STORE_NO_MEMORY]);
 	stat_u64(out, "bytes_read", w[WS_BYTES_READ]);
 	stat_u64(out, "bytes_written", w[WS_BYTES_WRITTEN]);
+	stat_u64(out, "input_bytes_moved", w[WS_INPUT_MOVED]);
 	stat_u64(out, "limit_maxbytes", e[LARDER_STAT_CAPACITY_BYTES]);
 	stat_u64(out, "threads", (uint64_t)sh->threads);
 	stat_u64(out, "bytes", e[LARDER_STAT_USED_BYTES]);

@@ -664,8 +664,8 @@ static int dispatch(const char *buf, size_t len, const struct larder__limits *li
 	}
 }
 
-/* No newline yet: memcached lets only a get/gets line grow past 2 KiB. */
-static int no_line_yet(const char *buf, size_t len)
+/* memcached lets only a get/gets line grow past 2 KiB. */
+int larder__parse_no_newline(const char *buf, size_t len)
 {
 	size_t lead = 0;
 
@@ -716,7 +716,7 @@ int larder__parse(const char *buf, size_t len, const struct larder__limits *lim,
 	req_reset(req);
 	nl = memchr(buf, '\n', len);
 	if (nl == NULL)
-		return no_line_yet(buf, len);
+		return larder__parse_no_newline(buf, len);
 	line_len = (size_t)(nl - buf);
 	req->consumed = line_len + 1;
 	if (line_len > 1 && buf[line_len - 1] == '\r')

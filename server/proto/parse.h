@@ -11,8 +11,9 @@
  *
  * Incremental: larder__parse() is called with all bytes received and not yet
  * consumed. It returns LARDER__PARSE_MORE when the request is not complete,
- * with req->need set to the total byte count it needs (0: "a newline"), so
- * the caller waits for that much before calling again instead of rescanning.
+ * with req->need set to the total byte count it needs (0: "a newline", and
+ * only when the bytes hold none), so the caller waits for that much before
+ * calling again instead of rescanning.
  *
  * Invariants (asserted by tests/protocol/test_parse.c):
  *   P1. DONE consumes req->consumed > 0 bytes, never more than it was given.
@@ -142,6 +143,14 @@ struct larder__limits {
  */
 int larder__parse(const char *buf, size_t len, const struct larder__limits *lim,
 		  struct larder__req *req);
+
+/*
+ * What larder__parse() returns for buf[0..len) when it holds no '\n':
+ * PARSE_MORE, or PARSE_CLOSE once the line is too long (P3). A caller that
+ * already knows the first bytes hold no newline searches only the new ones
+ * and asks this, so a long line arriving in many reads is searched once.
+ */
+int larder__parse_no_newline(const char *buf, size_t len);
 
 /*
  * Next space-separated token at or after *cursor, below end. Returns false

@@ -7,13 +7,17 @@
  *   P1 DONE consumes > 0 bytes, at most what it was given;
  *   P2 the same bytes, cut right after the request, give the same request
  *      (a request is decided by its own bytes, so splits cannot change it);
- *   MORE's `need` is 0 or more than it was given.
+ *   MORE's `need` is 0 or more than it was given, and 0 only when the bytes
+ *      hold no newline (the server then searches only the bytes it adds);
+ *   on bytes without a newline, larder__parse_no_newline() decides as
+ *      larder__parse() does.
  * Any violation traps, which libFuzzer reports as a crash. ASan/UBSan catch
  * reads outside the buffer.
  *
  * Build: cmake -DLARDER_FUZZ=ON -DCMAKE_C_COMPILER=clang-14 ...; run:
  *   larderd_fuzz_parse -max_total_time=600 tests/fuzz/corpus
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,11 +40,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct larder__req r, again;
 		size_t avail = size - off;
 		int rc = larder__parse(buf + off, avail, &lim, &r);
+		bool no_nl = memchr(buf + off, '\n', avail) == NULL;
 
+		if (no_nl && larder__parse_no_newline(buf + off, avail) != rc)
+			__builtin_trap();
 		if (rc == LARDER__PARSE_CLOSE)
 			break;
 		if (rc == LARDER__PARSE_MORE) {
 			if (r.need != 0 && r.need <= avail)
+				__builtin_trap();
+			if (r.need == 0 && !no_nl)
 				__builtin_trap();
 			break;
 		}

@@ -9,6 +9,9 @@ Checks, each against the same running server (which must stay up):
   1. a line without newline past 2 KiB: the server closes that connection;
   2. a huge declared value length: SERVER_ERROR, the bytes are swallowed;
   3. 1 MiB of random binary junk: no crash;
+  3c. 100,000 noreply sets in one write all stored, each received byte
+     moved at most once (input_bytes_moved); a 3 MiB multiget line copied
+     O(line) times while its buffer grows;
   4. a slow reader pipelining 20,000 gets of a 100 KB value without reading:
      once the server has stopped reading it (stats: paused_connections),
      RSS has grown by less than 64 MiB (the output high-water mark holds);
@@ -172,6 +175,45 @@ def main():
         check(b"VALUE ctr 0 4\r\n2000\r\n" in r, "concurrent incr: 2000 of 2000 (%r)" % r[:40])
         check(b"VALUE log 0 800\r\n" in r and all(r.count(t) >= 200 for t in (b"a", b"b", b"c", b"d")),
               "concurrent append: 800 bytes, 200 from each client")
+
+        # 3c. a deep pipeline costs linear time: 100,000 noreply sets in one
+        #     write, then mn. Every set must land, and the server may copy or
+        #     move each received byte at most once (input_bytes_moved within
+        #     bytes_read): compacting the buffer after every request, or
+        #     rescanning it from its start, would move gigabytes here.
+        n = 100000
+        burst = b"".join(b"set pipe%d 0 0 6 noreply\r\n%06d\r\n" % (i, i) for i in range(n))
+        moved0, read0 = stat(port, "input_bytes_moved"), stat(port, "bytes_read")
+        r = request(port, burst + b"mn\r\n", b"MN\r\n")
+        check(r == b"MN\r\n", "100,000 pipelined noreply sets: no reply but mn's (%r)" % r[:40])
+        moved = stat(port, "input_bytes_moved") - moved0
+        got = stat(port, "bytes_read") - read0
+        r = request(port, b"get " + b" ".join(b"pipe%d" % i for i in range(n)) + b"\r\n",
+                    b"END\r\n")
+        want = b"".join(b"VALUE pipe%d 0 6\r\n%06d\r\n" % (i, i) for i in range(n)) + b"END\r\n"
+        check(r == want, "100,000 pipelined noreply sets: all read back (%d of %d values)" %
+              (r.count(b"VALUE "), n))
+        check(got >= len(burst) and moved <= got,
+              "pipelined burst: %d input bytes moved for %d read (at most once each)" % (moved, got))
+        #     and one 3 MiB multiget line, sent in 64 KiB writes: its buffer
+        #     grows geometrically (copies O(line)); growing by a constant
+        #     chunk per read would copy about line^2 / 128 KiB (some 70 MiB)
+        line = b"get " + b" ".join(b"m%08d" % i for i in range(300000)) + b"\r\n"
+        moved0 = stat(port, "input_bytes_moved")
+        c = connect(port)
+        for i in range(0, len(line), 1 << 16):
+            c.sendall(line[i:i + (1 << 16)])
+        r = b""
+        while not r.endswith(b"END\r\n"):
+            b = c.recv(1 << 16)
+            if not b:
+                break
+            r += b
+        c.close()
+        moved = stat(port, "input_bytes_moved") - moved0
+        check(r == b"END\r\n", "3 MiB multiget line of misses: END")
+        check(moved <= 3 * len(line),
+              "3 MiB multiget line: %d input bytes moved (<= 3x its %d)" % (moved, len(line)))
 
         # 4. slow reader
         val = b"v" * 100000

@@ -219,6 +219,18 @@ static void test_limits(void)
 	CHECK(larder__parse(buf, big, &k_lim, &r) == LARDER__PARSE_CLOSE, "huge get closes");
 	memset(buf, 0, 3000);
 	CHECK(larder__parse(buf, 3000, &k_lim, &r) == LARDER__PARSE_CLOSE, "binary junk closes");
+	/* the server's shortcut for bytes it already searched decides the same */
+	memcpy(buf, "set ", 4);
+	CHECK(larder__parse_no_newline(buf, 2048) == LARDER__PARSE_MORE &&
+		      larder__parse_no_newline(buf, 2049) == LARDER__PARSE_CLOSE,
+	      "no_newline: set at 2048 and 2049");
+	memset(buf, 'a', big);
+	memcpy(buf, "get ", 4);
+	CHECK(larder__parse_no_newline(buf, 60000) == LARDER__PARSE_MORE &&
+		      larder__parse_no_newline(buf, big) == LARDER__PARSE_CLOSE,
+	      "no_newline: long get waits, huge get closes");
+	CHECK(larder__parse(buf, 60000, &k_lim, &r) == LARDER__PARSE_MORE && r.need == 0,
+	      "a line without newline needs 0 (a newline)");
 
 	/* key length: 250 is accepted, 251 refused */
 	memset(key, 'k', sizeof(key));
