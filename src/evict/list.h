@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/assert.h"
 #include "core/entry.h"
 
 struct larder__queue {
@@ -106,6 +107,7 @@ static inline void larder__queue_unlink(struct larder__queue *q, struct larder__
 					uint64_t bytes)
 {
 	uint32_t id;
+	LARDER__ASSERT(q->count > 0 && q->bytes >= bytes); /* Q1 */
 	if (e->prev) {
 		struct larder__entry *p = larder__entry_at(q->dir, e->prev);
 		id = p->next;
@@ -114,10 +116,14 @@ static inline void larder__queue_unlink(struct larder__queue *q, struct larder__
 		id = q->head;
 		q->head = e->next;
 	}
-	if (e->next)
-		larder__entry_at(q->dir, e->next)->prev = e->prev;
-	else
+	if (e->next) {
+		struct larder__entry *n = larder__entry_at(q->dir, e->next);
+		LARDER__ASSERT(n->prev == id); /* Q1: both neighbours name e */
+		n->prev = e->prev;
+	} else {
+		LARDER__ASSERT(q->tail == id); /* Q1 */
 		q->tail = e->prev;
+	}
 	e->prev = 0;
 	e->next = id; /* E6 */
 	q->count--;

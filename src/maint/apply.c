@@ -138,6 +138,7 @@ void larder__maint_retire_onto(struct larder__maint *m, struct larder__entry *e,
 void larder__maint_retire(struct larder__maint *m, struct larder__entry *e, enum larder_cause cause,
 			  int notify)
 {
+	LARDER__MAINT_OWNER(m);
 	larder__maint_retire_onto(m, e, cause, notify, &m->collect, &m->collect_bytes);
 }
 
@@ -300,6 +301,7 @@ struct larder__handle *larder__maint_handles(struct larder *c)
 /* Drains every ring; returns the events applied, and in *hits the samples seen. */
 uint64_t larder__maint_drain_all(struct larder__maint *m, uint64_t *hits)
 {
+	LARDER__MAINT_OWNER(m);
 	uint64_t n = 0;
 	*hits = 0;
 	for (struct larder__handle *h = larder__maint_handles(m->cache); h; h = h->next)
@@ -335,6 +337,7 @@ static void free_list(struct larder *c, struct larder__entry *e)
 
 void larder__maint_free_entries(struct larder__maint *m, struct larder__entry *e, uint64_t bytes)
 {
+	LARDER__MAINT_OWNER(m);
 	free_list(m->cache, e);
 	larder__maint_count_freed(m, bytes);
 }

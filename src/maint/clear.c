@@ -241,6 +241,7 @@ static int walk_sorted(struct larder__maint *m, struct larder__table *t, uint64_
  */
 uint64_t larder__maint_clear_walk(struct larder__maint *m, int ready)
 {
+	LARDER__MAINT_OWNER(m);
 	struct larder__table *g = m->gens;
 	if (!g || !ready)
 		return 0;

@@ -106,6 +106,7 @@ static int unlink_current(struct larder *c, struct larder__entry *e)
 
 uint64_t larder__maint_evict(struct larder__maint *m)
 {
+	LARDER__MAINT_OWNER(m);
 	struct larder *c = m->cache;
 	uint64_t cap =
 		atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* a stale value only delays */
@@ -156,6 +157,7 @@ static void on_due(void *ctx, struct larder__wheel_link *link, uint32_t id)
 
 uint64_t larder__maint_expire(struct larder__maint *m)
 {
+	LARDER__MAINT_OWNER(m);
 	if (!m->wheel.count) { /* an idle wheel costs no clock read */
 		m->next_due = UINT64_MAX;
 		return 0;

@@ -128,6 +128,7 @@ static void check_links_if_asked(struct larder__maint *m)
 /* One pass; returns how much it did (0 = idle). */
 static uint64_t maint_pass(struct larder__maint *m)
 {
+	LARDER__MAINT_OWNER(m);
 	struct larder *c = m->cache;
 	uint64_t work = 0;
 	larder__stat_bump(&m->pass_seq, 1);
@@ -181,11 +182,16 @@ static uint64_t maint_pass(struct larder__maint *m)
 	atomic_store_explicit(&m->stat[LARDER_STAT_ENTRIES], m->live_count, LARDER__RELAXED);
 	check_links_if_asked(m);
 	int pending = m->collect || m->waiting || m->gens || m->tables || m->growing;
-	if (!work && !pending)
+	if (!work && !pending) {
+		/* A quiesce point: the retired lists are empty, so are their byte
+		 * counts, and the live totals agree on emptiness (M1). */
+		LARDER__ASSERT(m->collect_bytes == 0 && m->waiting_bytes == 0);
+		LARDER__ASSERT((m->live_count == 0) == (m->live_bytes == 0));
 		/* Q2: release; the quiesce seam acquires it (Q3). */
 		atomic_store_explicit(&m->idle_seq,
 				      atomic_load_explicit(&m->pass_seq, LARDER__RELAXED),
 				      LARDER__RELEASE);
+	}
 	/* A test seam waits for this pass: an idle one bumps nothing else.
 	 * Relaxed: a hint; the seam's wait is bounded anyway. */
 	if (atomic_load_explicit(&m->seam_waiters, LARDER__RELAXED))

@@ -88,6 +88,7 @@ static int shrink_begin(struct larder__maint *m, struct larder__table *root)
 
 int larder__maint_resize(struct larder__maint *m)
 {
+	LARDER__MAINT_OWNER(m);
 	struct larder *c = m->cache;
 	struct larder__table *root = (struct larder__table *)atomic_load_explicit(
 		&c->table, LARDER__ACQUIRE); /* A-ROOT */

@@ -23,7 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/assert.h"
 #include "core/entry.h"
+#include "core/thread.h"
 #include "evict/policy.h"
 #include "index/table.h"
 #include "larder.h"
@@ -33,6 +35,11 @@
 #include "ttl/wheel.h"
 
 struct larder;
+
+/* The owner-only fields below may be touched here: the caller is a
+ * maintainer thread (core/thread.h), or the closing thread once the
+ * maintainer has stopped (larder__maint_destroy sets closing first). */
+#define LARDER__MAINT_OWNER(m) LARDER__ASSERT((m)->closing || (larder__tls && larder__tls->maintainer))
 
 /* A pass that did this much work runs the next one at once (no window). */
 #define LARDER__MAINT_BUSY_PASS 256u

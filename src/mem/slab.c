@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/assert.h"
 #include "mem/pages.h"
 
 enum { PAGE_OWNED = 1u, PAGE_LISTED = 2u };
@@ -274,6 +275,7 @@ void larder__slab_destroy(struct larder__slab *s)
 
 static void avail_push_locked(struct larder__slab *s, struct larder__page *pg)
 {
+	LARDER__ASSERT_HELD(&s->lock);
 	struct larder__page **head = &s->avail[pg->size_class];
 	pg->avail_prev = NULL;
 	pg->avail_next = *head;
@@ -284,6 +286,11 @@ static void avail_push_locked(struct larder__slab *s, struct larder__page *pg)
 
 static void avail_unlink_locked(struct larder__slab *s, struct larder__page *pg)
 {
+	LARDER__ASSERT_HELD(&s->lock);
+	/* Only a listed page is on the list; relaxed: state changes under the lock. */
+	LARDER__ASSERT(atomic_load_explicit(&pg->state, LARDER__RELAXED) == PAGE_LISTED);
+	LARDER__ASSERT(pg->avail_prev ? pg->avail_prev->avail_next == pg
+				      : s->avail[pg->size_class] == pg);
 	if (pg->avail_prev)
 		pg->avail_prev->avail_next = pg->avail_next;
 	else
@@ -330,6 +337,7 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 	pthread_mutex_lock(&s->lock);
 	pg = s->avail[c];
 	if (pg) {
+		LARDER__ASSERT(pg->size_class == c);
 		avail_unlink_locked(s, pg);
 		/* SL4 side: the page changes hands under the lock. */
 		atomic_store_explicit(&pg->state, PAGE_OWNED, LARDER__SEQ_CST);
@@ -398,6 +406,10 @@ static void page_return_locked(struct larder__slab *s, struct larder__page *pg);
 /* Removes an empty, unowned page from the slab: to the reserve or the OS. */
 static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
 {
+	LARDER__ASSERT_HELD(&s->lock);
+	/* S4: unowned, every slot in maint_free (relaxed: under the lock). */
+	LARDER__ASSERT(!(atomic_load_explicit(&pg->state, LARDER__RELAXED) & PAGE_OWNED));
+	LARDER__ASSERT(maint_full(pg));
 	if (atomic_load_explicit(&pg->state, LARDER__RELAXED) & PAGE_LISTED)
 		avail_unlink_locked(s, pg);
 	atomic_store_explicit(&pg->state, 0, LARDER__RELAXED); /* no one else can see it now */
@@ -426,6 +438,7 @@ static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
 /* Hands pg (empty, on no list) to the returner thread, to unmap. */
 static void page_return_locked(struct larder__slab *s, struct larder__page *pg)
 {
+	LARDER__ASSERT_HELD(&s->lock);
 	/* Started here, not at init: a slab that never gives a page back (the
 	 * simulator's, a small cache's) costs no thread. */
 	if (s->returner_state == 0)
@@ -449,8 +462,10 @@ static void page_return_locked(struct larder__slab *s, struct larder__page *pg)
  */
 static void page_settle_locked(struct larder__slab *s, struct larder__page *pg, int maintainer)
 {
+	LARDER__ASSERT_HELD(&s->lock);
 	/* SL3 side: seq_cst, against a release racing with a free. */
 	uint32_t st = atomic_load_explicit(&pg->state, LARDER__SEQ_CST);
+	LARDER__ASSERT(st != (PAGE_OWNED | PAGE_LISTED)); /* never both */
 	if (st & PAGE_OWNED)
 		return;
 	if (maintainer && atomic_load_explicit(&pg->live, LARDER__RELAXED) == 0 && maint_full(pg)) {
@@ -469,8 +484,10 @@ static void page_release(struct larder__slab *s, struct larder__page *pg, int ma
 	for (uint32_t w = 0; w < pg->nwords; w++) {
 		if (owner_free(pg)[w]) {
 			/* SL1 (owner side): release, like the maintainer's frees. */
-			atomic_fetch_or_explicit(&maint_free(pg)[w], owner_free(pg)[w],
-						 LARDER__RELEASE);
+			uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[w],
+								owner_free(pg)[w], LARDER__RELEASE);
+			LARDER__ASSERT(!(was & owner_free(pg)[w])); /* S1: in both bitmaps */
+			(void)was;
 			owner_free(pg)[w] = 0;
 		}
 	}
@@ -579,6 +596,7 @@ void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes)
  * and the page is listed or retired if it has to be. */
 static void page_slots_freed(struct larder__slab *s, struct larder__page *pg, uint32_t n)
 {
+	LARDER__ASSERT(atomic_load_explicit(&pg->live, LARDER__RELAXED) >= n); /* ours */
 	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - n;
 	atomic_store_explicit(&pg->live, live, LARDER__RELAXED); /* single writer */
 	class_live_add(s, pg->size_class, -(int64_t)n);
@@ -627,10 +645,12 @@ void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
 	}
 	struct larder__page *pg = page_of(p, bytes);
 	size_t i = slot_freeing(pg, p);
+	uint64_t bit = (uint64_t)1 << (i % 64);
 	/* SL1: seq_cst (release for SL2, and the store half of the Dekker pair
 	 * SL3/SL4 with page_release()). */
-	atomic_fetch_or_explicit(&maint_free(pg)[i / 64], (uint64_t)1 << (i % 64),
-				 LARDER__SEQ_CST);
+	uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[i / 64], bit, LARDER__SEQ_CST);
+	LARDER__ASSERT(!(was & bit)); /* S1: freed twice */
+	(void)was;
 	page_slots_freed(s, pg, 1);
 }
 
@@ -643,7 +663,10 @@ void larder__slab_batch_flush(struct larder__slab *s, struct larder__slab_batch 
 		if (b->bits[w]) {
 			/* SL1, as in larder__slab_free(): the batch's reads of
 			 * these slots (listener, poisoning) came before. */
-			atomic_fetch_or_explicit(&maint_free(pg)[w], b->bits[w], LARDER__SEQ_CST);
+			uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[w], b->bits[w],
+								LARDER__SEQ_CST);
+			LARDER__ASSERT(!(was & b->bits[w])); /* S1: freed twice */
+			(void)was;
 			b->bits[w] = 0;
 		}
 	}
