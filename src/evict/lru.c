@@ -6,7 +6,7 @@
  * reproduces the reference simulator's LRU miss ratios (tests/sim). With hits
  * sampled (maint/events.h: the lossy hit ring), an entry's recency is that of its last sampled
  * hit: the lossiness is what the simulator's sampling mode measures.
- * Accessed bit (policy.h P5): hit() takes it, so a set bit means a hit whose
+ * Accessed bit (policy.h POLICY-P5): hit() takes it, so a set bit means a hit whose
  * event has not arrived (late, or lost); evict() gives the oldest entry with
  * a set bit the move its hit would have made, marks it LRU_FOLDED, and looks
  * again. The late sample of that hit, when it comes with no new bit set, is

@@ -13,19 +13,19 @@
  * A page is never both: taking it from the list clears LISTED and sets OWNED.
  *
  * Invariants (checked by tests/unit/slab and the stress test's walk):
- *   S1. A free slot has its bit set in exactly one of owner_free, maint_free;
+ *   SLAB-S1. A free slot has its bit set in exactly one of owner_free, maint_free;
  *       an allocated slot in neither.
- *   S2. owner_free is touched only by the owning cursor's thread. maint_free
+ *   SLAB-S2. owner_free is touched only by the owning cursor's thread. maint_free
  *       is set by the maintainer (atomic OR, release) and emptied by the owner
  *       (atomic exchange, acquire), so a slot's last reads by the maintainer
- *       (listener, poisoning) happen before its reuse (SL1/SL2).
- *   S3. A page with a free slot and no owner is on the available list. Both
+ *       (listener, poisoning) happen before its reuse (SLAB-SL1/SLAB-SL2).
+ *   SLAB-S3. A page with a free slot and no owner is on the available list. Both
  *       sides check the other's flag after their own store (seq_cst; a Dekker
- *       pair SL3/SL4): a free racing with a release lists the page at least
+ *       pair SLAB-SL3/SLAB-SL4): a free racing with a release lists the page at least
  *       once, and the lock makes it exactly once.
- *   S4. A page is unmapped only when unowned and every bit of maint_free is
+ *   SLAB-S4. A page is unmapped only when unowned and every bit of maint_free is
  *       set, under the lock, so no writer can be taking it.
- *   S5. An empty page beyond the reserve leaves every list under the lock
+ *   SLAB-S5. An empty page beyond the reserve leaves every list under the lock
  *       and goes onto to_unmap; from then on only the returner thread
  *       touches it (to unmap it), so giving memory back never blocks the
  *       maintainer on the kernel (0.1-0.2 s of CPU per GiB here: docs/memory.md).
@@ -60,7 +60,7 @@ struct larder__page {
 	uint32_t maint_offset; /* of maint_free; owner_free follows this header */
 	/* Published slots the maintainer knows of: written by the maintainer only,
 	 * read under the lock by writers releasing a page; relaxed, because
-	 * retirement re-checks the bitmap (S4) and only uses this as a hint. */
+	 * retirement re-checks the bitmap (SLAB-S4) and only uses this as a hint. */
 	larder__atomic_u32 live;
 	uint32_t owner_hint;   /* owner only: first word that may have a free bit */
 	larder__atomic_u32 state;
@@ -304,7 +304,7 @@ static int steal_maint(struct larder__page *pg)
 {
 	uint64_t got = 0;
 	for (uint32_t w = 0; w < pg->nwords; w++) {
-		/* SL2: acquire, pairs with SL1 in larder__slab_free(): the
+		/* SLAB-SL2: acquire, pairs with SLAB-SL1 in larder__slab_free(): the
 		 * maintainer's last use of these slots happens before our reuse. */
 		uint64_t bits = atomic_exchange_explicit(&maint_free(pg)[w], 0, LARDER__ACQUIRE);
 		owner_free(pg)[w] |= bits;
@@ -339,7 +339,7 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 	if (pg) {
 		LARDER__ASSERT(pg->size_class == c);
 		avail_unlink_locked(s, pg);
-		/* SL4 side: the page changes hands under the lock. */
+		/* SLAB-SL4 side: the page changes hands under the lock. */
 		atomic_store_explicit(&pg->state, PAGE_OWNED, LARDER__SEQ_CST);
 		pthread_mutex_unlock(&s->lock);
 		steal_maint(pg);
@@ -369,7 +369,7 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 		return NULL;
 	}
 	audit_add(&s->class_pages[c], 1);
-	/* SL4 side, under the lock like every state change. */
+	/* SLAB-SL4 side, under the lock like every state change. */
 	atomic_store_explicit(&pg->state, PAGE_OWNED, LARDER__SEQ_CST);
 	pg->all_prev = NULL;
 	pg->all_next = s->all;
@@ -383,7 +383,7 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 static int maint_any(struct larder__page *pg)
 {
 	for (uint32_t w = 0; w < pg->nwords; w++) {
-		/* SL3: seq_cst, the load half of the Dekker pair with SL4. */
+		/* SLAB-SL3: seq_cst, the load half of the Dekker pair with SLAB-SL4. */
 		if (atomic_load_explicit(&maint_free(pg)[w], LARDER__SEQ_CST))
 			return 1;
 	}
@@ -395,7 +395,7 @@ static int maint_full(struct larder__page *pg)
 	uint32_t count = 0;
 	for (uint32_t w = 0; w < pg->nwords; w++)
 		/* Relaxed: under the lock, only the maintainer adds bits, and
-		 * more bits only make the page emptier (S4). */
+		 * more bits only make the page emptier (SLAB-S4). */
 		count += (uint32_t)__builtin_popcountll(
 			atomic_load_explicit(&maint_free(pg)[w], LARDER__RELAXED));
 	return count == pg->nslots;
@@ -407,7 +407,7 @@ static void page_return_locked(struct larder__slab *s, struct larder__page *pg);
 static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
 {
 	LARDER__ASSERT_HELD(&s->lock);
-	/* S4: unowned, every slot in maint_free (relaxed: under the lock). */
+	/* SLAB-S4: unowned, every slot in maint_free (relaxed: under the lock). */
 	LARDER__ASSERT(!(atomic_load_explicit(&pg->state, LARDER__RELAXED) & PAGE_OWNED));
 	LARDER__ASSERT(maint_full(pg));
 	if (atomic_load_explicit(&pg->state, LARDER__RELAXED) & PAGE_LISTED)
@@ -458,12 +458,12 @@ static void page_return_locked(struct larder__slab *s, struct larder__page *pg)
 /*
  * Unowned page with free slots: list it (once). Empty, and we are the
  * maintainer: retire it. Only the maintainer retires, because it may be
- * between its bit-set and its own settle for this very page (S4).
+ * between its bit-set and its own settle for this very page (SLAB-S4).
  */
 static void page_settle_locked(struct larder__slab *s, struct larder__page *pg, int maintainer)
 {
 	LARDER__ASSERT_HELD(&s->lock);
-	/* SL3 side: seq_cst, against a release racing with a free. */
+	/* SLAB-SL3 side: seq_cst, against a release racing with a free. */
 	uint32_t st = atomic_load_explicit(&pg->state, LARDER__SEQ_CST);
 	LARDER__ASSERT(st != (PAGE_OWNED | PAGE_LISTED)); /* never both */
 	if (st & PAGE_OWNED)
@@ -473,7 +473,8 @@ static void page_settle_locked(struct larder__slab *s, struct larder__page *pg, 
 		return;
 	}
 	if (!(st & PAGE_LISTED) && maint_any(pg)) {
-		atomic_store_explicit(&pg->state, PAGE_LISTED, LARDER__SEQ_CST); /* under the lock */
+		/* SLAB-SL4 side: seq_cst, under the lock like every state change. */
+		atomic_store_explicit(&pg->state, PAGE_LISTED, LARDER__SEQ_CST);
 		avail_push_locked(s, pg);
 	}
 }
@@ -483,15 +484,15 @@ static void page_release(struct larder__slab *s, struct larder__page *pg, int ma
 	pthread_mutex_lock(&s->lock);
 	for (uint32_t w = 0; w < pg->nwords; w++) {
 		if (owner_free(pg)[w]) {
-			/* SL1 (owner side): release, like the maintainer's frees. */
+			/* SLAB-SL1 (owner side): release, like the maintainer's frees. */
 			uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[w],
 								owner_free(pg)[w], LARDER__RELEASE);
-			LARDER__ASSERT(!(was & owner_free(pg)[w])); /* S1: in both bitmaps */
+			LARDER__ASSERT(!(was & owner_free(pg)[w])); /* SLAB-S1: in both bitmaps */
 			(void)was;
 			owner_free(pg)[w] = 0;
 		}
 	}
-	/* SL4: seq_cst store before reading maint_free in page_settle_locked(). */
+	/* SLAB-SL4: seq_cst store before reading maint_free in page_settle_locked(). */
 	atomic_store_explicit(&pg->state, 0, LARDER__SEQ_CST);
 	page_settle_locked(s, pg, maintainer);
 	pthread_mutex_unlock(&s->lock);
@@ -592,7 +593,7 @@ void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes)
 	}
 }
 
-/* n slots of pg had their maint_free bits set (SL1): the live counts drop,
+/* n slots of pg had their maint_free bits set (SLAB-SL1): the live counts drop,
  * and the page is listed or retired if it has to be. */
 static void page_slots_freed(struct larder__slab *s, struct larder__page *pg, uint32_t n)
 {
@@ -600,6 +601,8 @@ static void page_slots_freed(struct larder__slab *s, struct larder__page *pg, ui
 	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - n;
 	atomic_store_explicit(&pg->live, live, LARDER__RELAXED); /* single writer */
 	class_live_add(s, pg->size_class, -(int64_t)n);
+	/* SLAB-SL3 side: seq_cst, after our SLAB-SL1 OR: a release racing with
+	 * this free either sees our bits or is seen here (SLAB-S3). */
 	uint32_t st = atomic_load_explicit(&pg->state, LARDER__SEQ_CST);
 	if (st & PAGE_OWNED)
 		return;
@@ -646,10 +649,10 @@ void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
 	struct larder__page *pg = page_of(p, bytes);
 	size_t i = slot_freeing(pg, p);
 	uint64_t bit = (uint64_t)1 << (i % 64);
-	/* SL1: seq_cst (release for SL2, and the store half of the Dekker pair
-	 * SL3/SL4 with page_release()). */
+	/* SLAB-SL1: seq_cst (release for SLAB-SL2, and the store half of the Dekker pair
+	 * SLAB-SL3/SLAB-SL4 with page_release()). */
 	uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[i / 64], bit, LARDER__SEQ_CST);
-	LARDER__ASSERT(!(was & bit)); /* S1: freed twice */
+	LARDER__ASSERT(!(was & bit)); /* SLAB-S1: freed twice */
 	(void)was;
 	page_slots_freed(s, pg, 1);
 }
@@ -661,11 +664,11 @@ void larder__slab_batch_flush(struct larder__slab *s, struct larder__slab_batch 
 		return;
 	for (uint32_t w = 0; w < pg->nwords; w++) {
 		if (b->bits[w]) {
-			/* SL1, as in larder__slab_free(): the batch's reads of
+			/* SLAB-SL1, as in larder__slab_free(): the batch's reads of
 			 * these slots (listener, poisoning) came before. */
 			uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[w], b->bits[w],
 								LARDER__SEQ_CST);
-			LARDER__ASSERT(!(was & b->bits[w])); /* S1: freed twice */
+			LARDER__ASSERT(!(was & b->bits[w])); /* SLAB-S1: freed twice */
 			(void)was;
 			b->bits[w] = 0;
 		}
