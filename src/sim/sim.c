@@ -1,5 +1,5 @@
 /*
- * evict/sim.c - the public cache simulator (larder_sim_*, larder.h).
+ * sim/sim.c - the public cache simulator (larder_sim_*, larder.h).
  *
  * Replays a stream of key ids through the very policy code the maintainer
  * runs (the same const struct larder__policy_ops, no copy), on real entries
@@ -109,6 +109,11 @@ struct larder_sim {
 };
 
 #define SIM_DEFAULT_SEED 0x6c61726465722d73ull /* "larder-s": runs repeat exactly */
+/* The hit ring model's defaults: the engine's own ring (maint/handle.h), and
+ * a drain every 1024 requests (one thread at about 5 M hits/s between two
+ * maintainer passes 200 us apart). */
+#define SIM_DEFAULT_RING_SLOTS LARDER__HIT_RING
+#define SIM_DEFAULT_DRAIN 1024u
 
 static struct sim_entry *of_entry(const struct larder__entry *e)
 {
@@ -241,7 +246,7 @@ int larder_sim_create(larder_sim **out, enum larder_policy policy, uint64_t capa
 	s->sample_one_in = LARDER_SIM_DEFAULT_SAMPLE;
 	s->rng = SIM_DEFAULT_SEED | 1;
 	if ((flags & (LARDER_SIM_HIT_RING | LARDER_SIM_PASSES)) &&
-	    larder_sim_set_hit_ring(s, 256, 1024) != LARDER_OK)
+	    larder_sim_set_hit_ring(s, SIM_DEFAULT_RING_SLOTS, SIM_DEFAULT_DRAIN) != LARDER_OK)
 		goto fail_map;
 	if (map_init(s, capacity < (1u << 20) ? capacity : (1u << 20)) != 0)
 		goto fail_map;
