@@ -9,7 +9,9 @@ The label scheme is in docs/architecture.md, "Labels". Checks:
      header comment under src/; no label is defined twice;
   2. citations: every prefixed label cited in src/, docs/ or tests/ (ranges
      "PREFIX-X1..X4" included) is defined, in src/ or as an edge of
-     docs/memory-model.md;
+     docs/memory-model.md; no comment in src/ cites a numbered label without
+     its prefix (a test's own numbered checks, cited with the test's file,
+     and ARC's lists T1, T2, B1, B2 excepted);
   3. code to doc: every label on an ordered atomic in src/ (the comment just
      above the statement, or on its lines) that is not an invariant is an
      edge listed in a table of docs/memory-model.md, and every ordered atomic
@@ -35,6 +37,9 @@ LABEL_RE = re.compile(r'(?<![\w.-])(' + NUMBERED + r'|' + NAMED + r')(?:\.\.(?:S
 DEF_RE = re.compile(r'^\s*(?:/\*|\*)\s+(' + NUMBERED + r')\.\s')
 ORDERED_RE = re.compile(r'LARDER__(ACQUIRE|RELEASE|ACQ_REL|SEQ_CST)\b|atomic_thread_fence|barrier_all_threads\(\)')
 STMT_ORDER_RE = re.compile(r'LARDER__(RELAXED|ACQUIRE|RELEASE|ACQ_REL|SEQ_CST)\b')
+# A numbered label without its prefix (not S3-FIFO, SSE2, XXH3).
+BARE_RE = re.compile(r'(?<![\w.-])(?:SL|[A-Z]{1,2})\d+[a-z]?\b(?!-FIFO)(?<!SSE2)(?<!XXH3)')
+ARC_NAMES = {'T1', 'T2', 'B1', 'B2'}  # ARC's lists, named as in the paper
 SAYS_ORDER_RE = re.compile(r'(' + NUMBERED + r'|' + NAMED + r')(?: \([^)]*\))?:\s+(relaxed|acquire|release|seq_cst|acq_rel)\b')
 
 
@@ -183,6 +188,13 @@ def check(root):
     for rel, n, lab in cited:
         if lab not in invariants and lab not in edges:
             findings.append('%s:%d: %s is cited but defined nowhere' % (rel, n, lab))
+    for rel in src:
+        for n, line in enumerate(read(root, rel), 1):
+            if 'test_' in line:
+                continue  # a test's own numbered check, cited with its file
+            for m in BARE_RE.finditer(comment_text(line)):
+                if m.group(0) not in ARC_NAMES or rel not in ('src/evict/arc.c', 'src/evict/ghost.h'):
+                    findings.append('%s:%d: %s has no module prefix' % (rel, n, m.group(0)))
 
     used = set()
     mentioned = set()
@@ -220,6 +232,8 @@ def self_test():
     want(labels_in('(CACHE-B1..B3 in core/cache.c)') == ['CACHE-B1', 'CACHE-B2', 'CACHE-B3'], 'range')
     want(labels_in('WHEEL-W2b, R-SLOT/A-SLOT') == ['WHEEL-W2b', 'R-SLOT', 'A-SLOT'], 'list')
     want(labels_in('S3-FIFO, W-TinyLFU, X86-64, M1') == [], 'non-labels')
+    want([m.group(0) for m in BARE_RE.finditer('S3-FIFO SSE2 XXH3 GP-M1 (M1, X2b)')] == ['M1', 'X2b'],
+         'bare labels')
     want(DEF_RE.match(' *   SLAB-S1. A free slot') is not None, 'definition')
     want(DEF_RE.match(' * (SLAB-S1) a citation') is None, 'citation is no definition')
     sample = ['\t/* R-EV: release; the fields before A-EV. */',

@@ -863,7 +863,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		}
 		/* A maintainer thread may not wait for a growth (wait_pass): it
 		 * probes as far as it takes, which only costs lookups of these
-		 * homes longer probes until the index grows (L2 in index/table.h). */
+		 * homes longer probes until the index grows (TABLE-L2 in index/table.h). */
 		if (larder__table_insert_locked(t, hash, word,
 						op.thread->maintainer ? SIZE_MAX
 								      : LARDER__PROBE_LIMIT) == 0) {
@@ -1066,7 +1066,7 @@ static uint64_t slab_reserve(uint64_t capacity)
 	return r < LARDER__SLAB_RESERVE_MAX ? r : LARDER__SLAB_RESERVE_MAX;
 }
 
-/* A table sized for the expected entries (L1 in table.h); growth takes it
+/* A table sized for the expected entries (TABLE-L1 in index/table.h); growth takes it
  * from there. */
 static struct larder__table *first_table(const struct larder *c)
 {

@@ -26,7 +26,7 @@
  *       is the read path's (index, then the deadline against the clock).
  *   ITER-I4. Memory is bounded by the keys homed in one range: about
  *       CHUNK_BUCKETS x 7 keys at the index's design load (index/table.h
- *       L1), whatever the cache's size; a range is sized from the root
+ *       TABLE-L1), whatever the cache's size; a range is sized from the root
  *       table when it is collected, so a growing index gets narrower ranges.
  * Not guaranteed: a point-in-time view (keys written during the walk may or
  * may not appear, with the value they have when handed out).

@@ -16,9 +16,11 @@
  * with the skip). With every hit delivered at once no bit is ever set at
  * evict(): exact LRU still.
  *
- * Invariants: L1. every linked entry is in the one queue; q.bytes is their
- * charged bytes. L2. every operation is O(1), except that evict() moves one
- * entry per bit it takes (amortised O(1): each bit was set by a hit).
+ * Invariants:
+ *   LRU-L1. Every linked entry is in the one queue; q.bytes is their
+ *       charged bytes.
+ *   LRU-L2. Every operation is O(1), except that evict() moves one entry per
+ *       bit it takes (amortised O(1): each bit was set by a hit).
  */
 #include <stdlib.h>
 

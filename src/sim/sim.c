@@ -46,10 +46,12 @@
  * Capacity is in the same unit as the sizes given: pass size 1 for every
  * access to count objects, as the reference tables do.
  *
- * Invariants: SIM-S1. used == the summed sizes of the map's entries, and after
- * every access (with LARDER_SIM_PASSES: every drain) used <= capacity (or
- * the map is empty). SIM-S2. Every entry in the map is linked in the policy, or
- * waits in waiting[] (waiting_at != 0), and nothing else is linked.
+ * Invariants:
+ *   SIM-S1. used == the summed sizes of the map's entries, and after every
+ *       access (with LARDER_SIM_PASSES: every drain) used <= capacity (or
+ *       the map is empty).
+ *   SIM-S2. Every entry in the map is linked in the policy, or waits in
+ *       waiting[] (waiting_at != 0), and nothing else is linked.
  */
 #include <stddef.h>
 #include <stdlib.h>
