@@ -27,8 +27,7 @@ _Noreturn void larder__assert_fail(const char *file, int line, const char *cond)
 
 #ifdef LARDER_ASSERTS
 
-#define LARDER__ASSERT(cond)                                                   \
-	((cond) ? (void)0 : larder__assert_fail(__FILE__, __LINE__, #cond))
+#define LARDER__ASSERT(cond) ((cond) ? (void)0 : larder__assert_fail(__FILE__, __LINE__, #cond))
 
 /*
  * Whether m is locked by someone. A pthread mutex does not say by whom, so

@@ -772,7 +772,7 @@ static struct larder__entry *entry_build(larder *c, struct op *op, const void *k
 	e->mbits = 0;
 	if (flags & LARDER__ENTRY_TTL) { /* not yet published: relaxed */
 		atomic_store_explicit(larder__entry_expire(e), deadline, LARDER__RELAXED);
-		*larder__entry_wheel(e) = (struct larder__wheel_link){ 0, 0 }; /* ENTRY-E3 */
+		*larder__entry_wheel(e) = (struct larder__wheel_link){0, 0}; /* ENTRY-E3 */
 	}
 	memcpy(larder__entry_key(e), key, key_len);
 	if (value_len)

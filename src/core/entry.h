@@ -86,10 +86,10 @@ struct larder__entry {
 		};
 		struct larder__entry *retired_next; /* ENTRY-E3, ENTRY-E5: once DEAD */
 	};
-	uint32_t value_len; /* ENTRY-E1 */
-	uint16_t key_len;   /* ENTRY-E1 */
+	uint32_t value_len;      /* ENTRY-E1 */
+	uint16_t key_len;        /* ENTRY-E1 */
 	larder__atomic_u8 flags; /* ENTRY-E1 and ENTRY-E7: read with larder__entry_flags() */
-	uint8_t mbits;      /* ENTRY-E3 */
+	uint8_t mbits;           /* ENTRY-E3 */
 };
 
 _Static_assert(sizeof(struct larder__entry) == 16, "the entry header is 16 bytes (ENTRY-E5)");
@@ -134,7 +134,6 @@ static inline void larder__entry_init_flags(struct larder__entry *e, unsigned fl
 {
 	atomic_store_explicit(&e->flags, (uint8_t)flags, LARDER__RELAXED);
 }
-
 
 /* Reader, on a hit: marks e accessed, writing only when the bit is clear in
  * f, its flags as loaded by larder__entry_flags_raw() (ENTRY-E7; X-SET:

@@ -39,7 +39,8 @@ struct larder;
 /* The owner-only fields below may be touched here: the caller is a
  * maintainer thread (core/thread.h), or the closing thread once the
  * maintainer has stopped (larder__maint_destroy sets closing first). */
-#define LARDER__MAINT_OWNER(m) LARDER__ASSERT((m)->closing || (larder__tls && larder__tls->maintainer))
+#define LARDER__MAINT_OWNER(m) \
+	LARDER__ASSERT((m)->closing || (larder__tls && larder__tls->maintainer))
 
 /* A pass that did this much work runs the next one at once (no window). */
 #define LARDER__MAINT_BUSY_PASS 256u

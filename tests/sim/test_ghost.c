@@ -137,7 +137,8 @@ static void test_random_ops(void)
 			uint64_t have = 0;
 			for (int i = 0; i < model.n; i++)
 				have += (uint64_t)larder__ghost_contains(&g, model.fp[i]);
-			CHECK(have == g.live_count, "GHOST-G1: %llu of the model held, live_count %llu",
+			CHECK(have == g.live_count,
+			      "GHOST-G1: %llu of the model held, live_count %llu",
 			      (unsigned long long)have, (unsigned long long)g.live_count);
 			for (int i = model.n / 2; i < model.n; i++)
 				CHECK(larder__ghost_contains(&g, model.fp[i]),
@@ -195,13 +196,15 @@ static void test_growth(void)
 		if (g.tab_mask != last_tab || g.ring_mask != last_ring) {
 			CHECK(!(g.tab_mask != last_tab && had_old_tab) &&
 				      !(g.ring_mask != last_ring && had_old_ring),
-			      "GHOST-G4: step %u grew again before the last growth was moved", step);
+			      "GHOST-G4: step %u grew again before the last growth was moved",
+			      step);
 			growths++;
 			last_tab = g.tab_mask;
 			last_ring = g.ring_mask;
 		}
 		if (had_old_ring && g.old_fp)
-			CHECK(g.ring_moved - moved_before <= 4, "GHOST-G4: %llu ring slots moved at once",
+			CHECK(g.ring_moved - moved_before <= 4,
+			      "GHOST-G4: %llu ring slots moved at once",
 			      (unsigned long long)(g.ring_moved - moved_before));
 		if (!g.old_tab || !g.old_fp || (rnd() % 4) != 0 || model.n < 4)
 			continue;
@@ -241,7 +244,8 @@ static void test_growth(void)
 	      (unsigned long long)growths, (unsigned long long)both_halves);
 	for (int i = 0; i < model.n; i++)
 		CHECK(larder__ghost_contains(&g, model.fp[i]), "ghost %u lost", model.fp[i]);
-	CHECK(g.live_count == (uint64_t)model.n && g.live_weight == model.weight, "GHOST-G1 at the end");
+	CHECK(g.live_count == (uint64_t)model.n && g.live_weight == model.weight,
+	      "GHOST-G1 at the end");
 	larder__ghost_destroy(&g);
 }
 

@@ -166,8 +166,8 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed, uint64_
 			used -= vi->size;
 		}
 		if (step % 997 == 0)
-			CHECK(ops->check(p) == (int64_t)linked, "QUEUE-Q1: %s queues broken at step %d",
-			      ops->name, step);
+			CHECK(ops->check(p) == (int64_t)linked,
+			      "QUEUE-Q1: %s queues broken at step %d", ops->name, step);
 	}
 	CHECK(ops->check(p) == (int64_t)linked, "QUEUE-Q1: %s queues broken", ops->name);
 	/* Drain: exactly the linked set comes back, then NULL. */
@@ -175,7 +175,8 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed, uint64_
 		struct larder__entry *v = ops->evict(p);
 		CHECK(v != NULL, "POLICY-P2: %s NULL while draining, %llu linked", ops->name,
 		      (unsigned long long)linked);
-		CHECK(of(v)->linked, "POLICY-P1: %s returned an unlinked entry while draining", ops->name);
+		CHECK(of(v)->linked, "POLICY-P1: %s returned an unlinked entry while draining",
+		      ops->name);
 		of(v)->linked = 0;
 		linked--;
 	}
@@ -189,7 +190,8 @@ static void fresh_items(struct item *it, int n)
 {
 	for (int i = 0; i < n; i++) {
 		it[i].e->mbits = 0;
-		it[i].e->prev = 0; /* ENTRY-E6: the last round's policy was destroyed, not drained */
+		it[i].e->prev =
+			0; /* ENTRY-E6: the last round's policy was destroyed, not drained */
 		it[i].e->next = larder__entry_id(it[i].e);
 		larder__entry_init_flags(it[i].e, LARDER__ENTRY_TTL);
 		it[i].hash = (uint64_t)(i + 1) * 0x9E3779B97F4A7C15ull;
@@ -218,7 +220,8 @@ static void accessed_saves(const struct larder__policy_ops *ops, int mark)
 	struct larder__entry *v = ops->evict(p);
 	if (mark)
 		CHECK(v && v != it[0].e && larder__entry_flags(it[0].e) == LARDER__ENTRY_TTL,
-		      "POLICY-P5: %s evicted the entry whose hit only its accessed bit told", ops->name);
+		      "POLICY-P5: %s evicted the entry whose hit only its accessed bit told",
+		      ops->name);
 	else
 		CHECK(v == it[0].e, "%s: without the bit the oldest is the victim", ops->name);
 	ops->destroy(p);
@@ -313,7 +316,8 @@ static void wtinylfu_demoted_not_candidate(void)
 	CHECK(ops->evict(p) == it[99].e, "wtinylfu: the first candidate loses its tie");
 	ops->insert(p, it[101].e, it[101].hash, 1);
 	struct larder__entry *v = ops->evict(p);
-	CHECK(v == it[100].e, "WTLFU-W2: wtinylfu judged a demoted entry as a candidate (evicted item %d)",
+	CHECK(v == it[100].e,
+	      "WTLFU-W2: wtinylfu judged a demoted entry as a candidate (evicted item %d)",
 	      v ? (int)(of(v) - items) : -1);
 	ops->destroy(p);
 }
@@ -331,7 +335,8 @@ static void sim_passes(enum larder_policy policy, uint64_t seed)
 	/* The ring model's defaults are the engine's ring, 1024 slots, drained
 	 * every 1024 requests: the same misses as those set explicitly. */
 	larder_sim *ring_default, *ring_set;
-	CHECK(larder_sim_create(&ring_default, policy, 300, LARDER_SIM_HIT_RING) == LARDER_OK, "sim");
+	CHECK(larder_sim_create(&ring_default, policy, 300, LARDER_SIM_HIT_RING) == LARDER_OK,
+	      "sim");
 	CHECK(larder_sim_create(&ring_set, policy, 300, LARDER_SIM_HIT_RING) == LARDER_OK, "sim");
 	CHECK(larder_sim_set_hit_ring(ring_set, LARDER__HIT_RING, 1024) == LARDER_OK, "ring");
 	uint64_t n_default = 0, n_set = 0;

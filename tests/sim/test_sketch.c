@@ -47,8 +47,8 @@ static void test_never_under(void)
 	uint64_t over = 0;
 	for (uint64_t k = 0; k < KEYS; k++) {
 		unsigned e = larder__sketch_estimate(&s, key_hash(k));
-		CHECK(e >= truth[k], "SKETCH-K1: key %llu estimate %u < count %u", (unsigned long long)k, e,
-		      truth[k]);
+		CHECK(e >= truth[k], "SKETCH-K1: key %llu estimate %u < count %u",
+		      (unsigned long long)k, e, truth[k]);
 		CHECK(e <= 15, "4-bit counter over 15");
 		over += e - truth[k];
 	}
@@ -161,13 +161,15 @@ static void test_resize(void)
 			larder__sketch_halve(&s);
 			for (uint64_t j = 0; j < KEYS; j++) {
 				CHECK(larder__sketch_estimate(&s, key_hash(j)) <= before[j] / 2,
-				      "SKETCH-K2 during the resize, key %llu", (unsigned long long)j);
+				      "SKETCH-K2 during the resize, key %llu",
+				      (unsigned long long)j);
 				truth[j] = 0;
 			}
 		}
 	}
 	CHECK(mid_checks > 0, "the resize was observed half-way");
-	CHECK(steps <= (s.mask + 1) / 8 + 1, "SKETCH-K4: the copying took %llu increments for %llu words",
+	CHECK(steps <= (s.mask + 1) / 8 + 1,
+	      "SKETCH-K4: the copying took %llu increments for %llu words",
 	      (unsigned long long)steps, (unsigned long long)(s.mask + 1));
 	check_keys(&s, NULL, truth, "after the resize");
 	larder__sketch_destroy(&s);

@@ -67,7 +67,8 @@ static int run_victim(int twice, struct outcome *o)
 	close(fds[1]);
 	size_t n = 0;
 	ssize_t got;
-	while (n < sizeof(o->err) - 1 && (got = read(fds[0], o->err + n, sizeof(o->err) - 1 - n)) > 0)
+	while (n < sizeof(o->err) - 1 &&
+	       (got = read(fds[0], o->err + n, sizeof(o->err) - 1 - n)) > 0)
 		n += (size_t)got;
 	o->err[n] = '\0';
 	close(fds[0]);

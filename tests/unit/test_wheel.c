@@ -462,8 +462,8 @@ static int64_t check_slot(const struct larder__wheel *w, unsigned b, unsigned l,
 	return n;
 }
 
-/* Walks every list and checks WHEEL-W2, WHEEL-W2b, WHEEL-W3, WHEEL-W4 and WHEEL-W5 against the timers'
- * deadlines (callback values). Returns 0 at the first violation. */
+/* Walks every list and checks WHEEL-W2, WHEEL-W2b and WHEEL-W3..W5 against
+ * the timers' deadlines (callback values). Returns 0 at the first violation. */
 static int check_structure(const struct larder__wheel *w)
 {
 	uint64_t seen = 0, block = w->cur >> LARDER__WHEEL_SPAN_BITS;
