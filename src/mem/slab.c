@@ -12,7 +12,10 @@
  *     LISTED  it is on its class's available list
  * A page is never both: taking it from the list clears LISTED and sets OWNED.
  *
- * Invariants (checked by tests/unit/slab and the stress test's walk):
+ * Invariants (checked where they could break by LARDER__ASSERT, core/assert.h,
+ * which tests/unit/test_assert.c shows firing for SLAB-S1; and by
+ * tests/unit/test_memory.c, tests/unit/test_pagedir.c and the stress tests'
+ * walks):
  *   SLAB-S1. A free slot has its bit set in exactly one of owner_free, maint_free;
  *       an allocated slot in neither.
  *   SLAB-S2. owner_free is touched only by the owning cursor's thread. maint_free
