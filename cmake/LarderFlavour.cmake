@@ -17,7 +17,9 @@
 # LARDER_ASSERTS keeps assert() on in optimised builds: the test presets build
 # RelWithDebInfo (fast enough for stress tests) but a test or an invariant
 # check compiled out by NDEBUG could not fail. -UNDEBUG follows the
-# configuration's -DNDEBUG on the command line, so it wins.
+# configuration's -DNDEBUG on the command line, so it wins. It also defines
+# LARDER_ASSERTS, which turns on the engine's own LARDER__ASSERT
+# (src/core/assert.h: invariant checks, compiled out otherwise).
 include_guard(GLOBAL)
 
 if(LARDER_SANITIZE STREQUAL "none" OR LARDER_SANITIZE STREQUAL "")
@@ -40,4 +42,5 @@ endif()
 
 if(LARDER_ASSERTS)
 	add_compile_options(-UNDEBUG)
+	add_compile_definitions(LARDER_ASSERTS=1)
 endif()

@@ -681,10 +681,11 @@ enum larder_sim_flag {
 	 * buffered and handed to the policy every drain_every requests (the
 	 * maintainer's batching window), after that window's inserts; when more
 	 * than ring_slots hits arrived in a window only the newest ring_slots
-	 * are delivered. Set the two with larder_sim_set_hit_ring(); defaults 256
-	 * slots, a drain every 1024 requests. Alone it is the strict model:
-	 * misses are inserted and victims evicted at once, while the samples
-	 * wait (more pessimistic than the engine; see LARDER_SIM_PASSES).
+	 * are delivered. Set the two with larder_sim_set_hit_ring(); defaults:
+	 * the engine's ring (1024 slots), a drain every 1024 requests. Alone it
+	 * is the strict model: misses are inserted and victims evicted at once,
+	 * while the samples wait (more pessimistic than the engine; see
+	 * LARDER_SIM_PASSES).
 	 */
 	LARDER_SIM_HIT_RING = 2,
 	/*

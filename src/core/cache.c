@@ -6,8 +6,8 @@
  * back, sample the hit into this thread's hit ring, leave. No lock, no
  * allocation (but a thread's first call on a cache: its state), no system
  * call, no store to a shared line but the entry's accessed bit, and that only
- * when it is clear (E7 in core/entry.h), and in an expire-after-access cache
- * its deadline, when it moved by more than the slack (extend_on_read, E4).
+ * when it is clear (ENTRY-E7 in core/entry.h), and in an expire-after-access cache
+ * its deadline, when it moved by more than the slack (extend_on_read, ENTRY-E4).
  *
  * Writes: reserve room (an event slot and byte credit: the only place a
  * writer may wait), build the new entry in a slot of this thread's own pages,
@@ -15,12 +15,12 @@
  * post the event for the maintainer, leave the read section. The policy,
  * eviction, frees and index growth all happen on the maintainer.
  *
- * Byte budget (the overshoot bound, M4 in maint/maintainer.c):
- *   B1. budget + sum of thread credits + used bytes == capacity + bound,
+ * Byte budget (the overshoot bound, MAINT-M4 in maint/maintainer.c):
+ *   CACHE-B1. budget + sum of thread credits + used bytes == capacity + bound,
  *       where used counts allocated slots until the maintainer frees them.
- *   B2. A writer takes credit from budget (CAS, never below zero) before it
+ *   CACHE-B2. A writer takes credit from budget (CAS, never below zero) before it
  *       allocates, so used bytes never exceed capacity + bound.
- *   B3. When credit cannot be had, the writer waits for the maintainer
+ *   CACHE-B3. When credit cannot be had, the writer waits for the maintainer
  *       (at most write_wait_ms) and then fails with LARDER_EBUSY, leaving
  *       the key's previous value intact. A writer inside a read section
  *       (a callback) never waits for memory, and a writer on any cache's
@@ -135,7 +135,7 @@ static inline uint64_t entry_deadline(struct larder__entry *e)
 {
 	if (!(larder__entry_flags(e) & LARDER__ENTRY_TTL))
 		return UINT64_MAX;
-	/* Relaxed: E2 in core/entry.h. */
+	/* Relaxed: ENTRY-E2 in core/entry.h. */
 	return atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
 }
 
@@ -181,7 +181,7 @@ static inline uint64_t deadline_from(uint64_t now, uint64_t ttl_ms)
  * Never moves a deadline earlier, and leaves "none" (a touch with
  * LARDER_TTL_NEVER) alone. The reader stores it itself, at the read, so an
  * entry read again before its deadline never expires, and a touch after
- * the read overrides it (E4 in core/entry.h). Out of line: only
+ * the read overrides it (ENTRY-E4 in core/entry.h). Out of line: only
  * after-access caches call it, for entries with a deadline. op is the read's
  * own, so the clock readings of its expiry check serve here too. With the
  * default clock, a deadline far enough ahead on the coarse clock needs no
@@ -191,7 +191,7 @@ static __attribute__((noinline)) void extend_on_read(larder *c, struct op *op,
 						     struct larder__entry *e)
 {
 	uint64_t ttl = c->access_ttl_ms, slack = c->access_slack_ms;
-	/* Relaxed (E4): a deadline publishes nothing. */
+	/* Relaxed (ENTRY-E4): a deadline publishes nothing. */
 	uint64_t d = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
 	if (d == UINT64_MAX)
 		return;
@@ -199,7 +199,7 @@ static __attribute__((noinline)) void extend_on_read(larder *c, struct op *op,
 	    d >= deadline_from(op_coarse_bound(c, op), ttl) - slack)
 		return;
 	uint64_t want = deadline_from(op_now(c, op), ttl);
-	/* Relaxed CAS (E4): from the value read; a racing touch or reader that
+	/* Relaxed CAS (ENTRY-E4): from the value read; a racing touch or reader that
 	 * stored since makes it fail, and the loop judges their value anew
 	 * ("none", UINT64_MAX, ends it: want is below it). */
 	while (d < want - slack &&
@@ -231,7 +231,7 @@ static inline struct larder__entry *find_live_rcu(larder *c, struct op *op, uint
 }
 
 /* Every hit is sampled for the policy; the sample count is the hit count.
- * The entry's accessed bit (E7) reaches the policy even when the sample is
+ * The entry's accessed bit (ENTRY-E7) reaches the policy even when the sample is
  * late or lost. The one place where a read records a hit; flags is e's whole
  * flags byte as the read loaded it (larder__entry_flags_raw). */
 static inline void count_hit(struct larder__handle *h, struct larder__entry *e, unsigned flags)
@@ -573,7 +573,7 @@ int larder_ttl_remaining(larder *c, const void *key, size_t key_len, uint64_t *t
 
 /* ---- Room for writers ------------------------------------------------------- */
 
-/* B2: takes charge bytes of credit, topping up from the budget in chunks. */
+/* CACHE-B2: takes charge bytes of credit, topping up from the budget in chunks. */
 static int take_credit(larder *c, struct larder__handle *h, size_t charge)
 {
 	if (h->credit >= (int64_t)charge) {
@@ -587,7 +587,7 @@ static int take_credit(larder *c, struct larder__handle *h, size_t charge)
 	while (b >= need) {
 		int64_t take = b >= chunk ? chunk : need;
 		if (atomic_compare_exchange_weak_explicit(&c->budget, &b, b - take, LARDER__RELAXED,
-							  LARDER__RELAXED)) { /* a count: B2 */
+							  LARDER__RELAXED)) { /* CACHE-B2 */
 			h->credit += take - (int64_t)charge;
 			return 1;
 		}
@@ -604,7 +604,7 @@ static void want_bytes(larder *c, uint64_t bytes)
 }
 
 /*
- * What a writer may wait for (B3), and the EBUSY counter of each:
+ * What a writer may wait for (CACHE-B3), and the EBUSY counter of each:
  *   WAIT_MEMORY: byte credit, which comes back only after grace periods, so
  *     never from inside a read section (it could be the reader the grace
  *     period waits for), at most write_wait_ms (busy_memory);
@@ -688,7 +688,7 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_
 		w->deadline_ns = now + stuck_ms(c) * 1000000u;
 		w->listener_mark = calls;
 	}
-	/* W3: seq_cst, so the maintainer's wake_writers() either sees us
+	/* WAKE-W3: seq_cst, so the maintainer's wake_writers() either sees us
 	 * waiting or bumped room_seq before our futex_wait compares it. */
 	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
 	larder__maint_wake(c, NULL);
@@ -698,7 +698,7 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_
 	return LARDER_OK;
 }
 
-/* A maintainer thread's ring is full: room in its spill instead (V4 in
+/* A maintainer thread's ring is full: room in its spill instead (EV-V4 in
  * maint/events.h). */
 static int spill_room(struct op *op)
 {
@@ -765,14 +765,14 @@ static struct larder__entry *entry_build(larder *c, struct op *op, const void *k
 	/* Counted from allocation, so a free never precedes its count. */
 	larder__stat_bump(&op->handle->alloc_bytes, larder__slab_charge(bytes));
 	e->prev = 0;
-	e->next = larder__pagedir_id(e, bytes); /* E6 */
+	e->next = larder__pagedir_id(e, bytes); /* ENTRY-E6 */
 	e->value_len = (uint32_t)value_len;
 	e->key_len = (uint16_t)key_len;
 	larder__entry_init_flags(e, flags);
 	e->mbits = 0;
 	if (flags & LARDER__ENTRY_TTL) { /* not yet published: relaxed */
 		atomic_store_explicit(larder__entry_expire(e), deadline, LARDER__RELAXED);
-		*larder__entry_wheel(e) = (struct larder__wheel_link){ 0, 0 }; /* E3 */
+		*larder__entry_wheel(e) = (struct larder__wheel_link){0, 0}; /* ENTRY-E3 */
 	}
 	memcpy(larder__entry_key(e), key, key_len);
 	if (value_len)
@@ -838,7 +838,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		struct larder__table *t;
 		struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
 		larder__atomic_u64 *slot = larder__table_find_locked(t, hash, key, key_len);
-		/* Relaxed: we hold the home lock, so the slot is stable (X2). */
+		/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
 		struct larder__entry *old =
 			slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
 		int live = old && !entry_expired(c, &op, old);
@@ -863,7 +863,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		}
 		/* A maintainer thread may not wait for a growth (wait_pass): it
 		 * probes as far as it takes, which only costs lookups of these
-		 * homes longer probes until the index grows (L2 in index/table.h). */
+		 * homes longer probes until the index grows (TABLE-L2 in index/table.h). */
 		if (larder__table_insert_locked(t, hash, word,
 						op.thread->maintainer ? SIZE_MAX
 								      : LARDER__PROBE_LIMIT) == 0) {
@@ -929,7 +929,7 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 	struct larder__table *t;
 	struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
 	larder__atomic_u64 *slot = larder__table_find_locked(t, hash, key, key_len);
-	/* Relaxed: we hold the home lock, so the slot is stable (X2). */
+	/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
 	struct larder__entry *old =
 		slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
 	enum larder_cause cause = LARDER_CAUSE_EXPLICIT;
@@ -967,7 +967,7 @@ int larder_remove_if_equals(larder *c, const void *key, size_t key_len, const vo
 
 /*
  * Touch: an entry that has a deadline field gets the new deadline in place
- * (E2); one without gets a copy with a deadline field, published like a
+ * (ENTRY-E2); one without gets a copy with a deadline field, published like a
  * replacement but reported to no listener (RELOCATE).
  *
  * The maintainer's timing wheel learns of an in-place change only when the
@@ -999,9 +999,9 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 		if (!old || entry_expired(c, &op, old)) {
 			rc = LARDER_MISS;
 		} else if (larder__entry_flags(old) & LARDER__ENTRY_TTL) {
-			/* In place (E2): relaxed, either deadline is right for a racing
+			/* In place (ENTRY-E2): relaxed, either deadline is right for a racing
 			 * read. Exchange: only we (under the lock) and the maintainer's
-			 * CAS (E4) store it, and we need the old value. */
+			 * CAS (ENTRY-E4) store it, and we need the old value. */
 			uint64_t was = atomic_exchange_explicit(larder__entry_expire(old), deadline,
 								LARDER__RELAXED);
 			larder__table_unlock(home);
@@ -1066,7 +1066,7 @@ static uint64_t slab_reserve(uint64_t capacity)
 	return r < LARDER__SLAB_RESERVE_MAX ? r : LARDER__SLAB_RESERVE_MAX;
 }
 
-/* A table sized for the expected entries (L1 in table.h); growth takes it
+/* A table sized for the expected entries (TABLE-L1 in index/table.h); growth takes it
  * from there. */
 static struct larder__table *first_table(const struct larder *c)
 {
@@ -1094,8 +1094,8 @@ int larder_clear(larder *c)
 		op_exit(&op);
 		return LARDER_ENOMEM;
 	}
-	/* R-ROOT: release publishes the empty table; acquire so that the old
-	 * root we hand to the maintainer is the one we replaced. */
+	/* R-ROOT: acq_rel; the release publishes the empty table, the acquire
+	 * makes the old root we hand to the maintainer the one we replaced. */
 	struct larder__table *old = (struct larder__table *)atomic_exchange_explicit(
 		&c->table, (uintptr_t)fresh, LARDER__ACQ_REL);
 	larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED, old, NULL, 0);
@@ -1119,7 +1119,7 @@ int larder__cache_set_capacity(larder *c, uint64_t bytes)
 	uint64_t old = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* under admin_lock */
 	int64_t delta = (int64_t)(bytes + larder__overshoot_bound(bytes)) -
 			(int64_t)(old + larder__overshoot_bound(old));
-	/* Relaxed: B1 holds after both stores; writers re-check on the next chunk. */
+	/* Relaxed: CACHE-B1 holds after both stores; writers re-check on the next chunk. */
 	atomic_store_explicit(&c->capacity, bytes, LARDER__RELAXED);
 	atomic_fetch_add_explicit(&c->budget, delta, LARDER__RELAXED);
 	larder__slab_set_reserve(&c->slab, slab_reserve(bytes));
@@ -1329,7 +1329,7 @@ void larder_close(larder *c)
 	/* Its pool stops resizing it, but counts its bytes until they are freed. */
 	if (c->pool)
 		larder__pool_detach(c);
-	/* First: no exiting thread may hand us a handle from now on (T1). */
+	/* First: no exiting thread may hand us a handle from now on (THREAD-T1). */
 	larder__cache_id_unregister(c->id);
 	larder__maint_stop(c);
 	larder__maint_destroy(c);

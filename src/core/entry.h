@@ -10,27 +10,27 @@
  *     value bytes            value_len
  *
  * Ownership of the fields (the invariants the stress test relies on):
- *   E1. key_len, value_len, the immutable flags (LARDER__ENTRY_TTL), the key
+ *   ENTRY-E1. key_len, value_len, the immutable flags (LARDER__ENTRY_TTL), the key
  *       and the value are written by the creating writer before the entry is
  *       published in the index (release) and are never written again; readers
  *       may read them once they have loaded the entry from the index (acquire).
- *   E2. expire_ms is atomic: touch() rewrites it in place under the key's
+ *   ENTRY-E2. expire_ms is atomic: touch() rewrites it in place under the key's
  *       bucket lock; readers load it relaxed, because either deadline is a
  *       correct answer for a read that races with the touch.
- *   E3. prev, next, mbits and the wheel link belong to the maintainer thread
+ *   ENTRY-E3. prev, next, mbits and the wheel link belong to the maintainer thread
  *       alone (policy queue links and state; the TTL wheel's list links or
  *       heap index, ttl/wheel.h), except that the creating writer initialises
- *       them before publication (E6). Readers never read them, so they share
+ *       them before publication (ENTRY-E6). Readers never read them, so they share
  *       the line with reader-visible fields without a data race. Entries without a
  *       deadline have no wheel link and pay nothing for it.
- *   E4. Besides touch (E2), a reader of an expire-after-access cache may
+ *   ENTRY-E4. Besides touch (ENTRY-E2), a reader of an expire-after-access cache may
  *       store expire_ms, relaxed, by a compare-and-swap from the value it
  *       read, only to move it later (core/cache.c, extend_on_read): a touch
  *       or another reader that stored meanwhile makes the CAS fail, and the
  *       reader judges the new value afresh. A read and a touch that race are
  *       ordered by the deadline word itself: the later store wins, as if
  *       that call came last.
- *   E5. prev and next, and the wheel link's, are 32-bit entry ids
+ *   ENTRY-E5. prev and next, and the wheel link's, are 32-bit entry ids
  *       (mem/pagedir.h; 0 is null), not pointers: each pair of links costs
  *       8 bytes instead of 16. The maintainer
  *       translates an id with larder__entry_at() (one directory load) and
@@ -38,20 +38,20 @@
  *       Once an entry is retired (unlinked from every queue, DEAD) the same
  *       8 bytes hold retired_next, the maintainer's list of entries waiting
  *       for a grace period.
- *   E6. An entry in no policy queue has prev 0 and next its own id: the
+ *   ENTRY-E6. An entry in no policy queue has prev 0 and next its own id: the
  *       creating writer stores it (it has the page header at hand), and
  *       every unlink puts it back (evict/list.h), so the maintainer never
  *       computes an id to link an entry. The wheel link starts zeroed.
- *   E7. flags is an atomic byte, every access relaxed. Its immutable bits
- *       (E1) never change after publication; its ACCESSED bit is set by
+ *   ENTRY-E7. flags is an atomic byte, every access relaxed. Its immutable bits
+ *       (ENTRY-E1) never change after publication; its ACCESSED bit is set by
  *       readers on a hit, only when clear (a load, a test, a store: no shared
  *       write on the common hit of an entry already marked), and cleared by
  *       the maintainer's policy when it folds the bit into its state
- *       (evict/policy.h P5). Every store writes back the immutable bits it
+ *       (evict/policy.h POLICY-P5). Every store writes back the immutable bits it
  *       read, so they stay exact; racing stores of ACCESSED may lose a set or
  *       a clear, which only loses or repeats one access signal (the bit is
  *       lossy, like the hit ring). A reader stores it inside its read
- *       section, so the grace period (R2/A1) orders the store before the
+ *       section, so the grace period (GP-R2/GP-A1) orders the store before the
  *       slot is freed and reused (docs/memory-model.md, "Accessed bit").
  */
 #ifndef LARDER_CORE_ENTRY_H
@@ -66,8 +66,8 @@
 #include "ttl/wheel.h"
 
 enum {
-	LARDER__ENTRY_TTL = 1,         /* E1: an expire_ms field follows the header */
-	LARDER__ENTRY_ACCESSED = 0x80, /* E7: hit since the policy last looked */
+	LARDER__ENTRY_TTL = 1,         /* ENTRY-E1: an expire_ms field follows the header */
+	LARDER__ENTRY_ACCESSED = 0x80, /* ENTRY-E7: hit since the policy last looked */
 };
 
 /* mbits: bits 0-4 belong to the eviction policy, 5-7 to the maintainer. */
@@ -81,21 +81,21 @@ enum {
 struct larder__entry {
 	union {
 		struct {
-			uint32_t prev; /* E3, E5: toward the queue's head */
-			uint32_t next; /* E3, E5: toward the queue's tail */
+			uint32_t prev; /* ENTRY-E3, ENTRY-E5: toward the queue's head */
+			uint32_t next; /* ENTRY-E3, ENTRY-E5: toward the queue's tail */
 		};
-		struct larder__entry *retired_next; /* E3, E5: once DEAD */
+		struct larder__entry *retired_next; /* ENTRY-E3, ENTRY-E5: once DEAD */
 	};
-	uint32_t value_len; /* E1 */
-	uint16_t key_len;   /* E1 */
-	larder__atomic_u8 flags; /* E1 and E7: read with larder__entry_flags() */
-	uint8_t mbits;      /* E3 */
+	uint32_t value_len;      /* ENTRY-E1 */
+	uint16_t key_len;        /* ENTRY-E1 */
+	larder__atomic_u8 flags; /* ENTRY-E1 and ENTRY-E7: read with larder__entry_flags() */
+	uint8_t mbits;           /* ENTRY-E3 */
 };
 
-_Static_assert(sizeof(struct larder__entry) == 16, "the entry header is 16 bytes (E5)");
+_Static_assert(sizeof(struct larder__entry) == 16, "the entry header is 16 bytes (ENTRY-E5)");
 
 #define LARDER__ENTRY_HEADER_BYTES sizeof(struct larder__entry)
-/* expire_ms and the wheel link (E2, E3). */
+/* expire_ms and the wheel link (ENTRY-E2, ENTRY-E3). */
 #define LARDER__ENTRY_TTL_BYTES (sizeof(uint64_t) + sizeof(struct larder__wheel_link))
 /* Where the wheel link sits in a TTL entry's slot (ttl/wheel.h). */
 #define LARDER__ENTRY_WHEEL_OFFSET (LARDER__ENTRY_HEADER_BYTES + sizeof(uint64_t))
@@ -111,7 +111,7 @@ static inline size_t larder__entry_bytes(unsigned flags, size_t key_len, size_t 
 	return larder__entry_prefix_bytes(flags) + key_len + value_len;
 }
 
-/* The whole flags byte, ACCESSED included (E7), for a reader that goes on to
+/* The whole flags byte, ACCESSED included (ENTRY-E7), for a reader that goes on to
  * mark the entry: one load serves its TTL test, its offsets and the mark. */
 static inline unsigned larder__entry_flags_raw(const struct larder__entry *e)
 {
@@ -119,25 +119,25 @@ static inline unsigned larder__entry_flags_raw(const struct larder__entry *e)
 	 * say it, so that callers' NULL checks after this read fold away. */
 	if (!e)
 		__builtin_unreachable();
-	/* Relaxed (E7): the immutable bits were published with the entry. */
+	/* Relaxed (ENTRY-E7): the immutable bits were published with the entry. */
 	return atomic_load_explicit(&e->flags, LARDER__RELAXED);
 }
 
-/* The immutable flags (E1), without ACCESSED. */
+/* The immutable flags (ENTRY-E1), without ACCESSED. */
 static inline unsigned larder__entry_flags(const struct larder__entry *e)
 {
 	return larder__entry_flags_raw(e) & ~(unsigned)LARDER__ENTRY_ACCESSED;
 }
 
-/* The creating writer, before publication (E1). */
+/* The creating writer, before publication (ENTRY-E1). */
 static inline void larder__entry_init_flags(struct larder__entry *e, unsigned flags)
 {
 	atomic_store_explicit(&e->flags, (uint8_t)flags, LARDER__RELAXED);
 }
 
-
 /* Reader, on a hit: marks e accessed, writing only when the bit is clear in
- * f, its flags as loaded by larder__entry_flags_raw() (E7). */
+ * f, its flags as loaded by larder__entry_flags_raw() (ENTRY-E7; X-SET:
+ * relaxed, a hint that orders nothing). */
 static inline void larder__entry_mark_accessed_seen(struct larder__entry *e, unsigned f)
 {
 	if (!(f & LARDER__ENTRY_ACCESSED))
@@ -151,7 +151,8 @@ static inline void larder__entry_mark_accessed(struct larder__entry *e)
 	larder__entry_mark_accessed_seen(e, larder__entry_flags_raw(e));
 }
 
-/* Maintainer (policy): whether e was marked accessed, clearing the mark (E7). */
+/* Maintainer (policy): whether e was marked accessed, clearing the mark
+ * (ENTRY-E7; X-TAKE: relaxed, a hint that orders nothing). */
 static inline int larder__entry_take_accessed(struct larder__entry *e)
 {
 	unsigned f = atomic_load_explicit(&e->flags, LARDER__RELAXED);
@@ -172,7 +173,7 @@ static inline larder__atomic_u64 *larder__entry_expire(struct larder__entry *e)
 	return (larder__atomic_u64 *)(void *)(e + 1);
 }
 
-/* Only for entries with LARDER__ENTRY_TTL (E3: the maintainer's). */
+/* Only for entries with LARDER__ENTRY_TTL (ENTRY-E3: the maintainer's). */
 static inline struct larder__wheel_link *larder__entry_wheel(struct larder__entry *e)
 {
 	return (struct larder__wheel_link *)(void *)((unsigned char *)e + LARDER__ENTRY_WHEEL_OFFSET);
@@ -183,13 +184,13 @@ static inline struct larder__entry *larder__wheel_entry(struct larder__wheel_lin
 	return (struct larder__entry *)(void *)((unsigned char *)link - LARDER__ENTRY_WHEEL_OFFSET);
 }
 
-/* E5: the entry whose id is id (not 0). Maintainer only. */
+/* ENTRY-E5: the entry whose id is id (not 0). Maintainer only. */
 static inline struct larder__entry *larder__entry_at(const struct larder__pagedir *d, uint32_t id)
 {
 	return larder__pagedir_slot(d, id);
 }
 
-/* E5: e's own id, from its page header. Maintainer only. */
+/* ENTRY-E5: e's own id, from its page header. Maintainer only. */
 static inline uint32_t larder__entry_id(const struct larder__entry *e)
 {
 	return larder__pagedir_id(e, larder__entry_size(e));

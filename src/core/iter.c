@@ -15,18 +15,18 @@
  *
  * Invariants (tests/unit/test_iter.c and tests/stress/stress_iter.c check
  * them):
- *   I1. A key is handed out at most once per cursor: its home key lies in
+ *   ITER-I1. A key is handed out at most once per cursor: its home key lies in
  *       exactly one range, ranges are disjoint and visited once in order,
  *       and duplicates within a range are dropped.
- *   I2. A key whose entry is live from larder_iter_open() to the end is
+ *   ITER-I2. A key whose entry is live from larder_iter_open() to the end is
  *       handed out: its range is scanned after the open, the scan reports
- *       every entry present throughout (S1, index/scan.c), and the lookup
+ *       every entry present throughout (SCAN-S1, index/scan.c), and the lookup
  *       before the callback finds it.
- *   I3. Nothing expired or absent at the lookup is handed out: the lookup
+ *   ITER-I3. Nothing expired or absent at the lookup is handed out: the lookup
  *       is the read path's (index, then the deadline against the clock).
- *   I4. Memory is bounded by the keys homed in one range: about
+ *   ITER-I4. Memory is bounded by the keys homed in one range: about
  *       CHUNK_BUCKETS x 7 keys at the index's design load (index/table.h
- *       L1), whatever the cache's size; a range is sized from the root
+ *       TABLE-L1), whatever the cache's size; a range is sized from the root
  *       table when it is collected, so a growing index gets narrower ranges.
  * Not guaranteed: a point-in-time view (keys written during the walk may or
  * may not appear, with the value they have when handed out).
@@ -34,7 +34,7 @@
  * The range mode (larder__iter_next_range, core/iter.h), for larder_save:
  * each range's entries go to the callback inside the read section that
  * found them, without the second lookup: half the cache misses per entry.
- * I1, I2 and I4 hold as above; I3 weakens to "present in the index during
+ * ITER-I1, ITER-I2 and ITER-I4 hold as above; ITER-I3 weakens to "present in the index during
  * the range's scan, and not expired at the callback" (an entry removed
  * between the scan and the callback may still be handed out).
  */
@@ -49,7 +49,7 @@
 #include "index/table.h"
 #include "mem/slab.h"
 
-/* Buckets of the root table one range covers (I4). */
+/* Buckets of the root table one range covers (ITER-I4). */
 #define CHUNK_BUCKETS 64u
 
 struct key_ref {
@@ -116,7 +116,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t unit)
 	return 0;
 }
 
-/* Inside the scan's read section: keeps e's key (I1's duplicates go later). */
+/* Inside the scan's read section: keeps e's key (ITER-I1's duplicates go later). */
 static int collect_entry(void *ctx, struct larder__entry *e, uint64_t hash)
 {
 	larder_iter *it = ctx;
@@ -138,7 +138,7 @@ static int ref_equal(const larder_iter *it, const struct key_ref *a, const struc
 	       memcmp(it->bytes + a->offset, it->bytes + b->offset, a->len) == 0;
 }
 
-/* I1: keeps the first of each key, in a set of ref indexes + 1 (0: empty)
+/* ITER-I1: keeps the first of each key, in a set of ref indexes + 1 (0: empty)
  * at least twice the range's size, open addressing on the hash. */
 static int drop_duplicates(larder_iter *it)
 {
@@ -173,13 +173,13 @@ static int drop_duplicates(larder_iter *it)
 	return 0;
 }
 
-/* I3: the deadline judged as a read judges it; *ttl_ms gets what is left. */
+/* ITER-I3: the deadline judged as a read judges it; *ttl_ms gets what is left. */
 static int entry_live(larder *c, struct larder__entry *e, uint64_t *ttl_ms)
 {
 	*ttl_ms = LARDER_TTL_NEVER;
 	if (!(larder__entry_flags(e) & LARDER__ENTRY_TTL))
 		return 1;
-	/* Relaxed: E2 in core/entry.h (either deadline of a racing touch is right). */
+	/* Relaxed: ENTRY-E2 in core/entry.h (either deadline of a racing touch is right). */
 	uint64_t d = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
 	if (d == UINT64_MAX)
 		return 1;

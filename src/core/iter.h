@@ -12,7 +12,7 @@
  * (zero or more calls were made), LARDER_MISS once the whole cache has been
  * covered, or LARDER_ENOMEM (the cursor stays: a retry repeats the range).
  * Not to be mixed with larder_iter_next() on the same cursor. The promises
- * are core/iter.c's, with I3 as the range mode states it.
+ * are core/iter.c's, with ITER-I3 as the range mode states it.
  */
 int larder__iter_next_range(larder_iter *it, larder_iter_fn *fn, void *ctx);
 

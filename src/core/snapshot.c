@@ -11,23 +11,23 @@
  * grace period. Format: core/snapshot.h.
  *
  * Load maps the file and checks it whole before it writes anything:
- *   L1. magic and version first (LARDER_EFORMAT: someone else's file, or a
+ *   SNAP-L1. magic and version first (LARDER_EFORMAT: someone else's file, or a
  *       newer larder's), then the length, the trailer and the checksum
  *       (LARDER_ECORRUPT), then every record's lengths against the bytes
  *       left and the record count (LARDER_ECORRUPT). Only a file that passes
  *       all of them is applied, so a refused file leaves the cache as it was.
- *   L2. A record's TTL counts down by the wall-clock time between the save's
+ *   SNAP-L2. A record's TTL counts down by the wall-clock time between the save's
  *       start and the load (a clock set backwards counts as no time); one
  *       with nothing left is dropped. The saved TTL was measured against the
  *       saving cache's clock at the moment the cursor handed the entry out.
- *   L3. Capacity: the load keeps its own count of the bytes its entries
+ *   SNAP-L3. Capacity: the load keeps its own count of the bytes its entries
  *       charge (larder__slab_charge, as the writers do), starting from the
  *       cache's used bytes, and skips an entry that would take it above the
  *       capacity; so a load never makes the maintainer evict what it has
  *       just loaded (the policy's choice would depend on timing). Keys it
  *       overwrites are counted as if new: a load into a full cache may stop
  *       early; into an empty one it is exact.
- *   L4. A snapshot that fits whole (its charge, summed while L1 checks the
+ *   SNAP-L4. A snapshot that fits whole (its charge, summed while SNAP-L1 checks the
  *       records, plus the used bytes) is written by several threads
  *       (load_parallel); only one that does not fit needs the file order.
  * Not guaranteed: a point-in-time cut (see larder_save in larder.h).
@@ -266,7 +266,7 @@ fail_alloc:
 
 /* ---- Load ------------------------------------------------------------------- */
 
-/* L1: everything but the records' count and lengths. */
+/* SNAP-L1: everything but the records' count and lengths. */
 static int check_frame(const unsigned char *d, size_t len, size_t *records_end)
 {
 	if (len < 8 || memcmp(d, LARDER__SNAP_MAGIC, 8) != 0)
@@ -286,8 +286,8 @@ static int check_frame(const unsigned char *d, size_t len, size_t *records_end)
 	return LARDER_OK;
 }
 
-/* L1: the records fill the space between header and trailer exactly.
- * *charge gets what they would all charge (L3's figure, before skips). */
+/* SNAP-L1: the records fill the space between header and trailer exactly.
+ * *charge gets what they would all charge (SNAP-L3's figure, before skips). */
 static int check_records(const unsigned char *d, size_t end, uint64_t want, uint64_t *charge)
 {
 	size_t off = LARDER__SNAP_HEADER_BYTES;
@@ -308,7 +308,7 @@ static int check_records(const unsigned char *d, size_t end, uint64_t want, uint
 	return n == want ? LARDER_OK : LARDER_ECORRUPT;
 }
 
-/* L3: the cache's used bytes when the load starts. */
+/* SNAP-L3: the cache's used bytes when the load starts. */
 static uint64_t used_bytes(larder *c)
 {
 	uint64_t v[LARDER_STAT_USED_BYTES + 1];
@@ -322,8 +322,8 @@ struct part {
 	larder *cache;
 	const unsigned char *d;
 	size_t from, to;
-	uint64_t elapsed;  /* L2 */
-	uint64_t capacity; /* L3: UINT64_MAX when everything fits */
+	uint64_t elapsed;  /* SNAP-L2 */
+	uint64_t capacity; /* SNAP-L3: UINT64_MAX when everything fits */
 	uint64_t charged;
 	int rc;
 };
@@ -341,7 +341,7 @@ static void *load_part(void *arg)
 		off += LARDER__SNAP_RECORD_BYTES + key_len + value_len;
 		if (ttl != UINT64_MAX) {
 			if (ttl <= p->elapsed)
-				continue; /* L2 */
+				continue; /* SNAP-L2 */
 			ttl -= p->elapsed;
 		} else {
 			ttl = LARDER_TTL_NEVER;
@@ -351,7 +351,7 @@ static void *load_part(void *arg)
 		unsigned flags = ttl == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
 		uint64_t charge = larder__slab_charge(larder__entry_bytes(flags, key_len, value_len));
 		if (p->charged + charge > p->capacity)
-			continue; /* L3 */
+			continue; /* SNAP-L3 */
 		int rc = larder_put(c, key, key_len, key + key_len, value_len, ttl);
 		if (rc == LARDER_EVALSIZE)
 			continue; /* over this cache's entry limit */
@@ -365,10 +365,10 @@ static void *load_part(void *arg)
 }
 
 /*
- * L4: a snapshot that fits whole is written by up to MAX_LOADERS threads,
+ * SNAP-L4: a snapshot that fits whole is written by up to MAX_LOADERS threads,
  * each a contiguous stretch of records (the order then no longer decides
  * anything); one that does not fit is written in file order by the caller
- * alone, so L3's rule stays exact. A thread that cannot be started leaves
+ * alone, so SNAP-L3's rule stays exact. A thread that cannot be started leaves
  * its stretch to the caller.
  */
 #define MAX_LOADERS 8
@@ -422,7 +422,7 @@ int larder__snapshot_load_mem(larder *c, const unsigned char *d, size_t len,
 		.d = d,
 		.from = LARDER__SNAP_HEADER_BYTES,
 		.to = end,
-		.elapsed = now_unix_ms > saved_ms ? now_unix_ms - saved_ms : 0, /* L2 */
+		.elapsed = now_unix_ms > saved_ms ? now_unix_ms - saved_ms : 0, /* SNAP-L2 */
 		/* Relaxed: a setting; a capacity changed during the load may be missed. */
 		.capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED),
 		.charged = used_bytes(c),

@@ -31,14 +31,14 @@ void larder__test_walk(larder *cache, uint64_t *entries, uint64_t *slot_bytes);
 
 /*
  * Has the maintainer walk its eviction policy's queues at the end of its next
- * pass, checking every link (evict/list.h Q1) and that they hold exactly its
+ * pass, checking every link (evict/list.h QUEUE-Q1) and that they hold exactly its
  * live entries; waits for the answer. Meaningful once quiesced with no thread
  * writing. Returns 0, or -1 when a link or the count is wrong or no answer
  * came within timeout_ms.
  */
 int larder__test_check_links(larder *cache, uint64_t timeout_ms);
 
-/* Sets the fewest buckets an index shrink may leave (L3 in index/table.h;
+/* Sets the fewest buckets an index shrink may leave (TABLE-L3 in index/table.h;
  * normally at least LARDER__TABLE_SMALL_BUCKETS, 4 MiB), so that tests can
  * shrink small tables. */
 void larder__test_index_floor(larder *cache, uint64_t buckets);

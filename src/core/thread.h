@@ -14,11 +14,11 @@
  * default model would call __tls_get_addr on every operation.
  *
  * Invariants:
- *   T1. recent[] and nodes are touched only by the owning thread, except at
+ *   THREAD-T1. recent[] and nodes are touched only by the owning thread, except at
  *       thread exit, when the destructor hands each handle of a live cache to
  *       that cache's maintainer (larder__cache_orphan_handle) under the
  *       live-cache lock, so a cache cannot be closed half way through it.
- *   T2. Cache ids are never reused, so a stale last or recent[] entry of a
+ *   THREAD-T2. Cache ids are never reused, so a stale last or recent[] entry of a
  *       closed cache never matches a live one (a cache's address may be).
  */
 #ifndef LARDER_CORE_THREAD_H
@@ -89,7 +89,7 @@ static inline struct larder__handle *larder__thread_handle(struct larder__thread
 	return larder__thread_handle_slow(t, cache, cache_id);
 }
 
-/* The live-cache registry (T1, T2): a cache is registered from open to close. */
+/* The live-cache registry (THREAD-T1, THREAD-T2): a cache is registered from open to close. */
 uint64_t larder__cache_id_register(struct larder *cache);
 void larder__cache_id_unregister(uint64_t cache_id);
 

@@ -19,15 +19,15 @@
  * paper (which replaces before fetching) does; `fresh` remembers it.
  *
  * Invariants:
- *   A1. Each linked entry is in T1 or T2 (its T2 bit); bytes add up per list.
- *   A2. 0 <= p <= capacity.
- *   A3. Ghost weight: B1 <= capacity and B1 + B2 <= 2 x capacity after an
+ *   ARC-A1. Each linked entry is in T1 or T2 (its T2 bit); bytes add up per list.
+ *   ARC-A2. 0 <= p <= capacity.
+ *   ARC-A3. Ghost weight: B1 <= capacity and B1 + B2 <= 2 x capacity after an
  *       insert (paper: |T1|+|B1| <= c, |T1|+|T2|+|B1|+|B2| <= 2c), so ghosts
- *       stay within a constant factor of the entries that fit (policy.h P4).
- *   A4. Every call is O(1) amortised (each ghost is popped at most once, and
+ *       stay within a constant factor of the entries that fit (policy.h POLICY-P4).
+ *   ARC-A4. Every call is O(1) amortised (each ghost is popped at most once, and
  *       each accessed bit taken costs one move).
  *
- * Accessed bit (policy.h P5): hit() takes it, so a set bit means a hit whose
+ * Accessed bit (policy.h POLICY-P5): hit() takes it, so a set bit means a hit whose
  * event has not arrived. Before REPLACE, evict() applies those hits to the
  * LRU ends of T1 and T2 (to T2's MRU end, as hit() would), until both ends
  * are entries not hit since; the latest insert is left alone. With every hit
@@ -69,7 +69,7 @@ static int arc_create(struct larder__policy **out, const struct larder__policy_h
 	p->capacity = capacity_bytes ? capacity_bytes : 1;
 	larder__queue_init(&p->t1, host->dir);
 	larder__queue_init(&p->t2, host->dir);
-	/* Bounds are enforced here by hand (A3); the ghosts' own bounds are a backstop. */
+	/* Bounds are enforced here by hand (ARC-A3); the ghosts' own bounds are a backstop. */
 	if (larder__ghost_init(&p->b1, p->capacity, expected_entries) != 0)
 		goto fail_b1;
 	if (larder__ghost_init(&p->b2, 2 * p->capacity, expected_entries) != 0)

@@ -25,16 +25,16 @@
  *     Inserts go to the new table only; a fingerprint is in one table at most.
  *
  * Invariants (checked by tests/sim/test_ghost.c):
- *   G1. live_count / live_weight are the number / summed weight of the tables'
+ *   GHOST-G1. live_count / live_weight are the number / summed weight of the tables'
  *       fingerprints; each has exactly one ring slot in [head, tail) whose
  *       sequence the table records.
- *   G2. After insert() and set_bound(), live_weight <= bound (a single ghost
+ *   GHOST-G2. After insert() and set_bound(), live_weight <= bound (a single ghost
  *       heavier than the bound is not kept).
- *   G3. Memory: the table is at most half full after growth; the ring grows
+ *   GHOST-G3. Memory: the table is at most half full after growth; the ring grows
  *       only while at least half its slots are live, so both stay within a
- *       constant factor of the live fingerprints, which G2 bounds (times 1.5
+ *       constant factor of the live fingerprints, which GHOST-G2 bounds (times 1.5
  *       while an old array is being emptied).
- *   G4. Every call does O(1) work apart from the probes of the tables: an
+ *   GHOST-G4. Every call does O(1) work apart from the probes of the tables: an
  *       insert moves at most GHOST_MIGRATE ring slots and scans at most
  *       GHOST_MIGRATE old table slots; expiry pops at most as many ring slots
  *       as earlier inserts pushed (amortised O(1)). A growth is finished long
@@ -99,7 +99,7 @@ static uint64_t full_seq(const struct larder__ghost *g, uint32_t seq)
 static int ring_grow(struct larder__ghost *g)
 {
 	if (g->old_fp)
-		return -1; /* the last growth is still being copied (never, by G4) */
+		return -1; /* the last growth is still being copied (never, by GHOST-G4) */
 	uint64_t n = (g->ring_mask + 1) * 2;
 	uint32_t *fp = larder__malloc(n * sizeof *fp);
 	uint32_t *w = larder__malloc(n * sizeof *w);
@@ -215,7 +215,7 @@ static void tab_store(struct larder__ghost *g, uint32_t fp, uint32_t seq)
 static int tab_grow(struct larder__ghost *g)
 {
 	if (g->old_tab)
-		return -1; /* the last growth is still being moved (never, by G4) */
+		return -1; /* the last growth is still being moved (never, by GHOST-G4) */
 	uint64_t n = (g->tab_mask + 1) * 2;
 	struct larder__ghost_slot *t = larder__calloc(n, sizeof *t);
 	if (!t)

@@ -23,7 +23,7 @@ struct larder__ghost {
 	struct larder__ghost_slot *tab;
 	uint64_t tab_mask;
 	unsigned tab_shift;
-	/* While growing (ghost.c, G4): the previous arrays, emptied a few slots per insert. */
+	/* While growing (GHOST-G4): the previous arrays, emptied a few slots per insert. */
 	uint32_t *old_fp, *old_w; /* sequences [ring_moved, ring_split) still live here */
 	uint64_t old_ring_mask, ring_moved, ring_split;
 	struct larder__ghost_slot *old_tab; /* slots [tab_moved, old_tab_mask] not yet moved */

@@ -2,23 +2,23 @@
  * evict/list.h - the intrusive queue every policy builds on.
  *
  * A queue threads entries through their own prev/next fields (core/entry.h,
- * E3: the maintainer's alone), so a policy allocates nothing per entry.
+ * ENTRY-E3: the maintainer's alone), so a policy allocates nothing per entry.
  * Direction: head is the oldest end (FIFO front, LRU end), tail the newest;
  * e->prev points toward the head, e->next toward the tail.
  *
- * Links are 32-bit entry ids (core/entry.h E5, mem/pagedir.h), 0 for none;
+ * Links are 32-bit entry ids (core/entry.h ENTRY-E5, mem/pagedir.h), 0 for none;
  * the queue translates them through its directory, one load per neighbour
  * it touches. An entry's own id is needed when it joins a queue: an entry
- * in no queue carries it in its next field (E6: the creating writer puts it
+ * in no queue carries it in its next field (ENTRY-E6: the creating writer puts it
  * there, and unlink and swap put it back, reading it from a neighbour or the
  * queue's head, which they touch anyway), so no operation reads a page
  * header or computes an id.
  *
  * Invariants:
- *   Q1. count and bytes are the number and charged bytes of the entries
+ *   QUEUE-Q1. count and bytes are the number and charged bytes of the entries
  *       linked in the queue; head's prev and tail's next are 0; for linked
  *       neighbours a, b: a->next == id(b) iff b->prev == id(a).
- *   Q2. Every operation is O(1); nothing here walks the queue (except
+ *   QUEUE-Q2. Every operation is O(1); nothing here walks the queue (except
  *       larder__queue_check, a test seam).
  * The queue does not know which queue an entry is in; policies record that
  * in their mbits bits.
@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/assert.h"
 #include "core/entry.h"
 
 struct larder__queue {
@@ -64,11 +65,11 @@ static inline struct larder__entry *larder__queue_newer(const struct larder__que
 	return larder__queue_at(q, e->next);
 }
 
-/* Links e (in no queue: E6) at the newest end. */
+/* Links e (in no queue: ENTRY-E6) at the newest end. */
 static inline void larder__queue_push(struct larder__queue *q, struct larder__entry *e,
 				      uint64_t bytes)
 {
-	uint32_t id = e->next; /* E6 */
+	uint32_t id = e->next; /* ENTRY-E6 */
 	e->next = 0;
 	e->prev = q->tail;
 	if (q->tail)
@@ -80,11 +81,11 @@ static inline void larder__queue_push(struct larder__queue *q, struct larder__en
 	q->bytes += bytes;
 }
 
-/* Links e (in no queue: E6) just older than at, which is linked in q. */
+/* Links e (in no queue: ENTRY-E6) just older than at, which is linked in q. */
 static inline void larder__queue_push_before(struct larder__queue *q, struct larder__entry *e,
 					     struct larder__entry *at, uint64_t bytes)
 {
-	uint32_t id = e->next; /* E6 */
+	uint32_t id = e->next; /* ENTRY-E6 */
 	uint32_t at_id;
 	if (at->prev) {
 		struct larder__entry *p = larder__entry_at(q->dir, at->prev);
@@ -101,11 +102,12 @@ static inline void larder__queue_push_before(struct larder__queue *q, struct lar
 	q->bytes += bytes;
 }
 
-/* Unlinks e, leaving its own id in its next field (E6). */
+/* Unlinks e, leaving its own id in its next field (ENTRY-E6). */
 static inline void larder__queue_unlink(struct larder__queue *q, struct larder__entry *e,
 					uint64_t bytes)
 {
 	uint32_t id;
+	LARDER__ASSERT(q->count > 0 && q->bytes >= bytes); /* QUEUE-Q1 */
 	if (e->prev) {
 		struct larder__entry *p = larder__entry_at(q->dir, e->prev);
 		id = p->next;
@@ -114,12 +116,16 @@ static inline void larder__queue_unlink(struct larder__queue *q, struct larder__
 		id = q->head;
 		q->head = e->next;
 	}
-	if (e->next)
-		larder__entry_at(q->dir, e->next)->prev = e->prev;
-	else
+	if (e->next) {
+		struct larder__entry *n = larder__entry_at(q->dir, e->next);
+		LARDER__ASSERT(n->prev == id); /* QUEUE-Q1: both neighbours name e */
+		n->prev = e->prev;
+	} else {
+		LARDER__ASSERT(q->tail == id); /* QUEUE-Q1 */
 		q->tail = e->prev;
+	}
 	e->prev = 0;
-	e->next = id; /* E6 */
+	e->next = id; /* ENTRY-E6 */
 	q->count--;
 	q->bytes -= bytes;
 }
@@ -142,13 +148,13 @@ static inline void larder__queue_touch(struct larder__queue *q, struct larder__e
 	q->tail = id;
 }
 
-/* Puts e (in no queue: E6) where old is (same neighbours), unlinking old;
+/* Puts e (in no queue: ENTRY-E6) where old is (same neighbours), unlinking old;
  * bytes adjusted. */
 static inline void larder__queue_swap(struct larder__queue *q, struct larder__entry *old,
 				      struct larder__entry *e, uint64_t old_bytes,
 				      uint64_t bytes)
 {
-	uint32_t id = e->next, old_id; /* E6 */
+	uint32_t id = e->next, old_id; /* ENTRY-E6 */
 	e->prev = old->prev;
 	e->next = old->next;
 	if (e->prev) {
@@ -164,12 +170,12 @@ static inline void larder__queue_swap(struct larder__queue *q, struct larder__en
 	else
 		q->tail = id;
 	old->prev = 0;
-	old->next = old_id; /* E6 */
+	old->next = old_id; /* ENTRY-E6 */
 	q->bytes = q->bytes - old_bytes + bytes;
 }
 
 /*
- * Test seam (O(n)): walks q from head to tail checking Q1 (every back link,
+ * Test seam (O(n)): walks q from head to tail checking QUEUE-Q1 (every back link,
  * the ends, count, and bytes as size() reports them). Returns the number of
  * entries walked, or -1 at the first broken link.
  */

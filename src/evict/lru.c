@@ -6,7 +6,7 @@
  * reproduces the reference simulator's LRU miss ratios (tests/sim). With hits
  * sampled (maint/events.h: the lossy hit ring), an entry's recency is that of its last sampled
  * hit: the lossiness is what the simulator's sampling mode measures.
- * Accessed bit (policy.h P5): hit() takes it, so a set bit means a hit whose
+ * Accessed bit (policy.h POLICY-P5): hit() takes it, so a set bit means a hit whose
  * event has not arrived (late, or lost); evict() gives the oldest entry with
  * a set bit the move its hit would have made, marks it LRU_FOLDED, and looks
  * again. The late sample of that hit, when it comes with no new bit set, is
@@ -16,9 +16,11 @@
  * with the skip). With every hit delivered at once no bit is ever set at
  * evict(): exact LRU still.
  *
- * Invariants: L1. every linked entry is in the one queue; q.bytes is their
- * charged bytes. L2. every operation is O(1), except that evict() moves one
- * entry per bit it takes (amortised O(1): each bit was set by a hit).
+ * Invariants:
+ *   LRU-L1. Every linked entry is in the one queue; q.bytes is their
+ *       charged bytes.
+ *   LRU-L2. Every operation is O(1), except that evict() moves one entry per
+ *       bit it takes (amortised O(1): each bit was set by a hit).
  */
 #include <stdlib.h>
 

@@ -6,21 +6,21 @@
  * needs no synchronisation; every call is O(1) amortised and never scans.
  *
  * The policy keeps its queues in the entries themselves: prev, next (entry
- * ids, translated through the host's directory: core/entry.h E5) and the
+ * ids, translated through the host's directory: core/entry.h ENTRY-E5) and the
  * policy bits of mbits (LARDER__MBITS_POLICY) are its to use while the entry is
  * linked. It learns an entry's hash and size through the host callbacks, so
  * the engine (which recomputes them from the key) and the simulator (which
  * stores them) drive the very same code.
  *
  * Contract, for every policy:
- *   P1. insert() links e; remove() and evict() unlink it; replace() moves
+ *   POLICY-P1. insert() links e; remove() and evict() unlink it; replace() moves
  *       old's position (and history) to new and unlinks old.
- *   P2. evict() returns NULL only when nothing is linked.
- *   P3. hit() is only called for linked entries; it may be lossy (sampled).
- *   P4. Ghost/history state is bounded by a constant factor of the entries
+ *   POLICY-P2. evict() returns NULL only when nothing is linked.
+ *   POLICY-P3. hit() is only called for linked entries; it may be lossy (sampled).
+ *   POLICY-P4. Ghost/history state is bounded by a constant factor of the entries
  *       that fit in capacity.
- *   P5. Readers also mark every hit in the entry itself (LARDER__ENTRY_ACCESSED,
- *       E7 in core/entry.h), at once, where the hit() event may come late or
+ *   POLICY-P5. Readers also mark every hit in the entry itself (LARDER__ENTRY_ACCESSED,
+ *       ENTRY-E7 in core/entry.h), at once, where the hit() event may come late or
  *       never. A policy reads and clears the mark only with
  *       larder__entry_take_accessed() and counts a taken mark as at most one
  *       access; at an eviction decision it takes the mark of the entry it is
@@ -52,7 +52,7 @@ struct larder__policy_ops {
 	const char *name;
 	/* 1 when the policy needs hit samples on time (it counts frequencies
 	 * from them: W-TinyLFU), so samples alone keep the maintainer draining
-	 * the rings at its batching window; 0 when the accessed mark (P5) carries
+	 * the rings at its batching window; 0 when the accessed mark (POLICY-P5) carries
 	 * what late or lost samples miss, or hits do not matter (FIFO): then a
 	 * read-only phase lets the maintainer sleep, and it never writes to the
 	 * lines readers are reading (maint/maintainer.c, maint_pass). */
@@ -69,7 +69,7 @@ struct larder__policy_ops {
 	void (*remove)(struct larder__policy *p, struct larder__entry *e, size_t bytes);
 	struct larder__entry *(*evict)(struct larder__policy *p);
 	void (*set_capacity)(struct larder__policy *p, uint64_t capacity_bytes);
-	/* Test seam, O(n): checks every queue's links (evict/list.h Q1); returns
+	/* Test seam, O(n): checks every queue's links (evict/list.h QUEUE-Q1); returns
 	 * the number of linked entries, or -1 when a queue is broken. */
 	int64_t (*check)(struct larder__policy *p);
 };

@@ -30,7 +30,7 @@
  * and lirs_multi3 most; it costs a few tenths of a point on lirs_sprite and
  * adaptsize), so it is on; see docs/policies.md.
  *
- * Accessed bit (policy.h P5). Hit events reach hit() late (a batching
+ * Accessed bit (policy.h POLICY-P5). Hit events reach hit() late (a batching
  * window) or not at all (a full ring), and an entry that was hit once in
  * small may have left small before its event arrives. So each decision also
  * takes the entry's accessed bit and counts it as one access: freq is raised
@@ -56,14 +56,14 @@
  * hit delivered, 0.0726 with the engine's hit ring (plain: 0.0757 both).
  *
  * Invariants:
- *   F1. Every linked entry is in exactly one of small/main, named by its
+ *   S3FIFO-F1. Every linked entry is in exactly one of small/main, named by its
  *       MAIN bit; each queue's bytes are its entries' charged bytes.
- *   F2. young_bytes is the bytes of small's entries with the YOUNG bit, which
+ *   S3FIFO-F2. young_bytes is the bytes of small's entries with the YOUNG bit, which
  *       form a suffix of small starting at young_oldest.
- *   F3. evict() is O(1) amortised: each counter decrement pays for one main
+ *   S3FIFO-F3. evict() is O(1) amortised: each counter decrement pays for one main
  *       reinsertion (counters rise only on hits), and each entry moves from
  *       small to main at most once per insertion.
- *   F4. SAMPLED is set iff the tuner exists and samples the key's hash; it
+ *   S3FIFO-F4. SAMPLED is set iff the tuner exists and samples the key's hash; it
  *       survives moves between queues and replace().
  */
 #include <stdlib.h>
@@ -187,7 +187,7 @@ static void s3_destroy(struct larder__policy *p)
 	free(p);
 }
 
-/* Leaves the skip zone: F2 for an entry that stops being young; the hits it
+/* Leaves the skip zone: S3FIFO-F2 for an entry that stops being young; the hits it
  * had while young do not count, so its accessed bit is dropped. */
 static void unyoung(struct larder__policy *p, struct larder__entry *e, uint64_t bytes)
 {
@@ -195,12 +195,12 @@ static void unyoung(struct larder__policy *p, struct larder__entry *e, uint64_t 
 		return;
 	larder__entry_take_accessed(e);
 	if (p->young_oldest == e)
-		p->young_oldest = larder__queue_newer(&p->small, e); /* F2: young is in small */
+		p->young_oldest = larder__queue_newer(&p->small, e); /* S3FIFO-F2: in small */
 	p->young_bytes -= bytes;
 	larder__set_pbits(e, larder__pbits(e) & ~(unsigned)S3_YOUNG);
 }
 
-/* F2 also after the tuner resizes small (and so the zone): entries leave the
+/* S3FIFO-F2 also after the tuner resizes small (and so the zone): entries leave the
  * zone oldest first, each once per insertion, so the loops are O(1) amortised. */
 static void push_small(struct larder__policy *p, struct larder__entry *e, uint64_t bytes)
 {
@@ -378,7 +378,7 @@ static void s3_set_capacity(struct larder__policy *p, uint64_t capacity_bytes)
 		larder__tuner_set_capacity(p->tuner, capacity_bytes);
 }
 
-/* F2: the YOUNG entries are the suffix of small from young_oldest, and
+/* S3FIFO-F2: the YOUNG entries are the suffix of small from young_oldest, and
  * young_bytes their bytes (a tuner decision resizes the zone). */
 static int check_young(struct larder__policy *p)
 {

@@ -32,12 +32,12 @@
  * Measured on the traces (docs/policies.md, "Sketch growth").
  *
  * Invariants (tests/sim/test_sketch.c):
- *   K1. estimate() never underestimates the increments since the last halving
+ *   SKETCH-K1. estimate() never underestimates the increments since the last halving
  *       (count-min), saturating at 15, also across and during a resize.
- *   K2. A key's estimate after halving is at most half of what it was, rounded down.
- *   K3. additions never exceeds sample_size after an increment returns, except
+ *   SKETCH-K2. A key's estimate after halving is at most half of what it was, rounded down.
+ *   SKETCH-K3. additions never exceeds sample_size after an increment returns, except
  *       while a resize is being copied (by at most the increments that takes).
- *   K4. A resize changes no estimate, and no increment does more than a
+ *   SKETCH-K4. A resize changes no estimate, and no increment does more than a
  *       constant amount of work: SKETCH_MIGRATE_WORDS words copied (plus the
  *       growth factor, at most SKETCH_MAX_GROWTH) or SKETCH_HALVE_WORDS halved.
  *       larder__sketch_halve() (tests) halves at once.

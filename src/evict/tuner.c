@@ -19,7 +19,7 @@
  * Every `period` sampled requests each mini cache's hits are folded into a
  * score that halves each period (recent periods weigh most), and the parameter of the
  * best score becomes the answer. A hit is marked in the mini entry
- * (policy.h P5) before it is delivered, as the engine's readers do. Keys in
+ * (policy.h POLICY-P5) before it is delivered, as the engine's readers do. Keys in
  * the sample are nodes in a private open-addressing map; a node owns one
  * entry per mini cache, so the mini caches keep their queues in real entries
  * as the engine does: slab slots with ids (mem/pagedir.h) from the tuner's
@@ -27,14 +27,14 @@
  * while on the free list.
  *
  * Invariants:
- *   T1. A node is in the map iff some mini cache holds it (present != 0),
+ *   TUNER-T1. A node is in the map iff some mini cache holds it (present != 0),
  *       except the node of the request being applied.
- *   T2. Each mini cache's used bytes <= its capacity after an access.
- *   T3. Cost: O(kind->count) policy operations per sampled request, nothing
+ *   TUNER-T2. Each mini cache's used bytes <= its capacity after an access.
+ *   TUNER-T3. Cost: O(kind->count) policy operations per sampled request, nothing
  *       for the others; memory O(kind->count x max_entries), independent of
  *       the cache size. S follows the expected entries the cache was opened
  *       with; max_entries (MINI_ENTRIES_CAP x the larger of a mini cache's
- *       expected entries and kind->mini_entries) is what keeps T3 when they
+ *       expected entries and kind->mini_entries) is what keeps TUNER-T3 when they
  *       were underestimated: a cache opened for a few entries and filled
  *       with 10^8 small ones would otherwise give each mini cache 1/S of
  *       its bytes, so the tuner would hold nodes for a quarter of the keys
@@ -51,7 +51,7 @@
  * of different sizes on one sample, so that mini k's hits x S estimate the
  * hits of a full cache of its size x S (SHARDS): the points of a miss-ratio
  * curve, read by the pool's probe (pool/probe.c). Nothing is decided and no
- * mini cache is shrunk: T3 is kept by the owner, which rebuilds the tuner
+ * mini cache is shrunk: TUNER-T3 is kept by the owner, which rebuilds the tuner
  * with a sparser sample when the largest mini cache holds too many entries
  * (a shrink would move the curve's points).
  */
@@ -64,7 +64,7 @@
 #include "evict/s3fifo.h"
 #include "evict/wtinylfu.h"
 
-/* T3: a mini cache holds at most this many times its expected entries. */
+/* TUNER-T3: a mini cache holds at most this many times its expected entries. */
 #define MINI_ENTRIES_CAP 8u
 #include "core/alloc.h"
 #include "mem/slab.h"
@@ -146,7 +146,7 @@ struct larder__tuner {
 	uint64_t sample_mask; /* sampled iff mix(hash) & sample_mask == 0 */
 	uint64_t capacity;    /* of each mini cache (for a curve: scale 1024), bytes */
 	uint64_t entries;     /* a mini cache's expected entries */
-	uint64_t max_entries; /* T2, T3 */
+	uint64_t max_entries; /* TUNER-T2, TUNER-T3 */
 	uint64_t period, count;
 	uint64_t requests; /* sampled, since creation */
 	unsigned best;
@@ -322,7 +322,7 @@ static struct node *node_new(struct larder__tuner *t)
 			return NULL;
 		}
 		*e = (struct larder__entry){ .value_len = sizeof(n) };
-		e->next = larder__pagedir_id(e, bytes); /* E6: in no queue yet */
+		e->next = larder__pagedir_id(e, bytes); /* ENTRY-E6: in no queue yet */
 		memcpy(larder__entry_value(e), &n, sizeof(n));
 		n->e[k] = e;
 	}
@@ -360,7 +360,7 @@ static void mini_access(struct larder__tuner *t, struct mini *m, struct node *n)
 		ops->hit(m->p, e);
 		return;
 	}
-	e->mbits = 0; /* its links: E6, left so by the eviction that unlinked it */
+	e->mbits = 0; /* its links: ENTRY-E6, left so by the eviction that unlinked it */
 	larder__entry_take_accessed(e); /* a new entry, as the engine's are */
 	ops->insert(m->p, e, n->hash, n->bytes);
 	n->present |= bit;
@@ -401,7 +401,7 @@ int larder__tuner_samples(const struct larder__tuner *t, uint64_t hash)
 }
 
 /* Gives every mini cache `capacity` bytes (its scale of them for a curve),
- * evicting down to it (T2). */
+ * evicting down to it (TUNER-T2). */
 static void apply_capacity(struct larder__tuner *t, uint64_t capacity)
 {
 	t->capacity = capacity ? capacity : 1;
@@ -423,7 +423,7 @@ static void apply_capacity(struct larder__tuner *t, uint64_t capacity)
 	}
 }
 
-/* T3: m holds more than max_entries (the cache was opened for far fewer
+/* TUNER-T3: m holds more than max_entries (the cache was opened for far fewer
  * entries than it holds), so every mini cache gets 3/4 of the bytes that
  * max_entries of m's entries take. */
 static void fit_capacity(struct larder__tuner *t, const struct mini *m)
@@ -444,7 +444,7 @@ void larder__tuner_access(struct larder__tuner *t, uint64_t hash, uint64_t bytes
 		map_del(t, n);
 	t->requests++;
 	if (is_curve(t))
-		return; /* T3 is the owner's; nothing to decide */
+		return; /* TUNER-T3 is the owner's; nothing to decide */
 	for (unsigned k = 0; k < t->kind->count; k++)
 		if (t->m[k].entries > t->max_entries) {
 			fit_capacity(t, &t->m[k]);

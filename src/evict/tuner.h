@@ -36,7 +36,7 @@ struct larder__tuner_kind {
 /*
  * A miss-ratio curve instead of a choice: the mini caches differ in size
  * (scale), all run ops->create (create and params are unused), none is
- * chosen (no periods, hits are counted from creation), and T3 is the
+ * chosen (no periods, hits are counted from creation), and TUNER-T3 is the
  * owner's: it reads larder__tuner_mini_entries() and rebuilds the tuner with
  * a sparser sample, where a choice tuner would shrink its mini caches.
  */

@@ -32,7 +32,7 @@
  * between window and main at once (resize_window), since a lazily grown
  * window would fill with keys admitted without the frequency filter.
  *
- * Accessed bit (policy.h P5): hit() takes it, so a set bit is a hit whose
+ * Accessed bit (policy.h POLICY-P5): hit() takes it, so a set bit is a hit whose
  * sample is late or lost. An entry leaving the window takes its bit into the
  * sketch (one increment: the frequency its judgement reads), not into its
  * place (the hit came before the inserts that now push it out, so moving it
@@ -48,13 +48,13 @@
  * no bit is set when an entry leaves the window: nothing changes.
  *
  * Invariants:
- *   W1. Every linked entry is in exactly one queue, named by its QUEUE bits;
+ *   WTLFU-W1. Every linked entry is in exactly one queue, named by its QUEUE bits;
  *       bytes add up per queue.
- *   W2. cand is NULL or in probation; the candidates are cand and every
+ *   WTLFU-W2. cand is NULL or in probation; the candidates are cand and every
  *       probation entry newer than it: entries that left the window and
  *       await their judgement, never entries demoted from protected.
- *   W3. Every call is O(1) amortised: the sketch's halving and growth are
- *       spread over increments (evict/sketch.c K4); the climber's resizing moves at most
+ *   WTLFU-W3. Every call is O(1) amortised: the sketch's halving and growth are
+ *       spread over increments (evict/sketch.c SKETCH-K4); the climber's resizing moves at most
  *       W_RESIZE_MOVES entries per event; a tuned switch moves up to the
  *       window's size once per tuner decision (one per 16 x mini-cache entries
  *       sampled events, each standing for S events of the cache).
@@ -200,7 +200,7 @@ static void w_destroy(struct larder__policy *p)
 
 static void unlink_entry(struct larder__policy *p, struct larder__entry *e, uint64_t bytes)
 {
-	if (e == p->cand) /* W2: the next newer probation entry, or NULL */
+	if (e == p->cand) /* WTLFU-W2: the next newer probation entry, or NULL */
 		p->cand = larder__queue_newer(&p->q[W_PROBATION], e);
 	larder__queue_unlink(&p->q[queue_id(e)], e, bytes);
 }
@@ -221,7 +221,7 @@ static void move(struct larder__policy *p, unsigned qid, struct larder__entry *e
 
 /*
  * Moves e from protected to probation's newest end, but older than the
- * candidates when some wait (W2): a demoted entry is no candidate. As the
+ * candidates when some wait (WTLFU-W2): a demoted entry is no candidate. As the
  * newest probation entry it would be judged against the victim as if it were
  * leaving the window, which happens when the judgement waits (the engine's
  * pass applies its inserts, then the hit samples that demote, then evicts;
@@ -271,7 +271,7 @@ static void rebalance(struct larder__policy *p, int moves)
  * content does not change, only the queues; without this, a grown window
  * would fill with new keys admitted without the frequency filter.
  * O(entries moved) once per decision; decisions come once per sample of
- * >= 2 x capacity-in-entries events, so O(1) amortised (W3).
+ * >= 2 x capacity-in-entries events, so O(1) amortised (WTLFU-W3).
  */
 static void resize_window(struct larder__policy *p, uint64_t window_max)
 {
@@ -420,7 +420,7 @@ static struct larder__entry *w_evict(struct larder__policy *p)
 	struct larder__entry *cand = p->cand;
 	if (cand && victim && cand != victim) {
 		if (!admit(p, cand, victim))
-			return take(p, cand); /* advances cand (W2) */
+			return take(p, cand); /* advances cand (WTLFU-W2) */
 		/* admitted: the next candidate is judged next */
 		p->cand = larder__queue_newer(&p->q[W_PROBATION], cand);
 		return take(p, victim);

@@ -10,19 +10,19 @@
  * probes do. Entries homed outside the range that sit in these buckets are
  * skipped by their home key.
  *
- * Why an entry present throughout is reported (S1):
- *   S1a. In a table that is not being resized, its slot never changes (X2)
+ * SCAN-S1. An entry present throughout the scan is reported, because:
+ *   SCAN-S1a. In a table that is not being resized, its slot never changes (TABLE-X2)
  *        and lies on the scanned run: the overflow counts of its path stay
  *        raised while it is there.
- *   S1b. During a resize the maintainer copies an entry into t->next
- *        before it turns the old slot into a marker (X3 in index/table.c),
+ *   SCAN-S1b. During a resize the maintainer copies an entry into t->next
+ *        before it turns the old slot into a marker (TABLE-X3 in index/table.c),
  *        and t->next is set (R-NEXT) before the first copy. The scan reads
  *        t completely before it loads t->next (A-NEXT, acquire): if it met
  *        the marker, the copy was published before the marker it read, so
  *        the later scan of t->next (same range, that table's buckets) finds
  *        it; if it met the entry in t, it is reported from there (and maybe
  *        once more from t->next: the caller removes duplicates).
- *   S1c. A table that stopped being the root during the scan (a growth
+ *   SCAN-S1c. A table that stopped being the root during the scan (a growth
  *        finished, or a clear swapped it) is still readable: the caller's
  *        read section keeps it mapped (its retirement waits for a grace
  *        period), and the entries of a cleared table were removed, so none
@@ -60,7 +60,7 @@ static int scan_one(struct larder__table *t, uint64_t lo, uint64_t hi, larder__e
 			/* A-SLOT: pairs with R-SLOT; the entry's fields are visible. */
 			uint64_t w = atomic_load_explicit(&b->slot[s], LARDER__ACQUIRE);
 			if ((w & LARDER__SLOT_PTR_MASK) <= LARDER__SLOT_MARKER)
-				continue; /* empty, or moved on (S1b) */
+				continue; /* empty, or moved on (SCAN-S1b) */
 			struct larder__entry *e = larder__slot_entry(w);
 			uint64_t h = hash(hash_ctx, e);
 			uint64_t k = larder__home_key(h);
@@ -81,7 +81,7 @@ int larder__table_scan_homes_rcu(struct larder__table *t, uint64_t lo, uint64_t 
 				 larder__entry_hash_fn *hash, void *hash_ctx, larder__scan_fn *fn,
 				 void *ctx)
 {
-	for (; t; t = larder__table_next(t)) { /* S1b: next loaded after t is read */
+	for (; t; t = larder__table_next(t)) { /* SCAN-S1b: next loaded after t is read */
 		int rc = scan_one(t, lo, hi, hash, hash_ctx, fn, ctx);
 		if (rc)
 			return rc;

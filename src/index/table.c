@@ -2,7 +2,7 @@
  * index/table.c - writers' and the maintainer's side of the index.
  * Layout, concurrency rules and labels: index/table.h.
  *
- * Resizing (X3), one home h of the old table t at a time, by the maintainer:
+ * Resizing (TABLE-X3), one home h of the old table t at a time, by the maintainer:
  *   1. lock h (writers of h now wait; readers go on);
  *   2. copy every entry whose home is h (found on h's probe path, by
  *      re-hashing the key) into t->next. Growing, its new home is 2h or
@@ -71,7 +71,7 @@ restart:;
 				if (larder__entry_key_equals(larder__slot_entry(w), key, key_len))
 					return w;
 			} else if (p == LARDER__SLOT_MARKER &&
-				   /* A-CTL again: a marker is stored after MOVED (X3). */
+				   /* A-CTL again: a marker is stored after MOVED (TABLE-X3). */
 				   (atomic_load_explicit(&home->ctl, LARDER__ACQUIRE) &
 				    LARDER__CTL_MOVED)) {
 				t = larder__table_next(t);
@@ -88,7 +88,7 @@ restart:;
 }
 
 /*
- * H1. A table of a huge page or more is aligned to one and asked to live in
+ * TABLE-H1 (index/table.h): a table of a huge page or more is aligned to one and asked to live in
  * transparent huge pages: a random lookup's bucket load then costs no page
  * walk of its own (docs/scale.md has the measurement). The kernel may refuse
  * (THP "never", no huge page free): the table works the same in small pages.
@@ -114,7 +114,7 @@ struct larder__table *larder__table_create(uint64_t buckets)
 	if (!t)
 		return NULL;
 	if (align == HUGE_PAGE_BYTES)
-		(void)madvise(t, bytes, MADV_HUGEPAGE); /* H1: a hint; refusal is fine */
+		(void)madvise(t, bytes, MADV_HUGEPAGE); /* TABLE-H1: a hint; refusal is fine */
 	t->last = n - 1;
 	t->map_bytes = bytes;
 	t->moved = 0;
@@ -184,7 +184,7 @@ larder__atomic_u64 *larder__table_find_locked(struct larder__table *t, uint64_t 
 				return &b->slot[i];
 		}
 		/* Relaxed: the count only bounds the probe; keys of our home
-		 * cannot change under us (X2). */
+		 * cannot change under us (TABLE-X2). */
 		if ((atomic_load_explicit(&b->ctl, LARDER__RELAXED) >> 32) == 0)
 			return NULL;
 		b = bucket_after(t, b);
@@ -223,7 +223,7 @@ int larder__table_insert_locked(struct larder__table *t, uint64_t hash, uint64_t
 void larder__table_erase_locked(struct larder__table *t, uint64_t hash, larder__atomic_u64 *slot)
 {
 	/* Relaxed: emptying publishes nothing; readers that still see the old
-	 * word see a valid entry (freed only after a grace period, X4). */
+	 * word see a valid entry (freed only after a grace period, TABLE-X4). */
 	atomic_store_explicit(slot, 0, LARDER__RELAXED);
 	struct larder__bucket *b = &t->buckets[larder__table_home(t, hash)];
 	size_t last = (size_t)((unsigned char *)slot - (unsigned char *)t->buckets) /
@@ -250,13 +250,13 @@ static int resize_begin(struct larder__table *t, uint64_t buckets)
 
 int larder__table_grow_begin(struct larder__table *t)
 {
-	/* X3 holds: a multiple of 64, doubled, is not rounded again. */
+	/* TABLE-X3 holds: a multiple of 64, doubled, is not rounded again. */
 	return resize_begin(t, (t->last + 1) * 2);
 }
 
 int larder__table_shrink_begin(struct larder__table *t, unsigned k)
 {
-	/* X3 holds: larder__table_shrink_shift() picks k so that the quotient
+	/* TABLE-X3 holds: larder__table_shrink_shift() picks k so that the quotient
 	 * is exact and a multiple of 64, which create() does not round. */
 	return resize_begin(t, (t->last + 1) >> k);
 }
@@ -271,7 +271,7 @@ static void migrate_home(struct larder__table *t, struct larder__table *next, ui
 	(void)bucket_lock(home);
 	for (uint64_t probed = 0; probed <= t->last; probed++) {
 		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
-			/* Acquire: another home's writer may have just published. */
+			/* A-SLOT: acquire; another home's writer may have just published. */
 			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
 			uint64_t p = w & LARDER__SLOT_PTR_MASK;
 			if (p == 0 || p == LARDER__SLOT_MARKER)
@@ -288,7 +288,7 @@ static void migrate_home(struct larder__table *t, struct larder__table *next, ui
 			if (larder__table_insert_locked(next, hh, w, next->last + 1) != 0)
 				drop(ctx, larder__slot_entry(w));
 		}
-		/* Relaxed: the count only bounds the walk (X2). */
+		/* Relaxed: the count only bounds the walk (TABLE-X2). */
 		if ((atomic_load_explicit(&b->ctl, LARDER__RELAXED) >> 32) == 0)
 			break;
 		b = bucket_after(t, b);
@@ -301,14 +301,14 @@ static void migrate_home(struct larder__table *t, struct larder__table *next, ui
 	b = home;
 	for (uint64_t probed = 0; probed <= t->last; probed++, b = bucket_after(t, b)) {
 		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
-			/* Acquire: the slot may hold another home's new entry. */
+			/* A-SLOT: acquire; the slot may hold another home's new entry. */
 			uint64_t w = atomic_load_explicit(&b->slot[i], LARDER__ACQUIRE);
 			uint64_t p = w & LARDER__SLOT_PTR_MASK;
 			if (p == 0 || p == LARDER__SLOT_MARKER)
 				continue;
 			if (larder__table_home(t, hash(ctx, larder__slot_entry(w))) != h)
 				continue;
-			/* R-SLOT (marker): release, after R-MOVED (X3). Only we
+			/* R-SLOT (marker): release, after R-MOVED (TABLE-X3). Only we
 			 * write h's slots, so a plain store cannot lose an update. */
 			atomic_store_explicit(&b->slot[i],
 					      (w & LARDER__SLOT_TAG_MASK) | LARDER__SLOT_MARKER,

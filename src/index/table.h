@@ -8,7 +8,7 @@
  * bucket (larder__table_home: hash bits 16..47 scaled to the bucket count) or,
  * when it is full, in the next buckets (linear probing of buckets, wrapping).
  * Any count, not only powers of two, lets a table be sized to its expected
- * entries (L1) instead of up to twice that.
+ * entries (TABLE-L1) instead of up to twice that.
  *
  * Control word: bit 0 LOCK (the home bucket's writer lock), bit 1 MOVED (this
  * home's keys now live in the next table), bits 32..63 the overflow count: how
@@ -17,12 +17,12 @@
  *
  * Concurrency (invariants asserted by tests/stress: stress.c through the
  * cache, stress_index.c on the table through growths and shrinks):
- *   X1. Readers take no lock: they load slots with acquire (A-SLOT) and see an
+ *   TABLE-X1. Readers take no lock: they load slots with acquire (A-SLOT) and see an
  *       entry whole (its publishing store is release, R-SLOT).
- *   X2. Every change to the keys of one home happens under that home's LOCK,
+ *   TABLE-X2. Every change to the keys of one home happens under that home's LOCK,
  *       so a key appears at most once in a table. Writers of other homes only
  *       claim empty slots (CAS) and adjust overflow counts (atomic add).
- *   X3. Resizing is incremental (table.c) and goes either way, by a factor
+ *   TABLE-X3. Resizing is incremental (table.c) and goes either way, by a factor
  *       2^k: the next table has buckets n x 2^k (growth: k = 1) or n / 2^k
  *       (shrinking), still a multiple of 64. Homes are multiply-shift, so a
  *       key's home in the next table follows from its old home h alone:
@@ -32,16 +32,16 @@
  *       under its lock into table->next, sets MOVED, then turns the old slots
  *       of that home into MARKERs. When shrinking, writers of the group's
  *       homes moved earlier already write the new home, so the maintainer
- *       also holds the new home's lock while it copies (X2 holds in both
+ *       also holds the new home's lock while it copies (TABLE-X2 holds in both
  *       tables; lock order old then new, and a writer never holds two). A
  *       marker never matches a key; a reader that meets a marker carrying its
  *       tag re-checks its home's MOVED bit and follows it. No stale entry
  *       pointer is ever left behind. A table is never grown and shrunk at
  *       once: it has one next.
- *   X4. Tables and entries unlinked here are freed only after a grace period.
+ *   TABLE-X4. Tables and entries unlinked here are freed only after a grace period.
  *
  * Load (docs/scale.md has the measurements behind the numbers):
- *   L1. A new table is sized so its expected entries fill FILL_NUM/FILL_DEN
+ *   TABLE-L1. A new table is sized so its expected entries fill FILL_NUM/FILL_DEN
  *       (4/5) of its slots (larder__table_buckets_for): 10^8 entries take
  *       17.9 M buckets, 11.4 B/entry, and a hit reads 1.18 buckets on
  *       average, a miss 2.0. Small tables are the exception: when filling
@@ -53,11 +53,11 @@
  *       cell: docs/bench.md), while 4 MiB is nothing in a cache's memory.
  *       A table grows (doubles) once its entries exceed GROW_NUM/GROW_DEN
  *       (7/8) of its slots (larder__table_over_load).
- *   L2. Up to the growth load the longest insert probe stays far below
+ *   TABLE-L2. Up to the growth load the longest insert probe stays far below
  *       LARDER__PROBE_LIMIT (about 200 buckets at 2^26 buckets and 7/8, by
  *       simulation; tests/unit/test_table.c checks 40,000 buckets): writers
- *       ask for growth only when the table is past L1.
- *   L3. A table shrinks once its entries are below SHRINK_NUM/SHRINK_DEN
+ *       ask for growth only when the table is past TABLE-L1.
+ *   TABLE-L3. A table shrinks once its entries are below SHRINK_NUM/SHRINK_DEN
  *       (1/8) of its slots and it is bigger than a floor (the maintainer's:
  *       the first table's size or SMALL_BUCKETS, whichever is larger), by
  *       the largest 2^k that leaves a multiple of 64 no smaller than the
@@ -67,8 +67,8 @@
  *       above 1/4 (else one more halving would have been chosen), so the
  *       entries must grow 7/4x to reach the growth load (7/8) or halve to
  *       fall under 1/8 again; after a growth the load is about 7/16, 3.5x
- *       the shrink load. At half load L2's probes stay short.
- *   H1. Tables of 2 MiB or more ask for transparent huge pages (table.c).
+ *       the shrink load. At half load TABLE-L2's probes stay short.
+ *   TABLE-H1. Tables of 2 MiB or more ask for transparent huge pages (table.c).
  */
 #ifndef LARDER_INDEX_TABLE_H
 #define LARDER_INDEX_TABLE_H
@@ -91,20 +91,20 @@
 #define LARDER__SLOT_TAG_MASK (~LARDER__SLOT_PTR_MASK)
 #define LARDER__SLOT_MARKER 1ull /* pointer field of a moved slot; never a real entry */
 /* Buckets a writer's insert may probe before it asks the maintainer to grow
- * (L2: far beyond the longest probe at the growth load). */
+ * (TABLE-L2: far beyond the longest probe at the growth load). */
 #define LARDER__PROBE_LIMIT 256
-/* L1. A build may set them (-D) to measure other loads; nothing else does. */
+/* TABLE-L1: a build may set them (-D) to measure other loads; nothing else does. */
 #ifndef LARDER__TABLE_FILL_NUM
 #define LARDER__TABLE_FILL_NUM 4u
 #define LARDER__TABLE_FILL_DEN 5u
 #endif
-/* L1: 4 MiB of buckets, below which a table is sized at half load. */
+/* TABLE-L1: 4 MiB of buckets, below which a table is sized at half load. */
 #define LARDER__TABLE_SMALL_BUCKETS (1u << 16)
 #ifndef LARDER__TABLE_GROW_NUM
 #define LARDER__TABLE_GROW_NUM 7u
 #define LARDER__TABLE_GROW_DEN 8u
 #endif
-/* L3: a table whose entries fill less than this shrinks. */
+/* TABLE-L3: a table whose entries fill less than this shrinks. */
 #define LARDER__TABLE_SHRINK_NUM 1u
 #define LARDER__TABLE_SHRINK_DEN 8u
 /* The most buckets a table may have (larder__table_home scales 32 bits). */
@@ -136,7 +136,7 @@ static inline struct larder__entry *larder__slot_entry(uint64_t word)
 	return (struct larder__entry *)(uintptr_t)(word & LARDER__SLOT_PTR_MASK);
 }
 
-/* The home bucket of hash (Lemire's multiply-shift; X3 relies on it). */
+/* The home bucket of hash (Lemire's multiply-shift; TABLE-X3 relies on it). */
 static inline uint64_t larder__table_home(const struct larder__table *t, uint64_t hash)
 {
 	return (((hash >> 16) & 0xffffffffu) * (t->last + 1)) >> 32;
@@ -190,7 +190,7 @@ uint64_t larder__table_lookup_slow_rcu(struct larder__table *t, uint64_t hash, c
  * writer changes it, and nothing is concluded from it but slot indexes; the
  * caller then loads each slot it picks with acquire (A-SLOT) and checks the
  * key. An insert the hint missed raced with the read, which may then miss it;
- * a key's slot never changes within a table (X2, X3: removal empties it,
+ * a key's slot never changes within a table (TABLE-X2, TABLE-X3: removal empties it,
  * migration turns it into a marker with the same tag), so a key present
  * throughout the read is always among the hints.
  * Elsewhere: the same compare with relaxed loads, slot by slot.
@@ -395,14 +395,14 @@ static inline uint64_t larder__table_slots(const struct larder__table *t)
 	return (t->last + 1) * LARDER__BUCKET_SLOTS;
 }
 
-/* L1: should a table holding `entries` grow? */
+/* TABLE-L1: should a table holding `entries` grow? */
 static inline int larder__table_over_load(const struct larder__table *t, uint64_t entries)
 {
 	return entries * LARDER__TABLE_GROW_DEN > larder__table_slots(t) * LARDER__TABLE_GROW_NUM;
 }
 
 /*
- * L3: the k by which a table holding `entries` should shrink (to 1/2^k of
+ * TABLE-L3: the k by which a table holding `entries` should shrink (to 1/2^k of
  * its buckets), or 0 to keep it: only below the shrink load, and only as far
  * as leaves at least `floor` buckets, a multiple of 64, at half load or less.
  */
@@ -419,7 +419,7 @@ static inline unsigned larder__table_shrink_shift(const struct larder__table *t,
 	return k;
 }
 
-/* L1: the buckets that hold `entries` at the fill load, or at half load when
+/* TABLE-L1: the buckets that hold `entries` at the fill load, or at half load when
  * that is small (before the rounding of larder__table_create). */
 static inline uint64_t larder__table_buckets_for(uint64_t entries)
 {

@@ -9,7 +9,7 @@
  * when threads' rings are drained out of order: account() counts it the
  * first time (mbits COUNTED), admit() queues it in the policy, and
  * retire_onto() takes it out of both, once (mbits DEAD), with the listener
- * call; M1-M4 in maint/maintainer.c.
+ * call; MAINT-M1..M4 in maint/maintainer.c.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -29,7 +29,7 @@ uint64_t larder__maint_entry_hash(void *ctx, const struct larder__entry *e)
 /* ---- Entry accounting ---------------------------------------------------- */
 
 /* An entry's flags and sizes, read from its header once per event and
- * passed down (E1: they never change): accounting, the policy and retiring
+ * passed down (ENTRY-E1: they never change): accounting, the policy and retiring
  * each need them, and computing them at each step cost about 10 of the
  * maintainer's 400 instructions per put (docs/bench.md). */
 struct sized {
@@ -98,7 +98,7 @@ static const enum larder_stat cause_stat[] = {
 };
 
 /*
- * M3: the one way out. notify = 0 for a touch's superseded copy. The entry
+ * MAINT-M3: the one way out. notify = 0 for a touch's superseded copy. The entry
  * goes onto *list (the collect list, or a cleared table's: see
  * larder__maint_clear_walk).
  */
@@ -122,7 +122,7 @@ static void retire_sized(struct larder__maint *m, const struct sized *s, enum la
 		if (c->listener && !m->migrating && !m->closing)
 			larder__maint_call_listener(m, e, cause);
 	}
-	e->retired_next = *list; /* E5: unlinked from every queue above */
+	e->retired_next = *list; /* ENTRY-E5: unlinked from every queue above */
 	*list = e;
 	*list_bytes += s->charge;
 }
@@ -138,6 +138,7 @@ void larder__maint_retire_onto(struct larder__maint *m, struct larder__entry *e,
 void larder__maint_retire(struct larder__maint *m, struct larder__entry *e, enum larder_cause cause,
 			  int notify)
 {
+	LARDER__MAINT_OWNER(m);
 	larder__maint_retire_onto(m, e, cause, notify, &m->collect, &m->collect_bytes);
 }
 
@@ -192,19 +193,19 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
  * owner has made none. */
 static struct larder__spill *spill_at(struct larder__handle *h)
 {
-	if (!h->spill_head) /* relaxed (V5): published by R-SPILL, acquired by A-SPILL */
+	if (!h->spill_head) /* relaxed (EV-V5): published by R-SPILL, acquired by A-SPILL */
 		h->spill_head = (struct larder__spill *)atomic_load_explicit(&h->spill_first,
 									     LARDER__RELAXED);
 	return h->spill_head;
 }
 
 /* The next unread spilled event (one exists: the caller's A-SPILL saw it);
- * frees a chunk read through, whose successor the owner has linked (V5). */
+ * frees a chunk read through, whose successor the owner has linked (EV-V5). */
 static const struct larder__event *spill_next(struct larder__handle *h)
 {
 	struct larder__spill *s = spill_at(h);
 	if (h->spill_read == LARDER__SPILL_CHUNK) {
-		/* Relaxed (V5): the owner linked it before the R-SPILL we acquired. */
+		/* Relaxed (EV-V5): the owner linked it before the R-SPILL we acquired. */
 		struct larder__spill *next =
 			(struct larder__spill *)atomic_load_explicit(&s->next, LARDER__RELAXED);
 		free(s);
@@ -217,7 +218,7 @@ static const struct larder__event *spill_next(struct larder__handle *h)
 /* Whether h's spill holds events not yet applied (a hint, like larder__maint_rings_empty). */
 static int spill_pending(const struct larder__handle *h)
 {
-	/* Relaxed: a hint whether to sleep; W1/W2 catch what it misses. */
+	/* Relaxed: a hint whether to sleep; WAKE-W1/WAKE-W2 catch what it misses. */
 	return atomic_load_explicit(&h->spilled, LARDER__RELAXED) !=
 	       atomic_load_explicit(&h->spill_taken, LARDER__RELAXED);
 }
@@ -237,10 +238,10 @@ void larder__maint_spill_free(struct larder__handle *h)
 }
 
 /* Applies h's posted events: the ring's and, merged in posting order, the
- * spill's (V4 in maint/events.h). */
+ * spill's (EV-V4 in maint/events.h). */
 static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 {
-	/* A-SPILL before A-EV (V4): acquire, pairs with R-SPILL; the spilled
+	/* A-SPILL before A-EV (EV-V4): acquire, pairs with R-SPILL; the spilled
 	 * events, and the ring events posted before them. */
 	uint64_t spilled = atomic_load_explicit(&h->spilled, LARDER__ACQUIRE);
 	/* A-EV: acquire, pairs with R-EV in larder__events_post(). */
@@ -277,7 +278,7 @@ static uint64_t drain_hits(struct larder__maint *m, struct larder__handle *h)
 	for (uint64_t i = from; i != head; i++) {
 		/* A-HIT: the sample may be newer than `head`; its own release
 		 * store still makes the entry's initialisation visible. Any entry
-		 * named here is not yet freed (M2). */
+		 * named here is not yet freed (MAINT-M2). */
 		struct larder__entry *e = (struct larder__entry *)atomic_load_explicit(
 			&h->hit[i % LARDER__HIT_RING], LARDER__ACQUIRE);
 		if ((e->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD)) ==
@@ -300,6 +301,7 @@ struct larder__handle *larder__maint_handles(struct larder *c)
 /* Drains every ring; returns the events applied, and in *hits the samples seen. */
 uint64_t larder__maint_drain_all(struct larder__maint *m, uint64_t *hits)
 {
+	LARDER__MAINT_OWNER(m);
 	uint64_t n = 0;
 	*hits = 0;
 	for (struct larder__handle *h = larder__maint_handles(m->cache); h; h = h->next)
@@ -320,7 +322,7 @@ void larder__maint_count_freed(struct larder__maint *m, uint64_t bytes)
 			      atomic_load_explicit(&m->freed_bytes, LARDER__RELAXED) + bytes,
 			      LARDER__RELEASE);
 	/* Relaxed: the budget is a count; the memory it stands for was handed
-	 * back through the slab's own ordering (SL1/SL2). */
+	 * back through the slab's own ordering (SLAB-SL1/SLAB-SL2). */
 	atomic_fetch_add_explicit(&c->budget, (int64_t)bytes, LARDER__RELAXED);
 }
 
@@ -335,6 +337,7 @@ static void free_list(struct larder *c, struct larder__entry *e)
 
 void larder__maint_free_entries(struct larder__maint *m, struct larder__entry *e, uint64_t bytes)
 {
+	LARDER__MAINT_OWNER(m);
 	free_list(m->cache, e);
 	larder__maint_count_freed(m, bytes);
 }
@@ -344,7 +347,7 @@ void larder__maint_free_entries(struct larder__maint *m, struct larder__entry *e
 static void handle_unlink(struct larder *c, struct larder__handle *h)
 {
 	uintptr_t expect = (uintptr_t)h;
-	/* Acquire on failure: we walk the newer head's links. */
+	/* A-HANDLES on failure: we walk the newer head's links. */
 	if (atomic_compare_exchange_strong_explicit(&c->handles, &expect, (uintptr_t)h->next,
 						    LARDER__ACQUIRE, LARDER__ACQUIRE))
 		return;
@@ -402,7 +405,7 @@ int larder__maint_rings_empty(struct larder *c)
 {
 	for (struct larder__handle *h = larder__maint_handles(c); h; h = h->next) {
 		/* Relaxed: only a hint whether to sleep; a missed event is caught by
-		 * the writer's wake-up (W1) or the idle timeout. */
+		 * the writer's wake-up (WAKE-W1) or the idle timeout. */
 		if (atomic_load_explicit(&h->ev_head, LARDER__RELAXED) !=
 			    atomic_load_explicit(&h->ev_tail, LARDER__RELAXED) ||
 		    spill_pending(h))

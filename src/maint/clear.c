@@ -47,7 +47,7 @@ static void walk_prefetch(const struct larder__pagedir *dir, struct larder__entr
 			__builtin_prefetch(e[i], 1);
 			continue;
 		}
-		/* Queue neighbours by id (E5; an entry in no queue names itself). */
+		/* Queue neighbours by id (ENTRY-E5; an entry in no queue names itself). */
 		if (e[i]->prev)
 			__builtin_prefetch(larder__entry_at(dir, e[i]->prev), 1);
 		__builtin_prefetch(larder__entry_at(dir, e[i]->next), 1);
@@ -217,7 +217,7 @@ static int walk_sorted(struct larder__maint *m, struct larder__table *t, uint64_
  * polled before this pass drained the rings). Its entries are freed here,
  * without the collect list's grace period: the table's own period began
  * after it was unpublished and ended before this pass drained every ring,
- * so no reader, event or hit sample can still name them (M2), and each is
+ * so no reader, event or hit sample can still name them (MAINT-M2), and each is
  * freed while still in cache.
  *
  * The order matters for memory going back. In the table's (hash) order
@@ -241,6 +241,7 @@ static int walk_sorted(struct larder__maint *m, struct larder__table *t, uint64_
  */
 uint64_t larder__maint_clear_walk(struct larder__maint *m, int ready)
 {
+	LARDER__MAINT_OWNER(m);
 	struct larder__table *g = m->gens;
 	if (!g || !ready)
 		return 0;

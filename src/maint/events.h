@@ -26,20 +26,20 @@
  * maint/handle.h.
  *
  * Invariants:
- *   V1. ev_head and hit_head are written only by the owner thread (R-EV,
+ *   EV-V1. ev_head and hit_head are written only by the owner thread (R-EV,
  *       R-HIT: release), ev_tail and hit_tail only by the maintainer (R-EVT).
- *   V2. 0 <= ev_head - ev_tail <= LARDER__EVENT_RING at all times.
- *   V3. An event is posted inside the read section in which its index change
+ *   EV-V2. 0 <= ev_head - ev_tail <= LARDER__EVENT_RING at all times.
+ *   EV-V3. An event is posted inside the read section in which its index change
  *       was made.
- *   V4. An event goes to the spill only when the ring was full at the
+ *   EV-V4. An event goes to the spill only when the ring was full at the
  *       owner's reservation. Every event carries the owner's posting number
  *       (seq), and the maintainer applies the ring's and the spill's events
  *       merged in that order, so spilling never reorders one thread's
  *       events. It reads the spill's count (A-SPILL) before the ring's head
  *       (A-EV): every ring event posted before a spilled event it sees is
  *       then seen too. It reads the whole spill in every pass that drains
- *       the ring, so V3's grace-period argument covers both.
- *   V5. A spill chunk is freed by the maintainer only once it has read all
+ *       the ring, so EV-V3's grace-period argument covers both.
+ *   EV-V5. A spill chunk is freed by the maintainer only once it has read all
  *       of it and the owner has linked its successor, so the owner never
  *       touches a freed chunk. Chunk links and the first chunk are
  *       published by the spill count's R-SPILL that follows them.
@@ -92,7 +92,7 @@ static inline int larder__events_spill_room(struct larder__handle *h)
 	if (!n)
 		return -1;
 	atomic_init(&n->next, 0);
-	/* Relaxed (V5): the maintainer follows a link only to read an event
+	/* Relaxed (EV-V5): the maintainer follows a link only to read an event
 	 * that R-SPILL published after it. */
 	if (t)
 		atomic_store_explicit(&t->next, (uintptr_t)n, LARDER__RELAXED);
@@ -113,7 +113,7 @@ static inline void larder__events_post(struct larder__handle *h, enum larder__ev
 	struct larder__event e = {
 		(uint16_t)kind, (uint16_t)cause, (uint32_t)(head + spilled), a, b, hash};
 	if (__builtin_expect(head - h->ev_tail_seen >= LARDER__EVENT_RING, 0)) {
-		/* V4: the ring was full when room was reserved. */
+		/* EV-V4: the ring was full when room was reserved. */
 		h->spill_tail->ev[h->spill_tail_n++] = e;
 		/* R-SPILL: release; the event, and the chunk links before it,
 		 * before the maintainer's A-SPILL. */

@@ -30,7 +30,7 @@ static int entry_expired(struct larder *c, struct larder__entry *e)
 {
 	if (!(larder__entry_flags(e) & LARDER__ENTRY_TTL))
 		return 0;
-	/* Relaxed: E2 in core/entry.h. */
+	/* Relaxed: ENTRY-E2 in core/entry.h. */
 	uint64_t exp = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
 	return exp != UINT64_MAX && c->clock(c->clock_ctx) >= exp;
 }
@@ -39,7 +39,7 @@ static int entry_expired(struct larder *c, struct larder__entry *e)
  * The cache clock, read at most once per pass (and only for TTL work), and
  * never earlier than in a previous pass: a clock that steps back (larder.h
  * tolerates it) must not take the wheel back, whose time only moves on
- * (W1 in ttl/wheel.c). on_due() compares deadlines with it; with the raw
+ * (WHEEL-W1 in ttl/wheel.c). on_due() compares deadlines with it; with the raw
  * reading, an entry due between the stepped-back clock and the wheel's time
  * was scheduled again behind the wheel, into its due list, which delivered
  * it again at once: the maintainer spun there for good.
@@ -57,7 +57,7 @@ static uint64_t pass_now(struct larder__maint *m)
 
 static uint64_t entry_deadline(struct larder__entry *e)
 {
-	/* Relaxed: E2 in core/entry.h; a stale value is corrected by on_due()
+	/* Relaxed: ENTRY-E2 in core/entry.h; a stale value is corrected by on_due()
 	 * or by the EV_TOUCH that follows a shortening. */
 	return atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
 }
@@ -77,7 +77,7 @@ void larder__maint_wheel_track(struct larder__maint *m, struct larder__entry *e)
 		larder__wheel_cancel(&m->wheel, link);
 		return;
 	}
-	/* E6: an entry in no queue carries its id; a queued one (a touch) asks
+	/* ENTRY-E6: an entry in no queue carries its id; a queued one (a touch) asks
 	 * its page header. */
 	uint32_t id = (e->mbits & LARDER__MBITS_QUEUED) ? larder__entry_id(e) : e->next;
 	larder__wheel_reschedule(&m->wheel, link, id, d);
@@ -96,7 +96,7 @@ static int unlink_current(struct larder *c, struct larder__entry *e)
 	struct larder__bucket *home = larder__table_lock(root, hash, &t);
 	larder__atomic_u64 *slot =
 		larder__table_find_locked(t, hash, larder__entry_key(e), e->key_len);
-	/* Relaxed: we hold the home lock, so the slot is stable (X2). */
+	/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
 	int found = slot && larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) == e;
 	if (found)
 		larder__table_erase_locked(t, hash, slot);
@@ -106,6 +106,7 @@ static int unlink_current(struct larder *c, struct larder__entry *e)
 
 uint64_t larder__maint_evict(struct larder__maint *m)
 {
+	LARDER__MAINT_OWNER(m);
 	struct larder *c = m->cache;
 	uint64_t cap =
 		atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* a stale value only delays */
@@ -156,6 +157,7 @@ static void on_due(void *ctx, struct larder__wheel_link *link, uint32_t id)
 
 uint64_t larder__maint_expire(struct larder__maint *m)
 {
+	LARDER__MAINT_OWNER(m);
 	if (!m->wheel.count) { /* an idle wheel costs no clock read */
 		m->next_due = UINT64_MAX;
 		return 0;

@@ -14,9 +14,9 @@
  * double as the hit and spill counts and are summed the same way.
  *
  * Invariants:
- *   H1. credit is the owner's alone, until the owner exits and the
+ *   HANDLE-H1. credit is the owner's alone, until the owner exits and the
  *       maintainer gives it back to the budget (maint/apply.c, dismantle).
- *   H2. A counter has one writer, the owner (relaxed load + store, no RMW),
+ *   HANDLE-H2. A counter has one writer, the owner (relaxed load + store, no RMW),
  *       and any number of readers, which sum them without a lock on the
  *       counters (each counter is exact on its own).
  */
@@ -48,7 +48,7 @@ enum larder__event_kind {
 struct larder__event {
 	uint16_t kind;
 	uint16_t cause;
-	uint32_t seq; /* the owner's posting number, ring and spill together (V4) */
+	uint32_t seq; /* the owner's posting number, ring and spill together (EV-V4) */
 	void *a;
 	void *b;
 	uint64_t hash; /* of the key of b (or a when b is NULL) */
@@ -59,11 +59,11 @@ struct larder__event {
 #define LARDER__SPILL_MAX 65536u
 
 struct larder__spill {
-	larder__atomic_uptr next; /* the owner's next chunk (V5: relaxed, published by R-SPILL) */
+	larder__atomic_uptr next; /* owner's next chunk (EV-V5: relaxed, published by R-SPILL) */
 	struct larder__event ev[LARDER__SPILL_CHUNK];
 };
 
-/* The handle's plain counters and the statistic each adds to (H2). */
+/* The handle's plain counters and the statistic each adds to (HANDLE-H2). */
 #define LARDER__HANDLE_COUNTERS(X)              \
 	X(misses, LARDER_STAT_MISSES)           \
 	X(writes, LARDER_STAT_WRITES)           \
@@ -80,12 +80,12 @@ struct larder__handle {
 	larder__atomic_u64 ev_head;       /* R-EV */
 	larder__atomic_u64 hit_head;      /* R-HIT; every hit is sampled, so also the hit count */
 	uint64_t ev_tail_seen;            /* owner only: last ev_tail read */
-	int64_t credit;                   /* H1: budget bytes reserved */
+	int64_t credit;                   /* HANDLE-H1: budget bytes reserved */
 	larder__atomic_u64 spilled;       /* events posted to the spill: R-SPILL / A-SPILL */
 	struct larder__spill *spill_tail; /* owner only: the chunk it appends to */
 	uint32_t spill_tail_n;            /* owner only: events in spill_tail */
 #define LARDER__DECLARE_COUNTER(field, stat) larder__atomic_u64 field;
-	LARDER__HANDLE_COUNTERS(LARDER__DECLARE_COUNTER) /* H2 */
+	LARDER__HANDLE_COUNTERS(LARDER__DECLARE_COUNTER) /* HANDLE-H2 */
 #undef LARDER__DECLARE_COUNTER
 
 	/* Maintainer's line. */
@@ -94,7 +94,7 @@ struct larder__handle {
 	larder__atomic_int orphaned; /* set once when the thread exits (R-ORPHAN) */
 	struct larder__handle
 		*next; /* the cache's list: pushed by CAS, unlinked by the maintainer */
-	larder__atomic_uptr spill_first;  /* the first chunk (V5: relaxed, published by R-SPILL) */
+	larder__atomic_uptr spill_first;  /* first chunk (EV-V5: relaxed, published by R-SPILL) */
 	struct larder__spill *spill_head; /* maintainer only: the chunk it reads */
 	uint32_t spill_read;              /* maintainer only: events read in spill_head */
 	larder__atomic_u64 spill_taken;   /* events the maintainer has read: its own count,
@@ -107,7 +107,7 @@ struct larder__handle {
 
 static inline uint64_t larder__stat_bump(larder__atomic_u64 *counter, uint64_t by)
 {
-	/* Relaxed load+store, no RMW (H2): the owner is the only writer, and a
+	/* Relaxed load+store, no RMW (HANDLE-H2): the owner is the only writer, and a
 	 * statistic orders nothing. */
 	uint64_t v = atomic_load_explicit(counter, LARDER__RELAXED) + by;
 	atomic_store_explicit(counter, v, LARDER__RELAXED);
@@ -117,7 +117,7 @@ static inline uint64_t larder__stat_bump(larder__atomic_u64 *counter, uint64_t b
 /* Adds h's statistics to values[] (indexed by enum larder_stat). */
 static inline void larder__handle_stats_add(const struct larder__handle *h, uint64_t *values)
 {
-	/* Relaxed: statistics, each exact on its own (H2). */
+	/* Relaxed: statistics, each exact on its own (HANDLE-H2). */
 #define LARDER__ADD_COUNTER(field, stat) \
 	values[stat] += atomic_load_explicit(&h->field, LARDER__RELAXED);
 	LARDER__HANDLE_COUNTERS(LARDER__ADD_COUNTER)

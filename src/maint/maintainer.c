@@ -22,7 +22,7 @@
  *      are scheduled again (at most EXPIRE_PER_PASS per pass); then
  *      cascade a bounded number of timers ahead of time;
  *   7. evict while live bytes + what waiting writers want > capacity;
- *   8. grow or shrink the index (a chunk of homes per pass; L1 and L3 in
+ *   8. grow or shrink the index (a chunk of homes per pass; TABLE-L1 and TABLE-L3 in
  *      index/table.h);
  *   9. start a grace period for what was retired, when none is running and
  *      one is due (gp_due: 64 KiB retired, a writer waiting, or 1 ms).
@@ -49,18 +49,19 @@
  * later (larder__test_quiesce wakes it at once).
  *
  * Expire-after-access (larder_config_set_expiry): readers move deadlines
- * later themselves, at the read (core/cache.c, extend_on_read; E4 in
+ * later themselves, at the read (core/cache.c, extend_on_read; ENTRY-E4 in
  * core/entry.h); to the wheel such a deadline is one more that moved later
  * in place.
  *
  * Invariants (checked by tests/stress via the quiesce and walk seams):
- *   M1. live_count/live_bytes equal the entries (and slot bytes) in the index
+ *   MAINT-M1. live_count/live_bytes equal the entries (and slot bytes) in the index
  *       once every event has been applied (quiescent).
- *   M2. An entry is freed only after a grace period that began after it was
+ *   MAINT-M2. An entry is freed only after a grace period that began after it was
  *       unlinked, and after every ring was drained following that period.
- *   M3. Every entry leaves through retire_sized() (maint/apply.c), exactly once, with its cause;
+ *   MAINT-M3. Every entry leaves through retire_sized() (maint/apply.c), exactly once,
+ *       with its cause;
  *       the listener sees every cause except RELOCATE's internal copies.
- *   M4. Evictions stop once live_bytes + wanted <= capacity, so with writers
+ *   MAINT-M4. Evictions stop once live_bytes + wanted <= capacity, so with writers
  *       limited by the budget, used bytes <= capacity + overshoot bound.
  */
 #define _GNU_SOURCE
@@ -88,7 +89,9 @@
 
 void larder__maint_wake_writers(struct larder *c)
 {
-	/* Relaxed: the seq bump is the futex word; waiters re-check the budget. */
+	/* R-ROOM: release, pairs with A-ROOM: the room this pass freed before
+	 * a writer re-checks the budget. The seq is also the futex word that
+	 * waiters sleep on (WAKE-W3). */
 	atomic_fetch_add_explicit(&c->room_seq, 1, LARDER__RELEASE);
 	if (atomic_load_explicit(&c->room_waiters, LARDER__RELAXED))
 		larder__futex_wake(&c->room_seq, INT32_MAX);
@@ -110,7 +113,7 @@ static int gp_due(struct larder__maint *m)
 	       larder__monotonic_ns() - m->gp_started_ns >= GP_INTERVAL_NS;
 }
 
-/* Test seam: the queues are ours (E3), so the check runs here, on request. */
+/* Test seam: the queues are ours (ENTRY-E3), so the check runs here, on request. */
 static void check_links_if_asked(struct larder__maint *m)
 {
 	/* A-CHKQ: acquire, pairs with R-CHKQ: the asker's earlier operations. */
@@ -128,11 +131,12 @@ static void check_links_if_asked(struct larder__maint *m)
 /* One pass; returns how much it did (0 = idle). */
 static uint64_t maint_pass(struct larder__maint *m)
 {
+	LARDER__MAINT_OWNER(m);
 	struct larder *c = m->cache;
 	uint64_t work = 0;
 	larder__stat_bump(&m->pass_seq, 1);
 	m->have_now = 0;
-	/* Q1: orders the pass number before this pass's ring reads; with the
+	/* QUIESCE-Q1: orders the pass number before this pass's ring reads; with the
 	 * fence in larder__test_quiesce(), a pass numbered after the quiescer
 	 * read pass_seq sees everything the quiescer posted before. */
 	atomic_thread_fence(LARDER__SEQ_CST);
@@ -146,7 +150,7 @@ static uint64_t maint_pass(struct larder__maint *m)
 	 * only where they must come on time: a policy that counts them
 	 * (hits_keep_awake, evict/policy.h) or expire-after-access, whose
 	 * deadlines they extend. Otherwise a read-only phase lets it sleep: the
-	 * rings keep each thread's latest samples, the accessed mark (E7) the
+	 * rings keep each thread's latest samples, the accessed mark (ENTRY-E7) the
 	 * rest, and no maintainer write invalidates lines the readers share
 	 * (2 reader threads: 1.80x one thread's reads with polling, 2.0x without). */
 	work += events + (hits != 0 && m->hits_keep_awake);
@@ -181,11 +185,16 @@ static uint64_t maint_pass(struct larder__maint *m)
 	atomic_store_explicit(&m->stat[LARDER_STAT_ENTRIES], m->live_count, LARDER__RELAXED);
 	check_links_if_asked(m);
 	int pending = m->collect || m->waiting || m->gens || m->tables || m->growing;
-	if (!work && !pending)
-		/* Q2: release; the quiesce seam acquires it (Q3). */
+	if (!work && !pending) {
+		/* A quiesce point: the retired lists are empty, so are their byte
+		 * counts, and the live totals agree on emptiness (MAINT-M1). */
+		LARDER__ASSERT(m->collect_bytes == 0 && m->waiting_bytes == 0);
+		LARDER__ASSERT((m->live_count == 0) == (m->live_bytes == 0));
+		/* QUIESCE-Q2: release; the quiesce seam acquires it (QUIESCE-Q3). */
 		atomic_store_explicit(&m->idle_seq,
 				      atomic_load_explicit(&m->pass_seq, LARDER__RELAXED),
 				      LARDER__RELEASE);
+	}
 	/* A test seam waits for this pass: an idle one bumps nothing else.
 	 * Relaxed: a hint; the seam's wait is bounded anyway. */
 	if (atomic_load_explicit(&m->seam_waiters, LARDER__RELAXED))
@@ -200,7 +209,7 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 		return;
 	if (work) {
 		/* The batching window: a writer whose ring is half full cuts it
-		 * short (W1); relaxed, the futex word needs no ordering here. */
+		 * short (WAKE-W1); relaxed, the futex word needs no ordering here. */
 		atomic_store_explicit(&c->maint_sleeping, MAINT_WINDOW, LARDER__RELAXED);
 		larder__futex_wait(&c->maint_sleeping, MAINT_WINDOW, WINDOW_NS);
 		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* awake; as above */
@@ -217,12 +226,12 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 		if (m->next_due - now < IDLE_NS / 1000000u)
 			sleep_ns = (m->next_due - now) * 1000000u;
 	}
-	/* W2: announce sleep, then re-check the rings (Dekker with W1 in
+	/* WAKE-W2: announce sleep, then re-check the rings (Dekker with WAKE-W1 in
 	 * larder__maint_wake(): one of us sees the other). */
 	atomic_store_explicit(&c->maint_sleeping, MAINT_IDLE, LARDER__SEQ_CST);
 	if (larder__maint_rings_empty(c) && !atomic_load_explicit(&c->stop, LARDER__SEQ_CST))
 		larder__futex_wait(&c->maint_sleeping, MAINT_IDLE, sleep_ns);
-	/* Relaxed: awake again; the next pass's reads are ordered by Q1. */
+	/* Relaxed: awake again; the next pass's reads are ordered by QUIESCE-Q1. */
 	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED);
 }
 
@@ -252,13 +261,13 @@ static void *maint_main(void *arg)
 
 void larder__maint_wake(struct larder *c, const struct larder__handle *posted)
 {
-	/* W1: seq_cst fence between what the caller changed (its event post,
-	 * R-EV, or a flag) and this load; pairs with W2 in maint_sleep(). */
+	/* WAKE-W1: seq_cst fence between what the caller changed (its event post,
+	 * R-EV, or a flag) and this load; pairs with WAKE-W2 in maint_sleep(). */
 	atomic_thread_fence(LARDER__SEQ_CST);
-	uint32_t s = atomic_load_explicit(&c->maint_sleeping, LARDER__RELAXED); /* after W1 */
+	uint32_t s = atomic_load_explicit(&c->maint_sleeping, LARDER__RELAXED); /* after WAKE-W1 */
 	if (s == MAINT_AWAKE || (s == MAINT_WINDOW && posted && !larder__events_half_full(posted)))
 		return;
-	/* Relaxed: the futex word; W1 already ordered the caller's change before it. */
+	/* Relaxed: the futex word; WAKE-W1 already ordered the caller's change before it. */
 	if (atomic_exchange_explicit(&c->maint_sleeping, MAINT_AWAKE, LARDER__RELAXED))
 		larder__futex_wake(&c->maint_sleeping, 1);
 }
@@ -369,7 +378,8 @@ void larder__maint_destroy(struct larder *c)
 
 void larder__maint_stop(struct larder *c)
 {
-	/* R-STOP: release, pairs with A-STOP. */
+	/* R-STOP: seq_cst (a release would do for A-STOP, which it pairs with;
+	 * larder__maint_wake() then orders it before its sleeper check, WAKE-W1). */
 	atomic_store_explicit(&c->stop, 1, LARDER__SEQ_CST);
 	larder__maint_wake(c, NULL);
 	pthread_join(c->thread, NULL);

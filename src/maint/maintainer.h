@@ -24,7 +24,7 @@ void larder__maint_destroy(struct larder *cache);
 /*
  * The one way to wake the maintainer. After posting an event through
  * `posted`: wakes it if it sleeps idle, or if it waits out a batching window
- * while that handle's ring is half full (W1, a Dekker with W2 in its sleep).
+ * while that handle's ring is half full (WAKE-W1, a Dekker with WAKE-W2 in its sleep).
  * With posted NULL: wakes it if it sleeps at all (the caller changed
  * something no ring shows: the capacity, the stop flag, a thread's exit, a
  * writer waiting for room, a test seam).

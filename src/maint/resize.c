@@ -1,5 +1,5 @@
 /*
- * maint/resize.c - growing and shrinking the index (L1 and L3 in
+ * maint/resize.c - growing and shrinking the index (TABLE-L1 and TABLE-L3 in
  * index/table.h): a chunk of homes per pass moves into the next table,
  * whose root replaces the old one at the end (R-ROOT); the old table is
  * freed after a grace period.
@@ -10,7 +10,7 @@
 #include "sync/reclaim.h"
 
 #define MIGRATE_PER_PASS 1024u
-/* A shrinking table is under 1/8 full (L3): 8x the homes hold about the
+/* A shrinking table is under 1/8 full (TABLE-L3): 8x the homes hold about the
  * entries a growth's chunk moves. */
 #define SHRINK_PER_PASS (8u * MIGRATE_PER_PASS)
 
@@ -71,7 +71,7 @@ static uint64_t root_entries(struct larder__maint *m)
 }
 
 /*
- * L3: starts shrinking root if it is sparse. Only while the count is exact
+ * TABLE-L3: starts shrinking root if it is sparse. Only while the count is exact
  * (no cleared table left to walk, see root_entries()) and final: while
  * evictions are still to come (a capacity cut) it falls further, and a
  * shrink then would call for another one soon after.
@@ -88,6 +88,7 @@ static int shrink_begin(struct larder__maint *m, struct larder__table *root)
 
 int larder__maint_resize(struct larder__maint *m)
 {
+	LARDER__MAINT_OWNER(m);
 	struct larder *c = m->cache;
 	struct larder__table *root = (struct larder__table *)atomic_load_explicit(
 		&c->table, LARDER__ACQUIRE); /* A-ROOT */

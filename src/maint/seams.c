@@ -24,6 +24,7 @@ static void seam_wake_and_wait(struct larder *c)
 {
 	struct larder__maint *m = c->maint;
 	atomic_fetch_add_explicit(&m->seam_waiters, 1, LARDER__RELAXED); /* a count */
+	/* A-ROOM: acquire, pairs with R-ROOM: a pass that moved it is seen. */
 	uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
 	larder__maint_wake(c, NULL);
 	larder__futex_wait(&c->room_seq, seq, 1000000u);
@@ -34,10 +35,10 @@ int larder__test_quiesce(larder *c, uint64_t timeout_ms)
 {
 	struct larder__maint *m = c->maint;
 	uint64_t deadline = larder__monotonic_ns() + timeout_ms * 1000000u;
-	atomic_thread_fence(LARDER__SEQ_CST); /* Q1's partner */
+	atomic_thread_fence(LARDER__SEQ_CST); /* QUIESCE-Q1's partner */
 	/* A pass numbered above the value read here drains all we posted. */
 	uint64_t after = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + 1;
-	/* Q3: acquire, pairs with Q2: that pass's frees are visible. Then the
+	/* QUIESCE-Q3: acquire, pairs with QUIESCE-Q2: that pass's frees are visible. Then the
 	 * pages they emptied must be unmapped too (the slab's lock orders it). */
 	while (atomic_load_explicit(&m->idle_seq, LARDER__ACQUIRE) < after ||
 	       larder__slab_returning(&c->slab)) {

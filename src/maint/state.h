@@ -23,7 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/assert.h"
 #include "core/entry.h"
+#include "core/thread.h"
 #include "evict/policy.h"
 #include "index/table.h"
 #include "larder.h"
@@ -33,6 +35,12 @@
 #include "ttl/wheel.h"
 
 struct larder;
+
+/* The owner-only fields below may be touched here: the caller is a
+ * maintainer thread (core/thread.h), or the closing thread once the
+ * maintainer has stopped (larder__maint_destroy sets closing first). */
+#define LARDER__MAINT_OWNER(m) \
+	LARDER__ASSERT((m)->closing || (larder__tls && larder__tls->maintainer))
 
 /* A pass that did this much work runs the next one at once (no window). */
 #define LARDER__MAINT_BUSY_PASS 256u
@@ -74,14 +82,14 @@ struct larder__maint {
 	struct larder__clear_walk clear; /* of gens, the head */
 	struct larder__table *growing;   /* being resized into its next, either way */
 	uint64_t cleared_goal;           /* the CLEARED count once the cleared tables are walked */
-	/* L3: the fewest buckets a shrink leaves: SMALL_BUCKETS or the first
+	/* TABLE-L3: the fewest buckets a shrink leaves: SMALL_BUCKETS or the first
 	 * table's size if larger. Ours; relaxed, only the test seam
 	 * larder__test_index_floor() writes it from another thread. */
 	larder__atomic_u64 index_floor;
 	uint64_t policy_capacity; /* the capacity last given to the policy */
 	int migrating; /* inside larder__maint_migrate(): the listener waits for its end */
 	int closing;   /* larder__maint_destroy(): no listener calls (on the closer's thread) */
-	struct larder__wheel wheel; /* counted entries with a deadline (E3: ours) */
+	struct larder__wheel wheel; /* counted entries with a deadline (ENTRY-E3: ours) */
 	uint64_t next_due;          /* larder__wheel_next() after the last advance */
 	uint64_t now_ms;            /* the cache clock, read once per pass when needed;
 				     * never moves back (maint/evict.c, pass_now) */
@@ -101,7 +109,7 @@ struct larder__maint {
 	larder__atomic_int check_ok;
 };
 
-/* Adds by to the maintainer's counter s (H2's rule: one writer). */
+/* Adds by to the maintainer's counter s (HANDLE-H2's rule: one writer). */
 static inline void larder__maint_bump(struct larder__maint *m, enum larder_stat s, uint64_t by)
 {
 	larder__stat_bump(&m->stat[s], by);
@@ -127,7 +135,7 @@ uint64_t larder__maint_entry_hash(void *ctx, const struct larder__entry *e);
 /* Calls the removal listener (which may take as long as it likes). */
 void larder__maint_call_listener(struct larder__maint *m, struct larder__entry *e,
 				 enum larder_cause cause);
-/* M3: the one way out of the live totals and the policy, onto *list
+/* MAINT-M3: the one way out of the live totals and the policy, onto *list
  * (counting its charge into *list_bytes). notify = 0 for a touch's
  * superseded copy. */
 void larder__maint_retire_onto(struct larder__maint *m, struct larder__entry *e,

@@ -2,7 +2,7 @@
  * mem/pagedir.c - the id directory: runs of id blocks handed to pages.
  *
  * Allocation of runs (under the owner's lock, once per page, never per slot):
- * a freed run of the same length first (a stack per length, D3), else fresh
+ * a freed run of the same length first (a stack per length, PAGEDIR-D3), else fresh
  * blocks from the top, else the first longer freed run, split. A workload that
  * moves between size classes leaves runs of other lengths behind; splitting
  * reuses them once the top is exhausted, so the ids run out only when nearly
@@ -34,7 +34,7 @@ int larder__pagedir_init(struct larder__pagedir *d)
 	if (p == MAP_FAILED)
 		return -1;
 	d->dir = p;
-	d->top = 1; /* D1: block 0 holds the null id */
+	d->top = 1; /* PAGEDIR-D1: block 0 holds the null id */
 	return 0;
 }
 
@@ -63,18 +63,18 @@ static int grow_locked(struct larder__pagedir *d, uint32_t need)
 
 static void push_run_locked(struct larder__pagedir *d, uint32_t block, uint32_t len)
 {
-	d->dir[block] = d->free_run[len]; /* D3: no one translates a free block's ids */
+	d->dir[block] = d->free_run[len]; /* PAGEDIR-D3: no one translates a free block's ids */
 	d->free_run[len] = block;
 }
 
 static uint32_t pop_run_locked(struct larder__pagedir *d, uint32_t len)
 {
 	uint32_t b = d->free_run[len];
-	d->free_run[len] = (uint32_t)d->dir[b]; /* D3: the link push_run_locked() left */
+	d->free_run[len] = (uint32_t)d->dir[b]; /* PAGEDIR-D3: the link push_run_locked() left */
 	return b;
 }
 
-/* A run of len blocks (D3), or 0 when there is none. */
+/* A run of len blocks (PAGEDIR-D3), or 0 when there is none. */
 static uint32_t take_run_locked(struct larder__pagedir *d, uint32_t len)
 {
 	if (d->free_run[len])
@@ -108,7 +108,7 @@ int larder__pagedir_add_locked(struct larder__pagedir *d, struct larder__pageid 
 		return -1;
 	for (uint32_t i = 0; i < len; i++) {
 		uint64_t at = base + (uint64_t)i * LARDER__PAGEDIR_BLOCK * slot_bytes;
-		d->dir[b + i] = (uint64_t)(slot_bytes / 8) << 48 | at; /* D2 */
+		d->dir[b + i] = (uint64_t)(slot_bytes / 8) << 48 | at; /* PAGEDIR-D2 */
 	}
 	pg->first_id = b << LARDER__PAGEDIR_BLOCK_BITS;
 	pg->slots_offset = (uint32_t)(base - (uintptr_t)pg);

@@ -24,20 +24,20 @@
  * under the slab lock.
  *
  * Invariants (tests/unit/test_pagedir.c):
- *   D1. Id 0 is the null link: block 0 is never handed out. Ids at or above
+ *   PAGEDIR-D1. Id 0 is the null link: block 0 is never handed out. Ids at or above
  *       LARDER__PAGEDIR_ID_LIMIT are never handed out either (the TTL wheel
  *       uses them as list tags, ttl/wheel.h).
- *   D2. dir[b] of a block in use is written (under the owner's lock) before
+ *   PAGEDIR-D2. dir[b] of a block in use is written (under the owner's lock) before
  *       any slot of its page is handed out; an id is translated only while
  *       its slot holds an entry, which was published after its page's blocks
  *       were written (the index's R-SLOT/A-SLOT or an event's R-EV/A-EV carry
  *       the order), and a word is rewritten only when its page is formatted
  *       or retired, with no entry in it. So the words are plain memory, as
- *       an entry's E1 fields are: every read happens after the write it
+ *       an entry's ENTRY-E1 fields are: every read happens after the write it
  *       reads, and no write races with it. (Plain, not relaxed atomics, so
  *       that the compiler keeps the directory's address in a register
  *       across the links it rewrites.)
- *   D3. A block is in at most one page's run; a freed run keeps the index of
+ *   PAGEDIR-D3. A block is in at most one page's run; a freed run keeps the index of
  *       the next free run of its length in dir[first block].
  * Limit: at most 2^32 - 2^12 ids in use at once; a page uses its slot count
  * rounded up to 64 ids (a large entry 64), so about 4 * 10^9 small entries.
@@ -65,7 +65,7 @@
 #define LARDER__PAGEDIR_LARGE_PREFIX 64u
 
 /* The start of every slab page and large mapping. Written by the page's
- * formatter under the slab lock, read by the maintainer (D2). */
+ * formatter under the slab lock, read by the maintainer (PAGEDIR-D2). */
 struct larder__pageid {
 	uint32_t first_id;     /* id of slot 0; 0 while the page has no ids */
 	uint32_t slots_offset; /* from the page start to slot 0 */
@@ -74,11 +74,11 @@ struct larder__pageid {
 };
 
 struct larder__pagedir {
-	uint64_t *dir; /* LARDER__PAGEDIR_BLOCKS words, reserved; D2 */
+	uint64_t *dir; /* LARDER__PAGEDIR_BLOCKS words, reserved; PAGEDIR-D2 */
 	/* Under the owner's lock (the slab lock): */
 	uint32_t top;       /* blocks below were handed out at least once */
 	uint32_t writable;  /* blocks below are mapped read-write */
-	uint32_t free_run[LARDER__PAGEDIR_RUN_MAX + 1]; /* D3: by run length; 0 = none */
+	uint32_t free_run[LARDER__PAGEDIR_RUN_MAX + 1]; /* PAGEDIR-D3: by run length; 0 = none */
 	/* Statistics; relaxed: nothing is ordered by them. */
 	larder__atomic_u64 ids_in_use; /* slot ids of pages holding ids now */
 };
@@ -91,17 +91,17 @@ void larder__pagedir_destroy(struct larder__pagedir *d);
  * Owner's lock held: gives the nslots slots of slot_bytes each, starting at
  * slots, ids, and records them in *pg (first_id, recip, slots_offset from
  * pg). Returns 0, or -1 when the ids are used up, the directory cannot grow,
- * or slots lies above 2^48 (D1, limit above). Never blocks otherwise.
+ * or slots lies above 2^48 (PAGEDIR-D1, limit above). Never blocks otherwise.
  */
 int larder__pagedir_add_locked(struct larder__pagedir *d, struct larder__pageid *pg,
 			       void *slots, uint32_t nslots, uint32_t slot_bytes);
 /* Owner's lock held: gives pg's ids back (no slot of it may be linked). */
 void larder__pagedir_remove_locked(struct larder__pagedir *d, struct larder__pageid *pg);
 
-/* The address of slot id (in use: D2). One load from the directory. */
+/* The address of slot id (in use: PAGEDIR-D2). One load from the directory. */
 static inline void *larder__pagedir_slot(const struct larder__pagedir *d, uint32_t id)
 {
-	uint64_t v = d->dir[id >> LARDER__PAGEDIR_BLOCK_BITS]; /* D2 */
+	uint64_t v = d->dir[id >> LARDER__PAGEDIR_BLOCK_BITS]; /* PAGEDIR-D2 */
 	uintptr_t base = (uintptr_t)(v & ((UINT64_C(1) << 48) - 1));
 	return (void *)(base + (uintptr_t)(id & (LARDER__PAGEDIR_BLOCK - 1)) *
 				       (uintptr_t)((v >> 48) << 3));

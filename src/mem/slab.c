@@ -12,20 +12,23 @@
  *     LISTED  it is on its class's available list
  * A page is never both: taking it from the list clears LISTED and sets OWNED.
  *
- * Invariants (checked by tests/unit/slab and the stress test's walk):
- *   S1. A free slot has its bit set in exactly one of owner_free, maint_free;
+ * Invariants (checked where they could break by LARDER__ASSERT, core/assert.h,
+ * which tests/unit/test_assert.c shows firing for SLAB-S1; and by
+ * tests/unit/test_memory.c, tests/unit/test_pagedir.c and the stress tests'
+ * walks):
+ *   SLAB-S1. A free slot has its bit set in exactly one of owner_free, maint_free;
  *       an allocated slot in neither.
- *   S2. owner_free is touched only by the owning cursor's thread. maint_free
+ *   SLAB-S2. owner_free is touched only by the owning cursor's thread. maint_free
  *       is set by the maintainer (atomic OR, release) and emptied by the owner
  *       (atomic exchange, acquire), so a slot's last reads by the maintainer
- *       (listener, poisoning) happen before its reuse (SL1/SL2).
- *   S3. A page with a free slot and no owner is on the available list. Both
+ *       (listener, poisoning) happen before its reuse (SLAB-SL1/SLAB-SL2).
+ *   SLAB-S3. A page with a free slot and no owner is on the available list. Both
  *       sides check the other's flag after their own store (seq_cst; a Dekker
- *       pair SL3/SL4): a free racing with a release lists the page at least
+ *       pair SLAB-SL3/SLAB-SL4): a free racing with a release lists the page at least
  *       once, and the lock makes it exactly once.
- *   S4. A page is unmapped only when unowned and every bit of maint_free is
+ *   SLAB-S4. A page is unmapped only when unowned and every bit of maint_free is
  *       set, under the lock, so no writer can be taking it.
- *   S5. An empty page beyond the reserve leaves every list under the lock
+ *   SLAB-S5. An empty page beyond the reserve leaves every list under the lock
  *       and goes onto to_unmap; from then on only the returner thread
  *       touches it (to unmap it), so giving memory back never blocks the
  *       maintainer on the kernel (0.1-0.2 s of CPU per GiB here: docs/memory.md).
@@ -42,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/assert.h"
 #include "mem/pages.h"
 
 enum { PAGE_OWNED = 1u, PAGE_LISTED = 2u };
@@ -59,7 +63,7 @@ struct larder__page {
 	uint32_t maint_offset; /* of maint_free; owner_free follows this header */
 	/* Published slots the maintainer knows of: written by the maintainer only,
 	 * read under the lock by writers releasing a page; relaxed, because
-	 * retirement re-checks the bitmap (S4) and only uses this as a hint. */
+	 * retirement re-checks the bitmap (SLAB-S4) and only uses this as a hint. */
 	larder__atomic_u32 live;
 	uint32_t owner_hint;   /* owner only: first word that may have a free bit */
 	larder__atomic_u32 state;
@@ -274,6 +278,7 @@ void larder__slab_destroy(struct larder__slab *s)
 
 static void avail_push_locked(struct larder__slab *s, struct larder__page *pg)
 {
+	LARDER__ASSERT_HELD(&s->lock);
 	struct larder__page **head = &s->avail[pg->size_class];
 	pg->avail_prev = NULL;
 	pg->avail_next = *head;
@@ -284,6 +289,11 @@ static void avail_push_locked(struct larder__slab *s, struct larder__page *pg)
 
 static void avail_unlink_locked(struct larder__slab *s, struct larder__page *pg)
 {
+	LARDER__ASSERT_HELD(&s->lock);
+	/* Only a listed page is on the list; relaxed: state changes under the lock. */
+	LARDER__ASSERT(atomic_load_explicit(&pg->state, LARDER__RELAXED) == PAGE_LISTED);
+	LARDER__ASSERT(pg->avail_prev ? pg->avail_prev->avail_next == pg
+				      : s->avail[pg->size_class] == pg);
 	if (pg->avail_prev)
 		pg->avail_prev->avail_next = pg->avail_next;
 	else
@@ -297,7 +307,7 @@ static int steal_maint(struct larder__page *pg)
 {
 	uint64_t got = 0;
 	for (uint32_t w = 0; w < pg->nwords; w++) {
-		/* SL2: acquire, pairs with SL1 in larder__slab_free(): the
+		/* SLAB-SL2: acquire, pairs with SLAB-SL1 in larder__slab_free(): the
 		 * maintainer's last use of these slots happens before our reuse. */
 		uint64_t bits = atomic_exchange_explicit(&maint_free(pg)[w], 0, LARDER__ACQUIRE);
 		owner_free(pg)[w] |= bits;
@@ -330,8 +340,9 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 	pthread_mutex_lock(&s->lock);
 	pg = s->avail[c];
 	if (pg) {
+		LARDER__ASSERT(pg->size_class == c);
 		avail_unlink_locked(s, pg);
-		/* SL4 side: the page changes hands under the lock. */
+		/* SLAB-SL4 side: the page changes hands under the lock. */
 		atomic_store_explicit(&pg->state, PAGE_OWNED, LARDER__SEQ_CST);
 		pthread_mutex_unlock(&s->lock);
 		steal_maint(pg);
@@ -361,7 +372,7 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 		return NULL;
 	}
 	audit_add(&s->class_pages[c], 1);
-	/* SL4 side, under the lock like every state change. */
+	/* SLAB-SL4 side, under the lock like every state change. */
 	atomic_store_explicit(&pg->state, PAGE_OWNED, LARDER__SEQ_CST);
 	pg->all_prev = NULL;
 	pg->all_next = s->all;
@@ -375,7 +386,7 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 static int maint_any(struct larder__page *pg)
 {
 	for (uint32_t w = 0; w < pg->nwords; w++) {
-		/* SL3: seq_cst, the load half of the Dekker pair with SL4. */
+		/* SLAB-SL3: seq_cst, the load half of the Dekker pair with SLAB-SL4. */
 		if (atomic_load_explicit(&maint_free(pg)[w], LARDER__SEQ_CST))
 			return 1;
 	}
@@ -387,7 +398,7 @@ static int maint_full(struct larder__page *pg)
 	uint32_t count = 0;
 	for (uint32_t w = 0; w < pg->nwords; w++)
 		/* Relaxed: under the lock, only the maintainer adds bits, and
-		 * more bits only make the page emptier (S4). */
+		 * more bits only make the page emptier (SLAB-S4). */
 		count += (uint32_t)__builtin_popcountll(
 			atomic_load_explicit(&maint_free(pg)[w], LARDER__RELAXED));
 	return count == pg->nslots;
@@ -398,6 +409,10 @@ static void page_return_locked(struct larder__slab *s, struct larder__page *pg);
 /* Removes an empty, unowned page from the slab: to the reserve or the OS. */
 static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
 {
+	LARDER__ASSERT_HELD(&s->lock);
+	/* SLAB-S4: unowned, every slot in maint_free (relaxed: under the lock). */
+	LARDER__ASSERT(!(atomic_load_explicit(&pg->state, LARDER__RELAXED) & PAGE_OWNED));
+	LARDER__ASSERT(maint_full(pg));
 	if (atomic_load_explicit(&pg->state, LARDER__RELAXED) & PAGE_LISTED)
 		avail_unlink_locked(s, pg);
 	atomic_store_explicit(&pg->state, 0, LARDER__RELAXED); /* no one else can see it now */
@@ -426,6 +441,7 @@ static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
 /* Hands pg (empty, on no list) to the returner thread, to unmap. */
 static void page_return_locked(struct larder__slab *s, struct larder__page *pg)
 {
+	LARDER__ASSERT_HELD(&s->lock);
 	/* Started here, not at init: a slab that never gives a page back (the
 	 * simulator's, a small cache's) costs no thread. */
 	if (s->returner_state == 0)
@@ -445,12 +461,14 @@ static void page_return_locked(struct larder__slab *s, struct larder__page *pg)
 /*
  * Unowned page with free slots: list it (once). Empty, and we are the
  * maintainer: retire it. Only the maintainer retires, because it may be
- * between its bit-set and its own settle for this very page (S4).
+ * between its bit-set and its own settle for this very page (SLAB-S4).
  */
 static void page_settle_locked(struct larder__slab *s, struct larder__page *pg, int maintainer)
 {
-	/* SL3 side: seq_cst, against a release racing with a free. */
+	LARDER__ASSERT_HELD(&s->lock);
+	/* SLAB-SL3 side: seq_cst, against a release racing with a free. */
 	uint32_t st = atomic_load_explicit(&pg->state, LARDER__SEQ_CST);
+	LARDER__ASSERT(st != (PAGE_OWNED | PAGE_LISTED)); /* never both */
 	if (st & PAGE_OWNED)
 		return;
 	if (maintainer && atomic_load_explicit(&pg->live, LARDER__RELAXED) == 0 && maint_full(pg)) {
@@ -458,7 +476,8 @@ static void page_settle_locked(struct larder__slab *s, struct larder__page *pg, 
 		return;
 	}
 	if (!(st & PAGE_LISTED) && maint_any(pg)) {
-		atomic_store_explicit(&pg->state, PAGE_LISTED, LARDER__SEQ_CST); /* under the lock */
+		/* SLAB-SL4 side: seq_cst, under the lock like every state change. */
+		atomic_store_explicit(&pg->state, PAGE_LISTED, LARDER__SEQ_CST);
 		avail_push_locked(s, pg);
 	}
 }
@@ -468,13 +487,15 @@ static void page_release(struct larder__slab *s, struct larder__page *pg, int ma
 	pthread_mutex_lock(&s->lock);
 	for (uint32_t w = 0; w < pg->nwords; w++) {
 		if (owner_free(pg)[w]) {
-			/* SL1 (owner side): release, like the maintainer's frees. */
-			atomic_fetch_or_explicit(&maint_free(pg)[w], owner_free(pg)[w],
-						 LARDER__RELEASE);
+			/* SLAB-SL1 (owner side): release, like the maintainer's frees. */
+			uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[w],
+								owner_free(pg)[w], LARDER__RELEASE);
+			LARDER__ASSERT(!(was & owner_free(pg)[w])); /* SLAB-S1: in both bitmaps */
+			(void)was;
 			owner_free(pg)[w] = 0;
 		}
 	}
-	/* SL4: seq_cst store before reading maint_free in page_settle_locked(). */
+	/* SLAB-SL4: seq_cst store before reading maint_free in page_settle_locked(). */
 	atomic_store_explicit(&pg->state, 0, LARDER__SEQ_CST);
 	page_settle_locked(s, pg, maintainer);
 	pthread_mutex_unlock(&s->lock);
@@ -575,13 +596,16 @@ void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes)
 	}
 }
 
-/* n slots of pg had their maint_free bits set (SL1): the live counts drop,
+/* n slots of pg had their maint_free bits set (SLAB-SL1): the live counts drop,
  * and the page is listed or retired if it has to be. */
 static void page_slots_freed(struct larder__slab *s, struct larder__page *pg, uint32_t n)
 {
+	LARDER__ASSERT(atomic_load_explicit(&pg->live, LARDER__RELAXED) >= n); /* ours */
 	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - n;
 	atomic_store_explicit(&pg->live, live, LARDER__RELAXED); /* single writer */
 	class_live_add(s, pg->size_class, -(int64_t)n);
+	/* SLAB-SL3 side: seq_cst, after our SLAB-SL1 OR: a release racing with
+	 * this free either sees our bits or is seen here (SLAB-S3). */
 	uint32_t st = atomic_load_explicit(&pg->state, LARDER__SEQ_CST);
 	if (st & PAGE_OWNED)
 		return;
@@ -627,10 +651,12 @@ void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
 	}
 	struct larder__page *pg = page_of(p, bytes);
 	size_t i = slot_freeing(pg, p);
-	/* SL1: seq_cst (release for SL2, and the store half of the Dekker pair
-	 * SL3/SL4 with page_release()). */
-	atomic_fetch_or_explicit(&maint_free(pg)[i / 64], (uint64_t)1 << (i % 64),
-				 LARDER__SEQ_CST);
+	uint64_t bit = (uint64_t)1 << (i % 64);
+	/* SLAB-SL1: seq_cst (release for SLAB-SL2, and the store half of the Dekker pair
+	 * SLAB-SL3/SLAB-SL4 with page_release()). */
+	uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[i / 64], bit, LARDER__SEQ_CST);
+	LARDER__ASSERT(!(was & bit)); /* SLAB-S1: freed twice */
+	(void)was;
 	page_slots_freed(s, pg, 1);
 }
 
@@ -641,9 +667,12 @@ void larder__slab_batch_flush(struct larder__slab *s, struct larder__slab_batch 
 		return;
 	for (uint32_t w = 0; w < pg->nwords; w++) {
 		if (b->bits[w]) {
-			/* SL1, as in larder__slab_free(): the batch's reads of
+			/* SLAB-SL1, as in larder__slab_free(): the batch's reads of
 			 * these slots (listener, poisoning) came before. */
-			atomic_fetch_or_explicit(&maint_free(pg)[w], b->bits[w], LARDER__SEQ_CST);
+			uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[w], b->bits[w],
+								LARDER__SEQ_CST);
+			LARDER__ASSERT(!(was & b->bits[w])); /* SLAB-S1: freed twice */
+			(void)was;
 			b->bits[w] = 0;
 		}
 	}

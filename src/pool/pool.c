@@ -11,7 +11,7 @@
  * interval and, between passes, finishes the grows that wait for bytes.
  *
  * The bound. A cache's writers take byte credit from its budget before they
- * allocate (B1-B3 in core/cache.c): used + credits + budget == capacity +
+ * allocate (CACHE-B1..B3 in core/cache.c): used + credits + budget == capacity +
  * overshoot. Hence used <= committed, where
  *     committed = capacity + overshoot(capacity) + max(0, -budget):
  * the budget goes negative only when a capacity cut leaves more allocated
@@ -19,7 +19,7 @@
  * credit below zero) and only the maintainer's frees raise it, so
  * committed, read now, bounds used from now until the pool next changes
  * that cache's capacity. The pool keeps
- *     K1. sum over members of committed <= limit
+ *     POOL-K1. sum over members of committed <= limit
  *            = budget + budget / 100 + 4 MiB x members
  *   (each cache's overshoot bound is max(capacity / 100, 4 MiB)), at every
  *   instant: a shrink is applied at once (it never raises committed); a
@@ -29,11 +29,11 @@
  *   shrinking cache has given the bytes back. A member that is opening
  *   counts its first capacity; one that is closing counts what it had
  *   committed when it detached, until every byte is freed.
- *   K2. sum over members of target <= budget, and capacity <= target for a
+ *   POOL-K2. sum over members of target <= budget, and capacity <= target for a
  *   member waiting to grow, capacity == target otherwise; so the grows
- *   always complete once the shrinks have been paid back (K1's limit holds
+ *   always complete once the shrinks have been paid back (POOL-K1's limit holds
  *   sum(capacity + overshoot) for capacities summing to the budget).
- *   K3. min_bytes <= target <= max_bytes for every open member once it
+ *   POOL-K3. min_bytes <= target <= max_bytes for every open member once it
  *   has joined (the sum of the min shares is at most 1, checked at open).
  *
  * The controller (every interval_ms; docs/pool.md has the measurements):
@@ -79,7 +79,7 @@
  * lock, then a cache's admin_lock (set_capacity) or handles_lock (stats);
  * the engine never calls the pool while holding those. Waiting for bytes
  * (an open, the thread's grows) happens in slices of GIVEBACK_SLICE_NS on a
- * shrinking cache's room word, as a writer waits for room (W3 in
+ * shrinking cache's room word, as a writer waits for room (WAKE-W3 in
  * core/cache.c), with the lock dropped and the member pinned: a cache
  * whose maintainer is stuck (in a removal listener) must not stall the
  * pool, and a pinned member's cache is not closed until the waiter is back.
@@ -175,7 +175,7 @@ struct larder_pool {
 	uint64_t budget, step, interval_ns;
 	int closed, stop;
 	struct larder__pool_member *members;
-	unsigned members_n; /* every member, opening and closing included (K1) */
+	unsigned members_n; /* every member, opening and closing included (POOL-K1) */
 	uint64_t next_pass_ns;
 	uint64_t moves, moved_bytes, passes;
 };
@@ -216,14 +216,14 @@ int larder_pool_config_set_interval_ms(larder_pool_config *config, uint64_t ms)
 	return LARDER_OK;
 }
 
-/* ---- Bytes: K1 and K2 ---------------------------------------------------- */
+/* ---- Bytes: POOL-K1 and POOL-K2 ---------------------------------------------------- */
 
 static uint64_t limit_of(const larder_pool *p)
 {
 	return p->budget + p->budget / 100 + (uint64_t)p->members_n * BOUND_FLOOR;
 }
 
-/* What a member holds against K1 now (see the header). */
+/* What a member holds against POOL-K1 now (see the header). */
 static uint64_t committed(const struct larder__pool_member *m)
 {
 	if (m->state == M_CLOSING)
@@ -232,7 +232,7 @@ static uint64_t committed(const struct larder__pool_member *m)
 	if (m->state == M_OPENING)
 		return level;
 	/* Relaxed: a count; a stale value is larger (only frees raise it while
-	 * it is negative), so the sum stays an upper bound (K1). */
+	 * it is negative), so the sum stays an upper bound (POOL-K1). */
 	int64_t budget = atomic_load_explicit(&m->cache->budget, LARDER__RELAXED);
 	return level + (budget < 0 ? (uint64_t)-budget : 0);
 }
@@ -262,7 +262,7 @@ static uint64_t fit_capacity(uint64_t room, uint64_t cap_max)
 	return lo + larder__overshoot_bound(lo) <= room ? lo : 0;
 }
 
-/* Applies target cuts at once (a shrink never raises committed: K1). */
+/* Applies target cuts at once (a shrink never raises committed: POOL-K1). */
 static void apply_shrinks(larder_pool *p)
 {
 	for (struct larder__pool_member *m = p->members; m; m = m->next) {
@@ -273,7 +273,7 @@ static void apply_shrinks(larder_pool *p)
 	}
 }
 
-/* Raises capacities toward targets as far as K1 allows; returns whether a
+/* Raises capacities toward targets as far as POOL-K1 allows; returns whether a
  * member still waits to grow. */
 static int complete_grows(larder_pool *p)
 {
@@ -314,7 +314,7 @@ static struct larder__pool_member *largest_debtor(larder_pool *p)
 
 /*
  * Waits up to one slice for m's maintainer to free bytes, as a writer
- * waiting for room does (W3, A-ROOM in core/cache.c; the waiter count also
+ * waiting for room does (WAKE-W3, A-ROOM in core/cache.c; the waiter count also
  * makes the maintainer start its grace periods at once). Called and
  * returns with the lock held, but drops it meanwhile (a cache stuck in its
  * removal listener must not stall the pool): the pin keeps m's cache from
@@ -330,7 +330,7 @@ static void wait_giveback(larder_pool *p, struct larder__pool_member *m)
 		return;
 	m->pins++;
 	pthread_mutex_unlock(&p->lock);
-	/* W3: seq_cst, so wake_writers() sees us or bumped room_seq first. */
+	/* WAKE-W3: seq_cst, so wake_writers() sees us or bumped room_seq first. */
 	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
 	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* the futex word */
 	larder__futex_wake(&c->maint_sleeping, 1);
@@ -363,7 +363,7 @@ static uint64_t free_budget(const larder_pool *p)
 }
 
 /* The static split: targets = clamp(level, min, max), the largest level
- * whose targets fit the budget (K2, K3). */
+ * whose targets fit the budget (POOL-K2, POOL-K3). */
 static void equal_split(larder_pool *p)
 {
 	uint64_t lo = 0, hi = p->budget;
@@ -550,7 +550,7 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 		}
 	}
 	if (!w->primed || r.gen != w->gen) {
-		/* The mini caches restarted cold (pool/probe.c P2): their part of the
+		/* The mini caches restarted cold (pool/probe.c PROBE-P2): their part of the
 		 * window starts over; the reads (the cache's own) go on. */
 		w->w_ghost = w->w_probe_secs = 0;
 		memset(w->w_hits, 0, sizeof w->w_hits);
@@ -990,7 +990,7 @@ static void unlink_member(larder_pool *p, struct larder__pool_member *nm)
 	p->members_n--;
 }
 
-/* K3 for a newcomer: its min on top of the others' fits the budget. */
+/* POOL-K3 for a newcomer: its min on top of the others' fits the budget. */
 static int mins_fit(const larder_pool *p, uint64_t min_bytes)
 {
 	uint64_t sum = min_bytes;
@@ -1000,7 +1000,7 @@ static int mins_fit(const larder_pool *p, uint64_t min_bytes)
 	return sum <= p->budget;
 }
 
-/* The first capacity: as much of the target as K1 allows now, at least
+/* The first capacity: as much of the target as POOL-K1 allows now, at least
  * MIN_CACHE_BYTES, waiting for the others' give-back until deadline_ns. */
 static int first_capacity(larder_pool *p, struct larder__pool_member *nm, uint64_t deadline_ns,
 			  uint64_t *cap)

@@ -31,25 +31,25 @@
  * included.
  *
  * Invariants:
- *   P1. Every call is forwarded to the inner policy unchanged, and the
+ *   PROBE-P1. Every call is forwarded to the inner policy unchanged, and the
  *       probe's own work never changes what the inner policy decides.
- *   P2. The readings only grow (probe.h); after a rebuild the mini caches
+ *   PROBE-P2. The readings only grow (probe.h); after a rebuild the mini caches
  *       start cold and `generation` says so.
- *   P3. Memory: the ghost holds at most ghost_bytes of weight; the largest
+ *   PROBE-P3. Memory: the ghost holds at most ghost_bytes of weight; the largest
  *       mini cache holds at most 4 x TARGET_ENTRIES entries: past that the
- *       tuner is rebuilt with a 4x sparser sample (T3 in evict/tuner.c),
+ *       tuner is rebuilt with a 4x sparser sample (TUNER-T3 in evict/tuner.c),
  *       and it is rebuilt 4x denser when it holds under TARGET_ENTRIES / 4
  *       after TARGET_ENTRIES sampled requests (a working set smaller than
  *       the first guess, or larger entries), so that the curve rests on
  *       enough keys.
- *   P4. Cost per call: a lookup in a small set (P6) for a hit sample, a
+ *   PROBE-P4. Cost per call: a lookup in a small set (PROBE-P6) for a hit sample, a
  *       victim, a removal or a replacement; for a sampled key only (1 in S,
  *       S >= MIN_EVERY whatever the cache's size: a small cache's smallest
  *       mini caches hold few entries then, and read noisier),
  *       a hash of its key, LARDER__PROBE_POINTS mini-cache operations and a
  *       ghost operation. (Hashing every hit sample's key instead cost about
  *       15 ns a request, a fifth of a core at the bench's rates.)
- *   P6. The set holds the cache's entries whose key is in the sample, so
+ *   PROBE-P6. The set holds the cache's entries whose key is in the sample, so
  *       that a hit or a victim needs no hash to be told apart: added on a
  *       sampled insert, moved by a replacement, dropped on removal or
  *       eviction, so it never holds a freed entry (every way out of the
@@ -57,7 +57,7 @@
  *       in the cache are missing from it: until the mini caches are warm
  *       again every hit is hashed and the sampled ones added (a hot entry
  *       is found at its next hit). Memory O(entries / S).
- *   P5. own_ns accounts for the probe's time on the maintainer: 1 call in
+ *   PROBE-P5. own_ns accounts for the probe's time on the maintainer: 1 call in
  *       TIME_EVERY is timed (two monotonic clock reads, from the vDSO; the
  *       thread's CPU clock is a system call of ~0.7 us in a VM, longer than
  *       what it would time) and counted TIME_EVERY times, unless it took
@@ -79,17 +79,17 @@
 #include "evict/tuner.h"
 #include "sync/futex.h"
 
-/* Entries the largest mini cache should hold (P3). */
+/* Entries the largest mini cache should hold (PROBE-P3). */
 #define TARGET_ENTRIES 2048u
 /* A first guess of an entry's charge, before the probe has seen any. */
-#define GUESS_ENTRY_BYTES 1024u /* large: a sample too dense corrects itself soonest (P3) */
-/* P4: S is at least this, so that a sampled request's mini-cache work (16
+#define GUESS_ENTRY_BYTES 1024u /* large: a sample too dense corrects itself soonest (PROBE-P3) */
+/* PROBE-P4: S is at least this, so that a sampled request's mini-cache work (16
  * operations, 1-5 us with their cache misses) costs at most 20-80 ns per
  * request on average (docs/pool.md has what it costs measured). */
 #define MIN_EVERY 64u
-/* P6: the sampled-entry set's first size (a power of two). */
+/* PROBE-P6: the sampled-entry set's first size (a power of two). */
 #define SET_MIN_SLOTS 1024u
-/* P5: 1 call in TIME_EVERY is timed (a power of two); longer ones are dropped. */
+/* PROBE-P5: 1 call in TIME_EVERY is timed (a power of two); longer ones are dropped. */
 #define TIME_EVERY 64u
 #define OUTLIER_NS 50000u
 /* After a refused tuner, requests until the next try. */
@@ -118,15 +118,15 @@ struct larder__policy {
 	uint64_t top;           /* the tuner's top size, bytes */
 	uint64_t sampled_bytes; /* sizes of the sampled requests, summed (this tuner) */
 	uint64_t since_rebuild; /* sampled requests */
-	uint64_t calls, own_ns, restart_ns; /* P5 */
-	/* P6: the cache's entries whose key is in the sample. */
+	uint64_t calls, own_ns, restart_ns; /* PROBE-P5 */
+	/* PROBE-P6: the cache's entries whose key is in the sample. */
 	uintptr_t *set;
 	uint64_t set_mask, set_live;
 	int set_lost;    /* an add found no memory: hits are hashed again */
-	int set_partial; /* the sample grew denser: the set may miss entries (P6) */
+	int set_partial; /* the sample grew denser: the set may miss entries (PROBE-P6) */
 };
 
-/* P5: the start of a timed call (0: not timed). */
+/* PROBE-P5: the start of a timed call (0: not timed). */
 static uint64_t time_begin(struct larder__policy *p, uint64_t *restarts)
 {
 	*restarts = p->restart_ns;
@@ -175,7 +175,7 @@ static void publish(struct larder__policy *p)
 			      LARDER__RELAXED);
 }
 
-/* A tuner sampling 1 key in `every` (a power of two); P3. Timed whole (P5). */
+/* A tuner sampling 1 key in `every` (a power of two); PROBE-P3. Timed whole (PROBE-P5). */
 static void tuner_start(struct larder__policy *p, uint64_t every)
 {
 	uint64_t t0 = larder__monotonic_ns();
@@ -220,7 +220,7 @@ static uint64_t first_sample_every(uint64_t top_bytes)
 	return s;
 }
 
-/* P3: after a sampled request, is the sample too dense or too sparse? */
+/* PROBE-P3: after a sampled request, is the sample too dense or too sparse? */
 static void resample_if_needed(struct larder__policy *p)
 {
 	uint64_t top = larder__tuner_mini_entries(p->tuner, 0);
@@ -250,7 +250,7 @@ static int sampled(const struct larder__policy *p, uint64_t hash)
 	return p->tuner && p->has_ghost && larder__tuner_samples(p->tuner, hash);
 }
 
-/* ---- P6: the set of sampled entries (open addressing, backward shift) ---- */
+/* ---- PROBE-P6: the set of sampled entries (open addressing, backward shift) ---- */
 
 static uint64_t set_home(const struct larder__policy *p, const struct larder__entry *e)
 {
@@ -387,7 +387,7 @@ static void probe_hit(struct larder__policy *p, struct larder__entry *e)
 	if (!p->tuner)
 		return;
 	uint64_t restarts, t0 = time_begin(p, &restarts);
-	/* P6: only an entry of the set is hashed, unless the set may miss some
+	/* PROBE-P6: only an entry of the set is hashed, unless the set may miss some
 	 * (a denser sample since they came in, or no memory): then every hit is,
 	 * until the mini caches are warm, and those found are added. */
 	int known = set_find(p, e) != UINT64_MAX;

@@ -7,30 +7,30 @@
  *   reader enter:  outer = ctr; ctr = outer ? outer : gp_counter
  *                                              (plain store, compiler barrier)
  *   reader exit:   ctr = outer                 (release store; 0 when outermost)
- *   gp_start:      M1 = membarrier(); token = ++gp_counter
- *   gp_poll:       done when every reader's ctr is 0 or >= token; then M2
+ *   gp_start:      GP-M1 = membarrier(); token = ++gp_counter
+ *   gp_poll:       done when every reader's ctr is 0 or >= token; then GP-M2
  *
  * Why one phase suffices: the counter is 64 bits and never wraps, so a
  * reader whose ctr is >= token entered after the increment, which came after
- * M1; M1 ran a full barrier on every CPU running one of our threads, so that
+ * GP-M1; GP-M1 ran a full barrier on every CPU running one of our threads, so that
  * reader's section is ordered after the unlink and cannot reach the memory. A
  * reader whose ctr is below token may have entered before the unlink: we wait
  * until it leaves (0) or re-enters (>= token). A reader that stored a stale
  * counter value only makes us wait longer.
  *
- * M2 (a second membarrier, after the readers are seen to have left) orders
+ * GP-M2 (a second membarrier, after the readers are seen to have left) orders
  * their sections' loads before the frees that follow on weakly ordered CPUs;
  * on x86 the release store in exit already does.
  *
  * Without membarrier (old kernels, or seccomp forbids it), readers fence after
- * the enter store and M1/M2 are plain seq_cst fences: the classic Dekker
- * handshake (F1). Under ThreadSanitizer the reader uses seq_cst stores instead,
+ * the enter store and GP-M1/GP-M2 are plain seq_cst fences: the classic Dekker
+ * handshake (GP-F1). Under ThreadSanitizer the reader uses seq_cst stores instead,
  * because TSan models neither membarrier nor stand-alone fences.
  *
- * Invariants (asserted by tests/stress and tests/unit/grace):
- *   G1. Memory unlinked before larder__gp_start() returned token T is never
+ * Invariants (asserted by tests/stress and tests/unit/test_grace.c):
+ *   GP-G1. Memory unlinked before larder__gp_start() returned token T is never
  *       reached by a section still running when larder__gp_poll(T) is true.
- *   G2. gp_start and gp_poll never wait for a reader; a parked reader only
+ *   GP-G2. gp_start and gp_poll never wait for a reader; a parked reader only
  *       delays the polls that cover it.
  */
 #define _GNU_SOURCE
@@ -65,7 +65,7 @@ static void membarrier_setup(void)
 #endif
 }
 
-/* A full barrier on every thread of this process (M1, M2), or on this one (F1). */
+/* A full barrier on every thread of this process (GP-M1, GP-M2), or on this one (GP-F1). */
 static void barrier_all_threads(void)
 {
 	if (larder__reclaim_fences || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
@@ -99,8 +99,8 @@ void larder__reader_unregister(struct larder__reader *r)
 
 uint64_t larder__gp_start(void)
 {
-	barrier_all_threads(); /* M1: unlinks before, readers' later loads after */
-	/* Relaxed: ordering comes from M1; several maintainers may start grace
+	barrier_all_threads(); /* GP-M1: unlinks before, readers' later loads after */
+	/* Relaxed: ordering comes from GP-M1; several maintainers may start grace
 	 * periods at once, each gets a distinct later token. */
 	return atomic_fetch_add_explicit(&larder__gp.counter, 1, LARDER__RELAXED) + 1;
 }
@@ -110,7 +110,7 @@ bool larder__gp_poll(uint64_t token)
 	bool done = true;
 	pthread_mutex_lock(&registry_lock);
 	for (struct larder__reader *r = registry; r; r = r->next) {
-		/* A1: pairs with R2 (and R1 under TSan): a 0 seen here means the
+		/* GP-A1: pairs with GP-R2 (and GP-R1 under TSan): a 0 seen here means the
 		 * section's loads are complete. */
 		uint64_t c = atomic_load_explicit(&r->ctr, LARDER__ACQUIRE);
 		if (c != 0 && c < token) {
@@ -120,6 +120,6 @@ bool larder__gp_poll(uint64_t token)
 	}
 	pthread_mutex_unlock(&registry_lock);
 	if (done)
-		barrier_all_threads(); /* M2 */
+		barrier_all_threads(); /* GP-M2 */
 	return done;
 }

@@ -37,8 +37,8 @@
 struct larder__reader {
 	/*
 	 * 0 outside a read section, else the grace-period counter read when the
-	 * outermost section began. Written by the owner thread (R1, R2), read by
-	 * the reclaimer in larder__gp_poll() (A1).
+	 * outermost section began. Written by the owner thread (GP-R1, GP-R2), read by
+	 * the reclaimer in larder__gp_poll() (GP-A1).
 	 */
 	larder__atomic_u64 ctr;
 	struct larder__reader *next;  /* registry link, under the registry lock */
@@ -74,15 +74,15 @@ static inline uint64_t larder__read_enter(struct larder__reader *r)
 	/* A nested section keeps the outermost section's counter. */
 	uint64_t ctr = outer ? outer : gp;
 #ifdef LARDER__TSAN
-	/* R1 (TSan build): seq_cst, because TSan does not model membarrier or
-	 * stand-alone fences; pairs with A1 in larder__gp_poll(). */
+	/* GP-R1 (TSan build): seq_cst, because TSan does not model membarrier or
+	 * stand-alone fences; pairs with GP-A1 in larder__gp_poll(). */
 	atomic_store_explicit(&r->ctr, ctr, LARDER__SEQ_CST);
 #else
-	/* R1: relaxed store; ordered before the section's loads by membarrier
-	 * (M1 in larder__gp_start()) or by the fence below. Pairs with A1. */
+	/* GP-R1: relaxed store; ordered before the section's loads by membarrier
+	 * (GP-M1 in larder__gp_start()) or by the fence below. Pairs with GP-A1. */
 	atomic_store_explicit(&r->ctr, ctr, LARDER__RELAXED);
 	if (__builtin_expect(larder__reclaim_fences, 0))
-		atomic_thread_fence(LARDER__SEQ_CST); /* store-load: Dekker with F1 */
+		atomic_thread_fence(LARDER__SEQ_CST); /* store-load: Dekker with GP-F1 */
 	else
 		larder__compiler_barrier();
 #endif
@@ -92,8 +92,8 @@ static inline uint64_t larder__read_enter(struct larder__reader *r)
 /* Leaves the section that returned `outer`: back to the enclosing one, or out. */
 static inline void larder__read_exit(struct larder__reader *r, uint64_t outer)
 {
-	/* R2: release, so the section's loads happen before the reclaimer's
-	 * acquire A1 sees 0 and frees (M2 covers weaker orders too). Storing an
+	/* GP-R2: release, so the section's loads happen before the reclaimer's
+	 * acquire GP-A1 sees 0 and frees (GP-M2 covers weaker orders too). Storing an
 	 * enclosing section's counter back changes nothing the reclaimer sees. */
 	atomic_store_explicit(&r->ctr, outer, LARDER__RELEASE);
 }

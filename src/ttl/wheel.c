@@ -45,16 +45,16 @@
  *
  * Invariants (tests/unit/test_wheel.c checks them against a reference model
  * and walks every list, check_structure()):
- *   W1. cur is the first tick not yet processed, and its cascades are done
+ *   WHEEL-W1. cur is the first tick not yet processed, and its cascades are done
  *       (enter()): every timer placed at deadline d < cur was delivered, or
  *       waits on `due` (scheduled at a deadline already behind cur) for the
  *       next advance, whatever its now.
- *   W2. A timer in live slot (l, s) (row row[0][l]) was placed at d with
+ *   WHEEL-W2. A timer in live slot (l, s) (row row[0][l]) was placed at d with
  *       d >> 6(l+1) equal to cur >> 6(l+1) and (d >> 6l) & 63 == s, and s is
  *       above cur's level-l digit (l > 0) or equal to it or above (l = 0).
  *       Hence no occupied slot lies behind cur, and a level-l slot cascades
  *       (swap, and the rest of it re-placed) as cur enters its first tick.
- *   W2b. A timer in bank M (rows row[M][0..M-1]) was placed at d with
+ *   WHEEL-W2b. A timer in bank M (rows row[M][0..M-1]) was placed at d with
  *       d >> 6M == (cur >> 6M) + 1 and cur's level-M digit below 63 (the
  *       next level-M slot, within cur's level-(M+1) block; let T be its
  *       first tick): it is in row row[M][l], slot (d >> 6l) & 63, where l is
@@ -64,13 +64,13 @@
  *       before it became the next slot, and prepare() moves them into the
  *       bank. The banks' ranges are disjoint, and none holds a timer of
  *       cur's own level-M slot.
- *   W3. Bit s of occupied[r] is set iff slot s of physical row r is non-empty.
- *   W4. Heap items were placed with a deadline in a later 2^36 block than
+ *   WHEEL-W3. Bit s of occupied[r] is set iff slot s of physical row r is non-empty.
+ *   WHEEL-W4. Heap items were placed with a deadline in a later 2^36 block than
  *       cur's; they form a binary min-heap on their copied deadline, and
  *       each link's next is its position (prev: the heap tag).
- *   W5. A timer is in exactly one of: a live slot, a bank's slot, the heap,
+ *   WHEEL-W5. A timer is in exactly one of: a live slot, a bank's slot, the heap,
  *       `due`, `far`, or nowhere (prev 0); count is the number scheduled.
- *   W6. advance(now) delivers every timer whose placed deadline is <= now
+ *   WHEEL-W6. advance(now) delivers every timer whose placed deadline is <= now
  *       (unless it stops at `max`), each at its exact tick, in tick order.
  *       Where the caller moved a deadline without rescheduling, cascades
  *       (in prepare() or advance()) and heap moves read the current deadline
@@ -126,7 +126,7 @@ static void list_push(struct larder__wheel *w, unsigned list, struct larder__whe
 		link_at(w, n->next)->prev = id;
 	w->list[list] = id;
 	n->prev = LARDER__WHEEL_TAG(list);
-	if (list < LARDER__WHEEL_LIST_DUE) /* W3 */
+	if (list < LARDER__WHEEL_LIST_DUE) /* WHEEL-W3 */
 		w->occupied[list / LARDER__WHEEL_SLOTS] |= (uint64_t)1
 							   << (list % LARDER__WHEEL_SLOTS);
 }
@@ -141,7 +141,7 @@ static void list_unlink(struct larder__wheel *w, struct larder__wheel_link *n)
 	}
 	unsigned list = n->prev - LARDER__WHEEL_TAG(0);
 	w->list[list] = n->next;
-	if (!n->next && list < LARDER__WHEEL_LIST_DUE) /* W3: the slot became empty */
+	if (!n->next && list < LARDER__WHEEL_LIST_DUE) /* WHEEL-W3: the slot became empty */
 		w->occupied[list / LARDER__WHEEL_SLOTS] &= ~((uint64_t)1 << (list % LARDER__WHEEL_SLOTS));
 }
 
@@ -156,7 +156,7 @@ static uint32_t slot_take(struct larder__wheel *w, unsigned list)
 	return first;
 }
 
-/* ---- Heap (W4) ------------------------------------------------------------------ */
+/* ---- Heap (WHEEL-W4) ------------------------------------------------------------------ */
 
 static void heap_set(struct larder__wheel *w, size_t i, struct larder__wheel_heap_item it)
 {
@@ -224,7 +224,7 @@ static void heap_remove(struct larder__wheel *w, size_t i)
 		heap_down(w, i);
 }
 
-/* ---- Placement (W2, W2b) ------------------------------------------------------ */
+/* ---- Placement (WHEEL-W2, WHEEL-W2b) ------------------------------------------------------ */
 
 static void place(struct larder__wheel *w, struct larder__wheel_link *n, uint32_t id, uint64_t d)
 {
@@ -240,7 +240,7 @@ static void place(struct larder__wheel *w, struct larder__wheel_link *n, uint32_
 	}
 	unsigned l = top_level(diff), b = 0;
 	if (l > 0 && digit(d, l) == digit(w->cur, l) + 1) {
-		/* W2b: the next level-l slot, placed as at its first tick T (d ^ T
+		/* WHEEL-W2b: the next level-l slot, placed as at its first tick T (d ^ T
 		 * is d's offset in the slot). */
 		b = l;
 		l = top_level(d & (((uint64_t)1 << (l * LARDER__WHEEL_BITS)) - 1));
@@ -337,12 +337,12 @@ uint64_t larder__wheel_next(const struct larder__wheel *w)
 	for (unsigned l = 0; l < LARDER__WHEEL_LEVELS; l++) {
 		unsigned shift = l * LARDER__WHEEL_BITS;
 		uint64_t m = w->occupied[w->row[0][l]] & (~(uint64_t)0 << digit(w->cur, l));
-		if (m) { /* W2: the slot's first tick is not behind cur */
+		if (m) { /* WHEEL-W2: the slot's first tick is not behind cur */
 			uint64_t block =
 				w->cur & ~(((uint64_t)1 << (shift + LARDER__WHEEL_BITS)) - 1);
 			best = min_u64(best, block | ((uint64_t)__builtin_ctzll(m) << shift));
 		}
-		if (l > 0 && bank_occupied(w, l)) /* W2b: swapped in at the slot's first tick */
+		if (l > 0 && bank_occupied(w, l)) /* WHEEL-W2b: swapped in at its first tick */
 			best = min_u64(best, ((w->cur >> shift) + 1) << shift);
 	}
 	if (w->heap_len) {
@@ -374,13 +374,13 @@ static uint64_t drain_due(struct larder__wheel *w, larder__wheel_expire_fn *expi
 
 /*
  * Moves time to t (> cur; nothing is due before t) and does t's cascades
- * (W1). t is the first tick of a slot at each level up to a; only the
+ * (WHEEL-W1). t is the first tick of a slot at each level up to a; only the
  * level-a slot can hold timers (below a, slot 0 is never used when placing
  * relative to such a tick; above a, any slot starting by t would have been
  * an earlier event). Its staged rows come in by a swap with the live ones,
  * which are empty: they held the level-a slot just ended (or, after a jump,
  * nothing due before t), and bank a is empty unless t was its slot. At a
- * 2^36 block start no bank is in use (W2b: digit 63 below), and the heap
+ * 2^36 block start no bank is in use (WHEEL-W2b: digit 63 below), and the heap
  * and `far` come in.
  */
 static void enter(struct larder__wheel *w, uint64_t t)
@@ -450,13 +450,13 @@ uint64_t larder__wheel_advance(struct larder__wheel *w, uint64_t now, uint64_t m
 	while (delivered < max) {
 		uint64_t t = larder__wheel_next(w);
 		if (t > now) {
-			/* Nothing before now + 1: jumping there keeps W2. */
+			/* Nothing before now + 1: jumping there keeps WHEEL-W2. */
 			if (w->cur <= now)
 				enter(w, now + 1);
 			break;
 		}
 		if (t > w->cur)
-			enter(w, t); /* every occupied slot's tick is >= t (W2) */
+			enter(w, t); /* every occupied slot's tick is >= t (WHEEL-W2) */
 		delivered += process_tick(w, expire, ctx);
 	}
 	return delivered;
@@ -479,7 +479,7 @@ uint64_t larder__wheel_prepare(struct larder__wheel *w, uint64_t max)
 				if (after)
 					__builtin_prefetch(link_at(w, after));
 			}
-			place(w, n, id, w->deadline(w->ctx, n)); /* W2b: into bank m */
+			place(w, n, id, w->deadline(w->ctx, n)); /* WHEEL-W2b: into bank m */
 			moved++;
 		}
 	}

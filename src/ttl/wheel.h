@@ -28,14 +28,14 @@
 /*
  * Rows of 64 slots: the live wheel has one per level (64^l ticks a slot at
  * level l); "bank" M (1..LEVELS-1) stages the next level-M slot ahead of its
- * cascade in rows of its own for levels 0..M-1 (wheel.c, W2b). 6 + 15 rows.
+ * cascade in rows of its own for levels 0..M-1 (wheel.c, WHEEL-W2b). 6 + 15 rows.
  */
 #define LARDER__WHEEL_ROWS (LARDER__WHEEL_LEVELS * (LARDER__WHEEL_LEVELS + 1) / 2)
 /* The wheel's lists: the slots, row by row, then `due` and `far`. */
 #define LARDER__WHEEL_LIST_DUE (LARDER__WHEEL_ROWS * LARDER__WHEEL_SLOTS)
 #define LARDER__WHEEL_LIST_FAR (LARDER__WHEEL_LIST_DUE + 1)
 #define LARDER__WHEEL_LISTS (LARDER__WHEEL_LIST_FAR + 1)
-/* prev values that are not ids (pagedir D1: ids stay below the limit). */
+/* prev values that are not ids (pagedir PAGEDIR-D1: ids stay below the limit). */
 #define LARDER__WHEEL_TAG(list) (LARDER__PAGEDIR_ID_LIMIT + (uint32_t)(list))
 #define LARDER__WHEEL_TAG_HEAP LARDER__WHEEL_TAG(LARDER__WHEEL_LISTS)
 
@@ -64,7 +64,7 @@ struct larder__wheel_heap_item {
 };
 
 struct larder__wheel {
-	uint64_t cur;   /* the next tick not yet processed (W1 in wheel.c) */
+	uint64_t cur;   /* the next tick not yet processed (WHEEL-W1 in wheel.c) */
 	uint64_t count; /* scheduled timers, all places together */
 	/* A bit per slot, by physical row. */
 	uint64_t occupied[LARDER__WHEEL_ROWS];

@@ -327,7 +327,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ttl_bench: the maintainer did not settle at the end\n");
 	if (cpu_ok || atomic_load_explicit(&have_cpu_clock, memory_order_acquire))
 		cpu1 = cpu_ns(maint_cpu_clock);
-	uint64_t ex = expired; /* after quiesce (Q3): the listener is done */
+	uint64_t ex = expired; /* after quiesce (QUIESCE-Q3): the listener is done */
 	uint64_t entries_left = th_stat(cache, LARDER_STAT_ENTRIES);
 	uint64_t expirations = th_stat(cache, LARDER_STAT_EXPIRATIONS);
 

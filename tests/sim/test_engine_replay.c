@@ -7,7 +7,7 @@
  * followed by a larder_put() of an 8-byte value (the cache-aside pattern),
  * as fast as one thread goes, never waiting for the maintainer: it applies
  * the policy in its own batching windows, hit samples arrive late or are
- * lost (the accessed bit, core/entry.h E7, carries what they miss), and the
+ * lost (the accessed bit, core/entry.h ENTRY-E7, carries what they miss), and the
  * cache may hold more than its capacity until the next pass. All entries
  * charge the same slot, so a capacity of B bytes is B / slot objects, the
  * size the simulator (larder_sim_*, the same policy code, every hit

@@ -2,12 +2,12 @@
  * test_ghost.c - evict/ghost.c against a plain model (an array in FIFO order).
  *
  * Checks the invariants of ghost.c:
- *   G1  live_count / live_weight equal what contains() says over the model;
- *   G2  live_weight <= bound after every insert;
+ *   GHOST-G1  live_count / live_weight equal what contains() says over the model;
+ *   GHOST-G2  live_weight <= bound after every insert;
  *       exact FIFO expiry when nothing is removed (no stale ring slots);
  *       with removals, no phantom (contains() => the model holds it) and the
  *       newest ghosts are never lost early (recall of the newest half);
- *   G4  growth spread over inserts: correct answers with ghosts in both the
+ *   GHOST-G4  growth spread over inserts: correct answers with ghosts in both the
  *       old and the new arrays, a bounded move per insert.
  * Seeded from argv[1] (printed), so a failure can be replayed.
  */
@@ -74,7 +74,7 @@ static void test_fifo_exact(void)
 		uint32_t w = (uint32_t)(rnd() % 8) + 1;
 		larder__ghost_insert(&g, fp, w);
 		model_insert(&model, fp, w, bound);
-		CHECK(g.live_weight <= bound, "G2: live_weight %llu > bound",
+		CHECK(g.live_weight <= bound, "GHOST-G2: live_weight %llu > bound",
 		      (unsigned long long)g.live_weight);
 		CHECK(g.live_weight == model.weight && g.live_count == (uint64_t)model.n,
 		      "step %d: ghost %llu/%llu, model %d/%llu", step,
@@ -128,7 +128,7 @@ static void test_random_ops(void)
 			if (model.n)
 				model_remove_at(&model, 0);
 		}
-		CHECK(g.live_weight <= bound, "G2");
+		CHECK(g.live_weight <= bound, "GHOST-G2");
 		/* Early forgetting (ghost.c: ring full of stale slots) only ever
 		 * takes the oldest: follow it in the model. */
 		while (model.n && !larder__ghost_contains(&g, model.fp[0]))
@@ -137,7 +137,8 @@ static void test_random_ops(void)
 			uint64_t have = 0;
 			for (int i = 0; i < model.n; i++)
 				have += (uint64_t)larder__ghost_contains(&g, model.fp[i]);
-			CHECK(have == g.live_count, "G1: %llu of the model held, live_count %llu",
+			CHECK(have == g.live_count,
+			      "GHOST-G1: %llu of the model held, live_count %llu",
 			      (unsigned long long)have, (unsigned long long)g.live_count);
 			for (int i = model.n / 2; i < model.n; i++)
 				CHECK(larder__ghost_contains(&g, model.fp[i]),
@@ -147,9 +148,9 @@ static void test_random_ops(void)
 				CHECK(!larder__ghost_contains(&g, q) || model_find(&model, q) >= 0,
 				      "phantom %u", q);
 		}
-		/* G3: memory stays within a constant factor of the bound. */
+		/* GHOST-G3: memory stays within a constant factor of the bound. */
 		CHECK(g.ring_mask + 1 <= 8 * bound && g.tab_mask + 1 <= 8 * bound,
-		      "G3: ring %llu table %llu", (unsigned long long)g.ring_mask + 1,
+		      "GHOST-G3: ring %llu table %llu", (unsigned long long)g.ring_mask + 1,
 		      (unsigned long long)g.tab_mask + 1);
 	}
 	larder__ghost_set_bound(&g, 10);
@@ -171,7 +172,7 @@ static int in_old_table(const struct larder__ghost *g, uint32_t fp)
 }
 
 /*
- * Growth spread over inserts (G4): at every step of every growth, lookups,
+ * Growth spread over inserts (GHOST-G4): at every step of every growth, lookups,
  * removals (with their weights) and pops agree with the model while some
  * ghosts are still in the old table and ring and others already in the new;
  * the old arrays are gone before the next growth; each insert moves at most
@@ -195,13 +196,15 @@ static void test_growth(void)
 		if (g.tab_mask != last_tab || g.ring_mask != last_ring) {
 			CHECK(!(g.tab_mask != last_tab && had_old_tab) &&
 				      !(g.ring_mask != last_ring && had_old_ring),
-			      "G4: step %u grew again before the last growth was moved", step);
+			      "GHOST-G4: step %u grew again before the last growth was moved",
+			      step);
 			growths++;
 			last_tab = g.tab_mask;
 			last_ring = g.ring_mask;
 		}
 		if (had_old_ring && g.old_fp)
-			CHECK(g.ring_moved - moved_before <= 4, "G4: %llu ring slots moved at once",
+			CHECK(g.ring_moved - moved_before <= 4,
+			      "GHOST-G4: %llu ring slots moved at once",
 			      (unsigned long long)(g.ring_moved - moved_before));
 		if (!g.old_tab || !g.old_fp || (rnd() % 4) != 0 || model.n < 4)
 			continue;
@@ -209,7 +212,7 @@ static void test_growth(void)
 		int o = -1, n = -1;
 		for (int i = 0; i < model.n && (o < 0 || n < 0); i++) {
 			int where = in_old_table(&g, model.fp[i]);
-			CHECK(where >= 0, "G1: model ghost %u in neither table", model.fp[i]);
+			CHECK(where >= 0, "GHOST-G1: model ghost %u in neither table", model.fp[i]);
 			if (where == 1 && o < 0)
 				o = i;
 			if (where == 0 && n < 0 && i > 0)
@@ -235,13 +238,14 @@ static void test_growth(void)
 		      "pop_oldest during growth: weight %u, model %u", w0, model.w[0]);
 		model_remove_at(&model, 0);
 		CHECK(g.live_count == (uint64_t)model.n && g.live_weight == model.weight,
-		      "G1 counts");
+		      "GHOST-G1 counts");
 	}
 	CHECK(growths >= 8 && both_halves >= 20, "growths %llu, checks with both halves live %llu",
 	      (unsigned long long)growths, (unsigned long long)both_halves);
 	for (int i = 0; i < model.n; i++)
 		CHECK(larder__ghost_contains(&g, model.fp[i]), "ghost %u lost", model.fp[i]);
-	CHECK(g.live_count == (uint64_t)model.n && g.live_weight == model.weight, "G1 at the end");
+	CHECK(g.live_count == (uint64_t)model.n && g.live_weight == model.weight,
+	      "GHOST-G1 at the end");
 	larder__ghost_destroy(&g);
 }
 

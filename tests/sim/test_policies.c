@@ -2,26 +2,26 @@
  * test_policies.c - the policy contract of evict/policy.h, for every policy,
  * under random inserts, hits, replacements, removals and evictions with
  * entries of different sizes (bytes), and a capacity change midway.
- *   P1  evict() only ever returns a linked entry, and unlinks it (it is never
+ *   POLICY-P1  evict() only ever returns a linked entry, and unlinks it (it is never
  *       returned again unless re-inserted); remove/replace unlink.
- *   P2  evict() returns NULL only when nothing is linked; evicting until NULL
+ *   POLICY-P2  evict() returns NULL only when nothing is linked; evicting until NULL
  *       drains exactly the linked set.
- *   P3  hit() on linked entries only (this driver never breaks that).
+ *   POLICY-P3  hit() on linked entries only (this driver never breaks that).
  *   mbits: a policy touches only its own bits (LARDER__MBITS_POLICY).
- *   Q1  check() (evict/list.h) finds every queue link consistent and exactly
+ *   QUEUE-Q1  check() (evict/list.h) finds every queue link consistent and exactly
  *       the linked entries, every 997 steps and at the end (S3-FIFO's also
- *       its skip zone, F2, which the tuned variant resizes).
+ *       its skip zone, S3FIFO-F2, which the tuned variant resizes).
  * Entries are slab slots with ids (mem/pagedir.h), as in the engine; each
  * one's value is the index of its item.
- *   P5  accessed bits (some hits mark the entry but their event is lost) never
- *       break P1-P2 and never change an entry's immutable flags; for LRU,
+ *   POLICY-P5  accessed bits (some hits mark the entry but their event is lost) never
+ *       break POLICY-P1..P2 and never change an entry's immutable flags; for LRU,
  *       S3-FIFO (plain and tuned) and ARC, an entry whose only hit is the bit
  *       is not the victim; LRU does not apply a hit twice (the bit at
  *       evict(), then its late sample); W-TinyLFU counts a window leaver's bit
  *       in its sketch, so it wins an admission it would otherwise lose.
- *   W2 (evict/wtinylfu.c) an entry demoted from protected while a candidate
+ *   WTLFU-W2 (evict/wtinylfu.c) an entry demoted from protected while a candidate
  *       waits for its judgement is not judged as a candidate.
- *   LARDER_SIM_PASSES (evict/sim.c): a missed key hits on the next request
+ *   LARDER_SIM_PASSES (sim/sim.c): a missed key hits on the next request
  *       though its insert waits for the drain; with a drain before every
  *       request the pass model gives the strict model's misses exactly.
  * Seeded from argv[1] (printed).
@@ -35,6 +35,7 @@
 
 #include "evict/policy.h"
 #include "evict/wtinylfu.h"
+#include "maint/handle.h"
 #include "mem/slab.h"
 
 #include "sim_check.h"
@@ -63,14 +64,14 @@ static void make_items(void)
 	static struct larder__slab_cursor cursor;
 	CHECK(larder__slab_init(&slab) == 0, "slab");
 	for (uint64_t i = 0; i < N_ITEMS; i++) {
-		/* Every item carries the TTL flag, an immutable bit (E1) that the
-		 * policies must leave alone (E7); the value sits after its prefix. */
+		/* Every item carries the TTL flag, an immutable bit (ENTRY-E1) that the
+		 * policies must leave alone (ENTRY-E7); the value sits after its prefix. */
 		size_t bytes = larder__entry_bytes(LARDER__ENTRY_TTL, 0, sizeof(i));
 		struct larder__entry *e = larder__slab_alloc(&slab, &cursor, bytes);
 		CHECK(e != NULL, "slab alloc");
 		*e = (struct larder__entry){ .value_len = sizeof(i) };
 		larder__entry_init_flags(e, LARDER__ENTRY_TTL);
-		e->next = larder__pagedir_id(e, bytes); /* E6 */
+		e->next = larder__pagedir_id(e, bytes); /* ENTRY-E6 */
 		memcpy(larder__entry_value(e), &i, sizeof(i));
 		items[i].e = e;
 	}
@@ -115,7 +116,7 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed, uint64_
 			it->e->mbits = FOREIGN_BIT;
 			larder__entry_init_flags(it->e, LARDER__ENTRY_TTL); /* ACCESSED clear */
 			CHECK(it->e->prev == 0 && it->e->next == larder__entry_id(it->e),
-			      "E6: %s left an unlinked entry without its id", ops->name);
+			      "ENTRY-E6: %s left an unlinked entry without its id", ops->name);
 			ops->insert(p, it->e, it->hash, it->size);
 			it->linked = 1;
 			linked++;
@@ -152,33 +153,34 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed, uint64_
 		}
 		while (used > capacity) {
 			struct larder__entry *v = ops->evict(p);
-			CHECK(v != NULL, "P2: %s evict() NULL with %llu linked", ops->name,
+			CHECK(v != NULL, "POLICY-P2: %s evict() NULL with %llu linked", ops->name,
 			      (unsigned long long)linked);
 			struct item *vi = of(v);
 			CHECK(vi >= items && vi < items + N_ITEMS && vi->linked,
-			      "P1: %s evicted an entry that is not linked", ops->name);
+			      "POLICY-P1: %s evicted an entry that is not linked", ops->name);
 			CHECK(v->mbits & FOREIGN_BIT, "%s cleared a maintainer bit", ops->name);
 			CHECK(larder__entry_flags(v) == LARDER__ENTRY_TTL,
-			      "E7: %s changed an immutable flag", ops->name);
+			      "ENTRY-E7: %s changed an immutable flag", ops->name);
 			vi->linked = 0;
 			linked--;
 			used -= vi->size;
 		}
 		if (step % 997 == 0)
-			CHECK(ops->check(p) == (int64_t)linked, "Q1: %s queues broken at step %d",
-			      ops->name, step);
+			CHECK(ops->check(p) == (int64_t)linked,
+			      "QUEUE-Q1: %s queues broken at step %d", ops->name, step);
 	}
-	CHECK(ops->check(p) == (int64_t)linked, "Q1: %s queues broken", ops->name);
+	CHECK(ops->check(p) == (int64_t)linked, "QUEUE-Q1: %s queues broken", ops->name);
 	/* Drain: exactly the linked set comes back, then NULL. */
 	while (linked) {
 		struct larder__entry *v = ops->evict(p);
-		CHECK(v != NULL, "P2: %s NULL while draining, %llu linked", ops->name,
+		CHECK(v != NULL, "POLICY-P2: %s NULL while draining, %llu linked", ops->name,
 		      (unsigned long long)linked);
-		CHECK(of(v)->linked, "P1: %s returned an unlinked entry while draining", ops->name);
+		CHECK(of(v)->linked, "POLICY-P1: %s returned an unlinked entry while draining",
+		      ops->name);
 		of(v)->linked = 0;
 		linked--;
 	}
-	CHECK(ops->evict(p) == NULL, "P2: %s evict() on empty returned an entry", ops->name);
+	CHECK(ops->evict(p) == NULL, "POLICY-P2: %s evict() on empty returned an entry", ops->name);
 	ops->destroy(p);
 	printf("PASS %s\n", ops->name);
 }
@@ -188,7 +190,8 @@ static void fresh_items(struct item *it, int n)
 {
 	for (int i = 0; i < n; i++) {
 		it[i].e->mbits = 0;
-		it[i].e->prev = 0; /* E6: the last round's policy was destroyed, not drained */
+		it[i].e->prev =
+			0; /* ENTRY-E6: the last round's policy was destroyed, not drained */
 		it[i].e->next = larder__entry_id(it[i].e);
 		larder__entry_init_flags(it[i].e, LARDER__ENTRY_TTL);
 		it[i].hash = (uint64_t)(i + 1) * 0x9E3779B97F4A7C15ull;
@@ -197,7 +200,7 @@ static void fresh_items(struct item *it, int n)
 }
 
 /*
- * P5 for the policies that use the bit: ten one-byte entries fill the cache,
+ * POLICY-P5 for the policies that use the bit: ten one-byte entries fill the cache,
  * the oldest is marked accessed but its hit event never comes, an eleventh
  * arrives: the victim must be another entry (and, unmarked, the oldest would
  * be the victim: the test can tell).
@@ -217,7 +220,8 @@ static void accessed_saves(const struct larder__policy_ops *ops, int mark)
 	struct larder__entry *v = ops->evict(p);
 	if (mark)
 		CHECK(v && v != it[0].e && larder__entry_flags(it[0].e) == LARDER__ENTRY_TTL,
-		      "P5: %s evicted the entry whose hit only its accessed bit told", ops->name);
+		      "POLICY-P5: %s evicted the entry whose hit only its accessed bit told",
+		      ops->name);
 	else
 		CHECK(v == it[0].e, "%s: without the bit the oldest is the victim", ops->name);
 	ops->destroy(p);
@@ -276,7 +280,7 @@ static void wtinylfu_bit_counts(int mark)
 	struct larder__entry *v = ops->evict(p);
 	if (mark)
 		CHECK(v == it[0].e && larder__entry_flags_raw(it[99].e) == LARDER__ENTRY_TTL,
-		      "P5: wtinylfu did not count a window leaver's bit (or left it set)");
+		      "POLICY-P5: wtinylfu did not count a window leaver's bit (or left it set)");
 	else
 		CHECK(v == it[99].e, "wtinylfu: without the bit the candidate loses the tie");
 	ops->destroy(p);
@@ -312,7 +316,8 @@ static void wtinylfu_demoted_not_candidate(void)
 	CHECK(ops->evict(p) == it[99].e, "wtinylfu: the first candidate loses its tie");
 	ops->insert(p, it[101].e, it[101].hash, 1);
 	struct larder__entry *v = ops->evict(p);
-	CHECK(v == it[100].e, "W2: wtinylfu judged a demoted entry as a candidate (evicted item %d)",
+	CHECK(v == it[100].e,
+	      "WTLFU-W2: wtinylfu judged a demoted entry as a candidate (evicted item %d)",
 	      v ? (int)(of(v) - items) : -1);
 	ops->destroy(p);
 }
@@ -327,6 +332,14 @@ static void sim_passes(enum larder_policy policy, uint64_t seed)
 	CHECK(larder_sim_create(&late, policy, 300, LARDER_SIM_PASSES | LARDER_SIM_HIT_RING) ==
 		      LARDER_OK, "sim");
 	CHECK(larder_sim_set_hit_ring(late, 1024, 1024) == LARDER_OK, "ring");
+	/* The ring model's defaults are the engine's ring, 1024 slots, drained
+	 * every 1024 requests: the same misses as those set explicitly. */
+	larder_sim *ring_default, *ring_set;
+	CHECK(larder_sim_create(&ring_default, policy, 300, LARDER_SIM_HIT_RING) == LARDER_OK,
+	      "sim");
+	CHECK(larder_sim_create(&ring_set, policy, 300, LARDER_SIM_HIT_RING) == LARDER_OK, "sim");
+	CHECK(larder_sim_set_hit_ring(ring_set, LARDER__HIT_RING, 1024) == LARDER_OK, "ring");
+	uint64_t n_default = 0, n_set = 0;
 	uint64_t rng = seed | 1, n_strict = 0, n_passes = 0;
 	for (int i = 0; i < 200000; i++) {
 		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
@@ -335,7 +348,14 @@ static void sim_passes(enum larder_policy policy, uint64_t seed)
 		n_strict += larder_sim_access(strict, key, 1) == 0;
 		n_passes += larder_sim_access(passes, key, 1) == 0;
 		CHECK(larder_sim_access(late, key, 1) >= 0, "access");
+		n_default += larder_sim_access(ring_default, key, 1) == 0;
+		n_set += larder_sim_access(ring_set, key, 1) == 0;
 	}
+	CHECK(n_default == n_set, "%s: default ring %llu misses, 1024 slots set %llu",
+	      larder_sim_policy_name(strict), (unsigned long long)n_default,
+	      (unsigned long long)n_set);
+	larder_sim_destroy(ring_default);
+	larder_sim_destroy(ring_set);
 	CHECK(n_strict == n_passes, "%s: a pass before every request gave %llu misses, strict %llu",
 	      larder_sim_policy_name(strict), (unsigned long long)n_passes,
 	      (unsigned long long)n_strict);
@@ -364,7 +384,7 @@ int main(int argc, char **argv)
 			run_ops(larder__policy_ops_for(all[i]), seed + i, 3000);
 		}
 	run_ops(&larder__policy_wtinylfu_tuned, seed + 99, 3000);
-	/* So small that the tuned S3-FIFO's 1% share leaves no skip zone (F2). */
+	/* So small that the tuned S3-FIFO's 1% share leaves no skip zone (S3FIFO-F2). */
 	run_ops(larder__policy_ops_for(LARDER_POLICY_S3FIFO_TUNED), seed + 98, 150);
 	const enum larder_policy with_bit[] = {LARDER_POLICY_LRU, LARDER_POLICY_S3FIFO,
 					       LARDER_POLICY_ARC, LARDER_POLICY_S3FIFO_TUNED};

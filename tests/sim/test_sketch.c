@@ -1,10 +1,10 @@
 /*
  * test_sketch.c - evict/sketch.c: the count-min invariants of its header.
- *   K1  estimate() >= true count (below saturation) since the last halving;
- *   K2  halving at least halves every estimate (rounded down);
- *   K3  additions never exceed sample_size, and halvings happen on schedule;
- *   K4  a resize changes no estimate, and its copying is spread over increments
- *       (K1 and K2 checked while it is half done);
+ *   SKETCH-K1  estimate() >= true count (below saturation) since the last halving;
+ *   SKETCH-K2  halving at least halves every estimate (rounded down);
+ *   SKETCH-K3  additions never exceed sample_size, and halvings happen on schedule;
+ *   SKETCH-K4  a resize changes no estimate, and its copying is spread over increments
+ *       (SKETCH-K1 and SKETCH-K2 checked while it is half done);
  * plus: estimates are close for a sketch sized for its keys (a frequent key
  * is told apart from one-hit keys, which TinyLFU admission relies on), and
  * saturation at 15.
@@ -47,8 +47,8 @@ static void test_never_under(void)
 	uint64_t over = 0;
 	for (uint64_t k = 0; k < KEYS; k++) {
 		unsigned e = larder__sketch_estimate(&s, key_hash(k));
-		CHECK(e >= truth[k], "K1: key %llu estimate %u < count %u", (unsigned long long)k, e,
-		      truth[k]);
+		CHECK(e >= truth[k], "SKETCH-K1: key %llu estimate %u < count %u",
+		      (unsigned long long)k, e, truth[k]);
 		CHECK(e <= 15, "4-bit counter over 15");
 		over += e - truth[k];
 	}
@@ -68,10 +68,10 @@ static void test_halving(void)
 	larder__sketch_increment(&s, cold);
 	unsigned before_hot = larder__sketch_estimate(&s, hot);
 	unsigned before_cold = larder__sketch_estimate(&s, cold);
-	CHECK(before_hot >= 12 && before_cold >= 1, "K1 before halving");
+	CHECK(before_hot >= 12 && before_cold >= 1, "SKETCH-K1 before halving");
 	larder__sketch_halve(&s);
-	CHECK(larder__sketch_estimate(&s, hot) <= before_hot / 2, "K2 hot");
-	CHECK(larder__sketch_estimate(&s, cold) <= before_cold / 2, "K2 cold");
+	CHECK(larder__sketch_estimate(&s, hot) <= before_hot / 2, "SKETCH-K2 hot");
+	CHECK(larder__sketch_estimate(&s, cold) <= before_cold / 2, "SKETCH-K2 cold");
 	CHECK(s.resets == 1, "resets");
 	for (int i = 0; i < 40; i++)
 		larder__sketch_increment(&s, hot);
@@ -87,7 +87,7 @@ static void test_schedule(void)
 	CHECK(sample == 10 * 512, "sample size is 10 x entries (Caffeine)");
 	for (uint64_t i = 0; i < 5 * sample; i++) {
 		larder__sketch_increment(&s, key_hash(i % 3000));
-		CHECK(s.additions <= s.sample_size, "K3");
+		CHECK(s.additions <= s.sample_size, "SKETCH-K3");
 	}
 	CHECK(s.resets >= 5 && s.resets <= 12, "halvings: %llu in 5 samples",
 	      (unsigned long long)s.resets);
@@ -105,17 +105,17 @@ static void test_schedule(void)
 	larder__sketch_destroy(&s);
 }
 
-/* Estimates of keys 0..KEYS-1 must equal want[] (K4) or be at least truth[] (K1). */
+/* Estimates of keys 0..KEYS-1 must equal want[] (SKETCH-K4) or be at least truth[] (SKETCH-K1). */
 static void check_keys(const struct larder__sketch *s, const unsigned *want,
 		       const unsigned *truth, const char *when)
 {
 	for (uint64_t k = 0; k < KEYS; k++) {
 		unsigned e = larder__sketch_estimate(s, key_hash(k));
 		if (want)
-			CHECK(e == want[k], "K4 %s: key %llu estimate %u, was %u", when,
+			CHECK(e == want[k], "SKETCH-K4 %s: key %llu estimate %u, was %u", when,
 			      (unsigned long long)k, e, want[k]);
 		else
-			CHECK(e >= truth[k], "K1 %s: key %llu estimate %u < count %u", when,
+			CHECK(e >= truth[k], "SKETCH-K1 %s: key %llu estimate %u < count %u", when,
 			      (unsigned long long)k, e, truth[k]);
 	}
 }
@@ -161,23 +161,25 @@ static void test_resize(void)
 			larder__sketch_halve(&s);
 			for (uint64_t j = 0; j < KEYS; j++) {
 				CHECK(larder__sketch_estimate(&s, key_hash(j)) <= before[j] / 2,
-				      "K2 during the resize, key %llu", (unsigned long long)j);
+				      "SKETCH-K2 during the resize, key %llu",
+				      (unsigned long long)j);
 				truth[j] = 0;
 			}
 		}
 	}
 	CHECK(mid_checks > 0, "the resize was observed half-way");
-	CHECK(steps <= (s.mask + 1) / 8 + 1, "K4: the copying took %llu increments for %llu words",
+	CHECK(steps <= (s.mask + 1) / 8 + 1,
+	      "SKETCH-K4: the copying took %llu increments for %llu words",
 	      (unsigned long long)steps, (unsigned long long)(s.mask + 1));
 	check_keys(&s, NULL, truth, "after the resize");
 	larder__sketch_destroy(&s);
 }
 
 /*
- * The periodic halving is spread over increments (K4): it starts when
+ * The periodic halving is spread over increments (SKETCH-K4): it starts when
  * additions reach sample_size, halves at most 16 words per increment, ends
  * within words / 16 increments, refuses a resize meanwhile, and afterwards a
- * key not counted since has at most half its estimate (K2).
+ * key not counted since has at most half its estimate (SKETCH-K2).
  */
 static void test_spread_halving(void)
 {
@@ -190,21 +192,21 @@ static void test_spread_halving(void)
 	uint64_t i = 0;
 	while (!s.halving)
 		larder__sketch_increment(&s, key_hash(i++ % 50000));
-	CHECK(s.additions <= s.sample_size / 2 + 1, "K3: additions halved when it began");
+	CHECK(s.additions <= s.sample_size / 2 + 1, "SKETCH-K3: additions halved when it began");
 	CHECK(larder__sketch_resize(&s, 1 << 20) == -1, "no resize during a halving");
 	uint64_t steps = 0, prev = s.halved;
 	while (s.halving) {
 		larder__sketch_increment(&s, key_hash(i++ % 50000));
 		steps++;
-		CHECK(!s.halving || s.halved - prev <= 16, "K4: %llu words at once",
+		CHECK(!s.halving || s.halved - prev <= 16, "SKETCH-K4: %llu words at once",
 		      (unsigned long long)(s.halved - prev));
 		prev = s.halved;
 	}
-	CHECK(steps <= words / 16 + 1, "K4: halving took %llu increments for %llu words",
+	CHECK(steps <= words / 16 + 1, "SKETCH-K4: halving took %llu increments for %llu words",
 	      (unsigned long long)steps, (unsigned long long)words);
 	CHECK(s.resets == 1, "one halving");
 	CHECK(larder__sketch_estimate(&s, hot) <= before / 2 + 1,
-	      "K2: %u after, %u before (plus at most one collision)",
+	      "SKETCH-K2: %u after, %u before (plus at most one collision)",
 	      larder__sketch_estimate(&s, hot), before);
 	CHECK(larder__sketch_resize(&s, 1 << 20) == 0, "resize after the halving");
 	larder__sketch_destroy(&s);

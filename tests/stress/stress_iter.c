@@ -8,7 +8,7 @@
  *           random by the writer threads for the whole run, so the index
  *           grows and shrinks under the cursors.
  * Iterator threads open cursors over and over and walk them to the end,
- * checking (larder.h "Iteration", core/iter.c I1-I3) on every walk:
+ * checking (larder.h "Iteration", core/iter.c ITER-I1..I3) on every walk:
  *   - each stable key is handed out exactly once, with its value, no TTL;
  *   - no key is handed out twice;
  *   - no dead key is handed out;

@@ -13,7 +13,7 @@
  * returner thread unmaps them while writers take new pages and the
  * maintainer frees and evicts. The index's shrink floor is lowered to 64
  * buckets, so each clear and each cut also shrinks the index and the
- * writers grow it again (L3 in index/table.h). Freed slots are poisoned.
+ * writers grow it again (TABLE-L3 in index/table.h). Freed slots are poisoned.
  *
  * Invariants asserted:
  *   Y1. every value read is whole and belongs to its key: its key id, its
@@ -23,7 +23,7 @@
  *   Y2. no write fails (the write wait is generous);
  *   Y3. once every thread stopped and the maintainer is quiescent, nothing
  *       is waiting to be unmapped, the memory audit adds up (mapped = class
- *       pages + reserve + large) and the counters agree with a walk (M1);
+ *       pages + reserve + large) and the counters agree with a walk (MAINT-M1);
  *   Y4. close returns every mapped byte;
  *   Y5. the index shrinks and grows, and Y6. emptied pages beyond the
  *       reserve go back to the OS: both driven at the end (drive()), so

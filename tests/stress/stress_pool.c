@@ -21,7 +21,7 @@
  * two sets of reads.
  *
  * Invariants asserted:
- *   S1. (the pool's bound, K1 in pool/pool.c) every sample: that lower
+ *   S1. (the pool's bound, POOL-K1 in pool/pool.c) every sample: that lower
  *       bound <= budget + the pool's overshoot bound (budget / 100 + 4 MiB
  *       per cache) + one entry per writer (a writer may undo one
  *       allocation it has not published: larder__test_allocated_bytes);
@@ -30,7 +30,7 @@
  *   S4. the bound was under test: 4 x the budget written and 4 x moved
  *       from cache to cache, and some sample saw over half the budget used;
  *   S5. afterwards: capacities sum to at most the budget, each cache's
- *       counters agree with a walk of its index (M1) and its queues' links;
+ *       counters agree with a walk of its index (MAINT-M1) and its queues' links;
  *       closing everything returns every mapped byte.
  */
 #ifndef _GNU_SOURCE

@@ -34,7 +34,7 @@
  *   X4. once every thread stopped and the clock is moved past every
  *       deadline, the maintainer expires everything: no entries remain, and
  *       puts == explicit + replaced + expired + evicted removals (each entry
- *       left exactly once, M3); counters agree with a walk (M1).
+ *       left exactly once, MAINT-M3); counters agree with a walk (MAINT-M1).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -2,7 +2,7 @@
  * tests/unit/test_iter.c - cursors over a cache (larder_iter_*), one thread
  * at a time; the concurrent rules are in tests/stress/stress_iter.c.
  *
- * Invariants checked (larder.h "Iteration", core/iter.c I1-I4):
+ * Invariants checked (larder.h "Iteration", core/iter.c ITER-I1..I4):
  *   - every live key is handed out exactly once, with its value, remaining
  *     TTL and charged size; the end is LARDER_MISS, and stays so;
  *   - expired and removed keys are not handed out;
@@ -184,7 +184,7 @@ static void test_iter_ttl_and_removed(void)
 }
 
 /* Keys 0..stable-1 stay; writes and removals of others between steps make
- * the index grow under the cursor, then come out again. index/scan.c S1b
+ * the index grow under the cursor, then come out again. index/scan.c SCAN-S1b
  * argues growth and shrink alike; no test here forces a shrink. */
 static void test_iter_across_resize(void)
 {

@@ -19,7 +19,7 @@
  *   M8. clear() gives every page back to the OS but the bounded reserve, and
  *       the process RSS falls by what was unmapped; shrinking the capacity
  *       gives back the pages its evictions emptied.
- *   M9. the index shrinks when it is sparse (L3 in index/table.h): after a
+ *   M9. the index shrinks when it is sparse (TABLE-L3 in index/table.h): after a
  *       capacity cut to below 1/8 of its slots and after a clear, its bytes
  *       fall, no further than its floor, to a size holding the entries at no
  *       more than half load; every entry left is still found with its value,
@@ -33,7 +33,7 @@
  *   M11. pages mapped one after another share kernel areas (the count of
  *       mappings stays far below vm.max_map_count at 8 GiB of 64 KiB pages).
  *   M12. the default policy's tuner stays small when the cache holds far
- *       more entries than it was opened for (evict/tuner.c T3): RSS grows
+ *       more entries than it was opened for (evict/tuner.c TUNER-T3): RSS grows
  *       by little more than the cache's pages and index.
  */
 #ifndef _GNU_SOURCE
@@ -1083,7 +1083,7 @@ static void test_index_shrinks_after_clear(void)
 
 #define WALK_KEYS 6000u
 
-/* What the listener heard, on the maintainer; read after a quiesce (Q3). */
+/* What the listener heard, on the maintainer; read after a quiesce (QUIESCE-Q3). */
 struct walk_rec {
 	unsigned calls[WALK_KEYS];
 	uint64_t heard, other_causes, bad_keys;
@@ -1273,7 +1273,7 @@ static void test_pages_adjacent(void)
 /* ---- The tuner's memory (M12) ------------------------------------------------ */
 
 /* 10^6 entries in a cache opened for 4,096: the tuner samples 1 key in 4,
- * and without T3's bound its nodes and its mini caches' ghosts took about
+ * and without TUNER-T3's bound its nodes and its mini caches' ghosts took about
  * 95 bytes per entry of the cache (2 GiB at 2.2 x 10^7). Not under the
  * sanitizers, whose shadow memory and quarantine swamp RSS. */
 static void test_tuner_memory_bounded(void)

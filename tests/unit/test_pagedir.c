@@ -4,7 +4,7 @@
  *   round trip  for every size class, slots over three pages: each id is
  *               non-zero, below the limit, unique, and translates back to
  *               its slot; large entries (private mappings) likewise;
- *   reuse       freed pages and large entries give their ids back (D3), and
+ *   reuse       freed pages and large entries give their ids back (PAGEDIR-D3), and
  *               a retired run serves a shorter one once the top is used up;
  *   exhaustion  with the ids used up, allocation fails cleanly (NULL from
  *               the slab), then works again once a page gives its ids back;
@@ -96,7 +96,7 @@ static void test_round_trip_large(void)
 			CHECK(ids[i] != ids[i - 1]);
 		for (size_t i = 0; i < N_LARGE * 3; i++)
 			larder__slab_free(&s, slots[i], large_sizes[i % N_LARGE]);
-		CHECK_EQ(atomic_load(&s.dir.ids_in_use), 0); /* D3: every id came back */
+		CHECK_EQ(atomic_load(&s.dir.ids_in_use), 0); /* PAGEDIR-D3: every id came back */
 	}
 	larder__slab_destroy(&s);
 }

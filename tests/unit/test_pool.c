@@ -405,7 +405,7 @@ static void test_open_waits_then_busy(void)
 }
 
 /*
- * K1 while a shrinking cache cannot give back: a's maintainer is stuck with
+ * POOL-K1 while a shrinking cache cannot give back: a's maintainer is stuck with
  * a full to its overshoot bound; the controller moves most of a's capacity
  * to b, but b may grow only by what the pool's bound leaves, however hard
  * it is written to; once a's maintainer runs again, b gets the rest.

@@ -12,7 +12,7 @@
  *     or loaded exactly; never a crash (run under ASan/UBSan too);
  *   - foreign, empty and missing files are refused with their codes;
  *   - a load into a smaller cache fills it to capacity and no further, with
- *     no eviction, every entry it took intact (L3);
+ *     no eviction, every entry it took intact (SNAP-L3);
  *   - a failed save leaves no temporary file and the previous snapshot whole;
  *   - saves racing with writers and clears produce sound files whose every
  *     entry belongs to its key.
@@ -144,7 +144,7 @@ static void test_snapshot_round_trip(void)
 	REQUIRE(larder_config_set_max_value_bytes(cfg, 8 * MiB) == LARDER_OK);
 	larder *a = th_open(cfg);
 	REQUIRE(a != NULL);
-	/* About 22 MB: over 16 MiB, so the load takes its threaded path (L4). */
+	/* About 22 MB: over 16 MiB, so the load takes its threaded path (SNAP-L4). */
 	fill(a, 0, 12000, LARDER_TTL_NEVER);
 	fill(a, 12000, 1000, 3600 * 1000); /* an hour */
 	/* The longest key, and a value in a private mapping (over 256 KiB). */

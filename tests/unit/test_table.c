@@ -1,10 +1,10 @@
 /*
- * tests/unit/test_table.c - the index's load rules (L1, L2 in index/table.h),
+ * tests/unit/test_table.c - the index's load rules (TABLE-L1, TABLE-L2 in index/table.h),
  * checked on the table itself and through a cache.
  *
  *   - probe lengths: tables filled to loads from 3/4 to 0.9 with random
  *     hashes; every key is found, absent keys are not, no insert needs
- *     anywhere near LARDER__PROBE_LIMIT buckets (L2), and erasing every key
+ *     anywhere near LARDER__PROBE_LIMIT buckets (TABLE-L2), and erasing every key
  *     brings every overflow count back to 0. The mean and worst buckets read
  *     by hits and misses are printed (docs/scale.md quotes them);
  *   - sizing: larder__table_buckets_for() is the least bucket count that
@@ -12,13 +12,13 @@
  *     true one entry past the growth load, and homes spread evenly over a
  *     table of any size;
  *   - the grow trigger through a cache: a cache sized for N entries starts
- *     with the buckets L1 asks for, and a cache that grows from the minimum
+ *     with the buckets TABLE-L1 asks for, and a cache that grows from the minimum
  *     ends at the least doubling that keeps it under the growth load;
- *   - the shrink rule (L3): larder__table_shrink_shift() shrinks only below
+ *   - the shrink rule (TABLE-L3): larder__table_shrink_shift() shrinks only below
  *     1/8 load, never under the floor or to a count that is not a multiple
  *     of 64, and leaves the entries between 1/4 and 1/2 load when nothing
  *     else stops it (so neither a growth nor another shrink is due);
- *   - a shrink on the table itself (X3): every key is found, through the old
+ *   - a shrink on the table itself (TABLE-X3): every key is found, through the old
  *     table and the new, after every chunk of moved homes; a walk sees each
  *     key exactly once; absent keys stay absent; no entry is dropped.
  */
@@ -80,7 +80,7 @@ static void probe_at(unsigned num, unsigned den, struct probe_stats *ps)
 		hash[i] = th_rng_next(&rng);
 		e[i] = make_entry(i);
 		REQUIRE(e[i] != NULL);
-		/* L2: never a request for growth below the load tested here. */
+		/* TABLE-L2: never a request for growth below the load tested here. */
 		CHECK_RC(larder__table_insert_locked(t, hash[i], larder__slot_word(hash[i], e[i]),
 						     LARDER__PROBE_LIMIT),
 			 0);
@@ -109,7 +109,7 @@ static void probe_at(unsigned num, unsigned den, struct probe_stats *ps)
 		misses++;
 		ps->miss_max = m > ps->miss_max ? m : ps->miss_max;
 	}
-	/* L2: at the growth load, the longest probe is far from the limit. */
+	/* TABLE-L2: at the growth load, the longest probe is far from the limit. */
 	if (num * LARDER__TABLE_GROW_DEN <= den * LARDER__TABLE_GROW_NUM)
 		CHECK_LT(ps->hit_max, LARDER__PROBE_LIMIT / 2);
 	ps->hit_mean = (double)hit_sum / (double)n;
@@ -191,7 +191,7 @@ static void test_sizing_boundary(void)
 }
 
 /* The slots of a cache's first table for `expected` entries, and of the
- * table it has after growing (doubling) until n entries fit under L1. */
+ * table it has after growing (doubling) until n entries fit under TABLE-L1. */
 static uint64_t want_slots(uint64_t expected, uint64_t n)
 {
 	uint64_t b = larder__table_buckets_for(expected);
@@ -211,7 +211,7 @@ static larder *open_expecting(uint64_t expected)
 }
 
 /* Puts n keys into a cache that starts sized for `expected`, then checks
- * that it grew exactly as L1 says and that every key reads back. */
+ * that it grew exactly as TABLE-L1 says and that every key reads back. */
 static void grow_from(uint64_t expected, uint64_t n)
 {
 	larder *cache = open_expecting(expected);

@@ -3,7 +3,7 @@
  *
  * Timers are small structs with a link and a deadline, named by ids from a
  * directory (mem/pagedir.h) as entries are; the expire callback records when
- * each was delivered and checks the id it is given. Checked, against the invariants W1-W6 of
+ * each was delivered and checks the id it is given. Checked, against the invariants WHEEL-W1..W6 of
  * wheel.c:
  *   - each timer is delivered by the first advance(now) with now >= its
  *     deadline, and never before (exact to the tick), across every level
@@ -16,7 +16,7 @@
  *     bound of the first deadline;
  *   - the deadline callback is used when a deadline moved without a
  *     reschedule, and an expire callback may schedule again;
- *   - staged cascades (W2b): a slot staged in chunks while its timers are
+ *   - staged cascades (WHEEL-W2b): a slot staged in chunks while its timers are
  *     cancelled, rescheduled, scheduled anew or have their deadline moved,
  *     on both sides of the staging; with prepare() called before each
  *     advance, advance() makes no cascade at all (no deadline callback),
@@ -24,7 +24,7 @@
  *   - a random mix with random prepare() budgets and jumps over whole slots
  *     against a sorted reference (a min-heap): each advance delivers exactly
  *     the timers the reference pops at its now, once each, in tick order,
- *     and a walk of every list finds W2, W2b, W3, W4 and W5 intact.
+ *     and a walk of every list finds WHEEL-W2, WHEEL-W2b, WHEEL-W3, WHEEL-W4 and WHEEL-W5 intact.
  */
 #include <stdlib.h>
 
@@ -386,7 +386,7 @@ static void test_max_per_call(void)
 	larder__wheel_destroy(&w);
 }
 
-/* ---- Staged cascades (W2b) ------------------------------------------------------ */
+/* ---- Staged cascades (WHEEL-W2b) ------------------------------------------------------ */
 
 static unsigned level_of(uint64_t diff)
 {
@@ -425,7 +425,7 @@ static int where(const struct larder__wheel *w, const struct timer *t, unsigned 
 }
 
 /* Whether a timer with deadline d belongs in slot s of level l of bank b
- * (0: the live wheel) while the wheel's time is cur: W2 and W2b. */
+ * (0: the live wheel) while the wheel's time is cur: WHEEL-W2 and WHEEL-W2b. */
 static int placed_right(uint64_t cur, unsigned b, unsigned l, unsigned s, uint64_t d)
 {
 	if (digit_of(d, l) != s)
@@ -440,7 +440,7 @@ static int placed_right(uint64_t cur, unsigned b, unsigned l, unsigned s, uint64
 }
 
 /* Walks the list of slot s at level l of bank b; returns its length, or -1
- * at a broken link (W3: the bit matches emptiness) or a misplaced timer. */
+ * at a broken link (WHEEL-W3: the bit matches emptiness) or a misplaced timer. */
 static int64_t check_slot(const struct larder__wheel *w, unsigned b, unsigned l, unsigned s)
 {
 	unsigned r = w->row[b][l], list = r * LARDER__WHEEL_SLOTS + s;
@@ -462,8 +462,8 @@ static int64_t check_slot(const struct larder__wheel *w, unsigned b, unsigned l,
 	return n;
 }
 
-/* Walks every list and checks W2, W2b, W3, W4 and W5 against the timers'
- * deadlines (callback values). Returns 0 at the first violation. */
+/* Walks every list and checks WHEEL-W2, WHEEL-W2b and WHEEL-W3..W5 against
+ * the timers' deadlines (callback values). Returns 0 at the first violation. */
 static int check_structure(const struct larder__wheel *w)
 {
 	uint64_t seen = 0, block = w->cur >> LARDER__WHEEL_SPAN_BITS;
@@ -484,14 +484,14 @@ static int check_structure(const struct larder__wheel *w)
 	for (unsigned list = LARDER__WHEEL_LIST_DUE; list < LARDER__WHEEL_LISTS; list++)
 		for (uint32_t id = w->list[list]; id; id = timer_of(id)->link.next)
 			seen++;
-	for (size_t i = 0; i < w->heap_len; i++) { /* W4 */
+	for (size_t i = 0; i < w->heap_len; i++) { /* WHEEL-W4 */
 		if (!CHECK_EQ(timer_of(w->heap[i].id)->link.next, i) ||
 		    (i && !CHECK_LE(w->heap[(i - 1) / 2].deadline, w->heap[i].deadline)) ||
 		    !CHECK_GT(w->heap[i].deadline >> LARDER__WHEEL_SPAN_BITS, block))
 			return 0;
 		seen++;
 	}
-	return CHECK_EQ(seen, w->count); /* W5 */
+	return CHECK_EQ(seen, w->count); /* WHEEL-W5 */
 }
 
 /* Timers in bank b (0: the live wheel) at level l. */

@@ -23,11 +23,12 @@
  * --bytes charges each request's size (sized traces) instead of 1.
  * --sample N delivers one hit in N to the policies, at random; --hit-ring
  * D[:SLOTS] delivers them as the engine's per-thread hit ring does (drained
- * every D requests, newest SLOTS kept, default 256): the two ways to measure
- * what lossy hit events cost; --hit-dedup adds the proposed per-entry sample
- * epoch to the ring model. --passes D models the maintainer's pass (evict/
- * sim.c, LARDER_SIM_PASSES): misses reach the policy, and victims leave, only
- * at a drain every D requests (or once 256 inserts wait); alone it delivers
+ * every D requests, newest SLOTS kept, by default 1024 as in the engine):
+ * the two ways to measure what lossy hit events cost; --hit-dedup adds the
+ * proposed per-entry sample epoch to the ring model. --passes D models the
+ * maintainer's pass (src/sim/sim.c, LARDER_SIM_PASSES): misses reach the
+ * policy, and victims leave, only at a drain every D requests (or once 256
+ * inserts wait); alone it delivers
  * hits of linked entries at once, with --hit-ring D[:SLOTS] (the same D)
  * through the ring. exact-lru and belady are unaffected.
  *
@@ -709,7 +710,8 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--hit-ring") == 0) {
 			char *e;
 			o.ring_drain = (uint32_t)strtoul(v, &e, 10), i++;
-			o.ring_slots = (*e == ':') ? (uint32_t)strtoul(e + 1, NULL, 10) : 256;
+			/* SLOTS: by default the engine's hit ring, as in larder_sim_create(). */
+			o.ring_slots = (*e == ':') ? (uint32_t)strtoul(e + 1, NULL, 10) : 1024;
 			if (o.ring_drain == 0 || o.ring_slots == 0)
 				return usage();
 		} else if (strcmp(a, "--passes") == 0) {

@@ -1,5 +1,5 @@
 /*
- * evict/sim.c - the public cache simulator (larder_sim_*, larder.h).
+ * sim/sim.c - the public cache simulator (larder_sim_*, larder.h).
  *
  * Replays a stream of key ids through the very policy code the maintainer
  * runs (the same const struct larder__policy_ops, no copy), on real entries
@@ -12,7 +12,7 @@
  * One access = one request of the trace:
  *   present -> a hit: the entry is marked accessed at once, as the engine's
  *              readers mark it (larder__entry_mark_accessed, core/entry.h
- *              E7), and the hit is delivered to policy->hit() (every one; or a random
+ *              ENTRY-E7), and the hit is delivered to policy->hit() (every one; or a random
  *              sample with LARDER_SIM_SAMPLE_HITS; or, with
  *              LARDER_SIM_HIT_RING, batched through a bounded ring drained
  *              every drain_every requests as the engine's per-thread hit
@@ -34,7 +34,7 @@
  * at the miss that leaves SIM_PASS_INSERTS inserts waiting (the writer's
  * event ring half full: it wakes the maintainer). So between drains the cache
  * holds the waiting inserts beyond capacity, as the engine does within its
- * overshoot bound (core/cache.c B1-B3): the pass model's miss ratios are
+ * overshoot bound (core/cache.c CACHE-B1..B3): the pass model's miss ratios are
  * lower than the strict model's for that reason alone, and what sampling
  * costs there is measured against the pass model with every hit delivered at
  * once (LARDER_SIM_PASSES without LARDER_SIM_HIT_RING), never against the
@@ -46,10 +46,12 @@
  * Capacity is in the same unit as the sizes given: pass size 1 for every
  * access to count objects, as the reference tables do.
  *
- * Invariants: S1. used == the summed sizes of the map's entries, and after
- * every access (with LARDER_SIM_PASSES: every drain) used <= capacity (or
- * the map is empty). S2. Every entry in the map is linked in the policy, or
- * waits in waiting[] (waiting_at != 0), and nothing else is linked.
+ * Invariants:
+ *   SIM-S1. used == the summed sizes of the map's entries, and after every
+ *       access (with LARDER_SIM_PASSES: every drain) used <= capacity (or
+ *       the map is empty).
+ *   SIM-S2. Every entry in the map is linked in the policy, or waits in
+ *       waiting[] (waiting_at != 0), and nothing else is linked.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -109,6 +111,11 @@ struct larder_sim {
 };
 
 #define SIM_DEFAULT_SEED 0x6c61726465722d73ull /* "larder-s": runs repeat exactly */
+/* The hit ring model's defaults: the engine's own ring (maint/handle.h), and
+ * a drain every 1024 requests (one thread at about 5 M hits/s between two
+ * maintainer passes 200 us apart). */
+#define SIM_DEFAULT_RING_SLOTS LARDER__HIT_RING
+#define SIM_DEFAULT_DRAIN 1024u
 
 static struct sim_entry *of_entry(const struct larder__entry *e)
 {
@@ -202,7 +209,7 @@ static struct sim_entry *entry_new(struct larder_sim *s, uint64_t id, uint64_t h
 	else if (!(se = larder__slab_alloc(&s->slab, &s->cursor, sizeof *se)))
 		return NULL;
 	memset(&se->e, 0, sizeof se->e);
-	se->e.next = larder__pagedir_id(se, sizeof *se); /* E6: in no queue yet */
+	se->e.next = larder__pagedir_id(se, sizeof *se); /* ENTRY-E6: in no queue yet */
 	se->e.key_len = sizeof se->key;
 	se->e.value_len = SIM_VALUE_BYTES;
 	memcpy(se->key, &id, sizeof id);
@@ -241,7 +248,7 @@ int larder_sim_create(larder_sim **out, enum larder_policy policy, uint64_t capa
 	s->sample_one_in = LARDER_SIM_DEFAULT_SAMPLE;
 	s->rng = SIM_DEFAULT_SEED | 1;
 	if ((flags & (LARDER_SIM_HIT_RING | LARDER_SIM_PASSES)) &&
-	    larder_sim_set_hit_ring(s, 256, 1024) != LARDER_OK)
+	    larder_sim_set_hit_ring(s, SIM_DEFAULT_RING_SLOTS, SIM_DEFAULT_DRAIN) != LARDER_OK)
 		goto fail_map;
 	if (map_init(s, capacity < (1u << 20) ? capacity : (1u << 20)) != 0)
 		goto fail_map;
@@ -348,7 +355,7 @@ static void enforce_capacity(struct larder_sim *s)
 	while (s->used > s->capacity) {
 		struct larder__entry *e = s->ops->evict(s->policy);
 		if (!e)
-			break; /* P2: nothing linked; cannot happen while used > 0 */
+			break; /* POLICY-P2: nothing linked; cannot happen while used > 0 */
 		struct sim_entry *v = of_entry(e);
 		s->used -= v->size;
 		map_del(s, v);
