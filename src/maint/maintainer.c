@@ -89,11 +89,14 @@
 
 void larder__maint_wake_writers(struct larder *c)
 {
-	/* R-ROOM: release, pairs with A-ROOM: the room this pass freed before
-	 * a writer re-checks the budget. The seq is also the futex word that
-	 * waiters sleep on (WAKE-W3). */
-	atomic_fetch_add_explicit(&c->room_seq, 1, LARDER__RELEASE);
-	if (atomic_load_explicit(&c->room_waiters, LARDER__RELAXED))
+	/* R-ROOM: seq_cst (its release half pairs with A-ROOM: the room this
+	 * pass freed before a writer re-checks the budget). The seq is also
+	 * the futex word waiters sleep on, and with WAKE-W3 this is a store
+	 * then load on each side: only seq_cst on both keeps the load of
+	 * room_waiters from passing the bump (weak CPUs), so that either the
+	 * waiter's futex compare sees the new seq or we see the waiter. */
+	atomic_fetch_add_explicit(&c->room_seq, 1, LARDER__SEQ_CST);
+	if (atomic_load_explicit(&c->room_waiters, LARDER__SEQ_CST)) /* WAKE-W3 */
 		larder__futex_wake(&c->room_seq, INT32_MAX);
 }
 
