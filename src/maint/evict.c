@@ -37,9 +37,10 @@ static int entry_expired(struct larder *c, struct larder__entry *e)
 
 /*
  * The expiry's clock, read at most once per pass (and only for TTL work), and
- * never earlier than in a previous pass (eviction reads the clock itself, once
- * per victim with a TTL, only to name the cause: entry_expired): a clock that steps back (larder.h
- * tolerates it) must not take the wheel back, whose time only moves on
+ * never earlier than in a previous pass (eviction reads the clock itself,
+ * once per victim with a TTL, only to name the cause: entry_expired): a
+ * clock that steps back (larder.h tolerates it) must not take the wheel
+ * back, whose time only moves on
  * (WHEEL-W1 in ttl/wheel.c). on_due() compares deadlines with it; with the raw
  * reading, an entry due between the stepped-back clock and the wheel's time
  * was scheduled again behind the wheel, into its due list, which delivered
