@@ -298,6 +298,42 @@ enum larder_expiry {
 LARDER_API LARDER_MUST_USE int larder_config_set_expiry(larder_config *config,
 							enum larder_expiry expiry);
 
+/*
+ * Value compression (LZ4, docs/compression.md); off by default.
+ * min_value_bytes: values of at least this many bytes are compressed by the
+ * writer (0..LARDER_VALUE_LIMIT; 0 turns compression off). A compressed
+ * value is stored so only when its stored form (the LZ4 block plus a 4-byte
+ * length) is at least min_saving_percent (0..99) smaller than the value and
+ * strictly shorter; else it is stored raw. Errors: LARDER_EINVAL (config
+ * NULL, a value out of its range).
+ * What changes for a cache that compresses:
+ *   - An entry charges its stored bytes, so the memory bound counts the
+ *     compressed size, and an entry's limit (1/8 of capacity, see
+ *     LARDER_EVALSIZE) applies to the stored size; max_value_bytes still
+ *     applies to the value's own length.
+ *   - Every call that reports, copies or compares a value sees the original
+ *     bytes and length: larder_get() (its LARDER_EBUFSIZE and *value_len use
+ *     the original length), the *_if_equals comparisons, the callbacks of
+ *     larder_get_with(), larder_get_batch() and larder_iter_next(), the
+ *     removal listener, and larder_save() (snapshots hold plain values, so
+ *     any cache can load them).
+ *   - The callbacks' bytes of a compressed value are decompressed into a
+ *     buffer of the calling thread, not the stored bytes: each such read
+ *     costs the decompression (roughly a memcpy of the value plus LZ4's
+ *     decoding, 1-3x a raw read of 500 bytes; docs/compression.md has the
+ *     figures). The thread keeps up to 2 such buffers of at most 1 MiB each
+ *     (allocated on first use, freed at thread exit); a larger value, or a
+ *     read nested 3 deep in callbacks, allocates for the call and frees
+ *     after it. Such an allocation can fail: the read then returns
+ *     LARDER_ENOMEM and does not call the callback for that value (a
+ *     removal listener is called with value NULL and value_len 0 then).
+ * A write never fails for compression: when its scratch buffer cannot be
+ * allocated the value is stored raw.
+ */
+LARDER_API LARDER_MUST_USE int larder_config_set_compression(larder_config *config,
+							     size_t min_value_bytes,
+							     unsigned min_saving_percent);
+
 /* ---- Lifecycle ---------------------------------------------------------- */
 
 /*
