@@ -15,6 +15,7 @@
 #include <lz4.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/cache.h"
 #include "core/thread.h"
 
@@ -27,11 +28,37 @@ size_t larder__pack_room(const struct larder *c, size_t len)
 	return keep > LARDER__PACKED_HEADER_BYTES ? keep : 0;
 }
 
+/*
+ * The calling thread's compression state (T3 in core/thread.h), NULL when
+ * it cannot be allocated. LZ4_compress_default() would clear a 16 KiB
+ * state on every call, which costs more than compressing a 200-byte value;
+ * a kept state is reset with LZ4_resetStream_fast(), and the first block of
+ * a fresh stream depends on nothing, so it decodes with
+ * LZ4_decompress_safe() like any block.
+ */
+static LZ4_stream_t *thread_stream(void)
+{
+	struct larder__thread *t = larder__thread_self();
+	if (!t)
+		return NULL;
+	if (!t->pack_stream) {
+		void *s = larder__malloc(sizeof(LZ4_stream_t));
+		if (!s)
+			return NULL;
+		t->pack_stream = LZ4_initStream(s, sizeof(LZ4_stream_t));
+	}
+	return t->pack_stream;
+}
+
 size_t larder__pack(const void *value, size_t len, unsigned char *out, size_t room)
 {
+	LZ4_stream_t *stream = thread_stream();
+	if (!stream)
+		return 0; /* stored raw */
+	LZ4_resetStream_fast(stream);
 	/* len <= LARDER_VALUE_LIMIT (2^30) < LZ4_MAX_INPUT_SIZE: an int holds it. */
-	int n = LZ4_compress_default(value, (char *)out + LARDER__PACKED_HEADER_BYTES, (int)len,
-				     (int)(room - LARDER__PACKED_HEADER_BYTES));
+	int n = LZ4_compress_fast_continue(stream, value, (char *)out + LARDER__PACKED_HEADER_BYTES,
+					   (int)len, (int)(room - LARDER__PACKED_HEADER_BYTES), 1);
 	if (n <= 0)
 		return 0; /* it would not fit in room: stored raw (C1) */
 	out[0] = (unsigned char)len;

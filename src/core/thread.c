@@ -47,6 +47,7 @@ static void thread_exit(void *arg)
 	larder__reader_unregister(&t->reader);
 	for (int i = 0; i < LARDER__SCRATCH_SLOTS; i++)
 		free(t->scratch[i].buf);
+	free(t->pack_stream);
 	free(t);
 }
 

@@ -20,9 +20,9 @@
  *       live-cache lock, so a cache cannot be closed half way through it.
  *   T2. Cache ids are never reused, so a stale last or recent[] entry of a
  *       closed cache never matches a live one (a cache's address may be).
- *   T3. scratch[] belongs to the owning thread alone; a slot is busy from
- *       larder__scratch_take() to larder__scratch_give(), so nested users
- *       never share one, and its buffer is freed when the thread exits.
+ *   T3. scratch[] and pack_stream belong to the owning thread alone; a
+ *       slot is busy from larder__scratch_take() to larder__scratch_give(),
+ *       so nested users never share one; both are freed when it exits.
  */
 #ifndef LARDER_CORE_THREAD_H
 #define LARDER_CORE_THREAD_H
@@ -76,6 +76,9 @@ struct larder__thread {
 	 * cache) never wait (core/cache.c, wait_pass). */
 	int maintainer;
 	struct larder__scratch scratch[LARDER__SCRATCH_SLOTS]; /* T3 */
+	/* T3: this thread's LZ4 compression state (an LZ4_stream_t of 16 KiB,
+	 * core/compress.c), allocated on its first compressed write. */
+	void *pack_stream;
 };
 
 extern __thread struct larder__thread *larder__tls
