@@ -47,7 +47,9 @@
  *   stored bytes in place, inside a read section: the bytes stay valid and
  *   unchanged until the callback returns, even if another thread overwrites or
  *   removes the key meanwhile. A callback must be short (it delays the reuse
- *   of memory) and must not keep the pointer after it returns.
+ *   of memory) and must not keep the pointer after it returns. A value stored
+ *   compressed (larder_config_set_compression) is handed over decompressed,
+ *   in a buffer of the calling thread, with the same rules.
  *
  * Re-entrant calls (callbacks and removal listeners calling into larder)
  *   A read callback and a removal listener may call every function on every
@@ -355,6 +357,8 @@ LARDER_API LARDER_MUST_USE int larder_open(larder **out, const larder_config *co
 LARDER_API void larder_close(larder *cache);
 
 /* ---- Reads: never block, never allocate, never take a lock --------------- */
+/* (A callback's read of a compressed value may allocate its buffer: see
+ * larder_config_set_compression.) */
 
 /*
  * Copies the value of key into buf. On LARDER_OK, *value_len is the value's
@@ -370,7 +374,9 @@ LARDER_API LARDER_MUST_USE int larder_get(larder *cache, const void *key, size_t
  * Calls fn(ctx, value, value_len) on the stored bytes in place when the key is
  * present; fn is not called on a miss. See "Read sections" above.
  * Returns LARDER_OK, LARDER_MISS, LARDER_EINVAL, LARDER_EKEYSIZE or
- * LARDER_ENOMEM (a thread's first call: see Threads).
+ * LARDER_ENOMEM (a thread's first call: see Threads; or a compressed value
+ * with no buffer to decompress into, fn not called: see
+ * larder_config_set_compression).
  */
 LARDER_API LARDER_MUST_USE int larder_get_with(larder *cache, const void *key, size_t key_len,
 					       larder_read_fn *fn, void *ctx);
@@ -382,7 +388,9 @@ LARDER_API LARDER_MUST_USE int larder_get_with(larder *cache, const void *key, s
  * absent, expired or invalid (empty, too long, NULL) are skipped.
  * Returns the number of keys found (>= 0), LARDER_EINVAL (cache, keys,
  * key_lens or fn NULL, whatever count is: count 0 with valid arrays returns 0)
- * or LARDER_ENOMEM (a thread's first call: see Threads).
+ * or LARDER_ENOMEM (a thread's first call: see Threads; or a compressed value
+ * with no buffer to decompress into: fn was called for the keys before it,
+ * in index order, and for none after).
  */
 LARDER_API LARDER_MUST_USE long larder_get_batch(larder *cache, size_t count,
 						 const void *const keys[], const size_t key_lens[],
@@ -439,6 +447,9 @@ LARDER_API LARDER_MUST_USE int larder_replace(larder *cache, const void *key, si
 /*
  * Compare-and-set: stores value only if the current value's bytes equal
  * expected. Returns LARDER_OK, LARDER_MISS, LARDER_MISMATCH or an error.
+ * A compressed current value is compared by its original bytes, in a
+ * buffer of the calling thread: LARDER_ENOMEM (nothing stored) when that
+ * buffer cannot be allocated.
  */
 LARDER_API LARDER_MUST_USE int larder_replace_if_equals(larder *cache, const void *key,
 							size_t key_len, const void *expected,
@@ -448,7 +459,8 @@ LARDER_API LARDER_MUST_USE int larder_replace_if_equals(larder *cache, const voi
 /* Removes the key: LARDER_OK, LARDER_MISS, LARDER_EINVAL, LARDER_EKEYSIZE or LARDER_EBUSY. */
 LARDER_API LARDER_MUST_USE int larder_remove(larder *cache, const void *key, size_t key_len);
 
-/* Removes the key only if its value equals expected: adds LARDER_MISMATCH. */
+/* Removes the key only if its value equals expected: adds LARDER_MISMATCH
+ * (and LARDER_ENOMEM, nothing removed, as larder_replace_if_equals). */
 LARDER_API LARDER_MUST_USE int larder_remove_if_equals(larder *cache, const void *key,
 						       size_t key_len, const void *expected,
 						       size_t expected_len);
@@ -525,8 +537,9 @@ LARDER_API LARDER_MUST_USE int larder_iter_open(larder *cache, larder_iter **out
  * Hands the next entry to fn(ctx, ...) and returns LARDER_OK, or returns
  * LARDER_MISS (and calls nothing) once every entry has been visited; later
  * calls keep returning LARDER_MISS. May allocate (the key buffer, a thread's
- * first call): LARDER_ENOMEM then, the cursor unchanged, so the call may be
- * retried. LARDER_EINVAL: it or fn NULL. Never blocks.
+ * first call, a compressed value's buffer): LARDER_ENOMEM then, the cursor
+ * unchanged, so the call may be retried. LARDER_EINVAL: it or fn NULL.
+ * Never blocks.
  */
 LARDER_API LARDER_MUST_USE int larder_iter_next(larder_iter *it, larder_iter_fn *fn, void *ctx);
 

@@ -285,11 +285,10 @@ static __attribute__((noinline)) int get_unpack(struct larder__handle *h,
 						 struct larder__entry *e, unsigned flags,
 						 void *buf, size_t buf_len, size_t *value_len);
 
-READ_BODY int get_copy(struct larder__handle *h, struct larder__entry *e, unsigned flags,
-		       void *buf, size_t buf_len, size_t *value_len)
+/* get_copy() of an entry known to be stored raw. */
+READ_BODY int get_copy_raw(struct larder__handle *h, struct larder__entry *e, unsigned flags,
+			   void *buf, size_t buf_len, size_t *value_len)
 {
-	if (__builtin_expect(flags & LARDER__ENTRY_COMPRESSED, 0))
-		return get_unpack(h, e, flags, buf, buf_len, value_len);
 	const unsigned char *value =
 		(const unsigned char *)e + larder__entry_prefix_bytes(flags) + e->key_len;
 	size_t len = e->value_len;
@@ -300,6 +299,14 @@ READ_BODY int get_copy(struct larder__handle *h, struct larder__entry *e, unsign
 	if (len) /* buf may be NULL for an empty value */
 		memcpy(buf, value, len);
 	return LARDER_OK;
+}
+
+READ_BODY int get_copy(struct larder__handle *h, struct larder__entry *e, unsigned flags,
+		       void *buf, size_t buf_len, size_t *value_len)
+{
+	if (__builtin_expect(flags & LARDER__ENTRY_COMPRESSED, 0))
+		return get_unpack(h, e, flags, buf, buf_len, value_len);
+	return get_copy_raw(h, e, flags, buf, buf_len, value_len);
 }
 
 /* get_copy() of a compressed entry: the same contract with the original
@@ -445,7 +452,7 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 		 * copy (a deadline, a compressed value) out of line. */
 		if (__builtin_expect(flags & (LARDER__ENTRY_TTL | LARDER__ENTRY_COMPRESSED), 0))
 			return get_deadline_hit(c, e, buf, buf_len, value_len, outer);
-		rc = get_copy(h, e, flags, buf, buf_len, value_len);
+		rc = get_copy_raw(h, e, flags, buf, buf_len, value_len);
 	}
 	larder__read_exit(&t->reader, outer);
 	if (rc == LARDER_MISS)
