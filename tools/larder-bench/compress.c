@@ -21,6 +21,8 @@
  *   - get ns: larder_get of every key, shuffled (a copy into the caller's
  *     buffer; the compressed cache decompresses into it), and get_with ns
  *     (the callback reads the value's first and last byte).
+ * After the timed passes every value is read back and compared (untimed);
+ * a failed operation or a wrong value ends the run with an error.
  * Printed: medians and min..max of every figure, and the ratios compressed
  * / plain per round (their median and range). The RSS is read before and
  * after each fill, as a cross-check of the byte counts.
@@ -263,11 +265,18 @@ static int measure(larder *c, const uint8_t *values, size_t vbytes, const uint64
 		nanosleep(&ts, NULL);
 	}
 	f->bytes = (double)used / (double)n;
+	for (uint64_t i = 0; i < n; i++) { /* untimed: every value reads back whole */
+		size_t len;
+		key_of(key, i);
+		if (larder_get(c, key, sizeof(key), buf, vbytes, &len) != LARDER_OK ||
+		    len != vbytes || memcmp(buf, values + i * vbytes, vbytes) != 0)
+			goto fail;
+	}
 	free(buf);
 	return sink == 0xffffffffffffffffull; /* never: keeps sink alive */
 fail:
 	free(buf);
-	fprintf(stderr, "larder-bench --compress: an operation failed\n");
+	fprintf(stderr, "larder-bench --compress: an operation failed or read a wrong value\n");
 	return -1;
 }
 
