@@ -20,8 +20,9 @@
  *     compression buffer stores the value raw;
  *   - a snapshot of a compressing cache loads into compressing and plain
  *     caches alike;
- *   - readers racing with writers of compressed values see only whole,
- *     correct values (run under ThreadSanitizer and ASan/UBSan too).
+ *   - readers (get, get_with, get_batch, cursors, compare-and-set) racing
+ *     with writers of compressed values see only whole, correct values (run
+ *     under ThreadSanitizer and ASan/UBSan too).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -545,6 +546,10 @@ static size_t race_value(unsigned char *buf, uint64_t k, uint64_t ver)
 static void race_check(void *ctx, const void *value, size_t value_len)
 {
 	struct race *r = ctx;
+	if (value_len == 3 && memcmp(value, "cas", 3) == 0) { /* race_cas's mark */
+		atomic_fetch_add(&r->reads, 1);
+		return;
+	}
 	unsigned char want[4096];
 	uint64_t tag;
 	if (value_len < 8) {
@@ -562,7 +567,7 @@ static void *race_writer(void *p)
 {
 	struct race_arg *a = p;
 	unsigned char buf[4096];
-	for (uint64_t ver = 0; ver < (TH_TSAN ? 300u : 2000u); ver++) {
+	for (uint64_t ver = 0; ver < (TH_TSAN ? 3000u : 20000u); ver++) {
 		uint64_t k = th_mix64(ver * 7 + (uint64_t)a->id) % RACE_KEYS;
 		char key[16];
 		size_t klen = (size_t)snprintf(key, sizeof(key), "r%llu", (unsigned long long)k);
@@ -570,6 +575,42 @@ static void *race_writer(void *p)
 		CHECK_RC(larder_put(a->r->c, key, klen, buf, len, LARDER_TTL_NEVER), LARDER_OK);
 	}
 	return NULL;
+}
+
+static void race_batch(void *ctx, size_t index, const void *value, size_t value_len)
+{
+	(void)index;
+	race_check(ctx, value, value_len);
+}
+
+static void race_iter(void *ctx, const void *key, size_t key_len, const void *value,
+		      size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	(void)key;
+	(void)key_len;
+	(void)ttl_ms;
+	(void)entry_bytes;
+	race_check(ctx, value, value_len);
+}
+
+/*
+ * A reader: get, get_with, get_batch and a cursor in turn; and, on thread
+ * 2, compare-and-set: read a value, then replace it by "cas" only if it is
+ * still that value, and put the value back the same way, so that the CAS
+ * compares against compressed values that writers replace meanwhile.
+ */
+static void race_cas(struct race *r, const char *key, size_t klen)
+{
+	unsigned char buf[4096];
+	size_t len;
+	if (larder_get(r->c, key, klen, buf, sizeof(buf), &len) != LARDER_OK || len == 3)
+		return;
+	int rc = larder_replace_if_equals(r->c, key, klen, buf, len, "cas", 3, LARDER_TTL_NEVER);
+	CHECK(rc == LARDER_OK || rc == LARDER_MISMATCH || rc == LARDER_MISS);
+	if (rc == LARDER_OK) {
+		rc = larder_replace_if_equals(r->c, key, klen, "cas", 3, buf, len, LARDER_TTL_NEVER);
+		CHECK(rc == LARDER_OK || rc == LARDER_MISMATCH || rc == LARDER_MISS);
+	}
 }
 
 static void *race_reader(void *p)
@@ -582,12 +623,43 @@ static void *race_reader(void *p)
 		size_t klen = (size_t)snprintf(key, sizeof(key), "r%llu",
 					       (unsigned long long)(i++ % RACE_KEYS));
 		size_t len;
-		if (i & 1) {
+		switch (i % 8) {
+		case 0: {
+			const void *keys[1] = { key };
+			size_t lens[1] = { klen };
+			CHECK(larder_get_batch(a->r->c, 1, keys, lens, race_batch, a->r) >= 0);
+			break;
+		}
+		case 1:
+			if (i % 64 == 1) { /* a whole walk now and then */
+				larder_iter *it;
+				if (CHECK_RC(larder_iter_open(a->r->c, &it), LARDER_OK)) {
+					while (larder_iter_next(it, race_iter, a->r) == LARDER_OK)
+						;
+					larder_iter_close(it);
+				}
+			}
+			break;
+		case 2:
+			if (a->id == 2)
+				race_cas(a->r, key, klen);
+			break;
+		case 3:
+		case 4: {
 			int rc = larder_get_with(a->r->c, key, klen, race_check, a->r);
 			CHECK(rc == LARDER_OK || rc == LARDER_MISS);
-		} else if (larder_get(a->r->c, key, klen, buf, sizeof(buf), &len) == LARDER_OK) {
-			race_check(a->r, buf, len);
+			break;
 		}
+		default:
+			if (larder_get(a->r->c, key, klen, buf, sizeof(buf), &len) == LARDER_OK)
+				race_check(a->r, buf, len);
+		}
+	}
+	/* The writer is done: every key is there, so this pass reads for sure. */
+	for (uint64_t k = 0; k < RACE_KEYS; k++) {
+		char key[16];
+		size_t klen = (size_t)snprintf(key, sizeof(key), "r%llu", (unsigned long long)k);
+		CHECK_RC(larder_get_with(a->r->c, key, klen, race_check, a->r), LARDER_OK);
 	}
 	return NULL;
 }
@@ -610,6 +682,7 @@ static void test_compress_readers_race_writers(void)
 	struct race_arg args[3] = { { &r, 0 }, { &r, 1 }, { &r, 2 } };
 	CHECK_EQ(th_run_threads(3, race_thread, args, sizeof(args[0])), 0);
 	CHECK_EQ(atomic_load(&r.bad), 0);
+	CHECK_GE(atomic_load(&r.reads), 2 * RACE_KEYS);
 	CHECK(th_check_accounting(r.c, 30000, NULL, NULL));
 	larder_close(r.c);
 }
