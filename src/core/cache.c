@@ -896,9 +896,12 @@ static void write_done(larder *c, struct op *op)
 	larder__maint_wake(c, op->handle);
 }
 
+/* charge_limit: LARDER_EVALSIZE when the entry would charge more (UINT64_MAX:
+ * none); *charged (when not NULL) gets its charge on success. */
 static int write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 			const void *expected, size_t expected_len, const void *value,
-			size_t value_len, uint64_t ttl_ms)
+			size_t value_len, uint64_t ttl_ms, uint64_t charge_limit,
+			uint64_t *charged)
 {
 	struct op op;
 	int rc = check_args(c, key, key_len,
@@ -916,6 +919,8 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 	if (bytes > larder__entry_limit(atomic_load_explicit(&c->capacity, LARDER__RELAXED)))
 		goto fail_packed;
 	size_t charge = larder__slab_charge(bytes);
+	if (charge > charge_limit)
+		goto fail_packed; /* rc is LARDER_EVALSIZE */
 	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		goto fail_packed;
 	if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
@@ -986,6 +991,8 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		return rc;
 	}
 	write_done(c, &op);
+	if (charged)
+		*charged = charge;
 	return LARDER_OK;
 
 fail_packed:
@@ -996,19 +1003,22 @@ fail_packed:
 int larder_put(larder *c, const void *key, size_t key_len, const void *value, size_t value_len,
 	       uint64_t ttl_ms)
 {
-	return write_common(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms);
+	return write_common(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms,
+			    UINT64_MAX, NULL);
 }
 
 int larder_put_if_absent(larder *c, const void *key, size_t key_len, const void *value,
 			 size_t value_len, uint64_t ttl_ms)
 {
-	return write_common(c, W_IF_ABSENT, key, key_len, NULL, 0, value, value_len, ttl_ms);
+	return write_common(c, W_IF_ABSENT, key, key_len, NULL, 0, value, value_len, ttl_ms,
+			    UINT64_MAX, NULL);
 }
 
 int larder_replace(larder *c, const void *key, size_t key_len, const void *value,
 		   size_t value_len, uint64_t ttl_ms)
 {
-	return write_common(c, W_REPLACE, key, key_len, NULL, 0, value, value_len, ttl_ms);
+	return write_common(c, W_REPLACE, key, key_len, NULL, 0, value, value_len, ttl_ms,
+			    UINT64_MAX, NULL);
 }
 
 int larder_replace_if_equals(larder *c, const void *key, size_t key_len, const void *expected,
@@ -1016,7 +1026,15 @@ int larder_replace_if_equals(larder *c, const void *key, size_t key_len, const v
 			     uint64_t ttl_ms)
 {
 	return write_common(c, W_IF_EQUALS, key, key_len, expected, expected_len, value,
-			    value_len, ttl_ms);
+			    value_len, ttl_ms, UINT64_MAX, NULL);
+}
+
+int larder__put_within(larder *c, const void *key, size_t key_len, const void *value,
+		       size_t value_len, uint64_t ttl_ms, uint64_t charge_limit,
+		       uint64_t *charged)
+{
+	return write_common(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms,
+			    charge_limit, charged);
 }
 
 static int remove_common(larder *c, const void *key, size_t key_len, const void *expected,

@@ -125,6 +125,17 @@ static inline uint64_t larder__entry_limit(uint64_t capacity)
 	return capacity / 8;
 }
 
+/*
+ * core/cache.c: larder_put() for larder_load() (core/snapshot.c, L3), which
+ * must know what an entry charges as stored (compressed or not) before it
+ * is written: LARDER_EVALSIZE, nothing written, when it would charge more
+ * than charge_limit bytes; else larder_put()'s result, with *charged the
+ * entry's charge on LARDER_OK.
+ */
+int larder__put_within(struct larder *cache, const void *key, size_t key_len, const void *value,
+		       size_t value_len, uint64_t ttl_ms, uint64_t charge_limit,
+		       uint64_t *charged);
+
 /* core/cache.c: larder_set_capacity() without the pool check (the pool's own path). */
 int larder__cache_set_capacity(struct larder *cache, uint64_t bytes);
 

@@ -516,6 +516,51 @@ static void test_compress_snapshot(void)
 	unlink(path);
 }
 
+/*
+ * A snapshot whose plain values exceed a small compressing cache, though
+ * they fit in it compressed: the load takes every entry (L3 counts the
+ * charge as stored), and the memory bound holds.
+ */
+static void test_compress_snapshot_into_smaller(void)
+{
+	char path[] = "/tmp/larder-compress-XXXXXX";
+	int fd = mkstemp(path);
+	REQUIRE(fd >= 0);
+	close(fd);
+	larder *c = open_compressing(64 * MiB, 0); /* plain */
+	REQUIRE(c);
+	unsigned char v[4096];
+	const int n = 1000; /* ~5 MiB plain, ~3 MiB compressed */
+	for (int i = 0; i < n; i++) {
+		char key[32];
+		size_t klen = (size_t)snprintf(key, sizeof(key), "z%d", i);
+		json_fill(v, sizeof(v), (uint64_t)i);
+		REQUIRE_RC(larder_put(c, key, klen, v, sizeof(v), LARDER_TTL_NEVER), LARDER_OK);
+	}
+	uint64_t plain_bytes = 0;
+	CHECK(th_check_accounting(c, 30000, NULL, &plain_bytes));
+	REQUIRE_RC(larder_save(c, path), LARDER_OK);
+	larder_close(c);
+	larder_config *config = th_config(plain_bytes / 4 * 3); /* under the plain size */
+	REQUIRE(config);
+	REQUIRE_RC(larder_config_set_compression(config, MIN_BYTES, SAVING_PCT), LARDER_OK);
+	larder *d = th_open(config);
+	REQUIRE(d);
+	CHECK_RC(larder_load(d, path), LARDER_OK);
+	uint64_t entries = 0, bytes = 0;
+	CHECK(th_check_accounting(d, 30000, &entries, &bytes));
+	CHECK_EQ(entries, n);
+	CHECK_LE(bytes, plain_bytes / 4 * 3);
+	for (int i = 0; i < n; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "z%d", i);
+		json_fill(v, sizeof(v), (uint64_t)i);
+		check_reads(d, key, v, sizeof(v));
+	}
+	larder_close(d);
+	unlink(path);
+}
+
 /* ---- Readers racing with writers of compressed values --------------------- */
 
 #define RACE_KEYS 64
@@ -698,6 +743,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_compress_enomem),
 		TH_TEST(test_compress_iter_enomem),
 		TH_TEST(test_compress_snapshot),
+		TH_TEST(test_compress_snapshot_into_smaller),
 		TH_TEST(test_compress_readers_race_writers),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
