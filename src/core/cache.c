@@ -915,7 +915,9 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 	unsigned flags = ttl == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
 	unsigned char *packed = pack_value(c, &value, &value_len, &flags);
 	size_t bytes = larder__entry_bytes(flags, key_len, value_len);
-	rc = LARDER_EVALSIZE; /* relaxed: a racing set_capacity may go either way */
+	/* The entry limit applies to the stored size. Relaxed: a racing
+	 * set_capacity may go either way. */
+	rc = LARDER_EVALSIZE;
 	if (bytes > larder__entry_limit(atomic_load_explicit(&c->capacity, LARDER__RELAXED)))
 		goto fail_packed;
 	size_t charge = larder__slab_charge(bytes);
