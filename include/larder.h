@@ -47,7 +47,9 @@
  *   stored bytes in place, inside a read section: the bytes stay valid and
  *   unchanged until the callback returns, even if another thread overwrites or
  *   removes the key meanwhile. A callback must be short (it delays the reuse
- *   of memory) and must not keep the pointer after it returns.
+ *   of memory) and must not keep the pointer after it returns. A value stored
+ *   compressed (larder_config_set_compression) is handed over decompressed,
+ *   in a buffer of the calling thread, with the same rules.
  *
  * Re-entrant calls (callbacks and removal listeners calling into larder)
  *   A read callback and a removal listener may call every function on every
@@ -298,6 +300,42 @@ enum larder_expiry {
 LARDER_API LARDER_MUST_USE int larder_config_set_expiry(larder_config *config,
 							enum larder_expiry expiry);
 
+/*
+ * Value compression (LZ4, docs/compression.md); off by default.
+ * min_value_bytes: values of at least this many bytes are compressed by the
+ * writer (0..LARDER_VALUE_LIMIT; 0 turns compression off). A compressed
+ * value is stored so only when its stored form (the LZ4 block plus a 4-byte
+ * length) is at least min_saving_percent (0..99) smaller than the value and
+ * strictly shorter; else it is stored raw. Errors: LARDER_EINVAL (config
+ * NULL, a value out of its range).
+ * What changes for a cache that compresses:
+ *   - An entry charges its stored bytes, so the memory bound counts the
+ *     compressed size, and an entry's limit (1/8 of capacity, see
+ *     LARDER_EVALSIZE) applies to the stored size; max_value_bytes still
+ *     applies to the value's own length.
+ *   - Every call that reports, copies or compares a value sees the original
+ *     bytes and length: larder_get() (its LARDER_EBUFSIZE and *value_len use
+ *     the original length), the *_if_equals comparisons, the callbacks of
+ *     larder_get_with(), larder_get_batch() and larder_iter_next(), the
+ *     removal listener, and larder_save() (snapshots hold plain values, so
+ *     any cache can load them).
+ *   - The callbacks' bytes of a compressed value are decompressed into a
+ *     buffer of the calling thread, not the stored bytes: each such read
+ *     costs the decompression (roughly a memcpy of the value plus LZ4's
+ *     decoding, 1-3x a raw read of 500 bytes; docs/compression.md has the
+ *     figures). The thread keeps up to 2 such buffers of at most 1 MiB each
+ *     (allocated on first use, freed at thread exit); a larger value, or a
+ *     read nested 3 deep in callbacks, allocates for the call and frees
+ *     after it. Such an allocation can fail: the read then returns
+ *     LARDER_ENOMEM and does not call the callback for that value (a
+ *     removal listener is called with value NULL and value_len 0 then).
+ * A write never fails for compression: when its scratch buffer cannot be
+ * allocated the value is stored raw.
+ */
+LARDER_API LARDER_MUST_USE int larder_config_set_compression(larder_config *config,
+							     size_t min_value_bytes,
+							     unsigned min_saving_percent);
+
 /* ---- Lifecycle ---------------------------------------------------------- */
 
 /*
@@ -319,6 +357,8 @@ LARDER_API LARDER_MUST_USE int larder_open(larder **out, const larder_config *co
 LARDER_API void larder_close(larder *cache);
 
 /* ---- Reads: never block, never allocate, never take a lock --------------- */
+/* (A callback's read of a compressed value may allocate its buffer: see
+ * larder_config_set_compression.) */
 
 /*
  * Copies the value of key into buf. On LARDER_OK, *value_len is the value's
@@ -334,7 +374,9 @@ LARDER_API LARDER_MUST_USE int larder_get(larder *cache, const void *key, size_t
  * Calls fn(ctx, value, value_len) on the stored bytes in place when the key is
  * present; fn is not called on a miss. See "Read sections" above.
  * Returns LARDER_OK, LARDER_MISS, LARDER_EINVAL, LARDER_EKEYSIZE or
- * LARDER_ENOMEM (a thread's first call: see Threads).
+ * LARDER_ENOMEM (a thread's first call: see Threads; or a compressed value
+ * with no buffer to decompress into, fn not called: see
+ * larder_config_set_compression).
  */
 LARDER_API LARDER_MUST_USE int larder_get_with(larder *cache, const void *key, size_t key_len,
 					       larder_read_fn *fn, void *ctx);
@@ -346,7 +388,9 @@ LARDER_API LARDER_MUST_USE int larder_get_with(larder *cache, const void *key, s
  * absent, expired or invalid (empty, too long, NULL) are skipped.
  * Returns the number of keys found (>= 0), LARDER_EINVAL (cache, keys,
  * key_lens or fn NULL, whatever count is: count 0 with valid arrays returns 0)
- * or LARDER_ENOMEM (a thread's first call: see Threads).
+ * or LARDER_ENOMEM (a thread's first call: see Threads; or a compressed value
+ * with no buffer to decompress into: fn was called for the keys before it,
+ * in index order, and for none after).
  */
 LARDER_API LARDER_MUST_USE long larder_get_batch(larder *cache, size_t count,
 						 const void *const keys[], const size_t key_lens[],
@@ -403,6 +447,9 @@ LARDER_API LARDER_MUST_USE int larder_replace(larder *cache, const void *key, si
 /*
  * Compare-and-set: stores value only if the current value's bytes equal
  * expected. Returns LARDER_OK, LARDER_MISS, LARDER_MISMATCH or an error.
+ * A compressed current value is compared by its original bytes, in a
+ * buffer of the calling thread: LARDER_ENOMEM (nothing stored) when that
+ * buffer cannot be allocated.
  */
 LARDER_API LARDER_MUST_USE int larder_replace_if_equals(larder *cache, const void *key,
 							size_t key_len, const void *expected,
@@ -412,7 +459,8 @@ LARDER_API LARDER_MUST_USE int larder_replace_if_equals(larder *cache, const voi
 /* Removes the key: LARDER_OK, LARDER_MISS, LARDER_EINVAL, LARDER_EKEYSIZE or LARDER_EBUSY. */
 LARDER_API LARDER_MUST_USE int larder_remove(larder *cache, const void *key, size_t key_len);
 
-/* Removes the key only if its value equals expected: adds LARDER_MISMATCH. */
+/* Removes the key only if its value equals expected: adds LARDER_MISMATCH
+ * (and LARDER_ENOMEM, nothing removed, as larder_replace_if_equals). */
 LARDER_API LARDER_MUST_USE int larder_remove_if_equals(larder *cache, const void *key,
 						       size_t key_len, const void *expected,
 						       size_t expected_len);
@@ -489,8 +537,9 @@ LARDER_API LARDER_MUST_USE int larder_iter_open(larder *cache, larder_iter **out
  * Hands the next entry to fn(ctx, ...) and returns LARDER_OK, or returns
  * LARDER_MISS (and calls nothing) once every entry has been visited; later
  * calls keep returning LARDER_MISS. May allocate (the key buffer, a thread's
- * first call): LARDER_ENOMEM then, the cursor unchanged, so the call may be
- * retried. LARDER_EINVAL: it or fn NULL. Never blocks.
+ * first call, a compressed value's buffer): LARDER_ENOMEM then, the cursor
+ * unchanged, so the call may be retried. LARDER_EINVAL: it or fn NULL.
+ * Never blocks.
  */
 LARDER_API LARDER_MUST_USE int larder_iter_next(larder_iter *it, larder_iter_fn *fn, void *ctx);
 

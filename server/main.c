@@ -43,7 +43,13 @@ struct options {
 	int verbose;
 	size_t item_max;
 	const char *snapshot;
+	size_t compress_min;          /* 0: off */
+	unsigned compress_saving_pct;
 };
+
+/* Long-only options (memcached has no letter for them). */
+enum { OPT_COMPRESS_MIN = 256, OPT_COMPRESS_SAVING };
+#define DEFAULT_COMPRESS_SAVING_PCT 10u
 
 static void usage(FILE *f)
 {
@@ -58,6 +64,10 @@ static void usage(FILE *f)
 		"-I, --max-item-size=<num> max value size, with k/m suffix (default: 1m)\n"
 		"-e, --snapshot-file=<file> load the cache from <file> at start-up, save it there\n"
 		"                          on SIGTERM or SIGUSR1 (graceful shutdown)\n"
+		"    --compress-min=<num>  store items of at least <num> bytes (k/m suffix)\n"
+		"                          LZ4-compressed (default: 0, off)\n"
+		"    --compress-saving=<pct> keep an item compressed only when that saves\n"
+		"                          at least <pct>%% (0-99, default: 10); else raw\n"
 		"-v, --verbose             verbose (print errors/warnings while in event loop)\n"
 		"-U, -u                    accepted for memcached compatibility, ignored\n"
 		"-V, --version             print version and exit\n"
@@ -80,6 +90,24 @@ static bool parse_size(const char *s, size_t *out)
 	return true;
 }
 
+/* A byte count or a number, 0..max, with an optional k/m suffix. */
+static bool parse_count(const char *s, size_t max, size_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (end == s || *s == '-' || errno == ERANGE)
+		return false;
+	if (*end == 'k' || *end == 'K')
+		v = v > max / 1024 ? (unsigned long long)max + 1 : v * 1024, end++;
+	else if (*end == 'm' || *end == 'M')
+		v = v > max / (1024 * 1024) ? (unsigned long long)max + 1 : v * 1024 * 1024, end++;
+	if (*end != '\0' || v > max)
+		return false;
+	*out = (size_t)v;
+	return true;
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longs[] = {
@@ -91,6 +119,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"conn-limit", required_argument, NULL, 'c'},
 		{"max-item-size", required_argument, NULL, 'I'},
 		{"snapshot-file", required_argument, NULL, 'e'},
+		{"compress-min", required_argument, NULL, OPT_COMPRESS_MIN},
+		{"compress-saving", required_argument, NULL, OPT_COMPRESS_SAVING},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
@@ -113,6 +143,22 @@ static int parse_args(int argc, char **argv, struct options *o)
 			}
 			break;
 		case 'e': o->snapshot = optarg; break;
+		case OPT_COMPRESS_MIN:
+			if (!parse_count(optarg, LARDER_VALUE_LIMIT, &o->compress_min)) {
+				fprintf(stderr, "larderd: bad --compress-min value '%s'\n", optarg);
+				return 1;
+			}
+			break;
+		case OPT_COMPRESS_SAVING: {
+			size_t pct;
+			if (!parse_count(optarg, 99, &pct) || strpbrk(optarg, "kKmM")) {
+				fprintf(stderr, "larderd: bad --compress-saving value '%s' (0-99)\n",
+					optarg);
+				return 1;
+			}
+			o->compress_saving_pct = (unsigned)pct;
+			break;
+		}
 		case 'v': o->verbose++; break;
 		case 'V': printf("larderd %s\n", LARDER__VERSION_STR); return -1;
 		case 'h': usage(stdout); return -1;
@@ -215,7 +261,9 @@ static int open_cache(const struct options *o, larder **out)
 	if ((rc = larder_config_set_capacity(cfg, o->mem_mib << 20)) != LARDER_OK ||
 	    (rc = larder_config_set_max_key_bytes(cfg, LARDER__KEY_MAX)) != LARDER_OK ||
 	    (rc = larder_config_set_max_value_bytes(cfg, o->item_max + LARDER__HDR)) != LARDER_OK ||
-	    (rc = larder_config_set_expected_entries(cfg, expected_entries(o->mem_mib))) != LARDER_OK) {
+	    (rc = larder_config_set_expected_entries(cfg, expected_entries(o->mem_mib))) != LARDER_OK ||
+	    (rc = larder_config_set_compression(cfg, o->compress_min, o->compress_saving_pct)) !=
+		    LARDER_OK) {
 		larder_config_destroy(cfg);
 		return rc;
 	}
@@ -282,7 +330,8 @@ static int wait_for_signal(struct larder__shared *sh)
 
 int main(int argc, char **argv)
 {
-	struct options o = {"11211", NULL, NULL, 64, 4, 1024, 0, 1024 * 1024, NULL};
+	struct options o = {"11211", NULL, NULL, 64, 4, 1024, 0, 1024 * 1024, NULL, 0,
+			    DEFAULT_COMPRESS_SAVING_PCT};
 	static struct larder__shared sh;
 	struct larder__net *net;
 	sigset_t set;

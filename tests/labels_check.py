@@ -37,8 +37,8 @@ LABEL_RE = re.compile(r'(?<![\w.-])(' + NUMBERED + r'|' + NAMED + r')(?:\.\.(?:S
 DEF_RE = re.compile(r'^\s*(?:/\*|\*)\s+(' + NUMBERED + r')\.\s')
 ORDERED_RE = re.compile(r'LARDER__(ACQUIRE|RELEASE|ACQ_REL|SEQ_CST)\b|atomic_thread_fence|barrier_all_threads\(\)')
 STMT_ORDER_RE = re.compile(r'LARDER__(RELAXED|ACQUIRE|RELEASE|ACQ_REL|SEQ_CST)\b')
-# A numbered label without its prefix (not S3-FIFO, SSE2, XXH3).
-BARE_RE = re.compile(r'(?<![\w.-])(?:SL|[A-Z]{1,2})\d+[a-z]?\b(?!-FIFO)(?<!SSE2)(?<!XXH3)')
+# A numbered label without its prefix (not S3-FIFO, SSE2, XXH3, LZ4).
+BARE_RE = re.compile(r'(?<![\w.-])(?:SL|[A-Z]{1,2})\d+[a-z]?\b(?!-FIFO)(?<!SSE2)(?<!XXH3)(?<!LZ4)')
 ARC_NAMES = {'T1', 'T2', 'B1', 'B2'}  # ARC's lists, named as in the paper
 SAYS_ORDER_RE = re.compile(r'(' + NUMBERED + r'|' + NAMED + r')(?: \([^)]*\))?:\s+(relaxed|acquire|release|seq_cst|acq_rel)\b')
 
@@ -232,7 +232,7 @@ def self_test():
     want(labels_in('(CACHE-B1..B3 in core/cache.c)') == ['CACHE-B1', 'CACHE-B2', 'CACHE-B3'], 'range')
     want(labels_in('WHEEL-W2b, R-SLOT/A-SLOT') == ['WHEEL-W2b', 'R-SLOT', 'A-SLOT'], 'list')
     want(labels_in('S3-FIFO, W-TinyLFU, X86-64, M1') == [], 'non-labels')
-    want([m.group(0) for m in BARE_RE.finditer('S3-FIFO SSE2 XXH3 GP-M1 (M1, X2b)')] == ['M1', 'X2b'],
+    want([m.group(0) for m in BARE_RE.finditer('S3-FIFO SSE2 XXH3 LZ4 GP-M1 (M1, X2b)')] == ['M1', 'X2b'],
          'bare labels')
     want(DEF_RE.match(' *   SLAB-S1. A free slot') is not None, 'definition')
     want(DEF_RE.match(' * (SLAB-S1) a citation') is None, 'citation is no definition')

@@ -13,6 +13,7 @@
 #                                      the build (CMake >= 3.25, presets)
 #   clang-14 libclang-rt-14-dev        the clang -Werror build and ThreadSanitizer
 #   libxxhash-dev                      seeded XXH3, the engine's key hash
+#   liblz4-dev                         LZ4 value compression (larder_config_set_compression)
 #   zlib1g-dev                         larder-sim and the sim tests read .gz traces
 #   liburcu-dev libck-dev              baselines in larder-bench only
 #   memcached nutcracker libmemcached-tools
@@ -36,6 +37,7 @@ LARDER_DEPS=(
 	cmake ninja-build gcc libc6-dev pkg-config
 	clang-14 libclang-rt-14-dev
 	libxxhash-dev
+	liblz4-dev
 	zlib1g-dev
 	liburcu-dev libck-dev
 	memcached nutcracker libmemcached-tools python3

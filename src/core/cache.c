@@ -35,6 +35,7 @@
 
 #include "core/alloc.h"
 #include "core/cache.h"
+#include "core/compress.h"
 #include "core/hash.h"
 #include "core/testing.h"
 #include "core/thread.h"
@@ -280,8 +281,13 @@ static inline int read_fast_ok(const larder *c, const void *key, size_t key_len,
 /* A hit: the length, the copy (the value's address first, before any store,
  * so the compiler keeps the key address the lookup computed), the sample.
  * flags: e's whole flags byte, loaded once by the caller for all of these. */
-READ_BODY int get_copy(struct larder__handle *h, struct larder__entry *e, unsigned flags,
-		       void *buf, size_t buf_len, size_t *value_len)
+static __attribute__((noinline)) int get_unpack(struct larder__handle *h,
+						 struct larder__entry *e, unsigned flags,
+						 void *buf, size_t buf_len, size_t *value_len);
+
+/* get_copy() of an entry known to be stored raw. */
+READ_BODY int get_copy_raw(struct larder__handle *h, struct larder__entry *e, unsigned flags,
+			   void *buf, size_t buf_len, size_t *value_len)
 {
 	const unsigned char *value =
 		(const unsigned char *)e + larder__entry_prefix_bytes(flags) + e->key_len;
@@ -292,6 +298,30 @@ READ_BODY int get_copy(struct larder__handle *h, struct larder__entry *e, unsign
 	count_hit(h, e, flags);
 	if (len) /* buf may be NULL for an empty value */
 		memcpy(buf, value, len);
+	return LARDER_OK;
+}
+
+READ_BODY int get_copy(struct larder__handle *h, struct larder__entry *e, unsigned flags,
+		       void *buf, size_t buf_len, size_t *value_len)
+{
+	if (__builtin_expect(flags & LARDER__ENTRY_COMPRESSED, 0))
+		return get_unpack(h, e, flags, buf, buf_len, value_len);
+	return get_copy_raw(h, e, flags, buf, buf_len, value_len);
+}
+
+/* get_copy() of a compressed entry: the same contract with the original
+ * length, decompressed straight into the caller's buffer (COMPRESS-C3). */
+static __attribute__((noinline)) int get_unpack(struct larder__handle *h,
+						 struct larder__entry *e, unsigned flags,
+						 void *buf, size_t buf_len, size_t *value_len)
+{
+	const unsigned char *stored = larder__entry_value(e);
+	size_t len = larder__packed_len(stored);
+	*value_len = len;
+	if (len > buf_len)
+		return LARDER_EBUFSIZE;
+	count_hit(h, e, flags);
+	larder__unpack(stored, e->value_len, buf);
 	return LARDER_OK;
 }
 
@@ -322,7 +352,8 @@ static __attribute__((noinline)) int get_general(larder *c, const void *key, siz
 }
 
 /*
- * The rest of a fast-path get that found an entry with a deadline, out of
+ * The rest of a fast-path get that found an entry with a deadline or a
+ * compressed value (deadline_passed() says no for one without), out of
  * line (a tail call: six arguments, so the section's token is passed and the
  * handle is found again as the thread's last one, which it still is).
  */
@@ -358,8 +389,9 @@ static __attribute__((noinline)) int get_access_hit(larder *c, struct larder__en
 	struct op op = { .have_now = 0, .have_coarse = 0 };
 	int rc = LARDER_MISS;
 	if (!deadline_passed(c, &op, e)) {
-		rc = get_copy(h, e, larder__entry_flags_raw(e), buf, buf_len, value_len);
-		if (rc == LARDER_OK)
+		unsigned flags = larder__entry_flags_raw(e);
+		rc = get_copy(h, e, flags, buf, buf_len, value_len);
+		if (rc == LARDER_OK && (flags & LARDER__ENTRY_TTL))
 			extend_on_read(c, &op, e);
 	}
 	larder__read_exit(&t->reader, outer);
@@ -416,14 +448,34 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 	if (__builtin_expect(w != 0, 1)) {
 		struct larder__entry *e = larder__slot_entry(w);
 		unsigned flags = larder__entry_flags_raw(e);
-		if (__builtin_expect(flags & LARDER__ENTRY_TTL, 0))
+		/* One test sends both kinds of entries that need more than a
+		 * copy (a deadline, a compressed value) out of line. */
+		if (__builtin_expect(flags & (LARDER__ENTRY_TTL | LARDER__ENTRY_COMPRESSED), 0))
 			return get_deadline_hit(c, e, buf, buf_len, value_len, outer);
-		rc = get_copy(h, e, flags, buf, buf_len, value_len);
+		rc = get_copy_raw(h, e, flags, buf, buf_len, value_len);
 	}
 	larder__read_exit(&t->reader, outer);
 	if (rc == LARDER_MISS)
 		count_miss(h);
 	return rc;
+}
+
+/* A get_with hit on a compressed entry: the callback gets the value
+ * decompressed into the thread's scratch buffer (COMPRESS-C3), or is not called
+ * when that buffer cannot be had. Inside the caller's read section. */
+static __attribute__((noinline)) int get_with_unpack(larder *c, struct larder__handle *h,
+						      struct larder__entry *e, unsigned flags,
+						      larder_read_fn *fn, void *ctx)
+{
+	unsigned char *scratch;
+	const unsigned char *plain = larder__entry_plain_rcu(e, flags, &scratch);
+	if (!plain)
+		return LARDER_ENOMEM;
+	count_hit(h, e, flags);
+	access_extend(c, NULL, e, flags);
+	fn(ctx, plain, larder__packed_len(larder__entry_value(e)));
+	larder__scratch_give(scratch);
+	return LARDER_OK;
 }
 
 READ_BODY int get_with_body(larder *c, struct larder__thread *t, struct larder__handle *h,
@@ -432,18 +484,22 @@ READ_BODY int get_with_body(larder *c, struct larder__thread *t, struct larder__
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	uint64_t outer = larder__read_enter(&t->reader);
 	struct larder__entry *e = find_live_rcu(c, NULL, hash, key, key_len);
+	int rc = LARDER_MISS;
 	if (__builtin_expect(e != NULL, 1)) {
 		unsigned flags = larder__entry_flags_raw(e);
-		count_hit(h, e, flags);
-		access_extend(c, NULL, e, flags);
-		fn(ctx, larder__entry_value(e), e->value_len);
+		if (__builtin_expect(flags & LARDER__ENTRY_COMPRESSED, 0)) {
+			rc = get_with_unpack(c, h, e, flags, fn, ctx);
+		} else {
+			count_hit(h, e, flags);
+			access_extend(c, NULL, e, flags);
+			fn(ctx, larder__entry_value(e), e->value_len);
+			rc = LARDER_OK;
+		}
 	}
 	larder__read_exit(&t->reader, outer);
-	if (!e) {
+	if (!e)
 		count_miss(h);
-		return LARDER_MISS;
-	}
-	return LARDER_OK;
+	return rc;
 }
 
 static __attribute__((noinline, cold)) int get_with_slow(larder *c, const void *key,
@@ -506,12 +562,20 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 				continue;
 			}
 			unsigned flags = larder__entry_flags_raw(e);
+			unsigned char *scratch;
+			const unsigned char *plain = larder__entry_plain_rcu(e, flags, &scratch);
+			if (!plain) {
+				found = LARDER_ENOMEM;
+				goto out;
+			}
 			count_hit(op.handle, e, flags);
 			access_extend(c, &op, e, flags);
-			fn(ctx, k, larder__entry_value(e), e->value_len);
+			fn(ctx, k, plain, larder__entry_plain_len(e, flags));
+			larder__scratch_give(scratch);
 			found++;
 		}
 	}
+out:
 	op_exit(&op);
 	return found;
 }
@@ -787,9 +851,42 @@ static void entry_unbuild(larder *c, struct op *op, struct larder__entry *e, siz
 	op->handle->credit += (int64_t)charge;
 }
 
-static int value_equals(struct larder__entry *e, const void *v, size_t len)
+/* The *_if_equals comparison, against the original bytes of a compressed
+ * value (COMPRESS-C3). LARDER_OK, LARDER_MISMATCH, or LARDER_ENOMEM when the
+ * decompression buffer could not be had. Under the key's bucket lock. */
+static int value_check(struct larder__entry *e, const void *v, size_t len)
 {
-	return e->value_len == len && (len == 0 || memcmp(larder__entry_value(e), v, len) == 0);
+	int eq = larder__entry_value_equals(e, larder__entry_flags(e), v, len);
+	return eq < 0 ? LARDER_ENOMEM : eq ? LARDER_OK : LARDER_MISMATCH;
+}
+
+/*
+ * A value at least compress_min long, compressed into a scratch buffer of
+ * the calling thread, which the caller gives back once the entry is built:
+ * *value, *value_len and *flags then describe the stored form. NULL (and
+ * nothing changed) when it is stored raw: too short, too little saving
+ * (COMPRESS-C1), or no memory for the buffer (a write never fails for compression).
+ */
+static unsigned char *pack_value(const larder *c, const void **value, size_t *value_len,
+				 unsigned *flags)
+{
+	if (!c->compress_min || *value_len < c->compress_min)
+		return NULL;
+	size_t room = larder__pack_room(c, *value_len);
+	if (!room)
+		return NULL;
+	unsigned char *buf = larder__scratch_take(room);
+	if (!buf)
+		return NULL;
+	size_t n = larder__pack(*value, *value_len, buf, room);
+	if (!n) {
+		larder__scratch_give(buf);
+		return NULL;
+	}
+	*value = buf;
+	*value_len = n;
+	*flags |= LARDER__ENTRY_COMPRESSED;
+	return buf;
 }
 
 /* After a write posted its event: count it and nudge the maintainer. */
@@ -799,9 +896,12 @@ static void write_done(larder *c, struct op *op)
 	larder__maint_wake(c, op->handle);
 }
 
+/* charge_limit: LARDER_EVALSIZE when the entry would charge more (UINT64_MAX:
+ * none); *charged (when not NULL) gets its charge on success. */
 static int write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 			const void *expected, size_t expected_len, const void *value,
-			size_t value_len, uint64_t ttl_ms)
+			size_t value_len, uint64_t ttl_ms, uint64_t charge_limit,
+			uint64_t *charged)
 {
 	struct op op;
 	int rc = check_args(c, key, key_len,
@@ -813,17 +913,24 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		return LARDER_EVALSIZE;
 	uint64_t ttl = resolve_ttl(c, ttl_ms);
 	unsigned flags = ttl == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
+	unsigned char *packed = pack_value(c, &value, &value_len, &flags);
 	size_t bytes = larder__entry_bytes(flags, key_len, value_len);
+	/* The entry limit applies to the stored size. Relaxed: a racing
+	 * set_capacity may go either way. */
+	rc = LARDER_EVALSIZE;
 	if (bytes > larder__entry_limit(atomic_load_explicit(&c->capacity, LARDER__RELAXED)))
-		return LARDER_EVALSIZE; /* relaxed: a racing set_capacity may go either way */
+		goto fail_packed;
 	size_t charge = larder__slab_charge(bytes);
+	if (charge > charge_limit)
+		goto fail_packed; /* rc is LARDER_EVALSIZE */
 	if ((rc = op_begin(c, &op)) != LARDER_OK)
-		return rc;
+		goto fail_packed;
 	if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
-		return rc;
-	uint64_t deadline = flags ? deadline_after(c, &op, ttl) : UINT64_MAX;
+		goto fail_packed;
+	uint64_t deadline = (flags & LARDER__ENTRY_TTL) ? deadline_after(c, &op, ttl) : UINT64_MAX;
 	struct larder__entry *e = entry_build(c, &op, key, key_len, value, value_len, flags,
 					      deadline);
+	larder__scratch_give(packed); /* copied into e, or not needed */
 	if (!e) {
 		op.handle->credit += (int64_t)charge;
 		return LARDER_ENOMEM;
@@ -847,8 +954,8 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 			rc = LARDER_EXISTS;
 		else if ((mode == W_REPLACE || mode == W_IF_EQUALS) && !live)
 			rc = LARDER_MISS;
-		else if (mode == W_IF_EQUALS && !value_equals(old, expected, expected_len))
-			rc = LARDER_MISMATCH;
+		else if (mode == W_IF_EQUALS)
+			rc = value_check(old, expected, expected_len);
 		if (rc != LARDER_OK) {
 			larder__table_unlock(home);
 			break;
@@ -886,25 +993,34 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		return rc;
 	}
 	write_done(c, &op);
+	if (charged)
+		*charged = charge;
 	return LARDER_OK;
+
+fail_packed:
+	larder__scratch_give(packed);
+	return rc;
 }
 
 int larder_put(larder *c, const void *key, size_t key_len, const void *value, size_t value_len,
 	       uint64_t ttl_ms)
 {
-	return write_common(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms);
+	return write_common(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms,
+			    UINT64_MAX, NULL);
 }
 
 int larder_put_if_absent(larder *c, const void *key, size_t key_len, const void *value,
 			 size_t value_len, uint64_t ttl_ms)
 {
-	return write_common(c, W_IF_ABSENT, key, key_len, NULL, 0, value, value_len, ttl_ms);
+	return write_common(c, W_IF_ABSENT, key, key_len, NULL, 0, value, value_len, ttl_ms,
+			    UINT64_MAX, NULL);
 }
 
 int larder_replace(larder *c, const void *key, size_t key_len, const void *value,
 		   size_t value_len, uint64_t ttl_ms)
 {
-	return write_common(c, W_REPLACE, key, key_len, NULL, 0, value, value_len, ttl_ms);
+	return write_common(c, W_REPLACE, key, key_len, NULL, 0, value, value_len, ttl_ms,
+			    UINT64_MAX, NULL);
 }
 
 int larder_replace_if_equals(larder *c, const void *key, size_t key_len, const void *expected,
@@ -912,7 +1028,15 @@ int larder_replace_if_equals(larder *c, const void *key, size_t key_len, const v
 			     uint64_t ttl_ms)
 {
 	return write_common(c, W_IF_EQUALS, key, key_len, expected, expected_len, value,
-			    value_len, ttl_ms);
+			    value_len, ttl_ms, UINT64_MAX, NULL);
+}
+
+int larder__put_within(larder *c, const void *key, size_t key_len, const void *value,
+		       size_t value_len, uint64_t ttl_ms, uint64_t charge_limit,
+		       uint64_t *charged)
+{
+	return write_common(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms,
+			    charge_limit, charged);
 }
 
 static int remove_common(larder *c, const void *key, size_t key_len, const void *expected,
@@ -939,8 +1063,8 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 	} else if (entry_expired(c, &op, old)) {
 		rc = LARDER_MISS; /* already gone for readers: unlink it now all the same */
 		cause = LARDER_CAUSE_EXPIRED;
-	} else if (if_equals && !value_equals(old, expected, expected_len)) {
-		rc = LARDER_MISMATCH;
+	} else if (if_equals) {
+		rc = value_check(old, expected, expected_len);
 	}
 	int unlink = old && (rc == LARDER_OK || cause == LARDER_CAUSE_EXPIRED);
 	if (unlink)
@@ -1026,7 +1150,10 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			if (copy)
 				entry_unbuild(c, &op, copy, charge);
 			copied_from = old;
-			size_t bytes = larder__entry_bytes(LARDER__ENTRY_TTL, old->key_len,
+			/* The stored bytes as they are: a compressed value stays so. */
+			unsigned copy_flags = LARDER__ENTRY_TTL |
+					      (larder__entry_flags(old) & LARDER__ENTRY_COMPRESSED);
+			size_t bytes = larder__entry_bytes(copy_flags, old->key_len,
 							   old->value_len);
 			charge = larder__slab_charge(bytes);
 			op_exit(&op);
@@ -1037,7 +1164,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			struct larder__entry *now_e = find_live_rcu(c, &op, hash, key, key_len);
 			copy = now_e == old ? entry_build(c, &op, key, key_len,
 							  larder__entry_value(old), old->value_len,
-							  LARDER__ENTRY_TTL, deadline)
+							  copy_flags, deadline)
 					    : NULL;
 			op_exit(&op);
 			if (!copy) {
@@ -1256,6 +1383,8 @@ int larder_open(larder **out, const larder_config *cfg)
 	c->coarse_margin_ms =
 		cfg->clock == larder__clock_default ? larder__clock_coarse_margin_ms() : 0;
 	c->write_wait_ms = cfg->write_wait_ms;
+	c->compress_min = cfg->compress_min;
+	c->compress_saving_pct = cfg->compress_saving_pct;
 	atomic_store_explicit(&c->stuck_ms, MAINT_WAIT_MS, LARDER__RELAXED); /* not shared yet */
 	if (cfg->expiry == LARDER_EXPIRE_AFTER_ACCESS && cfg->default_ttl_ms != LARDER_TTL_NEVER) {
 		c->access_ttl_ms = cfg->default_ttl_ms;

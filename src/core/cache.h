@@ -49,6 +49,8 @@ struct larder_config {
 	int capacity_set;          /* larder_config_set_capacity() was called */
 	struct larder_pool *pool;  /* holds a reference (pool/pool.c) */
 	double pool_min_share, pool_max_share, miss_cost;
+	size_t compress_min;          /* 0: compression off (core/compress.h) */
+	unsigned compress_saving_pct; /* 0..99 */
 };
 
 struct larder {
@@ -68,6 +70,10 @@ struct larder {
 	 * read leaves a deadline as it is (core/cache.c, extend_on_read). */
 	uint64_t access_ttl_ms;
 	uint64_t access_slack_ms;
+	/* Values of at least compress_min bytes (0: none) are stored
+	 * compressed when that saves compress_saving_pct% (core/compress.h). */
+	size_t compress_min;
+	unsigned compress_saving_pct;
 
 	/* Writers' shared counters: touched once per credit chunk or wait. */
 	larder__atomic_i64 budget __attribute__((aligned(64)));
@@ -118,6 +124,17 @@ static inline uint64_t larder__entry_limit(uint64_t capacity)
 {
 	return capacity / 8;
 }
+
+/*
+ * core/cache.c: larder_put() for larder_load() (core/snapshot.c, SNAP-L3), which
+ * must know what an entry charges as stored (compressed or not) before it
+ * is written: LARDER_EVALSIZE, nothing written, when it would charge more
+ * than charge_limit bytes; else larder_put()'s result, with *charged the
+ * entry's charge on LARDER_OK.
+ */
+int larder__put_within(struct larder *cache, const void *key, size_t key_len, const void *value,
+		       size_t value_len, uint64_t ttl_ms, uint64_t charge_limit,
+		       uint64_t *charged);
 
 /* core/cache.c: larder_set_capacity() without the pool check (the pool's own path). */
 int larder__cache_set_capacity(struct larder *cache, uint64_t bytes);

@@ -191,3 +191,13 @@ int larder_config_set_miss_cost(larder_config *config, double cost)
 	config->miss_cost = cost;
 	return LARDER_OK;
 }
+
+int larder_config_set_compression(larder_config *config, size_t min_value_bytes,
+				  unsigned min_saving_percent)
+{
+	if (!config || min_value_bytes > LARDER_VALUE_LIMIT || min_saving_percent > 99)
+		return LARDER_EINVAL;
+	config->compress_min = min_value_bytes;
+	config->compress_saving_pct = min_saving_percent;
+	return LARDER_OK;
+}

@@ -14,6 +14,8 @@
  *       and the value are written by the creating writer before the entry is
  *       published in the index (release) and are never written again; readers
  *       may read them once they have loaded the entry from the index (acquire).
+ *       LARDER__ENTRY_COMPRESSED is immutable too: value_len then counts the
+ *       stored bytes, whose first 4 hold the value's own length.
  *   ENTRY-E2. expire_ms is atomic: touch() rewrites it in place under the key's
  *       bucket lock; readers load it relaxed, because either deadline is a
  *       correct answer for a read that races with the touch.
@@ -67,6 +69,7 @@
 
 enum {
 	LARDER__ENTRY_TTL = 1,         /* ENTRY-E1: an expire_ms field follows the header */
+	LARDER__ENTRY_COMPRESSED = 2,  /* ENTRY-E1: the value is stored LZ4-compressed (core/compress.h) */
 	LARDER__ENTRY_ACCESSED = 0x80, /* ENTRY-E7: hit since the policy last looked */
 };
 

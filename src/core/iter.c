@@ -41,7 +41,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/cache.h"
+#include "core/compress.h"
 #include "core/hash.h"
 #include "core/iter.h"
 #include "core/thread.h"
@@ -77,7 +79,7 @@ int larder_iter_open(larder *cache, larder_iter **out)
 		*out = NULL;
 	if (!cache || !out)
 		return LARDER_EINVAL;
-	larder_iter *it = calloc(1, sizeof(*it));
+	larder_iter *it = larder__calloc(1, sizeof(*it));
 	if (!it)
 		return LARDER_ENOMEM;
 	it->cache = cache;
@@ -108,7 +110,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t unit)
 	size_t n = *cap ? *cap : 64;
 	while (n < need)
 		n *= 2;
-	void *q = realloc(*p, n * unit);
+	void *q = larder__realloc(*p, n * unit);
 	if (!q)
 		return -1;
 	*p = q;
@@ -146,7 +148,7 @@ static int drop_duplicates(larder_iter *it)
 	while (want < 2 * it->count)
 		want *= 2;
 	if (want > it->set_cap) {
-		uint32_t *s = realloc(it->set, want * sizeof(*s));
+		uint32_t *s = larder__realloc(it->set, want * sizeof(*s));
 		if (!s)
 			return -1;
 		it->set = s;
@@ -190,12 +192,26 @@ static int entry_live(larder *c, struct larder__entry *e, uint64_t *ttl_ms)
 	return 1;
 }
 
-static void hand_out(larder *c, struct larder__entry *e, larder_iter_fn *fn, void *ctx)
+/*
+ * Hands e to fn if it is live, with its value's plain bytes (a compressed
+ * one decompressed into the thread's scratch buffer, core/compress.h COMPRESS-C3):
+ * LARDER_OK when handed out, LARDER_MISS when not live, LARDER_ENOMEM when
+ * that buffer could not be had (fn not called).
+ */
+static int hand_out(larder *c, struct larder__entry *e, larder_iter_fn *fn, void *ctx)
 {
 	uint64_t ttl;
-	if (entry_live(c, e, &ttl))
-		fn(ctx, larder__entry_key(e), e->key_len, larder__entry_value(e), e->value_len, ttl,
-		   larder__slab_charge(larder__entry_size(e)));
+	if (!entry_live(c, e, &ttl))
+		return LARDER_MISS;
+	unsigned f = larder__entry_flags(e);
+	unsigned char *scratch;
+	const unsigned char *value = larder__entry_plain_rcu(e, f, &scratch);
+	if (!value)
+		return LARDER_ENOMEM;
+	fn(ctx, larder__entry_key(e), e->key_len, value, larder__entry_plain_len(e, f), ttl,
+	   larder__slab_charge(larder__entry_size(e)));
+	larder__scratch_give(scratch);
+	return LARDER_OK;
 }
 
 /*
@@ -219,8 +235,9 @@ static int collect_range(larder_iter *it, struct larder__thread *th, larder_iter
 	(void)larder__table_scan_homes_rcu(t, lo, hi, entry_hash, c, collect_entry, it);
 	int rc = it->failed || drop_duplicates(it) != 0 ? LARDER_ENOMEM : LARDER_OK;
 	if (rc == LARDER_OK && fn) {
-		for (size_t i = 0; i < it->count; i++)
-			hand_out(c, it->refs[i].entry, fn, ctx);
+		for (size_t i = 0; i < it->count && rc == LARDER_OK; i++)
+			if (hand_out(c, it->refs[i].entry, fn, ctx) == LARDER_ENOMEM)
+				rc = LARDER_ENOMEM;
 		it->next = it->count;
 	}
 	larder__read_exit(&th->reader, outer);
@@ -275,13 +292,11 @@ int larder_iter_next(larder_iter *it, larder_iter_fn *fn, void *ctx)
 			(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
 		uint64_t w = larder__table_lookup_rcu(t, r->hash, key, r->len);
 		struct larder__entry *e = w ? larder__slot_entry(w) : NULL;
-		uint64_t ttl;
-		int live = e && entry_live(c, e, &ttl);
-		if (live)
-			fn(ctx, larder__entry_key(e), e->key_len, larder__entry_value(e), e->value_len,
-			   ttl, larder__slab_charge(larder__entry_size(e)));
+		rc = e ? hand_out(c, e, fn, ctx) : LARDER_MISS;
 		larder__read_exit(&th->reader, outer);
-		if (live)
-			return LARDER_OK;
+		if (rc == LARDER_ENOMEM)
+			it->next--; /* the cursor unchanged: a retry looks this key up again */
+		if (rc != LARDER_MISS)
+			return rc;
 	}
 }

@@ -21,14 +21,16 @@
  *       with nothing left is dropped. The saved TTL was measured against the
  *       saving cache's clock at the moment the cursor handed the entry out.
  *   SNAP-L3. Capacity: the load keeps its own count of the bytes its entries
- *       charge (larder__slab_charge, as the writers do), starting from the
- *       cache's used bytes, and skips an entry that would take it above the
- *       capacity; so a load never makes the maintainer evict what it has
- *       just loaded (the policy's choice would depend on timing). Keys it
- *       overwrites are counted as if new: a load into a full cache may stop
- *       early; into an empty one it is exact.
- *   SNAP-L4. A snapshot that fits whole (its charge, summed while SNAP-L1 checks the
- *       records, plus the used bytes) is written by several threads
+ *       charge as stored (compressed, in a compressing cache: the write
+ *       reports it, larder__put_within), starting from the cache's used
+ *       bytes, and skips an entry that would take it above the capacity;
+ *       so a load never makes the maintainer evict what it has just loaded
+ *       (the policy's choice would depend on timing). Keys it overwrites
+ *       are counted as if new: a load into a full cache may stop early;
+ *       into an empty one it is exact.
+ *   SNAP-L4. A snapshot that fits whole (its plain charge, summed while SNAP-L1
+ *       checks the records, plus the used bytes: a compressing cache
+ *       charges no more) is written by several threads
  *       (load_parallel); only one that does not fit needs the file order.
  * Not guaranteed: a point-in-time cut (see larder_save in larder.h).
  */
@@ -45,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
 #include "core/cache.h"
 #include "core/entry.h"
 #include "core/hash.h"
@@ -130,7 +133,7 @@ static void append_entry(void *ctx, const void *key, size_t key_len, const void 
 		/* The caller flushes before each range once the buffer is half
 		 * full; a range (or a record) bigger than the rest grows it. */
 		size_t cap = 2 * (w->used + need);
-		unsigned char *b = realloc(w->buf, cap);
+		unsigned char *b = larder__realloc(w->buf, cap);
 		if (!b) {
 			w->nomem = 1;
 			return;
@@ -230,7 +233,7 @@ int larder_save(larder *c, const char *path)
 		return LARDER_ENOMEM;
 	struct writer w = { .fd = -1 };
 	int rc = LARDER_ENOMEM;
-	w.buf = malloc(WRITE_BUFFER_BYTES);
+	w.buf = larder__malloc(WRITE_BUFFER_BYTES);
 	w.cap = WRITE_BUFFER_BYTES;
 	w.hash = XXH3_createState();
 	if (!w.buf || !w.hash || XXH3_64bits_reset(w.hash) != XXH_OK)
@@ -348,13 +351,16 @@ static void *load_part(void *arg)
 		}
 		if (key_len > c->max_key_bytes || value_len > c->max_value_bytes)
 			continue;
-		unsigned flags = ttl == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
-		uint64_t charge = larder__slab_charge(larder__entry_bytes(flags, key_len, value_len));
-		if (p->charged + charge > p->capacity)
-			continue; /* SNAP-L3 */
-		int rc = larder_put(c, key, key_len, key + key_len, value_len, ttl);
+		/* SNAP-L3, with the charge as stored (a compressing cache's is known
+		 * only once the value is compressed): the entry is written only
+		 * if it fits in what is left. */
+		uint64_t charge = 0;
+		uint64_t left = p->capacity == UINT64_MAX ? UINT64_MAX
+			      : p->capacity > p->charged ? p->capacity - p->charged : 0;
+		int rc = larder__put_within(c, key, key_len, key + key_len, value_len, ttl, left,
+					    &charge);
 		if (rc == LARDER_EVALSIZE)
-			continue; /* over this cache's entry limit */
+			continue; /* SNAP-L3, or over this cache's entry limit */
 		if (rc != LARDER_OK) {
 			p->rc = rc;
 			break;

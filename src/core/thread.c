@@ -45,6 +45,9 @@ static void thread_exit(void *arg)
 	}
 	pthread_mutex_unlock(&live_lock);
 	larder__reader_unregister(&t->reader);
+	for (int i = 0; i < LARDER__SCRATCH_SLOTS; i++)
+		free(t->scratch[i].buf);
+	free(t->pack_stream);
 	free(t);
 }
 
@@ -165,4 +168,51 @@ void larder__cache_id_unregister(uint64_t cache_id)
 		}
 	}
 	pthread_mutex_unlock(&live_lock);
+}
+
+unsigned char *larder__scratch_take(size_t bytes)
+{
+	struct larder__thread *t = larder__thread_self();
+	if (!t)
+		return NULL;
+	size_t want = bytes ? bytes : 1;
+	if (want <= LARDER__SCRATCH_KEEP_BYTES) {
+		for (int i = 0; i < LARDER__SCRATCH_SLOTS; i++) {
+			struct larder__scratch *s = &t->scratch[i];
+			if (s->busy)
+				continue;
+			if (s->cap < want) {
+				/* Grown by doubling from 4 KiB, to the keep limit:
+				 * a few growths per thread, never a copy. */
+				size_t cap = s->cap ? s->cap : 4096;
+				while (cap < want)
+					cap *= 2;
+				if (cap > LARDER__SCRATCH_KEEP_BYTES)
+					cap = LARDER__SCRATCH_KEEP_BYTES;
+				unsigned char *b = larder__malloc(cap);
+				if (!b)
+					return NULL;
+				free(s->buf);
+				s->buf = b;
+				s->cap = cap;
+			}
+			s->busy = 1;
+			return s->buf;
+		}
+	}
+	return larder__malloc(want);
+}
+
+void larder__scratch_give(unsigned char *buf)
+{
+	if (!buf)
+		return;
+	struct larder__thread *t = larder__tls;
+	for (int i = 0; i < LARDER__SCRATCH_SLOTS; i++) {
+		if (t->scratch[i].buf == buf && t->scratch[i].busy) {
+			t->scratch[i].busy = 0;
+			return;
+		}
+	}
+	free(buf);
 }

@@ -20,6 +20,9 @@
  *       live-cache lock, so a cache cannot be closed half way through it.
  *   THREAD-T2. Cache ids are never reused, so a stale last or recent[] entry of a
  *       closed cache never matches a live one (a cache's address may be).
+ *   THREAD-T3. scratch[] and pack_stream belong to the owning thread alone; a
+ *       slot is busy from larder__scratch_take() to larder__scratch_give(),
+ *       so nested users never share one; both are freed when it exits.
  */
 #ifndef LARDER_CORE_THREAD_H
 #define LARDER_CORE_THREAD_H
@@ -33,6 +36,23 @@ struct larder;
 struct larder__handle;
 
 #define LARDER__RECENT_SLOTS 8
+/* Scratch buffers kept per thread, and the most bytes one keeps between
+ * uses; a bigger or a more deeply nested request gets its own allocation,
+ * freed when it is given back. */
+#define LARDER__SCRATCH_SLOTS 2
+#define LARDER__SCRATCH_KEEP_BYTES ((size_t)1 << 20)
+
+/*
+ * A thread's scratch buffer (THREAD-T3): decompressed values for read callbacks,
+ * compressed values on their way into an entry (core/compress.h). Taken and
+ * given back by the owning thread only; busy while a taker holds it, so a
+ * callback that reads or writes again (a nested call) gets another slot.
+ */
+struct larder__scratch {
+	unsigned char *buf;
+	size_t cap;
+	int busy;
+};
 
 struct larder__thread_node {
 	uint64_t cache_id;
@@ -55,6 +75,10 @@ struct larder__thread {
 	 * any listener: writes made here (from a removal listener, into any
 	 * cache) never wait (core/cache.c, wait_pass). */
 	int maintainer;
+	struct larder__scratch scratch[LARDER__SCRATCH_SLOTS]; /* THREAD-T3 */
+	/* THREAD-T3: this thread's LZ4 compression state (an LZ4_stream_t of 16 KiB,
+	 * core/compress.c), allocated on its first compressed write. */
+	void *pack_stream;
 };
 
 extern __thread struct larder__thread *larder__tls
@@ -88,6 +112,15 @@ static inline struct larder__handle *larder__thread_handle(struct larder__thread
 		return t->last_handle;
 	return larder__thread_handle_slow(t, cache, cache_id);
 }
+
+/*
+ * A buffer of at least bytes for the calling thread (THREAD-T3), creating its state
+ * if needed: a free slot's (grown to bytes if it keeps no more than
+ * LARDER__SCRATCH_KEEP_BYTES), else a fresh allocation. NULL on ENOMEM.
+ * Give it back with larder__scratch_give(); NULL is ignored there.
+ */
+unsigned char *larder__scratch_take(size_t bytes);
+void larder__scratch_give(unsigned char *buf);
 
 /* The live-cache registry (THREAD-T1, THREAD-T2): a cache is registered from open to close. */
 uint64_t larder__cache_id_register(struct larder *cache);

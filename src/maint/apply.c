@@ -15,7 +15,9 @@
 #include <stdlib.h>
 
 #include "core/cache.h"
+#include "core/compress.h"
 #include "core/hash.h"
+#include "core/thread.h"
 #include "maint/events.h"
 #include "maint/state.h"
 #include "mem/slab.h"
@@ -84,8 +86,14 @@ void larder__maint_call_listener(struct larder__maint *m, struct larder__entry *
 	/* Relaxed: we are the only writer; readers only compare values. */
 	uint64_t n = atomic_load_explicit(&c->listener_calls, LARDER__RELAXED);
 	atomic_store_explicit(&c->listener_calls, n + 1, LARDER__RELAXED);
-	c->listener(c->listener_ctx, larder__entry_key(e), e->key_len, larder__entry_value(e),
-		    e->value_len, cause);
+	/* A compressed value is decompressed for the listener; without memory
+	 * for that it gets no value (larder_config_set_compression). */
+	unsigned f = larder__entry_flags(e);
+	unsigned char *scratch;
+	const unsigned char *value = larder__entry_plain_rcu(e, f, &scratch);
+	c->listener(c->listener_ctx, larder__entry_key(e), e->key_len, value,
+		    value ? larder__entry_plain_len(e, f) : 0, cause);
+	larder__scratch_give(scratch);
 	atomic_store_explicit(&c->listener_calls, n + 2, LARDER__RELAXED); /* as above */
 }
 

@@ -74,6 +74,7 @@ struct lb_config {
 	int entries_given;
 	int pin; /* --pin: worker i runs on CPU i mod CPUs online */
 	int scale; /* --scale (scale.c) */
+	int compress; /* --compress (compress.c) */
 	uint64_t memory;      /* --memory: capacity of the memory-return run; 0: off */
 	unsigned churn_factor; /* --churn N: the memory run's churn writes N x capacity (10) */
 	int value_size_given; /* --value-size was on the command line */
@@ -254,6 +255,7 @@ int lb_latency_run(const struct lb_config *cfg);
 int lb_bigset_run(const struct lb_config *cfg);
 int lb_scale_run(const struct lb_config *cfg);
 int lb_memory_run(const struct lb_config *cfg);
+int lb_compress_run(const struct lb_config *cfg); /* compress.c */
 int lb_budget_run(const struct lb_config *cfg); /* --pool (poolbench.c) */
 
 #endif /* LARDER_BENCH_H */

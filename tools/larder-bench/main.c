@@ -1,7 +1,7 @@
 /*
  * main.c - larder-bench's command line: parses the options into one
  * read-only struct lb_config and runs one mode (the matrix by default,
- * --ops, --latency, --bigset, --scale, --memory or --pool). Run with --help for the
+ * --ops, --latency, --bigset, --scale, --compress, --memory or --pool). Run with --help for the
  * options.
  */
 #include <errno.h>
@@ -22,6 +22,9 @@ static const char usage[] =
 	"  --bigset[=N]         N entries (default 10000000): larder_get vs get_batch 8/16/32\n"
 	"  --scale              10^8 entries (or --entries N) loaded by 2 threads, then\n"
 	"                       random reads: load and read rates, RSS, bytes per entry\n"
+	"  --compress           LZ4 value compression vs plain: JSON-like 200 B, 500 B,\n"
+	"                       4 KiB and random 500 B values (--entries, 50000): bytes\n"
+	"                       per entry, put, get and get_with ns, ratios\n"
 	"  --memory[=BYTES]     memory back to the OS (default 8G): fill, clear, refill,\n"
 	"                       shrink to 10%, churn 10x capacity; RSS timelines and\n"
 	"                       PASS/FAIL per phase (lognormal values unless --value-size)\n"
@@ -273,6 +276,10 @@ static int parse_args(int argc, char **argv, struct lb_config *cfg)
 			cfg->scale = 1;
 			continue;
 		}
+		if (strcmp(a, "--compress") == 0) {
+			cfg->compress = 1;
+			continue;
+		}
 		if (strcmp(a, "--latency") == 0) {
 			cfg->latency = 1;
 			continue;
@@ -329,6 +336,8 @@ int main(int argc, char **argv)
 		rc = lb_bigset_run(&cfg);
 	else if (cfg.scale)
 		rc = lb_scale_run(&cfg);
+	else if (cfg.compress)
+		rc = lb_compress_run(&cfg);
 	else if (cfg.memory)
 		rc = lb_memory_run(&cfg);
 	else if (cfg.pool)

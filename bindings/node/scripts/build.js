@@ -25,7 +25,7 @@ function run(cmd, args) {
   } catch (err) {
     if (err.code === 'ENOENT') {
       throw new Error(`larder: ${cmd} is needed to build the addon ` +
-        '(Debian: apt-get install cmake ninja-build gcc pkg-config libxxhash-dev)');
+        '(Debian: apt-get install cmake ninja-build gcc pkg-config libxxhash-dev liblz4-dev)');
     }
     throw err;
   }
