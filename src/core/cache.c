@@ -131,15 +131,6 @@ static inline struct larder__table *root_rcu(larder *c)
 	return (struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
 }
 
-/* Deadline of e, UINT64_MAX when it has none. */
-static inline uint64_t entry_deadline(struct larder__entry *e)
-{
-	if (!(larder__entry_flags(e) & LARDER__ENTRY_TTL))
-		return UINT64_MAX;
-	/* Relaxed: ENTRY-E2 in core/entry.h. */
-	return atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
-}
-
 /*
  * Out of line: only entries with a deadline get here, and the clock call
  * would otherwise make every lookup spill its registers. With the default
@@ -150,7 +141,7 @@ static inline uint64_t entry_deadline(struct larder__entry *e)
 static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
 						     struct larder__entry *e)
 {
-	uint64_t deadline = entry_deadline(e);
+	uint64_t deadline = larder__entry_deadline(e);
 	if (deadline == UINT64_MAX)
 		return 0;
 	if (!op) { /* a single read: each clock read at most once anyway */
@@ -623,7 +614,7 @@ int larder_ttl_remaining(larder *c, const void *key, size_t key_len, uint64_t *t
 		/* The lookup may have judged the deadline on the coarse clock:
 		 * measure what is left on the precise one, and call it expired if
 		 * it ran out in between. */
-		uint64_t deadline = entry_deadline(e);
+		uint64_t deadline = larder__entry_deadline(e);
 		if (deadline == UINT64_MAX)
 			*ttl_ms = LARDER_TTL_NEVER;
 		else if (op_now(c, &op) < deadline)

@@ -176,6 +176,18 @@ static inline larder__atomic_u64 *larder__entry_expire(struct larder__entry *e)
 	return (larder__atomic_u64 *)(void *)(e + 1);
 }
 
+/*
+ * e's deadline on the cache clock, UINT64_MAX when it has none (no TTL, or
+ * a touch took it away). Relaxed: ENTRY-E2, either deadline of a racing
+ * touch is a correct answer.
+ */
+static inline uint64_t larder__entry_deadline(struct larder__entry *e)
+{
+	if (!(larder__entry_flags(e) & LARDER__ENTRY_TTL))
+		return UINT64_MAX;
+	return atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
+}
+
 /* Only for entries with LARDER__ENTRY_TTL (ENTRY-E3: the maintainer's). */
 static inline struct larder__wheel_link *larder__entry_wheel(struct larder__entry *e)
 {

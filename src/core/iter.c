@@ -179,10 +179,7 @@ static int drop_duplicates(larder_iter *it)
 static int entry_live(larder *c, struct larder__entry *e, uint64_t *ttl_ms)
 {
 	*ttl_ms = LARDER_TTL_NEVER;
-	if (!(larder__entry_flags(e) & LARDER__ENTRY_TTL))
-		return 1;
-	/* Relaxed: ENTRY-E2 in core/entry.h (either deadline of a racing touch is right). */
-	uint64_t d = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
+	uint64_t d = larder__entry_deadline(e);
 	if (d == UINT64_MAX)
 		return 1;
 	uint64_t now = c->clock(c->clock_ctx);

@@ -26,19 +26,18 @@
 #define STAGE_PER_PASS 256u /* timers cascaded ahead of time: ~50-100 us of misses */
 #define STAGE_PER_EXPIRY 4u /* ... and more per expiry of the pass (larder__maint_expire) */
 
-static int entry_expired(struct larder *c, struct larder__entry *e)
+/* Whether an evicted victim had expired, to name its cause: on the precise
+ * clock (the read path's entry_expired in core/cache.c may use the coarse). */
+static int victim_expired(struct larder *c, struct larder__entry *e)
 {
-	if (!(larder__entry_flags(e) & LARDER__ENTRY_TTL))
-		return 0;
-	/* Relaxed: ENTRY-E2 in core/entry.h. */
-	uint64_t exp = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
+	uint64_t exp = larder__entry_deadline(e);
 	return exp != UINT64_MAX && c->clock(c->clock_ctx) >= exp;
 }
 
 /*
  * The expiry's clock, read at most once per pass (and only for TTL work), and
  * never earlier than in a previous pass (eviction reads the clock itself,
- * once per victim with a TTL, only to name the cause: entry_expired): a
+ * once per victim with a TTL, only to name the cause: victim_expired): a
  * clock that steps back (larder.h tolerates it) must not take the wheel
  * back, whose time only moves on
  * (WHEEL-W1 in ttl/wheel.c). on_due() compares deadlines with it; with the raw
@@ -57,23 +56,18 @@ static uint64_t pass_now(struct larder__maint *m)
 	return m->now_ms;
 }
 
-static uint64_t entry_deadline(struct larder__entry *e)
-{
-	/* Relaxed: ENTRY-E2 in core/entry.h; a stale value is corrected by on_due()
-	 * or by the EV_TOUCH that follows a shortening. */
-	return atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
-}
-
 uint64_t larder__maint_wheel_deadline(void *ctx, struct larder__wheel_link *link)
 {
 	(void)ctx;
-	return entry_deadline(larder__wheel_entry(link));
+	/* A stale deadline is corrected by on_due() or by the EV_TOUCH that
+	 * follows a shortening. */
+	return larder__entry_deadline(larder__wheel_entry(link));
 }
 
 /* (Re)schedules a counted entry with a deadline at its current deadline. */
 void larder__maint_wheel_track(struct larder__maint *m, struct larder__entry *e)
 {
-	uint64_t d = entry_deadline(e);
+	uint64_t d = larder__entry_deadline(e);
 	struct larder__wheel_link *link = larder__entry_wheel(e);
 	if (d == UINT64_MAX) {
 		larder__wheel_cancel(&m->wheel, link);
@@ -127,7 +121,7 @@ uint64_t larder__maint_evict(struct larder__maint *m)
 		/* Not found: a pending event or a cleared table will retire it. */
 		if (unlink_current(c, e))
 			larder__maint_retire(m, e,
-					     entry_expired(c, e) ? LARDER_CAUSE_EXPIRED
+					     victim_expired(c, e) ? LARDER_CAUSE_EXPIRED
 								 : LARDER_CAUSE_EVICTED,
 					     1);
 	}
@@ -145,7 +139,7 @@ static void on_due(void *ctx, struct larder__wheel_link *link, uint32_t id)
 {
 	struct larder__maint *m = ctx;
 	struct larder__entry *e = larder__wheel_entry(link);
-	uint64_t d = entry_deadline(e);
+	uint64_t d = larder__entry_deadline(e);
 	if (d == UINT64_MAX)
 		return; /* touch took its deadline away */
 	if (d > m->now_ms) {
