@@ -1425,8 +1425,8 @@ int larder_open(larder **out, const larder_config *cfg)
 fail_start:
 	larder__cache_id_unregister(c->id);
 fail_id:
-	larder__maint_destroy(c); /* frees the table and the slab too */
-	goto fail_slab;
+	larder__maint_destroy(c); /* it owns the table from larder__maint_create() on */
+	goto fail_table;
 fail_maint:
 	larder__table_destroy(t);
 fail_table:
@@ -1456,5 +1456,6 @@ void larder_close(larder *c)
 	larder__pool_release(c->pool);
 	pthread_mutex_destroy(&c->admin_lock);
 	pthread_mutex_destroy(&c->handles_lock);
+	larder__slab_destroy(&c->slab);
 	free(c);
 }

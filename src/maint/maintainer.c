@@ -373,7 +373,6 @@ void larder__maint_destroy(struct larder *c)
 		free(h);
 		h = next;
 	}
-	larder__slab_destroy(&c->slab);
 	m->ops->destroy(m->policy);
 	larder__wheel_destroy(&m->wheel);
 	free(m);

@@ -511,11 +511,56 @@ static void test_clear_refused_keeps_entries(void)
 	larder_close(c);
 }
 
+/*
+ * Each allocation of a lone larder_open fails in turn, from the cache's own
+ * block to the maintainer thread's state (the last, after the index, the
+ * policy and the cache's id are made), until an n past its allocations
+ * opens with the seam unfired. An open either refuses with LARDER_ENOMEM,
+ * leaving *out NULL and every mapped byte returned (O4), or opens when the
+ * failed allocation was one it can do without (a policy's optional part).
+ * Every failure path of the open is taken, those that undo the maintainer's
+ * state included; under AddressSanitizer LeakSanitizer checks that each
+ * freed exactly what it made.
+ */
+static void test_open_fails_cleanly_at_every_allocation(void)
+{
+	larder_config *cfg = th_config(4 * MiB);
+	uint64_t mapped = larder__test_mapped_bytes();
+	long n, refused = 0;
+
+	REQUIRE(cfg != NULL);
+	for (n = 0; n < 1000; n++) {
+		larder *c = (larder *)&cfg; /* garbage: a failed open resets it */
+		larder__test_fail_alloc_after(n);
+		int rc = larder_open(&c, cfg);
+		long left = larder__test_fail_alloc_after(-1);
+		if (rc == LARDER_OK) {
+			larder_close(c);
+			if (left != -1)
+				break; /* every allocation of the open went through */
+		} else {
+			CHECK_RC(rc, LARDER_ENOMEM);
+			CHECK(c == NULL);
+			refused++;
+		}
+		CHECK_EQ(larder__test_mapped_bytes(), mapped);
+	}
+	/* The others: parts the open does without, or the maintainer's first
+	 * allocations after it returned. */
+	printf("  open refused with ENOMEM at %ld of the first %ld allocations\n", refused, n);
+	/* The cache, its table, its maintainer with the policy, its id and the
+	 * maintainer thread's state at least. */
+	CHECK_GT(refused, 5);
+	CHECK(n < 1000);
+	larder_config_destroy(cfg);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_every_allocation_fails_once),
 		TH_TEST(test_clear_refused_keeps_entries),
+		TH_TEST(test_open_fails_cleanly_at_every_allocation),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
