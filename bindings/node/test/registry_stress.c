@@ -173,7 +173,7 @@ static void test_registry(int threads, int rounds, uint64_t seed)
 	check(atomic_load_explicit(&errors, memory_order_relaxed) == 0,
 	      "shared caches: every value read checks, one cache per name");
 	check(lnode_registry_open_count() == 0 && lnode_registry_refs("alpha") == 0,
-	      "every cache closed once its last reference went (R1)");
+	      "every cache closed once its last reference went (REGISTRY-R1)");
 }
 
 static void test_mismatch(void)
@@ -264,11 +264,11 @@ static void test_queue(void)
 	pthread_join(tid, NULL);
 	printf("queue: pushed %ld, taken %ld, dropped %llu, wake-ups %ld\n", t.pushes, taken,
 	       (unsigned long long)dropped, atomic_load_explicit(&t.wakes, memory_order_relaxed));
-	check(bad == 0, "records taken in push order, whole, within the bound (Q1)");
-	check(taken + (long)dropped == t.pushes, "taken + dropped == pushed (Q2)");
+	check(bad == 0, "records taken in push order, whole, within the bound (DQUEUE-Q1)");
+	check(taken + (long)dropped == t.pushes, "taken + dropped == pushed (DQUEUE-Q2)");
 	check(lnode_dq_push(&t.q, "k", 1, "v", 1, 0) == LNODE_DQ_FIRST &&
 		      lnode_dq_push(&t.q, "k", 1, "v", 1, 0) == LNODE_DQ_QUEUED,
-	      "FIRST only on an empty queue (Q3)");
+	      "FIRST only on an empty queue (DQUEUE-Q3)");
 	check(lnode_dq_push(&t.q, "k", 1, buf, 4096, 0) == LNODE_DQ_DROPPED,
 	      "a record over the bound is dropped, not truncated");
 	free(buf);
