@@ -6,7 +6,7 @@ docs/memory-model.md matches the code.
 
 The label scheme is in docs/architecture.md, "Labels". The tree is src/,
 server/, bindings/, tools/ and tests/ (C sources and headers, and the Node
-binding's JavaScript); docs/ and the READMEs are read for citations. Checks:
+binding's JavaScript); docs/ is read for citations too. Checks:
   1. definitions: a numbered invariant is defined by a line "PREFIX-Xn." in a
      header comment of the tree (or "N. PREFIX-Xn:" in a numbered list of
      steps); no label is defined twice;
@@ -19,10 +19,11 @@ binding's JavaScript); docs/ and the READMEs are read for citations. Checks:
      (bindings/node). Python and shell files are not read: their numbered
      tokens are protocol flags (memcached's meta T0, O1) and variables;
   3. code to doc (the engine, src/, only: the bindings' native code keeps
-     its own edges in its headers): every label on an ordered atomic in src/ (the comment just
-     above the statement, or on its lines) that is not an invariant is an
-     edge listed in a table of docs/memory-model.md, and every ordered atomic
-     (acquire, release, acq_rel, seq_cst, a fence) carries one;
+     its own edges in its headers): every label on an ordered atomic in
+     src/ (the comment just above the statement, or on its lines) that is
+     not an invariant is an edge listed in a table of docs/memory-model.md,
+     and every ordered atomic (acquire, release, acq_rel, seq_cst, a fence)
+     carries one;
   4. doc to code: every edge a table of docs/memory-model.md lists labels an
      ordered atomic in src/ (a row whose order is relaxed only, a hint such
      as X-SET, needs its label in a comment of src/);
@@ -177,7 +178,7 @@ def tree_files(root):
     out = []
     for top in TREE:
         out += files_under(root, top, ('.c', '.h'))
-    return out + [f for f in files_under(root, 'bindings/node', ('.js',))]
+    return out + files_under(root, 'bindings/node', ('.js',))
 
 
 def bare_allowed(rel, word):
