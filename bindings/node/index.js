@@ -9,12 +9,12 @@
  * the optional JS-side L1, the `max` entry limit, and dispose delivery.
  *
  * Invariants:
- *   J1. A value read never aliases the scratch: Buffers and serializer input
+ *   NODE-J1. A value read never aliases the scratch: Buffers and serializer input
  *       are copied out of it before the next native call can overwrite it.
- *   J2. L1 never shadows a write: set/delete/clear/mset drop the key from
+ *   NODE-J2. L1 never shadows a write: set/delete/clear/mset drop the key from
  *       L1 before they return, and an L1 entry expires no later than the
  *       engine's entry (its deadline is taken before the native call).
- *   J3. L1 exists only for a private cache (no name) without updateAgeOnGet:
+ *   NODE-J3. L1 exists only for a private cache (no name) without updateAgeOnGet:
  *       a shared cache is written by other workers, whose writes this
  *       thread's Map cannot see, and an L1 hit would not extend a lifetime.
  */
@@ -140,11 +140,11 @@ class LarderCache {
   #n; // the addon's operations for this handle (addon.c), bound to it
   #closed = false;
   #serializer;
-  #l1 = null; // Map key -> { key, v, exp } (J2, J3)
+  #l1 = null; // Map key -> { key, v, exp } (NODE-J2, NODE-J3)
   #l1Order = null; // L1 entries in fill order from #l1Head; stale ones are no longer #l1's
   #l1Head = 0;
   #l1Max = 0;
-  #writes = 0; // counts this handle's writes: an L1 fill raced by one is dropped (J2)
+  #writes = 0; // counts this handle's writes: an L1 fill raced by one is dropped (NODE-J2)
   #ttlInUse = false;
   #dispose = null;
   #max = 0; // the entry limit; 0 = none
@@ -290,7 +290,8 @@ class LarderCache {
     return this.#decode(scratch, 0, r);
   }
 
-  /* The value whose tag byte is buf[start], ending at end (J1: never a view of the scratch). */
+  /* The value whose tag byte is buf[start], ending at end (NODE-J1: never a view of the
+   * scratch). */
   #decode(buf, start, end) {
     const tag = buf[start];
     // ASCII reads the same in Latin-1, whose decoder does a third less work than UTF-8's (callgrind).

@@ -73,7 +73,7 @@ struct larder__shared {
 	_Atomic bool track_fetched;
 	/* Connection counters: written by workers with atomic RMW (any worker).
 	 * paused_conns: connections not read because their unsent replies
-	 * passed the high-water mark (server.c, M3). */
+	 * passed the high-water mark (server.c, SERVER-M3). */
 	_Atomic uint64_t curr_conns, total_conns, rejected_conns, paused_conns;
 	struct larder__exec **workers;
 	pthread_mutex_t reset_lock; /* guards stat_base */

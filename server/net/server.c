@@ -8,29 +8,29 @@
  * replies in order.
  *
  * Memory (invariants; docs/server.md gives the numbers):
- *   M1. An idle connection holds no buffer: requests are read into the
+ *   SERVER-M1. An idle connection holds no buffer: requests are read into the
  *       worker's 64 KiB read buffer and replies built in the worker's output
  *       buffer; only a partial request or an unsent reply tail is copied into
  *       buffers owned by the connection, which are freed once empty.
- *   M2. A connection's input never exceeds max(LARDER__GET_LINE_MAX, one
+ *   SERVER-M2. A connection's input never exceeds max(LARDER__GET_LINE_MAX, one
  *       line + item_max + 2) + READ_CHUNK: the parser bounds line length and
  *       refuses oversize values before buffering them.
- *   M3. Output is bounded by HIGH_WATER plus one reply: above HIGH_WATER the
+ *   SERVER-M3. Output is bounded by HIGH_WATER plus one reply: above HIGH_WATER the
  *       connection stops reading, and a multiget pauses between keys, until
  *       the client drains it (a slow reader cannot grow memory).
  *
  * Cost (linear in the bytes received, however deep the pipeline):
- *   L1. Requests are consumed by advancing an offset; the unconsumed tail is
+ *   SERVER-L1. Requests are consumed by advancing an offset; the unconsumed tail is
  *       moved once per read, after every complete request in it has run, so
  *       each received byte is copied or moved at most once (once more if it
  *       waits behind a multiget paused at high water). The stat
  *       input_bytes_moved counts those bytes (and the ones a buffer growth
  *       copies); tests/protocol/robustness.py checks it stays within
  *       bytes_read after a 100,000-request burst sent in one write.
- *   L2. A buffer holding one long line (a multiget of up to
+ *   SERVER-L2. A buffer holding one long line (a multiget of up to
  *       LARDER__GET_LINE_MAX) grows geometrically, not by READ_CHUNK, so
  *       growing it copies O(line) bytes, not O(line^2 / READ_CHUNK).
- *   L3. Such a line is searched for its newline once: each read searches
+ *   SERVER-L3. Such a line is searched for its newline once: each read searches
  *       only the bytes it added (conn.no_nl marks where the last search
  *       stopped).
  */
@@ -52,7 +52,7 @@
 #define READ_CHUNK (64 * 1024)
 #define HIGH_WATER (256 * 1024)
 #define MAX_EVENTS 128
-/* The largest buffer a request line needs (M2). */
+/* The largest buffer a request line needs (SERVER-M2). */
 #define LINE_CAP (LARDER__GET_LINE_MAX + READ_CHUNK)
 
 enum { KIND_CONN, KIND_LISTEN, KIND_STOP };
@@ -245,7 +245,7 @@ static int process(struct worker *w, struct conn *c, const char *buf, size_t len
 			break;
 		if (avail < c->need)
 			break;
-		/* L3: a line still without its newline is searched from where the
+		/* SERVER-L3: a line still without its newline is searched from where the
 		 * last search stopped, not from its start. */
 		if (c->no_nl > 0 && memchr(buf + *off + c->no_nl, '\n', avail - c->no_nl) == NULL) {
 			pr = larder__parse_no_newline(buf + *off, avail);
@@ -371,8 +371,8 @@ static bool read_more(struct worker *w, struct conn *c, char **buf, size_t *len,
 		if (c->need > want)
 			want = c->need;
 		if (want > c->in_cap) {
-			/* L2: a line still growing past one chunk doubles its buffer,
-			 * within M2's bound; a value's exact need is taken as is. */
+			/* SERVER-L2: a line still growing past one chunk doubles its buffer,
+			 * within SERVER-M2's bound; a value's exact need is taken as is. */
 			size_t grown = 2 * c->in_cap < LINE_CAP ? 2 * c->in_cap : LINE_CAP;
 			char *nb;
 

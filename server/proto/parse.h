@@ -16,13 +16,13 @@
  * calling again instead of rescanning.
  *
  * Invariants (asserted by tests/protocol/test_parse.c):
- *   P1. DONE consumes req->consumed > 0 bytes, never more than it was given.
- *   P2. Feeding a request split at any byte boundary gives the same result as
+ *   PARSE-P1. DONE consumes req->consumed > 0 bytes, never more than it was given.
+ *   PARSE-P2. Feeding a request split at any byte boundary gives the same result as
  *       feeding it whole.
- *   P3. A line without '\n' is never accepted past LARDER__LINE_MAX bytes
+ *   PARSE-P3. A line without '\n' is never accepted past LARDER__LINE_MAX bytes
  *       (LARDER__GET_LINE_MAX for get/gets, whose long multigets memcached
  *       serves): PARSE_CLOSE, so a peer cannot grow the buffer unbounded.
- *   P4. A value over the item limit is never buffered: the request comes
+ *   PARSE-P4. A value over the item limit is never buffered: the request comes
  *       back with req->swallow > 0 bytes for the caller to discard as they
  *       arrive; it is executed (an error reply, and for set the removal of
  *       the old value) when its line is parsed, and memcached sends that
@@ -146,7 +146,7 @@ int larder__parse(const char *buf, size_t len, const struct larder__limits *lim,
 
 /*
  * What larder__parse() returns for buf[0..len) when it holds no '\n':
- * PARSE_MORE, or PARSE_CLOSE once the line is too long (P3). A caller that
+ * PARSE_MORE, or PARSE_CLOSE once the line is too long (PARSE-P3). A caller that
  * already knows the first bytes hold no newline searches only the new ones
  * and asks this, so a long line arriving in many reads is searched once.
  */

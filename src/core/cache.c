@@ -141,17 +141,18 @@ static inline struct larder__table *root_rcu(larder *c)
 static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
 						     struct larder__entry *e)
 {
-	uint64_t deadline = larder__entry_deadline(e);
-	if (deadline == UINT64_MAX)
+	uint64_t deadline_ms = larder__entry_deadline(e);
+	if (deadline_ms == UINT64_MAX)
 		return 0;
 	if (!op) { /* a single read: each clock read at most once anyway */
-		if (c->coarse_margin_ms && larder__clock_coarse() + c->coarse_margin_ms < deadline)
+		if (c->coarse_margin_ms &&
+		    larder__clock_coarse() + c->coarse_margin_ms < deadline_ms)
 			return 0;
-		return c->clock(c->clock_ctx) >= deadline;
+		return c->clock(c->clock_ctx) >= deadline_ms;
 	}
-	if (!op->have_now && c->coarse_margin_ms && op_coarse_bound(c, op) < deadline)
+	if (!op->have_now && c->coarse_margin_ms && op_coarse_bound(c, op) < deadline_ms)
 		return 0;
-	return op_now(c, op) >= deadline;
+	return op_now(c, op) >= deadline_ms;
 }
 
 static inline int entry_expired(larder *c, struct op *op, struct larder__entry *e)
@@ -160,9 +161,9 @@ static inline int entry_expired(larder *c, struct op *op, struct larder__entry *
 }
 
 /* The deadline now + ttl, saturated below UINT64_MAX (which means "none"). */
-static inline uint64_t deadline_from(uint64_t now, uint64_t ttl_ms)
+static inline uint64_t deadline_from(uint64_t now_ms, uint64_t ttl_ms)
 {
-	return ttl_ms >= UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + ttl_ms;
+	return ttl_ms >= UINT64_MAX - 1 - now_ms ? UINT64_MAX - 1 : now_ms + ttl_ms;
 }
 
 /*
@@ -182,20 +183,20 @@ static inline uint64_t deadline_from(uint64_t now, uint64_t ttl_ms)
 static __attribute__((noinline)) void extend_on_read(larder *c, struct op *op,
 						     struct larder__entry *e)
 {
-	uint64_t ttl = c->access_ttl_ms, slack = c->access_slack_ms;
+	uint64_t ttl_ms = c->access_ttl_ms, slack_ms = c->access_slack_ms;
 	/* Relaxed (ENTRY-E4): a deadline publishes nothing. */
-	uint64_t d = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
-	if (d == UINT64_MAX)
+	uint64_t old_ms = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
+	if (old_ms == UINT64_MAX)
 		return;
 	if (!op->have_now && c->coarse_margin_ms &&
-	    d >= deadline_from(op_coarse_bound(c, op), ttl) - slack)
+	    old_ms >= deadline_from(op_coarse_bound(c, op), ttl_ms) - slack_ms)
 		return;
-	uint64_t want = deadline_from(op_now(c, op), ttl);
+	uint64_t want_ms = deadline_from(op_now(c, op), ttl_ms);
 	/* Relaxed CAS (ENTRY-E4): from the value read; a racing touch or reader that
 	 * stored since makes it fail, and the loop judges their value anew
-	 * ("none", UINT64_MAX, ends it: want is below it). */
-	while (d < want - slack &&
-	       !atomic_compare_exchange_weak_explicit(larder__entry_expire(e), &d, want,
+	 * ("none", UINT64_MAX, ends it: want_ms is below it). */
+	while (old_ms < want_ms - slack_ms &&
+	       !atomic_compare_exchange_weak_explicit(larder__entry_expire(e), &old_ms, want_ms,
 						      LARDER__RELAXED, LARDER__RELAXED))
 		;
 }
@@ -614,11 +615,11 @@ int larder_ttl_remaining(larder *c, const void *key, size_t key_len, uint64_t *t
 		/* The lookup may have judged the deadline on the coarse clock:
 		 * measure what is left on the precise one, and call it expired if
 		 * it ran out in between. */
-		uint64_t deadline = larder__entry_deadline(e);
-		if (deadline == UINT64_MAX)
+		uint64_t deadline_ms = larder__entry_deadline(e);
+		if (deadline_ms == UINT64_MAX)
 			*ttl_ms = LARDER_TTL_NEVER;
-		else if (op_now(c, &op) < deadline)
-			*ttl_ms = deadline - op_now(c, &op);
+		else if (op_now(c, &op) < deadline_ms)
+			*ttl_ms = deadline_ms - op_now(c, &op);
 		else
 			e = NULL;
 	}
@@ -720,7 +721,7 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_
 		     uint32_t seq)
 {
 	struct larder__handle *h = op->handle;
-	uint64_t now = larder__monotonic_ns();
+	uint64_t now_ns = larder__monotonic_ns();
 	if (!w->deadline_ns) {
 		uint64_t ms = kind == WAIT_MEMORY ? c->write_wait_ms : stuck_ms(c);
 		int allowed = !op->thread->maintainer &&
@@ -730,9 +731,9 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_
 			return LARDER_EBUSY;
 		}
 		larder__stat_bump(kind == WAIT_MEMORY ? &h->write_waits : &h->maint_waits, 1);
-		w->deadline_ns = now + ms * 1000000u;
+		w->deadline_ns = now_ns + ms * 1000000u;
 		w->listener_mark = listener_calls(c);
-	} else if (now >= w->deadline_ns) {
+	} else if (now_ns >= w->deadline_ns) {
 		uint64_t calls = listener_calls(c);
 		if (kind == WAIT_MEMORY || (calls == w->listener_mark && (calls & 1))) {
 			count_busy(h, kind);
@@ -740,14 +741,14 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_
 		}
 		/* The maintainer is working, or in another listener call than
 		 * a second ago: wait on. */
-		w->deadline_ns = now + stuck_ms(c) * 1000000u;
+		w->deadline_ns = now_ns + stuck_ms(c) * 1000000u;
 		w->listener_mark = calls;
 	}
 	/* WAKE-W3: seq_cst, so the maintainer's wake_writers() either sees us
 	 * waiting or bumped room_seq before our futex_wait compares it. */
 	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
 	larder__maint_wake(c, NULL);
-	uint64_t left = w->deadline_ns - now;
+	uint64_t left = w->deadline_ns - now_ns;
 	larder__futex_wait(&c->room_seq, seq, left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS);
 	atomic_fetch_sub_explicit(&c->room_waiters, 1, LARDER__RELAXED); /* a count */
 	return LARDER_OK;
@@ -809,9 +810,9 @@ static uint64_t deadline_after(larder *c, struct op *op, uint64_t ttl_ms)
 }
 
 /* Builds an entry in a fresh slot; NULL when out of memory (credit kept). */
-static struct larder__entry *entry_build(larder *c, struct op *op, const void *key,
-					 size_t key_len, const void *value, size_t value_len,
-					 unsigned flags, uint64_t deadline)
+static struct larder__entry *entry_build(larder *c, struct op *op, const void *key, size_t key_len,
+					 const void *value, size_t value_len, unsigned flags,
+					 uint64_t deadline_ms)
 {
 	size_t bytes = larder__entry_bytes(flags, key_len, value_len);
 	struct larder__entry *e = larder__slab_alloc(&c->slab, &op->handle->cursor, bytes);
@@ -826,7 +827,7 @@ static struct larder__entry *entry_build(larder *c, struct op *op, const void *k
 	larder__entry_init_flags(e, flags);
 	e->mbits = 0;
 	if (flags & LARDER__ENTRY_TTL) { /* not yet published: relaxed */
-		atomic_store_explicit(larder__entry_expire(e), deadline, LARDER__RELAXED);
+		atomic_store_explicit(larder__entry_expire(e), deadline_ms, LARDER__RELAXED);
 		*larder__entry_wheel(e) = (struct larder__wheel_link){0, 0}; /* ENTRY-E3 */
 	}
 	memcpy(larder__entry_key(e), key, key_len);
@@ -902,8 +903,8 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		return rc;
 	if (value_len > c->max_value_bytes)
 		return LARDER_EVALSIZE;
-	uint64_t ttl = resolve_ttl(c, ttl_ms);
-	unsigned flags = ttl == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
+	ttl_ms = resolve_ttl(c, ttl_ms);
+	unsigned flags = ttl_ms == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
 	unsigned char *packed = pack_value(c, &value, &value_len, &flags);
 	size_t bytes = larder__entry_bytes(flags, key_len, value_len);
 	/* The entry limit applies to the stored size. Relaxed: a racing
@@ -918,9 +919,10 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		goto fail_packed;
 	if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
 		goto fail_packed;
-	uint64_t deadline = (flags & LARDER__ENTRY_TTL) ? deadline_after(c, &op, ttl) : UINT64_MAX;
-	struct larder__entry *e = entry_build(c, &op, key, key_len, value, value_len, flags,
-					      deadline);
+	uint64_t deadline_ms =
+		(flags & LARDER__ENTRY_TTL) ? deadline_after(c, &op, ttl_ms) : UINT64_MAX;
+	struct larder__entry *e =
+		entry_build(c, &op, key, key_len, value, value_len, flags, deadline_ms);
 	larder__scratch_give(packed); /* copied into e, or not needed */
 	if (!e) {
 		op.handle->credit += (int64_t)charge;
@@ -1097,8 +1099,9 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 	int rc = check_key(c, key, key_len);
 	if (rc != LARDER_OK || (rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
-	uint64_t ttl = resolve_ttl(c, ttl_ms);
-	uint64_t deadline = ttl == LARDER_TTL_NEVER ? UINT64_MAX : deadline_after(c, &op, ttl);
+	ttl_ms = resolve_ttl(c, ttl_ms);
+	uint64_t deadline_ms =
+		ttl_ms == LARDER_TTL_NEVER ? UINT64_MAX : deadline_after(c, &op, ttl_ms);
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	struct larder__entry *copy = NULL, *copied_from = NULL;
 	if ((rc = reserve_room(c, &op, 0)) != LARDER_OK) /* for EV_TOUCH */
@@ -1117,16 +1120,16 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			/* In place (ENTRY-E2): relaxed, either deadline is right for a racing
 			 * read. Exchange: only we (under the lock) and the maintainer's
 			 * CAS (ENTRY-E4) store it, and we need the old value. */
-			uint64_t was = atomic_exchange_explicit(larder__entry_expire(old), deadline,
-								LARDER__RELAXED);
+			uint64_t was = atomic_exchange_explicit(larder__entry_expire(old),
+								deadline_ms, LARDER__RELAXED);
 			larder__table_unlock(home);
-			if (deadline < was)
+			if (deadline_ms < was)
 				larder__events_post(op.handle, LARDER__EV_TOUCH, 0, old, NULL, hash);
 			op_exit(&op);
-			if (deadline < was)
+			if (deadline_ms < was)
 				larder__maint_wake(c, op.handle);
 			break;
-		} else if (deadline == UINT64_MAX) {
+		} else if (deadline_ms == UINT64_MAX) {
 			; /* no deadline before, none after */
 		} else if (copy && copied_from == old) {
 			larder__table_set_locked(slot, larder__slot_word(hash, copy));
@@ -1153,10 +1156,10 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 				return rc;
 			op_enter(&op);
 			struct larder__entry *now_e = find_live_rcu(c, &op, hash, key, key_len);
-			copy = now_e == old ? entry_build(c, &op, key, key_len,
-							  larder__entry_value(old), old->value_len,
-							  copy_flags, deadline)
-					    : NULL;
+			copy = now_e == old
+				       ? entry_build(c, &op, key, key_len, larder__entry_value(old),
+						     old->value_len, copy_flags, deadline_ms)
+				       : NULL;
 			op_exit(&op);
 			if (!copy) {
 				op.handle->credit += (int64_t)charge;
@@ -1425,8 +1428,8 @@ int larder_open(larder **out, const larder_config *cfg)
 fail_start:
 	larder__cache_id_unregister(c->id);
 fail_id:
-	larder__maint_destroy(c); /* frees the table and the slab too */
-	goto fail_slab;
+	larder__maint_destroy(c); /* it owns the table from larder__maint_create() on */
+	goto fail_table;
 fail_maint:
 	larder__table_destroy(t);
 fail_table:
@@ -1453,6 +1456,7 @@ void larder_close(larder *c)
 	larder__cache_id_unregister(c->id);
 	larder__maint_stop(c);
 	larder__maint_destroy(c);
+	larder__slab_destroy(&c->slab);
 	larder__pool_release(c->pool);
 	pthread_mutex_destroy(&c->admin_lock);
 	pthread_mutex_destroy(&c->handles_lock);

@@ -11,11 +11,11 @@
  */
 #include "core/compress.h"
 
-#include <assert.h>
 #include <lz4.h>
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/assert.h"
 #include "core/cache.h"
 #include "core/thread.h"
 
@@ -74,8 +74,7 @@ void larder__unpack(const unsigned char *stored, size_t stored_len, void *out)
 	int n = LZ4_decompress_safe((const char *)stored + LARDER__PACKED_HEADER_BYTES, out,
 				    (int)(stored_len - LARDER__PACKED_HEADER_BYTES), (int)len);
 	/* COMPRESS-C2: the writer checked the block; only a corrupted slot fails here. */
-	assert(n >= 0 && (size_t)n == len);
-	(void)n;
+	LARDER__ASSERT(n >= 0 && (size_t)n == len);
 }
 
 const unsigned char *larder__entry_plain_rcu(struct larder__entry *e, unsigned f,

@@ -223,11 +223,11 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 	atomic_store_explicit(&m->idle_until, m->next_due, LARDER__RELAXED); /* a test seam */
 	uint64_t sleep_ns = IDLE_NS;
 	if (m->next_due != UINT64_MAX) {
-		uint64_t now = c->clock(c->clock_ctx);
-		if (m->next_due <= now)
+		uint64_t now_ms = c->clock(c->clock_ctx);
+		if (m->next_due <= now_ms)
 			return;
-		if (m->next_due - now < IDLE_NS / 1000000u)
-			sleep_ns = (m->next_due - now) * 1000000u;
+		if (m->next_due - now_ms < IDLE_NS / 1000000u)
+			sleep_ns = (m->next_due - now_ms) * 1000000u;
 	}
 	/* WAKE-W2: announce sleep, then re-check the rings (Dekker with WAKE-W1 in
 	 * larder__maint_wake(): one of us sees the other). */
@@ -373,7 +373,6 @@ void larder__maint_destroy(struct larder *c)
 		free(h);
 		h = next;
 	}
-	larder__slab_destroy(&c->slab);
 	m->ops->destroy(m->policy);
 	larder__wheel_destroy(&m->wheel);
 	free(m);

@@ -18,8 +18,10 @@ int larder__maint_create(struct larder *cache);
 int larder__maint_start(struct larder *cache);
 /* Stops and joins the thread. */
 void larder__maint_stop(struct larder *cache);
-/* With the thread stopped (or never started): frees every entry, table, page
- * and handle the cache holds. */
+/* With the thread stopped (or never started): frees every table (the index
+ * it was given at create and every later one), the entries with mappings of
+ * their own, and every handle. Slab pages are left to the slab, which the
+ * cache destroys after this (whoever creates it destroys it). */
 void larder__maint_destroy(struct larder *cache);
 /*
  * The one way to wake the maintainer. After posting an event through

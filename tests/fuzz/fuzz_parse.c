@@ -4,8 +4,8 @@
  *
  * Feeds the input as one connection's byte stream and walks it request by
  * request, checking the invariants of parse.h on every step:
- *   P1 DONE consumes > 0 bytes, at most what it was given;
- *   P2 the same bytes, cut right after the request, give the same request
+ *   PARSE-P1 DONE consumes > 0 bytes, at most what it was given;
+ *   PARSE-P2 the same bytes, cut right after the request, give the same request
  *      (a request is decided by its own bytes, so splits cannot change it);
  *   MORE's `need` is 0 or more than it was given, and 0 only when the bytes
  *      hold no newline (the server then searches only the bytes it adds);

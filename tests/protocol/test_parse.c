@@ -2,12 +2,12 @@
  * test_parse.c - unit tests of the larderd request parser (server/proto).
  *
  * Asserts the invariants of parse.h:
- *   P1 a DONE request consumes > 0 bytes and no more than it was given;
- *   P2 every request gives the same result when fed split at any byte
+ *   PARSE-P1 a DONE request consumes > 0 bytes and no more than it was given;
+ *   PARSE-P2 every request gives the same result when fed split at any byte
  *      boundary (every prefix shorter than the request is PARSE_MORE, and a
  *      MORE's `need` never asks for less than it was given);
- *   P3 a line without newline is refused past its limit;
- *   P4 an oversize value is answered and swallowed, not buffered.
+ *   PARSE-P3 a line without newline is refused past its limit;
+ *   PARSE-P4 an oversize value is answered and swallowed, not buffered.
  * It also checks every command, the replies to malformed lines, memcached's
  * number reading, line and token rules, and a seeded random-junk pass (seed
  * printed; argv[1] overrides). tests/protocol/difftest.py compares the
@@ -156,7 +156,7 @@ static void check_one(const struct expect *e, const char *in, size_t len)
 	CHECK(r.swallow == e->swallow, "[%s] swallow %zu", e->in, r.swallow);
 }
 
-/* P2: every prefix shorter than the request is MORE; every longer one gives the same. */
+/* PARSE-P2: every prefix shorter than the request is MORE; every longer one gives the same. */
 static void check_splits(const struct expect *e)
 {
 	size_t len = strlen(e->in), want = e->consumed ? e->consumed : len;
@@ -209,7 +209,7 @@ static void test_limits(void)
 	char *buf = malloc(big);
 	char key[300];
 
-	/* P3: a non-get line without a newline is closed past 2 KiB */
+	/* PARSE-P3: a non-get line without a newline is closed past 2 KiB */
 	memset(buf, 'a', big);
 	memcpy(buf, "set ", 4);
 	CHECK(larder__parse(buf, 2048, &k_lim, &r) == LARDER__PARSE_MORE, "2048 is fine");
@@ -244,7 +244,7 @@ static void test_limits(void)
 	snprintf(buf, big, "set %.251s 0 0 1\r\nx\r\n", key);
 	CHECK(larder__parse(buf, strlen(buf), &k_lim, &r) == LARDER__PARSE_DONE &&
 	      r.cmd == LARDER__CMD_REPLY && r.consumed == 4 + 251 + 6 + 2, "set 251-byte key");
-	/* P4: a value at memcached's limit (item_max less its 59-byte item
+	/* PARSE-P4: a value at memcached's limit (item_max less its 59-byte item
 	 * overhead, the key, and 4 bytes for non-zero flags) needs its bytes;
 	 * one over is refused and swallowed */
 	snprintf(buf, big, "set k 0 0 %zu\r\n", k_lim.item_max - 60);
@@ -324,7 +324,7 @@ static void test_pipeline(void)
 	CHECK(i == 5 && off == len, "pipeline %d %zu", i, off);
 }
 
-/* P1 on random bytes biased toward protocol tokens. */
+/* PARSE-P1 on random bytes biased toward protocol tokens. */
 static void test_junk(unsigned seed)
 {
 	static const char *frag[] = {"get ", "set ", "ms ", "mg ", " ", "\r\n", "\n", "0 ", "1 ",

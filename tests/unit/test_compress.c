@@ -1,14 +1,14 @@
 /*
  * tests/unit/test_compress.c - LZ4 value compression (larder_config_set_compression).
  *
- * Invariants checked (core/compress.h C1-C3, larder.h):
+ * Invariants checked (core/compress.h COMPRESS-C1..C3, larder.h):
  *   - the setter's ranges and errors;
  *   - round trips at every size boundary (0, 1, min - 1, min, min + 1, the
  *     64 KiB and scratch-buffer boundaries, max_value_bytes) through every
  *     read: larder_get (its LARDER_EBUFSIZE and *value_len with the original
  *     length), larder_get_with, larder_get_batch, larder_iter_next; values
  *     at or over the minimum that compress are stored compressed (the
- *     entry's charge is below the raw charge), those under it raw (C1);
+ *     entry's charge is below the raw charge), those under it raw (COMPRESS-C1);
  *   - incompressible bytes are stored raw, byte for byte, and read back;
  *   - the conditional writes compare against the original bytes, touch's
  *     relocation keeps a value compressed, a listener gets original bytes;
@@ -204,7 +204,7 @@ static void test_compress_round_trips(void)
 		CHECK(f.ok);
 		uint64_t raw = raw_charge(strlen(key), len);
 		if (len >= MIN_BYTES) {
-			CHECK_LT(f.charge, raw); /* C1: stored compressed */
+			CHECK_LT(f.charge, raw); /* COMPRESS-C1: stored compressed */
 		} else {
 			CHECK_EQ(f.charge, raw); /* under the minimum: raw */
 		}
@@ -232,7 +232,7 @@ static void test_compress_incompressible_raw(void)
 		check_reads(c, key, v, len);
 		struct found f = iter_lookup(c, key, strlen(key), v, len);
 		CHECK(f.ok);
-		CHECK_EQ(f.charge, raw_charge(strlen(key), len)); /* C1: raw */
+		CHECK_EQ(f.charge, raw_charge(strlen(key), len)); /* COMPRESS-C1: raw */
 	}
 	/* A value that compresses, but by less than the minimum saving, is raw:
 	 * a random half and a zero half saves ~50%, so demand 60%. */
@@ -518,7 +518,7 @@ static void test_compress_snapshot(void)
 
 /*
  * A snapshot whose plain values exceed a small compressing cache, though
- * they fit in it compressed: the load takes every entry (L3 counts the
+ * they fit in it compressed: the load takes every entry (SNAP-L3 counts the
  * charge as stored), and the memory bound holds.
  */
 static void test_compress_snapshot_into_smaller(void)

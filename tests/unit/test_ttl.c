@@ -4,21 +4,21 @@
  * The cache's clock is struct th_clock: an atomic millisecond counter that
  * only the test advances, so every boundary is exact and nothing sleeps.
  * Invariants checked (larder.h, docs/architecture.md invariant 2):
- *   T1. an entry written at t with ttl d is returned at t+d-1 and never at
+ *   TTTL-T1. an entry written at t with ttl d is returned at t+d-1 and never at
  *       t+d or later, by every read (get, get_with, contains, get_batch,
  *       ttl_remaining all agree);
- *   T2. ttl_remaining is the deadline minus now, at least 1 for a live entry,
+ *   TTTL-T2. ttl_remaining is the deadline minus now, at least 1 for a live entry,
  *       LARDER_TTL_NEVER for none;
- *   T3. LARDER_TTL_DEFAULT takes the config's default, LARDER_TTL_NEVER never
+ *   TTTL-T3. LARDER_TTL_DEFAULT takes the config's default, LARDER_TTL_NEVER never
  *       expires, touch() replaces (or removes) the deadline;
- *   T4. conditional writes treat an expired entry as absent;
- *   T5. reads of entries without a TTL never call the clock;
- *   T6. expired entries are reclaimed by the maintainer (memory, counters);
- *   T7. the timing wheel reports each entry EXPIRED to the listener at its
+ *   TTTL-T4. conditional writes treat an expired entry as absent;
+ *   TTTL-T5. reads of entries without a TTL never call the clock;
+ *   TTTL-T6. expired entries are reclaimed by the maintainer (memory, counters);
+ *   TTTL-T7. the timing wheel reports each entry EXPIRED to the listener at its
  *       deadline on every level boundary and beyond the wheel's span (heap),
  *       follows puts and touches (later, earlier, none), forgets removed
  *       entries, and wakes by itself for a deadline with the real clock;
- *   T8. expire-after-access: a value read (get, get_with, get_batch)
+ *   TTTL-T8. expire-after-access: a value read (get, get_with, get_batch)
  *       extends the deadline to now + default TTL at the read itself (never
  *       shortening an explicit one, never giving one to "none"), unless it
  *       is within the slack of that; contains and ttl_remaining do not; an

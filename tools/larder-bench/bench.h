@@ -12,12 +12,12 @@
  *   library, as it is for every user.
  *
  * Invariants
- *   W1. The key of index i is the same bytes for every engine and thread:
+ *   BENCH-W1. The key of index i is the same bytes for every engine and thread:
  *       bytes 0..7 are mix(i) (a bijection, so keys are unique), bytes 8..15
  *       are i, bytes past 16 are a fixed filler written once.
- *   W2. Each thread has its own xorshift64* state; no shared RNG, no shared
+ *   BENCH-W2. Each thread has its own xorshift64* state; no shared RNG, no shared
  *       write in the loop except the engine's own.
- *   W3. The stop flag is the only shared variable the loop reads; it is read
+ *   BENCH-W3. The stop flag is the only shared variable the loop reads; it is read
  *       relaxed once per LB_CHUNK operations (a late stop costs at most a
  *       chunk, and each thread measures its own time, so it does not bias).
  */
@@ -157,7 +157,7 @@ static inline uint64_t lb_rand(struct lb_tctx *t)
 	return x * 0x2545f4914f6cdd1dull;
 }
 
-/* W1. Only the first 16 bytes change from key to key. */
+/* BENCH-W1: only the first 16 bytes change from key to key. */
 static inline void lb_key(uint8_t *key, size_t key_size, uint64_t index)
 {
 	uint64_t w0 = lb_mix(index + 1);
@@ -205,7 +205,7 @@ lb_run_loop(void *eng, struct lb_tctx *t, const struct lb_job *job, lb_get_fn *g
 			if (job->op_limit - done < n)
 				n = job->op_limit - done;
 		} else if (done && atomic_load_explicit(job->stop, memory_order_relaxed)) {
-			break; /* W3; at least one chunk, so a descheduled thread never reports 0 */
+			break; /* BENCH-W3; one chunk at least: a stalled thread never reports 0 */
 		}
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t r = lb_rand(t);

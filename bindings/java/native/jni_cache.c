@@ -9,7 +9,7 @@
  * engine copies values straight into that buffer. Every call on a
  * cache runs inside a guard section (guard.h) on the (guard, generation)
  * pair Java holds, so a concurrent close() can only refuse it, never free
- * memory under it (J1 in jni_state.h).
+ * memory under it (JNI-J1 in jni_state.h).
  *
  * The Java side owns validation and exceptions: these functions return the
  * engine's codes (or the encodings in jni_state.h), and Java decodes them.
@@ -217,7 +217,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_close(JNIEnv *env, jclass cls, jlo
 		break;
 	}
 	struct lj_cache *c = payload;
-	larder_close(c->cache); /* stops the maintainer: no listener call after (J2) */
+	larder_close(c->cache); /* stops the maintainer: no listener call after (JNI-J2) */
 	if (c->listener)
 		(*env)->DeleteGlobalRef(env, c->listener);
 	free(c);

@@ -4,11 +4,11 @@
  * codes the Java side decodes (org.larder.Native keeps the same numbers).
  *
  * Invariants:
- *   J1. A struct lj_cache is reached only inside a guard section of its
+ *   JNI-J1. A struct lj_cache is reached only inside a guard section of its
  *       guard (guard.h), or by the thread that opens or closes it; so it is
  *       freed, with its cache and listener reference, only after every call
  *       that could reach it has returned.
- *   J2. The listener reference lives until larder_close() has stopped the
+ *   JNI-J2. The listener reference lives until larder_close() has stopped the
  *       maintainer, the only thread that calls it.
  */
 #ifndef LARDER_JNI_STATE_H

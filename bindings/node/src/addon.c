@@ -5,20 +5,20 @@
  * argument reading in args.c, the process-wide registry in registry.c.
  *
  * Lifetime (each rule keeps a JavaScript mistake from becoming a crash):
- *   H1. A handle holds one registry reference from open until close(), the
+ *   ADDON-H1. A handle holds one registry reference from open until close(), the
  *       garbage collection of all its functions, or its environment's
  *       teardown, whichever is first (handle_release is idempotent). Every
  *       operation checks h->cache, so calls after close throw.
- *   H2. A handle is used by the one JavaScript thread of its environment;
+ *   ADDON-H2. A handle is used by the one JavaScript thread of its environment;
  *       other workers hold their own handles and references (registry.c), so
  *       a close in one worker never frees memory another is reading.
- *   H3. The maintainer reaches a handle only through its subscription, and
+ *   ADDON-H3. The maintainer reaches a handle only through its subscription, and
  *       only between subscribe and unsubscribe; unsubscribe comes before the
  *       thread-safe function is released or finalised.
- *   H4. A handle's memory is freed once its functions are collected, its
+ *   ADDON-H4. A handle's memory is freed once its functions are collected, its
  *       reference is released and its thread-safe function is finalised, in
  *       whatever order Node runs those finalisers.
- *   H5. No operation starts while an mget or mset of this thread reads array
+ *   ADDON-H5. No operation starts while an mget or mset of this thread reads array
  *       elements (a getter could run JavaScript that reuses the buffers being
  *       filled): it throws ERR_LARDER_REENTRANT instead.
  *
@@ -36,7 +36,7 @@
 #include "binding.h"
 #include "dispose_queue.h"
 
-/* ---- Handle lifetime (H1-H4) ------------------------------------------- */
+/* ---- Handle lifetime (ADDON-H1..H4) ------------------------------------------- */
 
 static void handle_release(struct handle *h)
 {
@@ -323,7 +323,7 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 	return obj;
 
 fail:
-	/* Functions already made keep h until they are collected (H4). */
+	/* Functions already made keep h until they are collected (ADDON-H4). */
 	handle_release(h);
 	handle_maybe_free(h);
 	return lnode_throw_nomem(env);

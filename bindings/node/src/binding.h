@@ -71,13 +71,13 @@ struct env_data {
 
 struct handle {
 	struct env_data *ed;           /* NULL once the environment is torn down */
-	struct lnode_shared *shared;   /* NULL once released (H1) */
+	struct lnode_shared *shared;   /* NULL once released (ADDON-H1) */
 	larder *cache;                 /* NULL once closed: the check every op makes */
 	size_t max_key;                /* the cache's max_key_bytes */
 	size_t max_value;              /* the engine's max_value_bytes (tag byte included) */
 	uint64_t capacity;             /* for messages about the 1/8 entry limit */
-	unsigned fns;                  /* live functions carrying this handle (H4) */
-	int subscribed;                /* in the cache's listener fan-out (H3) */
+	unsigned fns;                  /* live functions carrying this handle (ADDON-H4) */
+	int subscribed;                /* in the cache's listener fan-out (ADDON-H3) */
 	int has_queue;                 /* sub.queue initialised */
 	int tsfn_released;             /* napi_release_threadsafe_function done */
 	napi_threadsafe_function tsfn; /* dispose delivery; NULL when none or finalised */

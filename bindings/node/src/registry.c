@@ -11,11 +11,11 @@
  * and its reference keeps the cache alive whatever other workers do.
  *
  * Invariants (asserted by test/registry_stress.c):
- *   R1. A cache is closed exactly once, by the release that drops its last
+ *   REGISTRY-R1. A cache is closed exactly once, by the release that drops its last
  *       reference, and never while a reference is held.
- *   R2. A name maps to at most one open cache; after its last release a new
+ *   REGISTRY-R2. A name maps to at most one open cache; after its last release a new
  *       open of the name creates a fresh cache.
- *   R3. The removal listener calls a subscriber's notify only between its
+ *   REGISTRY-R3. The removal listener calls a subscriber's notify only between its
  *       subscribe and unsubscribe (sub_lock orders both against the
  *       listener's walk).
  *
@@ -161,7 +161,7 @@ int lnode_registry_open(struct lnode_shared **out, const char *name,
 		}
 	}
 	/*
-	 * Opening under the lock keeps R2 simple (no second open of the same
+	 * Opening under the lock keeps REGISTRY-R2 simple (no second open of the same
 	 * name can race this one); an open takes milliseconds, and only other
 	 * opens and releases wait for it.
 	 */
@@ -194,7 +194,7 @@ void lnode_registry_release(struct lnode_shared *s)
 	}
 	open_count--;
 	pthread_mutex_unlock(&registry_lock);
-	/* Unlisted and unreferenced: nobody else can reach s now (R1). */
+	/* Unlisted and unreferenced: nobody else can reach s now (REGISTRY-R1). */
 	larder_close(s->cache);
 	pthread_mutex_destroy(&s->sub_lock);
 	free(s->name);

@@ -1,7 +1,7 @@
 /*
  * registry_stress.c - the Node binding's pure-C core under many threads:
- * the registry (registry.c, invariants R1-R3) and the dispose queue
- * (dispose_queue.c, Q1-Q3). Runs in every preset, so ThreadSanitizer and
+ * the registry (registry.c, invariants REGISTRY-R1..R3) and the dispose queue
+ * (dispose_queue.c, DQUEUE-Q1..Q3). Runs in every preset, so ThreadSanitizer and
  * ASan see the locking and the lifetimes that addon.c relies on.
  *
  *   test_node_registry [threads] [rounds] [seed]
@@ -10,15 +10,15 @@
  *   1. Threads open and release two named caches in random order while
  *      reading and writing self-checking values (the value is a function of
  *      the key), some with a subscription: every value read checks, every
- *      open of a name sees the one cache open under it (R2: a value written
+ *      open of a name sees the one cache open under it (REGISTRY-R2: a value written
  *      through one reference is read through another while both are held),
- *      and when all threads are done no cache is open (R1).
+ *      and when all threads are done no cache is open (REGISTRY-R1).
  *   2. Settings given to a second open must match; settings not given are
  *      taken from the open cache.
  *   3. One producer pushes numbered records into a small queue while a
  *      consumer takes them: the taken numbers rise strictly, and taken +
- *      dropped == pushed (Q1, Q2); a consumer woken only on LNODE_DQ_FIRST
- *      sees every record (Q3).
+ *      dropped == pushed (DQUEUE-Q1, DQUEUE-Q2); a consumer woken only on LNODE_DQ_FIRST
+ *      sees every record (DQUEUE-Q3).
  * Prints "N passed, N failed" and exits non-zero on any failure.
  */
 #include <pthread.h>
@@ -115,7 +115,7 @@ static void *worker_main(void *arg)
 			error("open", rc);
 			continue;
 		}
-		/* A second reference to the same name is the same cache (R2). */
+		/* A second reference to the same name is the same cache (REGISTRY-R2). */
 		rc = lnode_registry_open(&b, name, &s, 0, &mismatch);
 		if (rc != LARDER_OK || b != a)
 			error("second open is not the same cache", rc);
@@ -173,7 +173,7 @@ static void test_registry(int threads, int rounds, uint64_t seed)
 	check(atomic_load_explicit(&errors, memory_order_relaxed) == 0,
 	      "shared caches: every value read checks, one cache per name");
 	check(lnode_registry_open_count() == 0 && lnode_registry_refs("alpha") == 0,
-	      "every cache closed once its last reference went (R1)");
+	      "every cache closed once its last reference went (REGISTRY-R1)");
 }
 
 static void test_mismatch(void)
@@ -264,11 +264,11 @@ static void test_queue(void)
 	pthread_join(tid, NULL);
 	printf("queue: pushed %ld, taken %ld, dropped %llu, wake-ups %ld\n", t.pushes, taken,
 	       (unsigned long long)dropped, atomic_load_explicit(&t.wakes, memory_order_relaxed));
-	check(bad == 0, "records taken in push order, whole, within the bound (Q1)");
-	check(taken + (long)dropped == t.pushes, "taken + dropped == pushed (Q2)");
+	check(bad == 0, "records taken in push order, whole, within the bound (DQUEUE-Q1)");
+	check(taken + (long)dropped == t.pushes, "taken + dropped == pushed (DQUEUE-Q2)");
 	check(lnode_dq_push(&t.q, "k", 1, "v", 1, 0) == LNODE_DQ_FIRST &&
 		      lnode_dq_push(&t.q, "k", 1, "v", 1, 0) == LNODE_DQ_QUEUED,
-	      "FIRST only on an empty queue (Q3)");
+	      "FIRST only on an empty queue (DQUEUE-Q3)");
 	check(lnode_dq_push(&t.q, "k", 1, buf, 4096, 0) == LNODE_DQ_DROPPED,
 	      "a record over the bound is dropped, not truncated");
 	free(buf);
