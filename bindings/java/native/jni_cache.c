@@ -40,6 +40,12 @@ enum setting {
 	S_HASH_SEED,
 	S_HAS_HASH_SEED,
 	S_WRITE_WAIT_MS,
+	S_POOL,              /* a larder_pool address, or 0 */
+	S_MIN_SHARE,         /* the pool shares and miss cost: a double's bits */
+	S_MAX_SHARE,
+	S_MISS_COST,
+	S_COMPRESS_MIN,      /* larder_config_set_compression's two arguments */
+	S_COMPRESS_SAVING,
 	S_COUNT
 };
 
@@ -96,13 +102,33 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_bufferAddress(JNIEnv *env, jclass
 	return (jlong)(uintptr_t)(*env)->GetDirectBufferAddress(env, buffer);
 }
 
+static double bits_to_double(jlong bits)
+{
+	double d;
+	memcpy(&d, &bits, sizeof d);
+	return d;
+}
+
 /* Applies the settings to cfg; returns the index of the one refused, or -1.
- * Java passes every setting (its defaults are the engine's). */
+ * Java passes every setting (its defaults are the engine's). A pooled cache
+ * gets no capacity: the pool sets it (larder_config_set_pool). */
 static int configure(larder_config *cfg, const jlong *s, struct lj_cache *c, jlong clock_cell)
 {
 	jlong ttl = s[S_DEFAULT_TTL_MS];
-	if (larder_config_set_capacity(cfg, (uint64_t)s[S_CAPACITY]))
+	if (c->pool) {
+		if (larder_config_set_pool(cfg, c->pool))
+			return S_POOL;
+		if (larder_config_set_pool_shares(cfg, bits_to_double(s[S_MIN_SHARE]),
+						  bits_to_double(s[S_MAX_SHARE])))
+			return S_MIN_SHARE;
+		if (larder_config_set_miss_cost(cfg, bits_to_double(s[S_MISS_COST])))
+			return S_MISS_COST;
+	} else if (larder_config_set_capacity(cfg, (uint64_t)s[S_CAPACITY])) {
 		return S_CAPACITY;
+	}
+	if (larder_config_set_compression(cfg, (size_t)s[S_COMPRESS_MIN],
+					  (unsigned)s[S_COMPRESS_SAVING]))
+		return S_COMPRESS_MIN;
 	if (larder_config_set_expected_entries(cfg, (uint64_t)s[S_EXPECTED_ENTRIES]))
 		return S_EXPECTED_ENTRIES;
 	if (larder_config_set_max_key_bytes(cfg, (size_t)s[S_MAX_KEY_BYTES]))
@@ -152,6 +178,7 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_open(JNIEnv *env, jclass cls,
 		result[1] = LARDER_ENOMEM;
 		goto done;
 	}
+	c->pool = ptr(s[S_POOL]);
 	if (listener && !(c->listener = (*env)->NewGlobalRef(env, listener))) {
 		result[1] = LARDER_ENOMEM;
 		goto fail_state;
@@ -555,7 +582,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_classCount(JNIEnv *env, jclass cls
 }
 
 /* A String[] of names from a name function; NULL with an exception pending. */
-static jobjectArray names(JNIEnv *env, int count, const char *(*name)(int))
+jobjectArray lj_names(JNIEnv *env, int count, const char *(*name)(int))
 {
 	jclass string = (*env)->FindClass(env, "java/lang/String");
 	if (!string)
@@ -584,17 +611,42 @@ static const char *class_stat_name(int i)
 JNIEXPORT jobjectArray JNICALL Java_org_larder_Native_statNames(JNIEnv *env, jclass cls)
 {
 	(void)cls;
-	return names(env, LARDER_STAT_COUNT, stat_name);
+	return lj_names(env, LARDER_STAT_COUNT, stat_name);
 }
 
 JNIEXPORT jobjectArray JNICALL Java_org_larder_Native_classStatNames(JNIEnv *env, jclass cls)
 {
 	(void)cls;
-	return names(env, LARDER_CLASS_STAT_COUNT, class_stat_name);
+	return lj_names(env, LARDER_CLASS_STAT_COUNT, class_stat_name);
 }
 
 JNIEXPORT jstring JNICALL Java_org_larder_Native_strerror(JNIEnv *env, jclass cls, jint rc)
 {
 	(void)cls;
 	return (*env)->NewStringUTF(env, larder_strerror(rc));
+}
+
+/* Fills out with the cache's figures in its pool (larder_pool_cache_stats);
+ * LARDER_EINVAL for a cache in no pool. */
+JNIEXPORT jint JNICALL Java_org_larder_Native_poolCacheStats(JNIEnv *env, jclass cls,
+							     jlong guard, jlong gen,
+							     jdoubleArray out)
+{
+	(void)cls;
+	double v[LARDER_POOL_CACHE_STAT_COUNT];
+	int rc = LARDER_OK;
+	uint64_t outer;
+	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	if (!c)
+		return rc;
+	rc = c->pool ? larder_pool_cache_stats(c->pool, c->cache, v, LARDER_POOL_CACHE_STAT_COUNT)
+		     : LARDER_EINVAL;
+	lj_guard_exit(outer);
+	jsize n = (*env)->GetArrayLength(env, out);
+	if (rc == LARDER_OK)
+		(*env)->SetDoubleArrayRegion(env, out, 0,
+					     n < LARDER_POOL_CACHE_STAT_COUNT ? n
+									  : LARDER_POOL_CACHE_STAT_COUNT,
+					     v);
+	return rc;
 }

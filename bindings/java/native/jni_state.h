@@ -36,6 +36,9 @@ struct lj_cache {
 	struct lj_guard *guard; /* the guard and generation that own this state */
 	uint64_t gen;
 	jobject listener; /* global ref to an org.larder.ListenerDispatcher, or NULL */
+	/* The pool the cache draws its capacity from, or NULL. It outlives the
+	 * cache: larder_pool_close() refuses while the cache is open. */
+	larder_pool *pool;
 	/* Listener calls that failed in native code (no JNIEnv, no memory for
 	 * the key or value arrays, an exception that escaped the dispatcher).
 	 * Written by the maintainer, read by stats (relaxed: a count). */
@@ -52,6 +55,10 @@ LJ_HIDDEN jint lj_listener_init(JNIEnv *env);
 /* True when the calling thread is inside the removal listener of the cache
  * that (g, gen) names. */
 LJ_HIDDEN int lj_listener_running_on(const struct lj_guard *g, uint64_t gen);
+
+/* A String[] of count names from name(i); NULL with an exception pending
+ * (jni_cache.c). */
+LJ_HIDDEN jobjectArray lj_names(JNIEnv *env, int count, const char *(*name)(int));
 
 /* The manual clock's larder_clock_fn (jni_clock.c); ctx is its cell. */
 LJ_HIDDEN uint64_t lj_manual_clock(void *ctx);
