@@ -78,18 +78,6 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
 	return JNI_VERSION_1_8;
 }
 
-/* Enters a section on (guard, gen): the cache's state, or NULL with *rc set
- * (LJ_RC_CLOSED, or LARDER_ENOMEM when the thread's slot cannot be made). */
-static inline struct lj_cache *enter(jlong guard, jlong gen, uint64_t *outer, int *rc)
-{
-	void *payload;
-	int s = lj_guard_enter((struct lj_guard *)(uintptr_t)guard, (uint64_t)gen, &payload, outer);
-	if (__builtin_expect(s == LJ_OK, 1))
-		return payload;
-	*rc = s == LJ_CLOSED ? LJ_RC_CLOSED : LARDER_ENOMEM;
-	return NULL;
-}
-
 static inline void *ptr(jlong address)
 {
 	return (void *)(uintptr_t)address;
@@ -179,6 +167,12 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_open(JNIEnv *env, jclass cls,
 		goto done;
 	}
 	c->pool = ptr(s[S_POOL]);
+	if (pthread_mutex_init(&c->iters_lock, NULL) != 0) {
+		free(c);
+		c = NULL;
+		result[1] = LARDER_ENOMEM;
+		goto done;
+	}
 	if (listener && !(c->listener = (*env)->NewGlobalRef(env, listener))) {
 		result[1] = LARDER_ENOMEM;
 		goto fail_state;
@@ -216,6 +210,7 @@ fail_config:
 fail_state:
 	if (c->listener)
 		(*env)->DeleteGlobalRef(env, c->listener);
+	pthread_mutex_destroy(&c->iters_lock);
 	free(c);
 done:
 	(*env)->SetLongArrayRegion(env, out, 0, 3, result);
@@ -244,9 +239,11 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_close(JNIEnv *env, jclass cls, jlo
 		break;
 	}
 	struct lj_cache *c = payload;
+	lj_iter_close_all(c); /* the engine's cursors go before their cache */
 	larder_close(c->cache); /* stops the maintainer: no listener call after (J2) */
 	if (c->listener)
 		(*env)->DeleteGlobalRef(env, c->listener);
+	pthread_mutex_destroy(&c->iters_lock);
 	free(c);
 	return LARDER_OK;
 }
@@ -259,7 +256,7 @@ static inline jlong get_common(jlong guard, jlong gen, const void *key, jint key
 	if (key_len < 0 || buf_len < 0) /* Java's bug; never a size_t wrap */
 		return LJ_GET_ERR_BASE + LARDER_EINVAL;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return LJ_GET_ERR_BASE + rc;
 	size_t len;
@@ -331,7 +328,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_getDirect(JNIEnv *env, jclass cls,
 	(void)cls;
 	int rc = LARDER_OK;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	struct view_call vc = { env, view };
@@ -381,7 +378,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_getBatch(JNIEnv *env, jclass cls, 
 	if (count < 0 || values < 0 || values_cap < 0)
 		return LARDER_EINVAL;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	unsigned char *b = ptr(base);
@@ -420,7 +417,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_contains(JNIEnv *env, jclass cls, 
 	(void)cls;
 	int rc = LARDER_OK;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	rc = larder_contains(c->cache, ptr(key), (size_t)key_len);
@@ -438,7 +435,7 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_ttlRemaining(JNIEnv *env, jclass 
 	(void)cls;
 	int rc = LARDER_OK;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return LJ_GET_ERR_BASE + rc;
 	uint64_t ms;
@@ -460,7 +457,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_write(JNIEnv *env, jclass cls, jlo
 	if (key_len < 0 || value_len < 0 || expected_len < 0)
 		return LARDER_EINVAL;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	larder *l = c->cache;
@@ -504,7 +501,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_clear(JNIEnv *env, jclass cls, jlo
 	(void)cls;
 	int rc = LARDER_OK;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	rc = larder_clear(c->cache);
@@ -519,7 +516,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_setCapacity(JNIEnv *env, jclass cl
 	(void)cls;
 	int rc = LARDER_OK;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	rc = larder_set_capacity(c->cache, (uint64_t)bytes);
@@ -535,7 +532,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_stats(JNIEnv *env, jclass cls, jlo
 	uint64_t v[LARDER_STAT_COUNT + 1];
 	int rc = LARDER_OK;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	rc = larder_stats(c->cache, v, LARDER_STAT_COUNT);
@@ -560,7 +557,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_classStats(JNIEnv *env, jclass cls
 		return LARDER_EINVAL;
 	int rc = LARDER_OK;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	for (size_t i = 0; i < classes && rc == LARDER_OK; i++) {
@@ -636,7 +633,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_poolCacheStats(JNIEnv *env, jclass
 	double v[LARDER_POOL_CACHE_STAT_COUNT];
 	int rc = LARDER_OK;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	rc = c->pool ? larder_pool_cache_stats(c->pool, c->cache, v, LARDER_POOL_CACHE_STAT_COUNT)

@@ -5,6 +5,7 @@ import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
+import java.util.AbstractMap;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -376,6 +377,43 @@ public final class LarderCache<K, V> implements AutoCloseable {
             throw failure(found, 0, 0);
         }
         return found;
+    }
+
+    /**
+     * An iterator over the keys of the live entries, in the cache's hash
+     * order, weakly consistent like a concurrent map's: it never blocks
+     * readers or writers; every key live from the call to the end is
+     * returned exactly once, none twice, none that was expired or removed
+     * when it is reached; a key written or removed meanwhile may or may not
+     * be. Iterating is not reading: no hits are counted, nothing is marked
+     * accessed and no deadline is extended. Allocates each key. Use it from
+     * one thread at a time; close it when stopping early (see
+     * {@link CloseableIterator}).
+     *
+     * @throws IllegalStateException the cache is closed (also from
+     *         {@code hasNext}/{@code next} once it is)
+     */
+    public CloseableIterator<K> keyIterator() {
+        return new CacheIterator<>(this, guard, gen, false, (k, v) -> deserialize(keySerializer, k));
+    }
+
+    /**
+     * An iterator over the live entries as (key, value) pairs, with the
+     * promises of {@link #keyIterator()}; each value is the one the entry
+     * had when reached. Allocates each entry.
+     */
+    public CloseableIterator<Map.Entry<K, V>> entryIterator() {
+        return new CacheIterator<>(this, guard, gen, true,
+                (k, v) -> new AbstractMap.SimpleImmutableEntry<>(deserialize(keySerializer, k),
+                        deserialize(valueSerializer, v)));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> T deserialize(CacheSerializer<T> serializer, byte[] bytes) {
+        if (serializer == CacheSerializers.BYTE_ARRAY) {
+            return (T) bytes;
+        }
+        return serializer.deserialize(ByteBuffer.wrap(bytes));
     }
 
     /** True when a live value is present for {@code key}. Allocates nothing. */

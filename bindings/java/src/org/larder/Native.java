@@ -153,6 +153,13 @@ final class Native {
 
     static native int poolCacheStats(long guard, long gen, double[] out);
 
+    /* Cursors (native/jni_iter.c): iterOpen gives an address > 0 or a code. */
+    static native long iterOpen(long guard, long gen);
+
+    static native int iterNext(long guard, long gen, long iter, boolean values, Object[] out);
+
+    static native void iterClose(long guard, long gen, long iter);
+
     /* Pools (native/jni_pool.c): every call under the pool's lock (P1 there). */
     static native long poolCreate(long budget, long intervalMillis, int[] out);
 
