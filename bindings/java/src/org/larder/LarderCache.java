@@ -394,7 +394,8 @@ public final class LarderCache<K, V> implements AutoCloseable {
      *         {@code hasNext}/{@code next} once it is)
      */
     public CloseableIterator<K> keyIterator() {
-        return new CacheIterator<>(this, guard, gen, false, (k, v) -> deserialize(keySerializer, k));
+        return new CacheIterator<>(this, guard, gen, false,
+                (k, v) -> deserialize(keySerializer, k));
     }
 
     /**
