@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
@@ -147,6 +148,61 @@ class IterTest {
             }
             if (failure.get() != null) {
                 throw new AssertionError(failure.get());
+            }
+        }
+    }
+
+    /**
+     * Threads open, walk and close iterators while the cache is closed
+     * under them: each sees entries, then only IllegalStateException; no
+     * crash, no other exception.
+     */
+    @Test
+    void closeRacesWithIterators() throws Exception {
+        for (int round = 0; round < 5; round++) {
+            LarderCache<byte[], byte[]> c = bytes().build();
+            for (int i = 0; i < 5000; i++) {
+                c.put(b("k" + i), b("v" + i));
+            }
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            AtomicBoolean[] refused = new AtomicBoolean[3];
+            AtomicInteger walking = new AtomicInteger();
+            Thread[] walkers = new Thread[3];
+            for (int t = 0; t < walkers.length; t++) {
+                AtomicBoolean mine = refused[t] = new AtomicBoolean();
+                walkers[t] = new Thread(() -> {
+                    try {
+                        for (boolean first = true;; first = false) {
+                            try (CloseableIterator<Map.Entry<byte[], byte[]>> it =
+                                    c.entryIterator()) {
+                                for (int n = 0; n < 100 && it.hasNext(); n++) {
+                                    Map.Entry<byte[], byte[]> e = it.next();
+                                    assertEquals("v" + s(e.getKey()).substring(1),
+                                            s(e.getValue()));
+                                }
+                            }
+                            if (first) {
+                                walking.incrementAndGet();
+                            }
+                        }
+                    } catch (IllegalStateException closed) {
+                        mine.set(true);
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    }
+                });
+                walkers[t].start();
+            }
+            TestSupport.waitUntil("every walker has walked once", () -> walking.get() == 3);
+            c.close();
+            for (Thread w : walkers) {
+                w.join();
+            }
+            if (failure.get() != null) {
+                throw new AssertionError(failure.get());
+            }
+            for (AtomicBoolean r : refused) {
+                assertTrue(r.get(), "every walker ended on IllegalStateException");
             }
         }
     }
