@@ -9,6 +9,7 @@ import static org.larder.TestSupport.b;
 import static org.larder.TestSupport.bytes;
 
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.Random;
@@ -113,6 +114,17 @@ class CompressionTest {
             for (int i = 0; i < 1000; i += 97) {
                 assertArrayEquals(doc(i, 4096), packed.get(b("key-" + i)));
             }
+            int walked = 0;
+            try (CloseableIterator<Map.Entry<byte[], byte[]>> it = packed.entryIterator()) {
+                while (it.hasNext()) {
+                    Map.Entry<byte[], byte[]> e = it.next();
+                    int i = Integer.parseInt(new String(e.getKey(), 4, e.getKey().length - 4,
+                            StandardCharsets.UTF_8));
+                    assertArrayEquals(doc(i, 4096), e.getValue(), "iterated value of key-" + i);
+                    walked++;
+                }
+            }
+            assertEquals(1000, walked);
         }
     }
 
