@@ -1,7 +1,8 @@
 /*
  * jni_state.h - what the JNI modules of the Java binding share: the per-cache
- * state behind a guard (the payload), the JVM's handles, and the result
- * codes the Java side decodes (org.larder.Native keeps the same numbers).
+ * state behind a guard (the payload) and the call that enters its section
+ * (lj_enter), the JVM's handles, and the result codes the Java side decodes
+ * (org.larder.Native keeps the same numbers).
  *
  * Invariants:
  *   J1. A struct lj_cache is reached only inside a guard section of its
@@ -15,8 +16,8 @@
 #define LARDER_JNI_STATE_H
 
 #include <jni.h>
-#include <pthread.h>
 #include <larder.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
