@@ -18,6 +18,9 @@
  *                keeps the length itself)
  *   zstd-N+dict  the same against the trained dictionary (a CDict of level
  *                N and a DDict, both built once)
+ *   zstd-1+d,rawlit  zstd-1+dict with its literals stored rather than
+ *                Huffman-coded (ZSTD_c_literalCompressionMode): larger, and
+ *                no Huffman decoding on reads
  * Figures per codec, per round (--rounds after --warmup): compressed bytes
  * per value (the ratio original / compressed), ns to compress and to
  * decompress one value; a memcpy of each value is timed in the same round
@@ -50,13 +53,19 @@ struct cd_codec {
 	const char *name;
 	enum cd_kind kind;
 	int level;
+	int raw_literals; /* zstd: literals stored, not Huffman-coded */
 };
 
 static const struct cd_codec codecs[] = {
-	{ "lz4", CD_LZ4, 0 },	       { "lz4+dict", CD_LZ4_DICT, 0 },
-	{ "zstd-1", CD_ZSTD, 1 },      { "zstd-2", CD_ZSTD, 2 },
-	{ "zstd-3", CD_ZSTD, 3 },      { "zstd-1+dict", CD_ZSTD_DICT, 1 },
-	{ "zstd-2+dict", CD_ZSTD_DICT, 2 }, { "zstd-3+dict", CD_ZSTD_DICT, 3 },
+	{ "lz4", CD_LZ4, 0, 0 },
+	{ "lz4+dict", CD_LZ4_DICT, 0, 0 },
+	{ "zstd-1", CD_ZSTD, 1, 0 },
+	{ "zstd-2", CD_ZSTD, 2, 0 },
+	{ "zstd-3", CD_ZSTD, 3, 0 },
+	{ "zstd-1+dict", CD_ZSTD_DICT, 1, 0 },
+	{ "zstd-2+dict", CD_ZSTD_DICT, 2, 0 },
+	{ "zstd-3+dict", CD_ZSTD_DICT, 3, 0 },
+	{ "zstd-1+d,rawlit", CD_ZSTD_DICT, 1, 1 },
 };
 #define CD_CODECS (sizeof(codecs) / sizeof(codecs[0]))
 
@@ -100,6 +109,9 @@ static int state_open(struct cd_state *s, const struct cd_codec *codec, const vo
 		ZSTD_CCtx_setParameter(s->cctx, ZSTD_c_contentSizeFlag, 0);
 		ZSTD_CCtx_setParameter(s->cctx, ZSTD_c_checksumFlag, 0);
 		ZSTD_CCtx_setParameter(s->cctx, ZSTD_c_dictIDFlag, 0);
+		if (codec->raw_literals)
+			ZSTD_CCtx_setParameter(s->cctx, ZSTD_c_literalCompressionMode,
+					       ZSTD_ps_disable);
 		ZSTD_DCtx_setParameter(s->dctx, ZSTD_d_format, ZSTD_f_zstd1_magicless);
 		if (codec->kind == CD_ZSTD_DICT) {
 			s->cdict = ZSTD_createCDict(dict, dict_len, codec->level);
@@ -224,7 +236,7 @@ static int run_set(const struct lb_config *cfg, const struct cd_set *set, uint64
 			copy_ns[r - cfg->warmup_rounds] = (double)(c1 - c0) / (double)m;
 	}
 	print_fig("memcpy of a value, ns:", copy_ns, rounds);
-	printf("\n  %-12s %9s %7s   %-28s %-28s\n", "codec", "bytes", "ratio", "compress ns",
+	printf("\n  %-16s %9s %7s   %-28s %-28s\n", "codec", "bytes", "ratio", "compress ns",
 	       "decompress ns");
 	for (size_t k = 0; k < CD_CODECS; k++) {
 		struct cd_state s;
@@ -260,7 +272,7 @@ static int run_set(const struct lb_config *cfg, const struct cd_set *set, uint64
 				goto corrupt;
 		}
 		double avg = (double)total / (double)m;
-		printf("  %-12s %9.1f %6.2fx", codecs[k].name, avg, (double)vb / avg);
+		printf("  %-16s %9.1f %6.2fx", codecs[k].name, avg, (double)vb / avg);
 		print_fig("", pack_ns, rounds);
 		print_fig("", unpack_ns, rounds);
 		printf("\n");
