@@ -2,15 +2,15 @@
  * core/dict.c - the compression dictionary's sample, training and
  * publication. Design and invariants: core/dict.h.
  *
- * zstd's objects are allocated through the engine's allocation door
- * (core/alloc.h) by a custom allocator, so the fault seam reaches them.
+ * The dictionary's tables live in blocks from the engine's allocation door
+ * (core/alloc.h), so the fault seam reaches them.
  */
 #include "core/dict.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define ZSTD_STATIC_LINKING_ONLY /* the custom allocator (ZSTD_customMem) */
+#define ZSTD_STATIC_LINKING_ONLY /* static CDict and DDict in our own blocks */
 #include <zdict.h>
 #include <zstd.h>
 
@@ -32,27 +32,39 @@ const struct larder__dict *larder__dict_get(const struct larder *c)
 }
 
 /* Prepares zstd's tables for dict (len bytes, copied) and publishes them
- * (DICT-D1). LARDER_OK, LARDER_ENOMEM or LARDER_EINVAL. */
+ * (DICT-D1). LARDER_OK, LARDER_ENOMEM, or LARDER_EINVAL (bytes that carry a
+ * zstd dictionary's magic number but do not parse as one). */
 static int publish(struct larder *c, const void *dict, size_t len)
 {
-	struct larder__dict *d = larder__malloc(sizeof(*d));
-	if (!d)
-		return LARDER_ENOMEM;
-	ZSTD_customMem mem = { larder__malloc_cb, larder__free_cb, NULL };
 	/* Tables sized for values of a few KiB, not for zstd's unknown-size
-	 * default (which would take about 1 MiB for level 3). */
+	 * default (about 1 MiB at level 3). Each set of tables lives in one
+	 * block of ours (zstd's "static" objects): one allocation each through
+	 * the fault seam, and no allocation inside libzstd, whose 1.5.4 does
+	 * not survive a failed one while it builds a CDict. */
 	ZSTD_compressionParameters cp = ZSTD_getCParams(LARDER__DICT_LEVEL, 4096, len);
-	d->cdict = ZSTD_createCDict_advanced(dict, len, ZSTD_dlm_byCopy, ZSTD_dct_auto, cp, mem);
-	d->ddict = ZSTD_createDDict_advanced(dict, len, ZSTD_dlm_byCopy, ZSTD_dct_auto, mem);
-	if (!d->cdict || !d->ddict) {
-		ZSTD_freeCDict(d->cdict);
-		ZSTD_freeDDict(d->ddict);
+	size_t csize = ZSTD_estimateCDictSize_advanced(len, cp, ZSTD_dlm_byCopy);
+	size_t dsize = ZSTD_estimateDDictSize(len, ZSTD_dlm_byCopy);
+	struct larder__dict *d = larder__malloc(sizeof(*d));
+	void *cmem = larder__malloc(csize), *dmem = larder__malloc(dsize);
+	if (!d || !cmem || !dmem) {
 		free(d);
-		/* zstd reports no reason; a dictionary it cannot parse as one is
-		 * taken as raw content, so this is memory. */
+		free(cmem);
+		free(dmem);
 		return LARDER_ENOMEM;
 	}
-	d->bytes = sizeof(*d) + ZSTD_sizeof_CDict(d->cdict) + ZSTD_sizeof_DDict(d->ddict);
+	d->cdict = (void *)ZSTD_initStaticCDict(cmem, csize, dict, len, ZSTD_dlm_byCopy,
+						 ZSTD_dct_auto, cp);
+	d->ddict = (void *)ZSTD_initStaticDDict(dmem, dsize, dict, len, ZSTD_dlm_byCopy,
+						 ZSTD_dct_auto);
+	if (!d->cdict || !d->ddict) {
+		free(d);
+		free(cmem);
+		free(dmem);
+		return LARDER_EINVAL;
+	}
+	d->cmem = cmem;
+	d->dmem = dmem;
+	d->bytes = sizeof(*d) + csize + dsize;
 	/* R-DICT: release, pairs with A-DICT in larder__dict_get(): the tables
 	 * are written before any thread can load the pointer. */
 	atomic_store_explicit(&c->dict, (uintptr_t)d, LARDER__RELEASE);
@@ -98,9 +110,9 @@ void larder__dict_close(struct larder *c)
 {
 	struct larder__dict *d =
 		(struct larder__dict *)atomic_load_explicit(&c->dict, LARDER__RELAXED); /* alone */
-	if (d) {
-		ZSTD_freeCDict(d->cdict);
-		ZSTD_freeDDict(d->ddict);
+	if (d) { /* static objects: their blocks are all there is to free */
+		free(d->cmem);
+		free(d->dmem);
 		free(d);
 	}
 	free_sample(c);

@@ -59,9 +59,10 @@ struct larder_config;
 /* A published dictionary: zstd's prepared compression and decompression
  * tables (opaque here: core/dict.c), and what they take in memory. */
 struct larder__dict {
-	void *cdict; /* ZSTD_CDict */
-	void *ddict; /* ZSTD_DDict */
-	size_t bytes;
+	const void *cdict; /* ZSTD_CDict, inside cmem */
+	const void *ddict; /* ZSTD_DDict, inside dmem */
+	void *cmem, *dmem;
+	size_t bytes; /* all of it: LARDER_STAT_DICT_BYTES */
 };
 
 /*
