@@ -26,7 +26,8 @@
  * / plain per round (their median and range). The RSS is read before and
  * after each fill, as a cross-check of the byte counts.
  *
- * Then the Node add-on's scenario: CB_NODE_KEYS keys of ~500 B JSON (400 to
+ * Then the Node add-on's scenario: 10 x --entries keys (500,000 by default)
+ * of ~500 B JSON (400 to
  * 600 bytes, generated on the fly, so no copy of them is resident) put into
  * a fresh cache of each kind in turn; the process RSS after the fill (the
  * maintainer idle) minus before the open, per cache, for --rounds rounds
@@ -43,7 +44,7 @@
 #define CB_MIN_BYTES 64u
 #define CB_SAVING_PCT 10u
 #define CB_DEFAULT_ENTRIES 50000u
-#define CB_NODE_KEYS 500000u
+#define CB_NODE_PER_ENTRY 10u /* the Node scenario: 10 keys per --entries (500,000) */
 #define CB_KINDS 3 /* plain, lz4, dict */
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -283,14 +284,14 @@ static int run_set(const struct lb_config *cfg, const struct cb_set *set, uint64
 }
 
 /* One cache of the Node scenario: RSS after the fill minus before the open. */
-static int node_fill(int kind, uint64_t seed, double *rss_mib, double *bytes)
+static int node_fill(int kind, uint64_t keys, uint64_t seed, double *rss_mib, double *bytes)
 {
 	uint8_t key[CB_KEY_BYTES], v[600];
 	uint64_t rss0 = lb_rss_bytes();
-	larder *c = open_cache(kind, sizeof(v), CB_NODE_KEYS);
+	larder *c = open_cache(kind, sizeof(v), keys);
 	if (!c)
 		return -1;
-	for (uint64_t i = 0; i < CB_NODE_KEYS; i++) {
+	for (uint64_t i = 0; i < keys; i++) {
 		size_t len = 400 + (size_t)(lb_mix(seed + i) % 201);
 		lb_json_value(v, len, seed * 1000003 + i);
 		key_of(key, i);
@@ -299,20 +300,20 @@ static int node_fill(int kind, uint64_t seed, double *rss_mib, double *bytes)
 			return -1;
 		}
 	}
-	*bytes = (double)settle(c, CB_NODE_KEYS) / CB_NODE_KEYS;
+	*bytes = (double)settle(c, keys) / (double)keys;
 	*rss_mib = (double)(lb_rss_bytes() - rss0) / 1048576.0;
 	larder_close(c);
 	return 0;
 }
 
-static int run_node(const struct lb_config *cfg, unsigned rounds)
+static int run_node(const struct lb_config *cfg, uint64_t keys, unsigned rounds)
 {
 	double rss[CB_KINDS][64], bytes[CB_KINDS][64], ratio[CB_KINDS][64];
 	for (unsigned r = 0; r < rounds; r++) {
 		double mib[CB_KINDS], b[CB_KINDS];
 		for (int k = 0; k < CB_KINDS; k++) {
 			int which = (int)((r + (unsigned)k) % CB_KINDS);
-			if (node_fill(which, cfg->seed + r, &mib[which], &b[which]) != 0) {
+			if (node_fill(which, keys, cfg->seed + r, &mib[which], &b[which]) != 0) {
 				fprintf(stderr, "larder-bench --compress: the Node scenario failed\n");
 				return -1;
 			}
@@ -323,9 +324,9 @@ static int run_node(const struct lb_config *cfg, unsigned rounds)
 			ratio[k][r] = mib[k] / mib[0];
 		}
 	}
-	printf("\nNode add-on scenario: %u keys of 400-600 B JSON (~500 B), one cache at a time;"
+	printf("\nNode add-on scenario: %llu keys of 400-600 B JSON (~500 B), one cache at a time;"
 	       " RSS after the fill - before the open\n",
-	       CB_NODE_KEYS);
+	       (unsigned long long)keys);
 	for (int k = 0; k < CB_KINDS; k++) {
 		double m = lb_median(rss[k], rounds), lo = rss[k][0], hi = rss[k][rounds - 1];
 		double bm = lb_median(bytes[k], rounds);
@@ -350,5 +351,5 @@ int lb_compress_run(const struct lb_config *cfg)
 	for (size_t s = 0; s < COUNT(sets); s++)
 		if (run_set(cfg, &sets[s], base, rounds) != 0)
 			return -1;
-	return run_node(cfg, rounds);
+	return run_node(cfg, CB_NODE_PER_ENTRY * base, rounds);
 }
