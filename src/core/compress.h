@@ -72,7 +72,8 @@ size_t larder__pack_room(const struct larder *c, size_t len);
 /*
  * Compresses value (len bytes, at least compress_min) into out, which has
  * room bytes (larder__pack_room): with zstd when c has a dictionary, else
- * with LZ4 after offering the value to the dictionary's sample. Returns the
+ * with LZ4, offering the value to the dictionary's sample if LZ4 kept it
+ * compressed. Returns the
  * stored length (COMPRESS-C1 met), or 0 when the value must be stored raw
  * (too little saving, or no memory for the thread's codec state).
  */

@@ -8,8 +8,8 @@
  * cache has at most one dictionary in its life:
  *   - given: the caller's bytes, prepared at open and published before
  *     larder_open returns;
- *   - trained (the default): writers copy their first compressible values
- *     into a bounded sample (at most LARDER__DICT_SAMPLE_BYTES in at most
+ *   - trained (the default): writers copy their first values that LZ4
+ *     compresses (by the cache's saving rule) into a bounded sample (at most LARDER__DICT_SAMPLE_BYTES in at most
  *     LARDER__DICT_SAMPLE_COUNT pieces, each at most a value's first
  *     LARDER__DICT_PIECE_BYTES); once it holds LARDER__DICT_TRAIN_BYTES or
  *     LARDER__DICT_SAMPLE_COUNT pieces, the maintainer closes it, waits for

@@ -27,7 +27,7 @@
  *     under ThreadSanitizer and ASan/UBSan too: core/dict.h DICT-D1..D3);
  *   - the dictionary (core/dict.h): the setter's modes and errors; a trained
  *     one appears (LARDER_STAT_DICT_BYTES) after enough compressible writes,
- *     and never with LARDER_DICTIONARY_NONE; a given one from the start;
+ *     never after incompressible ones, never with LARDER_DICTIONARY_NONE; a given one from the start;
  *     with it every size boundary round-trips through every read, short
  *     values are stored smaller than LZ4 alone stores them, values written
  *     before it still read back, incompressible values stay raw and do not
@@ -931,6 +931,19 @@ static void test_dict_given_and_none(void)
 	}
 	CHECK(th_check_accounting(none, 30000, NULL, NULL));
 	CHECK_EQ(th_stat(none, LARDER_STAT_DICT_BYTES), 0); /* never trains */
+	/* Incompressible values are not sampled: four samples' worth of them
+	 * trains nothing. */
+	larder *noise = open_compressing(64 * MiB, MIN_BYTES);
+	REQUIRE(noise);
+	for (int i = 0; i < 2048; i++) {
+		char key[32];
+		size_t klen = (size_t)snprintf(key, sizeof(key), "n%d", i);
+		random_fill(v, 512, (uint64_t)i);
+		REQUIRE_RC(larder_put(noise, key, klen, v, 512, LARDER_TTL_NEVER), LARDER_OK);
+	}
+	CHECK(th_check_accounting(noise, 30000, NULL, NULL));
+	CHECK_EQ(th_stat(noise, LARDER_STAT_DICT_BYTES), 0);
+	larder_close(noise);
 	CHECK(th_check_accounting(c, 30000, NULL, NULL));
 	larder_close(c);
 	larder_close(none);

@@ -261,6 +261,8 @@ static int run_set(const struct lb_config *cfg, const struct cb_set *set, uint64
 			}
 		}
 	}
+	if (!set->json) /* incompressible values are not sampled: no dictionary */
+		dict_bytes = stat_of(c[2], LARDER_STAT_DICT_BYTES);
 	uint64_t rss1 = lb_rss_bytes();
 	printf("\n%s: %llu entries; dictionary %llu B of memory; RSS of the three caches and"
 	       " the source values: %.1f MiB\n",
