@@ -345,10 +345,12 @@ LARDER_API LARDER_MUST_USE int larder_config_set_compression(larder_config *conf
  * most one dictionary in its life; values written before it exists are
  * compressed with LZ4 alone and stay so until rewritten.
  *   LARDER_DICTIONARY_TRAIN (the default): the cache copies its first
- *     values that LZ4 compresses (up to 256 KiB) into a sample, and its
- *     maintainer thread trains a 16 KiB zstd dictionary from it once (tens
- *     of milliseconds of that thread, once); from then on values are
- *     compressed with zstd against it. dict must be NULL, dict_len 0.
+ *     compressible values (up to 256 KiB) into a sample, and its maintainer
+ *     thread trains a 16 KiB zstd dictionary from it once (tens of
+ *     milliseconds of that thread, once); from then on values are
+ *     compressed with zstd against it, unless it did not compress its
+ *     sample by min_saving_percent (incompressible values): then the cache
+ *     keeps LZ4 alone. dict must be NULL, dict_len 0.
  *   LARDER_DICTIONARY_GIVEN: dict_len bytes (1..1 MiB) at dict, copied: a
  *     zstd dictionary (zstd --train, ZDICT) or raw sample content; used
  *     from the first write.

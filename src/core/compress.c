@@ -127,6 +127,13 @@ static size_t pack_zstd(struct larder__thread *t, const struct larder__dict *d,
 	return LARDER__PACKED_HEADER_BYTES + n;
 }
 
+size_t larder__pack_with(const struct larder__dict *d, const void *value, size_t len,
+			 unsigned char *out, size_t room)
+{
+	struct larder__thread *t = larder__thread_self();
+	return t ? pack_zstd(t, d, value, len, out, room) : 0;
+}
+
 size_t larder__pack(struct larder *c, const void *value, size_t len, unsigned char *out,
 		    size_t room)
 {
@@ -136,6 +143,7 @@ size_t larder__pack(struct larder *c, const void *value, size_t len, unsigned ch
 	const struct larder__dict *d = larder__dict_get(c);
 	if (d)
 		return pack_zstd(t, d, value, len, out, room);
+	larder__dict_offer(c, value, len);
 	LZ4_stream_t *stream = thread_stream(t);
 	if (!stream)
 		return 0; /* stored raw */
@@ -145,10 +153,6 @@ size_t larder__pack(struct larder *c, const void *value, size_t len, unsigned ch
 					   (int)len, (int)(room - LARDER__PACKED_HEADER_BYTES), 1);
 	if (n <= 0)
 		return 0; /* it would not fit in room: stored raw (COMPRESS-C1) */
-	/* Only values that compress feed the sample: a cache of incompressible
-	 * values never trains a dictionary (whose every use would then be a
-	 * zstd attempt that fails, dearer than LZ4's). */
-	larder__dict_offer(c, value, len);
 	put_word(out, (uint32_t)len);
 	return LARDER__PACKED_HEADER_BYTES + (size_t)n;
 }

@@ -72,13 +72,18 @@ size_t larder__pack_room(const struct larder *c, size_t len);
 /*
  * Compresses value (len bytes, at least compress_min) into out, which has
  * room bytes (larder__pack_room): with zstd when c has a dictionary, else
- * with LZ4, offering the value to the dictionary's sample if LZ4 kept it
- * compressed. Returns the
+ * with LZ4 after offering the value to the dictionary's sample. Returns the
  * stored length (COMPRESS-C1 met), or 0 when the value must be stored raw
  * (too little saving, or no memory for the thread's codec state).
  */
 size_t larder__pack(struct larder *c, const void *value, size_t len, unsigned char *out,
 		    size_t room);
+
+/* larder__pack() with zstd against d, published or not (core/dict.c tries
+ * a new dictionary on its sample with it). */
+struct larder__dict;
+size_t larder__pack_with(const struct larder__dict *d, const void *value, size_t len,
+			 unsigned char *out, size_t room);
 
 /* Decompresses a compressed entry's stored bytes (stored_len of them) into
  * out, which holds larder__packed_len(stored) bytes (COMPRESS-C2). 0, or -1

@@ -16,6 +16,7 @@
 
 #include "core/alloc.h"
 #include "core/cache.h"
+#include "core/compress.h"
 
 /* sample_word: pieces in the high half, bytes in the low half; all ones
  * once the maintainer closed it (DICT-D3). */
@@ -31,10 +32,19 @@ const struct larder__dict *larder__dict_get(const struct larder *c)
 	return (const struct larder__dict *)atomic_load_explicit(&c->dict, LARDER__ACQUIRE);
 }
 
-/* Prepares zstd's tables for dict (len bytes, copied) and publishes them
- * (DICT-D1). LARDER_OK, LARDER_ENOMEM, or LARDER_EINVAL (bytes that carry a
- * zstd dictionary's magic number but do not parse as one). */
-static int publish(struct larder *c, const void *dict, size_t len)
+static void dict_free(struct larder__dict *d)
+{
+	if (d) { /* static objects: their blocks are all there is to free */
+		free(d->cmem);
+		free(d->dmem);
+		free(d);
+	}
+}
+
+/* Prepares zstd's tables for dict (len bytes, copied) into *out.
+ * LARDER_OK, LARDER_ENOMEM, or LARDER_EINVAL (bytes that carry a zstd
+ * dictionary's magic number but do not parse as one). */
+static int prepare(const void *dict, size_t len, struct larder__dict **out)
 {
 	/* Tables sized for values of a few KiB, not for zstd's unknown-size
 	 * default (about 1 MiB at level 3). Each set of tables lives in one
@@ -44,31 +54,32 @@ static int publish(struct larder *c, const void *dict, size_t len)
 	ZSTD_compressionParameters cp = ZSTD_getCParams(LARDER__DICT_LEVEL, 4096, len);
 	size_t csize = ZSTD_estimateCDictSize_advanced(len, cp, ZSTD_dlm_byCopy);
 	size_t dsize = ZSTD_estimateDDictSize(len, ZSTD_dlm_byCopy);
-	struct larder__dict *d = larder__malloc(sizeof(*d));
-	void *cmem = larder__malloc(csize), *dmem = larder__malloc(dsize);
-	if (!d || !cmem || !dmem) {
-		free(d);
-		free(cmem);
-		free(dmem);
+	struct larder__dict *d = larder__calloc(1, sizeof(*d));
+	if (!d)
+		return LARDER_ENOMEM;
+	d->cmem = larder__malloc(csize);
+	d->dmem = larder__malloc(dsize);
+	if (!d->cmem || !d->dmem) {
+		dict_free(d);
 		return LARDER_ENOMEM;
 	}
-	d->cdict = (void *)ZSTD_initStaticCDict(cmem, csize, dict, len, ZSTD_dlm_byCopy,
-						 ZSTD_dct_auto, cp);
-	d->ddict = (void *)ZSTD_initStaticDDict(dmem, dsize, dict, len, ZSTD_dlm_byCopy,
-						 ZSTD_dct_auto);
+	d->cdict = ZSTD_initStaticCDict(d->cmem, csize, dict, len, ZSTD_dlm_byCopy, ZSTD_dct_auto,
+					cp);
+	d->ddict = ZSTD_initStaticDDict(d->dmem, dsize, dict, len, ZSTD_dlm_byCopy, ZSTD_dct_auto);
 	if (!d->cdict || !d->ddict) {
-		free(d);
-		free(cmem);
-		free(dmem);
+		dict_free(d);
 		return LARDER_EINVAL;
 	}
-	d->cmem = cmem;
-	d->dmem = dmem;
 	d->bytes = sizeof(*d) + csize + dsize;
+	*out = d;
+	return LARDER_OK;
+}
+
+static void publish(struct larder *c, struct larder__dict *d)
+{
 	/* R-DICT: release, pairs with A-DICT in larder__dict_get(): the tables
 	 * are written before any thread can load the pointer. */
 	atomic_store_explicit(&c->dict, (uintptr_t)d, LARDER__RELEASE);
-	return LARDER_OK;
 }
 
 int larder__dict_open(struct larder *c, const struct larder_config *cfg)
@@ -79,8 +90,13 @@ int larder__dict_open(struct larder *c, const struct larder_config *cfg)
 	atomic_store_explicit(&c->sample_word, SAMPLE_CLOSED, LARDER__RELAXED);
 	if (!cfg->compress_min)
 		return LARDER_OK;
-	if (cfg->dict_mode == LARDER_DICTIONARY_GIVEN)
-		return publish(c, cfg->dict, cfg->dict_len);
+	if (cfg->dict_mode == LARDER_DICTIONARY_GIVEN) {
+		struct larder__dict *d;
+		int rc = prepare(cfg->dict, cfg->dict_len, &d);
+		if (rc == LARDER_OK)
+			publish(c, d);
+		return rc;
+	}
 	if (cfg->dict_mode != LARDER_DICTIONARY_TRAIN)
 		return LARDER_OK;
 	c->sample_buf = larder__malloc(LARDER__DICT_SAMPLE_BYTES);
@@ -110,11 +126,7 @@ void larder__dict_close(struct larder *c)
 {
 	struct larder__dict *d =
 		(struct larder__dict *)atomic_load_explicit(&c->dict, LARDER__RELAXED); /* alone */
-	if (d) { /* static objects: their blocks are all there is to free */
-		free(d->cmem);
-		free(d->dmem);
-		free(d);
-	}
+	dict_free(d);
 	free_sample(c);
 }
 
@@ -139,18 +151,48 @@ void larder__dict_offer(struct larder *c, const void *value, size_t len)
 	atomic_fetch_add_explicit(&c->sample_done, 1, LARDER__RELEASE);
 }
 
-/* Trains on the closed sample's pieces and publishes; on any failure the
- * cache stays without a dictionary (core/dict.h). */
+/*
+ * Whether d earns its keep: the sample's pieces, each compressed with it as
+ * a writer would store it (raw when the cache's saving rule refuses), take
+ * no more than the rule allows of the whole. Incompressible values make a
+ * dictionary ZDICT accepts but that saves nothing; publishing it would only
+ * turn each write's failed LZ4 attempt into a dearer failed zstd one.
+ */
+static int worth_keeping(const struct larder *c, const struct larder__dict *d)
+{
+	unsigned char *out = larder__malloc(LARDER__DICT_PIECE_BYTES);
+	if (!out)
+		return 0;
+	uint64_t plain = 0, stored = 0;
+	const unsigned char *piece = c->sample_buf;
+	for (uint64_t i = 0; i < WORD_COUNT(c->sample_taken); i++) {
+		size_t len = c->sample_sizes[i], room = larder__pack_room(c, len);
+		size_t got = room ? larder__pack_with(d, piece, len, out, room) : 0;
+		plain += len;
+		stored += got ? got : len;
+		piece += len;
+	}
+	free(out);
+	return stored < plain && stored * 100 <= plain * (100 - c->compress_saving_pct);
+}
+
+/* Trains on the closed sample's pieces and publishes what earns its keep;
+ * otherwise the cache stays without a dictionary (core/dict.h). */
 static void train(struct larder *c)
 {
-	unsigned char *dict = larder__malloc(LARDER__DICT_BYTES);
-	if (!dict)
+	unsigned char *bytes = larder__malloc(LARDER__DICT_BYTES);
+	if (!bytes)
 		return;
-	size_t len = ZDICT_trainFromBuffer(dict, LARDER__DICT_BYTES, c->sample_buf,
+	size_t len = ZDICT_trainFromBuffer(bytes, LARDER__DICT_BYTES, c->sample_buf,
 					   c->sample_sizes, (unsigned)WORD_COUNT(c->sample_taken));
-	if (!ZDICT_isError(len))
-		(void)publish(c, dict, len); /* failing, the cache keeps LZ4 alone */
-	free(dict);
+	struct larder__dict *d = NULL;
+	if (!ZDICT_isError(len) && prepare(bytes, len, &d) == LARDER_OK) {
+		if (worth_keeping(c, d))
+			publish(c, d);
+		else
+			dict_free(d);
+	}
+	free(bytes);
 }
 
 uint64_t larder__dict_maint(struct larder *c)

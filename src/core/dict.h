@@ -8,15 +8,17 @@
  * cache has at most one dictionary in its life:
  *   - given: the caller's bytes, prepared at open and published before
  *     larder_open returns;
- *   - trained (the default): writers copy their first values that LZ4
- *     compresses (by the cache's saving rule) into a bounded sample (at most LARDER__DICT_SAMPLE_BYTES in at most
+ *   - trained (the default): writers copy their first compressible values
+ *     into a bounded sample (at most LARDER__DICT_SAMPLE_BYTES in at most
  *     LARDER__DICT_SAMPLE_COUNT pieces, each at most a value's first
  *     LARDER__DICT_PIECE_BYTES); once it holds LARDER__DICT_TRAIN_BYTES or
  *     LARDER__DICT_SAMPLE_COUNT pieces, the maintainer closes it, waits for
  *     the copies in flight, trains a LARDER__DICT_BYTES dictionary with
- *     ZDICT (libzstd), prepares zstd's tables for it, publishes it and frees
- *     the sample. A training that fails (too few or too alike pieces)
- *     leaves the cache on LZ4 alone, for good;
+ *     ZDICT (libzstd), prepares zstd's tables for it, and publishes it if
+ *     it compresses the sample by the cache's saving rule; then it frees
+ *     the sample. A training that fails (too few or too alike pieces, or a
+ *     sample it cannot compress: incompressible values) leaves the cache on
+ *     LZ4 alone, for good;
  *   - none: LZ4 alone.
  * Values written before the dictionary exists keep their LZ4 form until
  * they are rewritten; the stored form says which (core/compress.h).
