@@ -396,15 +396,19 @@ LARDER_API LARDER_MUST_USE int larder_open(larder **out, const larder_config *co
 LARDER_API void larder_close(larder *cache);
 
 /* ---- Reads: never block, never allocate, never take a lock --------------- */
-/* (A callback's read of a compressed value may allocate its buffer: see
- * larder_config_set_compression.) */
+/* (A callback's read of a compressed value may allocate its buffer, and a
+ * thread's first read of a value compressed with a dictionary its zstd
+ * context: see larder_config_set_compression and
+ * larder_config_set_compression_dictionary.) */
 
 /*
  * Copies the value of key into buf. On LARDER_OK, *value_len is the value's
  * length. When buf_len is too small, copies nothing, sets *value_len to the
  * length needed and returns LARDER_EBUFSIZE. buf may be NULL when buf_len is 0.
  * Returns LARDER_OK, LARDER_MISS, LARDER_EBUFSIZE, LARDER_EINVAL,
- * LARDER_EKEYSIZE, or LARDER_ENOMEM (a thread's first call: see Threads).
+ * LARDER_EKEYSIZE, or LARDER_ENOMEM (a thread's first call: see Threads; or
+ * its first read of a value compressed with a dictionary: see
+ * larder_config_set_compression_dictionary).
  */
 LARDER_API LARDER_MUST_USE int larder_get(larder *cache, const void *key, size_t key_len,
 					  void *buf, size_t buf_len, size_t *value_len);
