@@ -34,7 +34,8 @@
  *     stop the next value from compressing; a failed allocation of a
  *     thread's zstd context makes larder_get return LARDER_ENOMEM, then
  *     work; snapshots of dictionary-compressed values load into plain, LZ4
- *     and dictionary caches alike.
+ *     and dictionary caches alike; several writers filling the sample at
+ *     once while a reader checks values (DICT-D2, DICT-D3).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -1053,6 +1054,86 @@ static void test_dict_snapshot(void)
 	unlink(path);
 }
 
+/*
+ * Several writers fill the sample at once (DICT-D3: concurrent reservations,
+ * the maintainer closing it while copies are in flight), each writing its
+ * own keys, while a reader checks every value it finds (DICT-D2: a zstd
+ * entry always finds the dictionary). Afterwards the dictionary is there and
+ * every key holds its writer's last value. Run under ThreadSanitizer and
+ * ASan/UBSan too.
+ */
+#define SAMPLERS 4
+#define SAMPLER_KEYS 200
+
+struct sampler_arg {
+	struct race *r;
+	_Atomic int *writers_done;
+	int id;
+};
+
+static void *sampler_thread(void *p)
+{
+	struct sampler_arg *a = p;
+	unsigned char buf[4096];
+	if (a->id == SAMPLERS) { /* the reader */
+		uint64_t i = 0;
+		while (!atomic_load(&a->r->stop)) {
+			char key[16];
+			uint64_t k = th_mix64(i++) % (SAMPLERS * SAMPLER_KEYS);
+			size_t klen = (size_t)snprintf(key, sizeof(key), "r%llu", (unsigned long long)k);
+			int rc = larder_get_with(a->r->c, key, klen, race_check, a->r);
+			CHECK(rc == LARDER_OK || rc == LARDER_MISS);
+		}
+		return NULL;
+	}
+	unsigned rounds = TH_TSAN ? 3u : 10u;
+	for (unsigned ver = 0; ver < rounds; ver++) {
+		for (uint64_t j = 0; j < SAMPLER_KEYS; j++) {
+			uint64_t k = (uint64_t)a->id * SAMPLER_KEYS + j;
+			char key[16];
+			size_t klen = (size_t)snprintf(key, sizeof(key), "r%llu", (unsigned long long)k);
+			size_t len = race_value(buf, k, ver);
+			CHECK_RC(larder_put(a->r->c, key, klen, buf, len, LARDER_TTL_NEVER), LARDER_OK);
+		}
+	}
+	return NULL;
+}
+
+static void *sampler_main(void *p)
+{
+	struct sampler_arg *a = p;
+	if (a->id == SAMPLERS)
+		return sampler_thread(p);
+	sampler_thread(p);
+	/* The last writer to finish stops the reader. */
+	if (atomic_fetch_add(a->writers_done, 1) == SAMPLERS - 1)
+		atomic_store(&a->r->stop, 1);
+	return NULL;
+}
+
+static void test_dict_concurrent_sample(void)
+{
+	struct race r = { .c = open_compressing(64 * MiB, MIN_BYTES) };
+	REQUIRE(r.c);
+	_Atomic int writers_done = 0;
+	struct sampler_arg args[SAMPLERS + 1];
+	for (int i = 0; i <= SAMPLERS; i++)
+		args[i] = (struct sampler_arg){ &r, &writers_done, i };
+	CHECK_EQ(th_run_threads(SAMPLERS + 1, sampler_main, args, sizeof(args[0])), 0);
+	CHECK_EQ(atomic_load(&r.bad), 0);
+	CHECK(th_check_accounting(r.c, 30000, NULL, NULL));
+	CHECK_GT(th_stat(r.c, LARDER_STAT_DICT_BYTES), 0);
+	unsigned last = (TH_TSAN ? 3u : 10u) - 1;
+	unsigned char want[4096];
+	for (uint64_t k = 0; k < SAMPLERS * SAMPLER_KEYS; k++) {
+		char key[16];
+		snprintf(key, sizeof(key), "r%llu", (unsigned long long)k);
+		size_t len = race_value(want, k, last);
+		check_reads(r.c, key, want, len);
+	}
+	larder_close(r.c);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -1071,6 +1152,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_dict_given_and_none),
 		TH_TEST(test_dict_enomem),
 		TH_TEST(test_dict_snapshot),
+		TH_TEST(test_dict_concurrent_sample),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
