@@ -36,6 +36,7 @@
 #include "core/alloc.h"
 #include "core/cache.h"
 #include "core/compress.h"
+#include "core/dict.h"
 #include "core/hash.h"
 #include "core/testing.h"
 #include "core/thread.h"
@@ -273,7 +274,7 @@ static inline int read_fast_ok(const larder *c, const void *key, size_t key_len,
 /* A hit: the length, the copy (the value's address first, before any store,
  * so the compiler keeps the key address the lookup computed), the sample.
  * flags: e's whole flags byte, loaded once by the caller for all of these. */
-static __attribute__((noinline)) int get_unpack(struct larder__handle *h,
+static __attribute__((noinline)) int get_unpack(larder *c, struct larder__handle *h,
 						 struct larder__entry *e, unsigned flags,
 						 void *buf, size_t buf_len, size_t *value_len);
 
@@ -293,17 +294,18 @@ READ_BODY int get_copy_raw(struct larder__handle *h, struct larder__entry *e, un
 	return LARDER_OK;
 }
 
-READ_BODY int get_copy(struct larder__handle *h, struct larder__entry *e, unsigned flags,
-		       void *buf, size_t buf_len, size_t *value_len)
+READ_BODY int get_copy(larder *c, struct larder__handle *h, struct larder__entry *e,
+		       unsigned flags, void *buf, size_t buf_len, size_t *value_len)
 {
 	if (__builtin_expect(flags & LARDER__ENTRY_COMPRESSED, 0))
-		return get_unpack(h, e, flags, buf, buf_len, value_len);
+		return get_unpack(c, h, e, flags, buf, buf_len, value_len);
 	return get_copy_raw(h, e, flags, buf, buf_len, value_len);
 }
 
 /* get_copy() of a compressed entry: the same contract with the original
- * length, decompressed straight into the caller's buffer (COMPRESS-C3). */
-static __attribute__((noinline)) int get_unpack(struct larder__handle *h,
+ * length, decompressed straight into the caller's buffer (COMPRESS-C3);
+ * LARDER_ENOMEM when a zstd entry finds no decompression context. */
+static __attribute__((noinline)) int get_unpack(larder *c, struct larder__handle *h,
 						 struct larder__entry *e, unsigned flags,
 						 void *buf, size_t buf_len, size_t *value_len)
 {
@@ -312,8 +314,9 @@ static __attribute__((noinline)) int get_unpack(struct larder__handle *h,
 	*value_len = len;
 	if (len > buf_len)
 		return LARDER_EBUFSIZE;
+	if (larder__unpack(c, stored, e->value_len, buf) != 0)
+		return LARDER_ENOMEM;
 	count_hit(h, e, flags);
-	larder__unpack(stored, e->value_len, buf);
 	return LARDER_OK;
 }
 
@@ -333,7 +336,7 @@ static __attribute__((noinline)) int get_general(larder *c, const void *key, siz
 	rc = LARDER_MISS;
 	if (e) {
 		unsigned flags = larder__entry_flags_raw(e);
-		rc = get_copy(op.handle, e, flags, buf, buf_len, value_len);
+		rc = get_copy(c, op.handle, e, flags, buf, buf_len, value_len);
 		if (rc == LARDER_OK) /* a too-small buffer read nothing */
 			access_extend(c, &op, e, flags);
 	}
@@ -362,8 +365,8 @@ static __attribute__((noinline)) int get_deadline_hit(larder *c, struct larder__
 	struct larder__thread *t = larder__tls;
 	struct larder__handle *h = t->last_handle;
 	int rc = deadline_passed(c, NULL, e) ? LARDER_MISS
-					     : get_copy(h, e, larder__entry_flags_raw(e), buf,
-							buf_len, value_len);
+					     : get_copy(c, h, e, larder__entry_flags_raw(e),
+							buf, buf_len, value_len);
 	larder__read_exit(&t->reader, outer);
 	if (rc == LARDER_MISS)
 		count_miss(h);
@@ -382,7 +385,7 @@ static __attribute__((noinline)) int get_access_hit(larder *c, struct larder__en
 	int rc = LARDER_MISS;
 	if (!deadline_passed(c, &op, e)) {
 		unsigned flags = larder__entry_flags_raw(e);
-		rc = get_copy(h, e, flags, buf, buf_len, value_len);
+		rc = get_copy(c, h, e, flags, buf, buf_len, value_len);
 		if (rc == LARDER_OK && (flags & LARDER__ENTRY_TTL))
 			extend_on_read(c, &op, e);
 	}
@@ -412,7 +415,7 @@ static __attribute__((noinline)) int get_beyond_home(larder *c, uint64_t hash, c
 	int rc = LARDER_MISS;
 	if (e) {
 		unsigned flags = larder__entry_flags_raw(e);
-		rc = get_copy(h, e, flags, buf, buf_len, value_len);
+		rc = get_copy(c, h, e, flags, buf, buf_len, value_len);
 		if (rc == LARDER_OK)
 			access_extend(c, NULL, e, flags);
 	}
@@ -460,7 +463,7 @@ static __attribute__((noinline)) int get_with_unpack(larder *c, struct larder__h
 						      larder_read_fn *fn, void *ctx)
 {
 	unsigned char *scratch;
-	const unsigned char *plain = larder__entry_plain_rcu(e, flags, &scratch);
+	const unsigned char *plain = larder__entry_plain_rcu(c, e, flags, &scratch);
 	if (!plain)
 		return LARDER_ENOMEM;
 	count_hit(h, e, flags);
@@ -555,7 +558,7 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 			}
 			unsigned flags = larder__entry_flags_raw(e);
 			unsigned char *scratch;
-			const unsigned char *plain = larder__entry_plain_rcu(e, flags, &scratch);
+			const unsigned char *plain = larder__entry_plain_rcu(c, e, flags, &scratch);
 			if (!plain) {
 				found = LARDER_ENOMEM;
 				goto out;
@@ -846,9 +849,9 @@ static void entry_unbuild(larder *c, struct op *op, struct larder__entry *e, siz
 /* The *_if_equals comparison, against the original bytes of a compressed
  * value (COMPRESS-C3). LARDER_OK, LARDER_MISMATCH, or LARDER_ENOMEM when the
  * decompression buffer could not be had. Under the key's bucket lock. */
-static int value_check(struct larder__entry *e, const void *v, size_t len)
+static int value_check(const larder *c, struct larder__entry *e, const void *v, size_t len)
 {
-	int eq = larder__entry_value_equals(e, larder__entry_flags(e), v, len);
+	int eq = larder__entry_value_equals(c, e, larder__entry_flags(e), v, len);
 	return eq < 0 ? LARDER_ENOMEM : eq ? LARDER_OK : LARDER_MISMATCH;
 }
 
@@ -859,7 +862,7 @@ static int value_check(struct larder__entry *e, const void *v, size_t len)
  * nothing changed) when it is stored raw: too short, too little saving
  * (COMPRESS-C1), or no memory for the buffer (a write never fails for compression).
  */
-static unsigned char *pack_value(const larder *c, const void **value, size_t *value_len,
+static unsigned char *pack_value(larder *c, const void **value, size_t *value_len,
 				 unsigned *flags)
 {
 	if (!c->compress_min || *value_len < c->compress_min)
@@ -870,7 +873,7 @@ static unsigned char *pack_value(const larder *c, const void **value, size_t *va
 	unsigned char *buf = larder__scratch_take(room);
 	if (!buf)
 		return NULL;
-	size_t n = larder__pack(*value, *value_len, buf, room);
+	size_t n = larder__pack(c, *value, *value_len, buf, room);
 	if (!n) {
 		larder__scratch_give(buf);
 		return NULL;
@@ -948,7 +951,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		else if ((mode == W_REPLACE || mode == W_IF_EQUALS) && !live)
 			rc = LARDER_MISS;
 		else if (mode == W_IF_EQUALS)
-			rc = value_check(old, expected, expected_len);
+			rc = value_check(c, old, expected, expected_len);
 		if (rc != LARDER_OK) {
 			larder__table_unlock(home);
 			break;
@@ -1057,7 +1060,7 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 		rc = LARDER_MISS; /* already gone for readers: unlink it now all the same */
 		cause = LARDER_CAUSE_EXPIRED;
 	} else if (if_equals) {
-		rc = value_check(old, expected, expected_len);
+		rc = value_check(c, old, expected, expected_len);
 	}
 	int unlink = old && (rc == LARDER_OK || cause == LARDER_CAUSE_EXPIRED);
 	if (unlink)
@@ -1312,6 +1315,8 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 
 	v[LARDER_STAT_CAPACITY_BYTES] = cap;
 	v[LARDER_STAT_OVERSHOOT_BOUND] = larder__overshoot_bound(cap);
+	const struct larder__dict *dict = larder__dict_get(c);
+	v[LARDER_STAT_DICT_BYTES] = dict ? dict->bytes : 0;
 	larder__slab_stats(&c->slab, v);
 	struct larder__thread *t = larder__thread_self();
 	if (t) {
@@ -1379,6 +1384,9 @@ int larder_open(larder **out, const larder_config *cfg)
 	c->write_wait_ms = cfg->write_wait_ms;
 	c->compress_min = cfg->compress_min;
 	c->compress_saving_pct = cfg->compress_saving_pct;
+	if ((rc = larder__dict_open(c, cfg)) != LARDER_OK)
+		goto fail_dict;
+	rc = LARDER_ENOMEM;
 	atomic_store_explicit(&c->stuck_ms, MAINT_WAIT_MS, LARDER__RELAXED); /* not shared yet */
 	if (cfg->expiry == LARDER_EXPIRE_AFTER_ACCESS && cfg->default_ttl_ms != LARDER_TTL_NEVER) {
 		c->access_ttl_ms = cfg->default_ttl_ms;
@@ -1441,6 +1449,8 @@ fail_admin_lock:
 fail_handles_lock:
 	larder__pool_release(c->pool);
 fail_pool:
+	larder__dict_close(c);
+fail_dict:
 	free(c);
 	return rc;
 }
@@ -1456,6 +1466,7 @@ void larder_close(larder *c)
 	larder__cache_id_unregister(c->id);
 	larder__maint_stop(c);
 	larder__maint_destroy(c);
+	larder__dict_close(c); /* DICT-D1: nothing can read it any more */
 	larder__slab_destroy(&c->slab);
 	larder__pool_release(c->pool);
 	pthread_mutex_destroy(&c->admin_lock);

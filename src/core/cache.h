@@ -51,6 +51,9 @@ struct larder_config {
 	double pool_min_share, pool_max_share, miss_cost;
 	size_t compress_min;          /* 0: compression off (core/compress.h) */
 	unsigned compress_saving_pct; /* 0..99 */
+	enum larder_dictionary dict_mode;
+	unsigned char *dict;           /* LARDER_DICTIONARY_GIVEN: our copy */
+	size_t dict_len;
 };
 
 struct larder {
@@ -74,6 +77,20 @@ struct larder {
 	 * compressed when that saves compress_saving_pct% (core/compress.h). */
 	size_t compress_min;
 	unsigned compress_saving_pct;
+	/* The compression dictionary and its sample (core/dict.h, DICT-D1..D3):
+	 * dict is published once by open or the maintainer (R-DICT/A-DICT);
+	 * sample_word and sample_done are the writers' reservations and
+	 * finished copies into sample_buf and sample_sizes (set at open, the
+	 * buffers freed by the maintainer once the sample is closed). */
+	larder__atomic_uptr dict;
+	larder__atomic_u64 sample_word;
+	larder__atomic_u64 sample_done;
+	unsigned char *sample_buf;
+	size_t *sample_sizes;
+	/* The maintainer's alone (core/dict.c): where the sample stands, and
+	 * the reservations it took when it closed it. */
+	int sample_phase;
+	uint64_t sample_taken;
 
 	/* Writers' shared counters: touched once per credit chunk or wait. */
 	larder__atomic_i64 budget __attribute__((aligned(64)));

@@ -202,7 +202,7 @@ static int hand_out(larder *c, struct larder__entry *e, larder_iter_fn *fn, void
 		return LARDER_MISS;
 	unsigned f = larder__entry_flags(e);
 	unsigned char *scratch;
-	const unsigned char *value = larder__entry_plain_rcu(e, f, &scratch);
+	const unsigned char *value = larder__entry_plain_rcu(c, e, f, &scratch);
 	if (!value)
 		return LARDER_ENOMEM;
 	fn(ctx, larder__entry_key(e), e->key_len, value, larder__entry_plain_len(e, f), ttl_ms,

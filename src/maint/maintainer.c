@@ -71,6 +71,7 @@
 
 #include "core/alloc.h"
 #include "core/cache.h"
+#include "core/dict.h"
 #include "core/thread.h"
 #include "evict/policy.h"
 #include "index/table.h"
@@ -173,6 +174,7 @@ static uint64_t maint_pass(struct larder__maint *m)
 	work += larder__maint_expire(m);
 	work += larder__maint_evict(m);
 	work += (uint64_t)larder__maint_resize(m);
+	work += larder__dict_maint(c);
 	if (m->growing || events)
 		larder__maint_wake_writers(c); /* writers waiting for the index or the ring */
 	if (!m->waiting && m->collect && gp_due(m)) {

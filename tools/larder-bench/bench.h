@@ -75,6 +75,7 @@ struct lb_config {
 	int pin; /* --pin: worker i runs on CPU i mod CPUs online */
 	int scale; /* --scale (scale.c) */
 	int compress; /* --compress (compress.c) */
+	int codecs;   /* --codecs (codecs.c) */
 	uint64_t memory;      /* --memory: capacity of the memory-return run; 0: off */
 	unsigned churn_factor; /* --churn N: the memory run's churn writes N x capacity (10) */
 	int value_size_given; /* --value-size was on the command line */
@@ -256,6 +257,12 @@ int lb_bigset_run(const struct lb_config *cfg);
 int lb_scale_run(const struct lb_config *cfg);
 int lb_memory_run(const struct lb_config *cfg);
 int lb_compress_run(const struct lb_config *cfg); /* compress.c */
+int lb_codecs_run(const struct lb_config *cfg);   /* --codecs (codecs.c) */
+
+/* jsongen.c: a realistic JSON-like document of exactly len bytes (len >= 64),
+ * and len random bytes; both deterministic in seed. */
+void lb_json_value(uint8_t *out, size_t len, uint64_t seed);
+void lb_random_value(uint8_t *out, size_t len, uint64_t seed);
 int lb_budget_run(const struct lb_config *cfg); /* --pool (poolbench.c) */
 
 #endif /* LARDER_BENCH_H */
