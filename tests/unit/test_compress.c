@@ -863,7 +863,7 @@ static void test_dict_trained_round_trips(void)
 		check_reads(c, key, v, len);
 		uint64_t raw = raw_charge(strlen(key), len), got = charge_of(c, key, v, len);
 		if (len >= MIN_BYTES) {
-			CHECK_LT(got, raw); /* C1: stored compressed */
+			CHECK_LT(got, raw); /* COMPRESS-C1: stored compressed */
 		} else {
 			CHECK_EQ(got, raw);
 		}
