@@ -371,6 +371,17 @@ LARDER_API LARDER_MUST_USE int larder_get(larder *cache, const void *key, size_t
 					  void *buf, size_t buf_len, size_t *value_len);
 
 /*
+ * larder_get() without the side effects of a read: copies the value the same
+ * way (same results, same LARDER_EBUFSIZE contract, compressed values handed
+ * over decompressed) but records no hit or miss (statistics, the eviction
+ * policy's sample and the entry's accessed mark are untouched) and extends
+ * no deadline, even with LARDER_EXPIRE_AFTER_ACCESS. For inspection (a
+ * binding's peek, a debugger) that must not change what the cache keeps.
+ */
+LARDER_API LARDER_MUST_USE int larder_peek(larder *cache, const void *key, size_t key_len,
+					   void *buf, size_t buf_len, size_t *value_len);
+
+/*
  * Calls fn(ctx, value, value_len) on the stored bytes in place when the key is
  * present; fn is not called on a miss. See "Read sections" above.
  * Returns LARDER_OK, LARDER_MISS, LARDER_EINVAL, LARDER_EKEYSIZE or
