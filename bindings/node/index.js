@@ -57,6 +57,7 @@ const REASONS = ['delete', 'set', 'expire', 'evict', 'clear'];
 /* Bits of registry.h's enum lnode_setting_bit. */
 const GIVEN = {
   maxSize: 1, max: 2, ttl: 4, maxKeyBytes: 8, maxValueBytes: 16, policy: 32, updateAgeOnGet: 64,
+  compression: 128,
 };
 
 /*
@@ -125,6 +126,26 @@ function ttlArg(ttl) {
   return ttl === Infinity ? 0 : Math.ceil(ttl);
 }
 
+const COMPRESSION_DEFAULTS = { minSize: 256, minSaving: 10 };
+
+/*
+ * compression: false/undefined (off), true (the defaults) or { minSize,
+ * minSaving }: values of at least minSize bytes are stored LZ4-compressed
+ * when that saves at least minSaving percent (docs/compression.md).
+ */
+function compressionArg(option) {
+  if (option === undefined || option === false) return { minSize: 0, minSaving: 0 };
+  if (option === true) return COMPRESSION_DEFAULTS;
+  if (option === null || typeof option !== 'object') {
+    throw typeError('compression must be a boolean or { minSize, minSaving }');
+  }
+  const minSize = option.minSize === undefined ? COMPRESSION_DEFAULTS.minSize
+    : checkInteger('compression.minSize', option.minSize, 1, LIMITS.valueLimit - 1);
+  const minSaving = option.minSaving === undefined ? COMPRESSION_DEFAULTS.minSaving
+    : checkInteger('compression.minSaving', option.minSaving, 0, 99);
+  return { minSize, minSaving };
+}
+
 function makeSerializer(option) {
   if (option === undefined || option === 'json') {
     return { tag: TAG_JSON, serialize: null, deserialize: null };
@@ -161,9 +182,7 @@ class LarderCache {
     for (const k of UNSUPPORTED) {
       if (o[k] !== undefined) throw typeError(`LarderCache does not support lru-cache's ${k} option (docs/node.md)`);
     }
-    if (o.compression !== undefined && o.compression !== false) {
-      throw typeError('compression is not available: the engine has no value compression yet');
-    }
+    const compression = compressionArg(o.compression);
     let given = 0;
     for (const k of Object.keys(GIVEN)) if (o[k] !== undefined) given |= GIVEN[k];
 
@@ -208,7 +227,7 @@ class LarderCache {
     this.#n = native.open(name === undefined ? null : name, maxSize, max, ttl,
       maxKeyBytes, maxValueBytes + 1, POLICIES[policyName], updateAgeOnGet ? 1 : 0, given,
       this.#dispose ? (buf, records) => this.#deliver(buf, records) : null,
-      queueBytes);
+      queueBytes, compression.minSize === 0 ? 0 : compression.minSize + 1, compression.minSaving);
     // A joined shared cache keeps the settings it was opened with.
     const eff = this.#n.settings();
     this.#max = eff.max;
@@ -281,10 +300,10 @@ class LarderCache {
   }
 
   /* r: the addon's result, a length (value in the scratch) or minus the size needed. */
-  #decodeGet(r, key) {
+  #decodeGet(r, key, peek = false) {
     while (r < 0) {
       growScratch(-r);
-      r = this.#n.get(key);
+      r = peek ? this.#n.peek(key) : this.#n.get(key);
       if (typeof r !== 'number') return r;
     }
     return this.#decode(scratch, 0, r);
@@ -352,17 +371,17 @@ class LarderCache {
   }
 
   /**
-   * The value without going through L1's refill. The engine has no read that
-   * skips its hit sample or its expire-after-access extension, so for the
-   * eviction policy a peek is a hit, and with updateAgeOnGet it extends.
+   * The value, as lru-cache's peek: no L1 refill or reorder, no hit for the
+   * eviction policy or the counters, and no expire-after-access extension
+   * (the engine's larder_peek).
    */
   peek(key) {
     if (this.#l1 !== null) {
       const e = this.#l1.get(key);
       if (e !== undefined && (e.exp === 0 || e.exp > performance.now())) return e.v;
     }
-    const r = this.#n.get(key);
-    return typeof r === 'number' ? this.#decodeGet(r, key) : r;
+    const r = this.#n.peek(key);
+    return typeof r === 'number' ? this.#decodeGet(r, key, true) : r;
   }
 
   /** Removes key; true if it was present. */
@@ -469,6 +488,64 @@ class LarderCache {
     return this;
   }
 
+  /*
+   * Walks the cache with the engine's cursor, a chunk of entries per native
+   * call: [key, value] pairs (value undefined when withValues is false).
+   * The cursor closes when the walk ends, breaks or throws (or, abandoned,
+   * when the generator is collected or the cache closed).
+   */
+  *#walk(withValues) {
+    const n = this.#n;
+    const it = n.iterOpen(withValues);
+    try {
+      for (let buf = n.iterNext(it); buf !== undefined; buf = n.iterNext(it)) {
+        for (let off = 0; off < buf.length;) {
+          const kl = buf.readUInt32LE(off);
+          const vl = buf.readUInt32LE(off + 4);
+          const ks = off + 8;
+          const vs = ks + kl;
+          off = vs + vl;
+          const keyBytes = buf.subarray(ks, vs);
+          const key = isUtf8(keyBytes) ? keyBytes.toString('utf8') : Buffer.from(keyBytes);
+          yield [key, withValues ? this.#decode(buf, vs, off) : undefined];
+        }
+      }
+    } finally {
+      n.iterClose(it);
+    }
+  }
+
+  /**
+   * [key, value] pairs of every entry, from the engine (not the L1): weakly
+   * consistent (a key present throughout is returned once; one written or
+   * removed meanwhile may or may not be), in the index's order, not by
+   * recency; counts no hit and extends no deadline. A key is a string when
+   * its bytes are UTF-8, else a Buffer.
+   */
+  entries() {
+    return this.#walk(true);
+  }
+
+  /** Keys of every entry, as entries() (values are not copied). */
+  *keys() {
+    for (const [k] of this.#walk(false)) yield k;
+  }
+
+  /** Values of every entry, as entries(). */
+  *values() {
+    for (const [, v] of this.#walk(true)) yield v;
+  }
+
+  [Symbol.iterator]() {
+    return this.entries();
+  }
+
+  /** Calls fn.call(thisArg, value, key, this) for every entry, as entries(). */
+  forEach(fn, thisArg) {
+    if (typeof fn !== 'function') throw typeError('forEach needs a function');
+    for (const [k, v] of this.#walk(true)) fn.call(thisArg, v, k, this);
+  }
+
   /**
    * Entries in the cache, as the maintainer counts them: a write shows up
    * within a batching window (~200 us), not at once.
@@ -487,6 +564,12 @@ class LarderCache {
   /** The entry limit (0: none), as the cache was opened with it. */
   get max() {
     return this.#max;
+  }
+
+  /** { minSize, minSaving } as the cache was opened with them, or false. */
+  get compression() {
+    const s = this.#n.settings();
+    return s.compressMinSize === 0 ? false : { minSize: s.compressMinSize, minSaving: s.compressMinSaving };
   }
 
   /** The shared cache's name; undefined for a private cache. */

@@ -2,7 +2,8 @@
  * addon.c - the Node-API module of larder's Node.js binding: module init,
  * opening a handle (one per JavaScript cache object) on a registry cache,
  * the handle's lifetime, and dispose delivery. The operations are in ops.c,
- * argument reading in args.c, the process-wide registry in registry.c.
+ * cursors in iter.c, argument reading in args.c, the process-wide registry
+ * in registry.c.
  *
  * Lifetime (each rule keeps a JavaScript mistake from becoming a crash):
  *   H1. A handle holds one registry reference from open until close(), the
@@ -42,6 +43,7 @@ static void handle_release(struct handle *h)
 {
 	if (h->shared == NULL)
 		return;
+	lnode_cursors_release(h);
 	if (h->subscribed) {
 		lnode_shared_unsubscribe(h->shared, &h->sub);
 		h->subscribed = 0;
@@ -204,6 +206,7 @@ static const struct {
 	napi_callback cb;
 } handle_ops[] = {
 	{"get", lnode_op_get},
+	{"peek", lnode_op_peek},
 	{"set", lnode_op_set},
 	{"has", lnode_op_has},
 	{"delete", lnode_op_delete},
@@ -217,20 +220,24 @@ static const struct {
 	{"probe", lnode_op_probe},
 	{"settings", lnode_op_settings},
 	{"engineLoop", lnode_op_engine_loop},
+	{"iterOpen", lnode_op_iter_open},
+	{"iterNext", lnode_op_iter_next},
+	{"iterClose", lnode_op_iter_close},
 };
 
 /*
  * open(name | null, capacity, maxEntries, ttl, maxKey, maxValue, policy, expiry,
- *      given, deliver | null, queueBytes) -> { get, set, ... }
+ *      given, deliver | null, queueBytes, compressMin, compressSaving)
+ *   -> { get, set, ... }
  */
 static napi_value mod_open(napi_env env, napi_callback_info info)
 {
-	napi_value argv[11], obj, resource;
-	size_t argc = 11, i, name_len;
+	napi_value argv[13], obj, resource;
+	size_t argc = 13, i, name_len;
 	struct env_data *ed;
 	struct lnode_settings s;
 	struct handle *h;
-	uint64_t u[8];
+	uint64_t u[8], cmin, csaving;
 	char name[256];
 	const char *mismatch;
 	napi_valuetype type;
@@ -250,6 +257,9 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 			return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
 					   "larder: bad open argument %zu", i + 1);
 	}
+	if (!arg_u64(env, argv[11], &cmin) || !arg_u64(env, argv[12], &csaving))
+		return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
+				   "larder: bad compression arguments");
 	s = (struct lnode_settings){
 		.capacity_bytes = u[0],
 		.max_entries = u[1],
@@ -259,6 +269,8 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 		.max_value_bytes = (size_t)u[4],
 		.policy = (enum larder_policy)u[5],
 		.expiry = (enum larder_expiry)u[6],
+		.compress_min = (size_t)cmin,
+		.compress_saving = (unsigned)csaving,
 	};
 	h = calloc(1, sizeof(*h));
 	if (h == NULL)

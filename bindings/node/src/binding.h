@@ -46,6 +46,7 @@ enum value_tag {
 #define IN_PLACE SIZE_MAX      /* batch_offs: a Buffer key, read where it is */
 
 struct handle;
+struct cursor;
 
 /* Per JavaScript environment (the main thread or one worker). */
 struct env_data {
@@ -84,6 +85,7 @@ struct handle {
 	struct lnode_sub sub;
 	uint8_t *taken; /* the consumer's half of the dispose queue */
 	size_t taken_cap;
+	struct cursor *cursors;     /* open cursors (iter.c, I1) */
 	struct handle *prev, *next; /* ed->handles */
 };
 
@@ -118,6 +120,7 @@ napi_value lnode_make_tagged_string(napi_env env, const uint8_t *tagged, size_t 
 
 /* ops.c: the operations a handle's functions run (addon.c makes the functions). */
 napi_value lnode_op_get(napi_env env, napi_callback_info info);
+napi_value lnode_op_peek(napi_env env, napi_callback_info info);
 napi_value lnode_op_probe(napi_env env, napi_callback_info info);
 napi_value lnode_op_set(napi_env env, napi_callback_info info);
 napi_value lnode_op_has(napi_env env, napi_callback_info info);
@@ -130,5 +133,12 @@ napi_value lnode_op_mset(napi_env env, napi_callback_info info);
 napi_value lnode_op_stats(napi_env env, napi_callback_info info);
 napi_value lnode_op_settings(napi_env env, napi_callback_info info);
 napi_value lnode_op_set_capacity(napi_env env, napi_callback_info info);
+
+/* iter.c: cursors (keys(), values(), entries()). */
+napi_value lnode_op_iter_open(napi_env env, napi_callback_info info);
+napi_value lnode_op_iter_next(napi_env env, napi_callback_info info);
+napi_value lnode_op_iter_close(napi_env env, napi_callback_info info);
+/* Closes every cursor of h; before h's cache reference goes (I1). */
+void lnode_cursors_release(struct handle *h);
 
 #endif /* LARDER_NODE_BINDING_H */

@@ -71,7 +71,9 @@ static int settings_apply(larder_config *cfg, const struct lnode_settings *s, vo
 	    (rc = larder_config_set_max_key_bytes(cfg, s->max_key_bytes)) != LARDER_OK ||
 	    (rc = larder_config_set_max_value_bytes(cfg, s->max_value_bytes)) != LARDER_OK ||
 	    (rc = larder_config_set_policy(cfg, s->policy)) != LARDER_OK ||
-	    (rc = larder_config_set_expiry(cfg, s->expiry)) != LARDER_OK)
+	    (rc = larder_config_set_expiry(cfg, s->expiry)) != LARDER_OK ||
+	    (rc = larder_config_set_compression(cfg, s->compress_min, s->compress_saving)) !=
+		    LARDER_OK)
 		return rc;
 	return larder_config_set_removal_listener(cfg, shared_on_removal, ctx);
 }
@@ -133,6 +135,9 @@ static const char *settings_mismatch(const struct lnode_settings *have,
 		return "policy";
 	if ((given & LNODE_SET_EXPIRY) && have->expiry != want->expiry)
 		return "updateAgeOnGet";
+	if ((given & LNODE_SET_COMPRESSION) && (have->compress_min != want->compress_min ||
+						have->compress_saving != want->compress_saving))
+		return "compression";
 	return NULL;
 }
 

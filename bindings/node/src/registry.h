@@ -25,6 +25,8 @@ struct lnode_settings {
 	size_t max_value_bytes; /* as the engine sees it (the binding's tag byte included) */
 	enum larder_policy policy;
 	enum larder_expiry expiry;
+	size_t compress_min;      /* larder_config_set_compression's min_value_bytes; 0 = off */
+	unsigned compress_saving; /* its min_saving_percent */
 };
 
 /* Bits of lnode_registry_open()'s given: the settings the caller chose. */
@@ -36,6 +38,7 @@ enum lnode_setting_bit {
 	LNODE_SET_MAX_VALUE = 1u << 4,
 	LNODE_SET_POLICY = 1u << 5,
 	LNODE_SET_EXPIRY = 1u << 6,
+	LNODE_SET_COMPRESSION = 1u << 7,
 };
 
 /* Returned by lnode_registry_open() besides the larder errors. */

@@ -150,7 +150,14 @@ test('wrong types are TypeErrors', () => {
     assert.throws(() => new LarderCache({ [lruOnly]: true }), { name: 'TypeError', message: new RegExp(lruOnly) });
   }
   new LarderCache({ ttlAutopurge: true, ttlResolution: 1 }).close(); // accepted: larder always purges
-  assert.throws(() => new LarderCache({ compression: true }), { name: 'TypeError', message: /compression/ });
+  for (const bad of [{ compression: 1 }, { compression: 'lz4' }, { compression: null },
+    { compression: { minSize: 'x' } }, { compression: { minSaving: 1.5 } }]) {
+    assert.throws(() => new LarderCache(bad), TypeError, JSON.stringify(bad));
+  }
+  for (const bad of [{ compression: { minSize: 0 } }, { compression: { minSaving: 100 } },
+    { compression: { minSaving: -1 } }]) {
+    assert.throws(() => new LarderCache(bad), { name: 'RangeError', message: /compression\.min/ });
+  }
   new LarderCache({ compression: false }).close();
   c.close();
 });
