@@ -57,7 +57,7 @@ const REASONS = ['delete', 'set', 'expire', 'evict', 'clear'];
 /* Bits of registry.h's enum lnode_setting_bit. */
 const GIVEN = {
   maxSize: 1, max: 2, ttl: 4, maxKeyBytes: 8, maxValueBytes: 16, policy: 32, updateAgeOnGet: 64,
-  compression: 128,
+  compression: 128, pool: 256, minShare: 512, maxShare: 512, missCost: 1024,
 };
 
 /*
@@ -146,6 +146,38 @@ function compressionArg(option) {
   return { minSize, minSaving };
 }
 
+/* Set by LarderPool's static block: count the caches opened through a pool object. */
+let poolAttach = null;
+let poolDetach = null;
+let poolNative = null;
+/* A cache collected without close() stops counting against its pool object. */
+const cachesInPools = new FinalizationRegistry((pool) => poolDetach(pool));
+
+const POOL_OPTIONS = ['minShare', 'maxShare', 'missCost'];
+
+/* The pool options of a LarderCache: { pool, native, minShare, maxShare, missCost }. */
+function poolArgs(o) {
+  if (o.pool === undefined) {
+    for (const k of POOL_OPTIONS) if (o[k] !== undefined) throw typeError(`${k} needs the pool option`);
+    return { pool: null, native: null, minShare: 0, maxShare: 1, missCost: 1 };
+  }
+  if (!(o.pool instanceof LarderPool)) throw typeError('pool must be a LarderPool');
+  // The pool sets the capacity; the engine refuses a capacity of its own (and so `max`'s steering).
+  if (o.maxSize !== undefined) throw typeError('maxSize cannot be combined with pool: the pool sets the capacity (use minShare/maxShare)');
+  if (o.max !== undefined) throw typeError('max cannot be combined with pool: the pool sets the capacity, which max would steer');
+  for (const k of POOL_OPTIONS) {
+    if (o[k] !== undefined && typeof o[k] !== 'number') throw typeError(`${k} must be a number`);
+  }
+  const minShare = o.minShare === undefined ? 0 : o.minShare;
+  const maxShare = o.maxShare === undefined ? 1 : o.maxShare;
+  if (!(minShare >= 0 && minShare <= maxShare && maxShare > 0 && maxShare <= 1)) {
+    throw rangeError(`minShare and maxShare must satisfy 0 <= minShare <= maxShare <= 1, maxShare > 0; got ${minShare}, ${maxShare}`);
+  }
+  const missCost = o.missCost === undefined ? 1 : o.missCost;
+  if (!(missCost > 0 && missCost <= 1e9)) throw rangeError(`missCost must be > 0 and <= 1e9, got ${missCost}`);
+  return { pool: o.pool, native: poolNative(o.pool), minShare, maxShare, missCost };
+}
+
 function makeSerializer(option) {
   if (option === undefined || option === 'json') {
     return { tag: TAG_JSON, serialize: null, deserialize: null };
@@ -172,6 +204,8 @@ class LarderCache {
   #maxSize;
   #setsToCheck = 0;
   #name;
+  #pool = null; // the LarderPool this handle was opened with (it counts the handle)
+  #pooled = false; // the cache draws its capacity from a pool (this handle's or a joiner's)
 
   /**
    * @param {object} options see docs/node.md; every option is optional.
@@ -185,6 +219,7 @@ class LarderCache {
     const compression = compressionArg(o.compression);
     let given = 0;
     for (const k of Object.keys(GIVEN)) if (o[k] !== undefined) given |= GIVEN[k];
+    const pool = poolArgs(o);
 
     const name = o.name;
     if (name !== undefined && typeof name !== 'string') throw typeError('name must be a string');
@@ -227,11 +262,18 @@ class LarderCache {
     this.#n = native.open(name === undefined ? null : name, maxSize, max, ttl,
       maxKeyBytes, maxValueBytes + 1, POLICIES[policyName], updateAgeOnGet ? 1 : 0, given,
       this.#dispose ? (buf, records) => this.#deliver(buf, records) : null,
-      queueBytes, compression.minSize === 0 ? 0 : compression.minSize + 1, compression.minSaving);
+      queueBytes, compression.minSize === 0 ? 0 : compression.minSize + 1, compression.minSaving,
+      pool.native, pool.minShare, pool.maxShare, pool.missCost);
+    if (pool.pool !== null) {
+      this.#pool = pool.pool;
+      poolAttach(this.#pool);
+      cachesInPools.register(this, this.#pool, this);
+    }
     // A joined shared cache keeps the settings it was opened with.
     const eff = this.#n.settings();
     this.#max = eff.max;
     this.#maxSize = eff.maxSize;
+    this.#pooled = eff.pooled;
     this.#ttlInUse = eff.ttl > 0;
     this.#setsToCheck = this.#checkInterval();
   }
@@ -577,8 +619,9 @@ class LarderCache {
     return this.#name;
   }
 
+  /** The byte capacity: maxSize, or for a cache in a pool the capacity the pool gives it now. */
   get maxSize() {
-    return this.#maxSize;
+    return this.#pooled ? this.#n.stats().capacity_bytes : this.#maxSize;
   }
 
   /**
@@ -605,6 +648,19 @@ class LarderCache {
     this.#l1 = null;
     this.#l1Order = null;
     this.#n.close();
+    if (this.#pool !== null) {
+      cachesInPools.unregister(this);
+      poolDetach(this.#pool);
+      this.#pool = null;
+    }
+  }
+
+  /**
+   * The cache's figures in its pool (capacity, target, marginal hits per
+   * MiB, ...: larder_pool_cache_stats), or undefined for a cache not in a pool.
+   */
+  poolStats() {
+    return this.#n.poolStats();
   }
 
   /* Checks sets roughly every 1/8 of max; see #enforceMax. */
@@ -701,4 +757,99 @@ class LarderCache {
   }
 }
 
-module.exports = { LarderCache, POLICIES: Object.keys(POLICIES) };
+const DEFAULT_POOL_INTERVAL_MS = 100;
+
+/**
+ * One byte budget shared by the caches opened in it (new LarderCache({ pool
+ * })): the engine's pool moves capacity to the cache where it buys the most
+ * hits, weighted by each cache's missCost, within each one's minShare and
+ * maxShare (docs/pool.md). A pool opened by name is the same pool in every
+ * worker, as a named cache is.
+ */
+class LarderPool {
+  #p; // the addon's pool object (addon.c, H6)
+  #open = 0; // caches opened through this object and not closed
+  #closed = false;
+  #name;
+  #maxSize;
+
+  /**
+   * @param {object} options { maxSize (bytes, >= 1 MiB; default 256 MiB),
+   *   interval (the controller's period in ms, 0..60000, 0: a static split;
+   *   default 100), name }
+   */
+  constructor(options = {}) {
+    if (options === null || typeof options !== 'object') throw typeError('options must be an object');
+    const o = options;
+    if (o.name !== undefined && typeof o.name !== 'string') throw typeError('name must be a string');
+    const maxSize = o.maxSize === undefined ? 256 * 1024 * 1024
+      : checkInteger('maxSize', o.maxSize, 1024 * 1024, Number.MAX_SAFE_INTEGER);
+    const interval = o.interval === undefined ? DEFAULT_POOL_INTERVAL_MS
+      : checkInteger('interval', o.interval, 0, 60000);
+    const given = (o.maxSize !== undefined ? 1 : 0) | (o.interval !== undefined ? 2 : 0);
+    this.#p = native.poolOpen(o.name === undefined ? null : o.name, maxSize, interval, given);
+    this.#name = o.name;
+    this.#maxSize = maxSize;
+  }
+
+  /** Budget, overshoot bound, caches, assigned and used bytes, moves, passes (larder_pool_stats). */
+  stats() {
+    if (this.#closed) throw closedPoolError();
+    return native.poolStats(this.#p);
+  }
+
+  get maxSize() {
+    return this.#maxSize;
+  }
+
+  get name() {
+    return this.#name;
+  }
+
+  get closed() {
+    return this.#closed;
+  }
+
+  /**
+   * Releases this object's hold on the pool. Refused (ERR_LARDER_STATE) while
+   * a cache opened with it is open: close those first, as the engine's
+   * larder_pool_close requires. A named pool lives on while other objects
+   * (in any worker) or their caches hold it. Idempotent.
+   */
+  close() {
+    if (this.#closed) return;
+    if (this.#open > 0) {
+      const err = new Error(`larder: the pool has ${this.#open} open cache(s) opened with it; close them first`);
+      err.code = 'ERR_LARDER_STATE';
+      throw err;
+    }
+    this.#closed = true;
+    native.poolClose(this.#p);
+  }
+
+  /** Pools open in this process (all workers), for leak checks. */
+  static openPools() {
+    return native.openPools();
+  }
+
+  static {
+    poolNative = (pool) => {
+      if (pool.#closed) throw closedPoolError();
+      return pool.#p;
+    };
+    poolAttach = (pool) => {
+      pool.#open++;
+    };
+    poolDetach = (pool) => {
+      pool.#open--;
+    };
+  }
+}
+
+function closedPoolError() {
+  const err = new Error('larder: the pool is closed');
+  err.code = 'ERR_LARDER_CLOSED';
+  return err;
+}
+
+module.exports = { LarderCache, LarderPool, POLICIES: Object.keys(POLICIES) };

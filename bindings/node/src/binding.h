@@ -47,10 +47,12 @@ enum value_tag {
 
 struct handle;
 struct cursor;
+struct pool_ref;
 
 /* Per JavaScript environment (the main thread or one worker). */
 struct env_data {
 	struct handle *handles; /* handles not yet freed */
+	struct pool_ref *pools; /* pool objects not yet collected (addon.c, H6) */
 	int reading_elements;   /* mget/mset are reading array elements (getters may run) */
 	char *keys;             /* encoded keys: one for single ops, packed for mget */
 	size_t keys_cap;
@@ -76,7 +78,6 @@ struct handle {
 	larder *cache;                 /* NULL once closed: the check every op makes */
 	size_t max_key;                /* the cache's max_key_bytes */
 	size_t max_value;              /* the engine's max_value_bytes (tag byte included) */
-	uint64_t capacity;             /* for messages about the 1/8 entry limit */
 	unsigned fns;                  /* live functions carrying this handle (H4) */
 	int subscribed;                /* in the cache's listener fan-out (H3) */
 	int has_queue;                 /* sub.queue initialised */
@@ -133,6 +134,7 @@ napi_value lnode_op_mset(napi_env env, napi_callback_info info);
 napi_value lnode_op_stats(napi_env env, napi_callback_info info);
 napi_value lnode_op_settings(napi_env env, napi_callback_info info);
 napi_value lnode_op_set_capacity(napi_env env, napi_callback_info info);
+napi_value lnode_op_pool_stats(napi_env env, napi_callback_info info);
 
 /* iter.c: cursors (keys(), values(), entries()). */
 napi_value lnode_op_iter_open(napi_env env, napi_callback_info info);

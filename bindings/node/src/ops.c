@@ -487,6 +487,7 @@ napi_value lnode_op_settings(napi_env env, napi_callback_info info)
 	/* The engine counts the tag byte; index.js's minSize does not. */
 	set_number(env, obj, "compressMinSize", s->compress_min ? (double)s->compress_min - 1 : 0);
 	set_number(env, obj, "compressMinSaving", (double)s->compress_saving);
+	napi_set_named_property(env, obj, "pooled", lnode_make_bool(env, s->pool != NULL));
 	return obj;
 }
 
@@ -504,6 +505,31 @@ napi_value lnode_op_set_capacity(napi_env env, napi_callback_info info)
 				   "maxSize must be at least 65536 bytes");
 	if (larder_set_capacity(h->cache, (uint64_t)d) != LARDER_OK)
 		return lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "larder: capacity refused");
-	h->capacity = (uint64_t)d;
 	return NULL;
+}
+
+/* poolStats(): the cache's figures in its pool (larder_pool_cache_stats), or undefined. */
+napi_value lnode_op_pool_stats(napi_env env, napi_callback_info info)
+{
+	double values[LARDER_POOL_CACHE_STAT_COUNT];
+	size_t argc = 0, i;
+	struct handle *h = lnode_bare_handle(env, info, &argc, NULL);
+	const struct lnode_settings *s;
+	napi_value obj;
+
+	if (h == NULL)
+		return NULL;
+	s = lnode_shared_settings(h->shared);
+	if (s->pool == NULL)
+		return NULL;
+	/* The cache's own reference keeps the pool open (P1). */
+	if (larder_pool_cache_stats(lnode_pool_engine(s->pool), h->cache, values,
+				    LARDER_POOL_CACHE_STAT_COUNT) != LARDER_OK)
+		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER", "larder: pool stats failed");
+	napi_create_object(env, &obj);
+	for (i = 0; i < LARDER_POOL_CACHE_STAT_COUNT; i++)
+		napi_set_named_property(
+			env, obj, larder_pool_cache_stat_name((enum larder_pool_cache_stat)i),
+			lnode_make_double(env, values[i]));
+	return obj;
 }

@@ -179,7 +179,7 @@ test('over the limits: RangeError naming the limit', () => {
   assert.throws(() => c.mget(['ok', 'k'.repeat(17)]), /maxKeyBytes/);
   c.close();
   const small = open({ maxSize: 65536, maxValueBytes: 60000 });
-  assert.throws(() => small.set('k', Buffer.alloc(20000)), { name: 'RangeError', message: /1\/8 of maxSize/ });
+  assert.throws(() => small.set('k', Buffer.alloc(20000)), { name: 'RangeError', message: /1\/8 of the capacity \(65536 bytes\)/ });
   small.close();
   assert.throws(() => new LarderCache({ maxSize: 1000 }), { name: 'RangeError', message: /maxSize/ });
   assert.throws(() => new LarderCache({ maxKeyBytes: 70000 }), { name: 'RangeError', message: /maxKeyBytes/ });
