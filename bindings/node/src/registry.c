@@ -345,8 +345,9 @@ void lnode_pool_release(struct lnode_pool *p)
 	pool_count--;
 	pthread_mutex_unlock(&registry_lock);
 	/* No cache is open in it (P1), so the engine cannot refuse. */
-	if (larder_pool_close(p->pool) != LARDER_OK) {
-		fprintf(stderr, "larder: a pool closed with caches open in it (P1 broken)\n");
+	int rc = larder_pool_close(p->pool);
+	if (rc != LARDER_OK) {
+		fprintf(stderr, "larder: pool close refused (%d): P1 broken\n", rc);
 		abort();
 	}
 	free(p->name);
