@@ -6,7 +6,10 @@
  * Owns: option checking, the value encoding (a tag byte chosen here, then
  * the bytes: Buffers raw, strings UTF-8, other values through a
  * serializer), the per-thread scratch buffers the addon copies values into,
- * the optional JS-side L1, the `max` entry limit, and dispose delivery.
+ * the optional JS-side L1, the `max` entry limit, dispose delivery, the
+ * iterators' decoding of the addon's chunks, and LarderPool (a pool object
+ * counts the open caches opened with it, so close() can refuse while one is
+ * open; the addon's references keep the memory safe whatever the order).
  *
  * Invariants:
  *   J1. A value read never aliases the scratch: Buffers and serializer input

@@ -135,3 +135,20 @@ test('a named pool is one pool in every worker, and a pooled named cache is join
   await waitFor(() => LarderPool.openPools() === 0, 'every pool to close');
   assert.equal(LarderCache.openCaches(), 0);
 });
+
+test('a worker that exits holding a pool, a pooled cache and a walk leaks none of them', async () => {
+  const src = `
+    const { LarderCache, LarderPool } = require(${JSON.stringify(INDEX)});
+    const pool = new LarderPool({ name: 'exit-pool', maxSize: 4 * 1024 * 1024 });
+    const c = new LarderCache({ pool });
+    for (let i = 0; i < 3000; i++) c.set('k' + i, 'v' + i);
+    c.keys().next(); // a cursor left open
+    // exits without closing anything`;
+  await new Promise((resolve, reject) => {
+    const w = new Worker(src, { eval: true, env: process.env });
+    w.on('error', reject);
+    w.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`worker exit ${code}`))));
+  });
+  await waitFor(() => LarderPool.openPools() === 0 && LarderCache.openCaches() === 0,
+    'the worker\'s pool and cache to close');
+});
