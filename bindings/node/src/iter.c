@@ -28,11 +28,11 @@
 #define RECORD_HEAD 8u
 
 struct cursor {
-	larder_iter *it;     /* NULL once closed (I1) */
-	struct handle *h;    /* NULL once the handle let go (I2) */
+	larder_iter *it;  /* NULL once closed (I1) */
+	struct handle *h; /* NULL once the handle let go (I2) */
 	int with_values;
-	int nomem;           /* the chunk could not hold an entry: it is lost */
-	uint8_t *buf;        /* the chunk being filled */
+	int nomem;    /* the chunk could not hold an entry: it is lost */
+	uint8_t *buf; /* the chunk being filled */
 	size_t used, cap;
 	struct cursor *prev, *next; /* h->cursors */
 };
@@ -138,7 +138,8 @@ static struct cursor *cursor_arg(napi_env env, napi_callback_info info)
 	/* A closed cursor has let go of its handle: it reads as the end. */
 	if (argc < 1 || napi_unwrap(env, argv[0], (void **)&c) != napi_ok ||
 	    (c->h != h && c->it != NULL)) {
-		lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "larder: not a cursor of this cache");
+		lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
+			    "larder: not a cursor of this cache");
 		return NULL;
 	}
 	return c;
