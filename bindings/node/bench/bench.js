@@ -6,6 +6,7 @@
  *   npm run bench                     (= node --expose-gc bench/bench.js)
  *   node --expose-gc bench/bench.js --quick     (smoke: 1 round, small)
  *   node --expose-gc bench/bench.js --only 1,2  (some tables)
+ *   node --expose-gc bench/bench.js --only 4 --gc 4a  (some of table 4's variants)
  *
  * Tables 1-3 run in this process, engines interleaved round by round; tables
  * 4-6 run each engine in a fresh child process per round (heap, GC and RSS
@@ -26,6 +27,8 @@ const QUICK = args.includes('--quick');
 const onlyArg = args.indexOf('--only');
 const ONLY = onlyArg >= 0 ? args[onlyArg + 1].split(',').map(Number) : [1, 2, 3, 4, 5, 6];
 const ROUNDS = QUICK ? 1 : 5;
+const gcArg = args.indexOf('--gc');
+const GC_VARIANTS = gcArg >= 0 ? args[gcArg + 1].split(',') : ['4a', '4b', '4c'];
 
 /* ---- helpers --------------------------------------------------------------- */
 
@@ -362,7 +365,7 @@ function table4() {
     { id: '4c', values: 'object', gcMode: 'natural', engines: ['none', 'lru-cache', 'larder'],
       title: 'variant: objects in and out as in 4a, no forced GC (only the collections V8 starts)' },
   ];
-  for (const v of variants) {
+  for (const v of variants.filter((x) => GC_VARIANTS.includes(x.id))) {
     const res = Object.fromEntries(v.engines.map((e) => [e, []]));
     for (let r = 0; r < ROUNDS; r++) for (const e of v.engines) res[e].push(child('gc', e, [v.values, v.gcMode]));
     const rows = v.engines.map((e) => {
