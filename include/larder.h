@@ -282,8 +282,8 @@ LARDER_API LARDER_MUST_USE int larder_config_set_write_wait_ms(larder_config *co
  * and an entry read again before its deadline never expires. A read never
  * moves a deadline earlier (an explicit, longer ttl_ms stays) and leaves an
  * entry with no deadline alone (written or touched with LARDER_TTL_NEVER).
- * larder_contains(), larder_ttl_remaining() and conditional writes'
- * comparisons are not reads of the value: they extend nothing. The one
+ * larder_peek(), larder_contains(), larder_ttl_remaining(), cursors and
+ * conditional writes' comparisons extend nothing. The one
  * lifetime used for every extension is the default TTL
  * (larder_config_set_default_ttl_ms); without one, nothing is extended. A
  * write with an explicit ttl_ms uses it as the entry's first deadline, and
