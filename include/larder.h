@@ -282,8 +282,8 @@ LARDER_API LARDER_MUST_USE int larder_config_set_write_wait_ms(larder_config *co
  * and an entry read again before its deadline never expires. A read never
  * moves a deadline earlier (an explicit, longer ttl_ms stays) and leaves an
  * entry with no deadline alone (written or touched with LARDER_TTL_NEVER).
- * larder_contains(), larder_ttl_remaining() and conditional writes'
- * comparisons are not reads of the value: they extend nothing. The one
+ * larder_peek(), larder_contains(), larder_ttl_remaining(), cursors and
+ * conditional writes' comparisons extend nothing. The one
  * lifetime used for every extension is the default TTL
  * (larder_config_set_default_ttl_ms); without one, nothing is extended. A
  * write with an explicit ttl_ms uses it as the entry's first deadline, and
@@ -412,6 +412,17 @@ LARDER_API void larder_close(larder *cache);
  */
 LARDER_API LARDER_MUST_USE int larder_get(larder *cache, const void *key, size_t key_len,
 					  void *buf, size_t buf_len, size_t *value_len);
+
+/*
+ * larder_get() without the side effects of a read: copies the value the same
+ * way (same results, same LARDER_EBUFSIZE contract, compressed values handed
+ * over decompressed) but records no hit or miss (statistics, the eviction
+ * policy's sample and the entry's accessed mark are untouched) and extends
+ * no deadline, even with LARDER_EXPIRE_AFTER_ACCESS. For inspection (a
+ * binding's peek, a debugger) that must not change what the cache keeps.
+ */
+LARDER_API LARDER_MUST_USE int larder_peek(larder *cache, const void *key, size_t key_len,
+					   void *buf, size_t buf_len, size_t *value_len);
 
 /*
  * Calls fn(ctx, value, value_len) on the stored bytes in place when the key is

@@ -575,6 +575,41 @@ out:
 	return found;
 }
 
+/* larder_peek's copy: get_copy() without count_hit(). */
+static int peek_copy(struct larder__entry *e, void *buf, size_t buf_len, size_t *value_len)
+{
+	unsigned flags = larder__entry_flags_raw(e);
+	const unsigned char *stored = larder__entry_value(e);
+	size_t len = flags & LARDER__ENTRY_COMPRESSED ? larder__packed_len(stored) : e->value_len;
+	*value_len = len;
+	if (len > buf_len)
+		return LARDER_EBUFSIZE;
+	if (flags & LARDER__ENTRY_COMPRESSED)
+		larder__unpack(stored, e->value_len, buf);
+	else if (len) /* buf may be NULL for an empty value */
+		memcpy(buf, stored, len);
+	return LARDER_OK;
+}
+
+/* Out of line from every other read, so that larder_get's code is unchanged:
+ * the general start, find_live_rcu(), and nothing counted or extended. */
+int larder_peek(larder *c, const void *key, size_t key_len, void *buf, size_t buf_len,
+		size_t *value_len)
+{
+	struct op op;
+	int rc = check_args(c, key, key_len, value_len && (buf || !buf_len));
+	if (rc != LARDER_OK)
+		return rc;
+	if ((rc = op_begin(c, &op)) != LARDER_OK)
+		return rc;
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	op_enter(&op);
+	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
+	rc = e ? peek_copy(e, buf, buf_len, value_len) : LARDER_MISS;
+	op_exit(&op);
+	return rc;
+}
+
 READ_BODY int contains_body(larder *c, struct larder__thread *t, const void *key,
 			    size_t key_len)
 {

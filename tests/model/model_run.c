@@ -722,7 +722,9 @@ static int read_live(struct world *w, unsigned k, int engine_found)
 	return live;
 }
 
-static void do_get(struct world *w, const struct mop *o)
+/* get, or with peek set larder_peek: the same results, but no hit or miss
+ * counted and no deadline extended (MODEL-K4 then checks the counters). */
+static void do_get(struct world *w, const struct mop *o, int peek)
 {
 	struct args a;
 	unsigned k = o->key;
@@ -732,30 +734,34 @@ static void do_get(struct world *w, const struct mop *o)
 	if (a.null_buf && buf_len == 0)
 		buf_len = 1;
 	memset(w->rbuf, 0xee, 64);
-	int got = larder_get(a.c, a.key, a.key_len, buf, buf_len, a.null_out ? NULL : &len);
+	const char *what = peek ? "peek" : "get";
+	int got = (peek ? larder_peek : larder_get)(a.c, a.key, a.key_len, buf, buf_len,
+						    a.null_out ? NULL : &len);
 	int want = arg_error(&a, 0, 0, 1);
 	if (want) {
-		expect_rc(w, "get", got, want);
+		expect_rc(w, what, got, want);
 		return;
 	}
 	int live = read_live(w, k, got == LARDER_OK || got == LARDER_EBUFSIZE);
 	struct ver *v = cur_ver(w, k);
 	want = !live ? LARDER_MISS : v->len > buf_len ? LARDER_EBUFSIZE : LARDER_OK;
-	expect_rc(w, "get", got, want);
+	expect_rc(w, what, got, want);
 	if (w->failed)
 		return;
 	if (got == LARDER_OK) {
-		check_value(w, "get", k, len, hash_bytes(w->rbuf, len));
-		w->hits++;
-		read_extends(w, k);
+		check_value(w, what, k, len, hash_bytes(w->rbuf, len));
+		if (!peek) {
+			w->hits++;
+			read_extends(w, k);
+		}
 	} else if (got == LARDER_EBUFSIZE) {
 		if (len != v->len)
-			failf(w, "K1: get with a %zu-byte buffer said %zu bytes are needed, not %u",
-			      buf_len, len, v->len);
+			failf(w, "K1: %s with a %zu-byte buffer said %zu bytes are needed, not %u",
+			      what, buf_len, len, v->len);
 		for (int i = 0; i < 64 && buf && !w->failed; i++)
 			if (w->rbuf[i] != 0xee)
-				failf(w, "K1: get wrote into a buffer that was too small");
-	} else {
+				failf(w, "K1: %s wrote into a buffer that was too small", what);
+	} else if (!peek) {
 		w->misses++;
 	}
 }
@@ -972,7 +978,8 @@ static void apply_op(struct world *w, const struct mop *o)
 {
 	switch (o->kind) {
 	case MOP_GET:
-		do_get(w, o);
+	case MOP_PEEK:
+		do_get(w, o, o->kind == MOP_PEEK);
 		break;
 	case MOP_GET_WITH:
 		do_get_with(w, o);

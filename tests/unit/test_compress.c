@@ -165,7 +165,7 @@ static void batch_check(void *ctx, size_t index, const void *value, size_t value
 	read_check(ctx, value, value_len);
 }
 
-/* Every read of key returns want (len bytes). */
+/* Every read of key (larder_peek's too) returns want (len bytes). */
 static void check_reads(larder *c, const char *key, const unsigned char *want, size_t len)
 {
 	size_t klen = strlen(key), got_len = 0;
@@ -179,6 +179,14 @@ static void check_reads(larder *c, const char *key, const unsigned char *want, s
 		CHECK_RC(larder_get(c, key, klen, buf, len - 1, &got_len), LARDER_EBUFSIZE);
 		CHECK_EQ(got_len, len); /* the original length, not the stored one */
 		CHECK_RC(larder_get(c, key, klen, NULL, 0, &got_len), LARDER_EBUFSIZE);
+		CHECK_EQ(got_len, len);
+	}
+	memset(buf, 0, len + 1);
+	CHECK_RC(larder_peek(c, key, klen, buf, len, &got_len), LARDER_OK);
+	CHECK_EQ(got_len, len);
+	CHECK(len == 0 || memcmp(buf, want, len) == 0);
+	if (len) {
+		CHECK_RC(larder_peek(c, key, klen, buf, len - 1, &got_len), LARDER_EBUFSIZE);
 		CHECK_EQ(got_len, len);
 	}
 	struct seen s = { want, len, 0, 0 };
