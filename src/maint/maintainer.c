@@ -83,6 +83,8 @@
 #include "ttl/wheel.h"
 
 #define WINDOW_NS (200u * 1000u)
+#define LAZY_MS 2u
+#define LAZY_EVENTS 64u
 #define IDLE_NS (100u * 1000u * 1000u)
 #define GP_BATCH_BYTES (64u * 1024u)
 #define GP_INTERVAL_NS (1000u * 1000u)
@@ -157,6 +159,8 @@ static uint64_t maint_pass(struct larder__maint *m)
 	 * rest, and no maintainer write invalidates lines the readers share
 	 * (2 reader threads: 1.80x one thread's reads with polling, 2.0x without). */
 	work += events + (hits != 0 && m->hits_keep_awake);
+	/* A trickle: few events (and few hits a policy counts) since the last pass. */
+	m->trickle = events + (m->hits_keep_awake ? hits : 0) <= LAZY_EVENTS;
 	if (batch_ready) {
 		larder__maint_free_entries(m, m->waiting, m->waiting_bytes);
 		m->waiting = NULL;
@@ -188,6 +192,13 @@ static uint64_t maint_pass(struct larder__maint *m)
 	atomic_store_explicit(&m->stat[LARDER_STAT_ENTRIES], m->live_count, LARDER__RELAXED);
 	check_links_if_asked(m);
 	int pending = m->collect || m->waiting || m->gens || m->tables || m->growing;
+	/* Walks (clear, growth, freed tables) go a chunk per pass: no lazy sleep
+	 * while one is left, nor while memory is short or anyone waits for us. */
+	m->trickle = m->trickle && !m->gens && !m->tables && !m->growing &&
+		     !larder__budget_short(c, atomic_load_explicit(&c->budget,
+								   LARDER__RELAXED)) && /* a hint */
+		     !atomic_load_explicit(&c->room_waiters, LARDER__RELAXED) &&   /* a hint */
+		     !atomic_load_explicit(&m->seam_waiters, LARDER__RELAXED);     /* a hint */
 	if (!work && !pending) {
 		/* A quiesce point: the retired lists are empty, so are their byte
 		 * counts, and the live totals agree on emptiness (MAINT-M1). */
@@ -205,12 +216,50 @@ static uint64_t maint_pass(struct larder__maint *m)
 	return work + (uint64_t)pending;
 }
 
+/*
+ * The lazy sleep, after a pass that found a trickle of work: up to LAZY_MS,
+ * or to the wheel's next event if sooner. A writer wakes it only where a
+ * batching window would not do: its ring half full, an entry due before
+ * wake_at (WAKE-W4), memory short (larder__budget_short), or a wait for
+ * room. So a trickle of writes costs a pass per LAZY_MS rather than one (or
+ * a window's worth of polling) per write. Returns 0 without sleeping when an
+ * event came after the drain: its writer may have seen us awake, and its
+ * deadline is unknown, so the caller sleeps a window instead.
+ */
+static int lazy_sleep(struct larder__maint *m)
+{
+	struct larder *c = m->cache;
+	uint64_t now = c->clock(c->clock_ctx);
+	uint64_t wake_at = now + LAZY_MS;
+	if (m->next_due < wake_at)
+		wake_at = m->next_due;
+	if (wake_at <= now)
+		return 1; /* a timer is due: pass again at once */
+	/* Relaxed: published by WAKE-W4's release below. */
+	atomic_store_explicit(&c->maint_wake_at, wake_at, LARDER__RELAXED);
+	/* WAKE-W2 and WAKE-W4: seq_cst (its release half publishes wake_at to
+	 * the writer's acquire in larder__maint_wake), then re-check the rings:
+	 * an event that arrived since the drain (its writer may have seen us
+	 * awake) sends us to a window instead. */
+	atomic_store_explicit(&c->maint_sleeping, MAINT_LAZY, LARDER__SEQ_CST);
+	if (!larder__maint_rings_empty(c) || atomic_load_explicit(&c->stop, LARDER__SEQ_CST)) {
+		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* awake; as below */
+		return 0;
+	}
+	larder__futex_wait(&c->maint_sleeping, MAINT_LAZY, (wake_at - now) * 1000000u);
+	/* Relaxed: awake again; the next pass's reads are ordered by QUIESCE-Q1. */
+	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED);
+	return 1;
+}
+
 static void maint_sleep(struct larder__maint *m, uint64_t work)
 {
 	struct larder *c = m->cache;
 	if (work >= LARDER__MAINT_BUSY_PASS)
 		return;
 	if (work) {
+		if (m->trickle && lazy_sleep(m))
+			return;
 		/* The batching window: a writer whose ring is half full cuts it
 		 * short (WAKE-W1); relaxed, the futex word needs no ordering here. */
 		atomic_store_explicit(&c->maint_sleeping, MAINT_WINDOW, LARDER__RELAXED);
@@ -262,13 +311,20 @@ static void *maint_main(void *arg)
 	return NULL;
 }
 
-void larder__maint_wake(struct larder *c, const struct larder__handle *posted)
+void larder__maint_wake(struct larder *c, struct larder__handle *posted, uint64_t due)
 {
 	/* WAKE-W1: seq_cst fence between what the caller changed (its event post,
-	 * R-EV, or a flag) and this load; pairs with WAKE-W2 in maint_sleep(). */
+	 * R-EV, or a flag) and this load; pairs with WAKE-W2 in maint_sleep() and
+	 * lazy_sleep(). */
 	atomic_thread_fence(LARDER__SEQ_CST);
-	uint32_t s = atomic_load_explicit(&c->maint_sleeping, LARDER__RELAXED); /* after WAKE-W1 */
-	if (s == MAINT_AWAKE || (s == MAINT_WINDOW && posted && !larder__events_half_full(posted)))
+	/* WAKE-W4: acquire, pairs with lazy_sleep()'s seq_cst store of
+	 * MAINT_LAZY: the wake_at published before it. */
+	uint32_t s = atomic_load_explicit(&c->maint_sleeping, LARDER__ACQUIRE);
+	if (s == MAINT_AWAKE)
+		return;
+	if (posted && (s == MAINT_WINDOW || s == MAINT_LAZY) && !larder__events_half_full(posted) &&
+	    (s == MAINT_WINDOW ||
+	     due >= atomic_load_explicit(&c->maint_wake_at, LARDER__RELAXED))) /* WAKE-W4 */
 		return;
 	/* Relaxed: the futex word; WAKE-W1 already ordered the caller's change before it. */
 	if (atomic_exchange_explicit(&c->maint_sleeping, MAINT_AWAKE, LARDER__RELAXED))
@@ -384,7 +440,7 @@ void larder__maint_stop(struct larder *c)
 	/* R-STOP: seq_cst (a release would do for A-STOP, which it pairs with;
 	 * larder__maint_wake() then orders it before its sleeper check, WAKE-W1). */
 	atomic_store_explicit(&c->stop, 1, LARDER__SEQ_CST);
-	larder__maint_wake(c, NULL);
+	larder__maint_wake(c, NULL, 0);
 	pthread_join(c->thread, NULL);
 }
 

@@ -71,6 +71,7 @@ struct larder__maint {
 	const struct larder__policy_ops *ops;
 	struct larder__policy *policy;
 	int hits_keep_awake; /* hit samples alone are work (maint_pass) */
+	int trickle;         /* the last pass may be followed by a lazy sleep (maint_pass) */
 	uint64_t live_count, live_bytes;
 	struct larder__entry *collect; /* retired, grace period not started */
 	uint64_t collect_bytes;
