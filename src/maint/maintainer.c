@@ -29,18 +29,27 @@
  * Then it sleeps: about 200 us when work is pending (the batching window,
  * cut short by a writer whose event ring is half full), until woken (or
  * 100 ms, or the wheel's next deadline) when idle. A pass that drained many
- * events, or walked a cleared table, runs the next one at once.
+ * events, or walked a cleared table, runs the next one at once. A pass that
+ * found only a trickle (at most LAZY_EVENTS events, no walk left, memory not
+ * short, nobody waiting) sleeps lazily instead: up to LAZY_MS or the wheel's
+ * next deadline, woken by a writer only when its ring is half full, its
+ * entry is due before then (WAKE-W4), memory runs short, or it waits for
+ * room. A window's polling, or a wake per write, costs a context switch per
+ * request to a client doing one write per round trip on a busy machine; the
+ * lazy sleep costs one per LAZY_MS, and delays only what no caller waits
+ * for: the policy's view, statistics, listener calls for removals (by at
+ * most LAZY_MS plus a pass) and retired memory, which the budget bounds.
  *
  * TTL (the wheel, maint/evict.c). Bound on lateness
  * (tests/unit/test_ttl.c checks it with the injected clock): with the
  * maintainer not saturated, an entry is unlinked and reported EXPIRED by the
  * first pass whose clock reading is >= its deadline; passes run at least one
- * batching window apart while there is work, and an idle maintainer sleeps
- * only until the next wheel event (the next occupied slot, bank swap or heap
- * block, read from the bitmaps) measured on the cache clock, capped at
- * IDLE_NS. So
- * removal is at most one tick (1 ms, the clock's resolution) + one batching
- * window late: the wheel's cascades are done ahead of time, STAGE_PER_PASS
+ * batching window apart while there is work, and a lazy or idle maintainer
+ * sleeps only until the next wheel event (the next occupied slot, bank swap
+ * or heap block, read from the bitmaps) measured on the cache clock, capped
+ * at LAZY_MS or IDLE_NS; a writer whose entry is due before a lazy sleep
+ * ends wakes it (WAKE-W4). So removal is at most one tick (1 ms, the
+ * clock's resolution) + one batching window late: the wheel's cascades are done ahead of time, STAGE_PER_PASS
  * timers per pass plus STAGE_PER_EXPIRY per expiry (larder__wheel_prepare),
  * so reaching a higher-level slot costs a swap, not a re-placement of its
  * timers (a level-3 slot holds ~730,000 with 10^7 deadlines over an hour).
@@ -192,9 +201,10 @@ static uint64_t maint_pass(struct larder__maint *m)
 	atomic_store_explicit(&m->stat[LARDER_STAT_ENTRIES], m->live_count, LARDER__RELAXED);
 	check_links_if_asked(m);
 	int pending = m->collect || m->waiting || m->gens || m->tables || m->growing;
-	/* Walks (clear, growth, freed tables) go a chunk per pass: no lazy sleep
-	 * while one is left, nor while memory is short or anyone waits for us. */
-	m->trickle = m->trickle && !m->gens && !m->tables && !m->growing &&
+	/* Walks (clear, growth, freed tables, the wheel's staging) go a chunk
+	 * per pass: no lazy sleep while one is left, nor while memory is short
+	 * or anyone waits for us. */
+	m->trickle = m->trickle && !m->gens && !m->tables && !m->growing && !m->staging &&
 		     !larder__budget_short(c, atomic_load_explicit(&c->budget,
 								   LARDER__RELAXED)) && /* a hint */
 		     !atomic_load_explicit(&c->room_waiters, LARDER__RELAXED) &&   /* a hint */
