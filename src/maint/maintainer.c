@@ -232,9 +232,10 @@ static uint64_t maint_pass(struct larder__maint *m)
  * batching window would not do: its ring half full, an entry due before
  * wake_at (WAKE-W4), memory short (larder__budget_short), or a wait for
  * room. So a trickle of writes costs a pass per LAZY_MS rather than one (or
- * a window's worth of polling) per write. Returns 0 without sleeping when an
- * event came after the drain: its writer may have seen us awake, and its
- * deadline is unknown, so the caller sleeps a window instead.
+ * a window's worth of polling) per write. Returns 0 without sleeping when a
+ * timer is due, or when an event came after the drain (its writer may have
+ * seen us awake, and its deadline is unknown): the caller sleeps a window
+ * instead.
  */
 static int lazy_sleep(struct larder__maint *m)
 {
@@ -244,7 +245,7 @@ static int lazy_sleep(struct larder__maint *m)
 	if (m->next_due < wake_at)
 		wake_at = m->next_due;
 	if (wake_at <= now)
-		return 1; /* a timer is due: pass again at once */
+		return 0; /* a timer is due: a window, as before there was a lazy sleep */
 	/* Relaxed: published by WAKE-W4's release below. */
 	atomic_store_explicit(&c->maint_wake_at, wake_at, LARDER__RELAXED);
 	/* WAKE-W2 and WAKE-W4: seq_cst (its release half publishes wake_at to
