@@ -51,9 +51,9 @@
  * ends wakes it (WAKE-W4). So removal is at most one tick (1 ms, the
  * clock's resolution) + one batching window late: the wheel's cascades are
  * done ahead of time, STAGE_PER_PASS timers per pass plus STAGE_PER_EXPIRY
- * per expiry (larder__wheel_prepare),
- * so reaching a higher-level slot costs a swap, not a re-placement of its
- * timers (a level-3 slot holds ~730,000 with 10^7 deadlines over an hour).
+ * per expiry (larder__wheel_prepare), so reaching a higher-level slot costs
+ * a swap, not a re-placement of its timers (a level-3 slot holds ~730,000
+ * with 10^7 deadlines over an hour).
  * The cap is what an injected clock costs: the maintainer cannot know when a
  * test's clock will jump, so a jump while it sleeps is seen at most IDLE_NS
  * later (larder__test_quiesce wakes it at once).
