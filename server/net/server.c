@@ -392,8 +392,18 @@ static bool read_more(struct worker *w, struct conn *c, char **buf, size_t *len,
 		*len = c->in_len;
 		*from_conn = true;
 	}
-	if (n == 0)
-		return false;
+	if (n == 0) {
+		/* The client is done sending (perhaps only half-closed): the
+		 * replies already built still go out, then the connection closes,
+		 * as memcached, which reads only once its replies are written,
+		 * does; a partial request left in the input is dropped. Replies
+		 * held behind a value being swallowed never go (memcached sends
+		 * them only after the value). */
+		if (c->swallow > 0)
+			return false;
+		c->closing = true;
+		return true;
+	}
 	if (n < 0 && errno != EAGAIN && errno != EINTR)
 		return false;
 	return true;
