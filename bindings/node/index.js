@@ -594,7 +594,7 @@ class LarderCache {
 
   /**
    * Entries in the cache, as the maintainer counts them: a write shows up
-   * within a batching window (~200 us), not at once.
+   * within a batching window (~200 us; 2 ms for a trickle), not at once.
    */
   get size() {
     const s = this.#n.stats();

@@ -667,6 +667,18 @@ int larder_ttl_remaining(larder *c, const void *key, size_t key_len, uint64_t *t
 
 /* ---- Room for writers ------------------------------------------------------- */
 
+/* Below this much budget, memory is short: the writer that takes a chunk
+ * wakes the maintainer, whose lazy sleep would otherwise let retired
+ * memory wait (maint/maintainer.c), and the maintainer sleeps no more than
+ * a batching window while it stays short. */
+int larder__budget_short(const larder *c, int64_t budget)
+{
+	/* Relaxed: a setting; a stale one only moves when memory counts as short. */
+	return budget < (int64_t)(larder__overshoot_bound(
+					  atomic_load_explicit(&c->capacity, LARDER__RELAXED)) /
+				  2);
+}
+
 /* CACHE-B2: takes charge bytes of credit, topping up from the budget in chunks. */
 static int take_credit(larder *c, struct larder__handle *h, size_t charge)
 {
@@ -683,6 +695,8 @@ static int take_credit(larder *c, struct larder__handle *h, size_t charge)
 		if (atomic_compare_exchange_weak_explicit(&c->budget, &b, b - take, LARDER__RELAXED,
 							  LARDER__RELAXED)) { /* CACHE-B2 */
 			h->credit += take - (int64_t)charge;
+			if (larder__budget_short(c, b - take))
+				larder__maint_wake(c, NULL, 0);
 			return 1;
 		}
 	}
@@ -785,7 +799,7 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_
 	/* WAKE-W3: seq_cst, so the maintainer's wake_writers() either sees us
 	 * waiting or bumped room_seq before our futex_wait compares it. */
 	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
-	larder__maint_wake(c, NULL);
+	larder__maint_wake(c, NULL, 0);
 	uint64_t left = w->deadline_ns - now_ns;
 	larder__futex_wait(&c->room_seq, seq, left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS);
 	atomic_fetch_sub_explicit(&c->room_waiters, 1, LARDER__RELAXED); /* a count */
@@ -919,11 +933,12 @@ static unsigned char *pack_value(larder *c, const void **value, size_t *value_le
 	return buf;
 }
 
-/* After a write posted its event: count it and nudge the maintainer. */
-static void write_done(larder *c, struct op *op)
+/* After a write posted its event: count it and nudge the maintainer, who
+ * must schedule the new entry's deadline in time (WAKE-W4). */
+static void write_done(larder *c, struct op *op, uint64_t deadline_ms)
 {
 	larder__stat_bump(&op->handle->writes, 1);
-	larder__maint_wake(c, op->handle);
+	larder__maint_wake(c, op->handle, deadline_ms);
 }
 
 /* charge_limit: LARDER_EVALSIZE when the entry would charge more (UINT64_MAX:
@@ -1023,7 +1038,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		entry_unbuild(c, &op, e, charge);
 		return rc;
 	}
-	write_done(c, &op);
+	write_done(c, &op, deadline_ms);
 	if (charged)
 		*charged = charge;
 	return LARDER_OK;
@@ -1104,8 +1119,8 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 	if (unlink)
 		larder__events_post(op.handle, LARDER__EV_REMOVE, cause, old, NULL, hash);
 	op_exit(&op);
-	if (unlink)
-		larder__maint_wake(c, op.handle);
+	if (unlink) /* no deadline to schedule: the removal may wait for a pass */
+		larder__maint_wake(c, op.handle, UINT64_MAX);
 	return rc;
 }
 
@@ -1165,7 +1180,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 				larder__events_post(op.handle, LARDER__EV_TOUCH, 0, old, NULL, hash);
 			op_exit(&op);
 			if (deadline_ms < was)
-				larder__maint_wake(c, op.handle);
+				larder__maint_wake(c, op.handle, deadline_ms);
 			break;
 		} else if (deadline_ms == UINT64_MAX) {
 			; /* no deadline before, none after */
@@ -1174,7 +1189,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			larder__table_unlock(home);
 			larder__events_post(op.handle, LARDER__EV_RELOCATE, 0, old, copy, hash);
 			op_exit(&op);
-			larder__maint_wake(c, op.handle);
+			larder__maint_wake(c, op.handle, deadline_ms);
 			return LARDER_OK;
 		} else {
 			/* Build the copy outside the lock, then check nothing changed. */
@@ -1259,7 +1274,7 @@ int larder_clear(larder *c)
 		&c->table, (uintptr_t)fresh, LARDER__ACQ_REL);
 	larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED, old, NULL, 0);
 	op_exit(&op);
-	larder__maint_wake(c, op.handle);
+	larder__maint_wake(c, op.handle, 0); /* the old table's walk starts at once */
 	return LARDER_OK;
 }
 
@@ -1283,7 +1298,7 @@ int larder__cache_set_capacity(larder *c, uint64_t bytes)
 	atomic_fetch_add_explicit(&c->budget, delta, LARDER__RELAXED);
 	larder__slab_set_reserve(&c->slab, slab_reserve(bytes));
 	pthread_mutex_unlock(&c->admin_lock);
-	larder__maint_wake(c, NULL);
+	larder__maint_wake(c, NULL, 0);
 	return LARDER_OK;
 }
 
@@ -1310,7 +1325,7 @@ void larder__cache_orphan_handle(larder *c, struct larder__handle *h)
 	/* R-ORPHAN: release; the thread's last posts before the maintainer's A-ORPHAN. */
 	atomic_store_explicit(&h->orphaned, 1, LARDER__RELEASE);
 	/* h may be freed by the maintainer from here on: do not pass it. */
-	larder__maint_wake(c, NULL);
+	larder__maint_wake(c, NULL, 0);
 }
 
 /* ---- Statistics ------------------------------------------------------------------ */

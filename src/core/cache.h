@@ -10,7 +10,8 @@
  *   - budget: bytes writers may still allocate before the overshoot bound;
  *     writers take chunks by CAS, the maintainer adds back what it frees.
  *   - room_seq, room_waiters, wanted: the writers' wait for room (core/cache.c).
- *   - maint_sleeping: the maintainer's futex word (maint/maintainer.c).
+ *   - maint_sleeping: the maintainer's futex word, and maint_wake_at, the
+ *     cache-clock time its lazy sleep ends (maint/maintainer.c).
  *   - handles: list of per-thread handles; pushed by any thread with CAS,
  *     unlinked and freed only by the maintainer holding handles_lock.
  *   - pool: set at open, read-only after; a pooled cache's capacity is set
@@ -101,6 +102,7 @@ struct larder {
 	larder__atomic_uptr grow_wanted; /* a table where a writer found no free slot in reach */
 
 	larder__atomic_u32 maint_sleeping __attribute__((aligned(64)));
+	larder__atomic_u64 maint_wake_at; /* cache clock, ms; published by WAKE-W4 with MAINT_LAZY */
 	larder__atomic_int stop;
 	larder__atomic_uptr handles;
 	pthread_mutex_t handles_lock; /* stats walks vs the maintainer freeing handles */
@@ -135,6 +137,10 @@ static inline uint64_t larder__overshoot_bound(uint64_t capacity)
 	uint64_t floor = 4u << 20, pct = capacity / 100;
 	return pct > floor ? pct : floor;
 }
+
+/* core/cache.c: whether a budget this low means memory is short (below
+ * half the overshoot bound). */
+int larder__budget_short(const struct larder *cache, int64_t budget);
 
 /* Bytes a single entry may charge: 1/8 of capacity. */
 static inline uint64_t larder__entry_limit(uint64_t capacity)
@@ -175,7 +181,7 @@ struct larder__handle *larder__cache_handle_create(struct larder *cache);
 /* core/cache.c: the thread that owned h exited (called under the live-cache lock). */
 void larder__cache_orphan_handle(struct larder *cache, struct larder__handle *h);
 /* maint_sleeping: what the maintainer is doing (its futex word). */
-enum { MAINT_AWAKE = 0, MAINT_IDLE = 1, MAINT_WINDOW = 2 };
+enum { MAINT_AWAKE = 0, MAINT_IDLE = 1, MAINT_WINDOW = 2, MAINT_LAZY = 3 };
 /* maint_started */
 enum { MAINT_STARTING = 0, MAINT_RUNNING = 1, MAINT_NO_STATE = 2 };
 

@@ -156,6 +156,7 @@ uint64_t larder__maint_expire(struct larder__maint *m)
 	LARDER__MAINT_OWNER(m);
 	if (!m->wheel.count) { /* an idle wheel costs no clock read */
 		m->next_due = UINT64_MAX;
+		m->staging = 0;
 		return 0;
 	}
 	uint64_t now_ms = pass_now(m);
@@ -164,13 +165,15 @@ uint64_t larder__maint_expire(struct larder__maint *m)
 		atomic_store_explicit(&m->wheel_done, now_ms, LARDER__RELEASE);
 	/* Cascades ahead of time, a bounded chunk per pass (after the expiries:
 	 * it delays the next pass, not this one's). Counted as one unit of
-	 * work: the maintainer keeps passing at the batching window until done,
-	 * which is ample with a real clock (a level-l slot has 64^l ms of lead)
-	 * without spinning. The share per expiry keeps staging level with
+	 * work, and as a walk (no lazy sleep, maint/maintainer.c): the
+	 * maintainer keeps passing at the batching window until done, which is
+	 * ample with a real clock (a level-l slot has 64^l ms of lead) without
+	 * spinning. The share per expiry keeps staging level with
 	 * expiry when the clock outruns the passes (an injected clock stepping
 	 * by seconds): a timer is staged about 3 times (at most 5) for each
 	 * time it expires. */
 	uint64_t staged = larder__wheel_prepare(&m->wheel, STAGE_PER_PASS + STAGE_PER_EXPIRY * n);
+	m->staging = staged != 0;
 	m->next_due = larder__wheel_next(&m->wheel);
 	return n + (staged != 0);
 }

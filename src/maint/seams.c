@@ -26,7 +26,7 @@ static void seam_wake_and_wait(struct larder *c)
 	atomic_fetch_add_explicit(&m->seam_waiters, 1, LARDER__RELAXED); /* a count */
 	/* A-ROOM: acquire, pairs with R-ROOM: a pass that moved it is seen. */
 	uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
-	larder__maint_wake(c, NULL);
+	larder__maint_wake(c, NULL, 0);
 	larder__futex_wait(&c->room_seq, seq, 1000000u);
 	atomic_fetch_sub_explicit(&m->seam_waiters, 1, LARDER__RELAXED); /* a count */
 }
@@ -94,7 +94,7 @@ int larder__test_check_links(larder *c, uint64_t timeout_ms)
 
 void larder__test_wake(larder *c)
 {
-	larder__maint_wake(c, NULL);
+	larder__maint_wake(c, NULL, 0);
 }
 
 uint64_t larder__test_idle_until(larder *c)
