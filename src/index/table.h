@@ -252,13 +252,8 @@ static inline uint64_t larder__table_lookup_home_rcu(struct larder__table *t, ui
 		return (ctl >> 32) == 0 ? 0 : LARDER__LOOKUP_AGAIN;
 	/* A-SLOT: pairs with R-SLOT; the entry's fields are visible. */
 	uint64_t w = atomic_load_explicit(&b->slot[larder__tag_bits_slot(m)], LARDER__ACQUIRE);
-	if (__builtin_expect((w & LARDER__SLOT_PTR_MASK) <= LARDER__SLOT_MARKER, 0))
-		return LARDER__LOOKUP_AGAIN;
-	/* The line a value runs into, fetched with the header's: a copy's loads
-	 * of it depend on the header (value offset, length), so without this
-	 * its miss starts only once the header's is over. */
-	__builtin_prefetch((const char *)larder__slot_entry(w) + 64);
-	if (__builtin_expect(larder__entry_key_equals(larder__slot_entry(w), key, key_len), 1))
+	if (__builtin_expect((w & LARDER__SLOT_PTR_MASK) > LARDER__SLOT_MARKER, 1) &&
+	    __builtin_expect(larder__entry_key_equals(larder__slot_entry(w), key, key_len), 1))
 		return w;
 	return LARDER__LOOKUP_AGAIN;
 }
