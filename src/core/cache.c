@@ -576,7 +576,8 @@ out:
 }
 
 /* larder_peek's copy: get_copy() without count_hit(). */
-static int peek_copy(struct larder__entry *e, void *buf, size_t buf_len, size_t *value_len)
+static int peek_copy(larder *c, struct larder__entry *e, void *buf, size_t buf_len,
+		     size_t *value_len)
 {
 	unsigned flags = larder__entry_flags_raw(e);
 	const unsigned char *stored = larder__entry_value(e);
@@ -584,9 +585,10 @@ static int peek_copy(struct larder__entry *e, void *buf, size_t buf_len, size_t 
 	*value_len = len;
 	if (len > buf_len)
 		return LARDER_EBUFSIZE;
-	if (flags & LARDER__ENTRY_COMPRESSED)
-		larder__unpack(stored, e->value_len, buf);
-	else if (len) /* buf may be NULL for an empty value */
+	if (flags & LARDER__ENTRY_COMPRESSED) {
+		if (larder__unpack(c, stored, e->value_len, buf) != 0)
+			return LARDER_ENOMEM; /* as get_unpack() */
+	} else if (len) /* buf may be NULL for an empty value */
 		memcpy(buf, stored, len);
 	return LARDER_OK;
 }
@@ -605,7 +607,7 @@ int larder_peek(larder *c, const void *key, size_t key_len, void *buf, size_t bu
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	op_enter(&op);
 	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
-	rc = e ? peek_copy(e, buf, buf_len, value_len) : LARDER_MISS;
+	rc = e ? peek_copy(c, e, buf, buf_len, value_len) : LARDER_MISS;
 	op_exit(&op);
 	return rc;
 }
