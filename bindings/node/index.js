@@ -133,7 +133,7 @@ const COMPRESSION_DEFAULTS = { minSize: 256, minSaving: 10 };
 
 /*
  * compression: false/undefined (off), true (the defaults) or { minSize,
- * minSaving }: values of at least minSize bytes are stored LZ4-compressed
+ * minSaving }: values of at least minSize bytes are stored compressed (a trained zstd dictionary, else LZ4)
  * when that saves at least minSaving percent (docs/compression.md).
  */
 function compressionArg(option) {

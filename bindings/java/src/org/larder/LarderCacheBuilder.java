@@ -146,8 +146,8 @@ public final class LarderCacheBuilder<K, V> {
     }
 
     /**
-     * Compresses values of at least {@code minValueBytes} bytes with LZ4
-     * (0 = off, the default), keeping the compressed form only when it
+     * Compresses values of at least {@code minValueBytes} bytes (a zstd
+     * dictionary the engine trains from the first values, else LZ4; 0 = off, the default), keeping the compressed form only when it
      * saves at least 10%; see {@link #compression(int, int)}.
      */
     public LarderCacheBuilder<K, V> compression(int minValueBytes) {
@@ -156,7 +156,7 @@ public final class LarderCacheBuilder<K, V> {
 
     /**
      * Compresses values of at least {@code minValueBytes} bytes (0 = off)
-     * with LZ4, keeping the compressed form only when it is at least
+     * (a trained zstd dictionary, else LZ4), keeping the compressed form only when it is at least
      * {@code minSavingPercent} (0..99) smaller than the value; others are
      * stored raw. Every read, comparison and listener call sees the
      * original bytes; the capacity counts the stored (compressed) bytes.
