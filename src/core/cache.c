@@ -258,7 +258,7 @@ static inline void count_miss(struct larder__handle *h)
  * hands an entry with a deadline to get_deadline_hit() (a tail call); the
  * home bucket's undecided cases (an overflowed key, a growing index) go on
  * in get_beyond_home() within the section; the rest starts over in
- * get_general(), the complete read, out of line (a key of another length,
+ * read_general(), the complete read, out of line (a key of another length,
  * an error, a first call). The hit itself (get_copy) is the same code in all.
  */
 #define READ_BODY static inline __attribute__((always_inline))
@@ -320,9 +320,16 @@ static __attribute__((noinline)) int get_unpack(larder *c, struct larder__handle
 	return LARDER_OK;
 }
 
-/* The complete read: errors, first calls, any key, any lookup, deadlines. */
-static __attribute__((noinline)) int get_general(larder *c, const void *key, size_t key_len,
-						 void *buf, size_t buf_len, size_t *value_len)
+/* larder_peek's copy: get_copy() without count_hit(). */
+static int peek_copy(larder *c, struct larder__entry *e, void *buf, size_t buf_len,
+		     size_t *value_len);
+
+/* The complete read: errors, first calls, any key, any lookup, deadlines.
+ * With peek set, larder_peek: the same lookup and copy, nothing counted or
+ * extended. */
+static __attribute__((noinline)) int read_general(larder *c, const void *key, size_t key_len,
+						  void *buf, size_t buf_len, size_t *value_len,
+						  int peek)
 {
 	struct op op;
 	int rc = check_args(c, key, key_len, value_len && (buf || !buf_len));
@@ -334,14 +341,16 @@ static __attribute__((noinline)) int get_general(larder *c, const void *key, siz
 	op_enter(&op);
 	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
 	rc = LARDER_MISS;
-	if (e) {
+	if (e && peek) {
+		rc = peek_copy(c, e, buf, buf_len, value_len);
+	} else if (e) {
 		unsigned flags = larder__entry_flags_raw(e);
 		rc = get_copy(c, op.handle, e, flags, buf, buf_len, value_len);
 		if (rc == LARDER_OK) /* a too-small buffer read nothing */
 			access_extend(c, &op, e, flags);
 	}
 	op_exit(&op);
-	if (!e)
+	if (!e && !peek)
 		count_miss(op.handle);
 	return rc;
 }
@@ -432,7 +441,7 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 	if (__builtin_expect(!t || !c || !key || !value_len || (!buf && buf_len), 0) ||
 	    __builtin_expect(key_len - 8 > 8 || key_len > c->max_key_bytes, 0) ||
 	    !larder__thread_last_is(t, c->id))
-		return get_general(c, key, key_len, buf, buf_len, value_len);
+		return read_general(c, key, key_len, buf, buf_len, value_len, 0);
 	struct larder__handle *h = t->last_handle;
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	uint64_t outer = larder__read_enter(&t->reader);
@@ -575,7 +584,6 @@ out:
 	return found;
 }
 
-/* larder_peek's copy: get_copy() without count_hit(). */
 static int peek_copy(larder *c, struct larder__entry *e, void *buf, size_t buf_len,
 		     size_t *value_len)
 {
@@ -593,23 +601,11 @@ static int peek_copy(larder *c, struct larder__entry *e, void *buf, size_t buf_l
 	return LARDER_OK;
 }
 
-/* Out of line from every other read, so that larder_get's code is unchanged:
- * the general start, find_live_rcu(), and nothing counted or extended. */
+/* Out of line from the fast paths, so that larder_get's fast path is unchanged. */
 int larder_peek(larder *c, const void *key, size_t key_len, void *buf, size_t buf_len,
 		size_t *value_len)
 {
-	struct op op;
-	int rc = check_args(c, key, key_len, value_len && (buf || !buf_len));
-	if (rc != LARDER_OK)
-		return rc;
-	if ((rc = op_begin(c, &op)) != LARDER_OK)
-		return rc;
-	uint64_t hash = larder__hash(c->seed, key, key_len);
-	op_enter(&op);
-	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
-	rc = e ? peek_copy(c, e, buf, buf_len, value_len) : LARDER_MISS;
-	op_exit(&op);
-	return rc;
+	return read_general(c, key, key_len, buf, buf_len, value_len, 1);
 }
 
 READ_BODY int contains_body(larder *c, struct larder__thread *t, const void *key,
