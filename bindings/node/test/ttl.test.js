@@ -32,37 +32,59 @@ test('the cache default ttl applies; ttl 0 on a write means never', async () => 
   c.close();
 });
 
+// The entry's deadline as an offset on the monotonic clock (performance.now()
+// reads CLOCK_MONOTONIC, as the engine does; only differences of deadlines are
+// compared, so the clocks' origins cancel), from a getRemainingTTL() between
+// two clock readings: the tightest pair of many is kept (under 2 ms ends the
+// search), so a loaded machine stretching one reading cannot move the result,
+// which is good to the clocks' granularity (a few ms). getRemainingTTL()
+// extends nothing: retrying changes nothing.
+function deadlineOf(c, k) {
+  let spread = Infinity;
+  let at = 0;
+  for (let i = 0; i < 10000 && spread >= 2; i++) {
+    const t0 = performance.now();
+    const left = c.getRemainingTTL(k);
+    const t1 = performance.now();
+    if (t1 - t0 < spread) {
+      spread = t1 - t0;
+      at = t0 + left;
+    }
+  }
+  return at;
+}
+
+// TTLs far longer than any stall a loaded machine causes, so that nothing
+// expires under a test, and waits longer than the engine's slack (an
+// extension is stored only when the deadline is more than min(ttl/64, 1 s)
+// short): ttl 32 s, slack 500 ms, 800 ms of the lifetime let pass.
+const LONG_TTL = 32000;
+const PASSED_MS = 800;
+
 test('updateAgeOnGet: reads push the deadline out', async () => {
-  const c = new LarderCache({ maxSize: 1 << 20, ttl: 2000, updateAgeOnGet: true });
+  const c = new LarderCache({ maxSize: 1 << 20, ttl: LONG_TTL, updateAgeOnGet: true });
   c.set('k', 'v');
-  // Let some of the lifetime pass, then read until a read has extended it.
-  await waitFor(() => c.getRemainingTTL('k') < 1900, 'the lifetime to run down a little');
-  const before = c.getRemainingTTL('k');
-  await waitFor(() => {
-    c.get('k');
-    return c.getRemainingTTL('k') > before + 50;
-  }, 'a read to extend the deadline');
+  const set = deadlineOf(c, 'k');
+  await waitFor(() => c.getRemainingTTL('k') < LONG_TTL - PASSED_MS, 'some of the lifetime to pass');
+  assert.equal(c.get('k'), 'v');
+  const moved = deadlineOf(c, 'k') - set;
+  assert.ok(moved >= PASSED_MS - 50, `the read moved the deadline by ${moved} ms`);
   c.close();
 });
 
 test('updateAgeOnGet: get and mget extend the deadline before they return; has does not', async () => {
-  // ttl 6400 ms: the engine stores an extension only when the deadline is
-  // more than ttl/64 (100 ms) short, so one read after 400 ms moves the
-  // absolute deadline out by at least 300 ms. Deadlines are compared as
-  // Date.now() + remaining, so a slow machine between the calls changes
-  // nothing but the margin of clock granularity (a few ms).
-  const ttl = 6400;
-  const c = new LarderCache({ maxSize: 1 << 20, ttl, updateAgeOnGet: true });
-  const deadline = (k) => Date.now() + c.getRemainingTTL(k);
+  const c = new LarderCache({ maxSize: 1 << 20, ttl: LONG_TTL, updateAgeOnGet: true });
   for (const k of ['g', 'm', 'h']) c.set(k, 'v');
-  await waitFor(() => c.getRemainingTTL('h') < ttl - 400, '400 ms of the lifetime to pass');
-  const before = { g: deadline('g'), m: deadline('m'), h: deadline('h') };
+  await waitFor(() => c.getRemainingTTL('h') < LONG_TTL - PASSED_MS, 'some of the lifetime to pass');
+  const before = { g: deadlineOf(c, 'g'), m: deadlineOf(c, 'm'), h: deadlineOf(c, 'h') };
   assert.equal(c.get('g'), 'v');
   assert.deepEqual(c.mget(['m', 'absent']), ['v', undefined]);
   assert.equal(c.has('h'), true);
-  assert.ok(deadline('g') - before.g >= 250, `get moved the deadline by ${deadline('g') - before.g} ms`);
-  assert.ok(deadline('m') - before.m >= 250, `mget moved the deadline by ${deadline('m') - before.m} ms`);
-  assert.ok(Math.abs(deadline('h') - before.h) < 50, `has moved the deadline by ${deadline('h') - before.h} ms`);
+  // Each deadline is known to a few ms; an extension moves it by over PASSED_MS.
+  const by = (k) => deadlineOf(c, k) - before[k];
+  assert.ok(by('g') >= PASSED_MS - 50, `get moved the deadline by ${by('g')} ms`);
+  assert.ok(by('m') >= PASSED_MS - 50, `mget moved the deadline by ${by('m')} ms`);
+  assert.ok(Math.abs(by('h')) < 50, `has moved the deadline by ${by('h')} ms`);
   c.close();
 });
 
@@ -74,17 +96,17 @@ test('peek returns a live value and nothing once expired', async () => {
 });
 
 test('peek neither extends an updateAgeOnGet deadline nor counts a hit; get does both', async () => {
-  const c = new LarderCache({ ttl: 2000, updateAgeOnGet: true });
+  const c = new LarderCache({ ttl: LONG_TTL, updateAgeOnGet: true });
   c.set('k', 'v');
-  await waitFor(() => c.getRemainingTTL('k') < 1900, 'the deadline to come 100 ms closer');
+  await waitFor(() => c.getRemainingTTL('k') < LONG_TTL - PASSED_MS, 'some of the lifetime to pass');
   const hits = c.stats().hits;
-  const before = c.getRemainingTTL('k');
+  const before = deadlineOf(c, 'k');
   for (let i = 0; i < 3; i++) assert.equal(c.peek('k'), 'v');
-  const afterPeek = c.getRemainingTTL('k');
-  assert.ok(afterPeek <= before, `peek extended: ${before} -> ${afterPeek} ms`);
+  const afterPeek = deadlineOf(c, 'k') - before;
+  assert.ok(Math.abs(afterPeek) < 50, `peek moved the deadline by ${afterPeek} ms`);
   assert.equal(c.get('k'), 'v');
-  const afterGet = c.getRemainingTTL('k');
-  assert.ok(afterGet > afterPeek, `get did not extend: ${afterPeek} -> ${afterGet} ms`);
+  const afterGet = deadlineOf(c, 'k') - before;
+  assert.ok(afterGet >= PASSED_MS - 50, `get moved the deadline by ${afterGet} ms`);
   // A thread's hit samples reach the counters in order: once get's is in, any peek's would be too.
   await waitFor(() => c.stats().hits >= hits + 1, "the get's hit to be counted");
   assert.equal(c.stats().hits, hits + 1);
