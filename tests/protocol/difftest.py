@@ -44,7 +44,7 @@ it can be replayed.
 import argparse, os, random, select, signal, socket, struct, subprocess, sys, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopback import free_port, wait_port
+from loopback import free_ports, wait_port
 import diffcases, diffgrammar
 
 DEADLINE = 60.0
@@ -304,7 +304,7 @@ MC_EXTRA = os.environ.get("DIFFTEST_MC_ARGS", "").split()
 
 
 def start_servers(larderd, memcached):
-    lp, mp = free_port(), free_port()
+    lp, mp = free_ports(2)
     procs = [
         subprocess.Popen([memcached, "-p", str(mp), "-l", "127.0.0.1", "-U", "0",
                           "-u", "nobody"] + SETTINGS + MC_EXTRA,

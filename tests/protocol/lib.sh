@@ -17,9 +17,13 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# A free loopback TCP port (the kernel picks it; tiny reuse race accepted).
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+# free_ports N: N distinct free loopback TCP ports, one per line
+# (loopback.py's free_ports: all N held bound until each is known, so no port
+# comes twice; another program taking one before the server binds it is a
+# small race this does not close).
+free_ports() {
+	PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")" python3 -c \
+		'import sys, loopback; print(*loopback.free_ports(int(sys.argv[1])), sep="\n")' "$1"
 }
 
 # wait_port PORT: polls until something listens on 127.0.0.1:PORT, for up

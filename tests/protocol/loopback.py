@@ -4,12 +4,26 @@ import socket
 import time
 
 
+def free_ports(n):
+    """n distinct free loopback ports. The kernel picks each; all n sockets
+    stay bound until every port is known, so that it cannot hand out the
+    same port twice (one picked and closed could be picked again). A port
+    is free only until the caller's server binds it: another program could
+    take it meanwhile (a small race this does not close)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            socks.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+    return free_ports(1)[0]
 
 
 def wait_port(port, timeout=60.0):

@@ -7,7 +7,7 @@ LARDERD=$1
 MEMCCAPABLE=${2:-memccapable}
 . "$(dirname "$0")/lib.sh"
 
-PORT=$(free_port)
+PORT=$(free_ports 1)
 start "$TMPD/larderd.log" "$LARDERD" -p "$PORT" -l 127.0.0.1 -t 2 -m 64
 wait_port "$PORT" || { echo "larderd did not start"; cat "$TMPD/larderd.log"; exit 1; }
 # Generous limits (an I/O wait of 60 s, 4 minutes in all; a run takes a few

@@ -25,7 +25,7 @@ import sys
 import time
 import urllib.parse
 
-from loopback import free_port, wait_port
+from loopback import free_ports, wait_port
 
 LINE = re.compile(rb"^key=(\S+) exp=(-?\d+) la=(\d+) cas=(\d+) fetch=(yes|no) cls=(\d+) size=(\d+)$")
 
@@ -92,7 +92,7 @@ def start(cmd, port):
 def main():
     larderd, memcached = sys.argv[1], sys.argv[2]
     tool = sys.argv[3] if len(sys.argv) > 3 else None
-    lp, mp = free_port(), free_port()
+    lp, mp = free_ports(2)
     procs = [start([larderd, "-p", str(lp), "-l", "127.0.0.1", "-m", "256"], lp),
              start([memcached, "-p", str(mp), "-l", "127.0.0.1", "-U", "0", "-m", "256",
                     "-u", "root"], mp)]

@@ -11,7 +11,7 @@ NUTCRACKER=${2:-nutcracker}
 HERE=$(dirname "$0")
 . "$HERE/lib.sh"
 
-P1=$(free_port); P2=$(free_port); P3=$(free_port); PX=$(free_port); PS=$(free_port)
+{ read -r P1; read -r P2; read -r P3; read -r PX; read -r PS; } < <(free_ports 5)
 for p in $P1 $P2 $P3; do
 	start "$TMPD/larderd-$p.log" "$LARDERD" -p "$p" -l 127.0.0.1 -t 1 -m 64
 done
