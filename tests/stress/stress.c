@@ -30,7 +30,10 @@
  *             thread, amid other writes (no clear, no eviction in this cache).
  *             STRESS-S5. each counter ends at exactly threads * increments.
  *   capacity  a 4 MiB cache under heavy writes; a monitor thread samples used
- *             bytes continuously.
+ *             bytes continuously, from before the first write to after the
+ *             last (waited for, not hoped for: on a loaded machine the timed
+ *             writers may find their deadline passed and the monitor may not
+ *             have run at all by then).
  *             STRESS-S6. used bytes never exceed capacity +
  *                 LARDER_STAT_OVERSHOOT_BOUND;
  *             STRESS-S7. after quiescing, used bytes <= capacity and equal the walk.
@@ -190,6 +193,8 @@ struct worker {
 	larder *cache;
 	uint32_t id;
 	struct th_rng rng;
+	/* Checked every 256 ops, the first time after 255: a worker that starts
+	 * late on a loaded machine, past its deadline, still does some work. */
 	uint64_t deadline_ms;
 	uint64_t ops_done, busy, hits, misses, clears, capacity_changes;
 	uint64_t writes_ok; /* writes that stored a new value (one new entry each) */
@@ -458,7 +463,7 @@ static void *mixed_worker(void *arg)
 		uint32_t k = (uint32_t)th_rng_below(&w->rng, NKEYS);
 		uint64_t r = th_rng_below(&w->rng, 100000);
 
-		if ((w->ops_done & 255) == 0 && th_now_ms() > w->deadline_ms)
+		if ((w->ops_done & 255) == 255 && th_now_ms() > w->deadline_ms)
 			break;
 		key_name(key, sizeof(key), k);
 		if (r < 2) {
@@ -722,8 +727,30 @@ static void phase_cas(void)
 struct monitor {
 	larder *cache;
 	_Atomic int stop;
-	uint64_t samples, max_used, capacity, bound, violations;
+	/* Written by the monitor only; polled by the main thread (relaxed: a
+	 * count, nothing is published through it). */
+	_Atomic uint64_t samples;
+	uint64_t max_used, capacity, bound, violations;
 };
+
+struct monitor_mark {
+	struct monitor *m;
+	uint64_t past;
+};
+
+static int monitor_sampled_past(void *arg)
+{
+	struct monitor_mark *k = arg;
+	return atomic_load_explicit(&k->m->samples, memory_order_relaxed) > k->past;
+}
+
+/* Waits (60 s at most) until the monitor has completed a sample that began
+ * after this call (the one completing now may have begun before it). */
+static void monitor_catch_up(struct monitor *m)
+{
+	struct monitor_mark k = { m, atomic_load_explicit(&m->samples, memory_order_relaxed) + 1 };
+	CHECK(th_wait_until(monitor_sampled_past, &k, 60000));
+}
 
 static void *monitor_thread(void *arg)
 {
@@ -735,7 +762,7 @@ static void *monitor_thread(void *arg)
 			STRESS_FAIL("larder_stats failed");
 			break;
 		}
-		m->samples++;
+		atomic_fetch_add_explicit(&m->samples, 1, memory_order_relaxed); /* a count */
 		if (values[LARDER_STAT_CAPACITY_BYTES] != m->capacity ||
 		    values[LARDER_STAT_OVERSHOOT_BOUND] != m->bound)
 			STRESS_FAIL("capacity or bound changed: %" PRIu64 " %" PRIu64,
@@ -772,7 +799,7 @@ static void *capacity_worker(void *arg)
 		size_t len;
 		int rc;
 
-		if ((w->ops_done & 255) == 0 && th_now_ms() > w->deadline_ms)
+		if ((w->ops_done & 255) == 255 && th_now_ms() > w->deadline_ms)
 			break;
 		snprintf(key, sizeof(key), "cap:%u", k);
 		if (r < 50) {
@@ -824,7 +851,9 @@ static void phase_capacity(void)
 	CHECK_EQ(m.capacity, capacity);
 	CHECK_GT(m.bound, 0);
 	atomic_init(&m.stop, 0);
+	atomic_init(&m.samples, 0);
 	REQUIRE(pthread_create(&mon, NULL, monitor_thread, &m) == 0);
+	monitor_catch_up(&m); /* sampling before the first write */
 	w = make_workers(m.cache, 3, phase_deadline(25));
 	if (w != NULL) {
 		th_run_threads(opt.threads, capacity_worker, w, sizeof(*w));
@@ -833,18 +862,8 @@ static void phase_capacity(void)
 			busy += w[i].busy;
 		}
 	}
-	/* Release: pairs with the acquire in monitor_thread(). */
-	atomic_store_explicit(&m.stop, 1, memory_order_release);
-	pthread_join(mon, NULL);
-	printf("  capacity: %" PRIu64 " writes in %" PRIu64 " ms, %" PRIu64 " EBUSY; %" PRIu64
-	       " samples, max used %" PRIu64 " (capacity %" PRIu64 " + bound %" PRIu64
-	       "), %" PRIu64 " bad samples\n",
-	       ops, th_now_ms() - t0, busy, m.samples, m.max_used, m.capacity, m.bound,
-	       m.violations);
-	CHECK_EQ(m.violations, 0);
-	CHECK_GT(m.samples, 0);
 	/* Evictions, whatever the timed writers got done on a loaded machine:
-	 * twice the capacity more, from here. */
+	 * twice the capacity more, from here, under the monitor too. */
 	{
 		unsigned char *big = calloc(1, 256 * KiB);
 		for (unsigned i = 0; big && i < 2 * capacity / (256 * KiB); i++) {
@@ -856,6 +875,17 @@ static void phase_capacity(void)
 		}
 		free(big);
 	}
+	monitor_catch_up(&m); /* a sample after the last write */
+	/* Release: pairs with the acquire in monitor_thread(). */
+	atomic_store_explicit(&m.stop, 1, memory_order_release);
+	pthread_join(mon, NULL);
+	printf("  capacity: %" PRIu64 " writes in %" PRIu64 " ms, %" PRIu64 " EBUSY; %" PRIu64
+	       " samples, max used %" PRIu64 " (capacity %" PRIu64 " + bound %" PRIu64
+	       "), %" PRIu64 " bad samples\n",
+	       ops, th_now_ms() - t0, busy, atomic_load(&m.samples), m.max_used, m.capacity,
+	       m.bound, m.violations);
+	CHECK_EQ(m.violations, 0);
+	CHECK_GE(atomic_load(&m.samples), 2);
 	CHECK_EQ(larder__test_quiesce(m.cache, 60000), 0);
 	CHECK_GT(th_stat(m.cache, LARDER_STAT_EVICTIONS), 0);
 	th_check_accounting(m.cache, 60000, NULL, &bytes);
