@@ -363,34 +363,68 @@ static void *monitor_main(void *arg)
 
 /* ---- Checkpoints ------------------------------------------------------------------ */
 
+static const enum larder_stat by_cause[5] = {
+	LARDER_STAT_REMOVALS, LARDER_STAT_REPLACEMENTS, LARDER_STAT_EXPIRATIONS,
+	LARDER_STAT_EVICTIONS, LARDER_STAT_CLEARED,
+};
+
+/* The listener's counts of cache which, and its counters (larder_stats). */
+struct tally {
+	uint64_t heard[5], v[LARDER_STAT_COUNT];
+};
+
+static void take_tally(larder *c, int which, struct tally *t)
+{
+	for (int cause = 0; cause < 5; cause++)
+		t->heard[cause] = atomic_load(&heard[which][cause]);
+	CHECK_RC(larder_stats(c, t->v, LARDER_STAT_COUNT), LARDER_OK);
+}
+
+/* Whether two tallies agree on everything SOAK-Q5 compares. */
+static int same_tally(const struct tally *a, const struct tally *b)
+{
+	for (int cause = 0; cause < 5; cause++)
+		if (a->heard[cause] != b->heard[cause] ||
+		    a->v[by_cause[cause]] != b->v[by_cause[cause]])
+			return 0;
+	return a->v[LARDER_STAT_ENTRIES] == b->v[LARDER_STAT_ENTRIES] &&
+	       a->v[LARDER_STAT_WRITES] == b->v[LARDER_STAT_WRITES];
+}
+
 static void check_cache(larder *c, int which)
 {
-	static const enum larder_stat by_cause[5] = {
-		LARDER_STAT_REMOVALS, LARDER_STAT_REPLACEMENTS, LARDER_STAT_EXPIRATIONS,
-		LARDER_STAT_EVICTIONS, LARDER_STAT_CLEARED,
-	};
-	uint64_t v[LARDER_STAT_COUNT], entries = 0, class_bytes = 0;
+	uint64_t entries = 0, class_bytes = 0;
+	struct tally t, again;
 	/* SOAK-Q4, with the walk retaken while TTLs expire beside it */
 	th_check_accounting(c, 120000, &entries, NULL);
-	/* SOAK-Q5: counters of a quiescent cache, read again until no expiry (the
-	 * real clock's TTLs) lands between two quiescent readings */
-	for (int round = 0; round < 100; round++) {
-		uint64_t w[LARDER_STAT_COUNT];
+	/* SOAK-Q5: the listener's counts and the counters of a quiescent cache,
+	 * each tally taken after a quiesce, again until two in a row agree. TTLs
+	 * of up to 5 s (real clock) outlive the paused workers, and an expiry
+	 * between the listener's counts and the counters (the counter is bumped
+	 * before the call), or between two counters, would make one tally describe
+	 * two instants; two equal tallies with a quiesce between them saw no
+	 * removal at all (each removal's call ends before the maintainer idles),
+	 * so either one is exact. Every TTL has run out within seconds: two rounds
+	 * then agree, whatever the load (120 s at most, else a failure). */
+	uint64_t until = th_now_ms() + 120000;
+	int agreed = 0;
+	CHECK_EQ(larder__test_quiesce(c, 120000), 0);
+	take_tally(c, which, &t);
+	while (!agreed && th_now_ms() < until) {
 		CHECK_EQ(larder__test_quiesce(c, 120000), 0);
-		CHECK_RC(larder_stats(c, w, LARDER_STAT_COUNT), LARDER_OK);
-		CHECK_EQ(larder__test_quiesce(c, 120000), 0);
-		CHECK_RC(larder_stats(c, v, LARDER_STAT_COUNT), LARDER_OK);
-		if (v[LARDER_STAT_EXPIRATIONS] == w[LARDER_STAT_EXPIRATIONS] &&
-		    v[LARDER_STAT_ENTRIES] == w[LARDER_STAT_ENTRIES])
-			break;
+		take_tally(c, which, &again);
+		agreed = same_tally(&t, &again);
+		t = again;
 	}
+	CHECK(agreed);
+	const uint64_t *v = t.v;
 	uint64_t removed = 0;
 	for (int cause = 0; cause < 5; cause++) {
 		removed += v[by_cause[cause]];
-		if (!CHECK_EQ(atomic_load(&heard[which][cause]), v[by_cause[cause]]))
+		if (!CHECK_EQ(t.heard[cause], v[by_cause[cause]]))
 			printf("  cache %c: the listener heard %s %" PRIu64 " times, counted %" PRIu64
 			       "\n", 'A' + which, larder_cause_name((enum larder_cause)cause),
-			       atomic_load(&heard[which][cause]), v[by_cause[cause]]);
+			       t.heard[cause], v[by_cause[cause]]);
 	}
 	CHECK_EQ(v[LARDER_STAT_WRITES] - removed, v[LARDER_STAT_ENTRIES]);
 	CHECK_EQ(v[LARDER_STAT_BUSY_EVENTS], 0); /* SOAK-Q2 */
