@@ -27,6 +27,7 @@ import org.junit.jupiter.api.Test;
 class StressTest {
     private static final int KEYS = 256;
     private static final int HEADER = 16;
+    private static final long MIN_ROUNDS = 1000;
 
     private static byte[] key(int id) {
         return ("stress-key-" + id).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
@@ -137,7 +138,10 @@ class StressTest {
         byte[][] batchValues = new byte[8][512];
         int[] lengths = new int[8];
         long rng = seed | 1;
-        while (System.nanoTime() < deadline) {
+        // At least MIN_ROUNDS rounds, however late a loaded machine starts the thread:
+        // a thread that found its deadline passed would do nothing, and with all of
+        // them so, no compare-and-set would be tried.
+        for (long round = 0; round < MIN_ROUNDS || System.nanoTime() < deadline; round++) {
             rng ^= rng << 13;
             rng ^= rng >>> 7;
             rng ^= rng << 17;
