@@ -110,7 +110,7 @@ static double engine_run(enum larder_policy pol, uint64_t capacity, uint64_t slo
 		}
 	}
 	uint64_t st[LARDER_STAT_COUNT];
-	if (larder__test_quiesce(c, 10000) != 0 ||
+	if (larder__test_quiesce(c, 60000) != 0 ||
 	    larder_stats(c, st, LARDER_STAT_COUNT) != LARDER_OK || st[LARDER_STAT_ENTRIES] == 0) {
 		larder_close(c);
 		return 0;

@@ -203,7 +203,7 @@ static void drive(larder *cache)
 static void check_audit(larder *cache)
 {
 	uint64_t v[LARDER_CLASS_STAT_COUNT], class_bytes = 0;
-	CHECK_EQ(larder__test_quiesce(cache, 30000), 0);
+	CHECK_EQ(th_quiesce(cache, 30000), 0);
 	for (size_t c = 0; c < larder_size_class_count(); c++) {
 		CHECK_RC(larder_stats_size_class(cache, c, v, LARDER_CLASS_STAT_COUNT), LARDER_OK);
 		class_bytes += v[LARDER_CLASS_BYTES];

@@ -331,9 +331,9 @@ int main(int argc, char **argv)
 		pthread_join(ws[i].thread, NULL);
 
 	/* STTL-X4: past every deadline, the wheel empties the cache by itself. */
-	CHECK_EQ(larder__test_quiesce(cache, 30000), 0);
+	CHECK_EQ(th_quiesce(cache, 30000), 0);
 	atomic_fetch_add(&global_now, 4 * MAX_TTL); /* > 2 MAX_TTL and > 100 ms after the last read */
-	CHECK_EQ(larder__test_quiesce(cache, 30000), 0);
+	CHECK_EQ(th_quiesce(cache, 30000), 0);
 	uint64_t entries = 0, bytes = 0;
 	th_check_accounting(cache, 30000, &entries, &bytes);
 	CHECK_EQ(entries, 0);

@@ -212,11 +212,23 @@ uint64_t th_clock_fn(void *ctx); /* a larder_clock_fn */
 
 /* ---- Engine helpers ------------------------------------------------------ */
 
+/*
+ * In-test deadlines of the maintainer's work (th_quiesce, th_check_accounting)
+ * are multiplied by this in sanitizer builds, as ctest's TIMEOUTs are
+ * (larder_scale_timeouts in tests/CMakeLists.txt): TSan and ASan run 5-20x
+ * slower, and a loaded machine multiplies that again. A deadline only turns a
+ * hang into a failure; it never judges speed.
+ */
+#define TH_SLOW ((TH_TSAN || TH_ASAN) ? 4u : 1u)
+
+/* larder__test_quiesce() with its deadline multiplied by TH_SLOW. */
+int th_quiesce(larder *cache, uint64_t timeout_ms);
+
 /* One counter from larder_stats(); fails the test on error. */
 uint64_t th_stat(larder *cache, enum larder_stat stat);
 
 /*
- * Quiesces (failing the test if that takes longer than timeout_ms), walks the
+ * Quiesces (failing the test if that takes longer than timeout_ms x TH_SLOW), walks the
  * index and checks LARDER_STAT_ENTRIES and LARDER_STAT_USED_BYTES against the
  * walk (taken again while a write or removal lands beside it, an expiry or
  * another cache's listener writing, so that both describe one instant), and

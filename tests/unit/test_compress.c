@@ -333,7 +333,7 @@ static void test_compress_conditional_ops(void)
 		 LARDER_OK);
 	check_reads(c, "k", b, sizeof(b));
 	/* The listener heard of a's replacement with a's original bytes. */
-	CHECK(larder__test_quiesce(c, 30000) == 0);
+	CHECK(th_quiesce(c, 30000) == 0);
 	CHECK_EQ(heard.calls, 1);
 	CHECK(heard.ok);
 	/* touch moves a deadline-less entry to a copy with a deadline: still
@@ -414,7 +414,7 @@ static void test_compress_enomem(void)
 	REQUIRE(v);
 	json_fill(v, len, 3);
 	REQUIRE_RC(larder_put(c, "big", 3, v, len, LARDER_TTL_NEVER), LARDER_OK);
-	CHECK(larder__test_quiesce(c, 30000) == 0);
+	CHECK(th_quiesce(c, 30000) == 0);
 
 	struct seen s = { v, len, 0, 0 };
 	int rc = LARDER_OK;
@@ -479,7 +479,7 @@ static void test_compress_iter_enomem(void)
 	REQUIRE(v);
 	json_fill(v, len, 4);
 	REQUIRE_RC(larder_put(c, "big", 3, v, len, LARDER_TTL_NEVER), LARDER_OK);
-	CHECK(larder__test_quiesce(c, 30000) == 0);
+	CHECK(th_quiesce(c, 30000) == 0);
 	int failures = 0, clean = 0;
 	for (long n = 0; n < 16 && !clean; n++) {
 		larder_iter *it;
@@ -991,7 +991,7 @@ static void test_dict_enomem(void)
 	json_fill(v, sizeof(v), 42);
 	REQUIRE_RC(larder_put(c, "zstd", 4, v, sizeof(v), LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_LT(charge_of(c, "zstd", v, sizeof(v)), raw_charge(4, sizeof(v)));
-	REQUIRE_RC(larder__test_quiesce(c, 10000), 0); /* an idle maintainer allocates nothing */
+	REQUIRE_RC(th_quiesce(c, 10000), 0); /* an idle maintainer allocates nothing */
 	struct dctx_fault f = { c, v, sizeof(v) };
 	CHECK_EQ(th_run_threads(1, dctx_fault_thread, &f, sizeof(f)), 0);
 	/* A given dictionary whose preparation finds no memory: open fails cleanly. */

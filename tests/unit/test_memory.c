@@ -374,7 +374,7 @@ static void test_growth_concurrent_reads(void)
 		if (id % 16 == 0) /* overwrite a stable key with its same value */
 			CHECK_RC(put_key(cache, 5000000 + id / 16 % 1000, 24), LARDER_OK);
 	}
-	CHECK_EQ(larder__test_quiesce(cache, 30000), 0);
+	CHECK_EQ(th_quiesce(cache, 30000), 0);
 	atomic_store(&stop, 1);
 	for (int i = 0; i < READERS; i++) {
 		pthread_join(ids[i], NULL);
