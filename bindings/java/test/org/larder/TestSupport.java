@@ -8,8 +8,8 @@ import java.util.function.BooleanSupplier;
 
 /** Helpers shared by the tests: caches of bytes, keys, and waits on conditions. */
 final class TestSupport {
-    /** Generous: the machines that run the suite are loaded. */
-    static final long WAIT_MS = 30_000;
+    /** Generous, as the C and Node tests' waits: the machines that run the suite are loaded. */
+    static final long WAIT_MS = 60_000;
 
     private TestSupport() {
     }
