@@ -151,10 +151,19 @@ static int failed(void *ctx)
 	return th_failures() != 0;
 }
 
-/* Ends the run after its duration, or at the first failure. */
+static int walked_or_failed(void *ctx)
+{
+	(void)ctx;
+	return atomic_load_explicit(&walks, memory_order_relaxed) > 0 || th_failures() != 0;
+}
+
+/* Ends the run after its duration, or at the first failure; not before one
+ * walk has ended beside the writers, however late a loaded machine started
+ * the iterators (60 s more at most; then CHECK_GT(walks, 0) fails). */
 static void *timer(void *arg)
 {
 	(void)th_wait_until(failed, NULL, (uint64_t)(uintptr_t)arg);
+	(void)th_wait_until(walked_or_failed, NULL, 60000);
 	atomic_store_explicit(&stop, 1, memory_order_relaxed);
 	return NULL;
 }
