@@ -186,11 +186,13 @@ static void favour(unsigned round)
 
 static uint64_t pool_stat(enum larder_pool_stat s);
 
-/* SPOOL-S4's work done: written and moved 4 x the budget each. */
+/* SPOOL-S4's work done: written and moved 4 x the budget each, and the
+ * sampler has run (over 100 samples, one of over half the budget). */
 static int enough_work(void)
 {
 	return atomic_load(&put_bytes) > 4 * BUDGET &&
-	       pool_stat(LARDER_POOL_MOVED_BYTES) > 4 * BUDGET;
+	       pool_stat(LARDER_POOL_MOVED_BYTES) > 4 * BUDGET &&
+	       atomic_load(&samples) > 100 && atomic_load(&max_low) > (int64_t)(BUDGET / 2);
 }
 
 static void drive_pool(void)
@@ -198,8 +200,8 @@ static void drive_pool(void)
 	struct th_event tick;
 	th_event_init(&tick);
 	/* On a loaded machine (sanitizers, other tests) the writers may not have
-	 * written enough by `until`: go on, up to 30 s more, so that the run
-	 * always tests what it is for. */
+	 * written enough by `until`, nor the sampler sampled: go on, up to 30 s
+	 * more, so that the run always tests what it is for. */
 	uint64_t until = th_now_ms() + opt.duration_ms, limit = until + 30000;
 	for (unsigned round = 0; th_now_ms() < until || (!enough_work() && th_now_ms() < limit);
 	     round++) {
