@@ -328,8 +328,38 @@ static void test_index_growth(void)
 struct grow_reader {
 	larder *cache;
 	_Atomic int *stop;
-	uint64_t reads, misses, seed;
+	/* Written by the reader only; polled by the main thread (relaxed: a
+	 * count, nothing is published through it). */
+	_Atomic uint64_t reads;
+	uint64_t misses, seed;
 };
+
+#define GROW_READERS 3
+
+/* Whether each of n readers has read since `since`. */
+struct readers_mark {
+	struct grow_reader *r;
+	unsigned n;
+	uint64_t since[GROW_READERS];
+};
+
+static int readers_read(void *arg)
+{
+	struct readers_mark *k = arg;
+	for (unsigned i = 0; i < k->n; i++)
+		if (atomic_load_explicit(&k->r[i].reads, memory_order_relaxed) <= k->since[i])
+			return 0;
+	return 1;
+}
+
+/* Waits (60 s at most) until each of n (<= GROW_READERS) readers has read again. */
+static void wait_readers(struct grow_reader *r, unsigned n)
+{
+	struct readers_mark k = { r, n, {0} };
+	for (unsigned i = 0; i < n; i++)
+		k.since[i] = atomic_load_explicit(&r[i].reads, memory_order_relaxed);
+	CHECK(th_wait_until(readers_read, &k, 60000));
+}
 
 static void *grow_reader_thread(void *arg)
 {
@@ -344,15 +374,17 @@ static void *grow_reader_thread(void *arg)
 		r->misses += (uint64_t)!check_key(r->cache, 5000000 + id, 24);
 		snprintf(key, sizeof(key), "key-%" PRIu64, 5000000 + id);
 		r->misses += larder_contains(r->cache, key, strlen(key)) != LARDER_OK;
-		r->reads += 2;
+		atomic_fetch_add_explicit(&r->reads, 2, memory_order_relaxed); /* a count */
 	}
 	return NULL;
 }
 
-/* Readers never miss a present key while the index grows under them. */
+/* Readers never miss a present key while the index grows under them (each
+ * of them seen reading before the writes that grow it and after them, before
+ * the growth is waited for: however a loaded machine schedules them). */
 static void test_growth_concurrent_reads(void)
 {
-	enum { READERS = 3 };
+	enum { READERS = GROW_READERS };
 	const uint64_t N = TH_TSAN ? 20000 : TH_ASAN ? 60000 : 150000; /* several growths */
 	larder *cache = open_sized(64 * MiB, 16);
 	struct grow_reader r[READERS];
@@ -368,17 +400,19 @@ static void test_growth_concurrent_reads(void)
 		r[i] = (struct grow_reader){cache, &stop, 0, 0, (uint64_t)i + 1};
 		REQUIRE(pthread_create(&ids[i], NULL, grow_reader_thread, &r[i]) == 0);
 	}
+	wait_readers(r, READERS);
 	for (uint64_t id = 0; id < N; id++) {
 		if (!CHECK_RC(put_key(cache, id, 8), LARDER_OK))
 			break;
 		if (id % 16 == 0) /* overwrite a stable key with its same value */
 			CHECK_RC(put_key(cache, 5000000 + id / 16 % 1000, 24), LARDER_OK);
 	}
+	wait_readers(r, READERS);
 	CHECK_EQ(th_quiesce(cache, 30000), 0);
 	atomic_store(&stop, 1);
 	for (int i = 0; i < READERS; i++) {
 		pthread_join(ids[i], NULL);
-		reads += r[i].reads;
+		reads += atomic_load(&r[i].reads);
 		misses += r[i].misses;
 	}
 	printf("  %" PRIu64 " reads during growth, %" PRIu64 " resizes\n", reads,
