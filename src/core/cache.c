@@ -940,11 +940,14 @@ static void write_done(larder *c, struct op *op, uint64_t deadline_ms)
 }
 
 /* charge_limit: LARDER_EVALSIZE when the entry would charge more (UINT64_MAX:
- * none); *charged (when not NULL) gets its charge on success. */
-static int write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
-			const void *expected, size_t expected_len, const void *value,
-			size_t value_len, uint64_t ttl_ms, uint64_t charge_limit,
-			uint64_t *charged)
+ * none); *charged (when not NULL) gets its charge on success. Inlined into
+ * larder_put, where the mode and the limits are constants that fold away
+ * (with the call of eleven arguments, about 40 instructions per put:
+ * docs/bench.md); every other write goes through write_general. */
+static inline __attribute__((always_inline)) int
+write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
+	     const void *expected, size_t expected_len, const void *value, size_t value_len,
+	     uint64_t ttl_ms, uint64_t charge_limit, uint64_t *charged)
 {
 	struct op op;
 	int rc = check_args(c, key, key_len,
@@ -1046,6 +1049,17 @@ fail_packed:
 	return rc;
 }
 
+static __attribute__((noinline)) int write_general(larder *c, enum write_mode mode,
+						   const void *key, size_t key_len,
+						   const void *expected, size_t expected_len,
+						   const void *value, size_t value_len,
+						   uint64_t ttl_ms, uint64_t charge_limit,
+						   uint64_t *charged)
+{
+	return write_common(c, mode, key, key_len, expected, expected_len, value, value_len, ttl_ms,
+			    charge_limit, charged);
+}
+
 int larder_put(larder *c, const void *key, size_t key_len, const void *value, size_t value_len,
 	       uint64_t ttl_ms)
 {
@@ -1056,14 +1070,14 @@ int larder_put(larder *c, const void *key, size_t key_len, const void *value, si
 int larder_put_if_absent(larder *c, const void *key, size_t key_len, const void *value,
 			 size_t value_len, uint64_t ttl_ms)
 {
-	return write_common(c, W_IF_ABSENT, key, key_len, NULL, 0, value, value_len, ttl_ms,
+	return write_general(c, W_IF_ABSENT, key, key_len, NULL, 0, value, value_len, ttl_ms,
 			    UINT64_MAX, NULL);
 }
 
 int larder_replace(larder *c, const void *key, size_t key_len, const void *value,
 		   size_t value_len, uint64_t ttl_ms)
 {
-	return write_common(c, W_REPLACE, key, key_len, NULL, 0, value, value_len, ttl_ms,
+	return write_general(c, W_REPLACE, key, key_len, NULL, 0, value, value_len, ttl_ms,
 			    UINT64_MAX, NULL);
 }
 
@@ -1071,7 +1085,7 @@ int larder_replace_if_equals(larder *c, const void *key, size_t key_len, const v
 			     size_t expected_len, const void *value, size_t value_len,
 			     uint64_t ttl_ms)
 {
-	return write_common(c, W_IF_EQUALS, key, key_len, expected, expected_len, value,
+	return write_general(c, W_IF_EQUALS, key, key_len, expected, expected_len, value,
 			    value_len, ttl_ms, UINT64_MAX, NULL);
 }
 
@@ -1079,7 +1093,7 @@ int larder__put_within(larder *c, const void *key, size_t key_len, const void *v
 		       size_t value_len, uint64_t ttl_ms, uint64_t charge_limit,
 		       uint64_t *charged)
 {
-	return write_common(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms,
+	return write_general(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms,
 			    charge_limit, charged);
 }
 
