@@ -36,7 +36,10 @@ struct larder__slab_cursor {
 struct larder__slab {
 	pthread_mutex_t lock; /* guards every list below; taken once per page, not per slot */
 	struct larder__pagedir dir; /* ids of the slots (mem/pagedir.h); grown under lock */
+	/* Pages with free slots and no owner, per class, oldest listed first: a
+	 * writer takes the page whose frees have had longest to gather. */
 	struct larder__page *avail[LARDER__SIZECLASS_COUNT];
+	struct larder__page *avail_tail[LARDER__SIZECLASS_COUNT];
 	struct larder__page *all;
 	struct larder__page *reserve[LARDER__PAGE_ORDERS];
 	unsigned reserve_count[LARDER__PAGE_ORDERS];
