@@ -325,7 +325,8 @@ static int steal_maint(struct larder__page *pg)
 	return got != 0;
 }
 
-static void *take_owner(struct larder__page *pg)
+/* A free slot of pg and (*id) its id, or NULL. */
+static void *take_owner(struct larder__page *pg, uint32_t *id)
 {
 	uint64_t *bm = owner_free(pg);
 	for (uint32_t w = pg->owner_hint; w < pg->nwords; w++) {
@@ -334,6 +335,7 @@ static void *take_owner(struct larder__page *pg)
 			bm[w] = bits & (bits - 1);
 			pg->owner_hint = w;
 			size_t i = (size_t)w * 64 + (size_t)__builtin_ctzll(bits);
+			*id = pg->id.first_id + (uint32_t)i; /* mem/pagedir.h */
 			return (unsigned char *)pg + pg->slots_offset + i * pg->slot_bytes;
 		}
 	}
@@ -510,7 +512,7 @@ static void page_release(struct larder__slab *s, struct larder__page *pg, int ma
 }
 
 /* A private mapping: its page header (one id, mem/pagedir.h), then the entry. */
-static void *large_alloc(struct larder__slab *s, size_t bytes)
+static void *large_alloc(struct larder__slab *s, size_t bytes, uint32_t *id)
 {
 	size_t len = larder__slab_charge(bytes);
 	struct larder__pageid *pg = larder__pages_map(len, LARDER__OS_PAGE);
@@ -526,6 +528,7 @@ static void *large_alloc(struct larder__slab *s, size_t bytes)
 	}
 	audit_add(&s->mapped_bytes, (int64_t)len);
 	audit_add(&s->large_bytes, (int64_t)len);
+	*id = pg->first_id;
 	return p;
 }
 
@@ -541,15 +544,16 @@ static void large_free(struct larder__slab *s, void *p, size_t bytes)
 	audit_add(&s->large_bytes, -(int64_t)len);
 }
 
-void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes)
+void *larder__slab_alloc_id(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes,
+			    uint32_t *id)
 {
 	if (bytes > LARDER__SLAB_MAX_SLOT)
-		return large_alloc(s, bytes);
+		return large_alloc(s, bytes, id);
 	unsigned k = larder__sizeclass_of(bytes);
 	struct larder__page *pg = c->page[k];
 	if (pg) {
-		void *p = take_owner(pg);
-		if (p || (steal_maint(pg) && (p = take_owner(pg))))
+		void *p = take_owner(pg, id);
+		if (p || (steal_maint(pg) && (p = take_owner(pg, id))))
 			return p;
 		c->page[k] = NULL;
 		page_release(s, pg, 0);
@@ -558,7 +562,13 @@ void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, 
 	if (!pg)
 		return NULL;
 	c->page[k] = pg;
-	return take_owner(pg);
+	return take_owner(pg, id);
+}
+
+void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes)
+{
+	uint32_t id;
+	return larder__slab_alloc_id(s, c, bytes, &id);
 }
 
 void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c, void *p,

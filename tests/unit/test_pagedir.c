@@ -59,8 +59,12 @@ static void test_round_trip_classes(void)
 		void **slots = calloc(n, sizeof(*slots));
 		uint32_t *ids = calloc(n, sizeof(*ids));
 		REQUIRE(slots && ids);
-		for (size_t i = 0; i < n; i++)
-			REQUIRE((slots[i] = larder__slab_alloc(&s, &c, bytes)) != NULL);
+		for (size_t i = 0; i < n; i++) {
+			uint32_t id;
+			REQUIRE((slots[i] = larder__slab_alloc_id(&s, &c, bytes, &id)) != NULL);
+			/* the id the slab hands out is the one its address gives */
+			CHECK_EQ(id, larder__pagedir_id(slots[i], bytes));
+		}
 		check_ids(&s, slots, ids, n, bytes);
 		/* the smallest size of the class maps to the same ids */
 		size_t low = k ? larder__sizeclass_slot(k - 1) + 1 : 1;
@@ -85,9 +89,11 @@ static void test_round_trip_large(void)
 	for (int round = 0; round < 2; round++) {
 		for (size_t i = 0; i < N_LARGE * 3; i++) {
 			size_t bytes = large_sizes[i % N_LARGE];
-			REQUIRE((slots[i] = larder__slab_alloc(&s, NULL, bytes)) != NULL);
+			uint32_t id;
+			REQUIRE((slots[i] = larder__slab_alloc_id(&s, NULL, bytes, &id)) != NULL);
 			memset(slots[i], 0x5a, bytes); /* the whole entry is ours */
 			ids[i] = larder__pagedir_id(slots[i], bytes);
+			CHECK_EQ(id, ids[i]);
 			CHECK(larder__pagedir_slot(&s.dir, ids[i]) == slots[i]);
 		}
 		CHECK_EQ(atomic_load(&s.dir.ids_in_use), N_LARGE * 3);
