@@ -176,7 +176,12 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
 	}
 	case LARDER__EV_REPLACE:
 	case LARDER__EV_RELOCATE: {
-		struct sized sa = sized_of(a), sb = sized_of(b);
+		struct sized sa = sized_of(a), sb = sa;
+		/* An overwrite mostly keeps the sizes: then b's are a's. */
+		if (b->key_len != a->key_len || b->value_len != a->value_len ||
+		    larder__entry_flags(b) != sa.flags)
+			sb = sized_of(b);
+		sb.e = b;
 		enum larder_cause cause = (enum larder_cause)ev->cause;
 		int notify = ev->kind == LARDER__EV_REPLACE;
 		/* The common overwrite: b takes queued a's place (a queued

@@ -97,6 +97,15 @@ static inline struct larder__page *page_of(void *p, size_t bytes)
 	return (struct larder__page *)((uintptr_t)p & ~(uintptr_t)(page - 1));
 }
 
+/* The index of slot p in pg: the page's reciprocal multiply (mem/pagedir.h),
+ * exact for every slot offset, instead of a division. */
+static inline size_t slot_index(const struct larder__page *pg, const void *p)
+{
+	uint32_t off = (uint32_t)((const unsigned char *)p - (const unsigned char *)pg) -
+		       pg->slots_offset;
+	return (size_t)(((uint64_t)off * pg->id.recip) >> 32);
+}
+
 static size_t round64(size_t n)
 {
 	return (n + 63) & ~(size_t)63;
@@ -580,8 +589,7 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 	}
 	struct larder__page *pg = page_of(p, bytes);
 	(void)c; /* the slot came from the page this cursor still owns */
-	size_t i = ((size_t)((unsigned char *)p - (unsigned char *)pg) - pg->slots_offset) /
-		   pg->slot_bytes;
+	size_t i = slot_index(pg, p);
 	owner_free(pg)[i / 64] |= (uint64_t)1 << (i % 64);
 	if (i / 64 < pg->owner_hint)
 		pg->owner_hint = (uint32_t)(i / 64);
@@ -616,7 +624,7 @@ void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes)
 
 /* n slots of pg had their maint_free bits set (SLAB-SL1): the live counts drop,
  * and the page is listed or retired if it has to be. */
-static void page_slots_freed(struct larder__slab *s, struct larder__page *pg, uint32_t n)
+static inline void page_slots_freed(struct larder__slab *s, struct larder__page *pg, uint32_t n)
 {
 	LARDER__ASSERT(atomic_load_explicit(&pg->live, LARDER__RELAXED) >= n); /* ours */
 	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - n;
@@ -657,8 +665,7 @@ static size_t slot_freeing(struct larder__page *pg, void *p)
 		if (to > from)
 			larder__pages_release((void *)from, to - from);
 	}
-	return ((size_t)((unsigned char *)p - (unsigned char *)pg) - pg->slots_offset) /
-	       pg->slot_bytes;
+	return slot_index(pg, p);
 }
 
 void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
