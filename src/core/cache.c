@@ -991,7 +991,8 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		(flags & LARDER__ENTRY_TTL) ? deadline_after(c, &op, ttl_ms) : UINT64_MAX;
 	struct larder__entry *e =
 		entry_build(c, &op, key, key_len, value, value_len, flags, bytes, charge, deadline_ms);
-	larder__scratch_give(packed); /* copied into e, or not needed */
+	if (packed) /* copied into e, or not needed; the test saves a call per raw put */
+		larder__scratch_give(packed);
 	if (!e) {
 		op.handle->credit += (int64_t)charge;
 		return LARDER_ENOMEM;
