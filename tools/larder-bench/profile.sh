@@ -136,7 +136,7 @@ if [[ $mode == put ]]; then
 	groups() { # $1 thread (writer|maintainer), $2.. callgrind files
 		local thread=$1
 		shift
-		for f in "$@"; do callgrind_annotate --inclusive=no --show-percs=no --threshold=100 "$f"; done |
+		for f in "$@"; do callgrind_annotate --inclusive=no --show-percs=no --show=Ir --threshold=100 "$f" 2>/dev/null; done |
 			awk -v thread="$thread" '
 			/^ *[0-9][0-9,]* +[^ ]+:[^ ]/ {
 				ir = $1; gsub(/,/, "", ir)
