@@ -521,7 +521,8 @@ static void page_release(struct larder__slab *s, struct larder__page *pg, int ma
 }
 
 /* A private mapping: its page header (one id, mem/pagedir.h), then the entry. */
-static void *large_alloc(struct larder__slab *s, size_t bytes, uint32_t *id)
+static __attribute__((noinline)) void *large_alloc(struct larder__slab *s, size_t bytes,
+						   uint32_t *id)
 {
 	size_t len = larder__slab_charge(bytes);
 	struct larder__pageid *pg = larder__pages_map(len, LARDER__OS_PAGE);
@@ -553,16 +554,17 @@ static void large_free(struct larder__slab *s, void *p, size_t bytes)
 	audit_add(&s->large_bytes, -(int64_t)len);
 }
 
-void *larder__slab_alloc_id(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes,
-			    uint32_t *id)
+/* larder__slab_alloc_id() when the cursor's page of class k has no free
+ * slot of its own: the maintainer's frees, else another page. Out of line,
+ * so that the common case saves and restores few registers. */
+static __attribute__((noinline)) void *alloc_refill(struct larder__slab *s,
+						    struct larder__slab_cursor *c, unsigned k,
+						    uint32_t *id)
 {
-	if (bytes > LARDER__SLAB_MAX_SLOT)
-		return large_alloc(s, bytes, id);
-	unsigned k = larder__sizeclass_of(bytes);
 	struct larder__page *pg = c->page[k];
 	if (pg) {
-		void *p = take_owner(pg, id);
-		if (p || (steal_maint(pg) && (p = take_owner(pg, id))))
+		void *p;
+		if (steal_maint(pg) && (p = take_owner(pg, id)))
 			return p;
 		c->page[k] = NULL;
 		page_release(s, pg, 0);
@@ -572,6 +574,17 @@ void *larder__slab_alloc_id(struct larder__slab *s, struct larder__slab_cursor *
 		return NULL;
 	c->page[k] = pg;
 	return take_owner(pg, id);
+}
+
+void *larder__slab_alloc_id(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes,
+			    uint32_t *id)
+{
+	if (bytes > LARDER__SLAB_MAX_SLOT)
+		return large_alloc(s, bytes, id);
+	unsigned k = larder__sizeclass_of(bytes);
+	struct larder__page *pg = c->page[k];
+	void *p = pg ? take_owner(pg, id) : NULL;
+	return p ? p : alloc_refill(s, c, k, id);
 }
 
 void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes)
