@@ -39,8 +39,13 @@
 #   so it counts capacity and cold misses, not the lines a writer and the
 #   maintainer pass to each other; `perf stat` reports "not supported" for
 #   every hardware counter on the build machine (a KVM guest without a PMU).
-#   For where the instructions go, open the kept outputs with
-#   callgrind_annotate (the commands are printed at the end).
+#   put also prints where a put goes by part (allocation, copy, index, hash,
+#   event post, wake, policy, free, ...): each function's self cost summed
+#   by the rules in groups() below, per put, 0-op run subtracted. Inlined
+#   code counts in its caller unless the build has debug information (-g,
+#   which does not change gcc's code), when callgrind names its own file.
+#   For more, open the kept outputs with callgrind_annotate (the commands
+#   are printed at the end).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
