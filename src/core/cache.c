@@ -818,9 +818,9 @@ static int spill_room(struct op *op)
 	return LARDER_OK;
 }
 
-/* Room for one write: a free event slot (or spill slot), then `charge`
- * bytes of credit. */
-static int reserve_room(larder *c, struct op *op, size_t charge)
+/* reserve_room() when the ring is full or the credit short: waits, spills,
+ * tops the credit up. */
+static __attribute__((noinline)) int reserve_room_slow(larder *c, struct op *op, size_t charge)
 {
 	struct wait_state ring_wait = { 0, 0 }, memory_wait = { 0, 0 };
 	for (;;) {
@@ -844,6 +844,19 @@ static int reserve_room(larder *c, struct op *op, size_t charge)
 	}
 }
 
+/* Room for one write: a free event slot (or spill slot), then `charge`
+ * bytes of credit. Inline for the common case, a free slot and credit in
+ * hand, which needs no ordering: nothing is waited for. */
+static inline int reserve_room(larder *c, struct op *op, size_t charge)
+{
+	struct larder__handle *h = op->handle;
+	if (__builtin_expect(larder__events_has_room(h) && h->credit >= (int64_t)charge, 1)) {
+		h->credit -= (int64_t)charge; /* CACHE-B2: the credit is the owner's (HANDLE-H1) */
+		return LARDER_OK;
+	}
+	return reserve_room_slow(c, op, charge);
+}
+
 /* ---- Writes ------------------------------------------------------------------ */
 
 enum write_mode { W_PUT, W_IF_ABSENT, W_REPLACE, W_IF_EQUALS };
@@ -859,19 +872,20 @@ static uint64_t deadline_after(larder *c, struct op *op, uint64_t ttl_ms)
 	return deadline_from(op_now(c, op), ttl_ms);
 }
 
-/* Builds an entry in a fresh slot; NULL when out of memory (credit kept). */
-static struct larder__entry *entry_build(larder *c, struct op *op, const void *key, size_t key_len,
-					 const void *value, size_t value_len, unsigned flags,
-					 uint64_t deadline_ms)
+/* Builds an entry of `bytes` (charging `charge`) in a fresh slot; NULL when
+ * out of memory (credit kept). Inlined: the sizes are the caller's. */
+static inline __attribute__((always_inline)) struct larder__entry *
+entry_build(larder *c, struct op *op, const void *key, size_t key_len, const void *value,
+	    size_t value_len, unsigned flags, size_t bytes, size_t charge, uint64_t deadline_ms)
 {
-	size_t bytes = larder__entry_bytes(flags, key_len, value_len);
-	struct larder__entry *e = larder__slab_alloc(&c->slab, &op->handle->cursor, bytes);
+	uint32_t id;
+	struct larder__entry *e = larder__slab_alloc_id(&c->slab, &op->handle->cursor, bytes, &id);
 	if (!e)
 		return NULL;
 	/* Counted from allocation, so a free never precedes its count. */
-	larder__stat_bump(&op->handle->alloc_bytes, larder__slab_charge(bytes));
+	larder__stat_bump(&op->handle->alloc_bytes, charge);
 	e->prev = 0;
-	e->next = larder__pagedir_id(e, bytes); /* ENTRY-E6 */
+	e->next = id; /* ENTRY-E6 */
 	e->value_len = (uint32_t)value_len;
 	e->key_len = (uint16_t)key_len;
 	larder__entry_init_flags(e, flags);
@@ -940,11 +954,14 @@ static void write_done(larder *c, struct op *op, uint64_t deadline_ms)
 }
 
 /* charge_limit: LARDER_EVALSIZE when the entry would charge more (UINT64_MAX:
- * none); *charged (when not NULL) gets its charge on success. */
-static int write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
-			const void *expected, size_t expected_len, const void *value,
-			size_t value_len, uint64_t ttl_ms, uint64_t charge_limit,
-			uint64_t *charged)
+ * none); *charged (when not NULL) gets its charge on success. Inlined into
+ * larder_put, where the mode and the limits are constants that fold away
+ * (with the call of eleven arguments, about 40 instructions per put:
+ * docs/bench.md); every other write goes through write_general. */
+static inline __attribute__((always_inline)) int
+write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
+	     const void *expected, size_t expected_len, const void *value, size_t value_len,
+	     uint64_t ttl_ms, uint64_t charge_limit, uint64_t *charged)
 {
 	struct op op;
 	int rc = check_args(c, key, key_len,
@@ -973,8 +990,9 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 	uint64_t deadline_ms =
 		(flags & LARDER__ENTRY_TTL) ? deadline_after(c, &op, ttl_ms) : UINT64_MAX;
 	struct larder__entry *e =
-		entry_build(c, &op, key, key_len, value, value_len, flags, deadline_ms);
-	larder__scratch_give(packed); /* copied into e, or not needed */
+		entry_build(c, &op, key, key_len, value, value_len, flags, bytes, charge, deadline_ms);
+	if (packed) /* copied into e, or not needed; the test saves a call per raw put */
+		larder__scratch_give(packed);
 	if (!e) {
 		op.handle->credit += (int64_t)charge;
 		return LARDER_ENOMEM;
@@ -1046,6 +1064,17 @@ fail_packed:
 	return rc;
 }
 
+static __attribute__((noinline)) int write_general(larder *c, enum write_mode mode,
+						   const void *key, size_t key_len,
+						   const void *expected, size_t expected_len,
+						   const void *value, size_t value_len,
+						   uint64_t ttl_ms, uint64_t charge_limit,
+						   uint64_t *charged)
+{
+	return write_common(c, mode, key, key_len, expected, expected_len, value, value_len, ttl_ms,
+			    charge_limit, charged);
+}
+
 int larder_put(larder *c, const void *key, size_t key_len, const void *value, size_t value_len,
 	       uint64_t ttl_ms)
 {
@@ -1056,14 +1085,14 @@ int larder_put(larder *c, const void *key, size_t key_len, const void *value, si
 int larder_put_if_absent(larder *c, const void *key, size_t key_len, const void *value,
 			 size_t value_len, uint64_t ttl_ms)
 {
-	return write_common(c, W_IF_ABSENT, key, key_len, NULL, 0, value, value_len, ttl_ms,
+	return write_general(c, W_IF_ABSENT, key, key_len, NULL, 0, value, value_len, ttl_ms,
 			    UINT64_MAX, NULL);
 }
 
 int larder_replace(larder *c, const void *key, size_t key_len, const void *value,
 		   size_t value_len, uint64_t ttl_ms)
 {
-	return write_common(c, W_REPLACE, key, key_len, NULL, 0, value, value_len, ttl_ms,
+	return write_general(c, W_REPLACE, key, key_len, NULL, 0, value, value_len, ttl_ms,
 			    UINT64_MAX, NULL);
 }
 
@@ -1071,7 +1100,7 @@ int larder_replace_if_equals(larder *c, const void *key, size_t key_len, const v
 			     size_t expected_len, const void *value, size_t value_len,
 			     uint64_t ttl_ms)
 {
-	return write_common(c, W_IF_EQUALS, key, key_len, expected, expected_len, value,
+	return write_general(c, W_IF_EQUALS, key, key_len, expected, expected_len, value,
 			    value_len, ttl_ms, UINT64_MAX, NULL);
 }
 
@@ -1079,7 +1108,7 @@ int larder__put_within(larder *c, const void *key, size_t key_len, const void *v
 		       size_t value_len, uint64_t ttl_ms, uint64_t charge_limit,
 		       uint64_t *charged)
 {
-	return write_common(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms,
+	return write_general(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms,
 			    charge_limit, charged);
 }
 
@@ -1209,7 +1238,8 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			struct larder__entry *now_e = find_live_rcu(c, &op, hash, key, key_len);
 			copy = now_e == old
 				       ? entry_build(c, &op, key, key_len, larder__entry_value(old),
-						     old->value_len, copy_flags, deadline_ms)
+						     old->value_len, copy_flags, bytes, charge,
+						     deadline_ms)
 				       : NULL;
 			op_exit(&op);
 			if (!copy) {

@@ -40,25 +40,30 @@ struct sized {
 	size_t bytes, charge;
 };
 
-static struct sized sized_of(struct larder__entry *e)
+static inline __attribute__((always_inline)) struct sized sized_of(struct larder__entry *e)
 {
 	unsigned flags = larder__entry_flags(e);
 	size_t bytes = larder__entry_bytes(flags, e->key_len, e->value_len);
 	return (struct sized){ e, flags, bytes, larder__slab_charge(bytes) };
 }
 
-/* Counts e in the live totals the first time the maintainer meets it. */
-static void account(struct larder__maint *m, const struct sized *s)
+/* Counts e, neither counted nor dead, in the live totals. */
+static inline void account_new(struct larder__maint *m, const struct sized *s)
 {
 	struct larder__entry *e = s->e;
-	if (e->mbits & (LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD))
-		return;
 	e->mbits |= LARDER__MBITS_COUNTED;
 	if (s->flags & LARDER__ENTRY_TTL)
 		larder__maint_wheel_track(m, e);
 	larder__slab_note_live(&m->cache->slab, e, s->bytes);
 	m->live_count++;
 	m->live_bytes += s->charge;
+}
+
+/* Counts e in the live totals the first time the maintainer meets it. */
+static void account(struct larder__maint *m, const struct sized *s)
+{
+	if (!(s->e->mbits & (LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD)))
+		account_new(m, s);
 }
 
 static void admit(struct larder__maint *m, const struct sized *s, uint64_t hash)
@@ -105,21 +110,14 @@ static const enum larder_stat cause_stat[] = {
 	[LARDER_CAUSE_CLEARED] = LARDER_STAT_CLEARED,
 };
 
-/*
- * MAINT-M3: the one way out. notify = 0 for a touch's superseded copy. The entry
- * goes onto *list (the collect list, or a cleared table's: see
- * larder__maint_clear_walk).
- */
-static void retire_sized(struct larder__maint *m, const struct sized *s, enum larder_cause cause,
-			 int notify, struct larder__entry **list, uint64_t *list_bytes)
+/* The end of retire_sized(), for an entry counted and out of the policy's
+ * queues: inlined where the event says that much (apply). */
+static inline void retire_unqueued(struct larder__maint *m, const struct sized *s,
+				   enum larder_cause cause, int notify,
+				   struct larder__entry **list, uint64_t *list_bytes)
 {
 	struct larder *c = m->cache;
 	struct larder__entry *e = s->e;
-	if (e->mbits & LARDER__MBITS_DEAD)
-		return;
-	account(m, s);
-	if (e->mbits & LARDER__MBITS_QUEUED)
-		m->ops->remove(m->policy, e, s->charge);
 	e->mbits = (uint8_t)((e->mbits & ~LARDER__MBITS_QUEUED) | LARDER__MBITS_DEAD);
 	m->live_count--;
 	m->live_bytes -= s->charge;
@@ -133,6 +131,23 @@ static void retire_sized(struct larder__maint *m, const struct sized *s, enum la
 	e->retired_next = *list; /* ENTRY-E5: unlinked from every queue above */
 	*list = e;
 	*list_bytes += s->charge;
+}
+
+/*
+ * MAINT-M3: the one way out. notify = 0 for a touch's superseded copy. The entry
+ * goes onto *list (the collect list, or a cleared table's: see
+ * larder__maint_clear_walk).
+ */
+static void retire_sized(struct larder__maint *m, const struct sized *s, enum larder_cause cause,
+			 int notify, struct larder__entry **list, uint64_t *list_bytes)
+{
+	struct larder__entry *e = s->e;
+	if (e->mbits & LARDER__MBITS_DEAD)
+		return;
+	account(m, s);
+	if (e->mbits & LARDER__MBITS_QUEUED)
+		m->ops->remove(m->policy, e, s->charge);
+	retire_unqueued(m, s, cause, notify, list, list_bytes);
 }
 
 void larder__maint_retire_onto(struct larder__maint *m, struct larder__entry *e,
@@ -161,17 +176,25 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
 	}
 	case LARDER__EV_REPLACE:
 	case LARDER__EV_RELOCATE: {
-		struct sized sa = sized_of(a), sb = sized_of(b);
+		struct sized sa = sized_of(a), sb = sa;
+		/* An overwrite mostly keeps the sizes: then b's are a's. */
+		if (b->key_len != a->key_len || b->value_len != a->value_len ||
+		    larder__entry_flags(b) != sa.flags)
+			sb = sized_of(b);
+		sb.e = b;
+		enum larder_cause cause = (enum larder_cause)ev->cause;
+		int notify = ev->kind == LARDER__EV_REPLACE;
+		/* The common overwrite: b takes queued a's place (a queued
+		 * entry is counted and not dead), and a leaves. */
 		if ((a->mbits & LARDER__MBITS_QUEUED) && !(b->mbits & LARDER__MBITS_DEAD)) {
 			account(m, &sb);
 			m->ops->replace(m->policy, a, b, sa.charge, sb.charge);
-			a->mbits &= (uint8_t)~LARDER__MBITS_QUEUED;
 			b->mbits |= LARDER__MBITS_QUEUED;
+			retire_unqueued(m, &sa, cause, notify, &m->collect, &m->collect_bytes);
 		} else {
 			admit(m, &sb, ev->hash);
+			retire_sized(m, &sa, cause, notify, &m->collect, &m->collect_bytes);
 		}
-		retire_sized(m, &sa, (enum larder_cause)ev->cause, ev->kind == LARDER__EV_REPLACE,
-			     &m->collect, &m->collect_bytes);
 		break;
 	}
 	case LARDER__EV_REMOVE:

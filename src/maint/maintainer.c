@@ -68,7 +68,8 @@
  *       once every event has been applied (quiescent).
  *   MAINT-M2. An entry is freed only after a grace period that began after it was
  *       unlinked, and after every ring was drained following that period.
- *   MAINT-M3. Every entry leaves through retire_sized() (maint/apply.c), exactly once,
+ *   MAINT-M3. Every entry leaves through retire_sized() (maint/apply.c), or for an
+ *       overwrite of a queued entry through its end, retire_unqueued(), exactly once,
  *       with its cause;
  *       the listener sees every cause except RELOCATE's internal copies.
  *   MAINT-M4. Evictions stop once live_bytes + wanted <= capacity, so with writers

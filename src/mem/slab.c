@@ -97,6 +97,15 @@ static inline struct larder__page *page_of(void *p, size_t bytes)
 	return (struct larder__page *)((uintptr_t)p & ~(uintptr_t)(page - 1));
 }
 
+/* The index of slot p in pg: the page's reciprocal multiply (mem/pagedir.h),
+ * exact for every slot offset, instead of a division. */
+static inline size_t slot_index(const struct larder__page *pg, const void *p)
+{
+	uint32_t off = (uint32_t)((const unsigned char *)p - (const unsigned char *)pg) -
+		       pg->slots_offset;
+	return (size_t)(((uint64_t)off * pg->id.recip) >> 32);
+}
+
 static size_t round64(size_t n)
 {
 	return (n + 63) & ~(size_t)63;
@@ -279,12 +288,18 @@ void larder__slab_destroy(struct larder__slab *s)
 static void avail_push_locked(struct larder__slab *s, struct larder__page *pg)
 {
 	LARDER__ASSERT_HELD(&s->lock);
-	struct larder__page **head = &s->avail[pg->size_class];
-	pg->avail_prev = NULL;
-	pg->avail_next = *head;
-	if (*head)
-		(*head)->avail_prev = pg;
-	*head = pg;
+	/* At the tail: a page is listed at its first free, and the maintainer
+	 * goes on freeing into it, so the oldest listed page has the most free
+	 * slots. Taking the newest made a writer of overwrites change pages
+	 * every ~17 puts (two lock round trips and two bitmap scans each). */
+	struct larder__page **tail = &s->avail_tail[pg->size_class];
+	pg->avail_next = NULL;
+	pg->avail_prev = *tail;
+	if (*tail)
+		(*tail)->avail_next = pg;
+	else
+		s->avail[pg->size_class] = pg;
+	*tail = pg;
 }
 
 static void avail_unlink_locked(struct larder__slab *s, struct larder__page *pg)
@@ -300,6 +315,8 @@ static void avail_unlink_locked(struct larder__slab *s, struct larder__page *pg)
 		s->avail[pg->size_class] = pg->avail_next;
 	if (pg->avail_next)
 		pg->avail_next->avail_prev = pg->avail_prev;
+	else
+		s->avail_tail[pg->size_class] = pg->avail_prev;
 }
 
 /* Moves maint_free into owner_free; returns whether anything came. */
@@ -317,7 +334,8 @@ static int steal_maint(struct larder__page *pg)
 	return got != 0;
 }
 
-static void *take_owner(struct larder__page *pg)
+/* A free slot of pg and (*id) its id, or NULL. */
+static void *take_owner(struct larder__page *pg, uint32_t *id)
 {
 	uint64_t *bm = owner_free(pg);
 	for (uint32_t w = pg->owner_hint; w < pg->nwords; w++) {
@@ -326,6 +344,7 @@ static void *take_owner(struct larder__page *pg)
 			bm[w] = bits & (bits - 1);
 			pg->owner_hint = w;
 			size_t i = (size_t)w * 64 + (size_t)__builtin_ctzll(bits);
+			*id = pg->id.first_id + (uint32_t)i; /* mem/pagedir.h */
 			return (unsigned char *)pg + pg->slots_offset + i * pg->slot_bytes;
 		}
 	}
@@ -502,7 +521,8 @@ static void page_release(struct larder__slab *s, struct larder__page *pg, int ma
 }
 
 /* A private mapping: its page header (one id, mem/pagedir.h), then the entry. */
-static void *large_alloc(struct larder__slab *s, size_t bytes)
+static __attribute__((noinline)) void *large_alloc(struct larder__slab *s, size_t bytes,
+						   uint32_t *id)
 {
 	size_t len = larder__slab_charge(bytes);
 	struct larder__pageid *pg = larder__pages_map(len, LARDER__OS_PAGE);
@@ -518,6 +538,7 @@ static void *large_alloc(struct larder__slab *s, size_t bytes)
 	}
 	audit_add(&s->mapped_bytes, (int64_t)len);
 	audit_add(&s->large_bytes, (int64_t)len);
+	*id = pg->first_id;
 	return p;
 }
 
@@ -533,15 +554,17 @@ static void large_free(struct larder__slab *s, void *p, size_t bytes)
 	audit_add(&s->large_bytes, -(int64_t)len);
 }
 
-void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes)
+/* larder__slab_alloc_id() when the cursor's page of class k has no free
+ * slot of its own: the maintainer's frees, else another page. Out of line,
+ * so that the common case saves and restores few registers. */
+static __attribute__((noinline)) void *alloc_refill(struct larder__slab *s,
+						    struct larder__slab_cursor *c, unsigned k,
+						    uint32_t *id)
 {
-	if (bytes > LARDER__SLAB_MAX_SLOT)
-		return large_alloc(s, bytes);
-	unsigned k = larder__sizeclass_of(bytes);
 	struct larder__page *pg = c->page[k];
 	if (pg) {
-		void *p = take_owner(pg);
-		if (p || (steal_maint(pg) && (p = take_owner(pg))))
+		void *p;
+		if (steal_maint(pg) && (p = take_owner(pg, id)))
 			return p;
 		c->page[k] = NULL;
 		page_release(s, pg, 0);
@@ -550,7 +573,24 @@ void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, 
 	if (!pg)
 		return NULL;
 	c->page[k] = pg;
-	return take_owner(pg);
+	return take_owner(pg, id);
+}
+
+void *larder__slab_alloc_id(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes,
+			    uint32_t *id)
+{
+	if (bytes > LARDER__SLAB_MAX_SLOT)
+		return large_alloc(s, bytes, id);
+	unsigned k = larder__sizeclass_of(bytes);
+	struct larder__page *pg = c->page[k];
+	void *p = pg ? take_owner(pg, id) : NULL;
+	return p ? p : alloc_refill(s, c, k, id);
+}
+
+void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes)
+{
+	uint32_t id;
+	return larder__slab_alloc_id(s, c, bytes, &id);
 }
 
 void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c, void *p,
@@ -562,8 +602,7 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 	}
 	struct larder__page *pg = page_of(p, bytes);
 	(void)c; /* the slot came from the page this cursor still owns */
-	size_t i = ((size_t)((unsigned char *)p - (unsigned char *)pg) - pg->slots_offset) /
-		   pg->slot_bytes;
+	size_t i = slot_index(pg, p);
 	owner_free(pg)[i / 64] |= (uint64_t)1 << (i % 64);
 	if (i / 64 < pg->owner_hint)
 		pg->owner_hint = (uint32_t)(i / 64);
@@ -598,7 +637,7 @@ void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes)
 
 /* n slots of pg had their maint_free bits set (SLAB-SL1): the live counts drop,
  * and the page is listed or retired if it has to be. */
-static void page_slots_freed(struct larder__slab *s, struct larder__page *pg, uint32_t n)
+static inline void page_slots_freed(struct larder__slab *s, struct larder__page *pg, uint32_t n)
 {
 	LARDER__ASSERT(atomic_load_explicit(&pg->live, LARDER__RELAXED) >= n); /* ours */
 	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - n;
@@ -639,8 +678,7 @@ static size_t slot_freeing(struct larder__page *pg, void *p)
 		if (to > from)
 			larder__pages_release((void *)from, to - from);
 	}
-	return ((size_t)((unsigned char *)p - (unsigned char *)pg) - pg->slots_offset) /
-	       pg->slot_bytes;
+	return slot_index(pg, p);
 }
 
 void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)

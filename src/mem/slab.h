@@ -36,7 +36,10 @@ struct larder__slab_cursor {
 struct larder__slab {
 	pthread_mutex_t lock; /* guards every list below; taken once per page, not per slot */
 	struct larder__pagedir dir; /* ids of the slots (mem/pagedir.h); grown under lock */
+	/* Pages with free slots and no owner, per class, oldest listed first: a
+	 * writer takes the page whose frees have had longest to gather. */
 	struct larder__page *avail[LARDER__SIZECLASS_COUNT];
+	struct larder__page *avail_tail[LARDER__SIZECLASS_COUNT];
 	struct larder__page *all;
 	struct larder__page *reserve[LARDER__PAGE_ORDERS];
 	unsigned reserve_count[LARDER__PAGE_ORDERS];
@@ -90,6 +93,10 @@ static inline size_t larder__slab_charge(size_t bytes)
 /* Writer: a slot of at least bytes, 8-byte aligned, with an id (mem/pagedir.h).
  * NULL when out of memory or out of ids. */
 void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes);
+/* The same, with the slot's id in *id: what larder__pagedir_id() would
+ * compute, read from the page the slot came from (the writer's put needs both). */
+void *larder__slab_alloc_id(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes,
+			    uint32_t *id);
 /* Writer: gives back a slot this cursor allocated and never published. */
 void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c, void *p,
 			  size_t bytes);

@@ -6,6 +6,7 @@
  *               its slot; large entries (private mappings) likewise;
  *   reuse       freed pages and large entries give their ids back (PAGEDIR-D3), and
  *               a retired run serves a shorter one once the top is used up;
+ *   listing     a writer whose page ran out takes the page listed first;
  *   exhaustion  with the ids used up, allocation fails cleanly (NULL from
  *               the slab), then works again once a page gives its ids back;
  *               through the API, a put then fails with LARDER_ENOMEM and
@@ -59,8 +60,12 @@ static void test_round_trip_classes(void)
 		void **slots = calloc(n, sizeof(*slots));
 		uint32_t *ids = calloc(n, sizeof(*ids));
 		REQUIRE(slots && ids);
-		for (size_t i = 0; i < n; i++)
-			REQUIRE((slots[i] = larder__slab_alloc(&s, &c, bytes)) != NULL);
+		for (size_t i = 0; i < n; i++) {
+			uint32_t id;
+			REQUIRE((slots[i] = larder__slab_alloc_id(&s, &c, bytes, &id)) != NULL);
+			/* the id the slab hands out is the one its address gives */
+			CHECK_EQ(id, larder__pagedir_id(slots[i], bytes));
+		}
 		check_ids(&s, slots, ids, n, bytes);
 		/* the smallest size of the class maps to the same ids */
 		size_t low = k ? larder__sizeclass_slot(k - 1) + 1 : 1;
@@ -85,9 +90,11 @@ static void test_round_trip_large(void)
 	for (int round = 0; round < 2; round++) {
 		for (size_t i = 0; i < N_LARGE * 3; i++) {
 			size_t bytes = large_sizes[i % N_LARGE];
-			REQUIRE((slots[i] = larder__slab_alloc(&s, NULL, bytes)) != NULL);
+			uint32_t id;
+			REQUIRE((slots[i] = larder__slab_alloc_id(&s, NULL, bytes, &id)) != NULL);
 			memset(slots[i], 0x5a, bytes); /* the whole entry is ours */
 			ids[i] = larder__pagedir_id(slots[i], bytes);
+			CHECK_EQ(id, ids[i]);
 			CHECK(larder__pagedir_slot(&s.dir, ids[i]) == slots[i]);
 		}
 		CHECK_EQ(atomic_load(&s.dir.ids_in_use), N_LARGE * 3);
@@ -124,6 +131,44 @@ static void test_reuse(void)
 		if (round > 0) /* the same page count again: no fresh blocks */
 			CHECK_EQ(s.dir.top, top_before);
 	}
+	larder__slab_destroy(&s);
+}
+
+/*
+ * A writer whose page runs out takes the page that was listed first (the
+ * oldest, whose frees have had longest to gather), not the one listed last.
+ */
+static void test_listed_oldest_first(void)
+{
+	struct larder__slab s;
+	struct larder__slab_cursor c;
+	memset(&c, 0, sizeof(c));
+	REQUIRE(larder__slab_init(&s) == 0);
+	/* Two full pages of 96-byte slots (slots come in address order), then
+	 * no owner: neither page has a free slot, so neither is listed. */
+	void *first = larder__slab_alloc(&s, &c, 96), *p, *last_a = first;
+	REQUIRE(first != NULL);
+	size_t n = 1;
+	while (((uintptr_t)(p = larder__slab_alloc(&s, &c, 96)) ^ (uintptr_t)first) <
+	       LARDER__PAGE_MIN) {
+		last_a = p;
+		n++;
+	}
+	void *b = p; /* the second page's first slot */
+	REQUIRE(b != NULL);
+	for (size_t i = 1; i < n; i++)
+		REQUIRE(larder__slab_alloc(&s, &c, 96) != NULL);
+	larder__slab_release_cursor(&s, &c);
+	/* The second page gets a free slot (and is listed) before the first. */
+	larder__slab_note_live(&s, b, 96);
+	larder__slab_free(&s, b, 96);
+	larder__slab_note_live(&s, last_a, 96);
+	larder__slab_free(&s, last_a, 96);
+	struct larder__slab_cursor d;
+	memset(&d, 0, sizeof(d));
+	CHECK(larder__slab_alloc(&s, &d, 96) == b);
+	CHECK(larder__slab_alloc(&s, &d, 96) == last_a);
+	larder__slab_release_cursor(&s, &d);
 	larder__slab_destroy(&s);
 }
 
@@ -266,6 +311,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_round_trip_classes),
 		TH_TEST(test_round_trip_large),
 		TH_TEST(test_reuse),
+		TH_TEST(test_listed_oldest_first),
 		TH_TEST(test_exhaustion),
 		TH_TEST(test_exhaustion_api),
 		TH_TEST(test_growth_while_translating),

@@ -39,8 +39,13 @@
 #   so it counts capacity and cold misses, not the lines a writer and the
 #   maintainer pass to each other; `perf stat` reports "not supported" for
 #   every hardware counter on the build machine (a KVM guest without a PMU).
-#   For where the instructions go, open the kept outputs with
-#   callgrind_annotate (the commands are printed at the end).
+#   put also prints where a put goes by part (allocation, copy, index, hash,
+#   event post, wake, policy, free, ...): each function's self cost summed
+#   by the rules in groups() below, per put, 0-op run subtracted. Inlined
+#   code counts in its caller unless the build has debug information (-g,
+#   which does not change gcc's code), when callgrind names its own file.
+#   For more, open the kept outputs with callgrind_annotate (the commands
+#   are printed at the end).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -127,6 +132,66 @@ if [[ $cachesim == yes ]]; then
 		read -r za zb < <(per_op null $ev)
 		printf '  %-5s main thread %7.3f (null %7.3f)  other threads %7.3f\n' "$ev" "$a" "$za" "$b"
 	done
+fi
+if [[ $mode == put ]]; then
+	# Where a put goes, by part. Each function's self cost (inlined code
+	# counts where it was inlined; with a -g build, callgrind_annotate names
+	# the source file of inlined code, and the rules below use it), summed
+	# by group, 0-op run subtracted, per put. Rules: first match wins.
+	groups() { # $1 thread (writer|maintainer), $2.. callgrind files
+		local thread=$1
+		shift
+		for f in "$@"; do callgrind_annotate --inclusive=no --show-percs=no --show=Ir --threshold=100 "$f" 2>/dev/null; done |
+			awk -v thread="$thread" '
+			/^ *[0-9][0-9,]* +[^ ]+:[^ ]/ {
+				ir = $1; gsub(/,/, "", ir)
+				file = fn = $2; sub(/:[^:]*$/, "", file); sub(/.*:/, "", fn); sub(/[^A-Za-z0-9_][0-9]+$/, "", fn) # a recursion level suffix
+				w = thread == "writer"
+				if (file ~ /tools\/larder-bench\//) g = "harness (loop, keys)"
+				else if (file ~ /xxhash\.h|core\/hash\.h/) g = "hash"
+				else if (file ~ /memmove|memcpy/) g = "copy (entry header, key, value)"
+				else if (fn ~ /^(reserve_room|take_credit|want_bytes)$/) g = "room (byte credit, ring space)"
+				else if (fn ~ /^larder__(maint_wake|maint_wake_writers|futex_)/ || file ~ /futex/) g = "wake"
+				else if (file ~ /maint\/events\.h/) g = w ? "event post" : "event drain, dispatch"
+				else if (file ~ /sync\/reclaim/ || fn ~ /^larder__gp_/) g = w ? "read section" : "grace period"
+				else if (file ~ /src\/index\// || fn ~ /^larder__table_/) g = "index"
+				else if (fn ~ /^(account|larder__slab_note_live)$/) g = "accounting (live totals)"
+				else if (fn ~ /^(larder__slab_free|page_slots_freed|free_list|larder__maint_(free_entries|count_freed))$/) g = "free"
+				else if (file ~ /src\/evict\// || fn ~ /^((s3|lru|fifo|arc|wtlfu)_|larder__(tuner|ghost|sketch)_)/) g = "policy"
+				else if (file ~ /maint\/evict\.c/ || fn ~ /^larder__maint_evict/) g = "eviction"
+				else if (fn ~ /^(retire_sized|larder__maint_retire.*)$/) g = "retire"
+				else if (fn ~ /^(apply|sized_of|drain_events|drain_hits|spill_next|spill_at|larder__maint_drain_all)$/) g = "event drain, dispatch"
+				else if (fn == "entry_build" && file !~ /src\/mem\//) g = "copy (entry header, key, value)"
+				else if (file ~ /src\/mem\// || fn ~ /^(larder__slab|page_|steal_maint|take_owner|pthread_mutex)/) g = w ? "allocation (slab, page ids)" : "free"
+				else if (file ~ /maint\/maintainer\.c/ || fn ~ /^(maint_main|maint_pass|maint_sleep|lazy_sleep|larder__maint_rings_empty)$/) g = "pass loop, sleep"
+				else if (file ~ /core\/(cache|thread|entry)|maint\/handle\.h/ || fn ~ /^(write_common|larder_put)$/) g = "front (checks, thread state, slot update, stats)"
+				else g = "other"
+				sum[g] += ir
+			}
+			END { for (g in sum) printf "%s\t%d\n", g, sum[g] }'
+	}
+	# $1 thread (writer: the main thread's file -01; maintainer: every other
+	# thread's): prints the table of groups, per put.
+	group_table() {
+		local f files_n=() files_0=()
+		for f in "$work/cg.larder.$n"-[0-9]* "$work/cg.larder.0"-[0-9]*; do
+			if [[ $f == *-01 ]]; then [[ $1 == writer ]] || continue; else [[ $1 != writer ]] || continue; fi
+			if [[ $f == "$work/cg.larder.0-"* ]]; then files_0+=("$f"); else files_n+=("$f"); fi
+		done
+		join -t $'\t' -a 1 -a 2 -e 0 -o 0,1.2,2.2 <(groups "$1" "${files_n[@]}" | sort) \
+			<(groups "$1" "${files_0[@]}" | sort) |
+			awk -F'\t' -v n="$n" '{ printf "%.2f\t%s\n", ($2 - $3) / n, $1 }' | sort -rn |
+			awk -F'\t' '$1 != "0.00" && $1 != "-0.00" { printf "  %-50s %8.2f\n", $2, $1 } { t += $1 } END { printf "  %-50s %8.2f\n", "total", t }'
+	}
+	if command -v callgrind_annotate >/dev/null; then
+		echo
+		echo "where a put goes, Ir per put by part (self cost of each function as compiled; a -g build"
+		echo "attributes inlined code to its own source file, without -g it counts in its caller):"
+		echo " writer (the harness's share is the null engine's loop):"
+		group_table writer
+		echo " maintainer:"
+		group_table maintainer
+	fi
 fi
 echo "where larder's instructions go: callgrind_annotate --inclusive=yes $work/cg.larder.$n-01 | head -40"
 [[ $mode == put ]] &&
