@@ -56,11 +56,11 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_iterOpen(JNIEnv *env, jclass cls,
 {
 	(void)env;
 	(void)cls;
-	int rc = LARDER_OK;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
-		return rc;
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return s.rc;
+	struct lj_cache *c = s.c;
+	int rc;
 	struct lj_iter *i = calloc(1, sizeof *i);
 	if (!i) {
 		rc = LARDER_ENOMEM;
@@ -74,7 +74,7 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_iterOpen(JNIEnv *env, jclass cls,
 		c->iters = i;
 		pthread_mutex_unlock(&c->iters_lock);
 	}
-	lj_guard_exit(outer);
+	lj_exit(&s);
 	return rc == LARDER_OK ? (jlong)(uintptr_t)i : (jlong)rc;
 }
 
@@ -121,15 +121,13 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_iterNext(JNIEnv *env, jclass cls, 
 						       jobjectArray out)
 {
 	(void)cls;
-	int rc = LARDER_OK;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
-		return rc;
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return s.rc;
 	struct lj_iter *i = (struct lj_iter *)(uintptr_t)iter;
 	struct next_call n = { env, out, values };
-	rc = larder_iter_next(i->it, next_callback, &n);
-	lj_guard_exit(outer);
+	int rc = larder_iter_next(i->it, next_callback, &n);
+	lj_exit(&s);
 	return rc;
 }
 
@@ -139,16 +137,14 @@ JNIEXPORT void JNICALL Java_org_larder_Native_iterClose(JNIEnv *env, jclass cls,
 {
 	(void)env;
 	(void)cls;
-	int rc = LARDER_OK;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
 		return;
 	struct lj_iter *i = (struct lj_iter *)(uintptr_t)iter;
-	pthread_mutex_lock(&c->iters_lock);
-	unlink_iter(c, i);
-	pthread_mutex_unlock(&c->iters_lock);
+	pthread_mutex_lock(&s.c->iters_lock);
+	unlink_iter(s.c, i);
+	pthread_mutex_unlock(&s.c->iters_lock);
 	larder_iter_close(i->it);
 	free(i);
-	lj_guard_exit(outer);
+	lj_exit(&s);
 }
