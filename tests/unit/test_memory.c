@@ -35,7 +35,7 @@
  *   TMEMORY-M12. the default policy's tuner stays small when the cache holds far
  *       more entries than it was opened for (evict/tuner.c TUNER-T3): RSS grows
  *       by little more than the cache's pages and index.
- *   TMEMORY-M13. slab pages carved from huge-page chunks (mem/pages.c) are each
+ *   TMEMORY-M14. slab pages carved from huge-page chunks (mem/pages.c) are each
  *       aligned to their size, zero-filled, disjoint, in an area advised
  *       MADV_HUGEPAGE, and counted exactly: mapped bytes rise by the pages handed
  *       out and fall back when they are unmapped, with sizes mixed so that
@@ -1276,7 +1276,7 @@ static void test_pages_adjacent(void)
 	CHECK_EQ(larder__test_mapped_bytes(), mapped0);
 }
 
-/* ---- Slab pages from huge-page chunks (TMEMORY-M13) ------------------------------------ */
+/* ---- Slab pages from huge-page chunks (TMEMORY-M14) ------------------------------------ */
 
 /* 1 if the kernel area holding p is advised MADV_HUGEPAGE ("hg" in VmFlags),
  * 0 if not, -1 if smaps cannot tell. */
