@@ -84,14 +84,6 @@ struct next_call {
 	jboolean values;
 };
 
-static jbyteArray copy_out(JNIEnv *env, const void *bytes, size_t len)
-{
-	jbyteArray a = (*env)->NewByteArray(env, (jsize)len);
-	if (a && len)
-		(*env)->SetByteArrayRegion(env, a, 0, (jsize)len, bytes);
-	return a;
-}
-
 /* Copies the entry into fresh arrays: out[0] = key, out[1] = value (when
  * asked for); on an allocation failure the OutOfMemoryError stays pending. */
 static void next_callback(void *ctx, const void *key, size_t key_len, const void *value,
@@ -101,13 +93,13 @@ static void next_callback(void *ctx, const void *key, size_t key_len, const void
 	(void)entry_bytes;
 	struct next_call *n = ctx;
 	JNIEnv *env = n->env;
-	jbyteArray k = copy_out(env, key, key_len);
+	jbyteArray k = lj_new_bytes(env, key, key_len);
 	if (!k)
 		return;
 	(*env)->SetObjectArrayElement(env, n->out, 0, k);
 	(*env)->DeleteLocalRef(env, k);
 	if (n->values) {
-		jbyteArray v = copy_out(env, value, value_len);
+		jbyteArray v = lj_new_bytes(env, value, value_len);
 		if (!v)
 			return;
 		(*env)->SetObjectArrayElement(env, n->out, 1, v);

@@ -94,6 +94,10 @@ LJ_HIDDEN jint lj_listener_init(JNIEnv *env);
  * that (g, gen) names. */
 LJ_HIDDEN int lj_listener_running_on(const struct lj_guard *g, uint64_t gen);
 
+/* A new Java byte[] holding a copy of len bytes; NULL with an
+ * OutOfMemoryError pending (jni_listener.c). */
+LJ_HIDDEN jbyteArray lj_new_bytes(JNIEnv *env, const void *bytes, size_t len);
+
 /* A String[] of count names from name(i); NULL with an exception pending
  * (jni_cache.c). */
 LJ_HIDDEN jobjectArray lj_names(JNIEnv *env, int count, const char *(*name)(int));
