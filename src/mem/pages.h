@@ -16,6 +16,9 @@
 /* Maps bytes (a multiple of 4096) aligned to align (a power of two >= 4096),
  * zero-filled. NULL when the kernel refuses or a fault is injected. */
 void *larder__pages_map(size_t bytes, size_t align);
+/* The same for a slab page (a power of two from 64 KiB to 2 MiB, aligned to
+ * its size), carved from a chunk in transparent huge pages (pages.c). */
+void *larder__pages_map_slab(size_t bytes);
 void larder__pages_unmap(void *p, size_t bytes);
 /* Gives the memory of whole OS pages inside a mapping back to the kernel;
  * they stay mapped and read as zero bytes when touched again. */

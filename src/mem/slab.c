@@ -377,7 +377,7 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 		audit_add(&s->reserve_bytes, -(int64_t)bytes);
 	} else {
 		pthread_mutex_unlock(&s->lock);
-		pg = larder__pages_map(bytes, bytes);
+		pg = larder__pages_map_slab(bytes);
 		if (!pg)
 			return NULL;
 		audit_add(&s->mapped_bytes, (int64_t)bytes);

@@ -35,6 +35,12 @@
  *   TMEMORY-M12. the default policy's tuner stays small when the cache holds far
  *       more entries than it was opened for (evict/tuner.c TUNER-T3): RSS grows
  *       by little more than the cache's pages and index.
+ *   TMEMORY-M14. slab pages carved from huge-page chunks (mem/pages.c) are each
+ *       aligned to their size, zero-filled, disjoint, in an area advised
+ *       MADV_HUGEPAGE, and counted exactly: mapped bytes rise by the pages handed
+ *       out and fall back when they are unmapped, with sizes mixed so that
+ *       pages are skipped for alignment and chunks run out; the same with the
+ *       chunks switched off (LARDER_SLAB_HUGEPAGE=0).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -1304,6 +1310,75 @@ static void test_pages_adjacent(void)
 	CHECK_EQ(larder__test_mapped_bytes(), mapped0);
 }
 
+/* ---- Slab pages from huge-page chunks (TMEMORY-M14) ------------------------------------ */
+
+/* 1 if the kernel area holding p is advised MADV_HUGEPAGE ("hg" in VmFlags),
+ * 0 if not, -1 if smaps cannot tell. */
+static int advised_huge(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	int in = 0, found = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+		else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+			found = strstr(line, " hg") != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+static void check_carved_pages(int chunks)
+{
+	enum { PAGES = 300 };
+	static const size_t sizes[] = { 64 * KiB, 64 * KiB, 128 * KiB, 64 * KiB, 1024 * KiB,
+					256 * KiB, 2048 * KiB, 64 * KiB, 512 * KiB };
+	static unsigned char *page[PAGES];
+	static size_t len[PAGES];
+	uint64_t mapped0 = larder__test_mapped_bytes(), handed = 0;
+
+	for (unsigned i = 0; i < PAGES; i++) {
+		len[i] = sizes[(i * 7u) % (sizeof(sizes) / sizeof(sizes[0]))];
+		page[i] = larder__pages_map_slab(len[i]);
+		REQUIRE(page[i] != NULL);
+		handed += len[i];
+		CHECK_EQ((uintptr_t)page[i] % len[i], 0);
+		CHECK_EQ(page[i][0] | page[i][len[i] / 2] | page[i][len[i] - 1], 0);
+		memset(page[i], 0xa5, len[i]); /* a later page overlapping it would not read 0 */
+	}
+	CHECK_EQ(larder__test_mapped_bytes() - mapped0, handed);
+	for (unsigned i = 0; i < PAGES; i++)
+		for (unsigned j = i + 1; j < PAGES; j++)
+			CHECK(page[i] + len[i] <= page[j] || page[j] + len[j] <= page[i]);
+	int hg = advised_huge(page[0]);
+	if (chunks && access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0)
+		CHECK_EQ(hg, 1);
+	if (!chunks)
+		CHECK(hg != 1 || len[0] == 2048 * KiB);
+	for (unsigned i = 0; i < PAGES; i++)
+		larder__pages_unmap(page[i], len[i]);
+	CHECK_EQ(larder__test_mapped_bytes(), mapped0);
+}
+
+static void test_slab_pages_carved(void)
+{
+	check_carved_pages(1);
+	/* Fault injection reaches the carved path: the next mapping fails. */
+	larder__test_fail_mmap_after(0);
+	CHECK(larder__pages_map_slab(64 * KiB) == NULL);
+	larder__test_fail_mmap_after(-1);
+	REQUIRE(setenv("LARDER_SLAB_HUGEPAGE", "0", 1) == 0);
+	check_carved_pages(0);
+	REQUIRE(unsetenv("LARDER_SLAB_HUGEPAGE") == 0);
+}
+
 /* ---- The tuner's memory (TMEMORY-M12) ------------------------------------------------ */
 
 /* 10^6 entries in a cache opened for 4,096: the tuner samples 1 key in 4,
@@ -1433,6 +1508,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_clear_walk_no_order),
 		TH_TEST(test_close_mid_clear_walk),
 		TH_TEST(test_pages_adjacent),
+		TH_TEST(test_slab_pages_carved),
 		TH_TEST(test_tuner_memory_bounded),
 		TH_TEST(test_big_slots_released),
 	};

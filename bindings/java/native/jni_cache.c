@@ -252,16 +252,14 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_close(JNIEnv *env, jclass cls, jlo
 static inline jlong get_common(jlong guard, jlong gen, const void *key, jint key_len, jlong buf,
 			       jint buf_len)
 {
-	int rc = LARDER_OK;
 	if (key_len < 0 || buf_len < 0) /* Java's bug; never a size_t wrap */
 		return LJ_GET_ERR_BASE + LARDER_EINVAL;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
-		return LJ_GET_ERR_BASE + rc;
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return LJ_GET_ERR_BASE + s.rc;
 	size_t len;
-	rc = larder_get(c->cache, key, (size_t)key_len, ptr(buf), (size_t)buf_len, &len);
-	lj_guard_exit(outer);
+	int rc = larder_get(s.c->cache, key, (size_t)key_len, ptr(buf), (size_t)buf_len, &len);
+	lj_exit(&s);
 	if (__builtin_expect(rc == LARDER_OK, 1))
 		return (jlong)len;
 	if (rc == LARDER_MISS)
@@ -326,14 +324,12 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_getDirect(JNIEnv *env, jclass cls,
 							jobject view)
 {
 	(void)cls;
-	int rc = LARDER_OK;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
-		return rc;
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return s.rc;
 	struct view_call vc = { env, view };
-	rc = larder_get_with(c->cache, ptr(key), (size_t)key_len, view_callback, &vc);
-	lj_guard_exit(outer);
+	int rc = larder_get_with(s.c->cache, ptr(key), (size_t)key_len, view_callback, &vc);
+	lj_exit(&s);
 	return rc;
 }
 
@@ -374,13 +370,11 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_getBatch(JNIEnv *env, jclass cls, 
 {
 	(void)env;
 	(void)cls;
-	int rc = LARDER_OK;
 	if (count < 0 || values < 0 || values_cap < 0)
 		return LARDER_EINVAL;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
-		return rc;
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return s.rc;
 	unsigned char *b = ptr(base);
 	const jint *keys = (const jint *)(b + key_table);
 	struct batch_call call = {
@@ -403,10 +397,10 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_getBatch(JNIEnv *env, jclass cls, 
 			lens[i] = (size_t)keys[2 * (first + i) + 1];
 		}
 		call.first = (size_t)first;
-		long got = larder_get_batch(c->cache, (size_t)n, ptrs, lens, batch_callback, &call);
+		long got = larder_get_batch(s.c->cache, (size_t)n, ptrs, lens, batch_callback, &call);
 		found = got < 0 ? got : found + got;
 	}
-	lj_guard_exit(outer);
+	lj_exit(&s);
 	return (jint)found;
 }
 
@@ -415,13 +409,11 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_contains(JNIEnv *env, jclass cls, 
 {
 	(void)env;
 	(void)cls;
-	int rc = LARDER_OK;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
-		return rc;
-	rc = larder_contains(c->cache, ptr(key), (size_t)key_len);
-	lj_guard_exit(outer);
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return s.rc;
+	int rc = larder_contains(s.c->cache, ptr(key), (size_t)key_len);
+	lj_exit(&s);
 	return rc;
 }
 
@@ -433,14 +425,12 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_ttlRemaining(JNIEnv *env, jclass 
 {
 	(void)env;
 	(void)cls;
-	int rc = LARDER_OK;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
-		return LJ_GET_ERR_BASE + rc;
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return LJ_GET_ERR_BASE + s.rc;
 	uint64_t ms;
-	rc = larder_ttl_remaining(c->cache, ptr(key), (size_t)key_len, &ms);
-	lj_guard_exit(outer);
+	int rc = larder_ttl_remaining(s.c->cache, ptr(key), (size_t)key_len, &ms);
+	lj_exit(&s);
 	if (rc == LARDER_OK)
 		return ms >= (uint64_t)INT64_MAX ? (jlong)INT64_MAX : (jlong)ms;
 	return rc == LARDER_MISS ? LJ_GET_MISS : LJ_GET_ERR_BASE + rc;
@@ -453,14 +443,13 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_write(JNIEnv *env, jclass cls, jlo
 {
 	(void)env;
 	(void)cls;
-	int rc = LARDER_OK;
 	if (key_len < 0 || value_len < 0 || expected_len < 0)
 		return LARDER_EINVAL;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
-		return rc;
-	larder *l = c->cache;
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return s.rc;
+	larder *l = s.c->cache;
+	int rc;
 	const void *k = ptr(key), *v = ptr(value), *e = ptr(expected);
 	size_t kl = (size_t)key_len, vl = (size_t)value_len, el = (size_t)expected_len;
 	uint64_t t = (uint64_t)ttl;
@@ -490,7 +479,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_write(JNIEnv *env, jclass cls, jlo
 		rc = LARDER_EINVAL;
 		break;
 	}
-	lj_guard_exit(outer);
+	lj_exit(&s);
 	return rc;
 }
 
@@ -499,13 +488,11 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_clear(JNIEnv *env, jclass cls, jlo
 {
 	(void)env;
 	(void)cls;
-	int rc = LARDER_OK;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
-		return rc;
-	rc = larder_clear(c->cache);
-	lj_guard_exit(outer);
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return s.rc;
+	int rc = larder_clear(s.c->cache);
+	lj_exit(&s);
 	return rc;
 }
 
@@ -514,13 +501,11 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_setCapacity(JNIEnv *env, jclass cl
 {
 	(void)env;
 	(void)cls;
-	int rc = LARDER_OK;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
-		return rc;
-	rc = larder_set_capacity(c->cache, (uint64_t)bytes);
-	lj_guard_exit(outer);
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return s.rc;
+	int rc = larder_set_capacity(s.c->cache, (uint64_t)bytes);
+	lj_exit(&s);
 	return rc;
 }
 
@@ -530,20 +515,14 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_stats(JNIEnv *env, jclass cls, jlo
 {
 	(void)cls;
 	uint64_t v[LARDER_STAT_COUNT + 1];
-	int rc = LARDER_OK;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
-		return rc;
-	rc = larder_stats(c->cache, v, LARDER_STAT_COUNT);
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return s.rc;
+	int rc = larder_stats(s.c->cache, v, LARDER_STAT_COUNT);
 	/* Relaxed: a count. */
-	v[LARDER_STAT_COUNT] = atomic_load_explicit(&c->listener_failures, memory_order_relaxed);
-	lj_guard_exit(outer);
-	jsize n = (*env)->GetArrayLength(env, out);
-	if (rc == LARDER_OK)
-		(*env)->SetLongArrayRegion(env, out, 0, n < LARDER_STAT_COUNT + 1 ? n : LARDER_STAT_COUNT + 1,
-					   (const jlong *)v);
-	return rc;
+	v[LARDER_STAT_COUNT] = atomic_load_explicit(&s.c->listener_failures, memory_order_relaxed);
+	lj_exit(&s);
+	return lj_put_longs(env, out, v, LARDER_STAT_COUNT + 1, rc);
 }
 
 /* Fills out with every size class's figures, one class after another. */
@@ -555,19 +534,18 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_classStats(JNIEnv *env, jclass cls
 	jsize n = (*env)->GetArrayLength(env, out);
 	if ((size_t)n < classes * LARDER_CLASS_STAT_COUNT)
 		return LARDER_EINVAL;
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return s.rc;
 	int rc = LARDER_OK;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
-		return rc;
 	for (size_t i = 0; i < classes && rc == LARDER_OK; i++) {
 		uint64_t v[LARDER_CLASS_STAT_COUNT];
-		rc = larder_stats_size_class(c->cache, i, v, LARDER_CLASS_STAT_COUNT);
+		rc = larder_stats_size_class(s.c->cache, i, v, LARDER_CLASS_STAT_COUNT);
 		if (rc == LARDER_OK)
 			(*env)->SetLongArrayRegion(env, out, (jsize)(i * LARDER_CLASS_STAT_COUNT),
 						   LARDER_CLASS_STAT_COUNT, (const jlong *)v);
 	}
-	lj_guard_exit(outer);
+	lj_exit(&s);
 	return rc;
 }
 
@@ -576,6 +554,14 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_classCount(JNIEnv *env, jclass cls
 	(void)env;
 	(void)cls;
 	return (jint)larder_size_class_count();
+}
+
+int lj_put_longs(JNIEnv *env, jlongArray out, const uint64_t *v, jsize count, int rc)
+{
+	jsize n = (*env)->GetArrayLength(env, out);
+	if (rc == LARDER_OK)
+		(*env)->SetLongArrayRegion(env, out, 0, n < count ? n : count, (const jlong *)v);
+	return rc;
 }
 
 /* A String[] of names from a name function; NULL with an exception pending. */
@@ -631,14 +617,13 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_poolCacheStats(JNIEnv *env, jclass
 {
 	(void)cls;
 	double v[LARDER_POOL_CACHE_STAT_COUNT];
-	int rc = LARDER_OK;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
-		return rc;
-	rc = c->pool ? larder_pool_cache_stats(c->pool, c->cache, v, LARDER_POOL_CACHE_STAT_COUNT)
-		     : LARDER_EINVAL;
-	lj_guard_exit(outer);
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return s.rc;
+	int rc = s.c->pool ? larder_pool_cache_stats(s.c->pool, s.c->cache, v,
+						     LARDER_POOL_CACHE_STAT_COUNT)
+			   : LARDER_EINVAL;
+	lj_exit(&s);
 	jsize n = (*env)->GetArrayLength(env, out);
 	if (rc == LARDER_OK)
 		(*env)->SetDoubleArrayRegion(env, out, 0,

@@ -56,11 +56,11 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_iterOpen(JNIEnv *env, jclass cls,
 {
 	(void)env;
 	(void)cls;
-	int rc = LARDER_OK;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
-		return rc;
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return s.rc;
+	struct lj_cache *c = s.c;
+	int rc;
 	struct lj_iter *i = calloc(1, sizeof *i);
 	if (!i) {
 		rc = LARDER_ENOMEM;
@@ -74,7 +74,7 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_iterOpen(JNIEnv *env, jclass cls,
 		c->iters = i;
 		pthread_mutex_unlock(&c->iters_lock);
 	}
-	lj_guard_exit(outer);
+	lj_exit(&s);
 	return rc == LARDER_OK ? (jlong)(uintptr_t)i : (jlong)rc;
 }
 
@@ -83,14 +83,6 @@ struct next_call {
 	jobjectArray out;
 	jboolean values;
 };
-
-static jbyteArray copy_out(JNIEnv *env, const void *bytes, size_t len)
-{
-	jbyteArray a = (*env)->NewByteArray(env, (jsize)len);
-	if (a && len)
-		(*env)->SetByteArrayRegion(env, a, 0, (jsize)len, bytes);
-	return a;
-}
 
 /* Copies the entry into fresh arrays: out[0] = key, out[1] = value (when
  * asked for); on an allocation failure the OutOfMemoryError stays pending. */
@@ -101,13 +93,13 @@ static void next_callback(void *ctx, const void *key, size_t key_len, const void
 	(void)entry_bytes;
 	struct next_call *n = ctx;
 	JNIEnv *env = n->env;
-	jbyteArray k = copy_out(env, key, key_len);
+	jbyteArray k = lj_new_bytes(env, key, key_len);
 	if (!k)
 		return;
 	(*env)->SetObjectArrayElement(env, n->out, 0, k);
 	(*env)->DeleteLocalRef(env, k);
 	if (n->values) {
-		jbyteArray v = copy_out(env, value, value_len);
+		jbyteArray v = lj_new_bytes(env, value, value_len);
 		if (!v)
 			return;
 		(*env)->SetObjectArrayElement(env, n->out, 1, v);
@@ -121,15 +113,13 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_iterNext(JNIEnv *env, jclass cls, 
 						       jobjectArray out)
 {
 	(void)cls;
-	int rc = LARDER_OK;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
-		return rc;
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return s.rc;
 	struct lj_iter *i = (struct lj_iter *)(uintptr_t)iter;
 	struct next_call n = { env, out, values };
-	rc = larder_iter_next(i->it, next_callback, &n);
-	lj_guard_exit(outer);
+	int rc = larder_iter_next(i->it, next_callback, &n);
+	lj_exit(&s);
 	return rc;
 }
 
@@ -139,16 +129,14 @@ JNIEXPORT void JNICALL Java_org_larder_Native_iterClose(JNIEnv *env, jclass cls,
 {
 	(void)env;
 	(void)cls;
-	int rc = LARDER_OK;
-	uint64_t outer;
-	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
-	if (!c)
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
 		return;
 	struct lj_iter *i = (struct lj_iter *)(uintptr_t)iter;
-	pthread_mutex_lock(&c->iters_lock);
-	unlink_iter(c, i);
-	pthread_mutex_unlock(&c->iters_lock);
+	pthread_mutex_lock(&s.c->iters_lock);
+	unlink_iter(s.c, i);
+	pthread_mutex_unlock(&s.c->iters_lock);
 	larder_iter_close(i->it);
 	free(i);
-	lj_guard_exit(outer);
+	lj_exit(&s);
 }

@@ -69,7 +69,7 @@ static JNIEnv *attached_env(void)
 	return env;
 }
 
-static jbyteArray copy_bytes(JNIEnv *env, const void *bytes, size_t len)
+jbyteArray lj_new_bytes(JNIEnv *env, const void *bytes, size_t len)
 {
 	jbyteArray a = (*env)->NewByteArray(env, (jsize)len);
 	if (a && len)
@@ -84,8 +84,8 @@ void lj_on_removal(void *ctx, const void *key, size_t key_len, const void *value
 	JNIEnv *env = attached_env();
 	int failed = 1;
 	if (env && (*env)->PushLocalFrame(env, 4) == JNI_OK) {
-		jbyteArray k = copy_bytes(env, key, key_len);
-		jbyteArray v = k ? copy_bytes(env, value, value_len) : NULL;
+		jbyteArray k = lj_new_bytes(env, key, key_len);
+		jbyteArray v = k ? lj_new_bytes(env, value, value_len) : NULL;
 		if (v) {
 			running = c;
 			(*env)->CallVoidMethod(env, c->listener, dispatch_removal, k, v, (jint)cause);

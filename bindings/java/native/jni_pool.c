@@ -51,12 +51,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_poolStats(JNIEnv *env, jclass cls,
 	(void)cls;
 	uint64_t v[LARDER_POOL_STAT_COUNT];
 	int rc = larder_pool_stats((larder_pool *)(uintptr_t)pool, v, LARDER_POOL_STAT_COUNT);
-	jsize n = (*env)->GetArrayLength(env, out);
-	if (rc == LARDER_OK)
-		(*env)->SetLongArrayRegion(env, out, 0,
-					   n < LARDER_POOL_STAT_COUNT ? n : LARDER_POOL_STAT_COUNT,
-					   (const jlong *)v);
-	return rc;
+	return lj_put_longs(env, out, v, LARDER_POOL_STAT_COUNT, rc);
 }
 
 static const char *pool_stat_name(int i)

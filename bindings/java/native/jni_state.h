@@ -19,6 +19,7 @@
 #include <larder.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "guard.h"
@@ -52,17 +53,37 @@ struct lj_cache {
 
 extern JavaVM *lj_vm LJ_HIDDEN;
 
-/* Enters a section on (guard, gen): the cache's state, or NULL with *rc set
- * (LJ_RC_CLOSED, or LARDER_ENOMEM when the thread's slot cannot be made). */
-static inline struct lj_cache *lj_enter(jlong guard, jlong gen, uint64_t *outer, int *rc)
+/* A native method's section on its cache (guard.h), for JNI-J1. */
+struct lj_section {
+	struct lj_cache *c; /* the cache's state, valid until lj_exit() */
+	uint64_t outer;     /* for lj_guard_exit() */
+	int rc;             /* why entering failed: LJ_RC_CLOSED or LARDER_ENOMEM */
+};
+
+/* Enters a section on (guard, gen): true with s->c set (leave it with
+ * lj_exit), or false with s->rc set and nothing held. Inline: on the get
+ * path it costs no call of its own. */
+static inline bool lj_enter(struct lj_section *s, jlong guard, jlong gen)
 {
 	void *payload;
-	int s = lj_guard_enter((struct lj_guard *)(uintptr_t)guard, (uint64_t)gen, &payload, outer);
-	if (__builtin_expect(s == LJ_OK, 1))
-		return payload;
-	*rc = s == LJ_CLOSED ? LJ_RC_CLOSED : LARDER_ENOMEM;
-	return NULL;
+	int r = lj_guard_enter((struct lj_guard *)(uintptr_t)guard, (uint64_t)gen, &payload,
+			       &s->outer);
+	if (__builtin_expect(r == LJ_OK, 1)) {
+		s->c = payload;
+		return true;
+	}
+	s->rc = r == LJ_CLOSED ? LJ_RC_CLOSED : LARDER_ENOMEM;
+	return false;
 }
+
+static inline void lj_exit(const struct lj_section *s)
+{
+	lj_guard_exit(s->outer);
+}
+
+/* Copies count figures into the Java array out (as many as it holds), when
+ * rc is LARDER_OK; returns rc. For the stats calls. */
+LJ_HIDDEN int lj_put_longs(JNIEnv *env, jlongArray out, const uint64_t *v, jsize count, int rc);
 
 /* The removal listener the engine calls on the maintainer (jni_listener.c). */
 LJ_HIDDEN void lj_on_removal(void *ctx, const void *key, size_t key_len, const void *value,
@@ -72,6 +93,10 @@ LJ_HIDDEN jint lj_listener_init(JNIEnv *env);
 /* True when the calling thread is inside the removal listener of the cache
  * that (g, gen) names. */
 LJ_HIDDEN int lj_listener_running_on(const struct lj_guard *g, uint64_t gen);
+
+/* A new Java byte[] holding a copy of len bytes; NULL with an
+ * OutOfMemoryError pending (jni_listener.c). */
+LJ_HIDDEN jbyteArray lj_new_bytes(JNIEnv *env, const void *bytes, size_t len);
 
 /* A String[] of count names from name(i); NULL with an exception pending
  * (jni_cache.c). */
