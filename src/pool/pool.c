@@ -108,7 +108,9 @@
 #define MAX_STEPS 16u          /* steps per pass: up to 1/16 of the budget */
 #define HYSTERESIS 0.10        /* receiver's value over the donor's, at least */
 #define MIN_GAIN 0.00005       /* a step's gain over the pool's weighted reads per s */
-#define HALF_LIFE_S 1.0
+#define HALF_LIFE_S 1.0        /* the reads', and the probe's at least */
+#define MAX_HALF_LIFE_S 8.0
+#define WINDOW_SAMPLES 1024.0  /* the probe's half-life holds this many sampled requests */
 #define NOISE_Z 2.0            /* a move must beat this many standard errors */
 #define GHOST_DIVISOR 64u      /* the probe's ghost remembers budget / 64 */
 #define GIVEBACK_SLICE_NS (2u * 1000u * 1000u)
@@ -127,8 +129,8 @@ struct window {
 	uint64_t gen, at_ns, every, top; /* the sample's S and top in this window */
 	uint64_t fresh;        /* sampled requests since the mini caches restarted */
 	uint64_t top_room;     /* entries the largest mini cache holds when full */
-	uint64_t hits[LARDER__PROBE_POINTS], ghost, reads; /* last readings */
-	double w_hits[LARDER__PROBE_POINTS], w_ghost, w_probe_secs;
+	uint64_t hits[LARDER__PROBE_POINTS], ghost, reads, sampled; /* last readings */
+	double w_hits[LARDER__PROBE_POINTS], w_ghost, w_probe_secs, w_sampled;
 	double w_reads, w_secs; /* the cache's reads: not restarted with the probe */
 };
 
@@ -142,6 +144,7 @@ struct curve {
 	 * each (not scaled): what a slope between two of them rests on. */
 	unsigned np;
 	double px[LARDER__PROBE_POINTS], pcount[LARDER__PROBE_POINTS];
+	double per_count; /* hits per second one sampled hit of the window stands for */
 };
 
 struct larder__pool_member {
@@ -483,7 +486,7 @@ static void recentre_tops(larder_pool *p)
 
 /* One reading of a member's probe (and of its cache's reads). */
 struct reading {
-	uint64_t gen, every, top, room, fresh, ghost, reads;
+	uint64_t gen, every, top, room, fresh, ghost, reads, sampled;
 	uint64_t hits[LARDER__PROBE_POINTS];
 };
 
@@ -501,6 +504,7 @@ static void read_probe(struct larder__pool_member *m, struct reading *r)
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 		r->hits[k] = atomic_load_explicit(&p->hits[k], LARDER__RELAXED);
 	r->ghost = atomic_load_explicit(&p->ghost_hits, LARDER__RELAXED);
+	r->sampled = atomic_load_explicit(&p->sampled, LARDER__RELAXED);
 	uint64_t v[LARDER_STAT_MISSES + 1];
 	r->reads = larder_stats(m->cache, v, LARDER_STAT_MISSES + 1) == LARDER_OK
 			   ? v[LARDER_STAT_HITS] + v[LARDER_STAT_MISSES]
@@ -543,16 +547,24 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 		w->w_reads = w->w_reads * keep + (double)(r.reads - w->reads);
 		w->w_secs = w->w_secs * keep + secs;
 		if (r.gen == w->gen) {
+			/* The probe samples at most so many requests a second (pool/probe.c
+			 * PROBE-P7): its half-life stretches so that the window still
+			 * rests on about WINDOW_SAMPLES of them. */
+			double rate = w->w_probe_secs > 0 ? w->w_sampled / w->w_probe_secs : 0;
+			double life = rate > 0 ? WINDOW_SAMPLES / rate : HALF_LIFE_S;
+			life = life < HALF_LIFE_S ? HALF_LIFE_S : life > MAX_HALF_LIFE_S ? MAX_HALF_LIFE_S : life;
+			double pkeep = half_power(secs / life);
 			for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
-				w->w_hits[k] = w->w_hits[k] * keep + (double)(r.hits[k] - w->hits[k]);
-			w->w_ghost = w->w_ghost * keep + (double)(r.ghost - w->ghost);
-			w->w_probe_secs = w->w_probe_secs * keep + secs;
+				w->w_hits[k] = w->w_hits[k] * pkeep + (double)(r.hits[k] - w->hits[k]);
+			w->w_ghost = w->w_ghost * pkeep + (double)(r.ghost - w->ghost);
+			w->w_sampled = w->w_sampled * pkeep + (double)(r.sampled - w->sampled);
+			w->w_probe_secs = w->w_probe_secs * pkeep + secs;
 		}
 	}
 	if (!w->primed || r.gen != w->gen) {
 		/* The mini caches restarted cold (pool/probe.c PROBE-P2): their part of the
 		 * window starts over; the reads (the cache's own) go on. */
-		w->w_ghost = w->w_probe_secs = 0;
+		w->w_ghost = w->w_probe_secs = w->w_sampled = 0;
 		memset(w->w_hits, 0, sizeof w->w_hits);
 		w->primed = 1;
 		w->gen = r.gen;
@@ -564,6 +576,7 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 	w->at_ns = now_ns;
 	memcpy(w->hits, r.hits, sizeof r.hits);
 	w->ghost = r.ghost;
+	w->sampled = r.sampled;
 	w->reads = r.reads;
 }
 
@@ -643,25 +656,29 @@ static void curve_update(struct larder__pool_member *m)
 		cv->px[i] = (double)bytes[k];
 		cv->pcount[i] = m->fake ? 0 : w->w_hits[k];
 	}
+	cv->per_count = m->fake || w->w_probe_secs <= 0 ? 0 : (double)w->every / w->w_probe_secs;
 }
 
 /*
- * The relative noise of a value measured at x: the sampled hits between the
- * two points around x are a count (about Poisson, the mini caches being
- * nested samples of one stream), so the slope there is known to within
- * 1 / sqrt(count). 0 for a curve given through the test seam.
+ * The noise of a slope measured at x, in hits per second per byte: the
+ * sampled hits between the two points around x are a count (about Poisson,
+ * the mini caches being nested samples of one stream), known to within its
+ * square root, and never to better than one hit: a segment that saw none
+ * is not known to be flat (a sparse sample, PROBE-P7 in pool/probe.c, sees
+ * few). 0 for a curve given through the test seam.
  */
 static double value_noise(const struct curve *cv, double x)
 {
-	if (!cv->np || cv->pcount[cv->np - 1] <= 0)
+	if (!cv->np || cv->per_count <= 0)
 		return 0;
-	double lo = 0;
+	double lo = 0, lo_x = 0;
 	for (unsigned i = 0; i < cv->np; i++) {
 		if (x <= cv->px[i] || i + 1 == cv->np) {
 			double d = cv->pcount[i] - lo;
-			return 1.0 / sqrt_pos(d > 1 ? d : 1);
+			return cv->per_count * sqrt_pos(d > 1 ? d : 1) / (cv->px[i] - lo_x);
 		}
 		lo = cv->pcount[i];
+		lo_x = cv->px[i];
 	}
 	return 0;
 }
@@ -815,8 +832,10 @@ static uint64_t decide(larder_pool *p)
 		    (up - down) * (double)p->step <= min_gain)
 			break;
 		/* And beyond the estimates' noise: NOISE_Z standard errors. */
-		double su = up * value_noise(&to->curve, (double)to->target + (double)p->step / 2);
-		double sd = down * value_noise(&from->curve, (double)from->target - (double)p->step / 2);
+		double su = to->cost * value_noise(&to->curve, (double)to->target + (double)p->step / 2);
+		double sd = from->curve.valid ? from->cost * value_noise(&from->curve,
+									  (double)from->target - (double)p->step / 2)
+					      : 0;
 		if ((up - down) * (up - down) <= NOISE_Z * NOISE_Z * (su * su + sd * sd))
 			break;
 		/* The last step to a max or a min share is a partial one. */
@@ -1156,6 +1175,8 @@ static const char *const cache_stat_names[LARDER_POOL_CACHE_STAT_COUNT] = {
 	[LARDER_POOL_CACHE_MAX_SHARE] = "max_share",
 	[LARDER_POOL_CACHE_SAMPLE_EVERY] = "sample_every",
 	[LARDER_POOL_CACHE_PROBE_NS] = "probe_ns",
+	[LARDER_POOL_CACHE_PROBE_SIM_NS] = "probe_sim_ns",
+	[LARDER_POOL_CACHE_SAMPLED_REQUESTS] = "sampled_requests",
 };
 
 const char *larder_pool_stat_name(enum larder_pool_stat stat)
@@ -1255,6 +1276,10 @@ int larder_pool_cache_stats(larder_pool *p, larder *c, double *values, size_t co
 		(double)atomic_load_explicit(&m->readings.sample_every, LARDER__RELAXED);
 	v[LARDER_POOL_CACHE_PROBE_NS] =
 		(double)atomic_load_explicit(&m->readings.own_ns, LARDER__RELAXED);
+	v[LARDER_POOL_CACHE_PROBE_SIM_NS] =
+		(double)atomic_load_explicit(&m->readings.sim_ns, LARDER__RELAXED);
+	v[LARDER_POOL_CACHE_SAMPLED_REQUESTS] =
+		(double)atomic_load_explicit(&m->readings.sampled, LARDER__RELAXED);
 	pthread_mutex_unlock(&p->lock);
 	memcpy(values, v, (count < LARDER_POOL_CACHE_STAT_COUNT ? count : LARDER_POOL_CACHE_STAT_COUNT) * sizeof *v);
 	for (size_t i = LARDER_POOL_CACHE_STAT_COUNT; i < count; i++)

@@ -659,6 +659,10 @@ static void phases_part(const struct lb_config *cfg, unsigned unit_ms)
 #define TEN_BUDGET ((uint64_t)256 << 20)
 #define TEN_WARM 12000000u
 #define TEN_COUNT 4000000u
+/* The controller's runs warm up for at least this long too: its probes
+ * sample a bounded number of requests per second (pool/probe.c PROBE-P7),
+ * so its estimates converge in time, not in requests. */
+#define TEN_WARM_MIN_S 30.0
 #define TEN_GRID 256u
 #define TEN_POINTS 21u
 #define SHIFT_SECONDS 15u
@@ -685,6 +689,7 @@ static const char *const ten_mode_names[T_MODES] = {
 
 struct ten_out {
 	double weighted, hits, reads, seconds, probe_cpu, ctl_cpu;
+	double sim_cpu, sampled_rate; /* the probes' mini simulations; their requests per s per cache */
 	uint64_t misses[TEN], requests[TEN], cap[TEN];
 };
 
@@ -716,14 +721,22 @@ static double controller_s(larder_pool *pool)
 	return (double)v[LARDER_POOL_CONTROLLER_CPU_NS] / 1e9;
 }
 
-/* Seconds the caches' maintainers spent in their probes so far (sampled). */
-static double probes_s(larder_pool *pool, larder *const *c)
+/* The caches' probes so far: seconds their maintainers spent in them
+ * (sampled), the mini simulations' part of it (CPU clock), and the
+ * requests the mini simulations saw. */
+struct probes {
+	double own_s, sim_s, sampled;
+};
+
+static struct probes probes_now(larder_pool *pool, larder *const *c)
 {
-	double s = 0;
+	struct probes s = { 0, 0, 0 };
 	for (unsigned i = 0; pool && i < TEN; i++) {
 		double v[LARDER_POOL_CACHE_STAT_COUNT];
 		pool_figures(pool, c[i], v);
-		s += v[LARDER_POOL_CACHE_PROBE_NS] / 1e9;
+		s.own_s += v[LARDER_POOL_CACHE_PROBE_NS] / 1e9;
+		s.sim_s += v[LARDER_POOL_CACHE_PROBE_SIM_NS] / 1e9;
+		s.sampled += v[LARDER_POOL_CACHE_SAMPLED_REQUESTS];
 	}
 	return s;
 }
@@ -756,13 +769,17 @@ static int ten_run(const struct lb_config *cfg, enum ten_mode mode, const uint64
 		pw_stream_init(&st[i], sp->keys, sp->theta, cfg->seed + 100 + i);
 	}
 	uint64_t sel = lb_mix(cfg->seed + 7) | 1;
-	uint64_t hits0 = 0, measured_from = 0;
-	double ctl0 = 0, probe0 = 0;
+	uint64_t hits0 = 0, measured_from = 0, started = lb_now_ns();
+	double ctl0 = 0;
+	struct probes probe0 = { 0, 0, 0 };
 	for (uint64_t n = 0; n < TEN_WARM + TEN_COUNT; n++) {
+		if (n == TEN_WARM - 1 && mode == T_CONTROLLER &&
+		    seconds_since(started) < TEN_WARM_MIN_S)
+			n--; /* the same request stream, longer */
 		if (n == TEN_WARM) {
 			measured_from = lb_now_ns();
 			ctl0 = controller_s(pool);
-			probe0 = probes_s(pool, c);
+			probe0 = probes_now(pool, c);
 		}
 		unsigned i = pick_cache(&sel);
 		const struct spec *sp = &ten_specs[i];
@@ -781,7 +798,10 @@ static int ten_run(const struct lb_config *cfg, enum ten_mode mode, const uint64
 	}
 	out->seconds = seconds_since(measured_from);
 	out->ctl_cpu = (controller_s(pool) - ctl0) / out->seconds;
-	out->probe_cpu = (probes_s(pool, c) - probe0) / out->seconds;
+	struct probes probe1 = probes_now(pool, c);
+	out->probe_cpu = (probe1.own_s - probe0.own_s) / out->seconds;
+	out->sim_cpu = (probe1.sim_s - probe0.sim_s) / out->seconds;
+	out->sampled_rate = (probe1.sampled - probe0.sampled) / out->seconds / TEN;
 	for (unsigned i = 0; i < TEN; i++) {
 		out->weighted += ten_specs[i].cost * (double)out->misses[i];
 		out->reads += (double)out->requests[i];
@@ -949,7 +969,7 @@ static void ten_part(const struct lb_config *cfg, int with_shift, int with_ten)
 	}
 	if (with_ten) {
 		unsigned rounds = cfg->rounds ? cfg->rounds : 1;
-		double w[T_MODES][64], prb[T_MODES][64], ctl[T_MODES][64];
+		double w[T_MODES][64], prb[T_MODES][64], ctl[T_MODES][64], sim[64], srate[64], rps[64];
 		uint64_t last_cap[T_MODES][TEN];
 		for (unsigned r = 0; r < rounds && r < 64; r++)
 			for (unsigned m = 0; m < T_MODES; m++) {
@@ -959,6 +979,11 @@ static void ten_part(const struct lb_config *cfg, int with_shift, int with_ten)
 				w[m][r] = out.weighted;
 				prb[m][r] = out.probe_cpu;
 				ctl[m][r] = out.ctl_cpu;
+				if (m == T_CONTROLLER) {
+					sim[r] = out.sim_cpu;
+					srate[r] = out.sampled_rate;
+					rps[r] = (double)TEN_COUNT / out.seconds;
+				}
 				memcpy(last_cap[m], out.cap, sizeof out.cap);
 			}
 		double med[T_MODES], lo[T_MODES], hi[T_MODES];
@@ -996,6 +1021,10 @@ static void ten_part(const struct lb_config *cfg, int with_shift, int with_ten)
 		printf("controller's cost with ten caches: its thread %.3f%% of a core, the probes on "
 		       "the maintainers %.3f%% (medians; the probes' time is sampled, pool/probe.c P5)\n",
 		       100 * lb_median(c, rounds), 100 * lb_median(pc, rounds));
+		printf("  at %.3g requests/s (median): the mini simulations %.3f%% of a core (their "
+		       "CPU clock; %.0f sampled requests/s per cache), the per-call part %.3f%%\n",
+		       lb_median(rps, rounds), 100 * lb_median(sim, rounds), lb_median(srate, rounds),
+		       100 * (lb_median(pc, rounds) - lb_median(sim, rounds)));
 		printf("\n| cache | best static (MiB) | usage (MiB) | controller, last round (MiB) |\n"
 		       "|---|---|---|---|\n");
 		for (unsigned i = 0; i < TEN; i++)
