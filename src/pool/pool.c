@@ -52,7 +52,8 @@
  *   2. Budget no cache holds (a cache closed) goes, a step at a time, to
  *      the highest weighted slope above its target (w x H'+), or evenly
  *      when no cache gains.
- *   3. Up to MAX_STEPS steps of `step` bytes move from the cache whose
+ *   3. Up to MAX_STEPS moves of `step` bytes (or a stride of steps: POOL-S1)
+ *      go from the cache whose
  *      last step down is worth least (w x (H(t) - H(t - step)) / step) to
  *      the one whose next step up is worth most (w x (H(t + step) - H(t))
  *      / step), while the receiver's value exceeds the donor's by
@@ -65,6 +66,14 @@
  *      would value a step across it at the steeper side and send it back:
  *      measured, 8 steps out and 8 back every pass). Noise must beat the
  *      hysteresis to move anything.
+ *   POOL-S1. A move is `step` bytes, or `stride` steps: the stride doubles
+ *   (up to MAX_STRIDE) after a pass that used all MAX_STEPS moves with no
+ *   member's target reversing its direction, and falls back to 1 after a
+ *   reversal or a pass without moves; a stride move is tried first and
+ *   must pass every test on its own secants, else a single step is tried.
+ *   So a large gap after a phase change closes in a few passes, and the
+ *   end point is the single-step one (a stride move that overshoots fails
+ *   its tests).
  *   A move must also beat the estimates' noise: NOISE_Z standard errors,
  *   from the sampled hits each value rests on (value_noise). A cache whose
  *   warm points do not reach past its target has no estimate yet: it
@@ -105,7 +114,8 @@
 #define DEFAULT_INTERVAL_MS 100u
 #define MAX_INTERVAL_MS 60000u
 #define STEP_DIVISOR 256u      /* a step is budget / 256 */
-#define MAX_STEPS 16u          /* steps per pass: up to 1/16 of the budget */
+#define MAX_STEPS 16u          /* moves per pass */
+#define MAX_STRIDE 4u          /* steps per move at most (POOL-S1): 1/4 of the budget a pass */
 #define HYSTERESIS 0.10        /* receiver's value over the donor's, at least */
 #define MIN_GAIN 0.00005       /* a step's gain over the pool's weighted reads per s */
 #define HALF_LIFE_S 1.0        /* the reads', and the probe's at least */
@@ -162,6 +172,8 @@ struct larder__pool_member {
 	enum larder_policy policy;
 	struct window win;
 	struct curve curve;
+	uint64_t pass_start; /* its target when the pass's moves began (POOL-S1) */
+	int last_dir;        /* +1 or -1: the way its target last moved in a pass */
 	int fake; /* test seam: curve is given, not estimated */
 	double fake_hits[LARDER__PROBE_POINTS], fake_rate;
 	struct larder__pool_member *next;
@@ -176,6 +188,7 @@ struct larder_pool {
 	 * R-PREF / A-PREF: the last release frees it. */
 	larder__atomic_u64 refs;
 	uint64_t budget, step, interval_ns;
+	uint64_t stride; /* steps per move in the next pass (POOL-S1) */
 	int closed, stop;
 	struct larder__pool_member *members;
 	unsigned members_n; /* every member, opening and closing included (POOL-K1) */
@@ -724,16 +737,15 @@ static double hull_at(const struct curve *cv, double x)
  * move raises the pool's weighted hits on the curves it was decided on
  * (no cycle; see the header).
  */
-static double value_up(const larder_pool *p, const struct larder__pool_member *m)
+static double value_up(const struct larder__pool_member *m, uint64_t step)
 {
-	double t = (double)m->target, d = (double)(room_up(m) < p->step ? room_up(m) : p->step);
+	double t = (double)m->target, d = (double)(room_up(m) < step ? room_up(m) : step);
 	return d > 0 ? m->cost * (hull_at(&m->curve, t + d) - hull_at(&m->curve, t)) / d : 0;
 }
 
-static double value_down(const larder_pool *p, const struct larder__pool_member *m)
+static double value_down(const struct larder__pool_member *m, uint64_t step)
 {
-	double t = (double)m->target,
-	       d = (double)(room_down(m) < p->step ? room_down(m) : p->step);
+	double t = (double)m->target, d = (double)(room_down(m) < step ? room_down(m) : step);
 	return d > 0 ? m->cost * (hull_at(&m->curve, t) - hull_at(&m->curve, t - d)) / d : 0;
 }
 
@@ -748,13 +760,13 @@ static int may_give(const struct larder__pool_member *m)
 	return (m->curve.valid || m->curve.rate < 1.0) && room_down(m) > 0;
 }
 
-static struct larder__pool_member *best_taker(larder_pool *p, double *value)
+static struct larder__pool_member *best_taker(larder_pool *p, uint64_t step, double *value)
 {
 	struct larder__pool_member *best = NULL;
 	for (struct larder__pool_member *m = p->members; m; m = m->next) {
 		if (!may_take(m))
 			continue;
-		double v = value_up(p, m);
+		double v = value_up(m, step);
 		if (!best || v > *value) {
 			best = m;
 			*value = v;
@@ -764,13 +776,13 @@ static struct larder__pool_member *best_taker(larder_pool *p, double *value)
 }
 
 static struct larder__pool_member *best_giver(larder_pool *p, const struct larder__pool_member *not,
-					      double *value)
+					      uint64_t step, double *value)
 {
 	struct larder__pool_member *best = NULL;
 	for (struct larder__pool_member *m = p->members; m; m = m->next) {
 		if (m == not || !may_give(m))
 			continue;
-		double v = m->curve.valid ? value_down(p, m) : 0;
+		double v = m->curve.valid ? value_down(m, step) : 0;
 		if (!best || v < *value) {
 			best = m;
 			*value = v;
@@ -802,6 +814,49 @@ static void note_move(larder_pool *p, uint64_t bytes)
 	p->moved_bytes += bytes;
 }
 
+/* One move of step 3 (header) of `step` bytes, if it passes every test;
+ * returns whether it moved. */
+static int try_move(larder_pool *p, uint64_t step, double min_gain)
+{
+	double up = 0, down = 0;
+	struct larder__pool_member *to = best_taker(p, step, &up);
+	struct larder__pool_member *from = to ? best_giver(p, to, step, &down) : NULL;
+	if (!from || up <= down * (1 + HYSTERESIS) || (up - down) * (double)step <= min_gain)
+		return 0;
+	/* And beyond the estimates' noise: NOISE_Z standard errors. */
+	double su = to->cost * value_noise(&to->curve, (double)to->target + (double)step / 2);
+	double sd = from->curve.valid
+			    ? from->cost * value_noise(&from->curve, (double)from->target - (double)step / 2)
+			    : 0;
+	if ((up - down) * (up - down) <= NOISE_Z * NOISE_Z * (su * su + sd * sd))
+		return 0;
+	/* The last step to a max or a min share is a partial one. */
+	uint64_t bytes = min3(step, room_up(to), room_down(from));
+	from->target -= bytes;
+	to->target += bytes;
+	note_move(p, bytes);
+	return 1;
+}
+
+/* POOL-S1: the stride after a pass. A pass that used all its steps with no
+ * member reversing its direction doubles it (up to MAX_STRIDE); a reversal,
+ * or a pass that found nothing to move, sets it back to 1. */
+static void update_stride(larder_pool *p, unsigned moves)
+{
+	int reversed = 0;
+	for (struct larder__pool_member *m = p->members; m; m = m->next) {
+		int dir = m->target > m->pass_start ? 1 : m->target < m->pass_start ? -1 : 0;
+		if (dir && m->last_dir && dir != m->last_dir)
+			reversed = 1;
+		if (dir)
+			m->last_dir = dir;
+	}
+	if (reversed || !moves)
+		p->stride = 1;
+	else if (moves == MAX_STEPS && p->stride < MAX_STRIDE)
+		p->stride *= 2;
+}
+
 /* Steps 2 and 3 of the header; returns the steps taken. */
 static uint64_t decide(larder_pool *p)
 {
@@ -814,7 +869,7 @@ static uint64_t decide(larder_pool *p)
 	uint64_t left;
 	while ((left = free_budget(p)) >= MIN_CACHE_BYTES) { /* not a rounding's crumbs */
 		double up = 0;
-		struct larder__pool_member *to = best_taker(p, &up);
+		struct larder__pool_member *to = best_taker(p, p->step, &up);
 		if (!to || up <= 0)
 			to = smallest_taker(p);
 		if (!to)
@@ -824,28 +879,15 @@ static uint64_t decide(larder_pool *p)
 		note_move(p, bytes);
 		steps++;
 	}
-	for (unsigned moved = 0; moved < MAX_STEPS; moved++) {
-		double up = 0, down = 0;
-		struct larder__pool_member *to = best_taker(p, &up);
-		struct larder__pool_member *from = to ? best_giver(p, to, &down) : NULL;
-		if (!from || up <= down * (1 + HYSTERESIS) ||
-		    (up - down) * (double)p->step <= min_gain)
-			break;
-		/* And beyond the estimates' noise: NOISE_Z standard errors. */
-		double su = to->cost * value_noise(&to->curve, (double)to->target + (double)p->step / 2);
-		double sd = from->curve.valid ? from->cost * value_noise(&from->curve,
-									  (double)from->target - (double)p->step / 2)
-					      : 0;
-		if ((up - down) * (up - down) <= NOISE_Z * NOISE_Z * (su * su + sd * sd))
-			break;
-		/* The last step to a max or a min share is a partial one. */
-		uint64_t bytes = min3(p->step, room_up(to), room_down(from));
-		from->target -= bytes;
-		to->target += bytes;
-		note_move(p, bytes);
-		steps++;
-	}
-	return steps;
+	for (struct larder__pool_member *m = p->members; m; m = m->next)
+		m->pass_start = m->target;
+	/* POOL-S1: a stride of steps first; where that fails a test, one step. */
+	unsigned moved = 0;
+	while (moved < MAX_STEPS && ((p->stride > 1 && try_move(p, p->step * p->stride, min_gain)) ||
+				     try_move(p, p->step, min_gain)))
+		moved++;
+	update_stride(p, moved);
+	return steps + moved;
 }
 
 /* One pass: estimates, decisions, the shrinks at once, the grows that fit. */
@@ -937,6 +979,7 @@ int larder_pool_create(larder_pool **out, const larder_pool_config *config)
 		return LARDER_ENOMEM;
 	p->budget = config->budget;
 	p->step = p->budget / STEP_DIVISOR;
+	p->stride = 1;
 	if (p->step < MIN_CACHE_BYTES)
 		p->step = MIN_CACHE_BYTES;
 	p->interval_ns = config->interval_ms * 1000000u;

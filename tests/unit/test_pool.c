@@ -538,6 +538,39 @@ static void test_controller_moves_to_steeper(void)
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 }
 
+/* POOL-S1: a wide gap closes in fewer passes than single steps would take,
+ * monotonically, and ends where single steps end. */
+static void test_controller_stride(void)
+{
+	const uint64_t budget = 64 * MiB, step = budget / 256;
+	larder_pool *pool = make_pool(budget, 0);
+	REQUIRE(pool);
+	larder *c[2] = { open_in(pool, 0, 1, 1), open_in(pool, 0, 1, 1) };
+	REQUIRE(c[0] && c[1]);
+	settle(pool, c, 2);
+	give_curve(pool, c[0], LINEAR, 1e5, (double)budget);
+	give_curve(pool, c[1], FLAT, 1e5, (double)budget);
+	uint64_t floor = larder__test_pool_point_bytes(pool, c[1], LARDER__PROBE_POINTS - 1);
+	uint64_t gap = target_of(pool, c[1]) - floor;
+	unsigned single = (unsigned)((gap / step + 15) / 16); /* 16 single steps a pass */
+	unsigned passes = 0;
+	uint64_t last = target_of(pool, c[0]);
+	while (passes < 64 && larder__test_pool_step(pool) > 0) {
+		passes++;
+		CHECK_GE(target_of(pool, c[0]), last); /* never back */
+		last = target_of(pool, c[0]);
+	}
+	CHECK_GT(single, 4);
+	CHECK_LT(passes, single);
+	CHECK_EQ(target_of(pool, c[1]), floor);
+	CHECK_EQ(target_of(pool, c[0]), budget - floor);
+	CHECK_EQ(larder__test_pool_step(pool), 0);
+	settle(pool, c, 2);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
 static void test_controller_still_when_flat(void)
 {
 	const uint64_t budget = 64 * MiB;
@@ -795,6 +828,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_open_waits_then_busy),
 		TH_TEST(test_bound_holds_while_donor_stuck),
 		TH_TEST(test_controller_moves_to_steeper),
+		TH_TEST(test_controller_stride),
 		TH_TEST(test_controller_still_when_flat),
 		TH_TEST(test_controller_weights_and_settles),
 		TH_TEST(test_controller_respects_shares),
