@@ -954,12 +954,15 @@ static void ten_part(const struct lb_config *cfg, int with_shift, int with_ten)
 		       (double)(ten_specs[i].keys * slot[i]) / MIB,
 		       ten_specs[i].theta > 0 ? "zipf " : "uniform ", ten_specs[i].theta,
 		       (unsigned long long)slot[i], ten_specs[i].share * 100, ten_specs[i].cost);
-	if (ten_curves(cfg, sizes, hits, slot) != 0)
+	/* The exact curves and the best split are for the table; the shift
+	 * alone runs the controller only. */
+	if (with_ten && ten_curves(cfg, sizes, hits, slot) != 0)
 		return;
 	double weight[TEN];
 	for (unsigned i = 0; i < TEN; i++)
 		weight[i] = ten_specs[i].cost;
-	pw_best_split(TEN, weight, sizes, hits, TEN_POINTS, TEN_BUDGET, TEN_GRID, best);
+	if (with_ten)
+		pw_best_split(TEN, weight, sizes, hits, TEN_POINTS, TEN_BUDGET, TEN_GRID, best);
 	{
 		uint64_t sel = lb_mix(cfg->seed + 7) | 1;
 		for (uint64_t n = 0; n < TEN_WARM + TEN_COUNT; n++) {
