@@ -39,7 +39,9 @@
  * The controller (every interval_ms; docs/pool.md has the measurements):
  *   1. For each open cache, a window over its probe's readings (pool/probe.c:
  *      LARDER__PROBE_POINTS mini caches of sizes top x 2^(-k/3) on a sample
- *      of 1 key in S) with a half-life of HALF_LIFE_S: mini k's hits per
+ *      of 1 key in S) with a half-life of HALF_LIFE_S (stretched up to
+ *      MAX_HALF_LIFE_S so that it holds about WINDOW_SAMPLES sampled
+ *      requests: the probe samples a bounded number a second): mini k's hits per
  *      second x S are H(size_k), the full cache's hits per second at that
  *      size (SHARDS' scaling). The points are centred on the cache: top is
  *      4 x its target (at most its max share), re-centred when the target
@@ -565,7 +567,9 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 			 * rests on about WINDOW_SAMPLES of them. */
 			double rate = w->w_probe_secs > 0 ? w->w_sampled / w->w_probe_secs : 0;
 			double life = rate > 0 ? WINDOW_SAMPLES / rate : HALF_LIFE_S;
-			life = life < HALF_LIFE_S ? HALF_LIFE_S : life > MAX_HALF_LIFE_S ? MAX_HALF_LIFE_S : life;
+			life = life < HALF_LIFE_S	  ? HALF_LIFE_S
+			       : life > MAX_HALF_LIFE_S ? MAX_HALF_LIFE_S
+							: life;
 			double pkeep = half_power(secs / life);
 			for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 				w->w_hits[k] = w->w_hits[k] * pkeep + (double)(r.hits[k] - w->hits[k]);
