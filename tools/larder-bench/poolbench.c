@@ -34,6 +34,8 @@
  *               change nothing); the controller's cost: its thread's CPU
  *               and its probes' sampled time on the maintainers;
  *               --rounds rounds, medians and min..max;
+ *   ten-controller  the controller's rounds of `ten` alone (not in the
+ *               default set), with their cost round by round;
  *   shift       the ten caches under the controller, then one cache's
  *               working set grows 4x: how long until its capacity settles
  *               and its hit ratio recovers; SVG chart.
@@ -931,6 +933,41 @@ static void shift_chart(const struct ten_shift *s)
 		printf("chart: pool-shift.svg\n");
 }
 
+/* `ten-controller`: the controller's rounds alone (weighted misses, its
+ * cost), for a change that touches only the controller: the static splits
+ * do not depend on it. */
+static void ten_controller_only(const struct lb_config *cfg)
+{
+	unsigned rounds = cfg->rounds ? cfg->rounds : 1;
+	double w[64], prb[64], ctl[64], sim[64], srate[64], rps[64];
+	uint64_t best[TEN] = { 0 };
+	printf("\n## Ten caches, the controller alone, %u rounds\n\n| round | weighted misses | "
+	       "requests/s | pool thread %% | mini simulations %% | per-call part %% | "
+	       "sampled requests/s per cache |\n|---|---|---|---|---|---|---|\n", rounds);
+	for (unsigned r = 0; r < rounds && r < 64; r++) {
+		struct ten_out out;
+		if (ten_run(cfg, T_CONTROLLER, best, &out, NULL) != 0)
+			return;
+		w[r] = out.weighted;
+		prb[r] = out.probe_cpu;
+		ctl[r] = out.ctl_cpu;
+		sim[r] = out.sim_cpu;
+		srate[r] = out.sampled_rate;
+		rps[r] = (double)TEN_COUNT / out.seconds;
+		printf("| %u | %.4g | %.3g | %.3f | %.3f | %.3f | %.0f |\n", r + 1, w[r], rps[r],
+		       100 * ctl[r], 100 * sim[r], 100 * (prb[r] - sim[r]), srate[r]);
+	}
+	double wl = w[0], wh = w[0];
+	for (unsigned r = 1; r < rounds; r++) {
+		wl = w[r] < wl ? w[r] : wl;
+		wh = w[r] > wh ? w[r] : wh;
+	}
+	printf("\ncontroller: weighted misses %.4g (%.4g..%.4g), medians: %.3g requests/s, pool "
+	       "thread %.3f%%, mini simulations %.3f%%, probes in all %.3f%% of a core\n",
+	       lb_median(w, rounds), wl, wh, lb_median(rps, rounds), 100 * lb_median(ctl, rounds),
+	       100 * lb_median(sim, rounds), 100 * lb_median(prb, rounds));
+}
+
 static void ten_part(const struct lb_config *cfg, int with_shift, int with_ten)
 {
 	uint64_t slot[TEN], *sizes[TEN], *hits[TEN], best[TEN], count[TEN] = { 0 };
@@ -1079,6 +1116,8 @@ int lb_budget_run(const struct lb_config *cfg)
 		phases_part(cfg, unit_ms);
 	if (has_part(parts, "ten") || has_part(parts, "shift"))
 		ten_part(cfg, has_part(parts, "shift"), has_part(parts, "ten"));
+	if (parts && *parts && has_part(parts, "ten-controller"))
+		ten_controller_only(cfg);
 	printf("\nbound: the largest sampled sum of used bytes was %.3f of budget + overshoot "
 	       "bound; peak RSS %.2f GiB; failed puts %llu%s%s\n", bound_worst, peak_rss_gib(),
 	       (unsigned long long)atomic_load(&put_failures),
