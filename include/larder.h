@@ -282,8 +282,8 @@ LARDER_API LARDER_MUST_USE int larder_config_set_write_wait_ms(larder_config *co
  * and an entry read again before its deadline never expires. A read never
  * moves a deadline earlier (an explicit, longer ttl_ms stays) and leaves an
  * entry with no deadline alone (written or touched with LARDER_TTL_NEVER).
- * larder_contains(), larder_ttl_remaining() and conditional writes'
- * comparisons are not reads of the value: they extend nothing. The one
+ * larder_peek(), larder_contains(), larder_ttl_remaining(), cursors and
+ * conditional writes' comparisons extend nothing. The one
  * lifetime used for every extension is the default TTL
  * (larder_config_set_default_ttl_ms); without one, nothing is extended. A
  * write with an explicit ttl_ms uses it as the entry's first deadline, and
@@ -301,13 +301,15 @@ LARDER_API LARDER_MUST_USE int larder_config_set_expiry(larder_config *config,
 							enum larder_expiry expiry);
 
 /*
- * Value compression (LZ4, docs/compression.md); off by default.
+ * Value compression (LZ4, and zstd with a shared dictionary: see
+ * larder_config_set_compression_dictionary; docs/compression.md); off by
+ * default.
  * min_value_bytes: values of at least this many bytes are compressed by the
  * writer (0..LARDER_VALUE_LIMIT; 0 turns compression off). A compressed
- * value is stored so only when its stored form (the LZ4 block plus a 4-byte
- * length) is at least min_saving_percent (0..99) smaller than the value and
- * strictly shorter; else it is stored raw. Errors: LARDER_EINVAL (config
- * NULL, a value out of its range).
+ * value is stored so only when its stored form (the compressed block plus a
+ * 4-byte length) is at least min_saving_percent (0..99) smaller than the
+ * value and strictly shorter; else it is stored raw. Errors: LARDER_EINVAL
+ * (config NULL, a value out of its range).
  * What changes for a cache that compresses:
  *   - An entry charges its stored bytes, so the memory bound counts the
  *     compressed size, and an entry's limit (1/8 of capacity, see
@@ -321,9 +323,9 @@ LARDER_API LARDER_MUST_USE int larder_config_set_expiry(larder_config *config,
  *     any cache can load them).
  *   - The callbacks' bytes of a compressed value are decompressed into a
  *     buffer of the calling thread, not the stored bytes: each such read
- *     costs the decompression (roughly a memcpy of the value plus LZ4's
- *     decoding, 1-3x a raw read of 500 bytes; docs/compression.md has the
- *     figures). The thread keeps up to 2 such buffers of at most 1 MiB each
+ *     costs the decompression (roughly a memcpy of the value plus the
+ *     codec's decoding, several times a raw read of 500 bytes with a
+ *     dictionary; docs/compression.md has the figures). The thread keeps up to 2 such buffers of at most 1 MiB each
  *     (allocated on first use, freed at thread exit); a larger value, or a
  *     read nested 3 deep in callbacks, allocates for the call and frees
  *     after it. Such an allocation can fail: the read then returns
@@ -335,6 +337,43 @@ LARDER_API LARDER_MUST_USE int larder_config_set_expiry(larder_config *config,
 LARDER_API LARDER_MUST_USE int larder_config_set_compression(larder_config *config,
 							     size_t min_value_bytes,
 							     unsigned min_saving_percent);
+
+/*
+ * The dictionary of a compressing cache (docs/compression.md, "Dictionary").
+ * Short values (a few hundred bytes of JSON) barely compress alone; against
+ * a dictionary of what such values share they shrink 2-3x. A cache has at
+ * most one dictionary in its life; values written before it exists are
+ * compressed with LZ4 alone and stay so until rewritten.
+ *   LARDER_DICTIONARY_TRAIN (the default): the cache copies its first
+ *     compressible values (up to 256 KiB) into a sample, and its maintainer
+ *     thread trains a 16 KiB zstd dictionary from it once (tens of
+ *     milliseconds of that thread, once); from then on values are
+ *     compressed with zstd against it, unless it did not compress its
+ *     sample by min_saving_percent (incompressible values): then the cache
+ *     keeps LZ4 alone. dict must be NULL, dict_len 0.
+ *   LARDER_DICTIONARY_GIVEN: dict_len bytes (1..1 MiB) at dict, copied: a
+ *     zstd dictionary (zstd --train, ZDICT) or raw sample content; used
+ *     from the first write.
+ *   LARDER_DICTIONARY_NONE: LZ4 alone, each value by itself. dict must be
+ *     NULL, dict_len 0.
+ * The dictionary's memory (its bytes plus zstd's prepared tables, about
+ * 100-250 KiB for 16 KiB) and each calling thread's zstd contexts (allocated
+ * on a thread's first compression or decompression with a dictionary,
+ * freed at its exit) are outside the cache's capacity, like the index. A
+ * read of a value stored with the dictionary, larder_get() included, may
+ * allocate its thread's decompression context the first time: it returns
+ * LARDER_ENOMEM if that fails. Errors: LARDER_EINVAL (config NULL, an
+ * unknown mode, dict and dict_len not as the mode requires),
+ * LARDER_ENOMEM (the copy).
+ */
+enum larder_dictionary {
+	LARDER_DICTIONARY_TRAIN = 0,
+	LARDER_DICTIONARY_GIVEN = 1,
+	LARDER_DICTIONARY_NONE = 2,
+};
+#define LARDER_DICTIONARY_MAX_BYTES ((size_t)1 << 20)
+LARDER_API LARDER_MUST_USE int larder_config_set_compression_dictionary(
+	larder_config *config, enum larder_dictionary mode, const void *dict, size_t dict_len);
 
 /* ---- Lifecycle ---------------------------------------------------------- */
 
@@ -357,18 +396,33 @@ LARDER_API LARDER_MUST_USE int larder_open(larder **out, const larder_config *co
 LARDER_API void larder_close(larder *cache);
 
 /* ---- Reads: never block, never allocate, never take a lock --------------- */
-/* (A callback's read of a compressed value may allocate its buffer: see
- * larder_config_set_compression.) */
+/* (A callback's read of a compressed value may allocate its buffer, and a
+ * thread's first read of a value compressed with a dictionary its zstd
+ * context: see larder_config_set_compression and
+ * larder_config_set_compression_dictionary.) */
 
 /*
  * Copies the value of key into buf. On LARDER_OK, *value_len is the value's
  * length. When buf_len is too small, copies nothing, sets *value_len to the
  * length needed and returns LARDER_EBUFSIZE. buf may be NULL when buf_len is 0.
  * Returns LARDER_OK, LARDER_MISS, LARDER_EBUFSIZE, LARDER_EINVAL,
- * LARDER_EKEYSIZE, or LARDER_ENOMEM (a thread's first call: see Threads).
+ * LARDER_EKEYSIZE, or LARDER_ENOMEM (a thread's first call: see Threads; or
+ * its first read of a value compressed with a dictionary: see
+ * larder_config_set_compression_dictionary).
  */
 LARDER_API LARDER_MUST_USE int larder_get(larder *cache, const void *key, size_t key_len,
 					  void *buf, size_t buf_len, size_t *value_len);
+
+/*
+ * larder_get() without the side effects of a read: copies the value the same
+ * way (same results, same LARDER_EBUFSIZE contract, compressed values handed
+ * over decompressed) but records no hit or miss (statistics, the eviction
+ * policy's sample and the entry's accessed mark are untouched) and extends
+ * no deadline, even with LARDER_EXPIRE_AFTER_ACCESS. For inspection (a
+ * binding's peek, a debugger) that must not change what the cache keeps.
+ */
+LARDER_API LARDER_MUST_USE int larder_peek(larder *cache, const void *key, size_t key_len,
+					   void *buf, size_t buf_len, size_t *value_len);
 
 /*
  * Calls fn(ctx, value, value_len) on the stored bytes in place when the key is
@@ -645,6 +699,9 @@ enum larder_stat {
 					write, the index was full) */
 	LARDER_STAT_EVENTS_SPILLED,  /* events of listener writes that overflowed a full event
 					ring (a listener's write never waits; see larder_put) */
+	LARDER_STAT_DICT_BYTES,      /* memory of the compression dictionary (outside capacity;
+					0 while the cache has none: see
+					larder_config_set_compression_dictionary) */
 	LARDER_STAT_COUNT
 };
 

@@ -54,7 +54,7 @@ enum { OPT_COMPRESS_MIN = 256, OPT_COMPRESS_SAVING };
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"larderd " LARDER__VERSION_STR " - a memcached-protocol server on the larder engine\n"
+		"larderd " LARDERD_VERSION_STR " - a memcached-protocol server on the larder engine\n"
 		"-p, --port=<num>          TCP port to listen on (default: 11211)\n"
 		"-l, --listen=<addr>       interface to listen on (default: all addresses)\n"
 		"-s, --unix-socket=<file>  UNIX socket to listen on (disables network support)\n"
@@ -65,7 +65,8 @@ static void usage(FILE *f)
 		"-e, --snapshot-file=<file> load the cache from <file> at start-up, save it there\n"
 		"                          on SIGTERM or SIGUSR1 (graceful shutdown)\n"
 		"    --compress-min=<num>  store items of at least <num> bytes (k/m suffix)\n"
-		"                          LZ4-compressed (default: 0, off)\n"
+		"                          compressed: zstd against a dictionary trained from\n"
+		"                          the first items, LZ4 until then (default: 0, off)\n"
 		"    --compress-saving=<pct> keep an item compressed only when that saves\n"
 		"                          at least <pct>%% (0-99, default: 10); else raw\n"
 		"-v, --verbose             verbose (print errors/warnings while in event loop)\n"
@@ -84,7 +85,7 @@ static bool parse_size(const char *s, size_t *out)
 		v *= 1024, end++;
 	else if (*end == 'm' || *end == 'M')
 		v *= 1024 * 1024, end++;
-	if (*end != '\0' || v < 1024 || v > LARDER_VALUE_LIMIT - LARDER__HDR)
+	if (*end != '\0' || v < 1024 || v > LARDER_VALUE_LIMIT - LARDERD_HDR)
 		return false;
 	*out = (size_t)v;
 	return true;
@@ -160,7 +161,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		}
 		case 'v': o->verbose++; break;
-		case 'V': printf("larderd %s\n", LARDER__VERSION_STR); return -1;
+		case 'V': printf("larderd %s\n", LARDERD_VERSION_STR); return -1;
 		case 'h': usage(stdout); return -1;
 		case 'U': case 'u': break;
 		default: usage(stderr); return 1;
@@ -259,8 +260,8 @@ static int open_cache(const struct options *o, larder **out)
 	if (rc != LARDER_OK)
 		return rc;
 	if ((rc = larder_config_set_capacity(cfg, o->mem_mib << 20)) != LARDER_OK ||
-	    (rc = larder_config_set_max_key_bytes(cfg, LARDER__KEY_MAX)) != LARDER_OK ||
-	    (rc = larder_config_set_max_value_bytes(cfg, o->item_max + LARDER__HDR)) != LARDER_OK ||
+	    (rc = larder_config_set_max_key_bytes(cfg, LARDERD_KEY_MAX)) != LARDER_OK ||
+	    (rc = larder_config_set_max_value_bytes(cfg, o->item_max + LARDERD_HDR)) != LARDER_OK ||
 	    (rc = larder_config_set_expected_entries(cfg, expected_entries(o->mem_mib))) != LARDER_OK ||
 	    (rc = larder_config_set_compression(cfg, o->compress_min, o->compress_saving_pct)) !=
 		    LARDER_OK) {
@@ -298,14 +299,14 @@ static void load_snapshot(const struct options *o, larder *cache)
 	}
 	if (o->verbose) {
 		uint64_t v[LARDER_STAT_WRITES + 1] = {0};
-		larder__ignore(larder_stats(cache, v, LARDER_STAT_WRITES + 1));
+		larderd_ignore(larder_stats(cache, v, LARDER_STAT_WRITES + 1));
 		fprintf(stderr, "larderd: loaded %llu items from %s\n",
 			(unsigned long long)v[LARDER_STAT_WRITES], o->snapshot);
 	}
 }
 
 /* Waits for SIGTERM/SIGINT/SIGUSR1 and returns it; runs a delayed flush_all when due. */
-static int wait_for_signal(struct larder__shared *sh)
+static int wait_for_signal(struct larderd_shared *sh)
 {
 	sigset_t set;
 	struct timespec one_s = {1, 0};
@@ -323,7 +324,7 @@ static int wait_for_signal(struct larder__shared *sh)
 		clock_gettime(CLOCK_REALTIME, &now);
 		if (at != 0 && (uint64_t)now.tv_sec * 1000 >= at) {
 			atomic_store_explicit(&sh->flush_at_ms, 0, memory_order_relaxed);
-			larder__ignore(larder_clear(sh->cache));
+			larderd_ignore(larder_clear(sh->cache));
 		}
 	}
 }
@@ -332,8 +333,8 @@ int main(int argc, char **argv)
 {
 	struct options o = {"11211", NULL, NULL, 64, 4, 1024, 0, 1024 * 1024, NULL, 0,
 			    DEFAULT_COMPRESS_SAVING_PCT};
-	static struct larder__shared sh;
-	struct larder__net *net;
+	static struct larderd_shared sh;
+	struct larderd_net *net;
 	sigset_t set;
 	int fds[8], nfd, rc;
 
@@ -374,7 +375,7 @@ int main(int argc, char **argv)
 	atomic_store_explicit(&sh.verbosity, o.verbose, memory_order_relaxed);
 	pthread_mutex_init(&sh.reset_lock, NULL);
 
-	net = larder__net_start(&sh, fds, nfd);
+	net = larderd_net_start(&sh, fds, nfd);
 	if (net == NULL) {
 		fprintf(stderr, "larderd: cannot start workers: %s\n", strerror(errno));
 		larder_close(sh.cache);
@@ -386,7 +387,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "larderd: serving on %s:%s with %d threads\n",
 			o.inter ? o.inter : "*", o.port, o.threads);
 	int sig = wait_for_signal(&sh);
-	larder__net_stop(net);
+	larderd_net_stop(net);
 	if (o.snapshot && sig != SIGINT) {
 		rc = larder_save(sh.cache, o.snapshot);
 		if (rc != LARDER_OK) {

@@ -4,18 +4,26 @@ docs/memory-model.md matches the code.
 
     python3 tests/labels_check.py [repository root]   (ctest: labels_check, label unit)
 
-The label scheme is in docs/architecture.md, "Labels". Checks:
+The label scheme is in docs/architecture.md, "Labels". The tree is src/,
+server/, bindings/, tools/ and tests/ (C sources and headers, and the Node
+binding's JavaScript); docs/ is read for citations too. Checks:
   1. definitions: a numbered invariant is defined by a line "PREFIX-Xn." in a
-     header comment under src/; no label is defined twice;
-  2. citations: every prefixed label cited in src/, docs/ or tests/ (ranges
-     "PREFIX-X1..X4" included) is defined, in src/ or as an edge of
-     docs/memory-model.md; no comment in src/ cites a numbered label without
-     its prefix (a test's own numbered checks, cited with the test's file,
-     and ARC's lists T1, T2, B1, B2 excepted);
-  3. code to doc: every label on an ordered atomic in src/ (the comment just
-     above the statement, or on its lines) that is not an invariant is an
-     edge listed in a table of docs/memory-model.md, and every ordered atomic
-     (acquire, release, acq_rel, seq_cst, a fence) carries one;
+     header comment of the tree (or "N. PREFIX-Xn:" in a numbered list of
+     steps); no label is defined twice;
+  2. citations: every prefixed label cited in the tree or the docs (ranges
+     "PREFIX-X1..X4" included) is defined, in the tree or as an edge of
+     docs/memory-model.md; no comment of the tree cites a numbered label
+     without its prefix. Not labels, and so excepted: ARC's lists T1, T2,
+     B1, B2 (evict/arc.c, evict/ghost.h), T0 (a time origin in tests), V8
+     (the JavaScript engine), and the Node binding's cache tiers L1 and L2
+     (bindings/node). Python and shell files are not read: their numbered
+     tokens are protocol flags (memcached's meta T0, O1) and variables;
+  3. code to doc (the engine, src/, only: the bindings' native code keeps
+     its own edges in its headers): every label on an ordered atomic in
+     src/ (the comment just above the statement, or on its lines) that is
+     not an invariant is an edge listed in a table of docs/memory-model.md,
+     and every ordered atomic (acquire, release, acq_rel, seq_cst, a fence)
+     carries one;
   4. doc to code: every edge a table of docs/memory-model.md lists labels an
      ordered atomic in src/ (a row whose order is relaxed only, a hint such
      as X-SET, needs its label in a comment of src/);
@@ -34,12 +42,16 @@ ORDERS = {'RELAXED': 'relaxed', 'ACQUIRE': 'acquire', 'RELEASE': 'release',
 NUMBERED = r'[A-Z][A-Z0-9]*-(?:SL|[A-Z])\d+[a-z]?'
 NAMED = r'[RAL]-[A-Z]{2,}|X-SET|X-TAKE'
 LABEL_RE = re.compile(r'(?<![\w.-])(' + NUMBERED + r'|' + NAMED + r')(?:\.\.(?:SL|[A-Z])?(\d+)([a-z]?))?(?![\w-])')
-DEF_RE = re.compile(r'^\s*(?:/\*|\*)\s+(' + NUMBERED + r')\.\s')
+DEF_RE = re.compile(r'^\s*(?:/\*|\*)\s+(?:(' + NUMBERED + r')\.|\d+\.\s+(' + NUMBERED + r'):)\s')
 ORDERED_RE = re.compile(r'LARDER__(ACQUIRE|RELEASE|ACQ_REL|SEQ_CST)\b|atomic_thread_fence|barrier_all_threads\(\)')
 STMT_ORDER_RE = re.compile(r'LARDER__(RELAXED|ACQUIRE|RELEASE|ACQ_REL|SEQ_CST)\b')
 # A numbered label without its prefix (not S3-FIFO, SSE2, XXH3, LZ4).
 BARE_RE = re.compile(r'(?<![\w.-])(?:SL|[A-Z]{1,2})\d+[a-z]?\b(?!-FIFO)(?<!SSE2)(?<!XXH3)(?<!LZ4)')
 ARC_NAMES = {'T1', 'T2', 'B1', 'B2'}  # ARC's lists, named as in the paper
+NOT_LABELS = {'T0', 'V8'}  # a time origin; the JavaScript engine
+NODE_TIERS = {'L1', 'L2'}  # the Node binding's JS-side cache and the engine
+TREE = ('src', 'server', 'bindings', 'tools', 'tests')
+SKIP_DIRS = ('node_modules', 'build')
 SAYS_ORDER_RE = re.compile(r'(' + NUMBERED + r'|' + NAMED + r')(?: \([^)]*\))?:\s+(relaxed|acquire|release|seq_cst|acq_rel)\b')
 
 
@@ -67,7 +79,8 @@ def read(root, rel):
 
 def files_under(root, top, exts):
     found = []
-    for d, _, names in os.walk(os.path.join(root, top)):
+    for d, dirs, names in os.walk(os.path.join(root, top)):
+        dirs[:] = [x for x in dirs if x not in SKIP_DIRS]
         for n in names:
             if n.endswith(exts):
                 found.append(os.path.relpath(os.path.join(d, n), root))
@@ -75,8 +88,12 @@ def files_under(root, top, exts):
 
 
 def comment_text(line):
-    """The comment parts of one line of C (block comments only)."""
+    """The comment parts of one line of C or JavaScript (block comments, and
+    line comments outside strings)."""
     parts = re.findall(r'/\*(.*?)(?:\*/|$)', line)
+    m = re.match(r'^(?:[^"\'`/]|/(?![/*])|"[^"]*"|\'[^\']*\'|`[^`]*`)*//(.*)$', line)
+    if m and '/*' not in line:
+        parts.append(m.group(1))
     s = line.strip()
     if not parts and (s.startswith('*') or (s and not s.startswith('/*') and s.endswith('*/'))):
         parts = [s.lstrip('*').rstrip('*/')]
@@ -156,15 +173,30 @@ def doc_edges(lines, relaxed=None):
     return edges
 
 
+def tree_files(root):
+    """The C sources and headers of the tree, and the Node binding's JS."""
+    out = []
+    for top in TREE:
+        out += files_under(root, top, ('.c', '.h'))
+    return out + files_under(root, 'bindings/node', ('.js',))
+
+
+def bare_allowed(rel, word):
+    if word in ARC_NAMES and rel in ('src/evict/arc.c', 'src/evict/ghost.h'):
+        return True
+    return word in NOT_LABELS or (word in NODE_TIERS and rel.startswith('bindings/node/'))
+
+
 def check(root):
     findings = []
     src = files_under(root, 'src', ('.c', '.h'))
+    tree = tree_files(root)
     invariants = {}
-    for rel in src:
+    for rel in tree:
         for n, line in enumerate(read(root, rel), 1):
             m = DEF_RE.match(line)
             if m:
-                lab = m.group(1)
+                lab = m.group(1) or m.group(2)
                 if lab in invariants:
                     findings.append('%s:%d: %s defined again (first at %s)' % (rel, n, lab, invariants[lab]))
                 else:
@@ -177,7 +209,7 @@ def check(root):
     prefixes = {l.split('-')[0] for l in list(invariants) + list(edges) if re.match(NUMBERED + '$', l)}
 
     cited = []
-    for top in ('src', 'docs', 'tests'):
+    for top in TREE + ('docs',):
         for rel in files_under(root, top, ('.c', '.h', '.md', '.py', '.sh', '.txt', '.js', '.java')):
             if rel == 'tests/labels_check.py':
                 continue
@@ -188,12 +220,10 @@ def check(root):
     for rel, n, lab in cited:
         if lab not in invariants and lab not in edges:
             findings.append('%s:%d: %s is cited but defined nowhere' % (rel, n, lab))
-    for rel in src:
+    for rel in tree:
         for n, line in enumerate(read(root, rel), 1):
-            if 'test_' in line:
-                continue  # a test's own numbered check, cited with its file
             for m in BARE_RE.finditer(comment_text(line)):
-                if m.group(0) not in ARC_NAMES or rel not in ('src/evict/arc.c', 'src/evict/ghost.h'):
+                if not bare_allowed(rel, m.group(0)):
                     findings.append('%s:%d: %s has no module prefix' % (rel, n, m.group(0)))
 
     used = set()
@@ -236,6 +266,12 @@ def self_test():
          'bare labels')
     want(DEF_RE.match(' *   SLAB-S1. A free slot') is not None, 'definition')
     want(DEF_RE.match(' * (SLAB-S1) a citation') is None, 'citation is no definition')
+    want(DEF_RE.match(' *   2. JGUARD-M1: membarrier') is not None, 'a step defines')
+    want(DEF_RE.match(' * STRESS-S1: checked here') is None, 'a citation with a colon')
+    want(comment_text('  x = "a // b"; // M1 (J2)') == ' M1 (J2)', 'JS line comment')
+    want(comment_text('  s = "http://x/M1";') == '', 'no comment in a string')
+    want(not bare_allowed('tests/unit/t.c', 'L1') and bare_allowed('bindings/node/index.js', 'L1'),
+         'tiers only in the Node binding')
     sample = ['\t/* R-EV: release; the fields before A-EV. */',
               '\tatomic_store_explicit(&h->ev_head, head + 1,',
               '\t\t\t      LARDER__RELEASE);',

@@ -6,15 +6,18 @@
  * Owns: option checking, the value encoding (a tag byte chosen here, then
  * the bytes: Buffers raw, strings UTF-8, other values through a
  * serializer), the per-thread scratch buffers the addon copies values into,
- * the optional JS-side L1, the `max` entry limit, and dispose delivery.
+ * the optional JS-side L1, the `max` entry limit, dispose delivery, the
+ * iterators' decoding of the addon's chunks, and LarderPool (a pool object
+ * counts the open caches opened with it, so close() can refuse while one is
+ * open; the addon's references keep the memory safe whatever the order).
  *
  * Invariants:
- *   J1. A value read never aliases the scratch: Buffers and serializer input
+ *   NODE-J1. A value read never aliases the scratch: Buffers and serializer input
  *       are copied out of it before the next native call can overwrite it.
- *   J2. L1 never shadows a write: set/delete/clear/mset drop the key from
+ *   NODE-J2. L1 never shadows a write: set/delete/clear/mset drop the key from
  *       L1 before they return, and an L1 entry expires no later than the
  *       engine's entry (its deadline is taken before the native call).
- *   J3. L1 exists only for a private cache (no name) without updateAgeOnGet:
+ *   NODE-J3. L1 exists only for a private cache (no name) without updateAgeOnGet:
  *       a shared cache is written by other workers, whose writes this
  *       thread's Map cannot see, and an L1 hit would not extend a lifetime.
  */
@@ -57,6 +60,7 @@ const REASONS = ['delete', 'set', 'expire', 'evict', 'clear'];
 /* Bits of registry.h's enum lnode_setting_bit. */
 const GIVEN = {
   maxSize: 1, max: 2, ttl: 4, maxKeyBytes: 8, maxValueBytes: 16, policy: 32, updateAgeOnGet: 64,
+  compression: 128, pool: 256, minShare: 512, maxShare: 512, missCost: 1024,
 };
 
 /*
@@ -125,6 +129,58 @@ function ttlArg(ttl) {
   return ttl === Infinity ? 0 : Math.ceil(ttl);
 }
 
+const COMPRESSION_DEFAULTS = { minSize: 256, minSaving: 10 };
+
+/*
+ * compression: false/undefined (off), true (the defaults) or { minSize,
+ * minSaving }: values of at least minSize bytes are stored compressed (a trained zstd dictionary, else LZ4)
+ * when that saves at least minSaving percent (docs/compression.md).
+ */
+function compressionArg(option) {
+  if (option === undefined || option === false) return { minSize: 0, minSaving: 0 };
+  if (option === true) return COMPRESSION_DEFAULTS;
+  if (option === null || typeof option !== 'object') {
+    throw typeError('compression must be a boolean or { minSize, minSaving }');
+  }
+  const minSize = option.minSize === undefined ? COMPRESSION_DEFAULTS.minSize
+    : checkInteger('compression.minSize', option.minSize, 1, LIMITS.valueLimit - 1);
+  const minSaving = option.minSaving === undefined ? COMPRESSION_DEFAULTS.minSaving
+    : checkInteger('compression.minSaving', option.minSaving, 0, 99);
+  return { minSize, minSaving };
+}
+
+/* Set by LarderPool's static block: count the caches opened through a pool object. */
+let poolAttach = null;
+let poolDetach = null;
+let poolNative = null;
+/* A cache collected without close() stops counting against its pool object. */
+const cachesInPools = new FinalizationRegistry((pool) => poolDetach(pool));
+
+const POOL_OPTIONS = ['minShare', 'maxShare', 'missCost'];
+
+/* The pool options of a LarderCache: { pool, native, minShare, maxShare, missCost }. */
+function poolArgs(o) {
+  if (o.pool === undefined) {
+    for (const k of POOL_OPTIONS) if (o[k] !== undefined) throw typeError(`${k} needs the pool option`);
+    return { pool: null, native: null, minShare: 0, maxShare: 1, missCost: 1 };
+  }
+  if (!(o.pool instanceof LarderPool)) throw typeError('pool must be a LarderPool');
+  // The pool sets the capacity; the engine refuses a capacity of its own (and so `max`'s steering).
+  if (o.maxSize !== undefined) throw typeError('maxSize cannot be combined with pool: the pool sets the capacity (use minShare/maxShare)');
+  if (o.max !== undefined) throw typeError('max cannot be combined with pool: the pool sets the capacity, which max would steer');
+  for (const k of POOL_OPTIONS) {
+    if (o[k] !== undefined && typeof o[k] !== 'number') throw typeError(`${k} must be a number`);
+  }
+  const minShare = o.minShare === undefined ? 0 : o.minShare;
+  const maxShare = o.maxShare === undefined ? 1 : o.maxShare;
+  if (!(minShare >= 0 && minShare <= maxShare && maxShare > 0 && maxShare <= 1)) {
+    throw rangeError(`minShare and maxShare must satisfy 0 <= minShare <= maxShare <= 1, maxShare > 0; got ${minShare}, ${maxShare}`);
+  }
+  const missCost = o.missCost === undefined ? 1 : o.missCost;
+  if (!(missCost > 0 && missCost <= 1e9)) throw rangeError(`missCost must be > 0 and <= 1e9, got ${missCost}`);
+  return { pool: o.pool, native: poolNative(o.pool), minShare, maxShare, missCost };
+}
+
 function makeSerializer(option) {
   if (option === undefined || option === 'json') {
     return { tag: TAG_JSON, serialize: null, deserialize: null };
@@ -140,17 +196,19 @@ class LarderCache {
   #n; // the addon's operations for this handle (addon.c), bound to it
   #closed = false;
   #serializer;
-  #l1 = null; // Map key -> { key, v, exp } (J2, J3)
+  #l1 = null; // Map key -> { key, v, exp } (NODE-J2, NODE-J3)
   #l1Order = null; // L1 entries in fill order from #l1Head; stale ones are no longer #l1's
   #l1Head = 0;
   #l1Max = 0;
-  #writes = 0; // counts this handle's writes: an L1 fill raced by one is dropped (J2)
+  #writes = 0; // counts this handle's writes: an L1 fill raced by one is dropped (NODE-J2)
   #ttlInUse = false;
   #dispose = null;
   #max = 0; // the entry limit; 0 = none
   #maxSize;
   #setsToCheck = 0;
   #name;
+  #pool = null; // the LarderPool this handle was opened with (it counts the handle)
+  #pooled = false; // the cache draws its capacity from a pool (this handle's or a joiner's)
 
   /**
    * @param {object} options see docs/node.md; every option is optional.
@@ -161,11 +219,10 @@ class LarderCache {
     for (const k of UNSUPPORTED) {
       if (o[k] !== undefined) throw typeError(`LarderCache does not support lru-cache's ${k} option (docs/node.md)`);
     }
-    if (o.compression !== undefined && o.compression !== false) {
-      throw typeError('compression is not available: the engine has no value compression yet');
-    }
+    const compression = compressionArg(o.compression);
     let given = 0;
     for (const k of Object.keys(GIVEN)) if (o[k] !== undefined) given |= GIVEN[k];
+    const pool = poolArgs(o);
 
     const name = o.name;
     if (name !== undefined && typeof name !== 'string') throw typeError('name must be a string');
@@ -208,11 +265,18 @@ class LarderCache {
     this.#n = native.open(name === undefined ? null : name, maxSize, max, ttl,
       maxKeyBytes, maxValueBytes + 1, POLICIES[policyName], updateAgeOnGet ? 1 : 0, given,
       this.#dispose ? (buf, records) => this.#deliver(buf, records) : null,
-      queueBytes);
+      queueBytes, compression.minSize === 0 ? 0 : compression.minSize + 1, compression.minSaving,
+      pool.native, pool.minShare, pool.maxShare, pool.missCost);
+    if (pool.pool !== null) {
+      this.#pool = pool.pool;
+      poolAttach(this.#pool);
+      cachesInPools.register(this, this.#pool, this);
+    }
     // A joined shared cache keeps the settings it was opened with.
     const eff = this.#n.settings();
     this.#max = eff.max;
     this.#maxSize = eff.maxSize;
+    this.#pooled = eff.pooled;
     this.#ttlInUse = eff.ttl > 0;
     this.#setsToCheck = this.#checkInterval();
   }
@@ -281,16 +345,17 @@ class LarderCache {
   }
 
   /* r: the addon's result, a length (value in the scratch) or minus the size needed. */
-  #decodeGet(r, key) {
+  #decodeGet(r, key, peek = false) {
     while (r < 0) {
       growScratch(-r);
-      r = this.#n.get(key);
+      r = peek ? this.#n.peek(key) : this.#n.get(key);
       if (typeof r !== 'number') return r;
     }
     return this.#decode(scratch, 0, r);
   }
 
-  /* The value whose tag byte is buf[start], ending at end (J1: never a view of the scratch). */
+  /* The value whose tag byte is buf[start], ending at end (NODE-J1: never a view of the
+   * scratch). */
   #decode(buf, start, end) {
     const tag = buf[start];
     // ASCII reads the same in Latin-1, whose decoder does a third less work than UTF-8's (callgrind).
@@ -352,17 +417,17 @@ class LarderCache {
   }
 
   /**
-   * The value without going through L1's refill. The engine has no read that
-   * skips its hit sample or its expire-after-access extension, so for the
-   * eviction policy a peek is a hit, and with updateAgeOnGet it extends.
+   * The value, as lru-cache's peek: no L1 refill or reorder, no hit for the
+   * eviction policy or the counters, and no expire-after-access extension
+   * (the engine's larder_peek).
    */
   peek(key) {
     if (this.#l1 !== null) {
       const e = this.#l1.get(key);
       if (e !== undefined && (e.exp === 0 || e.exp > performance.now())) return e.v;
     }
-    const r = this.#n.get(key);
-    return typeof r === 'number' ? this.#decodeGet(r, key) : r;
+    const r = this.#n.peek(key);
+    return typeof r === 'number' ? this.#decodeGet(r, key, true) : r;
   }
 
   /** Removes key; true if it was present. */
@@ -469,9 +534,67 @@ class LarderCache {
     return this;
   }
 
+  /*
+   * Walks the cache with the engine's cursor, a chunk of entries per native
+   * call: [key, value] pairs (value undefined when withValues is false).
+   * The cursor closes when the walk ends, breaks or throws (or, abandoned,
+   * when the generator is collected or the cache closed).
+   */
+  *#walk(withValues) {
+    const n = this.#n;
+    const it = n.iterOpen(withValues);
+    try {
+      for (let buf = n.iterNext(it); buf !== undefined; buf = n.iterNext(it)) {
+        for (let off = 0; off < buf.length;) {
+          const kl = buf.readUInt32LE(off);
+          const vl = buf.readUInt32LE(off + 4);
+          const ks = off + 8;
+          const vs = ks + kl;
+          off = vs + vl;
+          const keyBytes = buf.subarray(ks, vs);
+          const key = isUtf8(keyBytes) ? keyBytes.toString('utf8') : Buffer.from(keyBytes);
+          yield [key, withValues ? this.#decode(buf, vs, off) : undefined];
+        }
+      }
+    } finally {
+      n.iterClose(it);
+    }
+  }
+
+  /**
+   * [key, value] pairs of every entry, from the engine (not the L1): weakly
+   * consistent (a key present throughout is returned once; one written or
+   * removed meanwhile may or may not be), in the index's order, not by
+   * recency; counts no hit and extends no deadline. A key is a string when
+   * its bytes are UTF-8, else a Buffer.
+   */
+  entries() {
+    return this.#walk(true);
+  }
+
+  /** Keys of every entry, as entries() (values are not copied). */
+  *keys() {
+    for (const [k] of this.#walk(false)) yield k;
+  }
+
+  /** Values of every entry, as entries(). */
+  *values() {
+    for (const [, v] of this.#walk(true)) yield v;
+  }
+
+  [Symbol.iterator]() {
+    return this.entries();
+  }
+
+  /** Calls fn.call(thisArg, value, key, this) for every entry, as entries(). */
+  forEach(fn, thisArg) {
+    if (typeof fn !== 'function') throw typeError('forEach needs a function');
+    for (const [k, v] of this.#walk(true)) fn.call(thisArg, v, k, this);
+  }
+
   /**
    * Entries in the cache, as the maintainer counts them: a write shows up
-   * within a batching window (~200 us), not at once.
+   * within a batching window (~200 us; 2 ms for a trickle), not at once.
    */
   get size() {
     const s = this.#n.stats();
@@ -489,13 +612,20 @@ class LarderCache {
     return this.#max;
   }
 
+  /** { minSize, minSaving } as the cache was opened with them, or false. */
+  get compression() {
+    const s = this.#n.settings();
+    return s.compressMinSize === 0 ? false : { minSize: s.compressMinSize, minSaving: s.compressMinSaving };
+  }
+
   /** The shared cache's name; undefined for a private cache. */
   get name() {
     return this.#name;
   }
 
+  /** The byte capacity: maxSize, or for a cache in a pool the capacity the pool gives it now. */
   get maxSize() {
-    return this.#maxSize;
+    return this.#pooled ? this.#n.stats().capacity_bytes : this.#maxSize;
   }
 
   /**
@@ -522,6 +652,19 @@ class LarderCache {
     this.#l1 = null;
     this.#l1Order = null;
     this.#n.close();
+    if (this.#pool !== null) {
+      cachesInPools.unregister(this);
+      poolDetach(this.#pool);
+      this.#pool = null;
+    }
+  }
+
+  /**
+   * The cache's figures in its pool (capacity, target, marginal hits per
+   * MiB, ...: larder_pool_cache_stats), or undefined for a cache not in a pool.
+   */
+  poolStats() {
+    return this.#n.poolStats();
   }
 
   /* Checks sets roughly every 1/8 of max; see #enforceMax. */
@@ -618,4 +761,99 @@ class LarderCache {
   }
 }
 
-module.exports = { LarderCache, POLICIES: Object.keys(POLICIES) };
+const DEFAULT_POOL_INTERVAL_MS = 100;
+
+/**
+ * One byte budget shared by the caches opened in it (new LarderCache({ pool
+ * })): the engine's pool moves capacity to the cache where it buys the most
+ * hits, weighted by each cache's missCost, within each one's minShare and
+ * maxShare (docs/pool.md). A pool opened by name is the same pool in every
+ * worker, as a named cache is.
+ */
+class LarderPool {
+  #p; // the addon's pool object (addon.c, ADDON-H6)
+  #open = 0; // caches opened through this object and not closed
+  #closed = false;
+  #name;
+  #maxSize;
+
+  /**
+   * @param {object} options { maxSize (bytes, >= 1 MiB; default 256 MiB),
+   *   interval (the controller's period in ms, 0..60000, 0: a static split;
+   *   default 100), name }
+   */
+  constructor(options = {}) {
+    if (options === null || typeof options !== 'object') throw typeError('options must be an object');
+    const o = options;
+    if (o.name !== undefined && typeof o.name !== 'string') throw typeError('name must be a string');
+    const maxSize = o.maxSize === undefined ? 256 * 1024 * 1024
+      : checkInteger('maxSize', o.maxSize, 1024 * 1024, Number.MAX_SAFE_INTEGER);
+    const interval = o.interval === undefined ? DEFAULT_POOL_INTERVAL_MS
+      : checkInteger('interval', o.interval, 0, 60000);
+    const given = (o.maxSize !== undefined ? 1 : 0) | (o.interval !== undefined ? 2 : 0);
+    this.#p = native.poolOpen(o.name === undefined ? null : o.name, maxSize, interval, given);
+    this.#name = o.name;
+    this.#maxSize = maxSize;
+  }
+
+  /** Budget, overshoot bound, caches, assigned and used bytes, moves, passes (larder_pool_stats). */
+  stats() {
+    if (this.#closed) throw closedPoolError();
+    return native.poolStats(this.#p);
+  }
+
+  get maxSize() {
+    return this.#maxSize;
+  }
+
+  get name() {
+    return this.#name;
+  }
+
+  get closed() {
+    return this.#closed;
+  }
+
+  /**
+   * Releases this object's hold on the pool. Refused (ERR_LARDER_STATE) while
+   * a cache opened with it is open: close those first, as the engine's
+   * larder_pool_close requires. A named pool lives on while other objects
+   * (in any worker) or their caches hold it. Idempotent.
+   */
+  close() {
+    if (this.#closed) return;
+    if (this.#open > 0) {
+      const err = new Error(`larder: the pool has ${this.#open} open cache(s) opened with it; close them first`);
+      err.code = 'ERR_LARDER_STATE';
+      throw err;
+    }
+    this.#closed = true;
+    native.poolClose(this.#p);
+  }
+
+  /** Pools open in this process (all workers), for leak checks. */
+  static openPools() {
+    return native.openPools();
+  }
+
+  static {
+    poolNative = (pool) => {
+      if (pool.#closed) throw closedPoolError();
+      return pool.#p;
+    };
+    poolAttach = (pool) => {
+      pool.#open++;
+    };
+    poolDetach = (pool) => {
+      pool.#open--;
+    };
+  }
+}
+
+function closedPoolError() {
+  const err = new Error('larder: the pool is closed');
+  err.code = 'ERR_LARDER_CLOSED';
+  return err;
+}
+
+module.exports = { LarderCache, LarderPool, POLICIES: Object.keys(POLICIES) };

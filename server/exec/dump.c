@@ -19,7 +19,7 @@
  * The dump walks a larder_iter (weakly consistent: every item live for the
  * whole dump appears exactly once) and suspends at the output's high water
  * like a multiget, keeping its cursor in the request; a connection closed
- * mid-dump frees it through larder__exec_abandon().
+ * mid-dump frees it through larderd_exec_abandon().
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +43,7 @@ static size_t class_count(void)
 }
 
 /* "all", "hash", or comma-separated ids 1..class_count(); false when bad. */
-static bool parse_classes(const struct larder__tok *t, struct dump_filter *f)
+static bool parse_classes(const struct larderd_tok *t, struct dump_filter *f)
 {
 	memset(f, 0, sizeof(*f));
 	if ((t->n == 3 && memcmp(t->p, "all", 3) == 0) || (t->n == 4 && memcmp(t->p, "hash", 4) == 0)) {
@@ -53,9 +53,9 @@ static bool parse_classes(const struct larder__tok *t, struct dump_filter *f)
 	const char *p = t->p, *end = t->p + t->n;
 	while (p < end) {
 		const char *comma = memchr(p, ',', (size_t)(end - p));
-		struct larder__tok id = {p, (size_t)((comma ? comma : end) - p)};
+		struct larderd_tok id = {p, (size_t)((comma ? comma : end) - p)};
 		uint64_t v;
-		if (!larder__strtoull(&id, &v) || v < 1 || v > class_count() || v > MAX_CLASSES)
+		if (!larderd_strtoull(&id, &v) || v < 1 || v > class_count() || v > MAX_CLASSES)
 			return false;
 		f->bits[v / 64] |= 1ull << (v % 64);
 		p = comma ? comma + 1 : end;
@@ -64,7 +64,7 @@ static bool parse_classes(const struct larder__tok *t, struct dump_filter *f)
 }
 
 struct dump_line {
-	struct larder__obuf *out;
+	struct larderd_obuf *out;
 	const struct dump_filter *filter;
 	time_t now;
 	size_t classes;
@@ -87,10 +87,10 @@ static unsigned class_of(const struct dump_line *d, uint64_t bytes)
 }
 
 /* memcached's uriencode: unreserved characters stay, the rest are %XX. */
-static void add_key(struct larder__obuf *out, const unsigned char *k, size_t n)
+static void add_key(struct larderd_obuf *out, const unsigned char *k, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	char *p = larder__obuf_reserve(out, 3 * n);
+	char *p = larderd_obuf_reserve(out, 3 * n);
 	if (!p)
 		return;
 	char *start = p;
@@ -113,42 +113,42 @@ static void dump_entry(void *ctx, const void *key, size_t key_len, const void *v
 {
 	struct dump_line *d = ctx;
 	unsigned cls = class_of(d, entry_bytes);
-	if (!(d->filter->bits[cls / 64] & (1ull << (cls % 64))) || value_len < LARDER__HDR)
+	if (!(d->filter->bits[cls / 64] & (1ull << (cls % 64))) || value_len < LARDERD_HDR)
 		return;
 	uint64_t cas;
 	uint32_t flags;
 	uint8_t bits;
-	larder__hdr_get(value, &cas, &flags, &bits);
-	larder__obuf_str(d->out, "key=");
+	larderd_hdr_get(value, &cas, &flags, &bits);
+	larderd_obuf_str(d->out, "key=");
 	add_key(d->out, key, key_len);
-	larder__obuf_str(d->out, " exp=");
+	larderd_obuf_str(d->out, " exp=");
 	if (ttl_ms == LARDER_TTL_NEVER)
-		larder__obuf_str(d->out, "-1");
+		larderd_obuf_str(d->out, "-1");
 	else
-		larder__obuf_i64(d->out, (int64_t)d->now + (int64_t)((ttl_ms + 999) / 1000));
-	larder__obuf_str(d->out, " la=");
-	larder__obuf_i64(d->out, (int64_t)d->now);
-	larder__obuf_str(d->out, " cas=");
-	larder__obuf_u64(d->out, cas);
-	larder__obuf_str(d->out, " fetch=no cls=");
-	larder__obuf_u64(d->out, cls);
-	larder__obuf_str(d->out, " size=");
-	larder__obuf_u64(d->out, entry_bytes);
-	larder__obuf_add(d->out, "\n", 1);
+		larderd_obuf_i64(d->out, (int64_t)d->now + (int64_t)((ttl_ms + 999) / 1000));
+	larderd_obuf_str(d->out, " la=");
+	larderd_obuf_i64(d->out, (int64_t)d->now);
+	larderd_obuf_str(d->out, " cas=");
+	larderd_obuf_u64(d->out, cas);
+	larderd_obuf_str(d->out, " fetch=no cls=");
+	larderd_obuf_u64(d->out, cls);
+	larderd_obuf_str(d->out, " size=");
+	larderd_obuf_u64(d->out, entry_bytes);
+	larderd_obuf_add(d->out, "\n", 1);
 }
 
-int larder__exec_metadump(struct larder__exec *x, struct larder__req *req,
-			  struct larder__obuf *out, size_t high_water)
+int larderd_exec_metadump(struct larderd_exec *x, struct larderd_req *req,
+			  struct larderd_obuf *out, size_t high_water)
 {
 	struct dump_filter filter;
 	if (!parse_classes(&req->tok[2], &filter)) {
-		larder__obuf_line(out, "BADCLASS invalid class id");
-		return LARDER__EXEC_DONE;
+		larderd_obuf_line(out, "BADCLASS invalid class id");
+		return LARDERD_EXEC_DONE;
 	}
 	larder_iter *it = req->dump;
 	if (!it && larder_iter_open(x->sh->cache, &it) != LARDER_OK) {
-		larder__obuf_line(out, "SERVER_ERROR out of memory");
-		return LARDER__EXEC_DONE;
+		larderd_obuf_line(out, "SERVER_ERROR out of memory");
+		return LARDERD_EXEC_DONE;
 	}
 	struct dump_line d = {out, &filter, time(NULL), larder_size_class_count(), {0}};
 	if (d.classes >= MAX_CLASSES)
@@ -159,7 +159,7 @@ int larder__exec_metadump(struct larder__exec *x, struct larder__req *req,
 	for (;;) {
 		if (out->len > high_water) {
 			req->dump = it;
-			return LARDER__EXEC_SUSPEND;
+			return LARDERD_EXEC_SUSPEND;
 		}
 		int rc = larder_iter_next(it, dump_entry, &d);
 		if (rc == LARDER_OK)
@@ -167,13 +167,13 @@ int larder__exec_metadump(struct larder__exec *x, struct larder__req *req,
 		larder_iter_close(it);
 		req->dump = NULL;
 		if (rc != LARDER_MISS)
-			return LARDER__EXEC_NOMEM; /* a partial dump: close the connection */
-		larder__obuf_line(out, "END");
-		return out->failed ? LARDER__EXEC_NOMEM : LARDER__EXEC_DONE;
+			return LARDERD_EXEC_NOMEM; /* a partial dump: close the connection */
+		larderd_obuf_line(out, "END");
+		return out->failed ? LARDERD_EXEC_NOMEM : LARDERD_EXEC_DONE;
 	}
 }
 
-void larder__exec_abandon(struct larder__req *req)
+void larderd_exec_abandon(struct larderd_req *req)
 {
 	larder_iter_close(req->dump);
 	req->dump = NULL;

@@ -13,7 +13,7 @@
  * Fetched: memcached marks an item fetched on its first read (get, gets,
  * gat, touch, mg without u), and mg h / me report it. larderd keeps that
  * bit in the item header, so the first read of each written value costs one
- * more engine write (larder__mark_fetched()): a cache-aside client's
+ * more engine write (larderd_mark_fetched()): a cache-aside client's
  * set-then-get would pay a second write, and the maintainer a second
  * wake-up, per round trip, for a flag few clients ask about. So reads mark
  * nothing until the first request that asks (mg with h, me); from then on
@@ -41,7 +41,7 @@
 #define MC_STARTED_SLACK 62
 #define MAX_VERBOSITY 2
 
-int larder__exec_init(struct larder__exec *x, struct larder__shared *sh, unsigned id)
+int larderd_exec_init(struct larderd_exec *x, struct larderd_shared *sh, unsigned id)
 {
 	memset(x, 0, sizeof(*x));
 	x->sh = sh;
@@ -49,7 +49,7 @@ int larder__exec_init(struct larder__exec *x, struct larder__shared *sh, unsigne
 	return 0;
 }
 
-void larder__exec_fini(struct larder__exec *x)
+void larderd_exec_fini(struct larderd_exec *x)
 {
 	free(x->a);
 	free(x->b);
@@ -57,7 +57,7 @@ void larder__exec_fini(struct larder__exec *x)
 	x->a = x->b = x->c = NULL;
 }
 
-bool larder__grow(unsigned char **buf, size_t *cap, size_t need)
+bool larderd_grow(unsigned char **buf, size_t *cap, size_t need)
 {
 	unsigned char *nb;
 	size_t c = *cap ? *cap : 4096;
@@ -89,7 +89,7 @@ static uint64_t stamp_now(void)
 	return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) >> 4;
 }
 
-uint64_t larder__next_cas(struct larder__exec *x)
+uint64_t larderd_next_cas(struct larderd_exec *x)
 {
 	uint64_t t = stamp_now();
 
@@ -97,13 +97,13 @@ uint64_t larder__next_cas(struct larder__exec *x)
 	return x->cas_seq << 8 | x->id;
 }
 
-uint64_t larder__age_seconds(uint64_t cas)
+uint64_t larderd_age_seconds(uint64_t cas)
 {
 	uint64_t then = cas >> 8, now = stamp_now();
 	return now > then ? ((now - then) << 4) / 1000000000u : 0;
 }
 
-void larder__hdr_put(unsigned char *p, uint64_t cas, uint32_t flags, uint8_t bits)
+void larderd_hdr_put(unsigned char *p, uint64_t cas, uint32_t flags, uint8_t bits)
 {
 	for (int i = 0; i < 8; i++)
 		p[i] = (unsigned char)(cas >> (8 * i));
@@ -112,7 +112,7 @@ void larder__hdr_put(unsigned char *p, uint64_t cas, uint32_t flags, uint8_t bit
 	p[12] = bits;
 }
 
-void larder__hdr_get(const unsigned char *p, uint64_t *cas, uint32_t *flags, uint8_t *bits)
+void larderd_hdr_get(const unsigned char *p, uint64_t *cas, uint32_t *flags, uint8_t *bits)
 {
 	uint64_t c = 0;
 	uint32_t f = 0;
@@ -125,7 +125,7 @@ void larder__hdr_get(const unsigned char *p, uint64_t *cas, uint32_t *flags, uin
 	*bits = p[12];
 }
 
-bool larder__exptime_to_ttl(int32_t exptime, uint64_t *ttl_ms)
+bool larderd_exptime_to_ttl(int32_t exptime, uint64_t *ttl_ms)
 {
 	int64_t ms;
 
@@ -147,12 +147,12 @@ bool larder__exptime_to_ttl(int32_t exptime, uint64_t *ttl_ms)
 }
 
 /* memcached's "current_time": seconds since its process_started. */
-static int64_t mc_current_time(const struct larder__shared *sh)
+static int64_t mc_current_time(const struct larderd_shared *sh)
 {
 	return (int64_t)(now_ms() / 1000) - ((int64_t)sh->started - MC_STARTED_SLACK);
 }
 
-int64_t larder__dead_ttl_seconds(struct larder__exec *x, int32_t exptime)
+int64_t larderd_dead_ttl_seconds(struct larderd_exec *x, int32_t exptime)
 {
 	int64_t started = (int64_t)x->sh->started - MC_STARTED_SLACK, rel = 1;
 
@@ -161,7 +161,7 @@ int64_t larder__dead_ttl_seconds(struct larder__exec *x, int32_t exptime)
 	return (int64_t)(uint32_t)(rel - mc_current_time(x->sh));
 }
 
-long long larder__ttl_seconds(struct larder__exec *x, const void *key, size_t klen)
+long long larderd_ttl_seconds(struct larderd_exec *x, const void *key, size_t klen)
 {
 	uint64_t ms;
 
@@ -172,19 +172,19 @@ long long larder__ttl_seconds(struct larder__exec *x, const void *key, size_t kl
 }
 
 /* Reads the whole item into x->a. Returns a larder status or error. */
-int larder__read_item(struct larder__exec *x, const void *key, size_t klen, size_t *len)
+int larderd_read_item(struct larderd_exec *x, const void *key, size_t klen, size_t *len)
 {
 	for (;;) {
 		int rc = larder_get(x->sh->cache, key, klen, x->a, x->a_cap, len);
 		if (rc != LARDER_EBUFSIZE)
-			return (rc == LARDER_OK && *len < LARDER__HDR) ? LARDER_MISS : rc;
-		if (!larder__grow(&x->a, &x->a_cap, *len))
+			return (rc == LARDER_OK && *len < LARDERD_HDR) ? LARDER_MISS : rc;
+		if (!larderd_grow(&x->a, &x->a_cap, *len))
 			return LARDER_ENOMEM;
 	}
 }
 
 /* The engine's remaining TTL, for writes that keep it. */
-uint64_t larder__keep_ttl(struct larder__exec *x, const void *key, size_t klen)
+uint64_t larderd_keep_ttl(struct larderd_exec *x, const void *key, size_t klen)
 {
 	uint64_t ttl;
 	if (larder_ttl_remaining(x->sh->cache, key, klen, &ttl) != LARDER_OK)
@@ -192,31 +192,31 @@ uint64_t larder__keep_ttl(struct larder__exec *x, const void *key, size_t klen)
 	return ttl;
 }
 
-int larder__set_bits(struct larder__exec *x, const void *key, size_t klen, size_t old_len,
+int larderd_set_bits(struct larderd_exec *x, const void *key, size_t klen, size_t old_len,
 		     uint8_t bits)
 {
-	if (!larder__grow(&x->b, &x->b_cap, old_len))
+	if (!larderd_grow(&x->b, &x->b_cap, old_len))
 		return LARDER_ENOMEM;
 	memcpy(x->b, x->a, old_len);
 	x->b[12] = bits;
 	return larder_replace_if_equals(x->sh->cache, key, klen, x->a, old_len, x->b, old_len,
-					larder__keep_ttl(x, key, klen));
+					larderd_keep_ttl(x, key, klen));
 }
 
-void larder__track_fetched(struct larder__exec *x)
+void larderd_track_fetched(struct larderd_exec *x)
 {
 	/* Relaxed: a switch (exec.h); written once, re-writing it is harmless. */
 	if (!atomic_load_explicit(&x->sh->track_fetched, memory_order_relaxed))
 		atomic_store_explicit(&x->sh->track_fetched, true, memory_order_relaxed);
 }
 
-static bool tracking(const struct larder__exec *x)
+static bool tracking(const struct larderd_exec *x)
 {
 	/* Relaxed: see track_fetched in exec.h. */
 	return atomic_load_explicit(&x->sh->track_fetched, memory_order_relaxed);
 }
 
-void larder__mark_fetched(struct larder__exec *x, const void *key, size_t klen)
+void larderd_mark_fetched(struct larderd_exec *x, const void *key, size_t klen)
 {
 	if (!tracking(x))
 		return;
@@ -226,22 +226,22 @@ void larder__mark_fetched(struct larder__exec *x, const void *key, size_t klen)
 		uint32_t flags;
 		uint8_t bits;
 
-		if (larder__read_item(x, key, klen, &len) != LARDER_OK)
+		if (larderd_read_item(x, key, klen, &len) != LARDER_OK)
 			return;
-		larder__hdr_get(x->a, &cas, &flags, &bits);
-		if ((bits & LARDER__BIT_FETCHED) ||
-		    larder__set_bits(x, key, klen, len, bits | LARDER__BIT_FETCHED) != LARDER_MISMATCH)
+		larderd_hdr_get(x->a, &cas, &flags, &bits);
+		if ((bits & LARDERD_BIT_FETCHED) ||
+		    larderd_set_bits(x, key, klen, len, bits | LARDERD_BIT_FETCHED) != LARDER_MISMATCH)
 			return;
 	}
 }
 
-int larder__touch_key(struct larder__exec *x, const void *key, size_t klen, int32_t exptime,
+int larderd_touch_key(struct larderd_exec *x, const void *key, size_t klen, int32_t exptime,
 		      bool fetch)
 {
 	larder *c = x->sh->cache;
 	uint64_t ttl;
 
-	if (!larder__exptime_to_ttl(exptime, &ttl))
+	if (!larderd_exptime_to_ttl(exptime, &ttl))
 		return larder_remove(c, key, klen);
 	if (!fetch || !tracking(x))
 		return larder_touch(c, key, klen, ttl) == LARDER_OK ? LARDER_OK : LARDER_MISS;
@@ -250,17 +250,17 @@ int larder__touch_key(struct larder__exec *x, const void *key, size_t klen, int3
 		uint64_t cas;
 		uint32_t flags;
 		uint8_t bits;
-		int rc = larder__read_item(x, key, klen, &len);
+		int rc = larderd_read_item(x, key, klen, &len);
 
 		if (rc != LARDER_OK)
 			return LARDER_MISS;
-		larder__hdr_get(x->a, &cas, &flags, &bits);
-		if (bits & LARDER__BIT_FETCHED)
+		larderd_hdr_get(x->a, &cas, &flags, &bits);
+		if (bits & LARDERD_BIT_FETCHED)
 			return larder_touch(c, key, klen, ttl) == LARDER_OK ? LARDER_OK : LARDER_MISS;
-		if (!larder__grow(&x->b, &x->b_cap, len))
+		if (!larderd_grow(&x->b, &x->b_cap, len))
 			return LARDER_MISS;
 		memcpy(x->b, x->a, len);
-		x->b[12] = bits | LARDER__BIT_FETCHED;
+		x->b[12] = bits | LARDERD_BIT_FETCHED;
 		rc = larder_replace_if_equals(c, key, klen, x->a, len, x->b, len, ttl);
 		if (rc != LARDER_MISMATCH)
 			return rc == LARDER_OK ? LARDER_OK : LARDER_MISS;
@@ -268,29 +268,29 @@ int larder__touch_key(struct larder__exec *x, const void *key, size_t klen, int3
 	return LARDER_MISS;
 }
 
-const char *larder__store_error(struct larder__exec *x, int rc)
+const char *larderd_store_error(struct larderd_exec *x, int rc)
 {
 	if (rc == LARDER_EVALSIZE) {
-		larder__stat_add(x, WS_STORE_TOO_LARGE, 1);
+		larderd_stat_add(x, WS_STORE_TOO_LARGE, 1);
 		return "SERVER_ERROR object too large for cache";
 	}
-	larder__stat_add(x, WS_STORE_NO_MEMORY, 1);
+	larderd_stat_add(x, WS_STORE_NO_MEMORY, 1);
 	if (rc == LARDER_ENOMEM || rc == LARDER_EBUSY)
 		return "SERVER_ERROR out of memory storing object";
 	return "SERVER_ERROR failure";
 }
 
-static void out_reply(struct larder__req *req, struct larder__obuf *out, const char *s)
+static void out_reply(struct larderd_req *req, struct larderd_obuf *out, const char *s)
 {
 	if (!req->noreply)
-		larder__obuf_line(out, s);
+		larderd_obuf_line(out, s);
 }
 
 /* ---- get family ---------------------------------------------------------- */
 
 struct get_ctx {
-	struct larder__obuf *out;
-	const struct larder__tok *keys;
+	struct larderd_obuf *out;
+	const struct larderd_tok *keys;
 	bool with_cas;
 	bool unfetched[GET_BATCH];
 };
@@ -299,17 +299,17 @@ static void get_one(void *ctx, size_t i, const void *value, size_t len)
 {
 	struct get_ctx *g = ctx;
 	const unsigned char *v = value;
-	const struct larder__tok *k = &g->keys[i];
+	const struct larderd_tok *k = &g->keys[i];
 	uint64_t cas;
 	uint32_t flags;
 	uint8_t bits;
 	char *p;
 
-	if (len < LARDER__HDR)
+	if (len < LARDERD_HDR)
 		return;
-	larder__hdr_get(v, &cas, &flags, &bits);
-	g->unfetched[i] = !(bits & LARDER__BIT_FETCHED);
-	p = larder__obuf_reserve(g->out, k->n + len + 80);
+	larderd_hdr_get(v, &cas, &flags, &bits);
+	g->unfetched[i] = !(bits & LARDERD_BIT_FETCHED);
+	p = larderd_obuf_reserve(g->out, k->n + len + 80);
 	if (p == NULL)
 		return;
 	memcpy(p, "VALUE ", 6);
@@ -317,17 +317,17 @@ static void get_one(void *ctx, size_t i, const void *value, size_t len)
 	memcpy(p, k->p, k->n);
 	p += k->n;
 	*p++ = ' ';
-	p += larder__fmt_u64(p, flags);
+	p += larderd_fmt_u64(p, flags);
 	*p++ = ' ';
-	p += larder__fmt_u64(p, len - LARDER__HDR);
+	p += larderd_fmt_u64(p, len - LARDERD_HDR);
 	if (g->with_cas) {
 		*p++ = ' ';
-		p += larder__fmt_u64(p, cas);
+		p += larderd_fmt_u64(p, cas);
 	}
 	*p++ = '\r';
 	*p++ = '\n';
-	memcpy(p, v + LARDER__HDR, len - LARDER__HDR);
-	p += len - LARDER__HDR;
+	memcpy(p, v + LARDERD_HDR, len - LARDERD_HDR);
+	p += len - LARDERD_HDR;
 	*p++ = '\r';
 	*p++ = '\n';
 	g->out->len = (size_t)(p - g->out->buf);
@@ -335,28 +335,28 @@ static void get_one(void *ctx, size_t i, const void *value, size_t len)
 
 /* gat/gats: touch each key first (memcached touches, then returns the item;
  * an exptime in the past still returns it once). */
-static void gat_touch(struct larder__exec *x, struct larder__req *req, const void *const kp[],
+static void gat_touch(struct larderd_exec *x, struct larderd_req *req, const void *const kp[],
 		      const size_t kl[], size_t n, bool dead)
 {
 	for (size_t i = 0; i < n; i++) {
 		int rc = dead ? larder_contains(x->sh->cache, kp[i], kl[i])
-			      : larder__touch_key(x, kp[i], kl[i], req->exptime, true);
-		larder__stat_add(x, rc == LARDER_OK ? WS_TOUCH_HITS : WS_TOUCH_MISSES, 1);
+			      : larderd_touch_key(x, kp[i], kl[i], req->exptime, true);
+		larderd_stat_add(x, rc == LARDER_OK ? WS_TOUCH_HITS : WS_TOUCH_MISSES, 1);
 	}
-	larder__stat_add(x, WS_CMD_TOUCH, n);
+	larderd_stat_add(x, WS_CMD_TOUCH, n);
 }
 
-static int exec_get(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
+static int exec_get(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out,
 		    size_t high_water)
 {
-	bool touch = req->cmd == LARDER__CMD_GAT || req->cmd == LARDER__CMD_GATS;
-	struct larder__tok keys[GET_BATCH];
+	bool touch = req->cmd == LARDERD_CMD_GAT || req->cmd == LARDERD_CMD_GATS;
+	struct larderd_tok keys[GET_BATCH];
 	const void *kp[GET_BATCH];
 	size_t kl[GET_BATCH];
 	struct get_ctx g = {out, keys,
-			    req->cmd == LARDER__CMD_GETS || req->cmd == LARDER__CMD_GATS, {false}};
+			    req->cmd == LARDERD_CMD_GETS || req->cmd == LARDERD_CMD_GATS, {false}};
 	uint64_t ttl;
-	bool dead = touch && !larder__exptime_to_ttl(req->exptime, &ttl);
+	bool dead = touch && !larderd_exptime_to_ttl(req->exptime, &ttl);
 
 	/* A gat that kills its items: one key at a time, since memcached's
 	 * second mention of a key finds it gone. */
@@ -365,7 +365,7 @@ static int exec_get(struct larder__exec *x, struct larder__req *req, struct lard
 	for (;;) {
 		size_t n = 0;
 		long found;
-		while (n < batch && larder__next_token(&req->keys, req->keys_end, &keys[n])) {
+		while (n < batch && larderd_next_token(&req->keys, req->keys_end, &keys[n])) {
 			kp[n] = keys[n].p;
 			kl[n] = keys[n].n;
 			g.unfetched[n] = false;
@@ -380,9 +380,9 @@ static int exec_get(struct larder__exec *x, struct larder__req *req, struct lard
 			 * then drops their replies */
 			for (size_t i = 0; i < n; i++) {
 				if (dead)
-					larder__ignore(larder_remove(x->sh->cache, kp[i], kl[i]));
+					larderd_ignore(larder_remove(x->sh->cache, kp[i], kl[i]));
 				else
-					larder__mark_fetched(x, kp[i], kl[i]);
+					larderd_mark_fetched(x, kp[i], kl[i]);
 			}
 			continue;
 		}
@@ -391,25 +391,25 @@ static int exec_get(struct larder__exec *x, struct larder__req *req, struct lard
 			found = 0;
 		for (size_t i = 0; i < n; i++) {
 			if (dead)
-				larder__ignore(larder_remove(x->sh->cache, kp[i], kl[i]));
+				larderd_ignore(larder_remove(x->sh->cache, kp[i], kl[i]));
 			else if (g.unfetched[i])
-				larder__mark_fetched(x, kp[i], kl[i]);
+				larderd_mark_fetched(x, kp[i], kl[i]);
 		}
-		larder__stat_add(x, WS_CMD_GET, n);
-		larder__stat_add(x, WS_GET_HITS, (uint64_t)found);
-		larder__stat_add(x, WS_GET_MISSES, n - (uint64_t)found);
+		larderd_stat_add(x, WS_CMD_GET, n);
+		larderd_stat_add(x, WS_GET_HITS, (uint64_t)found);
+		larderd_stat_add(x, WS_GET_MISSES, n - (uint64_t)found);
 		if (out->len > high_water) {
 			const char *peek = req->keys;
-			struct larder__tok t;
-			if (larder__next_token(&peek, req->keys_end, &t))
-				return LARDER__EXEC_SUSPEND;
+			struct larderd_tok t;
+			if (larderd_next_token(&peek, req->keys_end, &t))
+				return LARDERD_EXEC_SUSPEND;
 		}
 	}
 	if (req->bad_key != NULL)
-		larder__obuf_line(out, "CLIENT_ERROR bad command line format");
+		larderd_obuf_line(out, "CLIENT_ERROR bad command line format");
 	else
-		larder__obuf_add(out, "END\r\n", 5);
-	return LARDER__EXEC_DONE;
+		larderd_obuf_add(out, "END\r\n", 5);
+	return LARDERD_EXEC_DONE;
 }
 
 /* ---- incr/decr ------------------------------------------------------------ */
@@ -456,7 +456,7 @@ static bool data_u64(const unsigned char *d, size_t n, uint64_t *out)
 	return true;
 }
 
-int larder__arith(struct larder__exec *x, const struct larder__tok *key, bool incr,
+int larderd_arith(struct larderd_exec *x, const struct larderd_tok *key, bool incr,
 		  uint64_t delta, uint64_t want_cas, uint64_t *result, uint64_t *cas_out,
 		  bool *grew)
 {
@@ -466,66 +466,66 @@ int larder__arith(struct larder__exec *x, const struct larder__tok *key, bool in
 		uint32_t flags;
 		uint8_t bits;
 		char num[24];
-		int rc = larder__read_item(x, key->p, key->n, &old_len);
+		int rc = larderd_read_item(x, key->p, key->n, &old_len);
 
 		if (rc != LARDER_OK)
-			return rc == LARDER_MISS ? LARDER__ARITH_MISS : LARDER__ARITH_FAIL;
-		larder__hdr_get(x->a, &cas, &flags, &bits);
-		on = old_len - LARDER__HDR;
+			return rc == LARDER_MISS ? LARDERD_ARITH_MISS : LARDERD_ARITH_FAIL;
+		larderd_hdr_get(x->a, &cas, &flags, &bits);
+		on = old_len - LARDERD_HDR;
 		if (on == 0)
-			return LARDER__ARITH_NONNUMERIC;
+			return LARDERD_ARITH_NONNUMERIC;
 		if (want_cas != 0 && cas != want_cas)
-			return LARDER__ARITH_CAS_MISMATCH;
-		if (!data_u64(x->a + LARDER__HDR, on, &v))
-			return LARDER__ARITH_NONNUMERIC;
+			return LARDERD_ARITH_CAS_MISMATCH;
+		if (!data_u64(x->a + LARDERD_HDR, on, &v))
+			return LARDERD_ARITH_NONNUMERIC;
 		v = incr ? v + delta : (delta > v ? 0 : v - delta);
-		rn = larder__fmt_u64(num, v);
+		rn = larderd_fmt_u64(num, v);
 		/* memcached rewrites in place when the number fits, padding with
 		 * spaces and keeping the item's bits; a longer number is a new item */
-		if (!larder__grow(&x->b, &x->b_cap, LARDER__HDR + (rn > on ? rn : on)))
-			return LARDER__ARITH_FAIL;
-		*cas_out = larder__next_cas(x);
-		larder__hdr_put(x->b, *cas_out, flags, rn <= on ? bits : 0);
-		memcpy(x->b + LARDER__HDR, num, rn);
-		new_len = LARDER__HDR + rn;
+		if (!larderd_grow(&x->b, &x->b_cap, LARDERD_HDR + (rn > on ? rn : on)))
+			return LARDERD_ARITH_FAIL;
+		*cas_out = larderd_next_cas(x);
+		larderd_hdr_put(x->b, *cas_out, flags, rn <= on ? bits : 0);
+		memcpy(x->b + LARDERD_HDR, num, rn);
+		new_len = LARDERD_HDR + rn;
 		if (rn < on) {
-			memset(x->b + LARDER__HDR + rn, ' ', on - rn);
-			new_len = LARDER__HDR + on;
+			memset(x->b + LARDERD_HDR + rn, ' ', on - rn);
+			new_len = LARDERD_HDR + on;
 		}
 		rc = larder_replace_if_equals(x->sh->cache, key->p, key->n, x->a, old_len, x->b,
-					      new_len, larder__keep_ttl(x, key->p, key->n));
+					      new_len, larderd_keep_ttl(x, key->p, key->n));
 		if (rc == LARDER_OK) {
 			*result = v;
 			*grew = rn > on;
-			return LARDER__ARITH_OK;
+			return LARDERD_ARITH_OK;
 		}
 		if (rc == LARDER_MISS)
-			return LARDER__ARITH_MISS;
+			return LARDERD_ARITH_MISS;
 		if (rc != LARDER_MISMATCH)
-			return LARDER__ARITH_FAIL;
+			return LARDERD_ARITH_FAIL;
 	}
-	return LARDER__ARITH_FAIL;
+	return LARDERD_ARITH_FAIL;
 }
 
-static void exec_arith(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
+static void exec_arith(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
-	bool incr = req->cmd == LARDER__CMD_INCR, grew;
+	bool incr = req->cmd == LARDERD_CMD_INCR, grew;
 	uint64_t v, cas;
 	char num[24];
 	size_t n;
 
-	switch (larder__arith(x, &req->key, incr, req->delta, 0, &v, &cas, &grew)) {
-	case LARDER__ARITH_OK:
-		larder__stat_add(x, incr ? WS_INCR_HITS : WS_DECR_HITS, 1);
-		n = larder__fmt_u64(num, v);
+	switch (larderd_arith(x, &req->key, incr, req->delta, 0, &v, &cas, &grew)) {
+	case LARDERD_ARITH_OK:
+		larderd_stat_add(x, incr ? WS_INCR_HITS : WS_DECR_HITS, 1);
+		n = larderd_fmt_u64(num, v);
 		num[n] = '\0';
 		out_reply(req, out, num);
 		return;
-	case LARDER__ARITH_MISS:
-		larder__stat_add(x, incr ? WS_INCR_MISSES : WS_DECR_MISSES, 1);
+	case LARDERD_ARITH_MISS:
+		larderd_stat_add(x, incr ? WS_INCR_MISSES : WS_DECR_MISSES, 1);
 		out_reply(req, out, "NOT_FOUND");
 		return;
-	case LARDER__ARITH_NONNUMERIC:
+	case LARDERD_ARITH_NONNUMERIC:
 		out_reply(req, out, "CLIENT_ERROR cannot increment or decrement non-numeric value");
 		return;
 	default:
@@ -536,18 +536,18 @@ static void exec_arith(struct larder__exec *x, struct larder__req *req, struct l
 
 /* ---- delete, touch, flush, misc -------------------------------------------- */
 
-static void exec_delete(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
+static void exec_delete(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
 	int rc = larder_remove(x->sh->cache, req->key.p, req->key.n);
-	larder__stat_add(x, rc == LARDER_OK ? WS_DELETE_HITS : WS_DELETE_MISSES, 1);
+	larderd_stat_add(x, rc == LARDER_OK ? WS_DELETE_HITS : WS_DELETE_MISSES, 1);
 	out_reply(req, out, rc == LARDER_OK ? "DELETED" : "NOT_FOUND");
 }
 
-static void exec_touch(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
+static void exec_touch(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
-	int rc = larder__touch_key(x, req->key.p, req->key.n, req->exptime, true);
-	larder__stat_add(x, WS_CMD_TOUCH, 1);
-	larder__stat_add(x, rc == LARDER_OK ? WS_TOUCH_HITS : WS_TOUCH_MISSES, 1);
+	int rc = larderd_touch_key(x, req->key.p, req->key.n, req->exptime, true);
+	larderd_stat_add(x, WS_CMD_TOUCH, 1);
+	larderd_stat_add(x, rc == LARDER_OK ? WS_TOUCH_HITS : WS_TOUCH_MISSES, 1);
 	out_reply(req, out, rc == LARDER_OK ? "TOUCHED" : "NOT_FOUND");
 }
 
@@ -558,13 +558,13 @@ static void exec_touch(struct larder__exec *x, struct larder__req *req, struct l
  * started, which memcached reads as "no flush time" (nothing is flushed and a
  * pending delayed flush is cancelled).
  */
-static void exec_flush(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
+static void exec_flush(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
-	struct larder__shared *sh = x->sh;
+	struct larderd_shared *sh = x->sh;
 	uint64_t at = 0, now = now_ms();
 	bool now_flush = req->num <= 0;
 
-	larder__stat_add(x, WS_CMD_FLUSH, 1);
+	larderd_stat_add(x, WS_CMD_FLUSH, 1);
 	if (req->num > REALTIME_MAXDELTA) {
 		if ((int64_t)req->num <= (int64_t)sh->started - MC_STARTED_SLACK)
 			now_flush = false;
@@ -584,12 +584,12 @@ static void exec_flush(struct larder__exec *x, struct larder__req *req, struct l
 	out_reply(req, out, "OK");
 }
 
-static void exec_verbosity(struct larder__exec *x, struct larder__req *req,
-			   struct larder__obuf *out)
+static void exec_verbosity(struct larderd_exec *x, struct larderd_req *req,
+			   struct larderd_obuf *out)
 {
 	uint32_t level = 0;
 
-	larder__ignore(larder__strtoul32(&req->tok[1], &level));
+	larderd_ignore(larderd_strtoul32(&req->tok[1], &level));
 	/* Relaxed: a setting read on its own by "stats settings". */
 	atomic_store_explicit(&x->sh->verbosity, level > MAX_VERBOSITY ? MAX_VERBOSITY : (int)level,
 			      memory_order_relaxed);
@@ -597,8 +597,8 @@ static void exec_verbosity(struct larder__exec *x, struct larder__req *req,
 }
 
 /* cache_memlimit <MiB>: the engine's capacity, with memcached's bounds. */
-static void exec_memlimit(struct larder__exec *x, struct larder__req *req,
-			  struct larder__obuf *out)
+static void exec_memlimit(struct larderd_exec *x, struct larderd_req *req,
+			  struct larderd_obuf *out)
 {
 	if (req->unum < 8) {
 		out_reply(req, out, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
@@ -614,50 +614,50 @@ static void exec_memlimit(struct larder__exec *x, struct larder__req *req,
 	}
 }
 
-int larder__exec(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
+int larderd_exec(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out,
 		 size_t high_water)
 {
 	switch (req->cmd) {
-	case LARDER__CMD_REPLY:
+	case LARDERD_CMD_REPLY:
 		out_reply(req, out, req->reply);
 		break;
-	case LARDER__CMD_GET: case LARDER__CMD_GETS: case LARDER__CMD_GAT: case LARDER__CMD_GATS:
+	case LARDERD_CMD_GET: case LARDERD_CMD_GETS: case LARDERD_CMD_GAT: case LARDERD_CMD_GATS:
 		return exec_get(x, req, out, high_water);
-	case LARDER__CMD_SET: case LARDER__CMD_ADD: case LARDER__CMD_REPLACE:
-	case LARDER__CMD_APPEND: case LARDER__CMD_PREPEND: case LARDER__CMD_CAS:
-		larder__exec_store(x, req, out);
+	case LARDERD_CMD_SET: case LARDERD_CMD_ADD: case LARDERD_CMD_REPLACE:
+	case LARDERD_CMD_APPEND: case LARDERD_CMD_PREPEND: case LARDERD_CMD_CAS:
+		larderd_exec_store(x, req, out);
 		break;
-	case LARDER__CMD_DELETE:
+	case LARDERD_CMD_DELETE:
 		exec_delete(x, req, out);
 		break;
-	case LARDER__CMD_INCR: case LARDER__CMD_DECR:
+	case LARDERD_CMD_INCR: case LARDERD_CMD_DECR:
 		exec_arith(x, req, out);
 		break;
-	case LARDER__CMD_TOUCH:
+	case LARDERD_CMD_TOUCH:
 		exec_touch(x, req, out);
 		break;
-	case LARDER__CMD_FLUSH_ALL:
+	case LARDERD_CMD_FLUSH_ALL:
 		exec_flush(x, req, out);
 		break;
-	case LARDER__CMD_VERSION:
-		larder__obuf_line(out, "VERSION " LARDER__VERSION_STR);
+	case LARDERD_CMD_VERSION:
+		larderd_obuf_line(out, "VERSION " LARDERD_VERSION_STR);
 		break;
-	case LARDER__CMD_VERBOSITY:
+	case LARDERD_CMD_VERBOSITY:
 		exec_verbosity(x, req, out);
 		break;
-	case LARDER__CMD_MEMLIMIT:
+	case LARDERD_CMD_MEMLIMIT:
 		exec_memlimit(x, req, out);
 		break;
-	case LARDER__CMD_QUIT:
-		return LARDER__EXEC_CLOSE;
-	case LARDER__CMD_STATS:
-		larder__exec_stats(x, req, out);
+	case LARDERD_CMD_QUIT:
+		return LARDERD_EXEC_CLOSE;
+	case LARDERD_CMD_STATS:
+		larderd_exec_stats(x, req, out);
 		break;
-	case LARDER__CMD_METADUMP:
-		return larder__exec_metadump(x, req, out, high_water);
+	case LARDERD_CMD_METADUMP:
+		return larderd_exec_metadump(x, req, out, high_water);
 	default:
-		larder__exec_meta(x, req, out);
+		larderd_exec_meta(x, req, out);
 		break;
 	}
-	return out->failed ? LARDER__EXEC_NOMEM : LARDER__EXEC_DONE;
+	return out->failed ? LARDERD_EXEC_NOMEM : LARDERD_EXEC_DONE;
 }

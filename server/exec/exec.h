@@ -22,13 +22,13 @@
  * unique, which "ms ... I" (set a stale value only over a newer one)
  * relies on. 56 bits of 16 ns last 36 years of uptime.
  *
- * Threads: one struct larder__exec per worker thread, used only by it. Stats
+ * Threads: one struct larderd_exec per worker thread, used only by it. Stats
  * fields are written by their worker only (relaxed load + store, no RMW
  * needed) and read by whichever worker answers "stats" (relaxed loads: each
  * counter is exact on its own, the set is not one instant, as memcached's).
  */
-#ifndef LARDER_SERVER_EXEC_H
-#define LARDER_SERVER_EXEC_H
+#ifndef LARDERD_EXEC_H
+#define LARDERD_EXEC_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -40,10 +40,10 @@
 #include "../proto/parse.h"
 #include "../proto/reply.h"
 
-#define LARDER__HDR 13
-#define LARDER__VERSION_STR "1.6.18-larder-0.1.0"
+#define LARDERD_HDR 13
+#define LARDERD_VERSION_STR "1.6.18-larder-0.1.0"
 
-enum larder__wstat {
+enum larderd_wstat {
 	WS_CMD_GET, WS_CMD_SET, WS_CMD_FLUSH, WS_CMD_TOUCH, WS_CMD_META,
 	WS_GET_HITS, WS_GET_MISSES,
 	WS_DELETE_MISSES, WS_DELETE_HITS, WS_INCR_MISSES, WS_INCR_HITS,
@@ -53,7 +53,7 @@ enum larder__wstat {
 };
 
 /* Settings and process-wide state shared by all workers. */
-struct larder__shared {
+struct larderd_shared {
 	larder *cache;
 	size_t item_max;
 	_Atomic uint64_t maxbytes; /* cache_memlimit changes it (relaxed: a setting) */
@@ -73,15 +73,15 @@ struct larder__shared {
 	_Atomic bool track_fetched;
 	/* Connection counters: written by workers with atomic RMW (any worker).
 	 * paused_conns: connections not read because their unsent replies
-	 * passed the high-water mark (server.c, M3). */
+	 * passed the high-water mark (server.c, SERVER-M3). */
 	_Atomic uint64_t curr_conns, total_conns, rejected_conns, paused_conns;
-	struct larder__exec **workers;
+	struct larderd_exec **workers;
 	pthread_mutex_t reset_lock; /* guards stat_base */
 	uint64_t stat_base[WS_COUNT];
 };
 
-struct larder__exec {
-	struct larder__shared *sh;
+struct larderd_exec {
+	struct larderd_shared *sh;
 	unsigned id;
 	uint64_t cas_seq;
 	/* scratch: old and new item bytes; c for mg's win token while a holds
@@ -91,26 +91,26 @@ struct larder__exec {
 	_Atomic uint64_t st[WS_COUNT];
 };
 
-enum larder__exec_result {
-	LARDER__EXEC_DONE = 0,
-	LARDER__EXEC_SUSPEND = 1, /* multiget paused: output over high water */
-	LARDER__EXEC_CLOSE = 2,   /* quit */
-	LARDER__EXEC_NOMEM = 3,   /* could not allocate: close the connection */
+enum larderd_exec_result {
+	LARDERD_EXEC_DONE = 0,
+	LARDERD_EXEC_SUSPEND = 1, /* multiget paused: output over high water */
+	LARDERD_EXEC_CLOSE = 2,   /* quit */
+	LARDERD_EXEC_NOMEM = 3,   /* could not allocate: close the connection */
 };
 
 /* Returns 0 or -1 (out of memory). */
-int larder__exec_init(struct larder__exec *x, struct larder__shared *sh, unsigned id);
-void larder__exec_fini(struct larder__exec *x);
+int larderd_exec_init(struct larderd_exec *x, struct larderd_shared *sh, unsigned id);
+void larderd_exec_fini(struct larderd_exec *x);
 
 /*
  * Runs req and appends its reply to out. A multiget stops early when out->len
  * exceeds high_water and returns SUSPEND with req->keys advanced; call again
  * with the same req once the output drained.
  */
-int larder__exec(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out,
+int larderd_exec(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out,
 		 size_t high_water);
 
-static inline void larder__stat_add(struct larder__exec *x, enum larder__wstat s, uint64_t n)
+static inline void larderd_stat_add(struct larderd_exec *x, enum larderd_wstat s, uint64_t n)
 {
 	/* Relaxed: single writer; readers only need each counter's own value. */
 	atomic_store_explicit(&x->st[s], atomic_load_explicit(&x->st[s], memory_order_relaxed) + n,
@@ -119,13 +119,13 @@ static inline void larder__stat_add(struct larder__exec *x, enum larder__wstat s
 
 /* Frees what a suspended request holds (a metadump's cursor) when its
  * connection closes before it completes. */
-void larder__exec_abandon(struct larder__req *req);
+void larderd_exec_abandon(struct larderd_req *req);
 
 /*
  * memcached's exptime to an engine TTL: 0 never expires, 1..2592000 are
  * seconds from now, larger values a Unix time, negative ones the past.
  * Returns false when the item would be dead on arrival.
  */
-bool larder__exptime_to_ttl(int32_t exptime, uint64_t *ttl_ms);
+bool larderd_exptime_to_ttl(int32_t exptime, uint64_t *ttl_ms);
 
 #endif

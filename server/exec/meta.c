@@ -28,41 +28,41 @@
 
 #include <string.h>
 
-#define MBIT(c) ((uint64_t)1 << larder__meta_index(c))
+#define MBIT(c) ((uint64_t)1 << larderd_meta_index(c))
 #define RMW_TRIES 1000
 
 static const char k_opaque_long[] = "CLIENT_ERROR opaque token too long";
 
-static bool has(const struct larder__req *req, char c)
+static bool has(const struct larderd_req *req, char c)
 {
 	return (req->meta.present & MBIT(c)) != 0;
 }
 
 /* " k<key>", in base64 followed by " b" when the key is binary. */
-static void echo_key(struct larder__obuf *out, const struct larder__req *req, bool binary)
+static void echo_key(struct larderd_obuf *out, const struct larderd_req *req, bool binary)
 {
-	larder__obuf_add(out, " k", 2);
+	larderd_obuf_add(out, " k", 2);
 	if (!binary) {
-		larder__obuf_add(out, req->key.p, req->key.n);
+		larderd_obuf_add(out, req->key.p, req->key.n);
 		return;
 	}
-	char *p = larder__obuf_reserve(out, (req->key.n + 2) / 3 * 4 + 2);
+	char *p = larderd_obuf_reserve(out, (req->key.n + 2) / 3 * 4 + 2);
 	if (p == NULL)
 		return;
-	out->len += larder__b64_encode((const unsigned char *)req->key.p, req->key.n, p);
-	larder__obuf_add(out, " b", 2);
+	out->len += larderd_b64_encode((const unsigned char *)req->key.p, req->key.n, p);
+	larderd_obuf_add(out, " b", 2);
 }
 
 /* The O and k echoes of a reply without an item; false if an O is too long. */
-static bool echo_plain(struct larder__obuf *out, const struct larder__req *req, int first)
+static bool echo_plain(struct larderd_obuf *out, const struct larderd_req *req, int first)
 {
 	for (int i = first; i < req->ntok; i++) {
-		const struct larder__tok *t = &req->tok[i];
+		const struct larderd_tok *t = &req->tok[i];
 		if (t->p[0] == 'O') {
-			if (t->n > LARDER__META_OPAQUE_MAX)
+			if (t->n > LARDERD_META_OPAQUE_MAX)
 				return false;
-			larder__obuf_add(out, " ", 1);
-			larder__obuf_add(out, t->p, t->n);
+			larderd_obuf_add(out, " ", 1);
+			larderd_obuf_add(out, t->p, t->n);
 		} else if (t->p[0] == 'k') {
 			echo_key(out, req, req->meta.key_binary);
 		}
@@ -71,10 +71,10 @@ static bool echo_plain(struct larder__obuf *out, const struct larder__req *req, 
 }
 
 /* Drops what this command appended and sends memcached's errstring instead. */
-static void fail_at(struct larder__obuf *out, size_t mark, const char *err)
+static void fail_at(struct larderd_obuf *out, size_t mark, const char *err)
 {
 	out->len = mark;
-	larder__obuf_line(out, err);
+	larderd_obuf_line(out, err);
 }
 
 /*
@@ -91,11 +91,11 @@ struct pending_ttl {
 
 /* The item's remaining lifetime in ms (LARDER_TTL_NEVER for none); false
  * when it is dead (a pending exptime in the past). */
-static bool item_ttl_ms(struct larder__exec *x, const struct larder__req *req,
+static bool item_ttl_ms(struct larderd_exec *x, const struct larderd_req *req,
 			const struct pending_ttl *p, uint64_t *ms)
 {
 	if (p->set)
-		return larder__exptime_to_ttl(p->exptime, ms);
+		return larderd_exptime_to_ttl(p->exptime, ms);
 	if (larder_ttl_remaining(x->sh->cache, req->key.p, req->key.n, ms) != LARDER_OK)
 		*ms = LARDER_TTL_NEVER;
 	return true;
@@ -103,28 +103,28 @@ static bool item_ttl_ms(struct larder__exec *x, const struct larder__req *req,
 
 /* " t<seconds>": -1 without a TTL; after a T in the past, memcached's
  * unsigned wrap of the negative time it computes. */
-static void ttl_flag(struct larder__exec *x, struct larder__obuf *out, const struct larder__req *req,
+static void ttl_flag(struct larderd_exec *x, struct larderd_obuf *out, const struct larderd_req *req,
 		     const struct pending_ttl *p)
 {
 	uint64_t ms;
-	larder__obuf_add(out, " t", 2);
+	larderd_obuf_add(out, " t", 2);
 	if (!item_ttl_ms(x, req, p, &ms))
-		larder__obuf_u64(out, (uint64_t)larder__dead_ttl_seconds(x, p->exptime));
+		larderd_obuf_u64(out, (uint64_t)larderd_dead_ttl_seconds(x, p->exptime));
 	else if (ms == LARDER_TTL_NEVER)
-		larder__obuf_add(out, "-1", 2);
+		larderd_obuf_add(out, "-1", 2);
 	else
-		larder__obuf_u64(out, (ms + 999) / 1000);
+		larderd_obuf_u64(out, (ms + 999) / 1000);
 }
 
 /* Applies a pending TTL at the end of the command; false if it killed the item. */
-static bool settle_ttl(struct larder__exec *x, const struct larder__req *req,
+static bool settle_ttl(struct larderd_exec *x, const struct larderd_req *req,
 		       const struct pending_ttl *p)
 {
 	uint64_t ms;
 	if (!p->set || p->lost)
 		return true;
-	larder__ignore(larder__touch_key(x, req->key.p, req->key.n, p->exptime, false));
-	return larder__exptime_to_ttl(p->exptime, &ms);
+	larderd_ignore(larderd_touch_key(x, req->key.p, req->key.n, p->exptime, false));
+	return larderd_exptime_to_ttl(p->exptime, &ms);
 }
 
 /* ---- mg ------------------------------------------------------------------ */
@@ -132,23 +132,23 @@ static bool settle_ttl(struct larder__exec *x, const struct larder__req *req,
 /* mg miss with N: create an empty item; its win token goes to this caller
  * at the end of the reply. As in memcached it has no TTL until the N
  * flag's turn in the reply. */
-static bool vivify(struct larder__exec *x, const struct larder__req *req, uint64_t *cas)
+static bool vivify(struct larderd_exec *x, const struct larderd_req *req, uint64_t *cas)
 {
-	unsigned char h[LARDER__HDR];
+	unsigned char h[LARDERD_HDR];
 
-	*cas = larder__next_cas(x);
-	larder__hdr_put(h, *cas, 0, 0);
+	*cas = larderd_next_cas(x);
+	larderd_hdr_put(h, *cas, 0, 0);
 	return larder_put_if_absent(x->sh->cache, req->key.p, req->key.n, h, sizeof(h),
 				    LARDER_TTL_NEVER) == LARDER_OK;
 }
 
 /* R: does the item's deadline come before the R deadline? */
-static bool recache_due(struct larder__exec *x, const struct larder__req *req,
+static bool recache_due(struct larderd_exec *x, const struct larderd_req *req,
 			const struct pending_ttl *p)
 {
 	uint64_t r_ms, ms;
 
-	if (req->meta.ttl_R == 0 || !larder__exptime_to_ttl(req->meta.ttl_R, &r_ms))
+	if (req->meta.ttl_R == 0 || !larderd_exptime_to_ttl(req->meta.ttl_R, &r_ms))
 		return false;
 	/* an item dead by a T of this command has memcached's deadline 1: before
 	 * any; else memcached compares whole seconds */
@@ -158,31 +158,31 @@ static bool recache_due(struct larder__exec *x, const struct larder__req *req,
 
 /* Sets the win-token bit; true for the one caller whose swap set it. Reads
  * into x->c, since x->a holds the value this reply sends. */
-static bool take_token(struct larder__exec *x, const struct larder__req *req)
+static bool take_token(struct larderd_exec *x, const struct larderd_req *req)
 {
 	for (int tries = 0; tries < RMW_TRIES; tries++) {
 		size_t len;
 		int rc = larder_get(x->sh->cache, req->key.p, req->key.n, x->c, x->c_cap, &len);
 
 		if (rc == LARDER_EBUFSIZE) {
-			if (!larder__grow(&x->c, &x->c_cap, len))
+			if (!larderd_grow(&x->c, &x->c_cap, len))
 				return false;
 			continue;
 		}
-		if (rc != LARDER_OK || len < LARDER__HDR || (x->c[12] & LARDER__BIT_WON) ||
-		    !larder__grow(&x->b, &x->b_cap, len))
+		if (rc != LARDER_OK || len < LARDERD_HDR || (x->c[12] & LARDERD_BIT_WON) ||
+		    !larderd_grow(&x->b, &x->b_cap, len))
 			return false;
 		memcpy(x->b, x->c, len);
-		x->b[12] |= LARDER__BIT_WON;
+		x->b[12] |= LARDERD_BIT_WON;
 		rc = larder_replace_if_equals(x->sh->cache, req->key.p, req->key.n, x->c, len, x->b,
-					      len, larder__keep_ttl(x, req->key.p, req->key.n));
+					      len, larderd_keep_ttl(x, req->key.p, req->key.n));
 		if (rc != LARDER_MISMATCH)
 			return rc == LARDER_OK;
 	}
 	return false;
 }
 
-static void exec_mg(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
+static void exec_mg(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
 	size_t len, mark = out->len;
 	uint64_t cas;
@@ -194,39 +194,39 @@ static void exec_mg(struct larder__exec *x, struct larder__req *req, struct lard
 	int rc;
 
 	if (has(req, 'h'))
-		larder__track_fetched(x);
-	rc = larder__read_item(x, req->key.p, req->key.n, &len);
-	larder__stat_add(x, WS_CMD_GET, 1);
+		larderd_track_fetched(x);
+	rc = larderd_read_item(x, req->key.p, req->key.n, &len);
+	larderd_stat_add(x, WS_CMD_GET, 1);
 	if (rc != LARDER_OK && has(req, 'N') && vivify(x, req, &cas)) {
 		created = true;
-		len = LARDER__HDR;
+		len = LARDERD_HDR;
 		flags = 0;
 		bits = 0;
 	} else if (rc != LARDER_OK) {
-		larder__stat_add(x, WS_GET_MISSES, 1);
-		larder__obuf_add(out, "EN", 2);
+		larderd_stat_add(x, WS_GET_MISSES, 1);
+		larderd_obuf_add(out, "EN", 2);
 		if (!echo_plain(out, req, 2))
 			return fail_at(out, mark, k_opaque_long); /* sent even with q */
 		if (req->noreply)
 			out->len = mark;
 		else
-			larder__obuf_add(out, "\r\n", 2);
+			larderd_obuf_add(out, "\r\n", 2);
 		return;
 	} else {
-		larder__stat_add(x, WS_GET_HITS, 1);
-		larder__hdr_get(x->a, &cas, &flags, &bits);
+		larderd_stat_add(x, WS_GET_HITS, 1);
+		larderd_hdr_get(x->a, &cas, &flags, &bits);
 	}
 	if (has(req, 'v')) {
-		larder__obuf_add(out, "VA ", 3);
-		larder__obuf_u64(out, len - LARDER__HDR);
+		larderd_obuf_add(out, "VA ", 3);
+		larderd_obuf_u64(out, len - LARDERD_HDR);
 	} else {
-		larder__obuf_add(out, "HD", 2);
+		larderd_obuf_add(out, "HD", 2);
 	}
 	for (int i = 2; i < req->ntok; i++) {
-		const struct larder__tok *t = &req->tok[i];
+		const struct larderd_tok *t = &req->tok[i];
 		switch (t->p[0]) {
 		case 'T':
-			larder__stat_add(x, WS_CMD_TOUCH, 1);
+			larderd_stat_add(x, WS_CMD_TOUCH, 1);
 			ttl = (struct pending_ttl){true, false, req->meta.ttl_T};
 			break;
 		case 'N':
@@ -236,125 +236,125 @@ static void exec_mg(struct larder__exec *x, struct larder__req *req, struct lard
 			}
 			break;
 		case 'R':
-			if (!(bits & LARDER__BIT_WON) && !created && recache_due(x, req, &ttl))
+			if (!(bits & LARDERD_BIT_WON) && !created && recache_due(x, req, &ttl))
 				won = true;
 			break;
-		case 's': larder__obuf_add(out, " s", 2); larder__obuf_u64(out, len - LARDER__HDR); break;
+		case 's': larderd_obuf_add(out, " s", 2); larderd_obuf_u64(out, len - LARDERD_HDR); break;
 		case 't': ttl_flag(x, out, req, &ttl); break;
-		case 'c': larder__obuf_add(out, " c", 2); larder__obuf_u64(out, cas); break;
-		case 'f': larder__obuf_add(out, " f", 2); larder__obuf_u64(out, flags); break;
+		case 'c': larderd_obuf_add(out, " c", 2); larderd_obuf_u64(out, cas); break;
+		case 'f': larderd_obuf_add(out, " f", 2); larderd_obuf_u64(out, flags); break;
 		case 'l':
-			larder__obuf_add(out, " l", 2);
-			larder__obuf_u64(out, larder__age_seconds(cas));
+			larderd_obuf_add(out, " l", 2);
+			larderd_obuf_u64(out, larderd_age_seconds(cas));
 			break;
 		case 'h':
-			larder__obuf_add(out, (bits & LARDER__BIT_FETCHED) ? " h1" : " h0", 3);
+			larderd_obuf_add(out, (bits & LARDERD_BIT_FETCHED) ? " h1" : " h0", 3);
 			break;
 		case 'O':
-			if (t->n > LARDER__META_OPAQUE_MAX) {
+			if (t->n > LARDERD_META_OPAQUE_MAX) {
 				/* memcached read the item with its bump unless a flag
 				 * made it hold the item to bump at the end */
-				if (!has(req, 'u') && !locked && !(bits & LARDER__BIT_FETCHED))
-					larder__mark_fetched(x, req->key.p, req->key.n);
-				larder__ignore(settle_ttl(x, req, &ttl));
+				if (!has(req, 'u') && !locked && !(bits & LARDERD_BIT_FETCHED))
+					larderd_mark_fetched(x, req->key.p, req->key.n);
+				larderd_ignore(settle_ttl(x, req, &ttl));
 				return fail_at(out, mark, k_opaque_long);
 			}
-			larder__obuf_add(out, " ", 1);
-			larder__obuf_add(out, t->p, t->n);
+			larderd_obuf_add(out, " ", 1);
+			larderd_obuf_add(out, t->p, t->n);
 			break;
 		case 'k':
-			echo_key(out, req, (bits & LARDER__BIT_BINKEY) != 0);
+			echo_key(out, req, (bits & LARDERD_BIT_BINKEY) != 0);
 			break;
 		default:
 			break;
 		}
 	}
-	if (bits & LARDER__BIT_WON)
-		larder__obuf_add(out, " Z", 2);
-	if (bits & LARDER__BIT_STALE) {
-		larder__obuf_add(out, " X", 2);
-		if (!(bits & LARDER__BIT_WON))
+	if (bits & LARDERD_BIT_WON)
+		larderd_obuf_add(out, " Z", 2);
+	if (bits & LARDERD_BIT_STALE) {
+		larderd_obuf_add(out, " X", 2);
+		if (!(bits & LARDERD_BIT_WON))
 			won = true;
 	}
 	if (won)
 		won = take_token(x, req) || created;
 	if (won)
-		larder__obuf_add(out, " W", 2);
-	larder__obuf_add(out, "\r\n", 2);
+		larderd_obuf_add(out, " W", 2);
+	larderd_obuf_add(out, "\r\n", 2);
 	if (has(req, 'v')) {
-		if (len > LARDER__HDR && !created)
-			larder__obuf_add(out, x->a + LARDER__HDR, len - LARDER__HDR);
-		larder__obuf_add(out, "\r\n", 2);
+		if (len > LARDERD_HDR && !created)
+			larderd_obuf_add(out, x->a + LARDERD_HDR, len - LARDERD_HDR);
+		larderd_obuf_add(out, "\r\n", 2);
 	}
 	/* memcached bumps the item at the end (a created one too), unless u */
-	if (settle_ttl(x, req, &ttl) && !has(req, 'u') && !(bits & LARDER__BIT_FETCHED))
-		larder__mark_fetched(x, req->key.p, req->key.n);
+	if (settle_ttl(x, req, &ttl) && !has(req, 'u') && !(bits & LARDERD_BIT_FETCHED))
+		larderd_mark_fetched(x, req->key.p, req->key.n);
 }
 
 /* ---- ms ------------------------------------------------------------------ */
 
-static void exec_ms(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
+static void exec_ms(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
 	static const char *const k_code[] = {"HD", "NS", "EX", "NF"};
-	const struct larder__meta *m = &req->meta;
-	struct larder__store s = {
-		.key = req->key.p, .klen = req->key.n, .comm = LARDER__CMD_SET,
+	const struct larderd_meta *m = &req->meta;
+	struct larderd_store s = {
+		.key = req->key.p, .klen = req->key.n, .comm = LARDERD_CMD_SET,
 		.flags = m->client_flags, .exptime = m->ttl_T, .cas = has(req, 'C') ? m->cas : 0,
-		.bits = m->key_binary ? LARDER__BIT_BINKEY : 0, .data = req->data, .len = req->data_len,
+		.bits = m->key_binary ? LARDERD_BIT_BINKEY : 0, .data = req->data, .len = req->data_len,
 	};
 	const char *err = NULL;
 	uint64_t cas;
-	enum larder__store_res r;
+	enum larderd_store_res r;
 
 	if (req->too_large) {
-		larder__store_too_large(x, req, true);
-		larder__obuf_line(out, "SERVER_ERROR object too large for cache");
+		larderd_store_too_large(x, req, true);
+		larderd_obuf_line(out, "SERVER_ERROR object too large for cache");
 		return;
 	}
 	switch (m->mode) {
-	case 'E': s.comm = LARDER__CMD_ADD; break;
-	case 'A': s.comm = LARDER__CMD_APPEND; break;
-	case 'P': s.comm = LARDER__CMD_PREPEND; break;
-	case 'R': s.comm = LARDER__CMD_REPLACE; break;
+	case 'E': s.comm = LARDERD_CMD_ADD; break;
+	case 'A': s.comm = LARDERD_CMD_APPEND; break;
+	case 'P': s.comm = LARDERD_CMD_PREPEND; break;
+	case 'R': s.comm = LARDERD_CMD_REPLACE; break;
 	default: break;
 	}
-	if (has(req, 'C') && (s.comm == LARDER__CMD_SET || s.comm == LARDER__CMD_REPLACE))
-		s.comm = LARDER__CMD_CAS;
-	s.set_stale = has(req, 'I') && s.comm == LARDER__CMD_CAS;
-	r = larder__store_item(x, &s, &cas, &err);
-	if (r == LARDER__STORE_FAILED) {
-		larder__obuf_line(out, err);
+	if (has(req, 'C') && (s.comm == LARDERD_CMD_SET || s.comm == LARDERD_CMD_REPLACE))
+		s.comm = LARDERD_CMD_CAS;
+	s.set_stale = has(req, 'I') && s.comm == LARDERD_CMD_CAS;
+	r = larderd_store_item(x, &s, &cas, &err);
+	if (r == LARDERD_STORE_FAILED) {
+		larderd_obuf_line(out, err);
 		return;
 	}
-	if (r == LARDER__STORED && req->noreply)
+	if (r == LARDERD_STORED && req->noreply)
 		return;
-	larder__obuf_str(out, k_code[r]);
+	larderd_obuf_str(out, k_code[r]);
 	for (int i = 3; i < req->ntok; i++) {
-		const struct larder__tok *t = &req->tok[i];
+		const struct larderd_tok *t = &req->tok[i];
 		if (t->p[0] == 'O') {
-			larder__obuf_add(out, " ", 1);
-			larder__obuf_add(out, t->p, t->n);
+			larderd_obuf_add(out, " ", 1);
+			larderd_obuf_add(out, t->p, t->n);
 		} else if (t->p[0] == 'k') {
 			echo_key(out, req, m->key_binary);
 		} else if (t->p[0] == 'c') {
-			larder__obuf_add(out, " c", 2);
-			larder__obuf_u64(out, cas);
+			larderd_obuf_add(out, " c", 2);
+			larderd_obuf_u64(out, cas);
 		}
 	}
-	larder__obuf_add(out, "\r\n", 2);
+	larderd_obuf_add(out, "\r\n", 2);
 }
 
 /* ---- md ------------------------------------------------------------------ */
 
-static void exec_md(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
+static void exec_md(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
 	larder *c = x->sh->cache;
 	const char *code = "SERVER_ERROR failure";
 
 	/* memcached checks the opaque before it looks the key up */
 	for (int i = 2; i < req->ntok; i++)
-		if (req->tok[i].p[0] == 'O' && req->tok[i].n > LARDER__META_OPAQUE_MAX) {
-			larder__obuf_line(out, k_opaque_long);
+		if (req->tok[i].p[0] == 'O' && req->tok[i].n > LARDERD_META_OPAQUE_MAX) {
+			larderd_obuf_line(out, k_opaque_long);
 			return;
 		}
 
@@ -363,28 +363,28 @@ static void exec_md(struct larder__exec *x, struct larder__req *req, struct lard
 		uint64_t cas, ttl;
 		uint32_t flags;
 		uint8_t bits;
-		int rc = larder__read_item(x, req->key.p, req->key.n, &len);
+		int rc = larderd_read_item(x, req->key.p, req->key.n, &len);
 
 		if (rc != LARDER_OK) {
-			larder__stat_add(x, WS_DELETE_MISSES, 1);
+			larderd_stat_add(x, WS_DELETE_MISSES, 1);
 			code = "NF";
 			break;
 		}
-		larder__hdr_get(x->a, &cas, &flags, &bits);
+		larderd_hdr_get(x->a, &cas, &flags, &bits);
 		if (has(req, 'C') && cas != req->meta.cas) {
-			larder__stat_add(x, WS_DELETE_MISSES, 1);
+			larderd_stat_add(x, WS_DELETE_MISSES, 1);
 			code = "EX";
 			break;
 		}
 		if (has(req, 'I')) {
 			/* invalidate: keep the item, mark it stale, new unique */
-			if (!larder__grow(&x->b, &x->b_cap, len))
+			if (!larderd_grow(&x->b, &x->b_cap, len))
 				break;
 			memcpy(x->b, x->a, len);
-			larder__hdr_put(x->b, larder__next_cas(x), flags,
-					(uint8_t)((bits | LARDER__BIT_STALE) & ~LARDER__BIT_WON));
-			ttl = larder__keep_ttl(x, req->key.p, req->key.n);
-			if (has(req, 'T') && !larder__exptime_to_ttl(req->meta.ttl_T, &ttl))
+			larderd_hdr_put(x->b, larderd_next_cas(x), flags,
+					(uint8_t)((bits | LARDERD_BIT_STALE) & ~LARDERD_BIT_WON));
+			ttl = larderd_keep_ttl(x, req->key.p, req->key.n);
+			if (has(req, 'T') && !larderd_exptime_to_ttl(req->meta.ttl_T, &ttl))
 				rc = larder_remove_if_equals(c, req->key.p, req->key.n, x->a, len);
 			else
 				rc = larder_replace_if_equals(c, req->key.p, req->key.n, x->a, len,
@@ -392,7 +392,7 @@ static void exec_md(struct larder__exec *x, struct larder__req *req, struct lard
 		} else {
 			rc = larder_remove_if_equals(c, req->key.p, req->key.n, x->a, len);
 			if (rc == LARDER_OK)
-				larder__stat_add(x, WS_DELETE_HITS, 1);
+				larderd_stat_add(x, WS_DELETE_HITS, 1);
 		}
 		if (rc == LARDER_MISMATCH)
 			continue;
@@ -400,83 +400,83 @@ static void exec_md(struct larder__exec *x, struct larder__req *req, struct lard
 		break;
 	}
 	if (code[0] == 'S') {
-		larder__obuf_line(out, code);
+		larderd_obuf_line(out, code);
 		return;
 	}
 	if (code[0] == 'H' && req->noreply)
 		return;
-	larder__obuf_str(out, code);
-	larder__ignore(echo_plain(out, req, 2)); /* opaques were checked above */
-	larder__obuf_add(out, "\r\n", 2);
+	larderd_obuf_str(out, code);
+	larderd_ignore(echo_plain(out, req, 2)); /* opaques were checked above */
+	larderd_obuf_add(out, "\r\n", 2);
 }
 
 /* ---- ma ------------------------------------------------------------------ */
 
 /* ma miss with N: create the counter at J; ARITH_OK, or ARITH_MISS if
  * another client created it first. */
-static int ma_vivify(struct larder__exec *x, const struct larder__req *req, uint64_t *v,
+static int ma_vivify(struct larderd_exec *x, const struct larderd_req *req, uint64_t *v,
 		     uint64_t *cas)
 {
-	unsigned char buf[LARDER__HDR + 24];
-	size_t n = larder__fmt_u64((char *)buf + LARDER__HDR, req->meta.initial);
+	unsigned char buf[LARDERD_HDR + 24];
+	size_t n = larderd_fmt_u64((char *)buf + LARDERD_HDR, req->meta.initial);
 
-	*cas = larder__next_cas(x);
-	larder__hdr_put(buf, *cas, 0, 0);
-	if (larder_put_if_absent(x->sh->cache, req->key.p, req->key.n, buf, LARDER__HDR + n,
+	*cas = larderd_next_cas(x);
+	larderd_hdr_put(buf, *cas, 0, 0);
+	if (larder_put_if_absent(x->sh->cache, req->key.p, req->key.n, buf, LARDERD_HDR + n,
 				 LARDER_TTL_NEVER) != LARDER_OK)
-		return LARDER__ARITH_MISS;
+		return LARDERD_ARITH_MISS;
 	*v = req->meta.initial;
-	return LARDER__ARITH_OK;
+	return LARDERD_ARITH_OK;
 }
 
-static void exec_ma(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
+static void exec_ma(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
-	const struct larder__meta *m = &req->meta;
+	const struct larderd_meta *m = &req->meta;
 	bool incr = m->mode != 'D' && m->mode != '-', created = false, grew = false;
 	struct pending_ttl ttl = {false, false, 0};
 	uint64_t v = 0, cas = 0;
 	size_t mark = out->len, n;
 	char num[24];
-	int rc = larder__arith(x, &req->key, incr, m->delta, has(req, 'C') ? m->cas : 0, &v, &cas,
+	int rc = larderd_arith(x, &req->key, incr, m->delta, has(req, 'C') ? m->cas : 0, &v, &cas,
 			       &grew);
 
-	if (rc == LARDER__ARITH_MISS && has(req, 'N')) {
+	if (rc == LARDERD_ARITH_MISS && has(req, 'N')) {
 		rc = ma_vivify(x, req, &v, &cas);
-		created = rc == LARDER__ARITH_OK;
+		created = rc == LARDERD_ARITH_OK;
 		if (!created) /* created meanwhile by another client */
-			rc = larder__arith(x, &req->key, incr, m->delta, has(req, 'C') ? m->cas : 0,
+			rc = larderd_arith(x, &req->key, incr, m->delta, has(req, 'C') ? m->cas : 0,
 					   &v, &cas, &grew);
 	}
 	switch (rc) {
-	case LARDER__ARITH_OK:
-		larder__stat_add(x, incr ? WS_INCR_HITS : WS_DECR_HITS, 1);
+	case LARDERD_ARITH_OK:
+		larderd_stat_add(x, incr ? WS_INCR_HITS : WS_DECR_HITS, 1);
 		break;
-	case LARDER__ARITH_NONNUMERIC:
-		larder__obuf_line(out, "CLIENT_ERROR cannot increment or decrement non-numeric value");
+	case LARDERD_ARITH_NONNUMERIC:
+		larderd_obuf_line(out, "CLIENT_ERROR cannot increment or decrement non-numeric value");
 		return;
-	case LARDER__ARITH_MISS: case LARDER__ARITH_CAS_MISMATCH:
-		if (rc == LARDER__ARITH_MISS)
-			larder__stat_add(x, incr ? WS_INCR_MISSES : WS_DECR_MISSES, 1);
-		larder__obuf_str(out, rc == LARDER__ARITH_MISS ? "NF" : "EX");
+	case LARDERD_ARITH_MISS: case LARDERD_ARITH_CAS_MISMATCH:
+		if (rc == LARDERD_ARITH_MISS)
+			larderd_stat_add(x, incr ? WS_INCR_MISSES : WS_DECR_MISSES, 1);
+		larderd_obuf_str(out, rc == LARDERD_ARITH_MISS ? "NF" : "EX");
 		if (!echo_plain(out, req, 2))
 			return fail_at(out, mark, k_opaque_long);
-		larder__obuf_add(out, "\r\n", 2);
+		larderd_obuf_add(out, "\r\n", 2);
 		return;
 	default:
-		larder__obuf_line(out, "SERVER_ERROR out of memory");
+		larderd_obuf_line(out, "SERVER_ERROR out of memory");
 		return;
 	}
-	n = larder__fmt_u64(num, v);
+	n = larderd_fmt_u64(num, v);
 	if (has(req, 'v')) {
-		larder__obuf_add(out, "VA ", 3);
-		larder__obuf_u64(out, n);
+		larderd_obuf_add(out, "VA ", 3);
+		larderd_obuf_u64(out, n);
 	} else {
-		larder__obuf_add(out, "HD", 2);
+		larderd_obuf_add(out, "HD", 2);
 	}
 	for (int i = 2; i < req->ntok; i++) {
-		const struct larder__tok *t = &req->tok[i];
+		const struct larderd_tok *t = &req->tok[i];
 		switch (t->p[0]) {
-		case 'c': larder__obuf_add(out, " c", 2); larder__obuf_u64(out, cas); break;
+		case 'c': larderd_obuf_add(out, " c", 2); larderd_obuf_u64(out, cas); break;
 		case 't': ttl_flag(x, out, req, &ttl); break;
 		case 'T':
 			/* memcached sets it on the item it holds, which a longer
@@ -489,12 +489,12 @@ static void exec_ma(struct larder__exec *x, struct larder__req *req, struct lard
 				ttl = (struct pending_ttl){true, false, m->ttl_N};
 			break;
 		case 'O':
-			if (t->n > LARDER__META_OPAQUE_MAX) {
-				larder__ignore(settle_ttl(x, req, &ttl));
+			if (t->n > LARDERD_META_OPAQUE_MAX) {
+				larderd_ignore(settle_ttl(x, req, &ttl));
 				return fail_at(out, mark, k_opaque_long);
 			}
-			larder__obuf_add(out, " ", 1);
-			larder__obuf_add(out, t->p, t->n);
+			larderd_obuf_add(out, " ", 1);
+			larderd_obuf_add(out, t->p, t->n);
 			break;
 		case 'k':
 			echo_key(out, req, m->key_binary);
@@ -503,21 +503,21 @@ static void exec_ma(struct larder__exec *x, struct larder__req *req, struct lard
 			break;
 		}
 	}
-	larder__ignore(settle_ttl(x, req, &ttl));
+	larderd_ignore(settle_ttl(x, req, &ttl));
 	if (req->noreply && !created) { /* memcached answers a created counter even with q */
 		out->len = mark;
 		return;
 	}
-	larder__obuf_add(out, "\r\n", 2);
+	larderd_obuf_add(out, "\r\n", 2);
 	if (has(req, 'v')) {
-		larder__obuf_add(out, num, n);
-		larder__obuf_add(out, "\r\n", 2);
+		larderd_obuf_add(out, num, n);
+		larderd_obuf_add(out, "\r\n", 2);
 	}
 }
 
 /* ---- me ------------------------------------------------------------------ */
 
-static void exec_me(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
+static void exec_me(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
 	size_t len;
 	uint64_t cas;
@@ -526,44 +526,44 @@ static void exec_me(struct larder__exec *x, struct larder__req *req, struct lard
 	long long ttl;
 	char *p;
 
-	larder__track_fetched(x);
-	if (larder__read_item(x, req->key.p, req->key.n, &len) != LARDER_OK) {
-		larder__obuf_add(out, "EN\r\n", 4);
+	larderd_track_fetched(x);
+	if (larderd_read_item(x, req->key.p, req->key.n, &len) != LARDER_OK) {
+		larderd_obuf_add(out, "EN\r\n", 4);
 		return;
 	}
-	larder__hdr_get(x->a, &cas, &flags, &bits);
-	larder__obuf_add(out, "ME ", 3);
-	if (bits & LARDER__BIT_BINKEY) {
-		p = larder__obuf_reserve(out, (req->key.n + 2) / 3 * 4);
+	larderd_hdr_get(x->a, &cas, &flags, &bits);
+	larderd_obuf_add(out, "ME ", 3);
+	if (bits & LARDERD_BIT_BINKEY) {
+		p = larderd_obuf_reserve(out, (req->key.n + 2) / 3 * 4);
 		if (p != NULL)
-			out->len += larder__b64_encode((const unsigned char *)req->key.p, req->key.n, p);
+			out->len += larderd_b64_encode((const unsigned char *)req->key.p, req->key.n, p);
 	} else {
-		larder__obuf_add(out, req->key.p, req->key.n);
+		larderd_obuf_add(out, req->key.p, req->key.n);
 	}
 	/* memcached prints "current time - expiry": minus the seconds left */
-	ttl = larder__ttl_seconds(x, req->key.p, req->key.n);
-	larder__obuf_str(out, " exp=");
-	larder__obuf_i64(out, ttl < 0 ? -1 : -(int64_t)ttl);
-	larder__obuf_str(out, " la=");
-	larder__obuf_u64(out, larder__age_seconds(cas));
-	larder__obuf_str(out, " cas=");
-	larder__obuf_u64(out, cas);
-	larder__obuf_str(out, (bits & LARDER__BIT_FETCHED) ? " fetch=yes" : " fetch=no");
-	larder__obuf_str(out, " cls=1 size=");
-	larder__obuf_u64(out, len - LARDER__HDR + req->key.n);
-	larder__obuf_add(out, "\r\n", 2);
+	ttl = larderd_ttl_seconds(x, req->key.p, req->key.n);
+	larderd_obuf_str(out, " exp=");
+	larderd_obuf_i64(out, ttl < 0 ? -1 : -(int64_t)ttl);
+	larderd_obuf_str(out, " la=");
+	larderd_obuf_u64(out, larderd_age_seconds(cas));
+	larderd_obuf_str(out, " cas=");
+	larderd_obuf_u64(out, cas);
+	larderd_obuf_str(out, (bits & LARDERD_BIT_FETCHED) ? " fetch=yes" : " fetch=no");
+	larderd_obuf_str(out, " cls=1 size=");
+	larderd_obuf_u64(out, len - LARDERD_HDR + req->key.n);
+	larderd_obuf_add(out, "\r\n", 2);
 }
 
-void larder__exec_meta(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
+void larderd_exec_meta(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
-	larder__stat_add(x, WS_CMD_META, 1);
+	larderd_stat_add(x, WS_CMD_META, 1);
 	switch (req->cmd) {
-	case LARDER__CMD_MN: larder__obuf_add(out, "MN\r\n", 4); break;
-	case LARDER__CMD_ME: exec_me(x, req, out); break;
-	case LARDER__CMD_MG: exec_mg(x, req, out); break;
-	case LARDER__CMD_MS: exec_ms(x, req, out); break;
-	case LARDER__CMD_MD: exec_md(x, req, out); break;
-	case LARDER__CMD_MA: exec_ma(x, req, out); break;
-	default: larder__obuf_line(out, "ERROR"); break;
+	case LARDERD_CMD_MN: larderd_obuf_add(out, "MN\r\n", 4); break;
+	case LARDERD_CMD_ME: exec_me(x, req, out); break;
+	case LARDERD_CMD_MG: exec_mg(x, req, out); break;
+	case LARDERD_CMD_MS: exec_ms(x, req, out); break;
+	case LARDERD_CMD_MD: exec_md(x, req, out); break;
+	case LARDERD_CMD_MA: exec_ma(x, req, out); break;
+	default: larderd_obuf_line(out, "ERROR"); break;
 	}
 }

@@ -18,25 +18,25 @@
 #include <time.h>
 #include <unistd.h>
 
-static void stat_u64(struct larder__obuf *out, const char *name, uint64_t v)
+static void stat_u64(struct larderd_obuf *out, const char *name, uint64_t v)
 {
-	larder__obuf_str(out, "STAT ");
-	larder__obuf_str(out, name);
-	larder__obuf_add(out, " ", 1);
-	larder__obuf_u64(out, v);
-	larder__obuf_add(out, "\r\n", 2);
+	larderd_obuf_str(out, "STAT ");
+	larderd_obuf_str(out, name);
+	larderd_obuf_add(out, " ", 1);
+	larderd_obuf_u64(out, v);
+	larderd_obuf_add(out, "\r\n", 2);
 }
 
-static void stat_str(struct larder__obuf *out, const char *name, const char *v)
+static void stat_str(struct larderd_obuf *out, const char *name, const char *v)
 {
-	larder__obuf_str(out, "STAT ");
-	larder__obuf_str(out, name);
-	larder__obuf_add(out, " ", 1);
-	larder__obuf_str(out, v);
-	larder__obuf_add(out, "\r\n", 2);
+	larderd_obuf_str(out, "STAT ");
+	larderd_obuf_str(out, name);
+	larderd_obuf_add(out, " ", 1);
+	larderd_obuf_str(out, v);
+	larderd_obuf_add(out, "\r\n", 2);
 }
 
-static void sum_workers(struct larder__shared *sh, uint64_t sum[WS_COUNT])
+static void sum_workers(struct larderd_shared *sh, uint64_t sum[WS_COUNT])
 {
 	memset(sum, 0, sizeof(uint64_t) * WS_COUNT);
 	for (int w = 0; w < sh->threads; w++)
@@ -49,21 +49,21 @@ static void sum_workers(struct larder__shared *sh, uint64_t sum[WS_COUNT])
 	pthread_mutex_unlock(&sh->reset_lock);
 }
 
-static void general(struct larder__exec *x, struct larder__obuf *out)
+static void general(struct larderd_exec *x, struct larderd_obuf *out)
 {
-	struct larder__shared *sh = x->sh;
+	struct larderd_shared *sh = x->sh;
 	uint64_t w[WS_COUNT], e[LARDER_STAT_COUNT] = {0};
 	struct rusage ru;
 	char buf[64];
 	time_t now = time(NULL);
 
 	sum_workers(sh, w);
-	larder__ignore(larder_stats(sh->cache, e, LARDER_STAT_COUNT));
+	larderd_ignore(larder_stats(sh->cache, e, LARDER_STAT_COUNT));
 	getrusage(RUSAGE_SELF, &ru);
 	stat_u64(out, "pid", (uint64_t)getpid());
 	stat_u64(out, "uptime", (uint64_t)(now - sh->started));
 	stat_u64(out, "time", (uint64_t)now);
-	stat_str(out, "version", LARDER__VERSION_STR);
+	stat_str(out, "version", LARDERD_VERSION_STR);
 	stat_u64(out, "pointer_size", sizeof(void *) * 8);
 	snprintf(buf, sizeof(buf), "%ld.%06ld", (long)ru.ru_utime.tv_sec, (long)ru.ru_utime.tv_usec);
 	stat_str(out, "rusage_user", buf);
@@ -122,14 +122,14 @@ static void general(struct larder__exec *x, struct larder__obuf *out)
 		snprintf(buf, sizeof(buf), "larder_%s", name);
 		stat_u64(out, buf, e[s]);
 	}
-	larder__obuf_add(out, "END\r\n", 5);
+	larderd_obuf_add(out, "END\r\n", 5);
 }
 
-static void settings(struct larder__exec *x, struct larder__obuf *out)
+static void settings(struct larderd_exec *x, struct larderd_obuf *out)
 {
-	struct larder__shared *sh = x->sh;
+	struct larderd_shared *sh = x->sh;
 
-	/* Relaxed: see larder__shared; a setting read on its own. */
+	/* Relaxed: see larderd_shared; a setting read on its own. */
 	stat_u64(out, "maxbytes", atomic_load_explicit(&sh->maxbytes, memory_order_relaxed));
 	stat_u64(out, "maxconns", (uint64_t)sh->maxconns);
 	stat_u64(out, "tcpport", (uint64_t)sh->port);
@@ -142,32 +142,32 @@ static void settings(struct larder__exec *x, struct larder__obuf *out)
 	stat_u64(out, "num_threads", (uint64_t)sh->threads);
 	stat_str(out, "cas_enabled", "yes");
 	stat_u64(out, "item_size_max", sh->item_max);
-	larder__obuf_add(out, "END\r\n", 5);
+	larderd_obuf_add(out, "END\r\n", 5);
 }
 
-void larder__exec_stats(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
+void larderd_exec_stats(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
-	struct larder__tok *sub = &req->tok[1];
+	struct larderd_tok *sub = &req->tok[1];
 
 	if (req->ntok == 1) {
 		general(x, out);
 	} else if (sub->n == 5 && memcmp(sub->p, "reset", 5) == 0) {
 		uint64_t cur[WS_COUNT], base[WS_COUNT];
-		struct larder__shared *sh = x->sh;
+		struct larderd_shared *sh = x->sh;
 		sum_workers(sh, cur);
 		pthread_mutex_lock(&sh->reset_lock);
 		memcpy(base, sh->stat_base, sizeof(base));
 		for (int s = 0; s < WS_COUNT; s++)
 			sh->stat_base[s] = base[s] + cur[s];
 		pthread_mutex_unlock(&sh->reset_lock);
-		larder__obuf_line(out, "RESET");
+		larderd_obuf_line(out, "RESET");
 	} else if (sub->n == 8 && memcmp(sub->p, "settings", 8) == 0) {
 		settings(x, out);
 	} else if ((sub->n == 5 && (memcmp(sub->p, "items", 5) == 0 ||
 				    memcmp(sub->p, "slabs", 5) == 0 ||
 				    memcmp(sub->p, "sizes", 5) == 0 || memcmp(sub->p, "conns", 5) == 0))) {
-		larder__obuf_add(out, "END\r\n", 5);
+		larderd_obuf_add(out, "END\r\n", 5);
 	} else {
-		larder__obuf_line(out, "ERROR");
+		larderd_obuf_line(out, "ERROR");
 	}
 }

@@ -26,24 +26,24 @@
 #define RMW_TRIES 1000
 
 /* The new item's bytes in x->b: header, then d1 and d2. Returns its length. */
-static size_t build(struct larder__exec *x, uint64_t cas, uint32_t flags, uint8_t bits,
+static size_t build(struct larderd_exec *x, uint64_t cas, uint32_t flags, uint8_t bits,
 		    const void *d1, size_t n1, const void *d2, size_t n2)
 {
-	size_t len = LARDER__HDR + n1 + n2;
-	if (!larder__grow(&x->b, &x->b_cap, len))
+	size_t len = LARDERD_HDR + n1 + n2;
+	if (!larderd_grow(&x->b, &x->b_cap, len))
 		return 0;
-	larder__hdr_put(x->b, cas, flags, bits);
+	larderd_hdr_put(x->b, cas, flags, bits);
 	if (n1)
-		memcpy(x->b + LARDER__HDR, d1, n1);
+		memcpy(x->b + LARDERD_HDR, d1, n1);
 	if (n2)
-		memcpy(x->b + LARDER__HDR + n1, d2, n2);
+		memcpy(x->b + LARDERD_HDR + n1, d2, n2);
 	return len;
 }
 
 static const char k_oom[] = "SERVER_ERROR out of memory storing object";
 
 /* set, add, replace: no read needed. */
-static enum larder__store_res store_plain(struct larder__exec *x, const struct larder__store *s,
+static enum larderd_store_res store_plain(struct larderd_exec *x, const struct larderd_store *s,
 					  uint64_t *cas_out, const char **err)
 {
 	larder *c = x->sh->cache;
@@ -51,57 +51,57 @@ static enum larder__store_res store_plain(struct larder__exec *x, const struct l
 	size_t len;
 	int rc;
 
-	if (!larder__exptime_to_ttl(s->exptime, &ttl)) {
+	if (!larderd_exptime_to_ttl(s->exptime, &ttl)) {
 		/* stored dead: no value is left, but the store happened (with a
 		 * unique of its own, which ms c shows) */
 		bool stored;
-		if (s->comm == LARDER__CMD_SET) {
-			larder__ignore(larder_remove(c, s->key, s->klen));
+		if (s->comm == LARDERD_CMD_SET) {
+			larderd_ignore(larder_remove(c, s->key, s->klen));
 			stored = true;
-		} else if (s->comm == LARDER__CMD_ADD) {
+		} else if (s->comm == LARDERD_CMD_ADD) {
 			stored = larder_contains(c, s->key, s->klen) != LARDER_OK;
 		} else {
 			stored = larder_remove(c, s->key, s->klen) == LARDER_OK;
 		}
 		if (!stored)
-			return LARDER__NOT_STORED;
-		*cas_out = larder__next_cas(x);
-		return LARDER__STORED;
+			return LARDERD_NOT_STORED;
+		*cas_out = larderd_next_cas(x);
+		return LARDERD_STORED;
 	}
-	cas = larder__next_cas(x);
+	cas = larderd_next_cas(x);
 	len = build(x, cas, s->flags, s->bits, s->data, s->len, NULL, 0);
 	if (len == 0) {
 		*err = k_oom;
-		return LARDER__STORE_FAILED;
+		return LARDERD_STORE_FAILED;
 	}
-	if (s->comm == LARDER__CMD_SET)
+	if (s->comm == LARDERD_CMD_SET)
 		rc = larder_put(c, s->key, s->klen, x->b, len, ttl);
-	else if (s->comm == LARDER__CMD_ADD)
+	else if (s->comm == LARDERD_CMD_ADD)
 		rc = larder_put_if_absent(c, s->key, s->klen, x->b, len, ttl);
 	else
 		rc = larder_replace(c, s->key, s->klen, x->b, len, ttl);
 	if (rc == LARDER_OK) {
 		*cas_out = cas;
-		return LARDER__STORED;
+		return LARDERD_STORED;
 	}
 	if (rc == LARDER_EXISTS || rc == LARDER_MISS)
-		return LARDER__NOT_STORED;
-	if (s->comm == LARDER__CMD_SET)
-		larder__ignore(larder_remove(c, s->key, s->klen));
-	*err = larder__store_error(x, rc);
-	return LARDER__STORE_FAILED;
+		return LARDERD_NOT_STORED;
+	if (s->comm == LARDERD_CMD_SET)
+		larderd_ignore(larder_remove(c, s->key, s->klen));
+	*err = larderd_store_error(x, rc);
+	return LARDERD_STORE_FAILED;
 }
 
 enum cas_res { CAS_NONE, CAS_MATCH, CAS_STALE, CAS_BADVAL };
 
 /* cas, append, prepend: read, decide, swap; again if another write came in. */
-static enum larder__store_res store_rmw(struct larder__exec *x, const struct larder__store *s,
+static enum larderd_store_res store_rmw(struct larderd_exec *x, const struct larderd_store *s,
 					uint64_t *cas_out, const char **err)
 {
 	larder *c = x->sh->cache;
-	bool is_cas = s->comm == LARDER__CMD_CAS;
+	bool is_cas = s->comm == LARDERD_CMD_CAS;
 	uint64_t new_ttl;
-	bool alive = larder__exptime_to_ttl(s->exptime, &new_ttl);
+	bool alive = larderd_exptime_to_ttl(s->exptime, &new_ttl);
 
 	for (int tries = 0; tries < RMW_TRIES; tries++) {
 		size_t old_len, len;
@@ -109,124 +109,124 @@ static enum larder__store_res store_rmw(struct larder__exec *x, const struct lar
 		uint32_t old_flags;
 		uint8_t old_bits;
 		enum cas_res cr;
-		int rc = larder__read_item(x, s->key, s->klen, &old_len);
+		int rc = larderd_read_item(x, s->key, s->klen, &old_len);
 
 		if (rc == LARDER_MISS) {
 			if (is_cas)
-				larder__stat_add(x, WS_CAS_MISSES, 1);
-			return is_cas ? LARDER__NOT_FOUND : LARDER__NOT_STORED;
+				larderd_stat_add(x, WS_CAS_MISSES, 1);
+			return is_cas ? LARDERD_NOT_FOUND : LARDERD_NOT_STORED;
 		}
 		if (rc != LARDER_OK) {
-			*err = larder__store_error(x, rc);
-			return LARDER__STORE_FAILED;
+			*err = larderd_store_error(x, rc);
+			return LARDERD_STORE_FAILED;
 		}
-		larder__hdr_get(x->a, &old_cas, &old_flags, &old_bits);
+		larderd_hdr_get(x->a, &old_cas, &old_flags, &old_bits);
 		cr = s->cas == 0 ? CAS_NONE
 		     : s->cas == old_cas ? CAS_MATCH
 		     : (s->set_stale && s->cas < old_cas) ? CAS_STALE : CAS_BADVAL;
-		cas = larder__next_cas(x);
+		cas = larderd_next_cas(x);
 		if (is_cas) {
 			if (cr != CAS_MATCH && cr != CAS_STALE) {
-				larder__stat_add(x, WS_CAS_BADVAL, 1);
-				return LARDER__EXISTS;
+				larderd_stat_add(x, WS_CAS_BADVAL, 1);
+				return LARDERD_EXISTS;
 			}
 			if (cr == CAS_MATCH && !alive) {
 				rc = larder_remove_if_equals(c, s->key, s->klen, x->a, old_len);
 				if (rc == LARDER_MISMATCH)
 					continue;
 				if (rc != LARDER_OK)
-					return LARDER__NOT_FOUND;
-				larder__stat_add(x, WS_CAS_HITS, 1);
+					return LARDERD_NOT_FOUND;
+				larderd_stat_add(x, WS_CAS_HITS, 1);
 				*cas_out = cas;
-				return LARDER__STORED;
+				return LARDERD_STORED;
 			}
 			if (cr == CAS_STALE) {
-				ttl = larder__keep_ttl(x, s->key, s->klen);
+				ttl = larderd_keep_ttl(x, s->key, s->klen);
 				len = build(x, cas, s->flags,
-					    (uint8_t)(s->bits | LARDER__BIT_STALE | (old_bits & LARDER__BIT_WON)),
+					    (uint8_t)(s->bits | LARDERD_BIT_STALE | (old_bits & LARDERD_BIT_WON)),
 					    s->data, s->len, NULL, 0);
 			} else {
 				len = build(x, cas, s->flags, s->bits, s->data, s->len, NULL, 0);
 			}
 		} else {
-			const unsigned char *old = x->a + LARDER__HDR;
-			size_t on = old_len - LARDER__HDR;
-			struct larder__limits lim = {x->sh->item_max};
+			const unsigned char *old = x->a + LARDERD_HDR;
+			size_t on = old_len - LARDERD_HDR;
+			struct larderd_limits lim = {x->sh->item_max};
 			if (cr != CAS_NONE && cr != CAS_MATCH)
-				return LARDER__EXISTS;
-			if (!larder__item_fits(&lim, s->klen, old_flags, (uint64_t)on + s->len))
-				return LARDER__NOT_STORED;
-			ttl = larder__keep_ttl(x, s->key, s->klen);
-			if (s->comm == LARDER__CMD_APPEND)
+				return LARDERD_EXISTS;
+			if (!larderd_item_fits(&lim, s->klen, old_flags, (uint64_t)on + s->len))
+				return LARDERD_NOT_STORED;
+			ttl = larderd_keep_ttl(x, s->key, s->klen);
+			if (s->comm == LARDERD_CMD_APPEND)
 				len = build(x, cas, old_flags, 0, old, on, s->data, s->len);
 			else
 				len = build(x, cas, old_flags, 0, s->data, s->len, old, on);
 		}
 		if (len == 0) {
 			*err = k_oom;
-			return LARDER__STORE_FAILED;
+			return LARDERD_STORE_FAILED;
 		}
 		rc = larder_replace_if_equals(c, s->key, s->klen, x->a, old_len, x->b, len, ttl);
 		if (rc == LARDER_MISMATCH)
 			continue;
 		if (rc == LARDER_OK) {
 			if (is_cas)
-				larder__stat_add(x, WS_CAS_HITS, 1);
+				larderd_stat_add(x, WS_CAS_HITS, 1);
 			*cas_out = cas;
-			return LARDER__STORED;
+			return LARDERD_STORED;
 		}
 		if (rc == LARDER_MISS)
-			return is_cas ? LARDER__NOT_FOUND : LARDER__NOT_STORED;
-		*err = larder__store_error(x, rc);
-		return LARDER__STORE_FAILED;
+			return is_cas ? LARDERD_NOT_FOUND : LARDERD_NOT_STORED;
+		*err = larderd_store_error(x, rc);
+		return LARDERD_STORE_FAILED;
 	}
 	*err = k_oom;
-	return LARDER__STORE_FAILED;
+	return LARDERD_STORE_FAILED;
 }
 
-enum larder__store_res larder__store_item(struct larder__exec *x, const struct larder__store *s,
+enum larderd_store_res larderd_store_item(struct larderd_exec *x, const struct larderd_store *s,
 					  uint64_t *cas_out, const char **err)
 {
-	enum larder__store_res r;
+	enum larderd_store_res r;
 
 	*cas_out = 0;
-	larder__stat_add(x, WS_CMD_SET, 1);
-	if (s->comm == LARDER__CMD_SET || s->comm == LARDER__CMD_ADD ||
-	    s->comm == LARDER__CMD_REPLACE)
+	larderd_stat_add(x, WS_CMD_SET, 1);
+	if (s->comm == LARDERD_CMD_SET || s->comm == LARDERD_CMD_ADD ||
+	    s->comm == LARDERD_CMD_REPLACE)
 		r = store_plain(x, s, cas_out, err);
 	else
 		r = store_rmw(x, s, cas_out, err);
-	if (r == LARDER__STORED)
-		larder__stat_add(x, WS_TOTAL_ITEMS, 1);
+	if (r == LARDERD_STORED)
+		larderd_stat_add(x, WS_TOTAL_ITEMS, 1);
 	return r;
 }
 
-void larder__store_too_large(struct larder__exec *x, const struct larder__req *req, bool drop_old)
+void larderd_store_too_large(struct larderd_exec *x, const struct larderd_req *req, bool drop_old)
 {
-	larder__stat_add(x, WS_STORE_TOO_LARGE, 1);
+	larderd_stat_add(x, WS_STORE_TOO_LARGE, 1);
 	if (drop_old)
-		larder__ignore(larder_remove(x->sh->cache, req->key.p, req->key.n));
+		larderd_ignore(larder_remove(x->sh->cache, req->key.p, req->key.n));
 }
 
-void larder__exec_store(struct larder__exec *x, struct larder__req *req, struct larder__obuf *out)
+void larderd_exec_store(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
 	static const char *const k_text[] = {"STORED", "NOT_STORED", "EXISTS", "NOT_FOUND"};
-	struct larder__store s = {
+	struct larderd_store s = {
 		.key = req->key.p, .klen = req->key.n, .comm = req->cmd, .flags = req->flags,
-		.exptime = req->exptime, .cas = req->cmd == LARDER__CMD_CAS ? req->cas : 0,
+		.exptime = req->exptime, .cas = req->cmd == LARDERD_CMD_CAS ? req->cas : 0,
 		.data = req->data, .len = req->data_len,
 	};
 	const char *err = NULL;
 	uint64_t cas;
-	enum larder__store_res r;
+	enum larderd_store_res r;
 
 	if (req->too_large) {
-		larder__store_too_large(x, req, req->cmd == LARDER__CMD_SET);
+		larderd_store_too_large(x, req, req->cmd == LARDERD_CMD_SET);
 		if (!req->noreply)
-			larder__obuf_line(out, "SERVER_ERROR object too large for cache");
+			larderd_obuf_line(out, "SERVER_ERROR object too large for cache");
 		return;
 	}
-	r = larder__store_item(x, &s, &cas, &err);
+	r = larderd_store_item(x, &s, &cas, &err);
 	if (!req->noreply)
-		larder__obuf_line(out, r == LARDER__STORE_FAILED ? err : k_text[r]);
+		larderd_obuf_line(out, r == LARDERD_STORE_FAILED ? err : k_text[r]);
 }

@@ -8,29 +8,29 @@
  * replies in order.
  *
  * Memory (invariants; docs/server.md gives the numbers):
- *   M1. An idle connection holds no buffer: requests are read into the
+ *   SERVER-M1. An idle connection holds no buffer: requests are read into the
  *       worker's 64 KiB read buffer and replies built in the worker's output
  *       buffer; only a partial request or an unsent reply tail is copied into
  *       buffers owned by the connection, which are freed once empty.
- *   M2. A connection's input never exceeds max(LARDER__GET_LINE_MAX, one
+ *   SERVER-M2. A connection's input never exceeds max(LARDERD_GET_LINE_MAX, one
  *       line + item_max + 2) + READ_CHUNK: the parser bounds line length and
  *       refuses oversize values before buffering them.
- *   M3. Output is bounded by HIGH_WATER plus one reply: above HIGH_WATER the
+ *   SERVER-M3. Output is bounded by HIGH_WATER plus one reply: above HIGH_WATER the
  *       connection stops reading, and a multiget pauses between keys, until
  *       the client drains it (a slow reader cannot grow memory).
  *
  * Cost (linear in the bytes received, however deep the pipeline):
- *   L1. Requests are consumed by advancing an offset; the unconsumed tail is
+ *   SERVER-L1. Requests are consumed by advancing an offset; the unconsumed tail is
  *       moved once per read, after every complete request in it has run, so
  *       each received byte is copied or moved at most once (once more if it
  *       waits behind a multiget paused at high water). The stat
  *       input_bytes_moved counts those bytes (and the ones a buffer growth
  *       copies); tests/protocol/robustness.py checks it stays within
  *       bytes_read after a 100,000-request burst sent in one write.
- *   L2. A buffer holding one long line (a multiget of up to
- *       LARDER__GET_LINE_MAX) grows geometrically, not by READ_CHUNK, so
+ *   SERVER-L2. A buffer holding one long line (a multiget of up to
+ *       LARDERD_GET_LINE_MAX) grows geometrically, not by READ_CHUNK, so
  *       growing it copies O(line) bytes, not O(line^2 / READ_CHUNK).
- *   L3. Such a line is searched for its newline once: each read searches
+ *   SERVER-L3. Such a line is searched for its newline once: each read searches
  *       only the bytes it added (conn.no_nl marks where the last search
  *       stopped).
  */
@@ -52,8 +52,8 @@
 #define READ_CHUNK (64 * 1024)
 #define HIGH_WATER (256 * 1024)
 #define MAX_EVENTS 128
-/* The largest buffer a request line needs (M2). */
-#define LINE_CAP (LARDER__GET_LINE_MAX + READ_CHUNK)
+/* The largest buffer a request line needs (SERVER-M2). */
+#define LINE_CAP (LARDERD_GET_LINE_MAX + READ_CHUNK)
 
 enum { KIND_CONN, KIND_LISTEN, KIND_STOP };
 
@@ -76,31 +76,31 @@ struct conn {
 	size_t swallow; /* bytes of an oversize value still to discard */
 	char *in;       /* unconsumed input [0, in_len), NULL when empty */
 	size_t in_len, in_cap;
-	struct larder__obuf out; /* unsent replies, out.buf NULL when empty */
+	struct larderd_obuf out; /* unsent replies, out.buf NULL when empty */
 	size_t sent;
-	struct larder__req req;
+	struct larderd_req req;
 	struct conn *prev, *next;
 };
 
 struct worker {
-	struct larder__net *net;
-	struct larder__exec x;
+	struct larderd_net *net;
+	struct larderd_exec x;
 	pthread_t thread;
 	int ep;
 	char *rbuf;
-	struct larder__obuf out; /* replies for connections with nothing pending */
+	struct larderd_obuf out; /* replies for connections with nothing pending */
 	struct conn *conns;
 	int spare_fd; /* held open so an accept at the fd limit can still refuse */
 	bool started;
 };
 
-struct larder__net {
-	struct larder__shared *sh;
+struct larderd_net {
+	struct larderd_shared *sh;
 	struct listener *ls; /* nlfd listeners, then the stop eventfd */
 	int nlfd;
 	int stop_fd;
 	int nworkers;
-	struct larder__limits lim;
+	struct larderd_limits lim;
 	struct worker *w;
 };
 
@@ -120,10 +120,10 @@ static void conn_free(struct worker *w, struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	if (c->suspended)
-		larder__exec_abandon(&c->req);
+		larderd_exec_abandon(&c->req);
 	close(c->fd);
 	free(c->in);
-	larder__obuf_free(&c->out);
+	larderd_obuf_free(&c->out);
 	/* Relaxed: statistics; nothing is published through them. */
 	if (c->paused)
 		atomic_fetch_sub_explicit(&w->net->sh->paused_conns, 1, memory_order_relaxed);
@@ -133,7 +133,7 @@ static void conn_free(struct worker *w, struct conn *c)
 
 static void conn_accept(struct worker *w, int lfd)
 {
-	struct larder__shared *sh = w->net->sh;
+	struct larderd_shared *sh = w->net->sh;
 
 	for (int i = 0; i < 64; i++) {
 		int one = 1, fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -147,7 +147,7 @@ static void conn_accept(struct worker *w, int lfd)
 			fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 			if (fd >= 0) {
 				static const char msg[] = "ERROR Too many open connections\r\n";
-				larder__ignore(write(fd, msg, sizeof(msg) - 1));
+				larderd_ignore(write(fd, msg, sizeof(msg) - 1));
 				close(fd);
 				atomic_fetch_add_explicit(&sh->rejected_conns, 1, memory_order_relaxed);
 			}
@@ -160,7 +160,7 @@ static void conn_accept(struct worker *w, int lfd)
 		if (atomic_load_explicit(&sh->curr_conns, memory_order_relaxed) >=
 		    (uint64_t)sh->maxconns) {
 			static const char msg[] = "ERROR Too many open connections\r\n";
-			larder__ignore(write(fd, msg, sizeof(msg) - 1));
+			larderd_ignore(write(fd, msg, sizeof(msg) - 1));
 			close(fd);
 			atomic_fetch_add_explicit(&sh->rejected_conns, 1, memory_order_relaxed);
 			continue;
@@ -191,7 +191,7 @@ static void conn_accept(struct worker *w, int lfd)
 }
 
 /* Moves the suspended request's pointers from one copy of the bytes to another. */
-static void rebase_req(struct larder__req *r, const char *from, char *to)
+static void rebase_req(struct larderd_req *r, const char *from, char *to)
 {
 	ptrdiff_t d = to - from;
 	r->keys += d;
@@ -210,19 +210,19 @@ enum { PROC_OK, PROC_CLOSE };
  * sends the replies held meanwhile before it reads the next request).
  */
 static int process(struct worker *w, struct conn *c, const char *buf, size_t len, size_t *off,
-		   struct larder__obuf *out, bool *resume)
+		   struct larderd_obuf *out, bool *resume)
 {
-	struct larder__exec *x = &w->x;
+	struct larderd_exec *x = &w->x;
 
 	c->stalled = false;
 	*resume = false;
 	if (c->suspended) {
-		int r = larder__exec(x, &c->req, out, HIGH_WATER);
-		if (r == LARDER__EXEC_SUSPEND)
+		int r = larderd_exec(x, &c->req, out, HIGH_WATER);
+		if (r == LARDERD_EXEC_SUSPEND)
 			return PROC_OK;
 		c->suspended = false;
 		*off += c->req.consumed;
-		if (r != LARDER__EXEC_DONE)
+		if (r != LARDERD_EXEC_DONE)
 			return PROC_CLOSE;
 	}
 	for (;;) {
@@ -245,15 +245,15 @@ static int process(struct worker *w, struct conn *c, const char *buf, size_t len
 			break;
 		if (avail < c->need)
 			break;
-		/* L3: a line still without its newline is searched from where the
+		/* SERVER-L3: a line still without its newline is searched from where the
 		 * last search stopped, not from its start. */
 		if (c->no_nl > 0 && memchr(buf + *off + c->no_nl, '\n', avail - c->no_nl) == NULL) {
-			pr = larder__parse_no_newline(buf + *off, avail);
+			pr = larderd_parse_no_newline(buf + *off, avail);
 			c->req.need = 0;
 		} else {
-			pr = larder__parse(buf + *off, avail, &w->net->lim, &c->req);
+			pr = larderd_parse(buf + *off, avail, &w->net->lim, &c->req);
 		}
-		if (pr == LARDER__PARSE_MORE) {
+		if (pr == LARDERD_PARSE_MORE) {
 			/* need 0: the parser found no newline in these bytes */
 			c->need = c->req.need;
 			c->no_nl = c->need == 0 ? avail : 0;
@@ -261,21 +261,21 @@ static int process(struct worker *w, struct conn *c, const char *buf, size_t len
 		}
 		c->need = 0;
 		c->no_nl = 0;
-		if (pr == LARDER__PARSE_CLOSE)
+		if (pr == LARDERD_PARSE_CLOSE)
 			return PROC_CLOSE;
-		r = larder__exec(x, &c->req, out, HIGH_WATER);
-		if (r == LARDER__EXEC_SUSPEND) {
+		r = larderd_exec(x, &c->req, out, HIGH_WATER);
+		if (r == LARDERD_EXEC_SUSPEND) {
 			c->suspended = true;
 			break;
 		}
-		larder__stat_add(x, WS_BYTES_READ, c->req.consumed);
+		larderd_stat_add(x, WS_BYTES_READ, c->req.consumed);
 		*off += c->req.consumed;
 		c->swallow = c->req.swallow;
-		if (r == LARDER__EXEC_CLOSE) {
+		if (r == LARDERD_EXEC_CLOSE) {
 			c->closing = true;
 			break;
 		}
-		if (r != LARDER__EXEC_DONE)
+		if (r != LARDERD_EXEC_DONE)
 			return PROC_CLOSE;
 	}
 	/* Stopped at high water with input left: no new bytes may ever come (the
@@ -298,7 +298,7 @@ static bool keep_input(struct worker *w, struct conn *c, const char *buf, size_t
 			c->in_len = c->in_cap = 0;
 		} else if (off > 0) {
 			memmove(c->in, c->in + off, rest);
-			larder__stat_add(&w->x, WS_INPUT_MOVED, rest);
+			larderd_stat_add(&w->x, WS_INPUT_MOVED, rest);
 			if (c->suspended)
 				rebase_req(&c->req, buf + off, c->in);
 			c->in_len = rest;
@@ -312,7 +312,7 @@ static bool keep_input(struct worker *w, struct conn *c, const char *buf, size_t
 	if (c->in == NULL)
 		return false;
 	memcpy(c->in, buf + off, rest);
-	larder__stat_add(&w->x, WS_INPUT_MOVED, rest);
+	larderd_stat_add(&w->x, WS_INPUT_MOVED, rest);
 	c->in_len = rest;
 	if (c->suspended)
 		rebase_req(&c->req, buf + off, c->in);
@@ -325,7 +325,7 @@ static bool keep_input(struct worker *w, struct conn *c, const char *buf, size_t
  * memcached sends that request's error, and the replies before it, only
  * once the value has gone by.
  */
-static int flush_out(struct worker *w, struct conn *c, struct larder__obuf *out)
+static int flush_out(struct worker *w, struct conn *c, struct larderd_obuf *out)
 {
 	while (c->swallow == 0 && c->sent < out->len) {
 		ssize_t n = write(c->fd, out->buf + c->sent, out->len - c->sent);
@@ -336,22 +336,22 @@ static int flush_out(struct worker *w, struct conn *c, struct larder__obuf *out)
 				break;
 			return PROC_CLOSE;
 		}
-		larder__stat_add(&w->x, WS_BYTES_WRITTEN, (uint64_t)n);
+		larderd_stat_add(&w->x, WS_BYTES_WRITTEN, (uint64_t)n);
 		c->sent += (size_t)n;
 	}
 	if (out == &w->out) {
 		if (c->sent < out->len)
-			larder__obuf_add(&c->out, out->buf + c->sent, out->len - c->sent);
+			larderd_obuf_add(&c->out, out->buf + c->sent, out->len - c->sent);
 		out->len = 0;
 		c->sent = 0;
 		if (out->cap > (1u << 20)) /* one huge multiget must not pin its buffer */
-			larder__obuf_free(out);
+			larderd_obuf_free(out);
 		if (c->out.failed)
 			return PROC_CLOSE;
 	} else if (c->sent == out->len) {
-		larder__obuf_consume(out, out->len);
+		larderd_obuf_consume(out, out->len);
 		if (out->cap > 0 && out->len == 0)
-			larder__obuf_free(out);
+			larderd_obuf_free(out);
 		c->sent = 0;
 	}
 	return PROC_OK;
@@ -371,8 +371,8 @@ static bool read_more(struct worker *w, struct conn *c, char **buf, size_t *len,
 		if (c->need > want)
 			want = c->need;
 		if (want > c->in_cap) {
-			/* L2: a line still growing past one chunk doubles its buffer,
-			 * within M2's bound; a value's exact need is taken as is. */
+			/* SERVER-L2: a line still growing past one chunk doubles its buffer,
+			 * within SERVER-M2's bound; a value's exact need is taken as is. */
 			size_t grown = 2 * c->in_cap < LINE_CAP ? 2 * c->in_cap : LINE_CAP;
 			char *nb;
 
@@ -381,7 +381,7 @@ static bool read_more(struct worker *w, struct conn *c, char **buf, size_t *len,
 			nb = realloc(c->in, want);
 			if (nb == NULL)
 				return false;
-			larder__stat_add(&w->x, WS_INPUT_MOVED, c->in_len);
+			larderd_stat_add(&w->x, WS_INPUT_MOVED, c->in_len);
 			c->in = nb;
 			c->in_cap = want;
 		}
@@ -392,8 +392,18 @@ static bool read_more(struct worker *w, struct conn *c, char **buf, size_t *len,
 		*len = c->in_len;
 		*from_conn = true;
 	}
-	if (n == 0)
-		return false;
+	if (n == 0) {
+		/* The client is done sending (perhaps only half-closed): the
+		 * replies already built still go out, then the connection closes,
+		 * as memcached, which reads only once its replies are written,
+		 * does; a partial request left in the input is dropped. Replies
+		 * held behind a value being swallowed never go (memcached sends
+		 * them only after the value). */
+		if (c->swallow > 0)
+			return false;
+		c->closing = true;
+		return true;
+	}
 	if (n < 0 && errno != EAGAIN && errno != EINTR)
 		return false;
 	return true;
@@ -401,7 +411,7 @@ static bool read_more(struct worker *w, struct conn *c, char **buf, size_t *len,
 
 static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 {
-	struct larder__obuf *out = c->out.len > 0 ? &c->out : &w->out;
+	struct larderd_obuf *out = c->out.len > 0 ? &c->out : &w->out;
 	char *buf = c->in;
 	size_t len = c->in_len, off = 0;
 	bool from_conn = true, paused;
@@ -478,13 +488,13 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static int worker_init(struct larder__net *net, struct worker *w, unsigned id)
+static int worker_init(struct larderd_net *net, struct worker *w, unsigned id)
 {
 	w->net = net;
 	w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	w->ep = epoll_create1(EPOLL_CLOEXEC);
 	w->rbuf = malloc(READ_CHUNK);
-	if (w->ep < 0 || w->rbuf == NULL || larder__exec_init(&w->x, net->sh, id) != 0)
+	if (w->ep < 0 || w->rbuf == NULL || larderd_exec_init(&w->x, net->sh, id) != 0)
 		return -1;
 	for (int i = 0; i <= net->nlfd; i++) {
 		/* EPOLLEXCLUSIVE: one worker wakes per connection; the stop fd wakes all. */
@@ -505,13 +515,13 @@ static void worker_fini(struct worker *w)
 	if (w->spare_fd >= 0)
 		close(w->spare_fd);
 	free(w->rbuf);
-	larder__obuf_free(&w->out);
-	larder__exec_fini(&w->x);
+	larderd_obuf_free(&w->out);
+	larderd_exec_fini(&w->x);
 }
 
-struct larder__net *larder__net_start(struct larder__shared *sh, const int *lfds, int nlfd)
+struct larderd_net *larderd_net_start(struct larderd_shared *sh, const int *lfds, int nlfd)
 {
-	struct larder__net *net = calloc(1, sizeof(*net));
+	struct larderd_net *net = calloc(1, sizeof(*net));
 	int i;
 
 	if (net == NULL)
@@ -546,18 +556,18 @@ struct larder__net *larder__net_start(struct larder__shared *sh, const int *lfds
 	}
 	return net;
 fail:
-	larder__net_stop(net);
+	larderd_net_stop(net);
 	return NULL;
 }
 
-void larder__net_stop(struct larder__net *net)
+void larderd_net_stop(struct larderd_net *net)
 {
 	uint64_t one = 1;
 
 	if (net == NULL)
 		return;
 	if (net->stop_fd >= 0)
-		larder__ignore(write(net->stop_fd, &one, sizeof(one)));
+		larderd_ignore(write(net->stop_fd, &one, sizeof(one)));
 	for (int i = 0; i < net->nworkers; i++)
 		pthread_join(net->w[i].thread, NULL);
 	for (int i = 0; net->w && i < net->sh->threads; i++)

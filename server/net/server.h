@@ -8,19 +8,19 @@
  * touched by two threads and needs no lock. Workers stop when the stop
  * eventfd becomes readable.
  */
-#ifndef LARDER_SERVER_NET_H
-#define LARDER_SERVER_NET_H
+#ifndef LARDERD_NET_H
+#define LARDERD_NET_H
 
 #include "../exec/exec.h"
 
-struct larder__net;
+struct larderd_net;
 
 /*
  * Starts sh->threads workers serving the listening sockets lfds[0..nlfd).
  * Returns NULL on failure (errno set). Allocates.
  */
-struct larder__net *larder__net_start(struct larder__shared *sh, const int *lfds, int nlfd);
+struct larderd_net *larderd_net_start(struct larderd_shared *sh, const int *lfds, int nlfd);
 /* Tells every worker to stop, joins them, closes their connections and frees. */
-void larder__net_stop(struct larder__net *net);
+void larderd_net_stop(struct larderd_net *net);
 
 #endif

@@ -61,7 +61,7 @@ static bool c_isspace(char c)
  * magnitude overflows (ERANGE; for a signed read, beyond the long range),
  * or the digits are followed by anything but white space or the token's end.
  */
-static bool c_strto(const struct larder__tok *t, bool is_signed, bool *neg, uint64_t *mag)
+static bool c_strto(const struct larderd_tok *t, bool is_signed, bool *neg, uint64_t *mag)
 {
 	size_t i = 0;
 	uint64_t v = 0;
@@ -87,13 +87,13 @@ static bool c_strto(const struct larder__tok *t, bool is_signed, bool *neg, uint
 	return true;
 }
 
-static bool tok_has_minus(const struct larder__tok *t)
+static bool tok_has_minus(const struct larderd_tok *t)
 {
 	return memchr(t->p, '-', t->n) != NULL;
 }
 
 /* strtol(), then the int64 result (before memcached's 32-bit truncation). */
-static bool strtol64(const struct larder__tok *t, int64_t *out)
+static bool strtol64(const struct larderd_tok *t, int64_t *out)
 {
 	bool neg;
 	uint64_t mag;
@@ -104,7 +104,7 @@ static bool strtol64(const struct larder__tok *t, int64_t *out)
 	return true;
 }
 
-bool larder__strtol32(const struct larder__tok *t, int32_t *out)
+bool larderd_strtol32(const struct larderd_tok *t, int32_t *out)
 {
 	int64_t v;
 
@@ -115,7 +115,7 @@ bool larder__strtol32(const struct larder__tok *t, int32_t *out)
 }
 
 /* strtoul()/strtoull() with safe_strtoul's "no wrapped negative" rule. */
-static bool strtou64(const struct larder__tok *t, uint64_t *out)
+static bool strtou64(const struct larderd_tok *t, uint64_t *out)
 {
 	bool neg;
 	uint64_t mag, v;
@@ -129,7 +129,7 @@ static bool strtou64(const struct larder__tok *t, uint64_t *out)
 	return true;
 }
 
-bool larder__strtoul32(const struct larder__tok *t, uint32_t *out)
+bool larderd_strtoul32(const struct larderd_tok *t, uint32_t *out)
 {
 	uint64_t v;
 
@@ -139,19 +139,19 @@ bool larder__strtoul32(const struct larder__tok *t, uint32_t *out)
 	return true;
 }
 
-bool larder__strtoull(const struct larder__tok *t, uint64_t *out)
+bool larderd_strtoull(const struct larderd_tok *t, uint64_t *out)
 {
 	return strtou64(t, out);
 }
 
-bool larder__item_fits(const struct larder__limits *lim, size_t nkey, uint32_t flags,
+bool larderd_item_fits(const struct larderd_limits *lim, size_t nkey, uint32_t flags,
 		       uint64_t vlen)
 {
 	uint64_t total = 48 + 8 + (uint64_t)nkey + 1 + (flags != 0 ? 4 : 0) + vlen + 2;
 	return total <= lim->item_max;
 }
 
-bool larder__next_token(const char **cursor, const char *end, struct larder__tok *tok)
+bool larderd_next_token(const char **cursor, const char *end, struct larderd_tok *tok)
 {
 	const char *p = *cursor;
 
@@ -167,7 +167,7 @@ bool larder__next_token(const char **cursor, const char *end, struct larder__tok
 	return true;
 }
 
-int larder__meta_index(char c)
+int larderd_meta_index(char c)
 {
 	if (c >= 'a' && c <= 'z')
 		return c - 'a';
@@ -176,7 +176,7 @@ int larder__meta_index(char c)
 	return -1;
 }
 
-static bool tok_is(const struct larder__tok *t, const char *s)
+static bool tok_is(const struct larderd_tok *t, const char *s)
 {
 	size_t n = strlen(s);
 	return t->n == n && memcmp(t->p, s, n) == 0;
@@ -184,63 +184,63 @@ static bool tok_is(const struct larder__tok *t, const char *s)
 
 /* Splits line[0..n) into req->tok; returns memcached's ntokens (terminator
  * counted, so at most 24). */
-static int tokenize(const char *line, size_t n, struct larder__req *req)
+static int tokenize(const char *line, size_t n, struct larderd_req *req)
 {
 	const char *cur = line, *end = line + n;
 	int nt = 0;
 
-	while (nt < LARDER__MAX_TOKENS - 1 && larder__next_token(&cur, end, &req->tok[nt]))
+	while (nt < LARDERD_MAX_TOKENS - 1 && larderd_next_token(&cur, end, &req->tok[nt]))
 		nt++;
 	req->ntok = nt;
 	return nt + 1;
 }
 
 /* memcached's set_noreply_maybe(): the last token. */
-static void set_noreply(struct larder__req *req)
+static void set_noreply(struct larderd_req *req)
 {
 	if (req->ntok > 0 && tok_is(&req->tok[req->ntok - 1], "noreply"))
 		req->noreply = true;
 }
 
-static int reply(struct larder__req *req, const char *text)
+static int reply(struct larderd_req *req, const char *text)
 {
-	req->cmd = LARDER__CMD_REPLY;
+	req->cmd = LARDERD_CMD_REPLY;
 	req->reply = text;
-	return LARDER__PARSE_DONE;
+	return LARDERD_PARSE_DONE;
 }
 
 /* memcached's out_errstring(): sent even when noreply was asked for. */
-static int reply_err(struct larder__req *req, const char *text)
+static int reply_err(struct larderd_req *req, const char *text)
 {
 	req->noreply = false;
 	return reply(req, text);
 }
 
-static bool key_ok(const struct larder__tok *t)
+static bool key_ok(const struct larderd_tok *t)
 {
-	return t->n <= LARDER__KEY_MAX;
+	return t->n <= LARDERD_KEY_MAX;
 }
 
 /* The value after the line: needs data_len + 2 bytes, ending in \r\n. */
-static int take_data(const char *buf, size_t len, struct larder__req *req, size_t data_len,
+static int take_data(const char *buf, size_t len, struct larderd_req *req, size_t data_len,
 		     bool is_meta)
 {
 	size_t need = req->consumed + data_len + 2;
 
 	if (len < need) {
 		req->need = need;
-		return LARDER__PARSE_MORE;
+		return LARDERD_PARSE_MORE;
 	}
 	req->data = buf + req->consumed;
 	req->data_len = data_len;
 	req->consumed = need;
 	if (buf[need - 2] != '\r' || buf[need - 1] != '\n')
 		return is_meta ? reply_err(req, k_bad_chunk) : reply(req, k_bad_chunk);
-	return LARDER__PARSE_DONE;
+	return LARDERD_PARSE_DONE;
 }
 
 /* A value length as memcached reads it, refusing what it would wrap. */
-static bool value_length(const struct larder__tok *t, int32_t *vlen)
+static bool value_length(const struct larderd_tok *t, int32_t *vlen)
 {
 	int64_t v;
 
@@ -252,18 +252,18 @@ static bool value_length(const struct larder__tok *t, int32_t *vlen)
 
 /* Storage refused for its size: the value is swallowed, the request still
  * runs (exec answers, and a set removes the old value, as memcached). */
-static int refuse_size(struct larder__req *req, int32_t vlen)
+static int refuse_size(struct larderd_req *req, int32_t vlen)
 {
 	req->too_large = true;
 	req->swallow = (size_t)vlen + 2;
-	return LARDER__PARSE_DONE;
+	return LARDERD_PARSE_DONE;
 }
 
 /* set add replace append prepend cas: process_update_command(). */
-static int parse_storage(const char *buf, size_t len, const struct larder__limits *lim,
-			 struct larder__req *req, int nt)
+static int parse_storage(const char *buf, size_t len, const struct larderd_limits *lim,
+			 struct larderd_req *req, int nt)
 {
-	bool is_cas = req->cmd == LARDER__CMD_CAS;
+	bool is_cas = req->cmd == LARDERD_CMD_CAS;
 	int32_t vlen;
 
 	if (nt != (is_cas ? 7 : 6) && nt != (is_cas ? 8 : 7))
@@ -272,14 +272,14 @@ static int parse_storage(const char *buf, size_t len, const struct larder__limit
 	req->key = req->tok[1];
 	if (!key_ok(&req->key))
 		return reply(req, k_bad_format);
-	if (!larder__strtoul32(&req->tok[2], &req->flags) ||
-	    !larder__strtol32(&req->tok[3], &req->exptime) || !value_length(&req->tok[4], &vlen))
+	if (!larderd_strtoul32(&req->tok[2], &req->flags) ||
+	    !larderd_strtol32(&req->tok[3], &req->exptime) || !value_length(&req->tok[4], &vlen))
 		return reply(req, k_bad_format);
-	if (is_cas && !larder__strtoull(&req->tok[5], &req->cas))
+	if (is_cas && !larderd_strtoull(&req->tok[5], &req->cas))
 		return reply(req, k_bad_format);
 	if (vlen < 0 || vlen > INT_MAX - 2)
 		return reply(req, k_bad_format);
-	if (!larder__item_fits(lim, req->key.n, req->flags, (uint64_t)vlen))
+	if (!larderd_item_fits(lim, req->key.n, req->flags, (uint64_t)vlen))
 		return refuse_size(req, vlen);
 	return take_data(buf, len, req, (size_t)vlen, false);
 }
@@ -287,30 +287,30 @@ static int parse_storage(const char *buf, size_t len, const struct larder__limit
 /* get gets gat gats bget: process_get_command(). Keys are walked lazily by
  * exec; this finds the first one over 250 bytes (memcached reads the keys
  * before it, then answers only the error) and reads the gat exptime. */
-static int parse_get(struct larder__req *req, const char *line, size_t line_len)
+static int parse_get(struct larderd_req *req, const char *line, size_t line_len)
 {
 	const char *cur = line, *end = line + line_len;
-	struct larder__tok t = {line, 0};
+	struct larderd_tok t = {line, 0};
 
-	larder__next_token(&cur, end, &t); /* the command */
-	if (req->cmd == LARDER__CMD_GAT || req->cmd == LARDER__CMD_GATS) {
-		larder__next_token(&cur, end, &t);
-		if (!larder__strtol32(&t, &req->exptime))
+	larderd_next_token(&cur, end, &t); /* the command */
+	if (req->cmd == LARDERD_CMD_GAT || req->cmd == LARDERD_CMD_GATS) {
+		larderd_next_token(&cur, end, &t);
+		if (!larderd_strtol32(&t, &req->exptime))
 			return reply(req, k_bad_exptime);
 	}
 	req->keys = cur;
 	req->keys_end = end;
-	while (larder__next_token(&cur, end, &t)) {
+	while (larderd_next_token(&cur, end, &t)) {
 		if (!key_ok(&t)) {
 			req->bad_key = t.p;
 			req->keys_end = t.p;
 			break;
 		}
 	}
-	return LARDER__PARSE_DONE;
+	return LARDERD_PARSE_DONE;
 }
 
-static int parse_delete(struct larder__req *req, int nt)
+static int parse_delete(struct larderd_req *req, int nt)
 {
 	if (nt < 3 || nt > 5)
 		return reply(req, k_error);
@@ -325,10 +325,10 @@ static int parse_delete(struct larder__req *req, int nt)
 	req->key = req->tok[1];
 	if (!key_ok(&req->key))
 		return reply(req, k_bad_format);
-	return LARDER__PARSE_DONE;
+	return LARDERD_PARSE_DONE;
 }
 
-static int parse_arith_touch(struct larder__req *req, int nt)
+static int parse_arith_touch(struct larderd_req *req, int nt)
 {
 	if (nt != 4 && nt != 5)
 		return reply(req, k_error);
@@ -336,53 +336,53 @@ static int parse_arith_touch(struct larder__req *req, int nt)
 	req->key = req->tok[1];
 	if (!key_ok(&req->key))
 		return reply(req, k_bad_format);
-	if (req->cmd == LARDER__CMD_TOUCH) {
-		if (!larder__strtol32(&req->tok[2], &req->exptime))
+	if (req->cmd == LARDERD_CMD_TOUCH) {
+		if (!larderd_strtol32(&req->tok[2], &req->exptime))
 			return reply(req, k_bad_exptime);
-	} else if (!larder__strtoull(&req->tok[2], &req->delta)) {
+	} else if (!larderd_strtoull(&req->tok[2], &req->delta)) {
 		return reply(req, k_bad_delta);
 	}
-	return LARDER__PARSE_DONE;
+	return LARDERD_PARSE_DONE;
 }
 
-static int parse_flush(struct larder__req *req, int nt)
+static int parse_flush(struct larderd_req *req, int nt)
 {
 	if (nt < 2 || nt > 4)
 		return reply(req, k_error);
 	set_noreply(req);
-	if (nt != (req->noreply ? 3 : 2) && !larder__strtol32(&req->tok[1], &req->num))
+	if (nt != (req->noreply ? 3 : 2) && !larderd_strtol32(&req->tok[1], &req->num))
 		return reply(req, k_bad_exptime);
-	return LARDER__PARSE_DONE;
+	return LARDERD_PARSE_DONE;
 }
 
-static int parse_verbosity(struct larder__req *req, int nt)
+static int parse_verbosity(struct larderd_req *req, int nt)
 {
 	uint32_t level;
 
 	if (nt != 3 && nt != 4)
 		return reply(req, k_error);
 	set_noreply(req);
-	if (!larder__strtoul32(&req->tok[1], &level))
+	if (!larderd_strtoul32(&req->tok[1], &level))
 		return reply(req, k_bad_format);
-	return LARDER__PARSE_DONE;
+	return LARDERD_PARSE_DONE;
 }
 
-static int parse_memlimit(struct larder__req *req, int nt)
+static int parse_memlimit(struct larderd_req *req, int nt)
 {
 	if (nt != 3 && nt != 4)
 		return reply(req, k_error);
 	set_noreply(req);
-	if (!larder__strtoul32(&req->tok[1], &req->unum))
+	if (!larderd_strtoul32(&req->tok[1], &req->unum))
 		return reply(req, k_error);
-	return LARDER__PARSE_DONE;
+	return LARDERD_PARSE_DONE;
 }
 
 /* ---- meta commands ------------------------------------------------------- */
 
 /* One flag's numeric argument (the token after its letter). */
-static struct larder__tok flag_arg(const struct larder__tok *t)
+static struct larderd_tok flag_arg(const struct larderd_tok *t)
 {
-	struct larder__tok a = {t->p + 1, t->n - 1};
+	struct larderd_tok a = {t->p + 1, t->n - 1};
 	return a;
 }
 
@@ -391,17 +391,17 @@ static struct larder__tok flag_arg(const struct larder__tok *t)
  * the error to send. A duplicate or unknown flag stops at once; an argument
  * error is remembered (the last one wins) and the scan goes on.
  */
-static const char *meta_flags(struct larder__req *req, int first)
+static const char *meta_flags(struct larderd_req *req, int first)
 {
-	struct larder__meta *m = &req->meta;
+	struct larderd_meta *m = &req->meta;
 	const char *err = NULL;
 	bool has_error = false, seen[128] = {false};
 
 	for (int i = first; i < req->ntok; i++) {
-		const struct larder__tok *t = &req->tok[i];
-		struct larder__tok a = flag_arg(t);
+		const struct larderd_tok *t = &req->tok[i];
+		struct larderd_tok a = flag_arg(t);
 		unsigned char o = (unsigned char)t->p[0];
-		int f = larder__meta_index((char)o);
+		int f = larderd_meta_index((char)o);
 		long n;
 
 		if (o >= 127 || seen[o])
@@ -409,7 +409,7 @@ static const char *meta_flags(struct larder__req *req, int first)
 		seen[o] = true;
 		switch (o) {
 		case 'b':
-			n = larder__b64_decode(req->key.p, req->key.n, m->key_raw, sizeof(m->key_raw));
+			n = larderd_b64_decode(req->key.p, req->key.n, m->key_raw, sizeof(m->key_raw));
 			m->key_binary = true;
 			if (n <= 0) {
 				err = "CLIENT_ERROR error decoding key";
@@ -421,7 +421,7 @@ static const char *meta_flags(struct larder__req *req, int first)
 			break;
 		case 'N': case 'T': case 'R': {
 			int32_t *v = o == 'N' ? &m->ttl_N : o == 'T' ? &m->ttl_T : &m->ttl_R;
-			if (!larder__strtol32(&a, v)) {
+			if (!larderd_strtol32(&a, v)) {
 				err = k_bad_token;
 				has_error = true;
 			}
@@ -431,11 +431,11 @@ static const char *meta_flags(struct larder__req *req, int first)
 		case 'f': case 'v': case 'h': case 'u': case 'I': case 'q':
 			break; /* no argument to check; exec reads them */
 		case 'F':
-			if (!larder__strtoul32(&a, &m->client_flags))
+			if (!larderd_strtoul32(&a, &m->client_flags))
 				has_error = true;
 			break;
 		case 'C':
-			if (!larder__strtoull(&a, &m->cas)) {
+			if (!larderd_strtoull(&a, &m->cas)) {
 				err = k_bad_token;
 				has_error = true;
 			}
@@ -449,13 +449,13 @@ static const char *meta_flags(struct larder__req *req, int first)
 			}
 			break;
 		case 'J':
-			if (!larder__strtoull(&a, &m->initial)) {
+			if (!larderd_strtoull(&a, &m->initial)) {
 				err = "CLIENT_ERROR invalid numeric initial value";
 				has_error = true;
 			}
 			break;
 		case 'D':
-			if (!larder__strtoull(&a, &m->delta)) {
+			if (!larderd_strtoull(&a, &m->delta)) {
 				err = "CLIENT_ERROR invalid numeric delta value";
 				has_error = true;
 			}
@@ -471,7 +471,7 @@ static const char *meta_flags(struct larder__req *req, int first)
 	return err != NULL ? err : k_bad_format;
 }
 
-static void meta_reset(struct larder__meta *m)
+static void meta_reset(struct larderd_meta *m)
 {
 	m->present = 0;
 	memset(m->at, -1, sizeof(m->at));
@@ -483,13 +483,13 @@ static void meta_reset(struct larder__meta *m)
 	m->key_binary = false;
 }
 
-static void meta_noreply(struct larder__req *req)
+static void meta_noreply(struct larderd_req *req)
 {
-	req->noreply = (req->meta.present >> larder__meta_index('q')) & 1;
+	req->noreply = (req->meta.present >> larderd_meta_index('q')) & 1;
 }
 
-static int parse_ms(const char *buf, size_t len, const struct larder__limits *lim,
-		    struct larder__req *req, int nt)
+static int parse_ms(const char *buf, size_t len, const struct larderd_limits *lim,
+		    struct larderd_req *req, int nt)
 {
 	const char *err;
 	int32_t vlen;
@@ -513,63 +513,63 @@ static int parse_ms(const char *buf, size_t len, const struct larder__limits *li
 		return reply_err(req, "CLIENT_ERROR invalid mode for ms M token");
 	}
 	for (int i = 3; i < req->ntok; i++)
-		if (req->tok[i].p[0] == 'O' && req->tok[i].n > LARDER__META_OPAQUE_MAX)
+		if (req->tok[i].p[0] == 'O' && req->tok[i].n > LARDERD_META_OPAQUE_MAX)
 			return reply_err(req, "CLIENT_ERROR opaque token too long");
-	if (!larder__item_fits(lim, req->key.n, req->meta.client_flags, (uint64_t)vlen)) {
+	if (!larderd_item_fits(lim, req->key.n, req->meta.client_flags, (uint64_t)vlen)) {
 		req->too_large = true;
-		return LARDER__PARSE_DONE;
+		return LARDERD_PARSE_DONE;
 	}
 	req->swallow = 0;
 	return take_data(buf, len, req, (size_t)vlen, true);
 }
 
-static int parse_meta(const char *buf, size_t len, const struct larder__limits *lim,
-		      struct larder__req *req, int nt)
+static int parse_meta(const char *buf, size_t len, const struct larderd_limits *lim,
+		      struct larderd_req *req, int nt)
 {
 	const char *err;
 
 	switch (req->tok[0].p[1]) {
 	case 'n':
-		req->cmd = LARDER__CMD_MN;
-		return LARDER__PARSE_DONE;
-	case 'g': req->cmd = LARDER__CMD_MG; break;
-	case 's': req->cmd = LARDER__CMD_MS; break;
-	case 'd': req->cmd = LARDER__CMD_MD; break;
-	case 'a': req->cmd = LARDER__CMD_MA; break;
-	case 'e': req->cmd = LARDER__CMD_ME; break;
+		req->cmd = LARDERD_CMD_MN;
+		return LARDERD_PARSE_DONE;
+	case 'g': req->cmd = LARDERD_CMD_MG; break;
+	case 's': req->cmd = LARDERD_CMD_MS; break;
+	case 'd': req->cmd = LARDERD_CMD_MD; break;
+	case 'a': req->cmd = LARDERD_CMD_MA; break;
+	case 'e': req->cmd = LARDERD_CMD_ME; break;
 	default:
 		return reply(req, k_error);
 	}
-	if (req->cmd == LARDER__CMD_ME) {
+	if (req->cmd == LARDERD_CMD_ME) {
 		/* process_meta_command(): a debug command with its own rules */
 		if (nt < 3 || !key_ok(&req->tok[1]))
 			return reply(req, k_bad_format);
 		req->key = req->tok[1];
 		if (nt >= 4 && tok_is(&req->tok[2], "b")) {
-			long n = larder__b64_decode(req->key.p, req->key.n, req->meta.key_raw,
+			long n = larderd_b64_decode(req->key.p, req->key.n, req->meta.key_raw,
 						    sizeof(req->meta.key_raw));
 			if (n <= 0)
 				return reply(req, k_bad_format);
 			req->key.p = (const char *)req->meta.key_raw;
 			req->key.n = (size_t)n;
 		}
-		return LARDER__PARSE_DONE;
+		return LARDERD_PARSE_DONE;
 	}
 	if (nt < 3)
 		return reply(req, k_error);
 	req->key = req->tok[1];
 	if (!key_ok(&req->key))
 		return reply_err(req, k_bad_format);
-	if (req->cmd == LARDER__CMD_MS)
+	if (req->cmd == LARDERD_CMD_MS)
 		return parse_ms(buf, len, lim, req, nt);
 	if (nt > META_MAX_TOKENS)
-		return reply_err(req, req->cmd == LARDER__CMD_MG ? k_mg_too_long : k_too_long);
+		return reply_err(req, req->cmd == LARDERD_CMD_MG ? k_mg_too_long : k_too_long);
 	err = meta_flags(req, 2);
 	if (err != NULL)
 		/* md and ma answer every flag error with the same text */
-		return reply_err(req, req->cmd == LARDER__CMD_MG ? err : k_bad_flags_md);
+		return reply_err(req, req->cmd == LARDERD_CMD_MG ? err : k_bad_flags_md);
 	meta_noreply(req);
-	if (req->cmd == LARDER__CMD_MA) {
+	if (req->cmd == LARDERD_CMD_MA) {
 		switch (req->meta.mode) {
 		case 0: case 'I': case '+': case 'D': case '-':
 			break;
@@ -577,7 +577,7 @@ static int parse_meta(const char *buf, size_t len, const struct larder__limits *
 			return reply_err(req, "CLIENT_ERROR invalid mode for ma M token");
 		}
 	}
-	return LARDER__PARSE_DONE;
+	return LARDERD_PARSE_DONE;
 }
 
 /* ---- dispatch ---------------------------------------------------------------- */
@@ -590,39 +590,39 @@ static bool has_branch(char first)
 	       first == 'd' || first == 't';
 }
 
-static int unknown(struct larder__req *req)
+static int unknown(struct larderd_req *req)
 {
-	const struct larder__tok *last = &req->tok[req->ntok - 1];
+	const struct larderd_tok *last = &req->tok[req->ntok - 1];
 
 	if (!has_branch(req->tok[0].p[0]) && last->n >= 5 && memcmp(last->p, "HTTP/", 5) == 0)
-		return LARDER__PARSE_CLOSE; /* a cross-protocol request: memcached hangs up */
+		return LARDERD_PARSE_CLOSE; /* a cross-protocol request: memcached hangs up */
 	return reply(req, k_error);
 }
 
 struct name_cmd {
 	const char *name;
-	enum larder__cmd cmd;
+	enum larderd_cmd cmd;
 };
 
 static const struct name_cmd k_names[] = {
-	{"get", LARDER__CMD_GET},         {"gets", LARDER__CMD_GETS},
-	{"gat", LARDER__CMD_GAT},         {"gats", LARDER__CMD_GATS},
-	{"bget", LARDER__CMD_GET},        {"set", LARDER__CMD_SET},
-	{"add", LARDER__CMD_ADD},         {"replace", LARDER__CMD_REPLACE},
-	{"append", LARDER__CMD_APPEND},   {"prepend", LARDER__CMD_PREPEND},
-	{"cas", LARDER__CMD_CAS},         {"delete", LARDER__CMD_DELETE},
-	{"incr", LARDER__CMD_INCR},       {"decr", LARDER__CMD_DECR},
-	{"touch", LARDER__CMD_TOUCH},     {"flush_all", LARDER__CMD_FLUSH_ALL},
-	{"version", LARDER__CMD_VERSION}, {"verbosity", LARDER__CMD_VERBOSITY},
-	{"quit", LARDER__CMD_QUIT},       {"stats", LARDER__CMD_STATS},
-	{"cache_memlimit", LARDER__CMD_MEMLIMIT},
-	{"lru_crawler", LARDER__CMD_METADUMP},
+	{"get", LARDERD_CMD_GET},         {"gets", LARDERD_CMD_GETS},
+	{"gat", LARDERD_CMD_GAT},         {"gats", LARDERD_CMD_GATS},
+	{"bget", LARDERD_CMD_GET},        {"set", LARDERD_CMD_SET},
+	{"add", LARDERD_CMD_ADD},         {"replace", LARDERD_CMD_REPLACE},
+	{"append", LARDERD_CMD_APPEND},   {"prepend", LARDERD_CMD_PREPEND},
+	{"cas", LARDERD_CMD_CAS},         {"delete", LARDERD_CMD_DELETE},
+	{"incr", LARDERD_CMD_INCR},       {"decr", LARDERD_CMD_DECR},
+	{"touch", LARDERD_CMD_TOUCH},     {"flush_all", LARDERD_CMD_FLUSH_ALL},
+	{"version", LARDERD_CMD_VERSION}, {"verbosity", LARDERD_CMD_VERBOSITY},
+	{"quit", LARDERD_CMD_QUIT},       {"stats", LARDERD_CMD_STATS},
+	{"cache_memlimit", LARDERD_CMD_MEMLIMIT},
+	{"lru_crawler", LARDERD_CMD_METADUMP},
 };
 
-static int dispatch(const char *buf, size_t len, const struct larder__limits *lim,
-		    struct larder__req *req, const char *line, size_t line_len, int nt)
+static int dispatch(const char *buf, size_t len, const struct larderd_limits *lim,
+		    struct larderd_req *req, const char *line, size_t line_len, int nt)
 {
-	const struct larder__tok *name = &req->tok[0];
+	const struct larderd_tok *name = &req->tok[0];
 	size_t i;
 
 	if (name->n == 2 && name->p[0] == 'm')
@@ -638,53 +638,53 @@ static int dispatch(const char *buf, size_t len, const struct larder__limits *li
 		return unknown(req);
 	req->cmd = k_names[i].cmd;
 	switch (req->cmd) {
-	case LARDER__CMD_GET: case LARDER__CMD_GETS: case LARDER__CMD_GAT: case LARDER__CMD_GATS:
+	case LARDERD_CMD_GET: case LARDERD_CMD_GETS: case LARDERD_CMD_GAT: case LARDERD_CMD_GATS:
 		if (nt < 3) /* bget */
 			return reply(req, k_error);
 		return parse_get(req, line, line_len);
-	case LARDER__CMD_SET: case LARDER__CMD_ADD: case LARDER__CMD_REPLACE:
-	case LARDER__CMD_APPEND: case LARDER__CMD_PREPEND: case LARDER__CMD_CAS:
+	case LARDERD_CMD_SET: case LARDERD_CMD_ADD: case LARDERD_CMD_REPLACE:
+	case LARDERD_CMD_APPEND: case LARDERD_CMD_PREPEND: case LARDERD_CMD_CAS:
 		return parse_storage(buf, len, lim, req, nt);
-	case LARDER__CMD_DELETE:
+	case LARDERD_CMD_DELETE:
 		return parse_delete(req, nt);
-	case LARDER__CMD_INCR: case LARDER__CMD_DECR: case LARDER__CMD_TOUCH:
+	case LARDERD_CMD_INCR: case LARDERD_CMD_DECR: case LARDERD_CMD_TOUCH:
 		return parse_arith_touch(req, nt);
-	case LARDER__CMD_FLUSH_ALL:
+	case LARDERD_CMD_FLUSH_ALL:
 		return parse_flush(req, nt);
-	case LARDER__CMD_VERBOSITY:
+	case LARDERD_CMD_VERBOSITY:
 		return parse_verbosity(req, nt);
-	case LARDER__CMD_MEMLIMIT:
+	case LARDERD_CMD_MEMLIMIT:
 		return parse_memlimit(req, nt);
-	case LARDER__CMD_METADUMP: /* only the metadump subcommand, as memcached: one argument */
+	case LARDERD_CMD_METADUMP: /* only the metadump subcommand, as memcached: one argument */
 		if (nt != 4 || !tok_is(&req->tok[1], "metadump"))
 			return reply(req, k_error);
-		return LARDER__PARSE_DONE;
+		return LARDERD_PARSE_DONE;
 	default:
-		return LARDER__PARSE_DONE;
+		return LARDERD_PARSE_DONE;
 	}
 }
 
 /* memcached lets only a get/gets line grow past 2 KiB. */
-int larder__parse_no_newline(const char *buf, size_t len)
+int larderd_parse_no_newline(const char *buf, size_t len)
 {
 	size_t lead = 0;
 
-	if (len <= LARDER__LINE_MAX)
-		return LARDER__PARSE_MORE;
+	if (len <= LARDERD_LINE_MAX)
+		return LARDERD_PARSE_MORE;
 	while (lead < len && buf[lead] == ' ')
 		lead++;
-	if (lead > 100 || len > LARDER__GET_LINE_MAX)
-		return LARDER__PARSE_CLOSE;
+	if (lead > 100 || len > LARDERD_GET_LINE_MAX)
+		return LARDERD_PARSE_CLOSE;
 	if (len - lead >= 5 && memcmp(buf + lead, "gets ", 5) == 0)
-		return LARDER__PARSE_MORE;
+		return LARDERD_PARSE_MORE;
 	if (len - lead >= 4 && memcmp(buf + lead, "get ", 4) == 0)
-		return LARDER__PARSE_MORE;
-	return LARDER__PARSE_CLOSE;
+		return LARDERD_PARSE_MORE;
+	return LARDERD_PARSE_CLOSE;
 }
 
-static void req_reset(struct larder__req *req)
+static void req_reset(struct larderd_req *req)
 {
-	req->cmd = LARDER__CMD_REPLY;
+	req->cmd = LARDERD_CMD_REPLY;
 	req->reply = NULL;
 	req->swallow = 0;
 	req->need = 0;
@@ -706,8 +706,8 @@ static void req_reset(struct larder__req *req)
 	meta_reset(&req->meta);
 }
 
-int larder__parse(const char *buf, size_t len, const struct larder__limits *lim,
-		  struct larder__req *req)
+int larderd_parse(const char *buf, size_t len, const struct larderd_limits *lim,
+		  struct larderd_req *req)
 {
 	const char *nl, *nul;
 	size_t line_len;
@@ -716,7 +716,7 @@ int larder__parse(const char *buf, size_t len, const struct larder__limits *lim,
 	req_reset(req);
 	nl = memchr(buf, '\n', len);
 	if (nl == NULL)
-		return larder__parse_no_newline(buf, len);
+		return larderd_parse_no_newline(buf, len);
 	line_len = (size_t)(nl - buf);
 	req->consumed = line_len + 1;
 	if (line_len > 1 && buf[line_len - 1] == '\r')

@@ -2,7 +2,7 @@
  * reply.c - output buffer and reply formatting (see reply.h).
  *
  * The buffer doubles when it grows so a long pipelined burst costs amortised
- * O(1) per byte; larder__obuf_consume() gives a buffer above 64 KiB back
+ * O(1) per byte; larderd_obuf_consume() gives a buffer above 64 KiB back
  * when it drains, so a connection that once sent a 1 MiB value does not keep
  * 1 MiB while idle (the bounded per-connection cost in docs/server.md).
  */
@@ -14,7 +14,7 @@
 #define OBUF_MIN 4096
 #define OBUF_KEEP (64 * 1024)
 
-char *larder__obuf_reserve(struct larder__obuf *o, size_t n)
+char *larderd_obuf_reserve(struct larderd_obuf *o, size_t n)
 {
 	if (o->failed)
 		return NULL;
@@ -34,24 +34,24 @@ char *larder__obuf_reserve(struct larder__obuf *o, size_t n)
 	return o->buf + o->len;
 }
 
-void larder__obuf_add(struct larder__obuf *o, const void *p, size_t n)
+void larderd_obuf_add(struct larderd_obuf *o, const void *p, size_t n)
 {
-	char *dst = larder__obuf_reserve(o, n);
+	char *dst = larderd_obuf_reserve(o, n);
 	if (dst == NULL)
 		return;
 	memcpy(dst, p, n);
 	o->len += n;
 }
 
-void larder__obuf_str(struct larder__obuf *o, const char *s)
+void larderd_obuf_str(struct larderd_obuf *o, const char *s)
 {
-	larder__obuf_add(o, s, strlen(s));
+	larderd_obuf_add(o, s, strlen(s));
 }
 
-void larder__obuf_line(struct larder__obuf *o, const char *s)
+void larderd_obuf_line(struct larderd_obuf *o, const char *s)
 {
 	size_t n = strlen(s);
-	char *dst = larder__obuf_reserve(o, n + 2);
+	char *dst = larderd_obuf_reserve(o, n + 2);
 	if (dst == NULL)
 		return;
 	memcpy(dst, s, n);
@@ -60,7 +60,7 @@ void larder__obuf_line(struct larder__obuf *o, const char *s)
 	o->len += n + 2;
 }
 
-size_t larder__fmt_u64(char *out, uint64_t v)
+size_t larderd_fmt_u64(char *out, uint64_t v)
 {
 	char tmp[24];
 	size_t n = 0, i;
@@ -74,24 +74,24 @@ size_t larder__fmt_u64(char *out, uint64_t v)
 	return n;
 }
 
-void larder__obuf_u64(struct larder__obuf *o, uint64_t v)
+void larderd_obuf_u64(struct larderd_obuf *o, uint64_t v)
 {
-	char *dst = larder__obuf_reserve(o, 24);
+	char *dst = larderd_obuf_reserve(o, 24);
 	if (dst != NULL)
-		o->len += larder__fmt_u64(dst, v);
+		o->len += larderd_fmt_u64(dst, v);
 }
 
-void larder__obuf_i64(struct larder__obuf *o, int64_t v)
+void larderd_obuf_i64(struct larderd_obuf *o, int64_t v)
 {
 	if (v < 0) {
-		larder__obuf_add(o, "-", 1);
-		larder__obuf_u64(o, (uint64_t)0 - (uint64_t)v);
+		larderd_obuf_add(o, "-", 1);
+		larderd_obuf_u64(o, (uint64_t)0 - (uint64_t)v);
 	} else {
-		larder__obuf_u64(o, (uint64_t)v);
+		larderd_obuf_u64(o, (uint64_t)v);
 	}
 }
 
-void larder__obuf_consume(struct larder__obuf *o, size_t n)
+void larderd_obuf_consume(struct larderd_obuf *o, size_t n)
 {
 	if (n >= o->len) {
 		o->len = 0;
@@ -106,7 +106,7 @@ void larder__obuf_consume(struct larder__obuf *o, size_t n)
 	o->len -= n;
 }
 
-void larder__obuf_free(struct larder__obuf *o)
+void larderd_obuf_free(struct larderd_obuf *o)
 {
 	free(o->buf);
 	o->buf = NULL;
@@ -138,7 +138,7 @@ static int b64_val(unsigned char c)
  * the digits must come in whole groups of four, and decoding stops after the
  * first group holding '=' (one drops a byte, two drop two, more is an error).
  */
-long larder__b64_decode(const char *in, size_t n, unsigned char *out, size_t out_cap)
+long larderd_b64_decode(const char *in, size_t n, unsigned char *out, size_t out_cap)
 {
 	size_t count = 0, o = 0;
 	int block[4], k = 0, pad = 0;
@@ -169,7 +169,7 @@ long larder__b64_decode(const char *in, size_t n, unsigned char *out, size_t out
 	return o > 0 ? (long)o : -1;
 }
 
-size_t larder__b64_encode(const unsigned char *in, size_t n, char *out)
+size_t larderd_b64_encode(const unsigned char *in, size_t n, char *out)
 {
 	size_t o = 0, i;
 

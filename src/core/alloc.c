@@ -58,3 +58,15 @@ void *larder__realloc(void *p, size_t bytes)
 {
 	return larder__alloc_fault() ? NULL : realloc(p, bytes);
 }
+
+void *larder__malloc_cb(void *opaque, size_t bytes)
+{
+	(void)opaque;
+	return larder__malloc(bytes);
+}
+
+void larder__free_cb(void *opaque, void *p)
+{
+	(void)opaque;
+	free(p);
+}

@@ -24,5 +24,9 @@ void *larder__calloc(size_t n, size_t size);
 void *larder__aligned_alloc(size_t align, size_t bytes);
 /* On failure p is left as it was. */
 void *larder__realloc(void *p, size_t bytes);
+/* larder__malloc and free in the (opaque, ...) shape a library's custom
+ * allocator takes (zstd's ZSTD_customMem, core/compress.c and core/dict.c). */
+void *larder__malloc_cb(void *opaque, size_t bytes);
+void larder__free_cb(void *opaque, void *p);
 
 #endif /* LARDER_CORE_ALLOC_H */

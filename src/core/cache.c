@@ -36,6 +36,7 @@
 #include "core/alloc.h"
 #include "core/cache.h"
 #include "core/compress.h"
+#include "core/dict.h"
 #include "core/hash.h"
 #include "core/testing.h"
 #include "core/thread.h"
@@ -141,17 +142,18 @@ static inline struct larder__table *root_rcu(larder *c)
 static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
 						     struct larder__entry *e)
 {
-	uint64_t deadline = larder__entry_deadline(e);
-	if (deadline == UINT64_MAX)
+	uint64_t deadline_ms = larder__entry_deadline(e);
+	if (deadline_ms == UINT64_MAX)
 		return 0;
 	if (!op) { /* a single read: each clock read at most once anyway */
-		if (c->coarse_margin_ms && larder__clock_coarse() + c->coarse_margin_ms < deadline)
+		if (c->coarse_margin_ms &&
+		    larder__clock_coarse() + c->coarse_margin_ms < deadline_ms)
 			return 0;
-		return c->clock(c->clock_ctx) >= deadline;
+		return c->clock(c->clock_ctx) >= deadline_ms;
 	}
-	if (!op->have_now && c->coarse_margin_ms && op_coarse_bound(c, op) < deadline)
+	if (!op->have_now && c->coarse_margin_ms && op_coarse_bound(c, op) < deadline_ms)
 		return 0;
-	return op_now(c, op) >= deadline;
+	return op_now(c, op) >= deadline_ms;
 }
 
 static inline int entry_expired(larder *c, struct op *op, struct larder__entry *e)
@@ -160,9 +162,9 @@ static inline int entry_expired(larder *c, struct op *op, struct larder__entry *
 }
 
 /* The deadline now + ttl, saturated below UINT64_MAX (which means "none"). */
-static inline uint64_t deadline_from(uint64_t now, uint64_t ttl_ms)
+static inline uint64_t deadline_from(uint64_t now_ms, uint64_t ttl_ms)
 {
-	return ttl_ms >= UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + ttl_ms;
+	return ttl_ms >= UINT64_MAX - 1 - now_ms ? UINT64_MAX - 1 : now_ms + ttl_ms;
 }
 
 /*
@@ -182,20 +184,20 @@ static inline uint64_t deadline_from(uint64_t now, uint64_t ttl_ms)
 static __attribute__((noinline)) void extend_on_read(larder *c, struct op *op,
 						     struct larder__entry *e)
 {
-	uint64_t ttl = c->access_ttl_ms, slack = c->access_slack_ms;
+	uint64_t ttl_ms = c->access_ttl_ms, slack_ms = c->access_slack_ms;
 	/* Relaxed (ENTRY-E4): a deadline publishes nothing. */
-	uint64_t d = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
-	if (d == UINT64_MAX)
+	uint64_t old_ms = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
+	if (old_ms == UINT64_MAX)
 		return;
 	if (!op->have_now && c->coarse_margin_ms &&
-	    d >= deadline_from(op_coarse_bound(c, op), ttl) - slack)
+	    old_ms >= deadline_from(op_coarse_bound(c, op), ttl_ms) - slack_ms)
 		return;
-	uint64_t want = deadline_from(op_now(c, op), ttl);
+	uint64_t want_ms = deadline_from(op_now(c, op), ttl_ms);
 	/* Relaxed CAS (ENTRY-E4): from the value read; a racing touch or reader that
 	 * stored since makes it fail, and the loop judges their value anew
-	 * ("none", UINT64_MAX, ends it: want is below it). */
-	while (d < want - slack &&
-	       !atomic_compare_exchange_weak_explicit(larder__entry_expire(e), &d, want,
+	 * ("none", UINT64_MAX, ends it: want_ms is below it). */
+	while (old_ms < want_ms - slack_ms &&
+	       !atomic_compare_exchange_weak_explicit(larder__entry_expire(e), &old_ms, want_ms,
 						      LARDER__RELAXED, LARDER__RELAXED))
 		;
 }
@@ -256,7 +258,7 @@ static inline void count_miss(struct larder__handle *h)
  * hands an entry with a deadline to get_deadline_hit() (a tail call); the
  * home bucket's undecided cases (an overflowed key, a growing index) go on
  * in get_beyond_home() within the section; the rest starts over in
- * get_general(), the complete read, out of line (a key of another length,
+ * read_general(), the complete read, out of line (a key of another length,
  * an error, a first call). The hit itself (get_copy) is the same code in all.
  */
 #define READ_BODY static inline __attribute__((always_inline))
@@ -272,7 +274,7 @@ static inline int read_fast_ok(const larder *c, const void *key, size_t key_len,
 /* A hit: the length, the copy (the value's address first, before any store,
  * so the compiler keeps the key address the lookup computed), the sample.
  * flags: e's whole flags byte, loaded once by the caller for all of these. */
-static __attribute__((noinline)) int get_unpack(struct larder__handle *h,
+static __attribute__((noinline)) int get_unpack(larder *c, struct larder__handle *h,
 						 struct larder__entry *e, unsigned flags,
 						 void *buf, size_t buf_len, size_t *value_len);
 
@@ -292,17 +294,18 @@ READ_BODY int get_copy_raw(struct larder__handle *h, struct larder__entry *e, un
 	return LARDER_OK;
 }
 
-READ_BODY int get_copy(struct larder__handle *h, struct larder__entry *e, unsigned flags,
-		       void *buf, size_t buf_len, size_t *value_len)
+READ_BODY int get_copy(larder *c, struct larder__handle *h, struct larder__entry *e,
+		       unsigned flags, void *buf, size_t buf_len, size_t *value_len)
 {
 	if (__builtin_expect(flags & LARDER__ENTRY_COMPRESSED, 0))
-		return get_unpack(h, e, flags, buf, buf_len, value_len);
+		return get_unpack(c, h, e, flags, buf, buf_len, value_len);
 	return get_copy_raw(h, e, flags, buf, buf_len, value_len);
 }
 
 /* get_copy() of a compressed entry: the same contract with the original
- * length, decompressed straight into the caller's buffer (COMPRESS-C3). */
-static __attribute__((noinline)) int get_unpack(struct larder__handle *h,
+ * length, decompressed straight into the caller's buffer (COMPRESS-C3);
+ * LARDER_ENOMEM when a zstd entry finds no decompression context. */
+static __attribute__((noinline)) int get_unpack(larder *c, struct larder__handle *h,
 						 struct larder__entry *e, unsigned flags,
 						 void *buf, size_t buf_len, size_t *value_len)
 {
@@ -311,14 +314,22 @@ static __attribute__((noinline)) int get_unpack(struct larder__handle *h,
 	*value_len = len;
 	if (len > buf_len)
 		return LARDER_EBUFSIZE;
+	if (larder__unpack(c, stored, e->value_len, buf) != 0)
+		return LARDER_ENOMEM;
 	count_hit(h, e, flags);
-	larder__unpack(stored, e->value_len, buf);
 	return LARDER_OK;
 }
 
-/* The complete read: errors, first calls, any key, any lookup, deadlines. */
-static __attribute__((noinline)) int get_general(larder *c, const void *key, size_t key_len,
-						 void *buf, size_t buf_len, size_t *value_len)
+/* larder_peek's copy: get_copy() without count_hit(). */
+static int peek_copy(larder *c, struct larder__entry *e, void *buf, size_t buf_len,
+		     size_t *value_len);
+
+/* The complete read: errors, first calls, any key, any lookup, deadlines.
+ * With peek set, larder_peek: the same lookup and copy, nothing counted or
+ * extended. */
+static __attribute__((noinline)) int read_general(larder *c, const void *key, size_t key_len,
+						  void *buf, size_t buf_len, size_t *value_len,
+						  int peek)
 {
 	struct op op;
 	int rc = check_args(c, key, key_len, value_len && (buf || !buf_len));
@@ -330,14 +341,16 @@ static __attribute__((noinline)) int get_general(larder *c, const void *key, siz
 	op_enter(&op);
 	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
 	rc = LARDER_MISS;
-	if (e) {
+	if (e && peek) {
+		rc = peek_copy(c, e, buf, buf_len, value_len);
+	} else if (e) {
 		unsigned flags = larder__entry_flags_raw(e);
-		rc = get_copy(op.handle, e, flags, buf, buf_len, value_len);
+		rc = get_copy(c, op.handle, e, flags, buf, buf_len, value_len);
 		if (rc == LARDER_OK) /* a too-small buffer read nothing */
 			access_extend(c, &op, e, flags);
 	}
 	op_exit(&op);
-	if (!e)
+	if (!e && !peek)
 		count_miss(op.handle);
 	return rc;
 }
@@ -361,8 +374,8 @@ static __attribute__((noinline)) int get_deadline_hit(larder *c, struct larder__
 	struct larder__thread *t = larder__tls;
 	struct larder__handle *h = t->last_handle;
 	int rc = deadline_passed(c, NULL, e) ? LARDER_MISS
-					     : get_copy(h, e, larder__entry_flags_raw(e), buf,
-							buf_len, value_len);
+					     : get_copy(c, h, e, larder__entry_flags_raw(e),
+							buf, buf_len, value_len);
 	larder__read_exit(&t->reader, outer);
 	if (rc == LARDER_MISS)
 		count_miss(h);
@@ -381,7 +394,7 @@ static __attribute__((noinline)) int get_access_hit(larder *c, struct larder__en
 	int rc = LARDER_MISS;
 	if (!deadline_passed(c, &op, e)) {
 		unsigned flags = larder__entry_flags_raw(e);
-		rc = get_copy(h, e, flags, buf, buf_len, value_len);
+		rc = get_copy(c, h, e, flags, buf, buf_len, value_len);
 		if (rc == LARDER_OK && (flags & LARDER__ENTRY_TTL))
 			extend_on_read(c, &op, e);
 	}
@@ -411,7 +424,7 @@ static __attribute__((noinline)) int get_beyond_home(larder *c, uint64_t hash, c
 	int rc = LARDER_MISS;
 	if (e) {
 		unsigned flags = larder__entry_flags_raw(e);
-		rc = get_copy(h, e, flags, buf, buf_len, value_len);
+		rc = get_copy(c, h, e, flags, buf, buf_len, value_len);
 		if (rc == LARDER_OK)
 			access_extend(c, NULL, e, flags);
 	}
@@ -428,7 +441,7 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 	if (__builtin_expect(!t || !c || !key || !value_len || (!buf && buf_len), 0) ||
 	    __builtin_expect(key_len - 8 > 8 || key_len > c->max_key_bytes, 0) ||
 	    !larder__thread_last_is(t, c->id))
-		return get_general(c, key, key_len, buf, buf_len, value_len);
+		return read_general(c, key, key_len, buf, buf_len, value_len, 0);
 	struct larder__handle *h = t->last_handle;
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	uint64_t outer = larder__read_enter(&t->reader);
@@ -459,7 +472,7 @@ static __attribute__((noinline)) int get_with_unpack(larder *c, struct larder__h
 						      larder_read_fn *fn, void *ctx)
 {
 	unsigned char *scratch;
-	const unsigned char *plain = larder__entry_plain_rcu(e, flags, &scratch);
+	const unsigned char *plain = larder__entry_plain_rcu(c, e, flags, &scratch);
 	if (!plain)
 		return LARDER_ENOMEM;
 	count_hit(h, e, flags);
@@ -554,7 +567,7 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 			}
 			unsigned flags = larder__entry_flags_raw(e);
 			unsigned char *scratch;
-			const unsigned char *plain = larder__entry_plain_rcu(e, flags, &scratch);
+			const unsigned char *plain = larder__entry_plain_rcu(c, e, flags, &scratch);
 			if (!plain) {
 				found = LARDER_ENOMEM;
 				goto out;
@@ -569,6 +582,30 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 out:
 	op_exit(&op);
 	return found;
+}
+
+static int peek_copy(larder *c, struct larder__entry *e, void *buf, size_t buf_len,
+		     size_t *value_len)
+{
+	unsigned flags = larder__entry_flags_raw(e);
+	const unsigned char *stored = larder__entry_value(e);
+	size_t len = flags & LARDER__ENTRY_COMPRESSED ? larder__packed_len(stored) : e->value_len;
+	*value_len = len;
+	if (len > buf_len)
+		return LARDER_EBUFSIZE;
+	if (flags & LARDER__ENTRY_COMPRESSED) {
+		if (larder__unpack(c, stored, e->value_len, buf) != 0)
+			return LARDER_ENOMEM; /* as get_unpack() */
+	} else if (len) /* buf may be NULL for an empty value */
+		memcpy(buf, stored, len);
+	return LARDER_OK;
+}
+
+/* Out of line from the fast paths, so that larder_get's fast path is unchanged. */
+int larder_peek(larder *c, const void *key, size_t key_len, void *buf, size_t buf_len,
+		size_t *value_len)
+{
+	return read_general(c, key, key_len, buf, buf_len, value_len, 1);
 }
 
 READ_BODY int contains_body(larder *c, struct larder__thread *t, const void *key,
@@ -614,11 +651,11 @@ int larder_ttl_remaining(larder *c, const void *key, size_t key_len, uint64_t *t
 		/* The lookup may have judged the deadline on the coarse clock:
 		 * measure what is left on the precise one, and call it expired if
 		 * it ran out in between. */
-		uint64_t deadline = larder__entry_deadline(e);
-		if (deadline == UINT64_MAX)
+		uint64_t deadline_ms = larder__entry_deadline(e);
+		if (deadline_ms == UINT64_MAX)
 			*ttl_ms = LARDER_TTL_NEVER;
-		else if (op_now(c, &op) < deadline)
-			*ttl_ms = deadline - op_now(c, &op);
+		else if (op_now(c, &op) < deadline_ms)
+			*ttl_ms = deadline_ms - op_now(c, &op);
 		else
 			e = NULL;
 	}
@@ -627,6 +664,18 @@ int larder_ttl_remaining(larder *c, const void *key, size_t key_len, uint64_t *t
 }
 
 /* ---- Room for writers ------------------------------------------------------- */
+
+/* Below this much budget, memory is short: the writer that takes a chunk
+ * wakes the maintainer, whose lazy sleep would otherwise let retired
+ * memory wait (maint/maintainer.c), and the maintainer sleeps no more than
+ * a batching window while it stays short. */
+int larder__budget_short(const larder *c, int64_t budget)
+{
+	/* Relaxed: a setting; a stale one only moves when memory counts as short. */
+	return budget < (int64_t)(larder__overshoot_bound(
+					  atomic_load_explicit(&c->capacity, LARDER__RELAXED)) /
+				  2);
+}
 
 /* CACHE-B2: takes charge bytes of credit, topping up from the budget in chunks. */
 static int take_credit(larder *c, struct larder__handle *h, size_t charge)
@@ -644,6 +693,8 @@ static int take_credit(larder *c, struct larder__handle *h, size_t charge)
 		if (atomic_compare_exchange_weak_explicit(&c->budget, &b, b - take, LARDER__RELAXED,
 							  LARDER__RELAXED)) { /* CACHE-B2 */
 			h->credit += take - (int64_t)charge;
+			if (larder__budget_short(c, b - take))
+				larder__maint_wake(c, NULL, 0);
 			return 1;
 		}
 	}
@@ -720,7 +771,7 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_
 		     uint32_t seq)
 {
 	struct larder__handle *h = op->handle;
-	uint64_t now = larder__monotonic_ns();
+	uint64_t now_ns = larder__monotonic_ns();
 	if (!w->deadline_ns) {
 		uint64_t ms = kind == WAIT_MEMORY ? c->write_wait_ms : stuck_ms(c);
 		int allowed = !op->thread->maintainer &&
@@ -730,9 +781,9 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_
 			return LARDER_EBUSY;
 		}
 		larder__stat_bump(kind == WAIT_MEMORY ? &h->write_waits : &h->maint_waits, 1);
-		w->deadline_ns = now + ms * 1000000u;
+		w->deadline_ns = now_ns + ms * 1000000u;
 		w->listener_mark = listener_calls(c);
-	} else if (now >= w->deadline_ns) {
+	} else if (now_ns >= w->deadline_ns) {
 		uint64_t calls = listener_calls(c);
 		if (kind == WAIT_MEMORY || (calls == w->listener_mark && (calls & 1))) {
 			count_busy(h, kind);
@@ -740,14 +791,14 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_
 		}
 		/* The maintainer is working, or in another listener call than
 		 * a second ago: wait on. */
-		w->deadline_ns = now + stuck_ms(c) * 1000000u;
+		w->deadline_ns = now_ns + stuck_ms(c) * 1000000u;
 		w->listener_mark = calls;
 	}
 	/* WAKE-W3: seq_cst, so the maintainer's wake_writers() either sees us
 	 * waiting or bumped room_seq before our futex_wait compares it. */
 	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
-	larder__maint_wake(c, NULL);
-	uint64_t left = w->deadline_ns - now;
+	larder__maint_wake(c, NULL, 0);
+	uint64_t left = w->deadline_ns - now_ns;
 	larder__futex_wait(&c->room_seq, seq, left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS);
 	atomic_fetch_sub_explicit(&c->room_waiters, 1, LARDER__RELAXED); /* a count */
 	return LARDER_OK;
@@ -809,9 +860,9 @@ static uint64_t deadline_after(larder *c, struct op *op, uint64_t ttl_ms)
 }
 
 /* Builds an entry in a fresh slot; NULL when out of memory (credit kept). */
-static struct larder__entry *entry_build(larder *c, struct op *op, const void *key,
-					 size_t key_len, const void *value, size_t value_len,
-					 unsigned flags, uint64_t deadline)
+static struct larder__entry *entry_build(larder *c, struct op *op, const void *key, size_t key_len,
+					 const void *value, size_t value_len, unsigned flags,
+					 uint64_t deadline_ms)
 {
 	size_t bytes = larder__entry_bytes(flags, key_len, value_len);
 	struct larder__entry *e = larder__slab_alloc(&c->slab, &op->handle->cursor, bytes);
@@ -826,7 +877,7 @@ static struct larder__entry *entry_build(larder *c, struct op *op, const void *k
 	larder__entry_init_flags(e, flags);
 	e->mbits = 0;
 	if (flags & LARDER__ENTRY_TTL) { /* not yet published: relaxed */
-		atomic_store_explicit(larder__entry_expire(e), deadline, LARDER__RELAXED);
+		atomic_store_explicit(larder__entry_expire(e), deadline_ms, LARDER__RELAXED);
 		*larder__entry_wheel(e) = (struct larder__wheel_link){0, 0}; /* ENTRY-E3 */
 	}
 	memcpy(larder__entry_key(e), key, key_len);
@@ -845,9 +896,9 @@ static void entry_unbuild(larder *c, struct op *op, struct larder__entry *e, siz
 /* The *_if_equals comparison, against the original bytes of a compressed
  * value (COMPRESS-C3). LARDER_OK, LARDER_MISMATCH, or LARDER_ENOMEM when the
  * decompression buffer could not be had. Under the key's bucket lock. */
-static int value_check(struct larder__entry *e, const void *v, size_t len)
+static int value_check(const larder *c, struct larder__entry *e, const void *v, size_t len)
 {
-	int eq = larder__entry_value_equals(e, larder__entry_flags(e), v, len);
+	int eq = larder__entry_value_equals(c, e, larder__entry_flags(e), v, len);
 	return eq < 0 ? LARDER_ENOMEM : eq ? LARDER_OK : LARDER_MISMATCH;
 }
 
@@ -858,7 +909,7 @@ static int value_check(struct larder__entry *e, const void *v, size_t len)
  * nothing changed) when it is stored raw: too short, too little saving
  * (COMPRESS-C1), or no memory for the buffer (a write never fails for compression).
  */
-static unsigned char *pack_value(const larder *c, const void **value, size_t *value_len,
+static unsigned char *pack_value(larder *c, const void **value, size_t *value_len,
 				 unsigned *flags)
 {
 	if (!c->compress_min || *value_len < c->compress_min)
@@ -869,7 +920,7 @@ static unsigned char *pack_value(const larder *c, const void **value, size_t *va
 	unsigned char *buf = larder__scratch_take(room);
 	if (!buf)
 		return NULL;
-	size_t n = larder__pack(*value, *value_len, buf, room);
+	size_t n = larder__pack(c, *value, *value_len, buf, room);
 	if (!n) {
 		larder__scratch_give(buf);
 		return NULL;
@@ -880,11 +931,12 @@ static unsigned char *pack_value(const larder *c, const void **value, size_t *va
 	return buf;
 }
 
-/* After a write posted its event: count it and nudge the maintainer. */
-static void write_done(larder *c, struct op *op)
+/* After a write posted its event: count it and nudge the maintainer, who
+ * must schedule the new entry's deadline in time (WAKE-W4). */
+static void write_done(larder *c, struct op *op, uint64_t deadline_ms)
 {
 	larder__stat_bump(&op->handle->writes, 1);
-	larder__maint_wake(c, op->handle);
+	larder__maint_wake(c, op->handle, deadline_ms);
 }
 
 /* charge_limit: LARDER_EVALSIZE when the entry would charge more (UINT64_MAX:
@@ -902,8 +954,8 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		return rc;
 	if (value_len > c->max_value_bytes)
 		return LARDER_EVALSIZE;
-	uint64_t ttl = resolve_ttl(c, ttl_ms);
-	unsigned flags = ttl == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
+	ttl_ms = resolve_ttl(c, ttl_ms);
+	unsigned flags = ttl_ms == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
 	unsigned char *packed = pack_value(c, &value, &value_len, &flags);
 	size_t bytes = larder__entry_bytes(flags, key_len, value_len);
 	/* The entry limit applies to the stored size. Relaxed: a racing
@@ -918,9 +970,10 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		goto fail_packed;
 	if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
 		goto fail_packed;
-	uint64_t deadline = (flags & LARDER__ENTRY_TTL) ? deadline_after(c, &op, ttl) : UINT64_MAX;
-	struct larder__entry *e = entry_build(c, &op, key, key_len, value, value_len, flags,
-					      deadline);
+	uint64_t deadline_ms =
+		(flags & LARDER__ENTRY_TTL) ? deadline_after(c, &op, ttl_ms) : UINT64_MAX;
+	struct larder__entry *e =
+		entry_build(c, &op, key, key_len, value, value_len, flags, deadline_ms);
 	larder__scratch_give(packed); /* copied into e, or not needed */
 	if (!e) {
 		op.handle->credit += (int64_t)charge;
@@ -946,7 +999,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		else if ((mode == W_REPLACE || mode == W_IF_EQUALS) && !live)
 			rc = LARDER_MISS;
 		else if (mode == W_IF_EQUALS)
-			rc = value_check(old, expected, expected_len);
+			rc = value_check(c, old, expected, expected_len);
 		if (rc != LARDER_OK) {
 			larder__table_unlock(home);
 			break;
@@ -983,7 +1036,7 @@ static int write_common(larder *c, enum write_mode mode, const void *key, size_t
 		entry_unbuild(c, &op, e, charge);
 		return rc;
 	}
-	write_done(c, &op);
+	write_done(c, &op, deadline_ms);
 	if (charged)
 		*charged = charge;
 	return LARDER_OK;
@@ -1055,7 +1108,7 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 		rc = LARDER_MISS; /* already gone for readers: unlink it now all the same */
 		cause = LARDER_CAUSE_EXPIRED;
 	} else if (if_equals) {
-		rc = value_check(old, expected, expected_len);
+		rc = value_check(c, old, expected, expected_len);
 	}
 	int unlink = old && (rc == LARDER_OK || cause == LARDER_CAUSE_EXPIRED);
 	if (unlink)
@@ -1064,8 +1117,8 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 	if (unlink)
 		larder__events_post(op.handle, LARDER__EV_REMOVE, cause, old, NULL, hash);
 	op_exit(&op);
-	if (unlink)
-		larder__maint_wake(c, op.handle);
+	if (unlink) /* no deadline to schedule: the removal may wait for a pass */
+		larder__maint_wake(c, op.handle, UINT64_MAX);
 	return rc;
 }
 
@@ -1097,8 +1150,9 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 	int rc = check_key(c, key, key_len);
 	if (rc != LARDER_OK || (rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
-	uint64_t ttl = resolve_ttl(c, ttl_ms);
-	uint64_t deadline = ttl == LARDER_TTL_NEVER ? UINT64_MAX : deadline_after(c, &op, ttl);
+	ttl_ms = resolve_ttl(c, ttl_ms);
+	uint64_t deadline_ms =
+		ttl_ms == LARDER_TTL_NEVER ? UINT64_MAX : deadline_after(c, &op, ttl_ms);
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	struct larder__entry *copy = NULL, *copied_from = NULL;
 	if ((rc = reserve_room(c, &op, 0)) != LARDER_OK) /* for EV_TOUCH */
@@ -1117,23 +1171,23 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			/* In place (ENTRY-E2): relaxed, either deadline is right for a racing
 			 * read. Exchange: only we (under the lock) and the maintainer's
 			 * CAS (ENTRY-E4) store it, and we need the old value. */
-			uint64_t was = atomic_exchange_explicit(larder__entry_expire(old), deadline,
-								LARDER__RELAXED);
+			uint64_t was = atomic_exchange_explicit(larder__entry_expire(old),
+								deadline_ms, LARDER__RELAXED);
 			larder__table_unlock(home);
-			if (deadline < was)
+			if (deadline_ms < was)
 				larder__events_post(op.handle, LARDER__EV_TOUCH, 0, old, NULL, hash);
 			op_exit(&op);
-			if (deadline < was)
-				larder__maint_wake(c, op.handle);
+			if (deadline_ms < was)
+				larder__maint_wake(c, op.handle, deadline_ms);
 			break;
-		} else if (deadline == UINT64_MAX) {
+		} else if (deadline_ms == UINT64_MAX) {
 			; /* no deadline before, none after */
 		} else if (copy && copied_from == old) {
 			larder__table_set_locked(slot, larder__slot_word(hash, copy));
 			larder__table_unlock(home);
 			larder__events_post(op.handle, LARDER__EV_RELOCATE, 0, old, copy, hash);
 			op_exit(&op);
-			larder__maint_wake(c, op.handle);
+			larder__maint_wake(c, op.handle, deadline_ms);
 			return LARDER_OK;
 		} else {
 			/* Build the copy outside the lock, then check nothing changed. */
@@ -1153,10 +1207,10 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 				return rc;
 			op_enter(&op);
 			struct larder__entry *now_e = find_live_rcu(c, &op, hash, key, key_len);
-			copy = now_e == old ? entry_build(c, &op, key, key_len,
-							  larder__entry_value(old), old->value_len,
-							  copy_flags, deadline)
-					    : NULL;
+			copy = now_e == old
+				       ? entry_build(c, &op, key, key_len, larder__entry_value(old),
+						     old->value_len, copy_flags, deadline_ms)
+				       : NULL;
 			op_exit(&op);
 			if (!copy) {
 				op.handle->credit += (int64_t)charge;
@@ -1218,7 +1272,7 @@ int larder_clear(larder *c)
 		&c->table, (uintptr_t)fresh, LARDER__ACQ_REL);
 	larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED, old, NULL, 0);
 	op_exit(&op);
-	larder__maint_wake(c, op.handle);
+	larder__maint_wake(c, op.handle, 0); /* the old table's walk starts at once */
 	return LARDER_OK;
 }
 
@@ -1242,7 +1296,7 @@ int larder__cache_set_capacity(larder *c, uint64_t bytes)
 	atomic_fetch_add_explicit(&c->budget, delta, LARDER__RELAXED);
 	larder__slab_set_reserve(&c->slab, slab_reserve(bytes));
 	pthread_mutex_unlock(&c->admin_lock);
-	larder__maint_wake(c, NULL);
+	larder__maint_wake(c, NULL, 0);
 	return LARDER_OK;
 }
 
@@ -1269,7 +1323,7 @@ void larder__cache_orphan_handle(larder *c, struct larder__handle *h)
 	/* R-ORPHAN: release; the thread's last posts before the maintainer's A-ORPHAN. */
 	atomic_store_explicit(&h->orphaned, 1, LARDER__RELEASE);
 	/* h may be freed by the maintainer from here on: do not pass it. */
-	larder__maint_wake(c, NULL);
+	larder__maint_wake(c, NULL, 0);
 }
 
 /* ---- Statistics ------------------------------------------------------------------ */
@@ -1309,6 +1363,8 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 
 	v[LARDER_STAT_CAPACITY_BYTES] = cap;
 	v[LARDER_STAT_OVERSHOOT_BOUND] = larder__overshoot_bound(cap);
+	const struct larder__dict *dict = larder__dict_get(c);
+	v[LARDER_STAT_DICT_BYTES] = dict ? dict->bytes : 0;
 	larder__slab_stats(&c->slab, v);
 	struct larder__thread *t = larder__thread_self();
 	if (t) {
@@ -1376,6 +1432,9 @@ int larder_open(larder **out, const larder_config *cfg)
 	c->write_wait_ms = cfg->write_wait_ms;
 	c->compress_min = cfg->compress_min;
 	c->compress_saving_pct = cfg->compress_saving_pct;
+	if ((rc = larder__dict_open(c, cfg)) != LARDER_OK)
+		goto fail_dict;
+	rc = LARDER_ENOMEM;
 	atomic_store_explicit(&c->stuck_ms, MAINT_WAIT_MS, LARDER__RELAXED); /* not shared yet */
 	if (cfg->expiry == LARDER_EXPIRE_AFTER_ACCESS && cfg->default_ttl_ms != LARDER_TTL_NEVER) {
 		c->access_ttl_ms = cfg->default_ttl_ms;
@@ -1425,8 +1484,8 @@ int larder_open(larder **out, const larder_config *cfg)
 fail_start:
 	larder__cache_id_unregister(c->id);
 fail_id:
-	larder__maint_destroy(c); /* frees the table and the slab too */
-	goto fail_slab;
+	larder__maint_destroy(c); /* it owns the table from larder__maint_create() on */
+	goto fail_table;
 fail_maint:
 	larder__table_destroy(t);
 fail_table:
@@ -1438,6 +1497,8 @@ fail_admin_lock:
 fail_handles_lock:
 	larder__pool_release(c->pool);
 fail_pool:
+	larder__dict_close(c);
+fail_dict:
 	free(c);
 	return rc;
 }
@@ -1453,6 +1514,8 @@ void larder_close(larder *c)
 	larder__cache_id_unregister(c->id);
 	larder__maint_stop(c);
 	larder__maint_destroy(c);
+	larder__dict_close(c); /* DICT-D1: nothing can read it any more */
+	larder__slab_destroy(&c->slab);
 	larder__pool_release(c->pool);
 	pthread_mutex_destroy(&c->admin_lock);
 	pthread_mutex_destroy(&c->handles_lock);

@@ -10,7 +10,8 @@
  *   - budget: bytes writers may still allocate before the overshoot bound;
  *     writers take chunks by CAS, the maintainer adds back what it frees.
  *   - room_seq, room_waiters, wanted: the writers' wait for room (core/cache.c).
- *   - maint_sleeping: the maintainer's futex word (maint/maintainer.c).
+ *   - maint_sleeping: the maintainer's futex word, and maint_wake_at, the
+ *     cache-clock time its lazy sleep ends (maint/maintainer.c).
  *   - handles: list of per-thread handles; pushed by any thread with CAS,
  *     unlinked and freed only by the maintainer holding handles_lock.
  *   - pool: set at open, read-only after; a pooled cache's capacity is set
@@ -51,6 +52,9 @@ struct larder_config {
 	double pool_min_share, pool_max_share, miss_cost;
 	size_t compress_min;          /* 0: compression off (core/compress.h) */
 	unsigned compress_saving_pct; /* 0..99 */
+	enum larder_dictionary dict_mode;
+	unsigned char *dict;           /* LARDER_DICTIONARY_GIVEN: our copy */
+	size_t dict_len;
 };
 
 struct larder {
@@ -74,6 +78,20 @@ struct larder {
 	 * compressed when that saves compress_saving_pct% (core/compress.h). */
 	size_t compress_min;
 	unsigned compress_saving_pct;
+	/* The compression dictionary and its sample (core/dict.h, DICT-D1..D3):
+	 * dict is published once by open or the maintainer (R-DICT/A-DICT);
+	 * sample_word and sample_done are the writers' reservations and
+	 * finished copies into sample_buf and sample_sizes (set at open, the
+	 * buffers freed by the maintainer once the sample is closed). */
+	larder__atomic_uptr dict;
+	larder__atomic_u64 sample_word;
+	larder__atomic_u64 sample_done;
+	unsigned char *sample_buf;
+	size_t *sample_sizes;
+	/* The maintainer's alone (core/dict.c): where the sample stands, and
+	 * the reservations it took when it closed it. */
+	int sample_phase;
+	uint64_t sample_taken;
 
 	/* Writers' shared counters: touched once per credit chunk or wait. */
 	larder__atomic_i64 budget __attribute__((aligned(64)));
@@ -84,6 +102,7 @@ struct larder {
 	larder__atomic_uptr grow_wanted; /* a table where a writer found no free slot in reach */
 
 	larder__atomic_u32 maint_sleeping __attribute__((aligned(64)));
+	larder__atomic_u64 maint_wake_at; /* cache clock, ms; published by WAKE-W4 with MAINT_LAZY */
 	larder__atomic_int stop;
 	larder__atomic_uptr handles;
 	pthread_mutex_t handles_lock; /* stats walks vs the maintainer freeing handles */
@@ -118,6 +137,10 @@ static inline uint64_t larder__overshoot_bound(uint64_t capacity)
 	uint64_t floor = 4u << 20, pct = capacity / 100;
 	return pct > floor ? pct : floor;
 }
+
+/* core/cache.c: whether a budget this low means memory is short (below
+ * half the overshoot bound). */
+int larder__budget_short(const struct larder *cache, int64_t budget);
 
 /* Bytes a single entry may charge: 1/8 of capacity. */
 static inline uint64_t larder__entry_limit(uint64_t capacity)
@@ -158,7 +181,7 @@ struct larder__handle *larder__cache_handle_create(struct larder *cache);
 /* core/cache.c: the thread that owned h exited (called under the live-cache lock). */
 void larder__cache_orphan_handle(struct larder *cache, struct larder__handle *h);
 /* maint_sleeping: what the maintainer is doing (its futex word). */
-enum { MAINT_AWAKE = 0, MAINT_IDLE = 1, MAINT_WINDOW = 2 };
+enum { MAINT_AWAKE = 0, MAINT_IDLE = 1, MAINT_WINDOW = 2, MAINT_LAZY = 3 };
 /* maint_started */
 enum { MAINT_STARTING = 0, MAINT_RUNNING = 1, MAINT_NO_STATE = 2 };
 

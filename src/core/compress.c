@@ -1,22 +1,32 @@
 /*
- * core/compress.c - LZ4 compression of stored values. Design: core/compress.h.
+ * core/compress.c - compression of stored values: LZ4 alone, or zstd
+ * against the cache's dictionary. Design: core/compress.h; the dictionary:
+ * core/dict.h.
  *
- * The codec is liblz4's block format at its default (fastest) level: a
- * cache trades a little CPU on writes and on reads of compressed values for
- * memory, and the read side must stay within a few times a memcpy. The
- * writer compresses into a destination only as large as COMPRESS-C1 allows
- * (larder__pack_room), so LZ4 gives up as soon as the output would be too
- * long: an incompressible value costs about one pass over the part of it
- * that fits, and is then stored raw.
+ * LZ4 is liblz4's block format at its default (fastest) level; zstd runs at
+ * LARDER__DICT_LEVEL against the dictionary's prepared tables, in frames
+ * stripped of what the length word already says. Either writes into a
+ * destination only as large as COMPRESS-C1 allows (larder__pack_room), so
+ * it gives up once the output would be too long: an incompressible value
+ * costs about one pass over it, and is then stored raw.
+ *
+ * Each thread keeps its codec state (THREAD-T3): an LZ4 stream and zstd's
+ * compression and decompression contexts, each allocated on first use
+ * through the engine's allocation door and freed at the thread's exit.
  */
 #include "core/compress.h"
 
-#include <assert.h>
 #include <lz4.h>
+#include <stdlib.h>
 #include <string.h>
 
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_format, ZSTD_customMem */
+#include <zstd.h>
+
 #include "core/alloc.h"
+#include "core/assert.h"
 #include "core/cache.h"
+#include "core/dict.h"
 #include "core/thread.h"
 
 size_t larder__pack_room(const struct larder *c, size_t len)
@@ -29,18 +39,14 @@ size_t larder__pack_room(const struct larder *c, size_t len)
 }
 
 /*
- * The calling thread's compression state (THREAD-T3 in core/thread.h), NULL when
- * it cannot be allocated. LZ4_compress_default() would clear a 16 KiB
- * state on every call, which costs more than compressing a 200-byte value;
- * a kept state is reset with LZ4_resetStream_fast(), and the first block of
- * a fresh stream depends on nothing, so it decodes with
- * LZ4_decompress_safe() like any block.
+ * The calling thread's LZ4 state, NULL when it cannot be allocated.
+ * LZ4_compress_default() would clear a 16 KiB state on every call, which
+ * costs more than compressing a 200-byte value; a kept state is reset with
+ * LZ4_resetStream_fast(), and the first block of a fresh stream depends on
+ * nothing, so it decodes with LZ4_decompress_safe() like any block.
  */
-static LZ4_stream_t *thread_stream(void)
+static LZ4_stream_t *thread_stream(struct larder__thread *t)
 {
-	struct larder__thread *t = larder__thread_self();
-	if (!t)
-		return NULL;
 	if (!t->pack_stream) {
 		void *s = larder__malloc(sizeof(LZ4_stream_t));
 		if (!s)
@@ -50,9 +56,95 @@ static LZ4_stream_t *thread_stream(void)
 	return t->pack_stream;
 }
 
-size_t larder__pack(const void *value, size_t len, unsigned char *out, size_t room)
+static const ZSTD_customMem zstd_mem = { larder__malloc_cb, larder__free_cb, NULL };
+
+/* The calling thread's zstd compression context, set once for frames with
+ * nothing but the blocks (the length word says the rest). */
+static ZSTD_CCtx *thread_cctx(struct larder__thread *t)
 {
-	LZ4_stream_t *stream = thread_stream();
+	if (!t->zstd_cctx) {
+		ZSTD_CCtx *z = ZSTD_createCCtx_advanced(zstd_mem);
+		if (!z)
+			return NULL;
+		if (ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_format, ZSTD_f_zstd1_magicless)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_contentSizeFlag, 0)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 0)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_dictIDFlag, 0))) {
+			ZSTD_freeCCtx(z);
+			return NULL;
+		}
+		t->zstd_cctx = z;
+	}
+	return t->zstd_cctx;
+}
+
+static ZSTD_DCtx *thread_dctx(struct larder__thread *t)
+{
+	if (!t->zstd_dctx) {
+		ZSTD_DCtx *z = ZSTD_createDCtx_advanced(zstd_mem);
+		if (!z)
+			return NULL;
+		if (ZSTD_isError(ZSTD_DCtx_setParameter(z, ZSTD_d_format, ZSTD_f_zstd1_magicless))) {
+			ZSTD_freeDCtx(z);
+			return NULL;
+		}
+		t->zstd_dctx = z;
+	}
+	return t->zstd_dctx;
+}
+
+void larder__codec_thread_free(struct larder__thread *t)
+{
+	free(t->pack_stream);
+	ZSTD_freeCCtx(t->zstd_cctx);
+	ZSTD_freeDCtx(t->zstd_dctx);
+}
+
+static void put_word(unsigned char *out, uint32_t w)
+{
+	out[0] = (unsigned char)w;
+	out[1] = (unsigned char)(w >> 8);
+	out[2] = (unsigned char)(w >> 16);
+	out[3] = (unsigned char)(w >> 24);
+}
+
+static size_t pack_zstd(struct larder__thread *t, const struct larder__dict *d,
+			const void *value, size_t len, unsigned char *out, size_t room)
+{
+	ZSTD_CCtx *z = thread_cctx(t);
+	if (!z || ZSTD_isError(ZSTD_CCtx_refCDict(z, d->cdict)))
+		return 0; /* stored raw */
+	size_t n = ZSTD_compress2(z, out + LARDER__PACKED_HEADER_BYTES,
+				  room - LARDER__PACKED_HEADER_BYTES, value, len);
+	/* A failed frame leaves the context mid-stream, where it would refuse
+	 * the next dictionary; resetting the session (not the parameters)
+	 * also drops its reference to this cache's tables. */
+	(void)ZSTD_CCtx_reset(z, ZSTD_reset_session_only);
+	(void)ZSTD_CCtx_refCDict(z, NULL);
+	if (ZSTD_isError(n))
+		return 0; /* it would not fit in room: stored raw (COMPRESS-C1) */
+	put_word(out, (uint32_t)len | LARDER__PACKED_ZSTD);
+	return LARDER__PACKED_HEADER_BYTES + n;
+}
+
+size_t larder__pack_with(const struct larder__dict *d, const void *value, size_t len,
+			 unsigned char *out, size_t room)
+{
+	struct larder__thread *t = larder__thread_self();
+	return t ? pack_zstd(t, d, value, len, out, room) : 0;
+}
+
+size_t larder__pack(struct larder *c, const void *value, size_t len, unsigned char *out,
+		    size_t room)
+{
+	struct larder__thread *t = larder__thread_self();
+	if (!t)
+		return 0; /* stored raw */
+	const struct larder__dict *d = larder__dict_get(c);
+	if (d)
+		return pack_zstd(t, d, value, len, out, room);
+	larder__dict_offer(c, value, len);
+	LZ4_stream_t *stream = thread_stream(t);
 	if (!stream)
 		return 0; /* stored raw */
 	LZ4_resetStream_fast(stream);
@@ -61,25 +153,37 @@ size_t larder__pack(const void *value, size_t len, unsigned char *out, size_t ro
 					   (int)len, (int)(room - LARDER__PACKED_HEADER_BYTES), 1);
 	if (n <= 0)
 		return 0; /* it would not fit in room: stored raw (COMPRESS-C1) */
-	out[0] = (unsigned char)len;
-	out[1] = (unsigned char)(len >> 8);
-	out[2] = (unsigned char)(len >> 16);
-	out[3] = (unsigned char)(len >> 24);
+	put_word(out, (uint32_t)len);
 	return LARDER__PACKED_HEADER_BYTES + (size_t)n;
 }
 
-void larder__unpack(const unsigned char *stored, size_t stored_len, void *out)
+int larder__unpack(const struct larder *c, const unsigned char *stored, size_t stored_len,
+		   void *out)
 {
 	size_t len = larder__packed_len(stored);
-	int n = LZ4_decompress_safe((const char *)stored + LARDER__PACKED_HEADER_BYTES, out,
-				    (int)(stored_len - LARDER__PACKED_HEADER_BYTES), (int)len);
-	/* COMPRESS-C2: the writer checked the block; only a corrupted slot fails here. */
-	assert(n >= 0 && (size_t)n == len);
+	const unsigned char *block = stored + LARDER__PACKED_HEADER_BYTES;
+	size_t block_len = stored_len - LARDER__PACKED_HEADER_BYTES;
+	if (!(larder__packed_word(stored) & LARDER__PACKED_ZSTD)) {
+		int n = LZ4_decompress_safe((const char *)block, out, (int)block_len, (int)len);
+		/* COMPRESS-C2: the writer checked the block; only a corrupted slot fails. */
+		LARDER__ASSERT(n >= 0 && (size_t)n == len);
+		(void)n;
+		return 0;
+	}
+	struct larder__thread *t = larder__thread_self();
+	ZSTD_DCtx *z = t ? thread_dctx(t) : NULL;
+	if (!z)
+		return -1;
+	const struct larder__dict *d = larder__dict_get(c);
+	LARDER__ASSERT(d != NULL); /* DICT-D2 */
+	size_t n = ZSTD_decompress_usingDDict(z, out, len, block, block_len, d->ddict);
+	LARDER__ASSERT(!ZSTD_isError(n) && n == len); /* COMPRESS-C2 */
 	(void)n;
+	return 0;
 }
 
-const unsigned char *larder__entry_plain_rcu(struct larder__entry *e, unsigned f,
-					     unsigned char **scratch)
+const unsigned char *larder__entry_plain_rcu(const struct larder *c, struct larder__entry *e,
+					     unsigned f, unsigned char **scratch)
 {
 	*scratch = NULL;
 	const unsigned char *stored = larder__entry_value(e);
@@ -88,19 +192,23 @@ const unsigned char *larder__entry_plain_rcu(struct larder__entry *e, unsigned f
 	unsigned char *buf = larder__scratch_take(larder__packed_len(stored));
 	if (!buf)
 		return NULL;
-	larder__unpack(stored, e->value_len, buf);
+	if (larder__unpack(c, stored, e->value_len, buf) != 0) {
+		larder__scratch_give(buf);
+		return NULL;
+	}
 	*scratch = buf;
 	return buf;
 }
 
-int larder__entry_value_equals(struct larder__entry *e, unsigned f, const void *v, size_t len)
+int larder__entry_value_equals(const struct larder *c, struct larder__entry *e, unsigned f,
+			       const void *v, size_t len)
 {
 	if (larder__entry_plain_len(e, f) != len)
 		return 0;
 	if (len == 0)
 		return 1;
 	unsigned char *scratch;
-	const unsigned char *plain = larder__entry_plain_rcu(e, f, &scratch);
+	const unsigned char *plain = larder__entry_plain_rcu(c, e, f, &scratch);
 	if (!plain)
 		return -1;
 	int equal = memcmp(plain, v, len) == 0;

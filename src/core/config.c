@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/alloc.h"
@@ -65,8 +66,10 @@ int larder_config_create(larder_config **out)
 
 void larder_config_destroy(larder_config *config)
 {
-	if (config)
+	if (config) {
 		larder__pool_unref(config->pool);
+		free(config->dict);
+	}
 	free(config);
 }
 
@@ -199,5 +202,34 @@ int larder_config_set_compression(larder_config *config, size_t min_value_bytes,
 		return LARDER_EINVAL;
 	config->compress_min = min_value_bytes;
 	config->compress_saving_pct = min_saving_percent;
+	return LARDER_OK;
+}
+
+int larder_config_set_compression_dictionary(larder_config *config, enum larder_dictionary mode,
+					     const void *dict, size_t dict_len)
+{
+	if (!config)
+		return LARDER_EINVAL;
+	unsigned char *copy = NULL;
+	switch (mode) {
+	case LARDER_DICTIONARY_TRAIN:
+	case LARDER_DICTIONARY_NONE:
+		if (dict || dict_len)
+			return LARDER_EINVAL;
+		break;
+	case LARDER_DICTIONARY_GIVEN:
+		if (!dict || !dict_len || dict_len > LARDER_DICTIONARY_MAX_BYTES)
+			return LARDER_EINVAL;
+		if (!(copy = larder__malloc(dict_len)))
+			return LARDER_ENOMEM;
+		memcpy(copy, dict, dict_len);
+		break;
+	default:
+		return LARDER_EINVAL;
+	}
+	free(config->dict);
+	config->dict_mode = mode;
+	config->dict = copy;
+	config->dict_len = copy ? dict_len : 0;
 	return LARDER_OK;
 }

@@ -179,13 +179,13 @@ static int drop_duplicates(larder_iter *it)
 static int entry_live(larder *c, struct larder__entry *e, uint64_t *ttl_ms)
 {
 	*ttl_ms = LARDER_TTL_NEVER;
-	uint64_t d = larder__entry_deadline(e);
-	if (d == UINT64_MAX)
+	uint64_t deadline_ms = larder__entry_deadline(e);
+	if (deadline_ms == UINT64_MAX)
 		return 1;
-	uint64_t now = c->clock(c->clock_ctx);
-	if (now >= d)
+	uint64_t now_ms = c->clock(c->clock_ctx);
+	if (now_ms >= deadline_ms)
 		return 0;
-	*ttl_ms = d - now;
+	*ttl_ms = deadline_ms - now_ms;
 	return 1;
 }
 
@@ -197,15 +197,15 @@ static int entry_live(larder *c, struct larder__entry *e, uint64_t *ttl_ms)
  */
 static int hand_out(larder *c, struct larder__entry *e, larder_iter_fn *fn, void *ctx)
 {
-	uint64_t ttl;
-	if (!entry_live(c, e, &ttl))
+	uint64_t ttl_ms;
+	if (!entry_live(c, e, &ttl_ms))
 		return LARDER_MISS;
 	unsigned f = larder__entry_flags(e);
 	unsigned char *scratch;
-	const unsigned char *value = larder__entry_plain_rcu(e, f, &scratch);
+	const unsigned char *value = larder__entry_plain_rcu(c, e, f, &scratch);
 	if (!value)
 		return LARDER_ENOMEM;
-	fn(ctx, larder__entry_key(e), e->key_len, value, larder__entry_plain_len(e, f), ttl,
+	fn(ctx, larder__entry_key(e), e->key_len, value, larder__entry_plain_len(e, f), ttl_ms,
 	   larder__slab_charge(larder__entry_size(e)));
 	larder__scratch_give(scratch);
 	return LARDER_OK;

@@ -325,7 +325,7 @@ struct part {
 	larder *cache;
 	const unsigned char *d;
 	size_t from, to;
-	uint64_t elapsed;  /* SNAP-L2 */
+	uint64_t elapsed_ms; /* SNAP-L2 */
 	uint64_t capacity; /* SNAP-L3: UINT64_MAX when everything fits */
 	uint64_t charged;
 	int rc;
@@ -339,15 +339,15 @@ static void *load_part(void *arg)
 	p->rc = LARDER_OK;
 	for (size_t off = p->from; off < p->to;) {
 		size_t key_len = get_u32(d + off), value_len = get_u32(d + off + 4);
-		uint64_t ttl = get_u64(d + off + 8);
+		uint64_t ttl_ms = get_u64(d + off + 8);
 		const unsigned char *key = d + off + LARDER__SNAP_RECORD_BYTES;
 		off += LARDER__SNAP_RECORD_BYTES + key_len + value_len;
-		if (ttl != UINT64_MAX) {
-			if (ttl <= p->elapsed)
+		if (ttl_ms != UINT64_MAX) {
+			if (ttl_ms <= p->elapsed_ms)
 				continue; /* SNAP-L2 */
-			ttl -= p->elapsed;
+			ttl_ms -= p->elapsed_ms;
 		} else {
-			ttl = LARDER_TTL_NEVER;
+			ttl_ms = LARDER_TTL_NEVER;
 		}
 		if (key_len > c->max_key_bytes || value_len > c->max_value_bytes)
 			continue;
@@ -357,7 +357,7 @@ static void *load_part(void *arg)
 		uint64_t charge = 0;
 		uint64_t left = p->capacity == UINT64_MAX ? UINT64_MAX
 			      : p->capacity > p->charged ? p->capacity - p->charged : 0;
-		int rc = larder__put_within(c, key, key_len, key + key_len, value_len, ttl, left,
+		int rc = larder__put_within(c, key, key_len, key + key_len, value_len, ttl_ms, left,
 					    &charge);
 		if (rc == LARDER_EVALSIZE)
 			continue; /* SNAP-L3, or over this cache's entry limit */
@@ -428,7 +428,7 @@ int larder__snapshot_load_mem(larder *c, const unsigned char *d, size_t len,
 		.d = d,
 		.from = LARDER__SNAP_HEADER_BYTES,
 		.to = end,
-		.elapsed = now_unix_ms > saved_ms ? now_unix_ms - saved_ms : 0, /* SNAP-L2 */
+		.elapsed_ms = now_unix_ms > saved_ms ? now_unix_ms - saved_ms : 0, /* SNAP-L2 */
 		/* Relaxed: a setting; a capacity changed during the load may be missed. */
 		.capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED),
 		.charged = used_bytes(c),

@@ -46,6 +46,7 @@ static const char *const stat_names[LARDER_STAT_COUNT] = {
 	[LARDER_STAT_BUSY_EVENTS] = "busy_events",
 	[LARDER_STAT_BUSY_INDEX] = "busy_index",
 	[LARDER_STAT_EVENTS_SPILLED] = "events_spilled",
+	[LARDER_STAT_DICT_BYTES] = "dict_bytes",
 };
 
 static const char *const class_stat_names[LARDER_CLASS_STAT_COUNT] = {

@@ -10,6 +10,7 @@
 
 #include "core/alloc.h"
 #include "core/cache.h"
+#include "core/compress.h"
 
 __thread struct larder__thread *larder__tls __attribute__((tls_model("initial-exec")));
 
@@ -47,7 +48,7 @@ static void thread_exit(void *arg)
 	larder__reader_unregister(&t->reader);
 	for (int i = 0; i < LARDER__SCRATCH_SLOTS; i++)
 		free(t->scratch[i].buf);
-	free(t->pack_stream);
+	larder__codec_thread_free(t);
 	free(t);
 }
 

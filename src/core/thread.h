@@ -20,9 +20,10 @@
  *       live-cache lock, so a cache cannot be closed half way through it.
  *   THREAD-T2. Cache ids are never reused, so a stale last or recent[] entry of a
  *       closed cache never matches a live one (a cache's address may be).
- *   THREAD-T3. scratch[] and pack_stream belong to the owning thread alone; a
- *       slot is busy from larder__scratch_take() to larder__scratch_give(),
- *       so nested users never share one; both are freed when it exits.
+ *   THREAD-T3. scratch[] and the codec state (pack_stream, zstd_cctx,
+ *       zstd_dctx) belong to the owning thread alone; a slot is busy from
+ *       larder__scratch_take() to larder__scratch_give(), so nested users
+ *       never share one; all are freed when it exits.
  */
 #ifndef LARDER_CORE_THREAD_H
 #define LARDER_CORE_THREAD_H
@@ -76,9 +77,12 @@ struct larder__thread {
 	 * cache) never wait (core/cache.c, wait_pass). */
 	int maintainer;
 	struct larder__scratch scratch[LARDER__SCRATCH_SLOTS]; /* THREAD-T3 */
-	/* THREAD-T3: this thread's LZ4 compression state (an LZ4_stream_t of 16 KiB,
-	 * core/compress.c), allocated on its first compressed write. */
+	/* THREAD-T3: this thread's codec state (core/compress.c), each allocated
+	 * on first use: the LZ4 compression stream (16 KiB), zstd's compression
+	 * and decompression contexts (for values stored with a dictionary). */
 	void *pack_stream;
+	void *zstd_cctx;
+	void *zstd_dctx;
 };
 
 extern __thread struct larder__thread *larder__tls

@@ -90,7 +90,7 @@ void larder__maint_call_listener(struct larder__maint *m, struct larder__entry *
 	 * for that it gets no value (larder_config_set_compression). */
 	unsigned f = larder__entry_flags(e);
 	unsigned char *scratch;
-	const unsigned char *value = larder__entry_plain_rcu(e, f, &scratch);
+	const unsigned char *value = larder__entry_plain_rcu(c, e, f, &scratch);
 	c->listener(c->listener_ctx, larder__entry_key(e), e->key_len, value,
 		    value ? larder__entry_plain_len(e, f) : 0, cause);
 	larder__scratch_give(scratch);

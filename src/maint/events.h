@@ -66,10 +66,16 @@ static inline int larder__events_has_room(struct larder__handle *h)
 	return head - h->ev_tail_seen < LARDER__EVENT_RING;
 }
 
-/* Owner: more than half of the ring is (or may still be) unread. */
-static inline int larder__events_half_full(const struct larder__handle *h)
+/* Owner: more than half of the ring is unread. The tail seen last is
+ * refreshed first when it says so: a stale one would keep saying so for
+ * half a ring of posts, each waking a maintainer that need not wake. */
+static inline int larder__events_half_full(struct larder__handle *h)
 {
 	uint64_t head = atomic_load_explicit(&h->ev_head, LARDER__RELAXED); /* own variable */
+	if (head - h->ev_tail_seen < LARDER__EVENT_RING / 2)
+		return 0;
+	/* A-EVT: acquire, pairs with R-EVT, as in larder__events_has_room. */
+	h->ev_tail_seen = atomic_load_explicit(&h->ev_tail, LARDER__ACQUIRE);
 	return head - h->ev_tail_seen >= LARDER__EVENT_RING / 2;
 }
 

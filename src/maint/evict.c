@@ -48,9 +48,9 @@ static int victim_expired(struct larder *c, struct larder__entry *e)
 static uint64_t pass_now(struct larder__maint *m)
 {
 	if (!m->have_now) {
-		uint64_t now = m->cache->clock(m->cache->clock_ctx);
-		if (now > m->now_ms)
-			m->now_ms = now;
+		uint64_t clock_ms = m->cache->clock(m->cache->clock_ctx);
+		if (clock_ms > m->now_ms)
+			m->now_ms = clock_ms;
 		m->have_now = 1;
 	}
 	return m->now_ms;
@@ -156,21 +156,24 @@ uint64_t larder__maint_expire(struct larder__maint *m)
 	LARDER__MAINT_OWNER(m);
 	if (!m->wheel.count) { /* an idle wheel costs no clock read */
 		m->next_due = UINT64_MAX;
+		m->staging = 0;
 		return 0;
 	}
-	uint64_t now = pass_now(m);
-	uint64_t n = larder__wheel_advance(&m->wheel, now, EXPIRE_PER_PASS, on_due, m);
+	uint64_t now_ms = pass_now(m);
+	uint64_t n = larder__wheel_advance(&m->wheel, now_ms, EXPIRE_PER_PASS, on_due, m);
 	if (n < EXPIRE_PER_PASS) /* R-WHEEL: release; the listener calls before it */
-		atomic_store_explicit(&m->wheel_done, now, LARDER__RELEASE);
+		atomic_store_explicit(&m->wheel_done, now_ms, LARDER__RELEASE);
 	/* Cascades ahead of time, a bounded chunk per pass (after the expiries:
 	 * it delays the next pass, not this one's). Counted as one unit of
-	 * work: the maintainer keeps passing at the batching window until done,
-	 * which is ample with a real clock (a level-l slot has 64^l ms of lead)
-	 * without spinning. The share per expiry keeps staging level with
+	 * work, and as a walk (no lazy sleep, maint/maintainer.c): the
+	 * maintainer keeps passing at the batching window until done, which is
+	 * ample with a real clock (a level-l slot has 64^l ms of lead) without
+	 * spinning. The share per expiry keeps staging level with
 	 * expiry when the clock outruns the passes (an injected clock stepping
 	 * by seconds): a timer is staged about 3 times (at most 5) for each
 	 * time it expires. */
 	uint64_t staged = larder__wheel_prepare(&m->wheel, STAGE_PER_PASS + STAGE_PER_EXPIRY * n);
+	m->staging = staged != 0;
 	m->next_due = larder__wheel_next(&m->wheel);
 	return n + (staged != 0);
 }

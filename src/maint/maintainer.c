@@ -29,21 +29,31 @@
  * Then it sleeps: about 200 us when work is pending (the batching window,
  * cut short by a writer whose event ring is half full), until woken (or
  * 100 ms, or the wheel's next deadline) when idle. A pass that drained many
- * events, or walked a cleared table, runs the next one at once.
+ * events, or walked a cleared table, runs the next one at once. A pass that
+ * found only a trickle (at most LAZY_EVENTS events, no walk left, memory not
+ * short, nobody waiting) sleeps lazily instead: up to LAZY_MS or the wheel's
+ * next deadline, woken by a writer only when its ring is half full, its
+ * entry is due before then (WAKE-W4), memory runs short, or it waits for
+ * room. A window's polling, or a wake per write, costs a context switch per
+ * request to a client doing one write per round trip on a busy machine; the
+ * lazy sleep costs one per LAZY_MS, and delays only what no caller waits
+ * for: the policy's view, statistics, listener calls for removals (by at
+ * most LAZY_MS plus a pass) and retired memory, which the budget bounds.
  *
  * TTL (the wheel, maint/evict.c). Bound on lateness
  * (tests/unit/test_ttl.c checks it with the injected clock): with the
  * maintainer not saturated, an entry is unlinked and reported EXPIRED by the
  * first pass whose clock reading is >= its deadline; passes run at least one
- * batching window apart while there is work, and an idle maintainer sleeps
- * only until the next wheel event (the next occupied slot, bank swap or heap
- * block, read from the bitmaps) measured on the cache clock, capped at
- * IDLE_NS. So
- * removal is at most one tick (1 ms, the clock's resolution) + one batching
- * window late: the wheel's cascades are done ahead of time, STAGE_PER_PASS
- * timers per pass plus STAGE_PER_EXPIRY per expiry (larder__wheel_prepare),
- * so reaching a higher-level slot costs a swap, not a re-placement of its
- * timers (a level-3 slot holds ~730,000 with 10^7 deadlines over an hour).
+ * batching window apart while there is work, and a lazy or idle maintainer
+ * sleeps only until the next wheel event (the next occupied slot, bank swap
+ * or heap block, read from the bitmaps) measured on the cache clock, capped
+ * at LAZY_MS or IDLE_NS; a writer whose entry is due before a lazy sleep
+ * ends wakes it (WAKE-W4). So removal is at most one tick (1 ms, the
+ * clock's resolution) + one batching window late: the wheel's cascades are
+ * done ahead of time, STAGE_PER_PASS timers per pass plus STAGE_PER_EXPIRY
+ * per expiry (larder__wheel_prepare), so reaching a higher-level slot costs
+ * a swap, not a re-placement of its timers (a level-3 slot holds ~730,000
+ * with 10^7 deadlines over an hour).
  * The cap is what an injected clock costs: the maintainer cannot know when a
  * test's clock will jump, so a jump while it sleeps is seen at most IDLE_NS
  * later (larder__test_quiesce wakes it at once).
@@ -71,6 +81,7 @@
 
 #include "core/alloc.h"
 #include "core/cache.h"
+#include "core/dict.h"
 #include "core/thread.h"
 #include "evict/policy.h"
 #include "index/table.h"
@@ -83,6 +94,8 @@
 #include "ttl/wheel.h"
 
 #define WINDOW_NS (200u * 1000u)
+#define LAZY_MS 2u
+#define LAZY_EVENTS 64u
 #define IDLE_NS (100u * 1000u * 1000u)
 #define GP_BATCH_BYTES (64u * 1024u)
 #define GP_INTERVAL_NS (1000u * 1000u)
@@ -157,6 +170,8 @@ static uint64_t maint_pass(struct larder__maint *m)
 	 * rest, and no maintainer write invalidates lines the readers share
 	 * (2 reader threads: 1.80x one thread's reads with polling, 2.0x without). */
 	work += events + (hits != 0 && m->hits_keep_awake);
+	/* A trickle: few events (and few hits a policy counts) since the last pass. */
+	m->trickle = events + (m->hits_keep_awake ? hits : 0) <= LAZY_EVENTS;
 	if (batch_ready) {
 		larder__maint_free_entries(m, m->waiting, m->waiting_bytes);
 		m->waiting = NULL;
@@ -173,6 +188,7 @@ static uint64_t maint_pass(struct larder__maint *m)
 	work += larder__maint_expire(m);
 	work += larder__maint_evict(m);
 	work += (uint64_t)larder__maint_resize(m);
+	work += larder__dict_maint(c);
 	if (m->growing || events)
 		larder__maint_wake_writers(c); /* writers waiting for the index or the ring */
 	if (!m->waiting && m->collect && gp_due(m)) {
@@ -188,6 +204,14 @@ static uint64_t maint_pass(struct larder__maint *m)
 	atomic_store_explicit(&m->stat[LARDER_STAT_ENTRIES], m->live_count, LARDER__RELAXED);
 	check_links_if_asked(m);
 	int pending = m->collect || m->waiting || m->gens || m->tables || m->growing;
+	/* Walks (clear, growth, freed tables, the wheel's staging) go a chunk
+	 * per pass: no lazy sleep while one is left, nor while memory is short
+	 * or anyone waits for us. */
+	m->trickle = m->trickle && !m->gens && !m->tables && !m->growing && !m->staging &&
+		     !larder__budget_short(c, atomic_load_explicit(&c->budget,
+								   LARDER__RELAXED)) && /* a hint */
+		     !atomic_load_explicit(&c->room_waiters, LARDER__RELAXED) &&   /* a hint */
+		     !atomic_load_explicit(&m->seam_waiters, LARDER__RELAXED);     /* a hint */
 	if (!work && !pending) {
 		/* A quiesce point: the retired lists are empty, so are their byte
 		 * counts, and the live totals agree on emptiness (MAINT-M1). */
@@ -205,12 +229,51 @@ static uint64_t maint_pass(struct larder__maint *m)
 	return work + (uint64_t)pending;
 }
 
+/*
+ * The lazy sleep, after a pass that found a trickle of work: up to LAZY_MS,
+ * or to the wheel's next event if sooner. A writer wakes it only where a
+ * batching window would not do: its ring half full, an entry due before
+ * wake_at (WAKE-W4), memory short (larder__budget_short), or a wait for
+ * room. So a trickle of writes costs a pass per LAZY_MS rather than one (or
+ * a window's worth of polling) per write. Returns 0 without sleeping when a
+ * timer is due, or when an event came after the drain (its writer may have
+ * seen us awake, and its deadline is unknown): the caller sleeps a window
+ * instead.
+ */
+static int lazy_sleep(struct larder__maint *m)
+{
+	struct larder *c = m->cache;
+	uint64_t now_ms = c->clock(c->clock_ctx);
+	uint64_t wake_at_ms = now_ms + LAZY_MS;
+	if (m->next_due < wake_at_ms)
+		wake_at_ms = m->next_due;
+	if (wake_at_ms <= now_ms)
+		return 0; /* a timer is due: a window, as before there was a lazy sleep */
+	/* Relaxed: published by WAKE-W4's release below. */
+	atomic_store_explicit(&c->maint_wake_at, wake_at_ms, LARDER__RELAXED);
+	/* WAKE-W2 and WAKE-W4: seq_cst (its release half publishes wake_at_ms to
+	 * the writer's acquire in larder__maint_wake), then re-check the rings:
+	 * an event that arrived since the drain (its writer may have seen us
+	 * awake) sends us to a window instead. */
+	atomic_store_explicit(&c->maint_sleeping, MAINT_LAZY, LARDER__SEQ_CST);
+	if (!larder__maint_rings_empty(c) || atomic_load_explicit(&c->stop, LARDER__SEQ_CST)) {
+		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* awake; as below */
+		return 0;
+	}
+	larder__futex_wait(&c->maint_sleeping, MAINT_LAZY, (wake_at_ms - now_ms) * 1000000u);
+	/* Relaxed: awake again; the next pass's reads are ordered by QUIESCE-Q1. */
+	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED);
+	return 1;
+}
+
 static void maint_sleep(struct larder__maint *m, uint64_t work)
 {
 	struct larder *c = m->cache;
 	if (work >= LARDER__MAINT_BUSY_PASS)
 		return;
 	if (work) {
+		if (m->trickle && lazy_sleep(m))
+			return;
 		/* The batching window: a writer whose ring is half full cuts it
 		 * short (WAKE-W1); relaxed, the futex word needs no ordering here. */
 		atomic_store_explicit(&c->maint_sleeping, MAINT_WINDOW, LARDER__RELAXED);
@@ -223,11 +286,11 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 	atomic_store_explicit(&m->idle_until, m->next_due, LARDER__RELAXED); /* a test seam */
 	uint64_t sleep_ns = IDLE_NS;
 	if (m->next_due != UINT64_MAX) {
-		uint64_t now = c->clock(c->clock_ctx);
-		if (m->next_due <= now)
+		uint64_t now_ms = c->clock(c->clock_ctx);
+		if (m->next_due <= now_ms)
 			return;
-		if (m->next_due - now < IDLE_NS / 1000000u)
-			sleep_ns = (m->next_due - now) * 1000000u;
+		if (m->next_due - now_ms < IDLE_NS / 1000000u)
+			sleep_ns = (m->next_due - now_ms) * 1000000u;
 	}
 	/* WAKE-W2: announce sleep, then re-check the rings (Dekker with WAKE-W1 in
 	 * larder__maint_wake(): one of us sees the other). */
@@ -262,13 +325,20 @@ static void *maint_main(void *arg)
 	return NULL;
 }
 
-void larder__maint_wake(struct larder *c, const struct larder__handle *posted)
+void larder__maint_wake(struct larder *c, struct larder__handle *posted, uint64_t due_ms)
 {
 	/* WAKE-W1: seq_cst fence between what the caller changed (its event post,
-	 * R-EV, or a flag) and this load; pairs with WAKE-W2 in maint_sleep(). */
+	 * R-EV, or a flag) and this load; pairs with WAKE-W2 in maint_sleep() and
+	 * lazy_sleep(). */
 	atomic_thread_fence(LARDER__SEQ_CST);
-	uint32_t s = atomic_load_explicit(&c->maint_sleeping, LARDER__RELAXED); /* after WAKE-W1 */
-	if (s == MAINT_AWAKE || (s == MAINT_WINDOW && posted && !larder__events_half_full(posted)))
+	/* WAKE-W4: acquire, pairs with lazy_sleep()'s seq_cst store of
+	 * MAINT_LAZY: the wake_at published before it. */
+	uint32_t s = atomic_load_explicit(&c->maint_sleeping, LARDER__ACQUIRE);
+	if (s == MAINT_AWAKE)
+		return;
+	if (posted && (s == MAINT_WINDOW || s == MAINT_LAZY) && !larder__events_half_full(posted) &&
+	    (s == MAINT_WINDOW ||
+	     due_ms >= atomic_load_explicit(&c->maint_wake_at, LARDER__RELAXED))) /* WAKE-W4 */
 		return;
 	/* Relaxed: the futex word; WAKE-W1 already ordered the caller's change before it. */
 	if (atomic_exchange_explicit(&c->maint_sleeping, MAINT_AWAKE, LARDER__RELAXED))
@@ -373,7 +443,6 @@ void larder__maint_destroy(struct larder *c)
 		free(h);
 		h = next;
 	}
-	larder__slab_destroy(&c->slab);
 	m->ops->destroy(m->policy);
 	larder__wheel_destroy(&m->wheel);
 	free(m);
@@ -384,7 +453,7 @@ void larder__maint_stop(struct larder *c)
 	/* R-STOP: seq_cst (a release would do for A-STOP, which it pairs with;
 	 * larder__maint_wake() then orders it before its sleeper check, WAKE-W1). */
 	atomic_store_explicit(&c->stop, 1, LARDER__SEQ_CST);
-	larder__maint_wake(c, NULL);
+	larder__maint_wake(c, NULL, 0);
 	pthread_join(c->thread, NULL);
 }
 

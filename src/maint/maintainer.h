@@ -18,18 +18,22 @@ int larder__maint_create(struct larder *cache);
 int larder__maint_start(struct larder *cache);
 /* Stops and joins the thread. */
 void larder__maint_stop(struct larder *cache);
-/* With the thread stopped (or never started): frees every entry, table, page
- * and handle the cache holds. */
+/* With the thread stopped (or never started): frees every table (the index
+ * it was given at create and every later one), the entries with mappings of
+ * their own, and every handle. Slab pages are left to the slab, which the
+ * cache destroys after this (whoever creates it destroys it). */
 void larder__maint_destroy(struct larder *cache);
 /*
  * The one way to wake the maintainer. After posting an event through
- * `posted`: wakes it if it sleeps idle, or if it waits out a batching window
- * while that handle's ring is half full (WAKE-W1, a Dekker with WAKE-W2 in its sleep).
- * With posted NULL: wakes it if it sleeps at all (the caller changed
- * something no ring shows: the capacity, the stop flag, a thread's exit, a
- * writer waiting for room, a test seam).
+ * `posted`, whose entry's deadline is `due_ms` (cache clock; UINT64_MAX:
+ * none, 0: apply it at once): wakes it if it sleeps idle, if that handle's
+ * ring is half full, or if it sleeps lazily past `due_ms` (WAKE-W1, a Dekker
+ * with WAKE-W2 in its sleep; WAKE-W4). With posted NULL: wakes it if it
+ * sleeps at all (the caller changed something no ring shows: the capacity,
+ * the stop flag, a thread's exit, a writer waiting for room or short of
+ * it, a test seam).
  */
-void larder__maint_wake(struct larder *cache, const struct larder__handle *posted);
+void larder__maint_wake(struct larder *cache, struct larder__handle *posted, uint64_t due_ms);
 /* Bytes freed so far (only grows). */
 uint64_t larder__maint_freed_bytes(struct larder *cache);
 /* Adds the maintainer's counters to values[] (larder_stats). */

@@ -26,7 +26,7 @@ static void seam_wake_and_wait(struct larder *c)
 	atomic_fetch_add_explicit(&m->seam_waiters, 1, LARDER__RELAXED); /* a count */
 	/* A-ROOM: acquire, pairs with R-ROOM: a pass that moved it is seen. */
 	uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
-	larder__maint_wake(c, NULL);
+	larder__maint_wake(c, NULL, 0);
 	larder__futex_wait(&c->room_seq, seq, 1000000u);
 	atomic_fetch_sub_explicit(&m->seam_waiters, 1, LARDER__RELAXED); /* a count */
 }
@@ -34,7 +34,7 @@ static void seam_wake_and_wait(struct larder *c)
 int larder__test_quiesce(larder *c, uint64_t timeout_ms)
 {
 	struct larder__maint *m = c->maint;
-	uint64_t deadline = larder__monotonic_ns() + timeout_ms * 1000000u;
+	uint64_t deadline_ns = larder__monotonic_ns() + timeout_ms * 1000000u;
 	atomic_thread_fence(LARDER__SEQ_CST); /* QUIESCE-Q1's partner */
 	/* A pass numbered above the value read here drains all we posted. */
 	uint64_t after = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + 1;
@@ -42,7 +42,7 @@ int larder__test_quiesce(larder *c, uint64_t timeout_ms)
 	 * pages they emptied must be unmapped too (the slab's lock orders it). */
 	while (atomic_load_explicit(&m->idle_seq, LARDER__ACQUIRE) < after ||
 	       larder__slab_returning(&c->slab)) {
-		if (larder__monotonic_ns() >= deadline)
+		if (larder__monotonic_ns() >= deadline_ns)
 			return -1;
 		seam_wake_and_wait(c);
 	}
@@ -79,12 +79,12 @@ void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
 int larder__test_check_links(larder *c, uint64_t timeout_ms)
 {
 	struct larder__maint *m = c->maint;
-	uint64_t deadline = larder__monotonic_ns() + timeout_ms * 1000000u;
+	uint64_t deadline_ns = larder__monotonic_ns() + timeout_ms * 1000000u;
 	/* R-CHKQ: release, pairs with A-CHKQ in check_links_if_asked(). */
 	uint64_t asked = atomic_fetch_add_explicit(&m->check_asked, 1, LARDER__RELEASE) + 1;
 	/* A-CHKA: acquire, pairs with R-CHKA: check_ok is the answer. */
 	while (atomic_load_explicit(&m->check_answered, LARDER__ACQUIRE) < asked) {
-		if (larder__monotonic_ns() >= deadline)
+		if (larder__monotonic_ns() >= deadline_ns)
 			return -1;
 		seam_wake_and_wait(c);
 	}
@@ -94,7 +94,7 @@ int larder__test_check_links(larder *c, uint64_t timeout_ms)
 
 void larder__test_wake(larder *c)
 {
-	larder__maint_wake(c, NULL);
+	larder__maint_wake(c, NULL, 0);
 }
 
 uint64_t larder__test_idle_until(larder *c)

@@ -71,6 +71,8 @@ struct larder__maint {
 	const struct larder__policy_ops *ops;
 	struct larder__policy *policy;
 	int hits_keep_awake; /* hit samples alone are work (maint_pass) */
+	int trickle;         /* the last pass may be followed by a lazy sleep (maint_pass) */
+	int staging;         /* the last pass staged wheel timers ahead (maint/evict.c) */
 	uint64_t live_count, live_bytes;
 	struct larder__entry *collect; /* retired, grace period not started */
 	uint64_t collect_bytes;

@@ -38,7 +38,7 @@
  * by the maintainer alone. So when the maintainer is idle, mapped bytes =
  * class pages + reserve + pages queued for the returner + large mappings,
  * and live slots x slot size + large mappings = used bytes (tests/unit/
- * test_memory.c, M7).
+ * test_memory.c, TMEMORY-M7).
  */
 #include "mem/slab.h"
 

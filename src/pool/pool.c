@@ -928,10 +928,10 @@ static void *pool_main(void *arg)
 	larder_pool *p = arg;
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
-		uint64_t now = larder__monotonic_ns();
-		if (p->interval_ns && now >= p->next_pass_ns) {
-			control_pass(p, now);
-			p->next_pass_ns = now + p->interval_ns;
+		uint64_t now_ns = larder__monotonic_ns();
+		if (p->interval_ns && now_ns >= p->next_pass_ns) {
+			control_pass(p, now_ns);
+			p->next_pass_ns = now_ns + p->interval_ns;
 		}
 		int pending = complete_grows(p);
 		struct larder__pool_member *debtor = pending ? largest_debtor(p) : NULL;
@@ -939,10 +939,10 @@ static void *pool_main(void *arg)
 			wait_giveback(p, debtor);
 			continue;
 		}
-		uint64_t until = p->interval_ns ? p->next_pass_ns - now : IDLE_WAIT_NS;
-		if (pending && until > GIVEBACK_SLICE_NS)
-			until = GIVEBACK_SLICE_NS;
-		timed_wait(p, until);
+		uint64_t until_ns = p->interval_ns ? p->next_pass_ns - now_ns : IDLE_WAIT_NS;
+		if (pending && until_ns > GIVEBACK_SLICE_NS)
+			until_ns = GIVEBACK_SLICE_NS;
+		timed_wait(p, until_ns);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -1094,7 +1094,7 @@ int larder__pool_join(struct larder *c, const larder_config *cfg, uint64_t *capa
 	if (!nm)
 		return LARDER_ENOMEM;
 	memset(nm, 0, sizeof *nm);
-	uint64_t deadline = larder__monotonic_ns() + cfg->write_wait_ms * 1000000u;
+	uint64_t deadline_ns = larder__monotonic_ns() + cfg->write_wait_ms * 1000000u;
 	pthread_mutex_lock(&p->lock);
 	int rc = LARDER_ESTATE;
 	if (p->closed)
@@ -1116,7 +1116,7 @@ int larder__pool_join(struct larder *c, const larder_config *cfg, uint64_t *capa
 	p->members_n++;
 	replan(p, nm);
 	apply_shrinks(p);
-	rc = first_capacity(p, nm, deadline, &nm->cap);
+	rc = first_capacity(p, nm, deadline_ns, &nm->cap);
 	nm->top = top_for(nm);
 	/* Relaxed: the probe does not exist yet (larder__pool_wrap_policy). */
 	atomic_store_explicit(&nm->readings.want_top, nm->top, LARDER__RELAXED);

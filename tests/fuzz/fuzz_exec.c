@@ -22,9 +22,9 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct larder__shared g_sh;
-static struct larder__exec g_x;
-static struct larder__exec *g_workers[1];
+static struct larderd_shared g_sh;
+static struct larderd_exec g_x;
+static struct larderd_exec *g_workers[1];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -33,8 +33,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	if (larder_config_create(&cfg) != LARDER_OK ||
 	    larder_config_set_capacity(cfg, 8u << 20) != LARDER_OK ||
-	    larder_config_set_max_key_bytes(cfg, LARDER__KEY_MAX) != LARDER_OK ||
-	    larder_config_set_max_value_bytes(cfg, 4096 + LARDER__HDR) != LARDER_OK ||
+	    larder_config_set_max_key_bytes(cfg, LARDERD_KEY_MAX) != LARDER_OK ||
+	    larder_config_set_max_value_bytes(cfg, 4096 + LARDERD_HDR) != LARDER_OK ||
 	    larder_open(&g_sh.cache, cfg) != LARDER_OK)
 		abort();
 	larder_config_destroy(cfg);
@@ -47,36 +47,36 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	g_sh.workers = g_workers;
 	pthread_mutex_init(&g_sh.reset_lock, NULL);
 	g_workers[0] = &g_x;
-	if (larder__exec_init(&g_x, &g_sh, 0) != 0)
+	if (larderd_exec_init(&g_x, &g_sh, 0) != 0)
 		abort();
 	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct larder__limits lim = {4096};
-	struct larder__obuf out = {0};
+	static const struct larderd_limits lim = {4096};
+	struct larderd_obuf out = {0};
 	const char *buf = (const char *)data;
 	size_t off = 0;
 
 	while (off < size) {
-		struct larder__req r;
-		int rc = larder__parse(buf + off, size - off, &lim, &r);
-		if (rc != LARDER__PARSE_DONE)
+		struct larderd_req r;
+		int rc = larderd_parse(buf + off, size - off, &lim, &r);
+		if (rc != LARDERD_PARSE_DONE)
 			break;
 		for (;;) {
-			int e = larder__exec(&g_x, &r, &out, 1024);
+			int e = larderd_exec(&g_x, &r, &out, 1024);
 			if (out.failed)
 				__builtin_trap();
 			out.len = 0; /* the client read everything */
-			if (e != LARDER__EXEC_SUSPEND)
+			if (e != LARDERD_EXEC_SUSPEND)
 				break;
 		}
-		if (r.cmd == LARDER__CMD_QUIT)
+		if (r.cmd == LARDERD_CMD_QUIT)
 			break;
 		off += r.consumed;
 		off += r.swallow < size - off ? r.swallow : size - off;
 	}
-	larder__obuf_free(&out);
+	larderd_obuf_free(&out);
 	return 0;
 }

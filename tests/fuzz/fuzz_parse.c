@@ -4,13 +4,13 @@
  *
  * Feeds the input as one connection's byte stream and walks it request by
  * request, checking the invariants of parse.h on every step:
- *   P1 DONE consumes > 0 bytes, at most what it was given;
- *   P2 the same bytes, cut right after the request, give the same request
+ *   PARSE-P1 DONE consumes > 0 bytes, at most what it was given;
+ *   PARSE-P2 the same bytes, cut right after the request, give the same request
  *      (a request is decided by its own bytes, so splits cannot change it);
  *   MORE's `need` is 0 or more than it was given, and 0 only when the bytes
  *      hold no newline (the server then searches only the bytes it adds);
- *   on bytes without a newline, larder__parse_no_newline() decides as
- *      larder__parse() does.
+ *   on bytes without a newline, larderd_parse_no_newline() decides as
+ *      larderd_parse() does.
  * Any violation traps, which libFuzzer reports as a crash. ASan/UBSan catch
  * reads outside the buffer.
  *
@@ -30,23 +30,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct larder__limits lim = {4096};
+	static const struct larderd_limits lim = {4096};
 	const char *buf = (const char *)data;
 	size_t off = 0;
-	unsigned char key[LARDER__KEY_MAX];
-	char enc[4 * LARDER__KEY_MAX];
+	unsigned char key[LARDERD_KEY_MAX];
+	char enc[4 * LARDERD_KEY_MAX];
 
 	while (off < size) {
-		struct larder__req r, again;
+		struct larderd_req r, again;
 		size_t avail = size - off;
-		int rc = larder__parse(buf + off, avail, &lim, &r);
+		int rc = larderd_parse(buf + off, avail, &lim, &r);
 		bool no_nl = memchr(buf + off, '\n', avail) == NULL;
 
-		if (no_nl && larder__parse_no_newline(buf + off, avail) != rc)
+		if (no_nl && larderd_parse_no_newline(buf + off, avail) != rc)
 			__builtin_trap();
-		if (rc == LARDER__PARSE_CLOSE)
+		if (rc == LARDERD_PARSE_CLOSE)
 			break;
-		if (rc == LARDER__PARSE_MORE) {
+		if (rc == LARDERD_PARSE_MORE) {
 			if (r.need != 0 && r.need <= avail)
 				__builtin_trap();
 			if (r.need == 0 && !no_nl)
@@ -55,19 +55,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (r.consumed == 0 || r.consumed > avail)
 			__builtin_trap();
-		if (larder__parse(buf + off, r.consumed, &lim, &again) != LARDER__PARSE_DONE ||
+		if (larderd_parse(buf + off, r.consumed, &lim, &again) != LARDERD_PARSE_DONE ||
 		    again.consumed != r.consumed || again.cmd != r.cmd || again.swallow != r.swallow)
 			__builtin_trap();
-		if (r.cmd == LARDER__CMD_GET || r.cmd == LARDER__CMD_GETS) {
-			struct larder__tok t;
-			while (larder__next_token(&r.keys, r.keys_end, &t))
-				if (t.n == 0 || t.n > LARDER__KEY_MAX)
+		if (r.cmd == LARDERD_CMD_GET || r.cmd == LARDERD_CMD_GETS) {
+			struct larderd_tok t;
+			while (larderd_next_token(&r.keys, r.keys_end, &t))
+				if (t.n == 0 || t.n > LARDERD_KEY_MAX)
 					__builtin_trap();
 		}
-		if (r.key.n > 0 && r.cmd != LARDER__CMD_REPLY) {
-			long n = larder__b64_decode(r.key.p, r.key.n, key, sizeof(key));
+		if (r.key.n > 0 && r.cmd != LARDERD_CMD_REPLY) {
+			long n = larderd_b64_decode(r.key.p, r.key.n, key, sizeof(key));
 			if (n > 0) {
-				size_t m = larder__b64_encode(key, (size_t)n, enc);
+				size_t m = larderd_b64_encode(key, (size_t)n, enc);
 				if (m != r.key.n || memcmp(enc, r.key.p, m) != 0)
 					; /* non-canonical padding bits decode too; not an error */
 			}

@@ -63,6 +63,7 @@ enum mop_kind {
 	MOP_STATS,
 	MOP_CLOCK, /* arg: the new clock time */
 	MOP_SYNC,  /* quiesce, then check reports, counters and the index */
+	MOP_PEEK,  /* larder_peek: a get that counts nothing and extends nothing */
 	MOP_KINDS
 };
 

@@ -31,7 +31,7 @@ const char *mk_kind_name(unsigned kind)
 		"put",	 "put_if_absent",  "replace",	   "replace_if_equals", "remove",
 		"remove_if_equals", "touch", "get",	   "get_with",	       "get_batch",
 		"contains", "ttl_remaining", "clear",	   "set_capacity",     "stats",
-		"clock", "sync",
+		"clock", "sync",	 "peek",
 	};
 	return kind < MOP_KINDS ? names[kind] : "?";
 }
@@ -123,7 +123,7 @@ static uint16_t pick_faults(struct th_rng *r, unsigned kind)
 		case 1:
 			if (kind <= MOP_REPLACE_IF_EQUALS)
 				f |= th_rng_below(r, 2) ? MF_NULL_VALUE : MF_LONG_VALUE;
-			else if (kind == MOP_GET)
+			else if (kind == MOP_GET || kind == MOP_PEEK)
 				f |= th_rng_below(r, 2) ? MF_NULL_OUT : MF_NULL_BUF;
 			else if (kind == MOP_GET_WITH || kind == MOP_TTL_REMAINING)
 				f |= MF_NULL_OUT;
@@ -151,10 +151,10 @@ void mk_ops(const struct mcfg *cfg, uint64_t seed, struct mop *ops, size_t n)
 	} mix[] = {
 		{ MOP_PUT, 150 },	   { MOP_PUT_IF_ABSENT, 40 }, { MOP_REPLACE, 40 },
 		{ MOP_REPLACE_IF_EQUALS, 50 }, { MOP_REMOVE, 40 },	{ MOP_REMOVE_IF_EQUALS, 30 },
-		{ MOP_TOUCH, 60 },	   { MOP_GET, 120 },	      { MOP_GET_WITH, 60 },
+		{ MOP_TOUCH, 60 },	   { MOP_GET, 100 },	      { MOP_GET_WITH, 60 },
 		{ MOP_GET_BATCH, 50 },	   { MOP_CONTAINS, 50 },      { MOP_TTL_REMAINING, 60 },
 		{ MOP_CLEAR, 6 },	   { MOP_SET_CAPACITY, 12 },  { MOP_STATS, 10 },
-		{ MOP_CLOCK, 200 },	   { MOP_SYNC, 22 },
+		{ MOP_CLOCK, 200 },	   { MOP_SYNC, 22 },	      { MOP_PEEK, 20 },
 	};
 	for (size_t i = 0; i < n; i++) {
 		struct mop *o = &ops[i];
@@ -176,6 +176,7 @@ void mk_ops(const struct mcfg *cfg, uint64_t seed, struct mop *ops, size_t n)
 		o->ttl = pick_ttl(&r);
 		switch (o->kind) {
 		case MOP_GET:
+		case MOP_PEEK:
 			/* buffer: exact, too small, none, roomy */
 			o->arg = th_rng_below(&r, 4) == 0 ? th_rng_below(&r, 40) : (1u << 20) + 64;
 			break;

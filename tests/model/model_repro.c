@@ -222,7 +222,8 @@ static void print_op(FILE *out, const struct mcfg *cfg, const struct mop *o, siz
 		fputs(");\n", out);
 		break;
 	case MOP_GET:
-		fprintf(out, "\trc = larder_get(%s, ", cache);
+	case MOP_PEEK:
+		fprintf(out, "\trc = larder_%s(%s, ", mk_kind_name(o->kind), cache);
 		print_key(out, cfg, o);
 		fprintf(out, ", %s, %" PRIu64 ", %s);\n",
 			(o->faults & MF_NULL_BUF) || !o->arg ? "NULL" : "buf",

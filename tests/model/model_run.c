@@ -12,18 +12,18 @@
  * report can tell apart.
  *
  * Invariants checked (numbers used in failure messages):
- *   K1. each call returns what the model predicts, bad arguments included
+ *   MODEL-K1. each call returns what the model predicts, bad arguments included
  *       (larder.h's precedence of errors); values read are the model's bytes;
  *       a too-small buffer is left untouched and told the length;
- *   K2. ttl_remaining is the model's deadline minus the clock, exactly;
+ *   MODEL-K2. ttl_remaining is the model's deadline minus the clock, exactly;
  *       expire-after-access reads move the deadline as larder.h says;
- *   K3. at a sync point every value that left the model was reported once,
+ *   MODEL-K3. at a sync point every value that left the model was reported once,
  *       with an allowed cause, every value due by the clock was reported
  *       EXPIRED, and no report is left unexplained;
- *   K4. at a sync point the counters equal the model's counts (writes,
+ *   MODEL-K4. at a sync point the counters equal the model's counts (writes,
  *       hits, misses, removals by cause), the index walk equals the entry
  *       and byte counters, and the policy's queues are well linked;
- *   K5. close returns every mapped byte.
+ *   MODEL-K5. close returns every mapped byte.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -245,7 +245,7 @@ static void store(struct world *w, unsigned k, uint32_t seed, uint32_t len, uint
 	w->keys[k].deadline = deadline;
 }
 
-/* K2: a value read of live k at now extends its deadline (after access). */
+/* MODEL-K2: a value read of live k at now extends its deadline (after access). */
 static void read_extends(struct world *w, unsigned k)
 {
 	uint64_t d = w->keys[k].deadline;
@@ -258,7 +258,7 @@ static void read_extends(struct world *w, unsigned k)
 	}
 }
 
-/* ---- Reports (K3) ------------------------------------------------------------ */
+/* ---- Reports (MODEL-K3) ------------------------------------------------------------ */
 
 static int key_index(struct world *w, const struct report *r)
 {
@@ -274,7 +274,7 @@ static unsigned current_causes(struct world *w, unsigned k)
 	return extra_causes(w, cur_ver(w, k), w->keys[k].deadline);
 }
 
-/* ---- Matching reports with values (K3) --------------------------------------
+/* ---- Matching reports with values (MODEL-K3) --------------------------------------
  *
  * After a quiesce every removal so far has been reported, so the reports not
  * yet matched and the values waiting for one (gone from the model, or
@@ -410,7 +410,7 @@ done:
 	free(m.seen);
 }
 
-/* ---- Sync points (K3, K4) -------------------------------------------------- */
+/* ---- Sync points (MODEL-K3, MODEL-K4) -------------------------------------------------- */
 
 static int quiesce(struct world *w)
 {
@@ -488,7 +488,7 @@ static int engine_dropped(struct world *w, unsigned k)
 	return !w->failed && w->keys[k].cur == V_NONE;
 }
 
-/* ---- Arguments with their faults (K1) ------------------------------------- */
+/* ---- Arguments with their faults (MODEL-K1) ------------------------------------- */
 
 struct args {
 	larder *c;
@@ -704,7 +704,7 @@ static void got_batch_fn(void *ctx, size_t index, const void *value, size_t len)
 	g->calls++;
 }
 
-/* Checks that a read found the model's value of k (K1). */
+/* Checks that a read found the model's value of k (MODEL-K1). */
 static void check_value(struct world *w, const char *what, unsigned k, size_t len, uint64_t hash)
 {
 	struct ver *v = cur_ver(w, k);
@@ -722,7 +722,9 @@ static int read_live(struct world *w, unsigned k, int engine_found)
 	return live;
 }
 
-static void do_get(struct world *w, const struct mop *o)
+/* get, or with peek set larder_peek: the same results, but no hit or miss
+ * counted and no deadline extended (MODEL-K4 then checks the counters). */
+static void do_get(struct world *w, const struct mop *o, int peek)
 {
 	struct args a;
 	unsigned k = o->key;
@@ -732,30 +734,34 @@ static void do_get(struct world *w, const struct mop *o)
 	if (a.null_buf && buf_len == 0)
 		buf_len = 1;
 	memset(w->rbuf, 0xee, 64);
-	int got = larder_get(a.c, a.key, a.key_len, buf, buf_len, a.null_out ? NULL : &len);
+	const char *what = peek ? "peek" : "get";
+	int got = (peek ? larder_peek : larder_get)(a.c, a.key, a.key_len, buf, buf_len,
+						    a.null_out ? NULL : &len);
 	int want = arg_error(&a, 0, 0, 1);
 	if (want) {
-		expect_rc(w, "get", got, want);
+		expect_rc(w, what, got, want);
 		return;
 	}
 	int live = read_live(w, k, got == LARDER_OK || got == LARDER_EBUFSIZE);
 	struct ver *v = cur_ver(w, k);
 	want = !live ? LARDER_MISS : v->len > buf_len ? LARDER_EBUFSIZE : LARDER_OK;
-	expect_rc(w, "get", got, want);
+	expect_rc(w, what, got, want);
 	if (w->failed)
 		return;
 	if (got == LARDER_OK) {
-		check_value(w, "get", k, len, hash_bytes(w->rbuf, len));
-		w->hits++;
-		read_extends(w, k);
+		check_value(w, what, k, len, hash_bytes(w->rbuf, len));
+		if (!peek) {
+			w->hits++;
+			read_extends(w, k);
+		}
 	} else if (got == LARDER_EBUFSIZE) {
 		if (len != v->len)
-			failf(w, "K1: get with a %zu-byte buffer said %zu bytes are needed, not %u",
-			      buf_len, len, v->len);
+			failf(w, "K1: %s with a %zu-byte buffer said %zu bytes are needed, not %u",
+			      what, buf_len, len, v->len);
 		for (int i = 0; i < 64 && buf && !w->failed; i++)
 			if (w->rbuf[i] != 0xee)
-				failf(w, "K1: get wrote into a buffer that was too small");
-	} else {
+				failf(w, "K1: %s wrote into a buffer that was too small", what);
+	} else if (!peek) {
 		w->misses++;
 	}
 }
@@ -820,7 +826,7 @@ static void do_get_batch(struct world *w, const struct mop *o)
 			failf(w, "K1: get_batch called back on an error");
 		return;
 	}
-	/* The callbacks name the slots the engine found, in order (K1). */
+	/* The callbacks name the slots the engine found, in order (MODEL-K1). */
 	int eng[MK_BATCH] = { 0 };
 	if (n < 0 || g.calls != n || g.calls > o->nbatch) {
 		failf(w, "K1: get_batch returned %ld with %d callbacks for %u keys", n, g.calls,
@@ -972,7 +978,8 @@ static void apply_op(struct world *w, const struct mop *o)
 {
 	switch (o->kind) {
 	case MOP_GET:
-		do_get(w, o);
+	case MOP_PEEK:
+		do_get(w, o, o->kind == MOP_PEEK);
 		break;
 	case MOP_GET_WITH:
 		do_get_with(w, o);

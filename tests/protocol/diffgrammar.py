@@ -359,6 +359,13 @@ class Grammar:
         kind = CLEAN
         if k in BAD_KEYS or len(fl) > 17:  # refused before the value is known
             v, kind = b"xjunk", DIRTY
+        elif len(k) > 250:
+            # A base64 key longer than a key may be (b64 of a 250-byte key):
+            # both servers refuse it and close the connection. Terminal, so
+            # that every earlier reply is read before the close: a close with
+            # input unread sends a reset, which can discard replies the
+            # client has not read yet (seen once in a 10-minute run).
+            kind = TERMINAL
         return b"ms %s %d%s%s\r\n%s\r\n" % (k, len(v), b" " if fl else b"", b" ".join(fl), v), kind
 
     def md(self):

@@ -15,7 +15,9 @@ effect differs is caught in the episode that ran it. Exit status 0 when
 nothing differed.
 
 How an episode runs (on a fresh connection to each server, both at once): its parts
-are sent in order, a part may be split into several writes; at a sync point
+are sent in order, a part may be split into several writes, each sent once the
+server has read the one before (its socket's receive queue is empty, as the
+kernel's socket diagnostics show), so each arrives in a read of its own; at a sync point
 the tester sends "mg __sync__ Os<n>" and reads until its unique reply
 "EN Os<n>" arrives, so that later parts can use CAS uniques the server
 returned ({CAS}: the latest, {CASP}: the one before). At the end the tester shuts down its sending side and reads until the
@@ -39,7 +41,7 @@ Normalisation (only what cannot be equal by design; docs/server.md):
 Every seed is printed, and a failing episode is printed as Python literals so
 it can be replayed.
 """
-import argparse, os, random, signal, socket, subprocess, sys, threading, time
+import argparse, os, random, select, signal, socket, struct, subprocess, sys, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from loopback import free_port, wait_port
@@ -67,6 +69,53 @@ def recv_some(s, deadline):
         return b""
 
 
+NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY, NLMSG_ERROR, TCP_ESTABLISHED = 4, 20, 2, 1
+
+
+def tcp_queues(diag, port_a, port_b):
+    """(state, receive queue, send queue) of the loopback TCP socket from
+    port_a to port_b, None when there is none, asked of the kernel's socket
+    diagnostics (sock_diag, as ss does) on the netlink socket diag."""
+    lo = socket.inet_aton("127.0.0.1") + bytes(12)
+    req = struct.pack("=BBBBI", socket.AF_INET, socket.IPPROTO_TCP, 0, 0, 0xffffffff)
+    req += struct.pack("!HH", port_a, port_b) + lo + lo
+    req += struct.pack("=III", 0, 0xffffffff, 0xffffffff)  # any interface, no cookie
+    diag.send(struct.pack("=IHHII", 16 + len(req), SOCK_DIAG_BY_FAMILY, 1, 0, 0) + req)
+    b = diag.recv(65536)
+    if struct.unpack_from("=H", b, 4)[0] == NLMSG_ERROR:
+        return None
+    state = b[16 + 1]
+    rq, wq = struct.unpack_from("=II", b, 16 + 4 + 48 + 4)
+    return state, rq, wq
+
+
+def wait_read(s, diag, ports, deadline):
+    """Waits until the server has read every byte sent on s (ports: ours, the
+    server's; diag: a sock_diag netlink socket): none is waiting
+    for its acknowledgement on our side, none unread on the server's (a
+    socket the server closed counts as read). Receives the server's replies
+    meanwhile, so that it never stops reading for want of room to write, and
+    returns them."""
+    mine, server = ports
+    got = b""
+    while True:
+        ours, theirs = tcp_queues(diag, mine, server), tcp_queues(diag, server, mine)
+        if (ours is None or ours[2] == 0) and \
+                (theirs is None or theirs[0] != TCP_ESTABLISHED or theirs[1] == 0):
+            return got
+        if time.monotonic() > deadline:
+            raise Hang()
+        # A poll interval that also takes replies as they come.
+        if select.select([s], [], [], 0.001)[0]:
+            try:
+                b = s.recv(1 << 20)
+            except (ConnectionResetError, BrokenPipeError):
+                b = b""
+            if not b:
+                return got + b"<CLOSED>"
+            got += b
+
+
 def sync_request(n):
     """The sync point's request and its reply: an mg of a key no episode
     uses, whose echoed opaque makes the reply unique on the connection."""
@@ -85,10 +134,16 @@ def run_episode(port, parts, split_seed):
     rng = random.Random(split_seed)
     s = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    out, syncs = b"", 0
+    diag = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG)
+    ports = (s.getsockname()[1], port)
+    # early: replies received while waiting for the server to read a split
+    # part, appended to out where the run reads next, so that {CAS} is
+    # filled from the same replies as without the wait.
+    out, early, syncs = b"", b"", 0
     try:
         for part in parts:
             if part is SYNC:
+                out, early = out + early, b""
                 syncs += 1
                 req, rep = sync_request(syncs)
                 try:
@@ -111,13 +166,14 @@ def run_episode(port, parts, split_seed):
                         n = rng.choice((1, 2, 3, 7, 64, 1000))
                         s.sendall(data[i:i + n])
                         i += n
-                        # Lets most pieces arrive in separate reads; the
-                        # replies are the same however the bytes land.
-                        time.sleep(0.0005)
+                        early += wait_read(s, diag, ports, time.monotonic() + DEADLINE)
+                        if early.endswith(b"<CLOSED>"):
+                            return out + early
                 else:
                     s.sendall(data)
             except (BrokenPipeError, ConnectionResetError):
                 break
+        out, early = out + early, b""
         try:
             s.shutdown(socket.SHUT_WR)
         except OSError:
@@ -132,6 +188,7 @@ def run_episode(port, parts, split_seed):
         return out + b"<HANG>"
     finally:
         s.close()
+        diag.close()
 
 
 # ---- parsing and normalising a reply stream ---------------------------------

@@ -17,22 +17,22 @@
  * moves its capacity (between 1/8 and the whole) every few ms. A monitor
  * samples used bytes and RSS.
  *
- * Invariants, checked all the time (Q1-Q3) and at every checkpoint (Q4-Q6),
+ * Invariants, checked all the time (SOAK-Q1..Q3) and at every checkpoint (SOAK-Q4..Q6),
  * where the workers and admin pause and the maintainers are quiesced:
- *   Q1. every value read is whole and belongs to its key: key id, length,
+ *   SOAK-Q1. every value read is whole and belongs to its key: key id, length,
  *       version and a checksum of the payload agree (torn, foreign, freed and
  *       poisoned bytes fail);
- *   Q2. every call returns one of its documented results; LARDER_EBUSY only
+ *   SOAK-Q2. every call returns one of its documented results; LARDER_EBUSY only
  *       for memory (busy_events and busy_index stay 0: no maintainer is ever
  *       stuck);
- *   Q3. used bytes never exceed the largest capacity of the run plus its
+ *   SOAK-Q3. used bytes never exceed the largest capacity of the run plus its
  *       overshoot bound;
- *   Q4. the counters agree with a walk of each index, and the policies'
+ *   SOAK-Q4. the counters agree with a walk of each index, and the policies'
  *       queues are well linked;
- *   Q5. conservation: per cache, writes - removals of every cause == entries,
+ *   SOAK-Q5. conservation: per cache, writes - removals of every cause == entries,
  *       and the listener heard exactly as many removals of each cause as the
  *       counters say;
- *   Q6. the slab's audit adds up (mapped = class pages + reserve + large).
+ *   SOAK-Q6. the slab's audit adds up (mapped = class pages + reserve + large).
  * At the end both caches close and every mapped byte is returned.
  */
 #ifndef _GNU_SOURCE
@@ -97,7 +97,7 @@ static size_t make_value(unsigned char *v, uint32_t key, size_t len)
 	return len;
 }
 
-/* Q1 */
+/* SOAK-Q1 */
 static int value_ok(const char *where, uint32_t key, const void *value, size_t len)
 {
 	struct header h;
@@ -167,7 +167,7 @@ static int result_ok(const char *op, int rc, int a, int b, int c)
 {
 	if (rc == a || rc == b || rc == c)
 		return 1;
-	if (rc == LARDER_EBUSY) { /* memory only: Q2 checks the causes at checkpoints */
+	if (rc == LARDER_EBUSY) { /* memory only: SOAK-Q2 checks the causes at checkpoints */
 		atomic_fetch_add_explicit(&busy_seen, 1, memory_order_relaxed);
 		return 1;
 	}
@@ -345,7 +345,7 @@ static void *monitor_main(void *arg)
 			if (!CHECK_RC(larder_stats(c, v, LARDER_STAT_COUNT), LARDER_OK))
 				continue;
 			uint64_t bound = max + (max / 100 > 4 * MiB ? max / 100 : 4 * MiB);
-			if (v[LARDER_STAT_USED_BYTES] > bound) /* Q3 */
+			if (v[LARDER_STAT_USED_BYTES] > bound) /* SOAK-Q3 */
 				QFAIL("cache %c: used %" PRIu64 " over %" PRIu64, 'A' + i,
 				      v[LARDER_STAT_USED_BYTES], bound);
 			if (v[LARDER_STAT_USED_BYTES] > max_used[i])
@@ -370,9 +370,9 @@ static void check_cache(larder *c, int which)
 		LARDER_STAT_EVICTIONS, LARDER_STAT_CLEARED,
 	};
 	uint64_t v[LARDER_STAT_COUNT], entries = 0, class_bytes = 0;
-	/* Q4, with the walk retaken while TTLs expire beside it */
+	/* SOAK-Q4, with the walk retaken while TTLs expire beside it */
 	th_check_accounting(c, 120000, &entries, NULL);
-	/* Q5: counters of a quiescent cache, read again until no expiry (the
+	/* SOAK-Q5: counters of a quiescent cache, read again until no expiry (the
 	 * real clock's TTLs) lands between two quiescent readings */
 	for (int round = 0; round < 100; round++) {
 		uint64_t w[LARDER_STAT_COUNT];
@@ -393,9 +393,9 @@ static void check_cache(larder *c, int which)
 			       atomic_load(&heard[which][cause]), v[by_cause[cause]]);
 	}
 	CHECK_EQ(v[LARDER_STAT_WRITES] - removed, v[LARDER_STAT_ENTRIES]);
-	CHECK_EQ(v[LARDER_STAT_BUSY_EVENTS], 0); /* Q2 */
+	CHECK_EQ(v[LARDER_STAT_BUSY_EVENTS], 0); /* SOAK-Q2 */
 	CHECK_EQ(v[LARDER_STAT_BUSY_INDEX], 0);
-	/* Q6 */
+	/* SOAK-Q6 */
 	for (size_t s = 0; s < larder_size_class_count(); s++) {
 		uint64_t cv[LARDER_CLASS_STAT_COUNT];
 		CHECK_RC(larder_stats_size_class(c, s, cv, LARDER_CLASS_STAT_COUNT), LARDER_OK);

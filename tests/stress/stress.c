@@ -18,23 +18,25 @@
  * invariants they assert (docs/architecture.md, "The engine-wide invariants";
  * larder.h):
  *   mixed     every operation over 512 keys, including clear and set_capacity.
- *             S1: every value read is whole and belongs to its key: it carries
- *                 (key id, writer, version, length, checksum) and a payload
+ *             STRESS-S1. every value read is whole and belongs to its key: it
+ *                 carries (key id, writer, version, length, checksum) and a payload
  *                 derived from them; a torn, foreign, stale-freed or poisoned
  *                 (0xdb, freed memory is poisoned) value fails;
- *             S2: a version read was really written: it is <= the writer's
+ *             STRESS-S2. a version read was really written: it is <= the writer's
  *                 published version counter;
- *             S3: every call returns one of its documented results;
- *             S4: after quiescing, entries and used bytes equal a full walk.
+ *             STRESS-S3. every call returns one of its documented results;
+ *             STRESS-S4. after quiescing, entries and used bytes equal a full walk.
  *   cas       4 counters incremented by replace_if_equals retry loops in every
  *             thread, amid other writes (no clear, no eviction in this cache).
- *             S5: each counter ends at exactly threads * increments.
+ *             STRESS-S5. each counter ends at exactly threads * increments.
  *   capacity  a 4 MiB cache under heavy writes; a monitor thread samples used
  *             bytes continuously.
- *             S6: used bytes never exceed capacity + LARDER_STAT_OVERSHOOT_BOUND;
- *             S7: after quiescing, used bytes <= capacity and equal the walk.
- *   no_leak   S8: after every cache is closed, larder__test_mapped_bytes() is
- *             back to its value before the first open.
+ *             STRESS-S6. used bytes never exceed capacity +
+ *                 LARDER_STAT_OVERSHOOT_BOUND;
+ *             STRESS-S7. after quiescing, used bytes <= capacity and equal the walk.
+ *   no_leak   runs after the other phases.
+ *             STRESS-S8. after every cache is closed, larder__test_mapped_bytes()
+ *                 is back to its value before the first open.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -121,7 +123,7 @@ static void make_value(unsigned char *buf, uint32_t key_id, uint32_t writer, uin
 	memcpy(buf, &h, sizeof(h));
 }
 
-/* S1 and S2. Returns 1 when the value is whole and belongs to key_id. */
+/* STRESS-S1 and STRESS-S2. Returns 1 when the value is whole and belongs to key_id. */
 static int verify_value(const char *what, uint32_t key_id, const void *value, size_t len)
 {
 	const unsigned char *p = value;
@@ -196,8 +198,8 @@ struct worker {
 
 /*
  * The mixed phase's removal listener (on the maintainer thread): every value
- * removed must still be whole when reported (S1 again: nothing is freed before
- * the listener ran), and the per-cause tallies feed S9 below.
+ * removed must still be whole when reported (STRESS-S1 again: nothing is freed before
+ * the listener ran), and the per-cause tallies feed STRESS-S9 below.
  */
 static _Atomic uint64_t removed[LARDER_CAUSE_CLEARED + 1];
 
@@ -533,7 +535,7 @@ static void check_all_keys(larder *cache)
 }
 
 /*
- * S9: every entry is removed exactly once and every removal is reported:
+ * STRESS-S9. Every entry is removed exactly once and every removal is reported:
  * entries created (successful writes) minus removals reported == entries in
  * the index, and the per-cause counters equal the listener's tallies. Call
  * after quiescing (th_check_accounting).
@@ -601,13 +603,13 @@ static void phase_mixed(void)
 	CHECK_GT(ops, 0);
 	/* Let every short TTL (1-20 ms, real clock) pass first: the timing wheel
 	 * expires entries on time, so one expiring between the walk and the
-	 * counters would make S4 compare two different instants. */
+	 * counters would make STRESS-S4 compare two different instants. */
 	uint64_t short_ttls_over = th_now_ms() + 21;
 	CHECK(th_wait_until(clock_passed, &short_ttls_over, 60000));
 	th_check_accounting(cache, 60000, NULL, NULL);
 	check_all_keys(cache);
 	check_conservation(cache, writes);
-	/* S4 again after a final shrink: evicted down to the new capacity */
+	/* STRESS-S4 again after a final shrink: evicted down to the new capacity */
 	CHECK_RC(larder_set_capacity(cache, 256 * KiB), LARDER_OK);
 	{
 		uint64_t bytes = 0;

@@ -21,15 +21,15 @@
  * old tables are kept until the round's pause, so no grace period is needed.
  *
  * Invariants asserted:
- *   Z1. a reader finds every stable key, never a key of class 3, and any
+ *   SINDEX-Z1. a reader finds every stable key, never a key of class 3, and any
  *       word it finds is an entry of the key it asked for;
- *   Z2. after each of its operations, a writer finds its key present or
+ *   SINDEX-Z2. after each of its operations, a writer finds its key present or
  *       absent (and which entry) exactly as it left it, through the lock-free
  *       lookup and under the home lock;
- *   Z3. at the end of each round (every thread paused), a walk of the root
+ *   SINDEX-Z3. at the end of each round (every thread paused), a walk of the root
  *       finds each present key exactly once, with the entry its writer left,
  *       and no absent key; the root has no next;
- *   Z4. no insert needs more than LARDER__PROBE_LIMIT buckets (L2) and no
+ *   SINDEX-Z4. no insert needs more than LARDER__PROBE_LIMIT buckets (TABLE-L2) and no
  *       migration drops an entry (the tables stay under half load).
  */
 #ifndef _GNU_SOURCE
@@ -110,7 +110,7 @@ static void drop_entry(void *ctx, struct larder__entry *e)
 {
 	(void)ctx;
 	(void)e;
-	atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed); /* Z4 */
+	atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed); /* SINDEX-Z4 */
 }
 
 static struct larder__table *load_root(void)
@@ -119,7 +119,7 @@ static struct larder__table *load_root(void)
 	return atomic_load_explicit(&root, memory_order_acquire);
 }
 
-/* Between operations: park while the main thread checks a round (Z3); the
+/* Between operations: park while the main thread checks a round (SINDEX-Z3); the
  * barriers order our index changes before its walk, and its frees before
  * our next operation. */
 static void pause_point(void)
@@ -151,11 +151,11 @@ static void writer_step(struct th_rng *rng, uint64_t id)
 		struct larder__entry *e = key_entry[2 * id + next_state - 1];
 		CHECK_EQ(larder__table_insert_locked(t, hash, larder__slot_word(hash, e),
 						     LARDER__PROBE_LIMIT),
-			 0); /* Z4 */
+			 0); /* SINDEX-Z4 */
 	} else {
 		larder__atomic_u64 *slot =
 			larder__table_find_locked(t, hash, key_of(id, state - 1), KEY_BYTES);
-		if (!CHECK(slot != NULL)) { /* Z2 */
+		if (!CHECK(slot != NULL)) { /* SINDEX-Z2 */
 			larder__table_unlock(home);
 			return;
 		}
@@ -170,7 +170,7 @@ static void writer_step(struct th_rng *rng, uint64_t id)
 	}
 	larder__table_unlock(home);
 	atomic_store_explicit(&key_state[id], (uint8_t)next_state, memory_order_relaxed); /* ours */
-	/* Z2 through the lock-free lookup, from the root as a reader sees it. */
+	/* SINDEX-Z2 through the lock-free lookup, from the root as a reader sees it. */
 	for (unsigned which = 0; which < 2; which++) {
 		uint64_t w =
 			larder__table_lookup_rcu(load_root(), hash, key_of(id, which), KEY_BYTES);
@@ -234,7 +234,7 @@ static void *reader_main(void *arg)
 		uint64_t word = larder__table_lookup_rcu(load_root(), key_hash[id],
 							 key_of(id, which), KEY_BYTES);
 		struct larder__entry *e = larder__slot_entry(word);
-		switch (id % 4) { /* Z1 */
+		switch (id % 4) { /* SINDEX-Z1 */
 		case 0: /* stable: entry 0 only */
 			CHECK(e == (which == 0 ? key_entry[2 * id] : NULL));
 			break;
@@ -288,7 +288,7 @@ static void count_entry(void *ctx, struct larder__entry *e)
 		w->seen[2 * id + which]++;
 }
 
-/* Z3, with every worker parked. */
+/* SINDEX-Z3, with every worker parked. */
 static void check_round(uint8_t *seen)
 {
 	struct walk_count w = { seen, 0 };
@@ -347,7 +347,7 @@ static void run(unsigned n, struct worker *ws)
 	       grows, shrinks, atomic_load(&writes), atomic_load(&reads));
 	CHECK_GT(grows, 0);
 	CHECK_GT(shrinks, 0);
-	CHECK_EQ(atomic_load(&dropped), 0); /* Z4 */
+	CHECK_EQ(atomic_load(&dropped), 0); /* SINDEX-Z4 */
 	free(seen);
 }
 

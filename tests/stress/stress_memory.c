@@ -16,19 +16,20 @@
  * writers grow it again (TABLE-L3 in index/table.h). Freed slots are poisoned.
  *
  * Invariants asserted:
- *   Y1. every value read is whole and belongs to its key: its key id, its
+ *   SMEMORY-Y1. every value read is whole and belongs to its key: its key id, its
  *       length (a function of its seed) and its payload (a function of the
  *       seed) agree; a poisoned, reused or unmapped slot fails this or
  *       faults;
- *   Y2. no write fails (the write wait is generous);
- *   Y3. once every thread stopped and the maintainer is quiescent, nothing
+ *   SMEMORY-Y2. no write fails (the write wait is generous);
+ *   SMEMORY-Y3. once every thread stopped and the maintainer is quiescent, nothing
  *       is waiting to be unmapped, the memory audit adds up (mapped = class
  *       pages + reserve + large) and the counters agree with a walk (MAINT-M1);
- *   Y4. close returns every mapped byte;
- *   Y5. the index shrinks and grows, and Y6. emptied pages beyond the
- *       reserve go back to the OS: both driven at the end (drive()), so
- *       that the test does not depend on how much the timed phase got done
- *       on a loaded machine (it once saw no page returned under TSan).
+ *   SMEMORY-Y4. close returns every mapped byte;
+ *   SMEMORY-Y5. the index shrinks and grows;
+ *   SMEMORY-Y6. emptied pages beyond the reserve go back to the OS.
+ *       SMEMORY-Y5..Y6 are driven at the end (drive()), so that the test does
+ *       not depend on how much the timed phase got done on a loaded machine
+ *       (it once saw no page returned under TSan).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -75,7 +76,7 @@ static void make_value(uint8_t *v, uint64_t key, uint64_t seed)
 		v[i] = payload_byte(seed, i);
 }
 
-/* Y1: returns 1 when the value is whole and belongs to key. */
+/* SMEMORY-Y1: returns 1 when the value is whole and belongs to key. */
 static int value_ok(const uint8_t *v, size_t len, uint64_t key)
 {
 	uint64_t k, seed;
@@ -106,7 +107,7 @@ static void *writer_main(void *arg)
 		make_value(v, k, seed);
 		int rc = larder_put(w->cache, key, strlen(key), v, value_len(seed),
 				    LARDER_TTL_NEVER);
-		if (!CHECK_RC(rc, LARDER_OK)) /* Y2 */
+		if (!CHECK_RC(rc, LARDER_OK)) /* SMEMORY-Y2 */
 			break;
 		atomic_fetch_add_explicit(&puts_ok, 1, memory_order_relaxed);
 	}
@@ -130,7 +131,7 @@ static void *reader_main(void *arg)
 		int rc = larder_get(w->cache, key, strlen(key), buf, VALUE_MIN + VALUE_SPAN, &len);
 		if (rc == LARDER_MISS)
 			continue;
-		if (!CHECK_RC(rc, LARDER_OK) || !CHECK(value_ok(buf, len, k))) /* Y1 */
+		if (!CHECK_RC(rc, LARDER_OK) || !CHECK(value_ok(buf, len, k))) /* SMEMORY-Y1 */
 			break;
 		atomic_fetch_add_explicit(&reads_hit, 1, memory_order_relaxed);
 	}
@@ -159,7 +160,7 @@ static void administer(larder *cache)
 }
 
 /*
- * Y5, Y6: what the timed phase may or may not have reached on a loaded
+ * SMEMORY-Y5, SMEMORY-Y6: what the timed phase may or may not have reached on a loaded
  * machine (a growth of the index, pages beyond the reserve), driven here,
  * with the other threads stopped: a clear leaves the index sparse, so it
  * shrinks to the lowered floor; 40 MiB of 8 KiB values (64 KiB pages) grow
@@ -193,12 +194,12 @@ static void drive(larder *cache)
 	       th_stat(cache, LARDER_STAT_INDEX_RESIZES) - grown0,
 	       th_stat(cache, LARDER_STAT_INDEX_SHRINKS) - shrunk0);
 	CHECK_GE(th_stat(cache, LARDER_STAT_PAGES_RETURNED) - returned0, 32 * MiB);
-	CHECK_GT(th_stat(cache, LARDER_STAT_INDEX_RESIZES), grown0); /* Y5 */
+	CHECK_GT(th_stat(cache, LARDER_STAT_INDEX_RESIZES), grown0); /* SMEMORY-Y5 */
 	CHECK_GT(th_stat(cache, LARDER_STAT_INDEX_SHRINKS), shrunk0);
 	free(v);
 }
 
-/* Y3 (mapped = class pages + reserve + large, with nothing being unmapped). */
+/* SMEMORY-Y3 (mapped = class pages + reserve + large, with nothing being unmapped). */
 static void check_audit(larder *cache)
 {
 	uint64_t v[LARDER_CLASS_STAT_COUNT], class_bytes = 0;
@@ -266,7 +267,7 @@ int main(int argc, char **argv)
 	drive(cache);
 	check_audit(cache);
 	larder_close(cache);
-	CHECK_EQ(larder__test_mapped_bytes(), mapped0); /* Y4 */
+	CHECK_EQ(larder__test_mapped_bytes(), mapped0); /* SMEMORY-Y4 */
 	larder__test_poison_freed(0);
 	long f = th_failures();
 	printf("%s (%ld failures)\n", f ? "FAIL" : "PASS", f);

@@ -21,15 +21,15 @@
  * two sets of reads.
  *
  * Invariants asserted:
- *   S1. (the pool's bound, POOL-K1 in pool/pool.c) every sample: that lower
+ *   SPOOL-S1. (the pool's bound, POOL-K1 in pool/pool.c) every sample: that lower
  *       bound <= budget + the pool's overshoot bound (budget / 100 + 4 MiB
  *       per cache) + one entry per writer (a writer may undo one
  *       allocation it has not published: larder__test_allocated_bytes);
- *   S2. every value read is whole and belongs to its cache and key;
- *   S3. no write fails (the write wait is generous);
- *   S4. the bound was under test: 4 x the budget written and 4 x moved
+ *   SPOOL-S2. every value read is whole and belongs to its cache and key;
+ *   SPOOL-S3. no write fails (the write wait is generous);
+ *   SPOOL-S4. the bound was under test: 4 x the budget written and 4 x moved
  *       from cache to cache, and some sample saw over half the budget used;
- *   S5. afterwards: capacities sum to at most the budget, each cache's
+ *   SPOOL-S5. afterwards: capacities sum to at most the budget, each cache's
  *       counters agree with a walk of its index (MAINT-M1) and its queues' links;
  *       closing everything returns every mapped byte.
  */
@@ -60,7 +60,7 @@ static larder_pool *pool;
 static larder *caches[MAX_CACHES];
 static _Atomic int stop;
 static _Atomic uint64_t puts_ok, put_bytes, reads_hit, samples;
-static _Atomic int64_t max_low; /* the largest lower bound seen (S1, S4) */
+static _Atomic int64_t max_low; /* the largest lower bound seen (SPOOL-S1, SPOOL-S4) */
 
 struct worker {
 	pthread_t thread;
@@ -82,7 +82,7 @@ static void make_value(uint8_t *v, uint64_t cache, uint64_t key, uint64_t seed)
 		v[i] = (uint8_t)(seed * 31u + i * 7u);
 }
 
-/* S2 */
+/* SPOOL-S2 */
 static int value_ok(const uint8_t *v, size_t len, uint64_t cache, uint64_t key)
 {
 	uint64_t c, k, seed;
@@ -111,7 +111,7 @@ static void *writer_main(void *arg)
 		uint64_t seed = th_rng_next(&rng);
 		make_value(v, c, k, seed);
 		int rc = larder_put(caches[c], &k, sizeof k, v, value_len(seed), LARDER_TTL_NEVER);
-		if (!CHECK_RC(rc, LARDER_OK)) /* S3 */
+		if (!CHECK_RC(rc, LARDER_OK)) /* SPOOL-S3 */
 			break;
 		atomic_fetch_add_explicit(&puts_ok, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&put_bytes, value_len(seed), memory_order_relaxed);
@@ -133,7 +133,7 @@ static void *reader_main(void *arg)
 		int rc = larder_get(caches[c], &k, sizeof k, buf, VALUE_MIN + VALUE_SPAN, &len);
 		if (rc == LARDER_MISS)
 			continue;
-		if (!CHECK_RC(rc, LARDER_OK) || !CHECK(value_ok(buf, len, c, k))) /* S2 */
+		if (!CHECK_RC(rc, LARDER_OK) || !CHECK(value_ok(buf, len, c, k))) /* SPOOL-S2 */
 			break;
 		atomic_fetch_add_explicit(&reads_hit, 1, memory_order_relaxed);
 	}
@@ -141,7 +141,7 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
-/* S1: the lower bound of the summed used bytes, sampled without pause. */
+/* SPOOL-S1: the lower bound of the summed used bytes, sampled without pause. */
 static void *sampler_main(void *arg)
 {
 	(void)arg;
@@ -186,7 +186,7 @@ static void favour(unsigned round)
 
 static uint64_t pool_stat(enum larder_pool_stat s);
 
-/* S4's work done: written and moved 4 x the budget each. */
+/* SPOOL-S4's work done: written and moved 4 x the budget each. */
 static int enough_work(void)
 {
 	return atomic_load(&put_bytes) > 4 * BUDGET &&
@@ -279,10 +279,10 @@ int main(int argc, char **argv)
 	       pool_stat(LARDER_POOL_MOVES), atomic_load(&samples),
 	       (double)atomic_load(&max_low) / (double)MiB,
 	       (double)(BUDGET + pool_stat(LARDER_POOL_OVERSHOOT_BOUND)) / (double)MiB);
-	CHECK(enough_work());                                   /* S4 */
+	CHECK(enough_work()); /* SPOOL-S4 */
 	CHECK_GT(atomic_load(&samples), 100);
 	CHECK_GT(atomic_load(&max_low), (int64_t)(BUDGET / 2));
-	CHECK_LE(pool_stat(LARDER_POOL_ASSIGNED_BYTES), BUDGET); /* S5 */
+	CHECK_LE(pool_stat(LARDER_POOL_ASSIGNED_BYTES), BUDGET); /* SPOOL-S5 */
 	for (unsigned i = 0; i < opt.caches; i++)
 		th_check_accounting(caches[i], 30000, NULL, NULL);
 	for (unsigned i = 0; i < opt.caches; i++)

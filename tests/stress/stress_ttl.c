@@ -8,8 +8,8 @@
  * ASan). The seed is printed; thread schedules make runs differ anyway.
  * --after-access 1 runs the cache with LARDER_EXPIRE_AFTER_ACCESS and a
  * default TTL of 100 ms: reads extend deadlines (readers' CASes racing
- * with touches and with each other), so X2 is not checked then; X1, X3
- * and X4 are.
+ * with touches and with each other), so STTL-X2 is not checked then; STTL-X1, STTL-X3
+ * and STTL-X4 are.
  *
  * The injected clock is a global millisecond counter that writers advance as
  * they go. A thread may "freeze" its own view of it for one call (a
@@ -24,14 +24,14 @@
  * embedded deadline is an upper bound of its entry's deadline.
  *
  * Invariants asserted:
- *   X1. every value read is whole and belongs to its key (key id, version,
+ *   STTL-X1. every value read is whole and belongs to its key (key id, version,
  *       deadline, checksum and payload; freed memory is poisoned and fails);
- *   X2. no read returns a value at or after its deadline: the reader's
+ *   STTL-X2. no read returns a value at or after its deadline: the reader's
  *       frozen clock < the value's deadline (for non-extended keys);
- *   X3. the listener sees whole values (a value's deadline is only an upper
+ *   STTL-X3. the listener sees whole values (a value's deadline is only an upper
  *       bound once a touch shortened it, so EXPIRED times are checked by
  *       tests/unit/test_ttl.c, not here);
- *   X4. once every thread stopped and the clock is moved past every
+ *   STTL-X4. once every thread stopped and the clock is moved past every
  *       deadline, the maintainer expires everything: no entries remain, and
  *       puts == explicit + replaced + expired + evicted removals (each entry
  *       left exactly once, MAINT-M3); counters agree with a walk (MAINT-M1).
@@ -116,7 +116,7 @@ static size_t value_make(struct value *v, uint32_t key, uint64_t version, uint64
 	return offsetof(struct value, payload) + v->len;
 }
 
-/* X1; returns 0 when the value is not whole. */
+/* STTL-X1; returns 0 when the value is not whole. */
 static int value_ok(const char *what, uint32_t key, const void *p, size_t n)
 {
 	struct value v;
@@ -266,7 +266,7 @@ static void *reader_main(void *arg)
 		struct value v;
 		memcpy(&v, buf, n);
 		atomic_fetch_add_explicit(&reads_checked, 1, memory_order_relaxed);
-		if (now >= v.deadline) /* X2 */
+		if (now >= v.deadline) /* STTL-X2 */
 			XFAIL("get key %u at %" PRIu64 " returned a value whose deadline is %" PRIu64,
 			      key, now, v.deadline);
 	}
@@ -330,7 +330,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < opt.writers + opt.readers; i++)
 		pthread_join(ws[i].thread, NULL);
 
-	/* X4: past every deadline, the wheel empties the cache by itself. */
+	/* STTL-X4: past every deadline, the wheel empties the cache by itself. */
 	CHECK_EQ(larder__test_quiesce(cache, 30000), 0);
 	atomic_fetch_add(&global_now, 4 * MAX_TTL); /* > 2 MAX_TTL and > 100 ms after the last read */
 	CHECK_EQ(larder__test_quiesce(cache, 30000), 0);

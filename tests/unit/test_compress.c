@@ -1,14 +1,15 @@
 /*
- * tests/unit/test_compress.c - LZ4 value compression (larder_config_set_compression).
+ * tests/unit/test_compress.c - value compression (larder_config_set_compression)
+ * and its dictionary (larder_config_set_compression_dictionary).
  *
- * Invariants checked (core/compress.h C1-C3, larder.h):
+ * Invariants checked (core/compress.h COMPRESS-C1..C3, larder.h):
  *   - the setter's ranges and errors;
  *   - round trips at every size boundary (0, 1, min - 1, min, min + 1, the
  *     64 KiB and scratch-buffer boundaries, max_value_bytes) through every
  *     read: larder_get (its LARDER_EBUFSIZE and *value_len with the original
  *     length), larder_get_with, larder_get_batch, larder_iter_next; values
  *     at or over the minimum that compress are stored compressed (the
- *     entry's charge is below the raw charge), those under it raw (C1);
+ *     entry's charge is below the raw charge), those under it raw (COMPRESS-C1);
  *   - incompressible bytes are stored raw, byte for byte, and read back;
  *   - the conditional writes compare against the original bytes, touch's
  *     relocation keeps a value compressed, a listener gets original bytes;
@@ -21,8 +22,20 @@
  *   - a snapshot of a compressing cache loads into compressing and plain
  *     caches alike;
  *   - readers (get, get_with, get_batch, cursors, compare-and-set) racing
- *     with writers of compressed values see only whole, correct values (run
- *     under ThreadSanitizer and ASan/UBSan too).
+ *     with writers of compressed values see only whole, correct values,
+ *     while the cache trains and publishes its dictionary under them (run
+ *     under ThreadSanitizer and ASan/UBSan too: core/dict.h DICT-D1..D3);
+ *   - the dictionary (core/dict.h): the setter's modes and errors; a trained
+ *     one appears (LARDER_STAT_DICT_BYTES) after enough compressible writes,
+ *     never after incompressible ones, never with LARDER_DICTIONARY_NONE; a given one from the start;
+ *     with it every size boundary round-trips through every read, short
+ *     values are stored smaller than LZ4 alone stores them, values written
+ *     before it still read back, incompressible values stay raw and do not
+ *     stop the next value from compressing; a failed allocation of a
+ *     thread's zstd context makes larder_get return LARDER_ENOMEM, then
+ *     work; snapshots of dictionary-compressed values load into plain, LZ4
+ *     and dictionary caches alike; several writers filling the sample at
+ *     once while a reader checks values (DICT-D2, DICT-D3).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -65,18 +78,29 @@ static void random_fill(unsigned char *buf, size_t len, uint64_t seed)
 		buf[i] = (unsigned char)th_rng_next(&r);
 }
 
-static larder *open_compressing(uint64_t capacity, size_t min_bytes)
+/* A cache compressing values of min_bytes or more (0: plain) with the
+ * dictionary mode given (dict, len for LARDER_DICTIONARY_GIVEN). */
+static larder *open_dict(uint64_t capacity, size_t min_bytes, enum larder_dictionary mode,
+			 const void *dict, size_t len)
 {
 	larder_config *config = th_config(capacity);
 	if (!config)
 		return NULL;
 	if (!CHECK_RC(larder_config_set_max_value_bytes(config, MAX_VALUE), LARDER_OK) ||
 	    (min_bytes && !CHECK_RC(larder_config_set_compression(config, min_bytes, SAVING_PCT),
-				    LARDER_OK))) {
+				    LARDER_OK)) ||
+	    !CHECK_RC(larder_config_set_compression_dictionary(config, mode, dict, len),
+		      LARDER_OK)) {
 		larder_config_destroy(config);
 		return NULL;
 	}
 	return th_open(config);
+}
+
+/* The default mode: the cache trains its dictionary. */
+static larder *open_compressing(uint64_t capacity, size_t min_bytes)
+{
+	return open_dict(capacity, min_bytes, LARDER_DICTIONARY_TRAIN, NULL, 0);
 }
 
 /* What an entry of key_len and value_len bytes charges stored raw. */
@@ -141,7 +165,7 @@ static void batch_check(void *ctx, size_t index, const void *value, size_t value
 	read_check(ctx, value, value_len);
 }
 
-/* Every read of key returns want (len bytes). */
+/* Every read of key (larder_peek's too) returns want (len bytes). */
 static void check_reads(larder *c, const char *key, const unsigned char *want, size_t len)
 {
 	size_t klen = strlen(key), got_len = 0;
@@ -155,6 +179,14 @@ static void check_reads(larder *c, const char *key, const unsigned char *want, s
 		CHECK_RC(larder_get(c, key, klen, buf, len - 1, &got_len), LARDER_EBUFSIZE);
 		CHECK_EQ(got_len, len); /* the original length, not the stored one */
 		CHECK_RC(larder_get(c, key, klen, NULL, 0, &got_len), LARDER_EBUFSIZE);
+		CHECK_EQ(got_len, len);
+	}
+	memset(buf, 0, len + 1);
+	CHECK_RC(larder_peek(c, key, klen, buf, len, &got_len), LARDER_OK);
+	CHECK_EQ(got_len, len);
+	CHECK(len == 0 || memcmp(buf, want, len) == 0);
+	if (len) {
+		CHECK_RC(larder_peek(c, key, klen, buf, len - 1, &got_len), LARDER_EBUFSIZE);
 		CHECK_EQ(got_len, len);
 	}
 	struct seen s = { want, len, 0, 0 };
@@ -204,7 +236,7 @@ static void test_compress_round_trips(void)
 		CHECK(f.ok);
 		uint64_t raw = raw_charge(strlen(key), len);
 		if (len >= MIN_BYTES) {
-			CHECK_LT(f.charge, raw); /* C1: stored compressed */
+			CHECK_LT(f.charge, raw); /* COMPRESS-C1: stored compressed */
 		} else {
 			CHECK_EQ(f.charge, raw); /* under the minimum: raw */
 		}
@@ -232,7 +264,7 @@ static void test_compress_incompressible_raw(void)
 		check_reads(c, key, v, len);
 		struct found f = iter_lookup(c, key, strlen(key), v, len);
 		CHECK(f.ok);
-		CHECK_EQ(f.charge, raw_charge(strlen(key), len)); /* C1: raw */
+		CHECK_EQ(f.charge, raw_charge(strlen(key), len)); /* COMPRESS-C1: raw */
 	}
 	/* A value that compresses, but by less than the minimum saving, is raw:
 	 * a random half and a zero half saves ~50%, so demand 60%. */
@@ -518,7 +550,7 @@ static void test_compress_snapshot(void)
 
 /*
  * A snapshot whose plain values exceed a small compressing cache, though
- * they fit in it compressed: the load takes every entry (L3 counts the
+ * they fit in it compressed: the load takes every entry (SNAP-L3 counts the
  * charge as stored), and the memory bound holds.
  */
 static void test_compress_snapshot_into_smaller(void)
@@ -729,6 +761,384 @@ static void test_compress_readers_race_writers(void)
 	CHECK_EQ(atomic_load(&r.bad), 0);
 	CHECK_GE(atomic_load(&r.reads), 2 * RACE_KEYS);
 	CHECK(th_check_accounting(r.c, 30000, NULL, NULL));
+	/* The dictionary was trained and published while the readers ran. */
+	CHECK_GT(th_stat(r.c, LARDER_STAT_DICT_BYTES), 0);
+	larder_close(r.c);
+}
+
+
+/* ---- the dictionary ------------------------------------------------------ */
+
+static void test_dict_args(void)
+{
+	larder_config *config = NULL;
+	REQUIRE_RC(larder_config_create(&config), LARDER_OK);
+	char d[64] = "{\"id\":1,\"name\":\"x\"}";
+	CHECK_RC(larder_config_set_compression_dictionary(NULL, LARDER_DICTIONARY_TRAIN, NULL, 0),
+		 LARDER_EINVAL);
+	CHECK_RC(larder_config_set_compression_dictionary(config, (enum larder_dictionary)7, NULL,
+							   0),
+		 LARDER_EINVAL);
+	CHECK_RC(larder_config_set_compression_dictionary(config, LARDER_DICTIONARY_TRAIN, d, 0),
+		 LARDER_EINVAL);
+	CHECK_RC(larder_config_set_compression_dictionary(config, LARDER_DICTIONARY_NONE, NULL, 8),
+		 LARDER_EINVAL);
+	CHECK_RC(larder_config_set_compression_dictionary(config, LARDER_DICTIONARY_GIVEN, NULL, 8),
+		 LARDER_EINVAL);
+	CHECK_RC(larder_config_set_compression_dictionary(config, LARDER_DICTIONARY_GIVEN, d, 0),
+		 LARDER_EINVAL);
+	CHECK_RC(larder_config_set_compression_dictionary(config, LARDER_DICTIONARY_GIVEN, d,
+							   LARDER_DICTIONARY_MAX_BYTES + 1),
+		 LARDER_EINVAL);
+	CHECK_RC(larder_config_set_compression_dictionary(config, LARDER_DICTIONARY_GIVEN, d,
+							   sizeof(d)),
+		 LARDER_OK);
+	/* A second call replaces the first (and frees its copy: ASan). */
+	CHECK_RC(larder_config_set_compression_dictionary(config, LARDER_DICTIONARY_GIVEN, d, 20),
+		 LARDER_OK);
+	CHECK_RC(larder_config_set_compression_dictionary(config, LARDER_DICTIONARY_NONE, NULL, 0),
+		 LARDER_OK);
+	CHECK_RC(larder_config_set_compression_dictionary(config, LARDER_DICTIONARY_GIVEN, d, 20),
+		 LARDER_OK);
+	larder_config_destroy(config); /* with a copy held: freed */
+}
+
+/* Writes 500-byte JSON values under "warm-N" until the cache has its
+ * dictionary (polling, 60 s at most). Returns the values written. */
+static int warm_until_dict(larder *c)
+{
+	unsigned char v[500];
+	uint64_t deadline = th_now_ms() + 60000;
+	int n = 0;
+	while (!th_stat(c, LARDER_STAT_DICT_BYTES)) {
+		if (th_now_ms() > deadline) {
+			th_fail(__FILE__, __LINE__, "no dictionary within 60 s");
+			return n;
+		}
+		for (int i = 0; i < 64; i++, n++) {
+			char key[32];
+			size_t klen = (size_t)snprintf(key, sizeof(key), "warm-%d", n);
+			json_fill(v, sizeof(v), (uint64_t)n * 7919);
+			CHECK_RC(larder_put(c, key, klen, v, sizeof(v), LARDER_TTL_NEVER), LARDER_OK);
+		}
+		larder__test_quiesce(c, 10000); /* a pass that trains once the sample is full */
+	}
+	return n;
+}
+
+/* Every "warm-N" value of warm_until_dict reads back (LZ4 ones from before
+ * the dictionary, zstd ones after). */
+static void check_warm(larder *c, int n)
+{
+	unsigned char v[500];
+	for (int i = 0; i < n; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "warm-%d", i);
+		json_fill(v, sizeof(v), (uint64_t)i * 7919);
+		check_reads(c, key, v, sizeof(v));
+	}
+}
+
+/* The charge of a key's entry (by a cursor walk). */
+static uint64_t charge_of(larder *c, const char *key, const unsigned char *v, size_t len)
+{
+	struct found f = iter_lookup(c, key, strlen(key), v, len);
+	CHECK_EQ(f.seen, 1);
+	CHECK(f.ok);
+	return f.charge;
+}
+
+static void test_dict_trained_round_trips(void)
+{
+	larder *c = open_compressing(256 * MiB, MIN_BYTES);
+	larder *lz4 = open_dict(256 * MiB, MIN_BYTES, LARDER_DICTIONARY_NONE, NULL, 0);
+	REQUIRE(c && lz4);
+	CHECK_EQ(th_stat(c, LARDER_STAT_DICT_BYTES), 0);
+	int warm = warm_until_dict(c);
+	CHECK_GT(th_stat(c, LARDER_STAT_DICT_BYTES), 0);
+	static const size_t sizes[] = {
+		0, 1, MIN_BYTES - 1, MIN_BYTES, MIN_BYTES + 1, 500, 4 * KiB, 64 * KiB - 1,
+		64 * KiB, 64 * KiB + 1, MiB - 1, MiB, MiB + 1, MAX_VALUE - 1, MAX_VALUE,
+	};
+	unsigned char *v = malloc(MAX_VALUE);
+	REQUIRE(v);
+	for (size_t i = 0; i < TH_COUNT(sizes); i++) {
+		size_t len = sizes[i];
+		char key[32];
+		snprintf(key, sizeof(key), "dict-%zu", len);
+		json_fill(v, len, len + 1);
+		REQUIRE_RC(larder_put(c, key, strlen(key), v, len, LARDER_TTL_NEVER), LARDER_OK);
+		check_reads(c, key, v, len);
+		uint64_t raw = raw_charge(strlen(key), len), got = charge_of(c, key, v, len);
+		if (len >= MIN_BYTES) {
+			CHECK_LT(got, raw); /* COMPRESS-C1: stored compressed */
+		} else {
+			CHECK_EQ(got, raw);
+		}
+	}
+	/* Short values: smaller against the dictionary than LZ4 alone makes them. */
+	uint64_t with_dict = 0, alone = 0;
+	for (int i = 0; i < 64; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "short-%d", i);
+		json_fill(v, 300, (uint64_t)i + 1000000);
+		REQUIRE_RC(larder_put(c, key, strlen(key), v, 300, LARDER_TTL_NEVER), LARDER_OK);
+		REQUIRE_RC(larder_put(lz4, key, strlen(key), v, 300, LARDER_TTL_NEVER), LARDER_OK);
+		with_dict += charge_of(c, key, v, 300);
+		alone += charge_of(lz4, key, v, 300);
+	}
+	CHECK_LT(with_dict, alone);
+	/* Incompressible values stay raw, and the next value still compresses
+	 * (a failed zstd frame must not leave the thread's context stuck). */
+	for (int round = 0; round < 3; round++) {
+		random_fill(v, 4096, (uint64_t)round);
+		REQUIRE_RC(larder_put(c, "rand", 4, v, 4096, LARDER_TTL_NEVER), LARDER_OK);
+		CHECK_EQ(charge_of(c, "rand", v, 4096), raw_charge(4, 4096));
+		check_reads(c, "rand", v, 4096);
+		json_fill(v, 4096, (uint64_t)round);
+		REQUIRE_RC(larder_put(c, "after", 5, v, 4096, LARDER_TTL_NEVER), LARDER_OK);
+		CHECK_LT(charge_of(c, "after", v, 4096), raw_charge(5, 4096));
+		check_reads(c, "after", v, 4096);
+	}
+	check_warm(c, warm); /* the values from before the dictionary */
+	free(v);
+	CHECK(th_check_accounting(c, 30000, NULL, NULL));
+	larder_close(c);
+	larder_close(lz4);
+}
+
+static void test_dict_given_and_none(void)
+{
+	/* Raw content is a dictionary too: what the values share. */
+	static const char given[] = "{\"id\":0,\"name\":\"user-0\",\"email\":\"\",\"score\":0,"
+				    "\"tags\":[],\"active\":true},{\"id\":\"name\":\"user-\","
+				    "\"email\":\"score\":\"tags\":\"active\":false}";
+	larder *c = open_dict(64 * MiB, MIN_BYTES, LARDER_DICTIONARY_GIVEN, given, sizeof(given));
+	larder *none = open_dict(64 * MiB, MIN_BYTES, LARDER_DICTIONARY_NONE, NULL, 0);
+	larder *plain = open_dict(64 * MiB, 0, LARDER_DICTIONARY_GIVEN, given, sizeof(given));
+	REQUIRE(c && none && plain);
+	CHECK_GT(th_stat(c, LARDER_STAT_DICT_BYTES), sizeof(given)); /* from the start */
+	CHECK_EQ(th_stat(plain, LARDER_STAT_DICT_BYTES), 0);         /* no compression, no use */
+	unsigned char v[2048];
+	for (int i = 0; i < 2000; i++) { /* far more than a sample */
+		char key[32];
+		size_t klen = (size_t)snprintf(key, sizeof(key), "g%d", i);
+		size_t len = MIN_BYTES + (size_t)(th_mix64((uint64_t)i) % (sizeof(v) - MIN_BYTES));
+		json_fill(v, len, (uint64_t)i);
+		REQUIRE_RC(larder_put(c, key, klen, v, len, LARDER_TTL_NEVER), LARDER_OK);
+		REQUIRE_RC(larder_put(none, key, klen, v, len, LARDER_TTL_NEVER), LARDER_OK);
+		REQUIRE_RC(larder_put(plain, key, klen, v, len, LARDER_TTL_NEVER), LARDER_OK);
+	}
+	for (int i = 0; i < 2000; i += 7) {
+		char key[32];
+		snprintf(key, sizeof(key), "g%d", i);
+		size_t len = MIN_BYTES + (size_t)(th_mix64((uint64_t)i) % (sizeof(v) - MIN_BYTES));
+		json_fill(v, len, (uint64_t)i);
+		check_reads(c, key, v, len);
+		check_reads(none, key, v, len);
+		check_reads(plain, key, v, len);
+	}
+	CHECK(th_check_accounting(none, 30000, NULL, NULL));
+	CHECK_EQ(th_stat(none, LARDER_STAT_DICT_BYTES), 0); /* never trains */
+	/* Incompressible values are not sampled: four samples' worth of them
+	 * trains nothing. */
+	larder *noise = open_compressing(64 * MiB, MIN_BYTES);
+	REQUIRE(noise);
+	for (int i = 0; i < 2048; i++) {
+		char key[32];
+		size_t klen = (size_t)snprintf(key, sizeof(key), "n%d", i);
+		random_fill(v, 512, (uint64_t)i);
+		REQUIRE_RC(larder_put(noise, key, klen, v, 512, LARDER_TTL_NEVER), LARDER_OK);
+	}
+	CHECK(th_check_accounting(noise, 30000, NULL, NULL));
+	CHECK_EQ(th_stat(noise, LARDER_STAT_DICT_BYTES), 0);
+	larder_close(noise);
+	CHECK(th_check_accounting(c, 30000, NULL, NULL));
+	larder_close(c);
+	larder_close(none);
+	larder_close(plain);
+}
+
+struct dctx_fault {
+	larder *c;
+	const unsigned char *want;
+	size_t len;
+};
+
+/* On a fresh thread, whose zstd decompression context does not exist yet. */
+static void *dctx_fault_thread(void *p)
+{
+	struct dctx_fault *f = p;
+	unsigned char got[500];
+	size_t got_len = 0;
+	/* The thread's state and handle first, through a read that needs no codec. */
+	CHECK_RC(larder_get(f->c, "absent", 6, got, sizeof(got), &got_len), LARDER_MISS);
+	int rc = LARDER_OK;
+	UNTIL_FAULT(larder_get(f->c, "zstd", 4, got, sizeof(got), &got_len), rc);
+	CHECK_RC(rc, LARDER_ENOMEM);
+	CHECK_RC(larder_get(f->c, "zstd", 4, got, sizeof(got), &got_len), LARDER_OK);
+	CHECK_EQ(got_len, f->len);
+	CHECK(memcmp(got, f->want, f->len) == 0);
+	return NULL;
+}
+
+static void test_dict_enomem(void)
+{
+	larder *c = open_compressing(64 * MiB, MIN_BYTES);
+	REQUIRE(c);
+	warm_until_dict(c);
+	unsigned char v[500];
+	json_fill(v, sizeof(v), 42);
+	REQUIRE_RC(larder_put(c, "zstd", 4, v, sizeof(v), LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_LT(charge_of(c, "zstd", v, sizeof(v)), raw_charge(4, sizeof(v)));
+	REQUIRE_RC(larder__test_quiesce(c, 10000), 0); /* an idle maintainer allocates nothing */
+	struct dctx_fault f = { c, v, sizeof(v) };
+	CHECK_EQ(th_run_threads(1, dctx_fault_thread, &f, sizeof(f)), 0);
+	/* A given dictionary whose preparation finds no memory: open fails cleanly. */
+	static const char given[] = "{\"id\":0,\"name\":\"user-0\"}";
+	larder_config *config = th_config(64 * MiB);
+	REQUIRE(config);
+	REQUIRE_RC(larder_config_set_compression(config, MIN_BYTES, SAVING_PCT), LARDER_OK);
+	REQUIRE_RC(larder_config_set_compression_dictionary(config, LARDER_DICTIONARY_GIVEN, given,
+							     sizeof(given)),
+		   LARDER_OK);
+	int failed = 0;
+	for (long n = 0; n < 64; n++) { /* every allocation of open in turn */
+		larder *d = NULL;
+		larder__test_fail_alloc_after(n);
+		int rc = larder_open(&d, config);
+		larder__test_fail_alloc_after(-1);
+		if (rc == LARDER_OK) {
+			CHECK_GT(th_stat(d, LARDER_STAT_DICT_BYTES), 0);
+			larder_close(d);
+			break;
+		}
+		CHECK_RC(rc, LARDER_ENOMEM);
+		CHECK(d == NULL);
+		failed++;
+	}
+	CHECK_GT(failed, 0);
+	larder_config_destroy(config);
+	larder_close(c);
+}
+
+static void test_dict_snapshot(void)
+{
+	char path[] = "/tmp/larder-dict-XXXXXX";
+	int fd = mkstemp(path);
+	REQUIRE(fd >= 0);
+	close(fd);
+	larder *c = open_compressing(64 * MiB, MIN_BYTES);
+	REQUIRE(c);
+	int warm = warm_until_dict(c);
+	unsigned char v[4096];
+	const int n = 300;
+	for (int i = 0; i < n; i++) {
+		char key[32];
+		size_t klen = (size_t)snprintf(key, sizeof(key), "s%d", i);
+		size_t len = (size_t)(th_mix64((uint64_t)i) % sizeof(v));
+		json_fill(v, len, (uint64_t)i);
+		REQUIRE_RC(larder_put(c, key, klen, v, len, LARDER_TTL_NEVER), LARDER_OK);
+	}
+	REQUIRE_RC(larder_save(c, path), LARDER_OK);
+	larder_close(c);
+	static const enum larder_dictionary modes[] = { LARDER_DICTIONARY_TRAIN,
+							LARDER_DICTIONARY_NONE };
+	for (int kind = 0; kind < 3; kind++) { /* plain, training, LZ4 alone */
+		larder *d = open_dict(64 * MiB, kind ? MIN_BYTES : 0, modes[kind == 2], NULL, 0);
+		REQUIRE(d);
+		CHECK_RC(larder_load(d, path), LARDER_OK);
+		for (int i = 0; i < n; i++) {
+			char key[32];
+			snprintf(key, sizeof(key), "s%d", i);
+			size_t len = (size_t)(th_mix64((uint64_t)i) % sizeof(v));
+			json_fill(v, len, (uint64_t)i);
+			check_reads(d, key, v, len);
+		}
+		check_warm(d, warm);
+		CHECK(th_check_accounting(d, 30000, NULL, NULL));
+		larder_close(d);
+	}
+	unlink(path);
+}
+
+/*
+ * Several writers fill the sample at once (DICT-D3: concurrent reservations,
+ * the maintainer closing it while copies are in flight), each writing its
+ * own keys, while a reader checks every value it finds (DICT-D2: a zstd
+ * entry always finds the dictionary). Afterwards the dictionary is there and
+ * every key holds its writer's last value. Run under ThreadSanitizer and
+ * ASan/UBSan too.
+ */
+#define SAMPLERS 4
+#define SAMPLER_KEYS 200
+
+struct sampler_arg {
+	struct race *r;
+	_Atomic int *writers_done;
+	int id;
+};
+
+static void *sampler_thread(void *p)
+{
+	struct sampler_arg *a = p;
+	unsigned char buf[4096];
+	if (a->id == SAMPLERS) { /* the reader */
+		uint64_t i = 0;
+		while (!atomic_load(&a->r->stop)) {
+			char key[16];
+			uint64_t k = th_mix64(i++) % (SAMPLERS * SAMPLER_KEYS);
+			size_t klen = (size_t)snprintf(key, sizeof(key), "r%llu", (unsigned long long)k);
+			int rc = larder_get_with(a->r->c, key, klen, race_check, a->r);
+			CHECK(rc == LARDER_OK || rc == LARDER_MISS);
+		}
+		return NULL;
+	}
+	unsigned rounds = TH_TSAN ? 3u : 10u;
+	for (unsigned ver = 0; ver < rounds; ver++) {
+		for (uint64_t j = 0; j < SAMPLER_KEYS; j++) {
+			uint64_t k = (uint64_t)a->id * SAMPLER_KEYS + j;
+			char key[16];
+			size_t klen = (size_t)snprintf(key, sizeof(key), "r%llu", (unsigned long long)k);
+			size_t len = race_value(buf, k, ver);
+			CHECK_RC(larder_put(a->r->c, key, klen, buf, len, LARDER_TTL_NEVER), LARDER_OK);
+		}
+	}
+	return NULL;
+}
+
+static void *sampler_main(void *p)
+{
+	struct sampler_arg *a = p;
+	if (a->id == SAMPLERS)
+		return sampler_thread(p);
+	sampler_thread(p);
+	/* The last writer to finish stops the reader. */
+	if (atomic_fetch_add(a->writers_done, 1) == SAMPLERS - 1)
+		atomic_store(&a->r->stop, 1);
+	return NULL;
+}
+
+static void test_dict_concurrent_sample(void)
+{
+	struct race r = { .c = open_compressing(64 * MiB, MIN_BYTES) };
+	REQUIRE(r.c);
+	_Atomic int writers_done = 0;
+	struct sampler_arg args[SAMPLERS + 1];
+	for (int i = 0; i <= SAMPLERS; i++)
+		args[i] = (struct sampler_arg){ &r, &writers_done, i };
+	CHECK_EQ(th_run_threads(SAMPLERS + 1, sampler_main, args, sizeof(args[0])), 0);
+	CHECK_EQ(atomic_load(&r.bad), 0);
+	CHECK(th_check_accounting(r.c, 30000, NULL, NULL));
+	CHECK_GT(th_stat(r.c, LARDER_STAT_DICT_BYTES), 0);
+	unsigned last = (TH_TSAN ? 3u : 10u) - 1;
+	unsigned char want[4096];
+	for (uint64_t k = 0; k < SAMPLERS * SAMPLER_KEYS; k++) {
+		char key[16];
+		snprintf(key, sizeof(key), "r%llu", (unsigned long long)k);
+		size_t len = race_value(want, k, last);
+		check_reads(r.c, key, want, len);
+	}
 	larder_close(r.c);
 }
 
@@ -745,6 +1155,12 @@ int main(int argc, char **argv)
 		TH_TEST(test_compress_snapshot),
 		TH_TEST(test_compress_snapshot_into_smaller),
 		TH_TEST(test_compress_readers_race_writers),
+		TH_TEST(test_dict_args),
+		TH_TEST(test_dict_trained_round_trips),
+		TH_TEST(test_dict_given_and_none),
+		TH_TEST(test_dict_enomem),
+		TH_TEST(test_dict_snapshot),
+		TH_TEST(test_dict_concurrent_sample),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }

@@ -6,16 +6,16 @@
  * that key thousands of times and churn other keys. Freed memory is poisoned
  * (larder__test_poison_freed), so a premature free shows up as 0xdb bytes.
  * Invariants checked (docs/architecture.md invariants 1 and 3, larder.h):
- *   G1. the parked reader's bytes stay equal to the value it found, however
+ *   TGRACE-G1. the parked reader's bytes stay equal to the value it found, however
  *       many times the key is overwritten or removed meanwhile;
- *   G2. quiesce cannot complete while the reader is parked (retired memory
+ *   TGRACE-G2. quiesce cannot complete while the reader is parked (retired memory
  *       waits for it), and does complete after it leaves, with the memory
  *       freed: used bytes equal the walk again;
- *   G3. a write inside a callback never waits for memory: with nothing
+ *   TGRACE-G3. a write inside a callback never waits for memory: with nothing
  *       freeable it fails with LARDER_EBUSY promptly instead of waiting out the
  *       configured write wait, and the cache works normally afterwards.
- *   G4. read sections nest: a read made inside a callback (its own section
- *       entered and left) does not end the enclosing section, so G1 and G2
+ *   TGRACE-G4. read sections nest: a read made inside a callback (its own section
+ *       entered and left) does not end the enclosing section, so TGRACE-G1 and TGRACE-G2
  *       hold for a reader that parks after nested reads; and at the level of
  *       sync/reclaim.h, a grace period that starts inside a nested section
  *       completes only after the outermost exit.
@@ -69,7 +69,7 @@ static void park_fn(void *ctx, const void *value, size_t value_len)
 	struct park *p = ctx;
 
 	if (p->mode == PARK_AFTER_NESTED) {
-		/* G4: each of these enters and leaves a section of its own. */
+		/* TGRACE-G4: each of these enters and leaves a section of its own. */
 		unsigned char buf[16];
 		size_t len;
 		CHECK_RC(larder_get(p->cache, "other", 5, buf, sizeof(buf), &len), LARDER_OK);
@@ -179,7 +179,7 @@ static void run_parked(enum park_mode mode)
 		w[i] = (struct writer){p.cache, i, TH_TSAN ? 600 : 2000, 0};
 	th_run_threads(WRITERS, writer_thread, w, sizeof(w[0]));
 
-	/* G1, seen from outside while the reader is still parked */
+	/* TGRACE-G1, seen from outside while the reader is still parked */
 	CHECK(p.ptr != NULL && p.len == VLEN);
 	if (p.ptr != NULL && p.len == VLEN)
 		CHECK_MEM(p.ptr, original, VLEN);
@@ -188,7 +188,7 @@ static void run_parked(enum park_mode mode)
 	CHECK(rc == LARDER_OK || rc == LARDER_MISS);
 	if (rc == LARDER_OK)
 		CHECK(len != VLEN || memcmp(buf, original, VLEN) != 0);
-	/* G2: the retired entries wait for the parked reader */
+	/* TGRACE-G2: the retired entries wait for the parked reader */
 	CHECK_EQ(larder__test_quiesce(p.cache, 300), -1);
 	used_parked = th_stat(p.cache, LARDER_STAT_USED_BYTES);
 
@@ -200,7 +200,7 @@ static void run_parked(enum park_mode mode)
 	CHECK(p.intact_on_entry);
 	CHECK(p.intact_on_exit);
 
-	/* G2: after the reader left, everything retired is freed */
+	/* TGRACE-G2: after the reader left, everything retired is freed */
 	th_check_accounting(p.cache, 60000, NULL, &bytes_after);
 	CHECK_LT(bytes_after, used_parked);
 out:
@@ -226,7 +226,7 @@ static void test_parked_after_nested_reads(void)
 }
 
 /*
- * G4 on the reader slot itself, one thread: a grace period started inside a
+ * TGRACE-G4 on the reader slot itself, one thread: a grace period started inside a
  * nested section (and one started after the nested exit) stays open until the
  * outermost exit. No other reader is inside a section here (the earlier
  * tests' threads have left theirs), so every poll's answer is this thread's.
@@ -296,7 +296,7 @@ static void write_inside_fn(void *ctx, const void *value, size_t value_len)
 	}
 }
 
-/* G3: a write in a callback fails with EBUSY instead of waiting for room. */
+/* TGRACE-G3: a write in a callback fails with EBUSY instead of waiting for room. */
 static void test_write_inside_callback(void)
 {
 	larder_config *config = th_config(64 * KiB);
@@ -361,7 +361,7 @@ static void write_roomy_fn(void *ctx, const void *value, size_t value_len)
 }
 
 /*
- * G3's other half: a write inside a callback fails only where it would wait
+ * TGRACE-G3's other half: a write inside a callback fails only where it would wait
  * for memory. 5000 writes of 100 bytes (under 1 MiB) into a 64 MiB cache are
  * nowhere near the bound, so all of them succeed.
  */

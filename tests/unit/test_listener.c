@@ -3,17 +3,17 @@
  *
  * A recording listener keeps (key, value, cause, thread) for every call under
  * a mutex. Invariants checked (larder.h, docs/architecture.md invariant 6):
- *   L1. each cause (EXPLICIT, REPLACED, EXPIRED, EVICTED, CLEARED) is
+ *   TLISTENER-L1. each cause (EXPLICIT, REPLACED, EXPIRED, EVICTED, CLEARED) is
  *       reported for the operation that makes it, with the removed entry's
  *       own key and value;
- *   L2. the listener runs on the maintainer, never on the calling thread;
- *   L3. the removal is visible before the listener hears of it (a read from
+ *   TLISTENER-L2. the listener runs on the maintainer, never on the calling thread;
+ *   TLISTENER-L3. the removal is visible before the listener hears of it (a read from
  *       inside the listener misses an explicitly removed key), and reads from
  *       inside the listener work;
- *   L4. every removal is reported exactly once: the per-cause counts equal
+ *   TLISTENER-L4. every removal is reported exactly once: the per-cause counts equal
  *       the LARDER_STAT_* counters, and no evicted key is reported twice;
- *   L5. close() does not report the entries still present.
- *   L6. a listener that does not return makes waiting writers fail with
+ *   TLISTENER-L5. close() does not report the entries still present.
+ *   TLISTENER-L6. a listener that does not return makes waiting writers fail with
  *       LARDER_EBUSY (busy_events) after a second, and only then.
  */
 #ifndef _GNU_SOURCE
@@ -360,7 +360,7 @@ static void blocking_listener(void *ctx, const void *key, size_t key_len, const 
 }
 
 /*
- * L6: a writer waiting for a maintainer stuck in its removal listener gives
+ * TLISTENER-L6: a writer waiting for a maintainer stuck in its removal listener gives
  * up after a second of it, with LARDER_EBUSY counted as busy_events, and
  * only then (a slow or descheduled maintainer is waited for); the key's
  * old value is intact, and writes go through again once the listener
@@ -429,7 +429,7 @@ static void slow_listener(void *ctx, const void *key, size_t key_len, const void
 }
 
 /*
- * L6's other half (regression, one cause of EBUSY without its documented
+ * TLISTENER-L6's other half (regression, one cause of EBUSY without its documented
  * one): a maintainer that is merely slow is waited for. A clear of 600
  * entries makes a pass of 600 listener calls, about 1.8 s, while this
  * thread writes more than its event ring holds: the writes wait past the

@@ -2,37 +2,37 @@
  * tests/unit/test_memory.c - capacity, eviction, index growth, out of memory.
  *
  * Invariants checked (docs/architecture.md invariants 4 and 5, larder.h):
- *   M1. once the maintainer is idle, used bytes <= capacity, and the counters
+ *   TMEMORY-M1. once the maintainer is idle, used bytes <= capacity, and the counters
  *       (entries, used bytes) equal a full walk of the index;
- *   M2. every distinct key written is either still readable with its own
+ *   TMEMORY-M2. every distinct key written is either still readable with its own
  *       value or was evicted: entries + evictions == keys written;
- *   M3. set_capacity() shrinking evicts down to the new capacity;
- *   M4. the index grows past its hint with no entry lost (resizes counted);
- *   M5. a refused mapping fails the write with LARDER_ENOMEM, leaves the key's
+ *   TMEMORY-M3. set_capacity() shrinking evicts down to the new capacity;
+ *   TMEMORY-M4. the index grows past its hint with no entry lost (resizes counted);
+ *   TMEMORY-M5. a refused mapping fails the write with LARDER_ENOMEM, leaves the key's
  *       previous value and every other entry intact, and the cache works
  *       again once mappings succeed; a failed open leaks nothing;
- *   M6. close() returns every mapped byte.
- *   M7. the memory audit adds up (larder_stats_size_class): each class's used
+ *   TMEMORY-M6. close() returns every mapped byte.
+ *   TMEMORY-M7. the memory audit adds up (larder_stats_size_class): each class's used
  *       slots are the entries of that slot size, used bytes over classes plus
  *       large mappings equal LARDER_STAT_USED_BYTES, and PAGES_MAPPED equals
  *       class pages + reserve + pages being unmapped + large mappings;
- *   M8. clear() gives every page back to the OS but the bounded reserve, and
+ *   TMEMORY-M8. clear() gives every page back to the OS but the bounded reserve, and
  *       the process RSS falls by what was unmapped; shrinking the capacity
  *       gives back the pages its evictions emptied.
- *   M9. the index shrinks when it is sparse (TABLE-L3 in index/table.h): after a
+ *   TMEMORY-M9. the index shrinks when it is sparse (TABLE-L3 in index/table.h): after a
  *       capacity cut to below 1/8 of its slots and after a clear, its bytes
  *       fall, no further than its floor, to a size holding the entries at no
  *       more than half load; every entry left is still found with its value,
  *       and the index grows again as keys come back.
- *   M10. the walk that empties a cleared index (maint/maintainer.c) reports
+ *   TMEMORY-M10. the walk that empties a cleared index (maint/maintainer.c) reports
  *       every entry, large ones included, to the listener exactly once as
  *       CLEARED, in address order (a run per 64 KiB block), or in hash order
  *       when the mappings for its sort fail; either way the accounting, the
  *       audit and the pages given back hold, and a close in the middle of
  *       the walk leaks no mapping.
- *   M11. pages mapped one after another share kernel areas (the count of
+ *   TMEMORY-M11. pages mapped one after another share kernel areas (the count of
  *       mappings stays far below vm.max_map_count at 8 GiB of 64 KiB pages).
- *   M12. the default policy's tuner stays small when the cache holds far
+ *   TMEMORY-M12. the default policy's tuner stays small when the cache holds far
  *       more entries than it was opened for (evict/tuner.c TUNER-T3): RSS grows
  *       by little more than the cache's pages and index.
  */
@@ -784,7 +784,7 @@ static void test_pages_returned(void)
 	larder_close(w.cache);
 }
 
-/* ---- Memory audit and return (M7, M8) ------------------------------------ */
+/* ---- Memory audit and return (TMEMORY-M7, TMEMORY-M8) ------------------------------------ */
 
 struct audit {
 	uint64_t class_bytes, class_used_bytes, slots_used, class_pages;
@@ -816,7 +816,7 @@ static struct audit audit_sum(larder *cache)
 	return a;
 }
 
-/* M7 on a quiescent cache; returns the sums. */
+/* TMEMORY-M7 on a quiescent cache; returns the sums. */
 static struct audit check_audit(larder *cache)
 {
 	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
@@ -974,7 +974,7 @@ static void test_shrink_returns_memory(void)
 }
 
 /* The first table of a cache expecting 16 entries (MIN_TABLE_BUCKETS in
- * core/cache.c): the floor M9's tests give a shrink. */
+ * core/cache.c): the floor TMEMORY-M9's tests give a shrink. */
 #define FIRST_BUCKETS 1024u
 
 /* Puts keys [from, to) with 8-byte values and checks they all read back. */
@@ -989,7 +989,7 @@ static void put_range(larder *cache, uint64_t from, uint64_t to)
 	CHECK_EQ(missing, 0);
 }
 
-/* M9 after a capacity cut: 100,000 entries grow the index to 16,384 buckets;
+/* TMEMORY-M9 after a capacity cut: 100,000 entries grow the index to 16,384 buckets;
  * a cut to 256 KiB keeps a few thousand. With the floor at the first
  * table's size it shrinks; with the default floor (4 MiB of buckets) this
  * small table stays. */
@@ -1053,7 +1053,7 @@ static void test_index_shrinks_after_cut(void)
 	index_after_cut(0);
 }
 
-/* M9 after clear: the index is back to its first size once the maintainer
+/* TMEMORY-M9 after clear: the index is back to its first size once the maintainer
  * is idle, and grows again as the cache refills. */
 static void test_index_shrinks_after_clear(void)
 {
@@ -1079,7 +1079,7 @@ static void test_index_shrinks_after_clear(void)
 	larder_close(cache);
 }
 
-/* ---- The clear walk (M10) ----------------------------------------------------- */
+/* ---- The clear walk (TMEMORY-M10) ----------------------------------------------------- */
 
 #define WALK_KEYS 6000u
 
@@ -1209,7 +1209,7 @@ static void test_clear_walk_no_order(void)
 	clear_walk_case(2);
 }
 
-/* Close at once after clears, the walk in any state: nothing leaks (M6). */
+/* Close at once after clears, the walk in any state: nothing leaks (TMEMORY-M6). */
 static void test_close_mid_clear_walk(void)
 {
 	for (unsigned round = 0; round < 4; round++) {
@@ -1231,7 +1231,7 @@ static void test_close_mid_clear_walk(void)
 	}
 }
 
-/* ---- Placement of mappings (M11) ---------------------------------------------- */
+/* ---- Placement of mappings (TMEMORY-M11) ---------------------------------------------- */
 
 static long map_areas(void)
 {
@@ -1270,7 +1270,7 @@ static void test_pages_adjacent(void)
 	CHECK_EQ(larder__test_mapped_bytes(), mapped0);
 }
 
-/* ---- The tuner's memory (M12) ------------------------------------------------ */
+/* ---- The tuner's memory (TMEMORY-M12) ------------------------------------------------ */
 
 /* 10^6 entries in a cache opened for 4,096: the tuner samples 1 key in 4,
  * and without TUNER-T3's bound its nodes and its mini caches' ghosts took about
@@ -1298,8 +1298,8 @@ static void test_tuner_memory_bounded(void)
 }
 
 /*
- * M13 (RSS of a small cache with big entries): a freed slot of 64 KiB or
- * more gives its memory back to the kernel while its page stays (mincore
+ * TMEMORY-M13. (RSS of a small cache with big entries) A freed slot of 64
+ * KiB or more gives its memory back to the kernel while its page stays (mincore
  * says its OS pages are no longer resident), and the reserve of empty
  * pages is 1/64 of the capacity per page size (one page at least). Under
  * AddressSanitizer, freed memory's shadow is the sanitizer's: not judged.

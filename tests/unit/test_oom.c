@@ -17,15 +17,15 @@
  * allocation falls at about the same place each time.
  *
  * Invariants checked, for every n:
- *   O1. each call returns success or its documented error: LARDER_ENOMEM
+ *   TOOM-O1. each call returns success or its documented error: LARDER_ENOMEM
  *       (LARDER_EBUSY never: no cache is near its memory bound);
- *   O2. a failed call changes nothing, and the cache stays usable: every
+ *   TOOM-O2. a failed call changes nothing, and the cache stays usable: every
  *       value written before (and every value of the other steps, once the
  *       seam has fired) reads back exactly, also the listener's writes;
- *   O3. a failure inside the maintainer (growth, shrink, ghosts, sketch,
+ *   TOOM-O3. a failure inside the maintainer (growth, shrink, ghosts, sketch,
  *       tuner, the clear's walk) is invisible: nothing is lost, counters
  *       agree with a walk of the index afterwards;
- *   O4. close returns every mapped byte; under AddressSanitizer,
+ *   TOOM-O4. close returns every mapped byte; under AddressSanitizer,
  *       LeakSanitizer checks at exit that no heap block leaked (the
  *       asan-ubsan stage runs with detect_leaks=1).
  */
@@ -105,7 +105,7 @@ static void key_name(char *out, size_t size, char prefix, unsigned k)
 	snprintf(out, size, "%c%u", prefix, k);
 }
 
-/* O1: a call's result is success or ENOMEM; counts ENOMEM per step. */
+/* TOOM-O1: a call's result is success or ENOMEM; counts ENOMEM per step. */
 static int accepted(struct world *w, int rc)
 {
 	if (rc == LARDER_ENOMEM) {
@@ -139,7 +139,7 @@ static int get_again(struct world *w, larder *c, const char *key, size_t *len)
 	return rc;
 }
 
-/* O2: A and D hold exactly the model's values. */
+/* TOOM-O2: A and D hold exactly the model's values. */
 static void verify_a(struct world *w)
 {
 	long wrong = 0;
@@ -440,7 +440,7 @@ static void test_every_allocation_fails_once(void)
 		if (left == -1)
 			fired[w->fired_in >= 0 ? w->fired_in : S_CLOSE]++;
 		enomem[S_LISTENER] += atomic_load(&w->listener_enomem);
-		if (!CHECK_EQ(larder__test_mapped_bytes(), mapped)) /* O4 */
+		if (!CHECK_EQ(larder__test_mapped_bytes(), mapped)) /* TOOM-O4 */
 			printf("  n = %ld leaked mappings\n", n);
 		if (th_failures() > 20)
 			break;
@@ -511,11 +511,56 @@ static void test_clear_refused_keeps_entries(void)
 	larder_close(c);
 }
 
+/*
+ * Each allocation of a lone larder_open fails in turn, from the cache's own
+ * block to the maintainer thread's state (the last, after the index, the
+ * policy and the cache's id are made), until an n past its allocations
+ * opens with the seam unfired. An open either refuses with LARDER_ENOMEM,
+ * leaving *out NULL and every mapped byte returned (TOOM-O4), or opens when the
+ * failed allocation was one it can do without (a policy's optional part).
+ * Every failure path of the open is taken, those that undo the maintainer's
+ * state included; under AddressSanitizer LeakSanitizer checks that each
+ * freed exactly what it made.
+ */
+static void test_open_fails_cleanly_at_every_allocation(void)
+{
+	larder_config *cfg = th_config(4 * MiB);
+	uint64_t mapped = larder__test_mapped_bytes();
+	long n, refused = 0;
+
+	REQUIRE(cfg != NULL);
+	for (n = 0; n < 1000; n++) {
+		larder *c = (larder *)&cfg; /* garbage: a failed open resets it */
+		larder__test_fail_alloc_after(n);
+		int rc = larder_open(&c, cfg);
+		long left = larder__test_fail_alloc_after(-1);
+		if (rc == LARDER_OK) {
+			larder_close(c);
+			if (left != -1)
+				break; /* every allocation of the open went through */
+		} else {
+			CHECK_RC(rc, LARDER_ENOMEM);
+			CHECK(c == NULL);
+			refused++;
+		}
+		CHECK_EQ(larder__test_mapped_bytes(), mapped);
+	}
+	/* The others: parts the open does without, or the maintainer's first
+	 * allocations after it returned. */
+	printf("  open refused with ENOMEM at %ld of the first %ld allocations\n", refused, n);
+	/* The cache, its table, its maintainer with the policy, its id and the
+	 * maintainer thread's state at least. */
+	CHECK_GT(refused, 5);
+	CHECK(n < 1000);
+	larder_config_destroy(cfg);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_every_allocation_fails_once),
 		TH_TEST(test_clear_refused_keeps_entries),
+		TH_TEST(test_open_fails_cleanly_at_every_allocation),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }

@@ -727,7 +727,7 @@ static void test_probe_estimates(void)
 
 #define OOM_KEYS 300u
 
-/* O1 of test_oom.c for the pool's calls: success or LARDER_ENOMEM. */
+/* TOOM-O1 of test_oom.c for the pool's calls: success or LARDER_ENOMEM. */
 static int ok_or_enomem(int rc, long *enomem)
 {
 	if (rc == LARDER_ENOMEM) {

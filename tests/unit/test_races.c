@@ -4,15 +4,15 @@
  * Threads released together by a barrier race the same conditional call on
  * the same key, many rounds over. Each call is atomic (larder.h: "publish
  * atomically"; the decision and the store happen under the key's lock), so:
- *   R1. put_if_absent on an absent key: exactly one OK, the rest EXISTS, and
+ *   TRACES-R1. put_if_absent on an absent key: exactly one OK, the rest EXISTS, and
  *       the stored value is the winner's;
- *   R2. remove of a present key: exactly one OK, the rest MISS;
- *   R3. replace_if_equals from the same expected value: exactly one OK, the
+ *   TRACES-R2. remove of a present key: exactly one OK, the rest MISS;
+ *   TRACES-R3. replace_if_equals from the same expected value: exactly one OK, the
  *       rest MISMATCH, and the stored value is the winner's;
- *   R4. remove_if_equals with the current value: exactly one OK, the rest
+ *   TRACES-R4. remove_if_equals with the current value: exactly one OK, the rest
  *       MISS;
- *   R5. replace on a present key: all OK, and the final value is one of them;
- *   R6. touch giving a TTL to an entry that had none (the entry is copied)
+ *   TRACES-R5. replace on a present key: all OK, and the final value is one of them;
+ *   TRACES-R6. touch giving a TTL to an entry that had none (the entry is copied)
  *       racing with puts: a touch never brings back the value a put replaced.
  */
 #ifndef _GNU_SOURCE

@@ -4,22 +4,22 @@
  * in cycles (larder.h, "Re-entrant calls").
  *
  * Invariants checked:
- *   R1. listeners that write into each other's caches (two caches, and a
+ *   TREENTRY-R1. listeners that write into each other's caches (two caches, and a
  *       cycle of three) never stall and never fail: every write succeeds,
  *       and the number of listener writes is exactly what the chain of
  *       replacements calls for (each replacement of a key of depth d < DEPTH
  *       writes its value under a key of depth d + 1 into the next cache);
- *   R2. a listener may write its own cache, also more writes in one
+ *   TREENTRY-R2. a listener may write its own cache, also more writes in one
  *       maintainer pass than its event ring holds (they spill: counted in
  *       LARDER_STAT_EVENTS_SPILLED), and every one of them lands;
- *   R3. a listener may call every operation on its own cache and on
+ *   TREENTRY-R3. a listener may call every operation on its own cache and on
  *       another, with the documented results;
- *   R4. read callbacks that write into each other's caches while listeners
+ *   TREENTRY-R4. read callbacks that write into each other's caches while listeners
  *       do too: every write succeeds;
- *   R5. a listener's write never waits, also where another thread's would:
+ *   TREENTRY-R5. a listener's write never waits, also where another thread's would:
  *       at the memory bound it fails at once with LARDER_EBUSY (counted as
  *       LARDER_STAT_BUSY_MEMORY), though the cache's write wait is an hour;
- *   R6. afterwards the caches' counters agree with a walk of their index.
+ *   TREENTRY-R6. afterwards the caches' counters agree with a walk of their index.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -63,7 +63,7 @@ static size_t depth_of(const char *key, size_t len)
 	return d;
 }
 
-/* ---- R1: a cycle of caches whose listeners write into the next one ------ */
+/* ---- TREENTRY-R1: a cycle of caches whose listeners write into the next one ------ */
 
 struct cycle {
 	larder *cache[MAX_CACHES];
@@ -177,7 +177,7 @@ static void test_listener_cycle_of_three(void)
 	run_cycle(3);
 }
 
-/* ---- R2: a listener that writes its own cache --------------------------- */
+/* ---- TREENTRY-R2: a listener that writes its own cache --------------------------- */
 
 struct self_writer {
 	_Atomic(larder *) cache;
@@ -262,7 +262,7 @@ static void test_listener_writes_own_cache(void)
 	larder_close(cache);
 }
 
-/* ---- R3: every operation from inside a listener ------------------------- */
+/* ---- TREENTRY-R3: every operation from inside a listener ------------------------- */
 
 struct all_ops {
 	_Atomic(larder *) self;
@@ -371,7 +371,7 @@ static void test_listener_every_operation(void)
 	larder_close(a.other);
 }
 
-/* ---- R4: read callbacks writing into each other's caches ---------------- */
+/* ---- TREENTRY-R4: read callbacks writing into each other's caches ---------------- */
 
 struct cb_writer {
 	larder *from, *to;
@@ -445,7 +445,7 @@ static void test_callbacks_write_each_other(void)
 		larder_close(cy.cache[i]);
 }
 
-/* ---- R5: a listener's write at the memory bound ------------------------- */
+/* ---- TREENTRY-R5: a listener's write at the memory bound ------------------------- */
 
 struct bound {
 	larder *full;

@@ -1,12 +1,12 @@
 /*
  * tests/unit/test_snapshot.c - larder_save / larder_load (warm restart).
  *
- * Invariants checked (larder.h "Snapshots", core/snapshot.c L1-L4):
+ * Invariants checked (larder.h "Snapshots", core/snapshot.c SNAP-L1..L4):
  *   - a round trip (a file over 16 MiB: the threaded load) restores every
  *     key and value, empty values, the longest key, values in private
  *     mappings, and TTLs as remaining time;
  *   - entries whose time ran out while the file waited are dropped, the
- *     others come back with the wait taken off (L2);
+ *     others come back with the wait taken off (SNAP-L2);
  *   - every single-byte change and every truncation of a small snapshot is
  *     refused (LARDER_EFORMAT or LARDER_ECORRUPT) with the cache left empty,
  *     or loaded exactly; never a crash (run under ASan/UBSan too);

@@ -4,21 +4,21 @@
  * The cache's clock is struct th_clock: an atomic millisecond counter that
  * only the test advances, so every boundary is exact and nothing sleeps.
  * Invariants checked (larder.h, docs/architecture.md invariant 2):
- *   T1. an entry written at t with ttl d is returned at t+d-1 and never at
+ *   TTTL-T1. an entry written at t with ttl d is returned at t+d-1 and never at
  *       t+d or later, by every read (get, get_with, contains, get_batch,
  *       ttl_remaining all agree);
- *   T2. ttl_remaining is the deadline minus now, at least 1 for a live entry,
+ *   TTTL-T2. ttl_remaining is the deadline minus now, at least 1 for a live entry,
  *       LARDER_TTL_NEVER for none;
- *   T3. LARDER_TTL_DEFAULT takes the config's default, LARDER_TTL_NEVER never
+ *   TTTL-T3. LARDER_TTL_DEFAULT takes the config's default, LARDER_TTL_NEVER never
  *       expires, touch() replaces (or removes) the deadline;
- *   T4. conditional writes treat an expired entry as absent;
- *   T5. reads of entries without a TTL never call the clock;
- *   T6. expired entries are reclaimed by the maintainer (memory, counters);
- *   T7. the timing wheel reports each entry EXPIRED to the listener at its
+ *   TTTL-T4. conditional writes treat an expired entry as absent;
+ *   TTTL-T5. reads of entries without a TTL never call the clock;
+ *   TTTL-T6. expired entries are reclaimed by the maintainer (memory, counters);
+ *   TTTL-T7. the timing wheel reports each entry EXPIRED to the listener at its
  *       deadline on every level boundary and beyond the wheel's span (heap),
  *       follows puts and touches (later, earlier, none), forgets removed
  *       entries, and wakes by itself for a deadline with the real clock;
- *   T8. expire-after-access: a value read (get, get_with, get_batch)
+ *   TTTL-T8. expire-after-access: a value read (get, get_with, get_batch)
  *       extends the deadline to now + default TTL at the read itself (never
  *       shortening an explicit one, never giving one to "none"), unless it
  *       is within the slack of that; contains and ttl_remaining do not; an
@@ -768,6 +768,60 @@ static void test_after_access_extends_at_read(void)
 	}
 }
 
+/* The cache's hit and miss counters, for checking that a read left them alone. */
+static void hits_misses(larder *c, uint64_t *hits, uint64_t *misses)
+{
+	uint64_t v[LARDER_STAT_COUNT];
+	REQUIRE_RC(larder_stats(c, v, LARDER_STAT_COUNT), LARDER_OK);
+	*hits = v[LARDER_STAT_HITS];
+	*misses = v[LARDER_STAT_MISSES];
+}
+
+/*
+ * larder_peek returns what larder_get would, but extends no deadline under
+ * expire-after-access and counts neither a hit nor a miss (the counters are
+ * the policy's samples); its buffer contract is larder_get's.
+ */
+static void test_peek_no_side_effects(void)
+{
+	larder *cache = open_recorded(1000, LARDER_EXPIRE_AFTER_ACCESS, NULL, NULL);
+	char buf[16];
+	size_t len = 0;
+	uint64_t hits = 0, misses = 0, hits2 = 0, misses2 = 0;
+
+	REQUIRE(cache != NULL);
+	CHECK_RC(larder_put(cache, "k", 1, "value", 5, LARDER_TTL_DEFAULT), LARDER_OK);
+	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	hits_misses(cache, &hits, &misses);
+	set_time(T0 + 500);
+	CHECK_RC(larder_peek(cache, "k", 1, buf, sizeof(buf), &len), LARDER_OK);
+	CHECK_EQ(len, 5);
+	CHECK(memcmp(buf, "value", 5) == 0);
+	CHECK_RC(larder_peek(cache, "k", 1, buf, 4, &len), LARDER_EBUFSIZE);
+	CHECK_EQ(len, 5);
+	CHECK_RC(larder_peek(cache, "k", 1, NULL, 0, &len), LARDER_EBUFSIZE);
+	CHECK_RC(larder_peek(cache, "absent", 6, buf, sizeof(buf), &len), LARDER_MISS);
+	CHECK_RC(larder_peek(NULL, "k", 1, buf, sizeof(buf), &len), LARDER_EINVAL);
+	CHECK_RC(larder_peek(cache, "k", 0, buf, sizeof(buf), &len), LARDER_EINVAL);
+	CHECK_RC(larder_peek(cache, "k", 1, buf, sizeof(buf), NULL), LARDER_EINVAL);
+	CHECK_RC(larder_peek(cache, "k", 1, NULL, 1, &len), LARDER_EINVAL);
+	CHECK_EQ(left(cache, "k"), 500); /* not extended */
+	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	hits_misses(cache, &hits2, &misses2);
+	CHECK_EQ(hits2, hits);
+	CHECK_EQ(misses2, misses);
+	CHECK_RC(larder_get(cache, "k", 1, buf, sizeof(buf), &len), LARDER_OK); /* the contrast */
+	CHECK_EQ(left(cache, "k"), 1000);
+	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	hits_misses(cache, &hits2, &misses2);
+	CHECK_EQ(hits2, hits + 1);
+	settle_at(cache, T0 + 1500);
+	CHECK_EQ(removed("k", LARDER_CAUSE_EXPIRED, NULL), 1);
+	CHECK_RC(larder_peek(cache, "k", 1, buf, sizeof(buf), &len), LARDER_MISS);
+	th_check_accounting(cache, 60000, NULL, NULL);
+	larder_close(cache);
+}
+
 /*
  * An entry read again and again, more often than its TTL, never expires,
  * whatever the maintainer does meanwhile (regression: with a 50 ms TTL and
@@ -982,6 +1036,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_wheel_cancel_on_remove),
 		TH_TEST(test_expire_after_access),
 		TH_TEST(test_after_access_extends_at_read),
+		TH_TEST(test_peek_no_side_effects),
 		TH_TEST(test_after_access_read_continuously),
 		TH_TEST(test_after_access_touch_after_read),
 		TH_TEST(test_after_access_slack),

@@ -12,12 +12,12 @@
  *   library, as it is for every user.
  *
  * Invariants
- *   W1. The key of index i is the same bytes for every engine and thread:
+ *   BENCH-W1. The key of index i is the same bytes for every engine and thread:
  *       bytes 0..7 are mix(i) (a bijection, so keys are unique), bytes 8..15
  *       are i, bytes past 16 are a fixed filler written once.
- *   W2. Each thread has its own xorshift64* state; no shared RNG, no shared
+ *   BENCH-W2. Each thread has its own xorshift64* state; no shared RNG, no shared
  *       write in the loop except the engine's own.
- *   W3. The stop flag is the only shared variable the loop reads; it is read
+ *   BENCH-W3. The stop flag is the only shared variable the loop reads; it is read
  *       relaxed once per LB_CHUNK operations (a late stop costs at most a
  *       chunk, and each thread measures its own time, so it does not bias).
  */
@@ -75,6 +75,7 @@ struct lb_config {
 	int pin; /* --pin: worker i runs on CPU i mod CPUs online */
 	int scale; /* --scale (scale.c) */
 	int compress; /* --compress (compress.c) */
+	int codecs;   /* --codecs (codecs.c) */
 	uint64_t memory;      /* --memory: capacity of the memory-return run; 0: off */
 	unsigned churn_factor; /* --churn N: the memory run's churn writes N x capacity (10) */
 	int value_size_given; /* --value-size was on the command line */
@@ -157,7 +158,7 @@ static inline uint64_t lb_rand(struct lb_tctx *t)
 	return x * 0x2545f4914f6cdd1dull;
 }
 
-/* W1. Only the first 16 bytes change from key to key. */
+/* BENCH-W1: only the first 16 bytes change from key to key. */
 static inline void lb_key(uint8_t *key, size_t key_size, uint64_t index)
 {
 	uint64_t w0 = lb_mix(index + 1);
@@ -205,7 +206,7 @@ lb_run_loop(void *eng, struct lb_tctx *t, const struct lb_job *job, lb_get_fn *g
 			if (job->op_limit - done < n)
 				n = job->op_limit - done;
 		} else if (done && atomic_load_explicit(job->stop, memory_order_relaxed)) {
-			break; /* W3; at least one chunk, so a descheduled thread never reports 0 */
+			break; /* BENCH-W3; one chunk at least: a stalled thread never reports 0 */
 		}
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t r = lb_rand(t);
@@ -256,6 +257,12 @@ int lb_bigset_run(const struct lb_config *cfg);
 int lb_scale_run(const struct lb_config *cfg);
 int lb_memory_run(const struct lb_config *cfg);
 int lb_compress_run(const struct lb_config *cfg); /* compress.c */
+int lb_codecs_run(const struct lb_config *cfg);   /* --codecs (codecs.c) */
+
+/* jsongen.c: a realistic JSON-like document of exactly len bytes (len >= 64),
+ * and len random bytes; both deterministic in seed. */
+void lb_json_value(uint8_t *out, size_t len, uint64_t seed);
+void lb_random_value(uint8_t *out, size_t len, uint64_t seed);
 int lb_budget_run(const struct lb_config *cfg); /* --pool (poolbench.c) */
 
 #endif /* LARDER_BENCH_H */

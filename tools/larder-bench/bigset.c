@@ -10,7 +10,7 @@
  * takes one after another. Throughput is keys looked up per second on one
  * thread (the main one). The capacity defaults to twice the bytes needed, so
  * nothing is evicted; the hit ratio is printed to prove it.
- * Rounds interleave the four forms as the matrix does (M1 in matrix.c).
+ * Rounds interleave the four forms as the matrix does (MATRIX-M1 in matrix.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,7 +125,7 @@ struct forms {
 	uint64_t lookups[FORMS];
 };
 
-/* M1 (matrix.c) for the four forms: the form that goes first rotates. */
+/* MATRIX-M1 (matrix.c) for the four forms: the form that goes first rotates. */
 static void measure_forms(larder *cache, const struct lb_config *cfg, struct lb_tctx *t,
 			  struct forms *fs)
 {

@@ -113,7 +113,7 @@ int lb_tctx_init(struct lb_tctx *t, const struct lb_config *cfg, unsigned tid)
 	t->buf = calloc(1, cfg->value_size + 8);
 	if (!t->key || !t->val || !t->buf)
 		goto fail;
-	/* W1: the filler past byte 16 is fixed for the whole run. */
+	/* BENCH-W1: the filler past byte 16 is fixed for the whole run. */
 	for (size_t i = 16; i < cfg->key_size; i++)
 		t->key[i] = (uint8_t)(i * 131u);
 	for (size_t i = 0; i < cfg->value_size; i++)

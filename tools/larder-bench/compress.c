@@ -1,20 +1,19 @@
 /*
- * compress.c - --compress: what LZ4 value compression saves and costs
- * (docs/compression.md).
+ * compress.c - --compress: what value compression saves and costs
+ * (docs/compression.md), LZ4 alone and zstd with the cache's trained
+ * dictionary, each against plain in the same run.
  *
  * Four value sets, each of --entries distinct values (default 50,000; a
  * third of that for 4 KiB): JSON-like documents of 200 B, 500 B and 4 KiB,
- * and random bytes of 500 B. The JSON generator draws field names from a
- * vocabulary of 40, and values of every kind an API returns (ids, words,
- * e-mail addresses, numbers, timestamps, booleans, a hex id per record, an
- * array of tags); a 4 KiB document is a list of such records, as a page of
- * a search result is. No two values are equal, and nothing repeats but
- * what repeats in real JSON (names, punctuation, common words).
+ * and random bytes of 500 B (jsongen.c makes them).
  *
- * For each set two caches are filled with the same keys and values, one
- * plain and one compressing (larder_config_set_compression(64, 10)), and
- * measured in the same run, interleaved, for --rounds rounds after
- * --warmup rounds:
+ * For each set three caches are filled with the same keys and values: plain,
+ * LZ4 (larder_config_set_compression(64, 10) with LARDER_DICTIONARY_NONE)
+ * and dict (the same with the default LARDER_DICTIONARY_TRAIN: the cache
+ * trains its dictionary from its first values, the set's own, during the
+ * warm-up round; the run waits for LARDER_STAT_DICT_BYTES before it
+ * measures). They are measured in the same run, interleaved (the order
+ * rotates per round), for --rounds rounds after --warmup rounds (at least 1):
  *   - stored bytes per entry: LARDER_STAT_USED_BYTES / entries once the
  *     maintainer is idle (headers, keys, values as stored, slot rounding);
  *   - put ns: overwriting every key with its own value, in a shuffled order;
@@ -26,6 +25,13 @@
  * Printed: medians and min..max of every figure, and the ratios compressed
  * / plain per round (their median and range). The RSS is read before and
  * after each fill, as a cross-check of the byte counts.
+ *
+ * Then the Node add-on's scenario: 10 x --entries keys (500,000 by default)
+ * of ~500 B JSON (400 to
+ * 600 bytes, generated on the fly, so no copy of them is resident) put into
+ * a fresh cache of each kind in turn; the process RSS after the fill (the
+ * maintainer idle) minus before the open, per cache, for --rounds rounds
+ * (the order rotates), and the ratio to plain per round.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,135 +44,10 @@
 #define CB_MIN_BYTES 64u
 #define CB_SAVING_PCT 10u
 #define CB_DEFAULT_ENTRIES 50000u
-
-static const char *const field_names[] = {
-	"user_id",  "session",   "created_at", "updated_at", "email",     "first_name", "last_name",
-	"country",  "city",      "zip",        "lat",        "lon",       "score",      "rank",
-	"category", "price",     "currency",   "sku",        "title",     "status",     "is_active",
-	"verified", "views",     "likes",      "shares",     "device",    "os",         "browser",
-	"ip",       "referrer",  "campaign",   "variant",    "locale",    "timezone",   "plan",
-	"quota",    "usage",     "region",     "team",       "role",
-};
-
-static const char *const words[] = {
-	"alpha",   "river",   "stone",  "maple",   "cloud",    "berlin",  "paris",   "tokyo",
-	"lisbon",  "oslo",    "austin", "denver",  "premium",  "basic",   "trial",   "active",
-	"pending", "closed",  "mobile", "desktop", "tablet",   "android", "ios",     "linux",
-	"chrome",  "firefox", "safari", "summer",  "winter",   "launch",  "growth",  "retention",
-	"books",   "garden",  "tools",  "kitchen", "outdoor",  "toys",    "music",   "games",
-	"red",     "blue",    "green",  "black",   "white",    "small",   "large",   "medium",
-	"admin",   "editor",  "viewer", "owner",   "platform", "search",  "billing", "support",
-	"eu-west", "us-east", "ap-south", "en-US", "de-DE",    "fr-FR",   "ja-JP",   "pt-BR",
-};
+#define CB_NODE_PER_ENTRY 10u /* the Node scenario: 10 keys per --entries (500,000) */
+#define CB_KINDS 3 /* plain, lz4, dict */
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-struct gen {
-	uint64_t s;
-	char *out;
-	size_t len, cap;
-};
-
-static uint64_t gen_next(struct gen *g)
-{
-	g->s += 0x9e3779b97f4a7c15ull;
-	return lb_mix(g->s);
-}
-
-static void put_str(struct gen *g, const char *s)
-{
-	size_t n = strlen(s);
-	if (g->len + n <= g->cap)
-		memcpy(g->out + g->len, s, n);
-	g->len += n;
-}
-
-/* One field's value, of a kind that suits its name's position. */
-static void put_value(struct gen *g, unsigned kind)
-{
-	char tmp[96];
-	uint64_t r = gen_next(g);
-	switch (kind % 9) {
-	case 0: snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)(r % 10000000)); break;
-	case 1: snprintf(tmp, sizeof(tmp), "\"%s %s\"", words[r % COUNT(words)],
-			 words[(r >> 8) % COUNT(words)]); break;
-	case 2: snprintf(tmp, sizeof(tmp), "\"%s.%s%llu@example.com\"", words[r % COUNT(words)],
-			 words[(r >> 8) % COUNT(words)], (unsigned long long)((r >> 16) % 1000)); break;
-	case 3: snprintf(tmp, sizeof(tmp), "%llu.%02llu", (unsigned long long)(r % 1000),
-			 (unsigned long long)((r >> 20) % 100)); break;
-	case 4: snprintf(tmp, sizeof(tmp), "\"2026-%02llu-%02lluT%02llu:%02llu:%02lluZ\"",
-			 (unsigned long long)(r % 12 + 1), (unsigned long long)((r >> 8) % 28 + 1),
-			 (unsigned long long)((r >> 16) % 24), (unsigned long long)((r >> 24) % 60),
-			 (unsigned long long)((r >> 32) % 60)); break;
-	case 5: snprintf(tmp, sizeof(tmp), "%s", r & 1 ? "true" : "false"); break;
-	case 6: snprintf(tmp, sizeof(tmp), "\"%016llx\"", (unsigned long long)gen_next(g)); break;
-	case 7: snprintf(tmp, sizeof(tmp), "[\"%s\",\"%s\",\"%s\"]", words[r % COUNT(words)],
-			 words[(r >> 8) % COUNT(words)], words[(r >> 16) % COUNT(words)]); break;
-	default: snprintf(tmp, sizeof(tmp), "\"%llu.%llu.%llu.%llu\"",
-			  (unsigned long long)(r & 255), (unsigned long long)((r >> 8) & 255),
-			  (unsigned long long)((r >> 16) & 255), (unsigned long long)((r >> 24) & 255));
-	}
-	put_str(g, tmp);
-}
-
-/* One record: an id, then 5..12 fields of the vocabulary, in a random order. */
-static void put_record(struct gen *g)
-{
-	char tmp[64];
-	snprintf(tmp, sizeof(tmp), "{\"id\":%llu", (unsigned long long)(gen_next(g) % 100000000));
-	put_str(g, tmp);
-	unsigned fields = 5 + (unsigned)(gen_next(g) % 8);
-	for (unsigned f = 0; f < fields; f++) {
-		unsigned name = (unsigned)(gen_next(g) % COUNT(field_names));
-		snprintf(tmp, sizeof(tmp), ",\"%s\":", field_names[name]);
-		put_str(g, tmp);
-		put_value(g, name);
-	}
-	put_str(g, "}");
-}
-
-/*
- * A JSON-like document of exactly len bytes (len >= 64): records in a list
- * until the next would not fit, then a "note" string of words that fills
- * the rest exactly.
- */
-static void json_value(uint8_t *out, size_t len, uint64_t seed)
-{
-	struct gen g = { lb_mix(seed ^ 0x4a534f4eull), (char *)out, 0, len };
-	char rec[1024];
-	put_str(&g, "{\"items\":[");
-	for (int first = 1;; first = 0) {
-		struct gen probe = { g.s, rec, 0, sizeof(rec) };
-		if (!first)
-			put_str(&probe, ",");
-		put_record(&probe);
-		if (g.len + probe.len + 16 > len || probe.len > sizeof(rec))
-			break;
-		memcpy(out + g.len, rec, probe.len);
-		g.len += probe.len;
-		g.s = probe.s;
-	}
-	put_str(&g, "],\"note\":\"");
-	while (g.len < len - 2) {
-		const char *w = words[gen_next(&g) % COUNT(words)];
-		size_t n = strlen(w);
-		if (g.len + n + 1 > len - 2)
-			n = len - 2 - g.len - 1;
-		memcpy(out + g.len, w, n);
-		g.len += n;
-		out[g.len++] = ' ';
-	}
-	out[len - 2] = '"';
-	out[len - 1] = '}';
-}
-
-static void random_value(uint8_t *out, size_t len, uint64_t seed)
-{
-	for (size_t i = 0; i < len; i += 8) {
-		uint64_t r = lb_mix(seed * 0x100000001b3ull + i);
-		memcpy(out + i, &r, len - i < 8 ? len - i : 8);
-	}
-}
 
 struct cb_set {
 	const char *name;
@@ -187,6 +68,8 @@ struct cb_fig {
 	double bytes, put_ns, get_ns, with_ns;
 };
 
+static const char *const kind_names[CB_KINDS] = { "plain", "lz4", "dict" };
+
 static void key_of(uint8_t *key, uint64_t i)
 {
 	uint64_t a = lb_mix(i), b = i;
@@ -194,7 +77,8 @@ static void key_of(uint8_t *key, uint64_t i)
 	memcpy(key + 8, &b, 8);
 }
 
-static larder *open_cache(int compressing, size_t value_bytes)
+/* kind: 0 plain, 1 LZ4 alone, 2 zstd with a trained dictionary. */
+static larder *open_cache(int kind, size_t value_bytes, uint64_t expected)
 {
 	larder_config *cfg;
 	larder *c = NULL;
@@ -202,13 +86,53 @@ static larder *open_cache(int compressing, size_t value_bytes)
 		return NULL;
 	if (larder_config_set_capacity(cfg, 4ull << 30) == LARDER_OK &&
 	    larder_config_set_max_value_bytes(cfg, value_bytes) == LARDER_OK &&
-	    larder_config_set_expected_entries(cfg, 2 * CB_DEFAULT_ENTRIES) == LARDER_OK &&
-	    (!compressing ||
+	    larder_config_set_expected_entries(cfg, expected) == LARDER_OK &&
+	    (kind == 0 ||
 	     larder_config_set_compression(cfg, CB_MIN_BYTES, CB_SAVING_PCT) == LARDER_OK) &&
+	    (kind != 1 || larder_config_set_compression_dictionary(cfg, LARDER_DICTIONARY_NONE,
+								    NULL, 0) == LARDER_OK) &&
 	    larder_open(&c, cfg) != LARDER_OK)
 		c = NULL;
 	larder_config_destroy(cfg);
 	return c;
+}
+
+static uint64_t stat_of(larder *c, enum larder_stat which)
+{
+	uint64_t v[LARDER_STAT_COUNT];
+	return larder_stats(c, v, LARDER_STAT_COUNT) == LARDER_OK ? v[which] : 0;
+}
+
+/* Waits (polling every 2 ms, at most 10 s) until c has n entries and its
+ * used bytes held still for 20 ms: the maintainer freed what was overwritten.
+ * Returns the used bytes. */
+static uint64_t settle(larder *c, uint64_t n)
+{
+	uint64_t used = 0, last = UINT64_MAX;
+	for (int i = 0, still = 0; i < 5000 && still < 10; i++) {
+		uint64_t v[LARDER_STAT_COUNT];
+		if (larder_stats(c, v, LARDER_STAT_COUNT) != LARDER_OK)
+			return 0;
+		used = v[LARDER_STAT_USED_BYTES];
+		still = v[LARDER_STAT_ENTRIES] == n && used == last ? still + 1 : 0;
+		last = used;
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+	}
+	return used;
+}
+
+/* Waits (at most 10 s) for c's dictionary; its bytes, 0 if none came. */
+static uint64_t wait_dict(larder *c)
+{
+	for (int i = 0; i < 5000; i++) {
+		uint64_t b = stat_of(c, LARDER_STAT_DICT_BYTES);
+		if (b)
+			return b;
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+	}
+	return 0;
 }
 
 static void with_fn(void *ctx, const void *value, size_t len)
@@ -250,21 +174,7 @@ static int measure(larder *c, const uint8_t *values, size_t vbytes, const uint64
 	f->put_ns = (double)(t1 - t0) / (double)n;
 	f->get_ns = (double)(t2 - t1) / (double)n;
 	f->with_ns = (double)(t3 - t2) / (double)n;
-	/* The maintainer frees the overwritten slots after a grace period:
-	 * poll (every 2 ms, for at most 5 s) until every entry is counted and
-	 * the used bytes held still for 20 ms. */
-	uint64_t used = 0, last = UINT64_MAX;
-	for (int i = 0, still = 0; i < 2500 && still < 10; i++) {
-		uint64_t v[LARDER_STAT_USED_BYTES + 1];
-		if (larder_stats(c, v, LARDER_STAT_USED_BYTES + 1) < 0)
-			goto fail;
-		used = v[LARDER_STAT_USED_BYTES];
-		still = v[LARDER_STAT_ENTRIES] == n && used == last ? still + 1 : 0;
-		last = used;
-		struct timespec ts = { 0, 2000000 };
-		nanosleep(&ts, NULL);
-	}
-	f->bytes = (double)used / (double)n;
+	f->bytes = (double)settle(c, n) / (double)n;
 	for (uint64_t i = 0; i < n; i++) { /* untimed: every value reads back whole */
 		size_t len;
 		key_of(key, i);
@@ -280,86 +190,168 @@ fail:
 	return -1;
 }
 
-static void print_row(const char *what, const char *unit, double *plain, double *packed,
-		      double *ratio, unsigned rounds)
+static void print_row(const char *what, const char *unit, double (*fig)[64],
+		      double (*ratio)[64], unsigned rounds)
 {
-	double pm = lb_median(plain, rounds), cm = lb_median(packed, rounds),
-	       rm = lb_median(ratio, rounds);
-	printf("  %-16s %9.1f %-3s (%.1f..%.1f)   %9.1f %-3s (%.1f..%.1f)   %6.3fx (%.3f..%.3f)\n",
-	       what, pm, unit, plain[0], plain[rounds - 1], cm, unit, packed[0],
-	       packed[rounds - 1], rm, ratio[0], ratio[rounds - 1]);
+	printf("  %-12s", what);
+	for (int k = 0; k < CB_KINDS; k++) {
+		double m = lb_median(fig[k], rounds); /* sorts */
+		printf(" %9.1f %-2s (%.1f..%.1f)", m, unit, fig[k][0], fig[k][rounds - 1]);
+	}
+	for (int k = 1; k < CB_KINDS; k++) {
+		double m = lb_median(ratio[k], rounds);
+		printf("  %s/plain %.3fx (%.3f..%.3f)", kind_names[k], m, ratio[k][0],
+		       ratio[k][rounds - 1]);
+	}
+	printf("\n");
+}
+
+static int run_set(const struct lb_config *cfg, const struct cb_set *set, uint64_t base,
+		   unsigned rounds)
+{
+	uint64_t n = base / set->entries_div;
+	size_t vb = set->value_bytes;
+	uint8_t *values = malloc(n * vb);
+	uint64_t *order = malloc(n * sizeof(*order));
+	larder *c[CB_KINDS];
+	for (int k = 0; k < CB_KINDS; k++)
+		c[k] = open_cache(k, vb, 2 * CB_DEFAULT_ENTRIES);
+	if (!values || !order || !c[0] || !c[1] || !c[2]) {
+		fprintf(stderr, "larder-bench --compress: out of memory\n");
+		return -1;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		if (set->json)
+			lb_json_value(values + i * vb, vb, cfg->seed * 1000003 + i);
+		else
+			lb_random_value(values + i * vb, vb, cfg->seed * 1000003 + i);
+		order[i] = i;
+	}
+	/* [what][kind][round]: bytes, put, get, get_with. */
+	double fig[4][CB_KINDS][64], ratio[4][CB_KINDS][64];
+	uint64_t rss0 = lb_rss_bytes(), dict_bytes = 0;
+	unsigned warmup = cfg->warmup_rounds ? cfg->warmup_rounds : 1;
+	for (unsigned r = 0; r < warmup + rounds; r++) {
+		uint64_t rng = lb_mix(cfg->seed + r);
+		for (uint64_t i = n - 1; i > 0; i--) { /* a fresh shuffle per round */
+			rng = lb_mix(rng + i);
+			uint64_t j = rng % (i + 1), t = order[i];
+			order[i] = order[j];
+			order[j] = t;
+		}
+		struct cb_fig f[CB_KINDS];
+		for (int k = 0; k < CB_KINDS; k++) { /* the order rotates per round */
+			int which = (int)((r + (unsigned)k) % CB_KINDS);
+			if (measure(c[which], values, vb, order, n, &f[which]) < 0)
+				return -1;
+		}
+		if (r + 1 == warmup && set->json && !(dict_bytes = wait_dict(c[2]))) {
+			fprintf(stderr, "larder-bench --compress: no dictionary was trained\n");
+			return -1;
+		}
+		if (r < warmup)
+			continue;
+		unsigned m = r - warmup;
+		for (int k = 0; k < CB_KINDS; k++) {
+			double v[4] = { f[k].bytes, f[k].put_ns, f[k].get_ns, f[k].with_ns };
+			double p[4] = { f[0].bytes, f[0].put_ns, f[0].get_ns, f[0].with_ns };
+			for (int w = 0; w < 4; w++) {
+				fig[w][k][m] = v[w];
+				ratio[w][k][m] = v[w] / p[w];
+			}
+		}
+	}
+	if (!set->json) /* incompressible values are not sampled: no dictionary */
+		dict_bytes = stat_of(c[2], LARDER_STAT_DICT_BYTES);
+	uint64_t rss1 = lb_rss_bytes();
+	printf("\n%s: %llu entries; dictionary %llu B of memory; RSS of the three caches and"
+	       " the source values: %.1f MiB\n",
+	       set->name, (unsigned long long)n, (unsigned long long)dict_bytes,
+	       (double)(rss1 - rss0) / 1048576.0);
+	printf("  %-12s %-27s %-27s %-27s\n", "", kind_names[0], kind_names[1], kind_names[2]);
+	static const char *const what[4] = { "bytes/entry", "put", "get", "get_with" };
+	static const char *const unit[4] = { "B", "ns", "ns", "ns" };
+	for (int w = 0; w < 4; w++)
+		print_row(what[w], unit[w], fig[w], ratio[w], rounds);
+	for (int k = 1; k < CB_KINDS; k++) {
+		double fewer = 1.0 / lb_median(ratio[0][k], rounds); /* sorts: min, max next */
+		printf("  %s: %.2fx fewer bytes per entry (%.2f..%.2f)\n", kind_names[k], fewer,
+		       1.0 / ratio[0][k][rounds - 1], 1.0 / ratio[0][k][0]);
+	}
+	for (int k = 0; k < CB_KINDS; k++)
+		larder_close(c[k]);
+	free(values);
+	free(order);
+	return 0;
+}
+
+/* One cache of the Node scenario: RSS after the fill minus before the open. */
+static int node_fill(int kind, uint64_t keys, uint64_t seed, double *rss_mib, double *bytes)
+{
+	uint8_t key[CB_KEY_BYTES], v[600];
+	uint64_t rss0 = lb_rss_bytes();
+	larder *c = open_cache(kind, sizeof(v), keys);
+	if (!c)
+		return -1;
+	for (uint64_t i = 0; i < keys; i++) {
+		size_t len = 400 + (size_t)(lb_mix(seed + i) % 201);
+		lb_json_value(v, len, seed * 1000003 + i);
+		key_of(key, i);
+		if (larder_put(c, key, sizeof(key), v, len, LARDER_TTL_NEVER) != LARDER_OK) {
+			larder_close(c);
+			return -1;
+		}
+	}
+	*bytes = (double)settle(c, keys) / (double)keys;
+	*rss_mib = (double)(lb_rss_bytes() - rss0) / 1048576.0;
+	larder_close(c);
+	return 0;
+}
+
+static int run_node(const struct lb_config *cfg, uint64_t keys, unsigned rounds)
+{
+	double rss[CB_KINDS][64], bytes[CB_KINDS][64], ratio[CB_KINDS][64];
+	for (unsigned r = 0; r < rounds; r++) {
+		double mib[CB_KINDS], b[CB_KINDS];
+		for (int k = 0; k < CB_KINDS; k++) {
+			int which = (int)((r + (unsigned)k) % CB_KINDS);
+			if (node_fill(which, keys, cfg->seed + r, &mib[which], &b[which]) != 0) {
+				fprintf(stderr, "larder-bench --compress: the Node scenario failed\n");
+				return -1;
+			}
+		}
+		for (int k = 0; k < CB_KINDS; k++) {
+			rss[k][r] = mib[k];
+			bytes[k][r] = b[k];
+			ratio[k][r] = mib[k] / mib[0];
+		}
+	}
+	printf("\nNode add-on scenario: %llu keys of 400-600 B JSON (~500 B), one cache at a time;"
+	       " RSS after the fill - before the open\n",
+	       (unsigned long long)keys);
+	for (int k = 0; k < CB_KINDS; k++) {
+		double m = lb_median(rss[k], rounds), lo = rss[k][0], hi = rss[k][rounds - 1];
+		double bm = lb_median(bytes[k], rounds);
+		double rm = lb_median(ratio[k], rounds);
+		printf("  %-6s RSS delta %7.1f MiB (%.1f..%.1f)  used bytes/entry %6.1f  RSS %s/plain"
+		       " %.3fx (%.3f..%.3f)\n",
+		       kind_names[k], m, lo, hi, bm, kind_names[k], rm, ratio[k][0],
+		       ratio[k][rounds - 1]);
+	}
+	return 0;
 }
 
 int lb_compress_run(const struct lb_config *cfg)
 {
 	uint64_t base = cfg->entries_given ? cfg->entries : CB_DEFAULT_ENTRIES;
 	unsigned rounds = cfg->rounds < 64 ? cfg->rounds : 64;
-	printf("larder-bench --compress: LZ4 (min %u B, saving >= %u%%) vs plain, %u rounds after"
-	       " %u warm-up; keys %u B; one thread; medians (min..max); ratio = compressed/plain"
-	       " per round\n",
-	       CB_MIN_BYTES, CB_SAVING_PCT, rounds, cfg->warmup_rounds, CB_KEY_BYTES);
-	for (size_t s = 0; s < COUNT(sets); s++) {
-		const struct cb_set *set = &sets[s];
-		uint64_t n = base / set->entries_div;
-		size_t vb = set->value_bytes;
-		uint8_t *values = malloc(n * vb);
-		uint64_t *order = malloc(n * sizeof(*order));
-		larder *c[2] = { open_cache(0, vb), open_cache(1, vb) };
-		if (!values || !order || !c[0] || !c[1]) {
-			fprintf(stderr, "larder-bench --compress: out of memory\n");
+	printf("larder-bench --compress: plain vs LZ4 alone vs zstd with a trained dictionary"
+	       " (min %u B, saving >= %u%%), %u rounds after %u warm-up; keys %u B; one thread;"
+	       " medians (min..max); ratios per round against plain\n",
+	       CB_MIN_BYTES, CB_SAVING_PCT, rounds,
+	       cfg->warmup_rounds ? cfg->warmup_rounds : 1, CB_KEY_BYTES);
+	for (size_t s = 0; s < COUNT(sets); s++)
+		if (run_set(cfg, &sets[s], base, rounds) != 0)
 			return -1;
-		}
-		for (uint64_t i = 0; i < n; i++) {
-			if (set->json)
-				json_value(values + i * vb, vb, cfg->seed * 1000003 + i);
-			else
-				random_value(values + i * vb, vb, cfg->seed * 1000003 + i);
-			order[i] = i;
-		}
-		double fig[2][4][64], ratio[4][64];
-		uint64_t rss0 = lb_rss_bytes();
-		for (unsigned r = 0; r < cfg->warmup_rounds + rounds; r++) {
-			uint64_t rng = lb_mix(cfg->seed + r);
-			for (uint64_t i = n - 1; i > 0; i--) { /* a fresh shuffle per round */
-				rng = lb_mix(rng + i);
-				uint64_t j = rng % (i + 1), t = order[i];
-				order[i] = order[j];
-				order[j] = t;
-			}
-			struct cb_fig f[2] = { { 0, 0, 0, 0 }, { 0, 0, 0, 0 } };
-			for (int k = 0; k < 2; k++) { /* plain first on even rounds */
-				int which = (int)(r & 1) ^ k;
-				if (measure(c[which], values, vb, order, n, &f[which]) < 0)
-					return -1;
-			}
-			if (r < cfg->warmup_rounds)
-				continue;
-			unsigned m = r - cfg->warmup_rounds;
-			for (int w = 0; w < 2; w++) {
-				fig[w][0][m] = f[w].bytes;
-				fig[w][1][m] = f[w].put_ns;
-				fig[w][2][m] = f[w].get_ns;
-				fig[w][3][m] = f[w].with_ns;
-			}
-			ratio[0][m] = f[1].bytes / f[0].bytes;
-			ratio[1][m] = f[1].put_ns / f[0].put_ns;
-			ratio[2][m] = f[1].get_ns / f[0].get_ns;
-			ratio[3][m] = f[1].with_ns / f[0].with_ns;
-		}
-		uint64_t rss1 = lb_rss_bytes();
-		printf("\n%s: %llu entries; RSS of both caches and the source values: %.1f MiB\n",
-		       set->name, (unsigned long long)n, (double)(rss1 - rss0) / 1048576.0);
-		printf("  %-16s %-27s   %-27s   %s\n", "", "plain", "compressed", "ratio");
-		static const char *const what[4] = { "bytes/entry", "put", "get", "get_with" };
-		static const char *const unit[4] = { "B", "ns", "ns", "ns" };
-		for (int k = 0; k < 4; k++)
-			print_row(what[k], unit[k], fig[0][k], fig[1][k], ratio[k], rounds);
-		printf("  value payload %zu B; saving %.2fx fewer bytes per entry\n", vb,
-		       1.0 / lb_median(ratio[0], rounds));
-		larder_close(c[0]);
-		larder_close(c[1]);
-		free(values);
-		free(order);
-	}
-	return 0;
+	return run_node(cfg, CB_NODE_PER_ENTRY * base, rounds);
 }

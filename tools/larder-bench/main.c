@@ -25,6 +25,9 @@ static const char usage[] =
 	"  --compress           LZ4 value compression vs plain: JSON-like 200 B, 500 B,\n"
 	"                       4 KiB and random 500 B values (--entries, 50000): bytes\n"
 	"                       per entry, put, get and get_with ns, ratios\n"
+	"  --codecs             the codecs alone on the JSON-like sets: LZ4, LZ4 with a\n"
+	"                       dictionary, zstd 1-3, zstd 1-3 with a trained dictionary:\n"
+	"                       bytes per value, compress and decompress ns\n"
 	"  --memory[=BYTES]     memory back to the OS (default 8G): fill, clear, refill,\n"
 	"                       shrink to 10%, churn 10x capacity; RSS timelines and\n"
 	"                       PASS/FAIL per phase (lognormal values unless --value-size)\n"
@@ -277,6 +280,10 @@ static int parse_args(int argc, char **argv, struct lb_config *cfg)
 			cfg->scale = 1;
 			continue;
 		}
+		if (strcmp(a, "--codecs") == 0) {
+			cfg->codecs = 1;
+			continue;
+		}
 		if (strcmp(a, "--compress") == 0) {
 			cfg->compress = 1;
 			continue;
@@ -337,6 +344,8 @@ int main(int argc, char **argv)
 		rc = lb_bigset_run(&cfg);
 	else if (cfg.scale)
 		rc = lb_scale_run(&cfg);
+	else if (cfg.codecs)
+		rc = lb_codecs_run(&cfg);
 	else if (cfg.compress)
 		rc = lb_compress_run(&cfg);
 	else if (cfg.memory)

@@ -3,13 +3,13 @@
  *
  * Every engine is opened and preloaded first, and all stay open for the whole
  * run, so rounds can interleave engines:
- *   M1. One round runs every cell once; round r+1 starts after round r ends.
+ *   MATRIX-M1. One round runs every cell once; round r+1 starts after round r ends.
  *       Within a round, the engines of one (scenario, threads) pair run back
  *       to back, and the engine that goes first rotates from round to round,
  *       so slow drift of the machine spreads evenly over the engines.
- *   M2. Warm-up rounds run the same cells, unrecorded, after the preload has
+ *   MATRIX-M2. Warm-up rounds run the same cells, unrecorded, after the preload has
  *       faulted in every page of every table.
- *   M3. A cell is skipped where an engine's rules forbid it (bare: 1 thread;
+ *   MATRIX-M3. A cell is skipped where an engine's rules forbid it (bare: 1 thread;
  *       ck: writes from 1 thread); its row is absent, not zero.
  * A cell's figure is the median over rounds of the summed per-thread rates;
  * ratios are of medians.
@@ -85,7 +85,7 @@ static size_t build_cells(const struct lb_config *cfg, struct cell *cells)
 	return n;
 }
 
-/* M1: the order of cells in round r: groups in order, engines rotated by r. */
+/* MATRIX-M1: the order of cells in round r: groups in order, engines rotated by r. */
 static void round_order(const struct cell *cells, size_t n, unsigned r, size_t *order)
 {
 	size_t k = 0;
@@ -348,7 +348,7 @@ static int open_engines(const struct lb_config *cfg, void **engs)
 	return 0;
 }
 
-/* M1, M2: warm-up rounds, then the measured rounds, each over every cell. */
+/* MATRIX-M1, MATRIX-M2: warm-up rounds, then the measured rounds, each over every cell. */
 static void run_rounds(struct lb_pool *pool, const struct lb_config *cfg, void **engs,
 		       struct cell *cells, size_t n)
 {

@@ -2,16 +2,16 @@
  * pool.c - the worker pool (see pool.h).
  *
  * Protocol, all under mu:
- *   P1. main publishes a task (fn, arg, nthreads), bumps gen, broadcasts.
- *   P2. each worker with tid < nthreads counts itself in (ready++), then runs
+ *   BPOOL-P1. main publishes a task (fn, arg, nthreads), bumps gen, broadcasts.
+ *   BPOOL-P2. each worker with tid < nthreads counts itself in (ready++), then runs
  *       fn outside the lock until stop is raised; workers with a higher tid
  *       go back to sleep.
- *   P3. main waits for ready == nthreads before it starts the duration, so
+ *   BPOOL-P3. main waits for ready == nthreads before it starts the duration, so
  *       every thread runs for the whole measured window; each worker times
  *       itself, so the skew of the start does not bias the rate.
- *   P4. each worker stores its result and counts itself out (done++); main
+ *   BPOOL-P4. each worker stores its result and counts itself out (done++); main
  *       waits for done == nthreads before reading results.
- * stop is an atomic on its own cache line: workers poll it relaxed (W3 in
+ * stop is an atomic on its own cache line: workers poll it relaxed (BENCH-W3 in
  * bench.h); it is written only by main, outside any timed loop's line.
  *
  * With --pin, worker i is bound to CPU i mod (CPUs online) before it starts
@@ -88,7 +88,7 @@ static void *worker_main(void *p)
 			continue;
 		lb_task_fn *fn = pl->fn;
 		void *arg = pl->arg;
-		pl->ready++; /* P2 */
+		pl->ready++; /* BPOOL-P2 */
 		pthread_cond_signal(&pl->cv_main);
 		pthread_mutex_unlock(&pl->mu);
 
@@ -107,7 +107,7 @@ static void *worker_main(void *p)
 			.misses = t->misses - m0,
 			.write_errors = t->write_errors - e0,
 		};
-		pl->done++; /* P4 */
+		pl->done++; /* BPOOL-P4 */
 		pthread_cond_signal(&pl->cv_main);
 	}
 	pthread_mutex_unlock(&pl->mu);
@@ -161,14 +161,14 @@ double lb_pool_run(struct lb_pool *p, unsigned nthreads, unsigned duration_ms, l
 		return -1;
 	atomic_store_explicit(&p->stop, 0, memory_order_relaxed);
 	pthread_mutex_lock(&p->mu);
-	p->fn = fn; /* P1 */
+	p->fn = fn; /* BPOOL-P1 */
 	p->arg = arg;
 	p->res = res;
 	p->nthreads = nthreads;
 	p->ready = p->done = 0;
 	p->gen++;
 	pthread_cond_broadcast(&p->cv_work);
-	while (p->ready < nthreads) /* P3 */
+	while (p->ready < nthreads) /* BPOOL-P3 */
 		pthread_cond_wait(&p->cv_main, &p->mu);
 	pthread_mutex_unlock(&p->mu);
 

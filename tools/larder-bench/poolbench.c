@@ -1059,7 +1059,7 @@ static void ten_part(const struct lb_config *cfg, int with_shift, int with_ten)
 		memcpy(c, ctl[T_CONTROLLER], sizeof(double) * rounds);
 		memcpy(pc, prb[T_CONTROLLER], sizeof(double) * rounds);
 		printf("controller's cost with ten caches: its thread %.3f%% of a core, the probes on "
-		       "the maintainers %.3f%% (medians; the probes' time is sampled, pool/probe.c P5)\n",
+		       "the maintainers %.3f%% (medians; the probes' time is sampled, pool/probe.c PROBE-P5)\n",
 		       100 * lb_median(c, rounds), 100 * lb_median(pc, rounds));
 		printf("  at %.3g requests/s (median): the mini simulations %.3f%% of a core (their "
 		       "CPU clock; %.0f sampled requests/s per cache), the per-call part %.3f%%\n",

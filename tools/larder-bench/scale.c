@@ -7,7 +7,7 @@
  *   1. baseline: the process's RSS (/proc/self/statm) just before
  *      larder_open(), after the bench's own buffers and reader pool exist;
  *   2. load: LB_SCALE_WRITERS threads each put one half of keys 0..N-1
- *      (W1 in bench.h; the value's first 8 bytes are the key's index) while
+ *      (BENCH-W1 in bench.h; the value's first 8 bytes are the key's index) while
  *      the main thread prints progress on stderr once a second;
  *   3. settle: wait until the maintainer has counted every entry
  *      (LARDER_STAT_ENTRIES), so RSS includes everything the load caused;
@@ -15,7 +15,7 @@
  *      (RSS - baseline - 80 B x N) / N, and where it goes (index table,
  *      slab pages, the rest);
  *   5. read: uniform random larder_get() on 1..CPUs threads (--threads),
- *      rounds interleaved as in the matrix (M1 in matrix.c), median and
+ *      rounds interleaved as in the matrix (MATRIX-M1 in matrix.c), median and
  *      range; every hit's value is checked against its key's index.
  *
  * The capacity defaults to twice the bytes needed and the expected entry
@@ -193,7 +193,7 @@ static uint64_t read_task(void *arg, struct lb_tctx *t, const atomic_int *stop)
 			t->write_errors += got != k || len != cfg->value_size;
 		}
 		done += LB_CHUNK;
-	} while (!atomic_load_explicit(stop, memory_order_relaxed)); /* W3 */
+	} while (!atomic_load_explicit(stop, memory_order_relaxed)); /* BENCH-W3 */
 	return done;
 }
 

@@ -4,16 +4,16 @@
  * Grace period (close):
  *   1. CAS the guard's generation from gen to 0: from here on, every call
  *      that loads it is refused (and only one closer wins).
- *   2. M1: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), a full barrier on
+ *   2. JGUARD-M1: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), a full barrier on
  *      every CPU running a thread of this process; then token = ++counter.
  *      A reader whose slot store was not yet visible to us has its
  *      generation load ordered after step 1, so it is refused; a reader we
  *      can see holds a counter below token until it leaves.
- *   3. Wait until every slot is 0 or >= token (entered after M1).
- *   4. M2: a second membarrier, so the readers' accesses are ordered before
+ *   3. Wait until every slot is 0 or >= token (entered after JGUARD-M1).
+ *   4. JGUARD-M2: a second membarrier, so the readers' accesses are ordered before
  *      the caller frees the payload on weakly ordered CPUs (on x86 the
  *      release store of S-EXIT already does).
- * Without membarrier, M1 and M2 are seq_cst fences and readers fence after
+ * Without membarrier, JGUARD-M1 and JGUARD-M2 are seq_cst fences and readers fence after
  * their slot store (the classic Dekker handshake).
  *
  * Waiting: the closer polls, yielding at first and then sleeping 50 us at a
@@ -108,7 +108,8 @@ struct lj_slot *lj_slot_create(void)
 	return s;
 }
 
-/* M1, M2: a full barrier on every thread of the process (or this one, F1). */
+/* JGUARD-M1, JGUARD-M2: a full barrier on every thread of the process (or,
+ * with lj_fences, a seq_cst fence on this one). */
 static void barrier_all_threads(void)
 {
 	if (lj_fences || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0)
@@ -179,14 +180,14 @@ int lj_guard_close(struct lj_guard *g, uint64_t gen, void **payload)
 	if (lj_in_section())
 		return LJ_IN_SECTION;
 	uint64_t expected = gen;
-	/* Step 1, seq_cst: the Dekker partner of S-ENTER/A-GEN (with M1). */
+	/* Step 1, seq_cst: the Dekker partner of S-ENTER/A-GEN (with JGUARD-M1). */
 	if (gen == 0 || !atomic_compare_exchange_strong_explicit(&g->gen, &expected, 0,
 								 memory_order_seq_cst,
 								 memory_order_relaxed))
 		return LJ_CLOSED;
-	barrier_all_threads(); /* M1 */
+	barrier_all_threads(); /* JGUARD-M1 */
 	/* Seq_cst: under TSan it is part of the Dekker pair with S-ENTER;
-	 * elsewhere M1 already orders it, and the cost is nothing next to M1. */
+	 * elsewhere JGUARD-M1 already orders it, and the cost is nothing next to JGUARD-M1. */
 	uint64_t token = atomic_fetch_add_explicit(&lj_gp.counter, 1, memory_order_seq_cst) + 1;
 	for (unsigned spins = 0; !readers_gone(token); spins++) {
 		if (spins < SPINS_BEFORE_SLEEP) {
@@ -196,7 +197,7 @@ int lj_guard_close(struct lj_guard *g, uint64_t gen, void **payload)
 			nanosleep(&ts, NULL);
 		}
 	}
-	barrier_all_threads(); /* M2 */
+	barrier_all_threads(); /* JGUARD-M2 */
 	*payload = g->payload;
 	recycle(g);
 	return LJ_OK;

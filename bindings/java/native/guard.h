@@ -29,12 +29,12 @@
  * Without membarrier(2), readers add a full fence (the symmetric scheme).
  *
  * Invariants (asserted by test/guard_stress.c under TSan and ASan):
- *   G1. A call that returned LJ_OK from lj_guard_enter() for (g, gen) runs to
+ *   JGUARD-G1. A call that returned LJ_OK from lj_guard_enter() for (g, gen) runs to
  *       its lj_guard_exit() before lj_guard_close(g, gen) returns the
  *       payload; a call that enters after close started gets LJ_CLOSED.
- *   G2. A pair (g, gen) closed once is refused forever, also after g is
+ *   JGUARD-G2. A pair (g, gen) closed once is refused forever, also after g is
  *       reused for another cache.
- *   G3. The closer waits only for sections that were running when it started
+ *   JGUARD-G3. The closer waits only for sections that were running when it started
  *       (new sections are refused), so close() finishes once every call in
  *       flight on any guard has returned. A thread inside a section cannot
  *       close (it would wait for itself): LJ_IN_SECTION.
@@ -117,7 +117,7 @@ LJ_HIDDEN void lj_guard_cancel(struct lj_guard *g);
 
 /*
  * Closes (g, gen): refuses new calls at once, waits for the calls in flight
- * (G3) and returns LJ_OK with *payload set; the caller then owns the payload
+ * (JGUARD-G3) and returns LJ_OK with *payload set; the caller then owns the payload
  * and g may already serve another cache. LJ_CLOSED when (g, gen) is closed
  * already or being closed by another thread (that thread frees the payload);
  * LJ_IN_SECTION when the calling thread is inside a section (nothing done).
@@ -158,10 +158,10 @@ static inline int lj_guard_enter(struct lj_guard *g, uint64_t gen, void **payloa
 	cur = atomic_load_explicit(&g->gen, memory_order_seq_cst);
 #else
 	/* S-ENTER: relaxed store, ordered before the generation load below by
-	 * the closer's membarrier (M1 in lj_guard_close) or by the fence. */
+	 * the closer's membarrier (JGUARD-M1 in lj_guard_close) or by the fence. */
 	atomic_store_explicit(&s->ctr, ctr, memory_order_relaxed);
 	if (__builtin_expect(lj_fences, 0))
-		atomic_thread_fence(memory_order_seq_cst); /* store-load, with M1's fence */
+		atomic_thread_fence(memory_order_seq_cst); /* store-load, with JGUARD-M1's fence */
 	else
 		atomic_signal_fence(memory_order_seq_cst);
 	/* A-GEN: acquire, pairs with R-GEN in lj_guard_open(): the payload
@@ -182,7 +182,7 @@ static inline int lj_guard_enter(struct lj_guard *g, uint64_t gen, void **payloa
 static inline void lj_guard_exit(uint64_t outer)
 {
 	/* S-EXIT: release, so the section's accesses happen before a closer's
-	 * A-SLOT load sees the slot leave (M2 covers weaker orders too). */
+	 * A-SLOT load sees the slot leave (JGUARD-M2 covers weaker orders too). */
 	atomic_store_explicit(&lj_self->ctr, outer, memory_order_release);
 }
 

@@ -9,7 +9,7 @@
  * engine copies values straight into that buffer. Every call on a
  * cache runs inside a guard section (guard.h) on the (guard, generation)
  * pair Java holds, so a concurrent close() can only refuse it, never free
- * memory under it (J1 in jni_state.h).
+ * memory under it (JNI-J1 in jni_state.h).
  *
  * The Java side owns validation and exceptions: these functions return the
  * engine's codes (or the encodings in jni_state.h), and Java decodes them.
@@ -40,6 +40,12 @@ enum setting {
 	S_HASH_SEED,
 	S_HAS_HASH_SEED,
 	S_WRITE_WAIT_MS,
+	S_POOL,              /* a larder_pool address, or 0 */
+	S_MIN_SHARE,         /* the pool shares and miss cost: a double's bits */
+	S_MAX_SHARE,
+	S_MISS_COST,
+	S_COMPRESS_MIN,      /* larder_config_set_compression's two arguments */
+	S_COMPRESS_SAVING,
 	S_COUNT
 };
 
@@ -72,18 +78,6 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
 	return JNI_VERSION_1_8;
 }
 
-/* Enters a section on (guard, gen): the cache's state, or NULL with *rc set
- * (LJ_RC_CLOSED, or LARDER_ENOMEM when the thread's slot cannot be made). */
-static inline struct lj_cache *enter(jlong guard, jlong gen, uint64_t *outer, int *rc)
-{
-	void *payload;
-	int s = lj_guard_enter((struct lj_guard *)(uintptr_t)guard, (uint64_t)gen, &payload, outer);
-	if (__builtin_expect(s == LJ_OK, 1))
-		return payload;
-	*rc = s == LJ_CLOSED ? LJ_RC_CLOSED : LARDER_ENOMEM;
-	return NULL;
-}
-
 static inline void *ptr(jlong address)
 {
 	return (void *)(uintptr_t)address;
@@ -96,13 +90,33 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_bufferAddress(JNIEnv *env, jclass
 	return (jlong)(uintptr_t)(*env)->GetDirectBufferAddress(env, buffer);
 }
 
+static double bits_to_double(jlong bits)
+{
+	double d;
+	memcpy(&d, &bits, sizeof d);
+	return d;
+}
+
 /* Applies the settings to cfg; returns the index of the one refused, or -1.
- * Java passes every setting (its defaults are the engine's). */
+ * Java passes every setting (its defaults are the engine's). A pooled cache
+ * gets no capacity: the pool sets it (larder_config_set_pool). */
 static int configure(larder_config *cfg, const jlong *s, struct lj_cache *c, jlong clock_cell)
 {
 	jlong ttl = s[S_DEFAULT_TTL_MS];
-	if (larder_config_set_capacity(cfg, (uint64_t)s[S_CAPACITY]))
+	if (c->pool) {
+		if (larder_config_set_pool(cfg, c->pool))
+			return S_POOL;
+		if (larder_config_set_pool_shares(cfg, bits_to_double(s[S_MIN_SHARE]),
+						  bits_to_double(s[S_MAX_SHARE])))
+			return S_MIN_SHARE;
+		if (larder_config_set_miss_cost(cfg, bits_to_double(s[S_MISS_COST])))
+			return S_MISS_COST;
+	} else if (larder_config_set_capacity(cfg, (uint64_t)s[S_CAPACITY])) {
 		return S_CAPACITY;
+	}
+	if (larder_config_set_compression(cfg, (size_t)s[S_COMPRESS_MIN],
+					  (unsigned)s[S_COMPRESS_SAVING]))
+		return S_COMPRESS_MIN;
 	if (larder_config_set_expected_entries(cfg, (uint64_t)s[S_EXPECTED_ENTRIES]))
 		return S_EXPECTED_ENTRIES;
 	if (larder_config_set_max_key_bytes(cfg, (size_t)s[S_MAX_KEY_BYTES]))
@@ -152,6 +166,13 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_open(JNIEnv *env, jclass cls,
 		result[1] = LARDER_ENOMEM;
 		goto done;
 	}
+	c->pool = ptr(s[S_POOL]);
+	if (pthread_mutex_init(&c->iters_lock, NULL) != 0) {
+		free(c);
+		c = NULL;
+		result[1] = LARDER_ENOMEM;
+		goto done;
+	}
 	if (listener && !(c->listener = (*env)->NewGlobalRef(env, listener))) {
 		result[1] = LARDER_ENOMEM;
 		goto fail_state;
@@ -189,6 +210,7 @@ fail_config:
 fail_state:
 	if (c->listener)
 		(*env)->DeleteGlobalRef(env, c->listener);
+	pthread_mutex_destroy(&c->iters_lock);
 	free(c);
 done:
 	(*env)->SetLongArrayRegion(env, out, 0, 3, result);
@@ -217,9 +239,11 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_close(JNIEnv *env, jclass cls, jlo
 		break;
 	}
 	struct lj_cache *c = payload;
-	larder_close(c->cache); /* stops the maintainer: no listener call after (J2) */
+	lj_iter_close_all(c); /* the engine's cursors go before their cache */
+	larder_close(c->cache); /* stops the maintainer: no listener call after (JNI-J2) */
 	if (c->listener)
 		(*env)->DeleteGlobalRef(env, c->listener);
+	pthread_mutex_destroy(&c->iters_lock);
 	free(c);
 	return LARDER_OK;
 }
@@ -232,7 +256,7 @@ static inline jlong get_common(jlong guard, jlong gen, const void *key, jint key
 	if (key_len < 0 || buf_len < 0) /* Java's bug; never a size_t wrap */
 		return LJ_GET_ERR_BASE + LARDER_EINVAL;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return LJ_GET_ERR_BASE + rc;
 	size_t len;
@@ -304,7 +328,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_getDirect(JNIEnv *env, jclass cls,
 	(void)cls;
 	int rc = LARDER_OK;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	struct view_call vc = { env, view };
@@ -354,7 +378,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_getBatch(JNIEnv *env, jclass cls, 
 	if (count < 0 || values < 0 || values_cap < 0)
 		return LARDER_EINVAL;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	unsigned char *b = ptr(base);
@@ -393,7 +417,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_contains(JNIEnv *env, jclass cls, 
 	(void)cls;
 	int rc = LARDER_OK;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	rc = larder_contains(c->cache, ptr(key), (size_t)key_len);
@@ -411,7 +435,7 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_ttlRemaining(JNIEnv *env, jclass 
 	(void)cls;
 	int rc = LARDER_OK;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return LJ_GET_ERR_BASE + rc;
 	uint64_t ms;
@@ -433,7 +457,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_write(JNIEnv *env, jclass cls, jlo
 	if (key_len < 0 || value_len < 0 || expected_len < 0)
 		return LARDER_EINVAL;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	larder *l = c->cache;
@@ -477,7 +501,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_clear(JNIEnv *env, jclass cls, jlo
 	(void)cls;
 	int rc = LARDER_OK;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	rc = larder_clear(c->cache);
@@ -492,7 +516,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_setCapacity(JNIEnv *env, jclass cl
 	(void)cls;
 	int rc = LARDER_OK;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	rc = larder_set_capacity(c->cache, (uint64_t)bytes);
@@ -508,7 +532,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_stats(JNIEnv *env, jclass cls, jlo
 	uint64_t v[LARDER_STAT_COUNT + 1];
 	int rc = LARDER_OK;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	rc = larder_stats(c->cache, v, LARDER_STAT_COUNT);
@@ -533,7 +557,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_classStats(JNIEnv *env, jclass cls
 		return LARDER_EINVAL;
 	int rc = LARDER_OK;
 	uint64_t outer;
-	struct lj_cache *c = enter(guard, gen, &outer, &rc);
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
 	if (!c)
 		return rc;
 	for (size_t i = 0; i < classes && rc == LARDER_OK; i++) {
@@ -555,7 +579,7 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_classCount(JNIEnv *env, jclass cls
 }
 
 /* A String[] of names from a name function; NULL with an exception pending. */
-static jobjectArray names(JNIEnv *env, int count, const char *(*name)(int))
+jobjectArray lj_names(JNIEnv *env, int count, const char *(*name)(int))
 {
 	jclass string = (*env)->FindClass(env, "java/lang/String");
 	if (!string)
@@ -584,17 +608,42 @@ static const char *class_stat_name(int i)
 JNIEXPORT jobjectArray JNICALL Java_org_larder_Native_statNames(JNIEnv *env, jclass cls)
 {
 	(void)cls;
-	return names(env, LARDER_STAT_COUNT, stat_name);
+	return lj_names(env, LARDER_STAT_COUNT, stat_name);
 }
 
 JNIEXPORT jobjectArray JNICALL Java_org_larder_Native_classStatNames(JNIEnv *env, jclass cls)
 {
 	(void)cls;
-	return names(env, LARDER_CLASS_STAT_COUNT, class_stat_name);
+	return lj_names(env, LARDER_CLASS_STAT_COUNT, class_stat_name);
 }
 
 JNIEXPORT jstring JNICALL Java_org_larder_Native_strerror(JNIEnv *env, jclass cls, jint rc)
 {
 	(void)cls;
 	return (*env)->NewStringUTF(env, larder_strerror(rc));
+}
+
+/* Fills out with the cache's figures in its pool (larder_pool_cache_stats);
+ * LARDER_EINVAL for a cache in no pool. */
+JNIEXPORT jint JNICALL Java_org_larder_Native_poolCacheStats(JNIEnv *env, jclass cls,
+							     jlong guard, jlong gen,
+							     jdoubleArray out)
+{
+	(void)cls;
+	double v[LARDER_POOL_CACHE_STAT_COUNT];
+	int rc = LARDER_OK;
+	uint64_t outer;
+	struct lj_cache *c = lj_enter(guard, gen, &outer, &rc);
+	if (!c)
+		return rc;
+	rc = c->pool ? larder_pool_cache_stats(c->pool, c->cache, v, LARDER_POOL_CACHE_STAT_COUNT)
+		     : LARDER_EINVAL;
+	lj_guard_exit(outer);
+	jsize n = (*env)->GetArrayLength(env, out);
+	if (rc == LARDER_OK)
+		(*env)->SetDoubleArrayRegion(env, out, 0,
+					     n < LARDER_POOL_CACHE_STAT_COUNT ? n
+									  : LARDER_POOL_CACHE_STAT_COUNT,
+					     v);
+	return rc;
 }

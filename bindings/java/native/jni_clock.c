@@ -8,8 +8,8 @@
  * neither it nor any cache using it can be reached (a cache's cleanup keeps
  * its clock reachable), so the engine never reads a freed cell.
  *
- * Invariant C1: the cell never goes backwards (the engine's clock contract);
- * a set that would move it back is refused.
+ *   JCLOCK-C1. The cell never goes backwards (the engine's clock contract):
+ *   a set that would move it back is refused.
  */
 #include <stdlib.h>
 
@@ -38,7 +38,7 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_clockCreate(JNIEnv *env, jclass c
 	return (jlong)(uintptr_t)cell;
 }
 
-/* Sets the clock to ms; false (and no change) when that is in its past (C1). */
+/* Sets the clock to ms; false (and no change) when that is in its past (JCLOCK-C1). */
 JNIEXPORT jboolean JNICALL Java_org_larder_Native_clockSet(JNIEnv *env, jclass cls, jlong cell,
 							   jlong ms)
 {

@@ -11,10 +11,10 @@
  * thread never returns to Java, so nothing else would free them.
  *
  * Invariants:
- *   L1. An exception from Java never stays pending on the maintainer: it is
+ *   JLISTENER-L1. An exception from Java never stays pending on the maintainer: it is
  *       cleared and counted (the Java dispatcher catches the listener's own
  *       exceptions first; what reaches here escaped it).
- *   L2. While the thread runs the listener of a cache, `running` names that
+ *   JLISTENER-L2. While the thread runs the listener of a cache, `running` names that
  *       cache, so a close() of it from the listener is refused instead of
  *       joining its own thread (lj_listener_running_on).
  */
@@ -26,7 +26,7 @@
 static jmethodID dispatch_removal;
 static pthread_key_t attach_key;
 
-/* The cache whose listener this thread is running, or NULL (L2). */
+/* The cache whose listener this thread is running, or NULL (JLISTENER-L2). */
 static __thread const struct lj_cache *running;
 
 static void detach(void *unused)
@@ -92,7 +92,7 @@ void lj_on_removal(void *ctx, const void *key, size_t key_len, const void *value
 			running = NULL;
 		}
 		failed = (*env)->ExceptionCheck(env) || !v;
-		(*env)->ExceptionClear(env); /* L1 */
+		(*env)->ExceptionClear(env); /* JLISTENER-L1 */
 		(*env)->PopLocalFrame(env, NULL);
 	} else if (env) {
 		(*env)->ExceptionClear(env);

@@ -7,10 +7,10 @@
  * section inside the first. Closers open new guards (each with a freshly
  * allocated payload) and close old ones, racing each other on the same pair;
  * a closed payload is poisoned and freed at once. Checked:
- *   G1: a section that entered never sees a poisoned or foreign payload (and
+ *   JGUARD-G1: a section that entered never sees a poisoned or foreign payload (and
  *       ASan sees no use after free); a pair whose close had returned before
  *       the enter began is refused;
- *   G2: the payload a section sees belongs to its own generation, also after
+ *   JGUARD-G2: the payload a section sees belongs to its own generation, also after
  *       the guard was recycled for another one;
  *   exactly one closer wins each pair; close from inside a section is
  *       refused with LJ_IN_SECTION.

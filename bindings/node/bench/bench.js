@@ -6,6 +6,7 @@
  *   npm run bench                     (= node --expose-gc bench/bench.js)
  *   node --expose-gc bench/bench.js --quick     (smoke: 1 round, small)
  *   node --expose-gc bench/bench.js --only 1,2  (some tables)
+ *   node --expose-gc bench/bench.js --only 4 --gc 4a  (some of table 4's variants)
  *
  * Tables 1-3 run in this process, engines interleaved round by round; tables
  * 4-6 run each engine in a fresh child process per round (heap, GC and RSS
@@ -26,6 +27,8 @@ const QUICK = args.includes('--quick');
 const onlyArg = args.indexOf('--only');
 const ONLY = onlyArg >= 0 ? args[onlyArg + 1].split(',').map(Number) : [1, 2, 3, 4, 5, 6];
 const ROUNDS = QUICK ? 1 : 5;
+const gcArg = args.indexOf('--gc');
+const GC_VARIANTS = gcArg >= 0 ? args[gcArg + 1].split(',') : ['4a', '4b', '4c'];
 
 /* ---- helpers --------------------------------------------------------------- */
 
@@ -217,17 +220,29 @@ function child(scenario, engine, extra = []) {
   return JSON.parse(out.trim().split('\n').pop());
 }
 
+/* perf_hooks' gc entry kinds (detail.kind) and its forced flag (detail.flags). */
+const { constants: PERF } = require('node:perf_hooks');
+const GC_KINDS = {
+  [PERF.NODE_PERFORMANCE_GC_MINOR]: 'minor', [PERF.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [PERF.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental', [PERF.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
+};
+
 function gcObserver() {
   const pauses = [];
-  const obs = new PerformanceObserver((list) => { for (const e of list.getEntries()) pauses.push(e.duration); });
+  const take = (e) => pauses.push({ ms: e.duration, kind: GC_KINDS[e.detail?.kind] || String(e.detail?.kind),
+    forced: (e.detail?.flags & PERF.NODE_PERFORMANCE_GC_FLAGS_FORCED) !== 0, at: e.startTime });
+  const obs = new PerformanceObserver((list) => { for (const e of list.getEntries()) take(e); });
   obs.observe({ entryTypes: ['gc'] });
   return {
     /* gc entries reach observers from the event loop: let it run first. */
-    async stop() {
+    async stop(t0) {
       await new Promise((resolve) => setTimeout(resolve, 100));
-      for (const e of obs.takeRecords()) pauses.push(e.duration);
+      for (const e of obs.takeRecords()) take(e);
       obs.disconnect();
-      return { count: pauses.length, total: pauses.reduce((a, b) => a + b, 0), worst: Math.max(0, ...pauses) };
+      const byMs = pauses.slice().sort((a, b) => b.ms - a.ms);
+      // The three longest pauses, with their kind and when they came (ms into the timed loop).
+      const top = byMs.slice(0, 3).map((p) => ({ ms: p.ms, kind: p.kind, forced: p.forced, atMs: p.at - t0 }));
+      return { count: pauses.length, total: pauses.reduce((a, p) => a + p.ms, 0), worst: byMs.length ? byMs[0].ms : 0, top };
     },
   };
 }
@@ -249,8 +264,9 @@ function gcObserver() {
  * JSON strings (no parse on either side), and no forced collections (only
  * those V8 starts itself). Where this differs from the add-on's script: the
  * key order and the pseudo-random fields come from a seeded xorshift, not
- * Math.random(), so that every engine sees the same operations; there is no
- * compression (the engine has none yet).
+ * Math.random(), so that every engine sees the same operations; the
+ * add-on's compression row is larder's own LZ4 (compression: true), whose
+ * sizes differ from the add-on's codec.
  */
 function gcPayload(id, r) {
   return {
@@ -298,6 +314,7 @@ async function childGc(engine, values, gcMode) {
   if (engine === 'lru-cache') cache = new LRUCache({ max: KEYS });
   if (engine === 'larder') cache = new LarderCache({ max: KEYS, maxSize: 1024 * 1024 * 1024 });
   if (engine === 'larder-l1') cache = new LarderCache({ max: KEYS, maxSize: 1024 * 1024 * 1024, l1: { max: 10000 } });
+  if (engine === 'larder-z') cache = new LarderCache({ max: KEYS, maxSize: 1024 * 1024 * 1024, compression: true });
   if (cache !== null) for (let i = 0; i < KEYS; i++) cache.set(keys[i], encode(gcPayload(i, rnd[i % OPS])));
   global.gc();
   const lat = new Float64Array(OPS);
@@ -320,7 +337,7 @@ async function childGc(engine, values, gcMode) {
     if (FORCE_EVERY !== 0 && i % FORCE_EVERY === 0) global.gc();
   }
   const ms = performance.now() - t0;
-  const gc = await obs.stop();
+  const gc = await obs.stop(t0);
   global.gc();
   const mem = process.memoryUsage();
   if (engine.startsWith('larder')) cache.close();
@@ -336,18 +353,19 @@ const GC_ENGINES = {
   'lru-cache': 'lru-cache',
   larder: 'larder (L2 only)',
   'larder-l1': 'larder with a 10,000-entry L1 (as the add-on ran)',
+  'larder-z': 'larder (L2 only), compression: true',
 };
 
 function table4() {
   const variants = [
-    { id: '4a', values: 'object', gcMode: 'forced', engines: ['none', 'lru-cache', 'larder', 'larder-l1'],
+    { id: '4a', values: 'object', gcMode: 'forced', engines: ['none', 'lru-cache', 'larder', 'larder-l1', 'larder-z'],
       title: 'the add-on\'s methodology: objects in and out, a forced full GC every 10,000 ops' },
     { id: '4b', values: 'string', gcMode: 'forced', engines: ['none', 'lru-cache', 'larder'],
       title: 'variant: values kept and returned as JSON strings (no parse on either side), forced GCs as in 4a' },
     { id: '4c', values: 'object', gcMode: 'natural', engines: ['none', 'lru-cache', 'larder'],
       title: 'variant: objects in and out as in 4a, no forced GC (only the collections V8 starts)' },
   ];
-  for (const v of variants) {
+  for (const v of variants.filter((x) => GC_VARIANTS.includes(x.id))) {
     const res = Object.fromEntries(v.engines.map((e) => [e, []]));
     for (let r = 0; r < ROUNDS; r++) for (const e of v.engines) res[e].push(child('gc', e, [v.values, v.gcMode]));
     const rows = v.engines.map((e) => {
@@ -371,8 +389,14 @@ function table4() {
         `lru-cache ${(l('lru-cache', (x) => x.gc.total) - l('none', (x) => x.gc.total)).toFixed(0)} ms, ` +
         `this ${(l(e, (x) => x.gc.total) - l('none', (x) => x.gc.total)).toFixed(0)} ms`);
     }
+    // Where the worst pause comes from: each round's three longest pauses (kind, forced, when).
+    for (const e of v.engines) {
+      console.log(`\n${v.id} ${GC_ENGINES[e]}, longest pauses per round (ms kind[forced] @ms into the loop):`);
+      for (const x of res[e]) {
+        console.log('  ' + x.gc.top.map((p) => `${p.ms.toFixed(2)} ${p.kind}${p.forced ? '[forced]' : ''} @${p.atMs.toFixed(0)}`).join(', '));
+      }
+    }
   }
-  console.log('\nlarder, compression: true: n/a (compression has not landed in the engine)');
 }
 
 function childBuffers(engine) {

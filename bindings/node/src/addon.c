@@ -2,25 +2,33 @@
  * addon.c - the Node-API module of larder's Node.js binding: module init,
  * opening a handle (one per JavaScript cache object) on a registry cache,
  * the handle's lifetime, and dispose delivery. The operations are in ops.c,
- * argument reading in args.c, the process-wide registry in registry.c.
+ * cursors in iter.c, argument reading in args.c, the process-wide registry
+ * in registry.c.
  *
  * Lifetime (each rule keeps a JavaScript mistake from becoming a crash):
- *   H1. A handle holds one registry reference from open until close(), the
+ *   ADDON-H1. A handle holds one registry reference from open until close(), the
  *       garbage collection of all its functions, or its environment's
  *       teardown, whichever is first (handle_release is idempotent). Every
  *       operation checks h->cache, so calls after close throw.
- *   H2. A handle is used by the one JavaScript thread of its environment;
+ *   ADDON-H2. A handle is used by the one JavaScript thread of its environment;
  *       other workers hold their own handles and references (registry.c), so
  *       a close in one worker never frees memory another is reading.
- *   H3. The maintainer reaches a handle only through its subscription, and
+ *   ADDON-H3. The maintainer reaches a handle only through its subscription, and
  *       only between subscribe and unsubscribe; unsubscribe comes before the
  *       thread-safe function is released or finalised.
- *   H4. A handle's memory is freed once its functions are collected, its
+ *   ADDON-H4. A handle's memory is freed once its functions are collected, its
  *       reference is released and its thread-safe function is finalised, in
  *       whatever order Node runs those finalisers.
- *   H5. No operation starts while an mget or mset of this thread reads array
+ *   ADDON-H5. No operation starts while an mget or mset of this thread reads array
  *       elements (a getter could run JavaScript that reuses the buffers being
  *       filled): it throws ERR_LARDER_REENTRANT instead.
+ *
+ * Pools: poolOpen() wraps a struct pool_ref (one registry reference on a
+ * pool) in a JavaScript object that open() takes as its pool argument.
+ *   ADDON-H6. A pool_ref holds its reference until poolClose(), its object's
+ *       collection or its environment's teardown, whichever is first; a
+ *       cache opened with it holds its own reference (registry.c, REGISTRY-P1), so
+ *       releasing a pool_ref never strands a cache.
  *
  * Dispose: the engine's listener (registry.c) copies each removal into the
  * handle's bounded queue (dispose_queue.c) and, when it turns non-empty,
@@ -36,12 +44,13 @@
 #include "binding.h"
 #include "dispose_queue.h"
 
-/* ---- Handle lifetime (H1-H4) ------------------------------------------- */
+/* ---- Handle lifetime (ADDON-H1..H4) ------------------------------------------- */
 
 static void handle_release(struct handle *h)
 {
 	if (h->shared == NULL)
 		return;
+	lnode_cursors_release(h);
 	if (h->subscribed) {
 		lnode_shared_unsubscribe(h->shared, &h->sub);
 		h->subscribed = 0;
@@ -152,6 +161,55 @@ static void tsfn_finalize(napi_env env, void *data, void *hint)
 	handle_maybe_free(h);
 }
 
+/* ---- Pools (ADDON-H6) ------------------------------------------------------------ */
+
+struct pool_ref {
+	struct lnode_pool *pool; /* NULL once released */
+	struct env_data *ed;     /* NULL once the environment is torn down */
+	struct pool_ref *prev, *next; /* ed->pools */
+};
+
+static void pool_ref_release(struct pool_ref *r)
+{
+	if (r->pool != NULL)
+		lnode_pool_release(r->pool);
+	r->pool = NULL;
+}
+
+static void pool_ref_finalize(napi_env env, void *data, void *hint)
+{
+	struct pool_ref *r = data;
+
+	(void)env;
+	(void)hint;
+	pool_ref_release(r);
+	if (r->ed != NULL) {
+		if (r->prev != NULL)
+			r->prev->next = r->next;
+		else
+			r->ed->pools = r->next;
+		if (r->next != NULL)
+			r->next->prev = r->prev;
+	}
+	free(r);
+}
+
+/* The pool_ref a JavaScript pool object wraps, or NULL after throwing. */
+static struct pool_ref *pool_ref_arg(napi_env env, napi_value v)
+{
+	struct pool_ref *r;
+
+	if (napi_unwrap(env, v, (void **)&r) != napi_ok) {
+		lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "larder: not a pool");
+		return NULL;
+	}
+	if (r->pool == NULL) {
+		lnode_throw(env, ERR_PLAIN, "ERR_LARDER_CLOSED", "larder: the pool is closed");
+		return NULL;
+	}
+	return r;
+}
+
 static void env_finalize(napi_env env, void *data, void *hint)
 {
 	struct env_data *ed = data;
@@ -159,11 +217,18 @@ static void env_finalize(napi_env env, void *data, void *hint)
 
 	(void)env;
 	(void)hint;
+	struct pool_ref *r;
+
 	for (h = ed->handles; h != NULL; h = next) {
 		next = h->next;
 		handle_release(h);
 		h->ed = NULL;
 		h->prev = h->next = NULL;
+	}
+	/* After the caches: theirs are the references that keep a pool open. */
+	for (r = ed->pools; r != NULL; r = r->next) {
+		pool_ref_release(r);
+		r->ed = NULL;
 	}
 	free(ed->keys);
 	free(ed->k16);
@@ -204,6 +269,7 @@ static const struct {
 	napi_callback cb;
 } handle_ops[] = {
 	{"get", lnode_op_get},
+	{"peek", lnode_op_peek},
 	{"set", lnode_op_set},
 	{"has", lnode_op_has},
 	{"delete", lnode_op_delete},
@@ -216,21 +282,28 @@ static const struct {
 	{"close", op_close},
 	{"probe", lnode_op_probe},
 	{"settings", lnode_op_settings},
+	{"poolStats", lnode_op_pool_stats},
 	{"engineLoop", lnode_op_engine_loop},
+	{"iterOpen", lnode_op_iter_open},
+	{"iterNext", lnode_op_iter_next},
+	{"iterClose", lnode_op_iter_close},
 };
 
 /*
  * open(name | null, capacity, maxEntries, ttl, maxKey, maxValue, policy, expiry,
- *      given, deliver | null, queueBytes) -> { get, set, ... }
+ *      given, deliver | null, queueBytes, compressMin, compressSaving,
+ *      pool | null, minShare, maxShare, missCost) -> { get, set, ... }
  */
 static napi_value mod_open(napi_env env, napi_callback_info info)
 {
-	napi_value argv[11], obj, resource;
-	size_t argc = 11, i, name_len;
+	napi_value argv[17], obj, resource;
+	size_t argc = 17, i, name_len;
 	struct env_data *ed;
 	struct lnode_settings s;
 	struct handle *h;
-	uint64_t u[8];
+	uint64_t u[8], cmin, csaving;
+	struct pool_ref *pool = NULL;
+	double shares[3];
 	char name[256];
 	const char *mismatch;
 	napi_valuetype type;
@@ -250,6 +323,17 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 			return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
 					   "larder: bad open argument %zu", i + 1);
 	}
+	if (!arg_u64(env, argv[11], &cmin) || !arg_u64(env, argv[12], &csaving))
+		return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
+				   "larder: bad compression arguments");
+	napi_typeof(env, argv[13], &type);
+	if (type != napi_null && (pool = pool_ref_arg(env, argv[13])) == NULL)
+		return NULL;
+	for (i = 0; i < 3; i++) {
+		if (napi_get_value_double(env, argv[14 + i], &shares[i]) != napi_ok)
+			return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
+					   "larder: bad pool arguments");
+	}
 	s = (struct lnode_settings){
 		.capacity_bytes = u[0],
 		.max_entries = u[1],
@@ -259,6 +343,12 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 		.max_value_bytes = (size_t)u[4],
 		.policy = (enum larder_policy)u[5],
 		.expiry = (enum larder_expiry)u[6],
+		.compress_min = (size_t)cmin,
+		.compress_saving = (unsigned)csaving,
+		.pool = pool != NULL ? pool->pool : NULL,
+		.min_share = shares[0],
+		.max_share = shares[1],
+		.miss_cost = shares[2],
 	};
 	h = calloc(1, sizeof(*h));
 	if (h == NULL)
@@ -272,10 +362,19 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 			return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_MISMATCH",
 					   "larder: cache '%s' is already open with another %s",
 					   name, mismatch);
+		if (rc == LARDER_EINVAL && pool != NULL)
+			return lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE",
+					   "larder: the pool cannot take this cache (the minShare "
+					   "of its caches would sum to over 1, or it cannot give "
+					   "64 KiB), or an option is out of range");
 		if (rc == LARDER_EINVAL)
 			return lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE",
 					   "larder: an option is out of range (maxSize >= 65536, "
 					   "maxKeyBytes 1..65535, maxValueBytes < 1 GiB)");
+		if (rc == LARDER_EBUSY)
+			return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_BUSY",
+					   "larder: the pool did not free this cache's first "
+					   "capacity in time (EBUSY)");
 		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER",
 				   "larder: cannot open the cache: %s (%d)", larder_strerror(rc),
 				   rc);
@@ -283,7 +382,6 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 	h->cache = lnode_shared_cache(h->shared);
 	h->max_key = lnode_shared_settings(h->shared)->max_key_bytes;
 	h->max_value = lnode_shared_settings(h->shared)->max_value_bytes;
-	h->capacity = lnode_shared_settings(h->shared)->capacity_bytes;
 	h->ed = ed;
 	h->next = ed->handles;
 	if (ed->handles != NULL)
@@ -323,7 +421,7 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 	return obj;
 
 fail:
-	/* Functions already made keep h until they are collected (H4). */
+	/* Functions already made keep h until they are collected (ADDON-H4). */
 	handle_release(h);
 	handle_maybe_free(h);
 	return lnode_throw_nomem(env);
@@ -358,6 +456,107 @@ static napi_value mod_set_scratch(napi_env env, napi_callback_info info)
 	ed->out = data;
 	ed->out_cap = len;
 	return NULL;
+}
+
+/* poolOpen(name | null, budget, intervalMs, given) -> a pool object for open(). */
+static napi_value mod_pool_open(napi_env env, napi_callback_info info)
+{
+	napi_value argv[4], obj;
+	size_t argc = 4, name_len;
+	struct env_data *ed;
+	struct pool_ref *r;
+	uint64_t u[3];
+	char name[256];
+	const char *mismatch;
+	napi_valuetype type;
+	int rc, has_name, i;
+
+	if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok ||
+	    napi_get_instance_data(env, (void **)&ed) != napi_ok)
+		return NULL;
+	napi_typeof(env, argv[0], &type);
+	has_name = type == napi_string;
+	if (has_name &&
+	    (napi_get_value_string_utf8(env, argv[0], name, sizeof name, &name_len) != napi_ok ||
+	     name_len == 0 || name_len >= sizeof name - 1))
+		return lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "name must be 1..254 bytes");
+	for (i = 0; i < 3; i++) {
+		if (!arg_u64(env, argv[1 + i], &u[i]))
+			return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
+					   "larder: bad pool argument %d", i + 1);
+	}
+	r = calloc(1, sizeof(*r));
+	if (r == NULL)
+		return lnode_throw_nomem(env);
+	rc = lnode_pool_open(&r->pool, has_name ? name : NULL, u[0], u[1], (unsigned)u[2],
+			     &mismatch);
+	if (rc != LARDER_OK) {
+		free(r);
+		if (rc == LNODE_EMISMATCH)
+			return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_MISMATCH",
+					   "larder: pool '%s' is already open with another %s",
+					   name, mismatch);
+		if (rc == LARDER_EINVAL)
+			return lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE",
+					   "larder: pool maxSize must be >= 1 MiB and interval "
+					   "0..60000 ms");
+		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER",
+				   "larder: cannot open the pool: %s (%d)", larder_strerror(rc),
+				   rc);
+	}
+	if (napi_create_object(env, &obj) != napi_ok ||
+	    napi_wrap(env, obj, r, pool_ref_finalize, NULL, NULL) != napi_ok) {
+		pool_ref_release(r);
+		free(r);
+		return lnode_throw_nomem(env);
+	}
+	r->ed = ed;
+	r->next = ed->pools;
+	if (ed->pools != NULL)
+		ed->pools->prev = r;
+	ed->pools = r;
+	return obj;
+}
+
+/* poolClose(pool): drops this object's reference (ADDON-H6). Idempotent. */
+static napi_value mod_pool_close(napi_env env, napi_callback_info info)
+{
+	napi_value argv[1];
+	size_t argc = 1;
+	struct pool_ref *r;
+
+	if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok)
+		return NULL;
+	if (napi_unwrap(env, argv[0], (void **)&r) == napi_ok)
+		pool_ref_release(r);
+	return NULL;
+}
+
+/* poolStats(pool): larder_pool_stats() as an object of numbers. */
+static napi_value mod_pool_stats(napi_env env, napi_callback_info info)
+{
+	uint64_t values[LARDER_POOL_STAT_COUNT];
+	napi_value argv[1], obj;
+	size_t argc = 1, i;
+	struct pool_ref *r;
+
+	if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok ||
+	    (r = pool_ref_arg(env, argv[0])) == NULL)
+		return NULL;
+	if (larder_pool_stats(lnode_pool_engine(r->pool), values, LARDER_POOL_STAT_COUNT) !=
+	    LARDER_OK)
+		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER", "larder: pool stats failed");
+	napi_create_object(env, &obj);
+	for (i = 0; i < LARDER_POOL_STAT_COUNT; i++)
+		napi_set_named_property(env, obj, larder_pool_stat_name((enum larder_pool_stat)i),
+					lnode_make_double(env, (double)values[i]));
+	return obj;
+}
+
+static napi_value mod_open_pools(napi_env env, napi_callback_info info)
+{
+	(void)info;
+	return lnode_make_double(env, (double)lnode_pool_open_count());
 }
 
 static napi_value mod_open_caches(napi_env env, napi_callback_info info)
@@ -415,6 +614,10 @@ static napi_value init(napi_env env, napi_value exports)
 		{"refs", mod_refs},
 		{"liveHandles", mod_live_handles},
 		{"limits", mod_limits},
+		{"poolOpen", mod_pool_open},
+		{"poolClose", mod_pool_close},
+		{"poolStats", mod_pool_stats},
+		{"openPools", mod_open_pools},
 	};
 	struct env_data *ed = calloc(1, sizeof(*ed));
 	napi_value fn;

@@ -52,16 +52,22 @@ napi_value lnode_throw(napi_env env, enum err_kind kind, const char *code, const
 /* Throws for a larder error code returned by a write. */
 napi_value lnode_throw_larder(napi_env env, const struct handle *h, int rc, size_t value_len)
 {
+	uint64_t stats[LARDER_STAT_CAPACITY_BYTES + 1] = {0};
+
 	switch (rc) {
 	case LARDER_EKEYSIZE:
 		return lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE",
 				   "key is longer than maxKeyBytes (%zu)", h->max_key);
 	case LARDER_EVALSIZE:
+		/* The capacity now: `max`, a pool or another worker may have moved it. */
+		if (larder_stats(h->cache, stats, LARDER_STAT_CAPACITY_BYTES + 1) != LARDER_OK)
+			stats[LARDER_STAT_CAPACITY_BYTES] = 0;
 		return lnode_throw(
 			env, ERR_RANGE, "ERR_OUT_OF_RANGE",
 			"value of %zu bytes does not fit: maxValueBytes is %zu and an entry "
-			"may take at most 1/8 of maxSize (%llu bytes)",
-			value_len, h->max_value - 1, (unsigned long long)h->capacity);
+			"may take at most 1/8 of the capacity (%llu bytes)",
+			value_len, h->max_value - 1,
+			(unsigned long long)stats[LARDER_STAT_CAPACITY_BYTES]);
 	case LARDER_EBUSY:
 		return lnode_throw(
 			env, ERR_PLAIN, "ERR_LARDER_BUSY",

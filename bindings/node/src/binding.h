@@ -46,10 +46,13 @@ enum value_tag {
 #define IN_PLACE SIZE_MAX      /* batch_offs: a Buffer key, read where it is */
 
 struct handle;
+struct cursor;
+struct pool_ref;
 
 /* Per JavaScript environment (the main thread or one worker). */
 struct env_data {
 	struct handle *handles; /* handles not yet freed */
+	struct pool_ref *pools; /* pool objects not yet collected (addon.c, ADDON-H6) */
 	int reading_elements;   /* mget/mset are reading array elements (getters may run) */
 	char *keys;             /* encoded keys: one for single ops, packed for mget */
 	size_t keys_cap;
@@ -71,19 +74,19 @@ struct env_data {
 
 struct handle {
 	struct env_data *ed;           /* NULL once the environment is torn down */
-	struct lnode_shared *shared;   /* NULL once released (H1) */
+	struct lnode_shared *shared;   /* NULL once released (ADDON-H1) */
 	larder *cache;                 /* NULL once closed: the check every op makes */
 	size_t max_key;                /* the cache's max_key_bytes */
 	size_t max_value;              /* the engine's max_value_bytes (tag byte included) */
-	uint64_t capacity;             /* for messages about the 1/8 entry limit */
-	unsigned fns;                  /* live functions carrying this handle (H4) */
-	int subscribed;                /* in the cache's listener fan-out (H3) */
+	unsigned fns;                  /* live functions carrying this handle (ADDON-H4) */
+	int subscribed;                /* in the cache's listener fan-out (ADDON-H3) */
 	int has_queue;                 /* sub.queue initialised */
 	int tsfn_released;             /* napi_release_threadsafe_function done */
 	napi_threadsafe_function tsfn; /* dispose delivery; NULL when none or finalised */
 	struct lnode_sub sub;
 	uint8_t *taken; /* the consumer's half of the dispose queue */
 	size_t taken_cap;
+	struct cursor *cursors;     /* open cursors (iter.c, NITER-I1) */
 	struct handle *prev, *next; /* ed->handles */
 };
 
@@ -118,6 +121,7 @@ napi_value lnode_make_tagged_string(napi_env env, const uint8_t *tagged, size_t 
 
 /* ops.c: the operations a handle's functions run (addon.c makes the functions). */
 napi_value lnode_op_get(napi_env env, napi_callback_info info);
+napi_value lnode_op_peek(napi_env env, napi_callback_info info);
 napi_value lnode_op_probe(napi_env env, napi_callback_info info);
 napi_value lnode_op_set(napi_env env, napi_callback_info info);
 napi_value lnode_op_has(napi_env env, napi_callback_info info);
@@ -130,5 +134,13 @@ napi_value lnode_op_mset(napi_env env, napi_callback_info info);
 napi_value lnode_op_stats(napi_env env, napi_callback_info info);
 napi_value lnode_op_settings(napi_env env, napi_callback_info info);
 napi_value lnode_op_set_capacity(napi_env env, napi_callback_info info);
+napi_value lnode_op_pool_stats(napi_env env, napi_callback_info info);
+
+/* iter.c: cursors (keys(), values(), entries()). */
+napi_value lnode_op_iter_open(napi_env env, napi_callback_info info);
+napi_value lnode_op_iter_next(napi_env env, napi_callback_info info);
+napi_value lnode_op_iter_close(napi_env env, napi_callback_info info);
+/* Closes every cursor of h; before h's cache reference goes (NITER-I1). */
+void lnode_cursors_release(struct handle *h);
 
 #endif /* LARDER_NODE_BINDING_H */

@@ -8,11 +8,11 @@
  * a record, so the maintainer never waits on JavaScript.
  *
  * Invariants (asserted by test/registry_stress.c):
- *   Q1. used <= bound whenever the lock is free: a record that does not fit
+ *   DQUEUE-Q1. used <= bound whenever the lock is free: a record that does not fit
  *       is dropped and counted, never truncated.
- *   Q2. Every record pushed is either taken exactly once, in push order, or
+ *   DQUEUE-Q2. Every record pushed is either taken exactly once, in push order, or
  *       counted in dropped exactly once.
- *   Q3. lnode_dq_push() returns LNODE_DQ_FIRST exactly when the queue was
+ *   DQUEUE-Q3. lnode_dq_push() returns LNODE_DQ_FIRST exactly when the queue was
  *       empty, so a consumer woken once per FIRST sees every record.
  *
  * Not guaranteed: records still queued when the consumer stops are freed

@@ -29,8 +29,11 @@
  * get(key): undefined on a miss; a string for a string value; otherwise the
  * stored length (tag included) with the bytes in the scratch, or minus the
  * length needed when the scratch is too small (index.js grows it, retries).
+ * peek(key) is the same with larder_peek(): no hit counted, no deadline
+ * extended. One body, inlined into both with the read a constant.
  */
-napi_value lnode_op_get(napi_env env, napi_callback_info info)
+static inline __attribute__((always_inline)) napi_value
+read_op(napi_env env, napi_callback_info info, int peek)
 {
 	napi_value argv[1], r;
 	struct handle *h;
@@ -40,7 +43,8 @@ napi_value lnode_op_get(napi_env env, napi_callback_info info)
 
 	if (!lnode_single_key(env, info, 1, argv, &h, &key, &key_len))
 		return NULL;
-	rc = larder_get(h->cache, key, key_len, h->ed->out, h->ed->out_cap, &len);
+	rc = (peek ? larder_peek : larder_get)(h->cache, key, key_len, h->ed->out,
+					       h->ed->out_cap, &len);
 	if (rc == LARDER_MISS)
 		return NULL;
 	if (rc == LARDER_EBUFSIZE)
@@ -51,6 +55,16 @@ napi_value lnode_op_get(napi_env env, napi_callback_info info)
 		return lnode_make_tagged_string(env, h->ed->out, len);
 	napi_create_uint32(env, (uint32_t)len, &r);
 	return r;
+}
+
+napi_value lnode_op_get(napi_env env, napi_callback_info info)
+{
+	return read_op(env, info, 0);
+}
+
+napi_value lnode_op_peek(napi_env env, napi_callback_info info)
+{
+	return read_op(env, info, 1);
 }
 
 /*
@@ -470,6 +484,10 @@ napi_value lnode_op_settings(napi_env env, napi_callback_info info)
 	set_number(env, obj, "policy", (double)s->policy);
 	napi_set_named_property(env, obj, "updateAgeOnGet",
 				lnode_make_bool(env, s->expiry == LARDER_EXPIRE_AFTER_ACCESS));
+	/* The engine counts the tag byte; index.js's minSize does not. */
+	set_number(env, obj, "compressMinSize", s->compress_min ? (double)s->compress_min - 1 : 0);
+	set_number(env, obj, "compressMinSaving", (double)s->compress_saving);
+	napi_set_named_property(env, obj, "pooled", lnode_make_bool(env, s->pool != NULL));
 	return obj;
 }
 
@@ -487,6 +505,31 @@ napi_value lnode_op_set_capacity(napi_env env, napi_callback_info info)
 				   "maxSize must be at least 65536 bytes");
 	if (larder_set_capacity(h->cache, (uint64_t)d) != LARDER_OK)
 		return lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "larder: capacity refused");
-	h->capacity = (uint64_t)d;
 	return NULL;
+}
+
+/* poolStats(): the cache's figures in its pool (larder_pool_cache_stats), or undefined. */
+napi_value lnode_op_pool_stats(napi_env env, napi_callback_info info)
+{
+	double values[LARDER_POOL_CACHE_STAT_COUNT];
+	size_t argc = 0, i;
+	struct handle *h = lnode_bare_handle(env, info, &argc, NULL);
+	const struct lnode_settings *s;
+	napi_value obj;
+
+	if (h == NULL)
+		return NULL;
+	s = lnode_shared_settings(h->shared);
+	if (s->pool == NULL)
+		return NULL;
+	/* The cache's own reference keeps the pool open (REGISTRY-P1). */
+	if (larder_pool_cache_stats(lnode_pool_engine(s->pool), h->cache, values,
+				    LARDER_POOL_CACHE_STAT_COUNT) != LARDER_OK)
+		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER", "larder: pool stats failed");
+	napi_create_object(env, &obj);
+	for (i = 0; i < LARDER_POOL_CACHE_STAT_COUNT; i++)
+		napi_set_named_property(
+			env, obj, larder_pool_cache_stat_name((enum larder_pool_cache_stat)i),
+			lnode_make_double(env, values[i]));
+	return obj;
 }

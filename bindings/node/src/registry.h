@@ -3,8 +3,10 @@
  * binding: caches opened by name (one native cache for every worker thread
  * that names it) and private ones, each counted by the handles that use it,
  * and the fan-out of its removal listener to the handles that asked for
- * dispose events. Pure C over larder.h and pthreads: no Node-API, so
- * test/registry_stress.c checks it under ThreadSanitizer and ASan.
+ * dispose events; and the pools (larder_pool_*) caches draw their
+ * capacity from, also shared by name. Pure C over larder.h and pthreads: no
+ * Node-API, so test/registry_stress.c checks it under ThreadSanitizer and
+ * ASan.
  */
 #ifndef LARDER_NODE_REGISTRY_H
 #define LARDER_NODE_REGISTRY_H
@@ -14,6 +16,8 @@
 
 #include "dispose_queue.h"
 #include "larder.h"
+
+struct lnode_pool;
 
 /* The engine settings a cache is opened with. */
 struct lnode_settings {
@@ -25,6 +29,10 @@ struct lnode_settings {
 	size_t max_value_bytes; /* as the engine sees it (the binding's tag byte included) */
 	enum larder_policy policy;
 	enum larder_expiry expiry;
+	size_t compress_min;      /* larder_config_set_compression's min_value_bytes; 0 = off */
+	unsigned compress_saving; /* its min_saving_percent */
+	struct lnode_pool *pool;  /* NULL: capacity_bytes; else the pool sets the capacity */
+	double min_share, max_share, miss_cost; /* the cache's place in its pool */
 };
 
 /* Bits of lnode_registry_open()'s given: the settings the caller chose. */
@@ -36,6 +44,10 @@ enum lnode_setting_bit {
 	LNODE_SET_MAX_VALUE = 1u << 4,
 	LNODE_SET_POLICY = 1u << 5,
 	LNODE_SET_EXPIRY = 1u << 6,
+	LNODE_SET_COMPRESSION = 1u << 7,
+	LNODE_SET_POOL = 1u << 8,
+	LNODE_SET_SHARES = 1u << 9,
+	LNODE_SET_MISS_COST = 1u << 10,
 };
 
 /* Returned by lnode_registry_open() besides the larder errors. */
@@ -86,6 +98,27 @@ const struct lnode_settings *lnode_shared_settings(const struct lnode_shared *sh
 void lnode_shared_subscribe(struct lnode_shared *shared, struct lnode_sub *sub);
 /* Removes sub; on return its notify will not be called again. */
 void lnode_shared_unsubscribe(struct lnode_shared *shared, struct lnode_sub *sub);
+
+/*
+ * Opens the pool called name (NUL-terminated), or a private pool when name
+ * is NULL, with its budget in bytes and its controller's interval in ms
+ * (larder_pool_config_set_interval_ms). A named pool already open is shared
+ * as a named cache is: the given settings (bit 0 budget, bit 1 interval)
+ * must match (LNODE_EMISMATCH with *mismatch "maxSize" or "interval").
+ * The caller holds one reference, as does every cache opened in the pool
+ * (from lnode_registry_open until after its larder_close), so the engine
+ * pool is closed by the last release, when no cache is open in it (REGISTRY-P1).
+ * Returns LARDER_OK, LNODE_EMISMATCH, LARDER_EINVAL (a setting out of
+ * range), LARDER_ENOMEM or LARDER_ETHREAD; on failure *out is NULL.
+ */
+int lnode_pool_open(struct lnode_pool **out, const char *name, uint64_t budget,
+		    uint64_t interval_ms, unsigned given, const char **mismatch);
+/* Drops one reference; the last one closes the engine pool. Never fails. */
+void lnode_pool_release(struct lnode_pool *pool);
+/* The engine pool, valid while the caller holds a reference. */
+larder_pool *lnode_pool_engine(const struct lnode_pool *pool);
+/* Pools open in the process (named and private). */
+size_t lnode_pool_open_count(void);
 
 /* Native caches open in the process (named and private). */
 size_t lnode_registry_open_count(void);

@@ -150,7 +150,14 @@ test('wrong types are TypeErrors', () => {
     assert.throws(() => new LarderCache({ [lruOnly]: true }), { name: 'TypeError', message: new RegExp(lruOnly) });
   }
   new LarderCache({ ttlAutopurge: true, ttlResolution: 1 }).close(); // accepted: larder always purges
-  assert.throws(() => new LarderCache({ compression: true }), { name: 'TypeError', message: /compression/ });
+  for (const bad of [{ compression: 1 }, { compression: 'lz4' }, { compression: null },
+    { compression: { minSize: 'x' } }, { compression: { minSaving: 1.5 } }]) {
+    assert.throws(() => new LarderCache(bad), TypeError, JSON.stringify(bad));
+  }
+  for (const bad of [{ compression: { minSize: 0 } }, { compression: { minSaving: 100 } },
+    { compression: { minSaving: -1 } }]) {
+    assert.throws(() => new LarderCache(bad), { name: 'RangeError', message: /compression\.min/ });
+  }
   new LarderCache({ compression: false }).close();
   c.close();
 });
@@ -172,7 +179,7 @@ test('over the limits: RangeError naming the limit', () => {
   assert.throws(() => c.mget(['ok', 'k'.repeat(17)]), /maxKeyBytes/);
   c.close();
   const small = open({ maxSize: 65536, maxValueBytes: 60000 });
-  assert.throws(() => small.set('k', Buffer.alloc(20000)), { name: 'RangeError', message: /1\/8 of maxSize/ });
+  assert.throws(() => small.set('k', Buffer.alloc(20000)), { name: 'RangeError', message: /1\/8 of the capacity \(65536 bytes\)/ });
   small.close();
   assert.throws(() => new LarderCache({ maxSize: 1000 }), { name: 'RangeError', message: /maxSize/ });
   assert.throws(() => new LarderCache({ maxKeyBytes: 70000 }), { name: 'RangeError', message: /maxKeyBytes/ });

@@ -1,7 +1,7 @@
 /*
  * registry_stress.c - the Node binding's pure-C core under many threads:
- * the registry (registry.c, invariants R1-R3) and the dispose queue
- * (dispose_queue.c, Q1-Q3). Runs in every preset, so ThreadSanitizer and
+ * the registry (registry.c, invariants REGISTRY-R1..R3) and the dispose queue
+ * (dispose_queue.c, DQUEUE-Q1..Q3). Runs in every preset, so ThreadSanitizer and
  * ASan see the locking and the lifetimes that addon.c relies on.
  *
  *   test_node_registry [threads] [rounds] [seed]
@@ -10,15 +10,21 @@
  *   1. Threads open and release two named caches in random order while
  *      reading and writing self-checking values (the value is a function of
  *      the key), some with a subscription: every value read checks, every
- *      open of a name sees the one cache open under it (R2: a value written
+ *      open of a name sees the one cache open under it (REGISTRY-R2: a value written
  *      through one reference is read through another while both are held),
- *      and when all threads are done no cache is open (R1).
+ *      and when all threads are done no cache is open (REGISTRY-R1).
  *   2. Settings given to a second open must match; settings not given are
  *      taken from the open cache.
- *   3. One producer pushes numbered records into a small queue while a
+ *   3. Threads open a named pool and caches in it (a shared one and a
+ *      private one), write and read, and release pool and caches in random
+ *      order (the pool's reference first half the time): no open fails, no
+ *      value read is wrong, and at the end no pool or cache is open (REGISTRY-P1:
+ *      the engine never refused the last pool release, or the run aborted).
+ *      A named pool opened again with another budget is refused, naming it.
+ *   4. One producer pushes numbered records into a small queue while a
  *      consumer takes them: the taken numbers rise strictly, and taken +
- *      dropped == pushed (Q1, Q2); a consumer woken only on LNODE_DQ_FIRST
- *      sees every record (Q3).
+ *      dropped == pushed (DQUEUE-Q1, DQUEUE-Q2); a consumer woken only on LNODE_DQ_FIRST
+ *      sees every record (DQUEUE-Q3).
  * Prints "N passed, N failed" and exits non-zero on any failure.
  */
 #include <pthread.h>
@@ -115,7 +121,7 @@ static void *worker_main(void *arg)
 			error("open", rc);
 			continue;
 		}
-		/* A second reference to the same name is the same cache (R2). */
+		/* A second reference to the same name is the same cache (REGISTRY-R2). */
 		rc = lnode_registry_open(&b, name, &s, 0, &mismatch);
 		if (rc != LARDER_OK || b != a)
 			error("second open is not the same cache", rc);
@@ -173,7 +179,7 @@ static void test_registry(int threads, int rounds, uint64_t seed)
 	check(atomic_load_explicit(&errors, memory_order_relaxed) == 0,
 	      "shared caches: every value read checks, one cache per name");
 	check(lnode_registry_open_count() == 0 && lnode_registry_refs("alpha") == 0,
-	      "every cache closed once its last reference went (R1)");
+	      "every cache closed once its last reference went (REGISTRY-R1)");
 }
 
 static void test_mismatch(void)
@@ -201,6 +207,101 @@ static void test_mismatch(void)
 	rc = lnode_registry_open(&b, "bad", &other, 0, &mismatch);
 	check(rc == LARDER_EINVAL && b == NULL && lnode_registry_open_count() == 0,
 	      "a bad setting is refused and leaks nothing");
+}
+
+static void *pool_worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct lnode_settings s = small_settings();
+	int r;
+
+	for (r = 0; r < w->rounds; r++) {
+		struct lnode_pool *pool;
+		struct lnode_shared *c[2];
+		const char *mismatch;
+		uint8_t val[128], got[128];
+		size_t len, got_len;
+		int i, rc;
+
+		rc = lnode_pool_open(&pool, "pool", 8u << 20, 10, 1u, &mismatch);
+		if (rc != LARDER_OK) {
+			error("pool open", rc);
+			continue;
+		}
+		s.pool = pool;
+		s.min_share = 0;
+		s.max_share = 1;
+		s.miss_cost = 1 + (double)(xorshift(&w->seed) % 4);
+		rc = lnode_registry_open(&c[0], "pooled", &s, LNODE_SET_POOL, &mismatch);
+		if (rc == LARDER_OK)
+			rc = lnode_registry_open(&c[1], NULL, &s, 0, &mismatch);
+		else
+			c[1] = NULL;
+		if (xorshift(&w->seed) & 1) {
+			lnode_pool_release(pool); /* the caches hold it (REGISTRY-P1) */
+			pool = NULL;
+		}
+		if (rc != LARDER_OK) {
+			if (rc != LARDER_EBUSY) /* the pool may not free a first share in time */
+				error("pooled open", rc);
+		}
+		for (i = 0; rc == LARDER_OK && i < 200; i++) {
+			uint64_t k = xorshift(&w->seed) % 500;
+			larder *cache = lnode_shared_cache(c[i & 1]);
+
+			len = value_for(k, val);
+			rc = larder_put(cache, &k, sizeof k, val, len, LARDER_TTL_DEFAULT);
+			if (rc == LARDER_EBUSY)
+				rc = LARDER_OK;
+			else if (rc != LARDER_OK)
+				error("pooled put", rc);
+			if (rc == LARDER_OK &&
+			    larder_get(cache, &k, sizeof k, got, sizeof got, &got_len) == LARDER_OK &&
+			    (got_len != len || memcmp(got, val, len) != 0))
+				error("a pooled value read does not match its key", (long)k);
+		}
+		for (i = 0; i < 2; i++) {
+			if (c[i] != NULL)
+				lnode_registry_release(c[i]);
+		}
+		if (pool != NULL)
+			lnode_pool_release(pool);
+	}
+	return NULL;
+}
+
+static void test_pools(int threads, int rounds, uint64_t seed)
+{
+	struct worker *w = calloc((size_t)threads, sizeof(*w));
+	struct lnode_pool *p, *q;
+	const char *mismatch;
+	long before = atomic_load_explicit(&errors, memory_order_relaxed);
+	int i, rc;
+
+	rc = lnode_pool_open(&p, "m", 4u << 20, 100, 3u, &mismatch);
+	check(rc == LARDER_OK, "open a named pool");
+	rc = lnode_pool_open(&q, "m", 8u << 20, 100, 1u, &mismatch);
+	check(rc == LNODE_EMISMATCH && q == NULL && strcmp(mismatch, "maxSize") == 0,
+	      "a named pool with another budget is refused, naming it");
+	rc = lnode_pool_open(&q, "m", 8u << 20, 100, 0, &mismatch);
+	check(rc == LARDER_OK && q == p, "a named pool joined without settings is the same pool");
+	lnode_pool_release(q);
+	lnode_pool_release(p);
+	rc = lnode_pool_open(&q, NULL, 1000, 100, 0, &mismatch);
+	check(rc == LARDER_EINVAL && q == NULL && lnode_pool_open_count() == 0,
+	      "a budget under 1 MiB is refused and leaks nothing");
+	for (i = 0; i < threads; i++) {
+		w[i].seed = seed * 7 + (uint64_t)i * 0x9e3779b97f4a7c15ull + 1;
+		w[i].rounds = rounds;
+		pthread_create(&w[i].tid, NULL, pool_worker_main, &w[i]);
+	}
+	for (i = 0; i < threads; i++)
+		pthread_join(w[i].tid, NULL);
+	free(w);
+	check(atomic_load_explicit(&errors, memory_order_relaxed) == before,
+	      "pooled caches: every open and value checks");
+	check(lnode_pool_open_count() == 0 && lnode_registry_open_count() == 0,
+	      "every pool and cache closed once its last reference went (REGISTRY-P1)");
 }
 
 struct queue_test {
@@ -264,11 +365,11 @@ static void test_queue(void)
 	pthread_join(tid, NULL);
 	printf("queue: pushed %ld, taken %ld, dropped %llu, wake-ups %ld\n", t.pushes, taken,
 	       (unsigned long long)dropped, atomic_load_explicit(&t.wakes, memory_order_relaxed));
-	check(bad == 0, "records taken in push order, whole, within the bound (Q1)");
-	check(taken + (long)dropped == t.pushes, "taken + dropped == pushed (Q2)");
+	check(bad == 0, "records taken in push order, whole, within the bound (DQUEUE-Q1)");
+	check(taken + (long)dropped == t.pushes, "taken + dropped == pushed (DQUEUE-Q2)");
 	check(lnode_dq_push(&t.q, "k", 1, "v", 1, 0) == LNODE_DQ_FIRST &&
 		      lnode_dq_push(&t.q, "k", 1, "v", 1, 0) == LNODE_DQ_QUEUED,
-	      "FIRST only on an empty queue (Q3)");
+	      "FIRST only on an empty queue (DQUEUE-Q3)");
 	check(lnode_dq_push(&t.q, "k", 1, buf, 4096, 0) == LNODE_DQ_DROPPED,
 	      "a record over the bound is dropped, not truncated");
 	free(buf);
@@ -285,6 +386,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)seed);
 	test_mismatch();
 	test_registry(threads, rounds, seed);
+	test_pools(threads, rounds, seed);
 	test_queue();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;

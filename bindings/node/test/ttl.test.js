@@ -72,3 +72,21 @@ test('peek returns a live value and nothing once expired', async () => {
   await waitFor(() => c.peek('k') === undefined, 'peek to stop seeing the expired entry');
   c.close();
 });
+
+test('peek neither extends an updateAgeOnGet deadline nor counts a hit; get does both', async () => {
+  const c = new LarderCache({ ttl: 2000, updateAgeOnGet: true });
+  c.set('k', 'v');
+  await waitFor(() => c.getRemainingTTL('k') < 1900, 'the deadline to come 100 ms closer');
+  const hits = c.stats().hits;
+  const before = c.getRemainingTTL('k');
+  for (let i = 0; i < 3; i++) assert.equal(c.peek('k'), 'v');
+  const afterPeek = c.getRemainingTTL('k');
+  assert.ok(afterPeek <= before, `peek extended: ${before} -> ${afterPeek} ms`);
+  assert.equal(c.get('k'), 'v');
+  const afterGet = c.getRemainingTTL('k');
+  assert.ok(afterGet > afterPeek, `get did not extend: ${afterPeek} -> ${afterGet} ms`);
+  // A thread's hit samples reach the counters in order: once get's is in, any peek's would be too.
+  await waitFor(() => c.stats().hits >= hits + 1, "the get's hit to be counted");
+  assert.equal(c.stats().hits, hits + 1);
+  c.close();
+});

@@ -5,6 +5,7 @@ import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
+import java.util.AbstractMap;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -79,6 +80,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
     private final ListenerDispatcher<K, V> listener;
     private final Cleaner.Cleanable cleanable;
     private final Object closeLock = new Object();
+    private final LarderPool pool;
 
     LarderCache(LarderCacheBuilder<K, V> b) {
         keySerializer = b.keySerializer;
@@ -90,10 +92,26 @@ public final class LarderCache<K, V> implements AutoCloseable {
         ManualClock clock = b.clock;
         listener = b.removalListener == null ? null
                 : new ListenerDispatcher<>(b.removalListener, keySerializer, valueSerializer);
+        pool = b.pool;
         long[] out = new long[3];
-        long g = Native.open(b.settings(), listener, clock == null ? 0 : clock.cell(), out);
+        long[] settings = b.settings();
+        long g;
+        if (pool == null) {
+            g = Native.open(settings, listener, clock == null ? 0 : clock.cell(), out);
+        } else {
+            /* Under the pool's lock: the pool cannot close during the open. */
+            synchronized (pool.lock()) {
+                settings[Native.S_POOL] = pool.address();
+                g = Native.open(settings, listener, clock == null ? 0 : clock.cell(), out);
+            }
+        }
         if (g == 0) {
             int rc = (int) out[1];
+            if (rc == Native.EINVAL && out[2] < 0 && pool != null) {
+                throw new IllegalArgumentException("larder: the pool cannot take this cache: the"
+                        + " min shares of its open caches would sum to over 1, or it cannot give"
+                        + " the cache 64 KiB");
+            }
             if (rc == Native.EINVAL) {
                 throw new IllegalArgumentException("larder refused the setting "
                         + LarderCacheBuilder.settingName((int) out[2]) + ": " + Native.strerror(rc));
@@ -107,11 +125,11 @@ public final class LarderCache<K, V> implements AutoCloseable {
             try {
                 name = register(b.jmxName, new StatsBean(g, gen, listener));
             } catch (RuntimeException e) {
-                Native.close(g, gen);
+                closeNative(g, gen, pool);
                 throw e;
             }
         }
-        cleanable = CLEANER.register(this, new Closer(g, gen, clock, name));
+        cleanable = CLEANER.register(this, new Closer(g, gen, clock, name, pool));
     }
 
     /* ---- Reads ----------------------------------------------------------- */
@@ -361,6 +379,44 @@ public final class LarderCache<K, V> implements AutoCloseable {
         return found;
     }
 
+    /**
+     * An iterator over the keys of the live entries, in the cache's hash
+     * order, weakly consistent like a concurrent map's: it never blocks
+     * readers or writers; every key live from the call to the end is
+     * returned exactly once, none twice, none that was expired or removed
+     * when it is reached; a key written or removed meanwhile may or may not
+     * be. Iterating is not reading: no hits are counted, nothing is marked
+     * accessed and no deadline is extended. Allocates each key. Use it from
+     * one thread at a time; close it when stopping early (see
+     * {@link CloseableIterator}).
+     *
+     * @throws IllegalStateException the cache is closed (also from
+     *         {@code hasNext}/{@code next} once it is)
+     */
+    public CloseableIterator<K> keyIterator() {
+        return new CacheIterator<>(this, guard, gen, false,
+                (k, v) -> deserialize(keySerializer, k));
+    }
+
+    /**
+     * An iterator over the live entries as (key, value) pairs, with the
+     * promises of {@link #keyIterator()}; each value is the one the entry
+     * had when reached. Allocates each entry.
+     */
+    public CloseableIterator<Map.Entry<K, V>> entryIterator() {
+        return new CacheIterator<>(this, guard, gen, true,
+                (k, v) -> new AbstractMap.SimpleImmutableEntry<>(deserialize(keySerializer, k),
+                        deserialize(valueSerializer, v)));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> T deserialize(CacheSerializer<T> serializer, byte[] bytes) {
+        if (serializer == CacheSerializers.BYTE_ARRAY) {
+            return (T) bytes;
+        }
+        return serializer.deserialize(ByteBuffer.wrap(bytes));
+    }
+
     /** True when a live value is present for {@code key}. Allocates nothing. */
     public boolean containsKey(K key) {
         Scratch s = Scratch.acquire();
@@ -556,6 +612,9 @@ public final class LarderCache<K, V> implements AutoCloseable {
     /**
      * Changes the capacity (>= {@link LarderCacheBuilder#MIN_CAPACITY});
      * when shrinking, the maintainer evicts down to it promptly.
+     *
+     * @throws IllegalStateException the cache is in a pool (the pool sets
+     *         its capacity), or closed
      */
     public void setCapacity(long capacity) {
         if (capacity < LarderCacheBuilder.MIN_CAPACITY) {
@@ -564,6 +623,10 @@ public final class LarderCache<K, V> implements AutoCloseable {
         }
         try {
             int rc = Native.setCapacity(guard, gen, capacity);
+            if (rc == Native.ESTATE) {
+                throw new IllegalStateException("larder: the cache is in a pool, which sets its"
+                        + " capacity (see LarderCacheBuilder.minShare/maxShare)");
+            }
             if (rc != Native.OK) {
                 throw failure(rc, 0, 0);
             }
@@ -604,6 +667,34 @@ public final class LarderCache<K, V> implements AutoCloseable {
         } finally {
             Reference.reachabilityFence(this);
         }
+    }
+
+    /** The pool this cache draws its capacity from, or null. */
+    public LarderPool pool() {
+        return pool;
+    }
+
+    /**
+     * The cache's figures in its pool: capacity, the target the pool moves
+     * it to, estimated marginal hits, weight and shares (allocates them).
+     *
+     * @throws IllegalStateException the cache is in no pool, or closed
+     */
+    public PoolCacheStats poolStats() {
+        if (pool == null) {
+            throw new IllegalStateException("larder: the cache is in no pool");
+        }
+        String[] names = LarderPool.Names.CACHE;
+        double[] v = new double[names.length];
+        try {
+            int rc = Native.poolCacheStats(guard, gen, v);
+            if (rc != Native.OK) {
+                throw failure(rc, 0, 0);
+            }
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+        return new PoolCacheStats(names, v);
     }
 
     /** The slab's figures per size class, smallest slots first (memory audit). */
@@ -659,7 +750,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
     @Override
     public void close() {
         synchronized (closeLock) {
-            int rc = Native.close(guard, gen);
+            int rc = closeNative(guard, gen, pool);
             if (rc == Native.IN_CALLBACK) {
                 throw new IllegalStateException(
                         "larder: close() inside a DirectValueConsumer would wait for itself");
@@ -673,6 +764,22 @@ public final class LarderCache<K, V> implements AutoCloseable {
     }
 
     /* ---- Helpers ----------------------------------------------------------- */
+
+    /*
+     * Native.close, under the pool's lock for a pooled cache: the engine's
+     * open of another cache in the pool does not wait for a cache that is
+     * closing meanwhile (it fails at once with EBUSY when the closing
+     * cache's bytes are what it needs), so opens and closes of one pool's
+     * caches take turns.
+     */
+    private static int closeNative(long guard, long gen, LarderPool pool) {
+        if (pool == null) {
+            return Native.close(guard, gen);
+        }
+        synchronized (pool.lock()) {
+            return Native.close(guard, gen);
+        }
+    }
 
     private static int align(int offset) {
         return (offset + 7) & ~7;
@@ -815,6 +922,8 @@ public final class LarderCache<K, V> implements AutoCloseable {
             return new LarderOutOfMemoryException("larder: " + Native.strerror(rc));
         case Native.EINVAL:
             return new IllegalArgumentException("larder: " + Native.strerror(rc));
+        case Native.ESTATE:
+            return new IllegalStateException("larder: " + Native.strerror(rc));
         default:
             return new LarderException(rc, "larder: " + Native.strerror(rc));
         }
@@ -835,24 +944,28 @@ public final class LarderCache<K, V> implements AutoCloseable {
     /*
      * What closing does, run once: by close(), or by the Cleaner when the
      * cache became unreachable. Holds no reference to the cache; holds the
-     * clock, so that its native cell outlives the cache's maintainer.
+     * clock, so that its native cell outlives the cache's maintainer, and
+     * the pool, so that the pool's own Cleaner cannot run while the cache
+     * is open.
      */
     private static final class Closer implements Runnable {
         private final long guard;
         private final long gen;
         private final ManualClock clock;
         private final ObjectName jmxName;
+        private final LarderPool pool;
 
-        Closer(long guard, long gen, ManualClock clock, ObjectName jmxName) {
+        Closer(long guard, long gen, ManualClock clock, ObjectName jmxName, LarderPool pool) {
             this.guard = guard;
             this.gen = gen;
             this.clock = clock;
             this.jmxName = jmxName;
+            this.pool = pool;
         }
 
         @Override
         public void run() {
-            Native.close(guard, gen);
+            closeNative(guard, gen, pool);
             Reference.reachabilityFence(clock);
             if (jmxName != null) {
                 MBeanServer server = ManagementFactory.getPlatformMBeanServer();

@@ -16,7 +16,8 @@ package org.larder;
  * naming the limit). Defaults: capacity 64 MiB, 4,096 expected entries, keys
  * up to 250 bytes, values up to 1 MiB, no default TTL, expire after write,
  * {@link Eviction#DEFAULT}, a random hash seed, writes wait up to 1,000 ms
- * for room, the system's monotonic clock, no listener, no JMX.
+ * for room, the system's monotonic clock, no listener, no JMX, no pool, no
+ * compression.
  *
  * @param <K> key type
  * @param <V> value type
@@ -32,6 +33,13 @@ public final class LarderCacheBuilder<K, V> {
     CacheSerializer<K> keySerializer;
     CacheSerializer<V> valueSerializer;
     long capacity = 64L << 20;
+    boolean capacitySet;
+    LarderPool pool;
+    double weight = 1;
+    double minShare;
+    double maxShare = 1;
+    int compressMinBytes;
+    int compressMinSavingPercent = 10;
     long expectedEntries = 4096;
     int maxKeyBytes = 250;
     int maxValueBytes = 1 << 20;
@@ -68,6 +76,7 @@ public final class LarderCacheBuilder<K, V> {
      * rounding), at least {@link #MIN_CAPACITY}. Memory in use may exceed it
      * briefly by at most max(capacity / 100, 4 MiB) while the maintainer
      * evicts. Can be changed later with {@link LarderCache#setCapacity(long)}.
+     * Not with {@link #pool(LarderPool)}: a pool sets its caches' capacity.
      */
     public LarderCacheBuilder<K, V> capacity(long capacity) {
         if (capacity < MIN_CAPACITY) {
@@ -75,6 +84,97 @@ public final class LarderCacheBuilder<K, V> {
                     + " bytes: " + capacity);
         }
         this.capacity = capacity;
+        this.capacitySet = true;
+        return this;
+    }
+
+    /**
+     * Draws the cache's capacity from {@code pool}'s budget instead of a
+     * capacity of its own (null: no pool, the default). The pool sets and
+     * moves the capacity (see {@link LarderPool}); {@link #capacity(long)}
+     * must not be set too (to give a pooled cache a fixed size, set
+     * {@link #minShare(double)} and {@link #maxShare(double)} equal), and
+     * {@link LarderCache#setCapacity(long)} throws
+     * {@link IllegalStateException}. {@link #build()} may wait up to
+     * {@link #writeWaitMillis(long)} for the pool's other caches to give
+     * back the new cache's first 64 KiB.
+     */
+    public LarderCacheBuilder<K, V> pool(LarderPool pool) {
+        this.pool = pool;
+        return this;
+    }
+
+    /**
+     * What a miss in this cache costs relative to the pool's other caches
+     * (the engine's miss cost; default 1): the pool maximises hits weighted
+     * by it, so a cache with weight 10 gets capacity before one with weight
+     * 1 that would gain fewer than 10 times its hits. Finite, > 0 and <=
+     * 10^9. Used only with {@link #pool(LarderPool)}.
+     */
+    public LarderCacheBuilder<K, V> weight(double weight) {
+        if (!(weight > 0 && weight <= 1e9)) {
+            throw new IllegalArgumentException("weight must be > 0 and <= 1e9: " + weight);
+        }
+        this.weight = weight;
+        return this;
+    }
+
+    /**
+     * The least share of the pool's budget the cache keeps once it has
+     * reached it, 0..1 (default 0). The min shares of a pool's open caches
+     * may sum to at most 1. Used only with {@link #pool(LarderPool)}.
+     */
+    public LarderCacheBuilder<K, V> minShare(double minShare) {
+        if (!(minShare >= 0 && minShare <= 1)) {
+            throw new IllegalArgumentException("minShare must be 0..1: " + minShare);
+        }
+        this.minShare = minShare;
+        return this;
+    }
+
+    /**
+     * The most share of the pool's budget the cache may hold, > 0 and <= 1
+     * (default 1), at least {@link #minShare(double)} (checked by
+     * {@link #build()}). Used only with {@link #pool(LarderPool)}.
+     */
+    public LarderCacheBuilder<K, V> maxShare(double maxShare) {
+        if (!(maxShare > 0 && maxShare <= 1)) {
+            throw new IllegalArgumentException("maxShare must be > 0 and <= 1: " + maxShare);
+        }
+        this.maxShare = maxShare;
+        return this;
+    }
+
+    /**
+     * Compresses values of at least {@code minValueBytes} bytes (a zstd
+     * dictionary the engine trains from the first values, else LZ4; 0 = off, the default), keeping the compressed form only when it
+     * saves at least 10%; see {@link #compression(int, int)}.
+     */
+    public LarderCacheBuilder<K, V> compression(int minValueBytes) {
+        return compression(minValueBytes, 10);
+    }
+
+    /**
+     * Compresses values of at least {@code minValueBytes} bytes (0 = off)
+     * (a trained zstd dictionary, else LZ4), keeping the compressed form only when it is at least
+     * {@code minSavingPercent} (0..99) smaller than the value; others are
+     * stored raw. Every read, comparison and listener call sees the
+     * original bytes; the capacity counts the stored (compressed) bytes.
+     * A read of a compressed value decompresses it: a copy-out get then
+     * costs about the decompression, and {@link LarderCache#getDirect} hands
+     * the consumer a per-thread decompressed copy, not the stored bytes.
+     */
+    public LarderCacheBuilder<K, V> compression(int minValueBytes, int minSavingPercent) {
+        if (minValueBytes < 0 || minValueBytes > VALUE_LIMIT) {
+            throw new IllegalArgumentException("compression's minValueBytes must be 0.."
+                    + VALUE_LIMIT + ": " + minValueBytes);
+        }
+        if (minSavingPercent < 0 || minSavingPercent > 99) {
+            throw new IllegalArgumentException("compression's minSavingPercent must be 0..99: "
+                    + minSavingPercent);
+        }
+        this.compressMinBytes = minValueBytes;
+        this.compressMinSavingPercent = minSavingPercent;
         return this;
     }
 
@@ -190,7 +290,13 @@ public final class LarderCacheBuilder<K, V> {
      *
      * @throws NullPointerException a serializer is missing
      * @throws IllegalArgumentException the engine refused a setting (the
-     *         message names it), or the JMX name is taken
+     *         message names it), the JMX name is taken, both a capacity and
+     *         a pool are set, minShare is over maxShare, or the pool cannot
+     *         take the cache (its open caches' min shares would sum to over
+     *         1, or it cannot give the cache 64 KiB)
+     * @throws IllegalStateException the pool is closed
+     * @throws LarderBusyException the pool's other caches did not give back
+     *         the cache's first capacity within the write wait
      * @throws LarderException the engine could not open the cache (no
      *         memory, no thread)
      * @throws UnsatisfiedLinkError the JNI library could not be loaded (the
@@ -202,6 +308,14 @@ public final class LarderCacheBuilder<K, V> {
         }
         if (valueSerializer == null) {
             throw new NullPointerException("valueSerializer not set");
+        }
+        if (pool != null && capacitySet) {
+            throw new IllegalArgumentException("capacity and pool exclude each other: the pool"
+                    + " sets a pooled cache's capacity (for a fixed size set minShare = maxShare)");
+        }
+        if (minShare > maxShare) {
+            throw new IllegalArgumentException("minShare " + minShare + " is over maxShare "
+                    + maxShare);
         }
         Native.ensureLoaded();
         return new LarderCache<>(this);
@@ -219,6 +333,11 @@ public final class LarderCacheBuilder<K, V> {
         s[Native.S_HASH_SEED] = hashSeed == null ? 0 : hashSeed;
         s[Native.S_HAS_HASH_SEED] = hashSeed == null ? 0 : 1;
         s[Native.S_WRITE_WAIT_MS] = writeWaitMillis;
+        s[Native.S_MIN_SHARE] = Double.doubleToRawLongBits(minShare);
+        s[Native.S_MAX_SHARE] = Double.doubleToRawLongBits(maxShare);
+        s[Native.S_MISS_COST] = Double.doubleToRawLongBits(weight);
+        s[Native.S_COMPRESS_MIN] = compressMinBytes;
+        s[Native.S_COMPRESS_SAVING] = compressMinSavingPercent;
         return s;
     }
 
@@ -242,6 +361,14 @@ public final class LarderCacheBuilder<K, V> {
             return "hashSeed";
         case Native.S_WRITE_WAIT_MS:
             return "writeWaitMillis";
+        case Native.S_POOL:
+            return "pool";
+        case Native.S_MIN_SHARE:
+            return "minShare/maxShare";
+        case Native.S_MISS_COST:
+            return "weight";
+        case Native.S_COMPRESS_MIN:
+            return "compression";
         default:
             return "clock or removalListener";
         }

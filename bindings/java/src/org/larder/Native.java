@@ -30,6 +30,7 @@ final class Native {
     static final int ENOMEM = -4;
     static final int EBUFSIZE = -5;
     static final int EBUSY = -6;
+    static final int ESTATE = -9;
     static final int CLOSED = -100;
     static final int IN_CALLBACK = -101;
     static final int IN_LISTENER = -102;
@@ -50,7 +51,13 @@ final class Native {
     static final int S_HASH_SEED = 7;
     static final int S_HAS_HASH_SEED = 8;
     static final int S_WRITE_WAIT_MS = 9;
-    static final int S_COUNT = 10;
+    static final int S_POOL = 10;
+    static final int S_MIN_SHARE = 11;
+    static final int S_MAX_SHARE = 12;
+    static final int S_MISS_COST = 13;
+    static final int S_COMPRESS_MIN = 14;
+    static final int S_COMPRESS_SAVING = 15;
+    static final int S_COUNT = 16;
 
     /* write() operations (jni_cache.c, enum write_op). */
     static final int OP_PUT = 0;
@@ -143,6 +150,26 @@ final class Native {
     static native String[] classStatNames();
 
     static native String strerror(int rc);
+
+    static native int poolCacheStats(long guard, long gen, double[] out);
+
+    /* Cursors (native/jni_iter.c): iterOpen gives an address > 0 or a code. */
+    static native long iterOpen(long guard, long gen);
+
+    static native int iterNext(long guard, long gen, long iter, boolean values, Object[] out);
+
+    static native void iterClose(long guard, long gen, long iter);
+
+    /* Pools (native/jni_pool.c): every call under the pool's lock (P1 there). */
+    static native long poolCreate(long budget, long intervalMillis, int[] out);
+
+    static native int poolClose(long pool);
+
+    static native int poolStats(long pool, long[] out);
+
+    static native String[] poolStatNames();
+
+    static native String[] poolCacheStatNames();
 
     static native long clockCreate(long startMillis);
 

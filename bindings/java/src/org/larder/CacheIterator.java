@@ -1,0 +1,87 @@
+package org.larder;
+
+import java.lang.ref.Reference;
+import java.util.NoSuchElementException;
+import java.util.function.BiFunction;
+
+/*
+ * The cursor behind LarderCache.keyIterator() and entryIterator(): one
+ * native cursor (larder_iter_*), read one entry ahead. Its methods are
+ * synchronized: the engine's cursor is used by one thread at a time (I2 in
+ * native/jni_iter.c). Each entry's key and value arrive as fresh arrays and
+ * are deserialized here.
+ */
+final class CacheIterator<K, V, T> implements CloseableIterator<T> {
+    private final LarderCache<K, V> cache;
+    private final long guard;
+    private final long gen;
+    private final boolean values;
+    private final BiFunction<byte[], byte[], T> element;
+    private final Object[] pair = new Object[2];
+    private long iter;
+    private T next;
+
+    CacheIterator(LarderCache<K, V> cache, long guard, long gen, boolean values,
+            BiFunction<byte[], byte[], T> element) {
+        this.cache = cache;
+        this.guard = guard;
+        this.gen = gen;
+        this.values = values;
+        this.element = element;
+        long r = Native.iterOpen(guard, gen);
+        Reference.reachabilityFence(cache);
+        if (r <= 0) {
+            throw LarderCache.error((int) r);
+        }
+        iter = r;
+    }
+
+    @Override
+    public synchronized boolean hasNext() {
+        if (next != null) {
+            return true;
+        }
+        if (iter == 0) {
+            return false;
+        }
+        pair[0] = null;
+        pair[1] = null;
+        int rc;
+        try {
+            rc = Native.iterNext(guard, gen, iter, values, pair);
+        } finally {
+            Reference.reachabilityFence(cache);
+        }
+        if (rc == Native.MISS) {
+            close();
+            return false;
+        }
+        if (rc != Native.OK) {
+            if (rc == Native.CLOSED) {
+                iter = 0; /* freed by the cache's close */
+            }
+            throw LarderCache.error(rc);
+        }
+        next = element.apply((byte[]) pair[0], (byte[]) pair[1]);
+        return true;
+    }
+
+    @Override
+    public synchronized T next() {
+        if (!hasNext()) {
+            throw new NoSuchElementException();
+        }
+        T t = next;
+        next = null;
+        return t;
+    }
+
+    @Override
+    public synchronized void close() {
+        if (iter != 0) {
+            Native.iterClose(guard, gen, iter);
+            Reference.reachabilityFence(cache);
+            iter = 0;
+        }
+    }
+}
