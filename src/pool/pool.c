@@ -94,6 +94,11 @@
  * core/cache.c), with the lock dropped and the member pinned: a cache
  * whose maintainer is stuck (in a removal listener) must not stall the
  * pool, and a pinned member's cache is not closed until the waiter is back.
+ * An open that needs bytes a closing cache still holds waits on `released`
+ * instead (a closing cache's committed bytes only come back all at once,
+ * when larder_close has freed everything), in the same slices and within
+ * the same deadline: a cache closing on another thread does not make the
+ * open fail at once.
  */
 #define _GNU_SOURCE
 #include "pool/pool.h"
@@ -185,6 +190,7 @@ struct larder_pool {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;     /* the pool's thread: work, or stop */
 	pthread_cond_t unpinned; /* a member's last pin went (wait_giveback) */
+	pthread_cond_t released; /* a member left: its bytes are back (first_capacity) */
 	pthread_t thread;
 	/* Configs and members holding the pool, plus its creator until close.
 	 * R-PREF / A-PREF: the last release frees it. */
@@ -913,14 +919,15 @@ static uint64_t control_pass(larder_pool *p, uint64_t now_ns)
 
 /* ---- The pool's thread ----------------------------------------------------- */
 
-static void timed_wait(larder_pool *p, uint64_t ns)
+/* Waits on cv (a CLOCK_MONOTONIC one) for at most ns, with the lock held. */
+static void timed_wait(larder_pool *p, pthread_cond_t *cv, uint64_t ns)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	uint64_t at = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + ns;
 	ts.tv_sec = (time_t)(at / 1000000000u);
 	ts.tv_nsec = (long)(at % 1000000000u);
-	pthread_cond_timedwait(&p->wake, &p->lock, &ts);
+	pthread_cond_timedwait(cv, &p->lock, &ts);
 }
 
 static void *pool_main(void *arg)
@@ -942,7 +949,7 @@ static void *pool_main(void *arg)
 		uint64_t until_ns = p->interval_ns ? p->next_pass_ns - now_ns : IDLE_WAIT_NS;
 		if (pending && until_ns > GIVEBACK_SLICE_NS)
 			until_ns = GIVEBACK_SLICE_NS;
-		timed_wait(p, until_ns);
+		timed_wait(p, &p->wake, until_ns);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -965,6 +972,7 @@ void larder__pool_unref(larder_pool *p)
 	/* A-PREF: pairs with R-PREF; no fence weaker than acquire orders the
 	 * other holders' last uses before the free. */
 	atomic_thread_fence(LARDER__ACQUIRE);
+	pthread_cond_destroy(&p->released);
 	pthread_cond_destroy(&p->unpinned);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
@@ -999,6 +1007,10 @@ int larder_pool_create(larder_pool **out, const larder_pool_config *config)
 		pthread_condattr_destroy(&attr);
 		goto fail_attr;
 	}
+	if (pthread_cond_init(&p->released, &attr) != 0) {
+		pthread_condattr_destroy(&attr);
+		goto fail_released;
+	}
 	pthread_condattr_destroy(&attr);
 	if (pthread_cond_init(&p->unpinned, NULL) != 0)
 		goto fail_unpinned;
@@ -1012,6 +1024,8 @@ int larder_pool_create(larder_pool **out, const larder_pool_config *config)
 fail_thread:
 	pthread_cond_destroy(&p->unpinned);
 fail_unpinned:
+	pthread_cond_destroy(&p->released);
+fail_released:
 	pthread_cond_destroy(&p->wake);
 fail_attr:
 	pthread_mutex_destroy(&p->lock);
@@ -1066,8 +1080,17 @@ static int mins_fit(const larder_pool *p, uint64_t min_bytes)
 	return sum <= p->budget;
 }
 
+static int has_closing(const larder_pool *p)
+{
+	for (const struct larder__pool_member *m = p->members; m; m = m->next)
+		if (m->state == M_CLOSING)
+			return 1;
+	return 0;
+}
+
 /* The first capacity: as much of the target as POOL-K1 allows now, at least
- * MIN_CACHE_BYTES, waiting for the others' give-back until deadline_ns. */
+ * MIN_CACHE_BYTES, waiting until deadline_ns for the others' give-back or
+ * for a closing cache's bytes. Nothing to wait for is LARDER_EBUSY at once. */
 static int first_capacity(larder_pool *p, struct larder__pool_member *nm, uint64_t deadline_ns,
 			  uint64_t *cap)
 {
@@ -1078,10 +1101,17 @@ static int first_capacity(larder_pool *p, struct larder__pool_member *nm, uint64
 			*cap = x;
 			return LARDER_OK;
 		}
+		uint64_t now_ns = larder__monotonic_ns();
 		struct larder__pool_member *debtor = largest_debtor(p);
-		if (!debtor || larder__monotonic_ns() >= deadline_ns)
+		if (now_ns >= deadline_ns || (!debtor && !has_closing(p)))
 			return LARDER_EBUSY;
-		wait_giveback(p, debtor);
+		if (debtor) {
+			wait_giveback(p, debtor);
+		} else {
+			uint64_t left_ns = deadline_ns - now_ns;
+			timed_wait(p, &p->released,
+				   left_ns < GIVEBACK_SLICE_NS ? left_ns : GIVEBACK_SLICE_NS);
+		}
 	}
 }
 
@@ -1171,6 +1201,7 @@ void larder__pool_release(struct larder__pool_member *m)
 	replan(p, NULL);
 	apply_shrinks(p);
 	pthread_cond_signal(&p->wake); /* its bytes are back: grows may go on */
+	pthread_cond_broadcast(&p->released); /* and opens (first_capacity) */
 	pthread_mutex_unlock(&p->lock);
 	free(m);
 	larder__pool_unref(p);

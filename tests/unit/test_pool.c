@@ -6,7 +6,8 @@
  * (closing a pool with open caches, opening in a closed pool, a config that
  * sets both a capacity and a pool, larder_set_capacity on a pooled cache),
  * the static split and min/max shares, a closed cache's share going back to
- * the others, an open that must wait for bytes that never come back, and
+ * the others, an open that must wait for bytes that never come back, one
+ * that waits for the bytes of a cache still closing, and
  * the controller's choices on caches with known curves, driven one pass at
  * a time through the test seam (pool/pool.h) with the controller thread
  * off, so that every decision is deterministic, and every allocation of a
@@ -400,6 +401,107 @@ static void test_open_waits_then_busy(void)
 	CHECK_LE(th_stat(a, LARDER_STAT_USED_BYTES), budget / 2);
 	larder_close(a);
 	larder_close(b);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+	th_event_destroy(&listener_go);
+}
+
+/* ---- An open that needs the bytes of a cache still closing ------------------ */
+
+struct closing_open {
+	larder_pool *pool;
+	larder *closing;
+	_Atomic int open_done;
+};
+
+static void *close_main(void *arg)
+{
+	struct closing_open *co = arg;
+	larder_close(co->closing); /* waits for its maintainer, stuck in the listener */
+	return NULL;
+}
+
+/* The opener has joined (the pool counts it beside the closing one), or gave up. */
+static int opener_waits(void *ctx)
+{
+	struct closing_open *co = ctx;
+	uint64_t v[LARDER_POOL_STAT_COUNT];
+	return atomic_load(&co->open_done) ||
+	       (larder_pool_stats(co->pool, v, LARDER_POOL_STAT_COUNT) == LARDER_OK &&
+		v[LARDER_POOL_CACHES] == 2);
+}
+
+static void *unstick_main(void *arg)
+{
+	struct closing_open *co = arg;
+	th_wait_until(opener_waits, co, WAIT_MS);
+	th_event_signal(&listener_go);
+	return NULL;
+}
+
+static int closing_detached(void *ctx)
+{
+	larder_pool *pool = ctx;
+	uint64_t v[LARDER_POOL_STAT_COUNT];
+	return larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT) == LARDER_OK &&
+	       v[LARDER_POOL_CACHES] == 1 && v[LARDER_POOL_ASSIGNED_BYTES] == 0;
+}
+
+/*
+ * A 4 MiB pool whose one cache a, full up to its overshoot bound, is being
+ * closed on another thread while its maintainer is stuck in a removal
+ * listener: its bytes stay counted until the close has freed them. An open
+ * of b meanwhile (its first 64 KiB need those bytes) must wait for them
+ * within its write wait, as it waits for an active cache's give-back, and
+ * succeed once the close is done; it is released only after b has joined,
+ * so an open that gives up at once (LARDER_EBUSY) fails here whatever the
+ * threads' timing.
+ */
+static void test_open_waits_for_closing(void)
+{
+	const uint64_t budget = 4 * MiB;
+	static char value[32700]; /* with header and key: a 32 KiB slot */
+	larder_pool *pool = make_pool(budget, 0);
+	REQUIRE(pool);
+	larder_config *cfg = pooled(pool, 0, 1, 1);
+	REQUIRE(cfg);
+	th_event_init(&listener_go);
+	atomic_store(&listener_inside, 0);
+	REQUIRE_RC(larder_config_set_removal_listener(cfg, stuck_listener, NULL), LARDER_OK);
+	REQUIRE_RC(larder_config_set_write_wait_ms(cfg, 0), LARDER_OK);
+	struct closing_open co = { .pool = pool };
+	REQUIRE_RC(larder_open(&co.closing, cfg), LARDER_OK);
+	larder_config_destroy(cfg);
+	unsigned i = 0;
+	for (; i < 120; i++)
+		CHECK_RC(put_key(co.closing, i, value, sizeof value), LARDER_OK);
+	REQUIRE(th_check_accounting(co.closing, WAIT_MS, NULL, NULL));
+	CHECK_RC(larder_remove(co.closing, "k1", 2), LARDER_OK);
+	REQUIRE(th_wait_until(listener_entered, NULL, WAIT_MS));
+	while (put_key(co.closing, i++, value, sizeof value) == LARDER_OK && i < 1000)
+		;
+	CHECK_GT(th_stat(co.closing, LARDER_STAT_USED_BYTES), budget + 4 * MiB - 64 * KiB);
+
+	pthread_t closer, unsticker;
+	REQUIRE(pthread_create(&closer, NULL, close_main, &co) == 0);
+	REQUIRE(th_wait_until(closing_detached, pool, WAIT_MS));
+	REQUIRE(pthread_create(&unsticker, NULL, unstick_main, &co) == 0);
+	cfg = pooled(pool, 0, 1, 1);
+	REQUIRE(cfg);
+	REQUIRE_RC(larder_config_set_write_wait_ms(cfg, 3 * WAIT_MS), LARDER_OK);
+	larder *b = NULL;
+	CHECK_RC(larder_open(&b, cfg), LARDER_OK);
+	atomic_store(&co.open_done, 1);
+	larder_config_destroy(cfg);
+	pthread_join(unsticker, NULL);
+	pthread_join(closer, NULL);
+	if (b) {
+		CHECK_EQ(pool_stat(pool, LARDER_POOL_CACHES), 1);
+		CHECK_RC(put_key(b, 0, value, sizeof value), LARDER_OK);
+		larder *one[1] = { b };
+		settle(pool, one, 1);
+		CHECK_EQ(target_of(pool, b), budget);
+		larder_close(b);
+	}
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 	th_event_destroy(&listener_go);
 }
@@ -826,6 +928,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_static_split_and_close),
 		TH_TEST(test_static_shares),
 		TH_TEST(test_open_waits_then_busy),
+		TH_TEST(test_open_waits_for_closing),
 		TH_TEST(test_bound_holds_while_donor_stuck),
 		TH_TEST(test_controller_moves_to_steeper),
 		TH_TEST(test_controller_stride),
