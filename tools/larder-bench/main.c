@@ -35,7 +35,7 @@ static const char usage[] =
 	"  --clear-only         --memory runs only its first phase (fill, clear)\n"
 	"  --pool[=PARTS]       several caches in one memory budget (a larder pool):\n"
 	"                       estimators,phases,ten,shift (all),\n"
-	"                       or ten-controller; see poolbench.c\n"
+	"                       or ten-controller, phases-controller; see poolbench.c\n"
 	"  --pool-unit-ms MS    --pool's phase unit (2000: 96 s per phases run)\n"
 	"  --ops N              exactly N ops of the first scenario on the main thread,\n"
 	"                       per engine (for callgrind; see profile.sh)\n"

@@ -36,6 +36,8 @@
  *               --rounds rounds, medians and min..max;
  *   ten-controller  the controller's rounds of `ten` alone (not in the
  *               default set), with their cost round by round;
+ *   phases-controller  the controller's run of `phases` alone (not in the
+ *               default set): its per-phase figures and settling, no charts;
  *   shift       the ten caches under the controller, then one cache's
  *               working set grows 4x: how long until its capacity settles
  *               and its hit ratio recovers; SVG chart.
@@ -587,15 +589,19 @@ static void ph_charts(struct ph_result *const *show, size_t n_show, unsigned uni
 	free(x);
 }
 
-static void phases_part(const struct lb_config *cfg, unsigned unit_ms)
+/* `phases`, or with controller_only (`phases-controller`) the controller's
+ * run alone, for a change that touches only the controller: no ratio to
+ * the fixed split then, and no charts. */
+static void phases_part(const struct lb_config *cfg, unsigned unit_ms, int controller_only)
 {
 	static const double sweep[] = { 0.2, 0.35, 0.65, 0.8 };
 	enum { N_RUNS = 2 + sizeof sweep / sizeof sweep[0] };
 	struct ph_result *res[N_RUNS];
 	char names[N_RUNS][32];
+	size_t n_runs = controller_only ? 1 : N_RUNS;
 	printf("\n## Phases: two caches, working sets 0.75 GiB each, one 1 GiB pool "
-	       "(unit %u ms)\n\n", unit_ms);
-	for (size_t i = 0; i < N_RUNS; i++) {
+	       "(unit %u ms)%s\n\n", unit_ms, controller_only ? ", the controller alone" : "");
+	for (size_t i = 0; i < n_runs; i++) {
 		res[i] = calloc(1, sizeof **res);
 		if (!res[i])
 			return;
@@ -609,27 +615,30 @@ static void phases_part(const struct lb_config *cfg, unsigned unit_ms)
 		if (ph_one(cfg, unit_ms, res[i]) != 0)
 			return;
 	}
-	size_t best = 1;
-	for (size_t i = 1; i < N_RUNS; i++)
-		if (res[i]->ops > res[best]->ops)
+	size_t best = 0;
+	for (size_t i = 1; i < n_runs; i++)
+		if (best == 0 || res[i]->ops > res[best]->ops)
 			best = i;
 	printf("\n| run | reads, all phases | / fixed 50/50 | misses per read | "
 	       "mean wait per miss |\n|---|---|---|---|---|\n");
-	for (size_t i = 0; i < N_RUNS; i++) {
+	for (size_t i = 0; i < n_runs; i++) {
 		const struct ph_sample *e = &res[i]->s[res[i]->n - 1];
 		double miss = e->misses[0] + e->misses[1], all = miss + e->hits[0] + e->hits[1];
-		printf("| %s%s | %.3g | %.2fx | %.3f | %.1f us |\n", res[i]->name,
-		       i == best ? " (best static)" : "", res[i]->ops, res[i]->ops / res[1]->ops,
-		       all > 0 ? miss / all : 0,
+		printf("| %s%s | %.3g | ", res[i]->name, i && i == best ? " (best static)" : "",
+		       res[i]->ops);
+		if (n_runs > 1)
+			printf("%.2fx", res[i]->ops / res[1]->ops);
+		else
+			printf("-");
+		printf(" | %.3f | %.1f us |\n", all > 0 ? miss / all : 0,
 		       res[i]->waits > 0 ? res[i]->wait_ns / res[i]->waits / 1000 : 0);
 	}
 	const size_t show[3] = { 0, 1, best };
+	size_t n_show = n_runs == 1 ? 1 : best == 1 ? 2 : 3;
 	printf("\n| phase | run | reads/s | hit ratio cache_0 | hit ratio cache_1 | "
 	       "capacity cache_0 (MiB) | capacity cache_1 (MiB) |\n|---|---|---|---|---|---|---|\n");
 	for (size_t p = 0; p < PH_PHASES; p++)
-		for (size_t k = 0; k < 3; k++) {
-			if (k == 2 && best == 1)
-				continue;
+		for (size_t k = 0; k < n_show; k++) {
 			double tput, hit[2], cap[2];
 			ph_phase(res[show[k]], p, unit_ms, &tput, hit, cap);
 			printf("| %zu %s | %s | %.0f | %.3f | %.3f | %.0f | %.0f |\n", p + 1,
@@ -649,9 +658,11 @@ static void phases_part(const struct lb_config *cfg, unsigned unit_ms)
 		printf("| %zu %s | %.2f (of %.0f) | %u | %.0f |\n", p + 1, phases[p].name, settled,
 		       (phases[p].to - phases[p].from) * unit_ms / 1000.0, rev, end / MIB);
 	}
-	struct ph_result *chart[3] = { res[0], res[1], res[best] };
-	ph_charts(chart, best == 1 ? 2 : 3, unit_ms);
-	for (size_t i = 0; i < N_RUNS; i++)
+	if (!controller_only) {
+		struct ph_result *chart[3] = { res[0], res[1], res[best] };
+		ph_charts(chart, n_show, unit_ms);
+	}
+	for (size_t i = 0; i < n_runs; i++)
 		free(res[i]);
 }
 
@@ -1113,7 +1124,9 @@ int lb_budget_run(const struct lb_config *cfg)
 	if (has_part(parts, "estimators"))
 		estimators(cfg);
 	if (has_part(parts, "phases"))
-		phases_part(cfg, unit_ms);
+		phases_part(cfg, unit_ms, 0);
+	if (parts && *parts && has_part(parts, "phases-controller"))
+		phases_part(cfg, unit_ms, 1);
 	if (has_part(parts, "ten") || has_part(parts, "shift"))
 		ten_part(cfg, has_part(parts, "shift"), has_part(parts, "ten"));
 	if (parts && *parts && has_part(parts, "ten-controller"))
