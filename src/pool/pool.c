@@ -78,9 +78,13 @@
  *   its tests).
  *   A move must also beat the estimates' noise: NOISE_Z standard errors,
  *   from the sampled hits each value rests on (value_noise). A cache whose
- *   warm points do not reach past its target has no estimate yet: it
- *   neither gives nor takes, unless it has no reads at all (then its hits
- *   are worth nothing and it gives).
+ *   warm points do not reach past its target may not take yet; it may
+ *   give once one point is warm, valued at the upper bound a concave curve
+ *   allows past its warm points (hull_at_most), or when it has no reads
+ *   at all (then its hits are worth nothing). Its curve is scaled by its
+ *   read rate lately over its read rate in the probe's window (the drift:
+ *   curve_update), so a change of load moves capacity within the reads'
+ *   half-life, while what the curve looks like rests on the longer window.
  * With the controller off (interval 0) the targets are an equal split of the
  * budget clamped to each cache's shares, recomputed at every open and close.
  *
@@ -148,12 +152,14 @@ struct window {
 	uint64_t top_room;     /* entries the largest mini cache holds when full */
 	uint64_t hits[LARDER__PROBE_POINTS], ghost, reads, sampled; /* last readings */
 	double w_hits[LARDER__PROBE_POINTS], w_ghost, w_probe_secs, w_sampled;
+	double w_preads; /* the cache's reads over the probe's window (its rate there) */
 	double w_reads, w_secs; /* the cache's reads: not restarted with the probe */
 };
 
 /* A member's curve as the controller sees it: the hull's corners. */
 struct curve {
-	int valid;
+	int valid; /* warm points reach past the target: it may take */
+	int known; /* some point is warm: it may give (value_down) */
 	double rate; /* reads per second */
 	unsigned n;
 	double x[LARDER__PROBE_POINTS + 1], y[LARDER__PROBE_POINTS + 1]; /* bytes, hits/s */
@@ -581,13 +587,14 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 				w->w_hits[k] = w->w_hits[k] * pkeep + (double)(r.hits[k] - w->hits[k]);
 			w->w_ghost = w->w_ghost * pkeep + (double)(r.ghost - w->ghost);
 			w->w_sampled = w->w_sampled * pkeep + (double)(r.sampled - w->sampled);
+			w->w_preads = w->w_preads * pkeep + (double)(r.reads - w->reads);
 			w->w_probe_secs = w->w_probe_secs * pkeep + secs;
 		}
 	}
 	if (!w->primed || r.gen != w->gen) {
 		/* The mini caches restarted cold (pool/probe.c PROBE-P2): their part of the
 		 * window starts over; the reads (the cache's own) go on. */
-		w->w_ghost = w->w_probe_secs = w->w_sampled = 0;
+		w->w_ghost = w->w_probe_secs = w->w_sampled = w->w_preads = 0;
 		memset(w->w_hits, 0, sizeof w->w_hits);
 		w->primed = 1;
 		w->gen = r.gen;
@@ -641,6 +648,7 @@ static void curve_update(struct larder__pool_member *m)
 	const struct window *w = &m->win;
 	uint64_t bytes[LARDER__PROBE_POINTS];
 	double hits[LARDER__PROBE_POINTS];
+	double per_count = 0; /* hits per second one sampled hit of the window stands for */
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 		bytes[k] = point_bytes(m, k);
 	if (m->fake) {
@@ -656,21 +664,34 @@ static void curve_update(struct larder__pool_member *m)
 		/* SHARDS' scaling: a mini cache's hits x S are the full cache's. Not
 		 * its hit ratio x the cache's reads: under skew a few hot keys in or
 		 * out of the sample move the sampled request count, and the ratio
-		 * with it, at every size (measured: up to 1.6x the exact slope). */
-		double scale = (double)w->every / (cv->valid ? w->w_probe_secs : 1);
+		 * with it, at every size (measured: up to 1.6x the exact slope).
+		 * But the probe's window is long (it stretches to hold enough
+		 * sampled requests), and a cache's load changes faster than what
+		 * its keys look like: so the curve is scaled by the cache's read
+		 * rate lately (the reads' short window, counted in full) over its
+		 * read rate in the probe's window. A load that doubles doubles the
+		 * curve within a half-life of the reads, not of the probe. */
+		double probe_rate = cv->valid ? w->w_preads / w->w_probe_secs : 0;
+		double drift = probe_rate > 0 && cv->rate > 0 ? cv->rate / probe_rate : 1;
+		double scale = drift * (double)w->every / (cv->valid ? w->w_probe_secs : 1);
 		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 			hits[k] = cv->valid ? w->w_hits[k] * scale : 0;
+		per_count = cv->valid ? scale : 0;
 	}
 	/* Mini caches fresh from a restart read low until they have seen twice
 	 * the entries they hold when full: only those points count, and the
-	 * estimate is valid once the point above the target is one of them. */
+	 * estimate is valid once the point above the target is one of them
+	 * (known as soon as one is: enough to give, value_down). */
 	unsigned first = 0;
+	cv->known = cv->valid;
 	if (!m->fake) {
-		while (first < LARDER__PROBE_POINTS - 1 &&
+		while (first < LARDER__PROBE_POINTS &&
 		       w->fresh < 2 * (w->top_room / 1024 * larder__probe_scale[first] +
 				   w->top_room % 1024 * larder__probe_scale[first] / 1024))
 			first++;
-		cv->valid = cv->valid && bytes[first] > m->target;
+		cv->known = cv->valid && first < LARDER__PROBE_POINTS;
+		first = first < LARDER__PROBE_POINTS ? first : LARDER__PROBE_POINTS - 1;
+		cv->valid = cv->known && bytes[first] > m->target;
 	}
 	hull_of(cv, bytes + first, hits + first, LARDER__PROBE_POINTS - first);
 	cv->np = LARDER__PROBE_POINTS - first;
@@ -679,7 +700,7 @@ static void curve_update(struct larder__pool_member *m)
 		cv->px[i] = (double)bytes[k];
 		cv->pcount[i] = m->fake ? 0 : w->w_hits[k];
 	}
-	cv->per_count = m->fake || w->w_probe_secs <= 0 ? 0 : (double)w->every / w->w_probe_secs;
+	cv->per_count = per_count;
 }
 
 /*
@@ -741,11 +762,29 @@ static double hull_at(const struct curve *cv, double x)
 }
 
 /*
+ * The hull at x, continued past its last corner along its last segment.
+ * Where a cache's warm points end below x (its estimate not yet valid, the
+ * mini caches above still warming up), a concave curve's hits there are at
+ * most that: an upper bound, so that what a donor would lose is never
+ * underestimated, and a donor need not wait for its largest mini caches
+ * to warm up before it can give (a light cache's take longest).
+ */
+static double hull_at_most(const struct curve *cv, double x)
+{
+	if (cv->n < 2 || x <= cv->x[cv->n - 1])
+		return hull_at(cv, x);
+	double x0 = cv->x[cv->n - 2], y0 = cv->y[cv->n - 2];
+	double x1 = cv->x[cv->n - 1], y1 = cv->y[cv->n - 1];
+	return y1 + (y1 - y0) * (x - x1) / (x1 - x0);
+}
+
+/*
  * Weighted hits per second per byte of the next step up, or of the last
  * step down: secants over the step, not slopes at the target, so that a
  * step's value is exactly what the same step back would lose and every
  * move raises the pool's weighted hits on the curves it was decided on
- * (no cycle; see the header).
+ * (no cycle; see the header). A step down is valued on hull_at_most: the
+ * same as hull_at on a valid curve, an upper bound on one only known.
  */
 static double value_up(const struct larder__pool_member *m, uint64_t step)
 {
@@ -756,10 +795,12 @@ static double value_up(const struct larder__pool_member *m, uint64_t step)
 static double value_down(const struct larder__pool_member *m, uint64_t step)
 {
 	double t = (double)m->target, d = (double)(room_down(m) < step ? room_down(m) : step);
-	return d > 0 ? m->cost * (hull_at(&m->curve, t) - hull_at(&m->curve, t - d)) / d : 0;
+	return d > 0 ? m->cost * (hull_at_most(&m->curve, t) - hull_at_most(&m->curve, t - d)) / d
+		     : 0;
 }
 
-/* May take? Needs an estimate. May give? An estimate, or no reads at all. */
+/* May take? Needs an estimate past its target. May give? Some estimate (its
+ * upper bound past the warm points: value_down), or no reads at all. */
 static int may_take(const struct larder__pool_member *m)
 {
 	return m->curve.valid && room_up(m) > 0;
@@ -767,7 +808,7 @@ static int may_take(const struct larder__pool_member *m)
 
 static int may_give(const struct larder__pool_member *m)
 {
-	return (m->curve.valid || m->curve.rate < 1.0) && room_down(m) > 0;
+	return (m->curve.known || m->curve.rate < 1.0) && room_down(m) > 0;
 }
 
 static struct larder__pool_member *best_taker(larder_pool *p, uint64_t step, double *value)
@@ -792,7 +833,7 @@ static struct larder__pool_member *best_giver(larder_pool *p, const struct larde
 	for (struct larder__pool_member *m = p->members; m; m = m->next) {
 		if (m == not || !may_give(m))
 			continue;
-		double v = m->curve.valid ? value_down(m, step) : 0;
+		double v = m->curve.known ? value_down(m, step) : 0;
 		if (!best || v < *value) {
 			best = m;
 			*value = v;
@@ -835,7 +876,7 @@ static int try_move(larder_pool *p, uint64_t step, double min_gain)
 		return 0;
 	/* And beyond the estimates' noise: NOISE_Z standard errors. */
 	double su = to->cost * value_noise(&to->curve, (double)to->target + (double)step / 2);
-	double sd = from->curve.valid
+	double sd = from->curve.known
 			    ? from->cost * value_noise(&from->curve, (double)from->target - (double)step / 2)
 			    : 0;
 	if ((up - down) * (up - down) <= NOISE_Z * NOISE_Z * (su * su + sd * sd))

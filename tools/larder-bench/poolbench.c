@@ -364,6 +364,7 @@ static void *ph_worker_main(void *arg)
 /* One sample: cumulative counts and the capacities. */
 struct ph_sample {
 	double t, ops, hits[2], misses[2], cap[2];
+	double sampled[2], every[2]; /* the controller's probes: sampled requests, S */
 };
 
 struct ph_result {
@@ -446,8 +447,13 @@ static int ph_one(const struct lb_config *cfg, unsigned unit_ms, struct ph_resul
 			s->misses[c] -= base.misses[c];
 		}
 		s->t = seconds_since(r->t0_ns);
-		for (unsigned c = 0; c < 2; c++)
+		for (unsigned c = 0; c < 2; c++) {
 			s->cap[c] = (double)cache_stat(r->c[c], LARDER_STAT_CAPACITY_BYTES);
+			double v[LARDER_POOL_CACHE_STAT_COUNT];
+			pool_figures(pool, r->c[c], v);
+			s->sampled[c] = v[LARDER_POOL_CACHE_SAMPLED_REQUESTS];
+			s->every[c] = v[LARDER_POOL_CACHE_SAMPLE_EVERY];
+		}
 		check_bound(pool);
 		lb_progress("  %s: %.0f s of %.0f", res->name, s->t, PH_UNITS * unit_ms / 1000.0);
 	}
@@ -646,17 +652,26 @@ static void phases_part(const struct lb_config *cfg, unsigned unit_ms, int contr
 			       cap[1] / MIB);
 		}
 	printf("\n| phase | controller: cache_0's capacity settled after (s) | "
-	       "reversals after settling | capacity cache_0 at the end (MiB) |\n|---|---|---|---|\n");
+	       "reversals after settling | capacity cache_0 at the end (MiB) | "
+	       "sampled requests/s cache_0 / cache_1 | S at the end |\n|---|---|---|---|---|---|\n");
 	for (size_t p = 0; p < PH_PHASES; p++) {
 		double settled;
 		unsigned rev;
 		ph_settle(res[0], p, unit_ms, (double)(PH_BUDGET / 256), &settled, &rev);
-		double end = 0;
-		for (size_t i = 0; i < res[0]->n; i++)
+		static const struct ph_sample zero;
+		const struct ph_sample *a = &zero, *b = NULL;
+		for (size_t i = 0; i < res[0]->n; i++) {
+			if (res[0]->s[i].t <= phases[p].from * unit_ms / 1000.0)
+				a = &res[0]->s[i];
 			if (res[0]->s[i].t <= phases[p].to * unit_ms / 1000.0)
-				end = res[0]->s[i].cap[0];
-		printf("| %zu %s | %.2f (of %.0f) | %u | %.0f |\n", p + 1, phases[p].name, settled,
-		       (phases[p].to - phases[p].from) * unit_ms / 1000.0, rev, end / MIB);
+				b = &res[0]->s[i];
+		}
+		double dt = b && b->t > a->t ? b->t - a->t : 0;
+		printf("| %zu %s | %.2f (of %.0f) | %u | %.0f | %.0f / %.0f | %.0f / %.0f |\n", p + 1,
+		       phases[p].name, settled, (phases[p].to - phases[p].from) * unit_ms / 1000.0, rev,
+		       b ? b->cap[0] / MIB : 0, dt > 0 ? (b->sampled[0] - a->sampled[0]) / dt : 0,
+		       dt > 0 ? (b->sampled[1] - a->sampled[1]) / dt : 0, b ? b->every[0] : 0,
+		       b ? b->every[1] : 0);
 	}
 	if (!controller_only) {
 		struct ph_result *chart[3] = { res[0], res[1], res[best] };
