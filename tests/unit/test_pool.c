@@ -347,40 +347,55 @@ static int put_key(larder *c, unsigned i, const void *value, size_t len)
 	return larder_put(c, key, (size_t)n, value, len, LARDER_TTL_DEFAULT);
 }
 
-static void test_open_waits_then_busy(void)
+static char stuck_value[32700]; /* with header and key: a 32 KiB slot */
+
+/*
+ * The only cache of a 4 MiB pool, full up to its overshoot bound (capacity
+ * 4 + 4 MiB) with its maintainer stuck in the removal listener until
+ * listener_go: a second cache's first 64 KiB must come from bytes it
+ * cannot give back (the pool's slack beyond the caches' own bounds is
+ * budget / 100: 41 KiB). NULL on failure.
+ */
+static larder *open_stuck_full(larder_pool *pool)
 {
-	/* A 4 MiB pool whose one cache is full up to its overshoot bound
-	 * (capacity 4 + 4 MiB) with its maintainer stuck: a second cache's
-	 * first 64 KiB must come from bytes the first cannot give back (the
-	 * pool's slack beyond the caches' own bounds is budget / 100: 41 KiB). */
-	const uint64_t budget = 4 * MiB;
-	static char value[32700]; /* with header and key: a 32 KiB slot */
-	larder_pool *pool = make_pool(budget, 0);
-	REQUIRE(pool);
 	larder_config *cfg = pooled(pool, 0, 1, 1);
-	REQUIRE(cfg);
+	if (!cfg)
+		return NULL;
 	th_event_init(&listener_go);
 	atomic_store(&listener_inside, 0);
-	REQUIRE_RC(larder_config_set_removal_listener(cfg, stuck_listener, NULL), LARDER_OK);
-	REQUIRE_RC(larder_config_set_write_wait_ms(cfg, 0), LARDER_OK);
 	larder *a = NULL;
-	REQUIRE_RC(larder_open(&a, cfg), LARDER_OK);
+	if (!CHECK_RC(larder_config_set_removal_listener(cfg, stuck_listener, NULL), LARDER_OK) ||
+	    !CHECK_RC(larder_config_set_write_wait_ms(cfg, 0), LARDER_OK) ||
+	    !CHECK_RC(larder_open(&a, cfg), LARDER_OK)) {
+		larder_config_destroy(cfg);
+		return NULL;
+	}
 	larder_config_destroy(cfg);
 	unsigned i = 0;
 	for (; i < 120; i++) /* 3.75 MiB of 32 KiB values: no eviction yet */
-		CHECK_RC(put_key(a, i, value, sizeof value), LARDER_OK);
-	REQUIRE(th_check_accounting(a, WAIT_MS, NULL, NULL));
+		CHECK_RC(put_key(a, i, stuck_value, sizeof stuck_value), LARDER_OK);
+	CHECK(th_check_accounting(a, WAIT_MS, NULL, NULL));
 	/* Its maintainer now sits in the listener and frees nothing... */
 	CHECK_RC(larder_remove(a, "k1", 2), LARDER_OK);
-	REQUIRE(th_wait_until(listener_entered, NULL, WAIT_MS));
+	CHECK(th_wait_until(listener_entered, NULL, WAIT_MS));
 	/* ...so writes run into the overshoot bound (and, not waiting, fail). */
 	int rc;
-	while ((rc = put_key(a, i++, value, sizeof value)) == LARDER_OK && i < 1000)
+	while ((rc = put_key(a, i++, stuck_value, sizeof stuck_value)) == LARDER_OK && i < 1000)
 		;
 	CHECK_RC(rc, LARDER_EBUSY);
-	CHECK_GT(th_stat(a, LARDER_STAT_USED_BYTES), budget + 4 * MiB - 64 * KiB);
+	CHECK_GT(th_stat(a, LARDER_STAT_USED_BYTES), 8 * MiB - 64 * KiB);
+	return a;
+}
 
-	cfg = pooled(pool, 0, 1, 1);
+static void test_open_waits_then_busy(void)
+{
+	const uint64_t budget = 4 * MiB;
+	larder_pool *pool = make_pool(budget, 0);
+	REQUIRE(pool);
+	larder *a = open_stuck_full(pool);
+	REQUIRE(a);
+
+	larder_config *cfg = pooled(pool, 0, 1, 1);
 	REQUIRE(cfg);
 	REQUIRE_RC(larder_config_set_write_wait_ms(cfg, 50), LARDER_OK);
 	larder *b = (larder *)&b;
@@ -459,33 +474,16 @@ static int closing_detached(void *ctx)
 static void test_open_waits_for_closing(void)
 {
 	const uint64_t budget = 4 * MiB;
-	static char value[32700]; /* with header and key: a 32 KiB slot */
 	larder_pool *pool = make_pool(budget, 0);
 	REQUIRE(pool);
-	larder_config *cfg = pooled(pool, 0, 1, 1);
-	REQUIRE(cfg);
-	th_event_init(&listener_go);
-	atomic_store(&listener_inside, 0);
-	REQUIRE_RC(larder_config_set_removal_listener(cfg, stuck_listener, NULL), LARDER_OK);
-	REQUIRE_RC(larder_config_set_write_wait_ms(cfg, 0), LARDER_OK);
-	struct closing_open co = { .pool = pool };
-	REQUIRE_RC(larder_open(&co.closing, cfg), LARDER_OK);
-	larder_config_destroy(cfg);
-	unsigned i = 0;
-	for (; i < 120; i++)
-		CHECK_RC(put_key(co.closing, i, value, sizeof value), LARDER_OK);
-	REQUIRE(th_check_accounting(co.closing, WAIT_MS, NULL, NULL));
-	CHECK_RC(larder_remove(co.closing, "k1", 2), LARDER_OK);
-	REQUIRE(th_wait_until(listener_entered, NULL, WAIT_MS));
-	while (put_key(co.closing, i++, value, sizeof value) == LARDER_OK && i < 1000)
-		;
-	CHECK_GT(th_stat(co.closing, LARDER_STAT_USED_BYTES), budget + 4 * MiB - 64 * KiB);
+	struct closing_open co = { .pool = pool, .closing = open_stuck_full(pool) };
+	REQUIRE(co.closing);
 
 	pthread_t closer, unsticker;
 	REQUIRE(pthread_create(&closer, NULL, close_main, &co) == 0);
 	REQUIRE(th_wait_until(closing_detached, pool, WAIT_MS));
 	REQUIRE(pthread_create(&unsticker, NULL, unstick_main, &co) == 0);
-	cfg = pooled(pool, 0, 1, 1);
+	larder_config *cfg = pooled(pool, 0, 1, 1);
 	REQUIRE(cfg);
 	REQUIRE_RC(larder_config_set_write_wait_ms(cfg, 3 * WAIT_MS), LARDER_OK);
 	larder *b = NULL;
@@ -496,7 +494,7 @@ static void test_open_waits_for_closing(void)
 	pthread_join(closer, NULL);
 	if (b) {
 		CHECK_EQ(pool_stat(pool, LARDER_POOL_CACHES), 1);
-		CHECK_RC(put_key(b, 0, value, sizeof value), LARDER_OK);
+		CHECK_RC(put_key(b, 0, stuck_value, sizeof stuck_value), LARDER_OK);
 		larder *one[1] = { b };
 		settle(pool, one, 1);
 		CHECK_EQ(target_of(pool, b), budget);
