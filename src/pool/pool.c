@@ -189,6 +189,7 @@ struct larder__pool_member {
 	int last_dir;        /* +1 or -1: the way its target last moved in a pass */
 	int fake; /* test seam: curve is given, not estimated */
 	double fake_hits[LARDER__PROBE_POINTS], fake_rate;
+	uint64_t fake_reach; /* test seam: its points above are not warm (0: all are) */
 	struct larder__pool_member *next;
 };
 
@@ -683,16 +684,17 @@ static void curve_update(struct larder__pool_member *m)
 	 * estimate is valid once the point above the target is one of them
 	 * (known as soon as one is: enough to give, value_down). */
 	unsigned first = 0;
-	cv->known = cv->valid;
-	if (!m->fake) {
+	if (m->fake)
+		while (first < LARDER__PROBE_POINTS && m->fake_reach && bytes[first] > m->fake_reach)
+			first++;
+	else
 		while (first < LARDER__PROBE_POINTS &&
 		       w->fresh < 2 * (w->top_room / 1024 * larder__probe_scale[first] +
 				   w->top_room % 1024 * larder__probe_scale[first] / 1024))
 			first++;
-		cv->known = cv->valid && first < LARDER__PROBE_POINTS;
-		first = first < LARDER__PROBE_POINTS ? first : LARDER__PROBE_POINTS - 1;
-		cv->valid = cv->known && bytes[first] > m->target;
-	}
+	cv->known = cv->valid && first < LARDER__PROBE_POINTS;
+	first = first < LARDER__PROBE_POINTS ? first : LARDER__PROBE_POINTS - 1;
+	cv->valid = cv->known && bytes[first] > m->target;
 	hull_of(cv, bytes + first, hits + first, LARDER__PROBE_POINTS - first);
 	cv->np = LARDER__PROBE_POINTS - first;
 	for (unsigned i = 0; i < cv->np; i++) {
@@ -1418,6 +1420,18 @@ int larder__test_pool_set_curve(larder_pool *p, larder *c, const double *hits_pe
 		if (hits_per_s)
 			memcpy(m->fake_hits, hits_per_s, sizeof m->fake_hits);
 		m->fake_rate = requests_per_s;
+		curve_update(m);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return m ? 0 : -1;
+}
+
+int larder__test_pool_set_reach(larder_pool *p, larder *c, uint64_t bytes)
+{
+	pthread_mutex_lock(&p->lock);
+	struct larder__pool_member *m = find_active(p, c);
+	if (m) {
+		m->fake_reach = bytes;
 		curve_update(m);
 	}
 	pthread_mutex_unlock(&p->lock);

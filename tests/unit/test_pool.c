@@ -638,6 +638,39 @@ static void test_controller_moves_to_steeper(void)
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 }
 
+/*
+ * A donor whose larger mini caches are still warming up (its warm points
+ * end at half its target) may give, valued at the concave upper bound past
+ * them: a shallow one gives to a steeper cache at once, a steep one
+ * (its bound above the other's value) keeps its bytes; neither may take.
+ */
+static void test_controller_donor_not_warm(void)
+{
+	const uint64_t budget = 64 * MiB;
+	larder_pool *pool = make_pool(budget, 0);
+	REQUIRE(pool);
+	larder *c[2] = { open_in(pool, 0, 1, 1), open_in(pool, 0, 1, 1) };
+	REQUIRE(c[0] && c[1]);
+	settle(pool, c, 2);
+	give_curve(pool, c[0], LINEAR, 1e5, (double)budget);
+	give_curve(pool, c[1], LINEAR, 4e5, (double)budget); /* 4x steeper */
+	CHECK_EQ(larder__test_pool_set_reach(pool, c[1], budget / 4), 0);
+	CHECK_EQ(larder__test_pool_step(pool), 0); /* its bound is worth more: it keeps */
+	CHECK_EQ(target_of(pool, c[0]), budget / 2);
+	give_curve(pool, c[1], LINEAR, 2.5e4, (double)budget); /* 4x shallower */
+	CHECK_GT(larder__test_pool_step(pool), 0); /* not warm past budget / 4, it gives */
+	CHECK_GT(target_of(pool, c[0]), budget / 2);
+	CHECK_LT(target_of(pool, c[1]), budget / 2);
+	/* c[0] not warm past its target any more: it may not take. */
+	uint64_t t0 = target_of(pool, c[0]);
+	CHECK_EQ(larder__test_pool_set_reach(pool, c[0], t0 / 2), 0);
+	CHECK_EQ(larder__test_pool_step(pool), 0);
+	CHECK_EQ(target_of(pool, c[0]), t0);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
 /* POOL-S1: a wide gap closes in fewer passes than single steps would take,
  * monotonically, and ends where single steps end. */
 static void test_controller_stride(void)
@@ -930,6 +963,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_bound_holds_while_donor_stuck),
 		TH_TEST(test_controller_moves_to_steeper),
 		TH_TEST(test_controller_stride),
+		TH_TEST(test_controller_donor_not_warm),
 		TH_TEST(test_controller_still_when_flat),
 		TH_TEST(test_controller_weights_and_settles),
 		TH_TEST(test_controller_respects_shares),
