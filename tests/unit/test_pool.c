@@ -611,14 +611,27 @@ static unsigned step_until_still(larder_pool *pool, unsigned passes)
 	return passes;
 }
 
+/* A pool of `budget` driven only through the seam (no thread passes) with
+ * two caches at an equal split, the second's miss cost `cost`; NULL on
+ * failure. */
+static larder_pool *pool_of_two(uint64_t budget, double cost, larder **c)
+{
+	larder_pool *pool = make_pool(budget, 0);
+	if (!pool)
+		return NULL;
+	c[0] = open_in(pool, 0, 1, 1);
+	c[1] = open_in(pool, 0, 1, cost);
+	if (!c[0] || !c[1] || !settle(pool, c, 2))
+		return NULL;
+	return pool;
+}
+
 static void test_controller_moves_to_steeper(void)
 {
 	const uint64_t budget = 64 * MiB;
-	larder_pool *pool = make_pool(budget, 0); /* no thread passes: only the seam's */
+	larder *c[2];
+	larder_pool *pool = pool_of_two(budget, 1, c);
 	REQUIRE(pool);
-	larder *c[2] = { open_in(pool, 0, 1, 1), open_in(pool, 0, 1, 1) };
-	REQUIRE(c[0] && c[1]);
-	settle(pool, c, 2);
 	give_curve(pool, c[0], LINEAR, 1e5, (double)budget); /* every byte buys hits */
 	give_curve(pool, c[1], FLAT, 1e5, (double)budget);   /* nothing past its smallest point */
 	CHECK_GT(larder__test_pool_step(pool), 0);
@@ -647,11 +660,9 @@ static void test_controller_moves_to_steeper(void)
 static void test_controller_donor_not_warm(void)
 {
 	const uint64_t budget = 64 * MiB;
-	larder_pool *pool = make_pool(budget, 0);
+	larder *c[2];
+	larder_pool *pool = pool_of_two(budget, 1, c);
 	REQUIRE(pool);
-	larder *c[2] = { open_in(pool, 0, 1, 1), open_in(pool, 0, 1, 1) };
-	REQUIRE(c[0] && c[1]);
-	settle(pool, c, 2);
 	give_curve(pool, c[0], LINEAR, 1e5, (double)budget);
 	give_curve(pool, c[1], LINEAR, 4e5, (double)budget); /* 4x steeper */
 	CHECK_EQ(larder__test_pool_set_reach(pool, c[1], budget / 4), 0);
@@ -676,11 +687,9 @@ static void test_controller_donor_not_warm(void)
 static void test_controller_stride(void)
 {
 	const uint64_t budget = 64 * MiB, step = budget / 256;
-	larder_pool *pool = make_pool(budget, 0);
+	larder *c[2];
+	larder_pool *pool = pool_of_two(budget, 1, c);
 	REQUIRE(pool);
-	larder *c[2] = { open_in(pool, 0, 1, 1), open_in(pool, 0, 1, 1) };
-	REQUIRE(c[0] && c[1]);
-	settle(pool, c, 2);
 	give_curve(pool, c[0], LINEAR, 1e5, (double)budget);
 	give_curve(pool, c[1], FLAT, 1e5, (double)budget);
 	uint64_t floor = larder__test_pool_point_bytes(pool, c[1], LARDER__PROBE_POINTS - 1);
@@ -736,11 +745,9 @@ static void test_controller_still_when_flat(void)
 static void test_controller_weights_and_settles(void)
 {
 	const uint64_t budget = 64 * MiB;
-	larder_pool *pool = make_pool(budget, 0);
+	larder *c[2];
+	larder_pool *pool = pool_of_two(budget, 4, c);
 	REQUIRE(pool);
-	larder *c[2] = { open_in(pool, 0, 1, 1), open_in(pool, 0, 1, 4) };
-	REQUIRE(c[0] && c[1]);
-	settle(pool, c, 2);
 	for (unsigned i = 0; i < 2; i++)
 		give_curve(pool, c[i], CONCAVE, 1e5, (double)budget);
 	unsigned passes = step_until_still(pool, 64);
