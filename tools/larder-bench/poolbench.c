@@ -435,6 +435,11 @@ static int ph_one(const struct lb_config *cfg, unsigned unit_ms, struct ph_resul
 	lb_sleep_ms(PH_WARM_MS);
 	struct ph_sample base;
 	ph_sum(r, &base); /* what the warm-up did is not counted */
+	for (unsigned c = 0; c < 2; c++) {
+		double v[LARDER_POOL_CACHE_STAT_COUNT];
+		pool_figures(pool, r->c[c], v);
+		base.sampled[c] = v[LARDER_POOL_CACHE_SAMPLED_REQUESTS];
+	}
 	uint64_t end_ns = r->t0_ns + PH_UNITS * r->unit_ns;
 	res->n = 0;
 	while (lb_now_ns() < end_ns && res->n < PH_MAX_SAMPLES) {
@@ -451,7 +456,7 @@ static int ph_one(const struct lb_config *cfg, unsigned unit_ms, struct ph_resul
 			s->cap[c] = (double)cache_stat(r->c[c], LARDER_STAT_CAPACITY_BYTES);
 			double v[LARDER_POOL_CACHE_STAT_COUNT];
 			pool_figures(pool, r->c[c], v);
-			s->sampled[c] = v[LARDER_POOL_CACHE_SAMPLED_REQUESTS];
+			s->sampled[c] = v[LARDER_POOL_CACHE_SAMPLED_REQUESTS] - base.sampled[c];
 			s->every[c] = v[LARDER_POOL_CACHE_SAMPLE_EVERY];
 		}
 		check_bound(pool);
