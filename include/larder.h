@@ -1010,6 +1010,10 @@ enum larder_pool_cache_stat {
 	LARDER_POOL_CACHE_SAMPLE_EVERY,       /* the mini simulations sample 1 key in this many */
 	LARDER_POOL_CACHE_PROBE_NS,           /* time its maintainer spent estimating for the
 						 pool so far (sampled: an estimate) */
+	LARDER_POOL_CACHE_PROBE_SIM_NS,       /* the part of it in the mini simulations
+						 (the maintainer's CPU clock) */
+	LARDER_POOL_CACHE_SAMPLED_REQUESTS,   /* requests the mini simulations have seen
+						 (at most about 1,024 a second) */
 	LARDER_POOL_CACHE_STAT_COUNT
 };
 /*

@@ -39,7 +39,9 @@
  * The controller (every interval_ms; docs/pool.md has the measurements):
  *   1. For each open cache, a window over its probe's readings (pool/probe.c:
  *      LARDER__PROBE_POINTS mini caches of sizes top x 2^(-k/3) on a sample
- *      of 1 key in S) with a half-life of HALF_LIFE_S: mini k's hits per
+ *      of 1 key in S) with a half-life of HALF_LIFE_S (stretched up to
+ *      MAX_HALF_LIFE_S so that it holds about WINDOW_SAMPLES sampled
+ *      requests: the probe samples a bounded number a second): mini k's hits per
  *      second x S are H(size_k), the full cache's hits per second at that
  *      size (SHARDS' scaling). The points are centred on the cache: top is
  *      4 x its target (at most its max share), re-centred when the target
@@ -52,7 +54,8 @@
  *   2. Budget no cache holds (a cache closed) goes, a step at a time, to
  *      the highest weighted slope above its target (w x H'+), or evenly
  *      when no cache gains.
- *   3. Up to MAX_STEPS steps of `step` bytes move from the cache whose
+ *   3. Up to MAX_STEPS moves of `step` bytes (or a stride of steps: POOL-S1)
+ *      go from the cache whose
  *      last step down is worth least (w x (H(t) - H(t - step)) / step) to
  *      the one whose next step up is worth most (w x (H(t + step) - H(t))
  *      / step), while the receiver's value exceeds the donor's by
@@ -65,11 +68,23 @@
  *      would value a step across it at the steeper side and send it back:
  *      measured, 8 steps out and 8 back every pass). Noise must beat the
  *      hysteresis to move anything.
+ *   POOL-S1. A move is `step` bytes, or `stride` steps: the stride doubles
+ *   (up to MAX_STRIDE) after a pass that used all MAX_STEPS moves with no
+ *   member's target reversing its direction, and falls back to 1 after a
+ *   reversal or a pass without moves; a stride move is tried first and
+ *   must pass every test on its own secants, else a single step is tried.
+ *   So a large gap after a phase change closes in a few passes, and the
+ *   end point is the single-step one (a stride move that overshoots fails
+ *   its tests).
  *   A move must also beat the estimates' noise: NOISE_Z standard errors,
  *   from the sampled hits each value rests on (value_noise). A cache whose
- *   warm points do not reach past its target has no estimate yet: it
- *   neither gives nor takes, unless it has no reads at all (then its hits
- *   are worth nothing and it gives).
+ *   warm points do not reach past its target may not take yet; it may
+ *   give once one point is warm, valued at the upper bound a concave curve
+ *   allows past its warm points (hull_at_most), or when it has no reads
+ *   at all (then its hits are worth nothing). Its curve is scaled by its
+ *   read rate lately over its read rate in the probe's window (the drift:
+ *   curve_update), so a change of load moves capacity within the reads'
+ *   half-life, while what the curve looks like rests on the longer window.
  * With the controller off (interval 0) the targets are an equal split of the
  * budget clamped to each cache's shares, recomputed at every open and close.
  *
@@ -83,6 +98,11 @@
  * core/cache.c), with the lock dropped and the member pinned: a cache
  * whose maintainer is stuck (in a removal listener) must not stall the
  * pool, and a pinned member's cache is not closed until the waiter is back.
+ * An open that needs bytes a closing cache still holds waits on `released`
+ * instead (a closing cache's committed bytes only come back all at once,
+ * when larder_close has freed everything), in the same slices and within
+ * the same deadline: a cache closing on another thread does not make the
+ * open fail at once.
  */
 #define _GNU_SOURCE
 #include "pool/pool.h"
@@ -105,10 +125,13 @@
 #define DEFAULT_INTERVAL_MS 100u
 #define MAX_INTERVAL_MS 60000u
 #define STEP_DIVISOR 256u      /* a step is budget / 256 */
-#define MAX_STEPS 16u          /* steps per pass: up to 1/16 of the budget */
+#define MAX_STEPS 16u          /* moves per pass */
+#define MAX_STRIDE 4u          /* steps per move at most (POOL-S1): 1/4 of the budget a pass */
 #define HYSTERESIS 0.10        /* receiver's value over the donor's, at least */
 #define MIN_GAIN 0.00005       /* a step's gain over the pool's weighted reads per s */
-#define HALF_LIFE_S 1.0
+#define HALF_LIFE_S 1.0        /* the reads', and the probe's at least */
+#define MAX_HALF_LIFE_S 8.0
+#define WINDOW_SAMPLES 1024.0  /* the probe's half-life holds this many sampled requests */
 #define NOISE_Z 2.0            /* a move must beat this many standard errors */
 #define GHOST_DIVISOR 64u      /* the probe's ghost remembers budget / 64 */
 #define GIVEBACK_SLICE_NS (2u * 1000u * 1000u)
@@ -127,14 +150,16 @@ struct window {
 	uint64_t gen, at_ns, every, top; /* the sample's S and top in this window */
 	uint64_t fresh;        /* sampled requests since the mini caches restarted */
 	uint64_t top_room;     /* entries the largest mini cache holds when full */
-	uint64_t hits[LARDER__PROBE_POINTS], ghost, reads; /* last readings */
-	double w_hits[LARDER__PROBE_POINTS], w_ghost, w_probe_secs;
+	uint64_t hits[LARDER__PROBE_POINTS], ghost, reads, sampled; /* last readings */
+	double w_hits[LARDER__PROBE_POINTS], w_ghost, w_probe_secs, w_sampled;
+	double w_preads; /* the cache's reads over the probe's window (its rate there) */
 	double w_reads, w_secs; /* the cache's reads: not restarted with the probe */
 };
 
 /* A member's curve as the controller sees it: the hull's corners. */
 struct curve {
-	int valid;
+	int valid; /* warm points reach past the target: it may take */
+	int known; /* some point is warm: it may give (value_down) */
 	double rate; /* reads per second */
 	unsigned n;
 	double x[LARDER__PROBE_POINTS + 1], y[LARDER__PROBE_POINTS + 1]; /* bytes, hits/s */
@@ -142,6 +167,7 @@ struct curve {
 	 * each (not scaled): what a slope between two of them rests on. */
 	unsigned np;
 	double px[LARDER__PROBE_POINTS], pcount[LARDER__PROBE_POINTS];
+	double per_count; /* hits per second one sampled hit of the window stands for */
 };
 
 struct larder__pool_member {
@@ -159,8 +185,11 @@ struct larder__pool_member {
 	enum larder_policy policy;
 	struct window win;
 	struct curve curve;
+	uint64_t pass_start; /* its target when the pass's moves began (POOL-S1) */
+	int last_dir;        /* +1 or -1: the way its target last moved in a pass */
 	int fake; /* test seam: curve is given, not estimated */
 	double fake_hits[LARDER__PROBE_POINTS], fake_rate;
+	uint64_t fake_reach; /* test seam: its points above are not warm (0: all are) */
 	struct larder__pool_member *next;
 };
 
@@ -168,11 +197,13 @@ struct larder_pool {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;     /* the pool's thread: work, or stop */
 	pthread_cond_t unpinned; /* a member's last pin went (wait_giveback) */
+	pthread_cond_t released; /* a member left: its bytes are back (first_capacity) */
 	pthread_t thread;
 	/* Configs and members holding the pool, plus its creator until close.
 	 * R-PREF / A-PREF: the last release frees it. */
 	larder__atomic_u64 refs;
 	uint64_t budget, step, interval_ns;
+	uint64_t stride; /* steps per move in the next pass (POOL-S1) */
 	int closed, stop;
 	struct larder__pool_member *members;
 	unsigned members_n; /* every member, opening and closing included (POOL-K1) */
@@ -483,7 +514,7 @@ static void recentre_tops(larder_pool *p)
 
 /* One reading of a member's probe (and of its cache's reads). */
 struct reading {
-	uint64_t gen, every, top, room, fresh, ghost, reads;
+	uint64_t gen, every, top, room, fresh, ghost, reads, sampled;
 	uint64_t hits[LARDER__PROBE_POINTS];
 };
 
@@ -501,6 +532,7 @@ static void read_probe(struct larder__pool_member *m, struct reading *r)
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 		r->hits[k] = atomic_load_explicit(&p->hits[k], LARDER__RELAXED);
 	r->ghost = atomic_load_explicit(&p->ghost_hits, LARDER__RELAXED);
+	r->sampled = atomic_load_explicit(&p->sampled, LARDER__RELAXED);
 	uint64_t v[LARDER_STAT_MISSES + 1];
 	r->reads = larder_stats(m->cache, v, LARDER_STAT_MISSES + 1) == LARDER_OK
 			   ? v[LARDER_STAT_HITS] + v[LARDER_STAT_MISSES]
@@ -543,16 +575,27 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 		w->w_reads = w->w_reads * keep + (double)(r.reads - w->reads);
 		w->w_secs = w->w_secs * keep + secs;
 		if (r.gen == w->gen) {
+			/* The probe samples at most so many requests a second (pool/probe.c
+			 * PROBE-P7): its half-life stretches so that the window still
+			 * rests on about WINDOW_SAMPLES of them. */
+			double rate = w->w_probe_secs > 0 ? w->w_sampled / w->w_probe_secs : 0;
+			double life = rate > 0 ? WINDOW_SAMPLES / rate : HALF_LIFE_S;
+			life = life < HALF_LIFE_S	  ? HALF_LIFE_S
+			       : life > MAX_HALF_LIFE_S ? MAX_HALF_LIFE_S
+							: life;
+			double pkeep = half_power(secs / life);
 			for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
-				w->w_hits[k] = w->w_hits[k] * keep + (double)(r.hits[k] - w->hits[k]);
-			w->w_ghost = w->w_ghost * keep + (double)(r.ghost - w->ghost);
-			w->w_probe_secs = w->w_probe_secs * keep + secs;
+				w->w_hits[k] = w->w_hits[k] * pkeep + (double)(r.hits[k] - w->hits[k]);
+			w->w_ghost = w->w_ghost * pkeep + (double)(r.ghost - w->ghost);
+			w->w_sampled = w->w_sampled * pkeep + (double)(r.sampled - w->sampled);
+			w->w_preads = w->w_preads * pkeep + (double)(r.reads - w->reads);
+			w->w_probe_secs = w->w_probe_secs * pkeep + secs;
 		}
 	}
 	if (!w->primed || r.gen != w->gen) {
 		/* The mini caches restarted cold (pool/probe.c PROBE-P2): their part of the
 		 * window starts over; the reads (the cache's own) go on. */
-		w->w_ghost = w->w_probe_secs = 0;
+		w->w_ghost = w->w_probe_secs = w->w_sampled = w->w_preads = 0;
 		memset(w->w_hits, 0, sizeof w->w_hits);
 		w->primed = 1;
 		w->gen = r.gen;
@@ -564,6 +607,7 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 	w->at_ns = now_ns;
 	memcpy(w->hits, r.hits, sizeof r.hits);
 	w->ghost = r.ghost;
+	w->sampled = r.sampled;
 	w->reads = r.reads;
 }
 
@@ -605,6 +649,7 @@ static void curve_update(struct larder__pool_member *m)
 	const struct window *w = &m->win;
 	uint64_t bytes[LARDER__PROBE_POINTS];
 	double hits[LARDER__PROBE_POINTS];
+	double per_count = 0; /* hits per second one sampled hit of the window stands for */
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 		bytes[k] = point_bytes(m, k);
 	if (m->fake) {
@@ -620,22 +665,36 @@ static void curve_update(struct larder__pool_member *m)
 		/* SHARDS' scaling: a mini cache's hits x S are the full cache's. Not
 		 * its hit ratio x the cache's reads: under skew a few hot keys in or
 		 * out of the sample move the sampled request count, and the ratio
-		 * with it, at every size (measured: up to 1.6x the exact slope). */
-		double scale = (double)w->every / (cv->valid ? w->w_probe_secs : 1);
+		 * with it, at every size (measured: up to 1.6x the exact slope).
+		 * But the probe's window is long (it stretches to hold enough
+		 * sampled requests), and a cache's load changes faster than what
+		 * its keys look like: so the curve is scaled by the cache's read
+		 * rate lately (the reads' short window, counted in full) over its
+		 * read rate in the probe's window. A load that doubles doubles the
+		 * curve within a half-life of the reads, not of the probe. */
+		double probe_rate = cv->valid ? w->w_preads / w->w_probe_secs : 0;
+		double drift = probe_rate > 0 && cv->rate > 0 ? cv->rate / probe_rate : 1;
+		double scale = drift * (double)w->every / (cv->valid ? w->w_probe_secs : 1);
 		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 			hits[k] = cv->valid ? w->w_hits[k] * scale : 0;
+		per_count = cv->valid ? scale : 0;
 	}
 	/* Mini caches fresh from a restart read low until they have seen twice
 	 * the entries they hold when full: only those points count, and the
-	 * estimate is valid once the point above the target is one of them. */
+	 * estimate is valid once the point above the target is one of them
+	 * (known as soon as one is: enough to give, value_down). */
 	unsigned first = 0;
-	if (!m->fake) {
-		while (first < LARDER__PROBE_POINTS - 1 &&
+	if (m->fake)
+		while (first < LARDER__PROBE_POINTS && m->fake_reach && bytes[first] > m->fake_reach)
+			first++;
+	else
+		while (first < LARDER__PROBE_POINTS &&
 		       w->fresh < 2 * (w->top_room / 1024 * larder__probe_scale[first] +
 				   w->top_room % 1024 * larder__probe_scale[first] / 1024))
 			first++;
-		cv->valid = cv->valid && bytes[first] > m->target;
-	}
+	cv->known = cv->valid && first < LARDER__PROBE_POINTS;
+	first = first < LARDER__PROBE_POINTS ? first : LARDER__PROBE_POINTS - 1;
+	cv->valid = cv->known && bytes[first] > m->target;
 	hull_of(cv, bytes + first, hits + first, LARDER__PROBE_POINTS - first);
 	cv->np = LARDER__PROBE_POINTS - first;
 	for (unsigned i = 0; i < cv->np; i++) {
@@ -643,25 +702,29 @@ static void curve_update(struct larder__pool_member *m)
 		cv->px[i] = (double)bytes[k];
 		cv->pcount[i] = m->fake ? 0 : w->w_hits[k];
 	}
+	cv->per_count = per_count;
 }
 
 /*
- * The relative noise of a value measured at x: the sampled hits between the
- * two points around x are a count (about Poisson, the mini caches being
- * nested samples of one stream), so the slope there is known to within
- * 1 / sqrt(count). 0 for a curve given through the test seam.
+ * The noise of a slope measured at x, in hits per second per byte: the
+ * sampled hits between the two points around x are a count (about Poisson,
+ * the mini caches being nested samples of one stream), known to within its
+ * square root, and never to better than one hit: a segment that saw none
+ * is not known to be flat (a sparse sample, PROBE-P7 in pool/probe.c, sees
+ * few). 0 for a curve given through the test seam.
  */
 static double value_noise(const struct curve *cv, double x)
 {
-	if (!cv->np || cv->pcount[cv->np - 1] <= 0)
+	if (!cv->np || cv->per_count <= 0)
 		return 0;
-	double lo = 0;
+	double lo = 0, lo_x = 0;
 	for (unsigned i = 0; i < cv->np; i++) {
 		if (x <= cv->px[i] || i + 1 == cv->np) {
 			double d = cv->pcount[i] - lo;
-			return 1.0 / sqrt_pos(d > 1 ? d : 1);
+			return cv->per_count * sqrt_pos(d > 1 ? d : 1) / (cv->px[i] - lo_x);
 		}
 		lo = cv->pcount[i];
+		lo_x = cv->px[i];
 	}
 	return 0;
 }
@@ -701,26 +764,45 @@ static double hull_at(const struct curve *cv, double x)
 }
 
 /*
+ * The hull at x, continued past its last corner along its last segment.
+ * Where a cache's warm points end below x (its estimate not yet valid, the
+ * mini caches above still warming up), a concave curve's hits there are at
+ * most that: an upper bound, so that what a donor would lose is never
+ * underestimated, and a donor need not wait for its largest mini caches
+ * to warm up before it can give (a light cache's take longest).
+ */
+static double hull_at_most(const struct curve *cv, double x)
+{
+	if (cv->n < 2 || x <= cv->x[cv->n - 1])
+		return hull_at(cv, x);
+	double x0 = cv->x[cv->n - 2], y0 = cv->y[cv->n - 2];
+	double x1 = cv->x[cv->n - 1], y1 = cv->y[cv->n - 1];
+	return y1 + (y1 - y0) * (x - x1) / (x1 - x0);
+}
+
+/*
  * Weighted hits per second per byte of the next step up, or of the last
  * step down: secants over the step, not slopes at the target, so that a
  * step's value is exactly what the same step back would lose and every
  * move raises the pool's weighted hits on the curves it was decided on
- * (no cycle; see the header).
+ * (no cycle; see the header). A step down is valued on hull_at_most: the
+ * same as hull_at on a valid curve, an upper bound on one only known.
  */
-static double value_up(const larder_pool *p, const struct larder__pool_member *m)
+static double value_up(const struct larder__pool_member *m, uint64_t step)
 {
-	double t = (double)m->target, d = (double)(room_up(m) < p->step ? room_up(m) : p->step);
+	double t = (double)m->target, d = (double)(room_up(m) < step ? room_up(m) : step);
 	return d > 0 ? m->cost * (hull_at(&m->curve, t + d) - hull_at(&m->curve, t)) / d : 0;
 }
 
-static double value_down(const larder_pool *p, const struct larder__pool_member *m)
+static double value_down(const struct larder__pool_member *m, uint64_t step)
 {
-	double t = (double)m->target,
-	       d = (double)(room_down(m) < p->step ? room_down(m) : p->step);
-	return d > 0 ? m->cost * (hull_at(&m->curve, t) - hull_at(&m->curve, t - d)) / d : 0;
+	double t = (double)m->target, d = (double)(room_down(m) < step ? room_down(m) : step);
+	return d > 0 ? m->cost * (hull_at_most(&m->curve, t) - hull_at_most(&m->curve, t - d)) / d
+		     : 0;
 }
 
-/* May take? Needs an estimate. May give? An estimate, or no reads at all. */
+/* May take? Needs an estimate past its target. May give? Some estimate (its
+ * upper bound past the warm points: value_down), or no reads at all. */
 static int may_take(const struct larder__pool_member *m)
 {
 	return m->curve.valid && room_up(m) > 0;
@@ -728,16 +810,16 @@ static int may_take(const struct larder__pool_member *m)
 
 static int may_give(const struct larder__pool_member *m)
 {
-	return (m->curve.valid || m->curve.rate < 1.0) && room_down(m) > 0;
+	return (m->curve.known || m->curve.rate < 1.0) && room_down(m) > 0;
 }
 
-static struct larder__pool_member *best_taker(larder_pool *p, double *value)
+static struct larder__pool_member *best_taker(larder_pool *p, uint64_t step, double *value)
 {
 	struct larder__pool_member *best = NULL;
 	for (struct larder__pool_member *m = p->members; m; m = m->next) {
 		if (!may_take(m))
 			continue;
-		double v = value_up(p, m);
+		double v = value_up(m, step);
 		if (!best || v > *value) {
 			best = m;
 			*value = v;
@@ -747,13 +829,13 @@ static struct larder__pool_member *best_taker(larder_pool *p, double *value)
 }
 
 static struct larder__pool_member *best_giver(larder_pool *p, const struct larder__pool_member *not,
-					      double *value)
+					      uint64_t step, double *value)
 {
 	struct larder__pool_member *best = NULL;
 	for (struct larder__pool_member *m = p->members; m; m = m->next) {
 		if (m == not || !may_give(m))
 			continue;
-		double v = m->curve.valid ? value_down(p, m) : 0;
+		double v = m->curve.known ? value_down(m, step) : 0;
 		if (!best || v < *value) {
 			best = m;
 			*value = v;
@@ -785,6 +867,49 @@ static void note_move(larder_pool *p, uint64_t bytes)
 	p->moved_bytes += bytes;
 }
 
+/* One move of step 3 (header) of `step` bytes, if it passes every test;
+ * returns whether it moved. */
+static int try_move(larder_pool *p, uint64_t step, double min_gain)
+{
+	double up = 0, down = 0;
+	struct larder__pool_member *to = best_taker(p, step, &up);
+	struct larder__pool_member *from = to ? best_giver(p, to, step, &down) : NULL;
+	if (!from || up <= down * (1 + HYSTERESIS) || (up - down) * (double)step <= min_gain)
+		return 0;
+	/* And beyond the estimates' noise: NOISE_Z standard errors. */
+	double su = to->cost * value_noise(&to->curve, (double)to->target + (double)step / 2);
+	double sd = from->curve.known
+			    ? from->cost * value_noise(&from->curve, (double)from->target - (double)step / 2)
+			    : 0;
+	if ((up - down) * (up - down) <= NOISE_Z * NOISE_Z * (su * su + sd * sd))
+		return 0;
+	/* The last step to a max or a min share is a partial one. */
+	uint64_t bytes = min3(step, room_up(to), room_down(from));
+	from->target -= bytes;
+	to->target += bytes;
+	note_move(p, bytes);
+	return 1;
+}
+
+/* POOL-S1: the stride after a pass. A pass that used all its steps with no
+ * member reversing its direction doubles it (up to MAX_STRIDE); a reversal,
+ * or a pass that found nothing to move, sets it back to 1. */
+static void update_stride(larder_pool *p, unsigned moves)
+{
+	int reversed = 0;
+	for (struct larder__pool_member *m = p->members; m; m = m->next) {
+		int dir = m->target > m->pass_start ? 1 : m->target < m->pass_start ? -1 : 0;
+		if (dir && m->last_dir && dir != m->last_dir)
+			reversed = 1;
+		if (dir)
+			m->last_dir = dir;
+	}
+	if (reversed || !moves)
+		p->stride = 1;
+	else if (moves == MAX_STEPS && p->stride < MAX_STRIDE)
+		p->stride *= 2;
+}
+
 /* Steps 2 and 3 of the header; returns the steps taken. */
 static uint64_t decide(larder_pool *p)
 {
@@ -797,7 +922,7 @@ static uint64_t decide(larder_pool *p)
 	uint64_t left;
 	while ((left = free_budget(p)) >= MIN_CACHE_BYTES) { /* not a rounding's crumbs */
 		double up = 0;
-		struct larder__pool_member *to = best_taker(p, &up);
+		struct larder__pool_member *to = best_taker(p, p->step, &up);
 		if (!to || up <= 0)
 			to = smallest_taker(p);
 		if (!to)
@@ -807,26 +932,15 @@ static uint64_t decide(larder_pool *p)
 		note_move(p, bytes);
 		steps++;
 	}
-	for (unsigned moved = 0; moved < MAX_STEPS; moved++) {
-		double up = 0, down = 0;
-		struct larder__pool_member *to = best_taker(p, &up);
-		struct larder__pool_member *from = to ? best_giver(p, to, &down) : NULL;
-		if (!from || up <= down * (1 + HYSTERESIS) ||
-		    (up - down) * (double)p->step <= min_gain)
-			break;
-		/* And beyond the estimates' noise: NOISE_Z standard errors. */
-		double su = up * value_noise(&to->curve, (double)to->target + (double)p->step / 2);
-		double sd = down * value_noise(&from->curve, (double)from->target - (double)p->step / 2);
-		if ((up - down) * (up - down) <= NOISE_Z * NOISE_Z * (su * su + sd * sd))
-			break;
-		/* The last step to a max or a min share is a partial one. */
-		uint64_t bytes = min3(p->step, room_up(to), room_down(from));
-		from->target -= bytes;
-		to->target += bytes;
-		note_move(p, bytes);
-		steps++;
-	}
-	return steps;
+	for (struct larder__pool_member *m = p->members; m; m = m->next)
+		m->pass_start = m->target;
+	/* POOL-S1: a stride of steps first; where that fails a test, one step. */
+	unsigned moved = 0;
+	while (moved < MAX_STEPS && ((p->stride > 1 && try_move(p, p->step * p->stride, min_gain)) ||
+				     try_move(p, p->step, min_gain)))
+		moved++;
+	update_stride(p, moved);
+	return steps + moved;
 }
 
 /* One pass: estimates, decisions, the shrinks at once, the grows that fit. */
@@ -848,14 +962,15 @@ static uint64_t control_pass(larder_pool *p, uint64_t now_ns)
 
 /* ---- The pool's thread ----------------------------------------------------- */
 
-static void timed_wait(larder_pool *p, uint64_t ns)
+/* Waits on cv (a CLOCK_MONOTONIC one) for at most ns, with the lock held. */
+static void timed_wait(larder_pool *p, pthread_cond_t *cv, uint64_t ns)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	uint64_t at = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + ns;
 	ts.tv_sec = (time_t)(at / 1000000000u);
 	ts.tv_nsec = (long)(at % 1000000000u);
-	pthread_cond_timedwait(&p->wake, &p->lock, &ts);
+	pthread_cond_timedwait(cv, &p->lock, &ts);
 }
 
 static void *pool_main(void *arg)
@@ -877,7 +992,7 @@ static void *pool_main(void *arg)
 		uint64_t until_ns = p->interval_ns ? p->next_pass_ns - now_ns : IDLE_WAIT_NS;
 		if (pending && until_ns > GIVEBACK_SLICE_NS)
 			until_ns = GIVEBACK_SLICE_NS;
-		timed_wait(p, until_ns);
+		timed_wait(p, &p->wake, until_ns);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -900,6 +1015,7 @@ void larder__pool_unref(larder_pool *p)
 	/* A-PREF: pairs with R-PREF; no fence weaker than acquire orders the
 	 * other holders' last uses before the free. */
 	atomic_thread_fence(LARDER__ACQUIRE);
+	pthread_cond_destroy(&p->released);
 	pthread_cond_destroy(&p->unpinned);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
@@ -918,6 +1034,7 @@ int larder_pool_create(larder_pool **out, const larder_pool_config *config)
 		return LARDER_ENOMEM;
 	p->budget = config->budget;
 	p->step = p->budget / STEP_DIVISOR;
+	p->stride = 1;
 	if (p->step < MIN_CACHE_BYTES)
 		p->step = MIN_CACHE_BYTES;
 	p->interval_ns = config->interval_ms * 1000000u;
@@ -933,6 +1050,10 @@ int larder_pool_create(larder_pool **out, const larder_pool_config *config)
 		pthread_condattr_destroy(&attr);
 		goto fail_attr;
 	}
+	if (pthread_cond_init(&p->released, &attr) != 0) {
+		pthread_condattr_destroy(&attr);
+		goto fail_released;
+	}
 	pthread_condattr_destroy(&attr);
 	if (pthread_cond_init(&p->unpinned, NULL) != 0)
 		goto fail_unpinned;
@@ -946,6 +1067,8 @@ int larder_pool_create(larder_pool **out, const larder_pool_config *config)
 fail_thread:
 	pthread_cond_destroy(&p->unpinned);
 fail_unpinned:
+	pthread_cond_destroy(&p->released);
+fail_released:
 	pthread_cond_destroy(&p->wake);
 fail_attr:
 	pthread_mutex_destroy(&p->lock);
@@ -1000,8 +1123,17 @@ static int mins_fit(const larder_pool *p, uint64_t min_bytes)
 	return sum <= p->budget;
 }
 
+static int has_closing(const larder_pool *p)
+{
+	for (const struct larder__pool_member *m = p->members; m; m = m->next)
+		if (m->state == M_CLOSING)
+			return 1;
+	return 0;
+}
+
 /* The first capacity: as much of the target as POOL-K1 allows now, at least
- * MIN_CACHE_BYTES, waiting for the others' give-back until deadline_ns. */
+ * MIN_CACHE_BYTES, waiting until deadline_ns for the others' give-back or
+ * for a closing cache's bytes. Nothing to wait for is LARDER_EBUSY at once. */
 static int first_capacity(larder_pool *p, struct larder__pool_member *nm, uint64_t deadline_ns,
 			  uint64_t *cap)
 {
@@ -1012,10 +1144,17 @@ static int first_capacity(larder_pool *p, struct larder__pool_member *nm, uint64
 			*cap = x;
 			return LARDER_OK;
 		}
+		uint64_t now_ns = larder__monotonic_ns();
 		struct larder__pool_member *debtor = largest_debtor(p);
-		if (!debtor || larder__monotonic_ns() >= deadline_ns)
+		if (now_ns >= deadline_ns || (!debtor && !has_closing(p)))
 			return LARDER_EBUSY;
-		wait_giveback(p, debtor);
+		if (debtor) {
+			wait_giveback(p, debtor);
+		} else {
+			uint64_t left_ns = deadline_ns - now_ns;
+			timed_wait(p, &p->released,
+				   left_ns < GIVEBACK_SLICE_NS ? left_ns : GIVEBACK_SLICE_NS);
+		}
 	}
 }
 
@@ -1105,6 +1244,7 @@ void larder__pool_release(struct larder__pool_member *m)
 	replan(p, NULL);
 	apply_shrinks(p);
 	pthread_cond_signal(&p->wake); /* its bytes are back: grows may go on */
+	pthread_cond_broadcast(&p->released); /* and opens (first_capacity) */
 	pthread_mutex_unlock(&p->lock);
 	free(m);
 	larder__pool_unref(p);
@@ -1156,6 +1296,8 @@ static const char *const cache_stat_names[LARDER_POOL_CACHE_STAT_COUNT] = {
 	[LARDER_POOL_CACHE_MAX_SHARE] = "max_share",
 	[LARDER_POOL_CACHE_SAMPLE_EVERY] = "sample_every",
 	[LARDER_POOL_CACHE_PROBE_NS] = "probe_ns",
+	[LARDER_POOL_CACHE_PROBE_SIM_NS] = "probe_sim_ns",
+	[LARDER_POOL_CACHE_SAMPLED_REQUESTS] = "sampled_requests",
 };
 
 const char *larder_pool_stat_name(enum larder_pool_stat stat)
@@ -1255,6 +1397,10 @@ int larder_pool_cache_stats(larder_pool *p, larder *c, double *values, size_t co
 		(double)atomic_load_explicit(&m->readings.sample_every, LARDER__RELAXED);
 	v[LARDER_POOL_CACHE_PROBE_NS] =
 		(double)atomic_load_explicit(&m->readings.own_ns, LARDER__RELAXED);
+	v[LARDER_POOL_CACHE_PROBE_SIM_NS] =
+		(double)atomic_load_explicit(&m->readings.sim_ns, LARDER__RELAXED);
+	v[LARDER_POOL_CACHE_SAMPLED_REQUESTS] =
+		(double)atomic_load_explicit(&m->readings.sampled, LARDER__RELAXED);
 	pthread_mutex_unlock(&p->lock);
 	memcpy(values, v, (count < LARDER_POOL_CACHE_STAT_COUNT ? count : LARDER_POOL_CACHE_STAT_COUNT) * sizeof *v);
 	for (size_t i = LARDER_POOL_CACHE_STAT_COUNT; i < count; i++)
@@ -1274,6 +1420,18 @@ int larder__test_pool_set_curve(larder_pool *p, larder *c, const double *hits_pe
 		if (hits_per_s)
 			memcpy(m->fake_hits, hits_per_s, sizeof m->fake_hits);
 		m->fake_rate = requests_per_s;
+		curve_update(m);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return m ? 0 : -1;
+}
+
+int larder__test_pool_set_reach(larder_pool *p, larder *c, uint64_t bytes)
+{
+	pthread_mutex_lock(&p->lock);
+	struct larder__pool_member *m = find_active(p, c);
+	if (m) {
+		m->fake_reach = bytes;
 		curve_update(m);
 	}
 	pthread_mutex_unlock(&p->lock);

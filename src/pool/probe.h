@@ -36,6 +36,8 @@ struct larder__probe_readings {
 	larder__atomic_u64 top_room;    /* entries it holds when full (mean sampled size) */
 	larder__atomic_u64 fresh;       /* sampled requests since the mini caches restarted */
 	larder__atomic_u64 own_ns;      /* the probe's own time so far (PROBE-P5 in probe.c) */
+	larder__atomic_u64 sim_ns;      /* its batch part alone: the mini caches (PROBE-P5) */
+	larder__atomic_u64 sampled;     /* sampled requests through the mini caches */
 	/* Written by the pool (relaxed: a request; a late one only delays a
 	 * re-centring), read by the probe at every request it sees. */
 	larder__atomic_u64 want_top;

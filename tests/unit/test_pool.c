@@ -6,7 +6,8 @@
  * (closing a pool with open caches, opening in a closed pool, a config that
  * sets both a capacity and a pool, larder_set_capacity on a pooled cache),
  * the static split and min/max shares, a closed cache's share going back to
- * the others, an open that must wait for bytes that never come back, and
+ * the others, an open that must wait for bytes that never come back, one
+ * that waits for the bytes of a cache still closing, and
  * the controller's choices on caches with known curves, driven one pass at
  * a time through the test seam (pool/pool.h) with the controller thread
  * off, so that every decision is deterministic, and every allocation of a
@@ -346,40 +347,55 @@ static int put_key(larder *c, unsigned i, const void *value, size_t len)
 	return larder_put(c, key, (size_t)n, value, len, LARDER_TTL_DEFAULT);
 }
 
-static void test_open_waits_then_busy(void)
+static char stuck_value[32700]; /* with header and key: a 32 KiB slot */
+
+/*
+ * The only cache of a 4 MiB pool, full up to its overshoot bound (capacity
+ * 4 + 4 MiB) with its maintainer stuck in the removal listener until
+ * listener_go: a second cache's first 64 KiB must come from bytes it
+ * cannot give back (the pool's slack beyond the caches' own bounds is
+ * budget / 100: 41 KiB). NULL on failure.
+ */
+static larder *open_stuck_full(larder_pool *pool)
 {
-	/* A 4 MiB pool whose one cache is full up to its overshoot bound
-	 * (capacity 4 + 4 MiB) with its maintainer stuck: a second cache's
-	 * first 64 KiB must come from bytes the first cannot give back (the
-	 * pool's slack beyond the caches' own bounds is budget / 100: 41 KiB). */
-	const uint64_t budget = 4 * MiB;
-	static char value[32700]; /* with header and key: a 32 KiB slot */
-	larder_pool *pool = make_pool(budget, 0);
-	REQUIRE(pool);
 	larder_config *cfg = pooled(pool, 0, 1, 1);
-	REQUIRE(cfg);
+	if (!cfg)
+		return NULL;
 	th_event_init(&listener_go);
 	atomic_store(&listener_inside, 0);
-	REQUIRE_RC(larder_config_set_removal_listener(cfg, stuck_listener, NULL), LARDER_OK);
-	REQUIRE_RC(larder_config_set_write_wait_ms(cfg, 0), LARDER_OK);
 	larder *a = NULL;
-	REQUIRE_RC(larder_open(&a, cfg), LARDER_OK);
+	if (!CHECK_RC(larder_config_set_removal_listener(cfg, stuck_listener, NULL), LARDER_OK) ||
+	    !CHECK_RC(larder_config_set_write_wait_ms(cfg, 0), LARDER_OK) ||
+	    !CHECK_RC(larder_open(&a, cfg), LARDER_OK)) {
+		larder_config_destroy(cfg);
+		return NULL;
+	}
 	larder_config_destroy(cfg);
 	unsigned i = 0;
 	for (; i < 120; i++) /* 3.75 MiB of 32 KiB values: no eviction yet */
-		CHECK_RC(put_key(a, i, value, sizeof value), LARDER_OK);
-	REQUIRE(th_check_accounting(a, WAIT_MS, NULL, NULL));
+		CHECK_RC(put_key(a, i, stuck_value, sizeof stuck_value), LARDER_OK);
+	CHECK(th_check_accounting(a, WAIT_MS, NULL, NULL));
 	/* Its maintainer now sits in the listener and frees nothing... */
 	CHECK_RC(larder_remove(a, "k1", 2), LARDER_OK);
-	REQUIRE(th_wait_until(listener_entered, NULL, WAIT_MS));
+	CHECK(th_wait_until(listener_entered, NULL, WAIT_MS));
 	/* ...so writes run into the overshoot bound (and, not waiting, fail). */
 	int rc;
-	while ((rc = put_key(a, i++, value, sizeof value)) == LARDER_OK && i < 1000)
+	while ((rc = put_key(a, i++, stuck_value, sizeof stuck_value)) == LARDER_OK && i < 1000)
 		;
 	CHECK_RC(rc, LARDER_EBUSY);
-	CHECK_GT(th_stat(a, LARDER_STAT_USED_BYTES), budget + 4 * MiB - 64 * KiB);
+	CHECK_GT(th_stat(a, LARDER_STAT_USED_BYTES), 8 * MiB - 64 * KiB);
+	return a;
+}
 
-	cfg = pooled(pool, 0, 1, 1);
+static void test_open_waits_then_busy(void)
+{
+	const uint64_t budget = 4 * MiB;
+	larder_pool *pool = make_pool(budget, 0);
+	REQUIRE(pool);
+	larder *a = open_stuck_full(pool);
+	REQUIRE(a);
+
+	larder_config *cfg = pooled(pool, 0, 1, 1);
 	REQUIRE(cfg);
 	REQUIRE_RC(larder_config_set_write_wait_ms(cfg, 50), LARDER_OK);
 	larder *b = (larder *)&b;
@@ -400,6 +416,90 @@ static void test_open_waits_then_busy(void)
 	CHECK_LE(th_stat(a, LARDER_STAT_USED_BYTES), budget / 2);
 	larder_close(a);
 	larder_close(b);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+	th_event_destroy(&listener_go);
+}
+
+/* ---- An open that needs the bytes of a cache still closing ------------------ */
+
+struct closing_open {
+	larder_pool *pool;
+	larder *closing;
+	_Atomic int open_done;
+};
+
+static void *close_main(void *arg)
+{
+	struct closing_open *co = arg;
+	larder_close(co->closing); /* waits for its maintainer, stuck in the listener */
+	return NULL;
+}
+
+/* The opener has joined (the pool counts it beside the closing one), or gave up. */
+static int opener_waits(void *ctx)
+{
+	struct closing_open *co = ctx;
+	uint64_t v[LARDER_POOL_STAT_COUNT];
+	return atomic_load(&co->open_done) ||
+	       (larder_pool_stats(co->pool, v, LARDER_POOL_STAT_COUNT) == LARDER_OK &&
+		v[LARDER_POOL_CACHES] == 2);
+}
+
+static void *unstick_main(void *arg)
+{
+	struct closing_open *co = arg;
+	th_wait_until(opener_waits, co, WAIT_MS);
+	th_event_signal(&listener_go);
+	return NULL;
+}
+
+static int closing_detached(void *ctx)
+{
+	larder_pool *pool = ctx;
+	uint64_t v[LARDER_POOL_STAT_COUNT];
+	return larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT) == LARDER_OK &&
+	       v[LARDER_POOL_CACHES] == 1 && v[LARDER_POOL_ASSIGNED_BYTES] == 0;
+}
+
+/*
+ * A 4 MiB pool whose one cache a, full up to its overshoot bound, is being
+ * closed on another thread while its maintainer is stuck in a removal
+ * listener: its bytes stay counted until the close has freed them. An open
+ * of b meanwhile (its first 64 KiB need those bytes) must wait for them
+ * within its write wait, as it waits for an active cache's give-back, and
+ * succeed once the close is done; it is released only after b has joined,
+ * so an open that gives up at once (LARDER_EBUSY) fails here whatever the
+ * threads' timing.
+ */
+static void test_open_waits_for_closing(void)
+{
+	const uint64_t budget = 4 * MiB;
+	larder_pool *pool = make_pool(budget, 0);
+	REQUIRE(pool);
+	struct closing_open co = { .pool = pool, .closing = open_stuck_full(pool) };
+	REQUIRE(co.closing);
+
+	pthread_t closer, unsticker;
+	REQUIRE(pthread_create(&closer, NULL, close_main, &co) == 0);
+	REQUIRE(th_wait_until(closing_detached, pool, WAIT_MS));
+	REQUIRE(pthread_create(&unsticker, NULL, unstick_main, &co) == 0);
+	larder_config *cfg = pooled(pool, 0, 1, 1);
+	REQUIRE(cfg);
+	REQUIRE_RC(larder_config_set_write_wait_ms(cfg, 3 * WAIT_MS), LARDER_OK);
+	larder *b = NULL;
+	CHECK_RC(larder_open(&b, cfg), LARDER_OK);
+	atomic_store(&co.open_done, 1);
+	larder_config_destroy(cfg);
+	pthread_join(unsticker, NULL);
+	pthread_join(closer, NULL);
+	if (b) {
+		CHECK_EQ(pool_stat(pool, LARDER_POOL_CACHES), 1);
+		CHECK_RC(put_key(b, 0, stuck_value, sizeof stuck_value), LARDER_OK);
+		larder *one[1] = { b };
+		settle(pool, one, 1);
+		CHECK_EQ(target_of(pool, b), budget);
+		larder_close(b);
+	}
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 	th_event_destroy(&listener_go);
 }
@@ -511,14 +611,27 @@ static unsigned step_until_still(larder_pool *pool, unsigned passes)
 	return passes;
 }
 
+/* A pool of `budget` driven only through the seam (no thread passes) with
+ * two caches at an equal split, the second's miss cost `cost`; NULL on
+ * failure. */
+static larder_pool *pool_of_two(uint64_t budget, double cost, larder **c)
+{
+	larder_pool *pool = make_pool(budget, 0);
+	if (!pool)
+		return NULL;
+	c[0] = open_in(pool, 0, 1, 1);
+	c[1] = open_in(pool, 0, 1, cost);
+	if (!c[0] || !c[1] || !settle(pool, c, 2))
+		return NULL;
+	return pool;
+}
+
 static void test_controller_moves_to_steeper(void)
 {
 	const uint64_t budget = 64 * MiB;
-	larder_pool *pool = make_pool(budget, 0); /* no thread passes: only the seam's */
+	larder *c[2];
+	larder_pool *pool = pool_of_two(budget, 1, c);
 	REQUIRE(pool);
-	larder *c[2] = { open_in(pool, 0, 1, 1), open_in(pool, 0, 1, 1) };
-	REQUIRE(c[0] && c[1]);
-	settle(pool, c, 2);
 	give_curve(pool, c[0], LINEAR, 1e5, (double)budget); /* every byte buys hits */
 	give_curve(pool, c[1], FLAT, 1e5, (double)budget);   /* nothing past its smallest point */
 	CHECK_GT(larder__test_pool_step(pool), 0);
@@ -533,6 +646,68 @@ static void test_controller_moves_to_steeper(void)
 	CHECK_EQ(larder__test_pool_step(pool), 0); /* settled: no move back */
 	settle(pool, c, 2);
 	CHECK_GT(pool_stat(pool, LARDER_POOL_MOVES), 0);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/*
+ * A donor whose larger mini caches are still warming up (its warm points
+ * end at half its target) may give, valued at the concave upper bound past
+ * them: a shallow one gives to a steeper cache at once, a steep one
+ * (its bound above the other's value) keeps its bytes; neither may take.
+ */
+static void test_controller_donor_not_warm(void)
+{
+	const uint64_t budget = 64 * MiB;
+	larder *c[2];
+	larder_pool *pool = pool_of_two(budget, 1, c);
+	REQUIRE(pool);
+	give_curve(pool, c[0], LINEAR, 1e5, (double)budget);
+	give_curve(pool, c[1], LINEAR, 4e5, (double)budget); /* 4x steeper */
+	CHECK_EQ(larder__test_pool_set_reach(pool, c[1], budget / 4), 0);
+	CHECK_EQ(larder__test_pool_step(pool), 0); /* its bound is worth more: it keeps */
+	CHECK_EQ(target_of(pool, c[0]), budget / 2);
+	give_curve(pool, c[1], LINEAR, 2.5e4, (double)budget); /* 4x shallower */
+	CHECK_GT(larder__test_pool_step(pool), 0); /* not warm past budget / 4, it gives */
+	CHECK_GT(target_of(pool, c[0]), budget / 2);
+	CHECK_LT(target_of(pool, c[1]), budget / 2);
+	/* c[0] not warm past its target any more: it may not take. */
+	uint64_t t0 = target_of(pool, c[0]);
+	CHECK_EQ(larder__test_pool_set_reach(pool, c[0], t0 / 2), 0);
+	CHECK_EQ(larder__test_pool_step(pool), 0);
+	CHECK_EQ(target_of(pool, c[0]), t0);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/* POOL-S1: a wide gap closes in fewer passes than single steps would take,
+ * monotonically, and ends where single steps end. */
+static void test_controller_stride(void)
+{
+	const uint64_t budget = 64 * MiB, step = budget / 256;
+	larder *c[2];
+	larder_pool *pool = pool_of_two(budget, 1, c);
+	REQUIRE(pool);
+	give_curve(pool, c[0], LINEAR, 1e5, (double)budget);
+	give_curve(pool, c[1], FLAT, 1e5, (double)budget);
+	uint64_t floor = larder__test_pool_point_bytes(pool, c[1], LARDER__PROBE_POINTS - 1);
+	uint64_t gap = target_of(pool, c[1]) - floor;
+	unsigned single = (unsigned)((gap / step + 15) / 16); /* 16 single steps a pass */
+	unsigned passes = 0;
+	uint64_t last = target_of(pool, c[0]);
+	while (passes < 64 && larder__test_pool_step(pool) > 0) {
+		passes++;
+		CHECK_GE(target_of(pool, c[0]), last); /* never back */
+		last = target_of(pool, c[0]);
+	}
+	CHECK_GT(single, 4);
+	CHECK_LT(passes, single);
+	CHECK_EQ(target_of(pool, c[1]), floor);
+	CHECK_EQ(target_of(pool, c[0]), budget - floor);
+	CHECK_EQ(larder__test_pool_step(pool), 0);
+	settle(pool, c, 2);
 	for (unsigned i = 0; i < 2; i++)
 		larder_close(c[i]);
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
@@ -570,11 +745,9 @@ static void test_controller_still_when_flat(void)
 static void test_controller_weights_and_settles(void)
 {
 	const uint64_t budget = 64 * MiB;
-	larder_pool *pool = make_pool(budget, 0);
+	larder *c[2];
+	larder_pool *pool = pool_of_two(budget, 4, c);
 	REQUIRE(pool);
-	larder *c[2] = { open_in(pool, 0, 1, 1), open_in(pool, 0, 1, 4) };
-	REQUIRE(c[0] && c[1]);
-	settle(pool, c, 2);
 	for (unsigned i = 0; i < 2; i++)
 		give_curve(pool, c[i], CONCAVE, 1e5, (double)budget);
 	unsigned passes = step_until_still(pool, 64);
@@ -793,8 +966,11 @@ int main(int argc, char **argv)
 		TH_TEST(test_static_split_and_close),
 		TH_TEST(test_static_shares),
 		TH_TEST(test_open_waits_then_busy),
+		TH_TEST(test_open_waits_for_closing),
 		TH_TEST(test_bound_holds_while_donor_stuck),
 		TH_TEST(test_controller_moves_to_steeper),
+		TH_TEST(test_controller_stride),
+		TH_TEST(test_controller_donor_not_warm),
 		TH_TEST(test_controller_still_when_flat),
 		TH_TEST(test_controller_weights_and_settles),
 		TH_TEST(test_controller_respects_shares),

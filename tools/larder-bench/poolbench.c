@@ -34,6 +34,10 @@
  *               change nothing); the controller's cost: its thread's CPU
  *               and its probes' sampled time on the maintainers;
  *               --rounds rounds, medians and min..max;
+ *   ten-controller  the controller's rounds of `ten` alone (not in the
+ *               default set), with their cost round by round;
+ *   phases-controller  the controller's run of `phases` alone (not in the
+ *               default set): its per-phase figures and settling, no charts;
  *   shift       the ten caches under the controller, then one cache's
  *               working set grows 4x: how long until its capacity settles
  *               and its hit ratio recovers; SVG chart.
@@ -360,6 +364,7 @@ static void *ph_worker_main(void *arg)
 /* One sample: cumulative counts and the capacities. */
 struct ph_sample {
 	double t, ops, hits[2], misses[2], cap[2];
+	double sampled[2], every[2]; /* the controller's probes: sampled requests, S */
 };
 
 struct ph_result {
@@ -430,6 +435,11 @@ static int ph_one(const struct lb_config *cfg, unsigned unit_ms, struct ph_resul
 	lb_sleep_ms(PH_WARM_MS);
 	struct ph_sample base;
 	ph_sum(r, &base); /* what the warm-up did is not counted */
+	for (unsigned c = 0; c < 2; c++) {
+		double v[LARDER_POOL_CACHE_STAT_COUNT];
+		pool_figures(pool, r->c[c], v);
+		base.sampled[c] = v[LARDER_POOL_CACHE_SAMPLED_REQUESTS];
+	}
 	uint64_t end_ns = r->t0_ns + PH_UNITS * r->unit_ns;
 	res->n = 0;
 	while (lb_now_ns() < end_ns && res->n < PH_MAX_SAMPLES) {
@@ -442,8 +452,13 @@ static int ph_one(const struct lb_config *cfg, unsigned unit_ms, struct ph_resul
 			s->misses[c] -= base.misses[c];
 		}
 		s->t = seconds_since(r->t0_ns);
-		for (unsigned c = 0; c < 2; c++)
+		for (unsigned c = 0; c < 2; c++) {
 			s->cap[c] = (double)cache_stat(r->c[c], LARDER_STAT_CAPACITY_BYTES);
+			double v[LARDER_POOL_CACHE_STAT_COUNT];
+			pool_figures(pool, r->c[c], v);
+			s->sampled[c] = v[LARDER_POOL_CACHE_SAMPLED_REQUESTS] - base.sampled[c];
+			s->every[c] = v[LARDER_POOL_CACHE_SAMPLE_EVERY];
+		}
 		check_bound(pool);
 		lb_progress("  %s: %.0f s of %.0f", res->name, s->t, PH_UNITS * unit_ms / 1000.0);
 	}
@@ -585,15 +600,19 @@ static void ph_charts(struct ph_result *const *show, size_t n_show, unsigned uni
 	free(x);
 }
 
-static void phases_part(const struct lb_config *cfg, unsigned unit_ms)
+/* `phases`, or with controller_only (`phases-controller`) the controller's
+ * run alone, for a change that touches only the controller: no ratio to
+ * the fixed split then, and no charts. */
+static void phases_part(const struct lb_config *cfg, unsigned unit_ms, int controller_only)
 {
 	static const double sweep[] = { 0.2, 0.35, 0.65, 0.8 };
 	enum { N_RUNS = 2 + sizeof sweep / sizeof sweep[0] };
 	struct ph_result *res[N_RUNS];
 	char names[N_RUNS][32];
+	size_t n_runs = controller_only ? 1 : N_RUNS;
 	printf("\n## Phases: two caches, working sets 0.75 GiB each, one 1 GiB pool "
-	       "(unit %u ms)\n\n", unit_ms);
-	for (size_t i = 0; i < N_RUNS; i++) {
+	       "(unit %u ms)%s\n\n", unit_ms, controller_only ? ", the controller alone" : "");
+	for (size_t i = 0; i < n_runs; i++) {
 		res[i] = calloc(1, sizeof **res);
 		if (!res[i])
 			return;
@@ -607,27 +626,30 @@ static void phases_part(const struct lb_config *cfg, unsigned unit_ms)
 		if (ph_one(cfg, unit_ms, res[i]) != 0)
 			return;
 	}
-	size_t best = 1;
-	for (size_t i = 1; i < N_RUNS; i++)
-		if (res[i]->ops > res[best]->ops)
+	size_t best = 0;
+	for (size_t i = 1; i < n_runs; i++)
+		if (best == 0 || res[i]->ops > res[best]->ops)
 			best = i;
 	printf("\n| run | reads, all phases | / fixed 50/50 | misses per read | "
 	       "mean wait per miss |\n|---|---|---|---|---|\n");
-	for (size_t i = 0; i < N_RUNS; i++) {
+	for (size_t i = 0; i < n_runs; i++) {
 		const struct ph_sample *e = &res[i]->s[res[i]->n - 1];
 		double miss = e->misses[0] + e->misses[1], all = miss + e->hits[0] + e->hits[1];
-		printf("| %s%s | %.3g | %.2fx | %.3f | %.1f us |\n", res[i]->name,
-		       i == best ? " (best static)" : "", res[i]->ops, res[i]->ops / res[1]->ops,
-		       all > 0 ? miss / all : 0,
+		printf("| %s%s | %.3g | ", res[i]->name, i && i == best ? " (best static)" : "",
+		       res[i]->ops);
+		if (n_runs > 1)
+			printf("%.2fx", res[i]->ops / res[1]->ops);
+		else
+			printf("-");
+		printf(" | %.3f | %.1f us |\n", all > 0 ? miss / all : 0,
 		       res[i]->waits > 0 ? res[i]->wait_ns / res[i]->waits / 1000 : 0);
 	}
 	const size_t show[3] = { 0, 1, best };
+	size_t n_show = n_runs == 1 ? 1 : best == 1 ? 2 : 3;
 	printf("\n| phase | run | reads/s | hit ratio cache_0 | hit ratio cache_1 | "
 	       "capacity cache_0 (MiB) | capacity cache_1 (MiB) |\n|---|---|---|---|---|---|---|\n");
 	for (size_t p = 0; p < PH_PHASES; p++)
-		for (size_t k = 0; k < 3; k++) {
-			if (k == 2 && best == 1)
-				continue;
+		for (size_t k = 0; k < n_show; k++) {
 			double tput, hit[2], cap[2];
 			ph_phase(res[show[k]], p, unit_ms, &tput, hit, cap);
 			printf("| %zu %s | %s | %.0f | %.3f | %.3f | %.0f | %.0f |\n", p + 1,
@@ -635,21 +657,32 @@ static void phases_part(const struct lb_config *cfg, unsigned unit_ms)
 			       cap[1] / MIB);
 		}
 	printf("\n| phase | controller: cache_0's capacity settled after (s) | "
-	       "reversals after settling | capacity cache_0 at the end (MiB) |\n|---|---|---|---|\n");
+	       "reversals after settling | capacity cache_0 at the end (MiB) | "
+	       "sampled requests/s cache_0 / cache_1 | S at the end |\n|---|---|---|---|---|---|\n");
 	for (size_t p = 0; p < PH_PHASES; p++) {
 		double settled;
 		unsigned rev;
 		ph_settle(res[0], p, unit_ms, (double)(PH_BUDGET / 256), &settled, &rev);
-		double end = 0;
-		for (size_t i = 0; i < res[0]->n; i++)
+		static const struct ph_sample zero;
+		const struct ph_sample *a = &zero, *b = NULL;
+		for (size_t i = 0; i < res[0]->n; i++) {
+			if (res[0]->s[i].t <= phases[p].from * unit_ms / 1000.0)
+				a = &res[0]->s[i];
 			if (res[0]->s[i].t <= phases[p].to * unit_ms / 1000.0)
-				end = res[0]->s[i].cap[0];
-		printf("| %zu %s | %.2f (of %.0f) | %u | %.0f |\n", p + 1, phases[p].name, settled,
-		       (phases[p].to - phases[p].from) * unit_ms / 1000.0, rev, end / MIB);
+				b = &res[0]->s[i];
+		}
+		double dt = b && b->t > a->t ? b->t - a->t : 0;
+		printf("| %zu %s | %.2f (of %.0f) | %u | %.0f | %.0f / %.0f | %.0f / %.0f |\n", p + 1,
+		       phases[p].name, settled, (phases[p].to - phases[p].from) * unit_ms / 1000.0, rev,
+		       b ? b->cap[0] / MIB : 0, dt > 0 ? (b->sampled[0] - a->sampled[0]) / dt : 0,
+		       dt > 0 ? (b->sampled[1] - a->sampled[1]) / dt : 0, b ? b->every[0] : 0,
+		       b ? b->every[1] : 0);
 	}
-	struct ph_result *chart[3] = { res[0], res[1], res[best] };
-	ph_charts(chart, best == 1 ? 2 : 3, unit_ms);
-	for (size_t i = 0; i < N_RUNS; i++)
+	if (!controller_only) {
+		struct ph_result *chart[3] = { res[0], res[1], res[best] };
+		ph_charts(chart, n_show, unit_ms);
+	}
+	for (size_t i = 0; i < n_runs; i++)
 		free(res[i]);
 }
 
@@ -659,6 +692,10 @@ static void phases_part(const struct lb_config *cfg, unsigned unit_ms)
 #define TEN_BUDGET ((uint64_t)256 << 20)
 #define TEN_WARM 12000000u
 #define TEN_COUNT 4000000u
+/* The controller's runs warm up for at least this long too: its probes
+ * sample a bounded number of requests per second (pool/probe.c PROBE-P7),
+ * so its estimates converge in time, not in requests. */
+#define TEN_WARM_MIN_S 30.0
 #define TEN_GRID 256u
 #define TEN_POINTS 21u
 #define SHIFT_SECONDS 15u
@@ -685,6 +722,7 @@ static const char *const ten_mode_names[T_MODES] = {
 
 struct ten_out {
 	double weighted, hits, reads, seconds, probe_cpu, ctl_cpu;
+	double sim_cpu, sampled_rate; /* the probes' mini simulations; their requests per s per cache */
 	uint64_t misses[TEN], requests[TEN], cap[TEN];
 };
 
@@ -716,14 +754,22 @@ static double controller_s(larder_pool *pool)
 	return (double)v[LARDER_POOL_CONTROLLER_CPU_NS] / 1e9;
 }
 
-/* Seconds the caches' maintainers spent in their probes so far (sampled). */
-static double probes_s(larder_pool *pool, larder *const *c)
+/* The caches' probes so far: seconds their maintainers spent in them
+ * (sampled), the mini simulations' part of it (CPU clock), and the
+ * requests the mini simulations saw. */
+struct probes {
+	double own_s, sim_s, sampled;
+};
+
+static struct probes probes_now(larder_pool *pool, larder *const *c)
 {
-	double s = 0;
+	struct probes s = { 0, 0, 0 };
 	for (unsigned i = 0; pool && i < TEN; i++) {
 		double v[LARDER_POOL_CACHE_STAT_COUNT];
 		pool_figures(pool, c[i], v);
-		s += v[LARDER_POOL_CACHE_PROBE_NS] / 1e9;
+		s.own_s += v[LARDER_POOL_CACHE_PROBE_NS] / 1e9;
+		s.sim_s += v[LARDER_POOL_CACHE_PROBE_SIM_NS] / 1e9;
+		s.sampled += v[LARDER_POOL_CACHE_SAMPLED_REQUESTS];
 	}
 	return s;
 }
@@ -756,13 +802,17 @@ static int ten_run(const struct lb_config *cfg, enum ten_mode mode, const uint64
 		pw_stream_init(&st[i], sp->keys, sp->theta, cfg->seed + 100 + i);
 	}
 	uint64_t sel = lb_mix(cfg->seed + 7) | 1;
-	uint64_t hits0 = 0, measured_from = 0;
-	double ctl0 = 0, probe0 = 0;
+	uint64_t hits0 = 0, measured_from = 0, started = lb_now_ns();
+	double ctl0 = 0;
+	struct probes probe0 = { 0, 0, 0 };
 	for (uint64_t n = 0; n < TEN_WARM + TEN_COUNT; n++) {
+		if (n == TEN_WARM - 1 && mode == T_CONTROLLER &&
+		    seconds_since(started) < TEN_WARM_MIN_S)
+			n--; /* the same request stream, longer */
 		if (n == TEN_WARM) {
 			measured_from = lb_now_ns();
 			ctl0 = controller_s(pool);
-			probe0 = probes_s(pool, c);
+			probe0 = probes_now(pool, c);
 		}
 		unsigned i = pick_cache(&sel);
 		const struct spec *sp = &ten_specs[i];
@@ -781,7 +831,10 @@ static int ten_run(const struct lb_config *cfg, enum ten_mode mode, const uint64
 	}
 	out->seconds = seconds_since(measured_from);
 	out->ctl_cpu = (controller_s(pool) - ctl0) / out->seconds;
-	out->probe_cpu = (probes_s(pool, c) - probe0) / out->seconds;
+	struct probes probe1 = probes_now(pool, c);
+	out->probe_cpu = (probe1.own_s - probe0.own_s) / out->seconds;
+	out->sim_cpu = (probe1.sim_s - probe0.sim_s) / out->seconds;
+	out->sampled_rate = (probe1.sampled - probe0.sampled) / out->seconds / TEN;
 	for (unsigned i = 0; i < TEN; i++) {
 		out->weighted += ten_specs[i].cost * (double)out->misses[i];
 		out->reads += (double)out->requests[i];
@@ -911,6 +964,41 @@ static void shift_chart(const struct ten_shift *s)
 		printf("chart: pool-shift.svg\n");
 }
 
+/* `ten-controller`: the controller's rounds alone (weighted misses, its
+ * cost), for a change that touches only the controller: the static splits
+ * do not depend on it. */
+static void ten_controller_only(const struct lb_config *cfg)
+{
+	unsigned rounds = cfg->rounds ? cfg->rounds : 1;
+	double w[64], prb[64], ctl[64], sim[64], srate[64], rps[64];
+	uint64_t best[TEN] = { 0 };
+	printf("\n## Ten caches, the controller alone, %u rounds\n\n| round | weighted misses | "
+	       "requests/s | pool thread %% | mini simulations %% | per-call part %% | "
+	       "sampled requests/s per cache |\n|---|---|---|---|---|---|---|\n", rounds);
+	for (unsigned r = 0; r < rounds && r < 64; r++) {
+		struct ten_out out;
+		if (ten_run(cfg, T_CONTROLLER, best, &out, NULL) != 0)
+			return;
+		w[r] = out.weighted;
+		prb[r] = out.probe_cpu;
+		ctl[r] = out.ctl_cpu;
+		sim[r] = out.sim_cpu;
+		srate[r] = out.sampled_rate;
+		rps[r] = (double)TEN_COUNT / out.seconds;
+		printf("| %u | %.4g | %.3g | %.3f | %.3f | %.3f | %.0f |\n", r + 1, w[r], rps[r],
+		       100 * ctl[r], 100 * sim[r], 100 * (prb[r] - sim[r]), srate[r]);
+	}
+	double wl = w[0], wh = w[0];
+	for (unsigned r = 1; r < rounds; r++) {
+		wl = w[r] < wl ? w[r] : wl;
+		wh = w[r] > wh ? w[r] : wh;
+	}
+	printf("\ncontroller: weighted misses %.4g (%.4g..%.4g), medians: %.3g requests/s, pool "
+	       "thread %.3f%%, mini simulations %.3f%%, probes in all %.3f%% of a core\n",
+	       lb_median(w, rounds), wl, wh, lb_median(rps, rounds), 100 * lb_median(ctl, rounds),
+	       100 * lb_median(sim, rounds), 100 * lb_median(prb, rounds));
+}
+
 static void ten_part(const struct lb_config *cfg, int with_shift, int with_ten)
 {
 	uint64_t slot[TEN], *sizes[TEN], *hits[TEN], best[TEN], count[TEN] = { 0 };
@@ -934,12 +1022,15 @@ static void ten_part(const struct lb_config *cfg, int with_shift, int with_ten)
 		       (double)(ten_specs[i].keys * slot[i]) / MIB,
 		       ten_specs[i].theta > 0 ? "zipf " : "uniform ", ten_specs[i].theta,
 		       (unsigned long long)slot[i], ten_specs[i].share * 100, ten_specs[i].cost);
-	if (ten_curves(cfg, sizes, hits, slot) != 0)
+	/* The exact curves and the best split are for the table; the shift
+	 * alone runs the controller only. */
+	if (with_ten && ten_curves(cfg, sizes, hits, slot) != 0)
 		return;
 	double weight[TEN];
 	for (unsigned i = 0; i < TEN; i++)
 		weight[i] = ten_specs[i].cost;
-	pw_best_split(TEN, weight, sizes, hits, TEN_POINTS, TEN_BUDGET, TEN_GRID, best);
+	if (with_ten)
+		pw_best_split(TEN, weight, sizes, hits, TEN_POINTS, TEN_BUDGET, TEN_GRID, best);
 	{
 		uint64_t sel = lb_mix(cfg->seed + 7) | 1;
 		for (uint64_t n = 0; n < TEN_WARM + TEN_COUNT; n++) {
@@ -949,7 +1040,7 @@ static void ten_part(const struct lb_config *cfg, int with_shift, int with_ten)
 	}
 	if (with_ten) {
 		unsigned rounds = cfg->rounds ? cfg->rounds : 1;
-		double w[T_MODES][64], prb[T_MODES][64], ctl[T_MODES][64];
+		double w[T_MODES][64], prb[T_MODES][64], ctl[T_MODES][64], sim[64], srate[64], rps[64];
 		uint64_t last_cap[T_MODES][TEN];
 		for (unsigned r = 0; r < rounds && r < 64; r++)
 			for (unsigned m = 0; m < T_MODES; m++) {
@@ -959,6 +1050,11 @@ static void ten_part(const struct lb_config *cfg, int with_shift, int with_ten)
 				w[m][r] = out.weighted;
 				prb[m][r] = out.probe_cpu;
 				ctl[m][r] = out.ctl_cpu;
+				if (m == T_CONTROLLER) {
+					sim[r] = out.sim_cpu;
+					srate[r] = out.sampled_rate;
+					rps[r] = (double)TEN_COUNT / out.seconds;
+				}
 				memcpy(last_cap[m], out.cap, sizeof out.cap);
 			}
 		double med[T_MODES], lo[T_MODES], hi[T_MODES];
@@ -996,6 +1092,10 @@ static void ten_part(const struct lb_config *cfg, int with_shift, int with_ten)
 		printf("controller's cost with ten caches: its thread %.3f%% of a core, the probes on "
 		       "the maintainers %.3f%% (medians; the probes' time is sampled, pool/probe.c PROBE-P5)\n",
 		       100 * lb_median(c, rounds), 100 * lb_median(pc, rounds));
+		printf("  at %.3g requests/s (median): the mini simulations %.3f%% of a core (their "
+		       "CPU clock; %.0f sampled requests/s per cache), the per-call part %.3f%%\n",
+		       lb_median(rps, rounds), 100 * lb_median(sim, rounds), lb_median(srate, rounds),
+		       100 * (lb_median(pc, rounds) - lb_median(sim, rounds)));
 		printf("\n| cache | best static (MiB) | usage (MiB) | controller, last round (MiB) |\n"
 		       "|---|---|---|---|\n");
 		for (unsigned i = 0; i < TEN; i++)
@@ -1044,9 +1144,13 @@ int lb_budget_run(const struct lb_config *cfg)
 	if (has_part(parts, "estimators"))
 		estimators(cfg);
 	if (has_part(parts, "phases"))
-		phases_part(cfg, unit_ms);
+		phases_part(cfg, unit_ms, 0);
+	if (parts && *parts && has_part(parts, "phases-controller"))
+		phases_part(cfg, unit_ms, 1);
 	if (has_part(parts, "ten") || has_part(parts, "shift"))
 		ten_part(cfg, has_part(parts, "shift"), has_part(parts, "ten"));
+	if (parts && *parts && has_part(parts, "ten-controller"))
+		ten_controller_only(cfg);
 	printf("\nbound: the largest sampled sum of used bytes was %.3f of budget + overshoot "
 	       "bound; peak RSS %.2f GiB; failed puts %llu%s%s\n", bound_worst, peak_rss_gib(),
 	       (unsigned long long)atomic_load(&put_failures),
