@@ -45,10 +45,13 @@ struct options {
 	const char *snapshot;
 	size_t compress_min;          /* 0: off */
 	unsigned compress_saving_pct;
+	enum larder_dictionary dict_mode;
+	const char *dict_path;        /* LARDER_DICTIONARY_GIVEN: the file */
+	bool dict_set;                /* --compress-dict was given */
 };
 
 /* Long-only options (memcached has no letter for them). */
-enum { OPT_COMPRESS_MIN = 256, OPT_COMPRESS_SAVING };
+enum { OPT_COMPRESS_MIN = 256, OPT_COMPRESS_SAVING, OPT_COMPRESS_DICT };
 #define DEFAULT_COMPRESS_SAVING_PCT 10u
 
 static void usage(FILE *f)
@@ -69,6 +72,12 @@ static void usage(FILE *f)
 		"                          the first items, LZ4 until then (default: 0, off)\n"
 		"    --compress-saving=<pct> keep an item compressed only when that saves\n"
 		"                          at least <pct>%% (0-99, default: 10); else raw\n"
+		"    --compress-dict=<mode> the dictionary zstd compresses against, with\n"
+		"                          --compress-min: 'train' one from the first items\n"
+		"                          (default), 'none' (LZ4 alone, each item by itself),\n"
+		"                          or 'file:<path>': a zstd dictionary (zstd --train)\n"
+		"                          or raw sample content, 1 byte to 1 MiB, used from\n"
+		"                          the first item\n"
 		"-v, --verbose             verbose (print errors/warnings while in event loop)\n"
 		"-U, -u                    accepted for memcached compatibility, ignored\n"
 		"-V, --version             print version and exit\n"
@@ -109,6 +118,21 @@ static bool parse_count(const char *s, size_t max, size_t *out)
 	return true;
 }
 
+static bool parse_dict_mode(const char *s, struct options *o)
+{
+	o->dict_set = true;
+	o->dict_path = NULL;
+	if (strcmp(s, "train") == 0)
+		o->dict_mode = LARDER_DICTIONARY_TRAIN;
+	else if (strcmp(s, "none") == 0)
+		o->dict_mode = LARDER_DICTIONARY_NONE;
+	else if (strncmp(s, "file:", 5) == 0 && s[5] != '\0')
+		o->dict_mode = LARDER_DICTIONARY_GIVEN, o->dict_path = s + 5;
+	else
+		return false;
+	return true;
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longs[] = {
@@ -122,6 +146,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"snapshot-file", required_argument, NULL, 'e'},
 		{"compress-min", required_argument, NULL, OPT_COMPRESS_MIN},
 		{"compress-saving", required_argument, NULL, OPT_COMPRESS_SAVING},
+		{"compress-dict", required_argument, NULL, OPT_COMPRESS_DICT},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
@@ -160,6 +185,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->compress_saving_pct = (unsigned)pct;
 			break;
 		}
+		case OPT_COMPRESS_DICT:
+			if (!parse_dict_mode(optarg, o)) {
+				fprintf(stderr, "larderd: bad --compress-dict value '%s' "
+					"(train, none or file:<path>)\n", optarg);
+				return 1;
+			}
+			break;
 		case 'v': o->verbose++; break;
 		case 'V': printf("larderd %s\n", LARDERD_VERSION_STR); return -1;
 		case 'h': usage(stdout); return -1;
@@ -169,6 +201,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 	}
 	if (o->threads < 1 || o->threads > 256 || o->maxconns < 1 || o->mem_mib < 1) {
 		fprintf(stderr, "larderd: -t must be 1..256, -c and -m at least 1\n");
+		return 1;
+	}
+	/* A dictionary without compression would be silently unused. */
+	if (o->dict_set && o->compress_min == 0) {
+		fprintf(stderr, "larderd: --compress-dict needs --compress-min\n");
 		return 1;
 	}
 	return 0;
@@ -252,7 +289,41 @@ static uint64_t expected_entries(uint64_t mem_mib)
 	return n < 65536 ? 65536 : n;
 }
 
-static int open_cache(const struct options *o, larder **out)
+/*
+ * Reads the --compress-dict file whole (1 byte to LARDER_DICTIONARY_MAX_BYTES)
+ * into *buf (malloc'd); false with a message on stderr otherwise.
+ */
+static bool read_dict_file(const char *path, void **buf, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *b = NULL;
+	size_t n = 0;
+
+	if (f == NULL) {
+		fprintf(stderr, "larderd: --compress-dict file %s: %s\n", path, strerror(errno));
+		return false;
+	}
+	/* One byte more than the limit tells an oversize file from a full one. */
+	b = malloc(LARDER_DICTIONARY_MAX_BYTES + 1);
+	if (b != NULL)
+		n = fread(b, 1, LARDER_DICTIONARY_MAX_BYTES + 1, f);
+	if (b == NULL || ferror(f)) {
+		fprintf(stderr, "larderd: --compress-dict file %s: %s\n", path,
+			b == NULL ? "out of memory" : "read error");
+	} else if (n == 0 || n > LARDER_DICTIONARY_MAX_BYTES) {
+		fprintf(stderr, "larderd: --compress-dict file %s: %s (1 byte to %zu KiB)\n",
+			path, n == 0 ? "empty" : "too large", LARDER_DICTIONARY_MAX_BYTES >> 10);
+	} else {
+		fclose(f);
+		*buf = b, *len = n;
+		return true;
+	}
+	fclose(f);
+	free(b);
+	return false;
+}
+
+static int open_cache(const struct options *o, const void *dict, size_t dict_len, larder **out)
 {
 	larder_config *cfg;
 	int rc = larder_config_create(&cfg);
@@ -264,6 +335,8 @@ static int open_cache(const struct options *o, larder **out)
 	    (rc = larder_config_set_max_value_bytes(cfg, o->item_max + LARDERD_HDR)) != LARDER_OK ||
 	    (rc = larder_config_set_expected_entries(cfg, expected_entries(o->mem_mib))) != LARDER_OK ||
 	    (rc = larder_config_set_compression(cfg, o->compress_min, o->compress_saving_pct)) !=
+		    LARDER_OK ||
+	    (rc = larder_config_set_compression_dictionary(cfg, o->dict_mode, dict, dict_len)) !=
 		    LARDER_OK) {
 		larder_config_destroy(cfg);
 		return rc;
@@ -332,7 +405,7 @@ static int wait_for_signal(struct larderd_shared *sh)
 int main(int argc, char **argv)
 {
 	struct options o = {"11211", NULL, NULL, 64, 4, 1024, 0, 1024 * 1024, NULL, 0,
-			    DEFAULT_COMPRESS_SAVING_PCT};
+			    DEFAULT_COMPRESS_SAVING_PCT, LARDER_DICTIONARY_TRAIN, NULL, false};
 	static struct larderd_shared sh;
 	struct larderd_net *net;
 	sigset_t set;
@@ -356,9 +429,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "larderd: failed to listen\n");
 		return 71;
 	}
-	rc = open_cache(&o, &sh.cache);
+	void *dict = NULL;
+	size_t dict_len = 0;
+	if (o.dict_path != NULL && !read_dict_file(o.dict_path, &dict, &dict_len))
+		return 66;
+	rc = open_cache(&o, dict, dict_len, &sh.cache);
+	free(dict); /* the engine keeps its own copy */
 	if (rc != LARDER_OK) {
-		fprintf(stderr, "larderd: cannot open the cache: %s\n", larder_strerror(rc));
+		fprintf(stderr, "larderd: cannot open the cache: %s%s\n", larder_strerror(rc),
+			rc == LARDER_EINVAL && o.dict_path != NULL ?
+				" (the --compress-dict file starts as a zstd dictionary but "
+				"does not parse as one)" : "");
 		return 71;
 	}
 	if (o.snapshot)

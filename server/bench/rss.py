@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""rss.py LARDERD [MEMCACHED] [--mib 64] [--value 4096] [--gib 5] [--step 256]
+"""rss.py LARDERD [MEMCACHED] [--mib 64] [--value 4096] [--gib 5] [--step 256] [--first S]
 
 Memory of a full cache: starts larderd and Debian's memcached with the same
 -m, then writes distinct keys with values of --value bytes through one
@@ -7,7 +7,11 @@ pipelined connection, --gib GiB in all, and samples each server's RSS (and
 larderd's engine counters) every --step MiB written. Everything past the first
 GiB is written into an already full cache, so any growth there is memory the
 server does not give back. Prints one table per server; the servers run one
-after the other (this measures memory, not speed).
+after the other. Each row also gives the write rate of its step (sets per
+second, timed from the step's first write to the server's answer to the
+"mn" that follows its last, samples excluded); the summary gives the median
+step rate after the first GiB, a full cache's. Run it more than once and
+alternate --first to compare rates: they come from different moments.
 """
 import argparse, os, signal, socket, subprocess, sys, time
 
@@ -66,6 +70,7 @@ def fill(port, pid, value, total, step, engine):
     per_step = max(1, (step << 20) // (value * batch))
     written, key, rows = 0, 0, []
     while written < total:
+        t0 = time.monotonic()
         for _ in range(per_step):
             req = b"".join(b"set k%010d 0 0 %d noreply\r\n%s\r\n" % (key + i, value, val)
                            for i in range(batch))
@@ -76,8 +81,9 @@ def fill(port, pid, value, total, step, engine):
         buf = b""
         while not buf.endswith(b"MN\r\n"):
             buf += s.recv(1 << 16)
+        rate = per_step * batch / (time.monotonic() - t0)
         st = stats(port) if engine else {}
-        rows.append((written >> 20, rss_kib(pid), st, smaps(pid)))
+        rows.append((written >> 20, rss_kib(pid), st, smaps(pid), rate))
     s.close()
     return rows
 
@@ -95,22 +101,25 @@ def run(name, argv, args):
         p.wait(10)
     print("# %s -m %d: %d-byte values, RSS at start %.1f MiB" % (name, args.mib, args.value,
                                                                  start / 1024))
-    cols = ["written_MiB", "RSS_MiB"] + ([c.replace("larder_", "").replace("_bytes", "")
+    cols = ["written_MiB", "RSS_MiB", "sets_per_s"] + ([c.replace("larder_", "").replace("_bytes", "")
                                           for c in ENGINE] + ["other"]
                                          if name == "larderd" else [])
     print(" ".join("%12s" % c for c in cols))
-    for mib, rss, st, _ in rows:
+    for mib, rss, st, _, rate in rows:
         extra = []
         if st:
             mb = [int(st[c]) / 1048576 for c in ENGINE]
             other = rss / 1024 - mb[1] - mb[4]
             extra = ["%12.1f" % v for v in mb] + ["%12.1f" % other]
-        print(" ".join(["%12d" % mib, "%12.1f" % (rss / 1024)] + extra))
+        print(" ".join(["%12d" % mib, "%12.1f" % (rss / 1024), "%12.0f" % rate] + extra))
     after_1g = [r for r in rows if r[0] >= 1024]
     if len(after_1g) > 1:
         grow = (after_1g[-1][1] - after_1g[0][1]) / 1024
-        print("# %s: RSS at 1 GiB %.1f MiB, at %d MiB %.1f MiB (%+.2f MiB after the first GiB)"
-              % (name, after_1g[0][1] / 1024, after_1g[-1][0], after_1g[-1][1] / 1024, grow))
+        rates = sorted(r[4] for r in after_1g)
+        print("# %s: RSS at 1 GiB %.1f MiB, at %d MiB %.1f MiB (%+.2f MiB after the first GiB); "
+              "sets/s after the first GiB: median %.0f (%.0f-%.0f)"
+              % (name, after_1g[0][1] / 1024, after_1g[-1][0], after_1g[-1][1] / 1024, grow,
+                 rates[len(rates) // 2], rates[0], rates[-1]))
         a, b = after_1g[0][3], after_1g[-1][3]
         for addr in sorted(set(a) | set(b)):
             ra = a.get(addr, ["", 0])[1]
@@ -129,9 +138,13 @@ def main():
     ap.add_argument("--value", type=int, default=4096)
     ap.add_argument("--gib", type=int, default=5)
     ap.add_argument("--step", type=int, default=256)
+    ap.add_argument("--first", choices=("larderd", "memcached"), default="larderd",
+                    help="which server runs first")
     args = ap.parse_args()
-    run("larderd", [args.larderd], args)
-    run("memcached", [args.memcached, "-U", "0", "-u", "nobody"], args)
+    runs = [("larderd", [args.larderd]),
+            ("memcached", [args.memcached, "-U", "0", "-u", "nobody"])]
+    for name, argv in (runs if args.first == "larderd" else runs[::-1]):
+        run(name, argv, args)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@
 # core (nproc), started before and stopped after each loaded measurement by
 # this script. Rounds alternate idle/loaded and larderd/memcached.
 #
-# Servers alternate within each round; the table shows medians over ROUNDS
+# Servers alternate within each round, and which goes first alternates from
+# round to round (the first measurement after the load starts, or after the
+# other server's, meets a different scheduler state); the table shows medians over ROUNDS
 # (default 3) of SECONDS (default 2) each with the min-max range, the
 # larderd/memcached throughput ratio, and latency percentiles (us) of the
 # median round. Runs under nice; kills the servers and load on exit. Run it
@@ -84,12 +86,17 @@ if [ $MODE = loaded ]; then
 	printf "%-8s %7s | %-24s %-24s %6s | %-16s | %-16s\n" mode "" "larderd op/s (min-max)" \
 		"memcd op/s (min-max)" ratio "larderd p50/99/999" "memcd p50/99/999"
 	IL=(); IM=(); BL=(); BM=()
+	rt() { nice -n 10 "$LOADGEN" -p "$1" -c 1 -T 1 -d 1 -A -s "$SECS"; }
 	for r in $(seq "$ROUNDS"); do
-		IL+=("$(nice -n 10 "$LOADGEN" -p "$LP" -c 1 -T 1 -d 1 -A -s "$SECS")")
-		IM+=("$(nice -n 10 "$LOADGEN" -p "$MP" -c 1 -T 1 -d 1 -A -s "$SECS")")
-		load_start
-		BL+=("$(nice -n 10 "$LOADGEN" -p "$LP" -c 1 -T 1 -d 1 -A -s "$SECS")")
-		BM+=("$(nice -n 10 "$LOADGEN" -p "$MP" -c 1 -T 1 -d 1 -A -s "$SECS")")
+		if [ $((r % 2)) = 1 ]; then
+			IL+=("$(rt "$LP")"); IM+=("$(rt "$MP")")
+			load_start
+			BL+=("$(rt "$LP")"); BM+=("$(rt "$MP")")
+		else
+			IM+=("$(rt "$MP")"); IL+=("$(rt "$LP")")
+			load_start
+			BM+=("$(rt "$MP")"); BL+=("$(rt "$LP")")
+		fi
 		load_stop
 	done
 	L=("${IL[@]}"); M=("${IM[@]}"); row idle set+get
@@ -103,9 +110,13 @@ printf "%-8s %7s | %-24s %-24s %6s | %-16s | %-16s\n" mix depth "larderd op/s (m
 for mix in 0.9 0.1; do
 	for depth in 1 16; do
 		L=(); M=()
+		mx() { nice -n 10 "$LOADGEN" -p "$1" -c $CONNS -T 1 -d $depth -r $mix -s "$SECS"; }
 		for r in $(seq "$ROUNDS"); do
-			L+=("$(nice -n 10 "$LOADGEN" -p "$LP" -c $CONNS -T 1 -d $depth -r $mix -s "$SECS")")
-			M+=("$(nice -n 10 "$LOADGEN" -p "$MP" -c $CONNS -T 1 -d $depth -r $mix -s "$SECS")")
+			if [ $((r % 2)) = 1 ]; then
+				L+=("$(mx "$LP")"); M+=("$(mx "$MP")")
+			else
+				M+=("$(mx "$MP")"); L+=("$(mx "$LP")")
+			fi
 		done
 		row "$([ "$mix" = 0.9 ] && echo get-90% || echo set-90%)" "$depth"
 	done

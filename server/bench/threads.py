@@ -8,7 +8,8 @@ Debian's memcached, all started with -m 256 -t 4, are driven in turn by
 larderd_loadgen with one connection doing set-then-get round trips (-A, 64 B
 values). Each round measures every server for S seconds, first on the idle
 machine and then with one busy process per core (started and stopped by this
-script); rounds interleave the servers, so they share the machine's state.
+script); rounds interleave the servers, so they share the machine's state,
+and which server goes first rotates from round to round.
 Besides throughput and latency, it reads every server thread's scheduler
 statistics from /proc (schedstat: time on a CPU, time runnable but waiting
 for one; status: context switches) before and after each measurement and
@@ -84,7 +85,10 @@ def main():
                 busy = [subprocess.Popen(["nice", "-n", "10", "sh", "-c", "while :; do :; done"])
                         for _ in range(load)]
                 try:
-                    for (name, _), proc, port in zip(servers, procs, ports):
+                    # which server goes first rotates from round to round
+                    order = list(zip(servers, procs, ports))
+                    order = order[r % len(order):] + order[:r % len(order)]
+                    for (name, _), proc, port in order:
                         # nice runs the server: its pid is the server's own (exec)
                         t0 = threads(proc.pid)
                         m = loadgen(a.loadgen, port, a.seconds)

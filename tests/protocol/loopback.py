@@ -1,6 +1,8 @@
 """tests/protocol/loopback.py - helpers the protocol test drivers share: a free
-loopback port, and waiting (with a deadline) until a server listens on one."""
+loopback port, waiting (with a deadline) until a server listens on one, and
+running a driver's main so that a failure is one line in ctest's log."""
 import socket
+import sys
 import time
 
 
@@ -37,3 +39,12 @@ def wait_port(port, timeout=60.0):
         except OSError:
             time.sleep(0.05)  # a poll interval
     raise RuntimeError("server on port %d did not start" % port)
+
+
+def run_driver(main):
+    """Runs main(); an exception becomes one "FAIL: ..." line and exit status 1."""
+    try:
+        main()
+    except Exception as e:
+        print("FAIL: %s" % e)
+        sys.exit(1)

@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from loopback import free_port, wait_port
+from loopback import free_port, run_driver, wait_port
 
 
 def start(larderd, port, snap, extra=()):
@@ -223,8 +223,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:  # one line for ctest's log
-        print("FAIL: %s" % e)
-        sys.exit(1)
+    run_driver(main)
