@@ -734,12 +734,13 @@ class LarderCache {
   }
 
   /**
-   * For benchmarks: nanoseconds per larder_get() timed in a C loop over
-   * keys[order[i]] (string keys), inside this process but with no V8 work
-   * between the gets.
+   * For benchmarks: nanoseconds per key of larder_get() timed in a C loop
+   * over keys[order[i]] (string keys), inside this process but with no V8
+   * work between the gets; with batch > 0, of larder_get_batch() over
+   * consecutive batches of that many keys (values packed as mget packs them).
    */
-  engineLoop(keys, order) {
-    return this.#n.engineLoop(keys, order);
+  engineLoop(keys, order, batch = 0) {
+    return this.#n.engineLoop(keys, order, batch);
   }
 
   /** Native caches open in this process (all workers), for leak checks. */

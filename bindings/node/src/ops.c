@@ -156,23 +156,48 @@ napi_value lnode_op_ttl(napi_env env, napi_callback_info info)
 	return lnode_make_double(env, ttl == LARDER_TTL_NEVER ? INFINITY : (double)ttl);
 }
 
+struct batch_out {
+	uint8_t *out;
+	size_t cap;
+	size_t used;
+	int32_t *meta;
+	int ascii; /* every value so far carries TAG_ASCII */
+};
+
+static void batch_copy(void *ctx, size_t index, const void *value, size_t value_len)
+{
+	struct batch_out *b = ctx;
+
+	b->meta[index] = (int32_t)value_len;
+	if (value_len == 0 || !(*(const uint8_t *)value & TAG_ASCII))
+		b->ascii = 0;
+	if (b->used + value_len <= b->cap)
+		memcpy(b->out + b->used, value, value_len);
+	b->used += value_len;
+}
+
 /*
- * engineLoop(keys, order): for benchmarks, the engine alone inside this
- * process: encodes the string keys once, then times larder_get() in a C
- * loop over keys[order[i]] (values copied into the scratch, as get does).
- * Returns nanoseconds per get. Beside get() and probe() it splits a get's
- * time into crossing, engine, and what V8's traffic between gets adds.
+ * engineLoop(keys, order, batch): for benchmarks, the engine alone inside
+ * this process: encodes the string keys once, then times larder_get() in a
+ * C loop over keys[order[i]] (values copied into the scratch, as get does),
+ * or with batch > 0 larder_get_batch() over consecutive batches of that many
+ * of them (values packed into the scratch, as mget does). Returns
+ * nanoseconds per key. Beside get() and probe() it splits a get's time into
+ * crossing, engine, and what V8's traffic between gets adds; beside mget()
+ * it splits a batch's time into the engine's and the binding's.
  */
 napi_value lnode_op_engine_loop(napi_env env, napi_callback_info info)
 {
-	napi_value argv[2], v;
-	size_t argc = 2, i, at = 0, len, count;
+	napi_value argv[3], v;
+	size_t argc = 3, i, at = 0, len, count;
 	struct handle *h = lnode_bare_handle(env, info, &argc, argv);
 	struct env_data *ed;
 	napi_typedarray_type type;
 	struct timespec t0, t1;
-	uint32_t n, *order;
-	size_t *offs = NULL;
+	uint32_t n, *order, batch = 0;
+	size_t *offs = NULL, *blens = NULL;
+	const void **bkeys = NULL;
+	int32_t *bmeta = NULL;
 	char *arena = NULL;
 	napi_value ab;
 	long misses = 0;
@@ -184,12 +209,18 @@ napi_value lnode_op_engine_loop(napi_env env, napi_callback_info info)
 	if (napi_get_array_length(env, argv[0], &n) != napi_ok || n == 0 ||
 	    napi_get_typedarray_info(env, argv[1], &type, &count, (void **)&order, &ab, &at) !=
 		    napi_ok ||
-	    type != napi_uint32_array)
+	    type != napi_uint32_array ||
+	    (argc > 2 && napi_get_value_uint32(env, argv[2], &batch) != napi_ok))
 		return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
-				   "engineLoop(keys, Uint32Array)");
+				   "engineLoop(keys, Uint32Array, batch)");
 	offs = malloc((n + 1) * sizeof(*offs));
 	arena = malloc((size_t)n * (h->max_key + 1));
-	if (offs == NULL || arena == NULL)
+	if (batch > 0) {
+		bkeys = malloc(batch * sizeof(*bkeys));
+		blens = malloc(batch * sizeof(*blens));
+		bmeta = malloc(batch * sizeof(*bmeta));
+	}
+	if (offs == NULL || arena == NULL || (batch > 0 && (!bkeys || !blens || !bmeta)))
 		goto out;
 	at = 0;
 	for (i = 0; i < n; i++) {
@@ -204,24 +235,43 @@ napi_value lnode_op_engine_loop(napi_env env, napi_callback_info info)
 	}
 	offs[n] = at;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (i = 0; i < count; i++) {
+	for (i = 0; i < count && batch == 0; i++) {
 		uint32_t k = order[i] % n;
 
 		if (larder_get(h->cache, arena + offs[k], offs[k + 1] - offs[k], ed->out,
 			       ed->out_cap, &len) != LARDER_OK)
 			misses++;
 	}
+	for (i = 0; i < count && batch > 0; i += batch) {
+		size_t m = count - i < batch ? count - i : batch, j;
+		struct batch_out b = {
+			.out = ed->out, .cap = ed->out_cap, .used = 0, .meta = bmeta, .ascii = 1};
+
+		for (j = 0; j < m; j++) {
+			uint32_t k = order[i + j] % n;
+
+			bkeys[j] = arena + offs[k];
+			blens[j] = offs[k + 1] - offs[k];
+		}
+		/* Misses, or values that did not fit the scratch (so were not copied). */
+		misses += (long)m - larder_get_batch(h->cache, m, bkeys, blens, batch_copy, &b);
+		if (b.used > b.cap)
+			misses += (long)m;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	ok = 1;
 out:
 	free(offs);
 	free(arena);
+	free(bkeys);
+	free(blens);
+	free(bmeta);
 	if (!ok)
 		return bad_key ? lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
 					     "engineLoop: string keys only")
 			       : lnode_throw_nomem(env);
 	if (misses)
-		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER", "engineLoop: %ld misses", misses);
+		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER", "engineLoop: %ld misses or values over the scratch", misses);
 	return lnode_make_double(
 		env, ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) /
 			     (double)(count ? count : 1));
@@ -253,26 +303,6 @@ napi_value lnode_op_clear(napi_env env, napi_callback_info info)
  * whole packed region as one string (index.js takes substrings, which V8
  * makes without copying), else the number found.
  */
-struct batch_out {
-	uint8_t *out;
-	size_t cap;
-	size_t used;
-	int32_t *meta;
-	int ascii; /* every value so far carries TAG_ASCII */
-};
-
-static void batch_copy(void *ctx, size_t index, const void *value, size_t value_len)
-{
-	struct batch_out *b = ctx;
-
-	b->meta[index] = (int32_t)value_len;
-	if (value_len == 0 || !(*(const uint8_t *)value & TAG_ASCII))
-		b->ascii = 0;
-	if (b->used + value_len <= b->cap)
-		memcpy(b->out + b->used, value, value_len);
-	b->used += value_len;
-}
-
 /* Makes the mget arrays hold n keys. */
 static int batch_reserve(struct env_data *ed, size_t n)
 {

@@ -268,3 +268,22 @@ test('stats exposes the engine counters', () => {
   assert.ok(s.hits >= 1 && s.misses >= 1 && s.writes >= 1);
   c.close();
 });
+
+test('benchmark hooks: engineLoop times single gets and batches, and refuses misses', () => {
+  const c = open();
+  const keys = Array.from({ length: 50 }, (_, i) => `key-${i}`);
+  for (const k of keys) c.set(k, 'v'.repeat(64));
+  const order = Uint32Array.from({ length: 1003 }, (_, i) => (i * 7) % keys.length);
+  for (const batch of [0, 1, 16, 1000]) {
+    const ns = c.engineLoop(keys, order, batch);
+    assert.ok(ns > 0 && Number.isFinite(ns), `batch ${batch}: ${ns} ns per key`);
+  }
+  assert.ok(c.engineLoop(keys, order) > 0, 'batch defaults to single gets');
+  // A key that is absent makes the timing meaningless: an Error, single or batched.
+  const withMiss = [...keys, 'absent'];
+  const all = Uint32Array.from({ length: withMiss.length }, (_, i) => i);
+  assert.throws(() => c.engineLoop(withMiss, all), { code: 'ERR_LARDER' });
+  assert.throws(() => c.engineLoop(withMiss, all, 8), { code: 'ERR_LARDER' });
+  assert.throws(() => c.engineLoop(keys, [1, 2], 8), { code: 'ERR_INVALID_ARG_TYPE' });
+  c.close();
+});
