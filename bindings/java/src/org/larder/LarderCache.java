@@ -766,11 +766,11 @@ public final class LarderCache<K, V> implements AutoCloseable {
     /* ---- Helpers ----------------------------------------------------------- */
 
     /*
-     * Native.close, under the pool's lock for a pooled cache: the engine's
-     * open of another cache in the pool does not wait for a cache that is
-     * closing meanwhile (it fails at once with EBUSY when the closing
-     * cache's bytes are what it needs), so opens and closes of one pool's
-     * caches take turns.
+     * Native.close, under the pool's lock for a pooled cache, so that opens
+     * and closes of one pool's caches take turns (older engines failed an
+     * open at once with EBUSY when a closing cache's bytes were what it
+     * needed; the engine now waits for them, and the turns keep one rule
+     * for everything done with the pool's handle).
      */
     private static int closeNative(long guard, long gen, LarderPool pool) {
         if (pool == null) {
