@@ -174,6 +174,29 @@ static void print_expected(FILE *out, const struct mop *o, const struct mtrace *
 		fprintf(out, "val2(%#x, %u), %u", t->ex_seed, t->ex_len, t->ex_len);
 }
 
+/*
+ * "rc = larder_<op>(<cache>, <arguments>);" for the operations whose
+ * arguments are all the run's: args names them in order, k the key, e the
+ * expected value, v the value, t the TTL.
+ */
+static void print_call(FILE *out, const struct mcfg *cfg, const struct mop *o,
+		       const struct mtrace *t, const char *cache, const char *args)
+{
+	fprintf(out, "\trc = larder_%s(%s", mk_kind_name(o->kind), cache);
+	for (; *args; args++) {
+		fputs(", ", out);
+		if (*args == 'k')
+			print_key(out, cfg, o);
+		else if (*args == 'e')
+			print_expected(out, o, t);
+		else if (*args == 'v')
+			print_value(out, cfg, o);
+		else
+			print_ttl(out, o->ttl);
+	}
+	fputs(");\n", out);
+}
+
 static void print_op(FILE *out, const struct mcfg *cfg, const struct mop *o, size_t i,
 		     const struct mtrace *t)
 {
@@ -182,44 +205,20 @@ static void print_op(FILE *out, const struct mcfg *cfg, const struct mop *o, siz
 	case MOP_PUT:
 	case MOP_PUT_IF_ABSENT:
 	case MOP_REPLACE:
-		fprintf(out, "\trc = larder_%s(%s, ", mk_kind_name(o->kind), cache);
-		print_key(out, cfg, o);
-		fputs(", ", out);
-		print_value(out, cfg, o);
-		fputs(", ", out);
-		print_ttl(out, o->ttl);
-		fputs(");\n", out);
+		print_call(out, cfg, o, t, cache, "kvt");
 		break;
 	case MOP_REPLACE_IF_EQUALS:
-		fprintf(out, "\trc = larder_replace_if_equals(%s, ", cache);
-		print_key(out, cfg, o);
-		fputs(", ", out);
-		print_expected(out, o, t);
-		fputs(", ", out);
-		print_value(out, cfg, o);
-		fputs(", ", out);
-		print_ttl(out, o->ttl);
-		fputs(");\n", out);
+		print_call(out, cfg, o, t, cache, "kevt");
 		break;
 	case MOP_REMOVE:
 	case MOP_CONTAINS:
-		fprintf(out, "\trc = larder_%s(%s, ", mk_kind_name(o->kind), cache);
-		print_key(out, cfg, o);
-		fputs(");\n", out);
+		print_call(out, cfg, o, t, cache, "k");
 		break;
 	case MOP_REMOVE_IF_EQUALS:
-		fprintf(out, "\trc = larder_remove_if_equals(%s, ", cache);
-		print_key(out, cfg, o);
-		fputs(", ", out);
-		print_expected(out, o, t);
-		fputs(");\n", out);
+		print_call(out, cfg, o, t, cache, "ke");
 		break;
 	case MOP_TOUCH:
-		fprintf(out, "\trc = larder_touch(%s, ", cache);
-		print_key(out, cfg, o);
-		fputs(", ", out);
-		print_ttl(out, o->ttl);
-		fputs(");\n", out);
+		print_call(out, cfg, o, t, cache, "kt");
 		break;
 	case MOP_GET:
 	case MOP_PEEK:

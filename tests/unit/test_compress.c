@@ -507,24 +507,45 @@ static void test_compress_iter_enomem(void)
 	larder_close(c);
 }
 
+/* A temporary file for a snapshot; the caller unlinks it. */
+static int temp_snapshot(char *path)
+{
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+/*
+ * The snapshot tests' i-th entry: key "<prefix><i>", and a value of a length
+ * drawn from i under cap, JSON or (mixed, every third) random bytes.
+ * Returns the value's length.
+ */
+static size_t numbered_entry(char key[32], size_t *klen, const char *prefix, int i,
+			     unsigned char *v, size_t cap, int mixed)
+{
+	*klen = (size_t)snprintf(key, 32, "%s%d", prefix, i);
+	size_t len = (size_t)(th_mix64((uint64_t)i) % cap);
+	if (mixed && i % 3 == 0)
+		random_fill(v, len, (uint64_t)i);
+	else
+		json_fill(v, len, (uint64_t)i);
+	return len;
+}
+
 static void test_compress_snapshot(void)
 {
 	char path[] = "/tmp/larder-compress-XXXXXX";
-	int fd = mkstemp(path);
-	REQUIRE(fd >= 0);
-	close(fd);
+	REQUIRE(temp_snapshot(path));
 	larder *c = open_compressing(64 * MiB, MIN_BYTES);
 	REQUIRE(c);
 	unsigned char v[4096];
+	char key[32];
+	size_t klen;
 	const int n = 500;
 	for (int i = 0; i < n; i++) {
-		char key[32];
-		size_t klen = (size_t)snprintf(key, sizeof(key), "s%d", i);
-		size_t len = (size_t)(th_mix64((uint64_t)i) % sizeof(v));
-		if (i % 3)
-			json_fill(v, len, (uint64_t)i);
-		else
-			random_fill(v, len, (uint64_t)i);
+		size_t len = numbered_entry(key, &klen, "s", i, v, sizeof(v), 1);
 		REQUIRE_RC(larder_put(c, key, klen, v, len, LARDER_TTL_NEVER), LARDER_OK);
 	}
 	REQUIRE_RC(larder_save(c, path), LARDER_OK);
@@ -534,13 +555,7 @@ static void test_compress_snapshot(void)
 		REQUIRE(d);
 		CHECK_RC(larder_load(d, path), LARDER_OK);
 		for (int i = 0; i < n; i++) {
-			char key[32];
-			snprintf(key, sizeof(key), "s%d", i);
-			size_t len = (size_t)(th_mix64((uint64_t)i) % sizeof(v));
-			if (i % 3)
-				json_fill(v, len, (uint64_t)i);
-			else
-				random_fill(v, len, (uint64_t)i);
+			size_t len = numbered_entry(key, &klen, "s", i, v, sizeof(v), 1);
 			check_reads(d, key, v, len);
 		}
 		larder_close(d);
@@ -556,9 +571,7 @@ static void test_compress_snapshot(void)
 static void test_compress_snapshot_into_smaller(void)
 {
 	char path[] = "/tmp/larder-compress-XXXXXX";
-	int fd = mkstemp(path);
-	REQUIRE(fd >= 0);
-	close(fd);
+	REQUIRE(temp_snapshot(path));
 	larder *c = open_compressing(64 * MiB, 0); /* plain */
 	REQUIRE(c);
 	unsigned char v[4096];
@@ -1025,19 +1038,16 @@ static void test_dict_enomem(void)
 static void test_dict_snapshot(void)
 {
 	char path[] = "/tmp/larder-dict-XXXXXX";
-	int fd = mkstemp(path);
-	REQUIRE(fd >= 0);
-	close(fd);
+	REQUIRE(temp_snapshot(path));
 	larder *c = open_compressing(64 * MiB, MIN_BYTES);
 	REQUIRE(c);
 	int warm = warm_until_dict(c);
 	unsigned char v[4096];
+	char key[32];
+	size_t klen;
 	const int n = 300;
 	for (int i = 0; i < n; i++) {
-		char key[32];
-		size_t klen = (size_t)snprintf(key, sizeof(key), "s%d", i);
-		size_t len = (size_t)(th_mix64((uint64_t)i) % sizeof(v));
-		json_fill(v, len, (uint64_t)i);
+		size_t len = numbered_entry(key, &klen, "s", i, v, sizeof(v), 0);
 		REQUIRE_RC(larder_put(c, key, klen, v, len, LARDER_TTL_NEVER), LARDER_OK);
 	}
 	REQUIRE_RC(larder_save(c, path), LARDER_OK);
@@ -1049,10 +1059,7 @@ static void test_dict_snapshot(void)
 		REQUIRE(d);
 		CHECK_RC(larder_load(d, path), LARDER_OK);
 		for (int i = 0; i < n; i++) {
-			char key[32];
-			snprintf(key, sizeof(key), "s%d", i);
-			size_t len = (size_t)(th_mix64((uint64_t)i) % sizeof(v));
-			json_fill(v, len, (uint64_t)i);
+			size_t len = numbered_entry(key, &klen, "s", i, v, sizeof(v), 0);
 			check_reads(d, key, v, len);
 		}
 		check_warm(d, warm);

@@ -251,6 +251,50 @@ static int arg_u64(napi_env env, napi_value v, uint64_t *out)
 	return 1;
 }
 
+/*
+ * Copies a registry name (a string of 1..254 bytes of UTF-8 without NUL) into
+ * name[256]. Returns 0 for anything else. The length is asked first and a NUL
+ * refused: a copy into name[] would stop short of a longer name without
+ * saying so, and the registry compares C strings, so either would make two
+ * names one.
+ */
+static int name_arg(napi_env env, napi_value v, char name[static 256])
+{
+	size_t len;
+
+	return napi_get_value_string_utf8(env, v, NULL, 0, &len) == napi_ok && len >= 1 &&
+	       len <= 254 && napi_get_value_string_utf8(env, v, name, 256, &len) == napi_ok &&
+	       memchr(name, '\0', len) == NULL;
+}
+
+/*
+ * The arguments open() and poolOpen() begin with: a registry name or null
+ * (*has_name says which), then n numbers into u. Returns 1, or 0 with a
+ * TypeError or RangeError thrown.
+ */
+static int lead_args(napi_env env, const napi_value *argv, char name[static 256], int *has_name,
+		     uint64_t *u, size_t n, const char *what)
+{
+	napi_valuetype type;
+	size_t i;
+
+	napi_typeof(env, argv[0], &type);
+	*has_name = type == napi_string;
+	if (*has_name && !name_arg(env, argv[0], name)) {
+		lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE",
+			    "name must be 1..254 bytes of UTF-8 without NUL");
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		if (!arg_u64(env, argv[1 + i], &u[i])) {
+			lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
+				    "larder: bad %s argument %zu", what, i + 1);
+			return 0;
+		}
+	}
+	return 1;
+}
+
 static int add_fn(napi_env env, napi_value obj, const char *name, napi_callback cb,
 		  struct handle *h)
 {
@@ -297,7 +341,7 @@ static const struct {
 static napi_value mod_open(napi_env env, napi_callback_info info)
 {
 	napi_value argv[17], obj, resource;
-	size_t argc = 17, i, name_len;
+	size_t argc = 17, i;
 	struct env_data *ed;
 	struct lnode_settings s;
 	struct handle *h;
@@ -312,17 +356,8 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 	if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok ||
 	    napi_get_instance_data(env, (void **)&ed) != napi_ok)
 		return NULL;
-	napi_typeof(env, argv[0], &type);
-	has_name = type == napi_string;
-	if (has_name &&
-	    (napi_get_value_string_utf8(env, argv[0], name, sizeof name, &name_len) != napi_ok ||
-	     name_len == 0 || name_len >= sizeof name - 1))
-		return lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "name must be 1..254 bytes");
-	for (i = 0; i < 8; i++) {
-		if (!arg_u64(env, argv[1 + i], &u[i]))
-			return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
-					   "larder: bad open argument %zu", i + 1);
-	}
+	if (!lead_args(env, argv, name, &has_name, u, 8, "open"))
+		return NULL;
 	if (!arg_u64(env, argv[11], &cmin) || !arg_u64(env, argv[12], &csaving))
 		return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
 				   "larder: bad compression arguments");
@@ -462,29 +497,19 @@ static napi_value mod_set_scratch(napi_env env, napi_callback_info info)
 static napi_value mod_pool_open(napi_env env, napi_callback_info info)
 {
 	napi_value argv[4], obj;
-	size_t argc = 4, name_len;
+	size_t argc = 4;
 	struct env_data *ed;
 	struct pool_ref *r;
 	uint64_t u[3];
 	char name[256];
 	const char *mismatch;
-	napi_valuetype type;
-	int rc, has_name, i;
+	int rc, has_name;
 
 	if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok ||
 	    napi_get_instance_data(env, (void **)&ed) != napi_ok)
 		return NULL;
-	napi_typeof(env, argv[0], &type);
-	has_name = type == napi_string;
-	if (has_name &&
-	    (napi_get_value_string_utf8(env, argv[0], name, sizeof name, &name_len) != napi_ok ||
-	     name_len == 0 || name_len >= sizeof name - 1))
-		return lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "name must be 1..254 bytes");
-	for (i = 0; i < 3; i++) {
-		if (!arg_u64(env, argv[1 + i], &u[i]))
-			return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
-					   "larder: bad pool argument %d", i + 1);
-	}
+	if (!lead_args(env, argv, name, &has_name, u, 3, "pool"))
+		return NULL;
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		return lnode_throw_nomem(env);
@@ -568,14 +593,19 @@ static napi_value mod_open_caches(napi_env env, napi_callback_info info)
 static napi_value mod_refs(napi_env env, napi_callback_info info)
 {
 	napi_value argv[1];
-	size_t argc = 1, len;
+	size_t argc = 1;
+	napi_valuetype type;
 	char name[256];
 
 	if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok)
 		return NULL;
-	if (napi_get_value_string_utf8(env, argv[0], name, sizeof name, &len) != napi_ok)
+	napi_typeof(env, argv[0], &type);
+	if (type != napi_string)
 		return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "name must be a string");
-	return lnode_make_double(env, (double)lnode_registry_refs(name));
+	/* No cache can be open under a name open() refuses. */
+	return lnode_make_double(env, name_arg(env, argv[0], name)
+					      ? (double)lnode_registry_refs(name)
+					      : 0);
 }
 
 static napi_value mod_live_handles(napi_env env, napi_callback_info info)

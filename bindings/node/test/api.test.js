@@ -2,7 +2,7 @@
 /* Every method's semantics and errors, for every value type and key type. */
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { LarderCache, waitFor } = require('./helpers.js');
+const { INDEX, LarderCache, waitFor } = require('./helpers.js');
 
 function open(options = {}) {
   return new LarderCache({ maxSize: 8 << 20, ...options });
@@ -185,6 +185,27 @@ test('over the limits: RangeError naming the limit', () => {
   assert.throws(() => new LarderCache({ maxKeyBytes: 70000 }), { name: 'RangeError', message: /maxKeyBytes/ });
   assert.throws(() => new LarderCache({ policy: 'mru' }), { name: 'RangeError', message: /policy/ });
   assert.throws(() => new LarderCache({ max: 0 }), { name: 'RangeError', message: /max/ });
+});
+
+test('a cache or pool name is 1..254 bytes of UTF-8 without NUL, never cut short', () => {
+  const { LarderPool } = require(INDEX);
+  for (const bad of ['', 'x'.repeat(255), 'é'.repeat(128), 'a\u0000b']) {
+    assert.throws(() => open({ name: bad }), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' }, JSON.stringify(bad));
+    assert.throws(() => new LarderPool({ maxSize: 8 << 20, name: bad }), { name: 'RangeError' }, JSON.stringify(bad));
+  }
+  // 'é' x 127 is 254 bytes; one more would have been copied as these 254.
+  const longest = open({ name: 'é'.repeat(127) });
+  longest.set('k', 'v');
+  assert.equal(LarderCache.refs('é'.repeat(127)), 1);
+  assert.equal(LarderCache.refs('é'.repeat(128)), 0, 'a longer name is not the same name');
+  assert.equal(LarderCache.refs('a\u0000b'), 0);
+  assert.throws(() => LarderCache.refs(5), TypeError);
+  const named = open({ name: 'a' });
+  assert.equal(named.get('k'), undefined, 'another name, another cache');
+  named.close();
+  longest.close();
+  const p = new LarderPool({ maxSize: 8 << 20, name: 'x'.repeat(254) });
+  p.close();
 });
 
 test('after close: a clear Error from every method, never a crash', () => {
