@@ -163,26 +163,17 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-struct waits_goal {
+/* A statistic to poll until it reaches goal. */
+struct stat_goal {
 	larder *cache;
+	enum larder_stat stat;
 	uint64_t goal;
 };
 
-static int enough_waits(void *ctx)
+static int stat_reached(void *ctx)
 {
-	struct waits_goal *g = ctx;
-	return th_stat(g->cache, LARDER_STAT_MAINT_WAITS) >= g->goal;
-}
-
-struct spill_goal {
-	larder *cache;
-	uint64_t goal;
-};
-
-static int enough_spilled(void *ctx)
-{
-	struct spill_goal *g = ctx;
-	return th_stat(g->cache, LARDER_STAT_EVENTS_SPILLED) >= g->goal;
+	struct stat_goal *g = ctx;
+	return th_stat(g->cache, g->stat) >= g->goal;
 }
 
 /* The kinds of round (module comment). */
@@ -215,14 +206,14 @@ static void round_run(larder *cache, uint64_t round, struct writer *wr)
 	}
 	if (kind == ROUND_BOUND) {
 		/* SSPILL-P2: every writer reaches the bound and waits. */
-		struct waits_goal g = {cache, waits0 + opt.writers};
-		CHECK(th_wait_until(enough_waits, &g, 60000 * TH_SLOW));
+		struct stat_goal g = {cache, LARDER_STAT_MAINT_WAITS, waits0 + opt.writers};
+		CHECK(th_wait_until(stat_reached, &g, 60000 * TH_SLOW));
 		th_event_signal(&release);
 	} else if (kind == ROUND_RELEASED) {
 		/* The maintainer drains while the writers go on spilling: its
 		 * drains meet spills and ring events posted in between. */
-		struct spill_goal g = {cache, spilled0 + opt.writers * 256};
-		CHECK(th_wait_until(enough_spilled, &g, 60000 * TH_SLOW));
+		struct stat_goal g = {cache, LARDER_STAT_EVENTS_SPILLED, spilled0 + opt.writers * 256};
+		CHECK(th_wait_until(stat_reached, &g, 60000 * TH_SLOW));
 		th_event_signal(&release);
 	}
 	for (unsigned w = 0; w < opt.writers; w++)
