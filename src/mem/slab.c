@@ -36,7 +36,7 @@
  *       or released. Kept: resident, on its class's kept list, its bit in
  *       neither bitmap (allocated, as far as SLAB-S1 goes) and not in its
  *       page's live count, so its page is never retired under it; at most
- *       reserve_limit bytes of them, the limit checked under the lock as
+ *       kept_limit bytes of them, the limit checked under the lock as
  *       the maintainer keeps one (a writer's unpublished kept slot goes back
  *       to the list and may pass it by one slot until the next trim).
  *       Released: its whole OS pages go back to the kernel before
@@ -152,16 +152,30 @@ static struct page_layout class_layout(unsigned c)
  * resident: 6 writers of 1 B to 8 MiB values in a 64 MiB cache held 111 MiB
  * of class pages. The cost is a madvise per free of an entry of 64 KiB or
  * more, and a page fault per 4 KiB when the slot is written again (~25 per
- * 100 KB write); smaller slots stay resident. So the last reserve_limit
- * bytes of freed big slots stay resident for the next writer of their size
- * (SLAB-S6): a cache churning same-size big items reuses them without
- * faults, and scattered leftovers stay bounded.
+ * 100 KB write); smaller slots stay resident. So up to KEPT_SHARE times
+ * the reserve's share (a capacity's 1/16, at most 4 MiB) of freed big slots
+ * stay resident for the next writer of their size (SLAB-S6): a cache
+ * churning same-size big items reuses them without faults, and scattered
+ * leftovers stay bounded. Freed slots come in grace-period batches, at
+ * 20,000 sets of 100 KB a second a few dozen 112 KiB slots each: kept
+ * within the reserve's share alone (1 MiB at 64 MiB, 9 such slots), the
+ * rest of a batch was faulted in again, 10 faults per set in larderd
+ * (server/bench/rss.py); with four times that, 0.0-0.1 (docs/server.md).
  */
 #define RELEASE_SLOT_BYTES (65536u)
+#define KEPT_SHARE 4u
 /* The largest entry whose slot is below RELEASE_SLOT_BYTES: the 56 KiB
  * class's slot (mem/sizeclass.h; tests/unit/test_memory.c checks it). Entries
  * above it go through big_alloc(), which takes a kept slot first. */
 #define BIG_FROM_BYTES (57344u)
+
+/* The most bytes of freed big slots kept, for a reserve of `reserve` bytes
+ * per page size (SLAB-S6). */
+static uint64_t kept_limit(uint64_t reserve)
+{
+	return reserve < LARDER__SLAB_RESERVE_MAX / KEPT_SHARE ? reserve * KEPT_SHARE
+							       : LARDER__SLAB_RESERVE_MAX;
+}
 
 /* Relaxed add to an audit counter (statistics order nothing). */
 static void audit_add(larder__atomic_u64 *counter, int64_t delta)
@@ -270,7 +284,7 @@ int larder__slab_init(struct larder__slab *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->reserve_limit = LARDER__SLAB_RESERVE_MAX;
-	atomic_init(&s->kept_limit, LARDER__SLAB_RESERVE_MAX);
+	atomic_init(&s->kept_limit, kept_limit(LARDER__SLAB_RESERVE_MAX));
 	if (larder__pagedir_init(&s->dir) != 0)
 		return -1;
 	if (pthread_mutex_init(&s->lock, NULL) != 0) {
@@ -818,7 +832,7 @@ static int keep_freed(struct larder__slab *s, struct larder__page *pg, void *p)
 	pthread_mutex_lock(&s->lock);
 	/* Relaxed: written under the lock we hold. */
 	int room = atomic_load_explicit(&s->kept_bytes, LARDER__RELAXED) + pg->slot_bytes <=
-		   s->reserve_limit;
+		   atomic_load_explicit(&s->kept_limit, LARDER__RELAXED);
 	if (room)
 		keep_push_locked(s, pg, p);
 	pthread_mutex_unlock(&s->lock);
@@ -880,7 +894,8 @@ void larder__slab_keep_trim(struct larder__slab *s, int all)
 		void *p = NULL;
 		pthread_mutex_lock(&s->lock);
 		/* Relaxed: written under the lock we hold. */
-		if (atomic_load_explicit(&s->kept_bytes, LARDER__RELAXED) > (all ? 0 : s->reserve_limit))
+		if (atomic_load_explicit(&s->kept_bytes, LARDER__RELAXED) >
+		    (all ? 0 : atomic_load_explicit(&s->kept_limit, LARDER__RELAXED)))
 			p = keep_pop_any_locked(s, &pg);
 		pthread_mutex_unlock(&s->lock);
 		if (!p)
@@ -944,9 +959,10 @@ void larder__slab_set_reserve(struct larder__slab *s, uint64_t bytes)
 {
 	pthread_mutex_lock(&s->lock);
 	s->reserve_limit = bytes;
-	/* Relaxed: read as a hint by larder__slab_keep_trim(), which the
-	 * maintainer runs every pass, there to give back what is over it. */
-	atomic_store_explicit(&s->kept_limit, bytes, LARDER__RELAXED);
+	/* Relaxed: written under the lock; read as a hint by
+	 * larder__slab_keep_trim(), which the maintainer runs every pass, there
+	 * to give back what is over it. */
+	atomic_store_explicit(&s->kept_limit, kept_limit(bytes), LARDER__RELAXED);
 	/* What a smaller limit leaves over goes back at once (keeping one
 	 * page per size, as page_retire_locked() does). */
 	for (unsigned o = 0; o < LARDER__PAGE_ORDERS; o++) {

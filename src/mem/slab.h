@@ -45,15 +45,15 @@ struct larder__slab {
 	struct larder__page *all;
 	struct larder__page *reserve[LARDER__PAGE_ORDERS];
 	unsigned reserve_count[LARDER__PAGE_ORDERS];
-	uint64_t reserve_limit; /* under lock: bytes of empty pages kept per page size,
-				 * and of freed big slots kept resident (SLAB-S6) */
+	uint64_t reserve_limit; /* under lock: bytes of empty pages kept per page size */
 	/* Freed big slots kept resident, per class (SLAB-S6): linked through
 	 * their first bytes, under lock. kept_count is their number (written
 	 * under lock, read without it as a hint whether to take the lock). */
 	void *kept[LARDER__SIZECLASS_COUNT];
 	larder__atomic_u32 kept_count[LARDER__SIZECLASS_COUNT];
-	/* Their bytes, and the most kept (reserve_limit's copy): written under
-	 * lock, read without it by the maintainer's trim as a hint. */
+	/* Their bytes, and the most kept (4 x reserve_limit, at most
+	 * LARDER__SLAB_RESERVE_MAX): written under lock, read without it by the
+	 * maintainer's trim as a hint. */
 	larder__atomic_u64 kept_bytes;
 	larder__atomic_u64 kept_limit;
 	/* Empty pages beyond the reserve, waiting for the returner thread to

@@ -1409,8 +1409,8 @@ static void test_tuner_memory_bounded(void)
 
 /*
  * TMEMORY-M13. (RSS of a small cache with big entries) Freed slots of 64 KiB
- * or more stay resident up to the reserve's limit (1/64 of the capacity:
- * SLAB-S6 in mem/slab.c), and every one beyond it gives its memory back to
+ * or more stay resident up to their limit (1/16 of the capacity, at most
+ * 4 MiB: SLAB-S6 in mem/slab.c), and every one beyond it gives its memory back to
  * the kernel while its page stays (mincore says its OS pages are no longer
  * resident); a clear gives the kept ones back too, and the reserve of empty
  * pages is 1/64 of the capacity per page size (one page at least). Under
@@ -1418,8 +1418,8 @@ static void test_tuner_memory_bounded(void)
  */
 static void test_big_slots_released(void)
 {
-	/* 100 KiB values take 112 KiB slots: 1 MiB keeps 9 of them */
-	enum { N = 32, VLEN = 100 * 1024, SLOT = 112 * 1024, KEPT = (int)(MiB / SLOT) };
+	/* 100 KiB values take 112 KiB slots: 4 MiB keeps 36 of the 48 freed */
+	enum { N = 96, VLEN = 100 * 1024, SLOT = 112 * 1024, KEPT = (int)(4 * MiB / SLOT) };
 	larder *cache = open_sized(64 * MiB, 1024);
 	unsigned char *v = malloc(VLEN);
 	unsigned char *addr[N];
@@ -1542,8 +1542,8 @@ static void test_big_slots_kept(void)
 	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
 	CHECK_EQ(larder__slab_kept_bytes(&cache->slab), (4 * MiB / (112 * KiB)) * 112 * KiB);
 	th_check_memory_audit(cache);
-	/* a cut to 64 MiB: the limit is 1 MiB, and the maintainer trims to it */
-	CHECK_RC(larder_set_capacity(cache, 64 * MiB), LARDER_OK);
+	/* a cut to 16 MiB: the limit is 1 MiB, and the maintainer trims to it */
+	CHECK_RC(larder_set_capacity(cache, 16 * MiB), LARDER_OK);
 	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
 	CHECK_LE(larder__slab_kept_bytes(&cache->slab), 1 * MiB);
 	th_check_accounting(cache, 60000, NULL, NULL);
