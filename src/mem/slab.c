@@ -857,15 +857,16 @@ static int slot_freeing(struct larder__slab *s, struct larder__page *pg, void *p
 	return 0;
 }
 
-/* Sets the free bit of slot p of pg (SLAB-SL1); true when it was clear. */
-static int slot_bit_set(struct larder__page *pg, void *p)
+/* Sets the free bit of slot p of pg (SLAB-SL1). */
+static void slot_bit_set(struct larder__page *pg, void *p)
 {
 	size_t i = slot_index(pg, p);
 	uint64_t bit = (uint64_t)1 << (i % 64);
 	/* SLAB-SL1: seq_cst (release for SLAB-SL2, and the store half of the Dekker pair
 	 * SLAB-SL3/SLAB-SL4 with page_release()). */
 	uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[i / 64], bit, LARDER__SEQ_CST);
-	return !(was & bit);
+	LARDER__ASSERT(!(was & bit)); /* SLAB-S1: freed twice */
+	(void)was;
 }
 
 void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
@@ -877,9 +878,7 @@ void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
 	struct larder__page *pg = page_of(p, bytes);
 	if (slot_freeing(s, pg, p))
 		return;
-	int was_clear = slot_bit_set(pg, p);
-	LARDER__ASSERT(was_clear); /* SLAB-S1: freed twice */
-	(void)was_clear;
+	slot_bit_set(pg, p);
 	page_slots_freed(s, pg, 1);
 }
 
@@ -903,9 +902,7 @@ void larder__slab_keep_trim(struct larder__slab *s, int all)
 		/* Not live (SLAB-S6): released and set free like a freed slot,
 		 * without the live counts, which dropped when it was kept. */
 		slot_release(pg, p);
-		int was_clear = slot_bit_set(pg, p);
-		LARDER__ASSERT(was_clear); /* SLAB-S1 */
-		(void)was_clear;
+		slot_bit_set(pg, p);
 		page_bits_freed(s, pg, atomic_load_explicit(&pg->live, LARDER__RELAXED));
 	}
 }

@@ -1069,7 +1069,11 @@ static void index_after_cut(int lower_floor)
 		CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_SHRINKS), 1);
 		CHECK_LE(entries * 2, slots); /* at most half load */
 		CHECK_GT(entries * 4, slots); /* and no bigger than needed */
-		CHECK_LT(bytes * 4, bytes1);
+		/* 6,553 to 8,192 survivors (40- or 32-byte slots: which ones the
+		 * policy kept depends on the hit samples it got, i.e. on the
+		 * maintainer's timing): 14,336 or 28,672 slots, a quarter or
+		 * less than a third of the grown index */
+		CHECK_LT(bytes * 3, bytes1);
 	} else {
 		CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_SHRINKS), 0);
 		CHECK_EQ(slots, slots1);
