@@ -717,20 +717,20 @@ static void want_bytes(larder *c, uint64_t bytes)
  *   WAIT_EVENTS, WAIT_INDEX: room for an event (a free ring slot; a full
  *     ring spills first, up to LARDER__SPILL_WRITER_MAX unread events, so
  *     a writer does not wait for a maintainer merely waiting for a CPU:
- *     spill_room) or a grown index, which the maintainer provides without waiting for anyone: the writer waits as
- *     long as the maintainer works, however slowly (a long growth, a
- *     machine that gives it no CPU), and gives up only when the maintainer
- *     has been inside one removal listener call for MAINT_WAIT_MS, the one
- *     thing that can keep it from ever getting there (busy_events,
- *     busy_index). So the outcome does not depend on scheduling.
+ *     spill_room) or a grown index, which the maintainer provides without
+ *     waiting for anyone: the writer waits as long as the maintainer
+ *     works, however slowly (a long growth, a machine that gives it no
+ *     CPU), and gives up only when the maintainer has been inside one
+ *     removal listener call for MAINT_WAIT_MS, the one thing that can keep
+ *     it from ever getting there (busy_events, busy_index). So the outcome does not depend on scheduling.
  * A maintainer thread (a removal listener's write, into any cache) waits for
  * nothing: were it to wait for another cache's maintainer while that one
  * waits for it (listeners writing into each other's caches), both would
  * stall. So maintainers never wait, and every wait above ends when a
  * maintainer that is not stuck in a listener finishes its pass. Instead, a
- * full event ring spills up to LARDER__SPILL_MAX (spill_room), an insert probes the whole index
- * rather than wait for a growth (write_common), and memory or a full index
- * fails at once with EBUSY.
+ * full event ring spills up to LARDER__SPILL_MAX (spill_room), an insert
+ * probes the whole index rather than wait for a growth (write_common), and
+ * memory or a full index fails at once with EBUSY.
  */
 enum wait_kind { WAIT_MEMORY, WAIT_EVENTS, WAIT_INDEX };
 #define MAINT_WAIT_MS 1000u
