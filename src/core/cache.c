@@ -722,7 +722,8 @@ static void want_bytes(larder *c, uint64_t bytes)
  *     works, however slowly (a long growth, a machine that gives it no
  *     CPU), and gives up only when the maintainer has been inside one
  *     removal listener call for MAINT_WAIT_MS, the one thing that can keep
- *     it from ever getting there (busy_events, busy_index). So the outcome does not depend on scheduling.
+ *     it from ever getting there (busy_events, busy_index). So the outcome
+ *     does not depend on scheduling.
  * A maintainer thread (a removal listener's write, into any cache) waits for
  * nothing: were it to wait for another cache's maintainer while that one
  * waits for it (listeners writing into each other's caches), both would
