@@ -193,7 +193,8 @@ typedef uint64_t larder_clock_fn(void *ctx);
  * its writes never wait), and must return: the maintainer does nothing else
  * meanwhile, so a listener that blocks (on a lock a writer of this cache
  * holds, say) makes that cache's writers fail with LARDER_EBUSY after 1 s
- * once their event queues fill (LARDER_STAT_BUSY_EVENTS).
+ * once their event queues fill (a ring of 512 events per thread and a
+ * spill of 4,096 more; LARDER_STAT_BUSY_EVENTS).
  */
 typedef void larder_removal_fn(void *ctx, const void *key, size_t key_len, const void *value,
 			       size_t value_len, enum larder_cause cause);
@@ -472,7 +473,8 @@ LARDER_API LARDER_MUST_USE int larder_ttl_remaining(larder *cache, const void *k
  * configured write wait when the cache is at its overshoot bound (never from
  * inside a read callback or a removal listener: LARDER_EBUSY at once; see
  * "Re-entrant calls"). A write may also wait for the maintainer to take its
- * queued events (512 per thread) or to grow the index (never from a removal
+ * queued events (a ring of 512 per thread, then a spill of up to 4,096
+ * more, which LARDER_STAT_EVENTS_SPILLED counts) or to grow the index (never from a removal
  * listener): as long as the maintainer works, however slowly, and it fails
  * with LARDER_EBUSY only once the maintainer has spent a whole second inside
  * one call of the removal listener (a listener that does not return, e.g.
@@ -697,8 +699,10 @@ enum larder_stat {
 	LARDER_STAT_BUSY_INDEX,      /* the index had to grow first and the maintainer had been
 					inside one listener call for 1 s (or, for a listener's
 					write, the index was full) */
-	LARDER_STAT_EVENTS_SPILLED,  /* events of listener writes that overflowed a full event
-					ring (a listener's write never waits; see larder_put) */
+	LARDER_STAT_EVENTS_SPILLED,  /* events that overflowed a full event ring into its
+					spill: a writer's, while its maintainer lags (up to
+					4,096 unread, then it waits), or a listener's write's
+					(which never waits; see larder_put) */
 	LARDER_STAT_DICT_BYTES,      /* memory of the compression dictionary (outside capacity;
 					0 while the cache has none: see
 					larder_config_set_compression_dictionary) */

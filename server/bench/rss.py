@@ -10,7 +10,9 @@ server does not give back. Prints one table per server; the servers run one
 after the other. Each row also gives the write rate of its step (sets per
 second, timed from the step's first write to the server's answer to the
 "mn" that follows its last, samples excluded); the summary gives the median
-step rate after the first GiB, a full cache's. Run it more than once and
+step rate after the first GiB, a full cache's, and the server's minor page
+faults per set over the same stretch (/proc/PID/stat: memory that had to be
+faulted in again, e.g. after it was handed back to the kernel). Run it more than once and
 alternate --first to compare rates: they come from different moments.
 """
 import argparse, os, signal, socket, subprocess, sys, time
@@ -31,6 +33,11 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def minor_faults(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[7])
 
 
 def smaps(pid):
@@ -83,7 +90,7 @@ def fill(port, pid, value, total, step, engine):
             buf += s.recv(1 << 16)
         rate = per_step * batch / (time.monotonic() - t0)
         st = stats(port) if engine else {}
-        rows.append((written >> 20, rss_kib(pid), st, smaps(pid), rate))
+        rows.append((written >> 20, rss_kib(pid), st, smaps(pid), rate, minor_faults(pid)))
     s.close()
     return rows
 
@@ -105,7 +112,7 @@ def run(name, argv, args):
                                           for c in ENGINE] + ["other"]
                                          if name == "larderd" else [])
     print(" ".join("%12s" % c for c in cols))
-    for mib, rss, st, _, rate in rows:
+    for mib, rss, st, _, rate, _ in rows:
         extra = []
         if st:
             mb = [int(st[c]) / 1048576 for c in ENGINE]
@@ -116,10 +123,12 @@ def run(name, argv, args):
     if len(after_1g) > 1:
         grow = (after_1g[-1][1] - after_1g[0][1]) / 1024
         rates = sorted(r[4] for r in after_1g)
+        sets = ((after_1g[-1][0] - after_1g[0][0]) << 20) / args.value
+        faults = (after_1g[-1][5] - after_1g[0][5]) / sets
         print("# %s: RSS at 1 GiB %.1f MiB, at %d MiB %.1f MiB (%+.2f MiB after the first GiB); "
-              "sets/s after the first GiB: median %.0f (%.0f-%.0f)"
+              "sets/s after the first GiB: median %.0f (%.0f-%.0f); minor faults per set %.2f"
               % (name, after_1g[0][1] / 1024, after_1g[-1][0], after_1g[-1][1] / 1024, grow,
-                 rates[len(rates) // 2], rates[0], rates[-1]))
+                 rates[len(rates) // 2], rates[0], rates[-1], faults))
         a, b = after_1g[0][3], after_1g[-1][3]
         for addr in sorted(set(a) | set(b)):
             ra = a.get(addr, ["", 0])[1]

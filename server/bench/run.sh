@@ -17,7 +17,9 @@
 # other server's, meets a different scheduler state); the table shows medians over ROUNDS
 # (default 3) of SECONDS (default 2) each with the min-max range, the
 # larderd/memcached throughput ratio, and latency percentiles (us) of the
-# median round. Runs under nice; kills the servers and load on exit. Run it
+# median round; in --loaded mode also how often larderd's writers waited for
+# its maintainer, and how many events spilled, in the loaded cells (engine
+# counters from `stats`). Runs under nice; kills the servers and load on exit. Run it
 # one at a time on a shared machine (flock on a common lock file).
 set -u
 MODE=matrix
@@ -77,6 +79,25 @@ row() {
 		"$(field "$mm" p50_us)/$(field "$mm" p99_us)/$(field "$mm" p999_us)"
 }
 
+# larderd's engine counter $1 (its `stats` line larder_$1).
+lstat() {
+	python3 - "$LP" "$1" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"stats\r\n")
+buf = b""
+while not buf.endswith(b"END\r\n"):
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    buf += chunk
+for line in buf.decode().split("\r\n"):
+    f = line.split()
+    if len(f) == 3 and f[1] == "larder_" + sys.argv[2]:
+        print(f[2])
+PY
+}
+
 # warm-up (not reported): faults in both servers' memory and the key set
 nice -n 10 "$LOADGEN" -p "$LP" -c $CONNS -T 1 -d 16 -r 0.5 -s 1 >/dev/null
 nice -n 10 "$LOADGEN" -p "$MP" -c $CONNS -T 1 -d 16 -r 0.5 -s 1 >/dev/null
@@ -87,20 +108,30 @@ if [ $MODE = loaded ]; then
 		"memcd op/s (min-max)" ratio "larderd p50/99/999" "memcd p50/99/999"
 	IL=(); IM=(); BL=(); BM=()
 	rt() { nice -n 10 "$LOADGEN" -p "$1" -c 1 -T 1 -d 1 -A -s "$SECS"; }
+	WAITS=0; SPILLED=0
+	# larderd's loaded cell, with the engine counters it moved.
+	rt_loaded() {
+		local w0 s0
+		w0=$(lstat maintainer_waits); s0=$(lstat events_spilled)
+		BL+=("$(rt "$LP")")
+		WAITS=$((WAITS + $(lstat maintainer_waits) - w0))
+		SPILLED=$((SPILLED + $(lstat events_spilled) - s0))
+	}
 	for r in $(seq "$ROUNDS"); do
 		if [ $((r % 2)) = 1 ]; then
 			IL+=("$(rt "$LP")"); IM+=("$(rt "$MP")")
 			load_start
-			BL+=("$(rt "$LP")"); BM+=("$(rt "$MP")")
+			rt_loaded; BM+=("$(rt "$MP")")
 		else
 			IM+=("$(rt "$MP")"); IL+=("$(rt "$LP")")
 			load_start
-			BM+=("$(rt "$MP")"); BL+=("$(rt "$LP")")
+			BM+=("$(rt "$MP")"); rt_loaded
 		fi
 		load_stop
 	done
 	L=("${IL[@]}"); M=("${IM[@]}"); row idle set+get
 	L=("${BL[@]}"); M=("${BM[@]}"); row loaded set+get
+	echo "larderd's loaded cells, all rounds: maintainer_waits $WAITS, events_spilled $SPILLED"
 	exit 0
 fi
 

@@ -714,21 +714,24 @@ static void want_bytes(larder *c, uint64_t bytes)
  *   WAIT_MEMORY: byte credit, which comes back only after grace periods, so
  *     never from inside a read section (it could be the reader the grace
  *     period waits for), at most write_wait_ms (busy_memory);
- *   WAIT_EVENTS, WAIT_INDEX: a free event slot or a grown index, which the
- *     maintainer provides without waiting for anyone: the writer waits as
- *     long as the maintainer works, however slowly (a long growth, a
- *     machine that gives it no CPU), and gives up only when the maintainer
- *     has been inside one removal listener call for MAINT_WAIT_MS, the one
- *     thing that can keep it from ever getting there (busy_events,
- *     busy_index). So the outcome does not depend on scheduling.
+ *   WAIT_EVENTS, WAIT_INDEX: room for an event (a free ring slot; a full
+ *     ring spills first, up to LARDER__SPILL_WRITER_MAX unread events, so
+ *     a writer does not wait for a maintainer merely waiting for a CPU:
+ *     spill_room) or a grown index, which the maintainer provides without
+ *     waiting for anyone: the writer waits as long as the maintainer
+ *     works, however slowly (a long growth, a machine that gives it no
+ *     CPU), and gives up only when the maintainer has been inside one
+ *     removal listener call for MAINT_WAIT_MS, the one thing that can keep
+ *     it from ever getting there (busy_events, busy_index). So the outcome
+ *     does not depend on scheduling.
  * A maintainer thread (a removal listener's write, into any cache) waits for
  * nothing: were it to wait for another cache's maintainer while that one
  * waits for it (listeners writing into each other's caches), both would
  * stall. So maintainers never wait, and every wait above ends when a
  * maintainer that is not stuck in a listener finishes its pass. Instead, a
- * full event ring spills (reserve_room), an insert probes the whole index
- * rather than wait for a growth (write_common), and memory or a full index
- * fails at once with EBUSY.
+ * full event ring spills up to LARDER__SPILL_MAX (spill_room), an insert
+ * probes the whole index rather than wait for a growth (write_common), and
+ * memory or a full index fails at once with EBUSY.
  */
 enum wait_kind { WAIT_MEMORY, WAIT_EVENTS, WAIT_INDEX };
 #define MAINT_WAIT_MS 1000u
@@ -804,37 +807,46 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_
 	return LARDER_OK;
 }
 
-/* A maintainer thread's ring is full: room in its spill instead (EV-V4 in
- * maint/events.h). */
-static int spill_room(struct op *op)
+/* spill_room(): the writer waited for a pass and tries again. */
+#define SPILL_RETRY 1
+
+/* The thread's ring is full: room in its spill instead (maint/events.h,
+ * EV-V4, EV-V6). A writer that may wait spills up to
+ * LARDER__SPILL_WRITER_MAX unread events; beyond that (or without memory
+ * for a chunk) it waits for a pass of the maintainer and returns
+ * SPILL_RETRY. A maintainer thread spills up to LARDER__SPILL_MAX and then
+ * fails. Otherwise LARDER_OK: room in the spill. */
+static int spill_room(larder *c, struct op *op, struct wait_state *w, uint32_t seq)
 {
-	int rc = larder__events_spill_room(op->handle);
+	int maintainer = op->thread->maintainer;
+	int rc = larder__events_spill_room(
+		op->handle, maintainer ? LARDER__SPILL_MAX : LARDER__SPILL_WRITER_MAX);
+	if (rc == 0)
+		return LARDER_OK;
+	if (!maintainer) {
+		rc = wait_pass(c, op, WAIT_EVENTS, w, seq);
+		return rc == LARDER_OK ? SPILL_RETRY : rc;
+	}
 	if (rc == -1)
 		return LARDER_ENOMEM;
-	if (rc == -2) {
-		count_busy(op->handle, WAIT_EVENTS);
-		return LARDER_EBUSY;
-	}
-	return LARDER_OK;
+	count_busy(op->handle, WAIT_EVENTS);
+	return LARDER_EBUSY;
 }
 
-/* reserve_room() when the ring is full or the credit short: waits, spills,
- * tops the credit up. */
+/* reserve_room() when the ring is full or the credit short: spills or
+ * waits, tops the credit up. */
 static __attribute__((noinline)) int reserve_room_slow(larder *c, struct op *op, size_t charge)
 {
 	struct wait_state ring_wait = { 0, 0 }, memory_wait = { 0, 0 };
 	for (;;) {
 		/* A-ROOM: acquire, pairs with the release bump in wake_writers(). */
 		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
-		int rc = LARDER_OK;
-		if (!larder__events_has_room(op->handle)) {
-			if (op->thread->maintainer)
-				rc = spill_room(op);
-			else if ((rc = wait_pass(c, op, WAIT_EVENTS, &ring_wait, seq)) ==
-				 LARDER_OK)
+		int rc;
+		if (!larder__events_has_room(op->handle) &&
+		    (rc = spill_room(c, op, &ring_wait, seq)) != LARDER_OK) {
+			if (rc == SPILL_RETRY)
 				continue;
-			if (rc != LARDER_OK)
-				return rc;
+			return rc;
 		}
 		if (take_credit(c, op->handle, charge))
 			return LARDER_OK;

@@ -278,6 +278,14 @@ static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 	/* A-EV: acquire, pairs with R-EV in larder__events_post(). */
 	uint64_t head = atomic_load_explicit(&h->ev_head, LARDER__ACQUIRE);
 	uint64_t tail = atomic_load_explicit(&h->ev_tail, LARDER__RELAXED);       /* ours */
+	/* The last ring event's seq less its position counts the spilled events
+	 * posted before it (EV-V4). More than we saw: they were spilled after
+	 * our A-SPILL, before that event's R-EV, which A-EV acquired. */
+	if (head != tail) {
+		uint32_t before = h->ev[(head - 1) % LARDER__EVENT_RING].seq - (uint32_t)(head - 1);
+		if ((int32_t)(before - (uint32_t)spilled) > 0)
+			spilled += before - (uint32_t)spilled;
+	}
 	uint64_t taken0 = atomic_load_explicit(&h->spill_taken, LARDER__RELAXED); /* ours */
 	uint64_t taken = taken0;
 	const struct larder__event *sp = taken != spilled ? spill_next(h) : NULL;

@@ -279,6 +279,8 @@ uint64_t larder__maint_clear_walk(struct larder__maint *m, int ready)
 	m->gens = g->retire_next;
 	larder__table_destroy(next);
 	larder__table_destroy(g);
+	/* The cache was emptied: its kept big slots go back too (SLAB-S6). */
+	larder__slab_keep_trim(&m->cache->slab, 1);
 	return work;
 }
 

@@ -14,13 +14,18 @@
  *   hits    lossy ring of entry pointers that readers hit: the policy's
  *           access signal. A reader overwrites old samples rather than wait;
  *           it never writes a shared cache line.
- *   spill   the events ring's overflow, for the one kind of thread that
- *           must not wait for a maintainer: a maintainer itself (a removal
- *           listener's writes, into any cache). A chain of chunks (an
- *           unbounded SPSC queue): the owner appends, the maintainer reads
- *           and frees the chunks the owner has moved past. It holds at most
- *           LARDER__SPILL_MAX unread events; room in it is reserved before
- *           the index changes, like room in the ring.
+ *   spill   the events ring's overflow: a chain of chunks (an unbounded
+ *           SPSC queue, capped): the owner appends, the maintainer reads
+ *           and frees the chunks the owner has moved past. Room in it is
+ *           reserved before the index changes, like room in the ring. A
+ *           writer whose ring is full spills rather than wait for a
+ *           maintainer that was woken but has no CPU yet (on a busy
+ *           machine that takes ~100 us, while a writer fills 512 slots in
+ *           less); it waits only when LARDER__SPILL_WRITER_MAX events are
+ *           unread, so the maintainer is never unboundedly behind. A
+ *           maintainer thread (a removal listener's writes, into any cache)
+ *           must never wait: it spills up to LARDER__SPILL_MAX and then
+ *           fails (maint/handle.h gives both bounds and their reasons).
  *
  * The handle itself, the event record and the spill chunk are in
  * maint/handle.h.
@@ -33,16 +38,28 @@
  *       was made.
  *   EV-V4. An event goes to the spill only when the ring was full at the
  *       owner's reservation. Every event carries the owner's posting number
- *       (seq), and the maintainer applies the ring's and the spill's events
- *       merged in that order, so spilling never reorders one thread's
- *       events. It reads the spill's count (A-SPILL) before the ring's head
- *       (A-EV): every ring event posted before a spilled event it sees is
- *       then seen too. It reads the whole spill in every pass that drains
- *       the ring, so EV-V3's grace-period argument covers both.
+ *       (seq = ring head + spilled count at posting), and the maintainer
+ *       applies the ring's and the spill's events merged in that order, so
+ *       spilling never reorders one thread's events. It reads the spill's
+ *       count (A-SPILL) before the ring's head (A-EV): every ring event
+ *       posted before a spilled event it sees is then seen too. A ring
+ *       event it sees may follow spilled events it has not seen yet (the
+ *       owner spilled them after A-SPILL, and the ring had room again
+ *       after them); the last ring event's seq less its ring position
+ *       counts the spilled events posted before it, and the maintainer
+ *       takes that many when it is more than it read: their R-SPILL came
+ *       before that ring event's R-EV, which A-EV acquired. So what one
+ *       drain applies is always a prefix of the owner's posts. It reads
+ *       the whole spill in every pass that drains the ring, so EV-V3's
+ *       grace-period argument covers both.
  *   EV-V5. A spill chunk is freed by the maintainer only once it has read all
  *       of it and the owner has linked its successor, so the owner never
  *       touches a freed chunk. Chunk links and the first chunk are
  *       published by the spill count's R-SPILL that follows them.
+ *   EV-V6. Unread spilled events (spilled - spill_taken) are at most
+ *       LARDER__SPILL_WRITER_MAX for a writer that may wait, at most
+ *       LARDER__SPILL_MAX for a maintainer thread: room in the spill is
+ *       refused at the bound.
  */
 #ifndef LARDER_MAINT_EVENTS_H
 #define LARDER_MAINT_EVENTS_H
@@ -80,16 +97,17 @@ static inline int larder__events_half_full(struct larder__handle *h)
 }
 
 /*
- * Owner, whose ring is full and who must not wait: makes room for one event
- * in the spill. Returns 0, -1 when a chunk cannot be allocated, or -2 when
- * LARDER__SPILL_MAX events are unread (the maintainer is that far behind).
+ * Owner, whose ring is full: makes room for one event in the spill, where
+ * fewer than `bound` events are unread (EV-V6). Returns 0, -1 when a chunk
+ * cannot be allocated, or -2 at the bound (the maintainer is that far
+ * behind).
  */
-static inline int larder__events_spill_room(struct larder__handle *h)
+static inline int larder__events_spill_room(struct larder__handle *h, uint64_t bound)
 {
 	/* Relaxed: counts; the events themselves are ordered by R-SPILL. */
 	uint64_t unread = atomic_load_explicit(&h->spilled, LARDER__RELAXED) -
 			  atomic_load_explicit(&h->spill_taken, LARDER__RELAXED);
-	if (unread >= LARDER__SPILL_MAX)
+	if (unread >= bound)
 		return -2;
 	struct larder__spill *t = h->spill_tail;
 	if (t && h->spill_tail_n < LARDER__SPILL_CHUNK)

@@ -54,9 +54,24 @@ struct larder__event {
 	uint64_t hash; /* of the key of b (or a when b is NULL) */
 };
 
-/* Spill chunks: 8 KiB each; at most 64 Ki unread events (2 MiB) per handle. */
+/* Spill chunks: 8 KiB each (maint/events.h). */
 #define LARDER__SPILL_CHUNK 255u
+/* A maintainer thread, which never waits: at most 64 Ki unread events
+ * (2 MiB) per handle, then LARDER_EBUSY. */
 #define LARDER__SPILL_MAX 65536u
+/*
+ * A writer that may wait: at most 4,096 unread spilled events (17 chunks,
+ * 136 KiB) per handle, then it waits for the maintainer as before. With the
+ * ring, 4,608 events: at 1 M writes/s (a thread of larderd pipelining sets,
+ * or a binding's tight loop) about 4.6 ms, a CFS time slice or two on a
+ * machine whose cores are busy with other work, where a woken maintainer was
+ * measured waiting ~100 us for a CPU and a writer filled 512 slots first; at
+ * a single connection's 20,000 round trips/s, a quarter of a second. A
+ * writer still waits when its maintainer has been kept from running longer
+ * than that, which bounds how far behind the policy and the byte totals can
+ * fall, and the spill's memory.
+ */
+#define LARDER__SPILL_WRITER_MAX 4096u
 
 struct larder__spill {
 	larder__atomic_uptr next; /* owner's next chunk (EV-V5: relaxed, published by R-SPILL) */

@@ -184,6 +184,7 @@ static uint64_t maint_pass(struct larder__maint *m)
 		larder__maint_free_tables(m);
 		work++;
 	}
+	larder__slab_keep_trim(&c->slab, 0); /* a lowered capacity's limit (SLAB-S6) */
 	work += larder__maint_clear_walk(m, gen_ready);
 	work += (uint64_t)larder__maint_reap_orphans(m);
 	work += larder__maint_expire(m);

@@ -32,6 +32,20 @@
  *       and goes onto to_unmap; from then on only the returner thread
  *       touches it (to unmap it), so giving memory back never blocks the
  *       maintainer on the kernel (0.1-0.2 s of CPU per GiB here: docs/memory.md).
+ *   SLAB-S6. A freed slot of 64 KiB or more (RELEASE_SLOT_BYTES) is either kept
+ *       or released. Kept: resident, on its class's kept list, its bit in
+ *       neither bitmap (allocated, as far as SLAB-S1 goes) and not in its
+ *       page's live count, so its page is never retired under it; at most
+ *       kept_limit bytes of them, the limit checked under the lock as
+ *       the maintainer keeps one (a writer's unpublished kept slot goes back
+ *       to the list and may pass it by one slot until the next trim).
+ *       Released: its whole OS pages go back to the kernel before
+ *       its bit is set (SLAB-SL1). A writer of that class takes a kept slot
+ *       first, under the lock, which also orders the maintainer's last reads
+ *       of it (listener, poisoning) before the reuse, as SLAB-SL2 does for
+ *       bitmaps. The maintainer releases kept slots beyond a lowered limit
+ *       (larder__slab_keep_trim, every pass) and all of them once a clear
+ *       has emptied the cache.
  *
  * Audit (larder_stats_size_class): pages per class and the reserve move
  * under the lock; live slots per class move with the per-page live count,
@@ -128,6 +142,39 @@ static struct page_layout class_layout(unsigned c)
 			return l;
 		l.nslots--;
 	}
+}
+
+/*
+ * Slots this big (their pages hold 8 to 32 of them, 512 KiB to 2 MiB) give
+ * their memory back to the kernel when freed, keeping only the mapping. In
+ * a cache small next to such pages, churn leaves live entries scattered one
+ * or two to a page, and every page that holds one kept all its freed slots
+ * resident: 6 writers of 1 B to 8 MiB values in a 64 MiB cache held 111 MiB
+ * of class pages. The cost is a madvise per free of an entry of 64 KiB or
+ * more, and a page fault per 4 KiB when the slot is written again (~25 per
+ * 100 KB write); smaller slots stay resident. So up to KEPT_SHARE times
+ * the reserve's share (a capacity's 1/16, at most 4 MiB) of freed big slots
+ * stay resident for the next writer of their size (SLAB-S6): a cache
+ * churning same-size big items reuses them without faults, and scattered
+ * leftovers stay bounded. Freed slots come in grace-period batches, at
+ * 20,000 sets of 100 KB a second a few dozen 112 KiB slots each: kept
+ * within the reserve's share alone (1 MiB at 64 MiB, 9 such slots), the
+ * rest of a batch was faulted in again, 10 faults per set in larderd
+ * (server/bench/rss.py); with four times that, 0.0-0.1 (docs/server.md).
+ */
+#define RELEASE_SLOT_BYTES (65536u)
+#define KEPT_SHARE 4u
+/* The largest entry whose slot is below RELEASE_SLOT_BYTES: the 56 KiB
+ * class's slot (mem/sizeclass.h; tests/unit/test_memory.c checks it). Entries
+ * above it go through big_alloc(), which takes a kept slot first. */
+#define BIG_FROM_BYTES (57344u)
+
+/* The most bytes of freed big slots kept, for a reserve of `reserve` bytes
+ * per page size (SLAB-S6). */
+static uint64_t kept_limit(uint64_t reserve)
+{
+	return reserve < LARDER__SLAB_RESERVE_MAX / KEPT_SHARE ? reserve * KEPT_SHARE
+							       : LARDER__SLAB_RESERVE_MAX;
 }
 
 /* Relaxed add to an audit counter (statistics order nothing). */
@@ -237,6 +284,7 @@ int larder__slab_init(struct larder__slab *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->reserve_limit = LARDER__SLAB_RESERVE_MAX;
+	atomic_init(&s->kept_limit, kept_limit(LARDER__SLAB_RESERVE_MAX));
 	if (larder__pagedir_init(&s->dir) != 0)
 		return -1;
 	if (pthread_mutex_init(&s->lock, NULL) != 0) {
@@ -520,6 +568,80 @@ static void page_release(struct larder__slab *s, struct larder__page *pg, int ma
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* ---- Kept big slots (SLAB-S6) ---- */
+
+/* A kept slot's first bytes: the next on its class's list. */
+struct kept_link {
+	void *next;
+};
+
+/* The page of a slot of class c. */
+static inline struct larder__page *page_of_class(void *p, unsigned c)
+{
+	return (struct larder__page *)((uintptr_t)p &
+				       ~(uintptr_t)(larder__sizeclass_page(c) - 1));
+}
+
+static void kept_count_add(struct larder__slab *s, unsigned c, int delta)
+{
+	/* Relaxed: written under the lock; read without it only as a hint. */
+	uint32_t n = atomic_load_explicit(&s->kept_count[c], LARDER__RELAXED);
+	atomic_store_explicit(&s->kept_count[c], n + (uint32_t)delta, LARDER__RELAXED);
+}
+
+/* Puts big slot p of pg (allocated, not live) on its class's kept list. */
+static void keep_push_locked(struct larder__slab *s, struct larder__page *pg, void *p)
+{
+	LARDER__ASSERT_HELD(&s->lock);
+	unsigned c = pg->size_class;
+	((struct kept_link *)p)->next = s->kept[c];
+	s->kept[c] = p;
+	kept_count_add(s, c, 1);
+	audit_add(&s->kept_bytes, pg->slot_bytes);
+}
+
+/* Takes the first kept slot of class c (there is one). */
+static void *keep_pop_locked(struct larder__slab *s, unsigned c)
+{
+	LARDER__ASSERT_HELD(&s->lock);
+	void *p = s->kept[c];
+	s->kept[c] = ((struct kept_link *)p)->next;
+	kept_count_add(s, c, -1);
+	audit_add(&s->kept_bytes, -(int64_t)larder__sizeclass_slot(c));
+	return p;
+}
+
+/* Takes a kept slot of any class, with its page in *pg; NULL when none. */
+static void *keep_pop_any_locked(struct larder__slab *s, struct larder__page **pg)
+{
+	for (unsigned c = 0; c < LARDER__SIZECLASS_COUNT; c++) {
+		if (s->kept[c]) {
+			void *p = keep_pop_locked(s, c);
+			*pg = page_of_class(p, c);
+			return p;
+		}
+	}
+	return NULL;
+}
+
+/* Writer: a kept slot of class c with its id, or NULL. */
+static void *keep_take(struct larder__slab *s, unsigned c, uint32_t *id)
+{
+	/* Relaxed: a hint whether to take the lock, which decides. */
+	if (!atomic_load_explicit(&s->kept_count[c], LARDER__RELAXED))
+		return NULL;
+	void *p = NULL;
+	pthread_mutex_lock(&s->lock);
+	if (s->kept[c])
+		p = keep_pop_locked(s, c);
+	pthread_mutex_unlock(&s->lock);
+	if (p) {
+		struct larder__page *pg = page_of_class(p, c);
+		*id = pg->id.first_id + (uint32_t)slot_index(pg, p); /* mem/pagedir.h */
+	}
+	return p;
+}
+
 /* A private mapping: its page header (one id, mem/pagedir.h), then the entry. */
 static __attribute__((noinline)) void *large_alloc(struct larder__slab *s, size_t bytes,
 						   uint32_t *id)
@@ -576,11 +698,28 @@ static __attribute__((noinline)) void *alloc_refill(struct larder__slab *s,
 	return take_owner(pg, id);
 }
 
-void *larder__slab_alloc_id(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes,
-			    uint32_t *id)
+/* larder__slab_alloc_id() for entries above BIG_FROM_BYTES: a private
+ * mapping, or a slot of a big class, kept (SLAB-S6) or from the cursor. */
+static __attribute__((noinline)) void *big_alloc(struct larder__slab *s,
+						 struct larder__slab_cursor *c, size_t bytes,
+						 uint32_t *id)
 {
 	if (bytes > LARDER__SLAB_MAX_SLOT)
 		return large_alloc(s, bytes, id);
+	unsigned k = larder__sizeclass_of(bytes);
+	void *p = keep_take(s, k, id);
+	if (p)
+		return p;
+	struct larder__page *pg = c->page[k];
+	p = pg ? take_owner(pg, id) : NULL;
+	return p ? p : alloc_refill(s, c, k, id);
+}
+
+void *larder__slab_alloc_id(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes,
+			    uint32_t *id)
+{
+	if (bytes > BIG_FROM_BYTES)
+		return big_alloc(s, c, bytes, id);
 	unsigned k = larder__sizeclass_of(bytes);
 	struct larder__page *pg = c->page[k];
 	void *p = pg ? take_owner(pg, id) : NULL;
@@ -601,7 +740,16 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 		return;
 	}
 	struct larder__page *pg = page_of(p, bytes);
-	(void)c; /* the slot came from the page this cursor still owns */
+	if (bytes > BIG_FROM_BYTES && c->page[pg->size_class] != pg) {
+		/* A kept slot of another page (big_alloc): kept again. It may
+		 * take the kept bytes past the limit, by one slot per writer,
+		 * until the maintainer's next larder__slab_keep_trim(). */
+		pthread_mutex_lock(&s->lock);
+		keep_push_locked(s, pg, p);
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	/* The slot came from the page this cursor still owns: free for it. */
 	size_t i = slot_index(pg, p);
 	owner_free(pg)[i / 64] |= (uint64_t)1 << (i % 64);
 	if (i / 64 < pg->owner_hint)
@@ -635,14 +783,20 @@ void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes)
 	}
 }
 
-/* n slots of pg had their maint_free bits set (SLAB-SL1): the live counts drop,
- * and the page is listed or retired if it has to be. */
-static inline void page_slots_freed(struct larder__slab *s, struct larder__page *pg, uint32_t n)
+/* Maintainer: n slots of pg are no longer live; returns its live count. */
+static inline uint32_t page_live_drop(struct larder__slab *s, struct larder__page *pg, uint32_t n)
 {
 	LARDER__ASSERT(atomic_load_explicit(&pg->live, LARDER__RELAXED) >= n); /* ours */
 	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - n;
 	atomic_store_explicit(&pg->live, live, LARDER__RELAXED); /* single writer */
 	class_live_add(s, pg->size_class, -(int64_t)n);
+	return live;
+}
+
+/* Maintainer: slots of pg had their maint_free bits set (SLAB-SL1), leaving
+ * `live` live slots: the page is listed or retired if it has to be. */
+static inline void page_bits_freed(struct larder__slab *s, struct larder__page *pg, uint32_t live)
+{
 	/* SLAB-SL3 side: seq_cst, after our SLAB-SL1 OR: a release racing with
 	 * this free either sees our bits or is seen here (SLAB-S3). */
 	uint32_t st = atomic_load_explicit(&pg->state, LARDER__SEQ_CST);
@@ -655,30 +809,64 @@ static inline void page_slots_freed(struct larder__slab *s, struct larder__page 
 	pthread_mutex_unlock(&s->lock);
 }
 
-/*
- * Slots this big (their pages hold 8 to 32 of them, 512 KiB to 2 MiB) give
- * their memory back to the kernel when freed, keeping only the mapping. In
- * a cache small next to such pages, churn leaves live entries scattered one
- * or two to a page, and every page that holds one kept all its freed slots
- * resident: 6 writers of 1 B to 8 MiB values in a 64 MiB cache held 111 MiB
- * of class pages. The cost is a madvise per free of an entry of 64 KiB or
- * more, which copying it in took longer than; smaller slots stay resident.
- */
-#define RELEASE_SLOT_BYTES (64u * 1024u)
+/* n slots of pg had their maint_free bits set (SLAB-SL1): the live counts drop,
+ * and the page is listed or retired if it has to be. */
+static inline void page_slots_freed(struct larder__slab *s, struct larder__page *pg, uint32_t n)
+{
+	page_bits_freed(s, pg, page_live_drop(s, pg, n));
+}
 
-/* The slot index of p in its page pg, after poisoning it if asked; a big
- * slot's whole OS pages go back to the kernel (RELEASE_SLOT_BYTES). */
-static size_t slot_freeing(struct larder__page *pg, void *p)
+/* Gives the whole OS pages of big slot p back to the kernel (SLAB-S6). */
+static void slot_release(const struct larder__page *pg, void *p)
+{
+	uintptr_t from = ((uintptr_t)p + LARDER__OS_PAGE - 1) & ~(uintptr_t)(LARDER__OS_PAGE - 1);
+	uintptr_t to = ((uintptr_t)p + pg->slot_bytes) & ~(uintptr_t)(LARDER__OS_PAGE - 1);
+	if (to > from)
+		larder__pages_release((void *)from, to - from);
+}
+
+/* Maintainer: keeps freed big slot p when the limit allows (SLAB-S6).
+ * Returns 1 when it did (its live counts dropped), else 0. */
+static int keep_freed(struct larder__slab *s, struct larder__page *pg, void *p)
+{
+	pthread_mutex_lock(&s->lock);
+	/* Relaxed: written under the lock we hold. */
+	int room = atomic_load_explicit(&s->kept_bytes, LARDER__RELAXED) + pg->slot_bytes <=
+		   atomic_load_explicit(&s->kept_limit, LARDER__RELAXED);
+	if (room)
+		keep_push_locked(s, pg, p);
+	pthread_mutex_unlock(&s->lock);
+	if (!room)
+		return 0;
+	page_live_drop(s, pg, 1);
+	return 1;
+}
+
+/* Maintainer: slot p of pg is freed, poisoned first if asked. Returns 1 when
+ * a big slot was kept (SLAB-S6); else 0, a big slot's pages having gone
+ * back to the kernel, and the caller sets its free bit. */
+static int slot_freeing(struct larder__slab *s, struct larder__page *pg, void *p)
 {
 	if (larder__slab_poison)
 		memset(p, 0xdb, pg->slot_bytes);
-	if (pg->slot_bytes >= RELEASE_SLOT_BYTES) {
-		uintptr_t from = ((uintptr_t)p + LARDER__OS_PAGE - 1) & ~(uintptr_t)(LARDER__OS_PAGE - 1);
-		uintptr_t to = ((uintptr_t)p + pg->slot_bytes) & ~(uintptr_t)(LARDER__OS_PAGE - 1);
-		if (to > from)
-			larder__pages_release((void *)from, to - from);
-	}
-	return slot_index(pg, p);
+	if (pg->slot_bytes < RELEASE_SLOT_BYTES)
+		return 0;
+	if (keep_freed(s, pg, p))
+		return 1;
+	slot_release(pg, p);
+	return 0;
+}
+
+/* Sets the free bit of slot p of pg (SLAB-SL1). */
+static void slot_bit_set(struct larder__page *pg, void *p)
+{
+	size_t i = slot_index(pg, p);
+	uint64_t bit = (uint64_t)1 << (i % 64);
+	/* SLAB-SL1: seq_cst (release for SLAB-SL2, and the store half of the Dekker pair
+	 * SLAB-SL3/SLAB-SL4 with page_release()). */
+	uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[i / 64], bit, LARDER__SEQ_CST);
+	LARDER__ASSERT(!(was & bit)); /* SLAB-S1: freed twice */
+	(void)was;
 }
 
 void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
@@ -688,14 +876,40 @@ void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
 		return;
 	}
 	struct larder__page *pg = page_of(p, bytes);
-	size_t i = slot_freeing(pg, p);
-	uint64_t bit = (uint64_t)1 << (i % 64);
-	/* SLAB-SL1: seq_cst (release for SLAB-SL2, and the store half of the Dekker pair
-	 * SLAB-SL3/SLAB-SL4 with page_release()). */
-	uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[i / 64], bit, LARDER__SEQ_CST);
-	LARDER__ASSERT(!(was & bit)); /* SLAB-S1: freed twice */
-	(void)was;
+	if (slot_freeing(s, pg, p))
+		return;
+	slot_bit_set(pg, p);
 	page_slots_freed(s, pg, 1);
+}
+
+void larder__slab_keep_trim(struct larder__slab *s, int all)
+{
+	/* Relaxed: hints; the lock below decides. */
+	if (!all && atomic_load_explicit(&s->kept_bytes, LARDER__RELAXED) <=
+			    atomic_load_explicit(&s->kept_limit, LARDER__RELAXED))
+		return;
+	for (;;) {
+		struct larder__page *pg = NULL;
+		void *p = NULL;
+		pthread_mutex_lock(&s->lock);
+		/* Relaxed: written under the lock we hold. */
+		if (atomic_load_explicit(&s->kept_bytes, LARDER__RELAXED) >
+		    (all ? 0 : atomic_load_explicit(&s->kept_limit, LARDER__RELAXED)))
+			p = keep_pop_any_locked(s, &pg);
+		pthread_mutex_unlock(&s->lock);
+		if (!p)
+			return;
+		/* Not live (SLAB-S6): released and set free like a freed slot,
+		 * without the live counts, which dropped when it was kept. */
+		slot_release(pg, p);
+		slot_bit_set(pg, p);
+		page_bits_freed(s, pg, atomic_load_explicit(&pg->live, LARDER__RELAXED));
+	}
+}
+
+uint64_t larder__slab_kept_bytes(struct larder__slab *s)
+{
+	return atomic_load_explicit(&s->kept_bytes, LARDER__RELAXED); /* a reading */
 }
 
 void larder__slab_batch_flush(struct larder__slab *s, struct larder__slab_batch *b)
@@ -727,11 +941,13 @@ void larder__slab_free_batched(struct larder__slab *s, struct larder__slab_batch
 		return;
 	}
 	struct larder__page *pg = page_of(p, bytes);
+	if (slot_freeing(s, pg, p))
+		return;
 	if (pg != b->page) {
 		larder__slab_batch_flush(s, b);
 		b->page = pg;
 	}
-	size_t i = slot_freeing(pg, p);
+	size_t i = slot_index(pg, p);
 	b->bits[i / 64] |= (uint64_t)1 << (i % 64);
 	b->slots++;
 }
@@ -740,6 +956,10 @@ void larder__slab_set_reserve(struct larder__slab *s, uint64_t bytes)
 {
 	pthread_mutex_lock(&s->lock);
 	s->reserve_limit = bytes;
+	/* Relaxed: written under the lock; read as a hint by
+	 * larder__slab_keep_trim(), which the maintainer runs every pass, there
+	 * to give back what is over it. */
+	atomic_store_explicit(&s->kept_limit, kept_limit(bytes), LARDER__RELAXED);
 	/* What a smaller limit leaves over goes back at once (keeping one
 	 * page per size, as page_retire_locked() does). */
 	for (unsigned o = 0; o < LARDER__PAGE_ORDERS; o++) {

@@ -10,8 +10,10 @@
  * A page is owned by at most one cursor (state OWNED), or sits on its class's
  * available list (state LISTED) when it has free slots, or is full and on no
  * list. Empty pages go to a small reserve, beyond which a returner thread
- * (one per slab, started with the first page to unmap) unmaps them. See slab.c for the state
- * machine and its invariants.
+ * (one per slab, started with the first page to unmap) unmaps them. Freed
+ * slots of 64 KiB or more go back to the kernel, except a bounded number
+ * kept resident for the next writer of their size (SLAB-S6). See slab.c for
+ * the state machine and its invariants.
  */
 #ifndef LARDER_MEM_SLAB_H
 #define LARDER_MEM_SLAB_H
@@ -44,6 +46,16 @@ struct larder__slab {
 	struct larder__page *reserve[LARDER__PAGE_ORDERS];
 	unsigned reserve_count[LARDER__PAGE_ORDERS];
 	uint64_t reserve_limit; /* under lock: bytes of empty pages kept per page size */
+	/* Freed big slots kept resident, per class (SLAB-S6): linked through
+	 * their first bytes, under lock. kept_count is their number (written
+	 * under lock, read without it as a hint whether to take the lock). */
+	void *kept[LARDER__SIZECLASS_COUNT];
+	larder__atomic_u32 kept_count[LARDER__SIZECLASS_COUNT];
+	/* Their bytes, and the most kept (4 x reserve_limit, at most
+	 * LARDER__SLAB_RESERVE_MAX): written under lock, read without it by the
+	 * maintainer's trim as a hint. */
+	larder__atomic_u64 kept_bytes;
+	larder__atomic_u64 kept_limit;
 	/* Empty pages beyond the reserve, waiting for the returner thread to
 	 * unmap them (under lock; linked through all_next). */
 	struct larder__page *to_unmap;
@@ -73,8 +85,16 @@ struct larder__slab {
 
 int larder__slab_init(struct larder__slab *s);
 /* Sets how many bytes of empty pages the slab keeps per page size (at least
- * one page each); pages over a lower limit go back to the OS at once. */
+ * one page each), and of freed big slots (SLAB-S6); pages over a lower limit
+ * go back to the OS at once, kept slots at the maintainer's next
+ * larder__slab_keep_trim(). */
 void larder__slab_set_reserve(struct larder__slab *s, uint64_t bytes);
+/* Maintainer: gives kept big slots back to the kernel and frees them, down
+ * to the reserve's limit, or all of them when `all` (a clear emptied the
+ * cache). */
+void larder__slab_keep_trim(struct larder__slab *s, int all);
+/* Bytes of freed big slots kept resident (a reading, for tests). */
+uint64_t larder__slab_kept_bytes(struct larder__slab *s);
 /* Stops the returner and unmaps every slab page. Large entries are the
  * caller's to free first. */
 void larder__slab_destroy(struct larder__slab *s);

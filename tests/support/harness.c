@@ -391,6 +391,24 @@ int th_check_accounting(larder *cache, uint64_t timeout_ms, uint64_t *entries,
 	return ok;
 }
 
+int th_check_memory_audit(larder *cache)
+{
+	uint64_t v[LARDER_CLASS_STAT_COUNT], class_bytes = 0, class_used = 0;
+	int ok = CHECK_EQ(th_quiesce(cache, 60000), 0);
+	for (size_t c = 0; c < larder_size_class_count(); c++) {
+		ok &= CHECK_RC(larder_stats_size_class(cache, c, v, LARDER_CLASS_STAT_COUNT),
+			       LARDER_OK);
+		class_bytes += v[LARDER_CLASS_BYTES];
+		class_used += v[LARDER_CLASS_USED_BYTES];
+	}
+	uint64_t large = th_stat(cache, LARDER_STAT_LARGE_BYTES);
+	ok &= CHECK_EQ(th_stat(cache, LARDER_STAT_RETURNING_BYTES), 0);
+	ok &= CHECK_EQ(class_bytes + th_stat(cache, LARDER_STAT_RESERVE_BYTES) + large,
+		       th_stat(cache, LARDER_STAT_PAGES_MAPPED));
+	ok &= CHECK_EQ(class_used + large, th_stat(cache, LARDER_STAT_USED_BYTES));
+	return ok;
+}
+
 larder_config *th_config(uint64_t capacity_bytes)
 {
 	larder_config *config = NULL;

@@ -240,6 +240,15 @@ uint64_t th_stat(larder *cache, enum larder_stat stat);
 int th_check_accounting(larder *cache, uint64_t timeout_ms, uint64_t *entries,
 			uint64_t *bytes);
 
+/*
+ * Quiesces and checks the memory audit: every byte larder holds is in a size
+ * class's pages, the page reserve or a large entry's mapping (PAGES_MAPPED
+ * is their sum, with nothing left to unmap), and the live slots of the
+ * classes plus the large mappings are the used bytes. Returns 1 when it
+ * adds up.
+ */
+int th_check_memory_audit(larder *cache);
+
 /* The hash seed th_config() fixes (tests that aim keys at one bucket use it). */
 #define TH_HASH_SEED 0x5eed5eed12345678ull
 
