@@ -100,12 +100,21 @@ static uint64_t wall_ms(void)
 
 struct writer {
 	int fd;
-	unsigned char *buf;
+	unsigned char *buf; /* the buffer the cursor fills */
 	size_t used, cap;
 	int nomem; /* the callback could not grow buf */
 	XXH3_state_t *hash;
 	uint64_t records;
 	uint64_t written, kicked; /* bytes written; bytes whose write-back was started */
+	/* SNAP-S1: the flusher and what it shares with the saver, under lock. */
+	int threaded;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned char *other; /* the second buffer: being written, or free */
+	size_t other_cap;
+	size_t job_len; /* bytes of `other` to write; 0: the flusher is idle */
+	int stop, job_rc, job_errno;
 };
 
 /*
@@ -117,14 +126,14 @@ struct writer {
  */
 #define WRITEBACK_BYTES ((uint64_t)8 << 20)
 
-/* Writes the buffer out (outside any read section), hashing it. */
-static int flush(struct writer *w)
+/* Hashes and writes len bytes of p (outside any read section). */
+static int write_out(struct writer *w, const unsigned char *p, size_t len)
 {
-	if (XXH3_64bits_update(w->hash, w->buf, w->used) != XXH_OK)
+	if (XXH3_64bits_update(w->hash, p, len) != XXH_OK)
 		return LARDER_ENOMEM;
 	size_t off = 0;
-	while (off < w->used) {
-		ssize_t n = write(w->fd, w->buf + off, w->used - off);
+	while (off < len) {
+		ssize_t n = write(w->fd, p + off, len - off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -132,14 +141,123 @@ static int flush(struct writer *w)
 		}
 		off += (size_t)n;
 	}
-	w->written += w->used;
-	w->used = 0;
+	w->written += len;
 	if (w->written - w->kicked >= WRITEBACK_BYTES) {
 		(void)sync_file_range(w->fd, (off_t)w->kicked, (off_t)(w->written - w->kicked),
 				      SYNC_FILE_RANGE_WRITE);
 		w->kicked = w->written;
 	}
 	return LARDER_OK;
+}
+
+/*
+ * SNAP-S1. While the cursor walks, a flusher thread hashes and writes one
+ * buffer as the saver fills the other, so the walk (random reads of the
+ * cache's memory) and the copy into the page cache overlap instead of
+ * adding up. Buffers change hands only under w->lock: the saver hands its
+ * full buffer over (flush) once the flusher is idle and takes the one the
+ * flusher finished; the hash state, the file offset counts and fd are the
+ * flusher's while it runs and the saver's again after flusher_stop(). The
+ * first write error stops the writing (job_rc, with the flusher's errno),
+ * and the saver reports it at its next hand-over. Without a second buffer or
+ * a thread, flush writes in the saver's thread, as one buffer did before.
+ */
+static void *flusher_main(void *arg)
+{
+	struct writer *w = arg;
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		while (!w->job_len && !w->stop)
+			pthread_cond_wait(&w->cond, &w->lock);
+		if (!w->job_len)
+			break;
+		int rc = w->job_rc;
+		const unsigned char *p = w->other;
+		size_t len = w->job_len;
+		pthread_mutex_unlock(&w->lock);
+		if (rc == LARDER_OK)
+			rc = write_out(w, p, len);
+		int err = errno;
+		pthread_mutex_lock(&w->lock);
+		if (w->job_rc == LARDER_OK && rc != LARDER_OK) {
+			w->job_rc = rc;
+			w->job_errno = err;
+		}
+		w->job_len = 0;
+		pthread_cond_broadcast(&w->cond);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+static void flusher_start(struct writer *w)
+{
+	w->other = larder__malloc(WRITE_BUFFER_BYTES);
+	w->other_cap = WRITE_BUFFER_BYTES;
+	if (!w->other)
+		return;
+	if (pthread_mutex_init(&w->lock, NULL) != 0)
+		return;
+	if (pthread_cond_init(&w->cond, NULL) != 0) {
+		pthread_mutex_destroy(&w->lock);
+		return;
+	}
+	w->job_len = 0;
+	w->stop = 0;
+	w->job_rc = LARDER_OK;
+	if (pthread_create(&w->thread, NULL, flusher_main, w) != 0) {
+		pthread_cond_destroy(&w->cond);
+		pthread_mutex_destroy(&w->lock);
+		return;
+	}
+	w->threaded = 1;
+}
+
+/* Waits for the flusher's last buffer, ends it; its first error, if any. */
+static int flusher_stop(struct writer *w)
+{
+	if (!w->threaded)
+		return LARDER_OK;
+	pthread_mutex_lock(&w->lock);
+	w->stop = 1;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->lock);
+	w->threaded = 0;
+	if (w->job_rc != LARDER_OK)
+		errno = w->job_errno;
+	return w->job_rc;
+}
+
+/* Writes the buffer out: hands it to the flusher, or writes it here. */
+static int flush(struct writer *w)
+{
+	if (!w->threaded) {
+		int rc = write_out(w, w->buf, w->used);
+		w->used = 0;
+		return rc;
+	}
+	pthread_mutex_lock(&w->lock);
+	while (w->job_len)
+		pthread_cond_wait(&w->cond, &w->lock);
+	int rc = w->job_rc;
+	if (rc == LARDER_OK) {
+		unsigned char *b = w->other;
+		size_t cap = w->other_cap;
+		w->other = w->buf;
+		w->other_cap = w->cap;
+		w->job_len = w->used;
+		w->buf = b;
+		w->cap = cap;
+		w->used = 0;
+		pthread_cond_broadcast(&w->cond);
+	} else {
+		errno = w->job_errno;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return rc;
 }
 
 /* The cursor's callback, inside a read section: copies only. */
@@ -178,6 +296,7 @@ static int write_entries(larder *c, struct writer *w)
 	int rc = larder_iter_open(c, &it);
 	if (rc != LARDER_OK)
 		return rc;
+	flusher_start(w);
 	for (;;) {
 		if (w->used >= w->cap / 2 && (rc = flush(w)) != LARDER_OK)
 			break;
@@ -194,7 +313,8 @@ static int write_entries(larder *c, struct writer *w)
 		}
 	}
 	larder_iter_close(it);
-	return rc;
+	int flushed = flusher_stop(w);
+	return rc != LARDER_OK ? rc : flushed;
 }
 
 static int write_snapshot(larder *c, struct writer *w)
@@ -283,6 +403,7 @@ int larder_save(larder *c, const char *path)
 fail_alloc:
 	XXH3_freeState(w.hash);
 	free(w.buf);
+	free(w.other);
 	free(tmp);
 	return rc;
 }

@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_snapshot.c - larder_save / larder_load (warm restart).
  *
- * Invariants checked (larder.h "Snapshots", core/snapshot.c SNAP-L1..L4):
+ * Invariants checked (larder.h "Snapshots", core/snapshot.c SNAP-L1..L5, SNAP-S1):
  *   - a round trip (a file over 16 MiB: the threaded load) restores every
  *     key and value, empty values, the longest key, values in private
  *     mappings, and TTLs as remaining time;
@@ -13,14 +13,18 @@
  *   - foreign, empty and missing files are refused with their codes;
  *   - a load into a smaller cache fills it to capacity and no further, with
  *     no eviction, every entry it took intact (SNAP-L3);
- *   - a failed save leaves no temporary file and the previous snapshot whole;
+ *   - a failed save (a rename that fails, a write that fails midway in the
+ *     flusher thread) leaves no temporary file and the previous snapshot
+ *     whole, and says why (errno);
  *   - saves racing with writers and clears produce sound files whose every
  *     entry belongs to its key.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -385,6 +389,49 @@ static void test_snapshot_smaller_cache(void)
 	unlink(path);
 }
 
+/* A write that fails midway (the file size limit, EFBIG), in the flusher
+ * thread's buffers (SNAP-S1): the save says so with errno, leaves no
+ * temporary file, and the previous snapshot stays whole. */
+static void test_snapshot_write_fails(void)
+{
+	char path[512];
+	path_in_dir(path, "limited.snap");
+	larder *c = th_open(th_config(64 * MiB));
+	REQUIRE(c != NULL);
+	fill(c, 0, 20000, LARDER_TTL_NEVER); /* ~30 MiB */
+	CHECK_RC(larder_save(c, path), LARDER_OK);
+	struct rlimit keep, small;
+	REQUIRE(getrlimit(RLIMIT_FSIZE, &keep) == 0);
+	small = keep;
+	small.rlim_cur = 4 * MiB;
+	void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
+	REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+	errno = 0;
+	int rc = larder_save(c, path);
+	int err = errno;
+	setrlimit(RLIMIT_FSIZE, &keep);
+	signal(SIGXFSZ, old);
+	CHECK_RC(rc, LARDER_ESYS);
+	CHECK_EQ(err, EFBIG);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -c tmp", dir);
+	FILE *p = popen(cmd, "r");
+	int tmps = -1;
+	CHECK(p && fscanf(p, "%d", &tmps) == 1);
+	if (p)
+		pclose(p);
+	CHECK_EQ(tmps, 0);
+	larder *b = th_open(th_config(64 * MiB));
+	REQUIRE(b != NULL);
+	CHECK_RC(larder_load(b, path), LARDER_OK);
+	struct check ch = walk(b);
+	CHECK_EQ(ch.entries, 20000);
+	CHECK_EQ(ch.bad, 0);
+	larder_close(b);
+	larder_close(c);
+	unlink(path);
+}
+
 static larder *race_cache;
 static _Atomic int race_stop;
 
@@ -467,6 +514,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_every_byte),
 		TH_TEST(test_snapshot_smaller_cache),
 		TH_TEST(test_snapshot_races_with_clear),
+		TH_TEST(test_snapshot_write_fails),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
 	rmdir(dir);
