@@ -253,6 +253,30 @@ static void test_snapshot_ttl_counts_down(void)
 	unlink(path);
 }
 
+/* How many files of dir have a temporary name (a failed save leaves none). */
+static int temporary_files(void)
+{
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -c tmp", dir);
+	FILE *p = popen(cmd, "r");
+	int tmps = -1;
+	CHECK(p && fscanf(p, "%d", &tmps) == 1);
+	if (p)
+		pclose(p);
+	return tmps;
+}
+
+/* A 64 MiB cache holding 20,000 entries (~30 MiB), saved to path. */
+static larder *saved_cache(const char *path)
+{
+	larder *c = th_open(th_config(64 * MiB));
+	if (!c)
+		return NULL;
+	fill(c, 0, 20000, LARDER_TTL_NEVER);
+	CHECK_RC(larder_save(c, path), LARDER_OK);
+	return c;
+}
+
 static void test_snapshot_bad_files(void)
 {
 	char path[512], missing[512];
@@ -295,14 +319,7 @@ static void test_snapshot_bad_files(void)
 	snprintf(inner, sizeof(inner), "%s/keep", sub);
 	write_file(inner, "x", 1); /* a non-empty directory cannot be renamed over */
 	CHECK_RC(larder_save(c, sub), LARDER_ESYS);
-	char cmd[700];
-	snprintf(cmd, sizeof(cmd), "ls %s | grep -c tmp", dir);
-	FILE *p = popen(cmd, "r");
-	int tmps = -1;
-	CHECK(p && fscanf(p, "%d", &tmps) == 1);
-	if (p)
-		pclose(p);
-	CHECK_EQ(tmps, 0);
+	CHECK_EQ(temporary_files(), 0);
 	unlink(inner);
 	rmdir(sub);
 	larder_close(c);
@@ -368,10 +385,8 @@ static void test_snapshot_smaller_cache(void)
 {
 	char path[512];
 	path_in_dir(path, "big.snap");
-	larder *a = th_open(th_config(64 * MiB));
+	larder *a = saved_cache(path);
 	REQUIRE(a != NULL);
-	fill(a, 0, 20000, LARDER_TTL_NEVER); /* ~30 MiB */
-	CHECK_RC(larder_save(a, path), LARDER_OK);
 	const uint64_t cap = 4 * MiB;
 	larder *b = th_open(th_config(cap));
 	REQUIRE(b != NULL);
@@ -396,10 +411,8 @@ static void test_snapshot_write_fails(void)
 {
 	char path[512];
 	path_in_dir(path, "limited.snap");
-	larder *c = th_open(th_config(64 * MiB));
+	larder *c = saved_cache(path);
 	REQUIRE(c != NULL);
-	fill(c, 0, 20000, LARDER_TTL_NEVER); /* ~30 MiB */
-	CHECK_RC(larder_save(c, path), LARDER_OK);
 	size_t before_len, after_len;
 	unsigned char *before = read_file(path, &before_len);
 	REQUIRE(before != NULL);
@@ -416,14 +429,7 @@ static void test_snapshot_write_fails(void)
 	signal(SIGXFSZ, old);
 	CHECK_RC(rc, LARDER_ESYS);
 	CHECK_EQ(err, EFBIG);
-	char cmd[700];
-	snprintf(cmd, sizeof(cmd), "ls %s | grep -c tmp", dir);
-	FILE *p = popen(cmd, "r");
-	int tmps = -1;
-	CHECK(p && fscanf(p, "%d", &tmps) == 1);
-	if (p)
-		pclose(p);
-	CHECK_EQ(tmps, 0);
+	CHECK_EQ(temporary_files(), 0);
 	unsigned char *after = read_file(path, &after_len);
 	REQUIRE(after != NULL);
 	CHECK(after_len == before_len && memcmp(before, after, before_len) == 0);
