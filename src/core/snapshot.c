@@ -12,10 +12,12 @@
  *
  * Load maps the file and checks it whole before it writes anything:
  *   SNAP-L1. magic and version first (LARDER_EFORMAT: someone else's file, or a
- *       newer larder's), then the length, the trailer and the checksum
- *       (LARDER_ECORRUPT), then every record's lengths against the bytes
- *       left and the record count (LARDER_ECORRUPT). Only a file that passes
- *       all of them is applied, so a refused file leaves the cache as it was.
+ *       newer larder's), then the length and the trailer (LARDER_ECORRUPT),
+ *       then the checksum and every record's lengths against the bytes
+ *       left and the record count (LARDER_ECORRUPT; in a file of 16 MiB or
+ *       more the checksum runs in a thread beside the records' walk). Only a
+ *       file that passes all of them is applied, so a refused file leaves
+ *       the cache as it was.
  *   SNAP-L2. A record's TTL counts down by the wall-clock time between the save's
  *       start and the load (a clock set backwards counts as no time); one
  *       with nothing left is dropped. The saved TTL was measured against the
@@ -424,10 +426,22 @@ static int check_frame(const unsigned char *d, size_t len, size_t *records_end)
 	size_t t = len - LARDER__SNAP_TRAILER_BYTES;
 	if (memcmp(d + t, LARDER__SNAP_END_MAGIC, 8) != 0 || get_u64(d + t + 24) != 0)
 		return LARDER_ECORRUPT;
-	if (XXH3_64bits(d, t + LARDER__SNAP_CHECKED_BYTES) != get_u64(d + t + 16))
-		return LARDER_ECORRUPT;
 	*records_end = t;
 	return LARDER_OK;
+}
+
+/* SNAP-L1's checksum: the XXH3-64 of everything before the trailer's sum. */
+struct sum_job {
+	const unsigned char *d;
+	size_t end; /* the records' end, where the trailer starts */
+	int ok;
+};
+
+static void *sum_main(void *arg)
+{
+	struct sum_job *j = arg;
+	j->ok = XXH3_64bits(j->d, j->end + LARDER__SNAP_CHECKED_BYTES) == get_u64(j->d + j->end + 16);
+	return NULL;
 }
 
 /* SNAP-L1: the records fill the space between header and trailer exactly.
@@ -613,7 +627,20 @@ int larder__snapshot_load_mem(larder *c, const unsigned char *d, size_t len,
 	int rc = check_frame(d, len, &end);
 	if (rc != LARDER_OK)
 		return rc;
-	if ((rc = check_records(d, end, get_u64(d + end + 8), &charge)) != LARDER_OK)
+	/* SNAP-L1: the checksum and the records' walk both read the whole file
+	 * and both must pass before anything is written; a large file has them
+	 * read it side by side (the checksum in a thread of its own). */
+	struct sum_job sum = { d, end, 0 };
+	pthread_t summer;
+	int threaded = len >= PARALLEL_MIN_BYTES && pthread_create(&summer, NULL, sum_main, &sum) == 0;
+	if (!threaded)
+		sum_main(&sum);
+	rc = check_records(d, end, get_u64(d + end + 8), &charge);
+	if (threaded)
+		pthread_join(summer, NULL);
+	if (!sum.ok)
+		return LARDER_ECORRUPT;
+	if (rc != LARDER_OK)
 		return rc;
 	uint64_t saved_ms = get_u64(d + 16);
 	struct part whole = {
