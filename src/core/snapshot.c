@@ -8,7 +8,9 @@
  * fsyncs the directory. The cursor's callback only copies into the buffer
  * (growing it, inside the section, for a range bigger than half of it):
  * every system call happens outside read sections, so a slow disk delays no
- * grace period. Format: core/snapshot.h.
+ * grace period. A flusher thread writes one buffer while the cursor fills
+ * the other (SNAP-S1), and write-back to the device starts every 8 MiB, so
+ * the final fsync waits for the tail only. Format: core/snapshot.h.
  *
  * Load maps the file and checks it whole before it writes anything:
  *   SNAP-L1. magic and version first (LARDER_EFORMAT: someone else's file, or a
@@ -63,8 +65,9 @@
 
 #define WRITE_BUFFER_BYTES ((size_t)1 << 20)
 
-/* Little-endian fields as whole words (a byte-by-byte loop cost a parse of
- * each record on the load's path more than its hashing). */
+/* Little-endian fields as whole words: byte-by-byte loops were about 90 of
+ * the ~130 instructions the load spent per record outside the write itself
+ * (callgrind, 10^6 records). */
 static void put_u32(unsigned char *p, uint32_t v)
 {
 	v = htole32(v);
