@@ -13,7 +13,9 @@
  *   --save:  fills --entries entries of --value-bytes values; per round:
  *            larder_save (with its fsync) of the cache, larder_load of the
  *            file into a fresh cache, and `cp` + `sync` of that file (the
- *            device's sequential speed for the same bytes). Then readers run
+ *            device's sequential speed for the same bytes), with the load's
+ *            user and system CPU time (the system part is mostly the
+ *            kernel zeroing fresh pages for the new cache). Then readers run
  *            for the save's length alone and while a save runs: the cost to
  *            concurrent gets. Only one cache is open at a time (see
  *            bench_save), so 10^8 entries need one cache's memory.
@@ -24,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -240,6 +243,16 @@ static void bench_iter(void)
 	report("writers' puts during the walk / without", wr, o.rounds, "ratio");
 }
 
+/* CPU seconds of the whole process so far (every thread: the loaders and
+ * the maintainer), user and system. */
+static void cpu_seconds(double *user, double *sys)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	*user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+	*sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 static double file_bytes(const char *path)
 {
 	struct stat st;
@@ -258,6 +271,7 @@ static double file_bytes(const char *path)
 static void bench_save(void)
 {
 	double save_gbs[64], load_gbs[64], cp_gbs[64], save_ratio[64], load_ratio[64], get_ratio[64];
+	double load_user[64], load_sys[64];
 	char path[512], copy[600], cmd[2000];
 	snprintf(path, sizeof(path), "%s/persist_bench.snap", o.dir);
 	snprintf(copy, sizeof(copy), "%s.cp", path);
@@ -289,10 +303,15 @@ static void bench_save(void)
 		unlink(copy);
 		larder_close(cache);
 		cache = open_cache();
+		double u0, s0, u1, s1;
+		cpu_seconds(&u0, &s0);
 		t0 = th_now_ns();
 		if (larder_load(cache, path) != LARDER_OK)
 			abort();
 		double load_s = (double)(th_now_ns() - t0) / 1e9;
+		cpu_seconds(&u1, &s1);
+		load_user[r] = u1 - u0;
+		load_sys[r] = s1 - s0;
 		if (th_stat(cache, LARDER_STAT_WRITES) != o.entries) {
 			fprintf(stderr, "load wrote %llu of %llu\n",
 				(unsigned long long)th_stat(cache, LARDER_STAT_WRITES),
@@ -314,6 +333,8 @@ static void bench_save(void)
 	report("cp + sync of the same file", cp_gbs, o.rounds, "GB/s");
 	report("save / cp", save_ratio, o.rounds, "ratio");
 	report("load / cp", load_ratio, o.rounds, "ratio");
+	report("load, user CPU (all threads)", load_user, o.rounds, "s");
+	report("load, system CPU (all threads)", load_sys, o.rounds, "s");
 	if (o.readers)
 		report("readers' gets during a save / without", get_ratio, o.rounds, "ratio");
 }
