@@ -637,7 +637,9 @@ LARDER_API LARDER_MUST_USE int larder_save(larder *cache, const char *path);
  * that still fits is taken. Keys already in the cache are overwritten.
  * A snapshot that fits whole (16 MiB or more) is written by up to one
  * thread per CPU (at most 8; started and joined inside the call, each
- * with its per-thread state on this cache while it runs).
+ * with its per-thread state on this cache while it runs); the checksum of
+ * a file of 16 MiB or more is computed by one more such thread while the
+ * caller checks the records.
  * Blocks on the file system; allocates (the cache's entries; the file is
  * mapped, not copied).
  * Returns LARDER_OK, LARDER_EINVAL (cache or path NULL),
