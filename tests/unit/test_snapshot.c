@@ -268,9 +268,10 @@ static int temporary_files(void)
 	return tmps;
 }
 
-/* A 64 MiB cache holding 20,000 entries (~30 MiB), saved to path. */
-static larder *saved_cache(const char *path)
+/* A 64 MiB cache holding 20,000 entries (~30 MiB), saved to path (name in dir). */
+static larder *saved_cache(char *path, const char *name)
 {
+	path_in_dir(path, name);
 	larder *c = th_open(th_config(64 * MiB));
 	if (!c)
 		return NULL;
@@ -386,8 +387,7 @@ static void test_snapshot_every_byte(void)
 static void test_snapshot_smaller_cache(void)
 {
 	char path[512];
-	path_in_dir(path, "big.snap");
-	larder *a = saved_cache(path);
+	larder *a = saved_cache(path, "big.snap");
 	REQUIRE(a != NULL);
 	const uint64_t cap = 4 * MiB;
 	larder *b = th_open(th_config(cap));
@@ -412,8 +412,7 @@ static void test_snapshot_smaller_cache(void)
 static void test_snapshot_write_fails(void)
 {
 	char path[512];
-	path_in_dir(path, "limited.snap");
-	larder *c = saved_cache(path);
+	larder *c = saved_cache(path, "limited.snap");
 	REQUIRE(c != NULL);
 	size_t before_len, after_len;
 	unsigned char *before = read_file(path, &before_len);
@@ -447,8 +446,7 @@ static void test_snapshot_write_fails(void)
 static void test_snapshot_large_damaged(void)
 {
 	char path[512];
-	path_in_dir(path, "large-damaged.snap");
-	larder *a = saved_cache(path);
+	larder *a = saved_cache(path, "large-damaged.snap");
 	REQUIRE(a != NULL);
 	larder_close(a);
 	size_t len;
