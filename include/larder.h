@@ -613,7 +613,10 @@ LARDER_API void larder_iter_close(larder_iter *it);
  * under a temporary name in the same directory (path + ".tmp.<pid>.<n>"),
  * flushed to the device (fsync) and renamed over path, so a crash or an
  * error mid-save leaves any previous snapshot at path whole. Blocks on the
- * file system; allocates (a write buffer of 1 MiB, or of the largest entry).
+ * file system; allocates (two write buffers of 1 MiB, or of the largest
+ * entry) and runs one thread of its own for the call's length, which writes
+ * one buffer while the caller fills the other (where the thread or the
+ * second buffer cannot be had, the caller writes).
  * Must not race with larder_close() of the same cache (as no call may);
  * it may race with every other call, larder_clear() included.
  * Returns LARDER_OK, LARDER_EINVAL (cache or path NULL, path empty),
@@ -636,7 +639,9 @@ LARDER_API LARDER_MUST_USE int larder_save(larder *cache, const char *path);
  * that still fits is taken. Keys already in the cache are overwritten.
  * A snapshot that fits whole (16 MiB or more) is written by up to one
  * thread per CPU (at most 8; started and joined inside the call, each
- * with its per-thread state on this cache while it runs).
+ * with its per-thread state on this cache while it runs); the checksum of
+ * a file of 16 MiB or more is computed by one more such thread while the
+ * caller checks the records.
  * Blocks on the file system; allocates (the cache's entries; the file is
  * mapped, not copied).
  * Returns LARDER_OK, LARDER_EINVAL (cache or path NULL),

@@ -1124,6 +1124,18 @@ int larder__put_within(larder *c, const void *key, size_t key_len, const void *v
 			    charge_limit, charged);
 }
 
+void larder__prefetch_homes(larder *c, const uint64_t *hash, size_t n)
+{
+	struct op op;
+	if (!n || op_begin(c, &op) != LARDER_OK)
+		return; /* a hint: without a thread state, the writes will say why */
+	op_enter(&op);
+	struct larder__table *t = root_rcu(c);
+	for (size_t i = 0; i < n; i++)
+		larder__table_prefetch(t, hash[i]);
+	op_exit(&op);
+}
+
 static int remove_common(larder *c, const void *key, size_t key_len, const void *expected,
 			 size_t expected_len, int if_equals)
 {

@@ -159,6 +159,15 @@ int larder__put_within(struct larder *cache, const void *key, size_t key_len, co
 		       size_t value_len, uint64_t ttl_ms, uint64_t charge_limit,
 		       uint64_t *charged);
 
+/*
+ * core/cache.c: starts loading the home buckets of n keyed hashes
+ * (larder__hash with the cache's seed) of keys about to be written, so that
+ * a bulk writer (larder_load, SNAP-L5 in core/snapshot.c) overlaps the misses
+ * of a batch. Only a hint: writes nothing, may find a table that a resize
+ * replaces before the writes.
+ */
+void larder__prefetch_homes(struct larder *cache, const uint64_t *hash, size_t n);
+
 /* core/cache.c: larder_set_capacity() without the pool check (the pool's own path). */
 int larder__cache_set_capacity(struct larder *cache, uint64_t bytes);
 

@@ -13,15 +13,20 @@
  *   --save:  fills --entries entries of --value-bytes values; per round:
  *            larder_save (with its fsync) of the cache, larder_load of the
  *            file into a fresh cache, and `cp` + `sync` of that file (the
- *            device's sequential speed for the same bytes). Then readers run
+ *            device's sequential speed for the same bytes), with the load's
+ *            user and system CPU time (the system part is mostly the
+ *            kernel zeroing fresh pages for the new cache). Then readers run
  *            for the save's length alone and while a save runs: the cost to
- *            concurrent gets.
+ *            concurrent gets. Only one cache is open at a time (see
+ *            bench_save), so 10^8 entries need one cache's memory.
+ *   --load-only: one save, then --rounds loads of it (for profilers).
  * Arguments: --entries N --value-bytes N --readers N --writers N
  *            --duration-ms N --rounds N --dir PATH (the snapshot's directory).
  * The machine may be shared: read the ratios, not the absolute numbers.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,18 +47,34 @@ static size_t key_of(char *k, uint64_t id)
 	return (size_t)snprintf(k, 32, "key-%012llu", (unsigned long long)id);
 }
 
-static void fill(larder *c)
+/* Two threads fill the cache, each a half of the ids (on two cores, a 10^8
+ * fill takes minutes; it is not what is measured). */
+struct fill_part {
+	larder *cache;
+	uint64_t from, to;
+};
+
+static void *fill_part(void *arg)
 {
+	struct fill_part *f = arg;
 	char k[32];
 	unsigned char *v = calloc(1, o.value_bytes + 1);
-	for (uint64_t id = 0; id < o.entries; id++) {
+	for (uint64_t id = f->from; id < f->to; id++) {
 		memcpy(v, &id, sizeof(id) < o.value_bytes ? sizeof(id) : o.value_bytes);
-		if (larder_put(c, k, key_of(k, id), v, o.value_bytes, LARDER_TTL_NEVER) != LARDER_OK) {
+		if (larder_put(f->cache, k, key_of(k, id), v, o.value_bytes, LARDER_TTL_NEVER) != LARDER_OK) {
 			fprintf(stderr, "fill failed at %llu\n", (unsigned long long)id);
 			exit(1);
 		}
 	}
 	free(v);
+	return NULL;
+}
+
+static void fill(larder *c)
+{
+	struct fill_part parts[2] = { { c, 0, o.entries / 2 }, { c, o.entries / 2, o.entries } };
+	if (th_run_threads(2, fill_part, parts, sizeof(parts[0])) != 0)
+		exit(1);
 }
 
 static void *reader(void *arg)
@@ -222,15 +243,35 @@ static void bench_iter(void)
 	report("writers' puts during the walk / without", wr, o.rounds, "ratio");
 }
 
+/* CPU seconds of the whole process so far (every thread: the loaders and
+ * the maintainer), user and system. */
+static void cpu_seconds(double *user, double *sys)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	*user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+	*sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 static double file_bytes(const char *path)
 {
 	struct stat st;
 	return stat(path, &st) == 0 ? (double)st.st_size : 0;
 }
 
+/*
+ * Per round: save the cache (timed), readers alone and during a second save
+ * (when --readers > 0), `cp` + `sync` of the file, then the cache is closed
+ * and a fresh one loads the file (timed) and becomes the cache of the next
+ * round. Only one cache is open at a time, so the peak memory is one cache
+ * plus the file in the page cache (what a restart of a process needs), and
+ * every round's save is of a cache that the previous round loaded: a load
+ * that lost an entry shows in the next round's count.
+ */
 static void bench_save(void)
 {
 	double save_gbs[64], load_gbs[64], cp_gbs[64], save_ratio[64], load_ratio[64], get_ratio[64];
+	double load_user[64], load_sys[64];
 	char path[512], copy[600], cmd[2000];
 	snprintf(path, sizeof(path), "%s/persist_bench.snap", o.dir);
 	snprintf(copy, sizeof(copy), "%s.cp", path);
@@ -241,37 +282,47 @@ static void bench_save(void)
 			abort();
 		double save_s = (double)(th_now_ns() - t0) / 1e9;
 		size = file_bytes(path);
-		larder *fresh = open_cache();
-		t0 = th_now_ns();
-		if (larder_load(fresh, path) != LARDER_OK)
-			abort();
-		double load_s = (double)(th_now_ns() - t0) / 1e9;
-		if (th_stat(fresh, LARDER_STAT_WRITES) != o.entries)
-			fprintf(stderr, "load wrote %llu of %llu\n",
-				(unsigned long long)th_stat(fresh, LARDER_STAT_WRITES),
-				(unsigned long long)o.entries);
-		larder_close(fresh);
+		get_ratio[r] = 0;
+		if (o.readers) {
+			/* Gets alone for the save's length, then during a save. */
+			struct job_arg idle = { JOB_SLEEP, 0, 0, "" }, save = { JOB_SAVE, 0, 0, "" };
+			memcpy(save.path, path, sizeof(path));
+			uint64_t keep = o.duration_ms;
+			o.duration_ms = (uint64_t)(save_s * 1000) + 1;
+			double r0, w0, r1, w1;
+			phase(&idle, o.readers, 0, &r0, &w0);
+			phase(&save, o.readers, 0, &r1, &w1);
+			o.duration_ms = keep;
+			get_ratio[r] = r1 / r0;
+		}
 		snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && sync '%s'", path, copy, copy);
 		t0 = th_now_ns();
 		if (system(cmd) != 0)
 			abort();
 		double cp_s = (double)(th_now_ns() - t0) / 1e9;
 		unlink(copy);
+		larder_close(cache);
+		cache = open_cache();
+		double u0, s0, u1, s1;
+		cpu_seconds(&u0, &s0);
+		t0 = th_now_ns();
+		if (larder_load(cache, path) != LARDER_OK)
+			abort();
+		double load_s = (double)(th_now_ns() - t0) / 1e9;
+		cpu_seconds(&u1, &s1);
+		load_user[r] = u1 - u0;
+		load_sys[r] = s1 - s0;
+		if (th_stat(cache, LARDER_STAT_WRITES) != o.entries) {
+			fprintf(stderr, "load wrote %llu of %llu\n",
+				(unsigned long long)th_stat(cache, LARDER_STAT_WRITES),
+				(unsigned long long)o.entries);
+			exit(1);
+		}
 		save_gbs[r] = size / save_s / 1e9;
 		load_gbs[r] = size / load_s / 1e9;
 		cp_gbs[r] = size / cp_s / 1e9;
 		save_ratio[r] = save_gbs[r] / cp_gbs[r];
 		load_ratio[r] = load_gbs[r] / cp_gbs[r];
-		/* Gets alone for the save's length, then during a save. */
-		struct job_arg idle = { JOB_SLEEP, 0, 0, "" }, save = { JOB_SAVE, 0, 0, "" };
-		memcpy(save.path, path, sizeof(path));
-		uint64_t keep = o.duration_ms;
-		o.duration_ms = (uint64_t)(save_s * 1000) + 1;
-		double r0, w0, r1, w1;
-		phase(&idle, o.readers, 0, &r0, &w0);
-		phase(&save, o.readers, 0, &r1, &w1);
-		o.duration_ms = keep;
-		get_ratio[r] = o.readers ? r1 / r0 : 0;
 	}
 	unlink(path);
 	printf("| figure (%llu entries of %llu-byte values, snapshot %.0f MB) | median | min .. max | unit |\n",
@@ -282,15 +333,45 @@ static void bench_save(void)
 	report("cp + sync of the same file", cp_gbs, o.rounds, "GB/s");
 	report("save / cp", save_ratio, o.rounds, "ratio");
 	report("load / cp", load_ratio, o.rounds, "ratio");
-	report("readers' gets during a save / without", get_ratio, o.rounds, "ratio");
+	report("load, user CPU (all threads)", load_user, o.rounds, "s");
+	report("load, system CPU (all threads)", load_sys, o.rounds, "s");
+	if (o.readers)
+		report("readers' gets during a save / without", get_ratio, o.rounds, "ratio");
+}
+
+/*
+ * --load-only: saves once, then loads the file into a fresh cache
+ * --rounds times and prints each load's time; for profilers (callgrind,
+ * perf), where only the loads should dominate.
+ */
+static void bench_load_only(void)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/persist_bench.snap", o.dir);
+	if (larder_save(cache, path) != LARDER_OK)
+		abort();
+	larder_close(cache);
+	for (uint64_t r = 0; r < o.rounds; r++) {
+		cache = open_cache();
+		uint64_t t0 = th_now_ns();
+		if (larder_load(cache, path) != LARDER_OK)
+			abort();
+		printf("load %llu: %.3f s, %llu entries\n", (unsigned long long)r,
+		       (double)(th_now_ns() - t0) / 1e9,
+		       (unsigned long long)th_stat(cache, LARDER_STAT_WRITES));
+		if (r + 1 < o.rounds)
+			larder_close(cache);
+	}
+	unlink(path);
 }
 
 int main(int argc, char **argv)
 {
-	int iter = 0, save = 0;
+	int iter = 0, save = 0, load_only = 0;
 	for (int i = 1; i < argc; i++) {
 		iter |= strcmp(argv[i], "--iter") == 0;
 		save |= strcmp(argv[i], "--save") == 0;
+		load_only |= strcmp(argv[i], "--load-only") == 0;
 	}
 	o.entries = th_arg_u64(argc, argv, "--entries", 1000000);
 	o.value_bytes = th_arg_u64(argc, argv, "--value-bytes", 32);
@@ -302,8 +383,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i + 1 < argc; i++)
 		if (strcmp(argv[i], "--dir") == 0)
 			o.dir = argv[i + 1];
-	if ((!iter && !save) || o.rounds < 1 || o.rounds > 64 || o.entries < 1) {
-		fprintf(stderr, "usage: larder_persist_bench --iter|--save [--entries N] [--value-bytes N]"
+	if ((!iter && !save && !load_only) || o.rounds < 1 || o.rounds > 64 || o.entries < 1) {
+		fprintf(stderr, "usage: larder_persist_bench --iter|--save|--load-only [--entries N] [--value-bytes N]"
 				" [--readers N] [--writers N] [--duration-ms N] [--rounds N] [--dir PATH]\n");
 		return 2;
 	}
@@ -318,6 +399,8 @@ int main(int argc, char **argv)
 		bench_iter();
 	if (save)
 		bench_save();
+	if (load_only)
+		bench_load_only();
 	larder_close(cache);
 	return th_failures() ? 1 : 0;
 }

@@ -1,26 +1,32 @@
 /*
  * tests/unit/test_snapshot.c - larder_save / larder_load (warm restart).
  *
- * Invariants checked (larder.h "Snapshots", core/snapshot.c SNAP-L1..L4):
+ * Invariants checked (larder.h "Snapshots", core/snapshot.c SNAP-L1..L5, SNAP-S1):
  *   - a round trip (a file over 16 MiB: the threaded load) restores every
  *     key and value, empty values, the longest key, values in private
  *     mappings, and TTLs as remaining time;
  *   - entries whose time ran out while the file waited are dropped, the
  *     others come back with the wait taken off (SNAP-L2);
+ *   - a large snapshot (checksum and records checked side by side) with a
+ *     byte changed or cut short is refused with nothing written;
  *   - every single-byte change and every truncation of a small snapshot is
  *     refused (LARDER_EFORMAT or LARDER_ECORRUPT) with the cache left empty,
  *     or loaded exactly; never a crash (run under ASan/UBSan too);
  *   - foreign, empty and missing files are refused with their codes;
  *   - a load into a smaller cache fills it to capacity and no further, with
  *     no eviction, every entry it took intact (SNAP-L3);
- *   - a failed save leaves no temporary file and the previous snapshot whole;
+ *   - a failed save (a rename that fails, a write that fails midway in the
+ *     flusher thread) leaves no temporary file and the previous snapshot
+ *     whole, and says why (errno);
  *   - saves racing with writers and clears produce sound files whose every
  *     entry belongs to its key.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -249,6 +255,31 @@ static void test_snapshot_ttl_counts_down(void)
 	unlink(path);
 }
 
+/* How many files of dir have a temporary name (a failed save leaves none). */
+static int temporary_files(void)
+{
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -c tmp", dir);
+	FILE *p = popen(cmd, "r");
+	int tmps = -1;
+	CHECK(p && fscanf(p, "%d", &tmps) == 1);
+	if (p)
+		pclose(p);
+	return tmps;
+}
+
+/* A 64 MiB cache holding 20,000 entries (~30 MiB), saved to path (name in dir). */
+static larder *saved_cache(char *path, const char *name)
+{
+	path_in_dir(path, name);
+	larder *c = th_open(th_config(64 * MiB));
+	if (!c)
+		return NULL;
+	fill(c, 0, 20000, LARDER_TTL_NEVER);
+	CHECK_RC(larder_save(c, path), LARDER_OK);
+	return c;
+}
+
 static void test_snapshot_bad_files(void)
 {
 	char path[512], missing[512];
@@ -291,14 +322,7 @@ static void test_snapshot_bad_files(void)
 	snprintf(inner, sizeof(inner), "%s/keep", sub);
 	write_file(inner, "x", 1); /* a non-empty directory cannot be renamed over */
 	CHECK_RC(larder_save(c, sub), LARDER_ESYS);
-	char cmd[700];
-	snprintf(cmd, sizeof(cmd), "ls %s | grep -c tmp", dir);
-	FILE *p = popen(cmd, "r");
-	int tmps = -1;
-	CHECK(p && fscanf(p, "%d", &tmps) == 1);
-	if (p)
-		pclose(p);
-	CHECK_EQ(tmps, 0);
+	CHECK_EQ(temporary_files(), 0);
 	unlink(inner);
 	rmdir(sub);
 	larder_close(c);
@@ -363,11 +387,8 @@ static void test_snapshot_every_byte(void)
 static void test_snapshot_smaller_cache(void)
 {
 	char path[512];
-	path_in_dir(path, "big.snap");
-	larder *a = th_open(th_config(64 * MiB));
+	larder *a = saved_cache(path, "big.snap");
 	REQUIRE(a != NULL);
-	fill(a, 0, 20000, LARDER_TTL_NEVER); /* ~30 MiB */
-	CHECK_RC(larder_save(a, path), LARDER_OK);
 	const uint64_t cap = 4 * MiB;
 	larder *b = th_open(th_config(cap));
 	REQUIRE(b != NULL);
@@ -382,6 +403,77 @@ static void test_snapshot_smaller_cache(void)
 	CHECK_EQ(ch.bad, 0);
 	larder_close(a);
 	larder_close(b);
+	unlink(path);
+}
+
+/* A write that fails midway (the file size limit, EFBIG), in the flusher
+ * thread's buffers (SNAP-S1): the save says so with errno, leaves no
+ * temporary file, and the previous snapshot stays whole. */
+static void test_snapshot_write_fails(void)
+{
+	char path[512];
+	larder *c = saved_cache(path, "limited.snap");
+	REQUIRE(c != NULL);
+	size_t before_len, after_len;
+	unsigned char *before = read_file(path, &before_len);
+	REQUIRE(before != NULL);
+	struct rlimit keep, small;
+	REQUIRE(getrlimit(RLIMIT_FSIZE, &keep) == 0);
+	small = keep;
+	small.rlim_cur = 4 * MiB;
+	void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
+	REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+	errno = 0;
+	int rc = larder_save(c, path);
+	int err = errno;
+	setrlimit(RLIMIT_FSIZE, &keep);
+	signal(SIGXFSZ, old);
+	CHECK_RC(rc, LARDER_ESYS);
+	CHECK_EQ(err, EFBIG);
+	CHECK_EQ(temporary_files(), 0);
+	unsigned char *after = read_file(path, &after_len);
+	REQUIRE(after != NULL);
+	CHECK(after_len == before_len && memcmp(before, after, before_len) == 0);
+	free(before);
+	free(after);
+	larder_close(c);
+	unlink(path);
+}
+
+/* A large file (its checksum checked in a thread beside the records' walk,
+ * SNAP-L1) with one byte changed in a value, in a length, or cut short: refused,
+ * nothing written. */
+static void test_snapshot_large_damaged(void)
+{
+	char path[512];
+	larder *a = saved_cache(path, "large-damaged.snap");
+	REQUIRE(a != NULL);
+	larder_close(a);
+	size_t len;
+	unsigned char *d = read_file(path, &len);
+	REQUIRE(d != NULL);
+	REQUIRE(len > 16 * MiB);
+	larder_config *cfg = th_config(64 * MiB);
+	REQUIRE(cfg != NULL);
+	CHECK_RC(larder_config_set_expected_entries(cfg, 20000), LARDER_OK); /* no growth: quick under TSan */
+	larder *b = th_open(cfg);
+	REQUIRE(b != NULL);
+	const size_t at[] = { len / 2, LARDER__SNAP_HEADER_BYTES + 1 };
+	for (size_t i = 0; i < 2; i++) {
+		d[at[i]] ^= 0x40;
+		write_file(path, d, len);
+		CHECK_RC(larder_load(b, path), LARDER_ECORRUPT);
+		d[at[i]] ^= 0x40;
+	}
+	write_file(path, d, len - 1000);
+	CHECK_RC(larder_load(b, path), LARDER_ECORRUPT);
+	CHECK_EQ(walk(b).entries, 0);
+	CHECK_EQ(th_stat(b, LARDER_STAT_WRITES), 0);
+	write_file(path, d, len);
+	CHECK_RC(larder_load(b, path), LARDER_OK);
+	CHECK_EQ(walk(b).entries, 20000);
+	larder_close(b);
+	free(d);
 	unlink(path);
 }
 
@@ -467,6 +559,8 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_every_byte),
 		TH_TEST(test_snapshot_smaller_cache),
 		TH_TEST(test_snapshot_races_with_clear),
+		TH_TEST(test_snapshot_write_fails),
+		TH_TEST(test_snapshot_large_damaged),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
 	rmdir(dir);
