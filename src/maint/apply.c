@@ -9,7 +9,9 @@
  * when threads' rings are drained out of order: account() counts it the
  * first time (mbits COUNTED), admit() queues it in the policy, and
  * retire_onto() takes it out of both, once (mbits DEAD), with the listener
- * call; MAINT-M1..M4 in maint/maintainer.c.
+ * call; MAINT-M1..M4 in maint/maintainer.c. The commonest event, an
+ * overwrite of the same sizes, takes a shorter inlined path
+ * (apply_overwrite) with the same effects.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
