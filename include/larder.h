@@ -850,6 +850,25 @@ LARDER_API LARDER_MUST_USE int larder_sim_set_hit_sampling(larder_sim *sim, uint
 LARDER_API LARDER_MUST_USE int larder_sim_set_hit_ring(larder_sim *sim, uint32_t ring_slots,
 						       uint32_t drain_every);
 /*
+ * Splits the simulated cache into shards (1 to 65536, a power of two, at
+ * most capacity), as a cache with several maintainers would be: a key's
+ * shard is chosen by its hash, each shard runs its own instance of the
+ * policy sized for 1/shards of the capacity (the capacities sum to the
+ * total), and the capacity stays one budget: while the total is over it,
+ * a shard whose share is at least the mean evicts (docs/shards.md). One
+ * shard is the unsharded simulator, exactly. Call before the first access.
+ * Allocates. Returns LARDER_OK, LARDER_EINVAL (bad count, or after an
+ * access; nothing changed) or LARDER_ENOMEM (nothing changed).
+ */
+LARDER_API LARDER_MUST_USE int larder_sim_set_shards(larder_sim *sim, uint32_t shards);
+/*
+ * A shard's policy capacity and the summed sizes of the keys it holds now
+ * (inserts still waiting for a pass included). Returns LARDER_OK, or
+ * LARDER_EINVAL (NULL argument, shard out of range).
+ */
+LARDER_API LARDER_MUST_USE int larder_sim_shard_info(const larder_sim *sim, uint32_t shard,
+						     uint64_t *capacity, uint64_t *used);
+/*
  * Replays one request. May allocate (a new entry, index growth).
  * Returns 1 for a hit, 0 for a miss (the key is now cached, or already
  * evicted if it alone exceeds capacity), LARDER_EINVAL (sim NULL) or

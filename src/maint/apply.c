@@ -9,7 +9,9 @@
  * when threads' rings are drained out of order: account() counts it the
  * first time (mbits COUNTED), admit() queues it in the policy, and
  * retire_onto() takes it out of both, once (mbits DEAD), with the listener
- * call; MAINT-M1..M4 in maint/maintainer.c.
+ * call; MAINT-M1..M4 in maint/maintainer.c. The commonest event, an
+ * overwrite of the same sizes, takes a shorter inlined path
+ * (apply_overwrite) with the same effects.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -220,6 +222,41 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
 	}
 }
 
+/*
+ * The common event, an overwrite that keeps the sizes (REPLACE: a queued, so
+ * counted and live; b met for the first time; the same key and value
+ * lengths and flags, no deadline, no listener to call), applied with what
+ * apply() would do there and nothing else: b counted and put in a's place
+ * in the policy, a retired. The live totals do not move (one entry of the
+ * same charge in, one out). Returns 0, having changed nothing, for any
+ * other event; apply() takes those. Inlined into the ring's loop: about
+ * one event in two is one of these under writes, and the call, the
+ * dispatch and the general path's checks were a fifth of its cost.
+ */
+static inline __attribute__((always_inline)) int apply_overwrite(struct larder__maint *m,
+								  const struct larder__event *ev)
+{
+	struct larder__entry *a = ev->a, *b = ev->b;
+	if (ev->kind != LARDER__EV_REPLACE || !(a->mbits & LARDER__MBITS_QUEUED) ||
+	    (b->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD)) ||
+	    a->key_len != b->key_len || a->value_len != b->value_len)
+		return 0;
+	unsigned flags = larder__entry_flags(a);
+	if (flags != larder__entry_flags(b) || (flags & LARDER__ENTRY_TTL) || m->cache->listener)
+		return 0;
+	size_t bytes = larder__entry_bytes(flags, a->key_len, a->value_len);
+	size_t charge = larder__slab_charge(bytes);
+	larder__slab_note_live(&m->cache->slab, b, bytes);
+	m->ops->replace(m->policy, a, b, charge, charge);
+	b->mbits |= LARDER__MBITS_COUNTED | LARDER__MBITS_QUEUED;
+	a->mbits = (uint8_t)((a->mbits & ~LARDER__MBITS_QUEUED) | LARDER__MBITS_DEAD);
+	larder__maint_bump(m, cause_stat[ev->cause], 1);
+	a->retired_next = m->collect; /* ENTRY-E5: replace() unlinked it */
+	m->collect = a;
+	m->collect_bytes += charge;
+	return 1;
+}
+
 /* The spill chunk the maintainer reads (maint/events.h), or NULL while the
  * owner has made none. */
 static struct larder__spill *spill_at(struct larder__handle *h)
@@ -295,7 +332,8 @@ static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 			apply(m, sp);
 			sp = ++taken != spilled ? spill_next(h) : NULL;
 		}
-		apply(m, ev);
+		if (!apply_overwrite(m, ev))
+			apply(m, ev);
 	}
 	for (; sp; sp = ++taken != spilled ? spill_next(h) : NULL)
 		apply(m, sp);

@@ -69,8 +69,10 @@
  *   MAINT-M2. An entry is freed only after a grace period that began after it was
  *       unlinked, and after every ring was drained following that period.
  *   MAINT-M3. Every entry leaves through retire_sized() (maint/apply.c), or for an
- *       overwrite of a queued entry through its end, retire_unqueued(), exactly once,
- *       with its cause;
+ *       overwrite of a queued entry through its end, retire_unqueued(), or for
+ *       an overwrite of the same sizes with no deadline and no listener
+ *       through apply_overwrite(), which does what those would there,
+ *       exactly once, with its cause;
  *       the listener sees every cause except RELOCATE's internal copies.
  *   MAINT-M4. Evictions stop once live_bytes + wanted <= capacity, so with writers
  *       limited by the budget, used bytes <= capacity + overshoot bound.

@@ -46,12 +46,29 @@
  * Capacity is in the same unit as the sizes given: pass size 1 for every
  * access to count objects, as the reference tables do.
  *
+ * Shards (larder_sim_set_shards): the cache split by key hash into K policy
+ * instances, as docs/shards.md plans for the engine. A key's shard is
+ * hash & (K - 1); each shard's policy is created for 1/K of the capacity
+ * (the remainder spread over the first shards, so the K capacities sum to
+ * the total) and sees only its shard's inserts, hits and replacements. The
+ * byte budget stays one: eviction runs while the total is over capacity,
+ * and takes its victim from a shard whose share is at least the mean
+ * (used_k * K >= used): the shard that just inserted when it qualifies
+ * (its maintainer is the one running), else the largest (the others'
+ * maintainers evict in their own passes; ties go to the lowest index).
+ * A drain of the pass model is every shard's pass at once: the waiting
+ * inserts go to their shards, the hits to theirs, then the largest shards
+ * evict. With K = 1 every step is the unsharded simulator's.
+ *
  * Invariants:
  *   SIM-S1. used == the summed sizes of the map's entries, and after every
  *       access (with LARDER_SIM_PASSES: every drain) used <= capacity (or
  *       the map is empty).
- *   SIM-S2. Every entry in the map is linked in the policy, or waits in
- *       waiting[] (waiting_at != 0), and nothing else is linked.
+ *   SIM-S2. Every entry in the map is linked in its shard's policy, or waits
+ *       in waiting[] (waiting_at != 0), and nothing else is linked.
+ *   SIM-S3. Each shard's used is the summed sizes of the map's entries of
+ *       that shard; the shards' used sum to used and their capacities to
+ *       capacity.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -84,9 +101,22 @@ _Static_assert(offsetof(struct sim_entry, key) == LARDER__ENTRY_HEADER_BYTES,
  * (maint/events.h, larder__events_half_full). */
 #define SIM_PASS_INSERTS (LARDER__EVENT_RING / 2)
 
+/* The shard is chosen from the hash's low 16 bits, which the index leaves
+ * to it (docs/shards.md). */
+#define SIM_MAX_SHARDS 65536u
+
+/* One shard: its own policy instance, sized for its part of the capacity. */
+struct sim_shard {
+	struct larder__policy *policy;
+	uint64_t capacity;
+	uint64_t used;
+};
+
 struct larder_sim {
 	const struct larder__policy_ops *ops;
-	struct larder__policy *policy;
+	struct sim_shard *shards;
+	uint32_t n_shards; /* a power of two */
+	int started;	   /* an access was made: the shards are fixed */
 	uint64_t capacity;
 	uint64_t used;
 	uint64_t seed;
@@ -120,6 +150,11 @@ struct larder_sim {
 static struct sim_entry *of_entry(const struct larder__entry *e)
 {
 	return (struct sim_entry *)(uintptr_t)e;
+}
+
+static struct sim_shard *shard_of(const struct larder_sim *s, const struct sim_entry *se)
+{
+	return &s->shards[se->hash & (s->n_shards - 1)];
 }
 
 static uint64_t host_hash(void *ctx, const struct larder__entry *e)
@@ -227,6 +262,36 @@ static void entry_free(struct larder_sim *s, struct sim_entry *se)
 	s->free_list = se;
 }
 
+static void shards_free(const struct larder__policy_ops *ops, struct sim_shard *sh, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		ops->destroy(sh[k].policy);
+	free(sh);
+}
+
+/* Replaces the shards by n fresh ones (nothing is linked yet); on failure
+ * the old ones stay. */
+static int shards_make(struct larder_sim *s, uint32_t n)
+{
+	struct sim_shard *sh = larder__calloc(n, sizeof *sh);
+	if (!sh)
+		return LARDER_ENOMEM;
+	const struct larder__policy_host host = {host_hash, host_size, NULL, &s->slab.dir};
+	for (uint32_t k = 0; k < n; k++) {
+		sh[k].capacity = s->capacity / n + (k < s->capacity % n);
+		if (s->ops->create(&sh[k].policy, &host, sh[k].capacity, sh[k].capacity) !=
+		    LARDER_OK) {
+			shards_free(s->ops, sh, k);
+			return LARDER_ENOMEM;
+		}
+	}
+	if (s->shards)
+		shards_free(s->ops, s->shards, s->n_shards);
+	s->shards = sh;
+	s->n_shards = n;
+	return LARDER_OK;
+}
+
 int larder_sim_create(larder_sim **out, enum larder_policy policy, uint64_t capacity,
 		      unsigned flags)
 {
@@ -254,9 +319,7 @@ int larder_sim_create(larder_sim **out, enum larder_policy policy, uint64_t capa
 		goto fail_map;
 	if (larder__slab_init(&s->slab) != 0)
 		goto fail_slab;
-	const struct larder__policy_host host = {host_hash, host_size, NULL, &s->slab.dir};
-	int rc = ops->create(&s->policy, &host, capacity, capacity);
-	if (rc != LARDER_OK)
+	if (shards_make(s, 1) != LARDER_OK)
 		goto fail_policy;
 	*out = s;
 	return LARDER_OK;
@@ -268,6 +331,24 @@ fail_map:
 	free(s->ring);
 	free(s);
 	return LARDER_ENOMEM;
+}
+
+int larder_sim_set_shards(larder_sim *s, uint32_t shards)
+{
+	if (!s || s->started || shards == 0 || shards > SIM_MAX_SHARDS ||
+	    (shards & (shards - 1)) || shards > s->capacity)
+		return LARDER_EINVAL;
+	return shards_make(s, shards);
+}
+
+int larder_sim_shard_info(const larder_sim *s, uint32_t shard, uint64_t *capacity,
+			  uint64_t *used)
+{
+	if (!s || !capacity || !used || shard >= s->n_shards)
+		return LARDER_EINVAL;
+	*capacity = s->shards[shard].capacity;
+	*used = s->shards[shard].used;
+	return LARDER_OK;
 }
 
 int larder_sim_set_hit_sampling(larder_sim *s, uint32_t one_in, uint64_t seed)
@@ -295,7 +376,10 @@ int larder_sim_set_hit_ring(larder_sim *s, uint32_t ring_slots, uint32_t drain_e
 	return LARDER_OK;
 }
 
-static void enforce_capacity(struct larder_sim *s);
+/* No shard is preferred: the pass model's drain, where all shards evict. */
+#define SIM_NO_SHARD UINT32_MAX
+
+static void enforce_capacity(struct larder_sim *s, uint32_t prefer);
 
 /*
  * The maintainer's drain: the newest ring_slots hits, to entries still
@@ -307,7 +391,7 @@ static void drain_ring(struct larder_sim *s)
 	for (uint32_t i = 0; i < s->n_waiting; i++) {
 		struct sim_entry *se = s->waiting[i];
 		se->waiting_at = 0;
-		s->ops->insert(s->policy, &se->e, se->hash, se->size);
+		s->ops->insert(shard_of(s, se)->policy, &se->e, se->hash, se->size);
 	}
 	s->n_waiting = 0;
 	uint64_t from = s->ring_from;
@@ -319,14 +403,14 @@ static void drain_ring(struct larder_sim *s)
 			map_find(s, id, larder__hash(s->seed, &id, sizeof id));
 		if (se) {
 			s->hit_events++;
-			s->ops->hit(s->policy, &se->e);
+			s->ops->hit(shard_of(s, se)->policy, &se->e);
 		}
 	}
 	s->ring_from = s->ring_head;
 	s->since_drain = 0;
 	s->epoch++;
 	if (s->flags & LARDER_SIM_PASSES)
-		enforce_capacity(s);
+		enforce_capacity(s, SIM_NO_SHARD);
 }
 
 const char *larder_sim_policy_name(const larder_sim *s)
@@ -350,13 +434,28 @@ static int sample_hit(struct larder_sim *s)
 	return ((s->rng * 0x2545F4914F6CDD1Dull) >> 32) % s->sample_one_in == 0;
 }
 
-static void enforce_capacity(struct larder_sim *s)
+/* The shard that evicts next (the share rule in the header comment): prefer
+ * when its share is at least the mean, else the largest. */
+static struct sim_shard *victim_shard(const struct larder_sim *s, uint32_t prefer)
+{
+	if (prefer != SIM_NO_SHARD && s->shards[prefer].used * s->n_shards >= s->used)
+		return &s->shards[prefer];
+	struct sim_shard *big = &s->shards[0];
+	for (uint32_t k = 1; k < s->n_shards; k++)
+		if (s->shards[k].used > big->used)
+			big = &s->shards[k];
+	return big;
+}
+
+static void enforce_capacity(struct larder_sim *s, uint32_t prefer)
 {
 	while (s->used > s->capacity) {
-		struct larder__entry *e = s->ops->evict(s->policy);
+		struct sim_shard *sh = victim_shard(s, prefer);
+		struct larder__entry *e = s->ops->evict(sh->policy);
 		if (!e)
-			break; /* POLICY-P2: nothing linked; cannot happen while used > 0 */
+			break; /* POLICY-P2: nothing linked; cannot happen while its used > 0 */
 		struct sim_entry *v = of_entry(e);
+		sh->used -= v->size;
 		s->used -= v->size;
 		map_del(s, v);
 		entry_free(s, v);
@@ -375,11 +474,12 @@ static int on_hit(struct larder_sim *s, struct sim_entry *se, uint64_t id, uint6
 			}
 		} else if (sample_hit(s)) {
 			s->hit_events++;
-			s->ops->hit(s->policy, &se->e);
+			s->ops->hit(shard_of(s, se)->policy, &se->e);
 		}
 		return 1;
 	}
 	/* A new size is a put of a new value: replace, as the engine would. */
+	struct sim_shard *sh = shard_of(s, se); /* the same key: the same shard */
 	struct sim_entry *ne = entry_new(s, id, hash, size);
 	if (!ne)
 		return LARDER_ENOMEM;
@@ -394,12 +494,13 @@ static int on_hit(struct larder_sim *s, struct sim_entry *se, uint64_t id, uint6
 		ne->waiting_at = se->waiting_at;
 		s->waiting[se->waiting_at - 1] = ne;
 	} else {
-		s->ops->replace(s->policy, &se->e, &ne->e, se->size, size);
+		s->ops->replace(sh->policy, &se->e, &ne->e, se->size, size);
 	}
 	s->used = s->used - se->size + size;
+	sh->used = sh->used - se->size + size;
 	entry_free(s, se);
 	if (!(s->flags & LARDER_SIM_PASSES))
-		enforce_capacity(s);
+		enforce_capacity(s, (uint32_t)(sh - s->shards));
 	return 1;
 }
 
@@ -407,6 +508,7 @@ int larder_sim_access(larder_sim *s, uint64_t key_id, uint64_t size)
 {
 	if (!s)
 		return LARDER_EINVAL;
+	s->started = 1;
 	if (size == 0)
 		size = 1;
 	if ((s->flags & (LARDER_SIM_HIT_RING | LARDER_SIM_PASSES)) &&
@@ -423,18 +525,9 @@ int larder_sim_access(larder_sim *s, uint64_t key_id, uint64_t size)
 		entry_free(s, se);
 		return LARDER_ENOMEM;
 	}
-#ifdef SIM_EVICT_FIRST
-	while (s->used + size > s->capacity && s->used > 0) {
-		struct larder__entry *e = s->ops->evict(s->policy);
-		if (!e)
-			break;
-		struct sim_entry *v = of_entry(e);
-		s->used -= v->size;
-		map_del(s, v);
-		entry_free(s, v);
-	}
-#endif
+	struct sim_shard *sh = shard_of(s, se);
 	s->used += size;
+	sh->used += size;
 	if (s->flags & LARDER_SIM_PASSES) {
 		s->waiting[s->n_waiting++] = se;
 		se->waiting_at = s->n_waiting;
@@ -442,8 +535,8 @@ int larder_sim_access(larder_sim *s, uint64_t key_id, uint64_t size)
 			drain_ring(s); /* the writer's ring is half full: it wakes the maintainer */
 		return 0;
 	}
-	s->ops->insert(s->policy, &se->e, hash, size);
-	enforce_capacity(s);
+	s->ops->insert(sh->policy, &se->e, hash, size);
+	enforce_capacity(s, (uint32_t)(sh - s->shards));
 	return 0;
 }
 
@@ -451,7 +544,7 @@ void larder_sim_destroy(larder_sim *s)
 {
 	if (!s)
 		return;
-	s->ops->destroy(s->policy);
+	shards_free(s->ops, s->shards, s->n_shards);
 	free(s->map);
 	larder__slab_destroy(&s->slab);
 	free(s->ring);

@@ -3,7 +3,7 @@
  *
  *   larder-sim TRACE... [--policies LIST] [--sizes LIST] [--csv FILE]
  *              [--svg FILE] [--bytes] [--sample N] [--hit-ring D[:SLOTS]]
- *              [--hit-dedup] [--passes D] [--reference TSV]
+ *              [--hit-dedup] [--passes D] [--shards K] [--reference TSV]
  *
  * TRACE is the public traces' text format (docs/policies.md; one "id" or "id size"
  * per line), plain or gzip (zlib's gzopen reads both). Each trace is loaded
@@ -31,6 +31,11 @@
  * inserts wait); alone it delivers
  * hits of linked entries at once, with --hit-ring D[:SLOTS] (the same D)
  * through the ring. exact-lru and belady are unaffected.
+ * --shards K (a power of two, 1 to 65536) splits each of larder's policies
+ * into K instances routed by key hash, each sized for 1/K of the cache,
+ * sharing its one capacity (larder_sim_set_shards, docs/shards.md): what a
+ * cache with K maintainers would do. K = 1 is the unsharded run, exactly;
+ * the yardsticks exact-lru and belady are never sharded.
  *
  * The CSV contract: header trace,policy,cache_size,requests,misses,miss_ratio
  * and one row per cell. Exit status 0, or 1 with a message on stderr.
@@ -373,6 +378,7 @@ struct opts {
 	uint32_t sample;
 	uint32_t ring_drain, ring_slots;
 	uint32_t passes;
+	uint32_t shards; /* 0: unsharded (the same as 1) */
 	int dedup;
 };
 
@@ -391,7 +397,8 @@ static uint64_t run_larder(const struct trace *t, enum larder_policy pol, uint64
 	    (o->ring_drain &&
 	     larder_sim_set_hit_ring(s, o->ring_slots, o->ring_drain) != LARDER_OK) ||
 	    (!o->ring_drain && o->passes &&
-	     larder_sim_set_hit_ring(s, o->passes, o->passes) != LARDER_OK)) {
+	     larder_sim_set_hit_ring(s, o->passes, o->passes) != LARDER_OK) ||
+	    (o->shards && larder_sim_set_shards(s, o->shards) != LARDER_OK)) {
 		larder_sim_destroy(s);
 		return UINT64_MAX;
 	}
@@ -502,9 +509,12 @@ static int make_sizes(const struct opts *o, const struct trace *t, struct cell *
 static void print_table(const struct trace *t, const struct opts *o, const struct cell *cells,
 			int n, char resolved[][32])
 {
-	printf("\n%s: %llu requests, %llu unique objects%s\n", t->name,
-	       (unsigned long long)t->n, (unsigned long long)t->unique,
+	printf("\n%s: %llu requests, %llu unique objects%s", t->name, (unsigned long long)t->n,
+	       (unsigned long long)t->unique,
 	       (o->sample > 1 || o->ring_drain) ? " (hits lossy)" : "");
+	if (o->shards)
+		printf(", larder's policies in %u shards", o->shards);
+	printf("\n");
 	printf("%12s", "cache_size");
 	for (int k = 0; k < o->npol; k++) {
 		char h[64];
@@ -626,7 +636,7 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: larder-sim TRACE... [--policies LIST] [--sizes LIST] [--csv FILE]\n"
 		"                  [--svg FILE] [--bytes] [--sample N] [--hit-ring D[:SLOTS]]\n"
-		"                  [--hit-dedup] [--passes D]\n"
+		"                  [--hit-dedup] [--passes D] [--shards K]\n"
 		"                  [--reference TSV]\n"
 		"  policies: s3fifo lru wtinylfu arc fifo wtinylfu-tuned s3fifo-tuned default\n"
 		"            exact-lru belady\n"
@@ -645,6 +655,11 @@ static int run_trace(const struct trace *t, const struct opts *o, struct panel *
 		return 1;
 	}
 	for (int c = 0; c < n; c++) {
+		if (cells[c].size < o->shards) {
+			char msg[64];
+			snprintf(msg, sizeof msg, "%llu", (unsigned long long)cells[c].size);
+			return fail("cache size smaller than --shards (each shard needs room)", msg);
+		}
 		for (int k = 0; k < o->npol; k++) {
 			int pk = o->pol[k];
 			uint64_t m;
@@ -718,6 +733,13 @@ int main(int argc, char **argv)
 			o.passes = (uint32_t)strtoul(v, NULL, 10), i++;
 			if (o.passes == 0)
 				return usage();
+		} else if (strcmp(a, "--shards") == 0) {
+			char *e;
+			unsigned long k = strtoul(v, &e, 10);
+			i++;
+			if (*e || e == v || k == 0 || k > 65536 || (k & (k - 1)))
+				return fail("--shards must be a power of two from 1 to 65536", v);
+			o.shards = (uint32_t)k;
 		} else if (strcmp(a, "--sample") == 0) {
 			o.sample = (uint32_t)strtoul(v, NULL, 10), i++;
 			if (o.sample == 0)
