@@ -469,6 +469,29 @@ static void big_batch_fn(void *ctx, size_t index, const void *value, size_t valu
 	b->calls++;
 }
 
+/* Names n keys "<prefix><i>" in keybuf, keys and lens, and puts "v<i>" for
+ * each except every skip-th (i % skip == skip - 1), which stays absent.
+ * Returns how many were put. */
+static size_t put_batch_keys(larder *cache, size_t n, const char *prefix, size_t skip,
+			     char (*keybuf)[16], const void **keys, size_t *lens)
+{
+	size_t put = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char v[16];
+		snprintf(keybuf[i], sizeof(keybuf[i]), "%s%zu", prefix, i);
+		keys[i] = keybuf[i];
+		lens[i] = strlen(keybuf[i]);
+		snprintf(v, sizeof(v), "v%zu", i);
+		if (i % skip != skip - 1) {
+			CHECK_RC(larder_put(cache, keys[i], lens[i], v, strlen(v), LARDER_TTL_DEFAULT),
+				 LARDER_OK);
+			put++;
+		}
+	}
+	return put;
+}
+
 static void test_get_batch_large(void)
 {
 	enum { N = 1000 };
@@ -479,16 +502,7 @@ static void test_get_batch_large(void)
 	struct big_batch b = {0, 0, -1};
 
 	REQUIRE(cache != NULL);
-	for (size_t i = 0; i < N; i++) {
-		char v[16];
-		snprintf(keybuf[i], sizeof(keybuf[i]), "key%zu", i);
-		keys[i] = keybuf[i];
-		lens[i] = strlen(keybuf[i]);
-		snprintf(v, sizeof(v), "v%zu", i);
-		if (i % 2 == 0)
-			CHECK_RC(larder_put(cache, keys[i], lens[i], v, strlen(v), LARDER_TTL_DEFAULT),
-				 LARDER_OK);
-	}
+	put_batch_keys(cache, N, "key", 2, keybuf, keys, lens);
 	CHECK_EQ(larder_get_batch(cache, N, keys, lens, big_batch_fn, &b), N / 2);
 	CHECK_EQ(b.calls, N / 2);
 	CHECK_EQ(b.bad, 0);
@@ -523,21 +537,10 @@ static void test_get_batch_displaced(void)
 	static const void *keys[N];
 	static size_t lens[N];
 	struct dense_batch b = {0, 0, 0};
-	size_t present = 0;
+	size_t present;
 
 	REQUIRE(cache != NULL);
-	for (size_t i = 0; i < N; i++) {
-		char v[16];
-		snprintf(keybuf[i], sizeof(keybuf[i]), "dense%zu", i);
-		keys[i] = keybuf[i];
-		lens[i] = strlen(keybuf[i]);
-		snprintf(v, sizeof(v), "v%zu", i);
-		if (i % 4 != 3) { /* every fourth key stays absent */
-			CHECK_RC(larder_put(cache, keys[i], lens[i], v, strlen(v), LARDER_TTL_DEFAULT),
-				 LARDER_OK);
-			present++;
-		}
-	}
+	present = put_batch_keys(cache, N, "dense", 4, keybuf, keys, lens);
 	long found = 0;
 	for (b.first = 0; b.first < N; b.first += BATCH) {
 		long got = larder_get_batch(cache, BATCH, keys + b.first, lens + b.first,
