@@ -555,9 +555,14 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 			larder__table_prefetch(t, hash[i]);
 		}
 		/* A second pass, so that the bucket loads of the whole stride
-		 * overlap instead of stalling one after another. */
+		 * overlap instead of stalling one after another; then the same
+		 * for the keys that may live in the bucket after their home. */
+		size_t beyond[BATCH_STRIDE], nbeyond = 0;
 		for (size_t v = 0; v < nvalid; v++)
-			larder__table_prefetch_entry(t, hash[valid[v]]);
+			if (larder__table_prefetch_entry(t, hash[valid[v]]))
+				beyond[nbeyond++] = valid[v];
+		for (size_t v = 0; v < nbeyond; v++)
+			larder__table_prefetch_beyond(t, hash[beyond[v]]);
 		for (size_t v = 0; v < nvalid; v++) {
 			size_t i = valid[v], k = base + i;
 			struct larder__entry *e = find_live_rcu(c, &op, hash[i], keys[k], key_lens[k]);

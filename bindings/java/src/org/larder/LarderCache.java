@@ -359,14 +359,21 @@ public final class LarderCache<K, V> implements AutoCloseable {
         int keyTable = 0, outTable = 8 * n;
         int pos = 16 * n;
         s.ensure(pos, 0);
+        // Two passes: the sizes first, so that every key's first load (a
+        // cache miss each in a large working set) is independent of the
+        // others and they overlap; the copies then find the keys in cache.
         for (int i = 0; i < n; i++) {
             @SuppressWarnings("unchecked")
-            K key = (K) Objects.requireNonNull(keys[first + i], "key");
-            int len = keySize(key);
+            K key = (K) keys[first + i];
+            s.table.putInt(keyTable + 8 * i + 4, keySize(key));
+        }
+        for (int i = 0; i < n; i++) {
+            @SuppressWarnings("unchecked")
+            K key = (K) keys[first + i];
+            int len = s.table.getInt(keyTable + 8 * i + 4);
             s.ensure((long) pos + len, pos);
             writeKeyAt(s, key, pos, len);
             s.table.putInt(keyTable + 8 * i, pos);
-            s.table.putInt(keyTable + 8 * i + 4, len);
             pos += len;
         }
         int values = Scratch.lineAfter(pos);
