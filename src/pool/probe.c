@@ -146,6 +146,7 @@ struct larder__policy {
 	uint8_t *filter;             /* PROBE-P6: set_mask + 1 bytes, 8 bits per slot */
 	uintptr_t *set;              /* PROBE-P6: the cache's entries whose key is in the sample */
 	uint64_t calls;              /* PROBE-P5 */
+	uint64_t sample_mask;        /* the tuner's: S - 1 */
 	unsigned filter_shift;
 	uint8_t set_lost;    /* an add found no memory: hits are hashed again */
 	uint8_t set_partial; /* the sample grew denser: the set may miss entries (PROBE-P6) */
@@ -193,17 +194,24 @@ static void publish_own(struct larder__policy *p)
 	atomic_store_explicit(&p->setup.out->own_ns, p->own_ns, LARDER__RELAXED);
 }
 
-/* PROBE-P5: the start of a timed call (0: not timed); half-way between two,
- * an empty region is timed instead of nothing. */
-static uint64_t time_begin(struct larder__policy *p)
+/* PROBE-P5: the start of a timed call, or an empty region timed (then 0). */
+static uint64_t time_begin_slow(struct larder__policy *p)
 {
-	unsigned phase = (unsigned)(++p->calls & (TIME_EVERY - 1));
-	if (phase == TIME_EVERY / 2) {
-		uint64_t a = larder__monotonic_ns(), d = larder__monotonic_ns() - a;
-		if (d <= OUTLIER_NS)
-			p->empty_ns += d * TIME_EVERY;
-	}
-	return phase == 0 ? larder__monotonic_ns() : 0;
+	if (!(p->calls & (TIME_EVERY / 2)))
+		return larder__monotonic_ns();
+	uint64_t a = larder__monotonic_ns(), d = larder__monotonic_ns() - a;
+	if (d <= OUTLIER_NS)
+		p->empty_ns += d * TIME_EVERY;
+	return 0;
+}
+
+/* PROBE-P5: the start of a timed call (0: not timed); half-way between two,
+ * an empty region is timed instead. */
+static inline uint64_t time_begin(struct larder__policy *p)
+{
+	if ((++p->calls & (TIME_EVERY / 2 - 1)) != 0)
+		return 0;
+	return time_begin_slow(p);
 }
 
 static void time_end(struct larder__policy *p, uint64_t t0)
@@ -296,6 +304,7 @@ static void tuner_start(struct larder__policy *p, uint64_t every)
 	if (larder__tuner_create(&p->tuner, &p->kind, p->top, every * TARGET_ENTRIES) != 0)
 		p->tuner = NULL; /* no memory: no curve until the next try */
 	p->sample_every = p->tuner ? larder__tuner_sample_every(p->tuner) : every;
+	p->sample_mask = p->sample_every - 1;
 	p->since_rebuild = 0;
 	/* The ghost holds the sample's share of ghost_bytes (its hits count x S). */
 	if (p->has_ghost)
@@ -376,10 +385,11 @@ static void recentre(struct larder__policy *p, uint64_t top)
 	tuner_start(p, every);
 }
 
-/* In the sample (the mini caches' and the ghost's)? Not without a tuner. */
-static int sampled(const struct larder__policy *p, uint64_t hash)
+/* In the sample (the mini caches' and the ghost's)? Not without a tuner.
+ * The tuner's own test, inlined on its mask (larder__tuner_samples). */
+static inline int sampled(const struct larder__policy *p, uint64_t hash)
 {
-	return p->tuner && p->has_ghost && larder__tuner_samples(p->tuner, hash);
+	return p->tuner && p->has_ghost && !(larder__tuner_mix(hash) & p->sample_mask);
 }
 
 /* ---- PROBE-P6: the set of sampled entries (open addressing, backward shift) ---- */
