@@ -1058,6 +1058,7 @@ static void ten_controller_only(const struct lb_config *cfg)
 {
 	unsigned rounds = cfg->rounds ? cfg->rounds : 1;
 	double w[64], prb[64], ctl[64], sim[64], srate[64], rps[64];
+	double cap[64][TEN], wc[64][TEN]; /* each round's split (MiB) and weighted misses per cache */
 	uint64_t best[TEN] = { 0 };
 	printf("\n## Ten caches, the controller alone, %u rounds\n\n| round | weighted misses | "
 	       "requests/s | pool thread %% | mini simulations %% | per-call part %% | "
@@ -1072,8 +1073,22 @@ static void ten_controller_only(const struct lb_config *cfg)
 		sim[r] = out.sim_cpu;
 		srate[r] = out.sampled_rate;
 		rps[r] = (double)TEN_COUNT / out.seconds;
+		for (unsigned i = 0; i < TEN; i++) {
+			cap[r][i] = (double)out.cap[i] / MIB;
+			wc[r][i] = ten_specs[i].cost * (double)out.misses[i];
+		}
 		printf("| %u | %.4g | %.3g | %.3f | %.3f | %.3f | %.0f |\n", r + 1, w[r], rps[r],
 		       100 * ctl[r], 100 * sim[r], 100 * (prb[r] - sim[r]), srate[r]);
+		fflush(stdout);
+	}
+	/* Where each round ended: an outlier round shows which cache it misjudged. */
+	printf("\n| round | capacity per cache at the end, MiB (weighted misses, 10^3), c0 .. c9 |\n"
+	       "|---|---|\n");
+	for (unsigned r = 0; r < rounds && r < 64; r++) {
+		printf("| %u |", r + 1);
+		for (unsigned i = 0; i < TEN; i++)
+			printf(" %.1f (%.0f)", cap[r][i], wc[r][i] / 1e3);
+		printf(" |\n");
 	}
 	double wl, wh;
 	min_max(w, rounds, &wl, &wh);
