@@ -38,7 +38,7 @@
  *
  * The controller (every interval_ms; docs/pool.md has the measurements):
  *   1. For each open cache, a window over its probe's readings (pool/probe.c:
- *      LARDER__PROBE_POINTS mini caches of sizes top x 2^(-2k/3) on a sample
+ *      LARDER__PROBE_POINTS mini caches of sizes top x 2^(-k/3) on a sample
  *      of 1 key in S) with a half-life of HALF_LIFE_S (stretched up to
  *      MAX_HALF_LIFE_S so that it holds about WINDOW_SAMPLES sampled
  *      requests: the probe samples a bounded number a second): mini k's hits per
@@ -488,7 +488,7 @@ static uint64_t point_bytes(const struct larder__pool_member *m, unsigned k)
 }
 
 /* The top to ask the probe for: 4 x target (at most its max, at least
- * 64 KiB), so that the points span target / 6 .. 4 x target. */
+ * 64 KiB), so that the points span target / 8 .. 4 x target. */
 static uint64_t top_for(const struct larder__pool_member *m)
 {
 	uint64_t top = m->target > m->max_bytes / 4 ? m->max_bytes : 4 * m->target;

@@ -67,7 +67,7 @@ int larder__test_pool_set_reach(larder_pool *pool, larder *cache, uint64_t bytes
  * shrinking caches give bytes back. Returns the steps moved. */
 uint64_t larder__test_pool_step(larder_pool *pool);
 /* The size of point k of a curve given through the seam: the cache's max
- * share x 2^(-2k/3) (a probe's points follow its target instead). 0 if cache
+ * share x 2^(-k/3) (a probe's points follow its target instead). 0 if cache
  * is not open in pool. */
 uint64_t larder__test_pool_point_bytes(larder_pool *pool, larder *cache, unsigned k);
 

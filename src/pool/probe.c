@@ -8,10 +8,10 @@
  * that both can be measured against the exact curve (docs/pool.md):
  *   - Mini caches (SHARDS, Waldspurger et al., FAST 2015): the requests of a
  *     hash sample of 1 key in S go through LARDER__PROBE_POINTS mini caches
- *     of the cache's own (base) policy, sized top x 2^(-2k/3) / S; mini k's
- *     hits x S estimate the hits of a full cache of top x 2^(-2k/3). The
+ *     of the cache's own (base) policy, sized top x 2^(-k/3) / S; mini k's
+ *     hits x S estimate the hits of a full cache of top x 2^(-k/3). The
  *     pool sets top to a few times the cache's size (want_top), so that the
- *     points cover its neighbourhood (top/25 .. top) with the same number of
+ *     points cover its neighbourhood (top/32 .. top) with the same number of
  *     sampled keys at any size; when it moves top, the mini caches restart
  *     with S scaled alike (the sample's density per byte is kept).
  *     This is evict/tuner.c in its curve mode: the same code that picks
@@ -132,7 +132,7 @@
 #define RETRY_MASK 0xffffu
 
 const unsigned larder__probe_scale[LARDER__PROBE_POINTS] = {
-	1024, 645, 406, 256, 161, 102, 64, 40,
+	1024, 813, 645, 512, 406, 323, 256, 203, 161, 128, 102, 81, 64, 51, 40, 32,
 };
 
 extern const struct larder__policy_ops larder__policy_s3fifo;
