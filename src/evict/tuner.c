@@ -143,7 +143,7 @@ struct larder__tuner {
 	struct node *free_list;
 	struct larder__slab slab; /* the nodes' entries; freed whole by destroy */
 	struct larder__slab_cursor cursor;
-	uint64_t sample_mask; /* sampled iff mix(hash) & sample_mask == 0 */
+	uint64_t sample_mask; /* sampled iff larder__tuner_mix(hash) & sample_mask == 0 */
 	uint64_t capacity;    /* of each mini cache (for a curve: scale 1024), bytes */
 	uint64_t entries;     /* a mini cache's expected entries */
 	uint64_t max_entries; /* TUNER-T2, TUNER-T3 */
@@ -169,14 +169,6 @@ static size_t host_size(void *ctx, const struct larder__entry *e)
 {
 	(void)ctx;
 	return (size_t)node_of(e)->bytes;
-}
-
-static uint64_t mix(uint64_t h)
-{
-	/* independent of the bits the index, ghosts and sketch favour */
-	h ^= h >> 29;
-	h *= 0xbf58476d1ce4e5b9ull;
-	return h ^ (h >> 32);
 }
 
 static int is_curve(const struct larder__tuner *t)
@@ -262,7 +254,7 @@ void larder__tuner_destroy(struct larder__tuner *t)
 
 static struct node **map_slot(struct larder__tuner *t, uint64_t hash)
 {
-	uint64_t i = mix(hash) >> 20 & t->map_mask;
+	uint64_t i = larder__tuner_mix(hash) >> 20 & t->map_mask;
 	while (t->map[i] && t->map[i]->hash != hash)
 		i = (i + 1) & t->map_mask;
 	return &t->map[i];
@@ -288,14 +280,14 @@ static int map_grow(struct larder__tuner *t)
 /* Backward-shift deletion, as in ghost.c. */
 static void map_del(struct larder__tuner *t, struct node *n)
 {
-	uint64_t i = mix(n->hash) >> 20 & t->map_mask;
+	uint64_t i = larder__tuner_mix(n->hash) >> 20 & t->map_mask;
 	while (t->map[i] != n)
 		i = (i + 1) & t->map_mask;
 	for (uint64_t j = i;;) {
 		j = (j + 1) & t->map_mask;
 		if (!t->map[j])
 			break;
-		uint64_t home = mix(t->map[j]->hash) >> 20 & t->map_mask;
+		uint64_t home = larder__tuner_mix(t->map[j]->hash) >> 20 & t->map_mask;
 		int in_range = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
 		if (!in_range) {
 			t->map[i] = t->map[j];
@@ -397,7 +389,7 @@ static void decide(struct larder__tuner *t)
 
 int larder__tuner_samples(const struct larder__tuner *t, uint64_t hash)
 {
-	return !(mix(hash) & t->sample_mask);
+	return !(larder__tuner_mix(hash) & t->sample_mask);
 }
 
 /* Gives every mini cache `capacity` bytes (its scale of them for a curve),

@@ -52,6 +52,17 @@ struct larder__tuner;
 int larder__tuner_create(struct larder__tuner **out, const struct larder__tuner_kind *kind,
 			 uint64_t capacity_bytes, uint64_t expected_entries);
 void larder__tuner_destroy(struct larder__tuner *t);
+/* The mix of a key's hash whose low bits decide the sample: a key is in a
+ * sample of 1 in S (a power of two) iff mix & (S - 1) is 0. Independent of the
+ * bits the index, ghosts and sketch favour. Inline for the pool's probe,
+ * which tests every insert on the request path. */
+static inline uint64_t larder__tuner_mix(uint64_t h)
+{
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 32);
+}
+
 /* Whether a key is in the sample: only these need larder__tuner_access. */
 int larder__tuner_samples(const struct larder__tuner *t, uint64_t hash);
 /* One request of a key (a miss or a delivered hit of the real cache). */

@@ -79,8 +79,14 @@
  *       (two monotonic clock reads, from the vDSO; the thread's CPU clock is
  *       a system call of ~0.7 us in a VM, longer than what it would time)
  *       and counted TIME_EVERY times, unless it took over OUTLIER_NS (the
- *       thread was preempted: counted 64 times, one preemption would
- *       outweigh thousands of calls). The batch part (PROBE-P7: flushes and
+ *       thread was preempted: counted TIME_EVERY times, one preemption
+ *       would outweigh thousands of calls). The clock reads' own cost is
+ *       taken off by timing, on the same calls, as many empty regions (two
+ *       reads with nothing between, the same outlier rule), whose sum is
+ *       subtracted: a fixed calibration (the fastest of a few pairs) left
+ *       the reads' average excess in every timing, a few ns a call. The
+ *       four clock reads per TIME_EVERY calls are the probe's cost too and
+ *       are counted. The batch part (PROBE-P7: flushes and
  *       restarts of the mini caches, which run outside the timed calls):
  *       the thread's CPU clock around each, its cost shared by a batch;
  *       sim_ns is this part alone. An estimate of what the pool costs its
@@ -111,8 +117,9 @@
 #define MIN_EVERY 64u
 /* PROBE-P6: the sampled-entry set's first size (a power of two). */
 #define SET_MIN_SLOTS 1024u
-/* PROBE-P5: 1 call in TIME_EVERY is timed (a power of two); longer ones are dropped. */
-#define TIME_EVERY 64u
+/* PROBE-P5: 1 call in TIME_EVERY is timed, and 1 empty region (a power of
+ * two, at least 2); longer ones are dropped. */
+#define TIME_EVERY 256u
 #define OUTLIER_NS 50000u
 /* PROBE-P7: sampled requests per flush, the longest a batch waits, the
  * mini caches' sampled requests per second at most, and how often that is
@@ -132,14 +139,24 @@ extern const struct larder__policy_ops larder__policy_s3fifo;
 extern const struct larder__policy_ops larder__policy_wtinylfu;
 
 struct larder__policy {
+	/* What every call reads (PROBE-P4), first: one or two cache lines. */
 	const struct larder__policy_ops *inner_ops;
 	struct larder__policy *inner;
+	struct larder__tuner *tuner; /* NULL while memory is refused */
+	uint8_t *filter;             /* PROBE-P6: set_mask + 1 bytes, 8 bits per slot */
+	uintptr_t *set;              /* PROBE-P6: the cache's entries whose key is in the sample */
+	uint64_t calls;              /* PROBE-P5 */
+	uint64_t sample_mask;        /* the tuner's: S - 1 */
+	unsigned filter_shift;
+	uint8_t set_lost;    /* an add found no memory: hits are hashed again */
+	uint8_t set_partial; /* the sample grew denser: the set may miss entries (PROBE-P6) */
+	uint8_t has_ghost;
+	uint64_t set_mask, set_live;
+	uint64_t filter_stale; /* removals since the filter was rebuilt */
 	struct larder__policy_host host;
 	struct larder__probe_setup setup;
 	struct larder__tuner_kind kind;  /* the tuner keeps a pointer to it */
-	struct larder__tuner *tuner;     /* NULL while memory is refused */
 	struct larder__ghost ghost;
-	int has_ghost;
 	uint64_t base_hits[LARDER__PROBE_POINTS]; /* of rebuilt tuners */
 	uint64_t ghost_hits;
 	uint64_t generation;
@@ -147,7 +164,8 @@ struct larder__policy {
 	uint64_t top;           /* the tuner's top size, bytes */
 	uint64_t sampled_bytes; /* sizes of the sampled requests, summed (this tuner) */
 	uint64_t since_rebuild; /* sampled requests */
-	uint64_t calls, own_ns, sim_ns; /* PROBE-P5 */
+	uint64_t own_ns, sim_ns;    /* PROBE-P5: own_ns as last published */
+	uint64_t call_ns, empty_ns; /* PROBE-P5: the timed calls and empty regions, summed */
 	/* PROBE-P7: sampled requests not yet through the mini caches. */
 	struct {
 		uint64_t hash, bytes;
@@ -157,21 +175,43 @@ struct larder__policy {
 	uint64_t epoch_at, epoch_n;  /* the rate's epoch: its start (0: none), requests */
 	uint64_t rate;               /* sampled requests per second, last epoch (0: unknown) */
 	uint64_t sampled;            /* sampled requests through the mini caches, all tuners */
-	/* PROBE-P6: the cache's entries whose key is in the sample. */
-	uintptr_t *set;
-	uint64_t set_mask, set_live;
-	uint8_t *filter;     /* set_mask + 1 bytes: 8 bits per slot */
-	unsigned filter_shift;
-	uint64_t filter_stale; /* removals since the filter was rebuilt */
-	uint64_t clock_ns;   /* PROBE-P5: what a timed call's two clock reads cost */
-	int set_lost;    /* an add found no memory: hits are hashed again */
-	int set_partial; /* the sample grew denser: the set may miss entries (PROBE-P6) */
 };
 
-/* PROBE-P5: the start of a timed call (0: not timed). */
-static uint64_t time_begin(struct larder__policy *p)
+/* PROBE-P5: the probe's time so far, to the controller. */
+static void publish_own(struct larder__policy *p)
 {
-	return (++p->calls & (TIME_EVERY - 1)) == 0 ? larder__monotonic_ns() : 0;
+	uint64_t calls = p->call_ns > p->empty_ns ? p->call_ns - p->empty_ns : 0;
+	/* The clock reads themselves: four per TIME_EVERY calls, each about half
+	 * an empty region. */
+	calls += 2 * p->empty_ns / TIME_EVERY;
+	/* The difference may fall back by a few ns when an empty region outweighs
+	 * a call: the reading only grows (PROBE-P2), so it waits for the sum to
+	 * pass it again. */
+	if (calls + p->sim_ns <= p->own_ns)
+		return;
+	p->own_ns = calls + p->sim_ns;
+	/* Relaxed: a count (probe.h). */
+	atomic_store_explicit(&p->setup.out->own_ns, p->own_ns, LARDER__RELAXED);
+}
+
+/* PROBE-P5: the start of a timed call, or an empty region timed (then 0). */
+static uint64_t time_begin_slow(struct larder__policy *p)
+{
+	if (!(p->calls & (TIME_EVERY / 2)))
+		return larder__monotonic_ns();
+	uint64_t a = larder__monotonic_ns(), d = larder__monotonic_ns() - a;
+	if (d <= OUTLIER_NS)
+		p->empty_ns += d * TIME_EVERY;
+	return 0;
+}
+
+/* PROBE-P5: the start of a timed call (0: not timed); half-way between two,
+ * an empty region is timed instead. */
+static inline uint64_t time_begin(struct larder__policy *p)
+{
+	if ((++p->calls & (TIME_EVERY / 2 - 1)) != 0)
+		return 0;
+	return time_begin_slow(p);
 }
 
 static void time_end(struct larder__policy *p, uint64_t t0)
@@ -181,10 +221,8 @@ static void time_end(struct larder__policy *p, uint64_t t0)
 	uint64_t d = larder__monotonic_ns() - t0;
 	if (d > OUTLIER_NS)
 		return;
-	d = d > p->clock_ns ? d - p->clock_ns : 0;
-	p->own_ns += d * TIME_EVERY;
-	/* Relaxed: a count (probe.h). */
-	atomic_store_explicit(&p->setup.out->own_ns, p->own_ns, LARDER__RELAXED);
+	p->call_ns += d * TIME_EVERY;
+	publish_own(p);
 }
 
 /* PROBE-P5: the thread's CPU clock, for the batch part. */
@@ -197,13 +235,10 @@ static uint64_t cpu_ns(void)
 
 static void batch_time(struct larder__policy *p, uint64_t t0)
 {
-	uint64_t d = cpu_ns() - t0;
-	p->own_ns += d;
-	p->sim_ns += d;
-	struct larder__probe_readings *out = p->setup.out;
-	/* Relaxed: counts (probe.h). */
-	atomic_store_explicit(&out->own_ns, p->own_ns, LARDER__RELAXED);
-	atomic_store_explicit(&out->sim_ns, p->sim_ns, LARDER__RELAXED);
+	p->sim_ns += cpu_ns() - t0;
+	/* Relaxed: a count (probe.h). */
+	atomic_store_explicit(&p->setup.out->sim_ns, p->sim_ns, LARDER__RELAXED);
+	publish_own(p);
 }
 
 /* The mini caches' policy: the cache's without its own tuner. */
@@ -269,6 +304,7 @@ static void tuner_start(struct larder__policy *p, uint64_t every)
 	if (larder__tuner_create(&p->tuner, &p->kind, p->top, every * TARGET_ENTRIES) != 0)
 		p->tuner = NULL; /* no memory: no curve until the next try */
 	p->sample_every = p->tuner ? larder__tuner_sample_every(p->tuner) : every;
+	p->sample_mask = p->sample_every - 1;
 	p->since_rebuild = 0;
 	/* The ghost holds the sample's share of ghost_bytes (its hits count x S). */
 	if (p->has_ghost)
@@ -349,10 +385,11 @@ static void recentre(struct larder__policy *p, uint64_t top)
 	tuner_start(p, every);
 }
 
-/* In the sample (the mini caches' and the ghost's)? Not without a tuner. */
-static int sampled(const struct larder__policy *p, uint64_t hash)
+/* In the sample (the mini caches' and the ghost's)? Not without a tuner.
+ * The tuner's own test, inlined on its mask (larder__tuner_samples). */
+static inline int sampled(const struct larder__policy *p, uint64_t hash)
 {
-	return p->tuner && p->has_ghost && larder__tuner_samples(p->tuner, hash);
+	return p->tuner && p->has_ghost && !(larder__tuner_mix(hash) & p->sample_mask);
 }
 
 /* ---- PROBE-P6: the set of sampled entries (open addressing, backward shift) ---- */
@@ -388,9 +425,16 @@ static void filter_rebuild(struct larder__policy *p)
 	p->filter_stale = 0;
 }
 
+/* The filter's answer: 0 for most entries outside the set, at the cost of a
+ * byte read (the callers test this before a call into the set). */
+static inline int set_maybe(const struct larder__policy *p, const struct larder__entry *e)
+{
+	return p->set && filter_has(p, e);
+}
+
 static uint64_t set_find(const struct larder__policy *p, const struct larder__entry *e)
 {
-	if (!p->set || !filter_has(p, e))
+	if (!set_maybe(p, e))
 		return UINT64_MAX;
 	for (uint64_t i = set_home(p, e);; i = (i + 1) & p->set_mask) {
 		if (p->set[i] == (uintptr_t)e)
@@ -511,6 +555,8 @@ static void flush(struct larder__policy *p)
 {
 	uint64_t t0 = cpu_ns();
 	apply_pending(p);
+	if (p->set_partial && minis_warm(p))
+		p->set_partial = 0; /* PROBE-P6: the set holds the sampled entries again */
 	publish(p);
 	if (!rate_check(p))
 		resample_if_needed(p);
@@ -543,7 +589,7 @@ static void probe_replace(struct larder__policy *p, struct larder__entry *old,
 			  struct larder__entry *e, size_t old_bytes, size_t bytes)
 {
 	p->inner_ops->replace(p->inner, old, e, old_bytes, bytes);
-	if (set_del(p, old)) /* the same key: in the sample still */
+	if (set_maybe(p, old) && set_del(p, old)) /* the same key: in the sample still */
 		set_add(p, e);
 }
 
@@ -557,9 +603,7 @@ static void probe_hit(struct larder__policy *p, struct larder__entry *e)
 	/* PROBE-P6: only an entry of the set is hashed, unless the set may miss some
 	 * (a denser sample since they came in, or no memory): then every hit is,
 	 * until the mini caches are warm, and those found are added. */
-	int known = set_find(p, e) != UINT64_MAX;
-	if (p->set_partial && minis_warm(p))
-		p->set_partial = 0;
+	int known = set_maybe(p, e) && set_find(p, e) != UINT64_MAX;
 	if (known || p->set_lost || p->set_partial) {
 		uint64_t hash = p->host.hash(p->host.ctx, e);
 		if (sampled(p, hash)) {
@@ -578,13 +622,14 @@ static void probe_hit(struct larder__policy *p, struct larder__entry *e)
 static void probe_remove(struct larder__policy *p, struct larder__entry *e, size_t bytes)
 {
 	p->inner_ops->remove(p->inner, e, bytes);
-	set_del(p, e);
+	if (set_maybe(p, e))
+		set_del(p, e);
 }
 
 static struct larder__entry *probe_evict(struct larder__policy *p)
 {
 	struct larder__entry *v = p->inner_ops->evict(p->inner);
-	if (v && set_del(p, v)) {
+	if (v && set_maybe(p, v) && set_del(p, v)) {
 		uint64_t t0 = time_begin(p);
 		uint64_t hash = p->host.hash(p->host.ctx, v);
 		if (sampled(p, hash)) {
@@ -660,13 +705,6 @@ int larder__probe_wrap(const struct larder__probe_setup *setup,
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 		p->kind.scale[k] = larder__probe_scale[k];
 	p->has_ghost = larder__ghost_init(&p->ghost, 1, 16) == 0;
-	/* PROBE-P5: a timed call's own clock reads are not the probe's work: the
-	 * least of a few back-to-back pairs is taken off each timing. */
-	p->clock_ns = UINT64_MAX;
-	for (unsigned i = 0; i < 16; i++) {
-		uint64_t a = larder__monotonic_ns(), d = larder__monotonic_ns() - a;
-		p->clock_ns = d < p->clock_ns ? d : p->clock_ns;
-	}
 	p->top = setup->top_bytes;
 	tuner_start(p, first_sample_every(p->top));
 	*ops = &probe_ops;

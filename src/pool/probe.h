@@ -14,7 +14,11 @@
 
 /* Points of the curve: sizes top x 2^(-k/3), k = 0..POINTS-1 (top/32 last);
  * the pool picks top around the cache's size (want_top) and the probe
- * follows, restarting its mini caches. */
+ * follows, restarting its mini caches. Each point is a mini cache that every
+ * sampled request goes through, so the points are most of the probe's cost;
+ * but 8 points a factor 1.59 apart priced the bytes past a working set's
+ * cliff too high (the phases' heavy cache took the whole pool and the
+ * settling went from 2-3 s to 8-9 s: docs/pool.md), so there are 16. */
 #define LARDER__PROBE_POINTS 16
 
 /* Point k's size in 1/1024 of the top size (larder__probe_scale[0] == 1024). */

@@ -38,6 +38,9 @@
  *               default set), with their cost round by round;
  *   phases-controller  the controller's run of `phases` alone (not in the
  *               default set): its per-phase figures and settling, no charts;
+ *   phases-rounds  the controller and the fixed 50/50 split of `phases`,
+ *               --rounds rounds (not in the default set): reads and misses
+ *               per read against the fixed split, settling; medians;
  *   shift       the ten caches under the controller, then one cache's
  *               working set grows 4x: how long until its capacity settles
  *               and its hit ratio recovers; SVG chart.
@@ -686,6 +689,90 @@ static void phases_part(const struct lb_config *cfg, unsigned unit_ms, int contr
 		free(res[i]);
 }
 
+/* A run's misses per read over all phases. */
+static double ph_miss_ratio(const struct ph_result *res)
+{
+	const struct ph_sample *e = &res->s[res->n - 1];
+	double miss = e->misses[0] + e->misses[1], all = miss + e->hits[0] + e->hits[1];
+	return all > 0 ? miss / all : 0;
+}
+
+static void min_max(const double *v, unsigned n, double *lo, double *hi)
+{
+	*lo = *hi = v[0];
+	for (unsigned i = 1; i < n; i++) {
+		*lo = v[i] < *lo ? v[i] : *lo;
+		*hi = v[i] > *hi ? v[i] : *hi;
+	}
+}
+
+/* `phases-rounds`: the controller and the fixed 50/50 split, one after the
+ * other in each of --rounds rounds (the static sweep left out, so that
+ * several rounds fit): reads and misses per read, their ratios, and the
+ * controller's settling in the heavy phases; medians and min..max. */
+static void phases_rounds(const struct lb_config *cfg, unsigned unit_ms)
+{
+	unsigned rounds = cfg->rounds ? cfg->rounds : 1;
+	rounds = rounds > 64 ? 64 : rounds;
+	double ratio[64], miss_ratio[64], settle_max[64], settle_med[64], rev[64];
+	struct ph_result *ctl = calloc(1, sizeof *ctl), *fix = calloc(1, sizeof *fix);
+	if (!ctl || !fix) {
+		free(ctl);
+		free(fix);
+		return;
+	}
+	ctl->split = -1;
+	ctl->name = "controller";
+	fix->split = 0.5;
+	fix->name = "static 50/50";
+	printf("\n## Phases, the controller against the fixed 50/50 split, %u rounds (unit %u ms)"
+	       "\n\n| round | reads, controller | reads, 50/50 | / 50/50 | misses per read, "
+	       "controller | misses per read, 50/50 | / 50/50 | settled in heavy phases (s), "
+	       "median / max | reversals after settling | mean wait per miss |\n"
+	       "|---|---|---|---|---|---|---|---|---|---|\n", rounds, unit_ms);
+	for (unsigned r = 0; r < rounds; r++) {
+		ctl->wait_ns = ctl->waits = fix->wait_ns = fix->waits = 0;
+		if (ph_one(cfg, unit_ms, ctl) != 0 || ph_one(cfg, unit_ms, fix) != 0)
+			break;
+		double st[PH_PHASES];
+		unsigned n_heavy = 0, rv = 0;
+		for (size_t p = 0; p < PH_PHASES; p++) {
+			double settled;
+			unsigned rev_p;
+			ph_settle(ctl, p, unit_ms, (double)(PH_BUDGET / 256), &settled, &rev_p);
+			rv += rev_p;
+			if (phases[p].to_cache0 != 0.5)
+				st[n_heavy++] = settled;
+		}
+		ratio[r] = ctl->ops / fix->ops;
+		double mc = ph_miss_ratio(ctl), mf = ph_miss_ratio(fix);
+		miss_ratio[r] = mf > 0 ? mc / mf : 0;
+		double lo, hi;
+		min_max(st, n_heavy, &lo, &hi);
+		settle_max[r] = hi;
+		settle_med[r] = lb_median(st, n_heavy);
+		rev[r] = rv;
+		printf("| %u | %.3g | %.3g | %.2fx | %.3f | %.3f | %.2fx | %.2f / %.2f | %u | "
+		       "%.0f / %.0f us |\n", r + 1, ctl->ops, fix->ops, ratio[r], mc, mf,
+		       miss_ratio[r], settle_med[r], settle_max[r], rv,
+		       ctl->waits > 0 ? ctl->wait_ns / ctl->waits / 1000 : 0,
+		       fix->waits > 0 ? fix->wait_ns / fix->waits / 1000 : 0);
+		fflush(stdout);
+	}
+	double lo[4], hi[4];
+	min_max(ratio, rounds, &lo[0], &hi[0]);
+	min_max(miss_ratio, rounds, &lo[1], &hi[1]);
+	min_max(settle_max, rounds, &lo[2], &hi[2]);
+	min_max(rev, rounds, &lo[3], &hi[3]);
+	printf("\nphases (unit %u ms), medians of %u rounds: reads %.2fx the fixed split's "
+	       "(%.2f..%.2f), misses per read %.2fx (%.2f..%.2f), slowest heavy phase settled after "
+	       "%.2f s (%.2f..%.2f), reversals after settling %.0f (%.0f..%.0f)\n", unit_ms, rounds,
+	       lb_median(ratio, rounds), lo[0], hi[0], lb_median(miss_ratio, rounds), lo[1], hi[1],
+	       lb_median(settle_max, rounds), lo[2], hi[2], lb_median(rev, rounds), lo[3], hi[3]);
+	free(ctl);
+	free(fix);
+}
+
 /* ---- ten caches ------------------------------------------------------------------ */
 
 #define TEN 10u
@@ -971,6 +1058,7 @@ static void ten_controller_only(const struct lb_config *cfg)
 {
 	unsigned rounds = cfg->rounds ? cfg->rounds : 1;
 	double w[64], prb[64], ctl[64], sim[64], srate[64], rps[64];
+	double cap[64][TEN], wc[64][TEN]; /* each round's split (MiB) and weighted misses per cache */
 	uint64_t best[TEN] = { 0 };
 	printf("\n## Ten caches, the controller alone, %u rounds\n\n| round | weighted misses | "
 	       "requests/s | pool thread %% | mini simulations %% | per-call part %% | "
@@ -985,14 +1073,25 @@ static void ten_controller_only(const struct lb_config *cfg)
 		sim[r] = out.sim_cpu;
 		srate[r] = out.sampled_rate;
 		rps[r] = (double)TEN_COUNT / out.seconds;
+		for (unsigned i = 0; i < TEN; i++) {
+			cap[r][i] = (double)out.cap[i] / MIB;
+			wc[r][i] = ten_specs[i].cost * (double)out.misses[i];
+		}
 		printf("| %u | %.4g | %.3g | %.3f | %.3f | %.3f | %.0f |\n", r + 1, w[r], rps[r],
 		       100 * ctl[r], 100 * sim[r], 100 * (prb[r] - sim[r]), srate[r]);
+		fflush(stdout);
 	}
-	double wl = w[0], wh = w[0];
-	for (unsigned r = 1; r < rounds; r++) {
-		wl = w[r] < wl ? w[r] : wl;
-		wh = w[r] > wh ? w[r] : wh;
+	/* Where each round ended: an outlier round shows which cache it misjudged. */
+	printf("\n| round | capacity per cache at the end, MiB (weighted misses, 10^3), c0 .. c9 |\n"
+	       "|---|---|\n");
+	for (unsigned r = 0; r < rounds && r < 64; r++) {
+		printf("| %u |", r + 1);
+		for (unsigned i = 0; i < TEN; i++)
+			printf(" %.1f (%.0f)", cap[r][i], wc[r][i] / 1e3);
+		printf(" |\n");
 	}
+	double wl, wh;
+	min_max(w, rounds, &wl, &wh);
 	printf("\ncontroller: weighted misses %.4g (%.4g..%.4g), medians: %.3g requests/s, pool "
 	       "thread %.3f%%, mini simulations %.3f%%, probes in all %.3f%% of a core\n",
 	       lb_median(w, rounds), wl, wh, lb_median(rps, rounds), 100 * lb_median(ctl, rounds),
@@ -1147,6 +1246,8 @@ int lb_budget_run(const struct lb_config *cfg)
 		phases_part(cfg, unit_ms, 0);
 	if (parts && *parts && has_part(parts, "phases-controller"))
 		phases_part(cfg, unit_ms, 1);
+	if (parts && *parts && has_part(parts, "phases-rounds"))
+		phases_rounds(cfg, unit_ms);
 	if (has_part(parts, "ten") || has_part(parts, "shift"))
 		ten_part(cfg, has_part(parts, "shift"), has_part(parts, "ten"));
 	if (parts && *parts && has_part(parts, "ten-controller"))
