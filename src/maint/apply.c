@@ -11,7 +11,7 @@
  * retire_onto() takes it out of both, once (mbits DEAD), with the listener
  * call; MAINT-M1..M4 in maint/maintainer.c. The commonest event, an
  * overwrite of the same sizes, takes a shorter inlined path
- * (apply_overwrite) with the same effects.
+ * (apply_overwrite, from the ring or the spill) with the same effects.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -257,6 +257,15 @@ static inline __attribute__((always_inline)) int apply_overwrite(struct larder__
 	return 1;
 }
 
+/* One event, the ring's or the spill's: a spilled overwrite (a writer whose
+ * maintainer lagged) takes the short path too. */
+static inline __attribute__((always_inline)) void apply_event(struct larder__maint *m,
+							      const struct larder__event *ev)
+{
+	if (!apply_overwrite(m, ev))
+		apply(m, ev);
+}
+
 /* The spill chunk the maintainer reads (maint/events.h), or NULL while the
  * owner has made none. */
 static struct larder__spill *spill_at(struct larder__handle *h)
@@ -329,14 +338,13 @@ static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 	for (uint64_t i = tail; i != head; i++) {
 		const struct larder__event *ev = &h->ev[i % LARDER__EVENT_RING];
 		while (sp && (int32_t)(sp->seq - ev->seq) < 0) {
-			apply(m, sp);
+			apply_event(m, sp);
 			sp = ++taken != spilled ? spill_next(h) : NULL;
 		}
-		if (!apply_overwrite(m, ev))
-			apply(m, ev);
+		apply_event(m, ev);
 	}
 	for (; sp; sp = ++taken != spilled ? spill_next(h) : NULL)
-		apply(m, sp);
+		apply_event(m, sp);
 	if (head != tail) /* R-EVT: release; we are done reading those slots. */
 		atomic_store_explicit(&h->ev_tail, head, LARDER__RELEASE);
 	/* Relaxed: our own count, which the owner reads for its bound only. */
