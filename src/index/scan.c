@@ -53,7 +53,7 @@ static int scan_one(struct larder__table *t, uint64_t lo, uint64_t hi, larder__e
 	prefetch_entries(&t->buckets[i]);
 	for (uint64_t scanned = 0; scanned < n; scanned++) {
 		struct larder__bucket *b = &t->buckets[i];
-		prefetch_entries(&t->buckets[i == t->last ? 0 : i + 1]);
+		prefetch_entries(&t->buckets[larder__table_after(t, i)]);
 		/* A-CTL: the overflow count; its increments precede R-SLOT. */
 		uint64_t ctl = atomic_load_explicit(&b->ctl, LARDER__ACQUIRE);
 		for (unsigned s = 0; s < LARDER__BUCKET_SLOTS; s++) {
@@ -72,7 +72,7 @@ static int scan_one(struct larder__table *t, uint64_t lo, uint64_t hi, larder__e
 		}
 		if (scanned + 1 >= run && (ctl >> 32) == 0)
 			break;
-		i = i == t->last ? 0 : i + 1;
+		i = larder__table_after(t, i);
 	}
 	return 0;
 }

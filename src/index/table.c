@@ -43,7 +43,7 @@ int larder__key_equals_other(const unsigned char *a, const unsigned char *b, siz
 
 static inline struct larder__bucket *bucket_after(struct larder__table *t, struct larder__bucket *b)
 {
-	return (uint64_t)(b - t->buckets) == t->last ? t->buckets : b + 1;
+	return &t->buckets[larder__table_after(t, (uint64_t)(b - t->buckets))];
 }
 
 uint64_t larder__table_lookup_slow_rcu(struct larder__table *t, uint64_t hash, const void *key,

@@ -903,7 +903,7 @@ void larder__slab_keep_trim(struct larder__slab *s, int all)
 		 * without the live counts, which dropped when it was kept. */
 		slot_release(pg, p);
 		slot_bit_set(pg, p);
-		page_bits_freed(s, pg, atomic_load_explicit(&pg->live, LARDER__RELAXED));
+		page_bits_freed(s, pg, atomic_load_explicit(&pg->live, LARDER__RELAXED)); /* ours */
 	}
 }
 
