@@ -3,9 +3,9 @@
  *
  * A run opens one cache with a configuration drawn from a seed (policy,
  * expiry mode, default TTL, tiny or large capacity, key and value limits,
- * write wait, index size), then applies a sequence of operations drawn from
- * the same seed to the cache and to a reference model at once, on one
- * thread, with an injected clock. Every result is compared with the model's
+ * write wait, index size, compression and its dictionary), then applies a
+ * sequence of operations drawn from the same seed to the cache and to a
+ * reference model at once, on one thread, with an injected clock. Every result is compared with the model's
  * prediction at once; at sync points (the quiesce seam) the removal
  * listener's reports, the counters and a full walk of the index are too.
  *
@@ -24,7 +24,11 @@
  *     deadline, and so on), and every value due by the clock must have been
  *     reported EXPIRED by the timing wheel;
  *   - LARDER_EBUSY is accepted only from a write that may not wait (write
- *     wait 0) in a cache that can be full.
+ *     wait 0) in a cache that can be full;
+ *   - a compressing cache charges an entry its stored size, which the model
+ *     does not compute: a compressible value whose raw entry is over the
+ *     entry limit may be stored (it compressed enough) or refused with
+ *     LARDER_EVALSIZE (it did not), and nothing else.
  * Anything else that differs is a failure: the sequence is shrunk to a
  * minimal one that still fails and printed as a C program (model_repro.c).
  *
@@ -44,6 +48,7 @@
 #define MK_BATCH 8     /* keys per get_batch */
 #define MK_KEY_MAX 300 /* longest key bytes the tester builds */
 #define MK_T0 1000000u /* the injected clock's start */
+#define MK_DICT_BYTES 1024/* a LARDER_DICTIONARY_GIVEN run's dictionary */
 
 enum mop_kind {
 	MOP_PUT,
@@ -64,6 +69,7 @@ enum mop_kind {
 	MOP_CLOCK, /* arg: the new clock time */
 	MOP_SYNC,  /* quiesce, then check reports, counters and the index */
 	MOP_PEEK,  /* larder_peek: a get that counts nothing and extends nothing */
+	MOP_ITER,  /* a whole walk with larder_iter_open/next/close */
 	MOP_KINDS
 };
 
@@ -76,7 +82,7 @@ enum mop_fault {
 	MF_LONG_KEY = 1 << 3,    /* max_key_bytes + 1 */
 	MF_NULL_VALUE = 1 << 4,  /* value NULL with length > 0 */
 	MF_LONG_VALUE = 1 << 5,  /* max_value_bytes + 1 */
-	MF_NULL_OUT = 1 << 6,    /* value_len, ttl_ms or fn NULL */
+	MF_NULL_OUT = 1 << 6,    /* value_len, ttl_ms or fn NULL (iter: one next without fn) */
 	MF_NULL_BUF = 1 << 7,    /* get: buf NULL with buf_len > 0 */
 	MF_NULL_EXPECT = 1 << 8, /* expected NULL with length > 0 */
 	MF_NULL_ARRAY = 1 << 9,  /* get_batch: keys or key_lens NULL */
@@ -111,6 +117,9 @@ struct mcfg {
 	uint64_t write_wait_ms;
 	uint64_t expected_entries;
 	int backwards; /* the clock may step back */
+	size_t compress_min; /* larder_config_set_compression; 0 = off */
+	unsigned compress_saving;
+	enum larder_dictionary dictionary; /* used when compress_min > 0 */
 };
 
 /* What went wrong, for the report and the shrinker. */
@@ -126,9 +135,13 @@ void mk_ops(const struct mcfg *cfg, uint64_t seed, struct mop *ops, size_t n);
 /* The bytes of key i of a run whose keys are at most max_key long (its
  * length in *len); long keys are max_key + 1 bytes. */
 const unsigned char *mk_key(size_t max_key, unsigned i, int long_key, size_t *len);
+/* A value's byte i. A seed with its low two bits clear repeats a 16-byte
+ * pattern drawn from the seed, so that a compressing cache stores such
+ * values compressed; every other seed gives noise, which stays raw. */
 static inline unsigned char mk_value_byte(uint32_t seed, size_t i)
 {
-	uint32_t x = seed * 2654435761u + (uint32_t)i * 40503u;
+	uint32_t j = (seed & 3) == 0 ? (uint32_t)(i & 15) : (uint32_t)i;
+	uint32_t x = seed * 2654435761u + j * 40503u;
 	return (unsigned char)(x ^ (x >> 13) ^ (x >> 21));
 }
 const char *mk_kind_name(unsigned kind);

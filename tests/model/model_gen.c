@@ -5,8 +5,9 @@
  * The mix leans on what finds bugs: few keys (24), so operations meet each
  * other's entries; TTLs near the clock's steps, and clock moves that land
  * exactly on a key's deadline or one ms before; values around the entry
- * limit of a tiny cache; a bad argument in about one call in twelve, often
- * two at once (error precedence); a sync point every few dozen operations.
+ * limit of a tiny cache, a quarter of them compressible (for the caches
+ * that compress); a bad argument in about one call in twelve, often two at
+ * once (error precedence); a sync point every few dozen operations.
  */
 #include <stdlib.h>
 
@@ -31,7 +32,7 @@ const char *mk_kind_name(unsigned kind)
 		"put",	 "put_if_absent",  "replace",	   "replace_if_equals", "remove",
 		"remove_if_equals", "touch", "get",	   "get_with",	       "get_batch",
 		"contains", "ttl_remaining", "clear",	   "set_capacity",     "stats",
-		"clock", "sync",	 "peek",
+		"clock", "sync",	 "peek", "iter",
 	};
 	return kind < MOP_KINDS ? names[kind] : "?";
 }
@@ -56,6 +57,15 @@ void mk_config(struct mcfg *cfg, uint64_t seed)
 	static const uint64_t expected[] = { 0, 16, 4096, 100000 };
 	cfg->expected_entries = expected[th_rng_below(&r, TH_COUNT(expected))];
 	cfg->backwards = th_rng_below(&r, 6) == 0;
+	/* Drawn last, so that every earlier field keeps its value for a seed. */
+	static const size_t compress_mins[] = { 0, 0, 0, 0, 1, 16, 100 };
+	static const unsigned savings[] = { 0, 10, 50 };
+	static const enum larder_dictionary dictionaries[] = {
+		LARDER_DICTIONARY_NONE, LARDER_DICTIONARY_TRAIN, LARDER_DICTIONARY_GIVEN
+	};
+	cfg->compress_min = compress_mins[th_rng_below(&r, TH_COUNT(compress_mins))];
+	cfg->compress_saving = savings[th_rng_below(&r, TH_COUNT(savings))];
+	cfg->dictionary = dictionaries[th_rng_below(&r, TH_COUNT(dictionaries))];
 }
 
 const unsigned char *mk_key(size_t max_key, unsigned i, int long_key, size_t *len)
@@ -125,7 +135,7 @@ static uint16_t pick_faults(struct th_rng *r, unsigned kind)
 				f |= th_rng_below(r, 2) ? MF_NULL_VALUE : MF_LONG_VALUE;
 			else if (kind == MOP_GET || kind == MOP_PEEK)
 				f |= th_rng_below(r, 2) ? MF_NULL_OUT : MF_NULL_BUF;
-			else if (kind == MOP_GET_WITH || kind == MOP_TTL_REMAINING)
+			else if (kind == MOP_GET_WITH || kind == MOP_TTL_REMAINING || kind == MOP_ITER)
 				f |= MF_NULL_OUT;
 			else if (kind == MOP_GET_BATCH)
 				f |= th_rng_below(r, 2) ? MF_NULL_OUT : MF_NULL_ARRAY;
@@ -138,6 +148,8 @@ static uint16_t pick_faults(struct th_rng *r, unsigned kind)
 	}
 	if (kind == MOP_GET_BATCH) /* only the cache, the arrays and fn are checked */
 		f &= MF_NULL_CACHE | MF_NULL_OUT | MF_NULL_ARRAY;
+	if (kind == MOP_ITER) /* only the cache and fn */
+		f &= MF_NULL_CACHE | MF_NULL_OUT;
 	return f;
 }
 
@@ -149,12 +161,13 @@ void mk_ops(const struct mcfg *cfg, uint64_t seed, struct mop *ops, size_t n)
 	static const struct {
 		unsigned kind, weight;
 	} mix[] = {
-		{ MOP_PUT, 150 },	   { MOP_PUT_IF_ABSENT, 40 }, { MOP_REPLACE, 40 },
+		{ MOP_PUT, 140 },	   { MOP_PUT_IF_ABSENT, 40 }, { MOP_REPLACE, 40 },
 		{ MOP_REPLACE_IF_EQUALS, 50 }, { MOP_REMOVE, 40 },	{ MOP_REMOVE_IF_EQUALS, 30 },
 		{ MOP_TOUCH, 60 },	   { MOP_GET, 100 },	      { MOP_GET_WITH, 60 },
 		{ MOP_GET_BATCH, 50 },	   { MOP_CONTAINS, 50 },      { MOP_TTL_REMAINING, 60 },
 		{ MOP_CLEAR, 6 },	   { MOP_SET_CAPACITY, 12 },  { MOP_STATS, 10 },
 		{ MOP_CLOCK, 200 },	   { MOP_SYNC, 22 },	      { MOP_PEEK, 20 },
+		{ MOP_ITER, 10 },
 	};
 	for (size_t i = 0; i < n; i++) {
 		struct mop *o = &ops[i];

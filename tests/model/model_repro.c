@@ -261,6 +261,18 @@ static void print_op(FILE *out, const struct mcfg *cfg, const struct mop *o, siz
 			(o->faults & MF_NULL_ARRAY) && !(o->vseed & 1) ? "NULL" : "lens",
 			(o->faults & MF_NULL_OUT) ? "NULL" : "on_batch");
 		break;
+	case MOP_ITER:
+		fprintf(out, "\t{\n\t\tlarder_iter *it = NULL;\n\t\tint n = 0;\n"
+			     "\t\trc = larder_iter_open(%s, &it);\n", cache);
+		if (o->faults & MF_NULL_OUT)
+			fputs("\t\tif (it)\n\t\t\tprintf(\"  next without fn: %d\\n\", "
+			      "larder_iter_next(it, NULL, NULL));\n",
+			      out);
+		fputs("\t\twhile (it && larder_iter_next(it, on_entry, NULL) == LARDER_OK)\n"
+		      "\t\t\tn++;\n\t\tlarder_iter_close(it);\n\t\tif (rc == LARDER_OK)\n"
+		      "\t\t\trc = n;\n\t}\n",
+		      out);
+		break;
 	case MOP_CLEAR:
 		fprintf(out, "\trc = larder_clear(%s);\n", cache);
 		break;
@@ -282,6 +294,23 @@ static void print_op(FILE *out, const struct mcfg *cfg, const struct mop *o, siz
 		t->rc);
 }
 
+/* The compression setters of a compressing run, inside the config's chain
+ * (a given dictionary comes from dictionary(), printed before main() as
+ * model_run.c's dictionary_sample builds it). */
+static void print_compression(FILE *out, const struct mcfg *cfg)
+{
+	static const char *const modes[] = { "LARDER_DICTIONARY_TRAIN", "LARDER_DICTIONARY_GIVEN",
+					     "LARDER_DICTIONARY_NONE" };
+	int given = cfg->dictionary == LARDER_DICTIONARY_GIVEN;
+	if (cfg->compress_min == 0)
+		return;
+	fprintf(out,
+		"\t    larder_config_set_compression(cfg, %zu, %u) != LARDER_OK ||\n"
+		"\t    larder_config_set_compression_dictionary(cfg, %s, %s, %d) != LARDER_OK ||\n",
+		cfg->compress_min, cfg->compress_saving, modes[cfg->dictionary],
+		given ? "dictionary()" : "NULL", given ? MK_DICT_BYTES : 0);
+}
+
 void mk_print_repro(FILE *out, const struct mcfg *cfg, const struct mop *ops, size_t n,
 		    const struct mfail *f)
 {
@@ -293,7 +322,7 @@ void mk_print_repro(FILE *out, const struct mcfg *cfg, const struct mop *ops, si
 	fprintf(out, "/*\n * larder model reproducer (tests/model), seed %#" PRIx64 ", %zu operations.\n",
 		cfg->seed, n);
 	fprintf(out, " * Failure: %s\n * at operation %ld.\n", f->what, f->op);
-	fputs(" * Build: cc -std=c11 -Iinclude repro.c build/default/liblarder.a -lxxhash -lpthread\n"
+	fputs(" * Build: cc -std=c11 -Iinclude repro.c build/default/liblarder.a -lxxhash -llz4 -lzstd -lpthread\n"
 	      " */\n",
 	      out);
 	fputs("#include <inttypes.h>\n#include <stdio.h>\n#include <string.h>\n\n#include \"larder.h\"\n\n"
@@ -303,21 +332,33 @@ void mk_print_repro(FILE *out, const struct mcfg *cfg, const struct mop *ops, si
 	      "static unsigned char buf[(1u << 20) + 64];\n\n"
 	      "static uint64_t clock_fn(void *ctx)\n{\n\t(void)ctx;\n\treturn now;\n}\n\n"
 	      "static unsigned char value_byte(uint32_t seed, size_t i)\n{\n"
-	      "\tuint32_t x = seed * 2654435761u + (uint32_t)i * 40503u;\n"
+	      "\tuint32_t j = (seed & 3) == 0 ? (uint32_t)(i & 15) : (uint32_t)i;\n"
+	      "\tuint32_t x = seed * 2654435761u + j * 40503u;\n"
 	      "\treturn (unsigned char)(x ^ (x >> 13) ^ (x >> 21));\n}\n\n"
 	      "static const void *fill(unsigned char *b, uint32_t seed, size_t n)\n{\n"
 	      "\tfor (size_t i = 0; i < n; i++)\n\t\tb[i] = value_byte(seed, i);\n\treturn b;\n}\n"
 	      "#define val(seed, n) fill(value_buf, (seed), (n))\n"
 	      "#define val2(seed, n) fill(value_buf2, (seed), (n))\n\n"
-	      "static void on_value(void *ctx, const void *v, size_t n)\n{\n"
+	      	      "static void on_value(void *ctx, const void *v, size_t n)\n{\n"
 	      "\t(void)ctx;\n\t(void)v;\n\tprintf(\"  read %zu bytes\\n\", n);\n}\n\n"
 	      "static void on_batch(void *ctx, size_t i, const void *v, size_t n)\n{\n"
 	      "\t(void)ctx;\n\t(void)v;\n\tprintf(\"  batch key %zu: %zu bytes\\n\", i, n);\n}\n\n"
+	      "static void on_entry(void *ctx, const void *k, size_t kl, const void *v, size_t vl,\n"
+	      "\t\t     uint64_t ttl, uint64_t bytes)\n{\n\t(void)ctx;\n\t(void)k;\n\t(void)v;\n"
+	      "\tprintf(\"  walk: key of %zu bytes, value of %zu bytes, TTL %\" PRIu64 \", %\" PRIu64\n"
+	      "\t       \" entry bytes\\n\", kl, vl, ttl, bytes);\n}\n\n"
 	      "static void listener(void *ctx, const void *k, size_t kl, const void *v, size_t vl,\n"
 	      "\t\t     enum larder_cause cause)\n{\n\t(void)ctx;\n\t(void)k;\n\t(void)v;\n"
 	      "\tprintf(\"  listener: key of %zu bytes, value of %zu bytes, %s\\n\", kl, vl,\n"
 	      "\t       larder_cause_name(cause));\n}\n\n",
 	      out);
+	if (cfg->compress_min > 0 && cfg->dictionary == LARDER_DICTIONARY_GIVEN)
+		fprintf(out,
+			"static const void *dictionary(void)\n{\n"
+			"\tstatic unsigned char d[%d];\n"
+			"\tfor (size_t i = 0; i < sizeof(d); i++)\n"
+			"\t\td[i] = value_byte((uint32_t)(i / 64) << 2, i);\n\treturn d;\n}\n\n",
+			MK_DICT_BYTES);
 	fputs("int main(void)\n{\n\tlarder_config *cfg;\n\tlarder *c;\n\tint rc;\n\tsize_t len = 0;\n"
 	      "\tuint64_t ttl = 0, stats[LARDER_STAT_COUNT];\n\n"
 	      "\t(void)len;\n\t(void)ttl;\n\t(void)stats;\n\t(void)buf;\n",
@@ -334,14 +375,16 @@ void mk_print_repro(FILE *out, const struct mcfg *cfg, const struct mop *ops, si
 		"\t    larder_config_set_write_wait_ms(cfg, %" PRIu64 "u) != LARDER_OK ||\n"
 		"\t    larder_config_set_expected_entries(cfg, %" PRIu64 "u) != LARDER_OK ||\n"
 		"\t    larder_config_set_clock(cfg, clock_fn, NULL) != LARDER_OK ||\n"
-		"\t    larder_config_set_removal_listener(cfg, listener, NULL) != LARDER_OK ||\n"
-		"\t    larder_open(&c, cfg) != LARDER_OK)\n\t\treturn 1;\n"
-		"\tlarder_config_destroy(cfg);\n\n",
+		"\t    larder_config_set_removal_listener(cfg, listener, NULL) != LARDER_OK ||\n",
 		cfg->capacity, cfg->seed, mk_policy_name(cfg->policy),
 		cfg->expiry == LARDER_EXPIRE_AFTER_ACCESS ? "LARDER_EXPIRE_AFTER_ACCESS"
 							  : "LARDER_EXPIRE_AFTER_WRITE",
 		cfg->default_ttl, cfg->max_key, cfg->max_value, cfg->write_wait_ms,
 		cfg->expected_entries);
+	print_compression(out, cfg);
+	fputs("\t    larder_open(&c, cfg) != LARDER_OK)\n\t\treturn 1;\n"
+	      "\tlarder_config_destroy(cfg);\n\n",
+	      out);
 	for (size_t i = 0; i < n; i++)
 		print_op(out, cfg, &ops[i], i, &trace[i]);
 	fputs("\tlarder__test_quiesce(c, 60000);\n\tlarder_close(c);\n\treturn 0;\n}\n", out);

@@ -15,7 +15,8 @@
  *   MODEL-K1. each call returns what the model predicts, bad arguments included
  *       (larder.h's precedence of errors); values read are the model's bytes;
  *       a too-small buffer is left untouched and told the length;
- *   MODEL-K2. ttl_remaining is the model's deadline minus the clock, exactly;
+ *   MODEL-K2. ttl_remaining is the model's deadline minus the clock, exactly,
+ *       and so is the TTL a walk (larder_iter_next) hands out;
  *       expire-after-access reads move the deadline as larder.h says;
  *   MODEL-K3. at a sync point every value that left the model was reported once,
  *       with an allowed cause, every value due by the clock was reported
@@ -572,6 +573,13 @@ static int entry_fits(struct world *w, const struct args *a, uint64_t deadline)
 	return bytes <= w->capacity / 8;
 }
 
+/* Whether a compressing cache might store this value in fewer bytes (the
+ * model does not compute the stored size: model.h). */
+static int may_compress(struct world *w, const struct args *a)
+{
+	return w->cfg->compress_min > 0 && a->value_len >= w->cfg->compress_min;
+}
+
 static int may_be_busy(struct world *w)
 {
 	return w->cfg->write_wait_ms == 0 && w->evict_possible;
@@ -634,13 +642,20 @@ static void do_write(struct world *w, const struct mop *o)
 	a.null_out = a.null_buf = 0;
 	int want = arg_error(&a, is_store, is_ifeq, 0);
 	uint64_t deadline = deadline_for(w, o->ttl);
-	if (!want && is_store && !entry_fits(w, &a, deadline))
-		want = LARDER_EVALSIZE;
+	int may_refuse = 0; /* over the entry limit raw, maybe not compressed */
+	if (!want && is_store && !entry_fits(w, &a, deadline)) {
+		if (may_compress(w, &a))
+			may_refuse = 1;
+		else
+			want = LARDER_EVALSIZE;
+	}
 	int got = call_write(kind, &a, o->ttl);
 	if (want) {
 		expect_rc(w, mk_kind_name(kind), got, want);
 		return;
 	}
+	if (got == LARDER_EVALSIZE && may_refuse)
+		return; /* it did not compress below the limit: nothing changed */
 	if (got == LARDER_EBUSY && may_be_busy(w))
 		return; /* at the memory bound with no wait: nothing changed (larder.h) */
 	int live = mlive(w, k);
@@ -911,6 +926,84 @@ static void do_ttl_remaining(struct world *w, const struct mop *o)
 		      model);
 }
 
+/* What a walk handed out; judged after it, outside its read sections (a
+ * quiesce inside one would wait for a grace period the walk itself holds). */
+struct walk {
+	struct world *w;
+	int calls;
+	int key[MK_KEYS + 1]; /* key index, -1 for bytes no key of the run has */
+	size_t len[MK_KEYS + 1];
+	uint64_t hash[MK_KEYS + 1], ttl[MK_KEYS + 1], bytes[MK_KEYS + 1];
+};
+
+static void walk_fn(void *ctx, const void *key, size_t key_len, const void *value,
+		    size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	struct walk *wk = ctx;
+	int i = wk->calls++;
+	if (i > MK_KEYS)
+		return;
+	wk->key[i] = -1;
+	for (unsigned k = 0; k < MK_KEYS; k++)
+		if (wk->w->key_len[k] == key_len && memcmp(wk->w->key_bytes[k], key, key_len) == 0)
+			wk->key[i] = (int)k;
+	wk->len[i] = value_len;
+	wk->hash[i] = hash_bytes(value, value_len);
+	wk->ttl[i] = ttl_ms;
+	wk->bytes[i] = entry_bytes;
+}
+
+/* One walk over the whole cache, nothing else running: every key the model
+ * holds live is handed out once with its value and remaining TTL, unless
+ * the engine dropped it (larder.h, Iteration); it counts nothing. */
+static void do_iter(struct world *w, const struct mop *o)
+{
+	larder *c = (o->faults & MF_NULL_CACHE) ? NULL : w->c;
+	struct walk wk = { .w = w };
+	larder_iter *it = NULL;
+	int seen[MK_KEYS] = { 0 }, got;
+	expect_rc(w, "iter_open", larder_iter_open(c, &it), c ? LARDER_OK : LARDER_EINVAL);
+	if (!it)
+		return;
+	if (o->faults & MF_NULL_OUT)
+		expect_rc(w, "iter_next without fn", larder_iter_next(it, NULL, &wk), LARDER_EINVAL);
+	while ((got = larder_iter_next(it, walk_fn, &wk)) == LARDER_OK && wk.calls <= MK_KEYS)
+		;
+	if (got == LARDER_MISS)
+		expect_rc(w, "iter_next after the end", larder_iter_next(it, walk_fn, &wk),
+			  LARDER_MISS);
+	larder_iter_close(it);
+	if (w->trace && w->op >= 0)
+		w->trace[w->op].rc = wk.calls;
+	if (got != LARDER_MISS || wk.calls > MK_KEYS) {
+		failf(w, "K1: a walk ended with %d (%s) after %d entries, more than the run has keys",
+		      got, larder_strerror(got), wk.calls);
+		return;
+	}
+	uint64_t now = now_of(w);
+	for (int i = 0; i < wk.calls && !w->failed; i++) {
+		int k = wk.key[i];
+		if (k < 0 || seen[k]++ || !mlive(w, (unsigned)k)) {
+			failf(w, "K1: a walk handed out key %d %s", k,
+			      k < 0 ? "(not a key of the run)"
+			      : seen[k] > 1 ? "twice"
+					    : "which the model holds absent");
+			return;
+		}
+		check_value(w, "a walk", (unsigned)k, wk.len[i], wk.hash[i]);
+		uint64_t d = w->keys[k].deadline;
+		uint64_t ttl = d == UINT64_MAX ? LARDER_TTL_NEVER : d - now;
+		uint64_t least = 16 + w->key_len[k] + (w->cfg->compress_min ? 0 : wk.len[i]);
+		if (wk.ttl[i] != ttl || wk.bytes[i] < least)
+			failf(w, "K2: a walk handed out key %d with TTL %" PRIu64 " and %" PRIu64
+				 " entry bytes; the model says TTL %" PRIu64 " and at least %" PRIu64,
+			      k, wk.ttl[i], wk.bytes[i], ttl, least);
+	}
+	for (unsigned k = 0; k < MK_KEYS && !w->failed; k++)
+		if (!seen[k] && read_live(w, k, 0))
+			failf(w, "K1: a walk missed key %u, which the model holds live", k);
+}
+
 /* ---- Whole-cache operations ---------------------------------------------------- */
 
 static void do_clear(struct world *w, const struct mop *o)
@@ -993,6 +1086,9 @@ static void apply_op(struct world *w, const struct mop *o)
 	case MOP_TTL_REMAINING:
 		do_ttl_remaining(w, o);
 		break;
+	case MOP_ITER:
+		do_iter(w, o);
+		break;
 	case MOP_CLEAR:
 		do_clear(w, o);
 		break;
@@ -1016,6 +1112,30 @@ static void apply_op(struct world *w, const struct mop *o)
 
 /* ---- A run ------------------------------------------------------------------------ */
 
+/* The dictionary a LARDER_DICTIONARY_GIVEN run hands over: sample content
+ * shaped like the compressible values (model.h). */
+static void dictionary_sample(unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = mk_value_byte((uint32_t)(i / 64) << 2, i);
+}
+
+static int set_compression(larder_config *lc, const struct mcfg *cfg)
+{
+	unsigned char dict[MK_DICT_BYTES];
+	int given = cfg->dictionary == LARDER_DICTIONARY_GIVEN;
+	int rc;
+	if (cfg->compress_min == 0)
+		return LARDER_OK;
+	rc = larder_config_set_compression(lc, cfg->compress_min, cfg->compress_saving);
+	if (rc != LARDER_OK)
+		return rc;
+	if (given)
+		dictionary_sample(dict, sizeof(dict));
+	return larder_config_set_compression_dictionary(lc, cfg->dictionary, given ? dict : NULL,
+							 given ? sizeof(dict) : 0);
+}
+
 static larder *open_cache(struct world *w)
 {
 	const struct mcfg *cfg = w->cfg;
@@ -1034,7 +1154,7 @@ static larder *open_cache(struct world *w)
 	    larder_config_set_expected_entries(lc, cfg->expected_entries) == LARDER_OK &&
 	    larder_config_set_clock(lc, clock_fn, w) == LARDER_OK &&
 	    larder_config_set_removal_listener(lc, listener, w) == LARDER_OK &&
-	    larder_open(&c, lc) != LARDER_OK)
+	    set_compression(lc, cfg) == LARDER_OK && larder_open(&c, lc) != LARDER_OK)
 		c = NULL;
 	if (c)
 		larder__test_stuck_ms(c, TH_STUCK_MS); /* a loaded machine: harness.h */
