@@ -70,6 +70,7 @@ enum mop_kind {
 	MOP_SYNC,  /* quiesce, then check reports, counters and the index */
 	MOP_PEEK,  /* larder_peek: a get that counts nothing and extends nothing */
 	MOP_ITER,  /* a whole walk with larder_iter_open/next/close */
+	MOP_SNAPSHOT, /* larder_save, then larder_load into a fresh cache, walked */
 	MOP_KINDS
 };
 
@@ -82,7 +83,8 @@ enum mop_fault {
 	MF_LONG_KEY = 1 << 3,    /* max_key_bytes + 1 */
 	MF_NULL_VALUE = 1 << 4,  /* value NULL with length > 0 */
 	MF_LONG_VALUE = 1 << 5,  /* max_value_bytes + 1 */
-	MF_NULL_OUT = 1 << 6,    /* value_len, ttl_ms or fn NULL (iter: one next without fn) */
+	MF_NULL_OUT = 1 << 6,    /* value_len, ttl_ms or fn NULL (iter: one next without fn;
+				    snapshot: path NULL) */
 	MF_NULL_BUF = 1 << 7,    /* get: buf NULL with buf_len > 0 */
 	MF_NULL_EXPECT = 1 << 8, /* expected NULL with length > 0 */
 	MF_NULL_ARRAY = 1 << 9,  /* get_batch: keys or key_lens NULL */

@@ -32,7 +32,7 @@ const char *mk_kind_name(unsigned kind)
 		"put",	 "put_if_absent",  "replace",	   "replace_if_equals", "remove",
 		"remove_if_equals", "touch", "get",	   "get_with",	       "get_batch",
 		"contains", "ttl_remaining", "clear",	   "set_capacity",     "stats",
-		"clock", "sync",	 "peek", "iter",
+		"clock", "sync",	 "peek", "iter", "snapshot",
 	};
 	return kind < MOP_KINDS ? names[kind] : "?";
 }
@@ -135,7 +135,8 @@ static uint16_t pick_faults(struct th_rng *r, unsigned kind)
 				f |= th_rng_below(r, 2) ? MF_NULL_VALUE : MF_LONG_VALUE;
 			else if (kind == MOP_GET || kind == MOP_PEEK)
 				f |= th_rng_below(r, 2) ? MF_NULL_OUT : MF_NULL_BUF;
-			else if (kind == MOP_GET_WITH || kind == MOP_TTL_REMAINING || kind == MOP_ITER)
+			else if (kind == MOP_GET_WITH || kind == MOP_TTL_REMAINING || kind == MOP_ITER ||
+				 kind == MOP_SNAPSHOT)
 				f |= MF_NULL_OUT;
 			else if (kind == MOP_GET_BATCH)
 				f |= th_rng_below(r, 2) ? MF_NULL_OUT : MF_NULL_ARRAY;
@@ -148,7 +149,7 @@ static uint16_t pick_faults(struct th_rng *r, unsigned kind)
 	}
 	if (kind == MOP_GET_BATCH) /* only the cache, the arrays and fn are checked */
 		f &= MF_NULL_CACHE | MF_NULL_OUT | MF_NULL_ARRAY;
-	if (kind == MOP_ITER) /* only the cache and fn */
+	if (kind == MOP_ITER || kind == MOP_SNAPSHOT) /* only the cache and fn or path */
 		f &= MF_NULL_CACHE | MF_NULL_OUT;
 	return f;
 }
@@ -166,8 +167,8 @@ void mk_ops(const struct mcfg *cfg, uint64_t seed, struct mop *ops, size_t n)
 		{ MOP_TOUCH, 60 },	   { MOP_GET, 100 },	      { MOP_GET_WITH, 60 },
 		{ MOP_GET_BATCH, 50 },	   { MOP_CONTAINS, 50 },      { MOP_TTL_REMAINING, 60 },
 		{ MOP_CLEAR, 6 },	   { MOP_SET_CAPACITY, 12 },  { MOP_STATS, 10 },
-		{ MOP_CLOCK, 200 },	   { MOP_SYNC, 22 },	      { MOP_PEEK, 20 },
-		{ MOP_ITER, 10 },
+		{ MOP_CLOCK, 197 },	   { MOP_SYNC, 22 },	      { MOP_PEEK, 20 },
+		{ MOP_ITER, 10 },	   { MOP_SNAPSHOT, 3 },
 	};
 	for (size_t i = 0; i < n; i++) {
 		struct mop *o = &ops[i];

@@ -273,6 +273,10 @@ static void print_op(FILE *out, const struct mcfg *cfg, const struct mop *o, siz
 		      "\t\t\trc = n;\n\t}\n",
 		      out);
 		break;
+	case MOP_SNAPSHOT:
+		fprintf(out, "\trc = larder_save(%s, %s); /* the tester then loads and walks it */\n",
+			cache, (o->faults & MF_NULL_OUT) ? "NULL" : "\"/tmp/larder-repro.snap\"");
+		break;
 	case MOP_CLEAR:
 		fprintf(out, "\trc = larder_clear(%s);\n", cache);
 		break;

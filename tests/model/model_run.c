@@ -16,7 +16,8 @@
  *       (larder.h's precedence of errors); values read are the model's bytes;
  *       a too-small buffer is left untouched and told the length;
  *   MODEL-K2. ttl_remaining is the model's deadline minus the clock, exactly,
- *       and so is the TTL a walk (larder_iter_next) hands out;
+ *       and so is the TTL a walk (larder_iter_next) hands out; a snapshot
+ *       loaded into a fresh cache holds every live value with a TTL no longer;
  *       expire-after-access reads move the deadline as larder.h says;
  *   MODEL-K3. at a sync point every value that left the model was reported once,
  *       with an allowed cause, every value due by the clock was reported
@@ -28,6 +29,7 @@
  */
 #include <stdarg.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "model.h"
 
@@ -85,6 +87,8 @@ struct world {
 	struct mfail *fail;
 	int failed;
 };
+
+static larder *open_cache(struct world *w, const struct mcfg *cfg, int listen);
 
 static uint64_t hash_bytes(const unsigned char *p, size_t n)
 {
@@ -953,6 +957,20 @@ static void walk_fn(void *ctx, const void *key, size_t key_len, const void *valu
 	wk->bytes[i] = entry_bytes;
 }
 
+/* Hands every entry of it to wk; a cursor that ends is told so again. */
+static void walk_to_end(struct world *w, larder_iter *it, struct walk *wk)
+{
+	int got;
+	while ((got = larder_iter_next(it, walk_fn, wk)) == LARDER_OK && wk->calls <= MK_KEYS)
+		;
+	if (got == LARDER_MISS)
+		expect_rc(w, "iter_next after the end", larder_iter_next(it, walk_fn, wk),
+			  LARDER_MISS);
+	if (got != LARDER_MISS || wk->calls > MK_KEYS)
+		failf(w, "K1: a walk ended with %d (%s) after %d entries, more than the run has keys",
+		      got, larder_strerror(got), wk->calls);
+}
+
 /* One walk over the whole cache, nothing else running: every key the model
  * holds live is handed out once with its value and remaining TTL, unless
  * the engine dropped it (larder.h, Iteration); it counts nothing. */
@@ -961,25 +979,18 @@ static void do_iter(struct world *w, const struct mop *o)
 	larder *c = (o->faults & MF_NULL_CACHE) ? NULL : w->c;
 	struct walk wk = { .w = w };
 	larder_iter *it = NULL;
-	int seen[MK_KEYS] = { 0 }, got;
+	int seen[MK_KEYS] = { 0 };
 	expect_rc(w, "iter_open", larder_iter_open(c, &it), c ? LARDER_OK : LARDER_EINVAL);
 	if (!it)
 		return;
 	if (o->faults & MF_NULL_OUT)
 		expect_rc(w, "iter_next without fn", larder_iter_next(it, NULL, &wk), LARDER_EINVAL);
-	while ((got = larder_iter_next(it, walk_fn, &wk)) == LARDER_OK && wk.calls <= MK_KEYS)
-		;
-	if (got == LARDER_MISS)
-		expect_rc(w, "iter_next after the end", larder_iter_next(it, walk_fn, &wk),
-			  LARDER_MISS);
+	walk_to_end(w, it, &wk);
 	larder_iter_close(it);
 	if (w->trace && w->op >= 0)
 		w->trace[w->op].rc = wk.calls;
-	if (got != LARDER_MISS || wk.calls > MK_KEYS) {
-		failf(w, "K1: a walk ended with %d (%s) after %d entries, more than the run has keys",
-		      got, larder_strerror(got), wk.calls);
+	if (w->failed)
 		return;
-	}
 	uint64_t now = now_of(w);
 	for (int i = 0; i < wk.calls && !w->failed; i++) {
 		int k = wk.key[i];
@@ -1002,6 +1013,86 @@ static void do_iter(struct world *w, const struct mop *o)
 	for (unsigned k = 0; k < MK_KEYS && !w->failed; k++)
 		if (!seen[k] && read_live(w, k, 0))
 			failf(w, "K1: a walk missed key %u, which the model holds live", k);
+}
+
+/* The cache a snapshot is loaded into: the run's limits and clock, room for
+ * every key at its longest, the other compression choice (snapshots hold
+ * plain values, so any cache loads them: larder.h), no listener. */
+static larder *open_loader(struct world *w)
+{
+	struct mcfg l = *w->cfg;
+	l.capacity = (uint64_t)64 << 20;
+	l.compress_min = w->cfg->compress_min ? 0 : 1;
+	l.dictionary = LARDER_DICTIONARY_NONE;
+	return open_cache(w, &l, 0);
+}
+
+/* How long a snapshot may have taken, in ms of the wall clock the load
+ * subtracts from each TTL: the monotonic time the op took plus room for the
+ * wall clock being stepped meanwhile. */
+#define MK_SNAPSHOT_SLACK_MS 60000
+
+/* Saves the cache, loads the file into a fresh cache and walks that: every
+ * key the model holds live is there once, with its value and a TTL no
+ * longer than the model's (the load subtracts the wall-clock time since
+ * the save), unless its TTL may have run out meanwhile or the engine had
+ * dropped it. A save counts nothing (MODEL-K4 at the next sync point). */
+static void do_snapshot(struct world *w, const struct mop *o)
+{
+	larder *c = (o->faults & MF_NULL_CACHE) ? NULL : w->c;
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/larder-model-%ld.snap", (long)getpid());
+	const char *p = (o->faults & MF_NULL_OUT) ? NULL : path;
+	uint64_t t0 = th_now_ms();
+	int want = c && p ? LARDER_OK : LARDER_EINVAL;
+	expect_rc(w, "save", larder_save(c, p), want);
+	if (want != LARDER_OK || w->failed)
+		return;
+	struct walk wk = { .w = w };
+	larder_iter *it = NULL;
+	larder *l = open_loader(w);
+	if (!l) {
+		failf(w, "could not open the cache to load into");
+		unlink(path);
+		return;
+	}
+	expect_rc(w, "load", larder_load(l, path), LARDER_OK);
+	unlink(path);
+	if (!w->failed && larder_iter_open(l, &it) != LARDER_OK)
+		failf(w, "could not open a cursor on the loaded cache");
+	if (it)
+		walk_to_end(w, it, &wk);
+	larder_iter_close(it);
+	larder_close(l);
+	if (w->trace && w->op >= 0)
+		w->trace[w->op].rc = want;
+	uint64_t now = now_of(w), slack = th_now_ms() - t0 + MK_SNAPSHOT_SLACK_MS;
+	int seen[MK_KEYS] = { 0 };
+	for (int i = 0; i < wk.calls && !w->failed; i++) {
+		int k = wk.key[i];
+		if (k < 0 || seen[k]++ || !mlive(w, (unsigned)k)) {
+			failf(w, "K1: a loaded snapshot holds key %d %s", k,
+			      k < 0 ? "(not a key of the run)"
+			      : seen[k] > 1 ? "twice"
+					    : "which the model holds absent");
+			return;
+		}
+		check_value(w, "a loaded snapshot", (unsigned)k, wk.len[i], wk.hash[i]);
+		uint64_t d = w->keys[k].deadline;
+		int never = d == UINT64_MAX, bad;
+		bad = never ? wk.ttl[i] != LARDER_TTL_NEVER
+			    : wk.ttl[i] == LARDER_TTL_NEVER || wk.ttl[i] > d - now;
+		if (bad)
+			failf(w, "K2: a loaded snapshot holds key %d with TTL %" PRIu64
+				 ", the model's is %" PRIu64,
+			      k, wk.ttl[i], never ? LARDER_TTL_NEVER : d - now);
+	}
+	for (unsigned k = 0; k < MK_KEYS && !w->failed; k++) {
+		uint64_t d = w->keys[k].deadline;
+		if (!seen[k] && mlive(w, k) && (d == UINT64_MAX || d - now > slack) &&
+		    read_live(w, k, 0))
+			failf(w, "K1: a loaded snapshot lacks key %u, which the model holds live", k);
+	}
 }
 
 /* ---- Whole-cache operations ---------------------------------------------------- */
@@ -1089,6 +1180,9 @@ static void apply_op(struct world *w, const struct mop *o)
 	case MOP_ITER:
 		do_iter(w, o);
 		break;
+	case MOP_SNAPSHOT:
+		do_snapshot(w, o);
+		break;
 	case MOP_CLEAR:
 		do_clear(w, o);
 		break;
@@ -1136,9 +1230,9 @@ static int set_compression(larder_config *lc, const struct mcfg *cfg)
 							 given ? sizeof(dict) : 0);
 }
 
-static larder *open_cache(struct world *w)
+/* A cache of cfg on the run's clock; with listen, reporting to the model. */
+static larder *open_cache(struct world *w, const struct mcfg *cfg, int listen)
 {
-	const struct mcfg *cfg = w->cfg;
 	larder_config *lc = NULL;
 	larder *c = NULL;
 	if (larder_config_create(&lc) != LARDER_OK)
@@ -1153,7 +1247,7 @@ static larder *open_cache(struct world *w)
 	    larder_config_set_write_wait_ms(lc, cfg->write_wait_ms) == LARDER_OK &&
 	    larder_config_set_expected_entries(lc, cfg->expected_entries) == LARDER_OK &&
 	    larder_config_set_clock(lc, clock_fn, w) == LARDER_OK &&
-	    larder_config_set_removal_listener(lc, listener, w) == LARDER_OK &&
+	    larder_config_set_removal_listener(lc, listen ? listener : NULL, w) == LARDER_OK &&
 	    set_compression(lc, cfg) == LARDER_OK && larder_open(&c, lc) != LARDER_OK)
 		c = NULL;
 	if (c)
@@ -1196,7 +1290,7 @@ int mk_run(const struct mcfg *cfg, const struct mop *ops, size_t n, struct mfail
 	w->xbuf = malloc(vmax);
 	w->rbuf = malloc(vmax);
 	uint64_t mapped0 = larder__test_mapped_bytes();
-	if (!w->vbuf || !w->xbuf || !w->rbuf || !(w->c = open_cache(w))) {
+	if (!w->vbuf || !w->xbuf || !w->rbuf || !(w->c = open_cache(w, cfg, 1))) {
 		failf(w, "could not open the cache");
 		goto done;
 	}
