@@ -546,6 +546,26 @@ LARDER_API LARDER_MUST_USE int larder_clear(larder *cache);
  */
 LARDER_API LARDER_MUST_USE int larder_set_capacity(larder *cache, uint64_t bytes);
 
+/*
+ * Waits until the maintainer has applied every write, removal and clear that
+ * returned before the call, on any thread (and the evictions and expiries
+ * its pass makes): afterwards larder_stats() counts them in
+ * LARDER_STAT_ENTRIES, which otherwise lags a write by a batching window
+ * (docs/architecture.md). For an exact count right after writes, as a
+ * binding's size() needs; like Caffeine's cleanUp(). Cost: a wake-up of
+ * the maintainer and one pass of it (tens of microseconds on an idle
+ * machine, more on a busy one); a cleared index of many entries takes
+ * several passes to walk. Does not wait for memory to be freed or handed
+ * back to the OS.
+ * Returns LARDER_OK; LARDER_EINVAL (cache NULL); LARDER_EBUSY when the
+ * maintainer did not finish such a pass within timeout_ms (it is inside a
+ * long removal listener call, or gets no CPU; 0 asks without waiting);
+ * LARDER_ESTATE where waiting could deadlock: on a maintainer thread (inside
+ * a removal listener, of any cache) or inside a read section (a callback of
+ * larder_get_with, larder_get_batch or larder_iter_next).
+ */
+LARDER_API LARDER_MUST_USE int larder_flush(larder *cache, uint64_t timeout_ms);
+
 /* ---- Iteration (core/iter.c) --------------------------------------------- */
 
 /*

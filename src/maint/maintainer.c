@@ -127,7 +127,7 @@ static int gp_due(struct larder__maint *m)
 	struct larder *c = m->cache;
 	return m->collect_bytes >= GP_BATCH_BYTES ||
 	       atomic_load_explicit(&c->room_waiters, LARDER__RELAXED) || /* a hint */
-	       atomic_load_explicit(&m->seam_waiters, LARDER__RELAXED) || /* a hint (quiesce) */
+	       atomic_load_explicit(&m->pass_waiters, LARDER__RELAXED) || /* a hint (flush) */
 	       atomic_load_explicit(&c->stop, LARDER__RELAXED) ||
 	       larder__monotonic_ns() - m->gp_started_ns >= GP_INTERVAL_NS;
 }
@@ -156,8 +156,8 @@ static uint64_t maint_pass(struct larder__maint *m)
 	larder__stat_bump(&m->pass_seq, 1);
 	m->have_now = 0;
 	/* QUIESCE-Q1: orders the pass number before this pass's ring reads; with the
-	 * fence in larder__test_quiesce(), a pass numbered after the quiescer
-	 * read pass_seq sees everything the quiescer posted before. */
+	 * fence in larder_flush() and larder__test_quiesce(), a pass numbered
+	 * after the caller read pass_seq sees everything posted before the call. */
 	atomic_thread_fence(LARDER__SEQ_CST);
 	larder__maint_bump(m, LARDER_STAT_MAINT_PASSES, 1);
 
@@ -215,7 +215,7 @@ static uint64_t maint_pass(struct larder__maint *m)
 		     !larder__budget_short(c, atomic_load_explicit(&c->budget,
 								   LARDER__RELAXED)) && /* a hint */
 		     !atomic_load_explicit(&c->room_waiters, LARDER__RELAXED) &&   /* a hint */
-		     !atomic_load_explicit(&m->seam_waiters, LARDER__RELAXED);     /* a hint */
+		     !atomic_load_explicit(&m->pass_waiters, LARDER__RELAXED);     /* a hint */
 	if (!work && !pending) {
 		/* A quiesce point: the retired lists are empty, so are their byte
 		 * counts, and the live totals agree on emptiness (MAINT-M1). */
@@ -226,9 +226,16 @@ static uint64_t maint_pass(struct larder__maint *m)
 				      atomic_load_explicit(&m->pass_seq, LARDER__RELAXED),
 				      LARDER__RELEASE);
 	}
-	/* A test seam waits for this pass: an idle one bumps nothing else.
-	 * Relaxed: a hint; the seam's wait is bounded anyway. */
-	if (atomic_load_explicit(&m->seam_waiters, LARDER__RELAXED))
+	if (!m->gens) {
+		/* QUIESCE-Q4: release; larder_flush acquires it (QUIESCE-Q5): this
+		 * pass drained every ring and published the entry count above. */
+		atomic_store_explicit(&m->settled_seq,
+				      atomic_load_explicit(&m->pass_seq, LARDER__RELAXED),
+				      LARDER__RELEASE);
+	}
+	/* larder_flush or a test seam waits for this pass: an idle one bumps
+	 * nothing else. Relaxed: a hint; their waits are bounded anyway. */
+	if (atomic_load_explicit(&m->pass_waiters, LARDER__RELAXED))
 		larder__maint_wake_writers(c);
 	return work + (uint64_t)pending;
 }

@@ -34,6 +34,9 @@ void larder__maint_destroy(struct larder *cache);
  * it, a test seam).
  */
 void larder__maint_wake(struct larder *cache, struct larder__handle *posted, uint64_t due_ms);
+/* Wakes the maintainer and waits up to 1 ms for one of its passes
+ * (larder_flush and the test seams; maint/flush.c). */
+void larder__maint_await_pass(struct larder *cache);
 /* Bytes freed so far (only grows). */
 uint64_t larder__maint_freed_bytes(struct larder *cache);
 /* Adds the maintainer's counters to values[] (larder_stats). */

@@ -3,9 +3,9 @@
  * (declared in core/testing.h): quiescing, walking the index, checking the
  * policy's links, the TTL wheel's progress, the index's floor.
  *
- * A seam that needs a pass wakes the maintainer and waits on the writers'
- * room word, which every pass bumps while a seam waits (maint_pass); each
- * wait is bounded by the caller's deadline, so a seam never hangs a test.
+ * A seam that needs a pass waits for one as larder_flush does
+ * (larder__maint_await_pass, maint/flush.c); each wait is bounded by the
+ * caller's deadline, so a seam never hangs a test.
  */
 #define _GNU_SOURCE
 #include "core/cache.h"
@@ -17,19 +17,6 @@
 #include "mem/slab.h"
 #include "sync/futex.h"
 #include "sync/reclaim.h"
-
-/* Test seams: wakes the maintainer and waits up to 1 ms for one of its
- * passes (which bump the writers' room word while a seam waits). */
-static void seam_wake_and_wait(struct larder *c)
-{
-	struct larder__maint *m = c->maint;
-	atomic_fetch_add_explicit(&m->seam_waiters, 1, LARDER__RELAXED); /* a count */
-	/* A-ROOM: acquire, pairs with R-ROOM: a pass that moved it is seen. */
-	uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
-	larder__maint_wake(c, NULL, 0);
-	larder__futex_wait(&c->room_seq, seq, 1000000u);
-	atomic_fetch_sub_explicit(&m->seam_waiters, 1, LARDER__RELAXED); /* a count */
-}
 
 int larder__test_quiesce(larder *c, uint64_t timeout_ms)
 {
@@ -44,7 +31,7 @@ int larder__test_quiesce(larder *c, uint64_t timeout_ms)
 	       larder__slab_returning(&c->slab)) {
 		if (larder__monotonic_ns() >= deadline_ns)
 			return -1;
-		seam_wake_and_wait(c);
+		larder__maint_await_pass(c);
 	}
 	return 0;
 }
@@ -86,7 +73,7 @@ int larder__test_check_links(larder *c, uint64_t timeout_ms)
 	while (atomic_load_explicit(&m->check_answered, LARDER__ACQUIRE) < asked) {
 		if (larder__monotonic_ns() >= deadline_ns)
 			return -1;
-		seam_wake_and_wait(c);
+		larder__maint_await_pass(c);
 	}
 	/* Relaxed: A-CHKA above ordered the answer. */
 	return atomic_load_explicit(&m->check_ok, LARDER__RELAXED) ? 0 : -1;

@@ -102,7 +102,10 @@ struct larder__maint {
 	larder__atomic_u64 freed_bytes;
 	larder__atomic_u64 pass_seq;     /* passes started */
 	larder__atomic_u64 idle_seq;     /* number of the last pass that found nothing to do */
-	larder__atomic_u32 seam_waiters; /* test seams waiting for a pass (maint/seams.c) */
+	larder__atomic_u64 settled_seq;  /* number of the last pass that ended with no cleared
+					    table left to walk (larder_flush) */
+	larder__atomic_u32 pass_waiters; /* threads waiting for a pass: larder_flush and the
+					    test seams (maint/flush.c) */
 	larder__atomic_u64 idle_until;   /* test seam: next_due when it last slept idle */
 	larder__atomic_u64 wheel_done;   /* R-WHEEL: expired through this clock time */
 	/* Test seam larder__test_check_links: requests counted by the tester

@@ -4,9 +4,10 @@
  * Checks what larder.h promises about the config setters' ranges, larder_open()
  * on bad input (EINVAL, *out NULL, nothing leaked), the documented defaults,
  * reuse of one config for several caches, larder_stats() arguments, and the
- * strerror / stat_name / cause_name tables. Also the lifecycle promises that
- * concern threads: per-thread state of exited threads, and close() leaving no
- * mapped bytes behind.
+ * strerror / stat_name / cause_name tables, and larder_flush (an exact entry
+ * count after it, from every thread; refused where it could deadlock). Also
+ * the lifecycle promises that concern threads: per-thread state of exited
+ * threads, and close() leaving no mapped bytes behind.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -272,6 +273,152 @@ static void test_stats_counts(void)
 	CHECK_EQ(th_stat(cache, LARDER_STAT_WRITES) - w0, 10);
 	CHECK_EQ(th_stat(cache, LARDER_STAT_HITS) - h0, 10);
 	CHECK_EQ(th_stat(cache, LARDER_STAT_MISSES) - m0, 20);
+	larder_close(cache);
+}
+
+/* ---- larder_flush ------------------------------------------------------------ */
+
+#define FLUSH_WAIT_MS (60000u * TH_SLOW) /* turns a hang into a failure only */
+
+static void put_keys(larder *cache, const char *prefix, int from, int to)
+{
+	for (int i = from; i < to; i++) {
+		char key[24];
+		snprintf(key, sizeof(key), "%s%d", prefix, i);
+		CHECK_RC(larder_put(cache, key, strlen(key), "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	}
+}
+
+/* After larder_flush the entry count is exact: the caller's puts, removals
+ * and clears, each counted at once. */
+static void test_flush_counts(void)
+{
+	larder *cache = th_open(th_config(64 * MiB));
+	REQUIRE(cache != NULL);
+	CHECK_RC(larder_flush(NULL, 0), LARDER_EINVAL);
+	for (int round = 0; round < 20; round++) {
+		put_keys(cache, "k", round * 100, round * 100 + 100);
+		CHECK_RC(larder_flush(cache, FLUSH_WAIT_MS), LARDER_OK);
+		CHECK_EQ(th_stat(cache, LARDER_STAT_ENTRIES), (uint64_t)(round + 1) * 100);
+	}
+	for (int i = 0; i < 500; i++) {
+		char key[24];
+		snprintf(key, sizeof(key), "k%d", i * 4);
+		CHECK_RC(larder_remove(cache, key, strlen(key)), LARDER_OK);
+	}
+	CHECK_RC(larder_flush(cache, FLUSH_WAIT_MS), LARDER_OK);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_ENTRIES), 1500);
+	CHECK_RC(larder_clear(cache), LARDER_OK);
+	CHECK_RC(larder_flush(cache, FLUSH_WAIT_MS), LARDER_OK);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_ENTRIES), 0);
+	put_keys(cache, "after", 0, 7);
+	CHECK_RC(larder_flush(cache, FLUSH_WAIT_MS), LARDER_OK);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_ENTRIES), 7);
+	larder_close(cache);
+}
+
+struct flush_writer {
+	larder *cache;
+	int id;
+	_Atomic int *stop;
+	int live; /* keys of this writer present at its end */
+};
+
+/* Puts and removes keys of its own; counts what it leaves. */
+static void *flush_writer_main(void *arg)
+{
+	struct flush_writer *w = arg;
+	char present[2000] = { 0 };
+	struct th_rng r = { (uint64_t)w->id * 7919 + 1 };
+	for (int i = 0; i < 20000; i++) {
+		int k = (int)th_rng_below(&r, sizeof(present));
+		char key[24];
+		snprintf(key, sizeof(key), "w%d-%d", w->id, k);
+		if (th_rng_below(&r, 3) == 0) {
+			int rc = larder_remove(w->cache, key, strlen(key));
+			CHECK_RC(rc, present[k] ? LARDER_OK : LARDER_MISS);
+			present[k] = 0;
+		} else {
+			CHECK_RC(larder_put(w->cache, key, strlen(key), "v", 1, LARDER_TTL_DEFAULT),
+				 LARDER_OK);
+			present[k] = 1;
+		}
+	}
+	for (size_t k = 0; k < sizeof(present); k++)
+		w->live += present[k];
+	return NULL;
+}
+
+/* Flushes over and over while writers run: never an error, never a hang. */
+static void *flusher_main(void *arg)
+{
+	struct flush_writer *f = arg;
+	while (!atomic_load_explicit(f->stop, memory_order_acquire))
+		CHECK_RC(larder_flush(f->cache, FLUSH_WAIT_MS), LARDER_OK);
+	return NULL;
+}
+
+/* Writes from other threads that returned before the call are counted too,
+ * while flushes race with those writers. */
+static void test_flush_other_threads(void)
+{
+	larder *cache = th_open(th_config(64 * MiB));
+	_Atomic int stop = 0;
+	struct flush_writer w[3] = { { cache, 0, &stop, 0 }, { cache, 1, &stop, 0 },
+				     { cache, 2, &stop, 0 } };
+	pthread_t flusher;
+	REQUIRE(cache != NULL);
+	REQUIRE(pthread_create(&flusher, NULL, flusher_main, &w[2]) == 0);
+	th_run_threads(2, flush_writer_main, w, sizeof(w[0]));
+	atomic_store_explicit(&stop, 1, memory_order_release);
+	pthread_join(flusher, NULL);
+	CHECK_RC(larder_flush(cache, FLUSH_WAIT_MS), LARDER_OK);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_ENTRIES), (uint64_t)(w[0].live + w[1].live));
+	larder_close(cache);
+}
+
+struct flush_inside {
+	larder *cache;
+	_Atomic int rc;
+};
+
+static void flush_in_read(void *ctx, const void *value, size_t len)
+{
+	struct flush_inside *f = ctx;
+	(void)value;
+	(void)len;
+	atomic_store_explicit(&f->rc, larder_flush(f->cache, FLUSH_WAIT_MS), memory_order_relaxed);
+}
+
+static void flush_in_listener(void *ctx, const void *key, size_t key_len, const void *value,
+			      size_t value_len, enum larder_cause cause)
+{
+	(void)key;
+	(void)key_len;
+	(void)value;
+	(void)value_len;
+	(void)cause;
+	flush_in_read(ctx, NULL, 0);
+}
+
+/* Where waiting for the maintainer could deadlock, flush refuses at once:
+ * inside a read section, and on a maintainer thread (a removal listener). */
+static void test_flush_refused_where_it_could_deadlock(void)
+{
+	struct flush_inside in_read = { NULL, 1 }, in_listener = { NULL, 1 };
+	larder_config *cfg = th_config(MiB);
+	REQUIRE(cfg != NULL);
+	CHECK_RC(larder_config_set_removal_listener(cfg, flush_in_listener, &in_listener), LARDER_OK);
+	larder *cache = th_open(cfg);
+	REQUIRE(cache != NULL);
+	in_read.cache = in_listener.cache = cache;
+	CHECK_RC(larder_put(cache, "k", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	CHECK_RC(larder_get_with(cache, "k", 1, flush_in_read, &in_read), LARDER_OK);
+	CHECK_RC(atomic_load_explicit(&in_read.rc, memory_order_relaxed), LARDER_ESTATE);
+	CHECK_RC(larder_remove(cache, "k", 1), LARDER_OK);
+	CHECK_RC(th_quiesce(cache, 60000), 0);
+	CHECK_RC(atomic_load_explicit(&in_listener.rc, memory_order_relaxed), LARDER_ESTATE);
+	CHECK_RC(larder_flush(cache, FLUSH_WAIT_MS), LARDER_OK);
 	larder_close(cache);
 }
 
@@ -559,6 +706,9 @@ int main(int argc, char **argv)
 		TH_TEST(test_stats_args),
 		TH_TEST(test_stats_counts),
 		TH_TEST(test_stats_physical),
+		TH_TEST(test_flush_counts),
+		TH_TEST(test_flush_other_threads),
+		TH_TEST(test_flush_refused_where_it_could_deadlock),
 		TH_TEST(test_strerror),
 		TH_TEST(test_stat_names),
 		TH_TEST(test_cause_names),

@@ -1,0 +1,59 @@
+/*
+ * maint/flush.c - larder_flush(): waiting until the maintainer has applied
+ * every write made before the call; and the wait for one of its passes that
+ * larder_flush and the test seams (maint/seams.c) share.
+ *
+ * A waiter counts itself in pass_waiters, wakes the maintainer and sleeps on
+ * the writers' room word, which every pass bumps while anyone waits
+ * (maint_pass); each sleep is at most 1 ms, so a wait is bounded by its
+ * caller's deadline and never hangs.
+ *
+ * The flush's guarantee (QUIESCE-Q1, QUIESCE-Q4, QUIESCE-Q5): with a
+ * seq_cst fence on both sides, a pass numbered after the value of pass_seq
+ * the caller reads drains every event posted before the call, on any
+ * thread whose write returned before it; a pass that ends with no cleared
+ * table left to walk publishes its number in settled_seq after the entry
+ * count. So once settled_seq reaches that number, larder_stats() counts
+ * those writes, their removals and the evictions they caused.
+ */
+#define _GNU_SOURCE
+#include "core/cache.h"
+#include "core/thread.h"
+#include "maint/maintainer.h"
+#include "maint/state.h"
+#include "sync/futex.h"
+#include "sync/reclaim.h"
+
+void larder__maint_await_pass(struct larder *c)
+{
+	struct larder__maint *m = c->maint;
+	atomic_fetch_add_explicit(&m->pass_waiters, 1, LARDER__RELAXED); /* a count */
+	/* A-ROOM: acquire, pairs with R-ROOM: a pass that moved it is seen. */
+	uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
+	larder__maint_wake(c, NULL, 0);
+	larder__futex_wait(&c->room_seq, seq, 1000000u);
+	atomic_fetch_sub_explicit(&m->pass_waiters, 1, LARDER__RELAXED); /* a count */
+}
+
+int larder_flush(larder *c, uint64_t timeout_ms)
+{
+	if (!c)
+		return LARDER_EINVAL;
+	struct larder__thread *t = larder__thread_self();
+	/* A maintainer waits for nothing (core/cache.c, wait_pass), and a pass
+	 * may wait for the grace period a read section holds. */
+	if (t && (t->maintainer || larder__read_active(&t->reader)))
+		return LARDER_ESTATE;
+	struct larder__maint *m = c->maint;
+	uint64_t ms = timeout_ms < UINT64_MAX / 1000000u ? timeout_ms : UINT64_MAX / 1000000u;
+	uint64_t deadline_ns = larder__monotonic_ns() + ms * 1000000u;
+	atomic_thread_fence(LARDER__SEQ_CST); /* QUIESCE-Q1's partner */
+	uint64_t after = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + 1;
+	/* QUIESCE-Q5: acquire, pairs with QUIESCE-Q4: that pass's entry count is seen. */
+	while (atomic_load_explicit(&m->settled_seq, LARDER__ACQUIRE) < after) {
+		if (larder__monotonic_ns() >= deadline_ns)
+			return LARDER_EBUSY;
+		larder__maint_await_pass(c);
+	}
+	return LARDER_OK;
+}
