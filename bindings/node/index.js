@@ -202,6 +202,7 @@ class LarderCache {
   #l1Max = 0;
   #writes = 0; // counts this handle's writes: an L1 fill raced by one is dropped (NODE-J2)
   #ttlInUse = false;
+  #unflushed = false; // a write since size last flushed (larder_flush)
   #dispose = null;
   #max = 0; // the entry limit; 0 = none
   #maxSize;
@@ -406,6 +407,7 @@ class LarderCache {
       this.#l1Drop(key);
     }
     if (ttl > 0) this.#ttlInUse = true;
+    this.#unflushed = true;
     this.#n.set(key, stored, tag, ttl);
     if (this.#max !== 0 && --this.#setsToCheck <= 0) this.#enforceMax();
     return this;
@@ -436,6 +438,7 @@ class LarderCache {
       this.#writes++;
       this.#l1Drop(key);
     }
+    this.#unflushed = true;
     return this.#n.delete(key);
   }
 
@@ -447,6 +450,7 @@ class LarderCache {
       this.#l1Order = [];
       this.#l1Head = 0;
     }
+    this.#unflushed = true;
     this.#n.clear();
   }
 
@@ -526,6 +530,7 @@ class LarderCache {
       for (const k of keys) this.#l1Drop(k);
     }
     if (ttl > 0) this.#ttlInUse = true;
+    this.#unflushed = true;
     this.#n.mset(keys, values, tags, ttl);
     if (this.#max !== 0) {
       this.#setsToCheck -= keys.length;
@@ -593,10 +598,13 @@ class LarderCache {
   }
 
   /**
-   * Entries in the cache, as the maintainer counts them: a write shows up
-   * within a batching window (~200 us; 2 ms for a trickle), not at once.
+   * Entries in the cache. Exact for the writes made through this object: the
+   * first read after one waits for the maintainer to apply them (larder_flush,
+   * tens of microseconds, at most 1 s). Writes of other workers show up
+   * within a batching window (~200 us; 2 ms for a trickle).
    */
   get size() {
+    if (this.#unflushed) this.#unflushed = !this.#n.flush();
     const s = this.#n.stats();
     if (this.#max !== 0) this.#enforceMax(s);
     return s.entries;

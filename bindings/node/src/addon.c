@@ -321,6 +321,7 @@ static const struct {
 	{"clear", lnode_op_clear},
 	{"mget", lnode_op_mget},
 	{"mset", lnode_op_mset},
+	{"flush", lnode_op_flush},
 	{"stats", lnode_op_stats},
 	{"setCapacity", lnode_op_set_capacity},
 	{"close", op_close},

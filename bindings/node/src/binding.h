@@ -131,6 +131,7 @@ napi_value lnode_op_engine_loop(napi_env env, napi_callback_info info);
 napi_value lnode_op_clear(napi_env env, napi_callback_info info);
 napi_value lnode_op_mget(napi_env env, napi_callback_info info);
 napi_value lnode_op_mset(napi_env env, napi_callback_info info);
+napi_value lnode_op_flush(napi_env env, napi_callback_info info);
 napi_value lnode_op_stats(napi_env env, napi_callback_info info);
 napi_value lnode_op_settings(napi_env env, napi_callback_info info);
 napi_value lnode_op_set_capacity(napi_env env, napi_callback_info info);

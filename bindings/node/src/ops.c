@@ -465,6 +465,21 @@ napi_value lnode_op_mset(napi_env env, napi_callback_info info)
 	return NULL;
 }
 
+/* flush(): larder_flush() with FLUSH_WAIT_MS; true when every earlier write
+ * is counted, false when the maintainer did not get there in time. */
+#define FLUSH_WAIT_MS 1000u
+napi_value lnode_op_flush(napi_env env, napi_callback_info info)
+{
+	size_t argc = 0;
+	struct handle *h = lnode_bare_handle(env, info, &argc, NULL);
+	napi_value result;
+
+	if (h == NULL)
+		return NULL;
+	napi_get_boolean(env, larder_flush(h->cache, FLUSH_WAIT_MS) == LARDER_OK, &result);
+	return result;
+}
+
 /* stats(): the engine's counters as an object of numbers. */
 napi_value lnode_op_stats(napi_env env, napi_callback_info info)
 {

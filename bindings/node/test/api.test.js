@@ -231,6 +231,25 @@ test('clear empties the cache; size and calculatedSize follow the maintainer', a
   c.close();
 });
 
+test('size is exact right after this object\'s writes, as lru-cache\'s', () => {
+  const c = open();
+  for (let i = 0; i < 100; i++) c.set(`k${i}`, 'v');
+  assert.equal(c.size, 100);
+  for (let i = 0; i < 10; i++) assert.equal(c.delete(`k${i}`), true);
+  assert.equal(c.size, 90);
+  c.set('k50', 'overwritten');
+  c.set('k51', undefined); // deletes, as in lru-cache
+  assert.equal(c.size, 89);
+  c.mset([['m1', 'a'], ['m2', 'b'], ['k52', 'c']]);
+  assert.equal(c.size, 91);
+  assert.equal(c.size, 91); // a read without a write in between flushes nothing
+  c.clear();
+  assert.equal(c.size, 0);
+  c.set('after', 'v');
+  assert.equal(c.size, 1);
+  c.close();
+});
+
 test('mget and mset: one call each, every key type, misses, order kept', () => {
   const c = open();
   c.mset([['a', '1'], ['b', Buffer.from('2')], ['c', { three: 3 }], [Buffer.from('d'), 'four'], ['é', 'ü']]);
