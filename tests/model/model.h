@@ -71,6 +71,7 @@ enum mop_kind {
 	MOP_PEEK,  /* larder_peek: a get that counts nothing and extends nothing */
 	MOP_ITER,  /* a whole walk with larder_iter_open/next/close */
 	MOP_SNAPSHOT, /* larder_save, then larder_load into a fresh cache, walked */
+	MOP_FLUSH, /* larder_flush: then the entry count is exact */
 	MOP_KINDS
 };
 

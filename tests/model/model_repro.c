@@ -277,6 +277,9 @@ static void print_op(FILE *out, const struct mcfg *cfg, const struct mop *o, siz
 		fprintf(out, "\trc = larder_save(%s, %s); /* the tester then loads and walks it */\n",
 			cache, (o->faults & MF_NULL_OUT) ? "NULL" : "\"/tmp/larder-repro.snap\"");
 		break;
+	case MOP_FLUSH:
+		fprintf(out, "\trc = larder_flush(%s, 60000);\n", cache);
+		break;
 	case MOP_CLEAR:
 		fprintf(out, "\trc = larder_clear(%s);\n", cache);
 		break;

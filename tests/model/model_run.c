@@ -24,7 +24,9 @@
  *       EXPIRED, and no report is left unexplained;
  *   MODEL-K4. at a sync point the counters equal the model's counts (writes,
  *       hits, misses, removals by cause), the index walk equals the entry
- *       and byte counters, and the policy's queues are well linked;
+ *       and byte counters, and the policy's queues are well linked; after a
+ *       larder_flush the entry count equals the model's live keys (in runs
+ *       without eviction or a clock stepping back);
  *   MODEL-K5. close returns every mapped byte.
  */
 #include <stdarg.h>
@@ -1097,6 +1099,26 @@ static void do_snapshot(struct world *w, const struct mop *o)
 
 /* ---- Whole-cache operations ---------------------------------------------------- */
 
+/* larder_flush: afterwards the entry count is every key the model holds live,
+ * in a run where nothing else removes entries behind the model's back (no
+ * eviction, a clock that never steps back). */
+static void do_flush(struct world *w, const struct mop *o)
+{
+	larder *c = (o->faults & MF_NULL_CACHE) ? NULL : w->c;
+	int got = larder_flush(c, TH_STUCK_MS);
+	expect_rc(w, "flush", got, c ? LARDER_OK : LARDER_EINVAL);
+	if (got != LARDER_OK || w->evict_possible || w->cfg->backwards)
+		return;
+	uint64_t v[LARDER_STAT_COUNT], live = 0;
+	for (unsigned k = 0; k < MK_KEYS; k++)
+		live += mlive(w, k);
+	if (larder_stats(w->c, v, LARDER_STAT_COUNT) != LARDER_OK)
+		failf(w, "K4: stats failed after a flush");
+	else if (v[LARDER_STAT_ENTRIES] != live)
+		failf(w, "K4: after a flush the cache counts %" PRIu64 " entries, the model %" PRIu64,
+		      v[LARDER_STAT_ENTRIES], live);
+}
+
 static void do_clear(struct world *w, const struct mop *o)
 {
 	larder *c = (o->faults & MF_NULL_CACHE) ? NULL : w->c;
@@ -1182,6 +1204,9 @@ static void apply_op(struct world *w, const struct mop *o)
 		break;
 	case MOP_SNAPSHOT:
 		do_snapshot(w, o);
+		break;
+	case MOP_FLUSH:
+		do_flush(w, o);
 		break;
 	case MOP_CLEAR:
 		do_clear(w, o);
