@@ -496,6 +496,19 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_clear(JNIEnv *env, jclass cls, jlo
 	return rc;
 }
 
+JNIEXPORT jint JNICALL Java_org_larder_Native_flush(JNIEnv *env, jclass cls, jlong guard,
+						    jlong gen, jlong timeout_ms)
+{
+	(void)env;
+	(void)cls;
+	struct lj_section s;
+	if (!lj_enter(&s, guard, gen))
+		return s.rc;
+	int rc = larder_flush(s.c->cache, timeout_ms < 0 ? 0 : (uint64_t)timeout_ms);
+	lj_exit(&s);
+	return rc;
+}
+
 JNIEXPORT jint JNICALL Java_org_larder_Native_setCapacity(JNIEnv *env, jclass cls, jlong guard,
 							  jlong gen, jlong bytes)
 {

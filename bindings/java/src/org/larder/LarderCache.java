@@ -647,9 +647,40 @@ public final class LarderCache<K, V> implements AutoCloseable {
         return stats().capacity();
     }
 
-    /** The number of entries, as the maintainer knows them (it lags writers briefly). */
+    /**
+     * The number of entries, as the maintainer knows them: it lags writers by
+     * a batching window (about 200 us); after {@link #cleanUp()} it counts
+     * every write made before that call.
+     */
     public long size() {
         return stats().size();
+    }
+
+    /** How long {@link #cleanUp()} waits for the maintainer at most. */
+    static final long CLEAN_UP_WAIT_MILLIS = 60_000;
+
+    /**
+     * Waits until the maintainer has applied every write, removal and clear
+     * made before the call, on any thread, so that {@link #size()} and
+     * {@link #stats()} count them; Caffeine's {@code cleanUp()} (the engine's
+     * {@code larder_flush}). Costs a wake-up of the maintainer and one pass of
+     * it: tens of microseconds on an idle machine.
+     *
+     * @throws LarderBusyException the maintainer did not finish a pass within a
+     *         minute (stuck in a removal listener, or given no CPU)
+     * @throws IllegalStateException called inside a removal listener or a
+     *         {@link DirectValueConsumer}, where waiting for the maintainer
+     *         could deadlock; or the cache is closed
+     */
+    public void cleanUp() {
+        try {
+            int rc = Native.flush(guard, gen, CLEAN_UP_WAIT_MILLIS);
+            if (rc != Native.OK) {
+                throw error(rc);
+            }
+        } finally {
+            Reference.reachabilityFence(this);
+        }
     }
 
     /** Bytes in use by entries (as OHC's {@code memUsed}). */

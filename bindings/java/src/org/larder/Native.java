@@ -137,6 +137,8 @@ final class Native {
 
     static native int clear(long guard, long gen);
 
+    static native int flush(long guard, long gen, long timeoutMillis);
+
     static native int setCapacity(long guard, long gen, long bytes);
 
     static native int stats(long guard, long gen, long[] out);

@@ -43,6 +43,46 @@ class StatsTest {
     }
 
     @Test
+    void cleanUpMakesTheSizeExact() {
+        try (LarderCache<byte[], byte[]> c = bytes().build()) {
+            for (int round = 1; round <= 10; round++) {
+                for (int i = 0; i < 100; i++) {
+                    c.put(b("r" + round + "k" + i), new byte[8]);
+                }
+                c.cleanUp();
+                assertEquals(100L * round, c.size());
+            }
+            for (int i = 0; i < 30; i++) {
+                assertTrue(c.remove(b("r1k" + i)));
+            }
+            c.cleanUp();
+            assertEquals(970, c.size());
+            c.clear();
+            c.cleanUp();
+            assertEquals(0, c.size());
+            c.put(b("after"), new byte[8]);
+            c.cleanUp();
+            assertEquals(1, c.size());
+        }
+    }
+
+    @Test
+    void cleanUpInsideAZeroCopyReadIsRefused() {
+        try (LarderCache<byte[], byte[]> c = bytes().build()) {
+            c.put(b("k"), new byte[8]);
+            RuntimeException[] seen = new RuntimeException[1];
+            assertTrue(c.getDirect(b("k"), view -> {
+                try {
+                    c.cleanUp();
+                } catch (RuntimeException e) {
+                    seen[0] = e;
+                }
+            }));
+            assertTrue(seen[0] instanceof IllegalStateException, String.valueOf(seen[0]));
+        }
+    }
+
+    @Test
     void theMemoryAuditAddsUp() {
         try (LarderCache<byte[], byte[]> c = bytes().build()) {
             byte[] key = new byte[16];
