@@ -3,8 +3,9 @@
  * from the engine's larder_stats() and the workers' own counters, then every
  * engine counter as larder_<name>.
  *
- * Mapping: curr_items = entries, bytes = used_bytes, limit_maxbytes =
- * capacity_bytes, evictions = evictions, expired_unfetched is not tracked.
+ * Mapping: curr_items = entries (after larder_flush, so exact), bytes =
+ * used_bytes, limit_maxbytes = capacity_bytes, evictions = evictions,
+ * expired_unfetched is not tracked.
  * get_expired and get_flushed are always 0: the engine reports a read of an
  * expired or cleared entry as a plain miss, so the server cannot tell them
  * apart (documented in docs/server.md). "stats reset" subtracts a snapshot,
@@ -17,6 +18,8 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+#define STATS_FLUSH_MS 1000u
 
 static void stat_u64(struct larderd_obuf *out, const char *name, uint64_t v)
 {
@@ -58,6 +61,10 @@ static void general(struct larderd_exec *x, struct larderd_obuf *out)
 	time_t now = time(NULL);
 
 	sum_workers(sh, w);
+	/* curr_items counts every store answered before, as memcached's does:
+	 * wait for the maintainer to apply them (a pass; on a maintainer that
+	 * does not get there in STATS_FLUSH_MS, its count as it stands). */
+	larderd_ignore(larder_flush(sh->cache, STATS_FLUSH_MS));
 	larderd_ignore(larder_stats(sh->cache, e, LARDER_STAT_COUNT));
 	getrusage(RUSAGE_SELF, &ru);
 	stat_u64(out, "pid", (uint64_t)getpid());

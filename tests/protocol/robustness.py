@@ -110,6 +110,15 @@ def main():
             check(r == b"NS\r\n", "ms %s on a missing key as a worker's first store: %r" %
                   (mode.decode(), r))
 
+        # 0b. curr_items counts every store answered before the stats, at once
+        #     (memcached's does; larderd flushes the maintainer first)
+        base = stat(port, "curr_items")
+        request(port, b"".join(b"set ci%d 0 0 1 noreply\r\nx\r\n" % i for i in range(50)) +
+                b"mn\r\n", b"MN\r\n")
+        check(stat(port, "curr_items") == base + 50, "curr_items counts 50 stores at once")
+        request(port, b"delete ci7\r\n")
+        check(stat(port, "curr_items") == base + 49, "curr_items counts a delete at once")
+
         # 1. endless line
         c = connect(port)
         c.sendall(b"set " + b"a" * 10000)
