@@ -32,7 +32,12 @@
  *       growing it copies O(line) bytes, not O(line^2 / READ_CHUNK).
  *   SERVER-L3. Such a line is searched for its newline once: each read searches
  *       only the bytes it added (conn.no_nl marks where the last search
- *       stopped).
+ *       stopped). *
+ * Scheduling:
+ *   SERVER-S1. Every worker asks for a scheduling slice of WORKER_SLICE_NS
+ *       (worker_slice) and keeps its policy and nice value; the kernel may
+ *       ignore the request, never the nice value. tests/protocol/slice.py
+ *       checks it where the kernel keeps custom slices.
  */
 #include "server.h"
 #include "../exec/exec_internal.h"
@@ -483,7 +488,7 @@ struct sched_attr_v0 {
 };
 
 /*
- * SERVER-S1. A worker asks for a short scheduling slice. On a busy machine a
+ * SERVER-S1: a worker asks for a short scheduling slice. On a busy machine a
  * worker woken by a request waits for a CPU behind threads that run their
  * whole slice (1.4 ms on the 2-core benchmark machine); Linux's EEVDF
  * scheduler (custom slices since 6.12) gives a thread that asks for a shorter
