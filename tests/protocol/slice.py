@@ -9,7 +9,8 @@ Starts larderd with one worker under `nice -n 5` and, once that worker has
 answered a request (so it has run its start-up), reads every thread's
 scheduling attributes (sched_getattr): exactly one thread, the worker, has
 the 100 us slice (not the main thread; the engine's maintainer, larderd's
-other thread, keeps the default), and every thread still has the normal policy and nice 5
+other thread, keeps the default), and every thread still has the normal
+policy and the nice value it was started with, 5 more than this script's
 (the slice changes when a thread runs, never its share of the CPU).
 Skipped (exit 77) where the kernel does not keep a thread's custom slice
 (before Linux 6.12 it ignores the field, by design) or the architecture's
@@ -27,7 +28,7 @@ import threading
 from loopback import free_port, run_driver, wait_port
 
 SLICE_NS = 100 * 1000
-NICE = 5
+NICE = min(os.nice(0) + 5, 19)
 # sched_setattr, sched_getattr
 SYSCALLS = {"x86_64": (314, 315), "aarch64": (274, 275)}
 # struct sched_attr, first version: size, policy, flags, nice, priority,
@@ -69,7 +70,7 @@ def main():
         print("SKIP: the kernel does not keep a thread's custom slice")
         sys.exit(77)
     port = free_port()
-    srv = subprocess.Popen(["nice", "-n", str(NICE), sys.argv[1], "-p", str(port), "-l",
+    srv = subprocess.Popen(["nice", "-n", "5", sys.argv[1], "-p", str(port), "-l",
                             "127.0.0.1", "-t", "1", "-m", "16"])
     try:
         wait_port(port)
