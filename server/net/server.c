@@ -32,7 +32,8 @@
  *       growing it copies O(line) bytes, not O(line^2 / READ_CHUNK).
  *   SERVER-L3. Such a line is searched for its newline once: each read searches
  *       only the bytes it added (conn.no_nl marks where the last search
- *       stopped). *
+ *       stopped).
+ *
  * Scheduling:
  *   SERVER-S1. Every worker asks for a scheduling slice of WORKER_SLICE_NS
  *       (worker_slice) and keeps its policy and nice value; the kernel may
