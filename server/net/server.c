@@ -487,6 +487,7 @@ struct sched_attr_v0 {
 	uint64_t deadline;
 	uint64_t period;
 };
+_Static_assert(sizeof(struct sched_attr_v0) == 48, "SCHED_ATTR_SIZE_VER0");
 
 /*
  * SERVER-S1: a worker asks for a short scheduling slice. On a busy machine a
@@ -500,8 +501,6 @@ struct sched_attr_v0 {
  * seccomp filter, another scheduling policy) leaves the default: only the
  * latency differs.
  */
-_Static_assert(sizeof(struct sched_attr_v0) == 48, "SCHED_ATTR_SIZE_VER0");
-
 static void worker_slice(void)
 {
 	struct sched_attr_v0 a = {0};
