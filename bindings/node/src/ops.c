@@ -23,6 +23,10 @@
 
 #include "binding.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 /* ---- Operations ----------------------------------------------------------- */
 
 /*
@@ -299,13 +303,51 @@ napi_value lnode_op_clear(napi_env env, napi_callback_info info)
 	return NULL;
 }
 
-/* UTF-16 units of valid UTF-8: one per byte that starts a character, two for a 4-byte one. */
+/*
+ * UTF-16 units of valid UTF-8: one per byte that starts a character (not
+ * 10xxxxxx), one more per 4-byte lead (11110xxx, which needs a surrogate
+ * pair). With SSE2, sixteen bytes at a time: as signed bytes a continuation
+ * byte is below -64 and a 4-byte lead is -16..-1; the 0/1 bytes of each test
+ * are summed with psadbw (no popcount instruction is assumed: without
+ * -mpopcnt it is a library call). Then eight at a time in a word: bit 7 of
+ * each byte of `cont` is set for a continuation byte, of `four` for a byte
+ * at or above 0xf0, summed by a multiply into the top byte.
+ */
 static size_t utf16_units(const uint8_t *p, size_t n)
 {
-	size_t units = 0, i;
+	const uint64_t high = 0x8080808080808080ull;
+	size_t units = n, i = 0;
+	uint64_t w, cont, four;
 
-	for (i = 0; i < n; i++)
-		units += ((p[i] & 0xc0) != 0x80) + (p[i] >= 0xf0);
+#ifdef __SSE2__
+	if (n >= 16) {
+		const __m128i one = _mm_set1_epi8(1), zero = _mm_setzero_si128();
+		__m128i conts = zero, fours = zero;
+
+		for (; i + 16 <= n; i += 16) {
+			__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+			__m128i c = _mm_cmplt_epi8(v, _mm_set1_epi8(-64));
+			__m128i f = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(-17)),
+						  _mm_cmplt_epi8(v, zero));
+
+			conts = _mm_add_epi64(conts, _mm_sad_epu8(_mm_and_si128(c, one), zero));
+			fours = _mm_add_epi64(fours, _mm_sad_epu8(_mm_and_si128(f, one), zero));
+		}
+		units -= (size_t)_mm_cvtsi128_si64(conts) +
+			 (size_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(conts, conts));
+		units += (size_t)_mm_cvtsi128_si64(fours) +
+			 (size_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(fours, fours));
+	}
+#endif
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, p + i, 8);
+		cont = w & ~(w << 1) & high;
+		four = w & (w << 1) & (w << 2) & (w << 3) & high;
+		units -= (size_t)(((cont >> 7) * 0x0101010101010101ull) >> 56);
+		units += (size_t)(((four >> 7) * 0x0101010101010101ull) >> 56);
+	}
+	for (; i < n; i++)
+		units += (size_t)(p[i] >= 0xf0) - (size_t)((p[i] & 0xc0) == 0x80);
 	return units;
 }
 
