@@ -497,10 +497,14 @@ class LarderCache {
         out[i] = undefined;
         continue;
       }
-      const tag = buf[off] & ~TAG_ASCII;
-      if (text !== null && tag === TAG_STRING) out[i] = text.substring(off + 1, off + len);
-      else if (text !== null && tag === TAG_JSON) out[i] = JSON.parse(text.substring(off + 1, off + len));
-      else out[i] = this.#decode(buf, off, off + len);
+      // One string for the batch: every value is a string or JSON value, and len and
+      // off count its UTF-16 units (the tag is one), not the scratch's bytes.
+      if (text !== null) {
+        const v = text.substring(off + 1, off + len);
+        out[i] = (text.charCodeAt(off) & ~TAG_ASCII) === TAG_JSON ? JSON.parse(v) : v;
+      } else {
+        out[i] = this.#decode(buf, off, off + len);
+      }
       off += len;
     }
     return out;

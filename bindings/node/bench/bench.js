@@ -7,6 +7,7 @@
  *   node --expose-gc bench/bench.js --quick     (smoke: 1 round, small)
  *   node --expose-gc bench/bench.js --only 1,2  (some tables)
  *   node --expose-gc bench/bench.js --only 4 --gc 4a  (some of table 4's variants)
+ *   node --expose-gc bench/bench.js --rounds 3        (rounds per cell; default 5)
  *
  * Tables 1-3 run in this process, engines interleaved round by round; tables
  * 4-6 run each engine in a fresh child process per round (heap, GC and RSS
@@ -26,9 +27,10 @@ const args = process.argv.slice(2);
 const QUICK = args.includes('--quick');
 const onlyArg = args.indexOf('--only');
 const ONLY = onlyArg >= 0 ? args[onlyArg + 1].split(',').map(Number) : [1, 2, 3, 4, 5, 6];
-const ROUNDS = QUICK ? 1 : 5;
+const roundsArg = args.indexOf('--rounds');
+const ROUNDS = roundsArg >= 0 ? Number(args[roundsArg + 1]) : QUICK ? 1 : 5;
 const gcArg = args.indexOf('--gc');
-const GC_VARIANTS = gcArg >= 0 ? args[gcArg + 1].split(',') : ['4a', '4b', '4c'];
+const GC_VARIANTS = gcArg >= 0 ? args[gcArg + 1].split(',') : ['4a', '4b', '4c', '4d'];
 
 /* ---- helpers --------------------------------------------------------------- */
 
@@ -279,7 +281,7 @@ function gcObserver() {
 /*
  * Table 4 mirrors the GC benchmark the OffHeap add-on publishes (its
  * benchmarks/gc_pressure_child.js, one child process per engine): 500,000
- * keys `key-<i>` made once, preloaded with ~550-byte objects; then 1,000,000
+ * keys `key-<i>`, preloaded with ~550-byte objects; then 1,000,000
  * operations on uniformly random keys, a set of a new object on every 10th
  * and a get otherwise, each timed with performance.now(); every 200
  * operations the program allocates 300 short-lived request objects, and
@@ -295,7 +297,10 @@ function gcObserver() {
  * key order and the pseudo-random fields come from a seeded xorshift, not
  * Math.random(), so that every engine sees the same operations; the
  * add-on's compression row is larder's own LZ4 (compression: true), whose
- * sizes differ from the add-on's codec.
+ * sizes differ from the add-on's codec. Each operation makes its key string
+ * (`key-${i}`, a 10-character flat string) before it is timed; variant 4d
+ * keeps the earlier harness's table of all 500,000 key strings instead,
+ * whose 20 MB every forced collection marks (childGc).
  */
 function gcPayload(id, r) {
   return {
@@ -326,13 +331,22 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p / 100))];
 }
 
-/* engine: none | lru-cache | larder | larder-l1; values: object | string; gcMode: forced | natural */
-async function childGc(engine, values, gcMode) {
+/*
+ * engine: none | lru-cache | larder | larder-l1 | larder-z; values: object |
+ * string; gcMode: forced | natural; keyMode: made (each operation makes its
+ * key string, as a request handler gets it) | table (the harness holds all
+ * 500,000 key strings in an array for the whole run, as table 4 did before:
+ * 20 MB of the program's heap that every forced collection marks, and that
+ * costs lru-cache nothing, since its Map holds the same strings, while it
+ * is most of the heap a larder run has).
+ */
+async function childGc(engine, values, gcMode, keyMode) {
   const KEYS = QUICK ? 50000 : 500000;
   const OPS = QUICK ? 100000 : 1000000;
   const GARBAGE_EVERY = 200;
   const FORCE_EVERY = gcMode === 'forced' ? 10000 : 0;
-  const keys = Array.from({ length: KEYS }, (_, i) => `key-${i}`);
+  const table = keyMode === 'table' ? Array.from({ length: KEYS }, (_, i) => `key-${i}`) : null;
+  const keyOf = table !== null ? (i) => table[i] : (i) => `key-${i}`;
   const seq = keySequence(OPS, KEYS, 4);
   const rnd = keySequence(OPS, 2 ** 31, 5);
   const encode = values === 'string' ? (v) => JSON.stringify(v) : (v) => v;
@@ -344,7 +358,7 @@ async function childGc(engine, values, gcMode) {
   if (engine === 'larder') cache = new LarderCache({ max: KEYS, maxSize: 1024 * 1024 * 1024 });
   if (engine === 'larder-l1') cache = new LarderCache({ max: KEYS, maxSize: 1024 * 1024 * 1024, l1: { max: 10000 } });
   if (engine === 'larder-z') cache = new LarderCache({ max: KEYS, maxSize: 1024 * 1024 * 1024, compression: true });
-  if (cache !== null) for (let i = 0; i < KEYS; i++) cache.set(keys[i], encode(gcPayload(i, rnd[i % OPS])));
+  if (cache !== null) for (let i = 0; i < KEYS; i++) cache.set(keyOf(i), encode(gcPayload(i, rnd[i % OPS])));
   global.gc();
   const lat = new Float64Array(OPS);
   let hits = 0;
@@ -352,7 +366,7 @@ async function childGc(engine, values, gcMode) {
   const obs = gcObserver();
   const t0 = performance.now();
   for (let i = 0; i < OPS; i++) {
-    const key = keys[seq[i]];
+    const key = keyOf(seq[i]);
     const s = performance.now();
     if (cache === null) {
       if (i % 10 !== 0) hits++; // the program alone: the same loop, no cache
@@ -393,10 +407,12 @@ function table4() {
       title: 'variant: values kept and returned as JSON strings (no parse on either side), forced GCs as in 4a' },
     { id: '4c', values: 'object', gcMode: 'natural', engines: ['none', 'lru-cache', 'larder'],
       title: 'variant: objects in and out as in 4a, no forced GC (only the collections V8 starts)' },
+    { id: '4d', values: 'object', gcMode: 'forced', keyMode: 'table', engines: ['none', 'lru-cache', 'larder'],
+      title: 'the earlier harness: 4a with every key string held in an array by the program for the whole run' },
   ];
   for (const v of variants.filter((x) => GC_VARIANTS.includes(x.id))) {
     const res = Object.fromEntries(v.engines.map((e) => [e, []]));
-    for (let r = 0; r < ROUNDS; r++) for (const e of v.engines) res[e].push(child('gc', e, [v.values, v.gcMode]));
+    for (let r = 0; r < ROUNDS; r++) for (const e of v.engines) res[e].push(child('gc', e, [v.values, v.gcMode, v.keyMode || 'made']));
     const rows = v.engines.map((e) => {
       const rs = res[e];
       const valueMb = e === 'none' ? 0 : rs[0].keys * rs[0].valueBytes / 2 ** 20;

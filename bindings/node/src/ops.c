@@ -23,6 +23,10 @@
 
 #include "binding.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 /* ---- Operations ----------------------------------------------------------- */
 
 /*
@@ -162,15 +166,19 @@ struct batch_out {
 	size_t used;
 	int32_t *meta;
 	int ascii; /* every value so far carries TAG_ASCII */
+	int text;  /* every value so far is a string or JSON value (UTF-8 text) */
 };
 
 static void batch_copy(void *ctx, size_t index, const void *value, size_t value_len)
 {
 	struct batch_out *b = ctx;
+	unsigned kind = value_len ? TAG_KIND(*(const uint8_t *)value) : TAG_COUNT;
 
 	b->meta[index] = (int32_t)value_len;
 	if (value_len == 0 || !(*(const uint8_t *)value & TAG_ASCII))
 		b->ascii = 0;
+	if (kind != TAG_STRING && kind != TAG_JSON)
+		b->text = 0;
 	if (b->used + value_len <= b->cap)
 		memcpy(b->out + b->used, value, value_len);
 	b->used += value_len;
@@ -244,8 +252,12 @@ napi_value lnode_op_engine_loop(napi_env env, napi_callback_info info)
 	}
 	for (i = 0; i < count && batch > 0; i += batch) {
 		size_t m = count - i < batch ? count - i : batch, j;
-		struct batch_out b = {
-			.out = ed->out, .cap = ed->out_cap, .used = 0, .meta = bmeta, .ascii = 1};
+		struct batch_out b = {.out = ed->out,
+				      .cap = ed->out_cap,
+				      .used = 0,
+				      .meta = bmeta,
+				      .ascii = 1,
+				      .text = 1};
 
 		for (j = 0; j < m; j++) {
 			uint32_t k = order[i + j] % n;
@@ -292,17 +304,83 @@ napi_value lnode_op_clear(napi_env env, napi_callback_info info)
 }
 
 /*
- * mget(keys, joined): looks the keys up in one larder_get_batch(). When
- * joined is a string, it is keys.join('') and meta[i] holds keys[i].length
- * (index.js checked every key is a string): if it encodes to exactly that
- * many bytes the keys are ASCII and are cut from it without touching the
- * array; otherwise each key is read from the array. Values are packed back
- * to back into the scratch with meta[i] = length (0: a miss). Returns minus
- * the scratch bytes needed when they do not fit; otherwise, when every
- * value found is a string or JSON value its writer tagged TAG_ASCII, the
- * whole packed region as one string (index.js takes substrings, which V8
- * makes without copying), else the number found.
+ * UTF-16 units of valid UTF-8: one per byte that starts a character (not
+ * 10xxxxxx), one more per 4-byte lead (11110xxx, which needs a surrogate
+ * pair). With SSE2, sixteen bytes at a time: as signed bytes a continuation
+ * byte is below -64 and a 4-byte lead is -16..-1; the 0/1 bytes of each test
+ * are summed with psadbw (no popcount instruction is assumed: without
+ * -mpopcnt it is a library call). Then eight at a time in a word: bit 7 of
+ * each byte of `cont` is set for a continuation byte, of `four` for a byte
+ * at or above 0xf0, summed by a multiply into the top byte.
  */
+static size_t utf16_units(const uint8_t *p, size_t n)
+{
+	const uint64_t high = 0x8080808080808080ull;
+	size_t units = n, i = 0;
+	uint64_t w, cont, four;
+
+#ifdef __SSE2__
+	if (n >= 16) {
+		const __m128i one = _mm_set1_epi8(1), zero = _mm_setzero_si128();
+		__m128i conts = zero, fours = zero;
+
+		for (; i + 16 <= n; i += 16) {
+			__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+			__m128i c = _mm_cmplt_epi8(v, _mm_set1_epi8(-64));
+			__m128i f = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8(-17)),
+						  _mm_cmplt_epi8(v, zero));
+
+			conts = _mm_add_epi64(conts, _mm_sad_epu8(_mm_and_si128(c, one), zero));
+			fours = _mm_add_epi64(fours, _mm_sad_epu8(_mm_and_si128(f, one), zero));
+		}
+		units -= (size_t)_mm_cvtsi128_si64(conts) +
+			 (size_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(conts, conts));
+		units += (size_t)_mm_cvtsi128_si64(fours) +
+			 (size_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(fours, fours));
+	}
+#endif
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, p + i, 8);
+		cont = w & ~(w << 1) & high;
+		four = w & (w << 1) & (w << 2) & (w << 3) & high;
+		units -= (size_t)(((cont >> 7) * 0x0101010101010101ull) >> 56);
+		units += (size_t)(((four >> 7) * 0x0101010101010101ull) >> 56);
+	}
+	for (; i < n; i++)
+		units += (size_t)(p[i] >= 0xf0) - (size_t)((p[i] & 0xc0) == 0x80);
+	return units;
+}
+
+/*
+ * The batch as one string when every value found is a string or JSON value
+ * and some are not ASCII: their bytes are UTF-8 (index.js's writers encode
+ * them, lone surrogates as U+FFFD), so the packed region is one UTF-8 text,
+ * tag bytes included (they are ASCII). meta[i] becomes value i's length in
+ * UTF-16 units, where index.js cuts its substring. Only when V8's string has
+ * exactly the units counted (so no byte was invalid and replaced) is meta
+ * rewritten: otherwise 0, and meta still holds byte lengths for the
+ * per-value decoding. 1 with *r set, 0 to fall back.
+ */
+static int batch_text_utf8(napi_env env, const struct batch_out *b, size_t n, napi_value *r)
+{
+	size_t total = 0, len16, i, off = 0;
+
+	for (i = 0; i < n; i++) {
+		total += utf16_units(b->out + off, (size_t)b->meta[i]);
+		off += (size_t)b->meta[i];
+	}
+	if (napi_create_string_utf8(env, (const char *)b->out, b->used, r) != napi_ok ||
+	    napi_get_value_string_utf16(env, *r, NULL, 0, &len16) != napi_ok || len16 != total)
+		return 0;
+	for (i = 0, off = 0; i < n; i++) {
+		size_t bytes = (size_t)b->meta[i];
+
+		b->meta[i] = (int32_t)utf16_units(b->out + off, bytes);
+		off += bytes;
+	}
+	return 1;
+}
+
 /* Makes the mget arrays hold n keys. */
 static int batch_reserve(struct env_data *ed, size_t n)
 {
@@ -373,6 +451,19 @@ static int batch_keys_each(napi_env env, const struct handle *h, napi_value arr,
 	return 1;
 }
 
+/*
+ * mget(keys, joined): looks the keys up in one larder_get_batch(). When
+ * joined is a string, it is keys.join('') and meta[i] holds keys[i].length
+ * (index.js checked every key is a string): if it encodes to exactly that
+ * many bytes the keys are ASCII and are cut from it without touching the
+ * array; otherwise each key is read from the array. Values are packed back
+ * to back into the scratch with meta[i] = length (0: a miss). Returns minus
+ * the scratch bytes needed when they do not fit; otherwise, when every
+ * value found is a string or JSON value, the whole packed region as one
+ * string (index.js takes substrings, which V8 makes without copying): made
+ * as Latin-1 when every writer tagged its value TAG_ASCII, else as UTF-8
+ * with meta[i] in UTF-16 units (batch_text_utf8); else the number found.
+ */
 napi_value lnode_op_mget(napi_env env, napi_callback_info info)
 {
 	napi_value argv[2], r;
@@ -408,8 +499,12 @@ napi_value lnode_op_mget(napi_env env, napi_callback_info info)
 		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_CLOSED",
 				   "larder: the cache is closed");
 	memset(ed->meta, 0, n * sizeof(*ed->meta));
-	b = (struct batch_out){
-		.out = ed->out, .cap = ed->out_cap, .used = 0, .meta = ed->meta, .ascii = 1};
+	b = (struct batch_out){.out = ed->out,
+			       .cap = ed->out_cap,
+			       .used = 0,
+			       .meta = ed->meta,
+			       .ascii = 1,
+			       .text = 1};
 	found = larder_get_batch(h->cache, n, ed->batch_keys, ed->batch_lens, batch_copy, &b);
 	if (found < 0)
 		return lnode_throw_larder(env, h, (int)found, 0);
@@ -419,6 +514,8 @@ napi_value lnode_op_mget(napi_env env, napi_callback_info info)
 		napi_create_string_latin1(env, (const char *)b.out, b.used, &r);
 		return r;
 	}
+	if (b.used > 0 && b.text && batch_text_utf8(env, &b, n, &r))
+		return r;
 	return lnode_make_double(env, (double)found);
 }
 

@@ -4,8 +4,10 @@
  * eight and four ASCII units at a time, then one unit at a time) and the
  * ASCII flag a writer puts in a string value's tag (a get then makes the
  * string with V8's one-byte path, an mget of such values returns one
- * string): every character class at every position around the encoder's
- * 4- and 8-unit blocks must give Node's own UTF-8 bytes and come back intact.
+ * string; string and JSON values not all ASCII come back as one string cut
+ * by UTF-16 units): every character class
+ * at every position around the encoder's 4- and 8-unit blocks must give
+ * Node's own UTF-8 bytes and come back intact.
  */
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -78,6 +80,29 @@ test('long values (the encoder of V8) are flagged ASCII only when they are', () 
   assert.equal(c.get('empty'), '');
   assert.deepEqual(c.mget(['a', 'empty', 'l', 'e', 'none']), [ascii, '', late, early, undefined]);
   assert.deepEqual(c.mget(['a', 'empty']), [ascii, '']);
+  c.close();
+});
+
+test('an mget of text values that are not all ASCII: one string cut by UTF-16 units', () => {
+  // Every value is a string or JSON value, some with 2-, 3- and 4-byte characters, so the
+  // addon returns the batch as one UTF-8 string and index.js cuts it where meta says, in
+  // UTF-16 units: a unit miscounted anywhere shifts every value after it.
+  const c = new LarderCache({ maxSize: 16 << 20 });
+  const chars = ['a', 'é', '€', '🐢', '\ud800', ''];
+  const keys = [];
+  for (let i = 0; i < 600; i++) {
+    const v = chars[i % chars.length].repeat(i % 7) + String(i) + chars[(i * 5) % chars.length];
+    if (i % 3 === 0) c.set(`k${i}`, { v, i });
+    else c.set(`k${i}`, v);
+    keys.push(`k${i}`);
+    if (i % 50 === 0) keys.push(`absent${i}`);
+  }
+  const want = keys.map((k) => c.get(k));
+  assert.deepEqual(c.mget(keys), want);
+  assert.deepEqual(c.mget(keys.slice().reverse()), want.slice().reverse());
+  // A Buffer in the batch sends it back to decoding each value from the scratch.
+  c.set('bytes', Buffer.from([0xf0, 0x9f]));
+  assert.deepEqual(c.mget([...keys, 'bytes']), [...want, Buffer.from([0xf0, 0x9f])]);
   c.close();
 });
 
