@@ -962,23 +962,40 @@ static unsigned char *pack_value(larder *c, const void **value, size_t *value_le
 	return buf;
 }
 
-/* After a write posted its event: count it and nudge the maintainer, who
- * must schedule the new entry's deadline in time (WAKE-W4). */
-static void write_done(larder *c, struct op *op, uint64_t deadline_ms)
+/* After a write posted its event (or a bulk writer its batch's, `writes`
+ * of them): count them and nudge the maintainer, who must schedule the
+ * earliest new deadline in time (WAKE-W4). */
+static void write_done(larder *c, struct op *op, uint64_t writes, uint64_t deadline_ms)
 {
-	larder__stat_bump(&op->handle->writes, 1);
+	larder__stat_bump(&op->handle->writes, writes);
 	larder__maint_wake(c, op->handle, deadline_ms);
 }
 
+/*
+ * A bulk writer's batch (larder__put_batch): the operation is begun once
+ * and write_done() runs once, after the batch's last post, with the batch's
+ * earliest deadline. Waking after the last post rather than after each one
+ * keeps WAKE-W1/WAKE-W2 (a wake follows every post it covers); a ring that
+ * fills meanwhile wakes the maintainer from reserve_room_slow as before.
+ */
+struct bulk {
+	struct op op;
+	uint64_t writes;
+	uint64_t first_deadline_ms;
+};
+
 /* charge_limit: LARDER_EVALSIZE when the entry would charge more (UINT64_MAX:
- * none); *charged (when not NULL) gets its charge on success. Inlined into
- * larder_put, where the mode and the limits are constants that fold away
- * (with the call of eleven arguments, about 40 instructions per put:
- * docs/bench.md); every other write goes through write_general. */
+ * none); *charged (when not NULL) gets its charge on success. bulk: NULL, or
+ * a bulk writer's batch, whose operation this write continues, with the
+ * key's hash already computed (bulk_hash). Inlined into larder_put and
+ * larder__put_batch, where the mode, the limits and bulk are constants that
+ * fold away (with the call of eleven arguments, about 40 instructions per
+ * put: docs/bench.md); every other write goes through write_general. */
 static inline __attribute__((always_inline)) int
 write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 	     const void *expected, size_t expected_len, const void *value, size_t value_len,
-	     uint64_t ttl_ms, uint64_t charge_limit, uint64_t *charged)
+	     uint64_t ttl_ms, uint64_t charge_limit, uint64_t *charged, struct bulk *bulk,
+	     uint64_t bulk_hash)
 {
 	struct op op;
 	int rc = check_args(c, key, key_len,
@@ -1000,7 +1017,9 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 	size_t charge = larder__slab_charge(bytes);
 	if (charge > charge_limit)
 		goto fail_packed; /* rc is LARDER_EVALSIZE */
-	if ((rc = op_begin(c, &op)) != LARDER_OK)
+	if (bulk)
+		op = bulk->op;
+	else if ((rc = op_begin(c, &op)) != LARDER_OK)
 		goto fail_packed;
 	if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
 		goto fail_packed;
@@ -1014,7 +1033,7 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		op.handle->credit += (int64_t)charge;
 		return LARDER_ENOMEM;
 	}
-	uint64_t hash = larder__hash(c->seed, key, key_len);
+	uint64_t hash = bulk ? bulk_hash : larder__hash(c->seed, key, key_len);
 	uint64_t word = larder__slot_word(hash, e);
 	struct wait_state index_wait = { 0, 0 };
 	op_enter(&op);
@@ -1071,7 +1090,14 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		entry_unbuild(c, &op, e, charge);
 		return rc;
 	}
-	write_done(c, &op, deadline_ms);
+	if (bulk) {
+		bulk->op = op; /* the clock read, if any, serves the rest of the batch */
+		bulk->writes++;
+		if (deadline_ms < bulk->first_deadline_ms)
+			bulk->first_deadline_ms = deadline_ms;
+	} else {
+		write_done(c, &op, 1, deadline_ms);
+	}
 	if (charged)
 		*charged = charge;
 	return LARDER_OK;
@@ -1089,14 +1115,14 @@ static __attribute__((noinline)) int write_general(larder *c, enum write_mode mo
 						   uint64_t *charged)
 {
 	return write_common(c, mode, key, key_len, expected, expected_len, value, value_len, ttl_ms,
-			    charge_limit, charged);
+			    charge_limit, charged, NULL, 0);
 }
 
 int larder_put(larder *c, const void *key, size_t key_len, const void *value, size_t value_len,
 	       uint64_t ttl_ms)
 {
 	return write_common(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms,
-			    UINT64_MAX, NULL);
+			    UINT64_MAX, NULL, NULL, 0);
 }
 
 int larder_put_if_absent(larder *c, const void *key, size_t key_len, const void *value,
@@ -1121,15 +1147,32 @@ int larder_replace_if_equals(larder *c, const void *key, size_t key_len, const v
 			    value_len, ttl_ms, UINT64_MAX, NULL);
 }
 
-int larder__put_within(larder *c, const void *key, size_t key_len, const void *value,
-		       size_t value_len, uint64_t ttl_ms, uint64_t charge_limit,
-		       uint64_t *charged)
+int larder__put_batch(larder *c, const struct larder__put_rec *rec, size_t n,
+		      uint64_t charge_limit, uint64_t *charged)
 {
-	return write_general(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms,
-			    charge_limit, charged);
+	struct bulk b = { .writes = 0, .first_deadline_ms = UINT64_MAX };
+	if (!n)
+		return LARDER_OK;
+	int rc = op_begin(c, &b.op);
+	for (size_t i = 0; i < n && rc == LARDER_OK; i++) {
+		const struct larder__put_rec *r = &rec[i];
+		uint64_t left = charge_limit == UINT64_MAX ? UINT64_MAX
+			      : charge_limit > *charged   ? charge_limit - *charged
+							  : 0;
+		uint64_t charge = 0;
+		rc = write_common(c, W_PUT, r->key, r->key_len, NULL, 0, r->value, r->value_len,
+				  r->ttl_ms, left, &charge, &b, r->hash);
+		if (rc == LARDER_EVALSIZE)
+			rc = LARDER_OK; /* skipped: over the limit, or this cache's entry limit */
+		else if (rc == LARDER_OK)
+			*charged += charge;
+	}
+	if (b.writes)
+		write_done(c, &b.op, b.writes, b.first_deadline_ms);
+	return rc;
 }
 
-void larder__prefetch_homes(larder *c, const uint64_t *hash, size_t n)
+void larder__prefetch_homes(larder *c, const struct larder__put_rec *rec, size_t n)
 {
 	struct op op;
 	if (!n || op_begin(c, &op) != LARDER_OK)
@@ -1137,7 +1180,7 @@ void larder__prefetch_homes(larder *c, const uint64_t *hash, size_t n)
 	op_enter(&op);
 	struct larder__table *t = root_rcu(c);
 	for (size_t i = 0; i < n; i++)
-		larder__table_prefetch(t, hash[i]);
+		larder__table_prefetch(t, rec[i].hash);
 	op_exit(&op);
 }
 
