@@ -19,7 +19,15 @@
  *     flusher thread) leaves no temporary file and the previous snapshot
  *     whole, and says why (errno);
  *   - saves racing with writers and clears produce sound files whose every
- *     entry belongs to its key.
+ *     entry belongs to its key;
+ *   - the load's bulk writes (SNAP-L5) racing with readers and with a writer
+ *     of the same keys: every value read is its key's, every entry is
+ *     there at the end, the write count is the records plus the writer's
+ *     puts and the maintainer's totals match a walk;
+ *   - loads racing with readers and clears: the totals match a walk, writes
+ *     less removals is the entries left, nothing is evicted;
+ *   - a cache closed right after a load (its batches' events not yet
+ *     applied) gives back every page it mapped.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,6 +42,7 @@
 #include <xxhash.h>
 
 #include "core/snapshot.h"
+#include "core/testing.h"
 #include "harness.h"
 
 #define KiB ((uint64_t)1024)
@@ -545,6 +554,199 @@ static void test_snapshot_races_with_clear(void)
 	larder_close(race_cache);
 }
 
+/* ---- The load's bulk writes against other threads -------------------------- */
+
+enum { LOAD_KEYS = 20000 }; /* saved_cache()'s */
+
+struct load_race {
+	larder *cache;
+	const char *path;
+	int loads, with_clear;
+	_Atomic int done; /* the loader finished */
+	_Atomic uint64_t hits, bad, puts, clears;
+};
+
+static void *load_race_loader(void *arg)
+{
+	struct load_race *r = arg;
+	for (int i = 0; i < r->loads; i++)
+		CHECK_RC(larder_load(r->cache, r->path), LARDER_OK);
+	atomic_store(&r->done, 1);
+	return NULL;
+}
+
+/* Gets keys of the snapshot until the loader is done: every value found
+ * must be its key's (a half-built or foreign entry would not be). */
+static void *load_race_reader(void *arg)
+{
+	struct load_race *r = arg;
+	struct th_rng rng = { (uint64_t)(uintptr_t)&rng };
+	char k[32];
+	unsigned char v[4096];
+	uint64_t hits = 0, bad = 0;
+	while (!atomic_load(&r->done)) {
+		size_t kl = key_of(k, th_rng_below(&rng, LOAD_KEYS)), vl = 0;
+		int rc = larder_get(r->cache, k, kl, v, sizeof(v), &vl);
+		if (rc == LARDER_OK) {
+			hits++;
+			bad += !value_ok(k, kl, v, vl);
+		} else {
+			bad += rc != LARDER_MISS;
+		}
+	}
+	atomic_fetch_add(&r->hits, hits);
+	atomic_fetch_add(&r->bad, bad);
+	return NULL;
+}
+
+/* Puts and removes every fourth key of the snapshot, with the snapshot's
+ * own values, until the loader is done, then puts them all once more: the
+ * final contents are the snapshot's whatever the interleaving. */
+static void *load_race_writer(void *arg)
+{
+	struct load_race *r = arg;
+	char k[32];
+	unsigned char v[4096];
+	uint64_t puts = 0;
+	for (uint64_t round = 0;; round++) {
+		int last = atomic_load(&r->done);
+		for (uint64_t id = 0; id < LOAD_KEYS; id += 4) {
+			size_t kl = key_of(k, id), vl = value_of(v, id);
+			if (!last && (id / 4 + round) % 3 == 0) {
+				int rc = larder_remove(r->cache, k, kl);
+				CHECK(rc == LARDER_OK || rc == LARDER_MISS);
+			} else if (CHECK_RC(larder_put(r->cache, k, kl, v, vl, LARDER_TTL_NEVER),
+					    LARDER_OK)) {
+				puts++;
+			}
+		}
+		if (last)
+			break;
+	}
+	atomic_store(&r->puts, puts);
+	return NULL;
+}
+
+/* Clears the cache again and again until the loader is done. */
+static void *load_race_clearer(void *arg)
+{
+	struct load_race *r = arg;
+	uint64_t clears = 0;
+	while (!atomic_load(&r->done)) {
+		CHECK_RC(larder_clear(r->cache), LARDER_OK);
+		clears++;
+	}
+	atomic_store(&r->clears, clears);
+	return NULL;
+}
+
+struct load_role {
+	struct load_race *race;
+	int role;
+};
+
+static void *load_race_role(void *arg)
+{
+	const struct load_role *lr = arg;
+	struct load_race *r = lr->race;
+	switch (lr->role) {
+	case 0:
+		return load_race_loader(r);
+	case 1:
+		return r->with_clear ? load_race_clearer(r) : load_race_writer(r);
+	default:
+		return load_race_reader(r);
+	}
+}
+
+/* Runs a loader, the writer (or the clearer, with_clear) and two readers on
+ * a fresh 128 MiB cache; returns the cache. */
+static larder *run_load_race(struct load_race *r, const char *path, int loads, int with_clear)
+{
+	*r = (struct load_race){ .path = path, .loads = loads, .with_clear = with_clear };
+	r->cache = th_open(th_config(128 * MiB));
+	if (!r->cache)
+		return NULL;
+	struct load_role roles[4] = { { r, 0 }, { r, 1 }, { r, 2 }, { r, 3 } };
+	th_run_threads(4, load_race_role, roles, sizeof(roles[0]));
+	CHECK_EQ(atomic_load(&r->bad), 0);
+	return r->cache;
+}
+
+/* SNAP-L5: the bulk writes of a threaded load (a 30 MiB file), read while
+ * they land and overwritten and removed by a writer of the same keys. */
+static void test_snapshot_load_races_writer(void)
+{
+	char path[512];
+	larder *a = saved_cache(path, "load-race.snap");
+	REQUIRE(a != NULL);
+	larder_close(a);
+	struct load_race r;
+	larder *b = run_load_race(&r, path, 1, 0);
+	REQUIRE(b != NULL);
+	uint64_t entries = 0, bytes = 0;
+	CHECK(th_check_accounting(b, 60000, &entries, &bytes));
+	CHECK_EQ(entries, LOAD_KEYS);
+	struct check ch = walk(b);
+	CHECK_EQ(ch.entries, LOAD_KEYS);
+	CHECK_EQ(ch.bad, 0);
+	CHECK_EQ(th_stat(b, LARDER_STAT_WRITES), LOAD_KEYS + atomic_load(&r.puts));
+	CHECK_EQ(th_stat(b, LARDER_STAT_EVICTIONS), 0);
+	CHECK(th_check_memory_audit(b));
+	larder_close(b);
+	unlink(path);
+}
+
+/* Loads racing with clears (and readers): whatever each clear caught, the
+ * totals match the index and every write is accounted for; a last load
+ * into the quiet cache restores every entry. */
+static void test_snapshot_load_races_with_clear(void)
+{
+	char path[512];
+	larder *a = saved_cache(path, "load-clear.snap");
+	REQUIRE(a != NULL);
+	larder_close(a);
+	struct load_race r;
+	larder *b = run_load_race(&r, path, 3, 1);
+	REQUIRE(b != NULL);
+	uint64_t entries = 0, bytes = 0;
+	CHECK(th_check_accounting(b, 60000, &entries, &bytes));
+	CHECK_LE(entries, LOAD_KEYS);
+	CHECK_GE(atomic_load(&r.clears), 1);
+	uint64_t gone = th_stat(b, LARDER_STAT_REPLACEMENTS) + th_stat(b, LARDER_STAT_CLEARED) +
+			th_stat(b, LARDER_STAT_REMOVALS) + th_stat(b, LARDER_STAT_EXPIRATIONS) +
+			th_stat(b, LARDER_STAT_EVICTIONS);
+	CHECK_EQ(th_stat(b, LARDER_STAT_WRITES) - gone, entries);
+	CHECK_EQ(th_stat(b, LARDER_STAT_EVICTIONS), 0);
+	CHECK_EQ(walk(b).bad, 0);
+	CHECK_RC(larder_load(b, path), LARDER_OK);
+	struct check ch = walk(b);
+	CHECK_EQ(ch.entries, LOAD_KEYS);
+	CHECK_EQ(ch.bad, 0);
+	CHECK(th_check_accounting(b, 60000, NULL, NULL));
+	larder_close(b);
+	unlink(path);
+}
+
+/* Close right after a load returns, before the maintainer has applied its
+ * batches' events: every page the cache mapped goes back. */
+static void test_snapshot_load_then_close(void)
+{
+	char path[512];
+	larder *a = saved_cache(path, "load-close.snap");
+	REQUIRE(a != NULL);
+	larder_close(a);
+	uint64_t mapped = larder__test_mapped_bytes();
+	for (int i = 0; i < 3; i++) {
+		larder *b = th_open(th_config(64 * MiB));
+		REQUIRE(b != NULL);
+		CHECK_RC(larder_load(b, path), LARDER_OK);
+		larder_close(b);
+	}
+	CHECK_EQ(larder__test_mapped_bytes(), mapped);
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
 	snprintf(dir, sizeof(dir), "%s/larder-snap-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -561,6 +763,9 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_races_with_clear),
 		TH_TEST(test_snapshot_write_fails),
 		TH_TEST(test_snapshot_large_damaged),
+		TH_TEST(test_snapshot_load_races_writer),
+		TH_TEST(test_snapshot_load_races_with_clear),
+		TH_TEST(test_snapshot_load_then_close),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
 	rmdir(dir);
