@@ -27,7 +27,10 @@
  *   - loads racing with readers and clears: the totals match a walk, writes
  *     less removals is the entries left, nothing is evicted;
  *   - a cache closed right after a load (its batches' events not yet
- *     applied) gives back every page it mapped.
+ *     applied) gives back every page it mapped;
+ *   - a load with each of its allocations failed in turn (a batch's event
+ *     block among them) loads whole or fails with LARDER_ENOMEM, the
+ *     totals matching the index either way.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,6 +47,7 @@
 #include "core/snapshot.h"
 #include "core/testing.h"
 #include "harness.h"
+#include "maint/handle.h"
 
 #define KiB ((uint64_t)1024)
 #define MiB (1024 * KiB)
@@ -756,6 +760,47 @@ static void test_snapshot_load_then_close(void)
 	unlink(path);
 }
 
+/* Every allocation of a load failed in turn (EV-V7: a block that cannot be
+ * had makes each write post its own event): the load succeeds whole or
+ * says LARDER_ENOMEM, and either way the maintainer's totals match the
+ * index and every entry is its key's. */
+static void test_snapshot_load_alloc_fails(void)
+{
+	enum { KEYS = 300 };
+	char path[512];
+	path_in_dir(path, "load-alloc.snap");
+	larder *a = th_open(th_config(64 * MiB));
+	REQUIRE(a != NULL);
+	fill(a, 0, KEYS, LARDER_TTL_NEVER);
+	CHECK_RC(larder_save(a, path), LARDER_OK);
+	larder_close(a);
+	/* How many allocations a load makes (its thread's state, pages, blocks). */
+	larder *b = th_open(th_config(64 * MiB));
+	REQUIRE(b != NULL);
+	larder__test_fail_alloc_after(1000000);
+	CHECK_RC(larder_load(b, path), LARDER_OK);
+	long made = 1000000 - larder__test_fail_alloc_after(-1);
+	larder_close(b);
+	CHECK_GE(made, KEYS / LARDER__BATCH_EVENTS);
+	for (long k = 0; k <= made; k++) {
+		b = th_open(th_config(64 * MiB));
+		REQUIRE(b != NULL);
+		larder__test_fail_alloc_after(k);
+		int rc = larder_load(b, path);
+		larder__test_fail_alloc_after(-1);
+		CHECK(rc == LARDER_OK || rc == LARDER_ENOMEM);
+		uint64_t entries = 0;
+		CHECK(th_check_accounting(b, 60000, &entries, NULL));
+		struct check ch = walk(b);
+		CHECK_EQ(ch.entries, entries);
+		CHECK_EQ(ch.bad, 0);
+		if (rc == LARDER_OK)
+			CHECK_EQ(entries, KEYS);
+		larder_close(b);
+	}
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
 	snprintf(dir, sizeof(dir), "%s/larder-snap-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -775,6 +820,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_load_races_writer),
 		TH_TEST(test_snapshot_load_races_with_clear),
 		TH_TEST(test_snapshot_load_then_close),
+		TH_TEST(test_snapshot_load_alloc_fails),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
 	rmdir(dir);
