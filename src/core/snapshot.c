@@ -496,9 +496,11 @@ struct part {
  * prefetched, while the batch before it is written. So each write finds its
  * bucket in the cache instead of stalling on it (in a large index, a miss
  * per entry). A batch is one bulk write (larder__put_batch in core/cache.c):
- * the hashes computed here serve the writes too, and the thread's handle is
- * looked up and the maintainer counted and woken once per batch, not per
- * entry.
+ * the hashes computed here serve the writes too, the thread's handle is
+ * looked up once, and the maintainer gets one event for the batch (EV-V7 in
+ * maint/events.h) and one wake-up: a load that posted one event per entry
+ * outran the single maintainer, spilling most of its events and waiting
+ * for its passes (docs/persistence.md, "The bulk load").
  */
 #define LOAD_BATCH 16
 
