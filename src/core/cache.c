@@ -1208,9 +1208,11 @@ static int bulk_credit(larder *c, struct bulk *b, const struct larder__put_rec *
 }
 
 /* EV-V7: a block for the next writes (without memory for one, each posts
- * its own event), and the read section they and its post share. */
+ * its own event), and the read section they and its post share. The
+ * clock is read afresh for each block (bulk_credit may have waited). */
 static void bulk_open(struct bulk *b)
 {
+	b->op.have_now = 0;
 	b->batch = larder__malloc(sizeof(*b->batch));
 	if (b->batch)
 		b->batch->n = 0;
