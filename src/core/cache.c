@@ -962,23 +962,60 @@ static unsigned char *pack_value(larder *c, const void **value, size_t *value_le
 	return buf;
 }
 
-/* After a write posted its event: count it and nudge the maintainer, who
- * must schedule the new entry's deadline in time (WAKE-W4). */
-static void write_done(larder *c, struct op *op, uint64_t deadline_ms)
+/* After a write posted its event (or a bulk writer its batch's, `writes`
+ * of them): count them and nudge the maintainer, who must schedule the
+ * earliest new deadline in time (WAKE-W4). */
+static void write_done(larder *c, struct op *op, uint64_t writes, uint64_t deadline_ms)
 {
-	larder__stat_bump(&op->handle->writes, 1);
+	larder__stat_bump(&op->handle->writes, writes);
 	larder__maint_wake(c, op->handle, deadline_ms);
 }
 
+/*
+ * A bulk writer's batch (larder__put_batch): the operation is begun once,
+ * the writes' events go into one block posted as one event (EV-V7 in
+ * maint/events.h; batch NULL: each write posts its own, as without memory
+ * for a block the writes still go on), and write_done() runs once, after
+ * the post, with the batch's earliest deadline. Waking after the post
+ * rather than after each write keeps WAKE-W1/WAKE-W2 (a wake follows every
+ * post it covers); a ring that fills meanwhile wakes the maintainer from
+ * reserve_room_slow as before. outer: the read section the block's writes
+ * and its post share.
+ */
+struct bulk {
+	struct op op;
+	uint64_t writes;
+	uint64_t first_deadline_ms;
+	struct larder__event_batch *batch;
+	uint64_t outer;
+};
+
+/* Posts a write's event: to the thread's ring, or into a bulk writer's
+ * block (EV-V7). Inlined: without a bulk writer it is the ring's post. */
+static inline __attribute__((always_inline)) void
+write_post(struct op *op, struct bulk *bulk, enum larder__event_kind kind, uint32_t cause,
+	   void *a, void *b, uint64_t hash)
+{
+	if (bulk && bulk->batch) {
+		bulk->batch->ev[bulk->batch->n++] =
+			(struct larder__event){ (uint16_t)kind, (uint16_t)cause, 0, a, b, hash };
+		return;
+	}
+	larder__events_post(op->handle, kind, cause, a, b, hash);
+}
+
 /* charge_limit: LARDER_EVALSIZE when the entry would charge more (UINT64_MAX:
- * none); *charged (when not NULL) gets its charge on success. Inlined into
- * larder_put, where the mode and the limits are constants that fold away
- * (with the call of eleven arguments, about 40 instructions per put:
- * docs/bench.md); every other write goes through write_general. */
+ * none); *charged (when not NULL) gets its charge on success. bulk: NULL, or
+ * a bulk writer's batch, whose operation this write continues, with the
+ * key's hash already computed (bulk_hash). Inlined into larder_put and
+ * larder__put_batch, where the mode, the limits and bulk are constants that
+ * fold away (with the call of eleven arguments, about 40 instructions per
+ * put: docs/bench.md); every other write goes through write_general. */
 static inline __attribute__((always_inline)) int
 write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 	     const void *expected, size_t expected_len, const void *value, size_t value_len,
-	     uint64_t ttl_ms, uint64_t charge_limit, uint64_t *charged)
+	     uint64_t ttl_ms, uint64_t charge_limit, uint64_t *charged, struct bulk *bulk,
+	     uint64_t bulk_hash)
 {
 	struct op op;
 	int rc = check_args(c, key, key_len,
@@ -1000,7 +1037,9 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 	size_t charge = larder__slab_charge(bytes);
 	if (charge > charge_limit)
 		goto fail_packed; /* rc is LARDER_EVALSIZE */
-	if ((rc = op_begin(c, &op)) != LARDER_OK)
+	if (bulk)
+		op = bulk->op;
+	else if ((rc = op_begin(c, &op)) != LARDER_OK)
 		goto fail_packed;
 	if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
 		goto fail_packed;
@@ -1014,7 +1053,7 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		op.handle->credit += (int64_t)charge;
 		return LARDER_ENOMEM;
 	}
-	uint64_t hash = larder__hash(c->seed, key, key_len);
+	uint64_t hash = bulk ? bulk_hash : larder__hash(c->seed, key, key_len);
 	uint64_t word = larder__slot_word(hash, e);
 	struct wait_state index_wait = { 0, 0 };
 	op_enter(&op);
@@ -1042,9 +1081,8 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		if (slot) {
 			larder__table_set_locked(slot, word);
 			larder__table_unlock(home);
-			larder__events_post(op.handle, LARDER__EV_REPLACE,
-					    live ? LARDER_CAUSE_REPLACED : LARDER_CAUSE_EXPIRED, old, e,
-					    hash);
+			write_post(&op, bulk, LARDER__EV_REPLACE,
+				   live ? LARDER_CAUSE_REPLACED : LARDER_CAUSE_EXPIRED, old, e, hash);
 			break;
 		}
 		/* A maintainer thread may not wait for a growth (wait_pass): it
@@ -1054,7 +1092,7 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 						op.thread->maintainer ? SIZE_MAX
 								      : LARDER__PROBE_LIMIT) == 0) {
 			larder__table_unlock(home);
-			larder__events_post(op.handle, LARDER__EV_INSERT, 0, NULL, e, hash);
+			write_post(&op, bulk, LARDER__EV_INSERT, 0, NULL, e, hash);
 			break;
 		}
 		/* No free slot within reach: the maintainer must grow the index. */
@@ -1071,7 +1109,14 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		entry_unbuild(c, &op, e, charge);
 		return rc;
 	}
-	write_done(c, &op, deadline_ms);
+	if (bulk) {
+		bulk->op = op; /* the clock read, if any, serves the rest of the batch */
+		bulk->writes++;
+		if (deadline_ms < bulk->first_deadline_ms)
+			bulk->first_deadline_ms = deadline_ms;
+	} else {
+		write_done(c, &op, 1, deadline_ms);
+	}
 	if (charged)
 		*charged = charge;
 	return LARDER_OK;
@@ -1089,14 +1134,14 @@ static __attribute__((noinline)) int write_general(larder *c, enum write_mode mo
 						   uint64_t *charged)
 {
 	return write_common(c, mode, key, key_len, expected, expected_len, value, value_len, ttl_ms,
-			    charge_limit, charged);
+			    charge_limit, charged, NULL, 0);
 }
 
 int larder_put(larder *c, const void *key, size_t key_len, const void *value, size_t value_len,
 	       uint64_t ttl_ms)
 {
 	return write_common(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms,
-			    UINT64_MAX, NULL);
+			    UINT64_MAX, NULL, NULL, 0);
 }
 
 int larder_put_if_absent(larder *c, const void *key, size_t key_len, const void *value,
@@ -1121,15 +1166,101 @@ int larder_replace_if_equals(larder *c, const void *key, size_t key_len, const v
 			    value_len, ttl_ms, UINT64_MAX, NULL);
 }
 
-int larder__put_within(larder *c, const void *key, size_t key_len, const void *value,
-		       size_t value_len, uint64_t ttl_ms, uint64_t charge_limit,
-		       uint64_t *charged)
+/* What a bulk writer's records may still charge (UINT64_MAX: no bound). */
+static uint64_t charge_left(uint64_t charge_limit, uint64_t charged)
 {
-	return write_general(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms,
-			    charge_limit, charged);
+	return charge_limit == UINT64_MAX ? UINT64_MAX
+	       : charge_limit > charged   ? charge_limit - charged
+					  : 0;
 }
 
-void larder__prefetch_homes(larder *c, const uint64_t *hash, size_t n)
+/*
+ * CACHE-B3 for a bulk writer: its writes run inside one read section
+ * (EV-V7), where a write may not wait for memory. So before the section
+ * the thread's credit is topped up to cover the records' plain charges
+ * (waiting for them as a write would); a compressed value is stored
+ * shorter than its plain bytes (COMPRESS-C1), so it charges no more, and
+ * no write in the section finds its credit short.
+ */
+static int bulk_credit(larder *c, struct bulk *b, const struct larder__put_rec *rec, size_t n,
+		       uint64_t left)
+{
+	/* Relaxed: a setting, as in write_common. */
+	uint64_t limit = larder__entry_limit(atomic_load_explicit(&c->capacity, LARDER__RELAXED));
+	uint64_t want = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ttl_ms = resolve_ttl(c, rec[i].ttl_ms);
+		unsigned flags = ttl_ms == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
+		size_t bytes = larder__entry_bytes(flags, rec[i].key_len, rec[i].value_len);
+		/* Only what may be written: write_common skips the rest. */
+		if (rec[i].key_len <= c->max_key_bytes && rec[i].value_len <= c->max_value_bytes &&
+		    bytes <= limit)
+			want += larder__slab_charge(bytes);
+	}
+	if (want > left)
+		want = left;
+	if (b->op.handle->credit >= (int64_t)want)
+		return LARDER_OK;
+	int rc = reserve_room(c, &b->op, want);
+	if (rc == LARDER_OK)
+		b->op.handle->credit += (int64_t)want; /* kept for the writes (HANDLE-H1) */
+	return rc;
+}
+
+/* EV-V7: a block for the next writes (without memory for one, each posts
+ * its own event), and the read section they and its post share. The
+ * clock is read afresh for each block (bulk_credit may have waited). */
+static void bulk_open(struct bulk *b)
+{
+	b->op.have_now = 0;
+	b->batch = larder__malloc(sizeof(*b->batch));
+	if (b->batch)
+		b->batch->n = 0;
+	b->outer = larder__read_enter(&b->op.thread->reader);
+}
+
+/* Posts the block, into the event slot its last write reserved and did not
+ * use (EV-V7), and leaves the section. */
+static void bulk_close(struct bulk *b)
+{
+	if (b->batch && b->batch->n)
+		larder__events_post(b->op.handle, LARDER__EV_BATCH, 0, b->batch, NULL, 0);
+	else
+		free(b->batch);
+	b->batch = NULL;
+	larder__read_exit(&b->op.thread->reader, b->outer);
+}
+
+int larder__put_batch(larder *c, const struct larder__put_rec *rec, size_t n,
+		      uint64_t charge_limit, uint64_t *charged)
+{
+	struct bulk b = { .writes = 0, .first_deadline_ms = UINT64_MAX, .batch = NULL };
+	int rc = n ? op_begin(c, &b.op) : LARDER_OK;
+	for (size_t from = 0; from < n && rc == LARDER_OK; from += LARDER__BATCH_EVENTS) {
+		size_t to = n - from > LARDER__BATCH_EVENTS ? from + LARDER__BATCH_EVENTS : n;
+		if ((rc = bulk_credit(c, &b, rec + from, to - from,
+				      charge_left(charge_limit, *charged))) != LARDER_OK)
+			break;
+		bulk_open(&b);
+		for (size_t i = from; i < to && rc == LARDER_OK; i++) {
+			const struct larder__put_rec *r = &rec[i];
+			uint64_t charge = 0;
+			rc = write_common(c, W_PUT, r->key, r->key_len, NULL, 0, r->value,
+					  r->value_len, r->ttl_ms, charge_left(charge_limit, *charged),
+					  &charge, &b, r->hash);
+			if (rc == LARDER_EVALSIZE)
+				rc = LARDER_OK; /* skipped: over the limit, or the entry limit */
+			else if (rc == LARDER_OK)
+				*charged += charge;
+		}
+		bulk_close(&b);
+	}
+	if (b.writes)
+		write_done(c, &b.op, b.writes, b.first_deadline_ms);
+	return rc;
+}
+
+void larder__prefetch_homes(larder *c, const struct larder__put_rec *rec, size_t n)
 {
 	struct op op;
 	if (!n || op_begin(c, &op) != LARDER_OK)
@@ -1137,7 +1268,7 @@ void larder__prefetch_homes(larder *c, const uint64_t *hash, size_t n)
 	op_enter(&op);
 	struct larder__table *t = root_rcu(c);
 	for (size_t i = 0; i < n; i++)
-		larder__table_prefetch(t, hash[i]);
+		larder__table_prefetch(t, rec[i].hash);
 	op_exit(&op);
 }
 

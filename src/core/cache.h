@@ -148,25 +148,41 @@ static inline uint64_t larder__entry_limit(uint64_t capacity)
 	return capacity / 8;
 }
 
-/*
- * core/cache.c: larder_put() for larder_load() (core/snapshot.c, SNAP-L3), which
- * must know what an entry charges as stored (compressed or not) before it
- * is written: LARDER_EVALSIZE, nothing written, when it would charge more
- * than charge_limit bytes; else larder_put()'s result, with *charged the
- * entry's charge on LARDER_OK.
- */
-int larder__put_within(struct larder *cache, const void *key, size_t key_len, const void *value,
-		       size_t value_len, uint64_t ttl_ms, uint64_t charge_limit,
-		       uint64_t *charged);
+/* One record of a bulk write (larder__put_batch): a key, its keyed hash
+ * (larder__hash with the cache's seed), a value and a TTL as larder_put()
+ * takes them. */
+struct larder__put_rec {
+	const void *key;
+	size_t key_len;
+	const void *value;
+	size_t value_len;
+	uint64_t ttl_ms;
+	uint64_t hash;
+};
 
 /*
- * core/cache.c: starts loading the home buckets of n keyed hashes
- * (larder__hash with the cache's seed) of keys about to be written, so that
- * a bulk writer (larder_load, SNAP-L5 in core/snapshot.c) overlaps the misses
- * of a batch. Only a hint: writes nothing, may find a table that a resize
- * replaces before the writes.
+ * core/cache.c: the bulk insert of larder_load() (core/snapshot.c, SNAP-L5):
+ * writes rec[0..n) in order, each as larder_put() would, on one operation
+ * (the thread's handle looked up once, the maintainer counted and woken once
+ * per batch, the hashes the caller's). charge_limit bounds the bytes they
+ * charge as stored (compressed, in a compressing cache: known only once a
+ * value is packed), *charged included (SNAP-L3; UINT64_MAX: no bound): a
+ * record that would charge more than is left, or that is over the cache's
+ * entry limit, is skipped and nothing is written for it. Each written
+ * record's charge is added to *charged. Returns LARDER_OK, or the first
+ * other error of a write (LARDER_ENOMEM, LARDER_EBUSY), which ends the
+ * batch: the records before it stay written.
  */
-void larder__prefetch_homes(struct larder *cache, const uint64_t *hash, size_t n);
+int larder__put_batch(struct larder *cache, const struct larder__put_rec *rec, size_t n,
+		      uint64_t charge_limit, uint64_t *charged);
+
+/*
+ * core/cache.c: starts loading the home buckets of n records about to be
+ * written (by their hashes), so that a bulk writer (larder_load, SNAP-L5 in
+ * core/snapshot.c) overlaps the misses of a batch. Only a hint: writes
+ * nothing, may find a table that a resize replaces before the writes.
+ */
+void larder__prefetch_homes(struct larder *cache, const struct larder__put_rec *rec, size_t n);
 
 /* core/cache.c: larder_set_capacity() without the pool check (the pool's own path). */
 int larder__cache_set_capacity(struct larder *cache, uint64_t bytes);

@@ -26,7 +26,7 @@
  *       saving cache's clock at the moment the cursor handed the entry out.
  *   SNAP-L3. Capacity: the load keeps its own count of the bytes its entries
  *       charge as stored (compressed, in a compressing cache: the write
- *       reports it, larder__put_within), starting from the cache's used
+ *       reports it, larder__put_batch), starting from the cache's used
  *       bytes, and skips an entry that would take it above the capacity;
  *       so a load never makes the maintainer evict what it has just loaded
  *       (the policy's choice would depend on timing). Keys it overwrites
@@ -495,19 +495,17 @@ struct part {
  * cache's limits) and its keys hashed, and their home buckets are
  * prefetched, while the batch before it is written. So each write finds its
  * bucket in the cache instead of stalling on it (in a large index, a miss
- * per entry). The write hashes the key again; that costs less than the miss.
+ * per entry). A batch is one bulk write (larder__put_batch in core/cache.c):
+ * the hashes computed here serve the writes too, the thread's handle is
+ * looked up once, and the maintainer gets one event for the batch (EV-V7 in
+ * maint/events.h) and one wake-up: a load that posted one event per entry
+ * outran the single maintainer, spilling most of its events and waiting
+ * for its passes (docs/persistence.md, "The bulk load").
  */
 #define LOAD_BATCH 16
 
-struct pending {
-	const unsigned char *key;
-	size_t key_len, value_len;
-	uint64_t ttl_ms;
-};
-
 struct batch {
-	struct pending rec[LOAD_BATCH];
-	uint64_t hash[LOAD_BATCH];
+	struct larder__put_rec rec[LOAD_BATCH];
 	size_t n;
 };
 
@@ -532,35 +530,13 @@ static void batch_fill(struct part *p, size_t *off, struct batch *b)
 		}
 		if (key_len > c->max_key_bytes || value_len > c->max_value_bytes)
 			continue;
-		b->rec[b->n] = (struct pending){ key, key_len, value_len, ttl_ms };
-		b->hash[b->n] = larder__hash(c->seed, key, key_len);
+		b->rec[b->n] = (struct larder__put_rec){
+			key, key_len, key + key_len, value_len, ttl_ms,
+			larder__hash(c->seed, key, key_len),
+		};
 		b->n++;
 	}
-	larder__prefetch_homes(c, b->hash, b->n);
-}
-
-/* Writes b's records in order. Returns 0, or -1 when a write failed (p->rc). */
-static int batch_write(struct part *p, const struct batch *b)
-{
-	for (size_t i = 0; i < b->n; i++) {
-		const struct pending *r = &b->rec[i];
-		/* SNAP-L3, with the charge as stored (a compressing cache's is known
-		 * only once the value is compressed): the entry is written only
-		 * if it fits in what is left. */
-		uint64_t charge = 0;
-		uint64_t left = p->capacity == UINT64_MAX ? UINT64_MAX
-			      : p->capacity > p->charged ? p->capacity - p->charged : 0;
-		int rc = larder__put_within(p->cache, r->key, r->key_len, r->key + r->key_len,
-					    r->value_len, r->ttl_ms, left, &charge);
-		if (rc == LARDER_EVALSIZE)
-			continue; /* SNAP-L3, or over this cache's entry limit */
-		if (rc != LARDER_OK) {
-			p->rc = rc;
-			return -1;
-		}
-		p->charged += charge;
-	}
-	return 0;
+	larder__prefetch_homes(c, b->rec, b->n);
 }
 
 static void *load_part(void *arg)
@@ -573,7 +549,11 @@ static void *load_part(void *arg)
 	batch_fill(p, &off, &b[cur]);
 	while (b[cur].n) {
 		batch_fill(p, &off, &b[cur ^ 1]); /* SNAP-L5: the next batch's buckets load */
-		if (batch_write(p, &b[cur]) != 0)
+		/* SNAP-L3: a record that would take the load over p->capacity is
+		 * skipped (the charge as stored: a compressing cache's is known
+		 * only once the value is packed). */
+		p->rc = larder__put_batch(p->cache, b[cur].rec, b[cur].n, p->capacity, &p->charged);
+		if (p->rc != LARDER_OK)
 			break;
 		cur ^= 1;
 	}

@@ -300,6 +300,12 @@ int larder__ghost_contains(const struct larder__ghost *g, uint32_t fp)
 
 uint32_t larder__ghost_remove(struct larder__ghost *g, uint32_t fp)
 {
+	/* Every insert of S3-FIFO asks; until the first eviction (a cache
+	 * filling up, or loading a snapshot) the set is empty (GHOST-G1), and
+	 * the probe of a table sized for the expected entries is a cache miss
+	 * per insert (a load's profile: docs/persistence.md). */
+	if (!g->live_count)
+		return 0;
 	struct larder__ghost_slot *t = tab_find(g, fp);
 	if (!t)
 		return 0;

@@ -209,6 +209,13 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
 		 * retires them as CLEARED (root_entries()). */
 		m->cleared_goal = larder__maint_stat(m, LARDER_STAT_CLEARED) + m->live_count;
 		break;
+	case LARDER__EV_BATCH: { /* EV-V7: a bulk writer's events, in order */
+		struct larder__event_batch *batch = ev->a;
+		for (uint32_t i = 0; i < batch->n; i++)
+			apply(m, &batch->ev[i]);
+		free(batch);
+		break;
+	}
 	case LARDER__EV_TOUCH: /* the deadline moved earlier: schedule it there */
 		if (a->mbits & LARDER__MBITS_DEAD)
 			break;

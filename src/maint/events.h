@@ -60,6 +60,14 @@
  *       LARDER__SPILL_WRITER_MAX for a writer that may wait, at most
  *       LARDER__SPILL_MAX for a maintainer thread: room in the spill is
  *       refused at the bound.
+ *   EV-V7. A bulk writer (larder__put_batch in core/cache.c) gathers the
+ *       events of up to LARDER__BATCH_EVENTS writes in a heap block and
+ *       posts it as one LARDER__EV_BATCH, whose block the maintainer
+ *       applies in order and frees. EV-V3 holds for every event in it: the
+ *       writes and the post happen inside one read section, so no entry
+ *       the block names can be freed before the maintainer reads it. Room:
+ *       each write reserves a slot as usual and posts nothing, so the last
+ *       reservation is still free for the block.
  */
 #ifndef LARDER_MAINT_EVENTS_H
 #define LARDER_MAINT_EVENTS_H

@@ -43,6 +43,7 @@ enum larder__event_kind {
 	LARDER__EV_REMOVE,   /* a unlinked (cause: EXPLICIT or EXPIRED) */
 	LARDER__EV_CLEAR,    /* a is the table that larder_clear() swapped out */
 	LARDER__EV_TOUCH,    /* a's deadline moved earlier in place (larder_touch) */
+	LARDER__EV_BATCH,    /* a is a struct larder__event_batch: a bulk writer's events */
 };
 
 struct larder__event {
@@ -52,6 +53,18 @@ struct larder__event {
 	void *a;
 	void *b;
 	uint64_t hash; /* of the key of b (or a when b is NULL) */
+};
+
+/*
+ * A bulk writer's events (core/cache.c, larder__put_batch), posted as one
+ * LARDER__EV_BATCH: the maintainer applies them in order, as if each had
+ * been posted where the batch is, and frees the block (EV-V7 in
+ * maint/events.h). seq is unused inside a block.
+ */
+#define LARDER__BATCH_EVENTS 16u
+struct larder__event_batch {
+	uint32_t n;
+	struct larder__event ev[LARDER__BATCH_EVENTS];
 };
 
 /* Spill chunks: 8 KiB each (maint/events.h). */

@@ -15,7 +15,10 @@
  *            file into a fresh cache, and `cp` + `sync` of that file (the
  *            device's sequential speed for the same bytes), with the load's
  *            user and system CPU time (the system part is mostly the
- *            kernel zeroing fresh pages for the new cache). Then readers run
+ *            kernel zeroing fresh pages for the new cache), how many
+ *            CPUs that kept busy on average, and how often the loaders'
+ *            events spilled and they waited for the maintainer. Then
+ *            readers run
  *            for the save's length alone and while a save runs: the cost to
  *            concurrent gets. Only one cache is open at a time (see
  *            bench_save), so 10^8 entries need one cache's memory.
@@ -271,7 +274,7 @@ static double file_bytes(const char *path)
 static void bench_save(void)
 {
 	double save_gbs[64], load_gbs[64], cp_gbs[64], save_ratio[64], load_ratio[64], get_ratio[64];
-	double load_user[64], load_sys[64];
+	double load_user[64], load_sys[64], load_busy[64], load_waits[64], load_spilled[64];
 	char path[512], copy[600], cmd[2000];
 	snprintf(path, sizeof(path), "%s/persist_bench.snap", o.dir);
 	snprintf(copy, sizeof(copy), "%s.cp", path);
@@ -312,6 +315,14 @@ static void bench_save(void)
 		cpu_seconds(&u1, &s1);
 		load_user[r] = u1 - u0;
 		load_sys[r] = s1 - s0;
+		load_busy[r] = (load_user[r] + load_sys[r]) / load_s;
+		/* Per 10^6 entries: the loaders' events that went to a spill, and
+		 * writes that waited for the maintainer to take their events (a
+		 * load that waits runs at the maintainer's speed). */
+		load_spilled[r] = (double)th_stat(cache, LARDER_STAT_EVENTS_SPILLED) * 1e6 /
+				  (double)o.entries;
+		load_waits[r] = (double)th_stat(cache, LARDER_STAT_MAINT_WAITS) * 1e6 /
+				(double)o.entries;
 		if (th_stat(cache, LARDER_STAT_WRITES) != o.entries) {
 			fprintf(stderr, "load wrote %llu of %llu\n",
 				(unsigned long long)th_stat(cache, LARDER_STAT_WRITES),
@@ -335,6 +346,12 @@ static void bench_save(void)
 	report("load / cp", load_ratio, o.rounds, "ratio");
 	report("load, user CPU (all threads)", load_user, o.rounds, "s");
 	report("load, system CPU (all threads)", load_sys, o.rounds, "s");
+	/* Out of the machine's CPUs: a load that keeps them all busy has no
+	 * idle CPU for work moved to another thread (pre-faulting its memory,
+	 * say) to use. */
+	report("load, CPUs busy ((user + system) / wall)", load_busy, o.rounds, "CPUs");
+	report("load, events spilled per 10^6 entries", load_spilled, o.rounds, "events");
+	report("load, waits for the maintainer per 10^6 entries", load_waits, o.rounds, "waits");
 	if (o.readers)
 		report("readers' gets during a save / without", get_ratio, o.rounds, "ratio");
 }

@@ -19,7 +19,18 @@
  *     flusher thread) leaves no temporary file and the previous snapshot
  *     whole, and says why (errno);
  *   - saves racing with writers and clears produce sound files whose every
- *     entry belongs to its key.
+ *     entry belongs to its key;
+ *   - the load's bulk writes (SNAP-L5) racing with readers and with a writer
+ *     of the same keys: every value read is its key's, every entry is
+ *     there at the end, the write count is the records plus the writer's
+ *     puts and the maintainer's totals match a walk;
+ *   - loads racing with readers and clears: the totals match a walk, writes
+ *     less removals is the entries left, nothing is evicted;
+ *   - a cache closed right after a load (its batches' events not yet
+ *     applied) gives back every page it mapped;
+ *   - a load with each of its allocations failed in turn (a batch's event
+ *     block among them) loads whole or fails with LARDER_ENOMEM, the
+ *     totals matching the index either way.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,7 +45,9 @@
 #include <xxhash.h>
 
 #include "core/snapshot.h"
+#include "core/testing.h"
 #include "harness.h"
+#include "maint/handle.h"
 
 #define KiB ((uint64_t)1024)
 #define MiB (1024 * KiB)
@@ -545,6 +558,249 @@ static void test_snapshot_races_with_clear(void)
 	larder_close(race_cache);
 }
 
+/* ---- The load's bulk writes against other threads -------------------------- */
+
+/* The race tests' snapshot: 12,000 entries, about 18 MB, so that the load
+ * takes its threaded path (SNAP-L4: 16 MiB or more), and no more, so that
+ * they stay short under ThreadSanitizer. */
+enum { LOAD_KEYS = 12000 };
+
+static void race_snapshot(char *path, const char *name)
+{
+	path_in_dir(path, name);
+	larder *c = th_open(th_config(64 * MiB));
+	REQUIRE(c != NULL);
+	fill(c, 0, LOAD_KEYS, LARDER_TTL_NEVER);
+	CHECK_RC(larder_save(c, path), LARDER_OK);
+	larder_close(c);
+	struct stat st;
+	CHECK(stat(path, &st) == 0 && (uint64_t)st.st_size >= 16 * MiB);
+}
+
+struct load_race {
+	larder *cache;
+	const char *path;
+	int loads, with_clear;
+	_Atomic int done; /* the loader finished */
+	_Atomic uint64_t hits, bad, puts, clears;
+};
+
+static void *load_race_loader(void *arg)
+{
+	struct load_race *r = arg;
+	for (int i = 0; i < r->loads; i++)
+		CHECK_RC(larder_load(r->cache, r->path), LARDER_OK);
+	atomic_store(&r->done, 1);
+	return NULL;
+}
+
+/* Gets keys of the snapshot until the loader is done: every value found
+ * must be its key's (a half-built or foreign entry would not be). */
+static void *load_race_reader(void *arg)
+{
+	struct load_race *r = arg;
+	struct th_rng rng = { (uint64_t)(uintptr_t)&rng };
+	char k[32];
+	unsigned char v[4096];
+	uint64_t hits = 0, bad = 0;
+	while (!atomic_load(&r->done)) {
+		size_t kl = key_of(k, th_rng_below(&rng, LOAD_KEYS)), vl = 0;
+		int rc = larder_get(r->cache, k, kl, v, sizeof(v), &vl);
+		if (rc == LARDER_OK) {
+			hits++;
+			bad += !value_ok(k, kl, v, vl);
+		} else {
+			bad += rc != LARDER_MISS;
+		}
+	}
+	atomic_fetch_add(&r->hits, hits);
+	atomic_fetch_add(&r->bad, bad);
+	return NULL;
+}
+
+/* Puts and removes every fourth key of the snapshot, with the snapshot's
+ * own values, until the loader is done, then puts them all once more: the
+ * final contents are the snapshot's whatever the interleaving. */
+static void *load_race_writer(void *arg)
+{
+	struct load_race *r = arg;
+	char k[32];
+	unsigned char v[4096];
+	uint64_t puts = 0;
+	for (uint64_t round = 0;; round++) {
+		int last = atomic_load(&r->done);
+		for (uint64_t id = 0; id < LOAD_KEYS; id += 4) {
+			size_t kl = key_of(k, id), vl = value_of(v, id);
+			if (!last && (id / 4 + round) % 3 == 0) {
+				int rc = larder_remove(r->cache, k, kl);
+				CHECK(rc == LARDER_OK || rc == LARDER_MISS);
+			} else if (CHECK_RC(larder_put(r->cache, k, kl, v, vl, LARDER_TTL_NEVER),
+					    LARDER_OK)) {
+				puts++;
+			}
+		}
+		if (last)
+			break;
+	}
+	atomic_store(&r->puts, puts);
+	return NULL;
+}
+
+/* Clears the cache again and again until the loader is done. */
+static void *load_race_clearer(void *arg)
+{
+	struct load_race *r = arg;
+	uint64_t clears = 0;
+	while (!atomic_load(&r->done)) {
+		CHECK_RC(larder_clear(r->cache), LARDER_OK);
+		clears++;
+	}
+	atomic_store(&r->clears, clears);
+	return NULL;
+}
+
+struct load_role {
+	struct load_race *race;
+	int role;
+};
+
+static void *load_race_role(void *arg)
+{
+	const struct load_role *lr = arg;
+	struct load_race *r = lr->race;
+	switch (lr->role) {
+	case 0:
+		return load_race_loader(r);
+	case 1:
+		return r->with_clear ? load_race_clearer(r) : load_race_writer(r);
+	default:
+		return load_race_reader(r);
+	}
+}
+
+/* Runs a loader, the writer (or the clearer, with_clear) and a reader on a
+ * fresh 128 MiB cache; returns the cache. */
+static larder *run_load_race(struct load_race *r, const char *path, int loads, int with_clear)
+{
+	*r = (struct load_race){ .path = path, .loads = loads, .with_clear = with_clear };
+	r->cache = th_open(th_config(128 * MiB));
+	if (!r->cache)
+		return NULL;
+	struct load_role roles[3] = { { r, 0 }, { r, 1 }, { r, 2 } };
+	th_run_threads(3, load_race_role, roles, sizeof(roles[0]));
+	CHECK_EQ(atomic_load(&r->bad), 0);
+	return r->cache;
+}
+
+/* SNAP-L5: the bulk writes of a threaded load (an 18 MB file), read while
+ * they land and overwritten and removed by a writer of the same keys. */
+static void test_snapshot_load_races_writer(void)
+{
+	char path[512];
+	race_snapshot(path, "load-race.snap");
+	struct load_race r;
+	larder *b = run_load_race(&r, path, 1, 0);
+	REQUIRE(b != NULL);
+	uint64_t entries = 0, bytes = 0;
+	CHECK(th_check_accounting(b, 60000, &entries, &bytes));
+	CHECK_EQ(entries, LOAD_KEYS);
+	struct check ch = walk(b);
+	CHECK_EQ(ch.entries, LOAD_KEYS);
+	CHECK_EQ(ch.bad, 0);
+	CHECK_EQ(th_stat(b, LARDER_STAT_WRITES), LOAD_KEYS + atomic_load(&r.puts));
+	CHECK_EQ(th_stat(b, LARDER_STAT_EVICTIONS), 0);
+	CHECK(th_check_memory_audit(b));
+	larder_close(b);
+	unlink(path);
+}
+
+/* Loads racing with clears (and readers): whatever each clear caught, the
+ * totals match the index and every write is accounted for; a last load
+ * into the quiet cache restores every entry. */
+static void test_snapshot_load_races_with_clear(void)
+{
+	char path[512];
+	race_snapshot(path, "load-clear.snap");
+	struct load_race r;
+	larder *b = run_load_race(&r, path, 2, 1);
+	REQUIRE(b != NULL);
+	uint64_t entries = 0, bytes = 0;
+	CHECK(th_check_accounting(b, 60000, &entries, &bytes));
+	CHECK_LE(entries, LOAD_KEYS);
+	CHECK_GE(atomic_load(&r.clears), 1);
+	uint64_t gone = th_stat(b, LARDER_STAT_REPLACEMENTS) + th_stat(b, LARDER_STAT_CLEARED) +
+			th_stat(b, LARDER_STAT_REMOVALS) + th_stat(b, LARDER_STAT_EXPIRATIONS) +
+			th_stat(b, LARDER_STAT_EVICTIONS);
+	CHECK_EQ(th_stat(b, LARDER_STAT_WRITES) - gone, entries);
+	CHECK_EQ(th_stat(b, LARDER_STAT_EVICTIONS), 0);
+	CHECK_EQ(walk(b).bad, 0);
+	CHECK_RC(larder_load(b, path), LARDER_OK);
+	struct check ch = walk(b);
+	CHECK_EQ(ch.entries, LOAD_KEYS);
+	CHECK_EQ(ch.bad, 0);
+	CHECK(th_check_accounting(b, 60000, NULL, NULL));
+	larder_close(b);
+	unlink(path);
+}
+
+/* Close right after a load returns, before the maintainer has applied its
+ * batches' events: every page the cache mapped goes back. */
+static void test_snapshot_load_then_close(void)
+{
+	char path[512];
+	race_snapshot(path, "load-close.snap");
+	uint64_t mapped = larder__test_mapped_bytes();
+	for (int i = 0; i < 2; i++) {
+		larder *b = th_open(th_config(64 * MiB));
+		REQUIRE(b != NULL);
+		CHECK_RC(larder_load(b, path), LARDER_OK);
+		larder_close(b);
+	}
+	CHECK_EQ(larder__test_mapped_bytes(), mapped);
+	unlink(path);
+}
+
+/* Every allocation of a load failed in turn (EV-V7: a block that cannot be
+ * had makes each write post its own event): the load succeeds whole or
+ * says LARDER_ENOMEM, and either way the maintainer's totals match the
+ * index and every entry is its key's. */
+static void test_snapshot_load_alloc_fails(void)
+{
+	enum { KEYS = 300 };
+	char path[512];
+	path_in_dir(path, "load-alloc.snap");
+	larder *a = th_open(th_config(64 * MiB));
+	REQUIRE(a != NULL);
+	fill(a, 0, KEYS, LARDER_TTL_NEVER);
+	CHECK_RC(larder_save(a, path), LARDER_OK);
+	larder_close(a);
+	/* How many allocations a load makes (its thread's state, pages, blocks). */
+	larder *b = th_open(th_config(64 * MiB));
+	REQUIRE(b != NULL);
+	larder__test_fail_alloc_after(1000000);
+	CHECK_RC(larder_load(b, path), LARDER_OK);
+	long made = 1000000 - larder__test_fail_alloc_after(-1);
+	larder_close(b);
+	CHECK_GE(made, KEYS / LARDER__BATCH_EVENTS);
+	for (long k = 0; k <= made; k++) {
+		b = th_open(th_config(64 * MiB));
+		REQUIRE(b != NULL);
+		larder__test_fail_alloc_after(k);
+		int rc = larder_load(b, path);
+		larder__test_fail_alloc_after(-1);
+		CHECK(rc == LARDER_OK || rc == LARDER_ENOMEM);
+		uint64_t entries = 0;
+		CHECK(th_check_accounting(b, 60000, &entries, NULL));
+		struct check ch = walk(b);
+		CHECK_EQ(ch.entries, entries);
+		CHECK_EQ(ch.bad, 0);
+		if (rc == LARDER_OK)
+			CHECK_EQ(entries, KEYS);
+		larder_close(b);
+	}
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
 	snprintf(dir, sizeof(dir), "%s/larder-snap-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -561,6 +817,10 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_races_with_clear),
 		TH_TEST(test_snapshot_write_fails),
 		TH_TEST(test_snapshot_large_damaged),
+		TH_TEST(test_snapshot_load_races_writer),
+		TH_TEST(test_snapshot_load_races_with_clear),
+		TH_TEST(test_snapshot_load_then_close),
+		TH_TEST(test_snapshot_load_alloc_fails),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
 	rmdir(dir);
