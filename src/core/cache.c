@@ -862,12 +862,15 @@ static __attribute__((noinline)) int reserve_room_slow(larder *c, struct op *op,
 }
 
 /* Room for one write: a free event slot (or spill slot), then `charge`
- * bytes of credit. Inline for the common case, a free slot and credit in
- * hand, which needs no ordering: nothing is waited for. */
+ * bytes of credit. Inline for the common cases, credit in hand and a free
+ * ring slot, or a full ring and a free place in the spill's chunk (a
+ * maintainer that has not run for a while, spill_room's commonest
+ * outcome), which need no ordering: nothing is waited for. */
 static inline int reserve_room(larder *c, struct op *op, size_t charge)
 {
 	struct larder__handle *h = op->handle;
-	if (__builtin_expect(larder__events_has_room(h) && h->credit >= (int64_t)charge, 1)) {
+	if (__builtin_expect(h->credit >= (int64_t)charge, 1) &&
+	    __builtin_expect(larder__events_has_room(h) || larder__events_spill_ready(h), 1)) {
 		h->credit -= (int64_t)charge; /* CACHE-B2: the credit is the owner's (HANDLE-H1) */
 		return LARDER_OK;
 	}
