@@ -1,7 +1,7 @@
 /*
  * mem/slab.c - slots in pages, allocated by writers, freed by the maintainer.
  *
- * Page layout (page size aligned, so page_of() is a mask):
+ * Page layout (page size aligned, so larder__slab_page_of() is a mask):
  *     struct larder__page (starting with its ids, mem/pagedir.h), owner_free
  *     bitmap, maint_free bitmap (each starting on its own cache line), then
  *     the slots. A page takes its ids when formatted and gives them back when
@@ -80,12 +80,6 @@ static inline larder__atomic_u64 *maint_free(struct larder__page *pg)
 static unsigned page_order(size_t page_bytes)
 {
 	return (unsigned)__builtin_ctzll(page_bytes / LARDER__PAGE_MIN);
-}
-
-static inline struct larder__page *page_of(void *p, size_t bytes)
-{
-	size_t page = larder__sizeclass_page(larder__sizeclass_of(bytes));
-	return (struct larder__page *)((uintptr_t)p & ~(uintptr_t)(page - 1));
 }
 
 /* The index of slot p in pg: the page's reciprocal multiply (mem/pagedir.h),
@@ -712,7 +706,7 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 		large_free(s, p, bytes);
 		return;
 	}
-	struct larder__page *pg = page_of(p, bytes);
+	struct larder__page *pg = larder__slab_page_of(p, bytes);
 	if (bytes > LARDER__SLAB_BIG_FROM && c->page[pg->size_class] != pg) {
 		/* A kept slot of another page (big_alloc): kept again. It may
 		 * take the kept bytes past the limit, by one slot per writer,
@@ -739,22 +733,6 @@ void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cur
 	}
 }
 
-/* The maintainer's count of live slots in class c moves by delta. */
-static void class_live_add(struct larder__slab *s, unsigned c, int64_t delta)
-{
-	uint64_t n = atomic_load_explicit(&s->class_live[c], LARDER__RELAXED); /* ours */
-	atomic_store_explicit(&s->class_live[c], n + (uint64_t)delta, LARDER__RELAXED); /* single writer */
-}
-
-void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes)
-{
-	if (bytes <= LARDER__SLAB_MAX_SLOT) {
-		struct larder__page *pg = page_of(p, bytes);
-		uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED);
-		atomic_store_explicit(&pg->live, live + 1, LARDER__RELAXED); /* single writer */
-		class_live_add(s, pg->size_class, 1);
-	}
-}
 
 /* Maintainer: n slots of pg are no longer live; returns its live count. */
 static inline uint32_t page_live_drop(struct larder__slab *s, struct larder__page *pg, uint32_t n)
@@ -762,7 +740,7 @@ static inline uint32_t page_live_drop(struct larder__slab *s, struct larder__pag
 	LARDER__ASSERT(atomic_load_explicit(&pg->live, LARDER__RELAXED) >= n); /* ours */
 	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - n;
 	atomic_store_explicit(&pg->live, live, LARDER__RELAXED); /* single writer */
-	class_live_add(s, pg->size_class, -(int64_t)n);
+	larder__slab_class_live_add(s, pg->size_class, -(int64_t)n);
 	return live;
 }
 
@@ -862,7 +840,7 @@ void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
 		larder__slab_unalloc(s, NULL, p, bytes);
 		return;
 	}
-	struct larder__page *pg = page_of(p, bytes);
+	struct larder__page *pg = larder__slab_page_of(p, bytes);
 	if (slot_freeing(s, pg, p, bytes))
 		return;
 	slot_bit_set(pg, p);
@@ -927,7 +905,7 @@ void larder__slab_free_batched(struct larder__slab *s, struct larder__slab_batch
 		larder__slab_free(s, p, bytes);
 		return;
 	}
-	struct larder__page *pg = page_of(p, bytes);
+	struct larder__page *pg = larder__slab_page_of(p, bytes);
 	if (slot_freeing(s, pg, p, bytes))
 		return;
 	if (pg != b->page) {

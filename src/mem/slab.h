@@ -206,8 +206,34 @@ struct larder__slab_batch {
 void larder__slab_free_batched(struct larder__slab *s, struct larder__slab_batch *b, void *p,
 			       size_t bytes);
 void larder__slab_batch_flush(struct larder__slab *s, struct larder__slab_batch *b);
-/* Maintainer: an entry in p was published (counts live slots per page). */
-void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes);
+/* The page of slot p, of an entry of `bytes` in a slab page (up to
+ * LARDER__SLAB_MAX_SLOT): pages are aligned to their size, so a mask. */
+static inline struct larder__page *larder__slab_page_of(void *p, size_t bytes)
+{
+	size_t page = larder__sizeclass_page(larder__sizeclass_of(bytes));
+	return (struct larder__page *)((uintptr_t)p & ~(uintptr_t)(page - 1));
+}
+
+/* Maintainer: its count of live slots in class c moves by delta. */
+static inline void larder__slab_class_live_add(struct larder__slab *s, unsigned c, int64_t delta)
+{
+	uint64_t n = atomic_load_explicit(&s->class_live[c], LARDER__RELAXED); /* ours */
+	atomic_store_explicit(&s->class_live[c], n + (uint64_t)delta,
+			      LARDER__RELAXED); /* single writer */
+}
+
+/* Maintainer: an entry in p was published (counts live slots per page).
+ * Inline: the maintainer's overwrite path calls it once per put, with the
+ * size class its charge already computed (docs/bench.md). */
+static inline void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes)
+{
+	if (bytes <= LARDER__SLAB_MAX_SLOT) {
+		struct larder__page *pg = larder__slab_page_of(p, bytes);
+		uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED);
+		atomic_store_explicit(&pg->live, live + 1, LARDER__RELAXED); /* single writer */
+		larder__slab_class_live_add(s, pg->size_class, 1);
+	}
+}
 
 /* Adds the slab's counters to values (indexed by enum larder_stat):
  * PAGES_MAPPED, PAGES_RETURNED, RESERVE_*, RETURNING_BYTES, LARGE_BYTES. */
