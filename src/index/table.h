@@ -350,40 +350,6 @@ static inline void larder__table_unlock(struct larder__bucket *home)
 /* Under the home lock: the slot holding key in t, or NULL. */
 larder__atomic_u64 *larder__table_find_locked(struct larder__table *t, uint64_t hash,
 					      const void *key, size_t key_len);
-/*
- * Under the lock of home (t's home bucket of hash, from larder__table_lock):
- * larder__table_find_locked's answer, decided inline in the common cases as
- * larder__table_lookup_home_rcu decides a read's: the key in the first slot
- * of home with its tag, or no slot of home with its tag and no key
- * overflowed from home. The rest (a tag that is not the key, a marker, an
- * empty slot when the tag is 0, overflow) goes to the general probe. The
- * tag hint names every slot of our key: keys of our home cannot change
- * under the lock (TABLE-X2). A put's probe fell from 88 to about 30
- * instructions (docs/bench.md).
- */
-static inline larder__atomic_u64 *larder__table_find_home_locked(struct larder__table *t,
-								 struct larder__bucket *home,
-								 uint64_t hash, const void *key,
-								 size_t key_len)
-{
-	unsigned m = larder__bucket_tag_bits(home, hash);
-	if (m) {
-		larder__atomic_u64 *slot = &home->slot[larder__tag_bits_slot(m)];
-		/* A-SLOT: pairs with R-SLOT; a slot of another home may have just
-		 * been published, and we read its entry's key. */
-		uint64_t w = atomic_load_explicit(slot, LARDER__ACQUIRE);
-		if (__builtin_expect((w & LARDER__SLOT_PTR_MASK) > LARDER__SLOT_MARKER, 1) &&
-		    __builtin_expect(larder__entry_key_equals(larder__slot_entry(w), key, key_len),
-				     1))
-			return slot;
-	} else if ((atomic_load_explicit(&home->ctl, LARDER__RELAXED) >> 32) == 0) {
-		/* Relaxed: as in larder__table_find_locked, the count only bounds
-		 * the probe. */
-		return NULL;
-	}
-	return larder__table_find_locked(t, hash, key, key_len);
-}
-
 /* Under the home lock: claims an empty slot for word within `limit` buckets.
  * Returns 0, or -1 when none was free (nothing changed). */
 int larder__table_insert_locked(struct larder__table *t, uint64_t hash, uint64_t word,

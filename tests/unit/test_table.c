@@ -20,11 +20,7 @@
  *     else stops it (so neither a growth nor another shrink is due);
  *   - a shrink on the table itself (TABLE-X3): every key is found, through the old
  *     table and the new, after every chunk of moved homes; a walk sees each
- *     key exactly once; absent keys stay absent; no entry is dropped;
- *   - the locked find's inline home case (larder__table_find_home_locked)
- *     agrees with the general probe: on every key and absent key of the
- *     probe-length tables, and where the home's first tag match is another
- *     key, the home overflowed, or the tag is 0 and empty slots match it.
+ *     key exactly once; absent keys stay absent; no entry is dropped.
  */
 #include <stdlib.h>
 
@@ -94,8 +90,6 @@ static void probe_at(unsigned num, unsigned den, struct probe_stats *ps)
 		larder__atomic_u64 *slot =
 			larder__table_find_locked(t, hash[i], larder__entry_key(e[i]), KEY_BYTES);
 		CHECK(slot != NULL);
-		CHECK(larder__table_find_home_locked(t, &t->buckets[home], hash[i],
-						     larder__entry_key(e[i]), KEY_BYTES) == slot);
 		CHECK_EQ(larder__table_lookup_rcu(t, hash[i], larder__entry_key(e[i]), KEY_BYTES),
 			 larder__slot_word(hash[i], e[i]));
 		if (slot) {
@@ -110,8 +104,6 @@ static void probe_at(unsigned num, unsigned den, struct probe_stats *ps)
 		memcpy(absent, &absent_id, 8);
 		memcpy(absent + 8, "table-ky", 8);
 		CHECK_EQ(larder__table_lookup_rcu(t, hash[i], absent, KEY_BYTES), 0);
-		CHECK(larder__table_find_home_locked(t, &t->buckets[home], hash[i], absent,
-						     KEY_BYTES) == NULL);
 		uint64_t m = miss_buckets(t, larder__table_home(t, th_rng_next(&rng)));
 		miss_sum += m;
 		misses++;
@@ -428,92 +420,6 @@ static void test_shrink_table(void)
 	free(e);
 }
 
-/* Finds key `id` (make_entry's) through both locked finds: the slot, or NULL
- * when they disagree or it is absent. */
-static larder__atomic_u64 *find_both(struct larder__table *t, uint64_t hash, uint64_t id)
-{
-	unsigned char key[KEY_BYTES];
-	memcpy(key, &id, 8);
-	memcpy(key + 8, "table-ky", 8);
-	larder__atomic_u64 *slot = larder__table_find_locked(t, hash, key, KEY_BYTES);
-	larder__atomic_u64 *home_slot = larder__table_find_home_locked(
-		t, &t->buckets[larder__table_home(t, hash)], hash, key, KEY_BYTES);
-	CHECK(home_slot == slot);
-	return home_slot == slot ? slot : NULL;
-}
-
-/*
- * larder__table_find_home_locked's inline cases against the general probe,
- * where the first slot with the key's tag is not the key: nine keys of one
- * hash (one home, one tag: seven fill the home, two overflow), a tag of 0
- * that every empty slot of a home matches, and eight keys of one home with
- * eight tags (the eighth overflowed, and no slot of the home has its tag).
- * Each present key is found in its own slot, an absent key of the same
- * hash is not, before and after the home's first keys are erased (empty
- * slots, then an overflow that outlives them).
- */
-static void test_find_home_locked(void)
-{
-	enum { SAME = 9, OTHER = 8 };
-	struct larder__table *t = larder__table_create(64);
-	struct larder__entry *e[SAME + 1];
-	REQUIRE(t != NULL);
-	const uint64_t hash = UINT64_C(0xbeef000012345678), zero_tag = UINT64_C(0x0000777712345678);
-	for (uint64_t i = 0; i <= SAME; i++) {
-		e[i] = make_entry(i);
-		REQUIRE(e[i] != NULL);
-		uint64_t h = i < SAME ? hash : zero_tag;
-		CHECK_RC(larder__table_insert_locked(t, h, larder__slot_word(h, e[i]),
-						     LARDER__PROBE_LIMIT),
-			 0);
-	}
-	CHECK(atomic_load_explicit(&t->buckets[larder__table_home(t, hash)].ctl,
-				   LARDER__RELAXED) >> 32 != 0); /* the home overflowed */
-	for (uint64_t i = 0; i < SAME; i++) {
-		larder__atomic_u64 *slot = find_both(t, hash, i);
-		if (CHECK(slot != NULL))
-			CHECK(larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) == e[i]);
-	}
-	CHECK(find_both(t, hash, SAME + 1) == NULL);
-	larder__atomic_u64 *zslot = find_both(t, zero_tag, SAME);
-	if (CHECK(zslot != NULL))
-		CHECK(larder__slot_entry(atomic_load_explicit(zslot, LARDER__RELAXED)) == e[SAME]);
-	CHECK(find_both(t, zero_tag, SAME + 1) == NULL);
-	for (uint64_t i = 0; i < 3; i++) {
-		larder__atomic_u64 *slot = find_both(t, hash, i);
-		if (CHECK(slot != NULL))
-			larder__table_erase_locked(t, hash, slot);
-	}
-	for (uint64_t i = 0; i < SAME; i++) {
-		larder__atomic_u64 *slot = find_both(t, hash, i);
-		CHECK((slot != NULL) == (i >= 3));
-	}
-	CHECK(find_both(t, hash, SAME + 1) == NULL);
-	/* Eight keys of one home with eight tags: the eighth overflows, and
-	 * no slot of the home has its tag. */
-	struct larder__entry *d[OTHER];
-	for (uint64_t i = 0; i < OTHER; i++) {
-		d[i] = make_entry(100 + i);
-		REQUIRE(d[i] != NULL);
-		uint64_t h = ((UINT64_C(0x1000) + i) << 48) | UINT64_C(0x400000000000);
-		CHECK_RC(larder__table_insert_locked(t, h, larder__slot_word(h, d[i]),
-						     LARDER__PROBE_LIMIT),
-			 0);
-	}
-	for (uint64_t i = 0; i < OTHER; i++) {
-		uint64_t h = ((UINT64_C(0x1000) + i) << 48) | UINT64_C(0x400000000000);
-		larder__atomic_u64 *slot = find_both(t, h, 100 + i);
-		if (CHECK(slot != NULL))
-			CHECK(larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) == d[i]);
-		CHECK(find_both(t, h, 200 + i) == NULL);
-	}
-	for (uint64_t i = 0; i <= SAME; i++)
-		free(e[i]);
-	for (uint64_t i = 0; i < OTHER; i++)
-		free(d[i]);
-	larder__table_destroy(t);
-}
-
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -522,7 +428,6 @@ int main(int argc, char **argv)
 		TH_TEST(test_grow_trigger),
 		TH_TEST(test_shrink_rule),
 		TH_TEST(test_shrink_table),
-		TH_TEST(test_find_home_locked),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
