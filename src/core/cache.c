@@ -862,12 +862,15 @@ static __attribute__((noinline)) int reserve_room_slow(larder *c, struct op *op,
 }
 
 /* Room for one write: a free event slot (or spill slot), then `charge`
- * bytes of credit. Inline for the common case, a free slot and credit in
- * hand, which needs no ordering: nothing is waited for. */
+ * bytes of credit. Inline for the common cases, credit in hand and a free
+ * ring slot, or a full ring and a free place in the spill's chunk (a
+ * maintainer that has not run for a while, spill_room's commonest
+ * outcome), which need no ordering: nothing is waited for. */
 static inline int reserve_room(larder *c, struct op *op, size_t charge)
 {
 	struct larder__handle *h = op->handle;
-	if (__builtin_expect(larder__events_has_room(h) && h->credit >= (int64_t)charge, 1)) {
+	if (__builtin_expect(h->credit >= (int64_t)charge, 1) &&
+	    __builtin_expect(larder__events_has_room(h) || larder__events_spill_ready(h), 1)) {
 		h->credit -= (int64_t)charge; /* CACHE-B2: the credit is the owner's (HANDLE-H1) */
 		return LARDER_OK;
 	}
@@ -911,9 +914,21 @@ entry_build(larder *c, struct op *op, const void *key, size_t key_len, const voi
 		atomic_store_explicit(larder__entry_expire(e), deadline_ms, LARDER__RELAXED);
 		*larder__entry_wheel(e) = (struct larder__wheel_link){0, 0}; /* ENTRY-E3 */
 	}
-	memcpy(larder__entry_key(e), key, key_len);
+	/* The key's place from the flags in hand, not read back from e. A key
+	 * of 8 to 16 bytes (the common size) is copied as two words that may
+	 * overlap, as larder__entry_key_equals compares it, without a call. */
+	unsigned char *k = (unsigned char *)e + larder__entry_prefix_bytes(flags);
+	if (key_len >= 8 && key_len <= 16) {
+		uint64_t k0, k1;
+		memcpy(&k0, key, 8);
+		memcpy(&k1, (const unsigned char *)key + key_len - 8, 8);
+		memcpy(k, &k0, 8);
+		memcpy(k + key_len - 8, &k1, 8);
+	} else {
+		memcpy(k, key, key_len);
+	}
 	if (value_len)
-		memcpy(larder__entry_value(e), value, value_len);
+		memcpy(k + key_len, value, value_len);
 	return e;
 }
 

@@ -149,8 +149,8 @@ static int bucket_lock(struct larder__bucket *b)
 	}
 }
 
-struct larder__bucket *larder__table_lock(struct larder__table *t, uint64_t hash,
-					  struct larder__table **tp)
+struct larder__bucket *larder__table_lock_wait(struct larder__table *t, uint64_t hash,
+					       struct larder__table **tp)
 {
 	for (;; t = larder__table_next(t)) {
 		struct larder__bucket *b = &t->buckets[larder__table_home(t, hash)];
@@ -159,12 +159,6 @@ struct larder__bucket *larder__table_lock(struct larder__table *t, uint64_t hash
 			return b;
 		}
 	}
-}
-
-void larder__table_unlock(struct larder__bucket *home)
-{
-	/* L-REL: release; the holder's slot changes happen before the next holder. */
-	atomic_fetch_and_explicit(&home->ctl, ~LARDER__CTL_LOCK, LARDER__RELEASE);
 }
 
 larder__atomic_u64 *larder__table_find_locked(struct larder__table *t, uint64_t hash,

@@ -135,6 +135,19 @@ static inline int larder__events_spill_room(struct larder__handle *h, uint64_t b
 	return 0;
 }
 
+/* Owner, whose ring is full: whether larder__events_spill_room() would
+ * return 0 without allocating, for any thread: the spill's current chunk
+ * has a free place and fewer than LARDER__SPILL_WRITER_MAX events (the
+ * lower bound) are unread. */
+static inline int larder__events_spill_ready(const struct larder__handle *h)
+{
+	/* Relaxed: counts, as in larder__events_spill_room. */
+	uint64_t unread = atomic_load_explicit(&h->spilled, LARDER__RELAXED) -
+			  atomic_load_explicit(&h->spill_taken, LARDER__RELAXED);
+	return unread < LARDER__SPILL_WRITER_MAX && h->spill_tail &&
+	       h->spill_tail_n < LARDER__SPILL_CHUNK;
+}
+
 /* Owner: posts an event; room was checked with larder__events_has_room(),
  * or, where that failed, reserved by larder__events_spill_room(). */
 static inline void larder__events_post(struct larder__handle *h, enum larder__event_kind kind,

@@ -1,7 +1,7 @@
 /*
  * mem/slab.c - slots in pages, allocated by writers, freed by the maintainer.
  *
- * Page layout (page size aligned, so page_of() is a mask):
+ * Page layout (page size aligned, so larder__slab_page_of() is a mask):
  *     struct larder__page (starting with its ids, mem/pagedir.h), owner_free
  *     bitmap, maint_free bitmap (each starting on its own cache line), then
  *     the slots. A page takes its ids when formatted and gives them back when
@@ -66,34 +66,11 @@ enum { PAGE_OWNED = 1u, PAGE_LISTED = 2u };
 
 int larder__slab_poison;
 
-struct larder__page {
-	struct larder__pageid id; /* first: mem/pagedir.h finds it by masking */
-	uint32_t size_class;
-	uint32_t nslots;
-	uint32_t slot_bytes;
-	uint32_t nwords;
-	uint32_t page_bytes;
-	uint32_t slots_offset;
-	uint32_t maint_offset; /* of maint_free; owner_free follows this header */
-	/* Published slots the maintainer knows of: written by the maintainer only,
-	 * read under the lock by writers releasing a page; relaxed, because
-	 * retirement re-checks the bitmap (SLAB-S4) and only uses this as a hint. */
-	larder__atomic_u32 live;
-	uint32_t owner_hint;   /* owner only: first word that may have a free bit */
-	larder__atomic_u32 state;
-	struct larder__page *avail_prev, *avail_next; /* under lock */
-	struct larder__page *all_prev, *all_next;     /* under lock */
-} __attribute__((aligned(64)));
 
 /* A page above 64 KiB is the smallest power of two >= 8 slots, so it holds
  * fewer than 16 (mem/sizeclass.h): the fullest bitmap is a 64 KiB page's. */
 _Static_assert(LARDER__PAGE_MIN / LARDER__SLAB_MIN_SLOT <= 64 * LARDER__SLAB_BATCH_WORDS,
 	       "a batch holds the bitmap of any page");
-
-static inline uint64_t *owner_free(struct larder__page *pg)
-{
-	return (uint64_t *)(void *)(pg + 1);
-}
 
 static inline larder__atomic_u64 *maint_free(struct larder__page *pg)
 {
@@ -103,12 +80,6 @@ static inline larder__atomic_u64 *maint_free(struct larder__page *pg)
 static unsigned page_order(size_t page_bytes)
 {
 	return (unsigned)__builtin_ctzll(page_bytes / LARDER__PAGE_MIN);
-}
-
-static inline struct larder__page *page_of(void *p, size_t bytes)
-{
-	size_t page = larder__sizeclass_page(larder__sizeclass_of(bytes));
-	return (struct larder__page *)((uintptr_t)p & ~(uintptr_t)(page - 1));
 }
 
 /* The index of slot p in pg: the page's reciprocal multiply (mem/pagedir.h),
@@ -164,10 +135,6 @@ static struct page_layout class_layout(unsigned c)
  */
 #define RELEASE_SLOT_BYTES (65536u)
 #define KEPT_SHARE 4u
-/* The largest entry whose slot is below RELEASE_SLOT_BYTES: the 56 KiB
- * class's slot (mem/sizeclass.h; tests/unit/test_memory.c checks it). Entries
- * above it go through big_alloc(), which takes a kept slot first. */
-#define BIG_FROM_BYTES (57344u)
 
 /* The most bytes of freed big slots kept, for a reserve of `reserve` bytes
  * per page size (SLAB-S6). */
@@ -200,7 +167,7 @@ static void page_format(struct larder__page *pg, unsigned c)
 	pg->owner_hint = 0;
 	for (size_t w = 0; w < words; w++) {
 		size_t left = n - w * 64;
-		owner_free(pg)[w] = left >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << left) - 1);
+		larder__slab_owner_free(pg)[w] = left >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << left) - 1);
 		atomic_store_explicit(&maint_free(pg)[w], 0, LARDER__RELAXED); /* not yet shared */
 	}
 }
@@ -375,7 +342,7 @@ static int steal_maint(struct larder__page *pg)
 		/* SLAB-SL2: acquire, pairs with SLAB-SL1 in larder__slab_free(): the
 		 * maintainer's last use of these slots happens before our reuse. */
 		uint64_t bits = atomic_exchange_explicit(&maint_free(pg)[w], 0, LARDER__ACQUIRE);
-		owner_free(pg)[w] |= bits;
+		larder__slab_owner_free(pg)[w] |= bits;
 		got |= bits;
 	}
 	pg->owner_hint = 0;
@@ -385,7 +352,7 @@ static int steal_maint(struct larder__page *pg)
 /* A free slot of pg and (*id) its id, or NULL. */
 static void *take_owner(struct larder__page *pg, uint32_t *id)
 {
-	uint64_t *bm = owner_free(pg);
+	uint64_t *bm = larder__slab_owner_free(pg);
 	for (uint32_t w = pg->owner_hint; w < pg->nwords; w++) {
 		uint64_t bits = bm[w];
 		if (bits) {
@@ -553,13 +520,13 @@ static void page_release(struct larder__slab *s, struct larder__page *pg, int ma
 {
 	pthread_mutex_lock(&s->lock);
 	for (uint32_t w = 0; w < pg->nwords; w++) {
-		if (owner_free(pg)[w]) {
+		if (larder__slab_owner_free(pg)[w]) {
 			/* SLAB-SL1 (owner side): release, like the maintainer's frees. */
 			uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[w],
-								owner_free(pg)[w], LARDER__RELEASE);
-			LARDER__ASSERT(!(was & owner_free(pg)[w])); /* SLAB-S1: in both bitmaps */
+								larder__slab_owner_free(pg)[w], LARDER__RELEASE);
+			LARDER__ASSERT(!(was & larder__slab_owner_free(pg)[w])); /* SLAB-S1: in both bitmaps */
 			(void)was;
-			owner_free(pg)[w] = 0;
+			larder__slab_owner_free(pg)[w] = 0;
 		}
 	}
 	/* SLAB-SL4: seq_cst store before reading maint_free in page_settle_locked(). */
@@ -698,7 +665,7 @@ static __attribute__((noinline)) void *alloc_refill(struct larder__slab *s,
 	return take_owner(pg, id);
 }
 
-/* larder__slab_alloc_id() for entries above BIG_FROM_BYTES: a private
+/* larder__slab_alloc_id() for entries above LARDER__SLAB_BIG_FROM: a private
  * mapping, or a slot of a big class, kept (SLAB-S6) or from the cursor. */
 static __attribute__((noinline)) void *big_alloc(struct larder__slab *s,
 						 struct larder__slab_cursor *c, size_t bytes,
@@ -715,10 +682,10 @@ static __attribute__((noinline)) void *big_alloc(struct larder__slab *s,
 	return p ? p : alloc_refill(s, c, k, id);
 }
 
-void *larder__slab_alloc_id(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes,
-			    uint32_t *id)
+void *larder__slab_alloc_id_slow(struct larder__slab *s, struct larder__slab_cursor *c,
+				 size_t bytes, uint32_t *id)
 {
-	if (bytes > BIG_FROM_BYTES)
+	if (bytes > LARDER__SLAB_BIG_FROM)
 		return big_alloc(s, c, bytes, id);
 	unsigned k = larder__sizeclass_of(bytes);
 	struct larder__page *pg = c->page[k];
@@ -739,8 +706,8 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 		large_free(s, p, bytes);
 		return;
 	}
-	struct larder__page *pg = page_of(p, bytes);
-	if (bytes > BIG_FROM_BYTES && c->page[pg->size_class] != pg) {
+	struct larder__page *pg = larder__slab_page_of(p, bytes);
+	if (bytes > LARDER__SLAB_BIG_FROM && c->page[pg->size_class] != pg) {
 		/* A kept slot of another page (big_alloc): kept again. It may
 		 * take the kept bytes past the limit, by one slot per writer,
 		 * until the maintainer's next larder__slab_keep_trim(). */
@@ -751,7 +718,7 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 	}
 	/* The slot came from the page this cursor still owns: free for it. */
 	size_t i = slot_index(pg, p);
-	owner_free(pg)[i / 64] |= (uint64_t)1 << (i % 64);
+	larder__slab_owner_free(pg)[i / 64] |= (uint64_t)1 << (i % 64);
 	if (i / 64 < pg->owner_hint)
 		pg->owner_hint = (uint32_t)(i / 64);
 }
@@ -766,22 +733,6 @@ void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cur
 	}
 }
 
-/* The maintainer's count of live slots in class c moves by delta. */
-static void class_live_add(struct larder__slab *s, unsigned c, int64_t delta)
-{
-	uint64_t n = atomic_load_explicit(&s->class_live[c], LARDER__RELAXED); /* ours */
-	atomic_store_explicit(&s->class_live[c], n + (uint64_t)delta, LARDER__RELAXED); /* single writer */
-}
-
-void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes)
-{
-	if (bytes <= LARDER__SLAB_MAX_SLOT) {
-		struct larder__page *pg = page_of(p, bytes);
-		uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED);
-		atomic_store_explicit(&pg->live, live + 1, LARDER__RELAXED); /* single writer */
-		class_live_add(s, pg->size_class, 1);
-	}
-}
 
 /* Maintainer: n slots of pg are no longer live; returns its live count. */
 static inline uint32_t page_live_drop(struct larder__slab *s, struct larder__page *pg, uint32_t n)
@@ -789,7 +740,7 @@ static inline uint32_t page_live_drop(struct larder__slab *s, struct larder__pag
 	LARDER__ASSERT(atomic_load_explicit(&pg->live, LARDER__RELAXED) >= n); /* ours */
 	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - n;
 	atomic_store_explicit(&pg->live, live, LARDER__RELAXED); /* single writer */
-	class_live_add(s, pg->size_class, -(int64_t)n);
+	larder__slab_class_live_add(s, pg->size_class, -(int64_t)n);
 	return live;
 }
 
@@ -842,10 +793,9 @@ static int keep_freed(struct larder__slab *s, struct larder__page *pg, void *p)
 	return 1;
 }
 
-/* Maintainer: slot p of pg is freed, poisoned first if asked. Returns 1 when
- * a big slot was kept (SLAB-S6); else 0, a big slot's pages having gone
- * back to the kernel, and the caller sets its free bit. */
-static int slot_freeing(struct larder__slab *s, struct larder__page *pg, void *p)
+/* slot_freeing() for a poisoned or big slot. */
+static __attribute__((noinline)) int slot_freeing_rare(struct larder__slab *s,
+							struct larder__page *pg, void *p)
 {
 	if (larder__slab_poison)
 		memset(p, 0xdb, pg->slot_bytes);
@@ -855,6 +805,21 @@ static int slot_freeing(struct larder__slab *s, struct larder__page *pg, void *p
 		return 1;
 	slot_release(pg, p);
 	return 0;
+}
+
+/* Maintainer: slot p of pg, of an entry of `bytes`, is freed, poisoned
+ * first if asked. Returns 1 when a big slot was kept (SLAB-S6); else 0, a
+ * big slot's pages having gone back to the kernel, and the caller sets its
+ * free bit. Inline for the common case, an unpoisoned slot below
+ * RELEASE_SLOT_BYTES (an entry up to LARDER__SLAB_BIG_FROM), which has nothing to
+ * do: the call it saves was 17 of the maintainer's 257 instructions per
+ * put (docs/bench.md). */
+static inline int slot_freeing(struct larder__slab *s, struct larder__page *pg, void *p,
+			       size_t bytes)
+{
+	if (__builtin_expect(bytes <= LARDER__SLAB_BIG_FROM && !larder__slab_poison, 1))
+		return 0;
+	return slot_freeing_rare(s, pg, p);
 }
 
 /* Sets the free bit of slot p of pg (SLAB-SL1). */
@@ -875,8 +840,8 @@ void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
 		larder__slab_unalloc(s, NULL, p, bytes);
 		return;
 	}
-	struct larder__page *pg = page_of(p, bytes);
-	if (slot_freeing(s, pg, p))
+	struct larder__page *pg = larder__slab_page_of(p, bytes);
+	if (slot_freeing(s, pg, p, bytes))
 		return;
 	slot_bit_set(pg, p);
 	page_slots_freed(s, pg, 1);
@@ -940,8 +905,8 @@ void larder__slab_free_batched(struct larder__slab *s, struct larder__slab_batch
 		larder__slab_free(s, p, bytes);
 		return;
 	}
-	struct larder__page *pg = page_of(p, bytes);
-	if (slot_freeing(s, pg, p))
+	struct larder__page *pg = larder__slab_page_of(p, bytes);
+	if (slot_freeing(s, pg, p, bytes))
 		return;
 	if (pg != b->page) {
 		larder__slab_batch_flush(s, b);

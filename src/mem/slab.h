@@ -29,7 +29,38 @@
 
 #define LARDER__PAGE_ORDERS 6 /* 64 KiB << 0..5 */
 
-struct larder__page;
+/* A slab page's header (slab.c has the page layout and the state machine),
+ * here for the writer's inline allocation, larder__slab_alloc_id(). */
+struct larder__page {
+	struct larder__pageid id; /* first: mem/pagedir.h finds it by masking */
+	uint32_t size_class;
+	uint32_t nslots;
+	uint32_t slot_bytes;
+	uint32_t nwords;
+	uint32_t page_bytes;
+	uint32_t slots_offset;
+	uint32_t maint_offset; /* of maint_free; owner_free follows this header */
+	/* Published slots the maintainer knows of: written by the maintainer only,
+	 * read under the lock by writers releasing a page; relaxed, because
+	 * retirement re-checks the bitmap (SLAB-S4) and only uses this as a hint. */
+	larder__atomic_u32 live;
+	uint32_t owner_hint;   /* owner only: first word that may have a free bit */
+	larder__atomic_u32 state;
+	struct larder__page *avail_prev, *avail_next; /* under lock */
+	struct larder__page *all_prev, *all_next;     /* under lock */
+} __attribute__((aligned(64)));
+
+/* The owner's free bitmap, which follows the page header. */
+static inline uint64_t *larder__slab_owner_free(struct larder__page *pg)
+{
+	return (uint64_t *)(void *)(pg + 1);
+}
+
+/* The largest entry whose slot is below 64 KiB (slab.c's RELEASE_SLOT_BYTES):
+ * the 56 KiB class's slot (mem/sizeclass.h; tests/unit/test_memory.c checks
+ * it). Entries above it go through slab.c's big_alloc(), which takes a kept
+ * slot first. */
+#define LARDER__SLAB_BIG_FROM (57344u)
 
 struct larder__slab_cursor {
 	struct larder__page *page[LARDER__SIZECLASS_COUNT]; /* owned pages, one per class */
@@ -102,21 +133,51 @@ void larder__slab_destroy(struct larder__slab *s);
 int larder__slab_returning(struct larder__slab *s);
 
 /* Bytes charged for an entry of this size: its slot, or its mapping (whose
- * first 64 bytes are its page header, mem/pagedir.h). */
+ * first 64 bytes are its page header, mem/pagedir.h). The class is computed
+ * whatever the size (any size has one; a mapping's is not used), so that a
+ * writer's inline larder__slab_alloc_id() of the same size reuses it. */
 static inline size_t larder__slab_charge(size_t bytes)
 {
+	size_t slot = larder__sizeclass_slot(larder__sizeclass_of(bytes));
 	if (bytes > LARDER__SLAB_MAX_SLOT)
 		return (bytes + LARDER__PAGEDIR_LARGE_PREFIX + 4095) & ~(size_t)4095;
-	return larder__sizeclass_slot(larder__sizeclass_of(bytes));
+	return slot;
 }
 
 /* Writer: a slot of at least bytes, 8-byte aligned, with an id (mem/pagedir.h).
  * NULL when out of memory or out of ids. */
 void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes);
-/* The same, with the slot's id in *id: what larder__pagedir_id() would
- * compute, read from the page the slot came from (the writer's put needs both). */
-void *larder__slab_alloc_id(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes,
-			    uint32_t *id);
+/* larder__slab_alloc_id() beyond its inline case. */
+void *larder__slab_alloc_id_slow(struct larder__slab *s, struct larder__slab_cursor *c,
+				 size_t bytes, uint32_t *id);
+/*
+ * The same, with the slot's id in *id: what larder__pagedir_id() would
+ * compute, read from the page the slot came from (the writer's put needs
+ * both). Inline for the common case, a free bit in the word of the
+ * cursor's page that the owner's hint names (the page is the cursor's
+ * alone, SLAB-S2 in slab.c, so plain memory): no call, and the size class
+ * is the one the caller computed for the charge (larder__slab_charge), not
+ * computed again (a put's allocation fell from about 58 to 20
+ * instructions, docs/bench.md).
+ */
+static inline void *larder__slab_alloc_id(struct larder__slab *s, struct larder__slab_cursor *c,
+					  size_t bytes, uint32_t *id)
+{
+	if (__builtin_expect(bytes <= LARDER__SLAB_BIG_FROM, 1)) {
+		struct larder__page *pg = c->page[larder__sizeclass_of(bytes)];
+		if (__builtin_expect(pg != NULL && pg->owner_hint < pg->nwords, 1)) {
+			uint64_t *bm = larder__slab_owner_free(pg) + pg->owner_hint;
+			uint64_t bits = *bm;
+			if (__builtin_expect(bits != 0, 1)) {
+				*bm = bits & (bits - 1);
+				size_t i = (size_t)pg->owner_hint * 64 + (size_t)__builtin_ctzll(bits);
+				*id = pg->id.first_id + (uint32_t)i; /* mem/pagedir.h */
+				return (unsigned char *)pg + pg->slots_offset + i * pg->slot_bytes;
+			}
+		}
+	}
+	return larder__slab_alloc_id_slow(s, c, bytes, id);
+}
 /* Writer: gives back a slot this cursor allocated and never published. */
 void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c, void *p,
 			  size_t bytes);
@@ -145,8 +206,34 @@ struct larder__slab_batch {
 void larder__slab_free_batched(struct larder__slab *s, struct larder__slab_batch *b, void *p,
 			       size_t bytes);
 void larder__slab_batch_flush(struct larder__slab *s, struct larder__slab_batch *b);
-/* Maintainer: an entry in p was published (counts live slots per page). */
-void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes);
+/* The page of slot p, of an entry of `bytes` in a slab page (up to
+ * LARDER__SLAB_MAX_SLOT): pages are aligned to their size, so a mask. */
+static inline struct larder__page *larder__slab_page_of(void *p, size_t bytes)
+{
+	size_t page = larder__sizeclass_page(larder__sizeclass_of(bytes));
+	return (struct larder__page *)((uintptr_t)p & ~(uintptr_t)(page - 1));
+}
+
+/* Maintainer: its count of live slots in class c moves by delta. */
+static inline void larder__slab_class_live_add(struct larder__slab *s, unsigned c, int64_t delta)
+{
+	uint64_t n = atomic_load_explicit(&s->class_live[c], LARDER__RELAXED); /* ours */
+	atomic_store_explicit(&s->class_live[c], n + (uint64_t)delta,
+			      LARDER__RELAXED); /* single writer */
+}
+
+/* Maintainer: an entry in p was published (counts live slots per page).
+ * Inline: the maintainer's overwrite path calls it once per put, with the
+ * size class its charge already computed (docs/bench.md). */
+static inline void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes)
+{
+	if (bytes <= LARDER__SLAB_MAX_SLOT) {
+		struct larder__page *pg = larder__slab_page_of(p, bytes);
+		uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED);
+		atomic_store_explicit(&pg->live, live + 1, LARDER__RELAXED); /* single writer */
+		larder__slab_class_live_add(s, pg->size_class, 1);
+	}
+}
 
 /* Adds the slab's counters to values (indexed by enum larder_stat):
  * PAGES_MAPPED, PAGES_RETURNED, RESERVE_*, RETURNING_BYTES, LARGE_BYTES. */
