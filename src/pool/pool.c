@@ -72,7 +72,9 @@
  *   (up to MAX_STRIDE) after a pass that used all MAX_STEPS moves with no
  *   member's target reversing its direction, and falls back to 1 after a
  *   reversal or a pass without moves; a stride move is tried first and
- *   must pass every test on its own secants, else a single step is tried.
+ *   must pass every test on its own secants, and its last step the
+ *   hysteresis test on its own (stride_end_pays), else a single step is
+ *   tried.
  *   So a large gap after a phase change closes in a few passes, and the
  *   end point is the single-step one (a stride move that overshoots fails
  *   its tests).
@@ -85,6 +87,18 @@
  *   read rate lately over its read rate in the probe's window (the drift:
  *   curve_update), so a change of load moves capacity within the reads'
  *   half-life, while what the curve looks like rests on the longer window.
+ *   POOL-D1. A member is steady after CALM_PASSES passes in a row in which
+ *   its target did not move and its load showed no change: its hit ratio
+ *   over the reads' window (half-life HALF_LIFE_S) within CHANGE_HIT_RATIO
+ *   of the long window's (LONG_HALF_LIFE_S), and its share of the pool's
+ *   reads within CHANGE_RATE of the long window's share (shares, not rates:
+ *   a driver slowed by the machine's load slows every cache alike), each
+ *   beyond three standard errors of the counts. Its probe is asked for the
+ *   low rate while it is steady (want_steady; PROBE-P8 in pool/probe.c) and
+ *   for the full rate at the first change, so the estimates are at their
+ *   best while capacity moves, and cost a fraction of that while it does
+ *   not. A change shows for up to about the long window's life, then
+ *   CALM_PASSES more are needed.
  * With the controller off (interval 0) the targets are an equal split of the
  * budget clamped to each cache's shares, recomputed at every open and close.
  *
@@ -133,6 +147,11 @@
 #define MAX_HALF_LIFE_S 8.0
 #define WINDOW_SAMPLES 1024.0  /* the probe's half-life holds this many sampled requests */
 #define NOISE_Z 2.0            /* a move must beat this many standard errors */
+#define LONG_HALF_LIFE_S 8.0   /* POOL-D1: the reads' long window */
+#define CALM_PASSES 30u        /* POOL-D1: passes without a change before steady */
+#define CHANGE_READS 1000.0    /* POOL-D1: reads a window needs to show a change */
+#define CHANGE_HIT_RATIO 0.02  /* POOL-D1: hit ratio, short window against long, at least */
+#define CHANGE_RATE 0.20       /* POOL-D1: read rate, short against long, at least */
 #define GHOST_DIVISOR 64u      /* the probe's ghost remembers budget / 64 */
 #define GIVEBACK_SLICE_NS (2u * 1000u * 1000u)
 #define IDLE_WAIT_NS (1000u * 1000u * 1000u)
@@ -154,6 +173,11 @@ struct window {
 	double w_hits[LARDER__PROBE_POINTS], w_ghost, w_probe_secs, w_sampled;
 	double w_preads; /* the cache's reads over the probe's window (its rate there) */
 	double w_reads, w_secs; /* the cache's reads: not restarted with the probe */
+	/* POOL-D1: the probe's sampled requests that came (through or skipped),
+	 * the cache's hits over the reads' window, and the reads and hits over
+	 * a long one. */
+	uint64_t seen, chits;
+	double w_seen, w_chits, w_lreads, w_lhits, w_lsecs;
 };
 
 /* A member's curve as the controller sees it: the hull's corners. */
@@ -187,6 +211,9 @@ struct larder__pool_member {
 	struct curve curve;
 	uint64_t pass_start; /* its target when the pass's moves began (POOL-S1) */
 	int last_dir;        /* +1 or -1: the way its target last moved in a pass */
+	uint64_t pass_from;  /* POOL-D1: its target when the pass began */
+	unsigned calm;       /* POOL-D1: passes since its last change */
+	int steady;          /* POOL-D1: what its probe was last asked */
 	int fake; /* test seam: curve is given, not estimated */
 	double fake_hits[LARDER__PROBE_POINTS], fake_rate;
 	uint64_t fake_reach; /* test seam: its points above are not warm (0: all are) */
@@ -514,7 +541,7 @@ static void recentre_tops(larder_pool *p)
 
 /* One reading of a member's probe (and of its cache's reads). */
 struct reading {
-	uint64_t gen, every, top, room, fresh, ghost, reads, sampled;
+	uint64_t gen, every, top, room, fresh, ghost, reads, hits_real, sampled, seen;
 	uint64_t hits[LARDER__PROBE_POINTS];
 };
 
@@ -533,10 +560,11 @@ static void read_probe(struct larder__pool_member *m, struct reading *r)
 		r->hits[k] = atomic_load_explicit(&p->hits[k], LARDER__RELAXED);
 	r->ghost = atomic_load_explicit(&p->ghost_hits, LARDER__RELAXED);
 	r->sampled = atomic_load_explicit(&p->sampled, LARDER__RELAXED);
+	r->seen = atomic_load_explicit(&p->seen, LARDER__RELAXED);
 	uint64_t v[LARDER_STAT_MISSES + 1];
-	r->reads = larder_stats(m->cache, v, LARDER_STAT_MISSES + 1) == LARDER_OK
-			   ? v[LARDER_STAT_HITS] + v[LARDER_STAT_MISSES]
-			   : m->win.reads;
+	int ok = larder_stats(m->cache, v, LARDER_STAT_MISSES + 1) == LARDER_OK;
+	r->reads = ok ? v[LARDER_STAT_HITS] + v[LARDER_STAT_MISSES] : m->win.reads;
+	r->hits_real = ok ? v[LARDER_STAT_HITS] : m->win.chits;
 }
 
 /* sqrt(v) for v >= 1, without libm: Newton's iteration from above. */
@@ -573,7 +601,12 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 		double secs = (double)(now_ns - w->at_ns) / 1e9;
 		double keep = half_power(secs / HALF_LIFE_S);
 		w->w_reads = w->w_reads * keep + (double)(r.reads - w->reads);
+		w->w_chits = w->w_chits * keep + (double)(r.hits_real - w->chits);
 		w->w_secs = w->w_secs * keep + secs;
+		double lkeep = half_power(secs / LONG_HALF_LIFE_S);
+		w->w_lreads = w->w_lreads * lkeep + (double)(r.reads - w->reads);
+		w->w_lhits = w->w_lhits * lkeep + (double)(r.hits_real - w->chits);
+		w->w_lsecs = w->w_lsecs * lkeep + secs;
 		if (r.gen == w->gen) {
 			/* The probe samples at most so many requests a second (pool/probe.c
 			 * PROBE-P7): its half-life stretches so that the window still
@@ -588,6 +621,7 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 				w->w_hits[k] = w->w_hits[k] * pkeep + (double)(r.hits[k] - w->hits[k]);
 			w->w_ghost = w->w_ghost * pkeep + (double)(r.ghost - w->ghost);
 			w->w_sampled = w->w_sampled * pkeep + (double)(r.sampled - w->sampled);
+			w->w_seen = w->w_seen * pkeep + (double)(r.seen - w->seen);
 			w->w_preads = w->w_preads * pkeep + (double)(r.reads - w->reads);
 			w->w_probe_secs = w->w_probe_secs * pkeep + secs;
 		}
@@ -595,7 +629,7 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 	if (!w->primed || r.gen != w->gen) {
 		/* The mini caches restarted cold (pool/probe.c PROBE-P2): their part of the
 		 * window starts over; the reads (the cache's own) go on. */
-		w->w_ghost = w->w_probe_secs = w->w_sampled = w->w_preads = 0;
+		w->w_ghost = w->w_probe_secs = w->w_sampled = w->w_seen = w->w_preads = 0;
 		memset(w->w_hits, 0, sizeof w->w_hits);
 		w->primed = 1;
 		w->gen = r.gen;
@@ -608,7 +642,9 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 	memcpy(w->hits, r.hits, sizeof r.hits);
 	w->ghost = r.ghost;
 	w->sampled = r.sampled;
+	w->seen = r.seen;
 	w->reads = r.reads;
+	w->chits = r.hits_real;
 }
 
 /* The upper concave hull of (0,0) and the n points (largest first), left
@@ -674,7 +710,12 @@ static void curve_update(struct larder__pool_member *m)
 		 * curve within a half-life of the reads, not of the probe. */
 		double probe_rate = cv->valid ? w->w_preads / w->w_probe_secs : 0;
 		double drift = probe_rate > 0 && cv->rate > 0 ? cv->rate / probe_rate : 1;
-		double scale = drift * (double)w->every / (cv->valid ? w->w_probe_secs : 1);
+		/* While steady the mini caches see one block of the sample's
+		 * requests in a few (PROBE-P8 in pool/probe.c): their hits stand
+		 * for seen / sampled as many. */
+		double thin = w->w_sampled > 0 && w->w_seen > w->w_sampled ? w->w_seen / w->w_sampled
+									  : 1;
+		double scale = drift * thin * (double)w->every / (cv->valid ? w->w_probe_secs : 1);
 		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 			hits[k] = cv->valid ? w->w_hits[k] * scale : 0;
 		per_count = cv->valid ? scale : 0;
@@ -867,6 +908,31 @@ static void note_move(larder_pool *p, uint64_t bytes)
 	p->moved_bytes += bytes;
 }
 
+/*
+ * POOL-S1: is a stride of `bytes` from `from` to `to` worth it to its last
+ * step too? Otherwise the same curves would send that step back at the
+ * next pass: a stride that crosses a hull corner (a working set's cliff)
+ * passes on its secant, which averages the steep part before the corner
+ * with the flat part after it, and then the flat steps come back one by
+ * one, each a reversal. The last step must pass the hysteresis test a
+ * single step would.
+ */
+static int stride_end_pays(const larder_pool *p, const struct larder__pool_member *to,
+			   const struct larder__pool_member *from, uint64_t bytes)
+{
+	if (bytes <= p->step)
+		return 1;
+	double u = (double)p->step, t = (double)to->target + (double)bytes;
+	double f = (double)from->target - (double)bytes;
+	double up = to->cost * (hull_at(&to->curve, t) - hull_at(&to->curve, t - u)) / u;
+	double down = from->curve.known ? from->cost *
+						  (hull_at_most(&from->curve, f + u) -
+						   hull_at_most(&from->curve, f)) /
+						  u
+					: 0;
+	return up > down * (1 + HYSTERESIS);
+}
+
 /* One move of step 3 (header) of `step` bytes, if it passes every test;
  * returns whether it moved. */
 static int try_move(larder_pool *p, uint64_t step, double min_gain)
@@ -885,6 +951,8 @@ static int try_move(larder_pool *p, uint64_t step, double min_gain)
 		return 0;
 	/* The last step to a max or a min share is a partial one. */
 	uint64_t bytes = min3(step, room_up(to), room_down(from));
+	if (!stride_end_pays(p, to, from, bytes))
+		return 0;
 	from->target -= bytes;
 	to->target += bytes;
 	note_move(p, bytes);
@@ -943,17 +1011,66 @@ static uint64_t decide(larder_pool *p)
 	return steps + moved;
 }
 
+/* POOL-D1: does the count `got` differ from `expect` by more than the
+ * fraction `tol` of it and three standard errors (a count's: its root)? */
+static int differs(double got, double expect, double tol)
+{
+	double d = got > expect ? got - expect : expect - got;
+	return d > tol * expect && d * d > 9.0 * (got > 1 ? got : 1);
+}
+
+/* POOL-D1: has m's load changed lately (its hit ratio, or its share of the
+ * pool's reads: reads_s and reads_l, the short and long windows' sums)? */
+static int load_changed(const struct larder__pool_member *m, double reads_s, double reads_l)
+{
+	const struct window *w = &m->win;
+	if (w->w_reads < CHANGE_READS || w->w_lreads < CHANGE_READS)
+		return 0;
+	double ratio_l = w->w_lhits / w->w_lreads;
+	double d = w->w_chits - ratio_l * w->w_reads, spread = ratio_l * (1 - ratio_l) * w->w_reads;
+	d = d < 0 ? -d : d;
+	if (d > CHANGE_HIT_RATIO * w->w_reads && d * d > 9.0 * (spread > 1 ? spread : 1))
+		return 1;
+	return reads_s > 0 && reads_l > 0 &&
+	       differs(w->w_reads, w->w_lreads / reads_l * reads_s, CHANGE_RATE);
+}
+
+/* POOL-D1: after a pass's moves, who is steady; their probes are told. */
+static void update_steady(larder_pool *p)
+{
+	double reads_s = 0, reads_l = 0;
+	for (const struct larder__pool_member *m = p->members; m; m = m->next)
+		if (m->state == M_ACTIVE) {
+			reads_s += m->win.w_reads;
+			reads_l += m->win.w_lreads;
+		}
+	for (struct larder__pool_member *m = p->members; m; m = m->next) {
+		if (m->state != M_ACTIVE)
+			continue;
+		int changed = m->target != m->pass_from || load_changed(m, reads_s, reads_l);
+		m->calm = changed ? 0 : m->calm < CALM_PASSES ? m->calm + 1 : CALM_PASSES;
+		int steady = m->calm >= CALM_PASSES;
+		if (steady == m->steady)
+			continue;
+		m->steady = steady;
+		/* Relaxed: a request to the probe (pool/probe.h). */
+		atomic_store_explicit(&m->readings.want_steady, (uint64_t)steady, LARDER__RELAXED);
+	}
+}
+
 /* One pass: estimates, decisions, the shrinks at once, the grows that fit. */
 static uint64_t control_pass(larder_pool *p, uint64_t now_ns)
 {
 	p->passes++;
 	for (struct larder__pool_member *m = p->members; m; m = m->next) {
+		m->pass_from = m->target;
 		if (m->state != M_ACTIVE)
 			continue;
 		window_update(m, now_ns);
 		curve_update(m);
 	}
 	uint64_t steps = decide(p);
+	update_steady(p);
 	recentre_tops(p);
 	apply_shrinks(p);
 	complete_grows(p);
@@ -1445,6 +1562,15 @@ uint64_t larder__test_pool_step(larder_pool *p)
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 	return steps;
+}
+
+int larder__test_pool_steady(larder_pool *p, larder *c)
+{
+	pthread_mutex_lock(&p->lock);
+	struct larder__pool_member *m = find_active(p, c);
+	int steady = m ? m->steady : -1;
+	pthread_mutex_unlock(&p->lock);
+	return steady;
 }
 
 uint64_t larder__test_pool_point_bytes(larder_pool *p, larder *c, unsigned k)

@@ -66,6 +66,9 @@ int larder__test_pool_set_reach(larder_pool *pool, larder *cache, uint64_t bytes
  * decides the moves and applies the shrinks; the grows follow as the
  * shrinking caches give bytes back. Returns the steps moved. */
 uint64_t larder__test_pool_step(larder_pool *pool);
+/* Whether the controller asks cache's probe for the low rate (POOL-D1 in
+ * pool.c): 1 steady, 0 not, -1 when cache is not open in pool. */
+int larder__test_pool_steady(larder_pool *pool, larder *cache);
 /* The size of point k of a curve given through the seam: the cache's max
  * share x 2^(-k/3) (a probe's points follow its target instead). 0 if cache
  * is not open in pool. */

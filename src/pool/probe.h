@@ -42,9 +42,12 @@ struct larder__probe_readings {
 	larder__atomic_u64 own_ns;      /* the probe's own time so far (PROBE-P5 in probe.c) */
 	larder__atomic_u64 sim_ns;      /* its batch part alone: the mini caches (PROBE-P5) */
 	larder__atomic_u64 sampled;     /* sampled requests through the mini caches */
-	/* Written by the pool (relaxed: a request; a late one only delays a
-	 * re-centring), read by the probe at every request it sees. */
+	larder__atomic_u64 seen;        /* sampled requests that came, through or skipped (PROBE-P8) */
+	/* Written by the pool (relaxed: requests; a late one only delays a
+	 * re-centring or a change of rate), read by the probe at every sampled
+	 * request it sees. */
 	larder__atomic_u64 want_top;
+	larder__atomic_u64 want_steady; /* 1: the low rate will do (PROBE-P8) */
 };
 
 struct larder__probe_setup {

@@ -713,6 +713,88 @@ static void test_controller_stride(void)
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 }
 
+/*
+ * POOL-S1: strides toward a cliff (a working set that ends between two
+ * points: its hull has a corner there) stop at it. A stride across the
+ * corner passes on its secant, which averages the steep part with the flat
+ * part after the corner; its last steps would then be worth nothing and
+ * come back one by one (reversals). So every pass moves one way only, and
+ * the end is within a step past the corner, where the same curves move
+ * nothing back.
+ */
+static void test_controller_stride_stops_at_cliff(void)
+{
+	const uint64_t budget = 64 * MiB, step = budget / 256;
+	larder *c[2];
+	larder_pool *pool = pool_of_two(budget, 1, c);
+	REQUIRE(pool);
+	/* c[0]'s working set ends at 0.7 of the budget, between its points at
+	 * 0.63 and 0.79 of it; c[1] is 10x shallower everywhere. */
+	give_curve(pool, c[0], LINEAR, 1e5, 0.7 * (double)budget);
+	give_curve(pool, c[1], LINEAR, 1e4, (double)budget);
+	uint64_t corner = larder__test_pool_point_bytes(pool, c[0], 1);
+	CHECK_GT(corner, (uint64_t)(0.7 * (double)budget));
+	uint64_t last = target_of(pool, c[0]);
+	unsigned passes = 0;
+	while (passes < 64 && larder__test_pool_step(pool) > 0) {
+		passes++;
+		CHECK_GE(target_of(pool, c[0]), last); /* never back */
+		last = target_of(pool, c[0]);
+	}
+	CHECK_LT(passes, 64);
+	CHECK_GE(target_of(pool, c[0]), corner);
+	CHECK_LT(target_of(pool, c[0]), corner + step);
+	for (unsigned i = 0; i < 5; i++)
+		CHECK_EQ(larder__test_pool_step(pool), 0);
+	settle(pool, c, 2);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/*
+ * POOL-D1: a cache whose target has not moved for a while (and whose load
+ * shows no change: these have no reads) is steady, and its probe may run
+ * at the low rate; a move makes both ends of it unsteady at once, and they
+ * are steady again only after the moves have stopped for a while.
+ */
+static void test_controller_steady(void)
+{
+	const uint64_t budget = 64 * MiB;
+	larder *c[2];
+	larder_pool *pool = pool_of_two(budget, 1, c);
+	REQUIRE(pool);
+	for (unsigned i = 0; i < 2; i++)
+		give_curve(pool, c[i], LINEAR, 1e5, (double)budget);
+	CHECK_EQ(larder__test_pool_step(pool), 0);
+	CHECK_EQ(larder__test_pool_steady(pool, c[0]), 0); /* not after one pass */
+	unsigned calm = 0;
+	while (calm < 256 && larder__test_pool_steady(pool, c[0]) != 1) {
+		CHECK_EQ(larder__test_pool_step(pool), 0);
+		calm++;
+	}
+	CHECK_GT(calm, 1);
+	CHECK_LT(calm, 256);
+	CHECK_EQ(larder__test_pool_steady(pool, c[1]), 1);
+	give_curve(pool, c[1], LINEAR, 4e5, (double)budget); /* now c[1] gains more */
+	CHECK_GT(larder__test_pool_step(pool), 0);
+	CHECK_EQ(larder__test_pool_steady(pool, c[0]), 0);
+	CHECK_EQ(larder__test_pool_steady(pool, c[1]), 0);
+	unsigned moving = step_until_still(pool, 64);
+	CHECK_LT(moving, 64);
+	for (unsigned i = 0; i + 1 < calm; i++) { /* not before as many still passes */
+		CHECK_EQ(larder__test_pool_step(pool), 0);
+		CHECK_EQ(larder__test_pool_steady(pool, c[1]), 0);
+	}
+	CHECK_EQ(larder__test_pool_step(pool), 0);
+	CHECK_EQ(larder__test_pool_steady(pool, c[0]), 1);
+	CHECK_EQ(larder__test_pool_steady(pool, c[1]), 1);
+	settle(pool, c, 2);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
 static void test_controller_still_when_flat(void)
 {
 	const uint64_t budget = 64 * MiB;
@@ -970,6 +1052,8 @@ int main(int argc, char **argv)
 		TH_TEST(test_bound_holds_while_donor_stuck),
 		TH_TEST(test_controller_moves_to_steeper),
 		TH_TEST(test_controller_stride),
+		TH_TEST(test_controller_stride_stops_at_cliff),
+		TH_TEST(test_controller_steady),
 		TH_TEST(test_controller_donor_not_warm),
 		TH_TEST(test_controller_still_when_flat),
 		TH_TEST(test_controller_weights_and_settles),
