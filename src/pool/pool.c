@@ -214,6 +214,7 @@ struct larder__pool_member {
 	uint64_t pass_from;  /* POOL-D1: its target when the pass began */
 	unsigned calm;       /* POOL-D1: passes since its last change */
 	int steady;          /* POOL-D1: what its probe was last asked */
+	int force_steady;    /* test seam: 0 detect, 1 steady, 2 not */
 	int fake; /* test seam: curve is given, not estimated */
 	double fake_hits[LARDER__PROBE_POINTS], fake_rate;
 	uint64_t fake_reach; /* test seam: its points above are not warm (0: all are) */
@@ -1049,7 +1050,7 @@ static void update_steady(larder_pool *p)
 			continue;
 		int changed = m->target != m->pass_from || load_changed(m, reads_s, reads_l);
 		m->calm = changed ? 0 : m->calm < CALM_PASSES ? m->calm + 1 : CALM_PASSES;
-		int steady = m->calm >= CALM_PASSES;
+		int steady = m->force_steady ? m->force_steady == 1 : m->calm >= CALM_PASSES;
 		if (steady == m->steady)
 			continue;
 		m->steady = steady;
@@ -1571,6 +1572,27 @@ int larder__test_pool_steady(larder_pool *p, larder *c)
 	int steady = m ? m->steady : -1;
 	pthread_mutex_unlock(&p->lock);
 	return steady;
+}
+
+int larder__test_pool_force_steady(larder_pool *p, larder *c, int mode, uint64_t *seen,
+				   uint64_t *through)
+{
+	pthread_mutex_lock(&p->lock);
+	struct larder__pool_member *m = find_active(p, c);
+	if (m) {
+		m->force_steady = mode;
+		if (mode) {
+			m->steady = mode == 1;
+			/* Relaxed: a request to the probe (pool/probe.h). */
+			atomic_store_explicit(&m->readings.want_steady, (uint64_t)m->steady,
+					      LARDER__RELAXED);
+		}
+		/* Relaxed: counts (pool/probe.h). */
+		*seen = atomic_load_explicit(&m->readings.seen, LARDER__RELAXED);
+		*through = atomic_load_explicit(&m->readings.sampled, LARDER__RELAXED);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return m ? 0 : -1;
 }
 
 uint64_t larder__test_pool_point_bytes(larder_pool *p, larder *c, unsigned k)

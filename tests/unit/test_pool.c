@@ -964,6 +964,79 @@ static void test_probe_estimates(void)
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 }
 
+/*
+ * PROBE-P8: asked for the low rate, a probe whose mini caches are warm runs
+ * one block of the sampled requests in four through them, and its estimate
+ * stays; asked for the full rate, all of them. Counted between two
+ * readings at least DUTY_SEEN sampled requests apart (the sample's rate is
+ * capped: a few seconds of driving); a stretch in which the mini caches
+ * restarted (the rate cut, PROBE-P7) runs in full and does not count, so
+ * the reading is retried with fresh requests up to a deadline.
+ */
+#define DUTY_CHUNK 100000u
+#define DUTY_SEEN 2048u
+/* A block cut at either end (128 sampled requests, PROBE-P8) and a batch
+ * not yet published (4 x 32, PROBE-P7). */
+#define DUTY_SLACK 256u
+
+struct duty_wait {
+	larder_pool *pool;
+	larder **c;
+	int mode;
+	uint64_t seed, seen, through;
+};
+
+static void duty_counts(struct duty_wait *w, uint64_t *seen, uint64_t *through)
+{
+	CHECK_EQ(larder__test_pool_force_steady(w->pool, w->c[0], w->mode, seen, through), 0);
+}
+
+static int quarter_through(void *ctx)
+{
+	struct duty_wait *w = ctx;
+	uint64_t s0, t0;
+	duty_counts(w, &s0, &t0);
+	do {
+		drive(w->c[0], 35000, DUTY_CHUNK, w->seed++);
+		duty_counts(w, &w->seen, &w->through);
+	} while (w->seen - s0 < DUTY_SEEN);
+	w->seen -= s0;
+	w->through -= t0;
+	return 4 * w->through <= w->seen + 4 * DUTY_SLACK && 4 * w->through + 4 * DUTY_SLACK >= w->seen;
+}
+
+static void test_probe_steady_rate(void)
+{
+	const uint64_t budget = 8 * MiB;
+	larder_pool *pool = make_pool(budget, 20);
+	REQUIRE(pool);
+	larder *c[2] = { open_in(pool, 0.5, 1, 1), open_in(pool, 0.5, 1, 1) };
+	REQUIRE(c[0] && c[1]);
+	settle(pool, c, 2);
+	struct duty_wait w = { pool, c, 1, 10, 0, 0 };
+	CHECK(th_wait_until(quarter_through, &w, WAIT_MS));
+	printf("  steady: %llu of %llu sampled requests through the mini caches\n",
+	       (unsigned long long)w.through, (unsigned long long)w.seen);
+	struct marginals m = { pool, c, 20, { 0, 0 } };
+	CHECK(th_wait_until(marginal_known, &m, WAIT_MS)); /* the estimate stays */
+	CHECK(m.m[0] > 10 * m.m[1]);
+	/* The full rate: every sampled request, from the next flush on. */
+	w.mode = 2;
+	uint64_t s0, t0, s1, t1;
+	duty_counts(&w, &s0, &t0);
+	drive(c[0], 35000, DUTY_CHUNK, 30);
+	duty_counts(&w, &s0, &t0);
+	drive(c[0], 35000, DUTY_CHUNK, 31);
+	duty_counts(&w, &s1, &t1);
+	CHECK_GT(s1 - s0, 0);
+	CHECK_EQ(t1 - t0, s1 - s0);
+	w.mode = 0;
+	duty_counts(&w, &s0, &t0);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
 /* ---- Out of memory ----------------------------------------------------------- */
 
 #define OOM_KEYS 300u
@@ -1078,6 +1151,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_controller_weights_and_settles),
 		TH_TEST(test_controller_respects_shares),
 		TH_TEST(test_probe_estimates),
+		TH_TEST(test_probe_steady_rate),
 		TH_TEST(test_out_of_memory),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
