@@ -87,6 +87,9 @@
  *   read rate lately over its read rate in the probe's window (the drift:
  *   curve_update), so a change of load moves capacity within the reads'
  *   half-life, while what the curve looks like rests on the longer window.
+ *   POOL-H1. After its mini caches restart, a cache's curve is its last
+ *   valid one (scaled by its read rate since) until the new generation's
+ *   is valid (hold_curve).
  *   POOL-D1. A member is steady after CALM_PASSES passes in a row in which
  *   its target did not move and its load showed no change: its hit ratio
  *   over the reads' window (half-life HALF_LIFE_S) within CHANGE_HIT_RATIO
@@ -209,6 +212,8 @@ struct larder__pool_member {
 	enum larder_policy policy;
 	struct window win;
 	struct curve curve;
+	struct curve held; /* POOL-H1: its last valid curve, of window generation held_gen */
+	uint64_t held_gen;
 	uint64_t pass_start; /* its target when the pass's moves began (POOL-S1) */
 	int last_dir;        /* +1 or -1: the way its target last moved in a pass */
 	uint64_t pass_from;  /* POOL-D1: its target when the pass began */
@@ -680,6 +685,38 @@ static void hull_of(struct curve *cv, const uint64_t *bytes, const double *hits,
 	}
 }
 
+/*
+ * POOL-H1: while the mini caches warm up again after a restart (a rate
+ * cut, a denser sample, a re-centring: PROBE-P3, P7 in pool/probe.c), the
+ * curve is the last valid one of the previous generation, scaled by the
+ * cache's read rate since; a valid curve of the new generation replaces
+ * it. Why: the new generation's few warm points are the smallest mini
+ * caches, a few hundred sampled requests each, and the hull's last
+ * segment over them, which bounds what a donor loses past them, can come
+ * out flat by chance (measured: the phases' heavy cache, its sample cut
+ * 2x at its peak rate, gave 164 MiB away within a pass and took it back
+ * 2.5 s later, once its points were warm: the slowest phases' settling).
+ * What the cache's keys look like did not change with the sample.
+ */
+static void hold_curve(struct larder__pool_member *m)
+{
+	struct curve *cv = &m->curve;
+	if (cv->valid) {
+		m->held = *cv;
+		m->held_gen = m->win.gen;
+		return;
+	}
+	if (!m->held.valid || m->held_gen == m->win.gen || m->held.rate <= 0)
+		return;
+	double rate = cv->rate, f = rate / m->held.rate;
+	*cv = m->held;
+	cv->rate = rate;
+	for (unsigned i = 0; i < cv->n; i++)
+		cv->y[i] *= f;
+	cv->per_count *= f;
+	cv->valid = cv->np && cv->px[cv->np - 1] > (double)m->target;
+}
+
 static void curve_update(struct larder__pool_member *m)
 {
 	struct curve *cv = &m->curve;
@@ -745,6 +782,8 @@ static void curve_update(struct larder__pool_member *m)
 		cv->pcount[i] = m->fake ? 0 : w->w_hits[k];
 	}
 	cv->per_count = per_count;
+	if (!m->fake)
+		hold_curve(m);
 }
 
 /*
