@@ -60,9 +60,10 @@
  *       while the rate, 4x, stays under RATE_CAP. So the mini caches see at
  *       most about RATE_CAP requests a second (a burst may exceed it for
  *       one epoch), whatever the cache's request rate.
- *   PROBE-P8. While the pool says the cache is steady (want_steady: its hit
- *       ratio and read rate have held still and no capacity moved for a
- *       while; pool/pool.c POOL-D1) and the mini caches are warm, only one
+ *   PROBE-P8. While the pool says the cache is steady (want_steady: its
+ *       hit ratio and share of the reads have held still and no capacity
+ *       moved for a while; pool/pool.c POOL-D1) and the mini caches are
+ *       warm, only one
  *       block of DUTY_BLOCK sampled requests in DUTY goes through them; the
  *       others are counted (`seen`) and skipped. The controller scales the
  *       mini caches' hits by seen / sampled. The skipped blocks are whole
