@@ -60,23 +60,22 @@
  *       while the rate, 4x, stays under RATE_CAP. So the mini caches see at
  *       most about RATE_CAP requests a second (a burst may exceed it for
  *       one epoch), whatever the cache's request rate.
- *   PROBE-P8. While the pool says the cache is steady (want_steady: its
- *       hit ratio and share of the reads have held still and no capacity
- *       moved for a while; pool/pool.c POOL-D1) and the mini caches are
- *       warm, only one
+ *   PROBE-P8. While the pool says the cache is steady (want_steady: its hit
+ *       ratio and share of the reads have held still and no capacity moved for
+ *       a while; pool/pool.c POOL-D1) and the mini caches are warm, only one
  *       block of DUTY_BLOCK sampled requests in DUTY goes through them; the
  *       others are counted (`seen`) and skipped. The controller scales the
- *       mini caches' hits by seen / sampled. The skipped blocks are whole
- *       runs of the sample's requests, so the mini caches see a stream cut
- *       into pieces of DUTY_BLOCK requests: for a stationary stream of
- *       independent references the pieces, joined, are the same stream (its
- *       curve is unchanged); a reuse that spans a skipped block is seen as
- *       shorter than it was, so a stream with temporal locality reads a
- *       little high while steady (docs/pool.md, Limits). Any change the pool
- *       detects, or a restart of the mini caches (until they are warm again),
- *       puts every sampled request back through them at once.
- *       The rate (PROBE-P7) is of the requests that came, so a change of
- *       duty never changes S.
+ *       mini caches' hits by seen / sampled. The skipped blocks are whole runs
+ *       of the sample's requests, so the mini caches see a stream cut into
+ *       pieces of DUTY_BLOCK requests: for a stationary stream of independent
+ *       references the pieces, joined, are the same stream (its curve is
+ *       unchanged); a stream with temporal locality has some reuses
+ *       shortened (those across a skipped block) and some lost (a burst cut
+ *       by one), so its curve may read off while steady (docs/pool.md,
+ *       Limits). Any change the pool detects, or a
+ *       restart of the mini caches (until they are warm again), puts every
+ *       sampled request back through them at once. The rate (PROBE-P7) is of
+ *       the requests that came, so a change of duty never changes S.
  *   PROBE-P6. The set holds the cache's entries whose key is in the sample, so
  *       that a hit or a victim needs no hash to be told apart: added on a
  *       sampled insert, moved by a replacement, dropped on removal or
