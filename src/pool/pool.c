@@ -689,7 +689,7 @@ static void hull_of(struct curve *cv, const uint64_t *bytes, const double *hits,
 
 /*
  * POOL-H1: while the mini caches warm up again after a restart (a rate
- * cut, a denser sample, a re-centring: PROBE-P3, P7 in pool/probe.c), the
+ * cut, a denser sample, a re-centring: PROBE-P3 and PROBE-P7 in pool/probe.c), the
  * curve is the last valid one of the previous generation, scaled by the
  * cache's read rate since; a valid curve of the new generation replaces
  * it. Why: the new generation's few warm points are the smallest mini
