@@ -689,16 +689,17 @@ static void hull_of(struct curve *cv, const uint64_t *bytes, const double *hits,
 
 /*
  * POOL-H1: while the mini caches warm up again after a restart (a rate
- * cut, a denser sample, a re-centring: PROBE-P3 and PROBE-P7 in pool/probe.c), the
- * curve is the last valid one of the previous generation, scaled by the
- * cache's read rate since; a valid curve of the new generation replaces
- * it. Why: the new generation's few warm points are the smallest mini
- * caches, a few hundred sampled requests each, and the hull's last
- * segment over them, which bounds what a donor loses past them, can come
- * out flat by chance (measured: the phases' heavy cache, its sample cut
- * 2x at its peak rate, gave 164 MiB away within a pass and took it back
- * 2.5 s later, once its points were warm: the slowest phases' settling).
- * What the cache's keys look like did not change with the sample.
+ * cut, a denser sample, a re-centring: PROBE-P3 and PROBE-P7 in
+ * pool/probe.c), the curve is the last valid one of the previous
+ * generation, scaled by the cache's read rate since; a valid curve of the
+ * new generation replaces it. Why: the new generation's few warm points
+ * are the smallest mini caches, a few hundred sampled requests each, and
+ * the hull's last segment over them, which bounds what a donor loses past
+ * them, can come out flat by chance (measured: the phases' heavy cache,
+ * its sample cut 2x at its peak rate, gave 164 MiB away within half a
+ * second and took it back 2.5 s later, once its points were warm: the
+ * slowest phases' settling; docs/pool.md). What the cache's keys look
+ * like did not change with the sample.
  */
 static void hold_curve(struct larder__pool_member *m)
 {
