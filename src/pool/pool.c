@@ -754,8 +754,9 @@ static void curve_update(struct larder__pool_member *m)
 		/* While steady the mini caches see one block of the sample's
 		 * requests in a few (PROBE-P8 in pool/probe.c): their hits stand
 		 * for seen / sampled as many. */
-		double thin = w->w_sampled > 0 && w->w_seen > w->w_sampled ? w->w_seen / w->w_sampled
-									  : 1;
+		double thin = w->w_sampled > 0 && w->w_seen > w->w_sampled
+				      ? w->w_seen / w->w_sampled
+				      : 1;
 		double scale = drift * thin * (double)w->every / (cv->valid ? w->w_probe_secs : 1);
 		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 			hits[k] = cv->valid ? w->w_hits[k] * scale : 0;

@@ -42,7 +42,7 @@ struct larder__probe_readings {
 	larder__atomic_u64 own_ns;      /* the probe's own time so far (PROBE-P5 in probe.c) */
 	larder__atomic_u64 sim_ns;      /* its batch part alone: the mini caches (PROBE-P5) */
 	larder__atomic_u64 sampled;     /* sampled requests through the mini caches */
-	larder__atomic_u64 seen;        /* sampled requests that came, through or skipped (PROBE-P8) */
+	larder__atomic_u64 seen;        /* sampled requests that came, skipped too (PROBE-P8) */
 	/* Written by the pool (relaxed: requests; a late one only delays a
 	 * re-centring or a change of rate), read by the probe at every sampled
 	 * request it sees. */

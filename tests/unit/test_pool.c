@@ -1002,7 +1002,8 @@ static int quarter_through(void *ctx)
 	} while (w->seen - s0 < DUTY_SEEN);
 	w->seen -= s0;
 	w->through -= t0;
-	return 4 * w->through <= w->seen + 4 * DUTY_SLACK && 4 * w->through + 4 * DUTY_SLACK >= w->seen;
+	return 4 * w->through <= w->seen + 4 * DUTY_SLACK &&
+	       4 * w->through + 4 * DUTY_SLACK >= w->seen;
 }
 
 static void test_probe_steady_rate(void)
