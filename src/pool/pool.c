@@ -225,6 +225,7 @@ struct larder__pool_member {
 	int fake; /* test seam: curve is given, not estimated */
 	double fake_hits[LARDER__PROBE_POINTS], fake_rate;
 	uint64_t fake_reach; /* test seam: its points above are not warm (0: all are) */
+	uint64_t fake_gen;   /* test seam: restarts of the given curve's mini caches */
 	struct larder__pool_member *next;
 };
 
@@ -704,12 +705,13 @@ static void hull_of(struct curve *cv, const uint64_t *bytes, const double *hits,
 static void hold_curve(struct larder__pool_member *m)
 {
 	struct curve *cv = &m->curve;
+	uint64_t gen = m->fake ? m->fake_gen : m->win.gen;
 	if (cv->valid) {
 		m->held = *cv;
-		m->held_gen = m->win.gen;
+		m->held_gen = gen;
 		return;
 	}
-	if (!m->held.valid || m->held_gen == m->win.gen || m->held.rate <= 0)
+	if (!m->held.valid || m->held_gen == gen || m->held.rate <= 0)
 		return;
 	double rate = cv->rate, f = rate / m->held.rate;
 	*cv = m->held;
@@ -786,8 +788,7 @@ static void curve_update(struct larder__pool_member *m)
 		cv->pcount[i] = m->fake ? 0 : w->w_hits[k];
 	}
 	cv->per_count = per_count;
-	if (!m->fake)
-		hold_curve(m);
+	hold_curve(m);
 }
 
 /*
@@ -1591,12 +1592,13 @@ int larder__test_pool_set_curve(larder_pool *p, larder *c, const double *hits_pe
 	return m ? 0 : -1;
 }
 
-int larder__test_pool_set_reach(larder_pool *p, larder *c, uint64_t bytes)
+int larder__test_pool_set_reach(larder_pool *p, larder *c, uint64_t bytes, int restart)
 {
 	pthread_mutex_lock(&p->lock);
 	struct larder__pool_member *m = find_active(p, c);
 	if (m) {
 		m->fake_reach = bytes;
+		m->fake_gen += restart != 0;
 		curve_update(m);
 	}
 	pthread_mutex_unlock(&p->lock);

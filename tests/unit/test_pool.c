@@ -665,7 +665,7 @@ static void test_controller_donor_not_warm(void)
 	REQUIRE(pool);
 	give_curve(pool, c[0], LINEAR, 1e5, (double)budget);
 	give_curve(pool, c[1], LINEAR, 4e5, (double)budget); /* 4x steeper */
-	CHECK_EQ(larder__test_pool_set_reach(pool, c[1], budget / 4), 0);
+	CHECK_EQ(larder__test_pool_set_reach(pool, c[1], budget / 4, 0), 0);
 	CHECK_EQ(larder__test_pool_step(pool), 0); /* its bound is worth more: it keeps */
 	CHECK_EQ(target_of(pool, c[0]), budget / 2);
 	give_curve(pool, c[1], LINEAR, 2.5e4, (double)budget); /* 4x shallower */
@@ -674,9 +674,47 @@ static void test_controller_donor_not_warm(void)
 	CHECK_LT(target_of(pool, c[1]), budget / 2);
 	/* c[0] not warm past its target any more: it may not take. */
 	uint64_t t0 = target_of(pool, c[0]);
-	CHECK_EQ(larder__test_pool_set_reach(pool, c[0], t0 / 2), 0);
+	CHECK_EQ(larder__test_pool_set_reach(pool, c[0], t0 / 2, 0), 0);
 	CHECK_EQ(larder__test_pool_step(pool), 0);
 	CHECK_EQ(target_of(pool, c[0]), t0);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/*
+ * POOL-H1: a cache whose mini caches restarted keeps its last valid curve
+ * until the new generation's is valid. The heavy cache of a cliff, holding
+ * its working set, restarts with only its points up to budget / 8 warm and
+ * flat over them (by chance, as a few hundred sampled requests can read):
+ * it gives nothing. The same reading within one generation (its upper
+ * points only not warm yet) is a donor valued on those points, and gives.
+ */
+static void test_controller_keeps_curve_over_restart(void)
+{
+	const uint64_t budget = 64 * MiB;
+	larder *c[2];
+	larder_pool *pool = pool_of_two(budget, 1, c);
+	REQUIRE(pool);
+	give_curve(pool, c[0], LINEAR, 1e5, 0.7 * (double)budget);
+	give_curve(pool, c[1], LINEAR, 1e4, (double)budget);
+	CHECK_LT(step_until_still(pool, 64), 64);
+	uint64_t t0 = target_of(pool, c[0]);
+	CHECK_GT(t0, budget / 2);
+	CHECK_EQ(larder__test_pool_set_reach(pool, c[0], budget / 8, 1), 0);
+	give_curve(pool, c[0], FLAT, 1e5, (double)budget);
+	CHECK_EQ(larder__test_pool_step(pool), 0);
+	CHECK_EQ(target_of(pool, c[0]), t0);
+	/* Warm again, the curve as before: still nothing to move. */
+	give_curve(pool, c[0], LINEAR, 1e5, 0.7 * (double)budget);
+	CHECK_EQ(larder__test_pool_set_reach(pool, c[0], 0, 0), 0);
+	CHECK_EQ(larder__test_pool_step(pool), 0);
+	/* The flat reading without a restart is the cache's own: it gives. */
+	CHECK_EQ(larder__test_pool_set_reach(pool, c[0], budget / 8, 0), 0);
+	give_curve(pool, c[0], FLAT, 1e5, (double)budget);
+	CHECK_GT(larder__test_pool_step(pool), 0);
+	CHECK_LT(target_of(pool, c[0]), t0);
+	settle(pool, c, 2);
 	for (unsigned i = 0; i < 2; i++)
 		larder_close(c[i]);
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
@@ -1148,6 +1186,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_controller_stride_stops_at_cliff),
 		TH_TEST(test_controller_steady),
 		TH_TEST(test_controller_donor_not_warm),
+		TH_TEST(test_controller_keeps_curve_over_restart),
 		TH_TEST(test_controller_still_when_flat),
 		TH_TEST(test_controller_weights_and_settles),
 		TH_TEST(test_controller_respects_shares),
