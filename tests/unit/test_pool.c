@@ -756,23 +756,28 @@ static void test_controller_stride(void)
  * points: its hull has a corner there) stop at it. A stride across the
  * corner passes on its secant, which averages the steep part with the flat
  * part after the corner; its last steps would then be worth nothing and
- * come back one by one (reversals). So every pass moves one way only, and
- * the end is within a step past the corner, where the same curves move
- * nothing back.
+ * come back one by one (reversals, within the pass or at the next). So
+ * every move goes one way, and the end is within a step past the corner,
+ * where the same curves move nothing back.
  */
 static void test_controller_stride_stops_at_cliff(void)
 {
 	const uint64_t budget = 64 * MiB, step = budget / 256;
-	larder *c[2];
-	larder_pool *pool = pool_of_two(budget, 1, c);
+	larder_pool *pool = make_pool(budget, 0);
 	REQUIRE(pool);
-	/* c[0]'s working set ends at 0.7 of the budget, between its points at
-	 * 0.63 and 0.79 of it; c[1] is 10x shallower everywhere. */
+	/* c[0]'s points are 0.9 x 2^(-k/3) of the budget (its max share): its
+	 * working set ends at 0.7 of the budget, between its points at 0.567
+	 * and 0.715 of it, and 1.1 steps past that corner is where strides of
+	 * 4 from the equal split would land. c[1] is 10x shallower. */
+	larder *c[2] = { open_in(pool, 0, 0.9, 1), open_in(pool, 0, 1, 1) };
+	REQUIRE(c[0] && c[1]);
+	settle(pool, c, 2);
 	give_curve(pool, c[0], LINEAR, 1e5, 0.7 * (double)budget);
 	give_curve(pool, c[1], LINEAR, 1e4, (double)budget);
 	uint64_t corner = larder__test_pool_point_bytes(pool, c[0], 1);
 	CHECK_GT(corner, (uint64_t)(0.7 * (double)budget));
-	uint64_t last = target_of(pool, c[0]);
+	uint64_t first = target_of(pool, c[0]), last = first;
+	uint64_t moved = pool_stat(pool, LARDER_POOL_MOVED_BYTES);
 	unsigned passes = 0;
 	while (passes < 64 && larder__test_pool_step(pool) > 0) {
 		passes++;
@@ -782,6 +787,9 @@ static void test_controller_stride_stops_at_cliff(void)
 	CHECK_LT(passes, 64);
 	CHECK_GE(target_of(pool, c[0]), corner);
 	CHECK_LT(target_of(pool, c[0]), corner + step);
+	/* No step went back within a pass either: every byte moved is c[0]'s
+	 * net gain. */
+	CHECK_EQ(pool_stat(pool, LARDER_POOL_MOVED_BYTES) - moved, target_of(pool, c[0]) - first);
 	for (unsigned i = 0; i < 5; i++)
 		CHECK_EQ(larder__test_pool_step(pool), 0);
 	settle(pool, c, 2);
