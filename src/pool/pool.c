@@ -87,6 +87,9 @@
  *   read rate lately over its read rate in the probe's window (the drift:
  *   curve_update), so a change of load moves capacity within the reads'
  *   half-life, while what the curve looks like rests on the longer window.
+ *   POOL-W1. A pass in which the probe saw under half the sampled requests
+ *   the cache's reads should have brought it (its maintainer asleep in a
+ *   read-only phase) is left out of the probe's window (starved).
  *   POOL-H1. After its mini caches restart, a cache's curve is its last
  *   valid one (scaled by its read rate since) until the new generation's
  *   is valid (hold_curve).
@@ -152,6 +155,7 @@
 #define WINDOW_SAMPLES 1024.0  /* the probe's half-life holds this many sampled requests */
 #define NOISE_Z 2.0            /* a move must beat this many standard errors */
 #define LONG_HALF_LIFE_S 8.0   /* POOL-D1: the reads' long window */
+#define STARVE_MIN 16.0        /* POOL-W1: sampled requests a pass must have brought */
 #define CALM_PASSES 30u        /* POOL-D1: passes without a change before steady */
 #define CHANGE_READS 1000.0    /* POOL-D1: reads a window needs to show a change */
 #define CHANGE_HIT_RATIO 0.02  /* POOL-D1: hit ratio, short window against long, at least */
@@ -600,6 +604,30 @@ static double half_power(double t)
 	return whole * frac;
 }
 
+/*
+ * POOL-W1: did the probe see under half the sampled requests the cache's
+ * reads since the last pass should have brought it (at the window's own
+ * ratio of sampled requests to reads, which the sample's skew does not
+ * change from pass to pass)? Then the pass is left out of the probe's
+ * window: its time, its hits and its requests. Why: a cache whose reads
+ * nearly all hit has no writes to wake its maintainer, which then sleeps
+ * and keeps only each thread's latest hit samples (maint/maintainer.c,
+ * maint_pass; the default policy does not need them on time), so its
+ * probe sees a trickle, and a window that went on counting the seconds
+ * would read its curve as falling (measured: the phases' heavy cache, its
+ * working set held and its hit ratio near 1, gave 164 MiB away 7 s after
+ * it had taken them and took them back 2.5 s later). Only where the pass
+ * should have brought STARVE_MIN sampled requests, so that a cache with
+ * few reads is not taken for starved by chance.
+ */
+static int starved(const struct window *w, const struct reading *r)
+{
+	if (w->w_preads <= 0 || w->w_seen <= 0)
+		return 0;
+	double expect = (double)(r->reads - w->reads) * w->w_seen / w->w_preads;
+	return expect >= STARVE_MIN && 2.0 * (double)(r->seen - w->seen) < expect;
+}
+
 /* Folds the readings since the last pass into the decaying window. */
 static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 {
@@ -616,7 +644,7 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 		w->w_lreads = w->w_lreads * lkeep + (double)(r.reads - w->reads);
 		w->w_lhits = w->w_lhits * lkeep + (double)(r.hits_real - w->chits);
 		w->w_lsecs = w->w_lsecs * lkeep + secs;
-		if (r.gen == w->gen) {
+		if (r.gen == w->gen && !starved(w, &r)) {
 			/* The probe samples at most so many requests a second (pool/probe.c
 			 * PROBE-P7): its half-life stretches so that the window still
 			 * rests on about WINDOW_SAMPLES of them. */
@@ -696,11 +724,9 @@ static void hull_of(struct curve *cv, const uint64_t *bytes, const double *hits,
  * new generation replaces it. Why: the new generation's few warm points
  * are the smallest mini caches, a few hundred sampled requests each, and
  * the hull's last segment over them, which bounds what a donor loses past
- * them, can come out flat by chance (measured: the phases' heavy cache,
- * its sample cut 2x at its peak rate, gave 164 MiB away within half a
- * second and took it back 2.5 s later, once its points were warm: the
- * slowest phases' settling; docs/pool.md). What the cache's keys look
- * like did not change with the sample.
+ * them, can come out flat by chance; what the cache's keys look like did
+ * not change with the sample. (Suspected first for the phases' excursions,
+ * which were POOL-W1's starved probe instead; docs/pool.md.)
  */
 static void hold_curve(struct larder__pool_member *m)
 {
