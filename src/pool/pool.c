@@ -94,8 +94,7 @@
  *   valid one (scaled by its read rate since) until the new generation's
  *   is valid (hold_curve).
  *   POOL-D1. A member is steady after CALM_PASSES passes in a row in which
- *   its target did not move, no move of it was held back by the noise test
- *   alone (more samples would decide it), and its load showed no change:
+ *   its target did not move and its load showed no change:
  *   its hit ratio over the reads' window (half-life HALF_LIFE_S) within
  *   CHANGE_HIT_RATIO of the long window's (LONG_HALF_LIFE_S), and its share of the pool's
  *   reads within CHANGE_RATE of the long window's share (shares, not rates:
@@ -223,7 +222,6 @@ struct larder__pool_member {
 	int last_dir;        /* +1 or -1: the way its target last moved in a pass */
 	uint64_t pass_from;  /* POOL-D1: its target when the pass began */
 	unsigned calm;       /* POOL-D1: passes since its last change */
-	int undecided;       /* POOL-D1: a move of it beat the hysteresis, not the noise */
 	int steady;          /* POOL-D1: what its probe was last asked */
 	int force_steady;    /* test seam: 0 detect, 1 steady, 2 not */
 	int fake; /* test seam: curve is given, not estimated */
@@ -1018,10 +1016,8 @@ static int try_move(larder_pool *p, uint64_t step, double min_gain)
 	double sd = from->curve.known
 			    ? from->cost * value_noise(&from->curve, (double)from->target - (double)step / 2)
 			    : 0;
-	if ((up - down) * (up - down) <= NOISE_Z * NOISE_Z * (su * su + sd * sd)) {
-		to->undecided = from->undecided = 1; /* POOL-D1: more samples would tell */
+	if ((up - down) * (up - down) <= NOISE_Z * NOISE_Z * (su * su + sd * sd))
 		return 0;
-	}
 	/* The last step to a max or a min share is a partial one. */
 	uint64_t bytes = min3(step, room_up(to), room_down(from));
 	if (!stride_end_pays(p, to, from, bytes))
@@ -1120,8 +1116,7 @@ static void update_steady(larder_pool *p)
 	for (struct larder__pool_member *m = p->members; m; m = m->next) {
 		if (m->state != M_ACTIVE)
 			continue;
-		int changed = m->target != m->pass_from || m->undecided ||
-			      load_changed(m, reads_s, reads_l);
+		int changed = m->target != m->pass_from || load_changed(m, reads_s, reads_l);
 		m->calm = changed ? 0 : m->calm < CALM_PASSES ? m->calm + 1 : CALM_PASSES;
 		int steady = m->force_steady ? m->force_steady == 1 : m->calm >= CALM_PASSES;
 		if (steady == m->steady)
@@ -1138,7 +1133,6 @@ static uint64_t control_pass(larder_pool *p, uint64_t now_ns)
 	p->passes++;
 	for (struct larder__pool_member *m = p->members; m; m = m->next) {
 		m->pass_from = m->target;
-		m->undecided = 0;
 		if (m->state != M_ACTIVE)
 			continue;
 		window_update(m, now_ns);

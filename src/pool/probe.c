@@ -146,7 +146,7 @@
 #define RATE_EPOCH_NS (1000u * 1000u * 1000u)
 /* PROBE-P8: while steady, one block of DUTY_BLOCK sampled requests in DUTY
  * goes through the mini caches. */
-#define DUTY 4u
+#define DUTY LARDER__PROBE_DUTY
 #define DUTY_BLOCK 128u
 /* After a refused tuner, requests until the next try. */
 #define RETRY_MASK 0xffffu

@@ -1012,7 +1012,8 @@ static void test_probe_estimates(void)
 
 /*
  * PROBE-P8: asked for the low rate, a probe whose mini caches are warm runs
- * one block of the sampled requests in four through them, and its estimate
+ * one block of the sampled requests in LARDER__PROBE_DUTY through them
+ * (the others only counted), and its estimate
  * stays; asked for the full rate, all of them. Counted between two
  * readings at least DUTY_SEEN sampled requests apart (the sample's rate is
  * capped: a few seconds of driving); a stretch in which the mini caches
@@ -1020,10 +1021,11 @@ static void test_probe_estimates(void)
  * the reading is retried with fresh requests up to a deadline.
  */
 #define DUTY_CHUNK 100000u
-#define DUTY_SEEN 2048u
-/* A block cut at either end (128 sampled requests, PROBE-P8) and a batch
- * not yet published (4 x 32, PROBE-P7). */
-#define DUTY_SLACK 256u
+#define DUTY_SEEN 4096u
+/* Through the mini caches, more or fewer than one in LARDER__PROBE_DUTY:
+ * a block cut at either end (128 sampled requests, PROBE-P8) and a batch
+ * not yet published (32, PROBE-P7). */
+#define DUTY_SLACK 160u
 
 struct duty_wait {
 	larder_pool *pool;
@@ -1037,7 +1039,7 @@ static void duty_counts(struct duty_wait *w, uint64_t *seen, uint64_t *through)
 	CHECK_EQ(larder__test_pool_force_steady(w->pool, w->c[0], w->mode, seen, through), 0);
 }
 
-static int quarter_through(void *ctx)
+static int duty_through(void *ctx)
 {
 	struct duty_wait *w = ctx;
 	uint64_t s0, t0;
@@ -1048,8 +1050,9 @@ static int quarter_through(void *ctx)
 	} while (w->seen - s0 < DUTY_SEEN);
 	w->seen -= s0;
 	w->through -= t0;
-	return 4 * w->through <= w->seen + 4 * DUTY_SLACK &&
-	       4 * w->through + 4 * DUTY_SLACK >= w->seen;
+	const uint64_t duty = LARDER__PROBE_DUTY;
+	return duty * w->through <= w->seen + duty * DUTY_SLACK &&
+	       duty * w->through + duty * DUTY_SLACK >= w->seen;
 }
 
 static void test_probe_steady_rate(void)
@@ -1061,7 +1064,7 @@ static void test_probe_steady_rate(void)
 	REQUIRE(c[0] && c[1]);
 	settle(pool, c, 2);
 	struct duty_wait w = { pool, c, 1, 10, 0, 0 };
-	CHECK(th_wait_until(quarter_through, &w, WAIT_MS));
+	CHECK(th_wait_until(duty_through, &w, WAIT_MS));
 	printf("  steady: %llu of %llu sampled requests through the mini caches\n",
 	       (unsigned long long)w.through, (unsigned long long)w.seen);
 	struct marginals m = { pool, c, 20, { 0, 0 } };
