@@ -155,6 +155,7 @@
 #define NOISE_Z 2.0            /* a move must beat this many standard errors */
 #define LONG_HALF_LIFE_S 8.0   /* POOL-D1: the reads' long window */
 #define STARVE_MIN 16.0        /* POOL-W1: sampled requests a pass must have brought */
+#define STARVE_HALF_LIFE_S 30.0 /* POOL-W1: the ratio of sampled requests to reads */
 #define CALM_PASSES 30u        /* POOL-D1: passes without a change before steady */
 #define CHANGE_READS 1000.0    /* POOL-D1: reads a window needs to show a change */
 #define CHANGE_HIT_RATIO 0.02  /* POOL-D1: hit ratio, short window against long, at least */
@@ -185,6 +186,10 @@ struct window {
 	 * a long one. */
 	uint64_t seen, chits;
 	double w_seen, w_chits, w_lreads, w_lhits, w_lsecs;
+	/* POOL-W1: sampled requests as they came, and the reads, over the
+	 * passes that had reads (STARVE_HALF_LIFE_S). */
+	uint64_t arrived;
+	double w_arrived, w_areads;
 };
 
 /* A member's curve as the controller sees it: the hull's corners. */
@@ -552,7 +557,7 @@ static void recentre_tops(larder_pool *p)
 
 /* One reading of a member's probe (and of its cache's reads). */
 struct reading {
-	uint64_t gen, every, top, room, fresh, ghost, reads, hits_real, sampled, seen;
+	uint64_t gen, every, top, room, fresh, ghost, reads, hits_real, sampled, seen, arrived;
 	uint64_t hits[LARDER__PROBE_POINTS];
 };
 
@@ -572,6 +577,7 @@ static void read_probe(struct larder__pool_member *m, struct reading *r)
 	r->ghost = atomic_load_explicit(&p->ghost_hits, LARDER__RELAXED);
 	r->sampled = atomic_load_explicit(&p->sampled, LARDER__RELAXED);
 	r->seen = atomic_load_explicit(&p->seen, LARDER__RELAXED);
+	r->arrived = atomic_load_explicit(&p->arrived, LARDER__RELAXED);
 	uint64_t v[LARDER_STAT_MISSES + 1];
 	int ok = larder_stats(m->cache, v, LARDER_STAT_MISSES + 1) == LARDER_OK;
 	r->reads = ok ? v[LARDER_STAT_HITS] + v[LARDER_STAT_MISSES] : m->win.reads;
@@ -604,9 +610,11 @@ static double half_power(double t)
 
 /*
  * POOL-W1: did the probe see under half the sampled requests the cache's
- * reads since the last pass should have brought it (at the window's own
- * ratio of sampled requests to reads, which the sample's skew does not
- * change from pass to pass)? Then the pass is left out of the probe's
+ * reads since the last pass should have brought it (at their ratio over a
+ * long window, STARVE_HALF_LIFE_S, of the passes that had reads: the
+ * sample's skew does not change it from pass to pass, a write-only phase
+ * does not count, and it goes on following a lasting change, so that no
+ * window stays frozen for good)? Then the pass is left out of the probe's
  * window: its time, its hits and its requests. Why: a cache whose reads
  * nearly all hit has no writes to wake its maintainer, which then sleeps
  * and keeps only each thread's latest hit samples (maint/maintainer.c,
@@ -620,10 +628,10 @@ static double half_power(double t)
  */
 static int starved(const struct window *w, const struct reading *r)
 {
-	if (w->w_preads <= 0 || w->w_seen <= 0)
+	if (w->w_areads <= 0 || w->w_arrived <= 0)
 		return 0;
-	double expect = (double)(r->reads - w->reads) * w->w_seen / w->w_preads;
-	return expect >= STARVE_MIN && 2.0 * (double)(r->seen - w->seen) < expect;
+	double expect = (double)(r->reads - w->reads) * w->w_arrived / w->w_areads;
+	return expect >= STARVE_MIN && 2.0 * (double)(r->arrived - w->arrived) < expect;
 }
 
 /* Folds the readings since the last pass into the decaying window. */
@@ -642,7 +650,13 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 		w->w_lreads = w->w_lreads * lkeep + (double)(r.reads - w->reads);
 		w->w_lhits = w->w_lhits * lkeep + (double)(r.hits_real - w->chits);
 		w->w_lsecs = w->w_lsecs * lkeep + secs;
-		if (r.gen == w->gen && !starved(w, &r)) {
+		int starving = r.gen == w->gen && starved(w, &r);
+		if (r.reads > w->reads) {
+			double akeep = half_power(secs / STARVE_HALF_LIFE_S);
+			w->w_arrived = w->w_arrived * akeep + (double)(r.arrived - w->arrived);
+			w->w_areads = w->w_areads * akeep + (double)(r.reads - w->reads);
+		}
+		if (r.gen == w->gen && !starving) {
 			/* The probe samples at most so many requests a second (pool/probe.c
 			 * PROBE-P7): its half-life stretches so that the window still
 			 * rests on about WINDOW_SAMPLES of them. */
@@ -665,6 +679,9 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 		/* The mini caches restarted cold (pool/probe.c PROBE-P2): their part of the
 		 * window starts over; the reads (the cache's own) go on. */
 		w->w_ghost = w->w_probe_secs = w->w_sampled = w->w_seen = w->w_preads = 0;
+		/* POOL-W1: a new S brings sampled requests at a new ratio. */
+		if (w->primed && r.every)
+			w->w_arrived *= (double)w->every / (double)r.every;
 		memset(w->w_hits, 0, sizeof w->w_hits);
 		w->primed = 1;
 		w->gen = r.gen;
@@ -678,6 +695,7 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 	w->ghost = r.ghost;
 	w->sampled = r.sampled;
 	w->seen = r.seen;
+	w->arrived = r.arrived;
 	w->reads = r.reads;
 	w->chits = r.hits_real;
 }

@@ -196,6 +196,7 @@ struct larder__policy {
 	uint64_t batch_at;           /* when the batch's first came (PROBE-P8: or was skipped) */
 	uint64_t duty_at;            /* PROBE-P8: sampled requests counted for the blocks */
 	uint64_t seen;               /* PROBE-P8: sampled requests that came, all tuners */
+	uint64_t arrived;            /* the same, as each comes (pool/pool.c POOL-W1) */
 	uint64_t epoch_at, epoch_n;  /* the rate's epoch: its start (0: none), requests */
 	uint64_t rate;               /* sampled requests per second, last epoch (0: unknown) */
 	uint64_t sampled;            /* sampled requests through the mini caches, all tuners */
@@ -588,6 +589,8 @@ static int probe_request(struct larder__policy *p, uint64_t hash, uint64_t bytes
 	if (!p->pending_seen)
 		p->batch_at = now;
 	p->pending_seen++;
+	/* Relaxed: a count (probe.h); pool/pool.c POOL-W1 reads it every pass. */
+	atomic_store_explicit(&p->setup.out->arrived, ++p->arrived, LARDER__RELAXED);
 	if (goes_through(p)) {
 		p->batch[p->pending].hash = hash;
 		p->batch[p->pending].bytes = bytes;

@@ -47,6 +47,7 @@ struct larder__probe_readings {
 	larder__atomic_u64 sim_ns;      /* its batch part alone: the mini caches (PROBE-P5) */
 	larder__atomic_u64 sampled;     /* sampled requests through the mini caches */
 	larder__atomic_u64 seen;        /* sampled requests that came, skipped too (PROBE-P8) */
+	larder__atomic_u64 arrived;     /* the same, stored as each comes, not at a flush */
 	/* Written by the pool (relaxed: requests; a late one only delays a
 	 * re-centring or a change of rate), read by the probe at every sampled
 	 * request it sees. */
