@@ -620,9 +620,10 @@ static double half_power(double t)
  * and keeps only each thread's latest hit samples (maint/maintainer.c,
  * maint_pass; the default policy does not need them on time), so its
  * probe sees a trickle, and a window that went on counting the seconds
- * would read its curve as falling (measured: the phases' heavy cache, its
- * working set held and its hit ratio near 1, gave 164 MiB away 7 s after
- * it had taken them and took them back 2.5 s later). Only where the pass
+ * would read its curve as falling (the ten caches' c4, uniform and held
+ * whole, no longer lost its working set in any round with this; it was
+ * first written for the phases' excursions, which it did not remove:
+ * docs/pool.md). Only where the pass
  * should have brought STARVE_MIN sampled requests, so that a cache with
  * few reads is not taken for starved by chance.
  */
@@ -742,7 +743,7 @@ static void hull_of(struct curve *cv, const uint64_t *bytes, const double *hits,
  * the hull's last segment over them, which bounds what a donor loses past
  * them, can come out flat by chance; what the cache's keys look like did
  * not change with the sample. (Suspected first for the phases' excursions,
- * which were POOL-W1's starved probe instead; docs/pool.md.)
+ * which it did not remove; docs/pool.md.)
  */
 static void hold_curve(struct larder__pool_member *m)
 {
