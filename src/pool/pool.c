@@ -92,8 +92,7 @@
  *   read-only phase) is left out of the probe's window (starved).
  *   POOL-H1. After its mini caches restart, a cache's curve is its last
  *   valid one (scaled by its read rate since) until the new generation's
- *   is valid and has seen HOLD_FRESH times its largest point's entries
- *   (hold_curve).
+ *   is valid (hold_curve).
  *   POOL-D1. A member is steady after CALM_PASSES passes in a row in which
  *   its target did not move and its load showed no change:
  *   its hit ratio over the reads' window (half-life HALF_LIFE_S) within
@@ -155,7 +154,6 @@
 #define WINDOW_SAMPLES 1024.0  /* the probe's half-life holds this many sampled requests */
 #define NOISE_Z 2.0            /* a move must beat this many standard errors */
 #define LONG_HALF_LIFE_S 8.0   /* POOL-D1: the reads' long window */
-#define HOLD_FRESH 8u           /* POOL-H1: a new curve's requests, x its largest point's entries */
 #define STARVE_MIN 16.0        /* POOL-W1: sampled requests a pass must have brought */
 #define STARVE_HALF_LIFE_S 30.0 /* POOL-W1: the ratio of sampled requests to reads */
 #define CALM_PASSES 30u        /* POOL-D1: passes without a change before steady */
@@ -744,21 +742,14 @@ static void hull_of(struct curve *cv, const uint64_t *bytes, const double *hits,
  * are the smallest mini caches, a few hundred sampled requests each, and
  * the hull's last segment over them, which bounds what a donor loses past
  * them, can come out flat by chance; what the cache's keys look like did
- * not change with the sample. And a new generation's points, warm by the
- * test of curve_update (twice their entries seen), are not settled yet
- * where a point is near the working set's size: its mini cache has had
- * no time to show what it keeps that the next smaller one does not
- * (measured: the phases' heavy cache, after a restart, read 655 and 651
- * sampled hits at 813 and 645 MiB, a flat segment, and gave 164 MiB
- * away). So the held curve stays until the new generation has seen
- * HOLD_FRESH times its largest point's entries.
+ * not change with the sample. (Suspected first for the phases' excursions,
+ * which it did not remove; docs/pool.md.)
  */
 static void hold_curve(struct larder__pool_member *m)
 {
 	struct curve *cv = &m->curve;
 	uint64_t gen = m->fake ? m->fake_gen : m->win.gen;
-	int mature = m->fake || m->win.fresh >= HOLD_FRESH * m->win.top_room;
-	if (cv->valid && (gen == m->held_gen || mature || !m->held.valid)) {
+	if (cv->valid) {
 		m->held = *cv;
 		m->held_gen = gen;
 		return;
