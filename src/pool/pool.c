@@ -72,7 +72,9 @@
  *   (up to MAX_STRIDE) after a pass that used all MAX_STEPS moves with no
  *   member's target reversing its direction, and falls back to 1 after a
  *   reversal or a pass without moves; a stride move is tried first and
- *   must pass every test on its own secants, else a single step is tried.
+ *   must pass every test on its own secants, and its last step the
+ *   hysteresis test on its own (stride_end_pays), else a single step is
+ *   tried.
  *   So a large gap after a phase change closes in a few passes, and the
  *   end point is the single-step one (a stride move that overshoots fails
  *   its tests).
@@ -85,6 +87,24 @@
  *   read rate lately over its read rate in the probe's window (the drift:
  *   curve_update), so a change of load moves capacity within the reads'
  *   half-life, while what the curve looks like rests on the longer window.
+ *   POOL-W1. A pass in which the probe saw under half the sampled requests
+ *   the cache's reads should have brought it (its maintainer asleep in a
+ *   read-only phase) is left out of the probe's window (starved).
+ *   POOL-H1. After its mini caches restart, a cache's curve is its last
+ *   valid one (scaled by its read rate since) until the new generation's
+ *   is valid (hold_curve).
+ *   POOL-D1. A member is steady after CALM_PASSES passes in a row in which
+ *   its target did not move and its load showed no change:
+ *   its hit ratio over the reads' window (half-life HALF_LIFE_S) within
+ *   CHANGE_HIT_RATIO of the long window's (LONG_HALF_LIFE_S), and its share of the pool's
+ *   reads within CHANGE_RATE of the long window's share (shares, not rates:
+ *   a driver slowed by the machine's load slows every cache alike), each
+ *   beyond three standard errors of the counts. Its probe is asked for the
+ *   low rate while it is steady (want_steady; PROBE-P8 in pool/probe.c) and
+ *   for the full rate at the first change, so the estimates are at their
+ *   best while capacity moves, and cost a fraction of that while it does
+ *   not. A change shows for up to about the long window's life, then
+ *   CALM_PASSES more are needed.
  * With the controller off (interval 0) the targets are an equal split of the
  * budget clamped to each cache's shares, recomputed at every open and close.
  *
@@ -133,6 +153,13 @@
 #define MAX_HALF_LIFE_S 8.0
 #define WINDOW_SAMPLES 1024.0  /* the probe's half-life holds this many sampled requests */
 #define NOISE_Z 2.0            /* a move must beat this many standard errors */
+#define LONG_HALF_LIFE_S 8.0   /* POOL-D1: the reads' long window */
+#define STARVE_MIN 16.0        /* POOL-W1: sampled requests a pass must have brought */
+#define STARVE_HALF_LIFE_S 30.0 /* POOL-W1: the ratio of sampled requests to reads */
+#define CALM_PASSES 30u        /* POOL-D1: passes without a change before steady */
+#define CHANGE_READS 1000.0    /* POOL-D1: reads a window needs to show a change */
+#define CHANGE_HIT_RATIO 0.02  /* POOL-D1: hit ratio, short window against long, at least */
+#define CHANGE_RATE 0.20       /* POOL-D1: read rate, short against long, at least */
 #define GHOST_DIVISOR 64u      /* the probe's ghost remembers budget / 64 */
 #define GIVEBACK_SLICE_NS (2u * 1000u * 1000u)
 #define IDLE_WAIT_NS (1000u * 1000u * 1000u)
@@ -154,6 +181,15 @@ struct window {
 	double w_hits[LARDER__PROBE_POINTS], w_ghost, w_probe_secs, w_sampled;
 	double w_preads; /* the cache's reads over the probe's window (its rate there) */
 	double w_reads, w_secs; /* the cache's reads: not restarted with the probe */
+	/* POOL-D1: the probe's sampled requests that came (through or skipped),
+	 * the cache's hits over the reads' window, and the reads and hits over
+	 * a long one. */
+	uint64_t seen, chits;
+	double w_seen, w_chits, w_lreads, w_lhits, w_lsecs;
+	/* POOL-W1: sampled requests as they came, and the reads, over the
+	 * passes that had reads (STARVE_HALF_LIFE_S). */
+	uint64_t arrived;
+	double w_arrived, w_areads;
 };
 
 /* A member's curve as the controller sees it: the hull's corners. */
@@ -185,11 +221,18 @@ struct larder__pool_member {
 	enum larder_policy policy;
 	struct window win;
 	struct curve curve;
+	struct curve held; /* POOL-H1: its last valid curve, of window generation held_gen */
+	uint64_t held_gen;
 	uint64_t pass_start; /* its target when the pass's moves began (POOL-S1) */
 	int last_dir;        /* +1 or -1: the way its target last moved in a pass */
+	uint64_t pass_from;  /* POOL-D1: its target when the pass began */
+	unsigned calm;       /* POOL-D1: passes since its last change */
+	int steady;          /* POOL-D1: what its probe was last asked */
+	int force_steady;    /* test seam: 0 detect, 1 steady, 2 not */
 	int fake; /* test seam: curve is given, not estimated */
 	double fake_hits[LARDER__PROBE_POINTS], fake_rate;
 	uint64_t fake_reach; /* test seam: its points above are not warm (0: all are) */
+	uint64_t fake_gen;   /* test seam: restarts of the given curve's mini caches */
 	struct larder__pool_member *next;
 };
 
@@ -514,7 +557,7 @@ static void recentre_tops(larder_pool *p)
 
 /* One reading of a member's probe (and of its cache's reads). */
 struct reading {
-	uint64_t gen, every, top, room, fresh, ghost, reads, sampled;
+	uint64_t gen, every, top, room, fresh, ghost, reads, hits_real, sampled, seen, arrived;
 	uint64_t hits[LARDER__PROBE_POINTS];
 };
 
@@ -533,10 +576,12 @@ static void read_probe(struct larder__pool_member *m, struct reading *r)
 		r->hits[k] = atomic_load_explicit(&p->hits[k], LARDER__RELAXED);
 	r->ghost = atomic_load_explicit(&p->ghost_hits, LARDER__RELAXED);
 	r->sampled = atomic_load_explicit(&p->sampled, LARDER__RELAXED);
+	r->seen = atomic_load_explicit(&p->seen, LARDER__RELAXED);
+	r->arrived = atomic_load_explicit(&p->arrived, LARDER__RELAXED);
 	uint64_t v[LARDER_STAT_MISSES + 1];
-	r->reads = larder_stats(m->cache, v, LARDER_STAT_MISSES + 1) == LARDER_OK
-			   ? v[LARDER_STAT_HITS] + v[LARDER_STAT_MISSES]
-			   : m->win.reads;
+	int ok = larder_stats(m->cache, v, LARDER_STAT_MISSES + 1) == LARDER_OK;
+	r->reads = ok ? v[LARDER_STAT_HITS] + v[LARDER_STAT_MISSES] : m->win.reads;
+	r->hits_real = ok ? v[LARDER_STAT_HITS] : m->win.chits;
 }
 
 /* sqrt(v) for v >= 1, without libm: Newton's iteration from above. */
@@ -563,6 +608,33 @@ static double half_power(double t)
 	return whole * frac;
 }
 
+/*
+ * POOL-W1: did the probe see under half the sampled requests the cache's
+ * reads since the last pass should have brought it (at their ratio over a
+ * long window, STARVE_HALF_LIFE_S, of the passes that had reads: the
+ * sample's skew does not change it from pass to pass, a write-only phase
+ * does not count, and it goes on following a lasting change, so that no
+ * window stays frozen for good)? Then the pass is left out of the probe's
+ * window: its time, its hits and its requests. Why: a cache whose reads
+ * nearly all hit has no writes to wake its maintainer, which then sleeps
+ * and keeps only each thread's latest hit samples (maint/maintainer.c,
+ * maint_pass; the default policy does not need them on time), so its
+ * probe sees a trickle, and a window that went on counting the seconds
+ * would read its curve as falling (the ten caches' c4, uniform and held
+ * whole, no longer lost its working set in any round with this; it was
+ * first written for the phases' excursions, which it did not remove:
+ * docs/pool.md). Only where the pass
+ * should have brought STARVE_MIN sampled requests, so that a cache with
+ * few reads is not taken for starved by chance.
+ */
+static int starved(const struct window *w, const struct reading *r)
+{
+	if (w->w_areads <= 0 || w->w_arrived <= 0)
+		return 0;
+	double expect = (double)(r->reads - w->reads) * w->w_arrived / w->w_areads;
+	return expect >= STARVE_MIN && 2.0 * (double)(r->arrived - w->arrived) < expect;
+}
+
 /* Folds the readings since the last pass into the decaying window. */
 static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 {
@@ -573,8 +645,19 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 		double secs = (double)(now_ns - w->at_ns) / 1e9;
 		double keep = half_power(secs / HALF_LIFE_S);
 		w->w_reads = w->w_reads * keep + (double)(r.reads - w->reads);
+		w->w_chits = w->w_chits * keep + (double)(r.hits_real - w->chits);
 		w->w_secs = w->w_secs * keep + secs;
-		if (r.gen == w->gen) {
+		double lkeep = half_power(secs / LONG_HALF_LIFE_S);
+		w->w_lreads = w->w_lreads * lkeep + (double)(r.reads - w->reads);
+		w->w_lhits = w->w_lhits * lkeep + (double)(r.hits_real - w->chits);
+		w->w_lsecs = w->w_lsecs * lkeep + secs;
+		int starving = r.gen == w->gen && starved(w, &r);
+		if (r.reads > w->reads) {
+			double akeep = half_power(secs / STARVE_HALF_LIFE_S);
+			w->w_arrived = w->w_arrived * akeep + (double)(r.arrived - w->arrived);
+			w->w_areads = w->w_areads * akeep + (double)(r.reads - w->reads);
+		}
+		if (r.gen == w->gen && !starving) {
 			/* The probe samples at most so many requests a second (pool/probe.c
 			 * PROBE-P7): its half-life stretches so that the window still
 			 * rests on about WINDOW_SAMPLES of them. */
@@ -588,6 +671,7 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 				w->w_hits[k] = w->w_hits[k] * pkeep + (double)(r.hits[k] - w->hits[k]);
 			w->w_ghost = w->w_ghost * pkeep + (double)(r.ghost - w->ghost);
 			w->w_sampled = w->w_sampled * pkeep + (double)(r.sampled - w->sampled);
+			w->w_seen = w->w_seen * pkeep + (double)(r.seen - w->seen);
 			w->w_preads = w->w_preads * pkeep + (double)(r.reads - w->reads);
 			w->w_probe_secs = w->w_probe_secs * pkeep + secs;
 		}
@@ -595,7 +679,10 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 	if (!w->primed || r.gen != w->gen) {
 		/* The mini caches restarted cold (pool/probe.c PROBE-P2): their part of the
 		 * window starts over; the reads (the cache's own) go on. */
-		w->w_ghost = w->w_probe_secs = w->w_sampled = w->w_preads = 0;
+		w->w_ghost = w->w_probe_secs = w->w_sampled = w->w_seen = w->w_preads = 0;
+		/* POOL-W1: a new S brings sampled requests at a new ratio. */
+		if (w->primed && r.every)
+			w->w_arrived *= (double)w->every / (double)r.every;
 		memset(w->w_hits, 0, sizeof w->w_hits);
 		w->primed = 1;
 		w->gen = r.gen;
@@ -608,7 +695,10 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 	memcpy(w->hits, r.hits, sizeof r.hits);
 	w->ghost = r.ghost;
 	w->sampled = r.sampled;
+	w->seen = r.seen;
+	w->arrived = r.arrived;
 	w->reads = r.reads;
+	w->chits = r.hits_real;
 }
 
 /* The upper concave hull of (0,0) and the n points (largest first), left
@@ -643,6 +733,38 @@ static void hull_of(struct curve *cv, const uint64_t *bytes, const double *hits,
 	}
 }
 
+/*
+ * POOL-H1: while the mini caches warm up again after a restart (a rate
+ * cut, a denser sample, a re-centring: PROBE-P3 and PROBE-P7 in
+ * pool/probe.c), the curve is the last valid one of the previous
+ * generation, scaled by the cache's read rate since; a valid curve of the
+ * new generation replaces it. Why: the new generation's few warm points
+ * are the smallest mini caches, a few hundred sampled requests each, and
+ * the hull's last segment over them, which bounds what a donor loses past
+ * them, can come out flat by chance; what the cache's keys look like did
+ * not change with the sample. (Suspected first for the phases' excursions,
+ * which it did not remove; docs/pool.md.)
+ */
+static void hold_curve(struct larder__pool_member *m)
+{
+	struct curve *cv = &m->curve;
+	uint64_t gen = m->fake ? m->fake_gen : m->win.gen;
+	if (cv->valid) {
+		m->held = *cv;
+		m->held_gen = gen;
+		return;
+	}
+	if (!m->held.valid || m->held_gen == gen || m->held.rate <= 0)
+		return;
+	double rate = cv->rate, f = rate / m->held.rate;
+	*cv = m->held;
+	cv->rate = rate;
+	for (unsigned i = 0; i < cv->n; i++)
+		cv->y[i] *= f;
+	cv->per_count *= f;
+	cv->valid = cv->np && cv->px[cv->np - 1] > (double)m->target;
+}
+
 static void curve_update(struct larder__pool_member *m)
 {
 	struct curve *cv = &m->curve;
@@ -674,7 +796,13 @@ static void curve_update(struct larder__pool_member *m)
 		 * curve within a half-life of the reads, not of the probe. */
 		double probe_rate = cv->valid ? w->w_preads / w->w_probe_secs : 0;
 		double drift = probe_rate > 0 && cv->rate > 0 ? cv->rate / probe_rate : 1;
-		double scale = drift * (double)w->every / (cv->valid ? w->w_probe_secs : 1);
+		/* While steady the mini caches see one block of the sample's
+		 * requests in a few (PROBE-P8 in pool/probe.c): their hits stand
+		 * for seen / sampled as many. */
+		double thin = w->w_sampled > 0 && w->w_seen > w->w_sampled
+				      ? w->w_seen / w->w_sampled
+				      : 1;
+		double scale = drift * thin * (double)w->every / (cv->valid ? w->w_probe_secs : 1);
 		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 			hits[k] = cv->valid ? w->w_hits[k] * scale : 0;
 		per_count = cv->valid ? scale : 0;
@@ -703,6 +831,7 @@ static void curve_update(struct larder__pool_member *m)
 		cv->pcount[i] = m->fake ? 0 : w->w_hits[k];
 	}
 	cv->per_count = per_count;
+	hold_curve(m);
 }
 
 /*
@@ -867,6 +996,31 @@ static void note_move(larder_pool *p, uint64_t bytes)
 	p->moved_bytes += bytes;
 }
 
+/*
+ * POOL-S1: is a stride of `bytes` from `from` to `to` worth it to its last
+ * step too? Otherwise the same curves would send that step back at the
+ * next pass: a stride that crosses a hull corner (a working set's cliff)
+ * passes on its secant, which averages the steep part before the corner
+ * with the flat part after it, and then the flat steps come back one by
+ * one, each a reversal. The last step must pass the hysteresis test a
+ * single step would.
+ */
+static int stride_end_pays(const larder_pool *p, const struct larder__pool_member *to,
+			   const struct larder__pool_member *from, uint64_t bytes)
+{
+	if (bytes <= p->step)
+		return 1;
+	double u = (double)p->step, t = (double)to->target + (double)bytes;
+	double f = (double)from->target - (double)bytes;
+	double up = to->cost * (hull_at(&to->curve, t) - hull_at(&to->curve, t - u)) / u;
+	double down = from->curve.known ? from->cost *
+						  (hull_at_most(&from->curve, f + u) -
+						   hull_at_most(&from->curve, f)) /
+						  u
+					: 0;
+	return up > down * (1 + HYSTERESIS);
+}
+
 /* One move of step 3 (header) of `step` bytes, if it passes every test;
  * returns whether it moved. */
 static int try_move(larder_pool *p, uint64_t step, double min_gain)
@@ -885,6 +1039,8 @@ static int try_move(larder_pool *p, uint64_t step, double min_gain)
 		return 0;
 	/* The last step to a max or a min share is a partial one. */
 	uint64_t bytes = min3(step, room_up(to), room_down(from));
+	if (!stride_end_pays(p, to, from, bytes))
+		return 0;
 	from->target -= bytes;
 	to->target += bytes;
 	note_move(p, bytes);
@@ -943,17 +1099,66 @@ static uint64_t decide(larder_pool *p)
 	return steps + moved;
 }
 
+/* POOL-D1: does the count `got` differ from `expect` by more than the
+ * fraction `tol` of it and three standard errors (a count's: its root)? */
+static int differs(double got, double expect, double tol)
+{
+	double d = got > expect ? got - expect : expect - got;
+	return d > tol * expect && d * d > 9.0 * (got > 1 ? got : 1);
+}
+
+/* POOL-D1: has m's load changed lately (its hit ratio, or its share of the
+ * pool's reads: reads_s and reads_l, the short and long windows' sums)? */
+static int load_changed(const struct larder__pool_member *m, double reads_s, double reads_l)
+{
+	const struct window *w = &m->win;
+	if (w->w_reads < CHANGE_READS || w->w_lreads < CHANGE_READS)
+		return 0;
+	double ratio_l = w->w_lhits / w->w_lreads;
+	double d = w->w_chits - ratio_l * w->w_reads, spread = ratio_l * (1 - ratio_l) * w->w_reads;
+	d = d < 0 ? -d : d;
+	if (d > CHANGE_HIT_RATIO * w->w_reads && d * d > 9.0 * (spread > 1 ? spread : 1))
+		return 1;
+	return reads_s > 0 && reads_l > 0 &&
+	       differs(w->w_reads, w->w_lreads / reads_l * reads_s, CHANGE_RATE);
+}
+
+/* POOL-D1: after a pass's moves, who is steady; their probes are told. */
+static void update_steady(larder_pool *p)
+{
+	double reads_s = 0, reads_l = 0;
+	for (const struct larder__pool_member *m = p->members; m; m = m->next)
+		if (m->state == M_ACTIVE) {
+			reads_s += m->win.w_reads;
+			reads_l += m->win.w_lreads;
+		}
+	for (struct larder__pool_member *m = p->members; m; m = m->next) {
+		if (m->state != M_ACTIVE)
+			continue;
+		int changed = m->target != m->pass_from || load_changed(m, reads_s, reads_l);
+		m->calm = changed ? 0 : m->calm < CALM_PASSES ? m->calm + 1 : CALM_PASSES;
+		int steady = m->force_steady ? m->force_steady == 1 : m->calm >= CALM_PASSES;
+		if (steady == m->steady)
+			continue;
+		m->steady = steady;
+		/* Relaxed: a request to the probe (pool/probe.h). */
+		atomic_store_explicit(&m->readings.want_steady, (uint64_t)steady, LARDER__RELAXED);
+	}
+}
+
 /* One pass: estimates, decisions, the shrinks at once, the grows that fit. */
 static uint64_t control_pass(larder_pool *p, uint64_t now_ns)
 {
 	p->passes++;
 	for (struct larder__pool_member *m = p->members; m; m = m->next) {
+		m->pass_from = m->target;
 		if (m->state != M_ACTIVE)
 			continue;
 		window_update(m, now_ns);
 		curve_update(m);
 	}
 	uint64_t steps = decide(p);
+	update_steady(p);
 	recentre_tops(p);
 	apply_shrinks(p);
 	complete_grows(p);
@@ -1426,12 +1631,13 @@ int larder__test_pool_set_curve(larder_pool *p, larder *c, const double *hits_pe
 	return m ? 0 : -1;
 }
 
-int larder__test_pool_set_reach(larder_pool *p, larder *c, uint64_t bytes)
+int larder__test_pool_set_reach(larder_pool *p, larder *c, uint64_t bytes, int restart)
 {
 	pthread_mutex_lock(&p->lock);
 	struct larder__pool_member *m = find_active(p, c);
 	if (m) {
 		m->fake_reach = bytes;
+		m->fake_gen += restart != 0;
 		curve_update(m);
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -1445,6 +1651,36 @@ uint64_t larder__test_pool_step(larder_pool *p)
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 	return steps;
+}
+
+int larder__test_pool_steady(larder_pool *p, larder *c)
+{
+	pthread_mutex_lock(&p->lock);
+	struct larder__pool_member *m = find_active(p, c);
+	int steady = m ? m->steady : -1;
+	pthread_mutex_unlock(&p->lock);
+	return steady;
+}
+
+int larder__test_pool_force_steady(larder_pool *p, larder *c, int mode, uint64_t *seen,
+				   uint64_t *through)
+{
+	pthread_mutex_lock(&p->lock);
+	struct larder__pool_member *m = find_active(p, c);
+	if (m) {
+		m->force_steady = mode;
+		if (mode) {
+			m->steady = mode == 1;
+			/* Relaxed: a request to the probe (pool/probe.h). */
+			atomic_store_explicit(&m->readings.want_steady, (uint64_t)m->steady,
+					      LARDER__RELAXED);
+		}
+		/* Relaxed: counts (pool/probe.h). */
+		*seen = atomic_load_explicit(&m->readings.seen, LARDER__RELAXED);
+		*through = atomic_load_explicit(&m->readings.sampled, LARDER__RELAXED);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return m ? 0 : -1;
 }
 
 uint64_t larder__test_pool_point_bytes(larder_pool *p, larder *c, unsigned k)

@@ -59,13 +59,24 @@ int larder__pool_wrap_policy(struct larder *c, const struct larder__policy_host 
 int larder__test_pool_set_curve(larder_pool *pool, larder *cache, const double *hits_per_s,
 				double requests_per_s);
 /* A curve given through the seam counts as warm only up to `bytes`: its
- * points above are treated as mini caches still warming up (0: all warm).
- * Returns 0, or -1 when cache is not open in pool. */
-int larder__test_pool_set_reach(larder_pool *pool, larder *cache, uint64_t bytes);
+ * points above are treated as mini caches still warming up (0: all warm);
+ * with `restart`, as mini caches that restarted (a new generation: POOL-H1
+ * in pool.c). Returns 0, or -1 when cache is not open in pool. */
+int larder__test_pool_set_reach(larder_pool *pool, larder *cache, uint64_t bytes, int restart);
 /* Runs one controller pass now, synchronously (whatever the interval):
  * decides the moves and applies the shrinks; the grows follow as the
  * shrinking caches give bytes back. Returns the steps moved. */
 uint64_t larder__test_pool_step(larder_pool *pool);
+/* Whether the controller asks cache's probe for the low rate (POOL-D1 in
+ * pool.c): 1 steady, 0 not, -1 when cache is not open in pool. */
+int larder__test_pool_steady(larder_pool *pool, larder *cache);
+/* Pins what cache's probe is asked (mode 1 the low rate, 2 the full rate;
+ * 0 back to the controller's detection) and tells it at once; *seen and
+ * *through are the probe's sampled requests so far, all that came and
+ * those through its mini caches (PROBE-P8 in probe.c). Returns 0, or -1
+ * when cache is not open in pool. */
+int larder__test_pool_force_steady(larder_pool *pool, larder *cache, int mode, uint64_t *seen,
+				   uint64_t *through);
 /* The size of point k of a curve given through the seam: the cache's max
  * share x 2^(-k/3) (a probe's points follow its target instead). 0 if cache
  * is not open in pool. */

@@ -60,6 +60,22 @@
  *       while the rate, 4x, stays under RATE_CAP. So the mini caches see at
  *       most about RATE_CAP requests a second (a burst may exceed it for
  *       one epoch), whatever the cache's request rate.
+ *   PROBE-P8. While the pool says the cache is steady (want_steady: its hit
+ *       ratio and share of the reads have held still and no capacity moved for
+ *       a while; pool/pool.c POOL-D1) and the mini caches are warm, only one
+ *       block of DUTY_BLOCK sampled requests in DUTY goes through them; the
+ *       others are counted (`seen`) and skipped. The controller scales the
+ *       mini caches' hits by seen / sampled. The skipped blocks are whole runs
+ *       of the sample's requests, so the mini caches see a stream cut into
+ *       pieces of DUTY_BLOCK requests: for a stationary stream of independent
+ *       references the pieces, joined, are the same stream (its curve is
+ *       unchanged); a stream with temporal locality has some reuses
+ *       shortened (those across a skipped block) and some lost (a burst cut
+ *       by one), so its curve may read off while steady (docs/pool.md,
+ *       Limits). Any change the pool detects, or a
+ *       restart of the mini caches (until they are warm again), puts every
+ *       sampled request back through them at once. The rate (PROBE-P7) is of
+ *       the requests that came, so a change of duty never changes S.
  *   PROBE-P6. The set holds the cache's entries whose key is in the sample, so
  *       that a hit or a victim needs no hash to be told apart: added on a
  *       sampled insert, moved by a replacement, dropped on removal or
@@ -128,6 +144,10 @@
 #define BATCH_AGE_NS (100u * 1000u * 1000u)
 #define RATE_CAP 1024u
 #define RATE_EPOCH_NS (1000u * 1000u * 1000u)
+/* PROBE-P8: while steady, one block of DUTY_BLOCK sampled requests in DUTY
+ * goes through the mini caches. */
+#define DUTY LARDER__PROBE_DUTY
+#define DUTY_BLOCK 128u
 /* After a refused tuner, requests until the next try. */
 #define RETRY_MASK 0xffffu
 
@@ -151,6 +171,7 @@ struct larder__policy {
 	uint8_t set_lost;    /* an add found no memory: hits are hashed again */
 	uint8_t set_partial; /* the sample grew denser: the set may miss entries (PROBE-P6) */
 	uint8_t has_ghost;
+	uint8_t minis_ready; /* PROBE-P8: warm (minis_warm) at the last flush */
 	uint64_t set_mask, set_live;
 	uint64_t filter_stale; /* removals since the filter was rebuilt */
 	struct larder__policy_host host;
@@ -171,7 +192,11 @@ struct larder__policy {
 		uint64_t hash, bytes;
 	} batch[BATCH];
 	unsigned pending;
-	uint64_t batch_at;           /* when the batch's first came */
+	unsigned pending_seen;       /* sampled requests since the last flush, skipped included */
+	uint64_t batch_at;           /* when the batch's first came (PROBE-P8: or was skipped) */
+	uint64_t duty_at;            /* PROBE-P8: sampled requests counted for the blocks */
+	uint64_t seen;               /* PROBE-P8: sampled requests that came, all tuners */
+	uint64_t arrived;            /* the same, as each comes (pool/pool.c POOL-W1) */
 	uint64_t epoch_at, epoch_n;  /* the rate's epoch: its start (0: none), requests */
 	uint64_t rate;               /* sampled requests per second, last epoch (0: unknown) */
 	uint64_t sampled;            /* sampled requests through the mini caches, all tuners */
@@ -266,12 +291,14 @@ static void publish(struct larder__policy *p)
 	uint64_t n = p->tuner ? larder__tuner_requests(p->tuner) : 0;
 	atomic_store_explicit(&out->fresh, n, LARDER__RELAXED);
 	atomic_store_explicit(&out->sampled, p->sampled, LARDER__RELAXED);
+	atomic_store_explicit(&out->seen, p->seen, LARDER__RELAXED);
 	uint64_t mean = n && p->sampled_bytes ? p->sampled_bytes / n : 1;
 	atomic_store_explicit(&out->top_room, p->top / p->sample_every / (mean ? mean : 1),
 			      LARDER__RELAXED);
 }
 
-/* PROBE-P7: the batch through the mini caches (not timed here). */
+/* PROBE-P7: the batch through the mini caches (not timed here); the rate
+ * counts every sampled request that came (PROBE-P8). */
 static void apply_pending(struct larder__policy *p)
 {
 	for (unsigned i = 0; i < p->pending; i++) {
@@ -280,8 +307,10 @@ static void apply_pending(struct larder__policy *p)
 	}
 	p->since_rebuild += p->pending;
 	p->sampled += p->pending;
-	p->epoch_n += p->pending;
+	p->seen += p->pending_seen;
+	p->epoch_n += p->pending_seen;
 	p->pending = 0;
+	p->pending_seen = 0;
 }
 
 /* A tuner sampling 1 key in `every` (a power of two); PROBE-P3, PROBE-P7. The
@@ -313,6 +342,8 @@ static void tuner_start(struct larder__policy *p, uint64_t every)
 							   : 1);
 	p->sampled_bytes = 0;
 	p->pending = 0;
+	p->pending_seen = 0;
+	p->minis_ready = 0; /* PROBE-P8: every sampled request, until warm */
 	p->epoch_at = p->epoch_n = p->rate = 0; /* the new sample's rate is measured anew */
 	p->generation++;
 	struct larder__probe_readings *out = p->setup.out;
@@ -537,16 +568,36 @@ static void follow_pool(struct larder__policy *p)
 	batch_time(p, t0);
 }
 
-/* One request of a sampled key, as the policy sees it, into the batch;
- * returns whether the batch is due (PROBE-P7). */
+/* PROBE-P8: does this sampled request go through the mini caches? All do
+ * unless the pool says steady and the mini caches are warm (then the set
+ * is whole too: PROBE-P6); then one block in DUTY. */
+static int goes_through(struct larder__policy *p)
+{
+	uint64_t at = p->duty_at++;
+	/* Relaxed: the pool's request (probe.h). */
+	if (!p->minis_ready || !atomic_load_explicit(&p->setup.out->want_steady, LARDER__RELAXED))
+		return 1;
+	return at % (DUTY * DUTY_BLOCK) < DUTY_BLOCK;
+}
+
+/* One request of a sampled key, as the policy sees it, into the batch (or
+ * counted and skipped: PROBE-P8); returns whether the batch is due
+ * (PROBE-P7). */
 static int probe_request(struct larder__policy *p, uint64_t hash, uint64_t bytes)
 {
 	uint64_t now = larder__monotonic_ns();
-	if (!p->pending)
+	if (!p->pending_seen)
 		p->batch_at = now;
-	p->batch[p->pending].hash = hash;
-	p->batch[p->pending].bytes = bytes;
-	return ++p->pending == BATCH || now - p->batch_at >= BATCH_AGE_NS;
+	p->pending_seen++;
+	/* Relaxed: a count (probe.h); pool/pool.c POOL-W1 reads it every pass. */
+	atomic_store_explicit(&p->setup.out->arrived, ++p->arrived, LARDER__RELAXED);
+	if (goes_through(p)) {
+		p->batch[p->pending].hash = hash;
+		p->batch[p->pending].bytes = bytes;
+		p->pending++;
+	}
+	return p->pending == BATCH || p->pending_seen >= DUTY * BATCH ||
+	       now - p->batch_at >= BATCH_AGE_NS;
 }
 
 /* PROBE-P7: the batch through the mini caches, then the rate and the
@@ -555,7 +606,9 @@ static void flush(struct larder__policy *p)
 {
 	uint64_t t0 = cpu_ns();
 	apply_pending(p);
-	if (p->set_partial && minis_warm(p))
+	if (!p->minis_ready && minis_warm(p))
+		p->minis_ready = 1; /* PROBE-P8 */
+	if (p->set_partial && p->minis_ready)
 		p->set_partial = 0; /* PROBE-P6: the set holds the sampled entries again */
 	publish(p);
 	if (!rate_check(p))

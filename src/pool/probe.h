@@ -21,6 +21,10 @@
  * settling went from 2-3 s to 8-9 s: docs/pool.md), so there are 16. */
 #define LARDER__PROBE_POINTS 16
 
+/* While its cache is steady, one block of sampled requests in this many
+ * goes through the mini caches (PROBE-P8 in probe.c). */
+#define LARDER__PROBE_DUTY 8u
+
 /* Point k's size in 1/1024 of the top size (larder__probe_scale[0] == 1024). */
 extern const unsigned larder__probe_scale[LARDER__PROBE_POINTS];
 
@@ -42,9 +46,13 @@ struct larder__probe_readings {
 	larder__atomic_u64 own_ns;      /* the probe's own time so far (PROBE-P5 in probe.c) */
 	larder__atomic_u64 sim_ns;      /* its batch part alone: the mini caches (PROBE-P5) */
 	larder__atomic_u64 sampled;     /* sampled requests through the mini caches */
-	/* Written by the pool (relaxed: a request; a late one only delays a
-	 * re-centring), read by the probe at every request it sees. */
+	larder__atomic_u64 seen;        /* sampled requests that came, skipped too (PROBE-P8) */
+	larder__atomic_u64 arrived;     /* the same, stored as each comes, not at a flush */
+	/* Written by the pool (relaxed: requests; a late one only delays a
+	 * re-centring or a change of rate), read by the probe at every sampled
+	 * request it sees. */
 	larder__atomic_u64 want_top;
+	larder__atomic_u64 want_steady; /* 1: the low rate will do (PROBE-P8) */
 };
 
 struct larder__probe_setup {

@@ -10,7 +10,8 @@
  * A 32 MiB pool whose controller passes once a minute (so the caches' probes
  * run); the main thread drives it through the test seam instead, every 10 ms: it gives one cache a steep
  * curve and the others flat ones (every fourth round, the probes' own
- * estimates), then runs two controller passes, each moving up to 1/16 of
+ * estimates; each probe asked in turn for its low rate, its full rate, or
+ * what the controller detects), then runs two controller passes, each moving up to 1/16 of
  * the budget, so capacity keeps moving from cache to cache while writers
  * fill every cache past its share (values of 100 B to 4 KiB, working sets
  * about 40 MiB per cache) and readers check what they read. A sampler
@@ -168,11 +169,18 @@ static void *sampler_main(void *arg)
 	return NULL;
 }
 
-/* One cache steep, the others flat (or, every fourth round, the probes'). */
+/* One cache steep, the others flat (or, every fourth round, the probes').
+ * And each cache's probe asked in turn for the low rate, the full rate or
+ * what the controller detects (PROBE-P8 in pool/probe.c), so that the
+ * maintainers skip blocks of the sample while capacity moves. */
 static void favour(unsigned round)
 {
 	unsigned hot = round % (unsigned)opt.caches;
 	for (unsigned i = 0; i < opt.caches; i++) {
+		uint64_t seen, through;
+		CHECK_EQ(larder__test_pool_force_steady(pool, caches[i], (int)((round + i) % 3),
+							&seen, &through),
+			 0);
 		double hits[LARDER__PROBE_POINTS];
 		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++) {
 			double b = (double)larder__test_pool_point_bytes(pool, caches[i], k);

@@ -665,7 +665,7 @@ static void test_controller_donor_not_warm(void)
 	REQUIRE(pool);
 	give_curve(pool, c[0], LINEAR, 1e5, (double)budget);
 	give_curve(pool, c[1], LINEAR, 4e5, (double)budget); /* 4x steeper */
-	CHECK_EQ(larder__test_pool_set_reach(pool, c[1], budget / 4), 0);
+	CHECK_EQ(larder__test_pool_set_reach(pool, c[1], budget / 4, 0), 0);
 	CHECK_EQ(larder__test_pool_step(pool), 0); /* its bound is worth more: it keeps */
 	CHECK_EQ(target_of(pool, c[0]), budget / 2);
 	give_curve(pool, c[1], LINEAR, 2.5e4, (double)budget); /* 4x shallower */
@@ -674,9 +674,47 @@ static void test_controller_donor_not_warm(void)
 	CHECK_LT(target_of(pool, c[1]), budget / 2);
 	/* c[0] not warm past its target any more: it may not take. */
 	uint64_t t0 = target_of(pool, c[0]);
-	CHECK_EQ(larder__test_pool_set_reach(pool, c[0], t0 / 2), 0);
+	CHECK_EQ(larder__test_pool_set_reach(pool, c[0], t0 / 2, 0), 0);
 	CHECK_EQ(larder__test_pool_step(pool), 0);
 	CHECK_EQ(target_of(pool, c[0]), t0);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/*
+ * POOL-H1: a cache whose mini caches restarted keeps its last valid curve
+ * until the new generation's is valid. The heavy cache of a cliff, holding
+ * its working set, restarts with only its points up to budget / 8 warm and
+ * flat over them (by chance, as a few hundred sampled requests can read):
+ * it gives nothing. The same reading within one generation (its upper
+ * points only not warm yet) is a donor valued on those points, and gives.
+ */
+static void test_controller_keeps_curve_over_restart(void)
+{
+	const uint64_t budget = 64 * MiB;
+	larder *c[2];
+	larder_pool *pool = pool_of_two(budget, 1, c);
+	REQUIRE(pool);
+	give_curve(pool, c[0], LINEAR, 1e5, 0.7 * (double)budget);
+	give_curve(pool, c[1], LINEAR, 1e4, (double)budget);
+	CHECK_LT(step_until_still(pool, 64), 64);
+	uint64_t t0 = target_of(pool, c[0]);
+	CHECK_GT(t0, budget / 2);
+	CHECK_EQ(larder__test_pool_set_reach(pool, c[0], budget / 8, 1), 0);
+	give_curve(pool, c[0], FLAT, 1e5, (double)budget);
+	CHECK_EQ(larder__test_pool_step(pool), 0);
+	CHECK_EQ(target_of(pool, c[0]), t0);
+	/* Warm again, the curve as before: still nothing to move. */
+	give_curve(pool, c[0], LINEAR, 1e5, 0.7 * (double)budget);
+	CHECK_EQ(larder__test_pool_set_reach(pool, c[0], 0, 0), 0);
+	CHECK_EQ(larder__test_pool_step(pool), 0);
+	/* The flat reading without a restart is the cache's own: it gives. */
+	CHECK_EQ(larder__test_pool_set_reach(pool, c[0], budget / 8, 0), 0);
+	give_curve(pool, c[0], FLAT, 1e5, (double)budget);
+	CHECK_GT(larder__test_pool_step(pool), 0);
+	CHECK_LT(target_of(pool, c[0]), t0);
+	settle(pool, c, 2);
 	for (unsigned i = 0; i < 2; i++)
 		larder_close(c[i]);
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
@@ -707,6 +745,96 @@ static void test_controller_stride(void)
 	CHECK_EQ(target_of(pool, c[1]), floor);
 	CHECK_EQ(target_of(pool, c[0]), budget - floor);
 	CHECK_EQ(larder__test_pool_step(pool), 0);
+	settle(pool, c, 2);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/*
+ * POOL-S1: strides toward a cliff (a working set that ends between two
+ * points: its hull has a corner there) stop at it. A stride across the
+ * corner passes on its secant, which averages the steep part with the flat
+ * part after the corner; its last steps would then be worth nothing and
+ * come back one by one (reversals, within the pass or at the next). So
+ * every move goes one way, and the end is within a step past the corner,
+ * where the same curves move nothing back.
+ */
+static void test_controller_stride_stops_at_cliff(void)
+{
+	const uint64_t budget = 64 * MiB, step = budget / 256;
+	larder_pool *pool = make_pool(budget, 0);
+	REQUIRE(pool);
+	/* c[0]'s points are 0.9 x 2^(-k/3) of the budget (its max share): its
+	 * working set ends at 0.7 of the budget, between its points at 0.567
+	 * and 0.715 of it, and 1.1 steps past that corner is where strides of
+	 * 4 from the equal split would land. c[1] is 10x shallower. */
+	larder *c[2] = { open_in(pool, 0, 0.9, 1), open_in(pool, 0, 1, 1) };
+	REQUIRE(c[0] && c[1]);
+	settle(pool, c, 2);
+	give_curve(pool, c[0], LINEAR, 1e5, 0.7 * (double)budget);
+	give_curve(pool, c[1], LINEAR, 1e4, (double)budget);
+	uint64_t corner = larder__test_pool_point_bytes(pool, c[0], 1);
+	CHECK_GT(corner, (uint64_t)(0.7 * (double)budget));
+	uint64_t first = target_of(pool, c[0]), last = first;
+	uint64_t moved = pool_stat(pool, LARDER_POOL_MOVED_BYTES);
+	unsigned passes = 0;
+	while (passes < 64 && larder__test_pool_step(pool) > 0) {
+		passes++;
+		CHECK_GE(target_of(pool, c[0]), last); /* never back */
+		last = target_of(pool, c[0]);
+	}
+	CHECK_LT(passes, 64);
+	CHECK_GE(target_of(pool, c[0]), corner);
+	CHECK_LT(target_of(pool, c[0]), corner + step);
+	/* No step went back within a pass either: every byte moved is c[0]'s
+	 * net gain. */
+	CHECK_EQ(pool_stat(pool, LARDER_POOL_MOVED_BYTES) - moved, target_of(pool, c[0]) - first);
+	for (unsigned i = 0; i < 5; i++)
+		CHECK_EQ(larder__test_pool_step(pool), 0);
+	settle(pool, c, 2);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/*
+ * POOL-D1: a cache whose target has not moved for a while (and whose load
+ * shows no change: these have no reads) is steady, and its probe may run
+ * at the low rate; a move makes both ends of it unsteady at once, and they
+ * are steady again only after the moves have stopped for a while.
+ */
+static void test_controller_steady(void)
+{
+	const uint64_t budget = 64 * MiB;
+	larder *c[2];
+	larder_pool *pool = pool_of_two(budget, 1, c);
+	REQUIRE(pool);
+	for (unsigned i = 0; i < 2; i++)
+		give_curve(pool, c[i], LINEAR, 1e5, (double)budget);
+	CHECK_EQ(larder__test_pool_step(pool), 0);
+	CHECK_EQ(larder__test_pool_steady(pool, c[0]), 0); /* not after one pass */
+	unsigned calm = 0;
+	while (calm < 256 && larder__test_pool_steady(pool, c[0]) != 1) {
+		CHECK_EQ(larder__test_pool_step(pool), 0);
+		calm++;
+	}
+	CHECK_GT(calm, 1);
+	CHECK_LT(calm, 256);
+	CHECK_EQ(larder__test_pool_steady(pool, c[1]), 1);
+	give_curve(pool, c[1], LINEAR, 4e5, (double)budget); /* now c[1] gains more */
+	CHECK_GT(larder__test_pool_step(pool), 0);
+	CHECK_EQ(larder__test_pool_steady(pool, c[0]), 0);
+	CHECK_EQ(larder__test_pool_steady(pool, c[1]), 0);
+	unsigned moving = step_until_still(pool, 64);
+	CHECK_LT(moving, 64);
+	for (unsigned i = 0; i + 1 < calm; i++) { /* not before as many still passes */
+		CHECK_EQ(larder__test_pool_step(pool), 0);
+		CHECK_EQ(larder__test_pool_steady(pool, c[1]), 0);
+	}
+	CHECK_EQ(larder__test_pool_step(pool), 0);
+	CHECK_EQ(larder__test_pool_steady(pool, c[0]), 1);
+	CHECK_EQ(larder__test_pool_steady(pool, c[1]), 1);
 	settle(pool, c, 2);
 	for (unsigned i = 0; i < 2; i++)
 		larder_close(c[i]);
@@ -832,6 +960,28 @@ static void drive(larder *c, uint64_t keys, uint64_t requests, uint64_t seed)
 	}
 }
 
+/* Fresh requests inside the window for both caches, a pass, and the
+ * marginal values; ready once the over-full cache's is positive (its
+ * mini caches restart when the sample's rate is cut, PROBE-P7 in
+ * pool/probe.c, and read nothing above its size until warm again). */
+struct marginals {
+	larder_pool *pool;
+	larder **c;
+	uint64_t seed;
+	double m[2];
+};
+
+static int marginal_known(void *ctx)
+{
+	struct marginals *w = ctx;
+	drive(w->c[0], 35000, 200000, w->seed++);
+	drive(w->c[1], 8000, 200000, w->seed++);
+	larder__test_pool_step(w->pool);
+	for (unsigned i = 0; i < 2; i++)
+		w->m[i] = cache_stat(w->pool, w->c[i], LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB);
+	return w->m[0] > 0;
+}
+
 static void test_probe_estimates(void)
 {
 	const uint64_t budget = 8 * MiB;
@@ -848,16 +998,90 @@ static void test_probe_estimates(void)
 	struct estimate_wait w0 = { pool, c[0] }, w1 = { pool, c[1] };
 	CHECK(th_wait_until(estimate_ready, &w0, WAIT_MS));
 	CHECK(th_wait_until(estimate_ready, &w1, WAIT_MS));
-	drive(c[0], 35000, 200000, 3); /* fresh requests inside the window */
-	drive(c[1], 8000, 200000, 4);
-	larder__test_pool_step(pool);
-	double m0 = cache_stat(pool, c[0], LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB);
-	double m1 = cache_stat(pool, c[1], LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB);
+	struct marginals w = { pool, c, 3, { 0, 0 } };
+	CHECK(th_wait_until(marginal_known, &w, WAIT_MS));
+	double m0 = w.m[0], m1 = w.m[1];
 	double r0 = cache_stat(pool, c[0], LARDER_POOL_CACHE_REQUESTS_PER_S);
 	printf("  marginal hits/s per MiB: over-full %.0f (of %.0f reads/s), fits %.0f\n", m0,
 	       r0, m1);
-	CHECK(m0 > 0);
 	CHECK(m0 > 10 * m1);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/*
+ * PROBE-P8: asked for the low rate, a probe whose mini caches are warm runs
+ * one block of the sampled requests in LARDER__PROBE_DUTY through them
+ * (the others only counted), and its estimate
+ * stays; asked for the full rate, all of them. Counted between two
+ * readings at least DUTY_SEEN sampled requests apart (the sample's rate is
+ * capped: a few seconds of driving); a stretch in which the mini caches
+ * restarted (the rate cut, PROBE-P7) runs in full and does not count, so
+ * the reading is retried with fresh requests up to a deadline.
+ */
+#define DUTY_CHUNK 100000u
+#define DUTY_SEEN 4096u
+/* Through the mini caches, more or fewer than one in LARDER__PROBE_DUTY:
+ * a block cut at either end (128 sampled requests, PROBE-P8) and a batch
+ * not yet published (32, PROBE-P7). */
+#define DUTY_SLACK 160u
+
+struct duty_wait {
+	larder_pool *pool;
+	larder **c;
+	int mode;
+	uint64_t seed, seen, through;
+};
+
+static void duty_counts(struct duty_wait *w, uint64_t *seen, uint64_t *through)
+{
+	CHECK_EQ(larder__test_pool_force_steady(w->pool, w->c[0], w->mode, seen, through), 0);
+}
+
+static int duty_through(void *ctx)
+{
+	struct duty_wait *w = ctx;
+	uint64_t s0, t0;
+	duty_counts(w, &s0, &t0);
+	do {
+		drive(w->c[0], 35000, DUTY_CHUNK, w->seed++);
+		duty_counts(w, &w->seen, &w->through);
+	} while (w->seen - s0 < DUTY_SEEN);
+	w->seen -= s0;
+	w->through -= t0;
+	const uint64_t duty = LARDER__PROBE_DUTY;
+	return duty * w->through <= w->seen + duty * DUTY_SLACK &&
+	       duty * w->through + duty * DUTY_SLACK >= w->seen;
+}
+
+static void test_probe_steady_rate(void)
+{
+	const uint64_t budget = 8 * MiB;
+	larder_pool *pool = make_pool(budget, 20);
+	REQUIRE(pool);
+	larder *c[2] = { open_in(pool, 0.5, 1, 1), open_in(pool, 0.5, 1, 1) };
+	REQUIRE(c[0] && c[1]);
+	settle(pool, c, 2);
+	struct duty_wait w = { pool, c, 1, 10, 0, 0 };
+	CHECK(th_wait_until(duty_through, &w, WAIT_MS));
+	printf("  steady: %llu of %llu sampled requests through the mini caches\n",
+	       (unsigned long long)w.through, (unsigned long long)w.seen);
+	struct marginals m = { pool, c, 20, { 0, 0 } };
+	CHECK(th_wait_until(marginal_known, &m, WAIT_MS)); /* the estimate stays */
+	CHECK(m.m[0] > 10 * m.m[1]);
+	/* The full rate: every sampled request, from the next flush on. */
+	w.mode = 2;
+	uint64_t s0, t0, s1, t1;
+	duty_counts(&w, &s0, &t0);
+	drive(c[0], 35000, DUTY_CHUNK, 30);
+	duty_counts(&w, &s0, &t0);
+	drive(c[0], 35000, DUTY_CHUNK, 31);
+	duty_counts(&w, &s1, &t1);
+	CHECK_GT(s1 - s0, 0);
+	CHECK_EQ(t1 - t0, s1 - s0);
+	w.mode = 0;
+	duty_counts(&w, &s0, &t0);
 	for (unsigned i = 0; i < 2; i++)
 		larder_close(c[i]);
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
@@ -970,11 +1194,15 @@ int main(int argc, char **argv)
 		TH_TEST(test_bound_holds_while_donor_stuck),
 		TH_TEST(test_controller_moves_to_steeper),
 		TH_TEST(test_controller_stride),
+		TH_TEST(test_controller_stride_stops_at_cliff),
+		TH_TEST(test_controller_steady),
 		TH_TEST(test_controller_donor_not_warm),
+		TH_TEST(test_controller_keeps_curve_over_restart),
 		TH_TEST(test_controller_still_when_flat),
 		TH_TEST(test_controller_weights_and_settles),
 		TH_TEST(test_controller_respects_shares),
 		TH_TEST(test_probe_estimates),
+		TH_TEST(test_probe_steady_rate),
 		TH_TEST(test_out_of_memory),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));

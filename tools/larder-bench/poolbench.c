@@ -603,6 +603,25 @@ static void ph_charts(struct ph_result *const *show, size_t n_show, unsigned uni
 	free(x);
 }
 
+/* The controller's run, sample by sample (every PH_SAMPLE_MS), for a look
+ * at how its capacity moved within a phase: pool-phases-series.csv. */
+static void ph_series(const struct ph_result *res)
+{
+	FILE *f = fopen("pool-phases-series.csv", "w");
+	if (!f)
+		return;
+	fprintf(f, "seconds,capacity_0_mib,capacity_1_mib,hits_0,misses_0,hits_1,misses_1,"
+		   "sampled_0,sampled_1\n");
+	for (size_t i = 0; i < res->n; i++) {
+		const struct ph_sample *s = &res->s[i];
+		fprintf(f, "%.2f,%.1f,%.1f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f\n", s->t, s->cap[0] / MIB,
+			s->cap[1] / MIB, s->hits[0], s->misses[0], s->hits[1], s->misses[1],
+			s->sampled[0], s->sampled[1]);
+	}
+	fclose(f);
+	printf("series: pool-phases-series.csv\n");
+}
+
 /* `phases`, or with controller_only (`phases-controller`) the controller's
  * run alone, for a change that touches only the controller: no ratio to
  * the fixed split then, and no charts. */
@@ -681,6 +700,7 @@ static void phases_part(const struct lb_config *cfg, unsigned unit_ms, int contr
 		       dt > 0 ? (b->sampled[1] - a->sampled[1]) / dt : 0, b ? b->every[0] : 0,
 		       b ? b->every[1] : 0);
 	}
+	ph_series(res[0]);
 	if (!controller_only) {
 		struct ph_result *chart[3] = { res[0], res[1], res[best] };
 		ph_charts(chart, n_show, unit_ms);
