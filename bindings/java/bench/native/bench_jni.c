@@ -10,7 +10,9 @@
  *     return makes them), and one get per crossing (getOne: the crossing
  *     plus the engine, without the binding's Java side);
  *   - the guard: enter and leave a section of the binding's close guard;
- *   - the hash: seeded XXH3-64 of a key, the engine's key hash.
+ *   - the hash: seeded XXH3-64 of a key, the engine's key hash;
+ *   - the process's CPU time (every thread's, native ones such as the
+ *     engine's maintainer included), for the harness's per-CPU-second rates.
  * Loops time themselves in the calling thread's CPU time
  * (CLOCK_THREAD_CPUTIME_ID, as the Java side's loops do: on a shared machine
  * wall time also counts the time the thread waits for a core) and return
@@ -30,6 +32,18 @@
 
 #include "guard.h"
 #include "org_larder_bench_BenchNative.h"
+
+/* CPU time of the whole process, in ns, at the clock's resolution (the
+ * JDK's getProcessCpuTime() ticks in 10 ms steps here, too coarse for a
+ * 200 ms round). */
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_processCpuNanos(JNIEnv *env, jclass cls)
+{
+	(void)env;
+	(void)cls;
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (jlong)ts.tv_sec * 1000000000 + (jlong)ts.tv_nsec;
+}
 
 static uint64_t now_ns(void)
 {

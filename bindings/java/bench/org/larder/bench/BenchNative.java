@@ -47,6 +47,9 @@ final class BenchNative {
     /** Nanoseconds for iterations of the loops' own random key choice. */
     static native long pickLoop(int count, long iterations);
 
+    /** CPU time of the whole process (all its threads, native ones too), in ns. */
+    static native long processCpuNanos();
+
     /** Nanoseconds for iterations enter/exit pairs of the binding's close guard. */
     static native long guardLoop(long iterations);
 }
