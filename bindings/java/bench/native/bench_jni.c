@@ -11,6 +11,9 @@
  *     plus the engine, without the binding's Java side);
  *   - the guard: enter and leave a section of the binding's close guard;
  *   - the hash: seeded XXH3-64 of a key, the engine's key hash;
+ *   - the engine handle behind one of the binding's caches, so that the C
+ *     loop and the bare JNI get can also run on the very cache the binding's
+ *     get reads (its entries placed by its own history of writes);
  *   - the process's CPU time (every thread's, native ones such as the
  *     engine's maintainer included), for the harness's per-CPU-second rates.
  * Loops time themselves in the calling thread's CPU time
@@ -30,7 +33,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "guard.h"
+#include "jni_state.h"
 #include "org_larder_bench_BenchNative.h"
 
 /* CPU time of the whole process, in ns, at the clock's resolution (the
@@ -43,6 +46,20 @@ JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_processCpuNanos(JNIEnv
 	struct timespec ts;
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (jlong)ts.tv_sec * 1000000000 + (jlong)ts.tv_nsec;
+}
+
+/* The larder handle of the binding's cache whose guard address Java passes
+ * (LarderCache's guard field): its payload, a struct lj_cache (jni_state.h).
+ * No guard section: the benchmark keeps that cache open while it uses the
+ * handle, and never closes it through the handle. */
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_bindingEngine(JNIEnv *env, jclass cls,
+									jlong guard)
+{
+	(void)env;
+	(void)cls;
+	const struct lj_guard *g = (const struct lj_guard *)(uintptr_t)guard;
+	const struct lj_cache *c = g->payload;
+	return (jlong)(uintptr_t)c->cache;
 }
 
 static uint64_t now_ns(void)

@@ -47,6 +47,13 @@ final class BenchNative {
     /** Nanoseconds for iterations of the loops' own random key choice. */
     static native long pickLoop(int count, long iterations);
 
+    /**
+     * The engine handle (larder *) of a binding cache, from its guard address
+     * (LarderCache's private field, read by reflection); valid while that
+     * cache is open. For the diagnostic layers of Crossing only.
+     */
+    static native long bindingEngine(long guard);
+
     /** CPU time of the whole process (all its threads, native ones too), in ns. */
     static native long processCpuNanos();
 
