@@ -41,6 +41,12 @@ final class BenchNative {
     /** One get of a 16-byte key (two longs, native order) into buf: its length, or -1. */
     static native long getOne(long cache, long k0, long k1, long buf, int bufLen);
 
+    /** getOne into a stack buffer, then SetByteArrayRegion into dst: the length, or -1. */
+    static native long getOneRegion(long cache, long k0, long k1, byte[] dst);
+
+    /** getOne straight into dst's elements under GetPrimitiveArrayCritical: the length, or -1. */
+    static native long getOneCritical(long cache, long k0, long k1, byte[] dst);
+
     /** Nanoseconds for iterations XXH3-64 hashes of random keys. */
     static native long hashLoop(ByteBuffer keys, int keyLen, int count, long iterations);
 

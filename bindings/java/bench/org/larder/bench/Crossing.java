@@ -118,6 +118,30 @@ final class Crossing {
     }
 
     /*
+     * One JNI call per get that lands the value in the byte[] itself, the
+     * other ways than a direct buffer and a Java copy: SetByteArrayRegion
+     * from a stack buffer (critical false), or the engine's get straight into
+     * the array under GetPrimitiveArrayCritical (critical true).
+     */
+    private static double oneGetIntoArray(Workload w, long own, boolean critical, long seed) {
+        Workload.Rng rng = new Workload.Rng(seed);
+        byte[] dst = new byte[w.valueBytes];
+        long acc = 0;
+        int sink = 0;
+        long t0 = cpuNanos();
+        for (int i = 0; i < CALLS; i++) {
+            byte[] key = w.keys[rng.pick(w.n)];
+            long k0 = (long) LONGS.get(key, 0);
+            long k1 = (long) LONGS.get(key, 8);
+            acc += critical ? BenchNative.getOneCritical(own, k0, k1, dst)
+                    : BenchNative.getOneRegion(own, k0, k1, dst);
+            sink += dst[0];
+        }
+        long t = cpuNanos() - t0;
+        return acc != (long) CALLS * w.valueBytes || sink == 42 ? Double.NaN : (double) t / CALLS;
+    }
+
+    /*
      * The copy of getInto alone: a value's bytes from a direct buffer into a
      * byte[], as Scratch.copyOut does, with no get; after an empty native
      * method when crossing, else in a plain Java loop. The buffer holds what
@@ -186,6 +210,8 @@ final class Crossing {
             "larder_get in a C loop, a full fence after each get",
             "one JNI call per get: crossing + larder_get (own cache), no binding",
             "the same + the value copied out to a byte[] in Java",
+            "one JNI call per get, SetByteArrayRegion into the byte[] instead",
+            "one JNI call per get, into the byte[] under GetPrimitiveArrayCritical instead",
             "the 64 B copy alone (direct buffer to byte[], no get, no crossing)",
             "empty native method + the 64 B copy, no get",
             "larder_get in a C loop on the binding's cache (same keys)",
@@ -209,6 +235,8 @@ final class Crossing {
                     Workload.KEY_BYTES, w.n, CALLS, seed) / CALLS - cpick;
             double one = oneGet(w, own, out, false, seed) - jpick;
             double oneCopy = oneGet(w, own, out, true, seed) - jpick;
+            double region = oneGetIntoArray(w, own, false, seed) - jpick;
+            double critical = oneGetIntoArray(w, own, true, seed) - jpick;
             double copyOnly = copyAlone(w, out, false, seed) - jpick;
             double crossCopy = copyAlone(w, out, true, seed) - jpick;
             double bget = (double) BenchNative.getLoop(engine, w.packedKeys, Workload.KEY_BYTES,
@@ -218,8 +246,8 @@ final class Crossing {
                     CALLS) / CALLS - cpick;
             double guard = (double) BenchNative.guardLoop(CALLS) / CALLS;
             if (r >= warm) {
-                double[] row = {copy, view, cross, cget, hash, fenced, one, oneCopy, copyOnly,
-                    crossCopy, bget, bOneCopy, guard, copy - cget};
+                double[] row = {copy, view, cross, cget, hash, fenced, one, oneCopy, region,
+                    critical, copyOnly, crossCopy, bget, bOneCopy, guard, copy - cget};
                 for (int i = 0; i < row.length; i++) {
                     v[i][r - warm] = row[i];
                 }
