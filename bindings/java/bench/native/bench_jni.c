@@ -10,7 +10,16 @@
  *     return makes them), and one get per crossing (getOne: the crossing
  *     plus the engine, without the binding's Java side);
  *   - the guard: enter and leave a section of the binding's close guard;
- *   - the hash: seeded XXH3-64 of a key, the engine's key hash.
+ *   - the hash: seeded XXH3-64 of a key, the engine's key hash;
+ *   - the other ways to land a value in a byte[]: the engine's get into a
+ *     stack buffer, then SetByteArrayRegion (getOneRegion); the engine's get
+ *     straight into the array's elements under GetPrimitiveArrayCritical
+ *     (getOneCritical);
+ *   - the engine handle behind one of the binding's caches, so that the C
+ *     loop and the bare JNI get can also run on the very cache the binding's
+ *     get reads (its entries placed by its own history of writes);
+ *   - the process's CPU time (every thread's, native ones such as the
+ *     engine's maintainer included), for the harness's per-CPU-second rates.
  * Loops time themselves in the calling thread's CPU time
  * (CLOCK_THREAD_CPUTIME_ID, as the Java side's loops do: on a shared machine
  * wall time also counts the time the thread waits for a core) and return
@@ -28,8 +37,34 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "guard.h"
+#include "jni_state.h"
 #include "org_larder_bench_BenchNative.h"
+
+/* CPU time of the whole process, in ns, at the clock's resolution (the
+ * JDK's getProcessCpuTime() ticks in 10 ms steps here, too coarse for a
+ * 200 ms round). */
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_processCpuNanos(JNIEnv *env, jclass cls)
+{
+	(void)env;
+	(void)cls;
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (jlong)ts.tv_sec * 1000000000 + (jlong)ts.tv_nsec;
+}
+
+/* The larder handle of the binding's cache whose guard address Java passes
+ * (LarderCache's guard field): its payload, a struct lj_cache (jni_state.h).
+ * No guard section: the benchmark keeps that cache open while it uses the
+ * handle, and never closes it through the handle. */
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_bindingEngine(JNIEnv *env, jclass cls,
+									jlong guard)
+{
+	(void)env;
+	(void)cls;
+	const struct lj_guard *g = (const struct lj_guard *)(uintptr_t)guard;
+	const struct lj_cache *c = g->payload;
+	return (jlong)(uintptr_t)c->cache;
+}
 
 static uint64_t now_ns(void)
 {
@@ -159,6 +194,13 @@ JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_address(JNIEnv *env, j
 	return (jlong)(uintptr_t)(*env)->GetDirectBufferAddress(env, buffer);
 }
 
+/* A 16-byte key rebuilt from the two longs Java read it as (native order). */
+static void key_of(unsigned char key[16], jlong k0, jlong k1)
+{
+	memcpy(key, &k0, 8);
+	memcpy(key + 8, &k1, 8);
+}
+
 /* One larder_get per call, the key (16 bytes) in two longs as the binding's
  * getShort takes it, the value copied to buf: the value's length, or -1. */
 JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_getOne(JNIEnv *env, jclass cls,
@@ -168,11 +210,49 @@ JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_getOne(JNIEnv *env, jc
 	(void)env;
 	(void)cls;
 	unsigned char key[16];
-	memcpy(key, &k0, 8);
-	memcpy(key + 8, &k1, 8);
+	key_of(key, k0, k1);
 	size_t len;
 	int rc = larder_get((larder *)(uintptr_t)cache, key, sizeof key, (void *)(uintptr_t)buf,
 			    (size_t)buf_len, &len);
+	return rc == LARDER_OK ? (jlong)len : -1;
+}
+
+/* One larder_get into a stack buffer, then SetByteArrayRegion into dst (a
+ * JNI function: a transition into the VM and back): the length, or -1. */
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_getOneRegion(JNIEnv *env, jclass cls,
+								       jlong cache, jlong k0,
+								       jlong k1, jbyteArray dst)
+{
+	(void)cls;
+	unsigned char key[16], buf[256];
+	key_of(key, k0, k1);
+	size_t len;
+	jsize cap = (*env)->GetArrayLength(env, dst);
+	int rc = larder_get((larder *)(uintptr_t)cache, key, sizeof key, buf,
+			    cap < (jsize)sizeof buf ? (size_t)cap : sizeof buf, &len);
+	if (rc != LARDER_OK)
+		return -1;
+	(*env)->SetByteArrayRegion(env, dst, 0, (jsize)len, (const jbyte *)buf);
+	return (jlong)len;
+}
+
+/* One larder_get straight into dst's elements, between
+ * GetPrimitiveArrayCritical and its release (no copy back: the elements are
+ * the array's own, or JNI copies them back on release): the length, or -1. */
+JNIEXPORT jlong JNICALL Java_org_larder_bench_BenchNative_getOneCritical(JNIEnv *env, jclass cls,
+									 jlong cache, jlong k0,
+									 jlong k1, jbyteArray dst)
+{
+	(void)cls;
+	unsigned char key[16];
+	key_of(key, k0, k1);
+	jsize cap = (*env)->GetArrayLength(env, dst);
+	void *elems = (*env)->GetPrimitiveArrayCritical(env, dst, NULL);
+	if (!elems)
+		return -1;
+	size_t len;
+	int rc = larder_get((larder *)(uintptr_t)cache, key, sizeof key, elems, (size_t)cap, &len);
+	(*env)->ReleasePrimitiveArrayCritical(env, dst, elems, 0);
 	return rc == LARDER_OK ? (jlong)len : -1;
 }
 

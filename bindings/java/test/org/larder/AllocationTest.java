@@ -13,11 +13,21 @@ import org.junit.jupiter.api.Test;
  * after a warm-up that lets the JIT compile them, measured with the JVM's
  * per-thread allocation counter (exact and deterministic, not a timing).
  * Writes of byte[] values are held to the same bar.
+ *
+ * <p>A path passes when one pass of 10^6 calls allocates 0 bytes; up to
+ * {@link #PASSES} passes are made. Why not the first pass alone: on a loaded
+ * machine the JIT may still be installing or replacing compiled code during
+ * it, and such an event once allocated a few hundred bytes on the calling
+ * thread (856 B in one pass of 10^6 calls, 1 run in 3 at load 15; 0 B per
+ * call under -Xint and under C1 alone, so it is not the binding's code). A
+ * path that allocates on every call still fails: each of its passes shows
+ * at least 10^6 x 16 bytes.
  */
 class AllocationTest {
     private static final int CALLS = 1_000_000;
     private static final int WARMUP = 300_000;
     private static final int KEYS = 1024;
+    private static final int PASSES = 10;
 
     private static final com.sun.management.ThreadMXBean THREADS =
             (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
@@ -26,21 +36,28 @@ class AllocationTest {
         return THREADS.getThreadAllocatedBytes(Thread.currentThread().getId());
     }
 
-    /** Heap bytes allocated by calls op(0) .. op(CALLS-1), after a warm-up. */
+    /**
+     * Heap bytes allocated by calls op(0) .. op(CALLS-1) after a warm-up: the
+     * first pass that allocates nothing, else the least of PASSES passes.
+     */
     private static long measure(String what, IntUnaryOperator op) {
         long sink = 0;
         for (int i = 0; i < WARMUP; i++) {
             sink += op.applyAsInt(i);
         }
-        long overhead = -allocated() + allocated();
-        long before = allocated();
-        for (int i = 0; i < CALLS; i++) {
-            sink += op.applyAsInt(i);
+        long least = Long.MAX_VALUE;
+        for (int pass = 1; pass <= PASSES && least != 0; pass++) {
+            long overhead = -allocated() + allocated();
+            long before = allocated();
+            for (int i = 0; i < CALLS; i++) {
+                sink += op.applyAsInt(i);
+            }
+            long bytes = allocated() - before - overhead;
+            System.out.printf("AllocationTest: %-34s %d bytes over %d calls (%.4f B/call; pass %d;"
+                    + " sink %d)%n", what, bytes, CALLS, (double) bytes / CALLS, pass, sink);
+            least = Math.min(least, bytes);
         }
-        long bytes = allocated() - before - overhead;
-        System.out.printf("AllocationTest: %-34s %d bytes over %d calls (%.4f B/call; sink %d)%n",
-                what, bytes, CALLS, (double) bytes / CALLS, sink);
-        return bytes;
+        return least;
     }
 
     @Test

@@ -41,11 +41,27 @@ final class BenchNative {
     /** One get of a 16-byte key (two longs, native order) into buf: its length, or -1. */
     static native long getOne(long cache, long k0, long k1, long buf, int bufLen);
 
+    /** getOne into a stack buffer, then SetByteArrayRegion into dst: the length, or -1. */
+    static native long getOneRegion(long cache, long k0, long k1, byte[] dst);
+
+    /** getOne straight into dst's elements under GetPrimitiveArrayCritical: the length, or -1. */
+    static native long getOneCritical(long cache, long k0, long k1, byte[] dst);
+
     /** Nanoseconds for iterations XXH3-64 hashes of random keys. */
     static native long hashLoop(ByteBuffer keys, int keyLen, int count, long iterations);
 
     /** Nanoseconds for iterations of the loops' own random key choice. */
     static native long pickLoop(int count, long iterations);
+
+    /**
+     * The engine handle (larder *) of a binding cache, from its guard address
+     * (LarderCache's private field, read by reflection); valid while that
+     * cache is open. For the diagnostic layers of Crossing only.
+     */
+    static native long bindingEngine(long guard);
+
+    /** CPU time of the whole process (all its threads, native ones too), in ns. */
+    static native long processCpuNanos();
 
     /** Nanoseconds for iterations enter/exit pairs of the binding's close guard. */
     static native long guardLoop(long iterations);

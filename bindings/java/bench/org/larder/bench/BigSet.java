@@ -145,19 +145,22 @@ final class BigSet {
                     + " entries; Caffeine: on the heap); %d rounds x %d ms, interleaved%n%n",
                     entries, cache.memUsed() >> 20, rounds, millis);
             System.out.println("M keys/s, median (min-max); ratio to the Caffeine cell of the"
-                    + " same kind and threads.");
+                    + " same kind and threads; the same per CPU-second of the whole JVM process"
+                    + " (see Harness), which leaves out the time the threads waited for a core.");
             System.out.println();
-            System.out.println("| what | threads | M keys/s | ratio | B/key | GCs |");
-            System.out.println("|---|---|---|---|---|---|");
+            System.out.println("| what | threads | M keys/s | ratio | M keys/CPU-s | ratio (CPU)"
+                    + " | B/key | GCs |");
+            System.out.println("|---|---|---|---|---|---|---|---|");
             for (int threads = 1; threads <= maxThreads; threads++) {
-                double base = cells.get("Caffeine get|" + threads).median();
-                double baseBatch = cells.get("Caffeine 16 x getIfPresent|" + threads).median();
+                Harness.Cell base = cells.get("Caffeine get|" + threads);
+                Harness.Cell baseBatch = cells.get("Caffeine 16 x getIfPresent|" + threads);
                 for (String what : new String[] {"larder copy get", "larder view get",
                     "Caffeine get", "larder getAllInto(16)", "Caffeine 16 x getIfPresent"}) {
                     Harness.Cell c = cells.get(what + "|" + threads);
-                    double ref = what.contains("16") ? baseBatch : base;
-                    System.out.printf("| %s | %d | %s | %.2fx | %.2f | %d |%n", what, threads,
-                            c.mops(), c.median() / ref, c.maxBytesPerOp(), c.gcs());
+                    Harness.Cell ref = what.contains("16") ? baseBatch : base;
+                    System.out.printf("| %s | %d | %s | %.2fx | %s | %.2fx | %.2f | %d |%n", what,
+                            threads, c.mops(), c.median() / ref.median(), c.mops(true),
+                            c.median(true) / ref.median(true), c.maxBytesPerOp(), c.gcs());
                 }
             }
             System.out.println();

@@ -76,31 +76,14 @@ final class Matrix {
                 + " B/op = heap bytes allocated per operation (worst round); GCs = collections"
                 + " during that engine's measured rounds.");
         System.out.println();
-        StringBuilder head = new StringBuilder("| scenario, threads |");
-        StringBuilder sep = new StringBuilder("|---|");
-        for (Engines.Engine e : engines) {
-            head.append(' ').append(e.name).append(" |");
-            sep.append("---|");
-        }
-        head.append(" copy / Caffeine | view / Caffeine |");
-        sep.append("---|---|");
-        System.out.println(head);
-        System.out.println(sep);
-        for (int s = 0; s < SCENARIOS.length; s++) {
-            for (int threads = 1; threads <= maxThreads; threads++) {
-                StringBuilder row = new StringBuilder("| " + SCENARIOS[s] + ", " + threads + " |");
-                for (Engines.Engine e : engines) {
-                    row.append(' ').append(cells.get(e.name + "|" + s + "|" + threads).mops())
-                            .append(" |");
-                }
-                double caffeine = cells.get("Caffeine|" + s + "|" + threads).median();
-                for (String mine : new String[] {"larder copy", "larder view"}) {
-                    row.append(String.format(" %.2fx |",
-                            cells.get(mine + "|" + s + "|" + threads).median() / caffeine));
-                }
-                System.out.println(row);
-            }
-        }
+        rates(cells, engines, maxThreads, false);
+        System.out.println();
+        System.out.println("The same rounds per CPU-second: M ops per second of the whole JVM"
+                + " process's CPU time (every thread: workers, larder's maintainer, Caffeine's"
+                + " maintenance, GC, JIT), median (min-max); without the time the threads"
+                + " waited for a core, which the wall-clock rates above include.");
+        System.out.println();
+        rates(cells, engines, maxThreads, true);
         System.out.println();
         System.out.println("| engine | B/op read | B/op write | B/op 9:1 | GCs in measured rounds |");
         System.out.println("|---|---|---|---|---|");
@@ -118,6 +101,36 @@ final class Matrix {
             }
             row.append(' ').append(gcs).append(" |");
             System.out.println(row);
+        }
+    }
+
+    /** One table of the cells' rates, per second or per CPU-second, with ratios to Caffeine. */
+    private static void rates(Map<String, Harness.Cell> cells, List<Engines.Engine> engines,
+            int maxThreads, boolean cpu) {
+        StringBuilder head = new StringBuilder("| scenario, threads |");
+        StringBuilder sep = new StringBuilder("|---|");
+        for (Engines.Engine e : engines) {
+            head.append(' ').append(e.name).append(" |");
+            sep.append("---|");
+        }
+        head.append(" copy / Caffeine | view / Caffeine |");
+        sep.append("---|---|");
+        System.out.println(head);
+        System.out.println(sep);
+        for (int s = 0; s < SCENARIOS.length; s++) {
+            for (int threads = 1; threads <= maxThreads; threads++) {
+                StringBuilder row = new StringBuilder("| " + SCENARIOS[s] + ", " + threads + " |");
+                for (Engines.Engine e : engines) {
+                    row.append(' ').append(cells.get(e.name + "|" + s + "|" + threads).mops(cpu))
+                            .append(" |");
+                }
+                double caffeine = cells.get("Caffeine|" + s + "|" + threads).median(cpu);
+                for (String mine : new String[] {"larder copy", "larder view"}) {
+                    row.append(String.format(" %.2fx |",
+                            cells.get(mine + "|" + s + "|" + threads).median(cpu) / caffeine));
+                }
+                System.out.println(row);
+            }
         }
     }
 }
