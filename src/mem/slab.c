@@ -356,11 +356,8 @@ static void *take_owner(struct larder__page *pg, uint32_t *id)
 	for (uint32_t w = pg->owner_hint; w < pg->nwords; w++) {
 		uint64_t bits = bm[w];
 		if (bits) {
-			bm[w] = bits & (bits - 1);
 			pg->owner_hint = w;
-			size_t i = (size_t)w * 64 + (size_t)__builtin_ctzll(bits);
-			*id = pg->id.first_id + (uint32_t)i; /* mem/pagedir.h */
-			return (unsigned char *)pg + pg->slots_offset + i * pg->slot_bytes;
+			return larder__slab_take_slot(pg, w, bits, id);
 		}
 	}
 	pg->owner_hint = pg->nwords;
@@ -542,13 +539,6 @@ struct kept_link {
 	void *next;
 };
 
-/* The page of a slot of class c. */
-static inline struct larder__page *page_of_class(void *p, unsigned c)
-{
-	return (struct larder__page *)((uintptr_t)p &
-				       ~(uintptr_t)(larder__sizeclass_page(c) - 1));
-}
-
 static void kept_count_add(struct larder__slab *s, unsigned c, int delta)
 {
 	/* Relaxed: written under the lock; read without it only as a hint. */
@@ -584,7 +574,7 @@ static void *keep_pop_any_locked(struct larder__slab *s, struct larder__page **p
 	for (unsigned c = 0; c < LARDER__SIZECLASS_COUNT; c++) {
 		if (s->kept[c]) {
 			void *p = keep_pop_locked(s, c);
-			*pg = page_of_class(p, c);
+			*pg = larder__slab_page_of_class(p, c);
 			return p;
 		}
 	}
@@ -603,7 +593,7 @@ static void *keep_take(struct larder__slab *s, unsigned c, uint32_t *id)
 		p = keep_pop_locked(s, c);
 	pthread_mutex_unlock(&s->lock);
 	if (p) {
-		struct larder__page *pg = page_of_class(p, c);
+		struct larder__page *pg = larder__slab_page_of_class(p, c);
 		*id = pg->id.first_id + (uint32_t)slot_index(pg, p); /* mem/pagedir.h */
 	}
 	return p;

@@ -56,6 +56,17 @@ static inline uint64_t *larder__slab_owner_free(struct larder__page *pg)
 	return (uint64_t *)(void *)(pg + 1);
 }
 
+/* Owner of pg: takes the lowest free bit of word w of its bitmap (bits, as
+ * read, not 0): the slot, with its id in *id (mem/pagedir.h). */
+static inline void *larder__slab_take_slot(struct larder__page *pg, uint32_t w, uint64_t bits,
+					   uint32_t *id)
+{
+	larder__slab_owner_free(pg)[w] = bits & (bits - 1);
+	size_t i = (size_t)w * 64 + (size_t)__builtin_ctzll(bits);
+	*id = pg->id.first_id + (uint32_t)i;
+	return (unsigned char *)pg + pg->slots_offset + i * pg->slot_bytes;
+}
+
 /* The largest entry whose slot is below 64 KiB (slab.c's RELEASE_SLOT_BYTES):
  * the 56 KiB class's slot (mem/sizeclass.h; tests/unit/test_memory.c checks
  * it). Entries above it go through slab.c's big_alloc(), which takes a kept
@@ -166,14 +177,9 @@ static inline void *larder__slab_alloc_id(struct larder__slab *s, struct larder_
 	if (__builtin_expect(bytes <= LARDER__SLAB_BIG_FROM, 1)) {
 		struct larder__page *pg = c->page[larder__sizeclass_of(bytes)];
 		if (__builtin_expect(pg != NULL && pg->owner_hint < pg->nwords, 1)) {
-			uint64_t *bm = larder__slab_owner_free(pg) + pg->owner_hint;
-			uint64_t bits = *bm;
-			if (__builtin_expect(bits != 0, 1)) {
-				*bm = bits & (bits - 1);
-				size_t i = (size_t)pg->owner_hint * 64 + (size_t)__builtin_ctzll(bits);
-				*id = pg->id.first_id + (uint32_t)i; /* mem/pagedir.h */
-				return (unsigned char *)pg + pg->slots_offset + i * pg->slot_bytes;
-			}
+			uint64_t bits = larder__slab_owner_free(pg)[pg->owner_hint];
+			if (__builtin_expect(bits != 0, 1))
+				return larder__slab_take_slot(pg, pg->owner_hint, bits, id);
 		}
 	}
 	return larder__slab_alloc_id_slow(s, c, bytes, id);
@@ -206,12 +212,18 @@ struct larder__slab_batch {
 void larder__slab_free_batched(struct larder__slab *s, struct larder__slab_batch *b, void *p,
 			       size_t bytes);
 void larder__slab_batch_flush(struct larder__slab *s, struct larder__slab_batch *b);
+/* The page of slot p of class c: pages are aligned to their size, so a mask. */
+static inline struct larder__page *larder__slab_page_of_class(void *p, unsigned c)
+{
+	return (struct larder__page *)((uintptr_t)p &
+				       ~(uintptr_t)(larder__sizeclass_page(c) - 1));
+}
+
 /* The page of slot p, of an entry of `bytes` in a slab page (up to
- * LARDER__SLAB_MAX_SLOT): pages are aligned to their size, so a mask. */
+ * LARDER__SLAB_MAX_SLOT). */
 static inline struct larder__page *larder__slab_page_of(void *p, size_t bytes)
 {
-	size_t page = larder__sizeclass_page(larder__sizeclass_of(bytes));
-	return (struct larder__page *)((uintptr_t)p & ~(uintptr_t)(page - 1));
+	return larder__slab_page_of_class(p, larder__sizeclass_of(bytes));
 }
 
 /* Maintainer: its count of live slots in class c moves by delta. */
@@ -229,7 +241,7 @@ static inline void larder__slab_note_live(struct larder__slab *s, void *p, size_
 {
 	if (bytes <= LARDER__SLAB_MAX_SLOT) {
 		struct larder__page *pg = larder__slab_page_of(p, bytes);
-		uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED);
+		uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED); /* ours */
 		atomic_store_explicit(&pg->live, live + 1, LARDER__RELAXED); /* single writer */
 		larder__slab_class_live_add(s, pg->size_class, 1);
 	}

@@ -1,6 +1,7 @@
 """tests/protocol/loopback.py - helpers the protocol test drivers share: a free
-loopback port, waiting (with a deadline) until a server listens on one, and
-running a driver's main so that a failure is one line in ctest's log."""
+loopback port, waiting (with a deadline) until a server listens on one,
+reading a reply to its end, and running a driver's main so that a failure
+is one line in ctest's log."""
 import socket
 import sys
 import time
@@ -39,6 +40,18 @@ def wait_port(port, timeout=60.0):
         except OSError:
             time.sleep(0.05)  # a poll interval
     raise RuntimeError("server on port %d did not start" % port)
+
+
+def recv_until(s, end, what):
+    """Reads from socket s until what it read ends with end; raises, naming
+    what it waited for, when the peer closes first."""
+    out = b""
+    while not out.endswith(end):
+        chunk = s.recv(65536)
+        if not chunk:
+            raise RuntimeError("connection closed before %s" % what)
+        out += chunk
+    return out
 
 
 def run_driver(main):

@@ -25,7 +25,7 @@ import sys
 import time
 import urllib.parse
 
-from loopback import free_ports, wait_port
+from loopback import free_ports, recv_until, wait_port
 
 LINE = re.compile(rb"^key=(\S+) exp=(-?\d+) la=(\d+) cas=(\d+) fetch=(yes|no) cls=(\d+) size=(\d+)$")
 
@@ -56,12 +56,7 @@ def store(port, items):
         for key, (flags, exptime, value) in pending[at:at + 500]:
             buf += b"set %s %d %d %d noreply\r\n%s\r\n" % (key, flags, exptime, len(value), value)
         s.sendall(buf + b"mn\r\n")
-        got = b""
-        while not got.endswith(b"MN\r\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                raise RuntimeError("connection closed while storing")
-            got += chunk
+        recv_until(s, b"MN\r\n", "the stores were answered")
     s.close()
 
 

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 
-from loopback import free_port, run_driver, wait_port
+from loopback import free_port, recv_until, run_driver, wait_port
 
 SLICE_NS = 100 * 1000
 NICE = min(os.nice(0) + 5, 19)
@@ -77,12 +77,7 @@ def main():
         # The one worker answers: it has asked for its slice by now.
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.sendall(b"version\r\n")
-            r = b""
-            while not r.endswith(b"\r\n"):
-                chunk = s.recv(100)
-                if not chunk:
-                    raise RuntimeError("connection closed before the version reply")
-                r += chunk
+            recv_until(s, b"\r\n", "the version reply")
         sliced = []
         for tid in sorted(int(t) for t in os.listdir("/proc/%d/task" % srv.pid)):
             _, policy, _, nice, _, runtime, _, _ = getattr_(nrs[1], tid)
