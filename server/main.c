@@ -43,6 +43,7 @@ struct options {
 	int verbose;
 	size_t item_max;
 	const char *snapshot;
+	enum larderd_protocol protocol;
 	size_t compress_min;          /* 0: off */
 	unsigned compress_saving_pct;
 	enum larder_dictionary dict_mode;
@@ -65,6 +66,8 @@ static void usage(FILE *f)
 		"-t, --threads=<num>       number of worker threads to use (default: 4)\n"
 		"-c, --conn-limit=<num>    max simultaneous connections (default: 1024)\n"
 		"-I, --max-item-size=<num> max value size, with k/m suffix (default: 1m)\n"
+		"-B, --protocol=<name>     protocol - one of ascii, binary, or auto (default:\n"
+		"                          auto-negotiate, from each connection's first byte)\n"
 		"-e, --snapshot-file=<file> load the cache from <file> at start-up, save it there\n"
 		"                          on SIGTERM or SIGUSR1 (graceful shutdown)\n"
 		"    --compress-min=<num>  store items of at least <num> bytes (k/m suffix)\n"
@@ -144,6 +147,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"conn-limit", required_argument, NULL, 'c'},
 		{"max-item-size", required_argument, NULL, 'I'},
 		{"snapshot-file", required_argument, NULL, 'e'},
+		{"protocol", required_argument, NULL, 'B'},
 		{"compress-min", required_argument, NULL, OPT_COMPRESS_MIN},
 		{"compress-saving", required_argument, NULL, OPT_COMPRESS_SAVING},
 		{"compress-dict", required_argument, NULL, OPT_COMPRESS_DICT},
@@ -154,7 +158,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "p:l:s:m:t:c:I:e:vVhU:u:", longs, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:l:s:m:t:c:I:e:B:vVhU:u:", longs, NULL)) != -1) {
 		switch (ch) {
 		case 'p': o->port = optarg; break;
 		case 'l': o->inter = optarg; break;
@@ -169,6 +173,18 @@ static int parse_args(int argc, char **argv, struct options *o)
 			}
 			break;
 		case 'e': o->snapshot = optarg; break;
+		case 'B':
+			if (strcmp(optarg, "auto") == 0)
+				o->protocol = LARDERD_PROTO_AUTO;
+			else if (strcmp(optarg, "ascii") == 0)
+				o->protocol = LARDERD_PROTO_ASCII;
+			else if (strcmp(optarg, "binary") == 0)
+				o->protocol = LARDERD_PROTO_BINARY;
+			else {
+				fprintf(stderr, "larderd: -B must be ascii, binary or auto\n");
+				return 1;
+			}
+			break;
 		case OPT_COMPRESS_MIN:
 			if (!parse_count(optarg, LARDER_VALUE_LIMIT, &o->compress_min)) {
 				fprintf(stderr, "larderd: bad --compress-min value '%s'\n", optarg);
@@ -404,8 +420,9 @@ static int wait_for_signal(struct larderd_shared *sh)
 
 int main(int argc, char **argv)
 {
-	struct options o = {"11211", NULL, NULL, 64, 4, 1024, 0, 1024 * 1024, NULL, 0,
-			    DEFAULT_COMPRESS_SAVING_PCT, LARDER_DICTIONARY_TRAIN, NULL, false};
+	struct options o = {"11211", NULL, NULL, 64, 4, 1024, 0, 1024 * 1024, NULL,
+			    LARDERD_PROTO_AUTO, 0, DEFAULT_COMPRESS_SAVING_PCT,
+			    LARDER_DICTIONARY_TRAIN, NULL, false};
 	static struct larderd_shared sh;
 	struct larderd_net *net;
 	sigset_t set;
@@ -452,6 +469,7 @@ int main(int argc, char **argv)
 	sh.port = o.socket_path ? 0 : atoi(o.port);
 	sh.inter = o.inter;
 	sh.socket_path = o.socket_path;
+	sh.protocol = o.protocol;
 	sh.started = time(NULL);
 	atomic_store_explicit(&sh.verbosity, o.verbose, memory_order_relaxed);
 	pthread_mutex_init(&sh.reset_lock, NULL);

@@ -125,7 +125,7 @@ void larderd_hdr_get(const unsigned char *p, uint64_t *cas, uint32_t *flags, uin
 	*bits = p[12];
 }
 
-bool larderd_exptime_to_ttl(int32_t exptime, uint64_t *ttl_ms)
+bool larderd_exptime_to_ttl(int64_t exptime, uint64_t *ttl_ms)
 {
 	int64_t ms;
 
@@ -235,7 +235,7 @@ void larderd_mark_fetched(struct larderd_exec *x, const void *key, size_t klen)
 	}
 }
 
-int larderd_touch_key(struct larderd_exec *x, const void *key, size_t klen, int32_t exptime,
+int larderd_touch_key(struct larderd_exec *x, const void *key, size_t klen, int64_t exptime,
 		      bool fetch)
 {
 	larder *c = x->sh->cache;
@@ -536,10 +536,36 @@ static void exec_arith(struct larderd_exec *x, struct larderd_req *req, struct l
 
 /* ---- delete, touch, flush, misc -------------------------------------------- */
 
+int larderd_delete_key(struct larderd_exec *x, const void *key, size_t klen, uint64_t cas)
+{
+	int rc = LARDER_MISMATCH;
+
+	for (int tries = 0; cas != 0 && rc == LARDER_MISMATCH && tries < RMW_TRIES; tries++) {
+		size_t len;
+		uint64_t item_cas;
+		uint32_t flags;
+		uint8_t bits;
+
+		rc = larderd_read_item(x, key, klen, &len);
+		if (rc != LARDER_OK)
+			break;
+		larderd_hdr_get(x->a, &item_cas, &flags, &bits);
+		if (item_cas != cas)
+			return LARDER_EXISTS;
+		rc = larder_remove_if_equals(x->sh->cache, key, klen, x->a, len);
+	}
+	if (cas == 0)
+		rc = larder_remove(x->sh->cache, key, klen);
+	if (rc == LARDER_OK)
+		larderd_stat_add(x, WS_DELETE_HITS, 1);
+	else if (rc == LARDER_MISS)
+		larderd_stat_add(x, WS_DELETE_MISSES, 1);
+	return rc == LARDER_OK ? LARDER_OK : LARDER_MISS;
+}
+
 static void exec_delete(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
-	int rc = larder_remove(x->sh->cache, req->key.p, req->key.n);
-	larderd_stat_add(x, rc == LARDER_OK ? WS_DELETE_HITS : WS_DELETE_MISSES, 1);
+	int rc = larderd_delete_key(x, req->key.p, req->key.n, 0);
 	out_reply(req, out, rc == LARDER_OK ? "DELETED" : "NOT_FOUND");
 }
 
@@ -552,36 +578,40 @@ static void exec_touch(struct larderd_exec *x, struct larderd_req *req, struct l
 }
 
 /*
- * flush_all [delay]: memcached keeps one flush time, which each flush_all
+ * flush_all [delay] and the binary FLUSH: memcached keeps one flush time, which each flush
  * replaces. A delay of 0 or less flushes now; 1..30 days is relative; more
  * is a Unix time: in the past it flushes now, unless it is before the server
  * started, which memcached reads as "no flush time" (nothing is flushed and a
  * pending delayed flush is cancelled).
  */
-static void exec_flush(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
+int larderd_flush(struct larderd_exec *x, int64_t delay)
 {
 	struct larderd_shared *sh = x->sh;
 	uint64_t at = 0, now = now_ms();
-	bool now_flush = req->num <= 0;
+	bool now_flush = delay <= 0;
 
 	larderd_stat_add(x, WS_CMD_FLUSH, 1);
-	if (req->num > REALTIME_MAXDELTA) {
-		if ((int64_t)req->num <= (int64_t)sh->started - MC_STARTED_SLACK)
+	if (delay > REALTIME_MAXDELTA) {
+		if (delay <= (int64_t)sh->started - MC_STARTED_SLACK)
 			now_flush = false;
-		else if ((uint64_t)req->num * 1000 <= now)
+		else if ((uint64_t)delay * 1000 <= now)
 			now_flush = true;
 		else
-			at = (uint64_t)req->num * 1000;
-	} else if (req->num > 0) {
-		at = now + (uint64_t)req->num * 1000;
+			at = (uint64_t)delay * 1000;
+	} else if (delay > 0) {
+		at = now + (uint64_t)delay * 1000;
 	}
 	/* Relaxed: the main thread polls it once a second; no data hangs off it. */
 	atomic_store_explicit(&sh->flush_at_ms, at, memory_order_relaxed);
-	if (now_flush && larder_clear(sh->cache) != LARDER_OK) {
+	return now_flush ? larder_clear(sh->cache) : LARDER_OK;
+}
+
+static void exec_flush(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
+{
+	if (larderd_flush(x, req->num) != LARDER_OK)
 		out_reply(req, out, "SERVER_ERROR out of memory");
-		return;
-	}
-	out_reply(req, out, "OK");
+	else
+		out_reply(req, out, "OK");
 }
 
 static void exec_verbosity(struct larderd_exec *x, struct larderd_req *req,

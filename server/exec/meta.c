@@ -307,7 +307,7 @@ static void exec_ms(struct larderd_exec *x, struct larderd_req *req, struct lard
 	enum larderd_store_res r;
 
 	if (req->too_large) {
-		larderd_store_too_large(x, req, true);
+		larderd_store_too_large(x, req->key.p, req->key.n, true);
 		larderd_obuf_line(out, "SERVER_ERROR object too large for cache");
 		return;
 	}

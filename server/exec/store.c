@@ -201,11 +201,11 @@ enum larderd_store_res larderd_store_item(struct larderd_exec *x, const struct l
 	return r;
 }
 
-void larderd_store_too_large(struct larderd_exec *x, const struct larderd_req *req, bool drop_old)
+void larderd_store_too_large(struct larderd_exec *x, const void *key, size_t klen, bool drop_old)
 {
 	larderd_stat_add(x, WS_STORE_TOO_LARGE, 1);
 	if (drop_old)
-		larderd_ignore(larder_remove(x->sh->cache, req->key.p, req->key.n));
+		larderd_ignore(larder_remove(x->sh->cache, key, klen));
 }
 
 void larderd_exec_store(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
@@ -221,7 +221,7 @@ void larderd_exec_store(struct larderd_exec *x, struct larderd_req *req, struct 
 	enum larderd_store_res r;
 
 	if (req->too_large) {
-		larderd_store_too_large(x, req, req->cmd == LARDERD_CMD_SET);
+		larderd_store_too_large(x, req->key.p, req->key.n, req->cmd == LARDERD_CMD_SET);
 		if (!req->noreply)
 			larderd_obuf_line(out, "SERVER_ERROR object too large for cache");
 		return;

@@ -42,6 +42,7 @@
  */
 #include "server.h"
 #include "../exec/exec_internal.h"
+#include "../proto/binparse.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,6 +81,8 @@ struct conn {
 	bool closing;   /* close once out is written */
 	bool stalled;   /* complete requests wait in `in` because out hit high water */
 	bool paused;    /* not read until the client drains out (counted in paused_conns) */
+	bool binary;    /* speaks the binary protocol (decided by its first byte, or -B) */
+	bool decided;   /* binary is set */
 	size_t need;    /* parser: bytes needed before parsing again */
 	size_t no_nl;   /* leading bytes of the pending input known to hold no '\n' */
 	size_t swallow; /* bytes of an oversize value still to discard */
@@ -212,6 +215,30 @@ static void rebase_req(struct larderd_req *r, const char *from, char *to)
 
 enum { PROC_OK, PROC_CLOSE };
 
+/* One binary request from buf[0, avail): a parse_result; runs it when DONE. */
+static int process_binary(struct worker *w, struct conn *c, const char *buf, size_t avail,
+			  size_t *off, struct larderd_obuf *out)
+{
+	struct larderd_binreq br;
+	int pr = larderd_binparse((const unsigned char *)buf, avail, &w->net->lim, &br), r;
+
+	if (pr == LARDERD_PARSE_MORE) {
+		c->need = br.need;
+		return pr;
+	}
+	c->need = 0;
+	if (pr == LARDERD_PARSE_CLOSE)
+		return pr;
+	r = larderd_binexec(&w->x, &br, out);
+	larderd_stat_add(&w->x, WS_BYTES_READ, br.consumed);
+	*off += br.consumed;
+	c->swallow = br.swallow;
+	if (r == LARDERD_EXEC_CLOSE)
+		c->closing = true;
+	return r == LARDERD_EXEC_DONE || r == LARDERD_EXEC_CLOSE ? LARDERD_PARSE_DONE
+								 : LARDERD_PARSE_CLOSE;
+}
+
 /*
  * Parses and runs requests from buf[*off, len) into out. Stops at an
  * incomplete request, at high water, when a multiget suspends, or when an
@@ -254,6 +281,21 @@ static int process(struct worker *w, struct conn *c, const char *buf, size_t len
 			break;
 		if (avail < c->need)
 			break;
+		if (!c->decided) {
+			enum larderd_protocol p = w->net->sh->protocol;
+			c->binary = p == LARDERD_PROTO_BINARY ||
+				    (p == LARDERD_PROTO_AUTO &&
+				     (unsigned char)buf[*off] == LARDERD_BIN_REQ_MAGIC);
+			c->decided = true;
+		}
+		if (c->binary) {
+			pr = process_binary(w, c, buf + *off, avail, off, out);
+			if (pr == LARDERD_PARSE_CLOSE)
+				return PROC_CLOSE;
+			if (pr == LARDERD_PARSE_MORE || c->closing)
+				break;
+			continue;
+		}
 		/* SERVER-L3: a line still without its newline is searched from where the
 		 * last search stopped, not from its start. */
 		if (c->no_nl > 0 && memchr(buf + *off + c->no_nl, '\n', avail - c->no_nl) == NULL) {
