@@ -472,7 +472,8 @@ int larderd_arith(struct larderd_exec *x, const struct larderd_tok *key, bool in
 			return rc == LARDER_MISS ? LARDERD_ARITH_MISS : LARDERD_ARITH_FAIL;
 		larderd_hdr_get(x->a, &cas, &flags, &bits);
 		on = old_len - LARDERD_HDR;
-		if (on == 0)
+		/* memcached refuses an empty or chunked item before the CAS check */
+		if (on == 0 || larderd_item_chunked(key->n, flags, on))
 			return LARDERD_ARITH_NONNUMERIC;
 		if (want_cas != 0 && cas != want_cas)
 			return LARDERD_ARITH_CAS_MISMATCH;

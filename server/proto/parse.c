@@ -151,6 +151,12 @@ bool larderd_item_fits(const struct larderd_limits *lim, size_t nkey, uint32_t f
 	return total <= lim->item_max;
 }
 
+bool larderd_item_chunked(size_t nkey, uint32_t flags, uint64_t vlen)
+{
+	uint64_t total = 48 + 8 + (uint64_t)nkey + 1 + (flags != 0 ? 4 : 0) + vlen + 2;
+	return total > LARDERD_SLAB_CHUNK_MAX;
+}
+
 bool larderd_next_token(const char **cursor, const char *end, struct larderd_tok *tok)
 {
 	const char *p = *cursor;

@@ -180,4 +180,12 @@ int larderd_meta_index(char c);
 bool larderd_item_fits(const struct larderd_limits *lim, size_t nkey, uint32_t flags,
 		       uint64_t vlen);
 
+/*
+ * Whether memcached 1.6.18 stores such an item in chunks (over its default
+ * slab_chunk_max, half of a 1 MiB slab page): incr and decr refuse a chunked
+ * item as non-numeric, before they check a CAS unique.
+ */
+#define LARDERD_SLAB_CHUNK_MAX (512u * 1024u)
+bool larderd_item_chunked(size_t nkey, uint32_t flags, uint64_t vlen);
+
 #endif

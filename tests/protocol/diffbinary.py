@@ -151,6 +151,7 @@ class Grammar:
     def __init__(self, seed):
         self.r = random.Random(seed)
         self.synced = False
+        self.fresh = 0  # keys that arith() made up
         self.prods = [
             (10, "bin-get", self.get),
             (10, "bin-store", self.store),
@@ -219,10 +220,19 @@ class Grammar:
         return frame(self.q("DELETE"), self.key(), cas=self.cas(), opaque=self.opaque()), CLEAN
 
     def arith(self):
+        """INCR/DECR on a value set just before, or on a key nobody has read:
+        memcached rewrites a number in place only when no pending reply (a
+        GET's, in the same pipeline) holds the item ("incr-in-place-race")."""
         op = self.q(self.pick(("INCR", "DECR")))
-        k = self.pick((b"num", b"ctr", b"a", self.key()))
         ext = arith_ext(self.pick(DELTAS), self.pick(INITIALS), self.pick(ARITH_EXPTIMES))
-        return frame(op, k, ext, cas=self.cas(), opaque=self.opaque()), CLEAN
+        if self.r.random() < 0.5:
+            self.fresh += 1
+            k = b"bfresh%d" % self.fresh
+            return frame(op, k, ext, opaque=self.opaque()) * self.pick((1, 2)), CLEAN
+        k = self.pick((b"num", b"ctr", b"a", self.key()))
+        v = self.pick((b"0", b"1", b"42", b"9999999999", b" 5", b"12abc", b"", b"7 "))
+        return frame("SET", k, set_ext(self.pick(FLAGS), 0), v) + \
+            frame(op, k, ext, cas=self.cas(), opaque=self.opaque()), CLEAN
 
     def touch(self):
         op = self.pick(("TOUCH", "GAT", "GATQ", "GATK", "GATKQ"))
