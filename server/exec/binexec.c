@@ -48,15 +48,15 @@ static void frame(struct larderd_obuf *out, const struct larderd_binreq *req, ui
 	out->len += LARDERD_BIN_HDR + body;
 }
 
-static void error(struct larderd_obuf *out, const struct larderd_binreq *req, uint16_t status)
+static void send_error(struct larderd_obuf *out, const struct larderd_binreq *req, uint16_t status)
 {
 	const char *text = larderd_bin_status_text(status);
 	frame(out, req, status, NULL, 0, NULL, 0, text, strlen(text), 0);
 }
 
 /* A success: not sent for a quiet opcode. */
-static void ok(struct larderd_obuf *out, const struct larderd_binreq *req, const void *val,
-	       size_t vlen, uint64_t cas)
+static void send_ok(struct larderd_obuf *out, const struct larderd_binreq *req, const void *val,
+		    size_t vlen, uint64_t cas)
 {
 	if (!req->quiet)
 		frame(out, req, LARDERD_BIN_OK, NULL, 0, NULL, 0, val, vlen, cas);
@@ -100,17 +100,17 @@ static void bin_get(struct larderd_exec *x, const struct larderd_binreq *req,
 		if (req->quiet)
 			return;
 		if (with_key)
-			frame(out, req, LARDERD_BIN_KEY_ENOENT, NULL, 0, req->key, req->keylen, NULL, 0,
-			      0);
+			frame(out, req, LARDERD_BIN_KEY_ENOENT, NULL, 0, req->key, req->keylen,
+			      NULL, 0, 0);
 		else
-			error(out, req, LARDERD_BIN_KEY_ENOENT);
+			send_error(out, req, LARDERD_BIN_KEY_ENOENT);
 		return;
 	}
 	larderd_stat_add(x, touch ? WS_TOUCH_HITS : WS_GET_HITS, 1);
 	larderd_hdr_get(x->a, &cas, &flags, &bits);
 	be_put(ext, flags, 4);
-	frame(out, req, LARDERD_BIN_OK, ext, 4, req->key, with_key ? req->keylen : 0, x->a + LARDERD_HDR,
-	      with_value ? len - LARDERD_HDR : 0, cas);
+	frame(out, req, LARDERD_BIN_OK, ext, 4, req->key, with_key ? req->keylen : 0,
+	      x->a + LARDERD_HDR, with_value ? len - LARDERD_HDR : 0, cas);
 	/* a get marks the item fetched, as memcached's bump does (touch did) */
 	if (!touch && !(bits & LARDERD_BIT_FETCHED))
 		larderd_mark_fetched(x, req->key, req->keylen);
@@ -121,23 +121,38 @@ static void bin_store(struct larderd_exec *x, const struct larderd_binreq *req,
 		      struct larderd_obuf *out)
 {
 	struct larderd_store s = {
-		.key = req->key, .klen = req->keylen, .flags = req->flags, .exptime = req->exptime,
-		.cas = req->cas, .data = req->value, .len = req->vlen,
+		.key = req->key,
+		.klen = req->keylen,
+		.flags = req->flags,
+		.exptime = req->exptime,
+		.cas = req->cas,
+		.data = req->value,
+		.len = req->vlen,
 	};
 	const char *err = NULL;
 	uint64_t cas;
 	enum larderd_store_res r;
 
 	switch (req->cmd) {
-	case LARDERD_BIN_SET: s.comm = LARDERD_CMD_SET; break;
-	case LARDERD_BIN_ADD: s.comm = LARDERD_CMD_ADD; break;
-	case LARDERD_BIN_REPLACE: s.comm = LARDERD_CMD_REPLACE; break;
-	case LARDERD_BIN_APPEND: s.comm = LARDERD_CMD_APPEND; break;
-	default: s.comm = LARDERD_CMD_PREPEND; break;
+	case LARDERD_BIN_SET:
+		s.comm = LARDERD_CMD_SET;
+		break;
+	case LARDERD_BIN_ADD:
+		s.comm = LARDERD_CMD_ADD;
+		break;
+	case LARDERD_BIN_REPLACE:
+		s.comm = LARDERD_CMD_REPLACE;
+		break;
+	case LARDERD_BIN_APPEND:
+		s.comm = LARDERD_CMD_APPEND;
+		break;
+	default:
+		s.comm = LARDERD_CMD_PREPEND;
+		break;
 	}
 	if (req->too_large) {
 		larderd_store_too_large(x, req->key, req->keylen, s.comm == LARDERD_CMD_SET);
-		error(out, req, LARDERD_BIN_E2BIG);
+		send_error(out, req, LARDERD_BIN_E2BIG);
 		return;
 	}
 	if (req->cas != 0 && s.comm != LARDERD_CMD_APPEND && s.comm != LARDERD_CMD_PREPEND)
@@ -145,21 +160,21 @@ static void bin_store(struct larderd_exec *x, const struct larderd_binreq *req,
 	r = larderd_store_item(x, &s, &cas, &err);
 	switch (r) {
 	case LARDERD_STORED:
-		ok(out, req, NULL, 0, cas);
+		send_ok(out, req, NULL, 0, cas);
 		return;
 	case LARDERD_EXISTS:
-		error(out, req, LARDERD_BIN_KEY_EEXISTS);
+		send_error(out, req, LARDERD_BIN_KEY_EEXISTS);
 		return;
 	case LARDERD_NOT_FOUND:
-		error(out, req, LARDERD_BIN_KEY_ENOENT);
+		send_error(out, req, LARDERD_BIN_KEY_ENOENT);
 		return;
 	default:
 		if (s.comm == LARDERD_CMD_ADD)
-			error(out, req, LARDERD_BIN_KEY_EEXISTS);
+			send_error(out, req, LARDERD_BIN_KEY_EEXISTS);
 		else if (s.comm == LARDERD_CMD_REPLACE)
-			error(out, req, LARDERD_BIN_KEY_ENOENT);
+			send_error(out, req, LARDERD_BIN_KEY_ENOENT);
 		else
-			error(out, req, LARDERD_BIN_NOT_STORED);
+			send_error(out, req, LARDERD_BIN_NOT_STORED);
 		return;
 	}
 }
@@ -181,35 +196,38 @@ static void bin_arith(struct larderd_exec *x, const struct larderd_binreq *req,
 	case LARDERD_ARITH_MISS:
 		if (req->exptime == 0xffffffffu) {
 			larderd_stat_add(x, incr ? WS_INCR_MISSES : WS_DECR_MISSES, 1);
-			error(out, req, LARDERD_BIN_KEY_ENOENT);
+			send_error(out, req, LARDERD_BIN_KEY_ENOENT);
 			return;
 		} else {
 			char text[24];
 			const char *err;
 			struct larderd_store s = {
-				.key = req->key, .klen = req->keylen, .comm = LARDERD_CMD_ADD,
-				.exptime = req->exptime, .data = text,
+				.key = req->key,
+				.klen = req->keylen,
+				.comm = LARDERD_CMD_ADD,
+				.exptime = req->exptime,
+				.data = text,
 				.len = larderd_fmt_u64(text, req->initial),
 			};
 			if (larderd_store_item(x, &s, &cas, &err) != LARDERD_STORED) {
-				error(out, req, LARDERD_BIN_NOT_STORED);
+				send_error(out, req, LARDERD_BIN_NOT_STORED);
 				return;
 			}
 			v = req->initial;
 		}
 		break;
 	case LARDERD_ARITH_NONNUMERIC:
-		error(out, req, LARDERD_BIN_DELTA_BADVAL);
+		send_error(out, req, LARDERD_BIN_DELTA_BADVAL);
 		return;
 	case LARDERD_ARITH_CAS_MISMATCH:
-		error(out, req, LARDERD_BIN_KEY_EEXISTS);
+		send_error(out, req, LARDERD_BIN_KEY_EEXISTS);
 		return;
 	default:
-		error(out, req, LARDERD_BIN_ENOMEM);
+		send_error(out, req, LARDERD_BIN_ENOMEM);
 		return;
 	}
 	be_put(num, v, 8);
-	ok(out, req, num, 8, cas);
+	send_ok(out, req, num, 8, cas);
 }
 
 /* STAT: the text command's lines, each as a frame (key = name, value =
@@ -238,7 +256,7 @@ static void bin_stat(struct larderd_exec *x, const struct larderd_binreq *req,
 		return;
 	}
 	if (text.len >= 5 && memcmp(text.buf, "ERROR", 5) == 0) {
-		error(out, req, LARDERD_BIN_KEY_ENOENT);
+		send_error(out, req, LARDERD_BIN_KEY_ENOENT);
 		larderd_obuf_free(&text);
 		return;
 	}
@@ -263,48 +281,61 @@ int larderd_binexec(struct larderd_exec *x, const struct larderd_binreq *req,
 		    struct larderd_obuf *out)
 {
 	if (req->error != 0) {
-		error(out, req, req->error);
+		send_error(out, req, req->error);
 		return req->close_after ? LARDERD_EXEC_CLOSE : LARDERD_EXEC_DONE;
 	}
 	switch (req->cmd) {
-	case LARDERD_BIN_GET: case LARDERD_BIN_GETK: case LARDERD_BIN_GAT: case LARDERD_BIN_GATK:
+	case LARDERD_BIN_GET:
+	case LARDERD_BIN_GETK:
+	case LARDERD_BIN_GAT:
+	case LARDERD_BIN_GATK:
 	case LARDERD_BIN_TOUCH:
 		bin_get(x, req, out);
 		break;
-	case LARDERD_BIN_SET: case LARDERD_BIN_ADD: case LARDERD_BIN_REPLACE:
-	case LARDERD_BIN_APPEND: case LARDERD_BIN_PREPEND:
+	case LARDERD_BIN_SET:
+	case LARDERD_BIN_ADD:
+	case LARDERD_BIN_REPLACE:
+	case LARDERD_BIN_APPEND:
+	case LARDERD_BIN_PREPEND:
 		bin_store(x, req, out);
 		break;
 	case LARDERD_BIN_DELETE:
 		switch (larderd_delete_key(x, req->key, req->keylen, req->cas)) {
-		case LARDER_OK: ok(out, req, NULL, 0, 0); break;
-		case LARDER_EXISTS: error(out, req, LARDERD_BIN_KEY_EEXISTS); break;
-		default: error(out, req, LARDERD_BIN_KEY_ENOENT); break;
+		case LARDER_OK:
+			send_ok(out, req, NULL, 0, 0);
+			break;
+		case LARDER_EXISTS:
+			send_error(out, req, LARDERD_BIN_KEY_EEXISTS);
+			break;
+		default:
+			send_error(out, req, LARDERD_BIN_KEY_ENOENT);
+			break;
 		}
 		break;
-	case LARDERD_BIN_INCREMENT: case LARDERD_BIN_DECREMENT:
+	case LARDERD_BIN_INCREMENT:
+	case LARDERD_BIN_DECREMENT:
 		bin_arith(x, req, out);
 		break;
 	case LARDERD_BIN_FLUSH:
 		if (larderd_flush(x, req->exptime) != LARDER_OK)
-			error(out, req, LARDERD_BIN_ENOMEM);
+			send_error(out, req, LARDERD_BIN_ENOMEM);
 		else
-			ok(out, req, NULL, 0, 0);
+			send_ok(out, req, NULL, 0, 0);
 		break;
 	case LARDERD_BIN_NOOP:
-		ok(out, req, NULL, 0, 0);
+		send_ok(out, req, NULL, 0, 0);
 		break;
 	case LARDERD_BIN_VERSION:
-		ok(out, req, LARDERD_VERSION_STR, strlen(LARDERD_VERSION_STR), 0);
+		send_ok(out, req, LARDERD_VERSION_STR, strlen(LARDERD_VERSION_STR), 0);
 		break;
 	case LARDERD_BIN_QUIT:
-		ok(out, req, NULL, 0, 0);
+		send_ok(out, req, NULL, 0, 0);
 		return LARDERD_EXEC_CLOSE;
 	case LARDERD_BIN_STAT:
 		bin_stat(x, req, out);
 		break;
 	default: /* binparse refuses every other opcode */
-		error(out, req, LARDERD_BIN_UNKNOWN_COMMAND);
+		send_error(out, req, LARDERD_BIN_UNKNOWN_COMMAND);
 		break;
 	}
 	return out->failed ? LARDERD_EXEC_NOMEM : LARDERD_EXEC_DONE;

@@ -5,7 +5,11 @@
  *   read -> parse/execute every complete request -> write what we can.
  * Replies are appended in request order to one output stream, so deep
  * pipelining (twemproxy funnels many clients into one connection) gets its
- * replies in order.
+ * replies in order. A connection speaks the text protocol (proto/parse.c)
+ * or the binary one (proto/binparse.c, exec/binexec.c) for its whole life:
+ * -B picks, or with -B auto its first byte does (0x80, the binary magic), as
+ * memcached decides; the buffering, swallowing and high-water rules below
+ * are the same for both.
  *
  * Memory (invariants; docs/server.md gives the numbers):
  *   SERVER-M1. An idle connection holds no buffer: requests are read into the

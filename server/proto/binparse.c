@@ -66,24 +66,35 @@ static enum check check_lengths(const struct larderd_binreq *r)
 	uint32_t b = r->bodylen;
 
 	switch (r->cmd) {
-	case LARDERD_BIN_VERSION: case LARDERD_BIN_NOOP: case LARDERD_BIN_QUIT:
+	case LARDERD_BIN_VERSION:
+	case LARDERD_BIN_NOOP:
+	case LARDERD_BIN_QUIT:
 	case LARDERD_BIN_SASL_LIST_MECHS:
 		return e == 0 && k == 0 && b == 0 ? CHECK_OK : CHECK_INVALID;
 	case LARDERD_BIN_FLUSH:
 		return k == 0 && b == e && (e == 0 || e == 4) ? CHECK_OK : CHECK_INVALID;
-	case LARDERD_BIN_SET: case LARDERD_BIN_ADD: case LARDERD_BIN_REPLACE:
+	case LARDERD_BIN_SET:
+	case LARDERD_BIN_ADD:
+	case LARDERD_BIN_REPLACE:
 		return e == 8 && k != 0 && b >= k + 8u ? CHECK_OK : CHECK_INVALID;
-	case LARDERD_BIN_GET: case LARDERD_BIN_GETK: case LARDERD_BIN_DELETE:
+	case LARDERD_BIN_GET:
+	case LARDERD_BIN_GETK:
+	case LARDERD_BIN_DELETE:
 		return e == 0 && k > 0 && b == k ? CHECK_OK : CHECK_INVALID;
-	case LARDERD_BIN_INCREMENT: case LARDERD_BIN_DECREMENT:
+	case LARDERD_BIN_INCREMENT:
+	case LARDERD_BIN_DECREMENT:
 		return e == 20 && k > 0 && b == k + e ? CHECK_OK : CHECK_INVALID;
-	case LARDERD_BIN_APPEND: case LARDERD_BIN_PREPEND:
+	case LARDERD_BIN_APPEND:
+	case LARDERD_BIN_PREPEND:
 		return e == 0 && k > 0 ? CHECK_OK : CHECK_INVALID;
 	case LARDERD_BIN_STAT:
 		return e == 0 ? CHECK_OK : CHECK_INVALID;
-	case LARDERD_BIN_SASL_AUTH: case LARDERD_BIN_SASL_STEP:
+	case LARDERD_BIN_SASL_AUTH:
+	case LARDERD_BIN_SASL_STEP:
 		return e == 0 && k != 0 ? CHECK_OK : CHECK_INVALID;
-	case LARDERD_BIN_TOUCH: case LARDERD_BIN_GAT: case LARDERD_BIN_GATK:
+	case LARDERD_BIN_TOUCH:
+	case LARDERD_BIN_GAT:
+	case LARDERD_BIN_GATK:
 		return e == 4 && k != 0 ? CHECK_OK : CHECK_INVALID;
 	default:
 		return CHECK_UNKNOWN;
@@ -140,21 +151,30 @@ int larderd_binparse(const unsigned char *buf, size_t len, const struct larderd_
 		break;
 	}
 	switch (r->cmd) {
-	case LARDERD_BIN_SASL_LIST_MECHS: case LARDERD_BIN_SASL_AUTH: case LARDERD_BIN_SASL_STEP:
+	case LARDERD_BIN_SASL_LIST_MECHS:
+	case LARDERD_BIN_SASL_AUTH:
+	case LARDERD_BIN_SASL_STEP:
 		return refuse(r, LARDERD_BIN_UNKNOWN_COMMAND, false, r->bodylen - r->keylen);
-	case LARDERD_BIN_SET: case LARDERD_BIN_ADD: case LARDERD_BIN_REPLACE:
+	case LARDERD_BIN_SET:
+	case LARDERD_BIN_ADD:
+	case LARDERD_BIN_REPLACE:
 		r->flags = be32(r->ext);
 		r->exptime = be32(r->ext + 4);
 		break;
-	case LARDERD_BIN_INCREMENT: case LARDERD_BIN_DECREMENT:
+	case LARDERD_BIN_INCREMENT:
+	case LARDERD_BIN_DECREMENT:
 		r->delta = be64(r->ext);
 		r->initial = be64(r->ext + 8);
 		r->exptime = be32(r->ext + 16);
 		return LARDERD_PARSE_DONE;
-	case LARDERD_BIN_FLUSH: case LARDERD_BIN_TOUCH: case LARDERD_BIN_GAT: case LARDERD_BIN_GATK:
+	case LARDERD_BIN_FLUSH:
+	case LARDERD_BIN_TOUCH:
+	case LARDERD_BIN_GAT:
+	case LARDERD_BIN_GATK:
 		r->exptime = r->extlen == 4 ? be32(r->ext) : 0;
 		return LARDERD_PARSE_DONE;
-	case LARDERD_BIN_APPEND: case LARDERD_BIN_PREPEND:
+	case LARDERD_BIN_APPEND:
+	case LARDERD_BIN_PREPEND:
 		break;
 	default:
 		return LARDERD_PARSE_DONE;
@@ -178,15 +198,24 @@ int larderd_binparse(const unsigned char *buf, size_t len, const struct larderd_
 const char *larderd_bin_status_text(uint16_t status)
 {
 	switch (status) {
-	case LARDERD_BIN_KEY_ENOENT: return "Not found";
-	case LARDERD_BIN_KEY_EEXISTS: return "Data exists for key.";
-	case LARDERD_BIN_E2BIG: return "Too large.";
-	case LARDERD_BIN_EINVAL: return "Invalid arguments";
-	case LARDERD_BIN_NOT_STORED: return "Not stored.";
-	case LARDERD_BIN_DELTA_BADVAL: return "Non-numeric server-side value for incr or decr";
-	case LARDERD_BIN_UNKNOWN_COMMAND: return "Unknown command";
-	case LARDERD_BIN_ENOMEM: return "Out of memory";
-	default: return "";
+	case LARDERD_BIN_KEY_ENOENT:
+		return "Not found";
+	case LARDERD_BIN_KEY_EEXISTS:
+		return "Data exists for key.";
+	case LARDERD_BIN_E2BIG:
+		return "Too large.";
+	case LARDERD_BIN_EINVAL:
+		return "Invalid arguments";
+	case LARDERD_BIN_NOT_STORED:
+		return "Not stored.";
+	case LARDERD_BIN_DELTA_BADVAL:
+		return "Non-numeric server-side value for incr or decr";
+	case LARDERD_BIN_UNKNOWN_COMMAND:
+		return "Unknown command";
+	case LARDERD_BIN_ENOMEM:
+		return "Out of memory";
+	default:
+		return "";
 	}
 }
 

@@ -104,9 +104,9 @@ enum larderd_bin_status {
 };
 
 struct larderd_binreq {
-	uint8_t opcode;        /* as sent, echoed in the response */
-	uint8_t cmd;           /* the opcode with its quiet form mapped to the loud one */
-	bool quiet;            /* a quiet opcode: successes (and get misses) are not sent */
+	uint8_t opcode; /* as sent, echoed in the response */
+	uint8_t cmd;    /* the opcode with its quiet form mapped to the loud one */
+	bool quiet;     /* a quiet opcode: successes (and get misses) are not sent */
 	uint8_t extlen;
 	uint16_t keylen;
 	uint32_t bodylen;
@@ -114,16 +114,16 @@ struct larderd_binreq {
 	uint64_t cas;
 	const unsigned char *ext;
 	const char *key;
-	const char *value;     /* storage commands: vlen bytes, NULL when too_large */
+	const char *value; /* storage commands: vlen bytes, NULL when too_large */
 	size_t vlen;
 	/* Refused by the parser: error != 0 is the status to send (steps 2-5
 	 * of the header comment), then close when close_after. */
 	uint16_t error;
 	bool close_after;
-	bool too_large;        /* step 6: swallow holds the value's length */
-	size_t consumed;       /* DONE: bytes taken from the buffer */
-	size_t swallow;        /* DONE: bytes to discard after consumed */
-	size_t need;           /* MORE: total bytes needed */
+	bool too_large;  /* step 6: swallow holds the value's length */
+	size_t consumed; /* DONE: bytes taken from the buffer */
+	size_t swallow;  /* DONE: bytes to discard after consumed */
+	size_t need;     /* MORE: total bytes needed */
 	/* Extras, decoded: SET family flags and exptime; INCR/DECR delta,
 	 * initial and exptime; FLUSH, TOUCH and GAT exptime (0 when absent). */
 	uint32_t flags;
