@@ -18,7 +18,9 @@
  *       buffers owned by the connection, which are freed once empty.
  *   SERVER-M2. A connection's input never exceeds max(LARDERD_GET_LINE_MAX, one
  *       line + item_max + 2) + READ_CHUNK: the parser bounds line length and
- *       refuses oversize values before buffering them.
+ *       refuses oversize values before buffering them (a binary request
+ *       needs at most its header, extras and key, under 64 KiB, plus a value
+ *       that fits the item limit: BINPARSE-B3).
  *   SERVER-M3. Output is bounded by HIGH_WATER plus one reply: above HIGH_WATER the
  *       connection stops reading, and a multiget pauses between keys, until
  *       the client drains it (a slow reader cannot grow memory).

@@ -16,7 +16,10 @@ not break:
   5. pipelined quiet gets (GETKQ ... NOOP): every hit answered, in order,
      misses silent, the NOOP last;
   6. larderd is still up, and SIGTERM ends it with status 0 (under the
-     sanitizer presets, a report fails it).
+     sanitizer presets, a report fails it);
+  7. -B, as memcached 1.6.18 answers it: with -B binary a text command
+     closes the connection unanswered; with -B ascii a binary frame is
+     text (ERROR per line) and the connection goes on.
 The seed is printed; the server is killed on exit whatever happens. Every
 wait is a blocking read with a generous deadline: a loaded machine makes
 the test slower, never fails it.
@@ -205,6 +208,41 @@ def text_worker(port, wid, ops, seed, t):
         s.close()
 
 
+def exchange(port, data):
+    """Sends data, ends the sending side, returns everything until the close."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    out = b""
+    while True:
+        chunk = s.recv(1 << 16)
+        if not chunk:
+            s.close()
+            return out
+        out += chunk
+
+
+def check_protocol_option(larderd):
+    for mode, data, want in (
+            ("binary", b"version\r\n", b""),
+            ("binary", frame("NOOP"), b"\x81\x0a" + bytes(22)),
+            ("ascii", frame("NOOP") + b"\r\nversion\r\n", b"ERROR\r\nERROR\r\nVERSION "),
+            ("auto", frame("NOOP"), b"\x81\x0a" + bytes(22)),
+            ("auto", b"version\r\n", b"VERSION ")):
+        port = free_port()
+        proc = subprocess.Popen([larderd, "-p", str(port), "-l", "127.0.0.1", "-B", mode])
+        try:
+            wait_port(port)
+            got = exchange(port, data)
+            if not got.startswith(want) or (want == b"" and got):
+                raise RuntimeError("-B %s: %r answered %r" % (mode, data, got))
+        finally:
+            proc.kill()
+            proc.wait()
+    if subprocess.run([larderd, "-B", "utf8"], stderr=subprocess.DEVNULL).returncode == 0:
+        raise RuntimeError("-B utf8 accepted")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("larderd")
@@ -256,6 +294,7 @@ def main():
         rc = proc.wait(DEADLINE)
         if rc != 0:
             raise RuntimeError("larderd exited with status %d after SIGTERM" % rc)
+        check_protocol_option(args.larderd)
         print("binhammer: passed")
     finally:
         if proc.poll() is None:
