@@ -537,26 +537,35 @@ static void exec_arith(struct larderd_exec *x, struct larderd_req *req, struct l
 
 /* ---- delete, touch, flush, misc -------------------------------------------- */
 
-int larderd_delete_key(struct larderd_exec *x, const void *key, size_t klen, uint64_t cas)
+/* Removes the item only while its unique is cas: read, compare, remove if
+ * the bytes are still those read (again when another write came in). */
+static int remove_if_cas(struct larderd_exec *x, const void *key, size_t klen, uint64_t cas)
 {
-	int rc = LARDER_MISMATCH;
-
-	for (int tries = 0; cas != 0 && rc == LARDER_MISMATCH && tries < RMW_TRIES; tries++) {
+	for (int tries = 0; tries < RMW_TRIES; tries++) {
 		size_t len;
 		uint64_t item_cas;
 		uint32_t flags;
 		uint8_t bits;
+		int rc = larderd_read_item(x, key, klen, &len);
 
-		rc = larderd_read_item(x, key, klen, &len);
 		if (rc != LARDER_OK)
-			break;
+			return rc;
 		larderd_hdr_get(x->a, &item_cas, &flags, &bits);
 		if (item_cas != cas)
 			return LARDER_EXISTS;
 		rc = larder_remove_if_equals(x->sh->cache, key, klen, x->a, len);
+		if (rc != LARDER_MISMATCH)
+			return rc;
 	}
-	if (cas == 0)
-		rc = larder_remove(x->sh->cache, key, klen);
+	return LARDER_MISS;
+}
+
+int larderd_delete_key(struct larderd_exec *x, const void *key, size_t klen, uint64_t cas)
+{
+	int rc = cas == 0 ? larder_remove(x->sh->cache, key, klen) : remove_if_cas(x, key, klen, cas);
+
+	if (rc == LARDER_EXISTS)
+		return rc;
 	if (rc == LARDER_OK)
 		larderd_stat_add(x, WS_DELETE_HITS, 1);
 	else if (rc == LARDER_MISS)
