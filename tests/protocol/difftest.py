@@ -481,10 +481,14 @@ class Episodes:
     def __init__(self, seed, protocol):
         self.text, self.binary = diffgrammar.Grammar(seed), diffbinary.Grammar(seed ^ 0xb1)
         self.mix, self.protocol = random.Random(seed ^ 0x5eed), protocol
+        self.binary_count = 0
 
     def episode(self):
         share = {"both": BINARY_SHARE, "text": 0.0, "binary": 1.0}[self.protocol]
-        return (self.binary if self.mix.random() < share else self.text).episode()
+        if self.mix.random() < share:
+            self.binary_count += 1
+            return self.binary.episode()
+        return self.text.episode()
 
     def probe(self):
         return self.text.probe()
@@ -536,8 +540,8 @@ def main():
                 n += 1
                 if args.only is not None and n > args.only:
                     break
-            print("random: %d of %d episodes identical (seed %d, %.0f s)"
-                  % (n - bad, n, seed, time.monotonic() - t1))
+            print("random: %d of %d episodes identical, %d of them binary (seed %d, %.0f s)"
+                  % (n - bad, n, gen.binary_count, seed, time.monotonic() - t1))
         alive = run.alive()
         if not all(alive):
             print("FAIL: a server died (memcached alive %s, larderd alive %s)" % tuple(alive))
