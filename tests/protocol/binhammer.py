@@ -17,7 +17,10 @@ not break:
      misses silent, the NOOP last;
   6. larderd is still up, and SIGTERM ends it with status 0 (under the
      sanitizer presets, a report fails it);
-  7. -B, as memcached 1.6.18 answers it: with -B binary a text command
+  7. refused bodies are dropped as they arrive, never buffered: an unknown
+     opcode with a 64 MiB body and a SET of a 16 MiB value ("Too large.")
+     grow the server by less than 32 MiB, and the connection goes on;
+  8. -B, as memcached 1.6.18 answers it: with -B binary a text command
      closes the connection unanswered; with -B ascii a binary frame is
      text (ERROR per line) and the connection goes on.
 The seed is printed; the server is killed on exit whatever happens. Every
@@ -208,6 +211,35 @@ def text_worker(port, wid, ops, seed, t):
         s.close()
 
 
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def check_refused_bodies(port, pid):
+    c = Conn(port)
+    before = rss_kib(pid)
+    chunk = bytes(1 << 20)
+    c.s.sendall(frame(0x50, body=64 << 20))
+    for _ in range(64):
+        c.s.sendall(chunk)
+    c.s.sendall(frame("SET", b"big", set_ext(0, 0), body=8 + 3 + (16 << 20)))
+    for _ in range(16):
+        c.s.sendall(chunk)
+    c.s.sendall(frame("NOOP"))
+    got = [c.read()[:2] for _ in range(3)]
+    grew = rss_kib(pid) - before
+    c.close()
+    if got != [(0x50, 0x81), (0x01, 0x03), (0x0a, 0)]:
+        raise RuntimeError("refused bodies answered %r" % got)
+    if grew > 32 << 10:
+        raise RuntimeError("refused bodies grew the server by %d KiB" % grew)
+    print("binhammer: 80 MiB of refused bodies grew the server by %d KiB" % grew)
+
+
 def exchange(port, data):
     """Sends data, ends the sending side, returns everything until the close."""
     s = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
@@ -288,6 +320,7 @@ def main():
         if pieces != sorted(t.appends):
             raise RuntimeError("appended %d pieces, read back %d (or different ones)"
                                % (len(t.appends), len(pieces)))
+        check_refused_bodies(port, proc.pid)
         if proc.poll() is not None:
             raise RuntimeError("larderd died: status %s" % proc.returncode)
         proc.send_signal(signal.SIGTERM)
