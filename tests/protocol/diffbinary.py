@@ -281,7 +281,17 @@ class Grammar:
             (frame("FLUSH", ext=b"\0\0"), TERMINAL),
             (frame("GAT", b"a"), TERMINAL),
             (frame("NOOP", value=b"x"), TERMINAL),
+            (frame("GET", b""), TERMINAL),
+            (frame("STAT", b"", exp_ext(0)), TERMINAL),
+            (frame("APPEND", b"a", exp_ext(0), b"v"), TERMINAL),
+            (frame("SASL_AUTH", b""), TERMINAL),
         ))
+
+    def header_noise(self, part):
+        """The data type and vbucket bytes, which both servers ignore."""
+        if not isinstance(part, bytes) or part[:1] != b"\x80" or self.r.random() >= 0.1:
+            return part
+        return part[:5] + bytes(self.r.randrange(256) for _ in range(3)) + part[8:]
 
     def production(self):
         x = self.r.uniform(0, self.total)
@@ -299,6 +309,7 @@ class Grammar:
             name, fn = self.production()
             made, kind = fn()
             names.append(name)
+            made = self.header_noise(made)
             if kind == TERMINAL:
                 parts += [SYNC, made]
                 break
