@@ -18,11 +18,12 @@ servers get the same 600 items of sizes from 1 byte to 20 KiB. Checks:
     chunks (the engine frees in the background: polled, 60 s at most).
 """
 import re
+import subprocess
 import sys
 import time
 
-from metadump import request, start, store
-from loopback import free_ports
+from loopback import run_driver
+from metadump import request, start_both, stop_all, store
 
 SLAB = re.compile(rb"^STAT (\d+):(\w+) (\d+)$")
 ITEM = re.compile(rb"^STAT items:(\d+):(\w+) (\d+)$")
@@ -66,10 +67,7 @@ def check_order(mine, theirs, what):
 def main():
     larderd, memcached = sys.argv[1], sys.argv[2]
     tool = sys.argv[3] if len(sys.argv) > 3 else None
-    lp, mp = free_ports(2)
-    procs = [start([larderd, "-p", str(lp), "-l", "127.0.0.1", "-m", "256"], lp),
-             start([memcached, "-p", str(mp), "-l", "127.0.0.1", "-U", "0", "-m", "256",
-                    "-u", "root"], mp)]
+    lp, mp, procs = start_both(larderd, memcached)
     try:
         items = {b"s:%d" % i: (0, 0, b"v" * (1 + i * 37 % 20480)) for i in range(ITEMS)}
         store(lp, items)
@@ -102,7 +100,6 @@ def main():
         print("stats items: %d classes, numbers sum to %d" % (len(numbers), ITEMS))
 
         if tool:
-            import subprocess
             r = subprocess.run(["perl", tool, "127.0.0.1:%d" % lp, "display"],
                                capture_output=True, timeout=120)
             rows = [l.split() for l in r.stdout.decode().splitlines()[1:]]
@@ -127,11 +124,9 @@ def main():
             time.sleep(0.2)
         print("after deleting every key: no class holds items")
     finally:
-        for p in procs:
-            p.terminate()
-            p.wait(timeout=30)
+        stop_all(procs)
     print("PASS")
 
 
 if __name__ == "__main__":
-    main()
+    run_driver(main)
