@@ -238,6 +238,8 @@ void larderd_exec_stats(struct larderd_exec *x, struct larderd_req *req, struct 
 		slabs(x, out);
 	} else if (sub->n == 5 && memcmp(sub->p, "items", 5) == 0) {
 		items(x, out);
+	} else if (sub->n == 9 && memcmp(sub->p, "cachedump", 9) == 0 && x->sh->dump_disabled) {
+		larderd_obuf_line(out, "CLIENT_ERROR stats cachedump not allowed");
 	} else if (sub->n == 5 &&
 		   (memcmp(sub->p, "sizes", 5) == 0 || memcmp(sub->p, "conns", 5) == 0)) {
 		larderd_obuf_add(out, "END\r\n", 5);

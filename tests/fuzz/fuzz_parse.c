@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct larderd_limits lim = {4096};
+	static const struct larderd_limits lim = {.item_max = 4096};
 	const char *buf = (const char *)data;
 	size_t off = 0;
 	unsigned char key[LARDERD_KEY_MAX];
