@@ -317,7 +317,9 @@ int larderd_binexec(struct larderd_exec *x, const struct larderd_binreq *req,
 		bin_arith(x, req, out);
 		break;
 	case LARDERD_BIN_FLUSH:
-		if (larderd_flush(x, req->exptime) != LARDER_OK)
+		if (x->sh->flush_disabled) /* -F: memcached refuses it, uncounted */
+			send_error(out, req, LARDERD_BIN_AUTH_ERROR);
+		else if (larderd_flush(x, req->exptime) != LARDER_OK)
 			send_error(out, req, LARDERD_BIN_ENOMEM);
 		else
 			send_ok(out, req, NULL, 0, 0);

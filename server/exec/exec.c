@@ -27,6 +27,7 @@
 #include "exec.h"
 #include "exec_internal.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -618,6 +619,11 @@ int larderd_flush(struct larderd_exec *x, int64_t delay)
 
 static void exec_flush(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
+	if (x->sh->flush_disabled) { /* -F; memcached counts the command all the same */
+		larderd_stat_add(x, WS_CMD_FLUSH, 1);
+		out_reply(req, out, "CLIENT_ERROR flush_all not allowed");
+		return;
+	}
 	if (larderd_flush(x, req->num) != LARDER_OK)
 		out_reply(req, out, "SERVER_ERROR out of memory");
 	else
@@ -634,6 +640,34 @@ static void exec_verbosity(struct larderd_exec *x, struct larderd_req *req,
 	atomic_store_explicit(&x->sh->verbosity, level > MAX_VERBOSITY ? MAX_VERBOSITY : (int)level,
 			      memory_order_relaxed);
 	out_reply(req, out, "OK");
+}
+
+/*
+ * shutdown [graceful], allowed by -A as in memcached: the connection closes
+ * and the main thread stops the server as on SIGINT (no snapshot saved), or
+ * with "graceful" as on SIGUSR1 (the snapshot saved). The signal goes to the
+ * process: every thread but the main one's sigtimedwait() blocks it. The
+ * refusals are sent even with noreply, as memcached sends them.
+ */
+static int exec_shutdown(struct larderd_exec *x, struct larderd_req *req,
+			 struct larderd_obuf *out)
+{
+	int sig;
+
+	if (!x->sh->shutdown_enabled) {
+		larderd_obuf_line(out, "ERROR: shutdown not enabled");
+		return LARDERD_EXEC_DONE;
+	}
+	if (req->ntok == 1) {
+		sig = SIGINT;
+	} else if (req->ntok == 2 && req->tok[1].n == 8 && memcmp(req->tok[1].p, "graceful", 8) == 0) {
+		sig = SIGUSR1;
+	} else {
+		larderd_obuf_line(out, "CLIENT_ERROR invalid shutdown mode");
+		return LARDERD_EXEC_DONE;
+	}
+	kill(getpid(), sig);
+	return LARDERD_EXEC_CLOSE;
 }
 
 /* cache_memlimit <MiB>: the engine's capacity, with memcached's bounds. */
@@ -695,6 +729,8 @@ int larderd_exec(struct larderd_exec *x, struct larderd_req *req, struct larderd
 		break;
 	case LARDERD_CMD_METADUMP:
 		return larderd_exec_metadump(x, req, out, high_water);
+	case LARDERD_CMD_SHUTDOWN:
+		return exec_shutdown(x, req, out);
 	default:
 		larderd_exec_meta(x, req, out);
 		break;

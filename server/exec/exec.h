@@ -69,6 +69,9 @@ struct larderd_shared {
 	const char *socket_path;
 	enum larderd_protocol protocol;
 	time_t started;
+	/* memcached's -A, -F, -X: set before the workers start (pthread_create
+	 * publishes them), never written again. */
+	bool shutdown_enabled, flush_disabled, dump_disabled;
 	_Atomic int verbosity;
 	/* Unix ms at which a delayed flush_all runs, 0 = none; main thread polls.
 	 * A later flush_all replaces it, an immediate one cancels it. */

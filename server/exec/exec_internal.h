@@ -81,8 +81,9 @@ const char *larderd_store_error(struct larderd_exec *x, int rc);
  * the item with that unique. LARDER_OK, LARDER_MISS, or LARDER_EXISTS for a
  * unique that differs; counts delete_hits and delete_misses. */
 int larderd_delete_key(struct larderd_exec *x, const void *key, size_t klen, uint64_t cas);
-/* flush_all and the binary FLUSH (exec.c says how the delay reads); counts
- * cmd_flush. LARDER_OK or the engine's error. */
+/* flush_all and the binary FLUSH (exec.c says how the delay reads), which
+ * each refuse it themselves under -F; counts cmd_flush. LARDER_OK or the
+ * engine's error. */
 int larderd_flush(struct larderd_exec *x, int64_t delay);
 /* incr/decr (and ma). *grew: the number got longer, so memcached wrote a
  * new item, and a T of the same ma went to the old one (is lost). */

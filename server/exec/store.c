@@ -151,7 +151,7 @@ static enum larderd_store_res store_rmw(struct larderd_exec *x, const struct lar
 		} else {
 			const unsigned char *old = x->a + LARDERD_HDR;
 			size_t on = old_len - LARDERD_HDR;
-			struct larderd_limits lim = {x->sh->item_max};
+			struct larderd_limits lim = {.item_max = x->sh->item_max};
 			if (cr != CAS_NONE && cr != CAS_MATCH)
 				return LARDERD_EXISTS;
 			if (!larderd_item_fits(&lim, s->klen, old_flags, (uint64_t)on + s->len))

@@ -623,6 +623,7 @@ struct larderd_net *larderd_net_start(struct larderd_shared *sh, const int *lfds
 		return NULL;
 	net->sh = sh;
 	net->lim.item_max = sh->item_max;
+	net->lim.flush_disabled = sh->flush_disabled;
 	net->nlfd = nlfd;
 	net->stop_fd = -1;
 	net->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

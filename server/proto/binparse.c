@@ -210,6 +210,8 @@ const char *larderd_bin_status_text(uint16_t status)
 		return "Not stored.";
 	case LARDERD_BIN_DELTA_BADVAL:
 		return "Non-numeric server-side value for incr or decr";
+	case LARDERD_BIN_AUTH_ERROR:
+		return "Auth failure.";
 	case LARDERD_BIN_UNKNOWN_COMMAND:
 		return "Unknown command";
 	case LARDERD_BIN_ENOMEM:

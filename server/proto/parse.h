@@ -72,6 +72,7 @@ enum larderd_cmd {
 	LARDERD_CMD_MN,
 	LARDERD_CMD_ME,
 	LARDERD_CMD_METADUMP, /* lru_crawler metadump <all|hash|ids>: tok[2] is the argument */
+	LARDERD_CMD_SHUTDOWN, /* shutdown [graceful]: whether -A allows it is the server's call */
 	LARDERD_CMD_COUNT
 };
 
@@ -134,7 +135,8 @@ struct larderd_req {
 };
 
 struct larderd_limits {
-	size_t item_max; /* -I: memcached's item_size_max */
+	size_t item_max;     /* -I: memcached's item_size_max */
+	bool flush_disabled; /* -F: flush_all's exptime is not read (memcached refuses first) */
 };
 
 /*

@@ -79,7 +79,7 @@ static void run_binary(const uint8_t *data, size_t size, const struct larderd_li
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct larderd_limits lim = {4096};
+	static const struct larderd_limits lim = {.item_max = 4096};
 	struct larderd_obuf out = {0};
 	const char *buf = (const char *)data;
 	size_t off = 0;

@@ -66,7 +66,7 @@ static void walk_binary(const uint8_t *data, size_t size, const struct larderd_l
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct larderd_limits lim = {4096};
+	static const struct larderd_limits lim = {.item_max = 4096};
 	const char *buf = (const char *)data;
 	size_t off = 0;
 	unsigned char key[LARDERD_KEY_MAX];

@@ -22,7 +22,8 @@ not break:
      grow the server by less than 32 MiB, and the connection goes on;
   8. -B, as memcached 1.6.18 answers it: with -B binary a text command
      closes the connection unanswered; with -B ascii a binary frame is
-     text (ERROR per line) and the connection goes on.
+     text (ERROR per line) and the connection goes on; and -F refuses a
+     binary FLUSH with "Auth failure.", as memcached does.
 The seed is printed; the server is killed on exit whatever happens. Every
 wait is a blocking read with a generous deadline: a loaded machine makes
 the test slower, never fails it.
@@ -255,19 +256,22 @@ def exchange(port, data):
 
 
 def check_protocol_option(larderd):
-    for mode, data, want in (
-            ("binary", b"version\r\n", b""),
-            ("binary", frame("NOOP"), b"\x81\x0a" + bytes(22)),
-            ("ascii", frame("NOOP") + b"\r\nversion\r\n", b"ERROR\r\nERROR\r\nVERSION "),
-            ("auto", frame("NOOP"), b"\x81\x0a" + bytes(22)),
-            ("auto", b"version\r\n", b"VERSION ")):
+    for opts, data, want in (
+            (["-B", "binary"], b"version\r\n", b""),
+            (["-B", "binary"], frame("NOOP"), b"\x81\x0a" + bytes(22)),
+            (["-B", "ascii"], frame("NOOP") + b"\r\nversion\r\n", b"ERROR\r\nERROR\r\nVERSION "),
+            (["-B", "auto"], frame("NOOP"), b"\x81\x0a" + bytes(22)),
+            (["-B", "auto"], b"version\r\n", b"VERSION "),
+            # -F: a binary FLUSH is refused as memcached refuses it
+            (["-F"], frame("FLUSH"), b"\x81\x08\x00\x00\x00\x00\x00\x20\x00\x00\x00\x0d" +
+             bytes(12) + b"Auth failure.")):
         port = free_port()
-        proc = subprocess.Popen([larderd, "-p", str(port), "-l", "127.0.0.1", "-B", mode])
+        proc = subprocess.Popen([larderd, "-p", str(port), "-l", "127.0.0.1"] + opts)
         try:
             wait_port(port)
             got = exchange(port, data)
             if not got.startswith(want) or (want == b"" and got):
-                raise RuntimeError("-B %s: %r answered %r" % (mode, data, got))
+                raise RuntimeError("%s: %r answered %r" % (" ".join(opts), data, got))
         finally:
             proc.kill()
             proc.wait()

@@ -34,7 +34,7 @@ static int failures;
 		}                                                                            \
 	} while (0)
 
-static const struct larderd_limits k_lim = {1024 * 1024};
+static const struct larderd_limits k_lim = {.item_max = 1024 * 1024};
 
 /* A request: header fields, then extras, key and value bytes. */
 static size_t frame(unsigned char *out, uint8_t magic, uint8_t op, const void *ext, uint8_t extlen,
