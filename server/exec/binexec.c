@@ -20,7 +20,8 @@
  * Storage statuses: NOT_STORED is "Data exists" for ADD, "Not found" for
  * REPLACE and "Not stored." otherwise; a SET, ADD or REPLACE with a CAS
  * unique is a CAS (memcached turns them all into NREAD_CAS); a value over
- * the item limit is "Too large." and a SET's old value is dropped.
+ * the item limit is "Too large." and a SET's old value is dropped. Under -F
+ * a FLUSH is "Auth failure.", and not counted, as memcached refuses it.
  */
 #include "exec_internal.h"
 #include "../proto/binparse.h"
