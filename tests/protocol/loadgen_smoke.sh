@@ -1,0 +1,26 @@
+#!/bin/bash
+# loadgen_smoke.sh LARDERD LOADGEN - the load generator of server/bench/run.sh
+# against a fresh larderd for one second per mode: text and binary (-B), one
+# request at a time and pipelined, gets and sets. Passes when every run
+# reports a rate and no error (a miss or refusal counts as one: the keys are
+# written before timing). Prints the figures; asserts no speed.
+set -u
+LARDERD=$1
+LOADGEN=$2
+. "$(dirname "$0")/lib.sh"
+
+PORT=$(free_ports 1)
+start "$TMPD/larderd.log" "$LARDERD" -p "$PORT" -l 127.0.0.1 -t 2 -m 64
+wait_port "$PORT" || { echo "larderd did not start"; cat "$TMPD/larderd.log"; exit 1; }
+rc=0
+for mode in "" -B; do
+	for depth in 1 8; do
+		out=$(timeout 120 "$LOADGEN" $mode -p "$PORT" -c 2 -d "$depth" -r 0.5 -s 1 -k 2000)
+		echo "loadgen ${mode:-text} depth $depth: $out"
+		case "$out" in
+		ops_per_s=*errors=0) ;;
+		*) echo "FAILED"; rc=1 ;;
+		esac
+	done
+done
+exit $rc
