@@ -47,6 +47,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -617,6 +618,17 @@ static int load_parallel(struct part *whole, const struct cuts *cuts)
 	return rc;
 }
 
+/* The CPUs this thread may run on (a process confined to some by taskset
+ * or a cpuset gets no more loaders than it has CPUs), at least 1. */
+static size_t loader_cpus(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (size_t)CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 1 ? (size_t)n : 1;
+}
+
 int larder__snapshot_load_mem(larder *c, const unsigned char *d, size_t len,
 			      uint64_t now_unix_ms)
 {
@@ -633,8 +645,8 @@ int larder__snapshot_load_mem(larder *c, const unsigned char *d, size_t len,
 	int threaded = len >= PARALLEL_MIN_BYTES && pthread_create(&summer, NULL, sum_main, &sum) == 0;
 	if (!threaded)
 		sum_main(&sum);
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	struct cuts cuts = { .n = cpus > MAX_LOADERS ? MAX_LOADERS : cpus < 1 ? 1 : (size_t)cpus };
+	size_t cpus = loader_cpus();
+	struct cuts cuts = { .n = cpus > MAX_LOADERS ? MAX_LOADERS : cpus };
 	cuts.step = (end - LARDER__SNAP_HEADER_BYTES) / cuts.n;
 	rc = check_records(d, end, get_u64(d + end + 8), &charge, &cuts);
 	if (threaded)

@@ -295,6 +295,9 @@ static void s3_insert_batch(struct larder__policy *p, const struct larder__polic
 	struct s3_runs r;
 	larder__run_init(&r.small);
 	larder__run_init(&r.main);
+	/* A batch only takes fingerprints out of the ghost: one that starts
+	 * empty (a filling cache, a load) stays so, and is not asked again. */
+	int ghosts = !larder__ghost_empty(&p->ghost);
 	for (size_t i = 0; i < n; i++) {
 		struct larder__entry *e = in[i].e;
 		if (p->tuner && larder__tuner_samples(p->tuner, in[i].hash)) {
@@ -302,7 +305,7 @@ static void s3_insert_batch(struct larder__policy *p, const struct larder__polic
 			s3_insert(p, e, in[i].hash, in[i].bytes);
 			continue;
 		}
-		if (larder__ghost_remove(&p->ghost, larder__ghost_fp(in[i].hash)) ||
+		if ((ghosts && larder__ghost_remove(&p->ghost, larder__ghost_fp(in[i].hash))) ||
 		    (S3_WARMUP_MAIN && !p->has_evicted &&
 		     p->small.bytes + r.small.bytes >= p->small_target)) {
 			larder__set_pbits(e, S3_MAIN);
