@@ -11,7 +11,11 @@
  * retire_onto() takes it out of both, once (mbits DEAD), with the listener
  * call; MAINT-M1..M4 in maint/maintainer.c. The commonest event, an
  * overwrite of the same sizes, takes a shorter inlined path
- * (apply_overwrite, from the ring or the spill) with the same effects.
+ * (apply_overwrite, from the ring or the spill) with the same effects. A
+ * bulk writer's block (a load's 16 writes, EV-V7) has its stretches of
+ * first-time inserts queued in the policy as one run (apply_batch,
+ * POLICY-P6): about 242 -> 155 instructions per loaded entry
+ * (docs/persistence.md).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -167,6 +171,50 @@ void larder__maint_retire(struct larder__maint *m, struct larder__entry *e, enum
 	larder__maint_retire_onto(m, e, cause, notify, &m->collect, &m->collect_bytes);
 }
 
+static void apply(struct larder__maint *m, const struct larder__event *ev);
+
+/* Queues the run's entries, counted and neither queued nor dead, in the
+ * policy: what admit() would do to each in turn (POLICY-P6). */
+static void admit_run(struct larder__maint *m, const struct larder__policy_new *run, size_t n)
+{
+	if (!n)
+		return;
+	larder__policy_insert_batch(m->ops, m->policy, run, n);
+	for (size_t i = 0; i < n; i++)
+		run[i].e->mbits |= LARDER__MBITS_QUEUED;
+}
+
+/*
+ * EV-V7: a bulk writer's events, applied in order. A stretch of inserts of
+ * entries met for the first time (a load's common case) is counted entry
+ * by entry and queued in the policy as one run (POLICY-P6: as admit() of
+ * each in turn would); any other event first queues the run before it, so
+ * it finds every earlier entry where the one-by-one order would have put
+ * it (a key written twice in one block: its replace finds the insert's
+ * entry queued).
+ */
+static void apply_batch(struct larder__maint *m, struct larder__event_batch *batch)
+{
+	struct larder__policy_new run[LARDER__BATCH_EVENTS];
+	size_t n = 0;
+	for (uint32_t i = 0; i < batch->n; i++) {
+		const struct larder__event *ev = &batch->ev[i];
+		struct larder__entry *b = ev->b;
+		if (ev->kind == LARDER__EV_INSERT &&
+		    !(b->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD))) {
+			struct sized s = sized_of(b);
+			account(m, &s);
+			run[n++] = (struct larder__policy_new){ b, ev->hash, s.charge };
+			continue;
+		}
+		admit_run(m, run, n);
+		n = 0;
+		apply(m, ev);
+	}
+	admit_run(m, run, n);
+	free(batch);
+}
+
 static void apply(struct larder__maint *m, const struct larder__event *ev)
 {
 	struct larder__entry *a = ev->a, *b = ev->b;
@@ -209,13 +257,9 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
 		 * retires them as CLEARED (root_entries()). */
 		m->cleared_goal = larder__maint_stat(m, LARDER_STAT_CLEARED) + m->live_count;
 		break;
-	case LARDER__EV_BATCH: { /* EV-V7: a bulk writer's events, in order */
-		struct larder__event_batch *batch = ev->a;
-		for (uint32_t i = 0; i < batch->n; i++)
-			apply(m, &batch->ev[i]);
-		free(batch);
+	case LARDER__EV_BATCH:
+		apply_batch(m, ev->a);
 		break;
-	}
 	case LARDER__EV_TOUCH: /* the deadline moved earlier: schedule it there */
 		if (a->mbits & LARDER__MBITS_DEAD)
 			break;
