@@ -232,17 +232,23 @@ static inline void larder__slab_class_live_add(struct larder__slab *s, unsigned 
 			      LARDER__RELAXED); /* single writer */
 }
 
-/* Maintainer: an entry in p was published (counts live slots per page).
- * Inline: the maintainer's overwrite path calls it once per put, with the
- * size class its charge already computed (docs/bench.md). */
+/* Maintainer: an entry in slot p of size class c (a slab slot, not a large
+ * entry's mapping) was published (counts live slots per page). Inline: the
+ * maintainer's overwrite path calls it once per put, with the size class
+ * its event carries (docs/bench.md). */
+static inline void larder__slab_note_live_class(struct larder__slab *s, void *p, unsigned c)
+{
+	struct larder__page *pg = larder__slab_page_of_class(p, c);
+	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED); /* ours */
+	atomic_store_explicit(&pg->live, live + 1, LARDER__RELAXED);        /* single writer */
+	larder__slab_class_live_add(s, c, 1);
+}
+
+/* Maintainer: an entry of `bytes` in p was published. */
 static inline void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes)
 {
-	if (bytes <= LARDER__SLAB_MAX_SLOT) {
-		struct larder__page *pg = larder__slab_page_of(p, bytes);
-		uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED); /* ours */
-		atomic_store_explicit(&pg->live, live + 1, LARDER__RELAXED); /* single writer */
-		larder__slab_class_live_add(s, pg->size_class, 1);
-	}
+	if (bytes <= LARDER__SLAB_MAX_SLOT)
+		larder__slab_note_live_class(s, p, larder__sizeclass_of(bytes));
 }
 
 /* Page states (bits of struct larder__page's state; slab.c has the state
