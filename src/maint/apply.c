@@ -324,6 +324,21 @@ void larder__maint_spill_free(struct larder__handle *h)
 	h->spill_head = NULL;
 }
 
+/* How many ring events ahead drain_events() prefetches the two entries an
+ * event names. The overwrite path writes both headers (mbits) and reads
+ * their sizes: b was written a moment ago by the writer on another core,
+ * a was written long ago anywhere in the heap, and waiting for either
+ * line costs more than the rest of the event (docs/bench.md). */
+#define PREFETCH_AHEAD 4u
+
+/* Prefetches, for writing, the entries event ev names (a or b may be NULL
+ * or not an entry: a prefetch never faults). */
+static inline void prefetch_event(const struct larder__event *ev)
+{
+	__builtin_prefetch(ev->a, 1);
+	__builtin_prefetch(ev->b, 1);
+}
+
 /* Applies h's posted events: the ring's and, merged in posting order, the
  * spill's (EV-V4 in maint/events.h). */
 static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
@@ -345,8 +360,12 @@ static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 	uint64_t taken0 = atomic_load_explicit(&h->spill_taken, LARDER__RELAXED); /* ours */
 	uint64_t taken = taken0;
 	const struct larder__event *sp = taken != spilled ? spill_next(h) : NULL;
+	for (uint64_t i = tail; i != head && i - tail < PREFETCH_AHEAD; i++)
+		prefetch_event(&h->ev[i % LARDER__EVENT_RING]);
 	for (uint64_t i = tail; i != head; i++) {
 		const struct larder__event *ev = &h->ev[i % LARDER__EVENT_RING];
+		if (head - i > PREFETCH_AHEAD)
+			prefetch_event(&h->ev[(i + PREFETCH_AHEAD) % LARDER__EVENT_RING]);
 		while (sp && (int32_t)(sp->seq - ev->seq) < 0) {
 			apply_event(m, sp);
 			sp = ++taken != spilled ? spill_next(h) : NULL;
