@@ -1080,7 +1080,7 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
 		struct larder__table *t;
 		struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
-		larder__atomic_u64 *slot = larder__table_find_locked(t, hash, key, key_len);
+		larder__atomic_u64 *slot = larder__table_find_from_locked(t, home, hash, key, key_len);
 		/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
 		struct larder__entry *old =
 			slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
@@ -1305,7 +1305,7 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 	op_enter(&op);
 	struct larder__table *t;
 	struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
-	larder__atomic_u64 *slot = larder__table_find_locked(t, hash, key, key_len);
+	larder__atomic_u64 *slot = larder__table_find_from_locked(t, home, hash, key, key_len);
 	/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
 	struct larder__entry *old =
 		slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
@@ -1372,7 +1372,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 		op_enter(&op);
 		struct larder__table *t;
 		struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
-		larder__atomic_u64 *slot = larder__table_find_locked(t, hash, key, key_len);
+		larder__atomic_u64 *slot = larder__table_find_from_locked(t, home, hash, key, key_len);
 		struct larder__entry *old =
 			slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
 		if (!old || entry_expired(c, &op, old)) {

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "core/assert.h"
 #include "mem/pages.h"
 
 /* A transparent huge page (x86-64, arm64 with 4 KiB pages). */
@@ -161,11 +162,13 @@ struct larder__bucket *larder__table_lock_wait(struct larder__table *t, uint64_t
 	}
 }
 
-larder__atomic_u64 *larder__table_find_locked(struct larder__table *t, uint64_t hash,
-					      const void *key, size_t key_len)
+larder__atomic_u64 *larder__table_find_from_locked(struct larder__table *t,
+						   struct larder__bucket *home, uint64_t hash,
+						   const void *key, size_t key_len)
 {
+	LARDER__ASSERT(home == &t->buckets[larder__table_home(t, hash)]);
 	uint64_t tag = hash & LARDER__SLOT_TAG_MASK;
-	struct larder__bucket *b = &t->buckets[larder__table_home(t, hash)];
+	struct larder__bucket *b = home;
 	for (uint64_t probed = 0; probed <= t->last; probed++) {
 		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
 			/* Acquire: a slot of another home may have just been
