@@ -46,8 +46,7 @@
  *      size (SHARDS' scaling). The points are centred on the cache: top is
  *      4 x its target (at most its max share), re-centred when the target
  *      has halved or doubled since (recentre_tops; the mini caches restart,
- *      cold). A restarted mini cache reads low until it has seen twice the
- *      entries it holds when full, so only such warm points count.
+ *      cold). Only mature points count (POOL-M1).
  *      Points are made non-decreasing and the upper concave hull is taken
  *      (a cliff is priced at its average slope, so a step across it is seen
  *      as worth it), with H(0) = 0 and H flat beyond the largest point.
@@ -80,19 +79,30 @@
  *   its tests).
  *   A move must also beat the estimates' noise: NOISE_Z standard errors,
  *   from the sampled hits each value rests on (value_noise). A cache whose
- *   warm points do not reach past its target may not take yet; it may
- *   give once one point is warm, valued at the upper bound a concave curve
- *   allows past its warm points (hull_at_most), or when it has no reads
- *   at all (then its hits are worth nothing). Its curve is scaled by its
- *   read rate lately over its read rate in the probe's window (the drift:
- *   curve_update), so a change of load moves capacity within the reads'
+ *   points do not reach past its target may not take yet; it may give once
+ *   it has one point, valued at the upper bound a concave curve allows past
+ *   its points (hull_at_most), or when it has no reads at all (then its
+ *   hits are worth nothing). Each point is scaled by the cache's read rate
+ *   lately over its read rate in the point's window (the drift:
+ *   point_drift), so a change of load moves capacity within the reads'
  *   half-life, while what the curve looks like rests on the longer window.
  *   POOL-W1. A pass in which the probe saw under half the sampled requests
  *   the cache's reads should have brought it (its maintainer asleep in a
  *   read-only phase) is left out of the probe's window (starved).
- *   POOL-H1. After its mini caches restart, a cache's curve is its last
- *   valid one (scaled by its read rate since) until the new generation's
- *   is valid (hold_curve).
+ *   POOL-M1. A curve rests only on mature points, judged point by point: a
+ *   point of the mini caches' current generation once its mini cache has
+ *   seen MATURE_TURNS times the entries it holds since they restarted
+ *   (mature_points), and above the largest of those, the mature points of
+ *   earlier generations, kept over restarts (keep_mature). A point still
+ *   maturing is neither used to move capacity nor to reverse a move, and a
+ *   restart drops it: its warm-up starts over. Why: a restarted mini cache
+ *   reads low until it has turned over; twice its entries (the rule
+ *   before) left the points near a working set's size unsettled (two of
+ *   them 645 and 813 MiB read flat in the phases: the heavy cache gave
+ *   164 MiB and took it back), and holding the whole last curve until the
+ *   largest point matured kept it stale for seconds where the mini caches
+ *   restart often (the ten caches: docs/pool.md). Tests:
+ *   test_controller_point_maturity, test_controller_segments_cancel_warmup.
  *   POOL-D1. A member is steady after CALM_PASSES passes in a row in which
  *   its target did not move and its load showed no change:
  *   its hit ratio over the reads' window (half-life HALF_LIFE_S) within
@@ -153,6 +163,7 @@
 #define MAX_HALF_LIFE_S 8.0
 #define WINDOW_SAMPLES 1024.0  /* the probe's half-life holds this many sampled requests */
 #define NOISE_Z 2.0            /* a move must beat this many standard errors */
+#define MATURE_TURNS 8u        /* POOL-M1: entries a point's mini cache must have seen, x */
 #define LONG_HALF_LIFE_S 8.0   /* POOL-D1: the reads' long window */
 #define STARVE_MIN 16.0        /* POOL-W1: sampled requests a pass must have brought */
 #define STARVE_HALF_LIFE_S 30.0 /* POOL-W1: the ratio of sampled requests to reads */
@@ -192,19 +203,48 @@ struct window {
 	double w_arrived, w_areads;
 };
 
+/* Points a curve rests on at most: a generation's mature points and the
+ * held ones of earlier generations above them (POOL-M1). */
+#define MAX_POINTS (2 * LARDER__PROBE_POINTS)
+
+/*
+ * One point of a member's curve (POOL-M1): at x bytes the full cache's hits
+ * per second were y0 while the cache read ref times a second, resting on
+ * `count` sampled hits of one window, each of which stood for pc0 hits per
+ * second; gen is the generation of the mini caches it was measured in. A
+ * point kept from an earlier generation follows the cache's load since
+ * (point_drift).
+ */
+struct point {
+	double x, y0, ref, count, pc0;
+	uint64_t gen;
+};
+
 /* A member's curve as the controller sees it: the hull's corners. */
 struct curve {
-	int valid; /* warm points reach past the target: it may take */
-	int known; /* some point is warm: it may give (value_down) */
+	int valid; /* mature points reach past the target: it may take */
+	int known; /* some point is mature: it may give (value_down) */
 	double rate; /* reads per second */
 	unsigned n;
-	double x[LARDER__PROBE_POINTS + 1], y[LARDER__PROBE_POINTS + 1]; /* bytes, hits/s */
-	/* The warm points, smallest first, with the window's sampled hits of
-	 * each (not scaled): what a slope between two of them rests on. */
+	double x[MAX_POINTS + 1], y[MAX_POINTS + 1]; /* bytes, hits/s */
+	/* The points it rests on, smallest first: what a slope between two of
+	 * them rests on (value_noise). */
 	unsigned np;
-	double px[LARDER__PROBE_POINTS], pcount[LARDER__PROBE_POINTS];
-	double per_count; /* hits per second one sampled hit of the window stands for */
+	struct point pts[MAX_POINTS];
 };
+
+/*
+ * A point's hits scale with the cache's load since it was measured: its
+ * read rate now (the reads' short window, counted in full) over its read
+ * rate in the point's window (1 where either is unknown). What a cache's
+ * keys look like changes slower than its load: a load that doubles doubles
+ * the curve within a half-life of the reads, not of the probe's window
+ * (which stretches to hold enough sampled requests) nor of a kept point's.
+ */
+static double point_drift(const struct curve *cv, const struct point *pt)
+{
+	return pt->ref > 0 && cv->rate > 0 ? cv->rate / pt->ref : 1;
+}
 
 struct larder__pool_member {
 	/* Written by the cache's maintainer through the probe (relaxed counts). */
@@ -221,8 +261,11 @@ struct larder__pool_member {
 	enum larder_policy policy;
 	struct window win;
 	struct curve curve;
-	struct curve held; /* POOL-H1: its last valid curve, of window generation held_gen */
-	uint64_t held_gen;
+	/* POOL-M1: the mature points of the generation `gen` as of the last
+	 * pass, and those kept from earlier generations (sizes ascending). */
+	uint64_t gen;
+	unsigned n_last, n_held;
+	struct point last[LARDER__PROBE_POINTS], held[MAX_POINTS];
 	uint64_t pass_start; /* its target when the pass's moves began (POOL-S1) */
 	int last_dir;        /* +1 or -1: the way its target last moved in a pass */
 	uint64_t pass_from;  /* POOL-D1: its target when the pass began */
@@ -231,7 +274,7 @@ struct larder__pool_member {
 	int force_steady;    /* test seam: 0 detect, 1 steady, 2 not */
 	int fake; /* test seam: curve is given, not estimated */
 	double fake_hits[LARDER__PROBE_POINTS], fake_rate;
-	uint64_t fake_reach; /* test seam: its points above are not warm (0: all are) */
+	uint64_t fake_reach; /* test seam: its points above are not mature (0: all are) */
 	uint64_t fake_gen;   /* test seam: restarts of the given curve's mini caches */
 	struct larder__pool_member *next;
 };
@@ -701,21 +744,21 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 	w->chits = r.hits_real;
 }
 
-/* The upper concave hull of (0,0) and the n points (largest first), left
- * to right. */
-static void hull_of(struct curve *cv, const uint64_t *bytes, const double *hits, unsigned n)
+/* The upper concave hull of (0,0) and the curve's points (smallest first),
+ * left to right. */
+static void hull_of(struct curve *cv)
 {
-	double px[LARDER__PROBE_POINTS + 1], py[LARDER__PROBE_POINTS + 1], best = 0;
+	double px[MAX_POINTS + 1], py[MAX_POINTS + 1], best = 0;
 	px[0] = 0;
 	py[0] = 0;
-	for (unsigned i = 1; i <= n; i++) {
-		unsigned k = n - i; /* smallest size first */
-		best = hits[k] > best ? hits[k] : best; /* more memory never loses hits */
-		px[i] = (double)bytes[k];
-		py[i] = best;
+	for (unsigned i = 0; i < cv->np; i++) {
+		double y = cv->pts[i].y0 * point_drift(cv, &cv->pts[i]);
+		best = y > best ? y : best; /* more memory never loses hits */
+		px[i + 1] = cv->pts[i].x;
+		py[i + 1] = best;
 	}
 	cv->n = 0;
-	for (unsigned i = 0; i <= n; i++) {
+	for (unsigned i = 0; i <= cv->np; i++) {
 		if (cv->n && px[i] <= cv->x[cv->n - 1])
 			continue;
 		while (cv->n >= 2) {
@@ -733,36 +776,80 @@ static void hull_of(struct curve *cv, const uint64_t *bytes, const double *hits,
 	}
 }
 
-/*
- * POOL-H1: while the mini caches warm up again after a restart (a rate
- * cut, a denser sample, a re-centring: PROBE-P3 and PROBE-P7 in
- * pool/probe.c), the curve is the last valid one of the previous
- * generation, scaled by the cache's read rate since; a valid curve of the
- * new generation replaces it. Why: the new generation's few warm points
- * are the smallest mini caches, a few hundred sampled requests each, and
- * the hull's last segment over them, which bounds what a donor loses past
- * them, can come out flat by chance; what the cache's keys look like did
- * not change with the sample. (Suspected first for the phases' excursions,
- * which it did not remove; docs/pool.md.)
- */
-static void hold_curve(struct larder__pool_member *m)
+/* Entries mini k holds when full, in the window's generation. */
+static uint64_t point_entries(const struct window *w, unsigned k)
 {
-	struct curve *cv = &m->curve;
-	uint64_t gen = m->fake ? m->fake_gen : m->win.gen;
-	if (cv->valid) {
-		m->held = *cv;
-		m->held_gen = gen;
+	return w->top_room / 1024 * larder__probe_scale[k] +
+	       w->top_room % 1024 * larder__probe_scale[k] / 1024;
+}
+
+/*
+ * POOL-M1: the current generation's mature points into m->last, smallest
+ * first. Point k is mature once its mini cache has seen MATURE_TURNS times
+ * the entries it holds since the mini caches restarted; the mini caches see
+ * one stream, so the smaller ones mature first and the mature points are
+ * the smallest ones. A curve given through the test seam is mature up to
+ * its reach.
+ */
+static void mature_points(struct larder__pool_member *m, const uint64_t *bytes)
+{
+	const struct window *w = &m->win;
+	m->n_last = 0;
+	if (m->fake) {
+		for (unsigned i = 0; i < LARDER__PROBE_POINTS; i++) {
+			unsigned k = LARDER__PROBE_POINTS - 1 - i;
+			if (m->fake_reach && bytes[k] > m->fake_reach)
+				break;
+			m->last[m->n_last++] = (struct point){ .x = (double)bytes[k],
+							      .y0 = m->fake_hits[k],
+							      .ref = m->fake_rate,
+							      .gen = m->gen };
+		}
 		return;
 	}
-	if (!m->held.valid || m->held_gen == gen || m->held.rate <= 0)
+	if (w->w_probe_secs <= 0)
 		return;
-	double rate = cv->rate, f = rate / m->held.rate;
-	*cv = m->held;
-	cv->rate = rate;
-	for (unsigned i = 0; i < cv->n; i++)
-		cv->y[i] *= f;
-	cv->per_count *= f;
-	cv->valid = cv->np && cv->px[cv->np - 1] > (double)m->target;
+	/* SHARDS' scaling: a mini cache's hits x S are the full cache's. Not its
+	 * hit ratio x the cache's reads: under skew a few hot keys in or out of
+	 * the sample move the sampled request count, and the ratio with it, at
+	 * every size (measured: up to 1.6x the exact slope). While steady the
+	 * mini caches see one block of the sample's requests in a few (PROBE-P8
+	 * in pool/probe.c): their hits stand for seen / sampled as many. */
+	double thin = w->w_sampled > 0 && w->w_seen > w->w_sampled ? w->w_seen / w->w_sampled : 1;
+	double per_count = thin * (double)w->every / w->w_probe_secs;
+	double ref = w->w_preads / w->w_probe_secs;
+	for (unsigned i = 0; i < LARDER__PROBE_POINTS; i++) {
+		unsigned k = LARDER__PROBE_POINTS - 1 - i;
+		if (w->fresh < MATURE_TURNS * point_entries(w, k))
+			break;
+		m->last[m->n_last++] = (struct point){ .x = (double)bytes[k],
+						      .y0 = w->w_hits[k] * per_count,
+						      .ref = ref,
+						      .count = w->w_hits[k],
+						      .pc0 = per_count,
+						      .gen = m->gen };
+	}
+}
+
+/*
+ * POOL-M1: the mini caches restarted (a new generation): the mature points
+ * of the one that ended are kept, with the points kept before above them.
+ * Points that were still maturing are dropped: a restart cancels their
+ * warm-up, and they never count.
+ */
+static void keep_mature(struct larder__pool_member *m)
+{
+	struct point keep[MAX_POINTS];
+	unsigned n = 0;
+	double reach = m->n_last ? m->last[m->n_last - 1].x : 0;
+	for (unsigned i = 0; i < m->n_last; i++)
+		keep[n++] = m->last[i];
+	for (unsigned i = 0; i < m->n_held && n < MAX_POINTS; i++)
+		if (m->held[i].x > reach)
+			keep[n++] = m->held[i];
+	memcpy(m->held, keep, n * sizeof *keep);
+	m->n_held = n;
+	m->n_last = 0;
 }
 
 static void curve_update(struct larder__pool_member *m)
@@ -770,90 +857,66 @@ static void curve_update(struct larder__pool_member *m)
 	struct curve *cv = &m->curve;
 	const struct window *w = &m->win;
 	uint64_t bytes[LARDER__PROBE_POINTS];
-	double hits[LARDER__PROBE_POINTS];
-	double per_count = 0; /* hits per second one sampled hit of the window stands for */
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 		bytes[k] = point_bytes(m, k);
-	if (m->fake) {
-		cv->rate = m->fake_rate;
-		cv->valid = 1;
-		memcpy(hits, m->fake_hits, sizeof hits);
-	} else {
-		cv->rate = w->w_secs > 0 ? w->w_reads / w->w_secs : 0;
-		/* No minimum of samples: a cache with few reads has a small, noisy
-		 * curve, and the noise test (value_noise) keeps it from moving on
-		 * noise, while it may still give its bytes away. */
-		cv->valid = w->w_probe_secs > 0;
-		/* SHARDS' scaling: a mini cache's hits x S are the full cache's. Not
-		 * its hit ratio x the cache's reads: under skew a few hot keys in or
-		 * out of the sample move the sampled request count, and the ratio
-		 * with it, at every size (measured: up to 1.6x the exact slope).
-		 * But the probe's window is long (it stretches to hold enough
-		 * sampled requests), and a cache's load changes faster than what
-		 * its keys look like: so the curve is scaled by the cache's read
-		 * rate lately (the reads' short window, counted in full) over its
-		 * read rate in the probe's window. A load that doubles doubles the
-		 * curve within a half-life of the reads, not of the probe. */
-		double probe_rate = cv->valid ? w->w_preads / w->w_probe_secs : 0;
-		double drift = probe_rate > 0 && cv->rate > 0 ? cv->rate / probe_rate : 1;
-		/* While steady the mini caches see one block of the sample's
-		 * requests in a few (PROBE-P8 in pool/probe.c): their hits stand
-		 * for seen / sampled as many. */
-		double thin = w->w_sampled > 0 && w->w_seen > w->w_sampled
-				      ? w->w_seen / w->w_sampled
-				      : 1;
-		double scale = drift * thin * (double)w->every / (cv->valid ? w->w_probe_secs : 1);
-		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
-			hits[k] = cv->valid ? w->w_hits[k] * scale : 0;
-		per_count = cv->valid ? scale : 0;
+	cv->rate = m->fake ? m->fake_rate : w->w_secs > 0 ? w->w_reads / w->w_secs : 0;
+	uint64_t gen = m->fake ? m->fake_gen : w->gen;
+	if (gen != m->gen) {
+		keep_mature(m);
+		m->gen = gen;
 	}
-	/* Mini caches fresh from a restart read low until they have seen twice
-	 * the entries they hold when full: only those points count, and the
-	 * estimate is valid once the point above the target is one of them
-	 * (known as soon as one is: enough to give, value_down). */
-	unsigned first = 0;
-	if (m->fake)
-		while (first < LARDER__PROBE_POINTS && m->fake_reach && bytes[first] > m->fake_reach)
-			first++;
-	else
-		while (first < LARDER__PROBE_POINTS &&
-		       w->fresh < 2 * (w->top_room / 1024 * larder__probe_scale[first] +
-				   w->top_room % 1024 * larder__probe_scale[first] / 1024))
-			first++;
-	cv->known = cv->valid && first < LARDER__PROBE_POINTS;
-	first = first < LARDER__PROBE_POINTS ? first : LARDER__PROBE_POINTS - 1;
-	cv->valid = cv->known && bytes[first] > m->target;
-	hull_of(cv, bytes + first, hits + first, LARDER__PROBE_POINTS - first);
-	cv->np = LARDER__PROBE_POINTS - first;
-	for (unsigned i = 0; i < cv->np; i++) {
-		unsigned k = LARDER__PROBE_POINTS - 1 - i;
-		cv->px[i] = (double)bytes[k];
-		cv->pcount[i] = m->fake ? 0 : w->w_hits[k];
-	}
-	cv->per_count = per_count;
-	hold_curve(m);
+	mature_points(m, bytes);
+	/* The curve: the mature points, then the kept ones above them, up to
+	 * the current top (a point past it would bend the hull where the
+	 * current points cannot correct it). */
+	double reach = m->n_last ? m->last[m->n_last - 1].x : 0;
+	double top = (double)bytes[0] * 1.01;
+	cv->np = 0;
+	for (unsigned i = 0; i < m->n_last; i++)
+		cv->pts[cv->np++] = m->last[i];
+	for (unsigned i = 0; i < m->n_held; i++)
+		if (m->held[i].x > reach && m->held[i].x <= top)
+			cv->pts[cv->np++] = m->held[i];
+	/* Valid once a point reaches past the target (it may take); known as
+	 * soon as there is one (it may give, value_down). */
+	cv->known = cv->np > 0;
+	cv->valid = cv->known && cv->pts[cv->np - 1].x > (double)m->target;
+	hull_of(cv);
+}
+
+/* A point's sampled hits as a standard error of its hits per second: a
+ * count, known to within its square root and never to better than one
+ * hit. */
+static double point_error(const struct curve *cv, const struct point *pt, double hits)
+{
+	return pt->pc0 * point_drift(cv, pt) * sqrt_pos(hits > 1 ? hits : 1);
 }
 
 /*
  * The noise of a slope measured at x, in hits per second per byte: the
  * sampled hits between the two points around x are a count (about Poisson,
- * the mini caches being nested samples of one stream), known to within its
- * square root, and never to better than one hit: a segment that saw none
- * is not known to be flat (a sparse sample, PROBE-P7 in pool/probe.c, sees
- * few). 0 for a curve given through the test seam.
+ * the mini caches being nested samples of one stream: within a generation
+ * the difference of the two counts), known to within its square root, and
+ * never to better than one hit: a segment that saw none is not known to be
+ * flat (a sparse sample, PROBE-P7 in pool/probe.c, sees few). Two points
+ * of different generations are independent counts: each adds its own
+ * error. 0 for a curve given through the test seam.
  */
 static double value_noise(const struct curve *cv, double x)
 {
-	if (!cv->np || cv->per_count <= 0)
-		return 0;
-	double lo = 0, lo_x = 0;
 	for (unsigned i = 0; i < cv->np; i++) {
-		if (x <= cv->px[i] || i + 1 == cv->np) {
-			double d = cv->pcount[i] - lo;
-			return cv->per_count * sqrt_pos(d > 1 ? d : 1) / (cv->px[i] - lo_x);
+		if (x > cv->pts[i].x && i + 1 < cv->np)
+			continue;
+		const struct point *hi = &cv->pts[i], *lo = i ? &cv->pts[i - 1] : NULL;
+		double width = hi->x - (lo ? lo->x : 0), err;
+		if (!lo || lo->gen == hi->gen)
+			err = point_error(cv, hi, hi->count - (lo ? lo->count : 0));
+		else {
+			double a = point_error(cv, hi, hi->count), b = point_error(cv, lo, lo->count);
+			double big = a > b ? a : b, small = a > b ? b : a;
+			err = big > 0 ? big * sqrt_pos(1 + (small / big) * (small / big)) : 0;
 		}
-		lo = cv->pcount[i];
-		lo_x = cv->px[i];
+		return err / width;
 	}
 	return 0;
 }
@@ -894,11 +957,11 @@ static double hull_at(const struct curve *cv, double x)
 
 /*
  * The hull at x, continued past its last corner along its last segment.
- * Where a cache's warm points end below x (its estimate not yet valid, the
- * mini caches above still warming up), a concave curve's hits there are at
+ * Where a cache's points end below x (its estimate not yet valid, the
+ * mini caches above still maturing), a concave curve's hits there are at
  * most that: an upper bound, so that what a donor would lose is never
  * underestimated, and a donor need not wait for its largest mini caches
- * to warm up before it can give (a light cache's take longest).
+ * to mature before it can give (a light cache's take longest).
  */
 static double hull_at_most(const struct curve *cv, double x)
 {
@@ -931,7 +994,7 @@ static double value_down(const struct larder__pool_member *m, uint64_t step)
 }
 
 /* May take? Needs an estimate past its target. May give? Some estimate (its
- * upper bound past the warm points: value_down), or no reads at all. */
+ * upper bound past its points: value_down), or no reads at all. */
 static int may_take(const struct larder__pool_member *m)
 {
 	return m->curve.valid && room_up(m) > 0;

@@ -58,10 +58,11 @@ int larder__pool_wrap_policy(struct larder *c, const struct larder__policy_host 
  */
 int larder__test_pool_set_curve(larder_pool *pool, larder *cache, const double *hits_per_s,
 				double requests_per_s);
-/* A curve given through the seam counts as warm only up to `bytes`: its
- * points above are treated as mini caches still warming up (0: all warm);
- * with `restart`, as mini caches that restarted (a new generation: POOL-H1
- * in pool.c). Returns 0, or -1 when cache is not open in pool. */
+/* A curve given through the seam is mature only up to `bytes`: its points
+ * above are treated as mini caches still maturing (0: all mature); with
+ * `restart`, as mini caches that restarted (a new generation: POOL-M1 in
+ * pool.c, the mature points before it kept). Returns 0, or -1 when cache
+ * is not open in pool. */
 int larder__test_pool_set_reach(larder_pool *pool, larder *cache, uint64_t bytes, int restart);
 /* Runs one controller pass now, synchronously (whatever the interval):
  * decides the moves and applies the shrinks; the grows follow as the
