@@ -163,7 +163,8 @@
 #define MAX_HALF_LIFE_S 8.0
 #define WINDOW_SAMPLES 1024.0  /* the probe's half-life holds this many sampled requests */
 #define NOISE_Z 2.0            /* a move must beat this many standard errors */
-#define MATURE_TURNS 8u        /* POOL-M1: entries a point's mini cache must have seen, x */
+#define FILL_TURNS 2u          /* POOL-M1: a point's window starts after this x its entries */
+#define MATURE_TURNS 8u        /* POOL-M1: and it counts after this x its entries */
 #define LONG_HALF_LIFE_S 8.0   /* POOL-D1: the reads' long window */
 #define STARVE_MIN 16.0        /* POOL-W1: sampled requests a pass must have brought */
 #define STARVE_HALF_LIFE_S 30.0 /* POOL-W1: the ratio of sampled requests to reads */
@@ -189,8 +190,12 @@ struct window {
 	uint64_t fresh;        /* sampled requests since the mini caches restarted */
 	uint64_t top_room;     /* entries the largest mini cache holds when full */
 	uint64_t hits[LARDER__PROBE_POINTS], ghost, reads, sampled; /* last readings */
-	double w_hits[LARDER__PROBE_POINTS], w_ghost, w_probe_secs, w_sampled;
+	double w_ghost, w_probe_secs, w_sampled;
 	double w_preads; /* the cache's reads over the probe's window (its rate there) */
+	/* POOL-M1: each point's own window, from when its mini cache had seen
+	 * FILL_TURNS x its entries: its hits, seconds and the cache's reads. */
+	double w_hits[LARDER__PROBE_POINTS], w_psecs[LARDER__PROBE_POINTS];
+	double w_ppreads[LARDER__PROBE_POINTS];
 	double w_reads, w_secs; /* the cache's reads: not restarted with the probe */
 	/* POOL-D1: the probe's sampled requests that came (through or skipped),
 	 * the cache's hits over the reads' window, and the reads and hits over
@@ -217,6 +222,7 @@ struct window {
  */
 struct point {
 	double x, y0, ref, count, pc0;
+	double lift; /* hits per second added to a kept point (curve_update) */
 	uint64_t gen;
 };
 
@@ -244,6 +250,12 @@ struct curve {
 static double point_drift(const struct curve *cv, const struct point *pt)
 {
 	return pt->ref > 0 && cv->rate > 0 ? cv->rate / pt->ref : 1;
+}
+
+/* The full cache's hits per second at a point, now. */
+static double point_hits(const struct curve *cv, const struct point *pt)
+{
+	return pt->y0 * point_drift(cv, pt) + pt->lift;
 }
 
 struct larder__pool_member {
@@ -678,6 +690,32 @@ static int starved(const struct window *w, const struct reading *r)
 	return expect >= STARVE_MIN && 2.0 * (double)(r->arrived - w->arrived) < expect;
 }
 
+/* Entries mini k holds when full, top_room being the largest's. */
+static uint64_t point_entries(uint64_t top_room, unsigned k)
+{
+	return top_room / 1024 * larder__probe_scale[k] + top_room % 1024 * larder__probe_scale[k] / 1024;
+}
+
+/*
+ * POOL-M1: each point's window. A mini cache fresh from a restart fills
+ * first, and the hits it misses then would stay in a window that started
+ * with the generation; so point k's window starts only once its mini cache
+ * has seen FILL_TURNS x its entries (until then it is kept empty), and
+ * decays as the probe's from then on (pkeep over secs).
+ */
+static void points_update(struct window *w, const struct reading *r, double pkeep, double secs)
+{
+	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++) {
+		if (r->fresh < FILL_TURNS * point_entries(r->room, k)) {
+			w->w_hits[k] = w->w_psecs[k] = w->w_ppreads[k] = 0;
+			continue;
+		}
+		w->w_hits[k] = w->w_hits[k] * pkeep + (double)(r->hits[k] - w->hits[k]);
+		w->w_psecs[k] = w->w_psecs[k] * pkeep + secs;
+		w->w_ppreads[k] = w->w_ppreads[k] * pkeep + (double)(r->reads - w->reads);
+	}
+}
+
 /* Folds the readings since the last pass into the decaying window. */
 static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 {
@@ -710,8 +748,7 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 			       : life > MAX_HALF_LIFE_S ? MAX_HALF_LIFE_S
 							: life;
 			double pkeep = half_power(secs / life);
-			for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
-				w->w_hits[k] = w->w_hits[k] * pkeep + (double)(r.hits[k] - w->hits[k]);
+			points_update(w, &r, pkeep, secs);
 			w->w_ghost = w->w_ghost * pkeep + (double)(r.ghost - w->ghost);
 			w->w_sampled = w->w_sampled * pkeep + (double)(r.sampled - w->sampled);
 			w->w_seen = w->w_seen * pkeep + (double)(r.seen - w->seen);
@@ -727,6 +764,8 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 		if (w->primed && r.every)
 			w->w_arrived *= (double)w->every / (double)r.every;
 		memset(w->w_hits, 0, sizeof w->w_hits);
+		memset(w->w_psecs, 0, sizeof w->w_psecs);
+		memset(w->w_ppreads, 0, sizeof w->w_ppreads);
 		w->primed = 1;
 		w->gen = r.gen;
 	}
@@ -752,7 +791,7 @@ static void hull_of(struct curve *cv)
 	px[0] = 0;
 	py[0] = 0;
 	for (unsigned i = 0; i < cv->np; i++) {
-		double y = cv->pts[i].y0 * point_drift(cv, &cv->pts[i]);
+		double y = point_hits(cv, &cv->pts[i]);
 		best = y > best ? y : best; /* more memory never loses hits */
 		px[i + 1] = cv->pts[i].x;
 		py[i + 1] = best;
@@ -776,17 +815,11 @@ static void hull_of(struct curve *cv)
 	}
 }
 
-/* Entries mini k holds when full, in the window's generation. */
-static uint64_t point_entries(const struct window *w, unsigned k)
-{
-	return w->top_room / 1024 * larder__probe_scale[k] +
-	       w->top_room % 1024 * larder__probe_scale[k] / 1024;
-}
-
 /*
  * POOL-M1: the current generation's mature points into m->last, smallest
  * first. Point k is mature once its mini cache has seen MATURE_TURNS times
- * the entries it holds since the mini caches restarted; the mini caches see
+ * the entries it holds since the mini caches restarted (its own window,
+ * points_update, then holds what came after its fill); the mini caches see
  * one stream, so the smaller ones mature first and the mature points are
  * the smallest ones. A curve given through the test seam is mature up to
  * its reach.
@@ -816,15 +849,14 @@ static void mature_points(struct larder__pool_member *m, const uint64_t *bytes)
 	 * mini caches see one block of the sample's requests in a few (PROBE-P8
 	 * in pool/probe.c): their hits stand for seen / sampled as many. */
 	double thin = w->w_sampled > 0 && w->w_seen > w->w_sampled ? w->w_seen / w->w_sampled : 1;
-	double per_count = thin * (double)w->every / w->w_probe_secs;
-	double ref = w->w_preads / w->w_probe_secs;
 	for (unsigned i = 0; i < LARDER__PROBE_POINTS; i++) {
 		unsigned k = LARDER__PROBE_POINTS - 1 - i;
-		if (w->fresh < MATURE_TURNS * point_entries(w, k))
+		if (w->fresh < MATURE_TURNS * point_entries(w->top_room, k) || w->w_psecs[k] <= 0)
 			break;
+		double per_count = thin * (double)w->every / w->w_psecs[k];
 		m->last[m->n_last++] = (struct point){ .x = (double)bytes[k],
 						      .y0 = w->w_hits[k] * per_count,
-						      .ref = ref,
+						      .ref = w->w_ppreads[k] / w->w_psecs[k],
 						      .count = w->w_hits[k],
 						      .pc0 = per_count,
 						      .gen = m->gen };
@@ -852,6 +884,22 @@ static void keep_mature(struct larder__pool_member *m)
 	m->n_last = 0;
 }
 
+/* The kept points' hits per second at x (by the cache's read rate now),
+ * between the two around it (from (0, 0); flat past the last). */
+static double kept_at(const struct larder__pool_member *m, double x)
+{
+	const struct curve *cv = &m->curve;
+	double x0 = 0, y0 = 0;
+	for (unsigned i = 0; i < m->n_held; i++) {
+		double y = point_hits(cv, &m->held[i]);
+		if (x <= m->held[i].x)
+			return y0 + (y - y0) * (x - x0) / (m->held[i].x - x0);
+		x0 = m->held[i].x;
+		y0 = y;
+	}
+	return y0;
+}
+
 static void curve_update(struct larder__pool_member *m)
 {
 	struct curve *cv = &m->curve;
@@ -868,15 +916,21 @@ static void curve_update(struct larder__pool_member *m)
 	mature_points(m, bytes);
 	/* The curve: the mature points, then the kept ones above them, up to
 	 * the current top (a point past it would bend the hull where the
-	 * current points cannot correct it). */
-	double reach = m->n_last ? m->last[m->n_last - 1].x : 0;
-	double top = (double)bytes[0] * 1.01;
+	 * current points cannot correct it), lifted to meet the largest mature
+	 * point: the kept points say what the bytes past it add, not what the
+	 * cache's hits are (they may have changed since: a kept point above a
+	 * lower mature one would read as a cliff). */
 	cv->np = 0;
 	for (unsigned i = 0; i < m->n_last; i++)
 		cv->pts[cv->np++] = m->last[i];
+	double reach = m->n_last ? m->last[m->n_last - 1].x : 0;
+	double lift = m->n_last ? point_hits(cv, &m->last[m->n_last - 1]) - kept_at(m, reach) : 0;
+	double top = (double)bytes[0] * 1.01;
 	for (unsigned i = 0; i < m->n_held; i++)
-		if (m->held[i].x > reach && m->held[i].x <= top)
-			cv->pts[cv->np++] = m->held[i];
+		if (m->held[i].x > reach && m->held[i].x <= top) {
+			cv->pts[cv->np] = m->held[i];
+			cv->pts[cv->np++].lift = lift;
+		}
 	/* Valid once a point reaches past the target (it may take); known as
 	 * soon as there is one (it may give, value_down). */
 	cv->known = cv->np > 0;
@@ -896,7 +950,8 @@ static double point_error(const struct curve *cv, const struct point *pt, double
  * The noise of a slope measured at x, in hits per second per byte: the
  * sampled hits between the two points around x are a count (about Poisson,
  * the mini caches being nested samples of one stream: within a generation
- * the difference of the two counts), known to within its square root, and
+ * the difference of the two counts, the lower one scaled to the upper
+ * one's window), known to within its square root, and
  * never to better than one hit: a segment that saw none is not known to be
  * flat (a sparse sample, PROBE-P7 in pool/probe.c, sees few). Two points
  * of different generations are independent counts: each adds its own
@@ -909,8 +964,10 @@ static double value_noise(const struct curve *cv, double x)
 			continue;
 		const struct point *hi = &cv->pts[i], *lo = i ? &cv->pts[i - 1] : NULL;
 		double width = hi->x - (lo ? lo->x : 0), err;
-		if (!lo || lo->gen == hi->gen)
-			err = point_error(cv, hi, hi->count - (lo ? lo->count : 0));
+		if (!lo)
+			err = point_error(cv, hi, hi->count);
+		else if (lo->gen == hi->gen && hi->pc0 > 0) /* lo's count in hi's window */
+			err = point_error(cv, hi, hi->count - lo->count * lo->pc0 / hi->pc0);
 		else {
 			double a = point_error(cv, hi, hi->count), b = point_error(cv, lo, lo->count);
 			double big = a > b ? a : b, small = a > b ? b : a;
@@ -1707,13 +1764,40 @@ int larder__test_pool_set_reach(larder_pool *p, larder *c, uint64_t bytes, int r
 	return m ? 0 : -1;
 }
 
-uint64_t larder__test_pool_step(larder_pool *p)
+int larder__test_pool_feed(larder_pool *p, larder *c, const struct larder__test_pool_feed *f)
 {
 	pthread_mutex_lock(&p->lock);
-	uint64_t steps = control_pass(p, larder__monotonic_ns());
+	struct larder__pool_member *m = find_active(p, c);
+	if (m) {
+		struct larder__probe_readings *r = &m->readings;
+		/* Relaxed: counts, as the probe stores them (pool/probe.h). */
+		atomic_store_explicit(&r->generation, f->generation, LARDER__RELAXED);
+		atomic_store_explicit(&r->sample_every, f->sample_every, LARDER__RELAXED);
+		atomic_store_explicit(&r->top_bytes, f->top_bytes, LARDER__RELAXED);
+		atomic_store_explicit(&r->top_room, f->top_room, LARDER__RELAXED);
+		atomic_store_explicit(&r->fresh, f->fresh, LARDER__RELAXED);
+		atomic_store_explicit(&r->sampled, f->sampled, LARDER__RELAXED);
+		atomic_store_explicit(&r->seen, f->sampled, LARDER__RELAXED);
+		atomic_store_explicit(&r->arrived, f->sampled, LARDER__RELAXED);
+		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+			atomic_store_explicit(&r->hits[k], f->hits[k], LARDER__RELAXED);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return m ? 0 : -1;
+}
+
+uint64_t larder__test_pool_step_at(larder_pool *p, uint64_t now_ns)
+{
+	pthread_mutex_lock(&p->lock);
+	uint64_t steps = control_pass(p, now_ns);
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 	return steps;
+}
+
+uint64_t larder__test_pool_step(larder_pool *p)
+{
+	return larder__test_pool_step_at(p, larder__monotonic_ns());
 }
 
 int larder__test_pool_steady(larder_pool *p, larder *c)
