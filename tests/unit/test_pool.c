@@ -837,6 +837,34 @@ static void test_controller_segments_cancel_warmup(void)
 	feeder_stop(&fd);
 }
 
+/*
+ * POOL-M1: the mature points of a generation are kept over a restart. c[0]
+ * matures on a steep reading while c[1] is as steep (so neither moves);
+ * its mini caches restart, and c[1] turns flat: c[0]
+ * takes at once on its kept points, where it would otherwise wait for
+ * the new generation's point above its target to mature (26 passes).
+ */
+static void test_controller_keeps_mature_points(void)
+{
+	struct feeder fd;
+	REQUIRE(feeder_open(&fd));
+	/* c[0]'s slope: FEED_SAMPLED x FEED_EVERY hits a pass at its working
+	 * set (0.7 of the budget), passes of 0.1 s. */
+	double rate = FEED_SAMPLED * FEED_EVERY * 10.0 / 0.7;
+	give_curve(fd.pool, fd.c[1], LINEAR, rate, (double)fd.budget);
+	for (unsigned i = 0; i < 60; i++)
+		CHECK_EQ(feed_pass(&fd, LINEAR), 0);
+	CHECK_EQ(target_of(fd.pool, fd.c[0]), fd.budget / 2);
+	feed_restart(&fd);
+	give_curve(fd.pool, fd.c[1], FLAT, 1e4, (double)fd.budget);
+	uint64_t moved = 0;
+	for (unsigned i = 0; i < 3; i++)
+		moved += feed_pass(&fd, COLD);
+	CHECK_GT(moved, 0);
+	CHECK_GT(target_of(fd.pool, fd.c[0]), fd.budget / 2);
+	feeder_stop(&fd);
+}
+
 /* POOL-S1: a wide gap closes in fewer passes than single steps would take,
  * monotonically, and ends where single steps end. */
 static void test_controller_stride(void)
@@ -1330,6 +1358,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_controller_donor_not_warm),
 		TH_TEST(test_controller_point_maturity),
 		TH_TEST(test_controller_segments_cancel_warmup),
+		TH_TEST(test_controller_keeps_mature_points),
 		TH_TEST(test_controller_still_when_flat),
 		TH_TEST(test_controller_weights_and_settles),
 		TH_TEST(test_controller_respects_shares),
