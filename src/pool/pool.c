@@ -89,20 +89,27 @@
  *   POOL-W1. A pass in which the probe saw under half the sampled requests
  *   the cache's reads should have brought it (its maintainer asleep in a
  *   read-only phase) is left out of the probe's window (starved).
- *   POOL-M1. A curve rests only on mature points, judged point by point: a
- *   point of the mini caches' current generation once its mini cache has
- *   seen MATURE_TURNS times the entries it holds since they restarted
- *   (mature_points), and above the largest of those, the mature points of
- *   earlier generations, kept over restarts (keep_mature). A point still
- *   maturing is neither used to move capacity nor to reverse a move, and a
- *   restart drops it: its warm-up starts over. Why: a restarted mini cache
- *   reads low until it has turned over; twice its entries (the rule
- *   before) left the points near a working set's size unsettled (two of
- *   them 645 and 813 MiB read flat in the phases: the heavy cache gave
- *   164 MiB and took it back), and holding the whole last curve until the
- *   largest point matured kept it stale for seconds where the mini caches
- *   restart often (the ten caches: docs/pool.md). Tests:
- *   test_controller_point_maturity, test_controller_segments_cancel_warmup.
+ *   POOL-M1. A curve rests only on points that count, judged point by
+ *   point (mature_points): a point's level is the entries its mini cache
+ *   has seen since the mini caches restarted over the entries it holds;
+ *   its window starts at FILL_TURNS (its fill left out), it counts from
+ *   USE_TURNS, and its estimate is as good as it gets at MATURE_TURNS.
+ *   A restart keeps the points that counted, with their levels, and the
+ *   kept ones above them (keep_mature); a point of the new generation
+ *   replaces a kept one at its size only once it has reached that one's
+ *   level, and above the largest point that counts, the kept ones stand
+ *   in (lifted to meet it: they say what the bytes past it add). A point
+ *   still maturing is neither used to move capacity nor to reverse a
+ *   move, and a restart drops it: its warm-up starts over. Why: a
+ *   restarted mini cache reads low until it has turned over, and a
+ *   generation's first points that count (twice their entries seen) near
+ *   a working set's size read flat (645 and 813 MiB in the phases: the
+ *   heavy cache gave 164 MiB and took it back 2 s later); holding the
+ *   whole last curve until the largest point had seen 8 times its entries
+ *   kept it stale for seconds where the mini caches restart often (the
+ *   ten caches: docs/pool.md). Tests: test_controller_point_maturity,
+ *   test_controller_segments_cancel_warmup,
+ *   test_controller_keeps_mature_points.
  *   POOL-D1. A member is steady after CALM_PASSES passes in a row in which
  *   its target did not move and its load showed no change:
  *   its hit ratio over the reads' window (half-life HALF_LIFE_S) within
@@ -163,8 +170,9 @@
 #define MAX_HALF_LIFE_S 8.0
 #define WINDOW_SAMPLES 1024.0  /* the probe's half-life holds this many sampled requests */
 #define NOISE_Z 2.0            /* a move must beat this many standard errors */
-#define FILL_TURNS 2u          /* POOL-M1: a point's window starts after this x its entries */
-#define MATURE_TURNS 8u        /* POOL-M1: and it counts after this x its entries */
+#define FILL_TURNS 1.0         /* POOL-M1: a point's window starts at this x its entries seen, */
+#define USE_TURNS 2.0          /* it may count from this x, */
+#define MATURE_TURNS 8.0       /* and it is as good as it gets at this x */
 #define LONG_HALF_LIFE_S 8.0   /* POOL-D1: the reads' long window */
 #define STARVE_MIN 16.0        /* POOL-W1: sampled requests a pass must have brought */
 #define STARVE_HALF_LIFE_S 30.0 /* POOL-W1: the ratio of sampled requests to reads */
@@ -222,6 +230,7 @@ struct window {
  */
 struct point {
 	double x, y0, ref, count, pc0;
+	double level; /* entries seen over entries held, at most MATURE_TURNS (POOL-M1) */
 	double lift; /* hits per second added to a kept point (curve_update) */
 	uint64_t gen;
 };
@@ -706,7 +715,7 @@ static uint64_t point_entries(uint64_t top_room, unsigned k)
 static void points_update(struct window *w, const struct reading *r, double pkeep, double secs)
 {
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++) {
-		if (r->fresh < FILL_TURNS * point_entries(r->room, k)) {
+		if ((double)r->fresh < FILL_TURNS * (double)point_entries(r->room, k)) {
 			w->w_hits[k] = w->w_psecs[k] = w->w_ppreads[k] = 0;
 			continue;
 		}
@@ -816,13 +825,29 @@ static void hull_of(struct curve *cv)
 }
 
 /*
- * POOL-M1: the current generation's mature points into m->last, smallest
- * first. Point k is mature once its mini cache has seen MATURE_TURNS times
- * the entries it holds since the mini caches restarted (its own window,
- * points_update, then holds what came after its fill); the mini caches see
- * one stream, so the smaller ones mature first and the mature points are
- * the smallest ones. A curve given through the test seam is mature up to
- * its reach.
+ * POOL-M1: the level of the kept point at x or the nearest above it (0 if
+ * none): a point of the current generation replaces it only at that level.
+ */
+static double kept_level(const struct larder__pool_member *m, double x)
+{
+	for (unsigned i = 0; i < m->n_held; i++)
+		if (m->held[i].x >= x * 0.99)
+			return m->held[i].level;
+	return 0;
+}
+
+/*
+ * POOL-M1: the current generation's points that count, into m->last,
+ * smallest first. Point k's level is the entries its mini cache has seen
+ * since the mini caches restarted over the entries it holds (its own
+ * window, points_update, holds what came after its fill); it counts from
+ * USE_TURNS, and where a point kept from an earlier generation stands at
+ * its size, only once it has reached that one's level (up to
+ * MATURE_TURNS): an estimate is replaced by one at least as mature, never
+ * by a fresher, less settled one. The mini caches see one stream, so the
+ * smaller ones mature first and the points that count are the smallest
+ * ones. A curve given through the test seam counts up to its reach, at
+ * level MATURE_TURNS.
  */
 static void mature_points(struct larder__pool_member *m, const uint64_t *bytes)
 {
@@ -836,6 +861,7 @@ static void mature_points(struct larder__pool_member *m, const uint64_t *bytes)
 			m->last[m->n_last++] = (struct point){ .x = (double)bytes[k],
 							      .y0 = m->fake_hits[k],
 							      .ref = m->fake_rate,
+							      .level = MATURE_TURNS,
 							      .gen = m->gen };
 		}
 		return;
@@ -851,7 +877,10 @@ static void mature_points(struct larder__pool_member *m, const uint64_t *bytes)
 	double thin = w->w_sampled > 0 && w->w_seen > w->w_sampled ? w->w_seen / w->w_sampled : 1;
 	for (unsigned i = 0; i < LARDER__PROBE_POINTS; i++) {
 		unsigned k = LARDER__PROBE_POINTS - 1 - i;
-		if (w->fresh < MATURE_TURNS * point_entries(w->top_room, k) || w->w_psecs[k] <= 0)
+		uint64_t entries = point_entries(w->top_room, k);
+		double level = entries ? (double)w->fresh / (double)entries : MATURE_TURNS;
+		level = level < MATURE_TURNS ? level : MATURE_TURNS;
+		if (level < USE_TURNS || level < kept_level(m, (double)bytes[k]) || w->w_psecs[k] <= 0)
 			break;
 		double per_count = thin * (double)w->every / w->w_psecs[k];
 		m->last[m->n_last++] = (struct point){ .x = (double)bytes[k],
@@ -859,6 +888,7 @@ static void mature_points(struct larder__pool_member *m, const uint64_t *bytes)
 						      .ref = w->w_ppreads[k] / w->w_psecs[k],
 						      .count = w->w_hits[k],
 						      .pc0 = per_count,
+						      .level = level,
 						      .gen = m->gen };
 	}
 }

@@ -786,24 +786,26 @@ static void feeder_stop(struct feeder *fd)
 
 /*
  * POOL-M1, point by point. A fresh probe takes nothing before the point
- * above its target is mature (8 x its entries seen), though its readings
- * are steep from the first pass. Holding its working set, its mini caches
- * restart and read low and flat at every point until it has turned over
- * (COLD): the points still maturing are not used (the kept ones of the
- * generation before stand in for them), and it gives nothing, neither
- * while they mature nor after (where a warm test of twice the entries
- * gave the working set's last segment away).
+ * above its target counts (2 x its entries seen), though its readings are
+ * steep from the first pass. Holding its working set (its points mature:
+ * 8 x their entries seen), its mini caches restart and read low and flat
+ * at every point until it has seen 4 x its entries (COLD): the new points
+ * do not count before they are as mature as the kept ones of the
+ * generation before, which stand in for them, and it gives nothing,
+ * neither while they mature nor after (where the rule before, warm at 2 x
+ * in one window from the restart, gave the working set's last segment
+ * away).
  */
 static void test_controller_point_maturity(void)
 {
 	struct feeder fd;
 	REQUIRE(feeder_open(&fd));
-	/* The point above half the budget (40 MiB, 645 entries) matures at
-	 * 5,160 sampled requests: 26 passes. */
-	for (unsigned i = 0; i < 24; i++)
+	/* The point above half the budget (40 MiB, 645 entries) counts from
+	 * 1,290 sampled requests: the sixth pass after the first. */
+	for (unsigned i = 0; i < 5; i++)
 		CHECK_EQ(feed_pass(&fd, LINEAR), 0);
 	CHECK_EQ(target_of(fd.pool, fd.c[0]), fd.budget / 2);
-	for (unsigned i = 0; i < 56; i++)
+	for (unsigned i = 0; i < 75; i++)
 		feed_pass(&fd, LINEAR);
 	uint64_t t0 = target_of(fd.pool, fd.c[0]);
 	CHECK_GT(t0, fd.budget * 6 / 10);
