@@ -231,14 +231,14 @@ struct window {
 struct point {
 	double x, y0, ref, count, pc0;
 	double level; /* entries seen over entries held, at most MATURE_TURNS (POOL-M1) */
-	double lift; /* hits per second added to a kept point (curve_update) */
+	double lift;  /* hits per second added to a kept point (curve_update) */
 	uint64_t gen;
 };
 
 /* A member's curve as the controller sees it: the hull's corners. */
 struct curve {
-	int valid; /* mature points reach past the target: it may take */
-	int known; /* some point is mature: it may give (value_down) */
+	int valid;   /* mature points reach past the target: it may take */
+	int known;   /* some point is mature: it may give (value_down) */
 	double rate; /* reads per second */
 	unsigned n;
 	double x[MAX_POINTS + 1], y[MAX_POINTS + 1]; /* bytes, hits/s */
@@ -702,7 +702,8 @@ static int starved(const struct window *w, const struct reading *r)
 /* Entries mini k holds when full, top_room being the largest's. */
 static uint64_t point_entries(uint64_t top_room, unsigned k)
 {
-	return top_room / 1024 * larder__probe_scale[k] + top_room % 1024 * larder__probe_scale[k] / 1024;
+	return top_room / 1024 * larder__probe_scale[k] +
+	       top_room % 1024 * larder__probe_scale[k] / 1024;
 }
 
 /*
@@ -858,11 +859,11 @@ static void mature_points(struct larder__pool_member *m, const uint64_t *bytes)
 			unsigned k = LARDER__PROBE_POINTS - 1 - i;
 			if (m->fake_reach && bytes[k] > m->fake_reach)
 				break;
-			m->last[m->n_last++] = (struct point){ .x = (double)bytes[k],
+			m->last[m->n_last++] = (struct point){.x = (double)bytes[k],
 							      .y0 = m->fake_hits[k],
 							      .ref = m->fake_rate,
 							      .level = MATURE_TURNS,
-							      .gen = m->gen };
+							      .gen = m->gen};
 		}
 		return;
 	}
@@ -880,16 +881,17 @@ static void mature_points(struct larder__pool_member *m, const uint64_t *bytes)
 		uint64_t entries = point_entries(w->top_room, k);
 		double level = entries ? (double)w->fresh / (double)entries : MATURE_TURNS;
 		level = level < MATURE_TURNS ? level : MATURE_TURNS;
-		if (level < USE_TURNS || level < kept_level(m, (double)bytes[k]) || w->w_psecs[k] <= 0)
+		if (level < USE_TURNS || level < kept_level(m, (double)bytes[k]) ||
+		    w->w_psecs[k] <= 0)
 			break;
 		double per_count = thin * (double)w->every / w->w_psecs[k];
-		m->last[m->n_last++] = (struct point){ .x = (double)bytes[k],
+		m->last[m->n_last++] = (struct point){.x = (double)bytes[k],
 						      .y0 = w->w_hits[k] * per_count,
 						      .ref = w->w_ppreads[k] / w->w_psecs[k],
 						      .count = w->w_hits[k],
 						      .pc0 = per_count,
 						      .level = level,
-						      .gen = m->gen };
+						      .gen = m->gen};
 	}
 }
 
@@ -999,7 +1001,8 @@ static double value_noise(const struct curve *cv, double x)
 		else if (lo->gen == hi->gen && hi->pc0 > 0) /* lo's count in hi's window */
 			err = point_error(cv, hi, hi->count - lo->count * lo->pc0 / hi->pc0);
 		else {
-			double a = point_error(cv, hi, hi->count), b = point_error(cv, lo, lo->count);
+			double a = point_error(cv, hi, hi->count),
+			       b = point_error(cv, lo, lo->count);
 			double big = a > b ? a : b, small = a > b ? b : a;
 			err = big > 0 ? big * sqrt_pos(1 + (small / big) * (small / big)) : 0;
 		}

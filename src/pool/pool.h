@@ -76,7 +76,8 @@ struct larder__test_pool_feed {
 /* Stores `f` in cache's probe readings, as its probe would; the cache must
  * see no write or hit meanwhile (its own probe writes there too). Returns
  * 0, or -1 when cache is not open in pool. */
-int larder__test_pool_feed(larder_pool *pool, larder *cache, const struct larder__test_pool_feed *f);
+int larder__test_pool_feed(larder_pool *pool, larder *cache,
+			   const struct larder__test_pool_feed *f);
 /* larder__test_pool_step at a given time of the monotonic clock (now_ns;
  * a test moves it on by the interval it wants, so that the windows fold
  * known seconds). */
