@@ -710,13 +710,15 @@ static uint64_t point_entries(uint64_t top_room, unsigned k)
  * POOL-M1: each point's window. A mini cache fresh from a restart fills
  * first, and the hits it misses then would stay in a window that started
  * with the generation; so point k's window starts only once its mini cache
- * has seen FILL_TURNS x its entries (until then it is kept empty), and
- * decays as the probe's from then on (pkeep over secs).
+ * has seen FILL_TURNS x its entries by the last reading (w->fresh: this
+ * pass's requests all came after it; until then it is kept empty), and
+ * decays as the probe's from then on (pkeep over secs). Within one
+ * generation (the caller's test).
  */
 static void points_update(struct window *w, const struct reading *r, double pkeep, double secs)
 {
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++) {
-		if ((double)r->fresh < FILL_TURNS * (double)point_entries(r->room, k)) {
+		if ((double)w->fresh < FILL_TURNS * (double)point_entries(r->room, k)) {
 			w->w_hits[k] = w->w_psecs[k] = w->w_ppreads[k] = 0;
 			continue;
 		}

@@ -702,12 +702,13 @@ struct feeder {
 	larder_pool *pool;
 	larder *c[2];
 	uint64_t budget, now_ns, misses;
+	unsigned cold_turns; /* COLD: until a point's mini cache has seen this x its entries */
 	struct larder__test_pool_feed f;
 };
 
 /* One pass of c[0]'s probe reading `s` (LINEAR, or COLD: LINEAR at the
- * points that have seen 8 x their entries since the restart, flat below
- * the smallest such reading elsewhere), its reads, and a controller pass;
+ * points whose mini caches have seen cold_turns x their entries since the
+ * restart, low and flat at the others), its reads, and a controller pass;
  * returns the steps it moved. */
 static uint64_t feed_pass(struct feeder *fd, enum shape s)
 {
@@ -715,7 +716,7 @@ static uint64_t feed_pass(struct feeder *fd, enum shape s)
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++) {
 		double size = (double)fd->f.top_bytes * larder__probe_scale[k] / 1024;
 		uint64_t entries = fd->f.top_room * larder__probe_scale[k] / 1024;
-		int cold = s == COLD && fd->f.fresh < 4 * entries;
+		int cold = s == COLD && fd->f.fresh < fd->cold_turns * entries;
 		double frac = cold ? 0.1 : size >= ws ? 1.0 : size / ws;
 		fd->f.hits[k] += (uint64_t)(FEED_SAMPLED * frac);
 	}
@@ -751,6 +752,7 @@ static int feeder_open(struct feeder *fd)
 		return 0;
 	fd->now_ns = 1000u * 1000u * 1000u; /* the test's clock: only step_at reads it */
 	fd->misses = 0;
+	fd->cold_turns = 4;
 	fd->f = (struct larder__test_pool_feed){
 		.generation = 1000, /* past any generation the real probe published */
 		.sample_every = FEED_EVERY,
@@ -836,6 +838,29 @@ static void test_controller_segments_cancel_warmup(void)
 	for (unsigned i = 0; i < 60; i++)
 		CHECK_EQ(feed_pass(&fd, COLD), 0);
 	CHECK_EQ(target_of(fd.pool, fd.c[0]), t0);
+	feeder_stop(&fd);
+}
+
+/*
+ * POOL-M1: a point's window leaves its mini cache's fill out. A fresh probe
+ * reads cold at each point until its mini cache has seen its entries once,
+ * then as the cache is, 4/3 as steep as c[1]: it takes as soon as the
+ * point above its target counts (2 x its entries seen: the sixth pass),
+ * where a window from the restart, half of it the fill's flat reading,
+ * would read it as shallower than c[1].
+ */
+static void test_controller_point_window_skips_fill(void)
+{
+	struct feeder fd;
+	REQUIRE(feeder_open(&fd));
+	fd.cold_turns = 1;
+	double rate = 0.75 * FEED_SAMPLED * FEED_EVERY * 10.0 / 0.7;
+	give_curve(fd.pool, fd.c[1], LINEAR, rate, (double)fd.budget);
+	uint64_t moved = 0;
+	for (unsigned i = 0; i < 6; i++)
+		moved += feed_pass(&fd, COLD);
+	CHECK_GT(moved, 0);
+	CHECK_GT(target_of(fd.pool, fd.c[0]), fd.budget / 2);
 	feeder_stop(&fd);
 }
 
@@ -1361,6 +1386,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_controller_point_maturity),
 		TH_TEST(test_controller_segments_cancel_warmup),
 		TH_TEST(test_controller_keeps_mature_points),
+		TH_TEST(test_controller_point_window_skips_fill),
 		TH_TEST(test_controller_still_when_flat),
 		TH_TEST(test_controller_weights_and_settles),
 		TH_TEST(test_controller_respects_shares),
