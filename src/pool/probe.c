@@ -134,9 +134,8 @@
 /* PROBE-P6: the sampled-entry set's first size (a power of two). */
 #define SET_MIN_SLOTS 1024u
 /* PROBE-P5: 1 call in TIME_EVERY is timed, and 1 empty region (a power of
- * two, at least 2); longer ones are dropped. The four clock reads per
- * TIME_EVERY calls are the probe's cost too (256 before). */
-#define TIME_EVERY 1024u
+ * two, at least 2); longer ones are dropped. */
+#define TIME_EVERY 256u
 #define OUTLIER_NS 50000u
 /* PROBE-P7: sampled requests per flush, the longest a batch waits, the
  * mini caches' sampled requests per second at most, and how often that is

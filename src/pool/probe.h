@@ -22,9 +22,8 @@
 #define LARDER__PROBE_POINTS 16
 
 /* While its cache is steady, one block of sampled requests in this many
- * goes through the mini caches (PROBE-P8 in probe.c); 8 before (the
- * cost of each: docs/pool.md, "What the controller costs"). */
-#define LARDER__PROBE_DUTY 16u
+ * goes through the mini caches (PROBE-P8 in probe.c). */
+#define LARDER__PROBE_DUTY 8u
 
 /* Point k's size in 1/1024 of the top size (larder__probe_scale[0] == 1024). */
 extern const unsigned larder__probe_scale[LARDER__PROBE_POINTS];
