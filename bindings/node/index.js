@@ -469,8 +469,9 @@ class LarderCache {
     if (n > meta.length) growMeta(n);
     // String keys go as one string and their lengths: one Node-API read in
     // the addon instead of one per key. Concatenated with += (a rope that the
-    // addon's read flattens once), which costs less than keys.join(''):
-    // ~76 instructions per key fewer under callgrind, 1,000-key batches.
+    // addon's read flattens once) in the loop that checks them: 76-91
+    // instructions per key fewer than keys.join('') after it (callgrind,
+    // 1,000-key batches), though no faster in time here (docs/node.md).
     let joined = null;
     if (n > 1) {
       let s = '';
