@@ -115,3 +115,16 @@ test('mget never returns an expired entry, as get does not', async () => {
   assertSameAsGets(c, keys, 'after expiry');
   c.close();
 });
+
+test('mget of keys whose total length passes V8\'s string limit: answered, or the maxKeyBytes RangeError', () => {
+  const c = new LarderCache({ maxSize: 16 << 20, maxKeyBytes: 65535 });
+  const k = 'k'.repeat(65535); // one string, referenced 9,000 times: 590 M units in all
+  c.set(k, 'v');
+  const got = c.mget(Array(9000).fill(k));
+  assert.equal(got.length, 9000);
+  assert.ok(got.every((v) => v === 'v'));
+  const tooLong = 'z'.repeat(1 << 20);
+  assert.throws(() => c.mget(Array(600).fill(tooLong)),
+    { name: 'RangeError', code: 'ERR_OUT_OF_RANGE', message: /maxKeyBytes/ });
+  c.close();
+});
