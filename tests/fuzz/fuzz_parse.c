@@ -4,7 +4,7 @@
  *
  * An input whose first byte is 0x80 is a binary-protocol connection, as
  * larderd decides it (-B auto), and is walked with larderd_binparse(),
- * checking BINPARSE-B1 and B2 of binparse.h: DONE consumes at least a header
+ * checking BINPARSE-B1 and BINPARSE-B2 of binparse.h: DONE consumes at least a header
  * and at most what it was given, MORE asks for more than it was given, and
  * the bytes cut right after the request give the same request.
  *

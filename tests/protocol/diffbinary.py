@@ -374,7 +374,7 @@ def _cases():
                                 frame("GAT", b"a", exp_ext(1000000000)), frame("GET", b"a"))),
         ("bin-dead-exptime", steps(s(b"a", b"v", exp=1000000000), frame("GET", b"a"),
                                    s(b"b", b"v", exp=0x80000000), frame("GET", b"b"))),
-        # issue 1's rule in binary: a refused SET drops the old value
+        # memcached's rule in binary too: a refused SET drops the old value
         ("bin-too-large", steps(s(b"a", b"old"), s(b"a", b"x" * 1048576), frame("GET", b"a"),
                                 s(b"b", b"old"), s(b"b", b"x" * 1048576, op="ADD"),
                                 frame("GET", b"b"))),

@@ -68,7 +68,7 @@ static void set_body_len(unsigned char *f, uint32_t body)
 		f[8 + i] = (unsigned char)(body >> (24 - 8 * i));
 }
 
-/* BINPARSE-B1, B2: every prefix is MORE with a need past it, the whole is `want`. */
+/* BINPARSE-B1, BINPARSE-B2: every prefix is MORE with a need past it, the whole is `want`. */
 static void check_splits(const char *name, const unsigned char *f, size_t n, int want,
 			 const struct larderd_binreq *whole)
 {

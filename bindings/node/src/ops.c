@@ -478,7 +478,8 @@ static int batch_keys_each(napi_env env, const struct handle *h, napi_value arr,
 
 /*
  * mget(keys, joined): looks the keys up in one larder_get_batch(). When
- * joined is a string, it is keys.join('') and meta[i] holds keys[i].length
+ * joined is a string, it is the keys concatenated (a rope, flattened by the
+ * read here) and meta[i] holds keys[i].length
  * (index.js checked every key is a string): if it encodes to exactly that
  * many bytes the keys are ASCII and are cut from it without touching the
  * array; otherwise each key is read from the array. Values are packed back
