@@ -39,11 +39,6 @@
  *   SNAP-L5. Records are written in batches, the next batch's home buckets
  *       prefetched meanwhile (batch_fill); the order of writes stays the
  *       file's, so SNAP-L3 is unchanged.
- *   SNAP-L6. Before a snapshot that fits whole is written, the index is grown
- *       to hold the cache's entries and all the records (larder__index_reserve
- *       in maint/resize.c), and is not shrunk below that afterwards: the
- *       writes never wait for a growth, which under the bulk writes took
- *       the maintainer minutes (docs/persistence.md).
  * Not guaranteed: a point-in-time cut (see larder_save in larder.h).
  */
 #define _GNU_SOURCE
@@ -67,7 +62,6 @@
 #include "core/hash.h"
 #include "core/iter.h"
 #include "core/snapshot.h"
-#include "maint/maintainer.h"
 #include "mem/slab.h"
 
 #define WRITE_BUFFER_BYTES ((size_t)1 << 20)
@@ -498,14 +492,13 @@ static int check_records(const unsigned char *d, size_t end, uint64_t want, uint
 	return n == want ? LARDER_OK : LARDER_ECORRUPT;
 }
 
-/* One of the cache's counters when the load starts (SNAP-L3: its used
- * bytes; SNAP-L6: its entries), 0 if they cannot be read. */
-static uint64_t stat_now(larder *c, enum larder_stat which)
+/* SNAP-L3: the cache's used bytes when the load starts. */
+static uint64_t used_bytes(larder *c)
 {
-	uint64_t v[LARDER_STAT_COUNT];
-	if (larder_stats(c, v, LARDER_STAT_COUNT) != LARDER_OK)
+	uint64_t v[LARDER_STAT_USED_BYTES + 1];
+	if (larder_stats(c, v, LARDER_STAT_USED_BYTES + 1) != LARDER_OK)
 		return 0;
-	return v[which];
+	return v[LARDER_STAT_USED_BYTES];
 }
 
 /* One stretch of records [from, to), written in file order. */
@@ -671,14 +664,10 @@ int larder__snapshot_load_mem(larder *c, const unsigned char *d, size_t len,
 		.elapsed_ms = now_unix_ms > saved_ms ? now_unix_ms - saved_ms : 0, /* SNAP-L2 */
 		/* Relaxed: a setting; a capacity changed during the load may be missed. */
 		.capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED),
-		.charged = stat_now(c, LARDER_STAT_USED_BYTES),
+		.charged = used_bytes(c),
 	};
 	if (whole.charged + charge <= whole.capacity) {
 		whole.capacity = UINT64_MAX; /* everything fits: no entry is skipped for room */
-		/* SNAP-L6: a hint; whatever it returns, the writes grow the index
-		 * as any writes do. */
-		(void)larder__index_reserve(c, stat_now(c, LARDER_STAT_ENTRIES) +
-						       get_u64(d + end + 8));
 		if (end - whole.from >= PARALLEL_MIN_BYTES)
 			return load_parallel(&whole, &cuts);
 	}

@@ -37,10 +37,6 @@ void larder__maint_wake(struct larder *cache, struct larder__handle *posted, uin
 /* Wakes the maintainer and waits up to 1 ms for one of its passes
  * (larder_flush and the test seams; maint/flush.c). */
 void larder__maint_await_pass(struct larder *cache);
-/* Grows the index to hold `entries` before a bulk writer starts (SNAP-L6
- * in core/snapshot.c; maint/resize.c). Caller thread, outside read
- * sections; waits for maintainer passes. */
-int larder__index_reserve(struct larder *cache, uint64_t entries);
 /* Bytes freed so far (only grows). */
 uint64_t larder__maint_freed_bytes(struct larder *cache);
 /* Adds the maintainer's counters to values[] (larder_stats). */

@@ -5,9 +5,7 @@
  * freed after a grace period.
  */
 #include "core/cache.h"
-#include "core/thread.h"
 #include "index/table.h"
-#include "maint/maintainer.h"
 #include "maint/state.h"
 #include "sync/reclaim.h"
 
@@ -138,58 +136,4 @@ int larder__maint_resize(struct larder__maint *m)
 			m, shrinking ? LARDER_STAT_INDEX_SHRINKS : LARDER_STAT_INDEX_RESIZES, 1);
 	}
 	return 1;
-}
-
-/* ---- A bulk writer's reserve --------------------------------------------- */
-
-/* Rounds of larder__index_reserve: two passes per doubling (one begins it,
- * one finishes it), so up to 2^32 times the table; a growth refused for want
- * of memory is asked for again until the rounds run out. */
-#define RESERVE_ROUNDS 64u
-#define RESERVE_WAIT_MS 60000u
-
-/*
- * SNAP-L6 (core/snapshot.c): grows the index until it holds `entries` below
- * its growth load (TABLE-L1), and raises the shrink floor (TABLE-L3) to the
- * buckets `entries` take, so that the maintainer does not shrink the empty
- * table back before the writes reach it. Doubling a table that the load has
- * not written yet moves nothing. Growing it under bulk writers instead, who
- * outrun the maintainer (EV-V7: they seldom wait for it), filled each next
- * table before its migration ended, and the migration's inserts then probed
- * ever further: a load of 2*10^6 entries into an index sized for 2*10^5 ran
- * for over a minute, against 0.4 s into one sized for them
- * (docs/persistence.md). Each round asks for a doubling as a writer out of
- * slots does (grow_wanted: at a table not growing it begins one, at one
- * growing it has the rest moved at once) and waits for a pass. The table
- * keeps the size afterwards, as if the cache had been opened expecting
- * `entries`. Returns LARDER_OK, or what larder_flush() returned (a caller
- * inside a read section: LARDER_ESTATE); LARDER_OK also when a growth was
- * refused for want of memory (the writes then grow it as before).
- */
-int larder__index_reserve(struct larder *c, uint64_t entries)
-{
-	struct larder__maint *m = c->maint;
-	uint64_t floor = larder__table_buckets_for(entries);
-	/* Relaxed: a setting, read at the maintainer's next shrink decision. */
-	if (atomic_load_explicit(&m->index_floor, LARDER__RELAXED) < floor)
-		atomic_store_explicit(&m->index_floor, floor, LARDER__RELAXED);
-	struct larder__thread *t = larder__thread_self();
-	if (!t)
-		return LARDER_ENOMEM;
-	for (unsigned round = 0; round < RESERVE_ROUNDS; round++) {
-		/* In a read section: the table is not freed while we read it (TABLE-X4). */
-		uint64_t outer = larder__read_enter(&t->reader);
-		/* A-ROOT: acquire, pairs with R-ROOT; the table's size is seen. */
-		struct larder__table *root =
-			(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
-		int over = larder__table_over_load(root, entries);
-		larder__read_exit(&t->reader, outer);
-		if (!over)
-			return LARDER_OK;
-		atomic_store_explicit(&c->grow_wanted, (uintptr_t)root, LARDER__RELAXED); /* a hint */
-		int rc = larder_flush(c, RESERVE_WAIT_MS);
-		if (rc != LARDER_OK)
-			return rc;
-	}
-	return LARDER_OK;
 }

@@ -85,9 +85,8 @@ struct larder__maint {
 	struct larder__table *growing;   /* being resized into its next, either way */
 	uint64_t cleared_goal;           /* the CLEARED count once the cleared tables are walked */
 	/* TABLE-L3: the fewest buckets a shrink leaves: SMALL_BUCKETS or the first
-	 * table's size if larger, raised by a load (larder__index_reserve).
-	 * Relaxed: a setting; that and the test seam larder__test_index_floor()
-	 * write it from other threads. */
+	 * table's size if larger. Ours; relaxed, only the test seam
+	 * larder__test_index_floor() writes it from another thread. */
 	larder__atomic_u64 index_floor;
 	uint64_t policy_capacity; /* the capacity last given to the policy */
 	int migrating; /* inside larder__maint_migrate(): the listener waits for its end */

@@ -33,10 +33,7 @@
  *     totals matching the index either way;
  *   - keys repeated within one batch, for every policy: the maintainer's
  *     run of inserts (POLICY-P6) is queued before a replace of one of them;
- *     the last value wins, the totals and the policy's links match;
- *   - a load into a cache expecting far fewer entries grows the index for
- *     all of them first (SNAP-L6): no write waits, and the index is not
- *     shrunk back.
+ *     the last value wins, the totals and the policy's links match.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -899,48 +896,6 @@ static void test_snapshot_repeated_keys(void)
 	free(d);
 }
 
-/*
- * SNAP-L6: a cache opened expecting 1,024 entries loads 30,000. The index
- * is grown for all of them before the writes: no write waits for the
- * maintainer, the index holds them below its growth load when the load
- * returns, and it is not shrunk when they are all removed again.
- */
-static void test_snapshot_index_reserve(void)
-{
-	enum { KEYS = 30000 };
-	char path[512], k[32];
-	path_in_dir(path, "reserve.snap");
-	larder *a = th_open(th_config(64 * MiB));
-	REQUIRE(a != NULL);
-	for (uint64_t id = 0; id < KEYS; id++)
-		CHECK_RC(larder_put(a, k, key_of(k, id), &id, sizeof(id), LARDER_TTL_NEVER),
-			 LARDER_OK);
-	CHECK_RC(larder_save(a, path), LARDER_OK);
-	larder_close(a);
-	larder_config *cfg = th_config(64 * MiB);
-	REQUIRE(cfg != NULL);
-	CHECK_RC(larder_config_set_expected_entries(cfg, 1024), LARDER_OK);
-	larder *b = th_open(cfg);
-	REQUIRE(b != NULL);
-	larder__test_index_floor(b, 64); /* shrinks may go below SMALL_BUCKETS */
-	uint64_t slots0 = th_stat(b, LARDER_STAT_INDEX_SLOTS);
-	CHECK_LT(slots0 * 7, (uint64_t)KEYS * 8); /* the first table would have to grow */
-	CHECK_RC(larder_load(b, path), LARDER_OK);
-	CHECK_EQ(th_stat(b, LARDER_STAT_MAINT_WAITS), 0);
-	CHECK_GE(th_stat(b, LARDER_STAT_INDEX_SLOTS) * 7, (uint64_t)KEYS * 8);
-	uint64_t entries = 0;
-	CHECK(th_check_accounting(b, 60000, &entries, NULL));
-	CHECK_EQ(entries, KEYS);
-	for (uint64_t id = 0; id < KEYS; id++) /* a sparse index, which would shrink */
-		CHECK_RC(larder_remove(b, k, key_of(k, id)), LARDER_OK);
-	CHECK_EQ(th_quiesce(b, 60000), 0);
-	CHECK_EQ(th_quiesce(b, 60000), 0);
-	CHECK_EQ(th_stat(b, LARDER_STAT_INDEX_SHRINKS), 0);
-	CHECK_GE(th_stat(b, LARDER_STAT_INDEX_SLOTS) * 7, (uint64_t)KEYS * 8);
-	larder_close(b);
-	unlink(path);
-}
-
 int main(int argc, char **argv)
 {
 	snprintf(dir, sizeof(dir), "%s/larder-snap-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -962,7 +917,6 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_load_then_close),
 		TH_TEST(test_snapshot_load_alloc_fails),
 		TH_TEST(test_snapshot_repeated_keys),
-		TH_TEST(test_snapshot_index_reserve),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
 	rmdir(dir);
