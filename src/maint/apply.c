@@ -243,6 +243,8 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
  * from the event rather than from the sizes saved 12 more of the
  * maintainer's 205 instructions per put (docs/bench.md).
  */
+_Static_assert(LARDER__SIZECLASS_COUNT <= LARDER__EV_NO_CLASS, "a size class fits an event's sclass");
+
 static inline __attribute__((always_inline)) int apply_overwrite(struct larder__maint *m,
 								  const struct larder__event *ev)
 {
