@@ -194,10 +194,10 @@ probe_from(struct larder__table *t, struct larder__bucket *home, uint64_t hash, 
  * The common case decided here, a key of 8 to 16 bytes looked up in its
  * home bucket alone (found there, or absent and nothing overflowed the
  * home): the same slot-by-slot scan as probe_from(), in a function that
- * calls nothing and so saves no registers (the general probe's prologue,
- * epilogue and spills around its memcmp were about a quarter of a put's
- * probe, docs/bench.md). Anything else goes to probe_from(), which starts
- * over at the home.
+ * calls nothing, so it saves fewer registers and spills nothing (the
+ * general probe's prologue, epilogue and spills around its memcmp were
+ * 15 of a put's 108 instructions in the index, docs/bench.md). Anything
+ * else goes to probe_from(), which starts over at the home.
  */
 larder__atomic_u64 *larder__table_find_from_locked(struct larder__table *t,
 						   struct larder__bucket *home, uint64_t hash,
