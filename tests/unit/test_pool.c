@@ -10,7 +10,9 @@
  * that waits for the bytes of a cache still closing, and
  * the controller's choices on caches with known curves, driven one pass at
  * a time through the test seam (pool/pool.h) with the controller thread
- * off, so that every decision is deterministic, and every allocation of a
+ * off, so that every decision is deterministic (for POOL-M1, through the
+ * controller's own windows: a probe's readings written as the probe would,
+ * passes at a clock the test moves), and every allocation of a
  * pool's life failing in turn. Waiting is only for the
  * pool's thread to finish grows, polled with a deadline.
  */
