@@ -109,7 +109,8 @@
  *   kept it stale for seconds where the mini caches restart often (the
  *   ten caches: docs/pool.md). Tests: test_controller_point_maturity,
  *   test_controller_segments_cancel_warmup,
- *   test_controller_keeps_mature_points.
+ *   test_controller_keeps_mature_points,
+ *   test_controller_point_window_skips_fill.
  *   POOL-D1. A member is steady after CALM_PASSES passes in a row in which
  *   its target did not move and its load showed no change:
  *   its hit ratio over the reads' window (half-life HALF_LIFE_S) within
