@@ -961,7 +961,9 @@ static void curve_update(struct larder__pool_member *m)
 	double reach = m->n_last ? m->last[m->n_last - 1].x : 0;
 	double lift = m->n_last ? point_hits(cv, &m->last[m->n_last - 1]) - kept_at(m, reach) : 0;
 	double top = (double)bytes[0] * 1.01;
-	for (unsigned i = 0; i < m->n_kept; i++)
+	/* At most MAX_POINTS: kept points of re-centrings downwards may lie
+	 * above the current ones (the largest are left out first). */
+	for (unsigned i = 0; i < m->n_kept && cv->np < MAX_POINTS; i++)
 		if (m->kept[i].x > reach && m->kept[i].x <= top) {
 			cv->pts[cv->np] = m->kept[i];
 			cv->pts[cv->np++].lift = lift;
