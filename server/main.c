@@ -14,17 +14,32 @@
  * is reported and the cache starts empty); a graceful shutdown (SIGTERM, or
  * SIGUSR1 as memcached's graceful stop) stops the workers first, so no
  * request changes the cache meanwhile, then saves, then closes. SIGINT
- * (an operator's ^C) stops without saving.
+ * (an operator's ^C) stops without saving. The "shutdown" command (-A)
+ * sends the process SIGINT, "shutdown graceful" SIGUSR1.
+ *
+ * memcached's command line is accepted whole (docs/server.md, "Command
+ * line"): what larderd does the same way works; tuning of memcached's own
+ * internals (slab factor, LRU, ...) is accepted and has no effect; what
+ * larderd cannot do (SASL, TLS, no-eviction, no CAS) is refused with a
+ * message, never ignored. Start-up order: listen (errors reach the
+ * terminal), lock memory, drop privileges (-u), daemonize (-d), write the
+ * pid file (-P), then open the cache, since the engine's threads would not
+ * survive the fork.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <limits.h>
 #include <netdb.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,16 +58,30 @@ struct options {
 	int verbose;
 	size_t item_max;
 	const char *snapshot;
+	enum larderd_protocol protocol;
 	size_t compress_min;          /* 0: off */
 	unsigned compress_saving_pct;
 	enum larder_dictionary dict_mode;
 	const char *dict_path;        /* LARDER_DICTIONARY_GIVEN: the file */
 	bool dict_set;                /* --compress-dict was given */
+	/* memcached's process options */
+	bool daemonize;               /* -d */
+	const char *pidfile;          /* -P */
+	const char *user;             /* -u: the identity to assume when started as root */
+	mode_t unix_mask;             /* -a: the UNIX socket's access mask */
+	int backlog;                  /* -b */
+	bool coredumps;               /* -r */
+	bool lock_memory;             /* -k */
+	bool shutdown_enabled;        /* -A */
+	bool flush_disabled;          /* -F */
+	bool dump_disabled;           /* -X */
 };
 
 /* Long-only options (memcached has no letter for them). */
 enum { OPT_COMPRESS_MIN = 256, OPT_COMPRESS_SAVING, OPT_COMPRESS_DICT };
 #define DEFAULT_COMPRESS_SAVING_PCT 10u
+#define DEFAULT_UNIX_MASK 0700
+#define DEFAULT_BACKLOG 1024
 
 static void usage(FILE *f)
 {
@@ -65,6 +94,8 @@ static void usage(FILE *f)
 		"-t, --threads=<num>       number of worker threads to use (default: 4)\n"
 		"-c, --conn-limit=<num>    max simultaneous connections (default: 1024)\n"
 		"-I, --max-item-size=<num> max value size, with k/m suffix (default: 1m)\n"
+		"-B, --protocol=<name>     protocol - one of ascii, binary, or auto (default:\n"
+		"                          auto-negotiate, from each connection's first byte)\n"
 		"-e, --snapshot-file=<file> load the cache from <file> at start-up, save it there\n"
 		"                          on SIGTERM or SIGUSR1 (graceful shutdown)\n"
 		"    --compress-min=<num>  store items of at least <num> bytes (k/m suffix)\n"
@@ -79,7 +110,21 @@ static void usage(FILE *f)
 		"                          or raw sample content, 1 byte to 1 MiB, used from\n"
 		"                          the first item\n"
 		"-v, --verbose             verbose (print errors/warnings while in event loop)\n"
-		"-U, -u                    accepted for memcached compatibility, ignored\n"
+		"-a, --unix-mask=<mask>    access mask for the UNIX socket, in octal (default: 700)\n"
+		"-A, --enable-shutdown     enable the ascii \"shutdown\" command\n"
+		"-d, --daemon              run as a daemon\n"
+		"-P, --pidfile=<file>      save the PID in <file> (removed at exit with -d)\n"
+		"-u, --user=<user>         assume the identity of <user> (only when run as root)\n"
+		"-r, --enable-coredumps    maximize the core file limit\n"
+		"-k, --lock-memory         lock down all paged memory\n"
+		"-b, --listen-backlog=<num> the backlog queue limit (default: 1024)\n"
+		"-F, --disable-flush-all   disable the flush_all command\n"
+		"-X, --disable-dumping     disable lru_crawler metadump and stats cachedump\n"
+		"-U, --udp-port=<num>      accepted; UDP is not served (0, memcached's default)\n"
+		"-f -n -L -R -D -W -o      memcached's tuning of its own slabs, LRU and threads:\n"
+		"                          accepted, no effect (the engine has its own)\n"
+		"-M -C -S -Y -Z            no-eviction, no-CAS, SASL, auth file, TLS: refused\n"
+		"-i, --license             print the licence and exit\n"
 		"-V, --version             print version and exit\n"
 		"-h, --help                print this help and exit\n");
 }
@@ -144,17 +189,43 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"conn-limit", required_argument, NULL, 'c'},
 		{"max-item-size", required_argument, NULL, 'I'},
 		{"snapshot-file", required_argument, NULL, 'e'},
+		{"protocol", required_argument, NULL, 'B'},
 		{"compress-min", required_argument, NULL, OPT_COMPRESS_MIN},
 		{"compress-saving", required_argument, NULL, OPT_COMPRESS_SAVING},
 		{"compress-dict", required_argument, NULL, OPT_COMPRESS_DICT},
+		{"memory-file", required_argument, NULL, 'e'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
+		{"license", no_argument, NULL, 'i'},
+		{"unix-mask", required_argument, NULL, 'a'},
+		{"enable-shutdown", no_argument, NULL, 'A'},
+		{"daemon", no_argument, NULL, 'd'},
+		{"pidfile", required_argument, NULL, 'P'},
+		{"user", required_argument, NULL, 'u'},
+		{"enable-coredumps", no_argument, NULL, 'r'},
+		{"lock-memory", no_argument, NULL, 'k'},
+		{"listen-backlog", required_argument, NULL, 'b'},
+		{"disable-flush-all", no_argument, NULL, 'F'},
+		{"disable-dumping", no_argument, NULL, 'X'},
+		{"udp-port", required_argument, NULL, 'U'},
+		{"slab-growth-factor", required_argument, NULL, 'f'},
+		{"slab-min-size", required_argument, NULL, 'n'},
+		{"enable-largepages", no_argument, NULL, 'L'},
+		{"max-reqs-per-event", required_argument, NULL, 'R'},
+		{"disable-watch", no_argument, NULL, 'W'},
+		{"extended", required_argument, NULL, 'o'},
+		{"disable-evictions", no_argument, NULL, 'M'},
+		{"disable-cas", no_argument, NULL, 'C'},
+		{"enable-sasl", no_argument, NULL, 'S'},
+		{"auth-file", required_argument, NULL, 'Y'},
+		{"enable-ssl", no_argument, NULL, 'Z'},
 		{NULL, 0, NULL, 0},
 	};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "p:l:s:m:t:c:I:e:vVhU:u:", longs, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:l:s:m:t:c:I:e:B:vVhia:AdP:u:rkb:FXU:f:n:LR:D:Wo:MCSY:Z",
+				 longs, NULL)) != -1) {
 		switch (ch) {
 		case 'p': o->port = optarg; break;
 		case 'l': o->inter = optarg; break;
@@ -169,6 +240,18 @@ static int parse_args(int argc, char **argv, struct options *o)
 			}
 			break;
 		case 'e': o->snapshot = optarg; break;
+		case 'B':
+			if (strcmp(optarg, "auto") == 0)
+				o->protocol = LARDERD_PROTO_AUTO;
+			else if (strcmp(optarg, "ascii") == 0)
+				o->protocol = LARDERD_PROTO_ASCII;
+			else if (strcmp(optarg, "binary") == 0)
+				o->protocol = LARDERD_PROTO_BINARY;
+			else {
+				fprintf(stderr, "larderd: -B must be ascii, binary or auto\n");
+				return 1;
+			}
+			break;
 		case OPT_COMPRESS_MIN:
 			if (!parse_count(optarg, LARDER_VALUE_LIMIT, &o->compress_min)) {
 				fprintf(stderr, "larderd: bad --compress-min value '%s'\n", optarg);
@@ -195,7 +278,49 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'v': o->verbose++; break;
 		case 'V': printf("larderd %s\n", LARDERD_VERSION_STR); return -1;
 		case 'h': usage(stdout); return -1;
-		case 'U': case 'u': break;
+		case 'i': printf("larderd is licensed under the Apache License, Version 2.0.\n"); return -1;
+		case 'a': {
+			char *end;
+			unsigned long mask = strtoul(optarg, &end, 8);
+			if (end == optarg || *end != '\0' || mask > 0777) {
+				fprintf(stderr, "larderd: bad -a value '%s' (an octal mask)\n", optarg);
+				return 1;
+			}
+			o->unix_mask = (mode_t)mask;
+			break;
+		}
+		case 'A': o->shutdown_enabled = true; break;
+		case 'd': o->daemonize = true; break;
+		case 'P': o->pidfile = optarg; break;
+		case 'u': o->user = optarg; break;
+		case 'r': o->coredumps = true; break;
+		case 'k': o->lock_memory = true; break;
+		case 'b': {
+			size_t backlog;
+			if (!parse_count(optarg, INT_MAX, &backlog) || strpbrk(optarg, "kKmM") ||
+			    backlog == 0) {
+				fprintf(stderr, "larderd: bad -b value '%s'\n", optarg);
+				return 1;
+			}
+			o->backlog = (int)backlog;
+			break;
+		}
+		case 'F': o->flush_disabled = true; break;
+		case 'X': o->dump_disabled = true; break;
+		case 'U':
+			if (strcmp(optarg, "0") != 0)
+				fprintf(stderr, "larderd: warning: UDP is not served (-U %s)\n", optarg);
+			break;
+		case 'f': case 'n': case 'L': case 'R': case 'D': case 'W': case 'o':
+			if (o->verbose)
+				fprintf(stderr, "larderd: -%c tunes memcached's own internals: no effect\n",
+					ch);
+			break;
+		case 'M': case 'C': case 'S': case 'Y': case 'Z':
+			fprintf(stderr, "larderd: -%c (%s) is not supported\n", ch,
+				ch == 'M' ? "errors instead of evictions" : ch == 'C' ? "no CAS" :
+				ch == 'S' ? "SASL" : ch == 'Y' ? "an auth file" : "TLS");
+			return 1;
 		default: usage(stderr); return 1;
 		}
 	}
@@ -230,7 +355,7 @@ static int listen_tcp(const struct options *o, int *fds, int max)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		if (ai->ai_family == AF_INET6)
 			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, o->backlog) != 0) {
 			fprintf(stderr, "larderd: bind/listen: %s\n", strerror(errno));
 			close(fd);
 			continue;
@@ -241,8 +366,9 @@ static int listen_tcp(const struct options *o, int *fds, int max)
 	return n > 0 ? n : -1;
 }
 
-static int listen_unix(const char *path)
+static int listen_unix(const struct options *o)
 {
+	const char *path = o->socket_path;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd;
 
@@ -253,7 +379,11 @@ static int listen_unix(const char *path)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 1024) != 0) {
+	/* As memcached: the socket is created under the mask's complement. */
+	mode_t old = umask((mode_t)(~o->unix_mask & 0777));
+	int bound = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (bound != 0 || listen(fd, o->backlog) != 0) {
 		fprintf(stderr, "larderd: unix socket %s: %s\n", path, strerror(errno));
 		close(fd);
 		return -1;
@@ -346,6 +476,74 @@ static int open_cache(const struct options *o, const void *dict, size_t dict_len
 	return rc;
 }
 
+/* A path made absolute (into buf) before -d moves the process to "/". */
+static bool make_absolute(const char **path, char buf[PATH_MAX])
+{
+	char cwd[PATH_MAX];
+
+	if (*path == NULL || (*path)[0] == '/')
+		return true;
+	if (getcwd(cwd, sizeof(cwd)) == NULL ||
+	    snprintf(buf, PATH_MAX, "%s/%s", cwd, *path) >= PATH_MAX) {
+		fprintf(stderr, "larderd: cannot make %s an absolute path\n", *path);
+		return false;
+	}
+	*path = buf;
+	return true;
+}
+
+/* -u: as memcached, only a process started as root changes identity. */
+static bool assume_user(const char *user)
+{
+	struct passwd *pw;
+
+	if (user == NULL || geteuid() != 0)
+		return true;
+	pw = getpwnam(user);
+	if (pw == NULL) {
+		fprintf(stderr, "larderd: can't find the user %s to switch to\n", user);
+		return false;
+	}
+	if (setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0) {
+		fprintf(stderr, "larderd: failed to assume the identity of %s: %s\n", user,
+			strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+/* -r, -k, -u, -d, -P: the process's setup before the cache opens. */
+static bool setup_process(const struct options *o)
+{
+	if (o->coredumps) {
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_CORE, &rl) == 0) {
+			rl.rlim_cur = rl.rlim_max;
+			if (setrlimit(RLIMIT_CORE, &rl) != 0)
+				fprintf(stderr, "larderd: warning: -r: %s\n", strerror(errno));
+		}
+	}
+	if (o->lock_memory && mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
+		fprintf(stderr, "larderd: warning: -k: mlockall() failed: %s\n", strerror(errno));
+	if (!assume_user(o->user))
+		return false;
+	if (o->daemonize) {
+		signal(SIGHUP, SIG_IGN);
+		/* -r keeps the working directory, where a core file would go. */
+		if (daemon(o->coredumps, o->verbose > 0) != 0) {
+			fprintf(stderr, "larderd: cannot daemonize: %s\n", strerror(errno));
+			return false;
+		}
+	}
+	if (o->pidfile != NULL) {
+		FILE *f = fopen(o->pidfile, "w");
+		if (f == NULL || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0)
+			fprintf(stderr, "larderd: warning: could not write the pid file %s\n",
+				o->pidfile);
+	}
+	return true;
+}
+
 static void stop_signals(sigset_t *set)
 {
 	sigemptyset(set);
@@ -404,8 +602,12 @@ static int wait_for_signal(struct larderd_shared *sh)
 
 int main(int argc, char **argv)
 {
-	struct options o = {"11211", NULL, NULL, 64, 4, 1024, 0, 1024 * 1024, NULL, 0,
-			    DEFAULT_COMPRESS_SAVING_PCT, LARDER_DICTIONARY_TRAIN, NULL, false};
+	struct options o = {.port = "11211", .mem_mib = 64, .threads = 4, .maxconns = 1024,
+			    .item_max = 1024 * 1024, .protocol = LARDERD_PROTO_AUTO,
+			    .compress_saving_pct = DEFAULT_COMPRESS_SAVING_PCT,
+			    .dict_mode = LARDER_DICTIONARY_TRAIN, .unix_mask = DEFAULT_UNIX_MASK,
+			    .backlog = DEFAULT_BACKLOG};
+	static char snapshot_path[PATH_MAX], socket_path[PATH_MAX], pid_path[PATH_MAX];
 	static struct larderd_shared sh;
 	struct larderd_net *net;
 	sigset_t set;
@@ -419,8 +621,11 @@ int main(int argc, char **argv)
 	stop_signals(&set);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
+	if (!make_absolute(&o.snapshot, snapshot_path) ||
+	    !make_absolute(&o.socket_path, socket_path) || !make_absolute(&o.pidfile, pid_path))
+		return 71;
 	if (o.socket_path) {
-		fds[0] = listen_unix(o.socket_path);
+		fds[0] = listen_unix(&o);
 		nfd = fds[0] >= 0 ? 1 : -1;
 	} else {
 		nfd = listen_tcp(&o, fds, 8);
@@ -433,6 +638,10 @@ int main(int argc, char **argv)
 	size_t dict_len = 0;
 	if (o.dict_path != NULL && !read_dict_file(o.dict_path, &dict, &dict_len))
 		return 66;
+	if (!setup_process(&o)) {
+		free(dict);
+		return 71;
+	}
 	rc = open_cache(&o, dict, dict_len, &sh.cache);
 	free(dict); /* the engine keeps its own copy */
 	if (rc != LARDER_OK) {
@@ -452,7 +661,11 @@ int main(int argc, char **argv)
 	sh.port = o.socket_path ? 0 : atoi(o.port);
 	sh.inter = o.inter;
 	sh.socket_path = o.socket_path;
+	sh.protocol = o.protocol;
 	sh.started = time(NULL);
+	sh.shutdown_enabled = o.shutdown_enabled;
+	sh.flush_disabled = o.flush_disabled;
+	sh.dump_disabled = o.dump_disabled;
 	atomic_store_explicit(&sh.verbosity, o.verbose, memory_order_relaxed);
 	pthread_mutex_init(&sh.reset_lock, NULL);
 
@@ -484,6 +697,8 @@ int main(int argc, char **argv)
 		close(fds[i]);
 	if (o.socket_path)
 		unlink(o.socket_path);
+	if (o.daemonize && o.pidfile != NULL) /* as memcached: only a daemon's */
+		unlink(o.pidfile);
 	larder_close(sh.cache);
 	if (o.verbose)
 		fprintf(stderr, "larderd: shut down cleanly\n");

@@ -78,6 +78,8 @@ const DEFAULT_MAX_SIZE = 64 * 1024 * 1024;
 const DEFAULT_MAX_KEY_BYTES = 1024;
 const DEFAULT_MAX_VALUE_BYTES = 1024 * 1024;
 const DEFAULT_DISPOSE_QUEUE_BYTES = 16 * 1024 * 1024;
+/* mget's keys go as one string up to this many UTF-16 units in all (V8's limit is ~2^29). */
+const ROPE_MAX_UNITS = 1 << 24;
 
 /*
  * The scratch the addon copies values into, one per thread (each worker
@@ -467,18 +469,28 @@ class LarderCache {
     if (!Array.isArray(keys)) throw typeError('keys must be an array');
     const n = keys.length;
     if (n > meta.length) growMeta(n);
+    // String keys go as one string and their lengths: one Node-API read in
+    // the addon instead of one per key. Concatenated with += (a rope that the
+    // addon's read flattens once) in the loop that checks them: 76-91
+    // instructions per key fewer than keys.join('') after it (callgrind,
+    // 1,000-key batches), though no faster in time here (docs/node.md).
+    // Past ROPE_MAX_UNITS the keys are read one by one instead, so that no
+    // batch meets V8's string length limit, and a key too long for the cache
+    // gets the addon's RangeError naming maxKeyBytes.
     let joined = null;
     if (n > 1) {
-      let strings = true;
+      let s = '';
+      let units = 0;
       for (let i = 0; i < n; i++) {
         const k = keys[i];
-        if (typeof k !== 'string') {
-          strings = false;
+        if (typeof k !== 'string' || (units += k.length) > ROPE_MAX_UNITS) {
+          s = null;
           break;
         }
         meta[i] = k.length;
+        s += k;
       }
-      if (strings) joined = keys.join('');
+      joined = s;
     }
     let r = this.#n.mget(keys, joined);
     while (typeof r === 'number' && r < 0) {

@@ -1,6 +1,7 @@
 /*
- * loadgen.c - a small memcached text-protocol load generator for comparing
- * larderd with memcached under the same load (server/bench/run.sh).
+ * loadgen.c - a small memcached load generator for comparing larderd with
+ * memcached under the same load (server/bench/run.sh): the text protocol, or
+ * with -B the binary one (GET and SET frames, each answered by one frame).
  *
  * Each of T threads owns C/T blocking connections and runs rounds: send
  * `depth` requests on each of its connections, then read every reply. A
@@ -37,6 +38,7 @@ struct opts {
 	unsigned keys;
 	double get_ratio;
 	int alternate;
+	int binary;
 };
 
 struct th {
@@ -131,11 +133,33 @@ static long line(struct rd *r, char **out)
 	}
 }
 
+/* One binary response frame; returns 0 for status 0 (a hit, STORED). */
+static int reply_binary(struct rd *r)
+{
+	const unsigned char *h;
+	uint32_t body;
+	int status;
+
+	if (need(r, 24) != 0)
+		return -1;
+	h = (const unsigned char *)r->buf + r->off;
+	body = (uint32_t)h[8] << 24 | (uint32_t)h[9] << 16 | (uint32_t)h[10] << 8 | h[11];
+	status = h[6] << 8 | h[7];
+	if (need(r, 24 + (size_t)body) != 0)
+		return -1;
+	r->off += 24 + (size_t)body;
+	return status == 0 ? 0 : 1;
+}
+
 /* One reply; returns 0 if it is the expected kind. */
-static int reply(struct rd *r, int is_get)
+static int reply(struct rd *r, const struct opts *o, int is_get)
 {
 	char *l;
-	long n = line(r, &l);
+	long n;
+
+	if (o->binary)
+		return reply_binary(r);
+	n = line(r, &l);
 	if (n < 0)
 		return -1;
 	if (!is_get)
@@ -159,8 +183,34 @@ static uint64_t xorshift(uint64_t *s)
 	return *s;
 }
 
+/* A binary GET or SET (flags 0, exptime 0) of key:%08u. */
+static size_t make_binary(char *p, const struct opts *o, const char *val, unsigned k, int is_get)
+{
+	unsigned char *h = (unsigned char *)p;
+	uint32_t extlen = is_get ? 0 : 8, body = extlen + 12 + (is_get ? 0 : (uint32_t)o->vsize);
+	char key[16];
+
+	memset(h, 0, 24 + extlen);
+	h[0] = 0x80;
+	h[1] = is_get ? 0x00 : 0x01;
+	h[3] = 12;
+	h[4] = (unsigned char)extlen;
+	h[8] = (unsigned char)(body >> 24);
+	h[9] = (unsigned char)(body >> 16);
+	h[10] = (unsigned char)(body >> 8);
+	h[11] = (unsigned char)body;
+	/* 12 bytes, as the text protocol's keys for the -k of 10^8 or fewer keys */
+	snprintf(key, sizeof(key), "key:%08u", k % 100000000u);
+	memcpy(p + 24 + extlen, key, 12);
+	if (!is_get)
+		memcpy(p + 24 + extlen + 12, val, (size_t)o->vsize);
+	return 24 + body;
+}
+
 static size_t make_req(char *p, const struct opts *o, const char *val, unsigned k, int is_get)
 {
+	if (o->binary)
+		return make_binary(p, o, val, k, is_get);
 	if (is_get)
 		return (size_t)sprintf(p, "get key:%08u\r\n", k);
 	size_t n = (size_t)sprintf(p, "set key:%08u 0 0 %d\r\n", k, o->vsize);
@@ -208,7 +258,7 @@ static void *run(void *arg)
 		}
 		for (int c = 0; c < t->nconn; c++)
 			for (int d = 0; d < o->depth; d++) {
-				int rc = reply(&rds[c], kinds[c * o->depth + d]);
+				int rc = reply(&rds[c], o, kinds[c * o->depth + d]);
 				if (rc < 0) {
 					t->errors++;
 					return NULL;
@@ -237,7 +287,7 @@ static void preload(struct opts *o)
 		if (write(fd, out, len) != (ssize_t)len)
 			exit(1);
 		for (unsigned i = 0; i < n; i++)
-			if (reply(&r, 0) != 0) {
+			if (reply(&r, o, 0) != 0) {
 				fprintf(stderr, "preload failed\n");
 				exit(1);
 			}
@@ -261,9 +311,9 @@ static uint64_t pct(const uint64_t *h, uint64_t total, double p)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {"127.0.0.1", 11211, 8, 1, 1, 3, 64, 24000, 0.9, 0};
+	struct opts o = {"127.0.0.1", 11211, 8, 1, 1, 3, 64, 24000, 0.9, 0, 0};
 	int ch;
-	while ((ch = getopt(argc, argv, "h:p:c:T:d:s:v:k:r:A")) != -1) {
+	while ((ch = getopt(argc, argv, "h:p:c:T:d:s:v:k:r:AB")) != -1) {
 		switch (ch) {
 		case 'h': o.host = optarg; break;
 		case 'p': o.port = atoi(optarg); break;
@@ -275,9 +325,10 @@ int main(int argc, char **argv)
 		case 'k': o.keys = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'r': o.get_ratio = atof(optarg); break;
 		case 'A': o.alternate = 1; break;
+		case 'B': o.binary = 1; break;
 		default:
 			fprintf(stderr, "usage: loadgen [-h host] [-p port] [-c conns] [-T threads] "
-					"[-d depth] [-s secs] [-v vsize] [-k keys] [-r get_ratio] [-A]\n");
+					"[-d depth] [-s secs] [-v vsize] [-k keys] [-r get_ratio] [-A] [-B]\n");
 			return 2;
 		}
 	}

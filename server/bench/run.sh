@@ -1,10 +1,12 @@
 #!/bin/bash
-# run.sh [--loaded] LARDERD LOADGEN [MEMCACHED] [ROUNDS] [SECONDS] - larderd
-# against Debian's memcached, same run, same load generator, same settings.
+# run.sh [--loaded | --binary] LARDERD LOADGEN [MEMCACHED] [ROUNDS] [SECONDS] -
+# larderd against Debian's memcached, same run, same load generator, same
+# settings.
 #
 # Default mode, the throughput matrix: -m 256 -t 2, 8 connections, 24,000
 # keys, 64-byte values; get-heavy (90% get) and set-heavy (10% get), each
-# unpipelined (depth 1) and pipelined (depth 16).
+# unpipelined (depth 1) and pipelined (depth 16). --binary: the same matrix
+# in the binary protocol (loadgen -B: GET and SET frames).
 #
 # --loaded, one client on a busy machine: -m 256 -t 4, one connection doing
 # set-then-get round trips of one random key (64-byte values, loadgen -A),
@@ -23,8 +25,12 @@
 # one at a time on a shared machine (flock on a common lock file).
 set -u
 MODE=matrix
+LG=()
 if [ "${1:-}" = --loaded ]; then
 	MODE=loaded
+	shift
+elif [ "${1:-}" = --binary ]; then
+	LG=(-B)
 	shift
 fi
 LARDERD=$1
@@ -99,8 +105,8 @@ PY
 }
 
 # warm-up (not reported): faults in both servers' memory and the key set
-nice -n 10 "$LOADGEN" -p "$LP" -c $CONNS -T 1 -d 16 -r 0.5 -s 1 >/dev/null
-nice -n 10 "$LOADGEN" -p "$MP" -c $CONNS -T 1 -d 16 -r 0.5 -s 1 >/dev/null
+nice -n 10 "$LOADGEN" "${LG[@]}" -p "$LP" -c $CONNS -T 1 -d 16 -r 0.5 -s 1 >/dev/null
+nice -n 10 "$LOADGEN" "${LG[@]}" -p "$MP" -c $CONNS -T 1 -d 16 -r 0.5 -s 1 >/dev/null
 
 if [ $MODE = loaded ]; then
 	echo "# larderd vs memcached $("$MEMCACHED" -V | cut -d' ' -f2): -m $MEM -t $THREADS, 1 conn, set-then-get round trips, 64 B values, $ROUNDS x ${SECS}s per cell, $(nproc) cores, load = $(nproc) busy processes"
@@ -135,13 +141,13 @@ if [ $MODE = loaded ]; then
 	exit 0
 fi
 
-echo "# larderd vs memcached $("$MEMCACHED" -V | cut -d' ' -f2): -m $MEM -t $THREADS, $CONNS conns, 24000 keys, 64 B values, $ROUNDS x ${SECS}s per cell, $(nproc) cores"
+echo "# larderd vs memcached $("$MEMCACHED" -V | cut -d' ' -f2)$([ ${#LG[@]} -gt 0 ] && echo ", binary protocol"): -m $MEM -t $THREADS, $CONNS conns, 24000 keys, 64 B values, $ROUNDS x ${SECS}s per cell, $(nproc) cores"
 printf "%-8s %7s | %-24s %-24s %6s | %-16s | %-16s\n" mix depth "larderd op/s (min-max)" \
 	"memcd op/s (min-max)" ratio "larderd p50/99/999" "memcd p50/99/999"
 for mix in 0.9 0.1; do
 	for depth in 1 16; do
 		L=(); M=()
-		mx() { nice -n 10 "$LOADGEN" -p "$1" -c $CONNS -T 1 -d $depth -r $mix -s "$SECS"; }
+		mx() { nice -n 10 "$LOADGEN" "${LG[@]}" -p "$1" -c $CONNS -T 1 -d $depth -r $mix -s "$SECS"; }
 		for r in $(seq "$ROUNDS"); do
 			if [ $((r % 2)) = 1 ]; then
 				L+=("$(mx "$LP")"); M+=("$(mx "$MP")")

@@ -141,6 +141,10 @@ int larderd_exec_metadump(struct larderd_exec *x, struct larderd_req *req,
 			  struct larderd_obuf *out, size_t high_water)
 {
 	struct dump_filter filter;
+	if (x->sh->dump_disabled) { /* -X */
+		larderd_obuf_line(out, "ERROR metadump not allowed");
+		return LARDERD_EXEC_DONE;
+	}
 	if (!parse_classes(&req->tok[2], &filter)) {
 		larderd_obuf_line(out, "BADCLASS invalid class id");
 		return LARDERD_EXEC_DONE;

@@ -27,6 +27,7 @@
 #include "exec.h"
 #include "exec_internal.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,7 +126,7 @@ void larderd_hdr_get(const unsigned char *p, uint64_t *cas, uint32_t *flags, uin
 	*bits = p[12];
 }
 
-bool larderd_exptime_to_ttl(int32_t exptime, uint64_t *ttl_ms)
+bool larderd_exptime_to_ttl(int64_t exptime, uint64_t *ttl_ms)
 {
 	int64_t ms;
 
@@ -235,7 +236,7 @@ void larderd_mark_fetched(struct larderd_exec *x, const void *key, size_t klen)
 	}
 }
 
-int larderd_touch_key(struct larderd_exec *x, const void *key, size_t klen, int32_t exptime,
+int larderd_touch_key(struct larderd_exec *x, const void *key, size_t klen, int64_t exptime,
 		      bool fetch)
 {
 	larder *c = x->sh->cache;
@@ -472,7 +473,8 @@ int larderd_arith(struct larderd_exec *x, const struct larderd_tok *key, bool in
 			return rc == LARDER_MISS ? LARDERD_ARITH_MISS : LARDERD_ARITH_FAIL;
 		larderd_hdr_get(x->a, &cas, &flags, &bits);
 		on = old_len - LARDERD_HDR;
-		if (on == 0)
+		/* memcached refuses an empty or chunked item before the CAS check */
+		if (on == 0 || larderd_item_chunked(key->n, flags, on))
 			return LARDERD_ARITH_NONNUMERIC;
 		if (want_cas != 0 && cas != want_cas)
 			return LARDERD_ARITH_CAS_MISMATCH;
@@ -536,10 +538,45 @@ static void exec_arith(struct larderd_exec *x, struct larderd_req *req, struct l
 
 /* ---- delete, touch, flush, misc -------------------------------------------- */
 
+/* Removes the item only while its unique is cas: read, compare, remove if
+ * the bytes are still those read (again when another write came in). */
+static int remove_if_cas(struct larderd_exec *x, const void *key, size_t klen, uint64_t cas)
+{
+	for (int tries = 0; tries < RMW_TRIES; tries++) {
+		size_t len;
+		uint64_t item_cas;
+		uint32_t flags;
+		uint8_t bits;
+		int rc = larderd_read_item(x, key, klen, &len);
+
+		if (rc != LARDER_OK)
+			return rc;
+		larderd_hdr_get(x->a, &item_cas, &flags, &bits);
+		if (item_cas != cas)
+			return LARDER_EXISTS;
+		rc = larder_remove_if_equals(x->sh->cache, key, klen, x->a, len);
+		if (rc != LARDER_MISMATCH)
+			return rc;
+	}
+	return LARDER_MISS;
+}
+
+int larderd_delete_key(struct larderd_exec *x, const void *key, size_t klen, uint64_t cas)
+{
+	int rc = cas == 0 ? larder_remove(x->sh->cache, key, klen) : remove_if_cas(x, key, klen, cas);
+
+	if (rc == LARDER_EXISTS)
+		return rc;
+	if (rc == LARDER_OK)
+		larderd_stat_add(x, WS_DELETE_HITS, 1);
+	else if (rc == LARDER_MISS)
+		larderd_stat_add(x, WS_DELETE_MISSES, 1);
+	return rc == LARDER_OK ? LARDER_OK : LARDER_MISS;
+}
+
 static void exec_delete(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
-	int rc = larder_remove(x->sh->cache, req->key.p, req->key.n);
-	larderd_stat_add(x, rc == LARDER_OK ? WS_DELETE_HITS : WS_DELETE_MISSES, 1);
+	int rc = larderd_delete_key(x, req->key.p, req->key.n, 0);
 	out_reply(req, out, rc == LARDER_OK ? "DELETED" : "NOT_FOUND");
 }
 
@@ -552,36 +589,45 @@ static void exec_touch(struct larderd_exec *x, struct larderd_req *req, struct l
 }
 
 /*
- * flush_all [delay]: memcached keeps one flush time, which each flush_all
+ * flush_all [delay] and the binary FLUSH: memcached keeps one flush time, which each flush
  * replaces. A delay of 0 or less flushes now; 1..30 days is relative; more
  * is a Unix time: in the past it flushes now, unless it is before the server
  * started, which memcached reads as "no flush time" (nothing is flushed and a
  * pending delayed flush is cancelled).
  */
-static void exec_flush(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
+int larderd_flush(struct larderd_exec *x, int64_t delay)
 {
 	struct larderd_shared *sh = x->sh;
 	uint64_t at = 0, now = now_ms();
-	bool now_flush = req->num <= 0;
+	bool now_flush = delay <= 0;
 
 	larderd_stat_add(x, WS_CMD_FLUSH, 1);
-	if (req->num > REALTIME_MAXDELTA) {
-		if ((int64_t)req->num <= (int64_t)sh->started - MC_STARTED_SLACK)
+	if (delay > REALTIME_MAXDELTA) {
+		if (delay <= (int64_t)sh->started - MC_STARTED_SLACK)
 			now_flush = false;
-		else if ((uint64_t)req->num * 1000 <= now)
+		else if ((uint64_t)delay * 1000 <= now)
 			now_flush = true;
 		else
-			at = (uint64_t)req->num * 1000;
-	} else if (req->num > 0) {
-		at = now + (uint64_t)req->num * 1000;
+			at = (uint64_t)delay * 1000;
+	} else if (delay > 0) {
+		at = now + (uint64_t)delay * 1000;
 	}
 	/* Relaxed: the main thread polls it once a second; no data hangs off it. */
 	atomic_store_explicit(&sh->flush_at_ms, at, memory_order_relaxed);
-	if (now_flush && larder_clear(sh->cache) != LARDER_OK) {
-		out_reply(req, out, "SERVER_ERROR out of memory");
+	return now_flush ? larder_clear(sh->cache) : LARDER_OK;
+}
+
+static void exec_flush(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
+{
+	if (x->sh->flush_disabled) { /* -F; memcached counts the command all the same */
+		larderd_stat_add(x, WS_CMD_FLUSH, 1);
+		out_reply(req, out, "CLIENT_ERROR flush_all not allowed");
 		return;
 	}
-	out_reply(req, out, "OK");
+	if (larderd_flush(x, req->num) != LARDER_OK)
+		out_reply(req, out, "SERVER_ERROR out of memory");
+	else
+		out_reply(req, out, "OK");
 }
 
 static void exec_verbosity(struct larderd_exec *x, struct larderd_req *req,
@@ -594,6 +640,34 @@ static void exec_verbosity(struct larderd_exec *x, struct larderd_req *req,
 	atomic_store_explicit(&x->sh->verbosity, level > MAX_VERBOSITY ? MAX_VERBOSITY : (int)level,
 			      memory_order_relaxed);
 	out_reply(req, out, "OK");
+}
+
+/*
+ * shutdown [graceful], allowed by -A as in memcached: the connection closes
+ * and the main thread stops the server as on SIGINT (no snapshot saved), or
+ * with "graceful" as on SIGUSR1 (the snapshot saved). The signal goes to the
+ * process: every thread but the main one's sigtimedwait() blocks it. The
+ * refusals are sent even with noreply, as memcached sends them.
+ */
+static int exec_shutdown(struct larderd_exec *x, struct larderd_req *req,
+			 struct larderd_obuf *out)
+{
+	int sig;
+
+	if (!x->sh->shutdown_enabled) {
+		larderd_obuf_line(out, "ERROR: shutdown not enabled");
+		return LARDERD_EXEC_DONE;
+	}
+	if (req->ntok == 1) {
+		sig = SIGINT;
+	} else if (req->ntok == 2 && req->tok[1].n == 8 && memcmp(req->tok[1].p, "graceful", 8) == 0) {
+		sig = SIGUSR1;
+	} else {
+		larderd_obuf_line(out, "CLIENT_ERROR invalid shutdown mode");
+		return LARDERD_EXEC_DONE;
+	}
+	kill(getpid(), sig);
+	return LARDERD_EXEC_CLOSE;
 }
 
 /* cache_memlimit <MiB>: the engine's capacity, with memcached's bounds. */
@@ -655,6 +729,8 @@ int larderd_exec(struct larderd_exec *x, struct larderd_req *req, struct larderd
 		break;
 	case LARDERD_CMD_METADUMP:
 		return larderd_exec_metadump(x, req, out, high_water);
+	case LARDERD_CMD_SHUTDOWN:
+		return exec_shutdown(x, req, out);
 	default:
 		larderd_exec_meta(x, req, out);
 		break;

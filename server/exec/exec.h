@@ -52,6 +52,11 @@ enum larderd_wstat {
 	WS_STORE_NO_MEMORY, WS_BYTES_READ, WS_BYTES_WRITTEN, WS_INPUT_MOVED, WS_COUNT
 };
 
+/* -B: which protocol a connection speaks. AUTO, memcached's default, picks
+ * binary when the connection's first byte is 0x80 (the binary request
+ * magic) and text otherwise. */
+enum larderd_protocol { LARDERD_PROTO_AUTO, LARDERD_PROTO_ASCII, LARDERD_PROTO_BINARY };
+
 /* Settings and process-wide state shared by all workers. */
 struct larderd_shared {
 	larder *cache;
@@ -62,7 +67,11 @@ struct larderd_shared {
 	int port;
 	const char *inter;
 	const char *socket_path;
+	enum larderd_protocol protocol;
 	time_t started;
+	/* memcached's -A, -F, -X: set before the workers start (pthread_create
+	 * publishes them), never written again. */
+	bool shutdown_enabled, flush_disabled, dump_disabled;
 	_Atomic int verbosity;
 	/* Unix ms at which a delayed flush_all runs, 0 = none; main thread polls.
 	 * A later flush_all replaces it, an immediate one cancels it. */
@@ -117,15 +126,27 @@ static inline void larderd_stat_add(struct larderd_exec *x, enum larderd_wstat s
 			      memory_order_relaxed);
 }
 
+struct larderd_binreq;
+
+/*
+ * Runs one binary-protocol request (binexec.c) and appends its response
+ * frames to out: DONE, CLOSE (QUIT, or a request refused with close_after)
+ * or NOMEM. Binary requests never suspend.
+ */
+int larderd_binexec(struct larderd_exec *x, const struct larderd_binreq *req,
+		    struct larderd_obuf *out);
+
 /* Frees what a suspended request holds (a metadump's cursor) when its
  * connection closes before it completes. */
 void larderd_exec_abandon(struct larderd_req *req);
 
 /*
  * memcached's exptime to an engine TTL: 0 never expires, 1..2592000 are
- * seconds from now, larger values a Unix time, negative ones the past.
+ * seconds from now, larger values a Unix time, negative ones the past. The
+ * text protocol's exptimes are 32-bit signed (after memcached's wrap), the
+ * binary protocol's unsigned.
  * Returns false when the item would be dead on arrival.
  */
-bool larderd_exptime_to_ttl(int32_t exptime, uint64_t *ttl_ms);
+bool larderd_exptime_to_ttl(int64_t exptime, uint64_t *ttl_ms);
 
 #endif

@@ -36,7 +36,7 @@ struct larderd_store {
 	size_t klen;
 	enum larderd_cmd comm;   /* SET ADD REPLACE APPEND PREPEND CAS */
 	uint32_t flags;
-	int32_t exptime;
+	int64_t exptime;         /* larderd_exptime_to_ttl() */
 	uint64_t cas;            /* CAS given (cas, ms C), 0 for none */
 	bool set_stale;          /* ms I with C: a lower CAS stores a stale value */
 	uint8_t bits;            /* meta bits of the new item (BINKEY) */
@@ -66,7 +66,7 @@ void larderd_mark_fetched(struct larderd_exec *x, const void *key, size_t klen);
 void larderd_track_fetched(struct larderd_exec *x);
 /* A new exptime (one in the past removes the key); touch and gat also mark
  * the item fetched, mg and ma's T do not. LARDER_OK or LARDER_MISS. */
-int larderd_touch_key(struct larderd_exec *x, const void *key, size_t klen, int32_t exptime,
+int larderd_touch_key(struct larderd_exec *x, const void *key, size_t klen, int64_t exptime,
 		      bool fetch);
 /* memcached's remaining-TTL figure ("t" flag, "me" exp) in seconds, -1 for
  * none. */
@@ -77,6 +77,14 @@ int64_t larderd_dead_ttl_seconds(struct larderd_exec *x, int32_t exptime);
 /* Seconds since the item was written, from its CAS unique's time stamp. */
 uint64_t larderd_age_seconds(uint64_t cas);
 const char *larderd_store_error(struct larderd_exec *x, int rc);
+/* delete and the binary DELETE: a cas of 0 deletes any item, another only
+ * the item with that unique. LARDER_OK, LARDER_MISS, or LARDER_EXISTS for a
+ * unique that differs; counts delete_hits and delete_misses. */
+int larderd_delete_key(struct larderd_exec *x, const void *key, size_t klen, uint64_t cas);
+/* flush_all and the binary FLUSH (exec.c says how the delay reads), which
+ * each refuse it themselves under -F; counts cmd_flush. LARDER_OK or the
+ * engine's error. */
+int larderd_flush(struct larderd_exec *x, int64_t delay);
 /* incr/decr (and ma). *grew: the number got longer, so memcached wrote a
  * new item, and a T of the same ma went to the old one (is lost). */
 int larderd_arith(struct larderd_exec *x, const struct larderd_tok *key, bool incr,
@@ -87,9 +95,8 @@ int larderd_arith(struct larderd_exec *x, const struct larderd_tok *key, bool in
  * STORED; *err the reply text when STORE_FAILED. */
 enum larderd_store_res larderd_store_item(struct larderd_exec *x, const struct larderd_store *s,
 					  uint64_t *cas_out, const char **err);
-/* Refused for its size (set, ms): memcached also drops the old value. */
-void larderd_store_too_large(struct larderd_exec *x, const struct larderd_req *req,
-			     bool drop_old);
+/* Refused for its size (set, ms, binary SET): memcached also drops the old value. */
+void larderd_store_too_large(struct larderd_exec *x, const void *key, size_t klen, bool drop_old);
 void larderd_exec_store(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out);
 
 void larderd_exec_stats(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out);

@@ -307,7 +307,7 @@ static void exec_ms(struct larderd_exec *x, struct larderd_req *req, struct lard
 	enum larderd_store_res r;
 
 	if (req->too_large) {
-		larderd_store_too_large(x, req, true);
+		larderd_store_too_large(x, req->key.p, req->key.n, true);
 		larderd_obuf_line(out, "SERVER_ERROR object too large for cache");
 		return;
 	}
@@ -540,10 +540,12 @@ static void exec_me(struct larderd_exec *x, struct larderd_req *req, struct lard
 	} else {
 		larderd_obuf_add(out, req->key.p, req->key.n);
 	}
-	/* memcached prints "current time - expiry": minus the seconds left */
+	/* memcached prints "current time - expiry", minus the seconds left, in
+	 * 32 bits: an expiry over 2^31 s away (a binary exptime up to 2^32 - 1)
+	 * wraps to a positive number */
 	ttl = larderd_ttl_seconds(x, req->key.p, req->key.n);
 	larderd_obuf_str(out, " exp=");
-	larderd_obuf_i64(out, ttl < 0 ? -1 : -(int64_t)ttl);
+	larderd_obuf_i64(out, ttl < 0 ? -1 : (int64_t)(int32_t)(uint32_t)(0 - (uint64_t)ttl));
 	larderd_obuf_str(out, " la=");
 	larderd_obuf_u64(out, larderd_age_seconds(cas));
 	larderd_obuf_str(out, " cas=");

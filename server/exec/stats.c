@@ -10,6 +10,11 @@
  * expired or cleared entry as a plain miss, so the server cannot tell them
  * apart (documented in docs/server.md). "stats reset" subtracts a snapshot,
  * because the counters belong to other threads.
+ *
+ * "stats slabs" and "stats items" show the engine's size classes as
+ * memcached's slab classes (ids from 1, only classes holding pages, or
+ * items), with the figures the engine keeps per class; memcached's per-class
+ * operation counters and ages are not kept per class and are left out.
  */
 #include "exec_internal.h"
 
@@ -152,6 +157,65 @@ static void settings(struct larderd_exec *x, struct larderd_obuf *out)
 	larderd_obuf_add(out, "END\r\n", 5);
 }
 
+/* One class's figures; all zero where the engine refuses (it does not). */
+static void class_figures(struct larderd_shared *sh, size_t c, uint64_t v[LARDER_CLASS_STAT_COUNT])
+{
+	if (larder_stats_size_class(sh->cache, c, v, LARDER_CLASS_STAT_COUNT) != LARDER_OK)
+		memset(v, 0, sizeof(uint64_t) * LARDER_CLASS_STAT_COUNT);
+}
+
+static void stat_class(struct larderd_obuf *out, const char *prefix, size_t c, const char *name,
+		       uint64_t v)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%s%zu:%s", prefix, c + 1, name);
+	stat_u64(out, buf, v);
+}
+
+/* Both flush first, as general() does, so that stores answered before are counted. */
+static void slabs(struct larderd_exec *x, struct larderd_obuf *out)
+{
+	uint64_t v[LARDER_CLASS_STAT_COUNT], malloced = 0, active = 0;
+
+	larderd_ignore(larder_flush(x->sh->cache, STATS_FLUSH_MS));
+	for (size_t c = 0; c < larder_size_class_count(); c++) {
+		uint64_t pages, chunks;
+
+		class_figures(x->sh, c, v);
+		pages = v[LARDER_CLASS_PAGES];
+		/* A page's header takes slots of its own: count the slots there are. */
+		chunks = v[LARDER_CLASS_SLOTS_USED] + v[LARDER_CLASS_SLOTS_FREE];
+		if (pages == 0)
+			continue;
+		active++;
+		malloced += v[LARDER_CLASS_BYTES];
+		stat_class(out, "", c, "chunk_size", v[LARDER_CLASS_SLOT_BYTES]);
+		stat_class(out, "", c, "chunks_per_page", chunks / pages);
+		stat_class(out, "", c, "total_pages", pages);
+		stat_class(out, "", c, "total_chunks", chunks);
+		stat_class(out, "", c, "used_chunks", v[LARDER_CLASS_SLOTS_USED]);
+		stat_class(out, "", c, "free_chunks", v[LARDER_CLASS_SLOTS_FREE]);
+		stat_class(out, "", c, "free_chunks_end", 0);
+	}
+	stat_u64(out, "active_slabs", active);
+	stat_u64(out, "total_malloced", malloced);
+	larderd_obuf_add(out, "END\r\n", 5);
+}
+
+static void items(struct larderd_exec *x, struct larderd_obuf *out)
+{
+	uint64_t v[LARDER_CLASS_STAT_COUNT];
+
+	larderd_ignore(larder_flush(x->sh->cache, STATS_FLUSH_MS));
+	for (size_t c = 0; c < larder_size_class_count(); c++) {
+		class_figures(x->sh, c, v);
+		if (v[LARDER_CLASS_SLOTS_USED] != 0)
+			stat_class(out, "items:", c, "number", v[LARDER_CLASS_SLOTS_USED]);
+	}
+	larderd_obuf_add(out, "END\r\n", 5);
+}
+
 void larderd_exec_stats(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
 	struct larderd_tok *sub = &req->tok[1];
@@ -170,9 +234,14 @@ void larderd_exec_stats(struct larderd_exec *x, struct larderd_req *req, struct 
 		larderd_obuf_line(out, "RESET");
 	} else if (sub->n == 8 && memcmp(sub->p, "settings", 8) == 0) {
 		settings(x, out);
-	} else if ((sub->n == 5 && (memcmp(sub->p, "items", 5) == 0 ||
-				    memcmp(sub->p, "slabs", 5) == 0 ||
-				    memcmp(sub->p, "sizes", 5) == 0 || memcmp(sub->p, "conns", 5) == 0))) {
+	} else if (sub->n == 5 && memcmp(sub->p, "slabs", 5) == 0) {
+		slabs(x, out);
+	} else if (sub->n == 5 && memcmp(sub->p, "items", 5) == 0) {
+		items(x, out);
+	} else if (sub->n == 9 && memcmp(sub->p, "cachedump", 9) == 0 && x->sh->dump_disabled) {
+		larderd_obuf_line(out, "CLIENT_ERROR stats cachedump not allowed");
+	} else if (sub->n == 5 &&
+		   (memcmp(sub->p, "sizes", 5) == 0 || memcmp(sub->p, "conns", 5) == 0)) {
 		larderd_obuf_add(out, "END\r\n", 5);
 	} else {
 		larderd_obuf_line(out, "ERROR");

@@ -151,7 +151,7 @@ static enum larderd_store_res store_rmw(struct larderd_exec *x, const struct lar
 		} else {
 			const unsigned char *old = x->a + LARDERD_HDR;
 			size_t on = old_len - LARDERD_HDR;
-			struct larderd_limits lim = {x->sh->item_max};
+			struct larderd_limits lim = {.item_max = x->sh->item_max};
 			if (cr != CAS_NONE && cr != CAS_MATCH)
 				return LARDERD_EXISTS;
 			if (!larderd_item_fits(&lim, s->klen, old_flags, (uint64_t)on + s->len))
@@ -201,11 +201,11 @@ enum larderd_store_res larderd_store_item(struct larderd_exec *x, const struct l
 	return r;
 }
 
-void larderd_store_too_large(struct larderd_exec *x, const struct larderd_req *req, bool drop_old)
+void larderd_store_too_large(struct larderd_exec *x, const void *key, size_t klen, bool drop_old)
 {
 	larderd_stat_add(x, WS_STORE_TOO_LARGE, 1);
 	if (drop_old)
-		larderd_ignore(larder_remove(x->sh->cache, req->key.p, req->key.n));
+		larderd_ignore(larder_remove(x->sh->cache, key, klen));
 }
 
 void larderd_exec_store(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
@@ -221,7 +221,7 @@ void larderd_exec_store(struct larderd_exec *x, struct larderd_req *req, struct 
 	enum larderd_store_res r;
 
 	if (req->too_large) {
-		larderd_store_too_large(x, req, req->cmd == LARDERD_CMD_SET);
+		larderd_store_too_large(x, req->key.p, req->key.n, req->cmd == LARDERD_CMD_SET);
 		if (!req->noreply)
 			larderd_obuf_line(out, "SERVER_ERROR object too large for cache");
 		return;

@@ -5,7 +5,11 @@
  *   read -> parse/execute every complete request -> write what we can.
  * Replies are appended in request order to one output stream, so deep
  * pipelining (twemproxy funnels many clients into one connection) gets its
- * replies in order.
+ * replies in order. A connection speaks the text protocol (proto/parse.c)
+ * or the binary one (proto/binparse.c, exec/binexec.c) for its whole life:
+ * -B picks, or with -B auto its first byte does (0x80, the binary magic), as
+ * memcached decides; the buffering, swallowing and high-water rules below
+ * are the same for both.
  *
  * Memory (invariants; docs/server.md gives the numbers):
  *   SERVER-M1. An idle connection holds no buffer: requests are read into the
@@ -14,7 +18,9 @@
  *       buffers owned by the connection, which are freed once empty.
  *   SERVER-M2. A connection's input never exceeds max(LARDERD_GET_LINE_MAX, one
  *       line + item_max + 2) + READ_CHUNK: the parser bounds line length and
- *       refuses oversize values before buffering them.
+ *       refuses oversize values before buffering them (a binary request
+ *       needs at most its header, extras and key, under 64 KiB, plus a value
+ *       that fits the item limit: BINPARSE-B3).
  *   SERVER-M3. Output is bounded by HIGH_WATER plus one reply: above HIGH_WATER the
  *       connection stops reading, and a multiget pauses between keys, until
  *       the client drains it (a slow reader cannot grow memory).
@@ -42,6 +48,7 @@
  */
 #include "server.h"
 #include "../exec/exec_internal.h"
+#include "../proto/binparse.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,6 +87,8 @@ struct conn {
 	bool closing;   /* close once out is written */
 	bool stalled;   /* complete requests wait in `in` because out hit high water */
 	bool paused;    /* not read until the client drains out (counted in paused_conns) */
+	bool binary;    /* speaks the binary protocol (decided by its first byte, or -B) */
+	bool decided;   /* binary is set */
 	size_t need;    /* parser: bytes needed before parsing again */
 	size_t no_nl;   /* leading bytes of the pending input known to hold no '\n' */
 	size_t swallow; /* bytes of an oversize value still to discard */
@@ -212,6 +221,30 @@ static void rebase_req(struct larderd_req *r, const char *from, char *to)
 
 enum { PROC_OK, PROC_CLOSE };
 
+/* One binary request from buf[0, avail): a parse_result; runs it when DONE. */
+static int process_binary(struct worker *w, struct conn *c, const char *buf, size_t avail,
+			  size_t *off, struct larderd_obuf *out)
+{
+	struct larderd_binreq br;
+	int pr = larderd_binparse((const unsigned char *)buf, avail, &w->net->lim, &br), r;
+
+	if (pr == LARDERD_PARSE_MORE) {
+		c->need = br.need;
+		return pr;
+	}
+	c->need = 0;
+	if (pr == LARDERD_PARSE_CLOSE)
+		return pr;
+	r = larderd_binexec(&w->x, &br, out);
+	larderd_stat_add(&w->x, WS_BYTES_READ, br.consumed);
+	*off += br.consumed;
+	c->swallow = br.swallow;
+	if (r == LARDERD_EXEC_CLOSE)
+		c->closing = true;
+	return r == LARDERD_EXEC_DONE || r == LARDERD_EXEC_CLOSE ? LARDERD_PARSE_DONE
+								 : LARDERD_PARSE_CLOSE;
+}
+
 /*
  * Parses and runs requests from buf[*off, len) into out. Stops at an
  * incomplete request, at high water, when a multiget suspends, or when an
@@ -254,6 +287,21 @@ static int process(struct worker *w, struct conn *c, const char *buf, size_t len
 			break;
 		if (avail < c->need)
 			break;
+		if (!c->decided) {
+			enum larderd_protocol p = w->net->sh->protocol;
+			c->binary = p == LARDERD_PROTO_BINARY ||
+				    (p == LARDERD_PROTO_AUTO &&
+				     (unsigned char)buf[*off] == LARDERD_BIN_REQ_MAGIC);
+			c->decided = true;
+		}
+		if (c->binary) {
+			pr = process_binary(w, c, buf + *off, avail, off, out);
+			if (pr == LARDERD_PARSE_CLOSE)
+				return PROC_CLOSE;
+			if (pr == LARDERD_PARSE_MORE || c->closing)
+				break;
+			continue;
+		}
 		/* SERVER-L3: a line still without its newline is searched from where the
 		 * last search stopped, not from its start. */
 		if (c->no_nl > 0 && memchr(buf + *off + c->no_nl, '\n', avail - c->no_nl) == NULL) {
@@ -575,6 +623,7 @@ struct larderd_net *larderd_net_start(struct larderd_shared *sh, const int *lfds
 		return NULL;
 	net->sh = sh;
 	net->lim.item_max = sh->item_max;
+	net->lim.flush_disabled = sh->flush_disabled;
 	net->nlfd = nlfd;
 	net->stop_fd = -1;
 	net->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

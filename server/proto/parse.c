@@ -45,7 +45,6 @@ static const char k_bad_token[] = "CLIENT_ERROR bad token in command line format
 static const char k_mg_too_long[] = "CLIENT_ERROR options flags are too long";
 static const char k_too_long[] = "CLIENT_ERROR options flags too long";
 static const char k_bad_flags_md[] = "CLIENT_ERROR invalid or duplicate flag";
-static const char k_shutdown[] = "ERROR: shutdown not enabled";
 
 /* memcached's MFLAG_MAX_OPT_LENGTH: more tokens than this is "too long". */
 #define META_MAX_TOKENS 20
@@ -149,6 +148,12 @@ bool larderd_item_fits(const struct larderd_limits *lim, size_t nkey, uint32_t f
 {
 	uint64_t total = 48 + 8 + (uint64_t)nkey + 1 + (flags != 0 ? 4 : 0) + vlen + 2;
 	return total <= lim->item_max;
+}
+
+bool larderd_item_chunked(size_t nkey, uint32_t flags, uint64_t vlen)
+{
+	uint64_t total = 48 + 8 + (uint64_t)nkey + 1 + (flags != 0 ? 4 : 0) + vlen + 2;
+	return total > LARDERD_SLAB_CHUNK_MAX;
 }
 
 bool larderd_next_token(const char **cursor, const char *end, struct larderd_tok *tok)
@@ -345,11 +350,13 @@ static int parse_arith_touch(struct larderd_req *req, int nt)
 	return LARDERD_PARSE_DONE;
 }
 
-static int parse_flush(struct larderd_req *req, int nt)
+static int parse_flush(const struct larderd_limits *lim, struct larderd_req *req, int nt)
 {
 	if (nt < 2 || nt > 4)
 		return reply(req, k_error);
 	set_noreply(req);
+	if (lim->flush_disabled)
+		return LARDERD_PARSE_DONE; /* refused by the server, whatever the exptime */
 	if (nt != (req->noreply ? 3 : 2) && !larderd_strtol32(&req->tok[1], &req->num))
 		return reply(req, k_bad_exptime);
 	return LARDERD_PARSE_DONE;
@@ -629,8 +636,10 @@ static int dispatch(const char *buf, size_t len, const struct larderd_limits *li
 		return parse_meta(buf, len, lim, req, nt);
 	if (name->p[0] == 'g' && nt < 3)
 		return reply(req, k_error);
-	if (tok_is(name, "shutdown"))
-		return reply(req, k_shutdown);
+	if (tok_is(name, "shutdown")) {
+		req->cmd = LARDERD_CMD_SHUTDOWN;
+		return LARDERD_PARSE_DONE;
+	}
 	for (i = 0; i < sizeof(k_names) / sizeof(k_names[0]); i++)
 		if (tok_is(name, k_names[i].name))
 			break;
@@ -650,7 +659,7 @@ static int dispatch(const char *buf, size_t len, const struct larderd_limits *li
 	case LARDERD_CMD_INCR: case LARDERD_CMD_DECR: case LARDERD_CMD_TOUCH:
 		return parse_arith_touch(req, nt);
 	case LARDERD_CMD_FLUSH_ALL:
-		return parse_flush(req, nt);
+		return parse_flush(lim, req, nt);
 	case LARDERD_CMD_VERBOSITY:
 		return parse_verbosity(req, nt);
 	case LARDERD_CMD_MEMLIMIT:

@@ -72,6 +72,7 @@ enum larderd_cmd {
 	LARDERD_CMD_MN,
 	LARDERD_CMD_ME,
 	LARDERD_CMD_METADUMP, /* lru_crawler metadump <all|hash|ids>: tok[2] is the argument */
+	LARDERD_CMD_SHUTDOWN, /* shutdown [graceful]: whether -A allows it is the server's call */
 	LARDERD_CMD_COUNT
 };
 
@@ -134,7 +135,8 @@ struct larderd_req {
 };
 
 struct larderd_limits {
-	size_t item_max; /* -I: memcached's item_size_max */
+	size_t item_max;     /* -I: memcached's item_size_max */
+	bool flush_disabled; /* -F: flush_all's exptime is not read (memcached refuses first) */
 };
 
 /*
@@ -179,5 +181,13 @@ int larderd_meta_index(char c);
  */
 bool larderd_item_fits(const struct larderd_limits *lim, size_t nkey, uint32_t flags,
 		       uint64_t vlen);
+
+/*
+ * Whether memcached 1.6.18 stores such an item in chunks (over its default
+ * slab_chunk_max, half of a 1 MiB slab page): incr and decr refuse a chunked
+ * item as non-numeric, before they check a CAS unique.
+ */
+#define LARDERD_SLAB_CHUNK_MAX (512u * 1024u)
+bool larderd_item_chunked(size_t nkey, uint32_t flags, uint64_t vlen);
 
 #endif

@@ -1009,14 +1009,14 @@ struct bulk {
  * block (EV-V7). Inlined: without a bulk writer it is the ring's post. */
 static inline __attribute__((always_inline)) void
 write_post(struct op *op, struct bulk *bulk, enum larder__event_kind kind, uint32_t cause,
-	   void *a, void *b, uint64_t hash)
+	   unsigned sclass, void *a, void *b, uint64_t hash)
 {
 	if (bulk && bulk->batch) {
-		bulk->batch->ev[bulk->batch->n++] =
-			(struct larder__event){ (uint16_t)kind, (uint16_t)cause, 0, a, b, hash };
+		bulk->batch->ev[bulk->batch->n++] = (struct larder__event){
+			(uint16_t)kind, (uint8_t)cause, (uint8_t)sclass, 0, a, b, hash };
 		return;
 	}
-	larder__events_post(op->handle, kind, cause, a, b, hash);
+	larder__events_post(op->handle, kind, cause, sclass, a, b, hash);
 }
 
 /* charge_limit: LARDER_EVALSIZE when the entry would charge more (UINT64_MAX:
@@ -1050,6 +1050,9 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 	if (bytes > larder__entry_limit(atomic_load_explicit(&c->capacity, LARDER__RELAXED)))
 		goto fail_packed;
 	size_t charge = larder__slab_charge(bytes);
+	/* For the event (maint/handle.h); the charge's class, which folds. */
+	unsigned sclass = bytes <= LARDER__SLAB_MAX_SLOT ? larder__sizeclass_of(bytes)
+							  : LARDER__EV_NO_CLASS;
 	if (charge > charge_limit)
 		goto fail_packed; /* rc is LARDER_EVALSIZE */
 	if (bulk)
@@ -1077,7 +1080,7 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
 		struct larder__table *t;
 		struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
-		larder__atomic_u64 *slot = larder__table_find_locked(t, hash, key, key_len);
+		larder__atomic_u64 *slot = larder__table_find_from_locked(t, home, hash, key, key_len);
 		/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
 		struct larder__entry *old =
 			slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
@@ -1097,7 +1100,8 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 			larder__table_set_locked(slot, word);
 			larder__table_unlock(home);
 			write_post(&op, bulk, LARDER__EV_REPLACE,
-				   live ? LARDER_CAUSE_REPLACED : LARDER_CAUSE_EXPIRED, old, e, hash);
+				   live ? LARDER_CAUSE_REPLACED : LARDER_CAUSE_EXPIRED, sclass, old,
+				   e, hash);
 			break;
 		}
 		/* A maintainer thread may not wait for a growth (wait_pass): it
@@ -1107,7 +1111,7 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 						op.thread->maintainer ? SIZE_MAX
 								      : LARDER__PROBE_LIMIT) == 0) {
 			larder__table_unlock(home);
-			write_post(&op, bulk, LARDER__EV_INSERT, 0, NULL, e, hash);
+			write_post(&op, bulk, LARDER__EV_INSERT, 0, sclass, NULL, e, hash);
 			break;
 		}
 		/* No free slot within reach: the maintainer must grow the index. */
@@ -1239,7 +1243,8 @@ static void bulk_open(struct bulk *b)
 static void bulk_close(struct bulk *b)
 {
 	if (b->batch && b->batch->n)
-		larder__events_post(b->op.handle, LARDER__EV_BATCH, 0, b->batch, NULL, 0);
+		larder__events_post(b->op.handle, LARDER__EV_BATCH, 0, LARDER__EV_NO_CLASS,
+				    b->batch, NULL, 0);
 	else
 		free(b->batch);
 	b->batch = NULL;
@@ -1300,7 +1305,7 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 	op_enter(&op);
 	struct larder__table *t;
 	struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
-	larder__atomic_u64 *slot = larder__table_find_locked(t, hash, key, key_len);
+	larder__atomic_u64 *slot = larder__table_find_from_locked(t, home, hash, key, key_len);
 	/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
 	struct larder__entry *old =
 		slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
@@ -1319,7 +1324,8 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 		larder__table_erase_locked(t, hash, slot);
 	larder__table_unlock(home);
 	if (unlink)
-		larder__events_post(op.handle, LARDER__EV_REMOVE, cause, old, NULL, hash);
+		larder__events_post(op.handle, LARDER__EV_REMOVE, cause, LARDER__EV_NO_CLASS, old, NULL,
+				    hash);
 	op_exit(&op);
 	if (unlink) /* no deadline to schedule: the removal may wait for a pass */
 		larder__maint_wake(c, op.handle, UINT64_MAX);
@@ -1366,7 +1372,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 		op_enter(&op);
 		struct larder__table *t;
 		struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
-		larder__atomic_u64 *slot = larder__table_find_locked(t, hash, key, key_len);
+		larder__atomic_u64 *slot = larder__table_find_from_locked(t, home, hash, key, key_len);
 		struct larder__entry *old =
 			slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
 		if (!old || entry_expired(c, &op, old)) {
@@ -1379,7 +1385,8 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 								deadline_ms, LARDER__RELAXED);
 			larder__table_unlock(home);
 			if (deadline_ms < was)
-				larder__events_post(op.handle, LARDER__EV_TOUCH, 0, old, NULL, hash);
+				larder__events_post(op.handle, LARDER__EV_TOUCH, 0, LARDER__EV_NO_CLASS,
+						    old, NULL, hash);
 			op_exit(&op);
 			if (deadline_ms < was)
 				larder__maint_wake(c, op.handle, deadline_ms);
@@ -1389,7 +1396,8 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 		} else if (copy && copied_from == old) {
 			larder__table_set_locked(slot, larder__slot_word(hash, copy));
 			larder__table_unlock(home);
-			larder__events_post(op.handle, LARDER__EV_RELOCATE, 0, old, copy, hash);
+			larder__events_post(op.handle, LARDER__EV_RELOCATE, 0, LARDER__EV_NO_CLASS, old,
+					    copy, hash);
 			op_exit(&op);
 			larder__maint_wake(c, op.handle, deadline_ms);
 			return LARDER_OK;
@@ -1475,7 +1483,8 @@ int larder_clear(larder *c)
 	 * makes the old root we hand to the maintainer the one we replaced. */
 	struct larder__table *old = (struct larder__table *)atomic_exchange_explicit(
 		&c->table, (uintptr_t)fresh, LARDER__ACQ_REL);
-	larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED, old, NULL, 0);
+	larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED, LARDER__EV_NO_CLASS,
+			    old, NULL, 0);
 	op_exit(&op);
 	larder__maint_wake(c, op.handle, 0); /* the old table's walk starts at once */
 	return LARDER_OK;

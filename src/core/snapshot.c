@@ -47,6 +47,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -447,13 +448,33 @@ static void *sum_main(void *arg)
 	return NULL;
 }
 
+/*
+ * SNAP-L4: the stretches the loader threads take, found by the records'
+ * walk (a second walk to find them cost a serial pass over the whole file:
+ * 35-110 ms of a 10^7-entry load, docs/persistence.md). at[i] is the first
+ * record boundary at or past from + step * (i + 1), for i < n - 1.
+ */
+#define MAX_LOADERS 8
+
+struct cuts {
+	size_t n, step;
+	size_t at[MAX_LOADERS];
+};
+
 /* SNAP-L1: the records fill the space between header and trailer exactly.
- * *charge gets what they would all charge (SNAP-L3's figure, before skips). */
-static int check_records(const unsigned char *d, size_t end, uint64_t want, uint64_t *charge)
+ * *charge gets what they would all charge (SNAP-L3's figure, before skips);
+ * cuts gets its boundaries. */
+static int check_records(const unsigned char *d, size_t end, uint64_t want, uint64_t *charge,
+			 struct cuts *cuts)
 {
-	size_t off = LARDER__SNAP_HEADER_BYTES;
+	size_t off = LARDER__SNAP_HEADER_BYTES, k = 0;
+	size_t goal = cuts->n > 1 ? off + cuts->step : SIZE_MAX;
 	uint64_t n = 0, total = 0;
 	while (off < end) {
+		while (off >= goal) { /* n - 1 times in all: goals only grow */
+			cuts->at[k++] = off;
+			goal = k + 1 < cuts->n ? goal + cuts->step : SIZE_MAX;
+		}
 		if (end - off < LARDER__SNAP_RECORD_BYTES)
 			return LARDER_ECORRUPT;
 		uint64_t body = (uint64_t)get_u32(d + off) + get_u32(d + off + 4);
@@ -465,6 +486,8 @@ static int check_records(const unsigned char *d, size_t end, uint64_t want, uint
 		off += LARDER__SNAP_RECORD_BYTES + body;
 		n++;
 	}
+	while (k + 1 < cuts->n) /* goals past the last record */
+		cuts->at[k++] = end;
 	*charge = total;
 	return n == want ? LARDER_OK : LARDER_ECORRUPT;
 }
@@ -567,25 +590,18 @@ static void *load_part(void *arg)
  * alone, so SNAP-L3's rule stays exact. A thread that cannot be started leaves
  * its stretch to the caller.
  */
-#define MAX_LOADERS 8
 #define PARALLEL_MIN_BYTES ((size_t)16 << 20)
 
-static int load_parallel(struct part *whole)
+static int load_parallel(struct part *whole, const struct cuts *cuts)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t n = cpus > MAX_LOADERS ? MAX_LOADERS : cpus < 1 ? 1 : (size_t)cpus;
+	size_t n = cuts->n;
 	struct part parts[MAX_LOADERS];
 	pthread_t threads[MAX_LOADERS];
 	int started[MAX_LOADERS] = {0};
-	const unsigned char *d = whole->d;
-	size_t off = whole->from, step = (whole->to - whole->from) / n;
 	for (size_t i = 0; i < n; i++) {
 		parts[i] = *whole;
-		parts[i].from = off;
-		size_t goal = i + 1 == n ? whole->to : whole->from + step * (i + 1);
-		while (off < goal) /* to the first record boundary at or past the goal */
-			off += LARDER__SNAP_RECORD_BYTES + get_u32(d + off) + get_u32(d + off + 4);
-		parts[i].to = off;
+		parts[i].from = i ? cuts->at[i - 1] : whole->from;
+		parts[i].to = i + 1 < n ? cuts->at[i] : whole->to;
 	}
 	for (size_t i = 1; i < n; i++)
 		started[i] = pthread_create(&threads[i], NULL, load_part, &parts[i]) == 0;
@@ -600,6 +616,17 @@ static int load_parallel(struct part *whole)
 			rc = parts[i].rc;
 	}
 	return rc;
+}
+
+/* The CPUs this thread may run on (a process confined to some by taskset
+ * or a cpuset gets no more loaders than it has CPUs), at least 1. */
+static size_t loader_cpus(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (size_t)CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 1 ? (size_t)n : 1;
 }
 
 int larder__snapshot_load_mem(larder *c, const unsigned char *d, size_t len,
@@ -618,7 +645,10 @@ int larder__snapshot_load_mem(larder *c, const unsigned char *d, size_t len,
 	int threaded = len >= PARALLEL_MIN_BYTES && pthread_create(&summer, NULL, sum_main, &sum) == 0;
 	if (!threaded)
 		sum_main(&sum);
-	rc = check_records(d, end, get_u64(d + end + 8), &charge);
+	size_t cpus = loader_cpus();
+	struct cuts cuts = { .n = cpus > MAX_LOADERS ? MAX_LOADERS : cpus };
+	cuts.step = (end - LARDER__SNAP_HEADER_BYTES) / cuts.n;
+	rc = check_records(d, end, get_u64(d + end + 8), &charge, &cuts);
 	if (threaded)
 		pthread_join(summer, NULL);
 	if (!sum.ok)
@@ -639,7 +669,7 @@ int larder__snapshot_load_mem(larder *c, const unsigned char *d, size_t len,
 	if (whole.charged + charge <= whole.capacity) {
 		whole.capacity = UINT64_MAX; /* everything fits: no entry is skipped for room */
 		if (end - whole.from >= PARALLEL_MIN_BYTES)
-			return load_parallel(&whole);
+			return load_parallel(&whole, &cuts);
 	}
 	load_part(&whole);
 	return whole.rc;

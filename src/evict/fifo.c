@@ -43,6 +43,17 @@ static void fifo_insert(struct larder__policy *p, struct larder__entry *e, uint6
 	larder__queue_push(&p->q, e, bytes);
 }
 
+/* POLICY-P6: the entries as one run, spliced at once. */
+static void fifo_insert_batch(struct larder__policy *p, const struct larder__policy_new *in,
+			      size_t n)
+{
+	struct larder__run run;
+	larder__run_init(&run);
+	for (size_t i = 0; i < n; i++)
+		larder__run_push(&run, in[i].e, in[i].bytes);
+	larder__queue_splice(&p->q, &run);
+}
+
 static void fifo_replace(struct larder__policy *p, struct larder__entry *old,
 			 struct larder__entry *e, size_t old_bytes, size_t bytes)
 {
@@ -85,6 +96,7 @@ const struct larder__policy_ops larder__policy_fifo = {
 	.create = fifo_create,
 	.destroy = fifo_destroy,
 	.insert = fifo_insert,
+	.insert_batch = fifo_insert_batch,
 	.replace = fifo_replace,
 	.hit = fifo_hit,
 	.remove = fifo_remove,

@@ -41,6 +41,13 @@ static inline uint32_t larder__ghost_fp(uint64_t hash)
 	return fp ? fp : 1;
 }
 
+/* Whether no fingerprint is remembered (remove() then finds none): a
+ * caller with many removes to ask, and none to insert, asks this once. */
+static inline int larder__ghost_empty(const struct larder__ghost *g)
+{
+	return g->live_count == 0;
+}
+
 /* Returns 0 or -1 (out of memory). bound: most weight kept; slots_hint: sizing. */
 int larder__ghost_init(struct larder__ghost *g, uint64_t bound, uint64_t slots_hint);
 void larder__ghost_destroy(struct larder__ghost *g);

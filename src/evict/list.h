@@ -20,6 +20,11 @@
  *       neighbours a, b: a->next == id(b) iff b->prev == id(a).
  *   QUEUE-Q2. Every operation is O(1); nothing here walks the queue (except
  *       larder__queue_check, a test seam).
+ *   QUEUE-Q3. A run (struct larder__run) links new entries to each other
+ *       only: a policy builds it within one insert_batch() call and splices
+ *       it whole onto one queue's newest end before it returns, leaving the
+ *       queue as pushing the run's entries one by one in order would. Until
+ *       then no other operation meets its entries (they are in no queue).
  * The queue does not know which queue an entry is in; policies record that
  * in their mbits bits.
  */
@@ -79,6 +84,62 @@ static inline void larder__queue_push(struct larder__queue *q, struct larder__en
 	q->tail = id;
 	q->count++;
 	q->bytes += bytes;
+}
+
+/*
+ * QUEUE-Q3: entries linked in insertion order, waiting to be spliced onto a
+ * queue. The run keeps the pointers and ids of its ends, so linking an
+ * entry reads no neighbour through the directory (a push reads the tail's)
+ * and the queue's tail is read once per run.
+ */
+struct larder__run {
+	struct larder__entry *first, *last;
+	uint32_t first_id, last_id;
+	uint64_t count;
+	uint64_t bytes;
+};
+
+static inline void larder__run_init(struct larder__run *r)
+{
+	r->first = r->last = NULL;
+	r->first_id = r->last_id = 0;
+	r->count = r->bytes = 0;
+}
+
+/* Links e (in no queue: ENTRY-E6) at the run's newest end. */
+static inline void larder__run_push(struct larder__run *r, struct larder__entry *e,
+				    uint64_t bytes)
+{
+	uint32_t id = e->next; /* ENTRY-E6 */
+	e->prev = r->last_id;
+	e->next = 0;
+	if (r->last) {
+		r->last->next = id;
+	} else {
+		r->first = e;
+		r->first_id = id;
+	}
+	r->last = e;
+	r->last_id = id;
+	r->count++;
+	r->bytes += bytes;
+}
+
+/* QUEUE-Q3: links the run at q's newest end, as pushing its entries in order
+ * would, and leaves the run empty. */
+static inline void larder__queue_splice(struct larder__queue *q, struct larder__run *r)
+{
+	if (!r->count)
+		return;
+	r->first->prev = q->tail;
+	if (q->tail)
+		larder__entry_at(q->dir, q->tail)->next = r->first_id;
+	else
+		q->head = r->first_id;
+	q->tail = r->last_id;
+	q->count += r->count;
+	q->bytes += r->bytes;
+	larder__run_init(r);
 }
 
 /* Links e (in no queue: ENTRY-E6) just older than at, which is linked in q. */

@@ -64,6 +64,19 @@ static void lru_insert(struct larder__policy *p, struct larder__entry *e, uint64
 	larder__queue_push(&p->q, e, bytes);
 }
 
+/* POLICY-P6: the entries as one run, spliced at once. */
+static void lru_insert_batch(struct larder__policy *p, const struct larder__policy_new *in,
+			     size_t n)
+{
+	struct larder__run run;
+	larder__run_init(&run);
+	for (size_t i = 0; i < n; i++) {
+		larder__set_pbits(in[i].e, 0);
+		larder__run_push(&run, in[i].e, in[i].bytes);
+	}
+	larder__queue_splice(&p->q, &run);
+}
+
 static void lru_replace(struct larder__policy *p, struct larder__entry *old,
 			struct larder__entry *e, size_t old_bytes, size_t bytes)
 {
@@ -120,6 +133,7 @@ const struct larder__policy_ops larder__policy_lru = {
 	.create = lru_create,
 	.destroy = lru_destroy,
 	.insert = lru_insert,
+	.insert_batch = lru_insert_batch,
 	.replace = lru_replace,
 	.hit = lru_hit,
 	.remove = lru_remove,

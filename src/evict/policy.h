@@ -27,6 +27,11 @@
  *       about to evict, so a hit still in flight saves it (W-TinyLFU takes
  *       it where entries leave its window instead: evict/wtinylfu.c). The
  *       simulator sets the mark at hit time, as the engine's readers do.
+ *   POLICY-P6. insert_batch(in, n) leaves the policy in the state that
+ *       insert() of in[0], ..., in[n-1] in that order would (the same queues,
+ *       order, bits and counts); NULL in a policy's ops means that loop
+ *       (larder__policy_insert_batch). The maintainer calls it for a run
+ *       of a bulk writer's inserts (maint/apply.c, EV-V7).
  * Adding a policy touches one file: the policy's own .c, which defines a
  * const struct larder__policy_ops and is listed in policy.c's table.
  */
@@ -48,6 +53,13 @@ struct larder__policy_host {
 
 struct larder__policy; /* each policy defines its own */
 
+/* One entry of insert_batch(): insert()'s arguments. */
+struct larder__policy_new {
+	struct larder__entry *e;
+	uint64_t hash;
+	size_t bytes;
+};
+
 struct larder__policy_ops {
 	const char *name;
 	/* 1 when the policy needs hit samples on time (it counts frequencies
@@ -63,6 +75,9 @@ struct larder__policy_ops {
 	void (*destroy)(struct larder__policy *p);
 	void (*insert)(struct larder__policy *p, struct larder__entry *e, uint64_t hash,
 		       size_t bytes);
+	/* POLICY-P6; NULL: insert() for each, in order. */
+	void (*insert_batch)(struct larder__policy *p, const struct larder__policy_new *in,
+			     size_t n);
 	void (*replace)(struct larder__policy *p, struct larder__entry *old,
 			struct larder__entry *e, size_t old_bytes, size_t bytes);
 	void (*hit)(struct larder__policy *p, struct larder__entry *e);
@@ -73,6 +88,19 @@ struct larder__policy_ops {
 	 * the number of linked entries, or -1 when a queue is broken. */
 	int64_t (*check)(struct larder__policy *p);
 };
+
+/* POLICY-P6: the policy's batch insert, or its insert() for each entry in order. */
+static inline void larder__policy_insert_batch(const struct larder__policy_ops *ops,
+					       struct larder__policy *p,
+					       const struct larder__policy_new *in, size_t n)
+{
+	if (ops->insert_batch) {
+		ops->insert_batch(p, in, n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		ops->insert(p, in[i].e, in[i].hash, in[i].bytes);
+}
 
 /* The ops for a policy enum (DEFAULT resolved), or NULL if unknown. */
 const struct larder__policy_ops *larder__policy_ops_for(enum larder_policy policy);

@@ -255,6 +255,73 @@ static void s3_insert(struct larder__policy *p, struct larder__entry *e, uint64_
 		follow_tuner(p, hash, bytes);
 }
 
+/*
+ * POLICY-P6: a run for each queue, spliced at the end (or before an entry of
+ * the tuner's sample, which goes through s3_insert: its follow_tuner may
+ * change the targets the next entries' choices read). Each entry's queue is
+ * chosen as s3_insert would, counting the small run in small's bytes; the
+ * skip zone is settled once per splice: entries leave it oldest first while
+ * it is over its bytes, never the newest, which leaves the same suffix
+ * young as settling after each push (S3FIFO-F2).
+ */
+struct s3_runs {
+	struct larder__run small, main;
+};
+
+static void splice_runs(struct larder__policy *p, struct s3_runs *r)
+{
+	larder__queue_splice(&p->main, &r->main);
+	if (!r->small.count)
+		return;
+	struct larder__entry *newest = r->small.last, *first = r->small.first;
+	uint64_t bytes = r->small.bytes;
+	if (p->skip_bytes == 0) { /* no zone: the run has no YOUNG bits, as push_small */
+		while (p->young_oldest) /* before the splice: the walk ends at small's tail */
+			unyoung(p, p->young_oldest, entry_bytes(p, p->young_oldest));
+		larder__queue_splice(&p->small, &r->small);
+		return;
+	}
+	larder__queue_splice(&p->small, &r->small);
+	if (!p->young_oldest)
+		p->young_oldest = first;
+	p->young_bytes += bytes;
+	while (p->young_bytes > p->skip_bytes && p->young_oldest != newest)
+		unyoung(p, p->young_oldest, entry_bytes(p, p->young_oldest));
+}
+
+static void s3_insert_batch(struct larder__policy *p, const struct larder__policy_new *in,
+			    size_t n)
+{
+	struct s3_runs r;
+	larder__run_init(&r.small);
+	larder__run_init(&r.main);
+	/* A batch only takes fingerprints out of the ghost: one that starts
+	 * empty (a filling cache, a load) stays so, and is not asked again. */
+	int ghosts = !larder__ghost_empty(&p->ghost);
+	for (size_t i = 0; i < n; i++) {
+		struct larder__entry *e = in[i].e;
+		if (p->tuner && larder__tuner_samples(p->tuner, in[i].hash)) {
+			splice_runs(p, &r);
+			s3_insert(p, e, in[i].hash, in[i].bytes);
+			continue;
+		}
+		if ((ghosts && larder__ghost_remove(&p->ghost, larder__ghost_fp(in[i].hash))) ||
+		    (S3_WARMUP_MAIN && !p->has_evicted &&
+		     p->small.bytes + r.small.bytes >= p->small_target)) {
+			larder__set_pbits(e, S3_MAIN);
+			larder__run_push(&r.main, e, in[i].bytes);
+		} else {
+			larder__set_pbits(e, p->skip_bytes ? S3_YOUNG : 0);
+			larder__run_push(&r.small, e, in[i].bytes);
+		}
+	}
+	splice_runs(p, &r);
+	if (n) {
+		p->fresh = in[n - 1].e;
+		p->fresh_bytes = in[n - 1].bytes;
+	}
+}
+
 static struct larder__queue *queue_of(struct larder__policy *p, const struct larder__entry *e)
 {
 	return (larder__pbits(e) & S3_MAIN) ? &p->main : &p->small;
@@ -407,6 +474,7 @@ const struct larder__policy_ops larder__policy_s3fifo = {
 	.create = s3_create,
 	.destroy = s3_destroy,
 	.insert = s3_insert,
+	.insert_batch = s3_insert_batch,
 	.replace = s3_replace,
 	.hit = s3_hit,
 	.remove = s3_remove,
@@ -422,6 +490,7 @@ const struct larder__policy_ops larder__policy_s3fifo_tuned = {
 	.create = tuned_create,
 	.destroy = s3_destroy,
 	.insert = s3_insert,
+	.insert_batch = s3_insert_batch,
 	.replace = s3_replace,
 	.hit = s3_hit,
 	.remove = s3_remove,

@@ -347,9 +347,20 @@ static inline void larder__table_unlock(struct larder__bucket *home)
 	atomic_fetch_and_explicit(&home->ctl, ~LARDER__CTL_LOCK, LARDER__RELEASE);
 }
 
+/* Under the lock of home, the key's home bucket in t as larder__table_lock()
+ * returned it: the slot holding key in t, or NULL. A put's probe starts from
+ * the home its lock found rather than computing it again (docs/bench.md). */
+larder__atomic_u64 *larder__table_find_from_locked(struct larder__table *t,
+						   struct larder__bucket *home, uint64_t hash,
+						   const void *key, size_t key_len);
+
 /* Under the home lock: the slot holding key in t, or NULL. */
-larder__atomic_u64 *larder__table_find_locked(struct larder__table *t, uint64_t hash,
-					      const void *key, size_t key_len);
+static inline larder__atomic_u64 *larder__table_find_locked(struct larder__table *t, uint64_t hash,
+							     const void *key, size_t key_len)
+{
+	return larder__table_find_from_locked(t, &t->buckets[larder__table_home(t, hash)], hash,
+					      key, key_len);
+}
 /* Under the home lock: claims an empty slot for word within `limit` buckets.
  * Returns 0, or -1 when none was free (nothing changed). */
 int larder__table_insert_locked(struct larder__table *t, uint64_t hash, uint64_t word,

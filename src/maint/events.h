@@ -149,14 +149,16 @@ static inline int larder__events_spill_ready(const struct larder__handle *h)
 }
 
 /* Owner: posts an event; room was checked with larder__events_has_room(),
- * or, where that failed, reserved by larder__events_spill_room(). */
+ * or, where that failed, reserved by larder__events_spill_room(). sclass:
+ * b's size class or LARDER__EV_NO_CLASS (maint/handle.h). */
 static inline void larder__events_post(struct larder__handle *h, enum larder__event_kind kind,
-				       uint32_t cause, void *a, void *b, uint64_t hash)
+				       uint32_t cause, unsigned sclass, void *a, void *b,
+				       uint64_t hash)
 {
 	uint64_t head = atomic_load_explicit(&h->ev_head, LARDER__RELAXED);    /* own variable */
 	uint64_t spilled = atomic_load_explicit(&h->spilled, LARDER__RELAXED); /* own variable */
-	struct larder__event e = {
-		(uint16_t)kind, (uint16_t)cause, (uint32_t)(head + spilled), a, b, hash};
+	struct larder__event e = { (uint16_t)kind, (uint8_t)cause, (uint8_t)sclass,
+				   (uint32_t)(head + spilled), a, b, hash };
 	if (__builtin_expect(head - h->ev_tail_seen >= LARDER__EVENT_RING, 0)) {
 		/* EV-V4: the ring was full when room was reserved. */
 		h->spill_tail->ev[h->spill_tail_n++] = e;

@@ -91,7 +91,8 @@ static int unlink_current(struct larder *c, struct larder__entry *e)
 		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
 	struct larder__bucket *home = larder__table_lock(root, hash, &t);
 	larder__atomic_u64 *slot =
-		larder__table_find_locked(t, hash, larder__entry_key(e), e->key_len);
+		larder__table_find_from_locked(t, home, hash, larder__entry_key(e),
+					       e->key_len);
 	/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
 	int found = slot && larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) == e;
 	if (found)

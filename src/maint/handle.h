@@ -46,9 +46,17 @@ enum larder__event_kind {
 	LARDER__EV_BATCH,    /* a is a struct larder__event_batch: a bulk writer's events */
 };
 
+/* An event's sclass when b is not a slab slot, or the kind names no b. */
+#define LARDER__EV_NO_CLASS 0xffu
+
 struct larder__event {
 	uint16_t kind;
-	uint16_t cause;
+	uint8_t cause;  /* enum larder_cause, where the kind names one */
+	/* INSERT, REPLACE: b's size class (mem/sizeclass.h) when b is a slab
+	 * slot, which the writer computed for its charge, so that the
+	 * maintainer's overwrite path (maint/apply.c) does not compute it
+	 * again; else LARDER__EV_NO_CLASS. */
+	uint8_t sclass;
 	uint32_t seq; /* the owner's posting number, ring and spill together (EV-V4) */
 	void *a;
 	void *b;

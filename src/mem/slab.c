@@ -62,8 +62,6 @@
 #include "core/assert.h"
 #include "mem/pages.h"
 
-enum { PAGE_OWNED = 1u, PAGE_LISTED = 2u };
-
 int larder__slab_poison;
 
 
@@ -72,23 +70,9 @@ int larder__slab_poison;
 _Static_assert(LARDER__PAGE_MIN / LARDER__SLAB_MIN_SLOT <= 64 * LARDER__SLAB_BATCH_WORDS,
 	       "a batch holds the bitmap of any page");
 
-static inline larder__atomic_u64 *maint_free(struct larder__page *pg)
-{
-	return (larder__atomic_u64 *)(void *)((unsigned char *)pg + pg->maint_offset);
-}
-
 static unsigned page_order(size_t page_bytes)
 {
 	return (unsigned)__builtin_ctzll(page_bytes / LARDER__PAGE_MIN);
-}
-
-/* The index of slot p in pg: the page's reciprocal multiply (mem/pagedir.h),
- * exact for every slot offset, instead of a division. */
-static inline size_t slot_index(const struct larder__page *pg, const void *p)
-{
-	uint32_t off = (uint32_t)((const unsigned char *)p - (const unsigned char *)pg) -
-		       pg->slots_offset;
-	return (size_t)(((uint64_t)off * pg->id.recip) >> 32);
 }
 
 static size_t round64(size_t n)
@@ -168,7 +152,7 @@ static void page_format(struct larder__page *pg, unsigned c)
 	for (size_t w = 0; w < words; w++) {
 		size_t left = n - w * 64;
 		larder__slab_owner_free(pg)[w] = left >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << left) - 1);
-		atomic_store_explicit(&maint_free(pg)[w], 0, LARDER__RELAXED); /* not yet shared */
+		atomic_store_explicit(&larder__slab_maint_free(pg)[w], 0, LARDER__RELAXED); /* not yet shared */
 	}
 }
 
@@ -321,7 +305,7 @@ static void avail_unlink_locked(struct larder__slab *s, struct larder__page *pg)
 {
 	LARDER__ASSERT_HELD(&s->lock);
 	/* Only a listed page is on the list; relaxed: state changes under the lock. */
-	LARDER__ASSERT(atomic_load_explicit(&pg->state, LARDER__RELAXED) == PAGE_LISTED);
+	LARDER__ASSERT(atomic_load_explicit(&pg->state, LARDER__RELAXED) == LARDER__SLAB_PAGE_LISTED);
 	LARDER__ASSERT(pg->avail_prev ? pg->avail_prev->avail_next == pg
 				      : s->avail[pg->size_class] == pg);
 	if (pg->avail_prev)
@@ -341,7 +325,7 @@ static int steal_maint(struct larder__page *pg)
 	for (uint32_t w = 0; w < pg->nwords; w++) {
 		/* SLAB-SL2: acquire, pairs with SLAB-SL1 in larder__slab_free(): the
 		 * maintainer's last use of these slots happens before our reuse. */
-		uint64_t bits = atomic_exchange_explicit(&maint_free(pg)[w], 0, LARDER__ACQUIRE);
+		uint64_t bits = atomic_exchange_explicit(&larder__slab_maint_free(pg)[w], 0, LARDER__ACQUIRE);
 		larder__slab_owner_free(pg)[w] |= bits;
 		got |= bits;
 	}
@@ -374,7 +358,7 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 		LARDER__ASSERT(pg->size_class == c);
 		avail_unlink_locked(s, pg);
 		/* SLAB-SL4 side: the page changes hands under the lock. */
-		atomic_store_explicit(&pg->state, PAGE_OWNED, LARDER__SEQ_CST);
+		atomic_store_explicit(&pg->state, LARDER__SLAB_PAGE_OWNED, LARDER__SEQ_CST);
 		pthread_mutex_unlock(&s->lock);
 		steal_maint(pg);
 		return pg;
@@ -404,7 +388,7 @@ static struct larder__page *page_acquire(struct larder__slab *s, unsigned c)
 	}
 	audit_add(&s->class_pages[c], 1);
 	/* SLAB-SL4 side, under the lock like every state change. */
-	atomic_store_explicit(&pg->state, PAGE_OWNED, LARDER__SEQ_CST);
+	atomic_store_explicit(&pg->state, LARDER__SLAB_PAGE_OWNED, LARDER__SEQ_CST);
 	pg->all_prev = NULL;
 	pg->all_next = s->all;
 	if (s->all)
@@ -418,7 +402,7 @@ static int maint_any(struct larder__page *pg)
 {
 	for (uint32_t w = 0; w < pg->nwords; w++) {
 		/* SLAB-SL3: seq_cst, the load half of the Dekker pair with SLAB-SL4. */
-		if (atomic_load_explicit(&maint_free(pg)[w], LARDER__SEQ_CST))
+		if (atomic_load_explicit(&larder__slab_maint_free(pg)[w], LARDER__SEQ_CST))
 			return 1;
 	}
 	return 0;
@@ -431,7 +415,7 @@ static int maint_full(struct larder__page *pg)
 		/* Relaxed: under the lock, only the maintainer adds bits, and
 		 * more bits only make the page emptier (SLAB-S4). */
 		count += (uint32_t)__builtin_popcountll(
-			atomic_load_explicit(&maint_free(pg)[w], LARDER__RELAXED));
+			atomic_load_explicit(&larder__slab_maint_free(pg)[w], LARDER__RELAXED));
 	return count == pg->nslots;
 }
 
@@ -442,9 +426,9 @@ static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
 {
 	LARDER__ASSERT_HELD(&s->lock);
 	/* SLAB-S4: unowned, every slot in maint_free (relaxed: under the lock). */
-	LARDER__ASSERT(!(atomic_load_explicit(&pg->state, LARDER__RELAXED) & PAGE_OWNED));
+	LARDER__ASSERT(!(atomic_load_explicit(&pg->state, LARDER__RELAXED) & LARDER__SLAB_PAGE_OWNED));
 	LARDER__ASSERT(maint_full(pg));
-	if (atomic_load_explicit(&pg->state, LARDER__RELAXED) & PAGE_LISTED)
+	if (atomic_load_explicit(&pg->state, LARDER__RELAXED) & LARDER__SLAB_PAGE_LISTED)
 		avail_unlink_locked(s, pg);
 	atomic_store_explicit(&pg->state, 0, LARDER__RELAXED); /* no one else can see it now */
 	larder__pagedir_remove_locked(&s->dir, &pg->id);
@@ -499,16 +483,16 @@ static void page_settle_locked(struct larder__slab *s, struct larder__page *pg, 
 	LARDER__ASSERT_HELD(&s->lock);
 	/* SLAB-SL3 side: seq_cst, against a release racing with a free. */
 	uint32_t st = atomic_load_explicit(&pg->state, LARDER__SEQ_CST);
-	LARDER__ASSERT(st != (PAGE_OWNED | PAGE_LISTED)); /* never both */
-	if (st & PAGE_OWNED)
+	LARDER__ASSERT(st != (LARDER__SLAB_PAGE_OWNED | LARDER__SLAB_PAGE_LISTED)); /* never both */
+	if (st & LARDER__SLAB_PAGE_OWNED)
 		return;
 	if (maintainer && atomic_load_explicit(&pg->live, LARDER__RELAXED) == 0 && maint_full(pg)) {
 		page_retire_locked(s, pg);
 		return;
 	}
-	if (!(st & PAGE_LISTED) && maint_any(pg)) {
+	if (!(st & LARDER__SLAB_PAGE_LISTED) && maint_any(pg)) {
 		/* SLAB-SL4 side: seq_cst, under the lock like every state change. */
-		atomic_store_explicit(&pg->state, PAGE_LISTED, LARDER__SEQ_CST);
+		atomic_store_explicit(&pg->state, LARDER__SLAB_PAGE_LISTED, LARDER__SEQ_CST);
 		avail_push_locked(s, pg);
 	}
 }
@@ -519,7 +503,7 @@ static void page_release(struct larder__slab *s, struct larder__page *pg, int ma
 	for (uint32_t w = 0; w < pg->nwords; w++) {
 		if (larder__slab_owner_free(pg)[w]) {
 			/* SLAB-SL1 (owner side): release, like the maintainer's frees. */
-			uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[w],
+			uint64_t was = atomic_fetch_or_explicit(&larder__slab_maint_free(pg)[w],
 								larder__slab_owner_free(pg)[w], LARDER__RELEASE);
 			LARDER__ASSERT(!(was & larder__slab_owner_free(pg)[w])); /* SLAB-S1: in both bitmaps */
 			(void)was;
@@ -594,7 +578,7 @@ static void *keep_take(struct larder__slab *s, unsigned c, uint32_t *id)
 	pthread_mutex_unlock(&s->lock);
 	if (p) {
 		struct larder__page *pg = larder__slab_page_of_class(p, c);
-		*id = pg->id.first_id + (uint32_t)slot_index(pg, p); /* mem/pagedir.h */
+		*id = pg->id.first_id + (uint32_t)larder__slab_slot_index(pg, p); /* mem/pagedir.h */
 	}
 	return p;
 }
@@ -707,7 +691,7 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 		return;
 	}
 	/* The slot came from the page this cursor still owns: free for it. */
-	size_t i = slot_index(pg, p);
+	size_t i = larder__slab_slot_index(pg, p);
 	larder__slab_owner_free(pg)[i / 64] |= (uint64_t)1 << (i % 64);
 	if (i / 64 < pg->owner_hint)
 		pg->owner_hint = (uint32_t)(i / 64);
@@ -724,27 +708,8 @@ void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cur
 }
 
 
-/* Maintainer: n slots of pg are no longer live; returns its live count. */
-static inline uint32_t page_live_drop(struct larder__slab *s, struct larder__page *pg, uint32_t n)
+void larder__slab_page_settle(struct larder__slab *s, struct larder__page *pg)
 {
-	LARDER__ASSERT(atomic_load_explicit(&pg->live, LARDER__RELAXED) >= n); /* ours */
-	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - n;
-	atomic_store_explicit(&pg->live, live, LARDER__RELAXED); /* single writer */
-	larder__slab_class_live_add(s, pg->size_class, -(int64_t)n);
-	return live;
-}
-
-/* Maintainer: slots of pg had their maint_free bits set (SLAB-SL1), leaving
- * `live` live slots: the page is listed or retired if it has to be. */
-static inline void page_bits_freed(struct larder__slab *s, struct larder__page *pg, uint32_t live)
-{
-	/* SLAB-SL3 side: seq_cst, after our SLAB-SL1 OR: a release racing with
-	 * this free either sees our bits or is seen here (SLAB-S3). */
-	uint32_t st = atomic_load_explicit(&pg->state, LARDER__SEQ_CST);
-	if (st & PAGE_OWNED)
-		return;
-	if ((st & PAGE_LISTED) && live != 0)
-		return; /* already findable; not empty */
 	pthread_mutex_lock(&s->lock);
 	page_settle_locked(s, pg, 1);
 	pthread_mutex_unlock(&s->lock);
@@ -754,7 +719,7 @@ static inline void page_bits_freed(struct larder__slab *s, struct larder__page *
  * and the page is listed or retired if it has to be. */
 static inline void page_slots_freed(struct larder__slab *s, struct larder__page *pg, uint32_t n)
 {
-	page_bits_freed(s, pg, page_live_drop(s, pg, n));
+	larder__slab_page_bits_freed(s, pg, larder__slab_page_live_drop(s, pg, n));
 }
 
 /* Gives the whole OS pages of big slot p back to the kernel (SLAB-S6). */
@@ -779,7 +744,7 @@ static int keep_freed(struct larder__slab *s, struct larder__page *pg, void *p)
 	pthread_mutex_unlock(&s->lock);
 	if (!room)
 		return 0;
-	page_live_drop(s, pg, 1);
+	larder__slab_page_live_drop(s, pg, 1);
 	return 1;
 }
 
@@ -812,19 +777,7 @@ static inline int slot_freeing(struct larder__slab *s, struct larder__page *pg, 
 	return slot_freeing_rare(s, pg, p);
 }
 
-/* Sets the free bit of slot p of pg (SLAB-SL1). */
-static void slot_bit_set(struct larder__page *pg, void *p)
-{
-	size_t i = slot_index(pg, p);
-	uint64_t bit = (uint64_t)1 << (i % 64);
-	/* SLAB-SL1: seq_cst (release for SLAB-SL2, and the store half of the Dekker pair
-	 * SLAB-SL3/SLAB-SL4 with page_release()). */
-	uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[i / 64], bit, LARDER__SEQ_CST);
-	LARDER__ASSERT(!(was & bit)); /* SLAB-S1: freed twice */
-	(void)was;
-}
-
-void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
+void larder__slab_free_slow(struct larder__slab *s, void *p, size_t bytes)
 {
 	if (bytes > LARDER__SLAB_MAX_SLOT) {
 		larder__slab_unalloc(s, NULL, p, bytes);
@@ -833,7 +786,7 @@ void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
 	struct larder__page *pg = larder__slab_page_of(p, bytes);
 	if (slot_freeing(s, pg, p, bytes))
 		return;
-	slot_bit_set(pg, p);
+	larder__slab_slot_bit_set(pg, p);
 	page_slots_freed(s, pg, 1);
 }
 
@@ -857,8 +810,8 @@ void larder__slab_keep_trim(struct larder__slab *s, int all)
 		/* Not live (SLAB-S6): released and set free like a freed slot,
 		 * without the live counts, which dropped when it was kept. */
 		slot_release(pg, p);
-		slot_bit_set(pg, p);
-		page_bits_freed(s, pg, atomic_load_explicit(&pg->live, LARDER__RELAXED)); /* ours */
+		larder__slab_slot_bit_set(pg, p);
+		larder__slab_page_bits_freed(s, pg, atomic_load_explicit(&pg->live, LARDER__RELAXED)); /* ours */
 	}
 }
 
@@ -876,7 +829,7 @@ void larder__slab_batch_flush(struct larder__slab *s, struct larder__slab_batch 
 		if (b->bits[w]) {
 			/* SLAB-SL1, as in larder__slab_free(): the batch's reads of
 			 * these slots (listener, poisoning) came before. */
-			uint64_t was = atomic_fetch_or_explicit(&maint_free(pg)[w], b->bits[w],
+			uint64_t was = atomic_fetch_or_explicit(&larder__slab_maint_free(pg)[w], b->bits[w],
 								LARDER__SEQ_CST);
 			LARDER__ASSERT(!(was & b->bits[w])); /* SLAB-S1: freed twice */
 			(void)was;
@@ -902,7 +855,7 @@ void larder__slab_free_batched(struct larder__slab *s, struct larder__slab_batch
 		larder__slab_batch_flush(s, b);
 		b->page = pg;
 	}
-	size_t i = slot_index(pg, p);
+	size_t i = larder__slab_slot_index(pg, p);
 	b->bits[i / 64] |= (uint64_t)1 << (i % 64);
 	b->slots++;
 }

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/assert.h"
 #include "larder.h"
 #include "mem/pagedir.h"
 #include "mem/sizeclass.h"
@@ -190,9 +191,6 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 /* Maintainer (or close): hands every page of the cursor back (thread exit, close). */
 void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cursor *c);
 
-/* Maintainer: p (published, then retired after a grace period) is free again. */
-void larder__slab_free(struct larder__slab *s, void *p, size_t bytes);
-
 /* Bitmap words of the fullest page: 64 KiB of 32-byte slots (sizeclass.h). */
 #define LARDER__SLAB_BATCH_WORDS ((LARDER__PAGE_MIN / LARDER__SLAB_MIN_SLOT + 63) / 64)
 
@@ -234,17 +232,113 @@ static inline void larder__slab_class_live_add(struct larder__slab *s, unsigned 
 			      LARDER__RELAXED); /* single writer */
 }
 
-/* Maintainer: an entry in p was published (counts live slots per page).
- * Inline: the maintainer's overwrite path calls it once per put, with the
- * size class its charge already computed (docs/bench.md). */
+/* Maintainer: an entry in slot p of size class c (a slab slot, not a large
+ * entry's mapping) was published (counts live slots per page). Inline: the
+ * maintainer's overwrite path calls it once per put, with the size class
+ * its event carries (docs/bench.md). */
+static inline void larder__slab_note_live_class(struct larder__slab *s, void *p, unsigned c)
+{
+	struct larder__page *pg = larder__slab_page_of_class(p, c);
+	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED); /* ours */
+	atomic_store_explicit(&pg->live, live + 1, LARDER__RELAXED);        /* single writer */
+	larder__slab_class_live_add(s, c, 1);
+}
+
+/* Maintainer: an entry of `bytes` in p was published. */
 static inline void larder__slab_note_live(struct larder__slab *s, void *p, size_t bytes)
 {
-	if (bytes <= LARDER__SLAB_MAX_SLOT) {
+	if (bytes <= LARDER__SLAB_MAX_SLOT)
+		larder__slab_note_live_class(s, p, larder__sizeclass_of(bytes));
+}
+
+/* Page states (bits of struct larder__page's state; slab.c has the state
+ * machine): held by a writer's cursor, or on its class's available list. */
+enum { LARDER__SLAB_PAGE_OWNED = 1u, LARDER__SLAB_PAGE_LISTED = 2u };
+
+/* The maintainer's free bitmap of pg (slab.c, SLAB-S2). */
+static inline larder__atomic_u64 *larder__slab_maint_free(struct larder__page *pg)
+{
+	return (larder__atomic_u64 *)(void *)((unsigned char *)pg + pg->maint_offset);
+}
+
+/* The index of slot p in pg: the page's reciprocal multiply (mem/pagedir.h),
+ * exact for every slot offset, instead of a division. */
+static inline size_t larder__slab_slot_index(const struct larder__page *pg, const void *p)
+{
+	uint32_t off = (uint32_t)((const unsigned char *)p - (const unsigned char *)pg) -
+		       pg->slots_offset;
+	return (size_t)(((uint64_t)off * pg->id.recip) >> 32);
+}
+
+/* Maintainer: sets the free bit of slot p of pg (SLAB-SL1). */
+static inline void larder__slab_slot_bit_set(struct larder__page *pg, void *p)
+{
+	size_t i = larder__slab_slot_index(pg, p);
+	uint64_t bit = (uint64_t)1 << (i % 64);
+	/* SLAB-SL1: seq_cst (release for SLAB-SL2, and the store half of the Dekker pair
+	 * SLAB-SL3/SLAB-SL4 with slab.c's page_release()). */
+	uint64_t was = atomic_fetch_or_explicit(&larder__slab_maint_free(pg)[i / 64], bit,
+						LARDER__SEQ_CST);
+	LARDER__ASSERT(!(was & bit)); /* SLAB-S1: freed twice */
+	(void)was;
+}
+
+/* Maintainer: n slots of pg are no longer live; returns its live count. */
+static inline uint32_t larder__slab_page_live_drop(struct larder__slab *s, struct larder__page *pg,
+						   uint32_t n)
+{
+	LARDER__ASSERT(atomic_load_explicit(&pg->live, LARDER__RELAXED) >= n); /* ours */
+	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - n; /* ours */
+	atomic_store_explicit(&pg->live, live, LARDER__RELAXED); /* single writer */
+	larder__slab_class_live_add(s, pg->size_class, -(int64_t)n);
+	return live;
+}
+
+/* Maintainer, under no lock: lists or retires pg under the slab lock
+ * (SLAB-S3, SLAB-S4). */
+void larder__slab_page_settle(struct larder__slab *s, struct larder__page *pg);
+
+/* Maintainer: slots of pg had their maint_free bits set (SLAB-SL1), leaving
+ * `live` live slots: the page is listed or retired if it has to be. The
+ * lock is taken only then: not when a writer owns the page, nor when it is
+ * listed and not empty. */
+static inline void larder__slab_page_bits_freed(struct larder__slab *s, struct larder__page *pg,
+						uint32_t live)
+{
+	/* SLAB-SL3 side: seq_cst, after our SLAB-SL1 OR: a release racing with
+	 * this free either sees our bits or is seen here (SLAB-S3). */
+	uint32_t st = atomic_load_explicit(&pg->state, LARDER__SEQ_CST);
+	if (st & LARDER__SLAB_PAGE_OWNED)
+		return;
+	if ((st & LARDER__SLAB_PAGE_LISTED) && live != 0)
+		return; /* already findable; not empty */
+	larder__slab_page_settle(s, pg);
+}
+
+/* Test seam (core/testing.h): fill freed slots with a poison byte. */
+extern int larder__slab_poison;
+
+/* larder__slab_free() beyond its inline case: a poisoned slot, a big one
+ * (SLAB-S6) or a large entry's mapping. */
+void larder__slab_free_slow(struct larder__slab *s, void *p, size_t bytes);
+
+/*
+ * Maintainer: p (published, then retired after a grace period) is free
+ * again. Inline for the common case, an unpoisoned slot of an entry up to
+ * LARDER__SLAB_BIG_FROM, which only sets its bit and drops the live counts:
+ * the maintainer frees one entry per put, and the call with its own size
+ * class computation cost about 20 of its instructions per put
+ * (docs/bench.md).
+ */
+static inline void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
+{
+	if (__builtin_expect(bytes <= LARDER__SLAB_BIG_FROM && !larder__slab_poison, 1)) {
 		struct larder__page *pg = larder__slab_page_of(p, bytes);
-		uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED); /* ours */
-		atomic_store_explicit(&pg->live, live + 1, LARDER__RELAXED); /* single writer */
-		larder__slab_class_live_add(s, pg->size_class, 1);
+		larder__slab_slot_bit_set(pg, p);
+		larder__slab_page_bits_freed(s, pg, larder__slab_page_live_drop(s, pg, 1));
+		return;
 	}
+	larder__slab_free_slow(s, p, bytes);
 }
 
 /* Adds the slab's counters to values (indexed by enum larder_stat):
@@ -253,8 +347,5 @@ void larder__slab_stats(struct larder__slab *s, uint64_t *values);
 /* Fills v (indexed by enum larder_class_stat) for size class c. */
 void larder__slab_class_stats(struct larder__slab *s, unsigned c,
 			      uint64_t v[LARDER_CLASS_STAT_COUNT]);
-
-/* Test seam (core/testing.h): fill freed slots with a poison byte. */
-extern int larder__slab_poison;
 
 #endif /* LARDER_MEM_SLAB_H */

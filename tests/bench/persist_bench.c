@@ -24,7 +24,10 @@
  *            bench_save), so 10^8 entries need one cache's memory.
  *   --load-only: one save, then --rounds loads of it (for profilers).
  * Arguments: --entries N --value-bytes N --readers N --writers N
- *            --duration-ms N --rounds N --dir PATH (the snapshot's directory).
+ *            --duration-ms N --rounds N --dir PATH (the snapshot's directory)
+ *            --expected N (the caches' larder_config_set_expected_entries;
+ *            default --entries: an index sized for the load, where larderd
+ *            sizes its own for one entry per KiB of memory and lets it grow).
  * The machine may be shared: read the ratios, not the absolute numbers.
  */
 #define _GNU_SOURCE
@@ -36,7 +39,7 @@
 #include "harness.h"
 
 struct opts {
-	uint64_t entries, value_bytes, readers, writers, duration_ms, rounds;
+	uint64_t entries, value_bytes, readers, writers, duration_ms, rounds, expected;
 	const char *dir;
 };
 
@@ -217,7 +220,7 @@ static void report(const char *name, double *v, uint64_t n, const char *unit)
 static larder *open_cache(void)
 {
 	larder_config *cfg = th_config(((o.entries * (o.value_bytes + 64)) * 3) / 2 + (64u << 20));
-	if (!cfg || larder_config_set_expected_entries(cfg, o.entries) != LARDER_OK ||
+	if (!cfg || larder_config_set_expected_entries(cfg, o.expected) != LARDER_OK ||
 	    larder_config_set_max_value_bytes(cfg, o.value_bytes + 1) != LARDER_OK)
 		abort();
 	return th_open(cfg);
@@ -275,6 +278,7 @@ static void bench_save(void)
 {
 	double save_gbs[64], load_gbs[64], cp_gbs[64], save_ratio[64], load_ratio[64], get_ratio[64];
 	double load_user[64], load_sys[64], load_busy[64], load_waits[64], load_spilled[64];
+	double load_growths[64];
 	char path[512], copy[600], cmd[2000];
 	snprintf(path, sizeof(path), "%s/persist_bench.snap", o.dir);
 	snprintf(copy, sizeof(copy), "%s.cp", path);
@@ -323,6 +327,9 @@ static void bench_save(void)
 				  (double)o.entries;
 		load_waits[r] = (double)th_stat(cache, LARDER_STAT_MAINT_WAITS) * 1e6 /
 				(double)o.entries;
+		/* Index doublings finished by the load's end (an index sized
+		 * below the snapshot's entries grows while it loads). */
+		load_growths[r] = (double)th_stat(cache, LARDER_STAT_INDEX_RESIZES);
 		if (th_stat(cache, LARDER_STAT_WRITES) != o.entries) {
 			fprintf(stderr, "load wrote %llu of %llu\n",
 				(unsigned long long)th_stat(cache, LARDER_STAT_WRITES),
@@ -352,6 +359,7 @@ static void bench_save(void)
 	report("load, CPUs busy ((user + system) / wall)", load_busy, o.rounds, "CPUs");
 	report("load, events spilled per 10^6 entries", load_spilled, o.rounds, "events");
 	report("load, waits for the maintainer per 10^6 entries", load_waits, o.rounds, "waits");
+	report("load, index growths finished", load_growths, o.rounds, "growths");
 	if (o.readers)
 		report("readers' gets during a save / without", get_ratio, o.rounds, "ratio");
 }
@@ -396,13 +404,16 @@ int main(int argc, char **argv)
 	o.writers = th_arg_u64(argc, argv, "--writers", iter ? 1 : 0);
 	o.duration_ms = th_arg_u64(argc, argv, "--duration-ms", 2000);
 	o.rounds = th_arg_u64(argc, argv, "--rounds", 5);
+	o.expected = th_arg_u64(argc, argv, "--expected", o.entries);
 	o.dir = ".";
 	for (int i = 1; i + 1 < argc; i++)
 		if (strcmp(argv[i], "--dir") == 0)
 			o.dir = argv[i + 1];
-	if ((!iter && !save && !load_only) || o.rounds < 1 || o.rounds > 64 || o.entries < 1) {
+	if ((!iter && !save && !load_only) || o.rounds < 1 || o.rounds > 64 || o.entries < 1 ||
+	    o.expected < 1) {
 		fprintf(stderr, "usage: larder_persist_bench --iter|--save|--load-only [--entries N] [--value-bytes N]"
-				" [--readers N] [--writers N] [--duration-ms N] [--rounds N] [--dir PATH]\n");
+				" [--readers N] [--writers N] [--duration-ms N] [--rounds N] [--dir PATH]"
+				" [--expected N]\n");
 		return 2;
 	}
 	cache = open_cache();

@@ -2,7 +2,9 @@
  * fuzz_exec.c - libFuzzer target for larderd's request path: the parser and
  * the command layer (server/exec) against a real larder cache, with no
  * sockets. The input is one connection's byte stream; every request is
- * parsed and executed, and replies are built and dropped.
+ * parsed and executed, and replies are built and dropped. An input whose
+ * first byte is 0x80 speaks the binary protocol (binparse.c, binexec.c), as
+ * larderd decides it.
  *
  * Checks: no crash, no sanitizer report, no read outside the input, and
  * that a reply never contains a hole (obuf never fails here; a failed obuf
@@ -18,6 +20,7 @@
 
 #include "larder.h"
 #include "exec/exec.h"
+#include "proto/binparse.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -52,13 +55,40 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+static void run_binary(const uint8_t *data, size_t size, const struct larderd_limits *lim,
+		       struct larderd_obuf *out)
+{
+	size_t off = 0;
+
+	while (off < size) {
+		struct larderd_binreq r;
+		int e;
+
+		if (larderd_binparse(data + off, size - off, lim, &r) != LARDERD_PARSE_DONE)
+			break;
+		e = larderd_binexec(&g_x, &r, out);
+		if (out->failed)
+			__builtin_trap();
+		out->len = 0; /* the client read everything */
+		if (e != LARDERD_EXEC_DONE)
+			break;
+		off += r.consumed;
+		off += r.swallow < size - off ? r.swallow : size - off;
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct larderd_limits lim = {4096};
+	static const struct larderd_limits lim = {.item_max = 4096};
 	struct larderd_obuf out = {0};
 	const char *buf = (const char *)data;
 	size_t off = 0;
 
+	if (size > 0 && data[0] == LARDERD_BIN_REQ_MAGIC) {
+		run_binary(data, size, &lim, &out);
+		larderd_obuf_free(&out);
+		return 0;
+	}
 	while (off < size) {
 		struct larderd_req r;
 		int rc = larderd_parse(buf + off, size - off, &lim, &r);

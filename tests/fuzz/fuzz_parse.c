@@ -1,6 +1,12 @@
 /*
- * fuzz_parse.c - libFuzzer target for larderd's request parser
- * (server/proto/parse.c) and the base64 key codec.
+ * fuzz_parse.c - libFuzzer target for larderd's request parsers
+ * (server/proto/parse.c, server/proto/binparse.c) and the base64 key codec.
+ *
+ * An input whose first byte is 0x80 is a binary-protocol connection, as
+ * larderd decides it (-B auto), and is walked with larderd_binparse(),
+ * checking BINPARSE-B1 and BINPARSE-B2 of binparse.h: DONE consumes at least a header
+ * and at most what it was given, MORE asks for more than it was given, and
+ * the bytes cut right after the request give the same request.
  *
  * Feeds the input as one connection's byte stream and walks it request by
  * request, checking the invariants of parse.h on every step:
@@ -23,19 +29,53 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binparse.h"
 #include "parse.h"
 #include "reply.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static void walk_binary(const uint8_t *data, size_t size, const struct larderd_limits *lim)
+{
+	size_t off = 0;
+
+	while (off < size) {
+		struct larderd_binreq r, again;
+		size_t avail = size - off;
+		int rc = larderd_binparse(data + off, avail, lim, &r);
+
+		if (rc == LARDERD_PARSE_CLOSE)
+			break;
+		if (rc == LARDERD_PARSE_MORE) {
+			if (r.need <= avail)
+				__builtin_trap();
+			break;
+		}
+		if (r.consumed < LARDERD_BIN_HDR || r.consumed > avail)
+			__builtin_trap();
+		if (larderd_binparse(data + off, r.consumed, lim, &again) != LARDERD_PARSE_DONE ||
+		    again.consumed != r.consumed || again.cmd != r.cmd ||
+		    again.swallow != r.swallow || again.error != r.error)
+			__builtin_trap();
+		if (r.value != NULL && (r.value + r.vlen > (const char *)data + off + r.consumed))
+			__builtin_trap();
+		off += r.consumed;
+		off += r.swallow < size - off ? r.swallow : size - off;
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct larderd_limits lim = {4096};
+	static const struct larderd_limits lim = {.item_max = 4096};
 	const char *buf = (const char *)data;
 	size_t off = 0;
 	unsigned char key[LARDERD_KEY_MAX];
 	char enc[4 * LARDERD_KEY_MAX];
 
+	if (size > 0 && data[0] == LARDERD_BIN_REQ_MAGIC) {
+		walk_binary(data, size, &lim);
+		return 0;
+	}
 	while (off < size) {
 		struct larderd_req r, again;
 		size_t avail = size - off;

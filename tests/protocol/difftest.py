@@ -2,6 +2,7 @@
 """difftest.py - differential tester: larderd against Debian's memcached 1.6.18.
 
     difftest.py LARDERD MEMCACHED [--seed N] [--episodes N] [--seconds S]
+                [--protocol both|text|binary]
                 [--scripted-only | --random-only] [--show N]
 
 Starts both servers on free loopback ports with the same settings and sends
@@ -38,6 +39,9 @@ Normalisation (only what cannot be equal by design; docs/server.md):
     a minute and larderd does not keep: docs/server.md).
   - a connection closed by the server reads as <CLOSED>, whether the close
     came as FIN or RST.
+  - binary protocol episodes (diffbinary.py) are compared frame by frame: CAS
+    uniques in the response headers renamed as above, VERSION's text and the
+    frames of a successful STAT masked.
 An episode during which the machine's wall clock was stepped (it moved by
 more than CLOCK_STEP against the monotonic clock) is not compared: the two
 servers read absolute exptimes against different clocks by design
@@ -50,7 +54,7 @@ import argparse, os, random, select, signal, socket, struct, subprocess, sys, th
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from loopback import free_ports, wait_port
-import diffcases, diffgrammar
+import diffbinary, diffcases, diffgrammar
 
 DEADLINE = 60.0
 # memcached's clock ticks once a second, driven by a timer that a loaded
@@ -138,8 +142,13 @@ def fill(part, cas):
 
 
 def run_episode(port, parts, split_seed):
-    """Runs one episode on a fresh connection; returns everything received."""
+    """Runs one episode on a fresh connection; returns everything received.
+    A binary episode (diffbinary.is_binary) syncs with a NOOP and fills
+    the binary CAS templates."""
     rng = random.Random(split_seed)
+    binary = diffbinary.is_binary(parts)
+    sync_req, filled = ((diffbinary.sync_request, lambda p, o: diffbinary.fill(p, diffbinary.cas_values(o)))
+                        if binary else (sync_request, lambda p, o: fill(p, cas_values(o))))
     s = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     diag = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG)
@@ -153,7 +162,7 @@ def run_episode(port, parts, split_seed):
             if part is SYNC:
                 out, early = out + early, b""
                 syncs += 1
-                req, rep = sync_request(syncs)
+                req, rep = sync_req(syncs)
                 try:
                     s.sendall(req)
                 except (BrokenPipeError, ConnectionResetError):
@@ -166,7 +175,7 @@ def run_episode(port, parts, split_seed):
                     out += b
                 continue
             split = isinstance(part, diffgrammar.Split)
-            data = fill(part.data if split else part, cas_values(out))
+            data = filled(part.data if split else part, out)
             try:
                 if split:
                     i = 0
@@ -284,7 +293,9 @@ class Normaliser:
             f = [b"VERSION", b"<v>"]
         return b" ".join(f), ttls
 
-    def stream(self, b):
+    def stream(self, b, binary=False):
+        if binary:
+            return diffbinary.normalise(b, self.cas), []
         out, ttls = [], []
         for line, data in split_replies(b):
             l, t = self.line(line)
@@ -402,7 +413,8 @@ class Run:
             self.stop()
             self.start()
             return True
-        na, nb = Normaliser().stream(a), Normaliser().stream(b)
+        binary = diffbinary.is_binary(parts)
+        na, nb = Normaliser().stream(a, binary), Normaliser().stream(b, binary)
         if same(na, nb):
             return True
         self.diffs += 1
@@ -454,6 +466,34 @@ def show_parts(parts, n=300):
     return "[" + ", ".join(shown) + "]"
 
 
+# The share of random episodes that speak the binary protocol.
+BINARY_SHARE = 0.3
+
+
+def scripted_cases(protocol):
+    return ([] if protocol == "binary" else diffcases.CASES) + \
+        ([] if protocol == "text" else diffbinary.CASES)
+
+
+class Episodes:
+    """Random episodes of both grammars, text and binary, from one seed."""
+
+    def __init__(self, seed, protocol):
+        self.text, self.binary = diffgrammar.Grammar(seed), diffbinary.Grammar(seed ^ 0xb1)
+        self.mix, self.protocol = random.Random(seed ^ 0x5eed), protocol
+        self.binary_count = 0
+
+    def episode(self):
+        share = {"both": BINARY_SHARE, "text": 0.0, "binary": 1.0}[self.protocol]
+        if self.mix.random() < share:
+            self.binary_count += 1
+            return self.binary.episode()
+        return self.text.episode()
+
+    def probe(self):
+        return self.text.probe()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("larderd")
@@ -462,6 +502,9 @@ def main():
     ap.add_argument("--episodes", type=int, default=None, help="random episodes to run")
     ap.add_argument("--seconds", type=float, default=None, help="time bound of the random phase")
     ap.add_argument("--scripted-only", action="store_true")
+    ap.add_argument("--protocol", choices=("both", "text", "binary"), default="both",
+                    help="which protocol's episodes to run (default: both; random "
+                    "episodes are binary with probability BINARY_SHARE)")
     ap.add_argument("--random-only", action="store_true")
     ap.add_argument("--show", type=int, default=20, help="differences printed in full")
     ap.add_argument("--only", type=int, default=None,
@@ -475,15 +518,15 @@ def main():
     try:
         t0 = time.monotonic()
         if not args.random_only:
-            bad = 0
-            for name, parts in diffcases.CASES:
-                bad += not run.episode("case " + name, [b"flush_all\r\n", SYNC] + parts)
-            print("scripted: %d of %d cases identical" % (len(diffcases.CASES) - bad,
-                                                          len(diffcases.CASES)))
+            bad, cases = 0, scripted_cases(args.protocol)
+            for name, parts in cases:
+                start = diffbinary.FLUSH if diffbinary.is_binary(parts) else b"flush_all\r\n"
+                bad += not run.episode("case " + name, [start, SYNC] + parts)
+            print("scripted: %d of %d cases identical" % (len(cases) - bad, len(cases)))
         if not args.scripted_only:
             print("random: seed %d; excluded productions (docs/server.md): %s"
-                  % (seed, ", ".join(sorted(diffgrammar.EXCLUDED))))
-            gen = diffgrammar.Grammar(seed)
+                  % (seed, ", ".join(sorted(diffgrammar.EXCLUDED | diffbinary.EXCLUDED))))
+            gen = Episodes(seed, args.protocol)
             t1, n, bad = time.monotonic(), 0, 0
             while ((args.episodes is None or n < args.episodes) and
                    (args.seconds is None or time.monotonic() - t1 < args.seconds)):
@@ -497,8 +540,8 @@ def main():
                 n += 1
                 if args.only is not None and n > args.only:
                     break
-            print("random: %d of %d episodes identical (seed %d, %.0f s)"
-                  % (n - bad, n, seed, time.monotonic() - t1))
+            print("random: %d of %d episodes identical, %d of them binary (seed %d, %.0f s)"
+                  % (n - bad, n, gen.binary_count, seed, time.monotonic() - t1))
         alive = run.alive()
         if not all(alive):
             print("FAIL: a server died (memcached alive %s, larderd alive %s)" % tuple(alive))

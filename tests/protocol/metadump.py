@@ -25,7 +25,7 @@ import sys
 import time
 import urllib.parse
 
-from loopback import free_ports, recv_until, wait_port
+from loopback import free_ports, recv_until, run_driver, wait_port
 
 LINE = re.compile(rb"^key=(\S+) exp=(-?\d+) la=(\d+) cas=(\d+) fetch=(yes|no) cls=(\d+) size=(\d+)$")
 
@@ -84,13 +84,29 @@ def start(cmd, port):
     return p
 
 
-def main():
-    larderd, memcached = sys.argv[1], sys.argv[2]
-    tool = sys.argv[3] if len(sys.argv) > 3 else None
+def start_both(larderd, memcached):
+    """Both servers on loopback with 256 MiB: their ports and processes."""
     lp, mp = free_ports(2)
     procs = [start([larderd, "-p", str(lp), "-l", "127.0.0.1", "-m", "256"], lp),
              start([memcached, "-p", str(mp), "-l", "127.0.0.1", "-U", "0", "-m", "256",
                     "-u", "root"], mp)]
+    return lp, mp, procs
+
+
+def stop_all(procs):
+    """Stops start_both's servers; larderd (under the sanitizers, LeakSanitizer
+    too) must exit cleanly."""
+    for p in procs:
+        p.terminate()
+        p.wait(timeout=30)
+    if procs[0].returncode != 0:
+        raise RuntimeError("larderd exited with %d" % procs[0].returncode)
+
+
+def main():
+    larderd, memcached = sys.argv[1], sys.argv[2]
+    tool = sys.argv[3] if len(sys.argv) > 3 else None
+    lp, mp, procs = start_both(larderd, memcached)
     try:
         items = {}
         for i in range(300):
@@ -151,17 +167,9 @@ def main():
             raise RuntimeError("dump after abandoned dumps differs")
         print("dumps abandoned midway: freed, later dumps whole")
     finally:
-        for p in procs:
-            p.terminate()
-            p.wait(timeout=30)
-    if procs[0].returncode != 0:
-        raise RuntimeError("larderd exited with %d" % procs[0].returncode)
+        stop_all(procs)
     print("PASS")
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:
-        print("FAIL: %s" % e)
-        sys.exit(1)
+    run_driver(main)

@@ -32,7 +32,7 @@ static int failures;
 		}                                                                            \
 	} while (0)
 
-static const struct larderd_limits k_lim = {1024 * 1024};
+static const struct larderd_limits k_lim = {.item_max = 1024 * 1024};
 
 struct expect {
 	const char *in;       /* one request (maybe followed by more bytes) */
@@ -96,7 +96,8 @@ static const struct expect k_cases[] = {
 	{"incr k 7x\r\n", 1, LARDERD_CMD_REPLY, NULL, "CLIENT_ERROR invalid numeric delta argument", NULL, 0, 0, 0},
 	{"mget a b\r\n", 1, LARDERD_CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
 	{"bget a b\r\n", 1, LARDERD_CMD_GET, NULL, NULL, NULL, 0, 0, 0},
-	{"shutdown\r\n", 1, LARDERD_CMD_REPLY, NULL, "ERROR: shutdown not enabled", NULL, 0, 0, 0},
+	{"shutdown\r\n", 1, LARDERD_CMD_SHUTDOWN, NULL, NULL, NULL, 0, 0, 0},
+	{"shutdown graceful\r\n", 1, LARDERD_CMD_SHUTDOWN, NULL, NULL, NULL, 0, 0, 0},
 	{"cache_memlimit 100\r\n", 1, LARDERD_CMD_MEMLIMIT, NULL, NULL, NULL, 0, 0, 0},
 	{"GET / HTTP/1.0\r\n", 2, LARDERD_CMD_REPLY, NULL, NULL, NULL, 0, 0, 0},
 	{"sET / HTTP/1.0\r\n", 1, LARDERD_CMD_REPLY, NULL, "ERROR", NULL, 0, 0, 0},
@@ -200,6 +201,19 @@ static void test_get_keys(void)
 		n++;
 	}
 	CHECK(n == 3, "got %d keys", n);
+}
+
+/* -F: flush_all is refused by the server whatever its exptime, so the parser reads none. */
+static void test_flush_disabled(void)
+{
+	static const struct larderd_limits no_flush = {.item_max = 1024 * 1024,
+						       .flush_disabled = true};
+	struct larderd_req r;
+	const char *in = "flush_all abc noreply\r\n";
+
+	CHECK(larderd_parse(in, strlen(in), &no_flush, &r) == LARDERD_PARSE_DONE &&
+		      r.cmd == LARDERD_CMD_FLUSH_ALL && r.noreply,
+	      "-F: a bad exptime is not reported");
 }
 
 static void test_limits(void)
@@ -395,6 +409,7 @@ int main(int argc, char **argv)
 	test_table();
 	test_get_keys();
 	test_limits();
+	test_flush_disabled();
 	test_numbers();
 	test_nul();
 	test_pipeline();

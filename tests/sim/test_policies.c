@@ -21,6 +21,9 @@
  *       in its sketch, so it wins an admission it would otherwise lose.
  *   WTLFU-W2 (evict/wtinylfu.c) an entry demoted from protected while a candidate
  *       waits for its judgement is not judged as a candidate.
+ *   POLICY-P6  insert_batch() of a run of new entries equals insert() of each in
+ *       turn: twin policies, one fed runs one by one and one as batches, evict
+ *       the same entries, keep the same bits and drain in the same order.
  *   LARDER_SIM_PASSES (sim/sim.c): a missed key hits on the next request
  *       though its insert waits for the drain; with a drain before every
  *       request the pass model gives the strict model's misses exactly.
@@ -49,7 +52,8 @@ struct item {
 };
 
 #define N_ITEMS 4000
-static struct item items[N_ITEMS];
+/* items[N_ITEMS + i] is items[i]'s twin, for batch_equals_loop. */
+static struct item items[2 * N_ITEMS];
 static struct larder__slab slab;
 
 static struct item *of(const struct larder__entry *e)
@@ -63,7 +67,7 @@ static void make_items(void)
 {
 	static struct larder__slab_cursor cursor;
 	CHECK(larder__slab_init(&slab) == 0, "slab");
-	for (uint64_t i = 0; i < N_ITEMS; i++) {
+	for (uint64_t i = 0; i < 2 * N_ITEMS; i++) {
 		/* Every item carries the TTL flag, an immutable bit (ENTRY-E1) that the
 		 * policies must leave alone (ENTRY-E7); the value sits after its prefix. */
 		size_t bytes = larder__entry_bytes(LARDER__ENTRY_TTL, 0, sizeof(i));
@@ -183,6 +187,124 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed, uint64_
 	CHECK(ops->evict(p) == NULL, "POLICY-P2: %s evict() on empty returned an entry", ops->name);
 	ops->destroy(p);
 	printf("PASS %s\n", ops->name);
+}
+
+/* An item and its twin made new (ENTRY-E6), of one size, with the foreign bit. */
+static void twin_fresh(struct item *it, uint64_t size)
+{
+	for (struct item *x = it; x <= it + N_ITEMS; x += N_ITEMS) {
+		x->e->mbits = FOREIGN_BIT;
+		x->e->prev = 0;
+		x->e->next = larder__entry_id(x->e);
+		larder__entry_init_flags(x->e, LARDER__ENTRY_TTL);
+		x->size = size;
+		x->linked = 1;
+	}
+	it[N_ITEMS].hash = it->hash;
+}
+
+/* An item's entry and its twin's have the same bits (the policy's, the
+ * maintainer's, the accessed mark). */
+static int twins_agree(const struct item *a)
+{
+	return a->e->mbits == a[N_ITEMS].e->mbits &&
+	       larder__entry_flags_raw(a->e) == larder__entry_flags_raw(a[N_ITEMS].e);
+}
+
+/*
+ * POLICY-P6: insert_batch() of a run of new entries leaves the policy as
+ * insert() of each in turn. Two policies of one kind get the same random
+ * operations, one on items[0..N_ITEMS), the other on their twins, except
+ * that runs of 1-16 inserts (a bulk writer's block) go to the first one
+ * entry by entry and to the second as one insert_batch(); hits, lost hits
+ * (accessed bits), removals and evictions between them. Every victim must
+ * be the twin of the first one's, every entry's bits its twin's, and the
+ * drain at the end must return the twins in the same order (the queues'
+ * order, the skip zone, the ghosts, the tuner's sample and choices).
+ */
+static void batch_equals_loop(const struct larder__policy_ops *ops, uint64_t seed,
+			      uint64_t capacity)
+{
+	struct larder__policy_host host = {h_hash, h_size, NULL, &slab.dir};
+	struct larder__policy *one, *batch;
+	uint64_t used = 0, linked = 0, victims = 0;
+	CHECK(ops->create(&one, &host, capacity, 500) == LARDER_OK, "create");
+	CHECK(ops->create(&batch, &host, capacity, 500) == LARDER_OK, "create");
+	rng_state = seed | 1;
+	for (int i = 0; i < N_ITEMS; i++) {
+		items[i].linked = 0;
+		items[i].hash = rnd(); /* kept: a key evicted and inserted again meets its ghost */
+	}
+	for (int step = 0; step < 100000; step++) {
+		unsigned op = (unsigned)(rnd() % 16);
+		if (op < 5) {
+			struct larder__policy_new run[LARDER__BATCH_EVENTS];
+			size_t n = 0, want = 1 + rnd() % LARDER__BATCH_EVENTS;
+			for (size_t tries = 0; n < want && tries < 64; tries++) {
+				struct item *it = &items[rnd() % N_ITEMS];
+				if (it->linked)
+					continue;
+				twin_fresh(it, 1 + rnd() % 9);
+				ops->insert(one, it->e, it->hash, it->size);
+				run[n++] = (struct larder__policy_new){ it[N_ITEMS].e, it->hash,
+									it->size };
+				linked++;
+				used += it->size;
+			}
+			larder__policy_insert_batch(ops, batch, run, n);
+		} else {
+			struct item *it = &items[rnd() % N_ITEMS];
+			if (!it->linked)
+				continue;
+			if (op < 10) {
+				larder__entry_mark_accessed(it->e);
+				larder__entry_mark_accessed(it[N_ITEMS].e);
+				ops->hit(one, it->e);
+				ops->hit(batch, it[N_ITEMS].e);
+			} else if (op < 13) {
+				larder__entry_mark_accessed(it->e);
+				larder__entry_mark_accessed(it[N_ITEMS].e);
+			} else {
+				ops->remove(one, it->e, it->size);
+				ops->remove(batch, it[N_ITEMS].e, it->size);
+				it->linked = it[N_ITEMS].linked = 0;
+				linked--;
+				used -= it->size;
+			}
+		}
+		while (used > capacity) {
+			struct larder__entry *v = ops->evict(one), *w = ops->evict(batch);
+			CHECK(v != NULL && w != NULL, "POLICY-P2: %s evict() NULL", ops->name);
+			struct item *vi = of(v);
+			CHECK(of(w) == vi + N_ITEMS, "POLICY-P6: %s evicted item %d, one by one %d",
+			      ops->name, (int)(of(w) - items - N_ITEMS), (int)(vi - items));
+			vi->linked = vi[N_ITEMS].linked = 0;
+			linked--;
+			used -= vi->size;
+			victims++;
+		}
+		if (step % 97 == 0) {
+			CHECK(ops->check(one) == (int64_t)linked && ops->check(batch) == (int64_t)linked,
+			      "QUEUE-Q1: %s queues broken at step %d", ops->name, step);
+			for (int i = 0; i < N_ITEMS; i++)
+				CHECK(!items[i].linked || twins_agree(&items[i]),
+				      "POLICY-P6: %s: item %d's bits differ from its twin's", ops->name,
+				      i);
+		}
+	}
+	for (struct larder__entry *v; (v = ops->evict(one)) != NULL;) {
+		struct larder__entry *w = ops->evict(batch);
+		CHECK(w != NULL, "POLICY-P6: %s drains fewer in a batch", ops->name);
+		CHECK(of(w) == of(v) + N_ITEMS, "POLICY-P6: %s drains in another order", ops->name);
+		of(v)->linked = 0;
+		linked--;
+	}
+	CHECK(ops->evict(batch) == NULL && linked == 0, "POLICY-P6: %s drains another set",
+	      ops->name);
+	CHECK(victims > 1000, "%s: only %llu evictions", ops->name, (unsigned long long)victims);
+	ops->destroy(one);
+	ops->destroy(batch);
+	printf("PASS %s batch\n", ops->name);
 }
 
 /* Fresh one-byte entries it[0..n-1] with spread hashes, for a new policy. */
@@ -384,6 +506,12 @@ int main(int argc, char **argv)
 			run_ops(larder__policy_ops_for(all[i]), seed + i, 3000);
 		}
 	run_ops(&larder__policy_wtinylfu_tuned, seed + 99, 3000);
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		if (larder__policy_ops_for(all[i])) {
+			batch_equals_loop(larder__policy_ops_for(all[i]), seed + 50 + i, 3000);
+			/* The tuned S3-FIFO with no skip zone (its 1% share), as below. */
+			batch_equals_loop(larder__policy_ops_for(all[i]), seed + 60 + i, 150);
+		}
 	/* So small that the tuned S3-FIFO's 1% share leaves no skip zone (S3FIFO-F2). */
 	run_ops(larder__policy_ops_for(LARDER_POLICY_S3FIFO_TUNED), seed + 98, 150);
 	const enum larder_policy with_bit[] = {LARDER_POLICY_LRU, LARDER_POLICY_S3FIFO,

@@ -4,7 +4,7 @@
  *
  *   fires   a slot freed twice breaks the slab's SLAB-S1 (a free slot has
  *           its bit in exactly one bitmap): the second larder__slab_free()
- *           must abort with "larder: ...slab.c:N: assertion failed: ...";
+ *           must abort with "larder: ...slab.h:N: assertion failed: ...";
  *   quiet   the same steps without the second free exit normally, so the
  *           abort above comes from the broken invariant, not the seam.
  * The victim runs in a forked child (the slab API used directly, as the
@@ -85,7 +85,7 @@ static void test_fires(void)
 	if (!CHECK(WIFSIGNALED(o.status) && WTERMSIG(o.status) == SIGABRT))
 		printf("  status 0x%x, stderr: %s\n", o.status, o.err);
 	CHECK(strstr(o.err, "larder: ") == o.err);
-	CHECK(strstr(o.err, "mem/slab.c:") != NULL);
+	CHECK(strstr(o.err, "mem/slab.h:") != NULL);
 	CHECK(strstr(o.err, ": assertion failed: !(was & bit)") != NULL);
 }
 

@@ -30,7 +30,10 @@
  *     applied) gives back every page it mapped;
  *   - a load with each of its allocations failed in turn (a batch's event
  *     block among them) loads whole or fails with LARDER_ENOMEM, the
- *     totals matching the index either way.
+ *     totals matching the index either way;
+ *   - keys repeated within one batch, for every policy: the maintainer's
+ *     run of inserts (POLICY-P6) is queued before a replace of one of them;
+ *     the last value wins, the totals and the policy's links match.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -801,6 +804,98 @@ static void test_snapshot_load_alloc_fails(void)
 	unlink(path);
 }
 
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+	for (int i = 0; i < bytes; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The key of record r of repeated_snapshot: every fourth a new key, the
+ * rest cycle over 7 keys, so every batch of 16 writes some key twice. */
+static uint64_t repeated_key(uint64_t r)
+{
+	return r % 4 == 0 ? 1000 + r : r % 7;
+}
+
+/* A snapshot (made by hand: a real save never repeats a key) of `records`
+ * records with repeated keys; record r's value is "value-r", every fifth
+ * with a TTL. */
+static unsigned char *repeated_snapshot(uint64_t records, uint64_t saved_ms, size_t *len)
+{
+	unsigned char *d = calloc(1, LARDER__SNAP_HEADER_BYTES + records * 64 +
+					     LARDER__SNAP_TRAILER_BYTES);
+	*len = 0;
+	if (!CHECK(d != NULL))
+		return NULL;
+	memcpy(d, LARDER__SNAP_MAGIC, 8);
+	put_le(d + 8, LARDER__SNAP_VERSION, 4);
+	put_le(d + 12, LARDER__SNAP_HEADER_BYTES, 4);
+	put_le(d + 16, saved_ms, 8);
+	size_t off = LARDER__SNAP_HEADER_BYTES;
+	for (uint64_t r = 0; r < records; r++) {
+		char k[32], v[32];
+		size_t kl = key_of(k, repeated_key(r));
+		size_t vl = (size_t)snprintf(v, sizeof(v), "value-%llu", (unsigned long long)r);
+		put_le(d + off, kl, 4);
+		put_le(d + off + 4, vl, 4);
+		put_le(d + off + 8, r % 5 == 0 ? 600000 : UINT64_MAX, 8);
+		memcpy(d + off + LARDER__SNAP_RECORD_BYTES, k, kl);
+		memcpy(d + off + LARDER__SNAP_RECORD_BYTES + kl, v, vl);
+		off += LARDER__SNAP_RECORD_BYTES + kl + vl;
+	}
+	memcpy(d + off, LARDER__SNAP_END_MAGIC, 8);
+	put_le(d + off + 8, records, 8);
+	put_le(d + off + 16, XXH3_64bits(d, off + LARDER__SNAP_CHECKED_BYTES), 8);
+	*len = off + LARDER__SNAP_TRAILER_BYTES;
+	return d;
+}
+
+/*
+ * Keys written more than once within one batch of the load (EV-V7), for
+ * every policy: the maintainer queues a stretch of first-time inserts as
+ * one run (POLICY-P6, maint/apply.c) and must queue it before it applies a
+ * replace of one of them. Each key ends with its last record's value, the
+ * totals and every queue's links match the index, and each record after a
+ * key's first counts one replacement.
+ */
+static void test_snapshot_repeated_keys(void)
+{
+	enum { RECORDS = 400 };
+	const enum larder_policy policies[] = {
+		LARDER_POLICY_DEFAULT,	LARDER_POLICY_S3FIFO, LARDER_POLICY_FIFO,
+		LARDER_POLICY_LRU,	LARDER_POLICY_WTINYLFU, LARDER_POLICY_ARC,
+	};
+	uint64_t saved_ms = 1700000000000ull, keys = 7 + (RECORDS + 3) / 4;
+	size_t len;
+	unsigned char *d = repeated_snapshot(RECORDS, saved_ms, &len);
+	REQUIRE(d != NULL);
+	for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
+		larder_config *cfg = th_config(64 * MiB);
+		CHECK_RC(larder_config_set_policy(cfg, policies[i]), LARDER_OK);
+		larder *c = th_open(cfg);
+		REQUIRE(c != NULL);
+		CHECK_RC(larder__snapshot_load_mem(c, d, len, saved_ms), LARDER_OK);
+		for (uint64_t r = 0; r < RECORDS; r++) {
+			uint64_t last = r; /* the last record of r's key */
+			for (uint64_t q = r + 1; q < RECORDS; q++)
+				if (repeated_key(q) == repeated_key(r))
+					last = q;
+			char k[32], want[32], got[32];
+			size_t kl = key_of(k, repeated_key(r)), gl = 0;
+			size_t wl = (size_t)snprintf(want, sizeof(want), "value-%llu",
+						     (unsigned long long)last);
+			CHECK_RC(larder_get(c, k, kl, got, sizeof(got), &gl), LARDER_OK);
+			CHECK(gl == wl && memcmp(got, want, wl) == 0);
+		}
+		uint64_t entries = 0;
+		CHECK(th_check_accounting(c, 60000, &entries, NULL));
+		CHECK_EQ(entries, keys);
+		CHECK_EQ(th_stat(c, LARDER_STAT_REPLACEMENTS), RECORDS - keys);
+		larder_close(c);
+	}
+	free(d);
+}
+
 int main(int argc, char **argv)
 {
 	snprintf(dir, sizeof(dir), "%s/larder-snap-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -821,6 +916,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_load_races_with_clear),
 		TH_TEST(test_snapshot_load_then_close),
 		TH_TEST(test_snapshot_load_alloc_fails),
+		TH_TEST(test_snapshot_repeated_keys),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
 	rmdir(dir);

@@ -295,17 +295,16 @@ static int lead_args(napi_env env, const napi_value *argv, char name[static 256]
 	return 1;
 }
 
-static int add_fn(napi_env env, napi_value obj, const char *name, napi_callback cb,
-		  struct handle *h)
+/* One of the handle's functions, with h as its data; h counts it until it is collected. */
+static int make_fn(napi_env env, const char *name, napi_callback cb, struct handle *h,
+		   napi_value *fn)
 {
-	napi_value fn;
-
-	if (napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, h, &fn) != napi_ok)
+	if (napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, h, fn) != napi_ok)
 		return 0;
-	if (napi_add_finalizer(env, fn, h, fn_finalize, NULL, NULL) != napi_ok)
+	if (napi_add_finalizer(env, *fn, h, fn_finalize, NULL, NULL) != napi_ok)
 		return 0;
 	h->fns++;
-	return napi_set_named_property(env, obj, name, fn) == napi_ok;
+	return 1;
 }
 
 static const struct {
@@ -333,6 +332,7 @@ static const struct {
 	{"iterNext", lnode_op_iter_next},
 	{"iterClose", lnode_op_iter_close},
 };
+#define HANDLE_OPS (sizeof handle_ops / sizeof handle_ops[0])
 
 /*
  * open(name | null, capacity, maxEntries, ttl, maxKey, maxValue, policy, expiry,
@@ -342,6 +342,7 @@ static const struct {
 static napi_value mod_open(napi_env env, napi_callback_info info)
 {
 	napi_value argv[17], obj, resource;
+	napi_property_descriptor props[HANDLE_OPS];
 	size_t argc = 17, i;
 	struct env_data *ed;
 	struct lnode_settings s;
@@ -448,12 +449,20 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 		lnode_shared_subscribe(h->shared, &h->sub);
 		h->subscribed = 1;
 	}
-	if (napi_create_object(env, &obj) != napi_ok)
-		goto fail;
-	for (i = 0; i < sizeof handle_ops / sizeof handle_ops[0]; i++) {
-		if (!add_fn(env, obj, handle_ops[i].name, handle_ops[i].cb, h))
+	/*
+	 * All properties in one napi_define_properties: set one by one (as keyed
+	 * stores), V8 turns an object past a dozen of them into a dictionary, and
+	 * every this.#n.get in index.js would then be a dictionary lookup.
+	 */
+	for (i = 0; i < HANDLE_OPS; i++) {
+		props[i] = (napi_property_descriptor){.utf8name = handle_ops[i].name,
+						      .attributes = napi_enumerable};
+		if (!make_fn(env, handle_ops[i].name, handle_ops[i].cb, h, &props[i].value))
 			goto fail;
 	}
+	if (napi_create_object(env, &obj) != napi_ok ||
+	    napi_define_properties(env, obj, HANDLE_OPS, props) != napi_ok)
+		goto fail;
 	return obj;
 
 fail:

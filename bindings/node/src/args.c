@@ -304,7 +304,9 @@ int lnode_single_key(napi_env env, napi_callback_info info, size_t want, napi_va
 
 /*
  * Reads a value into ed->in + at as tag + bytes; *len includes the tag.
- * The caller ensured in_cap > at.
+ * The caller ensured in_cap > at. Returns 1, or after throwing 0, or
+ * LARDER_EVALSIZE after the RangeError for a value over maxValueBytes (a
+ * refused write, which set and mset treat as the engine's EVALSIZE).
  */
 int lnode_value_arg(napi_env env, const struct handle *h, napi_value v, napi_value tagv, size_t at,
 		    size_t *len)
@@ -375,7 +377,7 @@ fail_type:
 fail_range:
 	lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE",
 		    "value of %zu bytes is over maxValueBytes (%zu)", n, h->max_value - 1);
-	return 0;
+	return LARDER_EVALSIZE;
 }
 
 /* ttl argument: -1 the cache's default, 0 never, otherwise milliseconds. */

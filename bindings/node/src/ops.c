@@ -94,6 +94,24 @@ napi_value lnode_op_probe(napi_env env, napi_callback_info info)
 	return lnode_make_tagged_string(env, h->ed->out, len);
 }
 
+/*
+ * A set refused for its value (over maxValueBytes or the entry limit, or no
+ * room for it) removes the key's previous value, as lru-cache and memcached
+ * do: a caller whose write failed must not go on reading the value it meant
+ * to replace. A bad argument (type, key, TTL) leaves it. The removal is an
+ * explicit one for the engine, so dispose hears 'delete' (lru-cache: 'set').
+ */
+static void drop_if_refused(const struct handle *h, int rc, const void *key, size_t key_len)
+{
+	int removed;
+
+	if (rc != LARDER_EVALSIZE && rc != LARDER_ENOMEM && rc != LARDER_EBUSY)
+		return;
+	/* It fails only on a closed cache, which holds no value to drop. */
+	removed = larder_remove(h->cache, key, key_len);
+	(void)removed;
+}
+
 /* set(key, value, tag, ttl): undefined, or throws. */
 napi_value lnode_op_set(napi_env env, napi_callback_info info)
 {
@@ -104,13 +122,20 @@ napi_value lnode_op_set(napi_env env, napi_callback_info info)
 	uint64_t ttl;
 	int rc;
 
-	if (!lnode_single_key(env, info, 4, argv, &h, &key, &key_len) ||
-	    !lnode_value_arg(env, h, argv[1], argv[2], 0, &len) ||
-	    !lnode_ttl_arg(env, argv[3], &ttl))
+	if (!lnode_single_key(env, info, 4, argv, &h, &key, &key_len))
+		return NULL;
+	rc = lnode_value_arg(env, h, argv[1], argv[2], 0, &len);
+	if (rc != 1) {
+		drop_if_refused(h, rc, key, key_len);
+		return NULL;
+	}
+	if (!lnode_ttl_arg(env, argv[3], &ttl))
 		return NULL;
 	rc = larder_put(h->cache, key, key_len, h->ed->in, len, ttl);
-	if (rc != LARDER_OK)
+	if (rc != LARDER_OK) {
+		drop_if_refused(h, rc, key, key_len);
 		return lnode_throw_larder(env, h, rc, len - 1);
+	}
 	return NULL;
 }
 
@@ -453,7 +478,8 @@ static int batch_keys_each(napi_env env, const struct handle *h, napi_value arr,
 
 /*
  * mget(keys, joined): looks the keys up in one larder_get_batch(). When
- * joined is a string, it is keys.join('') and meta[i] holds keys[i].length
+ * joined is a string, it is the keys concatenated (a rope, flattened by the
+ * read here) and meta[i] holds keys[i].length
  * (index.js checked every key is a string): if it encodes to exactly that
  * many bytes the keys are ASCII and are cut from it without touching the
  * array; otherwise each key is read from the array. Values are packed back
@@ -552,12 +578,18 @@ napi_value lnode_op_mset(napi_env env, napi_callback_info info)
 		if (h->cache == NULL) /* a getter closed the handle */
 			return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_CLOSED",
 					   "larder: the cache is closed");
-		if (!lnode_key_arg(env, h, k, 0, &key, &key_len) ||
-		    !lnode_value_arg(env, h, v, t, 0, &len))
+		if (!lnode_key_arg(env, h, k, 0, &key, &key_len))
 			return NULL;
+		rc = lnode_value_arg(env, h, v, t, 0, &len);
+		if (rc != 1) {
+			drop_if_refused(h, rc, key, key_len);
+			return NULL;
+		}
 		rc = larder_put(h->cache, key, key_len, h->ed->in, len, ttl);
-		if (rc != LARDER_OK)
+		if (rc != LARDER_OK) {
+			drop_if_refused(h, rc, key, key_len);
 			return lnode_throw_larder(env, h, rc, len - 1);
+		}
 	}
 	return NULL;
 }

@@ -187,6 +187,33 @@ test('over the limits: RangeError naming the limit', () => {
   assert.throws(() => new LarderCache({ max: 0 }), { name: 'RangeError', message: /max/ });
 });
 
+test('a set refused for its value removes the old value, as lru-cache does', () => {
+  for (const l1 of [undefined, { max: 100 }]) {
+    const c = open({ maxSize: 65536, maxValueBytes: 60000, l1 });
+    c.set('other', 'o');
+    for (const [what, big] of [['over maxValueBytes', 'v'.repeat(60001)],
+      ['a Buffer over maxValueBytes', Buffer.alloc(60001)],
+      ['over 1/8 of the capacity', Buffer.alloc(20000)]]) {
+      c.set('k', 'old');
+      assert.equal(c.get('k'), 'old');
+      assert.throws(() => c.set('k', big), RangeError, what);
+      assert.equal(c.get('k'), undefined, `${what}: the old value is gone`);
+      assert.equal(c.has('k'), false, what);
+      c.set('k', 'old');
+      assert.throws(() => c.mset([['m', 'x'], ['k', big]]), RangeError, `mset ${what}`);
+      assert.equal(c.get('m'), 'x', 'entries before the refused one are stored');
+      assert.equal(c.get('k'), undefined, `mset ${what}: the old value is gone`);
+    }
+    c.set('k', 'old');
+    assert.throws(() => c.set('k'.repeat(1025), 'v'), RangeError);
+    assert.throws(() => c.set('k', 'v', { ttl: -1 }), RangeError);
+    assert.throws(() => c.set('k', Symbol('x')), TypeError);
+    assert.equal(c.get('k'), 'old', 'a bad key, TTL or type keeps the old value');
+    assert.equal(c.get('other'), 'o', 'other entries intact');
+    c.close();
+  }
+});
+
 test('a cache or pool name is 1..254 bytes of UTF-8 without NUL, never cut short', () => {
   const { LarderPool } = require(INDEX);
   for (const bad of ['', 'x'.repeat(255), 'é'.repeat(128), 'a\u0000b']) {

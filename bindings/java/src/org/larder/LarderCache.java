@@ -465,14 +465,22 @@ public final class LarderCache<K, V> implements AutoCloseable {
 
     /* ---- Writes ---------------------------------------------------------- */
 
-    /** Stores the value with the cache's default TTL, replacing any previous one. */
+    /**
+     * Stores the value with the cache's default TTL, replacing any previous
+     * one. A put refused for its value (over {@code maxValueBytes} or the
+     * entry limit: {@link IllegalArgumentException}; no room:
+     * {@link LarderBusyException}, {@link LarderOutOfMemoryException})
+     * removes the previous value before it throws, as OHC does, so that a
+     * failed write never leaves the old value to be read.
+     */
     public void put(K key, V value) {
         write(Native.OP_PUT, key, value, null, Native.TTL_DEFAULT);
     }
 
     /**
      * Stores the value with its own time to live, replacing any previous
-     * one. {@code ttl} > 0, rounded up to whole milliseconds, or
+     * one (a refused put removes it, as in {@link #put(Object, Object)}).
+     * {@code ttl} > 0, rounded up to whole milliseconds, or
      * {@link #NEVER_EXPIRE}. (Not OHC's {@code put(k, v, expireAt)}: this is
      * a duration from now, not a point in time.)
      */
@@ -574,9 +582,9 @@ public final class LarderCache<K, V> implements AutoCloseable {
             if (value != null) {
                 valueLen = valueSerializer.serializedSize(value);
                 if (valueLen < 0 || valueLen > maxValueBytes) {
-                    throw new IllegalArgumentException("larder: a value of " + valueLen
-                            + " bytes is over the cache's limit of " + maxValueBytes
-                            + " bytes (maxValueBytes)");
+                    throw refused(op, s, keyLen, new IllegalArgumentException("larder: a value of "
+                            + valueLen + " bytes is over the cache's limit of " + maxValueBytes
+                            + " bytes (maxValueBytes)"));
                 }
                 s.ensure((long) valueOff + valueLen, keyLen);
                 writeValueAt(s, value, valueOff, valueLen);
@@ -590,13 +598,32 @@ public final class LarderCache<K, V> implements AutoCloseable {
             int rc = Native.write(guard, gen, op, s.address, keyLen, s.address + valueOff,
                     valueLen, s.address + expectedOff, expectedLen, ttl);
             if (rc < 0) {
-                throw failure(rc, keyLen, valueLen);
+                RuntimeException e = failure(rc, keyLen, valueLen);
+                throw rc == Native.EVALSIZE || rc == Native.ENOMEM || rc == Native.EBUSY
+                        ? refused(op, s, keyLen, e) : e;
             }
             return rc;
         } finally {
             s.release();
             Reference.reachabilityFence(this);
         }
+    }
+
+    /*
+     * A put refused for its value (too large, or no memory for it) removes
+     * the key's previous value before the refusal is thrown, as OHC and
+     * memcached do: a caller whose write failed must not go on reading the
+     * value it meant to replace. Conditional writes keep it (they promised
+     * nothing about the old value). The key is still in the scratch space.
+     */
+    private RuntimeException refused(int op, Scratch s, int keyLen, RuntimeException e) {
+        if (op == Native.OP_PUT) {
+            int rc = Native.write(guard, gen, Native.OP_REMOVE, s.address, keyLen, 0, 0, 0, 0, 0);
+            if (rc < 0) {
+                e.addSuppressed(error(rc));
+            }
+        }
+        return e;
     }
 
     /* ---- The whole cache ------------------------------------------------- */

@@ -210,14 +210,25 @@ class OpsTest {
             assertTrue(e.getMessage().contains("16"), e.getMessage());
             e = assertThrows(IllegalArgumentException.class, () -> c.get(new byte[17]));
             assertTrue(e.getMessage().contains("16"), e.getMessage());
-            e = assertThrows(IllegalArgumentException.class, () -> c.put(b("k"), new byte[101]));
-            assertTrue(e.getMessage().contains("100"), e.getMessage());
             assertThrows(IllegalArgumentException.class, () -> c.get(new byte[0]));
             assertThrows(IllegalArgumentException.class, () -> c.put(new byte[0], b("v")));
-            assertThrows(IllegalArgumentException.class, () -> c.replace(b("k"), new byte[101]));
+            e = assertThrows(IllegalArgumentException.class,
+                    () -> c.replace(b("k"), new byte[101]));
+            assertTrue(e.getMessage().contains("100"), e.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> c.putIfAbsent(b("k"), new byte[101]));
+            assertThrows(IllegalArgumentException.class,
+                    () -> c.addOrReplace(b("k"), b("v"), new byte[101]));
+            assertEquals("v", s(c.get(b("k"))), "a refused conditional write keeps the value");
             c.put(new byte[16], new byte[100]);
             assertEquals(100, c.get(new byte[16]).length, "exactly at the limits");
-            assertEquals("v", s(c.get(b("k"))), "previous value intact");
+            e = assertThrows(IllegalArgumentException.class, () -> c.put(b("k"), new byte[101]));
+            assertTrue(e.getMessage().contains("100"), e.getMessage());
+            assertNull(c.get(b("k")), "a refused put removes the previous value (as OHC)");
+            c.put(b("k"), b("v"));
+            assertThrows(IllegalArgumentException.class,
+                    () -> c.put(b("k"), new byte[101], 1, TimeUnit.MINUTES));
+            assertNull(c.get(b("k")), "also with a TTL");
+            assertEquals(100, c.get(new byte[16]).length, "other entries intact");
         }
     }
 
@@ -228,9 +239,15 @@ class OpsTest {
                 .build()) {
             c.put(b("k"), b("v"));
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> c.replace(b("k"), new byte[(int) capacity / 8]));
+            assertTrue(e.getMessage().contains("1/8"), e.getMessage());
+            assertEquals("v", s(c.get(b("k"))), "a refused replace keeps the value");
+            c.put(b("other"), b("o"));
+            e = assertThrows(IllegalArgumentException.class,
                     () -> c.put(b("k"), new byte[(int) capacity / 8]));
             assertTrue(e.getMessage().contains("1/8"), e.getMessage());
-            assertEquals("v", s(c.get(b("k"))), "previous value intact");
+            assertNull(c.get(b("k")), "a refused put removes the previous value");
+            assertEquals("o", s(c.get(b("other"))), "other entries intact");
         }
     }
 
@@ -303,7 +320,7 @@ class OpsTest {
     }
 
     @Test
-    void aWriteWithNoRoomThrowsBusyAndKeepsThePreviousValue() throws Exception {
+    void aPutWithNoRoomThrowsBusyAndRemovesThePreviousValue() throws Exception {
         CountDownLatch stuck = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         RemovalListener<byte[], byte[]> blocking = (k, v, cause) -> {
@@ -331,8 +348,10 @@ class OpsTest {
                 }
                 assertTrue(busy != null, "the memory bound (capacity + 4 MiB) was reached");
                 assertEquals(Native.EBUSY, busy.code());
+                assertThrows(LarderBusyException.class, () -> c.replace(b("k"), big));
+                assertEquals("v2", s(c.get(b("k"))), "a refused replace keeps the value");
                 assertThrows(LarderBusyException.class, () -> c.put(b("k"), big));
-                assertEquals("v2", s(c.get(b("k"))), "previous value intact");
+                assertNull(c.get(b("k")), "a refused put removes the previous value");
             } finally {
                 release.countDown();
             }

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""tests/protocol/options.py - memcached's command line, beside memcached 1.6.18.
+
+Usage: options.py LARDERD MEMCACHED
+
+Checks:
+  - with -A -F -X on both servers, the replies to flush_all, lru_crawler
+    metadump, stats cachedump and shutdown in every form are memcached's;
+    "shutdown graceful" closes the connection and both servers exit 0, and
+    larderd (with -e) saved its snapshot; a plain "shutdown" stops larderd
+    without saving one;
+  - -d -P with relative paths: the daemon serves, its pid file (made
+    absolute before the daemon moves to "/") names it, SIGTERM stops it and
+    removes the pid file, and the snapshot lands where -e said;
+  - -u nobody (when run as root) serves as nobody; -a sets the UNIX socket's
+    mode; memcached's tuning options (-f -n -L -R -D -W -o -U 0 -b -r) are
+    accepted and the server serves;
+  - what larderd cannot do (-M -C -S -Y -Z) and an unknown user are refused
+    at start-up with a message naming it, exit status 64 or 71.
+"""
+import os
+import pwd
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+from loopback import free_ports, recv_until, run_driver, wait_port
+
+SAME_REPLIES = [b"flush_all\r\n", b"flush_all noreply\r\n", b"flush_all abc\r\n",
+                b"flush_all 10\r\n", b"lru_crawler metadump all\r\n",
+                b"lru_crawler metadump 1\r\n", b"stats cachedump 1 1\r\n",
+                b"shutdown foo\r\n", b"shutdown noreply\r\n", b"shutdown graceful now\r\n"]
+
+
+def talk(port, data, path=None):
+    """Sends data then mn; returns the replies before MN."""
+    if path:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+    else:
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(data + b"mn\r\n")
+    out = recv_until(s, b"MN\r\n", "the replies to %r" % data)
+    s.close()
+    return out[:-len(b"MN\r\n")]
+
+
+def closes(port, data):
+    """Sends data; true when the server closes the connection without a reply."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(data)
+    out = s.recv(100)
+    s.close()
+    return out == b""
+
+
+def wait_exit(p, what):
+    try:
+        return p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise RuntimeError("%s did not exit" % what)
+
+
+def check_flags(larderd, memcached, tmp):
+    lp, mp = free_ports(2)
+    snap = os.path.join(tmp, "graceful.snap")
+    flags = ["-A", "-F", "-X"]
+    lar = subprocess.Popen([larderd, "-p", str(lp), "-l", "127.0.0.1", "-e", snap] + flags)
+    mc = subprocess.Popen([memcached, "-p", str(mp), "-l", "127.0.0.1", "-U", "0", "-u", "root"]
+                          + flags)
+    try:
+        wait_port(lp)
+        wait_port(mp)
+        for port in (lp, mp):
+            talk(port, b"set k 0 0 1\r\nx\r\n")
+        for cmd in SAME_REPLIES:
+            a, b = talk(lp, cmd), talk(mp, cmd)
+            if a != b:
+                raise RuntimeError("%r: larderd %r, memcached %r" % (cmd, a, b))
+        if talk(lp, b"get k\r\n") != b"VALUE k 0 1\r\nx\r\nEND\r\n":
+            raise RuntimeError("-F: the item did not survive the refused flush_all")
+        print("-A -F -X: %d commands answered as memcached answers them" % len(SAME_REPLIES))
+        for port, p, name in ((lp, lar, "larderd"), (mp, mc, "memcached")):
+            if not closes(port, b"shutdown graceful\r\n"):
+                raise RuntimeError("%s: shutdown graceful did not close the connection" % name)
+            rc = wait_exit(p, name)
+            if rc != 0:
+                raise RuntimeError("%s exited with %d after shutdown graceful" % (name, rc))
+        if not os.path.exists(snap):
+            raise RuntimeError("shutdown graceful saved no snapshot")
+        print("shutdown graceful: both exit 0; larderd saved its snapshot")
+    finally:
+        for p in (lar, mc):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+    (lp,) = free_ports(1)
+    plain = os.path.join(tmp, "plain.snap")
+    lar = subprocess.Popen([larderd, "-p", str(lp), "-l", "127.0.0.1", "-A", "-e", plain])
+    wait_port(lp)
+    talk(lp, b"set k 0 0 1\r\nx\r\n")
+    if not closes(lp, b"shutdown\r\n") or wait_exit(lar, "larderd") != 0:
+        raise RuntimeError("shutdown did not stop larderd cleanly")
+    if os.path.exists(plain):
+        raise RuntimeError("a plain shutdown saved a snapshot (it stops as SIGINT does)")
+    print("shutdown: larderd exits 0 without saving, as on SIGINT")
+
+
+def check_daemon(larderd, tmp):
+    (lp,) = free_ports(1)
+    r = subprocess.run([larderd, "-d", "-P", "larderd.pid", "-e", "daemon.snap", "-p", str(lp),
+                        "-l", "127.0.0.1", "-o", "modern,hashpower=20", "-f", "1.25", "-n", "48",
+                        "-L", "-R", "20", "-D", ":", "-W", "-U", "0", "-b", "512", "-r"],
+                       cwd=tmp, timeout=60)
+    if r.returncode != 0:
+        raise RuntimeError("larderd -d exited with %d" % r.returncode)
+    wait_port(lp)
+    pidfile = os.path.join(tmp, "larderd.pid")
+    deadline = time.time() + 60
+    while not os.path.exists(pidfile) or not open(pidfile).read().endswith("\n"):
+        if time.time() > deadline:
+            raise RuntimeError("no pid file from -P")
+        time.sleep(0.05)
+    pid = int(open(pidfile).read())
+    talk(lp, b"set k 0 0 1\r\nx\r\n")
+    if talk(lp, b"get k\r\n") != b"VALUE k 0 1\r\nx\r\nEND\r\n":
+        raise RuntimeError("the daemon does not serve")
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + 60
+    while os.path.exists(pidfile) or os.path.exists("/proc/%d" % pid):
+        if time.time() > deadline:
+            raise RuntimeError("the daemon did not stop and remove its pid file")
+        time.sleep(0.05)
+    if not os.path.exists(os.path.join(tmp, "daemon.snap")):
+        raise RuntimeError("the daemon saved no snapshot where -e said")
+    print("-d -P -e with relative paths, and the tuning options: served, stopped, pid file "
+          "removed, snapshot saved")
+
+
+def check_user_and_mask(larderd, tmp):
+    path = os.path.join(tmp, "sock")
+    args = [larderd, "-s", path, "-a", "0750"]
+    as_root = os.geteuid() == 0
+    if as_root:
+        args += ["-u", "nobody"]
+    p = subprocess.Popen(args)
+    try:
+        deadline = time.time() + 60
+        while not os.path.exists(path):
+            if time.time() > deadline or p.poll() is not None:
+                raise RuntimeError("no UNIX socket")
+            time.sleep(0.05)
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        if mode != 0o750:
+            raise RuntimeError("-a 0750: the socket's mode is %o" % mode)
+        if talk(0, b"version\r\n", path=path)[:8] != b"VERSION ":
+            raise RuntimeError("no version over the UNIX socket")
+        if as_root:
+            uid = [l for l in open("/proc/%d/status" % p.pid) if l.startswith("Uid:")][0]
+            if int(uid.split()[1]) != pwd.getpwnam("nobody").pw_uid:
+                raise RuntimeError("-u nobody: %s" % uid.strip())
+        print("-a 0750: the socket's mode; %s" % ("-u nobody: serving as nobody" if as_root
+                                                  else "-u not checked (not root)"))
+    finally:
+        p.terminate()
+        wait_exit(p, "larderd -s")
+
+
+def check_refusals(larderd):
+    (lp,) = free_ports(1)
+    for args, word in ((["-M"], b"evictions"), (["-C"], b"CAS"), (["-S"], b"SASL"),
+                       (["-Y", "/dev/null"], b"auth"), (["-Z"], b"TLS"),
+                       (["-u", "no-such-user-here"], b"no-such-user-here")):
+        if args[0] == "-u" and os.geteuid() != 0:
+            continue
+        r = subprocess.run([larderd, "-p", str(lp), "-l", "127.0.0.1"] + args,
+                           capture_output=True, timeout=60)
+        if r.returncode not in (64, 71) or word not in r.stderr:
+            raise RuntimeError("%r: exit %d, %r" % (args, r.returncode, r.stderr))
+    print("-M -C -S -Y -Z and an unknown user: refused with a message")
+
+
+def main():
+    larderd, memcached = os.path.abspath(sys.argv[1]), sys.argv[2]
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o777)  # -u nobody
+        check_flags(larderd, memcached, tmp)
+        check_daemon(larderd, tmp)
+        check_user_and_mask(larderd, tmp)
+        check_refusals(larderd)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    run_driver(main)
