@@ -46,7 +46,7 @@
  *      size (SHARDS' scaling). The points are centred on the cache: top is
  *      4 x its target (at most its max share), re-centred when the target
  *      has halved or doubled since (recentre_tops; the mini caches restart,
- *      cold). Only mature points count (POOL-M1).
+ *      cold). Only the points that count are used (POOL-M1).
  *      Points are made non-decreasing and the upper concave hull is taken
  *      (a cliff is priced at its average slope, so a step across it is seen
  *      as worth it), with H(0) = 0 and H flat beyond the largest point.
@@ -95,7 +95,7 @@
  *   its window starts at FILL_TURNS (its fill left out), it counts from
  *   USE_TURNS, and its estimate is as good as it gets at MATURE_TURNS.
  *   A restart keeps the points that counted, with their levels, and the
- *   kept ones above them (keep_mature); a point of the new generation
+ *   kept ones above them (keep_counted); a point of the new generation
  *   replaces a kept one at its size only once it has reached that one's
  *   level, and above the largest point that counts, the kept ones stand
  *   in (lifted to meet it: they say what the bytes past it add). A point
@@ -109,7 +109,8 @@
  *   kept it stale for seconds where the mini caches restart often (the
  *   ten caches: docs/pool.md). Tests: test_controller_point_maturity,
  *   test_controller_segments_cancel_warmup,
- *   test_controller_keeps_mature_points.
+ *   test_controller_keeps_mature_points,
+ *   test_controller_point_window_skips_fill.
  *   POOL-D1. A member is steady after CALM_PASSES passes in a row in which
  *   its target did not move and its load showed no change:
  *   its hit ratio over the reads' window (half-life HALF_LIFE_S) within
@@ -216,8 +217,8 @@ struct window {
 	double w_arrived, w_areads;
 };
 
-/* Points a curve rests on at most: a generation's mature points and the
- * held ones of earlier generations above them (POOL-M1). */
+/* Points a curve rests on at most: a generation's points that count and
+ * the kept ones of earlier generations above them (POOL-M1). */
 #define MAX_POINTS (2 * LARDER__PROBE_POINTS)
 
 /*
@@ -237,8 +238,8 @@ struct point {
 
 /* A member's curve as the controller sees it: the hull's corners. */
 struct curve {
-	int valid;   /* mature points reach past the target: it may take */
-	int known;   /* some point is mature: it may give (value_down) */
+	int valid;   /* its points reach past the target: it may take */
+	int known;   /* it has a point: it may give (value_down) */
 	double rate; /* reads per second */
 	unsigned n;
 	double x[MAX_POINTS + 1], y[MAX_POINTS + 1]; /* bytes, hits/s */
@@ -282,11 +283,11 @@ struct larder__pool_member {
 	enum larder_policy policy;
 	struct window win;
 	struct curve curve;
-	/* POOL-M1: the mature points of the generation `gen` as of the last
+	/* POOL-M1: the points that counted in generation `gen` at the last
 	 * pass, and those kept from earlier generations (sizes ascending). */
 	uint64_t gen;
-	unsigned n_last, n_held;
-	struct point last[LARDER__PROBE_POINTS], held[MAX_POINTS];
+	unsigned n_last, n_kept;
+	struct point last[LARDER__PROBE_POINTS], kept[MAX_POINTS];
 	uint64_t pass_start; /* its target when the pass's moves began (POOL-S1) */
 	int last_dir;        /* +1 or -1: the way its target last moved in a pass */
 	uint64_t pass_from;  /* POOL-D1: its target when the pass began */
@@ -295,7 +296,7 @@ struct larder__pool_member {
 	int force_steady;    /* test seam: 0 detect, 1 steady, 2 not */
 	int fake; /* test seam: curve is given, not estimated */
 	double fake_hits[LARDER__PROBE_POINTS], fake_rate;
-	uint64_t fake_reach; /* test seam: its points above are not mature (0: all are) */
+	uint64_t fake_reach; /* test seam: its points above do not count yet (0: all do) */
 	uint64_t fake_gen;   /* test seam: restarts of the given curve's mini caches */
 	struct larder__pool_member *next;
 };
@@ -833,9 +834,9 @@ static void hull_of(struct curve *cv)
  */
 static double kept_level(const struct larder__pool_member *m, double x)
 {
-	for (unsigned i = 0; i < m->n_held; i++)
-		if (m->held[i].x >= x * 0.99)
-			return m->held[i].level;
+	for (unsigned i = 0; i < m->n_kept; i++)
+		if (m->kept[i].x >= x * 0.99)
+			return m->kept[i].level;
 	return 0;
 }
 
@@ -898,23 +899,23 @@ static void mature_points(struct larder__pool_member *m, const uint64_t *bytes)
 }
 
 /*
- * POOL-M1: the mini caches restarted (a new generation): the mature points
- * of the one that ended are kept, with the points kept before above them.
- * Points that were still maturing are dropped: a restart cancels their
- * warm-up, and they never count.
+ * POOL-M1: the mini caches restarted (a new generation): the points that
+ * counted in the one that ended are kept, with their levels, and the
+ * points kept before above them. Points that were still maturing are
+ * dropped: a restart cancels their warm-up, and they never count.
  */
-static void keep_mature(struct larder__pool_member *m)
+static void keep_counted(struct larder__pool_member *m)
 {
 	struct point keep[MAX_POINTS];
 	unsigned n = 0;
 	double reach = m->n_last ? m->last[m->n_last - 1].x : 0;
 	for (unsigned i = 0; i < m->n_last; i++)
 		keep[n++] = m->last[i];
-	for (unsigned i = 0; i < m->n_held && n < MAX_POINTS; i++)
-		if (m->held[i].x > reach)
-			keep[n++] = m->held[i];
-	memcpy(m->held, keep, n * sizeof *keep);
-	m->n_held = n;
+	for (unsigned i = 0; i < m->n_kept && n < MAX_POINTS; i++)
+		if (m->kept[i].x > reach)
+			keep[n++] = m->kept[i];
+	memcpy(m->kept, keep, n * sizeof *keep);
+	m->n_kept = n;
 	m->n_last = 0;
 }
 
@@ -924,11 +925,11 @@ static double kept_at(const struct larder__pool_member *m, double x)
 {
 	const struct curve *cv = &m->curve;
 	double x0 = 0, y0 = 0;
-	for (unsigned i = 0; i < m->n_held; i++) {
-		double y = point_hits(cv, &m->held[i]);
-		if (x <= m->held[i].x)
-			return y0 + (y - y0) * (x - x0) / (m->held[i].x - x0);
-		x0 = m->held[i].x;
+	for (unsigned i = 0; i < m->n_kept; i++) {
+		double y = point_hits(cv, &m->kept[i]);
+		if (x <= m->kept[i].x)
+			return y0 + (y - y0) * (x - x0) / (m->kept[i].x - x0);
+		x0 = m->kept[i].x;
 		y0 = y;
 	}
 	return y0;
@@ -944,25 +945,27 @@ static void curve_update(struct larder__pool_member *m)
 	cv->rate = m->fake ? m->fake_rate : w->w_secs > 0 ? w->w_reads / w->w_secs : 0;
 	uint64_t gen = m->fake ? m->fake_gen : w->gen;
 	if (gen != m->gen) {
-		keep_mature(m);
+		keep_counted(m);
 		m->gen = gen;
 	}
 	mature_points(m, bytes);
-	/* The curve: the mature points, then the kept ones above them, up to
-	 * the current top (a point past it would bend the hull where the
-	 * current points cannot correct it), lifted to meet the largest mature
-	 * point: the kept points say what the bytes past it add, not what the
-	 * cache's hits are (they may have changed since: a kept point above a
-	 * lower mature one would read as a cliff). */
+	/* The curve: the points that count, then the kept ones above them, up
+	 * to the current top (a point past it would bend the hull where the
+	 * current points cannot correct it), lifted to meet the largest point
+	 * that counts: the kept points say what the bytes past it add, not what
+	 * the cache's hits are (they may have changed since: a kept point above
+	 * a lower current one would read as a cliff). */
 	cv->np = 0;
 	for (unsigned i = 0; i < m->n_last; i++)
 		cv->pts[cv->np++] = m->last[i];
 	double reach = m->n_last ? m->last[m->n_last - 1].x : 0;
 	double lift = m->n_last ? point_hits(cv, &m->last[m->n_last - 1]) - kept_at(m, reach) : 0;
 	double top = (double)bytes[0] * 1.01;
-	for (unsigned i = 0; i < m->n_held; i++)
-		if (m->held[i].x > reach && m->held[i].x <= top) {
-			cv->pts[cv->np] = m->held[i];
+	/* At most MAX_POINTS: kept points of re-centrings downwards may lie
+	 * above the current ones (the largest are left out first). */
+	for (unsigned i = 0; i < m->n_kept && cv->np < MAX_POINTS; i++)
+		if (m->kept[i].x > reach && m->kept[i].x <= top) {
+			cv->pts[cv->np] = m->kept[i];
 			cv->pts[cv->np++].lift = lift;
 		}
 	/* Valid once a point reaches past the target (it may take); known as

@@ -10,7 +10,9 @@
  * that waits for the bytes of a cache still closing, and
  * the controller's choices on caches with known curves, driven one pass at
  * a time through the test seam (pool/pool.h) with the controller thread
- * off, so that every decision is deterministic, and every allocation of a
+ * off, so that every decision is deterministic (for POOL-M1, through the
+ * controller's own windows: a probe's readings written as the probe would,
+ * passes at a clock the test moves), and every allocation of a
  * pool's life failing in turn. Waiting is only for the
  * pool's thread to finish grows, polled with a deadline.
  */
@@ -794,9 +796,9 @@ static void feeder_stop(struct feeder *fd)
  * at every point until it has seen 4 x its entries (COLD): the new points
  * do not count before they are as mature as the kept ones of the
  * generation before, which stand in for them, and it gives nothing,
- * neither while they mature nor after (where the rule before, warm at 2 x
- * in one window from the restart, gave the working set's last segment
- * away).
+ * neither while they mature nor after (counting them from 2 x, as the
+ * rule before did, gives the working set's last segment away: checked by
+ * making the code do so).
  */
 static void test_controller_point_maturity(void)
 {
