@@ -31,7 +31,7 @@ the test slower, never fails it.
 import argparse, hashlib, os, random, signal, socket, struct, subprocess, sys, threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopback import free_port, run_driver, wait_port
+from loopback import free_port, rss_kib, run_driver, wait_port
 from diffbinary import arith_ext, frame, set_ext
 
 DEADLINE = 120.0
@@ -210,14 +210,6 @@ def text_worker(port, wid, ops, seed, t):
             t.errors.append("text worker %d: %s" % (wid, e))
     finally:
         s.close()
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def check_refused_bodies(port, pid):

@@ -23,7 +23,7 @@ EXCLUDED lists the binary differences larderd keeps on purpose
 import random
 import struct
 
-from diffgrammar import SYNC, Split, CLEAN, TERMINAL, PLAIN_KEYS
+from diffgrammar import SYNC, Split, CLEAN, TERMINAL, PLAIN_KEYS, pick
 
 EXCLUDED = {
     "bin-unknown-overswallow",  # memcached discards the body of an unknown opcode
@@ -294,12 +294,7 @@ class Grammar:
         return part[:5] + bytes(self.r.randrange(256) for _ in range(3)) + part[8:]
 
     def production(self):
-        x = self.r.uniform(0, self.total)
-        for w, name, fn in self.prods:
-            x -= w
-            if x <= 0:
-                return name, fn
-        return self.prods[-1][1], self.prods[-1][2]
+        return pick(self.r, self.total, self.prods)
 
     def episode(self):
         parts, names = [], []

@@ -86,6 +86,16 @@ def b64(k):
     return base64.b64encode(k)
 
 
+def pick(r, total, prods):
+    """One of prods ((weight, name, fn), weights summing to total) by weight: (name, fn)."""
+    x = r.uniform(0, total)
+    for w, name, fn in prods:
+        x -= w
+        if x <= 0:
+            return name, fn
+    return prods[-1][1], prods[-1][2]
+
+
 class Grammar:
     def __init__(self, seed):
         import random
@@ -413,12 +423,7 @@ class Grammar:
         return [b"".join(lines)]
 
     def production(self):
-        x = self.r.uniform(0, self.total)
-        for w, name, fn in self.prods:
-            x -= w
-            if x <= 0:
-                return name, fn
-        return self.prods[-1][1], self.prods[-1][2]
+        return pick(self.r, self.total, self.prods)
 
     def episode(self):
         parts, names = [], []

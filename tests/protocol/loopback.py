@@ -54,6 +54,15 @@ def recv_until(s, end, what):
     return out
 
 
+def rss_kib(pid):
+    """A process's resident set in KiB (0 once it is gone)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 def run_driver(main):
     """Runs main(); an exception becomes one "FAIL: ..." line and exit status 1."""
     try:

@@ -26,7 +26,7 @@ happens.
 """
 import os, random, resource, select, signal, socket, subprocess, sys, time
 
-from loopback import free_port, wait_port
+from loopback import free_port, rss_kib, wait_port
 
 LARDERD = sys.argv[1]
 MAXCONN = 1100
@@ -35,14 +35,6 @@ DEADLINE = 60.0  # generous: the machine may be loaded; nothing waits this long 
 
 def connect(port):
     return socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def request(port, data, expect_end=b"\r\n"):

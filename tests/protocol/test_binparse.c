@@ -21,18 +21,7 @@
 #include <time.h>
 
 #include "binparse.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                     \
-	do {                                                                                 \
-		if (!(cond)) {                                                               \
-			failures++;                                                          \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                        \
-			fputc('\n', stderr);                                                 \
-		}                                                                            \
-	} while (0)
+#include "check.h"
 
 static const struct larderd_limits k_lim = {.item_max = 1024 * 1024};
 

@@ -17,20 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "parse.h"
 #include "reply.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                     \
-	do {                                                                                 \
-		if (!(cond)) {                                                               \
-			failures++;                                                          \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                        \
-			fputc('\n', stderr);                                                 \
-		}                                                                            \
-	} while (0)
 
 static const struct larderd_limits k_lim = {.item_max = 1024 * 1024};
 
