@@ -135,7 +135,9 @@ static int need(struct rd *r, size_t n)
 static long line(struct rd *r, char **out)
 {
 	for (size_t scan = 0;;) {
-		char *nl = memchr(r->buf + r->off + scan, '\n', r->len - r->off - scan);
+		/* buf is NULL before the first read */
+		char *nl = r->len - r->off > scan ? memchr(r->buf + r->off + scan, '\n',
+							  r->len - r->off - scan) : NULL;
 		if (nl) {
 			size_t n = (size_t)(nl - (r->buf + r->off));
 			*out = r->buf + r->off;
@@ -278,7 +280,7 @@ static void *run(void *arg)
 			}
 			if (write(rd[c].fd, out, len) != (ssize_t)len) {
 				t->errors++;
-				return NULL;
+				goto done;
 			}
 		}
 		for (int c = 0; c < t->nconn; c++)
@@ -286,7 +288,7 @@ static void *run(void *arg)
 				int rc = reply(&rd[c], o, kinds[c * o->depth + d]);
 				if (rc < 0) {
 					t->errors++;
-					return NULL;
+					goto done;
 				}
 				t->errors += (uint64_t)rc;
 				t->ops[srv]++;
@@ -300,8 +302,15 @@ static void *run(void *arg)
 		}
 	}
 	t->ns[nsrv == 2 ? slot_server(slot) : 0] += now_ns() - slot_t0;
-	for (int c = 0; c < nsrv * t->nconn; c++)
+done:
+	for (int c = 0; c < nsrv * t->nconn; c++) {
 		close(rds[c].fd);
+		free(rds[c].buf);
+	}
+	free(rds);
+	free(kinds);
+	free(out);
+	free(val);
 	return NULL;
 }
 
@@ -419,5 +428,7 @@ int main(int argc, char **argv)
 		ns[0] = now_ns() - t0; /* threads run side by side: the wall time */
 	for (int s = 0; s < nsrv; s++)
 		report(h + s * (HBUCKETS + 64), ops[s], ns[s], errors);
+	free(h);
+	free(ts);
 	return errors ? 1 : 0;
 }
