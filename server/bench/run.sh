@@ -15,8 +15,8 @@
 # this script. Each round measures idle, then loaded; within a measurement
 # one client takes turns between the servers in 100 ms slots (loadgen -P,
 # A B B A ...), SECONDS for each server, so both meet the same background
-# (measured one after the other, 2-second cells of the two servers met
-# machines 3-7x apart in speed). The keys are written once, before the
+# (measured one after the other, one server's 2-second cells within one
+# run spanned 3-7x in speed). The keys are written once, before the
 # rounds: a set-then-get needs none, and a burst of writes just before the
 # timed window would leave work for larderd's maintainer inside it.
 #
