@@ -44,6 +44,9 @@ enum value_tag {
 #define EXPECTED_DEFAULT 4096u /* the index's sizing hint without `max` (the engine's default) */
 #define K16_VALUES 4096u       /* string values up to this many units go the UTF-16 way */
 #define IN_PLACE SIZE_MAX      /* batch_offs: a Buffer key, read where it is */
+/* Room for one encoded key in ed->keys: 3 bytes per unit, or the 16-byte store of
+ * the short ASCII path (args.c, ascii16), whichever is more, and the slack. */
+#define KEY_ROOM(max_key) (3u * (max_key) + 16u)
 
 struct handle;
 struct cursor;

@@ -454,7 +454,7 @@ static int batch_keys_each(napi_env env, const struct handle *h, napi_value arr,
 	for (i = 0; i < n; i++) {
 		const void *key;
 
-		if (!lnode_grow(&ed->keys, &ed->keys_cap, at + 3 * h->max_key + 8, 1)) {
+		if (!lnode_grow(&ed->keys, &ed->keys_cap, at + KEY_ROOM(h->max_key), 1)) {
 			lnode_throw_nomem(env);
 			return -1;
 		}
