@@ -83,24 +83,16 @@ napi_value lnode_throw_larder(napi_env env, const struct handle *h, int rc, size
 	}
 }
 
-/*
- * The check every operation starts with: the handle is open, and no mget or
- * mset of this thread is reading array elements (an element's getter that
- * called back into larder would reuse the buffers that call is filling).
- */
-int lnode_handle_open(napi_env env, const struct handle *h)
+/* The errors of lnode_handle_open (binding.h), out of line. */
+int lnode_handle_unusable(napi_env env, const struct handle *h)
 {
 	if (h->cache == NULL) {
 		lnode_throw(env, ERR_PLAIN, "ERR_LARDER_CLOSED", "larder: the cache is closed");
 		return 0;
 	}
-	if (h->ed->reading_elements) {
-		lnode_throw(env, ERR_PLAIN, "ERR_LARDER_REENTRANT",
-			    "larder: an array element's getter called back into larder during "
-			    "mget/mset");
-		return 0;
-	}
-	return 1;
+	lnode_throw(env, ERR_PLAIN, "ERR_LARDER_REENTRANT",
+		    "larder: an array element's getter called back into larder during mget/mset");
+	return 0;
 }
 
 /* ---- Buffers ------------------------------------------------------------ */
@@ -324,19 +316,6 @@ fail_long:
 	lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "key is longer than maxKeyBytes (%zu)",
 		    h->max_key);
 	return 0;
-}
-
-/* The single-key prologue: the handle, its key, and argv[1..]. */
-int lnode_single_key(napi_env env, napi_callback_info info, size_t want, napi_value *argv,
-		     struct handle **hp, const void **key, size_t *len)
-{
-	size_t argc = want;
-	struct handle *h;
-
-	if (napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&h) != napi_ok)
-		return 0;
-	*hp = h;
-	return lnode_handle_open(env, h) && lnode_key_arg(env, h, argv[0], 0, key, len);
 }
 
 /*
