@@ -468,7 +468,7 @@ class LarderCache {
   mget(keys) {
     if (!Array.isArray(keys)) throw typeError('keys must be an array');
     const n = keys.length;
-    if (n > meta.length) growMeta(n);
+    if (n >= meta.length) growMeta(n + 1); // meta[n]: whether a batch string holds JSON
     // String keys go as one string and their lengths: one Node-API read in
     // the addon instead of one per key. Concatenated with += (a rope that the
     // addon's read flattens once) in the loop that checks them: 76-91
@@ -503,6 +503,15 @@ class LarderCache {
     const lens = meta;
     const text = typeof r === 'string' ? r : null;
     let off = 0;
+    if (text !== null && lens[n] === 0) {
+      // Every value is a string (the addon's meta[n]): cut them without
+      // reading their tags (docs/node.md: the instructions saved).
+      for (let i = 0; i < n; i++) {
+        const len = lens[i];
+        out[i] = len === 0 ? undefined : text.substring(off + 1, (off += len));
+      }
+      return out;
+    }
     for (let i = 0; i < n; i++) {
       const len = lens[i];
       if (len === 0) {

@@ -85,6 +85,23 @@ test(`mget returns what a loop of get returns: every value type, misses, repeats
   c.close();
 });
 
+test('a batch string of strings alone is cut without parsing; with a JSON value among them, that one is parsed', () => {
+  const c = new LarderCache({ maxSize: 16 << 20 });
+  // Strings that are JSON texts must come back as those strings, in either batch string.
+  const strings = ['{"a":1}', '[1,2]', '3', 'plain', '"q"', 'żółw {"b":2}', 'null'];
+  strings.forEach((v, i) => c.set(`s${i}`, v));
+  c.set('json', { a: 1 });
+  c.set('jsonUtf8', { ż: 'ł' });
+  const ascii = strings.slice(0, 5);
+  const keys = (vs) => vs.map((v) => `s${strings.indexOf(v)}`);
+  for (const vs of [ascii, strings]) {
+    assert.deepEqual(c.mget([...keys(vs), 'missing']), [...vs, undefined]);
+    assert.deepEqual(c.mget([...keys(vs), 'json']), [...vs, { a: 1 }]);
+    assert.deepEqual(c.mget(['jsonUtf8', ...keys(vs)]), [{ ż: 'ł' }, ...vs]);
+  }
+  c.close();
+});
+
 test('mget returns what get returns with the v8 serializer and a custom one', () => {
   for (const serializer of ['v8', { serialize: (v) => v8.serialize({ w: v }), deserialize: (b) => v8.deserialize(b).w }]) {
     const c = new LarderCache({ maxSize: 16 << 20, serializer });
