@@ -512,6 +512,11 @@ class LarderCache {
       }
       return out;
     }
+    // Byte values of a batch become views of one copy of the scratch's bytes
+    // from the first of them on, made when that one comes up: one allocation
+    // and one copy per batch instead of one of each per value (docs/node.md).
+    let bytes = null;
+    let base = 0;
     for (let i = 0; i < n; i++) {
       const len = lens[i];
       if (len === 0) {
@@ -523,6 +528,16 @@ class LarderCache {
       if (text !== null) {
         const v = text.substring(off + 1, off + len);
         out[i] = (text.charCodeAt(off) & ~TAG_ASCII) === TAG_JSON ? JSON.parse(v) : v;
+      } else if (buf[off] === TAG_BYTES) {
+        if (bytes === null) {
+          // The span from this value to the batch's end, copied once (NODE-J1).
+          let end = off;
+          for (let j = i; j < n; j++) end += lens[j];
+          bytes = Buffer.allocUnsafeSlow(end - off);
+          buf.copy(bytes, 0, off, end);
+          base = off;
+        }
+        out[i] = bytes.subarray(off - base + 1, off - base + len);
       } else {
         out[i] = this.#decode(buf, off, off + len);
       }
