@@ -41,6 +41,13 @@ function loadAddon() {
 }
 
 const native = loadAddon();
+/*
+ * A byte value's copy: TypedArray's own slice, one builtin that allocates and
+ * copies, and makes a Buffer (Buffer's species). Node's Buffer.allocUnsafe and
+ * buf.copy cost 400 instructions more per get of a 64-byte value (callgrind,
+ * docs/node.md). (Buffer's own slice makes a view, not a copy.)
+ */
+const typedArraySlice = Object.getPrototypeOf(Uint8Array.prototype).slice;
 const LIMITS = native.limits();
 
 /* Value tags: the first byte of every stored value (enum value_tag in src/binding.h). */
@@ -367,11 +374,7 @@ class LarderCache {
       case TAG_STRING: return buf.toString(text, start + 1, end);
       case TAG_JSON: return JSON.parse(buf.toString(text, start + 1, end));
       case TAG_CUSTOM: return this.#serializer.deserialize(Buffer.from(buf.subarray(start + 1, end)));
-      default: {
-        const out = Buffer.allocUnsafe(end - start - 1);
-        buf.copy(out, 0, start + 1, end);
-        return out;
-      }
+      default: return typedArraySlice.call(buf, start + 1, end);
     }
   }
 
@@ -468,7 +471,7 @@ class LarderCache {
   mget(keys) {
     if (!Array.isArray(keys)) throw typeError('keys must be an array');
     const n = keys.length;
-    if (n > meta.length) growMeta(n);
+    if (n >= meta.length) growMeta(n + 1); // meta[n]: whether a batch string holds JSON
     // String keys go as one string and their lengths: one Node-API read in
     // the addon instead of one per key. Concatenated with += (a rope that the
     // addon's read flattens once) in the loop that checks them: 76-91
@@ -503,6 +506,20 @@ class LarderCache {
     const lens = meta;
     const text = typeof r === 'string' ? r : null;
     let off = 0;
+    if (text !== null && lens[n] === 0) {
+      // Every value is a string (the addon's meta[n]): cut them without
+      // reading their tags (docs/node.md: the instructions saved).
+      for (let i = 0; i < n; i++) {
+        const len = lens[i];
+        out[i] = len === 0 ? undefined : text.substring(off + 1, (off += len));
+      }
+      return out;
+    }
+    // Byte values of a batch become views of one copy of the scratch's bytes
+    // from the first of them on, made when that one comes up: one allocation
+    // and one copy per batch instead of one of each per value (docs/node.md).
+    let bytes = null;
+    let base = 0;
     for (let i = 0; i < n; i++) {
       const len = lens[i];
       if (len === 0) {
@@ -514,6 +531,16 @@ class LarderCache {
       if (text !== null) {
         const v = text.substring(off + 1, off + len);
         out[i] = (text.charCodeAt(off) & ~TAG_ASCII) === TAG_JSON ? JSON.parse(v) : v;
+      } else if (buf[off] === TAG_BYTES) {
+        if (bytes === null) {
+          // The span from this value to the batch's end, copied once (NODE-J1).
+          let end = off;
+          for (let j = i; j < n; j++) end += lens[j];
+          bytes = Buffer.allocUnsafeSlow(end - off);
+          buf.copy(bytes, 0, off, end);
+          base = off;
+        }
+        out[i] = bytes.subarray(off - base + 1, off - base + len);
       } else {
         out[i] = this.#decode(buf, off, off + len);
       }

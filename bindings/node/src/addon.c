@@ -424,7 +424,7 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 	if (ed->handles != NULL)
 		ed->handles->prev = h;
 	ed->handles = h;
-	if (!lnode_grow(&ed->keys, &ed->keys_cap, 3 * h->max_key + 8, 1) ||
+	if (!lnode_grow(&ed->keys, &ed->keys_cap, KEY_ROOM(h->max_key), 1) ||
 	    !lnode_grow(&ed->k16, &ed->k16_cap,
 			(h->max_key > K16_VALUES ? h->max_key : K16_VALUES) + 2,
 			sizeof(*ed->k16)) ||

@@ -7,8 +7,9 @@
  *
  * Keys cost one Node-API call: a string's UTF-16 units are copied out into a
  * per-environment buffer of max_key_bytes + 2 units (a longer key shows as
- * too long without a second call) and encoded to UTF-8 here (ASCII eight
- * units at a time with SSE2), which perf showed costs far less than V8's
+ * too long without a second call) and encoded to UTF-8 here (an ASCII key
+ * of up to 16 units with one test and one store, longer ones eight units at
+ * a time with SSE2), which perf showed costs far less than V8's
  * String::WriteUtf8; the encoding matches
  * WriteUtf8's (a lone surrogate becomes U+FFFD), so a key has the same
  * bytes on every path. A Buffer, TypedArray or DataView key is read in place,
@@ -82,24 +83,16 @@ napi_value lnode_throw_larder(napi_env env, const struct handle *h, int rc, size
 	}
 }
 
-/*
- * The check every operation starts with: the handle is open, and no mget or
- * mset of this thread is reading array elements (an element's getter that
- * called back into larder would reuse the buffers that call is filling).
- */
-int lnode_handle_open(napi_env env, const struct handle *h)
+/* The errors of lnode_handle_open (binding.h), out of line. */
+int lnode_handle_unusable(napi_env env, const struct handle *h)
 {
 	if (h->cache == NULL) {
 		lnode_throw(env, ERR_PLAIN, "ERR_LARDER_CLOSED", "larder: the cache is closed");
 		return 0;
 	}
-	if (h->ed->reading_elements) {
-		lnode_throw(env, ERR_PLAIN, "ERR_LARDER_REENTRANT",
-			    "larder: an array element's getter called back into larder during "
-			    "mget/mset");
-		return 0;
-	}
-	return 1;
+	lnode_throw(env, ERR_PLAIN, "ERR_LARDER_REENTRANT",
+		    "larder: an array element's getter called back into larder during mget/mset");
+	return 0;
 }
 
 /* ---- Buffers ------------------------------------------------------------ */
@@ -247,10 +240,44 @@ static size_t utf16_to_utf8(const uint16_t *u, size_t n, uint8_t *out)
 }
 
 /*
+ * A key of 1..16 units that is all ASCII, the common key, encoded with one
+ * test and one 16-byte store (the general encoder takes two rounds of eight
+ * and its loop for a 16-unit key). u must be readable for 16 units (k16
+ * holds at least K16_VALUES) and out writable for 16 bytes (KEY_ROOM); the
+ * units past n are whatever an earlier read left there, masked out of the
+ * test, and their bytes past the key are never read. 0: not this case.
+ */
+static inline int ascii16(const uint16_t *u, size_t n, uint8_t *out)
+{
+#ifdef __SSE2__
+	__m128i a, b, ascii, hi = _mm_set1_epi16((short)0xff80), zero = _mm_setzero_si128();
+	unsigned want;
+
+	if (n > 16)
+		return 0;
+	a = _mm_loadu_si128((const __m128i *)(const void *)u);
+	b = _mm_loadu_si128((const __m128i *)(const void *)(u + 8));
+	/* One byte per unit, 0xff where the unit is below 0x80. */
+	ascii = _mm_packs_epi16(_mm_cmpeq_epi16(_mm_and_si128(a, hi), zero),
+				_mm_cmpeq_epi16(_mm_and_si128(b, hi), zero));
+	want = (1u << n) - 1;
+	if (((unsigned)_mm_movemask_epi8(ascii) & want) != want)
+		return 0;
+	_mm_storeu_si128((__m128i *)(void *)out, _mm_packus_epi16(a, b));
+	return 1;
+#else
+	(void)u;
+	(void)n;
+	(void)out;
+	return 0;
+#endif
+}
+
+/*
  * Reads a key: a string (UTF-8 into ed->keys + at) or an ArrayBufferView
  * (in place). Throws TypeError or RangeError and returns 0 when it is not a
- * key of 1..max_key bytes. The caller ensured keys_cap >= at + 3 * max_key
- * + 8 and k16_cap >= max_key + 2.
+ * key of 1..max_key bytes. The caller ensured keys_cap >= at +
+ * KEY_ROOM(max_key) and k16_cap >= max_key + 2 (and >= 16).
  */
 int lnode_key_arg(napi_env env, const struct handle *h, napi_value v, size_t at, const void **key,
 		  size_t *len)
@@ -265,7 +292,9 @@ int lnode_key_arg(napi_env env, const struct handle *h, napi_value v, size_t at,
 	if (st == napi_ok) {
 		if (units > h->max_key)
 			goto fail_long;
-		*len = utf16_to_utf8(ed->k16, units, (uint8_t *)ed->keys + at);
+		*len = ascii16(ed->k16, units, (uint8_t *)ed->keys + at)
+			       ? units
+			       : utf16_to_utf8(ed->k16, units, (uint8_t *)ed->keys + at);
 		*key = ed->keys + at;
 	} else if (st == napi_string_expected && lnode_view_bytes(env, v, &data, len)) {
 		*key = data;
@@ -287,19 +316,6 @@ fail_long:
 	lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE", "key is longer than maxKeyBytes (%zu)",
 		    h->max_key);
 	return 0;
-}
-
-/* The single-key prologue: the handle, its key, and argv[1..]. */
-int lnode_single_key(napi_env env, napi_callback_info info, size_t want, napi_value *argv,
-		     struct handle **hp, const void **key, size_t *len)
-{
-	size_t argc = want;
-	struct handle *h;
-
-	if (napi_get_cb_info(env, info, &argc, argv, NULL, (void **)&h) != napi_ok)
-		return 0;
-	*hp = h;
-	return lnode_handle_open(env, h) && lnode_key_arg(env, h, argv[0], 0, key, len);
 }
 
 /*

@@ -44,6 +44,9 @@ enum value_tag {
 #define EXPECTED_DEFAULT 4096u /* the index's sizing hint without `max` (the engine's default) */
 #define K16_VALUES 4096u       /* string values up to this many units go the UTF-16 way */
 #define IN_PLACE SIZE_MAX      /* batch_offs: a Buffer key, read where it is */
+/* Room for one encoded key in ed->keys: 3 bytes per unit, or the 16-byte store of
+ * the short ASCII path (args.c, ascii16), whichever is more, and the slack. */
+#define KEY_ROOM(max_key) (3u * (max_key) + 16u)
 
 struct handle;
 struct cursor;
@@ -101,13 +104,38 @@ napi_value lnode_throw_nomem(napi_env env);
 
 /* args.c: buffers, arguments, results. Those returning int return 0 after throwing. */
 int lnode_grow(void *bufp, size_t *cap, size_t need, size_t elem);
-int lnode_handle_open(napi_env env, const struct handle *h);
+/* Throws ERR_LARDER_CLOSED or ERR_LARDER_REENTRANT for a handle lnode_handle_open refuses. */
+int lnode_handle_unusable(napi_env env, const struct handle *h);
 struct handle *lnode_bare_handle(napi_env env, napi_callback_info info, size_t *argc,
 				 napi_value *argv);
-int lnode_single_key(napi_env env, napi_callback_info info, size_t want, napi_value *argv,
-		     struct handle **hp, const void **key, size_t *len);
 int lnode_key_arg(napi_env env, const struct handle *h, napi_value v, size_t at, const void **key,
 		  size_t *len);
+
+/*
+ * The check every operation starts with: the handle is open, and no mget or
+ * mset of this thread is reading array elements (an element's getter that
+ * called back into larder would reuse the buffers that call is filling).
+ * Inline, as is the single-key prologue below: a get crosses one call of
+ * the binding's fewer (callgrind: docs/node.md).
+ */
+static inline int lnode_handle_open(napi_env env, const struct handle *h)
+{
+	if (__builtin_expect(h->cache != NULL && !h->ed->reading_elements, 1))
+		return 1;
+	return lnode_handle_unusable(env, h);
+}
+
+/* The single-key prologue: the handle, its key, and argv[1..]. */
+static inline int lnode_single_key(napi_env env, napi_callback_info info, size_t want,
+				   napi_value *argv, struct handle **hp, const void **key,
+				   size_t *len)
+{
+	size_t argc = want;
+
+	if (napi_get_cb_info(env, info, &argc, argv, NULL, (void **)hp) != napi_ok)
+		return 0;
+	return lnode_handle_open(env, *hp) && lnode_key_arg(env, *hp, argv[0], 0, key, len);
+}
 int lnode_value_arg(napi_env env, const struct handle *h, napi_value v, napi_value tagv, size_t at,
 		    size_t *len);
 int lnode_ttl_arg(napi_env env, napi_value v, uint64_t *ttl_ms);

@@ -192,6 +192,7 @@ struct batch_out {
 	int32_t *meta;
 	int ascii; /* every value so far carries TAG_ASCII */
 	int text;  /* every value so far is a string or JSON value (UTF-8 text) */
+	int json;  /* some value so far is a JSON value (index.js parses those) */
 };
 
 static void batch_copy(void *ctx, size_t index, const void *value, size_t value_len)
@@ -202,7 +203,9 @@ static void batch_copy(void *ctx, size_t index, const void *value, size_t value_
 	b->meta[index] = (int32_t)value_len;
 	if (value_len == 0 || !(*(const uint8_t *)value & TAG_ASCII))
 		b->ascii = 0;
-	if (kind != TAG_STRING && kind != TAG_JSON)
+	if (kind == TAG_JSON)
+		b->json = 1;
+	else if (kind != TAG_STRING)
 		b->text = 0;
 	if (b->used + value_len <= b->cap)
 		memcpy(b->out + b->used, value, value_len);
@@ -454,7 +457,7 @@ static int batch_keys_each(napi_env env, const struct handle *h, napi_value arr,
 	for (i = 0; i < n; i++) {
 		const void *key;
 
-		if (!lnode_grow(&ed->keys, &ed->keys_cap, at + 3 * h->max_key + 8, 1)) {
+		if (!lnode_grow(&ed->keys, &ed->keys_cap, at + KEY_ROOM(h->max_key), 1)) {
 			lnode_throw_nomem(env);
 			return -1;
 		}
@@ -488,7 +491,9 @@ static int batch_keys_each(napi_env env, const struct handle *h, napi_value arr,
  * value found is a string or JSON value, the whole packed region as one
  * string (index.js takes substrings, which V8 makes without copying): made
  * as Latin-1 when every writer tagged its value TAG_ASCII, else as UTF-8
- * with meta[i] in UTF-16 units (batch_text_utf8); else the number found.
+ * with meta[i] in UTF-16 units (batch_text_utf8), and meta[n] = 1 when some
+ * of them is a JSON value, 0 when all are strings (index.js then cuts them
+ * without looking at their tags); else the number found.
  */
 napi_value lnode_op_mget(napi_env env, napi_callback_info info)
 {
@@ -507,7 +512,7 @@ napi_value lnode_op_mget(napi_env env, napi_callback_info info)
 	ed = h->ed;
 	if (napi_get_array_length(env, argv[0], &n) != napi_ok)
 		return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "keys must be an array");
-	if (n > ed->meta_cap)
+	if (n >= ed->meta_cap) /* meta[n] too: index.js grows it first */
 		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER",
 				   "larder: mget scratch not registered");
 	if (n == 0)
@@ -536,6 +541,7 @@ napi_value lnode_op_mget(napi_env env, napi_callback_info info)
 		return lnode_throw_larder(env, h, (int)found, 0);
 	if (b.used > b.cap)
 		return lnode_make_double(env, -(double)b.used);
+	ed->meta[n] = b.json;
 	if (b.used > 0 && b.ascii) {
 		napi_create_string_latin1(env, (const char *)b.out, b.used, &r);
 		return r;

@@ -46,6 +46,22 @@ test('Buffer, Uint8Array and other views come back as Buffer copies', () => {
   c.close();
 });
 
+test('a Buffer value from get is its own copy: later calls and writes to it change nothing else', () => {
+  const c = open();
+  c.set('a', Buffer.from([1, 2, 3]));
+  c.set('b', Buffer.from([9, 9, 9, 9]));
+  const a = c.get('a');
+  assert.ok(Buffer.isBuffer(a));
+  assert.deepEqual(c.get('b'), Buffer.from([9, 9, 9, 9]));
+  c.peek('b');
+  c.set('c', 'a string through the scratch');
+  c.get('c');
+  assert.deepEqual(a, Buffer.from([1, 2, 3]), 'not a view of the scratch');
+  a.fill(0);
+  assert.deepEqual(c.get('a'), Buffer.from([1, 2, 3]), 'writing the copy leaves the cache');
+  c.close();
+});
+
 test('objects through JSON by default, v8 or a custom serializer', () => {
   const c = open();
   const v = { a: 1, b: [1, 2, { c: 'x' }], d: null };

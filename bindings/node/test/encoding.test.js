@@ -1,12 +1,13 @@
 'use strict';
 /*
- * The addon's own UTF-16 -> UTF-8 encoder (keys and short string values,
- * eight and four ASCII units at a time, then one unit at a time) and the
+ * The addon's own UTF-16 -> UTF-8 encoder (an ASCII key of up to 16 units
+ * in one step; keys and short string values eight and four ASCII units at
+ * a time, then one unit at a time) and the
  * ASCII flag a writer puts in a string value's tag (a get then makes the
  * string with V8's one-byte path, an mget of such values returns one
  * string; string and JSON values not all ASCII come back as one string cut
  * by UTF-16 units): every character class
- * at every position around the encoder's 4- and 8-unit blocks must give
+ * at every position around the encoder's 4-, 8- and 16-unit blocks must give
  * Node's own UTF-8 bytes and come back intact.
  */
 const test = require('node:test');
@@ -21,7 +22,7 @@ function variants() {
   for (let len = 1; len <= 26; len++) {
     out.push('a'.repeat(len));
     for (const ch of SPECIALS) {
-      for (const at of [0, 1, 3, 4, 7, 8, 9, 15, 16, len - 1]) {
+      for (const at of [0, 1, 3, 4, 7, 8, 9, 12, 15, 16, len - 1]) {
         if (at < 0 || at >= len) continue;
         out.push('k'.repeat(at) + ch + 'z'.repeat(Math.max(0, len - at - 1)));
       }

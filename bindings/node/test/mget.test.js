@@ -5,7 +5,8 @@
  * string, Latin-1 or UTF-8; per-value decoding; joined or per-element keys)
  * the batch takes. Random batches over every value type, misses, expired
  * entries, repeated keys, and batches larger than the addon's scratch and
- * length array.
+ * length array. Buffer values of a batch are views of one copy of its
+ * bytes: each holds its own bytes, and no later call changes them.
  */
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -82,6 +83,48 @@ test(`mget returns what a loop of get returns: every value type, misses, repeats
   // Buffer keys beside string keys, and every key a miss.
   assertSameAsGets(c, [Buffer.from('key-1'), 'key-2', new Uint8Array(Buffer.from('key-4'))], 'view keys');
   assertSameAsGets(c, Array.from({ length: 1200 }, (_, i) => `absent-${i}`), 'all misses');
+  c.close();
+});
+
+test('a batch string of strings alone is cut without parsing; with a JSON value among them, that one is parsed', () => {
+  const c = new LarderCache({ maxSize: 16 << 20 });
+  // Strings that are JSON texts must come back as those strings, in either batch string.
+  const strings = ['{"a":1}', '[1,2]', '3', 'plain', '"q"', 'żółw {"b":2}', 'null'];
+  strings.forEach((v, i) => c.set(`s${i}`, v));
+  c.set('json', { a: 1 });
+  c.set('jsonUtf8', { ż: 'ł' });
+  const ascii = strings.slice(0, 5);
+  const keys = (vs) => vs.map((v) => `s${strings.indexOf(v)}`);
+  for (const vs of [ascii, strings]) {
+    assert.deepEqual(c.mget([...keys(vs), 'missing']), [...vs, undefined]);
+    assert.deepEqual(c.mget([...keys(vs), 'json']), [...vs, { a: 1 }]);
+    assert.deepEqual(c.mget(['jsonUtf8', ...keys(vs)]), [{ ż: 'ł' }, ...vs]);
+  }
+  c.close();
+});
+
+test('Buffer values of a batch: views of one copy, each its own bytes, untouched by later calls', () => {
+  const c = new LarderCache({ maxSize: 16 << 20 });
+  const vals = [Buffer.from([1, 2, 3]), Buffer.alloc(0), Buffer.alloc(300, 9), new Uint8Array([7])];
+  vals.forEach((v, i) => c.set(`b${i}`, v));
+  c.set('s', 'str');
+  c.set('j', { j: 1 });
+  const keys = ['s', 'b0', 'missing', 'b1', 'j', 'b2', 'b3'];
+  const want = ['str', Buffer.from([1, 2, 3]), undefined, Buffer.alloc(0), { j: 1 }, Buffer.alloc(300, 9), Buffer.from([7])];
+  const first = c.mget(keys);
+  assert.deepEqual(first, want);
+  for (const i of [1, 3, 5, 6]) assert.ok(Buffer.isBuffer(first[i]));
+  // Writing one value changes neither its neighbours nor the cache.
+  first[1].fill(0xee);
+  assert.deepEqual(first[5], Buffer.alloc(300, 9));
+  assert.deepEqual(first[6], Buffer.from([7]));
+  assert.deepEqual(c.get('b0'), Buffer.from([1, 2, 3]));
+  // Later batches, gets and writes through the scratch leave them as they were.
+  c.set('b2', Buffer.alloc(300, 1));
+  assert.deepEqual(c.mget(['b2', 'b3', 'b0']), [Buffer.alloc(300, 1), Buffer.from([7]), Buffer.from([1, 2, 3])]);
+  c.get('b2');
+  assert.deepEqual(first[5], Buffer.alloc(300, 9));
+  assert.deepEqual(first[6], Buffer.from([7]));
   c.close();
 });
 
