@@ -5,8 +5,8 @@
  * Resizing (TABLE-X3), one home h of the old table t at a time, by the maintainer:
  *   1. lock h (writers of h now wait; readers go on);
  *   2. copy every entry whose home is h (found on h's probe path, by
- *      re-hashing the key) into t->next. Growing, its new home is 2h or
- *      2h + 1, which no other old home feeds, and no writer can reach it
+ *      re-hashing the key) into t->next. Growing by 2^k, its new home is
+ *      one of h x 2^k .. h x 2^k + 2^k - 1, which no other old home feeds, and no writer can reach it
  *      while h is locked, so no lock is needed there. Shrinking, its new home
  *      is h >> k, shared with the 2^k - 1 other homes of its group, whose
  *      writers are there already if those homes moved before h: the new home
@@ -279,10 +279,10 @@ static int resize_begin(struct larder__table *t, uint64_t buckets)
 	return 0;
 }
 
-int larder__table_grow_begin(struct larder__table *t)
+int larder__table_grow_begin(struct larder__table *t, unsigned k)
 {
-	/* TABLE-X3 holds: a multiple of 64, doubled, is not rounded again. */
-	return resize_begin(t, (t->last + 1) * 2);
+	/* TABLE-X3 holds: a multiple of 64 times 2^k is not rounded again. */
+	return resize_begin(t, (t->last + 1) << k);
 }
 
 int larder__table_shrink_begin(struct larder__table *t, unsigned k)
