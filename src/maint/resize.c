@@ -245,9 +245,8 @@ static void reserve(struct larder *c, struct larder__thread *self, uint64_t entr
 
 void larder__bulk_begin(struct larder *c, uint64_t entries)
 {
-	/* R-BULK: relaxed; the maintainer reads it at its pass's start (A-BULK)
-	 * and shrinks nothing while it is not 0. Only the count matters: the
-	 * writes it covers have not begun. */
+	/* Relaxed: only the count matters (the maintainer shrinks nothing while
+	 * it is not 0), and the writes it covers have not begun. */
 	atomic_fetch_add_explicit(&c->bulk_writers, 1, LARDER__RELAXED);
 	struct larder__thread *self = larder__thread_self();
 	/* A maintainer thread waits for no pass (core/cache.c, wait_pass). */
