@@ -37,7 +37,11 @@
  *   - a load into a cache whose index was sized for 64 entries (SNAP-L6):
  *     it ends, the index grown for the records before the writes (fewer
  *     growths than doubling takes), none shrunk meanwhile, nothing
- *     evicted, every entry its key's.
+ *     evicted, every entry its key's;
+ *   - SNAP-L6's parts alone: a bulk writer's ask grows the index at once;
+ *     after a clear, an ask without waiting grows the fresh table for what
+ *     is left, not for the whole; no sparse table shrinks until the bulk
+ *     writer ends, and it does then.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -54,7 +58,9 @@
 #include "core/snapshot.h"
 #include "core/testing.h"
 #include "harness.h"
+#include "index/table.h"
 #include "maint/handle.h"
+#include "maint/maintainer.h"
 
 #define KiB ((uint64_t)1024)
 #define MiB (1024 * KiB)
@@ -989,6 +995,54 @@ static void test_snapshot_load_undersized_index(void)
 	unlink(path);
 }
 
+/* Polls until the index has at least `slots` slots; false past the deadline. */
+static int index_reaches(larder *c, uint64_t slots)
+{
+	uint64_t deadline = th_now_ms() + 60000u * TH_SLOW;
+	while (th_stat(c, LARDER_STAT_INDEX_SLOTS) < slots && th_now_ms() < deadline)
+		(void)larder__test_quiesce(c, 100); /* a pass or more; its result is polled */
+	return th_stat(c, LARDER_STAT_INDEX_SLOTS) >= slots;
+}
+
+/*
+ * SNAP-L6 without a file: larder__bulk_begin() for 50,000 entries grows an
+ * index of 64 buckets for them in one growth (it waits for it, but at most
+ * 2 s: the test polls); after a clear, an ask for the
+ * 20,000 left (larder__bulk_reserve, the loaders' ask every RESERVE_EVERY
+ * batches) grows the fresh table for those, not for 50,000; while the bulk
+ * writer is counted that empty table is not shrunk, and once it ends, it is.
+ */
+static void test_snapshot_reserve_parts(void)
+{
+	larder_config *cfg = th_config(64 * MiB);
+	REQUIRE(cfg != NULL);
+	REQUIRE(larder_config_set_expected_entries(cfg, 64) == LARDER_OK);
+	larder *c = th_open(cfg);
+	REQUIRE(c != NULL);
+	larder__test_index_floor(c, 64); /* the empty first table shrinks to 64 buckets */
+	CHECK_EQ(th_quiesce(c, 60000), 0);
+	larder__bulk_begin(c, 50000);
+	CHECK(index_reaches(c, larder__table_buckets_for(50000) * LARDER__BUCKET_SLOTS));
+	CHECK_EQ(th_stat(c, LARDER_STAT_INDEX_RESIZES), 1);
+	CHECK_RC(larder_clear(c), LARDER_OK); /* a fresh table of the first size */
+	CHECK_LT(th_stat(c, LARDER_STAT_INDEX_SLOTS), larder__table_buckets_for(20000) *
+							   LARDER__BUCKET_SLOTS);
+	larder__bulk_reserve(c, 20000);
+	CHECK(index_reaches(c, larder__table_buckets_for(20000) * LARDER__BUCKET_SLOTS));
+	CHECK_LT(th_stat(c, LARDER_STAT_INDEX_SLOTS),
+		 larder__table_buckets_for(50000) * LARDER__BUCKET_SLOTS);
+	const uint64_t reserved = th_stat(c, LARDER_STAT_INDEX_SLOTS);
+	uint64_t shrinks = th_stat(c, LARDER_STAT_INDEX_SHRINKS);
+	CHECK_EQ(th_quiesce(c, 60000), 0); /* passes that would shrink the empty table */
+	CHECK_EQ(th_stat(c, LARDER_STAT_INDEX_SHRINKS), shrinks);
+	CHECK_EQ(th_stat(c, LARDER_STAT_INDEX_SLOTS), reserved);
+	larder__bulk_end(c);
+	CHECK_EQ(th_quiesce(c, 60000), 0);
+	CHECK_EQ(th_stat(c, LARDER_STAT_INDEX_SHRINKS), shrinks + 1);
+	CHECK_LT(th_stat(c, LARDER_STAT_INDEX_SLOTS), reserved);
+	larder_close(c);
+}
+
 int main(int argc, char **argv)
 {
 	snprintf(dir, sizeof(dir), "%s/larder-snap-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -1011,6 +1065,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_load_alloc_fails),
 		TH_TEST(test_snapshot_repeated_keys),
 		TH_TEST(test_snapshot_load_undersized_index),
+		TH_TEST(test_snapshot_reserve_parts),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
 	rmdir(dir);
