@@ -6,8 +6,9 @@
  *   1. lock h (writers of h now wait; readers go on);
  *   2. copy every entry whose home is h (found on h's probe path, by
  *      re-hashing the key) into t->next. Growing by 2^k, its new home is
- *      one of h x 2^k .. h x 2^k + 2^k - 1, which no other old home feeds, and no writer can reach it
- *      while h is locked, so no lock is needed there. Shrinking, its new home
+ *      one of h x 2^k .. h x 2^k + 2^k - 1, which no other old home feeds,
+ *      and no writer can reach it while h is locked, so no lock is needed
+ *      there. Shrinking, its new home
  *      is h >> k, shared with the 2^k - 1 other homes of its group, whose
  *      writers are there already if those homes moved before h: the new home
  *      is locked for the copy (after h: writers hold one lock at a time, so
@@ -216,7 +217,8 @@ larder__atomic_u64 *larder__table_find_from_locked(struct larder__table *t,
 		/* Acquire: another home's slot may have just been published
 		 * (R-SLOT), as in probe_from(). */
 		uint64_t w = atomic_load_explicit(slot, LARDER__ACQUIRE);
-		if ((w & LARDER__SLOT_TAG_MASK) != tag || (w & LARDER__SLOT_PTR_MASK) <= LARDER__SLOT_MARKER)
+		if ((w & LARDER__SLOT_TAG_MASK) != tag ||
+		    (w & LARDER__SLOT_PTR_MASK) <= LARDER__SLOT_MARKER)
 			continue; /* empty, a marker, or changed since the hint */
 		if (larder__entry_key_equals(larder__slot_entry(w), key, key_len))
 			return slot;
