@@ -100,6 +100,14 @@ struct larder {
 	larder__atomic_u32 room_seq;
 	larder__atomic_u32 room_waiters;
 	larder__atomic_uptr grow_wanted; /* a table where a writer found no free slot in reach */
+	/* SNAP-L6 (maint/resize.c): a bulk writer's reserve, the table it asks to
+	 * grow and the entries it should hold (hints, like grow_wanted; the
+	 * maintainer clears reserve_table once it answered, R-RESV/A-RESV),
+	 * and how many bulk writers run (the maintainer shrinks no table while
+	 * one does; R-BULK/A-BULK). */
+	larder__atomic_uptr reserve_table;
+	larder__atomic_u64 reserve_entries;
+	larder__atomic_u32 bulk_writers;
 
 	larder__atomic_u32 maint_sleeping __attribute__((aligned(64)));
 	larder__atomic_u64 maint_wake_at; /* cache clock, ms; published by WAKE-W4 with MAINT_LAZY */

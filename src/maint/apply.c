@@ -43,6 +43,7 @@ uint64_t larder__maint_entry_hash(void *ctx, const struct larder__entry *e)
 struct sized {
 	struct larder__entry *e;
 	unsigned flags;
+	unsigned sclass; /* the slot's size class, or LARDER__EV_NO_CLASS: from bytes */
 	size_t bytes, charge;
 };
 
@@ -50,7 +51,22 @@ static inline __attribute__((always_inline)) struct sized sized_of(struct larder
 {
 	unsigned flags = larder__entry_flags(e);
 	size_t bytes = larder__entry_bytes(flags, e->key_len, e->value_len);
-	return (struct sized){ e, flags, bytes, larder__slab_charge(bytes) };
+	return (struct sized){ e, flags, LARDER__EV_NO_CLASS, bytes, larder__slab_charge(bytes) };
+}
+
+/* sized_of() with the size class an insert's event carries (the writer
+ * computed it for the charge), as apply_overwrite() takes it: the class
+ * is not derived from the sizes twice more (for the charge and for the
+ * slab's live count). */
+static inline __attribute__((always_inline)) struct sized sized_of_class(struct larder__entry *e,
+									 unsigned sclass)
+{
+	if (sclass == LARDER__EV_NO_CLASS)
+		return sized_of(e);
+	unsigned flags = larder__entry_flags(e);
+	return (struct sized){ e, flags, sclass,
+			       larder__entry_bytes(flags, e->key_len, e->value_len),
+			       larder__sizeclass_slot(sclass) };
 }
 
 /* Counts e, neither counted nor dead, in the live totals. */
@@ -60,7 +76,10 @@ static inline void account_new(struct larder__maint *m, const struct sized *s)
 	e->mbits |= LARDER__MBITS_COUNTED;
 	if (s->flags & LARDER__ENTRY_TTL)
 		larder__maint_wheel_track(m, e);
-	larder__slab_note_live(&m->cache->slab, e, s->bytes);
+	if (s->sclass != LARDER__EV_NO_CLASS)
+		larder__slab_note_live_class(&m->cache->slab, e, s->sclass);
+	else
+		larder__slab_note_live(&m->cache->slab, e, s->bytes);
 	m->live_count++;
 	m->live_bytes += s->charge;
 }
@@ -202,7 +221,7 @@ static void apply_batch(struct larder__maint *m, struct larder__event_batch *bat
 		struct larder__entry *b = ev->b;
 		if (ev->kind == LARDER__EV_INSERT &&
 		    !(b->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD))) {
-			struct sized s = sized_of(b);
+			struct sized s = sized_of_class(b, ev->sclass);
 			account(m, &s);
 			run[n++] = (struct larder__policy_new){ b, ev->hash, s.charge };
 			continue;

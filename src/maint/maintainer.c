@@ -160,6 +160,9 @@ static uint64_t maint_pass(struct larder__maint *m)
 	 * after the caller read pass_seq sees everything posted before the call. */
 	atomic_thread_fence(LARDER__SEQ_CST);
 	larder__maint_bump(m, LARDER_STAT_MAINT_PASSES, 1);
+	/* A-BULK: acquire, pairs with R-BULK in larder__bulk_end(): a count
+	 * seen fallen means this pass's drain sees the bulk writer's events. */
+	m->bulk_seen = atomic_load_explicit(&c->bulk_writers, LARDER__ACQUIRE);
 
 	int batch_ready = m->waiting && larder__gp_poll(m->waiting_token);
 	int gen_ready = m->gens && larder__gp_poll(m->gens->retire_token);

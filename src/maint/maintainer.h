@@ -37,6 +37,18 @@ void larder__maint_wake(struct larder *cache, struct larder__handle *posted, uin
 /* Wakes the maintainer and waits up to 1 ms for one of its passes
  * (larder_flush and the test seams; maint/flush.c). */
 void larder__maint_await_pass(struct larder *cache);
+/*
+ * A bulk writer (larder_load; SNAP-L6 in core/snapshot.c, maint/resize.c):
+ * larder__bulk_begin() counts it (no index shrinks while any runs) and asks
+ * for an index that holds `entries`, waiting a bounded time for the growth;
+ * larder__bulk_reserve() asks again without waiting (after a clear, the
+ * fresh table needs it); larder__bulk_end() ends the count. Caller thread,
+ * outside read sections (inside one, or on the maintainer's thread, only
+ * the count is kept).
+ */
+void larder__bulk_begin(struct larder *cache, uint64_t entries);
+void larder__bulk_reserve(struct larder *cache, uint64_t entries);
+void larder__bulk_end(struct larder *cache);
 /* Bytes freed so far (only grows). */
 uint64_t larder__maint_freed_bytes(struct larder *cache);
 /* Adds the maintainer's counters to values[] (larder_stats). */

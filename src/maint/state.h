@@ -72,6 +72,7 @@ struct larder__maint {
 	struct larder__policy *policy;
 	int hits_keep_awake; /* hit samples alone are work (maint_pass) */
 	int trickle;         /* the last pass may be followed by a lazy sleep (maint_pass) */
+	uint32_t bulk_seen;  /* bulk writers running at the pass's start (A-BULK; SNAP-L6) */
 	int staging;         /* the last pass staged wheel timers ahead (maint/evict.c) */
 	uint64_t live_count, live_bytes;
 	struct larder__entry *collect; /* retired, grace period not started */
