@@ -38,7 +38,7 @@ static void thread_exit(void *arg)
 		t->nodes = n->next;
 		for (struct live_cache *c = live_caches; c; c = c->next) {
 			if (c->id == n->cache_id) {
-				larder__cache_orphan_handle(c->cache, n->handle);
+				larder__cache_orphan_handle(n->handle);
 				break;
 			}
 		}

@@ -82,13 +82,13 @@ void larder__maint_wheel_track(struct larder__maint *m, struct larder__entry *e)
 /* ---- Eviction -------------------------------------------------------------- */
 
 /* Unlinks e from the current index if it is still there; 0 if it was not. */
-static int unlink_current(struct larder *c, struct larder__entry *e)
+static int unlink_current(struct larder__maint *m, struct larder__entry *e)
 {
-	uint64_t hash = larder__maint_entry_hash(c, e);
+	uint64_t hash = larder__maint_entry_hash(m->cache, e);
 	struct larder__table *t;
 	/* A-ROOT: acquire, pairs with R-ROOT (clear, growth end). */
 	struct larder__table *root =
-		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
+		(struct larder__table *)atomic_load_explicit(&m->shard->table, LARDER__ACQUIRE);
 	struct larder__bucket *home = larder__table_lock(root, hash, &t);
 	larder__atomic_u64 *slot =
 		larder__table_find_from_locked(t, home, hash, larder__entry_key(e),
@@ -120,7 +120,7 @@ uint64_t larder__maint_evict(struct larder__maint *m)
 		e->mbits &= (uint8_t)~LARDER__MBITS_QUEUED;
 		n++;
 		/* Not found: a pending event or a cleared table will retire it. */
-		if (unlink_current(c, e))
+		if (unlink_current(m, e))
 			larder__maint_retire(m, e,
 					     victim_expired(c, e) ? LARDER_CAUSE_EXPIRED
 								 : LARDER_CAUSE_EVICTED,
@@ -148,7 +148,7 @@ static void on_due(void *ctx, struct larder__wheel_link *link, uint32_t id)
 		return;
 	}
 	/* Not found: replaced or removed meanwhile; that event retires it. */
-	if (unlink_current(m->cache, e))
+	if (unlink_current(m, e))
 		larder__maint_retire(m, e, LARDER_CAUSE_EXPIRED, 1);
 }
 

@@ -28,9 +28,15 @@ void larder__maint_free_tables(struct larder__maint *m)
 	}
 }
 
+/* The migration's callbacks (ctx: the maintainer). */
+static uint64_t migrating_hash(void *ctx, const struct larder__entry *e)
+{
+	return larder__maint_entry_hash(((struct larder__maint *)ctx)->cache, e);
+}
+
 static void drop_migrating(void *ctx, struct larder__entry *e)
 {
-	larder__maint_retire(((struct larder *)ctx)->maint, e, LARDER_CAUSE_EVICTED, 1);
+	larder__maint_retire(ctx, e, LARDER_CAUSE_EVICTED, 1);
 }
 
 /*
@@ -46,7 +52,7 @@ int larder__maint_migrate(struct larder__maint *m, struct larder__table *t, size
 	struct larder *c = m->cache;
 	struct larder__entry *before = m->collect;
 	m->migrating = 1;
-	int done = larder__table_migrate(t, homes, larder__maint_entry_hash, drop_migrating, c);
+	int done = larder__table_migrate(t, homes, migrating_hash, drop_migrating, m);
 	m->migrating = 0;
 	for (struct larder__entry *e = m->collect; c->listener && e != before; e = e->retired_next)
 		larder__maint_call_listener(m, e, LARDER_CAUSE_EVICTED);
@@ -89,13 +95,13 @@ static int shrink_begin(struct larder__maint *m, struct larder__table *root)
 int larder__maint_resize(struct larder__maint *m)
 {
 	LARDER__MAINT_OWNER(m);
-	struct larder *c = m->cache;
+	struct larder__shard *s = m->shard;
 	struct larder__table *root = (struct larder__table *)atomic_load_explicit(
-		&c->table, LARDER__ACQUIRE); /* A-ROOT */
+		&s->table, LARDER__ACQUIRE); /* A-ROOT */
 	if (!m->growing) {
 		/* Relaxed: a hint. An ask about a table resized out of since
 		 * (a writer that failed during that resize) is stale. */
-		uintptr_t asked = atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED);
+		uintptr_t asked = atomic_exchange_explicit(&s->grow_wanted, 0, LARDER__RELAXED);
 		if (asked == (uintptr_t)root || larder__table_over_load(root, root_entries(m))) {
 			if (larder__table_grow_begin(root) != 0)
 				return 0; /* no memory: writers keep probing the current table */
@@ -113,7 +119,7 @@ int larder__maint_resize(struct larder__maint *m)
 	 * finishing this resize answers it; another would double a table that
 	 * is not full (a writer still stuck asks again). */
 	if (root_entries(m) * 5 > larder__table_slots(next) * 3 ||
-	    atomic_exchange_explicit(&c->grow_wanted, 0, LARDER__RELAXED) != 0) /* a hint */
+	    atomic_exchange_explicit(&s->grow_wanted, 0, LARDER__RELAXED) != 0) /* a hint */
 		chunk = SIZE_MAX;
 	if (!larder__maint_migrate(m, t, chunk))
 		/* A shrink's passes follow one another at once (as busy as
@@ -127,7 +133,7 @@ int larder__maint_resize(struct larder__maint *m)
 	/* R-ROOT: release, the new table's contents before readers that load
 	 * the root (A-ROOT). Fails only if a clear swapped t out: then the
 	 * cleared generation owns t and next. */
-	if (atomic_compare_exchange_strong_explicit(&c->table, &expect, (uintptr_t)next,
+	if (atomic_compare_exchange_strong_explicit(&s->table, &expect, (uintptr_t)next,
 						    LARDER__RELEASE, LARDER__RELAXED)) {
 		t->retire_token = larder__gp_start();
 		t->retire_next = m->tables;
