@@ -57,7 +57,10 @@
 
 struct op {
 	struct larder__thread *thread;
-	struct larder__handle *handle;
+	/* The thread's, one per shard: its node's array (core/thread.h), which
+	 * a nested call on another cache (a callback's) leaves in place. */
+	struct larder__handle *const *handles;
+	struct larder__handle *handle;         /* handles[] of the key's shard (op_route) */
 	uint64_t now_ms; /* cache clock, read at most once per operation */
 	int have_now;
 	int have_coarse;
@@ -87,13 +90,21 @@ static inline int op_begin(larder *c, struct op *op)
 	op->thread = larder__thread_self();
 	if (__builtin_expect(!op->thread, 0))
 		return LARDER_ENOMEM;
-	op->handle = larder__thread_handle(op->thread, c, c->id);
-	if (__builtin_expect(!op->handle, 0))
+	op->handles = larder__thread_handles(op->thread, c, c->id);
+	if (__builtin_expect(!op->handles, 0))
 		return LARDER_ENOMEM;
 	op->have_now = 0;
 	op->now_ms = 0;
 	op->have_coarse = 0;
 	return LARDER_OK;
+}
+
+/* The shard of a key of this hash (its index), and the thread's handle for it. */
+static inline unsigned op_route(larder *c, struct op *op, uint64_t hash)
+{
+	unsigned k = larder__shard_index(c, hash);
+	op->handle = op->handles[k];
+	return k;
 }
 
 static inline void op_enter(struct op *op)
@@ -126,12 +137,17 @@ static inline uint64_t op_coarse_bound(larder *c, struct op *op)
 	return op->coarse_ms + c->coarse_margin_ms;
 }
 
+/* The index root of shard k. */
+static inline struct larder__table *root_at(larder *c, unsigned k)
+{
+	/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
+	return (struct larder__table *)atomic_load_explicit(&c->root[k], LARDER__ACQUIRE);
+}
+
 /* The index root of the shard that holds keys of this hash. */
 static inline struct larder__table *root_rcu(larder *c, uint64_t hash)
 {
-	/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
-	return (struct larder__table *)atomic_load_explicit(&larder__shard_of(c, hash)->table,
-							    LARDER__ACQUIRE);
+	return root_at(c, larder__shard_index(c, hash));
 }
 
 /*
@@ -340,6 +356,7 @@ static __attribute__((noinline)) int read_general(larder *c, const void *key, si
 	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
 	uint64_t hash = larder__hash(c->seed, key, key_len);
+	op_route(c, &op, hash);
 	op_enter(&op);
 	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
 	rc = LARDER_MISS;
@@ -360,21 +377,22 @@ static __attribute__((noinline)) int read_general(larder *c, const void *key, si
 /*
  * The rest of a fast-path get that found an entry with a deadline or a
  * compressed value (deadline_passed() says no for one without), out of
- * line (a tail call: six arguments, so the section's token is passed and the
- * handle is found again as the thread's last one, which it still is).
+ * line (a tail call: six arguments, so the key's handle is passed and the
+ * cache is found again through its shard).
  */
-static __attribute__((noinline)) int get_access_hit(larder *c, struct larder__entry *e,
-						    void *buf, size_t buf_len, size_t *value_len,
-						    uint64_t outer);
+static __attribute__((noinline)) int get_access_hit(struct larder__handle *h,
+						    struct larder__entry *e, void *buf,
+						    size_t buf_len, size_t *value_len, uint64_t outer);
 
-static __attribute__((noinline)) int get_deadline_hit(larder *c, struct larder__entry *e,
-						      void *buf, size_t buf_len,
-						      size_t *value_len, uint64_t outer)
+static __attribute__((noinline)) int get_deadline_hit(struct larder__handle *h,
+						      struct larder__entry *e, void *buf,
+						      size_t buf_len, size_t *value_len,
+						      uint64_t outer)
 {
+	larder *c = h->shard->cache;
 	if (__builtin_expect(c->access_ttl_ms != 0, 0))
-		return get_access_hit(c, e, buf, buf_len, value_len, outer);
+		return get_access_hit(h, e, buf, buf_len, value_len, outer);
 	struct larder__thread *t = larder__tls;
-	struct larder__handle *h = t->last_handle;
 	int rc = deadline_passed(c, NULL, e) ? LARDER_MISS
 					     : get_copy(c, h, e, larder__entry_flags_raw(e),
 							buf, buf_len, value_len);
@@ -386,12 +404,12 @@ static __attribute__((noinline)) int get_deadline_hit(larder *c, struct larder__
 
 /* get_deadline_hit() in an expire-after-access cache: one set of clock
  * readings serves the expiry check and the extension. */
-static __attribute__((noinline)) int get_access_hit(larder *c, struct larder__entry *e,
-						    void *buf, size_t buf_len, size_t *value_len,
-						    uint64_t outer)
+static __attribute__((noinline)) int get_access_hit(struct larder__handle *h,
+						    struct larder__entry *e, void *buf,
+						    size_t buf_len, size_t *value_len, uint64_t outer)
 {
+	larder *c = h->shard->cache;
 	struct larder__thread *t = larder__tls;
-	struct larder__handle *h = t->last_handle;
 	struct op op = { .have_now = 0, .have_coarse = 0 };
 	int rc = LARDER_MISS;
 	if (!deadline_passed(c, &op, e)) {
@@ -418,8 +436,9 @@ static __attribute__((noinline)) int get_beyond_home(larder *c, uint64_t hash, c
 						     size_t *value_len, uint64_t outer)
 {
 	struct larder__thread *t = larder__tls;
-	struct larder__handle *h = t->last_handle;
-	uint64_t w = larder__table_lookup_slow_rcu(root_rcu(c, hash), hash, key, key_len);
+	unsigned k = larder__shard_index(c, hash);
+	struct larder__handle *h = t->last_handle[k];
+	uint64_t w = larder__table_lookup_slow_rcu(root_at(c, k), hash, key, key_len);
 	struct larder__entry *e = w ? larder__slot_entry(w) : NULL;
 	if (e && entry_expired(c, NULL, e))
 		e = NULL;
@@ -444,10 +463,11 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 	    __builtin_expect(key_len - 8 > 8 || key_len > c->max_key_bytes, 0) ||
 	    !larder__thread_last_is(t, c->id))
 		return read_general(c, key, key_len, buf, buf_len, value_len, 0);
-	struct larder__handle *h = t->last_handle;
 	uint64_t hash = larder__hash(c->seed, key, key_len);
+	unsigned k = larder__shard_index(c, hash);
+	struct larder__handle *h = t->last_handle[k];
 	uint64_t outer = larder__read_enter(&t->reader);
-	uint64_t w = larder__table_lookup_home_rcu(root_rcu(c, hash), hash, key, key_len);
+	uint64_t w = larder__table_lookup_home_rcu(root_at(c, k), hash, key, key_len);
 	if (__builtin_expect(w == LARDER__LOOKUP_AGAIN, 0))
 		return get_beyond_home(c, hash, key, key_len, buf, buf_len, value_len, outer);
 	int rc = LARDER_MISS;
@@ -457,7 +477,7 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 		/* One test sends both kinds of entries that need more than a
 		 * copy (a deadline, a compressed value) out of line. */
 		if (__builtin_expect(flags & (LARDER__ENTRY_TTL | LARDER__ENTRY_COMPRESSED), 0))
-			return get_deadline_hit(c, e, buf, buf_len, value_len, outer);
+			return get_deadline_hit(h, e, buf, buf_len, value_len, outer);
 		rc = get_copy_raw(h, e, flags, buf, buf_len, value_len);
 	}
 	larder__read_exit(&t->reader, outer);
@@ -484,10 +504,12 @@ static __attribute__((noinline)) int get_with_unpack(larder *c, struct larder__h
 	return LARDER_OK;
 }
 
-READ_BODY int get_with_body(larder *c, struct larder__thread *t, struct larder__handle *h,
-			    const void *key, size_t key_len, larder_read_fn *fn, void *ctx)
+READ_BODY int get_with_body(larder *c, struct larder__thread *t,
+			    struct larder__handle *const *handles, const void *key, size_t key_len,
+			    larder_read_fn *fn, void *ctx)
 {
 	uint64_t hash = larder__hash(c->seed, key, key_len);
+	struct larder__handle *h = handles[larder__shard_index(c, hash)];
 	uint64_t outer = larder__read_enter(&t->reader);
 	struct larder__entry *e = find_live_rcu(c, NULL, hash, key, key_len);
 	int rc = LARDER_MISS;
@@ -518,7 +540,7 @@ static __attribute__((noinline, cold)) int get_with_slow(larder *c, const void *
 		return rc;
 	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
-	return get_with_body(c, op.thread, op.handle, key, key_len, fn, ctx);
+	return get_with_body(c, op.thread, op.handles, key, key_len, fn, ctx);
 }
 
 int larder_get_with(larder *c, const void *key, size_t key_len, larder_read_fn *fn, void *ctx)
@@ -570,6 +592,7 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 		}
 		for (size_t v = 0; v < nvalid; v++) {
 			size_t i = valid[v], k = base + i;
+			op_route(c, &op, hash[i]);
 			struct larder__entry *e = find_live_rcu(c, &op, hash[i], keys[k], key_lens[k]);
 			if (!e) {
 				count_miss(op.handle);
@@ -1073,12 +1096,13 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		op = bulk->op;
 	else if ((rc = op_begin(c, &op)) != LARDER_OK)
 		goto fail_packed;
+	uint64_t hash = bulk ? bulk_hash : larder__hash(c->seed, key, key_len);
+	unsigned k = op_route(c, &op, hash);
+	struct larder__shard *s = &c->shard[k];
 	if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
 		goto fail_packed;
 	uint64_t deadline_ms =
 		(flags & LARDER__ENTRY_TTL) ? deadline_after(c, &op, ttl_ms) : UINT64_MAX;
-	uint64_t hash = bulk ? bulk_hash : larder__hash(c->seed, key, key_len);
-	struct larder__shard *s = larder__shard_of(c, hash);
 	struct larder__entry *e =
 		entry_build(s, &op, key, key_len, value, value_len, flags, bytes, charge, deadline_ms);
 	if (packed) /* copied into e, or not needed; the test saves a call per raw put */
@@ -1094,7 +1118,7 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		/* A-ROOM: a pass that ends after this load wakes us below. */
 		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
 		struct larder__table *t;
-		struct larder__bucket *home = larder__table_lock(root_rcu(c, hash), hash, &t);
+		struct larder__bucket *home = larder__table_lock(root_at(c, k), hash, &t);
 		larder__atomic_u64 *slot = larder__table_find_from_locked(t, home, hash, key, key_len);
 		/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
 		struct larder__entry *old =
@@ -1212,16 +1236,17 @@ static uint64_t charge_left(uint64_t charge_limit, uint64_t charged)
  * CACHE-B3 for a bulk writer: its writes run inside one read section
  * (EV-V7), where a write may not wait for memory. So before the section
  * the thread's credit is topped up to cover the records' plain charges
- * (waiting for them as a write would); a compressed value is stored
- * shorter than its plain bytes (COMPRESS-C1), so it charges no more, and
- * no write in the section finds its credit short.
+ * (waiting for them as a write would), in the handle of each record's
+ * shard; a compressed value is stored shorter than its plain bytes
+ * (COMPRESS-C1), so it charges no more, and no write in the section finds
+ * its credit short.
  */
 static int bulk_credit(larder *c, struct bulk *b, const struct larder__put_rec *rec, size_t n,
 		       uint64_t left)
 {
 	/* Relaxed: a setting, as in write_common. */
 	uint64_t limit = larder__entry_limit(atomic_load_explicit(&c->capacity, LARDER__RELAXED));
-	uint64_t want = 0;
+	uint64_t want[LARDER_SHARDS_MAX] = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		uint64_t ttl_ms = resolve_ttl(c, rec[i].ttl_ms);
 		unsigned flags = ttl_ms == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
@@ -1229,25 +1254,29 @@ static int bulk_credit(larder *c, struct bulk *b, const struct larder__put_rec *
 		/* Only what may be written: write_common skips the rest. */
 		if (rec[i].key_len <= c->max_key_bytes && rec[i].value_len <= c->max_value_bytes &&
 		    bytes <= limit)
-			want += larder__slab_charge(bytes);
+			want[larder__shard_index(c, rec[i].hash)] += larder__slab_charge(bytes);
 	}
-	if (want > left)
-		want = left;
-	if (b->op.handle->credit >= (int64_t)want)
-		return LARDER_OK;
-	int rc = reserve_room(c, &b->op, want);
-	if (rc == LARDER_OK)
-		b->op.handle->credit += (int64_t)want; /* kept for the writes (HANDLE-H1) */
-	return rc;
+	for (unsigned k = 0; k < c->shard_count; k++) {
+		uint64_t w = want[k] > left ? left : want[k];
+		struct larder__handle *h = b->op.handle = b->op.handles[k];
+		if (h->credit >= (int64_t)w)
+			continue;
+		int rc = reserve_room(c, &b->op, w);
+		if (rc != LARDER_OK)
+			return rc;
+		h->credit += (int64_t)w; /* kept for the writes (HANDLE-H1) */
+	}
+	return LARDER_OK;
 }
 
-/* EV-V7: a block for the next writes (without memory for one, each posts
- * its own event), and the read section they and its post share. The
+/* EV-V7: a block for the next writes (without memory for one, or in a cache
+ * of several shards, whose maintainers each take their own events, each
+ * posts its own event), and the read section they and its post share. The
  * clock is read afresh for each block (bulk_credit may have waited). */
-static void bulk_open(struct bulk *b)
+static void bulk_open(larder *c, struct bulk *b)
 {
 	b->op.have_now = 0;
-	b->batch = larder__malloc(sizeof(*b->batch));
+	b->batch = c->shard_count == 1 ? larder__malloc(sizeof(*b->batch)) : NULL;
 	if (b->batch)
 		b->batch->n = 0;
 	b->outer = larder__read_enter(&b->op.thread->reader);
@@ -1258,7 +1287,7 @@ static void bulk_open(struct bulk *b)
 static void bulk_close(struct bulk *b)
 {
 	if (b->batch && b->batch->n)
-		larder__events_post(b->op.handle, LARDER__EV_BATCH, 0, LARDER__EV_NO_CLASS,
+		larder__events_post(b->op.handles[0], LARDER__EV_BATCH, 0, LARDER__EV_NO_CLASS,
 				    b->batch, NULL, 0);
 	else
 		free(b->batch);
@@ -1276,7 +1305,7 @@ int larder__put_batch(larder *c, const struct larder__put_rec *rec, size_t n,
 		if ((rc = bulk_credit(c, &b, rec + from, to - from,
 				      charge_left(charge_limit, *charged))) != LARDER_OK)
 			break;
-		bulk_open(&b);
+		bulk_open(c, &b);
 		for (size_t i = from; i < to && rc == LARDER_OK; i++) {
 			const struct larder__put_rec *r = &rec[i];
 			uint64_t charge = 0;
@@ -1290,8 +1319,14 @@ int larder__put_batch(larder *c, const struct larder__put_rec *rec, size_t n,
 		}
 		bulk_close(&b);
 	}
-	if (b.writes) /* the batch's events went through the thread's handle */
-		write_done(b.op.handle->shard, &b.op, b.writes, b.first_deadline_ms);
+	if (b.writes) {
+		/* Counted once; every shard's maintainer nudged, through the
+		 * handle its events went to. */
+		b.op.handle = b.op.handles[0];
+		write_done(&c->shard[0], &b.op, b.writes, b.first_deadline_ms);
+		for (unsigned k = 1; k < c->shard_count; k++)
+			larder__maint_wake(&c->shard[k], b.op.handles[k], b.first_deadline_ms);
+	}
 	return rc;
 }
 
@@ -1313,9 +1348,12 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 	int rc = check_args(c, key, key_len, !if_equals || expected || !expected_len);
 	if (rc != LARDER_OK)
 		return rc;
-	if ((rc = op_begin(c, &op)) != LARDER_OK || (rc = reserve_room(c, &op, 0)) != LARDER_OK)
+	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
 	uint64_t hash = larder__hash(c->seed, key, key_len);
+	struct larder__shard *s = &c->shard[op_route(c, &op, hash)];
+	if ((rc = reserve_room(c, &op, 0)) != LARDER_OK)
+		return rc;
 	op_enter(&op);
 	struct larder__table *t;
 	struct larder__bucket *home = larder__table_lock(root_rcu(c, hash), hash, &t);
@@ -1342,7 +1380,7 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 				    hash);
 	op_exit(&op);
 	if (unlink) /* no deadline to schedule: the removal may wait for a pass */
-		larder__maint_wake(larder__shard_of(c, hash), op.handle, UINT64_MAX);
+		larder__maint_wake(s, op.handle, UINT64_MAX);
 	return rc;
 }
 
@@ -1378,7 +1416,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 	uint64_t deadline_ms =
 		ttl_ms == LARDER_TTL_NEVER ? UINT64_MAX : deadline_after(c, &op, ttl_ms);
 	uint64_t hash = larder__hash(c->seed, key, key_len);
-	struct larder__shard *s = larder__shard_of(c, hash);
+	struct larder__shard *s = &c->shard[op_route(c, &op, hash)];
 	struct larder__entry *copy = NULL, *copied_from = NULL;
 	if ((rc = reserve_room(c, &op, 0)) != LARDER_OK) /* for EV_TOUCH */
 		return rc;
@@ -1457,20 +1495,21 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 	return rc;
 }
 
-/* The slab's reserve of empty pages per page size: 1/64 of the capacity,
- * at most LARDER__SLAB_RESERVE_MAX (4 MiB), so that a small cache does not
- * keep six times 4 MiB of empty pages (a 64 MiB cache: 1 MiB each). */
-static uint64_t slab_reserve(uint64_t capacity)
+/* A shard's slab's reserve of empty pages per page size: 1/64 of the
+ * capacity, at most LARDER__SLAB_RESERVE_MAX (4 MiB), so that a small cache
+ * does not keep six times 4 MiB of empty pages (a 64 MiB cache: 1 MiB
+ * each); split among the shards, so that K slabs keep what one would. */
+static uint64_t slab_reserve(const struct larder *c, uint64_t capacity)
 {
 	uint64_t r = capacity / 64;
-	return r < LARDER__SLAB_RESERVE_MAX ? r : LARDER__SLAB_RESERVE_MAX;
+	return (r < LARDER__SLAB_RESERVE_MAX ? r : LARDER__SLAB_RESERVE_MAX) / c->shard_count;
 }
 
 /* A table sized for the expected entries (TABLE-L1 in index/table.h); growth takes it
  * from there. */
 static struct larder__table *first_table(const struct larder *c)
 {
-	uint64_t buckets = larder__table_buckets_for(c->expected_entries);
+	uint64_t buckets = larder__table_buckets_for(c->expected_entries / c->shard_count);
 	return larder__table_create(buckets < MIN_TABLE_BUCKETS ? MIN_TABLE_BUCKETS : buckets);
 }
 
@@ -1479,8 +1518,10 @@ static struct larder__table *first_table(const struct larder *c)
  * not at the old table's: a refill grows it again, and a cache cleared for
  * good does not keep an index sized for what it held (which the maintainer
  * would otherwise have to shrink, touching every page of it to do so).
- * The one shard's root is swapped and its old table handed to its
- * maintainer through the thread's handle, which that maintainer drains.
+ * Shard by shard: each root is swapped, and its old table handed to its
+ * maintainer through the thread's handle for that shard. A write that
+ * races with the clear survives it if it lands in a shard already swapped,
+ * as one made just after a clear would.
  */
 int larder_clear(larder *c)
 {
@@ -1488,24 +1529,29 @@ int larder_clear(larder *c)
 	if (!c)
 		return LARDER_EINVAL;
 	int rc = op_begin(c, &op);
-	if (rc != LARDER_OK || (rc = reserve_room(c, &op, 0)) != LARDER_OK)
-		return rc;
-	struct larder__shard *s = op.handle->shard;
-	op_enter(&op);
-	struct larder__table *fresh = first_table(c);
-	if (!fresh) {
+	for (unsigned k = 0; rc == LARDER_OK && k < c->shard_count; k++) {
+		struct larder__shard *s = &c->shard[k];
+		op.handle = op.handles[k];
+		if ((rc = reserve_room(c, &op, 0)) != LARDER_OK)
+			break;
+		op_enter(&op);
+		struct larder__table *fresh = first_table(c);
+		if (!fresh) {
+			op_exit(&op);
+			rc = LARDER_ENOMEM;
+			break;
+		}
+		/* R-ROOT: acq_rel; the release publishes the empty table, the
+		 * acquire makes the old root we hand to the maintainer the one we
+		 * replaced. */
+		struct larder__table *old = (struct larder__table *)atomic_exchange_explicit(
+			s->table, (uintptr_t)fresh, LARDER__ACQ_REL);
+		larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED,
+				    LARDER__EV_NO_CLASS, old, NULL, 0);
 		op_exit(&op);
-		return LARDER_ENOMEM;
+		larder__maint_wake(s, op.handle, 0); /* the old table's walk starts at once */
 	}
-	/* R-ROOT: acq_rel; the release publishes the empty table, the acquire
-	 * makes the old root we hand to the maintainer the one we replaced. */
-	struct larder__table *old = (struct larder__table *)atomic_exchange_explicit(
-		&s->table, (uintptr_t)fresh, LARDER__ACQ_REL);
-	larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED, LARDER__EV_NO_CLASS,
-			    old, NULL, 0);
-	op_exit(&op);
-	larder__maint_wake(s, op.handle, 0); /* the old table's walk starts at once */
-	return LARDER_OK;
+	return rc;
 }
 
 int larder_set_capacity(larder *c, uint64_t bytes)
@@ -1527,7 +1573,7 @@ int larder__cache_set_capacity(larder *c, uint64_t bytes)
 	atomic_store_explicit(&c->capacity, bytes, LARDER__RELAXED);
 	atomic_fetch_add_explicit(&c->budget, delta, LARDER__RELAXED);
 	for (unsigned i = 0; i < c->shard_count; i++)
-		larder__slab_set_reserve(&c->shard[i].slab, slab_reserve(bytes));
+		larder__slab_set_reserve(&c->shard[i].slab, slab_reserve(c, bytes));
 	pthread_mutex_unlock(&c->admin_lock);
 	larder__maint_wake_all(c);
 	return LARDER_OK;
@@ -1535,9 +1581,9 @@ int larder__cache_set_capacity(larder *c, uint64_t bytes)
 
 /* ---- Handles -------------------------------------------------------------------- */
 
-struct larder__handle *larder__cache_handle_create(larder *c)
+/* A new handle on shard s's list, NULL on ENOMEM. */
+static struct larder__handle *handle_create(struct larder__shard *s)
 {
-	struct larder__shard *s = &c->shard[0]; /* the one shard's */
 	struct larder__handle *h = larder__aligned_alloc(64, sizeof(*h));
 	if (!h)
 		return NULL;
@@ -1553,13 +1599,34 @@ struct larder__handle *larder__cache_handle_create(larder *c)
 	return h;
 }
 
-void larder__cache_orphan_handle(struct larder__handle *h)
+/* The thread's exit, for one handle: its maintainer dismantles it. */
+static void handle_orphan(struct larder__handle *h)
 {
 	struct larder__shard *s = h->shard; /* read before h may be freed */
 	/* R-ORPHAN: release; the thread's last posts before the maintainer's A-ORPHAN. */
 	atomic_store_explicit(&h->orphaned, 1, LARDER__RELEASE);
 	/* h may be freed by the maintainer from here on: do not pass it. */
 	larder__maint_wake(s, NULL, 0);
+}
+
+int larder__cache_handles_create(larder *c, struct larder__handle **out)
+{
+	for (unsigned k = 0; k < c->shard_count; k++) {
+		out[k] = handle_create(&c->shard[k]);
+		if (!out[k]) {
+			/* Those made are listed already: their maintainers free them. */
+			while (k-- > 0)
+				handle_orphan(out[k]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void larder__cache_orphan_handles(larder *c, struct larder__handle *const *handles)
+{
+	for (unsigned k = 0; k < c->shard_count; k++)
+		handle_orphan(handles[k]);
 }
 
 /* ---- Statistics ------------------------------------------------------------------ */
@@ -1625,7 +1692,7 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 		for (unsigned i = 0; i < c->shard_count; i++) {
 			/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
 			struct larder__table *root = (struct larder__table *)atomic_load_explicit(
-				&c->shard[i].table, LARDER__ACQUIRE);
+				c->shard[i].table, LARDER__ACQUIRE);
 			struct larder__table *next = larder__table_next(root);
 			v[LARDER_STAT_INDEX_SLOTS] += larder__table_slots(root);
 			v[LARDER_STAT_INDEX_BYTES] += root->map_bytes + (next ? next->map_bytes : 0);
@@ -1671,15 +1738,17 @@ static int shard_open(larder *c, struct larder__shard *s, uint64_t capacity)
 {
 	int rc = LARDER_ENOMEM;
 	s->cache = c;
+	s->index = (unsigned)(s - c->shard);
+	s->table = &c->root[s->index];
 	if (pthread_mutex_init(&s->handles_lock, NULL) != 0)
 		return rc;
 	if (larder__slab_init(&s->slab) != 0)
 		goto fail_slab;
-	larder__slab_set_reserve(&s->slab, slab_reserve(capacity));
+	larder__slab_set_reserve(&s->slab, slab_reserve(c, capacity));
 	struct larder__table *t = first_table(c);
 	if (!t)
 		goto fail_table;
-	atomic_store_explicit(&s->table, (uintptr_t)t, LARDER__RELAXED); /* published by pthread_create */
+	atomic_store_explicit(s->table, (uintptr_t)t, LARDER__RELAXED); /* published by pthread_create */
 	if ((rc = larder__maint_create(s)) != LARDER_OK)
 		goto fail_maint;
 	return LARDER_OK;
@@ -1709,7 +1778,10 @@ int larder_open(larder **out, const larder_config *cfg)
 	*out = NULL;
 	if (!cfg || !larder__policy_ops_for(cfg->policy))
 		return LARDER_EINVAL;
-	unsigned shards = 1;
+	/* A pool's probe watches one policy (pool/probe.h): one shard. */
+	if (cfg->pool && cfg->shards > 1)
+		return LARDER_EINVAL;
+	unsigned shards = cfg->shards;
 	larder *c = larder__aligned_alloc(64, sizeof(*c) + shards * sizeof(c->shard[0]));
 	if (!c)
 		return LARDER_ENOMEM;
@@ -1717,6 +1789,7 @@ int larder_open(larder **out, const larder_config *cfg)
 	int rc = LARDER_ENOMEM;
 	unsigned opened = 0, started = 0;
 	c->shard_count = shards;
+	c->shard_mask = shards - 1;
 	c->seed = cfg->seed_set ? cfg->seed : random_seed(c);
 	c->max_key_bytes = cfg->max_key_bytes;
 	c->max_value_bytes = cfg->max_value_bytes;

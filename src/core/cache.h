@@ -33,6 +33,7 @@ struct larder__pool_member;
 struct larder_config {
 	uint64_t capacity;
 	uint64_t expected_entries;
+	unsigned shards; /* a power of two (larder_config_set_shards) */
 	size_t max_key_bytes;
 	size_t max_value_bytes;
 	uint64_t default_ttl_ms;
@@ -56,8 +57,16 @@ struct larder_config {
 };
 
 struct larder {
+	/* The shards' index roots (core/shard.h, table), side by side and
+	 * first, so that a read loads its root with one indexed load, no
+	 * offset to add (gcc does not fold one into an atomic load's address). */
+	larder__atomic_uptr root[LARDER_SHARDS_MAX];
 	/* Read by every operation; written only at open. */
 	uint64_t id;
+	/* shard_count - 1: a key's shard is hash & shard_mask. 32 bits: a store
+	 * to a 64-bit word (a read section's) cannot alias it, so a read
+	 * computes its shard once. */
+	uint32_t shard_mask;
 	uint64_t seed;
 	size_t max_key_bytes;
 	size_t max_value_bytes;
@@ -114,11 +123,17 @@ struct larder {
 	struct larder__shard shard[]; /* shard_count of them (core/shard.h) */
 };
 
-/* The shard that holds keys of this hash: the only one (docs/shards.md). */
+/* The shard that holds keys of this hash (docs/shards.md): the low bits,
+ * which neither the index's home bucket nor its slot tags use
+ * (index/table.h), so the choice is independent of both. */
+static inline unsigned larder__shard_index(const struct larder *cache, uint64_t hash)
+{
+	return (unsigned)hash & cache->shard_mask;
+}
+
 static inline struct larder__shard *larder__shard_of(struct larder *cache, uint64_t hash)
 {
-	(void)hash;
-	return &cache->shard[0];
+	return &cache->shard[larder__shard_index(cache, hash)];
 }
 
 /* Overshoot bound: how far used bytes may exceed capacity. */
@@ -191,10 +206,12 @@ uint64_t larder__clock_coarse(void);
 /* Twice the coarse clock's resolution, in ms (at least 2); 0 if unknown. */
 uint64_t larder__clock_coarse_margin_ms(void);
 
-/* core/cache.c: a new handle for the calling thread (slow path), NULL on ENOMEM. */
-struct larder__handle *larder__cache_handle_create(struct larder *cache);
-/* core/cache.c: the thread that owned h exited (called under the live-cache lock). */
-void larder__cache_orphan_handle(struct larder__handle *h);
+/* core/cache.c: new handles for the calling thread (slow path), one per
+ * shard into out[0..shard_count); 0, or -1 on ENOMEM (nothing to undo). */
+int larder__cache_handles_create(struct larder *cache, struct larder__handle **out);
+/* core/cache.c: the thread that owned these handles (one per shard) exited
+ * (called under the live-cache lock). */
+void larder__cache_orphan_handles(struct larder *cache, struct larder__handle *const *handles);
 /* maint_sleeping (core/shard.h): what the maintainer is doing (its futex word). */
 enum { MAINT_AWAKE = 0, MAINT_IDLE = 1, MAINT_WINDOW = 2, MAINT_LAZY = 3 };
 /* maint_started (core/shard.h): MAINT_STARTING until the maintainer has

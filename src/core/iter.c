@@ -228,7 +228,7 @@ static int collect_range(larder_iter *it, struct larder__thread *th, larder_iter
 	uint64_t outer = larder__read_enter(&th->reader);
 	/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
 	struct larder__table *t = (struct larder__table *)atomic_load_explicit(
-		&c->shard[it->shard].table, LARDER__ACQUIRE);
+		c->shard[it->shard].table, LARDER__ACQUIRE);
 	uint64_t width = (LARDER__HOME_KEY_END * CHUNK_BUCKETS) / (t->last + 1);
 	uint64_t lo = it->cursor;
 	uint64_t hi = width >= LARDER__HOME_KEY_END - lo ? LARDER__HOME_KEY_END : lo + width;
@@ -293,7 +293,7 @@ int larder_iter_next(larder_iter *it, larder_iter_fn *fn, void *ctx)
 		uint64_t outer = larder__read_enter(&th->reader);
 		/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
 		struct larder__table *t = (struct larder__table *)atomic_load_explicit(
-			&larder__shard_of(c, r->hash)->table, LARDER__ACQUIRE);
+			larder__shard_of(c, r->hash)->table, LARDER__ACQUIRE);
 		uint64_t w = larder__table_lookup_rcu(t, r->hash, key, r->len);
 		struct larder__entry *e = w ? larder__slot_entry(w) : NULL;
 		rc = e ? hand_out(c, e, fn, ctx) : LARDER_MISS;

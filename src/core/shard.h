@@ -5,15 +5,17 @@
  * A shard is everything a single maintainer owns or is reached through: the
  * index root, the maintainer (its state, thread, futex word), the slab
  * pages that its maintainer frees into, and the list of per-thread handles
- * whose rings it drains. The cache (core/cache.h) holds an array of them,
- * and what is global to the cache (the byte budget, capacity, settings,
- * statistics' sum) stays in struct larder. Every cache has one shard today;
- * docs/shards.md says what more than one needs.
+ * whose rings it drains. The cache (core/cache.h) holds an array of them
+ * (larder_config_set_shards; a key's shard is hash & (K - 1)), and what is
+ * global to the cache (the byte budget, capacity, settings, statistics'
+ * sum) stays in struct larder (docs/shards.md).
  *
  * Field ownership (who writes, how it is read):
- *   - table: the index root. Written by larder_clear() (exchange) and by the
- *     maintainer at the end of a growth (CAS); read with acquire (A-ROOT).
- *   - cache: set at open, read-only after.
+ *   - *table: the index root. Written by larder_clear() (exchange) and by
+ *     the maintainer at the end of a growth (CAS); read with acquire
+ *     (A-ROOT). table itself is set at open.
+ *   - cache, index: set at open, read-only after.
+ *   - live_bytes: written by this shard's maintainer, read by the others.
  *   - maint_sleeping: the maintainer's futex word, and maint_wake_at, the
  *     cache-clock time its lazy sleep ends (maint/maintainer.c).
  *   - grow_wanted: a table where a writer found no free slot in reach (a
@@ -41,9 +43,17 @@ struct larder;
 struct larder__maint;
 
 struct larder__shard {
-	/* Read by every operation on a key of this shard. */
-	larder__atomic_uptr table;
+	/* The index root: the cache's root[index] (core/cache.h), where the
+	 * read path finds it without computing the shard's address. */
+	larder__atomic_uptr *table;
 	struct larder *cache;
+	unsigned index; /* in the cache's array */
+
+	/* The live bytes of this shard's entries as its maintainer last
+	 * counted them (MAINT-M4), on a line of its own: stored by that
+	 * maintainer once per pass, read by the others (relaxed: a hint for
+	 * which shard evicts). */
+	larder__atomic_u64 live_bytes __attribute__((aligned(64)));
 
 	/* Written by the maintainer per sleep, read by writers per post. */
 	larder__atomic_u32 maint_sleeping __attribute__((aligned(64)));

@@ -1,6 +1,6 @@
 /*
- * maint/handle.h - the per-(thread, cache) state: the event and hit rings
- * that carry the thread's changes to the cache's maintainer (their protocol:
+ * maint/handle.h - the per-(thread, shard) state: the event and hit rings
+ * that carry the thread's changes to the shard's maintainer (their protocol:
  * maint/events.h), the thread's allocation cursor, its byte credit and its
  * statistics.
  *

@@ -75,8 +75,12 @@
  *       through apply_overwrite(), which does what those would there,
  *       exactly once, with its cause;
  *       the listener sees every cause except RELOCATE's internal copies.
- *   MAINT-M4. Evictions stop once live_bytes + wanted <= capacity, so with writers
- *       limited by the budget, used bytes <= capacity + overshoot bound.
+ *   MAINT-M4. Evictions stop once the cache's live bytes (every shard's) +
+ *       wanted <= capacity, so with writers limited by the one budget, used
+ *       bytes <= capacity + overshoot bound. With several shards a
+ *       maintainer evicts only while its own live bytes are at least the
+ *       mean of the published ones, and wakes the largest shard otherwise
+ *       (maint/evict.c).
  */
 #define _GNU_SOURCE
 #include "maint/maintainer.h"
@@ -378,6 +382,8 @@ int larder__maint_create(struct larder__shard *s)
 		return LARDER_ENOMEM;
 	m->cache = c;
 	m->shard = s;
+	m->shard_index = s->index;
+	m->shards = c->shard_count;
 	m->next_due = UINT64_MAX;
 	/* Wheel time starts at 0: no clock call at open; the first advance
 	 * jumps to the clock over empty slots. */
@@ -385,17 +391,18 @@ int larder__maint_create(struct larder__shard *s)
 			   larder__maint_wheel_deadline, m);
 	m->ops = larder__policy_ops_for(c->policy);
 	m->hits_keep_awake = m->ops->hits_keep_awake;
-	m->policy_capacity =
-		atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* not shared yet */
+	m->policy_capacity = larder__maint_policy_share(
+		m, atomic_load_explicit(&c->capacity, LARDER__RELAXED)); /* not shared yet */
 	struct larder__table *first = /* the open's own table, not shared yet */
-		(struct larder__table *)atomic_load_explicit(&s->table, LARDER__RELAXED);
+		(struct larder__table *)atomic_load_explicit(s->table, LARDER__RELAXED);
 	uint64_t floor = larder__table_buckets(first);
 	if (floor < LARDER__TABLE_SMALL_BUCKETS)
 		floor = LARDER__TABLE_SMALL_BUCKETS;
 	atomic_store_explicit(&m->index_floor, floor, LARDER__RELAXED); /* not shared yet */
 	struct larder__policy_host host = {larder__maint_entry_hash, larder__maint_entry_charge, c,
 					   &s->slab.dir};
-	int rc = m->ops->create(&m->policy, &host, m->policy_capacity, c->expected_entries);
+	int rc = m->ops->create(&m->policy, &host, m->policy_capacity,
+				c->expected_entries / c->shard_count);
 	if (rc == LARDER_OK) /* a pooled cache's policy reports to its pool (after hits_keep_awake) */
 		rc = larder__pool_wrap_policy(c, &host, &m->ops, &m->policy);
 	if (rc != LARDER_OK) {
@@ -449,7 +456,7 @@ void larder__maint_destroy(struct larder__shard *s)
 	m->closing = 1;
 	larder__maint_drain_all(m, &hits);
 	struct larder__table *root = /* A-ROOT */
-		(struct larder__table *)atomic_load_explicit(&s->table, LARDER__ACQUIRE);
+		(struct larder__table *)atomic_load_explicit(s->table, LARDER__ACQUIRE);
 	larder__table_walk(root, free_large, s);
 	larder__table_destroy(larder__table_next(root));
 	larder__table_destroy(root);

@@ -97,7 +97,7 @@ int larder__maint_resize(struct larder__maint *m)
 	LARDER__MAINT_OWNER(m);
 	struct larder__shard *s = m->shard;
 	struct larder__table *root = (struct larder__table *)atomic_load_explicit(
-		&s->table, LARDER__ACQUIRE); /* A-ROOT */
+		s->table, LARDER__ACQUIRE); /* A-ROOT */
 	if (!m->growing) {
 		/* Relaxed: a hint. An ask about a table resized out of since
 		 * (a writer that failed during that resize) is stale. */
@@ -133,7 +133,7 @@ int larder__maint_resize(struct larder__maint *m)
 	/* R-ROOT: release, the new table's contents before readers that load
 	 * the root (A-ROOT). Fails only if a clear swapped t out: then the
 	 * cleared generation owns t and next. */
-	if (atomic_compare_exchange_strong_explicit(&s->table, &expect, (uintptr_t)next,
+	if (atomic_compare_exchange_strong_explicit(s->table, &expect, (uintptr_t)next,
 						    LARDER__RELEASE, LARDER__RELAXED)) {
 		t->retire_token = larder__gp_start();
 		t->retire_next = m->tables;

@@ -59,7 +59,7 @@ void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
 	uint64_t outer = t ? larder__read_enter(&t->reader) : 0;
 	for (unsigned i = 0; i < c->shard_count; i++) {
 		struct larder__table *root = /* A-ROOT */
-			(struct larder__table *)atomic_load_explicit(&c->shard[i].table,
+			(struct larder__table *)atomic_load_explicit(c->shard[i].table,
 								     LARDER__ACQUIRE);
 		larder__table_walk(root, walk_count, &w);
 	}

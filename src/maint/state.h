@@ -71,6 +71,7 @@ struct larder__clear_walk {
 struct larder__maint {
 	struct larder *cache;
 	struct larder__shard *shard; /* the one this maintainer serves (core/shard.h) */
+	unsigned shard_index, shards; /* its index, and the cache's shard count */
 	const struct larder__policy_ops *ops;
 	struct larder__policy *policy;
 	int hits_keep_awake; /* hit samples alone are work (maint_pass) */
@@ -91,7 +92,7 @@ struct larder__maint {
 	 * table's size if larger. Ours; relaxed, only the test seam
 	 * larder__test_index_floor() writes it from another thread. */
 	larder__atomic_u64 index_floor;
-	uint64_t policy_capacity; /* the capacity last given to the policy */
+	uint64_t policy_capacity; /* the capacity share last given to the policy */
 	int migrating; /* inside larder__maint_migrate(): the listener waits for its end */
 	int closing;   /* larder__maint_destroy(): no listener calls (on the closer's thread) */
 	struct larder__wheel wheel; /* counted entries with a deadline (ENTRY-E3: ours) */
@@ -127,6 +128,15 @@ static inline void larder__maint_bump(struct larder__maint *m, enum larder_stat 
 static inline uint64_t larder__maint_stat(struct larder__maint *m, enum larder_stat s)
 {
 	return atomic_load_explicit(&m->stat[s], LARDER__RELAXED); /* ours */
+}
+
+/* This maintainer's share of the capacity, for its policy: 1/K of it, the
+ * remainder spread over the first shards, so that the shares sum to the
+ * capacity (as larder-sim --shards splits it, docs/shards.md). */
+static inline uint64_t larder__maint_policy_share(const struct larder__maint *m, uint64_t capacity)
+{
+	unsigned k = m->shards;
+	return capacity / k + (m->shard_index < capacity % k);
 }
 
 /* The policy host's charge of e: its slot's bytes (ctx unused). */
