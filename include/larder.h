@@ -274,14 +274,15 @@ LARDER_API LARDER_MUST_USE int larder_config_set_write_wait_ms(larder_config *co
 							       uint64_t ms);
 
 /*
- * Shards: how many maintainer threads share the cache's writes (a power of
- * two, 1 to LARDER_SHARDS_MAX; 1 by default). A key's shard is chosen by its
- * hash; each shard has its own index, eviction policy (fed 1/K of the keys
- * with 1/K of the capacity), TTL wheel and maintainer thread, so K shards
- * apply writes on up to K cores; the capacity, its bound and the statistics
- * stay the cache's. Costs: a few instructions per operation, up to K
- * per-thread event rings (about 25 KiB each) and K partly filled slab pages
- * per size class per writing thread, and a slightly lower hit ratio
+ * Shards: how many maintainer threads share the cache's writes, K (a power
+ * of two, 1 to LARDER_SHARDS_MAX; 1 by default). A key's shard is chosen by
+ * its hash; each shard has its own index, eviction policy (fed 1/K of the
+ * keys with 1/K of the capacity), TTL wheel and maintainer thread, so K
+ * shards apply writes on up to K cores; the capacity, its bound and the
+ * statistics stay the cache's. Costs: a few instructions per operation, K
+ * event rings per thread that uses the cache (about 25 KiB each, made on
+ * its first call), K byte credits and up to K partly filled slab pages per
+ * size class per writing thread, and a slightly lower hit ratio
  * (docs/shards.md: within 0.2 points of one shard up to K = 4 with the
  * default policy on the public traces). With K > 1 the removal listener
  * runs on K maintainer threads and may be called concurrently with itself.
