@@ -187,8 +187,11 @@ typedef uint64_t larder_clock_fn(void *ctx);
 
 /*
  * Removal listener: called once for each entry that leaves the cache, on the
- * cache's maintainer thread (never on a caller's), some time after the
- * removal became visible. key and value are valid only during the call. It
+ * maintainer thread of the entry's shard (never on a caller's), some time
+ * after the removal became visible. A cache of one shard (the default) has
+ * one maintainer, so calls never overlap; with more shards
+ * (larder_config_set_shards) calls for different shards may run
+ * concurrently, and the listener must be thread-safe. key and value are valid only during the call. It
  * may call into larder, on this cache and others ("Re-entrant calls" above:
  * its writes never wait), and must return: the maintainer does nothing else
  * meanwhile, so a listener that blocks (on a lock a writer of this cache
@@ -269,6 +272,26 @@ LARDER_API LARDER_MUST_USE int larder_config_set_hash_seed(larder_config *config
  */
 LARDER_API LARDER_MUST_USE int larder_config_set_write_wait_ms(larder_config *config,
 							       uint64_t ms);
+
+/*
+ * Shards: how many maintainer threads share the cache's writes, K (a power
+ * of two, 1 to LARDER_SHARDS_MAX; 1 by default). A key's shard is chosen by
+ * its hash; each shard has its own index, eviction policy (fed 1/K of the
+ * keys with 1/K of the capacity), TTL wheel and maintainer thread, so K
+ * shards apply writes on up to K cores; the capacity, its bound and the
+ * statistics stay the cache's. Costs: a few instructions per operation, K
+ * event rings per thread that uses the cache (about 25 KiB each, made on
+ * its first call), K byte credits and up to K partly filled slab pages per
+ * size class per writing thread, and a slightly lower hit ratio
+ * (docs/shards.md: within 0.2 points of one shard up to K = 4 with the
+ * default policy on the public traces). With K > 1 the removal listener
+ * runs on K maintainer threads and may be called concurrently with itself.
+ * A cache in a pool (larder_config_set_pool) must have one shard:
+ * larder_open() fails with LARDER_EINVAL otherwise.
+ */
+#define LARDER_SHARDS_MAX 64u
+LARDER_API LARDER_MUST_USE int larder_config_set_shards(larder_config *config,
+							unsigned shards);
 
 /*
  * When an entry's lifetime counts from (LARDER_EXPIRE_AFTER_WRITE by default).

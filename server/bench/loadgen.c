@@ -14,7 +14,18 @@
  * of what was just set (the set-then-get round trips of a cache-aside
  * client; with -d 1 each is its own round trip).
  *
- * Output: one line, "ops_per_s=... p50_us=... p99_us=... p999_us=... errors=...".
+ * Paired (-P PORT2, for server/bench/run.sh --loaded): one thread holds C
+ * connections to each of two servers and drives them in turn, in slots of
+ * -i milliseconds (default 100) in the order A B B A A B B A ..., so that
+ * both servers meet the same machine: on a shared machine the background
+ * changes within seconds, and two cells measured one after the other meet
+ * different backgrounds. Each server's rate counts only its own slots.
+ * -n skips writing the keys first (for -A, whose gets read the key just set;
+ * the writes would leave work for a server's background threads to do
+ * inside the timed window).
+ *
+ * Output: one line, "ops_per_s=... p50_us=... p99_us=... p999_us=... errors=...";
+ * paired, one such line per server, -p's first.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -39,13 +50,17 @@ struct opts {
 	double get_ratio;
 	int alternate;
 	int binary;
+	int port2; /* paired mode's second server, 0: not paired */
+	int slot_ms;
+	int no_preload;
 };
 
+/* Per server: one, or two when paired. */
 struct th {
 	struct opts *o;
 	int first_conn, nconn;
-	uint64_t ops, errors;
-	uint64_t hist[HBUCKETS + 64];
+	uint64_t ops[2], errors, ns[2];
+	uint64_t hist[2][HBUCKETS + 64];
 	pthread_t t;
 };
 
@@ -75,9 +90,9 @@ static uint64_t bucket_us(int b)
 	return b < HBUCKETS ? (uint64_t)b : (uint64_t)HBUCKETS << (b - HBUCKETS);
 }
 
-static int dial(const struct opts *o)
+static int dial(const struct opts *o, int port)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
 	inet_pton(AF_INET, o->host, &sa.sin_addr);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
@@ -120,7 +135,9 @@ static int need(struct rd *r, size_t n)
 static long line(struct rd *r, char **out)
 {
 	for (size_t scan = 0;;) {
-		char *nl = memchr(r->buf + r->off + scan, '\n', r->len - r->off - scan);
+		/* buf is NULL before the first read */
+		char *nl = r->len - r->off > scan ? memchr(r->buf + r->off + scan, '\n',
+							  r->len - r->off - scan) : NULL;
 		if (nl) {
 			size_t n = (size_t)(nl - (r->buf + r->off));
 			*out = r->buf + r->off;
@@ -219,23 +236,33 @@ static size_t make_req(char *p, const struct opts *o, const char *val, unsigned 
 	return n + (size_t)o->vsize + 2;
 }
 
+/* Paired mode's slot order A B B A A B B A ...: drift over time lands on both. */
+static int slot_server(uint64_t slot)
+{
+	return (int)((slot ^ (slot >> 1)) & 1);
+}
+
 static void *run(void *arg)
 {
 	struct th *t = arg;
 	struct opts *o = t->o;
-	struct rd *rds = calloc((size_t)t->nconn, sizeof(*rds));
+	int nsrv = o->port2 ? 2 : 1;
+	struct rd *rds = calloc((size_t)(nsrv * t->nconn), sizeof(*rds));
 	int *kinds = malloc(sizeof(int) * (size_t)o->depth * (size_t)t->nconn);
 	char *out = malloc((size_t)o->depth * ((size_t)o->vsize + 64));
 	char *val = malloc((size_t)o->vsize);
 	uint64_t seed = 88172645463325252ull ^ ((uint64_t)t->first_conn * 0x9e3779b97f4a7c15ull);
+	uint64_t slot = 0, slot_ns = (uint64_t)o->slot_ms * 1000000u, slot_t0 = now_ns();
 	unsigned key = 0;
 	uint64_t sent = 0;
 
 	memset(val, 'v', (size_t)o->vsize);
-	for (int c = 0; c < t->nconn; c++)
-		rds[c].fd = dial(o);
+	for (int c = 0; c < nsrv * t->nconn; c++)
+		rds[c].fd = dial(o, c < t->nconn ? o->port : o->port2);
 	while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
-		uint64_t t0 = now_ns();
+		int srv = nsrv == 2 ? slot_server(slot) : 0;
+		struct rd *rd = rds + srv * t->nconn;
+		uint64_t t0 = now_ns(), t1;
 		for (int c = 0; c < t->nconn; c++) {
 			size_t len = 0;
 			for (int d = 0; d < o->depth; d++) {
@@ -251,31 +278,45 @@ static void *run(void *arg)
 				kinds[c * o->depth + d] = g;
 				len += make_req(out + len, o, val, key, g);
 			}
-			if (write(rds[c].fd, out, len) != (ssize_t)len) {
+			if (write(rd[c].fd, out, len) != (ssize_t)len) {
 				t->errors++;
-				return NULL;
+				goto done;
 			}
 		}
 		for (int c = 0; c < t->nconn; c++)
 			for (int d = 0; d < o->depth; d++) {
-				int rc = reply(&rds[c], o, kinds[c * o->depth + d]);
+				int rc = reply(&rd[c], o, kinds[c * o->depth + d]);
 				if (rc < 0) {
 					t->errors++;
-					return NULL;
+					goto done;
 				}
 				t->errors += (uint64_t)rc;
-				t->ops++;
-				t->hist[bucket_of((now_ns() - t0) / 1000)]++;
+				t->ops[srv]++;
+				t->hist[srv][bucket_of((now_ns() - t0) / 1000)]++;
 			}
+		t1 = now_ns();
+		if (nsrv == 2 && t1 - slot_t0 >= slot_ns) {
+			t->ns[srv] += t1 - slot_t0;
+			slot_t0 = t1;
+			slot++;
+		}
 	}
-	for (int c = 0; c < t->nconn; c++)
+	t->ns[nsrv == 2 ? slot_server(slot) : 0] += now_ns() - slot_t0;
+done:
+	for (int c = 0; c < nsrv * t->nconn; c++) {
 		close(rds[c].fd);
+		free(rds[c].buf);
+	}
+	free(rds);
+	free(kinds);
+	free(out);
+	free(val);
 	return NULL;
 }
 
-static void preload(struct opts *o)
+static void preload(struct opts *o, int port)
 {
-	int fd = dial(o);
+	int fd = dial(o, port);
 	struct rd r = {.fd = fd};
 	char *out = malloc(1000 * ((size_t)o->vsize + 64)), *val = malloc((size_t)o->vsize);
 	memset(val, 'v', (size_t)o->vsize);
@@ -309,11 +350,20 @@ static uint64_t pct(const uint64_t *h, uint64_t total, double p)
 	return 0;
 }
 
+/* One server's line: its requests over the time spent on it. */
+static void report(const uint64_t *h, uint64_t ops, uint64_t ns, uint64_t errors)
+{
+	printf("ops_per_s=%.0f p50_us=%llu p99_us=%llu p999_us=%llu errors=%llu\n",
+	       ns ? ops / ((double)ns / 1e9) : 0.0, (unsigned long long)pct(h, ops, 0.5),
+	       (unsigned long long)pct(h, ops, 0.99), (unsigned long long)pct(h, ops, 0.999),
+	       (unsigned long long)errors);
+}
+
 int main(int argc, char **argv)
 {
-	struct opts o = {"127.0.0.1", 11211, 8, 1, 1, 3, 64, 24000, 0.9, 0, 0};
-	int ch;
-	while ((ch = getopt(argc, argv, "h:p:c:T:d:s:v:k:r:AB")) != -1) {
+	struct opts o = {"127.0.0.1", 11211, 8, 1, 1, 3, 64, 24000, 0.9, 0, 0, 0, 100, 0};
+	int ch, nsrv;
+	while ((ch = getopt(argc, argv, "h:p:c:T:d:s:v:k:r:ABP:i:n")) != -1) {
 		switch (ch) {
 		case 'h': o.host = optarg; break;
 		case 'p': o.port = atoi(optarg); break;
@@ -326,15 +376,31 @@ int main(int argc, char **argv)
 		case 'r': o.get_ratio = atof(optarg); break;
 		case 'A': o.alternate = 1; break;
 		case 'B': o.binary = 1; break;
+		case 'P': o.port2 = atoi(optarg); break;
+		case 'i': o.slot_ms = atoi(optarg); break;
+		case 'n': o.no_preload = 1; break;
 		default:
 			fprintf(stderr, "usage: loadgen [-h host] [-p port] [-c conns] [-T threads] "
-					"[-d depth] [-s secs] [-v vsize] [-k keys] [-r get_ratio] [-A] [-B]\n");
+					"[-d depth] [-s secs] [-v vsize] [-k keys] [-r get_ratio] [-A] [-B] "
+					"[-P port2 [-i slot_ms]] [-n]\n");
 			return 2;
 		}
 	}
 	if (o.threads > o.conns)
 		o.threads = o.conns;
-	preload(&o);
+	if (o.port2) {
+		if (o.slot_ms <= 0) {
+			fprintf(stderr, "loadgen: -i needs a positive slot length\n");
+			return 2;
+		}
+		o.threads = 1; /* one thread takes turns between the servers */
+	}
+	nsrv = o.port2 ? 2 : 1;
+	if (!o.no_preload) {
+		preload(&o, o.port);
+		if (o.port2)
+			preload(&o, o.port2);
+	}
 	struct th *ts = calloc((size_t)o.threads, sizeof(*ts));
 	uint64_t t0 = now_ns();
 	for (int i = 0, c = 0; i < o.threads; i++) {
@@ -346,17 +412,23 @@ int main(int argc, char **argv)
 	}
 	usleep((useconds_t)o.seconds * 1000000u);
 	atomic_store_explicit(&g_stop, 1, memory_order_relaxed);
-	uint64_t ops = 0, errors = 0, *h = calloc(HBUCKETS + 64, sizeof(uint64_t));
+	uint64_t ops[2] = {0, 0}, errors = 0, *h = calloc(2 * (HBUCKETS + 64), sizeof(uint64_t));
+	uint64_t ns[2] = {0, 0};
 	for (int i = 0; i < o.threads; i++) {
 		pthread_join(ts[i].t, NULL);
-		ops += ts[i].ops;
 		errors += ts[i].errors;
-		for (int b = 0; b < HBUCKETS + 64; b++)
-			h[b] += ts[i].hist[b];
+		for (int s = 0; s < nsrv; s++) {
+			ops[s] += ts[i].ops[s];
+			ns[s] = ts[i].ns[s];
+			for (int b = 0; b < HBUCKETS + 64; b++)
+				h[s * (HBUCKETS + 64) + b] += ts[i].hist[s][b];
+		}
 	}
-	double secs = (double)(now_ns() - t0) / 1e9;
-	printf("ops_per_s=%.0f p50_us=%llu p99_us=%llu p999_us=%llu errors=%llu\n", ops / secs,
-	       (unsigned long long)pct(h, ops, 0.5), (unsigned long long)pct(h, ops, 0.99),
-	       (unsigned long long)pct(h, ops, 0.999), (unsigned long long)errors);
+	if (!o.port2)
+		ns[0] = now_ns() - t0; /* threads run side by side: the wall time */
+	for (int s = 0; s < nsrv; s++)
+		report(h + s * (HBUCKETS + 64), ops[s], ns[s], errors);
+	free(h);
+	free(ts);
 	return errors ? 1 : 0;
 }

@@ -69,38 +69,77 @@ static void be_put(unsigned char *p, uint64_t v, int n)
 		p[i] = (unsigned char)v;
 }
 
+/* A hit of the get family, answered from the stored bytes in place. */
+struct bin_hit {
+	struct larderd_obuf *out;
+	const struct larderd_binreq *req;
+	bool with_key, with_value;
+	bool hit;
+	uint8_t bits;
+};
+
+/*
+ * Builds a hit's frame inside the engine's read section, so the value is
+ * copied once, into the reply; reading it into the worker's scratch buffer
+ * first (larderd_read_item) copied it twice. An entry too short for the item
+ * header is not an item: a miss, as larderd_read_item reads it.
+ */
+static void hit_frame(void *ctx, const void *value, size_t len)
+{
+	struct bin_hit *h = ctx;
+	const unsigned char *v = value;
+	unsigned char ext[4];
+	uint64_t cas;
+	uint32_t flags;
+
+	if (len < LARDERD_HDR)
+		return;
+	larderd_hdr_get(v, &cas, &flags, &h->bits);
+	be_put(ext, flags, 4);
+	frame(h->out, h->req, LARDERD_BIN_OK, ext, 4, h->req->key,
+	      h->with_key ? h->req->keylen : 0, v + LARDERD_HDR,
+	      h->with_value ? len - LARDERD_HDR : 0, cas);
+	h->hit = true;
+}
+
+static int read_hit(struct larderd_exec *x, struct bin_hit *h)
+{
+	int rc = larder_get_with(x->sh->cache, h->req->key, h->req->keylen, hit_frame, h);
+	return rc == LARDER_OK && !h->hit ? LARDER_MISS : rc;
+}
+
 /* GET GETK GAT GATK TOUCH and their quiet forms. */
 static void bin_get(struct larderd_exec *x, const struct larderd_binreq *req,
 		    struct larderd_obuf *out)
 {
 	bool touch = req->cmd != LARDERD_BIN_GET && req->cmd != LARDERD_BIN_GETK;
-	bool with_key = req->cmd == LARDERD_BIN_GETK || req->cmd == LARDERD_BIN_GATK;
-	bool with_value = req->cmd != LARDERD_BIN_TOUCH;
-	uint64_t ttl, cas;
-	uint32_t flags;
-	uint8_t bits;
-	unsigned char ext[4];
-	size_t len = 0;
+	struct bin_hit h = {
+		.out = out,
+		.req = req,
+		.with_key = req->cmd == LARDERD_BIN_GETK || req->cmd == LARDERD_BIN_GATK,
+		.with_value = req->cmd != LARDERD_BIN_TOUCH,
+	};
+	uint64_t ttl;
 	int rc;
 
 	if (touch && !larderd_exptime_to_ttl(req->exptime, &ttl)) {
 		/* memcached returns the item it has just made dead, once */
-		rc = larderd_read_item(x, req->key, req->keylen, &len);
+		rc = read_hit(x, &h);
 		if (rc == LARDER_OK)
 			larderd_ignore(larder_remove(x->sh->cache, req->key, req->keylen));
 	} else if (touch) {
 		rc = larderd_touch_key(x, req->key, req->keylen, req->exptime, true);
 		if (rc == LARDER_OK)
-			rc = larderd_read_item(x, req->key, req->keylen, &len);
+			rc = read_hit(x, &h);
 	} else {
-		rc = larderd_read_item(x, req->key, req->keylen, &len);
+		rc = read_hit(x, &h);
 	}
 	larderd_stat_add(x, touch ? WS_CMD_TOUCH : WS_CMD_GET, 1);
 	if (rc != LARDER_OK) {
 		larderd_stat_add(x, touch ? WS_TOUCH_MISSES : WS_GET_MISSES, 1);
 		if (req->quiet)
 			return;
-		if (with_key)
+		if (h.with_key)
 			frame(out, req, LARDERD_BIN_KEY_ENOENT, NULL, 0, req->key, req->keylen,
 			      NULL, 0, 0);
 		else
@@ -108,12 +147,8 @@ static void bin_get(struct larderd_exec *x, const struct larderd_binreq *req,
 		return;
 	}
 	larderd_stat_add(x, touch ? WS_TOUCH_HITS : WS_GET_HITS, 1);
-	larderd_hdr_get(x->a, &cas, &flags, &bits);
-	be_put(ext, flags, 4);
-	frame(out, req, LARDERD_BIN_OK, ext, 4, req->key, with_key ? req->keylen : 0,
-	      x->a + LARDERD_HDR, with_value ? len - LARDERD_HDR : 0, cas);
 	/* a get marks the item fetched, as memcached's bump does (touch did) */
-	if (!touch && !(bits & LARDERD_BIT_FETCHED))
+	if (!touch && !(h.bits & LARDERD_BIT_FETCHED))
 		larderd_mark_fetched(x, req->key, req->keylen);
 }
 

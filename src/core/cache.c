@@ -57,7 +57,10 @@
 
 struct op {
 	struct larder__thread *thread;
-	struct larder__handle *handle;
+	/* The thread's, one per shard: its node's array (core/thread.h), which
+	 * a nested call on another cache (a callback's) leaves in place. */
+	struct larder__handle *const *handles;
+	struct larder__handle *handle;         /* handles[] of the key's shard (op_route) */
 	uint64_t now_ms; /* cache clock, read at most once per operation */
 	int have_now;
 	int have_coarse;
@@ -87,13 +90,21 @@ static inline int op_begin(larder *c, struct op *op)
 	op->thread = larder__thread_self();
 	if (__builtin_expect(!op->thread, 0))
 		return LARDER_ENOMEM;
-	op->handle = larder__thread_handle(op->thread, c, c->id);
-	if (__builtin_expect(!op->handle, 0))
+	op->handles = larder__thread_handles(op->thread, c, c->id);
+	if (__builtin_expect(!op->handles, 0))
 		return LARDER_ENOMEM;
 	op->have_now = 0;
 	op->now_ms = 0;
 	op->have_coarse = 0;
 	return LARDER_OK;
+}
+
+/* The shard of a key of this hash (its index), and the thread's handle for it. */
+static inline unsigned op_route(larder *c, struct op *op, uint64_t hash)
+{
+	unsigned k = larder__shard_index(c, hash);
+	op->handle = op->handles[k];
+	return k;
 }
 
 static inline void op_enter(struct op *op)
@@ -126,10 +137,17 @@ static inline uint64_t op_coarse_bound(larder *c, struct op *op)
 	return op->coarse_ms + c->coarse_margin_ms;
 }
 
-static inline struct larder__table *root_rcu(larder *c)
+/* The index root of shard k. */
+static inline struct larder__table *root_at(larder *c, unsigned k)
 {
 	/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
-	return (struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
+	return (struct larder__table *)atomic_load_explicit(&c->root[k], LARDER__ACQUIRE);
+}
+
+/* The index root of the shard that holds keys of this hash. */
+static inline struct larder__table *root_rcu(larder *c, uint64_t hash)
+{
+	return root_at(c, larder__shard_index(c, hash));
 }
 
 /*
@@ -217,7 +235,7 @@ static inline void access_extend(larder *c, struct op *op, struct larder__entry 
 static inline struct larder__entry *find_live_rcu(larder *c, struct op *op, uint64_t hash,
 						  const void *key, size_t key_len)
 {
-	uint64_t w = larder__table_lookup_rcu(root_rcu(c), hash, key, key_len);
+	uint64_t w = larder__table_lookup_rcu(root_rcu(c, hash), hash, key, key_len);
 	if (!w)
 		return NULL;
 	struct larder__entry *e = larder__slot_entry(w);
@@ -338,6 +356,7 @@ static __attribute__((noinline)) int read_general(larder *c, const void *key, si
 	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
 	uint64_t hash = larder__hash(c->seed, key, key_len);
+	op_route(c, &op, hash);
 	op_enter(&op);
 	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
 	rc = LARDER_MISS;
@@ -358,21 +377,22 @@ static __attribute__((noinline)) int read_general(larder *c, const void *key, si
 /*
  * The rest of a fast-path get that found an entry with a deadline or a
  * compressed value (deadline_passed() says no for one without), out of
- * line (a tail call: six arguments, so the section's token is passed and the
- * handle is found again as the thread's last one, which it still is).
+ * line (a tail call: six arguments, so the key's handle is passed and the
+ * cache is found again through its shard).
  */
-static __attribute__((noinline)) int get_access_hit(larder *c, struct larder__entry *e,
-						    void *buf, size_t buf_len, size_t *value_len,
-						    uint64_t outer);
+static __attribute__((noinline)) int get_access_hit(struct larder__handle *h,
+						    struct larder__entry *e, void *buf,
+						    size_t buf_len, size_t *value_len, uint64_t outer);
 
-static __attribute__((noinline)) int get_deadline_hit(larder *c, struct larder__entry *e,
-						      void *buf, size_t buf_len,
-						      size_t *value_len, uint64_t outer)
+static __attribute__((noinline)) int get_deadline_hit(struct larder__handle *h,
+						      struct larder__entry *e, void *buf,
+						      size_t buf_len, size_t *value_len,
+						      uint64_t outer)
 {
+	larder *c = h->shard->cache;
 	if (__builtin_expect(c->access_ttl_ms != 0, 0))
-		return get_access_hit(c, e, buf, buf_len, value_len, outer);
+		return get_access_hit(h, e, buf, buf_len, value_len, outer);
 	struct larder__thread *t = larder__tls;
-	struct larder__handle *h = t->last_handle;
 	int rc = deadline_passed(c, NULL, e) ? LARDER_MISS
 					     : get_copy(c, h, e, larder__entry_flags_raw(e),
 							buf, buf_len, value_len);
@@ -384,12 +404,12 @@ static __attribute__((noinline)) int get_deadline_hit(larder *c, struct larder__
 
 /* get_deadline_hit() in an expire-after-access cache: one set of clock
  * readings serves the expiry check and the extension. */
-static __attribute__((noinline)) int get_access_hit(larder *c, struct larder__entry *e,
-						    void *buf, size_t buf_len, size_t *value_len,
-						    uint64_t outer)
+static __attribute__((noinline)) int get_access_hit(struct larder__handle *h,
+						    struct larder__entry *e, void *buf,
+						    size_t buf_len, size_t *value_len, uint64_t outer)
 {
+	larder *c = h->shard->cache;
 	struct larder__thread *t = larder__tls;
-	struct larder__handle *h = t->last_handle;
 	struct op op = { .have_now = 0, .have_coarse = 0 };
 	int rc = LARDER_MISS;
 	if (!deadline_passed(c, &op, e)) {
@@ -416,8 +436,9 @@ static __attribute__((noinline)) int get_beyond_home(larder *c, uint64_t hash, c
 						     size_t *value_len, uint64_t outer)
 {
 	struct larder__thread *t = larder__tls;
-	struct larder__handle *h = t->last_handle;
-	uint64_t w = larder__table_lookup_slow_rcu(root_rcu(c), hash, key, key_len);
+	unsigned k = larder__shard_index(c, hash);
+	struct larder__handle *h = t->last_handle[k];
+	uint64_t w = larder__table_lookup_slow_rcu(root_at(c, k), hash, key, key_len);
 	struct larder__entry *e = w ? larder__slot_entry(w) : NULL;
 	if (e && entry_expired(c, NULL, e))
 		e = NULL;
@@ -442,10 +463,11 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 	    __builtin_expect(key_len - 8 > 8 || key_len > c->max_key_bytes, 0) ||
 	    !larder__thread_last_is(t, c->id))
 		return read_general(c, key, key_len, buf, buf_len, value_len, 0);
-	struct larder__handle *h = t->last_handle;
 	uint64_t hash = larder__hash(c->seed, key, key_len);
+	unsigned k = larder__shard_index(c, hash);
+	struct larder__handle *h = t->last_handle[k];
 	uint64_t outer = larder__read_enter(&t->reader);
-	uint64_t w = larder__table_lookup_home_rcu(root_rcu(c), hash, key, key_len);
+	uint64_t w = larder__table_lookup_home_rcu(root_at(c, k), hash, key, key_len);
 	if (__builtin_expect(w == LARDER__LOOKUP_AGAIN, 0))
 		return get_beyond_home(c, hash, key, key_len, buf, buf_len, value_len, outer);
 	int rc = LARDER_MISS;
@@ -455,7 +477,7 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 		/* One test sends both kinds of entries that need more than a
 		 * copy (a deadline, a compressed value) out of line. */
 		if (__builtin_expect(flags & (LARDER__ENTRY_TTL | LARDER__ENTRY_COMPRESSED), 0))
-			return get_deadline_hit(c, e, buf, buf_len, value_len, outer);
+			return get_deadline_hit(h, e, buf, buf_len, value_len, outer);
 		rc = get_copy_raw(h, e, flags, buf, buf_len, value_len);
 	}
 	larder__read_exit(&t->reader, outer);
@@ -482,10 +504,12 @@ static __attribute__((noinline)) int get_with_unpack(larder *c, struct larder__h
 	return LARDER_OK;
 }
 
-READ_BODY int get_with_body(larder *c, struct larder__thread *t, struct larder__handle *h,
-			    const void *key, size_t key_len, larder_read_fn *fn, void *ctx)
+READ_BODY int get_with_body(larder *c, struct larder__thread *t,
+			    struct larder__handle *const *handles, const void *key, size_t key_len,
+			    larder_read_fn *fn, void *ctx)
 {
 	uint64_t hash = larder__hash(c->seed, key, key_len);
+	struct larder__handle *h = handles[larder__shard_index(c, hash)];
 	uint64_t outer = larder__read_enter(&t->reader);
 	struct larder__entry *e = find_live_rcu(c, NULL, hash, key, key_len);
 	int rc = LARDER_MISS;
@@ -516,7 +540,7 @@ static __attribute__((noinline, cold)) int get_with_slow(larder *c, const void *
 		return rc;
 	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
-	return get_with_body(c, op.thread, op.handle, key, key_len, fn, ctx);
+	return get_with_body(c, op.thread, op.handles, key, key_len, fn, ctx);
 }
 
 int larder_get_with(larder *c, const void *key, size_t key_len, larder_read_fn *fn, void *ctx)
@@ -543,7 +567,6 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 	uint64_t hash[BATCH_STRIDE];
 	size_t valid[BATCH_STRIDE]; /* indexes in the stride of the keys that pass check_key */
 	op_enter(&op);
-	struct larder__table *t = root_rcu(c);
 	for (size_t base = 0; base < count; base += BATCH_STRIDE) {
 		size_t n = count - base < BATCH_STRIDE ? count - base : BATCH_STRIDE, nvalid = 0;
 		for (size_t i = 0; i < n; i++) {
@@ -552,19 +575,24 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 				continue;
 			valid[nvalid++] = i;
 			hash[i] = larder__hash(c->seed, keys[k], key_lens[k]);
-			larder__table_prefetch(t, hash[i]);
+			larder__table_prefetch(root_rcu(c, hash[i]), hash[i]);
 		}
 		/* A second pass, so that the bucket loads of the whole stride
 		 * overlap instead of stalling one after another; then the same
 		 * for the keys that may live in the bucket after their home. */
 		size_t beyond[BATCH_STRIDE], nbeyond = 0;
-		for (size_t v = 0; v < nvalid; v++)
-			if (larder__table_prefetch_entry(t, hash[valid[v]]))
+		for (size_t v = 0; v < nvalid; v++) {
+			uint64_t hv = hash[valid[v]];
+			if (larder__table_prefetch_entry(root_rcu(c, hv), hv))
 				beyond[nbeyond++] = valid[v];
-		for (size_t v = 0; v < nbeyond; v++)
-			larder__table_prefetch_beyond(t, hash[beyond[v]]);
+		}
+		for (size_t v = 0; v < nbeyond; v++) {
+			uint64_t hv = hash[beyond[v]];
+			larder__table_prefetch_beyond(root_rcu(c, hv), hv);
+		}
 		for (size_t v = 0; v < nvalid; v++) {
 			size_t i = valid[v], k = base + i;
+			op_route(c, &op, hash[i]);
 			struct larder__entry *e = find_live_rcu(c, &op, hash[i], keys[k], key_lens[k]);
 			if (!e) {
 				count_miss(op.handle);
@@ -709,7 +737,7 @@ static int take_credit(larder *c, struct larder__handle *h, size_t charge)
 							  LARDER__RELAXED)) { /* CACHE-B2 */
 			h->credit += take - (int64_t)charge;
 			if (larder__budget_short(c, b - take))
-				larder__maint_wake(c, NULL, 0);
+				larder__maint_wake_all(c);
 			return 1;
 		}
 	}
@@ -777,16 +805,18 @@ void larder__test_stuck_ms(larder *c, uint64_t ms)
 	atomic_store_explicit(&c->stuck_ms, ms, LARDER__RELAXED); /* a setting */
 }
 
-/* Relaxed: compared only (cache.h); a stale value only extends a wait. */
-static uint64_t listener_calls(larder *c)
+/* Relaxed: compared only (core/shard.h); a stale value only extends a wait. */
+static uint64_t listener_calls(struct larder__shard *s)
 {
-	return atomic_load_explicit(&c->listener_calls, LARDER__RELAXED);
+	return atomic_load_explicit(&s->listener_calls, LARDER__RELAXED);
 }
 
-/* Waits until the maintainer finishes a pass (room_seq moves past seq) or
- * the wait is over. Returns LARDER_OK to retry, or LARDER_EBUSY. */
-static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_state *w,
-		     uint32_t seq)
+/* Waits until a maintainer finishes a pass (room_seq moves past seq) or
+ * the wait is over: for memory, any shard's (each gives bytes back to the
+ * one budget); for events or the index, shard s's. Returns LARDER_OK to
+ * retry, or LARDER_EBUSY. */
+static int wait_pass(larder *c, struct larder__shard *s, struct op *op, enum wait_kind kind,
+		     struct wait_state *w, uint32_t seq)
 {
 	struct larder__handle *h = op->handle;
 	uint64_t now_ns = larder__monotonic_ns();
@@ -800,9 +830,9 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_
 		}
 		larder__stat_bump(kind == WAIT_MEMORY ? &h->write_waits : &h->maint_waits, 1);
 		w->deadline_ns = now_ns + ms * 1000000u;
-		w->listener_mark = listener_calls(c);
+		w->listener_mark = listener_calls(s);
 	} else if (now_ns >= w->deadline_ns) {
-		uint64_t calls = listener_calls(c);
+		uint64_t calls = listener_calls(s);
 		if (kind == WAIT_MEMORY || (calls == w->listener_mark && (calls & 1))) {
 			count_busy(h, kind);
 			return LARDER_EBUSY;
@@ -815,7 +845,10 @@ static int wait_pass(larder *c, struct op *op, enum wait_kind kind, struct wait_
 	/* WAKE-W3: seq_cst, so the maintainer's wake_writers() either sees us
 	 * waiting or bumped room_seq before our futex_wait compares it. */
 	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
-	larder__maint_wake(c, NULL, 0);
+	if (kind == WAIT_MEMORY)
+		larder__maint_wake_all(c);
+	else
+		larder__maint_wake(s, NULL, 0);
 	uint64_t left = w->deadline_ns - now_ns;
 	larder__futex_wait(&c->room_seq, seq, left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS);
 	atomic_fetch_sub_explicit(&c->room_waiters, 1, LARDER__RELAXED); /* a count */
@@ -839,7 +872,7 @@ static int spill_room(larder *c, struct op *op, struct wait_state *w, uint32_t s
 	if (rc == 0)
 		return LARDER_OK;
 	if (!maintainer) {
-		rc = wait_pass(c, op, WAIT_EVENTS, w, seq);
+		rc = wait_pass(c, op->handle->shard, op, WAIT_EVENTS, w, seq);
 		return rc == LARDER_OK ? SPILL_RETRY : rc;
 	}
 	if (rc == -1)
@@ -866,7 +899,8 @@ static __attribute__((noinline)) int reserve_room_slow(larder *c, struct op *op,
 		if (take_credit(c, op->handle, charge))
 			return LARDER_OK;
 		want_bytes(c, charge);
-		if ((rc = wait_pass(c, op, WAIT_MEMORY, &memory_wait, seq)) != LARDER_OK)
+		if ((rc = wait_pass(c, op->handle->shard, op, WAIT_MEMORY, &memory_wait, seq)) !=
+		    LARDER_OK)
 			return rc;
 	}
 }
@@ -905,11 +939,12 @@ static uint64_t deadline_after(larder *c, struct op *op, uint64_t ttl_ms)
 /* Builds an entry of `bytes` (charging `charge`) in a fresh slot; NULL when
  * out of memory (credit kept). Inlined: the sizes are the caller's. */
 static inline __attribute__((always_inline)) struct larder__entry *
-entry_build(larder *c, struct op *op, const void *key, size_t key_len, const void *value,
-	    size_t value_len, unsigned flags, size_t bytes, size_t charge, uint64_t deadline_ms)
+entry_build(struct larder__shard *s, struct op *op, const void *key, size_t key_len,
+	    const void *value, size_t value_len, unsigned flags, size_t bytes, size_t charge,
+	    uint64_t deadline_ms)
 {
 	uint32_t id;
-	struct larder__entry *e = larder__slab_alloc_id(&c->slab, &op->handle->cursor, bytes, &id);
+	struct larder__entry *e = larder__slab_alloc_id(&s->slab, &op->handle->cursor, bytes, &id);
 	if (!e)
 		return NULL;
 	/* Counted from allocation, so a free never precedes its count. */
@@ -942,9 +977,10 @@ entry_build(larder *c, struct op *op, const void *key, size_t key_len, const voi
 	return e;
 }
 
-static void entry_unbuild(larder *c, struct op *op, struct larder__entry *e, size_t charge)
+static void entry_unbuild(struct larder__shard *s, struct op *op, struct larder__entry *e,
+			  size_t charge)
 {
-	larder__slab_unalloc(&c->slab, &op->handle->cursor, e, larder__entry_size(e));
+	larder__slab_unalloc(&s->slab, &op->handle->cursor, e, larder__entry_size(e));
 	larder__stat_bump(&op->handle->alloc_bytes, (uint64_t)0 - charge);
 	op->handle->credit += (int64_t)charge;
 }
@@ -990,10 +1026,11 @@ static unsigned char *pack_value(larder *c, const void **value, size_t *value_le
 /* After a write posted its event (or a bulk writer its batch's, `writes`
  * of them): count them and nudge the maintainer, who must schedule the
  * earliest new deadline in time (WAKE-W4). */
-static void write_done(larder *c, struct op *op, uint64_t writes, uint64_t deadline_ms)
+static void write_done(struct larder__shard *s, struct op *op, uint64_t writes,
+		       uint64_t deadline_ms)
 {
 	larder__stat_bump(&op->handle->writes, writes);
-	larder__maint_wake(c, op->handle, deadline_ms);
+	larder__maint_wake(s, op->handle, deadline_ms);
 }
 
 /*
@@ -1069,19 +1106,21 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		op = bulk->op;
 	else if ((rc = op_begin(c, &op)) != LARDER_OK)
 		goto fail_packed;
+	uint64_t hash = bulk ? bulk_hash : larder__hash(c->seed, key, key_len);
+	unsigned k = op_route(c, &op, hash);
+	struct larder__shard *s = &c->shard[k];
 	if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
 		goto fail_packed;
 	uint64_t deadline_ms =
 		(flags & LARDER__ENTRY_TTL) ? deadline_after(c, &op, ttl_ms) : UINT64_MAX;
 	struct larder__entry *e =
-		entry_build(c, &op, key, key_len, value, value_len, flags, bytes, charge, deadline_ms);
+		entry_build(s, &op, key, key_len, value, value_len, flags, bytes, charge, deadline_ms);
 	if (packed) /* copied into e, or not needed; the test saves a call per raw put */
 		larder__scratch_give(packed);
 	if (!e) {
 		op.handle->credit += (int64_t)charge;
 		return LARDER_ENOMEM;
 	}
-	uint64_t hash = bulk ? bulk_hash : larder__hash(c->seed, key, key_len);
 	uint64_t word = larder__slot_word(hash, e);
 	struct wait_state index_wait = { 0, 0 };
 	op_enter(&op);
@@ -1089,7 +1128,7 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		/* A-ROOM: a pass that ends after this load wakes us below. */
 		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
 		struct larder__table *t;
-		struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
+		struct larder__bucket *home = larder__table_lock(root_at(c, k), hash, &t);
 		larder__atomic_u64 *slot = larder__table_find_from_locked(t, home, hash, key, key_len);
 		/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
 		struct larder__entry *old =
@@ -1127,15 +1166,15 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		/* No free slot within reach: the maintainer must grow the index. */
 		larder__table_unlock(home);
 		op_exit(&op);
-		atomic_store_explicit(&c->grow_wanted, (uintptr_t)t, LARDER__RELAXED); /* a hint */
-		rc = wait_pass(c, &op, WAIT_INDEX, &index_wait, seq);
+		atomic_store_explicit(&s->grow_wanted, (uintptr_t)t, LARDER__RELAXED); /* a hint */
+		rc = wait_pass(c, s, &op, WAIT_INDEX, &index_wait, seq);
 		op_enter(&op);
 		if (rc != LARDER_OK)
 			break;
 	}
 	op_exit(&op);
 	if (rc != LARDER_OK) {
-		entry_unbuild(c, &op, e, charge);
+		entry_unbuild(s, &op, e, charge);
 		return rc;
 	}
 	if (bulk) {
@@ -1144,7 +1183,7 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		if (deadline_ms < bulk->first_deadline_ms)
 			bulk->first_deadline_ms = deadline_ms;
 	} else {
-		write_done(c, &op, 1, deadline_ms);
+		write_done(s, &op, 1, deadline_ms);
 	}
 	if (charged)
 		*charged = charge;
@@ -1207,16 +1246,17 @@ static uint64_t charge_left(uint64_t charge_limit, uint64_t charged)
  * CACHE-B3 for a bulk writer: its writes run inside one read section
  * (EV-V7), where a write may not wait for memory. So before the section
  * the thread's credit is topped up to cover the records' plain charges
- * (waiting for them as a write would); a compressed value is stored
- * shorter than its plain bytes (COMPRESS-C1), so it charges no more, and
- * no write in the section finds its credit short.
+ * (waiting for them as a write would), in the handle of each record's
+ * shard; a compressed value is stored shorter than its plain bytes
+ * (COMPRESS-C1), so it charges no more, and no write in the section finds
+ * its credit short.
  */
 static int bulk_credit(larder *c, struct bulk *b, const struct larder__put_rec *rec, size_t n,
 		       uint64_t left)
 {
 	/* Relaxed: a setting, as in write_common. */
 	uint64_t limit = larder__entry_limit(atomic_load_explicit(&c->capacity, LARDER__RELAXED));
-	uint64_t want = 0;
+	uint64_t want[LARDER_SHARDS_MAX] = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		uint64_t ttl_ms = resolve_ttl(c, rec[i].ttl_ms);
 		unsigned flags = ttl_ms == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
@@ -1224,25 +1264,29 @@ static int bulk_credit(larder *c, struct bulk *b, const struct larder__put_rec *
 		/* Only what may be written: write_common skips the rest. */
 		if (rec[i].key_len <= c->max_key_bytes && rec[i].value_len <= c->max_value_bytes &&
 		    bytes <= limit)
-			want += larder__slab_charge(bytes);
+			want[larder__shard_index(c, rec[i].hash)] += larder__slab_charge(bytes);
 	}
-	if (want > left)
-		want = left;
-	if (b->op.handle->credit >= (int64_t)want)
-		return LARDER_OK;
-	int rc = reserve_room(c, &b->op, want);
-	if (rc == LARDER_OK)
-		b->op.handle->credit += (int64_t)want; /* kept for the writes (HANDLE-H1) */
-	return rc;
+	for (unsigned k = 0; k < c->shard_count; k++) {
+		uint64_t w = want[k] > left ? left : want[k];
+		struct larder__handle *h = b->op.handle = b->op.handles[k];
+		if (h->credit >= (int64_t)w)
+			continue;
+		int rc = reserve_room(c, &b->op, w);
+		if (rc != LARDER_OK)
+			return rc;
+		h->credit += (int64_t)w; /* kept for the writes (HANDLE-H1) */
+	}
+	return LARDER_OK;
 }
 
-/* EV-V7: a block for the next writes (without memory for one, each posts
- * its own event), and the read section they and its post share. The
+/* EV-V7: a block for the next writes (without memory for one, or in a cache
+ * of several shards, whose maintainers each take their own events, each
+ * posts its own event), and the read section they and its post share. The
  * clock is read afresh for each block (bulk_credit may have waited). */
-static void bulk_open(struct bulk *b)
+static void bulk_open(larder *c, struct bulk *b)
 {
 	b->op.have_now = 0;
-	b->batch = larder__malloc(sizeof(*b->batch));
+	b->batch = c->shard_count == 1 ? larder__malloc(sizeof(*b->batch)) : NULL;
 	if (b->batch)
 		b->batch->n = 0;
 	b->outer = larder__read_enter(&b->op.thread->reader);
@@ -1253,7 +1297,7 @@ static void bulk_open(struct bulk *b)
 static void bulk_close(struct bulk *b)
 {
 	if (b->batch && b->batch->n)
-		larder__events_post(b->op.handle, LARDER__EV_BATCH, 0, LARDER__EV_NO_CLASS,
+		larder__events_post(b->op.handles[0], LARDER__EV_BATCH, 0, LARDER__EV_NO_CLASS,
 				    b->batch, NULL, 0);
 	else
 		free(b->batch);
@@ -1271,7 +1315,7 @@ int larder__put_batch(larder *c, const struct larder__put_rec *rec, size_t n,
 		if ((rc = bulk_credit(c, &b, rec + from, to - from,
 				      charge_left(charge_limit, *charged))) != LARDER_OK)
 			break;
-		bulk_open(&b);
+		bulk_open(c, &b);
 		for (size_t i = from; i < to && rc == LARDER_OK; i++) {
 			const struct larder__put_rec *r = &rec[i];
 			uint64_t charge = 0;
@@ -1285,8 +1329,14 @@ int larder__put_batch(larder *c, const struct larder__put_rec *rec, size_t n,
 		}
 		bulk_close(&b);
 	}
-	if (b.writes)
-		write_done(c, &b.op, b.writes, b.first_deadline_ms);
+	if (b.writes) {
+		/* Counted once; every shard's maintainer nudged, through the
+		 * handle its events went to. */
+		b.op.handle = b.op.handles[0];
+		write_done(&c->shard[0], &b.op, b.writes, b.first_deadline_ms);
+		for (unsigned k = 1; k < c->shard_count; k++)
+			larder__maint_wake(&c->shard[k], b.op.handles[k], b.first_deadline_ms);
+	}
 	return rc;
 }
 
@@ -1296,9 +1346,8 @@ void larder__prefetch_homes(larder *c, const struct larder__put_rec *rec, size_t
 	if (!n || op_begin(c, &op) != LARDER_OK)
 		return; /* a hint: without a thread state, the writes will say why */
 	op_enter(&op);
-	struct larder__table *t = root_rcu(c);
 	for (size_t i = 0; i < n; i++)
-		larder__table_prefetch(t, rec[i].hash);
+		larder__table_prefetch(root_rcu(c, rec[i].hash), rec[i].hash);
 	op_exit(&op);
 }
 
@@ -1309,12 +1358,15 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 	int rc = check_args(c, key, key_len, !if_equals || expected || !expected_len);
 	if (rc != LARDER_OK)
 		return rc;
-	if ((rc = op_begin(c, &op)) != LARDER_OK || (rc = reserve_room(c, &op, 0)) != LARDER_OK)
+	if ((rc = op_begin(c, &op)) != LARDER_OK)
 		return rc;
 	uint64_t hash = larder__hash(c->seed, key, key_len);
+	struct larder__shard *s = &c->shard[op_route(c, &op, hash)];
+	if ((rc = reserve_room(c, &op, 0)) != LARDER_OK)
+		return rc;
 	op_enter(&op);
 	struct larder__table *t;
-	struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
+	struct larder__bucket *home = larder__table_lock(root_rcu(c, hash), hash, &t);
 	larder__atomic_u64 *slot = larder__table_find_from_locked(t, home, hash, key, key_len);
 	/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
 	struct larder__entry *old =
@@ -1338,7 +1390,7 @@ static int remove_common(larder *c, const void *key, size_t key_len, const void 
 				    hash);
 	op_exit(&op);
 	if (unlink) /* no deadline to schedule: the removal may wait for a pass */
-		larder__maint_wake(c, op.handle, UINT64_MAX);
+		larder__maint_wake(s, op.handle, UINT64_MAX);
 	return rc;
 }
 
@@ -1374,6 +1426,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 	uint64_t deadline_ms =
 		ttl_ms == LARDER_TTL_NEVER ? UINT64_MAX : deadline_after(c, &op, ttl_ms);
 	uint64_t hash = larder__hash(c->seed, key, key_len);
+	struct larder__shard *s = &c->shard[op_route(c, &op, hash)];
 	struct larder__entry *copy = NULL, *copied_from = NULL;
 	if ((rc = reserve_room(c, &op, 0)) != LARDER_OK) /* for EV_TOUCH */
 		return rc;
@@ -1381,7 +1434,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 	for (;;) {
 		op_enter(&op);
 		struct larder__table *t;
-		struct larder__bucket *home = larder__table_lock(root_rcu(c), hash, &t);
+		struct larder__bucket *home = larder__table_lock(root_rcu(c, hash), hash, &t);
 		larder__atomic_u64 *slot = larder__table_find_from_locked(t, home, hash, key, key_len);
 		struct larder__entry *old =
 			slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
@@ -1399,7 +1452,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 						    old, NULL, hash);
 			op_exit(&op);
 			if (deadline_ms < was)
-				larder__maint_wake(c, op.handle, deadline_ms);
+				larder__maint_wake(s, op.handle, deadline_ms);
 			break;
 		} else if (deadline_ms == UINT64_MAX) {
 			; /* no deadline before, none after */
@@ -1409,13 +1462,13 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			larder__events_post(op.handle, LARDER__EV_RELOCATE, 0, LARDER__EV_NO_CLASS, old,
 					    copy, hash);
 			op_exit(&op);
-			larder__maint_wake(c, op.handle, deadline_ms);
+			larder__maint_wake(s, op.handle, deadline_ms);
 			return LARDER_OK;
 		} else {
 			/* Build the copy outside the lock, then check nothing changed. */
 			larder__table_unlock(home);
 			if (copy)
-				entry_unbuild(c, &op, copy, charge);
+				entry_unbuild(s, &op, copy, charge);
 			copied_from = old;
 			/* The stored bytes as they are: a compressed value stays so. */
 			unsigned copy_flags = LARDER__ENTRY_TTL |
@@ -1430,7 +1483,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			op_enter(&op);
 			struct larder__entry *now_e = find_live_rcu(c, &op, hash, key, key_len);
 			copy = now_e == old
-				       ? entry_build(c, &op, key, key_len, larder__entry_value(old),
+				       ? entry_build(s, &op, key, key_len, larder__entry_value(old),
 						     old->value_len, copy_flags, bytes, charge,
 						     deadline_ms)
 				       : NULL;
@@ -1448,24 +1501,25 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 		break;
 	}
 	if (copy)
-		entry_unbuild(c, &op, copy, charge);
+		entry_unbuild(s, &op, copy, charge);
 	return rc;
 }
 
-/* The slab's reserve of empty pages per page size: 1/64 of the capacity,
- * at most LARDER__SLAB_RESERVE_MAX (4 MiB), so that a small cache does not
- * keep six times 4 MiB of empty pages (a 64 MiB cache: 1 MiB each). */
-static uint64_t slab_reserve(uint64_t capacity)
+/* A shard's slab's reserve of empty pages per page size: 1/64 of the
+ * capacity, at most LARDER__SLAB_RESERVE_MAX (4 MiB), so that a small cache
+ * does not keep six times 4 MiB of empty pages (a 64 MiB cache: 1 MiB
+ * each); split among the shards, so that K slabs keep what one would. */
+static uint64_t slab_reserve(const struct larder *c, uint64_t capacity)
 {
 	uint64_t r = capacity / 64;
-	return r < LARDER__SLAB_RESERVE_MAX ? r : LARDER__SLAB_RESERVE_MAX;
+	return (r < LARDER__SLAB_RESERVE_MAX ? r : LARDER__SLAB_RESERVE_MAX) / c->shard_count;
 }
 
 /* A table sized for the expected entries (TABLE-L1 in index/table.h); growth takes it
  * from there. */
 static struct larder__table *first_table(const struct larder *c)
 {
-	uint64_t buckets = larder__table_buckets_for(c->expected_entries);
+	uint64_t buckets = larder__table_buckets_for(c->expected_entries / c->shard_count);
 	return larder__table_create(buckets < MIN_TABLE_BUCKETS ? MIN_TABLE_BUCKETS : buckets);
 }
 
@@ -1474,6 +1528,10 @@ static struct larder__table *first_table(const struct larder *c)
  * not at the old table's: a refill grows it again, and a cache cleared for
  * good does not keep an index sized for what it held (which the maintainer
  * would otherwise have to shrink, touching every page of it to do so).
+ * Shard by shard: each root is swapped, and its old table handed to its
+ * maintainer through the thread's handle for that shard. A write that
+ * races with the clear survives it if it lands in a shard already swapped,
+ * as one made just after a clear would.
  */
 int larder_clear(larder *c)
 {
@@ -1481,23 +1539,29 @@ int larder_clear(larder *c)
 	if (!c)
 		return LARDER_EINVAL;
 	int rc = op_begin(c, &op);
-	if (rc != LARDER_OK || (rc = reserve_room(c, &op, 0)) != LARDER_OK)
-		return rc;
-	op_enter(&op);
-	struct larder__table *fresh = first_table(c);
-	if (!fresh) {
+	for (unsigned k = 0; rc == LARDER_OK && k < c->shard_count; k++) {
+		struct larder__shard *s = &c->shard[k];
+		op.handle = op.handles[k];
+		if ((rc = reserve_room(c, &op, 0)) != LARDER_OK)
+			break;
+		op_enter(&op);
+		struct larder__table *fresh = first_table(c);
+		if (!fresh) {
+			op_exit(&op);
+			rc = LARDER_ENOMEM;
+			break;
+		}
+		/* R-ROOT: acq_rel; the release publishes the empty table, the
+		 * acquire makes the old root we hand to the maintainer the one we
+		 * replaced. */
+		struct larder__table *old = (struct larder__table *)atomic_exchange_explicit(
+			s->table, (uintptr_t)fresh, LARDER__ACQ_REL);
+		larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED,
+				    LARDER__EV_NO_CLASS, old, NULL, 0);
 		op_exit(&op);
-		return LARDER_ENOMEM;
+		larder__maint_wake(s, op.handle, 0); /* the old table's walk starts at once */
 	}
-	/* R-ROOT: acq_rel; the release publishes the empty table, the acquire
-	 * makes the old root we hand to the maintainer the one we replaced. */
-	struct larder__table *old = (struct larder__table *)atomic_exchange_explicit(
-		&c->table, (uintptr_t)fresh, LARDER__ACQ_REL);
-	larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED, LARDER__EV_NO_CLASS,
-			    old, NULL, 0);
-	op_exit(&op);
-	larder__maint_wake(c, op.handle, 0); /* the old table's walk starts at once */
-	return LARDER_OK;
+	return rc;
 }
 
 int larder_set_capacity(larder *c, uint64_t bytes)
@@ -1518,48 +1582,88 @@ int larder__cache_set_capacity(larder *c, uint64_t bytes)
 	/* Relaxed: CACHE-B1 holds after both stores; writers re-check on the next chunk. */
 	atomic_store_explicit(&c->capacity, bytes, LARDER__RELAXED);
 	atomic_fetch_add_explicit(&c->budget, delta, LARDER__RELAXED);
-	larder__slab_set_reserve(&c->slab, slab_reserve(bytes));
+	for (unsigned i = 0; i < c->shard_count; i++)
+		larder__slab_set_reserve(&c->shard[i].slab, slab_reserve(c, bytes));
 	pthread_mutex_unlock(&c->admin_lock);
-	larder__maint_wake(c, NULL, 0);
+	larder__maint_wake_all(c);
 	return LARDER_OK;
 }
 
 /* ---- Handles -------------------------------------------------------------------- */
 
-struct larder__handle *larder__cache_handle_create(larder *c)
+/* A new handle on shard s's list, NULL on ENOMEM. */
+static struct larder__handle *handle_create(struct larder__shard *s)
 {
 	struct larder__handle *h = larder__aligned_alloc(64, sizeof(*h));
 	if (!h)
 		return NULL;
 	memset(h, 0, sizeof(*h));
+	h->shard = s;
 	/* Relaxed: the CAS below re-reads it; R-HANDLES publishes. */
-	uintptr_t head = atomic_load_explicit(&c->handles, LARDER__RELAXED);
+	uintptr_t head = atomic_load_explicit(&s->handles, LARDER__RELAXED);
 	do {
 		h->next = (struct larder__handle *)head;
 		/* R-HANDLES: release publishes the zeroed handle (pairs with A-HANDLES). */
-	} while (!atomic_compare_exchange_weak_explicit(&c->handles, &head, (uintptr_t)h,
+	} while (!atomic_compare_exchange_weak_explicit(&s->handles, &head, (uintptr_t)h,
 							LARDER__RELEASE, LARDER__RELAXED));
 	return h;
 }
 
-void larder__cache_orphan_handle(larder *c, struct larder__handle *h)
+/* The thread's exit, for one handle: its maintainer dismantles it. */
+static void handle_orphan(struct larder__handle *h)
 {
+	struct larder__shard *s = h->shard; /* read before h may be freed */
 	/* R-ORPHAN: release; the thread's last posts before the maintainer's A-ORPHAN. */
 	atomic_store_explicit(&h->orphaned, 1, LARDER__RELEASE);
 	/* h may be freed by the maintainer from here on: do not pass it. */
-	larder__maint_wake(c, NULL, 0);
+	larder__maint_wake(s, NULL, 0);
+}
+
+int larder__cache_handles_create(larder *c, struct larder__handle **out)
+{
+	for (unsigned k = 0; k < c->shard_count; k++) {
+		out[k] = handle_create(&c->shard[k]);
+		if (!out[k]) {
+			/* Those made are listed already: their maintainers free them. */
+			while (k-- > 0)
+				handle_orphan(out[k]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void larder__cache_orphan_handles(larder *c, struct larder__handle *const *handles)
+{
+	for (unsigned k = 0; k < c->shard_count; k++)
+		handle_orphan(handles[k]);
 }
 
 /* ---- Statistics ------------------------------------------------------------------ */
 
-/* Under handles_lock: an exiting thread's counters move from its handle to
- * the maintainer's totals under it, so they are counted exactly once. */
+/* Every shard's handles_lock, in shard order: an exiting thread's counters
+ * move from its handle to its maintainer's totals under its shard's lock,
+ * so with them all held they are counted exactly once. */
+static void lock_handles(larder *c)
+{
+	for (unsigned i = 0; i < c->shard_count; i++)
+		pthread_mutex_lock(&c->shard[i].handles_lock);
+}
+
+static void unlock_handles(larder *c)
+{
+	for (unsigned i = c->shard_count; i-- > 0;)
+		pthread_mutex_unlock(&c->shard[i].handles_lock);
+}
+
+/* Under lock_handles(). */
 static void sum_handles(larder *c, uint64_t *v)
 {
-	for (struct larder__handle *h = (struct larder__handle *)atomic_load_explicit(
-		     &c->handles, LARDER__ACQUIRE); /* A-HANDLES */
-	     h; h = h->next)
-		larder__handle_stats_add(h, v);
+	for (unsigned i = 0; i < c->shard_count; i++)
+		for (struct larder__handle *h = (struct larder__handle *)atomic_load_explicit(
+			     &c->shard[i].handles, LARDER__ACQUIRE); /* A-HANDLES */
+		     h; h = h->next)
+			larder__handle_stats_add(h, v);
 }
 
 /*
@@ -1573,7 +1677,7 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 	uint64_t v[LARDER_STAT_COUNT];
 	if (!c || (!values && count))
 		return LARDER_EINVAL;
-	pthread_mutex_lock(&c->handles_lock);
+	lock_handles(c);
 	for (int attempt = 0; attempt < 8; attempt++) {
 		memset(v, 0, sizeof(v));
 		uint64_t freed = larder__maint_freed_bytes(c);
@@ -1582,21 +1686,27 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 		if (larder__maint_freed_bytes(c) == freed)
 			break;
 	}
-	pthread_mutex_unlock(&c->handles_lock);
+	unlock_handles(c);
 	uint64_t cap = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* statistics */
 
 	v[LARDER_STAT_CAPACITY_BYTES] = cap;
 	v[LARDER_STAT_OVERSHOOT_BOUND] = larder__overshoot_bound(cap);
 	const struct larder__dict *dict = larder__dict_get(c);
 	v[LARDER_STAT_DICT_BYTES] = dict ? dict->bytes : 0;
-	larder__slab_stats(&c->slab, v);
+	for (unsigned i = 0; i < c->shard_count; i++)
+		larder__slab_stats(&c->shard[i].slab, v);
 	struct larder__thread *t = larder__thread_self();
 	if (t) {
-		/* The root may be freed after a resize: look at it inside a section. */
+		/* A root may be freed after a resize: look at them inside a section. */
 		uint64_t outer = larder__read_enter(&t->reader);
-		struct larder__table *root = root_rcu(c), *next = larder__table_next(root);
-		v[LARDER_STAT_INDEX_SLOTS] = larder__table_slots(root);
-		v[LARDER_STAT_INDEX_BYTES] = root->map_bytes + (next ? next->map_bytes : 0);
+		for (unsigned i = 0; i < c->shard_count; i++) {
+			/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
+			struct larder__table *root = (struct larder__table *)atomic_load_explicit(
+				c->shard[i].table, LARDER__ACQUIRE);
+			struct larder__table *next = larder__table_next(root);
+			v[LARDER_STAT_INDEX_SLOTS] += larder__table_slots(root);
+			v[LARDER_STAT_INDEX_BYTES] += root->map_bytes + (next ? next->map_bytes : 0);
+		}
 		larder__read_exit(&t->reader, outer);
 	}
 	if (count) /* values may be NULL with count 0 */
@@ -1609,16 +1719,16 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 
 /* Test seam (core/testing.h): a lower bound on the bytes allocated so far,
  * so that a sampler can bound used bytes from below across several caches:
- * under handles_lock (no handle folds meanwhile), the live handles' counts
+ * under the handles' locks (no handle folds meanwhile), the live handles' counts
  * plus the folded ones, less what was freed between the two reads of it. */
 uint64_t larder__test_allocated_bytes(larder *c)
 {
 	uint64_t v[LARDER_STAT_COUNT] = { 0 };
-	pthread_mutex_lock(&c->handles_lock);
+	lock_handles(c);
 	uint64_t freed_before = larder__maint_freed_bytes(c);
 	sum_handles(c, v);
 	larder__maint_stats(c, v); /* adds the folded counts, less freed (>= freed_before) */
-	pthread_mutex_unlock(&c->handles_lock);
+	unlock_handles(c);
 	return v[LARDER_STAT_USED_BYTES] + freed_before;
 }
 
@@ -1633,6 +1743,44 @@ static uint64_t random_seed(const void *salt)
 	return larder__monotonic_ns() ^ (uint64_t)(uintptr_t)salt ^ ((uint64_t)getpid() << 32);
 }
 
+/* A shard's plane (core/shard.h) up to its maintainer's state; not started. */
+static int shard_open(larder *c, struct larder__shard *s, uint64_t capacity)
+{
+	int rc = LARDER_ENOMEM;
+	s->cache = c;
+	s->index = (unsigned)(s - c->shard);
+	s->table = &c->root[s->index];
+	if (pthread_mutex_init(&s->handles_lock, NULL) != 0)
+		return rc;
+	if (larder__slab_init(&s->slab) != 0)
+		goto fail_slab;
+	larder__slab_set_reserve(&s->slab, slab_reserve(c, capacity));
+	struct larder__table *t = first_table(c);
+	if (!t)
+		goto fail_table;
+	atomic_store_explicit(s->table, (uintptr_t)t, LARDER__RELAXED); /* published by pthread_create */
+	if ((rc = larder__maint_create(s)) != LARDER_OK)
+		goto fail_maint;
+	return LARDER_OK;
+
+fail_maint:
+	larder__table_destroy(t);
+fail_table:
+	larder__slab_destroy(&s->slab);
+fail_slab:
+	pthread_mutex_destroy(&s->handles_lock);
+	return rc;
+}
+
+/* shard_open() undone, the maintainer stopped (or never started). The
+ * maintainer owns the index from larder__maint_create() on. */
+static void shard_close(struct larder__shard *s)
+{
+	larder__maint_destroy(s);
+	larder__slab_destroy(&s->slab);
+	pthread_mutex_destroy(&s->handles_lock);
+}
+
 int larder_open(larder **out, const larder_config *cfg)
 {
 	if (!out)
@@ -1640,11 +1788,18 @@ int larder_open(larder **out, const larder_config *cfg)
 	*out = NULL;
 	if (!cfg || !larder__policy_ops_for(cfg->policy))
 		return LARDER_EINVAL;
-	larder *c = larder__aligned_alloc(64, sizeof(*c));
+	/* A pool's probe watches one policy (pool/probe.h): one shard. */
+	if (cfg->pool && cfg->shards > 1)
+		return LARDER_EINVAL;
+	unsigned shards = cfg->shards;
+	larder *c = larder__aligned_alloc(64, sizeof(*c) + shards * sizeof(c->shard[0]));
 	if (!c)
 		return LARDER_ENOMEM;
-	memset(c, 0, sizeof(*c));
+	memset(c, 0, sizeof(*c) + shards * sizeof(c->shard[0]));
 	int rc = LARDER_ENOMEM;
+	unsigned opened = 0, started = 0;
+	c->shard_count = shards;
+	c->shard_mask = shards - 1;
 	c->seed = cfg->seed_set ? cfg->seed : random_seed(c);
 	c->max_key_bytes = cfg->max_key_bytes;
 	c->max_value_bytes = cfg->max_value_bytes;
@@ -1680,45 +1835,32 @@ int larder_open(larder **out, const larder_config *cfg)
 	atomic_store_explicit(&c->budget,
 			      (int64_t)(capacity + larder__overshoot_bound(capacity)),
 			      LARDER__RELAXED);
-	if (pthread_mutex_init(&c->handles_lock, NULL) != 0)
-		goto fail_handles_lock;
 	if (pthread_mutex_init(&c->admin_lock, NULL) != 0)
 		goto fail_admin_lock;
-	if (larder__slab_init(&c->slab) != 0)
-		goto fail_slab;
-	larder__slab_set_reserve(&c->slab, slab_reserve(cfg->capacity));
-	struct larder__table *t = first_table(c);
-	if (!t)
-		goto fail_table;
-	atomic_store_explicit(&c->table, (uintptr_t)t, LARDER__RELAXED); /* published by pthread_create */
-	if ((rc = larder__maint_create(c)) != LARDER_OK)
-		goto fail_maint;
+	for (; opened < shards; opened++)
+		if ((rc = shard_open(c, &c->shard[opened], cfg->capacity)) != LARDER_OK)
+			goto fail_shards;
 	c->id = larder__cache_id_register(c);
 	if (!c->id) {
 		rc = LARDER_ENOMEM;
-		goto fail_id;
+		goto fail_shards;
 	}
-	if ((rc = larder__maint_start(c)) != LARDER_OK)
-		goto fail_start;
+	for (; started < shards; started++)
+		if ((rc = larder__maint_start(&c->shard[started])) != LARDER_OK)
+			goto fail_start;
 	if (c->pool)
 		larder__pool_activate(c);
 	*out = c;
 	return LARDER_OK;
 
 fail_start:
+	larder__maint_stop(c, started);
 	larder__cache_id_unregister(c->id);
-fail_id:
-	larder__maint_destroy(c); /* it owns the table from larder__maint_create() on */
-	goto fail_table;
-fail_maint:
-	larder__table_destroy(t);
-fail_table:
-	larder__slab_destroy(&c->slab);
-fail_slab:
+fail_shards:
+	while (opened-- > 0)
+		shard_close(&c->shard[opened]);
 	pthread_mutex_destroy(&c->admin_lock);
 fail_admin_lock:
-	pthread_mutex_destroy(&c->handles_lock);
-fail_handles_lock:
 	larder__pool_release(c->pool);
 fail_pool:
 	larder__dict_close(c);
@@ -1736,12 +1878,15 @@ void larder_close(larder *c)
 		larder__pool_detach(c);
 	/* First: no exiting thread may hand us a handle from now on (THREAD-T1). */
 	larder__cache_id_unregister(c->id);
-	larder__maint_stop(c);
-	larder__maint_destroy(c);
+	larder__maint_stop(c, c->shard_count);
+	for (unsigned i = 0; i < c->shard_count; i++)
+		larder__maint_destroy(&c->shard[i]);
 	larder__dict_close(c); /* DICT-D1: nothing can read it any more */
-	larder__slab_destroy(&c->slab);
+	for (unsigned i = 0; i < c->shard_count; i++) {
+		larder__slab_destroy(&c->shard[i].slab);
+		pthread_mutex_destroy(&c->shard[i].handles_lock);
+	}
 	larder__pool_release(c->pool);
 	pthread_mutex_destroy(&c->admin_lock);
-	pthread_mutex_destroy(&c->handles_lock);
 	free(c);
 }

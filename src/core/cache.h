@@ -2,21 +2,18 @@
  * core/cache.h - the cache object shared by the request paths and the maintainer.
  *
  * Field ownership (who writes, how it is read):
- *   - Set at open, read-only after: id, seed, limits, clock, listener, policy.
- *   - table: the index root. Written by larder_clear() (exchange) and by the
- *     maintainer at the end of a growth (CAS); read with acquire (A-ROOT).
+ *   - Set at open, read-only after: id, seed, limits, clock, listener,
+ *     policy, shard_count and the shards' fixed fields (core/shard.h, which
+ *     says who writes the rest of a shard).
  *   - capacity: written by larder_set_capacity(), read by the maintainer and
  *     writers (relaxed: a stale value only delays an eviction decision).
  *   - budget: bytes writers may still allocate before the overshoot bound;
  *     writers take chunks by CAS, the maintainer adds back what it frees.
  *   - room_seq, room_waiters, wanted: the writers' wait for room (core/cache.c).
- *   - maint_sleeping: the maintainer's futex word, and maint_wake_at, the
- *     cache-clock time its lazy sleep ends (maint/maintainer.c).
- *   - handles: list of per-thread handles; pushed by any thread with CAS,
- *     unlinked and freed only by the maintainer holding handles_lock.
+ *   - stop: set once by close (R-STOP), read by every maintainer.
  *   - pool: set at open, read-only after; a pooled cache's capacity is set
  *     only by its pool (larder__cache_set_capacity), which also reads budget.
- * Everything the maintainer alone touches lives in struct larder__maint.
+ * Everything a maintainer alone touches lives in its struct larder__maint.
  */
 #ifndef LARDER_CORE_CACHE_H
 #define LARDER_CORE_CACHE_H
@@ -26,6 +23,7 @@
 
 #include "larder.h"
 #include "maint/events.h"
+#include "core/shard.h"
 #include "mem/slab.h"
 #include "sync/atomic.h"
 
@@ -35,6 +33,7 @@ struct larder__pool_member;
 struct larder_config {
 	uint64_t capacity;
 	uint64_t expected_entries;
+	unsigned shards; /* a power of two (larder_config_set_shards) */
 	size_t max_key_bytes;
 	size_t max_value_bytes;
 	uint64_t default_ttl_ms;
@@ -58,9 +57,16 @@ struct larder_config {
 };
 
 struct larder {
-	/* Read by every operation; written only at open (and table, A-ROOT). */
-	larder__atomic_uptr table;
+	/* The shards' index roots (core/shard.h, table), side by side and
+	 * first, so that a read loads its root with one indexed load, no
+	 * offset to add (gcc does not fold one into an atomic load's address). */
+	larder__atomic_uptr root[LARDER_SHARDS_MAX];
+	/* Read by every operation; written only at open. */
 	uint64_t id;
+	/* shard_count - 1: a key's shard is hash & shard_mask. 32 bits: a store
+	 * to a 64-bit word (a read section's) cannot alias it, so a read
+	 * computes its shard once. */
+	uint32_t shard_mask;
 	uint64_t seed;
 	size_t max_key_bytes;
 	size_t max_value_bytes;
@@ -99,37 +105,39 @@ struct larder {
 	larder__atomic_u64 wanted;
 	larder__atomic_u32 room_seq;
 	larder__atomic_u32 room_waiters;
-	larder__atomic_uptr grow_wanted; /* a table where a writer found no free slot in reach */
+	/* SNAP-L6 (maint/resize.c): how many bulk writers run; no shard's
+	 * maintainer shrinks its table while one does (R-BULK/A-BULK). */
+	larder__atomic_u32 bulk_writers;
 
-	larder__atomic_u32 maint_sleeping __attribute__((aligned(64)));
-	larder__atomic_u64 maint_wake_at; /* cache clock, ms; published by WAKE-W4 with MAINT_LAZY */
-	larder__atomic_int stop;
-	larder__atomic_uptr handles;
-	pthread_mutex_t handles_lock; /* stats walks vs the maintainer freeing handles */
-	pthread_mutex_t admin_lock;   /* serialises larder_set_capacity() */
+	larder__atomic_int stop __attribute__((aligned(64)));
+	pthread_mutex_t admin_lock; /* serialises larder_set_capacity() */
 
 	larder_removal_fn *listener;
 	void *listener_ctx;
-	/* Listener calls begun and ended: odd while one runs. Written by the
-	 * maintainer (larder__maint_call_listener), read by waiting writers; relaxed, compared only. */
-	larder__atomic_u64 listener_calls;
 	/* How long one listener call may run before waiting writers give up:
 	 * 1 s; a test seam may set it (relaxed, a setting). */
 	larder__atomic_u64 stuck_ms;
 	enum larder_policy policy;
 	uint64_t expected_entries;
-	struct larder__slab slab;
-	struct larder__maint *maint;
-	pthread_t thread;
-	/* The maintainer's start (its futex word): MAINT_STARTING until it has
-	 * marked its per-thread state as a maintainer's, then MAINT_RUNNING, or
-	 * MAINT_NO_STATE when it could not allocate that state (R-START /
-	 * A-START, maint/maintainer.c). */
-	larder__atomic_u32 maint_started;
 	/* Its place in a pool, or NULL; set at open, before the maintainer
 	 * starts, and read-only after (pool/pool.c owns what it points to). */
 	struct larder__pool_member *pool;
+	unsigned shard_count;
+	struct larder__shard shard[]; /* shard_count of them (core/shard.h) */
 };
+
+/* The shard that holds keys of this hash (docs/shards.md): the low bits,
+ * which neither the index's home bucket nor its slot tags use
+ * (index/table.h), so the choice is independent of both. */
+static inline unsigned larder__shard_index(const struct larder *cache, uint64_t hash)
+{
+	return (unsigned)hash & cache->shard_mask;
+}
+
+static inline struct larder__shard *larder__shard_of(struct larder *cache, uint64_t hash)
+{
+	return &cache->shard[larder__shard_index(cache, hash)];
+}
 
 /* Overshoot bound: how far used bytes may exceed capacity. */
 static inline uint64_t larder__overshoot_bound(uint64_t capacity)
@@ -201,13 +209,17 @@ uint64_t larder__clock_coarse(void);
 /* Twice the coarse clock's resolution, in ms (at least 2); 0 if unknown. */
 uint64_t larder__clock_coarse_margin_ms(void);
 
-/* core/cache.c: a new handle for the calling thread (slow path), NULL on ENOMEM. */
-struct larder__handle *larder__cache_handle_create(struct larder *cache);
-/* core/cache.c: the thread that owned h exited (called under the live-cache lock). */
-void larder__cache_orphan_handle(struct larder *cache, struct larder__handle *h);
-/* maint_sleeping: what the maintainer is doing (its futex word). */
+/* core/cache.c: new handles for the calling thread (slow path), one per
+ * shard into out[0..shard_count); 0, or -1 on ENOMEM (nothing to undo). */
+int larder__cache_handles_create(struct larder *cache, struct larder__handle **out);
+/* core/cache.c: the thread that owned these handles (one per shard) exited
+ * (called under the live-cache lock). */
+void larder__cache_orphan_handles(struct larder *cache, struct larder__handle *const *handles);
+/* maint_sleeping (core/shard.h): what the maintainer is doing (its futex word). */
 enum { MAINT_AWAKE = 0, MAINT_IDLE = 1, MAINT_WINDOW = 2, MAINT_LAZY = 3 };
-/* maint_started */
+/* maint_started (core/shard.h): MAINT_STARTING until the maintainer has
+ * marked its per-thread state as a maintainer's, then MAINT_RUNNING, or
+ * MAINT_NO_STATE when it could not allocate that state. */
 enum { MAINT_STARTING = 0, MAINT_RUNNING = 1, MAINT_NO_STATE = 2 };
 
 #endif /* LARDER_CORE_CACHE_H */

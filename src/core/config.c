@@ -53,6 +53,7 @@ int larder_config_create(larder_config **out)
 		return LARDER_ENOMEM;
 	c->capacity = 64u << 20;
 	c->expected_entries = 4096;
+	c->shards = 1;
 	c->max_key_bytes = 250;
 	c->max_value_bytes = 1u << 20;
 	c->default_ttl_ms = LARDER_TTL_NEVER;
@@ -87,6 +88,14 @@ int larder_config_set_expected_entries(larder_config *config, uint64_t entries)
 	if (!config || entries > ((uint64_t)1 << 40))
 		return LARDER_EINVAL;
 	config->expected_entries = entries;
+	return LARDER_OK;
+}
+
+int larder_config_set_shards(larder_config *config, unsigned shards)
+{
+	if (!config || shards == 0 || shards > LARDER_SHARDS_MAX || (shards & (shards - 1)))
+		return LARDER_EINVAL;
+	config->shards = shards;
 	return LARDER_OK;
 }
 

@@ -1,7 +1,8 @@
 /*
  * core/iter.c - cursors over the live entries of a cache (larder_iter_*).
  *
- * Design. The cursor walks the space of home keys (bits 16..47 of the keyed
+ * Design. The cursor walks each shard's index in turn (core/shard.h), and
+ * in each the space of home keys (bits 16..47 of the keyed
  * hash, index/scan.h) in ranges of about CHUNK_BUCKETS buckets of the
  * current index. For each range it collects, in one read section, the keys
  * of every entry homed there (larder__table_scan_homes_rcu) and drops the
@@ -63,7 +64,9 @@ struct key_ref {
 
 struct larder_iter {
 	larder *cache;
-	uint64_t cursor; /* first home key not yet collected; HOME_KEY_END at the end */
+	unsigned shard;  /* the shard whose index is walked (core/shard.h), in order */
+	uint64_t cursor; /* its first home key not yet collected; HOME_KEY_END at the end
+			  * of the last shard */
 	struct key_ref *refs;
 	size_t count, next, refs_cap;
 	unsigned char *bytes;
@@ -224,8 +227,8 @@ static int collect_range(larder_iter *it, struct larder__thread *th, larder_iter
 	it->failed = 0;
 	uint64_t outer = larder__read_enter(&th->reader);
 	/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
-	struct larder__table *t =
-		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
+	struct larder__table *t = (struct larder__table *)atomic_load_explicit(
+		c->shard[it->shard].table, LARDER__ACQUIRE);
 	uint64_t width = (LARDER__HOME_KEY_END * CHUNK_BUCKETS) / (t->last + 1);
 	uint64_t lo = it->cursor;
 	uint64_t hi = width >= LARDER__HOME_KEY_END - lo ? LARDER__HOME_KEY_END : lo + width;
@@ -243,6 +246,10 @@ static int collect_range(larder_iter *it, struct larder__thread *th, larder_iter
 		return rc; /* the cursor stays at lo: a retry rescans it */
 	}
 	it->cursor = hi;
+	if (hi == LARDER__HOME_KEY_END && it->shard + 1 < c->shard_count) {
+		it->shard++; /* ITER-I1: a key lives in its hash's shard only */
+		it->cursor = 0;
+	}
 	return LARDER_OK;
 }
 
@@ -285,8 +292,8 @@ int larder_iter_next(larder_iter *it, larder_iter_fn *fn, void *ctx)
 		const unsigned char *key = it->bytes + r->offset;
 		uint64_t outer = larder__read_enter(&th->reader);
 		/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
-		struct larder__table *t =
-			(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
+		struct larder__table *t = (struct larder__table *)atomic_load_explicit(
+			larder__shard_of(c, r->hash)->table, LARDER__ACQUIRE);
 		uint64_t w = larder__table_lookup_rcu(t, r->hash, key, r->len);
 		struct larder__entry *e = w ? larder__slot_entry(w) : NULL;
 		rc = e ? hand_out(c, e, fn, ctx) : LARDER_MISS;

@@ -39,6 +39,14 @@
  *   SNAP-L5. Records are written in batches, the next batch's home buckets
  *       prefetched meanwhile (batch_fill); the order of writes stays the
  *       file's, so SNAP-L3 is unchanged.
+ *   SNAP-L6. Before the first write the index is grown to hold the cache's
+ *       entries and the records that will fit (larder__bulk_begin in
+ *       maint/resize.c: at once, by 2^k), and no table is shrunk while the
+ *       load runs; every RESERVE_EVERY batches a loader asks again for what
+ *       its stretch has left, so a table a clear swapped in meanwhile is
+ *       grown for the rest of the load, not for all of it. Growing under
+ *       the bulk writes instead, which outrun the maintainer (EV-V7), took
+ *       minutes (docs/persistence.md).
  * Not guaranteed: a point-in-time cut (see larder_save in larder.h).
  */
 #define _GNU_SOURCE
@@ -62,6 +70,7 @@
 #include "core/hash.h"
 #include "core/iter.h"
 #include "core/snapshot.h"
+#include "maint/maintainer.h"
 #include "mem/slab.h"
 
 #define WRITE_BUFFER_BYTES ((size_t)1 << 20)
@@ -492,13 +501,14 @@ static int check_records(const unsigned char *d, size_t end, uint64_t want, uint
 	return n == want ? LARDER_OK : LARDER_ECORRUPT;
 }
 
-/* SNAP-L3: the cache's used bytes when the load starts. */
-static uint64_t used_bytes(larder *c)
+/* One of the cache's counters when the load starts (SNAP-L3: its used
+ * bytes; SNAP-L6: its entries), 0 if they cannot be read. */
+static uint64_t stat_now(larder *c, enum larder_stat which)
 {
 	uint64_t v[LARDER_STAT_USED_BYTES + 1];
 	if (larder_stats(c, v, LARDER_STAT_USED_BYTES + 1) != LARDER_OK)
 		return 0;
-	return v[LARDER_STAT_USED_BYTES];
+	return v[which];
 }
 
 /* One stretch of records [from, to), written in file order. */
@@ -509,6 +519,7 @@ struct part {
 	uint64_t elapsed_ms; /* SNAP-L2 */
 	uint64_t capacity; /* SNAP-L3: UINT64_MAX when everything fits */
 	uint64_t charged;
+	double entries_per_byte; /* SNAP-L6: the whole load's, per byte of this stretch left */
 	int rc;
 };
 
@@ -562,15 +573,23 @@ static void batch_fill(struct part *p, size_t *off, struct batch *b)
 	larder__prefetch_homes(c, b->rec, b->n);
 }
 
+/* SNAP-L6: batches between a loader's asks for room in the index (a
+ * fresh table after a clear holds at least 1,024 x 7 x 7/8 entries before
+ * it must grow: 6,272, 392 batches). */
+#define RESERVE_EVERY 64u
+
 static void *load_part(void *arg)
 {
 	struct part *p = arg;
 	struct batch b[2];
 	size_t off = p->from;
-	unsigned cur = 0;
+	unsigned cur = 0, batches = 0;
 	p->rc = LARDER_OK;
 	batch_fill(p, &off, &b[cur]);
 	while (b[cur].n) {
+		if (++batches % RESERVE_EVERY == 0)
+			larder__bulk_reserve(p->cache, (uint64_t)((double)(p->to - off) *
+								 p->entries_per_byte));
 		batch_fill(p, &off, &b[cur ^ 1]); /* SNAP-L5: the next batch's buckets load */
 		/* SNAP-L3: a record that would take the load over p->capacity is
 		 * skipped (the charge as stored: a compressing cache's is known
@@ -655,7 +674,7 @@ int larder__snapshot_load_mem(larder *c, const unsigned char *d, size_t len,
 		return LARDER_ECORRUPT;
 	if (rc != LARDER_OK)
 		return rc;
-	uint64_t saved_ms = get_u64(d + 16);
+	uint64_t saved_ms = get_u64(d + 16), records = get_u64(d + end + 8);
 	struct part whole = {
 		.cache = c,
 		.d = d,
@@ -664,15 +683,31 @@ int larder__snapshot_load_mem(larder *c, const unsigned char *d, size_t len,
 		.elapsed_ms = now_unix_ms > saved_ms ? now_unix_ms - saved_ms : 0, /* SNAP-L2 */
 		/* Relaxed: a setting; a capacity changed during the load may be missed. */
 		.capacity = atomic_load_explicit(&c->capacity, LARDER__RELAXED),
-		.charged = used_bytes(c),
+		.charged = stat_now(c, LARDER_STAT_USED_BYTES),
 	};
+	int parallel = 0;
+	/* SNAP-L6: the records that will fit (SNAP-L3), about. */
+	double fit = 1.0;
 	if (whole.charged + charge <= whole.capacity) {
 		whole.capacity = UINT64_MAX; /* everything fits: no entry is skipped for room */
-		if (end - whole.from >= PARALLEL_MIN_BYTES)
-			return load_parallel(&whole, &cuts);
+		parallel = end - whole.from >= PARALLEL_MIN_BYTES;
+	} else {
+		fit = whole.capacity > whole.charged
+			      ? (double)(whole.capacity - whole.charged) / (double)charge
+			      : 0.0;
 	}
-	load_part(&whole);
-	return whole.rc;
+	if (end > whole.from)
+		whole.entries_per_byte = (double)records * fit / (double)(end - whole.from) *
+					 (double)(parallel ? cuts.n : 1);
+	larder__bulk_begin(c, stat_now(c, LARDER_STAT_ENTRIES) + (uint64_t)((double)records * fit));
+	if (parallel) {
+		rc = load_parallel(&whole, &cuts);
+	} else {
+		load_part(&whole);
+		rc = whole.rc;
+	}
+	larder__bulk_end(c);
+	return rc;
 }
 
 int larder_load(larder *c, const char *path)

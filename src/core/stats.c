@@ -77,10 +77,11 @@ size_t larder_size_class_count(void)
 /* The slab keeps these counters itself (mem/slab.c); this only copies them. */
 int larder_stats_size_class(larder *c, size_t class_index, uint64_t *values, size_t count)
 {
-	uint64_t v[LARDER_CLASS_STAT_COUNT];
+	uint64_t v[LARDER_CLASS_STAT_COUNT] = { 0 };
 	if (!c || (!values && count) || class_index >= LARDER__SIZECLASS_COUNT)
 		return LARDER_EINVAL;
-	larder__slab_class_stats(&c->slab, (unsigned)class_index, v);
+	for (unsigned i = 0; i < c->shard_count; i++) /* each shard's slab */
+		larder__slab_class_stats(&c->shard[i].slab, (unsigned)class_index, v);
 	for (size_t i = 0; i < count; i++)
 		values[i] = i < LARDER_CLASS_STAT_COUNT ? v[i] : 0;
 	return LARDER_OK;

@@ -38,7 +38,7 @@ static void thread_exit(void *arg)
 		t->nodes = n->next;
 		for (struct live_cache *c = live_caches; c; c = c->next) {
 			if (c->id == n->cache_id) {
-				larder__cache_orphan_handle(c->cache, n->handle);
+				larder__cache_orphan_handles(c->cache, n->handles);
 				break;
 			}
 		}
@@ -108,15 +108,22 @@ static void prune_nodes(struct larder__thread *t)
 	pthread_mutex_unlock(&live_lock);
 }
 
-struct larder__handle *larder__thread_handle_slow(struct larder__thread *t, struct larder *cache,
-						   uint64_t cache_id)
+/* Makes handles (the cache's node's) the thread's last ones. */
+static struct larder__handle *const *set_last(struct larder__thread *t, struct larder *cache,
+					     uint64_t cache_id, struct larder__handle *const *handles)
+{
+	t->last_id = cache_id;
+	t->last_handles = handles;
+	memcpy(t->last_handle, handles, cache->shard_count * sizeof(handles[0]));
+	return handles;
+}
+
+struct larder__handle *const *larder__thread_handles_slow(struct larder__thread *t,
+							  struct larder *cache, uint64_t cache_id)
 {
 	unsigned i = (unsigned)cache_id & (LARDER__RECENT_SLOTS - 1);
-	if (t->recent[i].cache_id == cache_id) {
-		t->last_id = cache_id;
-		t->last_handle = t->recent[i].handle;
-		return t->last_handle;
-	}
+	if (t->recent[i].cache_id == cache_id)
+		return set_last(t, cache, cache_id, t->recent[i].handles);
 	struct larder__thread_node *n;
 	for (n = t->nodes; n; n = n->next) {
 		if (n->cache_id == cache_id)
@@ -124,11 +131,10 @@ struct larder__handle *larder__thread_handle_slow(struct larder__thread *t, stru
 	}
 	if (!n) {
 		prune_nodes(t);
-		n = larder__malloc(sizeof(*n));
+		n = larder__malloc(sizeof(*n) + cache->shard_count * sizeof(n->handles[0]));
 		if (!n)
 			return NULL;
-		n->handle = larder__cache_handle_create(cache);
-		if (!n->handle) {
+		if (larder__cache_handles_create(cache, n->handles) != 0) {
 			free(n);
 			return NULL;
 		}
@@ -137,10 +143,8 @@ struct larder__handle *larder__thread_handle_slow(struct larder__thread *t, stru
 		t->nodes = n;
 	}
 	t->recent[i].cache_id = cache_id;
-	t->recent[i].handle = n->handle;
-	t->last_id = cache_id;
-	t->last_handle = n->handle;
-	return n->handle;
+	t->recent[i].handles = n->handles;
+	return set_last(t, cache, cache_id, n->handles);
 }
 
 uint64_t larder__cache_id_register(struct larder *cache)

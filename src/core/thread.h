@@ -3,8 +3,9 @@
  *
  * Each thread that calls larder owns one struct larder__thread, created on
  * its first call and freed by a pthread key destructor when it exits. It holds
- * the thread's reader slot (sync/reclaim.h) and finds the thread's handle for
- * a cache (maint/events.h) in three steps: the cache of its previous call (a
+ * the thread's reader slot (sync/reclaim.h) and finds the thread's handles
+ * for a cache (maint/handle.h: one per shard of the cache, all created on
+ * the thread's first call on it) in three steps: the cache of its previous call (a
  * compare and a load, inline), a small direct-mapped table from cache id to
  * handle, then the list of every handle it owns (both out of line).
  *
@@ -15,8 +16,8 @@
  *
  * Invariants:
  *   THREAD-T1. recent[] and nodes are touched only by the owning thread, except at
- *       thread exit, when the destructor hands each handle of a live cache to
- *       that cache's maintainer (larder__cache_orphan_handle) under the
+ *       thread exit, when the destructor hands the handles of a live cache to
+ *       its shards' maintainers (larder__cache_orphan_handles) under the
  *       live-cache lock, so a cache cannot be closed half way through it.
  *   THREAD-T2. Cache ids are never reused, so a stale last or recent[] entry of a
  *       closed cache never matches a live one (a cache's address may be).
@@ -31,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "larder.h"
 #include "sync/reclaim.h"
 
 struct larder;
@@ -57,19 +59,24 @@ struct larder__scratch {
 
 struct larder__thread_node {
 	uint64_t cache_id;
-	struct larder__handle *handle;
 	struct larder__thread_node *next;
+	struct larder__handle *handles[]; /* one per shard of the cache, in shard order */
 };
 
 struct larder__thread {
 	struct larder__reader reader; /* first: its own cache line */
-	/* The cache of the previous call (0: none) and this thread's handle for
-	 * it, set together by larder__thread_handle_slow(). */
+	/* The cache of the previous call (0: none) and this thread's handles for
+	 * it (a node's handles[]), set together by larder__thread_handles_slow(),
+	 * which also copies them into last_handle[]: a read's fast path takes
+	 * its shard's handle from there with one load. An operation that may
+	 * call back into another cache (which replaces the copy) before it is
+	 * done with its handles keeps last_handles instead (core/cache.c, op). */
 	uint64_t last_id;
-	struct larder__handle *last_handle;
+	struct larder__handle *const *last_handles;
+	struct larder__handle *last_handle[LARDER_SHARDS_MAX];
 	struct {
 		uint64_t cache_id;
-		struct larder__handle *handle;
+		struct larder__handle *const *handles;
 	} recent[LARDER__RECENT_SLOTS];
 	struct larder__thread_node *nodes; /* every handle this thread owns */
 	/* Set once, by a cache's maintainer thread on itself before it calls
@@ -97,24 +104,25 @@ static inline struct larder__thread *larder__thread_self(void)
 	return __builtin_expect(t != NULL, 1) ? t : larder__thread_create();
 }
 
-/* Finds or creates the thread's handle for the cache and makes it the last
- * one (out of line). NULL when out of memory. */
-struct larder__handle *larder__thread_handle_slow(struct larder__thread *t, struct larder *cache,
-						   uint64_t cache_id);
+/* Finds or creates the thread's handles for the cache (one per shard) and
+ * makes them the last ones (out of line). NULL when out of memory. */
+struct larder__handle *const *larder__thread_handles_slow(struct larder__thread *t,
+							  struct larder *cache, uint64_t cache_id);
 
-/* True when the thread's last handle (t->last_handle, never NULL then) is
- * its handle for this cache. */
+/* True when the thread's last handles (t->last_handles, never NULL then)
+ * are its handles for this cache. */
 static inline int larder__thread_last_is(const struct larder__thread *t, uint64_t cache_id)
 {
 	return __builtin_expect(t->last_id == cache_id, 1);
 }
 
-static inline struct larder__handle *larder__thread_handle(struct larder__thread *t,
-							   struct larder *cache, uint64_t cache_id)
+static inline struct larder__handle *const *larder__thread_handles(struct larder__thread *t,
+								    struct larder *cache,
+								    uint64_t cache_id)
 {
 	if (larder__thread_last_is(t, cache_id))
-		return t->last_handle;
-	return larder__thread_handle_slow(t, cache, cache_id);
+		return t->last_handles;
+	return larder__thread_handles_slow(t, cache, cache_id);
 }
 
 /*

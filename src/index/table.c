@@ -5,9 +5,10 @@
  * Resizing (TABLE-X3), one home h of the old table t at a time, by the maintainer:
  *   1. lock h (writers of h now wait; readers go on);
  *   2. copy every entry whose home is h (found on h's probe path, by
- *      re-hashing the key) into t->next. Growing, its new home is 2h or
- *      2h + 1, which no other old home feeds, and no writer can reach it
- *      while h is locked, so no lock is needed there. Shrinking, its new home
+ *      re-hashing the key) into t->next. Growing by 2^k, its new home is
+ *      one of h x 2^k .. h x 2^k + 2^k - 1, which no other old home feeds,
+ *      and no writer can reach it while h is locked, so no lock is needed
+ *      there. Shrinking, its new home
  *      is h >> k, shared with the 2^k - 1 other homes of its group, whose
  *      writers are there already if those homes moved before h: the new home
  *      is locked for the copy (after h: writers hold one lock at a time, so
@@ -193,11 +194,15 @@ probe_from(struct larder__table *t, struct larder__bucket *home, uint64_t hash, 
 /*
  * The common case decided here, a key of 8 to 16 bytes looked up in its
  * home bucket alone (found there, or absent and nothing overflowed the
- * home): the same slot-by-slot scan as probe_from(), in a function that
- * calls nothing, so it saves fewer registers and spills nothing (the
- * general probe's prologue, epilogue and spills around its memcmp were
- * 15 of a put's 108 instructions in the index, docs/bench.md). Anything
- * else goes to probe_from(), which starts over at the home.
+ * home), in a function that calls nothing, so it saves fewer registers
+ * and spills nothing (the general probe's prologue, epilogue and spills
+ * around its memcmp were 15 of a put's 108 instructions in the index,
+ * docs/bench.md). The home's seven tags are compared at once, as a
+ * lookup's are (larder__bucket_tag_bits): the slots it names are hints,
+ * each loaded again with acquire and its key compared. Under the home
+ * lock our key's slot cannot change (TABLE-X2), so a key present is
+ * always among them. Anything else goes to probe_from(), which starts
+ * over at the home.
  */
 larder__atomic_u64 *larder__table_find_from_locked(struct larder__table *t,
 						   struct larder__bucket *home, uint64_t hash,
@@ -207,15 +212,16 @@ larder__atomic_u64 *larder__table_find_from_locked(struct larder__table *t,
 	if (key_len < 8 || key_len > 16)
 		return probe_from(t, home, hash, key, key_len);
 	uint64_t tag = hash & LARDER__SLOT_TAG_MASK;
-	for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++) {
+	for (unsigned m = larder__bucket_tag_bits(home, hash); m; m &= m - 1) {
+		larder__atomic_u64 *slot = &home->slot[larder__tag_bits_slot(m)];
 		/* Acquire: another home's slot may have just been published
 		 * (R-SLOT), as in probe_from(). */
-		uint64_t w = atomic_load_explicit(&home->slot[i], LARDER__ACQUIRE);
-		uint64_t p = w & LARDER__SLOT_PTR_MASK;
-		if ((w & LARDER__SLOT_TAG_MASK) != tag || p == 0 || p == LARDER__SLOT_MARKER)
-			continue;
+		uint64_t w = atomic_load_explicit(slot, LARDER__ACQUIRE);
+		if ((w & LARDER__SLOT_TAG_MASK) != tag ||
+		    (w & LARDER__SLOT_PTR_MASK) <= LARDER__SLOT_MARKER)
+			continue; /* empty, a marker, or changed since the hint */
 		if (larder__entry_key_equals(larder__slot_entry(w), key, key_len))
-			return &home->slot[i];
+			return slot;
 	}
 	/* Relaxed, as in probe_from(). */
 	if ((atomic_load_explicit(&home->ctl, LARDER__RELAXED) >> 32) == 0)
@@ -279,10 +285,10 @@ static int resize_begin(struct larder__table *t, uint64_t buckets)
 	return 0;
 }
 
-int larder__table_grow_begin(struct larder__table *t)
+int larder__table_grow_begin(struct larder__table *t, unsigned k)
 {
-	/* TABLE-X3 holds: a multiple of 64, doubled, is not rounded again. */
-	return resize_begin(t, (t->last + 1) * 2);
+	/* TABLE-X3 holds: a multiple of 64 times 2^k is not rounded again. */
+	return resize_begin(t, (t->last + 1) << k);
 }
 
 int larder__table_shrink_begin(struct larder__table *t, unsigned k)

@@ -23,10 +23,11 @@
  *       so a key appears at most once in a table. Writers of other homes only
  *       claim empty slots (CAS) and adjust overflow counts (atomic add).
  *   TABLE-X3. Resizing is incremental (table.c) and goes either way, by a factor
- *       2^k: the next table has buckets n x 2^k (growth: k = 1) or n / 2^k
- *       (shrinking), still a multiple of 64. Homes are multiply-shift, so a
- *       key's home in the next table follows from its old home h alone:
- *       2h or 2h + 1 when growing (each new home takes keys of one old home),
+ *       2^k: the next table has buckets n x 2^k (growth: k = 1, or more when
+ *       a bulk writer reserved room, SNAP-L6) or n / 2^k (shrinking), still
+ *       a multiple of 64. Homes are multiply-shift, so a key's home in the
+ *       next table follows from its old home h alone: one of h x 2^k ..
+ *       h x 2^k + 2^k - 1 when growing (each new home takes keys of one old home),
  *       h >> k when shrinking (each new home takes the keys of 2^k
  *       consecutive old homes). The maintainer moves one old home at a time
  *       under its lock into table->next, sets MOVED, then turns the old slots
@@ -378,9 +379,10 @@ void larder__table_erase_locked(struct larder__table *t, uint64_t hash, larder__
 
 typedef uint64_t larder__entry_hash_fn(void *ctx, const struct larder__entry *e);
 
-/* Starts growing t into a table twice its size. Returns 0 or -1 (no memory, or
- * t is as big as a table may be). */
-int larder__table_grow_begin(struct larder__table *t);
+/* Starts growing t into a table of 2^k its buckets (k >= 1, from
+ * larder__table_grow_shift). Returns 0 or -1 (no memory, or more buckets than
+ * a table may have). */
+int larder__table_grow_begin(struct larder__table *t, unsigned k);
 /* Starts shrinking t into a table of 1/2^k its buckets (k from
  * larder__table_shrink_shift). Returns 0 or -1 (no memory). */
 int larder__table_shrink_begin(struct larder__table *t, unsigned k);
@@ -506,6 +508,21 @@ static inline uint64_t larder__table_buckets_for(uint64_t entries)
 	const uint64_t per = (uint64_t)LARDER__BUCKET_SLOTS * LARDER__TABLE_FILL_NUM;
 	const uint64_t fill = (entries * LARDER__TABLE_FILL_DEN + per - 1) / per;
 	return fill > LARDER__TABLE_SMALL_BUCKETS ? fill : LARDER__TABLE_SMALL_BUCKETS;
+}
+
+/* TABLE-X3: the k by which t grows to hold `entries`: the smallest k >= 1 that
+ * gives at least their TABLE-L1 buckets, but no more than a table may have
+ * (0 when even one doubling would exceed that). A growth at the growth
+ * load takes k = 1 (its entries need about 1.1 x t's buckets). */
+static inline unsigned larder__table_grow_shift(const struct larder__table *t, uint64_t entries)
+{
+	const uint64_t n = t->last + 1, want = larder__table_buckets_for(entries);
+	unsigned k = 1;
+	if (n * 2 > LARDER__TABLE_MAX_BUCKETS)
+		return 0;
+	while ((n << k) < want && (n << (k + 1)) <= LARDER__TABLE_MAX_BUCKETS)
+		k++;
+	return k;
 }
 
 #endif /* LARDER_INDEX_TABLE_H */

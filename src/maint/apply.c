@@ -43,6 +43,7 @@ uint64_t larder__maint_entry_hash(void *ctx, const struct larder__entry *e)
 struct sized {
 	struct larder__entry *e;
 	unsigned flags;
+	unsigned sclass; /* the slot's size class, or LARDER__EV_NO_CLASS: from bytes */
 	size_t bytes, charge;
 };
 
@@ -50,7 +51,22 @@ static inline __attribute__((always_inline)) struct sized sized_of(struct larder
 {
 	unsigned flags = larder__entry_flags(e);
 	size_t bytes = larder__entry_bytes(flags, e->key_len, e->value_len);
-	return (struct sized){ e, flags, bytes, larder__slab_charge(bytes) };
+	return (struct sized){ e, flags, LARDER__EV_NO_CLASS, bytes, larder__slab_charge(bytes) };
+}
+
+/* sized_of() with the size class an insert's event carries (the writer
+ * computed it for the charge), as apply_overwrite() takes it: the class
+ * is not derived from the sizes twice more (for the charge and for the
+ * slab's live count). */
+static inline __attribute__((always_inline)) struct sized sized_of_class(struct larder__entry *e,
+									 unsigned sclass)
+{
+	if (sclass == LARDER__EV_NO_CLASS)
+		return sized_of(e);
+	unsigned flags = larder__entry_flags(e);
+	return (struct sized){ e, flags, sclass,
+			       larder__entry_bytes(flags, e->key_len, e->value_len),
+			       larder__sizeclass_slot(sclass) };
 }
 
 /* Counts e, neither counted nor dead, in the live totals. */
@@ -60,7 +76,10 @@ static inline void account_new(struct larder__maint *m, const struct sized *s)
 	e->mbits |= LARDER__MBITS_COUNTED;
 	if (s->flags & LARDER__ENTRY_TTL)
 		larder__maint_wheel_track(m, e);
-	larder__slab_note_live(&m->cache->slab, e, s->bytes);
+	if (s->sclass != LARDER__EV_NO_CLASS)
+		larder__slab_note_live_class(&m->shard->slab, e, s->sclass);
+	else
+		larder__slab_note_live(&m->shard->slab, e, s->bytes);
 	m->live_count++;
 	m->live_bytes += s->charge;
 }
@@ -95,8 +114,8 @@ void larder__maint_call_listener(struct larder__maint *m, struct larder__entry *
 {
 	struct larder *c = m->cache;
 	/* Relaxed: we are the only writer; readers only compare values. */
-	uint64_t n = atomic_load_explicit(&c->listener_calls, LARDER__RELAXED);
-	atomic_store_explicit(&c->listener_calls, n + 1, LARDER__RELAXED);
+	uint64_t n = atomic_load_explicit(&m->shard->listener_calls, LARDER__RELAXED);
+	atomic_store_explicit(&m->shard->listener_calls, n + 1, LARDER__RELAXED);
 	/* A compressed value is decompressed for the listener; without memory
 	 * for that it gets no value (larder_config_set_compression). */
 	unsigned f = larder__entry_flags(e);
@@ -105,7 +124,7 @@ void larder__maint_call_listener(struct larder__maint *m, struct larder__entry *
 	c->listener(c->listener_ctx, larder__entry_key(e), e->key_len, value,
 		    value ? larder__entry_plain_len(e, f) : 0, cause);
 	larder__scratch_give(scratch);
-	atomic_store_explicit(&c->listener_calls, n + 2, LARDER__RELAXED); /* as above */
+	atomic_store_explicit(&m->shard->listener_calls, n + 2, LARDER__RELAXED); /* as above */
 }
 
 static const enum larder_stat cause_stat[] = {
@@ -202,7 +221,7 @@ static void apply_batch(struct larder__maint *m, struct larder__event_batch *bat
 		struct larder__entry *b = ev->b;
 		if (ev->kind == LARDER__EV_INSERT &&
 		    !(b->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD))) {
-			struct sized s = sized_of(b);
+			struct sized s = sized_of_class(b, ev->sclass);
 			account(m, &s);
 			run[n++] = (struct larder__policy_new){ b, ev->hash, s.charge };
 			continue;
@@ -302,7 +321,7 @@ static inline __attribute__((always_inline)) int apply_overwrite(struct larder__
 	if (flags != larder__entry_flags(b) || (flags & LARDER__ENTRY_TTL) || m->cache->listener)
 		return 0;
 	size_t charge = larder__sizeclass_slot(ev->sclass); /* larder__slab_charge() of a slot */
-	larder__slab_note_live_class(&m->cache->slab, b, ev->sclass);
+	larder__slab_note_live_class(&m->shard->slab, b, ev->sclass);
 	m->ops->replace(m->policy, a, b, charge, charge);
 	b->mbits |= LARDER__MBITS_COUNTED | LARDER__MBITS_QUEUED;
 	a->mbits = (uint8_t)((a->mbits & ~LARDER__MBITS_QUEUED) | LARDER__MBITS_DEAD);
@@ -453,10 +472,10 @@ static uint64_t drain_hits(struct larder__maint *m, struct larder__handle *h)
 	return n;
 }
 
-struct larder__handle *larder__maint_handles(struct larder *c)
+struct larder__handle *larder__maint_handles(struct larder__shard *s)
 {
 	/* A-HANDLES: acquire, pairs with R-HANDLES in larder__cache_handle_create(). */
-	return (struct larder__handle *)atomic_load_explicit(&c->handles, LARDER__ACQUIRE);
+	return (struct larder__handle *)atomic_load_explicit(&s->handles, LARDER__ACQUIRE);
 }
 
 /* Drains every ring; returns the events applied, and in *hits the samples seen. */
@@ -465,9 +484,9 @@ uint64_t larder__maint_drain_all(struct larder__maint *m, uint64_t *hits)
 	LARDER__MAINT_OWNER(m);
 	uint64_t n = 0;
 	*hits = 0;
-	for (struct larder__handle *h = larder__maint_handles(m->cache); h; h = h->next)
+	for (struct larder__handle *h = larder__maint_handles(m->shard); h; h = h->next)
 		n += drain_events(m, h);
-	for (struct larder__handle *h = larder__maint_handles(m->cache); h; h = h->next)
+	for (struct larder__handle *h = larder__maint_handles(m->shard); h; h = h->next)
 		*hits += drain_hits(m, h);
 	return n;
 }
@@ -487,11 +506,11 @@ void larder__maint_count_freed(struct larder__maint *m, uint64_t bytes)
 	atomic_fetch_add_explicit(&c->budget, (int64_t)bytes, LARDER__RELAXED);
 }
 
-static void free_list(struct larder *c, struct larder__entry *e)
+static void free_list(struct larder__shard *s, struct larder__entry *e)
 {
 	while (e) {
 		struct larder__entry *next = e->retired_next;
-		larder__slab_free(&c->slab, e, larder__entry_size(e));
+		larder__slab_free(&s->slab, e, larder__entry_size(e));
 		e = next;
 	}
 }
@@ -499,17 +518,17 @@ static void free_list(struct larder *c, struct larder__entry *e)
 void larder__maint_free_entries(struct larder__maint *m, struct larder__entry *e, uint64_t bytes)
 {
 	LARDER__MAINT_OWNER(m);
-	free_list(m->cache, e);
+	free_list(m->shard, e);
 	larder__maint_count_freed(m, bytes);
 }
 
 /* ---- Handles of exited threads ----------------------------------------------- */
 
-static void handle_unlink(struct larder *c, struct larder__handle *h)
+static void handle_unlink(struct larder__shard *s, struct larder__handle *h)
 {
 	uintptr_t expect = (uintptr_t)h;
 	/* A-HANDLES on failure: we walk the newer head's links. */
-	if (atomic_compare_exchange_strong_explicit(&c->handles, &expect, (uintptr_t)h->next,
+	if (atomic_compare_exchange_strong_explicit(&s->handles, &expect, (uintptr_t)h->next,
 						    LARDER__ACQUIRE, LARDER__ACQUIRE))
 		return;
 	/* Not the head: only we unlink, and pushes only change the head. */
@@ -533,15 +552,15 @@ static void fold_handle_stats(struct larder__maint *m, struct larder__handle *h)
 /* Final drain of an exited thread's handle, then it is freed. */
 static void dismantle(struct larder__maint *m, struct larder__handle *h)
 {
-	struct larder *c = m->cache;
+	struct larder__shard *s = m->shard;
 	drain_events(m, h);
 	drain_hits(m, h);
-	larder__slab_release_cursor(&c->slab, &h->cursor);
-	atomic_fetch_add_explicit(&c->budget, h->credit, LARDER__RELAXED); /* a count */
-	pthread_mutex_lock(&c->handles_lock);
+	larder__slab_release_cursor(&s->slab, &h->cursor);
+	atomic_fetch_add_explicit(&m->cache->budget, h->credit, LARDER__RELAXED); /* a count */
+	pthread_mutex_lock(&s->handles_lock);
 	fold_handle_stats(m, h);
-	handle_unlink(c, h);
-	pthread_mutex_unlock(&c->handles_lock);
+	handle_unlink(s, h);
+	pthread_mutex_unlock(&s->handles_lock);
 	larder__maint_spill_free(h);
 	free(h);
 }
@@ -549,7 +568,7 @@ static void dismantle(struct larder__maint *m, struct larder__handle *h)
 int larder__maint_reap_orphans(struct larder__maint *m)
 {
 	int n = 0;
-	struct larder__handle *h = larder__maint_handles(m->cache);
+	struct larder__handle *h = larder__maint_handles(m->shard);
 	while (h) {
 		struct larder__handle *next = h->next;
 		/* A-ORPHAN: pairs with R-ORPHAN; the thread's last writes are visible. */
@@ -562,9 +581,9 @@ int larder__maint_reap_orphans(struct larder__maint *m)
 	return n;
 }
 
-int larder__maint_rings_empty(struct larder *c)
+int larder__maint_rings_empty(struct larder__shard *s)
 {
-	for (struct larder__handle *h = larder__maint_handles(c); h; h = h->next) {
+	for (struct larder__handle *h = larder__maint_handles(s); h; h = h->next) {
 		/* Relaxed: only a hint whether to sleep; a missed event is caught by
 		 * the writer's wake-up (WAKE-W1) or the idle timeout. */
 		if (atomic_load_explicit(&h->ev_head, LARDER__RELAXED) !=

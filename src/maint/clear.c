@@ -60,7 +60,7 @@ static void clear_one(struct larder__maint *m, struct larder__entry *e, uint64_t
 	struct larder__entry *done = NULL;
 	larder__maint_retire_onto(m, e, LARDER_CAUSE_CLEARED, 1, &done, bytes);
 	if (done)
-		larder__slab_free_batched(&m->cache->slab, &m->clear.batch, e,
+		larder__slab_free_batched(&m->shard->slab, &m->clear.batch, e,
 					  larder__entry_size(e));
 }
 
@@ -74,7 +74,7 @@ static void clear_one(struct larder__maint *m, struct larder__entry *e, uint64_t
 static int walk_hash_order(struct larder__maint *m, uint64_t *bytes, uint64_t *work)
 {
 	struct larder__table_iter *it = &m->clear.iter;
-	const struct larder__pagedir *dir = &m->cache->slab.dir;
+	const struct larder__pagedir *dir = &m->shard->slab.dir;
 	struct larder__entry *e[LARDER__BUCKET_SLOTS];
 	for (unsigned n = 0; n < WALK_PER_PASS && !larder__table_iter_done(it); n++, (*work)++) {
 		walk_prefetch(dir, e, larder__table_iter_peek(it, WALK_AHEAD, e), 0);
@@ -194,7 +194,7 @@ static int walk_sorted(struct larder__maint *m, struct larder__table *t, uint64_
 		w->phase = LARDER__CLEAR_FREE;
 		return 0;
 	}
-	const struct larder__pagedir *dir = &m->cache->slab.dir;
+	const struct larder__pagedir *dir = &m->shard->slab.dir;
 	for (unsigned n = 0; n < FREE_PER_PASS; n++, (*work)++) {
 		if (w->sub_at == w->sub_n) {
 			if (w->key == w->keys)
@@ -262,7 +262,7 @@ uint64_t larder__maint_clear_walk(struct larder__maint *m, int ready)
 	uint64_t done_bytes = 0, work = 1;
 	int done = m->clear.phase == LARDER__CLEAR_HASH ? walk_hash_order(m, &done_bytes, &work)
 							: walk_sorted(m, t, &done_bytes, &work);
-	larder__slab_batch_flush(&m->cache->slab, &m->clear.batch);
+	larder__slab_batch_flush(&m->shard->slab, &m->clear.batch);
 	if (done < 0) {
 		sorted_end(&m->clear);
 		m->clear.phase = LARDER__CLEAR_HASH;
@@ -280,26 +280,26 @@ uint64_t larder__maint_clear_walk(struct larder__maint *m, int ready)
 	larder__table_destroy(next);
 	larder__table_destroy(g);
 	/* The cache was emptied: its kept big slots go back too (SLAB-S6). */
-	larder__slab_keep_trim(&m->cache->slab, 1);
+	larder__slab_keep_trim(&m->shard->slab, 1);
 	return work;
 }
 
 void larder__maint_clear_destroy(struct larder__maint *m,
 				 void (*free_large)(void *ctx, struct larder__entry *e))
 {
-	struct larder *c = m->cache;
+	struct larder__shard *s = m->shard;
 	/* The head's sorted walk may hold some of its entries in its order
 	 * array instead of the table (walk_sorted). */
 	for (uint64_t i = m->clear.sub_at; i < m->clear.sub_n; i++)
-		free_large(c, m->clear.sub[i]);
+		free_large(s, m->clear.sub[i]);
 	for (uint64_t i = m->clear.at; m->clear.order && i < m->clear.n; i++)
 		if (m->clear.order[i])
-			free_large(c, m->clear.order[i]);
+			free_large(s, m->clear.order[i]);
 	sorted_end(&m->clear);
 	while (m->gens) {
 		struct larder__table *g = m->gens, *next = larder__table_next(g);
 		m->gens = g->retire_next;
-		larder__table_walk(g, free_large, c);
+		larder__table_walk(g, free_large, s);
 		larder__table_destroy(next);
 		larder__table_destroy(g);
 	}

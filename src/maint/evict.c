@@ -18,6 +18,7 @@
  */
 #include "core/cache.h"
 #include "index/table.h"
+#include "maint/maintainer.h"
 #include "maint/state.h"
 #include "ttl/wheel.h"
 
@@ -82,13 +83,13 @@ void larder__maint_wheel_track(struct larder__maint *m, struct larder__entry *e)
 /* ---- Eviction -------------------------------------------------------------- */
 
 /* Unlinks e from the current index if it is still there; 0 if it was not. */
-static int unlink_current(struct larder *c, struct larder__entry *e)
+static int unlink_current(struct larder__maint *m, struct larder__entry *e)
 {
-	uint64_t hash = larder__maint_entry_hash(c, e);
+	uint64_t hash = larder__maint_entry_hash(m->cache, e);
 	struct larder__table *t;
 	/* A-ROOT: acquire, pairs with R-ROOT (clear, growth end). */
 	struct larder__table *root =
-		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
+		(struct larder__table *)atomic_load_explicit(m->shard->table, LARDER__ACQUIRE);
 	struct larder__bucket *home = larder__table_lock(root, hash, &t);
 	larder__atomic_u64 *slot =
 		larder__table_find_from_locked(t, home, hash, larder__entry_key(e),
@@ -101,26 +102,68 @@ static int unlink_current(struct larder *c, struct larder__entry *e)
 	return found;
 }
 
+/* The other shards' live bytes as their maintainers last published them
+ * (0 in a cache of one shard). */
+static uint64_t others_live_bytes(const struct larder__maint *m)
+{
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < m->shards; i++)
+		if (i != m->shard_index) /* relaxed: a hint (core/shard.h) */
+			sum += atomic_load_explicit(&m->cache->shard[i].live_bytes, LARDER__RELAXED);
+	return sum;
+}
+
+/* The cache is over capacity but this shard holds less than the mean: the
+ * largest shard by the published counts evicts instead, woken if asleep. */
+static void wake_largest(struct larder__maint *m)
+{
+	struct larder__shard *largest = NULL;
+	uint64_t most = 0;
+	for (unsigned i = 0; i < m->shards; i++) {
+		struct larder__shard *s = &m->cache->shard[i];
+		uint64_t b = atomic_load_explicit(&s->live_bytes, LARDER__RELAXED); /* a hint */
+		if (i != m->shard_index && b > most) {
+			most = b;
+			largest = s;
+		}
+	}
+	if (largest)
+		larder__maint_wake(largest, NULL, 0);
+}
+
+/*
+ * MAINT-M4 over shards: evicts from this shard's policy while the cache's
+ * live bytes (its own, exact, and the others' published ones) plus what
+ * writers want exceed the capacity, and while this shard's own bytes are at
+ * least the mean, so that the largest shards evict first and a shard of
+ * big values is not starved by the others' overshoot (docs/shards.md).
+ */
 uint64_t larder__maint_evict(struct larder__maint *m)
 {
 	LARDER__MAINT_OWNER(m);
 	struct larder *c = m->cache;
 	uint64_t cap =
 		atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* a stale value only delays */
-	if (cap != m->policy_capacity) {
-		m->ops->set_capacity(m->policy, cap);
-		m->policy_capacity = cap;
+	uint64_t share = larder__maint_policy_share(m, cap);
+	if (share != m->policy_capacity) {
+		m->ops->set_capacity(m->policy, share);
+		m->policy_capacity = share;
 	}
 	uint64_t want = atomic_load_explicit(&c->wanted, LARDER__RELAXED); /* a hint */
+	uint64_t others = m->shards > 1 ? others_live_bytes(m) : 0;
 	uint64_t n = 0;
-	while (m->live_bytes + want > cap && n < EVICT_PER_PASS) {
+	while (m->live_bytes + others + want > cap && n < EVICT_PER_PASS) {
+		if (m->live_bytes < (m->live_bytes + others) / m->shards) {
+			wake_largest(m);
+			break;
+		}
 		struct larder__entry *e = m->ops->evict(m->policy);
 		if (!e)
 			break;
 		e->mbits &= (uint8_t)~LARDER__MBITS_QUEUED;
 		n++;
 		/* Not found: a pending event or a cleared table will retire it. */
-		if (unlink_current(c, e))
+		if (unlink_current(m, e))
 			larder__maint_retire(m, e,
 					     victim_expired(c, e) ? LARDER_CAUSE_EXPIRED
 								 : LARDER_CAUSE_EVICTED,
@@ -128,6 +171,8 @@ uint64_t larder__maint_evict(struct larder__maint *m)
 	}
 	if (n && want)
 		atomic_store_explicit(&c->wanted, 0, LARDER__RELAXED); /* waiters re-assert */
+	/* Relaxed: a hint for the other shards' maintainers (core/shard.h). */
+	atomic_store_explicit(&m->shard->live_bytes, m->live_bytes, LARDER__RELAXED);
 	return n;
 }
 
@@ -148,7 +193,7 @@ static void on_due(void *ctx, struct larder__wheel_link *link, uint32_t id)
 		return;
 	}
 	/* Not found: replaced or removed meanwhile; that event retires it. */
-	if (unlink_current(m->cache, e))
+	if (unlink_current(m, e))
 		larder__maint_retire(m, e, LARDER_CAUSE_EXPIRED, 1);
 }
 

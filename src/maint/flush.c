@@ -8,10 +8,11 @@
  * (maint_pass); each sleep is at most 1 ms, so a wait is bounded by its
  * caller's deadline and never hangs.
  *
- * The flush's guarantee (QUIESCE-Q1, QUIESCE-Q4, QUIESCE-Q5): with a
- * seq_cst fence on both sides, a pass numbered after the value of pass_seq
- * the caller reads drains every event posted before the call, on any
- * thread whose write returned before it; a pass that ends with no cleared
+ * The flush's guarantee (QUIESCE-Q1, QUIESCE-Q4, QUIESCE-Q5), for each
+ * shard's maintainer: with a seq_cst fence on both sides, a pass numbered
+ * after the value of pass_seq the caller reads drains every event posted
+ * to that shard before the call, on any thread whose write returned before
+ * it; a pass that ends with no cleared
  * table left to walk publishes its number in settled_seq after the entry
  * count. So once settled_seq reaches that number, larder_stats() counts
  * those writes, their removals and the evictions they caused.
@@ -24,13 +25,14 @@
 #include "sync/futex.h"
 #include "sync/reclaim.h"
 
-void larder__maint_await_pass(struct larder *c)
+void larder__maint_await_pass(struct larder__shard *s)
 {
-	struct larder__maint *m = c->maint;
+	struct larder *c = s->cache;
+	struct larder__maint *m = s->maint;
 	atomic_fetch_add_explicit(&m->pass_waiters, 1, LARDER__RELAXED); /* a count */
 	/* A-ROOM: acquire, pairs with R-ROOM: a pass that moved it is seen. */
 	uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
-	larder__maint_wake(c, NULL, 0);
+	larder__maint_wake(s, NULL, 0);
 	larder__futex_wait(&c->room_seq, seq, 1000000u);
 	atomic_fetch_sub_explicit(&m->pass_waiters, 1, LARDER__RELAXED); /* a count */
 }
@@ -44,16 +46,20 @@ int larder_flush(larder *c, uint64_t timeout_ms)
 	 * may wait for the grace period a read section holds. */
 	if (t && (t->maintainer || larder__read_active(&t->reader)))
 		return LARDER_ESTATE;
-	struct larder__maint *m = c->maint;
 	uint64_t ms = timeout_ms < UINT64_MAX / 1000000u ? timeout_ms : UINT64_MAX / 1000000u;
 	uint64_t deadline_ns = larder__monotonic_ns() + ms * 1000000u;
-	atomic_thread_fence(LARDER__SEQ_CST); /* QUIESCE-Q1's partner */
-	uint64_t after = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + 1;
-	/* QUIESCE-Q5: acquire, pairs with QUIESCE-Q4: that pass's entry count is seen. */
-	while (atomic_load_explicit(&m->settled_seq, LARDER__ACQUIRE) < after) {
-		if (larder__monotonic_ns() >= deadline_ns)
-			return LARDER_EBUSY;
-		larder__maint_await_pass(c);
+	/* Each shard's maintainer in turn, through a pass numbered after a
+	 * fence that follows the call's start: a later fence covers as much. */
+	for (unsigned i = 0; i < c->shard_count; i++) {
+		struct larder__maint *m = c->shard[i].maint;
+		atomic_thread_fence(LARDER__SEQ_CST); /* QUIESCE-Q1's partner */
+		uint64_t after = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + 1;
+		/* QUIESCE-Q5: acquire, pairs with QUIESCE-Q4: that pass's entry count is seen. */
+		while (atomic_load_explicit(&m->settled_seq, LARDER__ACQUIRE) < after) {
+			if (larder__monotonic_ns() >= deadline_ns)
+				return LARDER_EBUSY;
+			larder__maint_await_pass(&c->shard[i]);
+		}
 	}
 	return LARDER_OK;
 }

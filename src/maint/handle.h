@@ -1,6 +1,6 @@
 /*
- * maint/handle.h - the per-(thread, cache) state: the event and hit rings
- * that carry the thread's changes to the cache's maintainer (their protocol:
+ * maint/handle.h - the per-(thread, shard) state: the event and hit rings
+ * that carry the thread's changes to the shard's maintainer (their protocol:
  * maint/events.h), the thread's allocation cursor, its byte credit and its
  * statistics.
  *
@@ -94,6 +94,8 @@ struct larder__event_batch {
  */
 #define LARDER__SPILL_WRITER_MAX 4096u
 
+struct larder__shard;
+
 struct larder__spill {
 	larder__atomic_uptr next; /* owner's next chunk (EV-V5: relaxed, published by R-SPILL) */
 	struct larder__event ev[LARDER__SPILL_CHUNK];
@@ -129,7 +131,8 @@ struct larder__handle {
 	uint64_t hit_tail;                                       /* maintainer only */
 	larder__atomic_int orphaned; /* set once when the thread exits (R-ORPHAN) */
 	struct larder__handle
-		*next; /* the cache's list: pushed by CAS, unlinked by the maintainer */
+		*next; /* the shard's list: pushed by CAS, unlinked by the maintainer */
+	struct larder__shard *shard; /* whose maintainer drains it: set at creation */
 	larder__atomic_uptr spill_first;  /* first chunk (EV-V5: relaxed, published by R-SPILL) */
 	struct larder__spill *spill_head; /* maintainer only: the chunk it reads */
 	uint32_t spill_read;              /* maintainer only: events read in spill_head */

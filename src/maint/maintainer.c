@@ -1,6 +1,7 @@
 /*
- * maint/maintainer.c - the background thread of one cache: its pass, its
- * sleep, the one way to wake it, and its life cycle.
+ * maint/maintainer.c - the background thread of one shard of a cache
+ * (core/shard.h): its pass, its sleep, the one way to wake it, and its
+ * life cycle.
  *
  * Callers only change the index and post events (maint/events.h); this
  * thread does everything that spans entries: it applies events to the
@@ -74,8 +75,12 @@
  *       through apply_overwrite(), which does what those would there,
  *       exactly once, with its cause;
  *       the listener sees every cause except RELOCATE's internal copies.
- *   MAINT-M4. Evictions stop once live_bytes + wanted <= capacity, so with writers
- *       limited by the budget, used bytes <= capacity + overshoot bound.
+ *   MAINT-M4. Evictions stop once the cache's live bytes (every shard's) +
+ *       wanted <= capacity, so with writers limited by the one budget, used
+ *       bytes <= capacity + overshoot bound. With several shards a
+ *       maintainer evicts only while its own live bytes are at least the
+ *       mean of the published ones, and wakes the largest shard otherwise
+ *       (maint/evict.c).
  */
 #define _GNU_SOURCE
 #include "maint/maintainer.h"
@@ -160,6 +165,9 @@ static uint64_t maint_pass(struct larder__maint *m)
 	 * after the caller read pass_seq sees everything posted before the call. */
 	atomic_thread_fence(LARDER__SEQ_CST);
 	larder__maint_bump(m, LARDER_STAT_MAINT_PASSES, 1);
+	/* A-BULK: acquire, pairs with R-BULK in larder__bulk_end(): a count
+	 * seen fallen means this pass's drain sees the bulk writer's events. */
+	m->bulk_seen = atomic_load_explicit(&c->bulk_writers, LARDER__ACQUIRE);
 
 	int batch_ready = m->waiting && larder__gp_poll(m->waiting_token);
 	int gen_ready = m->gens && larder__gp_poll(m->gens->retire_token);
@@ -186,13 +194,14 @@ static uint64_t maint_pass(struct larder__maint *m)
 		larder__maint_free_tables(m);
 		work++;
 	}
-	larder__slab_keep_trim(&c->slab, 0); /* a lowered capacity's limit (SLAB-S6) */
+	larder__slab_keep_trim(&m->shard->slab, 0); /* a lowered capacity's limit (SLAB-S6) */
 	work += larder__maint_clear_walk(m, gen_ready);
 	work += (uint64_t)larder__maint_reap_orphans(m);
 	work += larder__maint_expire(m);
 	work += larder__maint_evict(m);
 	work += (uint64_t)larder__maint_resize(m);
-	work += larder__dict_maint(c);
+	if (m->shard == &c->shard[0]) /* the dictionary's sample is shard 0's job */
+		work += larder__dict_maint(c);
 	if (m->growing || events)
 		larder__maint_wake_writers(c); /* writers waiting for the index or the ring */
 	if (!m->waiting && m->collect && gp_due(m)) {
@@ -254,6 +263,7 @@ static uint64_t maint_pass(struct larder__maint *m)
 static int lazy_sleep(struct larder__maint *m)
 {
 	struct larder *c = m->cache;
+	struct larder__shard *s = m->shard;
 	uint64_t now_ms = c->clock(c->clock_ctx);
 	uint64_t wake_at_ms = now_ms + LAZY_MS;
 	if (m->next_due < wake_at_ms)
@@ -261,25 +271,26 @@ static int lazy_sleep(struct larder__maint *m)
 	if (wake_at_ms <= now_ms)
 		return 0; /* a timer is due: a window, as before there was a lazy sleep */
 	/* Relaxed: published by WAKE-W4's release below. */
-	atomic_store_explicit(&c->maint_wake_at, wake_at_ms, LARDER__RELAXED);
+	atomic_store_explicit(&s->maint_wake_at, wake_at_ms, LARDER__RELAXED);
 	/* WAKE-W2 and WAKE-W4: seq_cst (its release half publishes wake_at_ms to
 	 * the writer's acquire in larder__maint_wake), then re-check the rings:
 	 * an event that arrived since the drain (its writer may have seen us
 	 * awake) sends us to a window instead. */
-	atomic_store_explicit(&c->maint_sleeping, MAINT_LAZY, LARDER__SEQ_CST);
-	if (!larder__maint_rings_empty(c) || atomic_load_explicit(&c->stop, LARDER__SEQ_CST)) {
-		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* awake; as below */
+	atomic_store_explicit(&s->maint_sleeping, MAINT_LAZY, LARDER__SEQ_CST);
+	if (!larder__maint_rings_empty(s) || atomic_load_explicit(&c->stop, LARDER__SEQ_CST)) {
+		atomic_store_explicit(&s->maint_sleeping, 0, LARDER__RELAXED); /* awake; as below */
 		return 0;
 	}
-	larder__futex_wait(&c->maint_sleeping, MAINT_LAZY, (wake_at_ms - now_ms) * 1000000u);
+	larder__futex_wait(&s->maint_sleeping, MAINT_LAZY, (wake_at_ms - now_ms) * 1000000u);
 	/* Relaxed: awake again; the next pass's reads are ordered by QUIESCE-Q1. */
-	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED);
+	atomic_store_explicit(&s->maint_sleeping, 0, LARDER__RELAXED);
 	return 1;
 }
 
 static void maint_sleep(struct larder__maint *m, uint64_t work)
 {
 	struct larder *c = m->cache;
+	struct larder__shard *s = m->shard;
 	if (work >= LARDER__MAINT_BUSY_PASS)
 		return;
 	if (work) {
@@ -287,9 +298,9 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 			return;
 		/* The batching window: a writer whose ring is half full cuts it
 		 * short (WAKE-W1); relaxed, the futex word needs no ordering here. */
-		atomic_store_explicit(&c->maint_sleeping, MAINT_WINDOW, LARDER__RELAXED);
-		larder__futex_wait(&c->maint_sleeping, MAINT_WINDOW, WINDOW_NS);
-		atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* awake; as above */
+		atomic_store_explicit(&s->maint_sleeping, MAINT_WINDOW, LARDER__RELAXED);
+		larder__futex_wait(&s->maint_sleeping, MAINT_WINDOW, WINDOW_NS);
+		atomic_store_explicit(&s->maint_sleeping, 0, LARDER__RELAXED); /* awake; as above */
 		return;
 	}
 	/* Sleep until the wheel's next event at most (on the cache clock; see
@@ -305,38 +316,39 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 	}
 	/* WAKE-W2: announce sleep, then re-check the rings (Dekker with WAKE-W1 in
 	 * larder__maint_wake(): one of us sees the other). */
-	atomic_store_explicit(&c->maint_sleeping, MAINT_IDLE, LARDER__SEQ_CST);
-	if (larder__maint_rings_empty(c) && !atomic_load_explicit(&c->stop, LARDER__SEQ_CST))
-		larder__futex_wait(&c->maint_sleeping, MAINT_IDLE, sleep_ns);
+	atomic_store_explicit(&s->maint_sleeping, MAINT_IDLE, LARDER__SEQ_CST);
+	if (larder__maint_rings_empty(s) && !atomic_load_explicit(&c->stop, LARDER__SEQ_CST))
+		larder__futex_wait(&s->maint_sleeping, MAINT_IDLE, sleep_ns);
 	/* Relaxed: awake again; the next pass's reads are ordered by QUIESCE-Q1. */
-	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED);
+	atomic_store_explicit(&s->maint_sleeping, 0, LARDER__RELAXED);
 }
 
 static void *maint_main(void *arg)
 {
-	struct larder *c = arg;
+	struct larder__shard *s = arg;
+	struct larder *c = s->cache;
 	/* Before any listener runs: this thread's writes must never wait
 	 * (core/cache.c, wait_pass). Without its state it cannot run at all. */
 	struct larder__thread *self = larder__thread_self();
 	if (self)
 		self->maintainer = 1;
 	/* R-START: release, pairs with A-START in larder__maint_start(). */
-	atomic_store_explicit(&c->maint_started, self ? MAINT_RUNNING : MAINT_NO_STATE,
+	atomic_store_explicit(&s->maint_started, self ? MAINT_RUNNING : MAINT_NO_STATE,
 			      LARDER__RELEASE);
-	larder__futex_wake(&c->maint_started, 1);
+	larder__futex_wake(&s->maint_started, 1);
 	if (!self)
 		return NULL;
 	/* A-STOP: acquire, pairs with R-STOP in larder__maint_stop(). */
 	while (!atomic_load_explicit(&c->stop, LARDER__ACQUIRE))
-		maint_sleep(c->maint, maint_pass(c->maint));
+		maint_sleep(s->maint, maint_pass(s->maint));
 	/* What callers posted before close: applied here, so that the
 	 * listener hears of those removals on this thread, not the closer's. */
 	uint64_t hits;
-	larder__maint_drain_all(c->maint, &hits);
+	larder__maint_drain_all(s->maint, &hits);
 	return NULL;
 }
 
-void larder__maint_wake(struct larder *c, struct larder__handle *posted, uint64_t due_ms)
+void larder__maint_wake(struct larder__shard *s, struct larder__handle *posted, uint64_t due_ms)
 {
 	/* WAKE-W1: seq_cst fence between what the caller changed (its event post,
 	 * R-EV, or a flag) and this load; pairs with WAKE-W2 in maint_sleep() and
@@ -344,88 +356,100 @@ void larder__maint_wake(struct larder *c, struct larder__handle *posted, uint64_
 	atomic_thread_fence(LARDER__SEQ_CST);
 	/* WAKE-W4: acquire, pairs with lazy_sleep()'s seq_cst store of
 	 * MAINT_LAZY: the wake_at published before it. */
-	uint32_t s = atomic_load_explicit(&c->maint_sleeping, LARDER__ACQUIRE);
-	if (s == MAINT_AWAKE)
+	uint32_t st = atomic_load_explicit(&s->maint_sleeping, LARDER__ACQUIRE);
+	if (st == MAINT_AWAKE)
 		return;
-	if (posted && (s == MAINT_WINDOW || s == MAINT_LAZY) && !larder__events_half_full(posted) &&
-	    (s == MAINT_WINDOW ||
-	     due_ms >= atomic_load_explicit(&c->maint_wake_at, LARDER__RELAXED))) /* WAKE-W4 */
+	if (posted && (st == MAINT_WINDOW || st == MAINT_LAZY) &&
+	    !larder__events_half_full(posted) &&
+	    (st == MAINT_WINDOW ||
+	     due_ms >= atomic_load_explicit(&s->maint_wake_at, LARDER__RELAXED))) /* WAKE-W4 */
 		return;
 	/* Relaxed: the futex word; WAKE-W1 already ordered the caller's change before it. */
-	if (atomic_exchange_explicit(&c->maint_sleeping, MAINT_AWAKE, LARDER__RELAXED))
-		larder__futex_wake(&c->maint_sleeping, 1);
+	if (atomic_exchange_explicit(&s->maint_sleeping, MAINT_AWAKE, LARDER__RELAXED))
+		larder__futex_wake(&s->maint_sleeping, 1);
+}
+
+void larder__maint_wake_all(struct larder *c)
+{
+	for (unsigned i = 0; i < c->shard_count; i++)
+		larder__maint_wake(&c->shard[i], NULL, 0);
 }
 
 /* ---- Life cycle --------------------------------------------------------------- */
 
-int larder__maint_create(struct larder *c)
+int larder__maint_create(struct larder__shard *s)
 {
+	struct larder *c = s->cache;
 	struct larder__maint *m = larder__calloc(1, sizeof(*m));
 	if (!m)
 		return LARDER_ENOMEM;
 	m->cache = c;
+	m->shard = s;
+	m->shard_index = s->index;
+	m->shards = c->shard_count;
 	m->next_due = UINT64_MAX;
 	/* Wheel time starts at 0: no clock call at open; the first advance
 	 * jumps to the clock over empty slots. */
-	larder__wheel_init(&m->wheel, 0, &c->slab.dir, LARDER__ENTRY_WHEEL_OFFSET,
+	larder__wheel_init(&m->wheel, 0, &s->slab.dir, LARDER__ENTRY_WHEEL_OFFSET,
 			   larder__maint_wheel_deadline, m);
 	m->ops = larder__policy_ops_for(c->policy);
 	m->hits_keep_awake = m->ops->hits_keep_awake;
-	m->policy_capacity =
-		atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* not shared yet */
+	m->policy_capacity = larder__maint_policy_share(
+		m, atomic_load_explicit(&c->capacity, LARDER__RELAXED)); /* not shared yet */
 	struct larder__table *first = /* the open's own table, not shared yet */
-		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__RELAXED);
+		(struct larder__table *)atomic_load_explicit(s->table, LARDER__RELAXED);
 	uint64_t floor = larder__table_buckets(first);
 	if (floor < LARDER__TABLE_SMALL_BUCKETS)
 		floor = LARDER__TABLE_SMALL_BUCKETS;
 	atomic_store_explicit(&m->index_floor, floor, LARDER__RELAXED); /* not shared yet */
 	struct larder__policy_host host = {larder__maint_entry_hash, larder__maint_entry_charge, c,
-					   &c->slab.dir};
-	int rc = m->ops->create(&m->policy, &host, m->policy_capacity, c->expected_entries);
+					   &s->slab.dir};
+	int rc = m->ops->create(&m->policy, &host, m->policy_capacity,
+				c->expected_entries / c->shard_count);
 	if (rc == LARDER_OK) /* a pooled cache's policy reports to its pool (after hits_keep_awake) */
 		rc = larder__pool_wrap_policy(c, &host, &m->ops, &m->policy);
 	if (rc != LARDER_OK) {
 		free(m);
 		return rc;
 	}
-	c->maint = m;
+	s->maint = m;
 	return LARDER_OK;
 }
 
-int larder__maint_start(struct larder *c)
+int larder__maint_start(struct larder__shard *s)
 {
-	if (pthread_create(&c->thread, NULL, maint_main, c) != 0)
+	if (pthread_create(&s->thread, NULL, maint_main, s) != 0)
 		return LARDER_ETHREAD;
 	/* A-START: acquire, pairs with R-START: the thread's verdict. */
 	uint32_t st;
-	while ((st = atomic_load_explicit(&c->maint_started, LARDER__ACQUIRE)) == MAINT_STARTING)
-		larder__futex_wait(&c->maint_started, MAINT_STARTING, 10u * 1000u * 1000u);
+	while ((st = atomic_load_explicit(&s->maint_started, LARDER__ACQUIRE)) == MAINT_STARTING)
+		larder__futex_wait(&s->maint_started, MAINT_STARTING, 10u * 1000u * 1000u);
 	if (st == MAINT_RUNNING)
 		return LARDER_OK;
-	pthread_join(c->thread, NULL);
+	pthread_join(s->thread, NULL);
 	return LARDER_ENOMEM;
 }
 
 static void free_large(void *ctx, struct larder__entry *e)
 {
-	struct larder *c = ctx;
+	struct larder__shard *s = ctx;
 	size_t bytes = larder__entry_size(e);
 	if (bytes > LARDER__SLAB_MAX_SLOT)
-		larder__slab_free(&c->slab, e, bytes);
+		larder__slab_free(&s->slab, e, bytes);
 }
 
-static void free_large_list(struct larder *c, struct larder__entry *e)
+static void free_large_list(struct larder__shard *s, struct larder__entry *e)
 {
 	while (e) {
 		struct larder__entry *next = e->retired_next; /* free_large may unmap e */
-		free_large(c, e);
+		free_large(s, e);
 		e = next;
 	}
 }
 
-void larder__maint_destroy(struct larder *c)
+void larder__maint_destroy(struct larder__shard *s)
 {
-	struct larder__maint *m = c->maint;
+	struct larder__maint *m = s->maint;
 	/* Apply what threads posted last, so that every entry is in the index or
 	 * on a retire list; then slab pages go back whole, and only private
 	 * mappings need a walk. The maintainer's last drain (maint_main) left
@@ -435,8 +459,8 @@ void larder__maint_destroy(struct larder *c)
 	m->closing = 1;
 	larder__maint_drain_all(m, &hits);
 	struct larder__table *root = /* A-ROOT */
-		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
-	larder__table_walk(root, free_large, c);
+		(struct larder__table *)atomic_load_explicit(s->table, LARDER__ACQUIRE);
+	larder__table_walk(root, free_large, s);
 	larder__table_destroy(larder__table_next(root));
 	larder__table_destroy(root);
 	larder__maint_clear_destroy(m, free_large);
@@ -445,9 +469,9 @@ void larder__maint_destroy(struct larder *c)
 		m->tables = t->retire_next;
 		larder__table_destroy(t);
 	}
-	free_large_list(c, m->collect);
-	free_large_list(c, m->waiting);
-	struct larder__handle *h = larder__maint_handles(c);
+	free_large_list(s, m->collect);
+	free_large_list(s, m->waiting);
+	struct larder__handle *h = larder__maint_handles(s);
 	while (h) {
 		struct larder__handle *next = h->next;
 		larder__maint_spill_free(h);
@@ -459,25 +483,33 @@ void larder__maint_destroy(struct larder *c)
 	free(m);
 }
 
-void larder__maint_stop(struct larder *c)
+void larder__maint_stop(struct larder *c, unsigned started)
 {
 	/* R-STOP: seq_cst (a release would do for A-STOP, which it pairs with;
 	 * larder__maint_wake() then orders it before its sleeper check, WAKE-W1). */
 	atomic_store_explicit(&c->stop, 1, LARDER__SEQ_CST);
-	larder__maint_wake(c, NULL, 0);
-	pthread_join(c->thread, NULL);
+	for (unsigned i = 0; i < started; i++)
+		larder__maint_wake(&c->shard[i], NULL, 0);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(c->shard[i].thread, NULL);
 }
 
 uint64_t larder__maint_freed_bytes(struct larder *c)
 {
-	/* Acquire: pairs with R-FREED; frees counted here happened before. */
-	return atomic_load_explicit(&c->maint->freed_bytes, LARDER__ACQUIRE);
+	uint64_t freed = 0;
+	for (unsigned i = 0; i < c->shard_count; i++)
+		/* Acquire: pairs with R-FREED; frees counted here happened before. */
+		freed += atomic_load_explicit(&c->shard[i].maint->freed_bytes, LARDER__ACQUIRE);
+	return freed;
 }
 
 void larder__maint_stats(struct larder *c, uint64_t *values)
 {
-	struct larder__maint *m = c->maint;
-	for (unsigned i = 0; i < LARDER_STAT_COUNT; i++)
-		values[i] += atomic_load_explicit(&m->stat[i], LARDER__RELAXED); /* statistics */
-	values[LARDER_STAT_USED_BYTES] -= atomic_load_explicit(&m->freed_bytes, LARDER__RELAXED);
+	for (unsigned k = 0; k < c->shard_count; k++) {
+		struct larder__maint *m = c->shard[k].maint;
+		for (unsigned i = 0; i < LARDER_STAT_COUNT; i++) /* statistics: relaxed */
+			values[i] += atomic_load_explicit(&m->stat[i], LARDER__RELAXED);
+		values[LARDER_STAT_USED_BYTES] -=
+			atomic_load_explicit(&m->freed_bytes, LARDER__RELAXED);
+	}
 }

@@ -1,5 +1,6 @@
 /*
- * maint/maintainer.h - the background thread of one cache (the physical plane).
+ * maint/maintainer.h - the background thread of one shard of a cache (its
+ * physical plane, core/shard.h).
  */
 #ifndef LARDER_MAINT_MAINTAINER_H
 #define LARDER_MAINT_MAINTAINER_H
@@ -10,36 +11,55 @@
 
 struct larder;
 struct larder__handle;
+struct larder__shard;
 
-/* Creates the maintainer's state (policy included). LARDER_OK or LARDER_ENOMEM. */
-int larder__maint_create(struct larder *cache);
-/* Starts the thread and waits until it runs: LARDER_OK, LARDER_ETHREAD, or
- * LARDER_ENOMEM (it could not allocate its per-thread state; joined). */
-int larder__maint_start(struct larder *cache);
-/* Stops and joins the thread. */
-void larder__maint_stop(struct larder *cache);
+/* Creates the maintainer's state of a shard (policy included), which takes
+ * over the shard's index root. LARDER_OK or LARDER_ENOMEM. */
+int larder__maint_create(struct larder__shard *shard);
+/* Starts the shard's thread and waits until it runs: LARDER_OK,
+ * LARDER_ETHREAD, or LARDER_ENOMEM (it could not allocate its per-thread
+ * state; joined). */
+int larder__maint_start(struct larder__shard *shard);
+/* Stops and joins the threads of the cache's first `started` shards. */
+void larder__maint_stop(struct larder *cache, unsigned started);
 /* With the thread stopped (or never started): frees every table (the index
  * it was given at create and every later one), the entries with mappings of
  * their own, and every handle. Slab pages are left to the slab, which the
  * cache destroys after this (whoever creates it destroys it). */
-void larder__maint_destroy(struct larder *cache);
+void larder__maint_destroy(struct larder__shard *shard);
 /*
- * The one way to wake the maintainer. After posting an event through
+ * The one way to wake a shard's maintainer. After posting an event through
  * `posted`, whose entry's deadline is `due_ms` (cache clock; UINT64_MAX:
  * none, 0: apply it at once): wakes it if it sleeps idle, if that handle's
  * ring is half full, or if it sleeps lazily past `due_ms` (WAKE-W1, a Dekker
  * with WAKE-W2 in its sleep; WAKE-W4). With posted NULL: wakes it if it
- * sleeps at all (the caller changed something no ring shows: the capacity,
- * the stop flag, a thread's exit, a writer waiting for room or short of
- * it, a test seam).
+ * sleeps at all (the caller changed something no ring shows: a thread's
+ * exit, a writer waiting for room in its ring or index, a test seam).
  */
-void larder__maint_wake(struct larder *cache, struct larder__handle *posted, uint64_t due_ms);
-/* Wakes the maintainer and waits up to 1 ms for one of its passes
+void larder__maint_wake(struct larder__shard *shard, struct larder__handle *posted,
+			uint64_t due_ms);
+/* larder__maint_wake(shard, NULL, 0) for every shard: the caller changed
+ * something all maintainers share (the capacity, the stop flag, the budget
+ * a writer waits for or is short of). */
+void larder__maint_wake_all(struct larder *cache);
+/* Wakes a shard's maintainer and waits up to 1 ms for one of its passes
  * (larder_flush and the test seams; maint/flush.c). */
-void larder__maint_await_pass(struct larder *cache);
-/* Bytes freed so far (only grows). */
+void larder__maint_await_pass(struct larder__shard *shard);
+/*
+ * A bulk writer (larder_load; SNAP-L6 in core/snapshot.c, maint/resize.c):
+ * larder__bulk_begin() counts it (no index shrinks while any runs) and asks
+ * every shard for an index that holds its share of `entries`, waiting a
+ * bounded time for the growth; larder__bulk_reserve() asks again without
+ * waiting (after a clear, the fresh tables need it); larder__bulk_end()
+ * ends the count. Caller thread, outside read sections (inside one, or on
+ * a maintainer's thread, only the count is kept).
+ */
+void larder__bulk_begin(struct larder *cache, uint64_t entries);
+void larder__bulk_reserve(struct larder *cache, uint64_t entries);
+void larder__bulk_end(struct larder *cache);
+/* Bytes freed so far by every maintainer (only grows). */
 uint64_t larder__maint_freed_bytes(struct larder *cache);
-/* Adds the maintainer's counters to values[] (larder_stats). */
+/* Adds every maintainer's counters to values[] (larder_stats). */
 void larder__maint_stats(struct larder *cache, uint64_t *values);
 
 #endif /* LARDER_MAINT_MAINTAINER_H */

@@ -20,18 +20,21 @@
 
 int larder__test_quiesce(larder *c, uint64_t timeout_ms)
 {
-	struct larder__maint *m = c->maint;
 	uint64_t deadline_ns = larder__monotonic_ns() + timeout_ms * 1000000u;
-	atomic_thread_fence(LARDER__SEQ_CST); /* QUIESCE-Q1's partner */
-	/* A pass numbered above the value read here drains all we posted. */
-	uint64_t after = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + 1;
-	/* QUIESCE-Q3: acquire, pairs with QUIESCE-Q2: that pass's frees are visible. Then the
-	 * pages they emptied must be unmapped too (the slab's lock orders it). */
-	while (atomic_load_explicit(&m->idle_seq, LARDER__ACQUIRE) < after ||
-	       larder__slab_returning(&c->slab)) {
-		if (larder__monotonic_ns() >= deadline_ns)
-			return -1;
-		larder__maint_await_pass(c);
+	for (unsigned i = 0; i < c->shard_count; i++) {
+		struct larder__shard *s = &c->shard[i];
+		atomic_thread_fence(LARDER__SEQ_CST); /* QUIESCE-Q1's partner */
+		/* A pass numbered above the value read here drains all we posted. */
+		uint64_t after = atomic_load_explicit(&s->maint->pass_seq, LARDER__RELAXED) + 1;
+		/* QUIESCE-Q3: acquire, pairs with QUIESCE-Q2: that pass's frees are
+		 * visible. Then the pages they emptied must be unmapped too (the
+		 * slab's lock orders it). */
+		while (atomic_load_explicit(&s->maint->idle_seq, LARDER__ACQUIRE) < after ||
+		       larder__slab_returning(&s->slab)) {
+			if (larder__monotonic_ns() >= deadline_ns)
+				return -1;
+			larder__maint_await_pass(s);
+		}
 	}
 	return 0;
 }
@@ -54,9 +57,12 @@ void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
 	 * on the real clock) is not freed under the walk. */
 	struct larder__thread *t = larder__thread_self();
 	uint64_t outer = t ? larder__read_enter(&t->reader) : 0;
-	struct larder__table *root = /* A-ROOT */
-		(struct larder__table *)atomic_load_explicit(&c->table, LARDER__ACQUIRE);
-	larder__table_walk(root, walk_count, &w);
+	for (unsigned i = 0; i < c->shard_count; i++) {
+		struct larder__table *root = /* A-ROOT */
+			(struct larder__table *)atomic_load_explicit(c->shard[i].table,
+								     LARDER__ACQUIRE);
+		larder__table_walk(root, walk_count, &w);
+	}
 	if (t)
 		larder__read_exit(&t->reader, outer);
 	*entries = w.entries;
@@ -65,41 +71,59 @@ void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
 
 int larder__test_check_links(larder *c, uint64_t timeout_ms)
 {
-	struct larder__maint *m = c->maint;
 	uint64_t deadline_ns = larder__monotonic_ns() + timeout_ms * 1000000u;
-	/* R-CHKQ: release, pairs with A-CHKQ in check_links_if_asked(). */
-	uint64_t asked = atomic_fetch_add_explicit(&m->check_asked, 1, LARDER__RELEASE) + 1;
-	/* A-CHKA: acquire, pairs with R-CHKA: check_ok is the answer. */
-	while (atomic_load_explicit(&m->check_answered, LARDER__ACQUIRE) < asked) {
-		if (larder__monotonic_ns() >= deadline_ns)
-			return -1;
-		larder__maint_await_pass(c);
+	int ok = 1;
+	for (unsigned i = 0; i < c->shard_count; i++) {
+		struct larder__maint *m = c->shard[i].maint;
+		/* R-CHKQ: release, pairs with A-CHKQ in check_links_if_asked(). */
+		uint64_t asked =
+			atomic_fetch_add_explicit(&m->check_asked, 1, LARDER__RELEASE) + 1;
+		/* A-CHKA: acquire, pairs with R-CHKA: check_ok is the answer. */
+		while (atomic_load_explicit(&m->check_answered, LARDER__ACQUIRE) < asked) {
+			if (larder__monotonic_ns() >= deadline_ns)
+				return -1;
+			larder__maint_await_pass(&c->shard[i]);
+		}
+		/* Relaxed: A-CHKA above ordered the answer. */
+		ok &= atomic_load_explicit(&m->check_ok, LARDER__RELAXED);
 	}
-	/* Relaxed: A-CHKA above ordered the answer. */
-	return atomic_load_explicit(&m->check_ok, LARDER__RELAXED) ? 0 : -1;
+	return ok ? 0 : -1;
 }
 
 void larder__test_wake(larder *c)
 {
-	larder__maint_wake(c, NULL, 0);
+	larder__maint_wake_all(c);
 }
 
+/* The wheels' seams: the earliest of the shards' readings, the one a test
+ * waiting for every shard needs. */
 uint64_t larder__test_idle_until(larder *c)
 {
-	/* Relaxed: a reading for a test that polls it. */
-	return atomic_load_explicit(&c->maint->idle_until, LARDER__RELAXED);
+	uint64_t until = UINT64_MAX;
+	for (unsigned i = 0; i < c->shard_count; i++) {
+		/* Relaxed: a reading for a test that polls it. */
+		uint64_t u = atomic_load_explicit(&c->shard[i].maint->idle_until, LARDER__RELAXED);
+		until = u < until ? u : until;
+	}
+	return until;
 }
 
 uint64_t larder__test_wheel_done(larder *c)
 {
-	/* A-WHEEL: acquire, pairs with R-WHEEL in larder__maint_expire(). */
-	return atomic_load_explicit(&c->maint->wheel_done, LARDER__ACQUIRE);
+	uint64_t done = UINT64_MAX;
+	for (unsigned i = 0; i < c->shard_count; i++) {
+		/* A-WHEEL: acquire, pairs with R-WHEEL in larder__maint_expire(). */
+		uint64_t d = atomic_load_explicit(&c->shard[i].maint->wheel_done, LARDER__ACQUIRE);
+		done = d < done ? d : done;
+	}
+	return done;
 }
 
 void larder__test_index_floor(larder *c, uint64_t buckets)
 {
-	/* Relaxed: the maintainer reads it at its next shrink decision. */
-	atomic_store_explicit(&c->maint->index_floor, buckets, LARDER__RELAXED);
+	for (unsigned i = 0; i < c->shard_count; i++)
+		/* Relaxed: the maintainer reads it at its next shrink decision. */
+		atomic_store_explicit(&c->shard[i].maint->index_floor, buckets, LARDER__RELAXED);
 }
 
 void larder__test_poison_freed(int on)

@@ -3,7 +3,8 @@
  * maintainer (and only by them: the rest of the engine goes through
  * maint/maintainer.h).
  *
- * Files of the maintainer, one job each, all on one struct larder__maint:
+ * Files of the maintainer, one job each, all on one struct larder__maint
+ * (one per shard of a cache, core/shard.h):
  *   maint/maintainer.c  the thread: the pass, sleeping and waking, life cycle
  *   maint/apply.c       draining the rings, accounting, retiring, freeing
  *                       after grace periods, dismantling exited threads' handles
@@ -35,6 +36,7 @@
 #include "ttl/wheel.h"
 
 struct larder;
+struct larder__shard;
 
 /* The owner-only fields below may be touched here: the caller is a
  * maintainer thread (core/thread.h), or the closing thread once the
@@ -68,10 +70,13 @@ struct larder__clear_walk {
 
 struct larder__maint {
 	struct larder *cache;
+	struct larder__shard *shard; /* the one this maintainer serves (core/shard.h) */
+	unsigned shard_index, shards; /* its index, and the cache's shard count */
 	const struct larder__policy_ops *ops;
 	struct larder__policy *policy;
 	int hits_keep_awake; /* hit samples alone are work (maint_pass) */
 	int trickle;         /* the last pass may be followed by a lazy sleep (maint_pass) */
+	uint32_t bulk_seen;  /* bulk writers running at the pass's start (A-BULK; SNAP-L6) */
 	int staging;         /* the last pass staged wheel timers ahead (maint/evict.c) */
 	uint64_t live_count, live_bytes;
 	struct larder__entry *collect; /* retired, grace period not started */
@@ -88,7 +93,7 @@ struct larder__maint {
 	 * table's size if larger. Ours; relaxed, only the test seam
 	 * larder__test_index_floor() writes it from another thread. */
 	larder__atomic_u64 index_floor;
-	uint64_t policy_capacity; /* the capacity last given to the policy */
+	uint64_t policy_capacity; /* the capacity share last given to the policy */
 	int migrating; /* inside larder__maint_migrate(): the listener waits for its end */
 	int closing;   /* larder__maint_destroy(): no listener calls (on the closer's thread) */
 	struct larder__wheel wheel; /* counted entries with a deadline (ENTRY-E3: ours) */
@@ -126,6 +131,15 @@ static inline uint64_t larder__maint_stat(struct larder__maint *m, enum larder_s
 	return atomic_load_explicit(&m->stat[s], LARDER__RELAXED); /* ours */
 }
 
+/* This maintainer's share of the capacity, for its policy: 1/K of it, the
+ * remainder spread over the first shards, so that the shares sum to the
+ * capacity (as larder-sim --shards splits it, docs/shards.md). */
+static inline uint64_t larder__maint_policy_share(const struct larder__maint *m, uint64_t capacity)
+{
+	unsigned k = m->shards;
+	return capacity / k + (m->shard_index < capacity % k);
+}
+
 /* The policy host's charge of e: its slot's bytes (ctx unused). */
 static inline size_t larder__maint_entry_charge(void *ctx, const struct larder__entry *e)
 {
@@ -149,12 +163,12 @@ void larder__maint_retire_onto(struct larder__maint *m, struct larder__entry *e,
 /* The same onto the collect list (freed after a grace period). */
 void larder__maint_retire(struct larder__maint *m, struct larder__entry *e, enum larder_cause cause,
 			  int notify);
-/* The handles' list head (A-HANDLES). */
-struct larder__handle *larder__maint_handles(struct larder *c);
+/* The shard's handles' list head (A-HANDLES). */
+struct larder__handle *larder__maint_handles(struct larder__shard *s);
 /* Drains every ring; returns the events applied, and in *hits the samples seen. */
 uint64_t larder__maint_drain_all(struct larder__maint *m, uint64_t *hits);
-/* True when no ring has an event waiting (a hint whether to sleep). */
-int larder__maint_rings_empty(struct larder *c);
+/* True when no ring of the shard has an event waiting (a hint whether to sleep). */
+int larder__maint_rings_empty(struct larder__shard *s);
 /* Frees the list e (bytes charged in all) and counts the bytes freed. */
 void larder__maint_free_entries(struct larder__maint *m, struct larder__entry *e, uint64_t bytes);
 /* Counts bytes freed and gives them back to the writers' budget. */

@@ -905,9 +905,9 @@ void larder__slab_class_stats(struct larder__slab *s, unsigned c,
 	uint64_t slots = pages * class_layout(c).nslots;
 	v[LARDER_CLASS_SLOT_BYTES] = larder__sizeclass_slot(c);
 	v[LARDER_CLASS_PAGE_BYTES] = larder__sizeclass_page(c);
-	v[LARDER_CLASS_PAGES] = pages;
-	v[LARDER_CLASS_SLOTS_USED] = used;
-	v[LARDER_CLASS_SLOTS_FREE] = slots > used ? slots - used : 0;
-	v[LARDER_CLASS_BYTES] = pages * larder__sizeclass_page(c);
-	v[LARDER_CLASS_USED_BYTES] = used * larder__sizeclass_slot(c);
+	v[LARDER_CLASS_PAGES] += pages;
+	v[LARDER_CLASS_SLOTS_USED] += used;
+	v[LARDER_CLASS_SLOTS_FREE] += slots > used ? slots - used : 0;
+	v[LARDER_CLASS_BYTES] += pages * larder__sizeclass_page(c);
+	v[LARDER_CLASS_USED_BYTES] += used * larder__sizeclass_slot(c);
 }

@@ -344,7 +344,8 @@ static inline void larder__slab_free(struct larder__slab *s, void *p, size_t byt
 /* Adds the slab's counters to values (indexed by enum larder_stat):
  * PAGES_MAPPED, PAGES_RETURNED, RESERVE_*, RETURNING_BYTES, LARGE_BYTES. */
 void larder__slab_stats(struct larder__slab *s, uint64_t *values);
-/* Fills v (indexed by enum larder_class_stat) for size class c. */
+/* Adds the slab's counts for size class c to v (indexed by enum
+ * larder_class_stat), and sets its slot and page sizes there. */
 void larder__slab_class_stats(struct larder__slab *s, unsigned c,
 			      uint64_t v[LARDER_CLASS_STAT_COUNT]);
 

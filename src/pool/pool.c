@@ -406,8 +406,11 @@ static void wait_giveback(larder_pool *p, struct larder__pool_member *m)
 	pthread_mutex_unlock(&p->lock);
 	/* WAKE-W3: seq_cst, so wake_writers() sees us or bumped room_seq first. */
 	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
-	atomic_store_explicit(&c->maint_sleeping, 0, LARDER__RELAXED); /* the futex word */
-	larder__futex_wake(&c->maint_sleeping, 1);
+	for (unsigned i = 0; i < c->shard_count; i++) {
+		/* Relaxed: the futex word of each shard's maintainer. */
+		atomic_store_explicit(&c->shard[i].maint_sleeping, 0, LARDER__RELAXED);
+		larder__futex_wake(&c->shard[i].maint_sleeping, 1);
+	}
 	larder__futex_wait(&c->room_seq, seq, GIVEBACK_SLICE_NS);
 	atomic_fetch_sub_explicit(&c->room_waiters, 1, LARDER__RELAXED); /* a count */
 	pthread_mutex_lock(&p->lock);

@@ -1,9 +1,11 @@
 #!/bin/bash
 # loadgen_smoke.sh LARDERD LOADGEN - the load generator of server/bench/run.sh
 # against a fresh larderd for one second per mode: text and binary (-B), one
-# request at a time and pipelined, gets and sets. Passes when every run
-# reports a rate and no error (a miss or refusal counts as one: the keys are
-# written before timing). Prints the figures; asserts no speed.
+# request at a time and pipelined, gets and sets; then the paired mode of
+# run.sh --loaded (-P, set-then-get round trips, -n: no keys written first),
+# with larderd on both sides. Passes when every run reports a rate and no
+# error (a miss or refusal counts as one: the keys are written before
+# timing), the paired one a line per side. Prints the figures; asserts no speed.
 set -u
 LARDERD=$1
 LOADGEN=$2
@@ -23,4 +25,10 @@ for mode in "" -B; do
 		esac
 	done
 done
+out=$(timeout 120 "$LOADGEN" -p "$PORT" -P "$PORT" -c 1 -d 1 -A -n -i 50 -s 2)
+echo "loadgen paired: $out"
+if [ "$(echo "$out" | grep -c '^ops_per_s=[1-9][0-9]* .*errors=0$')" != 2 ]; then
+	echo "FAILED"
+	rc=1
+fi
 exit $rc

@@ -9,7 +9,7 @@
  * 8).
  *
  * The table is driven directly (index/table.h), the main thread acting as
- * the maintainer: each round it grows the root (x2) or shrinks it (by 2^k,
+ * the maintainer: each round it grows the root (x2 or x4) or shrinks it (by 2^k,
  * k = 1..3, never below 1024 buckets), moving homes in chunks of random size
  * with writers and readers running, then swaps the root. Half of the
  * workers' operations aim at keys whose homes are next to be moved (homes
@@ -257,7 +257,8 @@ static struct larder__table *resize(struct th_rng *rng, int grow)
 	unsigned most = 0;
 	while (((t->last + 1) >> (most + 1)) >= MIN_BUCKETS)
 		most++;
-	int rc = grow ? larder__table_grow_begin(t)
+	/* Growths by 2 and by 4 (TABLE-X3's 2^k: a bulk writer's reserve). */
+	int rc = grow ? larder__table_grow_begin(t, 1 + (unsigned)th_rng_below(rng, 2))
 		      : larder__table_shrink_begin(t, 1 + (unsigned)th_rng_below(rng, most));
 	if (!CHECK_EQ(rc, 0))
 		return NULL;

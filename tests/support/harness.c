@@ -409,6 +409,19 @@ int th_check_memory_audit(larder *cache)
 	return ok;
 }
 
+unsigned th_shards(void)
+{
+	const char *text = getenv("LARDER_TEST_SHARDS");
+	unsigned long k = text ? strtoul(text, NULL, 10) : 1;
+
+	if (k == 0 || k > LARDER_SHARDS_MAX || (k & (k - 1))) {
+		fprintf(stderr, "LARDER_TEST_SHARDS=%s: not a power of two up to %u\n", text,
+			LARDER_SHARDS_MAX);
+		exit(2);
+	}
+	return (unsigned)k;
+}
+
 larder_config *th_config(uint64_t capacity_bytes)
 {
 	larder_config *config = NULL;
@@ -417,7 +430,8 @@ larder_config *th_config(uint64_t capacity_bytes)
 		return NULL;
 	if (!CHECK_RC(larder_config_set_capacity(config, capacity_bytes), LARDER_OK) ||
 	    !CHECK_RC(larder_config_set_hash_seed(config, TH_HASH_SEED), LARDER_OK) ||
-	    !CHECK_RC(larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS), LARDER_OK)) {
+	    !CHECK_RC(larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS), LARDER_OK) ||
+	    !CHECK_RC(larder_config_set_shards(config, th_shards()), LARDER_OK)) {
 		larder_config_destroy(config);
 		return NULL;
 	}

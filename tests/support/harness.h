@@ -264,8 +264,13 @@ int th_check_memory_audit(larder *cache);
  * set their own. */
 #define TH_STUCK_MS 60000u
 
-/* Creates a config with a fixed hash seed and TH_WRITE_WAIT_MS; fails the
- * test and returns NULL on error. */
+/* The shard count th_config() sets: LARDER_TEST_SHARDS from the
+ * environment (a power of two; ctest runs the stress tests with 1 and 4),
+ * else 1. */
+unsigned th_shards(void);
+
+/* Creates a config with a fixed hash seed, TH_WRITE_WAIT_MS and th_shards()
+ * shards; fails the test and returns NULL on error. */
 larder_config *th_config(uint64_t capacity_bytes);
 /* Opens a cache from config (with TH_STUCK_MS) and destroys config; fails the
  * test and returns NULL on error. */

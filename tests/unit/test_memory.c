@@ -1450,7 +1450,7 @@ static void test_big_slots_released(void)
 		CHECK_RC(larder_remove(cache, key, strlen(key)), LARDER_OK);
 	}
 	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
-	CHECK_EQ(larder__slab_kept_bytes(&cache->slab), (uint64_t)KEPT * SLOT);
+	CHECK_EQ(larder__slab_kept_bytes(&cache->shard[0].slab), (uint64_t)KEPT * SLOT);
 	th_check_memory_audit(cache);
 	if (!TH_ASAN) {
 		long resident_freed = 0, resident_live = 0;
@@ -1477,7 +1477,7 @@ static void test_big_slots_released(void)
 		CHECK_RC(put_key(cache, id, 100 + id % 3000), LARDER_OK);
 	CHECK_RC(larder_clear(cache), LARDER_OK);
 	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
-	CHECK_EQ(larder__slab_kept_bytes(&cache->slab), 0);
+	CHECK_EQ(larder__slab_kept_bytes(&cache->shard[0].slab), 0);
 	/* two page sizes in use: the small values' 64 KiB pages and the big
 	 * ones' 1 MiB pages, 1 MiB of each at most (it was 4 MiB each) */
 	uint64_t reserve = th_stat(cache, LARDER_STAT_RESERVE_BYTES);
@@ -1511,20 +1511,20 @@ static void test_big_slots_kept(void)
 	CHECK_RC(larder_put(cache, "small", 5, v, 50 * 1024, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_remove(cache, "small", 5), LARDER_OK);
 	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
-	CHECK_EQ(larder__slab_kept_bytes(&cache->slab), 0);
+	CHECK_EQ(larder__slab_kept_bytes(&cache->shard[0].slab), 0);
 	/* a freed 150 KiB value is kept, and the next one of its class takes it */
 	CHECK_RC(larder_put(cache, "a", 1, v, 150 * 1024, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_get_with(cache, "a", 1, note_addr_fn, &at), LARDER_OK);
 	CHECK_RC(larder_remove(cache, "a", 1), LARDER_OK);
 	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
 	uint64_t slot = larder__sizeclass_slot(larder__sizeclass_of(150 * 1024 + 64));
-	CHECK_EQ(larder__slab_kept_bytes(&cache->slab), slot);
+	CHECK_EQ(larder__slab_kept_bytes(&cache->shard[0].slab), slot);
 	th_check_accounting(cache, 60000, NULL, NULL);
 	th_check_memory_audit(cache);
 	CHECK_RC(larder_put(cache, "b", 1, v, 150 * 1024 + 10, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_get_with(cache, "b", 1, note_addr_fn, &again), LARDER_OK);
 	CHECK(at != NULL && again == at);
-	CHECK_EQ(larder__slab_kept_bytes(&cache->slab), 0);
+	CHECK_EQ(larder__slab_kept_bytes(&cache->shard[0].slab), 0);
 	unsigned char *got = malloc(200 * 1024);
 	size_t len = 0;
 	REQUIRE(got != NULL);
@@ -1544,12 +1544,12 @@ static void test_big_slots_kept(void)
 		CHECK_RC(larder_remove(cache, key, strlen(key)), LARDER_OK);
 	}
 	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
-	CHECK_EQ(larder__slab_kept_bytes(&cache->slab), (4 * MiB / (112 * KiB)) * 112 * KiB);
+	CHECK_EQ(larder__slab_kept_bytes(&cache->shard[0].slab), (4 * MiB / (112 * KiB)) * 112 * KiB);
 	th_check_memory_audit(cache);
 	/* a cut to 16 MiB: the limit is 1 MiB, and the maintainer trims to it */
 	CHECK_RC(larder_set_capacity(cache, 16 * MiB), LARDER_OK);
 	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
-	CHECK_LE(larder__slab_kept_bytes(&cache->slab), 1 * MiB);
+	CHECK_LE(larder__slab_kept_bytes(&cache->shard[0].slab), 1 * MiB);
 	th_check_accounting(cache, 60000, NULL, NULL);
 	th_check_memory_audit(cache);
 	larder_close(cache);

@@ -228,16 +228,16 @@ static void test_exhaustion_api(void)
 	REQUIRE(cache != NULL);
 	memset(v, 'v', sizeof(v));
 	CHECK_RC(larder_put(cache, "a", 1, v, 10, LARDER_TTL_NEVER), LARDER_OK);
-	pthread_mutex_lock(&cache->slab.lock);
-	uint32_t top = cache->slab.dir.top;
-	cache->slab.dir.top = LARDER__PAGEDIR_BLOCKS; /* every id taken */
-	pthread_mutex_unlock(&cache->slab.lock);
+	pthread_mutex_lock(&cache->shard[0].slab.lock);
+	uint32_t top = cache->shard[0].slab.dir.top;
+	cache->shard[0].slab.dir.top = LARDER__PAGEDIR_BLOCKS; /* every id taken */
+	pthread_mutex_unlock(&cache->shard[0].slab.lock);
 	/* A size class with no page yet needs new ids. */
 	CHECK_RC(larder_put(cache, "b", 1, v, sizeof(v), LARDER_TTL_NEVER), LARDER_ENOMEM);
 	CHECK_RC(larder_put(cache, "c", 1, v, 10, LARDER_TTL_NEVER), LARDER_OK); /* same page */
-	pthread_mutex_lock(&cache->slab.lock);
-	cache->slab.dir.top = top;
-	pthread_mutex_unlock(&cache->slab.lock);
+	pthread_mutex_lock(&cache->shard[0].slab.lock);
+	cache->shard[0].slab.dir.top = top;
+	pthread_mutex_unlock(&cache->shard[0].slab.lock);
 	CHECK_RC(larder_put(cache, "b", 1, v, sizeof(v), LARDER_TTL_NEVER), LARDER_OK);
 	th_check_accounting(cache, 60000, NULL, NULL);
 	larder_close(cache);

@@ -61,8 +61,8 @@ static void test_half_full_refreshes_tail(void)
 }
 
 /* Whether a wake from this state, for this post, wakes the maintainer. */
-static int wakes(struct larder *c, uint32_t state, uint64_t wake_at, struct larder__handle *h,
-		 uint64_t due)
+static int wakes(struct larder__shard *c, uint32_t state, uint64_t wake_at,
+		 struct larder__handle *h, uint64_t due)
 {
 	atomic_store_explicit(&c->maint_wake_at, wake_at, LARDER__RELAXED);
 	atomic_store_explicit(&c->maint_sleeping, state, LARDER__RELAXED);
@@ -75,7 +75,7 @@ static int wakes(struct larder *c, uint32_t state, uint64_t wake_at, struct lard
 
 static void test_wake_decisions(void)
 {
-	struct larder *c = zeroed(sizeof(*c));
+	struct larder__shard *c = zeroed(sizeof(*c));
 	struct larder__handle *h = zeroed(sizeof(*h));
 	REQUIRE(c != NULL && h != NULL);
 	const uint64_t none = UINT64_MAX, at = 5000;

@@ -83,6 +83,7 @@ struct lb_config {
 	int pool;             /* --pool[=PARTS] (poolbench.c) */
 	const char *pool_parts; /* NULL: every part */
 	unsigned pool_unit_ms;  /* --pool-unit-ms: the phases' unit (2000) */
+	unsigned shards;        /* --shards K: larder's shard count (1) */
 };
 
 /* One worker thread's state; owned by that thread while a job runs. */

@@ -5,7 +5,7 @@
  * expected entry count, a fixed hash seed (so instruction counts repeat from
  * run to run) and otherwise the defaults a user gets. get is larder_get()
  * (copy-out into the caller's buffer), put is larder_put() with the run's TTL
- * (--ttl-ms; none by default).
+ * (--ttl-ms; none by default). --shards K opens it with K shards.
  */
 #include <stdio.h>
 
@@ -24,6 +24,8 @@ int lb_larder_open(larder **out, const struct lb_config *cfg, uint64_t capacity,
 	if ((rc = larder_config_set_capacity(lc, capacity)) != LARDER_OK ||
 	    (rc = larder_config_set_expected_entries(lc, expected)) != LARDER_OK ||
 	    (rc = larder_config_set_hash_seed(lc, cfg->seed)) != LARDER_OK)
+		goto done;
+	if (cfg->shards > 1 && (rc = larder_config_set_shards(lc, cfg->shards)) != LARDER_OK)
 		goto done;
 	if (cfg->key_size > 250 &&
 	    (rc = larder_config_set_max_key_bytes(lc, cfg->key_size)) != LARDER_OK)

@@ -55,6 +55,7 @@ static const char usage[] =
 	"                       the loop alone: harness cost and the machine's own scaling)\n"
 	"  --scenarios LIST     read,write,mix (all)\n"
 	"  --seed N             RNG and hash seed (42)\n"
+	"  --shards K           larder's shards (maintainers), a power of two (1)\n"
 	"  --timer T            auto | tsc | clock, for --latency (auto)\n"
 	"  --pin                bind worker i to CPU i mod CPUs (quiet machines only)\n"
 	"  --out FILE           also write results: FILE.json as JSON, else CSV\n";
@@ -187,6 +188,7 @@ static void defaults(struct lb_config *cfg)
 	cfg->ops = LB_NO_LIMIT;
 	cfg->seed = 42;
 	cfg->churn_factor = 10;
+	cfg->shards = 1;
 	cfg->scenarios = (1u << LB_SCENARIOS) - 1;
 	if (ncpu < 1)
 		ncpu = 1;
@@ -244,6 +246,9 @@ static int set_option(struct lb_config *cfg, const char *opt, const char *v, int
 		return (cfg->pool = 1, cfg->pool_parts = v, 0);
 	if (strcmp(opt, "--pool-unit-ms") == 0)
 		return parse_u64(v, &u) || u < 10 || u > 600000 ? -1 : (cfg->pool_unit_ms = (unsigned)u, 0);
+	if (strcmp(opt, "--shards") == 0)
+		return parse_u64(v, &u) || u == 0 || u > LARDER_SHARDS_MAX || (u & (u - 1))
+			       ? -1 : (cfg->shards = (unsigned)u, 0);
 	if (strcmp(opt, "--out") == 0)
 		return (cfg->out_path = v, 0);
 	if (strcmp(opt, "--timer") == 0) {

@@ -23,15 +23,21 @@ import java.nio.ByteOrder;
  * <p>The memory starts on a cache line, and callers put a read's value on a
  * line of its own after the key ({@link #lineAfter}): a value written by the
  * engine into the line Java has just written the key to cost 7-10 ns per get
- * (measured). Small copies between arrays and the scratch go a long at a
- * time through a VarHandle (plain loads and stores once compiled); the bulk
- * ByteBuffer copies cost about 4 ns more each for 16-64 bytes.
+ * (measured). Keys and values written into the scratch go a long at a time
+ * through a VarHandle up to 256 bytes (plain loads and stores once compiled;
+ * the bulk ByteBuffer copy cost about 4 ns more for 16-64 bytes). A value
+ * read out goes a long at a time only up to 16 bytes: the loop sits between
+ * one get's cache misses and the next's, and at 10^7 entries a 64-byte value
+ * copied by it cost about 250 ns more per get than the bulk copy (the
+ * misses of the next get start later; docs/java.md, "Where a get's time
+ * goes").
  */
 final class Scratch {
     static final int INITIAL_BYTES = 4096;
     static final int KEEP_BYTES = 1 << 20;
     static final int LINE = 64;
-    private static final int SMALL_COPY = 256;
+    private static final int SMALL_COPY_IN = 256;
+    private static final int SMALL_COPY_OUT = 16;
     private static final VarHandle LONGS =
             MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.nativeOrder());
 
@@ -85,7 +91,7 @@ final class Scratch {
 
     /** Copies src[off .. off+len) into the scratch at at (which has the room). */
     void copyIn(byte[] src, int off, int len, int at) {
-        if (len > SMALL_COPY) {
+        if (len > SMALL_COPY_IN) {
             buf.limit(at + len).position(at);
             buf.put(src, off, len);
             return;
@@ -122,7 +128,7 @@ final class Scratch {
 
     /** Copies len bytes of the scratch at at into dst[off ...]. */
     void copyOut(int at, byte[] dst, int off, int len) {
-        if (len > SMALL_COPY) {
+        if (len > SMALL_COPY_OUT) {
             buf.limit(at + len).position(at);
             buf.get(dst, off, len);
             return;

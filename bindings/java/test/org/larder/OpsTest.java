@@ -70,6 +70,34 @@ class OpsTest {
         }
     }
 
+    /** Values are copied out long-wise up to 16 bytes and in bulk beyond: every length around both. */
+    @Test
+    void everyValueLengthReadsWhatWasWritten() {
+        try (LarderCache<byte[], byte[]> c = bytes().build()) {
+            for (int len = 0; len <= 300; len++) {
+                byte[] v = new byte[len];
+                for (int i = 0; i < len; i++) {
+                    v[i] = (byte) (i * 31 + len);
+                }
+                byte[] key = b("v" + len);
+                c.put(key, v);
+                assertArrayEquals(v, c.get(key), "get, " + len + " bytes");
+                byte[] dst = new byte[len + 3];
+                Arrays.fill(dst, (byte) 0x5a);
+                assertEquals(len, c.getInto(key, dst));
+                assertArrayEquals(v, Arrays.copyOf(dst, len), "getInto(byte[]), " + len + " bytes");
+                assertEquals(0x5a, dst[len], "getInto(byte[]) wrote past the value");
+                ByteBuffer heap = ByteBuffer.allocate(len + 5).position(2);
+                assertEquals(len, c.getInto(key, heap));
+                assertEquals(2 + len, heap.position());
+                byte[] got = new byte[len];
+                heap.position(2);
+                heap.get(got);
+                assertArrayEquals(v, got, "getInto(heap ByteBuffer), " + len + " bytes");
+            }
+        }
+    }
+
     @Test
     void emptyValueIsAValue() {
         try (LarderCache<byte[], byte[]> c = bytes().build()) {

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# tools/larder-bench/shards.sh - the write cell with K = 1, 2, 4 shards
+# (larder_config_set_shards, docs/shards.md): does the maintainers' CPU per
+# put stay flat as K grows?
+#
+#   bash tools/larder-bench/shards.sh [path/to/larder-bench] [rounds] [threads] [K list]
+#   (defaults: build/release/tools/larder-bench/larder-bench, 5 rounds,
+#    2 writer threads, "1 2 4")
+#
+# Each round runs the matrix's write cell (overwrites of 24,000 keys, 16 B
+# keys, 64 B values) once per K, in turn, so that the machine's load moves
+# the K alike; a cell is larder-bench's own (1 warm-up round, 300 ms). From
+# each cell's line it takes the wall rate, the workers' CPU rate (puts per
+# CPU-second of the writer threads) and the helper share (CPU time of the
+# process's other threads, here the K maintainers, over the writers' CPU
+# time), and derives
+#   writer ns/put      = 1000 / cpu rate (M/s)
+#   maintainers ns/put = helper share x writer ns/put
+# Prints per K the medians over the rounds (min..max of the maintainers'
+# figure) and each K's median over K = 1's from the same run.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+bench=${1:-$here/../../build/release/tools/larder-bench/larder-bench}
+rounds=${2:-5}
+threads=${3:-2}
+ks=${4:-1 2 4}
+[[ -x $bench ]] || { echo "shards.sh: no larder-bench at $bench (build it first)" >&2; exit 2; }
+
+out=$(mktemp /tmp/larder-shards.XXXXXX)
+trap 'rm -f "$out" "$out.log"' EXIT
+for ((r = 1; r <= rounds; r++)); do
+	for k in $ks; do
+		# The cell's row: scenario threads engine median range ratio | cpu
+		# cratio on-cpu helper | hit
+		"$bench" --engines larder --scenarios write --threads "$threads" --rounds 1 \
+			--shards "$k" 2>>"$out.log" | awk -v k="$k" '
+			$1 == "write" && $3 == "larder" && $7 == "|" {
+				h = $11; sub(/%/, "", h); on = $10; sub(/%/, "", on)
+				printf "%s %s %s %s %s\n", k, $4, $8, h / 100, on / 100
+			}' >>"$out" || { cat "$out.log" >&2; exit 1; }
+	done
+done
+
+printf 'write cell, %s writer threads, %s rounds (load average now: %s)\n' "$threads" "$rounds" \
+	"$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%3s %10s %10s %14s %20s %8s %9s\n' K "wall M/s" "cpu M/s" "writer ns/put" \
+	"maintainers ns/put" "on-cpu" "vs K=1"
+awk '
+	function median(a, n,    i, j, t) {
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	{
+		k = $1; n[k]++; i = n[k]
+		wall[k, i] = $2; cpu[k, i] = $3; w = 1000 / $3; m = $4 * w; on[k, i] = $5
+		wns[k, i] = w; mns[k, i] = m
+		if (!(k in lo) || m < lo[k]) lo[k] = m
+		if (!(k in hi) || m > hi[k]) hi[k] = m
+		if (!(k in seen)) { order[++nk] = k; seen[k] = 1 }
+	}
+	END {
+		for (x = 1; x <= nk; x++) {
+			k = order[x]
+			delete a; for (i = 1; i <= n[k]; i++) a[i] = wall[k, i]; mw = median(a, n[k])
+			delete a; for (i = 1; i <= n[k]; i++) a[i] = cpu[k, i]; mc = median(a, n[k])
+			delete a; for (i = 1; i <= n[k]; i++) a[i] = wns[k, i]; ww = median(a, n[k])
+			delete a; for (i = 1; i <= n[k]; i++) a[i] = mns[k, i]; mm = median(a, n[k])
+			delete a; for (i = 1; i <= n[k]; i++) a[i] = on[k, i]; mo = median(a, n[k])
+			if (x == 1) base = mm
+			printf "%3s %10.2f %10.2f %14.1f %9.1f (%.1f..%.1f) %7.0f%% %8.2fx\n", k, mw, mc, ww, mm, lo[k], hi[k], 100 * mo, mm / base
+		}
+	}' "$out"
