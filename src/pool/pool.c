@@ -1859,6 +1859,7 @@ int larder__test_pool_feed(larder_pool *p, larder *c, const struct larder__test_
 	struct larder__pool_member *m = find_active(p, c);
 	if (m) {
 		struct larder__probe_readings *r = &m->readings;
+		uint64_t seq = larder__probe_write_begin(r);
 		/* Relaxed: counts, as the probe stores them (pool/probe.h). */
 		atomic_store_explicit(&r->generation, f->generation, LARDER__RELAXED);
 		atomic_store_explicit(&r->sample_every, f->sample_every, LARDER__RELAXED);
@@ -1870,9 +1871,21 @@ int larder__test_pool_feed(larder_pool *p, larder *c, const struct larder__test_
 		atomic_store_explicit(&r->arrived, f->sampled, LARDER__RELAXED);
 		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 			atomic_store_explicit(&r->hits[k], f->hits[k], LARDER__RELAXED);
+		larder__probe_write_end(r, seq);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return m ? 0 : -1;
+}
+
+int larder__test_pool_read_minis(const struct larder__probe_readings *p, uint64_t *fresh,
+				 uint64_t *hits)
+{
+	struct reading r;
+	if (!read_minis(p, &r))
+		return 0;
+	*fresh = r.fresh;
+	memcpy(hits, r.hits, sizeof r.hits);
+	return 1;
 }
 
 uint64_t larder__test_pool_step_at(larder_pool *p, uint64_t now_ns)

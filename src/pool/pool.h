@@ -78,6 +78,11 @@ struct larder__test_pool_feed {
  * 0, or -1 when cache is not open in pool. */
 int larder__test_pool_feed(larder_pool *pool, larder *cache,
 			   const struct larder__test_pool_feed *f);
+/* The pool's read of the mini caches' part of a probe's readings
+ * (PROBE-Q1 in pool/probe.h): 1 with fresh and the points' hits of one
+ * flush, 0 when a writer was storing them at every try. */
+int larder__test_pool_read_minis(const struct larder__probe_readings *readings, uint64_t *fresh,
+				 uint64_t *hits);
 /* larder__test_pool_step at a given time of the monotonic clock (now_ns;
  * a test moves it on by the interval it wants, so that the windows fold
  * known seconds). */

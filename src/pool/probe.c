@@ -280,21 +280,13 @@ static const struct larder__policy_ops *base_ops(enum larder_policy policy)
 	}
 }
 
-/*
- * The mini caches' readings, as of now, under PROBE-Q1 (probe.h): the
- * sequence goes odd, the readings are stored, it goes even again. Only the
- * maintainer writes them, so its own load of the sequence is relaxed.
- */
+/* The mini caches' readings, as of now, under PROBE-Q1 (probe.h). */
 static void publish(struct larder__policy *p)
 {
 	struct larder__probe_readings *out = p->setup.out;
-	uint64_t seq = atomic_load_explicit(&out->seq, LARDER__RELAXED);
-	atomic_store_explicit(&out->seq, seq + 1, LARDER__RELAXED);
-	/* R-PSEQ (1/2): the odd sequence before any reading below, for a
-	 * reader whose A-PSEQ fence sees one of them (pool.c read_minis). */
-	atomic_thread_fence(LARDER__RELEASE);
-	/* Relaxed, here and below: counts and settings, ordered by the fence
-	 * above and the store after them (probe.h). */
+	uint64_t seq = larder__probe_write_begin(out);
+	/* Relaxed, here and below: counts and settings, ordered by R-PSEQ
+	 * around them (probe.h). */
 	atomic_store_explicit(&out->sample_every, p->sample_every, LARDER__RELAXED);
 	atomic_store_explicit(&out->top_bytes, p->top, LARDER__RELAXED);
 	atomic_store_explicit(&out->generation, p->generation, LARDER__RELAXED);
@@ -309,9 +301,7 @@ static void publish(struct larder__policy *p)
 	uint64_t mean = n && p->sampled_bytes ? p->sampled_bytes / n : 1;
 	atomic_store_explicit(&out->top_room, p->top / p->sample_every / (mean ? mean : 1),
 			      LARDER__RELAXED);
-	/* R-PSEQ (2/2): every reading above before the even sequence, for a
-	 * reader whose A-PSEQ load sees it. */
-	atomic_store_explicit(&out->seq, seq + 2, LARDER__RELEASE);
+	larder__probe_write_end(out, seq);
 }
 
 /* PROBE-P7: the batch through the mini caches (not timed here); the rate

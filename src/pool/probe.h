@@ -62,6 +62,30 @@ struct larder__probe_readings {
 	larder__atomic_u64 want_steady; /* 1: the low rate will do (PROBE-P8) */
 };
 
+/*
+ * PROBE-Q1, the writer's side (one writer: the probe, or a test in its
+ * place): begin makes the sequence odd before any reading stored after
+ * it, end makes it even after them; returns what end takes.
+ */
+static inline uint64_t larder__probe_write_begin(struct larder__probe_readings *out)
+{
+	/* Relaxed: only the writer stores it. */
+	uint64_t seq = atomic_load_explicit(&out->seq, LARDER__RELAXED);
+	atomic_store_explicit(&out->seq, seq + 1, LARDER__RELAXED);
+	/* R-PSEQ (1/2): the odd sequence before the readings stored next, for
+	 * a reader whose A-PSEQ fence sees one of them (pool/pool.c
+	 * read_minis). */
+	atomic_thread_fence(LARDER__RELEASE);
+	return seq + 2;
+}
+
+static inline void larder__probe_write_end(struct larder__probe_readings *out, uint64_t seq)
+{
+	/* R-PSEQ (2/2): the readings stored since begin before the even
+	 * sequence, for a reader whose A-PSEQ load sees it. */
+	atomic_store_explicit(&out->seq, seq, LARDER__RELEASE);
+}
+
 struct larder__probe_setup {
 	struct larder__probe_readings *out;
 	enum larder_policy policy; /* the cache's; the mini caches run its base policy */

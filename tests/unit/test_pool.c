@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #endif
 #include <limits.h>
+#include <sched.h>
 #include <math.h> /* NAN, INFINITY only: the tests link no libm */
 #include <stdlib.h>
 
@@ -692,8 +693,8 @@ static void test_controller_donor_not_warm(void)
  * cache's reads real misses. c[0] is fed as a probe of 1 key in EVERY over
  * a uniform working set of 0.7 of the budget (LINEAR: every point's mini
  * cache hits in proportion to its size, up to the working set), or as mini
- * caches fresh from a restart (COLD: every point reads the same hits, a
- * flat curve), or over a working set that every point holds (FLAT: every
+ * caches fresh from a restart (COLD: LINEAR at the points warm again, the
+ * others flat at the largest warm one's hits), or over a working set that every point holds (FLAT: every
  * point hits on the same requests, a share `flat` of them); c[1] is a
  * given shallow curve.
  */
@@ -1317,6 +1318,67 @@ static void test_probe_steady_rate(void)
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 }
 
+/*
+ * PROBE-Q1: the pool reads a probe's mini-cache readings as of one flush.
+ * A writer stores flush v (every point's hits and fresh all v) as the
+ * probe does, PUBLISHES times, yielding between flushes; a reader on
+ * another thread reads them all the while: every reading it gets is of
+ * one flush (all equal), and the last is the last flush. Without the
+ * sequence's check the reader sees points of two flushes (checked by
+ * making the code do so).
+ */
+#define PUBLISHES 200000u
+
+struct publisher {
+	struct larder__probe_readings *out;
+	larder__atomic_u64 done; /* relaxed: the reader polls it, then joins */
+};
+
+static void *publish_main(void *arg)
+{
+	struct publisher *pb = arg;
+	for (uint64_t v = 1; v <= PUBLISHES; v++) {
+		uint64_t seq = larder__probe_write_begin(pb->out);
+		/* Relaxed: as the probe stores them (pool/probe.h). */
+		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+			atomic_store_explicit(&pb->out->hits[k], v, LARDER__RELAXED);
+		atomic_store_explicit(&pb->out->fresh, v, LARDER__RELAXED);
+		larder__probe_write_end(pb->out, seq);
+		if (v % 64 == 0)
+			sched_yield();
+	}
+	atomic_store_explicit(&pb->done, 1, LARDER__RELAXED);
+	return NULL;
+}
+
+static void test_probe_readings_whole(void)
+{
+	static struct larder__probe_readings out; /* zero: flush 0 */
+	struct publisher pb = { &out, 0 };
+	pthread_t writer;
+	REQUIRE(pthread_create(&writer, NULL, publish_main, &pb) == 0);
+	uint64_t whole = 0, mixed = 0, busy = 0, fresh, hits[LARDER__PROBE_POINTS];
+	while (!atomic_load_explicit(&pb.done, LARDER__RELAXED)) {
+		if (!larder__test_pool_read_minis(&out, &fresh, hits)) {
+			busy++;
+			continue;
+		}
+		int same = 1;
+		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+			same &= hits[k] == fresh;
+		whole += same;
+		mixed += !same;
+	}
+	pthread_join(writer, NULL);
+	printf("  %llu readings of one flush, %llu mixed, %llu refused while written\n",
+	       (unsigned long long)whole, (unsigned long long)mixed, (unsigned long long)busy);
+	CHECK_EQ(mixed, 0);
+	REQUIRE(larder__test_pool_read_minis(&out, &fresh, hits));
+	CHECK_EQ(fresh, PUBLISHES);
+	CHECK_EQ(hits[0], PUBLISHES);
+	CHECK_EQ(hits[LARDER__PROBE_POINTS - 1], PUBLISHES);
+}
+
 /* ---- Out of memory ----------------------------------------------------------- */
 
 #define OOM_KEYS 300u
@@ -1437,6 +1499,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_controller_respects_shares),
 		TH_TEST(test_probe_estimates),
 		TH_TEST(test_probe_steady_rate),
+		TH_TEST(test_probe_readings_whole),
 		TH_TEST(test_out_of_memory),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
