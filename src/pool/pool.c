@@ -104,7 +104,9 @@
  *   kept ones above them (keep_counted); a point of the new generation
  *   replaces a kept one at its size only once it has reached that one's
  *   level, and above the largest point that counts, the kept segments
- *   stand in (on top of it: they say what the bytes past it add). A point
+ *   stand in (on top of it: they say what the bytes past it add; one of
+ *   another grid that straddles it, at most what it has left over the
+ *   points below: curve_add). A point
  *   still maturing is neither used to move capacity nor to reverse a
  *   move, and a restart drops it: its warm-up starts over. Why: a
  *   restarted mini cache reads low until it has turned over, and a
@@ -117,7 +119,8 @@
  *   test_controller_segments_cancel_warmup,
  *   test_controller_keeps_mature_points,
  *   test_controller_point_window_skips_fill,
- *   test_controller_fitting_reads_flat.
+ *   test_controller_fitting_reads_flat,
+ *   test_controller_kept_straddle_flat.
  *   POOL-D1. A member is steady after CALM_PASSES passes in a row in which
  *   its target did not move and its load showed no change:
  *   its hit ratio over the reads' window (half-life HALF_LIFE_S) within
@@ -1004,16 +1007,46 @@ static double point_error(const struct curve *cv, const struct point *pt)
 	return pt->pc0 * point_drift(cv, pt) * sqrt_pos(pt->count > 1 ? pt->count : 1);
 }
 
-/* Appends pt to the curve, its segment counted from `from` bytes (its lo,
- * or above it where the curve's last point already covers part of it:
- * that part's share of its hits is left out, the segment being read as
- * even within itself). */
+/* The curve's hits per second at x bytes, between its points (from (0, 0);
+ * x at most its last point). */
+static double curve_at(const struct curve *cv, double x)
+{
+	double x0 = 0, y0 = 0;
+	for (unsigned i = 0; i < cv->np; i++) {
+		if (x <= cv->px[i])
+			return y0 + (cv->py[i] - y0) * (x - x0) / (cv->px[i] - x0);
+		x0 = cv->px[i];
+		y0 = cv->py[i];
+	}
+	return y0;
+}
+
+/*
+ * Appends pt to the curve, its segment counted from `from` bytes: its lo,
+ * or above it where the curve's last point already covers part of it (a
+ * kept point of another grid that straddles the largest point that
+ * counts). Then what the segment adds above `from` is not known: it is
+ * taken as the least of the segment's share of the bytes (the segment read
+ * as even within itself) and what the segment has left over the points
+ * that count between its lo and `from` (0 at least). The share alone would
+ * count a working set's cliff below `from`, already in the points that
+ * count, again above them (a cache that needs no memory would read a
+ * positive marginal value: test_controller_kept_straddle_flat); the left
+ * over alone reads what the points below `from` saw, on another stretch of
+ * the stream, against it. On a concave curve both are at most what the
+ * bytes past `from` add.
+ */
 static void curve_add(struct curve *cv, const struct point *pt, double from)
 {
-	double y = cv->np ? cv->py[cv->np - 1] : 0;
-	double part = from > pt->lo ? (pt->x - from) / (pt->x - pt->lo) : 1;
+	double y = cv->np ? cv->py[cv->np - 1] : 0, add = seg_hits(cv, pt);
+	if (from > pt->lo) {
+		double share = add * (pt->x - from) / (pt->x - pt->lo);
+		double left = add - (y - curve_at(cv, pt->lo));
+		add = share < left ? share : left;
+		add = add > 0 ? add : 0;
+	}
 	cv->px[cv->np] = pt->x;
-	cv->py[cv->np] = y + seg_hits(cv, pt) * part;
+	cv->py[cv->np] = y + add;
 	cv->perr[cv->np] = point_error(cv, pt) / (pt->x - pt->lo);
 	cv->np++;
 }

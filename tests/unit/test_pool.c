@@ -691,7 +691,8 @@ static void test_controller_donor_not_warm(void)
  * POOL-M1 through the controller's own window: a probe's readings written
  * through the seam, a pass every 100 ms of a clock the test moves, the
  * cache's reads real misses. c[0] is fed as a probe of 1 key in EVERY over
- * a uniform working set of 0.7 of the budget (LINEAR: every point's mini
+ * a uniform working set of ws (0.7 of the budget unless a test says;
+ * LINEAR: every point's mini
  * cache hits in proportion to its size, up to the working set), or as mini
  * caches fresh from a restart (COLD: LINEAR at the points warm again, the
  * others flat at the largest warm one's hits), or over a working set that every point holds (FLAT: every
@@ -709,6 +710,7 @@ struct feeder {
 	uint64_t budget, now_ns, misses;
 	unsigned cold_turns; /* COLD: until a point's mini cache has seen this x its entries */
 	double flat;         /* FLAT: the share of the sampled requests that hit */
+	double ws;           /* LINEAR, COLD: the working set's bytes */
 	struct larder__test_pool_feed f;
 };
 
@@ -722,7 +724,7 @@ struct feeder {
  * the largest warm point, at 0.1 while none is warm. */
 static uint64_t feed_pass(struct feeder *fd, enum shape s)
 {
-	double ws = 0.7 * (double)fd->budget, frac[LARDER__PROBE_POINTS], warm = 0.1;
+	double ws = fd->ws, frac[LARDER__PROBE_POINTS], warm = 0.1;
 	for (unsigned i = 0; i < LARDER__PROBE_POINTS; i++) {
 		unsigned k = LARDER__PROBE_POINTS - 1 - i; /* smallest first */
 		double size = (double)fd->f.top_bytes * larder__probe_scale[k] / 1024;
@@ -755,6 +757,15 @@ static void feed_restart(struct feeder *fd)
 	fd->f.fresh = 0;
 }
 
+/* The mini caches restart on another grid: top bytes at the largest point
+ * (1 KiB entries). */
+static void feed_regrid(struct feeder *fd, uint64_t top)
+{
+	feed_restart(fd);
+	fd->f.top_bytes = top;
+	fd->f.top_room = top / FEED_EVERY / KiB;
+}
+
 /* Two caches of a 64 MiB pool, c[0] to be fed (1 KiB entries, its top the
  * budget: its largest point holds 1,024), c[1] a shallow curve; false on
  * failure. */
@@ -767,6 +778,7 @@ static int feeder_open(struct feeder *fd)
 	fd->now_ns = 1000u * 1000u * 1000u; /* the test's clock: only step_at reads it */
 	fd->misses = 0;
 	fd->cold_turns = 4;
+	fd->ws = 0.7 * (double)fd->budget;
 	fd->f = (struct larder__test_pool_feed){
 		.generation = 1000, /* past any generation the real probe published */
 		.sample_every = FEED_EVERY,
@@ -931,6 +943,52 @@ static void test_controller_fitting_reads_flat(void)
 		worst = v > worst ? v : worst;
 	}
 	printf("  largest marginal hits/s per MiB of the cache that fits: %g\n", worst);
+	CHECK(worst == 0);
+	CHECK_EQ(target_of(fd.pool, fd.c[0]), t0);
+	feeder_stop(&fd);
+}
+
+/*
+ * POOL-M1: a kept segment that straddles the largest point that counts
+ * adds nothing above it. c[0]'s working set (30 MiB) fits its target
+ * (32 MiB); its points mature on one grid (top 0.9 of the budget: its
+ * segment from 28.8 to 36.3 MiB holds the working set's cliff, and c[1] is
+ * as steep as that segment, so that neither moves), then its mini caches
+ * restart on another (top the budget: points at 25.4 and 32 MiB). Once
+ * the new point at 32 MiB counts, the kept one at 36.3 stands in above it:
+ * its segment's part above 32 MiB is not known, and read as even within
+ * itself it would put part of the cliff below 32 MiB above it, a positive
+ * marginal value for a cache that needs no memory (checked by making the
+ * code do so). From then on c[0]'s marginal value is 0 at every pass.
+ */
+static void test_controller_kept_straddle_flat(void)
+{
+	struct feeder fd;
+	REQUIRE(feeder_open(&fd));
+	fd.ws = 30.0 * MiB;
+	uint64_t top = fd.budget / 10 * 9;
+	feed_regrid(&fd, top);
+	/* c[0]'s segment from 28.8 to 36.3 MiB, in hits per second per byte,
+	 * as feed_pass makes it (only the point below the cliff misses). */
+	double lo = (double)top * larder__probe_scale[3] / 1024;
+	double hi = (double)top * larder__probe_scale[2] / 1024;
+	double missed = FEED_SAMPLED - (double)(uint64_t)(FEED_SAMPLED * (lo / fd.ws));
+	double slope = missed * FEED_EVERY * 1e9 / FEED_PASS_NS / (hi - lo);
+	give_curve(fd.pool, fd.c[1], LINEAR, slope * (double)fd.budget, (double)fd.budget);
+	uint64_t t0 = target_of(fd.pool, fd.c[0]);
+	for (unsigned i = 0; i < 80; i++)
+		CHECK_EQ(feed_pass(&fd, LINEAR), 0);
+	feed_regrid(&fd, fd.budget);
+	double worst = 0;
+	for (unsigned i = 0; i < 60; i++) {
+		CHECK_EQ(feed_pass(&fd, COLD), 0);
+		double v = cache_stat(fd.pool, fd.c[0], LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB);
+		/* The new point at 32 MiB counts after 21 passes (8 x its 512
+		 * entries seen: the kept one's level). */
+		if (i >= 21)
+			worst = v > worst ? v : worst;
+	}
+	printf("  largest marginal hits/s per MiB past the new points: %g\n", worst);
 	CHECK(worst == 0);
 	CHECK_EQ(target_of(fd.pool, fd.c[0]), t0);
 	feeder_stop(&fd);
@@ -1494,6 +1552,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_controller_keeps_mature_points),
 		TH_TEST(test_controller_point_window_skips_fill),
 		TH_TEST(test_controller_fitting_reads_flat),
+		TH_TEST(test_controller_kept_straddle_flat),
 		TH_TEST(test_controller_still_when_flat),
 		TH_TEST(test_controller_weights_and_settles),
 		TH_TEST(test_controller_respects_shares),
