@@ -1033,8 +1033,10 @@ static double curve_at(const struct curve *cv, double x)
  * count, again above them (a cache that needs no memory would read a
  * positive marginal value: test_controller_kept_straddle_flat); the left
  * over alone reads what the points below `from` saw, on another stretch of
- * the stream, against it. On a concave curve both are at most what the
- * bytes past `from` add.
+ * the stream, against it. On a concave curve the left over is at most what
+ * the bytes past `from` add (the share at least: the points below `from`
+ * are joined by chords, which lie under the curve), so the least of the
+ * two, noise aside, never overstates it.
  */
 static void curve_add(struct curve *cv, const struct point *pt, double from)
 {
