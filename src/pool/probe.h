@@ -33,12 +33,14 @@ extern const unsigned larder__probe_scale[LARDER__PROBE_POINTS];
  * runs inside its policy calls), with relaxed stores: each is a count that
  * only grows (or a setting that changes with `generation`), read by the
  * pool's controller with relaxed loads. Nothing else is published through
- * them. PROBE-Q1: the mini caches' part (from hits to seen below) is
- * written under `seq`, a sequence lock (odd while a flush writes it; its
- * orders: R-PSEQ / A-PSEQ in pool/probe.c), so that the pool reads
- * all of it as of one flush: the pool compares the points' hits with each
- * other (segments of the curve, POOL-M1 in pool/pool.c), and a reading
- * that mixed two flushes would put one batch's hits between two points.
+ * them.
+ * PROBE-Q1. The mini caches' part (from hits to seen below) is written
+ *   under `seq`, a sequence lock (odd while a flush writes it; its orders:
+ *   R-PSEQ / A-PSEQ, larder__probe_write_begin/_end below), so that the
+ *   pool reads all of it as of one flush: the pool compares the points'
+ *   hits with each other (segments of the curve, POOL-M1 in pool/pool.c),
+ *   and a reading that mixed two flushes would put one batch's hits
+ *   between two points.
  */
 struct larder__probe_readings {
 	larder__atomic_u64 seq; /* PROBE-Q1: even between flushes */
