@@ -46,8 +46,7 @@
  *      size (SHARDS' scaling). The points are centred on the cache: top is
  *      4 x its target (at most its max share), re-centred when the target
  *      has halved or doubled since (recentre_tops; the mini caches restart,
- *      cold). A restarted mini cache reads low until it has seen twice the
- *      entries it holds when full, so only such warm points count.
+ *      cold). Only the points that count are used (POOL-M1).
  *      Points are made non-decreasing and the upper concave hull is taken
  *      (a cliff is priced at its average slope, so a step across it is seen
  *      as worth it), with H(0) = 0 and H flat beyond the largest point.
@@ -80,19 +79,48 @@
  *   its tests).
  *   A move must also beat the estimates' noise: NOISE_Z standard errors,
  *   from the sampled hits each value rests on (value_noise). A cache whose
- *   warm points do not reach past its target may not take yet; it may
- *   give once one point is warm, valued at the upper bound a concave curve
- *   allows past its warm points (hull_at_most), or when it has no reads
- *   at all (then its hits are worth nothing). Its curve is scaled by its
- *   read rate lately over its read rate in the probe's window (the drift:
- *   curve_update), so a change of load moves capacity within the reads'
+ *   points do not reach past its target may not take yet; it may give once
+ *   it has one point, valued at the upper bound a concave curve allows past
+ *   its points (hull_at_most), or when it has no reads at all (then its
+ *   hits are worth nothing). Each point is scaled by the cache's read rate
+ *   lately over its read rate in the point's window (the drift:
+ *   point_drift), so a change of load moves capacity within the reads'
  *   half-life, while what the curve looks like rests on the longer window.
  *   POOL-W1. A pass in which the probe saw under half the sampled requests
  *   the cache's reads should have brought it (its maintainer asleep in a
  *   read-only phase) is left out of the probe's window (starved).
- *   POOL-H1. After its mini caches restart, a cache's curve is its last
- *   valid one (scaled by its read rate since) until the new generation's
- *   is valid (hold_curve).
+ *   POOL-M1. A curve rests only on points that count, judged point by
+ *   point (mature_points): a point's level is the entries its mini cache
+ *   has seen since the mini caches restarted over the entries it holds;
+ *   its window starts at FILL_TURNS (its fill left out), it counts from
+ *   USE_TURNS, and its estimate is as good as it gets at MATURE_TURNS.
+ *   A point is the segment below it: what its mini cache hit that the next
+ *   smaller one did not, over the point's window, both counted on the
+ *   same requests (points_update; the readings as of one flush, PROBE-Q1
+ *   in pool/probe.h); the curve is the segments summed from 0. So a
+ *   working set that two points both hold reads flat between them in any
+ *   window, however the windows of the points differ.
+ *   A restart keeps the points that counted, with their levels, and the
+ *   kept ones above them (keep_counted); a point of the new generation
+ *   replaces a kept one at its size only once it has reached that one's
+ *   level, and above the largest point that counts, the kept segments
+ *   stand in (on top of it: they say what the bytes past it add; one of
+ *   another grid that straddles it, at most what it has left over the
+ *   points below: curve_add). A point
+ *   still maturing is neither used to move capacity nor to reverse a
+ *   move, and a restart drops it: its warm-up starts over. Why: a
+ *   restarted mini cache reads low until it has turned over, and a
+ *   generation's first points that count (twice their entries seen) near
+ *   a working set's size read flat (645 and 813 MiB in the phases: the
+ *   heavy cache gave 164 MiB and took it back 2 s later); holding the
+ *   whole last curve until the largest point had seen 8 times its entries
+ *   kept it stale for seconds where the mini caches restart often (the
+ *   ten caches: docs/pool.md). Tests: test_controller_point_maturity,
+ *   test_controller_segments_cancel_warmup,
+ *   test_controller_keeps_mature_points,
+ *   test_controller_point_window_skips_fill,
+ *   test_controller_fitting_reads_flat,
+ *   test_controller_kept_straddle_flat.
  *   POOL-D1. A member is steady after CALM_PASSES passes in a row in which
  *   its target did not move and its load showed no change:
  *   its hit ratio over the reads' window (half-life HALF_LIFE_S) within
@@ -153,6 +181,10 @@
 #define MAX_HALF_LIFE_S 8.0
 #define WINDOW_SAMPLES 1024.0  /* the probe's half-life holds this many sampled requests */
 #define NOISE_Z 2.0            /* a move must beat this many standard errors */
+#define SEQ_TRIES 64u          /* PROBE-Q1: reads of a probe's readings a pass tries */
+#define FILL_TURNS 1.0         /* POOL-M1: a point's window starts at this x its entries seen, */
+#define USE_TURNS 2.0          /* it may count from this x, */
+#define MATURE_TURNS 8.0       /* and it is as good as it gets at this x */
 #define LONG_HALF_LIFE_S 8.0   /* POOL-D1: the reads' long window */
 #define STARVE_MIN 16.0        /* POOL-W1: sampled requests a pass must have brought */
 #define STARVE_HALF_LIFE_S 30.0 /* POOL-W1: the ratio of sampled requests to reads */
@@ -178,33 +210,80 @@ struct window {
 	uint64_t fresh;        /* sampled requests since the mini caches restarted */
 	uint64_t top_room;     /* entries the largest mini cache holds when full */
 	uint64_t hits[LARDER__PROBE_POINTS], ghost, reads, sampled; /* last readings */
-	double w_hits[LARDER__PROBE_POINTS], w_ghost, w_probe_secs, w_sampled;
+	double w_ghost, w_probe_secs, w_sampled;
 	double w_preads; /* the cache's reads over the probe's window (its rate there) */
+	/* POOL-M1: each point's own window, from when its mini cache had seen
+	 * FILL_TURNS x its entries: its segment's hits (its mini cache's hits
+	 * less the next smaller one's, over the same requests: seg_hits), the
+	 * seconds, the cache's reads, and the sampled requests that came and
+	 * that went through (PROBE-P8's thinning within it). */
+	double w_hits[LARDER__PROBE_POINTS], w_psecs[LARDER__PROBE_POINTS];
+	double w_ppreads[LARDER__PROBE_POINTS], w_pseen[LARDER__PROBE_POINTS];
+	double w_psampled[LARDER__PROBE_POINTS];
 	double w_reads, w_secs; /* the cache's reads: not restarted with the probe */
-	/* POOL-D1: the probe's sampled requests that came (through or skipped),
-	 * the cache's hits over the reads' window, and the reads and hits over
-	 * a long one. */
+	/* The probe's sampled requests that came (through or skipped: POOL-M1's
+	 * thinning); POOL-D1: the cache's hits over the reads' window, and the
+	 * reads and hits over a long one. */
 	uint64_t seen, chits;
-	double w_seen, w_chits, w_lreads, w_lhits, w_lsecs;
+	double w_chits, w_lreads, w_lhits, w_lsecs;
 	/* POOL-W1: sampled requests as they came, and the reads, over the
 	 * passes that had reads (STARVE_HALF_LIFE_S). */
 	uint64_t arrived;
 	double w_arrived, w_areads;
 };
 
+/* Points a curve rests on at most: a generation's points that count and
+ * the kept ones of earlier generations above them (POOL-M1). */
+#define MAX_POINTS (2 * LARDER__PROBE_POINTS)
+
+/*
+ * One point of a member's curve (POOL-M1), as the segment below it: from lo
+ * bytes (the next smaller point of its generation, or 0) to x, the full
+ * cache's hits per second rose by dy0 while the cache read ref times a
+ * second, resting on `count` sampled hits of one window (the difference of
+ * the two mini caches' hits over the same requests), each of which stood
+ * for pc0 hits per second; gen is the generation of the mini caches it was
+ * measured in. A point kept from an earlier generation follows the
+ * cache's load since (point_drift).
+ */
+struct point {
+	double lo, x, dy0, ref, count, pc0;
+	double level; /* entries seen over entries held, at most MATURE_TURNS (POOL-M1) */
+	uint64_t gen;
+};
+
 /* A member's curve as the controller sees it: the hull's corners. */
 struct curve {
-	int valid; /* warm points reach past the target: it may take */
-	int known; /* some point is warm: it may give (value_down) */
+	int valid;   /* its points reach past the target: it may take */
+	int known;   /* it has a point: it may give (value_down) */
 	double rate; /* reads per second */
 	unsigned n;
-	double x[LARDER__PROBE_POINTS + 1], y[LARDER__PROBE_POINTS + 1]; /* bytes, hits/s */
-	/* The warm points, smallest first, with the window's sampled hits of
-	 * each (not scaled): what a slope between two of them rests on. */
+	double x[MAX_POINTS + 1], y[MAX_POINTS + 1]; /* bytes, hits/s */
+	/* The points it rests on, smallest first: their sizes, their hits per
+	 * second (the segments below them summed), and the standard error of
+	 * the slope of the segment that ends at each (value_noise). */
 	unsigned np;
-	double px[LARDER__PROBE_POINTS], pcount[LARDER__PROBE_POINTS];
-	double per_count; /* hits per second one sampled hit of the window stands for */
+	double px[MAX_POINTS], py[MAX_POINTS], perr[MAX_POINTS];
 };
+
+/*
+ * A point's hits scale with the cache's load since it was measured: its
+ * read rate now (the reads' short window, counted in full) over its read
+ * rate in the point's window (1 where either is unknown). What a cache's
+ * keys look like changes slower than its load: a load that doubles doubles
+ * the curve within a half-life of the reads, not of the probe's window
+ * (which stretches to hold enough sampled requests) nor of a kept point's.
+ */
+static double point_drift(const struct curve *cv, const struct point *pt)
+{
+	return pt->ref > 0 && cv->rate > 0 ? cv->rate / pt->ref : 1;
+}
+
+/* What a point's segment adds to the full cache's hits per second, now. */
+static double seg_hits(const struct curve *cv, const struct point *pt)
+{
+	return pt->dy0 * point_drift(cv, pt);
+}
 
 struct larder__pool_member {
 	/* Written by the cache's maintainer through the probe (relaxed counts). */
@@ -221,8 +300,11 @@ struct larder__pool_member {
 	enum larder_policy policy;
 	struct window win;
 	struct curve curve;
-	struct curve held; /* POOL-H1: its last valid curve, of window generation held_gen */
-	uint64_t held_gen;
+	/* POOL-M1: the points that counted in generation `gen` at the last
+	 * pass, and those kept from earlier generations (sizes ascending). */
+	uint64_t gen;
+	unsigned n_last, n_kept;
+	struct point last[LARDER__PROBE_POINTS], kept[MAX_POINTS];
 	uint64_t pass_start; /* its target when the pass's moves began (POOL-S1) */
 	int last_dir;        /* +1 or -1: the way its target last moved in a pass */
 	uint64_t pass_from;  /* POOL-D1: its target when the pass began */
@@ -231,7 +313,7 @@ struct larder__pool_member {
 	int force_steady;    /* test seam: 0 detect, 1 steady, 2 not */
 	int fake; /* test seam: curve is given, not estimated */
 	double fake_hits[LARDER__PROBE_POINTS], fake_rate;
-	uint64_t fake_reach; /* test seam: its points above are not warm (0: all are) */
+	uint64_t fake_reach; /* test seam: its points above do not count yet (0: all do) */
 	uint64_t fake_gen;   /* test seam: restarts of the given curve's mini caches */
 	struct larder__pool_member *next;
 };
@@ -564,22 +646,57 @@ struct reading {
 	uint64_t hits[LARDER__PROBE_POINTS];
 };
 
+/*
+ * The mini caches' readings as of one flush (PROBE-Q1 in pool/probe.h);
+ * false when a flush was writing them at every try (its maintainer
+ * preempted in the middle).
+ */
+static int read_minis(const struct larder__probe_readings *p, struct reading *r)
+{
+	for (unsigned tries = 0; tries < SEQ_TRIES; tries++) {
+		/* A-PSEQ (1/2), with R-PSEQ (2/2) in pool/probe.c publish: the
+		 * readings of the flush that made the sequence even. */
+		uint64_t seq = atomic_load_explicit(&p->seq, LARDER__ACQUIRE);
+		if (seq & 1) {
+			larder__cpu_relax();
+			continue;
+		}
+		/* Relaxed: ordered by A-PSEQ's load above and fence below. */
+		r->gen = atomic_load_explicit(&p->generation, LARDER__RELAXED);
+		r->every = atomic_load_explicit(&p->sample_every, LARDER__RELAXED);
+		r->top = atomic_load_explicit(&p->top_bytes, LARDER__RELAXED);
+		r->room = atomic_load_explicit(&p->top_room, LARDER__RELAXED);
+		r->fresh = atomic_load_explicit(&p->fresh, LARDER__RELAXED);
+		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+			r->hits[k] = atomic_load_explicit(&p->hits[k], LARDER__RELAXED);
+		r->sampled = atomic_load_explicit(&p->sampled, LARDER__RELAXED);
+		r->seen = atomic_load_explicit(&p->seen, LARDER__RELAXED);
+		/* A-PSEQ (2/2), with R-PSEQ (1/2): a reading of a later flush
+		 * above means the sequence below has moved on. */
+		atomic_thread_fence(LARDER__ACQUIRE);
+		if (atomic_load_explicit(&p->seq, LARDER__RELAXED) == seq)
+			return 1;
+	}
+	return 0;
+}
+
 static void read_probe(struct larder__pool_member *m, struct reading *r)
 {
 	const struct larder__probe_readings *p = &m->readings;
-	/* Relaxed: counts (pool/probe.h); `every` and `top` change only with
-	 * `generation` (a reading that mixes two is one window's error, then
-	 * restarted). */
-	r->gen = atomic_load_explicit(&p->generation, LARDER__RELAXED);
-	r->every = atomic_load_explicit(&p->sample_every, LARDER__RELAXED);
-	r->top = atomic_load_explicit(&p->top_bytes, LARDER__RELAXED);
-	r->room = atomic_load_explicit(&p->top_room, LARDER__RELAXED);
-	r->fresh = atomic_load_explicit(&p->fresh, LARDER__RELAXED);
-	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
-		r->hits[k] = atomic_load_explicit(&p->hits[k], LARDER__RELAXED);
+	const struct window *w = &m->win;
+	if (!read_minis(p, r)) {
+		/* Nothing new from the mini caches this pass: the last reading. */
+		r->gen = w->gen;
+		r->every = w->every;
+		r->top = w->top;
+		r->room = w->top_room;
+		r->fresh = w->fresh;
+		memcpy(r->hits, w->hits, sizeof r->hits);
+		r->sampled = w->sampled;
+		r->seen = w->seen;
+	}
+	/* Relaxed: counts (pool/probe.h), each on its own. */
 	r->ghost = atomic_load_explicit(&p->ghost_hits, LARDER__RELAXED);
-	r->sampled = atomic_load_explicit(&p->sampled, LARDER__RELAXED);
-	r->seen = atomic_load_explicit(&p->seen, LARDER__RELAXED);
 	r->arrived = atomic_load_explicit(&p->arrived, LARDER__RELAXED);
 	uint64_t v[LARDER_STAT_MISSES + 1];
 	int ok = larder_stats(m->cache, v, LARDER_STAT_MISSES + 1) == LARDER_OK;
@@ -638,6 +755,52 @@ static int starved(const struct window *w, const struct reading *r)
 	return expect >= STARVE_MIN && 2.0 * (double)(r->arrived - w->arrived) < expect;
 }
 
+/* Entries mini k holds when full, top_room being the largest's. */
+static uint64_t point_entries(uint64_t top_room, unsigned k)
+{
+	return top_room / 1024 * larder__probe_scale[k] +
+	       top_room % 1024 * larder__probe_scale[k] / 1024;
+}
+
+/*
+ * POOL-M1: each point's window. A mini cache fresh from a restart fills
+ * first, and the hits it misses then would stay in a window that started
+ * with the generation; so point k's window starts only once its mini cache
+ * has seen FILL_TURNS x its entries by the last reading (w->fresh: this
+ * pass's requests all came after it; until then it is kept empty), and
+ * decays as the probe's from then on (pkeep over secs). Within one
+ * generation (the caller's test).
+ * What it holds is the point's segment: its mini cache's hits less the
+ * next smaller one's (whose window started earlier: it is smaller), both
+ * over the same requests, so that what a segment says is what the bytes
+ * between the two sizes added on one stream. Why: the points' windows
+ * start at different passes, and a point's own hits over its window, put
+ * next to another's over a longer one, differ by whatever the two windows'
+ * streams did (a burst of reads in one, the maintainer lagging behind the
+ * reads at the other's start): under CPU contention a cache whose working
+ * set fits read a positive marginal value in 2 of 8 runs of
+ * test_probe_steady_rate. Two mini caches that both hold the whole working
+ * set hit on the same requests: their segment is 0 in any window.
+ */
+static void points_update(struct window *w, const struct reading *r, double pkeep, double secs)
+{
+	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++) {
+		if ((double)w->fresh < FILL_TURNS * (double)point_entries(r->room, k)) {
+			w->w_hits[k] = w->w_psecs[k] = w->w_ppreads[k] = 0;
+			w->w_pseen[k] = w->w_psampled[k] = 0;
+			continue;
+		}
+		double seg = (double)(r->hits[k] - w->hits[k]);
+		if (k + 1 < LARDER__PROBE_POINTS)
+			seg -= (double)(r->hits[k + 1] - w->hits[k + 1]);
+		w->w_hits[k] = w->w_hits[k] * pkeep + seg;
+		w->w_psecs[k] = w->w_psecs[k] * pkeep + secs;
+		w->w_ppreads[k] = w->w_ppreads[k] * pkeep + (double)(r->reads - w->reads);
+		w->w_pseen[k] = w->w_pseen[k] * pkeep + (double)(r->seen - w->seen);
+		w->w_psampled[k] = w->w_psampled[k] * pkeep + (double)(r->sampled - w->sampled);
+	}
+}
+
 /* Folds the readings since the last pass into the decaying window. */
 static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 {
@@ -670,11 +833,9 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 			       : life > MAX_HALF_LIFE_S ? MAX_HALF_LIFE_S
 							: life;
 			double pkeep = half_power(secs / life);
-			for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
-				w->w_hits[k] = w->w_hits[k] * pkeep + (double)(r.hits[k] - w->hits[k]);
+			points_update(w, &r, pkeep, secs);
 			w->w_ghost = w->w_ghost * pkeep + (double)(r.ghost - w->ghost);
 			w->w_sampled = w->w_sampled * pkeep + (double)(r.sampled - w->sampled);
-			w->w_seen = w->w_seen * pkeep + (double)(r.seen - w->seen);
 			w->w_preads = w->w_preads * pkeep + (double)(r.reads - w->reads);
 			w->w_probe_secs = w->w_probe_secs * pkeep + secs;
 		}
@@ -682,11 +843,15 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 	if (!w->primed || r.gen != w->gen) {
 		/* The mini caches restarted cold (pool/probe.c PROBE-P2): their part of the
 		 * window starts over; the reads (the cache's own) go on. */
-		w->w_ghost = w->w_probe_secs = w->w_sampled = w->w_seen = w->w_preads = 0;
+		w->w_ghost = w->w_probe_secs = w->w_sampled = w->w_preads = 0;
 		/* POOL-W1: a new S brings sampled requests at a new ratio. */
 		if (w->primed && r.every)
 			w->w_arrived *= (double)w->every / (double)r.every;
 		memset(w->w_hits, 0, sizeof w->w_hits);
+		memset(w->w_psecs, 0, sizeof w->w_psecs);
+		memset(w->w_ppreads, 0, sizeof w->w_ppreads);
+		memset(w->w_pseen, 0, sizeof w->w_pseen);
+		memset(w->w_psampled, 0, sizeof w->w_psampled);
 		w->primed = 1;
 		w->gen = r.gen;
 	}
@@ -704,21 +869,20 @@ static void window_update(struct larder__pool_member *m, uint64_t now_ns)
 	w->chits = r.hits_real;
 }
 
-/* The upper concave hull of (0,0) and the n points (largest first), left
- * to right. */
-static void hull_of(struct curve *cv, const uint64_t *bytes, const double *hits, unsigned n)
+/* The upper concave hull of (0,0) and the curve's points (smallest first),
+ * left to right. */
+static void hull_of(struct curve *cv)
 {
-	double px[LARDER__PROBE_POINTS + 1], py[LARDER__PROBE_POINTS + 1], best = 0;
+	double px[MAX_POINTS + 1], py[MAX_POINTS + 1], best = 0;
 	px[0] = 0;
 	py[0] = 0;
-	for (unsigned i = 1; i <= n; i++) {
-		unsigned k = n - i; /* smallest size first */
-		best = hits[k] > best ? hits[k] : best; /* more memory never loses hits */
-		px[i] = (double)bytes[k];
-		py[i] = best;
+	for (unsigned i = 0; i < cv->np; i++) {
+		best = cv->py[i] > best ? cv->py[i] : best; /* more memory never loses hits */
+		px[i + 1] = cv->px[i];
+		py[i + 1] = best;
 	}
 	cv->n = 0;
-	for (unsigned i = 0; i <= n; i++) {
+	for (unsigned i = 0; i <= cv->np; i++) {
 		if (cv->n && px[i] <= cv->x[cv->n - 1])
 			continue;
 		while (cv->n >= 2) {
@@ -737,35 +901,159 @@ static void hull_of(struct curve *cv, const uint64_t *bytes, const double *hits,
 }
 
 /*
- * POOL-H1: while the mini caches warm up again after a restart (a rate
- * cut, a denser sample, a re-centring: PROBE-P3 and PROBE-P7 in
- * pool/probe.c), the curve is the last valid one of the previous
- * generation, scaled by the cache's read rate since; a valid curve of the
- * new generation replaces it. Why: the new generation's few warm points
- * are the smallest mini caches, a few hundred sampled requests each, and
- * the hull's last segment over them, which bounds what a donor loses past
- * them, can come out flat by chance; what the cache's keys look like did
- * not change with the sample. (Suspected first for the phases' excursions,
- * which it did not remove; docs/pool.md.)
+ * POOL-M1: the level of the kept point at x or the nearest above it (0 if
+ * none): a point of the current generation replaces it only at that level.
  */
-static void hold_curve(struct larder__pool_member *m)
+static double kept_level(const struct larder__pool_member *m, double x)
 {
-	struct curve *cv = &m->curve;
-	uint64_t gen = m->fake ? m->fake_gen : m->win.gen;
-	if (cv->valid) {
-		m->held = *cv;
-		m->held_gen = gen;
+	for (unsigned i = 0; i < m->n_kept; i++)
+		if (m->kept[i].x >= x * 0.99)
+			return m->kept[i].level;
+	return 0;
+}
+
+/*
+ * POOL-M1: the current generation's points that count, into m->last,
+ * smallest first. Point k's level is the entries its mini cache has seen
+ * since the mini caches restarted over the entries it holds (its own
+ * window, points_update, holds what came after its fill); it counts from
+ * USE_TURNS, and where a point kept from an earlier generation stands at
+ * its size, only once it has reached that one's level (up to
+ * MATURE_TURNS): an estimate is replaced by one at least as mature, never
+ * by a fresher, less settled one. The mini caches see one stream, so the
+ * smaller ones mature first and the points that count are the smallest
+ * ones, each segment's lower end a point that counts. A curve given through
+ * the test seam counts up to its reach, at level MATURE_TURNS.
+ */
+static void mature_points(struct larder__pool_member *m, const uint64_t *bytes)
+{
+	const struct window *w = &m->win;
+	m->n_last = 0;
+	if (m->fake) {
+		for (unsigned i = 0; i < LARDER__PROBE_POINTS; i++) {
+			unsigned k = LARDER__PROBE_POINTS - 1 - i;
+			if (m->fake_reach && bytes[k] > m->fake_reach)
+				break;
+			double below = i ? m->fake_hits[k + 1] : 0;
+			m->last[m->n_last++] = (struct point){.lo = i ? (double)bytes[k + 1] : 0,
+							      .x = (double)bytes[k],
+							      .dy0 = m->fake_hits[k] - below,
+							      .ref = m->fake_rate,
+							      .level = MATURE_TURNS,
+							      .gen = m->gen};
+		}
 		return;
 	}
-	if (!m->held.valid || m->held_gen == gen || m->held.rate <= 0)
+	if (w->w_probe_secs <= 0)
 		return;
-	double rate = cv->rate, f = rate / m->held.rate;
-	*cv = m->held;
-	cv->rate = rate;
-	for (unsigned i = 0; i < cv->n; i++)
-		cv->y[i] *= f;
-	cv->per_count *= f;
-	cv->valid = cv->np && cv->px[cv->np - 1] > (double)m->target;
+	for (unsigned i = 0; i < LARDER__PROBE_POINTS; i++) {
+		unsigned k = LARDER__PROBE_POINTS - 1 - i;
+		uint64_t entries = point_entries(w->top_room, k);
+		double level = entries ? (double)w->fresh / (double)entries : MATURE_TURNS;
+		level = level < MATURE_TURNS ? level : MATURE_TURNS;
+		if (level < USE_TURNS || level < kept_level(m, (double)bytes[k]) ||
+		    w->w_psecs[k] <= 0)
+			break;
+		/* SHARDS' scaling: a mini cache's hits x S are the full cache's.
+		 * Not its hit ratio x the cache's reads: under skew a few hot keys
+		 * in or out of the sample move the sampled request count, and the
+		 * ratio with it, at every size (measured: up to 1.6x the exact
+		 * slope). While steady the mini caches see one block of the
+		 * sample's requests in a few (PROBE-P8 in pool/probe.c): their hits
+		 * stand for seen / sampled as many, over the point's window. */
+		double thin = w->w_psampled[k] > 0 && w->w_pseen[k] > w->w_psampled[k]
+				      ? w->w_pseen[k] / w->w_psampled[k]
+				      : 1;
+		double per_count = thin * (double)w->every / w->w_psecs[k];
+		m->last[m->n_last++] = (struct point){.lo = i ? (double)bytes[k + 1] : 0,
+						      .x = (double)bytes[k],
+						      .dy0 = w->w_hits[k] * per_count,
+						      .ref = w->w_ppreads[k] / w->w_psecs[k],
+						      .count = w->w_hits[k],
+						      .pc0 = per_count,
+						      .level = level,
+						      .gen = m->gen};
+	}
+}
+
+/*
+ * POOL-M1: the mini caches restarted (a new generation): the points that
+ * counted in the one that ended are kept, with their levels, and the
+ * points kept before above them. Points that were still maturing are
+ * dropped: a restart cancels their warm-up, and they never count. The
+ * kept segments cover 0 to the largest kept point without a gap: the
+ * ending generation's from 0 to its reach, and above it the earlier kept
+ * ones, the first of which reaches below it (they covered it too).
+ */
+static void keep_counted(struct larder__pool_member *m)
+{
+	struct point keep[MAX_POINTS];
+	unsigned n = 0;
+	double reach = m->n_last ? m->last[m->n_last - 1].x : 0;
+	for (unsigned i = 0; i < m->n_last; i++)
+		keep[n++] = m->last[i];
+	for (unsigned i = 0; i < m->n_kept && n < MAX_POINTS; i++)
+		if (m->kept[i].x > reach)
+			keep[n++] = m->kept[i];
+	memcpy(m->kept, keep, n * sizeof *keep);
+	m->n_kept = n;
+	m->n_last = 0;
+}
+
+/* A point's sampled hits as a standard error of its segment's hits per
+ * second: a count, known to within its square root and never to better
+ * than one hit (a segment that saw none is not known to be flat: a sparse
+ * sample, PROBE-P7 in pool/probe.c, sees few). 0 for a curve given through
+ * the test seam. */
+static double point_error(const struct curve *cv, const struct point *pt)
+{
+	return pt->pc0 * point_drift(cv, pt) * sqrt_pos(pt->count > 1 ? pt->count : 1);
+}
+
+/* The curve's hits per second at x bytes, between its points (from (0, 0);
+ * x at most its last point). */
+static double curve_at(const struct curve *cv, double x)
+{
+	double x0 = 0, y0 = 0;
+	for (unsigned i = 0; i < cv->np; i++) {
+		if (x <= cv->px[i])
+			return y0 + (cv->py[i] - y0) * (x - x0) / (cv->px[i] - x0);
+		x0 = cv->px[i];
+		y0 = cv->py[i];
+	}
+	return y0;
+}
+
+/*
+ * Appends pt to the curve, its segment counted from `from` bytes: its lo,
+ * or above it where the curve's last point already covers part of it (a
+ * kept point of another grid that straddles the largest point that
+ * counts). Then what the segment adds above `from` is not known: it is
+ * taken as the least of the segment's share of the bytes (the segment read
+ * as even within itself) and what the segment has left over the points
+ * that count between its lo and `from` (0 at least). The share alone would
+ * count a working set's cliff below `from`, already in the points that
+ * count, again above them (a cache that needs no memory would read a
+ * positive marginal value: test_controller_kept_straddle_flat); the left
+ * over alone reads what the points below `from` saw, on another stretch of
+ * the stream, against it. On a concave curve the left over is at most what
+ * the bytes past `from` add (the share at least: the points below `from`
+ * are joined by chords, which lie under the curve), so the least of the
+ * two, noise aside, never overstates it.
+ */
+static void curve_add(struct curve *cv, const struct point *pt, double from)
+{
+	double y = cv->np ? cv->py[cv->np - 1] : 0, add = seg_hits(cv, pt);
+	if (from > pt->lo) {
+		double share = add * (pt->x - from) / (pt->x - pt->lo);
+		double left = add - (y - curve_at(cv, pt->lo));
+		add = share < left ? share : left;
+		add = add > 0 ? add : 0;
+	}
+	cv->px[cv->np] = pt->x;
+	cv->py[cv->np] = y + add;
+	cv->perr[cv->np] = point_error(cv, pt) / (pt->x - pt->lo);
+	cv->np++;
 }
 
 static void curve_update(struct larder__pool_member *m)
@@ -773,91 +1061,47 @@ static void curve_update(struct larder__pool_member *m)
 	struct curve *cv = &m->curve;
 	const struct window *w = &m->win;
 	uint64_t bytes[LARDER__PROBE_POINTS];
-	double hits[LARDER__PROBE_POINTS];
-	double per_count = 0; /* hits per second one sampled hit of the window stands for */
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 		bytes[k] = point_bytes(m, k);
-	if (m->fake) {
-		cv->rate = m->fake_rate;
-		cv->valid = 1;
-		memcpy(hits, m->fake_hits, sizeof hits);
-	} else {
-		cv->rate = w->w_secs > 0 ? w->w_reads / w->w_secs : 0;
-		/* No minimum of samples: a cache with few reads has a small, noisy
-		 * curve, and the noise test (value_noise) keeps it from moving on
-		 * noise, while it may still give its bytes away. */
-		cv->valid = w->w_probe_secs > 0;
-		/* SHARDS' scaling: a mini cache's hits x S are the full cache's. Not
-		 * its hit ratio x the cache's reads: under skew a few hot keys in or
-		 * out of the sample move the sampled request count, and the ratio
-		 * with it, at every size (measured: up to 1.6x the exact slope).
-		 * But the probe's window is long (it stretches to hold enough
-		 * sampled requests), and a cache's load changes faster than what
-		 * its keys look like: so the curve is scaled by the cache's read
-		 * rate lately (the reads' short window, counted in full) over its
-		 * read rate in the probe's window. A load that doubles doubles the
-		 * curve within a half-life of the reads, not of the probe. */
-		double probe_rate = cv->valid ? w->w_preads / w->w_probe_secs : 0;
-		double drift = probe_rate > 0 && cv->rate > 0 ? cv->rate / probe_rate : 1;
-		/* While steady the mini caches see one block of the sample's
-		 * requests in a few (PROBE-P8 in pool/probe.c): their hits stand
-		 * for seen / sampled as many. */
-		double thin = w->w_sampled > 0 && w->w_seen > w->w_sampled
-				      ? w->w_seen / w->w_sampled
-				      : 1;
-		double scale = drift * thin * (double)w->every / (cv->valid ? w->w_probe_secs : 1);
-		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
-			hits[k] = cv->valid ? w->w_hits[k] * scale : 0;
-		per_count = cv->valid ? scale : 0;
+	cv->rate = m->fake ? m->fake_rate : w->w_secs > 0 ? w->w_reads / w->w_secs : 0;
+	uint64_t gen = m->fake ? m->fake_gen : w->gen;
+	if (gen != m->gen) {
+		keep_counted(m);
+		m->gen = gen;
 	}
-	/* Mini caches fresh from a restart read low until they have seen twice
-	 * the entries they hold when full: only those points count, and the
-	 * estimate is valid once the point above the target is one of them
-	 * (known as soon as one is: enough to give, value_down). */
-	unsigned first = 0;
-	if (m->fake)
-		while (first < LARDER__PROBE_POINTS && m->fake_reach && bytes[first] > m->fake_reach)
-			first++;
-	else
-		while (first < LARDER__PROBE_POINTS &&
-		       w->fresh < 2 * (w->top_room / 1024 * larder__probe_scale[first] +
-				   w->top_room % 1024 * larder__probe_scale[first] / 1024))
-			first++;
-	cv->known = cv->valid && first < LARDER__PROBE_POINTS;
-	first = first < LARDER__PROBE_POINTS ? first : LARDER__PROBE_POINTS - 1;
-	cv->valid = cv->known && bytes[first] > m->target;
-	hull_of(cv, bytes + first, hits + first, LARDER__PROBE_POINTS - first);
-	cv->np = LARDER__PROBE_POINTS - first;
-	for (unsigned i = 0; i < cv->np; i++) {
-		unsigned k = LARDER__PROBE_POINTS - 1 - i;
-		cv->px[i] = (double)bytes[k];
-		cv->pcount[i] = m->fake ? 0 : w->w_hits[k];
+	mature_points(m, bytes);
+	/* The curve: the points that count, then the kept ones above them, up
+	 * to the current top (a point past it would bend the hull where the
+	 * current points cannot correct it): the kept segments add what the
+	 * bytes past the largest point that counts add, on top of what the
+	 * cache's hits are now. */
+	cv->np = 0;
+	for (unsigned i = 0; i < m->n_last; i++)
+		curve_add(cv, &m->last[i], m->last[i].lo);
+	double top = (double)bytes[0] * 1.01;
+	/* At most MAX_POINTS: kept points of re-centrings downwards may lie
+	 * above the current ones (the largest are left out first). */
+	for (unsigned i = 0; i < m->n_kept && cv->np < MAX_POINTS; i++) {
+		double reach = cv->np ? cv->px[cv->np - 1] : 0;
+		if (m->kept[i].x > reach && m->kept[i].x <= top)
+			curve_add(cv, &m->kept[i], reach);
 	}
-	cv->per_count = per_count;
-	hold_curve(m);
+	/* Valid once a point reaches past the target (it may take); known as
+	 * soon as there is one (it may give, value_down). */
+	cv->known = cv->np > 0;
+	cv->valid = cv->known && cv->px[cv->np - 1] > (double)m->target;
+	hull_of(cv);
 }
 
 /*
- * The noise of a slope measured at x, in hits per second per byte: the
- * sampled hits between the two points around x are a count (about Poisson,
- * the mini caches being nested samples of one stream), known to within its
- * square root, and never to better than one hit: a segment that saw none
- * is not known to be flat (a sparse sample, PROBE-P7 in pool/probe.c, sees
- * few). 0 for a curve given through the test seam.
+ * The noise of a slope measured at x, in hits per second per byte: that of
+ * the segment around x (the last one past the largest point).
  */
 static double value_noise(const struct curve *cv, double x)
 {
-	if (!cv->np || cv->per_count <= 0)
-		return 0;
-	double lo = 0, lo_x = 0;
-	for (unsigned i = 0; i < cv->np; i++) {
-		if (x <= cv->px[i] || i + 1 == cv->np) {
-			double d = cv->pcount[i] - lo;
-			return cv->per_count * sqrt_pos(d > 1 ? d : 1) / (cv->px[i] - lo_x);
-		}
-		lo = cv->pcount[i];
-		lo_x = cv->px[i];
-	}
+	for (unsigned i = 0; i < cv->np; i++)
+		if (x <= cv->px[i] || i + 1 == cv->np)
+			return cv->perr[i];
 	return 0;
 }
 
@@ -897,11 +1141,11 @@ static double hull_at(const struct curve *cv, double x)
 
 /*
  * The hull at x, continued past its last corner along its last segment.
- * Where a cache's warm points end below x (its estimate not yet valid, the
- * mini caches above still warming up), a concave curve's hits there are at
+ * Where a cache's points end below x (its estimate not yet valid, the
+ * mini caches above still maturing), a concave curve's hits there are at
  * most that: an upper bound, so that what a donor would lose is never
  * underestimated, and a donor need not wait for its largest mini caches
- * to warm up before it can give (a light cache's take longest).
+ * to mature before it can give (a light cache's take longest).
  */
 static double hull_at_most(const struct curve *cv, double x)
 {
@@ -934,7 +1178,7 @@ static double value_down(const struct larder__pool_member *m, uint64_t step)
 }
 
 /* May take? Needs an estimate past its target. May give? Some estimate (its
- * upper bound past the warm points: value_down), or no reads at all. */
+ * upper bound past its points: value_down), or no reads at all. */
 static int may_take(const struct larder__pool_member *m)
 {
 	return m->curve.valid && room_up(m) > 0;
@@ -1647,13 +1891,53 @@ int larder__test_pool_set_reach(larder_pool *p, larder *c, uint64_t bytes, int r
 	return m ? 0 : -1;
 }
 
-uint64_t larder__test_pool_step(larder_pool *p)
+int larder__test_pool_feed(larder_pool *p, larder *c, const struct larder__test_pool_feed *f)
 {
 	pthread_mutex_lock(&p->lock);
-	uint64_t steps = control_pass(p, larder__monotonic_ns());
+	struct larder__pool_member *m = find_active(p, c);
+	if (m) {
+		struct larder__probe_readings *r = &m->readings;
+		uint64_t seq = larder__probe_write_begin(r);
+		/* Relaxed: counts, as the probe stores them (pool/probe.h). */
+		atomic_store_explicit(&r->generation, f->generation, LARDER__RELAXED);
+		atomic_store_explicit(&r->sample_every, f->sample_every, LARDER__RELAXED);
+		atomic_store_explicit(&r->top_bytes, f->top_bytes, LARDER__RELAXED);
+		atomic_store_explicit(&r->top_room, f->top_room, LARDER__RELAXED);
+		atomic_store_explicit(&r->fresh, f->fresh, LARDER__RELAXED);
+		atomic_store_explicit(&r->sampled, f->sampled, LARDER__RELAXED);
+		atomic_store_explicit(&r->seen, f->sampled, LARDER__RELAXED);
+		atomic_store_explicit(&r->arrived, f->sampled, LARDER__RELAXED);
+		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+			atomic_store_explicit(&r->hits[k], f->hits[k], LARDER__RELAXED);
+		larder__probe_write_end(r, seq);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return m ? 0 : -1;
+}
+
+int larder__test_pool_read_minis(const struct larder__probe_readings *p, uint64_t *fresh,
+				 uint64_t *hits)
+{
+	struct reading r;
+	if (!read_minis(p, &r))
+		return 0;
+	*fresh = r.fresh;
+	memcpy(hits, r.hits, sizeof r.hits);
+	return 1;
+}
+
+uint64_t larder__test_pool_step_at(larder_pool *p, uint64_t now_ns)
+{
+	pthread_mutex_lock(&p->lock);
+	uint64_t steps = control_pass(p, now_ns);
 	pthread_cond_signal(&p->wake);
 	pthread_mutex_unlock(&p->lock);
 	return steps;
+}
+
+uint64_t larder__test_pool_step(larder_pool *p)
+{
+	return larder__test_pool_step_at(p, larder__monotonic_ns());
 }
 
 int larder__test_pool_steady(larder_pool *p, larder *c)

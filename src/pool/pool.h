@@ -11,6 +11,7 @@
 
 #include "evict/policy.h"
 #include "larder.h"
+#include "pool/probe.h"
 
 struct larder;
 struct larder__pool_member;
@@ -58,11 +59,34 @@ int larder__pool_wrap_policy(struct larder *c, const struct larder__policy_host 
  */
 int larder__test_pool_set_curve(larder_pool *pool, larder *cache, const double *hits_per_s,
 				double requests_per_s);
-/* A curve given through the seam counts as warm only up to `bytes`: its
- * points above are treated as mini caches still warming up (0: all warm);
- * with `restart`, as mini caches that restarted (a new generation: POOL-H1
- * in pool.c). Returns 0, or -1 when cache is not open in pool. */
+/* A curve given through the seam is mature only up to `bytes`: its points
+ * above are treated as mini caches still maturing (0: all mature); with
+ * `restart`, as mini caches that restarted (a new generation: POOL-M1 in
+ * pool.c, the mature points before it kept). Returns 0, or -1 when cache
+ * is not open in pool. */
 int larder__test_pool_set_reach(larder_pool *pool, larder *cache, uint64_t bytes, int restart);
+/* What a probe publishes (pool/probe.h), for a test to write as the
+ * probe would: hits are its mini caches' hits so far, fresh the sampled
+ * requests through them since they restarted (generation), sampled the
+ * sampled requests so far (through them, and all that came). */
+struct larder__test_pool_feed {
+	uint64_t generation, sample_every, top_bytes, top_room, fresh, sampled;
+	uint64_t hits[LARDER__PROBE_POINTS];
+};
+/* Stores `f` in cache's probe readings, as its probe would; the cache must
+ * see no write or hit meanwhile (its own probe writes there too). Returns
+ * 0, or -1 when cache is not open in pool. */
+int larder__test_pool_feed(larder_pool *pool, larder *cache,
+			   const struct larder__test_pool_feed *f);
+/* The pool's read of the mini caches' part of a probe's readings
+ * (PROBE-Q1 in pool/probe.h): 1 with fresh and the points' hits of one
+ * flush, 0 when a writer was storing them at every try. */
+int larder__test_pool_read_minis(const struct larder__probe_readings *readings, uint64_t *fresh,
+				 uint64_t *hits);
+/* larder__test_pool_step at a given time of the monotonic clock (now_ns;
+ * a test moves it on by the interval it wants, so that the windows fold
+ * known seconds). */
+uint64_t larder__test_pool_step_at(larder_pool *pool, uint64_t now_ns);
 /* Runs one controller pass now, synchronously (whatever the interval):
  * decides the moves and applies the shrinks; the grows follow as the
  * shrinking caches give bytes back. Returns the steps moved. */

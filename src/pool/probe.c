@@ -280,10 +280,16 @@ static const struct larder__policy_ops *base_ops(enum larder_policy policy)
 	}
 }
 
+/* The mini caches' readings, as of now, under PROBE-Q1 (probe.h). */
 static void publish(struct larder__policy *p)
 {
 	struct larder__probe_readings *out = p->setup.out;
-	/* Relaxed, here and below: counts for the controller (probe.h). */
+	uint64_t seq = larder__probe_write_begin(out);
+	/* Relaxed, here and below: counts and settings, ordered by R-PSEQ
+	 * around them (probe.h). */
+	atomic_store_explicit(&out->sample_every, p->sample_every, LARDER__RELAXED);
+	atomic_store_explicit(&out->top_bytes, p->top, LARDER__RELAXED);
+	atomic_store_explicit(&out->generation, p->generation, LARDER__RELAXED);
 	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 		atomic_store_explicit(&out->hits[k],
 				      p->base_hits[k] + (p->tuner ? larder__tuner_hits(p->tuner, k) : 0),
@@ -295,6 +301,7 @@ static void publish(struct larder__policy *p)
 	uint64_t mean = n && p->sampled_bytes ? p->sampled_bytes / n : 1;
 	atomic_store_explicit(&out->top_room, p->top / p->sample_every / (mean ? mean : 1),
 			      LARDER__RELAXED);
+	larder__probe_write_end(out, seq);
 }
 
 /* PROBE-P7: the batch through the mini caches (not timed here); the rate
@@ -346,10 +353,6 @@ static void tuner_start(struct larder__policy *p, uint64_t every)
 	p->minis_ready = 0; /* PROBE-P8: every sampled request, until warm */
 	p->epoch_at = p->epoch_n = p->rate = 0; /* the new sample's rate is measured anew */
 	p->generation++;
-	struct larder__probe_readings *out = p->setup.out;
-	atomic_store_explicit(&out->sample_every, p->sample_every, LARDER__RELAXED); /* a count */
-	atomic_store_explicit(&out->top_bytes, p->top, LARDER__RELAXED);            /* a count */
-	atomic_store_explicit(&out->generation, p->generation, LARDER__RELAXED);    /* a count */
 	publish(p);
 }
 

@@ -31,29 +31,62 @@ extern const unsigned larder__probe_scale[LARDER__PROBE_POINTS];
 /*
  * The probe's counters. Written only by the cache's maintainer (the probe
  * runs inside its policy calls), with relaxed stores: each is a count that
- * only grows, read by the pool's controller with relaxed loads; a reading
- * may mix counts a few requests apart, which the controller's averaging
- * over a window absorbs. Nothing else is published through them.
+ * only grows (or a setting that changes with `generation`), read by the
+ * pool's controller with relaxed loads. Nothing else is published through
+ * them.
+ * PROBE-Q1. The mini caches' part (from hits to seen below) is written
+ *   under `seq`, a sequence lock (odd while a flush writes it; its orders:
+ *   R-PSEQ / A-PSEQ, larder__probe_write_begin/_end below), so that the
+ *   pool reads all of it as of one flush: the pool compares the points'
+ *   hits with each other (segments of the curve, POOL-M1 in pool/pool.c),
+ *   and a reading that mixed two flushes would put one batch's hits
+ *   between two points.
  */
 struct larder__probe_readings {
+	larder__atomic_u64 seq; /* PROBE-Q1: even between flushes */
 	larder__atomic_u64 hits[LARDER__PROBE_POINTS]; /* each mini cache's hits */
-	larder__atomic_u64 ghost_hits;  /* inserts of keys found in the ghost */
 	larder__atomic_u64 generation;  /* bumped when the mini caches restart cold */
 	larder__atomic_u64 sample_every; /* S: one key in S is sampled */
 	larder__atomic_u64 top_bytes;   /* the largest mini cache's full size, bytes */
 	larder__atomic_u64 top_room;    /* entries it holds when full (mean sampled size) */
 	larder__atomic_u64 fresh;       /* sampled requests since the mini caches restarted */
-	larder__atomic_u64 own_ns;      /* the probe's own time so far (PROBE-P5 in probe.c) */
-	larder__atomic_u64 sim_ns;      /* its batch part alone: the mini caches (PROBE-P5) */
 	larder__atomic_u64 sampled;     /* sampled requests through the mini caches */
 	larder__atomic_u64 seen;        /* sampled requests that came, skipped too (PROBE-P8) */
-	larder__atomic_u64 arrived;     /* the same, stored as each comes, not at a flush */
+	/* Outside PROBE-Q1: */
+	larder__atomic_u64 ghost_hits;  /* inserts of keys found in the ghost */
+	larder__atomic_u64 own_ns;      /* the probe's own time so far (PROBE-P5 in probe.c) */
+	larder__atomic_u64 sim_ns;      /* its batch part alone: the mini caches (PROBE-P5) */
+	larder__atomic_u64 arrived;     /* sampled requests as each comes, not at a flush */
 	/* Written by the pool (relaxed: requests; a late one only delays a
 	 * re-centring or a change of rate), read by the probe at every sampled
 	 * request it sees. */
 	larder__atomic_u64 want_top;
 	larder__atomic_u64 want_steady; /* 1: the low rate will do (PROBE-P8) */
 };
+
+/*
+ * PROBE-Q1, the writer's side (one writer: the probe, or a test in its
+ * place): begin makes the sequence odd before any reading stored after
+ * it, end makes it even after them; returns what end takes.
+ */
+static inline uint64_t larder__probe_write_begin(struct larder__probe_readings *out)
+{
+	/* Relaxed: only the writer stores it. */
+	uint64_t seq = atomic_load_explicit(&out->seq, LARDER__RELAXED);
+	atomic_store_explicit(&out->seq, seq + 1, LARDER__RELAXED);
+	/* R-PSEQ (1/2): the odd sequence before the readings stored next, for
+	 * a reader whose A-PSEQ fence sees one of them (pool/pool.c
+	 * read_minis). */
+	atomic_thread_fence(LARDER__RELEASE);
+	return seq + 2;
+}
+
+static inline void larder__probe_write_end(struct larder__probe_readings *out, uint64_t seq)
+{
+	/* R-PSEQ (2/2): the readings stored since begin before the even
+	 * sequence, for a reader whose A-PSEQ load sees it. */
+	atomic_store_explicit(&out->seq, seq, LARDER__RELEASE);
+}
 
 struct larder__probe_setup {
 	struct larder__probe_readings *out;

@@ -10,7 +10,9 @@
  * that waits for the bytes of a cache still closing, and
  * the controller's choices on caches with known curves, driven one pass at
  * a time through the test seam (pool/pool.h) with the controller thread
- * off, so that every decision is deterministic, and every allocation of a
+ * off, so that every decision is deterministic (for POOL-M1, through the
+ * controller's own windows: a probe's readings written as the probe would,
+ * passes at a clock the test moves), and every allocation of a
  * pool's life failing in turn. Waiting is only for the
  * pool's thread to finish grows, polled with a deadline.
  */
@@ -18,6 +20,7 @@
 #define _GNU_SOURCE
 #endif
 #include <limits.h>
+#include <sched.h>
 #include <math.h> /* NAN, INFINITY only: the tests link no libm */
 #include <stdlib.h>
 
@@ -575,7 +578,7 @@ static void test_bound_holds_while_donor_stuck(void)
 
 /* ---- The controller's choices on known curves --------------------------------- */
 
-enum shape { LINEAR, FLAT, CONCAVE };
+enum shape { LINEAR, FLAT, CONCAVE, COLD };
 
 /* Hits per second of a cache of `bytes` with `rate` reads/s: LINEAR, a
  * uniform working set of `ws` bytes; FLAT, half the reads hit at any size
@@ -590,6 +593,8 @@ static double shape_hits(enum shape s, double rate, double bytes, double ws)
 		return rate * 0.5;
 	case CONCAVE:
 		return rate * f / (f + 0.1);
+	case COLD:
+		break;
 	}
 	return 0;
 }
@@ -683,41 +688,310 @@ static void test_controller_donor_not_warm(void)
 }
 
 /*
- * POOL-H1: a cache whose mini caches restarted keeps its last valid curve
- * until the new generation's is valid. The heavy cache of a cliff, holding
- * its working set, restarts with only its points up to budget / 8 warm and
- * flat over them (by chance, as a few hundred sampled requests can read):
- * it gives nothing. The same reading within one generation (its upper
- * points only not warm yet) is a donor valued on those points, and gives.
+ * POOL-M1 through the controller's own window: a probe's readings written
+ * through the seam, a pass every 100 ms of a clock the test moves, the
+ * cache's reads real misses. c[0] is fed as a probe of 1 key in EVERY over
+ * a uniform working set of ws (0.7 of the budget unless a test says;
+ * LINEAR: every point's mini
+ * cache hits in proportion to its size, up to the working set), or as mini
+ * caches fresh from a restart (COLD: LINEAR at the points warm again, the
+ * others flat at the largest warm one's hits), or over a working set that every point holds (FLAT: every
+ * point hits on the same requests, a share `flat` of them); c[1] is a
+ * given shallow curve.
  */
-static void test_controller_keeps_curve_over_restart(void)
-{
-	const uint64_t budget = 64 * MiB;
+#define FEED_EVERY 64u
+#define FEED_SAMPLED 200u /* sampled requests a pass */
+#define FEED_READS 2000u  /* c[0]'s reads a pass */
+#define FEED_PASS_NS (100u * 1000u * 1000u)
+
+struct feeder {
+	larder_pool *pool;
 	larder *c[2];
-	larder_pool *pool = pool_of_two(budget, 1, c);
-	REQUIRE(pool);
-	give_curve(pool, c[0], LINEAR, 1e5, 0.7 * (double)budget);
-	give_curve(pool, c[1], LINEAR, 1e4, (double)budget);
-	CHECK_LT(step_until_still(pool, 64), 64);
-	uint64_t t0 = target_of(pool, c[0]);
-	CHECK_GT(t0, budget / 2);
-	CHECK_EQ(larder__test_pool_set_reach(pool, c[0], budget / 8, 1), 0);
-	give_curve(pool, c[0], FLAT, 1e5, (double)budget);
-	CHECK_EQ(larder__test_pool_step(pool), 0);
-	CHECK_EQ(target_of(pool, c[0]), t0);
-	/* Warm again, the curve as before: still nothing to move. */
-	give_curve(pool, c[0], LINEAR, 1e5, 0.7 * (double)budget);
-	CHECK_EQ(larder__test_pool_set_reach(pool, c[0], 0, 0), 0);
-	CHECK_EQ(larder__test_pool_step(pool), 0);
-	/* The flat reading without a restart is the cache's own: it gives. */
-	CHECK_EQ(larder__test_pool_set_reach(pool, c[0], budget / 8, 0), 0);
-	give_curve(pool, c[0], FLAT, 1e5, (double)budget);
-	CHECK_GT(larder__test_pool_step(pool), 0);
-	CHECK_LT(target_of(pool, c[0]), t0);
-	settle(pool, c, 2);
+	uint64_t budget, now_ns, misses;
+	unsigned cold_turns; /* COLD: until a point's mini cache has seen this x its entries */
+	double flat;         /* FLAT: the share of the sampled requests that hit */
+	double ws;           /* LINEAR, COLD: the working set's bytes */
+	struct larder__test_pool_feed f;
+};
+
+/* One pass of c[0]'s probe reading `s` (LINEAR; COLD: LINEAR at the
+ * points whose mini caches have seen cold_turns x their entries since the
+ * restart, low and flat at the others; FLAT), its reads, and a controller
+ * pass; returns the steps it moved. A cold mini cache reads as a cold LRU
+ * cache on the stream its smaller ones see: it holds every key seen since
+ * the restart that a warm one of the largest warm point's size would (it
+ * has not evicted yet), so it hits as that one does, never less: flat above
+ * the largest warm point, at 0.1 while none is warm. */
+static uint64_t feed_pass(struct feeder *fd, enum shape s)
+{
+	double ws = fd->ws, frac[LARDER__PROBE_POINTS], warm = 0.1;
+	for (unsigned i = 0; i < LARDER__PROBE_POINTS; i++) {
+		unsigned k = LARDER__PROBE_POINTS - 1 - i; /* smallest first */
+		double size = (double)fd->f.top_bytes * larder__probe_scale[k] / 1024;
+		uint64_t entries = fd->f.top_room * larder__probe_scale[k] / 1024;
+		double linear = size >= ws ? 1.0 : size / ws;
+		if (s != COLD || fd->f.fresh >= fd->cold_turns * entries)
+			warm = linear;
+		frac[k] = s == FLAT ? fd->flat : linear < warm ? linear : warm;
+	}
+	for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+		fd->f.hits[k] += (uint64_t)(FEED_SAMPLED * frac[k]);
+	fd->f.fresh += FEED_SAMPLED;
+	fd->f.sampled += FEED_SAMPLED;
+	CHECK_EQ(larder__test_pool_feed(fd->pool, fd->c[0], &fd->f), 0);
+	char key[32];
+	for (unsigned i = 0; i < FEED_READS; i++) {
+		size_t len = (size_t)snprintf(key, sizeof key, "absent-%llu",
+					      (unsigned long long)fd->misses++);
+		size_t got = 0;
+		CHECK_RC(larder_get(fd->c[0], key, len, NULL, 0, &got), LARDER_MISS);
+	}
+	fd->now_ns += FEED_PASS_NS;
+	return larder__test_pool_step_at(fd->pool, fd->now_ns);
+}
+
+/* The mini caches restart: a new generation, nothing seen since. */
+static void feed_restart(struct feeder *fd)
+{
+	fd->f.generation++;
+	fd->f.fresh = 0;
+}
+
+/* The mini caches restart on another grid: top bytes at the largest point
+ * (1 KiB entries). */
+static void feed_regrid(struct feeder *fd, uint64_t top)
+{
+	feed_restart(fd);
+	fd->f.top_bytes = top;
+	fd->f.top_room = top / FEED_EVERY / KiB;
+}
+
+/* Two caches of a 64 MiB pool, c[0] to be fed (1 KiB entries, its top the
+ * budget: its largest point holds 1,024), c[1] a shallow curve; false on
+ * failure. */
+static int feeder_open(struct feeder *fd)
+{
+	fd->budget = 64 * MiB;
+	fd->pool = pool_of_two(fd->budget, 1, fd->c);
+	if (!fd->pool)
+		return 0;
+	fd->now_ns = 1000u * 1000u * 1000u; /* the test's clock: only step_at reads it */
+	fd->misses = 0;
+	fd->cold_turns = 4;
+	fd->ws = 0.7 * (double)fd->budget;
+	fd->f = (struct larder__test_pool_feed){
+		.generation = 1000, /* past any generation the real probe published */
+		.sample_every = FEED_EVERY,
+		.top_bytes = fd->budget,
+		.top_room = fd->budget / FEED_EVERY / KiB,
+	};
+	/* The first pass starts c[0]'s window: it has no reads before it (and
+	 * would give: may_give in pool/pool.c), so c[1] may not take yet. */
+	CHECK_EQ(feed_pass(fd, LINEAR), 0);
+	give_curve(fd->pool, fd->c[1], LINEAR, 1e4, (double)fd->budget);
+	return 1;
+}
+
+/* feeder_open, then c[0] fed LINEAR until it has taken its working set
+ * (its largest point matures after 8 x 1,024 sampled requests: 41
+ * passes); false on failure. */
+static int feeder_start(struct feeder *fd)
+{
+	if (!feeder_open(fd))
+		return 0;
+	for (unsigned i = 0; i < 80; i++)
+		feed_pass(fd, LINEAR);
+	return CHECK_GT(target_of(fd->pool, fd->c[0]), fd->budget * 6 / 10);
+}
+
+static void feeder_stop(struct feeder *fd)
+{
+	settle(fd->pool, fd->c, 2);
 	for (unsigned i = 0; i < 2; i++)
-		larder_close(c[i]);
-	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+		larder_close(fd->c[i]);
+	CHECK_RC(larder_pool_close(fd->pool), LARDER_OK);
+}
+
+/*
+ * POOL-M1, point by point. A fresh probe takes nothing before the point
+ * above its target counts (2 x its entries seen), though its readings are
+ * steep from the first pass. Holding its working set (its points mature:
+ * 8 x their entries seen), its mini caches restart and read low and flat
+ * at every point until it has seen 4 x its entries (COLD): the new points
+ * do not count before they are as mature as the kept ones of the
+ * generation before, which stand in for them, and it gives nothing,
+ * neither while they mature nor after (counting them from 2 x, as the
+ * rule before did, gives the working set's last segment away: checked by
+ * making the code do so).
+ */
+static void test_controller_point_maturity(void)
+{
+	struct feeder fd;
+	REQUIRE(feeder_open(&fd));
+	/* The point above half the budget (40 MiB, 645 entries) counts from
+	 * 1,290 sampled requests: the sixth pass after the first. */
+	for (unsigned i = 0; i < 5; i++)
+		CHECK_EQ(feed_pass(&fd, LINEAR), 0);
+	CHECK_EQ(target_of(fd.pool, fd.c[0]), fd.budget / 2);
+	for (unsigned i = 0; i < 75; i++)
+		feed_pass(&fd, LINEAR);
+	uint64_t t0 = target_of(fd.pool, fd.c[0]);
+	CHECK_GT(t0, fd.budget * 6 / 10);
+	feed_restart(&fd);
+	/* Every point mature after 41 passes. */
+	for (unsigned i = 0; i < 60; i++)
+		CHECK_EQ(feed_pass(&fd, COLD), 0);
+	CHECK_EQ(target_of(fd.pool, fd.c[0]), t0);
+	feeder_stop(&fd);
+}
+
+/*
+ * POOL-M1: a restart cancels the warm-up of the points it resets. The mini
+ * caches restart, mature for 25 passes (up to 32 MiB), and restart again:
+ * the second generation's points start maturing anew (they read cold until
+ * they have seen 8 x their entries in it, not counting the first's), and
+ * the cache gives nothing through either.
+ */
+static void test_controller_segments_cancel_warmup(void)
+{
+	struct feeder fd;
+	REQUIRE(feeder_start(&fd));
+	uint64_t t0 = target_of(fd.pool, fd.c[0]);
+	feed_restart(&fd);
+	for (unsigned i = 0; i < 25; i++)
+		CHECK_EQ(feed_pass(&fd, COLD), 0);
+	feed_restart(&fd);
+	for (unsigned i = 0; i < 60; i++)
+		CHECK_EQ(feed_pass(&fd, COLD), 0);
+	CHECK_EQ(target_of(fd.pool, fd.c[0]), t0);
+	feeder_stop(&fd);
+}
+
+/*
+ * POOL-M1: a point's window leaves its mini cache's fill out. A fresh probe
+ * reads cold at each point until its mini cache has seen its entries once,
+ * then as the cache is, 4/3 as steep as c[1]: it takes as soon as the
+ * point above its target counts (2 x its entries seen: the sixth pass),
+ * where a window from the restart, half of it the fill's flat reading,
+ * would read it as shallower than c[1].
+ */
+static void test_controller_point_window_skips_fill(void)
+{
+	struct feeder fd;
+	REQUIRE(feeder_open(&fd));
+	fd.cold_turns = 1;
+	double rate = 0.75 * FEED_SAMPLED * FEED_EVERY * 10.0 / 0.7;
+	give_curve(fd.pool, fd.c[1], LINEAR, rate, (double)fd.budget);
+	uint64_t moved = 0;
+	for (unsigned i = 0; i < 6; i++)
+		moved += feed_pass(&fd, COLD);
+	CHECK_GT(moved, 0);
+	CHECK_GT(target_of(fd.pool, fd.c[0]), fd.budget / 2);
+	feeder_stop(&fd);
+}
+
+/*
+ * POOL-M1: the mature points of a generation are kept over a restart. c[0]
+ * matures on a steep reading while c[1] is as steep (so neither moves);
+ * its mini caches restart, and c[1] turns flat: c[0]
+ * takes at once on its kept points, where it would otherwise wait for
+ * the new generation's point above its target to mature (26 passes).
+ */
+static void test_controller_keeps_mature_points(void)
+{
+	struct feeder fd;
+	REQUIRE(feeder_open(&fd));
+	/* c[0]'s slope: FEED_SAMPLED x FEED_EVERY hits a pass at its working
+	 * set (0.7 of the budget), passes of 0.1 s. */
+	double rate = FEED_SAMPLED * FEED_EVERY * 10.0 / 0.7;
+	give_curve(fd.pool, fd.c[1], LINEAR, rate, (double)fd.budget);
+	for (unsigned i = 0; i < 60; i++)
+		CHECK_EQ(feed_pass(&fd, LINEAR), 0);
+	CHECK_EQ(target_of(fd.pool, fd.c[0]), fd.budget / 2);
+	feed_restart(&fd);
+	give_curve(fd.pool, fd.c[1], FLAT, 1e4, (double)fd.budget);
+	uint64_t moved = 0;
+	for (unsigned i = 0; i < 3; i++)
+		moved += feed_pass(&fd, COLD);
+	CHECK_GT(moved, 0);
+	CHECK_GT(target_of(fd.pool, fd.c[0]), fd.budget / 2);
+	feeder_stop(&fd);
+}
+
+/*
+ * POOL-M1: the points' windows start at different passes (each once its
+ * mini cache has seen its entries), yet a working set that every point
+ * holds reads flat. c[0] is fed FLAT (every point hits on the same
+ * requests) while its hit ratio rises pass by pass, the same at every
+ * point (a stream growing hotter), and c[1] is flat too: c[0]'s marginal
+ * value is 0 at every pass, and nothing moves. Points valued each on its
+ * own window read the later-starting, larger ones higher (their windows
+ * hold only the hotter passes): a positive marginal value for a cache
+ * that needs no memory (checked by making the code do so).
+ */
+static void test_controller_fitting_reads_flat(void)
+{
+	struct feeder fd;
+	REQUIRE(feeder_open(&fd));
+	give_curve(fd.pool, fd.c[1], FLAT, 1e4, (double)fd.budget);
+	uint64_t t0 = target_of(fd.pool, fd.c[0]);
+	double worst = 0;
+	for (unsigned i = 0; i < 60; i++) {
+		fd.flat = 0.2 + 0.01 * i;
+		CHECK_EQ(feed_pass(&fd, FLAT), 0);
+		double v = cache_stat(fd.pool, fd.c[0], LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB);
+		worst = v > worst ? v : worst;
+	}
+	printf("  largest marginal hits/s per MiB of the cache that fits: %g\n", worst);
+	CHECK(worst == 0);
+	CHECK_EQ(target_of(fd.pool, fd.c[0]), t0);
+	feeder_stop(&fd);
+}
+
+/*
+ * POOL-M1: a kept segment that straddles the largest point that counts
+ * adds nothing above it. c[0]'s working set (30 MiB) fits its target
+ * (32 MiB); its points mature on one grid (top 0.9 of the budget: its
+ * segment from 28.8 to 36.3 MiB holds the working set's cliff, and c[1] is
+ * as steep as that segment, so that neither moves), then its mini caches
+ * restart on another (top the budget: points at 25.4 and 32 MiB). Once
+ * the new point at 32 MiB counts, the kept one at 36.3 stands in above it:
+ * its segment's part above 32 MiB is not known, and read as even within
+ * itself it would put part of the cliff below 32 MiB above it, a positive
+ * marginal value for a cache that needs no memory (checked by making the
+ * code do so). From then on c[0]'s marginal value is 0 at every pass.
+ */
+static void test_controller_kept_straddle_flat(void)
+{
+	struct feeder fd;
+	REQUIRE(feeder_open(&fd));
+	fd.ws = 30.0 * MiB;
+	uint64_t top = fd.budget / 10 * 9;
+	feed_regrid(&fd, top);
+	/* c[0]'s segment from 28.8 to 36.3 MiB, in hits per second per byte,
+	 * as feed_pass makes it (only the point below the cliff misses). */
+	double lo = (double)top * larder__probe_scale[3] / 1024;
+	double hi = (double)top * larder__probe_scale[2] / 1024;
+	double missed = FEED_SAMPLED - (double)(uint64_t)(FEED_SAMPLED * (lo / fd.ws));
+	double slope = missed * FEED_EVERY * 1e9 / FEED_PASS_NS / (hi - lo);
+	give_curve(fd.pool, fd.c[1], LINEAR, slope * (double)fd.budget, (double)fd.budget);
+	uint64_t t0 = target_of(fd.pool, fd.c[0]);
+	for (unsigned i = 0; i < 80; i++)
+		CHECK_EQ(feed_pass(&fd, LINEAR), 0);
+	feed_regrid(&fd, fd.budget);
+	double worst = 0;
+	for (unsigned i = 0; i < 60; i++) {
+		CHECK_EQ(feed_pass(&fd, COLD), 0);
+		double v = cache_stat(fd.pool, fd.c[0], LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB);
+		/* The new point at 32 MiB counts after 21 passes (8 x its 512
+		 * entries seen: the kept one's level). */
+		if (i >= 21)
+			worst = v > worst ? v : worst;
+	}
+	printf("  largest marginal hits/s per MiB past the new points: %g\n", worst);
+	CHECK(worst == 0);
+	CHECK_EQ(target_of(fd.pool, fd.c[0]), t0);
+	feeder_stop(&fd);
 }
 
 /* POOL-S1: a wide gap closes in fewer passes than single steps would take,
@@ -1087,6 +1361,7 @@ static void test_probe_steady_rate(void)
 	       (unsigned long long)w.through, (unsigned long long)w.seen);
 	struct marginals m = { pool, c, 20, { 0, 0 } };
 	CHECK(th_wait_until(marginal_known, &m, WAIT_MS)); /* the estimate stays */
+	printf("  marginal hits/s per MiB: over-full %.0f, fits %.0f\n", m.m[0], m.m[1]);
 	CHECK(m.m[0] > 10 * m.m[1]);
 	/* The full rate: every sampled request of a stretch goes through. */
 	w.mode = 2;
@@ -1099,6 +1374,67 @@ static void test_probe_steady_rate(void)
 	for (unsigned i = 0; i < 2; i++)
 		larder_close(c[i]);
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/*
+ * PROBE-Q1: the pool reads a probe's mini-cache readings as of one flush.
+ * A writer stores flush v (every point's hits and fresh all v) as the
+ * probe does, PUBLISHES times, yielding between flushes; a reader on
+ * another thread reads them all the while: every reading it gets is of
+ * one flush (all equal), and the last is the last flush. Without the
+ * sequence's check the reader sees points of two flushes (checked by
+ * making the code do so).
+ */
+#define PUBLISHES 200000u
+
+struct publisher {
+	struct larder__probe_readings *out;
+	larder__atomic_u64 done; /* relaxed: the reader polls it, then joins */
+};
+
+static void *publish_main(void *arg)
+{
+	struct publisher *pb = arg;
+	for (uint64_t v = 1; v <= PUBLISHES; v++) {
+		uint64_t seq = larder__probe_write_begin(pb->out);
+		/* Relaxed: as the probe stores them (pool/probe.h). */
+		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+			atomic_store_explicit(&pb->out->hits[k], v, LARDER__RELAXED);
+		atomic_store_explicit(&pb->out->fresh, v, LARDER__RELAXED);
+		larder__probe_write_end(pb->out, seq);
+		if (v % 64 == 0)
+			sched_yield();
+	}
+	atomic_store_explicit(&pb->done, 1, LARDER__RELAXED);
+	return NULL;
+}
+
+static void test_probe_readings_whole(void)
+{
+	static struct larder__probe_readings out; /* zero: flush 0 */
+	struct publisher pb = { &out, 0 };
+	pthread_t writer;
+	REQUIRE(pthread_create(&writer, NULL, publish_main, &pb) == 0);
+	uint64_t whole = 0, mixed = 0, busy = 0, fresh, hits[LARDER__PROBE_POINTS];
+	while (!atomic_load_explicit(&pb.done, LARDER__RELAXED)) {
+		if (!larder__test_pool_read_minis(&out, &fresh, hits)) {
+			busy++;
+			continue;
+		}
+		int same = 1;
+		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
+			same &= hits[k] == fresh;
+		whole += same;
+		mixed += !same;
+	}
+	pthread_join(writer, NULL);
+	printf("  %llu readings of one flush, %llu mixed, %llu refused while written\n",
+	       (unsigned long long)whole, (unsigned long long)mixed, (unsigned long long)busy);
+	CHECK_EQ(mixed, 0);
+	REQUIRE(larder__test_pool_read_minis(&out, &fresh, hits));
+	CHECK_EQ(fresh, PUBLISHES);
+	CHECK_EQ(hits[0], PUBLISHES);
+	CHECK_EQ(hits[LARDER__PROBE_POINTS - 1], PUBLISHES);
 }
 
 /* ---- Out of memory ----------------------------------------------------------- */
@@ -1211,12 +1547,18 @@ int main(int argc, char **argv)
 		TH_TEST(test_controller_stride_stops_at_cliff),
 		TH_TEST(test_controller_steady),
 		TH_TEST(test_controller_donor_not_warm),
-		TH_TEST(test_controller_keeps_curve_over_restart),
+		TH_TEST(test_controller_point_maturity),
+		TH_TEST(test_controller_segments_cancel_warmup),
+		TH_TEST(test_controller_keeps_mature_points),
+		TH_TEST(test_controller_point_window_skips_fill),
+		TH_TEST(test_controller_fitting_reads_flat),
+		TH_TEST(test_controller_kept_straddle_flat),
 		TH_TEST(test_controller_still_when_flat),
 		TH_TEST(test_controller_weights_and_settles),
 		TH_TEST(test_controller_respects_shares),
 		TH_TEST(test_probe_estimates),
 		TH_TEST(test_probe_steady_rate),
+		TH_TEST(test_probe_readings_whole),
 		TH_TEST(test_out_of_memory),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
