@@ -71,6 +71,33 @@ static int key_of(char *buf, size_t cap, const char *prefix, unsigned i)
 	return snprintf(buf, cap, "%s:%u", prefix, i);
 }
 
+/* Writes keys prefix:0 .. prefix:(n-1), each with the value "value-<i>" and its NUL. */
+static void put_numbered(larder *c, const char *prefix, unsigned n)
+{
+	char key[32], value[64];
+	for (unsigned i = 0; i < n; i++) {
+		int len = key_of(key, sizeof(key), prefix, i);
+		snprintf(value, sizeof(value), "value-%u", i);
+		CHECK_RC(larder_put(c, key, (size_t)len, value, strlen(value) + 1, LARDER_TTL_NEVER),
+			 LARDER_OK);
+	}
+}
+
+/* How many of put_numbered's keys c returns with exactly their value. */
+static unsigned count_numbered(larder *c, const char *prefix, unsigned n)
+{
+	char key[32], value[64], want[64];
+	unsigned found = 0;
+	for (unsigned i = 0; i < n; i++) {
+		int len = key_of(key, sizeof(key), prefix, i);
+		size_t got = 0;
+		snprintf(want, sizeof(want), "value-%u", i);
+		found += larder_get(c, key, (size_t)len, value, sizeof(value), &got) == LARDER_OK &&
+			 got == strlen(want) + 1 && memcmp(value, want, got) == 0;
+	}
+	return found;
+}
+
 static unsigned shard_of_key(const larder *c, const void *key, size_t len)
 {
 	return (unsigned)(larder__hash(c->seed, key, len) & c->shard_mask);
@@ -106,21 +133,8 @@ static void test_routing(void)
 	larder *c = th_open(cfg);
 	REQUIRE(c != NULL);
 	CHECK_EQ(c->shard_count, 4u);
-	char key[32], value[64];
-	for (unsigned i = 0; i < KEYS; i++) {
-		int n = key_of(key, sizeof(key), "route", i);
-		snprintf(value, sizeof(value), "value-%u", i);
-		CHECK_RC(larder_put(c, key, (size_t)n, value, strlen(value) + 1, LARDER_TTL_NEVER),
-			 LARDER_OK);
-	}
-	for (unsigned i = 0; i < KEYS; i++) {
-		int n = key_of(key, sizeof(key), "route", i);
-		size_t len = 0;
-		char want[64];
-		snprintf(want, sizeof(want), "value-%u", i);
-		CHECK_RC(larder_get(c, key, (size_t)n, value, sizeof(value), &len), LARDER_OK);
-		CHECK(len == strlen(want) + 1 && memcmp(value, want, len) == 0);
-	}
+	put_numbered(c, "route", KEYS);
+	CHECK_EQ(count_numbered(c, "route", KEYS), (unsigned)KEYS);
 	uint64_t entries = 0;
 	CHECK(th_check_accounting(c, 10000, &entries, NULL));
 	CHECK_EQ(entries, (uint64_t)KEYS);
@@ -338,13 +352,7 @@ static void test_snapshot(void)
 	REQUIRE(cfg != NULL && larder_config_set_shards(cfg, 4) == LARDER_OK);
 	larder *c = th_open(cfg);
 	REQUIRE(c != NULL);
-	char key[32], value[64];
-	for (unsigned i = 0; i < KEYS; i++) {
-		int n = key_of(key, sizeof(key), "snap", i);
-		snprintf(value, sizeof(value), "value-%u", i);
-		CHECK_RC(larder_put(c, key, (size_t)n, value, strlen(value) + 1, LARDER_TTL_NEVER),
-			 LARDER_OK);
-	}
+	put_numbered(c, "snap", KEYS);
 	CHECK_RC(larder_save(c, path), LARDER_OK);
 	larder_close(c);
 	for (unsigned shards = 1; shards <= 4; shards *= 4) {
@@ -353,16 +361,7 @@ static void test_snapshot(void)
 		c = th_open(cfg);
 		REQUIRE(c != NULL);
 		CHECK_RC(larder_load(c, path), LARDER_OK);
-		unsigned found = 0;
-		for (unsigned i = 0; i < KEYS; i++) {
-			int n = key_of(key, sizeof(key), "snap", i);
-			size_t len = 0;
-			char want[64];
-			snprintf(want, sizeof(want), "value-%u", i);
-			found += larder_get(c, key, (size_t)n, value, sizeof(value), &len) == LARDER_OK &&
-				 len == strlen(want) + 1 && memcmp(value, want, len) == 0;
-		}
-		CHECK_EQ(found, (unsigned)KEYS);
+		CHECK_EQ(count_numbered(c, "snap", KEYS), (unsigned)KEYS);
 		uint64_t entries = 0;
 		CHECK(th_check_accounting(c, 10000, &entries, NULL));
 		CHECK_EQ(entries, (uint64_t)KEYS);
