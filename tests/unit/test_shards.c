@@ -233,10 +233,10 @@ static void test_share_rule(void)
  * side (MAINT-M4's turn, maint/evict.c), in passes of many victims, and end
  * near the new capacity, not far under it. With the bare mean as the turn,
  * each shard fell under it at its first victim and woke another: one victim
-' * a pass (135,000 passes for 164,000 victims here). With the others' bytes read once a
- * pass, shards evicted past one another: 2.7-6.7% under the capacity in 6
- * of 8 runs on a loaded machine (none on a quiet one); read every 64
- * victims, under 0.3% in every run.
+ * a pass (135,000 passes for 164,000 victims here). With the others'
+ * bytes read once a pass, shards evicted past one another: 2.7-6.7% under
+ * the capacity in 6 of 8 runs on a loaded machine; read every 64 victims,
+ * under 0.3% in every run.
  */
 static void test_capacity_cut(void)
 {
