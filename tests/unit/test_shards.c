@@ -17,6 +17,8 @@
  *   clear races   larder_clear() and larder_set_capacity() racing writers
  *                 on every shard: the accounting adds up afterwards, and a
  *                 last clear empties every shard;
+ *   clear ENOMEM  a clear that cannot map one shard's empty index clears
+ *                 none of them;
  *   listener      with four shards every removal is reported exactly once;
  *   snapshot      a four-shard cache's snapshot loads whole into caches of
  *                 four shards and of one.
@@ -394,6 +396,35 @@ static void test_listener(void)
 	larder_close(c);
 }
 
+/* A clear that cannot map one shard's empty index clears no shard
+ * (larder.h: LARDER_ENOMEM, nothing was cleared): before, the shards
+ * swapped before the failing one were cleared. */
+static void test_clear_enomem_whole(void)
+{
+	enum { KEYS = 3000 };
+	larder_config *cfg = th_config(64 * MiB);
+	REQUIRE(cfg != NULL && larder_config_set_shards(cfg, 4) == LARDER_OK);
+	larder *c = th_open(cfg);
+	REQUIRE(c != NULL);
+	put_numbered(c, "whole", KEYS);
+	for (long fail = 0; fail < 4; fail++) {
+		REQUIRE(th_quiesce(c, 60000) == 0);
+		larder__test_fail_mmap_after(fail); /* the clear's (fail + 1)-th table */
+		CHECK_RC(larder_clear(c), LARDER_ENOMEM);
+		larder__test_fail_mmap_after(-1);
+		CHECK_EQ(count_numbered(c, "whole", KEYS), (unsigned)KEYS);
+	}
+	uint64_t entries = 0;
+	CHECK(th_check_accounting(c, 10000, &entries, NULL));
+	CHECK_EQ(entries, (uint64_t)KEYS);
+	CHECK_EQ(th_stat(c, LARDER_STAT_CLEARED), 0);
+	CHECK_RC(larder_clear(c), LARDER_OK);
+	CHECK_EQ(count_numbered(c, "whole", KEYS), 0u);
+	CHECK(th_check_accounting(c, 10000, &entries, NULL));
+	CHECK_EQ(entries, 0);
+	larder_close(c);
+}
+
 /* A snapshot of a four-shard cache loads into caches of four and of one
  * shard alike: the save walks every shard, the load's bulk writes route
  * each record to its own. */
@@ -434,6 +465,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_share_rule),
 		TH_TEST(test_capacity_cut),
 		TH_TEST(test_clear_races),
+		TH_TEST(test_clear_enomem_whole),
 		TH_TEST(test_listener),
 		TH_TEST(test_snapshot),
 	};
