@@ -7,7 +7,8 @@
  * V8 has tiered the code up. Nothing is timed: instr.sh counts the
  * instructions of two runs with different N and divides the difference.
  *
- *   node bench/instr.js get|mget|getbuf|getutf8|null N   (null: the driver's loop alone)
+ *   node bench/instr.js get|mget|getbuf|getutf8|null|mnull N
+ *   (null, mnull: the driver's loop alone, for get and for mget)
  */
 const { LarderCache } = require('..');
 
@@ -44,10 +45,16 @@ function mgets(n) {
     sink += cache.mget(batch).length;
   }
 }
+function mnulls(n) {
+  for (let done = 0; done < n; done += BATCH) {
+    for (let i = 0; i < BATCH; i++, at++) batch[i] = keys[seq[at & SEQ_MASK]];
+    sink += batch.length;
+  }
+}
 function nulls(n) {
   for (let i = 0; i < n; i++, at++) if (keys[seq[at & SEQ_MASK]] !== undefined) sink++;
 }
-const run = mode === 'mget' ? mgets : mode === 'null' ? nulls : gets;
+const run = { mget: mgets, null: nulls, mnull: mnulls }[mode] || gets;
 run(WARM);
 run(N);
 if (sink !== WARM + N) throw new Error(`expected ${WARM + N} hits, got ${sink}`);

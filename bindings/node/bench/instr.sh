@@ -2,7 +2,7 @@
 # bench/instr.sh - instructions per L2 get or per mget key, counted by
 # callgrind (repeatable where timings on a shared machine are not).
 #
-#   bash bench/instr.sh ADDON [get|mget|getbuf|getutf8|null] [N1 N2] [TOP]
+#   bash bench/instr.sh ADDON [get|mget|getbuf|getutf8|null|mnull] [N1 N2] [TOP]
 #
 # Runs bench/instr.js under callgrind with N1 and with N2 operations (after
 # the same warm-up) and prints (Ir(N2) - Ir(N1)) / (N2 - N1): the marginal
