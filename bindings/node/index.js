@@ -484,13 +484,19 @@ class LarderCache {
     if (n > 1) {
       let s = '';
       let units = 0;
+      const lens = meta;
       for (let i = 0; i < n; i++) {
         const k = keys[i];
-        if (typeof k !== 'string' || (units += k.length) > ROPE_MAX_UNITS) {
+        if (typeof k !== 'string') {
           s = null;
           break;
         }
-        meta[i] = k.length;
+        const len = k.length;
+        if ((units += len) > ROPE_MAX_UNITS) {
+          s = null;
+          break;
+        }
+        lens[i] = len;
         s += k;
       }
       joined = s;
