@@ -7,9 +7,10 @@
  *
  * Keys cost one Node-API call: a string's UTF-16 units are copied out into a
  * per-environment buffer of max_key_bytes + 2 units (a longer key shows as
- * too long without a second call) and encoded to UTF-8 here (an ASCII key
- * of up to 16 units with one test and one store, longer ones eight units at
- * a time with SSE2), which perf showed costs far less than V8's
+ * too long without a second call) and encoded to UTF-8: an ASCII key of up
+ * to 16 units with one test and one store, inline in each operation
+ * (lnode_key_arg, binding.h), any other here (lnode_key_finish: eight units
+ * at a time with SSE2), which perf showed costs far less than V8's
  * String::WriteUtf8; the encoding matches
  * WriteUtf8's (a lone surrogate becomes U+FFFD), so a key has the same
  * bytes on every path. A Buffer, TypedArray or DataView key is read in place,
