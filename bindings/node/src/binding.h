@@ -1,7 +1,10 @@
 /*
  * binding.h - what the Node binding's C files share (private to
  * bindings/node): the per-environment and per-handle state, the value tags,
- * and the functions args.c and ops.c give addon.c and each other.
+ * and the functions args.c and ops.c give addon.c and each other, with the
+ * inline halves of a single-key operation's crossing (the handle check, the
+ * common key's read, the result string: a get calls no function of the
+ * binding's own; callgrind figures in docs/node.md).
  *
  * Who writes what: an env_data and its handles are touched only by their
  * environment's JavaScript thread (and by Node's finalisers, which run on
