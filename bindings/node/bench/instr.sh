@@ -11,12 +11,16 @@
 # file of thread 1), and node runs with --single-threaded: with V8's
 # background compilation, when the loops tier up depends on the helper
 # threads' timing, which moved the count by hundreds of instructions per
-# operation from one process to the next; with it, the same build counts
-# the same within ~2 per operation. The engine's maintainer does no work
-# for reads. Then the TOP functions (by
-# self cost) whose count per operation differs most, the same difference
-# per function. ADDON is a built larder.node (build/release/... for the
-# figures in docs/node.md).
+# operation from one process to the next; with it, the binding's, the
+# engine's and the JIT code's counts repeat within ~1 per operation and
+# the total within ~6 per get (~20 per mget key: the scavenges in the window
+# vary). The engine's maintainer does no work for reads. Then the TOP
+# functions (by self cost) whose count per operation differs most, the same
+# difference per function, and those differences summed by part (the
+# binding, the engine, the Node-API call, V8 reading and making strings,
+# copies, scavenges, JIT code). ADDON is a built larder.node
+# (build/release/... for the figures in docs/node.md; `npm install` makes
+# build/larder.node, also Release).
 set -euo pipefail
 addon=$(realpath "$1")
 mode=${2:-get}
@@ -43,5 +47,20 @@ per "$n1" >"$out/f1"
 per "$n2" >"$out/f2"
 awk -F'\t' -v n1="$n1" -v n2="$n2" 'NR == FNR { a[$2] = $1; next } { d[$2] = $1 - a[$2] }
 	END { for (f in d) printf "%8.1f  %s\n", d[f] / (n2 - n1), f }' "$out/f1" "$out/f2" |
-	sort -rn | head -n "$top"
+	sort -rn >"$out/diff"
+head -n "$top" "$out/diff"
+# The same differences summed by part (docs/node.md, "Every instruction of
+# an L2 get ...", gives each part's functions).
+awk '{ n = $1; $1 = ""; f = $0
+	if (f ~ /larder\.node/ && f ~ /(lnode_|batch_|utf16_|ascii|walk_one)/) p = "the binding'"'"'s own C"
+	else if (f ~ /larder\.node/) p = "the engine"
+	else if (f ~ /CallApiCallback|FunctionCallbackWrapper|napi_get_cb_info|External::Value/) p = "the Node-API call"
+	else if (f ~ /napi_get_value_string|String::Write|WriteToFlat|CopyChars|SlowFlatten/) p = "V8: reading strings"
+	else if (f ~ /napi_create_string|NewFromOneByte|NewStringFromOneByte|NewRawOneByteString|AllocateRaw|RefineAllocationType|StringSubstring|StringAdd/) p = "V8: making strings"
+	else if (f ~ /mem(cpy|move|set)/) p = "memcpy, memset"
+	else if (f ~ /Scaveng|IterateObjectCache|SemiSpace|Heap::|Evacuat|RootVisitor|ScavengeVisitor/) p = "scavenges"
+	else if (f ~ /\?\?\?:0x/) p = "JIT code (the driver and index.js)"
+	else p = "other"
+	sum[p] += n }
+	END { for (p in sum) printf "%8.1f  %s\n", sum[p], p }' "$out/diff" | sort -rn | sed '1i by part:'
 echo "(callgrind outputs kept in $out)"
