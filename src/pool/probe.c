@@ -553,20 +553,26 @@ static int minis_warm(const struct larder__policy *p)
 	return n >= 2 * (p->top / p->sample_every / (mean ? mean : 1));
 }
 
-/* The pool's requests, and a tuner after memory was refused (on inserts). */
-static void follow_pool(struct larder__policy *p)
+/* follow_pool()'s work, out of line (PROBE-P4: most inserts have none). */
+static __attribute__((noinline)) void follow_pool_rest(struct larder__policy *p, uint64_t want)
 {
-	/* Relaxed: the pool's request (probe.h). */
-	uint64_t want = atomic_load_explicit(&p->setup.out->want_top, LARDER__RELAXED);
-	int retry = !p->tuner && (++p->since_rebuild & RETRY_MASK) == 0; /* refused: retry */
-	if ((!want || want == p->top) && !retry)
-		return;
 	uint64_t t0 = cpu_ns();
 	if (want && want != p->top)
 		recentre(p, want);
 	else
 		tuner_start(p, p->sample_every);
 	batch_time(p, t0);
+}
+
+/* The pool's requests, and a tuner after memory was refused (on inserts). */
+static inline void follow_pool(struct larder__policy *p)
+{
+	/* Relaxed: the pool's request (probe.h). */
+	uint64_t want = atomic_load_explicit(&p->setup.out->want_top, LARDER__RELAXED);
+	int retry = !p->tuner && (++p->since_rebuild & RETRY_MASK) == 0; /* refused: retry */
+	if ((!want || want == p->top) && !retry)
+		return;
+	follow_pool_rest(p, want);
 }
 
 /* PROBE-P8: does this sampled request go through the mini caches? All do
