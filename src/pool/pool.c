@@ -1658,13 +1658,15 @@ static int has_closing(const larder_pool *p)
 }
 
 /* The first capacity: as much of the target as POOL-K1 allows now, at least
- * MIN_CACHE_BYTES, waiting until deadline_ns for the others' give-back or
- * for a closing cache's bytes. Nothing to wait for is LARDER_EBUSY at once. */
+ * MIN_CACHE_BYTES, waiting until deadline_ns for the others' give-back (a
+ * member still to be cut counts: POOL-K4 may hold its next slice for its
+ * writers) or for a closing cache's bytes. Nothing to wait for is
+ * LARDER_EBUSY at once. */
 static int first_capacity(larder_pool *p, struct larder__pool_member *nm, uint64_t deadline_ns,
 			  uint64_t *cap)
 {
 	for (;;) {
-		apply_shrinks(p);
+		int shrinking = apply_shrinks(p);
 		uint64_t limit = limit_of(p), others = committed_sum(p, nm);
 		uint64_t x = limit > others ? fit_capacity(limit - others, nm->target) : 0;
 		if (x >= MIN_CACHE_BYTES) {
@@ -1673,7 +1675,7 @@ static int first_capacity(larder_pool *p, struct larder__pool_member *nm, uint64
 		}
 		uint64_t now_ns = larder__monotonic_ns();
 		struct larder__pool_member *debtor = largest_debtor(p);
-		if (now_ns >= deadline_ns || (!debtor && !has_closing(p)))
+		if (now_ns >= deadline_ns || (!debtor && !has_closing(p) && !shrinking))
 			return LARDER_EBUSY;
 		if (debtor) {
 			wait_giveback(p, debtor);
