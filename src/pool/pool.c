@@ -22,19 +22,36 @@
  *     POOL-K1. sum over members of committed <= limit
  *            = budget + budget / 100 + 4 MiB x members
  *   (each cache's overshoot bound is max(capacity / 100, 4 MiB)), at every
- *   instant: a shrink is applied at once (it never raises committed); a
+ *   instant: a cut never raises committed; a
  *   grow raises a cache's capacity only by what the limit leaves after the
  *   other members' committed bytes as read under the lock (which can only
  *   fall until the pool acts again), so capacity moves only after the
  *   shrinking cache has given the bytes back. A member that is opening
  *   counts its first capacity; one that is closing counts what it had
  *   committed when it detached, until every byte is freed.
- *   POOL-K2. sum over members of target <= budget, and capacity <= target for a
- *   member waiting to grow, capacity == target otherwise; so the grows
+ *   POOL-K2. sum over members of target <= budget, and capacity < target for a
+ *   member waiting to grow, capacity > target for one waiting to shrink
+ *   (POOL-K4), capacity == target otherwise; so the grows
  *   always complete once the shrinks have been paid back (POOL-K1's limit holds
  *   sum(capacity + overshoot) for capacities summing to the budget).
  *   POOL-K3. min_bytes <= target <= max_bytes for every open member once it
  *   has joined (the sum of the min shares is at most 1, checked at open).
+ *   POOL-K4. A shrink is cut in slices (apply_shrinks): a cut leaves the
+ *   cache's budget at -slice at most (slice = budget / SLICE_DIVISOR, at
+ *   least 4 MiB), and the next cut waits until that debt is paid back.
+ *   While a cache's budget is negative its writers get no credit (CACHE-B3:
+ *   they wait, then fail with EBUSY after write_wait_ms); a whole move cut
+ *   at once (up to a quarter of the budget a pass, POOL-S1) kept them
+ *   waiting until its maintainer had evicted all of it, which on a loaded
+ *   machine outlasted the 1 s write wait: the phases' failed puts
+ *   (docs/pool.md). The pool's thread (and an open waiting for bytes,
+ *   first_capacity) cuts the next slice once the last is paid back and no
+ *   writer of that cache waits for room, or its maintainer has passed once
+ *   since the pool saw them waiting (hold_for_writers): the writers that
+ *   waited through one slice get a pass to take their credit before the
+ *   next cut, so a writer waits for about one slice's evictions, not a
+ *   whole move's.
+ *   The grows follow the same give-back as before.
  *
  * The controller (every interval_ms; docs/pool.md has the measurements):
  *   1. For each open cache, a window over its probe's readings (pool/probe.c:
@@ -173,6 +190,7 @@
 #define DEFAULT_INTERVAL_MS 100u
 #define MAX_INTERVAL_MS 60000u
 #define STEP_DIVISOR 256u      /* a step is budget / 256 */
+#define SLICE_DIVISOR 64u      /* a cut's debt is budget / 64, at least 4 MiB (POOL-K4) */
 #define MAX_STEPS 16u          /* moves per pass */
 #define MAX_STRIDE 4u          /* steps per move at most (POOL-S1): 1/4 of the budget a pass */
 #define HYSTERESIS 0.10        /* receiver's value over the donor's, at least */
@@ -296,6 +314,8 @@ struct larder__pool_member {
 	uint64_t top; /* the curve's top that the probe was asked for (want_top) */
 	uint64_t frozen; /* committed when it detached (M_CLOSING) */
 	unsigned pins;   /* waiters on its cache outside the lock (wait_giveback) */
+	int held;        /* POOL-K4: a cut waits for its writers since room_seq held_seq */
+	uint32_t held_seq;
 	double min_share, max_share, cost;
 	enum larder_policy policy;
 	struct window win;
@@ -328,6 +348,7 @@ struct larder_pool {
 	 * R-PREF / A-PREF: the last release frees it. */
 	larder__atomic_u64 refs;
 	uint64_t budget, step, interval_ns;
+	uint64_t slice;  /* a cut's debt at most (POOL-K4) */
 	uint64_t stride; /* steps per move in the next pass (POOL-S1) */
 	int closed, stop;
 	struct larder__pool_member *members;
@@ -418,15 +439,66 @@ static uint64_t fit_capacity(uint64_t room, uint64_t cap_max)
 	return lo + larder__overshoot_bound(lo) <= room ? lo : 0;
 }
 
-/* Applies target cuts at once (a shrink never raises committed: POOL-K1). */
-static void apply_shrinks(larder_pool *p)
+/*
+ * Whether a writer waits for room in m's cache: its waiters beyond the
+ * pool's own (wait_giveback pins m while it waits there). Relaxed: a count,
+ * a hint; a stale reading only cuts before or after a writer's retry.
+ */
+static int writers_wait(const struct larder__pool_member *m)
 {
+	return atomic_load_explicit(&m->cache->room_waiters, LARDER__RELAXED) > m->pins;
+}
+
+/*
+ * Whether m's next cut must wait for its writers (POOL-K4): they wait for
+ * room, and its maintainer has not passed since the pool first saw them
+ * waiting with the last cut paid back (one pass: they are woken at it and
+ * retry; a pool that waited until none waits would not shrink a cache
+ * whose writers always want room).
+ */
+static int hold_for_writers(struct larder__pool_member *m)
+{
+	if (!writers_wait(m)) {
+		m->held = 0;
+		return 0;
+	}
+	/* Relaxed: compared only; a stale value only holds one pass more. */
+	uint32_t seq = atomic_load_explicit(&m->cache->room_seq, LARDER__RELAXED);
+	if (!m->held) {
+		m->held = 1;
+		m->held_seq = seq;
+	}
+	if (seq == m->held_seq)
+		return 1;
+	m->held = 0;
+	return 0;
+}
+
+/*
+ * Cuts capacities toward targets a slice at a time (POOL-K4; a cut never
+ * raises committed: POOL-K1): a member whose budget is not negative is cut
+ * so that its budget falls to -slice at most, unless its writers wait
+ * (hold_for_writers); one still paying a cut back is left alone. Returns
+ * whether a member still waits to shrink.
+ */
+static int apply_shrinks(larder_pool *p)
+{
+	int pending = 0;
 	for (struct larder__pool_member *m = p->members; m; m = m->next) {
 		if (m->state != M_ACTIVE || m->target >= m->cap)
 			continue;
-		if (larder__cache_set_capacity(m->cache, m->target) == LARDER_OK)
-			m->cap = m->target;
+		/* Relaxed: a count; a stale value only cuts a writer's credit
+		 * chunks more (it only falls while writers take). */
+		int64_t budget = atomic_load_explicit(&m->cache->budget, LARDER__RELAXED);
+		if (budget >= 0 && !hold_for_writers(m)) {
+			uint64_t cut = (uint64_t)budget + p->slice;
+			uint64_t x = m->cap - m->target > cut ? m->cap - cut : m->target;
+			if (larder__cache_set_capacity(m->cache, x) == LARDER_OK)
+				m->cap = x;
+		}
+		pending |= m->cap > m->target;
 	}
+	return pending;
 }
 
 /* Raises capacities toward targets as far as POOL-K1 allows; returns whether a
@@ -1435,7 +1507,8 @@ static void *pool_main(void *arg)
 			control_pass(p, now_ns);
 			p->next_pass_ns = now_ns + p->interval_ns;
 		}
-		int pending = complete_grows(p);
+		int pending = apply_shrinks(p);
+		pending |= complete_grows(p);
 		struct larder__pool_member *debtor = pending ? largest_debtor(p) : NULL;
 		if (debtor) {
 			wait_giveback(p, debtor);
@@ -1487,6 +1560,7 @@ int larder_pool_create(larder_pool **out, const larder_pool_config *config)
 	p->budget = config->budget;
 	p->step = p->budget / STEP_DIVISOR;
 	p->stride = 1;
+	p->slice = p->budget / SLICE_DIVISOR > BOUND_FLOOR ? p->budget / SLICE_DIVISOR : BOUND_FLOOR;
 	if (p->step < MIN_CACHE_BYTES)
 		p->step = MIN_CACHE_BYTES;
 	p->interval_ns = config->interval_ms * 1000000u;
@@ -1584,12 +1658,15 @@ static int has_closing(const larder_pool *p)
 }
 
 /* The first capacity: as much of the target as POOL-K1 allows now, at least
- * MIN_CACHE_BYTES, waiting until deadline_ns for the others' give-back or
- * for a closing cache's bytes. Nothing to wait for is LARDER_EBUSY at once. */
+ * MIN_CACHE_BYTES, waiting until deadline_ns for the others' give-back (a
+ * member still to be cut counts: POOL-K4 may hold its next slice for its
+ * writers) or for a closing cache's bytes. Nothing to wait for is
+ * LARDER_EBUSY at once. */
 static int first_capacity(larder_pool *p, struct larder__pool_member *nm, uint64_t deadline_ns,
 			  uint64_t *cap)
 {
 	for (;;) {
+		int shrinking = apply_shrinks(p);
 		uint64_t limit = limit_of(p), others = committed_sum(p, nm);
 		uint64_t x = limit > others ? fit_capacity(limit - others, nm->target) : 0;
 		if (x >= MIN_CACHE_BYTES) {
@@ -1598,7 +1675,7 @@ static int first_capacity(larder_pool *p, struct larder__pool_member *nm, uint64
 		}
 		uint64_t now_ns = larder__monotonic_ns();
 		struct larder__pool_member *debtor = largest_debtor(p);
-		if (now_ns >= deadline_ns || (!debtor && !has_closing(p)))
+		if (now_ns >= deadline_ns || (!debtor && !has_closing(p) && !shrinking))
 			return LARDER_EBUSY;
 		if (debtor) {
 			wait_giveback(p, debtor);
@@ -1640,7 +1717,6 @@ int larder__pool_join(struct larder *c, const larder_config *cfg, uint64_t *capa
 	p->members = nm;
 	p->members_n++;
 	replan(p, nm);
-	apply_shrinks(p);
 	rc = first_capacity(p, nm, deadline_ns, &nm->cap);
 	nm->top = top_for(nm);
 	/* Relaxed: the probe does not exist yet (larder__pool_wrap_policy). */

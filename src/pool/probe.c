@@ -230,13 +230,11 @@ static uint64_t time_begin_slow(struct larder__policy *p)
 	return 0;
 }
 
-/* PROBE-P5: the start of a timed call (0: not timed); half-way between two,
- * an empty region is timed instead. */
-static inline uint64_t time_begin(struct larder__policy *p)
+/* PROBE-P5: whether this call is one of the timed ones (or an empty
+ * region's), counting it; then time_begin_slow() starts it. */
+static inline int time_due(struct larder__policy *p)
 {
-	if ((++p->calls & (TIME_EVERY / 2 - 1)) != 0)
-		return 0;
-	return time_begin_slow(p);
+	return (++p->calls & (TIME_EVERY / 2 - 1)) == 0;
 }
 
 static void time_end(struct larder__policy *p, uint64_t t0)
@@ -555,20 +553,26 @@ static int minis_warm(const struct larder__policy *p)
 	return n >= 2 * (p->top / p->sample_every / (mean ? mean : 1));
 }
 
-/* The pool's requests, and a tuner after memory was refused (on inserts). */
-static void follow_pool(struct larder__policy *p)
+/* follow_pool()'s work, out of line (PROBE-P4: most inserts have none). */
+static __attribute__((noinline)) void follow_pool_rest(struct larder__policy *p, uint64_t want)
 {
-	/* Relaxed: the pool's request (probe.h). */
-	uint64_t want = atomic_load_explicit(&p->setup.out->want_top, LARDER__RELAXED);
-	int retry = !p->tuner && (++p->since_rebuild & RETRY_MASK) == 0; /* refused: retry */
-	if ((!want || want == p->top) && !retry)
-		return;
 	uint64_t t0 = cpu_ns();
 	if (want && want != p->top)
 		recentre(p, want);
 	else
 		tuner_start(p, p->sample_every);
 	batch_time(p, t0);
+}
+
+/* The pool's requests, and a tuner after memory was refused (on inserts). */
+static inline void follow_pool(struct larder__policy *p)
+{
+	/* Relaxed: the pool's request (probe.h). */
+	uint64_t want = atomic_load_explicit(&p->setup.out->want_top, LARDER__RELAXED);
+	int retry = !p->tuner && (++p->since_rebuild & RETRY_MASK) == 0; /* refused: retry */
+	if ((!want || want == p->top) && !retry)
+		return;
+	follow_pool_rest(p, want);
 }
 
 /* PROBE-P8: does this sampled request go through the mini caches? All do
@@ -619,12 +623,18 @@ static void flush(struct larder__policy *p)
 	batch_time(p, t0);
 }
 
-static void probe_insert(struct larder__policy *p, struct larder__entry *e, uint64_t hash,
-			 size_t bytes)
+/*
+ * PROBE-P4's calls in two parts: an inlined test that most calls end at (no
+ * frame to build beyond the forwarding call's), and the rest out of line.
+ * The timed calls (PROBE-P5) always take the second part, which runs the
+ * same test again inside the timing, so what is timed is the whole of the
+ * probe's work for that call.
+ */
+static __attribute__((noinline)) void insert_rest(struct larder__policy *p,
+						  struct larder__entry *e, uint64_t hash,
+						  size_t bytes, int timed)
 {
-	p->inner_ops->insert(p->inner, e, hash, bytes);
-	follow_pool(p);
-	uint64_t t0 = time_begin(p);
+	uint64_t t0 = timed ? time_begin_slow(p) : 0;
 	int due = 0;
 	if (sampled(p, hash)) {
 		set_add(p, e);
@@ -641,6 +651,16 @@ static void probe_insert(struct larder__policy *p, struct larder__entry *e, uint
 		flush(p);
 }
 
+static void probe_insert(struct larder__policy *p, struct larder__entry *e, uint64_t hash,
+			 size_t bytes)
+{
+	p->inner_ops->insert(p->inner, e, hash, bytes);
+	follow_pool(p);
+	int timed = time_due(p);
+	if (__builtin_expect(timed || sampled(p, hash), 0))
+		insert_rest(p, e, hash, bytes, timed);
+}
+
 static void probe_replace(struct larder__policy *p, struct larder__entry *old,
 			  struct larder__entry *e, size_t old_bytes, size_t bytes)
 {
@@ -649,12 +669,10 @@ static void probe_replace(struct larder__policy *p, struct larder__entry *old,
 		set_add(p, e);
 }
 
-static void probe_hit(struct larder__policy *p, struct larder__entry *e)
+static __attribute__((noinline)) void hit_rest(struct larder__policy *p, struct larder__entry *e,
+					       int timed)
 {
-	p->inner_ops->hit(p->inner, e);
-	if (!p->tuner)
-		return;
-	uint64_t t0 = time_begin(p);
+	uint64_t t0 = timed ? time_begin_slow(p) : 0;
 	int due = 0;
 	/* PROBE-P6: only an entry of the set is hashed, unless the set may miss some
 	 * (a denser sample since they came in, or no memory): then every hit is,
@@ -675,6 +693,16 @@ static void probe_hit(struct larder__policy *p, struct larder__entry *e)
 		flush(p);
 }
 
+static void probe_hit(struct larder__policy *p, struct larder__entry *e)
+{
+	p->inner_ops->hit(p->inner, e);
+	if (!p->tuner)
+		return;
+	int timed = time_due(p);
+	if (__builtin_expect(timed || set_maybe(p, e) || p->set_lost || p->set_partial, 0))
+		hit_rest(p, e, timed);
+}
+
 static void probe_remove(struct larder__policy *p, struct larder__entry *e, size_t bytes)
 {
 	p->inner_ops->remove(p->inner, e, bytes);
@@ -682,19 +710,27 @@ static void probe_remove(struct larder__policy *p, struct larder__entry *e, size
 		set_del(p, e);
 }
 
+/* A victim of the set: into the ghost if still in the sample. */
+static __attribute__((noinline)) void evict_rest(struct larder__policy *p,
+						 struct larder__entry *v)
+{
+	if (!set_del(p, v))
+		return;
+	uint64_t t0 = time_due(p) ? time_begin_slow(p) : 0;
+	uint64_t hash = p->host.hash(p->host.ctx, v);
+	if (sampled(p, hash)) {
+		size_t bytes = p->host.size(p->host.ctx, v);
+		larder__ghost_insert(&p->ghost, larder__ghost_fp(hash),
+				     bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes);
+	}
+	time_end(p, t0);
+}
+
 static struct larder__entry *probe_evict(struct larder__policy *p)
 {
 	struct larder__entry *v = p->inner_ops->evict(p->inner);
-	if (v && set_maybe(p, v) && set_del(p, v)) {
-		uint64_t t0 = time_begin(p);
-		uint64_t hash = p->host.hash(p->host.ctx, v);
-		if (sampled(p, hash)) {
-			size_t bytes = p->host.size(p->host.ctx, v);
-			larder__ghost_insert(&p->ghost, larder__ghost_fp(hash),
-					     bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes);
-		}
-		time_end(p, t0);
-	}
+	if (v && set_maybe(p, v))
+		evict_rest(p, v);
 	return v;
 }
 

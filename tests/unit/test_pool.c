@@ -512,6 +512,9 @@ static void test_open_waits_for_closing(void)
  * a full to its overshoot bound; the controller moves most of a's capacity
  * to b, but b may grow only by what the pool's bound leaves, however hard
  * it is written to; once a's maintainer runs again, b gets the rest.
+ * POOL-K4: meanwhile a's capacity is cut by one slice only (a's writers
+ * would wait for that slice's evictions, not for the whole move), and the
+ * pool's thread cuts the rest as a pays back.
  */
 static void test_bound_holds_while_donor_stuck(void)
 {
@@ -554,6 +557,11 @@ static void test_bound_holds_while_donor_stuck(void)
 		larder__test_pool_step(pool);
 	CHECK_LT(target_of(pool, a), 2 * MiB);
 	CHECK_GT(target_of(pool, b), 14 * MiB);
+	/* POOL-K4: at most one slice (4 MiB here) cut from a's 8 MiB (the
+	 * first pass's moves); the next cut waits for a debt its stuck
+	 * maintainer cannot pay back. */
+	CHECK_GE(th_stat(a, LARDER_STAT_CAPACITY_BYTES), 4 * MiB);
+	CHECK_LT(th_stat(a, LARDER_STAT_CAPACITY_BYTES), 8 * MiB);
 	const uint64_t limit = budget + budget / 100 + 2 * 4 * MiB;
 	for (unsigned j = 0; j < 4000; j++) { /* 125 MiB of writes into b */
 		(void)put_key(b, j, value, sizeof value);
@@ -566,7 +574,7 @@ static void test_bound_holds_while_donor_stuck(void)
 	CHECK_EQ(th_stat(a, LARDER_STAT_USED_BYTES), a_used);
 
 	th_event_signal(&listener_go);
-	settle(pool, both, 2);
+	settle(pool, both, 2); /* the pool's thread cuts the other slices */
 	CHECK_GT(th_stat(b, LARDER_STAT_CAPACITY_BYTES), 14 * MiB);
 	CHECK(th_check_accounting(a, WAIT_MS, NULL, NULL));
 	CHECK_LE(th_stat(a, LARDER_STAT_USED_BYTES), 2 * MiB + 4 * MiB);

@@ -368,6 +368,7 @@ static void *ph_worker_main(void *arg)
 struct ph_sample {
 	double t, ops, hits[2], misses[2], cap[2];
 	double sampled[2], every[2]; /* the controller's probes: sampled requests, S */
+	double busy[2]; /* puts failed at the memory bound so far (LARDER_STAT_BUSY_MEMORY) */
 };
 
 struct ph_result {
@@ -442,6 +443,7 @@ static int ph_one(const struct lb_config *cfg, unsigned unit_ms, struct ph_resul
 		double v[LARDER_POOL_CACHE_STAT_COUNT];
 		pool_figures(pool, r->c[c], v);
 		base.sampled[c] = v[LARDER_POOL_CACHE_SAMPLED_REQUESTS];
+		base.busy[c] = (double)cache_stat(r->c[c], LARDER_STAT_BUSY_MEMORY);
 	}
 	uint64_t end_ns = r->t0_ns + PH_UNITS * r->unit_ns;
 	res->n = 0;
@@ -457,6 +459,7 @@ static int ph_one(const struct lb_config *cfg, unsigned unit_ms, struct ph_resul
 		s->t = seconds_since(r->t0_ns);
 		for (unsigned c = 0; c < 2; c++) {
 			s->cap[c] = (double)cache_stat(r->c[c], LARDER_STAT_CAPACITY_BYTES);
+			s->busy[c] = (double)cache_stat(r->c[c], LARDER_STAT_BUSY_MEMORY) - base.busy[c];
 			double v[LARDER_POOL_CACHE_STAT_COUNT];
 			pool_figures(pool, r->c[c], v);
 			s->sampled[c] = v[LARDER_POOL_CACHE_SAMPLED_REQUESTS] - base.sampled[c];
@@ -680,7 +683,8 @@ static void phases_part(const struct lb_config *cfg, unsigned unit_ms, int contr
 		}
 	printf("\n| phase | controller: cache_0's capacity settled after (s) | "
 	       "reversals after settling | capacity cache_0 at the end (MiB) | "
-	       "sampled requests/s cache_0 / cache_1 | S at the end |\n|---|---|---|---|---|---|\n");
+	       "sampled requests/s cache_0 / cache_1 | S at the end | "
+	       "puts failed at the memory bound cache_0 / cache_1 |\n|---|---|---|---|---|---|---|\n");
 	for (size_t p = 0; p < PH_PHASES; p++) {
 		double settled;
 		unsigned rev;
@@ -694,11 +698,13 @@ static void phases_part(const struct lb_config *cfg, unsigned unit_ms, int contr
 				b = &res[0]->s[i];
 		}
 		double dt = b && b->t > a->t ? b->t - a->t : 0;
-		printf("| %zu %s | %.2f (of %.0f) | %u | %.0f | %.0f / %.0f | %.0f / %.0f |\n", p + 1,
+		printf("| %zu %s | %.2f (of %.0f) | %u | %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f |\n",
+		       p + 1,
 		       phases[p].name, settled, (phases[p].to - phases[p].from) * unit_ms / 1000.0, rev,
 		       b ? b->cap[0] / MIB : 0, dt > 0 ? (b->sampled[0] - a->sampled[0]) / dt : 0,
 		       dt > 0 ? (b->sampled[1] - a->sampled[1]) / dt : 0, b ? b->every[0] : 0,
-		       b ? b->every[1] : 0);
+		       b ? b->every[1] : 0, b ? b->busy[0] - a->busy[0] : 0,
+		       b ? b->busy[1] - a->busy[1] : 0);
 	}
 	ph_series(res[0]);
 	if (!controller_only) {
