@@ -99,8 +99,9 @@ def strace_counts(lg, pid, port, secs, out):
     return n, res
 
 
-def callgrind_ir(lg, cmd, secs, tmp):
-    """User-space instructions per request (every thread), under callgrind."""
+def callgrind_ir(lg, cmd, secs, tmp, vg_nofile):
+    """User-space instructions per request (every thread), under callgrind;
+    vg_nofile: the server sets RLIMIT_NOFILE (memcached) and needs VG_NOFILE."""
     port = free_port()
     prefix = os.path.join(tmp, "cg.%d" % port)
 
@@ -108,7 +109,7 @@ def callgrind_ir(lg, cmd, secs, tmp):
         resource.setrlimit(resource.RLIMIT_NOFILE, (VG_NOFILE, VG_NOFILE))
 
     vg = subprocess.Popen(["valgrind", "-q", "--tool=callgrind", "--callgrind-out-file=" +
-                           prefix + ".%p"] + cmd(port), preexec_fn=nofile)
+                           prefix + ".%p"] + cmd(port), preexec_fn=nofile if vg_nofile else None)
     try:
         wait_port(port)
         loadgen(lg, port, 1)  # warm-up: not counted
@@ -180,7 +181,7 @@ def main():
                 print("  user instructions: %.0f" %
                       callgrind_ir(a.loadgen, lambda p: cmds[name](p, ["-c", str(VG_CONNS)]
                                                                    if name == "memcached" else []),
-                                   a.seconds, tmp))
+                                   a.seconds, tmp, name == "memcached"))
     return 0
 
 
