@@ -230,7 +230,8 @@ static bool mg_line(struct mg_state *m)
 			}
 			break;
 		case 'R':
-			if (!(m->bits & LARDERD_BIT_WON) && !m->created && recache_due(x, req, &m->ttl))
+			if (!(m->bits & LARDERD_BIT_WON) && !m->created &&
+			    recache_due(x, req, &m->ttl))
 				m->won = true;
 			break;
 		case 's':
