@@ -1536,32 +1536,43 @@ static struct larder__table *first_table(const struct larder *c)
 int larder_clear(larder *c)
 {
 	struct op op;
+	struct larder__table *fresh[LARDER_SHARDS_MAX];
+	unsigned made = 0;
 	if (!c)
 		return LARDER_EINVAL;
 	int rc = op_begin(c, &op);
-	for (unsigned k = 0; rc == LARDER_OK && k < c->shard_count; k++) {
-		struct larder__shard *s = &c->shard[k];
-		op.handle = op.handles[k];
+	/* Every shard's event room and empty table before any swap: an error
+	 * leaves every shard as it was (larder.h: nothing was cleared). The
+	 * room stays reserved: only this thread posts to its handles. */
+	for (; rc == LARDER_OK && made < c->shard_count; made++) {
+		op.handle = op.handles[made];
 		if ((rc = reserve_room(c, &op, 0)) != LARDER_OK)
 			break;
-		op_enter(&op);
-		struct larder__table *fresh = first_table(c);
-		if (!fresh) {
-			op_exit(&op);
+		if (!(fresh[made] = first_table(c))) {
 			rc = LARDER_ENOMEM;
 			break;
 		}
+	}
+	if (rc != LARDER_OK) {
+		while (made-- > 0)
+			larder__table_destroy(fresh[made]);
+		return rc;
+	}
+	for (unsigned k = 0; k < c->shard_count; k++) {
+		struct larder__shard *s = &c->shard[k];
+		op.handle = op.handles[k];
+		op_enter(&op);
 		/* R-ROOT: acq_rel; the release publishes the empty table, the
 		 * acquire makes the old root we hand to the maintainer the one we
 		 * replaced. */
 		struct larder__table *old = (struct larder__table *)atomic_exchange_explicit(
-			s->table, (uintptr_t)fresh, LARDER__ACQ_REL);
+			s->table, (uintptr_t)fresh[k], LARDER__ACQ_REL);
 		larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED,
 				    LARDER__EV_NO_CLASS, old, NULL, 0);
 		op_exit(&op);
 		larder__maint_wake(s, op.handle, 0); /* the old table's walk starts at once */
 	}
-	return rc;
+	return LARDER_OK;
 }
 
 int larder_set_capacity(larder *c, uint64_t bytes)

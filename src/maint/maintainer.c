@@ -79,8 +79,8 @@
  *       wanted <= capacity, so with writers limited by the one budget, used
  *       bytes <= capacity + overshoot bound. With several shards a
  *       maintainer evicts only while its own live bytes are at least the
- *       mean of the published ones, and wakes the largest shard otherwise
- *       (maint/evict.c).
+ *       mean of the published ones less an eighth, and wakes the largest
+ *       shard otherwise (maint/evict.c).
  */
 #define _GNU_SOURCE
 #include "maint/maintainer.h"
