@@ -1085,6 +1085,7 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 				    (mode != W_IF_EQUALS || expected || !expected_len));
 	if (rc != LARDER_OK)
 		return rc;
+	uint64_t hash = bulk ? bulk_hash : larder__hash(c->seed, key, key_len);
 	if (value_len > c->max_value_bytes)
 		return LARDER_EVALSIZE;
 	ttl_ms = resolve_ttl(c, ttl_ms);
@@ -1106,7 +1107,6 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		op = bulk->op;
 	else if ((rc = op_begin(c, &op)) != LARDER_OK)
 		goto fail_packed;
-	uint64_t hash = bulk ? bulk_hash : larder__hash(c->seed, key, key_len);
 	unsigned k = op_route(c, &op, hash);
 	struct larder__shard *s = &c->shard[k];
 	if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
