@@ -144,6 +144,14 @@ static inline struct larder__table *root_at(larder *c, unsigned k)
 	return (struct larder__table *)atomic_load_explicit(&c->root[k], LARDER__ACQUIRE);
 }
 
+/* The same through the shard (s->table is &c->root[s->index]): a writer,
+ * which holds the shard's pointer from its handle, keeps no index live. */
+static inline struct larder__table *shard_root(struct larder__shard *s)
+{
+	/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
+	return (struct larder__table *)atomic_load_explicit(s->table, LARDER__ACQUIRE);
+}
+
 /* The index root of the shard that holds keys of this hash. */
 static inline struct larder__table *root_rcu(larder *c, uint64_t hash)
 {
@@ -1107,8 +1115,8 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		op = bulk->op;
 	else if ((rc = op_begin(c, &op)) != LARDER_OK)
 		goto fail_packed;
-	unsigned k = op_route(c, &op, hash);
-	struct larder__shard *s = &c->shard[k];
+	op_route(c, &op, hash);
+	struct larder__shard *s = op.handle->shard;
 	if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
 		goto fail_packed;
 	uint64_t deadline_ms =
@@ -1128,7 +1136,7 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		/* A-ROOM: a pass that ends after this load wakes us below. */
 		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
 		struct larder__table *t;
-		struct larder__bucket *home = larder__table_lock(root_at(c, k), hash, &t);
+		struct larder__bucket *home = larder__table_lock(shard_root(s), hash, &t);
 		larder__atomic_u64 *slot = larder__table_find_from_locked(t, home, hash, key, key_len);
 		/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
 		struct larder__entry *old =
