@@ -1081,8 +1081,9 @@ write_post(struct op *op, struct bulk *bulk, enum larder__event_kind kind, uint3
 
 /* A write's index step, in op's read section: e takes the key's slot, or
  * one is found for it, as mode allows (LARDER_OK, and the event posted),
- * or the mode's failure, or WRITE_NO_SLOT with *full the table to grow.
- * Inlined: mode and bulk are the caller's constants. */
+ * or the mode's failure, or WRITE_NO_SLOT with *full (unless full is
+ * NULL) the table to grow. Inlined: mode and bulk are the caller's
+ * constants. */
 static inline __attribute__((always_inline)) int
 write_index(larder *c, struct larder__shard *s, struct op *op, struct bulk *bulk,
 	    enum write_mode mode, const void *key, size_t key_len, const void *expected,
@@ -1124,7 +1125,8 @@ write_index(larder *c, struct larder__shard *s, struct op *op, struct bulk *bulk
 		return LARDER_OK;
 	}
 	larder__table_unlock(home);
-	*full = t;
+	if (full)
+		*full = t;
 	return WRITE_NO_SLOT;
 }
 
@@ -1212,9 +1214,9 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		return LARDER_ENOMEM;
 	}
 	op_enter(&op);
-	struct larder__table *full; /* write_index_wait() tries again for its own */
+	/* No table to grow asked for: write_index_wait() tries again for its own. */
 	rc = write_index(c, s, &op, bulk, mode, key, key_len, expected, expected_len, hash, e,
-			 sclass, &full);
+			 sclass, NULL);
 	if (__builtin_expect(rc == WRITE_NO_SLOT, 0))
 		rc = write_index_wait(c, s, &op, bulk, mode, key, key_len, expected, expected_len,
 				      hash, e, sclass);
