@@ -64,6 +64,7 @@ struct options {
 	enum larder_dictionary dict_mode;
 	const char *dict_path;        /* LARDER_DICTIONARY_GIVEN: the file */
 	bool dict_set;                /* --compress-dict was given */
+	unsigned shards;              /* --shards: larder_config_set_shards */
 	/* memcached's process options */
 	bool daemonize;               /* -d */
 	const char *pidfile;          /* -P */
@@ -78,7 +79,7 @@ struct options {
 };
 
 /* Long-only options (memcached has no letter for them). */
-enum { OPT_COMPRESS_MIN = 256, OPT_COMPRESS_SAVING, OPT_COMPRESS_DICT };
+enum { OPT_COMPRESS_MIN = 256, OPT_COMPRESS_SAVING, OPT_COMPRESS_DICT, OPT_SHARDS };
 #define DEFAULT_COMPRESS_SAVING_PCT 10u
 #define DEFAULT_UNIX_MASK 0700
 #define DEFAULT_BACKLOG 1024
@@ -109,6 +110,10 @@ static void usage(FILE *f)
 		"                          or 'file:<path>': a zstd dictionary (zstd --train)\n"
 		"                          or raw sample content, 1 byte to 1 MiB, used from\n"
 		"                          the first item\n"
+		"    --shards=<num>        split the cache by key hash into <num> shards, each\n"
+		"                          with its own maintainer thread (a power of two,\n"
+		"                          1-64; default: 1): writes from many cores no\n"
+		"                          longer wait on one maintainer\n"
 		"-v, --verbose             verbose (print errors/warnings while in event loop)\n"
 		"-a, --unix-mask=<mask>    access mask for the UNIX socket, in octal (default: 700)\n"
 		"-A, --enable-shutdown     enable the ascii \"shutdown\" command\n"
@@ -193,6 +198,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"compress-min", required_argument, NULL, OPT_COMPRESS_MIN},
 		{"compress-saving", required_argument, NULL, OPT_COMPRESS_SAVING},
 		{"compress-dict", required_argument, NULL, OPT_COMPRESS_DICT},
+		{"shards", required_argument, NULL, OPT_SHARDS},
 		{"memory-file", required_argument, NULL, 'e'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"version", no_argument, NULL, 'V'},
@@ -275,6 +281,17 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return 1;
 			}
 			break;
+		case OPT_SHARDS: {
+			size_t k;
+			if (!parse_count(optarg, LARDER_SHARDS_MAX, &k) || strpbrk(optarg, "kKmM") ||
+			    k == 0 || (k & (k - 1)) != 0) {
+				fprintf(stderr, "larderd: bad --shards value '%s' (a power of two, "
+					"1-%u)\n", optarg, LARDER_SHARDS_MAX);
+				return 1;
+			}
+			o->shards = (unsigned)k;
+			break;
+		}
 		case 'v': o->verbose++; break;
 		case 'V': printf("larderd %s\n", LARDERD_VERSION_STR); return -1;
 		case 'h': usage(stdout); return -1;
@@ -464,6 +481,7 @@ static int open_cache(const struct options *o, const void *dict, size_t dict_len
 	    (rc = larder_config_set_max_key_bytes(cfg, LARDERD_KEY_MAX)) != LARDER_OK ||
 	    (rc = larder_config_set_max_value_bytes(cfg, o->item_max + LARDERD_HDR)) != LARDER_OK ||
 	    (rc = larder_config_set_expected_entries(cfg, expected_entries(o->mem_mib))) != LARDER_OK ||
+	    (rc = larder_config_set_shards(cfg, o->shards)) != LARDER_OK ||
 	    (rc = larder_config_set_compression(cfg, o->compress_min, o->compress_saving_pct)) !=
 		    LARDER_OK ||
 	    (rc = larder_config_set_compression_dictionary(cfg, o->dict_mode, dict, dict_len)) !=
@@ -606,7 +624,7 @@ int main(int argc, char **argv)
 			    .item_max = 1024 * 1024, .protocol = LARDERD_PROTO_AUTO,
 			    .compress_saving_pct = DEFAULT_COMPRESS_SAVING_PCT,
 			    .dict_mode = LARDER_DICTIONARY_TRAIN, .unix_mask = DEFAULT_UNIX_MASK,
-			    .backlog = DEFAULT_BACKLOG};
+			    .backlog = DEFAULT_BACKLOG, .shards = 1};
 	static char snapshot_path[PATH_MAX], socket_path[PATH_MAX], pid_path[PATH_MAX];
 	static struct larderd_shared sh;
 	struct larderd_net *net;

@@ -16,7 +16,9 @@ Checks:
     mode; memcached's tuning options (-f -n -L -R -D -W -o -U 0 -b -r) are
     accepted and the server serves;
   - what larderd cannot do (-M -C -S -Y -Z) and an unknown user are refused
-    at start-up with a message naming it, exit status 64 or 71.
+    at start-up with a message naming it, exit status 64 or 71;
+  - --shards (larderd's own): 4 serves every item, a value that is not a
+    power of two from 1 to 64 is refused with a message.
 """
 import os
 import pwd
@@ -186,6 +188,39 @@ def check_refusals(larderd):
     print("-M -C -S -Y -Z and an unknown user: refused with a message")
 
 
+def check_shards(larderd):
+    """--shards K: a power of two up to 64 serves every item; anything else is
+    refused at start-up with a message."""
+    (lp,) = free_ports(1)
+    for bad in ("0", "3", "128", "-4", "4k", "x"):
+        r = subprocess.run([larderd, "-p", str(lp), "-l", "127.0.0.1", "--shards=" + bad],
+                           capture_output=True, timeout=60)
+        if r.returncode == 0 or b"--shards" not in r.stderr:
+            raise RuntimeError("--shards=%s: exit %d, %r" % (bad, r.returncode, r.stderr))
+    threads = {}
+    for shards in ("1", "4"):
+        p = subprocess.Popen([larderd, "-p", str(lp), "-l", "127.0.0.1", "--shards=" + shards])
+        try:
+            wait_port(lp)
+            sets = b"".join(b"set k%d 0 0 2\r\nv%d\r\n" % (i, i % 10) for i in range(400))
+            if talk(lp, sets) != b"STORED\r\n" * 400:
+                raise RuntimeError("--shards=%s: a set was not stored" % shards)
+            gets = talk(lp, b"get " + b" ".join(b"k%d" % i for i in range(400)) + b"\r\n")
+            want = b"".join(b"VALUE k%d 0 2\r\nv%d\r\n" % (i, i % 10) for i in range(400))
+            if gets != want + b"END\r\n":
+                raise RuntimeError("--shards=%s: the items did not read back" % shards)
+            threads[shards] = len(os.listdir("/proc/%d/task" % p.pid))
+        finally:
+            p.terminate()
+            wait_exit(p, "larderd --shards=" + shards)
+    # one maintainer thread per shard, the rest the same
+    if threads["4"] - threads["1"] != 3:
+        raise RuntimeError("--shards=4: %d threads against %d with one shard"
+                           % (threads["4"], threads["1"]))
+    print("--shards: 1 and 4 serve every item (4: three more maintainer threads);"
+          " 0, 3, 128, -4, 4k and x refused with a message")
+
+
 def main():
     larderd, memcached = os.path.abspath(sys.argv[1]), sys.argv[2]
     with tempfile.TemporaryDirectory() as tmp:
@@ -194,6 +229,7 @@ def main():
         check_daemon(larderd, tmp)
         check_user_and_mask(larderd, tmp)
         check_refusals(larderd)
+        check_shards(larderd)
     print("PASS")
 
 
