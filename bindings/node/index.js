@@ -67,7 +67,7 @@ const REASONS = ['delete', 'set', 'expire', 'evict', 'clear'];
 /* Bits of registry.h's enum lnode_setting_bit. */
 const GIVEN = {
   maxSize: 1, max: 2, ttl: 4, maxKeyBytes: 8, maxValueBytes: 16, policy: 32, updateAgeOnGet: 64,
-  compression: 128, pool: 256, minShare: 512, maxShare: 512, missCost: 1024,
+  compression: 128, pool: 256, minShare: 512, maxShare: 512, missCost: 1024, shards: 2048,
 };
 
 /*
@@ -253,6 +253,9 @@ class LarderCache {
       throw typeError('updateAgeOnGet must be a boolean');
     }
     const updateAgeOnGet = o.updateAgeOnGet === true;
+    const shards = o.shards === undefined ? 1 : checkInteger('shards', o.shards, 1, 64);
+    if ((shards & (shards - 1)) !== 0) throw rangeError(`shards must be a power of two, got ${shards}`);
+    if (shards > 1 && pool.pool !== null) throw typeError('shards cannot be combined with pool: a pooled cache has one shard');
     if (o.dispose !== undefined && typeof o.dispose !== 'function') throw typeError('dispose must be a function');
     const queueBytes = o.disposeQueueBytes === undefined ? DEFAULT_DISPOSE_QUEUE_BYTES
       : checkInteger('disposeQueueBytes', o.disposeQueueBytes, 4096, 2 ** 40);
@@ -276,7 +279,7 @@ class LarderCache {
       maxKeyBytes, maxValueBytes + 1, POLICIES[policyName], updateAgeOnGet ? 1 : 0, given,
       this.#dispose ? (buf, records) => this.#deliver(buf, records) : null,
       queueBytes, compression.minSize === 0 ? 0 : compression.minSize + 1, compression.minSaving,
-      pool.native, pool.minShare, pool.maxShare, pool.missCost);
+      pool.native, pool.minShare, pool.maxShare, pool.missCost, shards);
     if (pool.pool !== null) {
       this.#pool = pool.pool;
       poolAttach(this.#pool);

@@ -337,17 +337,17 @@ static const struct {
 /*
  * open(name | null, capacity, maxEntries, ttl, maxKey, maxValue, policy, expiry,
  *      given, deliver | null, queueBytes, compressMin, compressSaving,
- *      pool | null, minShare, maxShare, missCost) -> { get, set, ... }
+ *      pool | null, minShare, maxShare, missCost, shards) -> { get, set, ... }
  */
 static napi_value mod_open(napi_env env, napi_callback_info info)
 {
-	napi_value argv[17], obj, resource;
+	napi_value argv[18], obj, resource;
 	napi_property_descriptor props[HANDLE_OPS];
-	size_t argc = 17, i;
+	size_t argc = 18, i;
 	struct env_data *ed;
 	struct lnode_settings s;
 	struct handle *h;
-	uint64_t u[8], cmin, csaving;
+	uint64_t u[8], cmin, csaving, shards;
 	struct pool_ref *pool = NULL;
 	double shares[3];
 	char name[256];
@@ -363,6 +363,8 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 	if (!arg_u64(env, argv[11], &cmin) || !arg_u64(env, argv[12], &csaving))
 		return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
 				   "larder: bad compression arguments");
+	if (!arg_u64(env, argv[17], &shards))
+		return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "larder: bad shards argument");
 	napi_typeof(env, argv[13], &type);
 	if (type != napi_null && (pool = pool_ref_arg(env, argv[13])) == NULL)
 		return NULL;
@@ -386,6 +388,7 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 		.min_share = shares[0],
 		.max_share = shares[1],
 		.miss_cost = shares[2],
+		.shards = (unsigned)shards,
 	};
 	h = calloc(1, sizeof(*h));
 	if (h == NULL)

@@ -90,6 +90,7 @@ static int settings_apply(larder_config *cfg, const struct lnode_settings *s, vo
 		return rc;
 	}
 	if ((rc = larder_config_set_expected_entries(cfg, s->expected_entries)) != LARDER_OK ||
+	    (rc = larder_config_set_shards(cfg, s->shards)) != LARDER_OK ||
 	    (rc = larder_config_set_default_ttl_ms(cfg, s->default_ttl_ms)) != LARDER_OK ||
 	    (rc = larder_config_set_max_key_bytes(cfg, s->max_key_bytes)) != LARDER_OK ||
 	    (rc = larder_config_set_max_value_bytes(cfg, s->max_value_bytes)) != LARDER_OK ||
@@ -170,6 +171,8 @@ static const char *settings_mismatch(const struct lnode_settings *have,
 		return "minShare/maxShare";
 	if ((given & LNODE_SET_MISS_COST) && have->miss_cost != want->miss_cost)
 		return "missCost";
+	if ((given & LNODE_SET_SHARDS) && have->shards != want->shards)
+		return "shards";
 	return NULL;
 }
 

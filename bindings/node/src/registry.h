@@ -33,6 +33,7 @@ struct lnode_settings {
 	unsigned compress_saving; /* its min_saving_percent */
 	struct lnode_pool *pool;  /* NULL: capacity_bytes; else the pool sets the capacity */
 	double min_share, max_share, miss_cost; /* the cache's place in its pool */
+	unsigned shards;          /* larder_config_set_shards */
 };
 
 /* Bits of lnode_registry_open()'s given: the settings the caller chose. */
@@ -48,6 +49,7 @@ enum lnode_setting_bit {
 	LNODE_SET_POOL = 1u << 8,
 	LNODE_SET_SHARES = 1u << 9,
 	LNODE_SET_MISS_COST = 1u << 10,
+	LNODE_SET_SHARDS = 1u << 11,
 };
 
 /* Returned by lnode_registry_open() besides the larder errors. */

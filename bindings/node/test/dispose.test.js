@@ -102,3 +102,34 @@ test('closing with removals in flight is safe; nothing is delivered twice', asyn
   const seen = new Set(r.events.map((e) => e.value));
   assert.equal(seen.size, r.events.length);
 });
+
+test('shards: four maintainers report every removal once; the count is checked', async () => {
+  const fs = require('node:fs');
+  const threads = () => fs.readdirSync('/proc/self/task').length;
+  for (const bad of [0, 3, 6, 128, 1.5]) {
+    assert.throws(() => new LarderCache({ shards: bad }), /shards must be/);
+  }
+  assert.throws(() => new LarderCache({ shards: '4' }), TypeError);
+  const t0 = threads();
+  const one = new LarderCache({ maxSize: 1 << 20, shards: 1 });
+  const t1 = threads();
+  const r = recorder();
+  const c = new LarderCache({ maxSize: 16 << 20, shards: 4, dispose: r.dispose });
+  const t4 = threads();
+  assert.equal((t4 - t1) - (t1 - t0), 3, 'one maintainer thread per shard');
+  one.close();
+  for (let i = 0; i < 2000; i++) c.set(`k${i}`, `v${i}`);
+  for (let i = 0; i < 2000; i += 2) assert.equal(c.delete(`k${i}`), true);
+  for (let i = 1; i < 2000; i += 2) assert.equal(c.get(`k${i}`), `v${i}`);
+  c.clear();
+  await waitFor(() => r.events.length >= 2000, 'every removal');
+  const seen = new Map();
+  for (const e of r.events) {
+    assert.equal(seen.has(e.key), false, `${e.key} reported twice`);
+    seen.set(e.key, e.reason);
+  }
+  assert.equal(seen.size, 2000);
+  for (let i = 0; i < 2000; i++) assert.equal(seen.get(`k${i}`), i % 2 === 0 ? 'delete' : 'clear');
+  assert.equal(c.size, 0);
+  c.close();
+});

@@ -51,6 +51,7 @@ test('pool options and ordering: clear errors', () => {
   assert.throws(() => new LarderCache({ pool: {} }), { name: 'TypeError', message: /LarderPool/ });
   assert.throws(() => new LarderCache({ pool, maxSize: MiB }), { name: 'TypeError', message: /maxSize/ });
   assert.throws(() => new LarderCache({ pool, max: 100 }), { name: 'TypeError', message: /max/ });
+  assert.throws(() => new LarderCache({ pool, shards: 2 }), { name: 'TypeError', message: /one shard/ });
   assert.throws(() => new LarderCache({ minShare: 0.1 }), { name: 'TypeError', message: /pool/ });
   assert.throws(() => new LarderCache({ pool, minShare: 'x' }), TypeError);
   for (const bad of [{ minShare: 0.6, maxShare: 0.5 }, { maxShare: 0 }, { maxShare: 1.5 },
