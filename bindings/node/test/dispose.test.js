@@ -132,4 +132,9 @@ test('shards: four maintainers report every removal once; the count is checked',
   for (let i = 0; i < 2000; i++) assert.equal(seen.get(`k${i}`), i % 2 === 0 ? 'delete' : 'clear');
   assert.equal(c.size, 0);
   c.close();
+  const named = new LarderCache({ name: 'shards-test', shards: 2 });
+  assert.throws(() => new LarderCache({ name: 'shards-test', shards: 4 }), /another shards/);
+  const joined = new LarderCache({ name: 'shards-test' });
+  joined.close();
+  named.close();
 });
