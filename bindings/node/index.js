@@ -484,13 +484,19 @@ class LarderCache {
     if (n > 1) {
       let s = '';
       let units = 0;
+      const lens = meta;
       for (let i = 0; i < n; i++) {
         const k = keys[i];
-        if (typeof k !== 'string' || (units += k.length) > ROPE_MAX_UNITS) {
+        if (typeof k !== 'string') {
           s = null;
           break;
         }
-        meta[i] = k.length;
+        const len = k.length;
+        if ((units += len) > ROPE_MAX_UNITS) {
+          s = null;
+          break;
+        }
+        lens[i] = len;
         s += k;
       }
       joined = s;
@@ -508,10 +514,12 @@ class LarderCache {
     let off = 0;
     if (text !== null && lens[n] === 0) {
       // Every value is a string (the addon's meta[n]): cut them without
-      // reading their tags (docs/node.md: the instructions saved).
+      // reading their tags (docs/node.md: the instructions saved). slice,
+      // not substring: V8's optimised code clamps slice's arguments in 8
+      // fewer instructions (substring may also swap them); the same string.
       for (let i = 0; i < n; i++) {
         const len = lens[i];
-        out[i] = len === 0 ? undefined : text.substring(off + 1, (off += len));
+        out[i] = len === 0 ? undefined : text.slice(off + 1, (off += len));
       }
       return out;
     }
@@ -529,7 +537,7 @@ class LarderCache {
       // One string for the batch: every value is a string or JSON value, and len and
       // off count its UTF-16 units (the tag is one), not the scratch's bytes.
       if (text !== null) {
-        const v = text.substring(off + 1, off + len);
+        const v = text.slice(off + 1, off + len);
         out[i] = (text.charCodeAt(off) & ~TAG_ASCII) === TAG_JSON ? JSON.parse(v) : v;
       } else if (buf[off] === TAG_BYTES) {
         if (bytes === null) {

@@ -182,27 +182,143 @@ static bool take_token(struct larderd_exec *x, const struct larderd_req *req)
 	return false;
 }
 
-static void exec_mg(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
-{
-	size_t len, mark = out->len;
+/*
+ * One mg, its reply built as the item is read. The value goes from the
+ * stored bytes to the reply in one copy, inside the read callback (mg_hit),
+ * unless a write must come between: a win token to take (W) or an O over
+ * 32 bytes (the reply is dropped); then the callback copies the item into
+ * x->a and exec_mg finishes the reply from there.
+ */
+struct mg_state {
+	struct larderd_exec *x;
+	const struct larderd_req *req;
+	struct larderd_obuf *out;
+	size_t len; /* the item's, header included */
 	uint64_t cas;
 	uint32_t flags;
 	uint8_t bits;
-	bool created = false, won = false;
+	bool hit, created, won;
+	bool o_long; /* an O over 32 bytes: the reply fails */
+	bool done;   /* the reply is complete, value included */
+	struct pending_ttl ttl;
+};
+
+/* The reply line up to its last requested flag; false at an O over 32 bytes. */
+static bool mg_line(struct mg_state *m)
+{
+	struct larderd_exec *x = m->x;
+	const struct larderd_req *req = m->req;
+	struct larderd_obuf *out = m->out;
+
+	if (has(req, 'v')) {
+		larderd_obuf_add(out, "VA ", 3);
+		larderd_obuf_u64(out, m->len - LARDERD_HDR);
+	} else {
+		larderd_obuf_add(out, "HD", 2);
+	}
+	for (int i = 2; i < req->ntok; i++) {
+		const struct larderd_tok *t = &req->tok[i];
+		switch (t->p[0]) {
+		case 'T':
+			larderd_stat_add(x, WS_CMD_TOUCH, 1);
+			m->ttl = (struct pending_ttl){true, false, req->meta.ttl_T};
+			break;
+		case 'N':
+			if (m->created) {
+				m->ttl = (struct pending_ttl){true, false, req->meta.ttl_N};
+				m->won = true;
+			}
+			break;
+		case 'R':
+			if (!(m->bits & LARDERD_BIT_WON) && !m->created &&
+			    recache_due(x, req, &m->ttl))
+				m->won = true;
+			break;
+		case 's':
+			larderd_obuf_add(out, " s", 2);
+			larderd_obuf_u64(out, m->len - LARDERD_HDR);
+			break;
+		case 't': ttl_flag(x, out, req, &m->ttl); break;
+		case 'c': larderd_obuf_add(out, " c", 2); larderd_obuf_u64(out, m->cas); break;
+		case 'f': larderd_obuf_add(out, " f", 2); larderd_obuf_u64(out, m->flags); break;
+		case 'l':
+			larderd_obuf_add(out, " l", 2);
+			larderd_obuf_u64(out, larderd_age_seconds(m->cas));
+			break;
+		case 'h':
+			larderd_obuf_add(out, (m->bits & LARDERD_BIT_FETCHED) ? " h1" : " h0", 3);
+			break;
+		case 'O':
+			if (t->n > LARDERD_META_OPAQUE_MAX)
+				return false;
+			larderd_obuf_add(out, " ", 1);
+			larderd_obuf_add(out, t->p, t->n);
+			break;
+		case 'k':
+			echo_key(out, req, (m->bits & LARDERD_BIT_BINKEY) != 0);
+			break;
+		default:
+			break;
+		}
+	}
+	if (m->bits & LARDERD_BIT_WON)
+		larderd_obuf_add(out, " Z", 2);
+	if (m->bits & LARDERD_BIT_STALE) {
+		larderd_obuf_add(out, " X", 2);
+		if (!(m->bits & LARDERD_BIT_WON))
+			m->won = true;
+	}
+	return true;
+}
+
+/* larder_get_with's callback: a hit's reply, from the stored bytes in place
+ * (only reads of the engine in here: a write waits for exec_mg). */
+static void mg_hit(void *ctx, const void *value, size_t len)
+{
+	struct mg_state *m = ctx;
+	struct larderd_exec *x = m->x;
+	const unsigned char *v = value;
+
+	if (len < LARDERD_HDR) /* not an item: a miss, as larderd_read_item reads it */
+		return;
+	m->hit = true;
+	m->len = len;
+	larderd_hdr_get(v, &m->cas, &m->flags, &m->bits);
+	if (!mg_line(m)) {
+		m->o_long = true;
+		return;
+	}
+	if (m->won) {
+		/* take_token writes before the line ends: keep the value read */
+		if (!larderd_grow(&x->a, &x->a_cap, len))
+			m->out->failed = true;
+		else
+			memcpy(x->a, v, len);
+		return;
+	}
+	larderd_obuf_add(m->out, "\r\n", 2);
+	if (has(m->req, 'v')) {
+		larderd_obuf_add(m->out, v + LARDERD_HDR, len - LARDERD_HDR);
+		larderd_obuf_add(m->out, "\r\n", 2);
+	}
+	m->done = true;
+}
+
+static void exec_mg(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
+{
+	size_t mark = out->len;
 	bool locked = has(req, 'N') || has(req, 'T') || has(req, 'R') || has(req, 'l') || has(req, 'h');
-	struct pending_ttl ttl = {false, false, 0};
-	int rc;
+	struct mg_state m = {.x = x, .req = req, .out = out, .ttl = {false, false, 0}};
 
 	if (has(req, 'h'))
 		larderd_track_fetched(x);
-	rc = larderd_read_item(x, req->key.p, req->key.n, &len);
+	larderd_ignore(larder_get_with(x->sh->cache, req->key.p, req->key.n, mg_hit, &m));
 	larderd_stat_add(x, WS_CMD_GET, 1);
-	if (rc != LARDER_OK && has(req, 'N') && vivify(x, req, &cas)) {
-		created = true;
-		len = LARDERD_HDR;
-		flags = 0;
-		bits = 0;
-	} else if (rc != LARDER_OK) {
+	if (!m.hit && has(req, 'N') && vivify(x, req, &m.cas)) {
+		m.created = true;
+		m.len = LARDERD_HDR;
+		m.o_long = !mg_line(&m);
+	} else if (!m.hit) {
 		larderd_stat_add(x, WS_GET_MISSES, 1);
 		larderd_obuf_add(out, "EN", 2);
 		if (!echo_plain(out, req, 2))
@@ -214,80 +330,29 @@ static void exec_mg(struct larderd_exec *x, struct larderd_req *req, struct lard
 		return;
 	} else {
 		larderd_stat_add(x, WS_GET_HITS, 1);
-		larderd_hdr_get(x->a, &cas, &flags, &bits);
 	}
-	if (has(req, 'v')) {
-		larderd_obuf_add(out, "VA ", 3);
-		larderd_obuf_u64(out, len - LARDERD_HDR);
-	} else {
-		larderd_obuf_add(out, "HD", 2);
+	if (m.o_long) {
+		/* memcached read the item with its bump unless a flag made it
+		 * hold the item to bump at the end */
+		if (!has(req, 'u') && !locked && !(m.bits & LARDERD_BIT_FETCHED))
+			larderd_mark_fetched(x, req->key.p, req->key.n);
+		larderd_ignore(settle_ttl(x, req, &m.ttl));
+		return fail_at(out, mark, k_opaque_long);
 	}
-	for (int i = 2; i < req->ntok; i++) {
-		const struct larderd_tok *t = &req->tok[i];
-		switch (t->p[0]) {
-		case 'T':
-			larderd_stat_add(x, WS_CMD_TOUCH, 1);
-			ttl = (struct pending_ttl){true, false, req->meta.ttl_T};
-			break;
-		case 'N':
-			if (created) {
-				ttl = (struct pending_ttl){true, false, req->meta.ttl_N};
-				won = true;
-			}
-			break;
-		case 'R':
-			if (!(bits & LARDERD_BIT_WON) && !created && recache_due(x, req, &ttl))
-				won = true;
-			break;
-		case 's': larderd_obuf_add(out, " s", 2); larderd_obuf_u64(out, len - LARDERD_HDR); break;
-		case 't': ttl_flag(x, out, req, &ttl); break;
-		case 'c': larderd_obuf_add(out, " c", 2); larderd_obuf_u64(out, cas); break;
-		case 'f': larderd_obuf_add(out, " f", 2); larderd_obuf_u64(out, flags); break;
-		case 'l':
-			larderd_obuf_add(out, " l", 2);
-			larderd_obuf_u64(out, larderd_age_seconds(cas));
-			break;
-		case 'h':
-			larderd_obuf_add(out, (bits & LARDERD_BIT_FETCHED) ? " h1" : " h0", 3);
-			break;
-		case 'O':
-			if (t->n > LARDERD_META_OPAQUE_MAX) {
-				/* memcached read the item with its bump unless a flag
-				 * made it hold the item to bump at the end */
-				if (!has(req, 'u') && !locked && !(bits & LARDERD_BIT_FETCHED))
-					larderd_mark_fetched(x, req->key.p, req->key.n);
-				larderd_ignore(settle_ttl(x, req, &ttl));
-				return fail_at(out, mark, k_opaque_long);
-			}
-			larderd_obuf_add(out, " ", 1);
-			larderd_obuf_add(out, t->p, t->n);
-			break;
-		case 'k':
-			echo_key(out, req, (bits & LARDERD_BIT_BINKEY) != 0);
-			break;
-		default:
-			break;
+	if (!m.done) {
+		if (m.won)
+			m.won = take_token(x, req) || m.created;
+		if (m.won)
+			larderd_obuf_add(out, " W", 2);
+		larderd_obuf_add(out, "\r\n", 2);
+		if (has(req, 'v')) {
+			if (m.len > LARDERD_HDR && !m.created)
+				larderd_obuf_add(out, x->a + LARDERD_HDR, m.len - LARDERD_HDR);
+			larderd_obuf_add(out, "\r\n", 2);
 		}
 	}
-	if (bits & LARDERD_BIT_WON)
-		larderd_obuf_add(out, " Z", 2);
-	if (bits & LARDERD_BIT_STALE) {
-		larderd_obuf_add(out, " X", 2);
-		if (!(bits & LARDERD_BIT_WON))
-			won = true;
-	}
-	if (won)
-		won = take_token(x, req) || created;
-	if (won)
-		larderd_obuf_add(out, " W", 2);
-	larderd_obuf_add(out, "\r\n", 2);
-	if (has(req, 'v')) {
-		if (len > LARDERD_HDR && !created)
-			larderd_obuf_add(out, x->a + LARDERD_HDR, len - LARDERD_HDR);
-		larderd_obuf_add(out, "\r\n", 2);
-	}
 	/* memcached bumps the item at the end (a created one too), unless u */
-	if (settle_ttl(x, req, &ttl) && !has(req, 'u') && !(bits & LARDERD_BIT_FETCHED))
+	if (settle_ttl(x, req, &m.ttl) && !has(req, 'u') && !(m.bits & LARDERD_BIT_FETCHED))
 		larderd_mark_fetched(x, req->key.p, req->key.n);
 }
 

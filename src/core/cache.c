@@ -28,6 +28,7 @@
  *       wait_pass() for why, and for the waits on the event ring and index.
  */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -142,6 +143,14 @@ static inline struct larder__table *root_at(larder *c, unsigned k)
 {
 	/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
 	return (struct larder__table *)atomic_load_explicit(&c->root[k], LARDER__ACQUIRE);
+}
+
+/* The same through the shard (s->table is &c->root[s->index]): a writer,
+ * which holds the shard's pointer from its handle, keeps no index live. */
+static inline struct larder__table *shard_root(struct larder__shard *s)
+{
+	/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
+	return (struct larder__table *)atomic_load_explicit(s->table, LARDER__ACQUIRE);
 }
 
 /* The index root of the shard that holds keys of this hash. */
@@ -1066,6 +1075,89 @@ write_post(struct op *op, struct bulk *bulk, enum larder__event_kind kind, uint3
 	larder__events_post(op->handle, kind, cause, sclass, a, b, hash);
 }
 
+/* write_index(): no free slot within reach of the key's home. Neither a
+ * status nor an error of larder.h. */
+#define WRITE_NO_SLOT INT_MIN
+
+/* A write's index step, in op's read section: e takes the key's slot, or
+ * one is found for it, as mode allows (LARDER_OK, and the event posted),
+ * or the mode's failure, or WRITE_NO_SLOT with *full (unless full is
+ * NULL) the table to grow. Inlined: mode and bulk are the caller's
+ * constants. */
+static inline __attribute__((always_inline)) int
+write_index(larder *c, struct larder__shard *s, struct op *op, struct bulk *bulk,
+	    enum write_mode mode, const void *key, size_t key_len, const void *expected,
+	    size_t expected_len, uint64_t hash, struct larder__entry *e, unsigned sclass,
+	    struct larder__table **full)
+{
+	struct larder__table *t;
+	struct larder__bucket *home = larder__table_lock(shard_root(s), hash, &t);
+	larder__atomic_u64 *slot = larder__table_find_from_locked(t, home, hash, key, key_len);
+	/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
+	struct larder__entry *old =
+		slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
+	int live = old && !entry_expired(c, op, old);
+	int rc = LARDER_OK;
+	if (mode == W_IF_ABSENT && live)
+		rc = LARDER_EXISTS;
+	else if ((mode == W_REPLACE || mode == W_IF_EQUALS) && !live)
+		rc = LARDER_MISS;
+	else if (mode == W_IF_EQUALS)
+		rc = value_check(c, old, expected, expected_len);
+	if (rc != LARDER_OK) {
+		larder__table_unlock(home);
+		return rc;
+	}
+	if (slot) {
+		larder__table_set_locked(slot, larder__slot_word(hash, e));
+		larder__table_unlock(home);
+		write_post(op, bulk, LARDER__EV_REPLACE,
+			   live ? LARDER_CAUSE_REPLACED : LARDER_CAUSE_EXPIRED, sclass, old, e, hash);
+		return LARDER_OK;
+	}
+	/* A maintainer thread may not wait for a growth (wait_pass): it
+	 * probes as far as it takes, which only costs lookups of these
+	 * homes longer probes until the index grows (TABLE-L2 in index/table.h). */
+	if (larder__table_insert_locked(t, hash, larder__slot_word(hash, e),
+					op->thread->maintainer ? SIZE_MAX : LARDER__PROBE_LIMIT) == 0) {
+		larder__table_unlock(home);
+		write_post(op, bulk, LARDER__EV_INSERT, 0, sclass, NULL, e, hash);
+		return LARDER_OK;
+	}
+	larder__table_unlock(home);
+	if (full)
+		*full = t;
+	return WRITE_NO_SLOT;
+}
+
+/* write_index() found no free slot: the maintainer must grow the index,
+ * and we wait for its passes (WAIT_INDEX). Each try is made after room_seq
+ * was loaded (A-ROOM: a pass that ends after the load wakes the wait), so
+ * the first try repeats the caller's, which needed no load. In and out of
+ * op's read section, as the caller. */
+static __attribute__((noinline)) int
+write_index_wait(larder *c, struct larder__shard *s, struct op *op, struct bulk *bulk,
+		 enum write_mode mode, const void *key, size_t key_len, const void *expected,
+		 size_t expected_len, uint64_t hash, struct larder__entry *e, unsigned sclass)
+{
+	struct wait_state index_wait = { 0, 0 };
+	struct larder__table *full = NULL;
+	for (;;) {
+		/* A-ROOM: acquire, pairs with the release bump in wake_writers(). */
+		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
+		int rc = write_index(c, s, op, bulk, mode, key, key_len, expected, expected_len,
+				     hash, e, sclass, &full);
+		if (rc != WRITE_NO_SLOT)
+			return rc;
+		op_exit(op);
+		atomic_store_explicit(&s->grow_wanted, (uintptr_t)full, LARDER__RELAXED); /* a hint */
+		rc = wait_pass(c, s, op, WAIT_INDEX, &index_wait, seq);
+		op_enter(op);
+		if (rc != LARDER_OK)
+			return rc;
+	}
+}
+
 /* charge_limit: LARDER_EVALSIZE when the entry would charge more (UINT64_MAX:
  * none); *charged (when not NULL) gets its charge on success. bulk: NULL, or
  * a bulk writer's batch, whose operation this write continues, with the
@@ -1085,6 +1177,7 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 				    (mode != W_IF_EQUALS || expected || !expected_len));
 	if (rc != LARDER_OK)
 		return rc;
+	uint64_t hash = bulk ? bulk_hash : larder__hash(c->seed, key, key_len);
 	if (value_len > c->max_value_bytes)
 		return LARDER_EVALSIZE;
 	ttl_ms = resolve_ttl(c, ttl_ms);
@@ -1106,9 +1199,8 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		op = bulk->op;
 	else if ((rc = op_begin(c, &op)) != LARDER_OK)
 		goto fail_packed;
-	uint64_t hash = bulk ? bulk_hash : larder__hash(c->seed, key, key_len);
-	unsigned k = op_route(c, &op, hash);
-	struct larder__shard *s = &c->shard[k];
+	op_route(c, &op, hash);
+	struct larder__shard *s = op.handle->shard;
 	if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
 		goto fail_packed;
 	uint64_t deadline_ms =
@@ -1121,57 +1213,13 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		op.handle->credit += (int64_t)charge;
 		return LARDER_ENOMEM;
 	}
-	uint64_t word = larder__slot_word(hash, e);
-	struct wait_state index_wait = { 0, 0 };
 	op_enter(&op);
-	for (;;) {
-		/* A-ROOM: a pass that ends after this load wakes us below. */
-		uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
-		struct larder__table *t;
-		struct larder__bucket *home = larder__table_lock(root_at(c, k), hash, &t);
-		larder__atomic_u64 *slot = larder__table_find_from_locked(t, home, hash, key, key_len);
-		/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
-		struct larder__entry *old =
-			slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
-		int live = old && !entry_expired(c, &op, old);
-		rc = LARDER_OK;
-		if (mode == W_IF_ABSENT && live)
-			rc = LARDER_EXISTS;
-		else if ((mode == W_REPLACE || mode == W_IF_EQUALS) && !live)
-			rc = LARDER_MISS;
-		else if (mode == W_IF_EQUALS)
-			rc = value_check(c, old, expected, expected_len);
-		if (rc != LARDER_OK) {
-			larder__table_unlock(home);
-			break;
-		}
-		if (slot) {
-			larder__table_set_locked(slot, word);
-			larder__table_unlock(home);
-			write_post(&op, bulk, LARDER__EV_REPLACE,
-				   live ? LARDER_CAUSE_REPLACED : LARDER_CAUSE_EXPIRED, sclass, old,
-				   e, hash);
-			break;
-		}
-		/* A maintainer thread may not wait for a growth (wait_pass): it
-		 * probes as far as it takes, which only costs lookups of these
-		 * homes longer probes until the index grows (TABLE-L2 in index/table.h). */
-		if (larder__table_insert_locked(t, hash, word,
-						op.thread->maintainer ? SIZE_MAX
-								      : LARDER__PROBE_LIMIT) == 0) {
-			larder__table_unlock(home);
-			write_post(&op, bulk, LARDER__EV_INSERT, 0, sclass, NULL, e, hash);
-			break;
-		}
-		/* No free slot within reach: the maintainer must grow the index. */
-		larder__table_unlock(home);
-		op_exit(&op);
-		atomic_store_explicit(&s->grow_wanted, (uintptr_t)t, LARDER__RELAXED); /* a hint */
-		rc = wait_pass(c, s, &op, WAIT_INDEX, &index_wait, seq);
-		op_enter(&op);
-		if (rc != LARDER_OK)
-			break;
-	}
+	/* No table to grow asked for: write_index_wait() tries again for its own. */
+	rc = write_index(c, s, &op, bulk, mode, key, key_len, expected, expected_len, hash, e,
+			 sclass, NULL);
+	if (__builtin_expect(rc == WRITE_NO_SLOT, 0))
+		rc = write_index_wait(c, s, &op, bulk, mode, key, key_len, expected, expected_len,
+				      hash, e, sclass);
 	op_exit(&op);
 	if (rc != LARDER_OK) {
 		entry_unbuild(s, &op, e, charge);
@@ -1536,32 +1584,43 @@ static struct larder__table *first_table(const struct larder *c)
 int larder_clear(larder *c)
 {
 	struct op op;
+	struct larder__table *fresh[LARDER_SHARDS_MAX];
+	unsigned made = 0;
 	if (!c)
 		return LARDER_EINVAL;
 	int rc = op_begin(c, &op);
-	for (unsigned k = 0; rc == LARDER_OK && k < c->shard_count; k++) {
-		struct larder__shard *s = &c->shard[k];
-		op.handle = op.handles[k];
+	/* Every shard's event room and empty table before any swap: an error
+	 * leaves every shard as it was (larder.h: nothing was cleared). The
+	 * room stays reserved: only this thread posts to its handles. */
+	for (; rc == LARDER_OK && made < c->shard_count; made++) {
+		op.handle = op.handles[made];
 		if ((rc = reserve_room(c, &op, 0)) != LARDER_OK)
 			break;
-		op_enter(&op);
-		struct larder__table *fresh = first_table(c);
-		if (!fresh) {
-			op_exit(&op);
+		if (!(fresh[made] = first_table(c))) {
 			rc = LARDER_ENOMEM;
 			break;
 		}
+	}
+	if (rc != LARDER_OK) {
+		while (made-- > 0)
+			larder__table_destroy(fresh[made]);
+		return rc;
+	}
+	for (unsigned k = 0; k < c->shard_count; k++) {
+		struct larder__shard *s = &c->shard[k];
+		op.handle = op.handles[k];
+		op_enter(&op);
 		/* R-ROOT: acq_rel; the release publishes the empty table, the
 		 * acquire makes the old root we hand to the maintainer the one we
 		 * replaced. */
 		struct larder__table *old = (struct larder__table *)atomic_exchange_explicit(
-			s->table, (uintptr_t)fresh, LARDER__ACQ_REL);
+			s->table, (uintptr_t)fresh[k], LARDER__ACQ_REL);
 		larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED,
 				    LARDER__EV_NO_CLASS, old, NULL, 0);
 		op_exit(&op);
 		larder__maint_wake(s, op.handle, 0); /* the old table's walk starts at once */
 	}
-	return rc;
+	return LARDER_OK;
 }
 
 int larder_set_capacity(larder *c, uint64_t bytes)

@@ -23,6 +23,7 @@
 #include "ttl/wheel.h"
 
 #define EVICT_PER_PASS 4096u
+#define SHARE_REFRESH 64u /* victims between two looks at the other shards' bytes */
 #define EXPIRE_PER_PASS 8192u
 #define STAGE_PER_PASS 256u /* timers cascaded ahead of time: ~50-100 us of misses */
 #define STAGE_PER_EXPIRY 4u /* ... and more per expiry of the pass (larder__maint_expire) */
@@ -132,11 +133,27 @@ static void wake_largest(struct larder__maint *m)
 }
 
 /*
+ * Whether this shard takes its turn at eviction: its own bytes are at least
+ * the mean of the published ones, less an eighth. Shards of about equal size
+ * then evict side by side, each down to an eighth under the mean per pass;
+ * with the bare mean the first victim put a shard under it, and equal shards
+ * handed the work to one another an entry per pass and wake-up (a cut from
+ * 56 to 8 MiB over four shards took over 2 s for 36,000 victims, where one
+ * shard took under 0.5 s for 49,000).
+ */
+static int takes_turn(const struct larder__maint *m, uint64_t others)
+{
+	uint64_t mean = (m->live_bytes + others) / m->shards;
+	return m->live_bytes >= mean - mean / 8;
+}
+
+/*
  * MAINT-M4 over shards: evicts from this shard's policy while the cache's
  * live bytes (its own, exact, and the others' published ones) plus what
- * writers want exceed the capacity, and while this shard's own bytes are at
- * least the mean, so that the largest shards evict first and a shard of
- * big values is not starved by the others' overshoot (docs/shards.md).
+ * writers want exceed the capacity, and while this shard's own bytes are
+ * near the mean or above (takes_turn), so that the largest shards evict
+ * first and a shard of big values is not starved by the others' overshoot
+ * (docs/shards.md).
  */
 uint64_t larder__maint_evict(struct larder__maint *m)
 {
@@ -153,7 +170,7 @@ uint64_t larder__maint_evict(struct larder__maint *m)
 	uint64_t others = m->shards > 1 ? others_live_bytes(m) : 0;
 	uint64_t n = 0;
 	while (m->live_bytes + others + want > cap && n < EVICT_PER_PASS) {
-		if (m->live_bytes < (m->live_bytes + others) / m->shards) {
+		if (!takes_turn(m, others)) {
 			wake_largest(m);
 			break;
 		}
@@ -168,6 +185,16 @@ uint64_t larder__maint_evict(struct larder__maint *m)
 					     victim_expired(c, e) ? LARDER_CAUSE_EXPIRED
 								 : LARDER_CAUSE_EVICTED,
 					     1);
+		/* Shards evicting side by side see one another's progress every
+		 * SHARE_REFRESH victims, not once a pass: each would otherwise
+		 * evict up to a pass's worth past the capacity (4,096 entries;
+		 * 5% of an 8 MiB cache of two shards). */
+		if (m->shards > 1 && n % SHARE_REFRESH == 0) {
+			/* Relaxed: a hint (core/shard.h), as below. */
+			atomic_store_explicit(&m->shard->live_bytes, m->live_bytes,
+					      LARDER__RELAXED);
+			others = others_live_bytes(m);
+		}
 	}
 	if (n && want)
 		atomic_store_explicit(&c->wanted, 0, LARDER__RELAXED); /* waiters re-assert */

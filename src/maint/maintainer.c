@@ -79,8 +79,8 @@
  *       wanted <= capacity, so with writers limited by the one budget, used
  *       bytes <= capacity + overshoot bound. With several shards a
  *       maintainer evicts only while its own live bytes are at least the
- *       mean of the published ones, and wakes the largest shard otherwise
- *       (maint/evict.c).
+ *       mean of the published ones less an eighth, and wakes the largest
+ *       shard otherwise (maint/evict.c).
  */
 #define _GNU_SOURCE
 #include "maint/maintainer.h"
@@ -348,17 +348,9 @@ static void *maint_main(void *arg)
 	return NULL;
 }
 
-void larder__maint_wake(struct larder__shard *s, struct larder__handle *posted, uint64_t due_ms)
+void larder__maint_wake_sleeper(struct larder__shard *s, struct larder__handle *posted,
+				uint64_t due_ms, uint32_t st)
 {
-	/* WAKE-W1: seq_cst fence between what the caller changed (its event post,
-	 * R-EV, or a flag) and this load; pairs with WAKE-W2 in maint_sleep() and
-	 * lazy_sleep(). */
-	atomic_thread_fence(LARDER__SEQ_CST);
-	/* WAKE-W4: acquire, pairs with lazy_sleep()'s seq_cst store of
-	 * MAINT_LAZY: the wake_at published before it. */
-	uint32_t st = atomic_load_explicit(&s->maint_sleeping, LARDER__ACQUIRE);
-	if (st == MAINT_AWAKE)
-		return;
 	if (posted && (st == MAINT_WINDOW || st == MAINT_LAZY) &&
 	    !larder__events_half_full(posted) &&
 	    (st == MAINT_WINDOW ||

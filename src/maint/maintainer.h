@@ -7,7 +7,9 @@
 
 #include <stdint.h>
 
+#include "core/cache.h"
 #include "larder.h"
+#include "sync/atomic.h"
 
 struct larder;
 struct larder__handle;
@@ -27,6 +29,10 @@ void larder__maint_stop(struct larder *cache, unsigned started);
  * their own, and every handle. Slab pages are left to the slab, which the
  * cache destroys after this (whoever creates it destroys it). */
 void larder__maint_destroy(struct larder__shard *shard);
+/* The rest of larder__maint_wake() when the maintainer sleeps: st is the
+ * sleep state it loaded (not MAINT_AWAKE). */
+void larder__maint_wake_sleeper(struct larder__shard *shard, struct larder__handle *posted,
+				uint64_t due_ms, uint32_t st);
 /*
  * The one way to wake a shard's maintainer. After posting an event through
  * `posted`, whose entry's deadline is `due_ms` (cache clock; UINT64_MAX:
@@ -35,9 +41,22 @@ void larder__maint_destroy(struct larder__shard *shard);
  * with WAKE-W2 in its sleep; WAKE-W4). With posted NULL: wakes it if it
  * sleeps at all (the caller changed something no ring shows: a thread's
  * exit, a writer waiting for room in its ring or index, a test seam).
+ * Inline up to the sleep state's load: a writer calls it after every post,
+ * and under writes the maintainer is mostly awake.
  */
-void larder__maint_wake(struct larder__shard *shard, struct larder__handle *posted,
-			uint64_t due_ms);
+static inline void larder__maint_wake(struct larder__shard *shard,
+				      struct larder__handle *posted, uint64_t due_ms)
+{
+	/* WAKE-W1: seq_cst fence between what the caller changed (its event post,
+	 * R-EV, or a flag) and this load; pairs with WAKE-W2 in maint_sleep() and
+	 * lazy_sleep(). */
+	atomic_thread_fence(LARDER__SEQ_CST);
+	/* WAKE-W4: acquire, pairs with lazy_sleep()'s seq_cst store of
+	 * MAINT_LAZY: the wake_at published before it. */
+	uint32_t st = atomic_load_explicit(&shard->maint_sleeping, LARDER__ACQUIRE);
+	if (st != MAINT_AWAKE)
+		larder__maint_wake_sleeper(shard, posted, due_ms, st);
+}
 /* larder__maint_wake(shard, NULL, 0) for every shard: the caller changed
  * something all maintainers share (the capacity, the stop flag, the budget
  * a writer waits for or is short of). */

@@ -11,9 +11,12 @@
  *            entries per second of the walk and the readers' and writers'
  *            operations per second with the walk as a ratio of without.
  *   --save:  fills --entries entries of --value-bytes values; per round:
- *            larder_save (with its fsync) of the cache, larder_load of the
- *            file into a fresh cache, and `cp` + `sync` of that file (the
- *            device's sequential speed for the same bytes), with the load's
+ *            larder_save (with its fsync) of the cache against the device's
+ *            sequential write of as many bytes (write + fsync), larder_load
+ *            of the file into a fresh cache with the file in the page cache
+ *            (warm) and again after evicting it (cold) against the device's
+ *            sequential read of the evicted file, and `cp` + `sync` of that
+ *            file (the issue's yardstick, kept beside them), with the load's
  *            user and system CPU time (the system part is mostly the
  *            kernel zeroing fresh pages for the new cache), how many
  *            CPUs that kept busy on average, and how often the loaders'
@@ -31,7 +34,9 @@
  * The machine may be shared: read the ratios, not the absolute numbers.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -214,7 +219,7 @@ static int cmp_d(const void *a, const void *b)
 static void report(const char *name, double *v, uint64_t n, const char *unit)
 {
 	qsort(v, (size_t)n, sizeof(*v), cmp_d);
-	printf("| %-44s | %12.3f | %10.3f .. %-10.3f | %s |\n", name, v[n / 2], v[0], v[n - 1], unit);
+	printf("| %-48s | %12.3f | %10.3f .. %-10.3f | %s |\n", name, v[n / 2], v[0], v[n - 1], unit);
 }
 
 static larder *open_cache(void)
@@ -266,17 +271,159 @@ static double file_bytes(const char *path)
 }
 
 /*
+ * The device's own sequential speeds, each taken the way a snapshot does
+ * its I/O, in the same round as the save or load it is compared with (the
+ * shared virtual disk's speed drifts from minute to minute; `cp` + `sync`
+ * of the same file swung 0.28-1.82 GB/s between rounds on a quiet machine).
+ *
+ * write_seconds: `bytes` in 1 MiB write()s to a new file, then fsync, as a
+ * save writes and syncs its file (no shell, no second file read, nothing
+ * else synced). read_seconds: the file read start to end in 1 MiB read()s
+ * (what `dd bs=1M` does), after evict() took it out of the page cache, as a
+ * cold load finds it. Both abort on an I/O error: a bench with a broken
+ * baseline measures nothing.
+ */
+static double write_seconds(const char *path, double bytes)
+{
+	size_t chunk = 1u << 20;
+	unsigned char *buf = malloc(chunk);
+	if (!buf)
+		abort();
+	for (size_t i = 0; i < chunk; i++)
+		buf[i] = (unsigned char)(i * 131u + 7u); /* not zeros: nothing may skip them */
+	uint64_t t0 = th_now_ns();
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		abort();
+	for (double done = 0; done < bytes;) {
+		size_t n = bytes - done < (double)chunk ? (size_t)(bytes - done) : chunk;
+		ssize_t w = write(fd, buf, n);
+		if (w <= 0)
+			abort();
+		done += (double)w;
+	}
+	if (fsync(fd) != 0 || close(fd) != 0)
+		abort();
+	double s = (double)(th_now_ns() - t0) / 1e9;
+	unlink(path);
+	free(buf);
+	return s;
+}
+
+static double read_seconds(const char *path)
+{
+	size_t chunk = 1u << 20;
+	unsigned char *buf = malloc(chunk);
+	uint64_t t0 = th_now_ns();
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!buf || fd < 0)
+		abort();
+	ssize_t r;
+	while ((r = read(fd, buf, chunk)) > 0)
+		;
+	if (r < 0)
+		abort();
+	close(fd);
+	double s = (double)(th_now_ns() - t0) / 1e9;
+	free(buf);
+	return s;
+}
+
+/* The load's own way of reading: the file mapped with MAP_POPULATE (as
+ * larder_load maps it), then unmapped; after evict(), to show whether the
+ * mapping reads the device as fast as read() does. */
+static double populate_seconds(const char *path)
+{
+	uint64_t t0 = th_now_ns();
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0)
+		abort();
+	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+	if (map == MAP_FAILED)
+		abort();
+	munmap(map, (size_t)st.st_size);
+	close(fd);
+	return (double)(th_now_ns() - t0) / 1e9;
+}
+
+/* Drops the file's pages from the page cache (they are clean: the save
+ * fsynced them), so the next read of it goes to the device. */
+static void evict(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
+		abort();
+	close(fd);
+}
+
+/* The share of the file's pages in the page cache (mincore), to show that
+ * evict() did evict: a "cold" figure read from memory would flatter. */
+static double resident_share(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0)
+		abort();
+	size_t len = (size_t)st.st_size, page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t pages = (len + page - 1) / page, in = 0;
+	void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	unsigned char *vec = malloc(pages);
+	if (map == MAP_FAILED || !vec || mincore(map, len, vec) != 0)
+		abort();
+	for (size_t i = 0; i < pages; i++)
+		in += vec[i] & 1;
+	munmap(map, len);
+	close(fd);
+	free(vec);
+	return (double)in / (double)pages;
+}
+
+static double faster(double a, double b)
+{
+	return a > b ? a : b;
+}
+
+/* Closes the cache, opens a fresh one and loads the file into it (the
+ * new cache), as a restart does; returns the load's seconds. A load that
+ * did not write every entry ends the bench. */
+static double reload(const char *path)
+{
+	larder_close(cache);
+	cache = open_cache();
+	uint64_t t0 = th_now_ns();
+	if (larder_load(cache, path) != LARDER_OK)
+		abort();
+	double s = (double)(th_now_ns() - t0) / 1e9;
+	if (th_stat(cache, LARDER_STAT_WRITES) != o.entries) {
+		fprintf(stderr, "load wrote %llu of %llu\n",
+			(unsigned long long)th_stat(cache, LARDER_STAT_WRITES),
+			(unsigned long long)o.entries);
+		exit(1);
+	}
+	return s;
+}
+
+/*
  * Per round: save the cache (timed), readers alone and during a second save
- * (when --readers > 0), `cp` + `sync` of the file, then the cache is closed
- * and a fresh one loads the file (timed) and becomes the cache of the next
- * round. Only one cache is open at a time, so the peak memory is one cache
- * plus the file in the page cache (what a restart of a process needs), and
- * every round's save is of a cache that the previous round loaded: a load
- * that lost an entry shows in the next round's count.
+ * (when --readers > 0), the device's sequential write of as many bytes
+ * (write + fsync) and `cp` + `sync` of the file (in turns, one round the
+ * one first, the next round the other), then the cache is closed and a
+ * fresh one loads the file (timed, the file in the page cache: "warm");
+ * then the file is evicted from the page cache, read start to end (the
+ * device's sequential read), evicted, mapped with MAP_POPULATE (the load's
+ * own read, for comparison), evicted again and loaded into a fresh cache
+ * (timed: "cold"), which becomes the cache of the next round. Only one
+ * cache is open at a time, so the peak memory is one cache plus the file
+ * in the page cache (what a restart of a process needs), and every round's
+ * save is of a cache that the previous round loaded: a load that lost an
+ * entry shows in the next round's count.
  */
 static void bench_save(void)
 {
 	double save_gbs[64], load_gbs[64], cp_gbs[64], save_ratio[64], load_ratio[64], get_ratio[64];
+	double write_gbs[64], read_gbs[64], cold_gbs[64], save_write[64], cold_read[64];
+	double resident[64], populate_gbs[64];
 	double load_user[64], load_sys[64], load_busy[64], load_waits[64], load_spilled[64];
 	double load_growths[64];
 	char path[512], copy[600], cmd[2000];
@@ -302,20 +449,21 @@ static void bench_save(void)
 			o.duration_ms = keep;
 			get_ratio[r] = r1 / r0;
 		}
+		/* The two write baselines take turns at going first, so that
+		 * neither always runs right after the save (a disk's speed
+		 * depends on what it has just been given). */
+		double write_s = r % 2 == 0 ? write_seconds(copy, size) : 0;
 		snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && sync '%s'", path, copy, copy);
 		t0 = th_now_ns();
 		if (system(cmd) != 0)
 			abort();
 		double cp_s = (double)(th_now_ns() - t0) / 1e9;
 		unlink(copy);
-		larder_close(cache);
-		cache = open_cache();
+		if (r % 2 == 1)
+			write_s = write_seconds(copy, size);
 		double u0, s0, u1, s1;
 		cpu_seconds(&u0, &s0);
-		t0 = th_now_ns();
-		if (larder_load(cache, path) != LARDER_OK)
-			abort();
-		double load_s = (double)(th_now_ns() - t0) / 1e9;
+		double load_s = reload(path);
 		cpu_seconds(&u1, &s1);
 		load_user[r] = u1 - u0;
 		load_sys[r] = s1 - s0;
@@ -330,36 +478,55 @@ static void bench_save(void)
 		/* Index doublings finished by the load's end (an index sized
 		 * below the snapshot's entries grows while it loads). */
 		load_growths[r] = (double)th_stat(cache, LARDER_STAT_INDEX_RESIZES);
-		if (th_stat(cache, LARDER_STAT_WRITES) != o.entries) {
-			fprintf(stderr, "load wrote %llu of %llu\n",
-				(unsigned long long)th_stat(cache, LARDER_STAT_WRITES),
-				(unsigned long long)o.entries);
-			exit(1);
-		}
+		evict(path);
+		double read_s = read_seconds(path);
+		evict(path);
+		double populate_s = populate_seconds(path);
+		evict(path);
+		resident[r] = resident_share(path);
+		double cold_s = reload(path);
 		save_gbs[r] = size / save_s / 1e9;
 		load_gbs[r] = size / load_s / 1e9;
 		cp_gbs[r] = size / cp_s / 1e9;
+		write_gbs[r] = size / write_s / 1e9;
+		read_gbs[r] = size / read_s / 1e9;
+		populate_gbs[r] = size / populate_s / 1e9;
+		cold_gbs[r] = size / cold_s / 1e9;
 		save_ratio[r] = save_gbs[r] / cp_gbs[r];
 		load_ratio[r] = load_gbs[r] / cp_gbs[r];
+		/* Against the faster of the two ways of measuring the device in
+		 * this round: each is a lower bound on what the device can do,
+		 * and either may be slowed by the machine's other jobs (a
+		 * read() loop waiting for a CPU between calls ran 0.2-1.5 s
+		 * where one MAP_POPULATE took 0.2-0.4 s, at load average 17). */
+		save_write[r] = save_gbs[r] / faster(write_gbs[r], cp_gbs[r]);
+		cold_read[r] = cold_gbs[r] / faster(read_gbs[r], populate_gbs[r]);
 	}
 	unlink(path);
 	printf("| figure (%llu entries of %llu-byte values, snapshot %.0f MB) | median | min .. max | unit |\n",
 	       (unsigned long long)o.entries, (unsigned long long)o.value_bytes, size / 1e6);
 	printf("|---|---|---|---|\n");
 	report("save (write + fsync + rename)", save_gbs, o.rounds, "GB/s");
-	report("load (map + check + put)", load_gbs, o.rounds, "GB/s");
-	report("cp + sync of the same file", cp_gbs, o.rounds, "GB/s");
+	report("device write: 1 MiB writes + fsync", write_gbs, o.rounds, "GB/s");
+	report("device write: cp + sync of the same file", cp_gbs, o.rounds, "GB/s");
+	report("save / device write (the faster of the two)", save_write, o.rounds, "ratio");
+	report("load, file in the page cache (warm)", load_gbs, o.rounds, "GB/s");
+	report("load, file evicted first (cold)", cold_gbs, o.rounds, "GB/s");
+	report("device read: 1 MiB reads of the evicted file", read_gbs, o.rounds, "GB/s");
+	report("device read: map + populate (the load's read)", populate_gbs, o.rounds, "GB/s");
+	report("cold load / device read (the faster of the two)", cold_read, o.rounds, "ratio");
+	report("file's pages cached after the eviction", resident, o.rounds, "share");
 	report("save / cp", save_ratio, o.rounds, "ratio");
-	report("load / cp", load_ratio, o.rounds, "ratio");
-	report("load, user CPU (all threads)", load_user, o.rounds, "s");
-	report("load, system CPU (all threads)", load_sys, o.rounds, "s");
+	report("warm load / cp", load_ratio, o.rounds, "ratio");
+	report("warm load, user CPU (all threads)", load_user, o.rounds, "s");
+	report("warm load, system CPU (all threads)", load_sys, o.rounds, "s");
 	/* Out of the machine's CPUs: a load that keeps them all busy has no
 	 * idle CPU for work moved to another thread (pre-faulting its memory,
 	 * say) to use. */
-	report("load, CPUs busy ((user + system) / wall)", load_busy, o.rounds, "CPUs");
-	report("load, events spilled per 10^6 entries", load_spilled, o.rounds, "events");
-	report("load, waits for the maintainer per 10^6 entries", load_waits, o.rounds, "waits");
-	report("load, index growths finished", load_growths, o.rounds, "growths");
+	report("warm load, CPUs busy ((user + system) / wall)", load_busy, o.rounds, "CPUs");
+	report("warm load, events spilled per 10^6 entries", load_spilled, o.rounds, "events");
+	report("warm load, waits for the maintainer per 10^6", load_waits, o.rounds, "waits");
+	report("warm load, index growths finished", load_growths, o.rounds, "growths");
 	if (o.readers)
 		report("readers' gets during a save / without", get_ratio, o.rounds, "ratio");
 }

@@ -123,6 +123,7 @@ struct mcfg {
 	size_t compress_min; /* larder_config_set_compression; 0 = off */
 	unsigned compress_saving;
 	enum larder_dictionary dictionary; /* used when compress_min > 0 */
+	unsigned shards; /* larder_config_set_shards */
 };
 
 /* What went wrong, for the report and the shrinker. */

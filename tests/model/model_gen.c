@@ -66,6 +66,8 @@ void mk_config(struct mcfg *cfg, uint64_t seed)
 	cfg->compress_min = compress_mins[th_rng_below(&r, TH_COUNT(compress_mins))];
 	cfg->compress_saving = savings[th_rng_below(&r, TH_COUNT(savings))];
 	cfg->dictionary = dictionaries[th_rng_below(&r, TH_COUNT(dictionaries))];
+	static const unsigned shards[] = { 1, 1, 2, 4 };
+	cfg->shards = shards[th_rng_below(&r, TH_COUNT(shards))];
 }
 
 const unsigned char *mk_key(size_t max_key, unsigned i, int long_key, size_t *len)

@@ -74,12 +74,12 @@ int main(int argc, char **argv)
 		       f.what);
 		printf("  config: capacity %" PRIu64 ", policy %s, %s, default TTL %" PRIu64
 		       ", max key %zu, max value %zu, write wait %" PRIu64 " ms, expected %" PRIu64
-		       "%s, compression from %zu bytes (saving %u%%, dictionary mode %d)\n",
+		       "%s, compression from %zu bytes (saving %u%%, dictionary mode %d), %u shards\n",
 		       cfg.capacity, mk_policy_name(cfg.policy),
 		       cfg.expiry ? "expire after access" : "expire after write", cfg.default_ttl,
 		       cfg.max_key, cfg.max_value, cfg.write_wait_ms, cfg.expected_entries,
 		       cfg.backwards ? ", clock steps back" : "", cfg.compress_min,
-		       cfg.compress_saving, (int)cfg.dictionary);
+		       cfg.compress_saving, (int)cfg.dictionary, cfg.shards);
 		size_t n = nops;
 		if (shrink) {
 			n = mk_shrink(&cfg, ops, nops, &f, shrink_s * 1000);

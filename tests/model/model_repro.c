@@ -381,13 +381,14 @@ void mk_print_repro(FILE *out, const struct mcfg *cfg, const struct mop *ops, si
 		"\t    larder_config_set_max_value_bytes(cfg, %zu) != LARDER_OK ||\n"
 		"\t    larder_config_set_write_wait_ms(cfg, %" PRIu64 "u) != LARDER_OK ||\n"
 		"\t    larder_config_set_expected_entries(cfg, %" PRIu64 "u) != LARDER_OK ||\n"
+		"\t    larder_config_set_shards(cfg, %u) != LARDER_OK ||\n"
 		"\t    larder_config_set_clock(cfg, clock_fn, NULL) != LARDER_OK ||\n"
 		"\t    larder_config_set_removal_listener(cfg, listener, NULL) != LARDER_OK ||\n",
 		cfg->capacity, cfg->seed, mk_policy_name(cfg->policy),
 		cfg->expiry == LARDER_EXPIRE_AFTER_ACCESS ? "LARDER_EXPIRE_AFTER_ACCESS"
 							  : "LARDER_EXPIRE_AFTER_WRITE",
 		cfg->default_ttl, cfg->max_key, cfg->max_value, cfg->write_wait_ms,
-		cfg->expected_entries);
+		cfg->expected_entries, cfg->shards);
 	print_compression(out, cfg);
 	fputs("\t    larder_open(&c, cfg) != LARDER_OK)\n\t\treturn 1;\n"
 	      "\tlarder_config_destroy(cfg);\n\n",

@@ -1271,6 +1271,7 @@ static larder *open_cache(struct world *w, const struct mcfg *cfg, int listen)
 	    larder_config_set_max_value_bytes(lc, cfg->max_value) == LARDER_OK &&
 	    larder_config_set_write_wait_ms(lc, cfg->write_wait_ms) == LARDER_OK &&
 	    larder_config_set_expected_entries(lc, cfg->expected_entries) == LARDER_OK &&
+	    larder_config_set_shards(lc, cfg->shards) == LARDER_OK &&
 	    larder_config_set_clock(lc, clock_fn, w) == LARDER_OK &&
 	    larder_config_set_removal_listener(lc, listen ? listener : NULL, w) == LARDER_OK &&
 	    set_compression(lc, cfg) == LARDER_OK && larder_open(&c, lc) != LARDER_OK)

@@ -46,6 +46,7 @@ enum setting {
 	S_MISS_COST,
 	S_COMPRESS_MIN,      /* larder_config_set_compression's two arguments */
 	S_COMPRESS_SAVING,
+	S_SHARDS,            /* larder_config_set_shards */
 	S_COUNT
 };
 
@@ -119,6 +120,8 @@ static int configure(larder_config *cfg, const jlong *s, struct lj_cache *c, jlo
 		return S_COMPRESS_MIN;
 	if (larder_config_set_expected_entries(cfg, (uint64_t)s[S_EXPECTED_ENTRIES]))
 		return S_EXPECTED_ENTRIES;
+	if (larder_config_set_shards(cfg, (unsigned)s[S_SHARDS]))
+		return S_SHARDS;
 	if (larder_config_set_max_key_bytes(cfg, (size_t)s[S_MAX_KEY_BYTES]))
 		return S_MAX_KEY_BYTES;
 	if (larder_config_set_max_value_bytes(cfg, (size_t)s[S_MAX_VALUE_BYTES]))

@@ -203,14 +203,14 @@ function table3For(N, rows, splits) {
       { name: 'larder mget', fn: () => { for (const bt of batches) sink += c.mget(bt).length; } },
     ];
     // Where mget's time goes: the JavaScript it runs around the native call
-    // (index.js's key check, lengths and the keys' rope before it; one substring per
+    // (index.js's key check, lengths and the keys' rope before it; one slice per
     // value after it, here over a string of the same shape as the native
     // call returns), and the engine's batch alone in C. The rest of mget is
     // the native call's own work: flattening and reading the keys' rope, copying values
     // into the scratch, making the result string.
     const lens = new Int32Array(size);
     const shape = `A${V64}`.repeat(size);
-    engines.push({ name: "mget's JavaScript alone (lengths and the keys' rope before, a substring per value after)", fn: () => {
+    engines.push({ name: "mget's JavaScript alone (lengths and the keys' rope before, a slice per value after)", fn: () => {
       for (const bt of batches) {
         let rope = '';
         for (let i = 0; i < size; i++) {
@@ -219,7 +219,7 @@ function table3For(N, rows, splits) {
         }
         sink += rope.length;
         const out = new Array(size);
-        for (let i = 0, off = 0; i < size; i++, off += 65) out[i] = shape.substring(off + 1, off + 65);
+        for (let i = 0, off = 0; i < size; i++, off += 65) out[i] = shape.slice(off + 1, off + 65);
         sink += out.length;
       }
     } });

@@ -7,9 +7,10 @@
  *
  * Keys cost one Node-API call: a string's UTF-16 units are copied out into a
  * per-environment buffer of max_key_bytes + 2 units (a longer key shows as
- * too long without a second call) and encoded to UTF-8 here (an ASCII key
- * of up to 16 units with one test and one store, longer ones eight units at
- * a time with SSE2), which perf showed costs far less than V8's
+ * too long without a second call) and encoded to UTF-8: an ASCII key of up
+ * to 16 units with one test and one store, inline in each operation
+ * (lnode_key_arg, binding.h), any other here (lnode_key_finish: eight units
+ * at a time with SSE2), which perf showed costs far less than V8's
  * String::WriteUtf8; the encoding matches
  * WriteUtf8's (a lone surrogate becomes U+FFFD), so a key has the same
  * bytes on every path. A Buffer, TypedArray or DataView key is read in place,
@@ -240,59 +241,23 @@ static size_t utf16_to_utf8(const uint16_t *u, size_t n, uint8_t *out)
 }
 
 /*
- * A key of 1..16 units that is all ASCII, the common key, encoded with one
- * test and one 16-byte store (the general encoder takes two rounds of eight
- * and its loop for a 16-unit key). u must be readable for 16 units (k16
- * holds at least K16_VALUES) and out writable for 16 bytes (KEY_ROOM); the
- * units past n are whatever an earlier read left there, masked out of the
- * test, and their bytes past the key are never read. 0: not this case.
+ * The rest of a key's read once napi_get_value_string_utf16 has answered st
+ * with units (lnode_key_arg, binding.h, takes the common key inline): a
+ * string that is not a short ASCII key is encoded here, an ArrayBufferView
+ * is read in place, and anything else, an empty key or one over max_key
+ * throws TypeError or RangeError and returns 0.
  */
-static inline int ascii16(const uint16_t *u, size_t n, uint8_t *out)
-{
-#ifdef __SSE2__
-	__m128i a, b, ascii, hi = _mm_set1_epi16((short)0xff80), zero = _mm_setzero_si128();
-	unsigned want;
-
-	if (n > 16)
-		return 0;
-	a = _mm_loadu_si128((const __m128i *)(const void *)u);
-	b = _mm_loadu_si128((const __m128i *)(const void *)(u + 8));
-	/* One byte per unit, 0xff where the unit is below 0x80. */
-	ascii = _mm_packs_epi16(_mm_cmpeq_epi16(_mm_and_si128(a, hi), zero),
-				_mm_cmpeq_epi16(_mm_and_si128(b, hi), zero));
-	want = (1u << n) - 1;
-	if (((unsigned)_mm_movemask_epi8(ascii) & want) != want)
-		return 0;
-	_mm_storeu_si128((__m128i *)(void *)out, _mm_packus_epi16(a, b));
-	return 1;
-#else
-	(void)u;
-	(void)n;
-	(void)out;
-	return 0;
-#endif
-}
-
-/*
- * Reads a key: a string (UTF-8 into ed->keys + at) or an ArrayBufferView
- * (in place). Throws TypeError or RangeError and returns 0 when it is not a
- * key of 1..max_key bytes. The caller ensured keys_cap >= at +
- * KEY_ROOM(max_key) and k16_cap >= max_key + 2 (and >= 16).
- */
-int lnode_key_arg(napi_env env, const struct handle *h, napi_value v, size_t at, const void **key,
-		  size_t *len)
+int lnode_key_finish(napi_env env, const struct handle *h, napi_value v, napi_status st,
+		     size_t units, size_t at, const void **key, size_t *len)
 {
 	struct env_data *ed = h->ed;
-	napi_status st;
-	size_t units;
 	void *data;
 
-	/* max_key + 1 units fit: more units than max_key means more bytes too. */
-	st = napi_get_value_string_utf16(env, v, (char16_t *)ed->k16, h->max_key + 2, &units);
 	if (st == napi_ok) {
+		/* max_key + 1 units fit: more units than max_key means more bytes too. */
 		if (units > h->max_key)
 			goto fail_long;
-		*len = ascii16(ed->k16, units, (uint8_t *)ed->keys + at)
+		*len = lnode_ascii16(ed->k16, units, (uint8_t *)ed->keys + at)
 			       ? units
 			       : utf16_to_utf8(ed->k16, units, (uint8_t *)ed->keys + at);
 		*key = ed->keys + at;
@@ -444,18 +409,6 @@ int lnode_is_ascii(const uint8_t *p, size_t n)
 	for (; i < n; i++)
 		acc |= p[i];
 	return (acc & 0x8080808080808080ull) == 0;
-}
-
-/* ASCII (the writer's TAG_ASCII) takes V8's cheaper one-byte path, with no scan here. */
-napi_value lnode_make_tagged_string(napi_env env, const uint8_t *tagged, size_t len)
-{
-	napi_value r;
-
-	if (tagged[0] & TAG_ASCII)
-		napi_create_string_latin1(env, (const char *)tagged + 1, len - 1, &r);
-	else
-		napi_create_string_utf8(env, (const char *)tagged + 1, len - 1, &r);
-	return r;
 }
 
 /* ---- Handles ------------------------------------------------------------ */

@@ -1,7 +1,10 @@
 /*
  * binding.h - what the Node binding's C files share (private to
  * bindings/node): the per-environment and per-handle state, the value tags,
- * and the functions args.c and ops.c give addon.c and each other.
+ * and the functions args.c and ops.c give addon.c and each other, with the
+ * inline halves of a single-key operation's crossing (the handle check, the
+ * common key's read, the result string: a get calls no function of the
+ * binding's own; callgrind figures in docs/node.md).
  *
  * Who writes what: an env_data and its handles are touched only by their
  * environment's JavaScript thread (and by Node's finalisers, which run on
@@ -15,6 +18,10 @@
 #include <stdint.h>
 
 #include <node_api.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "larder.h"
 #include "registry.h"
@@ -45,7 +52,7 @@ enum value_tag {
 #define K16_VALUES 4096u       /* string values up to this many units go the UTF-16 way */
 #define IN_PLACE SIZE_MAX      /* batch_offs: a Buffer key, read where it is */
 /* Room for one encoded key in ed->keys: 3 bytes per unit, or the 16-byte store of
- * the short ASCII path (args.c, ascii16), whichever is more, and the slack. */
+ * the short ASCII path (lnode_ascii16), whichever is more, and the slack. */
 #define KEY_ROOM(max_key) (3u * (max_key) + 16u)
 
 struct handle;
@@ -108,8 +115,68 @@ int lnode_grow(void *bufp, size_t *cap, size_t need, size_t elem);
 int lnode_handle_unusable(napi_env env, const struct handle *h);
 struct handle *lnode_bare_handle(napi_env env, napi_callback_info info, size_t *argc,
 				 napi_value *argv);
-int lnode_key_arg(napi_env env, const struct handle *h, napi_value v, size_t at, const void **key,
-		  size_t *len);
+int lnode_key_finish(napi_env env, const struct handle *h, napi_value v, napi_status st,
+		     size_t units, size_t at, const void **key, size_t *len);
+
+/*
+ * A key of 1..16 units that is all ASCII, the common key, encoded with one
+ * test and one 16-byte store (the general encoder in args.c takes two rounds
+ * of eight and its loop for a 16-unit key). u must be readable for 16 units
+ * (k16 holds at least K16_VALUES) and out writable for 16 bytes (KEY_ROOM);
+ * the units past n are whatever an earlier read left there, masked out of
+ * the test, and their bytes past the key are never read. 0: not this case.
+ */
+static inline int lnode_ascii16(const uint16_t *u, size_t n, uint8_t *out)
+{
+#ifdef __SSE2__
+	__m128i a, b, ascii, hi = _mm_set1_epi16((short)0xff80), zero = _mm_setzero_si128();
+	unsigned want;
+
+	if (n > 16)
+		return 0;
+	a = _mm_loadu_si128((const __m128i *)(const void *)u);
+	b = _mm_loadu_si128((const __m128i *)(const void *)(u + 8));
+	/* One byte per unit, 0xff where the unit is below 0x80. */
+	ascii = _mm_packs_epi16(_mm_cmpeq_epi16(_mm_and_si128(a, hi), zero),
+				_mm_cmpeq_epi16(_mm_and_si128(b, hi), zero));
+	want = (1u << n) - 1;
+	if (((unsigned)_mm_movemask_epi8(ascii) & want) != want)
+		return 0;
+	_mm_storeu_si128((__m128i *)(void *)out, _mm_packus_epi16(a, b));
+	return 1;
+#else
+	(void)u;
+	(void)n;
+	(void)out;
+	return 0;
+#endif
+}
+
+/*
+ * Reads a key: a string (UTF-8 into ed->keys + at) or an ArrayBufferView
+ * (in place). Throws TypeError or RangeError and returns 0 when it is not a
+ * key of 1..max_key bytes. The caller ensured keys_cap >= at +
+ * KEY_ROOM(max_key) and k16_cap >= max_key + 2 (and >= 16). Inline for the
+ * common key, a string of 1..16 ASCII units: one Node-API call, one test,
+ * one store; everything else goes on in lnode_key_finish (args.c) without
+ * reading the key again.
+ */
+static inline int lnode_key_arg(napi_env env, const struct handle *h, napi_value v, size_t at,
+				const void **key, size_t *len)
+{
+	struct env_data *ed = h->ed;
+	size_t units = 0;
+	napi_status st = napi_get_value_string_utf16(env, v, (char16_t *)ed->k16, h->max_key + 2,
+						     &units);
+
+	if (__builtin_expect(st == napi_ok && units - 1 < 16 && units <= h->max_key, 1) &&
+	    lnode_ascii16(ed->k16, units, (uint8_t *)ed->keys + at)) {
+		*key = ed->keys + at;
+		*len = units;
+		return 1;
+	}
+	return lnode_key_finish(env, h, v, st, units, at, key, len);
+}
 
 /*
  * The check every operation starts with: the handle is open, and no mget or
@@ -144,8 +211,21 @@ int lnode_view_bytes(napi_env env, napi_value v, void **data, size_t *len);
 int lnode_is_ascii(const uint8_t *p, size_t n);
 napi_value lnode_make_bool(napi_env env, int b);
 napi_value lnode_make_double(napi_env env, double d);
-/* The string of a stored string value: tagged[0] is its tag, len counts the tag. */
-napi_value lnode_make_tagged_string(napi_env env, const uint8_t *tagged, size_t len);
+/*
+ * The string of a stored string value: tagged[0] is its tag, len counts the
+ * tag. ASCII (the writer's TAG_ASCII) takes V8's cheaper one-byte path, with
+ * no scan here. Inline: a get's result costs no call of the binding's.
+ */
+static inline napi_value lnode_make_tagged_string(napi_env env, const uint8_t *tagged, size_t len)
+{
+	napi_value r;
+
+	if (tagged[0] & TAG_ASCII)
+		napi_create_string_latin1(env, (const char *)tagged + 1, len - 1, &r);
+	else
+		napi_create_string_utf8(env, (const char *)tagged + 1, len - 1, &r);
+	return r;
+}
 
 /* ops.c: the operations a handle's functions run (addon.c makes the functions). */
 napi_value lnode_op_get(napi_env env, napi_callback_info info);

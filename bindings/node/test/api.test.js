@@ -194,6 +194,19 @@ test('over the limits: RangeError naming the limit', () => {
   assert.throws(() => c.set('k', 'v', { ttl: -1 }), RangeError);
   assert.throws(() => c.mget(['ok', 'k'.repeat(17)]), /maxKeyBytes/);
   c.close();
+  // Keys of up to 16 ASCII units take the inline read (binding.h, lnode_key_arg):
+  // over a maxKeyBytes below 16 every single-key method refuses them itself
+  // (has would otherwise answer false from the engine's refusal).
+  const tiny = open({ maxKeyBytes: 8 });
+  for (const key of ['k'.repeat(9), 'k'.repeat(16)]) {
+    for (const op of [(k) => tiny.get(k), (k) => tiny.peek(k), (k) => tiny.has(k), (k) => tiny.delete(k),
+      (k) => tiny.set(k, 'v'), (k) => tiny.getRemainingTTL(k)]) {
+      assert.throws(() => op(key), { name: 'RangeError', message: /maxKeyBytes \(8\)/ }, `${op} ${key.length}`);
+    }
+  }
+  tiny.set('k'.repeat(8), 'v');
+  assert.equal(tiny.get('k'.repeat(8)), 'v', 'exactly the limit is fine');
+  tiny.close();
   const small = open({ maxSize: 65536, maxValueBytes: 60000 });
   assert.throws(() => small.set('k', Buffer.alloc(20000)), { name: 'RangeError', message: /1\/8 of the capacity \(65536 bytes\)/ });
   small.close();

@@ -27,6 +27,9 @@ public final class LarderCacheBuilder<K, V> {
     public static final long MIN_CAPACITY = 64 * 1024;
     /** The engine's ceiling on key length ({@code LARDER_KEY_LIMIT}). */
     public static final int KEY_LIMIT = 65535;
+    /** The most shards a cache may have ({@code LARDER_SHARDS_MAX}). */
+    public static final int MAX_SHARDS = 64;
+
     /** The engine's ceiling on value length ({@code LARDER_VALUE_LIMIT}). */
     public static final int VALUE_LIMIT = 1 << 30;
 
@@ -49,6 +52,7 @@ public final class LarderCacheBuilder<K, V> {
     RemovalListener<K, V> removalListener;
     Long hashSeed;
     long writeWaitMillis = 1000;
+    int shards = 1;
     ManualClock clock;
     String jmxName;
 
@@ -270,6 +274,26 @@ public final class LarderCacheBuilder<K, V> {
         return this;
     }
 
+    /**
+     * Splits the cache into {@code shards} parts by key hash (a power of two,
+     * 1 to {@link #MAX_SHARDS}; default 1), each with its own maintainer
+     * thread, index and policy, under one capacity: a cache written from many
+     * cores is no longer limited by what one maintainer can apply. Each shard's
+     * policy sees a 1/shards sample of the keys (the hit-ratio cost, measured
+     * on public traces, is within 0.2 points for the default policy up to 4;
+     * docs/shards.md). With more than one shard the removal listener may be
+     * called from several maintainer threads at once. Not with
+     * {@link #pool(LarderPool)}: a pooled cache has one shard.
+     */
+    public LarderCacheBuilder<K, V> shards(int shards) {
+        if (shards < 1 || shards > MAX_SHARDS || (shards & (shards - 1)) != 0) {
+            throw new IllegalArgumentException("shards must be a power of two from 1 to "
+                    + MAX_SHARDS + ": " + shards);
+        }
+        this.shards = shards;
+        return this;
+    }
+
     /** Drives expiry from a {@link ManualClock} (tests); null = the system's clock. */
     public LarderCacheBuilder<K, V> clock(ManualClock clock) {
         this.clock = clock;
@@ -291,7 +315,8 @@ public final class LarderCacheBuilder<K, V> {
      * @throws NullPointerException a serializer is missing
      * @throws IllegalArgumentException the engine refused a setting (the
      *         message names it), the JMX name is taken, both a capacity and
-     *         a pool are set, minShare is over maxShare, or the pool cannot
+     *         a pool are set, a pool and several shards are set, minShare
+     *         is over maxShare, or the pool cannot
      *         take the cache (its open caches' min shares would sum to over
      *         1, or it cannot give the cache 64 KiB)
      * @throws IllegalStateException the pool is closed
@@ -312,6 +337,10 @@ public final class LarderCacheBuilder<K, V> {
         if (pool != null && capacitySet) {
             throw new IllegalArgumentException("capacity and pool exclude each other: the pool"
                     + " sets a pooled cache's capacity (for a fixed size set minShare = maxShare)");
+        }
+        if (pool != null && shards > 1) {
+            throw new IllegalArgumentException("a pooled cache has one shard (the pool's probe"
+                    + " watches one policy): shards " + shards);
         }
         if (minShare > maxShare) {
             throw new IllegalArgumentException("minShare " + minShare + " is over maxShare "
@@ -338,6 +367,7 @@ public final class LarderCacheBuilder<K, V> {
         s[Native.S_MISS_COST] = Double.doubleToRawLongBits(weight);
         s[Native.S_COMPRESS_MIN] = compressMinBytes;
         s[Native.S_COMPRESS_SAVING] = compressMinSavingPercent;
+        s[Native.S_SHARDS] = shards;
         return s;
     }
 
@@ -369,6 +399,8 @@ public final class LarderCacheBuilder<K, V> {
             return "weight";
         case Native.S_COMPRESS_MIN:
             return "compression";
+        case Native.S_SHARDS:
+            return "shards";
         default:
             return "clock or removalListener";
         }

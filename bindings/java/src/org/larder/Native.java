@@ -57,7 +57,8 @@ final class Native {
     static final int S_MISS_COST = 13;
     static final int S_COMPRESS_MIN = 14;
     static final int S_COMPRESS_SAVING = 15;
-    static final int S_COUNT = 16;
+    static final int S_SHARDS = 16;
+    static final int S_COUNT = 17;
 
     /* write() operations (jni_cache.c, enum write_op). */
     static final int OP_PUT = 0;

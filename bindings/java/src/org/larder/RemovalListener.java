@@ -8,6 +8,9 @@ package org.larder;
  * visible to readers, with a key and value deserialized from copies. The
  * order of notifications across keys and threads is not the order of the
  * operations. Entries still present at {@code close()} are not reported.
+ * A cache of several shards ({@link LarderCacheBuilder#shards(int)}) has a
+ * maintainer per shard, and their calls may run at the same time: such a
+ * listener must be thread-safe.
  *
  * <p>Keep it short: the maintainer does nothing else meanwhile (no eviction,
  * no expiry, no memory reuse). It may read any cache; a write to its own

@@ -12,7 +12,10 @@ import static org.larder.TestSupport.s;
 
 import java.util.Arrays;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -34,6 +37,10 @@ class BuilderTest {
         assertThrows(IllegalArgumentException.class, () -> bld.defaultTTLmillis(-1));
         assertThrows(IllegalArgumentException.class, () -> bld.writeWaitMillis(-1));
         assertThrows(NullPointerException.class, () -> bld.eviction(null));
+        for (int bad : new int[] {0, -1, 3, 6, 128}) {
+            e = assertThrows(IllegalArgumentException.class, () -> bld.shards(bad));
+            assertTrue(e.getMessage().contains("64"), e.getMessage());
+        }
     }
 
     @Test
@@ -76,12 +83,47 @@ class BuilderTest {
     void everyPolicyWithEveryOperation(Eviction eviction) {
         for (long ttl : new long[] {0, 3_600_000}) {
             for (boolean afterAccess : new boolean[] {false, true}) {
-                try (LarderCache<byte[], byte[]> c = bytes().eviction(eviction)
-                        .defaultTTLmillis(ttl).expireAfterAccess(afterAccess).hashSeed(42)
-                        .expectedEntries(10).writeWaitMillis(0).build()) {
-                    exercise(c, ttl);
+                for (int shards : new int[] {1, 4}) {
+                    try (LarderCache<byte[], byte[]> c = bytes().eviction(eviction)
+                            .defaultTTLmillis(ttl).expireAfterAccess(afterAccess)
+                            .hashSeed(42).expectedEntries(10).writeWaitMillis(0)
+                            .shards(shards).build()) {
+                        exercise(c, ttl);
+                    }
                 }
             }
+        }
+    }
+
+    /** Four shards' maintainers, four threads, report every removal once. */
+    @Test
+    void shardsReportEveryRemovalOnce() {
+        Map<String, RemovalCause> heard = new ConcurrentHashMap<>();
+        AtomicInteger twice = new AtomicInteger();
+        Set<Thread> maintainers = ConcurrentHashMap.newKeySet();
+        try (LarderCache<String, String> c = LarderCacheBuilder.<String, String>newBuilder()
+                .keySerializer(CacheSerializers.STRING).valueSerializer(CacheSerializers.STRING)
+                .shards(4).removalListener((k, v, cause) -> {
+                    maintainers.add(Thread.currentThread());
+                    if (heard.put(k, cause) != null) {
+                        twice.incrementAndGet();
+                    }
+                }).build()) {
+            for (int i = 0; i < 2000; i++) {
+                c.put("k" + i, "v" + i);
+            }
+            for (int i = 0; i < 2000; i += 2) {
+                assertTrue(c.remove("k" + i));
+            }
+            c.clear();
+            TestSupport.waitUntil("every removal reported", () -> heard.size() == 2000);
+            assertEquals(0, twice.get());
+            assertEquals(4, maintainers.size(), "each shard's maintainer reports its own keys");
+            for (int i = 0; i < 2000; i++) {
+                assertEquals(i % 2 == 0 ? RemovalCause.EXPLICIT : RemovalCause.CLEARED,
+                        heard.get("k" + i), "k" + i);
+            }
+            assertEquals(0, c.size());
         }
     }
 

@@ -103,6 +103,9 @@ class PoolTest {
             assertTrue(e.getMessage().contains("minShare = maxShare"), e.getMessage());
             assertThrows(IllegalArgumentException.class,
                     () -> bytes().pool(pool).minShare(0.6).maxShare(0.5).build());
+            e = assertThrows(IllegalArgumentException.class,
+                    () -> bytes().pool(pool).shards(2).build());
+            assertTrue(e.getMessage().contains("one shard"), e.getMessage());
             try (LarderCache<byte[], byte[]> big = bytes().pool(pool).minShare(0.7).build()) {
                 e = assertThrows(IllegalArgumentException.class,
                         () -> bytes().pool(pool).minShare(0.4).build());
