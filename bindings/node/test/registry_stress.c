@@ -76,6 +76,7 @@ static struct lnode_settings small_settings(void)
 		.max_value_bytes = 256,
 		.policy = LARDER_POLICY_DEFAULT,
 		.expiry = LARDER_EXPIRE_AFTER_WRITE,
+		.shards = 1,
 	};
 }
 
@@ -195,6 +196,11 @@ static void test_mismatch(void)
 	rc = lnode_registry_open(&b, "m", &other, LNODE_SET_CAPACITY, &mismatch);
 	check(rc == LNODE_EMISMATCH && b == NULL && strcmp(mismatch, "maxSize") == 0,
 	      "a different capacity given is refused, naming it");
+	other.shards = 2;
+	rc = lnode_registry_open(&b, "m", &other, LNODE_SET_SHARDS, &mismatch);
+	check(rc == LNODE_EMISMATCH && b == NULL && strcmp(mismatch, "shards") == 0,
+	      "a different shard count given is refused, naming it");
+	other.shards = 1;
 	rc = lnode_registry_open(&b, "m", &other, LNODE_SET_POLICY, &mismatch);
 	check(rc == LARDER_OK && b == a &&
 		      lnode_shared_settings(b)->capacity_bytes == s.capacity_bytes &&
