@@ -114,6 +114,13 @@ static uint64_t others_live_bytes(const struct larder__maint *m)
 	return sum;
 }
 
+/* Publishes this shard's live bytes for the other shards' maintainers.
+ * Relaxed: a hint (core/shard.h); readers take it as others_live_bytes(). */
+static void publish_live_bytes(struct larder__maint *m)
+{
+	atomic_store_explicit(&m->shard->live_bytes, m->live_bytes, LARDER__RELAXED);
+}
+
 /* The cache is over capacity but this shard holds less than the mean: the
  * largest shard by the published counts evicts instead, woken if asleep. */
 static void wake_largest(struct larder__maint *m)
@@ -190,16 +197,13 @@ uint64_t larder__maint_evict(struct larder__maint *m)
 		 * evict up to a pass's worth past the capacity (4,096 entries;
 		 * 5% of an 8 MiB cache of two shards). */
 		if (m->shards > 1 && n % SHARE_REFRESH == 0) {
-			/* Relaxed: a hint (core/shard.h), as below. */
-			atomic_store_explicit(&m->shard->live_bytes, m->live_bytes,
-					      LARDER__RELAXED);
+			publish_live_bytes(m);
 			others = others_live_bytes(m);
 		}
 	}
 	if (n && want)
 		atomic_store_explicit(&c->wanted, 0, LARDER__RELAXED); /* waiters re-assert */
-	/* Relaxed: a hint for the other shards' maintainers (core/shard.h). */
-	atomic_store_explicit(&m->shard->live_bytes, m->live_bytes, LARDER__RELAXED);
+	publish_live_bytes(m);
 	return n;
 }
 
