@@ -94,8 +94,12 @@
  *       (two monotonic clock reads, from the vDSO; the thread's CPU clock is
  *       a system call of ~0.7 us in a VM, longer than what it would time)
  *       and counted TIME_EVERY times, unless it took over OUTLIER_NS (the
- *       thread was preempted: counted TIME_EVERY times, one preemption
- *       would outweigh thousands of calls). The clock reads' own cost is
+ *       thread was interrupted or preempted: counted TIME_EVERY times, one
+ *       such pause would outweigh thousands of calls; the most a timed call
+ *       does, a hash, a ghost operation and a place in the batch, takes
+ *       well under 1 us, and a loaded VM's pauses of a few us, counted until
+ *       pool11, outweighed the calls' own time: docs/pool.md). The
+ *       clock reads' own cost is
  *       taken off by timing, on the same calls, as many empty regions (two
  *       reads with nothing between, the same outlier rule), whose sum is
  *       subtracted: a fixed calibration (the fastest of a few pairs) left
@@ -136,7 +140,7 @@
  * per TIME_EVERY calls (about 25 ns each on this VM) cost a tenth of a ns a
  * call, and a counted run still times thousands of calls. */
 #define TIME_EVERY 1024u
-#define OUTLIER_NS 50000u
+#define OUTLIER_NS 2000u
 /* PROBE-P7: sampled requests per flush, the longest a batch waits, the
  * mini caches' sampled requests per second at most, and how often that is
  * checked. */
