@@ -1310,6 +1310,11 @@ static void test_probe_estimates(void)
  * a block cut at either end (128 sampled requests, PROBE-P8) and a batch
  * not yet published (32, PROBE-P7). */
 #define DUTY_SLACK 160u
+/* A reading takes DUTY_SEEN sampled requests (several seconds at the capped
+ * rate, much longer under ThreadSanitizer on a loaded machine), and one
+ * spoiled by a restart is retried: a deadline that leaves room for a few
+ * (WAIT_MS left one under two ThreadSanitizer runs at load 20). */
+#define DUTY_WAIT_MS (4 * WAIT_MS)
 
 struct duty_wait {
 	larder_pool *pool;
@@ -1366,7 +1371,7 @@ static void test_probe_steady_rate(void)
 	REQUIRE(c[0] && c[1]);
 	settle(pool, c, 2);
 	struct duty_wait w = { pool, c, 1, 10, 0, 0 };
-	CHECK(th_wait_until(duty_through, &w, WAIT_MS));
+	CHECK(th_wait_until(duty_through, &w, DUTY_WAIT_MS));
 	printf("  steady: %llu of %llu sampled requests through the mini caches\n",
 	       (unsigned long long)w.through, (unsigned long long)w.seen);
 	struct marginals m = { pool, c, 20, { 0, 0 } };
@@ -1375,7 +1380,7 @@ static void test_probe_steady_rate(void)
 	CHECK(m.m[0] > 10 * m.m[1]);
 	/* The full rate: every sampled request of a stretch goes through. */
 	w.mode = 2;
-	CHECK(th_wait_until(all_through, &w, WAIT_MS));
+	CHECK(th_wait_until(all_through, &w, DUTY_WAIT_MS));
 	printf("  full: %llu of %llu sampled requests through the mini caches\n",
 	       (unsigned long long)w.through, (unsigned long long)w.seen);
 	uint64_t s0, t0;
