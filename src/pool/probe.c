@@ -118,7 +118,6 @@
 #include "pool/probe.h"
 
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "core/alloc.h"
