@@ -401,7 +401,8 @@ static void *grow_reader_thread(void *arg)
 static void test_growth_concurrent_reads(void)
 {
 	enum { READERS = GROW_READERS };
-	const uint64_t N = TH_TSAN ? 20000 : TH_ASAN ? 60000 : 150000; /* several growths */
+	/* several growths of every shard's index */
+	const uint64_t N = (TH_TSAN ? 20000 : TH_ASAN ? 60000 : 150000) * (uint64_t)th_shards();
 	larder *cache = open_sized(64 * MiB, 16);
 	struct grow_reader r[READERS];
 	pthread_t ids[READERS];
