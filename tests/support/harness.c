@@ -438,6 +438,17 @@ larder_config *th_config(uint64_t capacity_bytes)
 	return config;
 }
 
+larder_config *th_config_one_shard(uint64_t capacity_bytes)
+{
+	larder_config *config = th_config(capacity_bytes);
+
+	if (config != NULL && !CHECK_RC(larder_config_set_shards(config, 1), LARDER_OK)) {
+		larder_config_destroy(config);
+		return NULL;
+	}
+	return config;
+}
+
 larder *th_open(larder_config *config)
 {
 	larder *cache = NULL;

@@ -272,6 +272,10 @@ unsigned th_shards(void);
 /* Creates a config with a fixed hash seed, TH_WRITE_WAIT_MS and th_shards()
  * shards; fails the test and returns NULL on error. */
 larder_config *th_config(uint64_t capacity_bytes);
+/* th_config() with one shard whatever LARDER_TEST_SHARDS says: for the tests
+ * that look at one shard's parts (its index's size and resizes, its slab, the
+ * order of its mappings for failure injection, a stalled maintainer). */
+larder_config *th_config_one_shard(uint64_t capacity_bytes);
 /* Opens a cache from config (with TH_STUCK_MS) and destroys config; fails the
  * test and returns NULL on error. */
 larder *th_open(larder_config *config);

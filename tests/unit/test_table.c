@@ -201,9 +201,10 @@ static uint64_t want_slots(uint64_t expected, uint64_t n)
 	return b * LARDER__BUCKET_SLOTS;
 }
 
+/* One shard: want_slots() is one index's size. */
 static larder *open_expecting(uint64_t expected)
 {
-	larder_config *config = th_config(256ull << 20);
+	larder_config *config = th_config_one_shard(256ull << 20);
 	if (!config)
 		return NULL;
 	CHECK_RC(larder_config_set_expected_entries(config, expected), LARDER_OK);
