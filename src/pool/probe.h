@@ -24,8 +24,9 @@
 
 /* While its cache is steady, one block of sampled requests in this many
  * goes through the mini caches (PROBE-P8 in probe.c). 16 since pool11 (8
- * before): half the mini caches' work while steady, the ten caches' weighted
- * misses within 1.1% of the optimum in each of 6 rounds (docs/pool.md). */
+ * before): half the mini caches' work while steady; the ten caches'
+ * weighted misses 1.007x the optimum in the median of eleven rounds, one
+ * round of them at 1.071x (docs/pool.md, "What the controller costs"). */
 #define LARDER__PROBE_DUTY 16u
 
 /* The probe samples 1 key in S, S a power of two and at least this
