@@ -45,6 +45,7 @@
 #include "index/table.h"
 #include "maint/maintainer.h"
 #include "pool/pool.h"
+#include "pool/probe.h"
 #include "sync/futex.h"
 
 #define CREDIT_CHUNK 16384
@@ -1182,6 +1183,8 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		return LARDER_EVALSIZE;
 	ttl_ms = resolve_ttl(c, ttl_ms);
 	unsigned flags = ttl_ms == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
+	if (c->sample_marks)
+		flags |= larder__probe_mark(hash);
 	unsigned char *packed = pack_value(c, &value, &value_len, &flags);
 	size_t bytes = larder__entry_bytes(flags, key_len, value_len);
 	/* The entry limit applies to the stored size. Relaxed: a racing
@@ -1518,9 +1521,11 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			if (copy)
 				entry_unbuild(s, &op, copy, charge);
 			copied_from = old;
-			/* The stored bytes as they are: a compressed value stays so. */
+			/* The stored bytes as they are: a compressed value stays so;
+			 * the same key, so the same probe's mark (PROBE-P6). */
 			unsigned copy_flags = LARDER__ENTRY_TTL |
-					      (larder__entry_flags(old) & LARDER__ENTRY_COMPRESSED);
+					      (larder__entry_flags(old) &
+					       (LARDER__ENTRY_COMPRESSED | LARDER__ENTRY_SAMPLED));
 			size_t bytes = larder__entry_bytes(copy_flags, old->key_len,
 							   old->value_len);
 			charge = larder__slab_charge(bytes);

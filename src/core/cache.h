@@ -67,6 +67,10 @@ struct larder {
 	 * to a 64-bit word (a read section's) cannot alias it, so a read
 	 * computes its shard once. */
 	uint32_t shard_mask;
+	/* Nonzero when a pool's probe watches this cache's policy: writers
+	 * mark the entries of its widest sample (pool/probe.h PROBE-P6). Set
+	 * by larder__pool_wrap_policy() at open, before any write. */
+	uint32_t sample_marks;
 	uint64_t seed;
 	size_t max_key_bytes;
 	size_t max_value_bytes;

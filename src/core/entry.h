@@ -70,6 +70,7 @@
 enum {
 	LARDER__ENTRY_TTL = 1,         /* ENTRY-E1: an expire_ms field follows the header */
 	LARDER__ENTRY_COMPRESSED = 2,  /* ENTRY-E1: the value is stored LZ4-compressed (core/compress.h) */
+	LARDER__ENTRY_SAMPLED = 4,     /* ENTRY-E1: its key is in its pool probe's widest sample (pool/probe.h) */
 	LARDER__ENTRY_ACCESSED = 0x80, /* ENTRY-E7: hit since the policy last looked */
 };
 

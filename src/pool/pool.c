@@ -1793,7 +1793,10 @@ int larder__pool_wrap_policy(struct larder *c, const struct larder__policy_host 
 		.top_bytes = m->top,
 		.ghost_bytes = ghost_bytes(m->pool),
 	};
-	return larder__probe_wrap(&setup, host, ops, policy);
+	int rc = larder__probe_wrap(&setup, host, ops, policy);
+	if (rc == LARDER_OK)
+		c->sample_marks = 1; /* PROBE-P6: before any write (the cache is opening) */
+	return rc;
 }
 
 /* ---- Statistics ---------------------------------------------------------------- */
@@ -2044,6 +2047,20 @@ int larder__test_pool_force_steady(larder_pool *p, larder *c, int mode, uint64_t
 	}
 	pthread_mutex_unlock(&p->lock);
 	return m ? 0 : -1;
+}
+
+int larder__test_pool_arrived(larder_pool *p, larder *c, uint64_t *arrived,
+			      uint64_t *sample_every)
+{
+	pthread_mutex_lock(&p->lock);
+	struct larder__pool_member *m = find_active(p, c);
+	if (m) {
+		/* Relaxed: counts and a setting (pool/probe.h). */
+		*arrived = atomic_load_explicit(&m->readings.arrived, LARDER__RELAXED);
+		*sample_every = atomic_load_explicit(&m->readings.sample_every, LARDER__RELAXED);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return m && c->sample_marks ? 0 : -1;
 }
 
 uint64_t larder__test_pool_point_bytes(larder_pool *p, larder *c, unsigned k)

@@ -101,6 +101,11 @@ int larder__test_pool_steady(larder_pool *pool, larder *cache);
  * when cache is not open in pool. */
 int larder__test_pool_force_steady(larder_pool *pool, larder *cache, int mode, uint64_t *seen,
 				   uint64_t *through);
+/* The sampled requests cache's probe has seen so far, each counted as it
+ * came (before any batch's flush), and its S (one key in S is sampled);
+ * returns 0, or -1 when cache is not open in pool or has no probe. */
+int larder__test_pool_arrived(larder_pool *pool, larder *cache, uint64_t *arrived,
+			      uint64_t *sample_every);
 /* The size of point k of a curve given through the seam: the cache's max
  * share x 2^(-k/3) (a probe's points follow its target instead). 0 if cache
  * is not open in pool. */

@@ -42,13 +42,17 @@
  *       after TARGET_ENTRIES sampled requests (a working set smaller than
  *       the first guess, or larger entries), so that the curve rests on
  *       enough keys.
- *   PROBE-P4. Cost per call: a lookup in a small set (PROBE-P6) for a hit sample, a
- *       victim, a removal or a replacement; for a sampled key only (1 in S,
- *       S >= MIN_EVERY whatever the cache's size: a small cache's smallest
- *       mini caches hold few entries then, and read noisier),
- *       a hash of its key, a ghost operation and a place in the batch
- *       (PROBE-P7). (Hashing every hit sample's key instead cost about
- *       15 ns a request, a fifth of a core at the bench's rates.)
+ *   PROBE-P4. Cost per call: a test of the entry's mark (PROBE-P6) and of
+ *       the timing's counter (PROBE-P5), then the inner policy's call,
+ *       forwarded as a tail call; for a marked key only (1 in
+ *       LARDER__PROBE_MIN_EVERY), a hash of its key (a hit or a victim) and
+ *       the test of the sample (1 in S, S >= LARDER__PROBE_MIN_EVERY
+ *       whatever the cache's size: a small cache's smallest mini caches hold
+ *       few entries then, and read noisier); for a sampled key only, a
+ *       ghost operation and a place in the batch (PROBE-P7). (Hashing every
+ *       hit sample's key instead cost about 15 ns a request, a fifth of a
+ *       core at the bench's rates; a set of the sampled entries with a bit
+ *       filter in front, until pool11, 30-45 instructions a call.)
  *   PROBE-P7. The mini caches' work is bounded per second, not per request: the
  *       sampled requests wait in a batch of BATCH (or BATCH_AGE_NS), and a
  *       flush runs them through the LARDER__PROBE_POINTS mini caches. Every
@@ -76,27 +80,26 @@
  *       restart of the mini caches (until they are warm again), puts every
  *       sampled request back through them at once. The rate (PROBE-P7) is of
  *       the requests that came, so a change of duty never changes S.
- *   PROBE-P6. The set holds the cache's entries whose key is in the sample, so
- *       that a hit or a victim needs no hash to be told apart: added on a
- *       sampled insert, moved by a replacement, dropped on removal or
- *       eviction, so it never holds a freed entry (every way out of the
- *       policy passes here). After the sample grows denser, entries already
- *       in the cache are missing from it: until the mini caches are warm
- *       again every hit is hashed and the sampled ones added (a hot entry
- *       is found at its next hit). Memory O(entries / S). A bit filter of
- *       8 bits per slot in front of it (a superset of the set: bits are
- *       set on add and cleared only by a rebuild from the set, once the
- *       removals since the last outnumber half the slots) answers most
- *       lookups of entries outside the sample from a table 8x smaller than
- *       the set's, which stays in the CPU's cache (at most 1 in 16 false
- *       positives while the set is at most half full).
+ *   PROBE-P6. A hit or a victim comes without its key's hash: the entry's
+ *       writer marked it (LARDER__ENTRY_SAMPLED, an immutable flag:
+ *       probe.h larder__probe_mark) when its key is in the widest sample
+ *       the probe may take, 1 in LARDER__PROBE_MIN_EVERY, which holds every
+ *       sample of 1 in S (S a power of two, at least that). So an unmarked
+ *       entry is outside the sample, whatever S is now or was when it came
+ *       in, and only a marked one is hashed and tested against S. A change
+ *       of S needs nothing more (a denser sample finds the entries already
+ *       in the cache marked), and the probe keeps no state per entry.
  *   PROBE-P5. own_ns accounts for the probe's time on the maintainer, in two
  *       parts. The per-call part (PROBE-P4): 1 call in TIME_EVERY is timed
  *       (two monotonic clock reads, from the vDSO; the thread's CPU clock is
  *       a system call of ~0.7 us in a VM, longer than what it would time)
  *       and counted TIME_EVERY times, unless it took over OUTLIER_NS (the
- *       thread was preempted: counted TIME_EVERY times, one preemption
- *       would outweigh thousands of calls). The clock reads' own cost is
+ *       thread was interrupted or preempted: counted TIME_EVERY times, one
+ *       such pause would outweigh thousands of calls; the most a timed call
+ *       does, a hash, a ghost operation and a place in the batch, takes
+ *       well under 1 us, and a loaded VM's pauses of a few us, counted until
+ *       pool11, outweighed the calls' own time: docs/pool.md). The
+ *       clock reads' own cost is
  *       taken off by timing, on the same calls, as many empty regions (two
  *       reads with nothing between, the same outlier rule), whose sum is
  *       subtracted: a fixed calibration (the fastest of a few pairs) left
@@ -115,7 +118,6 @@
 #include "pool/probe.h"
 
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "core/alloc.h"
@@ -129,14 +131,15 @@
 #define GUESS_ENTRY_BYTES 1024u /* large: a sample too dense corrects itself soonest (PROBE-P3) */
 /* PROBE-P4: S is at least this, so that a sampled request's mini-cache work (16
  * operations, 1-5 us with their cache misses) costs at most 20-80 ns per
- * request on average (docs/pool.md has what it costs measured). */
-#define MIN_EVERY 64u
-/* PROBE-P6: the sampled-entry set's first size (a power of two). */
-#define SET_MIN_SLOTS 1024u
+ * request on average (docs/pool.md has what it costs measured); the
+ * writers' marks cover it (PROBE-P6). */
+#define MIN_EVERY LARDER__PROBE_MIN_EVERY
 /* PROBE-P5: 1 call in TIME_EVERY is timed, and 1 empty region (a power of
- * two, at least 2); longer ones are dropped. */
-#define TIME_EVERY 256u
-#define OUTLIER_NS 50000u
+ * two, at least 2); longer ones are dropped. 1,024: the four clock reads
+ * per TIME_EVERY calls (about 25 ns each on this VM) cost a tenth of a ns a
+ * call, and a counted run still times thousands of calls. */
+#define TIME_EVERY 1024u
+#define OUTLIER_NS 2000u
 /* PROBE-P7: sampled requests per flush, the longest a batch waits, the
  * mini caches' sampled requests per second at most, and how often that is
  * checked. */
@@ -148,8 +151,9 @@
  * goes through the mini caches. */
 #define DUTY LARDER__PROBE_DUTY
 #define DUTY_BLOCK 128u
-/* After a refused tuner, requests until the next try. */
-#define RETRY_MASK 0xffffu
+/* After a refused tuner, marked inserts until the next try (PROBE-P6: about
+ * 64 x this many inserts). */
+#define RETRY_MASK 0x3ffu
 
 const unsigned larder__probe_scale[LARDER__PROBE_POINTS] = {
 	1024, 813, 645, 512, 406, 323, 256, 203, 161, 128, 102, 81, 64, 51, 40, 32,
@@ -159,21 +163,14 @@ extern const struct larder__policy_ops larder__policy_s3fifo;
 extern const struct larder__policy_ops larder__policy_wtinylfu;
 
 struct larder__policy {
-	/* What every call reads (PROBE-P4), first: one or two cache lines. */
+	/* What every call reads (PROBE-P4), first: one cache line. */
 	const struct larder__policy_ops *inner_ops;
 	struct larder__policy *inner;
-	struct larder__tuner *tuner; /* NULL while memory is refused */
-	uint8_t *filter;             /* PROBE-P6: set_mask + 1 bytes, 8 bits per slot */
-	uintptr_t *set;              /* PROBE-P6: the cache's entries whose key is in the sample */
 	uint64_t calls;              /* PROBE-P5 */
+	struct larder__tuner *tuner; /* NULL while memory is refused */
 	uint64_t sample_mask;        /* the tuner's: S - 1 */
-	unsigned filter_shift;
-	uint8_t set_lost;    /* an add found no memory: hits are hashed again */
-	uint8_t set_partial; /* the sample grew denser: the set may miss entries (PROBE-P6) */
 	uint8_t has_ghost;
 	uint8_t minis_ready; /* PROBE-P8: warm (minis_warm) at the last flush */
-	uint64_t set_mask, set_live;
-	uint64_t filter_stale; /* removals since the filter was rebuilt */
 	struct larder__policy_host host;
 	struct larder__probe_setup setup;
 	struct larder__tuner_kind kind;  /* the tuner keeps a pointer to it */
@@ -325,8 +322,6 @@ static void tuner_start(struct larder__policy *p, uint64_t every)
 	every = every < MIN_EVERY ? MIN_EVERY : every;
 	if (p->tuner)
 		apply_pending(p); /* sampled under the old S: they count there */
-	if (p->tuner && every < p->sample_every)
-		p->set_partial = 1; /* keys now sampled may be in the cache already */
 	if (p->tuner) {
 		for (unsigned k = 0; k < LARDER__PROBE_POINTS; k++)
 			p->base_hits[k] += larder__tuner_hits(p->tuner, k);
@@ -337,6 +332,12 @@ static void tuner_start(struct larder__policy *p, uint64_t every)
 	 * mini_entries of the expected entries: ask for exactly `every`. */
 	if (larder__tuner_create(&p->tuner, &p->kind, p->top, every * TARGET_ENTRIES) != 0)
 		p->tuner = NULL; /* no memory: no curve until the next try */
+	if (p->tuner && larder__tuner_sample_every(p->tuner) < MIN_EVERY) {
+		/* A top under 2 x MIN_EVERY bytes (never the pool's): a sample
+		 * wider than the marks would read low (PROBE-P6). No curve. */
+		larder__tuner_destroy(p->tuner);
+		p->tuner = NULL;
+	}
 	p->sample_every = p->tuner ? larder__tuner_sample_every(p->tuner) : every;
 	p->sample_mask = p->sample_every - 1;
 	p->since_rebuild = 0;
@@ -424,127 +425,6 @@ static inline int sampled(const struct larder__policy *p, uint64_t hash)
 	return p->tuner && p->has_ghost && !(larder__tuner_mix(hash) & p->sample_mask);
 }
 
-/* ---- PROBE-P6: the set of sampled entries (open addressing, backward shift) ---- */
-
-static uint64_t set_home(const struct larder__policy *p, const struct larder__entry *e)
-{
-	return ((uint64_t)(uintptr_t)e >> 4) * 0x9e3779b97f4a7c15ull >> 24 & p->set_mask;
-}
-
-static uint64_t filter_bit(const struct larder__policy *p, const struct larder__entry *e)
-{
-	return ((uint64_t)(uintptr_t)e >> 4) * 0x9e3779b97f4a7c15ull >> p->filter_shift;
-}
-
-static int filter_has(const struct larder__policy *p, const struct larder__entry *e)
-{
-	uint64_t b = filter_bit(p, e);
-	return p->filter[b >> 3] >> (b & 7) & 1;
-}
-
-static void filter_add(struct larder__policy *p, const struct larder__entry *e)
-{
-	uint64_t b = filter_bit(p, e);
-	p->filter[b >> 3] |= (uint8_t)(1u << (b & 7));
-}
-
-static void filter_rebuild(struct larder__policy *p)
-{
-	memset(p->filter, 0, p->set_mask + 1);
-	for (uint64_t i = 0; i <= p->set_mask; i++)
-		if (p->set[i])
-			filter_add(p, (const struct larder__entry *)p->set[i]);
-	p->filter_stale = 0;
-}
-
-/* The filter's answer: 0 for most entries outside the set, at the cost of a
- * byte read (the callers test this before a call into the set). */
-static inline int set_maybe(const struct larder__policy *p, const struct larder__entry *e)
-{
-	return p->set && filter_has(p, e);
-}
-
-static uint64_t set_find(const struct larder__policy *p, const struct larder__entry *e)
-{
-	if (!set_maybe(p, e))
-		return UINT64_MAX;
-	for (uint64_t i = set_home(p, e);; i = (i + 1) & p->set_mask) {
-		if (p->set[i] == (uintptr_t)e)
-			return i;
-		if (!p->set[i])
-			return UINT64_MAX;
-	}
-}
-
-static int set_grow(struct larder__policy *p)
-{
-	uint64_t n = p->set ? (p->set_mask + 1) * 2 : SET_MIN_SLOTS;
-	uintptr_t *old = p->set, *fresh = larder__calloc(n, sizeof *fresh);
-	uint8_t *filter = larder__malloc(n);
-	uint64_t old_n = p->set ? p->set_mask + 1 : 0;
-	if (!fresh || !filter) {
-		free(fresh);
-		free(filter);
-		return -1;
-	}
-	free(p->filter);
-	p->filter = filter;
-	p->filter_shift = 64;
-	for (uint64_t bits = n * 8; bits > 1; bits /= 2) /* n is a power of two */
-		p->filter_shift--;
-	p->set = fresh;
-	p->set_mask = n - 1;
-	for (uint64_t i = 0; i < old_n; i++) {
-		if (!old[i])
-			continue;
-		uint64_t j = set_home(p, (struct larder__entry *)old[i]);
-		while (p->set[j])
-			j = (j + 1) & p->set_mask;
-		p->set[j] = old[i];
-	}
-	free(old);
-	filter_rebuild(p);
-	return 0;
-}
-
-static void set_add(struct larder__policy *p, struct larder__entry *e)
-{
-	if ((!p->set || (p->set_live + 1) * 2 > p->set_mask + 1) && set_grow(p) != 0) {
-		p->set_lost = 1;
-		return;
-	}
-	uint64_t i = set_home(p, e);
-	while (p->set[i] && p->set[i] != (uintptr_t)e)
-		i = (i + 1) & p->set_mask;
-	p->set_live += !p->set[i];
-	p->set[i] = (uintptr_t)e;
-	filter_add(p, e);
-}
-
-/* Removes e; returns whether it was there. */
-static int set_del(struct larder__policy *p, const struct larder__entry *e)
-{
-	uint64_t i = set_find(p, e);
-	if (i == UINT64_MAX)
-		return 0;
-	for (uint64_t j = i;;) {
-		j = (j + 1) & p->set_mask;
-		if (!p->set[j])
-			break;
-		uint64_t home = set_home(p, (struct larder__entry *)p->set[j]);
-		int in_range = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
-		if (!in_range) {
-			p->set[i] = p->set[j];
-			i = j;
-		}
-	}
-	p->set[i] = 0;
-	p->set_live--;
-	if (++p->filter_stale > (p->set_mask + 1) / 2)
-		filter_rebuild(p);
-	return 1;
-}
-
 /* Warm (pool/pool.c): the mini caches have seen twice what the largest holds. */
 static int minis_warm(const struct larder__policy *p)
 {
@@ -553,9 +433,16 @@ static int minis_warm(const struct larder__policy *p)
 	return n >= 2 * (p->top / p->sample_every / (mean ? mean : 1));
 }
 
-/* follow_pool()'s work, out of line (PROBE-P4: most inserts have none). */
-static __attribute__((noinline)) void follow_pool_rest(struct larder__policy *p, uint64_t want)
+/* The pool's requests, and a tuner after memory was refused: on the marked
+ * and the timed inserts (PROBE-P4), 1 in 64 or so, which is soon enough
+ * for a request the pool makes at most once a pass. */
+static void follow_pool(struct larder__policy *p)
 {
+	/* Relaxed: the pool's request (probe.h). */
+	uint64_t want = atomic_load_explicit(&p->setup.out->want_top, LARDER__RELAXED);
+	int retry = !p->tuner && (++p->since_rebuild & RETRY_MASK) == 0; /* refused: retry */
+	if ((!want || want == p->top) && !retry)
+		return;
 	uint64_t t0 = cpu_ns();
 	if (want && want != p->top)
 		recentre(p, want);
@@ -564,20 +451,9 @@ static __attribute__((noinline)) void follow_pool_rest(struct larder__policy *p,
 	batch_time(p, t0);
 }
 
-/* The pool's requests, and a tuner after memory was refused (on inserts). */
-static inline void follow_pool(struct larder__policy *p)
-{
-	/* Relaxed: the pool's request (probe.h). */
-	uint64_t want = atomic_load_explicit(&p->setup.out->want_top, LARDER__RELAXED);
-	int retry = !p->tuner && (++p->since_rebuild & RETRY_MASK) == 0; /* refused: retry */
-	if ((!want || want == p->top) && !retry)
-		return;
-	follow_pool_rest(p, want);
-}
-
 /* PROBE-P8: does this sampled request go through the mini caches? All do
- * unless the pool says steady and the mini caches are warm (then the set
- * is whole too: PROBE-P6); then one block in DUTY. */
+ * unless the pool says steady and the mini caches are warm; then one block
+ * in DUTY. */
 static int goes_through(struct larder__policy *p)
 {
 	uint64_t at = p->duty_at++;
@@ -615,29 +491,36 @@ static void flush(struct larder__policy *p)
 	apply_pending(p);
 	if (!p->minis_ready && minis_warm(p))
 		p->minis_ready = 1; /* PROBE-P8 */
-	if (p->set_partial && p->minis_ready)
-		p->set_partial = 0; /* PROBE-P6: the set holds the sampled entries again */
 	publish(p);
 	if (!rate_check(p))
 		resample_if_needed(p);
 	batch_time(p, t0);
 }
 
+/* PROBE-P6: whether e's key may be in the sample (its writer's mark). */
+static inline int marked(const struct larder__entry *e)
+{
+	return (larder__entry_flags_raw(e) & LARDER__ENTRY_SAMPLED) != 0;
+}
+
 /*
- * PROBE-P4's calls in two parts: an inlined test that most calls end at (no
- * frame to build beyond the forwarding call's), and the rest out of line.
- * The timed calls (PROBE-P5) always take the second part, which runs the
- * same test again inside the timing, so what is timed is the whole of the
- * probe's work for that call.
+ * PROBE-P4's calls in two parts: an inlined test of the mark and of the
+ * timing's counter that most calls end at, forwarding the call to the inner
+ * policy as a tail call (no frame of the probe's own), and the rest out of
+ * line for the marked keys and the timed calls. The order of the inner
+ * call and the probe's work does not matter (PROBE-P1: neither reads what
+ * the other writes). A timed call (PROBE-P5) runs the test again inside the
+ * timing, so what is timed is the whole of the probe's work for that call.
  */
 static __attribute__((noinline)) void insert_rest(struct larder__policy *p,
 						  struct larder__entry *e, uint64_t hash,
 						  size_t bytes, int timed)
 {
+	p->inner_ops->insert(p->inner, e, hash, bytes);
+	follow_pool(p);
 	uint64_t t0 = timed ? time_begin_slow(p) : 0;
 	int due = 0;
-	if (sampled(p, hash)) {
-		set_add(p, e);
+	if (marked(e) && sampled(p, hash)) {
 		if (larder__ghost_remove(&p->ghost, larder__ghost_fp(hash))) {
 			p->ghost_hits++;
 			/* Relaxed: a count (probe.h). */
@@ -654,39 +537,31 @@ static __attribute__((noinline)) void insert_rest(struct larder__policy *p,
 static void probe_insert(struct larder__policy *p, struct larder__entry *e, uint64_t hash,
 			 size_t bytes)
 {
-	p->inner_ops->insert(p->inner, e, hash, bytes);
-	follow_pool(p);
 	int timed = time_due(p);
-	if (__builtin_expect(timed || sampled(p, hash), 0))
+	if (__builtin_expect(timed || marked(e), 0)) {
 		insert_rest(p, e, hash, bytes, timed);
+		return;
+	}
+	p->inner_ops->insert(p->inner, e, hash, bytes);
 }
 
+/* A replacement keeps the key, and with it the mark (PROBE-P6). */
 static void probe_replace(struct larder__policy *p, struct larder__entry *old,
 			  struct larder__entry *e, size_t old_bytes, size_t bytes)
 {
 	p->inner_ops->replace(p->inner, old, e, old_bytes, bytes);
-	if (set_maybe(p, old) && set_del(p, old)) /* the same key: in the sample still */
-		set_add(p, e);
 }
 
 static __attribute__((noinline)) void hit_rest(struct larder__policy *p, struct larder__entry *e,
 					       int timed)
 {
+	p->inner_ops->hit(p->inner, e);
 	uint64_t t0 = timed ? time_begin_slow(p) : 0;
 	int due = 0;
-	/* PROBE-P6: only an entry of the set is hashed, unless the set may miss some
-	 * (a denser sample since they came in, or no memory): then every hit is,
-	 * until the mini caches are warm, and those found are added. */
-	int known = set_maybe(p, e) && set_find(p, e) != UINT64_MAX;
-	if (known || p->set_lost || p->set_partial) {
+	if (marked(e) && p->tuner) {
 		uint64_t hash = p->host.hash(p->host.ctx, e);
-		if (sampled(p, hash)) {
-			if (!known)
-				set_add(p, e);
+		if (sampled(p, hash))
 			due = probe_request(p, hash, p->host.size(p->host.ctx, e));
-		} else if (known) {
-			set_del(p, e); /* a sparser sample since it came in */
-		}
 	}
 	time_end(p, t0);
 	if (due)
@@ -695,26 +570,24 @@ static __attribute__((noinline)) void hit_rest(struct larder__policy *p, struct 
 
 static void probe_hit(struct larder__policy *p, struct larder__entry *e)
 {
-	p->inner_ops->hit(p->inner, e);
-	if (!p->tuner)
-		return;
 	int timed = time_due(p);
-	if (__builtin_expect(timed || set_maybe(p, e) || p->set_lost || p->set_partial, 0))
+	if (__builtin_expect(timed || marked(e), 0)) {
 		hit_rest(p, e, timed);
+		return;
+	}
+	p->inner_ops->hit(p->inner, e);
 }
 
 static void probe_remove(struct larder__policy *p, struct larder__entry *e, size_t bytes)
 {
 	p->inner_ops->remove(p->inner, e, bytes);
-	if (set_maybe(p, e))
-		set_del(p, e);
 }
 
-/* A victim of the set: into the ghost if still in the sample. */
+/* A marked victim: into the ghost if in the sample. */
 static __attribute__((noinline)) void evict_rest(struct larder__policy *p,
 						 struct larder__entry *v)
 {
-	if (!set_del(p, v))
+	if (!p->tuner)
 		return;
 	uint64_t t0 = time_due(p) ? time_begin_slow(p) : 0;
 	uint64_t hash = p->host.hash(p->host.ctx, v);
@@ -729,7 +602,7 @@ static __attribute__((noinline)) void evict_rest(struct larder__policy *p,
 static struct larder__entry *probe_evict(struct larder__policy *p)
 {
 	struct larder__entry *v = p->inner_ops->evict(p->inner);
-	if (v && set_maybe(p, v))
+	if (v && __builtin_expect(marked(v), 0))
 		evict_rest(p, v);
 	return v;
 }
@@ -751,8 +624,6 @@ static void probe_destroy(struct larder__policy *p)
 		larder__tuner_destroy(p->tuner);
 	if (p->has_ghost)
 		larder__ghost_destroy(&p->ghost);
-	free(p->set);
-	free(p->filter);
 	free(p);
 }
 

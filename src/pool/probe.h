@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "evict/policy.h"
+#include "evict/tuner.h"
 #include "sync/atomic.h"
 
 /* Points of the curve: sizes top x 2^(-k/3), k = 0..POINTS-1 (top/32 last);
@@ -22,8 +23,30 @@
 #define LARDER__PROBE_POINTS 16
 
 /* While its cache is steady, one block of sampled requests in this many
- * goes through the mini caches (PROBE-P8 in probe.c). */
-#define LARDER__PROBE_DUTY 8u
+ * goes through the mini caches (PROBE-P8 in probe.c). 16 since pool11 (8
+ * before): half the mini caches' work while steady; the ten caches'
+ * weighted misses 1.007x the optimum in the median of eleven rounds, one
+ * round of them at 1.071x (docs/pool.md, "What the controller costs"). */
+#define LARDER__PROBE_DUTY 16u
+
+/* The probe samples 1 key in S, S a power of two and at least this
+ * (PROBE-P4 in probe.c): a key is in the sample iff the low log2(S) bits of
+ * larder__tuner_mix(hash) are 0, so every such sample lies inside the one
+ * of 1 in LARDER__PROBE_MIN_EVERY. */
+#define LARDER__PROBE_MIN_EVERY 64u
+
+/*
+ * PROBE-P6: the mark a writer gives an entry of a probed cache
+ * (core/cache.h sample_marks) whose key is in that widest sample:
+ * LARDER__ENTRY_SAMPLED, or 0. An immutable flag (core/entry.h ENTRY-E1),
+ * so the probe tells a hit or a victim outside every sample it may take
+ * by one bit of the entry its policy call has in hand, without its hash.
+ */
+static inline unsigned larder__probe_mark(uint64_t hash)
+{
+	return (larder__tuner_mix(hash) & (LARDER__PROBE_MIN_EVERY - 1)) ? 0u
+									 : LARDER__ENTRY_SAMPLED;
+}
 
 /* Point k's size in 1/1024 of the top size (larder__probe_scale[0] == 1024). */
 extern const unsigned larder__probe_scale[LARDER__PROBE_POINTS];

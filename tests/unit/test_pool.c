@@ -24,6 +24,8 @@
 #include <math.h> /* NAN, INFINITY only: the tests link no libm */
 #include <stdlib.h>
 
+#include "core/hash.h"
+#include "core/testing.h"
 #include "harness.h"
 #include "pool/pool.h"
 #include "pool/probe.h"
@@ -1308,6 +1310,11 @@ static void test_probe_estimates(void)
  * a block cut at either end (128 sampled requests, PROBE-P8) and a batch
  * not yet published (32, PROBE-P7). */
 #define DUTY_SLACK 160u
+/* A reading takes DUTY_SEEN sampled requests (several seconds at the capped
+ * rate, much longer under ThreadSanitizer on a loaded machine), and one
+ * spoiled by a restart is retried: a deadline that leaves room for a few
+ * (WAIT_MS left one under two ThreadSanitizer runs at load 20). */
+#define DUTY_WAIT_MS (4 * WAIT_MS)
 
 struct duty_wait {
 	larder_pool *pool;
@@ -1364,7 +1371,7 @@ static void test_probe_steady_rate(void)
 	REQUIRE(c[0] && c[1]);
 	settle(pool, c, 2);
 	struct duty_wait w = { pool, c, 1, 10, 0, 0 };
-	CHECK(th_wait_until(duty_through, &w, WAIT_MS));
+	CHECK(th_wait_until(duty_through, &w, DUTY_WAIT_MS));
 	printf("  steady: %llu of %llu sampled requests through the mini caches\n",
 	       (unsigned long long)w.through, (unsigned long long)w.seen);
 	struct marginals m = { pool, c, 20, { 0, 0 } };
@@ -1373,7 +1380,7 @@ static void test_probe_steady_rate(void)
 	CHECK(m.m[0] > 10 * m.m[1]);
 	/* The full rate: every sampled request of a stretch goes through. */
 	w.mode = 2;
-	CHECK(th_wait_until(all_through, &w, WAIT_MS));
+	CHECK(th_wait_until(all_through, &w, DUTY_WAIT_MS));
 	printf("  full: %llu of %llu sampled requests through the mini caches\n",
 	       (unsigned long long)w.through, (unsigned long long)w.seen);
 	uint64_t s0, t0;
@@ -1381,6 +1388,60 @@ static void test_probe_steady_rate(void)
 	duty_counts(&w, &s0, &t0);
 	for (unsigned i = 0; i < 2; i++)
 		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/*
+ * PROBE-P6: the probe sees the requests of exactly the keys in its sample,
+ * told apart by the writers' marks: the inserts of fresh keys, then, after
+ * a touch gave each a deadline (which copies every entry: the copy must
+ * keep the mark), one hit of each. Counted against the keys' own hashes.
+ * The controller never runs (a long interval) and the sampled requests stay
+ * under the rate cap (PROBE-P7), so S does not change meanwhile (checked).
+ */
+static uint64_t arrived_after_quiesce(larder_pool *pool, larder *c, uint64_t every)
+{
+	uint64_t arrived = 0, now_every = 0;
+	CHECK_EQ(larder__test_quiesce(c, WAIT_MS), 0);
+	CHECK_EQ(larder__test_pool_arrived(pool, c, &arrived, &now_every), 0);
+	CHECK_EQ(now_every, every);
+	return arrived;
+}
+
+static void test_probe_sees_marked_keys(void)
+{
+	larder_pool *pool = make_pool(8 * MiB, 60000);
+	REQUIRE(pool);
+	larder *c = open_in(pool, 0.5, 1, 1);
+	REQUIRE(c);
+	const uint64_t keys = 20000; /* about 2 MiB: no eviction */
+	uint64_t a0 = 0, every = 0, in_sample = 0;
+	CHECK_EQ(larder__test_pool_arrived(pool, c, &a0, &every), 0);
+	REQUIRE(every >= LARDER__PROBE_MIN_EVERY);
+	char value[64] = { 0 }, buf[64];
+	size_t len;
+	for (uint64_t k = 0; k < keys; k++) {
+		CHECK_RC(larder_put(c, &k, sizeof k, value, sizeof value, LARDER_TTL_NEVER),
+			 LARDER_OK);
+		uint64_t mix = larder__tuner_mix(larder__hash(TH_HASH_SEED, &k, sizeof k));
+		in_sample += (mix & (every - 1)) == 0;
+	}
+	uint64_t a1 = arrived_after_quiesce(pool, c, every);
+	printf("  S = %llu: %llu keys of %llu in the sample, %llu inserts seen\n",
+	       (unsigned long long)every, (unsigned long long)in_sample,
+	       (unsigned long long)keys, (unsigned long long)(a1 - a0));
+	CHECK(in_sample > 0);
+	CHECK_EQ(a1 - a0, in_sample);
+	for (uint64_t k = 0; k < keys; k++)
+		CHECK_RC(larder_touch(c, &k, sizeof k, 3600 * 1000), LARDER_OK);
+	for (uint64_t k = 0; k < keys; k++) {
+		CHECK_RC(larder_get(c, &k, sizeof k, buf, sizeof buf, &len), LARDER_OK);
+		if (k % 256 == 255) /* the hit ring (1,024) drops the oldest samples */
+			CHECK_EQ(larder__test_quiesce(c, WAIT_MS), 0);
+	}
+	uint64_t a2 = arrived_after_quiesce(pool, c, every);
+	CHECK_EQ(a2 - a1, in_sample);
+	larder_close(c);
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 }
 
@@ -1460,8 +1521,8 @@ static int ok_or_enomem(int rc, long *enomem)
 }
 
 /* A pool's life with allocations failing somewhere: config, pool, two
- * caches opened in it (member, probe, tuner), puts (the probe's set of
- * sampled entries, the ghost) and reads, closes. A failed call changes
+ * caches opened in it (member, probe, tuner), puts (the probe's ghost, its
+ * batches) and reads, closes. A failed call changes
  * nothing: a failed open leaves the pool as it was, a value written reads
  * back, and the pool closes once its caches have. */
 static void pool_oom_workload(long *enomem)
@@ -1567,6 +1628,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_probe_estimates),
 		TH_TEST(test_probe_steady_rate),
 		TH_TEST(test_probe_readings_whole),
+		TH_TEST(test_probe_sees_marked_keys),
 		TH_TEST(test_out_of_memory),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
