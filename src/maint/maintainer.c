@@ -85,6 +85,7 @@
 #define _GNU_SOURCE
 #include "maint/maintainer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/alloc.h"
@@ -327,6 +328,11 @@ static void *maint_main(void *arg)
 {
 	struct larder__shard *s = arg;
 	struct larder *c = s->cache;
+	/* Named for the operator's tools (top -H, perf, gdb, /proc/PID/task/TID/comm):
+	 * "larder-maint/K", K its shard. A failure only leaves the name inherited. */
+	char name[16];
+	snprintf(name, sizeof(name), "larder-maint/%u", s->index);
+	(void)pthread_setname_np(pthread_self(), name);
 	/* Before any listener runs: this thread's writes must never wait
 	 * (core/cache.c, wait_pass). Without its state it cannot run at all. */
 	struct larder__thread *self = larder__thread_self();

@@ -54,6 +54,7 @@
  * and live slots x slot size + large mappings = used bytes (tests/unit/
  * test_memory.c, TMEMORY-M7).
  */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include "mem/slab.h"
 
 #include <stdlib.h>
@@ -212,6 +213,7 @@ static struct larder__page *unmap_batch(struct larder__slab *s, struct larder__p
 static void *returner_main(void *arg)
 {
 	struct larder__slab *s = arg;
+	(void)pthread_setname_np(pthread_self(), "larder-return"); /* for top -H, perf */
 	pthread_mutex_lock(&s->lock);
 	while (!s->returner_stop || s->to_unmap) {
 		if (!s->to_unmap) {

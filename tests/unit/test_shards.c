@@ -21,11 +21,14 @@
  *                 none of them;
  *   listener      with four shards every removal is reported exactly once;
  *   snapshot      a four-shard cache's snapshot loads whole into caches of
- *                 four shards and of one.
+ *                 four shards and of one;
+ *   thread names  each shard's maintainer is named "larder-maint/K" once the
+ *                 open has returned, and the names go with the close.
  */
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <dirent.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -457,6 +460,45 @@ static void test_snapshot(void)
 	unlink(path);
 }
 
+/* The threads of this process named "larder-maint/<shard>", one bit per
+ * shard; all bits set when /proc cannot be read. */
+static uint64_t maintainer_names(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *t;
+	uint64_t seen = 0;
+	if (!d)
+		return UINT64_MAX;
+	while ((t = readdir(d)) != NULL) {
+		char path[300], name[32] = "";
+		unsigned k;
+		if (t->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", t->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue; /* a thread that ended meanwhile */
+		if (fgets(name, sizeof(name), f) && sscanf(name, "larder-maint/%u", &k) == 1 &&
+		    k < 64)
+			seen |= (uint64_t)1 << k;
+		fclose(f);
+	}
+	closedir(d);
+	return seen;
+}
+
+static void test_thread_names(void)
+{
+	REQUIRE(maintainer_names() == 0);
+	larder_config *cfg = th_config(64 * MiB);
+	REQUIRE(cfg != NULL && larder_config_set_shards(cfg, 4) == LARDER_OK);
+	larder *c = th_open(cfg);
+	REQUIRE(c != NULL);
+	CHECK_EQ(maintainer_names(), 0xf);
+	larder_close(c);
+	CHECK_EQ(maintainer_names(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -468,6 +510,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_clear_enomem_whole),
 		TH_TEST(test_listener),
 		TH_TEST(test_snapshot),
+		TH_TEST(test_thread_names),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }

@@ -33,6 +33,12 @@
 #   The maintainer's share includes its idle passes (a few per ms), which is
 #   why N must be large (the default) for a steady figure. The issue's bar:
 #   writer + maintainer at most half of the figure before (docs/bench.md).
+#   LB_PROFILE_SHARDS=K (put; 1 by default) opens larder's cache with K
+#   shards (--shards K, docs/shards.md): the same puts spread over K
+#   maintainers, whose threads are summed as "maintainer".
+#   LB_PROFILE_FUNCS=N (put) adds the maintainers' N costliest functions,
+#   self cost per put, 0-op run subtracted (docs/shards.md compares K = 1
+#   with K = 4 this way).
 #   LB_PROFILE_CACHESIM=1 adds callgrind's cache simulation: simulated
 #   first-level and last-level data misses per operation, per thread. It
 #   models each thread's caches alone (no coherence traffic between cores),
@@ -59,6 +65,7 @@ esac
 work=${LB_PROFILE_DIR:-$(mktemp -d /tmp/larder-profile.XXXXXX)}
 mkdir -p "$work"
 cachesim=no
+shards=${LB_PROFILE_SHARDS:-1}
 [[ ${LB_PROFILE_CACHESIM:-0} == 1 ]] && cachesim=yes
 
 command -v valgrind >/dev/null || { echo "profile.sh: valgrind is not installed" >&2; exit 2; }
@@ -73,7 +80,7 @@ run_ir() {
 		rm -f "$out"-* "$out".*
 		nice -n 10 valgrind --tool=callgrind --separate-threads=yes --cache-sim=$cachesim \
 			--callgrind-out-file="$out" "$bench" --ops "$2" --engines "$1" \
-			--scenarios $scenario --seed 42 >"$work/log.$1.$2" 2>&1 ||
+			--scenarios $scenario --seed 42 --shards "$shards" >"$work/log.$1.$2" 2>&1 ||
 			{ echo "profile.sh: run failed; see $work/log.$1.$2" >&2; exit 1; }
 		grep -q "ops=$2 " "$work/log.$1.$2" ||
 			{ echo "profile.sh: $1 did not report $2 ops; see $work/log.$1.$2" >&2; exit 1; }
@@ -191,6 +198,22 @@ if [[ $mode == put ]]; then
 		group_table writer
 		echo " maintainer:"
 		group_table maintainer
+	fi
+	if [[ ${LB_PROFILE_FUNCS:-0} -gt 0 ]] && command -v callgrind_annotate >/dev/null; then
+		# Self cost per function of every maintainer thread, summed.
+		funcs() {
+			for f in "$@"; do callgrind_annotate --inclusive=no --show-percs=no --show=Ir --threshold=100 "$f" 2>/dev/null; done |
+				awk '/^ *[0-9][0-9,]* +[^ ]+:[^ ]/ { ir = $1; gsub(/,/, "", ir); fn = $2; sub(/.*:/, "", fn); s[fn] += ir }
+					END { for (f in s) printf "%s\t%d\n", f, s[f] }' | sort
+		}
+		mfiles() { local f; for f in "$work/cg.larder.$1"-[0-9]*; do [[ $f == *-01 ]] || echo "$f"; done; }
+		echo
+		echo "the maintainers' ${LB_PROFILE_FUNCS} costliest functions, self Ir per put (K = $shards):"
+		mapfile -t fn_n < <(mfiles "$n")
+		mapfile -t fn_0 < <(mfiles 0)
+		join -t $'\t' -a 1 -a 2 -e 0 -o 0,1.2,2.2 <(funcs "${fn_n[@]}") <(funcs "${fn_0[@]}") |
+			awk -F'\t' -v n="$n" '{ printf "%.2f\t%s\n", ($2 - $3) / n, $1 }' | sort -rn |
+			head -n "$LB_PROFILE_FUNCS" | awk -F'\t' '{ printf "  %-50s %8.2f\n", $2, $1 }'
 	fi
 fi
 echo "where larder's instructions go: callgrind_annotate --inclusive=yes $work/cg.larder.$n-01 | head -40"

@@ -17,7 +17,13 @@
 #   writer ns/put      = 1000 / cpu rate (M/s)
 #   maintainers ns/put = helper share x writer ns/put
 # Prints per K the medians over the rounds (min..max of the maintainers'
-# figure) and each K's median over K = 1's from the same run.
+# figure) and each K's median over K = 1's from the same run, and from the
+# cache's own counters (LB_LARDER_STATS=1, over the whole process: preload,
+# warm-up and the cell) the writes per maintainer pass and the share of
+# events that overflowed a full ring into its spill: a keeping-up
+# maintainer runs a pass per writer wake-up (a ring half full, 256
+# events), one that falls behind runs longer passes, mostly from the spill
+# (docs/shards.md, "What grows with K").
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -28,24 +34,30 @@ ks=${4:-1 2 4}
 [[ -x $bench ]] || { echo "shards.sh: no larder-bench at $bench (build it first)" >&2; exit 2; }
 
 out=$(mktemp /tmp/larder-shards.XXXXXX)
-trap 'rm -f "$out" "$out.log"' EXIT
+trap 'rm -f "$out" "$out.log" "$out.err" "$out.cell"' EXIT
 for ((r = 1; r <= rounds; r++)); do
 	for k in $ks; do
 		# The cell's row: scenario threads engine median range ratio | cpu
 		# cratio on-cpu helper | hit
-		"$bench" --engines larder --scenarios write --threads "$threads" --rounds 1 \
-			--shards "$k" 2>>"$out.log" | awk -v k="$k" '
+		LB_LARDER_STATS=1 "$bench" --engines larder --scenarios write --threads "$threads" \
+			--rounds 1 --shards "$k" 2>"$out.err" >"$out.cell" ||
+			{ cat "$out.err" >&2; exit 1; }
+		cat "$out.err" >>"$out.log"
+		read -r writes passes spilled < <(awk '/larder stats:/ { print $5, $7, $9 }' \
+			"$out.err") || true
+		awk -v k="$k" -v w="${writes:-0}" -v p="${passes:-0}" -v sp="${spilled:-0}" '
 			$1 == "write" && $3 == "larder" && $7 == "|" {
 				h = $11; sub(/%/, "", h); on = $10; sub(/%/, "", on)
-				printf "%s %s %s %s %s\n", k, $4, $8, h / 100, on / 100
-			}' >>"$out" || { cat "$out.log" >&2; exit 1; }
+				printf "%s %s %s %s %s %s %s\n", k, $4, $8, h / 100, on / 100,
+					p ? w / p : 0, w ? sp / w : 0
+			}' "$out.cell" >>"$out"
 	done
 done
 
 printf 'write cell, %s writer threads, %s rounds (load average now: %s)\n' "$threads" "$rounds" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%3s %10s %10s %14s %20s %8s %9s\n' K "wall M/s" "cpu M/s" "writer ns/put" \
-	"maintainers ns/put" "on-cpu" "vs K=1"
+printf '%3s %10s %10s %14s %20s %8s %9s %15s %8s\n' K "wall M/s" "cpu M/s" "writer ns/put" \
+	"maintainers ns/put" "on-cpu" "vs K=1" "writes per pass" "spilled"
 awk '
 	function median(a, n,    i, j, t) {
 		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
@@ -54,7 +66,7 @@ awk '
 	{
 		k = $1; n[k]++; i = n[k]
 		wall[k, i] = $2; cpu[k, i] = $3; w = 1000 / $3; m = $4 * w; on[k, i] = $5
-		wns[k, i] = w; mns[k, i] = m
+		wns[k, i] = w; mns[k, i] = m; wpp[k, i] = $6; spl[k, i] = $7
 		if (!(k in lo) || m < lo[k]) lo[k] = m
 		if (!(k in hi) || m > hi[k]) hi[k] = m
 		if (!(k in seen)) { order[++nk] = k; seen[k] = 1 }
@@ -67,7 +79,9 @@ awk '
 			delete a; for (i = 1; i <= n[k]; i++) a[i] = wns[k, i]; ww = median(a, n[k])
 			delete a; for (i = 1; i <= n[k]; i++) a[i] = mns[k, i]; mm = median(a, n[k])
 			delete a; for (i = 1; i <= n[k]; i++) a[i] = on[k, i]; mo = median(a, n[k])
+			delete a; for (i = 1; i <= n[k]; i++) a[i] = wpp[k, i]; mp = median(a, n[k])
+			delete a; for (i = 1; i <= n[k]; i++) a[i] = spl[k, i]; ms = median(a, n[k])
 			if (x == 1) base = mm
-			printf "%3s %10.2f %10.2f %14.1f %9.1f (%.1f..%.1f) %7.0f%% %8.2fx\n", k, mw, mc, ww, mm, lo[k], hi[k], 100 * mo, mm / base
+			printf "%3s %10.2f %10.2f %14.1f %9.1f (%.1f..%.1f) %7.0f%% %8.2fx %15.0f %7.0f%%\n", k, mw, mc, ww, mm, lo[k], hi[k], 100 * mo, mm / base, mp, 100 * ms
 		}
 	}' "$out"
