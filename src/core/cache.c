@@ -575,6 +575,13 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 		return rc;
 	long found = 0;
 	uint64_t hash[BATCH_STRIDE];
+	/* Each key's index and home as its first pass saw them, for the
+	 * prefetches of the next two: hints, so a root swapped meanwhile (a
+	 * clear, a growth) costs only a useless prefetch, and the old table
+	 * stays mapped while this read section lasts. The lookup itself
+	 * loads the root again. */
+	const struct larder__table *table[BATCH_STRIDE];
+	uint64_t home[BATCH_STRIDE];
 	size_t valid[BATCH_STRIDE]; /* indexes in the stride of the keys that pass check_key */
 	op_enter(&op);
 	for (size_t base = 0; base < count; base += BATCH_STRIDE) {
@@ -585,20 +592,21 @@ long larder_get_batch(larder *c, size_t count, const void *const keys[], const s
 				continue;
 			valid[nvalid++] = i;
 			hash[i] = larder__hash(c->seed, keys[k], key_lens[k]);
-			larder__table_prefetch(root_rcu(c, hash[i]), hash[i]);
+			table[i] = root_rcu(c, hash[i]);
+			home[i] = larder__table_prefetch(table[i], hash[i]);
 		}
 		/* A second pass, so that the bucket loads of the whole stride
 		 * overlap instead of stalling one after another; then the same
 		 * for the keys that may live in the bucket after their home. */
 		size_t beyond[BATCH_STRIDE], nbeyond = 0;
 		for (size_t v = 0; v < nvalid; v++) {
-			uint64_t hv = hash[valid[v]];
-			if (larder__table_prefetch_entry(root_rcu(c, hv), hv))
-				beyond[nbeyond++] = valid[v];
+			size_t i = valid[v];
+			if (larder__table_prefetch_entry(table[i], home[i], hash[i]))
+				beyond[nbeyond++] = i;
 		}
 		for (size_t v = 0; v < nbeyond; v++) {
-			uint64_t hv = hash[beyond[v]];
-			larder__table_prefetch_beyond(root_rcu(c, hv), hv);
+			size_t i = beyond[v];
+			larder__table_prefetch_beyond(table[i], home[i], hash[i]);
 		}
 		for (size_t v = 0; v < nvalid; v++) {
 			size_t i = valid[v], k = base + i;

@@ -149,10 +149,13 @@ static inline struct larder__table *larder__table_next(struct larder__table *t)
 	return (struct larder__table *)atomic_load_explicit(&t->next, LARDER__ACQUIRE);
 }
 
-/* Batch lookups, step 1: start loading the home bucket. */
-static inline void larder__table_prefetch(const struct larder__table *t, uint64_t hash)
+/* Batch lookups, step 1: start loading the home bucket; returns the home,
+ * for steps 2 and 2b. */
+static inline uint64_t larder__table_prefetch(const struct larder__table *t, uint64_t hash)
 {
-	__builtin_prefetch(&t->buckets[larder__table_home(t, hash)]);
+	uint64_t home = larder__table_home(t, hash);
+	__builtin_prefetch(&t->buckets[home]);
+	return home;
 }
 
 /* The bucket after home, wrapping (where a displaced key's probe goes on). */
@@ -233,9 +236,10 @@ static inline int larder__table_prefetch_match(const struct larder__bucket *b, u
 		uint64_t w = atomic_load_explicit(&b->slot[larder__tag_bits_slot(m)],
 						  LARDER__RELAXED);
 		if ((w & LARDER__SLOT_PTR_MASK) > LARDER__SLOT_MARKER) {
-			__builtin_prefetch(larder__slot_entry(w));
-			__builtin_prefetch((const char *)larder__slot_entry(w) + 64);
-			__builtin_prefetch((const char *)larder__slot_entry(w) + 128);
+			const char *e = (const char *)larder__slot_entry(w);
+			__builtin_prefetch(e);
+			__builtin_prefetch(e + 64);
+			__builtin_prefetch(e + 128);
 			return 1;
 		}
 	}
@@ -251,9 +255,9 @@ static inline int larder__table_prefetch_match(const struct larder__bucket *b, u
  * keys (about one in ten at the fill of TABLE-L1) overlap their two misses
  * too instead of meeting them one after another in step 3.
  */
-static inline int larder__table_prefetch_entry(const struct larder__table *t, uint64_t hash)
+static inline int larder__table_prefetch_entry(const struct larder__table *t, uint64_t home,
+						uint64_t hash)
 {
-	uint64_t home = larder__table_home(t, hash);
 	const struct larder__bucket *b = &t->buckets[home];
 	if (larder__table_prefetch_match(b, hash))
 		return 0;
@@ -267,10 +271,10 @@ static inline int larder__table_prefetch_entry(const struct larder__table *t, ui
 /* Batch lookups, step 2b, for a key step 2 found maybe displaced: the
  * matching entry of the bucket after its home, if any. Keys displaced
  * further are left to step 3. */
-static inline void larder__table_prefetch_beyond(const struct larder__table *t, uint64_t hash)
+static inline void larder__table_prefetch_beyond(const struct larder__table *t, uint64_t home,
+						 uint64_t hash)
 {
-	larder__table_prefetch_match(&t->buckets[larder__table_after(t, larder__table_home(t, hash))],
-				     hash);
+	larder__table_prefetch_match(&t->buckets[larder__table_after(t, home)], hash);
 }
 
 /* larder__table_lookup_home_rcu(): only the general lookup can tell. Never a
