@@ -1681,10 +1681,18 @@ static struct larder__handle *handle_create(struct larder__shard *s)
 	return h;
 }
 
-/* The thread's exit, for one handle: its maintainer dismantles it. */
+/* The thread's exit (or a failed handles_create), for one handle, on the
+ * owner's thread: its pages (SLAB-S7) and its credit go back at once, so the
+ * threads that start next allocate from them; its maintainer dismantles the
+ * rest. */
 static void handle_orphan(struct larder__handle *h)
 {
 	struct larder__shard *s = h->shard; /* read before h may be freed */
+	larder__slab_release_cursor_at_exit(&s->slab, &h->cursor);
+	/* CACHE-B1 holds: the bytes move from the credit to the budget. Relaxed,
+	 * as in take_credit(); the credit is ours until R-ORPHAN (HANDLE-H1). */
+	atomic_fetch_add_explicit(&s->cache->budget, h->credit, LARDER__RELAXED);
+	h->credit = 0;
 	/* R-ORPHAN: release; the thread's last posts before the maintainer's A-ORPHAN. */
 	atomic_store_explicit(&h->orphaned, 1, LARDER__RELEASE);
 	/* h may be freed by the maintainer from here on: do not pass it. */

@@ -555,8 +555,7 @@ static void dismantle(struct larder__maint *m, struct larder__handle *h)
 	struct larder__shard *s = m->shard;
 	drain_events(m, h);
 	drain_hits(m, h);
-	larder__slab_release_cursor(&s->slab, &h->cursor);
-	atomic_fetch_add_explicit(&m->cache->budget, h->credit, LARDER__RELAXED); /* a count */
+	larder__slab_release_cursor(&s->slab, &h->cursor); /* the empty pages the owner left */
 	pthread_mutex_lock(&s->handles_lock);
 	fold_handle_stats(m, h);
 	handle_unlink(s, h);

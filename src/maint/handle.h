@@ -14,8 +14,8 @@
  * double as the hit and spill counts and are summed the same way.
  *
  * Invariants:
- *   HANDLE-H1. credit is the owner's alone, until the owner exits and the
- *       maintainer gives it back to the budget (maint/apply.c, dismantle).
+ *   HANDLE-H1. credit is the owner's alone; the owner gives it back to the
+ *       budget as its thread exits (core/cache.c, handle_orphan).
  *   HANDLE-H2. A counter has one writer, the owner (relaxed load + store, no RMW),
  *       and any number of readers, which sum them without a lock on the
  *       counters (each counter is exact on its own).

@@ -190,6 +190,10 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 			  size_t bytes);
 /* Maintainer (or close): hands every page of the cursor back (thread exit, close). */
 void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cursor *c);
+/* The cursor's owner, as its thread exits: hands back every page but the
+ * empty ones, which stay in the cursor for larder__slab_release_cursor()
+ * (SLAB-S7 in slab.c). */
+void larder__slab_release_cursor_at_exit(struct larder__slab *s, struct larder__slab_cursor *c);
 
 /* Bitmap words of the fullest page: 64 KiB of 32-byte slots (sizeclass.h). */
 #define LARDER__SLAB_BATCH_WORDS ((LARDER__PAGE_MIN / LARDER__SLAB_MIN_SLOT + 63) / 64)
