@@ -1834,6 +1834,7 @@ static int shard_open(larder *c, struct larder__shard *s, uint64_t capacity)
 		return rc;
 	if (larder__slab_init(&s->slab) != 0)
 		goto fail_slab;
+	s->slab.share_first = 1; /* many writer threads (SLAB-S8) */
 	larder__slab_set_reserve(&s->slab, slab_reserve(c, capacity));
 	struct larder__table *t = first_table(c);
 	if (!t)

@@ -55,6 +55,18 @@
  *       faster than the maintainer reaped them mapped one page per size
  *       class per thread in flight: 213 MiB for 22 MiB of entries, 16 threads
  *       a round (tests/unit/test_listener.c, test_exited_threads_give_back).
+ *   SLAB-S8. In a cache's slab (share_first), a thread's first
+ *       LARDER__SLAB_OWN_AFTER slots of a class come
+ *       from the slab's shared cursor, one page per class, under
+ *       shared_lock (whose holder is that cursor's owner for SLAB-S2); only
+ *       then does the thread take a page of its own. A writer that writes
+ *       a few entries of many classes held a page of each: 256 such
+ *       threads mapped 326 MiB of pages for 5 MiB of entries in a 16 MiB
+ *       cache. A failed write gives its shared slot back to the shared page
+ *       while that page is still the shared one; else as a free (its bit
+ *       into maint_free, the page listed if unowned), and then an unowned
+ *       page it empties stays listed, for the next writer of its class,
+ *       instead of being retired (only the maintainer retires: SLAB-S4).
  *
  * Audit (larder_stats_size_class): pages per class and the reserve move
  * under the lock; live slots per class move with the per-page live count,
@@ -253,7 +265,13 @@ int larder__slab_init(struct larder__slab *s)
 		larder__pagedir_destroy(&s->dir);
 		return -1;
 	}
+	if (pthread_mutex_init(&s->shared_lock, NULL) != 0) {
+		pthread_mutex_destroy(&s->lock);
+		larder__pagedir_destroy(&s->dir);
+		return -1;
+	}
 	if (pthread_cond_init(&s->returner_wake, NULL) != 0) {
+		pthread_mutex_destroy(&s->shared_lock);
 		pthread_mutex_destroy(&s->lock);
 		larder__pagedir_destroy(&s->dir);
 		return -1;
@@ -291,6 +309,7 @@ void larder__slab_destroy(struct larder__slab *s)
 		}
 	}
 	pthread_cond_destroy(&s->returner_wake);
+	pthread_mutex_destroy(&s->shared_lock);
 	pthread_mutex_destroy(&s->lock);
 	larder__pagedir_destroy(&s->dir);
 }
@@ -664,12 +683,10 @@ static void large_free(struct larder__slab *s, void *p, size_t bytes)
 	audit_add(&s->large_bytes, -(int64_t)len);
 }
 
-/* larder__slab_alloc_id() when the cursor's page of class k has no free
- * slot of its own: the maintainer's frees, else another page. Out of line,
- * so that the common case saves and restores few registers. */
-static __attribute__((noinline)) void *alloc_refill(struct larder__slab *s,
-						    struct larder__slab_cursor *c, unsigned k,
-						    uint32_t *id)
+/* The cursor's page of class k has no free slot of its own (or there is
+ * none): the maintainer's frees, else another page. */
+static void *cursor_refill(struct larder__slab *s, struct larder__slab_cursor *c, unsigned k,
+			   uint32_t *id)
 {
 	struct larder__page *pg = c->page[k];
 	if (pg) {
@@ -684,6 +701,33 @@ static __attribute__((noinline)) void *alloc_refill(struct larder__slab *s,
 		return NULL;
 	c->page[k] = pg;
 	return take_owner(pg, id);
+}
+
+/* A slot of class k from the shared cursor (SLAB-S8). */
+static void *shared_alloc(struct larder__slab *s, unsigned k, uint32_t *id)
+{
+	pthread_mutex_lock(&s->shared_lock);
+	struct larder__page *pg = s->shared.page[k];
+	void *p = pg ? take_owner(pg, id) : NULL;
+	if (!p)
+		p = cursor_refill(s, &s->shared, k, id);
+	pthread_mutex_unlock(&s->shared_lock);
+	return p;
+}
+
+/* larder__slab_alloc_id() when the cursor's page of class k has no free
+ * slot of its own, or the cursor has none: from the shared cursor while
+ * the thread has taken few slots of the class (SLAB-S8), else a refill.
+ * Out of line, so that the common case saves and restores few registers. */
+static __attribute__((noinline)) void *alloc_refill(struct larder__slab *s,
+						    struct larder__slab_cursor *c, unsigned k,
+						    uint32_t *id)
+{
+	if (s->share_first && !c->page[k] && c->shared_allocs[k] < LARDER__SLAB_OWN_AFTER) {
+		c->shared_allocs[k]++;
+		return shared_alloc(s, k, id);
+	}
+	return cursor_refill(s, c, k, id);
 }
 
 /* larder__slab_alloc_id() for entries above LARDER__SLAB_BIG_FROM: a private
@@ -720,6 +764,15 @@ void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, 
 	return larder__slab_alloc_id(s, c, bytes, &id);
 }
 
+/* Slot p of pg, which the caller's cursor owns, is free for it again. */
+static void owner_give_back(struct larder__page *pg, void *p)
+{
+	size_t i = larder__slab_slot_index(pg, p);
+	larder__slab_owner_free(pg)[i / 64] |= (uint64_t)1 << (i % 64);
+	if (i / 64 < pg->owner_hint)
+		pg->owner_hint = (uint32_t)(i / 64);
+}
+
 void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c, void *p,
 			  size_t bytes)
 {
@@ -729,19 +782,32 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 	}
 	struct larder__page *pg = larder__slab_page_of(p, bytes);
 	if (bytes > LARDER__SLAB_BIG_FROM && c->page[pg->size_class] != pg) {
-		/* A kept slot of another page (big_alloc): kept again. It may
-		 * take the kept bytes past the limit, by one slot per writer,
-		 * until the maintainer's next larder__slab_keep_trim(). */
+		/* A kept slot of another page (big_alloc), or a shared one: kept
+		 * (again). It may take the kept bytes past the limit, by one slot
+		 * per writer, until the maintainer's next larder__slab_keep_trim(). */
 		pthread_mutex_lock(&s->lock);
 		keep_push_locked(s, pg, p);
 		pthread_mutex_unlock(&s->lock);
 		return;
 	}
-	/* The slot came from the page this cursor still owns: free for it. */
-	size_t i = larder__slab_slot_index(pg, p);
-	larder__slab_owner_free(pg)[i / 64] |= (uint64_t)1 << (i % 64);
-	if (i / 64 < pg->owner_hint)
-		pg->owner_hint = (uint32_t)(i / 64);
+	if (c->page[pg->size_class] == pg) {
+		owner_give_back(pg, p); /* the page this cursor still owns */
+		return;
+	}
+	/* From the shared cursor (SLAB-S8). */
+	pthread_mutex_lock(&s->shared_lock);
+	if (s->shared.page[pg->size_class] == pg) {
+		owner_give_back(pg, p);
+	} else {
+		size_t i = larder__slab_slot_index(pg, p);
+		pthread_mutex_lock(&s->lock);
+		/* SLAB-SL1 (owner side), as page_release() does for its slots. */
+		atomic_fetch_or_explicit(&larder__slab_maint_free(pg)[i / 64],
+					 (uint64_t)1 << (i % 64), LARDER__RELEASE);
+		page_settle_locked(s, pg, 0);
+		pthread_mutex_unlock(&s->lock);
+	}
+	pthread_mutex_unlock(&s->shared_lock);
 }
 
 void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cursor *c)

@@ -74,8 +74,15 @@ static inline void *larder__slab_take_slot(struct larder__page *pg, uint32_t w, 
  * slot first. */
 #define LARDER__SLAB_BIG_FROM (57344u)
 
+/* In a slab that shares first (a cache's; not the simulators', whose one
+ * cursor would gain nothing), a thread allocates its first
+ * LARDER__SLAB_OWN_AFTER slots of a class from the slab's shared pages, and
+ * owns a page of the class only after (SLAB-S8). */
+#define LARDER__SLAB_OWN_AFTER 32u
+
 struct larder__slab_cursor {
 	struct larder__page *page[LARDER__SIZECLASS_COUNT]; /* owned pages, one per class */
+	uint8_t shared_allocs[LARDER__SIZECLASS_COUNT]; /* up to LARDER__SLAB_OWN_AFTER */
 };
 
 struct larder__slab {
@@ -86,6 +93,12 @@ struct larder__slab {
 	struct larder__page *avail[LARDER__SIZECLASS_COUNT];
 	struct larder__page *avail_tail[LARDER__SIZECLASS_COUNT];
 	struct larder__page *all;
+	/* The pages light writers share (SLAB-S8): a cursor whose owner_free is
+	 * touched only under shared_lock, which is taken before lock, never
+	 * after it. */
+	pthread_mutex_t shared_lock;
+	struct larder__slab_cursor shared;
+	int share_first; /* SLAB-S8 applies: set before the first allocation */
 	struct larder__page *reserve[LARDER__PAGE_ORDERS];
 	unsigned reserve_count[LARDER__PAGE_ORDERS];
 	uint64_t reserve_limit; /* under lock: bytes of empty pages kept per page size */

@@ -41,6 +41,9 @@
  *       out and fall back when they are unmapped, with sizes mixed so that
  *       pages are skipped for alignment and chunks run out; the same with the
  *       chunks switched off (LARDER_SLAB_HUGEPAGE=0).
+ *   TMEMORY-M16. many writer threads alive at once, each writing a few entries of
+ *       many size classes, share pages (SLAB-S8 in mem/slab.c): the pages
+ *       mapped stay a few per class and shard, not one per class and thread.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -1579,6 +1582,78 @@ static void test_big_slots_kept(void)
 	free(v);
 }
 
+/* One of many writer threads alive at once, each writing a few entries of
+ * LIGHT_CLASSES size classes, and a put_if_absent of a key it wrote (refused:
+ * its slot is given back). */
+#define LIGHT_THREADS 128
+#define LIGHT_CLASSES 8
+
+struct light_writer {
+	larder *cache;
+	pthread_barrier_t *all_wrote;
+	unsigned index;
+	int failed;
+};
+
+static void *light_writer_main(void *arg)
+{
+	struct light_writer *w = arg;
+	char key[32], value[256];
+	int n = 0;
+
+	memset(value, 'v', sizeof(value));
+	for (unsigned k = 0; k < LIGHT_CLASSES; k++) {
+		n = snprintf(key, sizeof(key), "light%u.%u", w->index, k);
+		/* 24 bytes apart: a slot class each (8-byte steps) */
+		w->failed += larder_put(w->cache, key, (size_t)n, value, 16 + 24 * k,
+					LARDER_TTL_NEVER) != LARDER_OK;
+	}
+	w->failed += larder_put_if_absent(w->cache, key, (size_t)n, value, 40, LARDER_TTL_NEVER) !=
+		     LARDER_EXISTS;
+	pthread_barrier_wait(w->all_wrote); /* all alive together */
+	pthread_barrier_wait(w->all_wrote); /* the pages counted */
+	return NULL;
+}
+
+/*
+ * TMEMORY-M16, SLAB-S8 (mem/slab.c): 128 writer threads alive at once, each writing 8
+ * entries of 8 size classes, share a few pages per class per shard instead
+ * of holding one of each (before: 128 x 8 x 64 KiB = 64 MiB of pages for
+ * 200 KiB of entries); the accounting and the audit hold.
+ */
+static void test_light_writers_share_pages(void)
+{
+	larder *cache = th_open(th_config(64 * MiB));
+	static struct light_writer w[LIGHT_THREADS];
+	static pthread_t t[LIGHT_THREADS];
+	pthread_barrier_t all_wrote;
+	REQUIRE(cache != NULL);
+	uint64_t mapped0 = th_stat(cache, LARDER_STAT_PAGES_MAPPED);
+	REQUIRE(pthread_barrier_init(&all_wrote, NULL, LIGHT_THREADS + 1) == 0);
+	for (unsigned i = 0; i < LIGHT_THREADS; i++) {
+		w[i] = (struct light_writer){ .cache = cache, .all_wrote = &all_wrote, .index = i };
+		REQUIRE(pthread_create(&t[i], NULL, light_writer_main, &w[i]) == 0);
+	}
+	pthread_barrier_wait(&all_wrote);
+	/* 1,024 slots of each class: two 64 KiB pages of the largest; a third
+	 * for the page a shard moves on from, per shard */
+	CHECK_LE(th_stat(cache, LARDER_STAT_PAGES_MAPPED) - mapped0,
+		 (uint64_t)th_shards() * LIGHT_CLASSES * 3 * 64 * KiB);
+	pthread_barrier_wait(&all_wrote);
+	int failed = 0;
+	for (unsigned i = 0; i < LIGHT_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		failed += w[i].failed;
+	}
+	CHECK_EQ(failed, 0);
+	uint64_t entries = 0;
+	th_check_accounting(cache, 60000, &entries, NULL);
+	CHECK_EQ(entries, (uint64_t)LIGHT_THREADS * LIGHT_CLASSES);
+	th_check_memory_audit(cache);
+	pthread_barrier_destroy(&all_wrote);
+	larder_close(cache);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -1613,6 +1688,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_tuner_memory_bounded),
 		TH_TEST(test_big_slots_released),
 		TH_TEST(test_big_slots_kept),
+		TH_TEST(test_light_writers_share_pages),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }

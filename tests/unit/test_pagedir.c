@@ -7,6 +7,8 @@
  *   reuse       freed pages and large entries give their ids back (PAGEDIR-D3), and
  *               a retired run serves a shorter one once the top is used up;
  *   listing     a writer whose page ran out takes the page listed first;
+ *   sharing     light cursors share a page per class before owning one
+ *               (SLAB-S8), and a slot given back goes where it belongs;
  *   exhaustion  with the ids used up, allocation fails cleanly (NULL from
  *               the slab), then works again once a page gives its ids back;
  *               through the API, a put then fails with LARDER_ENOMEM and
@@ -172,6 +174,60 @@ static void test_listed_oldest_first(void)
 	larder__slab_destroy(&s);
 }
 
+static void *page_of(void *slot)
+{
+	return (void *)((uintptr_t)slot & ~(uintptr_t)(LARDER__PAGE_MIN - 1));
+}
+
+/*
+ * SLAB-S8: in a slab that shares first, cursors take their first
+ * LARDER__SLAB_OWN_AFTER slots of a class from one shared page, and a page of
+ * their own only after; a slot given back (a failed write) returns to the
+ * shared page while it is still the shared one, else is freed into its
+ * page, which is listed for the next writer.
+ */
+static void test_light_cursors_share(void)
+{
+	struct larder__slab s;
+	static struct larder__slab_cursor a, b, many[64];
+	REQUIRE(larder__slab_init(&s) == 0);
+	s.share_first = 1;
+	void *pa = larder__slab_alloc(&s, &a, 96), *pb = larder__slab_alloc(&s, &b, 96);
+	REQUIRE(pa && pb);
+	CHECK(page_of(pa) == page_of(pb));
+	CHECK(a.page[larder__sizeclass_of(96)] == NULL && b.page[larder__sizeclass_of(96)] == NULL);
+	/* b's slot back while the page is the shared one: the next shared
+	 * allocation gets it again */
+	larder__slab_unalloc(&s, &b, pb, 96);
+	CHECK(larder__slab_alloc(&s, &b, 96) == pb);
+	/* a's 33rd slot of the class comes from a page of its own */
+	for (unsigned i = 1; i < LARDER__SLAB_OWN_AFTER; i++) {
+		void *p = larder__slab_alloc(&s, &a, 96);
+		REQUIRE(p != NULL);
+		CHECK(page_of(p) == page_of(pa));
+	}
+	void *own = larder__slab_alloc(&s, &a, 96);
+	REQUIRE(own != NULL);
+	CHECK(page_of(own) != page_of(pa));
+	CHECK(a.page[larder__sizeclass_of(96)] == page_of(own));
+	/* Fresh cursors use the shared page up: the shared cursor moves on. */
+	void *last = NULL;
+	for (unsigned m = 0; m < 64 && (!last || page_of(last) == page_of(pa)); m++)
+		for (unsigned i = 0; i < LARDER__SLAB_OWN_AFTER; i++)
+			REQUIRE((last = larder__slab_alloc(&s, &many[m], 96)) != NULL);
+	REQUIRE(page_of(last) != page_of(pa));
+	/* pb's page is no longer shared: its slot is freed into it (listed),
+	 * and the next writer that needs a page of the class takes it there. */
+	larder__slab_unalloc(&s, &b, pb, 96);
+	struct larder__slab_cursor d;
+	memset(&d, 0, sizeof(d));
+	memset(d.shared_allocs, LARDER__SLAB_OWN_AFTER, sizeof(d.shared_allocs)); /* owns at once */
+	CHECK(larder__slab_alloc(&s, &d, 96) == pb);
+	larder__slab_release_cursor(&s, &a);
+	larder__slab_release_cursor(&s, &d);
+	larder__slab_destroy(&s);
+}
+
 static void test_exhaustion(void)
 {
 	struct larder__slab s;
@@ -313,6 +369,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_round_trip_large),
 		TH_TEST(test_reuse),
 		TH_TEST(test_listed_oldest_first),
+		TH_TEST(test_light_cursors_share),
 		TH_TEST(test_exhaustion),
 		TH_TEST(test_exhaustion_api),
 		TH_TEST(test_growth_while_translating),
