@@ -2063,6 +2063,16 @@ int larder__test_pool_arrived(larder_pool *p, larder *c, uint64_t *arrived,
 	return m && c->sample_marks ? 0 : -1;
 }
 
+int larder__test_pool_ghost_hits(larder_pool *p, larder *c, uint64_t *ghost_hits)
+{
+	pthread_mutex_lock(&p->lock);
+	struct larder__pool_member *m = find_active(p, c);
+	if (m) /* Relaxed: a count (pool/probe.h). */
+		*ghost_hits = atomic_load_explicit(&m->readings.ghost_hits, LARDER__RELAXED);
+	pthread_mutex_unlock(&p->lock);
+	return m && c->sample_marks ? 0 : -1;
+}
+
 uint64_t larder__test_pool_point_bytes(larder_pool *p, larder *c, unsigned k)
 {
 	pthread_mutex_lock(&p->lock);

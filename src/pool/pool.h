@@ -106,6 +106,10 @@ int larder__test_pool_force_steady(larder_pool *pool, larder *cache, int mode, u
  * returns 0, or -1 when cache is not open in pool or has no probe. */
 int larder__test_pool_arrived(larder_pool *pool, larder *cache, uint64_t *arrived,
 			      uint64_t *sample_every);
+/* The inserts of sampled keys that cache's probe found in its ghost of
+ * recent sampled victims so far (pool/probe.c); returns 0, or -1 when
+ * cache is not open in pool or has no probe. */
+int larder__test_pool_ghost_hits(larder_pool *pool, larder *cache, uint64_t *ghost_hits);
 /* The size of point k of a curve given through the seam: the cache's max
  * share x 2^(-k/3) (a probe's points follow its target instead). 0 if cache
  * is not open in pool. */

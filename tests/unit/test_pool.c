@@ -24,6 +24,7 @@
 #include <math.h> /* NAN, INFINITY only: the tests link no libm */
 #include <stdlib.h>
 
+#include "core/cache.h"
 #include "core/hash.h"
 #include "core/testing.h"
 #include "harness.h"
@@ -1392,13 +1393,19 @@ static void test_probe_steady_rate(void)
 }
 
 /*
- * PROBE-P6: the probe sees the requests of exactly the keys in its sample,
- * told apart by the writers' marks: the inserts of fresh keys, then, after
- * a touch gave each a deadline (which copies every entry: the copy must
- * keep the mark), one hit of each. Counted against the keys' own hashes.
- * The controller never runs (a long interval) and the sampled requests stay
- * under the rate cap (PROBE-P7), so S does not change meanwhile (checked).
+ * PROBE-P6, PROBE-P4: the probe sees the requests of exactly the keys in
+ * its sample, told apart by the writers' marks at the maintainer's call
+ * sites: the inserts of fresh keys (larder_put), then, after a touch gave
+ * each a deadline (which copies every entry: the copy must keep the mark),
+ * one hit of each, then a bulk writer's inserts (larder__put_batch, as
+ * larder_load writes: queued in the policy as runs, maint/apply.c
+ * admit_run). Counted against the keys' own hashes. The controller never
+ * runs (a long interval) and the sampled requests stay under the rate cap
+ * (PROBE-P7), so S does not change meanwhile (checked). A call site that
+ * does not call the probe for a marked entry fails it (checked for each).
  */
+#define BULK_KEYS 16u /* a load's batch (core/snapshot.c) */
+
 static uint64_t arrived_after_quiesce(larder_pool *pool, larder *c, uint64_t every)
 {
 	uint64_t arrived = 0, now_every = 0;
@@ -1441,6 +1448,65 @@ static void test_probe_sees_marked_keys(void)
 	}
 	uint64_t a2 = arrived_after_quiesce(pool, c, every);
 	CHECK_EQ(a2 - a1, in_sample);
+	uint64_t bulk_sample = 0;
+	for (uint64_t k = keys; k < 2 * keys; k += BULK_KEYS) {
+		uint64_t key[BULK_KEYS], charged = 0;
+		struct larder__put_rec rec[BULK_KEYS];
+		for (unsigned i = 0; i < BULK_KEYS; i++) {
+			key[i] = k + i;
+			uint64_t hash = larder__hash(TH_HASH_SEED, &key[i], sizeof key[i]);
+			rec[i] = (struct larder__put_rec){ &key[i], sizeof key[i], value, sizeof value,
+							   LARDER_TTL_NEVER, hash };
+			bulk_sample += (larder__tuner_mix(hash) & (every - 1)) == 0;
+		}
+		CHECK_RC(larder__put_batch(c, rec, BULK_KEYS, UINT64_MAX, &charged), LARDER_OK);
+	}
+	uint64_t a3 = arrived_after_quiesce(pool, c, every);
+	printf("  bulk: %llu keys in the sample, %llu inserts seen\n",
+	       (unsigned long long)bulk_sample, (unsigned long long)(a3 - a2));
+	CHECK(bulk_sample > 0);
+	CHECK_EQ(a3 - a2, bulk_sample);
+	larder_close(c);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/*
+ * PROBE-P4: the maintainer tells the probe of its marked victims, whose
+ * sampled keys its ghost remembers: a cache written far past its capacity
+ * with keys that are never read evicts them about in the order written
+ * (its policy's small queue, a FIFO), so the last victims are the keys
+ * just below those still held; written again from the newest key down,
+ * the held ones are overwrites (no insert, no victim) until the writes
+ * reach the last victims, whose sampled ones the ghost finds. The ghost
+ * holds about 8 sampled victims here (budget / 64 of weight over S), so
+ * the re-writes stop after a few thousand keys, long before they push
+ * the last victims out. Without the victims' call (maint/evict.c) the
+ * ghost finds none (checked).
+ */
+static void test_probe_sees_marked_victims(void)
+{
+	larder_pool *pool = make_pool(4 * MiB, 60000);
+	REQUIRE(pool);
+	larder *c = open_in(pool, 0.5, 1, 1);
+	REQUIRE(c);
+	const uint64_t keys = 200000; /* about 20 MiB: most evicted */
+	char value[64] = { 0 };
+	for (uint64_t k = 0; k < keys; k++)
+		CHECK_RC(larder_put(c, &k, sizeof k, value, sizeof value, LARDER_TTL_NEVER),
+			 LARDER_OK);
+	CHECK_EQ(larder__test_quiesce(c, WAIT_MS), 0);
+	uint64_t g0 = 0, g1 = 0, held = th_stat(c, LARDER_STAT_ENTRIES);
+	CHECK_EQ(larder__test_pool_ghost_hits(pool, c, &g0), 0);
+	REQUIRE(held > 0 && held < keys / 2);
+	for (uint64_t k = keys; k-- > keys - held - 4096;)
+		CHECK_RC(larder_put(c, &k, sizeof k, value, sizeof value, LARDER_TTL_NEVER),
+			 LARDER_OK);
+	CHECK_EQ(larder__test_quiesce(c, WAIT_MS), 0);
+	CHECK_EQ(larder__test_pool_ghost_hits(pool, c, &g1), 0);
+	printf("  %llu entries held of %llu keys; ghost hits %llu -> %llu\n",
+	       (unsigned long long)held, (unsigned long long)keys, (unsigned long long)g0,
+	       (unsigned long long)g1);
+	CHECK_LT(g0, g1);
 	larder_close(c);
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 }
@@ -1629,6 +1695,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_probe_steady_rate),
 		TH_TEST(test_probe_readings_whole),
 		TH_TEST(test_probe_sees_marked_keys),
+		TH_TEST(test_probe_sees_marked_victims),
 		TH_TEST(test_out_of_memory),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
