@@ -42,8 +42,9 @@
  * PROBE-P6: the mark a writer gives an entry of a probed cache
  * (core/cache.h sample_marks) whose key is in that widest sample:
  * LARDER__ENTRY_SAMPLED, or 0. An immutable flag (core/entry.h ENTRY-E1),
- * so the probe tells a hit or a victim outside every sample it may take
- * by one bit of the entry its policy call has in hand, without its hash.
+ * so the maintainer tells an insert, a hit or a victim outside every
+ * sample the probe may take by one bit of the entry it has in hand at its
+ * policy call, without its hash (larder__probe_marked below).
  */
 static inline unsigned larder__probe_mark(uint64_t hash)
 {
