@@ -1080,7 +1080,11 @@ enum larder_pool_cache_stat {
 	LARDER_POOL_CACHE_MAX_SHARE,
 	LARDER_POOL_CACHE_SAMPLE_EVERY,       /* the mini simulations sample 1 key in this many */
 	LARDER_POOL_CACHE_PROBE_NS,           /* time its maintainer spent estimating for the
-						 pool so far (sampled: an estimate) */
+						 pool so far: its calls for the 1 entry in
+						 64 its writers marked (1 in 16 of them
+						 timed: an estimate) and the mini
+						 simulations; not the test of every entry's
+						 mark (docs/pool.md) */
 	LARDER_POOL_CACHE_PROBE_SIM_NS,       /* the part of it in the mini simulations
 						 (the maintainer's CPU clock) */
 	LARDER_POOL_CACHE_SAMPLED_REQUESTS,   /* requests the mini simulations have seen

@@ -67,9 +67,9 @@ struct larder {
 	 * to a 64-bit word (a read section's) cannot alias it, so a read
 	 * computes its shard once. */
 	uint32_t shard_mask;
-	/* Nonzero when a pool's probe watches this cache's policy: writers
+	/* Nonzero when a pool's probe watches this cache's requests: writers
 	 * mark the entries of its widest sample (pool/probe.h PROBE-P6). Set
-	 * by larder__pool_wrap_policy() at open, before any write. */
+	 * by larder__pool_probe_create() at open, before any write. */
 	uint32_t sample_marks;
 	uint64_t seed;
 	size_t max_key_bytes;

@@ -27,6 +27,7 @@
 #include "maint/events.h"
 #include "maint/state.h"
 #include "mem/slab.h"
+#include "pool/probe.h"
 
 uint64_t larder__maint_entry_hash(void *ctx, const struct larder__entry *e)
 {
@@ -99,6 +100,8 @@ static void admit(struct larder__maint *m, const struct sized *s, uint64_t hash)
 	account(m, s);
 	if (!(e->mbits & LARDER__MBITS_QUEUED)) {
 		m->ops->insert(m->policy, e, hash, s->charge);
+		if (__builtin_expect(s->flags & LARDER__ENTRY_SAMPLED, 0)) /* PROBE-P4 */
+			larder__probe_insert(m->probe, e, hash, s->charge);
 		e->mbits |= LARDER__MBITS_QUEUED;
 	}
 }
@@ -193,14 +196,18 @@ void larder__maint_retire(struct larder__maint *m, struct larder__entry *e, enum
 static void apply(struct larder__maint *m, const struct larder__event *ev);
 
 /* Queues the run's entries, counted and neither queued nor dead, in the
- * policy: what admit() would do to each in turn (POLICY-P6). */
+ * policy: what admit() would do to each in turn (POLICY-P6; the probe's
+ * calls for the marked ones after the policy's, PROBE-P1). */
 static void admit_run(struct larder__maint *m, const struct larder__policy_new *run, size_t n)
 {
 	if (!n)
 		return;
 	larder__policy_insert_batch(m->ops, m->policy, run, n);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		if (__builtin_expect(larder__probe_marked(run[i].e), 0)) /* PROBE-P4 */
+			larder__probe_insert(m->probe, run[i].e, run[i].hash, run[i].bytes);
 		run[i].e->mbits |= LARDER__MBITS_QUEUED;
+	}
 }
 
 /*
@@ -464,6 +471,8 @@ static uint64_t drain_hits(struct larder__maint *m, struct larder__handle *h)
 		if ((e->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD)) ==
 		    LARDER__MBITS_QUEUED) {
 			m->ops->hit(m->policy, e);
+			if (__builtin_expect(larder__probe_marked(e), 0)) /* PROBE-P4 */
+				larder__probe_hit(m->probe, e);
 			larder__maint_bump(m, LARDER_STAT_HIT_SAMPLES, 1);
 		}
 	}

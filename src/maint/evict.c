@@ -20,6 +20,7 @@
 #include "index/table.h"
 #include "maint/maintainer.h"
 #include "maint/state.h"
+#include "pool/probe.h"
 #include "ttl/wheel.h"
 
 #define EVICT_PER_PASS 4096u
@@ -184,6 +185,8 @@ uint64_t larder__maint_evict(struct larder__maint *m)
 		struct larder__entry *e = m->ops->evict(m->policy);
 		if (!e)
 			break;
+		if (__builtin_expect(larder__probe_marked(e), 0)) /* PROBE-P4 */
+			larder__probe_victim(m->probe, e);
 		e->mbits &= (uint8_t)~LARDER__MBITS_QUEUED;
 		n++;
 		/* Not found: a pending event or a cleared table will retire it. */

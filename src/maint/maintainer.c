@@ -404,14 +404,19 @@ int larder__maint_create(struct larder__shard *s)
 					   &s->slab.dir};
 	int rc = m->ops->create(&m->policy, &host, m->policy_capacity,
 				c->expected_entries / c->shard_count);
-	if (rc == LARDER_OK) /* a pooled cache's policy reports to its pool (after hits_keep_awake) */
-		rc = larder__pool_wrap_policy(c, &host, &m->ops, &m->policy);
-	if (rc != LARDER_OK) {
-		free(m);
-		return rc;
-	}
+	if (rc != LARDER_OK)
+		goto fail_policy;
+	rc = larder__pool_probe_create(c, &host, &m->probe); /* a pooled cache's (or NULL) */
+	if (rc != LARDER_OK)
+		goto fail_probe;
 	s->maint = m;
 	return LARDER_OK;
+
+fail_probe:
+	m->ops->destroy(m->policy);
+fail_policy:
+	free(m);
+	return rc;
 }
 
 int larder__maint_start(struct larder__shard *s)
@@ -477,6 +482,7 @@ void larder__maint_destroy(struct larder__shard *s)
 		h = next;
 	}
 	m->ops->destroy(m->policy);
+	larder__probe_destroy(m->probe);
 	larder__wheel_destroy(&m->wheel);
 	free(m);
 }

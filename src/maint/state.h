@@ -32,6 +32,7 @@
 #include "larder.h"
 #include "maint/handle.h"
 #include "mem/slab.h"
+#include "pool/probe.h"
 #include "sync/atomic.h"
 #include "ttl/wheel.h"
 
@@ -74,6 +75,9 @@ struct larder__maint {
 	unsigned shard_index, shards; /* its index, and the cache's shard count */
 	const struct larder__policy_ops *ops;
 	struct larder__policy *policy;
+	/* A pooled cache's probe, called beside the policy for the marked
+	 * entries (pool/probe.h PROBE-P4), or NULL. */
+	struct larder__probe *probe;
 	int hits_keep_awake; /* hit samples alone are work (maint_pass) */
 	int trickle;         /* the last pass may be followed by a lazy sleep (maint_pass) */
 	uint32_t bulk_seen;  /* bulk writers running at the pass's start (A-BULK; SNAP-L6) */

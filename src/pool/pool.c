@@ -1719,7 +1719,7 @@ int larder__pool_join(struct larder *c, const larder_config *cfg, uint64_t *capa
 	replan(p, nm);
 	rc = first_capacity(p, nm, deadline_ns, &nm->cap);
 	nm->top = top_for(nm);
-	/* Relaxed: the probe does not exist yet (larder__pool_wrap_policy). */
+	/* Relaxed: the probe does not exist yet (larder__pool_probe_create). */
 	atomic_store_explicit(&nm->readings.want_top, nm->top, LARDER__RELAXED);
 	if (rc != LARDER_OK) {
 		unlink_member(p, nm);
@@ -1778,11 +1778,11 @@ void larder__pool_release(struct larder__pool_member *m)
 	larder__pool_unref(p);
 }
 
-int larder__pool_wrap_policy(struct larder *c, const struct larder__policy_host *host,
-			     const struct larder__policy_ops **ops,
-			     struct larder__policy **policy)
+int larder__pool_probe_create(struct larder *c, const struct larder__policy_host *host,
+			      struct larder__probe **probe)
 {
 	struct larder__pool_member *m = c->pool;
+	*probe = NULL;
 	/* Estimates are for the controller: none without it, none for a cache
 	 * whose size is fixed (min share = max share). */
 	if (!m || !m->pool->interval_ns || m->min_bytes >= m->max_bytes)
@@ -1793,7 +1793,7 @@ int larder__pool_wrap_policy(struct larder *c, const struct larder__policy_host 
 		.top_bytes = m->top,
 		.ghost_bytes = ghost_bytes(m->pool),
 	};
-	int rc = larder__probe_wrap(&setup, host, ops, policy);
+	int rc = larder__probe_create(&setup, host, probe);
 	if (rc == LARDER_OK)
 		c->sample_marks = 1; /* PROBE-P6: before any write (the cache is opening) */
 	return rc;
@@ -2059,6 +2059,16 @@ int larder__test_pool_arrived(larder_pool *p, larder *c, uint64_t *arrived,
 		*arrived = atomic_load_explicit(&m->readings.arrived, LARDER__RELAXED);
 		*sample_every = atomic_load_explicit(&m->readings.sample_every, LARDER__RELAXED);
 	}
+	pthread_mutex_unlock(&p->lock);
+	return m && c->sample_marks ? 0 : -1;
+}
+
+int larder__test_pool_ghost_hits(larder_pool *p, larder *c, uint64_t *ghost_hits)
+{
+	pthread_mutex_lock(&p->lock);
+	struct larder__pool_member *m = find_active(p, c);
+	if (m) /* Relaxed: a count (pool/probe.h). */
+		*ghost_hits = atomic_load_explicit(&m->readings.ghost_hits, LARDER__RELAXED);
 	pthread_mutex_unlock(&p->lock);
 	return m && c->sample_marks ? 0 : -1;
 }

@@ -40,14 +40,14 @@ void larder__pool_detach(struct larder *c);
 void larder__pool_release(struct larder__pool_member *member);
 
 /*
- * maint/maintainer.c, once the cache's policy exists: for a pooled cache,
- * wraps it in the probe that feeds the controller (pool/probe.h; same
- * ownership rules as larder__probe_wrap). A no-op returning LARDER_OK for
- * any other cache.
+ * maint/maintainer.c, as the cache opens: for a pooled cache whose pool
+ * runs a controller and whose share may move, the probe that feeds the
+ * controller (pool/probe.h) in *probe, and its writers mark the entries of
+ * the probe's widest sample from then on (PROBE-P6); NULL for any other
+ * cache. Returns LARDER_OK or LARDER_ENOMEM (*probe NULL).
  */
-int larder__pool_wrap_policy(struct larder *c, const struct larder__policy_host *host,
-			     const struct larder__policy_ops **ops,
-			     struct larder__policy **policy);
+int larder__pool_probe_create(struct larder *c, const struct larder__policy_host *host,
+			      struct larder__probe **probe);
 
 /* ---- Test seams (hidden; tests link the static library) ------------------ */
 
@@ -106,6 +106,10 @@ int larder__test_pool_force_steady(larder_pool *pool, larder *cache, int mode, u
  * returns 0, or -1 when cache is not open in pool or has no probe. */
 int larder__test_pool_arrived(larder_pool *pool, larder *cache, uint64_t *arrived,
 			      uint64_t *sample_every);
+/* The inserts of sampled keys that cache's probe found in its ghost of
+ * recent sampled victims so far (pool/probe.c); returns 0, or -1 when
+ * cache is not open in pool or has no probe. */
+int larder__test_pool_ghost_hits(larder_pool *pool, larder *cache, uint64_t *ghost_hits);
 /* The size of point k of a curve given through the seam: the cache's max
  * share x 2^(-k/3) (a probe's points follow its target instead). 0 if cache
  * is not open in pool. */

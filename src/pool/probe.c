@@ -1,6 +1,6 @@
 /*
- * pool/probe.c - a policy wrapper that estimates a pooled cache's
- * miss-ratio curve, for the pool's controller (pool/pool.c).
+ * pool/probe.c - what estimates a pooled cache's miss-ratio curve, for the
+ * pool's controller (pool/pool.c), from the requests its policy sees.
  *
  * Why: the pool gives memory where one more byte buys the most hits, so it
  * needs, for every cache, its hits as a function of its size near the size
@@ -24,15 +24,21 @@
  *     controller (docs/pool.md has why); kept for the comparison.
  *
  * Where: the maintainer calls the policy for every request it learns of (an
- * insert after a miss, a hit sample) and every victim, on its own thread;
- * the probe sits in between (pool.c's larder__pool_wrap_policy installs it
- * when the cache opens), so the engine needs no other hook and the mini
- * caches see exactly the stream the real policy sees, lossy hit samples
- * included.
+ * insert after a miss, a hit sample) and every victim, on its own thread,
+ * and, at the same call sites (maint/apply.c, maint/evict.c), the probe for
+ * the entries their writers marked (PROBE-P6), after a test of that mark in
+ * the entry it has in hand. So the mini caches see the stream the real
+ * policy sees, lossy hit samples included, and the other calls, 63 in 64,
+ * cost the probe that one test. (Until pool12 the probe wrapped the policy
+ * and every call went through it: one more indirect call and a counter on
+ * every call, 13-14 instructions, docs/pool.md.) pool.c's
+ * larder__pool_probe_create makes it when the cache opens.
  *
  * Invariants:
- *   PROBE-P1. Every call is forwarded to the inner policy unchanged, and the
- *       probe's own work never changes what the inner policy decides.
+ *   PROBE-P1. The probe never touches the cache's policy, and its own work
+ *       never changes what the policy decides: the maintainer calls the
+ *       policy for every entry, marked or not, as for a cache outside a
+ *       pool.
  *   PROBE-P2. The readings only grow (probe.h); after a rebuild the mini caches
  *       start cold and `generation` says so.
  *   PROBE-P3. Memory: the ghost holds at most ghost_bytes of weight; the largest
@@ -42,10 +48,10 @@
  *       after TARGET_ENTRIES sampled requests (a working set smaller than
  *       the first guess, or larger entries), so that the curve rests on
  *       enough keys.
- *   PROBE-P4. Cost per call: a test of the entry's mark (PROBE-P6) and of
- *       the timing's counter (PROBE-P5), then the inner policy's call,
- *       forwarded as a tail call; for a marked key only (1 in
- *       LARDER__PROBE_MIN_EVERY), a hash of its key (a hit or a victim) and
+ *   PROBE-P4. Cost per policy call: the maintainer's test of the entry's
+ *       mark (PROBE-P6), inlined at its call site; for a marked key only (1
+ *       in LARDER__PROBE_MIN_EVERY), a call into the probe, the timing's
+ *       counter (PROBE-P5), a hash of its key (a hit or a victim) and
  *       the test of the sample (1 in S, S >= LARDER__PROBE_MIN_EVERY
  *       whatever the cache's size: a small cache's smallest mini caches hold
  *       few entries then, and read noisier); for a sampled key only, a
@@ -90,7 +96,11 @@
  *       of S needs nothing more (a denser sample finds the entries already
  *       in the cache marked), and the probe keeps no state per entry.
  *   PROBE-P5. own_ns accounts for the probe's time on the maintainer, in two
- *       parts. The per-call part (PROBE-P4): 1 call in TIME_EVERY is timed
+ *       parts. The marked calls' part (PROBE-P4: the calls into the probe,
+ *       from the timing's counter on; not the maintainer's test of the mark
+ *       on every policy call, nor the call's own jump and frame, which no
+ *       timing can resolve at a few instructions: docs/pool.md counts them
+ *       with callgrind): 1 marked call in TIME_EVERY is timed
  *       (two monotonic clock reads, from the vDSO; the thread's CPU clock is
  *       a system call of ~0.7 us in a VM, longer than what it would time)
  *       and counted TIME_EVERY times, unless it took over OUTLIER_NS (the
@@ -104,7 +114,7 @@
  *       reads with nothing between, the same outlier rule), whose sum is
  *       subtracted: a fixed calibration (the fastest of a few pairs) left
  *       the reads' average excess in every timing, a few ns a call. The
- *       four clock reads per TIME_EVERY calls are the probe's cost too and
+ *       four clock reads per TIME_EVERY marked calls are the probe's cost too and
  *       are counted. The batch part (PROBE-P7: flushes and
  *       restarts of the mini caches, which run outside the timed calls):
  *       the thread's CPU clock around each, its cost shared by a batch;
@@ -121,6 +131,7 @@
 #include <time.h>
 
 #include "core/alloc.h"
+#include "core/assert.h"
 #include "evict/ghost.h"
 #include "evict/tuner.h"
 #include "sync/futex.h"
@@ -134,11 +145,13 @@
  * request on average (docs/pool.md has what it costs measured); the
  * writers' marks cover it (PROBE-P6). */
 #define MIN_EVERY LARDER__PROBE_MIN_EVERY
-/* PROBE-P5: 1 call in TIME_EVERY is timed, and 1 empty region (a power of
- * two, at least 2); longer ones are dropped. 1,024: the four clock reads
- * per TIME_EVERY calls (about 25 ns each on this VM) cost a tenth of a ns a
- * call, and a counted run still times thousands of calls. */
-#define TIME_EVERY 1024u
+/* PROBE-P5: 1 marked call in TIME_EVERY is timed, and 1 empty region (a
+ * power of two, at least 2); longer ones are dropped. 16: the four clock
+ * reads per TIME_EVERY marked calls (about 25 ns each on this VM) cost
+ * about 6 ns a marked call, a tenth of a ns a policy call (1 in 64 is
+ * marked: the same clock reads per policy call as the 1 call in 1,024
+ * timed until pool12), and a counted run still times thousands of calls. */
+#define TIME_EVERY 16u
 #define OUTLIER_NS 2000u
 /* PROBE-P7: sampled requests per flush, the longest a batch waits, the
  * mini caches' sampled requests per second at most, and how often that is
@@ -162,11 +175,9 @@ const unsigned larder__probe_scale[LARDER__PROBE_POINTS] = {
 extern const struct larder__policy_ops larder__policy_s3fifo;
 extern const struct larder__policy_ops larder__policy_wtinylfu;
 
-struct larder__policy {
-	/* What every call reads (PROBE-P4), first: one cache line. */
-	const struct larder__policy_ops *inner_ops;
-	struct larder__policy *inner;
-	uint64_t calls;              /* PROBE-P5 */
+struct larder__probe {
+	/* What every marked call reads (PROBE-P4), first: one cache line. */
+	uint64_t calls;              /* PROBE-P5: marked calls */
 	struct larder__tuner *tuner; /* NULL while memory is refused */
 	uint64_t sample_mask;        /* the tuner's: S - 1 */
 	uint8_t has_ghost;
@@ -200,7 +211,7 @@ struct larder__policy {
 };
 
 /* PROBE-P5: the probe's time so far, to the controller. */
-static void publish_own(struct larder__policy *p)
+static void publish_own(struct larder__probe *p)
 {
 	uint64_t calls = p->call_ns > p->empty_ns ? p->call_ns - p->empty_ns : 0;
 	/* The clock reads themselves: four per TIME_EVERY calls, each about half
@@ -217,7 +228,7 @@ static void publish_own(struct larder__policy *p)
 }
 
 /* PROBE-P5: the start of a timed call, or an empty region timed (then 0). */
-static uint64_t time_begin_slow(struct larder__policy *p)
+static uint64_t time_begin_slow(struct larder__probe *p)
 {
 	if (!(p->calls & (TIME_EVERY / 2)))
 		return larder__monotonic_ns();
@@ -229,12 +240,12 @@ static uint64_t time_begin_slow(struct larder__policy *p)
 
 /* PROBE-P5: whether this call is one of the timed ones (or an empty
  * region's), counting it; then time_begin_slow() starts it. */
-static inline int time_due(struct larder__policy *p)
+static inline int time_due(struct larder__probe *p)
 {
 	return (++p->calls & (TIME_EVERY / 2 - 1)) == 0;
 }
 
-static void time_end(struct larder__policy *p, uint64_t t0)
+static void time_end(struct larder__probe *p, uint64_t t0)
 {
 	if (!t0)
 		return;
@@ -253,7 +264,7 @@ static uint64_t cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void batch_time(struct larder__policy *p, uint64_t t0)
+static void batch_time(struct larder__probe *p, uint64_t t0)
 {
 	p->sim_ns += cpu_ns() - t0;
 	/* Relaxed: a count (probe.h). */
@@ -276,7 +287,7 @@ static const struct larder__policy_ops *base_ops(enum larder_policy policy)
 }
 
 /* The mini caches' readings, as of now, under PROBE-Q1 (probe.h). */
-static void publish(struct larder__policy *p)
+static void publish(struct larder__probe *p)
 {
 	struct larder__probe_readings *out = p->setup.out;
 	uint64_t seq = larder__probe_write_begin(out);
@@ -301,7 +312,7 @@ static void publish(struct larder__policy *p)
 
 /* PROBE-P7: the batch through the mini caches (not timed here); the rate
  * counts every sampled request that came (PROBE-P8). */
-static void apply_pending(struct larder__policy *p)
+static void apply_pending(struct larder__probe *p)
 {
 	for (unsigned i = 0; i < p->pending; i++) {
 		larder__tuner_access(p->tuner, p->batch[i].hash, p->batch[i].bytes);
@@ -317,7 +328,7 @@ static void apply_pending(struct larder__policy *p)
 
 /* A tuner sampling 1 key in `every` (a power of two); PROBE-P3, PROBE-P7. The
  * caller times it (PROBE-P5). */
-static void tuner_start(struct larder__policy *p, uint64_t every)
+static void tuner_start(struct larder__probe *p, uint64_t every)
 {
 	every = every < MIN_EVERY ? MIN_EVERY : every;
 	if (p->tuner)
@@ -365,7 +376,7 @@ static uint64_t first_sample_every(uint64_t top_bytes)
 
 /* PROBE-P7: at the end of an epoch, a rate over RATE_CAP makes the sample
  * sparser; returns whether the tuner restarted. */
-static int rate_check(struct larder__policy *p)
+static int rate_check(struct larder__probe *p)
 {
 	uint64_t now = larder__monotonic_ns();
 	if (!p->epoch_at) {
@@ -390,7 +401,7 @@ static int rate_check(struct larder__policy *p)
 
 /* PROBE-P3: after a flush, is the sample too dense or too sparse? Denser
  * only while 4x the rate stays under RATE_CAP (PROBE-P7). */
-static void resample_if_needed(struct larder__policy *p)
+static void resample_if_needed(struct larder__probe *p)
 {
 	if (!p->tuner)
 		return;
@@ -404,7 +415,7 @@ static void resample_if_needed(struct larder__policy *p)
 
 /* The pool asks for another top: the same sampled keys per byte, so S
  * scales with it (a power of two, at least 1). */
-static void recentre(struct larder__policy *p, uint64_t top)
+static void recentre(struct larder__probe *p, uint64_t top)
 {
 	uint64_t every = p->sample_every;
 	for (uint64_t t = p->top; t < top && every < ((uint64_t)1 << 40); t *= 2)
@@ -420,13 +431,13 @@ static void recentre(struct larder__policy *p, uint64_t top)
 
 /* In the sample (the mini caches' and the ghost's)? Not without a tuner.
  * The tuner's own test, inlined on its mask (larder__tuner_samples). */
-static inline int sampled(const struct larder__policy *p, uint64_t hash)
+static inline int sampled(const struct larder__probe *p, uint64_t hash)
 {
 	return p->tuner && p->has_ghost && !(larder__tuner_mix(hash) & p->sample_mask);
 }
 
 /* Warm (pool/pool.c): the mini caches have seen twice what the largest holds. */
-static int minis_warm(const struct larder__policy *p)
+static int minis_warm(const struct larder__probe *p)
 {
 	uint64_t n = larder__tuner_requests(p->tuner);
 	uint64_t mean = n && p->sampled_bytes ? p->sampled_bytes / n : GUESS_ENTRY_BYTES;
@@ -434,9 +445,9 @@ static int minis_warm(const struct larder__policy *p)
 }
 
 /* The pool's requests, and a tuner after memory was refused: on the marked
- * and the timed inserts (PROBE-P4), 1 in 64 or so, which is soon enough
- * for a request the pool makes at most once a pass. */
-static void follow_pool(struct larder__policy *p)
+ * inserts (PROBE-P4), 1 in 64, which is soon enough for a request the pool
+ * makes at most once a pass. */
+static void follow_pool(struct larder__probe *p)
 {
 	/* Relaxed: the pool's request (probe.h). */
 	uint64_t want = atomic_load_explicit(&p->setup.out->want_top, LARDER__RELAXED);
@@ -454,7 +465,7 @@ static void follow_pool(struct larder__policy *p)
 /* PROBE-P8: does this sampled request go through the mini caches? All do
  * unless the pool says steady and the mini caches are warm; then one block
  * in DUTY. */
-static int goes_through(struct larder__policy *p)
+static int goes_through(struct larder__probe *p)
 {
 	uint64_t at = p->duty_at++;
 	/* Relaxed: the pool's request (probe.h). */
@@ -466,7 +477,7 @@ static int goes_through(struct larder__policy *p)
 /* One request of a sampled key, as the policy sees it, into the batch (or
  * counted and skipped: PROBE-P8); returns whether the batch is due
  * (PROBE-P7). */
-static int probe_request(struct larder__policy *p, uint64_t hash, uint64_t bytes)
+static int probe_request(struct larder__probe *p, uint64_t hash, uint64_t bytes)
 {
 	uint64_t now = larder__monotonic_ns();
 	if (!p->pending_seen)
@@ -485,7 +496,7 @@ static int probe_request(struct larder__policy *p, uint64_t hash, uint64_t bytes
 
 /* PROBE-P7: the batch through the mini caches, then the rate and the
  * sample's density; timed by the thread's CPU clock (PROBE-P5). */
-static void flush(struct larder__policy *p)
+static void flush(struct larder__probe *p)
 {
 	uint64_t t0 = cpu_ns();
 	apply_pending(p);
@@ -497,30 +508,20 @@ static void flush(struct larder__policy *p)
 	batch_time(p, t0);
 }
 
-/* PROBE-P6: whether e's key may be in the sample (its writer's mark). */
-static inline int marked(const struct larder__entry *e)
-{
-	return (larder__entry_flags_raw(e) & LARDER__ENTRY_SAMPLED) != 0;
-}
-
 /*
- * PROBE-P4's calls in two parts: an inlined test of the mark and of the
- * timing's counter that most calls end at, forwarding the call to the inner
- * policy as a tail call (no frame of the probe's own), and the rest out of
- * line for the marked keys and the timed calls. The order of the inner
- * call and the probe's work does not matter (PROBE-P1: neither reads what
- * the other writes). A timed call (PROBE-P5) runs the test again inside the
- * timing, so what is timed is the whole of the probe's work for that call.
+ * PROBE-P4: the maintainer's calls for a marked entry (PROBE-P6), after or
+ * before its policy's own call for it (PROBE-P1: neither reads what the
+ * other writes). Each is timed 1 in TIME_EVERY (PROBE-P5) from the first
+ * test of its work to its last, the flush excepted (timed by the CPU clock).
  */
-static __attribute__((noinline)) void insert_rest(struct larder__policy *p,
-						  struct larder__entry *e, uint64_t hash,
-						  size_t bytes, int timed)
+void larder__probe_insert(struct larder__probe *p, const struct larder__entry *e, uint64_t hash,
+			  size_t bytes)
 {
-	p->inner_ops->insert(p->inner, e, hash, bytes);
+	LARDER__ASSERT(larder__probe_marked(e));
 	follow_pool(p);
-	uint64_t t0 = timed ? time_begin_slow(p) : 0;
+	uint64_t t0 = time_due(p) ? time_begin_slow(p) : 0;
 	int due = 0;
-	if (marked(e) && sampled(p, hash)) {
+	if (sampled(p, hash)) {
 		if (larder__ghost_remove(&p->ghost, larder__ghost_fp(hash))) {
 			p->ghost_hits++;
 			/* Relaxed: a count (probe.h). */
@@ -534,31 +535,12 @@ static __attribute__((noinline)) void insert_rest(struct larder__policy *p,
 		flush(p);
 }
 
-static void probe_insert(struct larder__policy *p, struct larder__entry *e, uint64_t hash,
-			 size_t bytes)
+void larder__probe_hit(struct larder__probe *p, const struct larder__entry *e)
 {
-	int timed = time_due(p);
-	if (__builtin_expect(timed || marked(e), 0)) {
-		insert_rest(p, e, hash, bytes, timed);
-		return;
-	}
-	p->inner_ops->insert(p->inner, e, hash, bytes);
-}
-
-/* A replacement keeps the key, and with it the mark (PROBE-P6). */
-static void probe_replace(struct larder__policy *p, struct larder__entry *old,
-			  struct larder__entry *e, size_t old_bytes, size_t bytes)
-{
-	p->inner_ops->replace(p->inner, old, e, old_bytes, bytes);
-}
-
-static __attribute__((noinline)) void hit_rest(struct larder__policy *p, struct larder__entry *e,
-					       int timed)
-{
-	p->inner_ops->hit(p->inner, e);
-	uint64_t t0 = timed ? time_begin_slow(p) : 0;
+	LARDER__ASSERT(larder__probe_marked(e));
+	uint64_t t0 = time_due(p) ? time_begin_slow(p) : 0;
 	int due = 0;
-	if (marked(e) && p->tuner) {
+	if (p->tuner) {
 		uint64_t hash = p->host.hash(p->host.ctx, e);
 		if (sampled(p, hash))
 			due = probe_request(p, hash, p->host.size(p->host.ctx, e));
@@ -568,58 +550,26 @@ static __attribute__((noinline)) void hit_rest(struct larder__policy *p, struct 
 		flush(p);
 }
 
-static void probe_hit(struct larder__policy *p, struct larder__entry *e)
-{
-	int timed = time_due(p);
-	if (__builtin_expect(timed || marked(e), 0)) {
-		hit_rest(p, e, timed);
-		return;
-	}
-	p->inner_ops->hit(p->inner, e);
-}
-
-static void probe_remove(struct larder__policy *p, struct larder__entry *e, size_t bytes)
-{
-	p->inner_ops->remove(p->inner, e, bytes);
-}
-
 /* A marked victim: into the ghost if in the sample. */
-static __attribute__((noinline)) void evict_rest(struct larder__policy *p,
-						 struct larder__entry *v)
+void larder__probe_victim(struct larder__probe *p, const struct larder__entry *v)
 {
-	if (!p->tuner)
-		return;
+	LARDER__ASSERT(larder__probe_marked(v));
 	uint64_t t0 = time_due(p) ? time_begin_slow(p) : 0;
-	uint64_t hash = p->host.hash(p->host.ctx, v);
-	if (sampled(p, hash)) {
-		size_t bytes = p->host.size(p->host.ctx, v);
-		larder__ghost_insert(&p->ghost, larder__ghost_fp(hash),
-				     bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes);
+	if (p->tuner) {
+		uint64_t hash = p->host.hash(p->host.ctx, v);
+		if (sampled(p, hash)) {
+			size_t bytes = p->host.size(p->host.ctx, v);
+			larder__ghost_insert(&p->ghost, larder__ghost_fp(hash),
+					     bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes);
+		}
 	}
 	time_end(p, t0);
 }
 
-static struct larder__entry *probe_evict(struct larder__policy *p)
+void larder__probe_destroy(struct larder__probe *p)
 {
-	struct larder__entry *v = p->inner_ops->evict(p->inner);
-	if (v && __builtin_expect(marked(v), 0))
-		evict_rest(p, v);
-	return v;
-}
-
-static void probe_set_capacity(struct larder__policy *p, uint64_t capacity_bytes)
-{
-	p->inner_ops->set_capacity(p->inner, capacity_bytes);
-}
-
-static int64_t probe_check(struct larder__policy *p)
-{
-	return p->inner_ops->check(p->inner);
-}
-
-static void probe_destroy(struct larder__policy *p)
-{
-	p->inner_ops->destroy(p->inner);
+	if (!p)
+		return;
 	if (p->tuner)
 		larder__tuner_destroy(p->tuner);
 	if (p->has_ghost)
@@ -627,35 +577,13 @@ static void probe_destroy(struct larder__policy *p)
 	free(p);
 }
 
-/* Never created through create(): larder__probe_wrap builds it around a
- * policy. hits_keep_awake is read from the inner policy's ops before the
- * wrap (maint/maintainer.c), so its value here is not used. */
-static const struct larder__policy_ops probe_ops = {
-	.name = "probe",
-	.hits_keep_awake = 0,
-	.create = NULL,
-	.destroy = probe_destroy,
-	.insert = probe_insert,
-	.replace = probe_replace,
-	.hit = probe_hit,
-	.remove = probe_remove,
-	.evict = probe_evict,
-	.set_capacity = probe_set_capacity,
-	.check = probe_check,
-};
-
-int larder__probe_wrap(const struct larder__probe_setup *setup,
-		       const struct larder__policy_host *host,
-		       const struct larder__policy_ops **ops, struct larder__policy **policy)
+int larder__probe_create(const struct larder__probe_setup *setup,
+			 const struct larder__policy_host *host, struct larder__probe **out)
 {
-	struct larder__policy *p = larder__calloc(1, sizeof *p);
-	if (!p) {
-		(*ops)->destroy(*policy);
-		*policy = NULL;
+	struct larder__probe *p = larder__calloc(1, sizeof *p);
+	*out = NULL;
+	if (!p)
 		return LARDER_ENOMEM;
-	}
-	p->inner_ops = *ops;
-	p->inner = *policy;
 	p->host = *host;
 	p->setup = *setup;
 	p->kind = (struct larder__tuner_kind){
@@ -670,7 +598,6 @@ int larder__probe_wrap(const struct larder__probe_setup *setup,
 	p->has_ghost = larder__ghost_init(&p->ghost, 1, 16) == 0;
 	p->top = setup->top_bytes;
 	tuner_start(p, first_sample_every(p->top));
-	*ops = &probe_ops;
-	*policy = p;
+	*out = p;
 	return LARDER_OK;
 }

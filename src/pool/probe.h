@@ -2,13 +2,16 @@
  * pool/probe.h - what a pooled cache's maintainer learns for its pool: the
  * requests its policy sees, replayed through mini caches of several sizes
  * (points of a miss-ratio curve), and the hits a ghost of recent victims
- * would have turned into (see probe.c).
+ * would have turned into (see probe.c). The maintainer calls it beside its
+ * policy, for the marked entries only (larder__probe_marked).
  */
 #ifndef LARDER_POOL_PROBE_H
 #define LARDER_POOL_PROBE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "core/entry.h"
 #include "evict/policy.h"
 #include "evict/tuner.h"
 #include "sync/atomic.h"
@@ -39,8 +42,9 @@
  * PROBE-P6: the mark a writer gives an entry of a probed cache
  * (core/cache.h sample_marks) whose key is in that widest sample:
  * LARDER__ENTRY_SAMPLED, or 0. An immutable flag (core/entry.h ENTRY-E1),
- * so the probe tells a hit or a victim outside every sample it may take
- * by one bit of the entry its policy call has in hand, without its hash.
+ * so the maintainer tells an insert, a hit or a victim outside every
+ * sample the probe may take by one bit of the entry it has in hand at its
+ * policy call, without its hash (larder__probe_marked below).
  */
 static inline unsigned larder__probe_mark(uint64_t hash)
 {
@@ -118,15 +122,37 @@ struct larder__probe_setup {
 	uint64_t ghost_bytes;      /* what the ghost remembers of recent victims */
 };
 
+/* The probe of one pooled cache (probe.c): its maintainer's alone. */
+struct larder__probe;
+
 /*
- * Wraps the cache's freshly created policy (*ops, *policy) in a probe that
- * forwards every call to it and watches the requests. On success *ops and
- * *policy are the probe's and it owns the inner policy; on failure
- * (LARDER_ENOMEM) the inner policy is destroyed and *policy is NULL.
- * host is the cache's (the probe hashes hit entries through it).
+ * Makes the probe of a cache that is opening; host is its policy's (the
+ * probe hashes and sizes marked entries through it). Returns LARDER_OK
+ * with *out set, or LARDER_ENOMEM with *out NULL.
  */
-int larder__probe_wrap(const struct larder__probe_setup *setup,
-		       const struct larder__policy_host *host,
-		       const struct larder__policy_ops **ops, struct larder__policy **policy);
+int larder__probe_create(const struct larder__probe_setup *setup,
+			 const struct larder__policy_host *host, struct larder__probe **out);
+/* Frees p (NULL: nothing). */
+void larder__probe_destroy(struct larder__probe *p);
+
+/*
+ * PROBE-P4 at the maintainer's policy call sites (maint/apply.c,
+ * maint/evict.c): whether e's writer marked it (PROBE-P6), the one test
+ * every policy call pays; the probe is called for a marked entry only. A
+ * cache outside a pool, or pooled without a probe, has no marked entry
+ * (core/cache.h sample_marks), so its maintainer never calls the probe.
+ */
+static inline int larder__probe_marked(const struct larder__entry *e)
+{
+	return (larder__entry_flags_raw(e) & LARDER__ENTRY_SAMPLED) != 0;
+}
+
+/* The maintainer told its policy of a marked entry: inserted (a miss's
+ * write; hash and bytes as the policy had them), hit (a hit sample), or
+ * evicted (the victim, before it is retired). */
+void larder__probe_insert(struct larder__probe *p, const struct larder__entry *e, uint64_t hash,
+			  size_t bytes);
+void larder__probe_hit(struct larder__probe *p, const struct larder__entry *e);
+void larder__probe_victim(struct larder__probe *p, const struct larder__entry *v);
 
 #endif /* LARDER_POOL_PROBE_H */

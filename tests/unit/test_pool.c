@@ -24,6 +24,7 @@
 #include <math.h> /* NAN, INFINITY only: the tests link no libm */
 #include <stdlib.h>
 
+#include "core/cache.h"
 #include "core/hash.h"
 #include "core/testing.h"
 #include "harness.h"
@@ -1392,13 +1393,19 @@ static void test_probe_steady_rate(void)
 }
 
 /*
- * PROBE-P6: the probe sees the requests of exactly the keys in its sample,
- * told apart by the writers' marks: the inserts of fresh keys, then, after
- * a touch gave each a deadline (which copies every entry: the copy must
- * keep the mark), one hit of each. Counted against the keys' own hashes.
- * The controller never runs (a long interval) and the sampled requests stay
- * under the rate cap (PROBE-P7), so S does not change meanwhile (checked).
+ * PROBE-P6, PROBE-P4: the probe sees the requests of exactly the keys in
+ * its sample, told apart by the writers' marks at the maintainer's call
+ * sites: the inserts of fresh keys (larder_put), then, after a touch gave
+ * each a deadline (which copies every entry: the copy must keep the mark),
+ * one hit of each, then a bulk writer's inserts (larder__put_batch, as
+ * larder_load writes: queued in the policy as runs, maint/apply.c
+ * admit_run). Counted against the keys' own hashes. The controller never
+ * runs (a long interval) and the sampled requests stay under the rate cap
+ * (PROBE-P7), so S does not change meanwhile (checked). A call site that
+ * does not call the probe for a marked entry fails it (checked for each).
  */
+#define BULK_KEYS 16u /* a load's batch (core/snapshot.c) */
+
 static uint64_t arrived_after_quiesce(larder_pool *pool, larder *c, uint64_t every)
 {
 	uint64_t arrived = 0, now_every = 0;
@@ -1441,6 +1448,84 @@ static void test_probe_sees_marked_keys(void)
 	}
 	uint64_t a2 = arrived_after_quiesce(pool, c, every);
 	CHECK_EQ(a2 - a1, in_sample);
+	uint64_t bulk_sample = 0;
+	for (uint64_t k = keys; k < 2 * keys; k += BULK_KEYS) {
+		uint64_t key[BULK_KEYS], charged = 0;
+		struct larder__put_rec rec[BULK_KEYS];
+		for (unsigned i = 0; i < BULK_KEYS; i++) {
+			key[i] = k + i;
+			uint64_t hash = larder__hash(TH_HASH_SEED, &key[i], sizeof key[i]);
+			rec[i] = (struct larder__put_rec){ &key[i], sizeof key[i], value, sizeof value,
+							   LARDER_TTL_NEVER, hash };
+			bulk_sample += (larder__tuner_mix(hash) & (every - 1)) == 0;
+		}
+		CHECK_RC(larder__put_batch(c, rec, BULK_KEYS, UINT64_MAX, &charged), LARDER_OK);
+	}
+	uint64_t a3 = arrived_after_quiesce(pool, c, every);
+	printf("  bulk: %llu keys in the sample, %llu inserts seen\n",
+	       (unsigned long long)bulk_sample, (unsigned long long)(a3 - a2));
+	CHECK(bulk_sample > 0);
+	CHECK_EQ(a3 - a2, bulk_sample);
+	larder_close(c);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/*
+ * PROBE-P4: the maintainer tells the probe of its marked victims, whose
+ * sampled keys its ghost remembers (an insert of one is a ghost hit). A
+ * few keys of the sample are written, then three times the cache's
+ * entries of keys without the mark, which are never read: every earlier
+ * entry is evicted, and no marked one after them (the ghost holds about 8
+ * sampled victims, budget / 64 of weight over S, and keeps these few).
+ * Written again, each of the few is a ghost hit. The unmarked keys reach
+ * no probe, so S stays 64 (PROBE-P7's cap is not reached: checked) and
+ * the count is exact. Without the victims' call (maint/evict.c) the ghost
+ * finds none (checked).
+ */
+#define GHOSTED 4u
+
+static void test_probe_sees_marked_victims(void)
+{
+	larder_pool *pool = make_pool(4 * MiB, 60000);
+	REQUIRE(pool);
+	larder *c = open_in(pool, 0.5, 1, 1);
+	REQUIRE(c);
+	uint64_t a0 = 0, every = 0, g0 = 0, g1 = 0, few[GHOSTED], n = 0;
+	CHECK_EQ(larder__test_pool_arrived(pool, c, &a0, &every), 0);
+	REQUIRE(every == LARDER__PROBE_MIN_EVERY);
+	char value[64] = { 0 };
+	for (uint64_t k = 0; n < GHOSTED; k++)
+		if (larder__probe_mark(larder__hash(TH_HASH_SEED, &k, sizeof k)))
+			few[n++] = k;
+	for (unsigned i = 0; i < GHOSTED; i++)
+		CHECK_RC(larder_put(c, &few[i], sizeof few[i], value, sizeof value,
+				    LARDER_TTL_NEVER),
+			 LARDER_OK);
+	uint64_t cap_entries = 4 * MiB / sizeof value, written = 0;
+	for (uint64_t k = 1ull << 40; written < 3 * cap_entries; k++) {
+		if (larder__probe_mark(larder__hash(TH_HASH_SEED, &k, sizeof k)))
+			continue;
+		CHECK_RC(larder_put(c, &k, sizeof k, value, sizeof value, LARDER_TTL_NEVER),
+			 LARDER_OK);
+		written++;
+	}
+	uint64_t a1 = arrived_after_quiesce(pool, c, every);
+	CHECK_EQ(a1 - a0, GHOSTED);
+	CHECK_EQ(larder__test_pool_ghost_hits(pool, c, &g0), 0);
+	for (unsigned i = 0; i < GHOSTED; i++) {
+		char buf[64];
+		size_t len;
+		CHECK_RC(larder_get(c, &few[i], sizeof few[i], buf, sizeof buf, &len), LARDER_MISS);
+		CHECK_RC(larder_put(c, &few[i], sizeof few[i], value, sizeof value,
+				    LARDER_TTL_NEVER),
+			 LARDER_OK);
+	}
+	arrived_after_quiesce(pool, c, every);
+	CHECK_EQ(larder__test_pool_ghost_hits(pool, c, &g1), 0);
+	printf("  %llu entries held after %llu unmarked writes; ghost hits %llu -> %llu\n",
+	       (unsigned long long)th_stat(c, LARDER_STAT_ENTRIES), (unsigned long long)written,
+	       (unsigned long long)g0, (unsigned long long)g1);
+	CHECK_EQ(g1 - g0, GHOSTED);
 	larder_close(c);
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 }
@@ -1629,6 +1714,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_probe_steady_rate),
 		TH_TEST(test_probe_readings_whole),
 		TH_TEST(test_probe_sees_marked_keys),
+		TH_TEST(test_probe_sees_marked_victims),
 		TH_TEST(test_out_of_memory),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));

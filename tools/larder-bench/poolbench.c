@@ -1087,7 +1087,7 @@ static void ten_controller_only(const struct lb_config *cfg)
 	double cap[64][TEN], wc[64][TEN]; /* each round's split (MiB) and weighted misses per cache */
 	uint64_t best[TEN] = { 0 };
 	printf("\n## Ten caches, the controller alone, %u rounds\n\n| round | weighted misses | "
-	       "requests/s | pool thread %% | mini simulations %% | per-call part %% | "
+	       "requests/s | pool thread %% | mini simulations %% | marked calls %% | "
 	       "sampled requests/s per cache |\n|---|---|---|---|---|---|---|\n", rounds);
 	for (unsigned r = 0; r < rounds && r < 64; r++) {
 		struct ten_out out;
@@ -1116,12 +1116,19 @@ static void ten_controller_only(const struct lb_config *cfg)
 			printf(" %.1f (%.0f)", cap[r][i], wc[r][i] / 1e3);
 		printf(" |\n");
 	}
-	double wl, wh;
+	double wl, wh, all[64];
 	min_max(w, rounds, &wl, &wh);
+	for (unsigned r = 0; r < rounds && r < 64; r++)
+		all[r] = prb[r] + ctl[r];
 	printf("\ncontroller: weighted misses %.4g (%.4g..%.4g), medians: %.3g requests/s, pool "
-	       "thread %.3f%%, mini simulations %.3f%%, probes in all %.3f%% of a core\n",
+	       "thread %.3f%%, mini simulations %.3f%%, probes in all %.3f%% of a core; the "
+	       "controller in all (probes + pool thread, round by round) %.3f%%\n",
 	       lb_median(w, rounds), wl, wh, lb_median(rps, rounds), 100 * lb_median(ctl, rounds),
-	       100 * lb_median(sim, rounds), 100 * lb_median(prb, rounds));
+	       100 * lb_median(sim, rounds), 100 * lb_median(prb, rounds),
+	       100 * lb_median(all, rounds));
+	printf("(probes: the marked calls, timed, and the mini simulations, CPU clock; not "
+	       "timed: the maintainers' test of the mark on every policy call and the writers' "
+	       "mark, counted by callgrind in docs/pool.md)\n");
 }
 
 static void ten_part(const struct lb_config *cfg, int with_shift, int with_ten)
@@ -1218,7 +1225,7 @@ static void ten_part(const struct lb_config *cfg, int with_shift, int with_ten)
 		       "the maintainers %.3f%% (medians; the probes' time is sampled, pool/probe.c PROBE-P5)\n",
 		       100 * lb_median(c, rounds), 100 * lb_median(pc, rounds));
 		printf("  at %.3g requests/s (median): the mini simulations %.3f%% of a core (their "
-		       "CPU clock; %.0f sampled requests/s per cache), the per-call part %.3f%%\n",
+		       "CPU clock; %.0f sampled requests/s per cache), the marked calls %.3f%%\n",
 		       lb_median(rps, rounds), 100 * lb_median(sim, rounds), lb_median(srate, rounds),
 		       100 * (lb_median(pc, rounds) - lb_median(sim, rounds)));
 		printf("\n| cache | best static (MiB) | usage (MiB) | controller, last round (MiB) |\n"
