@@ -7,13 +7,45 @@
  * (copy-out into the caller's buffer), put is larder_put() with the run's TTL
  * (--ttl-ms; none by default). --shards K opens it with K shards.
  * LB_LARDER_STATS=1 prints its maintainers' passes at close (lgr_close).
+ * LB_PIN=same|split places its maintainer threads (open_pinned).
  */
+#define _GNU_SOURCE /* pthread_setaffinity_np, CPU_SET */
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "larder.h"
 
 #include "bench.h"
+
+/* larder_open(), its maintainer threads placed as LB_PIN asks: a thread
+ * starts with its creator's CPU mask, so the opening thread takes the
+ * maintainers' mask for the call and its own back after. Worker 0 runs on
+ * CPU 0 (--pin, pool.c): same puts them there, split on every other CPU. */
+static int open_pinned(larder **out, const larder_config *lc, enum lb_pin_maint pin)
+{
+	cpu_set_t mine, maint;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (pin == LB_PIN_OFF)
+		return larder_open(out, lc);
+	CPU_ZERO(&maint);
+	if (pin == LB_PIN_SAME)
+		CPU_SET(0, &maint);
+	for (long i = 1; pin == LB_PIN_SPLIT && i < ncpu && i < CPU_SETSIZE; i++)
+		CPU_SET((int)i, &maint);
+	if (pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine) != 0 ||
+	    pthread_setaffinity_np(pthread_self(), sizeof(maint), &maint) != 0) {
+		fprintf(stderr, "larder-bench: LB_PIN: cannot set the CPU mask\n");
+		return LARDER_EINVAL;
+	}
+	int rc = larder_open(out, lc);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) != 0)
+		fprintf(stderr, "larder-bench: LB_PIN: cannot restore the CPU mask\n");
+	return rc;
+}
 
 int lb_larder_open(larder **out, const struct lb_config *cfg, uint64_t capacity,
 		   uint64_t expected)
@@ -35,7 +67,7 @@ int lb_larder_open(larder **out, const struct lb_config *cfg, uint64_t capacity,
 	if (cfg->value_size > ((size_t)1 << 20) &&
 	    (rc = larder_config_set_max_value_bytes(lc, cfg->value_size)) != LARDER_OK)
 		goto done;
-	rc = larder_open(out, lc);
+	rc = open_pinned(out, lc, cfg->pin_maint);
 done:
 	larder_config_destroy(lc);
 	return rc;
