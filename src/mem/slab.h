@@ -59,6 +59,8 @@ struct larder__page {
 } __attribute__((aligned(64)));
 
 _Static_assert(sizeof(struct larder__page) == 128, "a page header is two lines");
+_Static_assert(offsetof(struct larder__page, live) >= 64,
+	       "live is not on the line the owning writer reads per slot");
 
 /* The owner's free bitmap, which follows the page header. */
 static inline uint64_t *larder__slab_owner_free(struct larder__page *pg)
