@@ -30,7 +30,10 @@
 # the coherence cost of the maintainer's work, give or take what the
 # batch sizes change: in same the maintainer runs only when the writer
 # yields the CPU (its wake-up, a full ring), so it applies longer batches
-# (the cache's writes per pass are printed for both).
+# (the cache's writes per pass are printed for both). "maint system %" is
+# the kernel's share of the maintainer's CPU time (sleeps, wake-ups,
+# membarrier) over the whole process, preload and warm-up included, in
+# clock ticks (coarse: 10 ms each): time that no line transfer explains.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -56,12 +59,15 @@ for ((r = 1; r <= rounds; r++)); do
 			--threads 1 --rounds 1 --shards "$shards" 2>"$out.err" >"$out.cell" ||
 			{ cat "$out.err" >&2; exit 1; }
 		read -r writes passes < <(awk '/larder stats:/ { print $5, $7 }' "$out.err") || true
+		read -r ut st < <(awk '/maintainer ticks:/ { print $5, $7 }' "$out.err") || true
 		# The cell's row: scenario threads engine median range ratio | cpu
 		# cratio on-cpu helper | hit
-		awk -v r="$r" -v b="$i" -v m="$mode" -v w="${writes:-0}" -v p="${passes:-0}" '
+		awk -v r="$r" -v b="$i" -v m="$mode" -v w="${writes:-0}" -v p="${passes:-0}" \
+			-v ut="${ut:-0}" -v st="${st:-0}" '
 			$1 == "write" && $3 == "larder" && $7 == "|" {
 				h = $11; sub(/%/, "", h)
-				printf "%s %s %s %s %s %s %s\n", r, b, m, $4, $8, h / 100, p ? w / p : 0
+				printf "%s %s %s %s %s %s %s %s\n", r, b, m, $4, $8, h / 100, p ? w / p : 0,
+					ut + st ? 100 * st / (ut + st) : 0
 			}' "$out.cell" >>"$out"
 	done
 done
@@ -95,7 +101,7 @@ awk -v nb="$nb" -v names="${benches[*]}" '
 		r = $1; b = $2; m = $3; i = ++n[b, m]
 		w = 1000 / $5
 		v[b, m, "wall", i] = $4; v[b, m, "wns", i] = w; v[b, m, "mns", i] = $6 * w
-		v[b, m, "share", i] = 100 * $6; v[b, m, "wpp", i] = $7
+		v[b, m, "share", i] = 100 * $6; v[b, m, "wpp", i] = $7; v[b, m, "sys", i] = $8
 		byround[r, b, m, "wns"] = w; byround[r, b, m, "mns"] = $6 * w
 		seen[r, b, m] = 1
 		if (r > nr) nr = r
@@ -104,13 +110,13 @@ awk -v nb="$nb" -v names="${benches[*]}" '
 		split(names, name, " ")
 		for (b = 0; b < nb; b++) {
 			if (nb > 1) printf "%s\n", name[b + 1]
-			printf "%-6s %22s %22s %22s %22s %22s\n", "", "wall M/s", "writer ns/put",
-				"maintainer ns/put", "maint/writer CPU %", "writes per pass"
+			printf "%-6s %22s %22s %22s %22s %22s %22s\n", "", "wall M/s", "writer ns/put",
+				"maintainer ns/put", "maint/writer CPU %", "writes per pass", "maint system %"
 			for (x = 1; x <= 2; x++) {
 				m = x == 1 ? "same" : "split"
-				printf "%-6s %22s %22s %22s %22s %22s\n", m, stat(b SUBSEP m, "wall"),
+				printf "%-6s %22s %22s %22s %22s %22s %22s\n", m, stat(b SUBSEP m, "wall"),
 					stat(b SUBSEP m, "wns"), stat(b SUBSEP m, "mns"),
-					stat(b SUBSEP m, "share"), stat(b SUBSEP m, "wpp")
+					stat(b SUBSEP m, "share"), stat(b SUBSEP m, "wpp"), stat(b SUBSEP m, "sys")
 			}
 			printf "split/same, median of the rounds'"'"' ratios: maintainer ns/put %.2fx, writer ns/put %.2fx\n",
 				ratio(b, "split", "mns", b, "same", "mns", 0), ratio(b, "split", "wns", b, "same", "wns", 0)
