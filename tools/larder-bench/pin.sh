@@ -102,6 +102,8 @@ awk -v nb="$nb" -v names="${benches[*]}" '
 		w = 1000 / $5
 		v[b, m, "wall", i] = $4; v[b, m, "wns", i] = w; v[b, m, "mns", i] = $6 * w
 		v[b, m, "share", i] = 100 * $6; v[b, m, "wpp", i] = $7; v[b, m, "sys", i] = $8
+		v[b, m, "uns", i] = $6 * w * (1 - $8 / 100)
+		byround[r, b, m, "uns"] = v[b, m, "uns", i]; byround[r, b, m, "kns"] = $6 * w * $8 / 100
 		byround[r, b, m, "wns"] = w; byround[r, b, m, "mns"] = $6 * w
 		seen[r, b, m] = 1
 		if (r > nr) nr = r
@@ -110,18 +112,21 @@ awk -v nb="$nb" -v names="${benches[*]}" '
 		split(names, name, " ")
 		for (b = 0; b < nb; b++) {
 			if (nb > 1) printf "%s\n", name[b + 1]
-			printf "%-6s %22s %22s %22s %22s %22s %22s\n", "", "wall M/s", "writer ns/put",
-				"maintainer ns/put", "maint/writer CPU %", "writes per pass", "maint system %"
+			printf "%-6s %22s %22s %22s %22s %22s %22s %22s\n", "", "wall M/s", "writer ns/put",
+				"maintainer ns/put", "  of which user", "maint/writer CPU %", "writes per pass",
+				"maint system %"
 			for (x = 1; x <= 2; x++) {
 				m = x == 1 ? "same" : "split"
-				printf "%-6s %22s %22s %22s %22s %22s %22s\n", m, stat(b SUBSEP m, "wall"),
-					stat(b SUBSEP m, "wns"), stat(b SUBSEP m, "mns"),
+				printf "%-6s %22s %22s %22s %22s %22s %22s %22s\n", m, stat(b SUBSEP m, "wall"),
+					stat(b SUBSEP m, "wns"), stat(b SUBSEP m, "mns"), stat(b SUBSEP m, "uns"),
 					stat(b SUBSEP m, "share"), stat(b SUBSEP m, "wpp"), stat(b SUBSEP m, "sys")
 			}
 			printf "split/same, median of the rounds'"'"' ratios: maintainer ns/put %.2fx, writer ns/put %.2fx\n",
 				ratio(b, "split", "mns", b, "same", "mns", 0), ratio(b, "split", "wns", b, "same", "wns", 0)
 			printf "split - same, maintainer ns/put (the coherence cost, median of the rounds): %.1f\n",
 				ratio(b, "split", "mns", b, "same", "mns", 1)
+			printf "  of which user %.1f, system %.1f (medians of the rounds'"'"' differences)\n",
+				ratio(b, "split", "uns", b, "same", "uns", 1), ratio(b, "split", "kns", b, "same", "kns", 1)
 		}
 		for (b = 1; b < nb; b++)
 			printf "%s / %s, median of the rounds'"'"' ratios: maintainer ns/put same %.3fx, split %.3fx; writer ns/put same %.3fx, split %.3fx\n",
