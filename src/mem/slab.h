@@ -41,15 +41,26 @@ struct larder__page {
 	uint32_t page_bytes;
 	uint32_t slots_offset;
 	uint32_t maint_offset; /* of maint_free; owner_free follows this header */
-	/* Published slots the maintainer knows of: written by the maintainer only,
-	 * read under the lock by writers releasing a page; relaxed, because
-	 * retirement re-checks the bitmap (SLAB-S4) and only uses this as a hint. */
-	larder__atomic_u32 live;
 	uint32_t owner_hint;   /* owner only: first word that may have a free bit */
 	larder__atomic_u32 state;
+	/* Published slots the maintainer knows of: written by the maintainer only,
+	 * read under the lock by writers releasing a page; relaxed, because
+	 * retirement re-checks the bitmap (SLAB-S4) and only uses this as a hint.
+	 * On the header's second line, with the lists that change under the
+	 * lock: the maintainer writes it for every entry it counts and frees,
+	 * and the first line is what the owning writer reads for every slot it
+	 * takes (larder__slab_alloc_id), so on one line each of the
+	 * maintainer's stores took the line from the writer's core and the
+	 * writer's next allocation took it back (docs/bench.md, "The writer's
+	 * and the maintainer's lines"). The header stays 128 bytes. */
+	larder__atomic_u32 live __attribute__((aligned(64)));
 	struct larder__page *avail_prev, *avail_next; /* under lock */
 	struct larder__page *all_prev, *all_next;     /* under lock */
 } __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct larder__page) == 128, "a page header is two lines");
+_Static_assert(offsetof(struct larder__page, live) >= 64,
+	       "live is not on the line the owning writer reads per slot");
 
 /* The owner's free bitmap, which follows the page header. */
 static inline uint64_t *larder__slab_owner_free(struct larder__page *pg)

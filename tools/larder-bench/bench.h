@@ -45,6 +45,10 @@ extern const char *const lb_scenario_names[LB_SCENARIOS];
 
 enum lb_timer { LB_TIMER_AUTO = 0, LB_TIMER_TSC, LB_TIMER_CLOCK };
 
+/* LB_PIN=same|split (with --pin's worker i on CPU i): larder's maintainer
+ * threads on worker 0's CPU, or on every other CPU (eng_larder.c). */
+enum lb_pin_maint { LB_PIN_OFF = 0, LB_PIN_SAME, LB_PIN_SPLIT };
+
 struct lb_engine;
 
 /* The whole run's settings; read-only once main() has parsed the options. */
@@ -73,6 +77,7 @@ struct lb_config {
 	enum lb_timer timer;
 	int entries_given;
 	int pin; /* --pin: worker i runs on CPU i mod CPUs online */
+	enum lb_pin_maint pin_maint; /* LB_PIN (main.c): where larder's maintainers run */
 	int scale; /* --scale (scale.c) */
 	int compress; /* --compress (compress.c) */
 	int codecs;   /* --codecs (codecs.c) */

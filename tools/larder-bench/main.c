@@ -58,7 +58,10 @@ static const char usage[] =
 	"  --shards K           larder's shards (maintainers), a power of two (1)\n"
 	"  --timer T            auto | tsc | clock, for --latency (auto)\n"
 	"  --pin                bind worker i to CPU i mod CPUs (quiet machines only)\n"
-	"  --out FILE           also write results: FILE.json as JSON, else CSV\n";
+	"  --out FILE           also write results: FILE.json as JSON, else CSV\n"
+	"environment:\n"
+	"  LB_PIN=same|split    --pin, and larder's maintainers on worker 0's CPU (same)\n"
+	"                       or on the other CPUs (split): tools/larder-bench/pin.sh\n";
 
 static const struct lb_engine *const all_engines[] = {
 	&lb_engine_larder, &lb_engine_bare, &lb_engine_urcu, &lb_engine_ck, &lb_engine_null,
@@ -260,6 +263,31 @@ static int set_option(struct lb_config *cfg, const char *opt, const char *v, int
 	return -1;
 }
 
+/* LB_PIN=same|split: the pinned diagnostic of the write cell's line
+ * transfers (docs/bench.md, "The writer's and the maintainer's lines"):
+ * workers pinned as --pin does, larder's maintainers on worker 0's CPU
+ * (same: nothing crosses cores) or on the others (split). */
+static int parse_pin_env(struct lb_config *cfg)
+{
+	const char *v = getenv("LB_PIN");
+	if (!v || !*v)
+		return 0;
+	if (strcmp(v, "same") == 0) {
+		cfg->pin_maint = LB_PIN_SAME;
+	} else if (strcmp(v, "split") == 0) {
+		if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+			fprintf(stderr, "larder-bench: LB_PIN=split needs 2 CPUs online\n");
+			return -1;
+		}
+		cfg->pin_maint = LB_PIN_SPLIT;
+	} else {
+		fprintf(stderr, "larder-bench: LB_PIN must be same or split, not %s\n", v);
+		return -1;
+	}
+	cfg->pin = 1;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct lb_config *cfg)
 {
 	int dur_set = 0, rounds_set = 0;
@@ -323,6 +351,8 @@ static int parse_args(int argc, char **argv, struct lb_config *cfg)
 			return -1;
 		}
 	}
+	if (parse_pin_env(cfg) != 0)
+		return -1;
 	if (cfg->quick) {
 		if (!dur_set)
 			cfg->duration_ms = 200;
