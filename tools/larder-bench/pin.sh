@@ -124,7 +124,7 @@ awk -v nb="$nb" -v names="${benches[*]}" '
 			}
 			printf "split/same, median of the rounds'"'"' ratios: maintainer ns/put %.2fx, writer ns/put %.2fx\n",
 				ratio(b, "split", "mns", b, "same", "mns", 0), ratio(b, "split", "wns", b, "same", "wns", 0)
-			printf "split - same, maintainer ns/put (a core of its own: lines and kernel; median of the rounds): %.1f\n",
+			printf "split - same, maintainer ns/put (a core of its own, lines and kernel, median of the rounds): %.1f\n",
 				ratio(b, "split", "mns", b, "same", "mns", 1)
 			printf "  of which user %.1f, system %.1f (medians of the rounds'"'"' differences)\n",
 				ratio(b, "split", "uns", b, "same", "uns", 1), ratio(b, "split", "kns", b, "same", "kns", 1)
