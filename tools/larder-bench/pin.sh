@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tools/larder-bench/pin.sh - what the maintainer pays for the lines the
-# writer passes it: the 1-thread write cell with the writer and larder's
+# tools/larder-bench/pin.sh - what a core of its own costs larder's
+# maintainer: the 1-thread write cell with the writer and larder's
 # maintainer on the same CPU, and on different CPUs (docs/bench.md, "The
 # writer's and the maintainer's lines").
 #
@@ -27,10 +27,11 @@
 #   maintainer ns/put  = helper share x writer ns/put
 # Prints per mode the medians over the rounds (min..max), and the medians
 # of each round's split/same ratios. split - same in maintainer ns/put is
-# the coherence cost of the maintainer's work, give or take what the
+# what a core of its own costs the maintainer (the lines it takes from the
+# writer's core, and kernel work that crosses cores), give or take what the
 # batch sizes change: in same the maintainer runs only when the writer
-# yields the CPU (its wake-up, a full ring), so it applies longer batches
-# (the cache's writes per pass are printed for both). "maint system %" is
+# yields the CPU (its wake-up, a full ring), so its passes differ in
+# length (the cache's writes per pass are printed for both). "maint system %" is
 # the kernel's share of the maintainer's CPU time (sleeps, wake-ups,
 # membarrier) over the whole process, preload and warm-up included, in
 # clock ticks (coarse: 10 ms each): time that no line transfer explains.
@@ -123,7 +124,7 @@ awk -v nb="$nb" -v names="${benches[*]}" '
 			}
 			printf "split/same, median of the rounds'"'"' ratios: maintainer ns/put %.2fx, writer ns/put %.2fx\n",
 				ratio(b, "split", "mns", b, "same", "mns", 0), ratio(b, "split", "wns", b, "same", "wns", 0)
-			printf "split - same, maintainer ns/put (the coherence cost, median of the rounds): %.1f\n",
+			printf "split - same, maintainer ns/put (a core of its own, lines and kernel, median of the rounds): %.1f\n",
 				ratio(b, "split", "mns", b, "same", "mns", 1)
 			printf "  of which user %.1f, system %.1f (medians of the rounds'"'"' differences)\n",
 				ratio(b, "split", "uns", b, "same", "uns", 1), ratio(b, "split", "kns", b, "same", "kns", 1)
