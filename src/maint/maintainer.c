@@ -26,7 +26,7 @@
  *   8. grow or shrink the index (a chunk of homes per pass; TABLE-L1 and TABLE-L3 in
  *      index/table.h);
  *   9. start a grace period for what was retired, when none is running and
- *      one is due (gp_due: 64 KiB retired, a writer waiting, or 1 ms).
+ *      one is due (gp_due: 256 KiB retired, a writer waiting, or 1 ms).
  * Then it sleeps: about 200 us when work is pending (the batching window,
  * cut short by a writer whose event ring is half full), until woken (or
  * 100 ms, or the wheel's next deadline) when idle. A pass that drained many
@@ -106,7 +106,7 @@
 #define LAZY_MS 2u
 #define LAZY_EVENTS 64u
 #define IDLE_NS (100u * 1000u * 1000u)
-#define GP_BATCH_BYTES (64u * 1024u)
+#define GP_BATCH_BYTES (256u * 1024u)
 #define GP_INTERVAL_NS (1000u * 1000u)
 
 void larder__maint_wake_writers(struct larder *c)
@@ -124,9 +124,13 @@ void larder__maint_wake_writers(struct larder *c)
 
 /*
  * A grace period costs two membarrier calls, each of which interrupts every
- * CPU running one of our threads: start one only for a batch worth it (64 KiB),
- * when a writer (or a test seam) waits, or when the last one is 1 ms old, so that
- * retired memory waits at most about 1 ms plus the grace period itself.
+ * CPU running one of our threads: start one only for a batch worth it (256
+ * KiB), when a writer (or a test seam) waits, or when the last one is 1 ms old,
+ * so that retired memory waits at most about 1 ms plus the grace period
+ * itself. The batch was 64 KiB until 2026-12-05: with the writer on another
+ * core (a KVM guest, where each interrupt is a trip through the hypervisor)
+ * the maintainer spent 55% of its time in the kernel; at 256 KiB, 23%, and
+ * 0.83x the CPU per put (tools/larder-bench/pin.sh, docs/bench.md).
  */
 static int gp_due(struct larder__maint *m)
 {
