@@ -546,8 +546,9 @@ static void bench_save(void)
 
 /*
  * --load-only: saves once, then loads the file into a fresh cache
- * --rounds times and prints each load's time; for profilers (callgrind,
- * perf), where only the loads should dominate.
+ * --rounds times and prints each load's time and CPU (all threads: the
+ * loaders' and the maintainer's); for profilers (callgrind, perf), where
+ * only the loads should dominate, and for comparing builds by CPU.
  */
 static void bench_load_only(void)
 {
@@ -558,12 +559,16 @@ static void bench_load_only(void)
 	larder_close(cache);
 	for (uint64_t r = 0; r < o.rounds; r++) {
 		cache = open_cache();
+		double u0, s0, u1, s1;
+		cpu_seconds(&u0, &s0);
 		uint64_t t0 = th_now_ns();
 		if (larder_load(cache, path) != LARDER_OK)
 			abort();
-		printf("load %llu: %.3f s, %llu entries\n", (unsigned long long)r,
-		       (double)(th_now_ns() - t0) / 1e9,
-		       (unsigned long long)th_stat(cache, LARDER_STAT_WRITES));
+		double s = (double)(th_now_ns() - t0) / 1e9;
+		cpu_seconds(&u1, &s1);
+		printf("load %llu: %.3f s, %llu entries, user CPU %.3f s, system CPU %.3f s\n",
+		       (unsigned long long)r, s,
+		       (unsigned long long)th_stat(cache, LARDER_STAT_WRITES), u1 - u0, s1 - s0);
 		if (r + 1 < o.rounds)
 			larder_close(cache);
 	}
