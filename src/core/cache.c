@@ -1386,6 +1386,10 @@ static void bulk_close(struct bulk *b)
  * tests/unit/test_snapshot.c checks that the plain and the general bulk
  * writes leave the same entries, charges and counts.
  */
+/* plain_block(): these records go the general way. Neither a status nor
+ * an error of larder.h (nor WRITE_NO_SLOT). */
+#define PLAIN_GENERAL (INT_MIN + 1)
+
 struct plain {
 	unsigned flags;
 	unsigned sclass;
@@ -1394,9 +1398,10 @@ struct plain {
 	uint64_t ttl_ms;
 };
 
-/* The block's records' sizes and their plain charges' sum; 1 when a record
- * is one larder_put would refuse with an error rather than skip (the
- * general way then writes the block, and reports it in its place). */
+/* The block's records' sizes and their plain charges' sum; PLAIN_GENERAL
+ * when a record is one larder_put would refuse with an error rather than
+ * skip (the general way then writes the block, and reports it in its
+ * place). */
 static int plain_size(const larder *c, const struct larder__put_rec *rec, size_t n,
 		      struct plain *z, uint64_t *sum)
 {
@@ -1407,7 +1412,7 @@ static int plain_size(const larder *c, const struct larder__put_rec *rec, size_t
 		const struct larder__put_rec *r = &rec[i];
 		if (!r->key || !r->key_len || (!r->value && r->value_len) ||
 		    r->key_len > c->max_key_bytes)
-			return 1;
+			return PLAIN_GENERAL;
 		z[i].ttl_ms = resolve_ttl(c, r->ttl_ms);
 		z[i].flags = z[i].ttl_ms == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
 		if (c->sample_marks)
@@ -1472,8 +1477,9 @@ plain_write(larder *c, struct bulk *b, const struct larder__put_rec *r, const st
 	return LARDER_OK;
 }
 
-/* CACHE-B4: records [from, to) as one block, or 1 when the block could not
- * be had or a record needs the general way (the caller writes them so). */
+/* CACHE-B4: records [from, to) as one block, or PLAIN_GENERAL when the
+ * block could not be had or a record needs the general way (the caller
+ * writes them so; nothing was written). */
 static int plain_block(larder *c, struct bulk *b, const struct larder__put_rec *rec, size_t n,
 		       uint64_t charge_limit, uint64_t *charged)
 {
@@ -1486,7 +1492,7 @@ static int plain_block(larder *c, struct bulk *b, const struct larder__put_rec *
 	bulk_open(c, b);
 	if (!b->batch) {
 		bulk_close(b);
-		return 1;
+		return PLAIN_GENERAL;
 	}
 	for (size_t i = 0; i < n && rc == LARDER_OK; i++) {
 		if (!z[i].charge || z[i].charge > charge_left(charge_limit, *charged))
@@ -1507,7 +1513,7 @@ int larder__put_batch(larder *c, const struct larder__put_rec *rec, size_t n,
 	for (size_t from = 0; from < n && rc == LARDER_OK; from += LARDER__BATCH_EVENTS) {
 		size_t to = n - from > LARDER__BATCH_EVENTS ? from + LARDER__BATCH_EVENTS : n;
 		if (plain && (rc = plain_block(c, &b, rec + from, to - from, charge_limit,
-					       charged)) != 1)
+					       charged)) != PLAIN_GENERAL)
 			continue;
 		if ((rc = bulk_credit(c, &b, rec + from, to - from,
 				      charge_left(charge_limit, *charged))) != LARDER_OK)
