@@ -1106,7 +1106,7 @@ write_index(larder *c, struct larder__shard *s, struct op *op, struct bulk *bulk
 {
 	struct larder__table *t;
 	struct larder__bucket *home = larder__table_lock(shard_root(s), hash, &t);
-	larder__atomic_u64 *slot = larder__table_find_from_locked(t, home, hash, key, key_len);
+	larder__atomic_u64 *slot = larder__table_find_home_locked(t, home, hash, key, key_len);
 	/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
 	struct larder__entry *old =
 		slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;

@@ -368,6 +368,38 @@ larder__atomic_u64 *larder__table_find_from_locked(struct larder__table *t,
 						   struct larder__bucket *home, uint64_t hash,
 						   const void *key, size_t key_len);
 
+/*
+ * larder__table_find_from_locked() for a put, its common case inline: the
+ * home's first slot with the key's tag holds the key (an overwrite), or no
+ * slot has the tag and nothing overflowed the home (an insert). Anything
+ * else (a second matching tag, a displaced key, a marker) goes to
+ * larder__table_find_from_locked(), which starts over at the home. The call
+ * with its prologue and epilogue was about a fifth of a put's index
+ * instructions (docs/bench.md, "The writer's side of a put"). Under the
+ * lock of home, as there: our key's slot cannot change (TABLE-X2).
+ */
+static inline larder__atomic_u64 *larder__table_find_home_locked(struct larder__table *t,
+								 struct larder__bucket *home,
+								 uint64_t hash, const void *key,
+								 size_t key_len)
+{
+	unsigned m = larder__bucket_tag_bits(home, hash);
+	if (m) {
+		larder__atomic_u64 *slot = &home->slot[larder__tag_bits_slot(m)];
+		/* Acquire: another home's slot may have just been published
+		 * (R-SLOT), as in larder__table_find_from_locked(). */
+		uint64_t w = atomic_load_explicit(slot, LARDER__ACQUIRE);
+		if (__builtin_expect(((w ^ hash) & LARDER__SLOT_TAG_MASK) == 0, 1) &&
+		    __builtin_expect((w & LARDER__SLOT_PTR_MASK) > LARDER__SLOT_MARKER, 1) &&
+		    __builtin_expect(larder__entry_key_equals(larder__slot_entry(w), key, key_len),
+				     1))
+			return slot;
+	} else if ((atomic_load_explicit(&home->ctl, LARDER__RELAXED) >> 32) == 0) {
+		return NULL; /* relaxed, as in larder__table_find_from_locked() */
+	}
+	return larder__table_find_from_locked(t, home, hash, key, key_len);
+}
+
 /* Under the home lock: the slot holding key in t, or NULL. */
 static inline larder__atomic_u64 *larder__table_find_locked(struct larder__table *t, uint64_t hash,
 							     const void *key, size_t key_len)
