@@ -1196,9 +1196,12 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		return LARDER_EVALSIZE;
 	ttl_ms = resolve_ttl(c, ttl_ms);
 	unsigned flags = ttl_ms == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
-	if (c->sample_marks)
-		flags |= larder__probe_mark(hash);
-	unsigned char *packed = pack_value(c, &value, &value_len, &flags);
+	unsigned char *packed = NULL;
+	if (__builtin_expect(value_len >= c->write_slow_from, 0)) {
+		if (c->sample_marks)
+			flags |= larder__probe_mark(hash);
+		packed = pack_value(c, &value, &value_len, &flags);
+	}
 	size_t bytes = larder__entry_bytes(flags, key_len, value_len);
 	/* The entry limit applies to the stored size. Relaxed: a racing
 	 * set_capacity may go either way. */
@@ -2065,6 +2068,7 @@ int larder_open(larder **out, const larder_config *cfg)
 	for (; opened < shards; opened++)
 		if ((rc = shard_open(c, &c->shard[opened], cfg->capacity)) != LARDER_OK)
 			goto fail_shards;
+	c->write_slow_from = c->sample_marks ? 0 : c->compress_min ? c->compress_min : SIZE_MAX;
 	c->id = larder__cache_id_register(c);
 	if (!c->id) {
 		rc = LARDER_ENOMEM;
