@@ -725,13 +725,13 @@ static int under_bound(void *ctx)
 	return v[LARDER_STAT_USED_BYTES] <= v[LARDER_STAT_CAPACITY_BYTES];
 }
 
-/* Pressure: twice the capacity written (the writes must all succeed, the
+/* Pressure: twice a tiny capacity written (the writes must all succeed, the
  * policy making room), every read a miss or the right bytes; then, outside a
- * pool, a shrink to 64 KiB is honoured. */
+ * pool, a shrink to 64 KiB is honoured (256 KiB written into a normal one). */
 static void check_pressure(struct run *r)
 {
 	larder *c = r->c;
-	uint64_t total = r->capacity * 2, done = 0;
+	uint64_t total = r->cb.tiny ? r->capacity * 2 : 256 * KiB, done = 0;
 	unsigned char v[512], out[512];
 	char key[24];
 	size_t vl = r->max_val < 400 ? r->max_val : 400;
