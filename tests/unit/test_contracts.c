@@ -1078,11 +1078,177 @@ static void test_load_bad_files(void)
 	larder_close(c);
 }
 
+/* ---- Edges the combinations do not reach ---------------------------------- */
+
+struct heard {
+	int calls;
+	enum larder_cause cause;
+	size_t len;
+	unsigned char bytes[4096];
+};
+
+static void hear(void *ctx, const void *key, size_t key_len, const void *value,
+		 size_t value_len, enum larder_cause cause)
+{
+	struct heard *h = ctx;
+	(void)key;
+	(void)key_len;
+	h->calls++;
+	h->cause = cause;
+	h->len = value_len;
+	if (value_len <= sizeof(h->bytes))
+		memcpy(h->bytes, value, value_len);
+}
+
+static int heard_one(void *ctx)
+{
+	return ((struct heard *)ctx)->calls >= 1;
+}
+
+/* Lengths near SIZE_MAX are refused by their limits, never read or summed
+ * into an overflow; an expected value over the limit is a MISMATCH. */
+static void test_huge_lengths(void)
+{
+	larder *c = th_open(th_config(4 * MiB));
+	REQUIRE(c);
+	unsigned char buf[8];
+	size_t vl = 0;
+	CHECK_RC(larder_put(c, "k", 1, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_put(c, "k", SIZE_MAX, "v", 1, 0), LARDER_EKEYSIZE);
+	CHECK_RC(larder_put(c, "k", 1, "v", SIZE_MAX, 0), LARDER_EVALSIZE);
+	CHECK_RC(larder_put(c, "k", 1, "v", SIZE_MAX - 64, 0), LARDER_EVALSIZE);
+	CHECK_RC(larder_get(c, "k", SIZE_MAX, buf, sizeof(buf), &vl), LARDER_EKEYSIZE);
+	CHECK_RC(larder_replace_if_equals(c, "k", 1, "v", SIZE_MAX, "w", 1, 0), LARDER_MISMATCH);
+	CHECK_RC(larder_replace_if_equals(c, "k", 1, "v", (size_t)MiB + 1, "w", 1, 0),
+		 LARDER_MISMATCH);
+	CHECK_RC(larder_remove_if_equals(c, "k", 1, "v", SIZE_MAX), LARDER_MISMATCH);
+	CHECK_RC(larder_remove_if_equals(c, "absent", 6, "v", SIZE_MAX), LARDER_MISS);
+	{
+		const void *keys[3] = {"k", NULL, "k"};
+		size_t lens[3] = {SIZE_MAX, 1, 1};
+		struct got g[3];
+		memset(g, 0, sizeof(g));
+		CHECK_EQ(larder_get_batch(c, 3, keys, lens, got_batch, g), 1);
+		CHECK_EQ(g[0].calls + g[1].calls, 0);
+		CHECK_EQ(g[2].calls, 1);
+	}
+	CHECK_RC(larder_get(c, "k", 1, buf, sizeof(buf), &vl), LARDER_OK);
+	CHECK_EQ(vl, 1);
+	CHECK_RC(larder_set_capacity(c, ((uint64_t)1 << 62) - 1), LARDER_OK);
+	CHECK_RC(larder_set_capacity(c, UINT64_MAX), LARDER_EINVAL);
+	/* Stats past the end are zero-filled; size classes past the end refused. */
+	uint64_t v[LARDER_STAT_COUNT + 4];
+	memset(v, 0xff, sizeof(v));
+	CHECK_RC(larder_stats(c, v, LARDER_STAT_COUNT + 4), LARDER_OK);
+	for (size_t i = LARDER_STAT_COUNT; i < LARDER_STAT_COUNT + 4; i++)
+		CHECK_EQ(v[i], 0);
+	CHECK_RC(larder_stats_size_class(c, larder_size_class_count(), v, 1), LARDER_EINVAL);
+	CHECK_RC(larder_stats_size_class(c, 0, NULL, 1), LARDER_EINVAL);
+	CHECK(larder_strerror(-12345) != NULL);
+	CHECK(larder_strerror(12345) != NULL);
+	CHECK_STR(larder_cause_name((enum larder_cause)77), "unknown");
+	CHECK(larder_stat_name(LARDER_STAT_COUNT) == NULL);
+	larder_close(c);
+}
+
+/* A compressed value reaches the listener, the cursor and a short buffer's
+ * EBUFSIZE as its original bytes and length. */
+static void test_compressed_views(void)
+{
+	struct heard h = {0};
+	larder_config *cfg = th_config(4 * MiB);
+	REQUIRE(cfg);
+	CHECK_RC(larder_config_set_compression(cfg, 16, 10), LARDER_OK);
+	CHECK_RC(larder_config_set_removal_listener(cfg, hear, &h), LARDER_OK);
+	larder *c = th_open(cfg);
+	REQUIRE(c);
+	unsigned char v[3000], out[3000];
+	for (size_t i = 0; i < sizeof(v); i++)
+		v[i] = (unsigned char)("abcabcabd"[i % 9]);
+	size_t vl = 0;
+	CHECK_RC(larder_put(c, "z", 1, v, sizeof(v), LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_get(c, "z", 1, out, sizeof(v) - 1, &vl), LARDER_EBUFSIZE);
+	CHECK_EQ(vl, sizeof(v));
+	CHECK_RC(larder_get(c, "z", 1, out, sizeof(out), &vl), LARDER_OK);
+	CHECK_MEM(out, v, sizeof(v));
+	CHECK_RC(larder_replace_if_equals(c, "z", 1, v, sizeof(v) - 1, "x", 1, 0),
+		 LARDER_MISMATCH);
+	CHECK_RC(larder_remove(c, "z", 1), LARDER_OK);
+	CHECK(th_wait_until(heard_one, &h, WAIT_MS * TH_SLOW));
+	CHECK_EQ(h.cause, LARDER_CAUSE_EXPLICIT);
+	CHECK_EQ(h.len, sizeof(v));
+	CHECK_MEM(h.bytes, v, sizeof(v));
+	larder_close(c);
+}
+
+/* An entry with no deadline keeps none through a save and a load into a
+ * cache with a default TTL; one with a deadline keeps at most what it had. */
+static void test_load_keeps_lifetimes(void)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/larder-contracts-ttl-%d.snap", (int)getpid());
+	larder *a = th_open(th_config(4 * MiB));
+	larder_config *cfg = th_config(4 * MiB);
+	REQUIRE(a && cfg);
+	CHECK_RC(larder_config_set_default_ttl_ms(cfg, 50), LARDER_OK);
+	CHECK_RC(larder_config_set_max_key_bytes(cfg, 4), LARDER_OK);
+	CHECK_RC(larder_config_set_max_value_bytes(cfg, 4), LARDER_OK);
+	larder *b = th_open(cfg);
+	REQUIRE(b);
+	CHECK_RC(larder_put(a, "never", 5 - 1, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_put(a, "long", 4, "v", 1, 3600 * 1000), LARDER_OK);
+	CHECK_RC(larder_put(a, "too-long-key", 12, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_put(a, "bigv", 4, "value", 5, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_save(a, path), LARDER_OK);
+	CHECK_RC(larder_load(b, path), LARDER_OK);
+	uint64_t ttl = 0;
+	CHECK_RC(larder_ttl_remaining(b, "neve", 4, &ttl), LARDER_OK);
+	CHECK_EQ(ttl, LARDER_TTL_NEVER);
+	CHECK_RC(larder_ttl_remaining(b, "long", 4, &ttl), LARDER_OK);
+	CHECK_LE(ttl, 3600 * 1000);
+	CHECK_GT(ttl, 3000 * 1000);
+	/* Over this cache's limits: skipped, not refused. */
+	CHECK_RC(larder_contains(b, "bigv", 4), LARDER_MISS);
+	CHECK_RC(larder_flush(b, WAIT_MS * TH_SLOW), LARDER_OK);
+	CHECK_EQ(th_stat(b, LARDER_STAT_ENTRIES), 2);
+	unlink(path);
+	larder_close(a);
+	larder_close(b);
+}
+
+/* An entry larger than 1/8 of a shrunk capacity stays readable or goes:
+ * never a wrong value; a new write of its size is EVALSIZE. */
+static void test_shrink_below_entry(void)
+{
+	larder *c = th_open(th_config(8 * MiB));
+	REQUIRE(c);
+	static unsigned char v[200 * 1024], out[200 * 1024];
+	for (size_t i = 0; i < sizeof(v); i++)
+		v[i] = (unsigned char)th_mix64(i);
+	size_t vl = 0;
+	CHECK_RC(larder_put(c, "big", 3, v, sizeof(v), LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_set_capacity(c, 1 * MiB), LARDER_OK);
+	CHECK_RC(larder_put(c, "big2", 4, v, sizeof(v), LARDER_TTL_NEVER), LARDER_EVALSIZE);
+	int rc = larder_get(c, "big", 3, out, sizeof(out), &vl);
+	CHECK(rc == LARDER_OK || rc == LARDER_MISS);
+	if (rc == LARDER_OK)
+		CHECK_MEM(out, v, sizeof(v));
+	CHECK_RC(larder_put(c, "small", 5, "s", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_flush(c, WAIT_MS * TH_SLOW), LARDER_OK);
+	CHECK_LE(th_stat(c, LARDER_STAT_USED_BYTES),
+		 th_stat(c, LARDER_STAT_CAPACITY_BYTES) + th_stat(c, LARDER_STAT_OVERSHOOT_BOUND));
+	larder_close(c);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_closed_handles),
 		TH_TEST(test_load_bad_files),
+		TH_TEST(test_huge_lengths),
+		TH_TEST(test_compressed_views),
+		TH_TEST(test_load_keeps_lifetimes),
+		TH_TEST(test_shrink_below_entry),
 		TH_TEST(test_combinations),
 	};
 	for (int i = 1; i < argc; i++)
