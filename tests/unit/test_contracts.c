@@ -1210,9 +1210,10 @@ static void test_load_keeps_lifetimes(void)
 	CHECK_RC(larder_config_set_max_value_bytes(cfg, 64), LARDER_OK);
 	larder *b = th_open(cfg);
 	REQUIRE(b);
-	static const char zip[] = "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz";
+	char zip[72];
 	unsigned char out[64];
 	size_t vl = 0;
+	memset(zip, 'z', sizeof(zip));
 	CHECK_RC(larder_put(a, "never", 4, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_put(a, "long", 4, "v", 1, 3600 * 1000), LARDER_OK);
 	CHECK_RC(larder_put(a, "too-long-key", 12, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
