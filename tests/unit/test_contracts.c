@@ -1263,6 +1263,101 @@ static void test_shrink_below_entry(void)
 	larder_close(c);
 }
 
+/* Under EBUFSIZE nothing was read: no hit counted, no deadline extended
+ * (expire-after-access), whichever way the value is stored. */
+static void test_bufsize_reads_nothing(void)
+{
+	static struct th_clock clk;
+	for (int compress = 0; compress < 2; compress++) {
+		th_clock_init(&clk, T0);
+		larder_config *cfg = th_config(4 * MiB);
+		REQUIRE(cfg);
+		CHECK_RC(larder_config_set_clock(cfg, th_clock_fn, &clk), LARDER_OK);
+		CHECK_RC(larder_config_set_default_ttl_ms(cfg, 100), LARDER_OK);
+		CHECK_RC(larder_config_set_expiry(cfg, LARDER_EXPIRE_AFTER_ACCESS), LARDER_OK);
+		if (compress)
+			CHECK_RC(larder_config_set_compression(cfg, 16, 10), LARDER_OK);
+		larder *c = th_open(cfg);
+		REQUIRE(c);
+		unsigned char v[300], out[300];
+		memset(v, 'q', sizeof(v));
+		size_t vl = 0;
+		uint64_t ttl = 0;
+		CHECK_RC(larder_put(c, "k", 1, v, sizeof(v), LARDER_TTL_DEFAULT), LARDER_OK);
+		th_clock_advance(&clk, 60);
+		uint64_t hits = th_stat(c, LARDER_STAT_HITS);
+		CHECK_RC(larder_get(c, "k", 1, out, sizeof(v) - 1, &vl), LARDER_EBUFSIZE);
+		CHECK_EQ(vl, sizeof(v));
+		CHECK_RC(larder_get(c, "k", 1, NULL, 0, &vl), LARDER_EBUFSIZE);
+		CHECK_EQ(th_stat(c, LARDER_STAT_HITS), hits);
+		CHECK_RC(larder_ttl_remaining(c, "k", 1, &ttl), LARDER_OK);
+		CHECK_EQ(ttl, 40);
+		/* A read that fits extends it to read time + 100. */
+		CHECK_RC(larder_get(c, "k", 1, out, sizeof(out), &vl), LARDER_OK);
+		CHECK_MEM(out, v, sizeof(v));
+		CHECK_EQ(th_stat(c, LARDER_STAT_HITS), hits + 1);
+		CHECK_RC(larder_ttl_remaining(c, "k", 1, &ttl), LARDER_OK);
+		CHECK_EQ(ttl, 100);
+		larder_close(c);
+	}
+}
+
+struct nest {
+	larder *c;
+	int depth, bad;
+	unsigned char want[3][2048];
+};
+
+static void nest_fn(void *ctx, const void *value, size_t len)
+{
+	struct nest *n = ctx;
+	int d = n->depth++;
+	if (len != sizeof(n->want[d]) || memcmp(value, n->want[d], len))
+		n->bad++;
+	if (d < 2) {
+		char key[2] = {(char)('a' + d + 1), 0};
+		if (larder_get_with(n->c, key, 1, nest_fn, n) != LARDER_OK)
+			n->bad++;
+	}
+	/* The outer value is still whole after the nested reads. */
+	if (len != sizeof(n->want[d]) || memcmp(value, n->want[d], len))
+		n->bad++;
+}
+
+/* Compressed values read in callbacks nested three deep (past the thread's
+ * two buffers) and in one batch: each callback sees its own value whole. */
+static void test_nested_compressed_reads(void)
+{
+	static struct nest n;
+	larder_config *cfg = th_config(4 * MiB);
+	REQUIRE(cfg);
+	CHECK_RC(larder_config_set_compression(cfg, 16, 10), LARDER_OK);
+	CHECK_RC(larder_config_set_compression_dictionary(cfg, LARDER_DICTIONARY_NONE, NULL, 0),
+		 LARDER_OK);
+	n.c = th_open(cfg);
+	REQUIRE(n.c);
+	for (int d = 0; d < 3; d++) {
+		for (size_t i = 0; i < sizeof(n.want[d]); i++)
+			n.want[d][i] = (unsigned char)("xyz"[d] + (i / 100) % 3);
+		char key[2] = {(char)('a' + d), 0};
+		CHECK_RC(larder_put(n.c, key, 1, n.want[d], sizeof(n.want[d]), LARDER_TTL_NEVER),
+			 LARDER_OK);
+	}
+	CHECK_RC(larder_get_with(n.c, "a", 1, nest_fn, &n), LARDER_OK);
+	CHECK_EQ(n.depth, 3);
+	CHECK_EQ(n.bad, 0);
+	const void *keys[4] = {"a", "b", "c", "a"};
+	size_t lens[4] = {1, 1, 1, 1};
+	static struct got g[4];
+	memset(g, 0, sizeof(g));
+	CHECK_EQ(larder_get_batch(n.c, 4, keys, lens, got_batch, g), 4);
+	for (int i = 0; i < 4; i++) {
+		CHECK_EQ(g[i].calls, 1);
+		CHECK_EQ(g[i].len, 2048);
+	}
+	larder_close(n.c);
+}
+
 static uint64_t monotonic_ms(int coarse)
 {
 	struct timespec ts;
@@ -1348,6 +1443,8 @@ int main(int argc, char **argv)
 		TH_TEST(test_compressed_views),
 		TH_TEST(test_load_keeps_lifetimes),
 		TH_TEST(test_shrink_below_entry),
+		TH_TEST(test_bufsize_reads_nothing),
+		TH_TEST(test_nested_compressed_reads),
 		TH_TEST(test_default_clock_never_expired),
 		TH_TEST(test_combinations),
 	};
