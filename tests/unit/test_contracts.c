@@ -7,7 +7,8 @@
  * mode x removal listener x capacity (tiny, normal) x key/value limits
  * (small, default) x pool member. The eight binary dimensions run in full
  * (256 combinations); the policy rotates through them so each policy meets
- * each value of every other dimension (--all runs all 2,048).
+ * each value of every other dimension (`test_contracts combinations --all
+ * --seed N` runs all 2,048, with another sequence of operations per seed).
  *
  * For each combination, with an injected clock (so every deadline is exact):
  *   - a seeded sequence of every single-key operation, compared with a model
@@ -912,6 +913,10 @@ static larder_config *combo_config(struct run *r)
 	return cfg;
 }
 
+/* --seed N: another sequence of operations per combination (0, the default,
+ * is the sequence ctest runs). */
+static uint64_t seed;
+
 static void run_combo(const struct combo *cb, int index)
 {
 	static struct run r;
@@ -919,7 +924,7 @@ static void run_combo(const struct combo *cb, int index)
 	memset(&r, 0, sizeof(r));
 	r.cb = *cb;
 	th_clock_init(&r.clk, T0);
-	r.rng.s = (uint64_t)index * 7919 + 1;
+	r.rng.s = th_mix64(seed) + (uint64_t)index * 7919 + 1;
 	r.max_key = cb->small ? 8 : 250;
 	r.max_val = cb->small ? 64 : 1 * MiB;
 	r.capacity = cb->pooled ? (cb->tiny ? MiB : 32 * MiB) : cb->tiny ? 64 * KiB : 32 * MiB;
@@ -1500,5 +1505,6 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--all"))
 			all_policies = 1;
+	seed = th_arg_u64(argc, argv, "--seed", 0);
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
