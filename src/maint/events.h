@@ -104,6 +104,37 @@ static inline int larder__events_half_full(struct larder__handle *h)
 	return head - h->ev_tail_seen >= LARDER__EVENT_RING / 2;
 }
 
+/* Owner: the kind of the event it posted last (one was posted), in the
+ * ring or, where its seq is the latest, in the spill's current chunk. */
+static inline unsigned larder__events_last_kind(const struct larder__handle *h)
+{
+	uint64_t head = atomic_load_explicit(&h->ev_head, LARDER__RELAXED);    /* own variable */
+	uint64_t spilled = atomic_load_explicit(&h->spilled, LARDER__RELAXED); /* own variable */
+	if (h->spill_tail_n &&
+	    h->spill_tail->ev[h->spill_tail_n - 1].seq == (uint32_t)(head + spilled - 1))
+		return h->spill_tail->ev[h->spill_tail_n - 1].kind;
+	return h->ev[(head - 1) % LARDER__EVENT_RING].kind;
+}
+
+/* Owner, after a post, with the maintainer asleep in a batching window or a
+ * lazy sleep: whether its unread events call for a pass now. A half-full
+ * ring does, unless the latest event is an overwrite: overwrites wait for
+ * LARDER__WAKE_EVENTS unread, ring and spill together (maint/handle.h says
+ * why). */
+static inline int larder__events_wake_due(struct larder__handle *h)
+{
+	if (!larder__events_half_full(h))
+		return 0;
+	if (larder__events_last_kind(h) != LARDER__EV_REPLACE)
+		return 1;
+	/* Relaxed: counts (as in larder__events_spill_room); ev_tail_seen was
+	 * refreshed by the half-full check. */
+	uint64_t unread = atomic_load_explicit(&h->ev_head, LARDER__RELAXED) - h->ev_tail_seen +
+			  atomic_load_explicit(&h->spilled, LARDER__RELAXED) -
+			  atomic_load_explicit(&h->spill_taken, LARDER__RELAXED);
+	return unread >= LARDER__WAKE_EVENTS;
+}
+
 /*
  * Owner, whose ring is full: makes room for one event in the spill, where
  * fewer than `bound` events are unread (EV-V6). Returns 0, -1 when a chunk

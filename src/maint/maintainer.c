@@ -362,7 +362,7 @@ void larder__maint_wake_sleeper(struct larder__shard *s, struct larder__handle *
 				uint64_t due_ms, uint32_t st)
 {
 	if (posted && (st == MAINT_WINDOW || st == MAINT_LAZY) &&
-	    !larder__events_half_full(posted) &&
+	    !larder__events_wake_due(posted) &&
 	    (st == MAINT_WINDOW ||
 	     due_ms >= atomic_load_explicit(&s->maint_wake_at, LARDER__RELAXED))) /* WAKE-W4 */
 		return;

@@ -14,7 +14,11 @@
  *                 only a half-full ring; lazy: a half-full ring, or an entry
  *                 due before the lazy sleep ends (WAKE-W4), not one due then
  *                 or later, nor one without a deadline; without a post
- *                 (a waiting writer, memory short, a setting): any sleep.
+ *                 (a waiting writer, memory short, a setting): any sleep;
+ *   overwrites    a half-full ring whose latest event is an overwrite wakes
+ *                 neither sleep until LARDER__WAKE_EVENTS are unread, ring
+ *                 and spill together, less what the maintainer took; the
+ *                 latest event is found in the spill when it went there.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +62,25 @@ static void test_half_full_refreshes_tail(void)
 	CHECK(larder__events_half_full(h));
 	CHECK_EQ(h->ev_tail_seen, 1000 - LARDER__EVENT_RING / 2);
 	free(h);
+}
+
+/* The latest of the `posted` events in the ring is of this kind. */
+static void set_last_kind(struct larder__handle *h, uint64_t posted, unsigned kind)
+{
+	h->ev[(posted - 1) % LARDER__EVENT_RING].kind = (uint16_t)kind;
+}
+
+/* `spilled` events went to the spill, the maintainer took `taken` of them,
+ * and the latest post (posting number seq) went there too, of this kind. */
+static void set_spill(struct larder__handle *h, struct larder__spill *chunk, uint64_t spilled,
+		      uint64_t taken, uint32_t seq, unsigned kind)
+{
+	atomic_store_explicit(&h->spilled, spilled, LARDER__RELAXED);
+	atomic_store_explicit(&h->spill_taken, taken, LARDER__RELAXED);
+	h->spill_tail = chunk;
+	h->spill_tail_n = 1;
+	chunk->ev[0].seq = seq;
+	chunk->ev[0].kind = (uint16_t)kind;
 }
 
 /* Whether a wake from this state, for this post, wakes the maintainer. */
@@ -108,11 +131,59 @@ static void test_wake_decisions(void)
 	free(c);
 }
 
+static void test_overwrites_wait(void)
+{
+	struct larder__shard *c = zeroed(sizeof(*c));
+	struct larder__handle *h = zeroed(sizeof(*h));
+	struct larder__spill *chunk = zeroed(sizeof(*chunk));
+	REQUIRE(c != NULL && h != NULL && chunk != NULL);
+	const uint64_t none = UINT64_MAX, at = 5000;
+	const uint64_t full = LARDER__EVENT_RING, posted = 10000;
+
+	set_ring(h, posted, full / 2, 0);
+	set_last_kind(h, posted, LARDER__EV_INSERT); /* an insert: half full wakes */
+	CHECK_EQ(wakes(c, MAINT_WINDOW, at, h, none), 1);
+	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 1);
+	set_last_kind(h, posted, LARDER__EV_REPLACE); /* an overwrite: it waits */
+	CHECK_EQ(wakes(c, MAINT_WINDOW, at, h, none), 0);
+	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 0);
+	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, at - 1), 1); /* WAKE-W4 still */
+	CHECK_EQ(wakes(c, MAINT_IDLE, at, h, none), 1);
+	set_ring(h, posted, full, 0); /* full, nothing spilled yet */
+	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 0);
+
+	/* The ring full and the latest overwrites in the spill: the count
+	 * reaches the bound with the spill's unread events. */
+	uint64_t spilled = 5000, below = LARDER__WAKE_EVENTS - full - 1;
+	set_spill(h, chunk, spilled, spilled - below, (uint32_t)(posted + spilled - 1),
+		  LARDER__EV_REPLACE);
+	set_last_kind(h, posted, LARDER__EV_INSERT); /* an older post, in the ring */
+	CHECK_EQ(wakes(c, MAINT_WINDOW, at, h, none), 0);
+	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 0);
+	set_spill(h, chunk, spilled, spilled - below - 1, (uint32_t)(posted + spilled - 1),
+		  LARDER__EV_REPLACE);
+	CHECK_EQ(wakes(c, MAINT_WINDOW, at, h, none), 1);
+	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 1);
+	/* Below the bound, an insert as the latest post (in the spill) wakes. */
+	set_spill(h, chunk, spilled, spilled - below, (uint32_t)(posted + spilled - 1),
+		  LARDER__EV_INSERT);
+	set_last_kind(h, posted, LARDER__EV_REPLACE);
+	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 1);
+	/* The spill's chunk holds an older event: the ring's latest counts. */
+	set_spill(h, chunk, spilled, spilled - below, (uint32_t)(posted + spilled - 2),
+		  LARDER__EV_INSERT);
+	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 0);
+	free(chunk);
+	free(h);
+	free(c);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_half_full_refreshes_tail),
 		TH_TEST(test_wake_decisions),
+		TH_TEST(test_overwrites_wait),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
