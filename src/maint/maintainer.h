@@ -37,7 +37,8 @@ void larder__maint_wake_sleeper(struct larder__shard *shard, struct larder__hand
  * The one way to wake a shard's maintainer. After posting an event through
  * `posted`, whose entry's deadline is `due_ms` (cache clock; UINT64_MAX:
  * none, 0: apply it at once): wakes it if it sleeps idle, if that handle's
- * ring is half full, or if it sleeps lazily past `due_ms` (WAKE-W1, a Dekker
+ * ring is half full (for an overwrite, LARDER__WAKE_EVENTS unread:
+ * larder__events_wake_due), or if it sleeps lazily past `due_ms` (WAKE-W1, a Dekker
  * with WAKE-W2 in its sleep; WAKE-W4). With posted NULL: wakes it if it
  * sleeps at all (the caller changed something no ring shows: a thread's
  * exit, a writer waiting for room in its ring or index, a test seam).
