@@ -139,6 +139,9 @@ struct larder__handle {
 	larder__atomic_u64 spilled;       /* events posted to the spill: R-SPILL / A-SPILL */
 	struct larder__spill *spill_tail; /* owner only: the chunk it appends to */
 	uint32_t spill_tail_n;            /* owner only: events in spill_tail */
+	uint32_t last_overwrite;          /* owner only: its latest post was an overwrite */
+	uint64_t wake_recheck; /* owner only: no overwrite wakes the maintainer before this
+				  posting number (larder__events_wake_due) */
 #define LARDER__DECLARE_COUNTER(field, stat) larder__atomic_u64 field;
 	LARDER__HANDLE_COUNTERS(LARDER__DECLARE_COUNTER) /* HANDLE-H2 */
 #undef LARDER__DECLARE_COUNTER

@@ -17,8 +17,9 @@
  *                 (a waiting writer, memory short, a setting): any sleep;
  *   overwrites    a half-full ring whose latest event is an overwrite wakes
  *                 neither sleep until LARDER__WAKE_EVENTS are unread, ring
- *                 and spill together, less what the maintainer took; the
- *                 latest event is found in the spill when it went there.
+ *                 and spill together, less what the maintainer took; after
+ *                 a no it looks again only when that many could be unread,
+ *                 and then wakes it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -62,25 +63,6 @@ static void test_half_full_refreshes_tail(void)
 	CHECK(larder__events_half_full(h));
 	CHECK_EQ(h->ev_tail_seen, 1000 - LARDER__EVENT_RING / 2);
 	free(h);
-}
-
-/* The latest of the `posted` events in the ring is of this kind. */
-static void set_last_kind(struct larder__handle *h, uint64_t posted, unsigned kind)
-{
-	h->ev[(posted - 1) % LARDER__EVENT_RING].kind = (uint16_t)kind;
-}
-
-/* `spilled` events went to the spill, the maintainer took `taken` of them,
- * and the latest post (posting number seq) went there too, of this kind. */
-static void set_spill(struct larder__handle *h, struct larder__spill *chunk, uint64_t spilled,
-		      uint64_t taken, uint32_t seq, unsigned kind)
-{
-	atomic_store_explicit(&h->spilled, spilled, LARDER__RELAXED);
-	atomic_store_explicit(&h->spill_taken, taken, LARDER__RELAXED);
-	h->spill_tail = chunk;
-	h->spill_tail_n = 1;
-	chunk->ev[0].seq = seq;
-	chunk->ev[0].kind = (uint16_t)kind;
 }
 
 /* Whether a wake from this state, for this post, wakes the maintainer. */
@@ -131,49 +113,76 @@ static void test_wake_decisions(void)
 	free(c);
 }
 
+/* `spilled` events went to the spill and the maintainer took `taken` of them. */
+static void set_spill(struct larder__handle *h, uint64_t spilled, uint64_t taken)
+{
+	atomic_store_explicit(&h->spilled, spilled, LARDER__RELAXED);
+	atomic_store_explicit(&h->spill_taken, taken, LARDER__RELAXED);
+}
+
 static void test_overwrites_wait(void)
 {
 	struct larder__shard *c = zeroed(sizeof(*c));
 	struct larder__handle *h = zeroed(sizeof(*h));
-	struct larder__spill *chunk = zeroed(sizeof(*chunk));
-	REQUIRE(c != NULL && h != NULL && chunk != NULL);
+	REQUIRE(c != NULL && h != NULL);
 	const uint64_t none = UINT64_MAX, at = 5000;
 	const uint64_t full = LARDER__EVENT_RING, posted = 10000;
 
+	/* The post notes whether it was an overwrite. */
+	larder__events_post(h, LARDER__EV_REPLACE, LARDER_CAUSE_REPLACED, LARDER__EV_NO_CLASS, NULL,
+			    NULL, 0);
+	CHECK_EQ(h->last_overwrite, 1);
+	larder__events_post(h, LARDER__EV_INSERT, 0, LARDER__EV_NO_CLASS, NULL, NULL, 0);
+	CHECK_EQ(h->last_overwrite, 0);
+
 	set_ring(h, posted, full / 2, 0);
-	set_last_kind(h, posted, LARDER__EV_INSERT); /* an insert: half full wakes */
+	h->last_overwrite = 0; /* an insert: half full wakes */
 	CHECK_EQ(wakes(c, MAINT_WINDOW, at, h, none), 1);
 	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 1);
-	set_last_kind(h, posted, LARDER__EV_REPLACE); /* an overwrite: it waits */
+	h->last_overwrite = 1; /* an overwrite: it waits */
 	CHECK_EQ(wakes(c, MAINT_WINDOW, at, h, none), 0);
 	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 0);
 	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, at - 1), 1); /* WAKE-W4 still */
 	CHECK_EQ(wakes(c, MAINT_IDLE, at, h, none), 1);
+	h->wake_recheck = 0;
 	set_ring(h, posted, full, 0); /* full, nothing spilled yet */
 	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 0);
 
-	/* The ring full and the latest overwrites in the spill: the count
-	 * reaches the bound with the spill's unread events. */
+	/* The ring full and overwrites in the spill: the count reaches the
+	 * bound with the spill's unread events, not with those taken. */
 	uint64_t spilled = 5000, below = LARDER__WAKE_EVENTS - full - 1;
-	set_spill(h, chunk, spilled, spilled - below, (uint32_t)(posted + spilled - 1),
-		  LARDER__EV_REPLACE);
-	set_last_kind(h, posted, LARDER__EV_INSERT); /* an older post, in the ring */
+	h->wake_recheck = 0;
+	set_spill(h, spilled, spilled - below);
 	CHECK_EQ(wakes(c, MAINT_WINDOW, at, h, none), 0);
-	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 0);
-	set_spill(h, chunk, spilled, spilled - below - 1, (uint32_t)(posted + spilled - 1),
-		  LARDER__EV_REPLACE);
+	h->wake_recheck = 0;
+	set_spill(h, spilled, spilled - below - 1);
 	CHECK_EQ(wakes(c, MAINT_WINDOW, at, h, none), 1);
 	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 1);
-	/* Below the bound, an insert as the latest post (in the spill) wakes. */
-	set_spill(h, chunk, spilled, spilled - below, (uint32_t)(posted + spilled - 1),
-		  LARDER__EV_INSERT);
-	set_last_kind(h, posted, LARDER__EV_REPLACE);
+	/* Below the bound, an insert as the latest post wakes. */
+	set_spill(h, spilled, spilled - below);
+	h->last_overwrite = 0;
 	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 1);
-	/* The spill's chunk holds an older event: the ring's latest counts. */
-	set_spill(h, chunk, spilled, spilled - below, (uint32_t)(posted + spilled - 2),
-		  LARDER__EV_INSERT);
+
+	/* A no at 300 unread, then one post at a time, to the ring and once
+	 * it is full to the spill (nothing taken meanwhile): the post that
+	 * makes LARDER__WAKE_EVENTS unread is the first that wakes it. */
+	h->last_overwrite = 1;
+	h->wake_recheck = 0;
+	set_ring(h, posted, 300, 0);
+	set_spill(h, 0, 0);
 	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 0);
-	free(chunk);
+	uint64_t head = posted, tail = posted - 300, spills = 0, first_wake = 0;
+	for (uint64_t n = 1; n <= LARDER__WAKE_EVENTS && !first_wake; n++) {
+		if (head - tail < full)
+			head++;
+		else
+			spills++;
+		set_ring(h, head, head - tail, 0);
+		set_spill(h, spills, 0);
+		if (wakes(c, MAINT_LAZY, at, h, none))
+			first_wake = 300 + n;
+	}
+	CHECK_EQ(first_wake, LARDER__WAKE_EVENTS);
 	free(h);
 	free(c);
 }
