@@ -99,8 +99,8 @@ struct larder__event_batch {
  * at this many unread events, ring and spill together, rather than at a
  * half-full ring. An overwrite adds nothing for the policy to evict against
  * (an insert does, and still wakes at half full), and what it retires waits
- * within the byte budget (2,048 retired copies per writer and shard, 256
- * KiB of the write cell's 128-byte slots, against an overshoot bound of 4
+ * within the byte budget (2,048 retired copies per writer and shard, 192
+ * KiB of the write cell's 96-byte slots, against an overshoot bound of 4
  * MiB or more), whose shortage wakes the maintainer on its own;
  * so a pass per 2,048 overwrites rather than per 256 delays only the
  * policy's view, statistics and listener calls, within the batching window
