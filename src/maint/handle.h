@@ -101,10 +101,10 @@ struct larder__event_batch {
  * (an insert does, and still wakes at half full), and what it retires waits
  * within the byte budget (2,048 retired copies per writer and shard, 192
  * KiB of the write cell's 96-byte slots, against an overshoot bound of 4
- * MiB or more), whose shortage wakes the maintainer on its own;
- * so a pass per 2,048 overwrites rather than per 256 delays only the
- * policy's view, statistics and listener calls, within the batching window
- * or lazy sleep the maintainer set. Each wake-up costs a sleep and a wake in
+ * MiB or more), whose shortage wakes the maintainer on its own; so a pass
+ * per 2,048 overwrites rather than per 256 delays only the policy's view,
+ * statistics and listener calls, within the batching window or lazy sleep
+ * the maintainer set. Each wake-up costs a sleep and a wake in
  * the kernel, and a busy pass followed by a trickle: with 2 writers and 4
  * shards that was 2.6 passes and 2.3 context switches per 1,000 puts, about
  * 7x one saturated maintainer's (docs/shards.md, "What grows with K").

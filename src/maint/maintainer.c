@@ -29,15 +29,14 @@
  *      one is due (gp_due: 256 KiB retired, a writer waiting, or 1 ms).
  * Then it sleeps: about 200 us when work is pending (the batching window,
  * cut short by a writer whose event ring is half full, or whose unread
- * overwrites reach LARDER__WAKE_EVENTS: larder__events_wake_due), until woken (or
- * 100 ms, or the wheel's next deadline) when idle. A pass that drained many
- * events, or walked a cleared table, runs the next one at once. A pass that
- * found only a trickle (at most LAZY_EVENTS events, no walk left, memory not
- * short, nobody waiting) sleeps lazily instead: up to LAZY_MS or the wheel's
- * next deadline, woken by a writer only when its ring is half full (its
- * overwrites: LARDER__WAKE_EVENTS unread), its
- * entry is due before then (WAKE-W4), memory runs short, or it waits for
- * room. A window's polling, or a wake per write, costs a context switch per
+ * overwrites reach LARDER__WAKE_EVENTS: larder__events_wake_due), until
+ * woken (or 100 ms, or the wheel's next deadline) when idle. A pass that
+ * drained many events, or walked a cleared table, runs the next one at
+ * once. A pass that found only a trickle (at most LAZY_EVENTS events, no
+ * walk left, memory not short, nobody waiting) sleeps lazily instead: up to
+ * LAZY_MS or the wheel's next deadline, woken by a writer only when its ring
+ * is half full (its overwrites: LARDER__WAKE_EVENTS unread), its entry is
+ * due before then (WAKE-W4), memory runs short, or it waits for room. A window's polling, or a wake per write, costs a context switch per
  * request to a client doing one write per round trip on a busy machine; the
  * lazy sleep costs one per LAZY_MS, and delays only what no caller waits
  * for: the policy's view, statistics, listener calls for removals (by at
@@ -261,8 +260,8 @@ static uint64_t maint_pass(struct larder__maint *m)
  * or to the wheel's next event if sooner. A writer wakes it only where a
  * batching window would not do: its ring half full (larder__events_wake_due),
  * an entry due before wake_at (WAKE-W4), memory short (larder__budget_short),
- * or a wait for room. So a trickle of writes costs a pass per LAZY_MS rather than one (or
- * a window's worth of polling) per write. Returns 0 without sleeping when a
+ * or a wait for room. So a trickle of writes costs a pass per LAZY_MS
+ * rather than one (or a window's worth of polling) per write. Returns 0 without sleeping when a
  * timer is due, or when an event came after the drain (its writer may have
  * seen us awake, and its deadline is unknown): the caller sleeps a window
  * instead.

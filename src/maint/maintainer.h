@@ -56,9 +56,10 @@ static inline int larder__maint_wake_skip(const struct larder__handle *h, uint32
  * none, 0: apply it at once): wakes it if it sleeps idle, if that handle's
  * ring is half full (for an overwrite, LARDER__WAKE_EVENTS unread:
  * larder__events_wake_due), or if it sleeps lazily past `due_ms` (WAKE-W1,
- * a Dekker with WAKE-W2 in its sleep; WAKE-W4). With posted NULL: wakes it if it
- * sleeps at all (the caller changed something no ring shows: a thread's
- * exit, a writer waiting for room in its ring or index, a test seam).
+ * a Dekker with WAKE-W2 in its sleep; WAKE-W4). With posted NULL: wakes it
+ * if it sleeps at all (the caller changed something no ring shows: a
+ * thread's exit, a writer waiting for room in its ring or index, a test
+ * seam).
  * Inline up to the sleep state's load, and the test that a post of an
  * overwrite needs no more (wake_skip): a writer calls it after every post.
  */
