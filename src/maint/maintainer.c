@@ -261,10 +261,10 @@ static uint64_t maint_pass(struct larder__maint *m)
  * batching window would not do: its ring half full (larder__events_wake_due),
  * an entry due before wake_at (WAKE-W4), memory short (larder__budget_short),
  * or a wait for room. So a trickle of writes costs a pass per LAZY_MS
- * rather than one (or a window's worth of polling) per write. Returns 0 without sleeping when a
- * timer is due, or when an event came after the drain (its writer may have
- * seen us awake, and its deadline is unknown): the caller sleeps a window
- * instead.
+ * rather than one (or a window's worth of polling) per write. Returns 0
+ * without sleeping when a timer is due, or when an event came after the
+ * drain (its writer may have seen us awake, and its deadline is unknown):
+ * the caller sleeps a window instead.
  */
 static int lazy_sleep(struct larder__maint *m)
 {
