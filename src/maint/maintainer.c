@@ -36,11 +36,12 @@
  * walk left, memory not short, nobody waiting) sleeps lazily instead: up to
  * LAZY_MS or the wheel's next deadline, woken by a writer only when its ring
  * is half full (its overwrites: LARDER__WAKE_EVENTS unread), its entry is
- * due before then (WAKE-W4), memory runs short, or it waits for room. A window's polling, or a wake per write, costs a context switch per
- * request to a client doing one write per round trip on a busy machine; the
- * lazy sleep costs one per LAZY_MS, and delays only what no caller waits
- * for: the policy's view, statistics, listener calls for removals (by at
- * most LAZY_MS plus a pass) and retired memory, which the budget bounds.
+ * due before then (WAKE-W4), memory runs short, or it waits for room. A
+ * window's polling, or a wake per write, costs a context switch per request
+ * to a client doing one write per round trip on a busy machine; the lazy
+ * sleep costs one per LAZY_MS, and delays only what no caller waits for:
+ * the policy's view, statistics, listener calls for removals (by at most
+ * LAZY_MS plus a pass) and retired memory, which the budget bounds.
  *
  * TTL (the wheel, maint/evict.c). Bound on lateness
  * (tests/unit/test_ttl.c checks it with the injected clock): with the
