@@ -26,6 +26,11 @@
  *       (a callback) never waits for memory, and a writer on any cache's
  *       maintainer thread (a removal listener) never waits at all; see
  *       wait_pass() for why, and for the waits on the event ring and index.
+ *   CACHE-B4. A bulk writer's plain write (larder__put_batch in a cache of one
+ *       shard that does not compress; plain_block) charges, allocates, indexes
+ *       and posts each record as write_common does for a larder_put of it:
+ *       only the order of the checks and the credit's top-up (once per block,
+ *       before its read section) differ.
  */
 #define _GNU_SOURCE
 #include <limits.h>
@@ -1341,13 +1346,152 @@ static void bulk_close(struct bulk *b)
 	larder__read_exit(&b->op.thread->reader, b->outer);
 }
 
+/*
+ * CACHE-B4, the plain bulk write: in a cache of one shard that does not
+ * compress, with a block for the events, a record's stored form is its
+ * plain form, so its flags, size and charge are computed once, before the
+ * block's read section (plain_size), and serve the credit, the limits and
+ * the write. The write itself is write_common's for W_PUT, less what a
+ * bulk writer has already done or needs only once: the argument checks of
+ * the public call, the compression test, the copies of the operation in
+ * and out, the room per write (the credit is topped up for the block by
+ * plain_credit, and the block's one post needs one slot of the ring,
+ * reserved before the section) and a nested read section (entered only
+ * around a wait for the index, which leaves and re-enters it). The index
+ * step is the same (write_index: the key's old entry is looked for, since
+ * other writers may run during a load), and so is every rule of a write.
+ * tests/unit/test_snapshot.c checks that the plain and the general bulk
+ * writes leave the same entries, charges and counts.
+ */
+/* plain_block(): these records go the general way. Neither a status nor
+ * an error of larder.h (nor WRITE_NO_SLOT). */
+#define PLAIN_GENERAL (INT_MIN + 1)
+
+struct plain {
+	unsigned flags;
+	unsigned sclass;
+	size_t bytes;
+	size_t charge; /* 0: skipped (limits) */
+	uint64_t ttl_ms;
+};
+
+/* The block's records' sizes and their plain charges' sum; PLAIN_GENERAL
+ * when a record is one larder_put would refuse with an error rather than
+ * skip (the general way then writes the block, and reports it in its
+ * place). */
+static int plain_size(const larder *c, const struct larder__put_rec *rec, size_t n,
+		      struct plain *z, uint64_t *sum)
+{
+	/* Relaxed: a setting, as in write_common. */
+	uint64_t limit = larder__entry_limit(atomic_load_explicit(&c->capacity, LARDER__RELAXED));
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct larder__put_rec *r = &rec[i];
+		if (!r->key || !r->key_len || (!r->value && r->value_len) ||
+		    r->key_len > c->max_key_bytes)
+			return PLAIN_GENERAL;
+		z[i].ttl_ms = resolve_ttl(c, r->ttl_ms);
+		z[i].flags = z[i].ttl_ms == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
+		if (c->sample_marks)
+			z[i].flags |= larder__probe_mark(r->hash);
+		z[i].bytes = larder__entry_bytes(z[i].flags, r->key_len, r->value_len);
+		z[i].charge = 0;
+		if (r->value_len > c->max_value_bytes || z[i].bytes > limit)
+			continue; /* skipped, as write_common skips it */
+		z[i].charge = larder__slab_charge(z[i].bytes);
+		z[i].sclass = z[i].bytes <= LARDER__SLAB_MAX_SLOT ? larder__sizeclass_of(z[i].bytes)
+								  : LARDER__EV_NO_CLASS;
+		total += z[i].charge;
+	}
+	*sum = total;
+	return LARDER_OK;
+}
+
+/* CACHE-B3 for the plain bulk write: the credit for `want` bytes and a
+ * ring slot for the block's post, waited for before the section. */
+static int plain_credit(larder *c, struct bulk *b, uint64_t want)
+{
+	struct larder__handle *h = b->op.handle = b->op.handles[0];
+	if (h->credit < (int64_t)want) {
+		int rc = reserve_room(c, &b->op, want);
+		if (rc != LARDER_OK)
+			return rc;
+		h->credit += (int64_t)want; /* kept for the writes (HANDLE-H1) */
+	}
+	return reserve_room(c, &b->op, 0);
+}
+
+/* One record of the plain bulk write, in the block's read section. */
+static inline __attribute__((always_inline)) int
+plain_write(larder *c, struct bulk *b, const struct larder__put_rec *r, const struct plain *z)
+{
+	struct op *op = &b->op;
+	struct larder__shard *s = op->handle->shard;
+	op->handle->credit -= (int64_t)z->charge; /* CACHE-B2 (HANDLE-H1) */
+	uint64_t deadline_ms =
+		(z->flags & LARDER__ENTRY_TTL) ? deadline_after(c, op, z->ttl_ms) : UINT64_MAX;
+	struct larder__entry *e = entry_build(s, op, r->key, r->key_len, r->value, r->value_len,
+					      z->flags, z->bytes, z->charge, deadline_ms);
+	if (!e) {
+		op->handle->credit += (int64_t)z->charge;
+		return LARDER_ENOMEM;
+	}
+	int rc = write_index(c, s, op, b, W_PUT, r->key, r->key_len, NULL, 0, r->hash, e,
+			     z->sclass, NULL);
+	if (__builtin_expect(rc == WRITE_NO_SLOT, 0)) {
+		op_enter(op); /* write_index_wait leaves and re-enters a section of its own */
+		rc = write_index_wait(c, s, op, b, W_PUT, r->key, r->key_len, NULL, 0, r->hash,
+				      e, z->sclass);
+		op_exit(op);
+	}
+	if (rc != LARDER_OK) {
+		entry_unbuild(s, op, e, z->charge);
+		return rc;
+	}
+	b->writes++;
+	if (deadline_ms < b->first_deadline_ms)
+		b->first_deadline_ms = deadline_ms;
+	return LARDER_OK;
+}
+
+/* CACHE-B4: records [from, to) as one block, or PLAIN_GENERAL when the
+ * block could not be had or a record needs the general way (the caller
+ * writes them so; nothing was written). */
+static int plain_block(larder *c, struct bulk *b, const struct larder__put_rec *rec, size_t n,
+		       uint64_t charge_limit, uint64_t *charged)
+{
+	struct plain z[LARDER__BATCH_EVENTS];
+	uint64_t want;
+	int rc = plain_size(c, rec, n, z, &want);
+	uint64_t left = charge_left(charge_limit, *charged);
+	if (rc != LARDER_OK || (rc = plain_credit(c, b, want > left ? left : want)) != LARDER_OK)
+		return rc;
+	bulk_open(c, b);
+	if (!b->batch) {
+		bulk_close(b);
+		return PLAIN_GENERAL;
+	}
+	for (size_t i = 0; i < n && rc == LARDER_OK; i++) {
+		if (!z[i].charge || z[i].charge > charge_left(charge_limit, *charged))
+			continue; /* skipped: over a limit, or over what may be charged */
+		if ((rc = plain_write(c, b, &rec[i], &z[i])) == LARDER_OK)
+			*charged += z[i].charge;
+	}
+	bulk_close(b);
+	return rc;
+}
+
 int larder__put_batch(larder *c, const struct larder__put_rec *rec, size_t n,
 		      uint64_t charge_limit, uint64_t *charged)
 {
 	struct bulk b = { .writes = 0, .first_deadline_ms = UINT64_MAX, .batch = NULL };
 	int rc = n ? op_begin(c, &b.op) : LARDER_OK;
+	int plain = c->shard_count == 1 && !c->compress_min; /* CACHE-B4 */
 	for (size_t from = 0; from < n && rc == LARDER_OK; from += LARDER__BATCH_EVENTS) {
 		size_t to = n - from > LARDER__BATCH_EVENTS ? from + LARDER__BATCH_EVENTS : n;
+		if (plain && (rc = plain_block(c, &b, rec + from, to - from, charge_limit,
+					       charged)) != PLAIN_GENERAL)
+			continue;
 		if ((rc = bulk_credit(c, &b, rec + from, to - from,
 				      charge_left(charge_limit, *charged))) != LARDER_OK)
 			break;

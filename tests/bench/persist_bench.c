@@ -26,6 +26,9 @@
  *            concurrent gets. Only one cache is open at a time (see
  *            bench_save), so 10^8 entries need one cache's memory.
  *   --load-only: one save, then --rounds loads of it (for profilers).
+ *   --touch: no cache; the first touch of --mib MiB of fresh memory right
+ *            after as much was freed and after --pause-ms (bench_touch):
+ *            what the new cache's memory costs a load on this machine.
  * Arguments: --entries N --value-bytes N --readers N --writers N
  *            --duration-ms N --rounds N --dir PATH (the snapshot's directory)
  *            --expected N (the caches' larder_config_set_expected_entries;
@@ -425,7 +428,7 @@ static void bench_save(void)
 	double write_gbs[64], read_gbs[64], cold_gbs[64], save_write[64], cold_read[64];
 	double resident[64], populate_gbs[64];
 	double load_user[64], load_sys[64], load_busy[64], load_waits[64], load_spilled[64];
-	double load_growths[64];
+	double load_growths[64], cold_user[64], cold_sys[64];
 	char path[512], copy[600], cmd[2000];
 	snprintf(path, sizeof(path), "%s/persist_bench.snap", o.dir);
 	snprintf(copy, sizeof(copy), "%s.cp", path);
@@ -484,7 +487,11 @@ static void bench_save(void)
 		double populate_s = populate_seconds(path);
 		evict(path);
 		resident[r] = resident_share(path);
+		cpu_seconds(&u0, &s0);
 		double cold_s = reload(path);
+		cpu_seconds(&u1, &s1);
+		cold_user[r] = u1 - u0;
+		cold_sys[r] = s1 - s0;
 		save_gbs[r] = size / save_s / 1e9;
 		load_gbs[r] = size / load_s / 1e9;
 		cp_gbs[r] = size / cp_s / 1e9;
@@ -524,6 +531,12 @@ static void bench_save(void)
 	 * idle CPU for work moved to another thread (pre-faulting its memory,
 	 * say) to use. */
 	report("warm load, CPUs busy ((user + system) / wall)", load_busy, o.rounds, "CPUs");
+	/* The cold load runs seconds after the previous cache's memory was
+	 * freed: in a virtual machine whose free memory goes back to the host
+	 * (free page reporting), the new cache's first touches are then the
+	 * host's page faults, system time here (--touch measures them alone). */
+	report("cold load, user CPU (all threads)", cold_user, o.rounds, "s");
+	report("cold load, system CPU (all threads)", cold_sys, o.rounds, "s");
 	report("warm load, events spilled per 10^6 entries", load_spilled, o.rounds, "events");
 	report("warm load, waits for the maintainer per 10^6", load_waits, o.rounds, "waits");
 	report("warm load, index growths finished", load_growths, o.rounds, "growths");
@@ -533,8 +546,9 @@ static void bench_save(void)
 
 /*
  * --load-only: saves once, then loads the file into a fresh cache
- * --rounds times and prints each load's time; for profilers (callgrind,
- * perf), where only the loads should dominate.
+ * --rounds times and prints each load's time and CPU (all threads: the
+ * loaders' and the maintainer's); for profilers (callgrind, perf), where
+ * only the loads should dominate, and for comparing builds by CPU.
  */
 static void bench_load_only(void)
 {
@@ -545,25 +559,72 @@ static void bench_load_only(void)
 	larder_close(cache);
 	for (uint64_t r = 0; r < o.rounds; r++) {
 		cache = open_cache();
+		double u0, s0, u1, s1;
+		cpu_seconds(&u0, &s0);
 		uint64_t t0 = th_now_ns();
 		if (larder_load(cache, path) != LARDER_OK)
 			abort();
-		printf("load %llu: %.3f s, %llu entries\n", (unsigned long long)r,
-		       (double)(th_now_ns() - t0) / 1e9,
-		       (unsigned long long)th_stat(cache, LARDER_STAT_WRITES));
+		double s = (double)(th_now_ns() - t0) / 1e9;
+		cpu_seconds(&u1, &s1);
+		printf("load %llu: %.3f s, %llu entries, user CPU %.3f s, system CPU %.3f s\n",
+		       (unsigned long long)r, s,
+		       (unsigned long long)th_stat(cache, LARDER_STAT_WRITES), u1 - u0, s1 - s0);
 		if (r + 1 < o.rounds)
 			larder_close(cache);
 	}
 	unlink(path);
 }
 
+/* Maps `bytes` of fresh memory as the slab maps its pages (huge pages
+ * advised), writes a byte of every 4 KiB and unmaps it: the seconds. */
+static double touch_seconds(size_t bytes)
+{
+	uint64_t t0 = th_now_ns();
+	unsigned char *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		abort();
+	(void)madvise(m, bytes, MADV_HUGEPAGE);
+	for (size_t i = 0; i < bytes; i += 4096)
+		((volatile unsigned char *)m)[i] = 1;
+	double s = (double)(th_now_ns() - t0) / 1e9;
+	munmap(m, bytes);
+	return s;
+}
+
+/*
+ * --touch: what a load's fresh memory costs on this machine, apart from
+ * any cache: --mib MiB first touched right after as much was unmapped (the
+ * kernel hands the same pages back: zeroing only), and again after a pause
+ * of --pause-ms (default 4,000), when a virtual machine with free page
+ * reporting (virtio-balloon) has given the freed memory back to the host,
+ * whose page faults then back each touch. A load into a new cache touches
+ * about its used bytes (LARDER_STAT_PAGES_MAPPED) of such memory.
+ */
+static void bench_touch(uint64_t mib, uint64_t pause_ms)
+{
+	double hot[64], cold[64];
+	size_t bytes = (size_t)mib << 20;
+	(void)touch_seconds(bytes); /* the first round's "right after" needs a free before it */
+	for (uint64_t r = 0; r < o.rounds; r++) {
+		hot[r] = (double)bytes / touch_seconds(bytes) / 1e9;
+		usleep((useconds_t)(pause_ms * 1000));
+		cold[r] = (double)bytes / touch_seconds(bytes) / 1e9;
+	}
+	printf("| figure (%llu MiB, pause %llu ms) | median | min .. max | unit |\n",
+	       (unsigned long long)mib, (unsigned long long)pause_ms);
+	printf("|---|---|---|---|\n");
+	report("first touch right after a free", hot, o.rounds, "GB/s");
+	report("first touch after the pause", cold, o.rounds, "GB/s");
+}
+
 int main(int argc, char **argv)
 {
-	int iter = 0, save = 0, load_only = 0;
+	int iter = 0, save = 0, load_only = 0, touch = 0;
 	for (int i = 1; i < argc; i++) {
 		iter |= strcmp(argv[i], "--iter") == 0;
 		save |= strcmp(argv[i], "--save") == 0;
 		load_only |= strcmp(argv[i], "--load-only") == 0;
+		touch |= strcmp(argv[i], "--touch") == 0;
 	}
 	o.entries = th_arg_u64(argc, argv, "--entries", 1000000);
 	o.value_bytes = th_arg_u64(argc, argv, "--value-bytes", 32);
@@ -576,12 +637,17 @@ int main(int argc, char **argv)
 	for (int i = 1; i + 1 < argc; i++)
 		if (strcmp(argv[i], "--dir") == 0)
 			o.dir = argv[i + 1];
-	if ((!iter && !save && !load_only) || o.rounds < 1 || o.rounds > 64 || o.entries < 1 ||
-	    o.expected < 1) {
-		fprintf(stderr, "usage: larder_persist_bench --iter|--save|--load-only [--entries N] [--value-bytes N]"
+	uint64_t mib = th_arg_u64(argc, argv, "--mib", 1024);
+	if ((!iter && !save && !load_only && !touch) || o.rounds < 1 || o.rounds > 64 ||
+	    o.entries < 1 || o.expected < 1 || mib < 1 || mib > ((uint64_t)1 << 20)) {
+		fprintf(stderr, "usage: larder_persist_bench --iter|--save|--load-only|--touch [--entries N] [--value-bytes N]"
 				" [--readers N] [--writers N] [--duration-ms N] [--rounds N] [--dir PATH]"
-				" [--expected N]\n");
+				" [--expected N] [--mib N] [--pause-ms N]\n");
 		return 2;
+	}
+	if (touch) {
+		bench_touch(mib, th_arg_u64(argc, argv, "--pause-ms", 4000));
+		return 0;
 	}
 	cache = open_cache();
 	if (!cache)

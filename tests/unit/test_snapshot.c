@@ -38,6 +38,9 @@
  *     it ends, the index grown for the records before the writes (fewer
  *     growths than doubling takes), none shrunk meanwhile, nothing
  *     evicted, every entry its key's;
+ *   - CACHE-B4: the plain bulk write (one shard, no compression) and the
+ *     general one load a file of mixed sizes and TTLs into the same keys,
+ *     values, TTLs, used bytes and counts, whole and into a small cache;
  *   - SNAP-L6's parts alone: a bulk writer's ask grows the index at once;
  *     after a clear, an ask without waiting grows the fresh table for what
  *     is left, not for the whole; no sparse table shrinks until the bulk
@@ -1054,6 +1057,87 @@ static void test_snapshot_reserve_parts(void)
 	larder_close(c);
 }
 
+/* One cache of test_snapshot_plain_matches_general: one shard, a 2,000-byte
+ * value limit, and either no compression (the plain bulk write, CACHE-B4)
+ * or compression of values of at least LARDER_VALUE_LIMIT bytes, which
+ * stores every value raw but takes the general way (write_common). */
+static larder *bulk_twin(uint64_t capacity, int general)
+{
+	larder_config *cfg = th_config_one_shard(capacity);
+	if (!cfg)
+		return NULL;
+	CHECK_RC(larder_config_set_max_value_bytes(cfg, 2000), LARDER_OK);
+	if (general)
+		CHECK_RC(larder_config_set_compression(cfg, LARDER_VALUE_LIMIT, 0), LARDER_OK);
+	return th_open(cfg);
+}
+
+/*
+ * CACHE-B4: the plain bulk write and the general one load the same file
+ * into the same entries: the same keys (values over the limit skipped, and
+ * in a small cache the same records skipped for room, SNAP-L3), values,
+ * TTLs, used bytes and counts. A snapshot of mixed sizes and lifetimes,
+ * loaded whole and into a cache of 2 MiB.
+ */
+static void test_snapshot_plain_matches_general(void)
+{
+	char path[512];
+	path_in_dir(path, "plain.snap");
+	larder *a = th_open(th_config(64 * MiB));
+	REQUIRE(a != NULL);
+	fill(a, 0, 2000, LARDER_TTL_NEVER);
+	fill(a, 2000, 2000, 3600 * 1000);
+	fill(a, 4000, 2000, 60 * 1000);
+	CHECK_RC(larder_save(a, path), LARDER_OK);
+	larder_close(a);
+	static const uint64_t caps[] = { 64 * MiB, 2 * MiB };
+	for (size_t ci = 0; ci < TH_COUNT(caps); ci++) {
+		larder *twin[2];
+		uint64_t entries[2] = { 0, 0 }, bytes[2] = { 0, 0 };
+		for (int g = 0; g < 2; g++) {
+			twin[g] = bulk_twin(caps[ci], g);
+			REQUIRE(twin[g] != NULL);
+			CHECK_RC(larder_load(twin[g], path), LARDER_OK);
+			CHECK(th_check_accounting(twin[g], 60000, &entries[g], &bytes[g]));
+		}
+		CHECK_EQ(entries[0], entries[1]);
+		CHECK_EQ(bytes[0], bytes[1]);
+		CHECK_GT(entries[0], 0);
+		CHECK_EQ(th_stat(twin[0], LARDER_STAT_WRITES), th_stat(twin[1], LARDER_STAT_WRITES));
+		CHECK_EQ(th_stat(twin[0], LARDER_STAT_EVICTIONS), 0);
+		CHECK_EQ(th_stat(twin[1], LARDER_STAT_EVICTIONS), 0);
+		char k[32];
+		static unsigned char v[2][4096];
+		uint64_t differ = 0, present = 0;
+		for (uint64_t id = 0; id < 6000; id++) {
+			size_t kl = key_of(k, id), vl[2] = { 0, 0 };
+			uint64_t ttl[2] = { 0, 0 };
+			int rc[2];
+			for (int g = 0; g < 2; g++) {
+				rc[g] = larder_get(twin[g], k, kl, v[g], sizeof(v[g]), &vl[g]);
+				if (rc[g] == LARDER_OK &&
+				    larder_ttl_remaining(twin[g], k, kl, &ttl[g]) != LARDER_OK)
+					differ++;
+			}
+			present += rc[0] == LARDER_OK;
+			/* The TTLs are counted down from each load's own clock read. */
+			uint64_t gap = ttl[0] > ttl[1] ? ttl[0] - ttl[1] : ttl[1] - ttl[0];
+			differ += rc[0] != rc[1] || vl[0] != vl[1] ||
+				  memcmp(v[0], v[1], vl[0]) != 0 ||
+				  (ttl[0] == LARDER_TTL_NEVER) != (ttl[1] == LARDER_TTL_NEVER) ||
+				  (ttl[0] != LARDER_TTL_NEVER && gap > 30 * 1000);
+		}
+		printf("    %llu MiB cache: %llu of 6000 keys loaded\n",
+		       (unsigned long long)(caps[ci] / MiB), (unsigned long long)present);
+		CHECK_EQ(differ, 0);
+		CHECK_EQ(present, entries[0]);
+		CHECK_LT(present, 6000); /* values over 2,000 bytes were skipped */
+		larder_close(twin[0]);
+		larder_close(twin[1]);
+	}
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
 	snprintf(dir, sizeof(dir), "%s/larder-snap-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -1077,6 +1161,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_repeated_keys),
 		TH_TEST(test_snapshot_load_undersized_index),
 		TH_TEST(test_snapshot_reserve_parts),
+		TH_TEST(test_snapshot_plain_matches_general),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
 	rmdir(dir);
