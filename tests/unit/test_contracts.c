@@ -1361,6 +1361,40 @@ static void test_bufsize_reads_nothing(void)
 	}
 }
 
+/* Expire-after-access's slack (default TTL / 64, at most 1 s): a read
+ * moves the deadline only when it is more than the slack short of read
+ * time + TTL, and then to exactly that. */
+static void test_access_slack(void)
+{
+	static struct th_clock clk;
+	const uint64_t ttls[2] = {6400, 3600 * 1000}, slacks[2] = {100, 1000};
+	for (int i = 0; i < 2; i++) {
+		th_clock_init(&clk, T0);
+		larder_config *cfg = th_config(4 * MiB);
+		REQUIRE(cfg);
+		CHECK_RC(larder_config_set_clock(cfg, th_clock_fn, &clk), LARDER_OK);
+		CHECK_RC(larder_config_set_default_ttl_ms(cfg, ttls[i]), LARDER_OK);
+		CHECK_RC(larder_config_set_expiry(cfg, LARDER_EXPIRE_AFTER_ACCESS), LARDER_OK);
+		larder *c = th_open(cfg);
+		REQUIRE(c);
+		char buf[4];
+		size_t vl;
+		uint64_t ttl = 0;
+		CHECK_RC(larder_put(c, "k", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+		/* Within the slack: the deadline stays. */
+		th_clock_advance(&clk, slacks[i]);
+		CHECK_RC(larder_get(c, "k", 1, buf, sizeof(buf), &vl), LARDER_OK);
+		CHECK_RC(larder_ttl_remaining(c, "k", 1, &ttl), LARDER_OK);
+		CHECK_EQ(ttl, ttls[i] - slacks[i]);
+		/* One millisecond past it: moved to read time + TTL. */
+		th_clock_advance(&clk, 1);
+		CHECK_RC(larder_get(c, "k", 1, buf, sizeof(buf), &vl), LARDER_OK);
+		CHECK_RC(larder_ttl_remaining(c, "k", 1, &ttl), LARDER_OK);
+		CHECK_EQ(ttl, ttls[i]);
+		larder_close(c);
+	}
+}
+
 struct nest {
 	larder *c;
 	int depth, bad;
@@ -1503,6 +1537,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_load_keeps_lifetimes),
 		TH_TEST(test_shrink_below_entry),
 		TH_TEST(test_bufsize_reads_nothing),
+		TH_TEST(test_access_slack),
 		TH_TEST(test_nested_compressed_reads),
 		TH_TEST(test_default_clock_never_expired),
 		TH_TEST(test_combinations),
