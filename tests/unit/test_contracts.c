@@ -1395,6 +1395,73 @@ static void test_access_slack(void)
 	}
 }
 
+struct check_walk {
+	int bad, n;
+};
+
+static void check_walk_fn(void *ctx, const void *key, size_t key_len, const void *value,
+			  size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	struct check_walk *w = ctx;
+	unsigned char want[600];
+	char name[16] = {0};
+	unsigned id = 0;
+	(void)ttl_ms;
+	(void)entry_bytes;
+	w->n++;
+	if (key_len >= sizeof(name)) {
+		w->bad++;
+		return;
+	}
+	memcpy(name, key, key_len); /* the key's bytes, not a string */
+	if (sscanf(name, "s%u", &id) != 1 || value_len != 100 + id % 400) {
+		w->bad++;
+		return;
+	}
+	memset(want, (int)(id & 0xff), value_len);
+	if (memcmp(value, want, value_len))
+		w->bad++;
+}
+
+/* A snapshot larger than the cache: loading stops adding at capacity
+ * (nothing evicted for it), every entry taken is whole, used bytes within
+ * the bound. */
+static void test_load_into_smaller(void)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/larder-contracts-small-%d.snap", (int)getpid());
+	larder *big = th_open(th_config(16 * MiB));
+	larder *small = th_open(th_config(256 * KiB));
+	REQUIRE(big && small);
+	unsigned char v[600];
+	for (unsigned id = 0; id < 8000; id++) {
+		char key[16];
+		int kl = snprintf(key, sizeof(key), "s%u", id);
+		memset(v, (int)(id & 0xff), sizeof(v));
+		CHECK_RC(larder_put(big, key, (size_t)kl, v, 100 + id % 400, LARDER_TTL_NEVER),
+			 LARDER_OK);
+	}
+	CHECK_RC(larder_save(big, path), LARDER_OK);
+	CHECK_RC(larder_load(small, path), LARDER_OK);
+	unlink(path);
+	CHECK_RC(larder_flush(small, WAIT_MS * TH_SLOW), LARDER_OK);
+	CHECK_EQ(th_stat(small, LARDER_STAT_EVICTIONS), 0);
+	CHECK_LE(th_stat(small, LARDER_STAT_USED_BYTES),
+		 th_stat(small, LARDER_STAT_CAPACITY_BYTES) +
+			 th_stat(small, LARDER_STAT_OVERSHOOT_BOUND));
+	larder_iter *it = NULL;
+	struct check_walk w = {0};
+	REQUIRE_RC(larder_iter_open(small, &it), LARDER_OK);
+	while (larder_iter_next(it, check_walk_fn, &w) == LARDER_OK)
+		;
+	larder_iter_close(it);
+	CHECK_EQ(w.bad, 0);
+	CHECK_GT(w.n, 100);
+	CHECK_EQ(w.n, th_stat(small, LARDER_STAT_ENTRIES));
+	larder_close(big);
+	larder_close(small);
+}
+
 struct nest {
 	larder *c;
 	int depth, bad;
@@ -1538,6 +1605,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_shrink_below_entry),
 		TH_TEST(test_bufsize_reads_nothing),
 		TH_TEST(test_access_slack),
+		TH_TEST(test_load_into_smaller),
 		TH_TEST(test_nested_compressed_reads),
 		TH_TEST(test_default_clock_never_expired),
 		TH_TEST(test_combinations),
