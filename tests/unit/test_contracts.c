@@ -868,6 +868,12 @@ static void check_settled(struct run *r)
 	}
 	CHECK_EQ(stat_of(r, LARDER_STAT_WRITES), r->writes);
 	CHECK_EQ(stat_of(r, LARDER_STAT_REMOVALS), r->removes);
+	/* The busy causes add up to the busy writes; the memory audit adds up. */
+	CHECK_EQ(stat_of(r, LARDER_STAT_WRITE_BUSY),
+		 stat_of(r, LARDER_STAT_BUSY_MEMORY) + stat_of(r, LARDER_STAT_BUSY_EVENTS) +
+			 stat_of(r, LARDER_STAT_BUSY_INDEX));
+	CHECK(th_check_accounting(r->c, WAIT_MS, NULL, NULL));
+	CHECK(th_check_memory_audit(r->c));
 	/* A write over a live entry replaces it (one that expired meanwhile may
 	 * have been reclaimed as EXPIRED or replaced: not counted here). */
 	if (!r->lenient)
