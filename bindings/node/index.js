@@ -122,6 +122,19 @@ function typeError(message) {
   return err;
 }
 
+/* JSON.stringify's own TypeErrors (a BigInt, a cycle) carry no code: they
+ * become the documented ERR_INVALID_ARG_TYPE, with the reason kept. */
+function jsonOf(value) {
+  try {
+    return JSON.stringify(value);
+  } catch (e) {
+    if (!(e instanceof TypeError)) throw e;
+    const err = typeError(`the serializer cannot encode this value (${e.message})`);
+    err.cause = e;
+    throw err;
+  }
+}
+
 function checkInteger(name, value, min, max) {
   if (typeof value !== 'number' || !Number.isInteger(value)) {
     throw typeError(`${name} must be an integer, got ${typeof value}`);
@@ -390,7 +403,7 @@ class LarderCache {
 
   #serialize(value) {
     const s = this.#serializer;
-    const out = s.serialize === null ? JSON.stringify(value) : s.serialize(value);
+    const out = s.serialize === null ? jsonOf(value) : s.serialize(value);
     if (s.serialize === null ? typeof out !== 'string' : !ArrayBuffer.isView(out)) {
       throw typeError(`the serializer cannot encode this value (${typeof value})`);
     }

@@ -70,8 +70,6 @@ struct op {
 	struct larder__handle *handle;         /* handles[] of the key's shard (op_route) */
 	uint64_t now_ms; /* cache clock, read at most once per operation */
 	int have_now;
-	int have_coarse;
-	uint64_t coarse_ms; /* the coarse clock (default clock only), read at most once */
 	uint64_t outer; /* larder__read_enter()'s token, for op_exit() */
 };
 
@@ -102,7 +100,6 @@ static inline int op_begin(larder *c, struct op *op)
 		return LARDER_ENOMEM;
 	op->have_now = 0;
 	op->now_ms = 0;
-	op->have_coarse = 0;
 	return LARDER_OK;
 }
 
@@ -133,17 +130,6 @@ static inline uint64_t op_now(larder *c, struct op *op)
 	return op->now_ms;
 }
 
-/* The coarse clock plus its margin: a time the precise clock has not reached
- * (core/cache.h, larder__clock_coarse()). Only with the default clock. */
-static inline uint64_t op_coarse_bound(larder *c, struct op *op)
-{
-	if (!op->have_coarse) {
-		op->coarse_ms = larder__clock_coarse();
-		op->have_coarse = 1;
-	}
-	return op->coarse_ms + c->coarse_margin_ms;
-}
-
 /* The index root of shard k. */
 static inline struct larder__table *root_at(larder *c, unsigned k)
 {
@@ -167,10 +153,12 @@ static inline struct larder__table *root_rcu(larder *c, uint64_t hash)
 
 /*
  * Out of line: only entries with a deadline get here, and the clock call
- * would otherwise make every lookup spill its registers. With the default
- * clock, a deadline further away than the coarse clock's margin needs no
- * precise clock read (core/cache.h, larder__clock_coarse()). op may be NULL
- * (a single read, which reads the clock at most once anyway).
+ * would otherwise make every lookup spill its registers. op may be NULL (a
+ * single read, which reads the clock at most once anyway). Always the
+ * cache's own clock: the kernel's coarse clock, once compared first, lags
+ * CLOCK_MONOTONIC by more than its two-tick margin on a loaded VM (7-15 ms
+ * seen), and then returned values past their deadline
+ * (test_default_clock_never_expired in tests/unit/test_contracts.c).
  */
 static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
 						     struct larder__entry *e)
@@ -178,14 +166,8 @@ static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
 	uint64_t deadline_ms = larder__entry_deadline(e);
 	if (deadline_ms == UINT64_MAX)
 		return 0;
-	if (!op) { /* a single read: each clock read at most once anyway */
-		if (c->coarse_margin_ms &&
-		    larder__clock_coarse() + c->coarse_margin_ms < deadline_ms)
-			return 0;
+	if (!op) /* a single read: each clock read at most once anyway */
 		return c->clock(c->clock_ctx) >= deadline_ms;
-	}
-	if (!op->have_now && c->coarse_margin_ms && op_coarse_bound(c, op) < deadline_ms)
-		return 0;
 	return op_now(c, op) >= deadline_ms;
 }
 
@@ -210,9 +192,7 @@ static inline uint64_t deadline_from(uint64_t now_ms, uint64_t ttl_ms)
  * entry read again before its deadline never expires, and a touch after
  * the read overrides it (ENTRY-E4 in core/entry.h). Out of line: only
  * after-access caches call it, for entries with a deadline. op is the read's
- * own, so the clock readings of its expiry check serve here too. With the
- * default clock, a deadline far enough ahead on the coarse clock needs no
- * precise clock read.
+ * own, so the clock reading of its expiry check serves here too.
  */
 static __attribute__((noinline)) void extend_on_read(larder *c, struct op *op,
 						     struct larder__entry *e)
@@ -221,9 +201,6 @@ static __attribute__((noinline)) void extend_on_read(larder *c, struct op *op,
 	/* Relaxed (ENTRY-E4): a deadline publishes nothing. */
 	uint64_t old_ms = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
 	if (old_ms == UINT64_MAX)
-		return;
-	if (!op->have_now && c->coarse_margin_ms &&
-	    old_ms >= deadline_from(op_coarse_bound(c, op), ttl_ms) - slack_ms)
 		return;
 	uint64_t want_ms = deadline_from(op_now(c, op), ttl_ms);
 	/* Relaxed CAS (ENTRY-E4): from the value read; a racing touch or reader that
@@ -241,7 +218,7 @@ static inline void access_extend(larder *c, struct op *op, struct larder__entry 
 				 unsigned flags)
 {
 	if (__builtin_expect((flags & LARDER__ENTRY_TTL) && c->access_ttl_ms, 0)) {
-		struct op single = { .have_now = 0, .have_coarse = 0 };
+		struct op single = { .have_now = 0 };
 		extend_on_read(c, op ? op : &single, e);
 	}
 }
@@ -425,7 +402,7 @@ static __attribute__((noinline)) int get_access_hit(struct larder__handle *h,
 {
 	larder *c = h->shard->cache;
 	struct larder__thread *t = larder__tls;
-	struct op op = { .have_now = 0, .have_coarse = 0 };
+	struct op op = { .have_now = 0 };
 	int rc = LARDER_MISS;
 	if (!deadline_passed(c, &op, e)) {
 		unsigned flags = larder__entry_flags_raw(e);
@@ -714,9 +691,9 @@ int larder_ttl_remaining(larder *c, const void *key, size_t key_len, uint64_t *t
 	op_enter(&op);
 	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
 	if (e) {
-		/* The lookup may have judged the deadline on the coarse clock:
-		 * measure what is left on the precise one, and call it expired if
-		 * it ran out in between. */
+		/* Read again: a touch may have moved the deadline since the
+		 * lookup judged it (by this call's one clock reading); one
+		 * moved to or before that reading is expired. */
 		uint64_t deadline_ms = larder__entry_deadline(e);
 		if (deadline_ms == UINT64_MAX)
 			*ttl_ms = LARDER_TTL_NEVER;
@@ -2034,8 +2011,6 @@ int larder_open(larder **out, const larder_config *cfg)
 	c->default_ttl_ms = cfg->default_ttl_ms;
 	c->clock = cfg->clock;
 	c->clock_ctx = cfg->clock_ctx;
-	c->coarse_margin_ms =
-		cfg->clock == larder__clock_default ? larder__clock_coarse_margin_ms() : 0;
 	c->write_wait_ms = cfg->write_wait_ms;
 	c->compress_min = cfg->compress_min;
 	c->compress_saving_pct = cfg->compress_saving_pct;

@@ -77,7 +77,6 @@ struct larder {
 	uint64_t default_ttl_ms; /* LARDER_TTL_NEVER: none */
 	larder_clock_fn *clock;
 	void *clock_ctx;
-	uint64_t coarse_margin_ms; /* 0 unless the default clock: see larder__clock_coarse() */
 	uint64_t write_wait_ms;
 	/* Expire-after-access: the default TTL, 0 when reads extend nothing
 	 * (expire-after-write, or no default TTL), and the slack under which a
@@ -206,17 +205,6 @@ int larder__cache_set_capacity(struct larder *cache, uint64_t bytes);
 
 /* The default clock: CLOCK_MONOTONIC in milliseconds. */
 uint64_t larder__clock_default(void *ctx);
-
-/*
- * CLOCK_MONOTONIC_COARSE in milliseconds: the same time base as the default
- * clock, read from the vDSO without touching the clock source (a few ns
- * where CLOCK_MONOTONIC costs tens of ns in a VM), but up to one kernel tick
- * behind it. A read compares a deadline with the coarse clock first and reads
- * the precise one only within larder__clock_coarse_margin_ms() of it.
- */
-uint64_t larder__clock_coarse(void);
-/* Twice the coarse clock's resolution, in ms (at least 2); 0 if unknown. */
-uint64_t larder__clock_coarse_margin_ms(void);
 
 /* core/cache.c: new handles for the calling thread (slow path), one per
  * shard into out[0..shard_count); 0, or -1 on ENOMEM (nothing to undo). */

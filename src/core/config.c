@@ -24,25 +24,6 @@ uint64_t larder__clock_default(void *ctx)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-uint64_t larder__clock_coarse(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-uint64_t larder__clock_coarse_margin_ms(void)
-{
-	struct timespec res;
-	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) != 0 || res.tv_sec != 0)
-		return 0;
-	/* Two ticks: the coarse time is the last tick's, and a running CPU
-	 * keeps the tick going, so it is never more than a tick behind; the
-	 * second tick and the ms rounding are headroom. */
-	uint64_t ms = 2 * ((uint64_t)res.tv_nsec + 999999u) / 1000000u;
-	return ms < 2 ? 2 : ms;
-}
-
 int larder_config_create(larder_config **out)
 {
 	if (!out)

@@ -104,6 +104,36 @@ static inline int larder__events_half_full(struct larder__handle *h)
 	return head - h->ev_tail_seen >= LARDER__EVENT_RING / 2;
 }
 
+/* Owner, after a post, with the maintainer asleep in a batching window or a
+ * lazy sleep: whether its unread events call for a pass now. A half-full
+ * ring does, unless the latest event is an overwrite: overwrites wait for
+ * LARDER__WAKE_EVENTS unread, ring and spill together (maint/handle.h says
+ * why). An overwrite that finds fewer unread notes in wake_recheck the
+ * posting number before which no overwrite can find enough (unread only
+ * falls as the maintainer reads), which larder__maint_wake() tests inline
+ * (maint/maintainer.h): a writer may post thousands while it sleeps. */
+static inline int larder__events_wake_due(struct larder__handle *h)
+{
+	if (!h->last_overwrite)
+		return larder__events_half_full(h);
+	/* Relaxed: own variables, and a count the maintainer writes (as in
+	 * larder__events_spill_room). A stale ev_tail_seen only says more. */
+	uint64_t posted = atomic_load_explicit(&h->ev_head, LARDER__RELAXED) +
+			  atomic_load_explicit(&h->spilled, LARDER__RELAXED);
+	uint64_t unread =
+		posted - h->ev_tail_seen - atomic_load_explicit(&h->spill_taken, LARDER__RELAXED);
+	if (unread >= LARDER__WAKE_EVENTS) {
+		/* A-EVT: acquire, pairs with R-EVT, as in larder__events_has_room. */
+		h->ev_tail_seen = atomic_load_explicit(&h->ev_tail, LARDER__ACQUIRE);
+		unread = posted - h->ev_tail_seen -
+			 atomic_load_explicit(&h->spill_taken, LARDER__RELAXED);
+		if (unread >= LARDER__WAKE_EVENTS)
+			return 1;
+	}
+	h->wake_recheck = posted + LARDER__WAKE_EVENTS - unread;
+	return 0;
+}
+
 /*
  * Owner, whose ring is full: makes room for one event in the spill, where
  * fewer than `bound` events are unread (EV-V6). Returns 0, -1 when a chunk
@@ -159,6 +189,7 @@ static inline void larder__events_post(struct larder__handle *h, enum larder__ev
 	uint64_t spilled = atomic_load_explicit(&h->spilled, LARDER__RELAXED); /* own variable */
 	struct larder__event e = { (uint16_t)kind, (uint8_t)cause, (uint8_t)sclass,
 				   (uint32_t)(head + spilled), a, b, hash };
+	h->last_overwrite = kind == LARDER__EV_REPLACE; /* larder__events_wake_due */
 	if (__builtin_expect(head - h->ev_tail_seen >= LARDER__EVENT_RING, 0)) {
 		/* EV-V4: the ring was full when room was reserved. */
 		h->spill_tail->ev[h->spill_tail_n++] = e;

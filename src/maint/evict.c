@@ -29,8 +29,8 @@
 #define STAGE_PER_PASS 256u /* timers cascaded ahead of time: ~50-100 us of misses */
 #define STAGE_PER_EXPIRY 4u /* ... and more per expiry of the pass (larder__maint_expire) */
 
-/* Whether an evicted victim had expired, to name its cause: on the precise
- * clock (the read path's entry_expired in core/cache.c may use the coarse). */
+/* Whether an evicted victim had expired, to name its cause: on the cache's
+ * clock, as the read path's entry_expired in core/cache.c judges it. */
 static int victim_expired(struct larder *c, struct larder__entry *e)
 {
 	uint64_t exp = larder__entry_deadline(e);

@@ -93,6 +93,25 @@ struct larder__event_batch {
  * fall, and the spill's memory.
  */
 #define LARDER__SPILL_WRITER_MAX 4096u
+/*
+ * A sleeping maintainer's batch of overwrites (larder__events_wake_due in
+ * maint/events.h): a writer whose latest event is an overwrite wakes it only
+ * at this many unread events, ring and spill together, rather than at a
+ * half-full ring. An overwrite adds nothing for the policy to evict against
+ * (an insert does, and still wakes at half full), and what it retires waits
+ * within the byte budget (2,048 retired copies per writer and shard, 192
+ * KiB of the write cell's 96-byte slots, against an overshoot bound of 4
+ * MiB or more), whose shortage wakes the maintainer on its own; so a pass
+ * per 2,048 overwrites rather than per 256 delays only the policy's view,
+ * statistics and listener calls, within the batching window or lazy sleep
+ * the maintainer set. Each wake-up costs a sleep and a wake in
+ * the kernel, and a busy pass followed by a trickle: with 2 writers and 4
+ * shards that was 2.6 passes and 2.3 context switches per 1,000 puts, about
+ * 7x one saturated maintainer's (docs/shards.md, "What grows with K").
+ * Half the spill's bound, so that a woken maintainer has 2,560 more events'
+ * time to get a CPU before the writer must wait for it.
+ */
+#define LARDER__WAKE_EVENTS (LARDER__SPILL_WRITER_MAX / 2)
 
 struct larder__shard;
 
@@ -122,6 +141,9 @@ struct larder__handle {
 	larder__atomic_u64 spilled;       /* events posted to the spill: R-SPILL / A-SPILL */
 	struct larder__spill *spill_tail; /* owner only: the chunk it appends to */
 	uint32_t spill_tail_n;            /* owner only: events in spill_tail */
+	uint32_t last_overwrite;          /* owner only: its latest post was an overwrite */
+	uint64_t wake_recheck; /* owner only: no overwrite wakes the maintainer before this
+				  posting number (larder__events_wake_due) */
 #define LARDER__DECLARE_COUNTER(field, stat) larder__atomic_u64 field;
 	LARDER__HANDLE_COUNTERS(LARDER__DECLARE_COUNTER) /* HANDLE-H2 */
 #undef LARDER__DECLARE_COUNTER

@@ -28,18 +28,20 @@
  *   9. start a grace period for what was retired, when none is running and
  *      one is due (gp_due: 256 KiB retired, a writer waiting, or 1 ms).
  * Then it sleeps: about 200 us when work is pending (the batching window,
- * cut short by a writer whose event ring is half full), until woken (or
- * 100 ms, or the wheel's next deadline) when idle. A pass that drained many
- * events, or walked a cleared table, runs the next one at once. A pass that
- * found only a trickle (at most LAZY_EVENTS events, no walk left, memory not
- * short, nobody waiting) sleeps lazily instead: up to LAZY_MS or the wheel's
- * next deadline, woken by a writer only when its ring is half full, its
- * entry is due before then (WAKE-W4), memory runs short, or it waits for
- * room. A window's polling, or a wake per write, costs a context switch per
- * request to a client doing one write per round trip on a busy machine; the
- * lazy sleep costs one per LAZY_MS, and delays only what no caller waits
- * for: the policy's view, statistics, listener calls for removals (by at
- * most LAZY_MS plus a pass) and retired memory, which the budget bounds.
+ * cut short by a writer whose event ring is half full, or whose unread
+ * overwrites reach LARDER__WAKE_EVENTS: larder__events_wake_due), until
+ * woken (or 100 ms, or the wheel's next deadline) when idle. A pass that
+ * drained many events, or walked a cleared table, runs the next one at
+ * once. A pass that found only a trickle (at most LAZY_EVENTS events, no
+ * walk left, memory not short, nobody waiting) sleeps lazily instead: up to
+ * LAZY_MS or the wheel's next deadline, woken by a writer only when its ring
+ * is half full (its overwrites: LARDER__WAKE_EVENTS unread), its entry is
+ * due before then (WAKE-W4), memory runs short, or it waits for room. A
+ * window's polling, or a wake per write, costs a context switch per request
+ * to a client doing one write per round trip on a busy machine; the lazy
+ * sleep costs one per LAZY_MS, and delays only what no caller waits for:
+ * the policy's view, statistics, listener calls for removals (by at most
+ * LAZY_MS plus a pass) and retired memory, which the budget bounds.
  *
  * TTL (the wheel, maint/evict.c). Bound on lateness
  * (tests/unit/test_ttl.c checks it with the injected clock): with the
@@ -257,13 +259,13 @@ static uint64_t maint_pass(struct larder__maint *m)
 /*
  * The lazy sleep, after a pass that found a trickle of work: up to LAZY_MS,
  * or to the wheel's next event if sooner. A writer wakes it only where a
- * batching window would not do: its ring half full, an entry due before
- * wake_at (WAKE-W4), memory short (larder__budget_short), or a wait for
- * room. So a trickle of writes costs a pass per LAZY_MS rather than one (or
- * a window's worth of polling) per write. Returns 0 without sleeping when a
- * timer is due, or when an event came after the drain (its writer may have
- * seen us awake, and its deadline is unknown): the caller sleeps a window
- * instead.
+ * batching window would not do: its ring half full (larder__events_wake_due),
+ * an entry due before wake_at (WAKE-W4), memory short (larder__budget_short),
+ * or a wait for room. So a trickle of writes costs a pass per LAZY_MS
+ * rather than one (or a window's worth of polling) per write. Returns 0
+ * without sleeping when a timer is due, or when an event came after the
+ * drain (its writer may have seen us awake, and its deadline is unknown):
+ * the caller sleeps a window instead.
  */
 static int lazy_sleep(struct larder__maint *m)
 {
@@ -302,7 +304,8 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 		if (m->trickle && lazy_sleep(m))
 			return;
 		/* The batching window: a writer whose ring is half full cuts it
-		 * short (WAKE-W1); relaxed, the futex word needs no ordering here. */
+		 * short (larder__events_wake_due; WAKE-W1); relaxed, the futex word
+		 * needs no ordering here. */
 		atomic_store_explicit(&s->maint_sleeping, MAINT_WINDOW, LARDER__RELAXED);
 		larder__futex_wait(&s->maint_sleeping, MAINT_WINDOW, WINDOW_NS);
 		atomic_store_explicit(&s->maint_sleeping, 0, LARDER__RELAXED); /* awake; as above */
@@ -362,7 +365,7 @@ void larder__maint_wake_sleeper(struct larder__shard *s, struct larder__handle *
 				uint64_t due_ms, uint32_t st)
 {
 	if (posted && (st == MAINT_WINDOW || st == MAINT_LAZY) &&
-	    !larder__events_half_full(posted) &&
+	    !larder__events_wake_due(posted) &&
 	    (st == MAINT_WINDOW ||
 	     due_ms >= atomic_load_explicit(&s->maint_wake_at, LARDER__RELAXED))) /* WAKE-W4 */
 		return;

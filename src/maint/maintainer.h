@@ -9,6 +9,7 @@
 
 #include "core/cache.h"
 #include "larder.h"
+#include "maint/handle.h"
 #include "sync/atomic.h"
 
 struct larder;
@@ -33,16 +34,34 @@ void larder__maint_destroy(struct larder__shard *shard);
  * sleep state it loaded (not MAINT_AWAKE). */
 void larder__maint_wake_sleeper(struct larder__shard *shard, struct larder__handle *posted,
 				uint64_t due_ms, uint32_t st);
+/* After a post through h, with the maintainer asleep in state st: true when
+ * larder__maint_wake() need not look further. Only an overwrite without a
+ * deadline (so a lazy sleep's end does not matter, WAKE-W4), with the
+ * maintainer in a window or a lazy sleep, posted before h->wake_recheck
+ * (larder__events_wake_due in maint/events.h). */
+static inline int larder__maint_wake_skip(const struct larder__handle *h, uint32_t st,
+					  uint64_t due_ms)
+{
+	/* Relaxed: the owner's own variables. */
+	return h && (st == MAINT_WINDOW || st == MAINT_LAZY) && due_ms == UINT64_MAX &&
+	       h->last_overwrite &&
+	       atomic_load_explicit(&h->ev_head, LARDER__RELAXED) +
+			       atomic_load_explicit(&h->spilled, LARDER__RELAXED) <
+		       h->wake_recheck;
+}
+
 /*
  * The one way to wake a shard's maintainer. After posting an event through
  * `posted`, whose entry's deadline is `due_ms` (cache clock; UINT64_MAX:
  * none, 0: apply it at once): wakes it if it sleeps idle, if that handle's
- * ring is half full, or if it sleeps lazily past `due_ms` (WAKE-W1, a Dekker
- * with WAKE-W2 in its sleep; WAKE-W4). With posted NULL: wakes it if it
- * sleeps at all (the caller changed something no ring shows: a thread's
- * exit, a writer waiting for room in its ring or index, a test seam).
- * Inline up to the sleep state's load: a writer calls it after every post,
- * and under writes the maintainer is mostly awake.
+ * ring is half full (for an overwrite, LARDER__WAKE_EVENTS unread:
+ * larder__events_wake_due), or if it sleeps lazily past `due_ms` (WAKE-W1,
+ * a Dekker with WAKE-W2 in its sleep; WAKE-W4). With posted NULL: wakes it
+ * if it sleeps at all (the caller changed something no ring shows: a
+ * thread's exit, a writer waiting for room in its ring or index, a test
+ * seam).
+ * Inline up to the sleep state's load, and the test that a post of an
+ * overwrite needs no more (wake_skip): a writer calls it after every post.
  */
 static inline void larder__maint_wake(struct larder__shard *shard,
 				      struct larder__handle *posted, uint64_t due_ms)
@@ -54,7 +73,7 @@ static inline void larder__maint_wake(struct larder__shard *shard,
 	/* WAKE-W4: acquire, pairs with lazy_sleep()'s seq_cst store of
 	 * MAINT_LAZY: the wake_at published before it. */
 	uint32_t st = atomic_load_explicit(&shard->maint_sleeping, LARDER__ACQUIRE);
-	if (st != MAINT_AWAKE)
+	if (st != MAINT_AWAKE && !larder__maint_wake_skip(posted, st, due_ms))
 		larder__maint_wake_sleeper(shard, posted, due_ms, st);
 }
 /* larder__maint_wake(shard, NULL, 0) for every shard: the caller changed

@@ -9,6 +9,8 @@ step followed by a SYNC. Each case runs on a fresh connection after a
 flush_all. The cases named "issue-..." are the regression cases of the
 differences once found between the two servers.
 """
+import time
+
 from diffgrammar import SYNC, Split
 
 
@@ -22,6 +24,13 @@ def steps(*parts):
 K251 = "k" * 251
 K250 = "k" * 250
 BIG = 2000000
+# The largest value memcached -I 1m stores under a 1-byte key (1 MiB less its
+# item header, CAS and the value's CRLF); a longer key takes its bytes off it.
+ITEM_MAX_1 = 1048576 - 60
+# Absolute exptimes are judged by both servers against the same wall clock.
+NOW = int(time.time())
+PIPELINE = ("set a 0 0 3\r\nabc\r\nget a b\r\nappend a 0 0 2 noreply\r\nde\r\ngets a\r\nincr a 1\r\n"
+            "ms c 2 T0 F3\r\nhi\r\nmg c v f t\r\nmn\r\ndelete c\r\ntouch a 10\r\nversion\r\n")
 
 CASES = [
     # ---- framing, tokens, errors (the original 36 comparison scripts) ----
@@ -138,4 +147,74 @@ CASES = [
                                          "ms k 1 T99999999999\r\nx\r\n", "mg k T2147483648 v\r\n")),
     ("issue-too-large-answered-after-value", [b"set big 0 0 %d\r\n" % BIG]),
     ("issue-too-large-pipelined", [b"version\r\nset big 0 0 %d\r\n" % BIG + b"x" * 100]),
+    # ---- combinations the cases above did not reach (all identical when added) ----
+    ("noreply-every-command",
+     steps("set a 0 0 1 noreply\r\nx\r\nadd a 0 0 1 noreply\r\ny\r\nadd b 0 0 1 noreply\r\ny\r\n"
+           "replace a 0 0 1 noreply\r\nz\r\nreplace q 0 0 1 noreply\r\nz\r\n"
+           "append a 0 0 1 noreply\r\nA\r\nprepend a 0 0 1 noreply\r\nP\r\n"
+           "append q 0 0 1 noreply\r\nA\r\ncas a 0 0 1 1 noreply\r\nC\r\ncas q 0 0 1 1 noreply\r\nC\r\n"
+           "set n 0 0 1 noreply\r\n5\r\nincr n 3 noreply\r\ndecr n 1 noreply\r\nincr q 1 noreply\r\n"
+           "touch a 100 noreply\r\ntouch q 100 noreply\r\ndelete b noreply\r\ndelete q noreply\r\n"
+           "verbosity 1 noreply\r\nmn\r\n", "get a b n\r\n", "flush_all 0 noreply\r\nmn\r\nget a\r\n")),
+    ("cas-across-touch-gat", steps("set a 0 0 1\r\nx\r\ngets a\r\n", "touch a 100\r\ngets a\r\n",
+                                   "gats 100 a\r\n", "gat 0 a\r\ngets a\r\n",
+                                   "cas a 0 0 1 {CAS}\r\ny\r\ngets a\r\n")),
+    ("cas-across-flush", steps("set a 0 0 1\r\nx\r\ngets a\r\n", "flush_all\r\nset a 0 0 1\r\nx\r\ngets a\r\n",
+                               "cas a 0 0 1 {CASP}\r\ny\r\n", "cas a 0 0 1 {CAS}\r\ny\r\ngets a\r\n")),
+    ("cas-after-incr-append", steps("set a 0 0 1\r\n1\r\ngets a\r\n", "incr a 1\r\ngets a\r\n",
+                                    "cas a 0 0 1 {CASP}\r\n9\r\n", "append a 0 0 1\r\n0\r\ngets a\r\n",
+                                    "cas a 0 0 1 {CASP}\r\n9\r\n", "cas a 0 0 1 {CAS}\r\n9\r\ngets a\r\n")),
+    ("incr-overflow", steps("set n 0 0 20\r\n18446744073709551615\r\nincr n 1\r\nget n\r\n",
+                            "set n 0 0 20\r\n18446744073709551614\r\nincr n 1\r\nget n\r\nincr n 1\r\nget n\r\n",
+                            "set n 0 0 1\r\n5\r\ndecr n 6\r\nget n\r\ndecr n 18446744073709551615\r\n",
+                            "set n 0 0 2\r\n99\r\nincr n 1\r\nget n\r\ndecr n 91\r\nget n\r\n",
+                            "set n 0 0 3\r\n100\r\ndecr n 1\r\nget n\r\ndecr n 90\r\nget n\r\nincr n 0\r\nget n\r\n")),
+    ("incr-non-numeric", steps("set n 0 0 3\r\n12a\r\nincr n 1\r\n", "set n 0 0 3\r\n-12\r\nincr n 1\r\ndecr n 1\r\n",
+                               "set n 0 0 3\r\n+12\r\nincr n 1\r\n", "set n 0 0 4\r\n12 3\r\nincr n 1\r\n",
+                               "set n 0 0 3\r\n0x1\r\nincr n 1\r\n",
+                               "set n 0 0 21\r\n184467440737095516150\r\nincr n 1\r\n",
+                               "set n 0 0 3\r\n 12\r\nincr n 1\r\nget n\r\n", "set n 0 0 3\r\n12 \r\nincr n 1\r\nget n\r\n",
+                               "set n 0 0 2\r\n07\r\nincr n 1\r\nget n\r\n",
+                               "incr n 01\r\nincr n +1\r\nincr n 1.5\r\nincr n 0x10\r\nincr n 18446744073709551616\r\n")),
+    # exptime: negative, 30 days exactly (relative) and one more (absolute, long past),
+    # absolute in the future and in the past, the 32-bit edges
+    ("exptime-forms", steps("set a 0 -1 1\r\nx\r\nget a\r\n", "set a 0 2592000 1\r\nx\r\nget a\r\n",
+                            "set a 0 2592001 1\r\nx\r\nget a\r\n", "set a 0 %d 1\r\nx\r\nget a\r\n" % (NOW + 100000),
+                            "set a 0 %d 1\r\nx\r\nget a\r\n" % (NOW - 10), "set a 0 0 1\r\nx\r\ntouch a 2592001\r\nget a\r\n",
+                            "set a 0 0 1\r\nx\r\ngat %d a\r\nget a\r\n" % (NOW + 100000), "touch a -5\r\nget a\r\n",
+                            "set a 0 -2147483648 1\r\nx\r\nget a\r\n", "set a 0 2147483647 1\r\nx\r\nget a\r\n",
+                            "set a 0 -2147483649 1\r\nx\r\nget a\r\n", "set a 0 00 1\r\nx\r\nget a\r\n",
+                            "set a 0 +5 1\r\nx\r\nget a\r\n")),
+    ("exptime-meta", steps("ms a 1 T-1\r\nx\r\nmg a v\r\n", "ms a 1 T2592001\r\nx\r\nmg a v\r\n",
+                           "ms a 1 T%d\r\nx\r\nmg a v t\r\n" % (NOW + 100000), "ms a 1 T0\r\nx\r\nmg a v t\r\n",
+                           "mg a T-1 v\r\nmg a v\r\n", "ms a 1\r\nx\r\nmg a T%d t v\r\n" % (NOW + 100000),
+                           "ma n N%d J1 v t\r\n" % (NOW + 100000))),
+    ("verbosity-forms", steps("verbosity\r\n", "verbosity 0\r\n", "verbosity 1 noreply extra\r\n",
+                              "verbosity noreply\r\n", "mn\r\n")),
+    # -I 1m: the largest value stored with a 1-byte and a 250-byte key, and one byte more
+    ("value-at-item-limit", steps(*["set %s 0 0 %d\r\n%s\r\nget %s\r\n" % (k, n, "x" * n, k)
+                                    for k in ("b", K250)
+                                    for n in (ITEM_MAX_1 - (len(k) - 1), ITEM_MAX_1 + 1 - (len(k) - 1))])),
+    ("value-at-item-limit-meta", steps(*["ms b %d\r\n%s\r\nmg b s\r\n" % (n, "y" * n)
+                                         for n in (ITEM_MAX_1, ITEM_MAX_1 + 1)])),
+    ("append-past-item-limit", steps("set b 0 0 %d\r\n%s\r\n" % (ITEM_MAX_1 - 60, "x" * (ITEM_MAX_1 - 60)),
+                                     "append b 0 0 40\r\n%s\r\nmg b s\r\n" % ("y" * 40),
+                                     "append b 0 0 40\r\n%s\r\nmg b s\r\n" % ("y" * 40),
+                                     "prepend b 0 0 10\r\n%s\r\nmg b s\r\n" % ("z" * 10))),
+    ("pipeline-mixed-split", [Split(PIPELINE.encode())]),
+    ("pipeline-mixed-one-write", [PIPELINE.encode()]),
+    ("meta-md-flags", steps("ms a 1\r\nx\r\nmd a x\r\nmg a v s f\r\n", "ms a 1 F7\r\nx\r\nmg a c\r\n", "md a C1\r\n",
+                            "md a C{CAS} q\r\nmn\r\n", "mg a v\r\n", "ms a 1\r\nx\r\nmd a I T0\r\nmg a v c\r\n",
+                            "md a b\r\n", "md YQ== b\r\nmg a v\r\n")),
+    ("meta-ms-flags", steps("ms a 1 I\r\nx\r\nmg a v\r\n", "ms a 1 MS\r\nx\r\n", "ms a 1 Mx\r\nx\r\n",
+                            "ms a 1 MAx\r\nx\r\n", "ms a 1 F4294967296\r\nx\r\n", "ms a 1 F-1\r\nx\r\n",
+                            "ms a 1 O123 k b\r\nx\r\n", "ms YQ== 1 b k O5 c\r\nx\r\nmg a v k\r\n",
+                            "ms a S1 1\r\nx\r\n", "ms a 1 q k\r\nx\r\nmn\r\n", "ms a 0\r\n\r\nmg a v s\r\n",
+                            "ms a 1 T1 T2\r\nx\r\n", "ms a 1 ma\r\nx\r\n")),
+    ("meta-mg-combos", steps("ms a 3 F9 T50\r\nabc\r\n", "mg a\r\n", "mg a k\r\n", "mg a s v f t c k O1 q\r\n",
+                             "mg a E99\r\nmg a c\r\n", "mg a N10 s\r\n", "mg a R30 v c t\r\n", "mg b R30 v\r\n",
+                             "mg a T0 t\r\nmg a t\r\n", "mg a h l v\r\n", "mg a q k\r\nmg zz q k\r\nmn\r\n")),
+    ("meta-ma-combos", steps("ma n N0 J18446744073709551615 v\r\nma n v\r\nma n MD D5 v\r\n", "ma n MI D1 v c t\r\n",
+                             "ma n M+ v\r\n", "ma n M- v\r\n", "ma n Mx v\r\n", "ma n D-1\r\n", "ma n C1 v\r\n",
+                             "ma n C{CAS} v\r\n", "ma n E55 v c\r\nmg n c\r\n", "ma n q\r\nmn\r\n", "ma n k O7 b v\r\n")),
 ]

@@ -379,8 +379,9 @@ static uint64_t monotonic_ms(void)
 }
 
 /*
- * The default clock: reads compare with the kernel's coarse clock first and
- * read CLOCK_MONOTONIC only near the deadline. Whatever the mix, a get that
+ * The default clock (CLOCK_MONOTONIC, read by every read of an entry with a
+ * deadline; test_contracts' test_default_clock_never_expired hammers the
+ * other read paths while the kernel's coarse clock lags). A get that
  * starts at or after the deadline (bounded by the time the put returned plus
  * the TTL) must miss, and one that starts before the put began plus the TTL
  * must hit. Real time has to pass here: the loop reads the clock, it does not

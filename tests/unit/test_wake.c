@@ -14,7 +14,12 @@
  *                 only a half-full ring; lazy: a half-full ring, or an entry
  *                 due before the lazy sleep ends (WAKE-W4), not one due then
  *                 or later, nor one without a deadline; without a post
- *                 (a waiting writer, memory short, a setting): any sleep.
+ *                 (a waiting writer, memory short, a setting): any sleep;
+ *   overwrites    a half-full ring whose latest event is an overwrite wakes
+ *                 neither sleep until LARDER__WAKE_EVENTS are unread, ring
+ *                 and spill together, less what the maintainer took; after
+ *                 a no it looks again only when that many could be unread,
+ *                 and then wakes it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -108,11 +113,86 @@ static void test_wake_decisions(void)
 	free(c);
 }
 
+/* `spilled` events went to the spill and the maintainer took `taken` of them. */
+static void set_spill(struct larder__handle *h, uint64_t spilled, uint64_t taken)
+{
+	atomic_store_explicit(&h->spilled, spilled, LARDER__RELAXED);
+	atomic_store_explicit(&h->spill_taken, taken, LARDER__RELAXED);
+}
+
+static void test_overwrites_wait(void)
+{
+	struct larder__shard *c = zeroed(sizeof(*c));
+	struct larder__handle *h = zeroed(sizeof(*h));
+	REQUIRE(c != NULL && h != NULL);
+	const uint64_t none = UINT64_MAX, at = 5000;
+	const uint64_t full = LARDER__EVENT_RING, posted = 10000;
+
+	/* The post notes whether it was an overwrite. */
+	larder__events_post(h, LARDER__EV_REPLACE, LARDER_CAUSE_REPLACED, LARDER__EV_NO_CLASS, NULL,
+			    NULL, 0);
+	CHECK_EQ(h->last_overwrite, 1);
+	larder__events_post(h, LARDER__EV_INSERT, 0, LARDER__EV_NO_CLASS, NULL, NULL, 0);
+	CHECK_EQ(h->last_overwrite, 0);
+
+	set_ring(h, posted, full / 2, 0);
+	h->last_overwrite = 0; /* an insert: half full wakes */
+	CHECK_EQ(wakes(c, MAINT_WINDOW, at, h, none), 1);
+	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 1);
+	h->last_overwrite = 1; /* an overwrite: it waits */
+	CHECK_EQ(wakes(c, MAINT_WINDOW, at, h, none), 0);
+	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 0);
+	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, at - 1), 1); /* WAKE-W4 still */
+	CHECK_EQ(wakes(c, MAINT_IDLE, at, h, none), 1);
+	h->wake_recheck = 0;
+	set_ring(h, posted, full, 0); /* full, nothing spilled yet */
+	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 0);
+
+	/* The ring full and overwrites in the spill: the count reaches the
+	 * bound with the spill's unread events, not with those taken. */
+	uint64_t spilled = 5000, below = LARDER__WAKE_EVENTS - full - 1;
+	h->wake_recheck = 0;
+	set_spill(h, spilled, spilled - below);
+	CHECK_EQ(wakes(c, MAINT_WINDOW, at, h, none), 0);
+	h->wake_recheck = 0;
+	set_spill(h, spilled, spilled - below - 1);
+	CHECK_EQ(wakes(c, MAINT_WINDOW, at, h, none), 1);
+	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 1);
+	/* Below the bound, an insert as the latest post wakes. */
+	set_spill(h, spilled, spilled - below);
+	h->last_overwrite = 0;
+	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 1);
+
+	/* A no at 300 unread, then one post at a time, to the ring and once
+	 * it is full to the spill (nothing taken meanwhile): the post that
+	 * makes LARDER__WAKE_EVENTS unread is the first that wakes it. */
+	h->last_overwrite = 1;
+	h->wake_recheck = 0;
+	set_ring(h, posted, 300, 0);
+	set_spill(h, 0, 0);
+	CHECK_EQ(wakes(c, MAINT_LAZY, at, h, none), 0);
+	uint64_t head = posted, tail = posted - 300, spills = 0, first_wake = 0;
+	for (uint64_t n = 1; n <= LARDER__WAKE_EVENTS && !first_wake; n++) {
+		if (head - tail < full)
+			head++;
+		else
+			spills++;
+		set_ring(h, head, head - tail, 0);
+		set_spill(h, spills, 0);
+		if (wakes(c, MAINT_LAZY, at, h, none))
+			first_wake = 300 + n;
+	}
+	CHECK_EQ(first_wake, LARDER__WAKE_EVENTS);
+	free(h);
+	free(c);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_half_full_refreshes_tail),
 		TH_TEST(test_wake_decisions),
+		TH_TEST(test_overwrites_wait),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }

@@ -3,13 +3,17 @@
 # (larder_config_set_shards, docs/shards.md): does the maintainers' CPU per
 # put stay flat as K grows?
 #
-#   bash tools/larder-bench/shards.sh [path/to/larder-bench] [rounds] [threads] [K list]
+#   bash tools/larder-bench/shards.sh [path/to/larder-bench] [rounds] [threads] [K list] [more benches]
 #   (defaults: build/release/tools/larder-bench/larder-bench, 5 rounds,
 #    2 writer threads, "1 2 4")
 #
 # Each round runs the matrix's write cell (overwrites of 24,000 keys, 16 B
 # keys, 64 B values) once per K, in turn, so that the machine's load moves
-# the K alike; a cell is larder-bench's own (1 warm-up round, 300 ms). From
+# the K alike; a cell is larder-bench's own (1 warm-up round, 300 ms). With
+# more benches (builds of two versions, as for pin.sh), each K's cell runs
+# once per bench, in an order that rotates from round to round, and the
+# table has a block per bench and, per K, the median of the rounds' ratios
+# of its maintainers' ns/put to the first bench's: a same-run comparison. From
 # each cell's line it takes the wall rate, the workers' CPU rate (puts per
 # CPU-second of the writer threads) and the helper share (CPU time of the
 # process's other threads, here the K maintainers, over the writers' CPU
@@ -27,61 +31,86 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-bench=${1:-$here/../../build/release/tools/larder-bench/larder-bench}
+benches=("${1:-$here/../../build/release/tools/larder-bench/larder-bench}" "${@:5}")
 rounds=${2:-5}
 threads=${3:-2}
 ks=${4:-1 2 4}
-[[ -x $bench ]] || { echo "shards.sh: no larder-bench at $bench (build it first)" >&2; exit 2; }
+for b in "${benches[@]}"; do
+	[[ -x $b ]] || { echo "shards.sh: no larder-bench at $b (build it first)" >&2; exit 2; }
+done
+nb=${#benches[@]}
 
 out=$(mktemp /tmp/larder-shards.XXXXXX)
 trap 'rm -f "$out" "$out.log" "$out.err" "$out.cell"' EXIT
 for ((r = 1; r <= rounds; r++)); do
 	for k in $ks; do
-		# The cell's row: scenario threads engine median range ratio | cpu
-		# cratio on-cpu helper | hit
-		LB_LARDER_STATS=1 "$bench" --engines larder --scenarios write --threads "$threads" \
-			--rounds 1 --shards "$k" 2>"$out.err" >"$out.cell" ||
-			{ cat "$out.err" >&2; exit 1; }
-		cat "$out.err" >>"$out.log"
-		read -r writes passes spilled < <(awk '/larder stats:/ { print $5, $7, $9 }' \
-			"$out.err") || true
-		awk -v k="$k" -v w="${writes:-0}" -v p="${passes:-0}" -v sp="${spilled:-0}" '
-			$1 == "write" && $3 == "larder" && $7 == "|" {
-				h = $11; sub(/%/, "", h); on = $10; sub(/%/, "", on)
-				printf "%s %s %s %s %s %s %s\n", k, $4, $8, h / 100, on / 100,
-					p ? w / p : 0, w ? sp / w : 0
-			}' "$out.cell" >>"$out"
+		for ((j = 0; j < nb; j++)); do
+			i=$(((j + r - 1) % nb))
+			# The cell's row: scenario threads engine median range ratio |
+			# cpu cratio on-cpu helper | hit
+			LB_LARDER_STATS=1 "${benches[i]}" --engines larder --scenarios write \
+				--threads "$threads" --rounds 1 --shards "$k" 2>"$out.err" >"$out.cell" ||
+				{ cat "$out.err" >&2; exit 1; }
+			cat "$out.err" >>"$out.log"
+			read -r writes passes spilled < <(awk '/larder stats:/ { print $5, $7, $9 }' \
+				"$out.err") || true
+			awk -v r="$r" -v b="$i" -v k="$k" -v w="${writes:-0}" -v p="${passes:-0}" \
+				-v sp="${spilled:-0}" '
+				$1 == "write" && $3 == "larder" && $7 == "|" {
+					h = $11; sub(/%/, "", h); on = $10; sub(/%/, "", on)
+					printf "%s %s %s %s %s %s %s %s %s\n", r, b, k, $4, $8, h / 100,
+						on / 100, p ? w / p : 0, w ? sp / w : 0
+				}' "$out.cell" >>"$out"
+		done
 	done
 done
 
 printf 'write cell, %s writer threads, %s rounds (load average now: %s)\n' "$threads" "$rounds" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%3s %10s %10s %14s %20s %8s %9s %15s %8s\n' K "wall M/s" "cpu M/s" "writer ns/put" \
-	"maintainers ns/put" "on-cpu" "vs K=1" "writes per pass" "spilled"
-awk '
+awk -v nb="$nb" -v names="${benches[*]}" '
 	function median(a, n,    i, j, t) {
 		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 	}
+	function med(bk, key,    a, i) {
+		for (i = 1; i <= n[bk]; i++) a[i] = v[bk, key, i]
+		return median(a, n[bk])
+	}
 	{
-		k = $1; n[k]++; i = n[k]
-		wall[k, i] = $2; cpu[k, i] = $3; w = 1000 / $3; m = $4 * w; on[k, i] = $5
-		wns[k, i] = w; mns[k, i] = m; wpp[k, i] = $6; spl[k, i] = $7
-		if (!(k in lo) || m < lo[k]) lo[k] = m
-		if (!(k in hi) || m > hi[k]) hi[k] = m
+		r = $1; b = $2; k = $3; bk = b SUBSEP k; i = ++n[bk]
+		w = 1000 / $5; m = $6 * w
+		v[bk, "wall", i] = $4; v[bk, "cpu", i] = $5; v[bk, "wns", i] = w; v[bk, "mns", i] = m
+		v[bk, "on", i] = $7; v[bk, "wpp", i] = $8; v[bk, "spl", i] = $9
+		if (!(bk in lo) || m < lo[bk]) lo[bk] = m
+		if (!(bk in hi) || m > hi[bk]) hi[bk] = m
 		if (!(k in seen)) { order[++nk] = k; seen[k] = 1 }
+		mr[r, b, k] = m
+		if (r > nr) nr = r
 	}
 	END {
-		for (x = 1; x <= nk; x++) {
-			k = order[x]
-			delete a; for (i = 1; i <= n[k]; i++) a[i] = wall[k, i]; mw = median(a, n[k])
-			delete a; for (i = 1; i <= n[k]; i++) a[i] = cpu[k, i]; mc = median(a, n[k])
-			delete a; for (i = 1; i <= n[k]; i++) a[i] = wns[k, i]; ww = median(a, n[k])
-			delete a; for (i = 1; i <= n[k]; i++) a[i] = mns[k, i]; mm = median(a, n[k])
-			delete a; for (i = 1; i <= n[k]; i++) a[i] = on[k, i]; mo = median(a, n[k])
-			delete a; for (i = 1; i <= n[k]; i++) a[i] = wpp[k, i]; mp = median(a, n[k])
-			delete a; for (i = 1; i <= n[k]; i++) a[i] = spl[k, i]; ms = median(a, n[k])
-			if (x == 1) base = mm
-			printf "%3s %10.2f %10.2f %14.1f %9.1f (%.1f..%.1f) %7.0f%% %8.2fx %15.0f %7.0f%%\n", k, mw, mc, ww, mm, lo[k], hi[k], 100 * mo, mm / base, mp, 100 * ms
+		split(names, name, " ")
+		for (b = 0; b < nb; b++) {
+			if (nb > 1) printf "%s\n", name[b + 1]
+			printf "%3s %10s %10s %14s %20s %8s %9s %15s %8s\n", "K", "wall M/s", "cpu M/s",
+				"writer ns/put", "maintainers ns/put", "on-cpu", "vs K=1", "writes per pass",
+				"spilled"
+			for (x = 1; x <= nk; x++) {
+				k = order[x]; bk = b SUBSEP k
+				mm = med(bk, "mns")
+				if (x == 1) base = mm
+				printf "%3s %10.2f %10.2f %14.1f %9.1f (%.1f..%.1f) %7.0f%% %8.2fx %15.0f %7.0f%%\n",
+					k, med(bk, "wall"), med(bk, "cpu"), med(bk, "wns"), mm, lo[bk], hi[bk],
+					100 * med(bk, "on"), mm / base, med(bk, "wpp"), 100 * med(bk, "spl")
+			}
+		}
+		for (b = 1; b < nb; b++) {
+			printf "%s / %s, maintainers ns/put, median of the rounds'"'"' ratios:", name[b + 1], name[1]
+			for (x = 1; x <= nk; x++) {
+				k = order[x]; delete a; c = 0
+				for (rr = 1; rr <= nr; rr++)
+					if ((rr, b, k) in mr && (rr, 0, k) in mr) a[++c] = mr[rr, b, k] / mr[rr, 0, k]
+				printf " K=%s %.3fx", k, c ? median(a, c) : 0
+			}
+			printf "\n"
 		}
 	}' "$out"

@@ -73,6 +73,16 @@ test('objects through JSON by default, v8 or a custom serializer', () => {
   c.set('t', true);
   assert.equal(c.get('t'), true);
   assert.throws(() => c.set('fn', () => 1), TypeError);
+  // What JSON cannot encode is the documented TypeError with its code, and
+  // the old value stays.
+  c.set('keep', 'old');
+  const cyclic = { a: 1 };
+  cyclic.self = cyclic;
+  for (const bad of [5n, { n: 5n }, cyclic, Symbol('s'), () => 1]) {
+    assert.throws(() => c.set('keep', bad), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+    assert.throws(() => c.mset([['keep', bad]]), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+    assert.equal(c.get('keep'), 'old');
+  }
   c.close();
 
   const c8 = open({ serializer: 'v8' });

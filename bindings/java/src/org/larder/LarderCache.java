@@ -651,10 +651,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
      *         its capacity), or closed
      */
     public void setCapacity(long capacity) {
-        if (capacity < LarderCacheBuilder.MIN_CAPACITY) {
-            throw new IllegalArgumentException("capacity must be at least "
-                    + LarderCacheBuilder.MIN_CAPACITY + " bytes: " + capacity);
-        }
+        LarderCacheBuilder.checkCapacity(capacity);
         try {
             int rc = Native.setCapacity(guard, gen, capacity);
             if (rc == Native.ESTATE) {

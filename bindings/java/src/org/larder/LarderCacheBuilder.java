@@ -25,6 +25,8 @@ package org.larder;
 public final class LarderCacheBuilder<K, V> {
     /** The smallest capacity the engine accepts. */
     public static final long MIN_CAPACITY = 64 * 1024;
+    /** The largest capacity the engine accepts (2^62 - 1). */
+    public static final long MAX_CAPACITY = (1L << 62) - 1;
     /** The engine's ceiling on key length ({@code LARDER_KEY_LIMIT}). */
     public static final int KEY_LIMIT = 65535;
     /** The most shards a cache may have ({@code LARDER_SHARDS_MAX}). */
@@ -32,6 +34,14 @@ public final class LarderCacheBuilder<K, V> {
 
     /** The engine's ceiling on value length ({@code LARDER_VALUE_LIMIT}). */
     public static final int VALUE_LIMIT = 1 << 30;
+
+    /** The capacity's range, named in the message (the builder's and setCapacity's). */
+    static void checkCapacity(long capacity) {
+        if (capacity < MIN_CAPACITY || capacity > MAX_CAPACITY) {
+            throw new IllegalArgumentException("capacity must be " + MIN_CAPACITY + ".."
+                    + MAX_CAPACITY + " bytes: " + capacity);
+        }
+    }
 
     CacheSerializer<K> keySerializer;
     CacheSerializer<V> valueSerializer;
@@ -83,10 +93,7 @@ public final class LarderCacheBuilder<K, V> {
      * Not with {@link #pool(LarderPool)}: a pool sets its caches' capacity.
      */
     public LarderCacheBuilder<K, V> capacity(long capacity) {
-        if (capacity < MIN_CAPACITY) {
-            throw new IllegalArgumentException("capacity must be at least " + MIN_CAPACITY
-                    + " bytes: " + capacity);
-        }
+        checkCapacity(capacity);
         this.capacity = capacity;
         this.capacitySet = true;
         return this;

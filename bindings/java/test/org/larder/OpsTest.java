@@ -337,6 +337,12 @@ class OpsTest {
             c.setCapacity(2 << 20);
             assertEquals(2 << 20, c.capacity());
             assertThrows(IllegalArgumentException.class, () -> c.setCapacity(1000));
+            // Past the engine's ceiling (2^62 - 1): the message names the range.
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> c.setCapacity(1L << 62));
+            assertTrue(e.getMessage().contains("capacity"), e.getMessage());
+            c.setCapacity((1L << 62) - 1);
+            c.setCapacity(2 << 20);
             assertEquals(2 << 20, c.capacity());
             for (int i = 0; i < 100; i++) {
                 c.put(b("k" + i), new byte[100]);
