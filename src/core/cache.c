@@ -931,6 +931,18 @@ static uint64_t resolve_ttl(const larder *c, uint64_t ttl_ms)
 	return ttl_ms == LARDER_TTL_DEFAULT ? c->default_ttl_ms : ttl_ms;
 }
 
+/* An entry's immutable flags from its resolved lifetime (ENTRY-E1). */
+static inline unsigned ttl_flags(uint64_t ttl_ms)
+{
+	return ttl_ms == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
+}
+
+/* The size class an event names for an entry of `bytes` (maint/handle.h). */
+static inline unsigned event_class(size_t bytes)
+{
+	return bytes <= LARDER__SLAB_MAX_SLOT ? larder__sizeclass_of(bytes) : LARDER__EV_NO_CLASS;
+}
+
 static uint64_t deadline_after(larder *c, struct op *op, uint64_t ttl_ms)
 {
 	return deadline_from(op_now(c, op), ttl_ms);
@@ -1172,7 +1184,7 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 	if (value_len > c->max_value_bytes)
 		return LARDER_EVALSIZE;
 	ttl_ms = resolve_ttl(c, ttl_ms);
-	unsigned flags = ttl_ms == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
+	unsigned flags = ttl_flags(ttl_ms);
 	unsigned char *packed = NULL;
 	if (__builtin_expect(value_len >= c->write_slow_from, 0)) {
 		if (c->sample_marks)
@@ -1187,8 +1199,7 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		goto fail_packed;
 	size_t charge = larder__slab_charge(bytes);
 	/* For the event (maint/handle.h); the charge's class, which folds. */
-	unsigned sclass = bytes <= LARDER__SLAB_MAX_SLOT ? larder__sizeclass_of(bytes)
-							  : LARDER__EV_NO_CLASS;
+	unsigned sclass = event_class(bytes);
 	if (charge > charge_limit)
 		goto fail_packed; /* rc is LARDER_EVALSIZE */
 	if (bulk)
@@ -1303,7 +1314,7 @@ static int bulk_credit(larder *c, struct bulk *b, const struct larder__put_rec *
 	uint64_t want[LARDER_SHARDS_MAX] = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		uint64_t ttl_ms = resolve_ttl(c, rec[i].ttl_ms);
-		unsigned flags = ttl_ms == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
+		unsigned flags = ttl_flags(ttl_ms);
 		size_t bytes = larder__entry_bytes(flags, rec[i].key_len, rec[i].value_len);
 		/* Only what may be written: write_common skips the rest. */
 		if (rec[i].key_len <= c->max_key_bytes && rec[i].value_len <= c->max_value_bytes &&
@@ -1394,7 +1405,7 @@ static int plain_size(const larder *c, const struct larder__put_rec *rec, size_t
 		    r->key_len > c->max_key_bytes)
 			return PLAIN_GENERAL;
 		z[i].ttl_ms = resolve_ttl(c, r->ttl_ms);
-		z[i].flags = z[i].ttl_ms == LARDER_TTL_NEVER ? 0 : LARDER__ENTRY_TTL;
+		z[i].flags = ttl_flags(z[i].ttl_ms);
 		if (c->sample_marks)
 			z[i].flags |= larder__probe_mark(r->hash);
 		z[i].bytes = larder__entry_bytes(z[i].flags, r->key_len, r->value_len);
@@ -1402,8 +1413,7 @@ static int plain_size(const larder *c, const struct larder__put_rec *rec, size_t
 		if (r->value_len > c->max_value_bytes || z[i].bytes > limit)
 			continue; /* skipped, as write_common skips it */
 		z[i].charge = larder__slab_charge(z[i].bytes);
-		z[i].sclass = z[i].bytes <= LARDER__SLAB_MAX_SLOT ? larder__sizeclass_of(z[i].bytes)
-								  : LARDER__EV_NO_CLASS;
+		z[i].sclass = event_class(z[i].bytes);
 		total += z[i].charge;
 	}
 	*sum = total;

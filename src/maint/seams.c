@@ -46,7 +46,7 @@ static int shards_over_capacity(larder *c)
 	uint64_t live = 0;
 	for (unsigned i = 0; i < c->shard_count; i++) /* relaxed: hints, as the shards read them */
 		live += atomic_load_explicit(&c->shard[i].live_bytes, LARDER__RELAXED);
-	return live > atomic_load_explicit(&c->capacity, LARDER__RELAXED);
+	return live > atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* relaxed: a setting */
 }
 
 /*
