@@ -80,6 +80,14 @@ const UNSUPPORTED = ['allowStale', 'noDeleteOnStaleGet', 'sizeCalculation', 'max
   'fetchMethod', 'memoMethod', 'noDisposeOnSet', 'disposeAfter', 'updateAgeOnHas', 'noUpdateTTL',
   'allowStaleOnFetchRejection', 'allowStaleOnFetchAbort', 'ignoreFetchAbort', 'noDeleteOnFetchRejection',
   'perf', 'onInsert'];
+/*
+ * The boolean ones among them, whose lru-cache default (false) is what
+ * LarderCache does: given as false they are accepted, so that code that
+ * spells out lru-cache's defaults moves over unchanged.
+ */
+const DEFAULT_FALSE = new Set(['allowStale', 'noDeleteOnStaleGet', 'noDisposeOnSet', 'updateAgeOnHas',
+  'noUpdateTTL', 'allowStaleOnFetchRejection', 'allowStaleOnFetchAbort', 'ignoreFetchAbort',
+  'noDeleteOnFetchRejection']);
 
 const DEFAULT_MAX_SIZE = 64 * 1024 * 1024;
 const DEFAULT_MAX_KEY_BYTES = 1024;
@@ -148,7 +156,8 @@ function ttlArg(ttl) {
   if (ttl === undefined) return -1;
   if (typeof ttl !== 'number' || Number.isNaN(ttl)) throw typeError('ttl must be a number of milliseconds');
   if (ttl < 0) throw rangeError(`ttl must be >= 0 (0: no expiry), got ${ttl}`);
-  return ttl === Infinity ? 0 : Math.ceil(ttl);
+  // From 1.8e19 ms (the addon's bound for a u64) on, a lifetime is no expiry, as for Infinity.
+  return ttl >= 1.8e19 ? 0 : Math.ceil(ttl);
 }
 
 const COMPRESSION_DEFAULTS = { minSize: 256, minSaving: 10 };
@@ -169,6 +178,24 @@ function compressionArg(option) {
   const minSaving = option.minSaving === undefined ? COMPRESSION_DEFAULTS.minSaving
     : checkInteger('compression.minSaving', option.minSaving, 0, 99);
   return { minSize, minSaving };
+}
+
+/*
+ * The L1 holds only well-formed string keys. Another key can name the same
+ * engine entry: a string with a lone surrogate (encoded as U+FFFD) or a byte
+ * view whose bytes are UTF-8. l1Key gives the L1 key of the entry a key
+ * names (undefined when no L1 key can name it), so a write through any of
+ * them drops the L1 copy (NODE-J2).
+ */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const isWellFormed = typeof String.prototype.isWellFormed === 'function'
+  ? (s) => s.isWellFormed() : (s) => !LONE_SURROGATE.test(s);
+
+function l1Key(key) {
+  if (typeof key === 'string') return isWellFormed(key) ? key : Buffer.from(key).toString('utf8');
+  if (!ArrayBuffer.isView(key)) return undefined;
+  const bytes = Buffer.from(key.buffer, key.byteOffset, key.byteLength);
+  return isUtf8(bytes) ? bytes.toString('utf8') : undefined;
 }
 
 /* Set by LarderPool's static block: count the caches opened through a pool object. */
@@ -240,7 +267,7 @@ class LarderCache {
     if (options === null || typeof options !== 'object') throw typeError('options must be an object');
     const o = options;
     for (const k of UNSUPPORTED) {
-      if (o[k] !== undefined) throw typeError(`LarderCache does not support lru-cache's ${k} option (docs/node.md)`);
+      if (o[k] !== undefined && !(o[k] === false && DEFAULT_FALSE.has(k))) throw typeError(`LarderCache does not support lru-cache's ${k} option (docs/node.md)`);
     }
     const compression = compressionArg(o.compression);
     let given = 0;
@@ -322,7 +349,9 @@ class LarderCache {
     const r = this.#n.get(key);
     const v = typeof r === 'number' ? this.#decodeGet(r, key) : r;
     // A custom deserializer may have written the cache meanwhile: then v may be stale.
-    if (v !== undefined && typeof key === 'string' && writes === this.#writes) this.#l1Fill(key, v);
+    if (v !== undefined && typeof key === 'string' && writes === this.#writes && isWellFormed(key)) {
+      this.#l1Fill(key, v);
+    }
     return v;
   }
 
@@ -367,7 +396,7 @@ class LarderCache {
   }
 
   #l1Drop(key) {
-    this.#l1.delete(key);
+    this.#l1.delete(l1Key(key));
   }
 
   /* r: the addon's result, a length (value in the scratch) or minus the size needed. */
@@ -658,8 +687,11 @@ class LarderCache {
     return this.entries();
   }
 
-  /** Calls fn.call(thisArg, value, key, this) for every entry, as entries(). */
-  forEach(fn, thisArg) {
+  /**
+   * Calls fn.call(thisArg, value, key, this) for every entry, as entries();
+   * thisArg defaults to the cache, as in lru-cache.
+   */
+  forEach(fn, thisArg = this) {
     if (typeof fn !== 'function') throw typeError('forEach needs a function');
     for (const [k, v] of this.#walk(true)) fn.call(thisArg, v, k, this);
   }

@@ -1,0 +1,349 @@
+'use strict';
+/*
+ * The documented contract, tested from outside: every sequence docs/node.md
+ * calls equal to lru-cache v11 is run against lru-cache and LarderCache side
+ * by side (return values, size, iteration contents, dispose reasons, TTL
+ * fields); every method fed bad arguments and called after close(); and the
+ * bugs this audit found (L1 copies shadowing writes made through another
+ * spelling of the same key, forEach's this, a huge constructor ttl, options
+ * given as lru-cache's own defaults refused).
+ *
+ * lru-cache is a devDependency (npm install in bindings/node); without it
+ * the side-by-side tests are skipped and say so.
+ */
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { LarderCache, waitFor } = require('./helpers.js');
+
+let LRUCache = null;
+try {
+  ({ LRUCache } = require(path.resolve(__dirname, '..', 'node_modules', 'lru-cache')));
+} catch (e) {
+  if (e.code !== 'MODULE_NOT_FOUND') throw e;
+}
+const needLru = LRUCache === null ? 'lru-cache is not installed (npm install in bindings/node)' : false;
+
+/* xorshift32: the sequences are replayable from the printed seed. */
+function rng(seed) {
+  let x = seed | 0 || 1;
+  return (n) => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) % n;
+  };
+}
+
+const SEED = Number(process.env.LARDER_NODE_SEED) || (Date.now() & 0x7fffffff);
+
+/* Sorted [key, value] pairs: larder walks in hash order, lru-cache by recency. */
+function contents(c) {
+  return [...c.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
+function disposeLog() {
+  const log = [];
+  return { log, dispose: (value, key, reason) => log.push([key, JSON.stringify(value), reason]) };
+}
+
+function sortedLog(log) {
+  return log.map((r) => r.join('|')).sort();
+}
+
+test('a random sequence of the documented-equal methods gives lru-cache\'s results', { skip: needLru }, async () => {
+  console.log(`contract sequence seed ${SEED} (LARDER_NODE_SEED replays it)`);
+  const next = rng(SEED);
+  const lruLog = disposeLog();
+  const larderLog = disposeLog();
+  // Room for every key: no eviction on either side, so every removal is the sequence's own.
+  const lru = new LRUCache({ max: 1000, dispose: lruLog.dispose });
+  const larder = new LarderCache({ maxSize: 1 << 22, dispose: larderLog.dispose });
+  let version = 0;
+  // Every written value differs (version): lru-cache skips dispose for a set of
+  // the identical (===) value, which larder cannot see (docs/node.md).
+  const value = () => {
+    const v = ++version;
+    switch (next(4)) {
+      case 0: return `s${v}`;
+      case 1: return { n: v, a: [v, 'x'] };
+      case 2: return v;
+      default: return [v, null, true];
+    }
+  };
+  for (let step = 0; step < 3000; step++) {
+    const k = `k${next(40)}`;
+    const op = next(11);
+    const what = `step ${step}, op ${op}, key ${k} (seed ${SEED})`;
+    switch (op) {
+      case 0:
+      case 1: {
+        const v = value();
+        assert.equal(lru.set(k, v), lru);
+        assert.equal(larder.set(k, v), larder, what);
+        break;
+      }
+      case 2: assert.deepEqual(larder.get(k), lru.get(k), what); break;
+      case 3: assert.deepEqual(larder.peek(k), lru.peek(k), what); break;
+      case 4: assert.equal(larder.has(k), lru.has(k), what); break;
+      case 5: assert.equal(larder.delete(k), lru.delete(k), what); break;
+      case 6:
+        assert.equal(larder.set(k, undefined), larder, what);
+        lru.set(k, undefined);
+        break;
+      case 7: assert.equal(larder.getRemainingTTL(k), lru.getRemainingTTL(k), what); break;
+      case 8: assert.equal(larder.size, lru.size, what); break;
+      case 9:
+        if (next(20) === 0) {
+          lru.clear();
+          larder.clear();
+        }
+        break;
+      default:
+        if (next(10) === 0) assert.deepEqual(contents(larder), contents(lru), what);
+        break;
+    }
+  }
+  assert.deepEqual(contents(larder), contents(lru));
+  assert.deepEqual([...larder.keys()].sort(), [...lru.keys()].sort());
+  assert.deepEqual([...larder.values()].map((v) => JSON.stringify(v)).sort(),
+    [...lru.values()].map((v) => JSON.stringify(v)).sort());
+  const walked = [];
+  larder.forEach((v, k) => walked.push([k, v]));
+  walked.sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  assert.deepEqual(walked, contents(lru));
+  // dispose: the same records; larder's are asynchronous, and its clear() says
+  // 'clear' where lru-cache says 'delete' (docs/node.md).
+  const expected = sortedLog(lruLog.log);
+  const mapped = () => sortedLog(larderLog.log.map(([k, v, r]) => [k, v, r === 'clear' ? 'delete' : r]));
+  await waitFor(() => larderLog.log.length >= lruLog.log.length, 'every dispose record');
+  assert.deepEqual(mapped(), expected);
+  larder.close();
+});
+
+test('TTL fields as lru-cache: getRemainingTTL, per-set ttl 0 and Infinity, expiry', { skip: needLru }, async () => {
+  const lru = new LRUCache({ max: 100, ttl: 60000 });
+  const larder = new LarderCache({ ttl: 60000 });
+  for (const c of [lru, larder]) {
+    c.set('default', 1);
+    c.set('none', 2, { ttl: 0 });
+    c.set('short', 3, { ttl: 30 });
+  }
+  for (const c of [lru, larder]) {
+    assert.equal(c.getRemainingTTL('absent'), 0);
+    assert.equal(c.getRemainingTTL('none'), Infinity);
+    const left = c.getRemainingTTL('default');
+    assert.ok(left > 0 && left <= 60000, `default ttl left ${left}`);
+  }
+  // Both forget the short entry once its 30 ms are over (polled, never a fixed sleep).
+  await waitFor(() => lru.get('short') === undefined && larder.get('short') === undefined, 'expiry');
+  for (const c of [lru, larder]) {
+    assert.equal(c.has('short'), false);
+    assert.equal(c.peek('short'), undefined);
+    assert.equal(c.getRemainingTTL('short') <= 0, true);
+    assert.equal(c.get('default'), 1);
+    assert.equal(c.get('none'), 2);
+  }
+  larder.close();
+});
+
+test('refused lru-cache options throw TypeError; their defaults spelled out are accepted', { skip: needLru }, () => {
+  const refused = {
+    allowStale: true, noDeleteOnStaleGet: true, sizeCalculation: () => 1, maxEntrySize: 10,
+    fetchMethod: async () => 1, memoMethod: () => 1, noDisposeOnSet: true, disposeAfter: () => {},
+    updateAgeOnHas: true, noUpdateTTL: true, allowStaleOnFetchRejection: true,
+    allowStaleOnFetchAbort: true, ignoreFetchAbort: true, noDeleteOnFetchRejection: true,
+    perf: { now: () => 0 }, onInsert: () => {},
+  };
+  for (const [k, v] of Object.entries(refused)) {
+    assert.throws(() => new LarderCache({ [k]: v }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' }, k);
+  }
+  // lru-cache's own defaults for its boolean options are what larder does.
+  const defaults = {
+    max: 10, allowStale: false, noDeleteOnStaleGet: false, noDisposeOnSet: false, updateAgeOnHas: false,
+    noUpdateTTL: false, allowStaleOnFetchRejection: false, allowStaleOnFetchAbort: false,
+    ignoreFetchAbort: false, noDeleteOnFetchRejection: false, ttlAutopurge: true, ttlResolution: 1,
+  };
+  new LRUCache(defaults);
+  const c = new LarderCache(defaults);
+  c.set('a', 1);
+  assert.equal(c.get('a'), 1);
+  c.close();
+});
+
+test('forEach calls fn with the cache as this by default, as lru-cache', { skip: needLru }, () => {
+  const lru = new LRUCache({ max: 10 });
+  const larder = new LarderCache({});
+  for (const c of [lru, larder]) {
+    c.set('a', 1);
+    const seen = [];
+    c.forEach(function (v, k, cache) { seen.push([this, v, k, cache]); });
+    assert.deepEqual(seen, [[c, 1, 'a', c]]);
+    const self = {};
+    c.forEach(function () { assert.equal(this, self); }, self);
+  }
+  larder.close();
+});
+
+test('a ttl of any size is a lifetime, in the constructor as in set', () => {
+  for (const ttl of [2 ** 53, 2 ** 63, 1.8e19, 2 ** 64, 1e300, Infinity]) {
+    const c = new LarderCache({ ttl });
+    c.set('a', 1);
+    c.set('b', 2, { ttl });
+    assert.equal(c.get('a'), 1, `ttl ${ttl}`);
+    assert.equal(c.get('b'), 2, `ttl ${ttl}`);
+    assert.ok(c.getRemainingTTL('a') >= 2 ** 53, `ttl ${ttl}: ${c.getRemainingTTL('a')}`);
+    c.close();
+  }
+});
+
+const BAD_KEYS = [1, 1.5, NaN, null, true, {}, [], Symbol('k'), 10n, () => 'k', new ArrayBuffer(2)];
+
+test('bad keys: TypeError from every method, and nothing else changes', () => {
+  const c = new LarderCache({ maxKeyBytes: 16 });
+  c.set('keep', 'v');
+  for (const k of BAD_KEYS) {
+    const type = { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' };
+    const what = String(typeof k);
+    assert.throws(() => c.get(k), type, what);
+    assert.throws(() => c.peek(k), type, what);
+    assert.throws(() => c.has(k), type, what);
+    assert.throws(() => c.delete(k), type, what);
+    assert.throws(() => c.set(k, 'v'), type, what);
+    assert.throws(() => c.set(k, undefined), type, what);
+    assert.throws(() => c.getRemainingTTL(k), type, what);
+    assert.throws(() => c.mget(['keep', k]), type, what);
+    assert.throws(() => c.mget([k]), type, what);
+    assert.throws(() => c.mset([[k, 'v']]), type, what);
+  }
+  const range = { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' };
+  for (const k of ['', Buffer.alloc(0), 'x'.repeat(17), 'é'.repeat(9), Buffer.alloc(17), 'x'.repeat(1 << 24)]) {
+    assert.throws(() => c.get(k), range);
+    assert.throws(() => c.peek(k), range);
+    assert.throws(() => c.has(k), range);
+    assert.throws(() => c.delete(k), range);
+    assert.throws(() => c.set(k, 'v'), range);
+    assert.throws(() => c.getRemainingTTL(k), range);
+    assert.throws(() => c.mget(['keep', k]), range);
+  }
+  for (const bad of ['5', null, NaN, {}, 1n]) {
+    assert.throws(() => c.set('keep', 'w', { ttl: bad }), { code: 'ERR_INVALID_ARG_TYPE' });
+  }
+  assert.throws(() => c.set('keep', 'w', { ttl: -1 }), range);
+  for (const bad of [Symbol('v'), 10n, () => 1, { toJSON() { throw new TypeError('no'); } }]) {
+    assert.throws(() => c.set('keep', bad), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+  }
+  const cycle = {};
+  cycle.self = cycle;
+  assert.throws(() => c.set('keep', cycle), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+  assert.throws(() => c.mget('keep'), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+  assert.throws(() => c.forEach(null), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+  assert.equal(c.get('keep'), 'v', 'every refusal above left the entry');
+  assert.equal(c.size, 1);
+  // The same bytes are the same key, whatever spells them.
+  c.set(Buffer.from('keep'), 'w');
+  assert.equal(c.get('keep'), 'w');
+  assert.equal(c.get(new Uint8Array(Buffer.from('keep'))), 'w');
+  assert.equal(c.get(new DataView(Uint8Array.from(Buffer.from('xkeep')).buffer, 1, 4)), 'w');
+  c.close();
+});
+
+test('a value over the limit: RangeError, and the key\'s old value is gone (docs/node.md)', () => {
+  const c = new LarderCache({ maxValueBytes: 100 });
+  c.set('a', 'old');
+  assert.throws(() => c.set('a', 'x'.repeat(101)), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' });
+  assert.equal(c.get('a'), undefined);
+  c.set('b', 'old');
+  assert.throws(() => c.set('b', Buffer.alloc(2 << 20)), { name: 'RangeError' });
+  assert.equal(c.has('b'), false);
+  c.close();
+});
+
+test('every method after close() throws ERR_LARDER_CLOSED; close is idempotent', () => {
+  const c = new LarderCache({});
+  c.set('a', 1);
+  c.close();
+  c.close();
+  assert.equal(c.closed, true);
+  const closed = { code: 'ERR_LARDER_CLOSED' };
+  const calls = {
+    get: () => c.get('a'), peek: () => c.peek('a'), has: () => c.has('a'), delete: () => c.delete('a'),
+    set: () => c.set('a', 2), setUndefined: () => c.set('a', undefined), clear: () => c.clear(),
+    ttl: () => c.getRemainingTTL('a'), mget: () => c.mget(['a', 'b']), mgetEmpty: () => c.mget([]),
+    mset: () => c.mset([['a', 1]]), size: () => c.size, calculatedSize: () => c.calculatedSize,
+    stats: () => c.stats(), forEach: () => c.forEach(() => {}), entries: () => c.entries().next(),
+    keys: () => c.keys().next(), values: () => c.values().next(), spread: () => [...c],
+    compression: () => c.compression, poolStats: () => c.poolStats(),
+  };
+  for (const [name, f] of Object.entries(calls)) assert.throws(f, closed, name);
+});
+
+test('close() during a walk: the fetched chunk, then ERR_LARDER_CLOSED; no crash, nothing left open', () => {
+  const before = LarderCache.openCaches();
+  const c = new LarderCache({});
+  for (let i = 0; i < 5000; i++) c.set(`k${i}`, i);
+  let seen = 0;
+  assert.throws(() => {
+    for (const [k, v] of c) {
+      assert.equal(k, `k${v}`);
+      if (++seen === 10) c.close();
+    }
+  }, { code: 'ERR_LARDER_CLOSED' });
+  assert.ok(seen >= 10 && seen < 5000, `walked ${seen}`);
+  // forEach whose callback closes the cache.
+  const d = new LarderCache({});
+  for (let i = 0; i < 5000; i++) d.set(`k${i}`, i);
+  assert.throws(() => d.forEach(() => d.close()), { code: 'ERR_LARDER_CLOSED' });
+  // A walk left suspended, then the cache closed: the generator throws, and ends.
+  const e = new LarderCache({});
+  for (let i = 0; i < 5000; i++) e.set(`k${i}`, i);
+  const it = e.keys();
+  it.next();
+  e.close();
+  let err = null;
+  try {
+    for (let r = it.next(); !r.done; r = it.next());
+  } catch (x) {
+    err = x;
+  }
+  assert.equal(err && err.code, 'ERR_LARDER_CLOSED');
+  assert.deepEqual(it.next(), { value: undefined, done: true });
+  assert.equal(LarderCache.openCaches(), before);
+});
+
+/*
+ * The L1 holds a copy per string key; a write through another spelling of
+ * the same engine key (a Buffer or typed array of its bytes, or a string with
+ * a lone surrogate, stored as U+FFFD) must drop that copy too (NODE-J2). It
+ * did not: get returned the old value after such a set or delete.
+ */
+test('L1: a write through any spelling of a key drops the L1 copy', () => {
+  const c = new LarderCache({ l1: { max: 8 } });
+  const fill = (k, v) => {
+    c.set(k, v);
+    assert.equal(c.get(k), v);
+    assert.equal(c.get(k), v, 'from the L1');
+  };
+  fill('a', 'old');
+  c.set(Buffer.from('a'), 'new');
+  assert.equal(c.get('a'), 'new', 'set through a Buffer');
+  fill('a', 'old');
+  c.delete(new Uint8Array([0x61]));
+  assert.equal(c.get('a'), undefined, 'delete through a Uint8Array');
+  fill('é', 'old');
+  c.mset([[Buffer.from('é'), 'new']]);
+  assert.equal(c.get('é'), 'new', 'mset through a Buffer');
+  fill('\uFFFD', 'old');
+  c.set('\uD800', 'new');
+  assert.equal(c.get('\uFFFD'), 'new', 'set through a lone surrogate');
+  assert.equal(c.get('\uD800'), 'new');
+  c.set('\uDC00', 'newer');
+  assert.equal(c.get('\uD800'), 'newer', 'a lone-surrogate key is never served from the L1');
+  fill('b', 'old');
+  c.set(new DataView(Uint8Array.from([0x62]).buffer, 0, 1), undefined);
+  assert.equal(c.get('b'), undefined, 'set(undefined) through a DataView');
+  fill('\u{1F600}', 'old');
+  c.set(Buffer.from('\u{1F600}'), 'new');
+  assert.equal(c.get('\u{1F600}'), 'new', 'a surrogate pair is well formed');
+  c.close();
+});
