@@ -347,3 +347,38 @@ test('L1: a write through any spelling of a key drops the L1 copy', () => {
   assert.equal(c.get('\u{1F600}'), 'new', 'a surrogate pair is well formed');
   c.close();
 });
+
+/*
+ * dispose hears every removal exactly once: with keys each written once into
+ * a cache far too small for them, every key is either still present at the
+ * end or was disposed with reason 'evict' (lru-cache's reason for the same);
+ * with a short ttl, every key is disposed with 'expire'.
+ */
+test('dispose: every eviction and every expiry reported once, with lru-cache\'s reasons', async () => {
+  const seen = new Map();
+  const c = new LarderCache({
+    maxSize: 65536,
+    dispose: (v, k, reason) => {
+      assert.equal(seen.has(k), false, `${k} disposed twice`);
+      seen.set(k, reason);
+      assert.equal(v, `value of ${k}`);
+    },
+  });
+  const n = 5000;
+  for (let i = 0; i < n; i++) c.set(`k${i}`, `value of k${i}`);
+  const present = () => [...c.keys()].length;
+  await waitFor(() => seen.size + present() === n && c.stats().dispose_dropped === 0, 'every eviction reported');
+  assert.ok(seen.size > 0, 'the small cache evicted');
+  for (const [k, reason] of seen) {
+    assert.equal(reason, 'evict', k);
+    assert.equal(c.has(k), false, k);
+  }
+  c.close();
+  const expired = [];
+  const e = new LarderCache({ ttl: 20, dispose: (v, k, reason) => expired.push([k, reason]) });
+  for (let i = 0; i < 100; i++) e.set(`k${i}`, i);
+  await waitFor(() => expired.length === 100, 'every expiry reported');
+  assert.ok(expired.every(([, r]) => r === 'expire'));
+  assert.equal(e.size, 0);
+  e.close();
+});
