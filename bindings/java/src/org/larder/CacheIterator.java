@@ -20,6 +20,9 @@ final class CacheIterator<K, V, T> implements CloseableIterator<T> {
     private final Object[] pair = new Object[2];
     private long iter;
     private T next;
+    /* The cache's close freed the cursor: every later hasNext/next throws, as
+     * any call on a closed cache does, until this iterator is closed. */
+    private boolean cacheClosed;
 
     CacheIterator(LarderCache<K, V> cache, long guard, long gen, boolean values,
             BiFunction<byte[], byte[], T> element) {
@@ -42,6 +45,9 @@ final class CacheIterator<K, V, T> implements CloseableIterator<T> {
             return true;
         }
         if (iter == 0) {
+            if (cacheClosed) {
+                throw LarderCache.error(Native.CLOSED);
+            }
             return false;
         }
         pair[0] = null;
@@ -59,6 +65,7 @@ final class CacheIterator<K, V, T> implements CloseableIterator<T> {
         if (rc != Native.OK) {
             if (rc == Native.CLOSED) {
                 iter = 0; /* freed by the cache's close */
+                cacheClosed = true;
             }
             throw LarderCache.error(rc);
         }
@@ -78,6 +85,7 @@ final class CacheIterator<K, V, T> implements CloseableIterator<T> {
 
     @Override
     public synchronized void close() {
+        cacheClosed = false;
         if (iter != 0) {
             Native.iterClose(guard, gen, iter);
             Reference.reachabilityFence(cache);
