@@ -553,17 +553,15 @@ class LarderCache {
       r = this.#n.mget(keys, joined);
     }
     const out = new Array(n);
-    const buf = scratch;
-    const lens = meta;
     const text = typeof r === 'string' ? r : null;
     let off = 0;
-    if (text !== null && lens[n] === 0) {
+    if (text !== null && meta[n] === 0) {
       // Every value is a string (the addon's meta[n]): cut them without
       // reading their tags (docs/node.md: the instructions saved). slice,
       // not substring: V8's optimised code clamps slice's arguments in 8
       // fewer instructions (substring may also swap them); the same string.
       for (let i = 0; i < n; i++) {
-        const len = lens[i];
+        const len = meta[i];
         out[i] = len === 0 ? undefined : text.slice(off + 1, (off += len));
       }
       return out;
@@ -573,11 +571,21 @@ class LarderCache {
     // and one copy per batch instead of one of each per value (docs/node.md).
     let bytes = null;
     let base = 0;
+    let buf = scratch;
+    let lens = meta;
     for (let i = 0; i < n; i++) {
       const len = lens[i];
       if (len === 0) {
         out[i] = undefined;
         continue;
+      }
+      // A custom deserializer may call into larder, which overwrites the
+      // scratch and meta: the batch goes to copies of its own first (NODE-J1).
+      if (text === null && buf === scratch && (buf[off] & ~TAG_ASCII) === TAG_CUSTOM) {
+        let end = off;
+        for (let j = i; j < n; j++) end += lens[j];
+        buf = Buffer.from(scratch.subarray(0, end));
+        lens = meta.slice(0, n);
       }
       // One string for the batch: every value is a string or JSON value, and len and
       // off count its UTF-16 units (the tag is one), not the scratch's bytes.

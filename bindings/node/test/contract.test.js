@@ -382,3 +382,36 @@ test('dispose: every eviction and every expiry reported once, with lru-cache\'s 
   assert.equal(e.size, 0);
   e.close();
 });
+
+/*
+ * A custom deserializer may read the cache (docs/node.md: a serializer is
+ * user code); during mget it runs while the rest of the batch still sits in
+ * the thread's scratch, which its own get or mget overwrites. The values of
+ * the batch after it came back wrong (undefined, or another key's bytes).
+ */
+test('mget: a deserializer that reads the cache leaves the rest of the batch intact', () => {
+  let cache = null;
+  const serializer = {
+    serialize: (v) => Buffer.from(JSON.stringify(v)),
+    deserialize: (b) => {
+      const v = JSON.parse(b.toString());
+      if (v.reads) {
+        assert.equal(cache.get('other').length, 70000);
+        cache.mget(['other', 'x', 'd']);
+      }
+      return v;
+    },
+  };
+  cache = new LarderCache({ serializer });
+  cache.set('other', 'Z'.repeat(70000)); // grows the scratch past its first 64 KiB
+  cache.set('a', { reads: true, n: 1 });
+  cache.set('b', { n: 2 });
+  cache.set('c', Buffer.from('bytes of c'));
+  cache.set('d', 'string d');
+  cache.set('e', { reads: true, n: 5 });
+  const keys = ['a', 'b', 'c', 'missing', 'd', 'e', 'b'];
+  const want = keys.map((k) => cache.get(k));
+  assert.deepEqual(cache.mget(keys), want);
+  assert.deepEqual(cache.mget(['c', 'a', 'c', 'd']), [want[2], want[0], want[2], want[4]]);
+  cache.close();
+});
