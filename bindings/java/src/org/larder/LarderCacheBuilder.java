@@ -29,6 +29,8 @@ public final class LarderCacheBuilder<K, V> {
     public static final long MAX_CAPACITY = (1L << 62) - 1;
     /** The engine's ceiling on key length ({@code LARDER_KEY_LIMIT}). */
     public static final int KEY_LIMIT = 65535;
+    /** The longest write wait the engine accepts, an hour ({@code larder_config_set_write_wait_ms}). */
+    public static final long MAX_WRITE_WAIT_MILLIS = 3_600_000;
     /** The most shards a cache may have ({@code LARDER_SHARDS_MAX}). */
     public static final int MAX_SHARDS = 64;
 
@@ -269,13 +271,14 @@ public final class LarderCacheBuilder<K, V> {
     }
 
     /**
-     * How long a write may wait (>= 0 ms; 0 = never) for the maintainer to
-     * make room when the cache is at its memory bound, before it throws
-     * {@link LarderBusyException}.
+     * How long a write may wait (0 to {@link #MAX_WRITE_WAIT_MILLIS} ms;
+     * 0 = never) for the maintainer to make room when the cache is at its
+     * memory bound, before it throws {@link LarderBusyException}.
      */
     public LarderCacheBuilder<K, V> writeWaitMillis(long writeWaitMillis) {
-        if (writeWaitMillis < 0) {
-            throw new IllegalArgumentException("writeWaitMillis must be >= 0: " + writeWaitMillis);
+        if (writeWaitMillis < 0 || writeWaitMillis > MAX_WRITE_WAIT_MILLIS) {
+            throw new IllegalArgumentException("writeWaitMillis must be 0.." + MAX_WRITE_WAIT_MILLIS
+                    + ": " + writeWaitMillis);
         }
         this.writeWaitMillis = writeWaitMillis;
         return this;

@@ -787,6 +787,27 @@ class ContractTest {
         assertFalse(started.hasNext());
     }
 
+    /*
+     * Each setter checks its argument at once, naming the limit (the
+     * builder's Javadoc). writeWaitMillis took any value >= 0, and build()
+     * then failed with the engine's bare "invalid argument" for one over an
+     * hour (larder_config_set_write_wait_ms).
+     */
+    @Test
+    void writeWaitIsCheckedByItsSetter() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> TestSupport.strings().writeWaitMillis(3_600_001));
+        assertTrue(e.getMessage().contains("3600000"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> TestSupport.strings().writeWaitMillis(Long.MAX_VALUE));
+        assertThrows(IllegalArgumentException.class, () -> TestSupport.strings().writeWaitMillis(-1));
+        for (long ms : new long[] {0, 1, 3_600_000}) {
+            try (LarderCache<String, String> c = TestSupport.strings().writeWaitMillis(ms).build()) {
+                c.put("a", "b");
+                assertEquals("b", c.get("a"));
+            }
+        }
+    }
+
     /** After clear(), an iterator opened before it returns no entry it had not reached. */
     @Test
     void iteratorAfterClear() {
