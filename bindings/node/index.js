@@ -198,6 +198,18 @@ function l1Key(key) {
   return isUtf8(bytes) ? bytes.toString('utf8') : undefined;
 }
 
+/*
+ * A cache or pool name: a string whose UTF-8 the addon checks (1..254
+ * bytes, no NUL). A lone surrogate has no UTF-8 form; encoded as U+FFFD it
+ * would join another name's cache, so it is refused here.
+ */
+function checkName(name) {
+  if (name === undefined) return name;
+  if (typeof name !== 'string') throw typeError('name must be a string');
+  if (!isWellFormed(name)) throw rangeError('name must be 1..254 bytes of UTF-8 without NUL (it has a lone surrogate)');
+  return name;
+}
+
 /* Set by LarderPool's static block: count the caches opened through a pool object. */
 let poolAttach = null;
 let poolDetach = null;
@@ -274,8 +286,7 @@ class LarderCache {
     for (const k of Object.keys(GIVEN)) if (o[k] !== undefined) given |= GIVEN[k];
     const pool = poolArgs(o);
 
-    const name = o.name;
-    if (name !== undefined && typeof name !== 'string') throw typeError('name must be a string');
+    const name = checkName(o.name);
     const maxSize = o.maxSize === undefined ? DEFAULT_MAX_SIZE
       : checkInteger('maxSize', o.maxSize, 65536, Number.MAX_SAFE_INTEGER);
     const max = o.max === undefined ? 0 : checkInteger('max', o.max, 1, 2 ** 32);
@@ -901,7 +912,7 @@ class LarderPool {
   constructor(options = {}) {
     if (options === null || typeof options !== 'object') throw typeError('options must be an object');
     const o = options;
-    if (o.name !== undefined && typeof o.name !== 'string') throw typeError('name must be a string');
+    checkName(o.name);
     const maxSize = o.maxSize === undefined ? 256 * 1024 * 1024
       : checkInteger('maxSize', o.maxSize, 1024 * 1024, Number.MAX_SAFE_INTEGER);
     const interval = o.interval === undefined ? DEFAULT_POOL_INTERVAL_MS

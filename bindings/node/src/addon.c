@@ -415,6 +415,10 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 			return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_BUSY",
 					   "larder: the pool did not free this cache's first "
 					   "capacity in time (EBUSY)");
+		if (rc == LARDER_ENOMEM)
+			return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_NOMEM",
+					   "larder: cannot open the cache: out of memory (ENOMEM; "
+					   "max sizes its index)");
 		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER",
 				   "larder: cannot open the cache: %s (%d)", larder_strerror(rc),
 				   rc);
@@ -538,6 +542,9 @@ static napi_value mod_pool_open(napi_env env, napi_callback_info info)
 			return lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE",
 					   "larder: pool maxSize must be >= 1 MiB and interval "
 					   "0..60000 ms");
+		if (rc == LARDER_ENOMEM)
+			return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_NOMEM",
+					   "larder: cannot open the pool: out of memory (ENOMEM)");
 		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER",
 				   "larder: cannot open the pool: %s (%d)", larder_strerror(rc),
 				   rc);

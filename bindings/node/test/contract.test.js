@@ -415,3 +415,38 @@ test('mget: a deserializer that reads the cache leaves the rest of the batch int
   assert.deepEqual(cache.mget(['c', 'a', 'c', 'd']), [want[2], want[0], want[2], want[4]]);
   cache.close();
 });
+
+/*
+ * docs/node.md: a name that is not UTF-8 is refused, never shortened or
+ * merged ("two names are never made one"). A lone surrogate has no UTF-8
+ * form: '\uD800' was encoded as U+FFFD and so joined the cache named
+ * '\uFFFD'.
+ */
+test('a cache or pool name with a lone surrogate is refused, not merged with U+FFFD', () => {
+  const { LarderPool } = require('../index.js');
+  const range = { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' };
+  for (const name of ['\uD800', 'a\uDC00b', 'x\uD83D']) {
+    assert.throws(() => new LarderCache({ name }), range);
+    assert.throws(() => new LarderPool({ name }), range);
+  }
+  const a = new LarderCache({ name: '\u{1F600}\uFFFD' });
+  assert.equal(LarderCache.refs('\u{1F600}\uFFFD'), 1);
+  a.close();
+  assert.equal(LarderCache.refs('\u{1F600}\uFFFD'), 0);
+});
+
+/*
+ * docs/node.md's error table: out of memory is ERR_LARDER_NOMEM. An open the
+ * engine refuses for memory (an index for 2^32 entries) said 'ERR_LARDER'.
+ * Where the machine can map that index, the open succeeds and nothing is
+ * checked.
+ */
+test('an open refused for memory throws ERR_LARDER_NOMEM', () => {
+  let c = null;
+  try {
+    c = new LarderCache({ max: 2 ** 32 });
+  } catch (e) {
+    assert.equal(e.code, 'ERR_LARDER_NOMEM', e.message);
+  }
+  if (c !== null) c.close();
+});
