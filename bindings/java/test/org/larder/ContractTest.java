@@ -808,6 +808,45 @@ class ContractTest {
         }
     }
 
+    /** docs/java.md: iteration is not a read: no hit counted, no expire-after-access deadline moved. */
+    @Test
+    void iterationIsNotARead() {
+        ManualClock clock = new ManualClock(0);
+        try (LarderCache<String, String> c = TestSupport.strings().clock(clock).defaultTTLmillis(1000)
+                .expireAfterAccess(true).build()) {
+            c.put("a", "1");
+            c.put("b", "2");
+            long hits = c.stats().hitCount();
+            long misses = c.stats().missCount();
+            clock.set(500);
+            for (int i = 0; i < 3; i++) {
+                try (CloseableIterator<Map.Entry<String, String>> it = c.entryIterator()) {
+                    assertEquals(2, countOf(it));
+                }
+                try (CloseableIterator<String> it = c.keyIterator()) {
+                    assertEquals(2, countOf(it));
+                }
+            }
+            assertEquals(hits, c.stats().hitCount());
+            assertEquals(misses, c.stats().missCount());
+            assertEquals(500, c.remainingTTLmillis("a"));
+            clock.set(1000);
+            assertFalse(c.containsKey("a"));
+            try (CloseableIterator<String> it = c.keyIterator()) {
+                assertFalse(it.hasNext(), "an expired entry is never reached");
+            }
+        }
+    }
+
+    private static int countOf(CloseableIterator<?> it) {
+        int n = 0;
+        while (it.hasNext()) {
+            assertNotNull(it.next());
+            n++;
+        }
+        return n;
+    }
+
     /** After clear(), an iterator opened before it returns no entry it had not reached. */
     @Test
     void iteratorAfterClear() {
