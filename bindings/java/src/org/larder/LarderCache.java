@@ -296,7 +296,12 @@ public final class LarderCache<K, V> implements AutoCloseable {
                     byte[] dst = Objects.requireNonNull(values[first + i], "values[i]");
                     if (len >= 0 && len <= dst.length) {
                         if (off < 0) {
+                            /* Past the batch's buffer: read again, and counted again (the
+                             * key may have gone meanwhile). */
                             len = getInto(keys[first + i], dst);
+                            if (len == NOT_FOUND) {
+                                found--;
+                            }
                         } else {
                             s.copyOut(off, dst, 0, len);
                         }

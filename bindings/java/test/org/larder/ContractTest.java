@@ -23,6 +23,8 @@ import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.stream.Stream;
 import javax.management.ObjectName;
@@ -805,6 +807,63 @@ class ContractTest {
                 c.put("a", "b");
                 assertEquals("b", c.get("a"));
             }
+        }
+    }
+
+    /*
+     * getAllInto returns how many it found, the keys whose lengths[i] is not
+     * NOT_FOUND. A value too long for the batch's buffer is read again by a
+     * single get; when the key went meanwhile (here removed by the key
+     * serializer as that get serializes it, deterministically), its length
+     * was NOT_FOUND but it was still counted as found.
+     */
+    @Test
+    void getAllIntoCountsWhatItReturns() {
+        /* Serializations of "big" left before the one that removes it (0: never). */
+        AtomicInteger removeAt = new AtomicInteger();
+        AtomicReference<LarderCache<String, byte[]>> cache = new AtomicReference<>();
+        CacheSerializer<String> keys = new CacheSerializer<String>() {
+            @Override
+            public void serialize(String value, ByteBuffer buf) {
+                if (value.equals("big") && removeAt.get() > 0 && removeAt.decrementAndGet() == 0) {
+                    cache.get().remove("big");
+                }
+                CacheSerializers.STRING.serialize(value, buf);
+            }
+
+            @Override
+            public String deserialize(ByteBuffer buf) {
+                return CacheSerializers.STRING.deserialize(buf);
+            }
+
+            @Override
+            public int serializedSize(String value) {
+                return CacheSerializers.STRING.serializedSize(value);
+            }
+        };
+        try (LarderCache<String, byte[]> c = LarderCacheBuilder.<String, byte[]>newBuilder()
+                .keySerializer(keys).valueSerializer(CacheSerializers.BYTE_ARRAY)
+                .maxValueBytes(4 << 20).build()) {
+            cache.set(c);
+            /* Over the 1 MiB a thread's scratch keeps between calls: never in the batch's buffer. */
+            c.put("big", new byte[2 << 20]);
+            c.put("small", new byte[8]);
+            byte[][] dsts = {new byte[2 << 20], new byte[8], new byte[8]};
+            int[] lens = new int[3];
+            String[] ks = {"big", "small", "none"};
+            assertEquals(2, c.getAllInto(ks, 3, dsts, lens));
+            assertArrayEquals(new int[] {2 << 20, 8, LarderCache.NOT_FOUND}, lens);
+            /* The batch serializes "big" once; the single get for its long value serializes it
+             * again, and that second serialization removes it. */
+            removeAt.set(2);
+            int found = c.getAllInto(ks, 3, dsts, lens);
+            assertEquals(0, removeAt.get(), "the key was serialized again, and removed");
+            assertFalse(c.containsKey("big"));
+            int counted = 0;
+            for (int len : lens) {
+                counted += len == LarderCache.NOT_FOUND ? 0 : 1;
+            }
+            assertEquals(counted, found, "lengths " + Arrays.toString(lens));
         }
     }
 
