@@ -206,7 +206,9 @@ function l1Key(key) {
 function checkName(name) {
   if (name === undefined) return name;
   if (typeof name !== 'string') throw typeError('name must be a string');
-  if (!isWellFormed(name)) throw rangeError('name must be 1..254 bytes of UTF-8 without NUL (it has a lone surrogate)');
+  if (!isWellFormed(name)) {
+    throw rangeError('name must be 1..254 bytes of UTF-8 without NUL (it has a lone surrogate)');
+  }
   return name;
 }
 
@@ -279,7 +281,9 @@ class LarderCache {
     if (options === null || typeof options !== 'object') throw typeError('options must be an object');
     const o = options;
     for (const k of UNSUPPORTED) {
-      if (o[k] !== undefined && !(o[k] === false && DEFAULT_FALSE.has(k))) throw typeError(`LarderCache does not support lru-cache's ${k} option (docs/node.md)`);
+      if (o[k] !== undefined && !(o[k] === false && DEFAULT_FALSE.has(k))) {
+        throw typeError(`LarderCache does not support lru-cache's ${k} option (docs/node.md)`);
+      }
     }
     const compression = compressionArg(o.compression);
     let given = 0;
