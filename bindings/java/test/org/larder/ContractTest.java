@@ -22,7 +22,6 @@ import java.util.Queue;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
@@ -151,7 +150,14 @@ class ContractTest {
         final LarderCache<Object, Object> cache;
         final Queue<String[]> events = new ConcurrentLinkedQueue<>();
 
+        /** The MXBean's name, when the cache registers one. */
+        final ObjectName jmx;
+
         Subject(Config cfg, int maxValueBytes) {
+            this(cfg, maxValueBytes, null);
+        }
+
+        Subject(Config cfg, int maxValueBytes, String jmxName) {
             this.cfg = cfg;
             pool = cfg.pooled ? LarderPool.builder().budget(4L << 20).build() : null;
             LarderCacheBuilder<Object, Object> b = LarderCacheBuilder.newBuilder()
@@ -168,6 +174,16 @@ class ContractTest {
             if (cfg.ttl != Ttl.NONE) {
                 b.defaultTTLmillis(TTL_MS).expireAfterAccess(cfg.ttl == Ttl.ACCESS);
             }
+            ObjectName on = null;
+            if (jmxName != null) {
+                b.jmxName(jmxName);
+                try {
+                    on = new ObjectName("org.larder:type=LarderCache,name=" + ObjectName.quote(jmxName));
+                } catch (javax.management.MalformedObjectNameException e) {
+                    throw new AssertionError(e);
+                }
+            }
+            jmx = on;
             if (cfg.listener) {
                 b.removalListener((k, v, cause) -> events.add(
                         new String[] {cfg.kind.text(k), cfg.kind.text(v), cause.name()}));
@@ -963,16 +979,15 @@ class ContractTest {
     void closeRacesWithEveryOperation() throws Exception {
         for (int round = 0; round < 40; round++) {
             Config cfg = configs().skip(round % 42).findFirst().orElseThrow();
-            Subject s = new Subject(cfg, 4096);
+            Subject s = new Subject(cfg, 4096, "contract-race-" + round + "-" + System.nanoTime());
             LarderCache<Object, Object> c = s.cache;
-            AtomicBoolean stop = new AtomicBoolean();
             Queue<Throwable> failures = new ConcurrentLinkedQueue<>();
             List<Thread> threads = new ArrayList<>();
             for (int t = 0; t < 3; t++) {
                 long seed = round * 31L + t;
                 Thread th = new Thread(() -> {
                     try {
-                        hammer(s, new SplittableRandom(seed), stop);
+                        hammer(s, new SplittableRandom(seed));
                     } catch (Throwable e) {
                         failures.add(e);
                     }
@@ -998,7 +1013,21 @@ class ContractTest {
         }
     }
 
-    private static void hammer(Subject s, SplittableRandom rnd, AtomicBoolean stop) {
+    /* The MXBean's figures, read through the platform server as a JMX client would: the
+     * cache's, zeros once it is closed, or nothing once its close unregistered it. */
+    private static void readBean(ObjectName name) {
+        try {
+            Object size = ManagementFactory.getPlatformMBeanServer().getAttribute(name, "Size");
+            Object used = ManagementFactory.getPlatformMBeanServer().getAttribute(name, "UsedBytes");
+            assertTrue((Long) size >= 0 && (Long) used >= 0);
+        } catch (javax.management.InstanceNotFoundException unregistered) {
+            /* closed */
+        } catch (javax.management.JMException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    private static void hammer(Subject s, SplittableRandom rnd) {
         LarderCache<Object, Object> c = s.cache;
         Function<Integer, Object> key = i -> s.k("k" + i);
         byte[] dst = new byte[4096];
@@ -1039,7 +1068,7 @@ class ContractTest {
                 case 14: c.stats(); c.sizeClassStats(); break;
                 case 15: c.size(); c.memUsed(); c.freeCapacity(); break;
                 case 16: if (rnd.nextInt(10) == 0) { c.clear(); } break;
-                case 17: if (rnd.nextInt(10) == 0) { c.cleanUp(); } break;
+                case 17: if (rnd.nextInt(10) == 0) { c.cleanUp(); } else { readBean(s.jmx); } break;
                 case 18: if (!s.cfg.pooled) { c.setCapacity(16L << 20); } else { c.poolStats(); } break;
                 default: c.containsKey(k); break;
                 }
