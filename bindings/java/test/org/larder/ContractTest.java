@@ -735,6 +735,13 @@ class ContractTest {
                     () -> c.getAllInto(new Object[] {k}, -1, new byte[1][], new int[1]));
             assertThrows(java.nio.ReadOnlyBufferException.class,
                     () -> c.getInto(k, ByteBuffer.allocate(8).asReadOnlyBuffer()));
+            assertThrows(IllegalArgumentException.class, () -> c.setCapacity(LarderCacheBuilder.MIN_CAPACITY - 1));
+            if (cfg.pooled) {
+                assertThrows(IllegalStateException.class, () -> c.setCapacity(1 << 20), "the pool sets it");
+            } else {
+                c.setCapacity(1 << 20);
+                assertEquals(1 << 20, c.capacity());
+            }
         }
     }
 
