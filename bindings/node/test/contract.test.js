@@ -51,30 +51,57 @@ function sortedLog(log) {
   return log.map((r) => r.join('|')).sort();
 }
 
+/*
+ * The options the sequence runs under: each policy, shards, compression
+ * (with values long enough to be compressed), both serializers, the L1, a
+ * pool. Room for every key in each: no eviction on either side, so every
+ * removal is the sequence's own.
+ */
+const SEQUENCE_CONFIGS = [
+  {},
+  { policy: 'lru', shards: 4 },
+  { policy: 'wtinylfu', compression: { minSize: 64 } },
+  { policy: 'arc', serializer: 'v8', shards: 2 },
+  { policy: 'fifo', l1: { max: 8 } },
+  { policy: 's3fifo', pool: true, compression: true },
+  { policy: 'wtinylfu-tuned', serializer: 'v8', l1: { max: 64 } },
+  { policy: 's3fifo-tuned', shards: 8 },
+];
+
 test('a random sequence of the documented-equal methods gives lru-cache\'s results', { skip: needLru }, async () => {
   console.log(`contract sequence seed ${SEED} (LARDER_NODE_SEED replays it)`);
-  const next = rng(SEED);
+  for (const [index, config] of SEQUENCE_CONFIGS.entries()) {
+    await sequence(config, SEED + index, `config ${JSON.stringify(config)}, seed ${SEED}`);
+  }
+});
+
+async function sequence(config, seed, where) {
+  const { LarderPool } = require('../index.js');
+  const next = rng(seed);
   const lruLog = disposeLog();
   const larderLog = disposeLog();
-  // Room for every key: no eviction on either side, so every removal is the sequence's own.
+  const pool = config.pool ? new LarderPool({ maxSize: 16 << 20 }) : null;
   const lru = new LRUCache({ max: 1000, dispose: lruLog.dispose });
-  const larder = new LarderCache({ maxSize: 1 << 22, dispose: larderLog.dispose });
+  const larder = new LarderCache({
+    ...config, pool: pool || undefined, maxSize: pool ? undefined : 1 << 22, dispose: larderLog.dispose,
+  });
   let version = 0;
   // Every written value differs (version): lru-cache skips dispose for a set of
   // the identical (===) value, which larder cannot see (docs/node.md).
   const value = () => {
     const v = ++version;
-    switch (next(4)) {
+    switch (next(5)) {
       case 0: return `s${v}`;
       case 1: return { n: v, a: [v, 'x'] };
       case 2: return v;
+      case 3: return `${v}:${'compressible '.repeat(20 + next(200))}`;
       default: return [v, null, true];
     }
   };
-  for (let step = 0; step < 3000; step++) {
+  for (let step = 0; step < 1500; step++) {
     const k = `k${next(40)}`;
     const op = next(11);
-    const what = `step ${step}, op ${op}, key ${k} (seed ${SEED})`;
+    const what = `step ${step}, op ${op}, key ${k} (${where})`;
     switch (op) {
       case 0:
       case 1: {
@@ -116,10 +143,11 @@ test('a random sequence of the documented-equal methods gives lru-cache\'s resul
   // 'clear' where lru-cache says 'delete' (docs/node.md).
   const expected = sortedLog(lruLog.log);
   const mapped = () => sortedLog(larderLog.log.map(([k, v, r]) => [k, v, r === 'clear' ? 'delete' : r]));
-  await waitFor(() => larderLog.log.length >= lruLog.log.length, 'every dispose record');
-  assert.deepEqual(mapped(), expected);
+  await waitFor(() => larderLog.log.length >= lruLog.log.length, `every dispose record (${where})`);
+  assert.deepEqual(mapped(), expected, where);
   larder.close();
-});
+  if (pool !== null) pool.close();
+}
 
 test('TTL fields as lru-cache: getRemainingTTL, per-set ttl 0 and Infinity, expiry', { skip: needLru }, async () => {
   const lru = new LRUCache({ max: 100, ttl: 60000 });
