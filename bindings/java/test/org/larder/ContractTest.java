@@ -455,8 +455,8 @@ class ContractTest {
                      * reaped it may be reported with either cause: with TTLs, compare
                      * keys and values. */
                     boolean causes = cfg.ttl == Ttl.NONE;
-                    assertSameRecords(records(expected, causes), records(new ArrayList<>(s.events), causes),
-                            where);
+                    assertSameRecords(records(expected, causes),
+                            records(new ArrayList<>(s.events), causes), where);
                 } else {
                     for (String[] e : s.events) {
                         List<String> w = written.get(e[0]);
@@ -661,7 +661,8 @@ class ContractTest {
                     () -> c.getInto(null, ByteBuffer.allocate(1)), () -> c.getDirect(null, x -> { }),
                     () -> c.containsKey(null), () -> c.remainingTTLmillis(null), () -> c.put(null, v),
                     () -> c.put(null, v, 1, TimeUnit.SECONDS), () -> c.putIfAbsent(null, v),
-                    () -> c.replace(null, v), () -> c.replace(null, v, v), () -> c.addOrReplace(null, v, v),
+                    () -> c.replace(null, v), () -> c.replace(null, v, v),
+                    () -> c.addOrReplace(null, v, v),
                     () -> c.remove(null), () -> c.remove(null, v), () -> c.touch(null),
                     () -> c.touch(null, 1, TimeUnit.SECONDS), () -> c.getAll(Arrays.asList(k, null)),
                     () -> c.getAllInto(new Object[] {k, null}, 2, new byte[][] {new byte[9], new byte[9]},
@@ -682,7 +683,8 @@ class ContractTest {
                 List<Runnable> badKey = Arrays.asList(() -> c.get(bad), () -> c.getInto(bad, new byte[1]),
                         () -> c.getDirect(bad, x -> { }), () -> c.containsKey(bad),
                         () -> c.remainingTTLmillis(bad), () -> c.put(bad, v), () -> c.putIfAbsent(bad, v),
-                        () -> c.replace(bad, v), () -> c.replace(bad, v, v), () -> c.addOrReplace(bad, v, v),
+                        () -> c.replace(bad, v), () -> c.replace(bad, v, v),
+                        () -> c.addOrReplace(bad, v, v),
                         () -> c.remove(bad), () -> c.remove(bad, v), () -> c.touch(bad),
                         () -> c.getAll(Arrays.asList(k, bad)));
                 for (int i = 0; i < badKey.size(); i++) {
@@ -693,7 +695,8 @@ class ContractTest {
                 }
             }
             Object big = s.v("x".repeat(101));
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> c.put(k, big));
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> c.put(k, big));
             assertTrue(e.getMessage().contains("100"), e.getMessage());
             assertFalse(c.containsKey(k), cfg + ": a put refused for its value removes the old one");
             c.put(k, v);
@@ -707,8 +710,10 @@ class ContractTest {
             assertFalse(c.remove(k, big));
             for (long ttl : new long[] {0, -1, Long.MIN_VALUE}) {
                 assertThrows(IllegalArgumentException.class, () -> c.put(k, v, ttl, TimeUnit.SECONDS));
-                assertThrows(IllegalArgumentException.class, () -> c.putIfAbsent(k, v, ttl, TimeUnit.SECONDS));
-                assertThrows(IllegalArgumentException.class, () -> c.addOrReplace(k, v, v, ttl, TimeUnit.SECONDS));
+                assertThrows(IllegalArgumentException.class,
+                        () -> c.putIfAbsent(k, v, ttl, TimeUnit.SECONDS));
+                assertThrows(IllegalArgumentException.class,
+                        () -> c.addOrReplace(k, v, v, ttl, TimeUnit.SECONDS));
                 assertThrows(IllegalArgumentException.class, () -> c.touch(k, ttl, TimeUnit.SECONDS));
             }
             assertEquals("v", s.text(c.get(k)), cfg + ": a bad TTL keeps the value");
@@ -735,9 +740,11 @@ class ContractTest {
                     () -> c.getAllInto(new Object[] {k}, -1, new byte[1][], new int[1]));
             assertThrows(java.nio.ReadOnlyBufferException.class,
                     () -> c.getInto(k, ByteBuffer.allocate(8).asReadOnlyBuffer()));
-            assertThrows(IllegalArgumentException.class, () -> c.setCapacity(LarderCacheBuilder.MIN_CAPACITY - 1));
+            assertThrows(IllegalArgumentException.class,
+                    () -> c.setCapacity(LarderCacheBuilder.MIN_CAPACITY - 1));
             if (cfg.pooled) {
-                assertThrows(IllegalStateException.class, () -> c.setCapacity(1 << 20), "the pool sets it");
+                assertThrows(IllegalStateException.class, () -> c.setCapacity(1 << 20),
+                        "the pool sets it");
             } else {
                 c.setCapacity(1 << 20);
                 assertEquals(1 << 20, c.capacity());
@@ -761,9 +768,11 @@ class ContractTest {
                 () -> c.getAllInto(new Object[] {k}, 1, new byte[][] {new byte[8]}, new int[1]),
                 () -> c.getAll(Arrays.asList(k)), () -> c.containsKey(k), () -> c.remainingTTLmillis(k),
                 () -> c.put(k, v), () -> c.put(k, v, 1, TimeUnit.SECONDS), () -> c.putIfAbsent(k, v),
-                () -> c.putIfAbsent(k, v, 1, TimeUnit.SECONDS), () -> c.replace(k, v), () -> c.replace(k, v, v),
+                () -> c.putIfAbsent(k, v, 1, TimeUnit.SECONDS), () -> c.replace(k, v),
+                () -> c.replace(k, v, v),
                 () -> c.addOrReplace(k, v, v), () -> c.addOrReplace(k, v, v, 1, TimeUnit.SECONDS),
-                () -> c.remove(k), () -> c.remove(k, v), () -> c.touch(k), () -> c.touch(k, 1, TimeUnit.SECONDS),
+                () -> c.remove(k), () -> c.remove(k, v), () -> c.touch(k),
+                () -> c.touch(k, 1, TimeUnit.SECONDS),
                 c::clear, () -> c.setCapacity(1 << 20), c::capacity, c::size, c::cleanUp, c::memUsed,
                 c::freeCapacity, c::stats, c::sizeClassStats, c::keyIterator, c::entryIterator,
                 c::poolStats);
@@ -823,7 +832,8 @@ class ContractTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> TestSupport.strings().writeWaitMillis(3_600_001));
         assertTrue(e.getMessage().contains("3600000"), e.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> TestSupport.strings().writeWaitMillis(Long.MAX_VALUE));
+        assertThrows(IllegalArgumentException.class,
+                () -> TestSupport.strings().writeWaitMillis(Long.MAX_VALUE));
         assertThrows(IllegalArgumentException.class, () -> TestSupport.strings().writeWaitMillis(-1));
         for (long ms : new long[] {0, 1, 3_600_000}) {
             try (LarderCache<String, String> c = TestSupport.strings().writeWaitMillis(ms).build()) {
