@@ -888,7 +888,8 @@ class LarderCache {
 
   /** Handles holding the named cache, across all workers; 0 when not open. */
   static refs(name) {
-    return native.refs(name);
+    // A name with a lone surrogate is refused (checkName): no cache has it.
+    return typeof name === 'string' && !isWellFormed(name) ? 0 : native.refs(name);
   }
 }
 

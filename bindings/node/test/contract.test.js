@@ -461,6 +461,7 @@ test('a cache or pool name with a lone surrogate is refused, not merged with U+F
   }
   const a = new LarderCache({ name: '\u{1F600}\uFFFD' });
   assert.equal(LarderCache.refs('\u{1F600}\uFFFD'), 1);
+  assert.equal(LarderCache.refs('\u{1F600}\uD800'), 0, 'no cache can have that name');
   a.close();
   assert.equal(LarderCache.refs('\u{1F600}\uFFFD'), 0);
 });
