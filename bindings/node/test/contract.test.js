@@ -279,14 +279,18 @@ test('bad keys: TypeError from every method, and nothing else changes', () => {
   c.close();
 });
 
-test('a value over the limit: RangeError, and the key\'s old value is gone (docs/node.md)', () => {
-  const c = new LarderCache({ maxValueBytes: 100 });
+test('a value over the limit: RangeError, and the key\'s old value is gone (docs/node.md)', async () => {
+  const disposed = [];
+  const c = new LarderCache({ maxValueBytes: 100, dispose: (v, k, reason) => disposed.push([k, v, reason]) });
   c.set('a', 'old');
   assert.throws(() => c.set('a', 'x'.repeat(101)), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' });
   assert.equal(c.get('a'), undefined);
-  c.set('b', 'old');
+  c.set('b', 'old b');
   assert.throws(() => c.set('b', Buffer.alloc(2 << 20)), { name: 'RangeError' });
   assert.equal(c.has('b'), false);
+  // Heard as a deletion (lru-cache, for a value over its maxEntrySize, says 'set').
+  await waitFor(() => disposed.length >= 2, 'the two deletions');
+  assert.deepEqual(disposed.sort(), [['a', 'old', 'delete'], ['b', 'old b', 'delete']]);
   c.close();
 });
 
