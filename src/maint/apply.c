@@ -306,8 +306,10 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
  * whose size class the event carries, no listener to call), applied with
  * what apply() would do there and nothing else: b counted and put in a's
  * place in the policy, a retired. The live totals do not move (one entry of
- * the same charge in, one out). Returns 0, having changed nothing, for any
- * other event; apply() takes those. Inlined into the ring's loop: about one
+ * the same charge in, one out), and the replacement is counted by the
+ * caller, once per drain (a statistic's load and store per put saved).
+ * Returns 0, having changed nothing, for any other event; apply() takes
+ * those. Inlined into the ring's loop: about one
  * event in two is one of these under writes, and the call, the dispatch
  * and the general path's checks were a fifth of its cost; the size class
  * from the event rather than from the sizes saved 12 more of the
@@ -327,12 +329,14 @@ static inline __attribute__((always_inline)) int apply_overwrite(struct larder__
 	unsigned flags = larder__entry_flags(a);
 	if (flags != larder__entry_flags(b) || (flags & LARDER__ENTRY_TTL) || m->cache->listener)
 		return 0;
+	/* No deadline, so a was live when b replaced it (core/cache.c,
+	 * write_index): the cause the caller counts. */
+	LARDER__ASSERT(ev->cause == LARDER_CAUSE_REPLACED);
 	size_t charge = larder__sizeclass_slot(ev->sclass); /* larder__slab_charge() of a slot */
 	larder__slab_note_live_class(&m->shard->slab, b, ev->sclass);
 	m->ops->replace(m->policy, a, b, charge, charge);
 	b->mbits |= LARDER__MBITS_COUNTED | LARDER__MBITS_QUEUED;
 	a->mbits = (uint8_t)((a->mbits & ~LARDER__MBITS_QUEUED) | LARDER__MBITS_DEAD);
-	larder__maint_bump(m, cause_stat[ev->cause], 1);
 	a->retired_next = m->collect; /* ENTRY-E5: replace() unlinked it */
 	m->collect = a;
 	m->collect_bytes += charge;
@@ -340,12 +344,15 @@ static inline __attribute__((always_inline)) int apply_overwrite(struct larder__
 }
 
 /* One event, the ring's or the spill's: a spilled overwrite (a writer whose
- * maintainer lagged) takes the short path too. */
-static inline __attribute__((always_inline)) void apply_event(struct larder__maint *m,
-							      const struct larder__event *ev)
+ * maintainer lagged) takes the short path too. Returns 1 for an overwrite
+ * the short path took, for the caller to count (LARDER_STAT_REPLACEMENTS). */
+static inline __attribute__((always_inline)) unsigned apply_event(struct larder__maint *m,
+								  const struct larder__event *ev)
 {
-	if (!apply_overwrite(m, ev))
-		apply(m, ev);
+	if (apply_overwrite(m, ev))
+		return 1;
+	apply(m, ev);
+	return 0;
 }
 
 /* The spill chunk the maintainer reads (maint/events.h), or NULL while the
@@ -431,7 +438,7 @@ static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 			spilled += before - (uint32_t)spilled;
 	}
 	uint64_t taken0 = atomic_load_explicit(&h->spill_taken, LARDER__RELAXED); /* ours */
-	uint64_t taken = taken0;
+	uint64_t taken = taken0, replaced = 0;
 	const struct larder__event *sp = taken != spilled ? spill_next(h) : NULL;
 	for (uint64_t i = tail; i != head && i - tail < PREFETCH_AHEAD; i++)
 		prefetch_event(&h->ev[i % LARDER__EVENT_RING]);
@@ -440,13 +447,14 @@ static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 		if (head - i > PREFETCH_AHEAD)
 			prefetch_event(&h->ev[(i + PREFETCH_AHEAD) % LARDER__EVENT_RING]);
 		while (sp && (int32_t)(sp->seq - ev->seq) < 0) {
-			apply_event(m, sp);
+			replaced += apply_event(m, sp);
 			sp = ++taken != spilled ? spill_next(h) : NULL;
 		}
-		apply_event(m, ev);
+		replaced += apply_event(m, ev);
 	}
 	for (; sp; sp = ++taken != spilled ? spill_next(h) : NULL)
-		apply_event(m, sp);
+		replaced += apply_event(m, sp);
+	larder__maint_bump(m, LARDER_STAT_REPLACEMENTS, replaced);
 	if (head != tail) /* R-EVT: release; we are done reading those slots. */
 		atomic_store_explicit(&h->ev_tail, head, LARDER__RELEASE);
 	/* Relaxed: our own count, which the owner reads for its bound only. */
