@@ -317,8 +317,8 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
  */
 _Static_assert(LARDER__SIZECLASS_COUNT <= LARDER__EV_NO_CLASS, "a size class fits an event's sclass");
 
-static inline __attribute__((always_inline)) int apply_overwrite(struct larder__maint *m,
-								  const struct larder__event *ev)
+static inline __attribute__((always_inline)) int
+apply_overwrite(struct larder__maint *m, int listener, const struct larder__event *ev)
 {
 	struct larder__entry *a = ev->a, *b = ev->b;
 	if (ev->kind != LARDER__EV_REPLACE || ev->sclass == LARDER__EV_NO_CLASS ||
@@ -327,7 +327,7 @@ static inline __attribute__((always_inline)) int apply_overwrite(struct larder__
 	    a->value_len != b->value_len)
 		return 0;
 	unsigned flags = larder__entry_flags(a);
-	if (flags != larder__entry_flags(b) || (flags & LARDER__ENTRY_TTL) || m->cache->listener)
+	if (flags != larder__entry_flags(b) || (flags & LARDER__ENTRY_TTL) || listener)
 		return 0;
 	/* No deadline, so a was live when b replaced it (core/cache.c,
 	 * write_index): the cause the caller counts. */
@@ -345,11 +345,13 @@ static inline __attribute__((always_inline)) int apply_overwrite(struct larder__
 
 /* One event, the ring's or the spill's: a spilled overwrite (a writer whose
  * maintainer lagged) takes the short path too. Returns 1 for an overwrite
- * the short path took, for the caller to count (LARDER_STAT_REPLACEMENTS). */
-static inline __attribute__((always_inline)) unsigned apply_event(struct larder__maint *m,
-								  const struct larder__event *ev)
+ * the short path took, for the caller to count (LARDER_STAT_REPLACEMENTS).
+ * listener: whether the cache has a removal listener (set at open), read
+ * once per drain rather than per event. */
+static inline __attribute__((always_inline)) unsigned
+apply_event(struct larder__maint *m, int listener, const struct larder__event *ev)
 {
-	if (apply_overwrite(m, ev))
+	if (apply_overwrite(m, listener, ev))
 		return 1;
 	apply(m, ev);
 	return 0;
@@ -439,6 +441,7 @@ static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 	}
 	uint64_t taken0 = atomic_load_explicit(&h->spill_taken, LARDER__RELAXED); /* ours */
 	uint64_t taken = taken0, replaced = 0;
+	int listener = m->cache->listener != NULL;
 	const struct larder__event *sp = taken != spilled ? spill_next(h) : NULL;
 	for (uint64_t i = tail; i != head && i - tail < PREFETCH_AHEAD; i++)
 		prefetch_event(&h->ev[i % LARDER__EVENT_RING]);
@@ -447,13 +450,13 @@ static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 		if (head - i > PREFETCH_AHEAD)
 			prefetch_event(&h->ev[(i + PREFETCH_AHEAD) % LARDER__EVENT_RING]);
 		while (sp && (int32_t)(sp->seq - ev->seq) < 0) {
-			replaced += apply_event(m, sp);
+			replaced += apply_event(m, listener, sp);
 			sp = ++taken != spilled ? spill_next(h) : NULL;
 		}
-		replaced += apply_event(m, ev);
+		replaced += apply_event(m, listener, ev);
 	}
 	for (; sp; sp = ++taken != spilled ? spill_next(h) : NULL)
-		replaced += apply_event(m, sp);
+		replaced += apply_event(m, listener, sp);
 	larder__maint_bump(m, LARDER_STAT_REPLACEMENTS, replaced);
 	if (head != tail) /* R-EVT: release; we are done reading those slots. */
 		atomic_store_explicit(&h->ev_tail, head, LARDER__RELEASE);
