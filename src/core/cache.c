@@ -1263,9 +1263,9 @@ static __attribute__((noinline)) int write_general(larder *c, enum write_mode mo
 }
 
 /* The common put, stored raw without a deadline, inlines write_common with
- * the lifetime's, compression's and deadline's tests folded away (about 13
- * instructions per put, docs/bench.md); any other goes through
- * write_general. */
+ * the lifetime's, compression's and deadline's tests folded away (about 16
+ * of the writer's instructions per put, docs/bench.md); any other goes
+ * through write_general. */
 int larder_put(larder *c, const void *key, size_t key_len, const void *value, size_t value_len,
 	       uint64_t ttl_ms)
 {

@@ -15,10 +15,11 @@
  *
  * so id -> address is one load, a shift, a zero-extension and a
  * multiply-add (no page header is read; with the address in the low bits
- * it took a 64-bit mask constant and a shift more, 2 of the maintainer's
- * instructions per link it follows: docs/bench.md). address -> id reads the page header (struct larder__pageid, the
- * first bytes of every slab page and of every large mapping): first_id plus
- * the slot index by a reciprocal multiply, no division.
+ * it took a 64-bit mask constant, a mask and a shift more: 3 of the
+ * maintainer's instructions per link it follows, docs/bench.md).
+ * address -> id reads the page header (struct larder__pageid, the first
+ * bytes of every slab page and of every large mapping): first_id plus the
+ * slot index by a reciprocal multiply, no division.
  *
  * The directory is one flat array reserved at its largest (2^26 blocks,
  * 512 MiB of address space, PROT_NONE) and made writable as it grows, so it

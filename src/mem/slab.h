@@ -72,8 +72,8 @@ static inline uint64_t *larder__slab_owner_free(struct larder__page *pg)
  * A writer's run of free slots (SLAB-S9 in slab.c): the free bits of one
  * word of its page's owner_free, taken out of the bitmap at once, with what
  * turns a bit into a slot and an id. A put takes the lowest bit: no page
- * header, hint or bitmap is read per slot (a put's allocation fell from
- * about 28 to 12 instructions, docs/bench.md). Zeroed: empty.
+ * header, hint or bitmap is read per slot (the allocation's part of a put
+ * fell from about 46 to 35 instructions, docs/bench.md). Zeroed: empty.
  */
 struct larder__slab_run {
 	uint64_t bits;        /* free slots not yet handed out; 0: empty */
