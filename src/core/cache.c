@@ -923,7 +923,9 @@ static inline int reserve_room(larder *c, struct op *op, size_t charge)
 
 /* ---- Writes ------------------------------------------------------------------ */
 
-enum write_mode { W_PUT, W_IF_ABSENT, W_REPLACE, W_IF_EQUALS };
+/* W_PUT_PLAIN: a put whose caller found it stored raw without a deadline
+ * (larder_put's common case), which write_common then need not test. */
+enum write_mode { W_PUT, W_IF_ABSENT, W_REPLACE, W_IF_EQUALS, W_PUT_PLAIN };
 
 /* The lifetime a write asks for, resolved against the cache default. */
 static uint64_t resolve_ttl(const larder *c, uint64_t ttl_ms)
@@ -1183,10 +1185,10 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 	uint64_t hash = bulk ? bulk_hash : larder__hash(c->seed, key, key_len);
 	if (value_len > c->max_value_bytes)
 		return LARDER_EVALSIZE;
-	ttl_ms = resolve_ttl(c, ttl_ms);
+	ttl_ms = mode == W_PUT_PLAIN ? LARDER_TTL_NEVER : resolve_ttl(c, ttl_ms);
 	unsigned flags = ttl_flags(ttl_ms);
 	unsigned char *packed = NULL;
-	if (__builtin_expect(value_len >= c->write_slow_from, 0)) {
+	if (mode != W_PUT_PLAIN && __builtin_expect(value_len >= c->write_slow_from, 0)) {
 		if (c->sample_marks)
 			flags |= larder__probe_mark(hash);
 		packed = pack_value(c, &value, &value_len, &flags);
@@ -1260,11 +1262,20 @@ static __attribute__((noinline)) int write_general(larder *c, enum write_mode mo
 			    charge_limit, charged, NULL, 0);
 }
 
+/* The common put, stored raw without a deadline, inlines write_common with
+ * the lifetime's, compression's and deadline's tests folded away (about 16
+ * of the writer's instructions per put, docs/bench.md); any other goes
+ * through write_general. */
 int larder_put(larder *c, const void *key, size_t key_len, const void *value, size_t value_len,
 	       uint64_t ttl_ms)
 {
-	return write_common(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms,
-			    UINT64_MAX, NULL, NULL, 0);
+	if (__builtin_expect(c && resolve_ttl(c, ttl_ms) == LARDER_TTL_NEVER &&
+				     value_len < c->write_slow_from,
+			     1))
+		return write_common(c, W_PUT_PLAIN, key, key_len, NULL, 0, value, value_len,
+				    ttl_ms, UINT64_MAX, NULL, NULL, 0);
+	return write_general(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms,
+			     UINT64_MAX, NULL);
 }
 
 int larder_put_if_absent(larder *c, const void *key, size_t key_len, const void *value,

@@ -108,7 +108,7 @@ int larder__pagedir_add_locked(struct larder__pagedir *d, struct larder__pageid 
 		return -1;
 	for (uint32_t i = 0; i < len; i++) {
 		uint64_t at = base + (uint64_t)i * LARDER__PAGEDIR_BLOCK * slot_bytes;
-		d->dir[b + i] = (uint64_t)(slot_bytes / 8) << 48 | at; /* PAGEDIR-D2 */
+		d->dir[b + i] = (uint64_t)at << 16 | slot_bytes / 8; /* PAGEDIR-D2 */
 	}
 	pg->first_id = b << LARDER__PAGEDIR_BLOCK_BITS;
 	pg->slots_offset = (uint32_t)(base - (uintptr_t)pg);

@@ -11,12 +11,15 @@
  * blocks of 64 ids when it is formatted and gives them back when it is
  * retired. The directory maps each block to where its 64 slots start:
  *
- *     dir[id >> 6] = (slot_bytes / 8) << 48 | address of the block's slot 0
+ *     dir[id >> 6] = address of the block's slot 0 << 16 | slot_bytes / 8
  *
- * so id -> address is one load, a mask and a multiply-add (no page header is
- * read). address -> id reads the page header (struct larder__pageid, the
- * first bytes of every slab page and of every large mapping): first_id plus
- * the slot index by a reciprocal multiply, no division.
+ * so id -> address is one load, a shift, a zero-extension and a
+ * multiply-add (no page header is read; with the address in the low bits
+ * it took a 64-bit mask constant, a mask and a shift more: 3 of the
+ * maintainer's instructions per link it follows, docs/bench.md).
+ * address -> id reads the page header (struct larder__pageid, the first
+ * bytes of every slab page and of every large mapping): first_id plus the
+ * slot index by a reciprocal multiply, no division.
  *
  * The directory is one flat array reserved at its largest (2^26 blocks,
  * 512 MiB of address space, PROT_NONE) and made writable as it grows, so it
@@ -102,9 +105,9 @@ void larder__pagedir_remove_locked(struct larder__pagedir *d, struct larder__pag
 static inline void *larder__pagedir_slot(const struct larder__pagedir *d, uint32_t id)
 {
 	uint64_t v = d->dir[id >> LARDER__PAGEDIR_BLOCK_BITS]; /* PAGEDIR-D2 */
-	uintptr_t base = (uintptr_t)(v & ((UINT64_C(1) << 48) - 1));
+	uintptr_t base = (uintptr_t)(v >> 16);
 	return (void *)(base + (uintptr_t)(id & (LARDER__PAGEDIR_BLOCK - 1)) *
-				       (uintptr_t)((v >> 48) << 3));
+				       (uintptr_t)(uint16_t)v * 8);
 }
 
 /* The id of the slot at p, which holds bytes (as allocated by the slab). */

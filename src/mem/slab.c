@@ -16,8 +16,8 @@
  * which tests/unit/test_assert.c shows firing for SLAB-S1; and by
  * tests/unit/test_memory.c, tests/unit/test_pagedir.c and the stress tests'
  * walks):
- *   SLAB-S1. A free slot has its bit set in exactly one of owner_free, maint_free;
- *       an allocated slot in neither.
+ *   SLAB-S1. A free slot has its bit set in exactly one of owner_free, maint_free
+ *       and its owner's run (SLAB-S9); an allocated slot in none.
  *   SLAB-S2. owner_free is touched only by the owning cursor's thread. maint_free
  *       is set by the maintainer (atomic OR, release) and emptied by the owner
  *       (atomic exchange, acquire), so a slot's last reads by the maintainer
@@ -67,6 +67,18 @@
  *       into maint_free, the page listed if unowned), and then an unowned
  *       page it empties stays listed, for the next writer of its class,
  *       instead of being retired (only the maintainer retires: SLAB-S4).
+ *   SLAB-S9. A cursor's run of class k (struct larder__slab_run in slab.h)
+ *       holds free slots of the cursor's page of class k only: the bits of
+ *       one owner_free word, taken out of the bitmap together (the word
+ *       left 0) when the run is empty and a slot is wanted, and handed out
+ *       lowest first by the inline allocation. They go back into their word
+ *       (run_return) before the page leaves the cursor, so a page leaves
+ *       its owner with every free slot in its bitmaps, as before runs; a
+ *       slot given back while its word is the run's goes back to the run.
+ *       owner_hint is then the first word after the run's that may hold a
+ *       free bit (the run's own is 0 in the bitmap). Nothing but the owner
+ *       reads a run: the maintainer counts slots by its live counts, never
+ *       by an owned page's bitmaps.
  *
  * Audit (larder_stats_size_class): pages per class and the reserve move
  * under the lock; live slots per class move with the per-page live count,
@@ -363,19 +375,47 @@ static int steal_maint(struct larder__page *pg)
 	return got != 0;
 }
 
-/* A free slot of pg and (*id) its id, or NULL. */
-static void *take_owner(struct larder__page *pg, uint32_t *id)
+/* A free slot of the cursor's page of class k, and (*id) its id, or NULL:
+ * from the run, or the run refilled from the next word of the page's
+ * owner_free that has a free bit (SLAB-S9). */
+static void *cursor_take(struct larder__slab_cursor *c, unsigned k, uint32_t *id)
 {
-	uint64_t *bm = larder__slab_owner_free(pg);
-	for (uint32_t w = pg->owner_hint; w < pg->nwords; w++) {
-		uint64_t bits = bm[w];
-		if (bits) {
+	struct larder__slab_run *r = &c->run[k];
+	struct larder__page *pg = c->page[k];
+	if (!r->bits) {
+		if (!pg)
+			return NULL;
+		uint64_t *bm = larder__slab_owner_free(pg);
+		uint32_t w = pg->owner_hint;
+		while (w < pg->nwords && !bm[w])
+			w++;
+		if (w == pg->nwords) {
 			pg->owner_hint = w;
-			return larder__slab_take_slot(pg, w, bits, id);
+			return NULL;
 		}
+		r->bits = bm[w];
+		bm[w] = 0;
+		r->word = w;
+		r->first_id = pg->id.first_id + w * 64;
+		r->base = (unsigned char *)pg + pg->slots_offset + (size_t)w * 64 * pg->slot_bytes;
+		pg->owner_hint = w + 1;
 	}
-	pg->owner_hint = pg->nwords;
-	return NULL;
+	return larder__slab_run_take(r, pg->slot_bytes, id);
+}
+
+/* The run of class k goes back into its page's owner_free (SLAB-S9), before
+ * the page leaves the cursor. */
+static void run_return(struct larder__slab_cursor *c, unsigned k)
+{
+	struct larder__slab_run *r = &c->run[k];
+	if (!r->bits)
+		return;
+	struct larder__page *pg = c->page[k];
+	LARDER__ASSERT(!(larder__slab_owner_free(pg)[r->word] & r->bits)); /* SLAB-S1 */
+	larder__slab_owner_free(pg)[r->word] |= r->bits;
+	if (r->word < pg->owner_hint)
+		pg->owner_hint = r->word;
+	r->bits = 0;
 }
 
 /* Takes a page for class c: a listed one, a reserved one, or a new mapping. */
@@ -691,7 +731,8 @@ static void *cursor_refill(struct larder__slab *s, struct larder__slab_cursor *c
 	struct larder__page *pg = c->page[k];
 	if (pg) {
 		void *p;
-		if (steal_maint(pg) && (p = take_owner(pg, id)))
+		/* The run is empty: cursor_take() found no slot. */
+		if (steal_maint(pg) && (p = cursor_take(c, k, id)))
 			return p;
 		c->page[k] = NULL;
 		page_release(s, pg, 0);
@@ -700,15 +741,14 @@ static void *cursor_refill(struct larder__slab *s, struct larder__slab_cursor *c
 	if (!pg)
 		return NULL;
 	c->page[k] = pg;
-	return take_owner(pg, id);
+	return cursor_take(c, k, id);
 }
 
 /* A slot of class k from the shared cursor (SLAB-S8). */
 static void *shared_alloc(struct larder__slab *s, unsigned k, uint32_t *id)
 {
 	pthread_mutex_lock(&s->shared_lock);
-	struct larder__page *pg = s->shared.page[k];
-	void *p = pg ? take_owner(pg, id) : NULL;
+	void *p = cursor_take(&s->shared, k, id);
 	if (!p)
 		p = cursor_refill(s, &s->shared, k, id);
 	pthread_mutex_unlock(&s->shared_lock);
@@ -742,8 +782,7 @@ static __attribute__((noinline)) void *big_alloc(struct larder__slab *s,
 	void *p = keep_take(s, k, id);
 	if (p)
 		return p;
-	struct larder__page *pg = c->page[k];
-	p = pg ? take_owner(pg, id) : NULL;
+	p = cursor_take(c, k, id);
 	return p ? p : alloc_refill(s, c, k, id);
 }
 
@@ -753,8 +792,7 @@ void *larder__slab_alloc_id_slow(struct larder__slab *s, struct larder__slab_cur
 	if (bytes > LARDER__SLAB_BIG_FROM)
 		return big_alloc(s, c, bytes, id);
 	unsigned k = larder__sizeclass_of(bytes);
-	struct larder__page *pg = c->page[k];
-	void *p = pg ? take_owner(pg, id) : NULL;
+	void *p = cursor_take(c, k, id);
 	return p ? p : alloc_refill(s, c, k, id);
 }
 
@@ -764,11 +802,18 @@ void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, 
 	return larder__slab_alloc_id(s, c, bytes, &id);
 }
 
-/* Slot p of pg, which the caller's cursor owns, is free for it again. */
-static void owner_give_back(struct larder__page *pg, void *p)
+/* Slot p of pg, which cursor c owns, is free for it again: back into the
+ * run when it came from the run's word, else into owner_free (SLAB-S9). */
+static void owner_give_back(struct larder__slab_cursor *c, struct larder__page *pg, void *p)
 {
 	size_t i = larder__slab_slot_index(pg, p);
-	larder__slab_owner_free(pg)[i / 64] |= (uint64_t)1 << (i % 64);
+	uint64_t bit = (uint64_t)1 << (i % 64);
+	struct larder__slab_run *r = &c->run[pg->size_class];
+	if (r->bits && r->word == i / 64) {
+		r->bits |= bit;
+		return;
+	}
+	larder__slab_owner_free(pg)[i / 64] |= bit;
 	if (i / 64 < pg->owner_hint)
 		pg->owner_hint = (uint32_t)(i / 64);
 }
@@ -791,13 +836,13 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 		return;
 	}
 	if (c->page[pg->size_class] == pg) {
-		owner_give_back(pg, p); /* the page this cursor still owns */
+		owner_give_back(c, pg, p); /* the page this cursor still owns */
 		return;
 	}
 	/* From the shared cursor (SLAB-S8). */
 	pthread_mutex_lock(&s->shared_lock);
 	if (s->shared.page[pg->size_class] == pg) {
-		owner_give_back(pg, p);
+		owner_give_back(&s->shared, pg, p);
 	} else {
 		size_t i = larder__slab_slot_index(pg, p);
 		pthread_mutex_lock(&s->lock);
@@ -814,6 +859,7 @@ void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cur
 {
 	for (unsigned k = 0; k < LARDER__SIZECLASS_COUNT; k++) {
 		if (c->page[k]) {
+			run_return(c, k);
 			page_release(s, c->page[k], 1);
 			c->page[k] = NULL;
 		}
@@ -822,9 +868,13 @@ void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cur
 
 void larder__slab_release_cursor_at_exit(struct larder__slab *s, struct larder__slab_cursor *c)
 {
-	for (unsigned k = 0; k < LARDER__SIZECLASS_COUNT; k++)
-		if (c->page[k] && !page_release_unless_empty(s, c->page[k]))
+	for (unsigned k = 0; k < LARDER__SIZECLASS_COUNT; k++) {
+		if (!c->page[k])
+			continue;
+		run_return(c, k);
+		if (!page_release_unless_empty(s, c->page[k]))
 			c->page[k] = NULL;
+	}
 }
 
 void larder__slab_page_settle(struct larder__slab *s, struct larder__page *pg)

@@ -41,18 +41,18 @@ struct larder__page {
 	uint32_t page_bytes;
 	uint32_t slots_offset;
 	uint32_t maint_offset; /* of maint_free; owner_free follows this header */
-	uint32_t owner_hint;   /* owner only: first word that may have a free bit */
+	uint32_t owner_hint;   /* owner only: first word that may have a free bit (SLAB-S9) */
 	larder__atomic_u32 state;
 	/* Published slots the maintainer knows of: written by the maintainer only,
 	 * read under the lock by writers releasing a page; relaxed, because
 	 * retirement re-checks the bitmap (SLAB-S4) and only uses this as a hint.
 	 * On the header's second line, with the lists that change under the
 	 * lock: the maintainer writes it for every entry it counts and frees,
-	 * and the first line is what the owning writer reads for every slot it
-	 * takes (larder__slab_alloc_id), so on one line each of the
-	 * maintainer's stores took the line from the writer's core and the
-	 * writer's next allocation took it back (docs/bench.md, "The writer's
-	 * and the maintainer's lines"). The header stays 128 bytes. */
+	 * and the first line is what the owning writer reads when it refills
+	 * its run (SLAB-S9; before runs, for every slot it took), so on one
+	 * line each of the maintainer's stores took the line from the writer's
+	 * core and the writer's next read took it back (docs/bench.md, "The
+	 * writer's and the maintainer's lines"). The header stays 128 bytes. */
 	larder__atomic_u32 live __attribute__((aligned(64)));
 	struct larder__page *avail_prev, *avail_next; /* under lock */
 	struct larder__page *all_prev, *all_next;     /* under lock */
@@ -68,15 +68,29 @@ static inline uint64_t *larder__slab_owner_free(struct larder__page *pg)
 	return (uint64_t *)(void *)(pg + 1);
 }
 
-/* Owner of pg: takes the lowest free bit of word w of its bitmap (bits, as
- * read, not 0): the slot, with its id in *id (mem/pagedir.h). */
-static inline void *larder__slab_take_slot(struct larder__page *pg, uint32_t w, uint64_t bits,
-					   uint32_t *id)
+/*
+ * A writer's run of free slots (SLAB-S9 in slab.c): the free bits of one
+ * word of its page's owner_free, taken out of the bitmap at once, with what
+ * turns a bit into a slot and an id. A put takes the lowest bit: no page
+ * header, hint or bitmap is read per slot (the allocation's part of a put
+ * fell from about 46 to 35 instructions, docs/bench.md). Zeroed: empty.
+ */
+struct larder__slab_run {
+	uint64_t bits;        /* free slots not yet handed out; 0: empty */
+	unsigned char *base;  /* the slot of the word's bit 0 */
+	uint32_t first_id;    /* its id (mem/pagedir.h) */
+	uint32_t word;        /* the owner_free word the bits came from */
+};
+
+/* Takes the run's lowest slot (bits not 0) of slot_bytes, its id in *id. */
+static inline void *larder__slab_run_take(struct larder__slab_run *r, size_t slot_bytes,
+					  uint32_t *id)
 {
-	larder__slab_owner_free(pg)[w] = bits & (bits - 1);
-	size_t i = (size_t)w * 64 + (size_t)__builtin_ctzll(bits);
-	*id = pg->id.first_id + (uint32_t)i;
-	return (unsigned char *)pg + pg->slots_offset + i * pg->slot_bytes;
+	uint64_t bits = r->bits;
+	unsigned i = (unsigned)__builtin_ctzll(bits);
+	r->bits = bits & (bits - 1);
+	*id = r->first_id + i;
+	return r->base + (size_t)i * slot_bytes;
 }
 
 /* The largest entry whose slot is below 64 KiB (slab.c's RELEASE_SLOT_BYTES):
@@ -92,6 +106,8 @@ static inline void *larder__slab_take_slot(struct larder__page *pg, uint32_t w, 
 #define LARDER__SLAB_OWN_AFTER 32u
 
 struct larder__slab_cursor {
+	/* Each class's run, from that class's page below (SLAB-S9). */
+	struct larder__slab_run run[LARDER__SIZECLASS_COUNT];
 	struct larder__page *page[LARDER__SIZECLASS_COUNT]; /* owned pages, one per class */
 	uint8_t shared_allocs[LARDER__SIZECLASS_COUNT]; /* up to LARDER__SLAB_OWN_AFTER */
 };
@@ -188,24 +204,19 @@ void *larder__slab_alloc_id_slow(struct larder__slab *s, struct larder__slab_cur
 				 size_t bytes, uint32_t *id);
 /*
  * The same, with the slot's id in *id: what larder__pagedir_id() would
- * compute, read from the page the slot came from (the writer's put needs
- * both). Inline for the common case, a free bit in the word of the
- * cursor's page that the owner's hint names (the page is the cursor's
- * alone, SLAB-S2 in slab.c, so plain memory): no call, and the size class
- * is the one the caller computed for the charge (larder__slab_charge), not
- * computed again (a put's allocation fell from about 58 to 20
- * instructions, docs/bench.md).
+ * compute. Inline for the common case, a slot left in the cursor's run of
+ * the size class (SLAB-S9 in slab.c; the run is the cursor's alone): no
+ * call, no page header read, and the class and slot size are the ones the
+ * caller computed for the charge (larder__slab_charge), not computed again
+ * (docs/bench.md).
  */
 static inline void *larder__slab_alloc_id(struct larder__slab *s, struct larder__slab_cursor *c,
 					  size_t bytes, uint32_t *id)
 {
 	if (__builtin_expect(bytes <= LARDER__SLAB_BIG_FROM, 1)) {
-		struct larder__page *pg = c->page[larder__sizeclass_of(bytes)];
-		if (__builtin_expect(pg != NULL && pg->owner_hint < pg->nwords, 1)) {
-			uint64_t bits = larder__slab_owner_free(pg)[pg->owner_hint];
-			if (__builtin_expect(bits != 0, 1))
-				return larder__slab_take_slot(pg, pg->owner_hint, bits, id);
-		}
+		unsigned k = larder__sizeclass_of(bytes);
+		if (__builtin_expect(c->run[k].bits != 0, 1))
+			return larder__slab_run_take(&c->run[k], larder__sizeclass_slot(k), id);
 	}
 	return larder__slab_alloc_id_slow(s, c, bytes, id);
 }

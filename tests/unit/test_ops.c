@@ -205,6 +205,30 @@ static void test_key_limit(void)
 	larder_close(cache);
 }
 
+/* Overwrites of one size, no deadline, no listener: the maintainer's short
+ * overwrite path (maint/apply.c), which counts its replacements once per
+ * drain; every one of them is counted. */
+static void test_overwrite_same_size(void)
+{
+	larder *cache = open_cache(4 * MiB, 64, 8192);
+	unsigned char value[64];
+	uint64_t repl0, entries;
+
+	REQUIRE(cache != NULL);
+	repl0 = th_stat(cache, LARDER_STAT_REPLACEMENTS);
+	for (unsigned i = 0; i < 10000; i++) {
+		fill(value, sizeof(value), i);
+		if (!CHECK_RC(larder_put(cache, "k", 1, value, sizeof(value), LARDER_TTL_DEFAULT),
+			      LARDER_OK))
+			break;
+	}
+	EXPECT_VALUE(cache, "k", 1, value, sizeof(value));
+	th_check_accounting(cache, 60000, &entries, NULL);
+	CHECK_EQ(entries, 1);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_REPLACEMENTS) - repl0, 9999);
+	larder_close(cache);
+}
+
 static void test_overwrite_many(void)
 {
 	larder *cache = open_cache(4 * MiB, 64, 8192);
@@ -951,6 +975,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_binary_keys),
 		TH_TEST(test_hash_matches_xxh3),
 		TH_TEST(test_key_limit),
+		TH_TEST(test_overwrite_same_size),
 		TH_TEST(test_overwrite_many),
 		TH_TEST(test_large_values),
 		TH_TEST(test_get_errors),

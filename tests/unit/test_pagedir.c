@@ -9,6 +9,9 @@
  *   listing     a writer whose page ran out takes the page listed first;
  *   sharing     light cursors share a page per class before owning one
  *               (SLAB-S8), and a slot given back goes where it belongs;
+ *   runs        the free slots a cursor holds in its run go back to the
+ *               page with it, and a slot given back returns to the run
+ *               (SLAB-S9, SLAB-S1: no free slot is lost to the page);
  *   exhaustion  with the ids used up, allocation fails cleanly (NULL from
  *               the slab), then works again once a page gives its ids back;
  *               through the API, a put then fails with LARDER_ENOMEM and
@@ -228,6 +231,37 @@ static void test_light_cursors_share(void)
 	larder__slab_destroy(&s);
 }
 
+/* SLAB-S9: a cursor's run, a slot given back to it, and the page's free
+ * slots once the cursor lets the page go. */
+static void test_runs_go_back(void)
+{
+	struct larder__slab s;
+	static struct larder__slab_cursor c, d;
+	REQUIRE(larder__slab_init(&s) == 0);
+	void *first = larder__slab_alloc(&s, &c, 96), *second;
+	REQUIRE(first != NULL);
+	const struct larder__page *pg = page_of(first);
+	uint32_t nslots = pg->nslots;
+	REQUIRE(nslots > 64); /* more than one run's word */
+	/* A slot given back while its word is the run's: handed out again next. */
+	REQUIRE((second = larder__slab_alloc(&s, &c, 96)) != NULL);
+	larder__slab_unalloc(&s, &c, second, 96);
+	CHECK(larder__slab_alloc(&s, &c, 96) == second);
+	larder__slab_unalloc(&s, &c, second, 96);
+	/* The page goes back with its run's 63 free slots: a fresh cursor
+	 * takes the listed page and finds every slot but `first` there. */
+	larder__slab_release_cursor(&s, &c);
+	size_t n = 0;
+	void *p;
+	while ((p = larder__slab_alloc(&s, &d, 96)) != NULL && page_of(p) == pg) {
+		CHECK(p != first);
+		n++;
+	}
+	CHECK_EQ(n, nslots - 1);
+	larder__slab_release_cursor(&s, &d);
+	larder__slab_destroy(&s);
+}
+
 static void test_exhaustion(void)
 {
 	struct larder__slab s;
@@ -370,6 +404,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_reuse),
 		TH_TEST(test_listed_oldest_first),
 		TH_TEST(test_light_cursors_share),
+		TH_TEST(test_runs_go_back),
 		TH_TEST(test_exhaustion),
 		TH_TEST(test_exhaustion_api),
 		TH_TEST(test_growth_while_translating),
