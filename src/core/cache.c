@@ -2,7 +2,8 @@
  * core/cache.c - the logical plane: every public operation on a cache.
  *
  * Reads: hash, enter a read section, look the key up in the lock-free index,
- * check its deadline (only entries with a TTL read the clock), copy or call
+ * check its deadline (only entries with a TTL near it read the clock: the
+ * TSC bounds the time from above for the rest, core/clockbound.h), copy or call
  * back, sample the hit into this thread's hit ring, leave. No lock, no
  * allocation (but a thread's first call on a cache: its state), no system
  * call, no store to a shared line but the entry's accessed bit, and that only
@@ -41,6 +42,7 @@
 
 #include "core/alloc.h"
 #include "core/cache.h"
+#include "core/clockbound.h"
 #include "core/compress.h"
 #include "core/dict.h"
 #include "core/hash.h"
@@ -152,19 +154,30 @@ static inline struct larder__table *root_rcu(larder *c, uint64_t hash)
 }
 
 /*
+ * An upper bound on the cache clock's time now without reading it: the
+ * TSC's (core/clockbound.h, CLOCKBOUND-C1) for the default clock, none
+ * (UINT64_MAX) for an injected one or where the TSC gives none.
+ */
+static inline uint64_t clock_upper(const larder *c)
+{
+	return c->clock == larder__clock_default ? larder__clockbound_upper() : UINT64_MAX;
+}
+
+/*
  * Out of line: only entries with a deadline get here, and the clock call
  * would otherwise make every lookup spill its registers. op may be NULL (a
- * single read, which reads the clock at most once anyway). Always the
- * cache's own clock: the kernel's coarse clock, once compared first, lags
- * CLOCK_MONOTONIC by more than its two-tick margin on a loaded VM (7-15 ms
- * seen), and then returned values past their deadline
- * (test_default_clock_never_expired in tests/unit/test_contracts.c).
+ * single read, which reads the clock at most once anyway). A deadline after
+ * an upper bound on the time has not passed, whatever the clock says; any
+ * other is judged by the cache's own clock. Never the kernel's coarse clock:
+ * compared first, with a two-tick margin, it lagged CLOCK_MONOTONIC by more
+ * on a loaded VM (7-15 ms seen), and then returned values past their
+ * deadline (test_default_clock_never_expired in tests/unit/test_contracts.c).
  */
 static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
 						     struct larder__entry *e)
 {
 	uint64_t deadline_ms = larder__entry_deadline(e);
-	if (deadline_ms == UINT64_MAX)
+	if (deadline_ms == UINT64_MAX || clock_upper(c) < deadline_ms)
 		return 0;
 	if (!op) /* a single read: each clock read at most once anyway */
 		return c->clock(c->clock_ctx) >= deadline_ms;
@@ -192,7 +205,10 @@ static inline uint64_t deadline_from(uint64_t now_ms, uint64_t ttl_ms)
  * entry read again before its deadline never expires, and a touch after
  * the read overrides it (ENTRY-E4 in core/entry.h). Out of line: only
  * after-access caches call it, for entries with a deadline. op is the read's
- * own, so the clock reading of its expiry check serves here too.
+ * own, so a clock reading of its expiry check serves here too; without one,
+ * the TSC's upper bound on the time (clock_upper) settles the common case,
+ * a deadline still within the slack, with no clock read: the stored
+ * deadline is always read time + TTL of the clock itself.
  */
 static __attribute__((noinline)) void extend_on_read(larder *c, struct op *op,
 						     struct larder__entry *e)
@@ -201,6 +217,11 @@ static __attribute__((noinline)) void extend_on_read(larder *c, struct op *op,
 	/* Relaxed (ENTRY-E4): a deadline publishes nothing. */
 	uint64_t old_ms = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
 	if (old_ms == UINT64_MAX)
+		return;
+	/* Within the slack of an upper bound on read time + TTL: then within it
+	 * of the clock's too, and the clock would store nothing either. */
+	uint64_t upper_ms = op->have_now ? UINT64_MAX : clock_upper(c);
+	if (upper_ms != UINT64_MAX && old_ms >= deadline_from(upper_ms, ttl_ms) - slack_ms)
 		return;
 	uint64_t want_ms = deadline_from(op_now(c, op), ttl_ms);
 	/* Relaxed CAS (ENTRY-E4): from the value read; a racing touch or reader that

@@ -92,6 +92,7 @@
 
 #include "core/alloc.h"
 #include "core/cache.h"
+#include "core/clockbound.h"
 #include "core/dict.h"
 #include "core/thread.h"
 #include "evict/policy.h"
@@ -204,6 +205,10 @@ static uint64_t maint_pass(struct larder__maint *m)
 	larder__slab_keep_trim(&m->shard->slab, 0); /* a lowered capacity's limit (SLAB-S6) */
 	work += larder__maint_clear_walk(m, gen_ready);
 	work += (uint64_t)larder__maint_reap_orphans(m);
+	/* While it holds deadlines, each pass refreshes the TSC bound that
+	 * spares reads the clock (core/clockbound.h; the default clock only). */
+	if (m->wheel.count && c->clock == larder__clock_default)
+		larder__clockbound_refresh();
 	work += larder__maint_expire(m);
 	work += larder__maint_evict(m);
 	work += (uint64_t)larder__maint_resize(m);
