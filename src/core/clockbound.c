@@ -42,6 +42,7 @@ static struct {
 	int withdrawn;           /* test seam: no bound until switched on again */
 	struct larder__clock_sample first; /* CAL_SAMPLING: the span's start */
 	uint64_t mul;            /* CAL_READY: the rate */
+	uint64_t origin_ms;      /* CAL_READY: O, the clock when calibrated */
 	uint64_t source_ns;      /* when the clock source was last checked */
 	larder__atomic_u64 failures; /* CLOCKBOUND-C2 failures (a test seam reads them) */
 } cal = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -118,14 +119,18 @@ static void withdraw_locked(void)
 static void publish_locked(const struct larder__clock_sample *s)
 {
 	uint64_t ms = s->ns / NS_PER_MS;
-	uint64_t base = larder__clockbound_base(s->before, ms, cal.mul);
+	uint64_t base = ms < cal.origin_ms ? UINT64_MAX
+					   : larder__clockbound_base(s->before, ms - cal.origin_ms,
+								     cal.mul);
 	if (base == UINT64_MAX) {
 		withdraw_locked();
 		return;
 	}
-	/* Relaxed: mul is written once, before the first R-BOUND that
-	 * publishes a B; it only repeats its value after. */
+	/* Relaxed: mul and the origin are written once, before the first
+	 * R-BOUND that publishes a B; they only repeat their values after. */
 	atomic_store_explicit(&larder__clockbound.mul, cal.mul, LARDER__RELAXED);
+	/* Relaxed: as mul. */
+	atomic_store_explicit(&larder__clockbound.origin_ms, cal.origin_ms, LARDER__RELAXED);
 	/* Relaxed: published by R-BOUND below (F before B). */
 	atomic_store_explicit(&larder__clockbound.floor_ms, ms + 1, LARDER__RELAXED);
 	/* R-BOUND: release, pairs with A-BOUND in larder__clockbound_upper(). */
@@ -141,6 +146,7 @@ static void calibrate_locked(const struct larder__clock_sample *s)
 	if (s->ns - f->ns >= CALIBRATE_MIN_NS && s->before > f->after &&
 	    brackets <= (s->before - f->after) / BRACKET_SHARE) {
 		cal.mul = larder__clockbound_rate(s->ns - f->ns, s->before - f->after);
+		cal.origin_ms = s->ns / NS_PER_MS;
 		cal.state = cal.mul ? CAL_READY : CAL_OFF;
 	} else if (s->after - s->before < f->after - f->before) {
 		cal.first = *s;
@@ -158,7 +164,8 @@ static void refresh_locked(const struct larder__clock_sample *s)
 	uint64_t upper_ms = larder__clockbound_eval(
 		s->after, atomic_load_explicit(&larder__clockbound.base, LARDER__RELAXED),
 		atomic_load_explicit(&larder__clockbound.floor_ms, LARDER__RELAXED),
-		atomic_load_explicit(&larder__clockbound.mul, LARDER__RELAXED));
+		atomic_load_explicit(&larder__clockbound.mul, LARDER__RELAXED),
+		atomic_load_explicit(&larder__clockbound.origin_ms, LARDER__RELAXED));
 	if (upper_ms < ms) {
 		/* Relaxed: a statistic. */
 		atomic_fetch_add_explicit(&cal.failures, 1, LARDER__RELAXED);

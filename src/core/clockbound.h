@@ -14,9 +14,11 @@
  * of a cache that uses the default clock and holds deadlines:
  * larder__clockbound_refresh), and a rate mul fixed once per process:
  *
- *     U(tsc) = ((tsc - B) * mul) >> 64     (128-bit product, tsc >= B)
+ *     U(tsc) = O + (((tsc - B) * mul) >> 64)     (128-bit product, tsc >= B)
  *
- * accepted only when U >= F, a floor published with B; else no bound.
+ * accepted only when U >= F, a floor published with B; else no bound. O
+ * is an origin in ms, fixed with mul (the clock at calibration), so that B
+ * stays a tick after 0 also where the TSC started after CLOCK_MONOTONIC.
  *   - mul: milliseconds per TSC tick times 2^64, rounded up, from two
  *     samples at least CALIBRATE_MIN_NS apart: (lfence; rdtsc = a,
  *     clock_gettime(CLOCK_MONOTONIC) in ns = n, lfence; rdtsc = b). The
@@ -25,7 +27,7 @@
  *     (NTP slews CLOCK_MONOTONIC by at most 500 ppm either way, 1/256 is
  *     3,900 ppm) and rounded up.
  *   - B and F from one sample (a, n), ms = n / 10^6 (the clock's own floor):
- *     B = a - ceil((ms + 2) * 2^64 / mul), F = ms + 1.
+ *     B = a - ceil((ms - O + 2) * 2^64 / mul), F = ms + 1.
  *
  * Invariant, and its proof:
  *   CLOCKBOUND-C1. A bound U given at a TSC reading tau is at least the
@@ -35,7 +37,7 @@
  *     (ms + 1) * 10^6, and it grows at most mul ms per tick (the rounded-up
  *     rate), so at tau + 1 ms of ticks its value is below ms + 2 + x ms:
  *     as an integer, at most ms + 1 + floor(x). And U = floor((tau - B) *
- *     mul / 2^64) >= ms + 2 + floor(x), as (a - B) * mul >= (ms + 2) * 2^64.
+ *     mul / 2^64) + O >= ms + 2 + floor(x), as (a - B) * mul >= (ms - O + 2) * 2^64.
  *     The "+ 2" is 1 ms for the clock's floor and 1 ms for where the
  *     reader's rdtsc ran: a plain rdtsc may execute early, out of order
  *     (by a reorder buffer's depth, nanoseconds), and the TSCs of two CPUs
@@ -49,7 +51,7 @@
  *     is that of B's sample or of a later one: a higher floor, still sound.
  *   - Any B ever published stays valid (a sample of the past bounds the
  *     future), so B needs no ordering of its own; the release/acquire is
- *     for mul (written once, before the first B) and F.
+ *     for mul and O (written once, before the first B) and F.
  * A TSC that goes back (a reset on resume from suspend) gives tau < B
  * (no bound) or U below F (no bound) until the next refresh.
  *
@@ -90,18 +92,22 @@ struct larder__clockbound {
 	larder__atomic_u64 base;     /* B; UINT64_MAX: no bound */
 	larder__atomic_u64 floor_ms; /* F; UINT64_MAX: no bound */
 	larder__atomic_u64 mul;      /* ms per tick * 2^64; written once */
+	larder__atomic_u64 origin_ms; /* O; written once, with mul */
 } __attribute__((aligned(64)));
 
 extern struct larder__clockbound larder__clockbound;
 
-/* U for a TSC reading tsc, or UINT64_MAX when (base, floor_ms, mul) give
- * no bound there: tsc < base, or U < floor_ms. */
+/* U for a TSC reading tsc, or UINT64_MAX when (base, floor_ms, mul,
+ * origin_ms) give no bound there: tsc < base, or U < floor_ms (or past
+ * 64 bits). */
 static inline uint64_t larder__clockbound_eval(uint64_t tsc, uint64_t base, uint64_t floor_ms,
-					       uint64_t mul)
+					       uint64_t mul, uint64_t origin_ms)
 {
 	if (tsc < base)
 		return UINT64_MAX;
 	uint64_t upper_ms = (uint64_t)(((unsigned __int128)(tsc - base) * mul) >> 64);
+	if (__builtin_add_overflow(upper_ms, origin_ms, &upper_ms))
+		return UINT64_MAX;
 	return upper_ms < floor_ms ? UINT64_MAX : upper_ms;
 }
 
@@ -116,7 +122,9 @@ static inline uint64_t larder__clockbound_upper(void)
 	uint64_t floor_ms = atomic_load_explicit(&larder__clockbound.floor_ms, LARDER__RELAXED);
 	/* Relaxed: ordered by A-BOUND above (zero only while base is UINT64_MAX). */
 	uint64_t mul = atomic_load_explicit(&larder__clockbound.mul, LARDER__RELAXED);
-	return larder__clockbound_eval(__rdtsc(), base, floor_ms, mul);
+	/* Relaxed: ordered by A-BOUND above, as mul. */
+	uint64_t origin_ms = atomic_load_explicit(&larder__clockbound.origin_ms, LARDER__RELAXED);
+	return larder__clockbound_eval(__rdtsc(), base, floor_ms, mul, origin_ms);
 #else
 	return UINT64_MAX;
 #endif
@@ -138,7 +146,8 @@ void larder__clockbound_sample(struct larder__clock_sample *s, uint64_t (*now_ns
 uint64_t larder__clockbound_rate(uint64_t span_ns, uint64_t span_ticks);
 
 /* B for a sample whose first TSC read was tsc and whose clock read ms (in
- * whole ms): U >= ms + 2 from tsc on; UINT64_MAX when tsc is too small. */
+ * whole ms, since the origin O): U >= O + ms + 2 from tsc on; UINT64_MAX
+ * when tsc is too small. */
 uint64_t larder__clockbound_base(uint64_t tsc, uint64_t ms, uint64_t mul);
 
 /* The maintainers' hook (maint/maintainer.c, each pass of a cache with the

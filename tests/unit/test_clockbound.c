@@ -11,7 +11,8 @@
  *     clock's value 1 ms later, up to 2^64 - 1 ticks (the 128-bit product),
  *     and at most 3 ms + 1/256 of the distance above it; before the sample
  *     there is a bound only at or above its floor; B is refused where it
- *     would lie before tick 0;
+ *     would lie before tick 0 (with the origin 0; the sample's own ms as
+ *     the origin, as a calibration sets it, needs only 2 ms of ticks);
  *   - the sample's order on the real TSC: a clock that is slow to return
  *     (5 ms after its reading) still gives a bound above the clock;
  *   - CLOCKBOUND-C2: a bound made too low is caught by the next refresh,
@@ -71,6 +72,48 @@ static uint64_t model_ms(uint64_t per_ms, uint64_t at, uint64_t ns_at, uint64_t 
 	return (uint64_t)(ns / NS_PER_MS);
 }
 
+/* The bound of a sample at tick `at` that read ns_at (ms whole), with the
+ * origin origin_ms, against the model clock of per_ms ticks per ms. */
+static unsigned check_sample(uint64_t per_ms, uint64_t mul, uint64_t at, uint64_t ns_at,
+			     uint64_t origin_ms)
+{
+	uint64_t ms = ns_at / NS_PER_MS, floor_ms = ms + 1;
+	uint64_t base = larder__clockbound_base(at, ms - origin_ms, mul);
+	unsigned checked = 0;
+	if (base == UINT64_MAX) { /* refused: B before tick 0 */
+		CHECK((unsigned __int128)(ms - origin_ms + 2) * per_ms > at);
+		return 0;
+	}
+	for (uint64_t d = 0; d < 3 * per_ms + 7; d += per_ms / 3 + 1) {
+		/* The ticks just after the sample, ... */
+		uint64_t t = at + d;
+		uint64_t u = larder__clockbound_eval(t, base, floor_ms, mul, origin_ms);
+		uint64_t later = model_ms(per_ms, at, ns_at, t + per_ms);
+		CHECK_GE(u, later);
+		CHECK_LE(u, later + 3);
+		checked++;
+		/* ... and before it: no bound, or one at least the sample's
+		 * clock + 1. */
+		if (at >= d + 1) {
+			u = larder__clockbound_eval(at - d - 1, base, floor_ms, mul, origin_ms);
+			CHECK(u == UINT64_MAX || u >= ms + 1);
+		}
+	}
+	/* ... and far later, up to the last tick. */
+	for (uint64_t d = per_ms * 1000; d && d <= UINT64_MAX - at - per_ms;
+	     d = d > UINT64_MAX / 7 ? 0 : d * 7) {
+		uint64_t t = at + d;
+		uint64_t u = larder__clockbound_eval(t, base, floor_ms, mul, origin_ms);
+		uint64_t later = model_ms(per_ms, at, ns_at, t + per_ms);
+		CHECK_GE(u, later);
+		CHECK((long double)u <= later + 3 + (later - ms) / 255.0L);
+		checked++;
+	}
+	uint64_t last = larder__clockbound_eval(UINT64_MAX, base, floor_ms, mul, origin_ms);
+	CHECK_GE(last, model_ms(per_ms, at, ns_at, UINT64_MAX));
+	return checked;
+}
+
 static void test_bound_arithmetic(void)
 {
 	static const uint64_t per_ms[] = {2, 1000, 2100000, 3000000, 1000000000};
@@ -86,50 +129,23 @@ static void test_bound_arithmetic(void)
 		for (size_t j = 0; j < TH_COUNT(at_ticks); j++)
 			for (size_t k = 0; k < TH_COUNT(ms_at); k++)
 				for (size_t f = 0; f < TH_COUNT(frac_ns); f++) {
-					uint64_t at = at_ticks[j], ms = ms_at[k];
-					uint64_t ns_at = ms * NS_PER_MS + frac_ns[f];
-					uint64_t base = larder__clockbound_base(at, ms, mul);
-					if (base == UINT64_MAX) { /* refused: B before tick 0 */
-						CHECK((unsigned __int128)(ms + 2) * per_ms[i] > at);
-						continue;
-					}
-					uint64_t step = per_ms[i] / 3 + 1;
-					for (uint64_t d = 0; d < 3 * per_ms[i] + 7; d += step) {
-						/* The ticks just around the sample, ... */
-						uint64_t t = at + d;
-						uint64_t u = larder__clockbound_eval(t, base, ms + 1, mul);
-						uint64_t later = model_ms(per_ms[i], at, ns_at, t + per_ms[i]);
-						CHECK_GE(u, later);
-						CHECK_LE(u, later + 3);
-						checked++;
-						/* ... and before it: no bound, or one at
-						 * least the sample's clock + 1. */
-						if (at >= d + 1) {
-							u = larder__clockbound_eval(at - d - 1, base, ms + 1, mul);
-							CHECK(u == UINT64_MAX || u >= ms + 1);
-						}
-					}
-					/* ... and far later, up to the last tick. */
-					for (uint64_t d = per_ms[i] * 1000; d && d <= UINT64_MAX - at - per_ms[i];
-					     d = d > UINT64_MAX / 7 ? 0 : d * 7) {
-						uint64_t t = at + d;
-						uint64_t u = larder__clockbound_eval(t, base, ms + 1, mul);
-						uint64_t later = model_ms(per_ms[i], at, ns_at, t + per_ms[i]);
-						CHECK_GE(u, later);
-						CHECK((long double)u <= later + 3 + (later - ms) / 255.0L);
-						checked++;
-					}
-					uint64_t last = larder__clockbound_eval(UINT64_MAX, base, ms + 1, mul);
-					CHECK_GE(last, model_ms(per_ms[i], at, ns_at, UINT64_MAX));
+					uint64_t ns_at = ms_at[k] * NS_PER_MS + frac_ns[f];
+					/* Origins: none, and the sample's own ms. */
+					checked += check_sample(per_ms[i], mul, at_ticks[j], ns_at, 0);
+					checked += check_sample(per_ms[i], mul, at_ticks[j], ns_at,
+								ms_at[k]);
 				}
 	}
 	printf("  %u bounds checked\n", checked);
 	/* Refusals and the limits of the product. */
 	CHECK_EQ(larder__clockbound_base(1000, UINT64_MAX - 1, 1ull << 40), UINT64_MAX);
 	CHECK_EQ(larder__clockbound_base(1000, 5, 0), UINT64_MAX);
-	CHECK_EQ(larder__clockbound_eval(UINT64_MAX, 0, 0, UINT64_MAX), UINT64_MAX - 1);
-	CHECK_EQ(larder__clockbound_eval(5, 6, 0, 1ull << 40), UINT64_MAX);
-	CHECK_EQ(larder__clockbound_eval(7, 6, 1, 1ull << 40), UINT64_MAX); /* below the floor */
+	CHECK_EQ(larder__clockbound_eval(UINT64_MAX, 0, 0, UINT64_MAX, 0), UINT64_MAX - 1);
+	CHECK_EQ(larder__clockbound_eval(UINT64_MAX, 0, 0, UINT64_MAX, 1), UINT64_MAX); /* 2^64 - 1 */
+	CHECK_EQ(larder__clockbound_eval(UINT64_MAX, 0, 0, UINT64_MAX, 2), UINT64_MAX); /* over */
+	CHECK_EQ(larder__clockbound_eval(5, 6, 0, 1ull << 40, 0), UINT64_MAX);
+	CHECK_EQ(larder__clockbound_eval(7, 6, 1, 1ull << 40, 0), UINT64_MAX); /* below the floor */
+	CHECK_EQ(larder__clockbound_eval(7, 6, 1, 1ull << 40, 1), 1);
 }
 
 /* A clock that returns 5 ms after its reading. */
@@ -154,11 +170,11 @@ static void test_sample_order(void)
 		struct larder__clock_sample s;
 		larder__clockbound_sample(&s, slow_ns);
 		uint64_t ms = s.ns / NS_PER_MS;
-		uint64_t base = larder__clockbound_base(s.before, ms, mul);
+		uint64_t base = larder__clockbound_base(s.before, 0, mul); /* the origin: ms */
 		/* A TSC read after a clock reading (that of a sample). */
 		struct larder__clock_sample now;
 		larder__clockbound_sample(&now, th_now_ns);
-		uint64_t u = larder__clockbound_eval(now.after, base, ms + 1, mul);
+		uint64_t u = larder__clockbound_eval(now.after, base, ms + 1, mul, ms);
 		CHECK_GE(u, now.ns / NS_PER_MS);
 		CHECK_LE(s.before, s.after);
 	}
