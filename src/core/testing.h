@@ -113,6 +113,10 @@ int larder__test_clockbound(int mode);
  * too low, for CLOCKBOUND-C2 to catch). */
 void larder__test_clockbound_skew(int64_t ms);
 
+/* Makes the maintainers' refreshes of that bound sample now_ns (ns on
+ * CLOCK_MONOTONIC) instead of the clock itself; NULL: the clock again. */
+void larder__test_clockbound_clock(uint64_t (*now_ns)(void));
+
 /* How many times CLOCKBOUND-C2 found the bound below the clock. */
 uint64_t larder__test_clockbound_failures(void);
 

@@ -1596,14 +1596,25 @@ static void expiry_phase(larder *c, larder *w, uint64_t ttl_ms, uint64_t run_ms,
 	}
 }
 
+/* CLOCK_MONOTONIC in ns, returned 5 ms after it was read: the maintainers'
+ * samples of it must still bound the time from above. */
+static uint64_t slow_monotonic_ns(void)
+{
+	struct timespec ts, pause = {0, 5000000};
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	nanosleep(&pause, NULL);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /*
  * The default clock (CLOCK_MONOTONIC): no read that starts at or after the
  * deadline returns the value, by any read path, however far the kernel's
  * coarse clock lags behind the precise one, and through the TSC bound
  * (core/clockbound.h, CLOCKBOUND-C1): first refreshed by the maintainers as
  * usual (2 ms TTLs: every read near the deadline, where a bound 1 ms too
- * low shows), then frozen (30 ms TTLs, the bound seconds old: a rate too
- * low shows). On a loaded VM the coarse clock was seen 7-15 ms behind (its
+ * low shows), then from a clock that returns 5 ms after its reading (10 ms
+ * TTLs: a sample that took its TSC reading after the clock's shows), then
+ * frozen (30 ms TTLs, the bound a second old: a rate too low shows). On a loaded VM the coarse clock was seen 7-15 ms behind (its
  * tick delayed), and reads that judged deadlines on it (coarse + two ticks)
  * returned values past their deadline. Real time passes here (the loop
  * reads the clock, it does not sleep); the lagging reads seen are printed,
@@ -1620,23 +1631,28 @@ static void test_default_clock_never_expired(void)
 	REQUIRE(c && w);
 	uint64_t failures = larder__test_clockbound_failures();
 	int live = larder__test_clockbound(LARDER__CLOCKBOUND_ON);
-	struct expiry_run fresh = {0}, frozen = {0};
-	expiry_phase(c, w, 2, 2000, &fresh);
+	struct expiry_run fresh = {0}, slow = {0}, frozen = {0};
+	expiry_phase(c, w, 2, 1500, &fresh);
+	larder__test_clockbound_clock(slow_monotonic_ns);
+	expiry_phase(c, w, 10, 1000, &slow);
+	larder__test_clockbound_clock(NULL);
 	if (live)
 		CHECK(larder__test_clockbound(LARDER__CLOCKBOUND_FREEZE));
-	expiry_phase(c, w, 30, 2000, &frozen);
+	expiry_phase(c, w, 30, 1500, &frozen);
 	larder__test_clockbound(LARDER__CLOCKBOUND_ON);
-	printf("  TSC bound %s; %llu + %llu trials, %llu + %llu reads under the bound, "
-	       "%llu reads saw the coarse clock over 8 ms behind\n",
+	printf("  TSC bound %s; %llu + %llu + %llu trials, %llu + %llu + %llu reads under the "
+	       "bound, %llu reads saw the coarse clock over 8 ms behind\n",
 	       live ? "live" : "unavailable", (unsigned long long)fresh.trials,
-	       (unsigned long long)frozen.trials, (unsigned long long)fresh.bounded,
+	       (unsigned long long)slow.trials, (unsigned long long)frozen.trials,
+	       (unsigned long long)fresh.bounded, (unsigned long long)slow.bounded,
 	       (unsigned long long)frozen.bounded,
-	       (unsigned long long)(fresh.lagged + frozen.lagged));
+	       (unsigned long long)(fresh.lagged + slow.lagged + frozen.lagged));
 	CHECK_EQ(fresh.late, 0);
+	CHECK_EQ(slow.late, 0);
 	CHECK_EQ(frozen.late, 0);
 	CHECK_EQ(larder__test_clockbound_failures(), failures);
 	if (live) /* the bound was there to be tested */
-		CHECK(fresh.bounded > 0 && frozen.bounded > 0);
+		CHECK(fresh.bounded > 0 && slow.bounded > 0 && frozen.bounded > 0);
 	larder_close(c);
 	larder_close(w);
 }
