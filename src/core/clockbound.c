@@ -167,7 +167,7 @@ static void refresh_locked(const struct larder__clock_sample *s)
 		atomic_load_explicit(&larder__clockbound.floor_ms, LARDER__RELAXED),
 		atomic_load_explicit(&larder__clockbound.mul, LARDER__RELAXED),
 		atomic_load_explicit(&larder__clockbound.origin_ms, LARDER__RELAXED));
-	if (upper_ms < ms && 0) {
+	if (upper_ms < ms) {
 		/* Relaxed: a statistic. */
 		atomic_fetch_add_explicit(&cal.failures, 1, LARDER__RELAXED);
 		cal.state = CAL_OFF;
