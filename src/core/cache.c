@@ -164,6 +164,22 @@ static inline uint64_t clock_upper(const larder *c)
 }
 
 /*
+ * Whether e (whose deadline flag is set) is live by the TSC bound alone, in
+ * an expire-after-write cache: larder_get's inline check. It makes no call
+ * (rdtsc takes two registers; a clock call would spill the lookup's), and
+ * whatever it cannot settle (no bound, a deadline near, an after-access
+ * cache, an injected clock) answers 0 and goes out of line. A deadline of
+ * "none" (UINT64_MAX, after a touch) is past any bound: live.
+ */
+static inline int live_by_bound(const larder *c, struct larder__entry *e)
+{
+	/* Relaxed (ENTRY-E2): either deadline of a racing touch is an answer.
+	 * The flag is known set: no test for "no deadline field". */
+	return c->access_ttl_ms == 0 &&
+	       clock_upper(c) < atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
+}
+
+/*
  * Out of line: only entries with a deadline get here, and the clock call
  * would otherwise make every lookup spill its registers. op may be NULL (a
  * single read, which reads the clock at most once anyway). A deadline after
@@ -286,7 +302,8 @@ static inline void count_miss(struct larder__handle *h)
  * costs it registers saved and restored: its fast path makes no call but the
  * value's memcpy. It takes keys of 8 to 16 bytes (inline hash and key
  * compare), asks only the home bucket (larder__table_lookup_home_rcu) and
- * hands an entry with a deadline to get_deadline_hit() (a tail call); the
+ * hands an entry with a deadline that the TSC's bound on the time does not
+ * settle inline (live_by_bound) to get_deadline_hit() (a tail call); the
  * home bucket's undecided cases (an overflowed key, a growing index) go on
  * in get_beyond_home() within the section; the rest starts over in
  * read_general(), the complete read, out of line (a key of another length,
@@ -488,8 +505,10 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 		struct larder__entry *e = larder__slot_entry(w);
 		unsigned flags = larder__entry_flags_raw(e);
 		/* One test sends both kinds of entries that need more than a
-		 * copy (a deadline, a compressed value) out of line. */
-		if (__builtin_expect(flags & (LARDER__ENTRY_TTL | LARDER__ENTRY_COMPRESSED), 0))
+		 * copy (a deadline, a compressed value) out of line, but for a
+		 * deadline the TSC's bound on the time settles inline. */
+		if (__builtin_expect(flags & (LARDER__ENTRY_TTL | LARDER__ENTRY_COMPRESSED), 0) &&
+		    ((flags & LARDER__ENTRY_COMPRESSED) || !live_by_bound(c, e)))
 			return get_deadline_hit(h, e, buf, buf_len, value_len, outer);
 		rc = get_copy_raw(h, e, flags, buf, buf_len, value_len);
 	}

@@ -106,8 +106,8 @@ static inline uint64_t larder__clockbound_eval(uint64_t tsc, uint64_t base, uint
 	if (tsc < base)
 		return UINT64_MAX;
 	uint64_t upper_ms = (uint64_t)(((unsigned __int128)(tsc - base) * mul) >> 64);
-	if (__builtin_add_overflow(upper_ms, origin_ms, &upper_ms))
-		return UINT64_MAX;
+	/* Saturated: UINT64_MAX is "no bound" too (an add and a cmov). */
+	upper_ms = upper_ms > UINT64_MAX - origin_ms ? UINT64_MAX : upper_ms + origin_ms;
 	return upper_ms < floor_ms ? UINT64_MAX : upper_ms;
 }
 
