@@ -138,14 +138,16 @@ static void publish_locked(const struct larder__clock_sample *s)
 	atomic_store_explicit(&larder__clockbound.base, base, LARDER__RELEASE);
 }
 
-/* Under the lock, CAL_SAMPLING: the rate from the span first .. s, when
- * it is long and its brackets narrow; else keeps the narrower start. */
+/* Under the lock, CAL_SAMPLING: the rate from the span first .. s once it
+ * is long enough, when its brackets are narrow; else s starts the span
+ * again if its own bracket is the narrower (the wide one was first's). */
 static void calibrate_locked(const struct larder__clock_sample *s)
 {
 	const struct larder__clock_sample *f = &cal.first;
+	if (s->ns - f->ns < CALIBRATE_MIN_NS || s->before <= f->after)
+		return;
 	uint64_t brackets = (f->after - f->before) + (s->after - s->before);
-	if (s->ns - f->ns >= CALIBRATE_MIN_NS && s->before > f->after &&
-	    brackets <= (s->before - f->after) / BRACKET_SHARE) {
+	if (brackets <= (s->before - f->after) / BRACKET_SHARE) {
 		cal.mul = larder__clockbound_rate(s->ns - f->ns, s->before - f->after);
 		cal.origin_ms = s->ns / NS_PER_MS;
 		cal.state = cal.mul ? CAL_READY : CAL_OFF;

@@ -17,7 +17,9 @@
  *      step 2, so that no event or hit sample still names its entries);
  *   4. empty cleared tables whose grace period ended (a chunk per pass);
  *   5. dismantle handles of exited threads;
- *   6. advance the timing wheel to the cache clock: due entries whose
+ *   6. with the default clock and deadlines held, refresh the TSC's bound on
+ *      the time that spares reads the clock (core/clockbound.h); then
+ *      advance the timing wheel to the cache clock: due entries whose
  *      deadline (re-read: touch or after-access may have moved it later in
  *      place) has passed are unlinked and retired as EXPIRED, the others
  *      are scheduled again (at most EXPIRE_PER_PASS per pass); then
