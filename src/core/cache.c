@@ -180,24 +180,33 @@ static inline int live_by_bound(const larder *c, struct larder__entry *e)
 }
 
 /*
- * Out of line: only entries with a deadline get here, and the clock call
+ * Whether e's deadline has passed, upper_ms an upper bound on the time now
+ * (clock_upper, or UINT64_MAX). Out of line (deadline_passed, or a caller
+ * that is): only entries with a deadline get here, and the clock call
  * would otherwise make every lookup spill its registers. op may be NULL (a
  * single read, which reads the clock at most once anyway). A deadline after
- * an upper bound on the time has not passed, whatever the clock says; any
- * other is judged by the cache's own clock. Never the kernel's coarse clock:
+ * the upper bound has not passed, whatever the clock says; any other is
+ * judged by the cache's own clock. Never the kernel's coarse clock:
  * compared first, with a two-tick margin, it lagged CLOCK_MONOTONIC by more
  * on a loaded VM (7-15 ms seen), and then returned values past their
  * deadline (test_default_clock_never_expired in tests/unit/test_contracts.c).
  */
-static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
-						     struct larder__entry *e)
+static inline int deadline_passed_below(larder *c, struct op *op, struct larder__entry *e,
+					 uint64_t upper_ms)
 {
 	uint64_t deadline_ms = larder__entry_deadline(e);
-	if (deadline_ms == UINT64_MAX || clock_upper(c) < deadline_ms)
+	if (deadline_ms == UINT64_MAX || upper_ms < deadline_ms)
 		return 0;
 	if (!op) /* a single read: each clock read at most once anyway */
 		return c->clock(c->clock_ctx) >= deadline_ms;
 	return op_now(c, op) >= deadline_ms;
+}
+
+/* deadline_passed_below() with the bound of now (clock_upper). */
+static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
+						     struct larder__entry *e)
+{
+	return deadline_passed_below(c, op, e, clock_upper(c));
 }
 
 static inline int entry_expired(larder *c, struct op *op, struct larder__entry *e)
@@ -222,12 +231,13 @@ static inline uint64_t deadline_from(uint64_t now_ms, uint64_t ttl_ms)
  * the read overrides it (ENTRY-E4 in core/entry.h). Out of line: only
  * after-access caches call it, for entries with a deadline. op is the read's
  * own, so a clock reading of its expiry check serves here too; without one,
- * the TSC's upper bound on the time (clock_upper) settles the common case,
- * a deadline still within the slack, with no clock read: the stored
- * deadline is always read time + TTL of the clock itself.
+ * upper_ms, the upper bound on the time its check used (clock_upper),
+ * settles the common case, a deadline still within the slack, with no
+ * clock read: the stored deadline is always read time + TTL of the clock
+ * itself.
  */
 static __attribute__((noinline)) void extend_on_read(larder *c, struct op *op,
-						     struct larder__entry *e)
+						     struct larder__entry *e, uint64_t upper_ms)
 {
 	uint64_t ttl_ms = c->access_ttl_ms, slack_ms = c->access_slack_ms;
 	/* Relaxed (ENTRY-E4): a deadline publishes nothing. */
@@ -236,8 +246,8 @@ static __attribute__((noinline)) void extend_on_read(larder *c, struct op *op,
 		return;
 	/* Within the slack of an upper bound on read time + TTL: then within it
 	 * of the clock's too, and the clock would store nothing either. */
-	uint64_t upper_ms = op->have_now ? UINT64_MAX : clock_upper(c);
-	if (upper_ms != UINT64_MAX && old_ms >= deadline_from(upper_ms, ttl_ms) - slack_ms)
+	if (!op->have_now && upper_ms != UINT64_MAX &&
+	    old_ms >= deadline_from(upper_ms, ttl_ms) - slack_ms)
 		return;
 	uint64_t want_ms = deadline_from(op_now(c, op), ttl_ms);
 	/* Relaxed CAS (ENTRY-E4): from the value read; a racing touch or reader that
@@ -256,7 +266,7 @@ static inline void access_extend(larder *c, struct op *op, struct larder__entry 
 {
 	if (__builtin_expect((flags & LARDER__ENTRY_TTL) && c->access_ttl_ms, 0)) {
 		struct op single = { .have_now = 0 };
-		extend_on_read(c, op ? op : &single, e);
+		extend_on_read(c, op ? op : &single, e, clock_upper(c));
 	}
 }
 
@@ -432,8 +442,8 @@ static __attribute__((noinline)) int get_deadline_hit(struct larder__handle *h,
 	return rc;
 }
 
-/* get_deadline_hit() in an expire-after-access cache: one set of clock
- * readings serves the expiry check and the extension. */
+/* get_deadline_hit() in an expire-after-access cache: one bound on the time
+ * (and one clock reading, if any) serves the expiry check and the extension. */
 static __attribute__((noinline)) int get_access_hit(struct larder__handle *h,
 						    struct larder__entry *e, void *buf,
 						    size_t buf_len, size_t *value_len, uint64_t outer)
@@ -442,11 +452,12 @@ static __attribute__((noinline)) int get_access_hit(struct larder__handle *h,
 	struct larder__thread *t = larder__tls;
 	struct op op = { .have_now = 0 };
 	int rc = LARDER_MISS;
-	if (!deadline_passed(c, &op, e)) {
+	uint64_t upper_ms = clock_upper(c); /* one TSC read for both */
+	if (!deadline_passed_below(c, &op, e, upper_ms)) {
 		unsigned flags = larder__entry_flags_raw(e);
 		rc = get_copy(c, h, e, flags, buf, buf_len, value_len);
 		if (rc == LARDER_OK && (flags & LARDER__ENTRY_TTL))
-			extend_on_read(c, &op, e);
+			extend_on_read(c, &op, e, upper_ms);
 	}
 	larder__read_exit(&t->reader, outer);
 	if (rc == LARDER_MISS)

@@ -1553,25 +1553,29 @@ static void expiry_phase(larder *c, larder *w, uint64_t ttl_ms, uint64_t run_ms,
 	size_t vl;
 	while (monotonic_ms(0) < end && r->late < 10) {
 		larder *on = r->trials & 1 ? c : w;
+		/* larder_get's fast path takes keys of 8 to 16 bytes (the bound
+		 * checked inline), the general read the others */
+		const char *key = r->trials & 2 ? "deadline-key" : "k";
+		size_t kl = strlen(key);
 		uint64_t put_start = monotonic_ms(0);
-		CHECK_RC(larder_put(on, "k", 1, "v", 1, ttl_ms), LARDER_OK);
+		CHECK_RC(larder_put(on, key, kl, "v", 1, ttl_ms), LARDER_OK);
 		uint64_t put_done = monotonic_ms(0);
 		for (unsigned how = 0;; how++) {
 			uint64_t before = monotonic_ms(0);
 			r->bounded += larder__clockbound_upper() < put_start + ttl_ms;
 			int rc;
 			struct got g = {0};
-			const void *keys[1] = {"k"};
-			size_t lens[1] = {1};
+			const void *keys[1] = {key};
+			size_t lens[1] = {kl};
 			switch (how % 5) {
 			case 0:
-				rc = larder_get(on, "k", 1, buf, sizeof(buf), &vl);
+				rc = larder_get(on, key, kl, buf, sizeof(buf), &vl);
 				break;
 			case 1:
-				rc = larder_contains(on, "k", 1);
+				rc = larder_contains(on, key, kl);
 				break;
 			case 2:
-				rc = larder_get_with(on, "k", 1, got_fn, &g);
+				rc = larder_get_with(on, key, kl, got_fn, &g);
 				break;
 			case 3:
 				rc = larder_get_batch(on, 1, keys, lens, got_batch, &g) == 1
@@ -1579,7 +1583,7 @@ static void expiry_phase(larder *c, larder *w, uint64_t ttl_ms, uint64_t run_ms,
 					     : LARDER_MISS;
 				break;
 			default:
-				rc = larder_peek(on, "k", 1, buf, sizeof(buf), &vl);
+				rc = larder_peek(on, key, kl, buf, sizeof(buf), &vl);
 				break;
 			}
 			r->lagged += before > monotonic_ms(1) + 8;
@@ -1657,6 +1661,49 @@ static void test_default_clock_never_expired(void)
 	larder_close(w);
 }
 
+/*
+ * Expire-after-access with the default clock: a read that the TSC bound
+ * spares the clock still leaves the deadline at least read time + TTL -
+ * slack of the clock (the extension skips only what the clock would skip
+ * too), so a key read again and again never expires. Checked through
+ * ttl_remaining after each read, against the clock read before it.
+ */
+static void test_default_clock_access_extends(void)
+{
+	larder_config *cfg = th_config(4 * MiB);
+	REQUIRE(cfg);
+	CHECK_RC(larder_config_set_default_ttl_ms(cfg, 200), LARDER_OK); /* slack 3 ms */
+	CHECK_RC(larder_config_set_expiry(cfg, LARDER_EXPIRE_AFTER_ACCESS), LARDER_OK);
+	larder *c = th_open(cfg);
+	REQUIRE(c);
+	int live = larder__test_clockbound(LARDER__CLOCKBOUND_ON);
+	/* larder_get's fast path (8 to 16 bytes), and the general read */
+	CHECK_RC(larder_put(c, "deadline-key", 12, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	CHECK_RC(larder_put(c, "k", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+	unsigned char buf[8];
+	size_t vl;
+	uint64_t reads = 0, bounded = 0, short_deadlines = 0, end = monotonic_ms(0) + 600;
+	while (monotonic_ms(0) < end && short_deadlines < 10) {
+		const char *key = reads & 1 ? "k" : "deadline-key";
+		size_t kl = strlen(key);
+		uint64_t before = monotonic_ms(0), ttl_ms = 0;
+		bounded += larder__clockbound_upper() != UINT64_MAX;
+		if (!CHECK_RC(larder_get(c, key, kl, buf, sizeof(buf), &vl), LARDER_OK))
+			break;
+		CHECK_RC(larder_ttl_remaining(c, key, kl, &ttl_ms), LARDER_OK);
+		/* deadline = ttl_remaining's clock reading + ttl_ms <= after + ttl_ms */
+		uint64_t after = monotonic_ms(0);
+		short_deadlines += after + ttl_ms < before + 200 - 3;
+		reads++;
+	}
+	printf("  %llu reads, %llu with a bound\n", (unsigned long long)reads,
+	       (unsigned long long)bounded);
+	CHECK_EQ(short_deadlines, 0);
+	if (live)
+		CHECK(bounded > 0);
+	larder_close(c);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -1671,6 +1718,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_load_into_smaller),
 		TH_TEST(test_nested_compressed_reads),
 		TH_TEST(test_default_clock_never_expired),
+		TH_TEST(test_default_clock_access_extends),
 		TH_TEST(test_combinations),
 	};
 	for (int i = 1; i < argc; i++)
