@@ -37,15 +37,15 @@ enum { CAL_NONE, CAL_SAMPLING, CAL_READY, CAL_OFF };
 
 static struct {
 	pthread_mutex_t lock;
-	int state;               /* CAL_*; CAL_OFF: for good (but for the test seam) */
-	int frozen;              /* test seam: refreshes check but publish nothing */
-	int withdrawn;           /* test seam: no bound until switched on again */
+	int state;                         /* CAL_*; CAL_OFF: for good (but for the test seam) */
+	int frozen;                        /* test seam: refreshes check but publish nothing */
+	int withdrawn;                     /* test seam: no bound until switched on again */
 	struct larder__clock_sample first; /* CAL_SAMPLING: the span's start */
-	uint64_t mul;            /* CAL_READY: the rate */
-	uint64_t origin_ms;      /* CAL_READY: O, the clock when calibrated */
-	uint64_t source_ns;      /* when the clock source was last checked */
-	uint64_t (*now_ns)(void); /* the refreshes' clock; NULL: CLOCK_MONOTONIC (a test seam) */
-	larder__atomic_u64 failures; /* CLOCKBOUND-C2 failures (a test seam reads them) */
+	uint64_t mul;                      /* CAL_READY: the rate */
+	uint64_t origin_ms;                /* CAL_READY: O, the clock when calibrated */
+	uint64_t source_ns;                /* when the clock source was last checked */
+	uint64_t (*now_ns)(void);          /* test seam: the refreshes' clock, or NULL */
+	larder__atomic_u64 failures;       /* CLOCKBOUND-C2 failures (a test seam reads them) */
 } cal = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 uint64_t larder__clockbound_rate(uint64_t span_ns, uint64_t span_ticks)
@@ -120,9 +120,9 @@ static void withdraw_locked(void)
 static void publish_locked(const struct larder__clock_sample *s)
 {
 	uint64_t ms = s->ns / NS_PER_MS;
-	uint64_t base = ms < cal.origin_ms ? UINT64_MAX
-					   : larder__clockbound_base(s->before, ms - cal.origin_ms,
-								     cal.mul);
+	uint64_t base = ms < cal.origin_ms
+				? UINT64_MAX
+				: larder__clockbound_base(s->before, ms - cal.origin_ms, cal.mul);
 	if (base == UINT64_MAX) {
 		withdraw_locked();
 		return;
@@ -249,10 +249,11 @@ void larder__test_clockbound_skew(int64_t ms)
 	 * on this thread; readers elsewhere may see either B). */
 	uint64_t base = atomic_load_explicit(&larder__clockbound.base, LARDER__RELAXED);
 	if (base != UINT64_MAX && cal.mul) {
-		uint64_t ticks = (uint64_t)((((unsigned __int128)(ms < 0 ? -ms : ms)) << 64) / cal.mul);
+		uint64_t ticks =
+			(uint64_t)((((unsigned __int128)(ms < 0 ? -ms : ms)) << 64) / cal.mul);
 		/* Relaxed: as above. */
-		atomic_store_explicit(&larder__clockbound.base, ms < 0 ? base - ticks : base + ticks,
-				      LARDER__RELAXED);
+		atomic_store_explicit(&larder__clockbound.base,
+				      ms < 0 ? base - ticks : base + ticks, LARDER__RELAXED);
 	}
 	pthread_mutex_unlock(&cal.lock);
 }

@@ -89,9 +89,9 @@
 
 /* What readers load: one line, written by the refresh that holds the lock. */
 struct larder__clockbound {
-	larder__atomic_u64 base;     /* B; UINT64_MAX: no bound */
-	larder__atomic_u64 floor_ms; /* F; UINT64_MAX: no bound */
-	larder__atomic_u64 mul;      /* ms per tick * 2^64; written once */
+	larder__atomic_u64 base;      /* B; UINT64_MAX: no bound */
+	larder__atomic_u64 floor_ms;  /* F; UINT64_MAX: no bound */
+	larder__atomic_u64 mul;       /* ms per tick * 2^64; written once */
 	larder__atomic_u64 origin_ms; /* O; written once, with mul */
 } __attribute__((aligned(64)));
 
