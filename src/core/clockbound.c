@@ -216,7 +216,7 @@ int larder__test_clockbound(int mode)
 {
 	pthread_mutex_lock(&cal.lock);
 	struct larder__clock_sample s;
-	cal.frozen = mode == LARDER__CLOCKBOUND_FREEZE;
+	cal.frozen = 0;
 	cal.withdrawn = mode == LARDER__CLOCKBOUND_OFF;
 	if (mode == LARDER__CLOCKBOUND_OFF) {
 		withdraw_locked();
@@ -233,9 +233,12 @@ int larder__test_clockbound(int mode)
 				nanosleep(&ts, NULL);
 			}
 		}
+	}
+	if (mode != LARDER__CLOCKBOUND_OFF) { /* a fresh bound, also the one to freeze */
 		larder__clockbound_sample(&s, monotonic_ns);
 		refresh_locked(&s);
 	}
+	cal.frozen = mode == LARDER__CLOCKBOUND_FREEZE;
 	/* Relaxed: the lock holder's own. */
 	int live = atomic_load_explicit(&larder__clockbound.base, LARDER__RELAXED) != UINT64_MAX;
 	pthread_mutex_unlock(&cal.lock);

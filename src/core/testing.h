@@ -100,9 +100,10 @@ uint64_t larder__test_allocated_bytes(larder *cache);
  * The TSC bound on the default clock (core/clockbound.h), process-wide.
  * LARDER__CLOCKBOUND_ON calibrates now if it is not yet (blocks ~50 ms),
  * undoes OFF, FREEZE and a CLOCKBOUND-C2 failure, and publishes a bound;
- * OFF withdraws it (reads read the clock) until ON; FREEZE keeps the
- * current one but the maintainers stop refreshing it (it grows looser, as
- * with a starved maintainer; CLOCKBOUND-C2 still checks). Returns whether a
+ * OFF withdraws it (reads read the clock) until ON; FREEZE publishes a
+ * fresh one (once calibrated), which the maintainers then stop refreshing
+ * (it grows looser, as with a starved maintainer; CLOCKBOUND-C2 still
+ * checks). Returns whether a
  * bound is published after the call (0 where there is none to have: not
  * x86, a clock source other than the TSC).
  */

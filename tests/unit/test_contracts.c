@@ -1655,8 +1655,11 @@ static void test_default_clock_never_expired(void)
 	CHECK_EQ(slow.late, 0);
 	CHECK_EQ(frozen.late, 0);
 	CHECK_EQ(larder__test_clockbound_failures(), failures);
-	if (live) /* the bound was there to be tested */
-		CHECK(fresh.bounded > 0 && slow.bounded > 0 && frozen.bounded > 0);
+	/* The bound was there to be tested: the frozen one is fresh when
+	 * frozen and loose by 1/256 of the phase, far less than 30 ms (the
+	 * others' tightness depends on the maintainers' turns: printed). */
+	if (live)
+		CHECK(frozen.bounded > 0);
 	larder_close(c);
 	larder_close(w);
 }
