@@ -2,7 +2,8 @@
  * core/cache.c - the logical plane: every public operation on a cache.
  *
  * Reads: hash, enter a read section, look the key up in the lock-free index,
- * check its deadline (only entries with a TTL read the clock), copy or call
+ * check its deadline (only entries with a TTL near it read the clock: the
+ * TSC bounds the time from above for the rest, core/clockbound.h), copy or call
  * back, sample the hit into this thread's hit ring, leave. No lock, no
  * allocation (but a thread's first call on a cache: its state), no system
  * call, no store to a shared line but the entry's accessed bit, and that only
@@ -41,6 +42,7 @@
 
 #include "core/alloc.h"
 #include "core/cache.h"
+#include "core/clockbound.h"
 #include "core/compress.h"
 #include "core/dict.h"
 #include "core/hash.h"
@@ -152,23 +154,59 @@ static inline struct larder__table *root_rcu(larder *c, uint64_t hash)
 }
 
 /*
- * Out of line: only entries with a deadline get here, and the clock call
- * would otherwise make every lookup spill its registers. op may be NULL (a
- * single read, which reads the clock at most once anyway). Always the
- * cache's own clock: the kernel's coarse clock, once compared first, lags
- * CLOCK_MONOTONIC by more than its two-tick margin on a loaded VM (7-15 ms
- * seen), and then returned values past their deadline
- * (test_default_clock_never_expired in tests/unit/test_contracts.c).
+ * An upper bound on the cache clock's time now without reading it: the
+ * TSC's (core/clockbound.h, CLOCKBOUND-C1) for the default clock, none
+ * (UINT64_MAX) for an injected one or where the TSC gives none.
  */
-static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
-						     struct larder__entry *e)
+static inline uint64_t clock_upper(const larder *c)
+{
+	return c->clock == larder__clock_default ? larder__clockbound_upper() : UINT64_MAX;
+}
+
+/*
+ * Whether e (whose deadline flag is set) is live by the TSC bound alone, in
+ * an expire-after-write cache: larder_get's inline check. It makes no call
+ * (rdtsc takes two registers; a clock call would spill the lookup's), and
+ * whatever it cannot settle (no bound, a deadline near, an after-access
+ * cache, an injected clock) answers 0 and goes out of line. A deadline of
+ * "none" (UINT64_MAX, after a touch) is past any bound: live.
+ */
+static inline int live_by_bound(const larder *c, struct larder__entry *e)
+{
+	/* Relaxed (ENTRY-E2): either deadline of a racing touch is an answer.
+	 * The flag is known set: no test for "no deadline field". */
+	return c->access_ttl_ms == 0 &&
+	       clock_upper(c) < atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
+}
+
+/*
+ * Whether e's deadline has passed, upper_ms an upper bound on the time now
+ * (clock_upper, or UINT64_MAX). Out of line (deadline_passed, or a caller
+ * that is): only entries with a deadline get here, and the clock call
+ * would otherwise make every lookup spill its registers. op may be NULL (a
+ * single read, which reads the clock at most once anyway). A deadline after
+ * the upper bound has not passed, whatever the clock says; any other is
+ * judged by the cache's own clock. Never the kernel's coarse clock:
+ * compared first, with a two-tick margin, it lagged CLOCK_MONOTONIC by more
+ * on a loaded VM (7-15 ms seen), and then returned values past their
+ * deadline (test_default_clock_never_expired in tests/unit/test_contracts.c).
+ */
+static inline int deadline_passed_below(larder *c, struct op *op, struct larder__entry *e,
+					 uint64_t upper_ms)
 {
 	uint64_t deadline_ms = larder__entry_deadline(e);
-	if (deadline_ms == UINT64_MAX)
+	if (deadline_ms == UINT64_MAX || upper_ms < deadline_ms)
 		return 0;
 	if (!op) /* a single read: each clock read at most once anyway */
 		return c->clock(c->clock_ctx) >= deadline_ms;
 	return op_now(c, op) >= deadline_ms;
+}
+
+/* deadline_passed_below() with the bound of now (clock_upper). */
+static __attribute__((noinline)) int deadline_passed(larder *c, struct op *op,
+						     struct larder__entry *e)
+{
+	return deadline_passed_below(c, op, e, clock_upper(c));
 }
 
 static inline int entry_expired(larder *c, struct op *op, struct larder__entry *e)
@@ -192,15 +230,24 @@ static inline uint64_t deadline_from(uint64_t now_ms, uint64_t ttl_ms)
  * entry read again before its deadline never expires, and a touch after
  * the read overrides it (ENTRY-E4 in core/entry.h). Out of line: only
  * after-access caches call it, for entries with a deadline. op is the read's
- * own, so the clock reading of its expiry check serves here too.
+ * own, so a clock reading of its expiry check serves here too; without one,
+ * upper_ms, the upper bound on the time its check used (clock_upper),
+ * settles the common case, a deadline still within the slack, with no
+ * clock read: the stored deadline is always read time + TTL of the clock
+ * itself.
  */
 static __attribute__((noinline)) void extend_on_read(larder *c, struct op *op,
-						     struct larder__entry *e)
+						     struct larder__entry *e, uint64_t upper_ms)
 {
 	uint64_t ttl_ms = c->access_ttl_ms, slack_ms = c->access_slack_ms;
 	/* Relaxed (ENTRY-E4): a deadline publishes nothing. */
 	uint64_t old_ms = atomic_load_explicit(larder__entry_expire(e), LARDER__RELAXED);
 	if (old_ms == UINT64_MAX)
+		return;
+	/* Within the slack of an upper bound on read time + TTL: then within it
+	 * of the clock's too, and the clock would store nothing either. */
+	if (!op->have_now && upper_ms != UINT64_MAX &&
+	    old_ms >= deadline_from(upper_ms, ttl_ms) - slack_ms)
 		return;
 	uint64_t want_ms = deadline_from(op_now(c, op), ttl_ms);
 	/* Relaxed CAS (ENTRY-E4): from the value read; a racing touch or reader that
@@ -219,7 +266,7 @@ static inline void access_extend(larder *c, struct op *op, struct larder__entry 
 {
 	if (__builtin_expect((flags & LARDER__ENTRY_TTL) && c->access_ttl_ms, 0)) {
 		struct op single = { .have_now = 0 };
-		extend_on_read(c, op ? op : &single, e);
+		extend_on_read(c, op ? op : &single, e, clock_upper(c));
 	}
 }
 
@@ -265,7 +312,8 @@ static inline void count_miss(struct larder__handle *h)
  * costs it registers saved and restored: its fast path makes no call but the
  * value's memcpy. It takes keys of 8 to 16 bytes (inline hash and key
  * compare), asks only the home bucket (larder__table_lookup_home_rcu) and
- * hands an entry with a deadline to get_deadline_hit() (a tail call); the
+ * hands an entry with a deadline that the TSC's bound on the time does not
+ * settle inline (live_by_bound) to get_deadline_hit() (a tail call); the
  * home bucket's undecided cases (an overflowed key, a growing index) go on
  * in get_beyond_home() within the section; the rest starts over in
  * read_general(), the complete read, out of line (a key of another length,
@@ -394,8 +442,8 @@ static __attribute__((noinline)) int get_deadline_hit(struct larder__handle *h,
 	return rc;
 }
 
-/* get_deadline_hit() in an expire-after-access cache: one set of clock
- * readings serves the expiry check and the extension. */
+/* get_deadline_hit() in an expire-after-access cache: one bound on the time
+ * (and one clock reading, if any) serves the expiry check and the extension. */
 static __attribute__((noinline)) int get_access_hit(struct larder__handle *h,
 						    struct larder__entry *e, void *buf,
 						    size_t buf_len, size_t *value_len, uint64_t outer)
@@ -404,11 +452,12 @@ static __attribute__((noinline)) int get_access_hit(struct larder__handle *h,
 	struct larder__thread *t = larder__tls;
 	struct op op = { .have_now = 0 };
 	int rc = LARDER_MISS;
-	if (!deadline_passed(c, &op, e)) {
+	uint64_t upper_ms = clock_upper(c); /* one TSC read for both */
+	if (!deadline_passed_below(c, &op, e, upper_ms)) {
 		unsigned flags = larder__entry_flags_raw(e);
 		rc = get_copy(c, h, e, flags, buf, buf_len, value_len);
 		if (rc == LARDER_OK && (flags & LARDER__ENTRY_TTL))
-			extend_on_read(c, &op, e);
+			extend_on_read(c, &op, e, upper_ms);
 	}
 	larder__read_exit(&t->reader, outer);
 	if (rc == LARDER_MISS)
@@ -467,8 +516,10 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 		struct larder__entry *e = larder__slot_entry(w);
 		unsigned flags = larder__entry_flags_raw(e);
 		/* One test sends both kinds of entries that need more than a
-		 * copy (a deadline, a compressed value) out of line. */
-		if (__builtin_expect(flags & (LARDER__ENTRY_TTL | LARDER__ENTRY_COMPRESSED), 0))
+		 * copy (a deadline, a compressed value) out of line, but for a
+		 * deadline the TSC's bound on the time settles inline. */
+		if (__builtin_expect(flags & (LARDER__ENTRY_TTL | LARDER__ENTRY_COMPRESSED), 0) &&
+		    ((flags & LARDER__ENTRY_COMPRESSED) || !live_by_bound(c, e)))
 			return get_deadline_hit(h, e, buf, buf_len, value_len, outer);
 		rc = get_copy_raw(h, e, flags, buf, buf_len, value_len);
 	}

@@ -96,6 +96,31 @@ void larder__test_stuck_ms(larder *cache, uint64_t ms);
  */
 uint64_t larder__test_allocated_bytes(larder *cache);
 
+/*
+ * The TSC bound on the default clock (core/clockbound.h), process-wide.
+ * LARDER__CLOCKBOUND_ON calibrates now if it is not yet (blocks ~50 ms),
+ * undoes OFF, FREEZE and a CLOCKBOUND-C2 failure, and publishes a bound;
+ * OFF withdraws it (reads read the clock) until ON; FREEZE publishes a
+ * fresh one (once calibrated), which the maintainers then stop refreshing
+ * (it grows looser, as with a starved maintainer; CLOCKBOUND-C2 still
+ * checks). Returns whether a
+ * bound is published after the call (0 where there is none to have: not
+ * x86, a clock source other than the TSC).
+ */
+enum { LARDER__CLOCKBOUND_OFF, LARDER__CLOCKBOUND_ON, LARDER__CLOCKBOUND_FREEZE };
+int larder__test_clockbound(int mode);
+
+/* Moves the published bound's B by ms of ticks (positive: later, a bound
+ * too low, for CLOCKBOUND-C2 to catch). */
+void larder__test_clockbound_skew(int64_t ms);
+
+/* Makes the maintainers' refreshes of that bound sample now_ns (ns on
+ * CLOCK_MONOTONIC) instead of the clock itself; NULL: the clock again. */
+void larder__test_clockbound_clock(uint64_t (*now_ns)(void));
+
+/* How many times CLOCKBOUND-C2 found the bound below the clock. */
+uint64_t larder__test_clockbound_failures(void);
+
 #define LARDER__POISON_BYTE 0xdb
 
 #endif /* LARDER_CORE_TESTING_H */

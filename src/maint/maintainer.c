@@ -17,7 +17,9 @@
  *      step 2, so that no event or hit sample still names its entries);
  *   4. empty cleared tables whose grace period ended (a chunk per pass);
  *   5. dismantle handles of exited threads;
- *   6. advance the timing wheel to the cache clock: due entries whose
+ *   6. with the default clock and deadlines held, refresh the TSC's bound on
+ *      the time that spares reads the clock (core/clockbound.h); then
+ *      advance the timing wheel to the cache clock: due entries whose
  *      deadline (re-read: touch or after-access may have moved it later in
  *      place) has passed are unlinked and retired as EXPIRED, the others
  *      are scheduled again (at most EXPIRE_PER_PASS per pass); then
@@ -92,6 +94,7 @@
 
 #include "core/alloc.h"
 #include "core/cache.h"
+#include "core/clockbound.h"
 #include "core/dict.h"
 #include "core/thread.h"
 #include "evict/policy.h"
@@ -204,6 +207,10 @@ static uint64_t maint_pass(struct larder__maint *m)
 	larder__slab_keep_trim(&m->shard->slab, 0); /* a lowered capacity's limit (SLAB-S6) */
 	work += larder__maint_clear_walk(m, gen_ready);
 	work += (uint64_t)larder__maint_reap_orphans(m);
+	/* While it holds deadlines, each pass refreshes the TSC bound that
+	 * spares reads the clock (core/clockbound.h; the default clock only). */
+	if (m->wheel.count && c->clock == larder__clock_default)
+		larder__clockbound_refresh();
 	work += larder__maint_expire(m);
 	work += larder__maint_evict(m);
 	work += (uint64_t)larder__maint_resize(m);

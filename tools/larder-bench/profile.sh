@@ -39,6 +39,10 @@
 #   LB_PROFILE_FUNCS=N (put) adds the maintainers' N costliest functions,
 #   self cost per put, 0-op run subtracted (docs/shards.md compares K = 1
 #   with K = 4 this way).
+#   LB_PROFILE_TTL_MS=MS (get) writes the 24,000 keys with a TTL of MS ms
+#   (--ttl-ms), so that each get checks a deadline: with the default clock,
+#   against the TSC's bound on the time (core/clockbound.h), which the
+#   maintainer calibrates during the preload, or the clock near the deadline.
 #   LB_PROFILE_CACHESIM=1 adds callgrind's cache simulation: simulated
 #   first-level and last-level data misses per operation, per thread. It
 #   models each thread's caches alone (no coherence traffic between cores),
@@ -66,6 +70,7 @@ work=${LB_PROFILE_DIR:-$(mktemp -d /tmp/larder-profile.XXXXXX)}
 mkdir -p "$work"
 cachesim=no
 shards=${LB_PROFILE_SHARDS:-1}
+ttl_ms=${LB_PROFILE_TTL_MS:-0}
 [[ ${LB_PROFILE_CACHESIM:-0} == 1 ]] && cachesim=yes
 
 command -v valgrind >/dev/null || { echo "profile.sh: valgrind is not installed" >&2; exit 2; }
@@ -80,7 +85,7 @@ run_ir() {
 		rm -f "$out"-* "$out".*
 		nice -n 10 valgrind --tool=callgrind --separate-threads=yes --cache-sim=$cachesim \
 			--callgrind-out-file="$out" "$bench" --ops "$2" --engines "$1" \
-			--scenarios $scenario --seed 42 --shards "$shards" >"$work/log.$1.$2" 2>&1 ||
+			--scenarios $scenario --seed 42 --shards "$shards" --ttl-ms "$ttl_ms" >"$work/log.$1.$2" 2>&1 ||
 			{ echo "profile.sh: run failed; see $work/log.$1.$2" >&2; exit 1; }
 		grep -q "ops=$2 " "$work/log.$1.$2" ||
 			{ echo "profile.sh: $1 did not report $2 ops; see $work/log.$1.$2" >&2; exit 1; }
