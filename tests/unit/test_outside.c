@@ -1,0 +1,624 @@
+/*
+ * tests/unit/test_outside.c - the documented contracts of cursors, snapshots
+ * and pools, tried from outside (include/larder.h only, beside the harness)
+ * across the configurations the per-area tests leave out: compression,
+ * expire-after-access, pool members, shards (this file also runs as
+ * unit_outside_shards4).
+ *
+ * Checked (larder.h "Iteration", "Snapshots", "Pools"; docs/pool.md,
+ * docs/persistence.md):
+ *   - a cursor racing with writers and removers of other keys, in every
+ *     configuration: each key live throughout is handed out exactly once
+ *     with its own value, no key twice, no key removed or expired before the
+ *     open (ITER-I1..I3 from outside);
+ *   - a snapshot saved by a cache of each configuration loads into a cache
+ *     of each other one (compression on/off: "snapshots hold plain values,
+ *     so any cache can load them"), every key, value and TTL kind back;
+ *   - saves to one path from two threads at once, beside a writer: each
+ *     returns LARDER_OK, no temporary file is left, and the file loads whole
+ *     with every stable key;
+ *   - a pool's members opening and closing while others write: the used
+ *     bytes summed never pass budget + LARDER_POOL_OVERSHOOT_BOUND (sampled);
+ *     the lifecycle rules (close refused while a member is open, a config
+ *     naming a closed pool refused, a config moved from one pool to another
+ *     holding the second only).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define KiB ((uint64_t)1024)
+#define MiB (1024 * KiB)
+
+/* For the helpers that return a value: a failed setup stops the run. */
+#define MUST(expr)                                                                    \
+	do {                                                                          \
+		if (!CHECK_RC((expr), LARDER_OK))                                      \
+			abort();                                                      \
+	} while (0)
+
+/* ---- keys and values: every value names its key -------------------------- */
+
+enum { STABLE = 4000, DEAD = 1000, CHURN = 4000 };
+/* Ids: stable 0.., dead STABLE.., churn STABLE + DEAD.. */
+#define ID_COUNT (STABLE + DEAD + CHURN)
+
+static size_t key_of(char *buf, uint64_t id)
+{
+	return (size_t)snprintf(buf, 32, "key:%06llu", (unsigned long long)id);
+}
+
+/* A compressible value of 100..400 bytes naming id and gen. */
+static size_t value_of(char *buf, uint64_t id, uint64_t gen)
+{
+	int n = snprintf(buf, 64, "v%06llu.%llu.", (unsigned long long)id, (unsigned long long)gen);
+	size_t len = 100 + (size_t)(th_mix64(id) % 300);
+	for (size_t i = (size_t)n; i < len; i++)
+		buf[i] = (char)('a' + (i / 16) % 4);
+	return len;
+}
+
+/* The id a value names, or UINT64_MAX when it is not well formed. */
+static uint64_t value_id(const void *value, size_t len)
+{
+	char v[512];
+	if (len < 10 || len > sizeof(v) || ((const char *)value)[0] != 'v')
+		return UINT64_MAX;
+	uint64_t id = strtoull((const char *)value + 1, NULL, 10);
+	size_t want = value_of(v, id, 0);
+	const char *dot = memchr((const char *)value + 8, '.', 24);
+	if (want != len || dot == NULL)
+		return UINT64_MAX;
+	size_t head = (size_t)(dot - (const char *)value) + 1;
+	return memcmp((const char *)value + head, v + head, len - head) == 0 ? id : UINT64_MAX;
+}
+
+static uint64_t key_id(const void *key, size_t len)
+{
+	char k[32];
+	if (len != 10 || memcmp(key, "key:", 4) != 0)
+		return UINT64_MAX;
+	memcpy(k, key, len);
+	k[len] = 0;
+	uint64_t id = strtoull(k + 4, NULL, 10);
+	return id < ID_COUNT ? id : UINT64_MAX;
+}
+
+static void put_id(larder *c, uint64_t id, uint64_t gen, uint64_t ttl_ms)
+{
+	char k[32], v[512];
+	size_t kl = key_of(k, id), vl = value_of(v, id, gen);
+	CHECK_RC(larder_put(c, k, kl, v, vl, ttl_ms), LARDER_OK);
+}
+
+/* ---- the configurations -------------------------------------------------- */
+
+enum cfg { CFG_PLAIN, CFG_COMPRESS, CFG_ACCESS, CFG_POOLED, CFG_COUNT };
+static const char *const cfg_name[CFG_COUNT] = {"plain", "compress", "access", "pooled"};
+
+/* Opens a cache of kind k with about capacity bytes (a pooled one gets a
+ * pool of its own with that budget, returned in *pool). */
+static larder *open_cfg(enum cfg k, uint64_t capacity, larder_pool **pool)
+{
+	*pool = NULL;
+	if (k == CFG_POOLED) {
+		larder_pool_config *pc = NULL;
+		MUST(larder_pool_config_create(&pc));
+		MUST(larder_pool_config_set_budget(pc, capacity));
+		MUST(larder_pool_create(pool, pc));
+		larder_pool_config_destroy(pc);
+		larder_config *config = NULL;
+		MUST(larder_config_create(&config));
+		MUST(larder_config_set_pool(config, *pool));
+		MUST(larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS));
+		larder *c = th_open(config);
+		if (c == NULL)
+			abort();
+		/* It starts small and grows to its share in the background. */
+		double cap = 0;
+		uint64_t until = th_now_ms() + 30000 * TH_SLOW;
+		while (cap < (double)capacity * 0.9 && th_now_ms() < until) {
+			MUST(larder_pool_cache_stats(*pool, c, &cap, 1));
+			usleep(1000);
+		}
+		CHECK_GE(cap, (double)capacity * 0.9);
+		return c;
+	}
+	larder_config *config = th_config(capacity);
+	if (config == NULL)
+		abort();
+	if (k == CFG_COMPRESS)
+		MUST(larder_config_set_compression(config, 64, 10));
+	if (k == CFG_ACCESS) {
+		MUST(larder_config_set_expiry(config, LARDER_EXPIRE_AFTER_ACCESS));
+		MUST(larder_config_set_default_ttl_ms(config, 3600 * 1000));
+	}
+	return th_open(config);
+}
+
+static void close_cfg(larder *c, larder_pool *pool)
+{
+	larder_close(c);
+	if (pool != NULL)
+		CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/* ---- cursors racing with writers and removers ---------------------------- */
+
+struct churn {
+	larder *cache;
+	_Atomic int *stop;
+	uint64_t seed;
+};
+
+static void *churn_main(void *arg)
+{
+	struct churn *w = arg;
+	struct th_rng rng = {w->seed};
+	char k[32];
+	uint64_t gen = 1;
+	while (!atomic_load_explicit(w->stop, memory_order_relaxed)) {
+		uint64_t id = STABLE + DEAD + th_rng_below(&rng, CHURN);
+		int op = (int)th_rng_below(&rng, 4);
+		if (op == 0) {
+			size_t kl = key_of(k, id);
+			int rc = larder_remove(w->cache, k, kl);
+			CHECK(rc == LARDER_OK || rc == LARDER_MISS);
+		} else {
+			put_id(w->cache, id, gen++, op == 1 ? 1 + th_rng_below(&rng, 20) : LARDER_TTL_NEVER);
+		}
+	}
+	return NULL;
+}
+
+struct walk {
+	uint32_t seen[ID_COUNT];
+	uint64_t foreign, bad_value, stable_ttl;
+};
+
+static void on_walk(void *ctx, const void *key, size_t key_len, const void *value,
+		    size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	struct walk *w = ctx;
+	(void)entry_bytes;
+	uint64_t id = key_id(key, key_len);
+	if (id == UINT64_MAX) {
+		w->foreign++;
+		return;
+	}
+	w->seen[id]++;
+	if (value_id(value, value_len) != id)
+		w->bad_value++;
+	if (id < STABLE && ttl_ms != LARDER_TTL_NEVER && ttl_ms > 3600 * 1000)
+		w->stable_ttl++;
+}
+
+static void iter_racing(enum cfg k)
+{
+	larder_pool *pool;
+	larder *c = open_cfg(k, 64 * MiB, &pool);
+	REQUIRE(c != NULL);
+	/* Stable keys live throughout; dead ones written, removed, and short-TTL
+	 * ones expired, all before the cursor opens. */
+	uint64_t ttl = k == CFG_ACCESS ? LARDER_TTL_DEFAULT : LARDER_TTL_NEVER;
+	for (uint64_t id = 0; id < STABLE; id++)
+		put_id(c, id, 0, ttl);
+	for (uint64_t id = STABLE; id < STABLE + DEAD; id++)
+		put_id(c, id, 0, id % 2 ? 1 : LARDER_TTL_NEVER);
+	char kb[32];
+	for (uint64_t id = STABLE; id < STABLE + DEAD; id += 2)
+		CHECK_RC(larder_remove(c, kb, key_of(kb, id)), LARDER_OK);
+	uint64_t t0 = th_now_ms();
+	while (th_now_ms() < t0 + 5)
+		usleep(1000);
+
+	_Atomic int stop = 0;
+	enum { WRITERS = 2 };
+	struct churn w[WRITERS];
+	pthread_t tid[WRITERS];
+	for (int i = 0; i < WRITERS; i++) {
+		w[i] = (struct churn){c, &stop, 0x1234u + (uint64_t)i + 16u * (uint64_t)k};
+		REQUIRE(pthread_create(&tid[i], NULL, churn_main, &w[i]) == 0);
+	}
+	for (int round = 0; round < 4; round++) {
+		struct walk *walk = calloc(1, sizeof(*walk));
+		REQUIRE(walk != NULL);
+		larder_iter *it;
+		REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);
+		int rc;
+		while ((rc = larder_iter_next(it, on_walk, walk)) == LARDER_OK)
+			;
+		CHECK_RC(rc, LARDER_MISS);
+		larder_iter_close(it);
+		uint64_t stable_bad = 0, twice = 0, dead = 0;
+		for (uint64_t id = 0; id < ID_COUNT; id++) {
+			if (id < STABLE)
+				stable_bad += walk->seen[id] != 1;
+			else if (id < STABLE + DEAD)
+				dead += walk->seen[id] != 0;
+			twice += walk->seen[id] > 1;
+		}
+		if (stable_bad || twice || dead || walk->foreign || walk->bad_value || walk->stable_ttl)
+			th_fail(__FILE__, __LINE__,
+				"%s round %d: stable keys not once %llu, twice %llu, dead %llu, "
+				"foreign %llu, bad values %llu, bad ttls %llu",
+				cfg_name[k], round, (unsigned long long)stable_bad,
+				(unsigned long long)twice, (unsigned long long)dead,
+				(unsigned long long)walk->foreign, (unsigned long long)walk->bad_value,
+				(unsigned long long)walk->stable_ttl);
+		free(walk);
+	}
+	atomic_store_explicit(&stop, 1, memory_order_relaxed);
+	for (int i = 0; i < WRITERS; i++)
+		pthread_join(tid[i], NULL);
+	close_cfg(c, pool);
+}
+
+static void test_iter_racing_every_config(void)
+{
+	for (int k = 0; k < CFG_COUNT; k++)
+		iter_racing((enum cfg)k);
+}
+
+/* ---- snapshots across configurations ------------------------------------- */
+
+static char dir[64];
+
+static void make_dir(void)
+{
+	if (dir[0])
+		return;
+	snprintf(dir, sizeof(dir), "/tmp/larder-outside-XXXXXX");
+	REQUIRE(mkdtemp(dir) != NULL);
+}
+
+static void remove_dir(void)
+{
+	if (!dir[0])
+		return;
+	DIR *d = opendir(dir);
+	if (d != NULL) {
+		struct dirent *e;
+		char p[512];
+		while ((e = readdir(d)) != NULL) {
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+			unlink(p);
+		}
+		closedir(d);
+	}
+	rmdir(dir);
+}
+
+/* Files in dir other than the named one (left-over temporaries). */
+static int stray_files(const char *keep)
+{
+	int n = 0;
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		return -1;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.' && strcmp(e->d_name, keep) != 0;
+	closedir(d);
+	return n;
+}
+
+enum { SNAP_KEYS = 3000 };
+
+/* Every key back with its value; the odd ones with a TTL (an hour at the
+ * save), the even ones with none (or the access default). */
+static void check_loaded(larder *c, enum cfg from, enum cfg to)
+{
+	uint64_t missing = 0, bad = 0, bad_ttl = 0;
+	char k[32], want[512], got[512];
+	for (uint64_t id = 0; id < SNAP_KEYS; id++) {
+		size_t kl = key_of(k, id), wl = value_of(want, id, 0), gl = 0;
+		int rc = larder_peek(c, k, kl, got, sizeof(got), &gl);
+		if (rc == LARDER_MISS) {
+			missing++;
+			continue;
+		}
+		if (rc != LARDER_OK || gl != wl || memcmp(got, want, wl) != 0) {
+			bad++;
+			continue;
+		}
+		uint64_t ttl = 0;
+		CHECK_RC(larder_ttl_remaining(c, k, kl, &ttl), LARDER_OK);
+		int timed = id % 2 == 1;
+		if (timed ? ttl == LARDER_TTL_NEVER || ttl > 3600 * 1000 || ttl < 3000 * 1000
+			  : ttl != LARDER_TTL_NEVER && to != CFG_ACCESS && from != CFG_ACCESS)
+			bad_ttl++;
+	}
+	if (missing || bad || bad_ttl)
+		th_fail(__FILE__, __LINE__, "%s -> %s: missing %llu, bad %llu, bad ttl %llu",
+			cfg_name[from], cfg_name[to], (unsigned long long)missing,
+			(unsigned long long)bad, (unsigned long long)bad_ttl);
+}
+
+static void test_snapshot_across_configs(void)
+{
+	make_dir();
+	char path[128];
+	snprintf(path, sizeof(path), "%s/cross.snap", dir);
+	for (int from = 0; from < CFG_COUNT; from++) {
+		larder_pool *pool;
+		larder *src = open_cfg((enum cfg)from, 32 * MiB, &pool);
+		REQUIRE(src != NULL);
+		for (uint64_t id = 0; id < SNAP_KEYS; id++)
+			put_id(src, id, 0, id % 2 ? 3600 * 1000 : LARDER_TTL_DEFAULT);
+		CHECK_RC(larder_save(src, path), LARDER_OK);
+		close_cfg(src, pool);
+		for (int to = 0; to < CFG_COUNT; to++) {
+			larder *dst = open_cfg((enum cfg)to, 32 * MiB, &pool);
+			REQUIRE(dst != NULL);
+			CHECK_RC(larder_load(dst, path), LARDER_OK);
+			check_loaded(dst, (enum cfg)from, (enum cfg)to);
+			close_cfg(dst, pool);
+		}
+	}
+	unlink(path);
+}
+
+struct saver {
+	larder *cache;
+	const char *path;
+	int rounds;
+};
+
+static void *saver_main(void *arg)
+{
+	struct saver *s = arg;
+	for (int i = 0; i < s->rounds; i++)
+		CHECK_RC(larder_save(s->cache, s->path), LARDER_OK);
+	return NULL;
+}
+
+static void test_snapshot_concurrent_saves_one_path(void)
+{
+	make_dir();
+	char path[128];
+	snprintf(path, sizeof(path), "%s/same.snap", dir);
+	larder *c = th_open(th_config(32 * MiB));
+	REQUIRE(c != NULL);
+	for (uint64_t id = 0; id < STABLE; id++)
+		put_id(c, id, 0, LARDER_TTL_NEVER);
+	_Atomic int stop = 0;
+	struct churn w = {c, &stop, 99};
+	pthread_t writer;
+	REQUIRE(pthread_create(&writer, NULL, churn_main, &w) == 0);
+	struct saver s[2] = {{c, path, 5}, {c, path, 5}};
+	th_run_threads(2, saver_main, s, sizeof(s[0]));
+	atomic_store_explicit(&stop, 1, memory_order_relaxed);
+	pthread_join(writer, NULL);
+	larder_close(c);
+	CHECK_EQ(stray_files("same.snap"), 0);
+
+	c = th_open(th_config(32 * MiB));
+	REQUIRE(c != NULL);
+	CHECK_RC(larder_load(c, path), LARDER_OK);
+	struct walk *walk = calloc(1, sizeof(*walk));
+	REQUIRE(walk != NULL);
+	larder_iter *it;
+	REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);
+	while (larder_iter_next(it, on_walk, walk) == LARDER_OK)
+		;
+	larder_iter_close(it);
+	uint64_t stable_bad = 0;
+	for (uint64_t id = 0; id < STABLE; id++)
+		stable_bad += walk->seen[id] != 1;
+	CHECK_EQ(stable_bad, 0);
+	CHECK_EQ(walk->bad_value, 0);
+	CHECK_EQ(walk->foreign, 0);
+	free(walk);
+	larder_close(c);
+	unlink(path);
+}
+
+/* ---- pools --------------------------------------------------------------- */
+
+static larder_config *pooled_config(larder_pool *pool)
+{
+	larder_config *config = NULL;
+	MUST(larder_config_create(&config));
+	MUST(larder_config_set_pool(config, pool));
+	MUST(larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS));
+	return config;
+}
+
+struct member {
+	larder_pool *pool;
+	_Atomic int *stop;
+	uint64_t seed;
+	uint64_t opens;
+};
+
+/* Opens a cache in the pool, fills it past its share, closes it; again. */
+static void *member_main(void *arg)
+{
+	struct member *m = arg;
+	struct th_rng rng = {m->seed};
+	char k[32], v[4096];
+	memset(v, 'x', sizeof(v));
+	while (!atomic_load_explicit(m->stop, memory_order_relaxed)) {
+		larder *c = NULL;
+		larder_config *config = pooled_config(m->pool);
+		int rc = larder_open(&c, config);
+		larder_config_destroy(config);
+		if (!CHECK_RC(rc, LARDER_OK))
+			return NULL;
+		m->opens++;
+		uint64_t n = 500 + th_rng_below(&rng, 3000);
+		for (uint64_t i = 0; i < n; i++) {
+			size_t kl = key_of(k, th_rng_below(&rng, ID_COUNT));
+			rc = larder_put(c, k, kl, v, 256 + th_rng_below(&rng, 3800), LARDER_TTL_NEVER);
+			CHECK(rc == LARDER_OK);
+		}
+		larder_close(c);
+	}
+	return NULL;
+}
+
+struct steady {
+	larder_pool *pool;
+	_Atomic int *stop;
+	uint64_t seed;
+};
+
+/* A member open for the whole run, writing all along. */
+static void *steady_main(void *arg)
+{
+	struct steady *s = arg;
+	struct th_rng rng = {s->seed};
+	char k[32], v[4096];
+	memset(v, 'y', sizeof(v));
+	larder *c = NULL;
+	larder_config *config = pooled_config(s->pool);
+	int rc = larder_open(&c, config);
+	larder_config_destroy(config);
+	if (!CHECK_RC(rc, LARDER_OK))
+		return NULL;
+	while (!atomic_load_explicit(s->stop, memory_order_relaxed)) {
+		size_t kl = key_of(k, th_rng_below(&rng, ID_COUNT));
+		CHECK_RC(larder_put(c, k, kl, v, 256 + th_rng_below(&rng, 3800), LARDER_TTL_NEVER),
+			 LARDER_OK);
+	}
+	larder_close(c);
+	return NULL;
+}
+
+static void test_pool_members_come_and_go(void)
+{
+	const uint64_t budget = 8 * MiB;
+	larder_pool_config *pc = NULL;
+	REQUIRE_RC(larder_pool_config_create(&pc), LARDER_OK);
+	REQUIRE_RC(larder_pool_config_set_budget(pc, budget), LARDER_OK);
+	REQUIRE_RC(larder_pool_config_set_interval_ms(pc, 5), LARDER_OK);
+	larder_pool *pool = NULL;
+	REQUIRE_RC(larder_pool_create(&pool, pc), LARDER_OK);
+	larder_pool_config_destroy(pc);
+
+	_Atomic int stop = 0;
+	enum { MEMBERS = 3, STEADY = 2 };
+	struct member m[MEMBERS];
+	struct steady s[STEADY];
+	pthread_t mt[MEMBERS], st[STEADY];
+	for (int i = 0; i < STEADY; i++) {
+		s[i] = (struct steady){pool, &stop, 77u + (uint64_t)i};
+		REQUIRE(pthread_create(&st[i], NULL, steady_main, &s[i]) == 0);
+	}
+	for (int i = 0; i < MEMBERS; i++) {
+		m[i] = (struct member){pool, &stop, 7u + (uint64_t)i, 0};
+		REQUIRE(pthread_create(&mt[i], NULL, member_main, &m[i]) == 0);
+	}
+	/* Sample the bound (its own figure moves with the member count: take
+	 * both in one call) for a while. */
+	uint64_t over = 0, samples = 0, worst = 0;
+	uint64_t until = th_now_ms() + 1500 * TH_SLOW;
+	while (th_now_ms() < until) {
+		uint64_t v[LARDER_POOL_STAT_COUNT];
+		REQUIRE_RC(larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT), LARDER_OK);
+		uint64_t cap = v[LARDER_POOL_BUDGET_BYTES] + v[LARDER_POOL_OVERSHOOT_BOUND];
+		samples++;
+		if (v[LARDER_POOL_USED_BYTES] > cap) {
+			over++;
+			if (v[LARDER_POOL_USED_BYTES] - cap > worst)
+				worst = v[LARDER_POOL_USED_BYTES] - cap;
+		}
+		usleep(200);
+	}
+	atomic_store_explicit(&stop, 1, memory_order_relaxed);
+	for (int i = 0; i < MEMBERS; i++)
+		pthread_join(mt[i], NULL);
+	for (int i = 0; i < STEADY; i++)
+		pthread_join(st[i], NULL);
+	if (over)
+		th_fail(__FILE__, __LINE__, "pool over its bound in %llu of %llu samples, by up to %llu bytes",
+			(unsigned long long)over, (unsigned long long)samples, (unsigned long long)worst);
+	uint64_t opens = 0;
+	for (int i = 0; i < MEMBERS; i++)
+		opens += m[i].opens;
+	CHECK_GT(opens, MEMBERS);
+	uint64_t v[LARDER_POOL_STAT_COUNT];
+	REQUIRE_RC(larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT), LARDER_OK);
+	CHECK_EQ(v[LARDER_POOL_CACHES], 0);
+	CHECK_EQ(v[LARDER_POOL_ASSIGNED_BYTES], 0);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+static void test_pool_lifecycle_from_outside(void)
+{
+	larder_pool_config *pc = NULL;
+	REQUIRE_RC(larder_pool_config_create(&pc), LARDER_OK);
+	CHECK_RC(larder_pool_config_set_budget(pc, 0), LARDER_EINVAL);
+	CHECK_RC(larder_pool_config_set_budget(pc, MiB - 1), LARDER_EINVAL);
+	CHECK_RC(larder_pool_config_set_budget(NULL, 8 * MiB), LARDER_EINVAL);
+	REQUIRE_RC(larder_pool_config_set_budget(pc, 8 * MiB), LARDER_OK);
+	larder_pool *a = NULL, *b = NULL;
+	CHECK_RC(larder_pool_create(NULL, pc), LARDER_EINVAL);
+	CHECK_RC(larder_pool_create(&a, NULL), LARDER_EINVAL);
+	CHECK(a == NULL);
+	REQUIRE_RC(larder_pool_create(&a, pc), LARDER_OK);
+	REQUIRE_RC(larder_pool_create(&b, pc), LARDER_OK);
+	larder_pool_config_destroy(pc);
+	CHECK_RC(larder_pool_close(NULL), LARDER_EINVAL);
+
+	/* A config moved from pool a to pool b opens in b only: a closes with
+	 * the cache open, b refuses to. */
+	larder_config *config = pooled_config(a);
+	REQUIRE_RC(larder_config_set_pool(config, b), LARDER_OK);
+	larder *c = NULL;
+	REQUIRE_RC(larder_open(&c, config), LARDER_OK);
+	uint64_t v[LARDER_POOL_STAT_COUNT];
+	REQUIRE_RC(larder_pool_stats(b, v, LARDER_POOL_STAT_COUNT), LARDER_OK);
+	CHECK_EQ(v[LARDER_POOL_CACHES], 1);
+	REQUIRE_RC(larder_pool_stats(a, v, LARDER_POOL_STAT_COUNT), LARDER_OK);
+	CHECK_EQ(v[LARDER_POOL_CACHES], 0);
+	CHECK_RC(larder_pool_close(b), LARDER_ESTATE);
+	CHECK_RC(larder_set_capacity(c, 4 * MiB), LARDER_ESTATE);
+	CHECK_RC(larder_pool_close(a), LARDER_OK);
+	larder_close(c);
+	CHECK_RC(larder_pool_close(b), LARDER_OK);
+	/* The config still names b, now closed: refused, and its memory kept
+	 * valid until the config goes (ASan/LSan watch both). */
+	c = (larder *)(uintptr_t)1;
+	CHECK_RC(larder_open(&c, config), LARDER_ESTATE);
+	CHECK(c == NULL);
+	larder_config_destroy(config);
+
+	/* Unpooling a config: capacity may be set again. */
+	REQUIRE_RC(larder_pool_config_create(&pc), LARDER_OK);
+	REQUIRE_RC(larder_pool_create(&a, pc), LARDER_OK);
+	larder_pool_config_destroy(pc);
+	config = pooled_config(a);
+	REQUIRE_RC(larder_config_set_pool(config, NULL), LARDER_OK);
+	REQUIRE_RC(larder_config_set_capacity(config, 4 * MiB), LARDER_OK);
+	REQUIRE_RC(larder_open(&c, config), LARDER_OK);
+	CHECK_RC(larder_set_capacity(c, 8 * MiB), LARDER_OK);
+	larder_close(c);
+	CHECK_RC(larder_pool_close(a), LARDER_OK);
+	larder_config_destroy(config);
+}
+
+static void test_cleanup(void)
+{
+	remove_dir();
+}
+
+int main(int argc, char **argv)
+{
+	static const struct th_test tests[] = {
+		TH_TEST(test_iter_racing_every_config),
+		TH_TEST(test_snapshot_across_configs),
+		TH_TEST(test_snapshot_concurrent_saves_one_path),
+		TH_TEST(test_pool_members_come_and_go),
+		TH_TEST(test_pool_lifecycle_from_outside),
+		TH_TEST(test_cleanup),
+	};
+	return th_main(argc, argv, tests, TH_COUNT(tests));
+}
