@@ -264,6 +264,47 @@ static void test_iter_racing_every_config(void)
 		iter_racing((enum cfg)k);
 }
 
+static struct th_clock clk;
+
+/* "Iteration is not a read": with LARDER_EXPIRE_AFTER_ACCESS a cursor
+ * extends no deadline, and one opened after the deadline hands out nothing
+ * (nor does a save); a read in between does extend. */
+static void test_iter_extends_nothing(void)
+{
+	th_clock_init(&clk, 1000000);
+	larder_config *config = th_config(16 * MiB);
+	REQUIRE(config != NULL);
+	REQUIRE_RC(larder_config_set_clock(config, th_clock_fn, &clk), LARDER_OK);
+	REQUIRE_RC(larder_config_set_expiry(config, LARDER_EXPIRE_AFTER_ACCESS), LARDER_OK);
+	REQUIRE_RC(larder_config_set_default_ttl_ms(config, 1000), LARDER_OK);
+	larder *c = th_open(config);
+	REQUIRE(c != NULL);
+	for (uint64_t id = 0; id < STABLE; id++)
+		put_id(c, id, 0, LARDER_TTL_DEFAULT);
+	char k[32], v[512];
+	size_t vl;
+	th_clock_advance(&clk, 600);
+	for (int pass = 0; pass < 2; pass++) {
+		struct walk *walk = calloc(1, sizeof(*walk));
+		REQUIRE(walk != NULL);
+		larder_iter *it;
+		REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);
+		uint64_t n = 0;
+		while (larder_iter_next(it, on_walk, walk) == LARDER_OK)
+			n++;
+		larder_iter_close(it);
+		free(walk);
+		/* Pass 0 at 600 ms: all there (key 0 read at 600 ms); pass 1 at
+		 * 1200 ms: only key 0, which the read extended. */
+		CHECK_EQ(n, pass == 0 ? (uint64_t)STABLE : 1u);
+		if (pass == 0) {
+			CHECK_RC(larder_get(c, k, key_of(k, 0), v, sizeof(v), &vl), LARDER_OK);
+			th_clock_advance(&clk, 600);
+		}
+	}
+	larder_close(c);
+}
+
 /* ---- snapshots across configurations ------------------------------------- */
 
 static char dir[64];
@@ -361,6 +402,54 @@ static void test_snapshot_across_configs(void)
 			check_loaded(dst, (enum cfg)from, (enum cfg)to);
 			close_cfg(dst, pool);
 		}
+	}
+	unlink(path);
+}
+
+/* SNAP-L3 from outside, in every configuration: a snapshot four times a
+ * small cache's capacity loads with LARDER_OK, fills it to its capacity and
+ * no further, evicts nothing, and every entry it took is its key's. */
+static void test_snapshot_into_smaller_every_config(void)
+{
+	make_dir();
+	char path[128];
+	snprintf(path, sizeof(path), "%s/big.snap", dir);
+	enum { BIG_KEYS = 12000 };
+	larder *src = th_open(th_config(64 * MiB));
+	REQUIRE(src != NULL);
+	for (uint64_t id = 0; id < BIG_KEYS; id++)
+		put_id(src, id % ID_COUNT, id / ID_COUNT, LARDER_TTL_NEVER);
+	CHECK_RC(larder_save(src, path), LARDER_OK);
+	larder_close(src);
+	for (int k = 0; k < CFG_COUNT; k++) {
+		larder_pool *pool;
+		larder *c = open_cfg((enum cfg)k, MiB, &pool);
+		REQUIRE(c != NULL);
+		CHECK_RC(larder_load(c, path), LARDER_OK);
+		REQUIRE_RC(larder_flush(c, 60000), LARDER_OK);
+		uint64_t cap = th_stat(c, LARDER_STAT_CAPACITY_BYTES);
+		uint64_t used = th_stat(c, LARDER_STAT_USED_BYTES);
+		uint64_t entries = th_stat(c, LARDER_STAT_ENTRIES);
+		if (th_stat(c, LARDER_STAT_EVICTIONS) != 0 || used > cap || used < cap / 2 ||
+		    entries == 0)
+			th_fail(__FILE__, __LINE__,
+				"%s: capacity %llu, used %llu, entries %llu, evictions %llu",
+				cfg_name[k], (unsigned long long)cap, (unsigned long long)used,
+				(unsigned long long)entries,
+				(unsigned long long)th_stat(c, LARDER_STAT_EVICTIONS));
+		struct walk *walk = calloc(1, sizeof(*walk));
+		REQUIRE(walk != NULL);
+		larder_iter *it;
+		REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);
+		uint64_t n = 0;
+		while (larder_iter_next(it, on_walk, walk) == LARDER_OK)
+			n++;
+		larder_iter_close(it);
+		CHECK_EQ(n, entries);
+		CHECK_EQ(walk->bad_value, 0);
+		CHECK_EQ(walk->foreign, 0);
+		free(walk);
+		close_cfg(c, pool);
 	}
 	unlink(path);
 }
@@ -614,7 +703,9 @@ int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_iter_racing_every_config),
+		TH_TEST(test_iter_extends_nothing),
 		TH_TEST(test_snapshot_across_configs),
+		TH_TEST(test_snapshot_into_smaller_every_config),
 		TH_TEST(test_snapshot_concurrent_saves_one_path),
 		TH_TEST(test_pool_members_come_and_go),
 		TH_TEST(test_pool_lifecycle_from_outside),
