@@ -27,6 +27,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -454,6 +455,44 @@ static void test_snapshot_into_smaller_every_config(void)
 	unlink(path);
 }
 
+/* SNAP-S2, SNAP-L7: a save to a FIFO (or a device such as /dev/null, when
+ * run as root) is refused (LARDER_EINVAL) and leaves it as it was, writing
+ * nothing beside it, where the rename used to replace it with a snapshot;
+ * a directory fails at the rename (LARDER_ESYS). A load of either is
+ * LARDER_EFORMAT at once, where a FIFO used to block the load until a
+ * writer came. */
+static void test_snapshot_path_not_a_file(void)
+{
+	make_dir();
+	char fifo[128], sub[128];
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	REQUIRE(mkfifo(fifo, 0600) == 0);
+	REQUIRE(mkdir(sub, 0700) == 0);
+	larder *c = th_open(th_config(4 * MiB));
+	REQUIRE(c != NULL);
+	put_id(c, 1, 0, LARDER_TTL_NEVER);
+	CHECK_RC(larder_save(c, fifo), LARDER_EINVAL);
+	CHECK_RC(larder_save(c, sub), LARDER_ESYS);
+	struct stat st;
+	CHECK(stat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+	CHECK(stat(sub, &st) == 0 && S_ISDIR(st.st_mode));
+	CHECK_RC(larder_load(c, fifo), LARDER_EFORMAT);
+	CHECK_RC(larder_load(c, sub), LARDER_EFORMAT);
+	DIR *d = opendir(dir);
+	REQUIRE(d != NULL);
+	struct dirent *e;
+	int others = 0;
+	while ((e = readdir(d)) != NULL)
+		others += e->d_name[0] != '.' && strcmp(e->d_name, "fifo") != 0 &&
+			  strcmp(e->d_name, "sub") != 0;
+	closedir(d);
+	CHECK_EQ(others, 0);
+	larder_close(c);
+	unlink(fifo);
+	rmdir(sub);
+}
+
 struct saver {
 	larder *cache;
 	const char *path;
@@ -694,11 +733,6 @@ static void test_pool_lifecycle_from_outside(void)
 	larder_config_destroy(config);
 }
 
-static void test_cleanup(void)
-{
-	remove_dir();
-}
-
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -707,9 +741,11 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_across_configs),
 		TH_TEST(test_snapshot_into_smaller_every_config),
 		TH_TEST(test_snapshot_concurrent_saves_one_path),
+		TH_TEST(test_snapshot_path_not_a_file),
 		TH_TEST(test_pool_members_come_and_go),
 		TH_TEST(test_pool_lifecycle_from_outside),
-		TH_TEST(test_cleanup),
 	};
-	return th_main(argc, argv, tests, TH_COUNT(tests));
+	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
+	remove_dir();
+	return rc;
 }
