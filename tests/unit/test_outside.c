@@ -265,6 +265,59 @@ static void test_iter_racing_every_config(void)
 		iter_racing((enum cfg)k);
 }
 
+/* A cursor held across a capacity cut (the maintainer evicting most of
+ * what it has still to visit) and then a clear, in each configuration that
+ * may set its capacity: no key twice, every value its key's, nothing of
+ * the cleared ones after the clear but keys written since. */
+static void test_iter_across_shrink_and_clear(void)
+{
+	for (int k = 0; k < CFG_COUNT; k++) {
+		if (k == CFG_POOLED)
+			continue; /* its capacity is the pool's */
+		larder_pool *pool;
+		larder *c = open_cfg((enum cfg)k, 64 * MiB, &pool);
+		REQUIRE(c != NULL);
+		uint64_t ttl = k == CFG_ACCESS ? LARDER_TTL_DEFAULT : LARDER_TTL_NEVER;
+		for (uint64_t id = 0; id < STABLE; id++)
+			put_id(c, id, 0, ttl);
+		struct walk *walk = calloc(1, sizeof(*walk));
+		REQUIRE(walk != NULL);
+		larder_iter *it;
+		REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);
+		for (int i = 0; i < 500; i++)
+			CHECK_RC(larder_iter_next(it, on_walk, walk), LARDER_OK);
+		CHECK_RC(larder_set_capacity(c, 256 * KiB), LARDER_OK);
+		CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+		for (int i = 0; i < 100 && larder_iter_next(it, on_walk, walk) == LARDER_OK; i++)
+			;
+		uint64_t before_clear = 0;
+		for (uint64_t id = 0; id < STABLE; id++)
+			before_clear += walk->seen[id];
+		CHECK_RC(larder_clear(c), LARDER_OK);
+		for (uint64_t id = STABLE + DEAD; id < STABLE + DEAD + 50; id++)
+			put_id(c, id, 0, ttl);
+		while (larder_iter_next(it, on_walk, walk) == LARDER_OK)
+			;
+		larder_iter_close(it);
+		uint64_t twice = 0, stable = 0;
+		for (uint64_t id = 0; id < ID_COUNT; id++) {
+			twice += walk->seen[id] > 1;
+			if (id < STABLE)
+				stable += walk->seen[id];
+		}
+		if (twice || walk->bad_value || walk->foreign || stable != before_clear)
+			th_fail(__FILE__, __LINE__,
+				"%s: twice %llu, bad values %llu, foreign %llu, cleared keys after "
+				"the clear %llu",
+				cfg_name[k], (unsigned long long)twice,
+				(unsigned long long)walk->bad_value,
+				(unsigned long long)walk->foreign,
+				(unsigned long long)(stable - before_clear));
+		free(walk);
+		close_cfg(c, pool);
+	}
+}
+
 static struct th_clock clk;
 
 /* "Iteration is not a read": with LARDER_EXPIRE_AFTER_ACCESS a cursor
@@ -719,6 +772,30 @@ static void test_pool_lifecycle_from_outside(void)
 	CHECK(c == NULL);
 	larder_config_destroy(config);
 
+	/* Refused opens leave nothing behind in the pool: more than one shard,
+	 * a capacity of its own, min shares summing past 1. */
+	REQUIRE_RC(larder_pool_config_create(&pc), LARDER_OK);
+	REQUIRE_RC(larder_pool_create(&a, pc), LARDER_OK);
+	larder_pool_config_destroy(pc);
+	config = pooled_config(a);
+	REQUIRE_RC(larder_config_set_shards(config, 4), LARDER_OK);
+	CHECK_RC(larder_open(&c, config), LARDER_EINVAL);
+	REQUIRE_RC(larder_config_set_shards(config, 1), LARDER_OK);
+	REQUIRE_RC(larder_config_set_capacity(config, 4 * MiB), LARDER_OK);
+	CHECK_RC(larder_open(&c, config), LARDER_EINVAL);
+	larder_config_destroy(config);
+	config = pooled_config(a);
+	REQUIRE_RC(larder_config_set_pool_shares(config, 0.6, 1), LARDER_OK);
+	larder *first = NULL;
+	REQUIRE_RC(larder_open(&first, config), LARDER_OK);
+	CHECK_RC(larder_open(&c, config), LARDER_EINVAL);
+	CHECK(c == NULL);
+	REQUIRE_RC(larder_pool_stats(a, v, LARDER_POOL_STAT_COUNT), LARDER_OK);
+	CHECK_EQ(v[LARDER_POOL_CACHES], 1);
+	larder_close(first);
+	larder_config_destroy(config);
+	CHECK_RC(larder_pool_close(a), LARDER_OK);
+
 	/* Unpooling a config: capacity may be set again. */
 	REQUIRE_RC(larder_pool_config_create(&pc), LARDER_OK);
 	REQUIRE_RC(larder_pool_create(&a, pc), LARDER_OK);
@@ -737,6 +814,7 @@ int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_iter_racing_every_config),
+		TH_TEST(test_iter_across_shrink_and_clear),
 		TH_TEST(test_iter_extends_nothing),
 		TH_TEST(test_snapshot_across_configs),
 		TH_TEST(test_snapshot_into_smaller_every_config),
