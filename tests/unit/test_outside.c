@@ -546,6 +546,65 @@ static void test_snapshot_path_not_a_file(void)
 	rmdir(sub);
 }
 
+/* "Entries whose key or value exceed this cache's limits are skipped": a
+ * snapshot with long keys and long values loads into a cache with lower
+ * limits with LARDER_OK, every entry within them intact and no other. */
+static void test_snapshot_into_lower_limits(void)
+{
+	make_dir();
+	char path[128];
+	snprintf(path, sizeof(path), "%s/limits.snap", dir);
+	larder *src = th_open(th_config(64 * MiB));
+	REQUIRE(src != NULL);
+	enum { N = 400 };
+	char k[300], v[5000];
+	memset(v, 'v', sizeof(v));
+	for (int i = 0; i < N; i++) {
+		size_t kl = (size_t)snprintf(k, sizeof(k), "%04d", i);
+		size_t long_kl = i % 2 ? 200 : kl; /* odd: a 200-byte key */
+		memset(k + kl, 'k', sizeof(k) - kl);
+		size_t vl = i % 3 == 0 ? 4000 : 10; /* every third: a 4000-byte value */
+		CHECK_RC(larder_put(src, k, long_kl, v, vl, LARDER_TTL_NEVER), LARDER_OK);
+	}
+	CHECK_RC(larder_save(src, path), LARDER_OK);
+	larder_close(src);
+	for (int k_ = 0; k_ < CFG_COUNT; k_++) {
+		if (k_ == CFG_POOLED)
+			continue; /* the limits are the config's, the same path */
+		larder_config *config = th_config(64 * MiB);
+		REQUIRE(config != NULL);
+		REQUIRE_RC(larder_config_set_max_key_bytes(config, 100), LARDER_OK);
+		REQUIRE_RC(larder_config_set_max_value_bytes(config, 1000), LARDER_OK);
+		if (k_ == CFG_COMPRESS)
+			REQUIRE_RC(larder_config_set_compression(config, 64, 10), LARDER_OK);
+		larder *c = th_open(config);
+		REQUIRE(c != NULL);
+		CHECK_RC(larder_load(c, path), LARDER_OK);
+		uint64_t wrong = 0;
+		char got[5000];
+		for (int i = 0; i < N; i++) {
+			size_t kl = (size_t)snprintf(k, sizeof(k), "%04d", i);
+			memset(k + kl, 'k', sizeof(k) - kl);
+			size_t vl = i % 3 == 0 ? 4000 : 10, gl = 0;
+			if (i % 2)
+				continue; /* its key is over this cache's limit */
+			int rc = larder_peek(c, k, kl, got, sizeof(got), &gl);
+			if (vl <= 1000 ? rc != LARDER_OK || gl != vl || memcmp(got, v, vl) != 0
+				       : rc != LARDER_MISS)
+				wrong++;
+		}
+		CHECK_EQ(wrong, 0);
+		REQUIRE_RC(larder_flush(c, 60000), LARDER_OK);
+		/* ids with a short key and a short value: even and not a multiple of 3 */
+		uint64_t want = 0;
+		for (int i = 0; i < N; i++)
+			want += i % 2 == 0 && i % 3 != 0;
+		CHECK_EQ(th_stat(c, LARDER_STAT_ENTRIES), want);
+		larder_close(c);
+	}
+	unlink(path);
+}
+
 struct saver {
 	larder *cache;
 	const char *path;
@@ -818,6 +877,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_iter_extends_nothing),
 		TH_TEST(test_snapshot_across_configs),
 		TH_TEST(test_snapshot_into_smaller_every_config),
+		TH_TEST(test_snapshot_into_lower_limits),
 		TH_TEST(test_snapshot_concurrent_saves_one_path),
 		TH_TEST(test_snapshot_path_not_a_file),
 		TH_TEST(test_pool_members_come_and_go),
