@@ -791,6 +791,73 @@ static void test_pool_members_come_and_go(void)
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 }
 
+struct hot {
+	larder *cache;
+	_Atomic int *stop;
+	int reads; /* 1: reads a working set (misses filled); 0: writes new keys */
+};
+
+static void *hot_main(void *arg)
+{
+	struct hot *h = arg;
+	struct th_rng rng = {h->reads ? 5u : 6u};
+	char k[32], v[1024], got[1024];
+	memset(v, 'h', sizeof(v));
+	uint64_t n = 0;
+	size_t gl;
+	while (!atomic_load_explicit(h->stop, memory_order_relaxed)) {
+		size_t kl = key_of(k, h->reads ? th_rng_below(&rng, 12000) : n++);
+		if (h->reads && larder_get(h->cache, k, kl, got, sizeof(got), &gl) == LARDER_OK)
+			continue;
+		int rc = larder_put(h->cache, k, kl, v, 1000, LARDER_TTL_NEVER);
+		CHECK(rc == LARDER_OK);
+	}
+	return NULL;
+}
+
+/* The controller moves capacity to the cache whose extra bytes earn hits:
+ * of two caches in a 16 MiB pool, one reads a 12 MiB working set (a miss
+ * fills it), the other writes keys it never reads. Polled with a generous
+ * deadline: only a pool that never moves fails. */
+static void test_pool_capacity_follows_hits(void)
+{
+	larder_pool_config *pc = NULL;
+	REQUIRE_RC(larder_pool_config_create(&pc), LARDER_OK);
+	REQUIRE_RC(larder_pool_config_set_budget(pc, 16 * MiB), LARDER_OK);
+	REQUIRE_RC(larder_pool_config_set_interval_ms(pc, 50), LARDER_OK);
+	larder_pool *pool = NULL;
+	REQUIRE_RC(larder_pool_create(&pool, pc), LARDER_OK);
+	larder_pool_config_destroy(pc);
+	larder *c[2];
+	for (int i = 0; i < 2; i++) {
+		larder_config *config = pooled_config(pool);
+		REQUIRE_RC(larder_open(&c[i], config), LARDER_OK);
+		larder_config_destroy(config);
+	}
+	_Atomic int stop = 0;
+	struct hot h[2] = {{c[0], &stop, 0}, {c[1], &stop, 1}};
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		REQUIRE(pthread_create(&t[i], NULL, hot_main, &h[i]) == 0);
+	double cap[2] = {0, 0};
+	uint64_t until = th_now_ms() + 60000 * TH_SLOW;
+	while (th_now_ms() < until) {
+		for (int i = 0; i < 2; i++)
+			REQUIRE_RC(larder_pool_cache_stats(pool, c[i], &cap[i], 1), LARDER_OK);
+		if (cap[1] > 2 * cap[0] && cap[1] > 10.0 * (double)MiB)
+			break;
+		usleep(20000);
+	}
+	atomic_store_explicit(&stop, 1, memory_order_relaxed);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	if (!(cap[1] > 2 * cap[0] && cap[1] > 10.0 * (double)MiB))
+		th_fail(__FILE__, __LINE__, "reader's capacity %.0f, writer's %.0f", cap[1], cap[0]);
+	for (int i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
 static void test_pool_lifecycle_from_outside(void)
 {
 	larder_pool_config *pc = NULL;
@@ -881,6 +948,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_concurrent_saves_one_path),
 		TH_TEST(test_snapshot_path_not_a_file),
 		TH_TEST(test_pool_members_come_and_go),
+		TH_TEST(test_pool_capacity_follows_hits),
 		TH_TEST(test_pool_lifecycle_from_outside),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
