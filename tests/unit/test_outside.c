@@ -25,6 +25,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -605,6 +606,78 @@ static void test_snapshot_into_lower_limits(void)
 	unlink(path);
 }
 
+struct loader {
+	larder *cache;
+	const char *path;
+	_Atomic int done;
+};
+
+static void *loader_main(void *arg)
+{
+	struct loader *l = arg;
+	CHECK_RC(larder_load(l->cache, l->path), LARDER_OK);
+	atomic_store_explicit(&l->done, 1, memory_order_release);
+	return NULL;
+}
+
+/* A cursor walking while a load of a large snapshot (its parallel writers,
+ * the index grown for it at once: SNAP-L4, L6) fills the cache: each key
+ * live throughout is handed out once, no key twice, every value its key's. */
+static void test_iter_during_load(void)
+{
+	make_dir();
+	char path[128];
+	snprintf(path, sizeof(path), "%s/load.snap", dir);
+	enum { LOADED = 100000 };
+	larder *src = th_open(th_config(256 * MiB));
+	REQUIRE(src != NULL);
+	char k[32], v[512];
+	for (uint64_t i = 0; i < LOADED; i++) {
+		size_t kl = (size_t)snprintf(k, sizeof(k), "load:%06llu", (unsigned long long)i);
+		CHECK_RC(larder_put(src, k, kl, v, value_of(v, i, 0), LARDER_TTL_NEVER), LARDER_OK);
+	}
+	CHECK_RC(larder_save(src, path), LARDER_OK);
+	larder_close(src);
+
+	larder *c = th_open(th_config(256 * MiB));
+	REQUIRE(c != NULL);
+	for (uint64_t id = 0; id < STABLE; id++)
+		put_id(c, id, 0, LARDER_TTL_NEVER);
+	struct walk *walk = calloc(1, sizeof(*walk));
+	REQUIRE(walk != NULL);
+	larder_iter *it;
+	REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);
+	for (int i = 0; i < STABLE / 2; i++)
+		CHECK_RC(larder_iter_next(it, on_walk, walk), LARDER_OK);
+	uint64_t slots = th_stat(c, LARDER_STAT_INDEX_SLOTS);
+	struct loader l = {c, path, 0};
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, loader_main, &l) == 0);
+	/* The rest of the walk once the load has grown the index (or ended). */
+	uint64_t until = th_now_ms() + 60000 * TH_SLOW;
+	while (th_stat(c, LARDER_STAT_INDEX_SLOTS) == slots &&
+	       !atomic_load_explicit(&l.done, memory_order_acquire) && th_now_ms() < until)
+		sched_yield();
+	CHECK_GT(th_stat(c, LARDER_STAT_INDEX_SLOTS), slots);
+	int rc;
+	while ((rc = larder_iter_next(it, on_walk, walk)) == LARDER_OK)
+		;
+	CHECK_RC(rc, LARDER_MISS);
+	larder_iter_close(it);
+	pthread_join(t, NULL);
+	uint64_t stable_bad = 0, twice = 0;
+	for (uint64_t id = 0; id < ID_COUNT; id++) {
+		stable_bad += id < STABLE && walk->seen[id] != 1;
+		twice += walk->seen[id] > 1;
+	}
+	CHECK_EQ(stable_bad, 0);
+	CHECK_EQ(twice, 0);
+	CHECK_EQ(walk->bad_value, 0);
+	free(walk);
+	larder_close(c);
+	unlink(path);
+}
+
 struct saver {
 	larder *cache;
 	const char *path;
@@ -945,6 +1018,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_across_configs),
 		TH_TEST(test_snapshot_into_smaller_every_config),
 		TH_TEST(test_snapshot_into_lower_limits),
+		TH_TEST(test_iter_during_load),
 		TH_TEST(test_snapshot_concurrent_saves_one_path),
 		TH_TEST(test_snapshot_path_not_a_file),
 		TH_TEST(test_pool_members_come_and_go),
