@@ -931,6 +931,67 @@ static void test_pool_capacity_follows_hits(void)
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 }
 
+struct opener {
+	larder_config *config;
+	uint64_t opens;
+	int last_rc;
+};
+
+/* Opens and closes caches from one config until an open is refused. */
+static void *opener_main(void *arg)
+{
+	struct opener *o = arg;
+	char k[32], v[256];
+	memset(v, 'o', sizeof(v));
+	for (;;) {
+		larder *c = NULL;
+		int rc = larder_open(&c, o->config);
+		if (rc != LARDER_OK) {
+			o->last_rc = rc;
+			return NULL;
+		}
+		o->opens++;
+		for (uint64_t i = 0; i < 50; i++)
+			CHECK_RC(larder_put(c, k, key_of(k, i), v, sizeof(v), LARDER_TTL_NEVER), LARDER_OK);
+		larder_close(c);
+		usleep(100); /* a gap in which the pool may have no cache open */
+	}
+}
+
+/* larder_pool_close racing with opens and closes on other threads: it is
+ * refused while a cache is open and succeeds between them; every open
+ * after it fails with LARDER_ESTATE, and the configs naming the pool stay
+ * usable until destroyed (ASan watches the pool's memory). */
+static void test_pool_close_races_opens(void)
+{
+	larder_pool_config *pc = NULL;
+	REQUIRE_RC(larder_pool_config_create(&pc), LARDER_OK);
+	REQUIRE_RC(larder_pool_config_set_interval_ms(pc, 1), LARDER_OK);
+	larder_pool *pool = NULL;
+	REQUIRE_RC(larder_pool_create(&pool, pc), LARDER_OK);
+	larder_pool_config_destroy(pc);
+	enum { OPENERS = 3 };
+	struct opener o[OPENERS];
+	pthread_t t[OPENERS];
+	for (int i = 0; i < OPENERS; i++) {
+		o[i] = (struct opener){pooled_config(pool), 0, LARDER_OK};
+		REQUIRE(pthread_create(&t[i], NULL, opener_main, &o[i]) == 0);
+	}
+	/* Let them open a few times, then close the pool as soon as it lets us. */
+	uint64_t until = th_now_ms() + 60000 * TH_SLOW;
+	while (o[0].opens + o[1].opens + o[2].opens < 3 * OPENERS && th_now_ms() < until)
+		usleep(1000);
+	int rc;
+	while ((rc = larder_pool_close(pool)) == LARDER_ESTATE && th_now_ms() < until)
+		;
+	CHECK_RC(rc, LARDER_OK);
+	for (int i = 0; i < OPENERS; i++) {
+		pthread_join(t[i], NULL);
+		CHECK_RC(o[i].last_rc, LARDER_ESTATE);
+		larder_config_destroy(o[i].config);
+	}
+}
+
 static void test_pool_lifecycle_from_outside(void)
 {
 	larder_pool_config *pc = NULL;
@@ -1023,6 +1084,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_path_not_a_file),
 		TH_TEST(test_pool_members_come_and_go),
 		TH_TEST(test_pool_capacity_follows_hits),
+		TH_TEST(test_pool_close_races_opens),
 		TH_TEST(test_pool_lifecycle_from_outside),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
