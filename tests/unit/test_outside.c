@@ -678,6 +678,59 @@ static void test_iter_during_load(void)
 	unlink(path);
 }
 
+/* Two loads of different snapshots into one cache at once (each a bulk
+ * writer with its own threads and reserve), beside a writer of a third set
+ * of keys: both return LARDER_OK, every entry of both files is there, and
+ * the cache's totals match a walk of its index. */
+static void test_two_loads_at_once(void)
+{
+	make_dir();
+	enum { PER_FILE = 60000 };
+	char path[2][128];
+	char k[32], v[512];
+	for (int f = 0; f < 2; f++) {
+		snprintf(path[f], sizeof(path[f]), "%s/part%d.snap", dir, f);
+		larder *src = th_open(th_config(256 * MiB));
+		REQUIRE(src != NULL);
+		for (uint64_t i = 0; i < PER_FILE; i++) {
+			size_t kl = (size_t)snprintf(k, sizeof(k), "f%d:%06llu", f, (unsigned long long)i);
+			CHECK_RC(larder_put(src, k, kl, v, value_of(v, i, 0), LARDER_TTL_NEVER),
+				 LARDER_OK);
+		}
+		CHECK_RC(larder_save(src, path[f]), LARDER_OK);
+		larder_close(src);
+	}
+	larder *c = th_open(th_config(256 * MiB));
+	REQUIRE(c != NULL);
+	_Atomic int stop = 0;
+	struct churn w = {c, &stop, 5};
+	pthread_t writer, t[2];
+	REQUIRE(pthread_create(&writer, NULL, churn_main, &w) == 0);
+	struct loader l[2] = {{c, path[0], 0}, {c, path[1], 0}};
+	for (int f = 0; f < 2; f++)
+		REQUIRE(pthread_create(&t[f], NULL, loader_main, &l[f]) == 0);
+	for (int f = 0; f < 2; f++)
+		pthread_join(t[f], NULL);
+	atomic_store_explicit(&stop, 1, memory_order_relaxed);
+	pthread_join(writer, NULL);
+	uint64_t missing = 0;
+	char got[512];
+	for (int f = 0; f < 2; f++)
+		for (uint64_t i = 0; i < PER_FILE; i++) {
+			size_t kl = (size_t)snprintf(k, sizeof(k), "f%d:%06llu", f, (unsigned long long)i);
+			size_t vl = value_of(v, i, 0), gl = 0;
+			if (larder_peek(c, k, kl, got, sizeof(got), &gl) != LARDER_OK || gl != vl ||
+			    memcmp(got, v, vl) != 0)
+				missing++;
+		}
+	CHECK_EQ(missing, 0);
+	CHECK(th_check_accounting(c, 60000, NULL, NULL));
+	CHECK_EQ(th_stat(c, LARDER_STAT_EVICTIONS), 0);
+	larder_close(c);
+	unlink(path[0]);
+	unlink(path[1]);
+}
+
 struct saver {
 	larder *cache;
 	const char *path;
@@ -1080,6 +1133,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_into_smaller_every_config),
 		TH_TEST(test_snapshot_into_lower_limits),
 		TH_TEST(test_iter_during_load),
+		TH_TEST(test_two_loads_at_once),
 		TH_TEST(test_snapshot_concurrent_saves_one_path),
 		TH_TEST(test_snapshot_path_not_a_file),
 		TH_TEST(test_pool_members_come_and_go),
