@@ -103,7 +103,7 @@ enum cfg { CFG_PLAIN, CFG_COMPRESS, CFG_ACCESS, CFG_POOLED, CFG_COUNT };
 static const char *const cfg_name[CFG_COUNT] = {"plain", "compress", "access", "pooled"};
 
 /* Opens a cache of kind k with about capacity bytes (a pooled one gets a
- * pool of its own with that budget, returned in *pool). */
+ * pool of its own with that budget, returned in *pool), values up to 8 MiB. */
 static larder *open_cfg(enum cfg k, uint64_t capacity, larder_pool **pool)
 {
 	*pool = NULL;
@@ -117,6 +117,7 @@ static larder *open_cfg(enum cfg k, uint64_t capacity, larder_pool **pool)
 		MUST(larder_config_create(&config));
 		MUST(larder_config_set_pool(config, *pool));
 		MUST(larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS));
+		MUST(larder_config_set_max_value_bytes(config, 8 * MiB));
 		larder *c = th_open(config);
 		if (c == NULL)
 			abort();
@@ -133,6 +134,7 @@ static larder *open_cfg(enum cfg k, uint64_t capacity, larder_pool **pool)
 	larder_config *config = th_config(capacity);
 	if (config == NULL)
 		abort();
+	MUST(larder_config_set_max_value_bytes(config, 8 * MiB));
 	if (k == CFG_COMPRESS)
 		MUST(larder_config_set_compression(config, 64, 10));
 	if (k == CFG_ACCESS) {
@@ -731,6 +733,93 @@ static void test_two_loads_at_once(void)
 	unlink(path[1]);
 }
 
+struct big_seen {
+	int count[4];
+	int bad;
+};
+
+/* Value i of the big ones: 3 MiB, compressible (i even) or not (odd). */
+static void big_value(unsigned char *buf, size_t len, int i)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+	for (size_t j = 0; j < len; j++)
+		buf[j] = i % 2 ? (unsigned char)(th_mix64(x + j) >> 56)
+			       : (unsigned char)('a' + (j / 4096 + (size_t)i) % 26);
+}
+
+static unsigned char *big_want;
+
+static void on_big(void *ctx, const void *key, size_t key_len, const void *value,
+		   size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	struct big_seen *b = ctx;
+	(void)ttl_ms;
+	(void)entry_bytes;
+	if (key_len != 4 || memcmp(key, "big", 3) != 0 || ((const char *)key)[3] < '0' ||
+	    ((const char *)key)[3] > '3') {
+		b->bad++;
+		return;
+	}
+	int i = ((const char *)key)[3] - '0';
+	b->count[i]++;
+	big_value(big_want, 3 * MiB, i);
+	if (value_len != 3 * MiB || memcmp(value, big_want, value_len) != 0)
+		b->bad++;
+}
+
+/* Values of 3 MiB (past the threads' 1 MiB decompression buffers, in
+ * private mappings), compressible and not, through a cursor and a
+ * save/load between every pair of configurations. */
+static void test_big_values_across_configs(void)
+{
+	make_dir();
+	char path[128];
+	snprintf(path, sizeof(path), "%s/bigv.snap", dir);
+	unsigned char *v = malloc(3 * MiB);
+	big_want = malloc(3 * MiB);
+	REQUIRE(v != NULL && big_want != NULL);
+	for (int from = 0; from < CFG_COUNT; from++) {
+		larder_pool *pool;
+		larder *src = open_cfg((enum cfg)from, 64 * MiB, &pool);
+		REQUIRE(src != NULL);
+		char k[8];
+		for (int i = 0; i < 4; i++) {
+			big_value(v, 3 * MiB, i);
+			snprintf(k, sizeof(k), "big%d", i);
+			CHECK_RC(larder_put(src, k, 4, v, 3 * MiB, LARDER_TTL_DEFAULT), LARDER_OK);
+		}
+		struct big_seen b = {{0}, 0};
+		larder_iter *it;
+		REQUIRE_RC(larder_iter_open(src, &it), LARDER_OK);
+		while (larder_iter_next(it, on_big, &b) == LARDER_OK)
+			;
+		larder_iter_close(it);
+		CHECK(b.bad == 0 && b.count[0] == 1 && b.count[1] == 1 && b.count[2] == 1 &&
+		      b.count[3] == 1);
+		CHECK_RC(larder_save(src, path), LARDER_OK);
+		close_cfg(src, pool);
+		for (int to = 0; to < CFG_COUNT; to++) {
+			larder *dst = open_cfg((enum cfg)to, 64 * MiB, &pool);
+			REQUIRE(dst != NULL);
+			CHECK_RC(larder_load(dst, path), LARDER_OK);
+			memset(&b, 0, sizeof(b));
+			REQUIRE_RC(larder_iter_open(dst, &it), LARDER_OK);
+			while (larder_iter_next(it, on_big, &b) == LARDER_OK)
+				;
+			larder_iter_close(it);
+			if (b.bad || b.count[0] != 1 || b.count[1] != 1 || b.count[2] != 1 ||
+			    b.count[3] != 1)
+				th_fail(__FILE__, __LINE__, "%s -> %s: bad %d, counts %d %d %d %d",
+					cfg_name[from], cfg_name[to], b.bad, b.count[0], b.count[1],
+					b.count[2], b.count[3]);
+			close_cfg(dst, pool);
+		}
+	}
+	free(v);
+	free(big_want);
+	unlink(path);
+}
+
 struct saver {
 	larder *cache;
 	const char *path;
@@ -1134,6 +1223,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_into_lower_limits),
 		TH_TEST(test_iter_during_load),
 		TH_TEST(test_two_loads_at_once),
+		TH_TEST(test_big_values_across_configs),
 		TH_TEST(test_snapshot_concurrent_saves_one_path),
 		TH_TEST(test_snapshot_path_not_a_file),
 		TH_TEST(test_pool_members_come_and_go),
