@@ -608,6 +608,77 @@ static void test_snapshot_into_lower_limits(void)
 	unlink(path);
 }
 
+struct order {
+	uint64_t n;
+	uint64_t id[ID_COUNT];
+	uint64_t bytes[ID_COUNT];
+};
+
+static void on_order(void *ctx, const void *key, size_t key_len, const void *value,
+		     size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	struct order *o = ctx;
+	(void)value;
+	(void)value_len;
+	(void)ttl_ms;
+	uint64_t id = key_id(key, key_len);
+	if (id != UINT64_MAX && o->n < ID_COUNT) {
+		o->id[o->n] = id;
+		o->bytes[o->n++] = entry_bytes;
+	}
+}
+
+/* SNAP-L3 exactly: "into an empty one it is exact". The file holds the
+ * saving cache's cursor order; a load into an empty cache of a quarter of
+ * the bytes takes, in that order, each entry whose charge still fits under
+ * the capacity and skips the rest, so the loaded set is computable from the
+ * source's cursor (same configuration, so the same charges). */
+static void test_snapshot_smaller_exact(void)
+{
+	make_dir();
+	char path[128];
+	snprintf(path, sizeof(path), "%s/exact.snap", dir);
+	larder *src = th_open(th_config(64 * MiB));
+	REQUIRE(src != NULL);
+	for (uint64_t id = 0; id < ID_COUNT; id++)
+		put_id(src, id, 0, LARDER_TTL_NEVER);
+	struct order *o = calloc(1, sizeof(*o));
+	REQUIRE(o != NULL);
+	larder_iter *it;
+	REQUIRE_RC(larder_iter_open(src, &it), LARDER_OK);
+	while (larder_iter_next(it, on_order, o) == LARDER_OK)
+		;
+	larder_iter_close(it);
+	CHECK_EQ(o->n, ID_COUNT);
+	CHECK_RC(larder_save(src, path), LARDER_OK);
+	larder_close(src);
+
+	const uint64_t cap = 1 * MiB;
+	larder *c = th_open(th_config(cap));
+	REQUIRE(c != NULL);
+	CHECK_RC(larder_load(c, path), LARDER_OK);
+	uint64_t used = 0, want = 0, wrong = 0;
+	char k[32], got[512];
+	for (uint64_t i = 0; i < o->n; i++) {
+		int fits = used + o->bytes[i] <= cap;
+		used += fits ? o->bytes[i] : 0;
+		want += (uint64_t)fits;
+		size_t gl;
+		int rc = larder_peek(c, k, key_of(k, o->id[i]), got, sizeof(got), &gl);
+		wrong += rc != (fits ? LARDER_OK : LARDER_MISS);
+	}
+	if (wrong)
+		th_fail(__FILE__, __LINE__, "%llu of %llu entries loaded or skipped against the rule "
+			"(%llu should fit, %llu bytes)", (unsigned long long)wrong,
+			(unsigned long long)o->n, (unsigned long long)want, (unsigned long long)used);
+	REQUIRE_RC(larder_flush(c, 60000), LARDER_OK);
+	CHECK_EQ(th_stat(c, LARDER_STAT_USED_BYTES), used);
+	CHECK_EQ(th_stat(c, LARDER_STAT_EVICTIONS), 0);
+	free(o);
+	larder_close(c);
+	unlink(path);
+}
+
 struct loader {
 	larder *cache;
 	const char *path;
@@ -1220,6 +1291,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_iter_extends_nothing),
 		TH_TEST(test_snapshot_across_configs),
 		TH_TEST(test_snapshot_into_smaller_every_config),
+		TH_TEST(test_snapshot_smaller_exact),
 		TH_TEST(test_snapshot_into_lower_limits),
 		TH_TEST(test_iter_during_load),
 		TH_TEST(test_two_loads_at_once),
