@@ -167,7 +167,13 @@
  * instead (a closing cache's committed bytes only come back all at once,
  * when larder_close has freed everything), in the same slices and within
  * the same deadline: a cache closing on another thread does not make the
- * open fail at once.
+ * open fail at once. So does one whose bytes another member holds while its
+ * own larder_open is still starting its threads (M_OPENING with its first
+ * capacity: the pool cannot cut it before larder__pool_activate, which
+ * broadcasts `released`); before, such an open failed with LARDER_EBUSY at
+ * once whatever its write wait (test_pool_members_come_and_go in
+ * tests/unit/test_outside.c: three members' first opens beside two others
+ * opening).
  */
 #define _GNU_SOURCE
 #include "pool/pool.h"
