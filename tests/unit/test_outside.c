@@ -7,21 +7,24 @@
  *
  * Checked (larder.h "Iteration", "Snapshots", "Pools"; docs/pool.md,
  * docs/persistence.md):
- *   - a cursor racing with writers and removers of other keys, in every
- *     configuration: each key live throughout is handed out exactly once
- *     with its own value, no key twice, no key removed or expired before the
- *     open (ITER-I1..I3 from outside);
- *   - a snapshot saved by a cache of each configuration loads into a cache
- *     of each other one (compression on/off: "snapshots hold plain values,
- *     so any cache can load them"), every key, value and TTL kind back;
- *   - saves to one path from two threads at once, beside a writer: each
- *     returns LARDER_OK, no temporary file is left, and the file loads whole
- *     with every stable key;
- *   - a pool's members opening and closing while others write: the used
- *     bytes summed never pass budget + LARDER_POOL_OVERSHOOT_BOUND (sampled);
- *     the lifecycle rules (close refused while a member is open, a config
- *     naming a closed pool refused, a config moved from one pool to another
- *     holding the second only).
+ *   - cursors (ITER-I1..I3 from outside): racing with writers and removers
+ *     of other keys in every configuration, each key live throughout is
+ *     handed out exactly once with its own value, no key twice, none removed
+ *     or expired before the open; held across a capacity cut and a clear;
+ *     walking while a large load grows the index; extending no deadline
+ *     under expire-after-access;
+ *   - snapshots: saved by a cache of each configuration, loaded into each
+ *     other one ("snapshots hold plain values, so any cache can load
+ *     them"), 3 MiB values included; into smaller caches (SNAP-L3: filled
+ *     to capacity, nothing evicted; into an empty plain cache exactly the
+ *     set the rule names); into caches with lower key and value limits
+ *     (those entries skipped); two loads at once; two saves to one path at
+ *     once; a path naming a FIFO or a directory (SNAP-S2, SNAP-L7);
+ *   - pools: members opening and closing while others write, the used bytes
+ *     summed never past budget + LARDER_POOL_OVERSHOOT_BOUND (sampled) and
+ *     no open failing within its write wait (POOL: has_starting); capacity
+ *     moving to the cache whose bytes earn hits; larder_pool_close racing
+ *     with opens; the lifecycle rules and refused opens.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
