@@ -697,7 +697,7 @@ static void *loader_main(void *arg)
 }
 
 /* A cursor walking while a load of a large snapshot (its parallel writers,
- * the index grown for it at once: SNAP-L4, L6) fills the cache: each key
+ * the index grown for it at once: SNAP-L4, SNAP-L6) fills the cache: each key
  * live throughout is handed out once, no key twice, every value its key's. */
 static void test_iter_during_load(void)
 {
