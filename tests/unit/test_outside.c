@@ -324,6 +324,70 @@ static void test_iter_across_shrink_and_clear(void)
 	}
 }
 
+struct waves {
+	larder *cache;
+	_Atomic int *stop;
+};
+
+/* Writes 60,000 keys of its own, then removes them, over and over: the
+ * index grows for them (and stays grown: it shrinks only above its 4 MiB
+ * floor, docs/memory.md). */
+static void *waves_main(void *arg)
+{
+	struct waves *w = arg;
+	char k[32];
+	while (!atomic_load_explicit(w->stop, memory_order_relaxed)) {
+		for (uint64_t i = 0; i < 60000; i++) {
+			size_t kl = (size_t)snprintf(k, sizeof(k), "wave:%06llu", (unsigned long long)i);
+			CHECK_RC(larder_put(w->cache, k, kl, "w", 1, LARDER_TTL_NEVER), LARDER_OK);
+		}
+		for (uint64_t i = 0; i < 60000; i++) {
+			size_t kl = (size_t)snprintf(k, sizeof(k), "wave:%06llu", (unsigned long long)i);
+			CHECK_RC(larder_remove(w->cache, k, kl), LARDER_OK);
+		}
+	}
+	return NULL;
+}
+
+/* Cursors walking while the index grows under them and other keys come and
+ * go in waves of 60,000: every stable key once per walk. */
+static void test_iter_across_waves(void)
+{
+	larder *c = th_open(th_config(64 * MiB));
+	REQUIRE(c != NULL);
+	for (uint64_t id = 0; id < STABLE; id++)
+		put_id(c, id, 0, LARDER_TTL_NEVER);
+	_Atomic int stop = 0;
+	struct waves w = {c, &stop};
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, waves_main, &w) == 0);
+	uint64_t until = th_now_ms() + 30000 * TH_SLOW;
+	int walks = 0;
+	while (walks < 40 && th_now_ms() < until) {
+		struct walk *walk = calloc(1, sizeof(*walk));
+		REQUIRE(walk != NULL);
+		larder_iter *it;
+		REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);
+		uint64_t steps = 0;
+		while (larder_iter_next(it, on_walk, walk) == LARDER_OK)
+			if (++steps % 256 == 0)
+				sched_yield();
+		larder_iter_close(it);
+		uint64_t bad = 0;
+		for (uint64_t id = 0; id < STABLE; id++)
+			bad += walk->seen[id] != 1;
+		if (bad || walk->bad_value)
+			th_fail(__FILE__, __LINE__, "walk %d: %llu stable keys not once, %llu bad values",
+				walks, (unsigned long long)bad, (unsigned long long)walk->bad_value);
+		free(walk);
+		walks++;
+	}
+	atomic_store_explicit(&stop, 1, memory_order_relaxed);
+	pthread_join(t, NULL);
+	CHECK_GT(th_stat(c, LARDER_STAT_INDEX_RESIZES), 0);
+	larder_close(c);
+}
+
 static struct th_clock clk;
 
 /* "Iteration is not a read": with LARDER_EXPIRE_AFTER_ACCESS a cursor
@@ -1291,6 +1355,7 @@ int main(int argc, char **argv)
 	static const struct th_test tests[] = {
 		TH_TEST(test_iter_racing_every_config),
 		TH_TEST(test_iter_across_shrink_and_clear),
+		TH_TEST(test_iter_across_waves),
 		TH_TEST(test_iter_extends_nothing),
 		TH_TEST(test_snapshot_across_configs),
 		TH_TEST(test_snapshot_into_smaller_every_config),
