@@ -664,9 +664,8 @@ LARDER_API void larder_iter_close(larder_iter *it);
  * it may race with every other call, larder_clear() included.
  * Returns LARDER_OK, LARDER_EINVAL (cache or path NULL, path empty, or path
  * names a device, a FIFO or a socket: nothing is written), LARDER_ENOMEM,
- * or LARDER_ESYS
- * (creating, writing, syncing or renaming
- * failed; errno has the cause; the temporary file is removed).
+ * or LARDER_ESYS (creating, writing, syncing or renaming failed; errno has
+ * the cause; the temporary file is removed).
  */
 LARDER_API LARDER_MUST_USE int larder_save(larder *cache, const char *path);
 

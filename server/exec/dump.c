@@ -131,7 +131,8 @@ static void dump_entry(void *ctx, const void *key, size_t key_len, const void *v
 	larderd_obuf_i64(d->out, (int64_t)d->now);
 	larderd_obuf_str(d->out, " cas=");
 	larderd_obuf_u64(d->out, cas);
-	larderd_obuf_str(d->out, (bits & LARDERD_BIT_FETCHED) ? " fetch=yes cls=" : " fetch=no cls=");
+	larderd_obuf_str(d->out, (bits & LARDERD_BIT_FETCHED) ? " fetch=yes" : " fetch=no");
+	larderd_obuf_str(d->out, " cls=");
 	larderd_obuf_u64(d->out, cls);
 	larderd_obuf_str(d->out, " size=");
 	larderd_obuf_u64(d->out, entry_bytes);

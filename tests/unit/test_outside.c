@@ -40,10 +40,10 @@
 #define MiB (1024 * KiB)
 
 /* For the helpers that return a value: a failed setup stops the run. */
-#define MUST(expr)                                                                    \
-	do {                                                                          \
-		if (!CHECK_RC((expr), LARDER_OK))                                      \
-			abort();                                                      \
+#define MUST(expr)                                \
+	do {                                      \
+		if (!CHECK_RC((expr), LARDER_OK)) \
+			abort();                  \
 	} while (0)
 
 /* ---- keys and values: every value names its key -------------------------- */
@@ -176,7 +176,8 @@ static void *churn_main(void *arg)
 			int rc = larder_remove(w->cache, k, kl);
 			CHECK(rc == LARDER_OK || rc == LARDER_MISS);
 		} else {
-			put_id(w->cache, id, gen++, op == 1 ? 1 + th_rng_below(&rng, 20) : LARDER_TTL_NEVER);
+			put_id(w->cache, id, gen++,
+			       op == 1 ? 1 + th_rng_below(&rng, 20) : LARDER_TTL_NEVER);
 		}
 	}
 	return NULL;
@@ -187,8 +188,8 @@ struct walk {
 	uint64_t foreign, bad_value, stable_ttl;
 };
 
-static void on_walk(void *ctx, const void *key, size_t key_len, const void *value,
-		    size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+static void on_walk(void *ctx, const void *key, size_t key_len, const void *value, size_t value_len,
+		    uint64_t ttl_ms, uint64_t entry_bytes)
 {
 	struct walk *w = ctx;
 	(void)entry_bytes;
@@ -249,13 +250,15 @@ static void iter_racing(enum cfg k)
 				dead += walk->seen[id] != 0;
 			twice += walk->seen[id] > 1;
 		}
-		if (stable_bad || twice || dead || walk->foreign || walk->bad_value || walk->stable_ttl)
+		if (stable_bad || twice || dead || walk->foreign || walk->bad_value ||
+		    walk->stable_ttl)
 			th_fail(__FILE__, __LINE__,
 				"%s round %d: stable keys not once %llu, twice %llu, dead %llu, "
 				"foreign %llu, bad values %llu, bad ttls %llu",
 				cfg_name[k], round, (unsigned long long)stable_bad,
 				(unsigned long long)twice, (unsigned long long)dead,
-				(unsigned long long)walk->foreign, (unsigned long long)walk->bad_value,
+				(unsigned long long)walk->foreign,
+				(unsigned long long)walk->bad_value,
 				(unsigned long long)walk->stable_ttl);
 		free(walk);
 	}
@@ -338,11 +341,13 @@ static void *waves_main(void *arg)
 	char k[32];
 	while (!atomic_load_explicit(w->stop, memory_order_relaxed)) {
 		for (uint64_t i = 0; i < 60000; i++) {
-			size_t kl = (size_t)snprintf(k, sizeof(k), "wave:%06llu", (unsigned long long)i);
+			size_t kl = (size_t)snprintf(k, sizeof(k), "wave:%06llu",
+						     (unsigned long long)i);
 			CHECK_RC(larder_put(w->cache, k, kl, "w", 1, LARDER_TTL_NEVER), LARDER_OK);
 		}
 		for (uint64_t i = 0; i < 60000; i++) {
-			size_t kl = (size_t)snprintf(k, sizeof(k), "wave:%06llu", (unsigned long long)i);
+			size_t kl = (size_t)snprintf(k, sizeof(k), "wave:%06llu",
+						     (unsigned long long)i);
 			CHECK_RC(larder_remove(w->cache, k, kl), LARDER_OK);
 		}
 	}
@@ -377,8 +382,9 @@ static void test_iter_across_waves(void)
 		for (uint64_t id = 0; id < STABLE; id++)
 			bad += walk->seen[id] != 1;
 		if (bad || walk->bad_value)
-			th_fail(__FILE__, __LINE__, "walk %d: %llu stable keys not once, %llu bad values",
-				walks, (unsigned long long)bad, (unsigned long long)walk->bad_value);
+			th_fail(__FILE__, __LINE__,
+				"walk %d: %llu stable keys not once, %llu bad values", walks,
+				(unsigned long long)bad, (unsigned long long)walk->bad_value);
 		free(walk);
 		walks++;
 	}
@@ -735,9 +741,11 @@ static void test_snapshot_smaller_exact(void)
 		wrong += rc != (fits ? LARDER_OK : LARDER_MISS);
 	}
 	if (wrong)
-		th_fail(__FILE__, __LINE__, "%llu of %llu entries loaded or skipped against the rule "
-			"(%llu should fit, %llu bytes)", (unsigned long long)wrong,
-			(unsigned long long)o->n, (unsigned long long)want, (unsigned long long)used);
+		th_fail(__FILE__, __LINE__,
+			"%llu of %llu entries loaded or skipped against the rule "
+			"(%llu should fit, %llu bytes)",
+			(unsigned long long)wrong, (unsigned long long)o->n,
+			(unsigned long long)want, (unsigned long long)used);
 	REQUIRE_RC(larder_flush(c, 60000), LARDER_OK);
 	CHECK_EQ(th_stat(c, LARDER_STAT_USED_BYTES), used);
 	CHECK_EQ(th_stat(c, LARDER_STAT_EVICTIONS), 0);
@@ -833,7 +841,8 @@ static void test_two_loads_at_once(void)
 		larder *src = th_open(th_config(256 * MiB));
 		REQUIRE(src != NULL);
 		for (uint64_t i = 0; i < PER_FILE; i++) {
-			size_t kl = (size_t)snprintf(k, sizeof(k), "f%d:%06llu", f, (unsigned long long)i);
+			size_t kl = (size_t)snprintf(k, sizeof(k), "f%d:%06llu", f,
+						     (unsigned long long)i);
 			CHECK_RC(larder_put(src, k, kl, v, value_of(v, i, 0), LARDER_TTL_NEVER),
 				 LARDER_OK);
 		}
@@ -857,7 +866,8 @@ static void test_two_loads_at_once(void)
 	char got[512];
 	for (int f = 0; f < 2; f++)
 		for (uint64_t i = 0; i < PER_FILE; i++) {
-			size_t kl = (size_t)snprintf(k, sizeof(k), "f%d:%06llu", f, (unsigned long long)i);
+			size_t kl = (size_t)snprintf(k, sizeof(k), "f%d:%06llu", f,
+						     (unsigned long long)i);
 			size_t vl = value_of(v, i, 0), gl = 0;
 			if (larder_peek(c, k, kl, got, sizeof(got), &gl) != LARDER_OK || gl != vl ||
 			    memcmp(got, v, vl) != 0)
@@ -887,8 +897,8 @@ static void big_value(unsigned char *buf, size_t len, int i)
 
 static unsigned char *big_want;
 
-static void on_big(void *ctx, const void *key, size_t key_len, const void *value,
-		   size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+static void on_big(void *ctx, const void *key, size_t key_len, const void *value, size_t value_len,
+		   uint64_t ttl_ms, uint64_t entry_bytes)
 {
 	struct big_seen *b = ctx;
 	(void)ttl_ms;
@@ -1049,7 +1059,8 @@ static void *member_main(void *arg)
 		uint64_t n = 500 + th_rng_below(&rng, 3000);
 		for (uint64_t i = 0; i < n; i++) {
 			size_t kl = key_of(k, th_rng_below(&rng, ID_COUNT));
-			rc = larder_put(c, k, kl, v, 256 + th_rng_below(&rng, 3800), LARDER_TTL_NEVER);
+			rc = larder_put(c, k, kl, v, 256 + th_rng_below(&rng, 3800),
+					LARDER_TTL_NEVER);
 			CHECK(rc == LARDER_OK);
 		}
 		larder_close(c);
@@ -1131,8 +1142,10 @@ static void test_pool_members_come_and_go(void)
 	for (int i = 0; i < STEADY; i++)
 		pthread_join(st[i], NULL);
 	if (over)
-		th_fail(__FILE__, __LINE__, "pool over its bound in %llu of %llu samples, by up to %llu bytes",
-			(unsigned long long)over, (unsigned long long)samples, (unsigned long long)worst);
+		th_fail(__FILE__, __LINE__,
+			"pool over its bound in %llu of %llu samples, by up to %llu bytes",
+			(unsigned long long)over, (unsigned long long)samples,
+			(unsigned long long)worst);
 	uint64_t opens = 0;
 	for (int i = 0; i < MEMBERS; i++)
 		opens += m[i].opens;
@@ -1205,7 +1218,8 @@ static void test_pool_capacity_follows_hits(void)
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
 	if (!(cap[1] > 2 * cap[0] && cap[1] > 10.0 * (double)MiB))
-		th_fail(__FILE__, __LINE__, "reader's capacity %.0f, writer's %.0f", cap[1], cap[0]);
+		th_fail(__FILE__, __LINE__, "reader's capacity %.0f, writer's %.0f", cap[1],
+			cap[0]);
 	for (int i = 0; i < 2; i++)
 		larder_close(c[i]);
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
@@ -1232,7 +1246,8 @@ static void *opener_main(void *arg)
 		}
 		o->opens++;
 		for (uint64_t i = 0; i < 50; i++)
-			CHECK_RC(larder_put(c, k, key_of(k, i), v, sizeof(v), LARDER_TTL_NEVER), LARDER_OK);
+			CHECK_RC(larder_put(c, k, key_of(k, i), v, sizeof(v), LARDER_TTL_NEVER),
+				 LARDER_OK);
 		larder_close(c);
 		usleep(100); /* a gap in which the pool may have no cache open */
 	}
