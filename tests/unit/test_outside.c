@@ -1038,7 +1038,7 @@ struct member {
 	larder_pool *pool;
 	_Atomic int *stop;
 	uint64_t seed;
-	uint64_t opens;
+	_Atomic uint64_t opens; /* read by the test while it runs */
 };
 
 /* Opens a cache in the pool, fills it past its share, closes it; again. */
@@ -1055,7 +1055,7 @@ static void *member_main(void *arg)
 		larder_config_destroy(config);
 		if (!CHECK_RC(rc, LARDER_OK))
 			return NULL;
-		m->opens++;
+		atomic_fetch_add_explicit(&m->opens, 1, memory_order_relaxed);
 		uint64_t n = 500 + th_rng_below(&rng, 3000);
 		for (uint64_t i = 0; i < n; i++) {
 			size_t kl = key_of(k, th_rng_below(&rng, ID_COUNT));
@@ -1066,6 +1066,14 @@ static void *member_main(void *arg)
 		larder_close(c);
 	}
 	return NULL;
+}
+
+static uint64_t member_opens(struct member *m, int n)
+{
+	uint64_t sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += atomic_load_explicit(&m[i].opens, memory_order_relaxed);
+	return sum;
 }
 
 struct steady {
@@ -1121,10 +1129,12 @@ static void test_pool_members_come_and_go(void)
 		REQUIRE(pthread_create(&mt[i], NULL, member_main, &m[i]) == 0);
 	}
 	/* Sample the bound (its own figure moves with the member count: take
-	 * both in one call) for a while. */
+	 * both in one call) for 1.5 s at least and until the members have come
+	 * and gone a few times (a deadline turns a stall into a failure). */
 	uint64_t over = 0, samples = 0, worst = 0;
-	uint64_t until = th_now_ms() + 1500 * TH_SLOW;
-	while (th_now_ms() < until) {
+	uint64_t least = th_now_ms() + 1500, until = th_now_ms() + 60000 * TH_SLOW;
+	while (th_now_ms() < until &&
+	       (th_now_ms() < least || member_opens(m, MEMBERS) <= 2 * MEMBERS)) {
 		uint64_t v[LARDER_POOL_STAT_COUNT];
 		REQUIRE_RC(larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT), LARDER_OK);
 		uint64_t cap = v[LARDER_POOL_BUDGET_BYTES] + v[LARDER_POOL_OVERSHOOT_BOUND];
@@ -1146,10 +1156,7 @@ static void test_pool_members_come_and_go(void)
 			"pool over its bound in %llu of %llu samples, by up to %llu bytes",
 			(unsigned long long)over, (unsigned long long)samples,
 			(unsigned long long)worst);
-	uint64_t opens = 0;
-	for (int i = 0; i < MEMBERS; i++)
-		opens += m[i].opens;
-	CHECK_GT(opens, MEMBERS);
+	CHECK_GT(member_opens(m, MEMBERS), 2 * MEMBERS);
 	uint64_t v[LARDER_POOL_STAT_COUNT];
 	REQUIRE_RC(larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT), LARDER_OK);
 	CHECK_EQ(v[LARDER_POOL_CACHES], 0);
@@ -1227,7 +1234,7 @@ static void test_pool_capacity_follows_hits(void)
 
 struct opener {
 	larder_config *config;
-	uint64_t opens;
+	_Atomic uint64_t opens; /* read by the test while it runs */
 	int last_rc;
 };
 
@@ -1244,13 +1251,21 @@ static void *opener_main(void *arg)
 			o->last_rc = rc;
 			return NULL;
 		}
-		o->opens++;
+		atomic_fetch_add_explicit(&o->opens, 1, memory_order_relaxed);
 		for (uint64_t i = 0; i < 50; i++)
 			CHECK_RC(larder_put(c, k, key_of(k, i), v, sizeof(v), LARDER_TTL_NEVER),
 				 LARDER_OK);
 		larder_close(c);
 		usleep(100); /* a gap in which the pool may have no cache open */
 	}
+}
+
+static uint64_t opener_opens(struct opener *o, int n)
+{
+	uint64_t sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += atomic_load_explicit(&o[i].opens, memory_order_relaxed);
+	return sum;
 }
 
 /* larder_pool_close racing with opens and closes on other threads: it is
@@ -1274,7 +1289,7 @@ static void test_pool_close_races_opens(void)
 	}
 	/* Let them open a few times, then close the pool as soon as it lets us. */
 	uint64_t until = th_now_ms() + 60000 * TH_SLOW;
-	while (o[0].opens + o[1].opens + o[2].opens < 3 * OPENERS && th_now_ms() < until)
+	while (opener_opens(o, OPENERS) < 3 * OPENERS && th_now_ms() < until)
 		usleep(1000);
 	int rc;
 	while ((rc = larder_pool_close(pool)) == LARDER_ESTATE && th_now_ms() < until)
