@@ -662,9 +662,10 @@ LARDER_API void larder_iter_close(larder_iter *it);
  * second buffer cannot be had, the caller writes).
  * Must not race with larder_close() of the same cache (as no call may);
  * it may race with every other call, larder_clear() included.
- * Returns LARDER_OK, LARDER_EINVAL (cache or path NULL, path empty),
- * LARDER_ENOMEM, or LARDER_ESYS (creating, writing, syncing or renaming
- * failed; errno has the cause; the temporary file is removed).
+ * Returns LARDER_OK, LARDER_EINVAL (cache or path NULL, path empty, or path
+ * names a device, a FIFO or a socket: nothing is written), LARDER_ENOMEM,
+ * or LARDER_ESYS (creating, writing, syncing or renaming failed; errno has
+ * the cause; the temporary file is removed).
  */
 LARDER_API LARDER_MUST_USE int larder_save(larder *cache, const char *path);
 
@@ -689,7 +690,8 @@ LARDER_API LARDER_MUST_USE int larder_save(larder *cache, const char *path);
  * mapped, not copied).
  * Returns LARDER_OK, LARDER_EINVAL (cache or path NULL),
  * LARDER_ESYS (the file could not be opened, read or mapped; errno has the
- * cause), LARDER_EFORMAT (not a larder snapshot, or an unknown version),
+ * cause), LARDER_EFORMAT (not a larder snapshot, or an unknown version;
+ * also a path that is not a regular file, refused without blocking),
  * LARDER_ECORRUPT (truncated, a bad checksum, or records that do not add
  * up), or a write's LARDER_ENOMEM or LARDER_EBUSY (the entries written
  * before it stay).

@@ -14,8 +14,9 @@
  *     walks in hash order either way);
  *   - size is what the entry charges against -m (header, key, item header,
  *     data, slot rounding);
- *   - la and fetch are not tracked by the engine: la is the time of the
- *     dump, fetch is always "no".
+ *   - la is not tracked: it is the time of the dump; fetch is the item's
+ *     fetched bit, exact once a client has asked about fetches (mg h, me:
+ *     docs/server.md) and "no" for reads before that.
  * The dump walks a larder_iter (weakly consistent: every item live for the
  * whole dump appears exactly once) and suspends at the output's high water
  * like a multiget, keeping its cursor in the request; a connection closed
@@ -130,7 +131,8 @@ static void dump_entry(void *ctx, const void *key, size_t key_len, const void *v
 	larderd_obuf_i64(d->out, (int64_t)d->now);
 	larderd_obuf_str(d->out, " cas=");
 	larderd_obuf_u64(d->out, cas);
-	larderd_obuf_str(d->out, " fetch=no cls=");
+	larderd_obuf_str(d->out, (bits & LARDERD_BIT_FETCHED) ? " fetch=yes" : " fetch=no");
+	larderd_obuf_str(d->out, " cls=");
 	larderd_obuf_u64(d->out, cls);
 	larderd_obuf_str(d->out, " size=");
 	larderd_obuf_u64(d->out, entry_bytes);

@@ -47,6 +47,15 @@
  *       grown for the rest of the load, not for all of it. Growing under
  *       the bulk writes instead, which outrun the maintainer (EV-V7), took
  *       minutes (docs/persistence.md).
+ *   SNAP-L7. Only a regular file is read: a directory, FIFO or device path is
+ *       LARDER_EFORMAT at once (opened without blocking, so a FIFO with no
+ *       writer does not hang the load).
+ * Save:
+ *   SNAP-S2. A path that names an existing device (such as /dev/null, when
+ *       run as root), FIFO or socket is refused with LARDER_EINVAL before
+ *       anything is written: the rename would replace it. (A directory is
+ *       left to the rename, which fails: LARDER_ESYS, EISDIR.) Tests:
+ *       test_snapshot_path_not_a_file (tests/unit/test_outside.c).
  * Not guaranteed: a point-in-time cut (see larder_save in larder.h).
  */
 #define _GNU_SOURCE
@@ -379,6 +388,12 @@ static int sync_dir(const char *path)
 int larder_save(larder *c, const char *path)
 {
 	if (!c || !path || !*path)
+		return LARDER_EINVAL;
+	/* SNAP-S2: the rename would replace whatever path names; only a regular
+	 * file (or nothing yet) is ours to replace, never a device or a FIFO (a
+	 * directory makes the rename fail). */
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		return LARDER_EINVAL;
 	static _Atomic unsigned long serial; /* distinct temporary names within a process */
 	char *tmp = NULL;
@@ -714,7 +729,8 @@ int larder_load(larder *c, const char *path)
 {
 	if (!c || !path)
 		return LARDER_EINVAL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer (SNAP-L7). */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return LARDER_ESYS;
 	struct stat st;
@@ -724,7 +740,9 @@ int larder_load(larder *c, const char *path)
 		errno = saved;
 		return LARDER_ESYS;
 	}
-	if (st.st_size == 0) {
+	/* SNAP-L7: a snapshot is a regular file; anything else (a directory, a
+	 * FIFO, a device) is not one. */
+	if (!S_ISREG(st.st_mode) || st.st_size == 0) {
 		close(fd);
 		return LARDER_EFORMAT;
 	}

@@ -167,7 +167,13 @@
  * instead (a closing cache's committed bytes only come back all at once,
  * when larder_close has freed everything), in the same slices and within
  * the same deadline: a cache closing on another thread does not make the
- * open fail at once.
+ * open fail at once. So does one whose bytes another member holds while its
+ * own larder_open is still starting its threads (M_OPENING with its first
+ * capacity: the pool cannot cut it before larder__pool_activate, which
+ * broadcasts `released`); before, such an open failed with LARDER_EBUSY at
+ * once whatever its write wait (test_pool_members_come_and_go in
+ * tests/unit/test_outside.c: three members' first opens beside two others
+ * opening).
  */
 #define _GNU_SOURCE
 #include "pool/pool.h"
@@ -1657,6 +1663,18 @@ static int has_closing(const larder_pool *p)
 	return 0;
 }
 
+/* Whether another member has its first capacity but is not active yet (its
+ * larder_open is starting its threads): it cannot be cut before it is, so
+ * an open that needs its bytes waits for larder__pool_activate. A member
+ * still in first_capacity has cap 0 (two of those never wait on each other). */
+static int has_starting(const larder_pool *p, const struct larder__pool_member *nm)
+{
+	for (const struct larder__pool_member *m = p->members; m; m = m->next)
+		if (m != nm && m->state == M_OPENING && m->cap)
+			return 1;
+	return 0;
+}
+
 /* The first capacity: as much of the target as POOL-K1 allows now, at least
  * MIN_CACHE_BYTES, waiting until deadline_ns for the others' give-back (a
  * member still to be cut counts: POOL-K4 may hold its next slice for its
@@ -1675,7 +1693,8 @@ static int first_capacity(larder_pool *p, struct larder__pool_member *nm, uint64
 		}
 		uint64_t now_ns = larder__monotonic_ns();
 		struct larder__pool_member *debtor = largest_debtor(p);
-		if (now_ns >= deadline_ns || (!debtor && !has_closing(p) && !shrinking))
+		if (now_ns >= deadline_ns ||
+		    (!debtor && !has_closing(p) && !has_starting(p, nm) && !shrinking))
 			return LARDER_EBUSY;
 		if (debtor) {
 			wait_giveback(p, debtor);
@@ -1744,6 +1763,7 @@ void larder__pool_activate(struct larder *c)
 	pthread_mutex_lock(&p->lock);
 	c->pool->state = M_ACTIVE;
 	pthread_cond_signal(&p->wake); /* its grow, if its first capacity fell short */
+	pthread_cond_broadcast(&p->released); /* opens waiting to cut it (has_starting) */
 	pthread_mutex_unlock(&p->lock);
 }
 

@@ -10,6 +10,8 @@ Checks, each against a fresh server on a free port and a temporary file:
   - the same through SIGUSR1 (memcached's graceful stop);
   - SIGINT does not save (the previous snapshot stays as it was);
   - a damaged snapshot is reported and the server starts empty and serves;
+  - -e naming a FIFO: the server starts without waiting for a writer, and
+    SIGTERM reports the save refused and leaves the FIFO as it was;
   - with --compress-min: every value reads back whole before and after a
     restart, and the same items hold fewer bytes ("bytes" in stats) than
     without it;
@@ -24,6 +26,7 @@ import os
 import random
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -248,6 +251,19 @@ def main():
         if "not loaded" not in err or "checksum" not in err:
             raise RuntimeError("no clear message for a damaged snapshot: %r" % err)
         print("damaged snapshot: refused (%s), started empty" % err.strip().splitlines()[0])
+
+        # -e naming a FIFO: the start does not wait for a writer, SIGTERM
+        # does not replace it with a snapshot (SNAP-L7, SNAP-S2).
+        fifo = os.path.join(tmp, "fifo")
+        os.mkfifo(fifo)
+        port = free_port()
+        p = start(larderd, port, fifo)
+        Conn(port).set(b"k", 0, 0, b"v")
+        err = stop(p, signal.SIGTERM)
+        if not stat.S_ISFIFO(os.stat(fifo).st_mode) or "not saved" not in err:
+            raise RuntimeError("-e FIFO: replaced, or no message: %r" % err)
+        print("-e FIFO: started at once, left as it was (%s)"
+              % next(l for l in err.splitlines() if "not saved" in l))
         used = compressed(larderd, tmp)
         print("--compress-min=64: every value back before and after a restart; "
               "%d bytes held, %d raw" % (used[1], used[0]))
