@@ -254,14 +254,7 @@ class ContractTest {
                 String key = "key" + rnd.nextInt(24);
                 String at = where + " step " + step + " key " + key;
                 long now = s.clock.millis();
-                /* Expiry as the engine promises it: absent at and after the deadline. */
-                for (Map.Entry<String, Long> d : new ArrayList<>(deadline.entrySet())) {
-                    if (now >= d.getValue()) {
-                        String old = model.remove(d.getKey());
-                        deadline.remove(d.getKey());
-                        expected.add(new String[] {d.getKey(), old, "EXPIRED"});
-                    }
-                }
+                expireDue(model, deadline, expected, now);
                 String cur = model.get(key);
                 String nv = value(rnd, key, ++version);
                 int op = rnd.nextInt(20);
@@ -444,6 +437,8 @@ class ContractTest {
                     break;
                 }
             }
+            /* The last step may have moved the clock past deadlines. */
+            expireDue(model, deadline, expected, s.clock.millis());
             /* The listener: every removal reported, with its cause (no TTL and no eviction: exact). */
             if (cfg.listener) {
                 c.cleanUp();
@@ -464,6 +459,18 @@ class ContractTest {
                                 + " written: " + Arrays.toString(e));
                     }
                 }
+            }
+        }
+    }
+
+    /* Expiry as the engine promises it: absent at and after the deadline. */
+    private static void expireDue(Map<String, String> model, Map<String, Long> deadline,
+            List<String[]> expected, long now) {
+        for (Map.Entry<String, Long> d : new ArrayList<>(deadline.entrySet())) {
+            if (now >= d.getValue()) {
+                String old = model.remove(d.getKey());
+                deadline.remove(d.getKey());
+                expected.add(new String[] {d.getKey(), old, "EXPIRED"});
             }
         }
     }
