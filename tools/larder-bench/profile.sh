@@ -42,7 +42,8 @@
 #   LB_PROFILE_TTL_MS=MS (get) writes the 24,000 keys with a TTL of MS ms
 #   (--ttl-ms), so that each get checks a deadline: with the default clock,
 #   against the TSC's bound on the time (core/clockbound.h), which the
-#   maintainer calibrates during the preload, or the clock near the deadline.
+#   maintainer calibrates during a 1 s pause the bench makes after the
+#   preload (lb_ops_run), or the clock near the deadline.
 #   LB_PROFILE_CACHESIM=1 adds callgrind's cache simulation: simulated
 #   first-level and last-level data misses per operation, per thread. It
 #   models each thread's caches alone (no coherence traffic between cores),
