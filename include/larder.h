@@ -213,7 +213,8 @@ typedef void larder_batch_fn(void *ctx, size_t index, const void *value, size_t 
 /*
  * Creates a configuration with working defaults: capacity 64 MiB, 4096
  * expected entries, max key 250 bytes, max value 1 MiB, no default TTL,
- * S3-FIFO, CLOCK_MONOTONIC, no listener, random hash seed, write wait 1000 ms,
+ * LARDER_POLICY_DEFAULT (S3-FIFO with its small queue tuned), CLOCK_MONOTONIC,
+ * no listener, random hash seed, write wait 1000 ms, one shard,
  * expire after write.
  * Allocates. Returns LARDER_OK, LARDER_EINVAL (out is NULL) or LARDER_ENOMEM.
  * A config may be reused for several caches and destroyed any time after
