@@ -105,7 +105,7 @@ stage_default() {
 	ctest_after_build default "$rc"
 }
 
-# The installed library is usable the way README.md says: pkg-config gives
+# The installed library is usable the way docs/build.md says: pkg-config gives
 # the flags, the shared library runs, the static one links with --static.
 stage_install() {
 	local prefix pcdir flags

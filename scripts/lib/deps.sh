@@ -8,7 +8,7 @@
 #   script is fast and works offline.
 #   Needs root (or sudo) only when something is missing.
 #
-# Why each package is there (README.md, "Dependencies"):
+# Why each package is there (docs/build.md, "Dependencies and why each is there"):
 #   cmake ninja-build gcc libc6-dev pkg-config
 #                                      the build (CMake >= 3.25, presets)
 #   clang-14 libclang-rt-14-dev        the clang -Werror build and ThreadSanitizer

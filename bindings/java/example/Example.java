@@ -1,5 +1,5 @@
-// The README's example, compiled and run against the installed jar by the
-// java_load test (bindings/java/test/load_test.sh), so it stays true.
+// The Java example (the README's Java section shows its core), compiled and
+// run against the installed jar by the java_load test (bindings/java/test/load_test.sh), so it stays true.
 import java.util.concurrent.TimeUnit;
 import org.larder.CacheSerializers;
 import org.larder.LarderCache;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bindings/java/test/load_test.sh - the JNI library is found the ways the
-# README says, and a missing one is reported clearly (ctest: java_load).
+# README and docs/java.md say, and a missing one is reported clearly
+# (ctest: java_load).
 #
 #   load_test.sh CMAKE BUILD_DIR JAVA CLASSPATH JNI_LIBRARY
 #
@@ -13,7 +14,7 @@
 #      by -Dlarder.library.path;
 #   3. with no library where it looks: exit 3, and a message that names both
 #      system properties;
-#   4. the README's example (example/Example.java), compiled against the
+#   4. the Java example (example/Example.java), compiled against the
 #      installed jar alone and run.
 set -euo pipefail
 
@@ -70,8 +71,8 @@ javac=$(dirname "$(readlink -f "$java")")/javac
 "$javac" --release 11 -Xlint:all -Werror -cp "$jar" -d "$prefix/example" "$src/Example.java"
 out=$("$java" -cp "$jar:$prefix/example" "-Djava.library.path=$libdir" Example)
 if [[ $out != *"first byte 1"* || $out != *"3 true true 3 hits"* ]]; then
-	echo "FAIL: the README example printed: $out" >&2
+	echo "FAIL: the Java example printed: $out" >&2
 	exit 1
 fi
-echo "ok: the README example: $out"
+echo "ok: the Java example: $out"
 echo "PASS"
