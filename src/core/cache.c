@@ -1006,7 +1006,7 @@ static uint64_t deadline_after(larder *c, struct op *op, uint64_t ttl_ms)
 /* A value of 16 to 64 bytes (the common size) is copied as two or four
  * 16-byte words that may overlap, without a call: libc's memcpy and the
  * call's setup cost 23 of the writer's instructions per put of 64 bytes,
- * this about 12 (docs/bench.md). Other sizes go to memcpy. */
+ * this about 14 (docs/bench.md). Other sizes go to memcpy. */
 static inline __attribute__((always_inline)) void copy_value(unsigned char *dst, const void *src,
 							    size_t len)
 {
