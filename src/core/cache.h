@@ -87,9 +87,10 @@ struct larder {
 	 * compressed when that saves compress_saving_pct% (core/compress.h). */
 	size_t compress_min;
 	/* A put of a value this long or longer takes write_common()'s slow
-	 * steps, compression and the probe's marks: compress_min, SIZE_MAX
-	 * when it is 0, 0 with sample_marks. One test for the features that
-	 * are off. Set at open, after the shards (and their probes). */
+	 * steps, compression and the probe's marks, or is too long:
+	 * compress_min, SIZE_MAX when it is 0, 0 with sample_marks, at most
+	 * max_value_bytes + 1. One test for the features that are off and the
+	 * value's limit. Set at open, after the shards (and their probes). */
 	size_t write_slow_from;
 	unsigned compress_saving_pct;
 	/* The compression dictionary and its sample (core/dict.h, DICT-D1..D3):

@@ -363,21 +363,33 @@ void larder__slab_free_slow(struct larder__slab *s, void *p, size_t bytes);
 
 /*
  * Maintainer: p (published, then retired after a grace period) is free
- * again. Inline for the common case, an unpoisoned slot of an entry up to
+ * again, the poison seam being off (the caller read larder__slab_poison:
+ * once for a whole list of frees, maint/apply.c's free_list, where its
+ * load and test per entry were 4 of the maintainer's 183 instructions per
+ * put, docs/bench.md). Inline for the common case, an entry up to
  * LARDER__SLAB_BIG_FROM, which only sets its bit and drops the live counts:
  * the maintainer frees one entry per put, and the call with its own size
- * class computation cost 11 of its 216 instructions per put
- * (docs/bench.md).
+ * class computation cost 11 of its 216 instructions per put.
  */
-static inline void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
+static inline void larder__slab_free_unpoisoned(struct larder__slab *s, void *p, size_t bytes)
 {
-	if (__builtin_expect(bytes <= LARDER__SLAB_BIG_FROM && !larder__slab_poison, 1)) {
+	if (__builtin_expect(bytes <= LARDER__SLAB_BIG_FROM, 1)) {
 		struct larder__page *pg = larder__slab_page_of(p, bytes);
 		larder__slab_slot_bit_set(pg, p);
 		larder__slab_page_bits_freed(s, pg, larder__slab_page_live_drop(s, pg, 1));
 		return;
 	}
 	larder__slab_free_slow(s, p, bytes);
+}
+
+/* Maintainer: p is free again (larder__slab_free_unpoisoned, or poisoned
+ * first when the seam asks). */
+static inline void larder__slab_free(struct larder__slab *s, void *p, size_t bytes)
+{
+	if (__builtin_expect(!larder__slab_poison, 1))
+		larder__slab_free_unpoisoned(s, p, bytes);
+	else
+		larder__slab_free_slow(s, p, bytes);
 }
 
 /* Adds the slab's counters to values (indexed by enum larder_stat):
