@@ -677,6 +677,8 @@ int main(int argc, char **argv)
 	sh.threads = o.threads;
 	sh.maxconns = o.maxconns;
 	sh.port = o.socket_path ? 0 : atoi(o.port);
+	sh.backlog = o.backlog;
+	sh.unix_mask = (unsigned)o.unix_mask;
 	sh.inter = o.inter;
 	sh.socket_path = o.socket_path;
 	sh.protocol = o.protocol;

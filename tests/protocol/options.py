@@ -18,7 +18,9 @@ Checks:
   - what larderd cannot do (-M -C -S -Y -Z) and an unknown user are refused
     at start-up with a message naming it, exit status 64 or 71;
   - --shards (larderd's own): 4 serves every item, a value that is not a
-    power of two from 1 to 64 is refused with a message.
+    power of two from 1 to 64 is refused with a message;
+  - stats settings with -A -F -X -a -b -B: the fields for those options
+    that both servers have read as memcached's.
 """
 import os
 import pwd
@@ -32,6 +34,10 @@ import time
 
 from loopback import free_ports, recv_until, run_driver, wait_port
 
+# stats settings fields for options both servers keep (check_flags' options).
+SAME_SETTINGS = [b"umask", b"shutdown_command", b"tcp_backlog", b"binding_protocol",
+                 b"auth_enabled_sasl", b"auth_enabled_ascii", b"flush_enabled",
+                 b"dump_enabled"]
 SAME_REPLIES = [b"flush_all\r\n", b"flush_all noreply\r\n", b"flush_all abc\r\n",
                 b"flush_all 10\r\n", b"lru_crawler metadump all\r\n",
                 b"lru_crawler metadump 1\r\n", b"stats cachedump 1 1\r\n",
@@ -71,7 +77,7 @@ def wait_exit(p, what):
 def check_flags(larderd, memcached, tmp):
     lp, mp = free_ports(2)
     snap = os.path.join(tmp, "graceful.snap")
-    flags = ["-A", "-F", "-X"]
+    flags = ["-A", "-F", "-X", "-a", "755", "-b", "77", "-B", "ascii"]
     lar = subprocess.Popen([larderd, "-p", str(lp), "-l", "127.0.0.1", "-e", snap] + flags)
     mc = subprocess.Popen([memcached, "-p", str(mp), "-l", "127.0.0.1", "-U", "0", "-u", "root"]
                           + flags)
@@ -87,6 +93,13 @@ def check_flags(larderd, memcached, tmp):
         if talk(lp, b"get k\r\n") != b"VALUE k 0 1\r\nx\r\nEND\r\n":
             raise RuntimeError("-F: the item did not survive the refused flush_all")
         print("-A -F -X: %d commands answered as memcached answers them" % len(SAME_REPLIES))
+        got = []
+        for port in (lp, mp):
+            lines = talk(port, b"stats settings\r\n").split(b"\r\n")
+            got.append([l for l in lines if l.split(b" ")[1:2] in ([n] for n in SAME_SETTINGS)])
+        if got[0] != got[1] or len(got[1]) != len(SAME_SETTINGS):
+            raise RuntimeError("stats settings: larderd %r, memcached %r" % tuple(got))
+        print("stats settings: %s as memcached's" % b" ".join(got[0]).decode())
         for port, p, name in ((lp, lar, "larderd"), (mp, mc, "memcached")):
             if not closes(port, b"shutdown graceful\r\n"):
                 raise RuntimeError("%s: shutdown graceful did not close the connection" % name)
