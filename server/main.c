@@ -233,7 +233,18 @@ static int parse_args(int argc, char **argv, struct options *o)
 	while ((ch = getopt_long(argc, argv, "p:l:s:m:t:c:I:e:B:vVhia:AdP:u:rkb:FXU:f:n:LR:D:Wo:MCSY:Z",
 				 longs, NULL)) != -1) {
 		switch (ch) {
-		case 'p': o->port = optarg; break;
+		case 'p': {
+			/* A number, as memcached reads it: the resolver would look a
+			 * name up as a service and wrap 99999 to port 34463. */
+			size_t port;
+			if (!parse_count(optarg, 65535, &port) || strpbrk(optarg, "kKmM")) {
+				fprintf(stderr, "larderd: bad -p value '%s' (a port number, "
+					"0-65535)\n", optarg);
+				return 1;
+			}
+			o->port = optarg;
+			break;
+		}
 		case 'l': o->inter = optarg; break;
 		case 's': o->socket_path = optarg; break;
 		case 'm': o->mem_mib = strtoull(optarg, NULL, 10); break;

@@ -19,6 +19,8 @@ Checks:
     at start-up with a message naming it, exit status 64 or 71;
   - --shards (larderd's own): 4 serves every item, a value that is not a
     power of two from 1 to 64 is refused with a message;
+  - a -p outside 0..65535 or not a number is refused (memcached: "Invalid
+    port number"), never served on another port;
   - stats settings with -A -F -X -a -b -B: the fields for those options
     that both servers have read as memcached's.
 """
@@ -201,6 +203,19 @@ def check_refusals(larderd):
     print("-M -C -S -Y -Z and an unknown user: refused with a message")
 
 
+def check_port(larderd):
+    """-p takes a port number, 0-65535, as memcached does ("Invalid port
+    number"): a larger one is refused, never served on another port (as
+    the resolver would wrap 99999 to 34463), and a name is not looked up
+    as a service."""
+    for bad in ("65536", "99999", "-1", "http", "11211x", ""):
+        r = subprocess.run([larderd, "-p", bad, "-l", "127.0.0.1"], capture_output=True,
+                           timeout=60)
+        if r.returncode != 64 or b"-p" not in r.stderr:
+            raise RuntimeError("-p %r: exit %d, %r" % (bad, r.returncode, r.stderr))
+    print("-p: 65536, 99999, -1, http, 11211x and an empty value refused with a message")
+
+
 def check_shards(larderd):
     """--shards K: a power of two up to 64 serves every item; anything else is
     refused at start-up with a message."""
@@ -242,6 +257,7 @@ def main():
         check_daemon(larderd, tmp)
         check_user_and_mask(larderd, tmp)
         check_refusals(larderd)
+        check_port(larderd)
         check_shards(larderd)
     print("PASS")
 
