@@ -176,7 +176,16 @@ def check_user_and_mask(larderd, tmp):
         mode = stat.S_IMODE(os.stat(path).st_mode)
         if mode != 0o750:
             raise RuntimeError("-a 0750: the socket's mode is %o" % mode)
-        if talk(0, b"version\r\n", path=path)[:8] != b"VERSION ":
+        # The path exists from bind(); connections are refused until listen().
+        while True:
+            try:
+                version = talk(0, b"version\r\n", path=path)
+                break
+            except ConnectionRefusedError:
+                if time.time() > deadline or p.poll() is not None:
+                    raise
+                time.sleep(0.05)
+        if version[:8] != b"VERSION ":
             raise RuntimeError("no version over the UNIX socket")
         if as_root:
             uid = [l for l in open("/proc/%d/status" % p.pid) if l.startswith("Uid:")][0]
