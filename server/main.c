@@ -356,6 +356,18 @@ static int parse_args(int argc, char **argv, struct options *o)
 		fprintf(stderr, "larderd: -t must be 1..256, -c and -m at least 1\n");
 		return 1;
 	}
+	/* memcached's own refusal, word for word. */
+	if (o->item_max > (o->mem_mib << 20) / 2) {
+		fprintf(stderr, "Cannot set item size limit higher than 1/2 of memory max.\n");
+		return 1;
+	}
+	/* The engine takes an entry of at most 1/8 of its capacity: larger
+	 * values under -I will be refused as too large; say so at start. */
+	if (o->item_max > (o->mem_mib << 20) / 8)
+		fprintf(stderr, "larderd: warning: -I %zu is over 1/8 of -m %llu MiB: an item "
+			"(key, value and its headers) over about %llu bytes is refused as too "
+			"large\n", o->item_max, (unsigned long long)o->mem_mib,
+			(unsigned long long)((o->mem_mib << 20) / 8));
 	/* A dictionary without compression would be silently unused. */
 	if (o->dict_set && o->compress_min == 0) {
 		fprintf(stderr, "larderd: --compress-dict needs --compress-min\n");

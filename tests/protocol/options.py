@@ -21,6 +21,11 @@ Checks:
     power of two from 1 to 64 is refused with a message;
   - a -p outside 0..65535 or not a number is refused (memcached: "Invalid
     port number"), never served on another port;
+  - -I over half of -m is refused, as memcached refuses it; -I over an
+    eighth of -m (the engine's limit on one entry) starts with a warning
+    that names the values it will refuse, and such a value is refused
+    with "SERVER_ERROR object too large for cache", its key's old value
+    removed, the server serving on;
   - stats settings with -A -F -X -a -b -B: the fields for those options
     that both servers have read as memcached's.
 """
@@ -225,6 +230,33 @@ def check_port(larderd):
     print("-p: 65536, 99999, -1, http, 11211x and an empty value refused with a message")
 
 
+def check_item_vs_memory(larderd, memcached):
+    (lp,) = free_ports(1)
+    for server in (memcached, larderd):
+        r = subprocess.run([server, "-p", str(lp), "-l", "127.0.0.1", "-U", "0", "-u", "root",
+                            "-m", "8", "-I", "5m"], capture_output=True, timeout=60)
+        if r.returncode != 64 or b"1/2 of memory" not in r.stderr:
+            raise RuntimeError("%s -m 8 -I 5m: exit %d, %r" % (server, r.returncode, r.stderr))
+    p = subprocess.Popen([larderd, "-p", str(lp), "-l", "127.0.0.1", "-m", "8", "-I", "4m"],
+                         stderr=subprocess.PIPE)
+    try:
+        wait_port(lp)
+        big = 1536 * 1024
+        out = talk(lp, b"set k 0 0 1\r\nx\r\nset k 0 0 %d\r\n%s\r\nget k\r\n"
+                   b"set k 0 0 1000000\r\n%s\r\nmg k s\r\n"
+                   % (big, b"v" * big, b"w" * 1000000))
+        if out != b"STORED\r\nSERVER_ERROR object too large for cache\r\nEND\r\n" \
+                  b"STORED\r\nHD s1000000\r\n":
+            raise RuntimeError("-m 8 -I 4m: %r" % out[:200])
+    finally:
+        p.terminate()
+        wait_exit(p, "larderd -m 8 -I 4m")
+    err = p.stderr.read()
+    if b"1/8" not in err or b"-I" not in err:
+        raise RuntimeError("-m 8 -I 4m: no warning about the entry limit: %r" % err)
+    print("-m 8 -I 5m refused as by memcached; -m 8 -I 4m warns and refuses a 1.5 MiB value")
+
+
 def check_shards(larderd):
     """--shards K: a power of two up to 64 serves every item; anything else is
     refused at start-up with a message."""
@@ -267,6 +299,7 @@ def main():
         check_user_and_mask(larderd, tmp)
         check_refusals(larderd)
         check_port(larderd)
+        check_item_vs_memory(larderd, memcached)
         check_shards(larderd)
     print("PASS")
 
