@@ -269,11 +269,13 @@ int larderd_touch_key(struct larderd_exec *x, const void *key, size_t klen, int6
 	return LARDER_MISS;
 }
 
+const char larderd_too_large_reply[] = "SERVER_ERROR object too large for cache";
+
 const char *larderd_store_error(struct larderd_exec *x, int rc)
 {
 	if (rc == LARDER_EVALSIZE) {
 		larderd_stat_add(x, WS_STORE_TOO_LARGE, 1);
-		return "SERVER_ERROR object too large for cache";
+		return larderd_too_large_reply;
 	}
 	larderd_stat_add(x, WS_STORE_NO_MEMORY, 1);
 	if (rc == LARDER_ENOMEM || rc == LARDER_EBUSY)

@@ -373,7 +373,7 @@ static void exec_ms(struct larderd_exec *x, struct larderd_req *req, struct lard
 
 	if (req->too_large) {
 		larderd_store_too_large(x, req->key.p, req->key.n, true);
-		larderd_obuf_line(out, "SERVER_ERROR object too large for cache");
+		larderd_obuf_line(out, larderd_too_large_reply);
 		return;
 	}
 	switch (m->mode) {

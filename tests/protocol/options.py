@@ -24,8 +24,9 @@ Checks:
   - -I over half of -m is refused, as memcached refuses it; -I over an
     eighth of -m (the engine's limit on one entry) starts with a warning
     that names the values it will refuse, and such a value is refused
-    with "SERVER_ERROR object too large for cache", its key's old value
-    removed, the server serving on;
+    with "SERVER_ERROR object too large for cache" (binary: "Too large."
+    for SET, ADD and REPLACE), its key's old value removed, the server
+    serving on;
   - stats settings with -A -F -X -a -b -B: the fields for those options
     that both servers have read as memcached's.
 """
@@ -34,6 +35,7 @@ import pwd
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -230,6 +232,11 @@ def check_port(larderd):
     print("-p: 65536, 99999, -1, http, 11211x and an empty value refused with a message")
 
 
+def bin_frame(op, key=b"", ext=b"", value=b""):
+    body = ext + key + value
+    return struct.pack(">BBHBBHIIQ", 0x80, op, len(key), len(ext), 0, 0, len(body), 0, 0) + body
+
+
 def check_item_vs_memory(larderd, memcached):
     (lp,) = free_ports(1)
     for server in (memcached, larderd):
@@ -248,6 +255,17 @@ def check_item_vs_memory(larderd, memcached):
         if out != b"STORED\r\nSERVER_ERROR object too large for cache\r\nEND\r\n" \
                   b"STORED\r\nHD s1000000\r\n":
             raise RuntimeError("-m 8 -I 4m: %r" % out[:200])
+        # The binary protocol names the same refusal "Too large." (status 3),
+        # whatever the opcode, as memcached names a value over -I.
+        s = socket.create_connection(("127.0.0.1", lp), timeout=30)
+        for op in (0x01, 0x02, 0x03):  # SET ADD REPLACE
+            s.sendall(bin_frame(op, b"n", struct.pack(">II", 0, 0), b"v" * big) +
+                      bin_frame(0x0a))  # NOOP
+            got = recv_until(s, b"\x81\x0a" + bytes(22), "the replies to opcode %#x" % op)
+            status = struct.unpack_from(">H", got, 6)[0]
+            if got[1] != op or status != 3 or b"Too large." not in got:
+                raise RuntimeError("-m 8 -I 4m: binary opcode %#x: %r" % (op, got[:60]))
+        s.close()
     finally:
         p.terminate()
         wait_exit(p, "larderd -m 8 -I 4m")
