@@ -204,6 +204,9 @@ CASES = [
                                      "prepend b 0 0 10\r\n%s\r\nmg b s\r\n" % ("z" * 10))),
     ("pipeline-mixed-split", [Split(PIPELINE.encode())]),
     ("pipeline-mixed-one-write", [PIPELINE.encode()]),
+    # every byte in a TCP segment of its own: each boundary of every line,
+    # value and terminator falls between two reads once
+    ("pipeline-mixed-every-byte", [Split(PIPELINE.encode(), sizes=(1,))]),
     ("meta-md-flags", steps("ms a 1\r\nx\r\nmd a x\r\nmg a v s f\r\n", "ms a 1 F7\r\nx\r\nmg a c\r\n", "md a C1\r\n",
                             "md a C{CAS} q\r\nmn\r\n", "mg a v\r\n", "ms a 1\r\nx\r\nmd a I T0\r\nmg a v c\r\n",
                             "md a b\r\n", "md YQ== b\r\nmg a v\r\n")),
