@@ -126,7 +126,7 @@ static void usage(FILE *f)
 		"-F, --disable-flush-all   disable the flush_all command\n"
 		"-X, --disable-dumping     disable lru_crawler metadump and stats cachedump\n"
 		"-U, --udp-port=<num>      accepted; UDP is not served (0, memcached's default)\n"
-		"-f -n -L -R -D -W -o      memcached's tuning of its own slabs, LRU and threads:\n"
+		"-f -n -L -R -D -W -N -o   memcached's tuning of its own slabs, LRU and threads:\n"
 		"                          accepted, no effect (the engine has its own)\n"
 		"-M -C -S -Y -Z            no-eviction, no-CAS, SASL, auth file, TLS: refused\n"
 		"-i, --license             print the licence and exit\n"
@@ -220,6 +220,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"enable-largepages", no_argument, NULL, 'L'},
 		{"max-reqs-per-event", required_argument, NULL, 'R'},
 		{"disable-watch", no_argument, NULL, 'W'},
+		{"napi-ids", required_argument, NULL, 'N'},
 		{"extended", required_argument, NULL, 'o'},
 		{"disable-evictions", no_argument, NULL, 'M'},
 		{"disable-cas", no_argument, NULL, 'C'},
@@ -230,7 +231,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "p:l:s:m:t:c:I:e:B:vVhia:AdP:u:rkb:FXU:f:n:LR:D:Wo:MCSY:Z",
+	while ((ch = getopt_long(argc, argv, "p:l:s:m:t:c:I:e:B:vVhia:AdP:u:rkb:FXU:f:n:LR:D:WN:o:MCSY:Z",
 				 longs, NULL)) != -1) {
 		switch (ch) {
 		case 'p': {
@@ -339,7 +340,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (strcmp(optarg, "0") != 0)
 				fprintf(stderr, "larderd: warning: UDP is not served (-U %s)\n", optarg);
 			break;
-		case 'f': case 'n': case 'L': case 'R': case 'D': case 'W': case 'o':
+		case 'f': case 'n': case 'L': case 'R': case 'D': case 'W': case 'N': case 'o':
 			if (o->verbose)
 				fprintf(stderr, "larderd: -%c tunes memcached's own internals: no effect\n",
 					ch);

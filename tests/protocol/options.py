@@ -13,7 +13,7 @@ Checks:
     absolute before the daemon moves to "/") names it, SIGTERM stops it and
     removes the pid file, and the snapshot lands where -e said;
   - -u nobody (when run as root) serves as nobody; -a sets the UNIX socket's
-    mode; memcached's tuning options (-f -n -L -R -D -W -o -U 0 -b -r) are
+    mode; memcached's tuning options (-f -n -L -R -D -W -N -o -U 0 -b -r) are
     accepted and the server serves;
   - what larderd cannot do (-M -C -S -Y -Z) and an unknown user are refused
     at start-up with a message naming it, exit status 64 or 71;
@@ -140,7 +140,8 @@ def check_daemon(larderd, tmp):
     (lp,) = free_ports(1)
     r = subprocess.run([larderd, "-d", "-P", "larderd.pid", "-e", "daemon.snap", "-p", str(lp),
                         "-l", "127.0.0.1", "-o", "modern,hashpower=20", "-f", "1.25", "-n", "48",
-                        "-L", "-R", "20", "-D", ":", "-W", "-U", "0", "-b", "512", "-r"],
+                        "-L", "-R", "20", "-D", ":", "-W", "-N", "1", "-U", "0", "-b", "512",
+                        "-r"],
                        cwd=tmp, timeout=60)
     if r.returncode != 0:
         raise RuntimeError("larderd -d exited with %d" % r.returncode)
