@@ -48,9 +48,15 @@
 #include "exec/exec_internal.h"
 #include "net/server.h"
 
+/* The -l list, memcached's way: several -l joined with commas. */
+#define INTER_MAX 1024
+/* Listening sockets at most (every address of every -l entry). */
+#define LISTEN_MAX 32
+
 struct options {
 	const char *port;
-	const char *inter;
+	const char *inter; /* NULL (every address) or inter_buf */
+	char inter_buf[INTER_MAX];
 	const char *socket_path;
 	uint64_t mem_mib;
 	int threads;
@@ -89,7 +95,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"larderd " LARDERD_VERSION_STR " - a memcached-protocol server on the larder engine\n"
 		"-p, --port=<num>          TCP port to listen on (default: 11211)\n"
-		"-l, --listen=<addr>       interface to listen on (default: all addresses)\n"
+		"-l, --listen=<addr>       interfaces to listen on, a list as memcached's\n"
+		"                          (default: all addresses)\n"
 		"-s, --unix-socket=<file>  UNIX socket to listen on (disables network support)\n"
 		"-m, --memory-limit=<num>  item memory in megabytes (default: 64)\n"
 		"-t, --threads=<num>       number of worker threads to use (default: 4)\n"
@@ -165,6 +172,23 @@ static bool parse_count(const char *s, size_t max, size_t *out)
 	if (*end != '\0' || v > max)
 		return false;
 	*out = (size_t)v;
+	return true;
+}
+
+/* memcached's -l: a second -l is appended after a comma, unless the list
+ * already contains it as a substring (memcached's own test, kept so that
+ * stats settings' "inter" reads the same). */
+static bool add_listen(struct options *o, const char *arg)
+{
+	size_t have = o->inter ? strlen(o->inter_buf) : 0;
+	size_t need = have + (have ? 1 : 0) + strlen(arg) + 1;
+
+	if (o->inter && strstr(o->inter_buf, arg) != NULL)
+		return true;
+	if (need > sizeof(o->inter_buf))
+		return false;
+	snprintf(o->inter_buf + have, sizeof(o->inter_buf) - have, "%s%s", have ? "," : "", arg);
+	o->inter = o->inter_buf;
 	return true;
 }
 
@@ -246,7 +270,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->port = optarg;
 			break;
 		}
-		case 'l': o->inter = optarg; break;
+		case 'l':
+			if (!add_listen(o, optarg)) {
+				fprintf(stderr, "larderd: -l lists over %d bytes\n", INTER_MAX - 1);
+				return 1;
+			}
+			break;
 		case 's': o->socket_path = optarg; break;
 		case 'm': o->mem_mib = strtoull(optarg, NULL, 10); break;
 		case 't': o->threads = atoi(optarg); break;
@@ -377,18 +406,21 @@ static int parse_args(int argc, char **argv, struct options *o)
 	return 0;
 }
 
-static int listen_tcp(const struct options *o, int *fds, int max)
+/* Binds and listens on every address host (NULL: all) and port resolve to;
+ * returns how many sockets it added to fds[*n..max), -1 when none. */
+static int listen_addr(const struct options *o, const char *host, const char *port, int *fds,
+		       int *n, int max)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
 				 .ai_flags = AI_PASSIVE};
 	struct addrinfo *res, *ai;
-	int n = 0, rc = getaddrinfo(o->inter, o->port, &hints, &res);
+	int before = *n, rc = getaddrinfo(host, port, &hints, &res);
 
 	if (rc != 0) {
-		fprintf(stderr, "larderd: getaddrinfo: %s\n", gai_strerror(rc));
+		fprintf(stderr, "larderd: -l %s: %s\n", host ? host : "*", gai_strerror(rc));
 		return -1;
 	}
-	for (ai = res; ai != NULL && n < max; ai = ai->ai_next) {
+	for (ai = res; ai != NULL && *n < max; ai = ai->ai_next) {
 		int one = 1;
 		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
@@ -401,10 +433,63 @@ static int listen_tcp(const struct options *o, int *fds, int max)
 			close(fd);
 			continue;
 		}
-		fds[n++] = fd;
+		fds[(*n)++] = fd;
 	}
 	freeaddrinfo(res);
+	return *n > before ? *n - before : -1;
+}
+
+/*
+ * memcached's server_sockets(): the -l list splits at ',' and ';'; an entry
+ * is "[v6 address]", "[v6 address]:port", "host:port" (one colon), a bare
+ * v6 address, or "*" (every address); an entry's own port overrides -p.
+ * Every entry must listen somewhere, else the server does not start.
+ */
+static int listen_tcp(const struct options *o, int *fds, int max)
+{
+	char list[INTER_MAX], *save = NULL;
+	int n = 0;
+
+	if (o->inter == NULL)
+		return listen_addr(o, NULL, o->port, fds, &n, max);
+	snprintf(list, sizeof(list), "%s", o->inter);
+	for (char *p = strtok_r(list, ",;", &save); p != NULL; p = strtok_r(NULL, ",;", &save)) {
+		const char *host = p, *port = o->port;
+		char *colon;
+		size_t v;
+
+		if (*p == '[') {
+			char *e = strchr(p, ']');
+			if (e == NULL) {
+				fprintf(stderr, "larderd: -l: bad IPv6 address '%s'\n", p);
+				goto fail;
+			}
+			*e = '\0';
+			host = p + 1;
+			colon = e[1] == ':' ? e + 1 : NULL;
+		} else {
+			colon = strchr(p, ':');
+			if (colon != NULL && strchr(colon + 1, ':') != NULL)
+				colon = NULL; /* a bare IPv6 address */
+		}
+		if (colon != NULL) {
+			*colon = '\0';
+			port = colon + 1;
+			if (!parse_count(port, 65535, &v) || strpbrk(port, "kKmM")) {
+				fprintf(stderr, "larderd: -l: bad port '%s'\n", port);
+				goto fail;
+			}
+		}
+		if (strcmp(host, "*") == 0)
+			host = NULL;
+		if (listen_addr(o, host, port, fds, &n, max) < 0)
+			goto fail;
+	}
 	return n > 0 ? n : -1;
+fail:
+	while (n > 0)
+		close(fds[--n]);
+	return -1;
 }
 
 static int listen_unix(const struct options *o)
@@ -653,7 +738,7 @@ int main(int argc, char **argv)
 	static struct larderd_shared sh;
 	struct larderd_net *net;
 	sigset_t set;
-	int fds[8], nfd, rc;
+	int fds[LISTEN_MAX], nfd, rc;
 
 	rc = parse_args(argc, argv, &o);
 	if (rc != 0)
@@ -670,7 +755,7 @@ int main(int argc, char **argv)
 		fds[0] = listen_unix(&o);
 		nfd = fds[0] >= 0 ? 1 : -1;
 	} else {
-		nfd = listen_tcp(&o, fds, 8);
+		nfd = listen_tcp(&o, fds, LISTEN_MAX);
 	}
 	if (nfd < 0) {
 		fprintf(stderr, "larderd: failed to listen\n");

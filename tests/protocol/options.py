@@ -21,6 +21,10 @@ Checks:
     power of two from 1 to 64 is refused with a message;
   - a -p outside 0..65535 or not a number is refused (memcached: "Invalid
     port number"), never served on another port;
+  - -l as memcached reads it: a list separated by commas (or semicolons),
+    several -l joined into one, an entry with its own port (host:port,
+    [v6]:port); the server listens on every address, and stats settings'
+    "inter" is memcached's;
   - -I over half of -m is refused, as memcached refuses it; -I over an
     eighth of -m (the engine's limit on one entry) starts with a warning
     that names the values it will refuse, and such a value is refused
@@ -238,6 +242,44 @@ def bin_frame(op, key=b"", ext=b"", value=b""):
     return struct.pack(">BBHBBHIIQ", 0x80, op, len(key), len(ext), 0, 0, len(body), 0, 0) + body
 
 
+def connect_when_up(addr, p):
+    """A connection to addr once the server p listens there (60 s hang guard)."""
+    deadline = time.time() + 60
+    while True:
+        try:
+            return socket.create_connection(addr, timeout=30)
+        except ConnectionRefusedError:
+            if time.time() > deadline or p.poll() is not None:
+                raise RuntimeError("nothing listens on %s:%d" % addr)
+            time.sleep(0.05)
+
+
+def check_listen_list(larderd, memcached):
+    port, port2 = free_ports(2)
+    args = ["-p", str(port), "-l", "127.0.0.1,127.0.0.2;127.0.0.3", "-l", "127.0.0.4",
+            "-l", "127.0.0.5:%d" % port2]
+    addrs = [("127.0.0.%d" % i, port) for i in range(1, 5)] + [("127.0.0.5", port2)]
+    inter = []
+    for server in (larderd, memcached):
+        p = subprocess.Popen([server, "-U", "0", "-u", "root"] + args)
+        try:
+            for a in addrs:
+                s = connect_when_up(a, p)
+                s.sendall(b"version\r\nstats settings\r\n")
+                got = recv_until(s, b"END\r\n", "stats settings from %s:%d" % a)
+                s.close()
+                if not got.startswith(b"VERSION "):
+                    raise RuntimeError("%s -l: %s:%d answered %r" % ((server,) + a + (got[:40],)))
+            inter.append([l for l in got.split(b"\r\n") if l.startswith(b"STAT inter ")])
+        finally:
+            p.terminate()
+            wait_exit(p, server)
+    if inter[0] != inter[1]:
+        raise RuntimeError("-l: stats settings inter: larderd %r, memcached %r" % tuple(inter))
+    print("-l lists, several -l, host:port: every address served; %s as memcached's"
+          % inter[0][0].decode())
+
+
 def check_item_vs_memory(larderd, memcached):
     (lp,) = free_ports(1)
     for server in (memcached, larderd):
@@ -319,6 +361,7 @@ def main():
         check_refusals(larderd)
         check_port(larderd)
         check_item_vs_memory(larderd, memcached)
+        check_listen_list(larderd, memcached)
         check_shards(larderd)
     print("PASS")
 
