@@ -398,9 +398,12 @@ static int exec_get(struct larderd_exec *x, struct larderd_req *req, struct lard
 			else if (g.unfetched[i])
 				larderd_mark_fetched(x, kp[i], kl[i]);
 		}
-		larderd_stat_add(x, WS_CMD_GET, n);
-		larderd_stat_add(x, WS_GET_HITS, (uint64_t)found);
-		larderd_stat_add(x, WS_GET_MISSES, n - (uint64_t)found);
+		/* memcached counts gat and gats as touches only (gat_touch) */
+		if (!touch) {
+			larderd_stat_add(x, WS_CMD_GET, n);
+			larderd_stat_add(x, WS_GET_HITS, (uint64_t)found);
+			larderd_stat_add(x, WS_GET_MISSES, n - (uint64_t)found);
+		}
 		if (out->len > high_water) {
 			const char *peek = req->keys;
 			struct larderd_tok t;
