@@ -48,9 +48,15 @@
 #include "exec/exec_internal.h"
 #include "net/server.h"
 
+/* The -l list, memcached's way: several -l joined with commas. */
+#define INTER_MAX 1024
+/* Listening sockets at most (every address of every -l entry). */
+#define LISTEN_MAX 32
+
 struct options {
 	const char *port;
-	const char *inter;
+	const char *inter; /* NULL (every address) or inter_buf */
+	char inter_buf[INTER_MAX];
 	const char *socket_path;
 	uint64_t mem_mib;
 	int threads;
@@ -89,7 +95,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"larderd " LARDERD_VERSION_STR " - a memcached-protocol server on the larder engine\n"
 		"-p, --port=<num>          TCP port to listen on (default: 11211)\n"
-		"-l, --listen=<addr>       interface to listen on (default: all addresses)\n"
+		"-l, --listen=<addr>       interfaces to listen on, a list as memcached's\n"
+		"                          (default: all addresses)\n"
 		"-s, --unix-socket=<file>  UNIX socket to listen on (disables network support)\n"
 		"-m, --memory-limit=<num>  item memory in megabytes (default: 64)\n"
 		"-t, --threads=<num>       number of worker threads to use (default: 4)\n"
@@ -126,7 +133,7 @@ static void usage(FILE *f)
 		"-F, --disable-flush-all   disable the flush_all command\n"
 		"-X, --disable-dumping     disable lru_crawler metadump and stats cachedump\n"
 		"-U, --udp-port=<num>      accepted; UDP is not served (0, memcached's default)\n"
-		"-f -n -L -R -D -W -o      memcached's tuning of its own slabs, LRU and threads:\n"
+		"-f -n -L -R -D -W -N -o   memcached's tuning of its own slabs, LRU and threads:\n"
 		"                          accepted, no effect (the engine has its own)\n"
 		"-M -C -S -Y -Z            no-eviction, no-CAS, SASL, auth file, TLS: refused\n"
 		"-i, --license             print the licence and exit\n"
@@ -165,6 +172,23 @@ static bool parse_count(const char *s, size_t max, size_t *out)
 	if (*end != '\0' || v > max)
 		return false;
 	*out = (size_t)v;
+	return true;
+}
+
+/* memcached's -l: a second -l is appended after a comma, unless the list
+ * already contains it as a substring (memcached's own test, kept so that
+ * stats settings' "inter" reads the same). */
+static bool add_listen(struct options *o, const char *arg)
+{
+	size_t have = o->inter ? strlen(o->inter_buf) : 0;
+	size_t need = have + (have ? 1 : 0) + strlen(arg) + 1;
+
+	if (o->inter && strstr(o->inter_buf, arg) != NULL)
+		return true;
+	if (need > sizeof(o->inter_buf))
+		return false;
+	snprintf(o->inter_buf + have, sizeof(o->inter_buf) - have, "%s%s", have ? "," : "", arg);
+	o->inter = o->inter_buf;
 	return true;
 }
 
@@ -220,6 +244,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"enable-largepages", no_argument, NULL, 'L'},
 		{"max-reqs-per-event", required_argument, NULL, 'R'},
 		{"disable-watch", no_argument, NULL, 'W'},
+		{"napi-ids", required_argument, NULL, 'N'},
 		{"extended", required_argument, NULL, 'o'},
 		{"disable-evictions", no_argument, NULL, 'M'},
 		{"disable-cas", no_argument, NULL, 'C'},
@@ -230,11 +255,27 @@ static int parse_args(int argc, char **argv, struct options *o)
 	};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "p:l:s:m:t:c:I:e:B:vVhia:AdP:u:rkb:FXU:f:n:LR:D:Wo:MCSY:Z",
+	while ((ch = getopt_long(argc, argv, "p:l:s:m:t:c:I:e:B:vVhia:AdP:u:rkb:FXU:f:n:LR:D:WN:o:MCSY:Z",
 				 longs, NULL)) != -1) {
 		switch (ch) {
-		case 'p': o->port = optarg; break;
-		case 'l': o->inter = optarg; break;
+		case 'p': {
+			/* A number, as memcached reads it: the resolver would look a
+			 * name up as a service and wrap 99999 to port 34463. */
+			size_t port;
+			if (!parse_count(optarg, 65535, &port) || strpbrk(optarg, "kKmM")) {
+				fprintf(stderr, "larderd: bad -p value '%s' (a port number, "
+					"0-65535)\n", optarg);
+				return 1;
+			}
+			o->port = optarg;
+			break;
+		}
+		case 'l':
+			if (!add_listen(o, optarg)) {
+				fprintf(stderr, "larderd: -l lists over %d bytes\n", INTER_MAX - 1);
+				return 1;
+			}
+			break;
 		case 's': o->socket_path = optarg; break;
 		case 'm': o->mem_mib = strtoull(optarg, NULL, 10); break;
 		case 't': o->threads = atoi(optarg); break;
@@ -328,7 +369,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (strcmp(optarg, "0") != 0)
 				fprintf(stderr, "larderd: warning: UDP is not served (-U %s)\n", optarg);
 			break;
-		case 'f': case 'n': case 'L': case 'R': case 'D': case 'W': case 'o':
+		case 'f': case 'n': case 'L': case 'R': case 'D': case 'W': case 'N': case 'o':
 			if (o->verbose)
 				fprintf(stderr, "larderd: -%c tunes memcached's own internals: no effect\n",
 					ch);
@@ -345,6 +386,18 @@ static int parse_args(int argc, char **argv, struct options *o)
 		fprintf(stderr, "larderd: -t must be 1..256, -c and -m at least 1\n");
 		return 1;
 	}
+	/* memcached's own refusal, word for word. */
+	if (o->item_max > (o->mem_mib << 20) / 2) {
+		fprintf(stderr, "Cannot set item size limit higher than 1/2 of memory max.\n");
+		return 1;
+	}
+	/* The engine takes an entry of at most 1/8 of its capacity: larger
+	 * values under -I will be refused as too large; say so at start. */
+	if (o->item_max > (o->mem_mib << 20) / 8)
+		fprintf(stderr, "larderd: warning: -I %zu is over 1/8 of -m %llu MiB: an item "
+			"(key, value and its headers) over about %llu bytes is refused as too "
+			"large\n", o->item_max, (unsigned long long)o->mem_mib,
+			(unsigned long long)((o->mem_mib << 20) / 8));
 	/* A dictionary without compression would be silently unused. */
 	if (o->dict_set && o->compress_min == 0) {
 		fprintf(stderr, "larderd: --compress-dict needs --compress-min\n");
@@ -353,18 +406,21 @@ static int parse_args(int argc, char **argv, struct options *o)
 	return 0;
 }
 
-static int listen_tcp(const struct options *o, int *fds, int max)
+/* Binds and listens on every address host (NULL: all) and port resolve to;
+ * returns how many sockets it added to fds[*n..max), -1 when none. */
+static int listen_addr(const struct options *o, const char *host, const char *port, int *fds,
+		       int *n, int max)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
 				 .ai_flags = AI_PASSIVE};
 	struct addrinfo *res, *ai;
-	int n = 0, rc = getaddrinfo(o->inter, o->port, &hints, &res);
+	int before = *n, rc = getaddrinfo(host, port, &hints, &res);
 
 	if (rc != 0) {
-		fprintf(stderr, "larderd: getaddrinfo: %s\n", gai_strerror(rc));
+		fprintf(stderr, "larderd: -l %s: %s\n", host ? host : "*", gai_strerror(rc));
 		return -1;
 	}
-	for (ai = res; ai != NULL && n < max; ai = ai->ai_next) {
+	for (ai = res; ai != NULL && *n < max; ai = ai->ai_next) {
 		int one = 1;
 		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (fd < 0)
@@ -377,10 +433,63 @@ static int listen_tcp(const struct options *o, int *fds, int max)
 			close(fd);
 			continue;
 		}
-		fds[n++] = fd;
+		fds[(*n)++] = fd;
 	}
 	freeaddrinfo(res);
+	return *n > before ? *n - before : -1;
+}
+
+/*
+ * memcached's server_sockets(): the -l list splits at ',' and ';'; an entry
+ * is "[v6 address]", "[v6 address]:port", "host:port" (one colon), a bare
+ * v6 address, or "*" (every address); an entry's own port overrides -p.
+ * Every entry must listen somewhere, else the server does not start.
+ */
+static int listen_tcp(const struct options *o, int *fds, int max)
+{
+	char list[INTER_MAX], *save = NULL;
+	int n = 0;
+
+	if (o->inter == NULL)
+		return listen_addr(o, NULL, o->port, fds, &n, max);
+	snprintf(list, sizeof(list), "%s", o->inter);
+	for (char *p = strtok_r(list, ",;", &save); p != NULL; p = strtok_r(NULL, ",;", &save)) {
+		const char *host = p, *port = o->port;
+		char *colon;
+		size_t v;
+
+		if (*p == '[') {
+			char *e = strchr(p, ']');
+			if (e == NULL) {
+				fprintf(stderr, "larderd: -l: bad IPv6 address '%s'\n", p);
+				goto fail;
+			}
+			*e = '\0';
+			host = p + 1;
+			colon = e[1] == ':' ? e + 1 : NULL;
+		} else {
+			colon = strchr(p, ':');
+			if (colon != NULL && strchr(colon + 1, ':') != NULL)
+				colon = NULL; /* a bare IPv6 address */
+		}
+		if (colon != NULL) {
+			*colon = '\0';
+			port = colon + 1;
+			if (!parse_count(port, 65535, &v) || strpbrk(port, "kKmM")) {
+				fprintf(stderr, "larderd: -l: bad port '%s'\n", port);
+				goto fail;
+			}
+		}
+		if (strcmp(host, "*") == 0)
+			host = NULL;
+		if (listen_addr(o, host, port, fds, &n, max) < 0)
+			goto fail;
+	}
 	return n > 0 ? n : -1;
+fail:
+	while (n > 0)
+		close(fds[--n]);
+	return -1;
 }
 
 static int listen_unix(const struct options *o)
@@ -629,7 +738,7 @@ int main(int argc, char **argv)
 	static struct larderd_shared sh;
 	struct larderd_net *net;
 	sigset_t set;
-	int fds[8], nfd, rc;
+	int fds[LISTEN_MAX], nfd, rc;
 
 	rc = parse_args(argc, argv, &o);
 	if (rc != 0)
@@ -646,7 +755,7 @@ int main(int argc, char **argv)
 		fds[0] = listen_unix(&o);
 		nfd = fds[0] >= 0 ? 1 : -1;
 	} else {
-		nfd = listen_tcp(&o, fds, 8);
+		nfd = listen_tcp(&o, fds, LISTEN_MAX);
 	}
 	if (nfd < 0) {
 		fprintf(stderr, "larderd: failed to listen\n");
@@ -677,6 +786,8 @@ int main(int argc, char **argv)
 	sh.threads = o.threads;
 	sh.maxconns = o.maxconns;
 	sh.port = o.socket_path ? 0 : atoi(o.port);
+	sh.backlog = o.backlog;
+	sh.unix_mask = (unsigned)o.unix_mask;
 	sh.inter = o.inter;
 	sh.socket_path = o.socket_path;
 	sh.protocol = o.protocol;

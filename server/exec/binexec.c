@@ -20,7 +20,10 @@
  * Storage statuses: NOT_STORED is "Data exists" for ADD, "Not found" for
  * REPLACE and "Not stored." otherwise; a SET, ADD or REPLACE with a CAS
  * unique is a CAS (memcached turns them all into NREAD_CAS); a value over
- * the item limit is "Too large." and a SET's old value is dropped. Under -F
+ * the item limit, or over the engine's limit on an entry, is "Too large."
+ * and a SET's old value is dropped; any other refusal by the engine is "Out
+ * of memory", never an ADD's "Data exists" or a REPLACE's "Not found".
+ * Under -F
  * a FLUSH is "Auth failure.", and not counted, as memcached refuses it.
  */
 #include "exec_internal.h"
@@ -203,6 +206,12 @@ static void bin_store(struct larderd_exec *x, const struct larderd_binreq *req,
 		return;
 	case LARDERD_NOT_FOUND:
 		send_error(out, req, LARDERD_BIN_KEY_ENOENT);
+		return;
+	case LARDERD_STORE_FAILED:
+		/* memcached's process_bin_update(): an item it cannot allocate is
+		 * "Too large." when over its size limit, else "Out of memory". */
+		send_error(out, req, err == larderd_too_large_reply ? LARDERD_BIN_E2BIG :
+				     LARDERD_BIN_ENOMEM);
 		return;
 	default:
 		if (s.comm == LARDERD_CMD_ADD)

@@ -269,11 +269,13 @@ int larderd_touch_key(struct larderd_exec *x, const void *key, size_t klen, int6
 	return LARDER_MISS;
 }
 
+const char larderd_too_large_reply[] = "SERVER_ERROR object too large for cache";
+
 const char *larderd_store_error(struct larderd_exec *x, int rc)
 {
 	if (rc == LARDER_EVALSIZE) {
 		larderd_stat_add(x, WS_STORE_TOO_LARGE, 1);
-		return "SERVER_ERROR object too large for cache";
+		return larderd_too_large_reply;
 	}
 	larderd_stat_add(x, WS_STORE_NO_MEMORY, 1);
 	if (rc == LARDER_ENOMEM || rc == LARDER_EBUSY)
@@ -396,9 +398,12 @@ static int exec_get(struct larderd_exec *x, struct larderd_req *req, struct lard
 			else if (g.unfetched[i])
 				larderd_mark_fetched(x, kp[i], kl[i]);
 		}
-		larderd_stat_add(x, WS_CMD_GET, n);
-		larderd_stat_add(x, WS_GET_HITS, (uint64_t)found);
-		larderd_stat_add(x, WS_GET_MISSES, n - (uint64_t)found);
+		/* memcached counts gat and gats as touches only (gat_touch) */
+		if (!touch) {
+			larderd_stat_add(x, WS_CMD_GET, n);
+			larderd_stat_add(x, WS_GET_HITS, (uint64_t)found);
+			larderd_stat_add(x, WS_GET_MISSES, n - (uint64_t)found);
+		}
 		if (out->len > high_water) {
 			const char *peek = req->keys;
 			struct larderd_tok t;

@@ -65,6 +65,8 @@ struct larderd_shared {
 	int threads;
 	int maxconns;
 	int port;
+	int backlog;          /* -b, for stats settings */
+	unsigned unix_mask;   /* -a, for stats settings */
 	const char *inter;
 	const char *socket_path;
 	enum larderd_protocol protocol;

@@ -30,6 +30,12 @@ enum larderd_store_res {
 	LARDERD_STORE_FAILED, /* the engine refused: *err is the reply */
 };
 
+/* The reply to a value over the item limit or the engine's entry limit; a
+ * failed store's *err is this very pointer when that was the reason (the
+ * binary protocol answers it "Too large.", any other failure "Out of
+ * memory"). */
+extern const char larderd_too_large_reply[];
+
 /* One store, as memcached's complete_nread_ascii() runs it. */
 struct larderd_store {
 	const char *key;

@@ -313,8 +313,13 @@ static void exec_mg(struct larderd_exec *x, struct larderd_req *req, struct lard
 	if (has(req, 'h'))
 		larderd_track_fetched(x);
 	larderd_ignore(larder_get_with(x->sh->cache, req->key.p, req->key.n, mg_hit, &m));
-	larderd_stat_add(x, WS_CMD_GET, 1);
+	/* memcached's counting: a hit with T is a touch (cmd_touch counted at
+	 * the flag), not a get; an item N created is stored and a get hit */
+	if (!m.hit || !has(req, 'T'))
+		larderd_stat_add(x, WS_CMD_GET, 1);
 	if (!m.hit && has(req, 'N') && vivify(x, req, &m.cas)) {
+		larderd_stat_add(x, WS_TOTAL_ITEMS, 1);
+		larderd_stat_add(x, WS_GET_HITS, 1);
 		m.created = true;
 		m.len = LARDERD_HDR;
 		m.o_long = !mg_line(&m);
@@ -329,7 +334,7 @@ static void exec_mg(struct larderd_exec *x, struct larderd_req *req, struct lard
 			larderd_obuf_add(out, "\r\n", 2);
 		return;
 	} else {
-		larderd_stat_add(x, WS_GET_HITS, 1);
+		larderd_stat_add(x, has(req, 'T') ? WS_TOUCH_HITS : WS_GET_HITS, 1);
 	}
 	if (m.o_long) {
 		/* memcached read the item with its bump unless a flag made it
@@ -373,7 +378,7 @@ static void exec_ms(struct larderd_exec *x, struct larderd_req *req, struct lard
 
 	if (req->too_large) {
 		larderd_store_too_large(x, req->key.p, req->key.n, true);
-		larderd_obuf_line(out, "SERVER_ERROR object too large for cache");
+		larderd_obuf_line(out, larderd_too_large_reply);
 		return;
 	}
 	switch (m->mode) {
@@ -514,7 +519,9 @@ static void exec_ma(struct larderd_exec *x, struct larderd_req *req, struct lard
 	}
 	switch (rc) {
 	case LARDERD_ARITH_OK:
-		larderd_stat_add(x, incr ? WS_INCR_HITS : WS_DECR_HITS, 1);
+		/* memcached counts a counter N created as a stored item, not a hit */
+		larderd_stat_add(x, created ? WS_TOTAL_ITEMS : incr ? WS_INCR_HITS : WS_DECR_HITS,
+				 1);
 		break;
 	case LARDERD_ARITH_NONNUMERIC:
 		larderd_obuf_line(out, "CLIENT_ERROR cannot increment or decrement non-numeric value");

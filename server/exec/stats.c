@@ -15,6 +15,9 @@
  * memcached's slab classes (ids from 1, only classes holding pages, or
  * items), with the figures the engine keeps per class; memcached's per-class
  * operation counters and ages are not kept per class and are left out.
+ * "stats settings" shows memcached's fields for the settings larderd has;
+ * "stats sizes" says the size histogram is disabled, as memcached's default
+ * does; "stats conns" is an empty list.
  */
 #include "exec_internal.h"
 
@@ -137,9 +140,11 @@ static void general(struct larderd_exec *x, struct larderd_obuf *out)
 	larderd_obuf_add(out, "END\r\n", 5);
 }
 
+/* memcached's fields, in its order, for the settings larderd has (docs/server.md). */
 static void settings(struct larderd_exec *x, struct larderd_obuf *out)
 {
 	struct larderd_shared *sh = x->sh;
+	char mask[16];
 
 	/* Relaxed: see larderd_shared; a setting read on its own. */
 	stat_u64(out, "maxbytes", atomic_load_explicit(&sh->maxbytes, memory_order_relaxed));
@@ -151,9 +156,19 @@ static void settings(struct larderd_exec *x, struct larderd_obuf *out)
 								   memory_order_relaxed));
 	stat_str(out, "evictions", "on");
 	stat_str(out, "domain_socket", sh->socket_path ? sh->socket_path : "NULL");
+	snprintf(mask, sizeof(mask), "%o", sh->unix_mask);
+	stat_str(out, "umask", mask);
+	stat_str(out, "shutdown_command", sh->shutdown_enabled ? "yes" : "no");
 	stat_u64(out, "num_threads", (uint64_t)sh->threads);
 	stat_str(out, "cas_enabled", "yes");
+	stat_u64(out, "tcp_backlog", (uint64_t)sh->backlog);
+	stat_str(out, "binding_protocol", sh->protocol == LARDERD_PROTO_ASCII ? "ascii" :
+		 sh->protocol == LARDERD_PROTO_BINARY ? "binary" : "auto-negotiate");
+	stat_str(out, "auth_enabled_sasl", "no");
+	stat_str(out, "auth_enabled_ascii", "no");
 	stat_u64(out, "item_size_max", sh->item_max);
+	stat_str(out, "flush_enabled", sh->flush_disabled ? "no" : "yes");
+	stat_str(out, "dump_enabled", sh->dump_disabled ? "no" : "yes");
 	larderd_obuf_add(out, "END\r\n", 5);
 }
 
@@ -240,8 +255,11 @@ void larderd_exec_stats(struct larderd_exec *x, struct larderd_req *req, struct 
 		items(x, out);
 	} else if (sub->n == 9 && memcmp(sub->p, "cachedump", 9) == 0 && x->sh->dump_disabled) {
 		larderd_obuf_line(out, "CLIENT_ERROR stats cachedump not allowed");
-	} else if (sub->n == 5 &&
-		   (memcmp(sub->p, "sizes", 5) == 0 || memcmp(sub->p, "conns", 5) == 0)) {
+	} else if (sub->n == 5 && memcmp(sub->p, "sizes", 5) == 0) {
+		/* memcached's answer while its size histogram is off (the default):
+		 * larderd keeps none. */
+		larderd_obuf_str(out, "STAT sizes_status disabled\r\nEND\r\n");
+	} else if (sub->n == 5 && memcmp(sub->p, "conns", 5) == 0) {
 		larderd_obuf_add(out, "END\r\n", 5);
 	} else {
 		larderd_obuf_line(out, "ERROR");

@@ -223,7 +223,7 @@ void larderd_exec_store(struct larderd_exec *x, struct larderd_req *req, struct 
 	if (req->too_large) {
 		larderd_store_too_large(x, req->key.p, req->key.n, req->cmd == LARDERD_CMD_SET);
 		if (!req->noreply)
-			larderd_obuf_line(out, "SERVER_ERROR object too large for cache");
+			larderd_obuf_line(out, larderd_too_large_reply);
 		return;
 	}
 	r = larderd_store_item(x, &s, &cas, &err);

@@ -392,6 +392,10 @@ def _cases():
         ("bin-bad-magic", [frame("NOOP"), SYNC, frame("GET", b"a", magic=0x81)]),
         ("bin-quit", steps(frame("QUIT"))),
         ("bin-split", [Split(s(b"a", b"0123456789" * 30) + frame("GETK", b"a"))]),
+        ("bin-every-byte", [Split(s(b"a", b"xyz", 5) + frame("GETKQ", b"a") +
+                                  frame("APPENDQ", b"a", value=b"w") + frame("GETK", b"a") +
+                                  frame("GETQ", b"nosuch") + frame("NOOP", opaque=7),
+                                  sizes=(1,))]),
         # -B auto: a text connection stays text whatever its later bytes
         ("bin-in-text", [b"get a\r\n", SYNC, frame("GET", b"a")]),
     ]

@@ -33,10 +33,12 @@ SYNC = Sync()
 
 
 class Split:
-    """Bytes sent in small pieces (see difftest.run_episode)."""
+    """Bytes sent in small pieces (see difftest.run_episode), of sizes drawn
+    from `sizes`; sizes=(1,) sends every byte in a segment of its own."""
 
-    def __init__(self, data):
+    def __init__(self, data, sizes=(1, 2, 3, 7, 64, 1000)):
         self.data = data
+        self.sizes = sizes
 
 
 # Differences kept on purpose, by production name (docs/server.md).

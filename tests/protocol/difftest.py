@@ -180,7 +180,7 @@ def run_episode(port, parts, split_seed):
                 if split:
                     i = 0
                     while i < len(data):
-                        n = rng.choice((1, 2, 3, 7, 64, 1000))
+                        n = rng.choice(part.sizes)
                         s.sendall(data[i:i + n])
                         i += n
                         early += wait_read(s, diag, ports, time.monotonic() + DEADLINE)

@@ -13,18 +13,33 @@ Checks:
     absolute before the daemon moves to "/") names it, SIGTERM stops it and
     removes the pid file, and the snapshot lands where -e said;
   - -u nobody (when run as root) serves as nobody; -a sets the UNIX socket's
-    mode; memcached's tuning options (-f -n -L -R -D -W -o -U 0 -b -r) are
+    mode; memcached's tuning options (-f -n -L -R -D -W -N -o -U 0 -b -r) are
     accepted and the server serves;
   - what larderd cannot do (-M -C -S -Y -Z) and an unknown user are refused
     at start-up with a message naming it, exit status 64 or 71;
   - --shards (larderd's own): 4 serves every item, a value that is not a
-    power of two from 1 to 64 is refused with a message.
+    power of two from 1 to 64 is refused with a message;
+  - a -p outside 0..65535 or not a number is refused (memcached: "Invalid
+    port number"), never served on another port;
+  - -l as memcached reads it: a list separated by commas (or semicolons),
+    several -l joined into one, an entry with its own port (host:port,
+    [v6]:port); the server listens on every address, and stats settings'
+    "inter" is memcached's;
+  - -I over half of -m is refused, as memcached refuses it; -I over an
+    eighth of -m (the engine's limit on one entry) starts with a warning
+    that names the values it will refuse, and such a value is refused
+    with "SERVER_ERROR object too large for cache" (binary: "Too large."
+    for SET, ADD and REPLACE), its key's old value removed, the server
+    serving on;
+  - stats settings with -A -F -X -a -b -B: the fields for those options
+    that both servers have read as memcached's.
 """
 import os
 import pwd
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -32,6 +47,10 @@ import time
 
 from loopback import free_ports, recv_until, run_driver, wait_port
 
+# stats settings fields for options both servers keep (check_flags' options).
+SAME_SETTINGS = [b"umask", b"shutdown_command", b"tcp_backlog", b"binding_protocol",
+                 b"auth_enabled_sasl", b"auth_enabled_ascii", b"flush_enabled",
+                 b"dump_enabled"]
 SAME_REPLIES = [b"flush_all\r\n", b"flush_all noreply\r\n", b"flush_all abc\r\n",
                 b"flush_all 10\r\n", b"lru_crawler metadump all\r\n",
                 b"lru_crawler metadump 1\r\n", b"stats cachedump 1 1\r\n",
@@ -71,7 +90,7 @@ def wait_exit(p, what):
 def check_flags(larderd, memcached, tmp):
     lp, mp = free_ports(2)
     snap = os.path.join(tmp, "graceful.snap")
-    flags = ["-A", "-F", "-X"]
+    flags = ["-A", "-F", "-X", "-a", "755", "-b", "77", "-B", "ascii"]
     lar = subprocess.Popen([larderd, "-p", str(lp), "-l", "127.0.0.1", "-e", snap] + flags)
     mc = subprocess.Popen([memcached, "-p", str(mp), "-l", "127.0.0.1", "-U", "0", "-u", "root"]
                           + flags)
@@ -87,6 +106,13 @@ def check_flags(larderd, memcached, tmp):
         if talk(lp, b"get k\r\n") != b"VALUE k 0 1\r\nx\r\nEND\r\n":
             raise RuntimeError("-F: the item did not survive the refused flush_all")
         print("-A -F -X: %d commands answered as memcached answers them" % len(SAME_REPLIES))
+        got = []
+        for port in (lp, mp):
+            lines = talk(port, b"stats settings\r\n").split(b"\r\n")
+            got.append([l for l in lines if l.split(b" ")[1:2] in ([n] for n in SAME_SETTINGS)])
+        if got[0] != got[1] or len(got[1]) != len(SAME_SETTINGS):
+            raise RuntimeError("stats settings: larderd %r, memcached %r" % tuple(got))
+        print("stats settings: %s as memcached's" % b" ".join(got[0]).decode())
         for port, p, name in ((lp, lar, "larderd"), (mp, mc, "memcached")):
             if not closes(port, b"shutdown graceful\r\n"):
                 raise RuntimeError("%s: shutdown graceful did not close the connection" % name)
@@ -118,7 +144,8 @@ def check_daemon(larderd, tmp):
     (lp,) = free_ports(1)
     r = subprocess.run([larderd, "-d", "-P", "larderd.pid", "-e", "daemon.snap", "-p", str(lp),
                         "-l", "127.0.0.1", "-o", "modern,hashpower=20", "-f", "1.25", "-n", "48",
-                        "-L", "-R", "20", "-D", ":", "-W", "-U", "0", "-b", "512", "-r"],
+                        "-L", "-R", "20", "-D", ":", "-W", "-N", "1", "-U", "0", "-b", "512",
+                        "-r"],
                        cwd=tmp, timeout=60)
     if r.returncode != 0:
         raise RuntimeError("larderd -d exited with %d" % r.returncode)
@@ -161,7 +188,16 @@ def check_user_and_mask(larderd, tmp):
         mode = stat.S_IMODE(os.stat(path).st_mode)
         if mode != 0o750:
             raise RuntimeError("-a 0750: the socket's mode is %o" % mode)
-        if talk(0, b"version\r\n", path=path)[:8] != b"VERSION ":
+        # The path exists from bind(); connections are refused until listen().
+        while True:
+            try:
+                version = talk(0, b"version\r\n", path=path)
+                break
+            except ConnectionRefusedError:
+                if time.time() > deadline or p.poll() is not None:
+                    raise
+                time.sleep(0.05)
+        if version[:8] != b"VERSION ":
             raise RuntimeError("no version over the UNIX socket")
         if as_root:
             uid = [l for l in open("/proc/%d/status" % p.pid) if l.startswith("Uid:")][0]
@@ -186,6 +222,100 @@ def check_refusals(larderd):
         if r.returncode not in (64, 71) or word not in r.stderr:
             raise RuntimeError("%r: exit %d, %r" % (args, r.returncode, r.stderr))
     print("-M -C -S -Y -Z and an unknown user: refused with a message")
+
+
+def check_port(larderd):
+    """-p takes a port number, 0-65535, as memcached does ("Invalid port
+    number"): a larger one is refused, never served on another port (as
+    the resolver would wrap 99999 to 34463), and a name is not looked up
+    as a service."""
+    for bad in ("65536", "99999", "-1", "http", "11211x", ""):
+        r = subprocess.run([larderd, "-p", bad, "-l", "127.0.0.1"], capture_output=True,
+                           timeout=60)
+        if r.returncode != 64 or b"-p" not in r.stderr:
+            raise RuntimeError("-p %r: exit %d, %r" % (bad, r.returncode, r.stderr))
+    print("-p: 65536, 99999, -1, http, 11211x and an empty value refused with a message")
+
+
+def bin_frame(op, key=b"", ext=b"", value=b""):
+    body = ext + key + value
+    return struct.pack(">BBHBBHIIQ", 0x80, op, len(key), len(ext), 0, 0, len(body), 0, 0) + body
+
+
+def connect_when_up(addr, p):
+    """A connection to addr once the server p listens there (60 s hang guard)."""
+    deadline = time.time() + 60
+    while True:
+        try:
+            return socket.create_connection(addr, timeout=30)
+        except ConnectionRefusedError:
+            if time.time() > deadline or p.poll() is not None:
+                raise RuntimeError("nothing listens on %s:%d" % addr)
+            time.sleep(0.05)
+
+
+def check_listen_list(larderd, memcached):
+    port, port2 = free_ports(2)
+    args = ["-p", str(port), "-l", "127.0.0.1,127.0.0.2;127.0.0.3", "-l", "127.0.0.4",
+            "-l", "127.0.0.5:%d" % port2]
+    addrs = [("127.0.0.%d" % i, port) for i in range(1, 5)] + [("127.0.0.5", port2)]
+    inter = []
+    for server in (larderd, memcached):
+        p = subprocess.Popen([server, "-U", "0", "-u", "root"] + args)
+        try:
+            for a in addrs:
+                s = connect_when_up(a, p)
+                s.sendall(b"version\r\nstats settings\r\n")
+                got = recv_until(s, b"END\r\n", "stats settings from %s:%d" % a)
+                s.close()
+                if not got.startswith(b"VERSION "):
+                    raise RuntimeError("%s -l: %s:%d answered %r" % ((server,) + a + (got[:40],)))
+            inter.append([l for l in got.split(b"\r\n") if l.startswith(b"STAT inter ")])
+        finally:
+            p.terminate()
+            wait_exit(p, server)
+    if inter[0] != inter[1]:
+        raise RuntimeError("-l: stats settings inter: larderd %r, memcached %r" % tuple(inter))
+    print("-l lists, several -l, host:port: every address served; %s as memcached's"
+          % inter[0][0].decode())
+
+
+def check_item_vs_memory(larderd, memcached):
+    (lp,) = free_ports(1)
+    for server in (memcached, larderd):
+        r = subprocess.run([server, "-p", str(lp), "-l", "127.0.0.1", "-U", "0", "-u", "root",
+                            "-m", "8", "-I", "5m"], capture_output=True, timeout=60)
+        if r.returncode != 64 or b"1/2 of memory" not in r.stderr:
+            raise RuntimeError("%s -m 8 -I 5m: exit %d, %r" % (server, r.returncode, r.stderr))
+    p = subprocess.Popen([larderd, "-p", str(lp), "-l", "127.0.0.1", "-m", "8", "-I", "4m"],
+                         stderr=subprocess.PIPE)
+    try:
+        wait_port(lp)
+        big = 1536 * 1024
+        out = talk(lp, b"set k 0 0 1\r\nx\r\nset k 0 0 %d\r\n%s\r\nget k\r\n"
+                   b"set k 0 0 1000000\r\n%s\r\nmg k s\r\n"
+                   % (big, b"v" * big, b"w" * 1000000))
+        if out != b"STORED\r\nSERVER_ERROR object too large for cache\r\nEND\r\n" \
+                  b"STORED\r\nHD s1000000\r\n":
+            raise RuntimeError("-m 8 -I 4m: %r" % out[:200])
+        # The binary protocol names the same refusal "Too large." (status 3),
+        # whatever the opcode, as memcached names a value over -I.
+        s = socket.create_connection(("127.0.0.1", lp), timeout=30)
+        for op in (0x01, 0x02, 0x03):  # SET ADD REPLACE
+            s.sendall(bin_frame(op, b"n", struct.pack(">II", 0, 0), b"v" * big) +
+                      bin_frame(0x0a))  # NOOP
+            got = recv_until(s, b"\x81\x0a" + bytes(22), "the replies to opcode %#x" % op)
+            status = struct.unpack_from(">H", got, 6)[0]
+            if got[1] != op or status != 3 or b"Too large." not in got:
+                raise RuntimeError("-m 8 -I 4m: binary opcode %#x: %r" % (op, got[:60]))
+        s.close()
+    finally:
+        p.terminate()
+        wait_exit(p, "larderd -m 8 -I 4m")
+    err = p.stderr.read()
+    if b"1/8" not in err or b"-I" not in err:
+        raise RuntimeError("-m 8 -I 4m: no warning about the entry limit: %r" % err)
+    print("-m 8 -I 5m refused as by memcached; -m 8 -I 4m warns and refuses a 1.5 MiB value")
 
 
 def check_shards(larderd):
@@ -229,6 +359,9 @@ def main():
         check_daemon(larderd, tmp)
         check_user_and_mask(larderd, tmp)
         check_refusals(larderd)
+        check_port(larderd)
+        check_item_vs_memory(larderd, memcached)
+        check_listen_list(larderd, memcached)
         check_shards(larderd)
     print("PASS")
 
