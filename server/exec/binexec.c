@@ -251,6 +251,7 @@ static void bin_arith(struct larderd_exec *x, const struct larderd_binreq *req,
 				.klen = req->keylen,
 				.comm = LARDERD_CMD_ADD,
 				.exptime = req->exptime,
+				.not_a_set = true,
 				.data = text,
 				.len = larderd_fmt_u64(text, req->initial),
 			};

@@ -46,6 +46,7 @@ struct larderd_store {
 	uint64_t cas;            /* CAS given (cas, ms C), 0 for none */
 	bool set_stale;          /* ms I with C: a lower CAS stores a stale value */
 	uint8_t bits;            /* meta bits of the new item (BINKEY) */
+	bool not_a_set;          /* binary INCR/DECR creating its item: no cmd_set (memcached) */
 	const char *data;
 	size_t len;
 };

@@ -5,7 +5,9 @@
  *
  * Mapping: curr_items = entries (after larder_flush, so exact), bytes =
  * used_bytes, limit_maxbytes = capacity_bytes, evictions = evictions,
- * expired_unfetched is not tracked.
+ * hash_bytes = index_bytes, hash_power_level = log2 of the index's slots;
+ * accepting_conns is always 1 (listening is never disabled); expired_unfetched
+ * is not tracked.
  * get_expired and get_flushed are always 0: the engine reports a read of an
  * expired or cleared entry as a plain miss, so the server cannot tell them
  * apart (documented in docs/server.md). "stats reset" subtracts a snapshot,
@@ -36,6 +38,12 @@ static void stat_u64(struct larderd_obuf *out, const char *name, uint64_t v)
 	larderd_obuf_add(out, " ", 1);
 	larderd_obuf_u64(out, v);
 	larderd_obuf_add(out, "\r\n", 2);
+}
+
+/* memcached's hash_power_level is log2 of its buckets; the index's slots here. */
+static uint64_t floor_log2(uint64_t v)
+{
+	return v ? 63u - (uint64_t)__builtin_clzll(v) : 0;
 }
 
 static void stat_str(struct larderd_obuf *out, const char *name, const char *v)
@@ -122,7 +130,14 @@ static void general(struct larderd_exec *x, struct larderd_obuf *out)
 	stat_u64(out, "bytes_written", w[WS_BYTES_WRITTEN]);
 	stat_u64(out, "input_bytes_moved", w[WS_INPUT_MOVED]);
 	stat_u64(out, "limit_maxbytes", e[LARDER_STAT_CAPACITY_BYTES]);
+	/* net/: at -c the listener still accepts (the spare descriptor, then
+	 * "Too many open connections"), so listening is never disabled. */
+	stat_u64(out, "accepting_conns", 1);
+	stat_u64(out, "listen_disabled_num", 0);
+	stat_u64(out, "time_in_listen_disabled_us", 0);
 	stat_u64(out, "threads", (uint64_t)sh->threads);
+	stat_u64(out, "hash_power_level", floor_log2(e[LARDER_STAT_INDEX_SLOTS]));
+	stat_u64(out, "hash_bytes", e[LARDER_STAT_INDEX_BYTES]);
 	stat_u64(out, "bytes", e[LARDER_STAT_USED_BYTES]);
 	stat_u64(out, "curr_items", e[LARDER_STAT_ENTRIES]);
 	stat_u64(out, "total_items", w[WS_TOTAL_ITEMS]);

@@ -190,7 +190,8 @@ enum larderd_store_res larderd_store_item(struct larderd_exec *x, const struct l
 	enum larderd_store_res r;
 
 	*cas_out = 0;
-	larderd_stat_add(x, WS_CMD_SET, 1);
+	if (!s->not_a_set)
+		larderd_stat_add(x, WS_CMD_SET, 1);
 	if (s->comm == LARDERD_CMD_SET || s->comm == LARDERD_CMD_ADD ||
 	    s->comm == LARDERD_CMD_REPLACE)
 		r = store_plain(x, s, cas_out, err);

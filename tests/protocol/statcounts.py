@@ -13,11 +13,18 @@ its own; the counters' changes across it must be equal:
     touch_hits (cmd_touch) instead, a miss cmd_get and get_misses; a miss
     that N creates counts cmd_get, get_hits and total_items;
   - ma: a hit incr_hits or decr_hits, a miss incr_misses, a miss that N
-    creates only total_items.
+    creates only total_items;
+  - binary INCREMENT/DECREMENT: a hit incr_hits or decr_hits, a miss with
+    exptime 0xffffffff incr_misses, a miss that creates the item from its
+    initial value only total_items (no cmd_set).
+Gauges monitoring reads beside them: accepting_conns, listen_disabled_num
+and time_in_listen_disabled_us equal on both (neither stops listening here),
+hash_power_level and hash_bytes present in both.
 Not compared: counters whose differences docs/server.md lists (CAS uniques,
 so cas_*; get_expired, get_flushed; cmd_meta, which memcached 1.6.18 does
 not count).
 """
+import struct
 import sys
 
 from loopback import run_driver
@@ -40,21 +47,62 @@ SCENARIOS = [
 ]
 
 
-def counters(port):
+NOOP_OPAQUE = 0x5eed
+# memcached's reply to the binary NOOP that ends a binary scenario.
+BIN_END = struct.pack(">BBHBBHIIQ", 0x81, 0x0a, 0, 0, 0, 0, 0, NOOP_OPAQUE, 0)
+
+
+def bin_arith(opcode, key, delta, initial, exptime):
+    extras = struct.pack(">QQI", delta, initial, exptime)
+    return struct.pack(">BBHBBHIIQ", 0x80, opcode, len(key), len(extras), 0, 0,
+                       len(extras) + len(key), 0, 0) + extras + key
+
+
+BIN_INCR, BIN_DECR, BIN_NOOP = 0x05, 0x06, 0x0a
+BIN_SCENARIOS = [
+    ("bin-arith", bin_arith(BIN_INCR, b"i1", 1, 7, 0) + bin_arith(BIN_INCR, b"i1", 2, 0, 0) +
+     bin_arith(BIN_DECR, b"i1", 1, 0, 0) + bin_arith(BIN_INCR, b"i2", 1, 0, 0xffffffff) +
+     bin_arith(BIN_DECR, b"i3", 1, 0, 0xffffffff) +
+     struct.pack(">BBHBBHIIQ", 0x80, BIN_NOOP, 0, 0, 0, 0, 0, NOOP_OPAQUE, 0)),
+]
+
+
+def all_stats(port):
     out = request(port, b"stats\r\n")
-    stats = dict(l.split(b" ")[1:3] for l in out.split(b"\r\n") if l.startswith(b"STAT "))
+    return dict(l.split(b" ")[1:3] for l in out.split(b"\r\n") if l.startswith(b"STAT "))
+
+
+def counters(port):
+    stats = all_stats(port)
     return {k: int(stats[k]) for k in COUNTERS}
+
+
+def check_gauges(lp, mp):
+    larder, memc = all_stats(lp), all_stats(mp)
+    for k in (b"accepting_conns", b"listen_disabled_num", b"time_in_listen_disabled_us"):
+        if larder.get(k) != memc.get(k):
+            raise RuntimeError("%s: larderd %r memcached %r" % (k.decode(), larder.get(k),
+                                                                memc.get(k)))
+    for k in (b"hash_power_level", b"hash_bytes"):
+        if k not in larder or int(larder[k]) <= 0:
+            raise RuntimeError("%s missing or zero in larderd: %r" % (k.decode(), larder.get(k)))
+    print("gauges  accepting_conns, listen_disabled_num as memcached's; hash_power_level %s,"
+          " hash_bytes %s" % (larder[b"hash_power_level"].decode(),
+                               larder[b"hash_bytes"].decode()))
 
 
 def main():
     larderd, memcached = sys.argv[1], sys.argv[2]
     lp, mp, procs = start_both(larderd, memcached)
     try:
-        for name, ops in SCENARIOS:
+        check_gauges(lp, mp)
+        scenarios = [(n, ops + b"mn\r\n", b"MN\r\n") for n, ops in SCENARIOS]
+        scenarios += [(n, ops, BIN_END) for n, ops in BIN_SCENARIOS]
+        for name, ops, end in scenarios:
             change = []
             for port in (lp, mp):
                 before = counters(port)
-                request(port, ops + b"mn\r\n", end_marks=(b"MN\r\n",))
+                request(port, ops, end_marks=(end,))
                 after = counters(port)
                 change.append({k: after[k] - before[k] for k in COUNTERS})
             if change[0] != change[1]:
