@@ -24,7 +24,10 @@
  * touch, get, get_with, get_batch, peek, contains, ttl_remaining, a whole
  * iteration, flush, stats - and advance the injected clock; an admin thread
  * clears, moves the capacity (set_capacity) and opens and closes the pool's
- * companion; a monitor samples the used bytes. Values are self-checking
+ * companion; a monitor samples the used bytes. Values are up to 6,000
+ * bytes, and 1 write in 200 of a 4 MiB cache is past the largest slab slot
+ * (300 KiB: a large mapping, or LARDER_EVALSIZE when the capacity moved
+ * below 8 times it). Values are self-checking
  * (key id, length, version, deadline, checksum of the payload; half the
  * payload is a pattern, so the compressing caches compress it).
  *
@@ -77,7 +80,9 @@
 #define KiB ((uint64_t)1024)
 #define MiB (1024 * KiB)
 #define NKEYS 1024u
-#define MAX_VALUE 6000u
+#define SMALL_VALUE 6000u /* most values are at most this long */
+#define BIG_VALUE (300u * 1024u) /* 1 write in 200 of a 4 MiB cache: past the largest slot */
+#define MAX_VALUE (BIG_VALUE + 16u * 1024u)
 #define MAX_WORKERS 8
 #define MAX_TTL 400u     /* explicit TTLs: 1..MAX_TTL ms of the injected clock */
 #define DEFAULT_TTL 200u /* the default TTL of the caches that expire */
@@ -350,10 +355,14 @@ static void listener(void *ctx, const void *key, size_t key_len, const void *val
 
 /* ---- Workers ---------------------------------------------------------------------- */
 
-/* SMATRIX-M2: rc is one of a, b, c, or LARDER_EBUSY (memory: checked later). */
-static int result_ok(const char *op, int rc, int a, int b, int c)
+/* A set of results: R(LARDER_OK) | R(LARDER_MISS) ... */
+#define R(code) (1u << ((code) + 16))
+
+/* SMATRIX-M2: rc is in the set allowed, or LARDER_EBUSY (memory: checked
+ * later). Returns 1 when it is in allowed. */
+static int result_ok(const char *op, int rc, unsigned allowed)
 {
-	if (rc == a || rc == b || rc == c)
+	if (rc >= -16 && rc < 16 && (allowed & R(rc)))
 		return 1;
 	if (rc == LARDER_EBUSY) {
 		atomic_fetch_add_explicit(&busy_seen, 1, memory_order_relaxed);
@@ -380,9 +389,17 @@ static uint64_t pick_ttl(struct th_rng *r, uint64_t t, uint64_t *deadline)
 	return ttl;
 }
 
-static size_t pick_len(struct th_rng *r)
+/* A value's length; *evalsize is R(LARDER_EVALSIZE) for a big one, which a
+ * capacity moved below 8 times its entry refuses (and a pooled cache's
+ * share may be that small). */
+static size_t pick_len(struct th_rng *r, unsigned *evalsize)
 {
-	return 32 + th_rng_below(r, th_rng_below(r, 8) ? 600 : MAX_VALUE - 32);
+	*evalsize = 0;
+	if (cur->v[P_CAPACITY] && th_rng_below(r, 200) == 0) {
+		*evalsize = R(LARDER_EVALSIZE);
+		return BIG_VALUE + th_rng_below(r, MAX_VALUE - BIG_VALUE);
+	}
+	return 32 + th_rng_below(r, th_rng_below(r, 8) ? 600 : SMALL_VALUE - 32);
 }
 
 struct read_ctx {
@@ -485,6 +502,7 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 	char key[16];
 	size_t len = 0, vlen, klen;
 	uint64_t x = th_rng_below(r, 1000), t = freeze(), deadline, ttl;
+	unsigned big;
 	int rc;
 
 	if (x < 400 && class_a(k))
@@ -493,12 +511,12 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 	klen = strlen(key);
 	if (x < 250) {
 		rc = larder_get(cache, key, klen, buf, MAX_VALUE, &len);
-		if (result_ok("get", rc, LARDER_OK, LARDER_MISS, LARDER_MISS) && rc == LARDER_OK)
+		if (result_ok("get", rc, R(LARDER_OK) | R(LARDER_MISS)) && rc == LARDER_OK)
 			value_ok("get", k, buf, len, t);
 	} else if (x < 300) {
 		struct read_ctx ctx = { k, t, 0 };
 		rc = larder_get_with(cache, key, klen, read_fn, &ctx);
-		if (result_ok("get_with", rc, LARDER_OK, LARDER_MISS, LARDER_MISS) &&
+		if (result_ok("get_with", rc, R(LARDER_OK) | R(LARDER_MISS)) &&
 		    ctx.calls != (rc == LARDER_OK))
 			MFAIL("get_with returned %d after %d callbacks", rc, ctx.calls);
 	} else if (x < 330) {
@@ -518,40 +536,40 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 			MFAIL("get_batch returned %ld after %ld callbacks", n, b.calls);
 	} else if (x < 400) {
 		rc = larder_touch(cache, key, klen, pick_ttl(r, t, &deadline));
-		result_ok("touch", rc, LARDER_OK, LARDER_MISS, LARDER_MISS);
+		result_ok("touch", rc, R(LARDER_OK) | R(LARDER_MISS));
 	} else if (x < 460) {
 		rc = larder_peek(cache, key, klen, buf, MAX_VALUE, &len);
-		if (result_ok("peek", rc, LARDER_OK, LARDER_MISS, LARDER_MISS) && rc == LARDER_OK)
+		if (result_ok("peek", rc, R(LARDER_OK) | R(LARDER_MISS)) && rc == LARDER_OK)
 			value_ok("peek", k, buf, len, t);
 	} else if (x < 490) {
 		rc = larder_contains(cache, key, klen);
-		result_ok("contains", rc, LARDER_OK, LARDER_MISS, LARDER_MISS);
+		result_ok("contains", rc, R(LARDER_OK) | R(LARDER_MISS));
 	} else if (x < 520) {
 		rc = larder_ttl_remaining(cache, key, klen, &ttl);
-		if (result_ok("ttl_remaining", rc, LARDER_OK, LARDER_MISS, LARDER_MISS) &&
+		if (result_ok("ttl_remaining", rc, R(LARDER_OK) | R(LARDER_MISS)) &&
 		    rc == LARDER_OK && (ttl == 0 || (ttl != LARDER_TTL_NEVER && ttl > MAX_TTL)))
 			MFAIL("ttl_remaining of key %u: %" PRIu64, k, ttl); /* SMATRIX-M4 */
 	} else if (x < 700) {
 		ttl = pick_ttl(r, t, &deadline);
-		vlen = make_value(v, k, pick_len(r), deadline);
+		vlen = make_value(v, k, pick_len(r, &big), deadline);
 		rc = larder_put(cache, key, klen, v, vlen, ttl);
-		result_ok("put", rc, LARDER_OK, LARDER_OK, LARDER_OK);
+		result_ok("put", rc, R(LARDER_OK) | big);
 	} else if (x < 760) {
 		ttl = pick_ttl(r, t, &deadline);
-		vlen = make_value(v, k, pick_len(r), deadline);
+		vlen = make_value(v, k, pick_len(r, &big), deadline);
 		rc = larder_put_if_absent(cache, key, klen, v, vlen, ttl);
-		result_ok("put_if_absent", rc, LARDER_OK, LARDER_EXISTS, LARDER_EXISTS);
+		result_ok("put_if_absent", rc, R(LARDER_OK) | R(LARDER_EXISTS) | big);
 	} else if (x < 810) {
 		ttl = pick_ttl(r, t, &deadline);
-		vlen = make_value(v, k, pick_len(r), deadline);
+		vlen = make_value(v, k, pick_len(r, &big), deadline);
 		rc = larder_replace(cache, key, klen, v, vlen, ttl);
-		result_ok("replace", rc, LARDER_OK, LARDER_MISS, LARDER_MISS);
+		result_ok("replace", rc, R(LARDER_OK) | R(LARDER_MISS) | big);
 	} else if (x < 900) {
 		/* the cas calls, with the value a peek (no extension) just read */
 		int cas_remove = x >= 860;
 		rc = larder_peek(cache, key, klen, buf, MAX_VALUE, &len);
 		if (rc != LARDER_OK) {
-			result_ok("peek (cas)", rc, LARDER_MISS, LARDER_MISS, LARDER_MISS);
+			result_ok("peek (cas)", rc, R(LARDER_MISS));
 			thaw();
 			return;
 		}
@@ -561,16 +579,18 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 		}
 		if (cas_remove) {
 			rc = larder_remove_if_equals(cache, key, klen, buf, len);
-			result_ok("remove_if_equals", rc, LARDER_OK, LARDER_MISMATCH, LARDER_MISS);
+			result_ok("remove_if_equals", rc,
+				  R(LARDER_OK) | R(LARDER_MISMATCH) | R(LARDER_MISS));
 		} else {
 			ttl = pick_ttl(r, t, &deadline);
-			vlen = make_value(v, k, pick_len(r), deadline);
+			vlen = make_value(v, k, pick_len(r, &big), deadline);
 			rc = larder_replace_if_equals(cache, key, klen, buf, len, v, vlen, ttl);
-			result_ok("replace_if_equals", rc, LARDER_OK, LARDER_MISMATCH, LARDER_MISS);
+			result_ok("replace_if_equals", rc,
+				  R(LARDER_OK) | R(LARDER_MISMATCH) | R(LARDER_MISS) | big);
 		}
 	} else if (x < 970) {
 		rc = larder_remove(cache, key, klen);
-		result_ok("remove", rc, LARDER_OK, LARDER_MISS, LARDER_MISS);
+		result_ok("remove", rc, R(LARDER_OK) | R(LARDER_MISS));
 	} else if (x < 985) {
 		uint64_t s[LARDER_STAT_COUNT];
 		CHECK_RC(larder_stats(cache, s, LARDER_STAT_COUNT), LARDER_OK);
@@ -623,7 +643,7 @@ static void companion_toggle(void)
 			key_name(key, sizeof(key), i);
 			size_t n = make_value(v, i, sizeof(v), NO_DEADLINE);
 			int rc = larder_put(companion, key, strlen(key), v, n, LARDER_TTL_NEVER);
-			result_ok("companion put", rc, LARDER_OK, LARDER_OK, LARDER_OK);
+			result_ok("companion put", rc, R(LARDER_OK));
 		}
 	}
 }
