@@ -8,13 +8,13 @@
  *
  * The matrix: policy (LRU, FIFO, S3-FIFO, tuned S3-FIFO, W-TinyLFU, tuned
  * W-TinyLFU, ARC) x shards (1, 2, 4) x compression (off, LZ4 alone, a
- * trained dictionary) x expiry (none, after write, after access; both on an
+ * trained dictionary, a given one) x expiry (none, after write, after access; both on an
  * injected clock) x removal listener (none, counting) x capacity (tiny:
  * 256 KiB, constant eviction; small: 4 MiB, the working set fits) x pool
  * (none, or in a pool with a companion cache that opens and closes while
  * the workers run, with the pool's controller on or a static split; one
  * shard only, as pools require). The full product is
- * 1,512 configurations of which 1,008 are valid; the test runs a pairwise
+ * 2,016 configurations of which 1,344 are valid; the test runs a pairwise
  * covering subset, chosen greedily at start (every valid pair of two
  * parameters' levels appears in at least one configuration; about thirty).
  *
@@ -22,7 +22,9 @@
  * criterion): workers do every operation on NKEYS keys - put,
  * put_if_absent, replace, replace_if_equals, remove, remove_if_equals,
  * touch, get, get_with, get_batch, peek, contains, ttl_remaining, a whole
- * iteration, flush, stats - and advance the injected clock; an admin thread
+ * iteration, flush, stats, reads into a buffer too small, bad input (an
+ * empty or too long key, a value too long, NULL with a length) - and
+ * advance the injected clock; an admin thread
  * clears, moves the capacity (set_capacity) and opens and closes the pool's
  * companion; a monitor samples the used bytes. Values are up to 6,000
  * bytes, and 1 write in 200 of a 4 MiB cache is past the largest slab slot
@@ -88,11 +90,12 @@
 #define DEFAULT_TTL 200u /* the default TTL of the caches that expire */
 #define HANG_MS 120000u  /* hang guards only */
 #define NO_DEADLINE UINT64_MAX
+#define KEY_MAX 128u /* key_name()'s longest, with its NUL */
 
 /* ---- The matrix ----------------------------------------------------------- */
 
 enum { P_POLICY, P_SHARDS, P_COMP, P_EXPIRY, P_LISTENER, P_CAPACITY, P_POOL, NPARAMS };
-static const unsigned levels[NPARAMS] = { 7, 3, 3, 3, 2, 2, 2 };
+static const unsigned levels[NPARAMS] = { 7, 3, 4, 3, 2, 2, 2 };
 static const enum larder_policy policies[7] = {
 	LARDER_POLICY_LRU,      LARDER_POLICY_FIFO,          LARDER_POLICY_S3FIFO,
 	LARDER_POLICY_S3FIFO_TUNED, LARDER_POLICY_WTINYLFU, LARDER_POLICY_WTINYLFU_TUNED,
@@ -101,7 +104,7 @@ static const enum larder_policy policies[7] = {
 static const char *const policy_names[7] = { "lru",      "fifo",         "s3fifo", "s3fifo-tuned",
 					     "wtinylfu", "wtinylfu-tuned", "arc" };
 static const unsigned shard_counts[3] = { 1, 2, 4 };
-static const char *const comp_names[3] = { "off", "lz4", "dict" };
+static const char *const comp_names[4] = { "off", "lz4", "trained", "given" };
 static const char *const expiry_names[3] = { "none", "after-write", "after-access" };
 
 struct combo {
@@ -320,15 +323,28 @@ static uint64_t value_ok(const char *where, uint32_t key, const void *value, siz
 	return h.deadline ? h.deadline : 1;
 }
 
+/* Key id's name: "k<id>", and for a third of the ids a tail of up to 119
+ * more bytes, so that keys of many lengths share the index. */
+static size_t key_name(char *key, size_t n, uint32_t id)
+{
+	size_t len = (size_t)snprintf(key, n, "k%u", id);
+	if (id % 3 == 2)
+		for (size_t tail = (id * 37u) % 120; tail-- > 0 && len + 1 < n; len++)
+			key[len] = (char)('a' + (id + len) % 26);
+	key[len] = 0;
+	return len;
+}
+
+/* The id of a key the cache handed back, if it is exactly one of ours. */
 static int key_id(const void *key, size_t len, uint32_t *id)
 {
-	char s[16];
+	char s[KEY_MAX];
 	if (len < 2 || len >= sizeof(s) || ((const char *)key)[0] != 'k')
 		return 0;
 	memcpy(s, key, len);
 	s[len] = 0;
 	*id = (uint32_t)strtoul(s + 1, NULL, 10);
-	return *id < NKEYS;
+	return *id < NKEYS && key_name(s, sizeof(s), *id) == len && memcmp(s, key, len) == 0;
 }
 
 /* ---- The counting listener ---------------------------------------------------- */
@@ -485,21 +501,50 @@ static uint64_t walk_all(struct walk *w)
 	return w->found;
 }
 
-static void key_name(char *key, size_t n, uint32_t id)
-{
-	snprintf(key, n, "k%u", id);
-}
-
 /* A class-B key for the extending reads (a class-A id + 1..3). */
 static uint32_t pick_b(struct th_rng *r)
 {
 	return (uint32_t)(th_rng_below(r, NKEYS / 4) * 4 + 1 + th_rng_below(r, 3));
 }
 
+/* Bad input, each with its one documented result (SMATRIX-M2). */
+static void bad_input(struct th_rng *r, const char *key, size_t klen, unsigned char *v)
+{
+	static const char long_key[251] = { 'k' }; /* over the default max_key_bytes, 250 */
+	size_t len;
+	uint64_t ttl;
+	int rc, want;
+	switch (th_rng_below(r, 6)) {
+	case 0:
+		rc = larder_put(cache, key, 0, v, 64, LARDER_TTL_NEVER), want = LARDER_EINVAL;
+		break;
+	case 1:
+		rc = larder_put(cache, long_key, sizeof(long_key), v, 64, LARDER_TTL_NEVER);
+		want = LARDER_EKEYSIZE;
+		break;
+	case 2: /* the key's value, if any, stays */
+		rc = larder_put(cache, key, klen, v, MAX_VALUE + 1, LARDER_TTL_NEVER);
+		want = LARDER_EVALSIZE;
+		break;
+	case 3:
+		rc = larder_replace(cache, key, klen, NULL, 64, LARDER_TTL_NEVER), want = LARDER_EINVAL;
+		break;
+	case 4:
+		rc = larder_get(cache, key, klen, NULL, 64, &len), want = LARDER_EINVAL;
+		break;
+	default:
+		rc = larder_ttl_remaining(cache, long_key, sizeof(long_key), &ttl);
+		want = LARDER_EKEYSIZE;
+		break;
+	}
+	if (rc != want)
+		MFAIL("bad input: %d (%s), not %d", rc, larder_strerror(rc), want);
+}
+
 static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struct walk *w)
 {
 	uint32_t k = (uint32_t)th_rng_below(r, NKEYS);
-	char key[16];
+	char key[KEY_MAX];
 	size_t len = 0, vlen, klen;
 	uint64_t x = th_rng_below(r, 1000), t = freeze(), deadline, ttl;
 	unsigned big;
@@ -507,12 +552,23 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 
 	if (x < 400 && class_a(k))
 		k = pick_b(r); /* extending reads and touch: class B only */
-	key_name(key, sizeof(key), k);
-	klen = strlen(key);
-	if (x < 250) {
+	klen = key_name(key, sizeof(key), k);
+	if (x < 240) {
 		rc = larder_get(cache, key, klen, buf, MAX_VALUE, &len);
 		if (result_ok("get", rc, R(LARDER_OK) | R(LARDER_MISS)) && rc == LARDER_OK)
 			value_ok("get", k, buf, len, t);
+	} else if (x < 245) {
+		/* a buffer too small for any value: nothing copied, the length told */
+		int peek = x & 1;
+		len = 0;
+		rc = peek ? larder_peek(cache, key, klen, buf, 16, &len)
+			  : larder_get(cache, key, klen, buf, 16, &len);
+		if (result_ok(peek ? "peek (16 bytes)" : "get (16 bytes)", rc,
+			      R(LARDER_EBUFSIZE) | R(LARDER_MISS)) &&
+		    rc == LARDER_EBUFSIZE && (len < sizeof(struct header) || len > MAX_VALUE))
+			MFAIL("key %u: LARDER_EBUFSIZE with value_len %zu", k, len);
+	} else if (x < 250) {
+		bad_input(r, key, klen, v);
 	} else if (x < 300) {
 		struct read_ctx ctx = { k, t, 0 };
 		rc = larder_get_with(cache, key, klen, read_fn, &ctx);
@@ -520,16 +576,15 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 		    ctx.calls != (rc == LARDER_OK))
 			MFAIL("get_with returned %d after %d callbacks", rc, ctx.calls);
 	} else if (x < 330) {
-		char names[8][16];
+		char names[8][KEY_MAX];
 		const void *keys[8];
 		size_t lens[8];
 		uint32_t ids[8];
 		struct batch_ctx b = { ids, 8, t, 0 };
 		for (int i = 0; i < 8; i++) {
 			ids[i] = pick_b(r);
-			key_name(names[i], sizeof(names[i]), ids[i]);
+			lens[i] = key_name(names[i], sizeof(names[i]), ids[i]);
 			keys[i] = names[i];
-			lens[i] = strlen(names[i]);
 		}
 		long n = larder_get_batch(cache, 8, keys, lens, batch_fn, &b);
 		if (n < 0 || n > 8 || n != b.calls)
@@ -607,7 +662,7 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 static void *worker_main(void *arg)
 {
 	struct th_rng r = { *(uint64_t *)arg };
-	unsigned char *v = malloc(MAX_VALUE), *buf = malloc(MAX_VALUE);
+	unsigned char *v = malloc(MAX_VALUE + 1), *buf = malloc(MAX_VALUE);
 	struct walk *w = malloc(sizeof(*w));
 
 	if (CHECK(v && buf && w))
@@ -639,10 +694,10 @@ static void companion_toggle(void)
 		atomic_fetch_add(&companion_opens, 1);
 		for (uint32_t i = 0; i < 64; i++) {
 			unsigned char v[256];
-			char key[16];
-			key_name(key, sizeof(key), i);
+			char key[KEY_MAX];
+			size_t klen = key_name(key, sizeof(key), i);
 			size_t n = make_value(v, i, sizeof(v), NO_DEADLINE);
-			int rc = larder_put(companion, key, strlen(key), v, n, LARDER_TTL_NEVER);
+			int rc = larder_put(companion, key, klen, v, n, LARDER_TTL_NEVER);
 			result_ok("companion put", rc, R(LARDER_OK));
 		}
 	}
@@ -747,10 +802,10 @@ static uint64_t check_iteration(struct walk *w)
 {
 	uint64_t found = walk_all(w), present = 0;
 	for (uint32_t k = 0; k < NKEYS; k++) {
-		char key[16];
-		key_name(key, sizeof(key), k);
+		char key[KEY_MAX];
+		size_t klen = key_name(key, sizeof(key), k);
 		freeze();
-		int rc = larder_contains(cache, key, strlen(key));
+		int rc = larder_contains(cache, key, klen);
 		thaw();
 		if (rc == LARDER_OK)
 			present++;
@@ -779,11 +834,20 @@ static larder_config *make_config(uint64_t capacity, int with_listener)
 		 larder_config_set_clock(cfg, test_clock, NULL) == LARDER_OK &&
 		 (!pool || larder_config_set_pool(cfg, pool) == LARDER_OK) &&
 		 (!with_listener || larder_config_set_removal_listener(cfg, listener, NULL) == LARDER_OK);
-	if (ok && c->v[P_COMP])
+	if (ok && c->v[P_COMP] == 3) {
+		/* given: raw sample content, a few values' bytes */
+		unsigned char dict[4096];
+		for (size_t at = 0; at + 512 <= sizeof(dict); at += 512)
+			make_value(dict + at, (uint32_t)at, 512, NO_DEADLINE);
+		ok = larder_config_set_compression(cfg, 64, 10) == LARDER_OK &&
+		     larder_config_set_compression_dictionary(cfg, LARDER_DICTIONARY_GIVEN, dict,
+							      sizeof(dict)) == LARDER_OK;
+	} else if (ok && c->v[P_COMP]) {
 		ok = larder_config_set_compression(cfg, 64, 10) == LARDER_OK &&
 		     larder_config_set_compression_dictionary(
 			     cfg, c->v[P_COMP] == 1 ? LARDER_DICTIONARY_NONE : LARDER_DICTIONARY_TRAIN,
 			     NULL, 0) == LARDER_OK;
+	}
 	if (ok && c->v[P_EXPIRY])
 		ok = larder_config_set_default_ttl_ms(cfg, DEFAULT_TTL) == LARDER_OK &&
 		     larder_config_set_expiry(cfg, c->v[P_EXPIRY] == 1 ? LARDER_EXPIRE_AFTER_WRITE
