@@ -8,15 +8,17 @@
  *
  * The matrix: policy (LRU, FIFO, S3-FIFO, tuned S3-FIFO, W-TinyLFU, tuned
  * W-TinyLFU, ARC) x shards (1, 2, 4) x compression (off, LZ4 alone, a
- * trained dictionary, a given one) x expiry (none, after write, after access; both on an
- * injected clock) x removal listener (none, counting) x capacity (tiny:
- * 256 KiB, constant eviction; small: 4 MiB, the working set fits) x pool
- * (none, or in a pool with a companion cache that opens and closes while
- * the workers run, with the pool's controller on or a static split; one
- * shard only, as pools require). The full product is
- * 2,016 configurations of which 1,344 are valid; the test runs a pairwise
- * covering subset, chosen greedily at start (every valid pair of two
- * parameters' levels appears in at least one configuration; about thirty).
+ * trained dictionary, a given one) x expiry (none, after write, after
+ * access; both on an injected clock) x removal listener (none, counting,
+ * with re-entrant calls) x capacity (tiny: 256 KiB, constant eviction;
+ * small: 4 MiB, the working set fits) x pool (none, or in a pool with a
+ * companion cache that opens and closes while the workers run, with the
+ * pool's controller on or a static split; one shard only, as pools
+ * require) x clock (monotonic, or stepping back now and then). The full
+ * product is 4,032 configurations of which 2,688 are valid; the test runs a
+ * pairwise covering subset, chosen greedily at start (every valid pair of
+ * two parameters' levels appears in at least one configuration; about
+ * thirty).
  *
  * Each configuration gets one slice of work (a duration, not a pass/fail
  * criterion): workers do every operation on NKEYS keys - put,
@@ -49,14 +51,17 @@
  *       LARDER_EBUSY is for memory (busy_events and busy_index stay 0), a
  *       pooled cache's set_capacity is LARDER_ESTATE; get_with calls its
  *       callback once on LARDER_OK and never on LARDER_MISS, get_batch as
- *       often as it returns; an iteration returns no key twice;
+ *       often as it returns, never for a duplicate's twin's sake nor for
+ *       an invalid key; an iteration returns no key twice; inside a read
+ *       callback or the listener, a read works and a flush is refused
+ *       (LARDER_ESTATE);
  *   SMATRIX-M3. used bytes never exceed the largest capacity of the slice
  *       plus the overshoot bound (sampled); in a pool, the pool's used bytes
  *       never exceed its budget plus its bound;
  *   SMATRIX-M4. no value is returned at or past its deadline: a class-A
  *       value read at instant r has deadline > r, and the iteration's ttl_ms
  *       of it is exactly deadline - r; ttl_remaining is >= 1 and at most the
- *       longest TTL given; once the quiesced clock is moved past every
+ *       longest TTL given (plus how far the clock stepped back); once the quiesced clock is moved past every
  *       deadline, only entries without one are found;
  *   SMATRIX-M5. quiesced (flush): the counters agree with a walk of each
  *       index, the policies' queues are well linked and the slab's audit
@@ -94,8 +99,8 @@
 
 /* ---- The matrix ----------------------------------------------------------- */
 
-enum { P_POLICY, P_SHARDS, P_COMP, P_EXPIRY, P_LISTENER, P_CAPACITY, P_POOL, NPARAMS };
-static const unsigned levels[NPARAMS] = { 7, 3, 4, 3, 2, 2, 2 };
+enum { P_POLICY, P_SHARDS, P_COMP, P_EXPIRY, P_LISTENER, P_CAPACITY, P_POOL, P_CLOCK, NPARAMS };
+static const unsigned levels[NPARAMS] = { 7, 3, 4, 3, 2, 2, 2, 2 };
 static const enum larder_policy policies[7] = {
 	LARDER_POLICY_LRU,      LARDER_POLICY_FIFO,          LARDER_POLICY_S3FIFO,
 	LARDER_POLICY_S3FIFO_TUNED, LARDER_POLICY_WTINYLFU, LARDER_POLICY_WTINYLFU_TUNED,
@@ -204,6 +209,7 @@ static larder *companion;            /* the pool's other cache (admin thread onl
 static uint64_t cap_max;             /* the largest capacity the slice may give it */
 static _Atomic int stop;
 static _Atomic uint64_t now_ms;      /* the injected clock */
+static _Atomic uint64_t clock_max;   /* its highest reading */
 static _Thread_local int frozen;
 static _Thread_local uint64_t frozen_at;
 static _Atomic uint64_t heard[5];    /* the counting listener, per cause */
@@ -237,6 +243,23 @@ static uint64_t freeze(void)
 static void thaw(void)
 {
 	frozen = 0;
+}
+
+/* The injected clock moves on by 1 ms; with P_CLOCK, 1 time in 64 it steps
+ * back by up to 20 ms instead (tolerated, larder_clock_fn: every call
+ * judges deadlines by its own reading). clock_max: its highest reading. */
+static void advance_clock(struct th_rng *r)
+{
+	if (cur->v[P_CLOCK] && th_rng_below(r, 64) == 0) {
+		atomic_fetch_sub_explicit(&now_ms, 1 + th_rng_below(r, 20), memory_order_release);
+		return;
+	}
+	uint64_t t = atomic_fetch_add_explicit(&now_ms, 1, memory_order_release) + 1;
+	uint64_t m = atomic_load_explicit(&clock_max, memory_order_relaxed);
+	while (m < t && !atomic_compare_exchange_weak_explicit(&clock_max, &m, t,
+							      memory_order_relaxed,
+							      memory_order_relaxed))
+		;
 }
 
 static int expiring(void)
@@ -347,6 +370,23 @@ static int key_id(const void *key, size_t len, uint32_t *id)
 	return *id < NKEYS && key_name(s, sizeof(s), *id) == len && memcmp(s, key, len) == 0;
 }
 
+/* A set of results: R(LARDER_OK) | R(LARDER_MISS) ... */
+#define R(code) (1u << ((code) + 16))
+
+/* SMATRIX-M2: rc is in the set allowed, or LARDER_EBUSY (memory: checked
+ * later). Returns 1 when it is in allowed. */
+static int result_ok(const char *op, int rc, unsigned allowed)
+{
+	if (rc >= -16 && rc < 16 && (allowed & R(rc)))
+		return 1;
+	if (rc == LARDER_EBUSY) {
+		atomic_fetch_add_explicit(&busy_seen, 1, memory_order_relaxed);
+		return 0;
+	}
+	MFAIL("%s returned %d (%s)", op, rc, larder_strerror(rc));
+	return 0;
+}
+
 /* ---- The counting listener ---------------------------------------------------- */
 
 static void listener(void *ctx, const void *key, size_t key_len, const void *value,
@@ -367,26 +407,15 @@ static void listener(void *ctx, const void *key, size_t key_len, const void *val
 		atomic_fetch_add_explicit(&listener_null_values, 1, memory_order_relaxed);
 	else
 		value_ok("listener", id, value, value_len, NO_DEADLINE);
+	/* re-entrant calls on the maintainer thread: a read, and a flush, which
+	 * would wait for this very thread */
+	result_ok("contains (in the listener)", larder_contains(cache, key, key_len),
+		  R(LARDER_OK) | R(LARDER_MISS));
+	result_ok("flush (in the listener)", larder_flush(cache, 0), R(LARDER_ESTATE));
 }
 
 /* ---- Workers ---------------------------------------------------------------------- */
 
-/* A set of results: R(LARDER_OK) | R(LARDER_MISS) ... */
-#define R(code) (1u << ((code) + 16))
-
-/* SMATRIX-M2: rc is in the set allowed, or LARDER_EBUSY (memory: checked
- * later). Returns 1 when it is in allowed. */
-static int result_ok(const char *op, int rc, unsigned allowed)
-{
-	if (rc >= -16 && rc < 16 && (allowed & R(rc)))
-		return 1;
-	if (rc == LARDER_EBUSY) {
-		atomic_fetch_add_explicit(&busy_seen, 1, memory_order_relaxed);
-		return 0;
-	}
-	MFAIL("%s returned %d (%s)", op, rc, larder_strerror(rc));
-	return 0;
-}
 
 /* A TTL for a write, and the deadline it gives at instant t. */
 static uint64_t pick_ttl(struct th_rng *r, uint64_t t, uint64_t *deadline)
@@ -429,6 +458,13 @@ static void read_fn(void *ctx, const void *value, size_t len)
 	struct read_ctx *r = ctx;
 	r->calls++;
 	value_ok("get_with", r->key, value, len, r->at);
+	/* re-entrant calls: a read of the same key, and a flush, which would
+	 * wait for memory this read section holds */
+	char key[KEY_MAX];
+	size_t klen = key_name(key, sizeof(key), r->key);
+	result_ok("contains (in a callback)", larder_contains(cache, key, klen),
+		  R(LARDER_OK) | R(LARDER_MISS));
+	result_ok("flush (in a callback)", larder_flush(cache, 0), R(LARDER_ESTATE));
 }
 
 struct batch_ctx {
@@ -442,8 +478,8 @@ static void batch_fn(void *ctx, size_t i, const void *value, size_t len)
 {
 	struct batch_ctx *b = ctx;
 	b->calls++;
-	if (i >= b->count)
-		MFAIL("get_batch: index %zu of %zu", i, b->count);
+	if (i >= b->count || b->ids[i] >= NKEYS)
+		MFAIL("get_batch: index %zu of %zu (an invalid key's?)", i, b->count);
 	else
 		value_ok("get_batch", b->ids[i], value, len, b->at);
 }
@@ -576,7 +612,7 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 		    ctx.calls != (rc == LARDER_OK))
 			MFAIL("get_with returned %d after %d callbacks", rc, ctx.calls);
 	} else if (x < 330) {
-		char names[8][KEY_MAX];
+		char names[8][256];
 		const void *keys[8];
 		size_t lens[8];
 		uint32_t ids[8];
@@ -586,6 +622,19 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 			lens[i] = key_name(names[i], sizeof(names[i]), ids[i]);
 			keys[i] = names[i];
 		}
+		/* a duplicate, and an invalid key (empty, NULL, too long): skipped */
+		memset(names[7], 'x', sizeof(names[7]));
+		unsigned bad = (unsigned)th_rng_below(r, 7);
+		ids[7] = ids[0];
+		keys[7] = keys[0];
+		lens[7] = lens[0];
+		ids[bad] = NKEYS; /* batch_fn fails it if called */
+		if (x % 3 == 0)
+			lens[bad] = 0;
+		else if (x % 3 == 1)
+			keys[bad] = NULL;
+		else
+			lens[bad] = 251; /* over the default max_key_bytes; names[bad] has the room */
 		long n = larder_get_batch(cache, 8, keys, lens, batch_fn, &b);
 		if (n < 0 || n > 8 || n != b.calls)
 			MFAIL("get_batch returned %ld after %ld callbacks", n, b.calls);
@@ -602,7 +651,8 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 	} else if (x < 520) {
 		rc = larder_ttl_remaining(cache, key, klen, &ttl);
 		if (result_ok("ttl_remaining", rc, R(LARDER_OK) | R(LARDER_MISS)) &&
-		    rc == LARDER_OK && (ttl == 0 || (ttl != LARDER_TTL_NEVER && ttl > MAX_TTL)))
+		    rc == LARDER_OK &&
+		    (ttl == 0 || (ttl != LARDER_TTL_NEVER && ttl > MAX_TTL + (clock_max - t))))
 			MFAIL("ttl_remaining of key %u: %" PRIu64, k, ttl); /* SMATRIX-M4 */
 	} else if (x < 700) {
 		ttl = pick_ttl(r, t, &deadline);
@@ -669,7 +719,7 @@ static void *worker_main(void *arg)
 		while (!atomic_load_explicit(&stop, memory_order_relaxed) && th_failures() == 0) {
 			one_op(&r, v, buf, w);
 			if (th_rng_below(&r, 8) == 0)
-				atomic_fetch_add_explicit(&now_ms, 1, memory_order_release);
+				advance_clock(&r);
 			atomic_fetch_add_explicit(&ops_done, 1, memory_order_relaxed);
 		}
 	free(v);
@@ -867,15 +917,16 @@ static void run_combo(unsigned index, uint64_t seed)
 	uint64_t capacity = c->v[P_CAPACITY] ? 4 * MiB : 256 * KiB;
 	struct th_rng r = { seed };
 
-	printf("matrix %2u: %s, %u shard(s), compression %s, expiry %s, listener %s, %s%s\n",
+	printf("matrix %2u: %s, %u shard(s), compression %s, expiry %s, listener %s, %s%s%s\n",
 	       index, policy_names[c->v[P_POLICY]], shard_counts[c->v[P_SHARDS]],
 	       comp_names[c->v[P_COMP]], expiry_names[c->v[P_EXPIRY]],
 	       c->v[P_LISTENER] ? "counting" : "none", c->v[P_CAPACITY] ? "4 MiB" : "256 KiB",
-	       c->v[P_POOL] ? ", pooled" : "");
+	       c->v[P_POOL] ? ", pooled" : "", c->v[P_CLOCK] ? ", clock steps back" : "");
 	cur = c;
 	cap_max = capacity;
 	atomic_store(&stop, 0);
 	atomic_store(&now_ms, 1000000);
+	atomic_store(&clock_max, 1000000);
 	for (int i = 0; i < 5; i++)
 		atomic_store(&heard[i], 0);
 	max_used = 0;
