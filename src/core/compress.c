@@ -112,7 +112,12 @@ static size_t pack_zstd(struct larder__thread *t, const struct larder__dict *d,
 			const void *value, size_t len, unsigned char *out, size_t room)
 {
 	ZSTD_CCtx *z = thread_cctx(t);
-	if (!z || ZSTD_isError(ZSTD_CCtx_refCDict(z, d->cdict)))
+	/* The strategy pinned to the one the tables were prepared for: a
+	 * static CDict has no compression level, and for a value of 128 KiB or
+	 * more zstd 1.5.4 then picks a far slower strategy of its own (300 KiB:
+	 * about 100 ms instead of 1-2; docs/compression.md). */
+	if (!z || ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_strategy, d->strategy)) ||
+	    ZSTD_isError(ZSTD_CCtx_refCDict(z, d->cdict)))
 		return 0; /* stored raw */
 	size_t n = ZSTD_compress2(z, out + LARDER__PACKED_HEADER_BYTES,
 				  room - LARDER__PACKED_HEADER_BYTES, value, len);

@@ -71,6 +71,7 @@ static int prepare(const void *dict, size_t len, struct larder__dict **out)
 		return LARDER_EINVAL;
 	}
 	d->bytes = sizeof(*d) + csize + dsize;
+	d->strategy = (int)cp.strategy;
 	*out = d;
 	return LARDER_OK;
 }

@@ -65,6 +65,7 @@ struct larder__dict {
 	const void *ddict; /* ZSTD_DDict, inside dmem */
 	void *cmem, *dmem;
 	size_t bytes; /* all of it: LARDER_STAT_DICT_BYTES */
+	int strategy; /* ZSTD_strategy the tables were prepared for; every frame pins it */
 };
 
 /*

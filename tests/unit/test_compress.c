@@ -35,12 +35,19 @@
  *     thread's zstd context makes larder_get return LARDER_ENOMEM, then
  *     work; snapshots of dictionary-compressed values load into plain, LZ4
  *     and dictionary caches alike; several writers filling the sample at
- *     once while a reader checks values (DICT-D2, DICT-D3).
+ *     once while a reader checks values (DICT-D2, DICT-D3); a value of
+ *     300 KiB is compressed with the strategy the dictionary's tables were
+ *     prepared for (not zstd's far slower pick for a static CDict).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <unistd.h>
 
+#define ZSTD_STATIC_LINKING_ONLY /* the magicless format, as core/compress.c writes it */
+#include <zstd.h>
+
+#include "core/compress.h"
+#include "core/dict.h"
 #include "core/entry.h"
 #include "harness.h"
 #include "mem/slab.h"
@@ -1149,6 +1156,64 @@ static void test_dict_concurrent_sample(void)
 	larder_close(r.c);
 }
 
+/* Groups of 8 bytes alternating between a pattern and bytes that look
+ * random (as stress_matrix writes them). */
+static void half_pattern_fill(unsigned char *v, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		v[i] = (i >> 3) & 1 ? (unsigned char)(seed + (i % 61) * 131u)
+				    : (unsigned char)(((unsigned)(seed + i) * 2654435761u) >> 24);
+}
+
+/*
+ * A value of 128 KiB or more compressed with the dictionary is the frame zstd
+ * makes with the strategy the dictionary's tables were prepared for
+ * (core/compress.c pins it): a static CDict has no compression level, and
+ * unpinned, zstd 1.5.4 picks a far slower strategy of its own at that size
+ * (300 KiB took about 100 ms instead of 1-2, found by stress_matrix). The
+ * speed itself is not asserted (no timed assertions); the frame is.
+ */
+static void test_dict_big_value_strategy(void)
+{
+	const size_t len = 300 * KiB, room = len - len / 10; /* room: a 10% saving */
+	larder *c = open_dict(64 * MiB, MIN_BYTES, LARDER_DICTIONARY_TRAIN, NULL, 0);
+	unsigned char *v = malloc(len), *got = malloc(room), *want = malloc(room);
+	REQUIRE(c && v && got && want);
+	/* a trained dictionary, of values like stress_matrix's */
+	for (int n = 0; !th_stat(c, LARDER_STAT_DICT_BYTES); n++) {
+		char key[32];
+		size_t klen = (size_t)snprintf(key, sizeof(key), "w%d", n);
+		size_t vlen = MIN_BYTES + (size_t)(th_mix64((uint64_t)n) % 4096);
+		half_pattern_fill(v, vlen, (unsigned)n);
+		REQUIRE_RC(larder_put(c, key, klen, v, vlen, LARDER_TTL_NEVER), LARDER_OK);
+		if (n % 64 == 63)
+			larder__test_quiesce(c, 10000); /* a pass that trains once the sample is full */
+		REQUIRE(n < 100000);
+	}
+	half_pattern_fill(v, len, 7);
+	const struct larder__dict *d = larder__dict_get(c);
+	REQUIRE(d != NULL);
+	size_t n = larder__pack_with(d, v, len, got, room);
+	REQUIRE(n > LARDER__PACKED_HEADER_BYTES);
+	ZSTD_CCtx *z = ZSTD_createCCtx();
+	REQUIRE(z != NULL);
+	CHECK(!ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_format, ZSTD_f_zstd1_magicless)));
+	CHECK(!ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_contentSizeFlag, 0)));
+	CHECK(!ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 0)));
+	CHECK(!ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_dictIDFlag, 0)));
+	CHECK(!ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_strategy, d->strategy)));
+	CHECK(!ZSTD_isError(ZSTD_CCtx_refCDict(z, d->cdict)));
+	size_t m = ZSTD_compress2(z, want, room, v, len);
+	REQUIRE(!ZSTD_isError(m));
+	CHECK_EQ(n - LARDER__PACKED_HEADER_BYTES, m);
+	CHECK(memcmp(got + LARDER__PACKED_HEADER_BYTES, want, m) == 0);
+	ZSTD_freeCCtx(z);
+	free(v);
+	free(got);
+	free(want);
+	larder_close(c);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -1168,6 +1233,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_dict_enomem),
 		TH_TEST(test_dict_snapshot),
 		TH_TEST(test_dict_concurrent_sample),
+		TH_TEST(test_dict_big_value_strategy),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
