@@ -126,9 +126,9 @@ enum larder_error {
 enum larder_cause {
 	LARDER_CAUSE_EXPLICIT = 0, /* larder_remove*() */
 	LARDER_CAUSE_REPLACED = 1, /* a write stored a new value for the key */
-	LARDER_CAUSE_EXPIRED = 2,  /* its time to live ran out */
+	LARDER_CAUSE_EXPIRED = 2,  /* its time to live ran out (also at larder_clear()) */
 	LARDER_CAUSE_EVICTED = 3,  /* the policy chose it to keep within capacity */
-	LARDER_CAUSE_CLEARED = 4,  /* larder_clear() */
+	LARDER_CAUSE_CLEARED = 4,  /* larder_clear(), of an entry live at the call */
 };
 
 /* Eviction policies; LARDER_POLICY_DEFAULT picks the recommended one. */
@@ -554,7 +554,12 @@ LARDER_API LARDER_MUST_USE int larder_touch(larder *cache, const void *key, size
 /*
  * Removes every entry (cause LARDER_CAUSE_CLEARED). O(1) for the caller:
  * the index is swapped for an empty one and the maintainer frees the old
- * entries in the background. Allocates the new index.
+ * entries in the background. An entry already past its deadline at the
+ * call (its expiry not yet reclaimed) is reported as LARDER_CAUSE_EXPIRED
+ * and counted in LARDER_STAT_EXPIRATIONS, as Caffeine's invalidateAll()
+ * reports it; every entry live at the call as CLEARED, however late the
+ * background walk reaches it. For that the call reads the clock once, in a
+ * cache that has ever given an entry a deadline. Allocates the new index.
  * Returns LARDER_OK, LARDER_EINVAL, LARDER_ENOMEM (nothing was cleared) or
  * LARDER_EBUSY (its event could not be queued: see larder_put).
  */

@@ -67,6 +67,7 @@ struct larder__clear_walk {
 	size_t count_bytes, order_bytes;
 	uint64_t n, at, key, sub_n, sub_at;
 	struct larder__slab_batch batch; /* flushed at the end of every pass */
+	uint64_t cleared_ms;             /* the head table's, for clear_one() */
 };
 
 struct larder__maint {
@@ -92,7 +93,7 @@ struct larder__maint {
 	struct larder__table *gens;      /* swapped out by clear, oldest first */
 	struct larder__clear_walk clear; /* of gens, the head */
 	struct larder__table *growing;   /* being resized into its next, either way */
-	uint64_t cleared_goal;           /* the CLEARED count once the cleared tables are walked */
+	uint64_t clear_left;             /* entries the cleared tables held, not yet walked */
 	/* TABLE-L3: the fewest buckets a shrink leaves: SMALL_BUCKETS or the first
 	 * table's size if larger. Ours; relaxed, only the test seam
 	 * larder__test_index_floor() writes it from another thread. */
@@ -204,8 +205,9 @@ void larder__maint_free_tables(struct larder__maint *m);
 
 /* ---- maint/clear.c ---------------------------------------------------------- */
 
-/* EV_CLEAR: t joins the cleared tables (its grace period starts). */
-void larder__maint_clear_add(struct larder__maint *m, struct larder__table *t);
+/* EV_CLEAR: t joins the cleared tables (its grace period starts); cleared_ms
+ * is the cache clock at the clear, 0 when no entry had a deadline. */
+void larder__maint_clear_add(struct larder__maint *m, struct larder__table *t, uint64_t cleared_ms);
 /* One pass's share of the walk of the oldest cleared table; ready: its grace
  * period had ended before this pass drained the rings. Returns the work done. */
 uint64_t larder__maint_clear_walk(struct larder__maint *m, int ready);
