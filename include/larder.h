@@ -576,14 +576,17 @@ LARDER_API LARDER_MUST_USE int larder_set_capacity(larder *cache, uint64_t bytes
 
 /*
  * Waits until the maintainer has applied every write, removal and clear that
- * returned before the call, on any thread (and the evictions and expiries
- * its pass makes): afterwards larder_stats() counts them in
+ * returned before the call, on any thread, and made every eviction and
+ * expiry then due (a capacity cut's and a mass expiry's too, however many
+ * passes they take; with K shards, the evictions one shard hands to the
+ * largest as well): afterwards larder_stats() counts them in
  * LARDER_STAT_ENTRIES, which otherwise lags a write by a batching window
- * (docs/architecture.md). For an exact count right after writes, as a
+ * (docs/architecture.md), and a second flush with nothing in between moves
+ * no counter. For an exact count right after writes, as a
  * binding's size() needs; like Caffeine's cleanUp(). Cost: a wake-up of
  * the maintainer and one pass of it (tens of microseconds on an idle
- * machine, more on a busy one); a cleared index of many entries takes
- * several passes to walk. Does not wait for memory to be freed or handed
+ * machine, more on a busy one); a cleared index of many entries, or more
+ * than 4,096 victims or 8,192 expiries at once, takes several passes. Does not wait for memory to be freed or handed
  * back to the OS.
  * Returns LARDER_OK; LARDER_EINVAL (cache NULL); LARDER_EBUSY when the
  * maintainer did not finish such a pass within timeout_ms (it is inside a

@@ -12,6 +12,14 @@
  *     reaches it; each exactly once, and the counters agree; a cache that
  *     never had a deadline does not read its clock for a clear (the clock
  *     is called "only for operations that involve a TTL");
+ *   - larder_flush() with 1, 2 and 4 shards, after writes, a capacity cut
+ *     (more victims than one maintainer pass takes) and a mass expiry:
+ *     right after it the counters are final (a second flush with nothing
+ *     in between moves none of them), the entries counted are those a
+ *     cursor walks, and their charges fit the capacity; beside writers
+ *     that keep the cache full it still returns;
+ *   - a pool: the caches' capacities (LARDER_POOL_ASSIGNED_BYTES) never sum
+ *     past the budget, also while members open beside full ones.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -185,11 +193,217 @@ static void test_clear_without_deadlines_reads_no_clock(void)
 	free(r);
 }
 
+/* ---- flush: the counters are final ------------------------------------------ */
+
+struct walked {
+	uint64_t n, bytes;
+};
+
+static void count_entry(void *ctx, const void *key, size_t key_len, const void *value,
+			size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	struct walked *w = ctx;
+	(void)key, (void)key_len, (void)value, (void)value_len, (void)ttl_ms;
+	w->n++;
+	w->bytes += entry_bytes;
+}
+
+static struct walked walk(larder *c)
+{
+	struct walked w = { 0, 0 };
+	larder_iter *it = NULL;
+	if (!CHECK_RC(larder_iter_open(c, &it), LARDER_OK))
+		return w;
+	int rc;
+	while ((rc = larder_iter_next(it, count_entry, &w)) == LARDER_OK)
+		;
+	CHECK_RC(rc, LARDER_MISS);
+	larder_iter_close(it);
+	return w;
+}
+
+static const enum larder_stat FINAL[] = {
+	LARDER_STAT_ENTRIES,	  LARDER_STAT_WRITES,	    LARDER_STAT_EVICTIONS,
+	LARDER_STAT_EXPIRATIONS,  LARDER_STAT_REMOVALS,	    LARDER_STAT_REPLACEMENTS,
+	LARDER_STAT_CLEARED,
+};
+
+/* The counters of FINAL now; whether a second flush moves none of them, the
+ * cursor walks ENTRIES entries, and their charges fit capacity. */
+static int check_final(larder *c, uint64_t capacity, const char *where, int round)
+{
+	uint64_t first[TH_COUNT(FINAL)], again[TH_COUNT(FINAL)];
+	for (size_t k = 0; k < TH_COUNT(FINAL); k++)
+		first[k] = th_stat(c, FINAL[k]);
+	struct walked w = walk(c);
+	CHECK_RC(larder_flush(c, WAIT_MS), LARDER_OK);
+	for (size_t k = 0; k < TH_COUNT(FINAL); k++)
+		again[k] = th_stat(c, FINAL[k]);
+	int ok = 1;
+	for (size_t k = 0; k < TH_COUNT(FINAL); k++)
+		ok &= CHECK_EQ(again[k], first[k]);
+	ok &= CHECK_EQ(w.n, first[0]);
+	ok &= CHECK_LE(w.bytes, capacity);
+	if (!ok)
+		fprintf(stderr, "  %s, round %d: %llu walked, %llu bytes\n", where, round,
+			(unsigned long long)w.n, (unsigned long long)w.bytes);
+	return ok;
+}
+
+/*
+ * larder.h (larder_flush): afterwards larder_stats() counts every write made
+ * before it, and the evictions its pass makes; "like Caffeine's cleanUp()",
+ * after which the cache holds no more than its maximum. So: the counters do
+ * not move in a second flush with nothing in between, ENTRIES is what a
+ * cursor walks, and the walked entries' charges fit the capacity. With K
+ * shards each evicts its share, and a shard over its share may be woken by
+ * another's pass after the flush has waited for it.
+ */
+static void test_flush_counts_are_final(void)
+{
+	static const unsigned shards[] = { 1, 2, 4 };
+	static const enum larder_policy policies[] = { LARDER_POLICY_DEFAULT, LARDER_POLICY_LRU,
+						       LARDER_POLICY_FIFO, LARDER_POLICY_ARC,
+						       LARDER_POLICY_WTINYLFU };
+	const uint64_t capacity = 256 * KiB;
+	char key[32], value[200], where[64];
+	memset(value, 'v', sizeof value);
+	for (size_t s = 0; s < TH_COUNT(shards); s++)
+		for (size_t p = 0; p < TH_COUNT(policies); p++) {
+			larder_config *cfg = th_config(capacity);
+			REQUIRE(cfg);
+			CHECK_RC(larder_config_set_shards(cfg, shards[s]), LARDER_OK);
+			CHECK_RC(larder_config_set_policy(cfg, policies[p]), LARDER_OK);
+			larder *c = th_open(cfg);
+			REQUIRE(c);
+			snprintf(where, sizeof where, "%u shards, policy %d", shards[s], (int)policies[p]);
+			for (int round = 0; round < 3; round++) {
+				for (unsigned i = 0; i < 20000; i++) {
+					size_t n = key_of(key, "k", (i * 7919u + (unsigned)round) % 30000u);
+					CHECK_RC(larder_put(c, key, n, value, sizeof value, LARDER_TTL_NEVER),
+						 LARDER_OK);
+				}
+				CHECK_RC(larder_flush(c, WAIT_MS), LARDER_OK);
+				check_final(c, capacity, where, round);
+			}
+			larder_close(c);
+		}
+}
+
+/*
+ * The same after a cut: larder_set_capacity() from 8 MiB to 64 KiB over
+ * 30,000 entries ("the maintainer evicts down to the new capacity
+ * promptly"), then larder_flush(): more victims than one maintainer pass
+ * takes, spread over every shard.
+ */
+static void test_flush_after_cut_is_final(void)
+{
+	static const unsigned shards[] = { 1, 2, 4 };
+	char key[32], value[200], where[64];
+	memset(value, 'v', sizeof value);
+	for (size_t s = 0; s < TH_COUNT(shards); s++) {
+		larder_config *cfg = th_config(8 * MiB);
+		REQUIRE(cfg);
+		CHECK_RC(larder_config_set_shards(cfg, shards[s]), LARDER_OK);
+		larder *c = th_open(cfg);
+		REQUIRE(c);
+		snprintf(where, sizeof where, "%u shards", shards[s]);
+		for (int round = 0; round < 3; round++) {
+			CHECK_RC(larder_set_capacity(c, 8 * MiB), LARDER_OK);
+			for (unsigned i = 0; i < 30000; i++)
+				CHECK_RC(larder_put(c, key, key_of(key, "k", i), value,
+						    sizeof value - (i % 3) * 60, LARDER_TTL_NEVER),
+					 LARDER_OK);
+			CHECK_RC(larder_flush(c, WAIT_MS), LARDER_OK);
+			CHECK_EQ(th_stat(c, LARDER_STAT_ENTRIES), 30000);
+			CHECK_RC(larder_set_capacity(c, 64 * KiB), LARDER_OK);
+			CHECK_RC(larder_flush(c, WAIT_MS), LARDER_OK);
+			check_final(c, 64 * KiB, where, round);
+		}
+		larder_close(c);
+	}
+}
+
+/* And after a mass expiry: more entries due at once than one pass expires
+ * (deadlines spread over 5,000 ms: a pass expires whole ticks). */
+static void test_flush_after_mass_expiry_is_final(void)
+{
+	struct th_clock clk;
+	th_clock_init(&clk, T0);
+	larder_config *cfg = th_config(64 * MiB);
+	REQUIRE(cfg);
+	CHECK_RC(larder_config_set_clock(cfg, th_clock_fn, &clk), LARDER_OK);
+	larder *c = th_open(cfg);
+	REQUIRE(c);
+	char key[32];
+	for (unsigned i = 0; i < 30000; i++)
+		CHECK_RC(larder_put(c, key, key_of(key, "k", i), "v", 1, 1 + i % 5000), LARDER_OK);
+	CHECK_RC(larder_flush(c, WAIT_MS), LARDER_OK);
+	CHECK_EQ(th_stat(c, LARDER_STAT_ENTRIES), 30000);
+	th_clock_advance(&clk, 6000);
+	CHECK_RC(larder_flush(c, WAIT_MS), LARDER_OK);
+	CHECK_EQ(th_stat(c, LARDER_STAT_ENTRIES), 0);
+	CHECK_EQ(th_stat(c, LARDER_STAT_EXPIRATIONS), 30000);
+	larder_close(c);
+}
+
+/*
+ * A flush waits for passes that finish their evictions: beside writers that
+ * keep a 4-shard cache over its capacity it must still come back (OK, within
+ * WAIT_MS: a hang guard, never a timing), and once they stop the counters
+ * are final.
+ */
+struct busy {
+	larder *c;
+	_Atomic int *stop;
+	unsigned id;
+};
+
+static void *busy_writer(void *arg)
+{
+	struct busy *b = arg;
+	char key[32], value[300];
+	memset(value, 'w', sizeof value);
+	for (unsigned i = 0; !atomic_load(b->stop); i++) {
+		size_t n = key_of(key, b->id ? "b" : "a", i % 20000u);
+		if (!CHECK_RC(larder_put(b->c, key, n, value, 100 + i % 200, LARDER_TTL_NEVER), LARDER_OK))
+			break;
+	}
+	return NULL;
+}
+
+static void test_flush_beside_writers(void)
+{
+	larder_config *cfg = th_config(256 * KiB);
+	REQUIRE(cfg);
+	CHECK_RC(larder_config_set_shards(cfg, 4), LARDER_OK);
+	larder *c = th_open(cfg);
+	REQUIRE(c);
+	_Atomic int stop = 0;
+	struct busy b[2] = { { c, &stop, 0 }, { c, &stop, 1 } };
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		REQUIRE(pthread_create(&t[i], NULL, busy_writer, &b[i]) == 0);
+	for (int i = 0; i < (TH_SLOW > 1 ? 20 : 100); i++)
+		if (!CHECK_RC(larder_flush(c, WAIT_MS * TH_SLOW), LARDER_OK))
+			break;
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	CHECK_RC(larder_flush(c, WAIT_MS), LARDER_OK);
+	check_final(c, 256 * KiB, "beside writers", 0);
+	larder_close(c);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_clear_reports_expired_as_expired),
 		TH_TEST(test_clear_without_deadlines_reads_no_clock),
+		TH_TEST(test_flush_counts_are_final),
+		TH_TEST(test_flush_after_cut_is_final),
+		TH_TEST(test_flush_after_mass_expiry_is_final),
+		TH_TEST(test_flush_beside_writers),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
