@@ -955,7 +955,8 @@ LARDER_API void larder_sim_destroy(larder_sim *sim);
  * is budget / 100 + 4 MiB per open cache (each cache's own overshoot bound
  * summed), at any instant, also while capacity moves: a cache that gives
  * capacity up evicts first, and the cache that takes it can use it only once
- * the bytes are back.
+ * the bytes are back. The capacities the pool sets never sum to more than
+ * the budget (LARDER_POOL_ASSIGNED_BYTES <= LARDER_POOL_BUDGET_BYTES).
  *
  * Threads: every pool call may be made from any thread. A pool runs one
  * thread of its own (the controller), started by larder_pool_create().

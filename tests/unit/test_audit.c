@@ -395,6 +395,101 @@ static void test_flush_beside_writers(void)
 	larder_close(c);
 }
 
+/* ---- pools: the capacities fit the budget ------------------------------------ */
+
+struct member {
+	larder_pool *pool;
+	_Atomic int *stop;
+	unsigned id;
+	_Atomic uint64_t opens;
+	int churn; /* 1: open, write, close, again; 0: one cache written throughout */
+};
+
+static void *member_main(void *arg)
+{
+	struct member *m = arg;
+	char key[32], value[1000];
+	memset(value, 'p', sizeof value);
+	unsigned n = 0;
+	do {
+		larder_config *cfg = NULL;
+		if (!CHECK_RC(larder_config_create(&cfg), LARDER_OK))
+			return NULL;
+		CHECK_RC(larder_config_set_pool(cfg, m->pool), LARDER_OK);
+		CHECK_RC(larder_config_set_write_wait_ms(cfg, TH_WRITE_WAIT_MS), LARDER_OK);
+		larder *c = NULL;
+		int rc = larder_open(&c, cfg);
+		larder_config_destroy(cfg);
+		if (!CHECK_RC(rc, LARDER_OK))
+			return NULL;
+		atomic_fetch_add(&m->opens, 1);
+		for (unsigned i = 0; i < (m->churn ? 3000u : UINT32_MAX) && !atomic_load(m->stop); i++)
+			if (!CHECK_RC(larder_put(c, key, key_of(key, "p", n++ % 50000u), value,
+						 sizeof value, LARDER_TTL_NEVER),
+				      LARDER_OK))
+				break;
+		larder_close(c);
+	} while (m->churn && !atomic_load(m->stop));
+	return NULL;
+}
+
+/*
+ * The pool sets each cache's capacity out of one budget: those capacities
+ * (LARDER_POOL_ASSIGNED_BYTES) never sum past the budget, sampled while two
+ * caches keep theirs full and two more open, write and close over and over
+ * (a newcomer's first capacity, and a grow, came out of the limit's slack
+ * for the overshoot while a cache above its target was still being cut:
+ * budget + 1% seen), with the controller on and off.
+ */
+static void test_pool_capacities_fit_budget(void)
+{
+	static const uint64_t intervals[] = { 5, 0 };
+	const uint64_t budget = 8 * MiB;
+	for (size_t k = 0; k < TH_COUNT(intervals); k++) {
+		larder_pool_config *pc = NULL;
+		REQUIRE_RC(larder_pool_config_create(&pc), LARDER_OK);
+		CHECK_RC(larder_pool_config_set_budget(pc, budget), LARDER_OK);
+		CHECK_RC(larder_pool_config_set_interval_ms(pc, intervals[k]), LARDER_OK);
+		larder_pool *pool = NULL;
+		int rc = larder_pool_create(&pool, pc);
+		larder_pool_config_destroy(pc);
+		REQUIRE_RC(rc, LARDER_OK);
+		_Atomic int stop = 0;
+		enum { N = 4 };
+		struct member m[N];
+		pthread_t t[N];
+		for (unsigned i = 0; i < N; i++) {
+			m[i] = (struct member){ pool, &stop, i, 0, i >= 2 };
+			REQUIRE(pthread_create(&t[i], NULL, member_main, &m[i]) == 0);
+		}
+		uint64_t worst = 0, samples = 0, over = 0;
+		uint64_t until = th_now_ms() + 60000 * TH_SLOW;
+		while (th_now_ms() < until &&
+		       atomic_load(&m[2].opens) + atomic_load(&m[3].opens) < 16) {
+			uint64_t v[LARDER_POOL_STAT_COUNT];
+			if (!CHECK_RC(larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT), LARDER_OK))
+				break;
+			samples++;
+			if (v[LARDER_POOL_ASSIGNED_BYTES] > budget) {
+				over++;
+				worst = v[LARDER_POOL_ASSIGNED_BYTES] > worst ? v[LARDER_POOL_ASSIGNED_BYTES]
+									       : worst;
+			}
+		}
+		atomic_store(&stop, 1);
+		for (unsigned i = 0; i < N; i++)
+			pthread_join(t[i], NULL);
+		CHECK_GE(atomic_load(&m[2].opens) + atomic_load(&m[3].opens), 16);
+		if (!CHECK_EQ(over, 0))
+			fprintf(stderr, "  interval %llu ms: capacities over the budget in %llu of %llu "
+					"samples, up to %llu (budget %llu)\n",
+				(unsigned long long)intervals[k], (unsigned long long)over,
+				(unsigned long long)samples, (unsigned long long)worst,
+				(unsigned long long)budget);
+		CHECK_RC(larder_pool_close(pool), LARDER_OK);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -404,6 +499,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_flush_after_cut_is_final),
 		TH_TEST(test_flush_after_mass_expiry_is_final),
 		TH_TEST(test_flush_beside_writers),
+		TH_TEST(test_pool_capacities_fit_budget),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
