@@ -22,6 +22,7 @@
  *     past the budget, also while members open beside full ones.
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -395,6 +396,126 @@ static void test_flush_beside_writers(void)
 	larder_close(c);
 }
 
+/* ---- every entry leaves once, whatever races ---------------------------------- */
+
+struct tally {
+	_Atomic uint64_t calls[5];
+};
+
+static void on_tally(void *ctx, const void *key, size_t key_len, const void *value,
+		     size_t value_len, enum larder_cause cause)
+{
+	struct tally *t = ctx;
+	(void)key, (void)key_len, (void)value, (void)value_len;
+	atomic_fetch_add(&t->calls[cause], 1);
+}
+
+struct racer {
+	larder *c;
+	struct th_clock *clk;
+	_Atomic int *stop;
+	unsigned id;
+};
+
+/* Every write kind, with and without a TTL, on 2,000 shared keys. */
+static void *race_writer(void *arg)
+{
+	struct racer *r = arg;
+	struct th_rng rng = { 0xa0d17u + r->id };
+	char key[32], value[256];
+	memset(value, 'r', sizeof value);
+	while (!atomic_load(r->stop)) {
+		size_t n = key_of(key, "r", (unsigned)th_rng_below(&rng, 2000));
+		size_t vl = 1 + th_rng_below(&rng, sizeof value);
+		uint64_t ttl = th_rng_below(&rng, 3) ? LARDER_TTL_NEVER : 1 + th_rng_below(&rng, 20);
+		int rc = LARDER_OK;
+		switch (th_rng_below(&rng, 6)) {
+		case 0: rc = larder_put_if_absent(r->c, key, n, value, vl, ttl); break;
+		case 1: rc = larder_replace(r->c, key, n, value, vl, ttl); break;
+		case 2: rc = larder_remove(r->c, key, n); break;
+		case 3: rc = larder_touch(r->c, key, n, ttl); break;
+		default: rc = larder_put(r->c, key, n, value, vl, ttl); break;
+		}
+		if (!CHECK(rc >= 0))
+			break;
+	}
+	return NULL;
+}
+
+/* Moves the clock, clears, and cuts and restores the capacity. */
+static void *race_admin(void *arg)
+{
+	struct racer *r = arg;
+	struct th_rng rng = { 0xad41u };
+	while (!atomic_load(r->stop)) {
+		th_clock_advance(r->clk, 1 + th_rng_below(&rng, 5));
+		switch (th_rng_below(&rng, 8)) {
+		case 0: CHECK_RC(larder_clear(r->c), LARDER_OK); break;
+		case 1: CHECK_RC(larder_set_capacity(r->c, 64 * KiB), LARDER_OK); break;
+		case 2: CHECK_RC(larder_set_capacity(r->c, 4 * MiB), LARDER_OK); break;
+		default: break;
+		}
+		sched_yield();
+	}
+	return NULL;
+}
+
+/*
+ * Writers of every kind racing with clears, capacity cuts and a moving clock
+ * (K = 1 and 4): once all is cleared and flushed, every entry ever written
+ * has left exactly once (the listener's calls sum to LARDER_STAT_WRITES),
+ * each cause's calls equal its counter, and nothing is left.
+ */
+static void test_every_entry_leaves_once(void)
+{
+	static const unsigned shards[] = { 1, 4 };
+	for (size_t s = 0; s < TH_COUNT(shards); s++) {
+		struct th_clock clk;
+		th_clock_init(&clk, T0);
+		struct tally t = { { 0 } };
+		larder_config *cfg = th_config(4 * MiB);
+		REQUIRE(cfg);
+		CHECK_RC(larder_config_set_shards(cfg, shards[s]), LARDER_OK);
+		CHECK_RC(larder_config_set_clock(cfg, th_clock_fn, &clk), LARDER_OK);
+		CHECK_RC(larder_config_set_removal_listener(cfg, on_tally, &t), LARDER_OK);
+		larder *c = th_open(cfg);
+		REQUIRE(c);
+		_Atomic int stop = 0;
+		enum { WRITERS = 3 };
+		struct racer r[WRITERS + 1];
+		pthread_t th[WRITERS + 1];
+		for (unsigned i = 0; i <= WRITERS; i++) {
+			r[i] = (struct racer){ c, &clk, &stop, i };
+			REQUIRE(pthread_create(&th[i], NULL, i < WRITERS ? race_writer : race_admin,
+					       &r[i]) == 0);
+		}
+		uint64_t until = th_now_ms() + 60000 * TH_SLOW;
+		while (th_stat(c, LARDER_STAT_WRITES) < 60000 / TH_SLOW && th_now_ms() < until)
+			sched_yield();
+		atomic_store(&stop, 1);
+		for (unsigned i = 0; i <= WRITERS; i++)
+			pthread_join(th[i], NULL);
+		CHECK_RC(larder_clear(c), LARDER_OK);
+		CHECK_RC(larder_flush(c, WAIT_MS * TH_SLOW), LARDER_OK);
+		static const enum larder_stat counter[5] = {
+			[LARDER_CAUSE_EXPLICIT] = LARDER_STAT_REMOVALS,
+			[LARDER_CAUSE_REPLACED] = LARDER_STAT_REPLACEMENTS,
+			[LARDER_CAUSE_EXPIRED] = LARDER_STAT_EXPIRATIONS,
+			[LARDER_CAUSE_EVICTED] = LARDER_STAT_EVICTIONS,
+			[LARDER_CAUSE_CLEARED] = LARDER_STAT_CLEARED,
+		};
+		uint64_t sum = 0;
+		for (int k = 0; k < 5; k++) {
+			CHECK_EQ(atomic_load(&t.calls[k]), th_stat(c, counter[k]));
+			sum += atomic_load(&t.calls[k]);
+		}
+		CHECK_EQ(sum, th_stat(c, LARDER_STAT_WRITES));
+		CHECK_EQ(th_stat(c, LARDER_STAT_ENTRIES), 0);
+		CHECK_EQ(walk(c).n, 0);
+		larder_close(c);
+	}
+}
+
 /* ---- pools: the capacities fit the budget ------------------------------------ */
 
 struct member {
@@ -499,6 +620,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_flush_after_cut_is_final),
 		TH_TEST(test_flush_after_mass_expiry_is_final),
 		TH_TEST(test_flush_beside_writers),
+		TH_TEST(test_every_entry_leaves_once),
 		TH_TEST(test_pool_capacities_fit_budget),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
