@@ -24,8 +24,14 @@
  * settled pass the sweep over the shards may already have waited for: a
  * sweep during which a handoff was counted (counted before the handing
  * pass's settled_seq, so the sweep's acquire sees it) is followed by
- * another, up to K more, so that the largest evicts after its wake-up. The
- * bound keeps a flush finite beside writers that keep the cache full.
+ * another, so that the largest evicts after its wake-up. Shards of about
+ * equal size hand a large cut back and forth, each taking the total down
+ * by about an eighth of the mean (maint/evict.c, takes_turn): a cut from
+ * 7 MiB to 64 KiB over two shards took some 40 handoffs, more sweeps than
+ * one per shard gave (seen under ThreadSanitizer, where the maintainers
+ * make fewer passes of their own meanwhile). At most FLUSH_SWEEPS sweeps:
+ * beside writers that keep the cache over its capacity the handoffs never
+ * stop, and a flush must still end.
  */
 #define _GNU_SOURCE
 #include "core/cache.h"
@@ -46,6 +52,8 @@ void larder__maint_await_pass(struct larder__shard *s)
 	larder__futex_wait(&c->room_seq, seq, 1000000u);
 	atomic_fetch_sub_explicit(&m->pass_waiters, 1, LARDER__RELAXED); /* a count */
 }
+
+#define FLUSH_SWEEPS 256u
 
 /* Each shard's maintainer in turn, through a settled pass numbered after a
  * fence that follows the call's start: a later fence covers as much. */
@@ -76,7 +84,7 @@ int larder_flush(larder *c, uint64_t timeout_ms)
 		return LARDER_ESTATE;
 	uint64_t ms = timeout_ms < UINT64_MAX / 1000000u ? timeout_ms : UINT64_MAX / 1000000u;
 	uint64_t deadline_ns = larder__monotonic_ns() + ms * 1000000u;
-	for (unsigned sweep = 0; sweep <= c->shard_count; sweep++) {
+	for (unsigned sweep = 0; sweep < FLUSH_SWEEPS; sweep++) {
 		/* Relaxed: QUIESCE-Q6 orders the handoffs it must see. */
 		uint64_t handoffs = atomic_load_explicit(&c->evict_handoffs, LARDER__RELAXED);
 		int rc = sweep_shards(c, deadline_ns);
