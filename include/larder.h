@@ -971,7 +971,7 @@ typedef struct larder_pool_config larder_pool_config;
  */
 LARDER_API LARDER_MUST_USE int larder_pool_config_create(larder_pool_config **out);
 LARDER_API void larder_pool_config_destroy(larder_pool_config *config);
-/* The budget in bytes, >= 1 MiB (0 or less: LARDER_EINVAL). Never allocates. */
+/* The budget in bytes, 1 MiB to 2^60 - 1 (else LARDER_EINVAL). Never allocates. */
 LARDER_API LARDER_MUST_USE int larder_pool_config_set_budget(larder_pool_config *config,
 							     uint64_t bytes);
 /*

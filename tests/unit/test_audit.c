@@ -18,8 +18,11 @@
  *     in between moves none of them), the entries counted are those a
  *     cursor walks, and their charges fit the capacity; beside writers
  *     that keep the cache full it still returns;
+ *   - writers of every kind racing with clears, capacity cuts and a moving
+ *     clock: every entry ever written leaves exactly once;
  *   - a pool: the caches' capacities (LARDER_POOL_ASSIGNED_BYTES) never sum
- *     past the budget, also while members open beside full ones.
+ *     past the budget, also while members open beside full ones; the
+ *     budget's range, its upper end included.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -518,6 +521,41 @@ static void test_every_entry_leaves_once(void)
 
 /* ---- pools: the capacities fit the budget ------------------------------------ */
 
+/* larder.h: a budget of 1 MiB to 2^60 - 1 (the upper end was undocumented);
+ * a pool of the largest opens members and shares it. */
+static void test_pool_budget_range(void)
+{
+	larder_pool_config *pc = NULL;
+	REQUIRE_RC(larder_pool_config_create(&pc), LARDER_OK);
+	CHECK_RC(larder_pool_config_set_budget(pc, MiB - 1), LARDER_EINVAL);
+	CHECK_RC(larder_pool_config_set_budget(pc, (UINT64_MAX >> 4) + 1), LARDER_EINVAL);
+	CHECK_RC(larder_pool_config_set_budget(pc, MiB), LARDER_OK);
+	CHECK_RC(larder_pool_config_set_budget(pc, UINT64_MAX >> 4), LARDER_OK);
+	larder_pool *pool = NULL;
+	int rc = larder_pool_create(&pool, pc);
+	larder_pool_config_destroy(pc);
+	REQUIRE_RC(rc, LARDER_OK);
+	larder_config *cfg = NULL;
+	REQUIRE_RC(larder_config_create(&cfg), LARDER_OK);
+	CHECK_RC(larder_config_set_pool(cfg, pool), LARDER_OK);
+	larder *c[2] = { NULL, NULL };
+	for (int i = 0; i < 2; i++)
+		CHECK_RC(larder_open(&c[i], cfg), LARDER_OK);
+	larder_config_destroy(cfg);
+	uint64_t v[LARDER_POOL_STAT_COUNT];
+	CHECK_RC(larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT), LARDER_OK);
+	CHECK_EQ(v[LARDER_POOL_BUDGET_BYTES], UINT64_MAX >> 4);
+	CHECK_LE(v[LARDER_POOL_ASSIGNED_BYTES], UINT64_MAX >> 4);
+	for (int i = 0; i < 2; i++) {
+		if (!c[i])
+			continue;
+		CHECK_RC(larder_put(c[i], "k", 1, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+		CHECK_GT(th_stat(c[i], LARDER_STAT_CAPACITY_BYTES), 1ull << 58);
+		larder_close(c[i]);
+	}
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
 struct member {
 	larder_pool *pool;
 	_Atomic int *stop;
@@ -621,6 +659,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_flush_after_mass_expiry_is_final),
 		TH_TEST(test_flush_beside_writers),
 		TH_TEST(test_every_entry_leaves_once),
+		TH_TEST(test_pool_budget_range),
 		TH_TEST(test_pool_capacities_fit_budget),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
