@@ -582,12 +582,15 @@ LARDER_API LARDER_MUST_USE int larder_set_capacity(larder *cache, uint64_t bytes
  * largest as well): afterwards larder_stats() counts them in
  * LARDER_STAT_ENTRIES, which otherwise lags a write by a batching window
  * (docs/architecture.md), and a second flush with nothing in between moves
- * no counter. For an exact count right after writes, as a
- * binding's size() needs; like Caffeine's cleanUp(). Cost: a wake-up of
- * the maintainer and one pass of it (tens of microseconds on an idle
- * machine, more on a busy one); a cleared index of many entries, or more
- * than 4,096 victims or 8,192 expiries at once, takes several passes. Does not wait for memory to be freed or handed
- * back to the OS.
+ * no counter. For an exact count right after writes, as a binding's
+ * size() needs; like Caffeine's cleanUp(). Cost: a wake-up of the
+ * maintainer and one pass of it (tens of microseconds on an idle machine,
+ * more on a busy one); a cleared index of many entries, or more than 4,096
+ * victims or 8,192 expiries at once, takes several passes, and with K
+ * shards a cut handed between shards several rounds of K passes (at most
+ * 256: beside writers that keep the cache over its capacity a flush then
+ * returns LARDER_OK with the handoffs still going on). Does not wait for
+ * memory to be freed or handed back to the OS.
  * Returns LARDER_OK; LARDER_EINVAL (cache NULL); LARDER_EBUSY when the
  * maintainer did not finish such a pass within timeout_ms (it is inside a
  * long removal listener call, or gets no CPU; 0 asks without waiting);

@@ -1822,7 +1822,8 @@ int larder_clear(larder *c)
 		return rc;
 	}
 	/* Relaxed: a write that returned before the clear set it before. */
-	uint64_t now_ms = atomic_load_explicit(&c->deadlines_seen, LARDER__RELAXED) ? op_now(c, &op) : 0;
+	uint64_t now_ms =
+		atomic_load_explicit(&c->deadlines_seen, LARDER__RELAXED) ? op_now(c, &op) : 0;
 	for (unsigned k = 0; k < c->shard_count; k++) {
 		struct larder__shard *s = &c->shard[k];
 		op.handle = op.handles[k];

@@ -1705,9 +1705,8 @@ static int first_capacity(larder_pool *p, struct larder__pool_member *nm, uint64
 		int shrinking = apply_shrinks(p);
 		uint64_t limit = limit_of(p), others = committed_sum(p, nm);
 		uint64_t left = unassigned(p, nm);
-		uint64_t x = limit > others
-				     ? fit_capacity(limit - others, nm->target < left ? nm->target : left)
-				     : 0;
+		uint64_t want = nm->target < left ? nm->target : left;
+		uint64_t x = limit > others ? fit_capacity(limit - others, want) : 0;
 		if (x >= MIN_CACHE_BYTES) {
 			*cap = x;
 			return LARDER_OK;

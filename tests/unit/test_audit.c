@@ -53,7 +53,7 @@ struct causes {
 	_Atomic uint64_t stray; /* a key this test did not write */
 };
 
-static const char *const KINDS[3] = { "short", "long", "none" };
+static const char *const KINDS[3] = {"short", "long", "none"};
 
 static void on_removal(void *ctx, const void *key, size_t key_len, const void *value,
 		       size_t value_len, enum larder_cause cause)
@@ -96,7 +96,7 @@ static larder *open_listening(struct th_clock *clk, struct causes *r, unsigned s
 /* Writes NCLEAR keys of each kind: short (10 ms), long (1 h), none. */
 static void write_kinds(larder *c)
 {
-	static const uint64_t ttl[3] = { 10, 3600000, LARDER_TTL_NEVER };
+	static const uint64_t ttl[3] = {10, 3600000, LARDER_TTL_NEVER};
 	char key[32];
 	for (int k = 0; k < 3; k++)
 		for (unsigned i = 0; i < NCLEAR; i++)
@@ -109,12 +109,14 @@ static void check_kind(struct causes *r, int k, enum larder_cause want)
 {
 	unsigned wrong = 0, first = NCLEAR;
 	for (unsigned i = 0; i < NCLEAR; i++)
-		if (atomic_load(&r->calls[k][i]) != 1 || atomic_load(&r->cause[k][i]) != (int)want) {
+		if (atomic_load(&r->calls[k][i]) != 1 ||
+		    atomic_load(&r->cause[k][i]) != (int)want) {
 			wrong++;
 			first = first < i ? first : i;
 		}
 	if (!CHECK_EQ(wrong, 0))
-		fprintf(stderr, "  %s keys: %u not told once as %s (first %s:%05u: %d calls, cause %s)\n",
+		fprintf(stderr,
+			"  %s keys: %u not told once as %s (first %s:%05u: %d calls, cause %s)\n",
 			KINDS[k], wrong, larder_cause_name(want), KINDS[k], first,
 			atomic_load(&r->calls[k][first]),
 			larder_cause_name((enum larder_cause)atomic_load(&r->cause[k][first])));
@@ -131,7 +133,7 @@ static void check_kind(struct causes *r, int k, enum larder_cause want)
  */
 static void test_clear_reports_expired_as_expired(void)
 {
-	static const unsigned shards[] = { 1, 2, 4 };
+	static const unsigned shards[] = {1, 2, 4};
 	for (size_t s = 0; s < TH_COUNT(shards); s++) {
 		struct th_clock clk;
 		th_clock_init(&clk, T0);
@@ -214,7 +216,7 @@ static void count_entry(void *ctx, const void *key, size_t key_len, const void *
 
 static struct walked walk(larder *c)
 {
-	struct walked w = { 0, 0 };
+	struct walked w = {0, 0};
 	larder_iter *it = NULL;
 	if (!CHECK_RC(larder_iter_open(c, &it), LARDER_OK))
 		return w;
@@ -227,8 +229,8 @@ static struct walked walk(larder *c)
 }
 
 static const enum larder_stat FINAL[] = {
-	LARDER_STAT_ENTRIES,	  LARDER_STAT_WRITES,	    LARDER_STAT_EVICTIONS,
-	LARDER_STAT_EXPIRATIONS,  LARDER_STAT_REMOVALS,	    LARDER_STAT_REPLACEMENTS,
+	LARDER_STAT_ENTRIES,     LARDER_STAT_WRITES,   LARDER_STAT_EVICTIONS,
+	LARDER_STAT_EXPIRATIONS, LARDER_STAT_REMOVALS, LARDER_STAT_REPLACEMENTS,
 	LARDER_STAT_CLEARED,
 };
 
@@ -265,10 +267,10 @@ static int check_final(larder *c, uint64_t capacity, const char *where, int roun
  */
 static void test_flush_counts_are_final(void)
 {
-	static const unsigned shards[] = { 1, 2, 4 };
-	static const enum larder_policy policies[] = { LARDER_POLICY_DEFAULT, LARDER_POLICY_LRU,
-						       LARDER_POLICY_FIFO, LARDER_POLICY_ARC,
-						       LARDER_POLICY_WTINYLFU };
+	static const unsigned shards[] = {1, 2, 4};
+	static const enum larder_policy policies[] = {LARDER_POLICY_DEFAULT, LARDER_POLICY_LRU,
+						      LARDER_POLICY_FIFO, LARDER_POLICY_ARC,
+						      LARDER_POLICY_WTINYLFU};
 	const uint64_t capacity = 256 * KiB;
 	char key[32], value[200], where[64];
 	memset(value, 'v', sizeof value);
@@ -280,11 +282,14 @@ static void test_flush_counts_are_final(void)
 			CHECK_RC(larder_config_set_policy(cfg, policies[p]), LARDER_OK);
 			larder *c = th_open(cfg);
 			REQUIRE(c);
-			snprintf(where, sizeof where, "%u shards, policy %d", shards[s], (int)policies[p]);
+			snprintf(where, sizeof where, "%u shards, policy %d", shards[s],
+				 (int)policies[p]);
 			for (int round = 0; round < 3; round++) {
 				for (unsigned i = 0; i < 20000; i++) {
-					size_t n = key_of(key, "k", (i * 7919u + (unsigned)round) % 30000u);
-					CHECK_RC(larder_put(c, key, n, value, sizeof value, LARDER_TTL_NEVER),
+					size_t n = key_of(key, "k",
+							  (i * 7919u + (unsigned)round) % 30000u);
+					CHECK_RC(larder_put(c, key, n, value, sizeof value,
+							    LARDER_TTL_NEVER),
 						 LARDER_OK);
 				}
 				CHECK_RC(larder_flush(c, WAIT_MS), LARDER_OK);
@@ -302,7 +307,7 @@ static void test_flush_counts_are_final(void)
  */
 static void test_flush_after_cut_is_final(void)
 {
-	static const unsigned shards[] = { 1, 2, 4 };
+	static const unsigned shards[] = {1, 2, 4};
 	char key[32], value[200], where[64];
 	memset(value, 'v', sizeof value);
 	for (size_t s = 0; s < TH_COUNT(shards); s++) {
@@ -370,7 +375,8 @@ static void *busy_writer(void *arg)
 	memset(value, 'w', sizeof value);
 	for (unsigned i = 0; !atomic_load(b->stop); i++) {
 		size_t n = key_of(key, b->id ? "b" : "a", i % 20000u);
-		if (!CHECK_RC(larder_put(b->c, key, n, value, 100 + i % 200, LARDER_TTL_NEVER), LARDER_OK))
+		if (!CHECK_RC(larder_put(b->c, key, n, value, 100 + i % 200, LARDER_TTL_NEVER),
+			      LARDER_OK))
 			break;
 	}
 	return NULL;
@@ -384,7 +390,7 @@ static void test_flush_beside_writers(void)
 	larder *c = th_open(cfg);
 	REQUIRE(c);
 	_Atomic int stop = 0;
-	struct busy b[2] = { { c, &stop, 0 }, { c, &stop, 1 } };
+	struct busy b[2] = {{c, &stop, 0}, {c, &stop, 1}};
 	pthread_t t[2];
 	for (int i = 0; i < 2; i++)
 		REQUIRE(pthread_create(&t[i], NULL, busy_writer, &b[i]) == 0);
@@ -424,20 +430,31 @@ struct racer {
 static void *race_writer(void *arg)
 {
 	struct racer *r = arg;
-	struct th_rng rng = { 0xa0d17u + r->id };
+	struct th_rng rng = {0xa0d17u + r->id};
 	char key[32], value[256];
 	memset(value, 'r', sizeof value);
 	while (!atomic_load(r->stop)) {
 		size_t n = key_of(key, "r", (unsigned)th_rng_below(&rng, 2000));
 		size_t vl = 1 + th_rng_below(&rng, sizeof value);
-		uint64_t ttl = th_rng_below(&rng, 3) ? LARDER_TTL_NEVER : 1 + th_rng_below(&rng, 20);
+		uint64_t ttl =
+			th_rng_below(&rng, 3) ? LARDER_TTL_NEVER : 1 + th_rng_below(&rng, 20);
 		int rc = LARDER_OK;
 		switch (th_rng_below(&rng, 6)) {
-		case 0: rc = larder_put_if_absent(r->c, key, n, value, vl, ttl); break;
-		case 1: rc = larder_replace(r->c, key, n, value, vl, ttl); break;
-		case 2: rc = larder_remove(r->c, key, n); break;
-		case 3: rc = larder_touch(r->c, key, n, ttl); break;
-		default: rc = larder_put(r->c, key, n, value, vl, ttl); break;
+		case 0:
+			rc = larder_put_if_absent(r->c, key, n, value, vl, ttl);
+			break;
+		case 1:
+			rc = larder_replace(r->c, key, n, value, vl, ttl);
+			break;
+		case 2:
+			rc = larder_remove(r->c, key, n);
+			break;
+		case 3:
+			rc = larder_touch(r->c, key, n, ttl);
+			break;
+		default:
+			rc = larder_put(r->c, key, n, value, vl, ttl);
+			break;
 		}
 		if (!CHECK(rc >= 0))
 			break;
@@ -449,14 +466,21 @@ static void *race_writer(void *arg)
 static void *race_admin(void *arg)
 {
 	struct racer *r = arg;
-	struct th_rng rng = { 0xad41u };
+	struct th_rng rng = {0xad41u};
 	while (!atomic_load(r->stop)) {
 		th_clock_advance(r->clk, 1 + th_rng_below(&rng, 5));
 		switch (th_rng_below(&rng, 8)) {
-		case 0: CHECK_RC(larder_clear(r->c), LARDER_OK); break;
-		case 1: CHECK_RC(larder_set_capacity(r->c, 64 * KiB), LARDER_OK); break;
-		case 2: CHECK_RC(larder_set_capacity(r->c, 4 * MiB), LARDER_OK); break;
-		default: break;
+		case 0:
+			CHECK_RC(larder_clear(r->c), LARDER_OK);
+			break;
+		case 1:
+			CHECK_RC(larder_set_capacity(r->c, 64 * KiB), LARDER_OK);
+			break;
+		case 2:
+			CHECK_RC(larder_set_capacity(r->c, 4 * MiB), LARDER_OK);
+			break;
+		default:
+			break;
 		}
 		sched_yield();
 	}
@@ -471,11 +495,11 @@ static void *race_admin(void *arg)
  */
 static void test_every_entry_leaves_once(void)
 {
-	static const unsigned shards[] = { 1, 4 };
+	static const unsigned shards[] = {1, 4};
 	for (size_t s = 0; s < TH_COUNT(shards); s++) {
 		struct th_clock clk;
 		th_clock_init(&clk, T0);
-		struct tally t = { { 0 } };
+		struct tally t = {{0}};
 		larder_config *cfg = th_config(4 * MiB);
 		REQUIRE(cfg);
 		CHECK_RC(larder_config_set_shards(cfg, shards[s]), LARDER_OK);
@@ -488,7 +512,7 @@ static void test_every_entry_leaves_once(void)
 		struct racer r[WRITERS + 1];
 		pthread_t th[WRITERS + 1];
 		for (unsigned i = 0; i <= WRITERS; i++) {
-			r[i] = (struct racer){ c, &clk, &stop, i };
+			r[i] = (struct racer){c, &clk, &stop, i};
 			REQUIRE(pthread_create(&th[i], NULL, i < WRITERS ? race_writer : race_admin,
 					       &r[i]) == 0);
 		}
@@ -538,7 +562,7 @@ static void test_pool_budget_range(void)
 	larder_config *cfg = NULL;
 	REQUIRE_RC(larder_config_create(&cfg), LARDER_OK);
 	CHECK_RC(larder_config_set_pool(cfg, pool), LARDER_OK);
-	larder *c[2] = { NULL, NULL };
+	larder *c[2] = {NULL, NULL};
 	for (int i = 0; i < 2; i++)
 		CHECK_RC(larder_open(&c[i], cfg), LARDER_OK);
 	larder_config_destroy(cfg);
@@ -582,7 +606,8 @@ static void *member_main(void *arg)
 		if (!CHECK_RC(rc, LARDER_OK))
 			return NULL;
 		atomic_fetch_add(&m->opens, 1);
-		for (unsigned i = 0; i < (m->churn ? 3000u : UINT32_MAX) && !atomic_load(m->stop); i++)
+		for (unsigned i = 0; i < (m->churn ? 3000u : UINT32_MAX) && !atomic_load(m->stop);
+		     i++)
 			if (!CHECK_RC(larder_put(c, key, key_of(key, "p", n++ % 50000u), value,
 						 sizeof value, LARDER_TTL_NEVER),
 				      LARDER_OK))
@@ -602,7 +627,7 @@ static void *member_main(void *arg)
  */
 static void test_pool_capacities_fit_budget(void)
 {
-	static const uint64_t intervals[] = { 5, 0 };
+	static const uint64_t intervals[] = {5, 0};
 	const uint64_t budget = 8 * MiB;
 	for (size_t k = 0; k < TH_COUNT(intervals); k++) {
 		larder_pool_config *pc = NULL;
@@ -618,7 +643,7 @@ static void test_pool_capacities_fit_budget(void)
 		struct member m[N];
 		pthread_t t[N];
 		for (unsigned i = 0; i < N; i++) {
-			m[i] = (struct member){ pool, &stop, i, 0, i >= 2 };
+			m[i] = (struct member){pool, &stop, i, 0, i >= 2};
 			REQUIRE(pthread_create(&t[i], NULL, member_main, &m[i]) == 0);
 		}
 		uint64_t worst = 0, samples = 0, over = 0;
@@ -626,13 +651,15 @@ static void test_pool_capacities_fit_budget(void)
 		while (th_now_ms() < until &&
 		       atomic_load(&m[2].opens) + atomic_load(&m[3].opens) < 16) {
 			uint64_t v[LARDER_POOL_STAT_COUNT];
-			if (!CHECK_RC(larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT), LARDER_OK))
+			if (!CHECK_RC(larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT),
+				      LARDER_OK))
 				break;
 			samples++;
 			if (v[LARDER_POOL_ASSIGNED_BYTES] > budget) {
 				over++;
-				worst = v[LARDER_POOL_ASSIGNED_BYTES] > worst ? v[LARDER_POOL_ASSIGNED_BYTES]
-									       : worst;
+				worst = v[LARDER_POOL_ASSIGNED_BYTES] > worst
+						? v[LARDER_POOL_ASSIGNED_BYTES]
+						: worst;
 			}
 		}
 		atomic_store(&stop, 1);
@@ -640,8 +667,9 @@ static void test_pool_capacities_fit_budget(void)
 			pthread_join(t[i], NULL);
 		CHECK_GE(atomic_load(&m[2].opens) + atomic_load(&m[3].opens), 16);
 		if (!CHECK_EQ(over, 0))
-			fprintf(stderr, "  interval %llu ms: capacities over the budget in %llu of %llu "
-					"samples, up to %llu (budget %llu)\n",
+			fprintf(stderr,
+				"  interval %llu ms: capacities over the budget in %llu of %llu "
+				"samples, up to %llu (budget %llu)\n",
 				(unsigned long long)intervals[k], (unsigned long long)over,
 				(unsigned long long)samples, (unsigned long long)worst,
 				(unsigned long long)budget);
