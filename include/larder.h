@@ -126,9 +126,9 @@ enum larder_error {
 enum larder_cause {
 	LARDER_CAUSE_EXPLICIT = 0, /* larder_remove*() */
 	LARDER_CAUSE_REPLACED = 1, /* a write stored a new value for the key */
-	LARDER_CAUSE_EXPIRED = 2,  /* its time to live ran out */
+	LARDER_CAUSE_EXPIRED = 2,  /* its time to live ran out (also at larder_clear()) */
 	LARDER_CAUSE_EVICTED = 3,  /* the policy chose it to keep within capacity */
-	LARDER_CAUSE_CLEARED = 4,  /* larder_clear() */
+	LARDER_CAUSE_CLEARED = 4,  /* larder_clear(), of an entry live at the call */
 };
 
 /* Eviction policies; LARDER_POLICY_DEFAULT picks the recommended one. */
@@ -555,7 +555,12 @@ LARDER_API LARDER_MUST_USE int larder_touch(larder *cache, const void *key, size
 /*
  * Removes every entry (cause LARDER_CAUSE_CLEARED). O(1) for the caller:
  * the index is swapped for an empty one and the maintainer frees the old
- * entries in the background. Allocates the new index.
+ * entries in the background. An entry already past its deadline at the
+ * call (its expiry not yet reclaimed) is reported as LARDER_CAUSE_EXPIRED
+ * and counted in LARDER_STAT_EXPIRATIONS, as Caffeine's invalidateAll()
+ * reports it; every entry live at the call as CLEARED, however late the
+ * background walk reaches it. For that the call reads the clock once, in a
+ * cache that has ever given an entry a deadline. Allocates the new index.
  * Returns LARDER_OK, LARDER_EINVAL, LARDER_ENOMEM (nothing was cleared) or
  * LARDER_EBUSY (its event could not be queued: see larder_put).
  */
@@ -572,15 +577,21 @@ LARDER_API LARDER_MUST_USE int larder_set_capacity(larder *cache, uint64_t bytes
 
 /*
  * Waits until the maintainer has applied every write, removal and clear that
- * returned before the call, on any thread (and the evictions and expiries
- * its pass makes): afterwards larder_stats() counts them in
+ * returned before the call, on any thread, and made every eviction and
+ * expiry then due (a capacity cut's and a mass expiry's too, however many
+ * passes they take; with K shards, the evictions one shard hands to the
+ * largest as well): afterwards larder_stats() counts them in
  * LARDER_STAT_ENTRIES, which otherwise lags a write by a batching window
- * (docs/architecture.md). For an exact count right after writes, as a
- * binding's size() needs; like Caffeine's cleanUp(). Cost: a wake-up of
- * the maintainer and one pass of it (tens of microseconds on an idle
- * machine, more on a busy one); a cleared index of many entries takes
- * several passes to walk. Does not wait for memory to be freed or handed
- * back to the OS.
+ * (docs/architecture.md), and a second flush with nothing in between moves
+ * no counter. For an exact count right after writes, as a binding's
+ * size() needs; like Caffeine's cleanUp(). Cost: a wake-up of the
+ * maintainer and one pass of it (tens of microseconds on an idle machine,
+ * more on a busy one); a cleared index of many entries, or more than 4,096
+ * victims or 8,192 expiries at once, takes several passes, and with K
+ * shards a cut handed between shards several rounds of K passes (at most
+ * 256: beside writers that keep the cache over its capacity a flush then
+ * returns LARDER_OK with the handoffs still going on). Does not wait for
+ * memory to be freed or handed back to the OS.
  * Returns LARDER_OK; LARDER_EINVAL (cache NULL); LARDER_EBUSY when the
  * maintainer did not finish such a pass within timeout_ms (it is inside a
  * long removal listener call, or gets no CPU; 0 asks without waiting);
@@ -948,7 +959,8 @@ LARDER_API void larder_sim_destroy(larder_sim *sim);
  * is budget / 100 + 4 MiB per open cache (each cache's own overshoot bound
  * summed), at any instant, also while capacity moves: a cache that gives
  * capacity up evicts first, and the cache that takes it can use it only once
- * the bytes are back.
+ * the bytes are back. The capacities the pool sets never sum to more than
+ * the budget (LARDER_POOL_ASSIGNED_BYTES <= LARDER_POOL_BUDGET_BYTES).
  *
  * Threads: every pool call may be made from any thread. A pool runs one
  * thread of its own (the controller), started by larder_pool_create().
@@ -963,7 +975,7 @@ typedef struct larder_pool_config larder_pool_config;
  */
 LARDER_API LARDER_MUST_USE int larder_pool_config_create(larder_pool_config **out);
 LARDER_API void larder_pool_config_destroy(larder_pool_config *config);
-/* The budget in bytes, >= 1 MiB (0 or less: LARDER_EINVAL). Never allocates. */
+/* The budget in bytes, 1 MiB to 2^60 - 1 (else LARDER_EINVAL). Never allocates. */
 LARDER_API LARDER_MUST_USE int larder_pool_config_set_budget(larder_pool_config *config,
 							     uint64_t bytes);
 /*

@@ -1000,6 +1000,9 @@ static inline unsigned event_class(size_t bytes)
 
 static uint64_t deadline_after(larder *c, struct op *op, uint64_t ttl_ms)
 {
+	/* Relaxed, stored once: larder_clear() reads the clock from then on. */
+	if (__builtin_expect(!atomic_load_explicit(&c->deadlines_seen, LARDER__RELAXED), 0))
+		atomic_store_explicit(&c->deadlines_seen, 1, LARDER__RELAXED);
 	return deadline_from(op_now(c, op), ttl_ms);
 }
 
@@ -1815,7 +1818,10 @@ static struct larder__table *first_table(const struct larder *c)
  * Shard by shard: each root is swapped, and its old table handed to its
  * maintainer through the thread's handle for that shard. A write that
  * races with the clear survives it if it lands in a shard already swapped,
- * as one made just after a clear would.
+ * as one made just after a clear would. The clock is read once, before the
+ * swaps, in a cache that has given an entry a deadline (deadlines_seen):
+ * each maintainer reports the entries already past their deadline then as
+ * EXPIRED, the others as CLEARED (maint/clear.c).
  */
 int larder_clear(larder *c)
 {
@@ -1842,6 +1848,9 @@ int larder_clear(larder *c)
 			larder__table_destroy(fresh[made]);
 		return rc;
 	}
+	/* Relaxed: a write that returned before the clear set it before. */
+	uint64_t now_ms =
+		atomic_load_explicit(&c->deadlines_seen, LARDER__RELAXED) ? op_now(c, &op) : 0;
 	for (unsigned k = 0; k < c->shard_count; k++) {
 		struct larder__shard *s = &c->shard[k];
 		op.handle = op.handles[k];
@@ -1852,7 +1861,7 @@ int larder_clear(larder *c)
 		struct larder__table *old = (struct larder__table *)atomic_exchange_explicit(
 			s->table, (uintptr_t)fresh[k], LARDER__ACQ_REL);
 		larder__events_post(op.handle, LARDER__EV_CLEAR, LARDER_CAUSE_CLEARED,
-				    LARDER__EV_NO_CLASS, old, NULL, 0);
+				    LARDER__EV_NO_CLASS, old, NULL, now_ms);
 		op_exit(&op);
 		larder__maint_wake(s, op.handle, 0); /* the old table's walk starts at once */
 	}

@@ -124,6 +124,9 @@ struct larder__table {
 	/* Maintainer only: the table's place in its retire or cleared list. */
 	struct larder__table *retire_next;
 	uint64_t retire_token;
+	/* Maintainer only, a cleared table's: the cache clock at larder_clear()
+	 * (0: no entry had a deadline), which names each entry's cause (maint/clear.c). */
+	uint64_t cleared_ms;
 	struct larder__bucket buckets[] __attribute__((aligned(64)));
 };
 

@@ -277,11 +277,11 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
 		larder__maint_retire(m, a, (enum larder_cause)ev->cause, 1);
 		break;
 	case LARDER__EV_CLEAR:
-		larder__maint_clear_add(m, ev->a);
+		larder__maint_clear_add(m, ev->a, ev->hash);
 		/* Every entry counted so far is in a cleared table (give or
 		 * take inserts whose events are in other rings): the walk
-		 * retires them as CLEARED (root_entries()). */
-		m->cleared_goal = larder__maint_stat(m, LARDER_STAT_CLEARED) + m->live_count;
+		 * retires them (root_entries()). */
+		m->clear_left = m->live_count;
 		break;
 	case LARDER__EV_BATCH:
 		apply_batch(m, ev->a);

@@ -4,6 +4,12 @@
  * CLEARED and frees them, a bounded chunk per pass, in address order (see
  * larder__maint_clear_walk for why and how).
  *
+ * The cause is judged at the clear, not at the walk: an entry whose
+ * deadline had passed by the cache clock's reading in larder_clear() (the
+ * table's cleared_ms) leaves as EXPIRED, as Caffeine's invalidateAll
+ * reports an expired entry, whichever reached it first; every other entry,
+ * live at the clear, as CLEARED, however late the walk reaches it.
+ *
  * A cleared table is the maintainer's alone once swapped out (no writer or
  * reader can reach it after its grace period), so the walk reads and
  * empties its slots with the index's bucket iterator and plain stores.
@@ -26,9 +32,10 @@
 #define SORT_KEYS_MIN 16u
 #define SORT_KEYS_MAX 4096u
 
-void larder__maint_clear_add(struct larder__maint *m, struct larder__table *t)
+void larder__maint_clear_add(struct larder__maint *m, struct larder__table *t, uint64_t cleared_ms)
 {
 	t->retire_token = larder__gp_start();
+	t->cleared_ms = cleared_ms;
 	t->retire_next = NULL;
 	struct larder__table **p = &m->gens;
 	while (*p)
@@ -54,11 +61,19 @@ static void walk_prefetch(const struct larder__pagedir *dir, struct larder__entr
 	}
 }
 
-/* Retires e as CLEARED and frees it at once (see larder__maint_clear_walk for why). */
+/* Retires e, as EXPIRED when its deadline had passed at the clear, else as
+ * CLEARED, and frees it at once (see larder__maint_clear_walk for why). A
+ * deadline is at least 1 (a reading plus a TTL of 1 ms or more), so a
+ * cleared_ms of 0 finds every entry live. */
 static void clear_one(struct larder__maint *m, struct larder__entry *e, uint64_t *bytes)
 {
 	struct larder__entry *done = NULL;
-	larder__maint_retire_onto(m, e, LARDER_CAUSE_CLEARED, 1, &done, bytes);
+	enum larder_cause cause = larder__entry_deadline(e) <= m->clear.cleared_ms
+					  ? LARDER_CAUSE_EXPIRED
+					  : LARDER_CAUSE_CLEARED;
+	if (m->clear_left)
+		m->clear_left--;
+	larder__maint_retire_onto(m, e, cause, 1, &done, bytes);
 	if (done)
 		larder__slab_free_batched(&m->shard->slab, &m->clear.batch, e,
 					  larder__entry_size(e));
@@ -260,6 +275,7 @@ uint64_t larder__maint_clear_walk(struct larder__maint *m, int ready)
 		larder__table_iter_init(&m->clear.iter, t);
 	}
 	uint64_t done_bytes = 0, work = 1;
+	m->clear.cleared_ms = g->cleared_ms; /* sorted_end() zeroes the walk */
 	int done = m->clear.phase == LARDER__CLEAR_HASH ? walk_hash_order(m, &done_bytes, &work)
 							: walk_sorted(m, t, &done_bytes, &work);
 	larder__slab_batch_flush(&m->shard->slab, &m->clear.batch);

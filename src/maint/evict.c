@@ -136,8 +136,11 @@ static void wake_largest(struct larder__maint *m)
 			largest = s;
 		}
 	}
-	if (largest)
+	if (largest) {
+		/* Relaxed: before this pass's QUIESCE-Q4 release (QUIESCE-Q6). */
+		atomic_fetch_add_explicit(&m->cache->evict_handoffs, 1, LARDER__RELAXED);
 		larder__maint_wake(largest, NULL, 0);
+	}
 }
 
 /*
@@ -204,6 +207,7 @@ uint64_t larder__maint_evict(struct larder__maint *m)
 			others = others_live_bytes(m);
 		}
 	}
+	m->behind |= n == EVICT_PER_PASS && m->live_bytes + others + want > cap;
 	if (n && want)
 		atomic_store_explicit(&c->wanted, 0, LARDER__RELAXED); /* waiters re-assert */
 	publish_live_bytes(m);
@@ -243,6 +247,8 @@ uint64_t larder__maint_expire(struct larder__maint *m)
 	uint64_t n = larder__wheel_advance(&m->wheel, now_ms, EXPIRE_PER_PASS, on_due, m);
 	if (n < EXPIRE_PER_PASS) /* R-WHEEL: release; the listener calls before it */
 		atomic_store_explicit(&m->wheel_done, now_ms, LARDER__RELEASE);
+	else
+		m->behind = 1;
 	/* Cascades ahead of time, a bounded chunk per pass (after the expiries:
 	 * it delays the next pass, not this one's). Counted as one unit of
 	 * work, and as a walk (no lazy sleep, maint/maintainer.c): the

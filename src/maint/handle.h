@@ -41,7 +41,8 @@ enum larder__event_kind {
 	LARDER__EV_REPLACE,  /* b replaced a (cause: REPLACED or EXPIRED) */
 	LARDER__EV_RELOCATE, /* b is a copy of a with a new deadline (touch); no listener */
 	LARDER__EV_REMOVE,   /* a unlinked (cause: EXPLICIT or EXPIRED) */
-	LARDER__EV_CLEAR,    /* a is the table that larder_clear() swapped out */
+	LARDER__EV_CLEAR,    /* a is the table that larder_clear() swapped out; hash
+			      * the cache clock then (0: not read) */
 	LARDER__EV_TOUCH,    /* a's deadline moved earlier in place (larder_touch) */
 	LARDER__EV_BATCH,    /* a is a struct larder__event_batch: a bulk writer's events */
 };
@@ -60,7 +61,7 @@ struct larder__event {
 	uint32_t seq; /* the owner's posting number, ring and spill together (EV-V4) */
 	void *a;
 	void *b;
-	uint64_t hash; /* of the key of b (or a when b is NULL) */
+	uint64_t hash; /* of the key of b (or a when b is NULL); EV_CLEAR: a time */
 };
 
 /*

@@ -170,6 +170,7 @@ static uint64_t maint_pass(struct larder__maint *m)
 	uint64_t work = 0;
 	larder__stat_bump(&m->pass_seq, 1);
 	m->have_now = 0;
+	m->behind = 0;
 	/* QUIESCE-Q1: orders the pass number before this pass's ring reads; with the
 	 * fence in larder_flush() and larder__test_quiesce(), a pass numbered
 	 * after the caller read pass_seq sees everything posted before the call. */
@@ -249,9 +250,10 @@ static uint64_t maint_pass(struct larder__maint *m)
 				      atomic_load_explicit(&m->pass_seq, LARDER__RELAXED),
 				      LARDER__RELEASE);
 	}
-	if (!m->gens) {
+	if (!m->gens && !m->behind) {
 		/* QUIESCE-Q4: release; larder_flush acquires it (QUIESCE-Q5): this
-		 * pass drained every ring and published the entry count above. */
+		 * pass drained every ring, expired and evicted all that was due,
+		 * and published the entry count above. */
 		atomic_store_explicit(&m->settled_seq,
 				      atomic_load_explicit(&m->pass_seq, LARDER__RELAXED),
 				      LARDER__RELEASE);

@@ -76,9 +76,7 @@ static uint64_t root_entries(struct larder__maint *m)
 {
 	if (!m->gens)
 		return m->live_count;
-	uint64_t cleared = larder__maint_stat(m, LARDER_STAT_CLEARED);
-	uint64_t walking = m->cleared_goal > cleared ? m->cleared_goal - cleared : 0;
-	return m->live_count > walking ? m->live_count - walking : 0;
+	return m->live_count > m->clear_left ? m->live_count - m->clear_left : 0;
 }
 
 /*

@@ -67,6 +67,7 @@ struct larder__clear_walk {
 	size_t count_bytes, order_bytes;
 	uint64_t n, at, key, sub_n, sub_at;
 	struct larder__slab_batch batch; /* flushed at the end of every pass */
+	uint64_t cleared_ms;             /* the head table's, for clear_one() */
 };
 
 struct larder__maint {
@@ -92,7 +93,7 @@ struct larder__maint {
 	struct larder__table *gens;      /* swapped out by clear, oldest first */
 	struct larder__clear_walk clear; /* of gens, the head */
 	struct larder__table *growing;   /* being resized into its next, either way */
-	uint64_t cleared_goal;           /* the CLEARED count once the cleared tables are walked */
+	uint64_t clear_left;             /* entries the cleared tables held, not yet walked */
 	/* TABLE-L3: the fewest buckets a shrink leaves: SMALL_BUCKETS or the first
 	 * table's size if larger. Ours; relaxed, only the test seam
 	 * larder__test_index_floor() writes it from another thread. */
@@ -105,6 +106,9 @@ struct larder__maint {
 	uint64_t now_ms;            /* the cache clock, read once per pass when needed;
 				     * never moves back (maint/evict.c, pass_now) */
 	int have_now;
+	/* This pass stopped its expiries or evictions at their bound per pass
+	 * with more due: it settles nothing (QUIESCE-Q4). */
+	int behind;
 	/* Counters: written by this thread only (relaxed load+store), read by
 	 * larder_stats() and the quiesce seam from any thread. */
 	larder__atomic_u64 stat[LARDER_STAT_COUNT];
@@ -112,7 +116,8 @@ struct larder__maint {
 	larder__atomic_u64 pass_seq;     /* passes started */
 	larder__atomic_u64 idle_seq;     /* number of the last pass that found nothing to do */
 	larder__atomic_u64 settled_seq;  /* number of the last pass that ended with no cleared
-					    table left to walk (larder_flush) */
+					    table left to walk and no expiry or eviction
+					    left over (larder_flush) */
 	larder__atomic_u32 pass_waiters; /* threads waiting for a pass: larder_flush and the
 					    test seams (maint/flush.c) */
 	larder__atomic_u64 idle_until;   /* test seam: next_due when it last slept idle */
@@ -204,8 +209,9 @@ void larder__maint_free_tables(struct larder__maint *m);
 
 /* ---- maint/clear.c ---------------------------------------------------------- */
 
-/* EV_CLEAR: t joins the cleared tables (its grace period starts). */
-void larder__maint_clear_add(struct larder__maint *m, struct larder__table *t);
+/* EV_CLEAR: t joins the cleared tables (its grace period starts); cleared_ms
+ * is the cache clock at the clear, 0 when no entry had a deadline. */
+void larder__maint_clear_add(struct larder__maint *m, struct larder__table *t, uint64_t cleared_ms);
 /* One pass's share of the walk of the oldest cleared table; ready: its grace
  * period had ended before this pass drained the rings. Returns the work done. */
 uint64_t larder__maint_clear_walk(struct larder__maint *m, int ready);

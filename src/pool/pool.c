@@ -52,6 +52,12 @@
  *   next cut, so a writer waits for about one slice's evictions, not a
  *   whole move's.
  *   The grows follow the same give-back as before.
+ *   POOL-K5. sum over members not closing of capacity <= budget
+ *   (LARDER_POOL_ASSIGNED_BYTES): a grow or a newcomer's first capacity
+ *   takes at most what the others' capacities leave of the budget, on top
+ *   of POOL-K1's room. POOL-K1 alone let them take the limit's slack for
+ *   the overshoot while a cache above its target was still being cut
+ *   (capacities at budget + 1% seen: test_pool_capacities_fit_budget).
  *
  * The controller (every interval_ms; docs/pool.md has the measurements):
  *   1. For each open cache, a window over its probe's readings (pool/probe.c:
@@ -429,6 +435,17 @@ static uint64_t committed_sum(const larder_pool *p, const struct larder__pool_me
 	return sum;
 }
 
+/* The budget that the capacities of the members not closing, but skip,
+ * leave (POOL-K5). */
+static uint64_t unassigned(const larder_pool *p, const struct larder__pool_member *skip)
+{
+	uint64_t sum = 0;
+	for (const struct larder__pool_member *m = p->members; m; m = m->next)
+		if (m != skip && m->state != M_CLOSING)
+			sum += m->cap;
+	return sum < p->budget ? p->budget - sum : 0;
+}
+
 /* The largest x <= cap_max with x + overshoot(x) <= room (0 if none). */
 static uint64_t fit_capacity(uint64_t room, uint64_t cap_max)
 {
@@ -518,7 +535,8 @@ static int complete_grows(larder_pool *p)
 			continue;
 		uint64_t mine = committed(m);
 		uint64_t room = limit > sum ? limit - sum + mine : mine;
-		uint64_t x = fit_capacity(room, m->target);
+		uint64_t left = unassigned(p, m);
+		uint64_t x = fit_capacity(room, m->target < left ? m->target : left);
 		if (x > m->cap && larder__cache_set_capacity(m->cache, x) == LARDER_OK) {
 			m->cap = x;
 			sum = sum - mine + committed(m);
@@ -1686,7 +1704,9 @@ static int first_capacity(larder_pool *p, struct larder__pool_member *nm, uint64
 	for (;;) {
 		int shrinking = apply_shrinks(p);
 		uint64_t limit = limit_of(p), others = committed_sum(p, nm);
-		uint64_t x = limit > others ? fit_capacity(limit - others, nm->target) : 0;
+		uint64_t left = unassigned(p, nm);
+		uint64_t want = nm->target < left ? nm->target : left;
+		uint64_t x = limit > others ? fit_capacity(limit - others, want) : 0;
 		if (x >= MIN_CACHE_BYTES) {
 			*cap = x;
 			return LARDER_OK;

@@ -634,8 +634,10 @@ public final class LarderCache<K, V> implements AutoCloseable {
     /* ---- The whole cache ------------------------------------------------- */
 
     /**
-     * Removes every entry (cause {@link RemovalCause#CLEARED}); the memory
-     * is freed in the background.
+     * Removes every entry (cause {@link RemovalCause#CLEARED}; an entry
+     * already past its deadline, not yet reaped, as
+     * {@link RemovalCause#EXPIRED}, as Caffeine reports it); the memory is
+     * freed in the background.
      */
     public void clear() {
         try {

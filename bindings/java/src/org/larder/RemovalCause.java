@@ -6,11 +6,11 @@ public enum RemovalCause {
     EXPLICIT,
     /** A write stored a new value for the key. */
     REPLACED,
-    /** Its time to live ran out. */
+    /** Its time to live ran out (also for an entry past its deadline at {@code clear()}). */
     EXPIRED,
     /** The eviction policy chose it to keep the cache within its capacity. */
     EVICTED,
-    /** {@code clear()}. */
+    /** {@code clear()}, of an entry live at the call (Caffeine's {@code invalidateAll}: EXPLICIT). */
     CLEARED;
 
     private static final RemovalCause[] BY_CODE = values();

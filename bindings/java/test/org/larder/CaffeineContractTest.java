@@ -29,7 +29,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * size, the hit and miss counts, and the removal listener's records by key
  * and cause, the causes mapped (larder's CLEARED is Caffeine's EXPLICIT from invalidateAll; an
  * entry past its deadline that clear() reaches before the maintainer is
- * CLEARED in larder and EXPIRED in Caffeine: docs/java.md). Not by value:
+ * EXPIRED in both: docs/java.md). Not by value:
  * Caffeine 2.6.2 hands its listener the new value for replace(k, v) and
  * replace(k, old, v) (larder the old one, as for put; ContractTest checks
  * larder's values against its model). And the size against the entries

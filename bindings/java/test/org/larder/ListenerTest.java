@@ -85,6 +85,40 @@ class ListenerTest {
         }
     }
 
+    /* As Caffeine's invalidateAll: past its deadline at the clear, EXPIRED;
+     * live then, CLEARED, even when its deadline passes before the walk. */
+    @Test
+    void clearReportsExpiredEntriesAsExpired() {
+        Queue<Event> events = new ConcurrentLinkedQueue<>();
+        ManualClock clock = new ManualClock(0);
+        try (LarderCache<String, String> c = TestSupport.strings().clock(clock)
+                .removalListener((k, v, cause) -> events.add(new Event(k, v, cause))).build()) {
+            for (int i = 0; i < 500; i++) {
+                c.put("short" + i, "v", 10, TimeUnit.MILLISECONDS);
+                c.put("long" + i, "v", 1, TimeUnit.HOURS);
+                c.put("none" + i, "v");
+            }
+            c.cleanUp();
+            clock.set(20);
+            c.clear();
+            c.cleanUp();
+            assertEquals(1500, events.size());
+            for (Event e : events) {
+                assertEquals(e.key.startsWith("short") ? RemovalCause.EXPIRED : RemovalCause.CLEARED,
+                        e.cause, e.toString());
+            }
+            events.clear();
+            c.put("later", "v", 10, TimeUnit.MILLISECONDS);
+            c.cleanUp();
+            c.clear();
+            clock.set(40);
+            c.cleanUp();
+            assertEquals("[later=v:CLEARED]", events.toString());
+            assertEquals(500, c.stats().expireCount());
+            assertEquals(1001, c.stats().get("cleared"));
+        }
+    }
+
     @Test
     void evictionsAreReported() {
         AtomicInteger evicted = new AtomicInteger();
