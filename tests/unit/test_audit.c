@@ -190,10 +190,13 @@ static void test_clear_without_deadlines_reads_no_clock(void)
 	for (unsigned i = 0; i < NCLEAR; i++)
 		CHECK_RC(larder_put(c, key, key_of(key, "none", i), "v", 1, LARDER_TTL_NEVER),
 			 LARDER_OK);
-	uint64_t before = atomic_load(&clk.calls);
+	/* The caller's calls only: a maintainer's pass may read the clock for
+	 * its own timers whenever it runs. */
+	th_clock_set_owner(&clk);
+	uint64_t before = atomic_load(&clk.owner_calls);
 	CHECK_RC(larder_clear(c), LARDER_OK);
 	CHECK_RC(larder_flush(c, WAIT_MS), LARDER_OK);
-	CHECK_EQ(atomic_load(&clk.calls), before);
+	CHECK_EQ(atomic_load(&clk.owner_calls), before);
 	check_kind(r, 2, LARDER_CAUSE_CLEARED);
 	larder_close(c);
 	free(r);
