@@ -131,8 +131,14 @@ function typeError(message) {
 }
 
 /* JSON.stringify's own TypeErrors (a BigInt, a cycle) carry no code: they
- * become the documented ERR_INVALID_ARG_TYPE, with the reason kept. */
+ * become the documented ERR_INVALID_ARG_TYPE, with the reason kept. A
+ * number JSON cannot spell (NaN, Infinity, -Infinity) is stored as its
+ * String form, which is no JSON text, so fromJson tells it apart; -0 as
+ * '-0', which JSON.parse reads back as -0 (JSON.stringify writes '0'). */
 function jsonOf(value) {
+  if (typeof value === 'number' && (!Number.isFinite(value) || Object.is(value, -0))) {
+    return Object.is(value, -0) ? '-0' : String(value);
+  }
   try {
     return JSON.stringify(value);
   } catch (e) {
@@ -141,6 +147,14 @@ function jsonOf(value) {
     err.cause = e;
     throw err;
   }
+}
+
+/* A stored JSON value back: JSON text never starts with 'N' or 'I', nor
+ * with '-I', so those are the numbers jsonOf wrote by name. */
+function fromJson(text) {
+  const c = text.charCodeAt(0);
+  if (c === 0x4e || c === 0x49 || (c === 0x2d && text.charCodeAt(1) === 0x49)) return Number(text);
+  return JSON.parse(text);
 }
 
 function checkInteger(name, value, min, max) {
@@ -432,7 +446,7 @@ class LarderCache {
     const text = tag & TAG_ASCII ? 'latin1' : 'utf8';
     switch (tag & ~TAG_ASCII) {
       case TAG_STRING: return buf.toString(text, start + 1, end);
-      case TAG_JSON: return JSON.parse(buf.toString(text, start + 1, end));
+      case TAG_JSON: return fromJson(buf.toString(text, start + 1, end));
       case TAG_CUSTOM: return this.#serializer.deserialize(Buffer.from(buf.subarray(start + 1, end)));
       default: return typedArraySlice.call(buf, start + 1, end);
     }
@@ -606,7 +620,7 @@ class LarderCache {
       // off count its UTF-16 units (the tag is one), not the scratch's bytes.
       if (text !== null) {
         const v = text.slice(off + 1, off + len);
-        out[i] = (text.charCodeAt(off) & ~TAG_ASCII) === TAG_JSON ? JSON.parse(v) : v;
+        out[i] = (text.charCodeAt(off) & ~TAG_ASCII) === TAG_JSON ? fromJson(v) : v;
       } else if (buf[off] === TAG_BYTES) {
         if (bytes === null) {
           // The span from this value to the batch's end, copied once (NODE-J1).

@@ -486,3 +486,39 @@ test('an open refused for memory throws ERR_LARDER_NOMEM', () => {
   }
   if (c !== null) c.close();
 });
+
+/*
+ * A number is a value like any other in lru-cache: NaN, Infinity, -Infinity
+ * and -0 come back as they went in. JSON has no spelling for the first three
+ * and reads -0 back as 0 only when written "0", so through JSON.stringify
+ * they came back null, null, null and 0, silently. Every read path is
+ * checked, with and without the L1, beside lru-cache.
+ */
+test('top-level NaN, Infinity, -Infinity and -0 values round trip as in lru-cache', { skip: needLru }, () => {
+  const numbers = [NaN, Infinity, -Infinity, -0, 0, 1.5, -2, Number.MAX_VALUE, Number.MIN_VALUE];
+  const keys = numbers.map((n, i) => `n${i}`);
+  for (const config of [{}, { l1: { max: 16 } }, { shards: 2 }]) {
+    const lru = new LRUCache({ max: 100 });
+    const larder = new LarderCache(config);
+    const where = JSON.stringify(config);
+    keys.forEach((k, i) => {
+      lru.set(k, numbers[i]);
+      larder.set(k, numbers[i]);
+    });
+    for (const k of keys) {
+      assert.deepEqual(larder.get(k), lru.get(k), `get ${k} ${where}`);
+      assert.deepEqual(larder.get(k), lru.get(k), `get ${k} again ${where}`);
+      assert.deepEqual(larder.peek(k), lru.peek(k), `peek ${k} ${where}`);
+    }
+    assert.deepEqual(larder.mget(keys), keys.map((k) => lru.get(k)), `mget ${where}`);
+    assert.deepEqual(contents(larder), contents(lru), `entries ${where}`);
+    larder.mset(keys.map((k, i) => [k, numbers[numbers.length - 1 - i]]));
+    assert.deepEqual(larder.mget(keys), [...numbers].reverse(), `mset then mget ${where}`);
+    larder.close();
+  }
+  // Inside an object or array JSON's rules stay (docs/node.md): NaN becomes null.
+  const c = new LarderCache({});
+  c.set('o', { a: NaN, b: [Infinity, -0] });
+  assert.deepEqual(c.get('o'), { a: null, b: [null, 0] });
+  c.close();
+});
