@@ -287,7 +287,10 @@ public final class LarderCache<K, V> implements AutoCloseable {
         Scratch s = Scratch.acquire();
         try {
             int found = 0;
-            for (int first = 0; first < count; first += BATCH_KEYS) {
+            /* At least one batch, of no keys when count is 0: its native call is
+             * what refuses a closed cache. */
+            int first = 0;
+            do {
                 int n = Math.min(BATCH_KEYS, count - first);
                 found += batch(s, keys, first, n);
                 for (int i = 0; i < n; i++) {
@@ -308,7 +311,8 @@ public final class LarderCache<K, V> implements AutoCloseable {
                     }
                     lengths[first + i] = len;
                 }
-            }
+                first += n;
+            } while (first < count);
             return found;
         } finally {
             s.release();
@@ -329,7 +333,8 @@ public final class LarderCache<K, V> implements AutoCloseable {
         Map<K, V> result = new HashMap<>();
         Scratch s = Scratch.acquire();
         try {
-            for (int first = 0; first < array.length; first += BATCH_KEYS) {
+            int first = 0;
+            do { // at least one batch, as in getAllInto
                 int n = Math.min(BATCH_KEYS, array.length - first);
                 batch(s, array, first, n);
                 for (int i = 0; i < n; i++) {
@@ -347,7 +352,8 @@ public final class LarderCache<K, V> implements AutoCloseable {
                         result.put(key, value);
                     }
                 }
-            }
+                first += n;
+            } while (first < array.length);
             return result;
         } finally {
             s.release();
