@@ -855,6 +855,33 @@ class ContractTest {
     }
 
     /*
+     * expireAfterAccess extends deadlines by the default TTL, and its Javadoc
+     * says it needs one; without it build() gave a cache whose reads extended
+     * nothing, so an entry put with its own TTL expired however often it was
+     * read (Caffeine's expireAfterAccess always has a duration). build()
+     * refuses the combination, naming both settings.
+     */
+    @Test
+    void expireAfterAccessNeedsADefaultTtl() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> TestSupport.strings().expireAfterAccess(true).build().close());
+        assertTrue(e.getMessage().contains("expireAfterAccess")
+                && e.getMessage().contains("defaultTTLmillis"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> TestSupport.strings()
+                .defaultTTLmillis(0).expireAfterAccess(true).build().close());
+        ManualClock clock = new ManualClock(0);
+        try (LarderCache<String, String> c = TestSupport.strings().clock(clock)
+                .defaultTTLmillis(1000).expireAfterAccess(true).build()) {
+            c.put("k", "v", 100, TimeUnit.MILLISECONDS);
+            clock.advance(50);
+            assertEquals("v", c.get("k"));
+            clock.advance(200);
+            assertEquals("v", c.get("k"), "the read at 50 ms extended the deadline by 1 s");
+        }
+        TestSupport.strings().expireAfterAccess(false).build().close();
+    }
+
+    /*
      * getAllInto returns how many it found, the keys whose lengths[i] is not
      * NOT_FOUND. A value too long for the batch's buffer is read again by a
      * single get; when the key went meanwhile (here removed by the key
