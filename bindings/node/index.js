@@ -282,6 +282,8 @@ class LarderCache {
   #unflushed = false; // a write since size last flushed (larder_flush)
   #dispose = null;
   #max = 0; // the entry limit; 0 = none
+  #ttl = 0; // the cache's default lifetime in ms; 0 = none
+  #updateAgeOnGet = false;
   #maxSize;
   #setsToCheck = 0;
   #name;
@@ -359,6 +361,8 @@ class LarderCache {
     this.#max = eff.max;
     this.#maxSize = eff.maxSize;
     this.#pooled = eff.pooled;
+    this.#ttl = eff.ttl;
+    this.#updateAgeOnGet = eff.updateAgeOnGet;
     this.#ttlInUse = eff.ttl > 0;
     this.#setsToCheck = this.#checkInterval();
   }
@@ -754,6 +758,16 @@ class LarderCache {
   /** The entry limit (0: none), as the cache was opened with it. */
   get max() {
     return this.#max;
+  }
+
+  /** The default lifetime in ms (0: none), as the cache was opened with it. */
+  get ttl() {
+    return this.#ttl;
+  }
+
+  /** Whether reads extend lifetimes, as the cache was opened with it. */
+  get updateAgeOnGet() {
+    return this.#updateAgeOnGet;
   }
 
   /** { minSize, minSaving } as the cache was opened with them, or false. */

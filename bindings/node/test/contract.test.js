@@ -522,3 +522,24 @@ test('top-level NaN, Infinity, -Infinity and -0 values round trip as in lru-cach
   assert.deepEqual(c.get('o'), { a: null, b: [null, 0] });
   c.close();
 });
+
+/*
+ * lru-cache's ttl and updateAgeOnGet are readable on the cache; code ported
+ * from it that reads them (to compute a deadline, say) got undefined. A
+ * handle joining a named cache reports the settings the cache has.
+ */
+test('ttl and updateAgeOnGet read back as in lru-cache, and a joining handle reports the cache\'s', { skip: needLru }, () => {
+  for (const options of [{}, { ttl: 5000 }, { ttl: 5000, updateAgeOnGet: true }, { ttl: 1, updateAgeOnGet: false }]) {
+    const lru = new LRUCache({ max: 10, ...options });
+    const larder = new LarderCache(options);
+    assert.equal(larder.ttl, lru.ttl, JSON.stringify(options));
+    assert.equal(larder.updateAgeOnGet, lru.updateAgeOnGet, JSON.stringify(options));
+    larder.close();
+  }
+  const first = new LarderCache({ name: 'contract-ttl-getter', ttl: 7000, updateAgeOnGet: true });
+  const joined = new LarderCache({ name: 'contract-ttl-getter' });
+  assert.equal(joined.ttl, 7000);
+  assert.equal(joined.updateAgeOnGet, true);
+  joined.close();
+  first.close();
+});
