@@ -149,6 +149,12 @@ function jsonOf(value) {
   }
 }
 
+/* The ttl of set's or mset's options object: -1 (the cache's default) when it gives none. */
+function ttlOption(options) {
+  if (options === null) throw typeError('options must be an object');
+  return options.ttl === undefined ? -1 : ttlArg(options.ttl);
+}
+
 /* A stored JSON value back: JSON text never starts with 'N' or 'I', nor
  * with '-I', so those are the numbers jsonOf wrote by name. */
 function fromJson(text) {
@@ -482,7 +488,7 @@ class LarderCache {
       this.delete(key);
       return this;
     }
-    const ttl = options === undefined || options.ttl === undefined ? -1 : ttlArg(options.ttl);
+    const ttl = options === undefined ? -1 : ttlOption(options);
     const tag = this.#tagOf(value);
     const stored = tag === TAG_STRING || tag === TAG_BYTES ? value : this.#serialize(value);
     if (this.#l1 !== null) {
@@ -649,10 +655,13 @@ class LarderCache {
    * before the failing one are stored.
    */
   mset(entries, options) {
-    const ttl = options === undefined || options.ttl === undefined ? -1 : ttlArg(options.ttl);
+    const ttl = options === undefined ? -1 : ttlOption(options);
     const keys = [];
     const values = [];
     const tags = [];
+    if (entries === null || entries === undefined || typeof entries[Symbol.iterator] !== 'function') {
+      throw typeError('mset entries must be an iterable of [key, value] pairs');
+    }
     for (const entry of entries) {
       if (!Array.isArray(entry) || entry.length < 2) throw typeError('mset entries must be [key, value] pairs');
       const [key, value] = entry;

@@ -543,3 +543,28 @@ test('ttl and updateAgeOnGet read back as in lru-cache, and a joining handle rep
   joined.close();
   first.close();
 });
+
+/*
+ * docs/node.md: a bad argument type is a TypeError with code
+ * ERR_INVALID_ARG_TYPE. mset of something that is not iterable, and a null
+ * options object for set or mset, threw the engine's own TypeError without
+ * the code ("entries is not iterable", "Cannot read properties of null").
+ * Nothing is written either way.
+ */
+test('mset of a non-iterable and null options: TypeError with its code, nothing written', () => {
+  const c = new LarderCache({});
+  c.set('keep', 'v');
+  const type = { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' };
+  for (const bad of [null, undefined, 5, {}, Symbol('e'), true]) {
+    assert.throws(() => c.mset(bad), type, String(typeof bad));
+  }
+  assert.throws(() => c.set('keep', 'w', null), type);
+  assert.throws(() => c.mset([['keep', 'w']], null), type);
+  assert.equal(c.get('keep'), 'v');
+  assert.equal(c.size, 1);
+  // Any iterable of pairs is fine, and an options object without ttl too.
+  c.mset(new Map([['m', 1]]), {});
+  c.set('s', 2, {});
+  assert.deepEqual(c.mget(['m', 's']), [1, 2]);
+  c.close();
+});
