@@ -490,8 +490,8 @@ test('an open refused for memory throws ERR_LARDER_NOMEM', () => {
 /*
  * A number is a value like any other in lru-cache: NaN, Infinity, -Infinity
  * and -0 come back as they went in. JSON has no spelling for the first three
- * and reads -0 back as 0 only when written "0", so through JSON.stringify
- * they came back null, null, null and 0, silently. Every read path is
+ * and JSON.stringify writes -0 as "0", so they came back null, null, null
+ * and 0, silently. Every read path is
  * checked, with and without the L1, against the numbers stored (and
  * lru-cache, where installed, gives them back the same).
  */
