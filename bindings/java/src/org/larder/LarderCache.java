@@ -3,6 +3,7 @@ package org.larder;
 import java.lang.management.ManagementFactory;
 import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
+import java.nio.BufferOverflowException;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.util.AbstractMap;
@@ -944,10 +945,25 @@ public final class LarderCache<K, V> implements AutoCloseable {
         }
     }
 
+    /*
+     * Runs the serializer on buf[offset, offset + len); a serializer that
+     * wrote other than the len bytes its serializedSize said, or said a
+     * negative size (only an expected value gets here unchecked), is refused
+     * by name rather than by the ByteBuffer's own exceptions.
+     */
     private static <T> void serialize(CacheSerializer<T> serializer, T value, ByteBuffer buf,
             int offset, int len) {
+        if (len < 0) {
+            throw new IllegalArgumentException("larder: the serializer's serializedSize said "
+                    + len + " bytes");
+        }
         buf.limit(offset + len).position(offset);
-        serializer.serialize(value, buf);
+        try {
+            serializer.serialize(value, buf);
+        } catch (BufferOverflowException e) {
+            throw new IllegalStateException("larder: the serializer wrote more than the " + len
+                    + " bytes serializedSize said", e);
+        }
         if (buf.position() != offset + len) {
             throw new IllegalStateException("larder: the serializer wrote "
                     + (buf.position() - offset) + " bytes where serializedSize said " + len);
