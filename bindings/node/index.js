@@ -131,8 +131,14 @@ function typeError(message) {
 }
 
 /* JSON.stringify's own TypeErrors (a BigInt, a cycle) carry no code: they
- * become the documented ERR_INVALID_ARG_TYPE, with the reason kept. */
+ * become the documented ERR_INVALID_ARG_TYPE, with the reason kept. A
+ * number JSON cannot spell (NaN, Infinity, -Infinity) is stored as its
+ * String form, which is no JSON text, so fromJson tells it apart; -0 as
+ * '-0', which JSON.parse reads back as -0 (JSON.stringify writes '0'). */
 function jsonOf(value) {
+  if (typeof value === 'number' && (!Number.isFinite(value) || Object.is(value, -0))) {
+    return Object.is(value, -0) ? '-0' : String(value);
+  }
   try {
     return JSON.stringify(value);
   } catch (e) {
@@ -141,6 +147,20 @@ function jsonOf(value) {
     err.cause = e;
     throw err;
   }
+}
+
+/* The ttl of set's or mset's options object: -1 (the cache's default) when it gives none. */
+function ttlOption(options) {
+  if (options === null) throw typeError('options must be an object');
+  return options.ttl === undefined ? -1 : ttlArg(options.ttl);
+}
+
+/* A stored JSON value back: JSON text never starts with 'N' or 'I', nor
+ * with '-I', so those are the numbers jsonOf wrote by name. */
+function fromJson(text) {
+  const c = text.charCodeAt(0);
+  if (c === 0x4e || c === 0x49 || (c === 0x2d && text.charCodeAt(1) === 0x49)) return Number(text);
+  return JSON.parse(text);
 }
 
 function checkInteger(name, value, min, max) {
@@ -268,6 +288,8 @@ class LarderCache {
   #unflushed = false; // a write since size last flushed (larder_flush)
   #dispose = null;
   #max = 0; // the entry limit; 0 = none
+  #ttl = 0; // the cache's default lifetime in ms; 0 = none
+  #updateAgeOnGet = false;
   #maxSize;
   #setsToCheck = 0;
   #name;
@@ -345,6 +367,8 @@ class LarderCache {
     this.#max = eff.max;
     this.#maxSize = eff.maxSize;
     this.#pooled = eff.pooled;
+    this.#ttl = eff.ttl;
+    this.#updateAgeOnGet = eff.updateAgeOnGet;
     this.#ttlInUse = eff.ttl > 0;
     this.#setsToCheck = this.#checkInterval();
   }
@@ -432,7 +456,7 @@ class LarderCache {
     const text = tag & TAG_ASCII ? 'latin1' : 'utf8';
     switch (tag & ~TAG_ASCII) {
       case TAG_STRING: return buf.toString(text, start + 1, end);
-      case TAG_JSON: return JSON.parse(buf.toString(text, start + 1, end));
+      case TAG_JSON: return fromJson(buf.toString(text, start + 1, end));
       case TAG_CUSTOM: return this.#serializer.deserialize(Buffer.from(buf.subarray(start + 1, end)));
       default: return typedArraySlice.call(buf, start + 1, end);
     }
@@ -464,7 +488,7 @@ class LarderCache {
       this.delete(key);
       return this;
     }
-    const ttl = options === undefined || options.ttl === undefined ? -1 : ttlArg(options.ttl);
+    const ttl = options === undefined ? -1 : ttlOption(options);
     const tag = this.#tagOf(value);
     const stored = tag === TAG_STRING || tag === TAG_BYTES ? value : this.#serialize(value);
     if (this.#l1 !== null) {
@@ -606,7 +630,7 @@ class LarderCache {
       // off count its UTF-16 units (the tag is one), not the scratch's bytes.
       if (text !== null) {
         const v = text.slice(off + 1, off + len);
-        out[i] = (text.charCodeAt(off) & ~TAG_ASCII) === TAG_JSON ? JSON.parse(v) : v;
+        out[i] = (text.charCodeAt(off) & ~TAG_ASCII) === TAG_JSON ? fromJson(v) : v;
       } else if (buf[off] === TAG_BYTES) {
         if (bytes === null) {
           // The span from this value to the batch's end, copied once (NODE-J1).
@@ -631,10 +655,13 @@ class LarderCache {
    * before the failing one are stored.
    */
   mset(entries, options) {
-    const ttl = options === undefined || options.ttl === undefined ? -1 : ttlArg(options.ttl);
+    const ttl = options === undefined ? -1 : ttlOption(options);
     const keys = [];
     const values = [];
     const tags = [];
+    if (entries === null || entries === undefined || typeof entries[Symbol.iterator] !== 'function') {
+      throw typeError('mset entries must be an iterable of [key, value] pairs');
+    }
     for (const entry of entries) {
       if (!Array.isArray(entry) || entry.length < 2) throw typeError('mset entries must be [key, value] pairs');
       const [key, value] = entry;
@@ -740,6 +767,16 @@ class LarderCache {
   /** The entry limit (0: none), as the cache was opened with it. */
   get max() {
     return this.#max;
+  }
+
+  /** The default lifetime in ms (0: none), as the cache was opened with it. */
+  get ttl() {
+    return this.#ttl;
+  }
+
+  /** Whether reads extend lifetimes, as the cache was opened with it. */
+  get updateAgeOnGet() {
+    return this.#updateAgeOnGet;
   }
 
   /** { minSize, minSaving } as the cache was opened with them, or false. */

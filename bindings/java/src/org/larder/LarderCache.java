@@ -3,6 +3,7 @@ package org.larder;
 import java.lang.management.ManagementFactory;
 import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
+import java.nio.BufferOverflowException;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.util.AbstractMap;
@@ -287,7 +288,10 @@ public final class LarderCache<K, V> implements AutoCloseable {
         Scratch s = Scratch.acquire();
         try {
             int found = 0;
-            for (int first = 0; first < count; first += BATCH_KEYS) {
+            /* At least one batch, of no keys when count is 0: its native call is
+             * what refuses a closed cache. */
+            int first = 0;
+            do {
                 int n = Math.min(BATCH_KEYS, count - first);
                 found += batch(s, keys, first, n);
                 for (int i = 0; i < n; i++) {
@@ -308,7 +312,8 @@ public final class LarderCache<K, V> implements AutoCloseable {
                     }
                     lengths[first + i] = len;
                 }
-            }
+                first += n;
+            } while (first < count);
             return found;
         } finally {
             s.release();
@@ -329,7 +334,8 @@ public final class LarderCache<K, V> implements AutoCloseable {
         Map<K, V> result = new HashMap<>();
         Scratch s = Scratch.acquire();
         try {
-            for (int first = 0; first < array.length; first += BATCH_KEYS) {
+            int first = 0;
+            do { // at least one batch, as in getAllInto
                 int n = Math.min(BATCH_KEYS, array.length - first);
                 batch(s, array, first, n);
                 for (int i = 0; i < n; i++) {
@@ -347,7 +353,8 @@ public final class LarderCache<K, V> implements AutoCloseable {
                         result.put(key, value);
                     }
                 }
-            }
+                first += n;
+            } while (first < array.length);
             return result;
         } finally {
             s.release();
@@ -940,10 +947,25 @@ public final class LarderCache<K, V> implements AutoCloseable {
         }
     }
 
+    /*
+     * Runs the serializer on buf[offset, offset + len); a serializer that
+     * wrote other than the len bytes its serializedSize said, or said a
+     * negative size (only an expected value gets here unchecked), is refused
+     * by name rather than by the ByteBuffer's own exceptions.
+     */
     private static <T> void serialize(CacheSerializer<T> serializer, T value, ByteBuffer buf,
             int offset, int len) {
+        if (len < 0) {
+            throw new IllegalArgumentException("larder: the serializer's serializedSize said "
+                    + len + " bytes");
+        }
         buf.limit(offset + len).position(offset);
-        serializer.serialize(value, buf);
+        try {
+            serializer.serialize(value, buf);
+        } catch (BufferOverflowException e) {
+            throw new IllegalStateException("larder: the serializer wrote more than the " + len
+                    + " bytes serializedSize said", e);
+        }
         if (buf.position() != offset + len) {
             throw new IllegalStateException("larder: the serializer wrote "
                     + (buf.position() - offset) + " bytes where serializedSize said " + len);

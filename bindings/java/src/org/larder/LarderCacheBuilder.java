@@ -241,7 +241,8 @@ public final class LarderCacheBuilder<K, V> {
     /**
      * Expire after access instead of after write: a read that finds an
      * entry extends its deadline to (now + the default TTL), never
-     * shortening it; needs {@link #defaultTTLmillis(long)}. How precisely
+     * shortening it; needs {@link #defaultTTLmillis(long)} > 0 ({@link #build()}
+     * refuses it without one). How precisely
      * reads extend is the engine's contract ({@code larder_config_set_expiry}
      * in larder.h).
      */
@@ -351,6 +352,10 @@ public final class LarderCacheBuilder<K, V> {
         if (pool != null && shards > 1) {
             throw new IllegalArgumentException("a pooled cache has one shard (the pool's probe"
                     + " watches one policy): shards " + shards);
+        }
+        if (expireAfterAccess && defaultTTLmillis == 0) {
+            throw new IllegalArgumentException("expireAfterAccess needs a defaultTTLmillis > 0:"
+                    + " reads extend deadlines by it, so without one they would extend nothing");
         }
         if (minShare > maxShare) {
             throw new IllegalArgumentException("minShare " + minShare + " is over maxShare "

@@ -16,6 +16,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -144,6 +145,26 @@ class CaffeineContractTest {
             TestSupport.waitUntil(where + ": " + want + " removals reported",
                     () -> larderEvents.size() >= want);
             compare(new ArrayList<>(caffeineEvents), new ArrayList<>(larderEvents), where);
+        }
+    }
+
+    /*
+     * Listener code ported from Caffeine asks cause.wasEvicted() (the cache
+     * removed the entry itself) rather than naming causes; larder's enum had
+     * no such method, so that code did not compile. Each cause answers as
+     * the Caffeine cause it stands for (EVICTED is SIZE, CLEARED is
+     * invalidateAll's EXPLICIT).
+     */
+    @Test
+    void wasEvictedAnswersAsCaffeines() {
+        Map<RemovalCause, com.github.benmanes.caffeine.cache.RemovalCause> as = new HashMap<>();
+        as.put(RemovalCause.EXPLICIT, com.github.benmanes.caffeine.cache.RemovalCause.EXPLICIT);
+        as.put(RemovalCause.REPLACED, com.github.benmanes.caffeine.cache.RemovalCause.REPLACED);
+        as.put(RemovalCause.EXPIRED, com.github.benmanes.caffeine.cache.RemovalCause.EXPIRED);
+        as.put(RemovalCause.EVICTED, com.github.benmanes.caffeine.cache.RemovalCause.SIZE);
+        as.put(RemovalCause.CLEARED, com.github.benmanes.caffeine.cache.RemovalCause.EXPLICIT);
+        for (RemovalCause cause : RemovalCause.values()) {
+            assertEquals(as.get(cause).wasEvicted(), cause.wasEvicted(), cause.name());
         }
     }
 

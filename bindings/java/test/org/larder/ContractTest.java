@@ -773,7 +773,11 @@ class ContractTest {
                 () -> c.touch(k, 1, TimeUnit.SECONDS),
                 c::clear, () -> c.setCapacity(1 << 20), c::capacity, c::size, c::cleanUp, c::memUsed,
                 c::freeCapacity, c::stats, c::sizeClassStats, c::keyIterator, c::entryIterator,
-                c::poolStats);
+                c::poolStats,
+                /* Batches of no keys: they looked nothing up, so they returned an
+                 * empty map and 0 where every other call throws. */
+                () -> c.getAll(Collections.emptyList()),
+                () -> c.getAllInto(new Object[0], 0, new byte[0][], new int[0]));
         for (int i = 0; i < calls.size(); i++) {
             assertThrows(IllegalStateException.class, calls.get(i)::run, cfg + " call #" + i);
         }
@@ -839,6 +843,33 @@ class ContractTest {
                 assertEquals("b", c.get("a"));
             }
         }
+    }
+
+    /*
+     * expireAfterAccess extends deadlines by the default TTL, and its Javadoc
+     * says it needs one; without it build() gave a cache whose reads extended
+     * nothing, so an entry put with its own TTL expired however often it was
+     * read (Caffeine's expireAfterAccess always has a duration). build()
+     * refuses the combination, naming both settings.
+     */
+    @Test
+    void expireAfterAccessNeedsADefaultTtl() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> TestSupport.strings().expireAfterAccess(true).build().close());
+        assertTrue(e.getMessage().contains("expireAfterAccess")
+                && e.getMessage().contains("defaultTTLmillis"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> TestSupport.strings()
+                .defaultTTLmillis(0).expireAfterAccess(true).build().close());
+        ManualClock clock = new ManualClock(0);
+        try (LarderCache<String, String> c = TestSupport.strings().clock(clock)
+                .defaultTTLmillis(1000).expireAfterAccess(true).build()) {
+            c.put("k", "v", 100, TimeUnit.MILLISECONDS);
+            clock.advance(50);
+            assertEquals("v", c.get("k"));
+            clock.advance(200);
+            assertEquals("v", c.get("k"), "the read at 50 ms extended the deadline by 1 s");
+        }
+        TestSupport.strings().expireAfterAccess(false).build().close();
     }
 
     /*

@@ -125,6 +125,51 @@ class SerializerTest {
         }
     }
 
+    /*
+     * The other two ways to misstate a size got the ByteBuffer's own
+     * exceptions, naming nothing of larder's: a serializer writing more than
+     * serializedSize said (BufferOverflowException), and a negative size for
+     * the expected value of a compare-and-set (IllegalArgumentException
+     * "newPosition > limit"). Both now name serializedSize, as the short
+     * write above does, and leave the entry as it was.
+     */
+    @Test
+    void aSerializerThatOverstatesOrNegatesItsSizeIsRefusedByName() {
+        try (LarderCache<String, String> c = LarderCacheBuilder.<String, String>newBuilder()
+                .keySerializer(CacheSerializers.STRING).valueSerializer(new Liar(-2)).build()) {
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> c.put("k", "value"));
+            assertTrue(e.getMessage().contains("serializedSize"), e.getMessage());
+            assertTrue(c.getAll(java.util.Collections.singletonList("k")).isEmpty());
+        }
+        CacheSerializer<String> negative = new CacheSerializer<String>() {
+            @Override
+            public void serialize(String value, ByteBuffer buf) {
+                CacheSerializers.STRING.serialize(value, buf);
+            }
+
+            @Override
+            public String deserialize(ByteBuffer buf) {
+                return CacheSerializers.STRING.deserialize(buf);
+            }
+
+            @Override
+            public int serializedSize(String value) {
+                return value.equals("neg") ? -5 : CacheSerializers.STRING.serializedSize(value);
+            }
+        };
+        try (LarderCache<String, String> c = LarderCacheBuilder.<String, String>newBuilder()
+                .keySerializer(CacheSerializers.STRING).valueSerializer(negative).build()) {
+            c.put("k", "v");
+            for (Runnable call : new Runnable[] {() -> c.replace("k", "neg", "x"),
+                () -> c.remove("k", "neg"), () -> c.addOrReplace("k", "neg", "x")}) {
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call::run);
+                assertTrue(e.getMessage().contains("serializedSize"), e.getMessage());
+            }
+            assertEquals("v", c.get("k"));
+        }
+    }
+
     @Test
     void aSerializerThatThrowsLeavesTheCacheUsable() {
         CacheSerializer<String> failing = new CacheSerializer<String>() {
