@@ -43,7 +43,8 @@
  *   ENTRY-E6. An entry in no policy queue has prev 0 and next its own id: the
  *       creating writer stores it (it has the page header at hand), and
  *       every unlink puts it back (evict/list.h), so the maintainer never
- *       computes an id to link an entry. The wheel link starts zeroed.
+ *       computes an id to link an entry; except replace()'s of the entry
+ *       it replaces, which is retired at once (POLICY-P1, ENTRY-E5). The wheel link starts zeroed.
  *   ENTRY-E7. flags is an atomic byte, every access relaxed. Its immutable bits
  *       (ENTRY-E1) never change after publication; its ACCESSED bit is set by
  *       readers on a hit, only when clear (a load, a test, a store: no shared

@@ -150,7 +150,7 @@ static void arc_insert(struct larder__policy *p, struct larder__entry *e, uint64
 static void arc_replace(struct larder__policy *p, struct larder__entry *old,
 			struct larder__entry *e, size_t old_bytes, size_t bytes)
 {
-	larder__set_pbits(e, larder__pbits(old));
+	larder__init_pbits(e, larder__pbits(old));
 	larder__queue_swap(list_of(p, old), old, e, old_bytes, bytes);
 	if (p->fresh == old) {
 		p->fresh = e;

@@ -10,9 +10,10 @@
  * the queue translates them through its directory, one load per neighbour
  * it touches. An entry's own id is needed when it joins a queue: an entry
  * in no queue carries it in its next field (ENTRY-E6: the creating writer puts it
- * there, and unlink and swap put it back, reading it from a neighbour or the
- * queue's head, which they touch anyway), so no operation reads a page
- * header or computes an id.
+ * there, and unlink puts it back, reading it from a neighbour or the queue's
+ * head, which it touches anyway), so no operation reads a page header or
+ * computes an id. swap leaves the entry it unlinks as it was: its caller
+ * retires it at once (POLICY-P1 in evict/policy.h).
  *
  * Invariants:
  *   QUEUE-Q1. count and bytes are the number and charged bytes of the entries
@@ -210,28 +211,24 @@ static inline void larder__queue_touch(struct larder__queue *q, struct larder__e
 }
 
 /* Puts e (in no queue: ENTRY-E6) where old is (same neighbours), unlinking old;
- * bytes adjusted. */
+ * bytes adjusted. old's links are left stale, not reset to ENTRY-E6's: the
+ * caller retires old, whose link bytes then hold retired_next (ENTRY-E5), so
+ * a reset was two dead stores and a load per overwrite (docs/bench.md). */
 static inline void larder__queue_swap(struct larder__queue *q, struct larder__entry *old,
 				      struct larder__entry *e, uint64_t old_bytes,
 				      uint64_t bytes)
 {
-	uint32_t id = e->next, old_id; /* ENTRY-E6 */
+	uint32_t id = e->next; /* ENTRY-E6 */
 	e->prev = old->prev;
 	e->next = old->next;
-	if (e->prev) {
-		struct larder__entry *p = larder__entry_at(q->dir, e->prev);
-		old_id = p->next;
-		p->next = id;
-	} else {
-		old_id = q->head;
+	if (e->prev)
+		larder__entry_at(q->dir, e->prev)->next = id;
+	else
 		q->head = id;
-	}
 	if (e->next)
 		larder__entry_at(q->dir, e->next)->prev = id;
 	else
 		q->tail = id;
-	old->prev = 0;
-	old->next = old_id; /* ENTRY-E6 */
 	q->bytes = q->bytes - old_bytes + bytes;
 }
 
@@ -266,6 +263,14 @@ static inline unsigned larder__pbits(const struct larder__entry *e)
 static inline void larder__set_pbits(struct larder__entry *e, unsigned bits)
 {
 	e->mbits = (uint8_t)((e->mbits & ~LARDER__MBITS_POLICY) | (bits & LARDER__MBITS_POLICY));
+}
+
+/* larder__set_pbits() for an entry whose policy bits are 0 (replace()'s new
+ * entry, POLICY-P1): one or, without masking its bits first. */
+static inline void larder__init_pbits(struct larder__entry *e, unsigned bits)
+{
+	LARDER__ASSERT(larder__pbits(e) == 0);
+	e->mbits |= (uint8_t)(bits & LARDER__MBITS_POLICY);
 }
 
 #endif /* LARDER_EVICT_LIST_H */

@@ -80,7 +80,7 @@ static void lru_insert_batch(struct larder__policy *p, const struct larder__poli
 static void lru_replace(struct larder__policy *p, struct larder__entry *old,
 			struct larder__entry *e, size_t old_bytes, size_t bytes)
 {
-	larder__set_pbits(e, larder__pbits(old));
+	larder__init_pbits(e, larder__pbits(old));
 	larder__queue_swap(&p->q, old, e, old_bytes, bytes);
 	/* A write is an access: the new value is the most recently used. */
 	larder__queue_touch(&p->q, e);

@@ -14,7 +14,10 @@
  *
  * Contract, for every policy:
  *   POLICY-P1. insert() links e; remove() and evict() unlink it; replace() moves
- *       old's position (and history) to new and unlinks old.
+ *       old's position (and history) to new and unlinks old. replace()'s new
+ *       entry comes with policy bits 0, and its old one is left with stale
+ *       links, not ENTRY-E6's: the caller retires it at once (ENTRY-E5), and
+ *       must reset its links itself to link it again (a test, a simulator).
  *   POLICY-P2. evict() returns NULL only when nothing is linked.
  *   POLICY-P3. hit() is only called for linked entries; it may be lossy (sampled).
  *   POLICY-P4. Ghost/history state is bounded by a constant factor of the entries

@@ -331,7 +331,7 @@ static void s3_replace(struct larder__policy *p, struct larder__entry *old,
 		       struct larder__entry *e, size_t old_bytes, size_t bytes)
 {
 	unsigned bits = larder__pbits(old);
-	larder__set_pbits(e, bits);
+	larder__init_pbits(e, bits);
 	if (p->fresh == old) {
 		p->fresh = e;
 		p->fresh_bytes = bytes;

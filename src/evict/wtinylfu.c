@@ -357,7 +357,7 @@ static void w_insert(struct larder__policy *p, struct larder__entry *e, uint64_t
 static void w_replace(struct larder__policy *p, struct larder__entry *old,
 		      struct larder__entry *e, size_t old_bytes, size_t bytes)
 {
-	larder__set_pbits(e, larder__pbits(old));
+	larder__init_pbits(e, larder__pbits(old));
 	larder__queue_swap(&p->q[queue_id(old)], old, e, old_bytes, bytes);
 	if (p->cand == old)
 		p->cand = e;

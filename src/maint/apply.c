@@ -338,8 +338,10 @@ apply_overwrite(struct larder__maint *m, int listener, const struct larder__even
 	b->mbits |= LARDER__MBITS_COUNTED | LARDER__MBITS_QUEUED;
 	/* a is queued, so not dead (retiring sets DEAD as it clears QUEUED):
 	 * one flip of both bits, which x86 does in one instruction in place of
-	 * a load, two masks and a store. */
-	LARDER__ASSERT(!(a->mbits & LARDER__MBITS_DEAD));
+	 * a load, two masks and a store. Both asserted: the flip is right only
+	 * from QUEUED and not DEAD, and replace() must have left them so. */
+	LARDER__ASSERT((a->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD)) ==
+		       LARDER__MBITS_QUEUED);
 	a->mbits ^= LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD;
 	a->retired_next = m->collect; /* ENTRY-E5: replace() unlinked it */
 	m->collect = a;

@@ -150,6 +150,10 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed, uint64_
 			nw->e->mbits = FOREIGN_BIT;
 			larder__entry_init_flags(nw->e, LARDER__ENTRY_TTL);
 			ops->replace(p, it->e, nw->e, it->size, nw->size);
+			/* POLICY-P1: replace() leaves the old entry's links to its
+			 * caller, which here links it again later (ENTRY-E6). */
+			it->e->prev = 0;
+			it->e->next = larder__entry_id(it->e);
 			it->linked = 0;
 			nw->linked = 1;
 			used = used - it->size + nw->size;
