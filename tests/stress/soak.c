@@ -59,15 +59,8 @@ static _Atomic uint64_t ops_done, reads_checked, threads_started, clears, cap_ch
 static _Atomic uint64_t busy_seen, lost_listener_writes;
 static _Atomic uint64_t heard[2][5]; /* per cache, per cause */
 static _Atomic uint64_t version_counter;
-static _Atomic long failures_printed;
 
-#define QFAIL(...)                                                                    \
-	do {                                                                          \
-		if (atomic_fetch_add(&failures_printed, 1) < 30)                       \
-			th_fail(__FILE__, __LINE__, __VA_ARGS__);                     \
-		else                                                                  \
-			th_fail_quiet();                                              \
-	} while (0)
+#define QFAIL(...) TH_FAIL_CAPPED(30, __VA_ARGS__)
 
 struct header {
 	uint32_t key, len;

@@ -65,18 +65,7 @@ static struct {
 
 /* ---- Failure reporting that does not flood ------------------------------- */
 
-static _Atomic long reported;
-
-#define STRESS_FAIL(...)                                                              \
-	do {                                                                          \
-		long n_ = atomic_fetch_add_explicit(&reported, 1, memory_order_relaxed); \
-		if (n_ < 40)                                                          \
-			th_fail(__FILE__, __LINE__, __VA_ARGS__);                      \
-		else if (n_ == 40)                                                    \
-			th_fail(__FILE__, __LINE__, "(further failures counted, not shown)"); \
-		else                                                                  \
-			th_fail_quiet();                                              \
-	} while (0)
+#define STRESS_FAIL(...) TH_FAIL_CAPPED(40, __VA_ARGS__)
 
 /* ---- Self-checking values ------------------------------------------------ */
 

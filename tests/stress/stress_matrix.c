@@ -216,15 +216,8 @@ static _Atomic uint64_t heard[5];    /* the counting listener, per cause */
 static _Atomic uint64_t version_counter, busy_seen, reads_checked, deadline_checks;
 static _Atomic uint64_t ops_done, iterations, clears, cap_changes, companion_opens;
 static _Atomic uint64_t listener_null_values;
-static _Atomic long failures_printed;
 
-#define MFAIL(...)                                                                    \
-	do {                                                                          \
-		if (atomic_fetch_add(&failures_printed, 1) < 30)                       \
-			th_fail(__FILE__, __LINE__, __VA_ARGS__);                     \
-		else                                                                  \
-			th_fail_quiet();                                              \
-	} while (0)
+#define MFAIL(...) TH_FAIL_CAPPED(30, __VA_ARGS__)
 
 static uint64_t test_clock(void *ctx)
 {

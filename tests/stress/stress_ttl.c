@@ -55,17 +55,10 @@ static _Atomic uint64_t global_now;
 static _Thread_local int frozen;
 static _Thread_local uint64_t frozen_at;
 static _Atomic int stop;
-static _Atomic long failures_printed;
 static _Atomic uint64_t puts_ok, reads_hit, reads_checked, touches, removes, listener_seen;
 static _Atomic uint64_t expired_seen;
 
-#define XFAIL(...)                                                                    \
-	do {                                                                          \
-		if (atomic_fetch_add(&failures_printed, 1) < 40)                       \
-			th_fail(__FILE__, __LINE__, __VA_ARGS__);                     \
-		else                                                                  \
-			th_fail_quiet();                                              \
-	} while (0)
+#define XFAIL(...) TH_FAIL_CAPPED(40, __VA_ARGS__)
 
 static uint64_t test_clock(void *ctx)
 {

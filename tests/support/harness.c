@@ -41,6 +41,18 @@ void th_fail_quiet(void)
 	atomic_fetch_add_explicit(&th_fail_count, 1, memory_order_relaxed);
 }
 
+int th_fail_print_slot(long limit)
+{
+	static _Atomic long printed;
+	long n = atomic_fetch_add_explicit(&printed, 1, memory_order_relaxed);
+	if (n == limit) {
+		pthread_mutex_lock(&th_print_mu);
+		fputs("(further failures counted, not shown)\n", stderr);
+		pthread_mutex_unlock(&th_print_mu);
+	}
+	return n < limit;
+}
+
 long th_failures(void)
 {
 	return atomic_load_explicit(&th_fail_count, memory_order_relaxed);

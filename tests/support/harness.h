@@ -60,6 +60,19 @@ void th_fail(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Counts a failure without printing (after enough has been printed). */
 void th_fail_quiet(void);
+/*
+ * A failure from threads that may see one fault many times: printed while
+ * fewer than `limit` have been printed through TH_FAIL_CAPPED in the process,
+ * then counted only (one line says so), so a stress test's log stays short.
+ */
+#define TH_FAIL_CAPPED(limit, ...)                                  \
+	do {                                                        \
+		if (th_fail_print_slot(limit))                      \
+			th_fail(__FILE__, __LINE__, __VA_ARGS__);   \
+		else                                                \
+			th_fail_quiet();                            \
+	} while (0)
+int th_fail_print_slot(long limit);
 /* Failures recorded so far, process-wide (all threads). */
 long th_failures(void);
 
