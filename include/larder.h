@@ -590,7 +590,9 @@ LARDER_API LARDER_MUST_USE int larder_set_capacity(larder *cache, uint64_t bytes
  * victims or 8,192 expiries at once, takes several passes, and with K
  * shards a cut handed between shards several rounds of K passes (at most
  * 256: beside writers that keep the cache over its capacity a flush then
- * returns LARDER_OK with the handoffs still going on). Does not wait for
+ * returns LARDER_OK with the handoffs still going on, after about 1.6 s at
+ * K = 4 and 75 ms at K = 1 on the 2-core build machine: call it from a
+ * monitoring path, not per request). Does not wait for
  * memory to be freed or handed back to the OS.
  * Returns LARDER_OK; LARDER_EINVAL (cache NULL); LARDER_EBUSY when the
  * maintainer did not finish such a pass within timeout_ms (it is inside a
