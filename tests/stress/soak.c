@@ -58,58 +58,14 @@ static _Atomic unsigned paused_count, workers_running;
 static _Atomic uint64_t ops_done, reads_checked, threads_started, clears, cap_changes;
 static _Atomic uint64_t busy_seen, lost_listener_writes;
 static _Atomic uint64_t heard[2][5]; /* per cache, per cause */
-static _Atomic uint64_t version_counter;
 
 #define QFAIL(...) TH_FAIL_CAPPED(30, __VA_ARGS__)
-
-struct header {
-	uint32_t key, len;
-	uint64_t version, sum;
-};
-
-static uint64_t payload_sum(uint64_t version, size_t n)
-{
-	uint64_t h = version * 0x9e3779b97f4a7c15ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)(version + i * 131u)) * 0x100000001b3ull;
-	return h;
-}
-
-static size_t make_value(unsigned char *v, uint32_t key, size_t len)
-{
-	struct header h;
-	if (len < sizeof(h))
-		len = sizeof(h);
-	h.key = key;
-	h.len = (uint32_t)len;
-	h.version = atomic_fetch_add_explicit(&version_counter, 1, memory_order_relaxed) + 1;
-	for (size_t i = sizeof(h); i < len; i++)
-		v[i] = (uint8_t)(h.version + (i - sizeof(h)) * 131u);
-	h.sum = payload_sum(h.version, len - sizeof(h));
-	memcpy(v, &h, sizeof(h));
-	return len;
-}
 
 /* SOAK-Q1 */
 static int value_ok(const char *where, uint32_t key, const void *value, size_t len)
 {
-	struct header h;
-	if (len < sizeof(h)) {
-		QFAIL("%s: key %u: a value of %zu bytes", where, key, len);
+	if (!th_value_check(where, key, value, len, NULL))
 		return 0;
-	}
-	memcpy(&h, value, sizeof(h));
-	if (h.key != key || h.len != len ||
-	    h.sum != payload_sum(h.version, len - sizeof(h))) {
-		QFAIL("%s: key %u: value of %zu bytes is not whole or not its own (key %u, "
-		      "length %u)", where, key, len, h.key, h.len);
-		return 0;
-	}
-	for (size_t i = sizeof(h); i < len; i++)
-		if (((const uint8_t *)value)[i] != (uint8_t)(h.version + (i - sizeof(h)) * 131u)) {
-			QFAIL("%s: key %u: payload differs at byte %zu", where, key, i);
-			return 0;
-		}
 	atomic_fetch_add_explicit(&reads_checked, 1, memory_order_relaxed);
 	return 1;
 }
@@ -233,11 +189,11 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf)
 		rc = larder_ttl_remaining(c, key, strlen(key), &ttl);
 		result_ok("ttl_remaining", rc, LARDER_OK, LARDER_MISS, LARDER_MISS);
 	} else if (x < 75) {
-		vlen = make_value(v, k, 16 + th_rng_below(r, th_rng_below(r, 8) ? 600 : MAX_VALUE - 16));
+		vlen = th_value_make(v, k, 16 + th_rng_below(r, th_rng_below(r, 8) ? 600 : MAX_VALUE - 16), 0);
 		rc = larder_put(c, key, strlen(key), v, vlen, pick_ttl(r));
 		result_ok("put", rc, LARDER_OK, LARDER_OK, LARDER_OK);
 	} else if (x < 80) {
-		vlen = make_value(v, k, 16 + th_rng_below(r, 400));
+		vlen = th_value_make(v, k, 16 + th_rng_below(r, 400), 0);
 		rc = larder_put_if_absent(c, key, strlen(key), v, vlen, pick_ttl(r));
 		result_ok("put_if_absent", rc, LARDER_OK, LARDER_EXISTS, LARDER_EXISTS);
 	} else if (x < 86) {
@@ -246,7 +202,7 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf)
 			return;
 		if (!value_ok("get (cas)", k, buf, len))
 			return;
-		vlen = make_value(v, k, 16 + th_rng_below(r, 400));
+		vlen = th_value_make(v, k, 16 + th_rng_below(r, 400), 0);
 		rc = larder_replace_if_equals(c, key, strlen(key), buf, len, v, vlen, pick_ttl(r));
 		result_ok("replace_if_equals", rc, LARDER_OK, LARDER_MISMATCH, LARDER_MISS);
 	} else if (x < 92) {

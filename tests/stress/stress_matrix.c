@@ -208,35 +208,14 @@ static larder_pool *pool;            /* its pool, or NULL */
 static larder *companion;            /* the pool's other cache (admin thread only) */
 static uint64_t cap_max;             /* the largest capacity the slice may give it */
 static _Atomic int stop;
-static _Atomic uint64_t now_ms;      /* the injected clock */
+static struct th_freeze_clock clock_; /* the injected clock */
 static _Atomic uint64_t clock_max;   /* its highest reading */
-static _Thread_local int frozen;
-static _Thread_local uint64_t frozen_at;
 static _Atomic uint64_t heard[5];    /* the counting listener, per cause */
-static _Atomic uint64_t version_counter, busy_seen, reads_checked, deadline_checks;
+static _Atomic uint64_t busy_seen, reads_checked, deadline_checks;
 static _Atomic uint64_t ops_done, iterations, clears, cap_changes, companion_opens;
 static _Atomic uint64_t listener_null_values;
 
 #define MFAIL(...) TH_FAIL_CAPPED(30, __VA_ARGS__)
-
-static uint64_t test_clock(void *ctx)
-{
-	(void)ctx;
-	return frozen ? frozen_at : atomic_load_explicit(&now_ms, memory_order_acquire);
-}
-
-/* Every call a worker makes between freeze() and thaw() reads one instant. */
-static uint64_t freeze(void)
-{
-	frozen_at = atomic_load_explicit(&now_ms, memory_order_acquire);
-	frozen = 1;
-	return frozen_at;
-}
-
-static void thaw(void)
-{
-	frozen = 0;
-}
 
 /* The injected clock moves on by 1 ms; with P_CLOCK, 1 time in 64 it steps
  * back by up to 20 ms instead (tolerated, larder_clock_fn: every call
@@ -244,10 +223,10 @@ static void thaw(void)
 static void advance_clock(struct th_rng *r)
 {
 	if (cur->v[P_CLOCK] && th_rng_below(r, 64) == 0) {
-		atomic_fetch_sub_explicit(&now_ms, 1 + th_rng_below(r, 20), memory_order_release);
+		atomic_fetch_sub_explicit(&clock_.now_ms, 1 + th_rng_below(r, 20), memory_order_release);
 		return;
 	}
-	uint64_t t = atomic_fetch_add_explicit(&now_ms, 1, memory_order_release) + 1;
+	uint64_t t = atomic_fetch_add_explicit(&clock_.now_ms, 1, memory_order_release) + 1;
 	uint64_t m = atomic_load_explicit(&clock_max, memory_order_relaxed);
 	while (m < t && !atomic_compare_exchange_weak_explicit(&clock_max, &m, t,
 							      memory_order_relaxed,
@@ -265,70 +244,15 @@ static int class_a(uint32_t key)
 	return key % 4 == 0;
 }
 
-/* ---- Self-checking values --------------------------------------------------- */
-
-struct header {
-	uint32_t key, len;
-	uint64_t version, deadline, sum;
-};
-
-/* Groups of 8 bytes alternate between a pattern (which LZ4 and zstd
- * compress) and bytes that look random to them, so that a compressing cache
- * stores about half and still evicts at the tiny capacity. */
-static uint8_t payload_byte(uint64_t version, size_t i)
-{
-	if ((i >> 3) & 1)
-		return (uint8_t)(version + (i % 61) * 131u);
-	return (uint8_t)(((uint32_t)(version + i) * 2654435761u) >> 24);
-}
-
-static uint64_t payload_sum(uint64_t version, size_t n)
-{
-	uint64_t h = version * 0x9e3779b97f4a7c15ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ payload_byte(version, i)) * 0x100000001b3ull;
-	return h;
-}
-
-static size_t make_value(unsigned char *v, uint32_t key, size_t len, uint64_t deadline)
-{
-	struct header h;
-	if (len < sizeof(h))
-		len = sizeof(h);
-	h.key = key;
-	h.len = (uint32_t)len;
-	h.version = atomic_fetch_add_explicit(&version_counter, 1, memory_order_relaxed) + 1;
-	h.deadline = deadline;
-	for (size_t i = sizeof(h); i < len; i++)
-		v[i] = payload_byte(h.version, i - sizeof(h));
-	h.sum = payload_sum(h.version, len - sizeof(h));
-	memcpy(v, &h, sizeof(h));
-	return len;
-}
-
 /* SMATRIX-M1, and SMATRIX-M4 for a class-A value read at instant at
  * (NO_DEADLINE: not a checked read). Returns the value's deadline, or 0
  * when the value is bad. */
 static uint64_t value_ok(const char *where, uint32_t key, const void *value, size_t len,
 			 uint64_t at)
 {
-	struct header h;
-	if (len < sizeof(h)) {
-		MFAIL("%s: key %u: a value of %zu bytes", where, key, len);
+	struct th_value_header h;
+	if (!th_value_check(where, key, value, len, &h))
 		return 0;
-	}
-	memcpy(&h, value, sizeof(h));
-	if (h.key != key || h.len != len ||
-	    h.sum != payload_sum(h.version, len - sizeof(h))) {
-		MFAIL("%s: key %u: value of %zu bytes is not whole or not its own (key %u, "
-		      "length %u)", where, key, len, h.key, h.len);
-		return 0;
-	}
-	for (size_t i = sizeof(h); i < len; i++)
-		if (((const uint8_t *)value)[i] != payload_byte(h.version, i - sizeof(h))) {
-			MFAIL("%s: key %u: payload differs at byte %zu", where, key, i);
-			return 0;
-		}
 	if (at != NO_DEADLINE && class_a(key)) {
 		atomic_fetch_add_explicit(&deadline_checks, 1, memory_order_relaxed);
 		if (h.deadline <= at) /* SMATRIX-M4 */
@@ -512,9 +436,9 @@ static uint64_t walk_all(struct walk *w)
 	larder_iter *it;
 	int rc;
 	memset(w, 0, sizeof(*w));
-	w->at = freeze();
+	w->at = th_freeze(&clock_);
 	if (!CHECK_RC(larder_iter_open(cache, &it), LARDER_OK)) {
-		thaw();
+		th_thaw();
 		return 0;
 	}
 	for (unsigned steps = 0; (rc = larder_iter_next(it, iter_fn, w)) == LARDER_OK; steps++)
@@ -525,7 +449,7 @@ static uint64_t walk_all(struct walk *w)
 	if (rc != LARDER_OK && rc != LARDER_MISS)
 		MFAIL("iter_next returned %d (%s)", rc, larder_strerror(rc));
 	larder_iter_close(it);
-	thaw();
+	th_thaw();
 	atomic_fetch_add_explicit(&iterations, 1, memory_order_relaxed);
 	return w->found;
 }
@@ -575,7 +499,7 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 	uint32_t k = (uint32_t)th_rng_below(r, NKEYS);
 	char key[KEY_MAX];
 	size_t len = 0, vlen, klen;
-	uint64_t x = th_rng_below(r, 1000), t = freeze(), deadline, ttl;
+	uint64_t x = th_rng_below(r, 1000), t = th_freeze(&clock_), deadline, ttl;
 	unsigned big;
 	int rc;
 
@@ -594,7 +518,7 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 			  : larder_get(cache, key, klen, buf, 16, &len);
 		if (result_ok(peek ? "peek (16 bytes)" : "get (16 bytes)", rc,
 			      R(LARDER_EBUFSIZE) | R(LARDER_MISS)) &&
-		    rc == LARDER_EBUFSIZE && (len < sizeof(struct header) || len > MAX_VALUE))
+		    rc == LARDER_EBUFSIZE && (len < sizeof(struct th_value_header) || len > MAX_VALUE))
 			MFAIL("key %u: LARDER_EBUFSIZE with value_len %zu", k, len);
 	} else if (x < 250) {
 		bad_input(r, key, klen, v);
@@ -649,17 +573,17 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 			MFAIL("ttl_remaining of key %u: %" PRIu64, k, ttl); /* SMATRIX-M4 */
 	} else if (x < 700) {
 		ttl = pick_ttl(r, t, &deadline);
-		vlen = make_value(v, k, pick_len(r, &big), deadline);
+		vlen = th_value_make(v, k, pick_len(r, &big), deadline);
 		rc = larder_put(cache, key, klen, v, vlen, ttl);
 		result_ok("put", rc, R(LARDER_OK) | big);
 	} else if (x < 760) {
 		ttl = pick_ttl(r, t, &deadline);
-		vlen = make_value(v, k, pick_len(r, &big), deadline);
+		vlen = th_value_make(v, k, pick_len(r, &big), deadline);
 		rc = larder_put_if_absent(cache, key, klen, v, vlen, ttl);
 		result_ok("put_if_absent", rc, R(LARDER_OK) | R(LARDER_EXISTS) | big);
 	} else if (x < 810) {
 		ttl = pick_ttl(r, t, &deadline);
-		vlen = make_value(v, k, pick_len(r, &big), deadline);
+		vlen = th_value_make(v, k, pick_len(r, &big), deadline);
 		rc = larder_replace(cache, key, klen, v, vlen, ttl);
 		result_ok("replace", rc, R(LARDER_OK) | R(LARDER_MISS) | big);
 	} else if (x < 900) {
@@ -668,11 +592,11 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 		rc = larder_peek(cache, key, klen, buf, MAX_VALUE, &len);
 		if (rc != LARDER_OK) {
 			result_ok("peek (cas)", rc, R(LARDER_MISS));
-			thaw();
+			th_thaw();
 			return;
 		}
 		if (!value_ok("peek (cas)", k, buf, len, t)) {
-			thaw();
+			th_thaw();
 			return;
 		}
 		if (cas_remove) {
@@ -681,7 +605,7 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 				  R(LARDER_OK) | R(LARDER_MISMATCH) | R(LARDER_MISS));
 		} else {
 			ttl = pick_ttl(r, t, &deadline);
-			vlen = make_value(v, k, pick_len(r, &big), deadline);
+			vlen = th_value_make(v, k, pick_len(r, &big), deadline);
 			rc = larder_replace_if_equals(cache, key, klen, buf, len, v, vlen, ttl);
 			result_ok("replace_if_equals", rc,
 				  R(LARDER_OK) | R(LARDER_MISMATCH) | R(LARDER_MISS) | big);
@@ -693,13 +617,13 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 		uint64_t s[LARDER_STAT_COUNT];
 		CHECK_RC(larder_stats(cache, s, LARDER_STAT_COUNT), LARDER_OK);
 	} else if (x < 995) {
-		thaw();
+		th_thaw();
 		walk_all(w);
 	} else {
-		thaw();
+		th_thaw();
 		CHECK_RC(larder_flush(cache, HANG_MS * TH_SLOW), LARDER_OK);
 	}
-	thaw();
+	th_thaw();
 }
 
 static void *worker_main(void *arg)
@@ -739,7 +663,7 @@ static void companion_toggle(void)
 			unsigned char v[256];
 			char key[KEY_MAX];
 			size_t klen = key_name(key, sizeof(key), i);
-			size_t n = make_value(v, i, sizeof(v), NO_DEADLINE);
+			size_t n = th_value_make(v, i, sizeof(v), NO_DEADLINE);
 			int rc = larder_put(companion, key, klen, v, n, LARDER_TTL_NEVER);
 			result_ok("companion put", rc, R(LARDER_OK));
 		}
@@ -847,9 +771,9 @@ static uint64_t check_iteration(struct walk *w)
 	for (uint32_t k = 0; k < NKEYS; k++) {
 		char key[KEY_MAX];
 		size_t klen = key_name(key, sizeof(key), k);
-		freeze();
+		th_freeze(&clock_);
 		int rc = larder_contains(cache, key, klen);
-		thaw();
+		th_thaw();
 		if (rc == LARDER_OK)
 			present++;
 		if ((rc == LARDER_OK) != (w->seen[k] == 1))
@@ -874,14 +798,14 @@ static larder_config *make_config(uint64_t capacity, int with_listener)
 		 larder_config_set_shards(cfg, shard_counts[c->v[P_SHARDS]]) == LARDER_OK &&
 		 larder_config_set_policy(cfg, policies[c->v[P_POLICY]]) == LARDER_OK &&
 		 larder_config_set_max_value_bytes(cfg, MAX_VALUE) == LARDER_OK &&
-		 larder_config_set_clock(cfg, test_clock, NULL) == LARDER_OK &&
+		 larder_config_set_clock(cfg, th_freeze_clock_fn, &clock_) == LARDER_OK &&
 		 (!pool || larder_config_set_pool(cfg, pool) == LARDER_OK) &&
 		 (!with_listener || larder_config_set_removal_listener(cfg, listener, NULL) == LARDER_OK);
 	if (ok && c->v[P_COMP] == 3) {
 		/* given: raw sample content, a few values' bytes */
 		unsigned char dict[4096];
 		for (size_t at = 0; at + 512 <= sizeof(dict); at += 512)
-			make_value(dict + at, (uint32_t)at, 512, NO_DEADLINE);
+			th_value_make(dict + at, (uint32_t)at, 512, NO_DEADLINE);
 		ok = larder_config_set_compression(cfg, 64, 10) == LARDER_OK &&
 		     larder_config_set_compression_dictionary(cfg, LARDER_DICTIONARY_GIVEN, dict,
 							      sizeof(dict)) == LARDER_OK;
@@ -918,7 +842,7 @@ static void run_combo(unsigned index, uint64_t seed)
 	cur = c;
 	cap_max = capacity;
 	atomic_store(&stop, 0);
-	atomic_store(&now_ms, 1000000);
+	atomic_store(&clock_.now_ms, 1000000);
 	atomic_store(&clock_max, 1000000);
 	for (int i = 0; i < 5; i++)
 		atomic_store(&heard[i], 0);
@@ -974,7 +898,7 @@ static void run_combo(unsigned index, uint64_t seed)
 		live = check_iteration(w);
 		with_deadline = w->with_deadline;
 		/* SMATRIX-M4: past every deadline, only the entries without one remain */
-		atomic_fetch_add(&now_ms, 100 * (MAX_TTL + DEFAULT_TTL));
+		atomic_fetch_add(&clock_.now_ms, 100 * (MAX_TTL + DEFAULT_TTL));
 		check_counts("after the clock jump");
 		after = check_iteration(w);
 		if (!CHECK_EQ(w->with_deadline, 0))

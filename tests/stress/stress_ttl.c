@@ -51,86 +51,20 @@ static struct {
 	uint64_t writers, readers, keys, duration_ms, seed, after_access;
 } opt;
 
-static _Atomic uint64_t global_now;
-static _Thread_local int frozen;
-static _Thread_local uint64_t frozen_at;
+static struct th_freeze_clock clock_; /* the injected clock */
 static _Atomic int stop;
 static _Atomic uint64_t puts_ok, reads_hit, reads_checked, touches, removes, listener_seen;
 static _Atomic uint64_t expired_seen;
 
 #define XFAIL(...) TH_FAIL_CAPPED(40, __VA_ARGS__)
 
-static uint64_t test_clock(void *ctx)
-{
-	(void)ctx;
-	return frozen ? frozen_at : atomic_load_explicit(&global_now, memory_order_acquire);
-}
+#define VALUE_MAX (sizeof(struct th_value_header) + PAYLOAD_MAX)
 
-static uint64_t freeze(void)
+/* STTL-X1; returns the value's deadline, or 0 when the value is not whole. */
+static uint64_t value_ok(const char *what, uint32_t key, const void *p, size_t n)
 {
-	frozen_at = atomic_load_explicit(&global_now, memory_order_acquire);
-	frozen = 1;
-	return frozen_at;
-}
-
-static void thaw(void)
-{
-	frozen = 0;
-}
-
-struct value {
-	uint32_t key, len; /* len: payload bytes */
-	uint64_t version, deadline, check;
-	unsigned char payload[PAYLOAD_MAX];
-};
-
-static uint64_t value_check(const struct value *v)
-{
-	return th_mix64(v->key ^ ((uint64_t)v->len << 32) ^ th_mix64(v->version) ^
-			(v->deadline * 31));
-}
-
-static unsigned char payload_byte(const struct value *v, unsigned i)
-{
-	unsigned char b = (unsigned char)(v->version * 7 + i * 13 + v->key);
-	return b == 0xdb ? 0x5a : b; /* never the poison byte */
-}
-
-static size_t value_make(struct value *v, uint32_t key, uint64_t version, uint64_t deadline,
-			 struct th_rng *rng)
-{
-	v->key = key;
-	v->len = (uint32_t)th_rng_below(rng, PAYLOAD_MAX + 1);
-	v->version = version;
-	v->deadline = deadline;
-	v->check = value_check(v);
-	for (unsigned i = 0; i < v->len; i++)
-		v->payload[i] = payload_byte(v, i);
-	return offsetof(struct value, payload) + v->len;
-}
-
-/* STTL-X1; returns 0 when the value is not whole. */
-static int value_ok(const char *what, uint32_t key, const void *p, size_t n)
-{
-	struct value v;
-	if (n < offsetof(struct value, payload) || n > sizeof(v)) {
-		XFAIL("%s key %u: length %zu", what, key, n);
-		return 0;
-	}
-	memcpy(&v, p, n);
-	if (v.key != key || v.check != value_check(&v) ||
-	    n != offsetof(struct value, payload) + v.len) {
-		XFAIL("%s key %u: torn or foreign value (key %u, version %" PRIu64 ")", what, key,
-		      v.key, v.version);
-		return 0;
-	}
-	for (unsigned i = 0; i < v.len; i++) {
-		if (v.payload[i] != payload_byte(&v, i)) {
-			XFAIL("%s key %u: payload byte %u is 0x%02x", what, key, i, v.payload[i]);
-			return 0;
-		}
-	}
-	return 1;
+	struct th_value_header h;
+	return th_value_check(what, key, p, n, &h) ? h.deadline : 0;
 }
 
 static int extended_key(uint32_t key)
@@ -167,14 +101,13 @@ struct worker {
 	unsigned id;
 	pthread_t thread;
 	uint64_t *deadline; /* writers: per owned key, the entry's deadline (0: absent) */
-	uint64_t *version;
 };
 
 static void *writer_main(void *arg)
 {
 	struct worker *w = arg;
 	struct th_rng rng = { opt.seed ^ th_mix64(w->id + 1) };
-	struct value v;
+	unsigned char v[VALUE_MAX];
 	char name[16];
 	uint64_t ops = 0;
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
@@ -184,11 +117,13 @@ static void *writer_main(void *arg)
 			continue;
 		key_name(name, key);
 		unsigned op = (unsigned)th_rng_below(&rng, 100);
-		uint64_t now = freeze();
+		uint64_t now = th_freeze(&clock_);
 		if (op < 55) {
 			uint64_t ttl = 1 + th_rng_below(&rng, MAX_TTL);
-			size_t n = value_make(&v, key, ++w->version[key], now + ttl, &rng);
-			int rc = larder_put(w->cache, name, 11, &v, n, ttl);
+			size_t n = th_value_make(v, key, sizeof(struct th_value_header) +
+							  th_rng_below(&rng, PAYLOAD_MAX + 1),
+						  now + ttl);
+			int rc = larder_put(w->cache, name, 11, v, n, ttl);
 			if (rc == LARDER_OK) {
 				w->deadline[key] = now + ttl;
 				atomic_fetch_add_explicit(&puts_ok, 1, memory_order_relaxed);
@@ -219,7 +154,7 @@ static void *writer_main(void *arg)
 			w->deadline[key] = 0;
 			atomic_fetch_add_explicit(&removes, 1, memory_order_relaxed);
 		} else {
-			unsigned char buf[sizeof(struct value)];
+			unsigned char buf[VALUE_MAX];
 			size_t n = 0;
 			int rc = larder_get(w->cache, name, 11, buf, sizeof(buf), &n);
 			if (rc == LARDER_OK && value_ok("writer get", key, buf, n) &&
@@ -227,9 +162,9 @@ static void *writer_main(void *arg)
 				XFAIL("get key %u at %" PRIu64 ": owner's deadline %" PRIu64, key, now,
 				      w->deadline[key]);
 		}
-		thaw();
+		th_thaw();
 		if ((++ops & 7) == 0)
-			atomic_fetch_add_explicit(&global_now, 1, memory_order_release);
+			atomic_fetch_add_explicit(&clock_.now_ms, 1, memory_order_release);
 	}
 	return NULL;
 }
@@ -238,15 +173,15 @@ static void *reader_main(void *arg)
 {
 	struct worker *w = arg;
 	struct th_rng rng = { opt.seed ^ th_mix64(1000 + w->id) };
-	unsigned char buf[sizeof(struct value)];
+	unsigned char buf[VALUE_MAX];
 	char name[16];
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		uint32_t key = (uint32_t)th_rng_below(&rng, opt.keys);
 		size_t n = 0;
 		key_name(name, key);
-		uint64_t now = freeze();
+		uint64_t now = th_freeze(&clock_);
 		int rc = larder_get(w->cache, name, 11, buf, sizeof(buf), &n);
-		thaw();
+		th_thaw();
 		if (rc == LARDER_MISS)
 			continue;
 		if (rc != LARDER_OK) {
@@ -254,14 +189,13 @@ static void *reader_main(void *arg)
 			continue;
 		}
 		atomic_fetch_add_explicit(&reads_hit, 1, memory_order_relaxed);
-		if (!value_ok("reader", key, buf, n) || extended_key(key) || opt.after_access)
+		uint64_t deadline = value_ok("reader", key, buf, n);
+		if (!deadline || extended_key(key) || opt.after_access)
 			continue;
-		struct value v;
-		memcpy(&v, buf, n);
 		atomic_fetch_add_explicit(&reads_checked, 1, memory_order_relaxed);
-		if (now >= v.deadline) /* STTL-X2 */
+		if (now >= deadline) /* STTL-X2 */
 			XFAIL("get key %u at %" PRIu64 " returned a value whose deadline is %" PRIu64,
-			      key, now, v.deadline);
+			      key, now, deadline);
 	}
 	return NULL;
 }
@@ -284,12 +218,12 @@ int main(int argc, char **argv)
 	       opt.writers, opt.readers, opt.keys, opt.duration_ms,
 	       opt.after_access ? ", expire after access" : "");
 	larder__test_poison_freed(1);
-	atomic_store(&global_now, 1000000);
+	atomic_store(&clock_.now_ms, 1000000);
 
 	larder_config *config = th_config(32 * MiB);
 	if (!config)
 		return 1;
-	if (larder_config_set_clock(config, test_clock, NULL) != LARDER_OK ||
+	if (larder_config_set_clock(config, th_freeze_clock_fn, &clock_) != LARDER_OK ||
 	    larder_config_set_removal_listener(config, listener, NULL) != LARDER_OK ||
 	    larder_config_set_write_wait_ms(config, 5000) != LARDER_OK)
 		return 1;
@@ -303,11 +237,10 @@ int main(int argc, char **argv)
 
 	struct worker *ws = calloc(opt.writers + opt.readers, sizeof(*ws));
 	uint64_t *deadline = calloc(opt.keys, sizeof(uint64_t));
-	uint64_t *version = calloc(opt.keys, sizeof(uint64_t));
-	if (!ws || !deadline || !version)
+	if (!ws || !deadline)
 		return 1;
 	for (unsigned i = 0; i < opt.writers + opt.readers; i++) {
-		ws[i] = (struct worker){ cache, i, 0, deadline, version };
+		ws[i] = (struct worker){ cache, i, 0, deadline };
 		if (pthread_create(&ws[i].thread, NULL, i < opt.writers ? writer_main : reader_main,
 				   &ws[i]) != 0) {
 			fprintf(stderr, "stress_ttl: pthread_create failed\n");
@@ -325,7 +258,7 @@ int main(int argc, char **argv)
 
 	/* STTL-X4: past every deadline, the wheel empties the cache by itself. */
 	CHECK_EQ(th_quiesce(cache, 30000), 0);
-	atomic_fetch_add(&global_now, 4 * MAX_TTL); /* > 2 MAX_TTL and > 100 ms after the last read */
+	atomic_fetch_add(&clock_.now_ms, 4 * MAX_TTL); /* > 2 MAX_TTL and > 100 ms after the last read */
 	CHECK_EQ(th_quiesce(cache, 30000), 0);
 	uint64_t entries = 0, bytes = 0;
 	th_check_accounting(cache, 30000, &entries, &bytes);
@@ -342,12 +275,11 @@ int main(int argc, char **argv)
 	       " ms\n",
 	       atomic_load(&puts_ok), atomic_load(&touches), atomic_load(&removes),
 	       atomic_load(&reads_hit), atomic_load(&reads_checked), atomic_load(&expired_seen),
-	       atomic_load(&global_now) - 1000000);
+	       atomic_load(&clock_.now_ms) - 1000000);
 	larder_close(cache);
 	larder__test_poison_freed(0);
 	free(ws);
 	free(deadline);
-	free(version);
 	long f = th_failures();
 	printf("%s (%ld failures)\n", f ? "FAIL" : "PASS", f);
 	return f ? 1 : 0;

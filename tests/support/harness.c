@@ -334,6 +334,86 @@ uint64_t th_clock_fn(void *ctx)
 	return atomic_load_explicit(&c->now_ms, memory_order_seq_cst);
 }
 
+static _Thread_local int frozen;
+static _Thread_local uint64_t frozen_at;
+
+uint64_t th_freeze_clock_fn(void *ctx)
+{
+	struct th_freeze_clock *c = ctx;
+	/* Acquire: pairs with the test's release of a later time. */
+	return frozen ? frozen_at : atomic_load_explicit(&c->now_ms, memory_order_acquire);
+}
+
+uint64_t th_freeze(struct th_freeze_clock *c)
+{
+	frozen_at = atomic_load_explicit(&c->now_ms, memory_order_acquire);
+	frozen = 1;
+	return frozen_at;
+}
+
+void th_thaw(void)
+{
+	frozen = 0;
+}
+
+static _Atomic uint64_t value_versions;
+
+static uint8_t payload_byte(uint64_t version, size_t i)
+{
+	if ((i >> 3) & 1)
+		return (uint8_t)(version + (i % 61) * 131u);
+	return (uint8_t)(((uint32_t)(version + i) * 2654435761u) >> 24);
+}
+
+static uint64_t payload_sum(uint64_t version, size_t n)
+{
+	uint64_t h = version * 0x9e3779b97f4a7c15ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ payload_byte(version, i)) * 0x100000001b3ull;
+	return h;
+}
+
+size_t th_value_make(unsigned char *v, uint32_t key, size_t len, uint64_t deadline)
+{
+	struct th_value_header h;
+	if (len < sizeof(h))
+		len = sizeof(h);
+	h.key = key;
+	h.len = (uint32_t)len;
+	/* Relaxed: a unique number, ordering nothing. */
+	h.version = atomic_fetch_add_explicit(&value_versions, 1, memory_order_relaxed) + 1;
+	h.deadline = deadline;
+	for (size_t i = sizeof(h); i < len; i++)
+		v[i] = payload_byte(h.version, i - sizeof(h));
+	h.sum = payload_sum(h.version, len - sizeof(h));
+	memcpy(v, &h, sizeof(h));
+	return len;
+}
+
+int th_value_check(const char *where, uint32_t key, const void *value, size_t len,
+		   struct th_value_header *out)
+{
+	struct th_value_header h;
+	if (len < sizeof(h)) {
+		TH_FAIL_CAPPED(30, "%s: key %u: a value of %zu bytes", where, key, len);
+		return 0;
+	}
+	memcpy(&h, value, sizeof(h));
+	if (h.key != key || h.len != len || h.sum != payload_sum(h.version, len - sizeof(h))) {
+		TH_FAIL_CAPPED(30, "%s: key %u: value of %zu bytes is not whole or not its own "
+			       "(key %u, length %u)", where, key, len, h.key, h.len);
+		return 0;
+	}
+	for (size_t i = sizeof(h); i < len; i++)
+		if (((const uint8_t *)value)[i] != payload_byte(h.version, i - sizeof(h))) {
+			TH_FAIL_CAPPED(30, "%s: key %u: payload differs at byte %zu", where, key, i);
+			return 0;
+		}
+	if (out)
+		*out = h;
+	return 1;
+}
+
 uint64_t th_stat(larder *cache, enum larder_stat stat)
 {
 	uint64_t values[LARDER_STAT_COUNT];

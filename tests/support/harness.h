@@ -10,8 +10,9 @@
  *     "N passed, N failed"; the exit status is 0 only when no test failed;
  *   - helpers: threads, a seeded PRNG, arguments and seeds from argv, a
  *     deadline-based wait on a condition (tests never sleep to synchronise),
- *     an injectable clock, and the accounting check that every test ends with
- *     (quiesce, then counters == full walk).
+ *     injectable clocks (one counting its calls, one a thread can freeze),
+ *     self-checking values (whole, their key's, not torn), and the accounting
+ *     check that every test ends with (quiesce, then counters == full walk).
  *
  * Invariant: a test passes iff no CHECK failed while it ran. A test that cannot
  * fail is a bug; every helper that waits has a deadline and fails the test when
@@ -222,6 +223,45 @@ void th_clock_init(struct th_clock *c, uint64_t start_ms);
 void th_clock_set_owner(struct th_clock *c);
 void th_clock_advance(struct th_clock *c, uint64_t ms);
 uint64_t th_clock_fn(void *ctx); /* a larder_clock_fn */
+
+/*
+ * A clock a thread can freeze: a global millisecond counter the test
+ * advances (its now_ms, with release), which a thread may freeze for the
+ * calls it makes until it thaws, so that it knows the exact reading the
+ * engine used inside each of them (a put's deadline, a read's expiry
+ * check). A thread freezes one such clock at a time.
+ */
+struct th_freeze_clock {
+	_Atomic uint64_t now_ms;
+};
+uint64_t th_freeze_clock_fn(void *ctx); /* a larder_clock_fn; ctx: the clock */
+/* Fixes the calling thread's reading of c at its current time, returned. */
+uint64_t th_freeze(struct th_freeze_clock *c);
+void th_thaw(void);
+
+/* ---- Self-checking values ------------------------------------------------ */
+
+/*
+ * A value that says whose it is: a header (key id, length, a process-wide
+ * version, a deadline the writer chose, a checksum of the payload) and a
+ * payload derived from the version whose 8-byte groups alternate between a
+ * pattern (which LZ4 and zstd compress) and bytes that look random to them,
+ * so that a compressing cache stores about half.
+ */
+struct th_value_header {
+	uint32_t key, len;
+	uint64_t version, deadline, sum;
+};
+/* Writes key's value of len bytes (at least the header's) into v; returns its length. */
+size_t th_value_make(unsigned char *v, uint32_t key, size_t len, uint64_t deadline);
+/*
+ * Whether value is a whole value of key's (not torn, not another key's, not
+ * freed memory): otherwise a failure names where, through
+ * TH_FAIL_CAPPED(30, ...), and it returns 0. The header goes to *h when h
+ * is not NULL.
+ */
+int th_value_check(const char *where, uint32_t key, const void *value, size_t len,
+		   struct th_value_header *h);
 
 /* ---- Engine helpers ------------------------------------------------------ */
 
