@@ -27,8 +27,9 @@
  * iteration, flush, stats, reads into a buffer too small, bad input (an
  * empty or too long key, a value too long, NULL with a length) - and
  * advance the injected clock; an admin thread
- * clears, moves the capacity (set_capacity) and opens and closes the pool's
- * companion; a monitor samples the used bytes. Values are up to 6,000
+ * clears, moves the capacity (set_capacity), opens and closes the pool's
+ * companion, and saves a snapshot that it loads into a cache of its own;
+ * a monitor samples the used bytes. Values are up to 6,000
  * bytes, and 1 write in 200 of a 4 MiB cache is past the largest slab slot
  * (300 KiB: a large mapping, or LARDER_EVALSIZE when the capacity moved
  * below 8 times it). Values are self-checking
@@ -73,7 +74,10 @@
  *       once, as many as LARDER_STAT_ENTRIES, and the keys for which
  *       larder_contains() says LARDER_OK;
  *   SMATRIX-M8. at close (the cache, its companion and its pool) every
- *       mapped byte is returned.
+ *       mapped byte is returned;
+ *   SMATRIX-M9. a snapshot saved beside the workers loads whole into a
+ *       cache of the same configuration: every value whole and its key's,
+ *       no key twice, an entry saved without a deadline loaded without one.
  * Not checked: hit ratios, and the deadlines of class-B keys (extended by
  * reads and touched: their values cannot carry them).
  */
@@ -81,6 +85,7 @@
 #define _GNU_SOURCE
 #endif
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -212,7 +217,7 @@ static struct th_freeze_clock clock_; /* the injected clock */
 static _Atomic uint64_t clock_max;   /* its highest reading */
 static _Atomic uint64_t heard[5];    /* the counting listener, per cause */
 static _Atomic uint64_t busy_seen, reads_checked, deadline_checks;
-static _Atomic uint64_t ops_done, iterations, clears, cap_changes, companion_opens;
+static _Atomic uint64_t ops_done, iterations, clears, cap_changes, companion_opens, snapshots;
 static _Atomic uint64_t listener_null_values;
 
 #define MFAIL(...) TH_FAIL_CAPPED(30, __VA_ARGS__)
@@ -430,14 +435,18 @@ static void iter_fn(void *ctx, const void *key, size_t key_len, const void *valu
 		      id, ttl_ms, w->at, d);
 }
 
-/* One walk of the whole cache at the frozen instant; returns how many it found. */
-static uint64_t walk_all(struct walk *w)
+/* One walk of the whole of c at the frozen instant; returns how many it
+ * found. Without deadlines, the values' deadlines are not checked against
+ * the instant (a loaded snapshot's entries have new ones). */
+static uint64_t walk_all(larder *c, struct walk *w, int deadlines)
 {
 	larder_iter *it;
 	int rc;
 	memset(w, 0, sizeof(*w));
 	w->at = th_freeze(&clock_);
-	if (!CHECK_RC(larder_iter_open(cache, &it), LARDER_OK)) {
+	if (!deadlines)
+		w->at = NO_DEADLINE;
+	if (!CHECK_RC(larder_iter_open(c, &it), LARDER_OK)) {
 		th_thaw();
 		return 0;
 	}
@@ -618,7 +627,7 @@ static void one_op(struct th_rng *r, unsigned char *v, unsigned char *buf, struc
 		CHECK_RC(larder_stats(cache, s, LARDER_STAT_COUNT), LARDER_OK);
 	} else if (x < 995) {
 		th_thaw();
-		walk_all(w);
+		walk_all(cache, w, 1);
 	} else {
 		th_thaw();
 		CHECK_RC(larder_flush(cache, HANG_MS * TH_SLOW), LARDER_OK);
@@ -670,6 +679,33 @@ static void companion_toggle(void)
 	}
 }
 
+static char snapshot_path[256];
+
+/*
+ * SMATRIX-M9: a save beside the workers succeeds, and the snapshot loads
+ * whole into a cache of the same configuration (its own, twice the largest
+ * capacity): every value whole and its key's, no key twice, and an entry
+ * saved without a deadline loaded without one.
+ */
+static void snapshot_round_trip(void)
+{
+	int rc = larder_save(cache, snapshot_path);
+	if (!CHECK_RC(rc, LARDER_OK))
+		return;
+	larder_config *cfg = make_config(2 * cap_max, 0);
+	larder *copy = cfg ? th_open(cfg) : NULL;
+	if (!copy)
+		return;
+	rc = larder_load(copy, snapshot_path);
+	result_ok("load", rc, R(LARDER_OK));
+	struct walk *w = malloc(sizeof(*w));
+	if (CHECK(w != NULL))
+		walk_all(copy, w, 0);
+	free(w);
+	larder_close(copy);
+	atomic_fetch_add(&snapshots, 1);
+}
+
 static void *admin_main(void *arg)
 {
 	struct th_rng r = { *(uint64_t *)arg };
@@ -677,8 +713,10 @@ static void *admin_main(void *arg)
 	th_event_init(&tick);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		(void)th_event_wait(&tick, 2 + th_rng_below(&r, 15)); /* a pause, not a sync */
-		uint64_t x = th_rng_below(&r, 8);
-		if (x == 0) {
+		uint64_t x = th_rng_below(&r, 10);
+		if (x == 9) {
+			snapshot_round_trip();
+		} else if (x == 0) {
 			CHECK_RC(larder_clear(cache), LARDER_OK);
 			atomic_fetch_add(&clears, 1);
 		} else if (x < 3 && pool) {
@@ -767,7 +805,7 @@ static void check_counts(const char *when)
 /* SMATRIX-M7; returns the entries found. */
 static uint64_t check_iteration(struct walk *w)
 {
-	uint64_t found = walk_all(w), present = 0;
+	uint64_t found = walk_all(cache, w, 1), present = 0;
 	for (uint32_t k = 0; k < NKEYS; k++) {
 		char key[KEY_MAX];
 		size_t klen = key_name(key, sizeof(key), k);
@@ -786,20 +824,21 @@ static uint64_t check_iteration(struct walk *w)
 
 /* ---- One configuration ------------------------------------------------------------------ */
 
+/* The configuration under test; a capacity of 0 makes a member of the pool. */
 static larder_config *make_config(uint64_t capacity, int with_listener)
 {
 	larder_config *cfg = NULL;
 	const struct combo *c = cur;
 	if (!CHECK_RC(larder_config_create(&cfg), LARDER_OK))
 		return NULL;
-	int ok = (!capacity || larder_config_set_capacity(cfg, capacity) == LARDER_OK) &&
+	int ok = (capacity ? larder_config_set_capacity(cfg, capacity) == LARDER_OK
+			   : larder_config_set_pool(cfg, pool) == LARDER_OK) &&
 		 larder_config_set_hash_seed(cfg, TH_HASH_SEED) == LARDER_OK &&
 		 larder_config_set_write_wait_ms(cfg, TH_WRITE_WAIT_MS) == LARDER_OK &&
 		 larder_config_set_shards(cfg, shard_counts[c->v[P_SHARDS]]) == LARDER_OK &&
 		 larder_config_set_policy(cfg, policies[c->v[P_POLICY]]) == LARDER_OK &&
 		 larder_config_set_max_value_bytes(cfg, MAX_VALUE) == LARDER_OK &&
 		 larder_config_set_clock(cfg, th_freeze_clock_fn, &clock_) == LARDER_OK &&
-		 (!pool || larder_config_set_pool(cfg, pool) == LARDER_OK) &&
 		 (!with_listener || larder_config_set_removal_listener(cfg, listener, NULL) == LARDER_OK);
 	if (ok && c->v[P_COMP] == 3) {
 		/* given: raw sample content, a few values' bytes */
@@ -942,19 +981,31 @@ int main(int argc, char **argv)
 		fprintf(stderr, "stress_matrix: --config out of range (0..%u)\n", ncombos - 1);
 		return 2;
 	}
+	const char *tmp = getenv("TMPDIR");
+	char dir[200];
+	snprintf(dir, sizeof(dir), "%s/larder-matrix-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		perror("stress_matrix: mkdtemp");
+		return 2;
+	}
+	snprintf(snapshot_path, sizeof(snapshot_path), "%s/snapshot", dir);
 	uint64_t t0 = th_now_ms();
 	for (unsigned i = 0; i < ncombos && th_failures() == 0; i++)
 		if (opt.config == UINT64_MAX || opt.config == i)
 			run_combo(i, th_mix64(opt.seed + i));
 	printf("stress_matrix: %" PRIu64 " s, %" PRIu64 " values checked (%" PRIu64
 	       " against their deadline), %" PRIu64 " iterations, %" PRIu64 " clears, %" PRIu64
-	       " capacity changes, %" PRIu64 " companion opens, EBUSY (memory) %" PRIu64
+	       " capacity changes, %" PRIu64 " companion opens, %" PRIu64
+	       " snapshots saved and loaded, EBUSY (memory) %" PRIu64
 	       ", listener values refused %" PRIu64 "\n",
 	       (th_now_ms() - t0) / 1000, atomic_load(&reads_checked),
 	       atomic_load(&deadline_checks), atomic_load(&iterations), atomic_load(&clears),
-	       atomic_load(&cap_changes), atomic_load(&companion_opens), atomic_load(&busy_seen),
+	       atomic_load(&cap_changes), atomic_load(&companion_opens), atomic_load(&snapshots),
+	       atomic_load(&busy_seen),
 	       atomic_load(&listener_null_values));
 	larder__test_poison_freed(0);
+	unlink(snapshot_path);
+	rmdir(dir);
 	long f = th_failures();
 	printf("%s (%ld failures)\n", f ? "FAIL" : "PASS", f);
 	return f ? 1 : 0;
