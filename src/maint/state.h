@@ -60,7 +60,6 @@ enum larder__clear_phase {
 struct larder__clear_walk {
 	enum larder__clear_phase phase;
 	struct larder__table_iter iter; /* COUNT, SCATTER, HASH: the buckets not yet read */
-	uint64_t keys;                  /* a power of two */
 	uint32_t *count; /* per key: entries (COUNT), then the end of its range (SCATTER on) */
 	struct larder__entry **order; /* by key; [at, n) not yet taken into sub */
 	struct larder__entry **sub;   /* one key's entries, by 64 KiB; [sub_at, sub_n) to free */

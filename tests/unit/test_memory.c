@@ -1155,7 +1155,25 @@ struct walk_rec {
 	uint64_t heard, other_causes, bad_keys;
 	uint64_t runs;       /* listener calls whose value is in another 64 KiB than the last */
 	uintptr_t last_block;
+	uintptr_t lowest, highest; /* the values' addresses */
+	uintptr_t blocks[WALK_KEYS]; /* each call's 64 KiB block, the first WALK_KEYS calls */
 };
+
+static int block_order(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* How many 64 KiB blocks the first n calls' values lay in. */
+static uint64_t distinct_blocks(struct walk_rec *r, uint64_t n)
+{
+	uint64_t d = 0;
+	qsort(r->blocks, n, sizeof(r->blocks[0]), block_order);
+	for (uint64_t i = 0; i < n; i++)
+		d += i == 0 || r->blocks[i] != r->blocks[i - 1];
+	return d;
+}
 
 static void walk_listener(void *ctx, const void *key, size_t key_len, const void *value,
 			  size_t value_len, enum larder_cause cause)
@@ -1170,10 +1188,16 @@ static void walk_listener(void *ctx, const void *key, size_t key_len, const void
 		r->other_causes++;
 		return;
 	}
+	if (r->heard < WALK_KEYS)
+		r->blocks[r->heard] = block;
 	r->heard++;
 	if (block != r->last_block)
 		r->runs++;
 	r->last_block = block;
+	if (!r->lowest || (uintptr_t)value < r->lowest)
+		r->lowest = (uintptr_t)value;
+	if ((uintptr_t)value > r->highest)
+		r->highest = (uintptr_t)value;
 	if (key_len >= sizeof(buf)) {
 		r->bad_keys++;
 		return;
@@ -1201,29 +1225,39 @@ static larder *open_walk(struct walk_rec *r)
 	return th_open(config);
 }
 
-/* WALK_KEYS entries, 1..8 KiB, every 100th above the slab's largest slot. */
-static uint64_t fill_walk(larder *cache)
+/* Entries [from, to) of WALK_KEYS, 1..8 KiB, every 100th above the slab's largest slot. */
+static uint64_t fill_walk_range(larder *cache, uint64_t from, uint64_t to)
 {
 	uint64_t n = 0;
-	for (uint64_t id = 0; id < WALK_KEYS; id++) {
+	for (uint64_t id = from; id < to; id++) {
 		size_t vlen = id % 100 == 0 ? 300 * KiB : 1000 + (size_t)(th_mix64(id) % 7000);
 		n += (uint64_t)CHECK_RC(put_key(cache, id, vlen), LARDER_OK);
 	}
 	return n;
 }
 
+static uint64_t fill_walk(larder *cache)
+{
+	return fill_walk_range(cache, 0, WALK_KEYS);
+}
+
 /*
  * fail_at: -1 for the sorted walk; 1 or 2 to fail the maintainer's first or
  * second mapping after the clear's own new index (the sort's key counts, its
- * order array), which sends the walk down the hash-order path.
+ * order array), which sends the walk down the hash-order path. gap: bytes
+ * of address space taken (PROT_NONE) after the first half of the entries,
+ * which the mappings of the second half then lie beyond.
  */
-static void clear_walk_case(long fail_at)
+static void clear_walk_case(long fail_at, size_t gap)
 {
 	struct walk_rec *r = calloc(1, sizeof(*r));
 	REQUIRE(r != NULL);
 	larder *cache = open_walk(r);
 	REQUIRE(cache != NULL);
-	uint64_t n = fill_walk(cache);
+	uint64_t n = fill_walk_range(cache, 0, WALK_KEYS / 2);
+	void *hole = gap ? mmap(NULL, gap, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : NULL;
+	CHECK(hole != MAP_FAILED);
+	n += fill_walk_range(cache, WALK_KEYS / 2, WALK_KEYS);
 	check_audit(cache);
 	uint64_t mapped0 = th_stat(cache, LARDER_STAT_PAGES_MAPPED);
 	larder__test_fail_mmap_after(fail_at);
@@ -1233,9 +1267,11 @@ static void clear_walk_case(long fail_at)
 	uint64_t once = 0;
 	for (unsigned id = 0; id < WALK_KEYS; id++)
 		once += r->calls[id] == 1;
-	printf("  clear walk (%s): %" PRIu64 " entries, heard %" PRIu64 ", %" PRIu64
-	       " runs of one 64 KiB block; mapped %" PRIu64 " -> %" PRIu64 " KiB\n",
-	       fail_at < 0 ? "sorted" : "hash order", n, r->heard, r->runs, mapped0 / KiB,
+	uint64_t blocks = distinct_blocks(r, r->heard < WALK_KEYS ? r->heard : WALK_KEYS);
+	printf("  clear walk (%s): %" PRIu64 " entries in %" PRIu64 " blocks of 64 KiB over %" PRIu64
+	       " MiB of addresses, heard %" PRIu64 ", %" PRIu64 " runs of one block; mapped %" PRIu64
+	       " -> %" PRIu64 " KiB\n", fail_at < 0 ? "sorted" : "hash order", n, blocks,
+	       (uint64_t)(r->highest - r->lowest) / MiB, r->heard, r->runs, mapped0 / KiB,
 	       th_stat(cache, LARDER_STAT_PAGES_MAPPED) / KiB);
 	CHECK_EQ(once, n);
 	CHECK_EQ(r->heard, n);
@@ -1245,10 +1281,10 @@ static void clear_walk_case(long fail_at)
 	CHECK_EQ(a.slots_used, 0);
 	CHECK_EQ(th_stat(cache, LARDER_STAT_LARGE_BYTES), 0);
 	CHECK_LE(th_stat(cache, LARDER_STAT_PAGES_MAPPED), 8 * MiB + RESERVE_MAX);
-	/* Sorted, a 64 KiB block's entries come in a row (1-8 KiB values: a
-	 * dozen or more per block); in hash order almost every call moves. */
+	/* Sorted, a 64 KiB block's entries come in a row, wherever the blocks
+	 * lie: one run per block; in hash order almost every call moves. */
 	if (fail_at < 0)
-		CHECK_LT(r->runs * 4, n);
+		CHECK_EQ(r->runs, blocks);
 	else
 		CHECK_GT(r->runs * 2, n);
 	th_check_accounting(cache, 60000, NULL, NULL);
@@ -1259,22 +1295,31 @@ static void clear_walk_case(long fail_at)
 	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
 	CHECK_EQ(r->heard, n + 100);
 	larder_close(cache);
+	if (hole && hole != MAP_FAILED)
+		munmap(hole, gap);
 	free(r);
 }
 
 static void test_clear_walk_sorted(void)
 {
-	clear_walk_case(-1);
+	clear_walk_case(-1, 0);
+}
+
+/* The two halves' pages 200 MiB apart (other mappings between a cache's
+ * pages): the walk still frees a block's entries in a row. */
+static void test_clear_walk_sorted_apart(void)
+{
+	clear_walk_case(-1, 200 * MiB);
 }
 
 static void test_clear_walk_no_counts(void)
 {
-	clear_walk_case(1);
+	clear_walk_case(1, 0);
 }
 
 static void test_clear_walk_no_order(void)
 {
-	clear_walk_case(2);
+	clear_walk_case(2, 0);
 }
 
 /* Close at once after clears, the walk in any state: nothing leaks (TMEMORY-M6). */
@@ -1680,6 +1725,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_index_shrinks_after_cut),
 		TH_TEST(test_index_shrinks_after_clear),
 		TH_TEST(test_clear_walk_sorted),
+		TH_TEST(test_clear_walk_sorted_apart),
 		TH_TEST(test_clear_walk_no_counts),
 		TH_TEST(test_clear_walk_no_order),
 		TH_TEST(test_close_mid_clear_walk),
