@@ -318,6 +318,27 @@ def check_item_vs_memory(larderd, memcached):
     print("-m 8 -I 5m refused as by memcached; -m 8 -I 4m warns and refuses a 1.5 MiB value")
 
 
+def check_counts(larderd, memcached):
+    """-m, -t and -c refused as memcached refuses them: each read as atoi
+    reads it (a trailing letter ignored, no number is 0), a count under 1
+    refused with memcached's words and exit status (-t, -c: 1; -m 0 fails
+    memcached's -I check: 64), and -t over 64 warned about in its words."""
+    (lp,) = free_ports(1)
+    cases = (["-t", "0"], ["-t", "-1"], ["-t", "abc"], ["-t", ""], ["-c", "0"], ["-c", "-5"],
+             ["-c", "abc"], ["-c", ""], ["-m", "0"], ["-m", "abc"], ["-m", ""], ["-m", "0x10"],
+             ["-t", "65", "-m", "0"], ["-m", "1k"], ["-c", "0", "-t", "0"])
+    for args in cases:
+        got = []
+        for server in (memcached, larderd):
+            r = subprocess.run([server, "-p", str(lp), "-l", "127.0.0.1", "-U", "0", "-u", "root"]
+                               + args, capture_output=True, timeout=60)
+            got.append((r.returncode, r.stderr))
+        if got[0] != got[1]:
+            raise RuntimeError("%r: memcached exit %d %r, larderd exit %d %r"
+                               % ((args,) + got[0] + got[1]))
+    print("-m -t -c: %d bad values refused with memcached's words and exit status" % len(cases))
+
+
 def check_shards(larderd):
     """--shards K: a power of two up to 64 serves every item; anything else is
     refused at start-up with a message."""
@@ -361,6 +382,7 @@ def main():
         check_refusals(larderd)
         check_port(larderd)
         check_item_vs_memory(larderd, memcached)
+        check_counts(larderd, memcached)
         check_listen_list(larderd, memcached)
         check_shards(larderd)
     print("PASS")
