@@ -126,6 +126,9 @@ static void general(struct larderd_exec *x, struct larderd_obuf *out)
 	stat_u64(out, "touch_misses", w[WS_TOUCH_MISSES]);
 	stat_u64(out, "store_too_large", w[WS_STORE_TOO_LARGE]);
 	stat_u64(out, "store_no_memory", w[WS_STORE_NO_MEMORY]);
+	/* Never: larderd has no authentication (-S is refused). */
+	stat_u64(out, "auth_cmds", 0);
+	stat_u64(out, "auth_errors", 0);
 	stat_u64(out, "bytes_read", w[WS_BYTES_READ]);
 	stat_u64(out, "bytes_written", w[WS_BYTES_WRITTEN]);
 	stat_u64(out, "input_bytes_moved", w[WS_INPUT_MOVED]);
@@ -136,8 +139,15 @@ static void general(struct larderd_exec *x, struct larderd_obuf *out)
 	stat_u64(out, "listen_disabled_num", 0);
 	stat_u64(out, "time_in_listen_disabled_us", 0);
 	stat_u64(out, "threads", (uint64_t)sh->threads);
+	/* Never: larderd has no -R limit (a connection runs every complete
+	 * request of a read, SERVER-L1). */
+	stat_u64(out, "conn_yields", 0);
 	stat_u64(out, "hash_power_level", floor_log2(e[LARDER_STAT_INDEX_SLOTS]));
 	stat_u64(out, "hash_bytes", e[LARDER_STAT_INDEX_BYTES]);
+	/* Allocations that failed: the engine's LARDER_ENOMEM on a store, and
+	 * the server's connection and buffer allocations (each closes its
+	 * connection). */
+	stat_u64(out, "malloc_fails", w[WS_MALLOC_FAILS]);
 	stat_u64(out, "bytes", e[LARDER_STAT_USED_BYTES]);
 	stat_u64(out, "curr_items", e[LARDER_STAT_ENTRIES]);
 	stat_u64(out, "total_items", w[WS_TOTAL_ITEMS]);
