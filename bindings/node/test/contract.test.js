@@ -226,6 +226,21 @@ test('refused lru-cache options throw TypeError; their defaults spelled out are 
   c.close();
 });
 
+/*
+ * Code ported from lru-cache reads its boolean options back (cache.allowStale,
+ * ...); larder does what their default, false, does, and said undefined.
+ */
+test('lru-cache\'s boolean options read back as lru-cache\'s defaults', { skip: needLru }, () => {
+  const lru = new LRUCache({ max: 10 });
+  const larder = new LarderCache({});
+  for (const name of ['allowStale', 'noDeleteOnStaleGet', 'noDisposeOnSet', 'updateAgeOnHas', 'noUpdateTTL',
+    'allowStaleOnFetchRejection', 'allowStaleOnFetchAbort', 'ignoreFetchAbort', 'noDeleteOnFetchRejection']) {
+    assert.equal(larder[name], lru[name], name);
+    assert.equal(larder[name], false, name);
+  }
+  larder.close();
+});
+
 test('forEach calls fn with the cache as this by default, as lru-cache', { skip: needLru }, () => {
   const lru = new LRUCache({ max: 10 });
   const larder = new LarderCache({});
