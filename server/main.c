@@ -811,6 +811,7 @@ int main(int argc, char **argv)
 	sh.unix_mask = (unsigned)o.unix_mask;
 	sh.inter = o.inter;
 	sh.socket_path = o.socket_path;
+	sh.snapshot = o.snapshot;
 	sh.protocol = o.protocol;
 	sh.started = time(NULL);
 	sh.shutdown_enabled = o.shutdown_enabled;

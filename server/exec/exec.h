@@ -70,6 +70,7 @@ struct larderd_shared {
 	unsigned unix_mask;   /* -a, for stats settings */
 	const char *inter;
 	const char *socket_path;
+	const char *snapshot; /* -e, absolute, or NULL: stats settings' memory_file */
 	enum larderd_protocol protocol;
 	time_t started;
 	/* memcached's -A, -F, -X: set before the workers start (pthread_create

@@ -17,7 +17,8 @@
  * memcached's slab classes (ids from 1, only classes holding pages, or
  * items), with the figures the engine keeps per class; memcached's per-class
  * operation counters and ages are not kept per class and are left out.
- * "stats settings" shows memcached's fields for the settings larderd has;
+ * "stats settings" shows memcached's fields for the settings larderd has
+ * (and those saying a feature is off: detail, size tracking, TLS, idle timeout);
  * "stats sizes" says the size histogram is disabled, as memcached's default
  * does; "stats conns" is an empty list.
  */
@@ -185,6 +186,7 @@ static void settings(struct larderd_exec *x, struct larderd_obuf *out)
 	stat_str(out, "umask", mask);
 	stat_str(out, "shutdown_command", sh->shutdown_enabled ? "yes" : "no");
 	stat_u64(out, "num_threads", (uint64_t)sh->threads);
+	stat_str(out, "detail_enabled", "no"); /* no "stats detail" */
 	stat_str(out, "cas_enabled", "yes");
 	stat_u64(out, "tcp_backlog", (uint64_t)sh->backlog);
 	stat_str(out, "binding_protocol", sh->protocol == LARDERD_PROTO_ASCII ? "ascii" :
@@ -194,6 +196,11 @@ static void settings(struct larderd_exec *x, struct larderd_obuf *out)
 	stat_u64(out, "item_size_max", sh->item_max);
 	stat_str(out, "flush_enabled", sh->flush_disabled ? "no" : "yes");
 	stat_str(out, "dump_enabled", sh->dump_disabled ? "no" : "yes");
+	stat_u64(out, "idle_timeout", 0); /* idle connections are never closed */
+	stat_str(out, "track_sizes", "no"); /* "stats sizes": disabled */
+	stat_str(out, "ssl_enabled", "no"); /* -Z is refused */
+	/* memcached's -e restart file; larderd's -e snapshot, the same role. */
+	stat_str(out, "memory_file", sh->snapshot ? sh->snapshot : "(null)");
 	larderd_obuf_add(out, "END\r\n", 5);
 }
 
