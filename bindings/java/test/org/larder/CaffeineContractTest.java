@@ -171,6 +171,34 @@ class CaffeineContractTest {
     }
 
     /*
+     * Caffeine's derived figures (requestCount, hitRate, missRate), which code
+     * moved from Caffeine reads: larder's stats() had only the counts. Equal
+     * on an unused cache (hit rate 1.0, miss rate 0.0, as Caffeine defines
+     * them) and after the same reads.
+     */
+    @Test
+    void requestCountAndRatesAsCaffeines() {
+        Cache<String, String> caffeine = Caffeine.newBuilder().recordStats().build();
+        try (LarderCache<String, String> larder = TestSupport.strings().build()) {
+            for (int round = 0; round < 2; round++) {
+                larder.cleanUp();
+                com.github.benmanes.caffeine.cache.stats.CacheStats c = caffeine.stats();
+                LarderStats l = larder.stats();
+                assertEquals(c.requestCount(), l.requestCount(), "round " + round);
+                assertEquals(c.hitRate(), l.hitRate(), 0.0, "round " + round);
+                assertEquals(c.missRate(), l.missRate(), 0.0, "round " + round);
+                for (int i = 0; i < 7; i++) {
+                    caffeine.put("k" + i, "v");
+                    larder.put("k" + i, "v");
+                }
+                for (int i = 0; i < 10; i++) {
+                    assertEquals(caffeine.getIfPresent("k" + i), larder.get("k" + i));
+                }
+            }
+        }
+    }
+
+    /*
      * Null arguments as Caffeine's asMap() answers them: NullPointerException
      * for a null key or a null new value, but remove(key, null) is false (a
      * null value is never present: the ConcurrentMap contract), where larder
