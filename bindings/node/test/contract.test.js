@@ -179,7 +179,7 @@ test('TTL fields as lru-cache: getRemainingTTL, per-set ttl 0 and Infinity, expi
 /*
  * An expired entry is reclaimed in the background (docs/node.md), as lru-cache
  * does with ttlAutopurge: once reclaimed, delete() returns false and dispose
- * heard 'expire', on both. (lru-cache without ttlAutopurge keeps the entry
+ * heard 'expire', and size no longer counts it, on both. (lru-cache without ttlAutopurge keeps the entry
  * until touched, so its delete() returns true and disposes it as 'delete':
  * the documented difference.)
  */
@@ -193,6 +193,7 @@ test('delete of an expired key: false, disposed as expire, as lru-cache with ttl
   }
   await waitFor(() => logs.every((l) => l.log.length === 1), 'both reclaim the expired entry');
   for (const c of [lru, larder]) {
+    assert.equal(c.size, 1);
     assert.equal(c.delete('a'), false);
     assert.equal(c.delete('b'), true);
   }
