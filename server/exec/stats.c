@@ -20,7 +20,7 @@
  * "stats settings" shows memcached's fields for the settings larderd has
  * (and those saying a feature is off: detail, size tracking, TLS, idle timeout);
  * "stats sizes" says the size histogram is disabled, as memcached's default
- * does; "stats conns" is an empty list.
+ * does; "stats conns" and "stats extstore" are empty lists.
  */
 #include "exec_internal.h"
 
@@ -291,7 +291,9 @@ void larderd_exec_stats(struct larderd_exec *x, struct larderd_req *req, struct 
 		/* memcached's answer while its size histogram is off (the default):
 		 * larderd keeps none. */
 		larderd_obuf_str(out, "STAT sizes_status disabled\r\nEND\r\n");
-	} else if (sub->n == 5 && memcmp(sub->p, "conns", 5) == 0) {
+	} else if ((sub->n == 5 && memcmp(sub->p, "conns", 5) == 0) ||
+		   (sub->n == 8 && memcmp(sub->p, "extstore", 8) == 0)) {
+		/* No connection list; no extstore (memcached's answer without one). */
 		larderd_obuf_add(out, "END\r\n", 5);
 	} else {
 		larderd_obuf_line(out, "ERROR");

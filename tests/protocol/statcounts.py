@@ -24,7 +24,8 @@ memcached's "stats" prints is printed by larderd too, in memcached's order,
 except those docs/server.md lists as not shown (ABSENT: memcached's own
 buffers, slab mover, LRU crawler and logger, which larderd does not have,
 and hash_is_expanding, which the engine does not report); conn_yields,
-auth_cmds, auth_errors and malloc_fails equal to memcached's (0 on both).
+auth_cmds, auth_errors and malloc_fails equal to memcached's (0 on both);
+"stats extstore" an empty list, as memcached's without an extstore.
 Not compared: counters whose differences docs/server.md lists (CAS uniques,
 so cas_*; get_expired, get_flushed; cmd_meta, which memcached 1.6.18 does
 not count).
@@ -102,6 +103,10 @@ def check_names(lp, mp):
         if larder_v.get(k) != memc_v.get(k):
             raise RuntimeError("%s: larderd %r memcached %r" % (k.decode(), larder_v.get(k),
                                                                 memc_v.get(k)))
+    # memcached without an extstore answers its group with an empty list.
+    ext = [request(port, b"stats extstore\r\n") for port in (lp, mp)]
+    if ext[0] != ext[1]:
+        raise RuntimeError("stats extstore: larderd %r memcached %r" % tuple(ext))
     print("names   %d of memcached's %d in its order, %d documented as not shown"
           % (len(shown), len(memc), len(memc) - len(shown)))
 
