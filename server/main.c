@@ -41,6 +41,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -207,6 +208,8 @@ static bool parse_dict_mode(const char *s, struct options *o)
 	return true;
 }
 
+/* 0: serve; -1: exit 0 (-h, -V, -i); else the exit status (EX_USAGE, or
+ * memcached's own where it differs: 1 for -t and -c). */
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longs[] = {
@@ -265,7 +268,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (!parse_count(optarg, 65535, &port) || strpbrk(optarg, "kKmM")) {
 				fprintf(stderr, "larderd: bad -p value '%s' (a port number, "
 					"0-65535)\n", optarg);
-				return 1;
+				return EX_USAGE;
 			}
 			o->port = optarg;
 			break;
@@ -273,17 +276,35 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'l':
 			if (!add_listen(o, optarg)) {
 				fprintf(stderr, "larderd: -l lists over %d bytes\n", INTER_MAX - 1);
-				return 1;
+				return EX_USAGE;
 			}
 			break;
 		case 's': o->socket_path = optarg; break;
 		case 'm': o->mem_mib = strtoull(optarg, NULL, 10); break;
-		case 't': o->threads = atoi(optarg); break;
-		case 'c': o->maxconns = atoi(optarg); break;
+		case 't':
+			/* memcached's reading (atoi), words and exit status. */
+			o->threads = atoi(optarg);
+			if (o->threads <= 0) {
+				fprintf(stderr, "Number of threads must be greater than 0\n");
+				return 1;
+			}
+			if (o->threads > 64)
+				fprintf(stderr, "WARNING: Setting a high number of worker"
+					"threads is not recommended.\n"
+					" Set this value to the number of cores in"
+					" your machine or less.\n");
+			break;
+		case 'c':
+			o->maxconns = atoi(optarg);
+			if (o->maxconns <= 0) {
+				fprintf(stderr, "Maximum connections must be greater than 0\n");
+				return 1;
+			}
+			break;
 		case 'I':
 			if (!parse_size(optarg, &o->item_max)) {
 				fprintf(stderr, "larderd: bad -I value '%s'\n", optarg);
-				return 1;
+				return EX_USAGE;
 			}
 			break;
 		case 'e': o->snapshot = optarg; break;
@@ -296,13 +317,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 				o->protocol = LARDERD_PROTO_BINARY;
 			else {
 				fprintf(stderr, "larderd: -B must be ascii, binary or auto\n");
-				return 1;
+				return EX_USAGE;
 			}
 			break;
 		case OPT_COMPRESS_MIN:
 			if (!parse_count(optarg, LARDER_VALUE_LIMIT, &o->compress_min)) {
 				fprintf(stderr, "larderd: bad --compress-min value '%s'\n", optarg);
-				return 1;
+				return EX_USAGE;
 			}
 			break;
 		case OPT_COMPRESS_SAVING: {
@@ -310,7 +331,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (!parse_count(optarg, 99, &pct) || strpbrk(optarg, "kKmM")) {
 				fprintf(stderr, "larderd: bad --compress-saving value '%s' (0-99)\n",
 					optarg);
-				return 1;
+				return EX_USAGE;
 			}
 			o->compress_saving_pct = (unsigned)pct;
 			break;
@@ -319,7 +340,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (!parse_dict_mode(optarg, o)) {
 				fprintf(stderr, "larderd: bad --compress-dict value '%s' "
 					"(train, none or file:<path>)\n", optarg);
-				return 1;
+				return EX_USAGE;
 			}
 			break;
 		case OPT_SHARDS: {
@@ -328,7 +349,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			    k == 0 || (k & (k - 1)) != 0) {
 				fprintf(stderr, "larderd: bad --shards value '%s' (a power of two, "
 					"1-%u)\n", optarg, LARDER_SHARDS_MAX);
-				return 1;
+				return EX_USAGE;
 			}
 			o->shards = (unsigned)k;
 			break;
@@ -342,7 +363,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			unsigned long mask = strtoul(optarg, &end, 8);
 			if (end == optarg || *end != '\0' || mask > 0777) {
 				fprintf(stderr, "larderd: bad -a value '%s' (an octal mask)\n", optarg);
-				return 1;
+				return EX_USAGE;
 			}
 			o->unix_mask = (mode_t)mask;
 			break;
@@ -358,7 +379,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (!parse_count(optarg, INT_MAX, &backlog) || strpbrk(optarg, "kKmM") ||
 			    backlog == 0) {
 				fprintf(stderr, "larderd: bad -b value '%s'\n", optarg);
-				return 1;
+				return EX_USAGE;
 			}
 			o->backlog = (int)backlog;
 			break;
@@ -378,18 +399,18 @@ static int parse_args(int argc, char **argv, struct options *o)
 			fprintf(stderr, "larderd: -%c (%s) is not supported\n", ch,
 				ch == 'M' ? "errors instead of evictions" : ch == 'C' ? "no CAS" :
 				ch == 'S' ? "SASL" : ch == 'Y' ? "an auth file" : "TLS");
-			return 1;
-		default: usage(stderr); return 1;
+			return EX_USAGE;
+		default: usage(stderr); return EX_USAGE;
 		}
 	}
-	if (o->threads < 1 || o->threads > 256 || o->maxconns < 1 || o->mem_mib < 1) {
-		fprintf(stderr, "larderd: -t must be 1..256, -c and -m at least 1\n");
-		return 1;
+	if (o->threads > 256) {
+		fprintf(stderr, "larderd: -t must be at most 256\n");
+		return EX_USAGE;
 	}
-	/* memcached's own refusal, word for word. */
+	/* memcached's own refusal, word for word; also -m 0's, as memcached's. */
 	if (o->item_max > (o->mem_mib << 20) / 2) {
 		fprintf(stderr, "Cannot set item size limit higher than 1/2 of memory max.\n");
-		return 1;
+		return EX_USAGE;
 	}
 	/* The engine takes an entry of at most 1/8 of its capacity: larger
 	 * values under -I will be refused as too large; say so at start. */
@@ -401,7 +422,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	/* A dictionary without compression would be silently unused. */
 	if (o->dict_set && o->compress_min == 0) {
 		fprintf(stderr, "larderd: --compress-dict needs --compress-min\n");
-		return 1;
+		return EX_USAGE;
 	}
 	return 0;
 }
@@ -742,7 +763,7 @@ int main(int argc, char **argv)
 
 	rc = parse_args(argc, argv, &o);
 	if (rc != 0)
-		return rc < 0 ? 0 : 64;
+		return rc < 0 ? 0 : rc;
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit(o.maxconns);
 	stop_signals(&set);
@@ -790,6 +811,7 @@ int main(int argc, char **argv)
 	sh.unix_mask = (unsigned)o.unix_mask;
 	sh.inter = o.inter;
 	sh.socket_path = o.socket_path;
+	sh.snapshot = o.snapshot;
 	sh.protocol = o.protocol;
 	sh.started = time(NULL);
 	sh.shutdown_enabled = o.shutdown_enabled;

@@ -930,6 +930,14 @@ class LarderCache {
   }
 }
 
+/*
+ * lru-cache's boolean options read back (cache.allowStale, ...) as what
+ * LarderCache does: their default, false; given as true they are refused.
+ */
+for (const name of DEFAULT_FALSE) {
+  Object.defineProperty(LarderCache.prototype, name, { get() { return false; }, configurable: true });
+}
+
 const DEFAULT_POOL_INTERVAL_MS = 100;
 
 /**

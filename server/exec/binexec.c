@@ -278,8 +278,9 @@ static void bin_arith(struct larderd_exec *x, const struct larderd_binreq *req,
 
 /* STAT: the text command's lines, each as a frame (key = name, value =
  * value), then an empty frame; memcached reads "reset" and "settings" as
- * prefixes. An unknown group is "Not found", and so is "conns", which
- * memcached's text stats answers but its binary STAT does not know. */
+ * prefixes. An unknown group is "Not found", and so are "conns" and
+ * "extstore", which memcached's text stats answers but its binary STAT does
+ * not know. */
 static void bin_stat(struct larderd_exec *x, const struct larderd_binreq *req,
 		     struct larderd_obuf *out)
 {
@@ -296,7 +297,8 @@ static void bin_stat(struct larderd_exec *x, const struct larderd_binreq *req,
 		treq.tok[1].n = 5;
 	else if (req->keylen >= 8 && memcmp(req->key, "settings", 8) == 0)
 		treq.tok[1].n = 8;
-	if (req->keylen == 5 && memcmp(req->key, "conns", 5) == 0) {
+	if ((req->keylen == 5 && memcmp(req->key, "conns", 5) == 0) ||
+	    (req->keylen == 8 && memcmp(req->key, "extstore", 8) == 0)) {
 		send_error(out, req, LARDERD_BIN_KEY_ENOENT);
 		return;
 	}

@@ -278,6 +278,8 @@ const char *larderd_store_error(struct larderd_exec *x, int rc)
 		return larderd_too_large_reply;
 	}
 	larderd_stat_add(x, WS_STORE_NO_MEMORY, 1);
+	if (rc == LARDER_ENOMEM) /* the engine could not allocate: memcached's malloc_fails */
+		larderd_stat_add(x, WS_MALLOC_FAILS, 1);
 	if (rc == LARDER_ENOMEM || rc == LARDER_EBUSY)
 		return "SERVER_ERROR out of memory storing object";
 	return "SERVER_ERROR failure";

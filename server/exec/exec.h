@@ -49,7 +49,8 @@ enum larderd_wstat {
 	WS_DELETE_MISSES, WS_DELETE_HITS, WS_INCR_MISSES, WS_INCR_HITS,
 	WS_DECR_MISSES, WS_DECR_HITS, WS_CAS_MISSES, WS_CAS_HITS, WS_CAS_BADVAL,
 	WS_TOUCH_HITS, WS_TOUCH_MISSES, WS_TOTAL_ITEMS, WS_STORE_TOO_LARGE,
-	WS_STORE_NO_MEMORY, WS_BYTES_READ, WS_BYTES_WRITTEN, WS_INPUT_MOVED, WS_COUNT
+	WS_STORE_NO_MEMORY, WS_BYTES_READ, WS_BYTES_WRITTEN, WS_INPUT_MOVED, WS_MALLOC_FAILS,
+	WS_COUNT
 };
 
 /* -B: which protocol a connection speaks. AUTO, memcached's default, picks
@@ -69,6 +70,7 @@ struct larderd_shared {
 	unsigned unix_mask;   /* -a, for stats settings */
 	const char *inter;
 	const char *socket_path;
+	const char *snapshot; /* -e, absolute, or NULL: stats settings' memory_file */
 	enum larderd_protocol protocol;
 	time_t started;
 	/* memcached's -A, -F, -X: set before the workers start (pthread_create

@@ -17,9 +17,10 @@
  * memcached's slab classes (ids from 1, only classes holding pages, or
  * items), with the figures the engine keeps per class; memcached's per-class
  * operation counters and ages are not kept per class and are left out.
- * "stats settings" shows memcached's fields for the settings larderd has;
+ * "stats settings" shows memcached's fields for the settings larderd has
+ * (and those saying a feature is off: detail, size tracking, TLS, idle timeout);
  * "stats sizes" says the size histogram is disabled, as memcached's default
- * does; "stats conns" is an empty list.
+ * does; "stats conns" and "stats extstore" are empty lists.
  */
 #include "exec_internal.h"
 
@@ -126,6 +127,9 @@ static void general(struct larderd_exec *x, struct larderd_obuf *out)
 	stat_u64(out, "touch_misses", w[WS_TOUCH_MISSES]);
 	stat_u64(out, "store_too_large", w[WS_STORE_TOO_LARGE]);
 	stat_u64(out, "store_no_memory", w[WS_STORE_NO_MEMORY]);
+	/* Never: larderd has no authentication (-S is refused). */
+	stat_u64(out, "auth_cmds", 0);
+	stat_u64(out, "auth_errors", 0);
 	stat_u64(out, "bytes_read", w[WS_BYTES_READ]);
 	stat_u64(out, "bytes_written", w[WS_BYTES_WRITTEN]);
 	stat_u64(out, "input_bytes_moved", w[WS_INPUT_MOVED]);
@@ -136,8 +140,15 @@ static void general(struct larderd_exec *x, struct larderd_obuf *out)
 	stat_u64(out, "listen_disabled_num", 0);
 	stat_u64(out, "time_in_listen_disabled_us", 0);
 	stat_u64(out, "threads", (uint64_t)sh->threads);
+	/* Never: larderd has no -R limit (a connection runs every complete
+	 * request of a read, SERVER-L1). */
+	stat_u64(out, "conn_yields", 0);
 	stat_u64(out, "hash_power_level", floor_log2(e[LARDER_STAT_INDEX_SLOTS]));
 	stat_u64(out, "hash_bytes", e[LARDER_STAT_INDEX_BYTES]);
+	/* Allocations that failed: the engine's LARDER_ENOMEM on a store, and
+	 * the server's connection and buffer allocations (each closes its
+	 * connection). */
+	stat_u64(out, "malloc_fails", w[WS_MALLOC_FAILS]);
 	stat_u64(out, "bytes", e[LARDER_STAT_USED_BYTES]);
 	stat_u64(out, "curr_items", e[LARDER_STAT_ENTRIES]);
 	stat_u64(out, "total_items", w[WS_TOTAL_ITEMS]);
@@ -175,6 +186,7 @@ static void settings(struct larderd_exec *x, struct larderd_obuf *out)
 	stat_str(out, "umask", mask);
 	stat_str(out, "shutdown_command", sh->shutdown_enabled ? "yes" : "no");
 	stat_u64(out, "num_threads", (uint64_t)sh->threads);
+	stat_str(out, "detail_enabled", "no"); /* no "stats detail" */
 	stat_str(out, "cas_enabled", "yes");
 	stat_u64(out, "tcp_backlog", (uint64_t)sh->backlog);
 	stat_str(out, "binding_protocol", sh->protocol == LARDERD_PROTO_ASCII ? "ascii" :
@@ -184,6 +196,11 @@ static void settings(struct larderd_exec *x, struct larderd_obuf *out)
 	stat_u64(out, "item_size_max", sh->item_max);
 	stat_str(out, "flush_enabled", sh->flush_disabled ? "no" : "yes");
 	stat_str(out, "dump_enabled", sh->dump_disabled ? "no" : "yes");
+	stat_u64(out, "idle_timeout", 0); /* idle connections are never closed */
+	stat_str(out, "track_sizes", "no"); /* "stats sizes": disabled */
+	stat_str(out, "ssl_enabled", "no"); /* -Z is refused */
+	/* memcached's -e restart file; larderd's -e snapshot, the same role. */
+	stat_str(out, "memory_file", sh->snapshot ? sh->snapshot : "(null)");
 	larderd_obuf_add(out, "END\r\n", 5);
 }
 
@@ -274,7 +291,9 @@ void larderd_exec_stats(struct larderd_exec *x, struct larderd_req *req, struct 
 		/* memcached's answer while its size histogram is off (the default):
 		 * larderd keeps none. */
 		larderd_obuf_str(out, "STAT sizes_status disabled\r\nEND\r\n");
-	} else if (sub->n == 5 && memcmp(sub->p, "conns", 5) == 0) {
+	} else if ((sub->n == 5 && memcmp(sub->p, "conns", 5) == 0) ||
+		   (sub->n == 8 && memcmp(sub->p, "extstore", 8) == 0)) {
+		/* No connection list; no extstore (memcached's answer without one). */
 		larderd_obuf_add(out, "END\r\n", 5);
 	} else {
 		larderd_obuf_line(out, "ERROR");

@@ -186,6 +186,7 @@ static void conn_accept(struct worker *w, int lfd)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c = calloc(1, sizeof(*c));
 		if (c == NULL) {
+			larderd_stat_add(&w->x, WS_MALLOC_FAILS, 1);
 			close(fd);
 			continue;
 		}
@@ -366,8 +367,10 @@ static bool keep_input(struct worker *w, struct conn *c, const char *buf, size_t
 		return true;
 	c->in_cap = rest > READ_CHUNK ? rest : READ_CHUNK;
 	c->in = malloc(c->in_cap);
-	if (c->in == NULL)
+	if (c->in == NULL) {
+		larderd_stat_add(&w->x, WS_MALLOC_FAILS, 1);
 		return false;
+	}
 	memcpy(c->in, buf + off, rest);
 	larderd_stat_add(&w->x, WS_INPUT_MOVED, rest);
 	c->in_len = rest;
@@ -436,8 +439,10 @@ static bool read_more(struct worker *w, struct conn *c, char **buf, size_t *len,
 			if (c->need == 0 && c->in_len >= READ_CHUNK && grown > want)
 				want = grown;
 			nb = realloc(c->in, want);
-			if (nb == NULL)
+			if (nb == NULL) {
+				larderd_stat_add(&w->x, WS_MALLOC_FAILS, 1);
 				return false;
+			}
 			larderd_stat_add(&w->x, WS_INPUT_MOVED, c->in_len);
 			c->in = nb;
 			c->in_cap = want;
@@ -517,6 +522,10 @@ static void conn_event(struct worker *w, struct conn *c, uint32_t ev)
 		set_interest(w, c, EPOLLIN | (c->out.len > 0 ? EPOLLOUT : 0));
 	return;
 close:
+	/* A reply that could not be buffered (sticky failed flag) closes the
+	 * connection: counted as memcached's malloc_fails. */
+	if (w->out.failed || c->out.failed)
+		larderd_stat_add(&w->x, WS_MALLOC_FAILS, 1);
 	/* replies built for this connection must not leak into the next one's */
 	w->out.len = 0;
 	w->out.failed = false;

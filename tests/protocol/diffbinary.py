@@ -379,10 +379,10 @@ def _cases():
         ("bin-misc", steps(frame("NOOP", opaque=77), frame("VERSION"),
                            frame("STAT", b"nosuch"), frame("STAT"))),
         # the groups memcached's binary STAT knows (get_stats: items, slabs,
-        # sizes) and the one only its text stats has (conns: "Not found")
+        # sizes) and the ones only its text stats has (conns, extstore: "Not found")
         ("bin-stat-groups", steps(frame("STAT", b"items"), frame("STAT", b"slabs"),
                                   frame("STAT", b"sizes"), frame("STAT", b"conns"),
-                                  frame("STAT", b"connsx"))),
+                                  frame("STAT", b"connsx"), frame("STAT", b"extstore"))),
         ("bin-unknown-sasl", steps(frame(0x50, value=b"abc"), frame("SASL_LIST"),
                                    frame("SASL_AUTH", b"PLAIN", value=b"\0u\0p"),
                                    frame("GET", b"a"))),

@@ -50,7 +50,8 @@ from loopback import free_ports, recv_until, run_driver, wait_port
 # stats settings fields for options both servers keep (check_flags' options).
 SAME_SETTINGS = [b"umask", b"shutdown_command", b"tcp_backlog", b"binding_protocol",
                  b"auth_enabled_sasl", b"auth_enabled_ascii", b"flush_enabled",
-                 b"dump_enabled"]
+                 b"dump_enabled", b"detail_enabled", b"idle_timeout", b"track_sizes",
+                 b"ssl_enabled"]
 SAME_REPLIES = [b"flush_all\r\n", b"flush_all noreply\r\n", b"flush_all abc\r\n",
                 b"flush_all 10\r\n", b"lru_crawler metadump all\r\n",
                 b"lru_crawler metadump 1\r\n", b"stats cachedump 1 1\r\n",
@@ -112,7 +113,19 @@ def check_flags(larderd, memcached, tmp):
             got.append([l for l in lines if l.split(b" ")[1:2] in ([n] for n in SAME_SETTINGS)])
         if got[0] != got[1] or len(got[1]) != len(SAME_SETTINGS):
             raise RuntimeError("stats settings: larderd %r, memcached %r" % tuple(got))
-        print("stats settings: %s as memcached's" % b" ".join(got[0]).decode())
+        names = []
+        for port in (lp, mp):
+            lines = talk(port, b"stats settings\r\n").split(b"\r\n")
+            names.append([l.split(b" ")[1] for l in lines if l.startswith(b"STAT ")])
+        if [n for n in names[0] if n in names[1]] != [n for n in names[1] if n in names[0]]:
+            raise RuntimeError("stats settings: not in memcached's order: %r" % names[0])
+        if [n for n in names[0] if n not in names[1]]:
+            raise RuntimeError("stats settings: names memcached lacks: %r" % names[0])
+        memory_file = b"STAT memory_file " + os.path.abspath(snap).encode()
+        if memory_file not in talk(lp, b"stats settings\r\n").split(b"\r\n"):
+            raise RuntimeError("stats settings: no %r" % memory_file)
+        print("stats settings: %s as memcached's; every name in its order; memory_file the -e file"
+              % b" ".join(got[0]).decode())
         for port, p, name in ((lp, lar, "larderd"), (mp, mc, "memcached")):
             if not closes(port, b"shutdown graceful\r\n"):
                 raise RuntimeError("%s: shutdown graceful did not close the connection" % name)
@@ -318,6 +331,27 @@ def check_item_vs_memory(larderd, memcached):
     print("-m 8 -I 5m refused as by memcached; -m 8 -I 4m warns and refuses a 1.5 MiB value")
 
 
+def check_counts(larderd, memcached):
+    """-m, -t and -c refused as memcached refuses them: each read as atoi
+    reads it (a trailing letter ignored, no number is 0), a count under 1
+    refused with memcached's words and exit status (-t, -c: 1; -m 0 fails
+    memcached's -I check: 64), and -t over 64 warned about in its words."""
+    (lp,) = free_ports(1)
+    cases = (["-t", "0"], ["-t", "-1"], ["-t", "abc"], ["-t", ""], ["-c", "0"], ["-c", "-5"],
+             ["-c", "abc"], ["-c", ""], ["-m", "0"], ["-m", "abc"], ["-m", ""], ["-m", "0x10"],
+             ["-t", "65", "-m", "0"], ["-m", "1k"], ["-c", "0", "-t", "0"])
+    for args in cases:
+        got = []
+        for server in (memcached, larderd):
+            r = subprocess.run([server, "-p", str(lp), "-l", "127.0.0.1", "-U", "0", "-u", "root"]
+                               + args, capture_output=True, timeout=60)
+            got.append((r.returncode, r.stderr))
+        if got[0] != got[1]:
+            raise RuntimeError("%r: memcached exit %d %r, larderd exit %d %r"
+                               % ((args,) + got[0] + got[1]))
+    print("-m -t -c: %d bad values refused with memcached's words and exit status" % len(cases))
+
+
 def check_shards(larderd):
     """--shards K: a power of two up to 64 serves every item; anything else is
     refused at start-up with a message."""
@@ -361,6 +395,7 @@ def main():
         check_refusals(larderd)
         check_port(larderd)
         check_item_vs_memory(larderd, memcached)
+        check_counts(larderd, memcached)
         check_listen_list(larderd, memcached)
         check_shards(larderd)
     print("PASS")

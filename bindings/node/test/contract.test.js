@@ -176,6 +176,33 @@ test('TTL fields as lru-cache: getRemainingTTL, per-set ttl 0 and Infinity, expi
   larder.close();
 });
 
+/*
+ * An expired entry is reclaimed in the background (docs/node.md), as lru-cache
+ * does with ttlAutopurge: once reclaimed, delete() returns false and dispose
+ * heard 'expire', and size no longer counts it, on both. (lru-cache without ttlAutopurge keeps the entry
+ * until touched, so its delete() returns true and disposes it as 'delete':
+ * the documented difference.)
+ */
+test('delete of an expired key: false, disposed as expire, as lru-cache with ttlAutopurge', { skip: needLru }, async () => {
+  const logs = [disposeLog(), disposeLog()];
+  const lru = new LRUCache({ max: 100, ttl: 20, ttlAutopurge: true, dispose: logs[0].dispose });
+  const larder = new LarderCache({ ttl: 20, dispose: logs[1].dispose });
+  for (const c of [lru, larder]) {
+    c.set('a', 'x');
+    c.set('b', 'y', { ttl: 0 });
+  }
+  await waitFor(() => logs.every((l) => l.log.length === 1), 'both reclaim the expired entry');
+  for (const c of [lru, larder]) {
+    assert.equal(c.size, 1);
+    assert.equal(c.delete('a'), false);
+    assert.equal(c.delete('b'), true);
+  }
+  await waitFor(() => logs[1].log.length === 2, 'the explicit delete disposed');
+  assert.deepEqual(sortedLog(logs[1].log), sortedLog(logs[0].log));
+  assert.deepEqual(sortedLog(logs[0].log), ['a|"x"|expire', 'b|"y"|delete']);
+  larder.close();
+});
+
 test('refused lru-cache options throw TypeError; their defaults spelled out are accepted', { skip: needLru }, () => {
   const refused = {
     allowStale: true, noDeleteOnStaleGet: true, sizeCalculation: () => 1, maxEntrySize: 10,
@@ -198,6 +225,21 @@ test('refused lru-cache options throw TypeError; their defaults spelled out are 
   c.set('a', 1);
   assert.equal(c.get('a'), 1);
   c.close();
+});
+
+/*
+ * Code ported from lru-cache reads its boolean options back (cache.allowStale,
+ * ...); larder does what their default, false, does, and said undefined.
+ */
+test('lru-cache\'s boolean options read back as lru-cache\'s defaults', { skip: needLru }, () => {
+  const lru = new LRUCache({ max: 10 });
+  const larder = new LarderCache({});
+  for (const name of ['allowStale', 'noDeleteOnStaleGet', 'noDisposeOnSet', 'updateAgeOnHas', 'noUpdateTTL',
+    'allowStaleOnFetchRejection', 'allowStaleOnFetchAbort', 'ignoreFetchAbort', 'noDeleteOnFetchRejection']) {
+    assert.equal(larder[name], lru[name], name);
+    assert.equal(larder[name], false, name);
+  }
+  larder.close();
 });
 
 test('forEach calls fn with the cache as this by default, as lru-cache', { skip: needLru }, () => {

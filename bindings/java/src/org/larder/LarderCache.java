@@ -38,7 +38,8 @@ import javax.management.ObjectName;
  * the value serializer's {@code deserialize} allocates, and the map.
  *
  * <p><b>Errors.</b> A {@code null} key, value or buffer throws
- * {@link NullPointerException}; an empty key, or a key or value over the
+ * {@link NullPointerException} (but {@link #remove(Object, Object)} of a
+ * {@code null} value is false, as Caffeine's); an empty key, or a key or value over the
  * cache's limits, {@link IllegalArgumentException} with the limit in the
  * message; any call on a closed cache {@link IllegalStateException}; a write
  * that finds no room in time {@link LarderBusyException}; memory refused by
@@ -559,9 +560,17 @@ public final class LarderCache<K, V> implements AutoCloseable {
         return write(Native.OP_REMOVE, key, null, null, 0) == Native.OK;
     }
 
-    /** Removes the key only if its value's bytes equal {@code value}'s; true if removed. */
+    /**
+     * Removes the key only if its value's bytes equal {@code value}'s; true if
+     * removed. A null {@code value} is never present: false, as Caffeine's
+     * {@code asMap().remove(key, null)} and {@code ConcurrentHashMap}'s (the
+     * key is still checked, and a closed cache still throws).
+     */
     public boolean remove(K key, V value) {
-        Objects.requireNonNull(value, "value");
+        if (value == null) {
+            containsKey(key);
+            return false;
+        }
         return write(Native.OP_REMOVE_IF_EQUALS, key, null, value, 0) == Native.OK;
     }
 

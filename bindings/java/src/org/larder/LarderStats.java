@@ -46,6 +46,24 @@ public final class LarderStats {
         return get("misses");
     }
 
+    /** Reads in all, hits plus misses, as Caffeine's {@code requestCount()}. */
+    public long requestCount() {
+        long sum = hitCount() + missCount();
+        return sum < 0 ? Long.MAX_VALUE : sum; // saturated, as Caffeine's
+    }
+
+    /** Hits per read, as Caffeine's {@code hitRate()}: 1.0 before any read. */
+    public double hitRate() {
+        long requests = requestCount();
+        return requests == 0 ? 1.0 : (double) hitCount() / requests;
+    }
+
+    /** Misses per read, as Caffeine's {@code missRate()}: 0.0 before any read. */
+    public double missRate() {
+        long requests = requestCount();
+        return requests == 0 ? 0.0 : (double) missCount() / requests;
+    }
+
     /** Successful writes of a new value. */
     public long putCount() {
         return get("writes");

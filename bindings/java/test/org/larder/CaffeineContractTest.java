@@ -1,12 +1,14 @@
 package org.larder;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
@@ -165,6 +167,105 @@ class CaffeineContractTest {
         as.put(RemovalCause.CLEARED, com.github.benmanes.caffeine.cache.RemovalCause.EXPLICIT);
         for (RemovalCause cause : RemovalCause.values()) {
             assertEquals(as.get(cause).wasEvicted(), cause.wasEvicted(), cause.name());
+        }
+    }
+
+    /*
+     * Caffeine's derived figures (requestCount, hitRate, missRate), which code
+     * moved from Caffeine reads: larder's stats() had only the counts. Equal
+     * on an unused cache (hit rate 1.0, miss rate 0.0, as Caffeine defines
+     * them) and after the same reads.
+     */
+    @Test
+    void requestCountAndRatesAsCaffeines() {
+        Cache<String, String> caffeine = Caffeine.newBuilder().recordStats().build();
+        try (LarderCache<String, String> larder = TestSupport.strings().build()) {
+            for (int round = 0; round < 2; round++) {
+                larder.cleanUp();
+                com.github.benmanes.caffeine.cache.stats.CacheStats c = caffeine.stats();
+                LarderStats l = larder.stats();
+                assertEquals(c.requestCount(), l.requestCount(), "round " + round);
+                assertEquals(c.hitRate(), l.hitRate(), 0.0, "round " + round);
+                assertEquals(c.missRate(), l.missRate(), 0.0, "round " + round);
+                for (int i = 0; i < 7; i++) {
+                    caffeine.put("k" + i, "v");
+                    larder.put("k" + i, "v");
+                }
+                for (int i = 0; i < 10; i++) {
+                    assertEquals(caffeine.getIfPresent("k" + i), larder.get("k" + i));
+                }
+            }
+        }
+    }
+
+    /*
+     * Null arguments as Caffeine's asMap() answers them: NullPointerException
+     * for a null key or a null new value, but remove(key, null) is false (a
+     * null value is never present: the ConcurrentMap contract), where larder
+     * threw. The entry stays, the key is still checked, and the read counts
+     * neither a hit nor a miss in either.
+     */
+    @Test
+    void nullArgumentsAsCaffeines() {
+        Cache<String, String> caffeine = Caffeine.newBuilder().recordStats().build();
+        ConcurrentMap<String, String> map = caffeine.asMap();
+        try (LarderCache<String, String> larder = TestSupport.strings().build()) {
+            map.put("k", "v");
+            larder.put("k", "v");
+            List<String> calls = Arrays.asList("remove(k, null)", "remove(null, v)", "remove(null, null)",
+                    "replace(k, null, v)", "replace(k, v, null)", "replace(k, null)", "putIfAbsent(k, null)",
+                    "put(k, null)", "get(null)", "containsKey(null)", "remove(null)");
+            for (String call : calls) {
+                assertEquals(outcome(() -> caffeineCall(map, call)), outcome(() -> larderCall(larder, call)),
+                        call);
+            }
+            larder.cleanUp();
+            assertEquals(0, caffeine.stats().requestCount());
+            assertEquals(0, larder.stats().hitCount() + larder.stats().missCount());
+            assertEquals("v", map.get("k"));
+            assertEquals("v", larder.get("k"));
+            assertThrows(IllegalArgumentException.class, () -> larder.remove("", null), "the key is checked");
+        }
+    }
+
+    private static Object caffeineCall(ConcurrentMap<String, String> m, String call) {
+        switch (call) {
+        case "remove(k, null)": return m.remove("k", null);
+        case "remove(null, v)": return m.remove(null, "v");
+        case "remove(null, null)": return m.remove(null, null);
+        case "replace(k, null, v)": return m.replace("k", null, "v");
+        case "replace(k, v, null)": return m.replace("k", "v", null);
+        case "replace(k, null)": return m.replace("k", null) != null;
+        case "putIfAbsent(k, null)": return m.putIfAbsent("k", null) == null;
+        case "put(k, null)": return m.put("k", null);
+        case "get(null)": return m.get(null);
+        case "containsKey(null)": return m.containsKey(null);
+        default: return m.remove(null) != null;
+        }
+    }
+
+    private static Object larderCall(LarderCache<String, String> c, String call) {
+        switch (call) {
+        case "remove(k, null)": return c.remove("k", null);
+        case "remove(null, v)": return c.remove(null, "v");
+        case "remove(null, null)": return c.remove(null, null);
+        case "replace(k, null, v)": return c.replace("k", null, "v");
+        case "replace(k, v, null)": return c.replace("k", "v", null);
+        case "replace(k, null)": return c.replace("k", null);
+        case "putIfAbsent(k, null)": return c.putIfAbsent("k", null);
+        case "put(k, null)": c.put("k", null); return null;
+        case "get(null)": return c.get(null);
+        case "containsKey(null)": return c.containsKey(null);
+        default: return c.remove(null);
+        }
+    }
+
+    /* The result, or the exception's class. */
+    private static Object outcome(java.util.function.Supplier<Object> call) {
+        try {
+            return call.get();
+        } catch (RuntimeException e) {
+            return e.getClass();
         }
     }
 

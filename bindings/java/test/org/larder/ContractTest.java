@@ -671,7 +671,7 @@ class ContractTest {
             List<Runnable> nullArg = Arrays.asList(() -> c.put(k, null), () -> c.putIfAbsent(k, null),
                     () -> c.replace(k, null), () -> c.replace(k, null, v), () -> c.replace(k, v, null),
                     () -> c.addOrReplace(k, null, v), () -> c.addOrReplace(k, v, null),
-                    () -> c.remove(k, null), () -> c.getInto(k, (byte[]) null),
+                    () -> c.getInto(k, (byte[]) null),
                     () -> c.getInto(k, (ByteBuffer) null), () -> c.getDirect(k, null),
                     () -> c.put(k, v, 1, null), () -> c.getAll(null));
             for (int i = 0; i < nullArg.size(); i++) {
