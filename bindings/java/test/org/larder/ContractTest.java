@@ -884,25 +884,11 @@ class ContractTest {
         /* Serializations of "big" left before the one that removes it (0: never). */
         AtomicInteger removeAt = new AtomicInteger();
         AtomicReference<LarderCache<String, byte[]>> cache = new AtomicReference<>();
-        CacheSerializer<String> keys = new CacheSerializer<String>() {
-            @Override
-            public void serialize(String value, ByteBuffer buf) {
-                if (value.equals("big") && removeAt.get() > 0 && removeAt.decrementAndGet() == 0) {
-                    cache.get().remove("big");
-                }
-                CacheSerializers.STRING.serialize(value, buf);
+        CacheSerializer<String> keys = TestSupport.stringSerializer(value -> {
+            if (value.equals("big") && removeAt.get() > 0 && removeAt.decrementAndGet() == 0) {
+                cache.get().remove("big");
             }
-
-            @Override
-            public String deserialize(ByteBuffer buf) {
-                return CacheSerializers.STRING.deserialize(buf);
-            }
-
-            @Override
-            public int serializedSize(String value) {
-                return CacheSerializers.STRING.serializedSize(value);
-            }
-        };
+        }, CacheSerializers.STRING::serializedSize);
         try (LarderCache<String, byte[]> c = LarderCacheBuilder.<String, byte[]>newBuilder()
                 .keySerializer(keys).valueSerializer(CacheSerializers.BYTE_ARRAY)
                 .maxValueBytes(4 << 20).build()) {

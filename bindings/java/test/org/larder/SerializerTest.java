@@ -142,22 +142,8 @@ class SerializerTest {
             assertTrue(e.getMessage().contains("serializedSize"), e.getMessage());
             assertTrue(c.getAll(java.util.Collections.singletonList("k")).isEmpty());
         }
-        CacheSerializer<String> negative = new CacheSerializer<String>() {
-            @Override
-            public void serialize(String value, ByteBuffer buf) {
-                CacheSerializers.STRING.serialize(value, buf);
-            }
-
-            @Override
-            public String deserialize(ByteBuffer buf) {
-                return CacheSerializers.STRING.deserialize(buf);
-            }
-
-            @Override
-            public int serializedSize(String value) {
-                return value.equals("neg") ? -5 : CacheSerializers.STRING.serializedSize(value);
-            }
-        };
+        CacheSerializer<String> negative = TestSupport.stringSerializer(value -> { },
+                value -> value.equals("neg") ? -5 : CacheSerializers.STRING.serializedSize(value));
         try (LarderCache<String, String> c = LarderCacheBuilder.<String, String>newBuilder()
                 .keySerializer(CacheSerializers.STRING).valueSerializer(negative).build()) {
             c.put("k", "v");

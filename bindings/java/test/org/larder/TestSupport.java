@@ -2,11 +2,14 @@ package org.larder;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+import java.util.function.ToIntFunction;
 
-/** Helpers shared by the tests: caches of bytes, keys, and waits on conditions. */
+/** Helpers shared by the tests: caches of bytes, keys, serializers that misbehave, and waits on conditions. */
 final class TestSupport {
     /** Generous, as the C and Node tests' waits: the machines that run the suite are loaded. */
     static final long WAIT_MS = 60_000;
@@ -24,6 +27,31 @@ final class TestSupport {
         return LarderCacheBuilder.<String, String>newBuilder()
                 .keySerializer(CacheSerializers.STRING)
                 .valueSerializer(CacheSerializers.STRING);
+    }
+
+    /**
+     * The STRING serializer, but running beforeSerialize first and stating
+     * the size that size gives: the tests' serializers that misbehave.
+     */
+    static CacheSerializer<String> stringSerializer(Consumer<String> beforeSerialize,
+            ToIntFunction<String> size) {
+        return new CacheSerializer<String>() {
+            @Override
+            public void serialize(String value, ByteBuffer buf) {
+                beforeSerialize.accept(value);
+                CacheSerializers.STRING.serialize(value, buf);
+            }
+
+            @Override
+            public String deserialize(ByteBuffer buf) {
+                return CacheSerializers.STRING.deserialize(buf);
+            }
+
+            @Override
+            public int serializedSize(String value) {
+                return size.applyAsInt(value);
+            }
+        };
     }
 
     static byte[] b(String s) {
