@@ -36,8 +36,13 @@
  * did not pay already (a syscall each, a few thousand a second at most).
  *
  * GP-M2 (a second membarrier, after the readers are seen to have left) orders
- * their sections' loads before the frees that follow on weakly ordered CPUs;
- * on x86 the release store in exit already does.
+ * their sections' loads before the frees that follow on weakly ordered CPUs.
+ * On x86 it is left out: there a load is never reordered with a later
+ * store, so a reader's section loads are done before its exit store (GP-R2),
+ * or a later enter's store, can be seen by GP-A1's acquire, which keeps the
+ * frees after it. Each GP-M2 was a second syscall and interrupt of every
+ * CPU per grace period, paid per batch: with shards sharing one start
+ * (GP-G3) each shard's poll still paid its own.
  *
  * Without membarrier (old kernels, or seccomp forbids it), readers fence after
  * the enter store and GP-M1/GP-M2 are plain seq_cst fences: the classic Dekker
@@ -161,7 +166,9 @@ bool larder__gp_poll(uint64_t token)
 		}
 	}
 	pthread_mutex_unlock(&registry_lock);
+#if !defined(__x86_64__) && !defined(__i386__)
 	if (done)
 		barrier_all_threads(); /* GP-M2 */
+#endif
 	return done;
 }
