@@ -153,7 +153,8 @@ static int gp_due(struct larder__maint *m)
  * Step 9 of the pass. With K shards each maintainer's batch reached 256 KiB
  * K times slower, so most of their grace periods began by the 1 ms age
  * limit: K starts (each a membarrier that interrupts every CPU running one
- * of our threads, and a second one at its end) where one shard needed one.
+ * of our threads; off x86, a second at its end, GP-M2) where one shard
+ * needed one.
  * A sealed batch rides on any start after its seal, ours, another shard's,
  * a clear's or a resize's; a maintainer starts one itself only when gp_due
  * says so. Returns the work done (0 or 1).
@@ -268,7 +269,8 @@ static uint64_t maint_pass(struct larder__maint *m)
 	/* Relaxed: read by a statistics snapshot only. */
 	atomic_store_explicit(&m->stat[LARDER_STAT_ENTRIES], m->live_count, LARDER__RELAXED);
 	check_links_if_asked(m);
-	int pending = m->collect || m->sealed || m->waiting || m->waiting_sealed || m->gens || m->tables || m->growing;
+	int pending = m->collect || m->sealed || m->waiting || m->waiting_sealed || m->gens ||
+		      m->tables || m->growing;
 	/* Walks (clear, growth, freed tables, the wheel's staging) go a chunk
 	 * per pass: no lazy sleep while one is left, nor while memory is short
 	 * or anyone waits for us. */
