@@ -139,7 +139,8 @@ uint64_t larder__gp_start(void)
 
 uint64_t larder__gp_next(void)
 {
-	pthread_mutex_lock(&start_lock); /* GP-G3: no start is between its GP-M1 and its increment */
+	/* GP-G3: under the lock no start is between its GP-M1 and its increment. */
+	pthread_mutex_lock(&start_lock);
 	/* Relaxed: start_lock orders it against the starts. */
 	uint64_t token = atomic_load_explicit(&larder__gp.counter, LARDER__RELAXED) + 1;
 	pthread_mutex_unlock(&start_lock);
