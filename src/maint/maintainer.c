@@ -27,8 +27,10 @@
  *   7. evict while live bytes + what waiting writers want > capacity;
  *   8. grow or shrink the index (a chunk of homes per pass; TABLE-L1 and TABLE-L3 in
  *      index/table.h);
- *   9. start a grace period for what was retired, when none is running and
- *      one is due (gp_due: 256 KiB retired, a writer waiting, or 1 ms).
+ *   9. hand what was retired to a grace period, when none is running: one
+ *      that another thread started since this shard sealed its batch
+ *      (GP-G3 in sync/reclaim.c), or one of its own when due (gp_due: 256
+ *      KiB retired, a writer waiting, or 1 ms); then seal what is left.
  * Then it sleeps: about 200 us when work is pending (the batching window,
  * cut short by a writer whose event ring is half full, or whose unread
  * overwrites reach LARDER__WAKE_EVENTS: larder__events_wake_due), until
@@ -140,11 +142,54 @@ void larder__maint_wake_writers(struct larder *c)
 static int gp_due(struct larder__maint *m)
 {
 	struct larder *c = m->cache;
-	return m->collect_bytes >= GP_BATCH_BYTES ||
+	return m->collect_bytes + m->sealed_bytes >= GP_BATCH_BYTES ||
 	       atomic_load_explicit(&c->room_waiters, LARDER__RELAXED) || /* a hint */
 	       atomic_load_explicit(&m->pass_waiters, LARDER__RELAXED) || /* a hint (flush) */
 	       atomic_load_explicit(&c->stop, LARDER__RELAXED) ||
 	       larder__monotonic_ns() - m->gp_started_ns >= GP_INTERVAL_NS;
+}
+
+/*
+ * Step 9 of the pass. With K shards each maintainer's batch reached 256 KiB
+ * K times slower, so most of their grace periods began by the 1 ms age
+ * limit: K starts (each a membarrier that interrupts every CPU running one
+ * of our threads; off x86, a second at its end, GP-M2) where one shard
+ * needed one.
+ * A sealed batch rides on any start after its seal, ours, another shard's,
+ * a clear's or a resize's; a maintainer starts one itself only when gp_due
+ * says so. Returns the work done (0 or 1).
+ */
+static uint64_t gp_hand_over(struct larder__maint *m)
+{
+	uint64_t work = 0;
+	int running = m->waiting || m->waiting_sealed; /* one batch waits at a time */
+	if (!running && m->sealed && larder__gp_begun(m->sealed_token)) {
+		m->gp_started_ns = larder__monotonic_ns();
+		m->waiting = m->sealed;
+		m->waiting_bytes = m->sealed_bytes;
+		m->waiting_token = m->sealed_token;
+		m->sealed = NULL;
+		m->sealed_bytes = 0;
+		work = 1;
+	} else if (!running && (m->collect || m->sealed) && gp_due(m)) {
+		m->gp_started_ns = larder__monotonic_ns();
+		m->waiting = m->collect;
+		m->waiting_bytes = m->collect_bytes;
+		m->waiting_sealed = m->sealed;
+		m->waiting_sealed_bytes = m->sealed_bytes;
+		m->waiting_token = larder__gp_start();
+		m->collect = m->sealed = NULL;
+		m->collect_bytes = m->sealed_bytes = 0;
+		work = 1;
+	}
+	if (!m->sealed && m->collect) {
+		m->sealed_token = larder__gp_next();
+		m->sealed = m->collect;
+		m->sealed_bytes = m->collect_bytes;
+		m->collect = NULL;
+		m->collect_bytes = 0;
+	}
+	return work;
 }
 
 /* Test seam: the queues are ours (ENTRY-E3), so the check runs here, on request. */
@@ -180,7 +225,7 @@ static uint64_t maint_pass(struct larder__maint *m)
 	 * seen fallen means this pass's drain sees the bulk writer's events. */
 	m->bulk_seen = atomic_load_explicit(&c->bulk_writers, LARDER__ACQUIRE);
 
-	int batch_ready = m->waiting && larder__gp_poll(m->waiting_token);
+	int batch_ready = (m->waiting || m->waiting_sealed) && larder__gp_poll(m->waiting_token);
 	int gen_ready = m->gens && larder__gp_poll(m->gens->retire_token);
 	uint64_t hits;
 	uint64_t events = larder__maint_drain_all(m, &hits);
@@ -196,8 +241,9 @@ static uint64_t maint_pass(struct larder__maint *m)
 	m->trickle = events + (m->hits_keep_awake ? hits : 0) <= LAZY_EVENTS;
 	if (batch_ready) {
 		larder__maint_free_entries(m, m->waiting, m->waiting_bytes);
-		m->waiting = NULL;
-		m->waiting_bytes = 0;
+		larder__maint_free_entries(m, m->waiting_sealed, m->waiting_sealed_bytes);
+		m->waiting = m->waiting_sealed = NULL;
+		m->waiting_bytes = m->waiting_sealed_bytes = 0;
 		larder__maint_wake_writers(c);
 		work++;
 	}
@@ -219,19 +265,12 @@ static uint64_t maint_pass(struct larder__maint *m)
 		work += larder__dict_maint(c);
 	if (m->growing || events)
 		larder__maint_wake_writers(c); /* writers waiting for the index or the ring */
-	if (!m->waiting && m->collect && gp_due(m)) {
-		m->gp_started_ns = larder__monotonic_ns();
-		m->waiting = m->collect;
-		m->waiting_bytes = m->collect_bytes;
-		m->waiting_token = larder__gp_start();
-		m->collect = NULL;
-		m->collect_bytes = 0;
-		work++;
-	}
+	work += gp_hand_over(m);
 	/* Relaxed: read by a statistics snapshot only. */
 	atomic_store_explicit(&m->stat[LARDER_STAT_ENTRIES], m->live_count, LARDER__RELAXED);
 	check_links_if_asked(m);
-	int pending = m->collect || m->waiting || m->gens || m->tables || m->growing;
+	int pending = m->collect || m->sealed || m->waiting || m->waiting_sealed || m->gens ||
+		      m->tables || m->growing;
 	/* Walks (clear, growth, freed tables, the wheel's staging) go a chunk
 	 * per pass: no lazy sleep while one is left, nor while memory is short
 	 * or anyone waits for us. */
@@ -243,7 +282,8 @@ static uint64_t maint_pass(struct larder__maint *m)
 	if (!work && !pending) {
 		/* A quiesce point: the retired lists are empty, so are their byte
 		 * counts, and the live totals agree on emptiness (MAINT-M1). */
-		LARDER__ASSERT(m->collect_bytes == 0 && m->waiting_bytes == 0);
+		LARDER__ASSERT(m->collect_bytes == 0 && m->sealed_bytes == 0 &&
+			       m->waiting_bytes == 0 && m->waiting_sealed_bytes == 0);
 		LARDER__ASSERT((m->live_count == 0) == (m->live_bytes == 0));
 		/* QUIESCE-Q2: release; the quiesce seam acquires it (QUIESCE-Q3). */
 		atomic_store_explicit(&m->idle_seq,
@@ -489,7 +529,9 @@ void larder__maint_destroy(struct larder__shard *s)
 		larder__table_destroy(t);
 	}
 	free_large_list(s, m->collect);
+	free_large_list(s, m->sealed);
 	free_large_list(s, m->waiting);
+	free_large_list(s, m->waiting_sealed);
 	struct larder__handle *h = larder__maint_handles(s);
 	while (h) {
 		struct larder__handle *next = h->next;

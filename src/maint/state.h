@@ -83,10 +83,16 @@ struct larder__maint {
 	uint32_t bulk_seen;  /* bulk writers running at the pass's start (A-BULK; SNAP-L6) */
 	int staging;         /* the last pass staged wheel timers ahead (maint/evict.c) */
 	uint64_t live_count, live_bytes;
-	struct larder__entry *collect; /* retired, grace period not started */
+	struct larder__entry *collect; /* retired, not sealed */
 	uint64_t collect_bytes;
-	struct larder__entry *waiting; /* retired, grace period `waiting_token` running */
-	uint64_t waiting_bytes, waiting_token;
+	/* Retired before larder__gp_next() returned sealed_token: freed after the
+	 * next grace period anyone starts (GP-G3 in sync/reclaim.c). */
+	struct larder__entry *sealed;
+	uint64_t sealed_bytes, sealed_token;
+	/* Retired, grace period `waiting_token` running; waiting_sealed is the
+	 * sealed batch that a start of our own took along (maint_pass). */
+	struct larder__entry *waiting, *waiting_sealed;
+	uint64_t waiting_bytes, waiting_sealed_bytes, waiting_token;
 	uint64_t gp_started_ns;          /* when the last grace period for entries began */
 	struct larder__table *tables;    /* resized out of, freed after retire_token */
 	struct larder__table *gens;      /* swapped out by clear, oldest first */

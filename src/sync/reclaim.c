@@ -7,7 +7,9 @@
  *   reader enter:  outer = ctr; ctr = outer ? outer : gp_counter
  *                                              (plain store, compiler barrier)
  *   reader exit:   ctr = outer                 (release store; 0 when outermost)
- *   gp_start:      GP-M1 = membarrier(); token = ++gp_counter
+ *   gp_start:      lock; GP-M1 = membarrier(); token = ++gp_counter; unlock
+ *   gp_next:       lock; token = gp_counter + 1; unlock
+ *   gp_begun(T):   gp_counter >= T
  *   gp_poll:       done when every reader's ctr is 0 or >= token; then GP-M2
  *
  * Why one phase suffices: the counter is 64 bits and never wraps, so a
@@ -18,9 +20,29 @@
  * until it leaves (0) or re-enters (>= token). A reader that stored a stale
  * counter value only makes us wait longer.
  *
+ * Sharing a grace period (GP-G3). The maintainers of a cache's shards each
+ * retire entries; each starting a grace period of its own for its batch costs
+ * K times the membarriers (and, with the batch's 1 ms age limit, K times the
+ * interrupts of every CPU running our threads) of one maintainer. So a
+ * maintainer may instead seal its batch with larder__gp_next() and free it
+ * after whichever grace period starts next, by any thread. Starts are
+ * serialized by start_lock, and gp_next reads the counter under the same
+ * lock, so the start that returns gp_next's token takes the lock after
+ * gp_next released it: its GP-M1 comes after every unlink made before
+ * gp_next, as if the sealing thread had called larder__gp_start() itself.
+ * A reader with ctr >= that token loaded the counter after the start's
+ * increment (R-GPSTART), so after its GP-M1; gp_poll(token) then decides
+ * as for the start's own token. The lock costs the starts nothing they
+ * did not pay already (a syscall each, a few thousand a second at most).
+ *
  * GP-M2 (a second membarrier, after the readers are seen to have left) orders
- * their sections' loads before the frees that follow on weakly ordered CPUs;
- * on x86 the release store in exit already does.
+ * their sections' loads before the frees that follow on weakly ordered CPUs.
+ * On x86 it is left out: there a load is never reordered with a later
+ * store, so a reader's section loads are done before its exit store (GP-R2),
+ * or a later enter's store, can be seen by GP-A1's acquire, which keeps the
+ * frees after it. Each GP-M2 was a second syscall and interrupt of every
+ * CPU per grace period, paid per batch: with shards sharing one start
+ * (GP-G3) each shard's poll still paid its own.
  *
  * Without membarrier (old kernels, or seccomp forbids it), readers fence after
  * the enter store and GP-M1/GP-M2 are plain seq_cst fences: the classic Dekker
@@ -32,6 +54,9 @@
  *       reached by a section still running when larder__gp_poll(T) is true.
  *   GP-G2. gp_start and gp_poll never wait for a reader; a parked reader only
  *       delays the polls that cover it.
+ *   GP-G3. Memory unlinked before larder__gp_next() returned token T is, once
+ *       larder__gp_begun(T) is true, covered by larder__gp_poll(T) as by GP-G1:
+ *       some larder__gp_start() that began after the gp_next call returned T.
  */
 #define _GNU_SOURCE
 #include "sync/reclaim.h"
@@ -45,6 +70,7 @@ struct larder__gp_state larder__gp = { 1 };
 bool larder__reclaim_fences;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER; /* GP-G3 */
 static struct larder__reader *registry;
 static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
 
@@ -99,10 +125,32 @@ void larder__reader_unregister(struct larder__reader *r)
 
 uint64_t larder__gp_start(void)
 {
+	pthread_mutex_lock(&start_lock);
 	barrier_all_threads(); /* GP-M1: unlinks before, readers' later loads after */
-	/* Relaxed: ordering comes from GP-M1; several maintainers may start grace
-	 * periods at once, each gets a distinct later token. */
-	return atomic_fetch_add_explicit(&larder__gp.counter, 1, LARDER__RELAXED) + 1;
+	/* Relaxed: only starts write the counter, and they hold start_lock. */
+	uint64_t token = atomic_load_explicit(&larder__gp.counter, LARDER__RELAXED) + 1;
+	/* R-GPSTART: release, pairs with A-GPSTART in larder__gp_begun(): a
+	 * sealed batch seen covered was covered by this GP-M1. Readers load the
+	 * counter relaxed (GP-R1): GP-M1 orders them. */
+	atomic_store_explicit(&larder__gp.counter, token, LARDER__RELEASE);
+	pthread_mutex_unlock(&start_lock);
+	return token;
+}
+
+uint64_t larder__gp_next(void)
+{
+	/* GP-G3: under the lock no start is between its GP-M1 and its increment. */
+	pthread_mutex_lock(&start_lock);
+	/* Relaxed: start_lock orders it against the starts. */
+	uint64_t token = atomic_load_explicit(&larder__gp.counter, LARDER__RELAXED) + 1;
+	pthread_mutex_unlock(&start_lock);
+	return token;
+}
+
+bool larder__gp_begun(uint64_t token)
+{
+	/* A-GPSTART: acquire, pairs with R-GPSTART. */
+	return atomic_load_explicit(&larder__gp.counter, LARDER__ACQUIRE) >= token;
 }
 
 bool larder__gp_poll(uint64_t token)
@@ -119,7 +167,9 @@ bool larder__gp_poll(uint64_t token)
 		}
 	}
 	pthread_mutex_unlock(&registry_lock);
+#if !defined(__x86_64__) && !defined(__i386__)
 	if (done)
 		barrier_all_threads(); /* GP-M2 */
+#endif
 	return done;
 }

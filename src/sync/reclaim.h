@@ -111,6 +111,17 @@ static inline bool larder__read_active(struct larder__reader *r)
 uint64_t larder__gp_start(void);
 
 /*
+ * The token of the next grace period to start, by any thread (GP-G3 in
+ * reclaim.c): memory unlinked before the call may be freed once
+ * larder__gp_begun(token) and then larder__gp_poll(token) are true, without a
+ * start of the caller's own. Takes the starts' lock; never waits for a reader.
+ */
+uint64_t larder__gp_next(void);
+
+/* True once a grace period with this token (or a later one) has started. */
+bool larder__gp_begun(uint64_t token);
+
+/*
  * True once every reader that was inside a section when the grace period
  * `token` started has left it: memory unlinked before larder__gp_start()
  * may then be freed. Never blocks on readers.

@@ -19,6 +19,10 @@
  *       hold for a reader that parks after nested reads; and at the level of
  *       sync/reclaim.h, a grace period that starts inside a nested section
  *       completes only after the outermost exit.
+ *   TGRACE-G5. a sealed token (larder__gp_next, GP-G3 in sync/reclaim.c) has not
+ *       begun until the next start, which returns it; polled with it, that
+ *       start's grace period waits for a section entered before the seal
+ *       and not for one entered after the start.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -257,6 +261,37 @@ static void test_nested_sections_hold_grace(void)
 	uint64_t before = larder__gp_start();
 	outer = larder__read_enter(r);
 	CHECK(larder__gp_poll(before));
+	larder__read_exit(r, outer);
+}
+
+/*
+ * TGRACE-G5, one thread, no cache open (no maintainer starts grace periods
+ * meanwhile): what a maintainer that seals its batch relies on to free it
+ * after another shard's start.
+ */
+static void test_sealed_token_rides_next_start(void)
+{
+	struct larder__thread *t = larder__thread_self();
+	REQUIRE(t != NULL);
+	struct larder__reader *r = &t->reader;
+
+	uint64_t outer = larder__read_enter(r); /* entered before the seal */
+	uint64_t sealed = larder__gp_next();
+	CHECK(!larder__gp_begun(sealed));
+	CHECK_EQ(larder__gp_next(), sealed); /* no start between */
+	uint64_t started = larder__gp_start(); /* "another shard's" start */
+	CHECK_EQ(started, sealed);
+	CHECK(larder__gp_begun(sealed));
+	CHECK(!larder__gp_poll(sealed));
+	larder__read_exit(r, outer);
+	CHECK(larder__gp_poll(sealed));
+	/* A section entered after the start does not hold it; a newer seal waits
+	 * for a newer start. */
+	outer = larder__read_enter(r);
+	CHECK(larder__gp_poll(sealed));
+	uint64_t next = larder__gp_next();
+	CHECK(!larder__gp_begun(next));
+	CHECK(!larder__gp_poll(next));
 	larder__read_exit(r, outer);
 }
 
@@ -582,6 +617,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_parked_get_batch),
 		TH_TEST(test_parked_after_nested_reads),
 		TH_TEST(test_nested_sections_hold_grace),
+		TH_TEST(test_sealed_token_rides_next_start),
 		TH_TEST(test_write_inside_callback),
 		TH_TEST(test_write_inside_callback_roomy),
 		TH_TEST(test_writer_waits_for_room),
