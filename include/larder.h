@@ -1111,8 +1111,8 @@ enum larder_pool_cache_stat {
 /*
  * Fills values[0..count-1] with cache's figures (entries past
  * LARDER_POOL_CACHE_STAT_COUNT are set to 0). Briefly takes the pool's
- * lock. Returns LARDER_OK or LARDER_EINVAL (a NULL argument, or cache not
- * open in pool).
+ * lock. Returns LARDER_OK or LARDER_EINVAL (pool or cache NULL, values NULL
+ * with count > 0, or cache not open in pool).
  */
 LARDER_API LARDER_MUST_USE int larder_pool_cache_stats(larder_pool *pool, larder *cache,
 						       double *values, size_t count);

@@ -1182,6 +1182,161 @@ static void test_snapshot_ttl_ran_out_while_saved(void)
 	unlink(path);
 }
 
+/* A walk and a save are not reads (no hit or miss counted, no deadline
+ * extended, also with expire-after-access); a load counts its writes and
+ * reports the values it overwrites as REPLACED. */
+struct causes {
+	_Atomic int n[5];
+};
+
+static void count_cause(void *ctx, const void *key, size_t key_len, const void *value,
+			size_t value_len, enum larder_cause cause)
+{
+	struct causes *cs = ctx;
+	(void)key;
+	(void)key_len;
+	(void)value;
+	(void)value_len;
+	atomic_fetch_add(&cs->n[cause], 1);
+}
+
+static void test_walk_and_save_are_not_reads(void)
+{
+	const char *p = snap_path("notread.snap");
+	REQUIRE(p);
+	char path[128];
+	snprintf(path, sizeof path, "%s", p);
+	static struct th_clock clk;
+	th_clock_init(&clk, T0);
+	static struct causes cs;
+	memset(&cs, 0, sizeof cs);
+	larder_config *cfg = th_config(4 * MiB);
+	REQUIRE(cfg);
+	REQUIRE_RC(larder_config_set_clock(cfg, th_clock_fn, &clk), LARDER_OK);
+	REQUIRE_RC(larder_config_set_expiry(cfg, LARDER_EXPIRE_AFTER_ACCESS), LARDER_OK);
+	REQUIRE_RC(larder_config_set_default_ttl_ms(cfg, 10000), LARDER_OK);
+	REQUIRE_RC(larder_config_set_compression(cfg, 16, 0), LARDER_OK);
+	REQUIRE_RC(larder_config_set_removal_listener(cfg, count_cause, &cs), LARDER_OK);
+	larder *c = th_open(cfg);
+	REQUIRE(c);
+	unsigned char v[256];
+	char k[32];
+	for (unsigned i = 0; i < 100; i++) {
+		size_t kl = key_of(k, "r", i);
+		fill_text(v, sizeof v, i);
+		REQUIRE_RC(larder_put(c, k, kl, v, sizeof v, LARDER_TTL_DEFAULT), LARDER_OK);
+	}
+	th_clock_advance(&clk, 9000);
+	uint64_t hits = th_stat(c, LARDER_STAT_HITS), misses = th_stat(c, LARDER_STAT_MISSES);
+	int n = 0;
+	larder_iter *it;
+	REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);
+	while (larder_iter_next(it, count_nothing, &n) == LARDER_OK)
+		;
+	larder_iter_close(it);
+	CHECK_EQ(n, 100);
+	REQUIRE_RC(larder_save(c, path), LARDER_OK);
+	CHECK_EQ(th_stat(c, LARDER_STAT_HITS), hits);
+	CHECK_EQ(th_stat(c, LARDER_STAT_MISSES), misses);
+	uint64_t ttl = 0;
+	CHECK_RC(larder_ttl_remaining(c, "r:00007", 7, &ttl), LARDER_OK);
+	CHECK_LE(ttl, 1000);
+	/* The load overwrites all 100 (REPLACED) and counts 100 writes. */
+	CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+	uint64_t writes = th_stat(c, LARDER_STAT_WRITES);
+	CHECK_RC(larder_load(c, path), LARDER_OK);
+	CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+	CHECK_EQ(th_stat(c, LARDER_STAT_WRITES), writes + 100);
+	CHECK_EQ(th_stat(c, LARDER_STAT_REPLACEMENTS), 100);
+	CHECK_EQ(atomic_load(&cs.n[LARDER_CAUSE_REPLACED]), 100);
+	CHECK_EQ(th_stat(c, LARDER_STAT_ENTRIES), 100);
+	CHECK_RC(larder_ttl_remaining(c, "r:00007", 7, &ttl), LARDER_OK);
+	CHECK_LE(ttl, 1000);
+	/* After the saved TTL, gone, even though the default TTL is longer. */
+	th_clock_advance(&clk, 1000);
+	CHECK_RC(larder_contains(c, "r:00007", 7), LARDER_MISS);
+	larder_close(c);
+	unlink(path);
+}
+
+/* Cursors, saves and loads from inside a removal listener and a read
+ * callback, on the cache they were called for: each completes. */
+struct inside {
+	larder *c;
+	char path[128];
+	_Atomic int walked, saved, loaded, calls;
+};
+
+static void inside_work(struct inside *in)
+{
+	int n = 0;
+	larder_iter *it;
+	if (larder_iter_open(in->c, &it) == LARDER_OK) {
+		while (larder_iter_next(it, count_nothing, &n) == LARDER_OK)
+			;
+		larder_iter_close(it);
+		atomic_fetch_add(&in->walked, n > 0);
+	}
+	atomic_fetch_add(&in->saved, larder_save(in->c, in->path) == LARDER_OK);
+	int rc = larder_load(in->c, in->path);
+	atomic_fetch_add(&in->loaded, rc == LARDER_OK || rc == LARDER_EBUSY);
+	atomic_fetch_add(&in->calls, 1);
+}
+
+static void inside_listener(void *ctx, const void *key, size_t key_len, const void *value,
+			    size_t value_len, enum larder_cause cause)
+{
+	(void)value;
+	(void)value_len;
+	if (cause == LARDER_CAUSE_EXPLICIT && key_len == 4 && !memcmp(key, "kick", 4))
+		inside_work(ctx);
+}
+
+static void inside_read(void *ctx, const void *value, size_t value_len)
+{
+	(void)value;
+	(void)value_len;
+	inside_work(ctx);
+}
+
+static void test_iter_save_load_reentrant(void)
+{
+	const char *p = snap_path("inside.snap");
+	REQUIRE(p);
+	static struct inside in;
+	memset(&in, 0, sizeof in);
+	snprintf(in.path, sizeof in.path, "%s", p);
+	larder_config *cfg = th_config(4 * MiB);
+	REQUIRE(cfg);
+	REQUIRE_RC(larder_config_set_compression(cfg, 16, 0), LARDER_OK);
+	REQUIRE_RC(larder_config_set_removal_listener(cfg, inside_listener, &in), LARDER_OK);
+	larder *c = th_open(cfg);
+	REQUIRE(c);
+	in.c = c;
+	unsigned char v[256];
+	char k[32];
+	for (unsigned i = 0; i < 200; i++) {
+		size_t kl = key_of(k, "in", i);
+		fill_text(v, sizeof v, i);
+		REQUIRE_RC(larder_put(c, k, kl, v, sizeof v, LARDER_TTL_NEVER), LARDER_OK);
+	}
+	REQUIRE_RC(larder_put(c, "kick", 4, "x", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_get_with(c, "in:00001", 8, inside_read, &in), LARDER_OK);
+	CHECK_RC(larder_remove(c, "kick", 4), LARDER_OK);
+	CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+	CHECK_EQ(atomic_load(&in.calls), 2);
+	CHECK_EQ(atomic_load(&in.walked), 2);
+	CHECK_EQ(atomic_load(&in.saved), 2);
+	CHECK_EQ(atomic_load(&in.loaded), 2);
+	unsigned char buf[256];
+	size_t len = 0;
+	fill_text(v, sizeof v, 5);
+	CHECK_RC(larder_get(c, "in:00005", 8, buf, sizeof buf, &len), LARDER_OK);
+	CHECK_MEM(buf, v, sizeof v);
+	larder_close(c);
+	unlink(in.path);
+}
+
 /* ---- pools ---------------------------------------------------------------------- */
 
 static larder_pool *make_pool(uint64_t budget, uint64_t interval_ms)
@@ -1239,7 +1394,6 @@ static void test_pool_errors_and_states(void)
 	uint64_t v[LARDER_POOL_STAT_COUNT + 2];
 	CHECK_RC(larder_pool_stats(NULL, v, 1), LARDER_EINVAL);
 	CHECK_RC(larder_pool_stats(pool, NULL, 1), LARDER_EINVAL);
-	CHECK_RC(larder_pool_stats(pool, NULL, 0), LARDER_OK);
 	memset(v, 0xff, sizeof v);
 	CHECK_RC(larder_pool_stats(pool, v, TH_COUNT(v)), LARDER_OK);
 	CHECK_EQ(v[LARDER_POOL_STAT_COUNT], 0);
@@ -1312,6 +1466,24 @@ static void test_pool_errors_and_states(void)
 	larder_config_destroy(cfg);
 }
 
+/* NULL with count 0 is an empty request (as for larder_stats): LARDER_OK,
+ * nothing written; under UBSan a copy of zero bytes to NULL aborted it. */
+static void test_pool_stats_empty_request(void)
+{
+	larder_pool *pool = make_pool(MiB, 0);
+	REQUIRE(pool);
+	int rc;
+	larder *c = open_member(pool, 0, 1, &rc);
+	REQUIRE_RC(rc, LARDER_OK);
+	CHECK_RC(larder_pool_stats(pool, NULL, 0), LARDER_OK);
+	CHECK_RC(larder_pool_cache_stats(pool, c, NULL, 0), LARDER_OK);
+	double one[1] = {-1.0};
+	CHECK_RC(larder_pool_cache_stats(pool, c, one, 1), LARDER_OK);
+	CHECK_EQ((uint64_t)one[0], th_stat(c, LARDER_STAT_CAPACITY_BYTES));
+	larder_close(c);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
 /* A static split: equal parts, or a member's fixed share. */
 static void test_pool_static_split(void)
 {
@@ -1339,6 +1511,44 @@ static void test_pool_static_split(void)
 	larder_close(a);
 	larder_close(b);
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+/* A member whose max share is under 64 KiB of the budget: refused, or
+ * given at least the smallest capacity a cache may have; the shares and
+ * miss cost come back in its figures. */
+static void test_pool_tiny_share(void)
+{
+	for (int interval = 0; interval < 2; interval++) {
+		larder_pool *pool = make_pool(MiB, interval ? 100 : 0);
+		REQUIRE(pool);
+		int rc;
+		larder *c = open_member(pool, 0, 0.01, &rc);
+		if (rc == LARDER_OK) {
+			CHECK_GE(th_stat(c, LARDER_STAT_CAPACITY_BYTES), 64 * KiB);
+			double cv[LARDER_POOL_CACHE_STAT_COUNT];
+			CHECK_RC(larder_pool_cache_stats(pool, c, cv, TH_COUNT(cv)), LARDER_OK);
+			CHECK_GE((uint64_t)cv[LARDER_POOL_CACHE_CAPACITY_BYTES], 64 * KiB);
+			CHECK(cv[LARDER_POOL_CACHE_MAX_SHARE] == 0.01);
+			CHECK(cv[LARDER_POOL_CACHE_MIN_SHARE] == 0.0);
+			CHECK(cv[LARDER_POOL_CACHE_MISS_COST] == 1.0);
+			/* It works as a cache. */
+			unsigned char v[1000];
+			fill_text(v, sizeof v, 1);
+			for (unsigned i = 0; i < 200; i++) {
+				char k[32];
+				size_t kl = key_of(k, "tiny", i);
+				CHECK_RC(larder_put(c, k, kl, v, sizeof v, LARDER_TTL_NEVER), LARDER_OK);
+			}
+			CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+			CHECK_LE(th_stat(c, LARDER_STAT_USED_BYTES),
+				 th_stat(c, LARDER_STAT_CAPACITY_BYTES));
+			larder_close(c);
+		} else {
+			CHECK_RC(rc, LARDER_EINVAL);
+			CHECK(c == NULL);
+		}
+		CHECK_RC(larder_pool_close(pool), LARDER_OK);
+	}
 }
 
 /* Members written to while another opens, clears, saves, loads and closes
@@ -1452,8 +1662,12 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_damaged_files),
 		TH_TEST(test_snapshot_into_smaller_cache),
 		TH_TEST(test_snapshot_ttl_ran_out_while_saved),
+		TH_TEST(test_walk_and_save_are_not_reads),
+		TH_TEST(test_iter_save_load_reentrant),
 		TH_TEST(test_pool_errors_and_states),
+		TH_TEST(test_pool_stats_empty_request),
 		TH_TEST(test_pool_static_split),
+		TH_TEST(test_pool_tiny_share),
 		TH_TEST(test_pool_members_churn_beside_writers),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
