@@ -71,6 +71,18 @@ static const char *snap_path(const char *name)
 	return path;
 }
 
+static void count_nothing(void *ctx, const void *key, size_t key_len, const void *value,
+			  size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	(void)key;
+	(void)key_len;
+	(void)value;
+	(void)value_len;
+	(void)ttl_ms;
+	(void)entry_bytes;
+	(*(int *)ctx)++;
+}
+
 /* ---- compression ------------------------------------------------------------ */
 
 struct seen {
@@ -165,6 +177,56 @@ static void test_compressed_value_through_every_read(void)
 	CHECK_RC(larder_remove_if_equals(c, "k", 1, v, sizeof v), LARDER_MISMATCH);
 	CHECK_RC(larder_remove_if_equals(c, "k", 1, other, sizeof other), LARDER_OK);
 	CHECK_RC(larder_contains(c, "k", 1), LARDER_MISS);
+	larder_close(c);
+}
+
+/* Expire-after-access on compressed values: every value read extends the
+ * deadline, a read refused with LARDER_EBUFSIZE neither extends nor
+ * counts, peek and a cursor extend nothing. */
+static void test_compressed_expire_after_access(void)
+{
+	static struct th_clock clk;
+	th_clock_init(&clk, T0);
+	larder_config *cfg = th_config(64 * MiB);
+	REQUIRE(cfg);
+	REQUIRE_RC(larder_config_set_compression(cfg, 64, 10), LARDER_OK);
+	REQUIRE_RC(larder_config_set_clock(cfg, th_clock_fn, &clk), LARDER_OK);
+	REQUIRE_RC(larder_config_set_expiry(cfg, LARDER_EXPIRE_AFTER_ACCESS), LARDER_OK);
+	REQUIRE_RC(larder_config_set_default_ttl_ms(cfg, 6400), LARDER_OK); /* slack 100 */
+	larder *c = th_open(cfg);
+	REQUIRE(c);
+	unsigned char v[3000], buf[3000];
+	fill_text(v, sizeof v, 4);
+	REQUIRE_RC(larder_put(c, "k", 1, v, sizeof v, LARDER_TTL_DEFAULT), LARDER_OK);
+	CHECK_LT(th_stat(c, LARDER_STAT_USED_BYTES), sizeof v); /* compressed */
+	uint64_t ttl = 0, hits = th_stat(c, LARDER_STAT_HITS);
+	size_t len = 0;
+	th_clock_advance(&clk, 1000);
+	CHECK_RC(larder_get(c, "k", 1, buf, sizeof v - 1, &len), LARDER_EBUFSIZE);
+	CHECK_RC(larder_peek(c, "k", 1, buf, sizeof buf, &len), LARDER_OK);
+	int n = 0;
+	larder_iter *it;
+	REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);
+	CHECK_RC(larder_iter_next(it, count_nothing, &n), LARDER_OK);
+	larder_iter_close(it);
+	CHECK_RC(larder_ttl_remaining(c, "k", 1, &ttl), LARDER_OK);
+	CHECK_EQ(ttl, 5400);
+	CHECK_EQ(th_stat(c, LARDER_STAT_HITS), hits);
+	CHECK_RC(larder_get(c, "k", 1, buf, sizeof buf, &len), LARDER_OK);
+	CHECK_RC(larder_ttl_remaining(c, "k", 1, &ttl), LARDER_OK);
+	CHECK_EQ(ttl, 6400);
+	th_clock_advance(&clk, 1000);
+	struct seen s = {0};
+	CHECK_RC(larder_get_with(c, "k", 1, read_into, &s), LARDER_OK);
+	CHECK_RC(larder_ttl_remaining(c, "k", 1, &ttl), LARDER_OK);
+	CHECK_EQ(ttl, 6400);
+	th_clock_advance(&clk, 1000);
+	const void *keys[1] = {"k"};
+	size_t lens[1] = {1};
+	CHECK_EQ(larder_get_batch(c, 1, keys, lens, batch_into, &s), 1);
+	CHECK_RC(larder_ttl_remaining(c, "k", 1, &ttl), LARDER_OK);
+	CHECK_EQ(ttl, 6400);
+	CHECK_EQ(th_stat(c, LARDER_STAT_HITS), hits + 3);
 	larder_close(c);
 }
 
@@ -320,7 +382,9 @@ static void test_dictionary_modes(void)
 		{LARDER_DICTIONARY_NONE, NULL, 0},
 		{LARDER_DICTIONARY_GIVEN, "a", 1},
 		{LARDER_DICTIONARY_GIVEN, sample, sizeof sample},
+		{LARDER_DICTIONARY_GIVEN, big, sizeof big - 1}, /* the largest */
 	};
+	fill_text(big, sizeof big, 0);
 	for (size_t m = 0; m < TH_COUNT(modes); m++) {
 		cfg = th_config(64 * MiB);
 		REQUIRE(cfg);
@@ -554,17 +618,6 @@ static void test_dictionary_given_malformed(void)
 
 /* ---- iteration ---------------------------------------------------------------- */
 
-static void count_nothing(void *ctx, const void *key, size_t key_len, const void *value,
-			  size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
-{
-	(void)key;
-	(void)key_len;
-	(void)value;
-	(void)value_len;
-	(void)ttl_ms;
-	(void)entry_bytes;
-	(*(int *)ctx)++;
-}
 
 static void test_iter_errors_and_end(void)
 {
@@ -1180,6 +1233,7 @@ static void test_snapshot_damaged_files(void)
  * load succeeds and stays within the capacity. */
 static void test_snapshot_into_smaller_cache(void)
 {
+	enum { NSMALL = 1200 };
 	const char *p = snap_path("small.snap");
 	REQUIRE(p);
 	char path[128];
@@ -1190,7 +1244,7 @@ static void test_snapshot_into_smaller_cache(void)
 		unsigned char *v = malloc(20 * KiB);
 		REQUIRE(v);
 		char k[32];
-		for (unsigned i = 0; i < 400; i++) {
+		for (unsigned i = 0; i < NSMALL; i++) {
 			size_t kl = key_of(k, i % 4 ? "small" : "big", i);
 			size_t n = i % 4 ? 100 : 9 * KiB; /* over 1/8 of 64 KiB */
 			fill_noise(v, n, i);
@@ -1215,10 +1269,13 @@ static void test_snapshot_into_smaller_cache(void)
 		CHECK_RC(larder_flush(c, 60000), LARDER_OK);
 		uint64_t entries = th_stat(c, LARDER_STAT_ENTRIES);
 		CHECK_GT(entries, 0);
+		CHECK_LT(entries, NSMALL * 3 / 4); /* not all of them fit */
+		/* Filled to capacity, within one small entry's charge. */
 		CHECK_LE(th_stat(c, LARDER_STAT_USED_BYTES), 64 * KiB);
+		CHECK_GT(th_stat(c, LARDER_STAT_USED_BYTES), 64 * KiB - 512);
 		CHECK_EQ(th_stat(c, LARDER_STAT_EVICTIONS), 0);
 		unsigned smalls = 0;
-		for (unsigned i = 0; i < 400; i++) {
+		for (unsigned i = 0; i < NSMALL; i++) {
 			size_t kl = key_of(k, i % 4 ? "small" : "big", i);
 			int rc = larder_contains(c, k, kl);
 			if (i % 4 == 0)
@@ -1726,7 +1783,7 @@ static void test_pool_members_churn_beside_writers(void)
 	pthread_t t[2];
 	for (unsigned i = 0; i < 2; i++)
 		REQUIRE(pthread_create(&t[i], NULL, pool_writer_main, &w[i]) == 0);
-	uint64_t over_bound = 0, over_budget = 0;
+	uint64_t over_bound = 0, over_budget = 0, over_share = 0;
 	for (unsigned round = 0; round < 30; round++) {
 		int rc;
 		larder *m = open_member(pool, 0, 0.5, &rc);
@@ -1748,6 +1805,7 @@ static void test_pool_members_churn_beside_writers(void)
 			CHECK_RC(larder_save(m, path), LARDER_OK);
 			CHECK_RC(larder_load(m, path), LARDER_OK);
 		}
+		over_share += th_stat(m, LARDER_STAT_CAPACITY_BYTES) > budget / 2;
 		uint64_t v2[LARDER_POOL_STAT_COUNT];
 		CHECK_RC(larder_pool_stats(pool, v2, LARDER_POOL_STAT_COUNT), LARDER_OK);
 		over_budget += v2[LARDER_POOL_ASSIGNED_BYTES] > budget;
@@ -1762,6 +1820,7 @@ static void test_pool_members_churn_beside_writers(void)
 	CHECK_EQ(w[1].bad, 0);
 	CHECK_EQ(over_budget, 0);
 	CHECK_EQ(over_bound, 0);
+	CHECK_EQ(over_share, 0);
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 	unlink(path);
 }
@@ -1771,6 +1830,7 @@ int main(int argc, char **argv)
 	static const struct th_test tests[] = {
 		TH_TEST(test_compressed_value_through_every_read),
 		TH_TEST(test_compressed_value_to_listener),
+		TH_TEST(test_compressed_expire_after_access),
 		TH_TEST(test_compression_value_limits),
 		TH_TEST(test_compression_entry_limit_on_stored_size),
 		TH_TEST(test_compressed_reads_nested),
