@@ -1099,6 +1099,57 @@ static void test_snapshot_large_values(void)
 	unlink(path);
 }
 
+/* A snapshot of 16 MiB or more that fits whole (loaded by several
+ * threads) still skips the entries over the cache's entry limit, and
+ * takes every other one. */
+static void test_snapshot_parallel_skips_over_limit(void)
+{
+	const char *p = snap_path("parallel.snap");
+	REQUIRE(p);
+	char path[128];
+	snprintf(path, sizeof path, "%s", p);
+	const size_t big = 9 * MiB; /* over 1/8 of 64 MiB */
+	unsigned char *v = malloc(big);
+	REQUIRE(v);
+	fill_noise(v, big, 1);
+	larder_config *cfg = th_config(256 * MiB);
+	REQUIRE(cfg);
+	REQUIRE_RC(larder_config_set_max_value_bytes(cfg, 16 * MiB), LARDER_OK);
+	larder *src = th_open(cfg);
+	REQUIRE(src);
+	CHECK_RC(larder_put(src, "big1", 4, v, big, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_put(src, "big2", 4, v + 1, big - 1, LARDER_TTL_NEVER), LARDER_OK);
+	char k[32];
+	for (unsigned i = 0; i < 3000; i++) {
+		size_t kl = key_of(k, "par", i);
+		CHECK_RC(larder_put(src, k, kl, v + i, 200, LARDER_TTL_NEVER), LARDER_OK);
+	}
+	REQUIRE_RC(larder_save(src, path), LARDER_OK);
+	larder_close(src);
+	for (int compress = 0; compress < 2; compress++) {
+		cfg = th_config(64 * MiB);
+		REQUIRE(cfg);
+		REQUIRE_RC(larder_config_set_max_value_bytes(cfg, 16 * MiB), LARDER_OK);
+		if (compress)
+			REQUIRE_RC(larder_config_set_compression(cfg, 1, 0), LARDER_OK);
+		larder *c = th_open(cfg);
+		REQUIRE(c);
+		CHECK_RC(larder_load(c, path), LARDER_OK);
+		CHECK_RC(larder_contains(c, "big1", 4), LARDER_MISS);
+		CHECK_RC(larder_contains(c, "big2", 4), LARDER_MISS);
+		unsigned found = 0;
+		for (unsigned i = 0; i < 3000; i++) {
+			size_t kl = key_of(k, "par", i);
+			found += larder_contains(c, k, kl) == LARDER_OK;
+		}
+		CHECK_EQ(found, 3000);
+		CHECK(th_check_accounting(c, 10000, NULL, NULL));
+		larder_close(c);
+	}
+	free(v);
+	unlink(path);
+}
+
 static unsigned char *read_file(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -1648,6 +1699,19 @@ static void test_pool_stats_empty_request(void)
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 }
 
+struct grows {
+	larder *c;
+	uint64_t to;
+};
+
+static int grown(void *ctx)
+{
+	struct grows *g = ctx;
+	uint64_t v[LARDER_STAT_CAPACITY_BYTES + 1];
+	return larder_stats(g->c, v, TH_COUNT(v)) == LARDER_OK &&
+	       v[LARDER_STAT_CAPACITY_BYTES] == g->to;
+}
+
 /* A static split: equal parts, or a member's fixed share. */
 static void test_pool_static_split(void)
 {
@@ -1689,6 +1753,11 @@ static void test_pool_static_split(void)
 		 (uint64_t)cv[LARDER_POOL_CACHE_CAPACITY_BYTES]);
 	CHECK_EQ((uint64_t)cv[LARDER_POOL_CACHE_HITS], th_stat(b, LARDER_STAT_HITS));
 	larder_close(d);
+	/* d's share goes to b, the one member whose share is not fixed: it
+	 * grows in the background (a bounded wait, not a timing). */
+	struct grows g = {b, 12 * MiB};
+	CHECK(th_wait_until(grown, &g, 20000 * TH_SLOW));
+	CHECK_EQ(th_stat(a, LARDER_STAT_CAPACITY_BYTES), 4 * MiB);
 	CHECK_RC(larder_flush(b, 60000), LARDER_OK);
 	CHECK_RC(larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT), LARDER_OK);
 	CHECK_EQ(v[LARDER_POOL_CACHES], 2);
@@ -1845,6 +1914,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_snapshot_round_trip_every_config),
 		TH_TEST(test_snapshot_pool_member),
 		TH_TEST(test_snapshot_large_values),
+		TH_TEST(test_snapshot_parallel_skips_over_limit),
 		TH_TEST(test_snapshot_damaged_files),
 		TH_TEST(test_snapshot_into_smaller_cache),
 		TH_TEST(test_snapshot_ttl_ran_out_while_saved),
