@@ -677,11 +677,9 @@ LARDER_API void larder_iter_close(larder_iter *it);
  * under a temporary name in the same directory (path + ".tmp.<pid>.<n>"),
  * flushed to the device (fsync) and renamed over path, so a crash or an
  * error mid-save leaves any previous snapshot at path whole. Blocks on the
- * file system; allocates (two write buffers of 1 MiB; one grows, to up to
- * twice their bytes, when the entries of one stretch of the walk - those
- * homed in about 64 index buckets, a few hundred - do not fit it: a cache
- * of 1 MiB values may take hundreds of MiB for the call) and runs one
- * thread of its own for the call's length, which writes
+ * file system; allocates (two write buffers of 1 MiB, each grown to at
+ * most 1.5 MiB + twice the largest entry when an entry does not fit) and runs
+ * one thread of its own for the call's length, which writes
  * one buffer while the caller fills the other (where the thread or the
  * second buffer cannot be had, the caller writes).
  * Must not race with larder_close() of the same cache (as no call may);
