@@ -389,7 +389,9 @@ LARDER_API LARDER_MUST_USE int larder_config_set_compression(larder_config *conf
  * allocate its thread's decompression context the first time: it returns
  * LARDER_ENOMEM if that fails. Errors: LARDER_EINVAL (config NULL, an
  * unknown mode, dict and dict_len not as the mode requires),
- * LARDER_ENOMEM (the copy).
+ * LARDER_ENOMEM (the copy). Given bytes that carry zstd's dictionary magic
+ * number but do not parse as a dictionary are refused by larder_open()
+ * (LARDER_EINVAL), not here.
  */
 enum larder_dictionary {
 	LARDER_DICTIONARY_TRAIN = 0,
@@ -406,9 +408,14 @@ LARDER_API LARDER_MUST_USE int larder_config_set_compression_dictionary(
  * Opens a cache and starts its maintainer thread (and waits until it runs).
  * Allocates: the cache, its index (sized by expected_entries), its policy.
  * On success *out owns the cache; on failure *out is NULL and nothing is
- * leaked. Errors: LARDER_EINVAL (out or config NULL), LARDER_ENOMEM (also
- * when the new thread cannot allocate its own per-thread state),
- * LARDER_ETHREAD (the thread could not be created).
+ * leaked. Errors: LARDER_EINVAL (out or config NULL; a given compression
+ * dictionary that carries zstd's dictionary magic but does not parse; a
+ * pooled config with a capacity, more than one shard, or min shares that
+ * would sum to over 1, or a pool that cannot give it 64 KiB: see
+ * larder_config_set_pool), LARDER_ENOMEM (also when the new thread cannot
+ * allocate its own per-thread state), LARDER_ETHREAD (the thread could not
+ * be created), and for a pooled cache LARDER_ESTATE (the pool is closed)
+ * or LARDER_EBUSY (no first capacity within the write wait).
  */
 LARDER_API LARDER_MUST_USE int larder_open(larder **out, const larder_config *config);
 
@@ -670,8 +677,9 @@ LARDER_API void larder_iter_close(larder_iter *it);
  * under a temporary name in the same directory (path + ".tmp.<pid>.<n>"),
  * flushed to the device (fsync) and renamed over path, so a crash or an
  * error mid-save leaves any previous snapshot at path whole. Blocks on the
- * file system; allocates (two write buffers of 1 MiB, or of the largest
- * entry) and runs one thread of its own for the call's length, which writes
+ * file system; allocates (two write buffers of 1 MiB, each grown to at
+ * most 1.5 MiB + twice the largest entry when an entry does not fit) and runs
+ * one thread of its own for the call's length, which writes
  * one buffer while the caller fills the other (where the thread or the
  * second buffer cannot be had, the caller writes).
  * Must not race with larder_close() of the same cache (as no call may);
@@ -1034,7 +1042,9 @@ LARDER_API LARDER_MUST_USE int larder_config_set_pool(larder_config *config,
  * The least and the most of the pool's budget the cache may hold, as
  * fractions: 0 <= min_share <= max_share <= 1, max_share > 0 (defaults 0
  * and 1). The pool never takes the cache below min_share (once it has
- * reached it) nor gives it more than max_share. Never allocates. Returns
+ * reached it) nor gives it more than max_share; a share of less than 64 KiB
+ * of the budget counts as 64 KiB, the smallest capacity a cache may have
+ * (so min shares of 0 still take 64 KiB each). Never allocates. Returns
  * LARDER_OK or LARDER_EINVAL (config NULL, a share out of range or NaN,
  * min > max).
  */
@@ -1111,8 +1121,8 @@ enum larder_pool_cache_stat {
 /*
  * Fills values[0..count-1] with cache's figures (entries past
  * LARDER_POOL_CACHE_STAT_COUNT are set to 0). Briefly takes the pool's
- * lock. Returns LARDER_OK or LARDER_EINVAL (a NULL argument, or cache not
- * open in pool).
+ * lock. Returns LARDER_OK or LARDER_EINVAL (pool or cache NULL, values NULL
+ * with count > 0, or cache not open in pool).
  */
 LARDER_API LARDER_MUST_USE int larder_pool_cache_stats(larder_pool *pool, larder *cache,
 						       double *values, size_t count);

@@ -38,6 +38,12 @@
  * ITER-I1, ITER-I2 and ITER-I4 hold as above; ITER-I3 weakens to "present in the index during
  * the range's scan, and not expired at the callback" (an entry removed
  * between the scan and the callback may still be handed out).
+ *   ITER-I5. The range mode hands out no more than the caller's `more`
+ *       allows in one call (at least one entry, so each call progresses):
+ *       the rest of the range waits as keys, each looked up again in a
+ *       later call as larder_iter_next does (ITER-I3 whole for them). So a
+ *       saver's buffer holds what it asked for, not a whole range (64
+ *       buckets of 1 MiB values: hundreds of MiB).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -216,11 +222,12 @@ static int hand_out(larder *c, struct larder__entry *e, larder_iter_fn *fn, void
 
 /*
  * Collects the next range's keys in one read section. With fn, also hands
- * every live entry found to fn inside that same section (the range mode),
- * and leaves nothing pending.
+ * the live entries found to fn inside that same section (the range mode),
+ * as long as more(ctx) allows after the first (ITER-I5); those left wait
+ * in the cursor.
  */
 static int collect_range(larder_iter *it, struct larder__thread *th, larder_iter_fn *fn,
-			 void *ctx)
+			 larder__iter_more_fn *more, void *ctx)
 {
 	larder *c = it->cache;
 	it->count = it->next = it->bytes_used = 0;
@@ -235,10 +242,11 @@ static int collect_range(larder_iter *it, struct larder__thread *th, larder_iter
 	(void)larder__table_scan_homes_rcu(t, lo, hi, entry_hash, c, collect_entry, it);
 	int rc = it->failed || drop_duplicates(it) != 0 ? LARDER_ENOMEM : LARDER_OK;
 	if (rc == LARDER_OK && fn) {
-		for (size_t i = 0; i < it->count && rc == LARDER_OK; i++)
+		size_t i = 0;
+		for (; i < it->count && rc == LARDER_OK && (i == 0 || more(ctx)); i++)
 			if (hand_out(c, it->refs[i].entry, fn, ctx) == LARDER_ENOMEM)
 				rc = LARDER_ENOMEM;
-		it->next = it->count;
+		it->next = i; /* ITER-I5: the rest wait as keys */
 	}
 	larder__read_exit(&th->reader, outer);
 	if (rc != LARDER_OK) {
@@ -257,21 +265,55 @@ static int collect_range(larder_iter *it, struct larder__thread *th, larder_iter
 static int collect(larder_iter *it, struct larder__thread *th)
 {
 	while (it->count == it->next && it->cursor < LARDER__HOME_KEY_END) {
-		int rc = collect_range(it, th, NULL, NULL);
+		int rc = collect_range(it, th, NULL, NULL, NULL);
 		if (rc != LARDER_OK)
 			return rc;
 	}
 	return LARDER_OK;
 }
 
-int larder__iter_next_range(larder_iter *it, larder_iter_fn *fn, void *ctx)
+/* Looks the key of r up again and hands its entry to fn if it is live
+ * (ITER-I3), in the caller's read section: hand_out()'s results. */
+static int hand_out_key(larder_iter *it, const struct key_ref *r, larder_iter_fn *fn, void *ctx)
+{
+	larder *c = it->cache;
+	/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
+	struct larder__table *t = (struct larder__table *)atomic_load_explicit(
+		larder__shard_of(c, r->hash)->table, LARDER__ACQUIRE);
+	uint64_t w = larder__table_lookup_rcu(t, r->hash, it->bytes + r->offset, r->len);
+	struct larder__entry *e = w ? larder__slot_entry(w) : NULL;
+	return e ? hand_out(c, e, fn, ctx) : LARDER_MISS;
+}
+
+/* ITER-I5: the keys a range left waiting, in one read section, as long as
+ * more(ctx) allows after the first. */
+static int hand_out_waiting(larder_iter *it, struct larder__thread *th, larder_iter_fn *fn,
+			    larder__iter_more_fn *more, void *ctx)
+{
+	int rc = LARDER_OK;
+	uint64_t outer = larder__read_enter(&th->reader);
+	for (size_t i = 0; it->next < it->count && (i == 0 || more(ctx)); i++) {
+		if (hand_out_key(it, &it->refs[it->next], fn, ctx) == LARDER_ENOMEM) {
+			rc = LARDER_ENOMEM; /* this key again on the retry */
+			break;
+		}
+		it->next++;
+	}
+	larder__read_exit(&th->reader, outer);
+	return rc;
+}
+
+int larder__iter_next_range(larder_iter *it, larder_iter_fn *fn, larder__iter_more_fn *more,
+			    void *ctx)
 {
 	struct larder__thread *th = larder__thread_self();
 	if (!th)
 		return LARDER_ENOMEM;
+	if (it->next < it->count)
+		return hand_out_waiting(it, th, fn, more, ctx);
 	if (it->cursor >= LARDER__HOME_KEY_END)
 		return LARDER_MISS;
-	return collect_range(it, th, fn, ctx);
+	return collect_range(it, th, fn, more, ctx);
 }
 
 int larder_iter_next(larder_iter *it, larder_iter_fn *fn, void *ctx)
@@ -281,7 +323,6 @@ int larder_iter_next(larder_iter *it, larder_iter_fn *fn, void *ctx)
 	struct larder__thread *th = larder__thread_self();
 	if (!th)
 		return LARDER_ENOMEM;
-	larder *c = it->cache;
 	for (;;) {
 		int rc = collect(it, th);
 		if (rc != LARDER_OK)
@@ -289,14 +330,8 @@ int larder_iter_next(larder_iter *it, larder_iter_fn *fn, void *ctx)
 		if (it->next == it->count)
 			return LARDER_MISS;
 		const struct key_ref *r = &it->refs[it->next++];
-		const unsigned char *key = it->bytes + r->offset;
 		uint64_t outer = larder__read_enter(&th->reader);
-		/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
-		struct larder__table *t = (struct larder__table *)atomic_load_explicit(
-			larder__shard_of(c, r->hash)->table, LARDER__ACQUIRE);
-		uint64_t w = larder__table_lookup_rcu(t, r->hash, key, r->len);
-		struct larder__entry *e = w ? larder__slot_entry(w) : NULL;
-		rc = e ? hand_out(c, e, fn, ctx) : LARDER_MISS;
+		rc = hand_out_key(it, r, fn, ctx);
 		larder__read_exit(&th->reader, outer);
 		if (rc == LARDER_ENOMEM)
 			it->next--; /* the cursor unchanged: a retry looks this key up again */

@@ -1919,7 +1919,9 @@ int larder_pool_stats(larder_pool *p, uint64_t *values, size_t count)
 	v[LARDER_POOL_PASSES] = p->passes;
 	v[LARDER_POOL_CONTROLLER_CPU_NS] = p->closed ? 0 : thread_cpu_ns(p->thread);
 	pthread_mutex_unlock(&p->lock);
-	memcpy(values, v, (count < LARDER_POOL_STAT_COUNT ? count : LARDER_POOL_STAT_COUNT) * sizeof *v);
+	size_t n = count < LARDER_POOL_STAT_COUNT ? count : LARDER_POOL_STAT_COUNT;
+	if (n) /* values is NULL in an empty request; memcpy must not see it */
+		memcpy(values, v, n * sizeof *v);
 	for (size_t i = LARDER_POOL_STAT_COUNT; i < count; i++)
 		values[i] = 0;
 	return LARDER_OK;
@@ -1973,7 +1975,9 @@ int larder_pool_cache_stats(larder_pool *p, larder *c, double *values, size_t co
 	v[LARDER_POOL_CACHE_SAMPLED_REQUESTS] =
 		(double)atomic_load_explicit(&m->readings.sampled, LARDER__RELAXED);
 	pthread_mutex_unlock(&p->lock);
-	memcpy(values, v, (count < LARDER_POOL_CACHE_STAT_COUNT ? count : LARDER_POOL_CACHE_STAT_COUNT) * sizeof *v);
+	size_t n = count < LARDER_POOL_CACHE_STAT_COUNT ? count : LARDER_POOL_CACHE_STAT_COUNT;
+	if (n) /* values is NULL in an empty request; memcpy must not see it */
+		memcpy(values, v, n * sizeof *v);
 	for (size_t i = LARDER_POOL_CACHE_STAT_COUNT; i < count; i++)
 		values[i] = 0;
 	return LARDER_OK;
