@@ -103,6 +103,7 @@ struct larder__maint {
 	 * table's size if larger. Ours; relaxed, only the test seam
 	 * larder__test_index_floor() writes it from another thread. */
 	larder__atomic_u64 index_floor;
+	uint64_t shrink_seen_count; /* live_count at the last shrink check (maint/resize.c) */
 	uint64_t policy_capacity; /* the capacity share last given to the policy */
 	int migrating; /* inside larder__maint_migrate(): the listener waits for its end */
 	int closing;   /* larder__maint_destroy(): no listener calls (on the closer's thread) */

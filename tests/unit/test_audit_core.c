@@ -806,6 +806,41 @@ static void test_iter_across_clear_and_cut(void)
 	larder_close(c);
 }
 
+/*
+ * A shrink beside a writer drops no entry: with the floor lowered at the
+ * open, the four maintainers' counts trail one writer's puts (their events
+ * wait in its rings), and shrinks sized for a count of 1 or 2 while the
+ * entries kept coming dropped as EVICTED those the smaller table had no
+ * slot for (up to 288 of 3,000, in one round of 30 or more). No shrink
+ * begins while the count grows (maint/resize.c, shrink_begin).
+ */
+static void test_shrink_beside_a_writer_keeps_entries(void)
+{
+	enum { N = 3000, ROUNDS = 100 };
+	for (unsigned round = 0; round < ROUNDS; round++) {
+		larder_config *cfg = th_config(256 * MiB);
+		REQUIRE(cfg);
+		CHECK_RC(larder_config_set_shards(cfg, 4), LARDER_OK);
+		larder *c = th_open(cfg);
+		REQUIRE(c);
+		larder__test_index_floor(c, 64);
+		char k[32];
+		for (unsigned i = 0; i < N; i++) {
+			size_t kl = key_of(k, "keep", i);
+			REQUIRE_RC(larder_put(c, k, kl, k, kl, LARDER_TTL_NEVER), LARDER_OK);
+		}
+		CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+		if (!CHECK_EQ(th_stat(c, LARDER_STAT_EVICTIONS), 0) ||
+		    !CHECK_EQ(th_stat(c, LARDER_STAT_ENTRIES), N)) {
+			printf("  round %u: %" PRIu64 " shrinks\n", round,
+			       th_stat(c, LARDER_STAT_INDEX_SHRINKS));
+			larder_close(c);
+			return;
+		}
+		larder_close(c);
+	}
+}
+
 /* An index shrink mid-walk (the index floor lowered through the test seam,
  * so that a sparse index shrinks at test sizes): each key left alone comes
  * out exactly once, no key twice. The walk is at several points of the
@@ -2058,6 +2093,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_iter_exactly_once_across_changes),
 		TH_TEST(test_iter_across_clear_and_cut),
 		TH_TEST(test_iter_across_shrink),
+		TH_TEST(test_shrink_beside_a_writer_keeps_entries),
 		TH_TEST(test_iter_ttl_expiring_mid_walk),
 		TH_TEST(test_snapshot_round_trip_every_config),
 		TH_TEST(test_snapshot_pool_member),
