@@ -1,37 +1,61 @@
 /*
- * maint/flush.c - larder_flush(): waiting until the maintainer has applied
- * every write made before the call; and the wait for one of its passes that
- * larder_flush and the test seams (maint/seams.c) share.
+ * maint/flush.c - larder_flush(): waiting until the maintainers have applied
+ * every write made before the call and made the expiries and evictions then
+ * due, and no longer; and the wait for one of their passes that larder_flush
+ * and the test seams (maint/seams.c) share.
  *
  * A waiter counts itself in pass_waiters, wakes the maintainer and sleeps on
  * the writers' room word, which every pass bumps while anyone waits
  * (maint_pass); each sleep is at most 1 ms, so a wait is bounded by its
  * caller's deadline and never hangs.
  *
- * The flush's guarantee (QUIESCE-Q1, QUIESCE-Q4, QUIESCE-Q5), for each
- * shard's maintainer: with a seq_cst fence on both sides, a pass numbered
- * after the value of pass_seq the caller reads drains every event posted
- * to that shard before the call, on any thread whose write returned before
- * it; a pass that ends with no cleared
- * table left to walk publishes its number in settled_seq after the entry
- * count, having expired and evicted all that was due (a pass that stops at
- * its bound per pass settles nothing). So once settled_seq reaches that
- * number, larder_stats() counts those writes, their removals and the
- * evictions they caused.
+ * Design. The flush goes by rounds: a round waits, shard by shard, for a
+ * pass of each shard's maintainer numbered after a seq_cst fence taken at
+ * the round's start to end (ended_seq); then the flush reads what those
+ * passes published at their end and decides whether it is done. It waits
+ * for the work due at the call, which writers after it cannot add to:
+ *   1. the events posted before the call, and the expiries due then: every
+ *      shard has a settled pass (settled_seq) numbered after the first
+ *      round's fence;
+ *   2. the evictions needed to bring the cache within its capacity as of
+ *      those writes: from those passes' published live bytes, the excess
+ *      X = sum(live) - capacity; from their published removed_bytes (the
+ *      charges each maintainer evicted or expired, cumulative), removed0. Then
+ *      rounds until sum(removed) >= removed0 + X, or until sum(live) <= capacity
+ *      (a capacity raised meanwhile, or deletes, take the excess away);
+ *   3. with K > 1 shards, when anything was evicted or expired meanwhile,
+ *      one more round: a shard that evicts by a stale view of the others'
+ *      bytes (maint/evict.c) may still be doing so in the pass the last
+ *      round read, and must end before the counters are final.
+ * Each round costs each shard about one pass: a pass evicts the whole
+ * excess it sees, up to EVICT_PER_PASS victims, and wakes the largest shard
+ * when it is not the one to evict (maint/evict.c, wake_largest), so the
+ * rounds are about 2 + X / (EVICT_PER_PASS victims), whatever the writers
+ * do meanwhile. The old rule, a pass with nothing left to evict, waited for
+ * as long as writers kept the cache evicting (75 ms at K = 1, 1.6 s at 4).
  *
- * QUIESCE-Q6. With K shards, a shard under its share of an over-full cache
- * hands eviction to the largest shard (maint/evict.c, wake_largest), whose
- * settled pass the sweep over the shards may already have waited for: a
- * sweep during which a handoff was counted (counted before the handing
- * pass's settled_seq, so the sweep's acquire sees it) is followed by
- * another, so that the largest evicts after its wake-up. Shards of about
- * equal size hand a large cut back and forth, each taking the total down
- * by about an eighth of the mean (maint/evict.c, takes_turn): a cut from
- * 7 MiB to 64 KiB over two shards took some 40 handoffs, more sweeps than
- * one per shard gave (seen under ThreadSanitizer, where the maintainers
- * make fewer passes of their own meanwhile). At most FLUSH_SWEEPS sweeps:
- * beside writers that keep the cache over its capacity the handoffs never
- * stop, and a flush must still end.
+ * QUIESCE-Q1 (maint_pass) and its partner here: with a seq_cst fence on
+ * both sides, a pass numbered after the value of pass_seq the caller reads
+ * drains every event posted to that shard before the call, on any thread
+ * whose write returned before it, and reads the clock after the call.
+ *
+ * QUIESCE-Q4 / QUIESCE-Q5 (edges, docs/memory-model.md): a pass publishes
+ * at its end removed_bytes, ended_live, settled_seq (when it walked every
+ * cleared table and expired all that was due at its clock reading) and
+ * then, with release, its number in ended_seq, after its counters and entry
+ * count: a round's acquire of ended_seq sees all of them, and larder_stats()
+ * after the flush counts that pass's work.
+ *
+ * QUIESCE-Q9. The excess is never under-estimated. Per shard the flush reads
+ * ended_live with acquire (QUIESCE-Q8), then removed_bytes: the release on
+ * ended_live (QUIESCE-Q7) orders the same pass's removed_bytes before it, so
+ * the removed value read is that pass's or a later one's. Bytes removed
+ * after the live value was published are thus counted as progress only
+ * when they were in it; a later removed value only makes removed0 larger, a later
+ * live value (writes after the call) only makes X larger: either way the
+ * flush waits longer, for at most the overshoot the writers' budget allows
+ * (core/cache.h). The capacity is read after the live values; one raised
+ * meanwhile ends the wait through sum(live) <= capacity.
  */
 #define _GNU_SOURCE
 #include "core/cache.h"
@@ -53,18 +77,16 @@ void larder__maint_await_pass(struct larder__shard *s)
 	atomic_fetch_sub_explicit(&m->pass_waiters, 1, LARDER__RELAXED); /* a count */
 }
 
-#define FLUSH_SWEEPS 256u
-
-/* Each shard's maintainer in turn, through a settled pass numbered after a
- * fence that follows the call's start: a later fence covers as much. */
-static int sweep_shards(larder *c, uint64_t deadline_ns)
+/* One round: each shard in turn, a pass numbered after a fence taken now has
+ * ended. after[i] gets that number. */
+static int await_round(larder *c, uint64_t deadline_ns, uint64_t *after)
 {
 	for (unsigned i = 0; i < c->shard_count; i++) {
 		struct larder__maint *m = c->shard[i].maint;
 		atomic_thread_fence(LARDER__SEQ_CST); /* QUIESCE-Q1's partner */
-		uint64_t after = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + 1;
-		/* QUIESCE-Q5: acquire, pairs with QUIESCE-Q4: that pass's entry count is seen. */
-		while (atomic_load_explicit(&m->settled_seq, LARDER__ACQUIRE) < after) {
+		after[i] = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + 1;
+		/* QUIESCE-Q5: acquire, pairs with QUIESCE-Q4. */
+		while (atomic_load_explicit(&m->ended_seq, LARDER__ACQUIRE) < after[i]) {
 			if (larder__monotonic_ns() >= deadline_ns)
 				return LARDER_EBUSY;
 			larder__maint_await_pass(&c->shard[i]);
@@ -73,8 +95,30 @@ static int sweep_shards(larder *c, uint64_t deadline_ns)
 	return LARDER_OK;
 }
 
-int larder_flush(larder *c, uint64_t timeout_ms)
+/* What the passes a round waited for published, summed over the shards. */
+struct ended {
+	uint64_t live, removed;
+	int settled; /* every shard settled after its drained[] number */
+};
+
+static struct ended read_ended(larder *c, const uint64_t *drained)
 {
+	struct ended e = {0, 0, 1};
+	for (unsigned i = 0; i < c->shard_count; i++) {
+		struct larder__maint *m = c->shard[i].maint;
+		/* QUIESCE-Q8: acquire, pairs with QUIESCE-Q7: the removed bytes
+		 * read next are that pass's or a later one's (QUIESCE-Q9). */
+		e.live += atomic_load_explicit(&m->ended_live, LARDER__ACQUIRE);
+		e.removed += atomic_load_explicit(&m->removed_bytes, LARDER__RELAXED);
+		/* Relaxed: ordered by the round's acquire (QUIESCE-Q5). */
+		e.settled &= atomic_load_explicit(&m->settled_seq, LARDER__RELAXED) >= drained[i];
+	}
+	return e;
+}
+
+int larder__maint_flush(larder *c, uint64_t timeout_ms, unsigned *rounds)
+{
+	*rounds = 0;
 	if (!c)
 		return LARDER_EINVAL;
 	struct larder__thread *t = larder__thread_self();
@@ -84,14 +128,46 @@ int larder_flush(larder *c, uint64_t timeout_ms)
 		return LARDER_ESTATE;
 	uint64_t ms = timeout_ms < UINT64_MAX / 1000000u ? timeout_ms : UINT64_MAX / 1000000u;
 	uint64_t deadline_ns = larder__monotonic_ns() + ms * 1000000u;
-	for (unsigned sweep = 0; sweep < FLUSH_SWEEPS; sweep++) {
-		/* Relaxed: QUIESCE-Q6 orders the handoffs it must see. */
-		uint64_t handoffs = atomic_load_explicit(&c->evict_handoffs, LARDER__RELAXED);
-		int rc = sweep_shards(c, deadline_ns);
+	uint64_t drained[LARDER_SHARDS_MAX], after[LARDER_SHARDS_MAX];
+	struct ended start = {0, 0, 0};
+	for (unsigned i = 0; i < c->shard_count; i++) /* relaxed: only a hint of activity */
+		start.removed += atomic_load_explicit(&c->shard[i].maint->removed_bytes,
+						      LARDER__RELAXED);
+	/* Step 1: the first round's passes drain what was posted before the call. */
+	int rc = await_round(c, deadline_ns, drained);
+	++*rounds;
+	struct ended e = read_ended(c, drained);
+	for (; rc == LARDER_OK && !e.settled; ++*rounds) {
+		rc = await_round(c, deadline_ns, after);
+		e = read_ended(c, drained);
+	}
+	if (rc != LARDER_OK)
+		return rc;
+	/* Step 2: the excess as of those writes, read after the live bytes. */
+	uint64_t cap = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* a setting */
+	uint64_t excess = e.live > cap ? e.live - cap : 0;
+	uint64_t removed0 = e.removed;
+	int moved = e.removed != start.removed;
+	while (excess && e.removed - removed0 < excess) {
+		rc = await_round(c, deadline_ns, after);
+		++*rounds;
 		if (rc != LARDER_OK)
 			return rc;
-		if (atomic_load_explicit(&c->evict_handoffs, LARDER__RELAXED) == handoffs)
+		e = read_ended(c, drained);
+		moved = 1;
+		if (e.live <= atomic_load_explicit(&c->capacity, LARDER__RELAXED))
 			break;
 	}
-	return LARDER_OK;
+	/* Step 3: a shard evicting by a stale view ends its pass. */
+	if (c->shard_count > 1 && moved) {
+		rc = await_round(c, deadline_ns, after);
+		++*rounds;
+	}
+	return rc;
+}
+
+int larder_flush(larder *c, uint64_t timeout_ms)
+{
+	unsigned rounds;
+	return larder__maint_flush(c, timeout_ms, &rounds);
 }
