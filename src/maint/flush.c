@@ -33,6 +33,10 @@
  * rounds are about 2 + X / (EVICT_PER_PASS victims), whatever the writers
  * do meanwhile. The old rule, a pass with nothing left to evict, waited for
  * as long as writers kept the cache evicting (75 ms at K = 1, 1.6 s at 4).
+ * Not bounded by the work at the call (the caller's deadline bounds it): a
+ * shard whose every pass stops at EXPIRE_PER_PASS with more due (writers
+ * making more than that come due per pass) never settles, nor one whose
+ * cleared tables clears keep adding to.
  *
  * QUIESCE-Q1 (maint_pass) and its partner here: with a seq_cst fence on
  * both sides, a pass numbered after the value of pass_seq the caller reads
