@@ -24,13 +24,16 @@
  *      rounds until sum(removed) >= removed0 + X, or until sum(live) <= capacity
  *      (a capacity raised meanwhile, or deletes, take the excess away);
  *   3. with K > 1 shards, when anything was evicted or expired meanwhile,
- *      one more round: a shard that evicts by a stale view of the others'
- *      bytes (maint/evict.c) may still be doing so in the pass the last
- *      round read, and must end before the counters are final.
+ *      the end of each shard's pass running then, if any: a shard that
+ *      evicts by a stale view of the others' bytes (maint/evict.c) may
+ *      still be doing so, and must end before the counters are final; a
+ *      pass begun after this step's fence reads the others' bytes as the
+ *      last round's acquires saw them, or later.
  * Each round costs each shard about one pass: a pass evicts the whole
  * excess it sees, up to EVICT_PER_PASS victims, and wakes the largest shard
  * when it is not the one to evict (maint/evict.c, wake_largest), so the
- * rounds are about 2 + X / (EVICT_PER_PASS victims), whatever the writers
+ * rounds are about 2 + X / (EVICT_PER_PASS victims) (step 3 counted as
+ * one, at most a pass per shard, usually less), whatever the writers
  * do meanwhile. The old rule, a pass with nothing left to evict, waited for
  * as long as writers kept the cache evicting (75 ms at K = 1, 1.6 s at 4).
  * Not bounded by the work at the call (the caller's deadline bounds it): a
@@ -82,13 +85,14 @@ void larder__maint_await_pass(struct larder__shard *s)
 }
 
 /* One round: each shard in turn, a pass numbered after a fence taken now has
- * ended. after[i] gets that number. */
-static int await_round(larder *c, uint64_t deadline_ns, uint64_t *after)
+ * ended (fresh), or the pass running at the fence, if any (!fresh). after[i]
+ * gets that number. */
+static int await_round(larder *c, uint64_t deadline_ns, uint64_t *after, int fresh)
 {
 	for (unsigned i = 0; i < c->shard_count; i++) {
 		struct larder__maint *m = c->shard[i].maint;
 		atomic_thread_fence(LARDER__SEQ_CST); /* QUIESCE-Q1's partner */
-		after[i] = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + 1;
+		after[i] = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + (fresh != 0);
 		/* QUIESCE-Q5: acquire, pairs with QUIESCE-Q4. */
 		while (atomic_load_explicit(&m->ended_seq, LARDER__ACQUIRE) < after[i]) {
 			if (larder__monotonic_ns() >= deadline_ns)
@@ -138,11 +142,11 @@ int larder__maint_flush(larder *c, uint64_t timeout_ms, unsigned *rounds)
 		start.removed += atomic_load_explicit(&c->shard[i].maint->removed_bytes,
 						      LARDER__RELAXED);
 	/* Step 1: the first round's passes drain what was posted before the call. */
-	int rc = await_round(c, deadline_ns, drained);
+	int rc = await_round(c, deadline_ns, drained, 1);
 	++*rounds;
 	struct ended e = read_ended(c, drained);
 	for (; rc == LARDER_OK && !e.settled; ++*rounds) {
-		rc = await_round(c, deadline_ns, after);
+		rc = await_round(c, deadline_ns, after, 1);
 		e = read_ended(c, drained);
 	}
 	if (rc != LARDER_OK)
@@ -153,7 +157,7 @@ int larder__maint_flush(larder *c, uint64_t timeout_ms, unsigned *rounds)
 	uint64_t removed0 = e.removed;
 	int moved = e.removed != start.removed;
 	while (excess && e.removed - removed0 < excess) {
-		rc = await_round(c, deadline_ns, after);
+		rc = await_round(c, deadline_ns, after, 1);
 		++*rounds;
 		if (rc != LARDER_OK)
 			return rc;
@@ -162,9 +166,10 @@ int larder__maint_flush(larder *c, uint64_t timeout_ms, unsigned *rounds)
 		if (e.live <= atomic_load_explicit(&c->capacity, LARDER__RELAXED))
 			break;
 	}
-	/* Step 3: a shard evicting by a stale view ends its pass. */
+	/* Step 3: a shard evicting by a stale view ends its pass. A pass that
+	 * begins after the fence sees, by it, what the last round acquired. */
 	if (c->shard_count > 1 && moved) {
-		rc = await_round(c, deadline_ns, after);
+		rc = await_round(c, deadline_ns, after, 0);
 		++*rounds;
 	}
 	return rc;
