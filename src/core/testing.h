@@ -67,11 +67,11 @@ void larder__test_poison_freed(int on);
 void larder__test_wake(larder *cache);
 
 /*
- * larder_flush(), also saying in *rounds how many rounds it waited for,
- * each one pass of every shard's maintainer (maint/flush.c): the work a
- * flush waited through, counted without a clock.
+ * larder_flush(), also saying in *passes how many passes of the shards'
+ * maintainers it waited for, one shard's at a time (maint/flush.c): the
+ * work a flush waited through, counted without a clock.
  */
-int larder__test_flush(larder *cache, uint64_t timeout_ms, unsigned *rounds);
+int larder__test_flush(larder *cache, uint64_t timeout_ms, unsigned *passes);
 
 /*
  * The cache-clock time up to which the maintainer's timing wheel has

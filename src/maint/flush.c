@@ -9,33 +9,35 @@
  * (maint_pass); each sleep is at most 1 ms, so a wait is bounded by its
  * caller's deadline and never hangs.
  *
- * Design. The flush goes by rounds: a round waits, shard by shard, for a
- * pass of each shard's maintainer numbered after a seq_cst fence taken at
- * the round's start to end (ended_seq); then the flush reads what those
- * passes published at their end and decides whether it is done. It waits
- * for the work due at the call, which writers after it cannot add to:
- *   1. the events posted before the call, and the expiries due then: every
+ * Design. The flush waits for passes of the shards' maintainers, each
+ * numbered after a seq_cst fence taken when the wait for it begins, to end
+ * (ended_seq), and reads what the passes published at their end to decide
+ * whether it is done. It waits for the work due at the call, which writers
+ * after it cannot add to:
+ *   1. the events posted before the call, and the expiries due then: a
+ *      round (such a pass of every shard, in turn), repeated until every
  *      shard has a settled pass (settled_seq) numbered after the first
  *      round's fence;
  *   2. the evictions needed to bring the cache within its capacity as of
- *      those writes: from those passes' published live bytes, the excess
- *      X = sum(live) - capacity; from their published removed_bytes (the
- *      charges each maintainer evicted or expired, cumulative), removed0. Then
- *      rounds until sum(removed) >= removed0 + X, or until sum(live) <= capacity
+ *      those writes: from the published live bytes, the excess
+ *      X = sum(live) - capacity; from the published removed_bytes (the
+ *      charges each maintainer evicted or expired, cumulative), removed0.
+ *      Then one shard's pass at a time, the largest shard's first, in turn,
+ *      until sum(removed) >= removed0 + X, or until sum(live) <= capacity
  *      (a capacity raised meanwhile, or deletes, take the excess away);
  *   3. with K > 1 shards, when anything was evicted or expired meanwhile,
  *      the end of each shard's pass running then, if any: a shard that
  *      evicts by a stale view of the others' bytes (maint/evict.c) may
  *      still be doing so, and must end before the counters are final; a
  *      pass begun after this step's fence reads the others' bytes as the
- *      last round's acquires saw them, or later.
- * Each round costs each shard about one pass: a pass evicts the whole
- * excess it sees, up to EVICT_PER_PASS victims, and wakes the largest shard
- * when it is not the one to evict (maint/evict.c, wake_largest), so the
- * rounds are about 2 + X / (EVICT_PER_PASS victims) (step 3 counted as
- * one, at most a pass per shard, usually less), whatever the writers
- * do meanwhile. The old rule, a pass with nothing left to evict, waited for
- * as long as writers kept the cache evicting (75 ms at K = 1, 1.6 s at 4).
+ *      flush's last acquires saw them, or later.
+ * A pass evicts the whole excess it sees, up to EVICT_PER_PASS victims, and
+ * wakes the largest shard when it is not the one to evict (maint/evict.c,
+ * wake_largest), so a flush waits for about K x (2 + X / (EVICT_PER_PASS
+ * victims)) passes at most (step 3's at most K, usually fewer), whatever
+ * the writers do meanwhile. The old rule, a pass with nothing left to
+ * evict, waited for as long as writers kept the cache evicting (75 ms at
+ * K = 1, 1.6 s at 4).
  * Not bounded by the work at the call (the caller's deadline bounds it): a
  * shard whose every pass stops at EXPIRE_PER_PASS with more due (writers
  * making more than that come due per pass) never settles, nor one whose
@@ -84,49 +86,68 @@ void larder__maint_await_pass(struct larder__shard *s)
 	atomic_fetch_sub_explicit(&m->pass_waiters, 1, LARDER__RELAXED); /* a count */
 }
 
-/* One round: each shard in turn, a pass numbered after a fence taken now has
- * ended (fresh), or the pass running at the fence, if any (!fresh). after[i]
- * gets that number. */
-static int await_round(larder *c, uint64_t deadline_ns, uint64_t *after, int fresh)
+/* Shard i's maintainer has ended a pass numbered after a fence taken now
+ * (fresh), or the pass running at the fence, if any (!fresh); *after gets
+ * that number. */
+static int await_shard(larder *c, unsigned i, uint64_t deadline_ns, int fresh, uint64_t *after)
 {
-	for (unsigned i = 0; i < c->shard_count; i++) {
-		struct larder__maint *m = c->shard[i].maint;
-		atomic_thread_fence(LARDER__SEQ_CST); /* QUIESCE-Q1's partner */
-		after[i] = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + (fresh != 0);
-		/* QUIESCE-Q5: acquire, pairs with QUIESCE-Q4. */
-		while (atomic_load_explicit(&m->ended_seq, LARDER__ACQUIRE) < after[i]) {
-			if (larder__monotonic_ns() >= deadline_ns)
-				return LARDER_EBUSY;
-			larder__maint_await_pass(&c->shard[i]);
-		}
+	struct larder__maint *m = c->shard[i].maint;
+	atomic_thread_fence(LARDER__SEQ_CST); /* QUIESCE-Q1's partner */
+	*after = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + (fresh != 0);
+	/* QUIESCE-Q5: acquire, pairs with QUIESCE-Q4. */
+	while (atomic_load_explicit(&m->ended_seq, LARDER__ACQUIRE) < *after) {
+		if (larder__monotonic_ns() >= deadline_ns)
+			return LARDER_EBUSY;
+		larder__maint_await_pass(&c->shard[i]);
 	}
 	return LARDER_OK;
 }
 
-/* What the passes a round waited for published, summed over the shards. */
+/* One round: await_shard() for each shard in turn; after[i] gets the numbers. */
+static int await_round(larder *c, uint64_t deadline_ns, int fresh, uint64_t *after,
+		       unsigned *passes)
+{
+	for (unsigned i = 0; i < c->shard_count; i++) {
+		int rc = await_shard(c, i, deadline_ns, fresh, &after[i]);
+		if (rc != LARDER_OK)
+			return rc;
+		++*passes;
+	}
+	return LARDER_OK;
+}
+
+/* What the shards' passes published at their ends, summed. */
 struct ended {
 	uint64_t live, removed;
-	int settled; /* every shard settled after its drained[] number */
+	int settled;      /* every shard settled after its drained[] number */
+	unsigned largest; /* the shard of the most live bytes */
 };
 
 static struct ended read_ended(larder *c, const uint64_t *drained)
 {
-	struct ended e = {0, 0, 1};
+	struct ended e = {0, 0, 1, 0};
+	uint64_t most = 0;
 	for (unsigned i = 0; i < c->shard_count; i++) {
 		struct larder__maint *m = c->shard[i].maint;
 		/* QUIESCE-Q8: acquire, pairs with QUIESCE-Q7: the removed bytes
-		 * read next are that pass's or a later one's (QUIESCE-Q9). */
-		e.live += atomic_load_explicit(&m->ended_live, LARDER__ACQUIRE);
+		 * read next are that pass's or a later one's (QUIESCE-Q9), and so
+		 * are its counters. */
+		uint64_t live = atomic_load_explicit(&m->ended_live, LARDER__ACQUIRE);
+		e.live += live;
 		e.removed += atomic_load_explicit(&m->removed_bytes, LARDER__RELAXED);
-		/* Relaxed: ordered by the round's acquire (QUIESCE-Q5). */
+		/* Relaxed: ordered by the acquire of ended_seq (QUIESCE-Q5). */
 		e.settled &= atomic_load_explicit(&m->settled_seq, LARDER__RELAXED) >= drained[i];
+		if (live > most) {
+			most = live;
+			e.largest = i;
+		}
 	}
 	return e;
 }
 
-int larder__maint_flush(larder *c, uint64_t timeout_ms, unsigned *rounds)
+int larder__maint_flush(larder *c, uint64_t timeout_ms, unsigned *passes)
 {
-	*rounds = 0;
+	*passes = 0;
 	if (!c)
 		return LARDER_EINVAL;
 	struct larder__thread *t = larder__thread_self();
@@ -137,46 +158,47 @@ int larder__maint_flush(larder *c, uint64_t timeout_ms, unsigned *rounds)
 	uint64_t ms = timeout_ms < UINT64_MAX / 1000000u ? timeout_ms : UINT64_MAX / 1000000u;
 	uint64_t deadline_ns = larder__monotonic_ns() + ms * 1000000u;
 	uint64_t drained[LARDER_SHARDS_MAX], after[LARDER_SHARDS_MAX];
-	struct ended start = {0, 0, 0};
+	uint64_t removed_before = 0;
 	for (unsigned i = 0; i < c->shard_count; i++) /* relaxed: only a hint of activity */
-		start.removed += atomic_load_explicit(&c->shard[i].maint->removed_bytes,
-						      LARDER__RELAXED);
-	/* Step 1: the first round's passes drain what was posted before the call. */
-	int rc = await_round(c, deadline_ns, drained, 1);
-	++*rounds;
-	struct ended e = read_ended(c, drained);
-	for (; rc == LARDER_OK && !e.settled; ++*rounds) {
-		rc = await_round(c, deadline_ns, after, 1);
-		e = read_ended(c, drained);
-	}
+		removed_before += atomic_load_explicit(&c->shard[i].maint->removed_bytes,
+						       LARDER__RELAXED);
+	/* Step 1: a round whose passes drain what was posted before the call. */
+	int rc = await_round(c, deadline_ns, 1, drained, passes);
 	if (rc != LARDER_OK)
 		return rc;
-	/* Step 2: the excess as of those writes, read after the live bytes. */
+	struct ended e = read_ended(c, drained);
+	while (!e.settled) {
+		rc = await_round(c, deadline_ns, 1, after, passes);
+		if (rc != LARDER_OK)
+			return rc;
+		e = read_ended(c, drained);
+	}
+	/* Step 2: the excess as of those writes, the capacity read after the
+	 * live bytes; then a pass at a time, the largest shard's first. */
 	uint64_t cap = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* a setting */
 	uint64_t excess = e.live > cap ? e.live - cap : 0;
 	uint64_t removed0 = e.removed;
-	int moved = e.removed != start.removed;
-	while (excess && e.removed - removed0 < excess) {
-		rc = await_round(c, deadline_ns, after, 1);
-		++*rounds;
+	int moved = e.removed != removed_before;
+	for (unsigned i = e.largest; excess && e.removed - removed0 < excess;
+	     i = (i + 1) % c->shard_count) {
+		rc = await_shard(c, i, deadline_ns, 1, &after[i]);
 		if (rc != LARDER_OK)
 			return rc;
+		++*passes;
 		e = read_ended(c, drained);
 		moved = 1;
 		if (e.live <= atomic_load_explicit(&c->capacity, LARDER__RELAXED))
 			break;
 	}
 	/* Step 3: a shard evicting by a stale view ends its pass. A pass that
-	 * begins after the fence sees, by it, what the last round acquired. */
-	if (c->shard_count > 1 && moved) {
-		rc = await_round(c, deadline_ns, after, 0);
-		++*rounds;
-	}
+	 * begins after the fence sees, by it, what the last acquires saw. */
+	if (c->shard_count > 1 && moved)
+		rc = await_round(c, deadline_ns, 0, after, passes);
 	return rc;
 }
 
 int larder_flush(larder *c, uint64_t timeout_ms)
 {
-	unsigned rounds;
-	return larder__maint_flush(c, timeout_ms, &rounds);
+	unsigned passes;
+	return larder__maint_flush(c, timeout_ms, &passes);
 }

@@ -1,7 +1,7 @@
 /*
  * maint/seams.c - the test seams that look into or drive the maintainer
  * (declared in core/testing.h): quiescing, walking the index, checking the
- * policy's links, the TTL wheel's progress, the index's floor, the rounds
+ * policy's links, the TTL wheel's progress, the index's floor, the passes
  * of a flush.
  *
  * A seam that needs a pass waits for one as larder_flush does
@@ -141,9 +141,9 @@ uint64_t larder__test_idle_until(larder *c)
 	return until;
 }
 
-int larder__test_flush(larder *c, uint64_t timeout_ms, unsigned *rounds)
+int larder__test_flush(larder *c, uint64_t timeout_ms, unsigned *passes)
 {
-	return larder__maint_flush(c, timeout_ms, rounds);
+	return larder__maint_flush(c, timeout_ms, passes);
 }
 
 uint64_t larder__test_wheel_done(larder *c)

@@ -1,22 +1,23 @@
 /*
  * test_flush.c - what a larder_flush() waits for (maint/flush.c): the work
- * due at the call, counted in rounds of one pass per shard through the test
- * seam larder__test_flush, never timed. (The counters' exactness after a
- * flush is test_audit.c's.)
+ * due at the call, counted in the maintainers' passes it waited for (one
+ * shard's at a time) through the test seam larder__test_flush, never timed.
+ * (The counters' exactness after a flush is test_audit.c's.)
  *
- *   idle          with nothing written since the last flush, a flush takes
- *                 one round;
- *   after a cut   a capacity cut leaves an excess X: a flush takes at most
- *                 2 + X / (EVICT_PER_PASS victims) rounds and one more with
- *                 several shards (the bound in maint/flush.c's header), and
- *                 the cache is within capacity afterwards (QUIESCE-Q9);
+ *   idle          with nothing evicted since the last flush, a flush waits
+ *                 for one pass of each shard;
+ *   after a cut   a capacity cut leaves an excess X: a flush waits for at
+ *                 most K x (3 + X / (EVICT_PER_PASS victims)) passes (the
+ *                 bound in maint/flush.c's header, and a wake-up handed to
+ *                 the largest shard), and the cache is within capacity
+ *                 afterwards (QUIESCE-Q9);
  *   beside writers two threads keep a small cache evicting: each flush
- *                 still returns after at most the rounds its excess at the
+ *                 still waits for at most the passes its excess at the
  *                 call needs, which the writers' overshoot bound caps
  *                 (core/cache.h), however long they keep writing. The rule
  *                 it replaced (wait for a pass with nothing left to evict,
- *                 and re-sweep while shards handed eviction on) took
- *                 hundreds of rounds here.
+ *                 and sweep the shards again while they handed eviction
+ *                 on) waited for hundreds of passes here.
  * Each at K = 1 and K = 4.
  */
 #define _GNU_SOURCE
@@ -38,13 +39,14 @@
 
 static const unsigned SHARDS[] = {1, 4};
 
-/* The rounds a flush may take with an excess of `excess` bytes at the call
- * (maint/flush.c): the drain, the evictions at VICTIMS_PER_PASS a round (and
- * one for a wake-up handed to the largest shard), one more with shards. */
-static unsigned round_bound(uint64_t excess, unsigned shards)
+/* The passes a flush may wait for with an excess of `excess` bytes at the
+ * call (maint/flush.c), K of each: the drain, the evictions at
+ * VICTIMS_PER_PASS a pass (and one for a wake-up handed to the largest
+ * shard), the passes running at the end. */
+static unsigned pass_bound(uint64_t excess, unsigned shards)
 {
-	uint64_t per_round = (uint64_t)VICTIMS_PER_PASS * MIN_CHARGE;
-	return 1u + (unsigned)((excess + per_round - 1) / per_round) + 1u + (shards > 1);
+	uint64_t per_pass = (uint64_t)VICTIMS_PER_PASS * MIN_CHARGE;
+	return shards * (1u + (unsigned)((excess + per_pass - 1) / per_pass) + 1u + 1u);
 }
 
 static larder *open_shards(uint64_t capacity, unsigned shards)
@@ -61,7 +63,7 @@ static size_t key_of(char *buf, char kind, uint64_t i)
 	return (size_t)snprintf(buf, 32, "%c%llu", kind, (unsigned long long)i);
 }
 
-static void test_idle_flush_takes_one_round(void)
+static void test_idle_flush_waits_a_pass_a_shard(void)
 {
 	char key[32], value[100];
 	memset(value, 'v', sizeof value);
@@ -72,11 +74,11 @@ static void test_idle_flush_takes_one_round(void)
 			CHECK_RC(larder_put(c, key, key_of(key, 'k', i), value, sizeof value,
 					    LARDER_TTL_NEVER),
 				 LARDER_OK);
-		unsigned rounds = 0;
-		CHECK_RC(larder__test_flush(c, WAIT_MS * TH_SLOW, &rounds), LARDER_OK);
-		CHECK_EQ(rounds, 1);
-		CHECK_RC(larder__test_flush(c, WAIT_MS * TH_SLOW, &rounds), LARDER_OK);
-		CHECK_EQ(rounds, 1);
+		unsigned passes = 0;
+		CHECK_RC(larder__test_flush(c, WAIT_MS * TH_SLOW, &passes), LARDER_OK);
+		CHECK_EQ(passes, SHARDS[s]);
+		CHECK_RC(larder__test_flush(c, WAIT_MS * TH_SLOW, &passes), LARDER_OK);
+		CHECK_EQ(passes, SHARDS[s]);
 		CHECK_EQ(th_stat(c, LARDER_STAT_ENTRIES), 1000);
 		larder_close(c);
 	}
@@ -93,14 +95,14 @@ static void test_flush_after_cut(void)
 			CHECK_RC(larder_put(c, key, key_of(key, 'k', i), value, sizeof value,
 					    LARDER_TTL_NEVER),
 				 LARDER_OK);
-		unsigned rounds = 0;
-		CHECK_RC(larder__test_flush(c, WAIT_MS * TH_SLOW, &rounds), LARDER_OK);
+		unsigned passes = 0;
+		CHECK_RC(larder__test_flush(c, WAIT_MS * TH_SLOW, &passes), LARDER_OK);
 		uint64_t used = th_stat(c, LARDER_STAT_USED_BYTES);
 		CHECK_RC(larder_set_capacity(c, 64 * KiB), LARDER_OK);
-		CHECK_RC(larder__test_flush(c, WAIT_MS * TH_SLOW, &rounds), LARDER_OK);
-		unsigned bound = round_bound(used, SHARDS[s]);
-		if (!CHECK_LE(rounds, bound))
-			fprintf(stderr, "  %u shards: %u rounds, bound %u\n", SHARDS[s], rounds,
+		CHECK_RC(larder__test_flush(c, WAIT_MS * TH_SLOW, &passes), LARDER_OK);
+		unsigned bound = pass_bound(used, SHARDS[s]);
+		if (!CHECK_LE(passes, bound))
+			fprintf(stderr, "  %u shards: %u passes, bound %u\n", SHARDS[s], passes,
 				bound);
 		/* Within capacity as of the writes before it (QUIESCE-Q9). */
 		CHECK_LE(th_stat(c, LARDER_STAT_ENTRIES), 64 * KiB / MIN_CHARGE);
@@ -133,8 +135,8 @@ static void test_flush_beside_writers_is_bounded(void)
 	const uint64_t capacity = 256 * KiB;
 	/* The most the writers can put past the capacity: the overshoot bound
 	 * (core/cache.h, 4 MiB at this size), and the capacity itself. */
-	const unsigned bound = round_bound(4 * MiB + capacity, 4);
 	for (size_t s = 0; s < TH_COUNT(SHARDS); s++) {
+		const unsigned bound = pass_bound(4 * MiB + capacity, SHARDS[s]);
 		larder *c = open_shards(capacity, SHARDS[s]);
 		REQUIRE(c);
 		_Atomic int stop = 0;
@@ -149,11 +151,11 @@ static void test_flush_beside_writers_is_bounded(void)
 			sched_yield();
 		unsigned most = 0, total = 0;
 		for (int i = 0; i < 50; i++) {
-			unsigned rounds = 0;
-			if (!CHECK_RC(larder__test_flush(c, WAIT_MS * TH_SLOW, &rounds), LARDER_OK))
+			unsigned passes = 0;
+			if (!CHECK_RC(larder__test_flush(c, WAIT_MS * TH_SLOW, &passes), LARDER_OK))
 				break;
-			most = rounds > most ? rounds : most;
-			total += rounds;
+			most = passes > most ? passes : most;
+			total += passes;
 		}
 		uint64_t evictions = th_stat(c, LARDER_STAT_EVICTIONS);
 		atomic_store(&stop, 1);
@@ -161,9 +163,9 @@ static void test_flush_beside_writers_is_bounded(void)
 			pthread_join(t[i], NULL);
 		CHECK_LE(20000, evictions);
 		if (!CHECK_LE(most, bound))
-			fprintf(stderr, "  %u shards: up to %u rounds a flush, bound %u\n",
+			fprintf(stderr, "  %u shards: up to %u passes a flush, bound %u\n",
 				SHARDS[s], most, bound);
-		printf("  %u shards: 50 flushes beside writers, %u rounds, at most %u (bound %u)\n",
+		printf("  %u shards: 50 flushes beside writers, %u passes, at most %u (bound %u)\n",
 		       SHARDS[s], total, most, bound);
 		larder_close(c);
 	}
@@ -172,7 +174,7 @@ static void test_flush_beside_writers_is_bounded(void)
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
-		TH_TEST(test_idle_flush_takes_one_round),
+		TH_TEST(test_idle_flush_waits_a_pass_a_shard),
 		TH_TEST(test_flush_after_cut),
 		TH_TEST(test_flush_beside_writers_is_bounded),
 	};
