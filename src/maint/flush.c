@@ -22,9 +22,10 @@
  *      those writes: from the published live bytes, the excess
  *      X = sum(live) - capacity; from the published removed_bytes (the
  *      charges each maintainer evicted or expired, cumulative), removed0.
- *      Then one shard's pass at a time, the largest shard's first, in turn,
- *      until sum(removed) >= removed0 + X, or until sum(live) <= capacity
- *      (a capacity raised meanwhile, or deletes, take the excess away);
+ *      Then the next pass end of one shard at a time, the largest
+ *      shard's first, in turn, until sum(removed) >= removed0 + X, or until
+ *      sum(live) <= capacity (a capacity raised meanwhile, or deletes, take
+ *      the excess away);
  *   3. with K > 1 shards, when anything was evicted or expired meanwhile,
  *      the end of each shard's pass running then, if any: a shard that
  *      evicts by a stale view of the others' bytes (maint/evict.c) may
@@ -86,14 +87,24 @@ void larder__maint_await_pass(struct larder__shard *s)
 	atomic_fetch_sub_explicit(&m->pass_waiters, 1, LARDER__RELAXED); /* a count */
 }
 
-/* Shard i's maintainer has ended a pass numbered after a fence taken now
- * (fresh), or the pass running at the fence, if any (!fresh); *after gets
- * that number. */
-static int await_shard(larder *c, unsigned i, uint64_t deadline_ns, int fresh, uint64_t *after)
+/* Which pass of a shard to wait for. */
+enum pass_wanted {
+	PASS_FRESH,   /* one numbered after a fence taken now */
+	PASS_RUNNING, /* the one running at a fence taken now, if any */
+	PASS_NEXT,    /* the next to end */
+};
+
+/* Shard i's maintainer has ended the pass wanted; *after gets its number. */
+static int await_shard(larder *c, unsigned i, uint64_t deadline_ns, enum pass_wanted want,
+		       uint64_t *after)
 {
 	struct larder__maint *m = c->shard[i].maint;
-	atomic_thread_fence(LARDER__SEQ_CST); /* QUIESCE-Q1's partner */
-	*after = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + (fresh != 0);
+	if (want != PASS_NEXT)
+		atomic_thread_fence(LARDER__SEQ_CST); /* QUIESCE-Q1's partner */
+	if (want == PASS_NEXT) /* relaxed: a number to wait past; the acquire below orders */
+		*after = atomic_load_explicit(&m->ended_seq, LARDER__RELAXED) + 1;
+	else
+		*after = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED) + (want == PASS_FRESH);
 	/* QUIESCE-Q5: acquire, pairs with QUIESCE-Q4. */
 	while (atomic_load_explicit(&m->ended_seq, LARDER__ACQUIRE) < *after) {
 		if (larder__monotonic_ns() >= deadline_ns)
@@ -104,11 +115,11 @@ static int await_shard(larder *c, unsigned i, uint64_t deadline_ns, int fresh, u
 }
 
 /* One round: await_shard() for each shard in turn; after[i] gets the numbers. */
-static int await_round(larder *c, uint64_t deadline_ns, int fresh, uint64_t *after,
+static int await_round(larder *c, uint64_t deadline_ns, enum pass_wanted want, uint64_t *after,
 		       unsigned *passes)
 {
 	for (unsigned i = 0; i < c->shard_count; i++) {
-		int rc = await_shard(c, i, deadline_ns, fresh, &after[i]);
+		int rc = await_shard(c, i, deadline_ns, want, &after[i]);
 		if (rc != LARDER_OK)
 			return rc;
 		++*passes;
@@ -163,25 +174,26 @@ int larder__maint_flush(larder *c, uint64_t timeout_ms, unsigned *passes)
 		removed_before += atomic_load_explicit(&c->shard[i].maint->removed_bytes,
 						       LARDER__RELAXED);
 	/* Step 1: a round whose passes drain what was posted before the call. */
-	int rc = await_round(c, deadline_ns, 1, drained, passes);
+	int rc = await_round(c, deadline_ns, PASS_FRESH, drained, passes);
 	if (rc != LARDER_OK)
 		return rc;
 	struct ended e = read_ended(c, drained);
 	while (!e.settled) {
-		rc = await_round(c, deadline_ns, 1, after, passes);
+		rc = await_round(c, deadline_ns, PASS_FRESH, after, passes);
 		if (rc != LARDER_OK)
 			return rc;
 		e = read_ended(c, drained);
 	}
 	/* Step 2: the excess as of those writes, the capacity read after the
-	 * live bytes; then a pass at a time, the largest shard's first. */
+	 * live bytes; then the next pass end of one shard at a time, the
+	 * largest shard's first (any pass end publishes its progress). */
 	uint64_t cap = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* a setting */
 	uint64_t excess = e.live > cap ? e.live - cap : 0;
 	uint64_t removed0 = e.removed;
 	int moved = e.removed != removed_before;
 	for (unsigned i = e.largest; excess && e.removed - removed0 < excess;
 	     i = (i + 1) % c->shard_count) {
-		rc = await_shard(c, i, deadline_ns, 1, &after[i]);
+		rc = await_shard(c, i, deadline_ns, PASS_NEXT, &after[i]);
 		if (rc != LARDER_OK)
 			return rc;
 		++*passes;
@@ -193,7 +205,7 @@ int larder__maint_flush(larder *c, uint64_t timeout_ms, unsigned *passes)
 	/* Step 3: a shard evicting by a stale view ends its pass. A pass that
 	 * begins after the fence sees, by it, what the last acquires saw. */
 	if (c->shard_count > 1 && moved)
-		rc = await_round(c, deadline_ns, 0, after, passes);
+		rc = await_round(c, deadline_ns, PASS_RUNNING, after, passes);
 	return rc;
 }
 
