@@ -9,13 +9,13 @@
  * (maint_pass); each sleep is at most 1 ms, so a wait is bounded by its
  * caller's deadline and never hangs.
  *
- * Design. The flush waits for passes of the shards' maintainers, each
- * numbered after a seq_cst fence taken when the wait for it begins, to end
+ * Design. The flush waits for passes of the shards' maintainers to end
  * (ended_seq), and reads what the passes published at their end to decide
  * whether it is done. It waits for the work due at the call, which writers
  * after it cannot add to:
  *   1. the events posted before the call, and the expiries due then: a
- *      round (such a pass of every shard, in turn), repeated until every
+ *      round (a pass of every shard, in turn, each numbered after a seq_cst
+ *      fence taken when the wait for it begins), repeated until every
  *      shard has a settled pass (settled_seq) numbered after the first
  *      round's fence;
  *   2. the evictions needed to bring the cache within its capacity as of
@@ -53,16 +53,16 @@
  * at its end removed_bytes, ended_live, settled_seq (when it walked every
  * cleared table and expired all that was due at its clock reading) and
  * then, with release, its number in ended_seq, after its counters and entry
- * count: a round's acquire of ended_seq sees all of them, and larder_stats()
- * after the flush counts that pass's work.
+ * count: the flush's acquire of ended_seq sees all of them, and
+ * larder_stats() after the flush counts that pass's work.
  *
  * QUIESCE-Q9. The excess is never under-estimated. Per shard the flush reads
  * ended_live with acquire (QUIESCE-Q8), then removed_bytes: the release on
  * ended_live (QUIESCE-Q7) orders the same pass's removed_bytes before it, so
  * the removed value read is that pass's or a later one's. Bytes removed
  * after the live value was published are thus counted as progress only
- * when they were in it; a later removed value only makes removed0 larger, a later
- * live value (writes after the call) only makes X larger: either way the
+ * when they were in it; a later removed value only makes removed0 larger,
+ * a later live value (writes after the call) only makes X larger: either way the
  * flush waits longer, for at most the overshoot the writers' budget allows
  * (core/cache.h). The capacity is read after the live values; one raised
  * meanwhile ends the wait through sum(live) <= capacity.
