@@ -585,16 +585,17 @@ LARDER_API LARDER_MUST_USE int larder_set_capacity(larder *cache, uint64_t bytes
  * write by a batching window (docs/architecture.md), and a second flush
  * with nothing in between moves no counter. For an exact count right after
  * writes, as a binding's size() needs; like Caffeine's cleanUp(). Cost: it
- * waits for the work due at the call, never for writes made after it, in
- * rounds of one pass of each shard's maintainer: one round with nothing
- * due (tens of microseconds on an idle machine, more on a busy one); one
- * more per 4,096 victims or 8,192 expiries due at the call, and per pass a
- * cleared index takes to walk; and with K > 1 shards one more when
- * anything was evicted meanwhile. Beside writers that keep a full cache
- * evicting that is two to four rounds (docs/bench.md, "Flush beside
- * writers"). Not bounded by the work at the call: more than 8,192 entries
- * coming due at every pass, and clears made during the wait (each adds its
- * walk). Does not wait for memory to be freed or handed back to the OS.
+ * waits for the work due at the call, never for writes made after it: one
+ * pass of each shard's maintainer with nothing due (tens of microseconds on
+ * an idle machine, more on a busy one); more while that work lasts, about
+ * one pass per 4,096 victims or 8,192 expiries due at the call and per
+ * pass a cleared index takes to walk. Beside writers that hold a cache at
+ * its memory bound, a flush evicts what was over capacity at the call:
+ * three to four passes at one shard, tens of milliseconds on a loaded
+ * 2-core machine (docs/bench.md, "Flush beside writers"). Not bounded by
+ * the work at the call: more than 8,192 entries coming due at every pass,
+ * and clears made during the wait (each adds its walk). Does not wait for
+ * memory to be freed or handed back to the OS.
  * Returns LARDER_OK; LARDER_EINVAL (cache NULL); LARDER_EBUSY when the
  * maintainer did not finish such a pass within timeout_ms (it is inside a
  * long removal listener call, or gets no CPU; 0 asks without waiting);
