@@ -3,7 +3,7 @@
 # two trees in the same run (docs/bench.md, "Flush beside writers").
 #
 #   bash tools/flush-latency/compare.sh OLD_TREE NEW_TREE [rounds] [flushes] [K list]
-#   (defaults: 5 rounds, 200 flushes, "1 2 4"; each tree needs its
+#   (defaults: 5 rounds, 100 flushes, "1 2 4"; each tree needs its
 #    build/release/liblarder.a: cmake --preset release && cmake --build --preset release)
 #
 # Builds this directory's flush_latency.c against each tree's larder.h and
@@ -14,7 +14,7 @@
 # and maximum flush latency (us) and the ratios NEW / OLD, and the load
 # average before and after.
 set -euo pipefail
-old=${1:?OLD_TREE}; new=${2:?NEW_TREE}; rounds=${3:-5}; flushes=${4:-200}; ks=${5:-1 2 4}
+old=${1:?OLD_TREE}; new=${2:?NEW_TREE}; rounds=${3:-5}; flushes=${4:-100}; ks=${5:-1 2 4}
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for t in old new; do
