@@ -584,22 +584,24 @@ LARDER_API LARDER_MUST_USE int larder_set_capacity(larder *cache, uint64_t bytes
 
 /*
  * Waits until the maintainer has applied every write, removal and clear that
- * returned before the call, on any thread, and made every eviction and
- * expiry then due (a capacity cut's and a mass expiry's too, however many
- * passes they take; with K shards, the evictions one shard hands to the
- * largest as well): afterwards larder_stats() counts them in
- * LARDER_STAT_ENTRIES, which otherwise lags a write by a batching window
- * (docs/architecture.md), and a second flush with nothing in between moves
- * no counter. For an exact count right after writes, as a binding's
- * size() needs; like Caffeine's cleanUp(). Cost: a wake-up of the
- * maintainer and one pass of it (tens of microseconds on an idle machine,
- * more on a busy one); a cleared index of many entries, or more than 4,096
- * victims or 8,192 expiries at once, takes several passes, and with K
- * shards a cut handed between shards several rounds of K passes (at most
- * 256: beside writers that keep the cache over its capacity a flush then
- * returns LARDER_OK with the handoffs still going on, after about 1.6 s at
- * K = 4 and 75 ms at K = 1 on the 2-core build machine: call it from a
- * monitoring path, not per request). Does not wait for
+ * returned before the call, on any thread, made every expiry due at the
+ * call, and evicted what brings the cache within its capacity as of those
+ * writes (a capacity cut's and a mass expiry's too, however many passes
+ * they take; with K shards, whichever shard evicts): afterwards
+ * larder_stats() counts them in LARDER_STAT_ENTRIES, which otherwise lags a
+ * write by a batching window (docs/architecture.md), and a second flush
+ * with nothing in between moves no counter. For an exact count right after
+ * writes, as a binding's size() needs; like Caffeine's cleanUp(). Cost: it
+ * waits for the work due at the call, never for writes made after it: one
+ * pass of each shard's maintainer with nothing due (tens of microseconds on
+ * an idle machine, more on a busy one); more while that work lasts, about
+ * one pass per 4,096 victims or 8,192 expiries due at the call and per
+ * pass a cleared index takes to walk. Beside writers that hold a cache at
+ * its memory bound, a flush evicts what was over capacity at the call:
+ * three to four passes at one shard, tens of milliseconds on a loaded
+ * 2-core machine (docs/bench.md, "Flush beside writers"). Not bounded by
+ * the work at the call: more than 8,192 entries coming due at every pass,
+ * and clears made during the wait (each adds its walk). Does not wait for
  * memory to be freed or handed back to the OS.
  * Returns LARDER_OK; LARDER_EINVAL (cache NULL); LARDER_EBUSY when the
  * maintainer did not finish such a pass within timeout_ms (it is inside a

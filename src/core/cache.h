@@ -120,9 +120,6 @@ struct larder {
 	/* Set once, by the first write or touch that gives an entry a
 	 * deadline: larder_clear() reads the clock only after that. */
 	larder__atomic_int deadlines_seen;
-	/* Times a shard's maintainer handed eviction to the largest shard
-	 * (maint/evict.c, wake_largest): larder_flush sweeps again after one. */
-	larder__atomic_u64 evict_handoffs;
 
 	larder__atomic_int stop __attribute__((aligned(64)));
 	pthread_mutex_t admin_lock; /* serialises larder_set_capacity() */

@@ -67,6 +67,13 @@ void larder__test_poison_freed(int on);
 void larder__test_wake(larder *cache);
 
 /*
+ * larder_flush(), also saying in *passes how many passes of the shards'
+ * maintainers it waited for, one shard's at a time (maint/flush.c): the
+ * work a flush waited through, counted without a clock.
+ */
+int larder__test_flush(larder *cache, uint64_t timeout_ms, unsigned *passes);
+
+/*
  * The cache-clock time up to which the maintainer's timing wheel has
  * expired everything (every entry due at or before it has been unlinked and
  * reported to the listener; release/acquire: the listener's writes are

@@ -136,11 +136,8 @@ static void wake_largest(struct larder__maint *m)
 			largest = s;
 		}
 	}
-	if (largest) {
-		/* Relaxed: before this pass's QUIESCE-Q4 release (QUIESCE-Q6). */
-		atomic_fetch_add_explicit(&m->cache->evict_handoffs, 1, LARDER__RELAXED);
+	if (largest)
 		larder__maint_wake(largest, NULL, 0);
-	}
 }
 
 /*
@@ -193,11 +190,13 @@ uint64_t larder__maint_evict(struct larder__maint *m)
 		e->mbits &= (uint8_t)~LARDER__MBITS_QUEUED;
 		n++;
 		/* Not found: a pending event or a cleared table will retire it. */
-		if (unlink_current(m, e))
+		if (unlink_current(m, e)) {
+			m->removed += larder__maint_entry_charge(NULL, e); /* larder_flush */
 			larder__maint_retire(m, e,
 					     victim_expired(c, e) ? LARDER_CAUSE_EXPIRED
 								 : LARDER_CAUSE_EVICTED,
 					     1);
+		}
 		/* Shards evicting side by side see one another's progress every
 		 * SHARE_REFRESH victims, not once a pass: each would otherwise
 		 * evict up to a pass's worth past the capacity (4,096 entries;
@@ -207,7 +206,6 @@ uint64_t larder__maint_evict(struct larder__maint *m)
 			others = others_live_bytes(m);
 		}
 	}
-	m->behind |= n == EVICT_PER_PASS && m->live_bytes + others + want > cap;
 	if (n && want)
 		atomic_store_explicit(&c->wanted, 0, LARDER__RELAXED); /* waiters re-assert */
 	publish_live_bytes(m);
@@ -231,8 +229,10 @@ static void on_due(void *ctx, struct larder__wheel_link *link, uint32_t id)
 		return;
 	}
 	/* Not found: replaced or removed meanwhile; that event retires it. */
-	if (unlink_current(m, e))
+	if (unlink_current(m, e)) {
+		m->removed += larder__maint_entry_charge(NULL, e); /* larder_flush */
 		larder__maint_retire(m, e, LARDER_CAUSE_EXPIRED, 1);
+	}
 }
 
 uint64_t larder__maint_expire(struct larder__maint *m)

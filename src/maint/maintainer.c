@@ -290,14 +290,18 @@ static uint64_t maint_pass(struct larder__maint *m)
 				      atomic_load_explicit(&m->pass_seq, LARDER__RELAXED),
 				      LARDER__RELEASE);
 	}
-	if (!m->gens && !m->behind) {
-		/* QUIESCE-Q4: release; larder_flush acquires it (QUIESCE-Q5): this
-		 * pass drained every ring, expired and evicted all that was due,
-		 * and published the entry count above. */
-		atomic_store_explicit(&m->settled_seq,
-				      atomic_load_explicit(&m->pass_seq, LARDER__RELAXED),
-				      LARDER__RELEASE);
-	}
+	/* What larder_flush reads of this pass (maint/flush.c), after the entry
+	 * count above. */
+	uint64_t seq = atomic_load_explicit(&m->pass_seq, LARDER__RELAXED); /* ours */
+	atomic_store_explicit(&m->removed_bytes, m->removed, LARDER__RELAXED); /* by QUIESCE-Q7 */
+	/* QUIESCE-Q7: release; larder_flush acquires it (QUIESCE-Q8): the
+	 * removed bytes stored above are seen with it. */
+	atomic_store_explicit(&m->ended_live, m->live_bytes, LARDER__RELEASE);
+	if (!m->gens && !m->behind) /* every cleared table walked, all due expired */
+		atomic_store_explicit(&m->settled_seq, seq, LARDER__RELAXED); /* by QUIESCE-Q4 */
+	/* QUIESCE-Q4: release; larder_flush acquires it (QUIESCE-Q5): this
+	 * pass's counters, entry count and the stores above are seen. */
+	atomic_store_explicit(&m->ended_seq, seq, LARDER__RELEASE);
 	/* larder_flush or a test seam waits for this pass: an idle one bumps
 	 * nothing else. Relaxed: a hint; their waits are bounded anyway. */
 	if (atomic_load_explicit(&m->pass_waiters, LARDER__RELAXED))

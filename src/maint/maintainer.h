@@ -83,6 +83,9 @@ void larder__maint_wake_all(struct larder *cache);
 /* Wakes a shard's maintainer and waits up to 1 ms for one of its passes
  * (larder_flush and the test seams; maint/flush.c). */
 void larder__maint_await_pass(struct larder__shard *shard);
+/* larder_flush(), also saying in *passes how many of the shards' passes it
+ * waited for (maint/flush.c; the test seam larder__test_flush). */
+int larder__maint_flush(struct larder *cache, uint64_t timeout_ms, unsigned *passes);
 /*
  * A bulk writer (larder_load; SNAP-L6 in core/snapshot.c, maint/resize.c):
  * larder__bulk_begin() counts it (no index shrinks while any runs) and asks

@@ -1,7 +1,8 @@
 /*
  * maint/seams.c - the test seams that look into or drive the maintainer
  * (declared in core/testing.h): quiescing, walking the index, checking the
- * policy's links, the TTL wheel's progress, the index's floor.
+ * policy's links, the TTL wheel's progress, the index's floor, the passes
+ * of a flush.
  *
  * A seam that needs a pass waits for one as larder_flush does
  * (larder__maint_await_pass, maint/flush.c); each wait is bounded by the
@@ -138,6 +139,11 @@ uint64_t larder__test_idle_until(larder *c)
 		until = u < until ? u : until;
 	}
 	return until;
+}
+
+int larder__test_flush(larder *c, uint64_t timeout_ms, unsigned *passes)
+{
+	return larder__maint_flush(c, timeout_ms, passes);
 }
 
 uint64_t larder__test_wheel_done(larder *c)

@@ -112,18 +112,23 @@ struct larder__maint {
 	uint64_t now_ms;            /* the cache clock, read once per pass when needed;
 				     * never moves back (maint/evict.c, pass_now) */
 	int have_now;
-	/* This pass stopped its expiries or evictions at their bound per pass
-	 * with more due: it settles nothing (QUIESCE-Q4). */
+	/* This pass stopped its expiries at their bound per pass with more
+	 * due: it settles nothing (QUIESCE-Q4). */
 	int behind;
+	/* Charges this maintainer evicted or expired since open (maint/evict.c);
+	 * published at each pass's end as removed_bytes (larder_flush). */
+	uint64_t removed;
 	/* Counters: written by this thread only (relaxed load+store), read by
 	 * larder_stats() and the quiesce seam from any thread. */
 	larder__atomic_u64 stat[LARDER_STAT_COUNT];
 	larder__atomic_u64 freed_bytes;
 	larder__atomic_u64 pass_seq;     /* passes started */
 	larder__atomic_u64 idle_seq;     /* number of the last pass that found nothing to do */
-	larder__atomic_u64 settled_seq;  /* number of the last pass that ended with no cleared
-					    table left to walk and no expiry or eviction
-					    left over (larder_flush) */
+	/* larder_flush (maint/flush.c, QUIESCE-Q4): at each pass's end, its
+	 * number (ended_seq), its live bytes and `removed`; settled_seq: the
+	 * number of the last pass that ended with no cleared table left to
+	 * walk and no expiry left over. */
+	larder__atomic_u64 ended_seq, settled_seq, ended_live, removed_bytes;
 	larder__atomic_u32 pass_waiters; /* threads waiting for a pass: larder_flush and the
 					    test seams (maint/flush.c) */
 	larder__atomic_u64 idle_until;   /* test seam: next_due when it last slept idle */
