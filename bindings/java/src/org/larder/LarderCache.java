@@ -710,10 +710,13 @@ public final class LarderCache<K, V> implements AutoCloseable {
      * Waits until the maintainer has applied every write, removal and clear
      * made before the call, on any thread, so that {@link #size()} and
      * {@link #stats()} count them; Caffeine's {@code cleanUp()} (the engine's
-     * {@code larder_flush}). Costs a wake-up of the maintainer and one pass of
-     * it: tens of microseconds on an idle machine.
+     * {@code larder_flush}), and the evictions and expiries then due. Costs a
+     * wake-up of the maintainer and one pass of it per shard when nothing is
+     * due (tens of microseconds on an idle machine); beside writers that keep
+     * the cache at its memory bound, the passes that evict the excess at the
+     * call (a few milliseconds: README, Limits).
      *
-     * @throws LarderBusyException the maintainer did not finish a pass within a
+     * @throws LarderBusyException the maintainer did not finish within a
      *         minute (stuck in a removal listener, or given no CPU)
      * @throws IllegalStateException called inside a removal listener or a
      *         {@link DirectValueConsumer}, where waiting for the maintainer
