@@ -65,16 +65,16 @@ static void fill_noise(unsigned char *v, size_t len, uint64_t seed)
 
 static char tmp_dir[64];
 
-static const char *snap_path(const char *name)
+/* path[128] gets name's place in the test's own directory; 0 without one. */
+static int snap_path(char path[128], const char *name)
 {
-	static char path[128];
 	if (!tmp_dir[0]) {
 		snprintf(tmp_dir, sizeof tmp_dir, "/tmp/larder-audit-core-XXXXXX");
 		if (!mkdtemp(tmp_dir))
-			return NULL;
+			return 0;
 	}
-	snprintf(path, sizeof path, "%s/%s", tmp_dir, name);
-	return path;
+	snprintf(path, 128, "%s/%s", tmp_dir, name);
+	return 1;
 }
 
 static void count_nothing(void *ctx, const void *key, size_t key_len, const void *value,
@@ -544,10 +544,8 @@ static void charge_fn(void *ctx, const void *key, size_t key_len, const void *va
 
 static void test_longest_key_and_charges(void)
 {
-	const char *p = snap_path("bigkey.snap");
-	REQUIRE(p);
 	char path[128];
-	snprintf(path, sizeof path, "%s", p);
+	REQUIRE(snap_path(path, "bigkey.snap"));
 	unsigned char *key = malloc(LARDER_KEY_LIMIT + 1);
 	REQUIRE(key);
 	memset(key, 'k', LARDER_KEY_LIMIT + 1);
@@ -1059,8 +1057,8 @@ static void test_snapshot_round_trip_every_config(void)
 		{1, LARDER_POLICY_WTINYLFU_TUNED, LARDER_EXPIRE_AFTER_WRITE, 1},
 		{2, LARDER_POLICY_S3FIFO_TUNED, LARDER_EXPIRE_AFTER_WRITE, 2},
 	};
-	const char *path = snap_path("round.snap");
-	REQUIRE(path);
+	char path[128];
+	REQUIRE(snap_path(path, "round.snap"));
 	static struct th_clock clk;
 	th_clock_init(&clk, T0);
 	for (size_t a = 0; a < TH_COUNT(cfgs); a++) {
@@ -1096,10 +1094,8 @@ static larder *open_member(larder_pool *pool, double min_share, double max_share
 
 static void test_snapshot_pool_member(void)
 {
-	const char *p = snap_path("member.snap");
-	REQUIRE(p);
 	char path[128];
-	snprintf(path, sizeof path, "%s", p);
+	REQUIRE(snap_path(path, "member.snap"));
 	static struct th_clock clk;
 	th_clock_init(&clk, T0);
 	larder_pool *pool = make_pool(16 * MiB, 10);
@@ -1132,10 +1128,8 @@ static void test_snapshot_pool_member(void)
  * the value limit's top (LARDER_VALUE_LIMIT) and one over it. */
 static void test_snapshot_large_values(void)
 {
-	const char *p = snap_path("large.snap");
-	REQUIRE(p);
 	char path[128];
-	snprintf(path, sizeof path, "%s", p);
+	REQUIRE(snap_path(path, "large.snap"));
 	const size_t n = 3 * MiB;
 	unsigned char *v = malloc(n), *buf = malloc(n);
 	REQUIRE(v && buf);
@@ -1202,10 +1196,8 @@ static void test_snapshot_large_values(void)
  * takes every other one. */
 static void test_snapshot_parallel_skips_over_limit(void)
 {
-	const char *p = snap_path("parallel.snap");
-	REQUIRE(p);
 	char path[128];
-	snprintf(path, sizeof path, "%s", p);
+	REQUIRE(snap_path(path, "parallel.snap"));
 	const size_t big = 9 * MiB; /* over 1/8 of 64 MiB */
 	unsigned char *v = malloc(big);
 	REQUIRE(v);
@@ -1281,10 +1273,8 @@ static int reset_peak_rss(void)
  * to twice that (13-26 MiB more at its peak). */
 static void test_snapshot_save_memory_bounded(void)
 {
-	const char *p = snap_path("bounded.snap");
-	REQUIRE(p);
 	char path[128];
-	snprintf(path, sizeof path, "%s", p);
+	REQUIRE(snap_path(path, "bounded.snap"));
 	larder_config *cfg = th_config_one_shard(256 * MiB);
 	REQUIRE(cfg);
 	REQUIRE_RC(larder_config_set_expected_entries(cfg, 0), LARDER_OK);
@@ -1364,10 +1354,8 @@ static int live_intact(larder *c)
  * files and bad paths get their documented codes. */
 static void test_snapshot_damaged_files(void)
 {
-	const char *p = snap_path("damaged.snap");
-	REQUIRE(p);
 	char path[128], bad[160];
-	snprintf(path, sizeof path, "%s", p);
+	REQUIRE(snap_path(path, "damaged.snap"));
 	snprintf(bad, sizeof bad, "%s.bad", path);
 	larder *src = th_open(th_config(4 * MiB));
 	REQUIRE(src);
@@ -1455,10 +1443,8 @@ static void test_snapshot_damaged_files(void)
 static void test_snapshot_into_smaller_cache(void)
 {
 	enum { NSMALL = 1200 };
-	const char *p = snap_path("small.snap");
-	REQUIRE(p);
 	char path[128];
-	snprintf(path, sizeof path, "%s", p);
+	REQUIRE(snap_path(path, "small.snap"));
 	for (int compress = 0; compress < 2; compress++) {
 		larder *src = th_open(th_config(64 * MiB));
 		REQUIRE(src);
@@ -1520,10 +1506,8 @@ static void test_snapshot_into_smaller_cache(void)
  * snapshot loads as nothing. */
 static void test_snapshot_ttl_ran_out_while_saved(void)
 {
-	const char *p = snap_path("ttl.snap");
-	REQUIRE(p);
 	char path[128];
-	snprintf(path, sizeof path, "%s", p);
+	REQUIRE(snap_path(path, "ttl.snap"));
 	static struct th_clock clk;
 	th_clock_init(&clk, T0);
 	larder_config *cfg = th_config(4 * MiB);
@@ -1587,10 +1571,8 @@ static void count_cause(void *ctx, const void *key, size_t key_len, const void *
 
 static void test_walk_and_save_are_not_reads(void)
 {
-	const char *p = snap_path("notread.snap");
-	REQUIRE(p);
 	char path[128];
-	snprintf(path, sizeof path, "%s", p);
+	REQUIRE(snap_path(path, "notread.snap"));
 	static struct th_clock clk;
 	th_clock_init(&clk, T0);
 	static struct causes cs;
@@ -1686,11 +1668,9 @@ static void inside_read(void *ctx, const void *value, size_t value_len)
 
 static void test_iter_save_load_reentrant(void)
 {
-	const char *p = snap_path("inside.snap");
-	REQUIRE(p);
 	static struct inside in;
 	memset(&in, 0, sizeof in);
-	snprintf(in.path, sizeof in.path, "%s", p);
+	REQUIRE(snap_path(in.path, "inside.snap"));
 	larder_config *cfg = th_config(4 * MiB);
 	REQUIRE(cfg);
 	REQUIRE_RC(larder_config_set_compression(cfg, 16, 0), LARDER_OK);
@@ -2025,10 +2005,8 @@ static void test_pool_members_churn_beside_writers(void)
 	const uint64_t budget = 8 * MiB;
 	larder_pool *pool = make_pool(budget, 1);
 	REQUIRE(pool);
-	const char *p = snap_path("pool.snap");
-	REQUIRE(p);
 	char path[128];
-	snprintf(path, sizeof path, "%s", p);
+	REQUIRE(snap_path(path, "pool.snap"));
 	_Atomic int stop = 0;
 	struct pool_writer w[2] = {{pool, &stop, 0, 0}, {pool, &stop, 1, 0}};
 	pthread_t t[2];
