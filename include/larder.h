@@ -689,7 +689,9 @@ LARDER_API void larder_iter_close(larder_iter *it);
  * Returns LARDER_OK, LARDER_EINVAL (cache or path NULL, path empty, or path
  * names a device, a FIFO or a socket: nothing is written), LARDER_ENOMEM,
  * or LARDER_ESYS (creating, writing, syncing or renaming failed; errno has
- * the cause; the temporary file is removed).
+ * the cause; the temporary file is removed; when only the fsync of the
+ * directory after the rename failed, the new snapshot is at path, not
+ * known to be durable).
  */
 LARDER_API LARDER_MUST_USE int larder_save(larder *cache, const char *path);
 
@@ -1065,7 +1067,7 @@ LARDER_API LARDER_MUST_USE int larder_config_set_miss_cost(larder_config *config
 enum larder_pool_stat {
 	LARDER_POOL_BUDGET_BYTES = 0,    /* the budget */
 	LARDER_POOL_OVERSHOOT_BOUND,     /* budget / 100 + 4 MiB per open cache (see above) */
-	LARDER_POOL_CACHES,              /* caches open in the pool */
+	LARDER_POOL_CACHES,              /* caches in the pool, those opening or closing included */
 	LARDER_POOL_ASSIGNED_BYTES,      /* the caches' capacities summed */
 	LARDER_POOL_USED_BYTES,          /* the caches' used bytes summed (each read on its own) */
 	LARDER_POOL_MOVES,               /* capacity steps the controller moved */

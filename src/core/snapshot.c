@@ -381,14 +381,10 @@ static int write_snapshot(larder *c, struct writer *w)
 	return flush(w);
 }
 
-/* fsync of the directory that holds path, so the rename is durable. */
-static int sync_dir(const char *path)
+/* fsync of the directory (that holds the snapshot), so the rename is durable. */
+static int sync_dir(const char *dir)
 {
-	char *copy = strdup(path);
-	if (!copy)
-		return LARDER_ENOMEM;
-	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	free(copy);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return LARDER_ESYS;
 	int rc = fsync(fd) == 0 ? LARDER_OK : LARDER_ESYS;
@@ -414,6 +410,13 @@ int larder_save(larder *c, const char *path)
 	if (asprintf(&tmp, "%s.tmp.%ld.%lu", path, (long)getpid(),
 		     atomic_fetch_add_explicit(&serial, 1, memory_order_relaxed)) < 0)
 		return LARDER_ENOMEM;
+	/* The directory's name now: no allocation may fail after the rename. */
+	char *dir_copy = strdup(path);
+	if (!dir_copy) {
+		free(tmp);
+		return LARDER_ENOMEM;
+	}
+	const char *dir = dirname(dir_copy);
 	struct writer w = { .fd = -1 };
 	int rc = LARDER_ENOMEM;
 	w.buf = larder__malloc(WRITE_BUFFER_BYTES);
@@ -440,14 +443,15 @@ int larder_save(larder *c, const char *path)
 	}
 	if (rc != LARDER_OK)
 		unlink(tmp);
-	else
-		rc = sync_dir(path);
+	else if ((rc = sync_dir(dir)) != LARDER_OK)
+		saved = errno; /* the snapshot is in place, not known to be durable */
 	errno = saved;
 fail_alloc:
 	XXH3_freeState(w.hash);
 	free(w.buf);
 	free(w.other);
 	free(tmp);
+	free(dir_copy);
 	return rc;
 }
 
