@@ -648,6 +648,18 @@ static void test_iter_errors_and_end(void)
 
 enum { NSTAY = 3000, NCHURN = 6000 };
 
+/* The NSTAY "stay" keys, each its own value; 0 after the first failure. */
+static int put_stay(larder *c)
+{
+	char k[32];
+	for (unsigned i = 0; i < NSTAY; i++) {
+		size_t kl = key_of(k, "stay", i);
+		if (!CHECK_RC(larder_put(c, k, kl, k, kl, LARDER_TTL_NEVER), LARDER_OK))
+			return 0;
+	}
+	return 1;
+}
+
 struct walk {
 	unsigned char stay[NSTAY];   /* times each stay:i was handed out */
 	unsigned char churn[NCHURN]; /* times each churn:i was */
@@ -693,10 +705,7 @@ static void test_iter_exactly_once_across_changes(void)
 		larder *c = th_open(cfg);
 		REQUIRE(c);
 		char k[32];
-		for (unsigned i = 0; i < NSTAY; i++) {
-			size_t kl = key_of(k, "stay", i);
-			REQUIRE_RC(larder_put(c, k, kl, k, kl, LARDER_TTL_NEVER), LARDER_OK);
-		}
+		REQUIRE(put_stay(c));
 		static struct walk w;
 		memset(&w, 0, sizeof w);
 		larder_iter *it;
@@ -744,10 +753,7 @@ static void test_iter_across_clear_and_cut(void)
 	larder *c = th_open(th_config(64 * MiB));
 	REQUIRE(c);
 	char k[32];
-	for (unsigned i = 0; i < NSTAY; i++) {
-		size_t kl = key_of(k, "stay", i);
-		REQUIRE_RC(larder_put(c, k, kl, k, kl, LARDER_TTL_NEVER), LARDER_OK);
-	}
+	REQUIRE(put_stay(c));
 	static struct walk w;
 	memset(&w, 0, sizeof w);
 	larder_iter *it;
@@ -773,10 +779,7 @@ static void test_iter_across_clear_and_cut(void)
 	CHECK_EQ(w.stray, 0);
 
 	/* The cut: to 64 KiB, then back. */
-	for (unsigned i = 0; i < NSTAY; i++) {
-		size_t kl = key_of(k, "stay", i);
-		REQUIRE_RC(larder_put(c, k, kl, k, kl, LARDER_TTL_NEVER), LARDER_OK);
-	}
+	REQUIRE(put_stay(c));
 	memset(&w, 0, sizeof w);
 	REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);
 	steps = 0;
@@ -851,10 +854,7 @@ static void test_iter_across_shrink(void)
 		larder *c = th_open(th_config(256 * MiB));
 		REQUIRE(c);
 		char k[32];
-		for (unsigned i = 0; i < NSTAY; i++) {
-			size_t kl = key_of(k, "stay", i);
-			REQUIRE_RC(larder_put(c, k, kl, k, kl, LARDER_TTL_NEVER), LARDER_OK);
-		}
+		REQUIRE(put_stay(c));
 		for (unsigned i = 0; i < NBIG; i++) {
 			size_t kl = key_of(k, "gone", i);
 			REQUIRE_RC(larder_put(c, k, kl, "g", 1, LARDER_TTL_NEVER), LARDER_OK);
