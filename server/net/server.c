@@ -222,21 +222,36 @@ static void rebase_req(struct larderd_req *r, const char *from, char *to)
 
 enum { PROC_OK, PROC_CLOSE };
 
-/* One binary request from buf[0, avail): a parse_result; runs it when DONE. */
+/*
+ * One binary request from buf[0, avail): a parse_result; runs it when DONE.
+ * *owed is where out's replies memcached would already have sent end: it
+ * writes every error reply at once, with all before it (write_bin_error),
+ * and the rest when its input runs dry. A bad magic closes the connection
+ * after sending those and dropping the replies after them, as memcached's
+ * close drops what it had not written.
+ */
 static int process_binary(struct worker *w, struct conn *c, const char *buf, size_t avail,
-			  size_t *off, struct larderd_obuf *out)
+			  size_t *off, struct larderd_obuf *out, size_t *owed)
 {
 	struct larderd_binreq br;
 	int pr = larderd_binparse((const unsigned char *)buf, avail, &w->net->lim, &br), r;
+	size_t before = out->len;
 
 	if (pr == LARDERD_PARSE_MORE) {
 		c->need = br.need;
 		return pr;
 	}
 	c->need = 0;
-	if (pr == LARDERD_PARSE_CLOSE)
-		return pr;
+	if (pr == LARDERD_PARSE_CLOSE) {
+		out->len = *owed;
+		c->closing = true;
+		return LARDERD_PARSE_DONE;
+	}
 	r = larderd_binexec(&w->x, &br, out);
+	/* a reply's status is bytes 6-7 of its header */
+	if (out->len >= before + LARDERD_BIN_HDR &&
+	    (out->buf[before + 6] != 0 || out->buf[before + 7] != 0))
+		*owed = out->len;
 	larderd_stat_add(&w->x, WS_BYTES_READ, br.consumed);
 	*off += br.consumed;
 	c->swallow = br.swallow;
@@ -256,6 +271,8 @@ static int process(struct worker *w, struct conn *c, const char *buf, size_t len
 		   struct larderd_obuf *out, bool *resume)
 {
 	struct larderd_exec *x = &w->x;
+	/* the replies before this read: memcached has written them by now */
+	size_t owed = out->len;
 
 	c->stalled = false;
 	*resume = false;
@@ -296,7 +313,7 @@ static int process(struct worker *w, struct conn *c, const char *buf, size_t len
 			c->decided = true;
 		}
 		if (c->binary) {
-			pr = process_binary(w, c, buf + *off, avail, off, out);
+			pr = process_binary(w, c, buf + *off, avail, off, out, &owed);
 			if (pr == LARDERD_PARSE_CLOSE)
 				return PROC_CLOSE;
 			if (pr == LARDERD_PARSE_MORE || c->closing)

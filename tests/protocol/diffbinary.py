@@ -390,6 +390,14 @@ def _cases():
         ("bin-key-past-body", steps(frame("GET", b"abc", body=2))),
         ("bin-bad-extras", steps(frame("SET", b"a", exp_ext(0), b"v"))),
         ("bin-bad-magic", [frame("NOOP"), SYNC, frame("GET", b"a", magic=0x81)]),
+        # a bad magic after replies not yet sent (one write, so one read):
+        # memcached sends at once every error reply and what came before it
+        # (write_bin_error), so the DELETE's "Not found" and the SET's reply
+        # go out, the GET hit after them is dropped with the connection
+        ("bin-bad-magic-after-replies", [s(b"a", b"1"), SYNC,
+                                         s(b"b", b"2") + frame("DELETE", b"nosuch") +
+                                         frame("GET", b"a") + frame("GET", b"a", magic=0x81)]),
+        ("bin-bad-magic-after-miss", [frame("NOOP"), SYNC, frame("GET", b"nosuch") + b"x" * 24]),
         ("bin-quit", steps(frame("QUIT"))),
         ("bin-split", [Split(s(b"a", b"0123456789" * 30) + frame("GETK", b"a"))]),
         ("bin-every-byte", [Split(s(b"a", b"xyz", 5) + frame("GETKQ", b"a") +
