@@ -250,7 +250,7 @@ function poolArgs(o) {
   if (!(o.pool instanceof LarderPool)) throw typeError('pool must be a LarderPool');
   // The pool sets the capacity; the engine refuses a capacity of its own (and so `max`'s steering).
   if (o.maxSize !== undefined) throw typeError('maxSize cannot be combined with pool: the pool sets the capacity (use minShare/maxShare)');
-  if (o.max !== undefined) throw typeError('max cannot be combined with pool: the pool sets the capacity, which max would steer');
+  if (o.max !== undefined && o.max !== 0) throw typeError('max cannot be combined with pool: the pool sets the capacity, which max would steer');
   for (const k of POOL_OPTIONS) {
     if (o[k] !== undefined && typeof o[k] !== 'number') throw typeError(`${k} must be a number`);
   }
@@ -315,7 +315,8 @@ class LarderCache {
     const name = checkName(o.name);
     const maxSize = o.maxSize === undefined ? DEFAULT_MAX_SIZE
       : checkInteger('maxSize', o.maxSize, 65536, Number.MAX_SAFE_INTEGER);
-    const max = o.max === undefined ? 0 : checkInteger('max', o.max, 1, 2 ** 32);
+    // max: 0 is no entry limit, as in lru-cache (where ttl or maxSize then bounds the cache).
+    const max = o.max === undefined ? 0 : checkInteger('max', o.max, 0, 2 ** 32);
     const ttl = o.ttl === undefined ? 0 : ttlArg(o.ttl);
     const maxKeyBytes = o.maxKeyBytes === undefined ? DEFAULT_MAX_KEY_BYTES
       : checkInteger('maxKeyBytes', o.maxKeyBytes, 1, LIMITS.keyLimit);

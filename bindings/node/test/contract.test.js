@@ -242,6 +242,29 @@ test('lru-cache\'s boolean options read back as lru-cache\'s defaults', { skip: 
   larder.close();
 });
 
+test('max: 0 is no entry limit beside ttl or maxSize, as in lru-cache: accepted, read back as 0', { skip: needLru }, () => {
+  for (const o of [{ max: 0, ttl: 60000 }, { max: 0, maxSize: 1 << 20 }]) {
+    // lru-cache's maxSize needs a sizeCalculation, which larder refuses (it counts bytes)
+    const lru = new LRUCache(o.maxSize ? { ...o, sizeCalculation: () => 1 } : o);
+    const larder = new LarderCache(o);
+    for (const c of [lru, larder]) {
+      for (let i = 0; i < 50; i++) c.set(`k${i}`, i);
+    }
+    assert.equal(larder.max, lru.max, JSON.stringify(o));
+    assert.equal(larder.size, lru.size, JSON.stringify(o));
+    assert.equal(larder.get('k0'), lru.get('k0'));
+    larder.close();
+  }
+  // A joining handle's max: 0 is the open cache's "none"; a different max is a mismatch.
+  const name = `max0-${process.pid}`;
+  const first = new LarderCache({ name });
+  const second = new LarderCache({ name, max: 0 });
+  assert.equal(second.max, 0);
+  assert.throws(() => new LarderCache({ name, max: 100 }), { code: 'ERR_LARDER_MISMATCH' });
+  second.close();
+  first.close();
+});
+
 test('forEach calls fn with the cache as this by default, as lru-cache', { skip: needLru }, () => {
   const lru = new LRUCache({ max: 10 });
   const larder = new LarderCache({});
