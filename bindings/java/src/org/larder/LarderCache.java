@@ -79,6 +79,8 @@ public final class LarderCache<K, V> implements AutoCloseable {
      * the ByteBuffer calls' 4 ns a copy. */
     private final boolean rawKeys;
     private final boolean rawValues;
+    /* reads extend the deadline by the default TTL (the builder's expireAfterAccess) */
+    private final boolean expireAfterAccess;
     private final ListenerDispatcher<K, V> listener;
     private final Cleaner.Cleanable cleanable;
     private final Object closeLock = new Object();
@@ -89,6 +91,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
         valueSerializer = b.valueSerializer;
         maxKeyBytes = b.maxKeyBytes;
         maxValueBytes = b.maxValueBytes;
+        expireAfterAccess = b.expireAfterAccess;
         rawKeys = keySerializer == CacheSerializers.BYTE_ARRAY;
         rawValues = valueSerializer == CacheSerializers.BYTE_ARRAY;
         ManualClock clock = b.clock;
@@ -501,14 +504,32 @@ public final class LarderCache<K, V> implements AutoCloseable {
         write(Native.OP_PUT, key, value, null, ttlArg(ttl, unit));
     }
 
-    /** Stores only if no live value is present; true if stored. */
+    /**
+     * Stores only if no live value is present; true if stored. With
+     * expireAfterAccess, finding a live value is an access that moves its
+     * deadline as a get does (as Caffeine's {@code asMap().putIfAbsent}).
+     */
     public boolean putIfAbsent(K key, V value) {
-        return write(Native.OP_PUT_IF_ABSENT, key, value, null, Native.TTL_DEFAULT) == Native.OK;
+        return addOrAccess(key, value, Native.TTL_DEFAULT);
     }
 
     /** {@link #putIfAbsent(Object, Object)} with a TTL as in {@link #put(Object, Object, long, TimeUnit)}. */
     public boolean putIfAbsent(K key, V value, long ttl, TimeUnit unit) {
-        return write(Native.OP_PUT_IF_ABSENT, key, value, null, ttlArg(ttl, unit)) == Native.OK;
+        return addOrAccess(key, value, ttlArg(ttl, unit));
+    }
+
+    /*
+     * A putIfAbsent that finds the key has read it (Caffeine's asMap()
+     * returns the present value): with expireAfterAccess that is an access,
+     * which moves the deadline to now + the default TTL, as get does.
+     * Counts no hit, as in Caffeine.
+     */
+    private boolean addOrAccess(K key, V value, long ttl) {
+        int r = write(Native.OP_PUT_IF_ABSENT, key, value, null, ttl);
+        if (r == Native.EXISTS && expireAfterAccess) {
+            write(Native.OP_TOUCH, key, null, null, Native.TTL_DEFAULT);
+        }
+        return r == Native.OK;
     }
 
     /** Stores only if a live value is present; true if stored. */

@@ -171,6 +171,91 @@ class CaffeineContractTest {
     }
 
     /*
+     * Expire after access, each operation once on the same clock: which of
+     * them is an access that moves the deadline (read 600 ms after the put,
+     * then asked 900 ms later: alive only if it was), what each returns, and
+     * the hit and miss counts. Caffeine's putIfAbsent that finds the key reads
+     * it (asMap() returns the present value), so it is an access there; larder's
+     * was not, and the entry expired 400 ms early. Conditional writes that
+     * fail on a different value (replace(k, old, v), remove(k, v)) and
+     * containsKey are no access in either.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"get", "getAll", "miss", "containsKey", "putIfAbsent", "putIfAbsentTtl",
+        "replace", "replaceIfEquals", "replaceIfEqualsFails", "removeIfEqualsFails", "put", "none"})
+    void expireAfterAccessAsCaffeines(String op) {
+        ManualClock clock = new ManualClock(1_000_000);
+        Cache<String, String> caffeine = Caffeine.newBuilder()
+                .ticker(() -> TimeUnit.MILLISECONDS.toNanos(clock.millis()))
+                .executor(Runnable::run).recordStats()
+                .expireAfterAccess(TTL_MS, TimeUnit.MILLISECONDS).build();
+        ConcurrentMap<String, String> map = caffeine.asMap();
+        try (LarderCache<String, String> larder = TestSupport.strings().clock(clock)
+                .defaultTTLmillis(TTL_MS).expireAfterAccess(true).build()) {
+            map.put("k", "v");
+            larder.put("k", "v");
+            clock.advance(600);
+            Object c = null;
+            Object l = null;
+            switch (op) {
+            case "get":
+                c = caffeine.getIfPresent("k");
+                l = larder.get("k");
+                break;
+            case "getAll":
+                c = caffeine.getAllPresent(List.of("k"));
+                l = larder.getAll(List.of("k"));
+                break;
+            case "miss":
+                c = caffeine.getIfPresent("other");
+                l = larder.get("other");
+                break;
+            case "containsKey":
+                c = map.containsKey("k");
+                l = larder.containsKey("k");
+                break;
+            case "putIfAbsent":
+                c = map.putIfAbsent("k", "w") == null;
+                l = larder.putIfAbsent("k", "w");
+                break;
+            case "putIfAbsentTtl": // larder's per-entry TTL is the first lifetime; the access extends by the default
+                c = map.putIfAbsent("k", "w") == null;
+                l = larder.putIfAbsent("k", "w", 50, TimeUnit.MILLISECONDS);
+                break;
+            case "replace":
+                c = map.replace("k", "w") != null;
+                l = larder.replace("k", "w");
+                break;
+            case "replaceIfEquals":
+                c = map.replace("k", "v", "w");
+                l = larder.replace("k", "v", "w");
+                break;
+            case "replaceIfEqualsFails":
+                c = map.replace("k", "x", "w");
+                l = larder.replace("k", "x", "w");
+                break;
+            case "removeIfEqualsFails":
+                c = map.remove("k", "x");
+                l = larder.remove("k", "x");
+                break;
+            case "put":
+                map.put("k", "w");
+                larder.put("k", "w");
+                break;
+            default:
+                break;
+            }
+            assertEquals(c, l, op + " returns");
+            clock.advance(900);
+            caffeine.cleanUp();
+            larder.cleanUp();
+            assertEquals(caffeine.getIfPresent("k"), larder.get("k"), op + ": alive 1,500 ms after the put");
+            assertEquals(caffeine.stats().hitCount(), larder.stats().hitCount(), op + ": hits");
+            assertEquals(caffeine.stats().missCount(), larder.stats().missCount(), op + ": misses");
+        }
+    }
+
+    /*
      * Caffeine's derived figures (requestCount, hitRate, missRate), which code
      * moved from Caffeine reads: larder's stats() had only the counts. Equal
      * on an unused cache (hit rate 1.0, miss rate 0.0, as Caffeine defines
