@@ -10,9 +10,11 @@ import java.util.AbstractMap;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import javax.management.JMException;
 import javax.management.MBeanServer;
@@ -327,14 +329,16 @@ public final class LarderCache<K, V> implements AutoCloseable {
 
     /**
      * The values of the keys present, deserialized, looked up in batches
-     * (see {@link #getAllInto}); allocates the map and the values.
+     * (see {@link #getAllInto}); allocates the map and the values. A key
+     * given more than once (by {@code equals}) is looked up, and counted as
+     * a hit or a miss, once, as in Caffeine's {@code getAllPresent}.
      */
     public Map<K, V> getAll(Iterable<? extends K> keys) {
-        List<K> list = new ArrayList<>();
+        Set<K> distinct = new LinkedHashSet<>();
         for (K k : keys) {
-            list.add(Objects.requireNonNull(k, "key"));
+            distinct.add(Objects.requireNonNull(k, "key"));
         }
-        Object[] array = list.toArray();
+        Object[] array = distinct.toArray();
         Map<K, V> result = new HashMap<>();
         Scratch s = Scratch.acquire();
         try {

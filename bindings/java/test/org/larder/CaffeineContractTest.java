@@ -256,6 +256,33 @@ class CaffeineContractTest {
     }
 
     /*
+     * getAll with a key given more than once (and a batch's worth of keys,
+     * so the repeats cross a batch boundary): the same map, and each distinct
+     * key counted once, a hit or a miss, as Caffeine's getAllPresent; larder
+     * counted every occurrence.
+     */
+    @Test
+    void getAllCountsEachKeyOnceAsCaffeines() {
+        Cache<String, String> caffeine = Caffeine.newBuilder().recordStats().build();
+        try (LarderCache<String, String> larder = TestSupport.strings().build()) {
+            List<String> keys = new ArrayList<>();
+            for (int i = 0; i < 300; i++) {
+                if (i % 3 == 0) {
+                    caffeine.put("k" + i, "v" + i);
+                    larder.put("k" + i, "v" + i);
+                }
+                keys.add("k" + i);
+                keys.add("k" + (i / 2));
+            }
+            keys.addAll(Arrays.asList("a", "a", "k0", "a"));
+            assertEquals(caffeine.getAllPresent(keys), larder.getAll(keys));
+            larder.cleanUp();
+            assertEquals(caffeine.stats().hitCount(), larder.stats().hitCount(), "hits");
+            assertEquals(caffeine.stats().missCount(), larder.stats().missCount(), "misses");
+        }
+    }
+
+    /*
      * Caffeine's derived figures (requestCount, hitRate, missRate), which code
      * moved from Caffeine reads: larder's stats() had only the counts. Equal
      * on an unused cache (hit rate 1.0, miss rate 0.0, as Caffeine defines
