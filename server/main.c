@@ -135,7 +135,8 @@ static void usage(FILE *f)
 		"-X, --disable-dumping     disable lru_crawler metadump and stats cachedump\n"
 		"-U, --udp-port=<num>      accepted; UDP is not served (0, memcached's default)\n"
 		"-f -n -L -R -D -W -N -o   memcached's tuning of its own slabs, LRU and threads:\n"
-		"                          accepted, no effect (the engine has its own)\n"
+		"                          accepted, no effect (the engine has its own);\n"
+		"                          -o idle_timeout=N (N > 0) and -o ext_path: refused\n"
 		"-M -C -S -Y -Z            no-eviction, no-CAS, SASL, auth file, TLS: refused\n"
 		"-i, --license             print the licence and exit\n"
 		"-V, --version             print version and exit\n"
@@ -208,6 +209,62 @@ static bool parse_dict_mode(const char *s, struct options *o)
 	return true;
 }
 
+/* The -o suboptions memcached 1.6.18 (Debian's build, with extstore and
+ * TLS) takes: larderd takes the same names. */
+static const char *const suboptions[] = {
+	"maxconns_fast", "no_maxconns_fast", "hashpower", "tail_repair_time", "hash_algorithm",
+	"lru_crawler", "no_lru_crawler", "lru_crawler_sleep", "lru_crawler_tocrawl",
+	"lru_maintainer", "no_lru_maintainer", "hot_lru_pct", "warm_lru_pct", "hot_max_factor",
+	"warm_max_factor", "temporary_ttl", "idle_timeout", "slab_reassign", "no_slab_reassign",
+	"slab_automove", "no_slab_automove", "slab_automove_ratio", "slab_automove_window",
+	"slab_automove_freeratio", "slab_chunk_max", "slab_sizes", "watcher_logbuf_size",
+	"worker_logbuf_size", "track_sizes", "no_hashexpand", "modern", "no_modern",
+	"drop_privileges", "no_drop_privileges", "inline_ascii_resp", "no_inline_ascii_resp",
+	"no_chunked_items", "read_buf_mem_limit", "resp_obj_mem_limit", "sock_cookie_id",
+	"ext_path", "ext_page_size", "ext_wbuf_size", "ext_threads", "ext_io_depth",
+	"ext_item_size", "ext_item_age", "ext_low_ttl", "ext_drop_unread", "ext_recache_rate",
+	"ext_compact_under", "ext_drop_under", "ext_max_frag", "ext_max_sleep",
+	"ssl_chain_cert", "ssl_key", "ssl_keyformat", "ssl_verify_mode", "ssl_ciphers",
+	"ssl_ca_cert", "ssl_wbuf_size", "ssl_session_cache", "ssl_kernel_tls", "ssl_min_version",
+};
+
+static bool known_suboption(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof(suboptions) / sizeof(suboptions[0]); i++)
+		if (strlen(suboptions[i]) == len && memcmp(suboptions[i], name, len) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * -o's comma-separated suboptions, read as memcached's getsubopt loop reads
+ * them: a name it does not know, or an empty one, is its "Illegal
+ * suboption" and exit 1. The tuning ones are accepted and have no effect;
+ * the two that change behaviour larderd does not have are refused:
+ * idle_timeout above 0 (larderd closes no idle connection) and ext_path
+ * (extstore). Returns 0 or the exit status.
+ */
+static int check_suboptions(const char *arg)
+{
+	for (const char *p = arg; *p != '\0';) {
+		size_t len = strcspn(p, ","), name_len = strcspn(p, "=,");
+		const char *value = p[name_len] == '=' ? p + name_len + 1 : "";
+
+		if (!known_suboption(p, name_len)) {
+			fprintf(stderr, "Illegal suboption \"%.*s\"\n", (int)len, p);
+			return 1;
+		}
+		if ((name_len == 12 && memcmp(p, "idle_timeout", 12) == 0 && atoi(value) > 0) ||
+		    (name_len == 8 && memcmp(p, "ext_path", 8) == 0)) {
+			fprintf(stderr, "larderd: -o %.*s is not supported (%s)\n", (int)len, p,
+				p[0] == 'i' ? "idle connections are never closed" : "no extstore");
+			return EX_USAGE;
+		}
+		p += len + (p[len] == ',');
+	}
+	return 0;
+}
+
 /* 0: serve; -1: exit 0 (-h, -V, -i); else the exit status (EX_USAGE, or
  * memcached's own where it differs: 1 for -t and -c). */
 static int parse_args(int argc, char **argv, struct options *o)
@@ -256,7 +313,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"enable-ssl", no_argument, NULL, 'Z'},
 		{NULL, 0, NULL, 0},
 	};
-	int ch;
+	int ch, rc;
 
 	while ((ch = getopt_long(argc, argv, "p:l:s:m:t:c:I:e:B:vVhia:AdP:u:rkb:FXU:f:n:LR:D:WN:o:MCSY:Z",
 				 longs, NULL)) != -1) {
@@ -391,6 +448,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 				fprintf(stderr, "larderd: warning: UDP is not served (-U %s)\n", optarg);
 			break;
 		case 'f': case 'n': case 'L': case 'R': case 'D': case 'W': case 'N': case 'o':
+			if (ch == 'o' && (rc = check_suboptions(optarg)) != 0)
+				return rc;
 			if (o->verbose)
 				fprintf(stderr, "larderd: -%c tunes memcached's own internals: no effect\n",
 					ch);

@@ -352,6 +352,45 @@ def check_counts(larderd, memcached):
     print("-m -t -c: %d bad values refused with memcached's words and exit status" % len(cases))
 
 
+def check_suboptions(larderd, memcached):
+    """-o: a suboption memcached 1.6.18 does not know (or an empty one) is
+    refused as memcached refuses it, "Illegal suboption" and exit 1, where
+    larderd accepted anything; the known ones start both servers; the two
+    whose behaviour larderd does not have (closing idle connections,
+    extstore) are refused with a message, never ignored."""
+    lp, mp = free_ports(2)
+    refused = ("bogus", "bogus=3", "hashpower=20,bogus,modern", ",modern", "modern,,",
+               "meta_response_old", "lru_segmented", "ext_path_x=1")
+    for sub in refused:
+        got = []
+        for server in (memcached, larderd):
+            r = subprocess.run([server, "-p", str(lp), "-l", "127.0.0.1", "-U", "0", "-u", "root",
+                                "-o", sub], capture_output=True, timeout=60)
+            got.append((r.returncode, r.stderr))
+        if got[0] != got[1]:
+            raise RuntimeError("-o %r: memcached exit %d %r, larderd exit %d %r"
+                               % ((sub,) + got[0] + got[1]))
+    accepted = "modern,no_modern,hashpower=20,slab_chunk_max=512,track_sizes,idle_timeout=0,ssl_ciphers=x,"
+    procs = [subprocess.Popen([server, "-p", str(port), "-l", "127.0.0.1", "-U", "0", "-u", "nobody",
+                               "-o", accepted], stderr=subprocess.DEVNULL)
+             for server, port in ((memcached, mp), (larderd, lp))]
+    try:
+        for port in (mp, lp):
+            wait_port(port)
+            talk(port, b"version\r\n")
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    for sub, word in (("idle_timeout=60", b"idle"), ("ext_path=/tmp/x:64m", b"extstore")):
+        r = subprocess.run([larderd, "-p", str(lp), "-l", "127.0.0.1", "-o", sub],
+                           capture_output=True, timeout=60)
+        if r.returncode != 64 or word not in r.stderr:
+            raise RuntimeError("-o %s: exit %d, %r" % (sub, r.returncode, r.stderr))
+    print("-o: %d unknown suboptions refused as memcached refuses them; the known ones "
+          "accepted; idle_timeout and ext_path refused with a message" % len(refused))
+
+
 def check_shards(larderd):
     """--shards K: a power of two up to 64 serves every item; anything else is
     refused at start-up with a message."""
@@ -398,6 +437,7 @@ def main():
         check_counts(larderd, memcached)
         check_listen_list(larderd, memcached)
         check_shards(larderd)
+        check_suboptions(larderd, memcached)
     print("PASS")
 
 
