@@ -242,7 +242,7 @@ test('lru-cache\'s boolean options read back as lru-cache\'s defaults', { skip: 
   larder.close();
 });
 
-test('max: 0 is no entry limit beside ttl or maxSize, as in lru-cache: accepted, read back as 0', { skip: needLru }, () => {
+test('max: 0 is no entry limit beside ttl or maxSize, as in lru-cache: accepted, read back as 0; maxSize: 0 refused', { skip: needLru }, () => {
   for (const o of [{ max: 0, ttl: 60000 }, { max: 0, maxSize: 1 << 20 }]) {
     // lru-cache's maxSize needs a sizeCalculation, which larder refuses (it counts bytes)
     const lru = new LRUCache(o.maxSize ? { ...o, sizeCalculation: () => 1 } : o);
@@ -255,6 +255,9 @@ test('max: 0 is no entry limit beside ttl or maxSize, as in lru-cache: accepted,
     assert.equal(larder.get('k0'), lru.get('k0'));
     larder.close();
   }
+  // maxSize: 0, lru-cache's "no size limit", is refused (docs/node.md): the engine bounds bytes.
+  assert.equal(new LRUCache({ max: 10, maxSize: 0 }).maxSize, 0);
+  assert.throws(() => new LarderCache({ max: 10, maxSize: 0 }), { name: 'RangeError', message: /maxSize must be 65536\.\./ });
   // A joining handle's max: 0 is the open cache's "none"; a different max is a mismatch.
   const name = `max0-${process.pid}`;
   const first = new LarderCache({ name });
