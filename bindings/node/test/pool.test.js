@@ -51,6 +51,11 @@ test('pool options and ordering: clear errors', () => {
   assert.throws(() => new LarderCache({ pool: {} }), { name: 'TypeError', message: /LarderPool/ });
   assert.throws(() => new LarderCache({ pool, maxSize: MiB }), { name: 'TypeError', message: /maxSize/ });
   assert.throws(() => new LarderCache({ pool, max: 100 }), { name: 'TypeError', message: /max/ });
+  const unlimited = new LarderCache({ pool, max: 0 }); // no entry limit: nothing to steer
+  unlimited.set('k', 'v');
+  assert.equal(unlimited.get('k'), 'v');
+  assert.equal(unlimited.max, 0);
+  unlimited.close();
   assert.throws(() => new LarderCache({ pool, shards: 2 }), { name: 'TypeError', message: /one shard/ });
   assert.throws(() => new LarderCache({ minShare: 0.1 }), { name: 'TypeError', message: /pool/ });
   assert.throws(() => new LarderCache({ pool, minShare: 'x' }), TypeError);
