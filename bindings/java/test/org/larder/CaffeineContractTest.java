@@ -256,6 +256,35 @@ class CaffeineContractTest {
     }
 
     /*
+     * Caffeine's evictionCount counts its expirations too (each removal that
+     * wasEvicted()); larder keeps them apart: code moved from Caffeine that
+     * reads evictionCount gets Caffeine's figure as evictionCount() +
+     * expireCount() (docs/java.md).
+     */
+    @Test
+    void evictionCountIsCaffeinesWithExpirationsAdded() {
+        ManualClock clock = new ManualClock(1_000_000);
+        Cache<String, String> caffeine = Caffeine.newBuilder()
+                .ticker(() -> TimeUnit.MILLISECONDS.toNanos(clock.millis()))
+                .executor(Runnable::run).recordStats()
+                .expireAfterWrite(TTL_MS, TimeUnit.MILLISECONDS).build();
+        try (LarderCache<String, String> larder = TestSupport.strings().clock(clock)
+                .defaultTTLmillis(TTL_MS).build()) {
+            for (int i = 0; i < 5; i++) {
+                caffeine.put("k" + i, "v");
+                larder.put("k" + i, "v");
+            }
+            clock.advance(2 * TTL_MS);
+            caffeine.cleanUp();
+            TestSupport.waitUntil("larder's 5 expirations", () -> larder.stats().expireCount() == 5);
+            LarderStats st = larder.stats();
+            assertEquals(5, caffeine.stats().evictionCount());
+            assertEquals(0, st.evictionCount());
+            assertEquals(caffeine.stats().evictionCount(), st.evictionCount() + st.expireCount());
+        }
+    }
+
+    /*
      * getAll with a key given more than once (and a batch's worth of keys,
      * so the repeats cross a batch boundary): the same map, and each distinct
      * key counted once, a hit or a miss, as Caffeine's getAllPresent; larder
