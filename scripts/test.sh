@@ -5,7 +5,8 @@
 #
 # Stages, in order; each runs even when an earlier one failed, so one run
 # reports everything, and the script exits non-zero when any stage failed:
-#   deps        apt-get install what is missing (scripts/lib/deps.sh)
+#   deps        apt-get install what is missing, and npm ci the Node binding's
+#               devDependencies when absent (scripts/lib/deps.sh)
 #   default     gcc RelWithDebInfo, asserts on: build, ctest (every label:
 #               unit, reliability, stress, protocol, sim, bench-smoke)
 #   install     cmake --install of that build into a temporary prefix, then
@@ -93,6 +94,7 @@ ctest_after_build() {
 
 stage_deps() {
 	larder_deps_install
+	larder_node_modules
 	# sed, unlike head, reads to the end: no SIGPIPE for pipefail to report.
 	cmake --version | sed -n 1p
 	gcc --version | sed -n 1p

@@ -28,6 +28,15 @@
 #                                      the Java binding (bindings/java): javac and
 #                                      jni.h, JUnit 5 for its tests, Caffeine 2.6
 #                                      as the benchmark's on-heap baseline
+#
+# larder_node_modules
+#   The Node binding's two devDependencies from the npm registry (`npm ci`:
+#   the exact versions and hashes of bindings/node/package-lock.json, no
+#   install scripts): lru-cache, which the contract tests run side by side
+#   with the binding (they are skipped without it, and say so), and
+#   node-api-headers. Best effort: when npm is missing or the registry cannot
+#   be reached it says so and returns 0, and the binding builds against the
+#   headers Node installed beside itself. Skipped when already installed.
 #   nodejs npm libnode-dev             the Node.js binding (bindings/node): node runs its
 #                                      tests, npm packs it, libnode-dev holds the Node-API
 #                                      headers. Only when no `node` is on PATH: a Node
@@ -93,4 +102,22 @@ larder_deps_install() {
 		echo "deps: still missing after apt-get: ${missing[*]}" >&2
 		return 1
 	fi
+}
+
+larder_node_modules() {
+	local dir="${ROOT:-.}/bindings/node"
+	if [[ -d "$dir/node_modules/lru-cache" && -d "$dir/node_modules/node-api-headers" ]]; then
+		echo "deps: bindings/node/node_modules present"
+		return 0
+	fi
+	if ! command -v npm >/dev/null 2>&1; then
+		echo "deps: no npm; the Node contract tests beside lru-cache will be skipped"
+		return 0
+	fi
+	if timeout 300 npm ci --prefix "$dir" --ignore-scripts --no-audit --no-fund; then
+		echo "deps: bindings/node/node_modules installed (npm ci)"
+	else
+		echo "deps: npm ci failed; the Node contract tests beside lru-cache will be skipped"
+	fi
+	return 0
 }
