@@ -1350,8 +1350,10 @@ static __attribute__((noinline)) int write_general(larder *c, enum write_mode mo
 int larder_put(larder *c, const void *key, size_t key_len, const void *value, size_t value_len,
 	       uint64_t ttl_ms)
 {
-	if (__builtin_expect(c && value && resolve_ttl(c, ttl_ms) == LARDER_TTL_NEVER &&
-				     value_len < c->write_slow_from,
+	if (__builtin_expect(c && value && value_len < c->write_slow_from &&
+				     (ttl_ms == LARDER_TTL_NEVER ||
+				      (ttl_ms == LARDER_TTL_DEFAULT &&
+				       c->default_ttl_ms == LARDER_TTL_NEVER)),
 			     1))
 		return write_common(c, W_PUT_PLAIN, key, key_len, NULL, 0, value, value_len,
 				    ttl_ms, UINT64_MAX, NULL, NULL, 0);
