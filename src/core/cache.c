@@ -75,10 +75,12 @@ struct op {
 	uint64_t outer; /* larder__read_enter()'s token, for op_exit() */
 };
 /* op_scalar: a write keeps its op's address to itself, so that gcc holds
- * the fields in registers rather than in the frame (writer 6 Ir per put,
- * docs/bench.md); a call out of line gets a copy (reserve_room,
- * op_entry_expired, write_common's index wait), given back where the
- * callee may change it (the clock read, the read section's token). */
+ * the fields in registers rather than storing and reloading them in the
+ * frame (with the tests that fold with it, 12.7 of the writer's
+ * instructions per put: docs/bench.md, put17); a call out of line gets a
+ * copy (reserve_room, op_entry_expired, write_common's index wait), given
+ * back where the callee may change it (the clock read, the read section's
+ * token). */
 
 /*
  * The argument checks of a call on one key, in larder.h's precedence: every
