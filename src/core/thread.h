@@ -109,20 +109,12 @@ static inline struct larder__thread *larder__thread_self(void)
 struct larder__handle *const *larder__thread_handles_slow(struct larder__thread *t,
 							  struct larder *cache, uint64_t cache_id);
 
-/* True when the thread's last handles (t->last_handles, never NULL then)
- * are its handles for this cache. */
+/* True when the thread's last handles (t->last_handles, never NULL then,
+ * so a caller that takes them tests nothing more: core/cache.c, op_begin)
+ * are its handles for this cache; else larder__thread_handles_slow(). */
 static inline int larder__thread_last_is(const struct larder__thread *t, uint64_t cache_id)
 {
 	return __builtin_expect(t->last_id == cache_id, 1);
-}
-
-static inline struct larder__handle *const *larder__thread_handles(struct larder__thread *t,
-								    struct larder *cache,
-								    uint64_t cache_id)
-{
-	if (larder__thread_last_is(t, cache_id))
-		return t->last_handles;
-	return larder__thread_handles_slow(t, cache, cache_id);
 }
 
 /*

@@ -76,8 +76,10 @@ struct larder__event_batch {
 	struct larder__event ev[LARDER__BATCH_EVENTS];
 };
 
-/* Spill chunks: 8 KiB each (maint/events.h). */
+/* Spill chunks: 8 KiB each (maint/events.h); a count of places in one
+ * fits the handle's 16-bit fields. */
 #define LARDER__SPILL_CHUNK 255u
+_Static_assert(LARDER__SPILL_CHUNK <= UINT16_MAX, "spill_tail_n and spill_free are 16 bits");
 /* A maintainer thread, which never waits: at most 64 Ki unread events
  * (2 MiB) per handle, then LARDER_EBUSY. */
 #define LARDER__SPILL_MAX 65536u
@@ -141,8 +143,11 @@ struct larder__handle {
 	int64_t credit;                   /* HANDLE-H1: budget bytes reserved */
 	larder__atomic_u64 spilled;       /* events posted to the spill: R-SPILL / A-SPILL */
 	struct larder__spill *spill_tail; /* owner only: the chunk it appends to */
-	uint32_t spill_tail_n;            /* owner only: events in spill_tail */
-	uint32_t last_overwrite;          /* owner only: its latest post was an overwrite */
+	uint16_t spill_tail_n;            /* owner only: events in spill_tail */
+	/* owner only: spills that need no larder__events_spill_room() first
+	 * (larder__events_spill_ready): at most the free places in spill_tail */
+	uint16_t spill_free;
+	uint32_t last_overwrite; /* owner only: its latest post was an overwrite */
 	uint64_t wake_recheck; /* owner only: no overwrite wakes the maintainer before this
 				  posting number (larder__events_wake_due) */
 #define LARDER__DECLARE_COUNTER(field, stat) larder__atomic_u64 field;
