@@ -1197,8 +1197,8 @@ write_index(larder *c, struct larder__shard *s, struct op *op, struct bulk *bulk
 	    size_t expected_len, uint64_t hash, struct larder__entry *e, unsigned sclass,
 	    struct larder__table **full)
 {
-	struct larder__table *t;
-	struct larder__bucket *home = larder__table_lock(shard_root(s), hash, &t);
+	struct larder__table *t, *root = shard_root(s);
+	struct larder__bucket *home = larder__table_lock(root, hash, &t);
 	larder__atomic_u64 *slot = larder__table_find_home_locked(t, home, hash, key, key_len);
 	/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
 	struct larder__entry *old =
@@ -1221,6 +1221,15 @@ write_index(larder *c, struct larder__shard *s, struct op *op, struct bulk *bulk
 		write_post(op, bulk, LARDER__EV_REPLACE,
 			   live ? LARDER_CAUSE_REPLACED : LARDER_CAUSE_EXPIRED, sclass, old, e, hash);
 		return LARDER_OK;
+	}
+	/* TABLE-X5: no new key while the index shrinks; we wait for its end,
+	 * and the ask names root, which the finished shrink replaces, so it
+	 * hurries this shrink and asks for no growth after it. */
+	if (__builtin_expect(larder__table_shrinking(root), 0) && !op->thread->maintainer) {
+		larder__table_unlock(home);
+		if (full)
+			*full = root;
+		return WRITE_NO_SLOT;
 	}
 	/* A maintainer thread may not wait for a growth (wait_pass): it
 	 * probes as far as it takes, which only costs lookups of these

@@ -40,6 +40,17 @@
  *       pointer is ever left behind. A table is never grown and shrunk at
  *       once: it has one next.
  *   TABLE-X4. Tables and entries unlinked here are freed only after a grace period.
+ *   TABLE-X5. A shrink's target holds the keys the shrink found (sized for them at
+ *       no more than half load), not new ones: while a table shrinks, a writer
+ *       adds no key to it or to its next (larder__table_shrinking(); in
+ *       core/cache.c, write_index: it waits for the shrink to end, which its
+ *       ask hurries), so the migration, which has nowhere to put an entry the
+ *       smaller table cannot take, finds room for every one. The keys the
+ *       maintainer did not count when it sized the target are bounded: no
+ *       event was waiting in its rings (maint/resize.c, shrink_begin), so at
+ *       most one insert per writer thread was between its slot and its event.
+ *       A maintainer thread (a listener that writes) may not wait and adds
+ *       its key (maint/resize.c explains why that is safe enough).
  *
  * Load (docs/scale.md has the measurements behind the numbers):
  *   TABLE-L1. A new table is sized so its expected entries fill FILL_NUM/FILL_DEN
@@ -150,6 +161,13 @@ static inline struct larder__table *larder__table_next(struct larder__table *t)
 {
 	/* A-NEXT: pairs with R-NEXT in resize_begin() (table.c). */
 	return (struct larder__table *)atomic_load_explicit(&t->next, LARDER__ACQUIRE);
+}
+
+/* Whether t is being shrunk: its next table has fewer buckets (TABLE-X5). */
+static inline int larder__table_shrinking(struct larder__table *t)
+{
+	struct larder__table *next = larder__table_next(t);
+	return next && next->last < t->last;
 }
 
 /* Batch lookups, step 1: start loading the home bucket; returns the home,
