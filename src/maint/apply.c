@@ -24,6 +24,7 @@
 #include "core/compress.h"
 #include "core/hash.h"
 #include "core/thread.h"
+#include "evict/s3fifo.h"
 #include "maint/events.h"
 #include "maint/state.h"
 #include "mem/slab.h"
@@ -317,8 +318,27 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
  */
 _Static_assert(LARDER__SIZECLASS_COUNT <= LARDER__EV_NO_CLASS, "a size class fits an event's sclass");
 
+/* What the overwrite path tests of the cache and its policy, read once per
+ * drain rather than per event. */
+struct drain {
+	int listener; /* the cache has a removal listener (set at open) */
+	/* The policy's queues when it is S3-FIFO (the default), whose swap is
+	 * inlined: through ops->replace the call, its argument moves and the
+	 * byte counts' updates cost about 9 of the maintainer's 168 instructions
+	 * per overwrite (docs/bench.md); NULL for any other policy. */
+	struct larder__s3fifo_queues *s3;
+};
+
+static inline struct drain drain_of(struct larder__maint *m)
+{
+	return (struct drain){
+		m->cache->listener != NULL,
+		m->ops->replace == larder__s3fifo_replace ? larder__s3fifo_queues(m->policy) : NULL,
+	};
+}
+
 static inline __attribute__((always_inline)) int
-apply_overwrite(struct larder__maint *m, int listener, const struct larder__event *ev)
+apply_overwrite(struct larder__maint *m, const struct drain *d, const struct larder__event *ev)
 {
 	struct larder__entry *a = ev->a, *b = ev->b;
 	if (ev->kind != LARDER__EV_REPLACE || ev->sclass == LARDER__EV_NO_CLASS ||
@@ -327,14 +347,17 @@ apply_overwrite(struct larder__maint *m, int listener, const struct larder__even
 	    a->value_len != b->value_len)
 		return 0;
 	unsigned flags = larder__entry_flags(a);
-	if (flags != larder__entry_flags(b) || (flags & LARDER__ENTRY_TTL) || listener)
+	if (flags != larder__entry_flags(b) || (flags & LARDER__ENTRY_TTL) || d->listener)
 		return 0;
 	/* No deadline, so a was live when b replaced it (core/cache.c,
 	 * write_index): the cause the caller counts. */
 	LARDER__ASSERT(ev->cause == LARDER_CAUSE_REPLACED);
 	size_t charge = larder__sizeclass_slot(ev->sclass); /* larder__slab_charge() of a slot */
 	larder__slab_note_live_class(&m->shard->slab, b, ev->sclass);
-	m->ops->replace(m->policy, a, b, charge, charge);
+	if (d->s3)
+		larder__s3fifo_swap(d->s3, a, b, charge, charge);
+	else
+		m->ops->replace(m->policy, a, b, charge, charge);
 	b->mbits |= LARDER__MBITS_COUNTED | LARDER__MBITS_QUEUED;
 	/* a is queued, so not dead (retiring sets DEAD as it clears QUEUED):
 	 * one flip of both bits, which x86 does in one instruction in place of
@@ -351,13 +374,11 @@ apply_overwrite(struct larder__maint *m, int listener, const struct larder__even
 
 /* One event, the ring's or the spill's: a spilled overwrite (a writer whose
  * maintainer lagged) takes the short path too. Returns 1 for an overwrite
- * the short path took, for the caller to count (LARDER_STAT_REPLACEMENTS).
- * listener: whether the cache has a removal listener (set at open), read
- * once per drain rather than per event. */
+ * the short path took, for the caller to count (LARDER_STAT_REPLACEMENTS). */
 static inline __attribute__((always_inline)) unsigned
-apply_event(struct larder__maint *m, int listener, const struct larder__event *ev)
+apply_event(struct larder__maint *m, const struct drain *d, const struct larder__event *ev)
 {
-	if (apply_overwrite(m, listener, ev))
+	if (apply_overwrite(m, d, ev))
 		return 1;
 	apply(m, ev);
 	return 0;
@@ -450,7 +471,7 @@ static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 	}
 	uint64_t taken0 = atomic_load_explicit(&h->spill_taken, LARDER__RELAXED); /* ours */
 	uint64_t taken = taken0, replaced = 0;
-	int listener = m->cache->listener != NULL;
+	struct drain d = drain_of(m);
 	struct larder__spill *chunk = taken != spilled ? spill_at(h) : NULL;
 	uint32_t read = h->spill_read;
 	const struct larder__event *sp = taken != spilled ? spill_next(&chunk, &read) : NULL;
@@ -461,13 +482,13 @@ static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 		if (head - i > PREFETCH_AHEAD)
 			prefetch_event(&h->ev[(i + PREFETCH_AHEAD) % LARDER__EVENT_RING]);
 		while (sp && (int32_t)(sp->seq - ev->seq) < 0) {
-			replaced += apply_event(m, listener, sp);
+			replaced += apply_event(m, &d, sp);
 			sp = ++taken != spilled ? spill_next(&chunk, &read) : NULL;
 		}
-		replaced += apply_event(m, listener, ev);
+		replaced += apply_event(m, &d, ev);
 	}
 	for (; sp; sp = ++taken != spilled ? spill_next(&chunk, &read) : NULL)
-		replaced += apply_event(m, listener, sp);
+		replaced += apply_event(m, &d, sp);
 	larder__maint_bump(m, LARDER_STAT_REPLACEMENTS, replaced);
 	if (head != tail) /* R-EVT: release; we are done reading those slots. */
 		atomic_store_explicit(&h->ev_tail, head, LARDER__RELEASE);
