@@ -394,23 +394,52 @@ static struct larder__spill *spill_at(struct larder__handle *h)
 	return h->spill_head;
 }
 
-/* The next unread spilled event (one exists: the caller's A-SPILL saw it)
- * of the chunk *s, whose *read events were read; frees a chunk read
- * through, whose successor the owner has linked (EV-V5). The caller keeps
- * the chunk and the count in locals through a drain and stores them back
- * into the handle after: through the handle, about 5 of the maintainer's
- * instructions more per spilled event (docs/bench.md). */
-static inline const struct larder__event *spill_next(struct larder__spill **s, uint32_t *read)
+/* The drain's place in h's spill: the chunk, the events read of it, and
+ * the spilled events left to apply. Kept in locals through a drain and
+ * stored back into the handle after: through the handle, about 5 of the
+ * maintainer's instructions more per spilled event (docs/bench.md). */
+struct spill_pos {
+	struct larder__spill *chunk;
+	uint32_t read;
+	uint64_t left;
+};
+
+/* The next unread spilled event (left > 0: the caller's A-SPILL saw it),
+ * not yet taken; frees a chunk read through, whose successor the owner has
+ * linked (EV-V5). */
+static inline const struct larder__event *spill_peek(struct spill_pos *s)
 {
-	if (*read == LARDER__SPILL_CHUNK) {
+	if (s->read == LARDER__SPILL_CHUNK) {
 		/* Relaxed (EV-V5): the owner linked it before the R-SPILL we acquired. */
-		struct larder__spill *next =
-			(struct larder__spill *)atomic_load_explicit(&(*s)->next, LARDER__RELAXED);
-		free(*s);
-		*s = next;
-		*read = 0;
+		struct larder__spill *next = (struct larder__spill *)atomic_load_explicit(
+			&s->chunk->next, LARDER__RELAXED);
+		free(s->chunk);
+		s->chunk = next;
+		s->read = 0;
 	}
-	return &(*s)->ev[(*read)++];
+	return &s->chunk->ev[s->read];
+}
+
+/* Applies the spilled events left, which no ring event follows, a chunk's
+ * run at a time: per event a pointer's step and compare, where taking them
+ * one by one tested the chunk's end and the count (about 8 of the
+ * maintainer's instructions per spilled event, docs/bench.md). Returns the
+ * overwrites the short path took, as apply_event(). */
+static inline __attribute__((always_inline)) uint64_t
+apply_spill_rest(struct larder__maint *m, const struct drain *d, struct spill_pos *s)
+{
+	uint64_t replaced = 0;
+	while (s->left) {
+		const struct larder__event *ev = spill_peek(s);
+		uint32_t n = LARDER__SPILL_CHUNK - s->read;
+		if (n > s->left)
+			n = (uint32_t)s->left;
+		for (const struct larder__event *end = ev + n; ev != end; ev++)
+			replaced += apply_event(m, d, ev);
+		s->read += n;
+		s->left -= n;
+	}
+	return replaced;
 }
 
 /* Whether h's spill holds events not yet applied (a hint, like larder__maint_rings_empty). */
@@ -470,32 +499,34 @@ static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 			spilled += before - (uint32_t)spilled;
 	}
 	uint64_t taken0 = atomic_load_explicit(&h->spill_taken, LARDER__RELAXED); /* ours */
-	uint64_t taken = taken0, replaced = 0;
+	uint64_t replaced = 0;
 	struct drain d = drain_of(m);
-	struct larder__spill *chunk = taken != spilled ? spill_at(h) : NULL;
-	uint32_t read = h->spill_read;
-	const struct larder__event *sp = taken != spilled ? spill_next(&chunk, &read) : NULL;
+	struct spill_pos sp = { spilled != taken0 ? spill_at(h) : NULL, h->spill_read,
+				spilled - taken0 };
 	for (uint64_t i = tail; i != head && i - tail < PREFETCH_AHEAD; i++)
 		prefetch_event(&h->ev[i % LARDER__EVENT_RING]);
 	for (uint64_t i = tail; i != head; i++) {
 		const struct larder__event *ev = &h->ev[i % LARDER__EVENT_RING];
 		if (head - i > PREFETCH_AHEAD)
 			prefetch_event(&h->ev[(i + PREFETCH_AHEAD) % LARDER__EVENT_RING]);
-		while (sp && (int32_t)(sp->seq - ev->seq) < 0) {
-			replaced += apply_event(m, &d, sp);
-			sp = ++taken != spilled ? spill_next(&chunk, &read) : NULL;
+		while (sp.left) { /* the spilled events posted before ev (EV-V4) */
+			const struct larder__event *s = spill_peek(&sp);
+			if ((int32_t)(s->seq - ev->seq) >= 0)
+				break;
+			replaced += apply_event(m, &d, s);
+			sp.read++;
+			sp.left--;
 		}
 		replaced += apply_event(m, &d, ev);
 	}
-	for (; sp; sp = ++taken != spilled ? spill_next(&chunk, &read) : NULL)
-		replaced += apply_event(m, &d, sp);
+	replaced += apply_spill_rest(m, &d, &sp);
 	larder__maint_bump(m, LARDER_STAT_REPLACEMENTS, replaced);
 	if (head != tail) /* R-EVT: release; we are done reading those slots. */
 		atomic_store_explicit(&h->ev_tail, head, LARDER__RELEASE);
 	/* Relaxed: our own count, which the owner reads for its bound only. */
 	if (spilled != taken0) {
-		h->spill_head = chunk;
-		h->spill_read = read;
+		h->spill_head = sp.chunk;
+		h->spill_read = sp.read;
 		atomic_store_explicit(&h->spill_taken, spilled, LARDER__RELAXED);
 	}
 	return head - tail + spilled - taken0;
