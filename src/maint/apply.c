@@ -300,24 +300,6 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
 	}
 }
 
-/*
- * The common event, an overwrite that keeps the sizes (REPLACE: a queued, so
- * counted and live; b met for the first time; the same value length and
- * flags (the key, and so its length, is the same), no deadline, a slab slot
- * whose size class the event carries, no listener to call), applied with
- * what apply() would do there and nothing else: b counted and put in a's
- * place in the policy, a retired. The live totals do not move (one entry of
- * the same charge in, one out), and the replacement is counted by the
- * caller, once per drain (a statistic's load and store per put saved).
- * Returns 0, having changed nothing, for any other event; apply() takes
- * those. Inlined into the ring's loop: about one
- * event in two is one of these under writes, and the call, the dispatch
- * and the general path's checks were a fifth of its cost; the size class
- * from the event rather than from the sizes saved 12 more of the
- * maintainer's 205 instructions per put (docs/bench.md).
- */
-_Static_assert(LARDER__SIZECLASS_COUNT <= LARDER__EV_NO_CLASS, "a size class fits an event's sclass");
-
 /* What the overwrite path tests of the cache and its policy, read once per
  * drain rather than per event. */
 struct drain {
@@ -337,6 +319,26 @@ static inline struct drain drain_of(struct larder__maint *m)
 	};
 }
 
+/*
+ * The common event, an overwrite that keeps the sizes (REPLACE: a queued, so
+ * counted and live; b met for the first time; the same value length (the
+ * key, and so its length, is the same) and no deadline on either, so one
+ * slot size; a slab slot whose size class the event carries; no listener to
+ * call), applied with what apply() would do there and nothing else: b
+ * counted and put in a's place in the policy, a retired. Their other flags
+ * (compression, a probe's mark) change nothing apply() does for a replace,
+ * so they are not compared. The live totals do not move (one entry of the
+ * same charge in, one out), and the replacement is counted by the caller,
+ * once per drain (a statistic's load and store per put saved). Returns 0,
+ * having changed nothing, for any other event; apply() takes those.
+ * Inlined into the ring's loop: about one event in two is one of these
+ * under writes, and the call, the dispatch and the general path's checks
+ * were a fifth of its cost; the size class from the event rather than from
+ * the sizes saved 12 more of the maintainer's 205 instructions per put
+ * (docs/bench.md).
+ */
+_Static_assert(LARDER__SIZECLASS_COUNT <= LARDER__EV_NO_CLASS, "a size class fits an event's sclass");
+
 static inline __attribute__((always_inline)) int
 apply_overwrite(struct larder__maint *m, const struct drain *d, const struct larder__event *ev)
 {
@@ -344,10 +346,9 @@ apply_overwrite(struct larder__maint *m, const struct drain *d, const struct lar
 	if (ev->kind != LARDER__EV_REPLACE || ev->sclass == LARDER__EV_NO_CLASS ||
 	    !(a->mbits & LARDER__MBITS_QUEUED) ||
 	    (b->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD)) ||
-	    a->value_len != b->value_len)
-		return 0;
-	unsigned flags = larder__entry_flags(a);
-	if (flags != larder__entry_flags(b) || (flags & LARDER__ENTRY_TTL) || d->listener)
+	    a->value_len != b->value_len ||
+	    ((larder__entry_flags_raw(a) | larder__entry_flags_raw(b)) & LARDER__ENTRY_TTL) ||
+	    d->listener)
 		return 0;
 	/* No deadline, so a was live when b replaced it (core/cache.c,
 	 * write_index): the cause the caller counts. */
