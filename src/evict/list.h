@@ -37,11 +37,12 @@
 
 #include "core/assert.h"
 #include "core/entry.h"
+#include "mem/pagedir.h"
 
 struct larder__queue {
 	uint32_t head; /* oldest */
 	uint32_t tail; /* newest */
-	const struct larder__pagedir *dir;
+	const uint64_t *dir; /* the directory's words (larder__pagedir_words) */
 	uint64_t count;
 	uint64_t bytes;
 };
@@ -49,13 +50,19 @@ struct larder__queue {
 static inline void larder__queue_init(struct larder__queue *q, const struct larder__pagedir *dir)
 {
 	q->head = q->tail = 0;
-	q->dir = dir;
+	q->dir = larder__pagedir_words(dir);
 	q->count = q->bytes = 0;
+}
+
+/* The entry with id (linked, or being linked, in q). */
+static inline struct larder__entry *larder__queue_entry(const struct larder__queue *q, uint32_t id)
+{
+	return larder__pagedir_slot_in(q->dir, id);
 }
 
 static inline struct larder__entry *larder__queue_at(const struct larder__queue *q, uint32_t id)
 {
-	return id ? larder__entry_at(q->dir, id) : NULL;
+	return id ? larder__queue_entry(q, id) : NULL;
 }
 
 /* The oldest entry, or NULL. */
@@ -79,7 +86,7 @@ static inline void larder__queue_push(struct larder__queue *q, struct larder__en
 	e->next = 0;
 	e->prev = q->tail;
 	if (q->tail)
-		larder__entry_at(q->dir, q->tail)->next = id;
+		larder__queue_entry(q, q->tail)->next = id;
 	else
 		q->head = id;
 	q->tail = id;
@@ -134,7 +141,7 @@ static inline void larder__queue_splice(struct larder__queue *q, struct larder__
 		return;
 	r->first->prev = q->tail;
 	if (q->tail)
-		larder__entry_at(q->dir, q->tail)->next = r->first_id;
+		larder__queue_entry(q, q->tail)->next = r->first_id;
 	else
 		q->head = r->first_id;
 	q->tail = r->last_id;
@@ -150,7 +157,7 @@ static inline void larder__queue_push_before(struct larder__queue *q, struct lar
 	uint32_t id = e->next; /* ENTRY-E6 */
 	uint32_t at_id;
 	if (at->prev) {
-		struct larder__entry *p = larder__entry_at(q->dir, at->prev);
+		struct larder__entry *p = larder__queue_entry(q, at->prev);
 		at_id = p->next;
 		p->next = id;
 	} else {
@@ -171,7 +178,7 @@ static inline void larder__queue_unlink(struct larder__queue *q, struct larder__
 	uint32_t id;
 	LARDER__ASSERT(q->count > 0 && q->bytes >= bytes); /* QUEUE-Q1 */
 	if (e->prev) {
-		struct larder__entry *p = larder__entry_at(q->dir, e->prev);
+		struct larder__entry *p = larder__queue_entry(q, e->prev);
 		id = p->next;
 		p->next = e->next;
 	} else {
@@ -179,7 +186,7 @@ static inline void larder__queue_unlink(struct larder__queue *q, struct larder__
 		q->head = e->next;
 	}
 	if (e->next) {
-		struct larder__entry *n = larder__entry_at(q->dir, e->next);
+		struct larder__entry *n = larder__queue_entry(q, e->next);
 		LARDER__ASSERT(n->prev == id); /* QUEUE-Q1: both neighbours name e */
 		n->prev = e->prev;
 	} else {
@@ -197,14 +204,14 @@ static inline void larder__queue_touch(struct larder__queue *q, struct larder__e
 {
 	if (!e->next)
 		return; /* already the newest */
-	struct larder__entry *n = larder__entry_at(q->dir, e->next);
+	struct larder__entry *n = larder__queue_entry(q, e->next);
 	uint32_t id = n->prev;
 	if (e->prev)
-		larder__entry_at(q->dir, e->prev)->next = e->next;
+		larder__queue_entry(q, e->prev)->next = e->next;
 	else
 		q->head = e->next;
 	n->prev = e->prev;
-	larder__entry_at(q->dir, q->tail)->next = id;
+	larder__queue_entry(q, q->tail)->next = id;
 	e->prev = q->tail;
 	e->next = 0;
 	q->tail = id;
@@ -222,11 +229,11 @@ static inline void larder__queue_swap(struct larder__queue *q, struct larder__en
 	e->prev = old->prev;
 	e->next = old->next;
 	if (e->prev)
-		larder__entry_at(q->dir, e->prev)->next = id;
+		larder__queue_entry(q, e->prev)->next = id;
 	else
 		q->head = id;
 	if (e->next)
-		larder__entry_at(q->dir, e->next)->prev = id;
+		larder__queue_entry(q, e->next)->prev = id;
 	else
 		q->tail = id;
 	q->bytes = q->bytes - old_bytes + bytes;
@@ -244,7 +251,7 @@ static inline int64_t larder__queue_check(const struct larder__queue *q,
 	uint64_t n = 0, bytes = 0;
 	uint32_t prev = 0;
 	for (uint32_t id = q->head; id; n++) {
-		const struct larder__entry *e = larder__entry_at(q->dir, id);
+		const struct larder__entry *e = larder__queue_entry(q, id);
 		if (e->prev != prev || n >= q->count)
 			return -1;
 		bytes += size(ctx, e);

@@ -65,7 +65,12 @@
  *       small to main at most once per insertion.
  *   S3FIFO-F4. SAMPLED is set iff the tuner exists and samples the key's hash; it
  *       survives moves between queues and replace().
+ *   S3FIFO-F5. The state replace() changes (struct larder__s3fifo_queues,
+ *       evict/s3fifo.h) is the policy's first member, so the maintainer
+ *       swaps inline, on the same state, what replace() would
+ *       (larder__s3fifo_swap; maint/apply.c).
  */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "core/alloc.h"
@@ -92,29 +97,26 @@
 #endif
 
 enum {
-	S3_MAIN = 1 << 0,
+	S3_MAIN = LARDER__S3FIFO_MAIN,
 	S3_FREQ_SHIFT = 1,
 	S3_FREQ_MASK = 3 << S3_FREQ_SHIFT,
-	S3_YOUNG = 1 << 3,
+	S3_YOUNG = LARDER__S3FIFO_YOUNG,
 	S3_SAMPLED = 1 << 4, /* its key is in the tuner's sample */
 };
 
 struct larder__policy {
+	struct larder__s3fifo_queues q; /* first: S3FIFO-F5 */
 	struct larder__policy_host host;
-	struct larder__queue small, main;
 	struct larder__ghost ghost;
 	uint64_t capacity;
 	unsigned small_permille;
 	uint64_t small_target;
-	struct larder__entry *young_oldest;
-	uint64_t young_bytes, skip_bytes;
+	uint64_t skip_bytes;
 	int has_evicted; /* no eviction yet: the cache is still filling */
-	/* The latest insert, not yet counted when choosing a queue to evict
-	 * from (see s3_evict); NULL once it has left. */
-	struct larder__entry *fresh;
-	uint64_t fresh_bytes;
 	struct larder__tuner *tuner; /* the tuned variant only */
 };
+
+_Static_assert(offsetof(struct larder__policy, q) == 0, "S3FIFO-F5: the queues come first");
 
 static unsigned freq_of(const struct larder__entry *e)
 {
@@ -149,8 +151,8 @@ int larder__s3fifo_create(struct larder__policy **out, const struct larder__poli
 		return LARDER_ENOMEM;
 	p->host = *host;
 	p->small_permille = small_permille;
-	larder__queue_init(&p->small, host->dir);
-	larder__queue_init(&p->main, host->dir);
+	larder__queue_init(&p->q.small, host->dir);
+	larder__queue_init(&p->q.main, host->dir);
 	set_targets(p, capacity_bytes);
 	uint64_t bound = capacity_bytes * S3_GHOST_PERCENT / 100;
 	if (larder__ghost_init(&p->ghost, bound ? bound : 1, expected_entries) != 0) {
@@ -194,9 +196,9 @@ static void unyoung(struct larder__policy *p, struct larder__entry *e, uint64_t 
 	if (!(larder__pbits(e) & S3_YOUNG))
 		return;
 	larder__entry_take_accessed(e);
-	if (p->young_oldest == e)
-		p->young_oldest = larder__queue_newer(&p->small, e); /* S3FIFO-F2: in small */
-	p->young_bytes -= bytes;
+	if (p->q.young_oldest == e)
+		p->q.young_oldest = larder__queue_newer(&p->q.small, e); /* S3FIFO-F2: in small */
+	p->q.young_bytes -= bytes;
 	larder__set_pbits(e, larder__pbits(e) & ~(unsigned)S3_YOUNG);
 }
 
@@ -205,18 +207,18 @@ static void unyoung(struct larder__policy *p, struct larder__entry *e, uint64_t 
 static void push_small(struct larder__policy *p, struct larder__entry *e, uint64_t bytes)
 {
 	if (p->skip_bytes == 0) {
-		while (p->young_oldest)
-			unyoung(p, p->young_oldest, entry_bytes(p, p->young_oldest));
-		larder__queue_push(&p->small, e, bytes);
+		while (p->q.young_oldest)
+			unyoung(p, p->q.young_oldest, entry_bytes(p, p->q.young_oldest));
+		larder__queue_push(&p->q.small, e, bytes);
 		return;
 	}
-	larder__queue_push(&p->small, e, bytes);
+	larder__queue_push(&p->q.small, e, bytes);
 	larder__set_pbits(e, larder__pbits(e) | S3_YOUNG);
-	if (!p->young_oldest)
-		p->young_oldest = e;
-	p->young_bytes += bytes;
-	while (p->young_bytes > p->skip_bytes && p->young_oldest != e)
-		unyoung(p, p->young_oldest, entry_bytes(p, p->young_oldest));
+	if (!p->q.young_oldest)
+		p->q.young_oldest = e;
+	p->q.young_bytes += bytes;
+	while (p->q.young_bytes > p->skip_bytes && p->q.young_oldest != e)
+		unyoung(p, p->q.young_oldest, entry_bytes(p, p->q.young_oldest));
 }
 
 /* The tuned variant: one request of a sampled key, and the small queue's
@@ -238,16 +240,16 @@ static void s3_insert(struct larder__policy *p, struct larder__entry *e, uint64_
 {
 	unsigned sampled = p->tuner && larder__tuner_samples(p->tuner, hash) ? S3_SAMPLED : 0;
 	larder__set_pbits(e, sampled);
-	p->fresh = e;
-	p->fresh_bytes = bytes;
+	p->q.fresh = e;
+	p->q.fresh_bytes = bytes;
 	if (larder__ghost_remove(&p->ghost, larder__ghost_fp(hash))) {
 		larder__set_pbits(e, S3_MAIN | sampled);
-		larder__queue_push(&p->main, e, bytes);
-	} else if (S3_WARMUP_MAIN && !p->has_evicted && p->small.bytes >= p->small_target) {
+		larder__queue_push(&p->q.main, e, bytes);
+	} else if (S3_WARMUP_MAIN && !p->has_evicted && p->q.small.bytes >= p->small_target) {
 		/* Filling up: small is full but the cache is not, so keep the key
 		 * in main rather than push an older one out of small early. */
 		larder__set_pbits(e, S3_MAIN | sampled);
-		larder__queue_push(&p->main, e, bytes);
+		larder__queue_push(&p->q.main, e, bytes);
 	} else {
 		push_small(p, e, bytes);
 	}
@@ -270,23 +272,23 @@ struct s3_runs {
 
 static void splice_runs(struct larder__policy *p, struct s3_runs *r)
 {
-	larder__queue_splice(&p->main, &r->main);
+	larder__queue_splice(&p->q.main, &r->main);
 	if (!r->small.count)
 		return;
 	struct larder__entry *newest = r->small.last, *first = r->small.first;
 	uint64_t bytes = r->small.bytes;
 	if (p->skip_bytes == 0) { /* no zone: the run has no YOUNG bits, as push_small */
-		while (p->young_oldest) /* before the splice: the walk ends at small's tail */
-			unyoung(p, p->young_oldest, entry_bytes(p, p->young_oldest));
-		larder__queue_splice(&p->small, &r->small);
+		while (p->q.young_oldest) /* before the splice: the walk ends at small's tail */
+			unyoung(p, p->q.young_oldest, entry_bytes(p, p->q.young_oldest));
+		larder__queue_splice(&p->q.small, &r->small);
 		return;
 	}
-	larder__queue_splice(&p->small, &r->small);
-	if (!p->young_oldest)
-		p->young_oldest = first;
-	p->young_bytes += bytes;
-	while (p->young_bytes > p->skip_bytes && p->young_oldest != newest)
-		unyoung(p, p->young_oldest, entry_bytes(p, p->young_oldest));
+	larder__queue_splice(&p->q.small, &r->small);
+	if (!p->q.young_oldest)
+		p->q.young_oldest = first;
+	p->q.young_bytes += bytes;
+	while (p->q.young_bytes > p->skip_bytes && p->q.young_oldest != newest)
+		unyoung(p, p->q.young_oldest, entry_bytes(p, p->q.young_oldest));
 }
 
 static void s3_insert_batch(struct larder__policy *p, const struct larder__policy_new *in,
@@ -307,7 +309,7 @@ static void s3_insert_batch(struct larder__policy *p, const struct larder__polic
 		}
 		if ((ghosts && larder__ghost_remove(&p->ghost, larder__ghost_fp(in[i].hash))) ||
 		    (S3_WARMUP_MAIN && !p->has_evicted &&
-		     p->small.bytes + r.small.bytes >= p->small_target)) {
+		     p->q.small.bytes + r.small.bytes >= p->small_target)) {
 			larder__set_pbits(e, S3_MAIN);
 			larder__run_push(&r.main, e, in[i].bytes);
 		} else {
@@ -317,31 +319,20 @@ static void s3_insert_batch(struct larder__policy *p, const struct larder__polic
 	}
 	splice_runs(p, &r);
 	if (n) {
-		p->fresh = in[n - 1].e;
-		p->fresh_bytes = in[n - 1].bytes;
+		p->q.fresh = in[n - 1].e;
+		p->q.fresh_bytes = in[n - 1].bytes;
 	}
 }
 
 static struct larder__queue *queue_of(struct larder__policy *p, const struct larder__entry *e)
 {
-	return (larder__pbits(e) & S3_MAIN) ? &p->main : &p->small;
+	return larder__s3fifo_queue_of(&p->q, larder__pbits(e));
 }
 
-static void s3_replace(struct larder__policy *p, struct larder__entry *old,
-		       struct larder__entry *e, size_t old_bytes, size_t bytes)
+void larder__s3fifo_replace(struct larder__policy *p, struct larder__entry *old,
+			    struct larder__entry *e, size_t old_bytes, size_t bytes)
 {
-	unsigned bits = larder__pbits(old);
-	larder__init_pbits(e, bits);
-	if (p->fresh == old) {
-		p->fresh = e;
-		p->fresh_bytes = bytes;
-	}
-	if (bits & S3_YOUNG) {
-		if (p->young_oldest == old)
-			p->young_oldest = e;
-		p->young_bytes = p->young_bytes - old_bytes + bytes;
-	}
-	larder__queue_swap(queue_of(p, old), old, e, old_bytes, bytes);
+	larder__s3fifo_swap(&p->q, old, e, old_bytes, bytes);
 }
 
 static void s3_hit(struct larder__policy *p, struct larder__entry *e)
@@ -359,8 +350,8 @@ static void s3_hit(struct larder__policy *p, struct larder__entry *e)
 
 static void s3_remove(struct larder__policy *p, struct larder__entry *e, size_t bytes)
 {
-	if (p->fresh == e)
-		p->fresh = NULL;
+	if (p->q.fresh == e)
+		p->q.fresh = NULL;
 	unyoung(p, e, bytes);
 	larder__queue_unlink(queue_of(p, e), e, bytes);
 }
@@ -375,13 +366,13 @@ static unsigned freq_now(struct larder__entry *e)
 static struct larder__entry *evict_small(struct larder__policy *p)
 {
 	struct larder__entry *e;
-	while ((e = larder__queue_oldest(&p->small)) != NULL && e != p->fresh) {
+	while ((e = larder__queue_oldest(&p->q.small)) != NULL && e != p->q.fresh) {
 		uint64_t bytes = entry_bytes(p, e);
 		unyoung(p, e, bytes);
-		larder__queue_unlink(&p->small, e, bytes);
+		larder__queue_unlink(&p->q.small, e, bytes);
 		if (freq_now(e) >= S3_MOVE_HITS) {
 			larder__set_pbits(e, (larder__pbits(e) & S3_SAMPLED) | S3_MAIN);
-			larder__queue_push(&p->main, e, bytes);
+			larder__queue_push(&p->q.main, e, bytes);
 			continue;
 		}
 		uint64_t hash = p->host.hash(p->host.ctx, e);
@@ -395,14 +386,14 @@ static struct larder__entry *evict_small(struct larder__policy *p)
 static struct larder__entry *evict_main(struct larder__policy *p)
 {
 	struct larder__entry *e;
-	while ((e = larder__queue_oldest(&p->main)) != NULL) {
+	while ((e = larder__queue_oldest(&p->q.main)) != NULL) {
 		unsigned f = freq_now(e);
 		if (f > 0) {
 			set_freq(e, f - 1);
-			larder__queue_touch(&p->main, e);
+			larder__queue_touch(&p->q.main, e);
 			continue;
 		}
-		larder__queue_unlink(&p->main, e, entry_bytes(p, e));
+		larder__queue_unlink(&p->q.main, e, entry_bytes(p, e));
 		return e;
 	}
 	return NULL;
@@ -412,27 +403,27 @@ static struct larder__entry *s3_evict(struct larder__policy *p)
 {
 	struct larder__entry *e = NULL;
 	uint64_t main_target = p->capacity - p->small_target;
-	uint64_t main_bytes = p->main.bytes, small_bytes = p->small.bytes;
+	uint64_t main_bytes = p->q.main.bytes, small_bytes = p->q.small.bytes;
 	/* Choose the queue as if the latest insert had not happened yet, as a
 	 * cache that makes room before inserting would (the reference does);
 	 * the engine applies an insertion before enforcing capacity. */
-	if (p->fresh) {
-		if (larder__pbits(p->fresh) & S3_MAIN)
-			main_bytes -= p->fresh_bytes;
+	if (p->q.fresh) {
+		if (larder__pbits(p->q.fresh) & S3_MAIN)
+			main_bytes -= p->q.fresh_bytes;
 		else
-			small_bytes -= p->fresh_bytes;
+			small_bytes -= p->q.fresh_bytes;
 	}
 	p->has_evicted = 1;
 	if (main_bytes <= main_target && small_bytes > 0)
 		e = evict_small(p);
 	if (!e)
 		e = evict_main(p);
-	if (!e && p->fresh) { /* only the latest insert is left */
-		e = p->fresh;
-		s3_remove(p, e, p->fresh_bytes);
+	if (!e && p->q.fresh) { /* only the latest insert is left */
+		e = p->q.fresh;
+		s3_remove(p, e, p->q.fresh_bytes);
 	}
-	if (e == p->fresh)
-		p->fresh = NULL;
+	if (e == p->q.fresh)
+		p->q.fresh = NULL;
 	return e;
 }
 
@@ -451,20 +442,20 @@ static int check_young(struct larder__policy *p)
 {
 	uint64_t bytes = 0;
 	int in_zone = 0;
-	for (struct larder__entry *e = larder__queue_oldest(&p->small); e;
-	     e = larder__queue_newer(&p->small, e)) {
-		in_zone |= e == p->young_oldest;
+	for (struct larder__entry *e = larder__queue_oldest(&p->q.small); e;
+	     e = larder__queue_newer(&p->q.small, e)) {
+		in_zone |= e == p->q.young_oldest;
 		if (!(larder__pbits(e) & S3_YOUNG) != !in_zone)
 			return -1;
 		bytes += in_zone ? entry_bytes(p, e) : 0;
 	}
-	return bytes == p->young_bytes && (in_zone || !p->young_oldest) ? 0 : -1;
+	return bytes == p->q.young_bytes && (in_zone || !p->q.young_oldest) ? 0 : -1;
 }
 
 static int64_t s3_check(struct larder__policy *p)
 {
-	int64_t a = larder__queue_check(&p->small, p->host.size, p->host.ctx);
-	int64_t b = larder__queue_check(&p->main, p->host.size, p->host.ctx);
+	int64_t a = larder__queue_check(&p->q.small, p->host.size, p->host.ctx);
+	int64_t b = larder__queue_check(&p->q.main, p->host.size, p->host.ctx);
 	return a < 0 || b < 0 || check_young(p) != 0 ? -1 : a + b;
 }
 
@@ -475,7 +466,7 @@ const struct larder__policy_ops larder__policy_s3fifo = {
 	.destroy = s3_destroy,
 	.insert = s3_insert,
 	.insert_batch = s3_insert_batch,
-	.replace = s3_replace,
+	.replace = larder__s3fifo_replace,
 	.hit = s3_hit,
 	.remove = s3_remove,
 	.evict = s3_evict,
@@ -491,7 +482,7 @@ const struct larder__policy_ops larder__policy_s3fifo_tuned = {
 	.destroy = s3_destroy,
 	.insert = s3_insert,
 	.insert_batch = s3_insert_batch,
-	.replace = s3_replace,
+	.replace = larder__s3fifo_replace,
 	.hit = s3_hit,
 	.remove = s3_remove,
 	.evict = s3_evict,

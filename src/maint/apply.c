@@ -24,6 +24,7 @@
 #include "core/compress.h"
 #include "core/hash.h"
 #include "core/thread.h"
+#include "evict/s3fifo.h"
 #include "maint/events.h"
 #include "maint/state.h"
 #include "mem/slab.h"
@@ -299,42 +300,65 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
 	}
 }
 
+/* What the overwrite path tests of the cache and its policy, read once per
+ * drain rather than per event. */
+struct drain {
+	int listener; /* the cache has a removal listener (set at open) */
+	/* The policy's queues when it is S3-FIFO (the default), whose swap is
+	 * inlined: through ops->replace the call, its argument moves and the
+	 * byte counts' updates cost about 9 of the maintainer's 168 instructions
+	 * per overwrite (docs/bench.md); NULL for any other policy. */
+	struct larder__s3fifo_queues *s3;
+};
+
+static inline struct drain drain_of(struct larder__maint *m)
+{
+	return (struct drain){
+		m->cache->listener != NULL,
+		m->ops->replace == larder__s3fifo_replace ? larder__s3fifo_queues(m->policy) : NULL,
+	};
+}
+
 /*
  * The common event, an overwrite that keeps the sizes (REPLACE: a queued, so
- * counted and live; b met for the first time; the same value length and
- * flags (the key, and so its length, is the same), no deadline, a slab slot
- * whose size class the event carries, no listener to call), applied with
- * what apply() would do there and nothing else: b counted and put in a's
- * place in the policy, a retired. The live totals do not move (one entry of
- * the same charge in, one out), and the replacement is counted by the
- * caller, once per drain (a statistic's load and store per put saved).
- * Returns 0, having changed nothing, for any other event; apply() takes
- * those. Inlined into the ring's loop: about one
- * event in two is one of these under writes, and the call, the dispatch
- * and the general path's checks were a fifth of its cost; the size class
- * from the event rather than from the sizes saved 12 more of the
- * maintainer's 205 instructions per put (docs/bench.md).
+ * counted and live; b met for the first time; the same value length (the
+ * key, and so its length, is the same) and no deadline on either, so one
+ * slot size; a slab slot whose size class the event carries; no listener to
+ * call), applied with what apply() would do there and nothing else: b
+ * counted and put in a's place in the policy, a retired. Their other flags
+ * (compression, a probe's mark) change nothing apply() does for a replace,
+ * so they are not compared. The live totals do not move (one entry of the
+ * same charge in, one out), and the replacement is counted by the caller,
+ * once per drain (a statistic's load and store per put saved). Returns 0,
+ * having changed nothing, for any other event; apply() takes those.
+ * Inlined into the ring's loop: about one event in two is one of these
+ * under writes, and the call, the dispatch and the general path's checks
+ * were a fifth of its cost; the size class from the event rather than from
+ * the sizes saved 12 more of the maintainer's 205 instructions per put
+ * (docs/bench.md).
  */
 _Static_assert(LARDER__SIZECLASS_COUNT <= LARDER__EV_NO_CLASS, "a size class fits an event's sclass");
 
 static inline __attribute__((always_inline)) int
-apply_overwrite(struct larder__maint *m, int listener, const struct larder__event *ev)
+apply_overwrite(struct larder__maint *m, const struct drain *d, const struct larder__event *ev)
 {
 	struct larder__entry *a = ev->a, *b = ev->b;
 	if (ev->kind != LARDER__EV_REPLACE || ev->sclass == LARDER__EV_NO_CLASS ||
 	    !(a->mbits & LARDER__MBITS_QUEUED) ||
 	    (b->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD)) ||
-	    a->value_len != b->value_len)
-		return 0;
-	unsigned flags = larder__entry_flags(a);
-	if (flags != larder__entry_flags(b) || (flags & LARDER__ENTRY_TTL) || listener)
+	    a->value_len != b->value_len ||
+	    ((larder__entry_flags_raw(a) | larder__entry_flags_raw(b)) & LARDER__ENTRY_TTL) ||
+	    d->listener)
 		return 0;
 	/* No deadline, so a was live when b replaced it (core/cache.c,
 	 * write_index): the cause the caller counts. */
 	LARDER__ASSERT(ev->cause == LARDER_CAUSE_REPLACED);
 	size_t charge = larder__sizeclass_slot(ev->sclass); /* larder__slab_charge() of a slot */
 	larder__slab_note_live_class(&m->shard->slab, b, ev->sclass);
-	m->ops->replace(m->policy, a, b, charge, charge);
+	if (d->s3)
+		larder__s3fifo_swap(d->s3, a, b, charge, charge);
+	else
+		m->ops->replace(m->policy, a, b, charge, charge);
 	b->mbits |= LARDER__MBITS_COUNTED | LARDER__MBITS_QUEUED;
 	/* a is queued, so not dead (retiring sets DEAD as it clears QUEUED):
 	 * one flip of both bits, which x86 does in one instruction in place of
@@ -351,13 +375,11 @@ apply_overwrite(struct larder__maint *m, int listener, const struct larder__even
 
 /* One event, the ring's or the spill's: a spilled overwrite (a writer whose
  * maintainer lagged) takes the short path too. Returns 1 for an overwrite
- * the short path took, for the caller to count (LARDER_STAT_REPLACEMENTS).
- * listener: whether the cache has a removal listener (set at open), read
- * once per drain rather than per event. */
+ * the short path took, for the caller to count (LARDER_STAT_REPLACEMENTS). */
 static inline __attribute__((always_inline)) unsigned
-apply_event(struct larder__maint *m, int listener, const struct larder__event *ev)
+apply_event(struct larder__maint *m, const struct drain *d, const struct larder__event *ev)
 {
-	if (apply_overwrite(m, listener, ev))
+	if (apply_overwrite(m, d, ev))
 		return 1;
 	apply(m, ev);
 	return 0;
@@ -373,23 +395,52 @@ static struct larder__spill *spill_at(struct larder__handle *h)
 	return h->spill_head;
 }
 
-/* The next unread spilled event (one exists: the caller's A-SPILL saw it)
- * of the chunk *s, whose *read events were read; frees a chunk read
- * through, whose successor the owner has linked (EV-V5). The caller keeps
- * the chunk and the count in locals through a drain and stores them back
- * into the handle after: through the handle, about 5 of the maintainer's
- * instructions more per spilled event (docs/bench.md). */
-static inline const struct larder__event *spill_next(struct larder__spill **s, uint32_t *read)
+/* The drain's place in h's spill: the chunk, the events read of it, and
+ * the spilled events left to apply. Kept in locals through a drain and
+ * stored back into the handle after: through the handle, about 5 of the
+ * maintainer's instructions more per spilled event (docs/bench.md). */
+struct spill_pos {
+	struct larder__spill *chunk;
+	uint32_t read;
+	uint64_t left;
+};
+
+/* The next unread spilled event (left > 0: the caller's A-SPILL saw it),
+ * not yet taken; frees a chunk read through, whose successor the owner has
+ * linked (EV-V5). */
+static inline const struct larder__event *spill_peek(struct spill_pos *s)
 {
-	if (*read == LARDER__SPILL_CHUNK) {
+	if (s->read == LARDER__SPILL_CHUNK) {
 		/* Relaxed (EV-V5): the owner linked it before the R-SPILL we acquired. */
-		struct larder__spill *next =
-			(struct larder__spill *)atomic_load_explicit(&(*s)->next, LARDER__RELAXED);
-		free(*s);
-		*s = next;
-		*read = 0;
+		struct larder__spill *next = (struct larder__spill *)atomic_load_explicit(
+			&s->chunk->next, LARDER__RELAXED);
+		free(s->chunk);
+		s->chunk = next;
+		s->read = 0;
 	}
-	return &(*s)->ev[(*read)++];
+	return &s->chunk->ev[s->read];
+}
+
+/* Applies the spilled events left, which no ring event follows, a chunk's
+ * run at a time: per event a pointer's step and compare, where taking them
+ * one by one tested the chunk's end and the count (about 8 of the
+ * maintainer's instructions per spilled event, docs/bench.md). Returns the
+ * overwrites the short path took, as apply_event(). */
+static inline __attribute__((always_inline)) uint64_t
+apply_spill_rest(struct larder__maint *m, const struct drain *d, struct spill_pos *s)
+{
+	uint64_t replaced = 0;
+	while (s->left) {
+		const struct larder__event *ev = spill_peek(s);
+		uint32_t n = LARDER__SPILL_CHUNK - s->read;
+		if (n > s->left)
+			n = (uint32_t)s->left;
+		for (const struct larder__event *end = ev + n; ev != end; ev++)
+			replaced += apply_event(m, d, ev);
+		s->read += n;
+		s->left -= n;
+	}
+	return replaced;
 }
 
 /* Whether h's spill holds events not yet applied (a hint, like larder__maint_rings_empty). */
@@ -431,8 +482,9 @@ static inline void prefetch_event(const struct larder__event *ev)
 }
 
 /* Applies h's posted events: the ring's and, merged in posting order, the
- * spill's (EV-V4 in maint/events.h). */
-static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
+ * spill's (EV-V4 in maint/events.h), with d's tests. */
+static inline __attribute__((always_inline)) uint64_t
+drain_with(struct larder__maint *m, struct larder__handle *h, struct drain d)
 {
 	/* A-SPILL before A-EV (EV-V4): acquire, pairs with R-SPILL; the spilled
 	 * events, and the ring events posted before them. */
@@ -449,35 +501,48 @@ static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
 			spilled += before - (uint32_t)spilled;
 	}
 	uint64_t taken0 = atomic_load_explicit(&h->spill_taken, LARDER__RELAXED); /* ours */
-	uint64_t taken = taken0, replaced = 0;
-	int listener = m->cache->listener != NULL;
-	struct larder__spill *chunk = taken != spilled ? spill_at(h) : NULL;
-	uint32_t read = h->spill_read;
-	const struct larder__event *sp = taken != spilled ? spill_next(&chunk, &read) : NULL;
+	uint64_t replaced = 0;
+	struct spill_pos sp = { spilled != taken0 ? spill_at(h) : NULL, h->spill_read,
+				spilled - taken0 };
 	for (uint64_t i = tail; i != head && i - tail < PREFETCH_AHEAD; i++)
 		prefetch_event(&h->ev[i % LARDER__EVENT_RING]);
 	for (uint64_t i = tail; i != head; i++) {
 		const struct larder__event *ev = &h->ev[i % LARDER__EVENT_RING];
 		if (head - i > PREFETCH_AHEAD)
 			prefetch_event(&h->ev[(i + PREFETCH_AHEAD) % LARDER__EVENT_RING]);
-		while (sp && (int32_t)(sp->seq - ev->seq) < 0) {
-			replaced += apply_event(m, listener, sp);
-			sp = ++taken != spilled ? spill_next(&chunk, &read) : NULL;
+		while (sp.left) { /* the spilled events posted before ev (EV-V4) */
+			const struct larder__event *s = spill_peek(&sp);
+			if ((int32_t)(s->seq - ev->seq) >= 0)
+				break;
+			replaced += apply_event(m, &d, s);
+			sp.read++;
+			sp.left--;
 		}
-		replaced += apply_event(m, listener, ev);
+		replaced += apply_event(m, &d, ev);
 	}
-	for (; sp; sp = ++taken != spilled ? spill_next(&chunk, &read) : NULL)
-		replaced += apply_event(m, listener, sp);
+	replaced += apply_spill_rest(m, &d, &sp);
 	larder__maint_bump(m, LARDER_STAT_REPLACEMENTS, replaced);
 	if (head != tail) /* R-EVT: release; we are done reading those slots. */
 		atomic_store_explicit(&h->ev_tail, head, LARDER__RELEASE);
 	/* Relaxed: our own count, which the owner reads for its bound only. */
 	if (spilled != taken0) {
-		h->spill_head = chunk;
-		h->spill_read = read;
+		h->spill_head = sp.chunk;
+		h->spill_read = sp.read;
 		atomic_store_explicit(&h->spill_taken, spilled, LARDER__RELAXED);
 	}
 	return head - tail + spilled - taken0;
+}
+
+/* drain_with(), in a copy for the default case (S3-FIFO, no listener) in
+ * which d's tests are constants and fold away: the listener's and the
+ * policy's, per overwrite (about 5 of the maintainer's instructions per
+ * put, docs/bench.md). */
+static uint64_t drain_events(struct larder__maint *m, struct larder__handle *h)
+{
+	struct drain d = drain_of(m);
+	if (d.s3 && !d.listener)
+		return drain_with(m, h, (struct drain){ 0, d.s3 });
+	return drain_with(m, h, d);
 }
 
 static uint64_t drain_hits(struct larder__maint *m, struct larder__handle *h)
