@@ -298,6 +298,17 @@ int larder__table_shrink_begin(struct larder__table *t, unsigned k)
 	return resize_begin(t, (t->last + 1) >> k);
 }
 
+struct larder__table *larder__table_resize_abandon(struct larder__table *t)
+{
+	struct larder__table *next = larder__table_next(t);
+	LARDER__ASSERT(t->moved == 0 && next); /* no home followed next yet */
+	/* Relaxed: no home is MOVED, so no reader or writer goes into next for
+	 * a key (TABLE-X3); those that loaded it only test its size or find it
+	 * empty, and it is destroyed after a grace period (TABLE-X4). */
+	atomic_store_explicit(&t->next, 0, LARDER__RELAXED);
+	return next;
+}
+
 /* Steps 1-4 of the resize protocol for home h. */
 static void migrate_home(struct larder__table *t, struct larder__table *next, uint64_t h,
 			 larder__entry_hash_fn *hash, void (*drop)(void *, struct larder__entry *),

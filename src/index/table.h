@@ -47,10 +47,14 @@
  *       ask hurries), so the migration, which has nowhere to put an entry the
  *       smaller table cannot take, finds room for every one. The keys the
  *       maintainer did not count when it sized the target are bounded: no
- *       event was waiting in its rings (maint/resize.c, shrink_begin), so at
- *       most one insert per writer thread was between its slot and its event.
- *       A maintainer thread (a listener that writes) may not wait and adds
- *       its key (maint/resize.c explains why that is safe enough).
+ *       event was waiting in its rings (maint/resize.c, shrink_begin), and
+ *       the maintainer counts again one pass after it published the target,
+ *       before it moves a home: keys added between its decision and the
+ *       writers' sight of the target are counted then, and a target they
+ *       overfill is given up (larder__table_resize_abandon); so at most one
+ *       insert per writer thread (between its test and its slot) goes
+ *       uncounted. A maintainer thread (a listener that writes) may not wait
+ *       and adds its key (maint/resize.c explains why that is safe enough).
  *
  * Load (docs/scale.md has the measurements behind the numbers):
  *   TABLE-L1. A new table is sized so its expected entries fill FILL_NUM/FILL_DEN
@@ -130,7 +134,7 @@ struct larder__bucket {
 struct larder__table {
 	uint64_t last;            /* buckets - 1; immutable */
 	size_t map_bytes;         /* immutable */
-	larder__atomic_uptr next; /* resize target, set once by the maintainer (R-NEXT) */
+	larder__atomic_uptr next; /* resize target, set by the maintainer (R-NEXT; TABLE-X5 may undo it) */
 	uint64_t moved;           /* maintainer only: homes moved so far */
 	/* Maintainer only: the table's place in its retire or cleared list. */
 	struct larder__table *retire_next;
@@ -452,6 +456,10 @@ int larder__table_grow_begin(struct larder__table *t, unsigned k);
 /* Starts shrinking t into a table of 1/2^k its buckets (k from
  * larder__table_shrink_shift). Returns 0 or -1 (no memory). */
 int larder__table_shrink_begin(struct larder__table *t, unsigned k);
+/* TABLE-X5: undoes a resize before any home of t moved (t->moved == 0): t has
+ * no next again. Returns the next table, empty, for the caller to destroy
+ * after a grace period (a writer's TABLE-X5 test or a scan may hold it). */
+struct larder__table *larder__table_resize_abandon(struct larder__table *t);
 /*
  * Moves up to `homes` more homes of t into t->next (growing or shrinking);
  * returns 1 when all are moved. An entry that finds no free slot in the

@@ -106,10 +106,14 @@ static uint64_t root_entries(struct larder__maint *m)
  * average of 15 lost 14 to 300 of the 3,000 in 3 runs of 3) came back to a
  * shrink and filled the small table. So no key is added while a table
  * shrinks (TABLE-X5): writers wait for the end, which their ask hurries
- * (chunk below). The target holds what was counted at half load, so the
- * migration finds a slot for every entry; only a listener writing new keys
- * from this thread (which may not wait) could still fill it, by more than
- * the half the sizing left free during one shrink.
+ * (chunk below). Nor was that enough: keys put between this decision and
+ * the writers' sight of the target went uncounted (shrink_overfilled()), so
+ * the homes move from the next pass on, after a count that includes them,
+ * and a target they overfill is given up. The target then holds what was
+ * counted at half load, so the migration finds a slot for every entry; only
+ * a listener writing new keys from this thread (which may not wait) could
+ * still fill it, by more than the half the sizing left free during one
+ * shrink.
  */
 static int shrink_begin(struct larder__maint *m, struct larder__table *root)
 {
@@ -122,6 +126,35 @@ static int shrink_begin(struct larder__maint *m, struct larder__table *root)
 	uint64_t floor = atomic_load_explicit(&m->index_floor, LARDER__RELAXED);
 	unsigned k = larder__table_shrink_shift(root, m->live_count, floor);
 	return k ? larder__table_shrink_begin(root, k) : -1;
+}
+
+/*
+ * TABLE-X5: whether the shrink of t into next, begun a pass ago and with no
+ * home moved yet, must be given up: the keys added between shrink_begin()'s
+ * count and the writers' sight of next (a maintainer preempted in between
+ * let two writers put 963 keys into a table it had counted empty, and the
+ * target of 448 slots dropped 582 of them: test_shrink_beside_writers_keeps_entries)
+ * were counted by this pass's drain, and next no longer holds them at half
+ * load. Only while t is the root: a clear that swapped it out owns t and
+ * next (maint/clear.c).
+ */
+static int shrink_overfilled(struct larder__maint *m, struct larder__table *root,
+			     struct larder__table *t, struct larder__table *next)
+{
+	return t->moved == 0 && t == root && !m->gens &&
+	       root_entries(m) * 2 > larder__table_slots(next);
+}
+
+/* Gives the shrink up: writers add keys to t again, and the empty target is
+ * destroyed after a grace period, with the tables retired. */
+static void shrink_abandon(struct larder__maint *m, struct larder__table *t)
+{
+	struct larder__table *next = larder__table_resize_abandon(t);
+	m->growing = NULL;
+	next->retire_token = larder__gp_start();
+	next->retire_next = m->tables;
+	m->tables = next;
+	larder__maint_wake_writers(m->cache); /* those TABLE-X5 held */
 }
 
 /* SNAP-L6: the entries a bulk writer asked t to hold; 0 when none did, or
@@ -173,11 +206,19 @@ int larder__maint_resize(struct larder__maint *m)
 				reserve_answer(s, root); /* root holds them already */
 			if (shrink_begin(m, root) != 0)
 				return 0; /* nothing to do, or no memory: the table stays */
+			/* TABLE-X5: the homes move from the next pass on, once its
+			 * drain counted what came in before writers saw the target. */
+			m->growing = root;
+			return (int)LARDER__MAINT_BUSY_PASS;
 		}
 		m->growing = root;
 	}
 	struct larder__table *t = m->growing, *next = larder__table_next(t);
 	int shrinking = larder__table_buckets(next) < larder__table_buckets(t);
+	if (shrinking && shrink_overfilled(m, root, t, next)) {
+		shrink_abandon(m, t);
+		return 1;
+	}
 	size_t chunk = shrinking ? SHRINK_PER_PASS : MIGRATE_PER_PASS;
 	/* If entries arrive faster than we move homes, move the rest now. A
 	 * writer that asks for growth meanwhile found no free slot within reach
