@@ -807,6 +807,22 @@ static void test_iter_across_clear_and_cut(void)
 	larder_close(c);
 }
 
+/* A cache of four shards whose index floor is lowered at the open (64
+ * buckets), so that each shard's first table shrinks as soon as its count
+ * stops growing for a pass; NULL when it cannot be opened. */
+static larder *open_shrinking(void)
+{
+	larder_config *cfg = th_config(256 * MiB);
+	if (cfg && !CHECK_RC(larder_config_set_shards(cfg, 4), LARDER_OK)) {
+		larder_config_destroy(cfg);
+		return NULL;
+	}
+	larder *c = th_open(cfg); /* NULL when cfg is */
+	if (c)
+		larder__test_index_floor(c, 64);
+	return c;
+}
+
 /*
  * A shrink beside a writer drops no entry: with the floor lowered at the
  * open, the four maintainers' counts trail one writer's puts (their events
@@ -822,12 +838,8 @@ static void test_shrink_beside_a_writer_keeps_entries(void)
 {
 	enum { N = 3000, ROUNDS = 100 };
 	for (unsigned round = 0; round < ROUNDS; round++) {
-		larder_config *cfg = th_config(256 * MiB);
-		REQUIRE(cfg);
-		CHECK_RC(larder_config_set_shards(cfg, 4), LARDER_OK);
-		larder *c = th_open(cfg);
+		larder *c = open_shrinking();
 		REQUIRE(c);
-		larder__test_index_floor(c, 64);
 		char k[32];
 		for (unsigned i = 0; i < N; i++) {
 			size_t kl = key_of(k, "keep", i);
@@ -876,12 +888,8 @@ static void test_shrink_beside_writers_keeps_entries(void)
 {
 	enum { N = 2000, ROUNDS = 100, WRITERS = 2 };
 	for (unsigned round = 0; round < ROUNDS; round++) {
-		larder_config *cfg = th_config(256 * MiB);
-		REQUIRE(cfg);
-		CHECK_RC(larder_config_set_shards(cfg, 4), LARDER_OK);
-		larder *c = th_open(cfg);
+		larder *c = open_shrinking();
 		REQUIRE(c);
-		larder__test_index_floor(c, 64);
 		struct shrink_writer w[WRITERS];
 		pthread_t t[WRITERS];
 		for (unsigned i = 0; i < WRITERS; i++) {
