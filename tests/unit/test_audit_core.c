@@ -961,7 +961,10 @@ static void test_iter_across_shrink(void)
 					size_t kl = key_of(k, "gone", i);
 					CHECK_RC(larder_remove(c, k, kl), LARDER_OK);
 				}
-				CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+				/* Until the shrink is done: larder_flush waits for
+				 * the removals, not for the shrink they call for, whose
+				 * homes move a pass after it begins (TABLE-X5). */
+				CHECK_EQ(larder__test_quiesce(c, 60000), 0);
 				CHECK_GT(th_stat(c, LARDER_STAT_INDEX_SHRINKS), shrinks);
 			}
 		}
