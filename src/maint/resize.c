@@ -33,6 +33,15 @@ void larder__maint_free_tables(struct larder__maint *m)
 	}
 }
 
+/* t, unreachable from the root now, is destroyed once a grace period
+ * started here ends (TABLE-X4; larder__maint_free_tables). */
+static void retire_table(struct larder__maint *m, struct larder__table *t)
+{
+	t->retire_token = larder__gp_start();
+	t->retire_next = m->tables;
+	m->tables = t;
+}
+
 /* The migration's callbacks (ctx: the maintainer). */
 static uint64_t migrating_hash(void *ctx, const struct larder__entry *e)
 {
@@ -149,11 +158,8 @@ static int shrink_overfilled(struct larder__maint *m, struct larder__table *root
  * destroyed after a grace period, with the tables retired. */
 static void shrink_abandon(struct larder__maint *m, struct larder__table *t)
 {
-	struct larder__table *next = larder__table_resize_abandon(t);
 	m->growing = NULL;
-	next->retire_token = larder__gp_start();
-	next->retire_next = m->tables;
-	m->tables = next;
+	retire_table(m, larder__table_resize_abandon(t));
 	larder__maint_wake_writers(m->cache); /* those TABLE-X5 held */
 }
 
@@ -244,9 +250,7 @@ int larder__maint_resize(struct larder__maint *m)
 	 * cleared generation owns t and next. */
 	if (atomic_compare_exchange_strong_explicit(s->table, &expect, (uintptr_t)next,
 						    LARDER__RELEASE, LARDER__RELAXED)) {
-		t->retire_token = larder__gp_start();
-		t->retire_next = m->tables;
-		m->tables = t;
+		retire_table(m, t);
 		larder__maint_bump(
 			m, shrinking ? LARDER_STAT_INDEX_SHRINKS : LARDER_STAT_INDEX_RESIZES, 1);
 	}
