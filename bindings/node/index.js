@@ -72,7 +72,11 @@ const GIVEN = {
 
 /*
  * lru-cache options whose behaviour LarderCache does not have: refused, so
- * code moved from lru-cache does not silently lose them. (ttlAutopurge and
+ * code moved from lru-cache does not silently lose them. Given as a falsy
+ * value (false, 0, null, '') each is accepted: lru-cache reads that as its
+ * default (off, none, no limit), which is what LarderCache does; but not
+ * the three lru-cache itself refuses given as anything but a function (or
+ * for perf, an object with now()): GIVEN_ANY. (ttlAutopurge and
  * ttlResolution are accepted and have no effect: the engine always reclaims
  * expired entries in the background and never returns one.)
  */
@@ -80,14 +84,11 @@ const UNSUPPORTED = ['allowStale', 'noDeleteOnStaleGet', 'sizeCalculation', 'max
   'fetchMethod', 'memoMethod', 'noDisposeOnSet', 'disposeAfter', 'updateAgeOnHas', 'noUpdateTTL',
   'allowStaleOnFetchRejection', 'allowStaleOnFetchAbort', 'ignoreFetchAbort', 'noDeleteOnFetchRejection',
   'perf', 'onInsert'];
-/*
- * The boolean ones among them, whose lru-cache default (false) is what
- * LarderCache does: given as false they are accepted, so that code that
- * spells out lru-cache's defaults moves over unchanged.
- */
-const DEFAULT_FALSE = new Set(['allowStale', 'noDeleteOnStaleGet', 'noDisposeOnSet', 'updateAgeOnHas',
+const GIVEN_ANY = new Set(['fetchMethod', 'memoMethod', 'perf']);
+/* The boolean ones among them: they read back as their lru-cache default, false. */
+const DEFAULT_FALSE = ['allowStale', 'noDeleteOnStaleGet', 'noDisposeOnSet', 'updateAgeOnHas',
   'noUpdateTTL', 'allowStaleOnFetchRejection', 'allowStaleOnFetchAbort', 'ignoreFetchAbort',
-  'noDeleteOnFetchRejection']);
+  'noDeleteOnFetchRejection'];
 
 const DEFAULT_MAX_SIZE = 64 * 1024 * 1024;
 const DEFAULT_MAX_KEY_BYTES = 1024;
@@ -149,9 +150,11 @@ function jsonOf(value) {
   }
 }
 
-/* The ttl of set's or mset's options object: -1 (the cache's default) when it gives none. */
+/* The ttl of set's or mset's options object: -1 (the cache's default) when it
+ * gives none; null is no lifetime, as lru-cache stores it (0). */
 function ttlOption(options) {
   if (options === null) throw typeError('options must be an object');
+  if (options.ttl === null) return 0;
   return options.ttl === undefined ? -1 : ttlArg(options.ttl);
 }
 
@@ -295,6 +298,8 @@ class LarderCache {
   #name;
   #pool = null; // the LarderPool this handle was opened with (it counts the handle)
   #pooled = false; // the cache draws its capacity from a pool (this handle's or a joiner's)
+  #ttlAutopurge; // lru-cache's options kept only to read back (they change nothing here)
+  #ttlResolution;
 
   /**
    * @param {object} options see docs/node.md; every option is optional.
@@ -303,7 +308,7 @@ class LarderCache {
     if (options === null || typeof options !== 'object') throw typeError('options must be an object');
     const o = options;
     for (const k of UNSUPPORTED) {
-      if (o[k] !== undefined && !(o[k] === false && DEFAULT_FALSE.has(k))) {
+      if (GIVEN_ANY.has(k) ? o[k] !== undefined : o[k]) {
         throw typeError(`LarderCache does not support lru-cache's ${k} option (docs/node.md)`);
       }
     }
@@ -317,7 +322,11 @@ class LarderCache {
       : checkInteger('maxSize', o.maxSize, 65536, Number.MAX_SAFE_INTEGER);
     // max: 0 is no entry limit, as in lru-cache (where ttl or maxSize then bounds the cache).
     const max = o.max === undefined ? 0 : checkInteger('max', o.max, 0, 2 ** 32);
-    const ttl = o.ttl === undefined ? 0 : ttlArg(o.ttl);
+    // null is no lifetime, as lru-cache reads it; a fraction lru-cache refuses (an integer ms).
+    if (Number.isFinite(o.ttl) && !Number.isInteger(o.ttl)) {
+      throw typeError(`ttl must be an integer number of milliseconds, got ${o.ttl}`);
+    }
+    const ttl = o.ttl === undefined || o.ttl === null ? 0 : ttlArg(o.ttl);
     const maxKeyBytes = o.maxKeyBytes === undefined ? DEFAULT_MAX_KEY_BYTES
       : checkInteger('maxKeyBytes', o.maxKeyBytes, 1, LIMITS.keyLimit);
     const maxValueBytes = o.maxValueBytes === undefined ? DEFAULT_MAX_VALUE_BYTES
@@ -327,14 +336,16 @@ class LarderCache {
     if (!(policyName in POLICIES)) {
       throw rangeError(`policy must be one of ${Object.keys(POLICIES).join(', ')}, got '${policyName}'`);
     }
-    if (o.updateAgeOnGet !== undefined && typeof o.updateAgeOnGet !== 'boolean') {
+    if (o.updateAgeOnGet !== undefined && o.updateAgeOnGet !== null && typeof o.updateAgeOnGet !== 'boolean') {
       throw typeError('updateAgeOnGet must be a boolean');
     }
     const updateAgeOnGet = o.updateAgeOnGet === true;
     const shards = o.shards === undefined ? 1 : checkInteger('shards', o.shards, 1, 64);
     if ((shards & (shards - 1)) !== 0) throw rangeError(`shards must be a power of two, got ${shards}`);
     if (shards > 1 && pool.pool !== null) throw typeError('shards cannot be combined with pool: a pooled cache has one shard');
-    if (o.dispose !== undefined && typeof o.dispose !== 'function') throw typeError('dispose must be a function');
+    if (o.dispose !== undefined && o.dispose !== null && typeof o.dispose !== 'function') {
+      throw typeError('dispose must be a function');
+    }
     const queueBytes = o.disposeQueueBytes === undefined ? DEFAULT_DISPOSE_QUEUE_BYTES
       : checkInteger('disposeQueueBytes', o.disposeQueueBytes, 4096, 2 ** 40);
     this.#serializer = makeSerializer(o.serializer);
@@ -352,6 +363,10 @@ class LarderCache {
     }
 
     this.#dispose = o.dispose || null;
+    this.#ttlAutopurge = !!o.ttlAutopurge;
+    // lru-cache's reading: a positive integer or 0 as given, anything else its default, 1.
+    const res = o.ttlResolution;
+    this.#ttlResolution = res === 0 || (Number.isInteger(res) && res > 0) ? res : 1;
     this.#name = name;
     this.#n = native.open(name === undefined ? null : name, maxSize, max, ttl,
       maxKeyBytes, maxValueBytes + 1, POLICIES[policyName], updateAgeOnGet ? 1 : 0, given,
@@ -542,6 +557,19 @@ class LarderCache {
     }
     this.#unflushed = true;
     this.#n.clear();
+  }
+
+  /**
+   * lru-cache's fetch without a fetchMethod (which LarderCache refuses): a
+   * promise of get(key).
+   */
+  async fetch(key) {
+    return this.get(key);
+  }
+
+  /** lru-cache's memo without a memoMethod (which LarderCache refuses): its error. */
+  memo() {
+    throw new Error('no memoMethod provided to constructor');
   }
 
   /** Milliseconds key has left: 0 when absent, Infinity when it never expires. */
@@ -773,6 +801,26 @@ class LarderCache {
   /** The default lifetime in ms (0: none), as the cache was opened with it. */
   get ttl() {
     return this.#ttl;
+  }
+
+  /** ttlAutopurge as given (as a boolean): the engine always reclaims expired entries. */
+  get ttlAutopurge() {
+    return this.#ttlAutopurge;
+  }
+
+  /** ttlResolution as lru-cache reads it; the engine's clock has no such setting. */
+  get ttlResolution() {
+    return this.#ttlResolution;
+  }
+
+  /** lru-cache's maxEntrySize: 0, no limit in its units (values are bounded by maxValueBytes). */
+  get maxEntrySize() {
+    return 0;
+  }
+
+  /** The dispose function given, or undefined. */
+  get dispose() {
+    return this.#dispose ?? undefined;
   }
 
   /** Whether reads extend lifetimes, as the cache was opened with it. */

@@ -325,7 +325,7 @@ test('bad keys: TypeError from every method, and nothing else changes', () => {
     assert.throws(() => c.getRemainingTTL(k), range);
     assert.throws(() => c.mget(['keep', k]), range);
   }
-  for (const bad of ['5', null, NaN, {}, 1n]) {
+  for (const bad of ['5', NaN, {}, 1n]) {
     assert.throws(() => c.set('keep', 'w', { ttl: bad }), { code: 'ERR_INVALID_ARG_TYPE' });
   }
   assert.throws(() => c.set('keep', 'w', { ttl: -1 }), range);
@@ -648,4 +648,98 @@ test('mset of a non-iterable and null options: TypeError with its code, nothing 
   c.set('s', 2, {});
   assert.deepEqual(c.mget(['m', 's']), [1, 2]);
   c.close();
+});
+
+/*
+ * Options lru-cache reads as absent or off, side by side: null for ttl,
+ * dispose and updateAgeOnGet; any falsy value (false, 0, null, '') for the
+ * options larder refuses when they ask for a behaviour (but fetchMethod,
+ * memoMethod and perf, which lru-cache itself refuses given as anything but
+ * a function or an object with now()). LarderCache threw a TypeError for
+ * each.
+ */
+test('options lru-cache reads as absent (null, or falsy for the refused ones) are accepted, as there', { skip: needLru }, () => {
+  const cases = [{ ttl: null }, { dispose: null }, { updateAgeOnGet: null }, { maxEntrySize: 0 },
+    { maxEntrySize: null }, { sizeCalculation: null }, { sizeCalculation: false }, { memoMethod: undefined }, { disposeAfter: null }, { onInsert: false }, { allowStale: null },
+    { allowStale: 0 }, { noDisposeOnSet: null }, { noUpdateTTL: '' }];
+  for (const o of cases) {
+    const lru = new LRUCache({ max: 10, ...o });
+    const larder = new LarderCache(o);
+    for (const c of [lru, larder]) c.set('a', 1);
+    assert.equal(larder.get('a'), lru.get('a'), JSON.stringify(o));
+    assert.deepEqual([larder.ttl, larder.updateAgeOnGet, larder.getRemainingTTL('a')],
+      [lru.ttl, lru.updateAgeOnGet, lru.getRemainingTTL('a')], JSON.stringify(o));
+    larder.close();
+  }
+  // Still refused on both: fetchMethod, memoMethod and perf given as null or false.
+  for (const k of ['fetchMethod', 'memoMethod', 'perf']) {
+    for (const v of [null, false]) {
+      assert.throws(() => new LRUCache({ max: 10, [k]: v }), TypeError, k);
+      assert.throws(() => new LarderCache({ [k]: v }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' }, k);
+    }
+  }
+  // On larder only: a dispose that is not a function (lru-cache ignores it).
+  assert.throws(() => new LarderCache({ dispose: 5 }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+});
+
+/*
+ * lru-cache refuses a constructor ttl that is not an integer (1.5: TypeError)
+ * where LarderCache rounded it up; a per-call ttl of null is no lifetime on
+ * both (LarderCache threw), and a fractional per-call ttl is a lifetime on
+ * both (lru-cache keeps the fraction, larder rounds up to the next ms).
+ */
+test('ttl: a fractional constructor ttl refused, a per-call null ttl is no lifetime, as lru-cache', { skip: needLru }, () => {
+  for (const ttl of [1.5, 0.5, 1000.25]) {
+    assert.throws(() => new LRUCache({ max: 10, ttl }), TypeError, `lru-cache ttl ${ttl}`);
+    assert.throws(() => new LarderCache({ ttl }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' }, `ttl ${ttl}`);
+  }
+  const lru = new LRUCache({ max: 10, ttl: 60000 });
+  const larder = new LarderCache({ ttl: 60000 });
+  for (const c of [lru, larder]) {
+    c.set('n', 1, { ttl: null });
+    c.set('f', 2, { ttl: 60000.5 });
+  }
+  assert.equal(larder.getRemainingTTL('n'), Infinity);
+  assert.equal(lru.getRemainingTTL('n'), Infinity);
+  for (const c of [lru, larder]) {
+    const left = c.getRemainingTTL('f');
+    assert.ok(left > 50000 && left <= 60001, `${left}`);
+  }
+  larder.close();
+});
+
+/* lru-cache's ttlAutopurge, ttlResolution and maxEntrySize read back; LarderCache said undefined. */
+test('ttlAutopurge, ttlResolution, maxEntrySize and dispose read back as lru-cache\'s', { skip: needLru }, () => {
+  const fn = () => {};
+  const cases = [{}, { ttlAutopurge: true }, { ttlAutopurge: 0 }, { ttlResolution: 0 }, { ttlResolution: 100 },
+    { ttlResolution: 1.5 }, { ttlResolution: -1 }, { ttlResolution: null }, { maxEntrySize: 0 }, { dispose: fn },
+    { dispose: null }];
+  for (const o of cases) {
+    const lru = new LRUCache({ max: 10, ...o });
+    const larder = new LarderCache(o);
+    for (const name of ['ttlAutopurge', 'ttlResolution', 'maxEntrySize', 'dispose']) {
+      assert.equal(larder[name], lru[name], `${name} of ${JSON.stringify(o)}`);
+    }
+    larder.close();
+  }
+});
+
+/*
+ * lru-cache 11's fetch and memo: larder refuses fetchMethod and memoMethod,
+ * so fetch is lru-cache's fetch without a fetchMethod (a promise of get) and
+ * memo throws lru-cache's error. LarderCache had neither method.
+ */
+test('fetch resolves to get and memo throws, as lru-cache without fetchMethod or memoMethod', { skip: needLru }, async () => {
+  const lru = new LRUCache({ max: 10 });
+  const larder = new LarderCache({});
+  for (const c of [lru, larder]) c.set('a', { x: 1 });
+  for (const key of ['a', 'absent']) {
+    const p = larder.fetch(key);
+    assert.ok(p instanceof Promise);
+    assert.deepEqual(await p, await lru.fetch(key), key);
+  }
+  assert.throws(() => lru.memo('a'), { message: 'no memoMethod provided to constructor' });
+  assert.throws(() => larder.memo('a'), { message: 'no memoMethod provided to constructor' });
+  larder.close();
+  await assert.rejects(larder.fetch('a'), { code: 'ERR_LARDER_CLOSED' });
 });
