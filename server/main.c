@@ -19,7 +19,8 @@
  *
  * memcached's command line is accepted whole (docs/server.md, "Command
  * line"): what larderd does the same way works; tuning of memcached's own
- * internals (slab factor, LRU, ...) is accepted and has no effect; what
+ * internals (slab factor, LRU, ...) is accepted and has no effect (-o's
+ * suboptions and memcached's checks of their values: suboptions.c); what
  * larderd cannot do (SASL, TLS, no-eviction, no CAS) is refused with a
  * message, never ignored. Start-up order: listen (errors reach the
  * terminal), lock memory, drop privileges (-u), daemonize (-d), write the
@@ -48,6 +49,7 @@
 #include "larder.h"
 #include "exec/exec_internal.h"
 #include "net/server.h"
+#include "suboptions.h"
 
 /* The -l list, memcached's way: several -l joined with commas. */
 #define INTER_MAX 1024
@@ -83,6 +85,7 @@ struct options {
 	bool shutdown_enabled;        /* -A */
 	bool flush_disabled;          /* -F */
 	bool dump_disabled;           /* -X */
+	struct larderd_subopts subopts; /* -o, memcached's checks across them */
 };
 
 /* Long-only options (memcached has no letter for them). */
@@ -207,62 +210,6 @@ static bool parse_dict_mode(const char *s, struct options *o)
 	else
 		return false;
 	return true;
-}
-
-/* The -o suboptions memcached 1.6.18 (Debian's build, with extstore and
- * TLS) takes: larderd takes the same names. */
-static const char *const suboptions[] = {
-	"maxconns_fast", "no_maxconns_fast", "hashpower", "tail_repair_time", "hash_algorithm",
-	"lru_crawler", "no_lru_crawler", "lru_crawler_sleep", "lru_crawler_tocrawl",
-	"lru_maintainer", "no_lru_maintainer", "hot_lru_pct", "warm_lru_pct", "hot_max_factor",
-	"warm_max_factor", "temporary_ttl", "idle_timeout", "slab_reassign", "no_slab_reassign",
-	"slab_automove", "no_slab_automove", "slab_automove_ratio", "slab_automove_window",
-	"slab_automove_freeratio", "slab_chunk_max", "slab_sizes", "watcher_logbuf_size",
-	"worker_logbuf_size", "track_sizes", "no_hashexpand", "modern", "no_modern",
-	"drop_privileges", "no_drop_privileges", "inline_ascii_resp", "no_inline_ascii_resp",
-	"no_chunked_items", "read_buf_mem_limit", "resp_obj_mem_limit", "sock_cookie_id",
-	"ext_path", "ext_page_size", "ext_wbuf_size", "ext_threads", "ext_io_depth",
-	"ext_item_size", "ext_item_age", "ext_low_ttl", "ext_drop_unread", "ext_recache_rate",
-	"ext_compact_under", "ext_drop_under", "ext_max_frag", "ext_max_sleep",
-	"ssl_chain_cert", "ssl_key", "ssl_keyformat", "ssl_verify_mode", "ssl_ciphers",
-	"ssl_ca_cert", "ssl_wbuf_size", "ssl_session_cache", "ssl_kernel_tls", "ssl_min_version",
-};
-
-static bool known_suboption(const char *name, size_t len)
-{
-	for (size_t i = 0; i < sizeof(suboptions) / sizeof(suboptions[0]); i++)
-		if (strlen(suboptions[i]) == len && memcmp(suboptions[i], name, len) == 0)
-			return true;
-	return false;
-}
-
-/*
- * -o's comma-separated suboptions, read as memcached's getsubopt loop reads
- * them: a name it does not know, or an empty one, is its "Illegal
- * suboption" and exit 1. The tuning ones are accepted and have no effect;
- * the two that change behaviour larderd does not have are refused:
- * idle_timeout above 0 (larderd closes no idle connection) and ext_path
- * (extstore). Returns 0 or the exit status.
- */
-static int check_suboptions(const char *arg)
-{
-	for (const char *p = arg; *p != '\0';) {
-		size_t len = strcspn(p, ","), name_len = strcspn(p, "=,");
-		const char *value = p[name_len] == '=' ? p + name_len + 1 : "";
-
-		if (!known_suboption(p, name_len)) {
-			fprintf(stderr, "Illegal suboption \"%.*s\"\n", (int)len, p);
-			return 1;
-		}
-		if ((name_len == 12 && memcmp(p, "idle_timeout", 12) == 0 && atoi(value) > 0) ||
-		    (name_len == 8 && memcmp(p, "ext_path", 8) == 0)) {
-			fprintf(stderr, "larderd: -o %.*s is not supported (%s)\n", (int)len, p,
-				p[0] == 'i' ? "idle connections are never closed" : "no extstore");
-			return EX_USAGE;
-		}
-		p += len + (p[len] == ',');
-	}
-	return 0;
 }
 
 /* 0: serve; -1: exit 0 (-h, -V, -i); else the exit status (EX_USAGE, or
@@ -448,7 +395,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 				fprintf(stderr, "larderd: warning: UDP is not served (-U %s)\n", optarg);
 			break;
 		case 'f': case 'n': case 'L': case 'R': case 'D': case 'W': case 'N': case 'o':
-			if (ch == 'o' && (rc = check_suboptions(optarg)) != 0)
+			if (ch == 'o' && (rc = larderd_subopts_parse(&o->subopts, optarg)) != 0)
 				return rc;
 			if (o->verbose)
 				fprintf(stderr, "larderd: -%c tunes memcached's own internals: no effect\n",
@@ -462,6 +409,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		default: usage(stderr); return EX_USAGE;
 		}
 	}
+	if ((rc = larderd_subopts_finish(&o->subopts)) != 0)
+		return rc;
 	if (o->threads > 256) {
 		fprintf(stderr, "larderd: -t must be at most 256\n");
 		return EX_USAGE;
@@ -813,7 +762,8 @@ int main(int argc, char **argv)
 			    .item_max = 1024 * 1024, .protocol = LARDERD_PROTO_AUTO,
 			    .compress_saving_pct = DEFAULT_COMPRESS_SAVING_PCT,
 			    .dict_mode = LARDER_DICTIONARY_TRAIN, .unix_mask = DEFAULT_UNIX_MASK,
-			    .backlog = DEFAULT_BACKLOG, .shards = 1};
+			    .backlog = DEFAULT_BACKLOG, .shards = 1,
+			    .subopts = LARDERD_SUBOPTS_INIT};
 	static char snapshot_path[PATH_MAX], socket_path[PATH_MAX], pid_path[PATH_MAX];
 	static struct larderd_shared sh;
 	struct larderd_net *net;

@@ -355,22 +355,46 @@ def check_counts(larderd, memcached):
 def check_suboptions(larderd, memcached):
     """-o: a suboption memcached 1.6.18 does not know (or an empty one) is
     refused as memcached refuses it, "Illegal suboption" and exit 1, where
-    larderd accepted anything; the known ones start both servers; the two
-    whose behaviour larderd does not have (closing idle connections,
-    extstore) are refused with a message, never ignored."""
+    larderd accepted anything; a value memcached refuses (hashpower=abc, a
+    missing one, out of range, not a number, hot_lru_pct and warm_lru_pct
+    over 80 together, across -o options) is refused with memcached's words
+    and exit status, where larderd accepted every value; the known ones with
+    values memcached takes start both servers; the two whose behaviour
+    larderd does not have (closing idle connections, extstore) are refused
+    with a message, never ignored."""
     lp, mp = free_ports(2)
-    refused = ("bogus", "bogus=3", "hashpower=20,bogus,modern", ",modern", "modern,,",
-               "meta_response_old", "lru_segmented", "ext_path_x=1")
+    refused = ["bogus", "bogus=3", "hashpower=20,bogus,modern", ",modern", "modern,,",
+               "meta_response_old", "lru_segmented", "ext_path_x=1"]
+    refused += ["hashpower", "hashpower=", "hashpower=abc", "hashpower=-1", "hashpower=11",
+                "hashpower=33", "hashpower=99999999", "modern,hashpower=abc", "tail_repair_time",
+                "tail_repair_time=9", "tail_repair_time=abc", "hash_algorithm",
+                "hash_algorithm=md5", "lru_crawler_sleep", "lru_crawler_sleep=-1",
+                "lru_crawler_sleep=1000001", "lru_crawler_tocrawl", "lru_crawler_tocrawl=5x",
+                "lru_crawler_tocrawl=-1", "hot_lru_pct", "hot_lru_pct=0", "hot_lru_pct=80",
+                "warm_lru_pct=abc", "hot_lru_pct=79", "hot_lru_pct=40,warm_lru_pct=41",
+                "-o hot_lru_pct=50 -o warm_lru_pct=31", "hot_max_factor", "hot_max_factor=0",
+                "warm_max_factor=abc", "slab_automove=3", "slab_automove=-1",
+                "slab_automove_ratio=0", "slab_automove_ratio=1.5", "slab_automove_ratio=abc",
+                "slab_automove_window=2", "slab_automove_window=abc",
+                "slab_automove_freeratio=5x", "slab_automove_freeratio", "watcher_logbuf_size=-1",
+                "worker_logbuf_size=abc", "read_buf_mem_limit=5x", "temporary_ttl", "idle_timeout",
+                "ssl_ciphers", "ext_page_size", "ext_path"]
     for sub in refused:
         got = []
+        opts = sub.split() if sub.startswith("-o ") else ["-o", sub]
         for server in (memcached, larderd):
-            r = subprocess.run([server, "-p", str(lp), "-l", "127.0.0.1", "-U", "0", "-u", "root",
-                                "-o", sub], capture_output=True, timeout=60)
+            r = subprocess.run([server, "-p", str(lp), "-l", "127.0.0.1", "-U", "0", "-u", "root"]
+                               + opts, capture_output=True, timeout=60)
             got.append((r.returncode, r.stderr))
         if got[0] != got[1]:
             raise RuntimeError("-o %r: memcached exit %d %r, larderd exit %d %r"
                                % ((sub,) + got[0] + got[1]))
-    accepted = "modern,no_modern,hashpower=20,slab_chunk_max=512,track_sizes,idle_timeout=0,ssl_ciphers=x,"
+    accepted = ("modern,no_modern,hashpower=20x,slab_chunk_max=512,track_sizes,idle_timeout=0,"
+                "ssl_ciphers=x,tail_repair_time=10,hash_algorithm=xxh3,lru_crawler_sleep=1000000,"
+                "lru_crawler_tocrawl=0,hot_lru_pct=1,warm_lru_pct=79,hot_max_factor=5x,"
+                "slab_automove,slab_automove=2,slab_automove_ratio=1,slab_automove_window=3,"
+                "slab_automove_freeratio=-1,watcher_logbuf_size=0,read_buf_mem_limit=0,"
+                "idle_timeout=abc,")
     procs = [subprocess.Popen([server, "-p", str(port), "-l", "127.0.0.1", "-U", "0", "-u", "nobody",
                                "-o", accepted], stderr=subprocess.DEVNULL)
              for server, port in ((memcached, mp), (larderd, lp))]
@@ -387,8 +411,8 @@ def check_suboptions(larderd, memcached):
                            capture_output=True, timeout=60)
         if r.returncode != 64 or word not in r.stderr:
             raise RuntimeError("-o %s: exit %d, %r" % (sub, r.returncode, r.stderr))
-    print("-o: %d unknown suboptions refused as memcached refuses them; the known ones "
-          "accepted; idle_timeout and ext_path refused with a message" % len(refused))
+    print("-o: %d unknown suboptions and bad values refused as memcached refuses them; the known "
+          "ones accepted; idle_timeout and ext_path refused with a message" % len(refused))
 
 
 def check_shards(larderd):
