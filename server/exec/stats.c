@@ -20,7 +20,8 @@
  * "stats settings" shows memcached's fields for the settings larderd has
  * (and those saying a feature is off: detail, size tracking, TLS, idle timeout);
  * "stats sizes" says the size histogram is disabled, as memcached's default
- * does; "stats conns" and "stats extstore" are empty lists.
+ * does; "stats conns" and "stats extstore" are empty lists; "stats detail"
+ * takes memcached's grammar, and refuses "on" (no per-prefix statistics).
  */
 #include "exec_internal.h"
 
@@ -263,6 +264,25 @@ static void items(struct larderd_exec *x, struct larderd_obuf *out)
 	larderd_obuf_add(out, "END\r\n", 5);
 }
 
+/* "stats detail on|off|dump", memcached's grammar (words after the first
+ * ignored, as there). larderd keeps no per-prefix statistics: "off" is what
+ * it does (OK), "dump" lists no prefix (END), and "on" is refused rather
+ * than answered OK with nothing ever counted. */
+static void detail(struct larderd_req *req, struct larderd_obuf *out)
+{
+	struct larderd_tok *arg = &req->tok[2];
+
+	if (req->ntok >= 3 && arg->n == 3 && memcmp(arg->p, "off", 3) == 0)
+		larderd_obuf_line(out, "OK");
+	else if (req->ntok >= 3 && arg->n == 4 && memcmp(arg->p, "dump", 4) == 0)
+		larderd_obuf_add(out, "END\r\n", 5);
+	else if (req->ntok >= 3 && arg->n == 2 && memcmp(arg->p, "on", 2) == 0)
+		larderd_obuf_line(out, "SERVER_ERROR stats detail is not supported "
+				  "(no per-prefix statistics)");
+	else
+		larderd_obuf_line(out, "CLIENT_ERROR usage: stats detail on|off|dump");
+}
+
 void larderd_exec_stats(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
 	struct larderd_tok *sub = &req->tok[1];
@@ -285,6 +305,8 @@ void larderd_exec_stats(struct larderd_exec *x, struct larderd_req *req, struct 
 		slabs(x, out);
 	} else if (sub->n == 5 && memcmp(sub->p, "items", 5) == 0) {
 		items(x, out);
+	} else if (sub->n == 6 && memcmp(sub->p, "detail", 6) == 0) {
+		detail(req, out);
 	} else if (sub->n == 9 && memcmp(sub->p, "cachedump", 9) == 0 && x->sh->dump_disabled) {
 		larderd_obuf_line(out, "CLIENT_ERROR stats cachedump not allowed");
 	} else if (sub->n == 5 && memcmp(sub->p, "sizes", 5) == 0) {

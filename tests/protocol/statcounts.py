@@ -25,7 +25,11 @@ except those docs/server.md lists as not shown (ABSENT: memcached's own
 buffers, slab mover, LRU crawler and logger, which larderd does not have,
 and hash_is_expanding, which the engine does not report); conn_yields,
 auth_cmds, auth_errors and malloc_fails equal to memcached's (0 on both);
-"stats extstore" an empty list, as memcached's without an extstore.
+"stats extstore" an empty list, as memcached's without an extstore;
+"stats detail on", where memcached starts its per-prefix statistics,
+refused by larderd with a SERVER_ERROR naming it (it keeps none), after
+which "stats detail dump" lists no prefix and detail_enabled stays "no"
+(the other forms are difftest's case issue-stats-detail-forms).
 Not compared: counters whose differences docs/server.md lists (CAS uniques,
 so cas_*; get_expired, get_flushed; cmd_meta, which memcached 1.6.18 does
 not count).
@@ -135,12 +139,23 @@ def check_gauges(lp, mp):
                                larder[b"hash_bytes"].decode()))
 
 
+def check_detail(lp):
+    got = request(lp, b"stats detail on\r\nstats detail dump\r\nstats settings\r\nmn\r\n",
+                  end_marks=(b"MN\r\n",))
+    want = (b"SERVER_ERROR stats detail is not supported (no per-prefix statistics)\r\n"
+            b"END\r\n")
+    if not got.startswith(want) or b"STAT detail_enabled no\r\n" not in got:
+        raise RuntimeError("stats detail on: %r" % got[:200])
+    print("detail  stats detail on refused, dump empty, detail_enabled no")
+
+
 def main():
     larderd, memcached = sys.argv[1], sys.argv[2]
     lp, mp, procs = start_both(larderd, memcached)
     try:
         check_gauges(lp, mp)
         check_names(lp, mp)
+        check_detail(lp)
         scenarios = [(n, ops + b"mn\r\n", b"MN\r\n") for n, ops in SCENARIOS]
         scenarios += [(n, ops, BIN_END) for n, ops in BIN_SCENARIOS]
         for name, ops, end in scenarios:
