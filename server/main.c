@@ -146,20 +146,40 @@ static void usage(FILE *f)
 		"-h, --help                print this help and exit\n");
 }
 
-static bool parse_size(const char *s, size_t *out)
+/* memcached's -I bounds (its ITEM_SIZE_MAX_LOWER_LIMIT and _UPPER_LIMIT). */
+#define ITEM_MIN 1024ull
+#define ITEM_UPPER (1024ull * 1024 * 1024)
+
+/* -I: a byte count with a k/m suffix, from 1 KiB to the engine's value
+ * limit less the item header (just under 1 GiB). A value memcached reads
+ * as under 1 KiB (not a number, or a suffix it does not know: its atoi
+ * stops there) or over 1 GiB is refused in memcached's words; anything
+ * else larderd cannot take in its own. Returns 0 or the exit status. */
+static int parse_item_max(const char *s, size_t *out)
 {
 	char *end;
 	unsigned long long v = strtoull(s, &end, 10);
-	if (end == s)
-		return false;
+	bool negative = strchr(s, '-') != NULL;
+
 	if (*end == 'k' || *end == 'K')
-		v *= 1024, end++;
+		v = v > ITEM_UPPER ? ITEM_UPPER + 1 : v * 1024, end++;
 	else if (*end == 'm' || *end == 'M')
-		v *= 1024 * 1024, end++;
-	if (*end != '\0' || v < 1024 || v > LARDER_VALUE_LIMIT - LARDERD_HDR)
-		return false;
+		v = v > ITEM_UPPER ? ITEM_UPPER + 1 : v * 1024 * 1024, end++;
+	if (end == s || negative || v < ITEM_MIN) {
+		fprintf(stderr, "Item max size cannot be less than 1024 bytes.\n");
+		return EX_USAGE;
+	}
+	if (v > ITEM_UPPER && *end == '\0') {
+		fprintf(stderr, "Cannot set item size limit higher than a gigabyte.\n");
+		return EX_USAGE;
+	}
+	if (*end != '\0' || v > LARDER_VALUE_LIMIT - LARDERD_HDR) {
+		fprintf(stderr, "larderd: bad -I value '%s' (1024 to %llu bytes, k or m suffix)\n",
+			s, (unsigned long long)(LARDER_VALUE_LIMIT - LARDERD_HDR));
+		return EX_USAGE;
+	}
 	*out = (size_t)v;
-	return true;
+	return 0;
 }
 
 /* A byte count or a number, 0..max, with an optional k/m suffix. */
@@ -210,6 +230,23 @@ static bool parse_dict_mode(const char *s, struct options *o)
 	else
 		return false;
 	return true;
+}
+
+/* memcached's checks of its tuning options -f -n -R -D (no effect here),
+ * with its words and exit status: a value memcached refuses is refused
+ * (-n and -R: only 0, as its atoi reads them; a negative one it takes). */
+static int check_tuning(int ch, const char *arg)
+{
+	const char *why = ch == 'f' && atof(arg) <= 1.0 ? "Factor must be greater than 1" :
+			  ch == 'n' && atoi(arg) == 0 ? "Chunk size must be greater than 0" :
+			  ch == 'R' && atoi(arg) == 0 ?
+			  "Number of requests per event must be greater than 0" :
+			  ch == 'D' && arg[0] == '\0' ? "No delimiter specified" : NULL;
+
+	if (why == NULL)
+		return 0;
+	fprintf(stderr, "%s\n", why);
+	return 1;
 }
 
 /* 0: serve; -1: exit 0 (-h, -V, -i); else the exit status (EX_USAGE, or
@@ -284,7 +321,15 @@ static int parse_args(int argc, char **argv, struct options *o)
 			}
 			break;
 		case 's': o->socket_path = optarg; break;
-		case 'm': o->mem_mib = strtoull(optarg, NULL, 10); break;
+		case 'm':
+			/* As memcached reads it (a number, 0 when none), but a
+			 * negative one, which memcached wraps to an enormous limit. */
+			o->mem_mib = strtoull(optarg, NULL, 10);
+			if (strchr(optarg, '-') != NULL || o->mem_mib > (UINT64_MAX >> 20)) {
+				fprintf(stderr, "larderd: bad -m value '%s' (megabytes)\n", optarg);
+				return EX_USAGE;
+			}
+			break;
 		case 't':
 			/* memcached's reading (atoi), words and exit status. */
 			o->threads = atoi(optarg);
@@ -306,10 +351,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			}
 			break;
 		case 'I':
-			if (!parse_size(optarg, &o->item_max)) {
-				fprintf(stderr, "larderd: bad -I value '%s'\n", optarg);
-				return EX_USAGE;
-			}
+			if ((rc = parse_item_max(optarg, &o->item_max)) != 0)
+				return rc;
 			break;
 		case 'e': o->snapshot = optarg; break;
 		case 'B':
@@ -320,7 +363,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			else if (strcmp(optarg, "binary") == 0)
 				o->protocol = LARDERD_PROTO_BINARY;
 			else {
-				fprintf(stderr, "larderd: -B must be ascii, binary or auto\n");
+				fprintf(stderr, "Invalid value for binding protocol: %s\n"
+					" -- should be one of auto, binary, or ascii\n", optarg);
 				return EX_USAGE;
 			}
 			break;
@@ -395,6 +439,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 				fprintf(stderr, "larderd: warning: UDP is not served (-U %s)\n", optarg);
 			break;
 		case 'f': case 'n': case 'L': case 'R': case 'D': case 'W': case 'N': case 'o':
+			if ((rc = check_tuning(ch, optarg)) != 0)
+				return rc;
 			if (ch == 'o' && (rc = larderd_subopts_parse(&o->subopts, optarg)) != 0)
 				return rc;
 			if (o->verbose)

@@ -15,8 +15,10 @@ Checks:
   - -u nobody (when run as root) serves as nobody; -a sets the UNIX socket's
     mode; memcached's tuning options (-f -n -L -R -D -W -N -o -U 0 -b -r) are
     accepted and the server serves;
-  - what larderd cannot do (-M -C -S -Y -Z) and an unknown user are refused
-    at start-up with a message naming it, exit status 64 or 71;
+  - what larderd cannot do (-M -C -S -Y -Z), an unknown user and a negative
+    -m (memcached wraps it to an enormous limit; larderd said "cannot open
+    the cache: invalid argument") are refused at start-up with a message
+    naming it, exit status 64 or 71;
   - --shards (larderd's own): 4 serves every item, a value that is not a
     power of two from 1 to 64 is refused with a message;
   - a -p outside 0..65535 or not a number is refused (memcached: "Invalid
@@ -227,14 +229,15 @@ def check_refusals(larderd):
     (lp,) = free_ports(1)
     for args, word in ((["-M"], b"evictions"), (["-C"], b"CAS"), (["-S"], b"SASL"),
                        (["-Y", "/dev/null"], b"auth"), (["-Z"], b"TLS"),
-                       (["-u", "no-such-user-here"], b"no-such-user-here")):
+                       (["-u", "no-such-user-here"], b"no-such-user-here"),
+                       (["-m", "-5"], b"bad -m value"), (["-m", "99999999999999999"], b"bad -m value")):
         if args[0] == "-u" and os.geteuid() != 0:
             continue
         r = subprocess.run([larderd, "-p", str(lp), "-l", "127.0.0.1"] + args,
                            capture_output=True, timeout=60)
         if r.returncode not in (64, 71) or word not in r.stderr:
             raise RuntimeError("%r: exit %d, %r" % (args, r.returncode, r.stderr))
-    print("-M -C -S -Y -Z and an unknown user: refused with a message")
+    print("-M -C -S -Y -Z, an unknown user and a negative or overflowing -m: refused with a message")
 
 
 def check_port(larderd):
@@ -335,11 +338,21 @@ def check_counts(larderd, memcached):
     """-m, -t and -c refused as memcached refuses them: each read as atoi
     reads it (a trailing letter ignored, no number is 0), a count under 1
     refused with memcached's words and exit status (-t, -c: 1; -m 0 fails
-    memcached's -I check: 64), and -t over 64 warned about in its words."""
+    memcached's -I check: 64), and -t over 64 warned about in its words;
+    -I under 1 KiB or over 1 GiB, -f -n -R -D values memcached refuses (no
+    effect in larderd, which took them all) and a bad -B refused with
+    memcached's words and exit status."""
     (lp,) = free_ports(1)
     cases = (["-t", "0"], ["-t", "-1"], ["-t", "abc"], ["-t", ""], ["-c", "0"], ["-c", "-5"],
              ["-c", "abc"], ["-c", ""], ["-m", "0"], ["-m", "abc"], ["-m", ""], ["-m", "0x10"],
-             ["-t", "65", "-m", "0"], ["-m", "1k"], ["-c", "0", "-t", "0"])
+             ["-t", "65", "-m", "0"], ["-m", "1k"], ["-c", "0", "-t", "0"],
+             # -I under memcached's 1 KiB (as its atoi reads it) or over 1 GiB; memcached's
+             # tuning options with values it refuses; -B not a protocol (larderd had its own words,
+             # or took them)
+             ["-I", "1000"], ["-I", "abc"], ["-I", "0"], ["-I", "-5"], ["-I", "1g"], ["-I", ""],
+             ["-I", "1025m", "-m", "4000"], ["-f", "0.5"], ["-f", "1.0"], ["-f", "abc"],
+             ["-n", "0"], ["-n", "abc"], ["-R", "0"], ["-R", "abc"], ["-D", ""],
+             ["-B", "foo"], ["-B", ""], ["-f", "0", "-n", "0"])
     for args in cases:
         got = []
         for server in (memcached, larderd):
@@ -349,7 +362,8 @@ def check_counts(larderd, memcached):
         if got[0] != got[1]:
             raise RuntimeError("%r: memcached exit %d %r, larderd exit %d %r"
                                % ((args,) + got[0] + got[1]))
-    print("-m -t -c: %d bad values refused with memcached's words and exit status" % len(cases))
+    print("-m -t -c -I -f -n -R -D -B: %d bad values refused with memcached's words and exit status"
+          % len(cases))
 
 
 def check_suboptions(larderd, memcached):
