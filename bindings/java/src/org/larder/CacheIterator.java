@@ -3,13 +3,15 @@ package org.larder;
 import java.lang.ref.Reference;
 import java.util.NoSuchElementException;
 import java.util.function.BiFunction;
+import java.util.function.Function;
 
 /*
  * The cursor behind LarderCache.keyIterator() and entryIterator(): one
  * native cursor (larder_iter_*), read one entry ahead. Its methods are
  * synchronized: the engine's cursor is used by one thread at a time (I2 in
  * native/jni_iter.c). Each entry's key and value arrive as fresh arrays and
- * are deserialized here.
+ * are deserialized here. remove() removes the key next() returned last
+ * through the cache, as the iterators of Caffeine's asMap() views do.
  */
 final class CacheIterator<K, V, T> implements CloseableIterator<T> {
     private final LarderCache<K, V> cache;
@@ -17,6 +19,9 @@ final class CacheIterator<K, V, T> implements CloseableIterator<T> {
     private final long gen;
     private final boolean values;
     private final BiFunction<byte[], byte[], T> element;
+    private final Function<T, K> keyOf;
+    /* The key of the element next() returned last, until remove() takes it. */
+    private K removable;
     private final Object[] pair = new Object[2];
     private long iter;
     private T next;
@@ -25,12 +30,13 @@ final class CacheIterator<K, V, T> implements CloseableIterator<T> {
     private boolean cacheClosed;
 
     CacheIterator(LarderCache<K, V> cache, long guard, long gen, boolean values,
-            BiFunction<byte[], byte[], T> element) {
+            BiFunction<byte[], byte[], T> element, Function<T, K> keyOf) {
         this.cache = cache;
         this.guard = guard;
         this.gen = gen;
         this.values = values;
         this.element = element;
+        this.keyOf = keyOf;
         long r = Native.iterOpen(guard, gen);
         Reference.reachabilityFence(cache);
         if (r <= 0) {
@@ -80,7 +86,26 @@ final class CacheIterator<K, V, T> implements CloseableIterator<T> {
         }
         T t = next;
         next = null;
+        removable = keyOf.apply(t);
         return t;
+    }
+
+    /**
+     * Removes the key of the element {@code next()} returned last from the
+     * cache (whatever its value is now), as Caffeine's asMap() iterators do;
+     * the walk goes on over the rest.
+     *
+     * @throws IllegalStateException before {@code next()}, or twice for one
+     *         element; or the cache is closed
+     */
+    @Override
+    public synchronized void remove() {
+        if (removable == null) {
+            throw new IllegalStateException("remove() before next(), or twice for one element");
+        }
+        K key = removable;
+        removable = null;
+        cache.remove(key);
     }
 
     @Override

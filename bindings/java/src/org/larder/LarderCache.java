@@ -6,7 +6,6 @@ import java.lang.ref.Reference;
 import java.nio.BufferOverflowException;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
-import java.util.AbstractMap;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -413,27 +412,31 @@ public final class LarderCache<K, V> implements AutoCloseable {
      * returned exactly once, none twice, none that was expired or removed
      * when it is reached; a key written or removed meanwhile may or may not
      * be. Iterating is not reading: no hits are counted, nothing is marked
-     * accessed and no deadline is extended. Allocates each key. Use it from
-     * one thread at a time; close it when stopping early (see
-     * {@link CloseableIterator}).
+     * accessed and no deadline is extended. Allocates each key. Its
+     * {@code remove()} removes the key it returned last, as Caffeine's
+     * {@code asMap().keySet()} iterator's. Use it from one thread at a time;
+     * close it when stopping early (see {@link CloseableIterator}).
      *
      * @throws IllegalStateException the cache is closed (also from
      *         {@code hasNext}/{@code next} once it is)
      */
     public CloseableIterator<K> keyIterator() {
         return new CacheIterator<>(this, guard, gen, false,
-                (k, v) -> deserialize(keySerializer, k));
+                (k, v) -> deserialize(keySerializer, k), k -> k);
     }
 
     /**
      * An iterator over the live entries as (key, value) pairs, with the
      * promises of {@link #keyIterator()}; each value is the one the entry
-     * had when reached. Allocates each entry.
+     * had when reached. Allocates each entry. As Caffeine's
+     * {@code asMap().entrySet()} iterator's, an entry's {@code setValue(v)}
+     * writes through ({@code put(key, v)}) and returns its old value, and
+     * {@code remove()} removes the key returned last.
      */
     public CloseableIterator<Map.Entry<K, V>> entryIterator() {
         return new CacheIterator<>(this, guard, gen, true,
-                (k, v) -> new AbstractMap.SimpleImmutableEntry<>(deserialize(keySerializer, k),
-                        deserialize(valueSerializer, v)));
+                (k, v) -> new WriteThroughEntry<>(this, deserialize(keySerializer, k),
+                        deserialize(valueSerializer, v)), Map.Entry::getKey);
     }
 
     @SuppressWarnings("unchecked")

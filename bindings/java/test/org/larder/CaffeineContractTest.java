@@ -369,6 +369,82 @@ class CaffeineContractTest {
         }
     }
 
+    /*
+     * Code ported from Caffeine removes while it walks (asMap()'s iterators'
+     * remove(), which removeIf on its views is built on) and writes through
+     * an entry (setValue). larder's iterators threw
+     * UnsupportedOperationException from remove() and its entries from
+     * setValue(). Now both act as Caffeine's: remove() removes the key last
+     * returned (the listener hears EXPLICIT), twice or before next() is an
+     * IllegalStateException; setValue(v) puts v (REPLACED) and returns the
+     * entry's old value; the walk goes on over the rest.
+     */
+    @Test
+    void iteratorRemoveAndEntrySetValueAsCaffeines() {
+        Queue<String> caffeineEvents = new ConcurrentLinkedQueue<>();
+        Queue<String> larderEvents = new ConcurrentLinkedQueue<>();
+        Cache<String, String> caffeine = Caffeine.newBuilder().executor(Runnable::run)
+                .removalListener((k, v, cause) -> caffeineEvents.add(k + "|" + v + "|" + cause)).build();
+        ConcurrentMap<String, String> map = caffeine.asMap();
+        try (LarderCache<String, String> larder = TestSupport.strings()
+                .removalListener((k, v, cause) -> larderEvents.add(k + "|" + v + "|" + cause)).build()) {
+            for (int i = 0; i < 60; i++) {
+                map.put("k" + i, "v" + i);
+                larder.put("k" + i, "v" + i);
+            }
+            List<String> caffeineOld = new ArrayList<>();
+            List<String> larderOld = new ArrayList<>();
+            java.util.Iterator<Map.Entry<String, String>> ci = map.entrySet().iterator();
+            assertEquals(IllegalStateException.class, outcome(() -> { ci.remove(); return null; }));
+            walk(ci, caffeineOld);
+            try (CloseableIterator<Map.Entry<String, String>> li = larder.entryIterator()) {
+                assertEquals(IllegalStateException.class, outcome(() -> { li.remove(); return null; }));
+                walk(li, larderOld);
+            }
+            Collections.sort(caffeineOld);
+            Collections.sort(larderOld);
+            assertEquals(caffeineOld, larderOld, "setValue's returns");
+            /* The key iterator's remove, as asMap().keySet()'s. */
+            for (java.util.Iterator<String> it : Arrays.<java.util.Iterator<String>>asList(
+                    map.keySet().iterator(), larder.keyIterator())) {
+                while (it.hasNext()) {
+                    if (it.next().endsWith("1")) {
+                        it.remove();
+                    }
+                }
+            }
+            larder.cleanUp();
+            Map<String, String> larderLeft = new HashMap<>();
+            try (CloseableIterator<Map.Entry<String, String>> li = larder.entryIterator()) {
+                li.forEachRemaining(e -> larderLeft.put(e.getKey(), e.getValue()));
+            }
+            assertEquals(new HashMap<>(map), larderLeft);
+            assertEquals(map.size(), larder.size());
+            int want = caffeineEvents.size();
+            TestSupport.waitUntil(want + " removals reported", () -> larderEvents.size() >= want);
+            List<String> c = new ArrayList<>(caffeineEvents);
+            List<String> l = new ArrayList<>(larderEvents);
+            Collections.sort(c);
+            Collections.sort(l);
+            assertEquals(c, l, "listener records");
+        }
+    }
+
+    /* Removes every entry whose number is even, sets the value of every third
+     * other one, recording setValue's returns; remove twice is refused. */
+    private static void walk(java.util.Iterator<Map.Entry<String, String>> it, List<String> old) {
+        while (it.hasNext()) {
+            Map.Entry<String, String> e = it.next();
+            int n = Integer.parseInt(e.getKey().substring(1));
+            if (n % 2 == 0) {
+                it.remove();
+                assertEquals(IllegalStateException.class, outcome(() -> { it.remove(); return null; }));
+            } else if (n % 3 == 0) {
+                old.add(e.getKey() + "=" + e.setValue("w" + n) + "->" + e.getValue());
+            }
+        }
+    }
+
     private static Object caffeineCall(ConcurrentMap<String, String> m, String call) {
         switch (call) {
         case "remove(k, null)": return m.remove("k", null);
