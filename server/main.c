@@ -457,6 +457,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 	}
 	if ((rc = larderd_subopts_finish(&o->subopts)) != 0)
 		return rc;
+	/* memcached's -p 0 turns TCP off (also for -l host:port entries); without
+	 * -s it then starts listening nowhere: refused here instead. */
+	if (atoi(o->port) == 0 && o->socket_path == NULL) {
+		fprintf(stderr, "larderd: -p 0 turns TCP off and there is no -s: nothing to "
+			"listen on\n");
+		return EX_USAGE;
+	}
 	if (o->threads > 256) {
 		fprintf(stderr, "larderd: -t must be at most 256\n");
 		return EX_USAGE;

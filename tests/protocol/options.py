@@ -22,7 +22,8 @@ Checks:
   - --shards (larderd's own): 4 serves every item, a value that is not a
     power of two from 1 to 64 is refused with a message;
   - a -p outside 0..65535 or not a number is refused (memcached: "Invalid
-    port number"), never served on another port;
+    port number"), never served on another port; -p 0 (TCP off) without
+    -s is refused (nothing to listen on);
   - -l as memcached reads it: a list separated by commas (or semicolons),
     several -l joined into one, an entry with its own port (host:port,
     [v6]:port); the server listens on every address, and stats settings'
@@ -244,13 +245,15 @@ def check_port(larderd):
     """-p takes a port number, 0-65535, as memcached does ("Invalid port
     number"): a larger one is refused, never served on another port (as
     the resolver would wrap 99999 to 34463), and a name is not looked up
-    as a service."""
-    for bad in ("65536", "99999", "-1", "http", "11211x", ""):
+    as a service. -p 0, memcached's "TCP off", without -s (memcached then
+    listens nowhere; larderd listened on a port of the kernel's choosing)
+    is refused with a message."""
+    for bad in ("65536", "99999", "-1", "http", "11211x", "", "0"):
         r = subprocess.run([larderd, "-p", bad, "-l", "127.0.0.1"], capture_output=True,
                            timeout=60)
         if r.returncode != 64 or b"-p" not in r.stderr:
             raise RuntimeError("-p %r: exit %d, %r" % (bad, r.returncode, r.stderr))
-    print("-p: 65536, 99999, -1, http, 11211x and an empty value refused with a message")
+    print("-p: 65536, 99999, -1, http, 11211x, an empty value and 0 without -s refused with a message")
 
 
 def bin_frame(op, key=b"", ext=b"", value=b""):
