@@ -13,7 +13,8 @@ Checks:
     absolute before the daemon moves to "/") names it, SIGTERM stops it and
     removes the pid file, and the snapshot lands where -e said;
   - -u nobody (when run as root) serves as nobody; -a sets the UNIX socket's
-    mode; memcached's tuning options (-f -n -L -R -D -W -N -o -U 0 -b -r) are
+    mode; with -s, -p and -U, stats settings' tcpport and udpport are 0
+    (neither is served; memcached shows the ports given); memcached's tuning options (-f -n -L -R -D -W -N -o -U 0 -b -r) are
     accepted and the server serves;
   - what larderd cannot do (-M -C -S -Y -Z), an unknown user and a negative
     -m (memcached wraps it to an enormous limit; larderd said "cannot open
@@ -190,7 +191,7 @@ def check_daemon(larderd, tmp):
 
 def check_user_and_mask(larderd, tmp):
     path = os.path.join(tmp, "sock")
-    args = [larderd, "-s", path, "-a", "0750"]
+    args = [larderd, "-s", path, "-a", "0750", "-p", "11299", "-U", "11299"]
     as_root = os.geteuid() == 0
     if as_root:
         args += ["-u", "nobody"]
@@ -215,11 +216,17 @@ def check_user_and_mask(larderd, tmp):
                 time.sleep(0.05)
         if version[:8] != b"VERSION ":
             raise RuntimeError("no version over the UNIX socket")
+        # docs/server.md: tcpport and udpport say what is served (memcached
+        # shows the -p and -U given: 11299 here, where it serves neither).
+        ports = [l for l in talk(0, b"stats settings\r\n", path=path).split(b"\r\n")
+                 if l.startswith((b"STAT tcpport ", b"STAT udpport "))]
+        if ports != [b"STAT tcpport 0", b"STAT udpport 0"]:
+            raise RuntimeError("-s with -p and -U: %r" % ports)
         if as_root:
             uid = [l for l in open("/proc/%d/status" % p.pid) if l.startswith("Uid:")][0]
             if int(uid.split()[1]) != pwd.getpwnam("nobody").pw_uid:
                 raise RuntimeError("-u nobody: %s" % uid.strip())
-        print("-a 0750: the socket's mode; %s" % ("-u nobody: serving as nobody" if as_root
+        print("-a 0750: the socket's mode; tcpport and udpport 0 with -s -p -U; %s" % ("-u nobody: serving as nobody" if as_root
                                                   else "-u not checked (not root)"))
     finally:
         p.terminate()
