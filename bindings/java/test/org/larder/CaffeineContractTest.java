@@ -427,6 +427,28 @@ class CaffeineContractTest {
             Collections.sort(c);
             Collections.sort(l);
             assertEquals(c, l, "listener records");
+            /* invalidateAll() (larder: clear()) in the middle of a walk: larder returns nothing
+             * more; Caffeine 2.6.2 may return the one key it had read ahead (seen: 1). */
+            List<Integer> rest = new ArrayList<>();
+            java.util.Iterator<String> cw = map.keySet().iterator();
+            try (CloseableIterator<String> lw = larder.keyIterator()) {
+                for (java.util.Iterator<String> it : Arrays.<java.util.Iterator<String>>asList(cw, lw)) {
+                    it.next();
+                    if (it == cw) {
+                        caffeine.invalidateAll();
+                    } else {
+                        larder.clear();
+                    }
+                    int n = 0;
+                    while (it.hasNext()) {
+                        it.next();
+                        n++;
+                    }
+                    rest.add(n);
+                }
+            }
+            assertTrue(rest.get(0) <= 1, "Caffeine: " + rest.get(0) + " keys after invalidateAll()");
+            assertEquals(0, rest.get(1), "keys returned after the clear");
         }
     }
 
