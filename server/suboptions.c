@@ -12,11 +12,11 @@
  * (larderd closes no idle connection) and ext_path (extstore).
  *
  * Invariants:
- *   1. A value memcached refuses is refused with memcached's message and
- *      exit status, wherever larderd can take the same reading (atoi,
- *      strtoul, strtod, as memcached parses each).
- *   2. A name memcached does not know, or an empty one, is its "Illegal
- *      suboption" and exit 1.
+ *   SUBOPT-V1. A value memcached refuses is refused with memcached's
+ *      message and exit status, wherever larderd can take the same reading
+ *      (atoi, strtoul, strtod, as memcached parses each).
+ *   SUBOPT-V2. A name memcached does not know, or an empty one, is its
+ *      "Illegal suboption" and exit 1.
  *
  * Not guaranteed: memcached's refusals that come from its own internals
  * (hashpower 12 beside its item lock table at -t 4, hashpower 32 failing

@@ -385,7 +385,7 @@ def check_suboptions(larderd, memcached):
     and exit status, where larderd accepted every value; the known ones with
     values memcached takes start both servers; the two whose behaviour
     larderd does not have (closing idle connections, extstore) are refused
-    with a message, never ignored."""
+    with a message, never ignored (SUBOPT-V1, SUBOPT-V2)."""
     lp, mp = free_ports(2)
     refused = ["bogus", "bogus=3", "hashpower=20,bogus,modern", ",modern", "modern,,",
                "meta_response_old", "lru_segmented", "ext_path_x=1"]
