@@ -314,7 +314,8 @@ class LarderCache {
     }
     const compression = compressionArg(o.compression);
     let given = 0;
-    for (const k of Object.keys(GIVEN)) if (o[k] !== undefined) given |= GIVEN[k];
+    // null is as absent (ttl, updateAgeOnGet): a joining handle then asks nothing of the cache.
+    for (const k of Object.keys(GIVEN)) if (o[k] !== undefined && o[k] !== null) given |= GIVEN[k];
     const pool = poolArgs(o);
 
     const name = checkName(o.name);

@@ -678,6 +678,12 @@ test('options lru-cache reads as absent (null, or falsy for the refused ones) ar
       assert.throws(() => new LarderCache({ [k]: v }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' }, k);
     }
   }
+  // A handle joining a named cache with ttl: null or updateAgeOnGet: null asks nothing of it.
+  const first = new LarderCache({ name: `null-join-${process.pid}`, ttl: 7000, updateAgeOnGet: true });
+  const joined = new LarderCache({ name: `null-join-${process.pid}`, ttl: null, updateAgeOnGet: null });
+  assert.deepEqual([joined.ttl, joined.updateAgeOnGet], [7000, true]);
+  joined.close();
+  first.close();
   // On larder only: a dispose that is not a function (lru-cache ignores it).
   assert.throws(() => new LarderCache({ dispose: 5 }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
 });
