@@ -28,6 +28,8 @@ class BuilderTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> bld.capacity(1000));
         assertTrue(e.getMessage().contains("65536"), e.getMessage());
+        /* Caffeine's maximumSize(0), a cache that keeps nothing, is not offered (docs/java.md). */
+        assertThrows(IllegalArgumentException.class, () -> bld.capacity(0));
         e = assertThrows(IllegalArgumentException.class, () -> bld.maxKeyBytes(0));
         assertTrue(e.getMessage().contains("65535"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> bld.maxKeyBytes(65536));
