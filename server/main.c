@@ -85,6 +85,8 @@ struct options {
 	bool shutdown_enabled;        /* -A */
 	bool flush_disabled;          /* -F */
 	bool dump_disabled;           /* -X */
+	char prefix_delimiter;        /* -D: stats detail's key prefix delimiter */
+	bool detail;                  /* -D also turns stats detail on, as memcached's */
 	struct larderd_subopts subopts; /* -o, memcached's checks across them */
 };
 
@@ -137,7 +139,9 @@ static void usage(FILE *f)
 		"-F, --disable-flush-all   disable the flush_all command\n"
 		"-X, --disable-dumping     disable lru_crawler metadump and stats cachedump\n"
 		"-U, --udp-port=<num>      accepted; UDP is not served (0, memcached's default)\n"
-		"-f -n -L -R -D -W -N -o   memcached's tuning of its own slabs, LRU and threads:\n"
+		"-D <char>                 the key prefix delimiter of \"stats detail\" (default: :);\n"
+		"                          turns it on, as memcached's -D\n"
+		"-f -n -L -R -W -N -o      memcached's tuning of its own slabs, LRU and threads:\n"
 		"                          accepted, no effect (the engine has its own);\n"
 		"                          -o idle_timeout=N (N > 0) and -o ext_path: refused\n"
 		"-M -C -S -Y -Z            no-eviction, no-CAS, SASL, auth file, TLS: refused\n"
@@ -441,6 +445,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'f': case 'n': case 'L': case 'R': case 'D': case 'W': case 'N': case 'o':
 			if ((rc = check_tuning(ch, optarg)) != 0)
 				return rc;
+			if (ch == 'D') {
+				o->prefix_delimiter = optarg[0];
+				o->detail = true;
+				break;
+			}
 			if (ch == 'o' && (rc = larderd_subopts_parse(&o->subopts, optarg)) != 0)
 				return rc;
 			if (o->verbose)
@@ -816,7 +825,7 @@ int main(int argc, char **argv)
 			    .compress_saving_pct = DEFAULT_COMPRESS_SAVING_PCT,
 			    .dict_mode = LARDER_DICTIONARY_TRAIN, .unix_mask = DEFAULT_UNIX_MASK,
 			    .backlog = DEFAULT_BACKLOG, .shards = 1,
-			    .subopts = LARDERD_SUBOPTS_INIT};
+			    .subopts = LARDERD_SUBOPTS_INIT, .prefix_delimiter = ':'};
 	static char snapshot_path[PATH_MAX], socket_path[PATH_MAX], pid_path[PATH_MAX];
 	static struct larderd_shared sh;
 	struct larderd_net *net;
@@ -881,6 +890,8 @@ int main(int argc, char **argv)
 	sh.dump_disabled = o.dump_disabled;
 	atomic_store_explicit(&sh.verbosity, o.verbose, memory_order_relaxed);
 	pthread_mutex_init(&sh.reset_lock, NULL);
+	larderd_detail_init(&sh.detail, o.prefix_delimiter);
+	atomic_store_explicit(&sh.detail.on, o.detail, memory_order_relaxed);
 
 	net = larderd_net_start(&sh, fds, nfd);
 	if (net == NULL) {
@@ -913,6 +924,7 @@ int main(int argc, char **argv)
 	if (o.daemonize && o.pidfile != NULL) /* as memcached: only a daemon's */
 		unlink(o.pidfile);
 	larder_close(sh.cache);
+	larderd_detail_fini(&sh.detail);
 	if (o.verbose)
 		fprintf(stderr, "larderd: shut down cleanly\n");
 	return 0;

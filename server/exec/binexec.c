@@ -138,6 +138,9 @@ static void bin_get(struct larderd_exec *x, const struct larderd_binreq *req,
 		rc = read_hit(x, &h);
 	}
 	larderd_stat_add(x, touch ? WS_CMD_TOUCH : WS_CMD_GET, 1);
+	if (larderd_detail_on(&x->sh->detail))
+		larderd_detail_count(&x->sh->detail, req->key, req->keylen, LARDERD_DETAIL_GET,
+				     rc == LARDER_OK);
 	if (rc != LARDER_OK) {
 		larderd_stat_add(x, touch ? WS_TOUCH_MISSES : WS_GET_MISSES, 1);
 		if (req->quiet)
@@ -189,6 +192,8 @@ static void bin_store(struct larderd_exec *x, const struct larderd_binreq *req,
 		s.comm = LARDERD_CMD_PREPEND;
 		break;
 	}
+	if (larderd_detail_on(&x->sh->detail))
+		larderd_detail_count(&x->sh->detail, req->key, req->keylen, LARDERD_DETAIL_SET, false);
 	if (req->too_large) {
 		larderd_store_too_large(x, req->key, req->keylen, s.comm == LARDERD_CMD_SET);
 		send_error(out, req, LARDERD_BIN_E2BIG);
@@ -353,6 +358,9 @@ int larderd_binexec(struct larderd_exec *x, const struct larderd_binreq *req,
 		bin_store(x, req, out);
 		break;
 	case LARDERD_BIN_DELETE:
+		if (larderd_detail_on(&x->sh->detail))
+			larderd_detail_count(&x->sh->detail, req->key, req->keylen,
+					     LARDERD_DETAIL_DEL, false);
 		switch (larderd_delete_key(x, req->key, req->keylen, req->cas)) {
 		case LARDER_OK:
 			send_ok(out, req, NULL, 0, 0);

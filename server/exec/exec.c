@@ -298,6 +298,7 @@ struct get_ctx {
 	const struct larderd_tok *keys;
 	bool with_cas;
 	bool unfetched[GET_BATCH];
+	bool hit[GET_BATCH];
 };
 
 static void get_one(void *ctx, size_t i, const void *value, size_t len)
@@ -312,6 +313,7 @@ static void get_one(void *ctx, size_t i, const void *value, size_t len)
 
 	if (len < LARDERD_HDR)
 		return;
+	g->hit[i] = true;
 	larderd_hdr_get(v, &cas, &flags, &bits);
 	g->unfetched[i] = !(bits & LARDERD_BIT_FETCHED);
 	p = larderd_obuf_reserve(g->out, k->n + len + 80);
@@ -359,7 +361,7 @@ static int exec_get(struct larderd_exec *x, struct larderd_req *req, struct lard
 	const void *kp[GET_BATCH];
 	size_t kl[GET_BATCH];
 	struct get_ctx g = {out, keys,
-			    req->cmd == LARDERD_CMD_GETS || req->cmd == LARDERD_CMD_GATS, {false}};
+			    req->cmd == LARDERD_CMD_GETS || req->cmd == LARDERD_CMD_GATS, {false}, {false}};
 	uint64_t ttl;
 	bool dead = touch && !larderd_exptime_to_ttl(req->exptime, &ttl);
 
@@ -374,6 +376,7 @@ static int exec_get(struct larderd_exec *x, struct larderd_req *req, struct lard
 			kp[n] = keys[n].p;
 			kl[n] = keys[n].n;
 			g.unfetched[n] = false;
+			g.hit[n] = false;
 			n++;
 		}
 		if (n == 0)
@@ -384,6 +387,10 @@ static int exec_get(struct larderd_exec *x, struct larderd_req *req, struct lard
 			/* memcached reads (and bumps) the keys before the bad one,
 			 * then drops their replies */
 			for (size_t i = 0; i < n; i++) {
+				if (larderd_detail_on(&x->sh->detail))
+					larderd_detail_count(&x->sh->detail, kp[i], kl[i],
+							     LARDERD_DETAIL_GET, larder_contains(
+								     x->sh->cache, kp[i], kl[i]) == LARDER_OK);
 				if (dead)
 					larderd_ignore(larder_remove(x->sh->cache, kp[i], kl[i]));
 				else
@@ -395,6 +402,9 @@ static int exec_get(struct larderd_exec *x, struct larderd_req *req, struct lard
 		if (found < 0)
 			found = 0;
 		for (size_t i = 0; i < n; i++) {
+			if (larderd_detail_on(&x->sh->detail))
+				larderd_detail_count(&x->sh->detail, kp[i], kl[i], LARDERD_DETAIL_GET,
+						     g.hit[i]);
 			if (dead)
 				larderd_ignore(larder_remove(x->sh->cache, kp[i], kl[i]));
 			else if (g.unfetched[i])
@@ -583,7 +593,11 @@ int larderd_delete_key(struct larderd_exec *x, const void *key, size_t klen, uin
 
 static void exec_delete(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
-	int rc = larderd_delete_key(x, req->key.p, req->key.n, 0);
+	int rc;
+
+	if (larderd_detail_on(&x->sh->detail))
+		larderd_detail_count(&x->sh->detail, req->key.p, req->key.n, LARDERD_DETAIL_DEL, false);
+	rc = larderd_delete_key(x, req->key.p, req->key.n, 0);
 	out_reply(req, out, rc == LARDER_OK ? "DELETED" : "NOT_FOUND");
 }
 

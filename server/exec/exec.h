@@ -39,6 +39,7 @@
 #include "larder.h"
 #include "../proto/parse.h"
 #include "../proto/reply.h"
+#include "detail.h"
 
 #define LARDERD_HDR 13
 #define LARDERD_VERSION_STR "1.6.18-larder-0.1.0"
@@ -91,6 +92,7 @@ struct larderd_shared {
 	struct larderd_exec **workers;
 	pthread_mutex_t reset_lock; /* guards stat_base */
 	uint64_t stat_base[WS_COUNT];
+	struct larderd_detail detail; /* "stats detail" (detail.c) */
 };
 
 struct larderd_exec {

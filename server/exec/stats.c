@@ -21,7 +21,7 @@
  * (and those saying a feature is off: detail, size tracking, TLS, idle timeout);
  * "stats sizes" says the size histogram is disabled, as memcached's default
  * does; "stats conns" and "stats extstore" are empty lists; "stats detail"
- * takes memcached's grammar, and refuses "on" (no per-prefix statistics).
+ * switches and lists memcached's per-prefix counts (detail.c).
  */
 #include "exec_internal.h"
 
@@ -187,7 +187,10 @@ static void settings(struct larderd_exec *x, struct larderd_obuf *out)
 	stat_str(out, "umask", mask);
 	stat_str(out, "shutdown_command", sh->shutdown_enabled ? "yes" : "no");
 	stat_u64(out, "num_threads", (uint64_t)sh->threads);
-	stat_str(out, "detail_enabled", "no"); /* no "stats detail" */
+	larderd_obuf_str(out, "STAT stat_key_prefix ");
+	larderd_obuf_add(out, &sh->detail.delimiter, 1);
+	larderd_obuf_add(out, "\r\n", 2);
+	stat_str(out, "detail_enabled", larderd_detail_on(&sh->detail) ? "yes" : "no");
 	stat_str(out, "cas_enabled", "yes");
 	stat_u64(out, "tcp_backlog", (uint64_t)sh->backlog);
 	stat_str(out, "binding_protocol", sh->protocol == LARDERD_PROTO_ASCII ? "ascii" :
@@ -265,22 +268,22 @@ static void items(struct larderd_exec *x, struct larderd_obuf *out)
 }
 
 /* "stats detail on|off|dump", memcached's grammar (words after the first
- * ignored, as there). larderd keeps no per-prefix statistics: "off" is what
- * it does (OK), "dump" lists no prefix (END), and "on" is refused rather
- * than answered OK with nothing ever counted. */
-static void detail(struct larderd_req *req, struct larderd_obuf *out)
+ * ignored, as there): on and off switch the per-prefix counting (detail.c),
+ * dump lists it. */
+static void detail(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
 	struct larderd_tok *arg = &req->tok[2];
+	struct larderd_detail *d = &x->sh->detail;
+	bool on = req->ntok >= 3 && arg->n == 2 && memcmp(arg->p, "on", 2) == 0;
 
-	if (req->ntok >= 3 && arg->n == 3 && memcmp(arg->p, "off", 3) == 0)
+	if (on || (req->ntok >= 3 && arg->n == 3 && memcmp(arg->p, "off", 3) == 0)) {
+		atomic_store_explicit(&d->on, on, memory_order_relaxed);
 		larderd_obuf_line(out, "OK");
-	else if (req->ntok >= 3 && arg->n == 4 && memcmp(arg->p, "dump", 4) == 0)
-		larderd_obuf_add(out, "END\r\n", 5);
-	else if (req->ntok >= 3 && arg->n == 2 && memcmp(arg->p, "on", 2) == 0)
-		larderd_obuf_line(out, "SERVER_ERROR stats detail is not supported "
-				  "(no per-prefix statistics)");
-	else
+	} else if (req->ntok >= 3 && arg->n == 4 && memcmp(arg->p, "dump", 4) == 0) {
+		larderd_detail_dump(d, out);
+	} else {
 		larderd_obuf_line(out, "CLIENT_ERROR usage: stats detail on|off|dump");
+	}
 }
 
 void larderd_exec_stats(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
@@ -298,6 +301,7 @@ void larderd_exec_stats(struct larderd_exec *x, struct larderd_req *req, struct 
 		for (int s = 0; s < WS_COUNT; s++)
 			sh->stat_base[s] = base[s] + cur[s];
 		pthread_mutex_unlock(&sh->reset_lock);
+		larderd_detail_clear(&sh->detail); /* as memcached's reset */
 		larderd_obuf_line(out, "RESET");
 	} else if (sub->n == 8 && memcmp(sub->p, "settings", 8) == 0) {
 		settings(x, out);
@@ -306,7 +310,7 @@ void larderd_exec_stats(struct larderd_exec *x, struct larderd_req *req, struct 
 	} else if (sub->n == 5 && memcmp(sub->p, "items", 5) == 0) {
 		items(x, out);
 	} else if (sub->n == 6 && memcmp(sub->p, "detail", 6) == 0) {
-		detail(req, out);
+		detail(x, req, out);
 	} else if (sub->n == 9 && memcmp(sub->p, "cachedump", 9) == 0 && x->sh->dump_disabled) {
 		larderd_obuf_line(out, "CLIENT_ERROR stats cachedump not allowed");
 	} else if (sub->n == 5 && memcmp(sub->p, "sizes", 5) == 0) {

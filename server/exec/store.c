@@ -221,6 +221,8 @@ void larderd_exec_store(struct larderd_exec *x, struct larderd_req *req, struct 
 	uint64_t cas;
 	enum larderd_store_res r;
 
+	if (larderd_detail_on(&x->sh->detail))
+		larderd_detail_count(&x->sh->detail, req->key.p, req->key.n, LARDERD_DETAIL_SET, false);
 	if (req->too_large) {
 		larderd_store_too_large(x, req->key.p, req->key.n, req->cmd == LARDERD_CMD_SET);
 		if (!req->noreply)

@@ -35,7 +35,7 @@ Checks:
     with "SERVER_ERROR object too large for cache" (binary: "Too large."
     for SET, ADD and REPLACE), its key's old value removed, the server
     serving on;
-  - stats settings with -A -F -X -a -b -B: the fields for those options
+  - stats settings with -A -F -X -a -b -B -D: the fields for those options
     that both servers have read as memcached's.
 """
 import os
@@ -52,7 +52,7 @@ import time
 from loopback import free_ports, recv_until, run_driver, wait_port
 
 # stats settings fields for options both servers keep (check_flags' options).
-SAME_SETTINGS = [b"umask", b"shutdown_command", b"tcp_backlog", b"binding_protocol",
+SAME_SETTINGS = [b"umask", b"shutdown_command", b"stat_key_prefix", b"tcp_backlog", b"binding_protocol",
                  b"auth_enabled_sasl", b"auth_enabled_ascii", b"flush_enabled",
                  b"dump_enabled", b"detail_enabled", b"idle_timeout", b"track_sizes",
                  b"ssl_enabled"]
@@ -95,7 +95,7 @@ def wait_exit(p, what):
 def check_flags(larderd, memcached, tmp):
     lp, mp = free_ports(2)
     snap = os.path.join(tmp, "graceful.snap")
-    flags = ["-A", "-F", "-X", "-a", "755", "-b", "77", "-B", "ascii"]
+    flags = ["-A", "-F", "-X", "-a", "755", "-b", "77", "-B", "ascii", "-D", "#"]
     lar = subprocess.Popen([larderd, "-p", str(lp), "-l", "127.0.0.1", "-e", snap] + flags)
     mc = subprocess.Popen([memcached, "-p", str(mp), "-l", "127.0.0.1", "-U", "0", "-u", "root"]
                           + flags)
