@@ -58,9 +58,11 @@
  *       larder__table_shrink_begin, lasts (larder__table_shrink_admit), and
  *       fails with LARDER_EBUSY after that. So the target never holds more
  *       than half + a quarter of its slots + one key per writer thread, and
- *       the migration never drops an entry (without the quarter, a listener
- *       that put 40 keys per expiry it heard during a shrink had 3,488 of its
- *       12,000 acknowledged keys dropped as EVICTED from a cache far below
+ *       the migration drops no entry while fewer writer threads than a
+ *       quarter of its slots (112 at the least) race it (without that
+ *       bound, a listener
+ *       that put 16 keys per expiry it heard during a shrink had 3,904 of its
+ *       4,800 acknowledged keys dropped as EVICTED from a cache far below
  *       its capacity: tests/unit/test_shrink.c).
  *
  * Load (docs/scale.md has the measurements behind the numbers):

@@ -124,8 +124,8 @@ static uint64_t root_entries(struct larder__maint *m)
  * this shard or another) may not wait: they add new keys while the quarter
  * of the target's slots set aside for them lasts, then fail with
  * LARDER_EBUSY (larder__table_shrink_admit). Without that bound a listener
- * that put 40 new keys per expiry it heard filled a target of 8,512 slots
- * with 12,000 and the migration dropped 3,488 as EVICTED
+ * that put 16 new keys per expiry it heard filled a target of 896 slots
+ * with 4,800 and the migration dropped 3,904 as EVICTED
  * (tests/unit/test_shrink.c). A room that grew with them (a bigger target)
  * would need a target chosen again after homes moved, and the homes of a
  * shrink cannot move back; a refusal is a result larder.h already gives a
