@@ -123,16 +123,17 @@ static void listener(void *ctx, const void *key, size_t key_len, const void *val
  * as EVICTED; now a quarter of the target's slots (224) are taken and the
  * rest refused.
  */
-static void test_listener_puts_during_shrink_lose_nothing(void)
+static void burst_during_shrink(unsigned shards)
 {
 	static struct born b;
 	memset(&b, 0, sizeof b);
 	atomic_store(&b.one_table, UINT64_MAX);
 	larder_config *cfg = th_config_one_shard(256 * MiB);
 	REQUIRE(cfg);
+	REQUIRE_RC(larder_config_set_shards(cfg, shards), LARDER_OK);
 	REQUIRE_RC(larder_config_set_removal_listener(cfg, listener, &b), LARDER_OK);
 	REQUIRE_RC(larder_config_set_clock(cfg, jump_clock, &b), LARDER_OK);
-	REQUIRE_RC(larder_config_set_expected_entries(cfg, EXPECTED), LARDER_OK);
+	REQUIRE_RC(larder_config_set_expected_entries(cfg, EXPECTED * shards), LARDER_OK);
 	larder *c = th_open(cfg);
 	REQUIRE(c);
 	atomic_store(&b.c, c);
@@ -176,10 +177,28 @@ static void test_listener_puts_during_shrink_lose_nothing(void)
 	larder_close(c);
 }
 
+static void test_listener_puts_during_shrink_lose_nothing(void)
+{
+	burst_during_shrink(1);
+}
+
+/*
+ * The same with four shards (each its own index of 32,768 buckets, each
+ * shrinking to 64 buckets for its 75 or so TRIG keys): the listener runs
+ * on four maintainer threads at once, and each puts keys into every
+ * shard, so a shard's shrink takes new keys from other threads' listeners
+ * as well as its own, concurrently, from the same room.
+ */
+static void test_listeners_of_four_shards_during_shrinks_lose_nothing(void)
+{
+	burst_during_shrink(4);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_listener_puts_during_shrink_lose_nothing),
+		TH_TEST(test_listeners_of_four_shards_during_shrinks_lose_nothing),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
