@@ -60,10 +60,9 @@
  *       than half + a quarter of its slots + one key per writer thread, and
  *       the migration drops no entry while fewer writer threads than a
  *       quarter of its slots (112 at the least) race it (without that
- *       bound, a listener
- *       that put 16 keys per expiry it heard during a shrink had 3,904 of its
- *       4,800 acknowledged keys dropped as EVICTED from a cache far below
- *       its capacity: tests/unit/test_shrink.c).
+ *       bound, a listener that put 16 keys per expiry it heard during a
+ *       shrink had 3,904 of its 4,800 acknowledged keys dropped as EVICTED
+ *       from a cache far below its capacity: tests/unit/test_shrink.c).
  *
  * Load (docs/scale.md has the measurements behind the numbers):
  *   TABLE-L1. A new table is sized so its expected entries fill FILL_NUM/FILL_DEN
