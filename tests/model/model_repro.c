@@ -332,7 +332,8 @@ void mk_print_repro(FILE *out, const struct mcfg *cfg, const struct mop *ops, si
 	fputs(" * Build: cc -std=c11 -Iinclude repro.c build/default/liblarder.a -lxxhash -llz4 -lzstd -lpthread\n"
 	      " */\n",
 	      out);
-	fputs("#include <inttypes.h>\n#include <stdio.h>\n#include <string.h>\n#include <time.h>\n\n"
+	fputs("#define _POSIX_C_SOURCE 200809L /* nanosleep */\n"
+	      "#include <inttypes.h>\n#include <stdio.h>\n#include <string.h>\n#include <time.h>\n\n"
 	      "#include \"larder.h\"\n\n"
 	      "int larder__test_quiesce(larder *cache, uint64_t timeout_ms); /* liblarder.a's seam */\n\n"
 	      "static uint64_t now = 1000000u;\n"
