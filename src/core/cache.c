@@ -1224,8 +1224,11 @@ write_index(larder *c, struct larder__shard *s, struct op *op, struct bulk *bulk
 	}
 	/* TABLE-X5: no new key while the index shrinks; we wait for its end,
 	 * and the ask names root, which the finished shrink replaces, so it
-	 * hurries this shrink and asks for no growth after it. */
-	if (__builtin_expect(larder__table_shrinking(root), 0) && !op->thread->maintainer) {
+	 * hurries this shrink and asks for no growth after it. A maintainer
+	 * thread, which may not wait, adds its key while the target's room for
+	 * such keys lasts, and then fails (LARDER_EBUSY, from wait_pass). */
+	if (__builtin_expect(larder__table_shrinking(root), 0) &&
+	    (!op->thread->maintainer || !larder__table_shrink_admit(root))) {
 		larder__table_unlock(home);
 		if (full)
 			*full = root;

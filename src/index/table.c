@@ -120,6 +120,7 @@ struct larder__table *larder__table_create(uint64_t buckets)
 	t->last = n - 1;
 	t->map_bytes = bytes;
 	t->moved = 0;
+	atomic_store_explicit(&t->shrink_room, 0, LARDER__RELAXED); /* not yet shared */
 	t->retire_next = NULL;
 	t->retire_token = 0;
 	atomic_store_explicit(&t->next, 0, LARDER__RELAXED); /* not yet shared */
@@ -295,7 +296,20 @@ int larder__table_shrink_begin(struct larder__table *t, unsigned k)
 {
 	/* TABLE-X3 holds: larder__table_shrink_shift() picks k so that the quotient
 	 * is exact and a multiple of 64, which create() does not round. */
-	return resize_begin(t, (t->last + 1) >> k);
+	uint64_t buckets = (t->last + 1) >> k;
+	/* TABLE-X5: the shrink counted keys for half of the target at most;
+	 * a quarter more is left to maintainer threads' new keys. Relaxed:
+	 * published with next (R-NEXT in resize_begin); a writer reads it only
+	 * after it saw next (A-NEXT). */
+	atomic_store_explicit(&t->shrink_room, (int64_t)(buckets * LARDER__BUCKET_SLOTS / 4),
+			      LARDER__RELAXED);
+	return resize_begin(t, buckets);
+}
+
+int larder__table_shrink_admit(struct larder__table *t)
+{
+	/* Relaxed: a count; below 0 it only keeps saying no. */
+	return atomic_fetch_sub_explicit(&t->shrink_room, 1, LARDER__RELAXED) > 0;
 }
 
 struct larder__table *larder__table_resize_abandon(struct larder__table *t)

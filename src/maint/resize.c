@@ -119,10 +119,18 @@ static uint64_t root_entries(struct larder__maint *m)
  * the writers' sight of the target went uncounted (shrink_overfilled()), so
  * the homes move from the next pass on, after a count that includes them,
  * and a target they overfill is given up. The target then holds what was
- * counted at half load, so the migration finds a slot for every entry; only
- * a listener writing new keys from this thread (which may not wait) could
- * still fill it, by more than the half the sizing left free during one
- * shrink.
+ * counted at half load, so the migration finds a slot for every entry. A
+ * maintainer thread's writes (a listener's, of this cache or another, of
+ * this shard or another) may not wait: they add new keys while the quarter
+ * of the target's slots set aside for them lasts, then fail with
+ * LARDER_EBUSY (larder__table_shrink_admit). Without that bound a listener
+ * that put 16 new keys per expiry it heard filled a target of 896 slots
+ * with 4,800 and the migration dropped 3,904 as EVICTED
+ * (tests/unit/test_shrink.c). A room that grew with them (a bigger target)
+ * would need a target chosen again after homes moved, and the homes of a
+ * shrink cannot move back; a refusal is a result larder.h already gives a
+ * listener's write, and the pass it hurries (the refused write's ask)
+ * ends the shrink.
  */
 static int shrink_begin(struct larder__maint *m, struct larder__table *root)
 {

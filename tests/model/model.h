@@ -3,7 +3,8 @@
  *
  * A run opens one cache with a configuration drawn from a seed (policy,
  * expiry mode, default TTL, tiny or large capacity, key and value limits,
- * write wait, index size, compression and its dictionary), then applies a
+ * write wait, index size, compression and its dictionary, shards, pool
+ * membership), then applies a
  * sequence of operations drawn from the same seed to the cache and to a
  * reference model at once, on one thread, with an injected clock. Every result is compared with the model's
  * prediction at once; at sync points (the quiesce seam) the removal
@@ -124,6 +125,7 @@ struct mcfg {
 	unsigned compress_saving;
 	enum larder_dictionary dictionary; /* used when compress_min > 0 */
 	unsigned shards; /* larder_config_set_shards */
+	int pooled; /* the cache's capacity comes from a pool of its own (one shard) */
 };
 
 /* What went wrong, for the report and the shrinker. */

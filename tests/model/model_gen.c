@@ -68,6 +68,8 @@ void mk_config(struct mcfg *cfg, uint64_t seed)
 	cfg->dictionary = dictionaries[th_rng_below(&r, TH_COUNT(dictionaries))];
 	static const unsigned shards[] = { 1, 1, 2, 4 };
 	cfg->shards = shards[th_rng_below(&r, TH_COUNT(shards))];
+	/* A pooled cache has one shard (larder_config_set_pool). */
+	cfg->pooled = cfg->shards == 1 && th_rng_below(&r, 3) == 0;
 }
 
 const unsigned char *mk_key(size_t max_key, unsigned i, int long_key, size_t *len)

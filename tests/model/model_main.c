@@ -61,8 +61,9 @@ int main(int argc, char **argv)
 		uint64_t t1 = th_now_ms();
 		int ok = mk_run(&cfg, ops, nops, &f, NULL);
 		if (verbose)
-			printf("model: run %" PRIu64 " (seed %#" PRIx64 ", %s, %s) %s in %" PRIu64 " ms\n",
-			       r, s, cfg.tiny ? "tiny" : "large", mk_policy_name(cfg.policy),
+			printf("model: run %" PRIu64 " (seed %#" PRIx64 ", %s%s, %s) %s in %" PRIu64 " ms\n",
+			       r, s, cfg.tiny ? "tiny" : "large", cfg.pooled ? " pooled" : "",
+			       mk_policy_name(cfg.policy),
 			       ok ? "passed" : "failed", th_now_ms() - t1);
 		if (ok) {
 			done_ops += nops;
@@ -74,12 +75,13 @@ int main(int argc, char **argv)
 		       f.what);
 		printf("  config: capacity %" PRIu64 ", policy %s, %s, default TTL %" PRIu64
 		       ", max key %zu, max value %zu, write wait %" PRIu64 " ms, expected %" PRIu64
-		       "%s, compression from %zu bytes (saving %u%%, dictionary mode %d), %u shards\n",
+		       "%s, compression from %zu bytes (saving %u%%, dictionary mode %d), %u shards%s\n",
 		       cfg.capacity, mk_policy_name(cfg.policy),
 		       cfg.expiry ? "expire after access" : "expire after write", cfg.default_ttl,
 		       cfg.max_key, cfg.max_value, cfg.write_wait_ms, cfg.expected_entries,
 		       cfg.backwards ? ", clock steps back" : "", cfg.compress_min,
-		       cfg.compress_saving, (int)cfg.dictionary, cfg.shards);
+		       cfg.compress_saving, (int)cfg.dictionary, cfg.shards,
+		       cfg.pooled ? ", in a pool" : "");
 		size_t n = nops;
 		if (shrink) {
 			n = mk_shrink(&cfg, ops, nops, &f, shrink_s * 1000);

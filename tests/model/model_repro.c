@@ -332,7 +332,9 @@ void mk_print_repro(FILE *out, const struct mcfg *cfg, const struct mop *ops, si
 	fputs(" * Build: cc -std=c11 -Iinclude repro.c build/default/liblarder.a -lxxhash -llz4 -lzstd -lpthread\n"
 	      " */\n",
 	      out);
-	fputs("#include <inttypes.h>\n#include <stdio.h>\n#include <string.h>\n\n#include \"larder.h\"\n\n"
+	fputs("#define _POSIX_C_SOURCE 200809L /* nanosleep */\n"
+	      "#include <inttypes.h>\n#include <stdio.h>\n#include <string.h>\n#include <time.h>\n\n"
+	      "#include \"larder.h\"\n\n"
 	      "int larder__test_quiesce(larder *cache, uint64_t timeout_ms); /* liblarder.a's seam */\n\n"
 	      "static uint64_t now = 1000000u;\n"
 	      "static unsigned char value_buf[(1u << 20) + 8], value_buf2[(1u << 20) + 8];\n"
@@ -370,9 +372,29 @@ void mk_print_repro(FILE *out, const struct mcfg *cfg, const struct mop *ops, si
 	      "\tuint64_t ttl = 0, stats[LARDER_STAT_COUNT];\n\n"
 	      "\t(void)len;\n\t(void)ttl;\n\t(void)stats;\n\t(void)buf;\n",
 	      out);
+	if (cfg->pooled) {
+		/* As model_run.c's pool_create: a static split, one cache, its share exact. */
+		uint64_t budget = cfg->capacity < (1u << 20) ? 1u << 20 : cfg->capacity;
+		fprintf(out,
+			"\tlarder_pool_config *pc;\n\tlarder_pool *pool;\n"
+			"\tif (larder_pool_config_create(&pc) != LARDER_OK ||\n"
+			"\t    larder_pool_config_set_budget(pc, %" PRIu64 "u) != LARDER_OK ||\n"
+			"\t    larder_pool_config_set_interval_ms(pc, 0) != LARDER_OK ||\n"
+			"\t    larder_pool_create(&pool, pc) != LARDER_OK)\n\t\treturn 1;\n"
+			"\tlarder_pool_config_destroy(pc);\n",
+			budget);
+		fprintf(out,
+			"\tif (larder_config_create(&cfg) != LARDER_OK ||\n"
+			"\t    larder_config_set_pool(cfg, pool) != LARDER_OK ||\n"
+			"\t    larder_config_set_pool_shares(cfg, %.17g, %.17g) != LARDER_OK ||\n",
+			(double)cfg->capacity / (double)budget, (double)cfg->capacity / (double)budget);
+	} else {
+		fprintf(out,
+			"\tif (larder_config_create(&cfg) != LARDER_OK ||\n"
+			"\t    larder_config_set_capacity(cfg, %" PRIu64 "u) != LARDER_OK ||\n",
+			cfg->capacity);
+	}
 	fprintf(out,
-		"\tif (larder_config_create(&cfg) != LARDER_OK ||\n"
-		"\t    larder_config_set_capacity(cfg, %" PRIu64 "u) != LARDER_OK ||\n"
 		"\t    larder_config_set_hash_seed(cfg, %#" PRIx64 "u) != LARDER_OK ||\n"
 		"\t    larder_config_set_policy(cfg, LARDER_POLICY_%s) != LARDER_OK ||\n"
 		"\t    larder_config_set_expiry(cfg, %s) != LARDER_OK ||\n"
@@ -384,17 +406,27 @@ void mk_print_repro(FILE *out, const struct mcfg *cfg, const struct mop *ops, si
 		"\t    larder_config_set_shards(cfg, %u) != LARDER_OK ||\n"
 		"\t    larder_config_set_clock(cfg, clock_fn, NULL) != LARDER_OK ||\n"
 		"\t    larder_config_set_removal_listener(cfg, listener, NULL) != LARDER_OK ||\n",
-		cfg->capacity, cfg->seed, mk_policy_name(cfg->policy),
+		cfg->seed, mk_policy_name(cfg->policy),
 		cfg->expiry == LARDER_EXPIRE_AFTER_ACCESS ? "LARDER_EXPIRE_AFTER_ACCESS"
 							  : "LARDER_EXPIRE_AFTER_WRITE",
 		cfg->default_ttl, cfg->max_key, cfg->max_value, cfg->write_wait_ms,
 		cfg->expected_entries, cfg->shards);
 	print_compression(out, cfg);
 	fputs("\t    larder_open(&c, cfg) != LARDER_OK)\n\t\treturn 1;\n"
-	      "\tlarder_config_destroy(cfg);\n\n",
+	      "\tlarder_config_destroy(cfg);\n",
 	      out);
+	if (cfg->pooled) /* the share comes in the background */
+		fprintf(out,
+			"\tfor (int i = 0; i < 60000 && (larder_stats(c, stats, LARDER_STAT_COUNT) != 0 ||\n"
+			"\t\t\t\t\tstats[LARDER_STAT_CAPACITY_BYTES] != %" PRIu64 "u); i++)\n"
+			"\t\tnanosleep(&(struct timespec){ 0, 1000000 }, NULL);\n",
+			cfg->capacity);
+	fputs("\n", out);
 	for (size_t i = 0; i < n; i++)
 		print_op(out, cfg, &ops[i], i, &trace[i]);
-	fputs("\tlarder__test_quiesce(c, 60000);\n\tlarder_close(c);\n\treturn 0;\n}\n", out);
+	fputs("\tlarder__test_quiesce(c, 60000);\n\tlarder_close(c);\n", out);
+	if (cfg->pooled)
+		fputs("\trc = larder_pool_close(pool);\n", out);
+	fputs("\treturn 0;\n}\n", out);
 	free(trace);
 }

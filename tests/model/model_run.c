@@ -67,6 +67,7 @@ struct world {
 	const struct mcfg *cfg;
 	const struct mop *ops;
 	larder *c;
+	larder_pool *pool; /* cfg->pooled: the cache's own pool */
 	_Atomic uint64_t now; /* the injected clock */
 	uint64_t max_clock;
 	uint64_t capacity, default_ttl, access_ttl, access_slack;
@@ -1024,6 +1025,7 @@ static larder *open_loader(struct world *w)
 {
 	struct mcfg l = *w->cfg;
 	l.capacity = (uint64_t)64 << 20;
+	l.pooled = 0;
 	l.compress_min = w->cfg->compress_min ? 0 : 1;
 	l.dictionary = LARDER_DICTIONARY_NONE;
 	return open_cache(w, &l, 0);
@@ -1135,8 +1137,11 @@ static void do_set_capacity(struct world *w, const struct mop *o)
 	larder *c = (o->faults & MF_NULL_CACHE) ? NULL : w->c;
 	uint64_t bytes = o->arg;
 	int ok = c && bytes >= (64u << 10) && bytes < ((uint64_t)1 << 62);
-	expect_rc(w, "set_capacity", larder_set_capacity(c, bytes), ok ? LARDER_OK : LARDER_EINVAL);
-	if (!ok || w->failed)
+	/* A pooled cache's capacity is the pool's to set (larder_set_capacity),
+	 * whatever the bytes (tests/unit/test_contracts.c holds the same). */
+	expect_rc(w, "set_capacity", larder_set_capacity(c, bytes),
+		  c && w->pool ? LARDER_ESTATE : ok ? LARDER_OK : LARDER_EINVAL);
+	if (!ok || w->pool || w->failed)
 		return;
 	w->capacity = bytes;
 	/* 24 keys of at most 1 MiB, slot rounding included, fit in 48 MiB */
@@ -1255,14 +1260,46 @@ static int set_compression(larder_config *lc, const struct mcfg *cfg)
 							 given ? sizeof(dict) : 0);
 }
 
-/* A cache of cfg on the run's clock; with listen, reporting to the model. */
+/* The pool of a pooled run (cfg->pooled): budget and shares that give its
+ * one cache cfg->capacity exactly, with no controller to move it (a static
+ * split); in w->pool. LARDER_OK or the failing call's result. */
+static int pool_create(struct world *w, const struct mcfg *cfg, larder_config *lc)
+{
+	larder_pool_config *pc = NULL;
+	/* The smallest budget is 1 MiB: a tiny capacity is a share of it
+	 * (1/16, 1/8 or 1/4: exact in binary). */
+	uint64_t budget = cfg->capacity < (1u << 20) ? 1u << 20 : cfg->capacity;
+	double share = (double)cfg->capacity / (double)budget;
+	int rc = larder_pool_config_create(&pc);
+	if (rc == LARDER_OK && (rc = larder_pool_config_set_budget(pc, budget)) == LARDER_OK &&
+	    (rc = larder_pool_config_set_interval_ms(pc, 0)) == LARDER_OK &&
+	    (rc = larder_pool_create(&w->pool, pc)) == LARDER_OK &&
+	    (rc = larder_config_set_pool(lc, w->pool)) == LARDER_OK)
+		rc = larder_config_set_pool_shares(lc, share, share);
+	larder_pool_config_destroy(pc);
+	return rc;
+}
+
+/* Whether the pooled cache has been given its whole share (it grows to it
+ * in the background after larder_open: larder_config_set_pool). */
+static int pool_share_given(void *ctx)
+{
+	struct world *w = ctx;
+	uint64_t v[LARDER_STAT_COUNT];
+	return larder_stats(w->c, v, LARDER_STAT_COUNT) == LARDER_OK &&
+	       v[LARDER_STAT_CAPACITY_BYTES] == w->cfg->capacity;
+}
+
+/* A cache of cfg on the run's clock; with listen, reporting to the model;
+ * pooled (cfg->pooled), in w->pool, which it creates. */
 static larder *open_cache(struct world *w, const struct mcfg *cfg, int listen)
 {
 	larder_config *lc = NULL;
 	larder *c = NULL;
 	if (larder_config_create(&lc) != LARDER_OK)
 		return NULL;
-	if (larder_config_set_capacity(lc, cfg->capacity) == LARDER_OK &&
+	if ((cfg->pooled ? pool_create(w, cfg, lc)
+			 : larder_config_set_capacity(lc, cfg->capacity)) == LARDER_OK &&
 	    larder_config_set_hash_seed(lc, cfg->seed) == LARDER_OK &&
 	    larder_config_set_policy(lc, cfg->policy) == LARDER_OK &&
 	    larder_config_set_expiry(lc, cfg->expiry) == LARDER_OK &&
@@ -1318,7 +1355,14 @@ int mk_run(const struct mcfg *cfg, const struct mop *ops, size_t n, struct mfail
 	uint64_t mapped0 = larder__test_mapped_bytes();
 	if (!w->vbuf || !w->xbuf || !w->rbuf || !(w->c = open_cache(w, cfg, 1))) {
 		failf(w, "could not open the cache");
+		if (w->pool && larder_pool_close(w->pool) != LARDER_OK)
+			failf(w, "larder_pool_close refused a pool with no open cache");
 		goto done;
+	}
+	if (w->pool && !th_wait_until(pool_share_given, w, 60000u * TH_SLOW)) {
+		failf(w, "the pool never gave its cache its share (%" PRIu64 " bytes)",
+		      cfg->capacity);
+		n = 0; /* no operation: close and report */
 	}
 	for (size_t i = 0; i < n && !w->failed; i++) {
 		w->op = (long)i;
@@ -1329,6 +1373,8 @@ int mk_run(const struct mcfg *cfg, const struct mop *ops, size_t n, struct mfail
 		sync_point(w);
 	}
 	larder_close(w->c);
+	if (w->pool && larder_pool_close(w->pool) != LARDER_OK)
+		failf(w, "larder_pool_close refused a pool with no open cache");
 	if (!w->failed && larder__test_mapped_bytes() != mapped0)
 		failf(w, "K5: close left %" PRIu64 " bytes mapped",
 		      larder__test_mapped_bytes() - mapped0);
