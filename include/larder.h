@@ -66,8 +66,9 @@
  *     for anything: at the memory bound, when the index is full to its
  *     last slot (its maintainer has not grown it yet), or for a new key
  *     while the index shrinks once the room the shrink set aside for such
- *     keys (a quarter of the smaller index) is taken, it fails at once with
- *     LARDER_EBUSY; when its thread's event queue is
+ *     keys (a quarter of the smaller index) is taken, or while it grows
+ *     once the larger index has no room beyond what the smaller one may
+ *     still hand it, it fails at once with LARDER_EBUSY; when its thread's event queue is
  *     full it queues the event in an overflow (allocated: LARDER_ENOMEM if
  *     that fails; LARDER_EBUSY when 65,536 of this thread's events wait for
  *     a maintainer that is that far behind) instead of waiting. So no
@@ -776,8 +777,8 @@ enum larder_stat {
 					listener's write, 65,536 of its events waited) */
 	LARDER_STAT_BUSY_INDEX,      /* the index had to grow first and the maintainer had been
 					inside one listener call for 1 s (or, for a listener's
-					write, the index was full, or shrinking with its room
-					for a listener's new keys taken) */
+					write, the index was full, or resizing with its room
+					for new keys taken) */
 	LARDER_STAT_EVENTS_SPILLED,  /* events that overflowed a full event ring into its
 					spill: a writer's, while its maintainer lags (up to
 					4,096 unread, then it waits), or a listener's write's

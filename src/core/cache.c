@@ -1228,7 +1228,18 @@ write_index(larder *c, struct larder__shard *s, struct op *op, struct bulk *bulk
 	 * thread, which may not wait, adds its key while the target's room for
 	 * such keys lasts, and then fails (LARDER_EBUSY, from wait_pass). */
 	if (__builtin_expect(larder__table_shrinking(root), 0) &&
-	    (!op->thread->maintainer || !larder__table_shrink_admit(root))) {
+	    (!op->thread->maintainer || !larder__table_room_take(root))) {
+		larder__table_unlock(home);
+		if (full)
+			*full = root;
+		return WRITE_NO_SLOT;
+	}
+	/* TABLE-X6: our home moved into a growth's target (of root, or of a
+	 * table after root when root went stale since we loaded it), which
+	 * takes new keys only while the room its old table leaves lasts; then
+	 * we wait for the growth's end, which the ask hurries. */
+	if (__builtin_expect(t != root, 0) &&
+	    !larder__table_room_take(larder__table_before(root, t))) {
 		larder__table_unlock(home);
 		if (full)
 			*full = root;

@@ -120,7 +120,7 @@ struct larder__table *larder__table_create(uint64_t buckets)
 	t->last = n - 1;
 	t->map_bytes = bytes;
 	t->moved = 0;
-	atomic_store_explicit(&t->shrink_room, 0, LARDER__RELAXED); /* not yet shared */
+	atomic_store_explicit(&t->room, 0, LARDER__RELAXED); /* not yet shared */
 	t->retire_next = NULL;
 	t->retire_token = 0;
 	atomic_store_explicit(&t->next, 0, LARDER__RELAXED); /* not yet shared */
@@ -289,7 +289,13 @@ static int resize_begin(struct larder__table *t, uint64_t buckets)
 int larder__table_grow_begin(struct larder__table *t, unsigned k)
 {
 	/* TABLE-X3 holds: a multiple of 64 times 2^k is not rounded again. */
-	return resize_begin(t, (t->last + 1) << k);
+	uint64_t buckets = (t->last + 1) << k;
+	/* TABLE-X6: what t may still hand over is left free. Relaxed, as
+	 * TABLE-X5's room below. */
+	atomic_store_explicit(&t->room,
+			      (int64_t)((buckets - (t->last + 1)) * LARDER__BUCKET_SLOTS),
+			      LARDER__RELAXED);
+	return resize_begin(t, buckets);
 }
 
 int larder__table_shrink_begin(struct larder__table *t, unsigned k)
@@ -301,15 +307,15 @@ int larder__table_shrink_begin(struct larder__table *t, unsigned k)
 	 * a quarter more is left to maintainer threads' new keys. Relaxed:
 	 * published with next (R-NEXT in resize_begin); a writer reads it only
 	 * after it saw next (A-NEXT). */
-	atomic_store_explicit(&t->shrink_room, (int64_t)(buckets * LARDER__BUCKET_SLOTS / 4),
+	atomic_store_explicit(&t->room, (int64_t)(buckets * LARDER__BUCKET_SLOTS / 4),
 			      LARDER__RELAXED);
 	return resize_begin(t, buckets);
 }
 
-int larder__table_shrink_admit(struct larder__table *t)
+int larder__table_room_take(struct larder__table *t)
 {
 	/* Relaxed: a count; below 0 it only keeps saying no. */
-	return atomic_fetch_sub_explicit(&t->shrink_room, 1, LARDER__RELAXED) > 0;
+	return atomic_fetch_sub_explicit(&t->room, 1, LARDER__RELAXED) > 0;
 }
 
 struct larder__table *larder__table_resize_abandon(struct larder__table *t)

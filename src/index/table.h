@@ -55,7 +55,7 @@
  *       insert per writer thread (between its test and its slot) goes
  *       uncounted. A maintainer thread (a listener that writes) may not wait:
  *       it adds its key while a quarter of the target's slots, set aside at
- *       larder__table_shrink_begin, lasts (larder__table_shrink_admit), and
+ *       larder__table_shrink_begin, lasts (larder__table_room_take), and
  *       fails with LARDER_EBUSY after that. So the target never holds more
  *       than half + a quarter of its slots + one key per writer thread, and
  *       the migration drops no entry while fewer writer threads than a
@@ -63,6 +63,21 @@
  *       bound, a listener that put 16 keys per expiry it heard during a
  *       shrink had 3,904 of its 4,800 acknowledged keys dropped as EVICTED
  *       from a cache far below its capacity: tests/unit/test_shrink.c).
+ *   TABLE-X6. A growth's target keeps room for every entry the old table may
+ *       still hand it: new keys go into it (through homes already MOVED)
+ *       only while larder__table_room_take(t) says yes, which
+ *       larder__table_grow_begin sets to the target's slots less the old
+ *       table's. The migration puts each entry of t into the target, and t
+ *       never holds more entries than slots (a moved entry leaves a MARKER
+ *       behind, which nothing reuses), so the target always has a free slot
+ *       for it. Without the bound, writers filled a target that its
+ *       migration had not finished (a maintainer preempted mid-pass: a table
+ *       of up to 256 buckets is probed whole, so writers may fill every slot)
+ *       and the homes still to move lost their entries as EVICTED (33 of
+ *       4,000 in one TSan run of test_shrink_beside_writers_keeps_entries;
+ *       test_table.c's test_grow_keeps_room shows the mechanism). A writer
+ *       refused waits for the growth's end, which its ask hurries; a
+ *       maintainer thread fails with LARDER_EBUSY, as in TABLE-X5.
  *
  * Load (docs/scale.md has the measurements behind the numbers):
  *   TABLE-L1. A new table is sized so its expected entries fill FILL_NUM/FILL_DEN
@@ -144,9 +159,10 @@ struct larder__table {
 	size_t map_bytes;         /* immutable */
 	larder__atomic_uptr next; /* resize target, set by the maintainer (R-NEXT; TABLE-X5 may undo it) */
 	uint64_t moved;           /* maintainer only: homes moved so far */
-	/* While t shrinks: the new keys maintainer threads may still add
-	 * (TABLE-X5; set before next is published, counted down by them). */
-	larder__atomic_i64 shrink_room;
+	/* While t resizes, the new keys that may still go in (TABLE-X5:
+	 * maintainer threads' into a shrink; TABLE-X6: anyone's into a
+	 * growth's target); set before next is published, counted down. */
+	larder__atomic_i64 room;
 	/* Maintainer only: the table's place in its retire or cleared list. */
 	struct larder__table *retire_next;
 	uint64_t retire_token;
@@ -183,6 +199,16 @@ static inline int larder__table_shrinking(struct larder__table *t)
 {
 	struct larder__table *next = larder__table_next(t);
 	return next && next->last < t->last;
+}
+
+/* The table whose next is t, on the chain that starts at from (t is a table
+ * after from: larder__table_lock() followed MOVED homes there). */
+static inline struct larder__table *larder__table_before(struct larder__table *from,
+							 struct larder__table *t)
+{
+	while (larder__table_next(from) != t)
+		from = larder__table_next(from);
+	return from;
 }
 
 /* Batch lookups, step 1: start loading the home bucket; returns the home,
@@ -468,10 +494,10 @@ int larder__table_grow_begin(struct larder__table *t, unsigned k);
  * larder__table_shrink_shift), with a quarter of the target's slots left to
  * maintainer threads' new keys (TABLE-X5). Returns 0 or -1 (no memory). */
 int larder__table_shrink_begin(struct larder__table *t, unsigned k);
-/* TABLE-X5: whether a maintainer thread may add a new key to t, which it saw
- * shrinking (larder__table_shrinking); each yes takes one slot of the
- * target's quarter. */
-int larder__table_shrink_admit(struct larder__table *t);
+/* Whether a new key may go in while t resizes: a maintainer thread's
+ * into a shrink (TABLE-X5: the target's quarter), anyone's into a growth's
+ * target (TABLE-X6). Each yes takes one slot of that room. */
+int larder__table_room_take(struct larder__table *t);
 /* TABLE-X5: undoes a resize before any home of t moved (t->moved == 0): t has
  * no next again. Returns the next table, empty, for the caller to destroy
  * after a grace period (a writer's TABLE-X5 test or a scan may hold it). */

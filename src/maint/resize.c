@@ -123,7 +123,7 @@ static uint64_t root_entries(struct larder__maint *m)
  * maintainer thread's writes (a listener's, of this cache or another, of
  * this shard or another) may not wait: they add new keys while the quarter
  * of the target's slots set aside for them lasts, then fail with
- * LARDER_EBUSY (larder__table_shrink_admit). Without that bound a listener
+ * LARDER_EBUSY (larder__table_room_take). Without that bound a listener
  * that put 16 new keys per expiry it heard filled a target of 896 slots
  * with 4,800 and the migration dropped 3,904 as EVICTED
  * (tests/unit/test_shrink.c). A room that grew with them (a bigger target)

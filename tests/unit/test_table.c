@@ -20,7 +20,11 @@
  *     else stops it (so neither a growth nor another shrink is due);
  *   - a shrink on the table itself (TABLE-X3): every key is found, through the old
  *     table and the new, after every chunk of moved homes; a walk sees each
- *     key exactly once; absent keys stay absent; no entry is dropped.
+ *     key exactly once; absent keys stay absent; no entry is dropped;
+ *   - a growth's room (TABLE-X6): new keys put as a writer puts them while
+ *     the migration is stopped near its end fill the old table and the
+ *     target as far as the room allows, and the rest of the migration then
+ *     drops nothing.
  */
 #include <stdlib.h>
 
@@ -347,6 +351,77 @@ static uint64_t shrink_missing(struct larder__table *t, struct larder__entry **e
 	return missing;
 }
 
+/* TABLE-X6: a table of 64 buckets at the growth load starts to double and
+ * stops after 60 homes (a maintainer preempted mid-pass); new keys then go
+ * in as write_index puts them (into the old table through homes not moved,
+ * into the target through moved ones while room_take says yes) until
+ * neither takes more. The rest of the migration must find a slot for every
+ * entry: without the room the target filled and 67 entries of the last
+ * four homes were dropped. */
+static void test_grow_keeps_room(void)
+{
+	enum { BUCKETS = 64, OLD = 390, NEW = 4000, MOVED_FIRST = 60 };
+	struct larder__table *t = larder__table_create(BUCKETS);
+	struct larder__entry **e = calloc(OLD + NEW, sizeof(*e));
+	struct th_rng rng = { 0x6e0f };
+	shrink_hash = calloc(OLD + NEW, sizeof(*shrink_hash));
+	shrink_dropped = 0;
+	REQUIRE(t && e && shrink_hash);
+	for (uint64_t i = 0; i < OLD + NEW; i++) {
+		shrink_hash[i] = th_rng_next(&rng);
+		e[i] = make_entry(i);
+		REQUIRE(e[i] != NULL);
+	}
+	for (uint64_t i = 0; i < OLD; i++)
+		REQUIRE_EQ(larder__table_insert_locked(t, shrink_hash[i],
+						       larder__slot_word(shrink_hash[i], e[i]),
+						       LARDER__PROBE_LIMIT),
+			   0);
+	REQUIRE(larder__table_over_load(t, OLD + 3));
+	REQUIRE_EQ(larder__table_grow_begin(t, 1), 0);
+	struct larder__table *next = larder__table_next(t);
+	REQUIRE(next != NULL);
+	CHECK_EQ(larder__table_migrate(t, MOVED_FIRST, shrink_hash_of, shrink_drop, NULL), 0);
+	uint8_t *in = calloc(OLD + NEW, 1);
+	REQUIRE(in != NULL);
+	memset(in, 1, OLD);
+	uint64_t into_old = 0, into_next = 0, refused = 0;
+	for (uint64_t i = OLD; i < OLD + NEW; i++) {
+		struct larder__table *at;
+		struct larder__bucket *home = larder__table_lock(t, shrink_hash[i], &at);
+		if (at != t && !larder__table_room_take(larder__table_before(t, at)))
+			refused++;
+		else if (larder__table_insert_locked(at, shrink_hash[i],
+						     larder__slot_word(shrink_hash[i], e[i]),
+						     LARDER__PROBE_LIMIT) == 0)
+			in[i] = 1, *(at == t ? &into_old : &into_next) += 1;
+		larder__table_unlock(home);
+	}
+	CHECK_GT(into_old, 0);
+	CHECK_GT(into_next, 0);
+	CHECK_GT(refused, 0);
+	CHECK_EQ(larder__table_migrate(t, SIZE_MAX, shrink_hash_of, shrink_drop, NULL), 1);
+	CHECK_EQ(shrink_dropped, 0);
+	uint64_t missing = 0;
+	for (uint64_t i = 0; i < OLD + NEW; i++)
+		if (in[i])
+			missing += larder__table_lookup_rcu(next, shrink_hash[i],
+							    larder__entry_key(e[i]),
+							    KEY_BYTES) != larder__slot_word(shrink_hash[i], e[i]);
+	CHECK_EQ(missing, 0);
+	if (shrink_dropped)
+		printf("  %" PRIu64 " into the old table, %" PRIu64 " into the target, %" PRIu64
+		       " refused, %" PRIu64 " dropped\n",
+		       into_old, into_next, refused, shrink_dropped);
+	for (uint64_t i = 0; i < OLD + NEW; i++)
+		free(e[i]);
+	larder__table_destroy(next);
+	larder__table_destroy(t);
+	free(shrink_hash);
+	free(in);
+	free(e);
+}
+
 /* A table of 8,192 buckets with 3,000 keys (5% load) shrinks 8x (k = 3,
  * to 1,024 buckets: 42% load), 100 homes at a time. */
 static void test_shrink_table(void)
@@ -429,6 +504,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_grow_trigger),
 		TH_TEST(test_shrink_rule),
 		TH_TEST(test_shrink_table),
+		TH_TEST(test_grow_keeps_room),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
