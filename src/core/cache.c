@@ -1452,44 +1452,27 @@ static __attribute__((noinline, cold)) int put_wake(struct larder__shard *s,
  * docs/bench.md, "The writer's frame"). It takes the common put whole --
  * stored raw without a deadline, a key of 8 to 16 bytes and a value of 16
  * to 64 (copied inline), by a thread whose state last served this cache,
- * with credit, ring or spill room and a slot of the cursor's run in hand,
- * over a live key without a deadline in its home's first slot of its tag,
- * the home not locked -- and leaves by a tail call for everything else:
- * before it changes anything, to put_general(), the complete put; with its
- * entry built and its read section entered, to put_indexed(); after its
- * post, with the maintainer asleep, to put_wake(). The steps, and their
- * order, are write_common's for a W_PUT_PLAIN (CACHE-B2: the credit is
- * tested before the slot is taken and taken before anything is published;
- * both are the owner's, HANDLE-H1).
+ * with credit and ring or spill room in hand, over a live key without a
+ * deadline in its home's first slot of its tag, the home not locked -- and
+ * leaves by a tail call for everything else: before it changes anything,
+ * to put_general(), the complete put; for a slot when the cursor's run of
+ * the class is empty (most of the rest), to put_refill(), which goes on as
+ * it would; with its entry built and its read section entered, to
+ * put_indexed(); after its post, with the maintainer asleep, to
+ * put_wake(). The steps, and their order, are write_common's for a
+ * W_PUT_PLAIN (CACHE-B2: the credit is tested before the slot is taken,
+ * and taken before anything is published; both are the owner's,
+ * HANDLE-H1).
  */
-int larder_put(larder *c, const void *key, size_t key_len, const void *value, size_t value_len,
-	       uint64_t ttl_ms)
+#define PUT_BODY static inline __attribute__((always_inline))
+
+/* The fast path from its slot e (id) on: the charge, the entry, the index
+ * step, the post, the wake's test. */
+PUT_BODY int put_publish(struct larder__thread *t, struct larder__handle *h,
+			 struct larder__entry *e, uint32_t id, const void *key, size_t key_len,
+			 const void *value, size_t value_len, uint64_t hash, size_t charge,
+			 unsigned sclass)
 {
-	struct larder__thread *t = larder__tls;
-	if (__builtin_expect(!read_fast_ok(c, key, key_len, t) || !value, 0) ||
-	    __builtin_expect(key_len - 8 > 8 || value_len - 16 > 48, 0) ||
-	    __builtin_expect(value_len >= c->write_slow_from, 0) ||
-	    __builtin_expect(ttl_ms != LARDER_TTL_NEVER &&
-				     (ttl_ms != LARDER_TTL_DEFAULT ||
-				      c->default_ttl_ms != LARDER_TTL_NEVER),
-			     0) ||
-	    !larder__thread_last_is(t, c->id))
-		return put_general(c, key, key_len, value, value_len, ttl_ms);
-	uint64_t hash = larder__hash(c->seed, key, key_len);
-	size_t bytes = larder__entry_bytes(0, key_len, value_len);
-	size_t charge = larder__slab_charge(bytes);
-	unsigned sclass = event_class(bytes);
-	struct larder__handle *h = t->last_handle[larder__shard_index(c, hash)];
-	uint32_t id;
-	struct larder__entry *e;
-	/* Relaxed: a racing set_capacity may go either way (as write_common). */
-	if (__builtin_expect(bytes > larder__entry_limit(atomic_load_explicit(
-					     &c->capacity, LARDER__RELAXED)),
-			     0) ||
-	    __builtin_expect(h->credit < (int64_t)charge, 0) ||
-	    __builtin_expect(!larder__events_has_room(h) && !larder__events_spill_ready(h), 0) ||
-	    __builtin_expect(!(e = larder__slab_run_try(&h->cursor, sclass, &id)), 0))
-		return put_general(c, key, key_len, value, value_len, LARDER_TTL_NEVER);
 	h->credit -= (int64_t)charge; /* CACHE-B2 */
 	/* Counted from allocation, so a free never precedes its count. */
 	larder__stat_bump(&h->alloc_bytes, charge);
@@ -1521,6 +1504,56 @@ int larder_put(larder *c, const void *key, size_t key_len, const void *value, si
 	if (__builtin_expect(st != MAINT_AWAKE, 0))
 		return put_wake(s, h, st);
 	return LARDER_OK;
+}
+
+/* A fast-path put that found its cursor's run of the class empty: the
+ * slab's slow allocation (which refills the run), then on as the fast path.
+ * Out of memory: put_general(), which tries the allocation again and
+ * reports it. */
+static __attribute__((noinline)) int put_refill(struct larder__handle *h, const void *key,
+						size_t key_len, const void *value,
+						size_t value_len, uint64_t hash)
+{
+	struct larder__shard *s = h->shard;
+	size_t bytes = larder__entry_bytes(0, key_len, value_len);
+	uint32_t id;
+	struct larder__entry *e = larder__slab_alloc_id_slow(&s->slab, &h->cursor, bytes, &id);
+	if (!e)
+		return put_general(s->cache, key, key_len, value, value_len, LARDER_TTL_NEVER);
+	return put_publish(larder__tls, h, e, id, key, key_len, value, value_len, hash,
+			   larder__slab_charge(bytes), event_class(bytes));
+}
+
+int larder_put(larder *c, const void *key, size_t key_len, const void *value, size_t value_len,
+	       uint64_t ttl_ms)
+{
+	struct larder__thread *t = larder__tls;
+	if (__builtin_expect(!read_fast_ok(c, key, key_len, t) || !value, 0) ||
+	    __builtin_expect(key_len - 8 > 8 || value_len - 16 > 48, 0) ||
+	    __builtin_expect(value_len >= c->write_slow_from, 0) ||
+	    __builtin_expect(ttl_ms != LARDER_TTL_NEVER &&
+				     (ttl_ms != LARDER_TTL_DEFAULT ||
+				      c->default_ttl_ms != LARDER_TTL_NEVER),
+			     0) ||
+	    !larder__thread_last_is(t, c->id))
+		return put_general(c, key, key_len, value, value_len, ttl_ms);
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	size_t bytes = larder__entry_bytes(0, key_len, value_len);
+	size_t charge = larder__slab_charge(bytes);
+	unsigned sclass = event_class(bytes);
+	struct larder__handle *h = t->last_handle[larder__shard_index(c, hash)];
+	/* Relaxed: a racing set_capacity may go either way (as write_common). */
+	if (__builtin_expect(bytes > larder__entry_limit(atomic_load_explicit(
+					     &c->capacity, LARDER__RELAXED)),
+			     0) ||
+	    __builtin_expect(h->credit < (int64_t)charge, 0) ||
+	    __builtin_expect(!larder__events_has_room(h) && !larder__events_spill_ready(h), 0))
+		return put_general(c, key, key_len, value, value_len, LARDER_TTL_NEVER);
+	uint32_t id;
+	struct larder__entry *e = larder__slab_run_try(&h->cursor, sclass, &id);
+	if (__builtin_expect(!e, 0))
+		return put_refill(h, key, key_len, value, value_len, hash);
+	return put_publish(t, h, e, id, key, key_len, value, value_len, hash, charge, sclass);
 }
 
 int larder_put_if_absent(larder *c, const void *key, size_t key_len, const void *value,
