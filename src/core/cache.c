@@ -1466,6 +1466,17 @@ static __attribute__((noinline, cold)) int put_wake(struct larder__shard *s,
  */
 #define PUT_BODY static inline __attribute__((always_inline))
 
+/* The fast path's sizes: what entry_fill() copies without a call. Its
+ * largest entry is within the entry limit of any cache, so it does not
+ * test it. */
+#define PUT_FAST_KEY_MIN 8u
+#define PUT_FAST_KEY_MAX 16u
+#define PUT_FAST_VALUE_MIN 16u
+#define PUT_FAST_VALUE_MAX 64u
+_Static_assert(LARDER__ENTRY_HEADER_BYTES + PUT_FAST_KEY_MAX + PUT_FAST_VALUE_MAX <=
+		       LARDER__CAPACITY_MIN / 8,
+	       "the fast path's largest entry is within every cache's entry limit");
+
 /* The fast path from its slot e (id) on: the charge, the entry, the index
  * step, the post, the wake's test. */
 PUT_BODY int put_publish(struct larder__thread *t, struct larder__handle *h,
@@ -1529,7 +1540,10 @@ int larder_put(larder *c, const void *key, size_t key_len, const void *value, si
 {
 	struct larder__thread *t = larder__tls;
 	if (__builtin_expect(!read_fast_ok(c, key, key_len, t) || !value, 0) ||
-	    __builtin_expect(key_len - 8 > 8 || value_len - 16 > 48, 0) ||
+	    __builtin_expect(key_len - PUT_FAST_KEY_MIN > PUT_FAST_KEY_MAX - PUT_FAST_KEY_MIN ||
+				     value_len - PUT_FAST_VALUE_MIN >
+					     PUT_FAST_VALUE_MAX - PUT_FAST_VALUE_MIN,
+			     0) ||
 	    __builtin_expect(value_len >= c->write_slow_from, 0) ||
 	    __builtin_expect(ttl_ms != LARDER_TTL_NEVER &&
 				     (ttl_ms != LARDER_TTL_DEFAULT ||
@@ -1542,11 +1556,7 @@ int larder_put(larder *c, const void *key, size_t key_len, const void *value, si
 	size_t charge = larder__slab_charge(bytes);
 	unsigned sclass = event_class(bytes);
 	struct larder__handle *h = t->last_handle[larder__shard_index(c, hash)];
-	/* Relaxed: a racing set_capacity may go either way (as write_common). */
-	if (__builtin_expect(bytes > larder__entry_limit(atomic_load_explicit(
-					     &c->capacity, LARDER__RELAXED)),
-			     0) ||
-	    __builtin_expect(h->credit < (int64_t)charge, 0) ||
+	if (__builtin_expect(h->credit < (int64_t)charge, 0) ||
 	    __builtin_expect(!larder__events_has_room(h) && !larder__events_spill_ready(h), 0))
 		return put_general(c, key, key_len, value, value_len, LARDER_TTL_NEVER);
 	uint32_t id;
@@ -2074,7 +2084,7 @@ int larder_set_capacity(larder *c, uint64_t bytes)
 
 int larder__cache_set_capacity(larder *c, uint64_t bytes)
 {
-	if (!c || bytes < 64u * 1024u || bytes > (UINT64_MAX >> 2))
+	if (!c || bytes < LARDER__CAPACITY_MIN || bytes > (UINT64_MAX >> 2))
 		return LARDER_EINVAL;
 	pthread_mutex_lock(&c->admin_lock);
 	uint64_t old = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* under admin_lock */
