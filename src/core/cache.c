@@ -1424,22 +1424,21 @@ static __attribute__((noinline)) int put_general(larder *c, const void *key, siz
  * the read section that returned outer: write_common's end for it (a new
  * key, a key beyond its home's first slot of its tag, a locked home, an old
  * entry with a deadline). The key is e's copy, the sizes e's. */
-static __attribute__((noinline)) int put_indexed(struct larder__handle *h,
-						 struct larder__entry *e, uint64_t hash,
-						 uint64_t outer)
+static __attribute__((noinline)) int put_indexed(struct larder__handle *h, struct larder__entry *e,
+						 uint64_t hash, uint64_t outer)
 {
 	struct larder__thread *t = larder__tls;
 	struct op op = { t, t->last_handles, h, 0, 0, outer };
 	size_t bytes = larder__entry_size(e);
-	return write_finish(h->shard->cache, h->shard, &op, NULL, W_PUT_PLAIN, larder__entry_key(e), e->key_len,
-			    NULL, 0, hash, e, event_class(bytes), larder__slab_charge(bytes),
-			    UINT64_MAX, NULL);
+	return write_finish(h->shard->cache, h->shard, &op, NULL, W_PUT_PLAIN, larder__entry_key(e),
+			    e->key_len, NULL, 0, hash, e, event_class(bytes),
+			    larder__slab_charge(bytes), UINT64_MAX, NULL);
 }
 
 /* The end of a fast-path put whose post found its maintainer asleep in
  * state st (larder__maint_wake_state): the wake. */
 static __attribute__((noinline, cold)) int put_wake(struct larder__shard *s,
-						   struct larder__handle *h, uint32_t st)
+						    struct larder__handle *h, uint32_t st)
 {
 	larder__maint_wake_sleeper(s, h, UINT64_MAX, st);
 	return LARDER_OK;
