@@ -1053,19 +1053,12 @@ static inline __attribute__((always_inline)) void copy_value(unsigned char *dst,
 	}
 }
 
-/* Builds an entry of `bytes` (charging `charge`) in a fresh slot; NULL when
- * out of memory (credit kept). Inlined: the sizes are the caller's. */
-static inline __attribute__((always_inline)) struct larder__entry *
-entry_build(struct larder__shard *s, struct op *op, const void *key, size_t key_len,
-	    const void *value, size_t value_len, unsigned flags, size_t bytes, size_t charge,
-	    uint64_t deadline_ms)
+/* Writes a fresh slot's entry (its id: id): the header, the deadline, the
+ * key and the value. Inlined: the sizes are the caller's. */
+static inline __attribute__((always_inline)) void
+entry_fill(struct larder__entry *e, uint32_t id, const void *key, size_t key_len,
+	   const void *value, size_t value_len, unsigned flags, uint64_t deadline_ms)
 {
-	uint32_t id;
-	struct larder__entry *e = larder__slab_alloc_id(&s->slab, &op->handle->cursor, bytes, &id);
-	if (!e)
-		return NULL;
-	/* Counted from allocation, so a free never precedes its count. */
-	larder__stat_bump(&op->handle->alloc_bytes, charge);
 	e->prev = 0;
 	e->next = id; /* ENTRY-E6 */
 	e->value_len = (uint32_t)value_len;
@@ -1090,6 +1083,22 @@ entry_build(struct larder__shard *s, struct op *op, const void *key, size_t key_
 		memcpy(k, key, key_len);
 	}
 	copy_value(k + key_len, value, value_len);
+}
+
+/* Builds an entry of `bytes` (charging `charge`) in a fresh slot; NULL when
+ * out of memory (credit kept). Inlined: the sizes are the caller's. */
+static inline __attribute__((always_inline)) struct larder__entry *
+entry_build(struct larder__shard *s, struct op *op, const void *key, size_t key_len,
+	    const void *value, size_t value_len, unsigned flags, size_t bytes, size_t charge,
+	    uint64_t deadline_ms)
+{
+	uint32_t id;
+	struct larder__entry *e = larder__slab_alloc_id(&s->slab, &op->handle->cursor, bytes, &id);
+	if (!e)
+		return NULL;
+	/* Counted from allocation, so a free never precedes its count. */
+	larder__stat_bump(&op->handle->alloc_bytes, charge);
+	entry_fill(e, id, key, key_len, value, value_len, flags, deadline_ms);
 	return e;
 }
 
@@ -1288,6 +1297,42 @@ write_index_wait(larder *c, struct larder__shard *s, struct op *op, struct bulk 
 	}
 }
 
+/* A write's end, from its entry e built (charging `charge`) and op's read
+ * section entered: the index step (and its waits), the section's exit, and
+ * then e undone on failure, or the write counted. Inlined, as write_index(). */
+static inline __attribute__((always_inline)) int
+write_finish(larder *c, struct larder__shard *s, struct op *op, struct bulk *bulk,
+	     enum write_mode mode, const void *key, size_t key_len, const void *expected,
+	     size_t expected_len, uint64_t hash, struct larder__entry *e, unsigned sclass,
+	     size_t charge, uint64_t deadline_ms, uint64_t *charged)
+{
+	/* No table to grow asked for: write_index_wait() tries again for its own. */
+	int rc = write_index(c, s, op, bulk, mode, key, key_len, expected, expected_len, hash, e,
+			     sclass, NULL);
+	if (__builtin_expect(rc == WRITE_NO_SLOT, 0)) {
+		struct op copy = *op; /* op_scalar: the call gets a copy, and gives it back */
+		rc = write_index_wait(c, s, &copy, bulk, mode, key, key_len, expected,
+				      expected_len, hash, e, sclass);
+		*op = copy;
+	}
+	op_exit(op);
+	if (rc != LARDER_OK) {
+		entry_unbuild(s, op, e, charge);
+		return rc;
+	}
+	if (bulk) {
+		bulk->op = *op; /* the clock read, if any, serves the rest of the batch */
+		bulk->writes++;
+		if (deadline_ms < bulk->first_deadline_ms)
+			bulk->first_deadline_ms = deadline_ms;
+	} else {
+		write_done(s, op, 1, deadline_ms);
+	}
+	if (charged)
+		*charged = charge;
+	return LARDER_OK;
+}
+
 /* charge_limit: LARDER_EVALSIZE when the entry would charge more (UINT64_MAX:
  * none); *charged (when not NULL) gets its charge on success. bulk: NULL, or
  * a bulk writer's batch, whose operation this write continues, with the
@@ -1349,31 +1394,8 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		return LARDER_ENOMEM;
 	}
 	op_enter(&op);
-	/* No table to grow asked for: write_index_wait() tries again for its own. */
-	rc = write_index(c, s, &op, bulk, mode, key, key_len, expected, expected_len, hash, e,
-			 sclass, NULL);
-	if (__builtin_expect(rc == WRITE_NO_SLOT, 0)) {
-		struct op copy = op; /* op_scalar: the call gets a copy, and gives it back */
-		rc = write_index_wait(c, s, &copy, bulk, mode, key, key_len, expected,
-				      expected_len, hash, e, sclass);
-		op = copy;
-	}
-	op_exit(&op);
-	if (rc != LARDER_OK) {
-		entry_unbuild(s, &op, e, charge);
-		return rc;
-	}
-	if (bulk) {
-		bulk->op = op; /* the clock read, if any, serves the rest of the batch */
-		bulk->writes++;
-		if (deadline_ms < bulk->first_deadline_ms)
-			bulk->first_deadline_ms = deadline_ms;
-	} else {
-		write_done(s, &op, 1, deadline_ms);
-	}
-	if (charged)
-		*charged = charge;
-	return LARDER_OK;
+	return write_finish(c, s, &op, bulk, mode, key, key_len, expected, expected_len, hash, e,
+			    sclass, charge, deadline_ms, charged);
 
 fail_packed:
 	larder__scratch_give(packed);
@@ -1391,12 +1413,15 @@ static __attribute__((noinline)) int write_general(larder *c, enum write_mode mo
 			    charge_limit, charged, NULL, 0);
 }
 
-/* The common put, stored raw without a deadline, inlines write_common with
- * the lifetime's, compression's, deadline's, value pointer's and value
- * length's tests folded away (about 22 of the writer's instructions per put,
- * docs/bench.md); any other goes through write_general. */
-int larder_put(larder *c, const void *key, size_t key_len, const void *value, size_t value_len,
-	       uint64_t ttl_ms)
+/* The complete put, out of line: larder_put's every case but its fast
+ * path's. The common put, stored raw without a deadline, inlines
+ * write_common with the lifetime's, compression's, deadline's, value
+ * pointer's and value length's tests folded away (about 22 of the writer's
+ * instructions per put, docs/bench.md); any other goes through
+ * write_general. */
+static __attribute__((noinline)) int put_general(larder *c, const void *key, size_t key_len,
+						 const void *value, size_t value_len,
+						 uint64_t ttl_ms)
 {
 	if (__builtin_expect(c && value && value_len < c->write_slow_from &&
 				     (ttl_ms == LARDER_TTL_NEVER ||
@@ -1407,6 +1432,151 @@ int larder_put(larder *c, const void *key, size_t key_len, const void *value, si
 				    ttl_ms, UINT64_MAX, NULL, NULL, 0);
 	return write_general(c, W_PUT, key, key_len, NULL, 0, value, value_len, ttl_ms,
 			     UINT64_MAX, NULL);
+}
+
+/* The rest of a fast-path put whose entry e is built and charged, inside
+ * the read section that returned outer: write_common's end for it (a new
+ * key, a key beyond its home's first slot of its tag, a locked home, an old
+ * entry with a deadline). The key is e's copy, the sizes e's. */
+static __attribute__((noinline)) int put_indexed(struct larder__handle *h, struct larder__entry *e,
+						 uint64_t hash, uint64_t outer)
+{
+	struct larder__thread *t = larder__tls;
+	struct op op = { t, t->last_handles, h, 0, 0, outer };
+	size_t bytes = larder__entry_size(e);
+	return write_finish(h->shard->cache, h->shard, &op, NULL, W_PUT_PLAIN, larder__entry_key(e),
+			    e->key_len, NULL, 0, hash, e, event_class(bytes),
+			    larder__slab_charge(bytes), UINT64_MAX, NULL);
+}
+
+/* The end of a fast-path put whose post found its maintainer asleep in
+ * state st (larder__maint_wake_state): the wake. */
+static __attribute__((noinline, cold)) int put_wake(struct larder__shard *s,
+						    struct larder__handle *h, uint32_t st)
+{
+	larder__maint_wake_sleeper(s, h, UINT64_MAX, st);
+	return LARDER_OK;
+}
+
+/*
+ * larder_put's fast path makes no call: any call on it, however rare, had
+ * gcc save and restore six callee-saved registers and keep a frame of 184
+ * bytes on every put (32.8 of the writer's instructions per put,
+ * docs/bench.md, "The writer's frame"). It takes the common put whole --
+ * stored raw without a deadline, a key of 8 to 16 bytes and a value of 16
+ * to 64 (copied inline), by a thread whose state last served this cache,
+ * with credit and ring or spill room in hand, over a live key without a
+ * deadline in its home's first slot of its tag, the home not locked -- and
+ * leaves by a tail call for everything else: before it changes anything,
+ * to put_general(), the complete put; for a slot when the cursor's run of
+ * the class is empty (most of the rest), to put_refill(), which goes on as
+ * it would; with its entry built and its read section entered, to
+ * put_indexed(); after its post, with the maintainer asleep, to
+ * put_wake(). The steps, and their order, are write_common's for a
+ * W_PUT_PLAIN (CACHE-B2: the credit is tested before the slot is taken,
+ * and taken before anything is published; both are the owner's,
+ * HANDLE-H1).
+ */
+#define PUT_BODY static inline __attribute__((always_inline))
+
+/* The fast path's sizes: what entry_fill() copies without a call. Its
+ * largest entry is within the entry limit of any cache, so it does not
+ * test it. */
+#define PUT_FAST_KEY_MIN 8u
+#define PUT_FAST_KEY_MAX 16u
+#define PUT_FAST_VALUE_MIN 16u
+#define PUT_FAST_VALUE_MAX 64u
+_Static_assert(LARDER__ENTRY_HEADER_BYTES + PUT_FAST_KEY_MAX + PUT_FAST_VALUE_MAX <=
+		       LARDER__CAPACITY_MIN / 8,
+	       "the fast path's largest entry is within every cache's entry limit");
+
+/* The fast path from its slot e (id) on: the charge, the entry, the index
+ * step, the post, the wake's test. */
+PUT_BODY int put_publish(struct larder__thread *t, struct larder__handle *h,
+			 struct larder__entry *e, uint32_t id, const void *key, size_t key_len,
+			 const void *value, size_t value_len, uint64_t hash, size_t charge,
+			 unsigned sclass)
+{
+	h->credit -= (int64_t)charge; /* CACHE-B2 */
+	/* Counted from allocation, so a free never precedes its count. */
+	larder__stat_bump(&h->alloc_bytes, charge);
+	entry_fill(e, id, key, key_len, value, value_len, 0, UINT64_MAX);
+	uint64_t outer = larder__read_enter(&t->reader);
+	struct larder__shard *s = h->shard;
+	struct larder__bucket *home = larder__table_try_lock(shard_root(s), hash);
+	if (__builtin_expect(!home, 0))
+		return put_indexed(h, e, hash, outer);
+	unsigned m = larder__bucket_tag_bits(home, hash);
+	/* The key compared is e's copy: the caller's is then dead. */
+	larder__atomic_u64 *slot =
+		m ? larder__table_home_hit(home, m, hash,
+					   (unsigned char *)e + larder__entry_prefix_bytes(0), key_len)
+		  : NULL;
+	/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
+	struct larder__entry *old =
+		slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
+	if (__builtin_expect(!old || (larder__entry_flags(old) & LARDER__ENTRY_TTL), 0)) {
+		larder__table_unlock(home);
+		return put_indexed(h, e, hash, outer);
+	}
+	larder__table_set_locked(slot, larder__slot_word(hash, e));
+	larder__table_unlock(home);
+	larder__events_post(h, LARDER__EV_REPLACE, LARDER_CAUSE_REPLACED, sclass, old, e, hash);
+	larder__read_exit(&t->reader, outer);
+	larder__stat_bump(&h->writes, 1);
+	uint32_t st = larder__maint_wake_state(s, h, UINT64_MAX);
+	if (__builtin_expect(st != MAINT_AWAKE, 0))
+		return put_wake(s, h, st);
+	return LARDER_OK;
+}
+
+/* A fast-path put that found its cursor's run of the class empty: the
+ * slab's slow allocation (which refills the run), then on as the fast path.
+ * Out of memory: put_general(), which tries the allocation again and
+ * reports it. */
+static __attribute__((noinline)) int put_refill(struct larder__handle *h, const void *key,
+						size_t key_len, const void *value,
+						size_t value_len, uint64_t hash)
+{
+	struct larder__shard *s = h->shard;
+	size_t bytes = larder__entry_bytes(0, key_len, value_len);
+	uint32_t id;
+	struct larder__entry *e = larder__slab_alloc_id_slow(&s->slab, &h->cursor, bytes, &id);
+	if (!e)
+		return put_general(s->cache, key, key_len, value, value_len, LARDER_TTL_NEVER);
+	return put_publish(larder__tls, h, e, id, key, key_len, value, value_len, hash,
+			   larder__slab_charge(bytes), event_class(bytes));
+}
+
+int larder_put(larder *c, const void *key, size_t key_len, const void *value, size_t value_len,
+	       uint64_t ttl_ms)
+{
+	struct larder__thread *t = larder__tls;
+	if (__builtin_expect(!read_fast_ok(c, key, key_len, t) || !value, 0) ||
+	    __builtin_expect(key_len - PUT_FAST_KEY_MIN > PUT_FAST_KEY_MAX - PUT_FAST_KEY_MIN ||
+				     value_len - PUT_FAST_VALUE_MIN >
+					     PUT_FAST_VALUE_MAX - PUT_FAST_VALUE_MIN,
+			     0) ||
+	    __builtin_expect(value_len >= c->write_slow_from, 0) ||
+	    __builtin_expect(ttl_ms != LARDER_TTL_NEVER &&
+				     (ttl_ms != LARDER_TTL_DEFAULT ||
+				      c->default_ttl_ms != LARDER_TTL_NEVER),
+			     0) ||
+	    !larder__thread_last_is(t, c->id))
+		return put_general(c, key, key_len, value, value_len, ttl_ms);
+	uint64_t hash = larder__hash(c->seed, key, key_len);
+	size_t bytes = larder__entry_bytes(0, key_len, value_len);
+	size_t charge = larder__slab_charge(bytes);
+	unsigned sclass = event_class(bytes);
+	struct larder__handle *h = t->last_handle[larder__shard_index(c, hash)];
+	if (__builtin_expect(h->credit < (int64_t)charge, 0) ||
+	    __builtin_expect(!larder__events_has_room(h) && !larder__events_spill_ready(h), 0))
+		return put_general(c, key, key_len, value, value_len, LARDER_TTL_NEVER);
+	uint32_t id;
+	struct larder__entry *e = larder__slab_run_try(&h->cursor, sclass, &id);
+	if (__builtin_expect(!e, 0))
+		return put_refill(h, key, key_len, value, value_len, hash);
+	return put_publish(t, h, e, id, key, key_len, value, value_len, hash, charge, sclass);
 }
 
 int larder_put_if_absent(larder *c, const void *key, size_t key_len, const void *value,
@@ -1927,7 +2097,7 @@ int larder_set_capacity(larder *c, uint64_t bytes)
 
 int larder__cache_set_capacity(larder *c, uint64_t bytes)
 {
-	if (!c || bytes < 64u * 1024u || bytes > (UINT64_MAX >> 2))
+	if (!c || bytes < LARDER__CAPACITY_MIN || bytes > (UINT64_MAX >> 2))
 		return LARDER_EINVAL;
 	pthread_mutex_lock(&c->admin_lock);
 	uint64_t old = atomic_load_explicit(&c->capacity, LARDER__RELAXED); /* under admin_lock */

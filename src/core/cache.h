@@ -162,6 +162,12 @@ static inline uint64_t larder__overshoot_bound(uint64_t capacity)
  * half the overshoot bound). */
 int larder__budget_short(const struct larder *cache, int64_t budget);
 
+/* The smallest capacity a cache ever has: larder_config_set_capacity() and
+ * larder_set_capacity() refuse less, and a pool gives no member less
+ * (MIN_CACHE_BYTES in pool/pool.c). larder_put's fast path leans on it
+ * (core/cache.c: its largest entry is below this capacity's entry limit). */
+#define LARDER__CAPACITY_MIN (64u * 1024u)
+
 /* Bytes a single entry may charge: 1/8 of capacity. */
 static inline uint64_t larder__entry_limit(uint64_t capacity)
 {

@@ -14,7 +14,6 @@
 #include "evict/policy.h"
 #include "pool/pool.h"
 
-#define MIN_CAPACITY (64u * 1024u)
 
 uint64_t larder__clock_default(void *ctx)
 {
@@ -57,7 +56,7 @@ void larder_config_destroy(larder_config *config)
 
 int larder_config_set_capacity(larder_config *config, uint64_t bytes)
 {
-	if (!config || bytes < MIN_CAPACITY || bytes > (UINT64_MAX >> 2))
+	if (!config || bytes < LARDER__CAPACITY_MIN || bytes > (UINT64_MAX >> 2))
 		return LARDER_EINVAL;
 	config->capacity = bytes;
 	config->capacity_set = 1;

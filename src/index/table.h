@@ -397,9 +397,12 @@ struct larder__bucket *larder__table_lock_wait(struct larder__table *t, uint64_t
  * Inline for the common case, a home neither locked nor moved: the load is
  * only the CAS's expected value, and the CAS, which sees the same word,
  * decides (a put's lock fell from 25 to about 10 instructions,
- * docs/bench.md). */
-static inline struct larder__bucket *larder__table_lock(struct larder__table *t, uint64_t hash,
-							struct larder__table **tp)
+ * docs/bench.md). larder__table_try_lock() is that case alone: the home in
+ * t locked, or NULL (nothing done) where larder__table_lock() would wait or
+ * follow MOVED, for a caller whose other cases are all out of line (the
+ * plain put's fast path, core/cache.c). */
+static inline struct larder__bucket *larder__table_try_lock(struct larder__table *t,
+							    uint64_t hash)
 {
 	struct larder__bucket *b = &t->buckets[larder__table_home(t, hash)];
 	/* Relaxed: the CAS below rechecks the word it compares. */
@@ -410,7 +413,16 @@ static inline struct larder__bucket *larder__table_lock(struct larder__table *t,
 								   ctl | LARDER__CTL_LOCK,
 								   LARDER__ACQUIRE,
 								   LARDER__RELAXED),
-			     1)) {
+			     1))
+		return b;
+	return NULL;
+}
+
+static inline struct larder__bucket *larder__table_lock(struct larder__table *t, uint64_t hash,
+							struct larder__table **tp)
+{
+	struct larder__bucket *b = larder__table_try_lock(t, hash);
+	if (__builtin_expect(b != NULL, 1)) {
 		*tp = t;
 		return b;
 	}
@@ -440,6 +452,25 @@ larder__atomic_u64 *larder__table_find_from_locked(struct larder__table *t,
  * instructions (docs/bench.md, "The writer's side of a put"). Under the
  * lock of home, as there: our key's slot cannot change (TABLE-X2).
  */
+/* Under the lock of home: the slot holding key when it is the home's first
+ * slot of the key's tag (m: larder__bucket_tag_bits(home, hash), not 0),
+ * else NULL, which says nothing: larder__table_find_home_locked()'s overwrite
+ * case, alone for the plain put's fast path (core/cache.c). */
+static inline larder__atomic_u64 *larder__table_home_hit(struct larder__bucket *home, unsigned m,
+							  uint64_t hash, const void *key,
+							  size_t key_len)
+{
+	larder__atomic_u64 *slot = &home->slot[larder__tag_bits_slot(m)];
+	/* Acquire: another home's slot may have just been published
+	 * (R-SLOT), as in larder__table_find_from_locked(). */
+	uint64_t w = atomic_load_explicit(slot, LARDER__ACQUIRE);
+	if (__builtin_expect(((w ^ hash) & LARDER__SLOT_TAG_MASK) == 0, 1) &&
+	    __builtin_expect((w & LARDER__SLOT_PTR_MASK) > LARDER__SLOT_MARKER, 1) &&
+	    __builtin_expect(larder__entry_key_equals(larder__slot_entry(w), key, key_len), 1))
+		return slot;
+	return NULL;
+}
+
 static inline larder__atomic_u64 *larder__table_find_home_locked(struct larder__table *t,
 								 struct larder__bucket *home,
 								 uint64_t hash, const void *key,
@@ -447,14 +478,8 @@ static inline larder__atomic_u64 *larder__table_find_home_locked(struct larder__
 {
 	unsigned m = larder__bucket_tag_bits(home, hash);
 	if (m) {
-		larder__atomic_u64 *slot = &home->slot[larder__tag_bits_slot(m)];
-		/* Acquire: another home's slot may have just been published
-		 * (R-SLOT), as in larder__table_find_from_locked(). */
-		uint64_t w = atomic_load_explicit(slot, LARDER__ACQUIRE);
-		if (__builtin_expect(((w ^ hash) & LARDER__SLOT_TAG_MASK) == 0, 1) &&
-		    __builtin_expect((w & LARDER__SLOT_PTR_MASK) > LARDER__SLOT_MARKER, 1) &&
-		    __builtin_expect(larder__entry_key_equals(larder__slot_entry(w), key, key_len),
-				     1))
+		larder__atomic_u64 *slot = larder__table_home_hit(home, m, hash, key, key_len);
+		if (__builtin_expect(slot != NULL, 1))
 			return slot;
 	} else if ((atomic_load_explicit(&home->ctl, LARDER__RELAXED) >> 32) == 0) {
 		return NULL; /* relaxed, as in larder__table_find_from_locked() */

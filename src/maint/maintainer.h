@@ -62,9 +62,12 @@ static inline int larder__maint_wake_skip(const struct larder__handle *h, uint32
  * seam).
  * Inline up to the sleep state's load, and the test that a post of an
  * overwrite needs no more (wake_skip): a writer calls it after every post.
+ * larder__maint_wake_state() is that inline part: the sleep state to hand
+ * larder__maint_wake_sleeper(), or MAINT_AWAKE when nothing is to be done
+ * (the plain put's fast path ends in a tail call on it, core/cache.c).
  */
-static inline void larder__maint_wake(struct larder__shard *shard,
-				      struct larder__handle *posted, uint64_t due_ms)
+static inline uint32_t larder__maint_wake_state(struct larder__shard *shard,
+						struct larder__handle *posted, uint64_t due_ms)
 {
 	/* WAKE-W1: seq_cst fence between what the caller changed (its event post,
 	 * R-EV, or a flag) and this load; pairs with WAKE-W2 in maint_sleep() and
@@ -73,7 +76,15 @@ static inline void larder__maint_wake(struct larder__shard *shard,
 	/* WAKE-W4: acquire, pairs with lazy_sleep()'s seq_cst store of
 	 * MAINT_LAZY: the wake_at published before it. */
 	uint32_t st = atomic_load_explicit(&shard->maint_sleeping, LARDER__ACQUIRE);
-	if (st != MAINT_AWAKE && !larder__maint_wake_skip(posted, st, due_ms))
+	return st != MAINT_AWAKE && !larder__maint_wake_skip(posted, st, due_ms) ? st
+										 : MAINT_AWAKE;
+}
+
+static inline void larder__maint_wake(struct larder__shard *shard,
+				      struct larder__handle *posted, uint64_t due_ms)
+{
+	uint32_t st = larder__maint_wake_state(shard, posted, due_ms);
+	if (st != MAINT_AWAKE)
 		larder__maint_wake_sleeper(shard, posted, due_ms, st);
 }
 /* larder__maint_wake(shard, NULL, 0) for every shard: the caller changed

@@ -200,6 +200,16 @@ static inline size_t larder__slab_charge(size_t bytes)
 	return slot;
 }
 
+/* larder__slab_alloc_id()'s inline case alone, for a slot of class k
+ * (larder__sizeclass_of() of at most LARDER__SLAB_BIG_FROM bytes): the
+ * run's slot, or NULL (nothing taken) where larder__slab_alloc_id() would
+ * call larder__slab_alloc_id_slow() (the plain put's fast path, core/cache.c). */
+static inline void *larder__slab_run_try(struct larder__slab_cursor *c, unsigned k, uint32_t *id)
+{
+	if (__builtin_expect(c->run[k].bits == 0, 0))
+		return NULL;
+	return larder__slab_run_take(&c->run[k], larder__sizeclass_slot(k), id);
+}
 /* Writer: a slot of at least bytes, 8-byte aligned, with an id (mem/pagedir.h).
  * NULL when out of memory or out of ids. */
 void *larder__slab_alloc(struct larder__slab *s, struct larder__slab_cursor *c, size_t bytes);
@@ -218,9 +228,9 @@ static inline void *larder__slab_alloc_id(struct larder__slab *s, struct larder_
 					  size_t bytes, uint32_t *id)
 {
 	if (__builtin_expect(bytes <= LARDER__SLAB_BIG_FROM, 1)) {
-		unsigned k = larder__sizeclass_of(bytes);
-		if (__builtin_expect(c->run[k].bits != 0, 1))
-			return larder__slab_run_take(&c->run[k], larder__sizeclass_slot(k), id);
+		void *p = larder__slab_run_try(c, larder__sizeclass_of(bytes), id);
+		if (__builtin_expect(p != NULL, 1))
+			return p;
 	}
 	/* Through a copy: the caller's id stays in a register (2 Ir per put). */
 	uint32_t slow_id;
