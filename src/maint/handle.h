@@ -79,7 +79,7 @@ struct larder__event_batch {
 /* Spill chunks: 8 KiB each (maint/events.h); a count of places in one
  * fits the handle's 16-bit fields. */
 #define LARDER__SPILL_CHUNK 255u
-_Static_assert(LARDER__SPILL_CHUNK <= UINT16_MAX, "spill_tail_n and spill_free are 16 bits");
+_Static_assert(LARDER__SPILL_CHUNK <= UINT16_MAX, "spill_free is 16 bits");
 /* A maintainer thread, which never waits: at most 64 Ki unread events
  * (2 MiB) per handle, then LARDER_EBUSY. */
 #define LARDER__SPILL_MAX 65536u
@@ -143,7 +143,9 @@ struct larder__handle {
 	int64_t credit;                   /* HANDLE-H1: budget bytes reserved */
 	larder__atomic_u64 spilled;       /* events posted to the spill: R-SPILL / A-SPILL */
 	struct larder__spill *spill_tail; /* owner only: the chunk it appends to */
-	uint16_t spill_tail_n;            /* owner only: events in spill_tail */
+	/* owner only: spill_tail's next free place (a pointer, not a count:
+	 * the spilled post stores through it without an index's arithmetic) */
+	struct larder__event *spill_at;
 	/* owner only: spills that need no larder__events_spill_room() first
 	 * (larder__events_spill_ready): at most the free places in spill_tail */
 	uint16_t spill_free;
