@@ -118,6 +118,7 @@ struct larder__table *larder__table_create(uint64_t buckets)
 	if (align == HUGE_PAGE_BYTES)
 		(void)madvise(t, bytes, MADV_HUGEPAGE); /* TABLE-H1: a hint; refusal is fine */
 	t->last = n - 1;
+	t->count = n;
 	t->map_bytes = bytes;
 	t->moved = 0;
 	t->retire_next = NULL;

@@ -133,6 +133,9 @@ struct larder__bucket {
 
 struct larder__table {
 	uint64_t last;            /* buckets - 1; immutable */
+	/* buckets; immutable: the home's multiply takes it from memory, where
+	 * last + 1 cost a load and an add per lookup and per put. */
+	uint64_t count;
 	size_t map_bytes;         /* immutable */
 	larder__atomic_uptr next; /* resize target, set by the maintainer (R-NEXT; TABLE-X5 may undo it) */
 	uint64_t moved;           /* maintainer only: homes moved so far */
@@ -144,6 +147,8 @@ struct larder__table {
 	uint64_t cleared_ms;
 	struct larder__bucket buckets[] __attribute__((aligned(64)));
 };
+
+_Static_assert(offsetof(struct larder__table, buckets) == 64, "a table's header is one line");
 
 static inline uint64_t larder__slot_word(uint64_t hash, const struct larder__entry *e)
 {
@@ -158,7 +163,7 @@ static inline struct larder__entry *larder__slot_entry(uint64_t word)
 /* The home bucket of hash (Lemire's multiply-shift; TABLE-X3 relies on it). */
 static inline uint64_t larder__table_home(const struct larder__table *t, uint64_t hash)
 {
-	return (((hash >> 16) & 0xffffffffu) * (t->last + 1)) >> 32;
+	return (((hash >> 16) & 0xffffffffu) * t->count) >> 32;
 }
 
 static inline struct larder__table *larder__table_next(struct larder__table *t)
