@@ -152,15 +152,12 @@ static int bucket_lock(struct larder__bucket *b)
 	}
 }
 
-struct larder__bucket *larder__table_lock_wait(struct larder__table *t, uint64_t hash,
-					       struct larder__table **tp)
+struct larder__table_held larder__table_lock_wait(struct larder__table *t, uint64_t hash)
 {
 	for (;; t = larder__table_next(t)) {
 		struct larder__bucket *b = &t->buckets[larder__table_home(t, hash)];
-		if (bucket_lock(b) == 0) {
-			*tp = t;
-			return b;
-		}
+		if (bucket_lock(b) == 0)
+			return (struct larder__table_held){ b, t };
 	}
 }
 

@@ -362,9 +362,17 @@ static inline uint64_t larder__table_lookup_rcu(struct larder__table *t, uint64_
 struct larder__table *larder__table_create(uint64_t buckets);
 void larder__table_destroy(struct larder__table *t);
 
-/* larder__table_lock() when the home was locked or MOVED at first sight. */
-struct larder__bucket *larder__table_lock_wait(struct larder__table *t, uint64_t hash,
-					       struct larder__table **tp);
+/* A locked home and the table it is in. */
+struct larder__table_held {
+	struct larder__bucket *home;
+	struct larder__table *t;
+};
+
+/* larder__table_lock() when the home was locked or MOVED at first sight.
+ * Both results come back in registers: with the table through a pointer,
+ * the caller's table variable had its address taken, and so lived in the
+ * frame on the fast path too (a store per put). */
+struct larder__table_held larder__table_lock_wait(struct larder__table *t, uint64_t hash);
 
 /* Locks the key's home bucket, following MOVED; *tp gets the table it is in.
  * Inline for the common case, a home neither locked nor moved: the load is
@@ -387,7 +395,9 @@ static inline struct larder__bucket *larder__table_lock(struct larder__table *t,
 		*tp = t;
 		return b;
 	}
-	return larder__table_lock_wait(t, hash, tp);
+	struct larder__table_held held = larder__table_lock_wait(t, hash);
+	*tp = held.t;
+	return held.home;
 }
 
 static inline void larder__table_unlock(struct larder__bucket *home)
