@@ -1176,7 +1176,7 @@ write_post(struct op *op, struct bulk *bulk, enum larder__event_kind kind, uint3
 {
 	if (bulk && bulk->batch) {
 		bulk->batch->ev[bulk->batch->n++] = (struct larder__event){
-			(uint16_t)kind, (uint8_t)cause, (uint8_t)sclass, 0, a, b, hash };
+			(uint8_t)kind, (uint8_t)cause, (uint8_t)sclass, 0, a, b, hash };
 		return;
 	}
 	larder__events_post(op->handle, kind, cause, sclass, a, b, hash);

@@ -190,7 +190,7 @@ static inline void larder__events_post(struct larder__handle *h, enum larder__ev
 {
 	uint64_t head = atomic_load_explicit(&h->ev_head, LARDER__RELAXED);    /* own variable */
 	uint64_t spilled = atomic_load_explicit(&h->spilled, LARDER__RELAXED); /* own variable */
-	struct larder__event e = { (uint16_t)kind, (uint8_t)cause, (uint8_t)sclass,
+	struct larder__event e = { (uint8_t)kind, (uint8_t)cause, (uint8_t)sclass,
 				   (uint32_t)(head + spilled), a, b, hash };
 	h->last_overwrite = kind == LARDER__EV_REPLACE; /* larder__events_wake_due */
 	if (__builtin_expect(head - h->ev_tail_seen >= LARDER__EVENT_RING, 0)) {

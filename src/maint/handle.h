@@ -51,7 +51,10 @@ enum larder__event_kind {
 #define LARDER__EV_NO_CLASS 0xffu
 
 struct larder__event {
-	uint16_t kind;
+	/* One byte, as cause and sclass: a constant byte is one store, where
+	 * gcc builds a 16-bit constant in a register first (x86's 16-bit
+	 * immediates stall the decoder): 1 Ir per post. */
+	uint8_t kind;
 	uint8_t cause;  /* enum larder_cause, where the kind names one */
 	/* INSERT, REPLACE: b's size class (mem/sizeclass.h) when b is a slab
 	 * slot, which the writer computed for its charge, so that the
