@@ -1185,7 +1185,7 @@ write_post(struct op *op, struct bulk *bulk, enum larder__event_kind kind, uint3
 {
 	if (bulk && bulk->batch) {
 		bulk->batch->ev[bulk->batch->n++] = (struct larder__event){
-			(uint16_t)kind, (uint8_t)cause, (uint8_t)sclass, 0, a, b, hash };
+			(uint8_t)kind, (uint8_t)cause, (uint8_t)sclass, 0, a, b, hash };
 		return;
 	}
 	larder__events_post(op->handle, kind, cause, sclass, a, b, hash);
@@ -1509,8 +1509,8 @@ PUT_BODY int put_publish(struct larder__thread *t, struct larder__handle *h,
 	unsigned m = larder__bucket_tag_bits(home, hash);
 	/* The key compared is e's copy: the caller's is then dead. */
 	larder__atomic_u64 *slot =
-		m ? larder__table_home_hit(home, m, hash,
-					   (unsigned char *)e + larder__entry_prefix_bytes(0), key_len)
+		m ? larder__table_home_hit(home, m, (unsigned char *)e + larder__entry_prefix_bytes(0),
+					   key_len)
 		  : NULL;
 	/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
 	struct larder__entry *old =

@@ -118,6 +118,7 @@ struct larder__table *larder__table_create(uint64_t buckets)
 	if (align == HUGE_PAGE_BYTES)
 		(void)madvise(t, bytes, MADV_HUGEPAGE); /* TABLE-H1: a hint; refusal is fine */
 	t->last = n - 1;
+	t->count = n;
 	t->map_bytes = bytes;
 	t->moved = 0;
 	atomic_store_explicit(&t->room, 0, LARDER__RELAXED); /* not yet shared */
@@ -152,15 +153,12 @@ static int bucket_lock(struct larder__bucket *b)
 	}
 }
 
-struct larder__bucket *larder__table_lock_wait(struct larder__table *t, uint64_t hash,
-					       struct larder__table **tp)
+struct larder__table_held larder__table_lock_wait(struct larder__table *t, uint64_t hash)
 {
 	for (;; t = larder__table_next(t)) {
 		struct larder__bucket *b = &t->buckets[larder__table_home(t, hash)];
-		if (bucket_lock(b) == 0) {
-			*tp = t;
-			return b;
-		}
+		if (bucket_lock(b) == 0)
+			return (struct larder__table_held){ b, t };
 	}
 }
 

@@ -156,6 +156,9 @@ struct larder__bucket {
 
 struct larder__table {
 	uint64_t last;            /* buckets - 1; immutable */
+	/* buckets; immutable: the home's multiply takes it from memory, where
+	 * last + 1 cost a load and an add per lookup and per put. */
+	uint64_t count;
 	size_t map_bytes;         /* immutable */
 	larder__atomic_uptr next; /* resize target, set by the maintainer (R-NEXT; TABLE-X5 may undo it) */
 	uint64_t moved;           /* maintainer only: homes moved so far */
@@ -172,6 +175,8 @@ struct larder__table {
 	struct larder__bucket buckets[] __attribute__((aligned(64)));
 };
 
+_Static_assert(offsetof(struct larder__table, buckets) == 64, "a table's header is one line");
+
 static inline uint64_t larder__slot_word(uint64_t hash, const struct larder__entry *e)
 {
 	return (hash & LARDER__SLOT_TAG_MASK) | (uint64_t)(uintptr_t)e;
@@ -185,7 +190,7 @@ static inline struct larder__entry *larder__slot_entry(uint64_t word)
 /* The home bucket of hash (Lemire's multiply-shift; TABLE-X3 relies on it). */
 static inline uint64_t larder__table_home(const struct larder__table *t, uint64_t hash)
 {
-	return (((hash >> 16) & 0xffffffffu) * (t->last + 1)) >> 32;
+	return (((hash >> 16) & 0xffffffffu) * t->count) >> 32;
 }
 
 static inline struct larder__table *larder__table_next(struct larder__table *t)
@@ -255,9 +260,14 @@ static inline unsigned larder__bucket_tag_bits(const struct larder__bucket *b, u
 	__m128i q[4];
 	for (unsigned k = 0; k < 4; k++)
 		__asm__("movdqa %1, %0" : "=x"(q[k]) : "m"(((const __m128i *)(const void *)b)[k]));
-	__m128i tag = _mm_set1_epi16((short)(hash >> 48));
 	/* Word j's top 16 bits are its tag: after the compare, the sign of its
-	 * upper 32-bit half says whether it matched, and the packs keep signs. */
+	 * upper 32-bit half says whether it matched, and the packs keep signs.
+	 * So only each word's top 16-bit lane of the compare counts, and the
+	 * hash itself, in both 64-bit halves, serves as the tag vector: its top
+	 * lanes hold hash >> 48 (two instructions, where a broadcast of the
+	 * 16-bit tag took five with its shift: 3 Ir per put and per get,
+	 * docs/bench.md). */
+	__m128i tag = _mm_set1_epi64x((long long)hash);
 	__m128i lo = _mm_packs_epi32(_mm_cmpeq_epi16(q[0], tag), _mm_cmpeq_epi16(q[1], tag));
 	__m128i hi = _mm_packs_epi32(_mm_cmpeq_epi16(q[2], tag), _mm_cmpeq_epi16(q[3], tag));
 	/* Bit 2j+1 for word j; word 0 is the control word, not a slot. */
@@ -389,9 +399,17 @@ static inline uint64_t larder__table_lookup_rcu(struct larder__table *t, uint64_
 struct larder__table *larder__table_create(uint64_t buckets);
 void larder__table_destroy(struct larder__table *t);
 
-/* larder__table_lock() when the home was locked or MOVED at first sight. */
-struct larder__bucket *larder__table_lock_wait(struct larder__table *t, uint64_t hash,
-					       struct larder__table **tp);
+/* A locked home and the table it is in. */
+struct larder__table_held {
+	struct larder__bucket *home;
+	struct larder__table *t;
+};
+
+/* larder__table_lock() when the home was locked or MOVED at first sight.
+ * Both results come back in registers: with the table through a pointer,
+ * the caller's table variable had its address taken, and so lived in the
+ * frame on the fast path too (a store per put). */
+struct larder__table_held larder__table_lock_wait(struct larder__table *t, uint64_t hash);
 
 /* Locks the key's home bucket, following MOVED; *tp gets the table it is in.
  * Inline for the common case, a home neither locked nor moved: the load is
@@ -426,7 +444,9 @@ static inline struct larder__bucket *larder__table_lock(struct larder__table *t,
 		*tp = t;
 		return b;
 	}
-	return larder__table_lock_wait(t, hash, tp);
+	struct larder__table_held held = larder__table_lock_wait(t, hash);
+	*tp = held.t;
+	return held.home;
 }
 
 static inline void larder__table_unlock(struct larder__bucket *home)
@@ -442,6 +462,27 @@ larder__atomic_u64 *larder__table_find_from_locked(struct larder__table *t,
 						   struct larder__bucket *home, uint64_t hash,
 						   const void *key, size_t key_len);
 
+/* Under the lock of home: the slot holding key when it is the home's first
+ * slot of the key's tag (m: larder__bucket_tag_bits(home, hash), not 0),
+ * else NULL, which says nothing: larder__table_find_home_locked()'s overwrite
+ * case, alone for the plain put's fast path (core/cache.c). */
+static inline larder__atomic_u64 *larder__table_home_hit(struct larder__bucket *home, unsigned m,
+							  const void *key, size_t key_len)
+{
+	larder__atomic_u64 *slot = &home->slot[larder__tag_bits_slot(m)];
+	/* Acquire: another home's slot may have just been published
+	 * (R-SLOT), as in larder__table_find_from_locked(). Its tag is not
+	 * tested again: the slot may have changed since the hint (an empty
+	 * slot, tag 0, claimed by another home's key), but an entry with our
+	 * key has our hash, so the key compare alone decides (4 Ir per put,
+	 * docs/bench.md). */
+	uint64_t w = atomic_load_explicit(slot, LARDER__ACQUIRE);
+	if (__builtin_expect((w & LARDER__SLOT_PTR_MASK) > LARDER__SLOT_MARKER, 1) &&
+	    __builtin_expect(larder__entry_key_equals(larder__slot_entry(w), key, key_len), 1))
+		return slot;
+	return NULL;
+}
+
 /*
  * larder__table_find_from_locked() for a put, its common case inline: the
  * home's first slot with the key's tag holds the key (an overwrite), or no
@@ -452,25 +493,6 @@ larder__atomic_u64 *larder__table_find_from_locked(struct larder__table *t,
  * instructions (docs/bench.md, "The writer's side of a put"). Under the
  * lock of home, as there: our key's slot cannot change (TABLE-X2).
  */
-/* Under the lock of home: the slot holding key when it is the home's first
- * slot of the key's tag (m: larder__bucket_tag_bits(home, hash), not 0),
- * else NULL, which says nothing: larder__table_find_home_locked()'s overwrite
- * case, alone for the plain put's fast path (core/cache.c). */
-static inline larder__atomic_u64 *larder__table_home_hit(struct larder__bucket *home, unsigned m,
-							  uint64_t hash, const void *key,
-							  size_t key_len)
-{
-	larder__atomic_u64 *slot = &home->slot[larder__tag_bits_slot(m)];
-	/* Acquire: another home's slot may have just been published
-	 * (R-SLOT), as in larder__table_find_from_locked(). */
-	uint64_t w = atomic_load_explicit(slot, LARDER__ACQUIRE);
-	if (__builtin_expect(((w ^ hash) & LARDER__SLOT_TAG_MASK) == 0, 1) &&
-	    __builtin_expect((w & LARDER__SLOT_PTR_MASK) > LARDER__SLOT_MARKER, 1) &&
-	    __builtin_expect(larder__entry_key_equals(larder__slot_entry(w), key, key_len), 1))
-		return slot;
-	return NULL;
-}
-
 static inline larder__atomic_u64 *larder__table_find_home_locked(struct larder__table *t,
 								 struct larder__bucket *home,
 								 uint64_t hash, const void *key,
@@ -478,7 +500,7 @@ static inline larder__atomic_u64 *larder__table_find_home_locked(struct larder__
 {
 	unsigned m = larder__bucket_tag_bits(home, hash);
 	if (m) {
-		larder__atomic_u64 *slot = larder__table_home_hit(home, m, hash, key, key_len);
+		larder__atomic_u64 *slot = larder__table_home_hit(home, m, key, key_len);
 		if (__builtin_expect(slot != NULL, 1))
 			return slot;
 	} else if ((atomic_load_explicit(&home->ctl, LARDER__RELAXED) >> 32) == 0) {

@@ -152,7 +152,7 @@ static inline int larder__events_spill_room(struct larder__handle *h, uint64_t b
 	if (unread >= bound)
 		return -2;
 	struct larder__spill *t = h->spill_tail;
-	if (!t || h->spill_tail_n == LARDER__SPILL_CHUNK) {
+	if (!t || h->spill_at == t->ev + LARDER__SPILL_CHUNK) {
 		struct larder__spill *n = larder__malloc(sizeof(*n));
 		if (!n)
 			return -1;
@@ -163,10 +163,10 @@ static inline int larder__events_spill_room(struct larder__handle *h, uint64_t b
 			atomic_store_explicit(&t->next, (uintptr_t)n, LARDER__RELAXED);
 		else
 			atomic_store_explicit(&h->spill_first, (uintptr_t)n, LARDER__RELAXED);
-		h->spill_tail = n;
-		h->spill_tail_n = 0;
+		h->spill_tail = t = n;
+		h->spill_at = n->ev;
 	}
-	uint64_t places = LARDER__SPILL_CHUNK - h->spill_tail_n;
+	uint64_t places = (uint64_t)(t->ev + LARDER__SPILL_CHUNK - h->spill_at);
 	h->spill_free = (uint16_t)(places < bound - unread ? places : bound - unread);
 	return 0;
 }
@@ -190,12 +190,12 @@ static inline void larder__events_post(struct larder__handle *h, enum larder__ev
 {
 	uint64_t head = atomic_load_explicit(&h->ev_head, LARDER__RELAXED);    /* own variable */
 	uint64_t spilled = atomic_load_explicit(&h->spilled, LARDER__RELAXED); /* own variable */
-	struct larder__event e = { (uint16_t)kind, (uint8_t)cause, (uint8_t)sclass,
+	struct larder__event e = { (uint8_t)kind, (uint8_t)cause, (uint8_t)sclass,
 				   (uint32_t)(head + spilled), a, b, hash };
 	h->last_overwrite = kind == LARDER__EV_REPLACE; /* larder__events_wake_due */
 	if (__builtin_expect(head - h->ev_tail_seen >= LARDER__EVENT_RING, 0)) {
 		/* EV-V4: the ring was full when room was reserved. */
-		h->spill_tail->ev[h->spill_tail_n++] = e;
+		*h->spill_at++ = e;
 		h->spill_free--; /* larder__events_spill_room() allowed it */
 		/* R-SPILL: release; the event, and the chunk links before it,
 		 * before the maintainer's A-SPILL. */

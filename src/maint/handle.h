@@ -51,7 +51,10 @@ enum larder__event_kind {
 #define LARDER__EV_NO_CLASS 0xffu
 
 struct larder__event {
-	uint16_t kind;
+	/* One byte, as cause and sclass: a constant byte is one store, where
+	 * gcc builds a 16-bit constant in a register first (x86's 16-bit
+	 * immediates stall the decoder): 1 Ir per post. */
+	uint8_t kind;
 	uint8_t cause;  /* enum larder_cause, where the kind names one */
 	/* INSERT, REPLACE: b's size class (mem/sizeclass.h) when b is a slab
 	 * slot, which the writer computed for its charge, so that the
@@ -79,7 +82,7 @@ struct larder__event_batch {
 /* Spill chunks: 8 KiB each (maint/events.h); a count of places in one
  * fits the handle's 16-bit fields. */
 #define LARDER__SPILL_CHUNK 255u
-_Static_assert(LARDER__SPILL_CHUNK <= UINT16_MAX, "spill_tail_n and spill_free are 16 bits");
+_Static_assert(LARDER__SPILL_CHUNK <= UINT16_MAX, "spill_free is 16 bits");
 /* A maintainer thread, which never waits: at most 64 Ki unread events
  * (2 MiB) per handle, then LARDER_EBUSY. */
 #define LARDER__SPILL_MAX 65536u
@@ -143,7 +146,9 @@ struct larder__handle {
 	int64_t credit;                   /* HANDLE-H1: budget bytes reserved */
 	larder__atomic_u64 spilled;       /* events posted to the spill: R-SPILL / A-SPILL */
 	struct larder__spill *spill_tail; /* owner only: the chunk it appends to */
-	uint16_t spill_tail_n;            /* owner only: events in spill_tail */
+	/* owner only: spill_tail's next free place (a pointer, not a count:
+	 * the spilled post stores through it without an index's arithmetic) */
+	struct larder__event *spill_at;
 	/* owner only: spills that need no larder__events_spill_room() first
 	 * (larder__events_spill_ready): at most the free places in spill_tail */
 	uint16_t spill_free;
