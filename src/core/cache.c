@@ -2237,7 +2237,8 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 				c->shard[i].table, LARDER__ACQUIRE);
 			struct larder__table *next = larder__table_next(root);
 			v[LARDER_STAT_INDEX_SLOTS] += larder__table_slots(root);
-			v[LARDER_STAT_INDEX_BYTES] += root->map_bytes + (next ? next->map_bytes : 0);
+			v[LARDER_STAT_INDEX_BYTES] += larder__table_map_bytes(root) +
+							 (next ? larder__table_map_bytes(next) : 0);
 		}
 		larder__read_exit(&t->reader, outer);
 	}

@@ -104,13 +104,24 @@ static size_t table_align(size_t bytes)
 	return HUGE_PAGE_BYTES;
 }
 
+/* A table of n buckets maps its header and buckets, rounded to pages. */
+static size_t map_bytes(uint64_t n)
+{
+	return larder__pages_round(sizeof(struct larder__table) +
+				   n * sizeof(struct larder__bucket));
+}
+
+size_t larder__table_map_bytes(const struct larder__table *t)
+{
+	return map_bytes(t->count);
+}
+
 struct larder__table *larder__table_create(uint64_t buckets)
 {
 	uint64_t n = buckets < 64 ? 64 : (buckets + 63) & ~(uint64_t)63;
 	if (n > LARDER__TABLE_MAX_BUCKETS)
 		return NULL;
-	size_t bytes = larder__pages_round(sizeof(struct larder__table) +
-					   n * sizeof(struct larder__bucket));
+	size_t bytes = map_bytes(n);
 	size_t align = table_align(bytes);
 	struct larder__table *t = larder__pages_map(bytes, align);
 	if (!t)
@@ -119,7 +130,6 @@ struct larder__table *larder__table_create(uint64_t buckets)
 		(void)madvise(t, bytes, MADV_HUGEPAGE); /* TABLE-H1: a hint; refusal is fine */
 	t->last = n - 1;
 	t->count = n;
-	t->map_bytes = bytes;
 	t->moved = 0;
 	atomic_store_explicit(&t->room, 0, LARDER__RELAXED); /* not yet shared */
 	t->retire_next = NULL;
@@ -131,7 +141,7 @@ struct larder__table *larder__table_create(uint64_t buckets)
 void larder__table_destroy(struct larder__table *t)
 {
 	if (t)
-		larder__pages_unmap(t, t->map_bytes);
+		larder__pages_unmap(t, larder__table_map_bytes(t));
 }
 
 /* Spins until b is locked by us (0) or found MOVED (-1). */

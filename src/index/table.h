@@ -159,7 +159,6 @@ struct larder__table {
 	/* buckets; immutable: the home's multiply takes it from memory, where
 	 * last + 1 cost a load and an add per lookup and per put. */
 	uint64_t count;
-	size_t map_bytes;         /* immutable */
 	larder__atomic_uptr next; /* resize target, set by the maintainer (R-NEXT; TABLE-X5 may undo it) */
 	uint64_t moved;           /* maintainer only: homes moved so far */
 	/* While t resizes, the new keys that may still go in (TABLE-X5:
@@ -545,6 +544,8 @@ int larder__table_shrink_begin(struct larder__table *t, unsigned k);
  * into a shrink (TABLE-X5: the target's quarter), anyone's into a growth's
  * target (TABLE-X6). Each yes takes one slot of that room. */
 int larder__table_room_take(struct larder__table *t);
+/* The bytes t maps (its header and buckets, rounded to pages). */
+size_t larder__table_map_bytes(const struct larder__table *t);
 /* TABLE-X5: undoes a resize before any home of t moved (t->moved == 0): t has
  * no next again. Returns the next table, empty, for the caller to destroy
  * after a grace period (a writer's TABLE-X5 test or a scan may hold it). */
