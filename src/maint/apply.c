@@ -150,6 +150,7 @@ static inline void retire_unqueued(struct larder__maint *m, const struct sized *
 	e->mbits = (uint8_t)((e->mbits & ~LARDER__MBITS_QUEUED) | LARDER__MBITS_DEAD);
 	m->live_count--;
 	m->live_bytes -= s->charge;
+	larder__slab_note_gone(&m->shard->slab, s->bytes, s->sclass);
 	if (s->flags & LARDER__ENTRY_TTL)
 		larder__wheel_cancel(&m->wheel, larder__entry_wheel(e));
 	if (notify) {
@@ -354,7 +355,11 @@ apply_overwrite(struct larder__maint *m, const struct drain *d, const struct lar
 	 * write_index): the cause the caller counts. */
 	LARDER__ASSERT(ev->cause == LARDER_CAUSE_REPLACED);
 	size_t charge = larder__sizeclass_slot(ev->sclass); /* larder__slab_charge() of a slot */
-	larder__slab_note_live_class(&m->shard->slab, b, ev->sclass);
+	/* b's slot is live; the class's live count does not move: b counted,
+	 * a of the same class retired (larder__slab_note_gone, 10 of the
+	 * maintainer's 148 instructions per put with both moves and the
+	 * free's, docs/bench.md). */
+	larder__slab_note_slot_live(b, ev->sclass);
 	if (d->s3)
 		larder__s3fifo_swap(d->s3, a, b, charge, charge);
 	else
