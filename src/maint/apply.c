@@ -344,9 +344,12 @@ static inline __attribute__((always_inline)) int
 apply_overwrite(struct larder__maint *m, const struct drain *d, const struct larder__event *ev)
 {
 	struct larder__entry *a = ev->a, *b = ev->b;
-	if (ev->kind != LARDER__EV_REPLACE || ev->sclass == LARDER__EV_NO_CLASS ||
-	    !(a->mbits & LARDER__MBITS_QUEUED) ||
-	    (b->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD)) ||
+	if (ev->kind != LARDER__EV_REPLACE || ev->sclass == LARDER__EV_NO_CLASS)
+		return 0; /* a and b are entries from here on */
+	unsigned am = a->mbits;
+	/* b met for the first time has no maintainer bit and, not yet queued,
+	 * policy bits 0 (POLICY-P1): its whole byte is 0. */
+	if (!(am & LARDER__MBITS_QUEUED) || b->mbits ||
 	    a->value_len != b->value_len ||
 	    ((larder__entry_flags_raw(a) | larder__entry_flags_raw(b)) & LARDER__ENTRY_TTL) ||
 	    d->listener)
@@ -360,18 +363,29 @@ apply_overwrite(struct larder__maint *m, const struct drain *d, const struct lar
 	 * maintainer's 148 instructions per put with both moves and the
 	 * free's, docs/bench.md). */
 	larder__slab_note_slot_live(b, ev->sclass);
-	if (d->s3)
-		larder__s3fifo_swap(d->s3, a, b, charge, charge);
-	else
+	/* a is queued, so counted and not dead (retiring sets DEAD as it
+	 * clears QUEUED). */
+	LARDER__ASSERT((am & (LARDER__MBITS_QUEUED | LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD)) ==
+		       (LARDER__MBITS_QUEUED | LARDER__MBITS_COUNTED));
+	if (d->s3) {
+		/* b takes a's byte whole, policy bits, COUNTED and QUEUED, and
+		 * a's is a's with QUEUED and DEAD flipped: two stores from the
+		 * byte read above, where the swap's setting of b's policy bits,
+		 * the or of b's maintainer bits and the flip in memory each
+		 * loaded and stored (6 of the maintainer's 138 instructions per
+		 * put, docs/bench.md). */
+		larder__s3fifo_relink(d->s3, a, b, am & LARDER__MBITS_POLICY, charge, charge);
+		b->mbits = (uint8_t)am;
+		a->mbits = (uint8_t)(am ^ (LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD));
+	} else {
 		m->ops->replace(m->policy, a, b, charge, charge);
-	b->mbits |= LARDER__MBITS_COUNTED | LARDER__MBITS_QUEUED;
-	/* a is queued, so not dead (retiring sets DEAD as it clears QUEUED):
-	 * one flip of both bits, which x86 does in one instruction in place of
-	 * a load, two masks and a store. Both asserted: the flip is right only
-	 * from QUEUED and not DEAD, and replace() must have left them so. */
-	LARDER__ASSERT((a->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD)) ==
-		       LARDER__MBITS_QUEUED);
-	a->mbits ^= LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD;
+		b->mbits |= LARDER__MBITS_COUNTED | LARDER__MBITS_QUEUED;
+		/* replace() must have left a's QUEUED, and not DEAD: one flip
+		 * of both bits, in place of a load, two masks and a store. */
+		LARDER__ASSERT((a->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD)) ==
+			       LARDER__MBITS_QUEUED);
+		a->mbits ^= LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD;
+	}
 	a->retired_next = m->collect; /* ENTRY-E5: replace() unlinked it */
 	m->collect = a;
 	m->collect_bytes += charge;
