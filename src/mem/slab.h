@@ -390,6 +390,31 @@ extern int larder__slab_poison;
  * (SLAB-S6) or a large entry's mapping. */
 void larder__slab_free_slow(struct larder__slab *s, void *p, size_t bytes);
 
+/* Maintainer: slot p of page pg, of an entry up to LARDER__SLAB_BIG_FROM
+ * (published, then retired after a grace period), is free again, the
+ * poison seam being off: its bit set, its page's live count dropped. */
+static inline void larder__slab_free_small(struct larder__slab *s, struct larder__page *pg,
+					   void *p)
+{
+	larder__slab_slot_bit_set(pg, p);
+	larder__slab_page_bits_freed(s, pg, larder__slab_page_live_drop(pg, 1));
+}
+
+/* The page of slot p in a page of LARDER__PAGE_MIN << (code - 1) bytes
+ * (pages are aligned to their size; code 1 to LARDER__PAGE_ORDERS). */
+static inline struct larder__page *larder__slab_page_of_code(void *p, unsigned code)
+{
+	return (struct larder__page *)((uintptr_t)p &
+				       -((uintptr_t)(LARDER__PAGE_MIN / 2) << code));
+}
+
+/* The order of size class c's pages: larder__sizeclass_page(c) is
+ * LARDER__PAGE_MIN << it. */
+static inline unsigned larder__slab_page_order(unsigned c)
+{
+	return (unsigned)__builtin_ctzll(larder__sizeclass_page(c)) - 16u;
+}
+
 /*
  * Maintainer: p (published, then retired after a grace period) is free
  * again, the poison seam being off (the caller read larder__slab_poison:
@@ -403,9 +428,7 @@ void larder__slab_free_slow(struct larder__slab *s, void *p, size_t bytes);
 static inline void larder__slab_free_unpoisoned(struct larder__slab *s, void *p, size_t bytes)
 {
 	if (__builtin_expect(bytes <= LARDER__SLAB_BIG_FROM, 1)) {
-		struct larder__page *pg = larder__slab_page_of(p, bytes);
-		larder__slab_slot_bit_set(pg, p);
-		larder__slab_page_bits_freed(s, pg, larder__slab_page_live_drop(pg, 1));
+		larder__slab_free_small(s, larder__slab_page_of(p, bytes), p);
 		return;
 	}
 	larder__slab_free_slow(s, p, bytes);
