@@ -155,7 +155,7 @@ static inline unsigned free_code(unsigned sclass)
 		return 0;
 	return larder__slab_page_order(sclass) + 1;
 }
-_Static_assert(LARDER__PAGE_ORDERS + 1 <= LARDER__MBITS_POLICY, "a free code fits the policy bits");
+_Static_assert(LARDER__PAGE_ORDERS <= LARDER__MBITS_POLICY, "a free code fits the policy bits");
 
 /* The end of retire_sized(), for an entry counted and out of the policy's
  * queues: inlined where the event says that much (apply). Its free code

@@ -81,8 +81,10 @@
  *       by an owned page's bitmaps.
  *
  * Audit (larder_stats_size_class): pages per class and the reserve move
- * under the lock; live slots per class move with the per-page live count,
- * by the maintainer alone. So when the maintainer is idle, mapped bytes =
+ * under the lock; live slots per class move when the maintainer counts an
+ * entry and when it retires one (not at the free: an overwrite moves
+ * neither), by the maintainer alone. So when the maintainer is idle
+ * (every retired slot freed), mapped bytes =
  * class pages + reserve + pages queued for the returner + large mappings,
  * and live slots x slot size + large mappings = used bytes (tests/unit/
  * test_memory.c, TMEMORY-M7).

@@ -412,7 +412,7 @@ static inline struct larder__page *larder__slab_page_of_code(void *p, unsigned c
  * LARDER__PAGE_MIN << it. */
 static inline unsigned larder__slab_page_order(unsigned c)
 {
-	return (unsigned)__builtin_ctzll(larder__sizeclass_page(c)) - 16u;
+	return (unsigned)(__builtin_ctzll(larder__sizeclass_page(c)) - __builtin_ctz(LARDER__PAGE_MIN));
 }
 
 /*
