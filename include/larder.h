@@ -806,10 +806,12 @@ LARDER_API const char *larder_stat_name(enum larder_stat stat);
  * filled by larder_stats_size_class(). Entries up to the largest class's slot
  * live in slots of fixed sizes carved from pages of 64 KiB to 2 MiB; a page
  * holds slots of one class only. Append-only, like enum larder_stat.
- * "Used" slots hold entries the maintainer has counted (published and not yet
- * freed); slots a writer took for an entry the maintainer has not seen yet
- * count as free until it does, so the figures are exact once the maintainer
- * is idle and may lag by the entries in flight before that.
+ * "Used" slots hold entries the maintainer has counted and not retired
+ * (published, and not yet replaced, removed, expired or evicted); slots a
+ * writer took for an entry the maintainer has not seen yet, and slots of
+ * retired entries waiting for their grace period to end before they are
+ * freed, count as free, so the figures are exact once the maintainer is
+ * idle and may lag by the entries in flight before that.
  */
 enum larder_class_stat {
 	LARDER_CLASS_SLOT_BYTES = 0, /* the slot size of the class (a constant) */

@@ -75,7 +75,8 @@ enum {
 	LARDER__ENTRY_ACCESSED = 0x80, /* ENTRY-E7: hit since the policy last looked */
 };
 
-/* mbits: bits 0-4 belong to the eviction policy, 5-7 to the maintainer. */
+/* mbits: bits 0-4 belong to the eviction policy (once DEAD, to the free:
+ * maint/apply.c, free_code), 5-7 to the maintainer. */
 enum {
 	LARDER__MBITS_POLICY = 0x1f,
 	LARDER__MBITS_QUEUED = 0x20,  /* linked in the policy's queues */

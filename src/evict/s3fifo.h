@@ -60,13 +60,14 @@ static inline struct larder__queue *larder__s3fifo_queue_of(struct larder__s3fif
 	return (pbits & LARDER__S3FIFO_MAIN) ? &q->main : &q->small;
 }
 
-/* replace() (POLICY-P1): e takes old's place, queue and bits. */
+/* replace()'s relinking (POLICY-P1) of old, whose policy bits are bits: e
+ * takes old's place in its queue. Neither entry's mbits are written: the
+ * caller gives e old's bits (larder__s3fifo_swap; the maintainer's
+ * overwrite path, maint/apply.c, writes e's whole mbits byte at once). */
 static inline __attribute__((always_inline)) void
-larder__s3fifo_swap(struct larder__s3fifo_queues *q, struct larder__entry *old,
-		    struct larder__entry *e, size_t old_bytes, size_t bytes)
+larder__s3fifo_relink(struct larder__s3fifo_queues *q, struct larder__entry *old,
+		      struct larder__entry *e, unsigned bits, size_t old_bytes, size_t bytes)
 {
-	unsigned bits = larder__pbits(old);
-	larder__init_pbits(e, bits);
 	if (q->fresh == old) {
 		q->fresh = e;
 		q->fresh_bytes = bytes;
@@ -77,6 +78,16 @@ larder__s3fifo_swap(struct larder__s3fifo_queues *q, struct larder__entry *old,
 		q->young_bytes = q->young_bytes - old_bytes + bytes;
 	}
 	larder__queue_swap(larder__s3fifo_queue_of(q, bits), old, e, old_bytes, bytes);
+}
+
+/* replace() (POLICY-P1): e takes old's place, queue and bits. */
+static inline __attribute__((always_inline)) void
+larder__s3fifo_swap(struct larder__s3fifo_queues *q, struct larder__entry *old,
+		    struct larder__entry *e, size_t old_bytes, size_t bytes)
+{
+	unsigned bits = larder__pbits(old);
+	larder__init_pbits(e, bits);
+	larder__s3fifo_relink(q, old, e, bits, old_bytes, bytes);
 }
 
 #endif /* LARDER_EVICT_S3FIFO_H */

@@ -139,17 +139,37 @@ static const enum larder_stat cause_stat[] = {
 	[LARDER_CAUSE_CLEARED] = LARDER_STAT_CLEARED,
 };
 
+/*
+ * A retired entry's policy bits, its queues behind it (POLICY-P1), tell
+ * free_list what the free of its slot needs of its sizes: 0, work it out
+ * from the entry's header; k > 0, a slot up to LARDER__SLAB_BIG_FROM in a
+ * page of LARDER__PAGE_MIN << (k - 1) bytes, whose free is a mask and the
+ * bit (larder__slab_free_small). The overwrite path, which has the size
+ * class at hand, writes k; the entry's flags and sizes, its size class and
+ * page size cost the free about 11 of the maintainer's 133 instructions per
+ * put (docs/bench.md).
+ */
+static inline unsigned free_code(unsigned sclass)
+{
+	if (larder__sizeclass_slot(sclass) > LARDER__SLAB_BIG_FROM)
+		return 0;
+	return larder__slab_page_order(sclass) + 1;
+}
+_Static_assert(LARDER__PAGE_ORDERS <= LARDER__MBITS_POLICY, "a free code fits the policy bits");
+
 /* The end of retire_sized(), for an entry counted and out of the policy's
- * queues: inlined where the event says that much (apply). */
+ * queues: inlined where the event says that much (apply). Its free code
+ * is 0 (free_code). */
 static inline void retire_unqueued(struct larder__maint *m, const struct sized *s,
 				   enum larder_cause cause, int notify,
 				   struct larder__entry **list, uint64_t *list_bytes)
 {
 	struct larder *c = m->cache;
 	struct larder__entry *e = s->e;
-	e->mbits = (uint8_t)((e->mbits & ~LARDER__MBITS_QUEUED) | LARDER__MBITS_DEAD);
+	e->mbits = (uint8_t)((e->mbits & LARDER__MBITS_COUNTED) | LARDER__MBITS_DEAD);
 	m->live_count--;
 	m->live_bytes -= s->charge;
+	larder__slab_note_gone(&m->shard->slab, s->bytes, s->sclass);
 	if (s->flags & LARDER__ENTRY_TTL)
 		larder__wheel_cancel(&m->wheel, larder__entry_wheel(e));
 	if (notify) {
@@ -343,9 +363,12 @@ static inline __attribute__((always_inline)) int
 apply_overwrite(struct larder__maint *m, const struct drain *d, const struct larder__event *ev)
 {
 	struct larder__entry *a = ev->a, *b = ev->b;
-	if (ev->kind != LARDER__EV_REPLACE || ev->sclass == LARDER__EV_NO_CLASS ||
-	    !(a->mbits & LARDER__MBITS_QUEUED) ||
-	    (b->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD)) ||
+	if (ev->kind != LARDER__EV_REPLACE || ev->sclass == LARDER__EV_NO_CLASS)
+		return 0; /* a and b are entries from here on */
+	unsigned am = a->mbits;
+	/* b met for the first time has no maintainer bit and, not yet queued,
+	 * policy bits 0 (POLICY-P1): its whole byte is 0. */
+	if (!(am & LARDER__MBITS_QUEUED) || b->mbits ||
 	    a->value_len != b->value_len ||
 	    ((larder__entry_flags_raw(a) | larder__entry_flags_raw(b)) & LARDER__ENTRY_TTL) ||
 	    d->listener)
@@ -354,19 +377,31 @@ apply_overwrite(struct larder__maint *m, const struct drain *d, const struct lar
 	 * write_index): the cause the caller counts. */
 	LARDER__ASSERT(ev->cause == LARDER_CAUSE_REPLACED);
 	size_t charge = larder__sizeclass_slot(ev->sclass); /* larder__slab_charge() of a slot */
-	larder__slab_note_live_class(&m->shard->slab, b, ev->sclass);
-	if (d->s3)
-		larder__s3fifo_swap(d->s3, a, b, charge, charge);
-	else
+	/* b's slot is live; the class's live count does not move: b counted,
+	 * a of the same class retired (larder__slab_note_gone, 10 of the
+	 * maintainer's 148 instructions per put with both moves and the
+	 * free's, docs/bench.md). */
+	larder__slab_note_slot_live(b, ev->sclass);
+	/* a is queued, so counted and not dead (retiring sets DEAD as it
+	 * clears QUEUED). */
+	LARDER__ASSERT((am & (LARDER__MBITS_QUEUED | LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD)) ==
+		       (LARDER__MBITS_QUEUED | LARDER__MBITS_COUNTED));
+	if (d->s3) {
+		/* b takes a's byte whole, policy bits, COUNTED and QUEUED, and
+		 * a's is COUNTED, DEAD and its free code: two stores, where the
+		 * swap's setting of b's policy bits, the or of b's maintainer
+		 * bits and the flip of a's in memory each loaded and stored (6
+		 * of the maintainer's 138 instructions per put, docs/bench.md). */
+		larder__s3fifo_relink(d->s3, a, b, am & LARDER__MBITS_POLICY, charge, charge);
+		b->mbits = (uint8_t)am;
+		a->mbits = (uint8_t)(LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD |
+				     free_code(ev->sclass));
+	} else {
 		m->ops->replace(m->policy, a, b, charge, charge);
-	b->mbits |= LARDER__MBITS_COUNTED | LARDER__MBITS_QUEUED;
-	/* a is queued, so not dead (retiring sets DEAD as it clears QUEUED):
-	 * one flip of both bits, which x86 does in one instruction in place of
-	 * a load, two masks and a store. Both asserted: the flip is right only
-	 * from QUEUED and not DEAD, and replace() must have left them so. */
-	LARDER__ASSERT((a->mbits & (LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD)) ==
-		       LARDER__MBITS_QUEUED);
-	a->mbits ^= LARDER__MBITS_QUEUED | LARDER__MBITS_DEAD;
+		b->mbits |= LARDER__MBITS_COUNTED | LARDER__MBITS_QUEUED;
+		a->mbits = (uint8_t)(LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD |
+				     free_code(ev->sclass));
+	}
 	a->retired_next = m->collect; /* ENTRY-E5: replace() unlinked it */
 	m->collect = a;
 	m->collect_bytes += charge;
@@ -618,7 +653,11 @@ static void free_list(struct larder__shard *s, struct larder__entry *e)
 	}
 	for (struct larder__entry *next; e; e = next) {
 		next = e->retired_next;
-		larder__slab_free_unpoisoned(&s->slab, e, larder__entry_size(e));
+		unsigned code = e->mbits & LARDER__MBITS_POLICY; /* free_code() */
+		if (code)
+			larder__slab_free_small(&s->slab, larder__slab_page_of_code(e, code), e);
+		else
+			larder__slab_free_unpoisoned(&s->slab, e, larder__entry_size(e));
 	}
 }
 

@@ -81,8 +81,10 @@
  *       by an owned page's bitmaps.
  *
  * Audit (larder_stats_size_class): pages per class and the reserve move
- * under the lock; live slots per class move with the per-page live count,
- * by the maintainer alone. So when the maintainer is idle, mapped bytes =
+ * under the lock; live slots per class move when the maintainer counts an
+ * entry and when it retires one (not at the free: an overwrite moves
+ * neither), by the maintainer alone. So when the maintainer is idle
+ * (every retired slot freed), mapped bytes =
  * class pages + reserve + pages queued for the returner + large mappings,
  * and live slots x slot size + large mappings = used bytes (tests/unit/
  * test_memory.c, TMEMORY-M7).
@@ -888,7 +890,7 @@ void larder__slab_page_settle(struct larder__slab *s, struct larder__page *pg)
  * and the page is listed or retired if it has to be. */
 static inline void page_slots_freed(struct larder__slab *s, struct larder__page *pg, uint32_t n)
 {
-	larder__slab_page_bits_freed(s, pg, larder__slab_page_live_drop(s, pg, n));
+	larder__slab_page_bits_freed(s, pg, larder__slab_page_live_drop(pg, n));
 }
 
 /* Gives the whole OS pages of big slot p back to the kernel (SLAB-S6). */
@@ -901,7 +903,7 @@ static void slot_release(const struct larder__page *pg, void *p)
 }
 
 /* Maintainer: keeps freed big slot p when the limit allows (SLAB-S6).
- * Returns 1 when it did (its live counts dropped), else 0. */
+ * Returns 1 when it did (its page's live count dropped), else 0. */
 static int keep_freed(struct larder__slab *s, struct larder__page *pg, void *p)
 {
 	pthread_mutex_lock(&s->lock);
@@ -913,7 +915,7 @@ static int keep_freed(struct larder__slab *s, struct larder__page *pg, void *p)
 	pthread_mutex_unlock(&s->lock);
 	if (!room)
 		return 0;
-	larder__slab_page_live_drop(s, pg, 1);
+	larder__slab_page_live_drop(pg, 1);
 	return 1;
 }
 

@@ -161,8 +161,10 @@ struct larder__slab {
 	larder__atomic_u64 reserve_bytes;  /* written under lock: their bytes */
 	larder__atomic_u64 returning_bytes; /* on to_unmap or being unmapped */
 	/* Audit per size class (larder_stats_size_class): pages held (written
-	 * under lock) and counted live slots (written by the maintainer only,
-	 * in note_live and free). */
+	 * under lock) and live slots: entries the maintainer counted and has
+	 * not retired (written by the maintainer only, in note_live and
+	 * note_gone; not at the free, so that an overwrite, which retires an
+	 * entry of the class it counts, moves neither, docs/bench.md). */
 	larder__atomic_u64 class_pages[LARDER__SIZECLASS_COUNT];
 	larder__atomic_u64 class_live[LARDER__SIZECLASS_COUNT];
 };
@@ -289,15 +291,23 @@ static inline void larder__slab_class_live_add(struct larder__slab *s, unsigned 
 			      LARDER__RELAXED); /* single writer */
 }
 
-/* Maintainer: an entry in slot p of size class c (a slab slot, not a large
- * entry's mapping) was published (counts live slots per page). Inline: the
- * maintainer's overwrite path calls it once per put, with the size class
- * its event carries (docs/bench.md). */
-static inline void larder__slab_note_live_class(struct larder__slab *s, void *p, unsigned c)
+/* Maintainer: slot p of size class c (a slab slot, not a large entry's
+ * mapping) holds a published entry until it is freed: its page's live count
+ * (the slots not free, which decides when the page is empty) rises. Inline:
+ * the maintainer's overwrite path calls it once per put, with the size
+ * class its event carries (docs/bench.md). */
+static inline void larder__slab_note_slot_live(void *p, unsigned c)
 {
 	struct larder__page *pg = larder__slab_page_of_class(p, c);
 	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED); /* ours */
 	atomic_store_explicit(&pg->live, live + 1, LARDER__RELAXED);        /* single writer */
+}
+
+/* Maintainer: an entry in slot p of size class c was published and counted
+ * (its page's live slots and its class's live entries). */
+static inline void larder__slab_note_live_class(struct larder__slab *s, void *p, unsigned c)
+{
+	larder__slab_note_slot_live(p, c);
 	larder__slab_class_live_add(s, c, 1);
 }
 
@@ -306,6 +316,18 @@ static inline void larder__slab_note_live(struct larder__slab *s, void *p, size_
 {
 	if (bytes <= LARDER__SLAB_MAX_SLOT)
 		larder__slab_note_live_class(s, p, larder__sizeclass_of(bytes));
+}
+
+/* Maintainer: an entry of `bytes` that note_live counted was retired: its
+ * class's live count drops now (c its size class, or any c from
+ * LARDER__SIZECLASS_COUNT up: the class of `bytes`), its page's when the
+ * slot is freed. */
+static inline void larder__slab_note_gone(struct larder__slab *s, size_t bytes, unsigned c)
+{
+	if (c < LARDER__SIZECLASS_COUNT)
+		larder__slab_class_live_add(s, c, -1);
+	else if (bytes <= LARDER__SLAB_MAX_SLOT)
+		larder__slab_class_live_add(s, larder__sizeclass_of(bytes), -1);
 }
 
 /* Page states (bits of struct larder__page's state; slab.c has the state
@@ -340,14 +362,13 @@ static inline void larder__slab_slot_bit_set(struct larder__page *pg, void *p)
 	(void)was;
 }
 
-/* Maintainer: n slots of pg are no longer live; returns its live count. */
-static inline uint32_t larder__slab_page_live_drop(struct larder__slab *s, struct larder__page *pg,
-						   uint32_t n)
+/* Maintainer: n slots of pg are free again; returns its live count (the
+ * class's dropped when their entries were retired, note_gone). */
+static inline uint32_t larder__slab_page_live_drop(struct larder__page *pg, uint32_t n)
 {
 	LARDER__ASSERT(atomic_load_explicit(&pg->live, LARDER__RELAXED) >= n); /* ours */
 	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED) - n; /* ours */
 	atomic_store_explicit(&pg->live, live, LARDER__RELAXED); /* single writer */
-	larder__slab_class_live_add(s, pg->size_class, -(int64_t)n);
 	return live;
 }
 
@@ -379,6 +400,31 @@ extern int larder__slab_poison;
  * (SLAB-S6) or a large entry's mapping. */
 void larder__slab_free_slow(struct larder__slab *s, void *p, size_t bytes);
 
+/* Maintainer: slot p of page pg, of an entry up to LARDER__SLAB_BIG_FROM
+ * (published, then retired after a grace period), is free again, the
+ * poison seam being off: its bit set, its page's live count dropped. */
+static inline void larder__slab_free_small(struct larder__slab *s, struct larder__page *pg,
+					   void *p)
+{
+	larder__slab_slot_bit_set(pg, p);
+	larder__slab_page_bits_freed(s, pg, larder__slab_page_live_drop(pg, 1));
+}
+
+/* The page of slot p in a page of LARDER__PAGE_MIN << (code - 1) bytes
+ * (pages are aligned to their size; code 1 to LARDER__PAGE_ORDERS). */
+static inline struct larder__page *larder__slab_page_of_code(void *p, unsigned code)
+{
+	return (struct larder__page *)((uintptr_t)p &
+				       -((uintptr_t)(LARDER__PAGE_MIN / 2) << code));
+}
+
+/* The order of size class c's pages: larder__sizeclass_page(c) is
+ * LARDER__PAGE_MIN << it. */
+static inline unsigned larder__slab_page_order(unsigned c)
+{
+	return (unsigned)(__builtin_ctzll(larder__sizeclass_page(c)) - __builtin_ctz(LARDER__PAGE_MIN));
+}
+
 /*
  * Maintainer: p (published, then retired after a grace period) is free
  * again, the poison seam being off (the caller read larder__slab_poison:
@@ -392,9 +438,7 @@ void larder__slab_free_slow(struct larder__slab *s, void *p, size_t bytes);
 static inline void larder__slab_free_unpoisoned(struct larder__slab *s, void *p, size_t bytes)
 {
 	if (__builtin_expect(bytes <= LARDER__SLAB_BIG_FROM, 1)) {
-		struct larder__page *pg = larder__slab_page_of(p, bytes);
-		larder__slab_slot_bit_set(pg, p);
-		larder__slab_page_bits_freed(s, pg, larder__slab_page_live_drop(s, pg, 1));
+		larder__slab_free_small(s, larder__slab_page_of(p, bytes), p);
 		return;
 	}
 	larder__slab_free_slow(s, p, bytes);

@@ -44,6 +44,11 @@
  *   TMEMORY-M16. many writer threads alive at once, each writing a few entries of
  *       many size classes, share pages (SLAB-S8 in mem/slab.c): the pages
  *       mapped stay a few per class and shard, not one per class and thread.
+ *   TMEMORY-M17. a class's used slots are its live entries from the moment the
+ *       maintainer applies a replace or a remove, not from when the old slot
+ *       is freed after its grace period (larder.h): with a reader parked in a
+ *       read section, so that nothing retired can be freed, overwrites of the
+ *       same size leave the count, and removals lower it at once.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -944,6 +949,76 @@ static void test_audit_counters(void)
 	larder_close(cache);
 }
 
+/* A reader parked inside a read section (a larder_get_with callback) until
+ * released: nothing retired meanwhile is freed (TGRACE-G2). */
+struct parked {
+	larder *cache;
+	struct th_event in, release;
+	int released;
+	int rc;
+};
+
+static void park_fn(void *ctx, const void *value, size_t value_len)
+{
+	struct parked *p = ctx;
+
+	(void)value;
+	(void)value_len;
+	th_event_signal(&p->in);
+	p->released = th_event_wait(&p->release, 120000);
+}
+
+static void *park_thread(void *arg)
+{
+	struct parked *p = arg;
+
+	p->rc = larder_get_with(p->cache, "key-100", 7, park_fn, p);
+	return NULL;
+}
+
+/* TMEMORY-M17: the class counts move when entries are replaced or removed. */
+static void test_audit_counts_at_retire(void)
+{
+	uint64_t v[LARDER_CLASS_STAT_COUNT];
+	larder *cache = open_sized(16 * MiB, 1024);
+	struct parked p;
+	pthread_t t;
+
+	REQUIRE(cache != NULL);
+	memset(&p, 0, sizeof(p));
+	p.cache = cache;
+	th_event_init(&p.in);
+	th_event_init(&p.release);
+	for (uint64_t id = 100; id < 200; id++)
+		CHECK_RC(put_key(cache, id, 10), LARDER_OK);
+	CHECK_EQ(check_audit(cache).slots_used, 100);
+	REQUIRE(pthread_create(&t, NULL, park_thread, &p) == 0);
+	REQUIRE(th_event_wait(&p.in, 60000));
+	for (uint64_t id = 101; id < 200; id++) /* the maintainer's short path */
+		CHECK_RC(put_key(cache, id, 10), LARDER_OK);
+	CHECK_RC(put_key(cache, 100, 11), LARDER_OK); /* the general path, same class */
+	CHECK_RC(larder_flush(cache, 60000 * TH_SLOW), LARDER_OK);
+	class_of_entry(cache, 7, 10, v);
+	/* 100 slots of the old values wait for the reader, counted free */
+	CHECK_EQ(v[LARDER_CLASS_SLOTS_USED], 100);
+	for (uint64_t id = 150; id < 160; id++) {
+		char key[32];
+		snprintf(key, sizeof(key), "key-%" PRIu64, id);
+		CHECK_RC(larder_remove(cache, key, strlen(key)), LARDER_OK);
+	}
+	CHECK_RC(larder_flush(cache, 60000 * TH_SLOW), LARDER_OK);
+	class_of_entry(cache, 7, 10, v);
+	CHECK_EQ(v[LARDER_CLASS_SLOTS_USED], 90);
+	th_event_signal(&p.release);
+	REQUIRE(pthread_join(t, NULL) == 0);
+	CHECK(p.released);
+	CHECK_RC(p.rc, LARDER_OK);
+	CHECK_EQ(check_audit(cache).slots_used, 90);
+	th_event_destroy(&p.in);
+	th_event_destroy(&p.release);
+	larder_close(cache);
+}
+
 static uint64_t rss_bytes(void)
 {
 	unsigned long size = 0, resident = 0;
@@ -1720,6 +1795,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_enomem_clear),
 		TH_TEST(test_pages_returned),
 		TH_TEST(test_audit_counters),
+		TH_TEST(test_audit_counts_at_retire),
 		TH_TEST(test_clear_returns_memory),
 		TH_TEST(test_shrink_returns_memory),
 		TH_TEST(test_index_shrinks_after_cut),
