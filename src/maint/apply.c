@@ -157,6 +157,18 @@ static inline unsigned free_code(unsigned sclass)
 }
 _Static_assert(LARDER__PAGE_ORDERS <= LARDER__MBITS_POLICY, "a free code fits the policy bits");
 
+/* The overwrite path's per-class constants (maint/state.h), from the same
+ * functions it called per event before. */
+void larder__maint_classes_init(struct larder__maint *m)
+{
+	for (unsigned c = 0; c < LARDER__SIZECLASS_COUNT; c++)
+		m->classes[c] = (struct larder__maint_class){
+			~(uintptr_t)(larder__sizeclass_page(c) - 1),
+			(uint32_t)larder__sizeclass_slot(c),
+			(uint8_t)(LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD | free_code(c)),
+		};
+}
+
 /* The end of retire_sized(), for an entry counted and out of the policy's
  * queues: inlined where the event says that much (apply). Its free code
  * is 0 (free_code). */
@@ -376,12 +388,14 @@ apply_overwrite(struct larder__maint *m, const struct drain *d, const struct lar
 	/* No deadline, so a was live when b replaced it (core/cache.c,
 	 * write_index): the cause the caller counts. */
 	LARDER__ASSERT(ev->cause == LARDER_CAUSE_REPLACED);
-	size_t charge = larder__sizeclass_slot(ev->sclass); /* larder__slab_charge() of a slot */
+	LARDER__ASSERT(ev->sclass < LARDER__SIZECLASS_COUNT);
+	const struct larder__maint_class *cl = &m->classes[ev->sclass];
+	size_t charge = cl->slot; /* larder__slab_charge() of a slot */
 	/* b's slot is live; the class's live count does not move: b counted,
 	 * a of the same class retired (larder__slab_note_gone, 10 of the
 	 * maintainer's 148 instructions per put with both moves and the
 	 * free's, docs/bench.md). */
-	larder__slab_note_slot_live(b, ev->sclass);
+	larder__slab_note_page_live((struct larder__page *)((uintptr_t)b & cl->page_mask));
 	/* a is queued, so counted and not dead (retiring sets DEAD as it
 	 * clears QUEUED). */
 	LARDER__ASSERT((am & (LARDER__MBITS_QUEUED | LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD)) ==
@@ -394,13 +408,11 @@ apply_overwrite(struct larder__maint *m, const struct drain *d, const struct lar
 		 * of the maintainer's 138 instructions per put, docs/bench.md). */
 		larder__s3fifo_relink(d->s3, a, b, am & LARDER__MBITS_POLICY, charge, charge);
 		b->mbits = (uint8_t)am;
-		a->mbits = (uint8_t)(LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD |
-				     free_code(ev->sclass));
+		a->mbits = cl->dead_mbits;
 	} else {
 		m->ops->replace(m->policy, a, b, charge, charge);
 		b->mbits |= LARDER__MBITS_COUNTED | LARDER__MBITS_QUEUED;
-		a->mbits = (uint8_t)(LARDER__MBITS_COUNTED | LARDER__MBITS_DEAD |
-				     free_code(ev->sclass));
+		a->mbits = cl->dead_mbits;
 	}
 	a->retired_next = m->collect; /* ENTRY-E5: replace() unlinked it */
 	m->collect = a;

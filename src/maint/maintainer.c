@@ -446,6 +446,7 @@ int larder__maint_create(struct larder__shard *s)
 	m->shard_index = s->index;
 	m->shards = c->shard_count;
 	m->next_due = UINT64_MAX;
+	larder__maint_classes_init(m);
 	/* Wheel time starts at 0: no clock call at open; the first advance
 	 * jumps to the clock over empty slots. */
 	larder__wheel_init(&m->wheel, 0, &s->slab.dir, LARDER__ENTRY_WHEEL_OFFSET,

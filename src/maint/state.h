@@ -69,6 +69,17 @@ struct larder__clear_walk {
 	uint64_t cleared_ms;             /* the head table's, for clear_one() */
 };
 
+/* What the overwrite path needs of an event's size class (maint/apply.c,
+ * larder__maint_classes_init): a load each, where working them out from the
+ * class per event (the slot size's branch and arithmetic, the page size's
+ * loop, the free code's test) cost about 4 more of the maintainer's 129
+ * instructions per put (docs/bench.md). */
+struct larder__maint_class {
+	uintptr_t page_mask; /* ~(larder__sizeclass_page(c) - 1): a slot's page */
+	uint32_t slot;       /* larder__sizeclass_slot(c): an entry's charge */
+	uint8_t dead_mbits;  /* a retired entry's mbits: COUNTED, DEAD, its free code */
+};
+
 struct larder__maint {
 	struct larder *cache;
 	struct larder__shard *shard; /* the one this maintainer serves (core/shard.h) */
@@ -85,6 +96,7 @@ struct larder__maint {
 	uint64_t live_count, live_bytes;
 	struct larder__entry *collect; /* retired, not sealed */
 	uint64_t collect_bytes;
+	struct larder__maint_class classes[LARDER__SIZECLASS_COUNT]; /* set at create, then read */
 	/* Retired before larder__gp_next() returned sealed_token: freed after the
 	 * next grace period anyone starts (GP-G3 in sync/reclaim.c). */
 	struct larder__entry *sealed;
@@ -189,6 +201,8 @@ struct larder__handle *larder__maint_handles(struct larder__shard *s);
 uint64_t larder__maint_drain_all(struct larder__maint *m, uint64_t *hits);
 /* True when no ring of the shard has an event waiting (a hint whether to sleep). */
 int larder__maint_rings_empty(struct larder__shard *s);
+/* Sets m->classes (at create). */
+void larder__maint_classes_init(struct larder__maint *m);
 /* Frees the list e (bytes charged in all) and counts the bytes freed. */
 void larder__maint_free_entries(struct larder__maint *m, struct larder__entry *e, uint64_t bytes);
 /* Counts bytes freed and gives them back to the writers' budget. */

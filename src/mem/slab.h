@@ -291,16 +291,22 @@ static inline void larder__slab_class_live_add(struct larder__slab *s, unsigned 
 			      LARDER__RELAXED); /* single writer */
 }
 
-/* Maintainer: slot p of size class c (a slab slot, not a large entry's
- * mapping) holds a published entry until it is freed: its page's live count
- * (the slots not free, which decides when the page is empty) rises. Inline:
- * the maintainer's overwrite path calls it once per put, with the size
- * class its event carries (docs/bench.md). */
-static inline void larder__slab_note_slot_live(void *p, unsigned c)
+/* Maintainer: a slot of page pg holds a published entry until it is freed:
+ * the page's live count (the slots not free, which decides when the page is
+ * empty) rises. Inline: the maintainer's overwrite path calls it once per
+ * put, with the page found by the mask it keeps per size class
+ * (maint/state.h, docs/bench.md). */
+static inline void larder__slab_note_page_live(struct larder__page *pg)
 {
-	struct larder__page *pg = larder__slab_page_of_class(p, c);
 	uint32_t live = atomic_load_explicit(&pg->live, LARDER__RELAXED); /* ours */
 	atomic_store_explicit(&pg->live, live + 1, LARDER__RELAXED);        /* single writer */
+}
+
+/* The same for slot p of size class c (a slab slot, not a large entry's
+ * mapping). */
+static inline void larder__slab_note_slot_live(void *p, unsigned c)
+{
+	larder__slab_note_page_live(larder__slab_page_of_class(p, c));
 }
 
 /* Maintainer: an entry in slot p of size class c was published and counted
