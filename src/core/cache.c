@@ -1489,6 +1489,22 @@ static __attribute__((noinline, cold)) int put_wake(struct larder__shard *s,
 _Static_assert(LARDER__ENTRY_HEADER_BYTES + PUT_FAST_KEY_MAX + PUT_FAST_VALUE_MAX <=
 		       LARDER__CAPACITY_MIN / 8,
 	       "the fast path's largest entry is within every cache's entry limit");
+_Static_assert(LARDER_TTL_NEVER + 1 == 0 && LARDER_TTL_DEFAULT + 1 == 1,
+	       "put_fast_ttls: ttl_ms + 1 is 0 for no lifetime, 1 for the default");
+
+/* Cache c's bounds for the fast path (struct larder, put_fast_keys..): its
+ * sizes within c's key limit and below write_slow_from (compression, the
+ * probe's marks, the value limit), and the lifetimes that store no
+ * deadline. At open, after write_slow_from. */
+static void put_fast_bounds(larder *c)
+{
+	size_t key_max = c->max_key_bytes < PUT_FAST_KEY_MAX ? c->max_key_bytes : PUT_FAST_KEY_MAX;
+	size_t value_end =
+		c->write_slow_from <= PUT_FAST_VALUE_MAX ? c->write_slow_from : PUT_FAST_VALUE_MAX + 1;
+	c->put_fast_keys = key_max >= PUT_FAST_KEY_MIN ? key_max - PUT_FAST_KEY_MIN + 1 : 0;
+	c->put_fast_values = value_end > PUT_FAST_VALUE_MIN ? value_end - PUT_FAST_VALUE_MIN : 0;
+	c->put_fast_ttls = c->default_ttl_ms == LARDER_TTL_NEVER ? 2 : 1;
+}
 
 /* The fast path from its slot e (id) on: the charge, the entry, the index
  * step, the post, the wake's test. */
@@ -1552,18 +1568,20 @@ int larder_put(larder *c, const void *key, size_t key_len, const void *value, si
 	       uint64_t ttl_ms)
 {
 	struct larder__thread *t = larder__tls;
-	if (__builtin_expect(!read_fast_ok(c, key, key_len, t) || !value, 0) ||
-	    __builtin_expect(key_len - PUT_FAST_KEY_MIN > PUT_FAST_KEY_MAX - PUT_FAST_KEY_MIN ||
-				     value_len - PUT_FAST_VALUE_MIN >
-					     PUT_FAST_VALUE_MAX - PUT_FAST_VALUE_MIN,
-			     0) ||
-	    __builtin_expect(value_len >= c->write_slow_from, 0) ||
-	    __builtin_expect(ttl_ms != LARDER_TTL_NEVER &&
-				     (ttl_ms != LARDER_TTL_DEFAULT ||
-				      c->default_ttl_ms != LARDER_TTL_NEVER),
-			     0) ||
-	    !larder__thread_last_is(t, c->id))
+	/* One compare per argument (put_fast_bounds), each NULL test beside a
+	 * load that must follow it, so that gcc branches on each rather than
+	 * computing them together without branches. */
+	if (__builtin_expect(!c, 0) ||
+	    __builtin_expect(key_len - PUT_FAST_KEY_MIN >= c->put_fast_keys, 0) ||
+	    __builtin_expect(!key, 0) ||
+	    __builtin_expect(value_len - PUT_FAST_VALUE_MIN >= c->put_fast_values, 0) ||
+	    __builtin_expect(!value, 0) || __builtin_expect(ttl_ms + 1 >= c->put_fast_ttls, 0) ||
+	    __builtin_expect(!t, 0) || !larder__thread_last_is(t, c->id))
 		return put_general(c, key, key_len, value, value_len, ttl_ms);
+	/* What the compares imply (put_fast_bounds), for the code below. */
+	if (key_len - PUT_FAST_KEY_MIN > PUT_FAST_KEY_MAX - PUT_FAST_KEY_MIN ||
+	    value_len - PUT_FAST_VALUE_MIN > PUT_FAST_VALUE_MAX - PUT_FAST_VALUE_MIN)
+		__builtin_unreachable();
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	size_t bytes = larder__entry_bytes(0, key_len, value_len);
 	size_t charge = larder__slab_charge(bytes);
@@ -2375,6 +2393,7 @@ int larder_open(larder **out, const larder_config *cfg)
 	c->write_slow_from = c->sample_marks ? 0 : c->compress_min ? c->compress_min : SIZE_MAX;
 	if (c->write_slow_from > c->max_value_bytes) /* W_PUT_PLAIN's length test */
 		c->write_slow_from = c->max_value_bytes + 1;
+	put_fast_bounds(c);
 	c->id = larder__cache_id_register(c);
 	if (!c->id) {
 		rc = LARDER_ENOMEM;

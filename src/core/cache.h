@@ -92,6 +92,17 @@ struct larder {
 	 * max_value_bytes + 1. One test for the features that are off and the
 	 * value's limit. Set at open, after the shards (and their probes). */
 	size_t write_slow_from;
+	/* larder_put's fast path (core/cache.c) in three compares, one per
+	 * argument, each folding the fixed bounds of that path with this
+	 * cache's limits and settings: it takes a key when key_len -
+	 * PUT_FAST_KEY_MIN < put_fast_keys (16 and max_key_bytes), a value when
+	 * value_len - PUT_FAST_VALUE_MIN < put_fast_values (64 and
+	 * write_slow_from), a lifetime when ttl_ms + 1 < put_fast_ttls
+	 * (LARDER_TTL_NEVER, and LARDER_TTL_DEFAULT without a default). Set at
+	 * open with write_slow_from, from which they follow. */
+	size_t put_fast_keys;
+	size_t put_fast_values;
+	uint64_t put_fast_ttls;
 	unsigned compress_saving_pct;
 	/* The compression dictionary and its sample (core/dict.h, DICT-D1..D3):
 	 * dict is published once by open or the maintainer (R-DICT/A-DICT);

@@ -21,6 +21,9 @@
  *     after it: the enclosing section is kept, and the callback's put lands;
  *   - a cache's value limit below the fast path's sizes refuses the longer
  *     values (LARDER_EVALSIZE) and changes nothing;
+ *   - a cache's key limit below the fast path's sizes (12 bytes) or below
+ *     all of them (6) refuses the longer keys (LARDER_EKEYSIZE): the fast
+ *     path's key bound is folded with the cache's (put_fast_keys);
  *   - the accounting settles (CACHE-B1) after all of it.
  */
 #ifndef _GNU_SOURCE
@@ -288,6 +291,35 @@ static void test_value_limit_refuses(void)
 	larder_close(cache);
 }
 
+static void test_key_limit_refuses(void)
+{
+	static const size_t limits[] = { 12, 6 };
+	static const char key[] = "twenty-byte-key-abcd";
+	unsigned char v[24];
+
+	fill(v, sizeof(v), 7);
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		larder_config *config = th_config(4 * MiB);
+		larder *cache;
+
+		REQUIRE(config != NULL);
+		REQUIRE_RC(larder_config_set_max_key_bytes(config, limits[i]), LARDER_OK);
+		cache = th_open(config);
+		REQUIRE(cache != NULL);
+		/* Twice: the first put of each length may leave the fast path
+		 * (the thread's first call on this cache, the class's first slot). */
+		for (int round = 0; round < 2; round++)
+			for (size_t kl = 1; kl < sizeof(key); kl++) {
+				int want = kl > limits[i] ? LARDER_EKEYSIZE : LARDER_OK;
+				CHECK_RC(larder_put(cache, key, kl, v, sizeof(v), LARDER_TTL_NEVER),
+					 want);
+				if (want == LARDER_OK)
+					reads(cache, key, kl, v, sizeof(v));
+			}
+		larder_close(cache);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -296,6 +328,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_lifetimes_not_dropped),
 		TH_TEST(test_put_inside_read_section),
 		TH_TEST(test_value_limit_refuses),
+		TH_TEST(test_key_limit_refuses),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
