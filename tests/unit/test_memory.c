@@ -120,6 +120,14 @@ static int put_key(larder *cache, uint64_t id, size_t vlen)
 	return rc;
 }
 
+/* Removes key-<id>, put by put_key(). */
+static int remove_key(larder *cache, uint64_t id)
+{
+	char key[32];
+	snprintf(key, sizeof(key), "key-%" PRIu64, id);
+	return larder_remove(cache, key, strlen(key));
+}
+
 /* get_with callback: notes where the value is stored. */
 static void note_addr_fn(void *ctx, const void *value, size_t value_len)
 {
@@ -335,11 +343,8 @@ static void test_index_growth(void)
 		missing += (uint64_t)!check_key(cache, id, 8);
 	CHECK_EQ(missing, 0);
 	/* remove every other key: the rest stay reachable */
-	for (uint64_t id = 0; id < N; id += 2) {
-		char key[32];
-		snprintf(key, sizeof(key), "key-%" PRIu64, id);
-		CHECK_RC(larder_remove(cache, key, strlen(key)), LARDER_OK);
-	}
+	for (uint64_t id = 0; id < N; id += 2)
+		CHECK_RC(remove_key(cache, id), LARDER_OK);
 	missing = 0;
 	for (uint64_t id = 1; id < N; id += 2)
 		missing += (uint64_t)!check_key(cache, id, 8);
@@ -937,11 +942,8 @@ static void test_audit_counters(void)
 	class_of_entry(cache, 7, 1000, v);
 	CHECK_EQ(v[LARDER_CLASS_SLOTS_USED], 40);
 
-	for (uint64_t id = 100; id < 150; id++) {
-		char key[32];
-		snprintf(key, sizeof(key), "key-%" PRIu64, id);
-		CHECK_RC(larder_remove(cache, key, strlen(key)), LARDER_OK);
-	}
+	for (uint64_t id = 100; id < 150; id++)
+		CHECK_RC(remove_key(cache, id), LARDER_OK);
 	a = check_audit(cache);
 	CHECK_EQ(a.slots_used, 90);
 	class_of_entry(cache, 7, 10, v);
@@ -1001,11 +1003,8 @@ static void test_audit_counts_at_retire(void)
 	class_of_entry(cache, 7, 10, v);
 	/* 100 slots of the old values wait for the reader, counted free */
 	CHECK_EQ(v[LARDER_CLASS_SLOTS_USED], 100);
-	for (uint64_t id = 150; id < 160; id++) {
-		char key[32];
-		snprintf(key, sizeof(key), "key-%" PRIu64, id);
-		CHECK_RC(larder_remove(cache, key, strlen(key)), LARDER_OK);
-	}
+	for (uint64_t id = 150; id < 160; id++)
+		CHECK_RC(remove_key(cache, id), LARDER_OK);
 	CHECK_RC(larder_flush(cache, 60000 * TH_SLOW), LARDER_OK);
 	class_of_entry(cache, 7, 10, v);
 	CHECK_EQ(v[LARDER_CLASS_SLOTS_USED], 90);
