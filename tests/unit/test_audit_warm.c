@@ -1,0 +1,615 @@
+/*
+ * tests/unit/test_audit_warm.c - the fifth outside audit: warm restart and
+ * cursors across the options, with the cache busy (this file also runs as
+ * unit_audit_warm_shards4).
+ *
+ * Checked, from larder.h's promises only (the harness's injected clock and
+ * self-checking values; no engine internals):
+ *   - larder_save beside writers, on caches of every policy (FIFO, LRU,
+ *     W-TinyLFU, ARC) x one or four shards x compression (off, LZ4, a
+ *     given dictionary) x expiry mode, each snapshot loaded into three
+ *     other caches (a larger one of another policy, shard count, expiry
+ *     mode and compression; a smaller one; a pool's member): every key
+ *     live for the whole save is in the larger one with its exact value
+ *     (a value of 0 bytes, one at max_value_bytes and a key at
+ *     max_key_bytes included), no key twice, every value whole and its
+ *     key's, no entry expired before the save, no TTL longer than saved,
+ *     LARDER_TTL_NEVER kept beside a default TTL; the smaller caches
+ *     filled to their capacity and no further, nothing evicted by a load;
+ *   - larder_load into a cache that already holds keys: the overwritten
+ *     keys reach the listener once each as REPLACED, nothing else does;
+ *   - a cursor whose walker writes four new keys per step (the index
+ *     grows under it) while another thread writes, reads, moves the
+ *     capacity down and up (evicting) and clears: a key that the listener
+ *     never heard of leaving during the walk is handed out exactly once,
+ *     no key twice, every value whole.
+ * Mutation-checked: a cursor that ignores deadlines, a load that ignores
+ * the capacity or drops TTLs, a scan that skips the table a growth copies
+ * into (index/scan.c SCAN-S1b) each fail here.
+ */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define KiB ((uint64_t)1024)
+#define MiB (1024 * KiB)
+#define T0 1000u
+
+#define STABLE 400u	     /* ids [0, STABLE): no TTL; [STABLE, 2 STABLE): LIVE_TTL */
+#define DOOMED 200u	     /* ids [2 STABLE, 2 STABLE + DOOMED): expired before the save */
+#define CHURN_BASE 10000u    /* the writers' ids: [CHURN_BASE, CHURN_BASE + CHURN) */
+#define CHURN 2000u
+#define IDS (CHURN_BASE + CHURN)
+#define LIVE_TTL 1000000u
+#define DOOMED_TTL 10u
+#define MAX_VALUE (64 * KiB)
+#define MAX_KEY 64u
+
+static char tmp_dir[64];
+
+/* path[128] gets name's place in the test's own directory; 0 without one. */
+static int snap_path(char path[128], const char *name)
+{
+	if (!tmp_dir[0]) {
+		snprintf(tmp_dir, sizeof tmp_dir, "/tmp/larder-audit-warm-XXXXXX");
+		if (!mkdtemp(tmp_dir))
+			return 0;
+	}
+	snprintf(path, 128, "%s/%s", tmp_dir, name);
+	return 1;
+}
+
+static size_t key_of(char *buf, unsigned id)
+{
+	return (size_t)snprintf(buf, 16, "w%06u", id);
+}
+
+/* The id of a key made by key_of, or UINT32_MAX for another key. */
+static uint32_t id_of(const void *key, size_t key_len)
+{
+	char k[16];
+	if (key_len != 7 || ((const char *)key)[0] != 'w')
+		return UINT32_MAX;
+	memcpy(k, key, key_len);
+	k[key_len] = 0;
+	return (uint32_t)strtoul(k + 1, NULL, 10);
+}
+
+/* The two keys at the limits: a value of 0 bytes, and a key of MAX_KEY bytes
+ * whose value is MAX_VALUE bytes long. */
+static const char zero_key[] = "zero";
+static char long_key[MAX_KEY];
+
+static size_t stable_len(unsigned id)
+{
+	return 32 + (id * 37u) % 900u;
+}
+
+/* ---- Save beside writers, load elsewhere ---------------------------------- */
+
+struct source_cfg {
+	enum larder_policy policy;
+	unsigned shards;
+	int compression; /* 0 off, 1 LZ4 alone, 2 a given dictionary */
+	enum larder_expiry expiry;
+};
+
+static uint64_t stable_version[2 * STABLE], long_version;
+static unsigned char dict[4 * KiB];
+
+static larder *open_source(const struct source_cfg *s, struct th_clock *clk)
+{
+	larder_config *cfg = th_config(8 * MiB);
+	if (!cfg)
+		return NULL;
+	int ok = CHECK_RC(larder_config_set_policy(cfg, s->policy), LARDER_OK) &&
+		 CHECK_RC(larder_config_set_shards(cfg, s->shards), LARDER_OK) &&
+		 CHECK_RC(larder_config_set_expiry(cfg, s->expiry), LARDER_OK) &&
+		 CHECK_RC(larder_config_set_default_ttl_ms(cfg, LIVE_TTL), LARDER_OK) &&
+		 CHECK_RC(larder_config_set_max_value_bytes(cfg, MAX_VALUE), LARDER_OK) &&
+		 CHECK_RC(larder_config_set_max_key_bytes(cfg, MAX_KEY), LARDER_OK) &&
+		 CHECK_RC(larder_config_set_clock(cfg, th_clock_fn, clk), LARDER_OK);
+	if (ok && s->compression)
+		ok = CHECK_RC(larder_config_set_compression(cfg, 1, 0), LARDER_OK) &&
+		     CHECK_RC(larder_config_set_compression_dictionary(
+				      cfg,
+				      s->compression == 2 ? LARDER_DICTIONARY_GIVEN
+							  : LARDER_DICTIONARY_NONE,
+				      s->compression == 2 ? dict : NULL,
+				      s->compression == 2 ? sizeof dict : 0),
+			      LARDER_OK);
+	if (!ok) {
+		larder_config_destroy(cfg);
+		return NULL;
+	}
+	return th_open(cfg);
+}
+
+/* The keys no writer touches: stable ones (half with a TTL), doomed ones
+ * (expired by the clock's step before the save), and the two at the limits. */
+static int fill_source(larder *c, struct th_clock *clk)
+{
+	unsigned char *v = malloc(MAX_VALUE);
+	char k[16];
+	int ok = v != NULL;
+	for (unsigned id = 0; ok && id < 2 * STABLE + DOOMED; id++) {
+		uint64_t ttl = id < STABLE ? LARDER_TTL_NEVER : id < 2 * STABLE ? LIVE_TTL : DOOMED_TTL;
+		size_t n = th_value_make(v, id, stable_len(id), 0);
+		if (id < 2 * STABLE)
+			memcpy(&stable_version[id], v + offsetof(struct th_value_header, version),
+			       sizeof(uint64_t));
+		ok = CHECK_RC(larder_put(c, k, key_of(k, id), v, n, ttl), LARDER_OK);
+	}
+	if (ok) {
+		size_t n = th_value_make(v, UINT32_MAX, MAX_VALUE, 0);
+		memcpy(&long_version, v + offsetof(struct th_value_header, version),
+		       sizeof(uint64_t));
+		ok = CHECK_RC(larder_put(c, zero_key, sizeof zero_key - 1, NULL, 0,
+					 LARDER_TTL_NEVER),
+			      LARDER_OK) &&
+		     CHECK_RC(larder_put(c, long_key, MAX_KEY, v, n, LARDER_TTL_NEVER), LARDER_OK);
+	}
+	th_clock_advance(clk, DOOMED_TTL * 2);
+	free(v);
+	return ok;
+}
+
+struct writer_arg {
+	larder *cache;
+	_Atomic int *stop;
+	uint64_t seed;
+};
+
+/* Puts (no TTL or LIVE_TTL), removes and reads churn keys until told to
+ * stop, checking every result and value; at least 200 operations however
+ * late it starts. */
+static void *writer_main(void *arg)
+{
+	struct writer_arg *a = arg;
+	struct th_rng r = {a->seed};
+	unsigned char v[1024], buf[1024];
+	char k[16];
+	for (unsigned n = 0; n < 200 || !atomic_load(a->stop); n++) {
+		unsigned id = CHURN_BASE + (unsigned)th_rng_below(&r, CHURN);
+		size_t kl = key_of(k, id), len;
+		uint64_t op = th_rng_below(&r, 10);
+		if (op < 6) {
+			size_t vl = th_value_make(v, id, 32 + th_rng_below(&r, 900), 0);
+			CHECK_RC(larder_put(a->cache, k, kl, v, vl,
+					    op < 3 ? LARDER_TTL_NEVER : LIVE_TTL),
+				 LARDER_OK);
+		} else if (op < 8) {
+			int rc = larder_remove(a->cache, k, kl);
+			CHECK(rc == LARDER_OK || rc == LARDER_MISS);
+		} else {
+			int rc = larder_get(a->cache, k, kl, buf, sizeof buf, &len);
+			if (CHECK(rc == LARDER_OK || rc == LARDER_MISS) && rc == LARDER_OK)
+				th_value_check("writer's read", id, buf, len, NULL);
+		}
+	}
+	return NULL;
+}
+
+enum target_kind { T_LARGER, T_SMALLER, T_POOLED, T_KINDS };
+static const char *const target_name[T_KINDS] = {"larger", "smaller", "pooled"};
+
+struct walk {
+	const char *where;
+	uint8_t seen[IDS];
+	unsigned zero, longk, foreign, count;
+};
+
+/* The loaded cache's cursor: each entry against what was saved. */
+static void check_loaded(void *ctx, const void *key, size_t key_len, const void *value,
+			 size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	struct walk *w = ctx;
+	struct th_value_header h;
+	(void)entry_bytes;
+	w->count++;
+	if (key_len == sizeof zero_key - 1 && !memcmp(key, zero_key, key_len)) {
+		w->zero++;
+		if (value_len != 0 || ttl_ms != LARDER_TTL_NEVER)
+			TH_FAIL_CAPPED(30, "%s: the empty value has %zu bytes, TTL %llu", w->where,
+				       value_len, (unsigned long long)ttl_ms);
+		return;
+	}
+	if (key_len == MAX_KEY && !memcmp(key, long_key, MAX_KEY)) {
+		w->longk++;
+		if (th_value_check(w->where, UINT32_MAX, value, value_len, &h) &&
+		    (value_len != MAX_VALUE || h.version != long_version))
+			TH_FAIL_CAPPED(30, "%s: the longest key's value is not the one saved",
+				       w->where);
+		return;
+	}
+	uint32_t id = id_of(key, key_len);
+	if (id >= IDS || (id >= 2 * STABLE + DOOMED && id < CHURN_BASE)) {
+		w->foreign++;
+		return;
+	}
+	if (w->seen[id]++)
+		TH_FAIL_CAPPED(30, "%s: key %u handed out twice", w->where, id);
+	if (!th_value_check(w->where, id, value, value_len, &h))
+		return;
+	if (id >= 2 * STABLE && id < CHURN_BASE)
+		TH_FAIL_CAPPED(30, "%s: key %u, expired before the save, was loaded", w->where, id);
+	else if (id < STABLE && ttl_ms != LARDER_TTL_NEVER)
+		TH_FAIL_CAPPED(30, "%s: key %u saved with no TTL has %llu ms", w->where, id,
+			       (unsigned long long)ttl_ms);
+	else if (ttl_ms != LARDER_TTL_NEVER &&
+		 ttl_ms > (id < CHURN_BASE ? LIVE_TTL - 2 * DOOMED_TTL : LIVE_TTL))
+		TH_FAIL_CAPPED(30, "%s: key %u has %llu ms, more than it had at the save",
+			       w->where, id, (unsigned long long)ttl_ms);
+	else if (id >= STABLE && id < 2 * STABLE && ttl_ms == LARDER_TTL_NEVER)
+		TH_FAIL_CAPPED(30, "%s: key %u lost its TTL", w->where, id);
+	if (id < 2 * STABLE && (value_len != stable_len(id) || h.version != stable_version[id]))
+		TH_FAIL_CAPPED(30, "%s: key %u's value is not the one saved", w->where, id);
+}
+
+static larder *open_target(enum target_kind kind, const struct source_cfg *s,
+			   struct th_clock *clk, larder_pool **pool)
+{
+	larder_config *cfg = NULL;
+	int ok;
+	if (kind == T_POOLED) {
+		larder_pool_config *pc = NULL;
+		if (!CHECK_RC(larder_pool_config_create(&pc), LARDER_OK))
+			return NULL;
+		ok = CHECK_RC(larder_pool_config_set_budget(pc, MiB), LARDER_OK) &&
+		     CHECK_RC(larder_pool_config_set_interval_ms(pc, 0), LARDER_OK) &&
+		     CHECK_RC(larder_pool_create(pool, pc), LARDER_OK);
+		larder_pool_config_destroy(pc);
+		if (!ok || !CHECK_RC(larder_config_create(&cfg), LARDER_OK))
+			return NULL;
+		ok = CHECK_RC(larder_config_set_pool(cfg, *pool), LARDER_OK) &&
+		     CHECK_RC(larder_config_set_write_wait_ms(cfg, TH_WRITE_WAIT_MS), LARDER_OK);
+	} else {
+		cfg = th_config(kind == T_LARGER ? 32 * MiB : 256 * KiB);
+		if (!cfg)
+			return NULL;
+		/* The larger one differs from its source in everything it can. */
+		ok = kind == T_SMALLER ||
+		     (CHECK_RC(larder_config_set_policy(cfg, s->policy == LARDER_POLICY_LRU
+								     ? LARDER_POLICY_S3FIFO_TUNED
+								     : LARDER_POLICY_LRU),
+			       LARDER_OK) &&
+		      CHECK_RC(larder_config_set_shards(cfg, 5 - s->shards), LARDER_OK) &&
+		      CHECK_RC(larder_config_set_expiry(cfg, 1 - s->expiry), LARDER_OK) &&
+		      CHECK_RC(larder_config_set_default_ttl_ms(cfg, 5000), LARDER_OK) &&
+		      CHECK_RC(larder_config_set_compression(cfg, s->compression ? 0 : 1, 0),
+			       LARDER_OK));
+		ok = ok && CHECK_RC(larder_config_set_clock(cfg, th_clock_fn, clk), LARDER_OK);
+	}
+	ok = ok && CHECK_RC(larder_config_set_max_value_bytes(cfg, MAX_VALUE), LARDER_OK) &&
+	     CHECK_RC(larder_config_set_max_key_bytes(cfg, MAX_KEY), LARDER_OK);
+	if (!ok) {
+		larder_config_destroy(cfg);
+		return NULL;
+	}
+	return th_open(cfg);
+}
+
+static int has_budget(void *ctx)
+{
+	return th_stat(ctx, LARDER_STAT_CAPACITY_BYTES) == MiB;
+}
+
+/* Loads path into a cache of kind and checks it against the source's keys. */
+static void load_and_check(const char *path, enum target_kind kind, const struct source_cfg *s,
+			   const char *where)
+{
+	static struct walk w;
+	static struct th_clock clk;
+	larder_pool *pool = NULL;
+	th_clock_init(&clk, T0);
+	larder *c = open_target(kind, s, &clk, &pool);
+	/* A member grows to its share (the whole budget) in the background. */
+	if (c && kind == T_POOLED)
+		CHECK(th_wait_until(has_budget, c, 60000 * TH_SLOW));
+	if (c) {
+		memset(&w, 0, sizeof w);
+		w.where = where;
+		CHECK_RC(larder_load(c, path), LARDER_OK);
+		larder_iter *it;
+		REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);
+		int rc;
+		while ((rc = larder_iter_next(it, check_loaded, &w)) == LARDER_OK)
+			;
+		CHECK_RC(rc, LARDER_MISS);
+		larder_iter_close(it);
+		CHECK_EQ(w.foreign, 0);
+		CHECK_LE(w.zero, 1);
+		CHECK_LE(w.longk, 1);
+		CHECK_RC(larder_flush(c, 60000 * TH_SLOW), LARDER_OK);
+		if (kind == T_LARGER) {
+			/* Everything live for the whole save fits, so it is there. */
+			CHECK_EQ(w.zero, 1);
+			CHECK_EQ(w.longk, 1);
+			unsigned stable = 0;
+			for (unsigned id = 0; id < 2 * STABLE; id++)
+				stable += w.seen[id];
+			CHECK_EQ(stable, 2 * STABLE);
+		} else {
+			/* Filled to its capacity and no further; a value over the
+			 * entry limit (1/8 of 256 KiB) skipped. */
+			CHECK_LE(th_stat(c, LARDER_STAT_USED_BYTES),
+				 th_stat(c, LARDER_STAT_CAPACITY_BYTES));
+			CHECK_GT(th_stat(c, LARDER_STAT_USED_BYTES),
+				 th_stat(c, LARDER_STAT_CAPACITY_BYTES) / 2);
+			if (kind == T_SMALLER)
+				CHECK_EQ(w.longk, 0);
+		}
+		CHECK_EQ(th_stat(c, LARDER_STAT_EVICTIONS), 0);
+		CHECK_EQ(th_stat(c, LARDER_STAT_ENTRIES), w.count);
+		CHECK(th_check_accounting(c, 10000, NULL, NULL));
+		larder_close(c);
+	}
+	if (pool)
+		CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+static void test_save_beside_writers_load_elsewhere(void)
+{
+	static const enum larder_policy policies[] = {LARDER_POLICY_FIFO, LARDER_POLICY_LRU,
+						      LARDER_POLICY_WTINYLFU, LARDER_POLICY_ARC};
+	char path[128];
+	REQUIRE(snap_path(path, "busy.snap"));
+	for (size_t i = 0; i < sizeof dict; i++)
+		dict[i] = (unsigned char)("{\"id\":0,\"name\":\"larder\",\"tags\":[]}"[i % 36]);
+	memset(long_key, 'L', sizeof long_key);
+	for (unsigned round = 0; round < 8; round++) {
+		struct source_cfg s = {policies[round % 4], round < 4 ? 1 : 4, round % 3,
+				       (enum larder_expiry)(round / 2 % 2)};
+		static struct th_clock clk;
+		th_clock_init(&clk, T0);
+		larder *src = open_source(&s, &clk);
+		REQUIRE(src);
+		REQUIRE(fill_source(src, &clk));
+		_Atomic int stop = 0;
+		struct writer_arg wa[2] = {{src, &stop, 2 * round + 1}, {src, &stop, 2 * round + 2}};
+		pthread_t t[2];
+		for (int i = 0; i < 2; i++)
+			REQUIRE(pthread_create(&t[i], NULL, writer_main, &wa[i]) == 0);
+		CHECK_RC(larder_save(src, path), LARDER_OK);
+		atomic_store(&stop, 1);
+		for (int i = 0; i < 2; i++)
+			pthread_join(t[i], NULL);
+		char where[96];
+		for (int kind = 0; kind < T_KINDS; kind++) {
+			snprintf(where, sizeof where,
+				 "policy %d, %u shard(s), compression %d, expiry %d into the %s",
+				 s.policy, s.shards, s.compression, s.expiry, target_name[kind]);
+			load_and_check(path, (enum target_kind)kind, &s, where);
+		}
+		larder_close(src);
+	}
+	unlink(path);
+}
+
+/* ---- Load into a cache that holds keys ------------------------------------ */
+
+static _Atomic unsigned heard[300][5];
+
+static void count_removal(void *ctx, const void *key, size_t key_len, const void *value,
+			  size_t value_len, enum larder_cause cause)
+{
+	(void)ctx;
+	(void)value;
+	(void)value_len;
+	uint32_t id = id_of(key, key_len);
+	if (id < 300 && cause <= LARDER_CAUSE_CLEARED)
+		atomic_fetch_add(&heard[id][cause], 1);
+	else
+		TH_FAIL_CAPPED(30, "the listener heard of key %u, cause %d", id, cause);
+}
+
+static void test_load_over_present_keys(void)
+{
+	char path[128], k[16];
+	unsigned char v[256], buf[256];
+	REQUIRE(snap_path(path, "over.snap"));
+	memset(heard, 0, sizeof heard);
+	larder *src = th_open(th_config(4 * MiB));
+	REQUIRE(src);
+	uint64_t saved[100], kept[100];
+	for (unsigned id = 0; id < 100; id++) {
+		size_t n = th_value_make(v, id, 40 + id, 0);
+		memcpy(&saved[id], v + offsetof(struct th_value_header, version), 8);
+		REQUIRE_RC(larder_put(src, k, key_of(k, id), v, n, LARDER_TTL_NEVER), LARDER_OK);
+	}
+	REQUIRE_RC(larder_save(src, path), LARDER_OK);
+	larder_close(src);
+	larder_config *cfg = th_config(4 * MiB);
+	REQUIRE(cfg);
+	REQUIRE_RC(larder_config_set_removal_listener(cfg, count_removal, NULL), LARDER_OK);
+	larder *c = th_open(cfg);
+	REQUIRE(c);
+	/* Keys 50..149 before the load: 50..99 are in the snapshot too. */
+	for (unsigned id = 50; id < 150; id++) {
+		size_t n = th_value_make(v, id, 100, 0);
+		if (id >= 100)
+			memcpy(&kept[id - 100], v + offsetof(struct th_value_header, version), 8);
+		REQUIRE_RC(larder_put(c, k, key_of(k, id), v, n, LARDER_TTL_NEVER), LARDER_OK);
+	}
+	CHECK_RC(larder_load(c, path), LARDER_OK);
+	REQUIRE_RC(larder_flush(c, 60000 * TH_SLOW), LARDER_OK);
+	for (unsigned id = 0; id < 150; id++) {
+		size_t len;
+		struct th_value_header h;
+		int rc = larder_get(c, k, key_of(k, id), buf, sizeof buf, &len);
+		if (!CHECK_RC(rc, LARDER_OK) || !th_value_check("after the load", id, buf, len, &h))
+			continue;
+		CHECK_EQ(h.version, id < 100 ? saved[id] : kept[id - 100]);
+		for (int cause = 0; cause < 5; cause++)
+			CHECK_EQ(atomic_load(&heard[id][cause]),
+				 id >= 50 && id < 100 && cause == LARDER_CAUSE_REPLACED);
+	}
+	CHECK_EQ(th_stat(c, LARDER_STAT_REPLACEMENTS), 50);
+	CHECK_EQ(th_stat(c, LARDER_STAT_ENTRIES), 150);
+	CHECK(th_check_accounting(c, 10000, NULL, NULL));
+	larder_close(c);
+	unlink(path);
+}
+
+/* ---- A cursor beside capacity moves and clears ----------------------------- */
+
+#define CUR_STABLE 3000u
+#define CUR_CHURN_BASE 100000u
+#define CUR_CHURN 20000u
+
+static _Atomic uint32_t left[CUR_STABLE]; /* removals heard per stable key */
+
+static void count_left(void *ctx, const void *key, size_t key_len, const void *value,
+		       size_t value_len, enum larder_cause cause)
+{
+	(void)ctx;
+	(void)value;
+	(void)value_len;
+	(void)cause;
+	uint32_t id = id_of(key, key_len);
+	if (id < CUR_STABLE)
+		atomic_fetch_add(&left[id], 1);
+}
+
+struct mover_arg {
+	larder *cache;
+	_Atomic int *stop;
+	int clears;
+	uint64_t seed;
+};
+
+/* Grows the index with new keys and moves the capacity from 4 MiB to
+ * 1 MiB and back (evicting), and clears the cache if asked, until told to
+ * stop. */
+static void *mover_main(void *arg)
+{
+	struct mover_arg *a = arg;
+	struct th_rng r = {a->seed};
+	unsigned char v[256];
+	char k[16];
+	for (unsigned n = 0; n < 2000 || !atomic_load(a->stop); n++) {
+		unsigned id = CUR_CHURN_BASE + (unsigned)th_rng_below(&r, CUR_CHURN);
+		size_t vl = th_value_make(v, id, 32 + th_rng_below(&r, 200), 0);
+		CHECK_RC(larder_put(a->cache, k, key_of(k, id), v, vl, LARDER_TTL_NEVER), LARDER_OK);
+		/* Reads keep half of the stable keys hot, so that some of them
+		 * outlive the evictions. */
+		size_t kl = key_of(k, (unsigned)th_rng_below(&r, CUR_STABLE / 2)), len;
+		int rc = larder_get(a->cache, k, kl, v, sizeof v, &len);
+		CHECK(rc == LARDER_OK || rc == LARDER_MISS);
+		if (n % 500 == 250)
+			CHECK_RC(larder_set_capacity(a->cache, MiB), LARDER_OK);
+		else if (n % 500 == 0)
+			CHECK_RC(larder_set_capacity(a->cache, 4 * MiB), LARDER_OK);
+		if (a->clears && n % 1500 == 700)
+			CHECK_RC(larder_clear(a->cache), LARDER_OK);
+	}
+	return NULL;
+}
+
+#define CUR_FRESH_BASE 200000u /* keys the walker writes, never twice */
+#define CUR_FRESH_END 1000000u
+
+struct cursor_walk {
+	uint8_t seen[CUR_FRESH_END];
+};
+
+static void note_key(void *ctx, const void *key, size_t key_len, const void *value,
+		     size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	struct cursor_walk *w = ctx;
+	(void)ttl_ms;
+	(void)entry_bytes;
+	uint32_t id = id_of(key, key_len);
+	if (!CHECK(id < CUR_STABLE || (id >= CUR_CHURN_BASE && id < CUR_CHURN_BASE + CUR_CHURN) ||
+		   (id >= CUR_FRESH_BASE && id < CUR_FRESH_END)))
+		return;
+	if (w->seen[id]++)
+		TH_FAIL_CAPPED(30, "the cursor handed key %u out twice", id);
+	th_value_check("the cursor", id, value, value_len, NULL);
+}
+
+static void test_cursor_beside_capacity_moves(void)
+{
+	static struct cursor_walk w;
+	static uint32_t before[CUR_STABLE];
+	unsigned char v[256];
+	char k[16];
+	for (int clears = 0; clears < 2; clears++) {
+		memset(left, 0, sizeof left);
+		larder_config *cfg = th_config(4 * MiB);
+		REQUIRE(cfg);
+		REQUIRE_RC(larder_config_set_policy(cfg, clears ? LARDER_POLICY_ARC
+								 : LARDER_POLICY_LRU),
+			   LARDER_OK);
+		REQUIRE_RC(larder_config_set_removal_listener(cfg, count_left, NULL), LARDER_OK);
+		larder *c = th_open(cfg);
+		REQUIRE(c);
+		unsigned checked = 0, fresh = CUR_FRESH_BASE;
+		for (unsigned round = 0; round < 4; round++) {
+			/* Every stable key present before the cursor opens. */
+			for (unsigned id = 0; id < CUR_STABLE; id++) {
+				size_t kl = key_of(k, id);
+				if (larder_contains(c, k, kl) == LARDER_OK)
+					continue;
+				size_t vl = th_value_make(v, id, 48 + id % 64, 0);
+				REQUIRE_RC(larder_put(c, k, kl, v, vl, LARDER_TTL_NEVER), LARDER_OK);
+			}
+			REQUIRE_EQ(th_quiesce(c, 60000), 0);
+			for (unsigned id = 0; id < CUR_STABLE; id++)
+				before[id] = atomic_load(&left[id]);
+			memset(&w, 0, sizeof w);
+			_Atomic int stop = 0;
+			struct mover_arg ma = {c, &stop, clears && round % 2, round + 1};
+			pthread_t t;
+			REQUIRE(pthread_create(&t, NULL, mover_main, &ma) == 0);
+			larder_iter *it;
+			REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);
+			int rc;
+			/* Four new keys per step: the index grows under the cursor. */
+			while ((rc = larder_iter_next(it, note_key, &w)) == LARDER_OK) {
+				for (int i = 0; i < 4 && fresh < CUR_FRESH_END; i++, fresh++) {
+					size_t vl = th_value_make(v, fresh, 40, 0);
+					CHECK_RC(larder_put(c, k, key_of(k, fresh), v, vl,
+							    LARDER_TTL_NEVER),
+						 LARDER_OK);
+				}
+			}
+			CHECK_RC(rc, LARDER_MISS);
+			larder_iter_close(it);
+			atomic_store(&stop, 1);
+			pthread_join(t, NULL);
+			/* Every removal made during the walk has reached the listener. */
+			REQUIRE_EQ(th_quiesce(c, 60000), 0);
+			for (unsigned id = 0; id < CUR_STABLE; id++) {
+				if (atomic_load(&left[id]) != before[id])
+					continue;
+				checked++;
+				if (w.seen[id] != 1)
+					TH_FAIL_CAPPED(30, "stable key %u, live throughout, handed out "
+							   "%u times",
+						       id, w.seen[id]);
+			}
+			CHECK_RC(larder_set_capacity(c, 4 * MiB), LARDER_OK);
+		}
+		CHECK_GT(checked, 0);
+		CHECK(th_check_accounting(c, 10000, NULL, NULL));
+		larder_close(c);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct th_test tests[] = {
+		TH_TEST(test_save_beside_writers_load_elsewhere),
+		TH_TEST(test_load_over_present_keys),
+		TH_TEST(test_cursor_beside_capacity_moves),
+	};
+	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
+	if (tmp_dir[0])
+		rmdir(tmp_dir);
+	return rc;
+}
