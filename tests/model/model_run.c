@@ -17,7 +17,10 @@
  *       a too-small buffer is left untouched and told the length;
  *   MODEL-K2. ttl_remaining is the model's deadline minus the clock, exactly,
  *       and so is the TTL a walk (larder_iter_next) hands out; a snapshot
- *       loaded into a fresh cache holds every live value with a TTL no longer;
+ *       loaded into a fresh cache (another policy, shard count, hash seed
+ *       and compression) holds every live value with a TTL no longer, or
+ *       when it is the smallest cache, some of them, up to its capacity
+ *       and with nothing evicted;
  *       expire-after-access reads move the deadline as larder.h says;
  *   MODEL-K3. at a sync point every value that left the model was reported once,
  *       with an allowed cause, every value due by the clock was reported
@@ -1018,16 +1021,28 @@ static void do_iter(struct world *w, const struct mop *o)
 			failf(w, "K1: a walk missed key %u, which the model holds live", k);
 }
 
-/* The cache a snapshot is loaded into: the run's limits and clock, room for
- * every key at its longest, the other compression choice (snapshots hold
- * plain values, so any cache loads them: larder.h), no listener. */
-static larder *open_loader(struct world *w)
+/* The small loader's capacity: the smallest a cache may have. */
+#define MK_LOADER_SMALL ((uint64_t)64 << 10)
+
+/* The cache a snapshot is loaded into: the run's limits and clock, the
+ * other compression choice (snapshots hold plain values, so any cache loads
+ * them: larder.h), another policy, shard count and hash seed (so another
+ * order), no listener; room for every key at its longest, or (small) the
+ * smallest capacity, which holds only some of them. */
+static larder *open_loader(struct world *w, int small)
 {
+	static const enum larder_policy policies[] = {
+		LARDER_POLICY_FIFO, LARDER_POLICY_LRU, LARDER_POLICY_ARC, LARDER_POLICY_WTINYLFU,
+		LARDER_POLICY_S3FIFO_TUNED,
+	};
 	struct mcfg l = *w->cfg;
-	l.capacity = (uint64_t)64 << 20;
+	l.capacity = small ? MK_LOADER_SMALL : (uint64_t)64 << 20;
 	l.pooled = 0;
 	l.compress_min = w->cfg->compress_min ? 0 : 1;
 	l.dictionary = LARDER_DICTIONARY_NONE;
+	l.shards = w->cfg->shards == 1 ? 4 : 1;
+	l.policy = policies[(w->cfg->seed >> 8) % 5];
+	l.seed = th_mix64(w->cfg->seed);
 	return open_cache(w, &l, 0);
 }
 
@@ -1036,11 +1051,27 @@ static larder *open_loader(struct world *w)
  * wall clock being stepped meanwhile. */
 #define MK_SNAPSHOT_SLACK_MS 60000
 
+/* Whether the loader holds what the load charged and nothing was evicted
+ * (larder_load stops adding entries at capacity). */
+static void check_loader_fill(struct world *w, larder *l)
+{
+	uint64_t v[LARDER_STAT_EVICTIONS + 1];
+	if (larder_flush(l, TH_STUCK_MS) != LARDER_OK ||
+	    larder_stats(l, v, LARDER_STAT_EVICTIONS + 1) != LARDER_OK)
+		failf(w, "could not flush the loaded cache");
+	else if (v[LARDER_STAT_EVICTIONS] != 0 || v[LARDER_STAT_USED_BYTES] > MK_LOADER_SMALL)
+		failf(w, "K1: a load into %" PRIu64 " bytes evicted %" PRIu64 ", used %" PRIu64,
+		      MK_LOADER_SMALL, v[LARDER_STAT_EVICTIONS], v[LARDER_STAT_USED_BYTES]);
+}
+
 /* Saves the cache, loads the file into a fresh cache and walks that: every
  * key the model holds live is there once, with its value and a TTL no
  * longer than the model's (the load subtracts the wall-clock time since
  * the save), unless its TTL may have run out meanwhile or the engine had
- * dropped it. A save counts nothing (MODEL-K4 at the next sync point). */
+ * dropped it, or (every third snapshot of a run) the loader is too small to
+ * take them all: then it holds a part of them, filled up to its capacity
+ * and not evicting. A save counts nothing (MODEL-K4 at the next sync
+ * point). */
 static void do_snapshot(struct world *w, const struct mop *o)
 {
 	larder *c = (o->faults & MF_NULL_CACHE) ? NULL : w->c;
@@ -1054,7 +1085,8 @@ static void do_snapshot(struct world *w, const struct mop *o)
 		return;
 	struct walk wk = { .w = w };
 	larder_iter *it = NULL;
-	larder *l = open_loader(w);
+	int small = w->op % 3 == 0;
+	larder *l = open_loader(w, small);
 	if (!l) {
 		failf(w, "could not open the cache to load into");
 		unlink(path);
@@ -1067,6 +1099,8 @@ static void do_snapshot(struct world *w, const struct mop *o)
 	if (it)
 		walk_to_end(w, it, &wk);
 	larder_iter_close(it);
+	if (small && !w->failed)
+		check_loader_fill(w, l);
 	larder_close(l);
 	if (w->trace && w->op >= 0)
 		w->trace[w->op].rc = want;
@@ -1093,7 +1127,7 @@ static void do_snapshot(struct world *w, const struct mop *o)
 	}
 	for (unsigned k = 0; k < MK_KEYS && !w->failed; k++) {
 		uint64_t d = w->keys[k].deadline;
-		if (!seen[k] && mlive(w, k) && (d == UINT64_MAX || d - now > slack) &&
+		if (!small && !seen[k] && mlive(w, k) && (d == UINT64_MAX || d - now > slack) &&
 		    read_live(w, k, 0))
 			failf(w, "K1: a loaded snapshot lacks key %u, which the model holds live", k);
 	}
