@@ -18,7 +18,7 @@
  *     filled to their capacity and no further, nothing evicted by a load;
  *   - larder_load into a cache that already holds keys: the overwritten
  *     keys reach the listener once each as REPLACED, nothing else does;
- *   - a cursor whose walker writes four new keys per step (the index
+ *   - a cursor whose walker writes two new keys per step (the index
  *     grows under it) while another thread writes, reads, moves the
  *     capacity down and up (evicting) and clears: a key that the listener
  *     never heard of leaving during the walk is handed out exactly once,
@@ -511,7 +511,8 @@ static void *mover_main(void *arg)
 }
 
 #define CUR_FRESH_BASE 200000u /* keys the walker writes, never twice */
-#define CUR_FRESH_END 1000000u
+#define CUR_FRESH 6000u	       /* per walk */
+#define CUR_FRESH_END (CUR_FRESH_BASE + 4 * CUR_FRESH)
 
 struct cursor_walk {
 	uint8_t seen[CUR_FRESH_END];
@@ -569,9 +570,11 @@ static void test_cursor_beside_capacity_moves(void)
 			larder_iter *it;
 			REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);
 			int rc;
-			/* Four new keys per step: the index grows under the cursor. */
+			/* Two new keys per step, CUR_FRESH of them at most: the index
+			 * grows under the cursor. */
+			unsigned fresh_end = fresh + CUR_FRESH;
 			while ((rc = larder_iter_next(it, note_key, &w)) == LARDER_OK) {
-				for (int i = 0; i < 4 && fresh < CUR_FRESH_END; i++, fresh++) {
+				for (int i = 0; i < 2 && fresh < fresh_end; i++, fresh++) {
 					size_t vl = th_value_make(v, fresh, 40, 0);
 					CHECK_RC(larder_put(c, k, key_of(k, fresh), v, vl,
 							    LARDER_TTL_NEVER),
