@@ -20,7 +20,8 @@
  *       loaded into a fresh cache (another policy, shard count, hash seed
  *       and compression) holds every live value with a TTL no longer, or
  *       when it is the smallest cache, some of them, up to its capacity
- *       and with nothing evicted;
+ *       and with nothing evicted; one loaded back into the run's cache
+ *       rewrites each live key (REPLACED) with its value and deadline;
  *       expire-after-access reads move the deadline as larder.h says;
  *   MODEL-K3. at a sync point every value that left the model was reported once,
  *       with an allowed cause, every value due by the clock was reported
@@ -36,6 +37,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "core/snapshot.h"
 #include "model.h"
 
 #define V_NONE (-1)
@@ -1064,6 +1066,70 @@ static void check_loader_fill(struct world *w, larder *l)
 		      MK_LOADER_SMALL, v[LARDER_STAT_EVICTIONS], v[LARDER_STAT_USED_BYTES]);
 }
 
+/* Whether loading a snapshot back into the run's cache rewrites exactly the
+ * keys the model holds live: nothing evicts or expires behind the model's
+ * back, every live entry passes the entry limit, and all of them fit twice
+ * beside the used bytes (a load counts an overwritten key as new: larder.h
+ * "loading stops adding entries at capacity"). */
+static int load_back_exact(struct world *w)
+{
+	if (w->evict_possible || w->cfg->backwards)
+		return 0;
+	uint64_t need = stat_of(w, LARDER_STAT_USED_BYTES);
+	for (unsigned k = 0; k < MK_KEYS; k++) {
+		const struct ver *v = cur_ver(w, k);
+		if (!v || !mlive(w, k))
+			continue;
+		uint64_t bytes = 32 + w->key_len[k] + v->len;
+		if (bytes > w->capacity / 8)
+			return 0;
+		need += 2 * (bytes + 64);
+	}
+	return need <= w->capacity;
+}
+
+/* Loads the snapshot at path back into the run's cache (larder.h: keys
+ * already in the cache are overwritten), through the load's in-memory seam
+ * with no wall-clock time passed since the save, so that each TTL comes
+ * back whole: each live key's value leaves REPLACED and comes back with
+ * its bytes and its deadline. */
+static void load_back(struct world *w, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *d = NULL;
+	long n = -1;
+	if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (d = malloc((size_t)n)) && fread(d, 1, (size_t)n, f) != (size_t)n)
+		n = -1;
+	if (f)
+		fclose(f);
+	if (!d || n <= 0) {
+		failf(w, "could not read the snapshot back");
+		free(d);
+		return;
+	}
+	expect_rc(w, "load back", larder__snapshot_load_mem(w->c, d, (size_t)n, 0), LARDER_OK);
+	free(d);
+	uint64_t now = now_of(w);
+	for (unsigned k = 0; k < MK_KEYS && !w->failed; k++) {
+		const struct ver *v = cur_ver(w, k);
+		if (!v || !mlive(w, k))
+			continue;
+		uint64_t d_k = w->keys[k].deadline, ttl = 0;
+		uint64_t model = d_k == UINT64_MAX ? LARDER_TTL_NEVER : d_k - now;
+		int rc = larder_ttl_remaining(w->c, w->key_bytes[k], w->key_len[k], &ttl);
+		if (rc != LARDER_OK || ttl != model) {
+			failf(w, "K2: key %u loaded back: %d, TTL %" PRIu64 ", the model's %" PRIu64,
+			      k, rc, ttl, model);
+			return;
+		}
+		uint32_t seed = v->vseed, len = v->len;
+		leave(w, k, LARDER_CAUSE_REPLACED, 0);
+		store(w, k, seed, len, d_k);
+		w->writes++;
+	}
+}
+
 /* Saves the cache, loads the file into a fresh cache and walks that: every
  * key the model holds live is there once, with its value and a TTL no
  * longer than the model's (the load subtracts the wall-clock time since
@@ -1071,7 +1137,8 @@ static void check_loader_fill(struct world *w, larder *l)
  * dropped it, or (every third snapshot of a run) the loader is too small to
  * take them all: then it holds a part of them, filled up to its capacity
  * and not evicting. A save counts nothing (MODEL-K4 at the next sync
- * point). */
+ * point). The other snapshots are then loaded back into the run's own
+ * cache too, when the model can tell what that rewrites (load_back_exact). */
 static void do_snapshot(struct world *w, const struct mop *o)
 {
 	larder *c = (o->faults & MF_NULL_CACHE) ? NULL : w->c;
@@ -1093,7 +1160,6 @@ static void do_snapshot(struct world *w, const struct mop *o)
 		return;
 	}
 	expect_rc(w, "load", larder_load(l, path), LARDER_OK);
-	unlink(path);
 	if (!w->failed && larder_iter_open(l, &it) != LARDER_OK)
 		failf(w, "could not open a cursor on the loaded cache");
 	if (it)
@@ -1113,7 +1179,7 @@ static void do_snapshot(struct world *w, const struct mop *o)
 			      k < 0 ? "(not a key of the run)"
 			      : seen[k] > 1 ? "twice"
 					    : "which the model holds absent");
-			return;
+			break;
 		}
 		check_value(w, "a loaded snapshot", (unsigned)k, wk.len[i], wk.hash[i]);
 		uint64_t d = w->keys[k].deadline;
@@ -1131,6 +1197,9 @@ static void do_snapshot(struct world *w, const struct mop *o)
 		    read_live(w, k, 0))
 			failf(w, "K1: a loaded snapshot lacks key %u, which the model holds live", k);
 	}
+	if (!small && !w->failed && load_back_exact(w))
+		load_back(w, path);
+	unlink(path);
 }
 
 /* ---- Whole-cache operations ---------------------------------------------------- */
