@@ -358,8 +358,9 @@ static void test_save_beside_writers_load_elsewhere(void)
 						      LARDER_POLICY_WTINYLFU, LARDER_POLICY_ARC};
 	char path[128];
 	REQUIRE(snap_path(path, "busy.snap"));
+	static const char sample[] = "{\"id\":0,\"name\":\"larder\",\"tags\":[]}";
 	for (size_t i = 0; i < sizeof dict; i++)
-		dict[i] = (unsigned char)("{\"id\":0,\"name\":\"larder\",\"tags\":[]}"[i % 36]);
+		dict[i] = (unsigned char)sample[i % (sizeof sample - 1)];
 	memset(long_key, 'L', sizeof long_key);
 	for (unsigned round = 0; round < 8; round++) {
 		struct source_cfg s = {policies[round % 4], round < 4 ? 1 : 4, round % 3,
