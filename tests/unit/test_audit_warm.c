@@ -17,7 +17,8 @@
  *     LARDER_TTL_NEVER kept beside a default TTL; the smaller caches
  *     filled to their capacity and no further, nothing evicted by a load;
  *   - larder_load into a cache that already holds keys: the overwritten
- *     keys reach the listener once each as REPLACED, nothing else does;
+ *     keys reach the listener once each, as REPLACED, or as EXPIRED where
+ *     their TTL had run out; nothing else does;
  *   - a cursor whose walker writes two new keys per step (the index
  *     grows under it) while another thread writes, reads, moves the
  *     capacity down and up (evicting) and clears: a key that the listener
@@ -424,32 +425,45 @@ static void test_load_over_present_keys(void)
 	}
 	REQUIRE_RC(larder_save(src, path), LARDER_OK);
 	larder_close(src);
+	static struct th_clock clk;
+	th_clock_init(&clk, T0);
 	larder_config *cfg = th_config(4 * MiB);
 	REQUIRE(cfg);
 	REQUIRE_RC(larder_config_set_removal_listener(cfg, count_removal, NULL), LARDER_OK);
+	REQUIRE_RC(larder_config_set_clock(cfg, th_clock_fn, &clk), LARDER_OK);
 	larder *c = th_open(cfg);
 	REQUIRE(c);
-	/* Keys 50..149 before the load: 50..99 are in the snapshot too. */
+	/* Keys 50..149 before the load: 50..99 are in the snapshot too, and
+	 * 50..74 have expired (whether reclaimed yet or not) when it loads. */
 	for (unsigned id = 50; id < 150; id++) {
 		size_t n = th_value_make(v, id, 100, 0);
 		if (id >= 100)
 			memcpy(&kept[id - 100], v + offsetof(struct th_value_header, version), 8);
-		REQUIRE_RC(larder_put(c, k, key_of(k, id), v, n, LARDER_TTL_NEVER), LARDER_OK);
+		REQUIRE_RC(larder_put(c, k, key_of(k, id), v, n,
+				      id < 75 ? DOOMED_TTL : LARDER_TTL_NEVER),
+			   LARDER_OK);
 	}
+	th_clock_advance(&clk, 2 * DOOMED_TTL);
 	CHECK_RC(larder_load(c, path), LARDER_OK);
 	REQUIRE_RC(larder_flush(c, 60000 * TH_SLOW), LARDER_OK);
 	for (unsigned id = 0; id < 150; id++) {
 		size_t len;
+		uint64_t ttl = 0;
 		struct th_value_header h;
 		int rc = larder_get(c, k, key_of(k, id), buf, sizeof buf, &len);
 		if (!CHECK_RC(rc, LARDER_OK) || !th_value_check("after the load", id, buf, len, &h))
 			continue;
 		CHECK_EQ(h.version, id < 100 ? saved[id] : kept[id - 100]);
+		CHECK_RC(larder_ttl_remaining(c, k, key_of(k, id), &ttl), LARDER_OK);
+		CHECK_EQ(ttl, LARDER_TTL_NEVER);
+		int expired = id >= 50 && id < 75, replaced = id >= 75 && id < 100;
 		for (int cause = 0; cause < 5; cause++)
 			CHECK_EQ(atomic_load(&heard[id][cause]),
-				 id >= 50 && id < 100 && cause == LARDER_CAUSE_REPLACED);
+				 (expired && cause == LARDER_CAUSE_EXPIRED) ||
+					 (replaced && cause == LARDER_CAUSE_REPLACED));
 	}
-	CHECK_EQ(th_stat(c, LARDER_STAT_REPLACEMENTS), 50);
+	CHECK_EQ(th_stat(c, LARDER_STAT_REPLACEMENTS), 25);
+	CHECK_EQ(th_stat(c, LARDER_STAT_EXPIRATIONS), 25);
 	CHECK_EQ(th_stat(c, LARDER_STAT_ENTRIES), 150);
 	CHECK(th_check_accounting(c, 10000, NULL, NULL));
 	larder_close(c);
