@@ -16,6 +16,9 @@
  *     key's, no entry expired before the save, no TTL longer than saved,
  *     LARDER_TTL_NEVER kept beside a default TTL; the smaller caches
  *     filled to their capacity and no further, nothing evicted by a load;
+ *   - a save while another thread moves the clock through the entries'
+ *     deadlines: nothing expired when it began is in the file, nothing is
+ *     loaded with more time than it had then;
  *   - larder_load into a cache that already holds keys: the overwritten
  *     keys reach the listener once each, as REPLACED, or as EXPIRED where
  *     their TTL had run out; nothing else does;
@@ -24,13 +27,15 @@
  *     capacity down and up (evicting) and clears: a key that the listener
  *     never heard of leaving during the walk is handed out exactly once,
  *     no key twice, every value whole.
- * Mutation-checked: a cursor that ignores deadlines, a load that ignores
- * the capacity or drops TTLs, a scan that skips the table a growth copies
- * into (index/scan.c SCAN-S1b) each fail here.
+ * Mutation-checked: a cursor that ignores deadlines (the busy save and the
+ * save while deadlines pass), a load that ignores the capacity or drops
+ * TTLs, a scan that skips the table a growth copies into (index/scan.c
+ * SCAN-S1b) each fail here.
  */
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <stdio.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -470,6 +475,106 @@ static void test_load_over_present_keys(void)
 	unlink(path);
 }
 
+/* ---- Deadlines passing while a save runs --------------------------------- */
+
+#define DUE 4000u /* key id i is due at T0 + 1 + i / 2 on the saving cache's clock */
+
+struct ticker_arg {
+	struct th_clock *clk;
+	_Atomic int *stop;
+};
+
+/* Moves the clock 1 ms at a time until told to stop or every key is due. */
+static void *ticker_main(void *arg)
+{
+	struct ticker_arg *a = arg;
+	while (!atomic_load(a->stop) && atomic_load(&a->clk->now_ms) < T0 + 1 + DUE / 2) {
+		th_clock_advance(a->clk, 1);
+		sched_yield();
+	}
+	return NULL;
+}
+
+struct due_walk {
+	uint64_t start; /* the saving clock before the save began */
+	uint8_t seen[DUE];
+};
+
+static void check_due(void *ctx, const void *key, size_t key_len, const void *value,
+		      size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	struct due_walk *w = ctx;
+	(void)entry_bytes;
+	uint32_t id = id_of(key, key_len);
+	if (!CHECK(id < DUE) || !th_value_check("a loaded snapshot", id, value, value_len, NULL))
+		return;
+	uint64_t deadline = T0 + 1 + id / 2;
+	if (w->seen[id]++)
+		TH_FAIL_CAPPED(30, "key %u loaded twice", id);
+	if (deadline <= w->start)
+		TH_FAIL_CAPPED(30, "key %u, due at %llu, expired before the save (clock %llu), "
+				   "was loaded",
+			       id, (unsigned long long)deadline, (unsigned long long)w->start);
+	else if (ttl_ms == LARDER_TTL_NEVER || ttl_ms > deadline - w->start)
+		TH_FAIL_CAPPED(30, "key %u loaded with %llu ms, more than the %llu it had", id,
+			       (unsigned long long)ttl_ms,
+			       (unsigned long long)(deadline - w->start));
+}
+
+/* A save while another thread moves the saving cache's clock through its
+ * entries' deadlines: an entry already expired when the save began is never
+ * in the file, and none is loaded with more time than it had then. */
+static void test_save_while_deadlines_pass(void)
+{
+	char path[128], k[16];
+	unsigned char v[128];
+	static struct due_walk w;
+	REQUIRE(snap_path(path, "due.snap"));
+	for (int compress = 0; compress < 2; compress++) {
+		static struct th_clock clk, lclk;
+		th_clock_init(&clk, T0);
+		larder_config *cfg = th_config(8 * MiB);
+		REQUIRE(cfg);
+		REQUIRE_RC(larder_config_set_clock(cfg, th_clock_fn, &clk), LARDER_OK);
+		if (compress)
+			REQUIRE_RC(larder_config_set_compression(cfg, 1, 0), LARDER_OK);
+		larder *src = th_open(cfg);
+		REQUIRE(src);
+		for (unsigned id = 0; id < DUE; id++) {
+			size_t n = th_value_make(v, id, 32 + id % 90, 0);
+			REQUIRE_RC(larder_put(src, k, key_of(k, id), v, n, 1 + id / 2), LARDER_OK);
+		}
+		/* A third of them due before the save begins. */
+		th_clock_advance(&clk, DUE / 6);
+		_Atomic int stop = 0;
+		struct ticker_arg ta = {&clk, &stop};
+		pthread_t t;
+		memset(&w, 0, sizeof w);
+		w.start = atomic_load(&clk.now_ms);
+		REQUIRE(pthread_create(&t, NULL, ticker_main, &ta) == 0);
+		CHECK_RC(larder_save(src, path), LARDER_OK);
+		atomic_store(&stop, 1);
+		pthread_join(t, NULL);
+		larder_close(src);
+		th_clock_init(&lclk, T0);
+		cfg = th_config(8 * MiB);
+		REQUIRE(cfg);
+		REQUIRE_RC(larder_config_set_clock(cfg, th_clock_fn, &lclk), LARDER_OK);
+		larder *dst = th_open(cfg);
+		REQUIRE(dst);
+		CHECK_RC(larder_load(dst, path), LARDER_OK);
+		larder_iter *it;
+		REQUIRE_RC(larder_iter_open(dst, &it), LARDER_OK);
+		int rc;
+		while ((rc = larder_iter_next(it, check_due, &w)) == LARDER_OK)
+			;
+		CHECK_RC(rc, LARDER_MISS);
+		larder_iter_close(it);
+		larder_close(dst);
+	}
+	unlink(path);
+}
+
 /* ---- A cursor beside capacity moves and clears ----------------------------- */
 
 #define CUR_STABLE 3000u
@@ -624,6 +729,7 @@ int main(int argc, char **argv)
 	static const struct th_test tests[] = {
 		TH_TEST(test_save_beside_writers_load_elsewhere),
 		TH_TEST(test_load_over_present_keys),
+		TH_TEST(test_save_while_deadlines_pass),
 		TH_TEST(test_cursor_beside_capacity_moves),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
