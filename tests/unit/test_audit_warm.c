@@ -45,9 +45,9 @@
 #define MiB (1024 * KiB)
 #define T0 1000u
 
-#define STABLE 400u	     /* ids [0, STABLE): no TTL; [STABLE, 2 STABLE): LIVE_TTL */
-#define DOOMED 200u	     /* ids [2 STABLE, 2 STABLE + DOOMED): expired before the save */
-#define CHURN_BASE 10000u    /* the writers' ids: [CHURN_BASE, CHURN_BASE + CHURN) */
+#define STABLE 400u       /* ids [0, STABLE): no TTL; [STABLE, 2 STABLE): LIVE_TTL */
+#define DOOMED 200u       /* ids [2 STABLE, 2 STABLE + DOOMED): expired before the save */
+#define CHURN_BASE 10000u /* the writers' ids: [CHURN_BASE, CHURN_BASE + CHURN) */
 #define CHURN 2000u
 #define IDS (CHURN_BASE + CHURN)
 #define LIVE_TTL 1000000u
@@ -143,7 +143,9 @@ static int fill_source(larder *c, struct th_clock *clk)
 	char k[16];
 	int ok = v != NULL;
 	for (unsigned id = 0; ok && id < 2 * STABLE + DOOMED; id++) {
-		uint64_t ttl = id < STABLE ? LARDER_TTL_NEVER : id < 2 * STABLE ? LIVE_TTL : DOOMED_TTL;
+		uint64_t ttl = id < STABLE       ? LARDER_TTL_NEVER
+			       : id < 2 * STABLE ? LIVE_TTL
+						 : DOOMED_TTL;
 		size_t n = th_value_make(v, id, stable_len(id), 0);
 		if (id < 2 * STABLE)
 			memcpy(&stable_version[id], v + offsetof(struct th_value_header, version),
@@ -248,16 +250,16 @@ static void check_loaded(void *ctx, const void *key, size_t key_len, const void 
 			       (unsigned long long)ttl_ms);
 	else if (ttl_ms != LARDER_TTL_NEVER &&
 		 ttl_ms > (id < CHURN_BASE ? LIVE_TTL - 2 * DOOMED_TTL : LIVE_TTL))
-		TH_FAIL_CAPPED(30, "%s: key %u has %llu ms, more than it had at the save",
-			       w->where, id, (unsigned long long)ttl_ms);
+		TH_FAIL_CAPPED(30, "%s: key %u has %llu ms, more than it had at the save", w->where,
+			       id, (unsigned long long)ttl_ms);
 	else if (id >= STABLE && id < 2 * STABLE && ttl_ms == LARDER_TTL_NEVER)
 		TH_FAIL_CAPPED(30, "%s: key %u lost its TTL", w->where, id);
 	if (id < 2 * STABLE && (value_len != stable_len(id) || h.version != stable_version[id]))
 		TH_FAIL_CAPPED(30, "%s: key %u's value is not the one saved", w->where, id);
 }
 
-static larder *open_target(enum target_kind kind, const struct source_cfg *s,
-			   struct th_clock *clk, larder_pool **pool)
+static larder *open_target(enum target_kind kind, const struct source_cfg *s, struct th_clock *clk,
+			   larder_pool **pool)
 {
 	larder_config *cfg = NULL;
 	int ok;
@@ -377,7 +379,8 @@ static void test_save_beside_writers_load_elsewhere(void)
 		REQUIRE(src);
 		REQUIRE(fill_source(src, &clk));
 		_Atomic int stop = 0;
-		struct writer_arg wa[2] = {{src, &stop, 2 * round + 1}, {src, &stop, 2 * round + 2}};
+		struct writer_arg wa[2] = {{src, &stop, 2 * round + 1},
+					   {src, &stop, 2 * round + 2}};
 		pthread_t t[2];
 		for (int i = 0; i < 2; i++)
 			REQUIRE(pthread_create(&t[i], NULL, writer_main, &wa[i]) == 0);
@@ -512,8 +515,9 @@ static void check_due(void *ctx, const void *key, size_t key_len, const void *va
 	if (w->seen[id]++)
 		TH_FAIL_CAPPED(30, "key %u loaded twice", id);
 	if (deadline <= w->start)
-		TH_FAIL_CAPPED(30, "key %u, due at %llu, expired before the save (clock %llu), "
-				   "was loaded",
+		TH_FAIL_CAPPED(30,
+			       "key %u, due at %llu, expired before the save (clock %llu), "
+			       "was loaded",
 			       id, (unsigned long long)deadline, (unsigned long long)w->start);
 	else if (ttl_ms == LARDER_TTL_NEVER || ttl_ms > deadline - w->start)
 		TH_FAIL_CAPPED(30, "key %u loaded with %llu ms, more than the %llu it had", id,
@@ -614,7 +618,8 @@ static void *mover_main(void *arg)
 	for (unsigned n = 0; n < 2000 || !atomic_load(a->stop); n++) {
 		unsigned id = CUR_CHURN_BASE + (unsigned)th_rng_below(&r, CUR_CHURN);
 		size_t vl = th_value_make(v, id, 32 + th_rng_below(&r, 200), 0);
-		CHECK_RC(larder_put(a->cache, k, key_of(k, id), v, vl, LARDER_TTL_NEVER), LARDER_OK);
+		CHECK_RC(larder_put(a->cache, k, key_of(k, id), v, vl, LARDER_TTL_NEVER),
+			 LARDER_OK);
 		/* Reads keep half of the stable keys hot, so that some of them
 		 * outlive the evictions. */
 		size_t kl = key_of(k, (unsigned)th_rng_below(&r, CUR_STABLE / 2)), len;
@@ -631,7 +636,7 @@ static void *mover_main(void *arg)
 }
 
 #define CUR_FRESH_BASE 200000u /* keys the walker writes, never twice */
-#define CUR_FRESH 6000u	       /* per walk */
+#define CUR_FRESH 6000u        /* per walk */
 #define CUR_FRESH_END (CUR_FRESH_BASE + 4 * CUR_FRESH)
 
 struct cursor_walk {
@@ -663,8 +668,8 @@ static void test_cursor_beside_capacity_moves(void)
 		memset(left, 0, sizeof left);
 		larder_config *cfg = th_config(4 * MiB);
 		REQUIRE(cfg);
-		REQUIRE_RC(larder_config_set_policy(cfg, clears ? LARDER_POLICY_ARC
-								 : LARDER_POLICY_LRU),
+		REQUIRE_RC(larder_config_set_policy(cfg,
+						    clears ? LARDER_POLICY_ARC : LARDER_POLICY_LRU),
 			   LARDER_OK);
 		REQUIRE_RC(larder_config_set_removal_listener(cfg, count_left, NULL), LARDER_OK);
 		larder *c = th_open(cfg);
@@ -677,7 +682,8 @@ static void test_cursor_beside_capacity_moves(void)
 				if (larder_contains(c, k, kl) == LARDER_OK)
 					continue;
 				size_t vl = th_value_make(v, id, 48 + id % 64, 0);
-				REQUIRE_RC(larder_put(c, k, kl, v, vl, LARDER_TTL_NEVER), LARDER_OK);
+				REQUIRE_RC(larder_put(c, k, kl, v, vl, LARDER_TTL_NEVER),
+					   LARDER_OK);
 			}
 			REQUIRE_EQ(th_quiesce(c, 60000), 0);
 			for (unsigned id = 0; id < CUR_STABLE; id++)
@@ -712,8 +718,9 @@ static void test_cursor_beside_capacity_moves(void)
 					continue;
 				checked++;
 				if (w.seen[id] != 1)
-					TH_FAIL_CAPPED(30, "stable key %u, live throughout, handed out "
-							   "%u times",
+					TH_FAIL_CAPPED(30,
+						       "stable key %u, live throughout, handed out "
+						       "%u times",
 						       id, w.seen[id]);
 			}
 			CHECK_RC(larder_set_capacity(c, 4 * MiB), LARDER_OK);
