@@ -19,6 +19,10 @@
  *   - a save while another thread moves the clock through the entries'
  *     deadlines: nothing expired when it began is in the file, nothing is
  *     loaded with more time than it had then;
+ *   - the threaded load (a 20 MiB file) into a cache of four shards
+ *     that trains its dictionary from the values loaded, extends deadlines
+ *     on access and has a listener, beside two readers: every read whole,
+ *     every value and TTL as saved, nothing evicted or reported;
  *   - larder_load into a cache that already holds keys: the overwritten
  *     keys reach the listener once each, as REPLACED, or as EXPIRED where
  *     their TTL had run out; nothing else does;
@@ -579,6 +583,119 @@ static void test_save_while_deadlines_pass(void)
 	unlink(path);
 }
 
+/* ---- A threaded load into a training cache beside readers ------------------ */
+
+#define BULK 16000u /* about 20 MiB of records: the threaded load (16 MiB or more) */
+
+static uint64_t bulk_version[BULK];
+static _Atomic unsigned bulk_heard;
+
+static void count_any(void *ctx, const void *key, size_t key_len, const void *value,
+		      size_t value_len, enum larder_cause cause)
+{
+	(void)ctx;
+	(void)key;
+	(void)key_len;
+	(void)value;
+	(void)value_len;
+	(void)cause;
+	atomic_fetch_add(&bulk_heard, 1);
+}
+
+struct reader_arg {
+	larder *cache;
+	_Atomic int *stop;
+	uint64_t seed, found;
+};
+
+/* Reads random keys while the load runs: each value found whole and its
+ * key's (get_with: the decompressed bytes in place). */
+static void check_read(void *ctx, const void *value, size_t value_len)
+{
+	const uint32_t *id = ctx;
+	th_value_check("a read beside the load", *id, value, value_len, NULL);
+}
+
+static void *reader_main(void *arg)
+{
+	struct reader_arg *a = arg;
+	struct th_rng r = {a->seed};
+	char k[16];
+	for (unsigned n = 0; n < 1000 || !atomic_load(a->stop); n++) {
+		uint32_t id = (uint32_t)th_rng_below(&r, BULK);
+		int rc = larder_get_with(a->cache, k, key_of(k, id), check_read, &id);
+		if (CHECK(rc == LARDER_OK || rc == LARDER_MISS))
+			a->found += rc == LARDER_OK;
+	}
+	return NULL;
+}
+
+/* A snapshot of 20 MiB loaded by the threaded load into a cache of four
+ * shards that trains its compression dictionary from what the load writes,
+ * extends deadlines on access and has a listener, while two threads read:
+ * every read whole, then every entry there with the value saved and its
+ * TTL, nothing evicted or reported. */
+static void test_threaded_load_into_training_cache(void)
+{
+	char path[128], k[16];
+	static unsigned char v[2048], buf[2048];
+	REQUIRE(snap_path(path, "bulk.snap"));
+	larder *src = th_open(th_config(64 * MiB));
+	REQUIRE(src);
+	for (unsigned id = 0; id < BULK; id++) {
+		size_t n = th_value_make(v, id, 1200 + id % 200, 0);
+		memcpy(&bulk_version[id], v + offsetof(struct th_value_header, version), 8);
+		REQUIRE_RC(larder_put(src, k, key_of(k, id), v, n,
+				      id % 2 ? LARDER_TTL_NEVER : LIVE_TTL),
+			   LARDER_OK);
+	}
+	REQUIRE_RC(larder_save(src, path), LARDER_OK);
+	larder_close(src);
+	static struct th_clock clk;
+	th_clock_init(&clk, T0);
+	atomic_store(&bulk_heard, 0);
+	larder_config *cfg = th_config(64 * MiB);
+	REQUIRE(cfg);
+	REQUIRE_RC(larder_config_set_shards(cfg, 4), LARDER_OK);
+	REQUIRE_RC(larder_config_set_compression(cfg, 64, 0), LARDER_OK);
+	REQUIRE_RC(larder_config_set_expiry(cfg, LARDER_EXPIRE_AFTER_ACCESS), LARDER_OK);
+	REQUIRE_RC(larder_config_set_default_ttl_ms(cfg, LIVE_TTL / 2), LARDER_OK);
+	REQUIRE_RC(larder_config_set_clock(cfg, th_clock_fn, &clk), LARDER_OK);
+	REQUIRE_RC(larder_config_set_removal_listener(cfg, count_any, NULL), LARDER_OK);
+	larder *c = th_open(cfg);
+	REQUIRE(c);
+	_Atomic int stop = 0;
+	struct reader_arg ra[2] = {{c, &stop, 11, 0}, {c, &stop, 12, 0}};
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		REQUIRE(pthread_create(&t[i], NULL, reader_main, &ra[i]) == 0);
+	CHECK_RC(larder_load(c, path), LARDER_OK);
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	CHECK_RC(larder_flush(c, 60000 * TH_SLOW), LARDER_OK);
+	for (unsigned id = 0; id < BULK; id++) {
+		size_t len, kl = key_of(k, id);
+		uint64_t ttl = 0;
+		struct th_value_header h;
+		if (!CHECK_RC(larder_peek(c, k, kl, buf, sizeof buf, &len), LARDER_OK) ||
+		    !th_value_check("after the load", id, buf, len, &h))
+			continue;
+		if (h.version != bulk_version[id])
+			TH_FAIL_CAPPED(30, "key %u: not the value saved", id);
+		CHECK_RC(larder_ttl_remaining(c, k, kl, &ttl), LARDER_OK);
+		if (id % 2 ? ttl != LARDER_TTL_NEVER : ttl == LARDER_TTL_NEVER || ttl > LIVE_TTL)
+			TH_FAIL_CAPPED(30, "key %u: TTL %llu after the load", id,
+				       (unsigned long long)ttl);
+	}
+	CHECK_EQ(th_stat(c, LARDER_STAT_ENTRIES), BULK);
+	CHECK_EQ(th_stat(c, LARDER_STAT_EVICTIONS), 0);
+	CHECK_EQ(atomic_load(&bulk_heard), 0);
+	CHECK(th_check_accounting(c, 10000, NULL, NULL));
+	larder_close(c);
+	unlink(path);
+}
+
 /* ---- A cursor beside capacity moves and clears ----------------------------- */
 
 #define CUR_STABLE 3000u
@@ -737,6 +854,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_save_beside_writers_load_elsewhere),
 		TH_TEST(test_load_over_present_keys),
 		TH_TEST(test_save_while_deadlines_pass),
+		TH_TEST(test_threaded_load_into_training_cache),
 		TH_TEST(test_cursor_beside_capacity_moves),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
