@@ -26,6 +26,9 @@
  *   - larder_load into a cache that already holds keys: the overwritten
  *     keys reach the listener once each, as REPLACED, or as EXPIRED where
  *     their TTL had run out; nothing else does;
+ *   - a cursor while another thread loads a snapshot of new keys into
+ *     the cache (its index grown by 2^k at once): every key there before
+ *     handed out exactly once, no key twice;
  *   - a cursor whose walker writes two new keys per step (the index
  *     grows under it) while another thread writes, reads, moves the
  *     capacity down and up (evicting) and clears: a key that the listener
@@ -848,6 +851,86 @@ static void test_cursor_beside_capacity_moves(void)
 	}
 }
 
+struct loader_arg {
+	larder *cache;
+	const char *path;
+	int rc;
+};
+
+static void *loader_main(void *arg)
+{
+	struct loader_arg *a = arg;
+	a->rc = larder_load(a->cache, a->path);
+	return NULL;
+}
+
+static int load_began(void *ctx)
+{
+	return th_stat(ctx, LARDER_STAT_WRITES) > CUR_STABLE;
+}
+
+/* A cursor walked while another thread loads a snapshot of new keys into
+ * the cache, which grows its index at once to hold them (docs/persistence.md,
+ * SNAP-L6): every key there before and untouched handed out exactly once,
+ * no loaded key twice. */
+static void test_cursor_beside_a_load(void)
+{
+	static struct cursor_walk w;
+	char path[128], k[16];
+	unsigned char v[256];
+	REQUIRE(snap_path(path, "fresh.snap"));
+	larder *src = th_open(th_config(64 * MiB));
+	REQUIRE(src);
+	for (unsigned id = CUR_FRESH_BASE; id < CUR_FRESH_BASE + 3 * CUR_FRESH; id++) {
+		size_t vl = th_value_make(v, id, 40 + id % 100, 0);
+		REQUIRE_RC(larder_put(src, k, key_of(k, id), v, vl, LARDER_TTL_NEVER), LARDER_OK);
+	}
+	REQUIRE_RC(larder_save(src, path), LARDER_OK);
+	larder_close(src);
+	for (int round = 0; round < 4; round++) {
+		larder *c = th_open(th_config(64 * MiB));
+		REQUIRE(c);
+		for (unsigned id = 0; id < CUR_STABLE; id++) {
+			size_t vl = th_value_make(v, id, 48 + id % 64, 0);
+			REQUIRE_RC(larder_put(c, k, key_of(k, id), v, vl, LARDER_TTL_NEVER),
+				   LARDER_OK);
+		}
+		memset(&w, 0, sizeof w);
+		larder_iter *it;
+		REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);
+		/* The load starts at a later step each round; in the first two
+		 * the walk waits for it to end (so the rest of the walk meets
+		 * the grown index), in the others they run side by side. */
+		struct loader_arg la = {c, path, LARDER_OK};
+		pthread_t t;
+		int rc, started = 0, joined = 0;
+		for (unsigned step = 0; (rc = larder_iter_next(it, note_key, &w)) == LARDER_OK;
+		     step++) {
+			if (started || step != (unsigned)(round % 2 + 1) * CUR_STABLE / 3)
+				continue;
+			started = CHECK(pthread_create(&t, NULL, loader_main, &la) == 0);
+			if (started && round < 2)
+				joined = !pthread_join(t, NULL);
+			else if (started) /* the index grown, the load's writes going on */
+				CHECK(th_wait_until(load_began, c, 60000 * TH_SLOW));
+		}
+		CHECK_RC(rc, LARDER_MISS);
+		larder_iter_close(it);
+		CHECK(started);
+		if (started && !joined)
+			pthread_join(t, NULL);
+		CHECK_RC(la.rc, LARDER_OK);
+		for (unsigned id = 0; id < CUR_STABLE; id++)
+			if (w.seen[id] != 1)
+				TH_FAIL_CAPPED(30,
+					       "round %d: key %u, untouched, handed out %u times",
+					       round, id, w.seen[id]);
+		CHECK_EQ(th_stat(c, LARDER_STAT_ENTRIES) >= CUR_STABLE, 1);
+		larder_close(c);
+	}
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -856,6 +939,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_save_while_deadlines_pass),
 		TH_TEST(test_threaded_load_into_training_cache),
 		TH_TEST(test_cursor_beside_capacity_moves),
+		TH_TEST(test_cursor_beside_a_load),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
 	if (tmp_dir[0])
