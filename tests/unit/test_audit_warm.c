@@ -40,9 +40,9 @@
  * SCAN-S1b) each fail here.
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
