@@ -29,6 +29,11 @@
  *   - a cursor while another thread loads a snapshot of new keys into
  *     the cache (its index grown by 2^k at once): every key there before
  *     handed out exactly once, no key twice;
+ *   - snapshots loaded into a pool's member while the controller moves
+ *     capacity every millisecond, beside another member's writer and a
+ *     third member opened and closed: the capacities within the budget and
+ *     the used bytes within its bound at every sample, the pool's used
+ *     bytes its members' summed once quiet;
  *   - a cursor whose walker writes two new keys per step (the index
  *     grows under it) while another thread writes, reads, moves the
  *     capacity down and up (evicting) and clears: a key that the listener
@@ -931,6 +936,130 @@ static void test_cursor_beside_a_load(void)
 	unlink(path);
 }
 
+/* ---- Loads into a pool's member while capacity moves ----------------------- */
+
+struct pool_run {
+	larder_pool *pool;
+	larder *member; /* the writer's cache */
+	_Atomic int stop;
+	uint64_t samples, over_budget, over_bound;
+};
+
+/* Writes into its member until told to stop (at least 2,000 puts). */
+static void *pool_writer_main(void *arg)
+{
+	struct pool_run *r = arg;
+	unsigned char v[1024];
+	char k[16];
+	for (unsigned n = 0; n < 2000 || !atomic_load(&r->stop); n++) {
+		unsigned id = n % 20000;
+		size_t vl = th_value_make(v, id, 200 + n % 800, 0);
+		int rc = larder_put(r->member, k, key_of(k, id), v, vl, LARDER_TTL_NEVER);
+		CHECK(rc == LARDER_OK || rc == LARDER_EBUSY);
+	}
+	return NULL;
+}
+
+/* Samples the pool's figures (each read under its lock) until told to stop:
+ * the capacities within the budget, the used bytes within its bound. */
+static void *pool_monitor_main(void *arg)
+{
+	struct pool_run *r = arg;
+	while (!atomic_load(&r->stop) || r->samples < 100) {
+		uint64_t v[LARDER_POOL_STAT_COUNT];
+		if (!CHECK_RC(larder_pool_stats(r->pool, v, LARDER_POOL_STAT_COUNT), LARDER_OK))
+			break;
+		r->samples++;
+		r->over_budget += v[LARDER_POOL_ASSIGNED_BYTES] > v[LARDER_POOL_BUDGET_BYTES];
+		r->over_bound += v[LARDER_POOL_USED_BYTES] >
+				 v[LARDER_POOL_BUDGET_BYTES] + v[LARDER_POOL_OVERSHOOT_BOUND];
+		sched_yield();
+	}
+	return NULL;
+}
+
+static larder *open_pooled(larder_pool *pool)
+{
+	larder_config *cfg = NULL;
+	larder *c = NULL;
+	if (CHECK_RC(larder_config_create(&cfg), LARDER_OK) &&
+	    CHECK_RC(larder_config_set_pool(cfg, pool), LARDER_OK) &&
+	    CHECK_RC(larder_config_set_write_wait_ms(cfg, TH_WRITE_WAIT_MS), LARDER_OK))
+		CHECK_RC(larder_open(&c, cfg), LARDER_OK);
+	larder_config_destroy(cfg);
+	return c;
+}
+
+/* Snapshots larger than its share loaded into one member of a pool whose
+ * controller moves capacity every millisecond, beside a member written by
+ * another thread and a third opened and closed: the capacities never sum
+ * past the budget nor the used bytes past its bound (sampled), every walk
+ * of the member hands out whole values, no key twice, the member refuses
+ * larder_set_capacity, and once quiet the pool's used bytes are its
+ * members' summed. */
+static void test_loads_into_a_pool_member(void)
+{
+	char path[128], k[16];
+	unsigned char v[1024];
+	REQUIRE(snap_path(path, "pool.snap"));
+	larder *src = th_open(th_config(64 * MiB));
+	REQUIRE(src);
+	for (unsigned id = CUR_FRESH_BASE; id < CUR_FRESH_BASE + 2 * CUR_FRESH; id++) {
+		size_t vl = th_value_make(v, id, 300 + id % 700, 0);
+		REQUIRE_RC(larder_put(src, k, key_of(k, id), v, vl, LARDER_TTL_NEVER), LARDER_OK);
+	}
+	REQUIRE_RC(larder_save(src, path), LARDER_OK); /* about 8 MiB */
+	larder_close(src);
+	larder_pool_config *pc = NULL;
+	static struct pool_run r;
+	memset(&r, 0, sizeof r);
+	REQUIRE_RC(larder_pool_config_create(&pc), LARDER_OK);
+	int ok = CHECK_RC(larder_pool_config_set_budget(pc, 8 * MiB), LARDER_OK) &&
+		 CHECK_RC(larder_pool_config_set_interval_ms(pc, 1), LARDER_OK) &&
+		 CHECK_RC(larder_pool_create(&r.pool, pc), LARDER_OK);
+	larder_pool_config_destroy(pc);
+	REQUIRE(ok);
+	larder *a = open_pooled(r.pool);
+	r.member = open_pooled(r.pool);
+	REQUIRE(a && r.member);
+	CHECK_RC(larder_set_capacity(a, 4 * MiB), LARDER_ESTATE);
+	pthread_t tw, tm;
+	REQUIRE(pthread_create(&tw, NULL, pool_writer_main, &r) == 0);
+	REQUIRE(pthread_create(&tm, NULL, pool_monitor_main, &r) == 0);
+	for (int round = 0; round < 6; round++) {
+		larder *third = round % 2 ? NULL : open_pooled(r.pool);
+		int rc = larder_load(a, path);
+		CHECK(rc == LARDER_OK || rc == LARDER_EBUSY);
+		larder_iter *it;
+		REQUIRE_RC(larder_iter_open(a, &it), LARDER_OK);
+		static struct cursor_walk w;
+		memset(&w, 0, sizeof w);
+		while ((rc = larder_iter_next(it, note_key, &w)) == LARDER_OK)
+			;
+		CHECK_RC(rc, LARDER_MISS);
+		larder_iter_close(it);
+		larder_close(third);
+		CHECK_RC(larder_clear(a), LARDER_OK);
+	}
+	atomic_store(&r.stop, 1);
+	pthread_join(tw, NULL);
+	pthread_join(tm, NULL);
+	CHECK_EQ(r.over_budget, 0);
+	CHECK_EQ(r.over_bound, 0);
+	CHECK_EQ(th_quiesce(a, 60000), 0);
+	CHECK_EQ(th_quiesce(r.member, 60000), 0);
+	uint64_t pv[LARDER_POOL_STAT_COUNT];
+	CHECK_RC(larder_pool_stats(r.pool, pv, LARDER_POOL_STAT_COUNT), LARDER_OK);
+	CHECK_EQ(pv[LARDER_POOL_CACHES], 2);
+	CHECK_EQ(pv[LARDER_POOL_USED_BYTES],
+		 th_stat(a, LARDER_STAT_USED_BYTES) + th_stat(r.member, LARDER_STAT_USED_BYTES));
+	CHECK_LE(pv[LARDER_POOL_ASSIGNED_BYTES], pv[LARDER_POOL_BUDGET_BYTES]);
+	larder_close(a);
+	larder_close(r.member);
+	CHECK_RC(larder_pool_close(r.pool), LARDER_OK);
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -940,6 +1069,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_threaded_load_into_training_cache),
 		TH_TEST(test_cursor_beside_capacity_moves),
 		TH_TEST(test_cursor_beside_a_load),
+		TH_TEST(test_loads_into_a_pool_member),
 	};
 	int rc = th_main(argc, argv, tests, TH_COUNT(tests));
 	if (tmp_dir[0])
