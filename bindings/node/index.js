@@ -286,7 +286,8 @@ class LarderCache {
   #l1Order = null; // L1 entries in fill order from #l1Head; stale ones are no longer #l1's
   #l1Head = 0;
   #l1Max = 0;
-  #writes = 0; // counts this handle's writes: an L1 fill raced by one is dropped (NODE-J2)
+  #writes = 0; // counts this handle's writes: an L1 fill raced by one is dropped (NODE-J2), a walk re-reads
+  #clears = 0; // counts this handle's clear()s: a walk ends at one
   #ttlInUse = false;
   #unflushed = false; // a write since size last flushed (larder_flush)
   #dispose = null;
@@ -508,10 +509,8 @@ class LarderCache {
     const ttl = options === undefined ? -1 : ttlOption(options);
     const tag = this.#tagOf(value);
     const stored = tag === TAG_STRING || tag === TAG_BYTES ? value : this.#serialize(value);
-    if (this.#l1 !== null) {
-      this.#writes++;
-      this.#l1Drop(key);
-    }
+    this.#writes++;
+    if (this.#l1 !== null) this.#l1Drop(key);
     if (ttl > 0) this.#ttlInUse = true;
     this.#unflushed = true;
     this.#n.set(key, stored, tag, ttl);
@@ -540,24 +539,23 @@ class LarderCache {
 
   /** Removes key; true if it was present. */
   delete(key) {
-    if (this.#l1 !== null) {
-      this.#writes++;
-      this.#l1Drop(key);
-    }
+    this.#writes++;
+    if (this.#l1 !== null) this.#l1Drop(key);
     this.#unflushed = true;
     return this.#n.delete(key);
   }
 
   /** Removes every entry (dispose reason 'clear'). */
   clear() {
+    this.#writes++;
     if (this.#l1 !== null) {
-      this.#writes++;
       this.#l1.clear();
       this.#l1Order = [];
       this.#l1Head = 0;
     }
     this.#unflushed = true;
     this.#n.clear();
+    this.#clears++;
   }
 
   /**
@@ -701,10 +699,8 @@ class LarderCache {
       values.push(tag === TAG_STRING || tag === TAG_BYTES ? value : this.#serialize(value));
       tags.push(tag);
     }
-    if (this.#l1 !== null) {
-      this.#writes++;
-      for (const k of keys) this.#l1Drop(k);
-    }
+    this.#writes++;
+    if (this.#l1 !== null) for (const k of keys) this.#l1Drop(k);
     if (ttl > 0) this.#ttlInUse = true;
     this.#unflushed = true;
     this.#n.mset(keys, values, tags, ttl);
@@ -719,13 +715,19 @@ class LarderCache {
    * Walks the cache with the engine's cursor, a chunk of entries per native
    * call: [key, value] pairs (value undefined when withValues is false).
    * The cursor closes when the walk ends, breaks or throws (or, abandoned,
-   * when the generator is collected or the cache closed).
+   * when the generator is collected or the cache closed). As lru-cache's
+   * walk, it ends at this handle's clear(), and after a write through this
+   * handle the rest of the chunk is read again, entry by entry, so that no
+   * key deleted and no value replaced since the fetch is handed out (other
+   * handles' writes are the engine's weak consistency).
    */
   *#walk(withValues) {
     const n = this.#n;
     const it = n.iterOpen(withValues);
+    const clears = this.#clears;
     try {
       for (let buf = n.iterNext(it); buf !== undefined; buf = n.iterNext(it)) {
+        const writes = this.#writes;
         for (let off = 0; off < buf.length;) {
           const kl = buf.readUInt32LE(off);
           const vl = buf.readUInt32LE(off + 4);
@@ -734,7 +736,15 @@ class LarderCache {
           off = vs + vl;
           const keyBytes = buf.subarray(ks, vs);
           const key = isUtf8(keyBytes) ? keyBytes.toString('utf8') : Buffer.from(keyBytes);
-          yield [key, withValues ? this.#decode(buf, vs, off) : undefined];
+          if (this.#clears !== clears) return;
+          if (this.#writes === writes || this.#closed) {
+            yield [key, withValues ? this.#decode(buf, vs, off) : undefined];
+          } else if (withValues) {
+            const v = this.peek(key);
+            if (v !== undefined) yield [key, v];
+          } else if (n.has(key)) {
+            yield [key, undefined];
+          }
         }
       }
     } finally {

@@ -749,3 +749,102 @@ test('fetch resolves to get and memo throws, as lru-cache without fetchMethod or
   larder.close();
   await assert.rejects(larder.fetch('a'), { code: 'ERR_LARDER_CLOSED' });
 });
+
+/*
+ * Round 4 (front20). A walk hands out a chunk of up to 1,024 entries fetched
+ * in one native call; a clear(), delete() or set() made through the handle
+ * while the walk is inside a chunk did not reach the rest of that chunk:
+ * after clear() the walk went on with entries lru-cache no longer has, a
+ * deleted key came out, and a key overwritten came out with its old value.
+ * lru-cache's walk ends at clear() and never returns a deleted key or an
+ * old value.
+ */
+const WALKS = {
+  entries: (c, at) => { for (const [k, v] of c.entries()) at(k, v); },
+  keys: (c, at) => { for (const k of c.keys()) at(k, c.peek(k)); },
+  values: (c, at) => { for (const v of c.values()) at(`k${v}`, v); },
+  forEach: (c, at) => c.forEach((v, k) => at(k, v)),
+  'for-of': (c, at) => { for (const [k, v] of c) at(k, v); },
+};
+
+/* The keys a walk hands out when op(cache, seen) runs after its third entry. */
+function walkWith(c, walk, op) {
+  const seen = [];
+  WALKS[walk](c, (k, v) => {
+    seen.push(k);
+    if (seen.length === 3) op(c, seen);
+  });
+  return seen;
+}
+
+test('a walk ends at clear(), as lru-cache\'s: no entry of the chunk already fetched after it', { skip: needLru }, () => {
+  for (const walk of Object.keys(WALKS)) {
+    for (const config of [{}, { l1: { max: 8 } }, { shards: 4 }]) {
+      for (const after of [(c) => c.clear(), (c) => { c.clear(); c.set('new', 1); }]) {
+        const lru = new LRUCache({ max: 100 });
+        const larder = new LarderCache(config);
+        for (const c of [lru, larder]) for (let i = 0; i < 10; i++) c.set(`k${i}`, i);
+        assert.equal(walkWith(lru, walk, after).length, 3, `lru-cache ${walk}`);
+        assert.equal(walkWith(larder, walk, after).length, 3, `${walk} ${JSON.stringify(config)}`);
+        larder.close();
+      }
+    }
+  }
+});
+
+test('a walk never hands out a key deleted, or a value replaced, after its chunk was fetched, as lru-cache', { skip: needLru }, () => {
+  for (const walk of Object.keys(WALKS)) {
+    for (const config of [{}, { l1: { max: 8 } }]) {
+      const lru = new LRUCache({ max: 100 });
+      const larder = new LarderCache(config);
+      // Every key not yet seen deleted: both walks stop at three entries.
+      const deleteRest = (c, seen) => {
+        for (let i = 0; i < 10; i++) if (!seen.includes(`k${i}`)) c.delete(`k${i}`);
+      };
+      for (const c of [lru, larder]) for (let i = 0; i < 10; i++) c.set(`k${i}`, i);
+      assert.deepEqual(walkWith(lru, walk, deleteRest).length, 3, `lru-cache ${walk}`);
+      assert.deepEqual(walkWith(larder, walk, deleteRest).length, 3, `${walk} ${JSON.stringify(config)}`);
+      larder.close();
+    }
+  }
+  // Over several chunks: deletes and overwrites inside a chunk, checked entry by entry.
+  for (const config of [{}, { l1: { max: 64 } }]) {
+    const c = new LarderCache(config);
+    const N = 3000;
+    for (let i = 0; i < N; i++) c.set(`k${i}`, i);
+    const deleted = new Set();
+    const counts = new Map();
+    let n = 0;
+    for (const [k, v] of c) {
+      assert.ok(!deleted.has(k), `deleted ${k} handed out`);
+      assert.equal(v, Number(k.slice(1)), `${k} value`);
+      counts.set(k, (counts.get(k) || 0) + 1);
+      if (++n % 7 === 0) {
+        for (let j = 0; j < 40; j++) {
+          const victim = `k${(n * 31 + j * 97) % N}`;
+          if (!counts.has(victim)) {
+            deleted.add(victim);
+            c.delete(victim);
+          }
+        }
+      }
+    }
+    for (const [k, times] of counts) assert.equal(times, 1, `${k} once`);
+    assert.equal(counts.size + deleted.size, N, JSON.stringify(config));
+    c.close();
+  }
+  for (const walk of Object.keys(WALKS)) {
+    const c = new LarderCache({});
+    for (let i = 0; i < 10; i++) c.set(`k${i}`, i);
+    const got = new Map();
+    WALKS[walk](c, (k, v) => {
+      got.set(k, v);
+      if (got.size === 3) for (let i = 0; i < 10; i++) c.set(`k${i}`, i + 100);
+    });
+    assert.equal(got.size, 10, walk);
+    let old = 0;
+    for (const [k, v] of got) if (v < 100) old++;
+    assert.equal(old, 3, `${walk}: only the three seen before the overwrite carry old values`);
+    c.close();
+  }
+});
