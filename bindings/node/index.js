@@ -777,6 +777,11 @@ class LarderCache {
     return this.entries();
   }
 
+  /** '[object LarderCache]', as lru-cache names itself ('LRUCache') to Object.prototype.toString. */
+  get [Symbol.toStringTag]() {
+    return 'LarderCache';
+  }
+
   /**
    * Calls fn.call(thisArg, value, key, this) for every entry, as entries();
    * thisArg defaults to the cache, as in lru-cache.

@@ -848,3 +848,18 @@ test('a walk never hands out a key deleted, or a value replaced, after its chunk
     c.close();
   }
 });
+
+/*
+ * lru-cache names itself to Object.prototype.toString (Symbol.toStringTag
+ * 'LRUCache', its class's name); LarderCache said '[object Object]'. It
+ * now says its own class's name, as lru-cache's convention does.
+ */
+test('Object.prototype.toString names the class, as lru-cache\'s Symbol.toStringTag does', { skip: needLru }, () => {
+  const lru = new LRUCache({ max: 10 });
+  const larder = new LarderCache({});
+  assert.equal(Object.prototype.toString.call(lru), '[object LRUCache]');
+  assert.equal(Object.prototype.toString.call(larder), '[object LarderCache]');
+  assert.equal(`${larder}`, '[object LarderCache]');
+  larder.close();
+  assert.equal(Object.prototype.toString.call(larder), '[object LarderCache]', 'after close() too');
+});
