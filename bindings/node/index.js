@@ -577,6 +577,83 @@ class LarderCache {
   }
 
   /**
+   * lru-cache's info(key): { value } (as peek), with ttl (ms left) and start
+   * (Date.now()) when the entry has a lifetime; undefined when absent.
+   */
+  info(key) {
+    const value = this.peek(key);
+    if (value === undefined) return undefined;
+    const entry = { value };
+    const left = this.#n.ttl(key);
+    if (left > 0 && left !== Infinity) {
+      entry.ttl = left;
+      entry.start = Date.now();
+    }
+    return entry;
+  }
+
+  /**
+   * lru-cache's dump(): [key, entry] pairs for load() here or in lru-cache,
+   * entries as info() gives them, in the walk's order. As in lru-cache, once
+   * a lifetime is in use every entry carries ttl and start (ttl 0: none), so
+   * that a cache with a default ttl loads an entry without one as it was.
+   */
+  dump() {
+    const out = [];
+    let timed = this.#ttl > 0 || this.#ttlInUse;
+    for (const [key, value] of this.#walk(true)) {
+      const left = this.#n.ttl(key);
+      if (left === 0) continue; // expired since its chunk was fetched
+      const entry = { value };
+      if (left !== Infinity) {
+        entry.ttl = left;
+        entry.start = Date.now();
+        timed = true;
+      }
+      out.push([key, entry]);
+    }
+    if (timed) {
+      const now = Date.now();
+      for (const [, entry] of out) {
+        if (entry.ttl === undefined) Object.assign(entry, { ttl: 0, start: now });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * lru-cache's load(pairs): clear(), then set each [key, { value, ttl,
+   * start }] with the lifetime it has left (ttl less the time since start;
+   * one that ran out is not stored). The pairs are checked before the clear;
+   * a key or value refused part-way (thrown) leaves those before it loaded.
+   */
+  load(pairs) {
+    if (pairs === null || pairs === undefined || typeof pairs[Symbol.iterator] !== 'function') {
+      throw typeError('load needs an iterable of [key, entry] pairs (from dump())');
+    }
+    const list = Array.from(pairs);
+    for (const pair of list) {
+      if (!Array.isArray(pair) || pair.length < 2 || pair[1] === null || typeof pair[1] !== 'object') {
+        throw typeError('load needs [key, { value, ttl, start }] pairs (from dump())');
+      }
+      const { ttl, start } = pair[1];
+      if ((ttl != null && typeof ttl !== 'number') || (start != null && typeof start !== 'number')) {
+        throw typeError('a loaded entry\'s ttl and start must be numbers');
+      }
+    }
+    this.clear();
+    for (const [key, { value, ttl, start }] of list) {
+      if (ttl == null) {
+        this.set(key, value);
+      } else {
+        const left = start ? ttl - (Date.now() - start) : ttl;
+        if (ttl > 0 && !(left > 0)) continue;
+        this.set(key, value, { ttl: ttl > 0 ? left : ttl });
+      }
+    }
+  }
+
+  /**
    * Values of many keys in one native call (one engine batch lookup); an
    * array in keys' order, undefined where a key is absent.
    */

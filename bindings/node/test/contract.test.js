@@ -311,6 +311,7 @@ test('bad keys: TypeError from every method, and nothing else changes', () => {
     assert.throws(() => c.set(k, 'v'), type, what);
     assert.throws(() => c.set(k, undefined), type, what);
     assert.throws(() => c.getRemainingTTL(k), type, what);
+    assert.throws(() => c.info(k), type, what);
     assert.throws(() => c.mget(['keep', k]), type, what);
     assert.throws(() => c.mget([k]), type, what);
     assert.throws(() => c.mset([[k, 'v']]), type, what);
@@ -377,6 +378,7 @@ test('every method after close() throws ERR_LARDER_CLOSED; close is idempotent',
     stats: () => c.stats(), forEach: () => c.forEach(() => {}), entries: () => c.entries().next(),
     keys: () => c.keys().next(), values: () => c.values().next(), spread: () => [...c],
     compression: () => c.compression, poolStats: () => c.poolStats(),
+    info: () => c.info('a'), dump: () => c.dump(), load: () => c.load([['a', { value: 1 }]]),
   };
   for (const [name, f] of Object.entries(calls)) assert.throws(f, closed, name);
 });
@@ -862,4 +864,91 @@ test('Object.prototype.toString names the class, as lru-cache\'s Symbol.toString
   assert.equal(`${larder}`, '[object LarderCache]');
   larder.close();
   assert.equal(Object.prototype.toString.call(larder), '[object LarderCache]', 'after close() too');
+});
+
+/*
+ * info(), dump() and load(): lru-cache's entries ({ value } and, for an
+ * entry with a lifetime, its remaining ttl and a Date.now() start), which
+ * carry a cache's contents and deadlines to another cache of either kind.
+ * LarderCache had none of the three.
+ */
+test('info(k) is lru-cache\'s: { value }, and ttl and start for an entry with a lifetime', { skip: needLru }, () => {
+  for (const options of [{}, { ttl: 60000 }]) {
+    const lru = new LRUCache({ max: 100, ...options });
+    const larder = new LarderCache(options);
+    for (const c of [lru, larder]) {
+      c.set('plain', { a: 1 });
+      c.set('timed', 'v', { ttl: 30000 });
+      c.set('forever', Buffer.from('b'), { ttl: 0 });
+    }
+    for (const key of ['plain', 'timed', 'forever', 'absent']) {
+      const want = lru.info(key);
+      const got = larder.info(key);
+      const where = `${key} under ${JSON.stringify(options)}`;
+      if (want === undefined) {
+        assert.equal(got, undefined, where);
+        continue;
+      }
+      assert.deepEqual(Object.keys(got).sort(), Object.keys(want).sort(), where);
+      assert.deepEqual(got.value, want.value, where);
+      if ('ttl' in want) {
+        const set = key === 'timed' ? 30000 : options.ttl;
+        assert.ok(got.ttl > 0 && got.ttl <= set, `${where}: ttl ${got.ttl} (lru-cache ${want.ttl})`);
+        assert.ok(Math.abs(got.start - want.start) < 60000, `${where}: start ${got.start}`);
+      }
+    }
+    larder.close();
+  }
+  assert.throws(() => new LarderCache({}).info(7), { code: 'ERR_INVALID_ARG_TYPE' });
+});
+
+test('dump() and load() carry contents and deadlines between lru-cache and LarderCache, both ways', { skip: needLru }, () => {
+  const fill = (c) => {
+    c.set('plain', 'p');
+    c.set('obj', { n: [1, 2] });
+    c.set('timed', 't', { ttl: 60000 });
+    c.set('forever', 'f', { ttl: 0 });
+  };
+  // plain has the cache's default lifetime (none, or 120 s); forever none in either.
+  const check = (c, where, plainMax) => {
+    assert.deepEqual(contents(c), [['forever', 'f'], ['obj', { n: [1, 2] }], ['plain', 'p'], ['timed', 't']], where);
+    const left = c.getRemainingTTL('timed');
+    assert.ok(left > 0 && left <= 60000, `${where}: timed has ${left} ms`);
+    const plain = c.getRemainingTTL('plain');
+    assert.ok(plainMax === Infinity ? plain === Infinity : plain > 0 && plain <= plainMax, `${where}: plain has ${plain}`);
+    assert.equal(c.getRemainingTTL('forever'), Infinity, `${where}: forever never expires`);
+  };
+  for (const options of [{}, { ttl: 120000 }]) {
+    const where = JSON.stringify(options);
+    const lru = new LRUCache({ max: 100, ...options });
+    const larder = new LarderCache(options);
+    fill(lru);
+    larder.set('gone', 'cleared by load');
+    larder.load(lru.dump());
+    const plainMax = options.ttl || Infinity;
+    check(larder, `lru-cache -> larder ${where}`, plainMax);
+    const back = new LRUCache({ max: 100, ...options });
+    back.load(larder.dump());
+    check(back, `larder -> lru-cache ${where}`, plainMax);
+    const other = new LarderCache(options);
+    other.load(larder.dump());
+    check(other, `larder -> larder ${where}`, plainMax);
+    // An entry whose lifetime ran out while dumped: absent after load, in both.
+    const stale = [['old', { value: 'x', ttl: 1000, start: Date.now() - 5000 }]];
+    back.load(stale);
+    other.load(stale);
+    assert.equal(back.get('old'), undefined);
+    assert.equal(other.get('old'), undefined, where);
+    assert.equal(other.size, 0, where);
+    larder.close();
+    other.close();
+  }
+  const c = new LarderCache({});
+  assert.throws(() => c.load(7), { code: 'ERR_INVALID_ARG_TYPE' });
+  c.set('keep', 'v');
+  assert.throws(() => c.load([['a', { value: 1 }], ['k']]), { code: 'ERR_INVALID_ARG_TYPE' });
+  assert.throws(() => c.load([['a', { value: 1, ttl: '5' }]]), { code: 'ERR_INVALID_ARG_TYPE' });
+  assert.equal(c.get('keep'), 'v', 'pairs refused before the clear');
+  c.close();
+  assert.throws(() => c.dump(), { code: 'ERR_LARDER_CLOSED' });
 });
