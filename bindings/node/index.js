@@ -158,6 +158,13 @@ function ttlOption(options) {
   return options.ttl === undefined ? -1 : ttlArg(options.ttl);
 }
 
+/* The status object of lru-cache's per-call options ({ status }), or undefined. */
+function statusOf(options) {
+  if (options === null || typeof options !== 'object') return undefined;
+  const { status } = options;
+  return status !== null && typeof status === 'object' ? status : undefined;
+}
+
 /* A stored JSON value back: JSON text never starts with 'N' or 'I', nor
  * with '-I', so those are the numbers jsonOf wrote by name. */
 function fromJson(text) {
@@ -392,7 +399,8 @@ class LarderCache {
   }
 
   /** The value stored under key, or undefined. */
-  get(key) {
+  get(key, options) {
+    if (options !== undefined && statusOf(options) !== undefined) return this.#getStatus(key, statusOf(options));
     if (this.#l1 !== null) return this.#getL1(key);
     const r = this.#n.get(key);
     return typeof r === 'number' ? this.#decodeGet(r, key) : r;
@@ -502,6 +510,9 @@ class LarderCache {
    * Returns this.
    */
   set(key, value, options) {
+    if (options !== undefined && statusOf(options) !== undefined) {
+      return this.#setStatus(key, value, options.ttl, statusOf(options));
+    }
     if (value === undefined) {
       this.delete(key);
       return this;
@@ -519,7 +530,14 @@ class LarderCache {
   }
 
   /** Whether key is present; like lru-cache's has, not a use for the eviction policy. */
-  has(key) {
+  has(key, options) {
+    if (options !== undefined && statusOf(options) !== undefined) {
+      const status = this.#statusOp(statusOf(options), 'has', key);
+      const hit = this.#n.has(key);
+      status.has = hit ? 'hit' : 'miss';
+      if (hit) this.#statusTTL(status, key);
+      return hit;
+    }
     return this.#n.has(key);
   }
 
@@ -528,13 +546,75 @@ class LarderCache {
    * eviction policy or the counters, and no expire-after-access extension
    * (the engine's larder_peek).
    */
-  peek(key) {
+  peek(key, options) {
+    if (options !== undefined && statusOf(options) !== undefined) {
+      const status = this.#statusOp(statusOf(options), 'peek', key);
+      const value = this.peek(key);
+      status.peek = value === undefined ? 'miss' : 'hit';
+      if (value !== undefined) status.value = value;
+      return value;
+    }
     if (this.#l1 !== null) {
       const e = this.#l1.get(key);
       if (e !== undefined && (e.exp === 0 || e.exp > performance.now())) return e.v;
     }
     const r = this.#n.peek(key);
     return typeof r === 'number' ? this.#decodeGet(r, key, true) : r;
+  }
+
+  /*
+   * lru-cache's status objects ({ status } in set's, get's, has's and peek's
+   * options): op, key, cache, the outcome ('add', 'replace', 'deleted';
+   * 'hit', 'miss'), value and oldValue, and for an entry with a lifetime
+   * ttl, start, now and remainingTTL. The engine keeps a deadline, not when
+   * a lifetime began, so ttl is the time left from start = now, as info()
+   * gives it; an overwrite is 'replace' even with the very value stored
+   * (lru-cache's 'update'), as dispose hears it.
+   */
+  #statusOp(status, op, key) {
+    status.op = op;
+    status.key = key;
+    status.cache = this;
+    return status;
+  }
+
+  #statusTTL(status, key) {
+    const left = this.#n.ttl(key);
+    if (left > 0 && left !== Infinity) {
+      const now = performance.now();
+      Object.assign(status, { ttl: left, start: now, now, remainingTTL: left });
+    }
+  }
+
+  #getStatus(key, status) {
+    this.#statusOp(status, 'get', key);
+    const value = this.get(key);
+    if (value === undefined) {
+      status.get = 'miss';
+    } else {
+      this.#statusTTL(status, key);
+      status.get = 'hit';
+      status.value = value;
+    }
+    return value;
+  }
+
+  #setStatus(key, value, ttl, status) {
+    status.op = 'set';
+    status.key = key;
+    if (value !== undefined) status.value = value;
+    status.cache = this;
+    if (value === undefined) {
+      this.delete(key);
+      status.set = 'deleted';
+      return this;
+    }
+    const old = this.peek(key);
+    this.set(key, value, { ttl });
+    status.set = old === undefined ? 'add' : 'replace';
+    if (old !== undefined) status.oldValue = old;
+    this.#statusTTL(status, key);
+    return this;
   }
 
   /** Removes key; true if it was present. */

@@ -952,3 +952,55 @@ test('dump() and load() carry contents and deadlines between lru-cache and Larde
   c.close();
   assert.throws(() => c.dump(), { code: 'ERR_LARDER_CLOSED' });
 });
+
+/*
+ * lru-cache fills a status object given to set, get, has and peek ({ status
+ * }: op, key, cache, the outcome, value, oldValue, and the ttl fields of an
+ * entry with a lifetime). LarderCache ignored it (left it {}). Compared
+ * field by field with lru-cache's; values where both know them.
+ */
+test('status objects of set, get, has and peek carry lru-cache\'s fields', { skip: needLru }, () => {
+  for (const options of [{}, { ttl: 60000 }]) {
+    const lru = new LRUCache({ max: 100, ...options });
+    const larder = new LarderCache(options);
+    const steps = [
+      ['set new', (c, status) => c.set('a', { n: 1 }, { status })],
+      ['set again', (c, status) => c.set('a', 'two', { status })],
+      ['set with ttl', (c, status) => c.set('t', 'x', { ttl: 30000, status })],
+      ['get hit', (c, status) => c.get('a', { status })],
+      ['get timed', (c, status) => c.get('t', { status })],
+      ['get miss', (c, status) => c.get('zz', { status })],
+      ['has hit', (c, status) => c.has('t', { status })],
+      ['has miss', (c, status) => c.has('zz', { status })],
+      ['peek hit', (c, status) => c.peek('a', { status })],
+      ['peek miss', (c, status) => c.peek('zz', { status })],
+      ['set undefined', (c, status) => c.set('a', undefined, { status })],
+    ];
+    for (const [name, step] of steps) {
+      const where = `${name} under ${JSON.stringify(options)}`;
+      const want = {};
+      const got = {};
+      const wantResult = step(lru, want);
+      const gotResult = step(larder, got);
+      assert.deepEqual(gotResult === larder ? 'this' : gotResult, wantResult === lru ? 'this' : wantResult, where);
+      assert.deepEqual(Object.keys(got).sort(), Object.keys(want).sort(), where);
+      assert.equal(got.cache, larder, where);
+      for (const field of ['op', 'key', 'value', 'oldValue', 'set', 'get', 'has', 'peek']) {
+        assert.deepEqual(got[field], want[field], `${where}: ${field}`);
+      }
+      if ('remainingTTL' in want) {
+        assert.ok(got.remainingTTL > 0 && got.remainingTTL <= want.ttl, `${where}: ${got.remainingTTL} left`);
+        assert.ok(Math.abs(got.start + got.ttl - got.now - got.remainingTTL) < 1e-6, `${where}: ttl, start and now agree`);
+      }
+    }
+    larder.close();
+  }
+  // lru-cache's 'update' (the very value stored again: no dispose) is 'replace' here, as dispose hears it.
+  const c = new LarderCache({});
+  const status = {};
+  c.set('k', 1);
+  c.set('k', 1, { status });
+  assert.equal(status.set, 'replace');
+  assert.equal(status.oldValue, 1);
+  c.close();
+});
