@@ -133,6 +133,13 @@ class CaffeineContractTest {
                     }
                     break;
                 }
+                /* The counts along the way, not only at the end (every 8th step: stats() reads
+                   every engine counter). */
+                if (step % 8 == 0) {
+                    LarderStats now = larder.stats();
+                    assertEquals(caffeine.stats().hitCount(), now.hitCount(), at + ": hits");
+                    assertEquals(caffeine.stats().missCount(), now.missCount(), at + ": misses");
+                }
             }
             /* Hits and misses: reads count (get), presence and conditional writes do not. */
             LarderStats st = larder.stats();
