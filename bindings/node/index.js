@@ -400,7 +400,8 @@ class LarderCache {
 
   /** The value stored under key, or undefined. */
   get(key, options) {
-    if (options !== undefined && statusOf(options) !== undefined) return this.#getStatus(key, statusOf(options));
+    const status = options === undefined ? undefined : statusOf(options);
+    if (status !== undefined) return this.#getStatus(key, status);
     if (this.#l1 !== null) return this.#getL1(key);
     const r = this.#n.get(key);
     return typeof r === 'number' ? this.#decodeGet(r, key) : r;
@@ -510,9 +511,8 @@ class LarderCache {
    * Returns this.
    */
   set(key, value, options) {
-    if (options !== undefined && statusOf(options) !== undefined) {
-      return this.#setStatus(key, value, options.ttl, statusOf(options));
-    }
+    const status = options === undefined ? undefined : statusOf(options);
+    if (status !== undefined) return this.#setStatus(key, value, options.ttl, status);
     if (value === undefined) {
       this.delete(key);
       return this;
@@ -531,13 +531,8 @@ class LarderCache {
 
   /** Whether key is present; like lru-cache's has, not a use for the eviction policy. */
   has(key, options) {
-    if (options !== undefined && statusOf(options) !== undefined) {
-      const status = this.#statusOp(statusOf(options), 'has', key);
-      const hit = this.#n.has(key);
-      status.has = hit ? 'hit' : 'miss';
-      if (hit) this.#statusTTL(status, key);
-      return hit;
-    }
+    const status = options === undefined ? undefined : statusOf(options);
+    if (status !== undefined) return this.#hasStatus(key, status);
     return this.#n.has(key);
   }
 
@@ -547,13 +542,8 @@ class LarderCache {
    * (the engine's larder_peek).
    */
   peek(key, options) {
-    if (options !== undefined && statusOf(options) !== undefined) {
-      const status = this.#statusOp(statusOf(options), 'peek', key);
-      const value = this.peek(key);
-      status.peek = value === undefined ? 'miss' : 'hit';
-      if (value !== undefined) status.value = value;
-      return value;
-    }
+    const status = options === undefined ? undefined : statusOf(options);
+    if (status !== undefined) return this.#peekStatus(key, status);
     if (this.#l1 !== null) {
       const e = this.#l1.get(key);
       if (e !== undefined && (e.exp === 0 || e.exp > performance.now())) return e.v;
@@ -599,6 +589,23 @@ class LarderCache {
     return value;
   }
 
+  #hasStatus(key, status) {
+    this.#statusOp(status, 'has', key);
+    const hit = this.#n.has(key);
+    status.has = hit ? 'hit' : 'miss';
+    if (hit) this.#statusTTL(status, key);
+    return hit;
+  }
+
+  #peekStatus(key, status) {
+    this.#statusOp(status, 'peek', key);
+    const value = this.peek(key);
+    status.peek = value === undefined ? 'miss' : 'hit';
+    if (value !== undefined) status.value = value;
+    return value;
+  }
+
+  /* Its fields in lru-cache's order (value before cache), as a logged status reads. */
   #setStatus(key, value, ttl, status) {
     status.op = 'set';
     status.key = key;
