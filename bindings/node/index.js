@@ -20,6 +20,11 @@
  *   NODE-J3. L1 exists only for a private cache (no name) without updateAgeOnGet:
  *       a shared cache is written by other workers, whose writes this
  *       thread's Map cannot see, and an L1 hit would not extend a lifetime.
+ *   NODE-J4. A walk ends at this handle's clear(), and after this handle's
+ *       delete, set, mset or clear it re-reads the rest of its fetched
+ *       chunk, so it hands out no key deleted and no value replaced since
+ *       the fetch (as lru-cache's walk); other handles' writes are the
+ *       engine's weak consistency.
  */
 const path = require('node:path');
 const v8 = require('node:v8');

@@ -759,7 +759,7 @@ test('fetch resolves to get and memo throws, as lru-cache without fetchMethod or
  * after clear() the walk went on with entries lru-cache no longer has, a
  * deleted key came out, and a key overwritten came out with its old value.
  * lru-cache's walk ends at clear() and never returns a deleted key or an
- * old value.
+ * old value (NODE-J4).
  */
 const WALKS = {
   entries: (c, at) => { for (const [k, v] of c.entries()) at(k, v); },
