@@ -669,6 +669,18 @@ class LarderCache {
   }
 
   /**
+   * lru-cache's purgeStale(): false, as lru-cache's with ttlAutopurge. The
+   * engine reclaims expired entries in the background (dispose reason
+   * 'expire') and never returns one, so none is left for this call to
+   * remove; it waits for the maintainer to apply this handle's writes
+   * (larder_flush), as size does.
+   */
+  purgeStale() {
+    this.#unflushed = !this.#n.flush();
+    return false;
+  }
+
+  /**
    * lru-cache's info(key): { value } (as peek), with ttl (ms left) and start
    * (Date.now()) when the entry has a lifetime; undefined when absent.
    */

@@ -1004,3 +1004,26 @@ test('status objects of set, get, has and peek carry lru-cache\'s fields', { ski
   assert.equal(status.oldValue, 1);
   c.close();
 });
+
+/*
+ * purgeStale(): LarderCache had none (a TypeError for code moved from
+ * lru-cache). The engine reclaims expired entries itself, as lru-cache with
+ * ttlAutopurge does, whose purgeStale then finds nothing: false in both.
+ */
+test('purgeStale() answers as lru-cache\'s with ttlAutopurge: false, expired entries already gone', { skip: needLru }, async () => {
+  const lruLog = disposeLog();
+  const larderLog = disposeLog();
+  const lru = new LRUCache({ max: 10, ttlAutopurge: true, dispose: lruLog.dispose });
+  const larder = new LarderCache({ dispose: larderLog.dispose });
+  for (const c of [lru, larder]) {
+    c.set('short', 's', { ttl: 5 });
+    c.set('long', 'l', { ttl: 600000 });
+  }
+  await waitFor(() => lruLog.log.length === 1 && larderLog.log.length === 1, 'both expiries');
+  assert.equal(larder.purgeStale(), false);
+  assert.equal(lru.purgeStale(), false);
+  assert.deepEqual(larderLog.log, lruLog.log);
+  assert.deepEqual(contents(larder), contents(lru));
+  larder.close();
+  assert.throws(() => larder.purgeStale(), { code: 'ERR_LARDER_CLOSED' });
+});
