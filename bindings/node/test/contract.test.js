@@ -6,7 +6,9 @@
  * fields); every method fed bad arguments and called after close(); and the
  * bugs this audit found (L1 copies shadowing writes made through another
  * spelling of the same key, forEach's this, a huge constructor ttl, options
- * given as lru-cache's own defaults refused).
+ * given as lru-cache's own defaults refused; a walk going on past the
+ * handle's clear() or handing out what it deleted; info, dump, load,
+ * purgeStale, status objects and Symbol.toStringTag missing).
  *
  * lru-cache is a devDependency (npm install in bindings/node); without it
  * the side-by-side tests are skipped and say so.
