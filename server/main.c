@@ -426,16 +426,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'u': o->user = optarg; break;
 		case 'r': o->coredumps = true; break;
 		case 'k': o->lock_memory = true; break;
-		case 'b': {
-			size_t backlog;
-			if (!parse_count(optarg, INT_MAX, &backlog) || strpbrk(optarg, "kKmM") ||
-			    backlog == 0) {
-				fprintf(stderr, "larderd: bad -b value '%s'\n", optarg);
-				return EX_USAGE;
-			}
-			o->backlog = (int)backlog;
+		case 'b':
+			/* memcached's reading (atoi): any value goes to listen(2),
+			 * which takes 0 and caps a negative one at somaxconn. */
+			o->backlog = atoi(optarg);
 			break;
-		}
 		case 'F': o->flush_disabled = true; break;
 		case 'X': o->dump_disabled = true; break;
 		case 'U':

@@ -20,6 +20,11 @@
  *   NODE-J3. L1 exists only for a private cache (no name) without updateAgeOnGet:
  *       a shared cache is written by other workers, whose writes this
  *       thread's Map cannot see, and an L1 hit would not extend a lifetime.
+ *   NODE-J4. A walk ends at this handle's clear(), and after this handle's
+ *       delete, set, mset or clear it re-reads the rest of its fetched
+ *       chunk, so it hands out no key deleted and no value replaced since
+ *       the fetch (as lru-cache's walk); other handles' writes are the
+ *       engine's weak consistency.
  */
 const path = require('node:path');
 const v8 = require('node:v8');
@@ -158,6 +163,13 @@ function ttlOption(options) {
   return options.ttl === undefined ? -1 : ttlArg(options.ttl);
 }
 
+/* The status object of lru-cache's per-call options ({ status }), or undefined. */
+function statusOf(options) {
+  if (options === null || typeof options !== 'object') return undefined;
+  const { status } = options;
+  return status !== null && typeof status === 'object' ? status : undefined;
+}
+
 /* A stored JSON value back: JSON text never starts with 'N' or 'I', nor
  * with '-I', so those are the numbers jsonOf wrote by name. */
 function fromJson(text) {
@@ -286,7 +298,8 @@ class LarderCache {
   #l1Order = null; // L1 entries in fill order from #l1Head; stale ones are no longer #l1's
   #l1Head = 0;
   #l1Max = 0;
-  #writes = 0; // counts this handle's writes: an L1 fill raced by one is dropped (NODE-J2)
+  #writes = 0; // counts this handle's writes: an L1 fill raced by one is dropped (NODE-J2), a walk re-reads
+  #clears = 0; // counts this handle's clear()s: a walk ends at one
   #ttlInUse = false;
   #unflushed = false; // a write since size last flushed (larder_flush)
   #dispose = null;
@@ -391,7 +404,9 @@ class LarderCache {
   }
 
   /** The value stored under key, or undefined. */
-  get(key) {
+  get(key, options) {
+    const status = options === undefined ? undefined : statusOf(options);
+    if (status !== undefined) return this.#getStatus(key, status);
     if (this.#l1 !== null) return this.#getL1(key);
     const r = this.#n.get(key);
     return typeof r === 'number' ? this.#decodeGet(r, key) : r;
@@ -501,6 +516,8 @@ class LarderCache {
    * Returns this.
    */
   set(key, value, options) {
+    const status = options === undefined ? undefined : statusOf(options);
+    if (status !== undefined) return this.#setStatus(key, value, options.ttl, status);
     if (value === undefined) {
       this.delete(key);
       return this;
@@ -508,10 +525,8 @@ class LarderCache {
     const ttl = options === undefined ? -1 : ttlOption(options);
     const tag = this.#tagOf(value);
     const stored = tag === TAG_STRING || tag === TAG_BYTES ? value : this.#serialize(value);
-    if (this.#l1 !== null) {
-      this.#writes++;
-      this.#l1Drop(key);
-    }
+    this.#writes++;
+    if (this.#l1 !== null) this.#l1Drop(key);
     if (ttl > 0) this.#ttlInUse = true;
     this.#unflushed = true;
     this.#n.set(key, stored, tag, ttl);
@@ -520,7 +535,9 @@ class LarderCache {
   }
 
   /** Whether key is present; like lru-cache's has, not a use for the eviction policy. */
-  has(key) {
+  has(key, options) {
+    const status = options === undefined ? undefined : statusOf(options);
+    if (status !== undefined) return this.#hasStatus(key, status);
     return this.#n.has(key);
   }
 
@@ -529,7 +546,9 @@ class LarderCache {
    * eviction policy or the counters, and no expire-after-access extension
    * (the engine's larder_peek).
    */
-  peek(key) {
+  peek(key, options) {
+    const status = options === undefined ? undefined : statusOf(options);
+    if (status !== undefined) return this.#peekStatus(key, status);
     if (this.#l1 !== null) {
       const e = this.#l1.get(key);
       if (e !== undefined && (e.exp === 0 || e.exp > performance.now())) return e.v;
@@ -538,26 +557,97 @@ class LarderCache {
     return typeof r === 'number' ? this.#decodeGet(r, key, true) : r;
   }
 
+  /*
+   * lru-cache's status objects ({ status } in set's, get's, has's and peek's
+   * options): op, key, cache, the outcome ('add', 'replace', 'deleted';
+   * 'hit', 'miss'), value and oldValue, and for an entry with a lifetime
+   * ttl, start, now and remainingTTL. The engine keeps a deadline, not when
+   * a lifetime began, so ttl is the time left from start = now, as info()
+   * gives it; an overwrite is 'replace' even with the very value stored
+   * (lru-cache's 'update'), as dispose hears it.
+   */
+  #statusOp(status, op, key) {
+    status.op = op;
+    status.key = key;
+    status.cache = this;
+    return status;
+  }
+
+  #statusTTL(status, key) {
+    const left = this.#n.ttl(key);
+    if (left > 0 && left !== Infinity) {
+      const now = performance.now();
+      Object.assign(status, { ttl: left, start: now, now, remainingTTL: left });
+    }
+  }
+
+  #getStatus(key, status) {
+    this.#statusOp(status, 'get', key);
+    const value = this.get(key);
+    if (value === undefined) {
+      status.get = 'miss';
+    } else {
+      this.#statusTTL(status, key);
+      status.get = 'hit';
+      status.value = value;
+    }
+    return value;
+  }
+
+  #hasStatus(key, status) {
+    this.#statusOp(status, 'has', key);
+    const hit = this.#n.has(key);
+    status.has = hit ? 'hit' : 'miss';
+    if (hit) this.#statusTTL(status, key);
+    return hit;
+  }
+
+  #peekStatus(key, status) {
+    this.#statusOp(status, 'peek', key);
+    const value = this.peek(key);
+    status.peek = value === undefined ? 'miss' : 'hit';
+    if (value !== undefined) status.value = value;
+    return value;
+  }
+
+  /* Its fields in lru-cache's order (value before cache), as a logged status reads. */
+  #setStatus(key, value, ttl, status) {
+    status.op = 'set';
+    status.key = key;
+    if (value !== undefined) status.value = value;
+    status.cache = this;
+    if (value === undefined) {
+      this.delete(key);
+      status.set = 'deleted';
+      return this;
+    }
+    const old = this.peek(key);
+    this.set(key, value, { ttl });
+    status.set = old === undefined ? 'add' : 'replace';
+    if (old !== undefined) status.oldValue = old;
+    this.#statusTTL(status, key);
+    return this;
+  }
+
   /** Removes key; true if it was present. */
   delete(key) {
-    if (this.#l1 !== null) {
-      this.#writes++;
-      this.#l1Drop(key);
-    }
+    this.#writes++;
+    if (this.#l1 !== null) this.#l1Drop(key);
     this.#unflushed = true;
     return this.#n.delete(key);
   }
 
   /** Removes every entry (dispose reason 'clear'). */
   clear() {
+    this.#writes++;
     if (this.#l1 !== null) {
-      this.#writes++;
       this.#l1.clear();
       this.#l1Order = [];
       this.#l1Head = 0;
     }
     this.#unflushed = true;
     this.#n.clear();
+    this.#clears++;
   }
 
   /**
@@ -576,6 +666,95 @@ class LarderCache {
   /** Milliseconds key has left: 0 when absent, Infinity when it never expires. */
   getRemainingTTL(key) {
     return this.#n.ttl(key);
+  }
+
+  /**
+   * lru-cache's purgeStale(): false, as lru-cache's with ttlAutopurge. The
+   * engine reclaims expired entries in the background (dispose reason
+   * 'expire') and never returns one, so none is left for this call to
+   * remove; it waits for the maintainer to apply this handle's writes
+   * (larder_flush), as size does.
+   */
+  purgeStale() {
+    this.#unflushed = !this.#n.flush();
+    return false;
+  }
+
+  /**
+   * lru-cache's info(key): { value } (as peek), with ttl (ms left) and start
+   * (Date.now()) when the entry has a lifetime; undefined when absent.
+   */
+  info(key) {
+    const value = this.peek(key);
+    if (value === undefined) return undefined;
+    const entry = { value };
+    const left = this.#n.ttl(key);
+    if (left > 0 && left !== Infinity) {
+      entry.ttl = left;
+      entry.start = Date.now();
+    }
+    return entry;
+  }
+
+  /**
+   * lru-cache's dump(): [key, entry] pairs for load() here or in lru-cache,
+   * entries as info() gives them, in the walk's order. As in lru-cache, once
+   * a lifetime is in use every entry carries ttl and start (ttl 0: none), so
+   * that a cache with a default ttl loads an entry without one as it was.
+   */
+  dump() {
+    const out = [];
+    let timed = this.#ttl > 0 || this.#ttlInUse;
+    for (const [key, value] of this.#walk(true)) {
+      const left = this.#n.ttl(key);
+      if (left === 0) continue; // expired since its chunk was fetched
+      const entry = { value };
+      if (left !== Infinity) {
+        entry.ttl = left;
+        entry.start = Date.now();
+        timed = true;
+      }
+      out.push([key, entry]);
+    }
+    if (timed) {
+      const now = Date.now();
+      for (const [, entry] of out) {
+        if (entry.ttl === undefined) Object.assign(entry, { ttl: 0, start: now });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * lru-cache's load(pairs): clear(), then set each [key, { value, ttl,
+   * start }] with the lifetime it has left (ttl less the time since start;
+   * one that ran out is not stored). The pairs are checked before the clear;
+   * a key or value refused part-way (thrown) leaves those before it loaded.
+   */
+  load(pairs) {
+    if (pairs === null || pairs === undefined || typeof pairs[Symbol.iterator] !== 'function') {
+      throw typeError('load needs an iterable of [key, entry] pairs (from dump())');
+    }
+    const list = Array.from(pairs);
+    for (const pair of list) {
+      if (!Array.isArray(pair) || pair.length < 2 || pair[1] === null || typeof pair[1] !== 'object') {
+        throw typeError('load needs [key, { value, ttl, start }] pairs (from dump())');
+      }
+      const { ttl, start } = pair[1];
+      if ((ttl != null && typeof ttl !== 'number') || (start != null && typeof start !== 'number')) {
+        throw typeError('a loaded entry\'s ttl and start must be numbers');
+      }
+    }
+    this.clear();
+    for (const [key, { value, ttl, start }] of list) {
+      if (ttl == null) {
+        this.set(key, value);
+      } else {
+        const left = start ? ttl - (Date.now() - start) : ttl;
+        if (ttl > 0 && !(left > 0)) continue;
+        this.set(key, value, { ttl: ttl > 0 ? left : ttl });
+      }
+    }
   }
 
   /**
@@ -701,10 +880,8 @@ class LarderCache {
       values.push(tag === TAG_STRING || tag === TAG_BYTES ? value : this.#serialize(value));
       tags.push(tag);
     }
-    if (this.#l1 !== null) {
-      this.#writes++;
-      for (const k of keys) this.#l1Drop(k);
-    }
+    this.#writes++;
+    if (this.#l1 !== null) for (const k of keys) this.#l1Drop(k);
     if (ttl > 0) this.#ttlInUse = true;
     this.#unflushed = true;
     this.#n.mset(keys, values, tags, ttl);
@@ -719,13 +896,19 @@ class LarderCache {
    * Walks the cache with the engine's cursor, a chunk of entries per native
    * call: [key, value] pairs (value undefined when withValues is false).
    * The cursor closes when the walk ends, breaks or throws (or, abandoned,
-   * when the generator is collected or the cache closed).
+   * when the generator is collected or the cache closed). As lru-cache's
+   * walk, it ends at this handle's clear(), and after a write through this
+   * handle the rest of the chunk is read again, entry by entry, so that no
+   * key deleted and no value replaced since the fetch is handed out (other
+   * handles' writes are the engine's weak consistency).
    */
   *#walk(withValues) {
     const n = this.#n;
     const it = n.iterOpen(withValues);
+    const clears = this.#clears;
     try {
       for (let buf = n.iterNext(it); buf !== undefined; buf = n.iterNext(it)) {
+        const writes = this.#writes;
         for (let off = 0; off < buf.length;) {
           const kl = buf.readUInt32LE(off);
           const vl = buf.readUInt32LE(off + 4);
@@ -734,7 +917,15 @@ class LarderCache {
           off = vs + vl;
           const keyBytes = buf.subarray(ks, vs);
           const key = isUtf8(keyBytes) ? keyBytes.toString('utf8') : Buffer.from(keyBytes);
-          yield [key, withValues ? this.#decode(buf, vs, off) : undefined];
+          if (this.#clears !== clears) return;
+          if (this.#writes === writes || this.#closed) {
+            yield [key, withValues ? this.#decode(buf, vs, off) : undefined];
+          } else if (withValues) {
+            const v = this.peek(key);
+            if (v !== undefined) yield [key, v];
+          } else if (n.has(key)) {
+            yield [key, undefined];
+          }
         }
       }
     } finally {
@@ -765,6 +956,11 @@ class LarderCache {
 
   [Symbol.iterator]() {
     return this.entries();
+  }
+
+  /** '[object LarderCache]', as lru-cache names itself ('LRUCache') to Object.prototype.toString. */
+  get [Symbol.toStringTag]() {
+    return 'LarderCache';
   }
 
   /**

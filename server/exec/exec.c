@@ -614,24 +614,26 @@ static void exec_touch(struct larderd_exec *x, struct larderd_req *req, struct l
  * replaces. A delay of 0 or less flushes now; 1..30 days is relative; more
  * is a Unix time: in the past it flushes now, unless it is before the server
  * started, which memcached reads as "no flush time" (nothing is flushed and a
- * pending delayed flush is cancelled).
+ * pending delayed flush is cancelled). memcached's flush time is the one
+ * asked for less a second (oldest_live = realtime(delay) - 1), so a delay
+ * of 1 flushes now and a delay of d flushes d - 1 s later.
  */
 int larderd_flush(struct larderd_exec *x, int64_t delay)
 {
 	struct larderd_shared *sh = x->sh;
 	uint64_t at = 0, now = now_ms();
-	bool now_flush = delay <= 0;
+	bool now_flush = delay <= 1;
 
 	larderd_stat_add(x, WS_CMD_FLUSH, 1);
 	if (delay > REALTIME_MAXDELTA) {
 		if (delay <= (int64_t)sh->started - MC_STARTED_SLACK)
 			now_flush = false;
-		else if ((uint64_t)delay * 1000 <= now)
+		else if ((uint64_t)(delay - 1) * 1000 <= now)
 			now_flush = true;
 		else
-			at = (uint64_t)delay * 1000;
-	} else if (delay > 0) {
-		at = now + (uint64_t)delay * 1000;
+			at = (uint64_t)(delay - 1) * 1000;
+	} else if (delay > 1) {
+		at = now + (uint64_t)(delay - 1) * 1000;
 	}
 	/* Relaxed: the main thread polls it once a second; no data hangs off it. */
 	atomic_store_explicit(&sh->flush_at_ms, at, memory_order_relaxed);

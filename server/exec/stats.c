@@ -171,7 +171,7 @@ static void general(struct larderd_exec *x, struct larderd_obuf *out)
 static void settings(struct larderd_exec *x, struct larderd_obuf *out)
 {
 	struct larderd_shared *sh = x->sh;
-	char mask[16];
+	char mask[16], backlog[16];
 
 	/* Relaxed: see larderd_shared; a setting read on its own. */
 	stat_u64(out, "maxbytes", atomic_load_explicit(&sh->maxbytes, memory_order_relaxed));
@@ -192,7 +192,8 @@ static void settings(struct larderd_exec *x, struct larderd_obuf *out)
 	larderd_obuf_add(out, "\r\n", 2);
 	stat_str(out, "detail_enabled", larderd_detail_on(&sh->detail) ? "yes" : "no");
 	stat_str(out, "cas_enabled", "yes");
-	stat_u64(out, "tcp_backlog", (uint64_t)sh->backlog);
+	snprintf(backlog, sizeof(backlog), "%d", sh->backlog);
+	stat_str(out, "tcp_backlog", backlog);
 	stat_str(out, "binding_protocol", sh->protocol == LARDERD_PROTO_ASCII ? "ascii" :
 		 sh->protocol == LARDERD_PROTO_BINARY ? "binary" : "auto-negotiate");
 	stat_str(out, "auth_enabled_sasl", "no");

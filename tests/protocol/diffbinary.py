@@ -376,6 +376,9 @@ def _cases():
                                 frame("GET", b"b"))),
         ("bin-flush", steps(s(b"a", b"1"), frame("FLUSH"), frame("GET", b"a"), s(b"a", b"1"),
                             frame("FLUSHQ", ext=exp_ext(0)), frame("GET", b"a"))),
+        # a delay of 1 s is memcached's "now" (its flush time is the delay less 1 s)
+        ("bin-flush-delay-1", steps(s(b"a", b"1"), frame("FLUSH", ext=exp_ext(1)), frame("GET", b"a"),
+                                    s(b"a", b"1"), frame("FLUSHQ", ext=exp_ext(1)), frame("GET", b"a"))),
         ("bin-misc", steps(frame("NOOP", opaque=77), frame("VERSION"),
                            frame("STAT", b"nosuch"), frame("STAT"))),
         # the groups memcached's binary STAT knows (get_stats: items, slabs,

@@ -156,6 +156,12 @@ CASES = [
                                          "mg k N99999999999\r\n", "mg k R99999999999 v\r\n",
                                          "ma k D18446744073709551616\r\n", "ma k J18446744073709551616\r\n",
                                          "ms k 1 T99999999999\r\nx\r\n", "mg k T2147483648 v\r\n")),
+    # memcached's flush time is the delay's second less one (oldest_live =
+    # realtime(delay) - 1): flush_all 1 flushes at once (larderd flushed a
+    # second later, so the get found the item)
+    ("issue-flush-delay-1", steps("set a 0 0 1\r\nx\r\n", "flush_all 1\r\n", "get a\r\n",
+                                  "set a 0 0 1\r\nx\r\n", "flush_all 1 noreply\r\n", "get a\r\n",
+                                  "set a 0 0 1\r\nx\r\n", "flush_all 1 2\r\n", "get a\r\n")),
     ("issue-too-large-answered-after-value", [b"set big 0 0 %d\r\n" % BIG]),
     ("issue-too-large-pipelined", [b"version\r\nset big 0 0 %d\r\n" % BIG + b"x" * 100]),
     # ---- combinations the cases above did not reach (all identical when added) ----

@@ -35,6 +35,9 @@ Checks:
     with "SERVER_ERROR object too large for cache" (binary: "Too large."
     for SET, ADD and REPLACE), its key's old value removed, the server
     serving on;
+  - -b 0, -1, -77 and a word accepted and served, as memcached accepts
+    them (its atoi), stats settings' tcp_backlog memcached's (larderd
+    refused 0 and negatives);
   - stats settings with -A -F -X -a -b -B -D: the fields for those options
     that both servers have read as memcached's.
 """
@@ -376,6 +379,33 @@ def check_counts(larderd, memcached):
           % len(cases))
 
 
+def check_backlog(larderd, memcached):
+    """-b as memcached 1.6.18 reads it (atoi, handed to listen(2), which
+    takes 0 and caps a negative at somaxconn): 0, -1 and a word start both
+    servers, which serve, and stats settings' tcp_backlog is memcached's.
+    larderd refused 0 and every negative."""
+    lp, mp = free_ports(2)
+    for value in ("0", "-1", "-77", "abc"):
+        got = []
+        for server, port in ((larderd, lp), (memcached, mp)):
+            p = subprocess.Popen([server, "-p", str(port), "-l", "127.0.0.1", "-U", "0", "-u", "root",
+                                  "-b", value], stderr=subprocess.PIPE)
+            try:
+                connect_when_up(("127.0.0.1", port), p).close()
+                if talk(port, b"set k 0 0 1\r\nx\r\nget k\r\n") != b"STORED\r\nVALUE k 0 1\r\nx\r\nEND\r\n":
+                    raise RuntimeError("-b %s: %s did not serve" % (value, server))
+                got.append([l for l in talk(port, b"stats settings\r\n").split(b"\r\n")
+                            if l.startswith(b"STAT tcp_backlog ")])
+            except RuntimeError:
+                p.kill()
+                raise RuntimeError("-b %s: %s: %r" % (value, server, p.communicate()[1]))
+            p.terminate()
+            wait_exit(p, server)
+        if got[0] != got[1]:
+            raise RuntimeError("-b %s: larderd %r, memcached %r" % (value, got[0], got[1]))
+    print("-b 0, -1, -77, abc: accepted, served, tcp_backlog as memcached's")
+
+
 def check_suboptions(larderd, memcached):
     """-o: a suboption memcached 1.6.18 does not know (or an empty one) is
     refused as memcached refuses it, "Illegal suboption" and exit 1, where
@@ -483,6 +513,7 @@ def main():
         check_port(larderd)
         check_item_vs_memory(larderd, memcached)
         check_counts(larderd, memcached)
+        check_backlog(larderd, memcached)
         check_listen_list(larderd, memcached)
         check_shards(larderd)
         check_suboptions(larderd, memcached)

@@ -6,7 +6,9 @@
  * fields); every method fed bad arguments and called after close(); and the
  * bugs this audit found (L1 copies shadowing writes made through another
  * spelling of the same key, forEach's this, a huge constructor ttl, options
- * given as lru-cache's own defaults refused).
+ * given as lru-cache's own defaults refused; a walk going on past the
+ * handle's clear() or handing out what it deleted; info, dump, load,
+ * purgeStale, status objects and Symbol.toStringTag missing).
  *
  * lru-cache is a devDependency (npm install in bindings/node); without it
  * the side-by-side tests are skipped and say so.
@@ -311,6 +313,7 @@ test('bad keys: TypeError from every method, and nothing else changes', () => {
     assert.throws(() => c.set(k, 'v'), type, what);
     assert.throws(() => c.set(k, undefined), type, what);
     assert.throws(() => c.getRemainingTTL(k), type, what);
+    assert.throws(() => c.info(k), type, what);
     assert.throws(() => c.mget(['keep', k]), type, what);
     assert.throws(() => c.mget([k]), type, what);
     assert.throws(() => c.mset([[k, 'v']]), type, what);
@@ -377,6 +380,7 @@ test('every method after close() throws ERR_LARDER_CLOSED; close is idempotent',
     stats: () => c.stats(), forEach: () => c.forEach(() => {}), entries: () => c.entries().next(),
     keys: () => c.keys().next(), values: () => c.values().next(), spread: () => [...c],
     compression: () => c.compression, poolStats: () => c.poolStats(),
+    info: () => c.info('a'), dump: () => c.dump(), load: () => c.load([['a', { value: 1 }]]),
   };
   for (const [name, f] of Object.entries(calls)) assert.throws(f, closed, name);
 });
@@ -748,4 +752,280 @@ test('fetch resolves to get and memo throws, as lru-cache without fetchMethod or
   assert.throws(() => larder.memo('a'), { message: 'no memoMethod provided to constructor' });
   larder.close();
   await assert.rejects(larder.fetch('a'), { code: 'ERR_LARDER_CLOSED' });
+});
+
+/*
+ * Round 4 (front20). A walk hands out a chunk of up to 1,024 entries fetched
+ * in one native call; a clear(), delete() or set() made through the handle
+ * while the walk is inside a chunk did not reach the rest of that chunk:
+ * after clear() the walk went on with entries lru-cache no longer has, a
+ * deleted key came out, and a key overwritten came out with its old value.
+ * lru-cache's walk ends at clear() and never returns a deleted key or an
+ * old value (NODE-J4).
+ */
+const WALKS = {
+  entries: (c, at) => { for (const [k, v] of c.entries()) at(k, v); },
+  keys: (c, at) => { for (const k of c.keys()) at(k, c.peek(k)); },
+  values: (c, at) => { for (const v of c.values()) at(`k${v}`, v); },
+  forEach: (c, at) => c.forEach((v, k) => at(k, v)),
+  'for-of': (c, at) => { for (const [k, v] of c) at(k, v); },
+};
+
+/* The keys a walk hands out when op(cache, seen) runs after its third entry. */
+function walkWith(c, walk, op) {
+  const seen = [];
+  WALKS[walk](c, (k, v) => {
+    seen.push(k);
+    if (seen.length === 3) op(c, seen);
+  });
+  return seen;
+}
+
+test('a walk ends at clear(), as lru-cache\'s: no entry of the chunk already fetched after it', { skip: needLru }, () => {
+  for (const walk of Object.keys(WALKS)) {
+    for (const config of [{}, { l1: { max: 8 } }, { shards: 4 }]) {
+      for (const after of [(c) => c.clear(), (c) => { c.clear(); c.set('new', 1); }]) {
+        const lru = new LRUCache({ max: 100 });
+        const larder = new LarderCache(config);
+        for (const c of [lru, larder]) for (let i = 0; i < 10; i++) c.set(`k${i}`, i);
+        assert.equal(walkWith(lru, walk, after).length, 3, `lru-cache ${walk}`);
+        assert.equal(walkWith(larder, walk, after).length, 3, `${walk} ${JSON.stringify(config)}`);
+        larder.close();
+      }
+    }
+  }
+});
+
+test('a walk never hands out a key deleted, or a value replaced, after its chunk was fetched, as lru-cache', { skip: needLru }, () => {
+  for (const walk of Object.keys(WALKS)) {
+    for (const config of [{}, { l1: { max: 8 } }]) {
+      const lru = new LRUCache({ max: 100 });
+      const larder = new LarderCache(config);
+      // Every key not yet seen deleted: both walks stop at three entries.
+      const deleteRest = (c, seen) => {
+        for (let i = 0; i < 10; i++) if (!seen.includes(`k${i}`)) c.delete(`k${i}`);
+      };
+      for (const c of [lru, larder]) for (let i = 0; i < 10; i++) c.set(`k${i}`, i);
+      assert.deepEqual(walkWith(lru, walk, deleteRest).length, 3, `lru-cache ${walk}`);
+      assert.deepEqual(walkWith(larder, walk, deleteRest).length, 3, `${walk} ${JSON.stringify(config)}`);
+      larder.close();
+    }
+  }
+  // Over several chunks: deletes and overwrites inside a chunk, checked entry by entry.
+  for (const config of [{}, { l1: { max: 64 } }]) {
+    const c = new LarderCache(config);
+    const N = 3000;
+    for (let i = 0; i < N; i++) c.set(`k${i}`, i);
+    const deleted = new Set();
+    const counts = new Map();
+    let n = 0;
+    for (const [k, v] of c) {
+      assert.ok(!deleted.has(k), `deleted ${k} handed out`);
+      assert.equal(v, Number(k.slice(1)), `${k} value`);
+      counts.set(k, (counts.get(k) || 0) + 1);
+      if (++n % 7 === 0) {
+        for (let j = 0; j < 40; j++) {
+          const victim = `k${(n * 31 + j * 97) % N}`;
+          if (!counts.has(victim)) {
+            deleted.add(victim);
+            c.delete(victim);
+          }
+        }
+      }
+    }
+    for (const [k, times] of counts) assert.equal(times, 1, `${k} once`);
+    assert.equal(counts.size + deleted.size, N, JSON.stringify(config));
+    c.close();
+  }
+  for (const walk of Object.keys(WALKS)) {
+    const c = new LarderCache({});
+    for (let i = 0; i < 10; i++) c.set(`k${i}`, i);
+    const got = new Map();
+    WALKS[walk](c, (k, v) => {
+      got.set(k, v);
+      if (got.size === 3) for (let i = 0; i < 10; i++) c.set(`k${i}`, i + 100);
+    });
+    assert.equal(got.size, 10, walk);
+    let old = 0;
+    for (const [k, v] of got) if (v < 100) old++;
+    assert.equal(old, 3, `${walk}: only the three seen before the overwrite carry old values`);
+    c.close();
+  }
+});
+
+/*
+ * lru-cache names itself to Object.prototype.toString (Symbol.toStringTag
+ * 'LRUCache', its class's name); LarderCache said '[object Object]'. It
+ * now says its own class's name, as lru-cache's convention does.
+ */
+test('Object.prototype.toString names the class, as lru-cache\'s Symbol.toStringTag does', { skip: needLru }, () => {
+  const lru = new LRUCache({ max: 10 });
+  const larder = new LarderCache({});
+  assert.equal(Object.prototype.toString.call(lru), '[object LRUCache]');
+  assert.equal(Object.prototype.toString.call(larder), '[object LarderCache]');
+  assert.equal(`${larder}`, '[object LarderCache]');
+  larder.close();
+  assert.equal(Object.prototype.toString.call(larder), '[object LarderCache]', 'after close() too');
+});
+
+/*
+ * info(), dump() and load(): lru-cache's entries ({ value } and, for an
+ * entry with a lifetime, its remaining ttl and a Date.now() start), which
+ * carry a cache's contents and deadlines to another cache of either kind.
+ * LarderCache had none of the three.
+ */
+test('info(k) is lru-cache\'s: { value }, and ttl and start for an entry with a lifetime', { skip: needLru }, () => {
+  for (const options of [{}, { ttl: 60000 }]) {
+    const lru = new LRUCache({ max: 100, ...options });
+    const larder = new LarderCache(options);
+    for (const c of [lru, larder]) {
+      c.set('plain', { a: 1 });
+      c.set('timed', 'v', { ttl: 30000 });
+      c.set('forever', Buffer.from('b'), { ttl: 0 });
+    }
+    for (const key of ['plain', 'timed', 'forever', 'absent']) {
+      const want = lru.info(key);
+      const got = larder.info(key);
+      const where = `${key} under ${JSON.stringify(options)}`;
+      if (want === undefined) {
+        assert.equal(got, undefined, where);
+        continue;
+      }
+      assert.deepEqual(Object.keys(got).sort(), Object.keys(want).sort(), where);
+      assert.deepEqual(got.value, want.value, where);
+      if ('ttl' in want) {
+        const set = key === 'timed' ? 30000 : options.ttl;
+        assert.ok(got.ttl > 0 && got.ttl <= set, `${where}: ttl ${got.ttl} (lru-cache ${want.ttl})`);
+        assert.ok(Math.abs(got.start - want.start) < 60000, `${where}: start ${got.start}`);
+      }
+    }
+    larder.close();
+  }
+  assert.throws(() => new LarderCache({}).info(7), { code: 'ERR_INVALID_ARG_TYPE' });
+});
+
+test('dump() and load() carry contents and deadlines between lru-cache and LarderCache, both ways', { skip: needLru }, () => {
+  const fill = (c) => {
+    c.set('plain', 'p');
+    c.set('obj', { n: [1, 2] });
+    c.set('timed', 't', { ttl: 60000 });
+    c.set('forever', 'f', { ttl: 0 });
+  };
+  // plain has the cache's default lifetime (none, or 120 s); forever none in either.
+  const check = (c, where, plainMax) => {
+    assert.deepEqual(contents(c), [['forever', 'f'], ['obj', { n: [1, 2] }], ['plain', 'p'], ['timed', 't']], where);
+    const left = c.getRemainingTTL('timed');
+    assert.ok(left > 0 && left <= 60000, `${where}: timed has ${left} ms`);
+    const plain = c.getRemainingTTL('plain');
+    assert.ok(plainMax === Infinity ? plain === Infinity : plain > 0 && plain <= plainMax, `${where}: plain has ${plain}`);
+    assert.equal(c.getRemainingTTL('forever'), Infinity, `${where}: forever never expires`);
+  };
+  for (const options of [{}, { ttl: 120000 }]) {
+    const where = JSON.stringify(options);
+    const lru = new LRUCache({ max: 100, ...options });
+    const larder = new LarderCache(options);
+    fill(lru);
+    larder.set('gone', 'cleared by load');
+    larder.load(lru.dump());
+    const plainMax = options.ttl || Infinity;
+    check(larder, `lru-cache -> larder ${where}`, plainMax);
+    const back = new LRUCache({ max: 100, ...options });
+    back.load(larder.dump());
+    check(back, `larder -> lru-cache ${where}`, plainMax);
+    const other = new LarderCache(options);
+    other.load(larder.dump());
+    check(other, `larder -> larder ${where}`, plainMax);
+    // An entry whose lifetime ran out while dumped: absent after load, in both.
+    const stale = [['old', { value: 'x', ttl: 1000, start: Date.now() - 5000 }]];
+    back.load(stale);
+    other.load(stale);
+    assert.equal(back.get('old'), undefined);
+    assert.equal(other.get('old'), undefined, where);
+    assert.equal(other.size, 0, where);
+    larder.close();
+    other.close();
+  }
+  const c = new LarderCache({});
+  assert.throws(() => c.load(7), { code: 'ERR_INVALID_ARG_TYPE' });
+  c.set('keep', 'v');
+  assert.throws(() => c.load([['a', { value: 1 }], ['k']]), { code: 'ERR_INVALID_ARG_TYPE' });
+  assert.throws(() => c.load([['a', { value: 1, ttl: '5' }]]), { code: 'ERR_INVALID_ARG_TYPE' });
+  assert.equal(c.get('keep'), 'v', 'pairs refused before the clear');
+  c.close();
+  assert.throws(() => c.dump(), { code: 'ERR_LARDER_CLOSED' });
+});
+
+/*
+ * lru-cache fills a status object given to set, get, has and peek ({ status
+ * }: op, key, cache, the outcome, value, oldValue, and the ttl fields of an
+ * entry with a lifetime). LarderCache ignored it (left it {}). Compared
+ * field by field with lru-cache's; values where both know them.
+ */
+test('status objects of set, get, has and peek carry lru-cache\'s fields', { skip: needLru }, () => {
+  for (const options of [{}, { ttl: 60000 }]) {
+    const lru = new LRUCache({ max: 100, ...options });
+    const larder = new LarderCache(options);
+    const steps = [
+      ['set new', (c, status) => c.set('a', { n: 1 }, { status })],
+      ['set again', (c, status) => c.set('a', 'two', { status })],
+      ['set with ttl', (c, status) => c.set('t', 'x', { ttl: 30000, status })],
+      ['get hit', (c, status) => c.get('a', { status })],
+      ['get timed', (c, status) => c.get('t', { status })],
+      ['get miss', (c, status) => c.get('zz', { status })],
+      ['has hit', (c, status) => c.has('t', { status })],
+      ['has miss', (c, status) => c.has('zz', { status })],
+      ['peek hit', (c, status) => c.peek('a', { status })],
+      ['peek miss', (c, status) => c.peek('zz', { status })],
+      ['set undefined', (c, status) => c.set('a', undefined, { status })],
+    ];
+    for (const [name, step] of steps) {
+      const where = `${name} under ${JSON.stringify(options)}`;
+      const want = {};
+      const got = {};
+      const wantResult = step(lru, want);
+      const gotResult = step(larder, got);
+      assert.deepEqual(gotResult === larder ? 'this' : gotResult, wantResult === lru ? 'this' : wantResult, where);
+      assert.deepEqual(Object.keys(got).sort(), Object.keys(want).sort(), where);
+      assert.equal(got.cache, larder, where);
+      for (const field of ['op', 'key', 'value', 'oldValue', 'set', 'get', 'has', 'peek']) {
+        assert.deepEqual(got[field], want[field], `${where}: ${field}`);
+      }
+      if ('remainingTTL' in want) {
+        assert.ok(got.remainingTTL > 0 && got.remainingTTL <= want.ttl, `${where}: ${got.remainingTTL} left`);
+        assert.ok(Math.abs(got.start + got.ttl - got.now - got.remainingTTL) < 1e-6, `${where}: ttl, start and now agree`);
+      }
+    }
+    larder.close();
+  }
+  // lru-cache's 'update' (the very value stored again: no dispose) is 'replace' here, as dispose hears it.
+  const c = new LarderCache({});
+  const status = {};
+  c.set('k', 1);
+  c.set('k', 1, { status });
+  assert.equal(status.set, 'replace');
+  assert.equal(status.oldValue, 1);
+  c.close();
+});
+
+/*
+ * purgeStale(): LarderCache had none (a TypeError for code moved from
+ * lru-cache). The engine reclaims expired entries itself, as lru-cache with
+ * ttlAutopurge does, whose purgeStale then finds nothing: false in both.
+ */
+test('purgeStale() answers as lru-cache\'s with ttlAutopurge: false, expired entries already gone', { skip: needLru }, async () => {
+  const lruLog = disposeLog();
+  const larderLog = disposeLog();
+  const lru = new LRUCache({ max: 10, ttlAutopurge: true, dispose: lruLog.dispose });
+  const larder = new LarderCache({ dispose: larderLog.dispose });
+  for (const c of [lru, larder]) {
+    c.set('short', 's', { ttl: 5 });
+    c.set('long', 'l', { ttl: 600000 });
+  }
+  await waitFor(() => lruLog.log.length === 1 && larderLog.log.length === 1, 'both expiries');
+  assert.equal(larder.purgeStale(), false);
+  assert.equal(lru.purgeStale(), false);
+  assert.deepEqual(larderLog.log, lruLog.log);
+  assert.deepEqual(contents(larder), contents(lru));
+  larder.close();
+  assert.throws(() => larder.purgeStale(), { code: 'ERR_LARDER_CLOSED' });
 });

@@ -133,6 +133,13 @@ class CaffeineContractTest {
                     }
                     break;
                 }
+                /* The counts along the way, not only at the end (every 8th step: stats() reads
+                   every engine counter). */
+                if (step % 8 == 0) {
+                    LarderStats now = larder.stats();
+                    assertEquals(caffeine.stats().hitCount(), now.hitCount(), at + ": hits");
+                    assertEquals(caffeine.stats().missCount(), now.missCount(), at + ": misses");
+                }
             }
             /* Hits and misses: reads count (get), presence and conditional writes do not. */
             LarderStats st = larder.stats();
@@ -182,7 +189,8 @@ class CaffeineContractTest {
      */
     @ParameterizedTest
     @ValueSource(strings = {"get", "getAll", "miss", "containsKey", "putIfAbsent", "putIfAbsentTtl",
-        "replace", "replaceIfEquals", "replaceIfEqualsFails", "removeIfEqualsFails", "put", "none"})
+        "replace", "replaceIfEquals", "replaceIfEqualsFails", "removeIfEqualsFails", "put", "none",
+        "getInto", "getDirect", "getAllInto", "entryIterator", "keyIterator", "remainingTTL"})
     void expireAfterAccessAsCaffeines(String op) {
         ManualClock clock = new ManualClock(1_000_000);
         Cache<String, String> caffeine = Caffeine.newBuilder()
@@ -241,6 +249,43 @@ class CaffeineContractTest {
             case "put":
                 map.put("k", "w");
                 larder.put("k", "w");
+                break;
+            /* larder's byte reads are gets: each an access, as Caffeine's getIfPresent */
+            case "getInto":
+                c = caffeine.getIfPresent("k") != null;
+                l = larder.getInto("k", new byte[8]) >= 0;
+                break;
+            case "getDirect":
+                c = caffeine.getIfPresent("k") != null;
+                l = larder.getDirect("k", view -> { });
+                break;
+            case "getAllInto":
+                c = caffeine.getAllPresent(List.of("k")).size();
+                l = larder.getAllInto(new String[] {"k"}, 1, new byte[1][8], new int[1]);
+                break;
+            /* a walk is no access in either (Caffeine's asMap() iterators read quietly) */
+            case "entryIterator": {
+                c = new HashMap<>(map);
+                Map<String, String> seen = new HashMap<>();
+                try (CloseableIterator<Map.Entry<String, String>> it = larder.entryIterator()) {
+                    it.forEachRemaining(e -> seen.put(e.getKey(), e.getValue()));
+                }
+                l = seen;
+                break;
+            }
+            case "keyIterator": {
+                c = new ArrayList<>(map.keySet());
+                List<String> seen = new ArrayList<>();
+                try (CloseableIterator<String> it = larder.keyIterator()) {
+                    it.forEachRemaining(seen::add);
+                }
+                l = seen;
+                break;
+            }
+            /* no access: Caffeine's policy reads (ageOf) are quiet too */
+            case "remainingTTL":
+                c = caffeine.policy().expireAfterAccess().get().ageOf("k", TimeUnit.MILLISECONDS).getAsLong() == 600;
+                l = larder.remainingTTLmillis("k") == TTL_MS - 600;
                 break;
             default:
                 break;
