@@ -330,8 +330,9 @@ static inline void count_miss(struct larder__handle *h)
  * read is written once.
  *
  * larder_get goes further, because every call it makes on its common path
- * costs it registers saved and restored: its fast path makes no call but the
- * value's memcpy. It takes keys of 8 to 16 bytes (inline hash and key
+ * costs it registers saved and restored: its fast path makes no call (a
+ * value of 16 to 64 bytes is copied inline, copy_value, as a put copies it;
+ * other sizes call memcpy). It takes keys of 8 to 16 bytes (inline hash and key
  * compare), asks only the home bucket (larder__table_lookup_home_rcu) and
  * hands an entry with a deadline that the TSC's bound on the time does not
  * settle inline (live_by_bound) to get_deadline_hit() (a tail call); the
@@ -357,6 +358,10 @@ static __attribute__((noinline)) int get_unpack(larder *c, struct larder__handle
 						 struct larder__entry *e, unsigned flags,
 						 void *buf, size_t buf_len, size_t *value_len);
 
+/* The value's copy, inline for 16 to 64 bytes (defined with the writes). */
+static inline __attribute__((always_inline)) void copy_value(unsigned char *dst, const void *src,
+							    size_t len);
+
 /* get_copy() of an entry known to be stored raw. */
 READ_BODY int get_copy_raw(struct larder__handle *h, struct larder__entry *e, unsigned flags,
 			   void *buf, size_t buf_len, size_t *value_len)
@@ -368,8 +373,7 @@ READ_BODY int get_copy_raw(struct larder__handle *h, struct larder__entry *e, un
 	if (__builtin_expect(len > buf_len, 0))
 		return LARDER_EBUFSIZE;
 	count_hit(h, e, flags);
-	if (len) /* buf may be NULL for an empty value */
-		memcpy(buf, value, len);
+	copy_value(buf, value, len); /* copies nothing for 0: buf may be NULL */
 	return LARDER_OK;
 }
 

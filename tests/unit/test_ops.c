@@ -334,6 +334,41 @@ static void test_get_bufsize(void)
 	larder_close(cache);
 }
 
+/* The copy-out of every value size around the inline copy (16 to 64 bytes,
+ * overlapping 16-byte words) and the memcpy on either side of it, through
+ * larder_get's fast path (a 12-byte key) and its general read (a 1-byte
+ * key): exactly the value's bytes, none past them, into a buffer of exactly
+ * the value's length and into a larger one. */
+static void test_get_copy_sizes(void)
+{
+	larder *cache = open_cache(MiB, 16, 1024);
+	static const char *const keys[] = {"fast-key-012", "g"};
+	unsigned char value[80], buf[80 + 32], canary[80 + 32];
+	size_t len;
+
+	REQUIRE(cache != NULL);
+	memset(canary, 0xa5, sizeof(canary));
+	for (size_t n = 0; n <= sizeof(value); n++) {
+		for (size_t k = 0; k < TH_COUNT(keys); k++) {
+			fill(value, n, (unsigned)(n + 7 * k));
+			CHECK_RC(larder_put(cache, keys[k], strlen(keys[k]), value, n,
+					    LARDER_TTL_DEFAULT),
+				 LARDER_OK);
+			for (size_t extra = 0; extra <= 32; extra += 32) {
+				memcpy(buf, canary, sizeof(buf));
+				len = 12345;
+				CHECK_RC(larder_get(cache, keys[k], strlen(keys[k]), buf, n + extra, &len),
+					 LARDER_OK);
+				CHECK_EQ(len, n);
+				CHECK_MEM(buf, value, n);
+				CHECK_MEM(buf + n, canary + n, sizeof(buf) - n);
+			}
+		}
+	}
+	th_check_accounting(cache, 60000, NULL, NULL);
+	larder_close(cache);
+}
+
 /* ---- get_with ----------------------------------------------------------- */
 
 static void test_get_with(void)
@@ -980,6 +1015,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_large_values),
 		TH_TEST(test_get_errors),
 		TH_TEST(test_get_bufsize),
+		TH_TEST(test_get_copy_sizes),
 		TH_TEST(test_get_with),
 		TH_TEST(test_get_with_nested),
 		TH_TEST(test_get_batch),

@@ -35,12 +35,22 @@
 # the kernel's share of the maintainer's CPU time (sleeps, wake-ups,
 # membarrier) over the whole process, preload and warm-up included, in
 # clock ticks (coarse: 10 ms each): time that no line transfer explains.
+# LB_PIN_SCENARIO=mix runs the 9:1 mix cell instead (docs/bench.md, "The
+# 9:1 mix against ck_ht"): "put" in the table then reads "op" (the
+# worker's ns per op of the mix, the maintainer's per op), and split - same
+# in the worker's ns/op is what the lines the maintainer writes on its own
+# core (policy links, frequencies) cost the reads and writes that meet them.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 benches=("${1:-$here/../../build/release/tools/larder-bench/larder-bench}" "${@:4}")
 rounds=${2:-7}
 shards=${3:-1}
+case ${LB_PIN_SCENARIO:-write} in
+write) scenario=write cell=write ;;
+mix) scenario=mix cell=mix9:1 ;;
+*) echo "pin.sh: LB_PIN_SCENARIO must be write or mix" >&2; exit 2 ;;
+esac
 for b in "${benches[@]}"; do
 	[[ -x $b ]] || { echo "pin.sh: no larder-bench at $b (build it first)" >&2; exit 2; }
 done
@@ -56,7 +66,7 @@ for ((r = 1; r <= rounds; r++)); do
 	for ((i = 0; i < nb; i++)); do runs+=("$i same" "$i split"); done
 	for ((j = 0; j < ${#runs[@]}; j++)); do
 		read -r i mode <<<"${runs[(j + r - 1) % ${#runs[@]}]}"
-		LB_PIN=$mode LB_LARDER_STATS=1 "${benches[i]}" --engines larder --scenarios write \
+		LB_PIN=$mode LB_LARDER_STATS=1 "${benches[i]}" --engines larder --scenarios "$scenario" \
 			--threads 1 --rounds 1 --shards "$shards" 2>"$out.err" >"$out.cell" ||
 			{ cat "$out.err" >&2; exit 1; }
 		read -r writes passes < <(awk '/larder stats:/ { print $5, $7 }' "$out.err") || true
@@ -64,8 +74,8 @@ for ((r = 1; r <= rounds; r++)); do
 		# The cell's row: scenario threads engine median range ratio | cpu
 		# cratio on-cpu helper | hit
 		awk -v r="$r" -v b="$i" -v m="$mode" -v w="${writes:-0}" -v p="${passes:-0}" \
-			-v ut="${ut:-0}" -v st="${st:-0}" '
-			$1 == "write" && $3 == "larder" && $7 == "|" {
+			-v ut="${ut:-0}" -v st="${st:-0}" -v cell="$cell" '
+			$1 == cell && $3 == "larder" && $7 == "|" {
 				h = $11; sub(/%/, "", h)
 				printf "%s %s %s %s %s %s %s %s\n", r, b, m, $4, $8, h / 100, p ? w / p : 0,
 					ut + st ? 100 * st / (ut + st) : 0
@@ -73,8 +83,8 @@ for ((r = 1; r <= rounds; r++)); do
 	done
 done
 
-printf 'write cell, 1 writer thread, %s shard(s), %s rounds, same and split alternating (load average now: %s)\n' \
-	"$shards" "$rounds" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%s cell, 1 worker thread, %s shard(s), %s rounds, same and split alternating (load average now: %s)\n' \
+	"$cell" "$shards" "$rounds" "$(cut -d' ' -f1-3 /proc/loadavg)"
 awk -v nb="$nb" -v names="${benches[*]}" '
 	function median(a, n,    i, j, t) {
 		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }

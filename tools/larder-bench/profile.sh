@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# tools/larder-bench/profile.sh - instructions per get or per put, larder vs
-# bare, counted by callgrind (repeatable: the count does not depend on
-# machine load).
+# tools/larder-bench/profile.sh - instructions per get, per put or per op
+# of the 9:1 mix, larder vs bare (and ck_ht in the mix), counted by callgrind
+# (repeatable: the count does not depend on machine load).
 #
-#   bash tools/larder-bench/profile.sh [path/to/larder-bench] [N] [get|put]
+#   bash tools/larder-bench/profile.sh [path/to/larder-bench] [N] [get|put|mix]
 #   cmake --build build/release --target larder-bench-profile      (get)
 #   cmake --build build/release --target larder-bench-profile-put  (put)
 #
@@ -44,6 +44,17 @@
 #   against the TSC's bound on the time (core/clockbound.h), which the
 #   maintainer calibrates during a 1 s pause the bench makes after the
 #   preload (lb_ops_run), or the clock near the deadline.
+#   mix: the matrix's 1-thread 9:1 cell (the same keys and values; one op
+#   in ten, by the RNG, a put overwriting a present key). Engines null,
+#   bare, ck (ck_ht) and larder; the main thread (-null) and the other
+#   threads (larder's maintainer) apart, as for put. Also larder's own
+#   entry points: larder_get's and larder_put's inclusive cost per call
+#   (callgrind_annotate, 0-op run subtracted; the 0-op run's calls are the
+#   preload's puts), which splits the main thread's figure into its gets
+#   and its puts; the counts of each come from the run's hits, misses and
+#   ops. LB_PROFILE_ENGINES="null bare ck larder" (any mode) picks the
+#   engines, so that get and put can count ck_ht's get and put too (null
+#   and larder must be among them).
 #   LB_PROFILE_CACHESIM=1 adds callgrind's cache simulation: simulated
 #   first-level and last-level data misses per operation, per thread. It
 #   models each thread's caches alone (no coherence traffic between cores),
@@ -63,9 +74,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bench=${1:-$here/../../build/release/tools/larder-bench/larder-bench}
 mode=${3:-get}
 case $mode in
+mix) n=${2:-1000000} scenario=mix ;;
 get) n=${2:-500000} scenario=read ;;
 put) n=${2:-1000000} scenario=write ;;
-*) echo "profile.sh: mode must be get or put, not $mode" >&2; exit 2 ;;
+*) echo "profile.sh: mode must be get, put or mix, not $mode" >&2; exit 2 ;;
 esac
 work=${LB_PROFILE_DIR:-$(mktemp -d /tmp/larder-profile.XXXXXX)}
 mkdir -p "$work"
@@ -108,13 +120,56 @@ per_op() {
 		"$(awk -v x="$b" -v y="$b0" -v n="$n" 'BEGIN { printf "%.2f", (x - y) / n }')"
 }
 
+engines=${LB_PROFILE_ENGINES:-null bare larder}
+[[ $mode == mix ]] && engines=${LB_PROFILE_ENGINES:-null bare ck larder}
 declare -A mainop otherop
-for e in null bare larder; do
+for e in $engines; do
 	read -r mainop[$e] otherop[$e] < <(per_op "$e" Ir)
 	printf '%-7s Ir per op: main thread %8s, other threads %8s\n' "$e" "${mainop[$e]}" "${otherop[$e]}"
 done
 
-if [[ $mode == get ]]; then
+if [[ $mode == mix ]]; then
+	# The run's gets and puts (the same for every engine: the RNG alone
+	# decides), from larder's "ops=N hits=H misses=M" line.
+	read -r gets puts < <(awk '/^ops engine=larder/ {
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		printf "%d %d\n", v["hits"] + v["misses"], v["ops"] - v["hits"] - v["misses"] }' "$work/log.larder.$n")
+	# Inclusive Ir of larder's function $1 in the main thread's file of the
+	# N-op and the 0-op runs, subtracted.
+	incl() {
+		local a b
+		a=$(callgrind_annotate --inclusive=yes --show-percs=no --show=Ir --threshold=100 "$work/cg.larder.$n-01" 2>/dev/null |
+			awk -v f="$1" '$2 ~ ":"f"$" { gsub(/,/, "", $1); print $1; exit }')
+		b=$(callgrind_annotate --inclusive=yes --show-percs=no --show=Ir --threshold=100 "$work/cg.larder.0-01" 2>/dev/null |
+			awk -v f="$1" '$2 ~ ":"f"$" { gsub(/,/, "", $1); print $1; exit }')
+		echo $((${a:-0} - ${b:-0}))
+	}
+	getir=$(incl larder_get)
+	putir=$(incl larder_put)
+	printf '\ninstructions per op of the 9:1 mix (1-thread cell, 16 B keys, 64 B values, %d gets and %d puts in %d ops):\n' \
+		"$gets" "$puts" "$n"
+	printf '  %-8s %14s %14s %10s\n' engine "main (-null)" "other threads" both
+	for e in $engines; do
+		[[ $e == null ]] && continue
+		awk -v e="$e" -v m="${mainop[$e]}" -v o="${otherop[$e]}" -v z="${mainop[null]}" \
+			'BEGIN { printf "  %-8s %14.2f %14.2f %10.2f\n", e, m - z, o, m - z + o }'
+	done
+	printf '  %-8s %14.2f\n' "null" "${mainop[null]}"
+	awk -v l="${mainop[larder]}" -v m="${otherop[larder]}" -v z="${mainop[null]}" \
+		-v k="${mainop[ck]:-0}" -v b="${mainop[bare]:-0}" -v g="$getir" -v p="$putir" \
+		-v gets="$gets" -v puts="$puts" -v n="$n" 'BEGIN {
+		if (k > z)
+			printf "larder/ck_ht per op (-null): main thread %.2fx, with the maintainer %.2fx\n",
+				(l - z) / (k - z), (l - z + m) / (k - z)
+		if (b > z)
+			printf "larder/bare per op (-null): main thread %.2fx, with the maintainer %.2fx\n",
+				(l - z) / (b - z), (l - z + m) / (b - z)
+		printf "larder in the mix, inclusive per call: larder_get %.2f Ir per get, larder_put %.2f Ir per put\n",
+			g / gets, p / puts
+		printf "  (gets %.2f + puts %.2f = %.2f Ir per op; the rest of the main thread (-null): %.2f)\n",
+			g / n, p / n, (g + p) / n, l - z - (g + p) / n
+	}'
+elif [[ $mode == get ]]; then
 	awk -v l="${mainop[larder]}" -v b="${mainop[bare]}" -v z="${mainop[null]}" 'BEGIN {
 		printf "\ninstructions per get (1-thread read cell, 16 B keys, 64 B values, copy-out):\n"
 		printf "  %-8s %10s %14s\n", "engine", "per op", "per get (-null)"
@@ -140,10 +195,15 @@ fi
 if [[ $cachesim == yes ]]; then
 	echo
 	echo "simulated data misses per op (callgrind cache model, each thread alone):"
+	# mix: every engine's (ck_ht's and bare's misses beside larder's).
+	simengines=larder
+	[[ $mode == mix ]] && simengines=${engines/null/}
 	for ev in D1mr D1mw DLmr DLmw; do
-		read -r a b < <(per_op larder $ev)
 		read -r za zb < <(per_op null $ev)
-		printf '  %-5s main thread %7.3f (null %7.3f)  other threads %7.3f\n' "$ev" "$a" "$za" "$b"
+		for e in $simengines; do
+			read -r a b < <(per_op "$e" $ev)
+			printf '  %-5s %-7s main thread %7.3f (null %7.3f)  other threads %7.3f\n' "$ev" "$e" "$a" "$za" "$b"
+		done
 	done
 fi
 if [[ $mode == put ]]; then
