@@ -468,6 +468,22 @@ static inline const struct larder__event *spill_peek(struct spill_pos *s)
 	return &s->chunk->ev[s->read];
 }
 
+/* How many ring events ahead drain_events() prefetches the two entries an
+ * event names. The overwrite path writes both headers (mbits) and reads
+ * their sizes: b was written a moment ago by the writer on another core,
+ * a long ago anywhere in the heap. With it the maintainer's CPU per writer
+ * CPU in the write cell fell by about 9 points in both holds that measured
+ * it apart (docs/bench.md); 4 is a guess, not tuned. */
+#define PREFETCH_AHEAD 4u
+
+/* Prefetches, for writing, the entries event ev names (a or b may be NULL
+ * or not an entry: a prefetch never faults). */
+static inline void prefetch_event(const struct larder__event *ev)
+{
+	__builtin_prefetch(ev->a, 1);
+	__builtin_prefetch(ev->b, 1);
+}
+
 /* Applies the spilled events left, which no ring event follows, a chunk's
  * run at a time: per event a pointer's step and compare, where taking them
  * one by one tested the chunk's end and the count (about 8 of the
@@ -512,22 +528,6 @@ void larder__maint_spill_free(struct larder__handle *h)
 	h->spill_head = NULL;
 }
 
-/* How many ring events ahead drain_events() prefetches the two entries an
- * event names. The overwrite path writes both headers (mbits) and reads
- * their sizes: b was written a moment ago by the writer on another core,
- * a long ago anywhere in the heap. With it the maintainer's CPU per writer
- * CPU in the write cell fell by about 9 points in both holds that measured
- * it apart (docs/bench.md); 4 is a guess, not tuned. */
-#define PREFETCH_AHEAD 4u
-
-/* Prefetches, for writing, the entries event ev names (a or b may be NULL
- * or not an entry: a prefetch never faults). */
-static inline void prefetch_event(const struct larder__event *ev)
-{
-	__builtin_prefetch(ev->a, 1);
-	__builtin_prefetch(ev->b, 1);
-}
-
 /* Applies h's posted events: the ring's and, merged in posting order, the
  * spill's (EV-V4 in maint/events.h), with d's tests. */
 static inline __attribute__((always_inline)) uint64_t
@@ -553,19 +553,31 @@ drain_with(struct larder__maint *m, struct larder__handle *h, struct drain d)
 				spilled - taken0 };
 	for (uint64_t i = tail; i != head && i - tail < PREFETCH_AHEAD; i++)
 		prefetch_event(&h->ev[i % LARDER__EVENT_RING]);
-	for (uint64_t i = tail; i != head; i++) {
-		const struct larder__event *ev = &h->ev[i % LARDER__EVENT_RING];
-		if (head - i > PREFETCH_AHEAD)
-			prefetch_event(&h->ev[(i + PREFETCH_AHEAD) % LARDER__EVENT_RING]);
-		while (sp.left) { /* the spilled events posted before ev (EV-V4) */
+	for (uint64_t i = tail; i != head;) {
+		/* The ring events up to the next spilled event (EV-V4), as a run:
+		 * a spilled event's seq less its number in the spill (spilled -
+		 * sp.left) is the ring's head when it was posted, so it follows
+		 * the ring events below that and precedes the rest. Found once
+		 * per spilled event met, where a test of the spill's next event
+		 * per ring event cost about 16 instructions each (docs/bench.md). */
+		uint64_t stop = head;
+		if (sp.left) {
 			const struct larder__event *s = spill_peek(&sp);
-			if ((int32_t)(s->seq - ev->seq) >= 0)
-				break;
-			replaced += apply_event(m, &d, s);
-			sp.read++;
-			sp.left--;
+			uint32_t at = s->seq - (uint32_t)(spilled - sp.left);
+			if ((int32_t)(at - (uint32_t)i) <= 0) {
+				replaced += apply_event(m, &d, s);
+				sp.read++;
+				sp.left--;
+				continue;
+			}
+			if ((int32_t)(at - (uint32_t)head) < 0)
+				stop = i + (at - (uint32_t)i);
 		}
-		replaced += apply_event(m, &d, ev);
+		for (; i != stop; i++) {
+			if (head - i > PREFETCH_AHEAD)
+				prefetch_event(&h->ev[(i + PREFETCH_AHEAD) % LARDER__EVENT_RING]);
+			replaced += apply_event(m, &d, &h->ev[i % LARDER__EVENT_RING]);
+		}
 	}
 	replaced += apply_spill_rest(m, &d, &sp);
 	larder__maint_bump(m, LARDER_STAT_REPLACEMENTS, replaced);
