@@ -498,7 +498,24 @@ apply_spill_rest(struct larder__maint *m, const struct drain *d, struct spill_po
 		uint32_t n = LARDER__SPILL_CHUNK - s->read;
 		if (n > s->left)
 			n = (uint32_t)s->left;
-		for (const struct larder__event *end = ev + n; ev != end; ev++)
+		const struct larder__event *end = ev + n;
+		/* Each event but the run's last PREFETCH_AHEAD prefetches the
+		 * old entry (a) of the event that many ahead: a line written long
+		 * ago, out of this core's caches, whose header the overwrite path
+		 * reads and writes. Three events in four come from the spill in
+		 * the write cell, which prefetched nothing: 0.94x the
+		 * maintainer's ns per put on the writer's core, 0.97x on its own
+		 * (docs/bench.md); b's prefetch as well measured the same, for 2
+		 * instructions more per event. The run's end bounds the
+		 * look-ahead, so the loop's test is the one it had. */
+		const struct larder__event *fetched = n > PREFETCH_AHEAD ? end - PREFETCH_AHEAD : ev;
+		for (const struct larder__event *p = ev; p != end && p != ev + PREFETCH_AHEAD; p++)
+			__builtin_prefetch(p->a, 1);
+		for (; ev != fetched; ev++) {
+			__builtin_prefetch(ev[PREFETCH_AHEAD].a, 1);
+			replaced += apply_event(m, d, ev);
+		}
+		for (; ev != end; ev++)
 			replaced += apply_event(m, d, ev);
 		s->read += n;
 		s->left -= n;
