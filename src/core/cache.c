@@ -1475,8 +1475,9 @@ static __attribute__((noinline, cold)) int put_wake(struct larder__shard *s,
  * to put_general(), the complete put; for a slot when the cursor's run of
  * the class is empty (most of the rest), to put_refill(), which goes on as
  * it would; with its entry built and its read section entered, to
- * put_indexed(); with a new key's home locked and full or overflowed, to
- * put_probed(); after its post, with the maintainer asleep, to
+ * put_indexed(); with its home locked, for a key past its home (a new key
+ * the home did not take, or one that lives beyond it), to put_probed();
+ * after its post, with the maintainer asleep, to
  * put_wake(). The steps, and their order, are write_common's for a
  * W_PUT_PLAIN (CACHE-B2: the credit is tested before the slot is taken,
  * and taken before anything is published; both are the owner's,
@@ -1529,22 +1530,35 @@ PUT_BODY int put_posted(struct larder__thread *t, struct larder__handle *h,
 	return LARDER_OK;
 }
 
-/* A fast-path put of a key whose home, locked (in root, not shrinking), has
- * no slot of its tag but did not take it (full, or keys overflowed it):
- * the probe beyond the home and the insert, under the same lock. A key
- * found beyond its home, or no free slot within LARDER__PROBE_LIMIT
- * buckets: write_common's end (put_indexed). */
+/* A fast-path put of a key that no slot of its home has the tag of, the
+ * home locked (in root, not shrinking) but not taking it as a new key
+ * (full, or keys overflowed it): the probe past the home, and under the
+ * same lock the overwrite of the key found there (without a deadline) or
+ * the new key's insert. An old entry with a deadline, or no free slot
+ * within LARDER__PROBE_LIMIT buckets: write_common's end (put_indexed). */
 static __attribute__((noinline)) int put_probed(struct larder__handle *h, struct larder__entry *e,
 						uint64_t hash, uint64_t outer,
 						struct larder__table *root,
 						struct larder__bucket *home)
 {
-	if (!larder__table_find_from_locked(root, home, hash, larder__entry_key(e), e->key_len) &&
-	    larder__table_insert_locked(root, hash, larder__slot_word(hash, e),
-					LARDER__PROBE_LIMIT) == 0) {
+	unsigned sclass = event_class(larder__entry_size(e));
+	uint64_t word = larder__slot_word(hash, e);
+	larder__atomic_u64 *slot =
+		larder__table_find_from_locked(root, home, hash, larder__entry_key(e), e->key_len);
+	if (slot) {
+		/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
+		struct larder__entry *old =
+			larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED));
+		if (!(larder__entry_flags(old) & LARDER__ENTRY_TTL)) {
+			larder__table_set_locked(slot, word);
+			larder__table_unlock(home);
+			return put_posted(larder__tls, h, LARDER__EV_REPLACE, LARDER_CAUSE_REPLACED,
+					  sclass, old, e, hash, outer);
+		}
+	} else if (larder__table_insert_locked(root, hash, word, LARDER__PROBE_LIMIT) == 0) {
 		larder__table_unlock(home);
-		return put_posted(larder__tls, h, LARDER__EV_INSERT, 0,
-				  event_class(larder__entry_size(e)), NULL, e, hash, outer);
+		return put_posted(larder__tls, h, LARDER__EV_INSERT, 0, sclass, NULL, e, hash,
+				  outer);
 	}
 	larder__table_unlock(home);
 	return put_indexed(h, e, hash, outer);
@@ -1582,9 +1596,9 @@ PUT_BODY int put_publish(struct larder__thread *t, struct larder__handle *h,
 					  old, e, hash, outer);
 		}
 	} else if (__builtin_expect(!larder__table_shrinking(root), 1)) {
-		/* A new key, under this lock, into its home or (put_probed) past
-		 * it, where write_index() would lock the home again (TABLE-X5:
-		 * not while the index shrinks). */
+		/* A new key into its home, or (put_probed) a key past it, new
+		 * or not, under this lock, where write_index() would lock the
+		 * home again (TABLE-X5: no new key while the index shrinks). */
 		if (__builtin_expect(larder__table_home_insert(home, larder__slot_word(hash, e)), 1)) {
 			larder__table_unlock(home);
 			return put_posted(t, h, LARDER__EV_INSERT, 0, sclass, NULL, e, hash, outer);
