@@ -1566,7 +1566,8 @@ static __attribute__((noinline)) int put_probed(struct larder__handle *h, struct
 
 /* The fast path from its slot e (id) on: the charge, the entry, the index
  * step (an overwrite of a live key without a deadline in its home's first
- * slot of its tag, or a new key into its home), the post, the wake's test. */
+ * slot of its tag, or a new key into its home or, by put_probed(), past
+ * it), the post, the wake's test. */
 PUT_BODY int put_publish(struct larder__thread *t, struct larder__handle *h,
 			 struct larder__entry *e, uint32_t id, const void *key, size_t key_len,
 			 const void *value, size_t value_len, uint64_t hash, size_t charge,

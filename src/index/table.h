@@ -484,8 +484,8 @@ static inline larder__atomic_u64 *larder__table_home_hit(struct larder__bucket *
 }
 
 /*
- * Under the lock of home, in t, not MOVED (larder__table_try_lock()): the
- * plain put's fast insert (core/cache.c), for a key that no slot of home
+ * Under the lock of home, not MOVED (as larder__table_try_lock() gives it):
+ * the plain put's fast insert (core/cache.c), for a key that no slot of home
  * has the tag of (m, larder__bucket_tag_bits(home, hash), is 0), so it is
  * absent when nothing overflowed the home. Then the first empty slot of
  * home takes word, as larder__table_insert_locked() would give it, and the
