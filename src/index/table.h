@@ -504,12 +504,12 @@ static inline int larder__table_home_insert(struct larder__bucket *home, uint64_
 	/* Relaxed: as in larder__table_find_from_locked(). */
 	if ((atomic_load_explicit(&home->ctl, LARDER__RELAXED) >> 32) != 0)
 		return 0;
-	unsigned free = larder__bucket_tag_bits(home, 0);
-	if (!free)
+	unsigned empty = larder__bucket_tag_bits(home, 0);
+	if (!empty)
 		return 0;
 	uint64_t expect = 0;
 	/* R-SLOT: release publishes the entry (pairs with A-SLOT). */
-	return atomic_compare_exchange_strong_explicit(&home->slot[larder__tag_bits_slot(free)],
+	return atomic_compare_exchange_strong_explicit(&home->slot[larder__tag_bits_slot(empty)],
 						       &expect, word, LARDER__RELEASE,
 						       LARDER__RELAXED);
 }
