@@ -1440,8 +1440,9 @@ static __attribute__((noinline)) int put_general(larder *c, const void *key, siz
 
 /* The rest of a fast-path put whose entry e is built and charged, inside
  * the read section that returned outer: write_common's end for it (a new
- * key, a key beyond its home's first slot of its tag, a locked home, an old
- * entry with a deadline). The key is e's copy, the sizes e's. */
+ * key its home did not take, a key beyond its home's first slot of its
+ * tag, a locked home, an old entry with a deadline). The key is e's copy,
+ * the sizes e's. */
 static __attribute__((noinline)) int put_indexed(struct larder__handle *h, struct larder__entry *e,
 						 uint64_t hash, uint64_t outer)
 {
@@ -1470,12 +1471,17 @@ static __attribute__((noinline, cold)) int put_wake(struct larder__shard *s,
  * stored raw without a deadline, a key of 8 to 16 bytes and a value of 16
  * to 64 (copied inline), by a thread whose state last served this cache,
  * with credit and ring or spill room in hand, over a live key without a
- * deadline in its home's first slot of its tag, the home not locked -- and
+ * deadline in its home's first slot of its tag, or as a new key (no slot
+ * of its home has its tag, the index does not shrink), the home not locked
+ * and locked once (an insert locked it twice, here and in write_index:
+ * docs/bench.md, "Instructions per insert") -- and
  * leaves by a tail call for everything else: before it changes anything,
  * to put_general(), the complete put; for a slot when the cursor's run of
  * the class is empty (most of the rest), to put_refill(), which goes on as
  * it would; with its entry built and its read section entered, to
- * put_indexed(); after its post, with the maintainer asleep, to
+ * put_indexed(); with its home locked, for a key past its home (a new key
+ * the home did not take, or one that lives beyond it), to put_probed();
+ * after its post, with the maintainer asleep, to
  * put_wake(). The steps, and their order, are write_common's for a
  * W_PUT_PLAIN (CACHE-B2: the credit is tested before the slot is taken,
  * and taken before anything is published; both are the owner's,
@@ -1510,8 +1516,62 @@ static void put_fast_bounds(larder *c)
 	c->put_fast_ttls = c->default_ttl_ms == LARDER_TTL_NEVER ? 2 : 1;
 }
 
+/* The fast path's end, its index step done (e published, replacing old or
+ * as a new key) and the home unlocked: the post, the section's exit, the
+ * count, the wake's test. */
+PUT_BODY int put_posted(struct larder__thread *t, struct larder__handle *h,
+			enum larder__event_kind kind, uint32_t cause, unsigned sclass,
+			struct larder__entry *old, struct larder__entry *e, uint64_t hash,
+			uint64_t outer)
+{
+	struct larder__shard *s = h->shard;
+	larder__events_post(h, kind, cause, sclass, old, e, hash);
+	larder__read_exit(&t->reader, outer);
+	larder__stat_bump(&h->writes, 1);
+	uint32_t st = larder__maint_wake_state(s, h, UINT64_MAX);
+	if (__builtin_expect(st != MAINT_AWAKE, 0))
+		return put_wake(s, h, st);
+	return LARDER_OK;
+}
+
+/* A fast-path put of a key that no slot of its home has the tag of, the
+ * home locked (in root, not shrinking) but not taking it as a new key
+ * (full, or keys overflowed it): the probe past the home, and under the
+ * same lock the overwrite of the key found there (without a deadline) or
+ * the new key's insert. An old entry with a deadline, or no free slot
+ * within LARDER__PROBE_LIMIT buckets: write_common's end (put_indexed). */
+static __attribute__((noinline)) int put_probed(struct larder__handle *h, struct larder__entry *e,
+						uint64_t hash, uint64_t outer,
+						struct larder__table *root,
+						struct larder__bucket *home)
+{
+	unsigned sclass = event_class(larder__entry_size(e));
+	uint64_t word = larder__slot_word(hash, e);
+	larder__atomic_u64 *slot =
+		larder__table_find_from_locked(root, home, hash, larder__entry_key(e), e->key_len);
+	if (slot) {
+		/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
+		struct larder__entry *old =
+			larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED));
+		if (!(larder__entry_flags(old) & LARDER__ENTRY_TTL)) {
+			larder__table_set_locked(slot, word);
+			larder__table_unlock(home);
+			return put_posted(larder__tls, h, LARDER__EV_REPLACE, LARDER_CAUSE_REPLACED,
+					  sclass, old, e, hash, outer);
+		}
+	} else if (larder__table_insert_locked(root, hash, word, LARDER__PROBE_LIMIT) == 0) {
+		larder__table_unlock(home);
+		return put_posted(larder__tls, h, LARDER__EV_INSERT, 0, sclass, NULL, e, hash,
+				  outer);
+	}
+	larder__table_unlock(home);
+	return put_indexed(h, e, hash, outer);
+}
+
 /* The fast path from its slot e (id) on: the charge, the entry, the index
- * step, the post, the wake's test. */
+ * step (an overwrite of a live key without a deadline in its home's first
+ * slot of its tag, or a new key into its home or, by put_probed(), past
+ * it), the post, the wake's test. */
 PUT_BODY int put_publish(struct larder__thread *t, struct larder__handle *h,
 			 struct larder__entry *e, uint32_t id, const void *key, size_t key_len,
 			 const void *value, size_t value_len, uint64_t hash, size_t charge,
@@ -1522,32 +1582,36 @@ PUT_BODY int put_publish(struct larder__thread *t, struct larder__handle *h,
 	larder__stat_bump(&h->alloc_bytes, charge);
 	entry_fill(e, id, key, key_len, value, value_len, 0, UINT64_MAX);
 	uint64_t outer = larder__read_enter(&t->reader);
-	struct larder__shard *s = h->shard;
-	struct larder__bucket *home = larder__table_try_lock(shard_root(s), hash);
+	struct larder__table *root = shard_root(h->shard);
+	struct larder__bucket *home = larder__table_try_lock(root, hash);
 	if (__builtin_expect(!home, 0))
 		return put_indexed(h, e, hash, outer);
 	unsigned m = larder__bucket_tag_bits(home, hash);
-	/* The key compared is e's copy: the caller's is then dead. */
-	larder__atomic_u64 *slot =
-		m ? larder__table_home_hit(home, m, (unsigned char *)e + larder__entry_prefix_bytes(0),
-					   key_len)
-		  : NULL;
-	/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
-	struct larder__entry *old =
-		slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
-	if (__builtin_expect(!old || (larder__entry_flags(old) & LARDER__ENTRY_TTL), 0)) {
-		larder__table_unlock(home);
-		return put_indexed(h, e, hash, outer);
+	if (__builtin_expect(m != 0, 1)) {
+		/* The key compared is e's copy: the caller's is then dead. */
+		larder__atomic_u64 *slot = larder__table_home_hit(
+			home, m, (unsigned char *)e + larder__entry_prefix_bytes(0), key_len);
+		/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
+		struct larder__entry *old =
+			slot ? larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) : NULL;
+		if (__builtin_expect(old && !(larder__entry_flags(old) & LARDER__ENTRY_TTL), 1)) {
+			larder__table_set_locked(slot, larder__slot_word(hash, e));
+			larder__table_unlock(home);
+			return put_posted(t, h, LARDER__EV_REPLACE, LARDER_CAUSE_REPLACED, sclass,
+					  old, e, hash, outer);
+		}
+	} else if (__builtin_expect(!larder__table_shrinking(root), 1)) {
+		/* A new key into its home, or (put_probed) a key past it, new
+		 * or not, under this lock, where write_index() would lock the
+		 * home again (TABLE-X5: no new key while the index shrinks). */
+		if (__builtin_expect(larder__table_home_insert(home, larder__slot_word(hash, e)), 1)) {
+			larder__table_unlock(home);
+			return put_posted(t, h, LARDER__EV_INSERT, 0, sclass, NULL, e, hash, outer);
+		}
+		return put_probed(h, e, hash, outer, root, home);
 	}
-	larder__table_set_locked(slot, larder__slot_word(hash, e));
 	larder__table_unlock(home);
-	larder__events_post(h, LARDER__EV_REPLACE, LARDER_CAUSE_REPLACED, sclass, old, e, hash);
-	larder__read_exit(&t->reader, outer);
-	larder__stat_bump(&h->writes, 1);
-	uint32_t st = larder__maint_wake_state(s, h, UINT64_MAX);
-	if (__builtin_expect(st != MAINT_AWAKE, 0))
-		return put_wake(s, h, st);
-	return LARDER_OK;
+	return put_indexed(h, e, hash, outer);
 }
 
 /* A fast-path put that found its cursor's run of the class empty: the

@@ -44,8 +44,9 @@
  *       no more than half load), not new ones: while a table shrinks, a writer
  *       adds no key to it or to its next (larder__table_shrinking(); in
  *       core/cache.c, write_index: it waits for the shrink to end, which its
- *       ask hurries), so the migration, which has nowhere to put an entry the
- *       smaller table cannot take, finds room for every one. The keys the
+ *       ask hurries; larder_put's fast insert leaves the key to it), so the
+ *       migration, which has nowhere to put an entry the smaller table
+ *       cannot take, finds room for every one. The keys the
  *       maintainer did not count when it sized the target are bounded: no
  *       event was waiting in its rings (maint/resize.c, shrink_begin), and
  *       the maintainer counts again one pass after it published the target,
@@ -480,6 +481,37 @@ static inline larder__atomic_u64 *larder__table_home_hit(struct larder__bucket *
 	    __builtin_expect(larder__entry_key_equals(larder__slot_entry(w), key, key_len), 1))
 		return slot;
 	return NULL;
+}
+
+/*
+ * Under the lock of home, not MOVED (as larder__table_try_lock() gives it):
+ * the plain put's fast insert (core/cache.c), for a key that no slot of home
+ * has the tag of (m, larder__bucket_tag_bits(home, hash), is 0), so it is
+ * absent when nothing overflowed the home. Then the first empty slot of
+ * home takes word, as larder__table_insert_locked() would give it, and the
+ * result is 1. 0 (nothing changed) in every other case: keys overflowed the
+ * home (ours may be among them), no slot is empty, or the one that looked
+ * empty was taken meanwhile by another home's key (TABLE-X2: writers of
+ * other homes claim empty slots too). The empty slots are found as the
+ * slots of tag 0 (larder__bucket_tag_bits(home, 0): empty slots, and an
+ * entry whose tag is 0, which the CAS then refuses), seven at once, without
+ * the call and the slot-by-slot loop of larder__table_insert_locked(); the
+ * fast path makes no call (core/cache.c, docs/bench.md "Instructions per
+ * insert").
+ */
+static inline int larder__table_home_insert(struct larder__bucket *home, uint64_t word)
+{
+	/* Relaxed: as in larder__table_find_from_locked(). */
+	if ((atomic_load_explicit(&home->ctl, LARDER__RELAXED) >> 32) != 0)
+		return 0;
+	unsigned empty = larder__bucket_tag_bits(home, 0);
+	if (!empty)
+		return 0;
+	uint64_t expect = 0;
+	/* R-SLOT: release publishes the entry (pairs with A-SLOT). */
+	return atomic_compare_exchange_strong_explicit(&home->slot[larder__tag_bits_slot(empty)],
+						       &expect, word, LARDER__RELEASE,
+						       LARDER__RELAXED);
 }
 
 /*

@@ -24,6 +24,9 @@
  *   - a cache's key limit below the fast path's sizes (12 bytes) or below
  *     all of them (6) refuses the longer keys (LARDER_EKEYSIZE): the fast
  *     path's key bound is folded with the cache's (put_fast_keys);
+ *   - a new key whose home is full or overflowed goes in under the home's
+ *     one lock (put_probed), and a key living past its home, overwritten,
+ *     is replaced there, never added twice;
  *   - the accounting settles (CACHE-B1) after all of it.
  */
 #ifndef _GNU_SOURCE
@@ -320,6 +323,45 @@ static void test_key_limit_refuses(void)
 	}
 }
 
+/* 6,000 keys of 16 bytes in an index of 1,024 buckets (the least a cache
+ * opens with: 7,168 slots; growth past 6,272 keys), so that many live past
+ * their home, each put twice and read back: the first time new (the fast
+ * path's insert into its home, or past it under the same lock), the second
+ * an overwrite, which for a key past its home must find it there (the
+ * fast insert's probe, put_probed) rather than add it again. */
+static void test_keys_past_their_home(void)
+{
+	enum { N = 6000 };
+	larder_config *config = th_config_one_shard(64 * MiB);
+	unsigned char key[16], value[32];
+
+	REQUIRE(config != NULL);
+	REQUIRE_RC(larder_config_set_expected_entries(config, 1000), LARDER_OK);
+	larder *cache = th_open(config);
+	REQUIRE(cache != NULL);
+	for (unsigned round = 0; round < 2; round++) {
+		CHECK_EQ(th_quiesce(cache, 60000), 0);
+		for (unsigned i = 0; i < N; i++) {
+			fill(key, sizeof(key), i + 1);
+			fill(value, sizeof(value), 2 * i + round);
+			CHECK_RC(larder_put(cache, key, sizeof(key), value, sizeof(value),
+					    LARDER_TTL_NEVER),
+				 LARDER_OK);
+		}
+	}
+	for (unsigned i = 0; i < N; i++) {
+		fill(key, sizeof(key), i + 1);
+		fill(value, sizeof(value), 2 * i + 1);
+		if (!reads(cache, key, sizeof(key), value, sizeof(value)))
+			break;
+	}
+	uint64_t entries = 0;
+	CHECK(th_check_accounting(cache, 60000, &entries, NULL));
+	CHECK_EQ(entries, N);
+	CHECK_EQ(th_stat(cache, LARDER_STAT_INDEX_RESIZES), 0); /* no growth moved them home */
+	larder_close(cache);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -329,6 +371,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_put_inside_read_section),
 		TH_TEST(test_value_limit_refuses),
 		TH_TEST(test_key_limit_refuses),
+		TH_TEST(test_keys_past_their_home),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }

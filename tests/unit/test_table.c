@@ -24,7 +24,11 @@
  *   - a growth's room (TABLE-X6): new keys put as a writer puts them while
  *     the migration is stopped near its end fill the old table and the
  *     target as far as the room allows, and the rest of the migration then
- *     drops nothing.
+ *     drops nothing;
+ *   - the plain put's fast insert (larder__table_home_insert): a new key
+ *     takes its home's first empty slot, as larder__table_insert_locked()
+ *     gives it, and nothing changes when the home is full, when a key
+ *     overflowed it, or when its first slot of tag 0 holds an entry.
  */
 #include <stdlib.h>
 
@@ -422,6 +426,76 @@ static void test_grow_keeps_room(void)
 	free(e);
 }
 
+/* Locks hash's home (home, in t), tries the fast insert of word, unlocks;
+ * its result, or -1 when the lock did not give home. */
+static int fast_insert(struct larder__table *t, struct larder__bucket *home, uint64_t hash,
+		       uint64_t word)
+{
+	if (!CHECK(larder__table_try_lock(t, hash) == home))
+		return -1;
+	int fast = larder__table_home_insert(home, word);
+	larder__table_unlock(home);
+	return fast;
+}
+
+/* Ten keys of one home of a 64-bucket table (hash bits 16..47 alike), key i
+ * of tag i + 1, and key Z of tag 0, put by larder__table_home_insert() under
+ * the home's lock where it may and by larder__table_insert_locked() where
+ * not. */
+static void test_home_insert(void)
+{
+	enum { N = 10, Z = N - 1 };
+	struct larder__table *t = larder__table_create(64);
+	struct larder__entry *e[N];
+	uint64_t hash[N], word[N];
+	REQUIRE(t != NULL);
+	for (unsigned i = 0; i < N; i++) {
+		hash[i] = (i == Z ? 0 : (uint64_t)(i + 1) << 48) | (0x9abcdef0ull << 16) | i;
+		e[i] = make_entry(i);
+		REQUIRE(e[i] != NULL);
+		word[i] = larder__slot_word(hash[i], e[i]);
+	}
+	struct larder__bucket *home = &t->buckets[larder__table_home(t, hash[0])];
+#define FAST(i) fast_insert(t, home, hash[i], word[i])
+#define SLOT(j) atomic_load_explicit(&home->slot[j], LARDER__RELAXED)
+	for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++)
+		if (CHECK_EQ(FAST(i), 1))
+			CHECK_EQ(SLOT(i), word[i]); /* the first empty slot, in order */
+	/* Full: nothing; the probe then overflows into the next bucket. */
+	CHECK_EQ(FAST(7), 0);
+	CHECK_RC(larder__table_insert_locked(t, hash[7], word[7], LARDER__PROBE_LIMIT), 0);
+	CHECK_EQ(atomic_load_explicit(&home->ctl, LARDER__RELAXED) >> 32, 1);
+	/* A free slot, but a key overflowed the home: nothing (key 8 might be
+	 * beyond it, for all the home says). */
+	larder__table_erase_locked(t, hash[2], &home->slot[2]);
+	CHECK_EQ(FAST(8), 0);
+	CHECK_EQ(SLOT(2), 0);
+	/* Nothing overflowed again: slot 2 is the first empty one. */
+	larder__table_erase_locked(
+		t, hash[7], larder__table_find_locked(t, hash[7], larder__entry_key(e[7]), KEY_BYTES));
+	CHECK_EQ(atomic_load_explicit(&home->ctl, LARDER__RELAXED) >> 32, 0);
+	CHECK_EQ(FAST(8), 1);
+	CHECK_EQ(SLOT(2), word[8]);
+	/* Slot 0 holds key Z, of tag 0, slot 1 is empty: the fast insert's
+	 * first slot of tag 0 is Z's, which its CAS must not overwrite. */
+	larder__table_erase_locked(t, hash[0], &home->slot[0]);
+	CHECK_RC(larder__table_insert_locked(t, hash[Z], word[Z], LARDER__PROBE_LIMIT), 0);
+	CHECK_EQ(SLOT(0), word[Z]);
+	larder__table_erase_locked(t, hash[1], &home->slot[1]);
+	CHECK_EQ(FAST(0), 0);
+	CHECK_EQ(SLOT(0), word[Z]);
+	CHECK_EQ(SLOT(1), 0);
+	for (unsigned i = 0; i < N; i++) {
+		int in = i == Z || i == 8 || (i >= 3 && i < LARDER__BUCKET_SLOTS);
+		CHECK_EQ(larder__table_lookup_rcu(t, hash[i], larder__entry_key(e[i]), KEY_BYTES),
+			 in ? word[i] : 0);
+		free(e[i]);
+	}
+#undef SLOT
+#undef FAST
+	larder__table_destroy(t);
+}
+
 /* A table of 8,192 buckets with 3,000 keys (5% load) shrinks 8x (k = 3,
  * to 1,024 buckets: 42% load), 100 homes at a time. */
 static void test_shrink_table(void)
@@ -505,6 +579,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_shrink_rule),
 		TH_TEST(test_shrink_table),
 		TH_TEST(test_grow_keeps_room),
+		TH_TEST(test_home_insert),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }

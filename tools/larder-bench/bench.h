@@ -20,6 +20,9 @@
  *   BENCH-W3. The stop flag is the only shared variable the loop reads; it is read
  *       relaxed once per LB_CHUNK operations (a late stop costs at most a
  *       chunk, and each thread measures its own time, so it does not bias).
+ *   BENCH-W4. An insert's key is new: thread t's LB_INSERT keys are indexes
+ *       entries + t x 2^40 + 0, 1, 2, ..., beyond the working set and each
+ *       other's (BENCH-W1 keeps them unique as bytes too).
  */
 #ifndef LARDER_BENCH_H
 #define LARDER_BENCH_H
@@ -39,7 +42,9 @@
 #define LB_NO_LIMIT UINT64_MAX
 #define LB_ZIPF_RING (1u << 20) /* pre-drawn Zipf samples per thread */
 
-enum lb_scenario { LB_READ = 0, LB_WRITE = 1, LB_MIX = 2, LB_SCENARIOS = 3 };
+/* LB_INSERT (--ops only, profile.sh insert): puts of keys never seen before,
+ * lb_tctx.fresh on from the working set's end; the matrix has no such cell. */
+enum lb_scenario { LB_READ = 0, LB_WRITE = 1, LB_MIX = 2, LB_INSERT = 3, LB_SCENARIOS = 4 };
 
 extern const char *const lb_scenario_names[LB_SCENARIOS];
 
@@ -104,6 +109,7 @@ struct lb_tctx {
 	uint64_t misses;
 	uint64_t write_errors;
 	uint64_t sink; /* folds read bytes so the copy-out cannot be elided */
+	uint64_t fresh; /* LB_INSERT: the next key's index, never put before (BENCH-W4) */
 } __attribute__((aligned(64)));
 
 /* What the loop is asked to do; read-only while it runs. */
@@ -188,7 +194,7 @@ static inline int lb_is_write(enum lb_scenario s, uint64_t r)
 {
 	if (s == LB_READ)
 		return 0;
-	if (s == LB_WRITE)
+	if (s == LB_WRITE || s == LB_INSERT)
 		return 1;
 	return (((r & 0xffff) * 10) >> 16) == 0;
 }
@@ -216,7 +222,7 @@ lb_run_loop(void *eng, struct lb_tctx *t, const struct lb_job *job, lb_get_fn *g
 		}
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t r = lb_rand(t);
-			lb_key(t->key, ks, lb_pick(t, entries, r));
+			lb_key(t->key, ks, s == LB_INSERT ? t->fresh++ : lb_pick(t, entries, r));
 			if (lb_is_write(s, r)) {
 				if (vs >= 8)
 					memcpy(t->val, &r, 8);

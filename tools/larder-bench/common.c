@@ -18,7 +18,7 @@
 
 #include "bench.h"
 
-const char *const lb_scenario_names[LB_SCENARIOS] = { "read", "write", "mix9:1" };
+const char *const lb_scenario_names[LB_SCENARIOS] = { "read", "write", "mix9:1", "insert" };
 
 /* Written once by lb_tctx_init()'s first caller on the main thread. */
 static uint32_t *zipf_ring;
@@ -108,6 +108,7 @@ int lb_tctx_init(struct lb_tctx *t, const struct lb_config *cfg, unsigned tid)
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
 	t->rng = lb_mix(cfg->seed + 0x1000 * (uint64_t)(tid + 1)) | 1;
+	t->fresh = cfg->entries + ((uint64_t)tid << 40); /* BENCH-W4 */
 	t->key = calloc(1, LB_KEY_MAX);
 	t->val = calloc(1, cfg->value_size + 8);
 	t->buf = calloc(1, cfg->value_size + 8);

@@ -7,7 +7,9 @@
  *   One flat array of slots, stride = 8 + key + value rounded up to 8:
  *       [hash | 1][key bytes][value bytes]
  *   Linear probing from hash & mask, load factor <= 1/2 (sized at open, never
- *   grows: the matrix only overwrites keys that are present). The hash is the
+ *   grows: the matrix only overwrites keys that are present; an insert run,
+ *   --scenarios insert --ops N, sizes it for the N new keys as well, so its
+ *   inserts find an empty slot and evict nothing). The hash is the
  *   one larder uses (XXH3-64 with a seed); key compare and value copy are
  *   memcmp/memcpy with run-time lengths, as any general cache must do.
  *   No concurrency, eviction, TTL, statistics or deletion: it measures what
@@ -37,11 +39,13 @@ struct bare {
 static int bare_open(void **out, const struct lb_config *cfg)
 {
 	struct bare *b = calloc(1, sizeof(*b));
-	uint64_t n = 16;
+	uint64_t n = 16, keys = cfg->entries;
 
 	if (!b)
 		return -1;
-	while (n < cfg->entries * 2)
+	if (cfg->scenarios & (1u << LB_INSERT))
+		keys += cfg->ops;
+	while (n < keys * 2)
 		n <<= 1;
 	b->stride = (8 + cfg->key_size + cfg->value_size + 7) & ~(size_t)7;
 	b->mask = n - 1;

@@ -124,11 +124,13 @@ static int maint_ticks(unsigned long long *user, unsigned long long *sys)
 	return 1;
 }
 
-/* LB_LARDER_STATS=1 (tools/larder-bench/shards.sh, pin.sh): the cache's
- * writes, its maintainers' passes, the events that overflowed into the
- * spill, the writes that waited for memory and for the maintainer (a spill
- * at its bound), and its maintainers' user and system CPU time, over the
- * whole run (preload and warm-up included), on stderr at close. */
+/* LB_LARDER_STATS=1 (tools/larder-bench/shards.sh, pin.sh, which read the
+ * fields by position; profile.sh insert): the cache's writes, its
+ * maintainers' passes, the events that overflowed into the spill, the
+ * writes that waited for memory and for the maintainer (a spill at its
+ * bound), its evictions, and its maintainers' user and system CPU time, over
+ * the whole run (preload and warm-up included), and its entries at the end,
+ * on stderr at close. */
 static void lgr_close(void *eng)
 {
 	uint64_t v[LARDER_STAT_COUNT];
@@ -136,12 +138,14 @@ static void lgr_close(void *eng)
 	if (getenv("LB_LARDER_STATS") && larder_stats(eng, v, LARDER_STAT_COUNT) == LARDER_OK)
 		fprintf(stderr,
 			"larder-bench: larder stats: writes %llu passes %llu spilled %llu "
-			"memory-waits %llu maint-waits %llu\n",
+			"memory-waits %llu maint-waits %llu evictions %llu entries %llu\n",
 			(unsigned long long)v[LARDER_STAT_WRITES],
 			(unsigned long long)v[LARDER_STAT_MAINT_PASSES],
 			(unsigned long long)v[LARDER_STAT_EVENTS_SPILLED],
 			(unsigned long long)v[LARDER_STAT_WRITE_WAITS],
-			(unsigned long long)v[LARDER_STAT_MAINT_WAITS]);
+			(unsigned long long)v[LARDER_STAT_MAINT_WAITS],
+			(unsigned long long)v[LARDER_STAT_EVICTIONS],
+			(unsigned long long)v[LARDER_STAT_ENTRIES]);
 	if (getenv("LB_LARDER_STATS") && maint_ticks(&user, &sys))
 		fprintf(stderr, "larder-bench: maintainer ticks: user %llu system %llu\n", user, sys);
 	larder_close(eng);

@@ -54,7 +54,8 @@ static const char usage[] =
 	"  --threads LIST       e.g. 1,2 or 1-4 (1..number of CPUs online)\n"
 	"  --engines LIST       larder,bare,urcu,ck,null (all five; null is\n"
 	"                       the loop alone: harness cost and the machine's own scaling)\n"
-	"  --scenarios LIST     read,write,mix (all)\n"
+	"  --scenarios LIST     read,write,mix (all), or insert with --ops: puts of\n"
+	"                       new keys only (profile.sh insert)\n"
 	"  --seed N             RNG and hash seed (42)\n"
 	"  --shards K           larder's shards (maintainers), a power of two (1)\n"
 	"  --timer T            auto | tsc | clock, for --latency (auto)\n"
@@ -158,6 +159,8 @@ static int parse_scenarios(const char *s, struct lb_config *cfg)
 			cfg->scenarios |= 1u << LB_WRITE;
 		else if (strcmp(tok, "mix") == 0 || strcmp(tok, "mix9:1") == 0)
 			cfg->scenarios |= 1u << LB_MIX;
+		else if (strcmp(tok, "insert") == 0)
+			cfg->scenarios |= 1u << LB_INSERT;
 		else
 			return -1;
 	}
@@ -193,7 +196,7 @@ static void defaults(struct lb_config *cfg)
 	cfg->seed = 42;
 	cfg->churn_factor = 10;
 	cfg->shards = 1;
-	cfg->scenarios = (1u << LB_SCENARIOS) - 1;
+	cfg->scenarios = (1u << LB_INSERT) - 1; /* the matrix's: read, write, mix */
 	if (ncpu < 1)
 		ncpu = 1;
 	for (long t = 1; t <= ncpu && t <= 64; t++)
@@ -354,6 +357,10 @@ static int parse_args(int argc, char **argv, struct lb_config *cfg)
 	}
 	if (parse_pin_env(cfg) != 0)
 		return -1;
+	if ((cfg->scenarios & (1u << LB_INSERT)) && cfg->ops == LB_NO_LIMIT) {
+		fprintf(stderr, "larder-bench: --scenarios insert needs --ops N\n");
+		return -1;
+	}
 	if (cfg->quick) {
 		if (!dur_set)
 			cfg->duration_ms = 200;

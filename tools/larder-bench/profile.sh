@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# tools/larder-bench/profile.sh - instructions per get, per put or per op
-# of the 9:1 mix, larder vs bare (and ck_ht in the mix), counted by callgrind
-# (repeatable: the count does not depend on machine load).
+# tools/larder-bench/profile.sh - instructions per get, per put, per
+# insert or per op of the 9:1 mix, larder vs bare (and ck_ht in the mix),
+# counted by callgrind (repeatable: the count does not depend on machine
+# load).
 #
-#   bash tools/larder-bench/profile.sh [path/to/larder-bench] [N] [get|put|mix]
-#   cmake --build build/release --target larder-bench-profile      (get)
-#   cmake --build build/release --target larder-bench-profile-put  (put)
+#   bash tools/larder-bench/profile.sh [path/to/larder-bench] [N] [get|put|insert|mix]
+#   cmake --build build/release --target larder-bench-profile         (get)
+#   cmake --build build/release --target larder-bench-profile-put     (put)
+#   cmake --build build/release --target larder-bench-profile-insert  (insert)
 #
 # Method
 #   The cell is the matrix's 1-thread read cell (get) or write cell (put:
@@ -33,10 +35,21 @@
 #   The maintainer's share includes its idle passes (a few per ms), which is
 #   why N must be large (the default) for a steady figure. The issue's bar:
 #   writer + maintainer at most half of the figure before (docs/bench.md).
-#   LB_PROFILE_SHARDS=K (put; 1 by default) opens larder's cache with K
+#   insert: puts of keys never put before (larder-bench --scenarios insert,
+#   BENCH-W4 in bench.h) into a cache of 2 MiB (LB_PROFILE_CAPACITY), which
+#   the preload of the 24,000 keys already fills (it holds about 21,800 of
+#   them), so that each insert makes the maintainer evict one entry: a
+#   cache in a service putting what it missed. Counted as put is, writer
+#   and maintainer apart; the eviction is the maintainer's. The run prints
+#   the evictions per insert (LB_LARDER_STATS, N run less 0 run; just under
+#   1: events still queued at close are not yet applied). bare inserts into
+#   an empty slot of a table sized for every key (eng_bare.c): no eviction.
+#   LB_PROFILE_KEY_BYTES, LB_PROFILE_VALUE_BYTES (16, 64): other sizes, such
+#   as those outside larder_put's fast path (8-16 B keys, 16-64 B values).
+#   LB_PROFILE_SHARDS=K (put, insert; 1 by default) opens larder's cache with K
 #   shards (--shards K, docs/shards.md): the same puts spread over K
 #   maintainers, whose threads are summed as "maintainer".
-#   LB_PROFILE_FUNCS=N (put) adds the maintainers' N costliest functions,
+#   LB_PROFILE_FUNCS=N (put, insert) adds the maintainers' N costliest functions,
 #   self cost per put, 0-op run subtracted (docs/shards.md compares K = 1
 #   with K = 4 this way).
 #   LB_PROFILE_TTL_MS=MS (get) writes the 24,000 keys with a TTL of MS ms
@@ -61,7 +74,7 @@
 #   so it counts capacity and cold misses, not the lines a writer and the
 #   maintainer pass to each other; `perf stat` reports "not supported" for
 #   every hardware counter on the build machine (a KVM guest without a PMU).
-#   put also prints where a put goes by part (allocation, copy, index, hash,
+#   put and insert also print where a put goes by part (allocation, copy, index, hash,
 #   event post, wake, policy, free, ...): each function's self cost summed
 #   by the rules in groups() below, per put, 0-op run subtracted. Inlined
 #   code counts in its caller unless the build has debug information (-g,
@@ -73,12 +86,17 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bench=${1:-$here/../../build/release/tools/larder-bench/larder-bench}
 mode=${3:-get}
+extra=() # the mode's own options
 case $mode in
 mix) n=${2:-1000000} scenario=mix ;;
 get) n=${2:-500000} scenario=read ;;
 put) n=${2:-1000000} scenario=write ;;
-*) echo "profile.sh: mode must be get, put or mix, not $mode" >&2; exit 2 ;;
+insert) n=${2:-1000000} scenario=insert
+	extra=(--capacity "${LB_PROFILE_CAPACITY:-16M}" --entries "${LB_PROFILE_ENTRIES:-200000}") ;;
+*) echo "profile.sh: mode must be get, put, insert or mix, not $mode" >&2; exit 2 ;;
 esac
+key_bytes=${LB_PROFILE_KEY_BYTES:-16}
+value_bytes=${LB_PROFILE_VALUE_BYTES:-64}
 work=${LB_PROFILE_DIR:-$(mktemp -d /tmp/larder-profile.XXXXXX)}
 mkdir -p "$work"
 cachesim=no
@@ -96,9 +114,12 @@ run_ir() {
 	local out="$work/cg.$1.$2"
 	if [[ ! -e $out.$$ ]]; then
 		rm -f "$out"-* "$out".*
-		nice -n 10 valgrind --tool=callgrind --separate-threads=yes --cache-sim=$cachesim \
+		LB_LARDER_STATS=$([[ $mode == insert ]] && echo 1) nice -n 10 valgrind --tool=callgrind \
+			--separate-threads=yes --cache-sim=$cachesim \
 			--callgrind-out-file="$out" "$bench" --ops "$2" --engines "$1" \
-			--scenarios $scenario --seed 42 --shards "$shards" --ttl-ms "$ttl_ms" >"$work/log.$1.$2" 2>&1 ||
+			--scenarios $scenario --seed 42 --shards "$shards" --ttl-ms "$ttl_ms" \
+			--key-size "$key_bytes" --value-size "$value_bytes" "${extra[@]}" \
+			>"$work/log.$1.$2" 2>&1 ||
 			{ echo "profile.sh: run failed; see $work/log.$1.$2" >&2; exit 1; }
 		grep -q "ops=$2 " "$work/log.$1.$2" ||
 			{ echo "profile.sh: $1 did not report $2 ops; see $work/log.$1.$2" >&2; exit 1; }
@@ -146,8 +167,8 @@ if [[ $mode == mix ]]; then
 	}
 	getir=$(incl larder_get)
 	putir=$(incl larder_put)
-	printf '\ninstructions per op of the 9:1 mix (1-thread cell, 16 B keys, 64 B values, %d gets and %d puts in %d ops):\n' \
-		"$gets" "$puts" "$n"
+	printf '\ninstructions per op of the 9:1 mix (1-thread cell, %s B keys, %s B values, %d gets and %d puts in %d ops):\n' \
+		"$key_bytes" "$value_bytes" "$gets" "$puts" "$n"
 	printf '  %-8s %14s %14s %10s\n' engine "main (-null)" "other threads" both
 	for e in $engines; do
 		[[ $e == null ]] && continue
@@ -170,8 +191,9 @@ if [[ $mode == mix ]]; then
 			g / n, p / n, (g + p) / n, l - z - (g + p) / n
 	}'
 elif [[ $mode == get ]]; then
-	awk -v l="${mainop[larder]}" -v b="${mainop[bare]}" -v z="${mainop[null]}" 'BEGIN {
-		printf "\ninstructions per get (1-thread read cell, 16 B keys, 64 B values, copy-out):\n"
+	awk -v l="${mainop[larder]}" -v b="${mainop[bare]}" -v z="${mainop[null]}" \
+		-v kb="$key_bytes" -v vb="$value_bytes" 'BEGIN {
+		printf "\ninstructions per get (1-thread read cell, %s B keys, %s B values, copy-out):\n", kb, vb
 		printf "  %-8s %10s %14s\n", "engine", "per op", "per get (-null)"
 		printf "  %-8s %10.2f %14.2f\n", "larder", l, l - z
 		printf "  %-8s %10.2f %14.2f\n", "bare", b, b - z
@@ -180,10 +202,16 @@ elif [[ $mode == get ]]; then
 			l / b, (l - z) / (b - z), ((l - z) / (b - z) <= 1.6) ? "PASS" : "FAIL"
 	}'
 else
+	if [[ $mode == put ]]; then
+		what="put (1-thread write cell, overwrites"
+	else
+		what="insert (new keys into a full cache of ${extra[1]}, ${extra[3]} keys preloaded"
+	fi
 	awk -v l="${mainop[larder]}" -v m="${otherop[larder]}" -v b="${mainop[bare]}" \
-		-v z="${mainop[null]}" 'BEGIN {
-		printf "\ninstructions per put (1-thread write cell, overwrites, 16 B keys, 64 B values):\n"
-		printf "  %-22s %10s\n", "", "Ir per put"
+		-v z="${mainop[null]}" -v what="$what" -v op="$mode" -v kb="$key_bytes" \
+		-v vb="$value_bytes" 'BEGIN {
+		printf "\ninstructions per %s, %s B keys, %s B values):\n", what, kb, vb
+		printf "  %-22s %10s\n", "", "Ir per " op
 		printf "  %-22s %10.2f\n", "larder, writer (-null)", l - z
 		printf "  %-22s %10.2f\n", "larder, maintainer", m
 		printf "  %-22s %10.2f\n", "larder, both", l - z + m
@@ -191,6 +219,11 @@ else
 		printf "  %-22s %10.2f\n", "null (the loop)", z
 		printf "maintainer/writer: %.2f; larder (both)/bare: %.2fx\n", m / (l - z), (l - z + m) / (b - z)
 	}'
+fi
+if [[ $mode == insert ]]; then
+	evictions() { awk '/larder stats:/ { for (i = 1; i < NF; i++) if ($i == "evictions") print $(i + 1) }' "$1"; }
+	awk -v a="$(evictions "$work/log.larder.$n")" -v b="$(evictions "$work/log.larder.0")" -v n="$n" \
+		'BEGIN { printf "evictions per insert: %.3f (applied by close)\n", (a - b) / n }'
 fi
 if [[ $cachesim == yes ]]; then
 	echo
@@ -206,7 +239,7 @@ if [[ $cachesim == yes ]]; then
 		done
 	done
 fi
-if [[ $mode == put ]]; then
+if [[ $mode != get ]]; then
 	# Where a put goes, by part. Each function's self cost (inlined code
 	# counts where it was inlined; with a -g build, callgrind_annotate names
 	# the source file of inlined code, and the rules below use it), summed
@@ -220,7 +253,7 @@ if [[ $mode == put ]]; then
 				ir = $1; gsub(/,/, "", ir)
 				file = fn = $2; sub(/:[^:]*$/, "", file); sub(/.*:/, "", fn); sub(/[^A-Za-z0-9_][0-9]+$/, "", fn) # a recursion level suffix
 				w = thread == "writer"
-				if (file ~ /tools\/larder-bench\//) g = "harness (loop, keys)"
+				if (file ~ /tools\/larder-bench\// || fn ~ /^(lgr_run|lgr_put|lb_preload)$/) g = "harness (loop, keys)"
 				else if (file ~ /xxhash\.h|core\/hash\.h/) g = "hash"
 				else if (file ~ /memmove|memcpy/) g = "copy (entry header, key, value)"
 				else if (fn ~ /^(reserve_room|take_credit|want_bytes)$/) g = "room (byte credit, ring space)"
@@ -237,7 +270,7 @@ if [[ $mode == put ]]; then
 				else if (fn == "entry_build" && file !~ /src\/mem\//) g = "copy (entry header, key, value)"
 				else if (file ~ /src\/mem\// || fn ~ /^(larder__slab|page_|steal_maint|take_owner|pthread_mutex)/) g = w ? "allocation (slab, page ids)" : "free"
 				else if (file ~ /maint\/maintainer\.c/ || fn ~ /^(maint_main|maint_pass|maint_sleep|lazy_sleep|larder__maint_rings_empty)$/) g = "pass loop, sleep"
-				else if (file ~ /core\/(cache|thread|entry)|maint\/handle\.h/ || fn ~ /^(write_common|larder_put)$/) g = "front (checks, thread state, slot update, stats)"
+				else if (file ~ /core\/(cache|thread|entry)|maint\/handle\.h/ || fn ~ /^(write_common|larder_put|put_(general|indexed|refill))$/) g = "front (checks, thread state, slot update, stats)"
 				else g = "other"
 				sum[g] += ir
 			}
@@ -283,6 +316,6 @@ if [[ $mode == put ]]; then
 	fi
 fi
 echo "where larder's instructions go: callgrind_annotate --inclusive=yes $work/cg.larder.$n-01 | head -40"
-[[ $mode == put ]] &&
+[[ $mode != get ]] &&
 	echo "  the maintainer's: callgrind_annotate --inclusive=yes $work/cg.larder.$n-02 | head -40"
 exit 0
