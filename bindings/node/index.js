@@ -178,6 +178,13 @@ function fromJson(text) {
   return JSON.parse(text);
 }
 
+/* A negative max, maxSize or ttl in the constructor: lru-cache's class, TypeError. */
+function checkNonnegative(name, value) {
+  if (typeof value === 'number' && value < 0) {
+    throw typeError(`${name} must be a nonnegative integer, got ${value}`);
+  }
+}
+
 function checkInteger(name, value, min, max) {
   if (typeof value !== 'number' || !Number.isInteger(value)) {
     throw typeError(`${name} must be an integer, got ${typeof value}`);
@@ -332,6 +339,7 @@ class LarderCache {
     const pool = poolArgs(o);
 
     const name = checkName(o.name);
+    for (const k of ['maxSize', 'max', 'ttl']) checkNonnegative(k, o[k]);
     const maxSize = o.maxSize === undefined ? DEFAULT_MAX_SIZE
       : checkInteger('maxSize', o.maxSize, 65536, Number.MAX_SAFE_INTEGER);
     // max: 0 is no entry limit, as in lru-cache (where ttl or maxSize then bounds the cache).

@@ -1029,3 +1029,21 @@ test('purgeStale() answers as lru-cache\'s with ttlAutopurge: false, expired ent
   larder.close();
   assert.throws(() => larder.purgeStale(), { code: 'ERR_LARDER_CLOSED' });
 });
+
+/*
+ * lru-cache refuses a negative max, maxSize or ttl in the constructor with a
+ * TypeError ("must be a nonnegative/positive integer"); LarderCache threw a
+ * RangeError, so code catching lru-cache's class missed it. A value inside
+ * the type but past larder's own bounds (maxSize under 64 KiB) stays a
+ * RangeError (docs/node.md).
+ */
+test('a negative max, maxSize or ttl in the constructor is a TypeError, as lru-cache', { skip: needLru }, () => {
+  for (const o of [{ max: -1 }, { max: -0.5 }, { maxSize: -1 }, { maxSize: -65536 }, { ttl: -1 }, { ttl: -Infinity }]) {
+    const where = JSON.stringify(o, (k, v) => (v === -Infinity ? '-Infinity' : v));
+    assert.throws(() => new LRUCache({ max: 10, ...o }), TypeError, `lru-cache ${where}`);
+    assert.throws(() => new LarderCache(o), {
+      name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE', message: new RegExp(`^${Object.keys(o)[0]} must be a nonnegative integer`),
+    }, where);
+  }
+  assert.throws(() => new LarderCache({ maxSize: 1000 }), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' });
+});
