@@ -358,10 +358,8 @@ class LarderCache {
     if (!(policyName in POLICIES)) {
       throw rangeError(`policy must be one of ${Object.keys(POLICIES).join(', ')}, got '${policyName}'`);
     }
-    if (o.updateAgeOnGet !== undefined && o.updateAgeOnGet !== null && typeof o.updateAgeOnGet !== 'boolean') {
-      throw typeError('updateAgeOnGet must be a boolean');
-    }
-    const updateAgeOnGet = o.updateAgeOnGet === true;
+    // Truthy or falsy, as lru-cache reads it (!!updateAgeOnGet).
+    const updateAgeOnGet = !!o.updateAgeOnGet;
     const shards = o.shards === undefined ? 1 : checkInteger('shards', o.shards, 1, 64);
     if ((shards & (shards - 1)) !== 0) throw rangeError(`shards must be a power of two, got ${shards}`);
     if (shards > 1 && pool.pool !== null) throw typeError('shards cannot be combined with pool: a pooled cache has one shard');

@@ -1047,3 +1047,40 @@ test('a negative max, maxSize or ttl in the constructor is a TypeError, as lru-c
   }
   assert.throws(() => new LarderCache({ maxSize: 1000 }), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' });
 });
+
+/*
+ * lru-cache reads its boolean options as truthy or falsy (updateAgeOnGet: 1
+ * is true, 'yes' too, 0 false); LarderCache refused anything but a boolean
+ * for updateAgeOnGet. The options larder refuses (allowStale, ...) stay
+ * refused given truthy, in any spelling, and accepted falsy; per-call
+ * options of these names are ignored on both.
+ */
+test('boolean options take any truthy or falsy value, as lru-cache reads them', { skip: needLru }, () => {
+  for (const v of [1, 0, 'yes', '', null, undefined, true, false]) {
+    for (const name of ['updateAgeOnGet', 'ttlAutopurge']) {
+      const lru = new LRUCache({ max: 10, ttl: 60000, [name]: v });
+      const larder = new LarderCache({ ttl: 60000, [name]: v });
+      assert.equal(larder[name], lru[name], `${name}: ${JSON.stringify(v)}`);
+      larder.close();
+    }
+    for (const name of DEFAULT_FALSE_OPTIONS) {
+      new LRUCache({ max: 10, [name]: v });
+      if (v) {
+        assert.throws(() => new LarderCache({ [name]: v }), { name: 'TypeError', message: new RegExp(name) }, `${name}: ${v}`);
+      } else {
+        const larder = new LarderCache({ [name]: v });
+        assert.equal(larder[name], false, `${name}: ${JSON.stringify(v)}`);
+        larder.close();
+      }
+    }
+    const lru = new LRUCache({ max: 10 });
+    const larder = new LarderCache({});
+    const perCall = Object.fromEntries(['updateAgeOnGet', 'updateAgeOnHas', ...DEFAULT_FALSE_OPTIONS].map((n) => [n, v]));
+    for (const c of [lru, larder]) {
+      assert.equal(c.set('a', 1, perCall), c);
+      assert.deepEqual([c.get('a', perCall), c.has('a', perCall), c.peek('a', perCall)], [1, true, 1]);
+    }
+    larder.close();
+  }
+});
+const DEFAULT_FALSE_OPTIONS = ['allowStale', 'noDeleteOnStaleGet', 'noDisposeOnSet', 'updateAgeOnHas', 'noUpdateTTL'];
