@@ -1084,3 +1084,27 @@ test('boolean options take any truthy or falsy value, as lru-cache reads them', 
   }
 });
 const DEFAULT_FALSE_OPTIONS = ['allowStale', 'noDeleteOnStaleGet', 'noDisposeOnSet', 'updateAgeOnHas', 'noUpdateTTL'];
+
+/*
+ * lru-cache keeps a dispose only if it is a function and reads any other as
+ * none. A falsy one (false, 0, '') is accepted as none here too (LarderCache
+ * threw); a truthy one that is not a function stays a TypeError, a
+ * documented difference: it is a mistake lru-cache would hide.
+ */
+test('a falsy dispose is none, as lru-cache; a truthy non-function is refused', { skip: needLru }, () => {
+  for (const dispose of [false, 0, '', null, undefined]) {
+    const lru = new LRUCache({ max: 10, dispose });
+    const larder = new LarderCache({ dispose });
+    for (const c of [lru, larder]) {
+      c.set('a', 1);
+      c.delete('a');
+    }
+    assert.equal(larder.dispose, lru.dispose, JSON.stringify(dispose));
+    assert.equal(larder.dispose, undefined);
+    larder.close();
+  }
+  for (const dispose of [5, 'x', {}, true]) {
+    new LRUCache({ max: 10, dispose });
+    assert.throws(() => new LarderCache({ dispose }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE', message: /dispose/ });
+  }
+});
