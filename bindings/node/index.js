@@ -564,9 +564,10 @@ class LarderCache {
 
   /*
    * lru-cache's status objects ({ status } in set's, get's, has's and peek's
-   * options): op, key, cache, the outcome ('add', 'replace', 'deleted';
-   * 'hit', 'miss'), value and oldValue, and for an entry with a lifetime
-   * ttl, start, now and remainingTTL. The engine keeps a deadline, not when
+   * options): op, key, cache, the outcome ('add', 'replace', 'deleted',
+   * 'miss' with maxEntrySizeExceeded before a size's RangeError; 'hit',
+   * 'miss'), value and oldValue, and for an entry with a lifetime ttl,
+   * start, now and remainingTTL. The engine keeps a deadline, not when
    * a lifetime began, so ttl is the time left from start = now, as info()
    * gives it; an overwrite is 'replace' even with the very value stored
    * (lru-cache's 'update'), as dispose hears it.
@@ -626,8 +627,15 @@ class LarderCache {
       status.set = 'deleted';
       return this;
     }
-    const old = this.peek(key);
-    this.set(key, value, { ttl });
+    const old = this.peek(key); // a bad key throws here, and a bad ttl next: neither is a miss
+    ttlOption({ ttl });
+    try {
+      this.set(key, value, { ttl });
+    } catch (e) {
+      // Refused for its size (the old value deleted): lru-cache's miss over maxEntrySize.
+      if (e.code === 'ERR_OUT_OF_RANGE') Object.assign(status, { set: 'miss', maxEntrySizeExceeded: true });
+      throw e;
+    }
     status.set = old === undefined ? 'add' : 'replace';
     if (old !== undefined) status.oldValue = old;
     this.#statusTTL(status, key);

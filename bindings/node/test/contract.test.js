@@ -1108,3 +1108,46 @@ test('a falsy dispose is none, as lru-cache; a truthy non-function is refused', 
     assert.throws(() => new LarderCache({ dispose }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE', message: /dispose/ });
   }
 });
+
+/*
+ * lru-cache's set of a value over maxEntrySize deletes the key and fills
+ * its status with set: 'miss' and maxEntrySizeExceeded: true; LarderCache
+ * threw its RangeError (a documented difference: it does not return
+ * quietly) with the status holding only op, key and value. It now fills
+ * both fields before throwing; a set refused for its key or ttl (the old
+ * value kept) does not.
+ */
+test('a set refused for its value size fills status as lru-cache: miss, maxEntrySizeExceeded', { skip: needLru }, () => {
+  const lru = new LRUCache({ max: 10, maxSize: 100, sizeCalculation: (v) => v.length });
+  const larder = new LarderCache({ maxValueBytes: 100 });
+  const big = 'x'.repeat(200);
+  const statuses = [];
+  for (const c of [lru, larder]) {
+    c.set('a', 'old');
+    const status = {};
+    try {
+      c.set('a', big, { status });
+    } catch (e) {
+      assert.equal(c, larder, 'only larder throws');
+      assert.equal(e.code, 'ERR_OUT_OF_RANGE');
+    }
+    assert.equal(c.get('a'), undefined, 'the old value is gone on both');
+    statuses.push([status.op, status.key, status.value, status.set, status.maxEntrySizeExceeded]);
+  }
+  assert.deepEqual(statuses[1], statuses[0]);
+  assert.deepEqual(statuses[0], ['set', 'a', big, 'miss', true]);
+  const small = new LarderCache({ maxSize: 65536, maxValueBytes: 60000 });
+  const status = {};
+  assert.throws(() => small.set('k', Buffer.alloc(20000), { status }), /1\/8 of the capacity/);
+  assert.deepEqual([status.set, status.maxEntrySizeExceeded], ['miss', true], 'over 1/8 of maxSize');
+  small.close();
+  for (const [key, options] of [['k'.repeat(2000), {}], ['a', { ttl: -1 }]]) {
+    larder.set('a', 'kept');
+    const st = { ...options };
+    assert.throws(() => larder.set(key, 'v', { ...options, status: st }), RangeError);
+    assert.equal(st.set, undefined);
+    assert.equal(st.maxEntrySizeExceeded, undefined);
+    assert.equal(larder.get('a'), 'kept');
+  }
+  larder.close();
+});
