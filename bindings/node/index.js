@@ -992,15 +992,20 @@ class LarderCache {
    * within a batching window (~200 us; 2 ms for a trickle).
    */
   get size() {
-    if (this.#unflushed) this.#unflushed = !this.#n.flush();
-    const s = this.#n.stats();
+    const s = this.#flushedStats();
     if (this.#max !== 0) this.#enforceMax(s);
     return s.entries;
   }
 
-  /** Bytes the entries take (headers, keys, values, slot rounding). */
+  /** Bytes the entries take (headers, keys, values, slot rounding); exact as size is. */
   get calculatedSize() {
-    return this.#n.stats().used_bytes;
+    return this.#flushedStats().used_bytes;
+  }
+
+  /* The engine's counters once the maintainer applied this object's writes. */
+  #flushedStats() {
+    if (this.#unflushed) this.#unflushed = !this.#n.flush();
+    return this.#n.stats();
   }
 
   /** The entry limit (0: none), as the cache was opened with it. */
