@@ -1185,3 +1185,21 @@ test('calculatedSize counts a set at once and a removal once freed, as lru-cache
   await waitFor(() => larder.calculatedSize === 0, 'the cleared entry\'s bytes freed');
   larder.close();
 });
+
+/*
+ * A documented difference: lru-cache's constructor reads ttl: NaN as no
+ * lifetime (it is falsy) and its set stores the entry; LarderCache refuses
+ * both with a TypeError (docs/node.md), so a lifetime computed from a bad
+ * number does not become forever.
+ */
+test('ttl: NaN is refused in the constructor and in set, where lru-cache reads it as none', { skip: needLru }, () => {
+  const lru = new LRUCache({ max: 10, ttl: NaN });
+  assert.equal(lru.ttl, 0);
+  lru.set('a', 1, { ttl: NaN });
+  assert.equal(lru.get('a'), 1);
+  assert.throws(() => new LarderCache({ ttl: NaN }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE', message: /ttl/ });
+  const larder = new LarderCache({});
+  assert.throws(() => larder.set('a', 1, { ttl: NaN }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE', message: /ttl/ });
+  assert.equal(larder.has('a'), false);
+  larder.close();
+});
