@@ -997,7 +997,7 @@ class LarderCache {
     return s.entries;
   }
 
-  /** Bytes the entries take (headers, keys, values, slot rounding); exact as size is. */
+  /** Bytes the entries take (headers, keys, values, slot rounding): a write's at once, a removal's once freed. */
   get calculatedSize() {
     return this.#flushedStats().used_bytes;
   }
