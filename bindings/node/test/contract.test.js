@@ -8,7 +8,10 @@
  * spelling of the same key, forEach's this, a huge constructor ttl, options
  * given as lru-cache's own defaults refused; a walk going on past the
  * handle's clear() or handing out what it deleted; info, dump, load,
- * purgeStale, status objects and Symbol.toStringTag missing).
+ * purgeStale, status objects and Symbol.toStringTag missing; a negative
+ * max, maxSize or ttl a RangeError, updateAgeOnGet: 1 and dispose: false
+ * refused, a set refused for its size leaving status without 'miss',
+ * calculatedSize read before this object's writes were applied).
  *
  * lru-cache is a devDependency (npm install in bindings/node); without it
  * the side-by-side tests are skipped and say so.
