@@ -178,6 +178,13 @@ function fromJson(text) {
   return JSON.parse(text);
 }
 
+/* A negative max, maxSize or ttl in the constructor: lru-cache's class, TypeError. */
+function checkNonnegative(name, value) {
+  if (typeof value === 'number' && value < 0) {
+    throw typeError(`${name} must be a nonnegative integer, got ${value}`);
+  }
+}
+
 function checkInteger(name, value, min, max) {
   if (typeof value !== 'number' || !Number.isInteger(value)) {
     throw typeError(`${name} must be an integer, got ${typeof value}`);
@@ -332,6 +339,7 @@ class LarderCache {
     const pool = poolArgs(o);
 
     const name = checkName(o.name);
+    for (const k of ['maxSize', 'max', 'ttl']) checkNonnegative(k, o[k]);
     const maxSize = o.maxSize === undefined ? DEFAULT_MAX_SIZE
       : checkInteger('maxSize', o.maxSize, 65536, Number.MAX_SAFE_INTEGER);
     // max: 0 is no entry limit, as in lru-cache (where ttl or maxSize then bounds the cache).
@@ -350,16 +358,13 @@ class LarderCache {
     if (!(policyName in POLICIES)) {
       throw rangeError(`policy must be one of ${Object.keys(POLICIES).join(', ')}, got '${policyName}'`);
     }
-    if (o.updateAgeOnGet !== undefined && o.updateAgeOnGet !== null && typeof o.updateAgeOnGet !== 'boolean') {
-      throw typeError('updateAgeOnGet must be a boolean');
-    }
-    const updateAgeOnGet = o.updateAgeOnGet === true;
+    // Truthy or falsy, as lru-cache reads it (!!updateAgeOnGet).
+    const updateAgeOnGet = !!o.updateAgeOnGet;
     const shards = o.shards === undefined ? 1 : checkInteger('shards', o.shards, 1, 64);
     if ((shards & (shards - 1)) !== 0) throw rangeError(`shards must be a power of two, got ${shards}`);
     if (shards > 1 && pool.pool !== null) throw typeError('shards cannot be combined with pool: a pooled cache has one shard');
-    if (o.dispose !== undefined && o.dispose !== null && typeof o.dispose !== 'function') {
-      throw typeError('dispose must be a function');
-    }
+    // A falsy dispose is none, as lru-cache reads it; a truthy non-function is a mistake it would hide.
+    if (o.dispose && typeof o.dispose !== 'function') throw typeError('dispose must be a function');
     const queueBytes = o.disposeQueueBytes === undefined ? DEFAULT_DISPOSE_QUEUE_BYTES
       : checkInteger('disposeQueueBytes', o.disposeQueueBytes, 4096, 2 ** 40);
     this.#serializer = makeSerializer(o.serializer);
@@ -559,9 +564,10 @@ class LarderCache {
 
   /*
    * lru-cache's status objects ({ status } in set's, get's, has's and peek's
-   * options): op, key, cache, the outcome ('add', 'replace', 'deleted';
-   * 'hit', 'miss'), value and oldValue, and for an entry with a lifetime
-   * ttl, start, now and remainingTTL. The engine keeps a deadline, not when
+   * options): op, key, cache, the outcome ('add', 'replace', 'deleted',
+   * 'miss' with maxEntrySizeExceeded before a size's RangeError; 'hit',
+   * 'miss'), value and oldValue, and for an entry with a lifetime ttl,
+   * start, now and remainingTTL. The engine keeps a deadline, not when
    * a lifetime began, so ttl is the time left from start = now, as info()
    * gives it; an overwrite is 'replace' even with the very value stored
    * (lru-cache's 'update'), as dispose hears it.
@@ -621,8 +627,15 @@ class LarderCache {
       status.set = 'deleted';
       return this;
     }
-    const old = this.peek(key);
-    this.set(key, value, { ttl });
+    const old = this.peek(key); // a bad key throws here, and a bad ttl next: neither is a miss
+    ttlOption({ ttl });
+    try {
+      this.set(key, value, { ttl });
+    } catch (e) {
+      // Refused for its size (the old value deleted): lru-cache's miss over maxEntrySize.
+      if (e.code === 'ERR_OUT_OF_RANGE') Object.assign(status, { set: 'miss', maxEntrySizeExceeded: true });
+      throw e;
+    }
     status.set = old === undefined ? 'add' : 'replace';
     if (old !== undefined) status.oldValue = old;
     this.#statusTTL(status, key);
@@ -979,15 +992,20 @@ class LarderCache {
    * within a batching window (~200 us; 2 ms for a trickle).
    */
   get size() {
-    if (this.#unflushed) this.#unflushed = !this.#n.flush();
-    const s = this.#n.stats();
+    const s = this.#flushedStats();
     if (this.#max !== 0) this.#enforceMax(s);
     return s.entries;
   }
 
-  /** Bytes the entries take (headers, keys, values, slot rounding). */
+  /** Bytes the entries take (headers, keys, values, slot rounding): a write's at once, a removal's once freed. */
   get calculatedSize() {
-    return this.#n.stats().used_bytes;
+    return this.#flushedStats().used_bytes;
+  }
+
+  /* The engine's counters once the maintainer applied this object's writes. */
+  #flushedStats() {
+    if (this.#unflushed) this.#unflushed = !this.#n.flush();
+    return this.#n.stats();
   }
 
   /** The entry limit (0: none), as the cache was opened with it. */

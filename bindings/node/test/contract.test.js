@@ -8,7 +8,10 @@
  * spelling of the same key, forEach's this, a huge constructor ttl, options
  * given as lru-cache's own defaults refused; a walk going on past the
  * handle's clear() or handing out what it deleted; info, dump, load,
- * purgeStale, status objects and Symbol.toStringTag missing).
+ * purgeStale, status objects and Symbol.toStringTag missing; a negative
+ * max, maxSize or ttl a RangeError, updateAgeOnGet: 1 and dispose: false
+ * refused, a set refused for its size leaving status without 'miss',
+ * calculatedSize read before this object's writes were applied).
  *
  * lru-cache is a devDependency (npm install in bindings/node); without it
  * the side-by-side tests are skipped and say so.
@@ -1028,4 +1031,178 @@ test('purgeStale() answers as lru-cache\'s with ttlAutopurge: false, expired ent
   assert.deepEqual(contents(larder), contents(lru));
   larder.close();
   assert.throws(() => larder.purgeStale(), { code: 'ERR_LARDER_CLOSED' });
+});
+
+/*
+ * lru-cache refuses a negative max, maxSize or ttl in the constructor with a
+ * TypeError ("must be a nonnegative/positive integer"); LarderCache threw a
+ * RangeError, so code catching lru-cache's class missed it. A value inside
+ * the type but past larder's own bounds (maxSize under 64 KiB) stays a
+ * RangeError (docs/node.md).
+ */
+test('a negative max, maxSize or ttl in the constructor is a TypeError, as lru-cache', { skip: needLru }, () => {
+  for (const o of [{ max: -1 }, { max: -0.5 }, { maxSize: -1 }, { maxSize: -65536 }, { ttl: -1 }, { ttl: -Infinity }]) {
+    const where = JSON.stringify(o, (k, v) => (v === -Infinity ? '-Infinity' : v));
+    assert.throws(() => new LRUCache({ max: 10, ...o }), TypeError, `lru-cache ${where}`);
+    assert.throws(() => new LarderCache(o), {
+      name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE', message: new RegExp(`^${Object.keys(o)[0]} must be a nonnegative integer`),
+    }, where);
+  }
+  assert.throws(() => new LarderCache({ maxSize: 1000 }), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' });
+});
+
+/*
+ * lru-cache reads its boolean options as truthy or falsy (updateAgeOnGet: 1
+ * is true, 'yes' too, 0 false); LarderCache refused anything but a boolean
+ * for updateAgeOnGet. The options larder refuses (allowStale, ...) stay
+ * refused given truthy, in any spelling, and accepted falsy; per-call
+ * options of these names are ignored on both.
+ */
+test('boolean options take any truthy or falsy value, as lru-cache reads them', { skip: needLru }, () => {
+  for (const v of [1, 0, 'yes', '', null, undefined, true, false]) {
+    for (const name of ['updateAgeOnGet', 'ttlAutopurge']) {
+      const lru = new LRUCache({ max: 10, ttl: 60000, [name]: v });
+      const larder = new LarderCache({ ttl: 60000, [name]: v });
+      assert.equal(larder[name], lru[name], `${name}: ${JSON.stringify(v)}`);
+      larder.close();
+    }
+    for (const name of DEFAULT_FALSE_OPTIONS) {
+      new LRUCache({ max: 10, [name]: v });
+      if (v) {
+        assert.throws(() => new LarderCache({ [name]: v }), { name: 'TypeError', message: new RegExp(name) }, `${name}: ${v}`);
+      } else {
+        const larder = new LarderCache({ [name]: v });
+        assert.equal(larder[name], false, `${name}: ${JSON.stringify(v)}`);
+        larder.close();
+      }
+    }
+    const lru = new LRUCache({ max: 10 });
+    const larder = new LarderCache({});
+    const perCall = Object.fromEntries(['updateAgeOnGet', 'updateAgeOnHas', ...DEFAULT_FALSE_OPTIONS].map((n) => [n, v]));
+    for (const c of [lru, larder]) {
+      assert.equal(c.set('a', 1, perCall), c);
+      assert.deepEqual([c.get('a', perCall), c.has('a', perCall), c.peek('a', perCall)], [1, true, 1]);
+    }
+    larder.close();
+  }
+});
+const DEFAULT_FALSE_OPTIONS = ['allowStale', 'noDeleteOnStaleGet', 'noDisposeOnSet', 'updateAgeOnHas', 'noUpdateTTL'];
+
+/*
+ * lru-cache keeps a dispose only if it is a function and reads any other as
+ * none. A falsy one (false, 0, '') is accepted as none here too (LarderCache
+ * threw); a truthy one that is not a function stays a TypeError, a
+ * documented difference: it is a mistake lru-cache would hide.
+ */
+test('a falsy dispose is none, as lru-cache; a truthy non-function is refused', { skip: needLru }, () => {
+  for (const dispose of [false, 0, '', null, undefined]) {
+    const lru = new LRUCache({ max: 10, dispose });
+    const larder = new LarderCache({ dispose });
+    for (const c of [lru, larder]) {
+      c.set('a', 1);
+      c.delete('a');
+    }
+    assert.equal(larder.dispose, lru.dispose, JSON.stringify(dispose));
+    assert.equal(larder.dispose, undefined);
+    larder.close();
+  }
+  for (const dispose of [5, 'x', {}, true]) {
+    new LRUCache({ max: 10, dispose });
+    assert.throws(() => new LarderCache({ dispose }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE', message: /dispose/ });
+  }
+});
+
+/*
+ * lru-cache's set of a value over maxEntrySize deletes the key and fills
+ * its status with set: 'miss' and maxEntrySizeExceeded: true; LarderCache
+ * threw its RangeError (a documented difference: it does not return
+ * quietly) with the status holding only op, key and value. It now fills
+ * both fields before throwing; a set refused for its key or ttl (the old
+ * value kept) does not.
+ */
+test('a set refused for its value size fills status as lru-cache: miss, maxEntrySizeExceeded', { skip: needLru }, () => {
+  const lru = new LRUCache({ max: 10, maxSize: 100, sizeCalculation: (v) => v.length });
+  const larder = new LarderCache({ maxValueBytes: 100 });
+  const big = 'x'.repeat(200);
+  const statuses = [];
+  for (const c of [lru, larder]) {
+    c.set('a', 'old');
+    const status = {};
+    try {
+      c.set('a', big, { status });
+    } catch (e) {
+      assert.equal(c, larder, 'only larder throws');
+      assert.equal(e.code, 'ERR_OUT_OF_RANGE');
+    }
+    assert.equal(c.get('a'), undefined, 'the old value is gone on both');
+    statuses.push([status.op, status.key, status.value, status.set, status.maxEntrySizeExceeded]);
+  }
+  assert.deepEqual(statuses[1], statuses[0]);
+  assert.deepEqual(statuses[0], ['set', 'a', big, 'miss', true]);
+  const small = new LarderCache({ maxSize: 65536, maxValueBytes: 60000 });
+  const status = {};
+  assert.throws(() => small.set('k', Buffer.alloc(20000), { status }), /1\/8 of the capacity/);
+  assert.deepEqual([status.set, status.maxEntrySizeExceeded], ['miss', true], 'over 1/8 of maxSize');
+  small.close();
+  for (const [key, options] of [['k'.repeat(2000), {}], ['a', { ttl: -1 }]]) {
+    larder.set('a', 'kept');
+    const st = { ...options };
+    assert.throws(() => larder.set(key, 'v', { ...options, status: st }), RangeError);
+    assert.equal(st.set, undefined);
+    assert.equal(st.maxEntrySizeExceeded, undefined);
+    assert.equal(larder.get('a'), 'kept');
+  }
+  larder.close();
+});
+
+/*
+ * lru-cache's calculatedSize is exact after every write, as its size is.
+ * LarderCache's read the engine's counter without waiting for the
+ * maintainer to apply this object's writes (size waits: larder_flush), so
+ * a delete went uncounted in every read right after it; it now waits as
+ * size does. The engine counts a write's bytes at once but a removal's
+ * only when its memory is freed, after a grace period that larder_flush
+ * does not wait for (docs/node.md): right after a delete the bytes may
+ * still show, so that part is a bounded wait (a hang guard, not a timing).
+ * Larder counts bytes where lru-cache counts what sizeCalculation says
+ * (here key and value lengths, which the engine's bytes include).
+ */
+test('calculatedSize counts a set at once and a removal once freed, as lru-cache\'s bytes', { skip: needLru }, async () => {
+  const lru = new LRUCache({ max: 1000, maxSize: 1 << 20, sizeCalculation: (v, k) => k.length + v.length });
+  const larder = new LarderCache({ max: 1000 });
+  for (let i = 0; i < 20; i++) {
+    for (const c of [lru, larder]) c.set(`k${i}`, 'x'.repeat(100 + i));
+    const bytes = larder.calculatedSize; // read before size
+    assert.ok(bytes >= lru.calculatedSize && bytes > 0, `set ${i}: larder ${bytes}, lru-cache ${lru.calculatedSize}`);
+    assert.equal(larder.size, lru.size);
+  }
+  for (const c of [lru, larder]) c.set('k0', 'y'.repeat(5000));
+  assert.ok(larder.calculatedSize >= lru.calculatedSize, 'a larger replacement counts at once');
+  for (let i = 0; i < 20; i++) {
+    for (const c of [lru, larder]) c.delete(`k${i}`);
+  }
+  assert.deepEqual([larder.size, lru.size, lru.calculatedSize], [0, 0, 0]);
+  await waitFor(() => larder.calculatedSize === 0, 'the deleted entries\' bytes freed');
+  for (const c of [lru, larder]) c.set('a', 'v');
+  for (const c of [lru, larder]) c.clear();
+  await waitFor(() => larder.calculatedSize === 0, 'the cleared entry\'s bytes freed');
+  larder.close();
+});
+
+/*
+ * A documented difference: lru-cache's constructor reads ttl: NaN as no
+ * lifetime (it is falsy) and its set stores the entry; LarderCache refuses
+ * both with a TypeError (docs/node.md), so a lifetime computed from a bad
+ * number does not become forever.
+ */
+test('ttl: NaN is refused in the constructor and in set, where lru-cache reads it as none', { skip: needLru }, () => {
+  const lru = new LRUCache({ max: 10, ttl: NaN });
+  assert.equal(lru.ttl, 0);
+  lru.set('a', 1, { ttl: NaN });
+  assert.equal(lru.get('a'), 1);
+  assert.throws(() => new LarderCache({ ttl: NaN }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE', message: /ttl/ });
+  const larder = new LarderCache({});
+  assert.throws(() => larder.set('a', 1, { ttl: NaN }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE', message: /ttl/ });
+  assert.equal(larder.has('a'), false);
+  larder.close();
 });
