@@ -31,21 +31,23 @@
  *      that another thread started since this shard sealed its batch
  *      (GP-G3 in sync/reclaim.c), or one of its own when due (gp_due: 256
  *      KiB retired, a writer waiting, or 1 ms); then seal what is left.
- * Then it sleeps: about 200 us when work is pending (the batching window,
+ * Then it sleeps: about 200 us per shard when work is pending (the
+ * batching window, window_ns(),
  * cut short by a writer whose event ring is half full, or whose unread
  * overwrites reach LARDER__WAKE_EVENTS: larder__events_wake_due), until
  * woken (or 100 ms, or the wheel's next deadline) when idle. A pass that
  * drained many events, or walked a cleared table, runs the next one at
  * once. A pass that found only a trickle (at most LAZY_EVENTS events, no
  * walk left, memory not short, nobody waiting) sleeps lazily instead: up to
- * LAZY_MS or the wheel's next deadline, woken by a writer only when its ring
- * is half full (its overwrites: LARDER__WAKE_EVENTS unread), its entry is
- * due before then (WAKE-W4), memory runs short, or it waits for room. A
+ * lazy_ms() (LAZY_MS per shard, at most LAZY_MAX_MS) or the wheel's next
+ * deadline, woken by a writer only when its ring is half full (its
+ * overwrites: LARDER__WAKE_EVENTS unread), its entry is due before then
+ * (WAKE-W4), memory runs short, or it waits for room. A
  * window's polling, or a wake per write, costs a context switch per request
  * to a client doing one write per round trip on a busy machine; the lazy
- * sleep costs one per LAZY_MS, and delays only what no caller waits for:
+ * sleep costs one per lazy_ms(), and delays only what no caller waits for:
  * the policy's view, statistics, listener calls for removals (by at most
- * LAZY_MS plus a pass) and retired memory, which the budget bounds.
+ * lazy_ms() plus a pass) and retired memory, which the budget bounds.
  *
  * TTL (the wheel, maint/evict.c). Bound on lateness
  * (tests/unit/test_ttl.c checks it with the injected clock): with the
@@ -54,9 +56,10 @@
  * batching window apart while there is work, and a lazy or idle maintainer
  * sleeps only until the next wheel event (the next occupied slot, bank swap
  * or heap block, read from the bitmaps) measured on the cache clock, capped
- * at LAZY_MS or IDLE_NS; a writer whose entry is due before a lazy sleep
+ * at lazy_ms() or IDLE_NS; a writer whose entry is due before a lazy sleep
  * ends wakes it (WAKE-W4). So removal is at most one tick (1 ms, the
- * clock's resolution) + one batching window late: the wheel's cascades are
+ * clock's resolution) + one batching window (window_ns(), at most 1 ms)
+ * late: the wheel's cascades are
  * done ahead of time, STAGE_PER_PASS timers per pass plus STAGE_PER_EXPIRY
  * per expiry (larder__wheel_prepare), so reaching a higher-level slot costs
  * a swap, not a re-placement of its timers (a level-3 slot holds ~730,000
@@ -110,7 +113,9 @@
 #include "ttl/wheel.h"
 
 #define WINDOW_NS (200u * 1000u)
+#define WINDOW_MAX_NS (1000u * 1000u)
 #define LAZY_MS 2u
+#define LAZY_MAX_MS 8u
 #define LAZY_EVENTS 64u
 #define IDLE_NS (100u * 1000u * 1000u)
 #define GP_BATCH_BYTES (256u * 1024u)
@@ -134,7 +139,9 @@ void larder__maint_wake_writers(struct larder *c)
  * CPU running one of our threads: start one only for a batch worth it (256
  * KiB), when a writer (or a test seam) waits, or when the last one is 1 ms old,
  * so that retired memory waits at most about 1 ms plus the grace period
- * itself. The batch was 64 KiB until 2026-12-05: with the writer on another
+ * itself. The last one is anyone's (larder__gp_started_ns): a start covers
+ * every shard's sealed batch (GP-G3), and with each shard timing its own,
+ * K shards started up to K a millisecond where one shard started one. The batch was 64 KiB until 2026-12-05: with the writer on another
  * core (a KVM guest, where each interrupt is a trip through the hypervisor)
  * the maintainer spent 55% of its time in the kernel; at 256 KiB, 23%, and
  * 0.83x the CPU per put (tools/larder-bench/pin.sh, docs/bench.md).
@@ -146,7 +153,7 @@ static int gp_due(struct larder__maint *m)
 	       atomic_load_explicit(&c->room_waiters, LARDER__RELAXED) || /* a hint */
 	       atomic_load_explicit(&m->pass_waiters, LARDER__RELAXED) || /* a hint (flush) */
 	       atomic_load_explicit(&c->stop, LARDER__RELAXED) ||
-	       larder__monotonic_ns() - m->gp_started_ns >= GP_INTERVAL_NS;
+	       larder__monotonic_ns() - larder__gp_started_ns() >= GP_INTERVAL_NS;
 }
 
 /*
@@ -164,7 +171,6 @@ static uint64_t gp_hand_over(struct larder__maint *m)
 	uint64_t work = 0;
 	int running = m->waiting || m->waiting_sealed; /* one batch waits at a time */
 	if (!running && m->sealed && larder__gp_begun(m->sealed_token)) {
-		m->gp_started_ns = larder__monotonic_ns();
 		m->waiting = m->sealed;
 		m->waiting_bytes = m->sealed_bytes;
 		m->waiting_token = m->sealed_token;
@@ -172,7 +178,6 @@ static uint64_t gp_hand_over(struct larder__maint *m)
 		m->sealed_bytes = 0;
 		work = 1;
 	} else if (!running && (m->collect || m->sealed) && gp_due(m)) {
-		m->gp_started_ns = larder__monotonic_ns();
 		m->waiting = m->collect;
 		m->waiting_bytes = m->collect_bytes;
 		m->waiting_sealed = m->sealed;
@@ -310,22 +315,50 @@ static uint64_t maint_pass(struct larder__maint *m)
 }
 
 /*
- * The lazy sleep, after a pass that found a trickle of work: up to LAZY_MS,
- * or to the wheel's next event if sooner. A writer wakes it only where a
- * batching window would not do: its ring half full (larder__events_wake_due),
- * an entry due before wake_at (WAKE-W4), memory short (larder__budget_short),
- * or a wait for room. So a trickle of writes costs a pass per LAZY_MS
- * rather than one (or a window's worth of polling) per write. Returns 0
- * without sleeping when a timer is due, or when an event came after the
- * drain (its writer may have seen us awake, and its deadline is unknown):
- * the caller sleeps a window instead.
+ * How long the sleeps that end by themselves last: the batching window
+ * WINDOW_NS per shard, at most WINDOW_MAX_NS, and the lazy sleep LAZY_MS
+ * per shard, at most LAZY_MAX_MS. A shard's rings get 1/K of the cache's
+ * events, so sleeps of one shard's length left each of K maintainers 1/K
+ * of a batch per pass, and K maintainers together ran K times the passes
+ * (each a sleep and a wake-up in the kernel) of one: with 2 writers,
+ * 2.8-3.5x the passes per put at K = 4 (docs/shards.md, "What grows with
+ * K"). Scaled, K shards together wake about as often as one, and each
+ * pass takes K times the batch. What the longer sleeps delay is what no
+ * caller waits for (the lazy sleep's comment below): a writer's half-full
+ * ring (or LARDER__WAKE_EVENTS unread overwrites) still cuts either short,
+ * and an entry due sooner, memory short or a waiting writer a lazy one
+ * (WAKE-W4, larder__budget_short, room_waiters). The window's cap keeps
+ * the TTL's lateness bound (above) within a tick and a millisecond.
+ */
+static uint64_t window_ns(const struct larder__maint *m)
+{
+	uint64_t ns = (uint64_t)WINDOW_NS * m->shards;
+	return ns < WINDOW_MAX_NS ? ns : WINDOW_MAX_NS;
+}
+
+static uint64_t lazy_ms(const struct larder__maint *m)
+{
+	uint64_t ms = (uint64_t)LAZY_MS * m->shards;
+	return ms < LAZY_MAX_MS ? ms : LAZY_MAX_MS;
+}
+
+/*
+ * The lazy sleep, after a pass that found a trickle of work: up to lazy_ms()
+ * (LAZY_MS with one shard), or to the wheel's next event if sooner. A
+ * writer wakes it only where a batching window would not do: its ring half
+ * full (larder__events_wake_due), an entry due before wake_at (WAKE-W4),
+ * memory short (larder__budget_short), or a wait for room. So a trickle of
+ * writes costs a pass per lazy_ms() rather than one (or a window's worth
+ * of polling) per write. Returns 0 without sleeping when a timer is due, or
+ * when an event came after the drain (its writer may have seen us awake,
+ * and its deadline is unknown): the caller sleeps a window instead.
  */
 static int lazy_sleep(struct larder__maint *m)
 {
 	struct larder *c = m->cache;
 	struct larder__shard *s = m->shard;
 	uint64_t now_ms = c->clock(c->clock_ctx);
-	uint64_t wake_at_ms = now_ms + LAZY_MS;
+	uint64_t wake_at_ms = now_ms + lazy_ms(m);
 	if (m->next_due < wake_at_ms)
 		wake_at_ms = m->next_due;
 	if (wake_at_ms <= now_ms)
@@ -360,7 +393,7 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 		 * short (larder__events_wake_due; WAKE-W1); relaxed, the futex word
 		 * needs no ordering here. */
 		atomic_store_explicit(&s->maint_sleeping, MAINT_WINDOW, LARDER__RELAXED);
-		larder__futex_wait(&s->maint_sleeping, MAINT_WINDOW, WINDOW_NS);
+		larder__futex_wait(&s->maint_sleeping, MAINT_WINDOW, window_ns(m));
 		atomic_store_explicit(&s->maint_sleeping, 0, LARDER__RELAXED); /* awake; as above */
 		return;
 	}

@@ -105,7 +105,6 @@ struct larder__maint {
 	 * sealed batch that a start of our own took along (maint_pass). */
 	struct larder__entry *waiting, *waiting_sealed;
 	uint64_t waiting_bytes, waiting_sealed_bytes, waiting_token;
-	uint64_t gp_started_ns;          /* when the last grace period for entries began */
 	struct larder__table *tables;    /* resized out of, freed after retire_token */
 	struct larder__table *gens;      /* swapped out by clear, oldest first */
 	struct larder__clear_walk clear; /* of gens, the head */

@@ -66,11 +66,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "sync/futex.h"
+
 struct larder__gp_state larder__gp = { 1 };
 bool larder__reclaim_fences;
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER; /* GP-G3 */
+static larder__atomic_u64 started_ns; /* larder__gp_started_ns */
 static struct larder__reader *registry;
 static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
 
@@ -134,7 +137,14 @@ uint64_t larder__gp_start(void)
 	 * counter relaxed (GP-R1): GP-M1 orders them. */
 	atomic_store_explicit(&larder__gp.counter, token, LARDER__RELEASE);
 	pthread_mutex_unlock(&start_lock);
+	/* Relaxed: a hint for when to start the next one (reclaim.h). */
+	atomic_store_explicit(&started_ns, larder__monotonic_ns(), LARDER__RELAXED);
 	return token;
+}
+
+uint64_t larder__gp_started_ns(void)
+{
+	return atomic_load_explicit(&started_ns, LARDER__RELAXED); /* a hint */
 }
 
 uint64_t larder__gp_next(void)

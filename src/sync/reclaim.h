@@ -118,6 +118,15 @@ uint64_t larder__gp_start(void);
  */
 uint64_t larder__gp_next(void);
 
+/*
+ * When the latest grace period began, by any thread (CLOCK_MONOTONIC ns, as
+ * larder__monotonic_ns(); 0 before the first). A hint, read relaxed: the
+ * maintainers of every shard and cache time their age limit from it, so
+ * that K of them together start about as many as one (maint/maintainer.c,
+ * gp_due), since one start covers every batch sealed before it (GP-G3).
+ */
+uint64_t larder__gp_started_ns(void);
+
 /* True once a grace period with this token (or a later one) has started. */
 bool larder__gp_begun(uint64_t token);
 

@@ -28,6 +28,16 @@
 # maintainer runs a pass per writer wake-up (a ring half full, 256
 # events), one that falls behind runs longer passes, mostly from the spill
 # (docs/shards.md, "What grows with K").
+#
+# With LB_SHARDS_PERF=1 each cell runs under `perf record` of the futex and
+# membarrier system calls (perf must be allowed the syscalls tracepoints:
+# root, or kernel.perf_event_paranoid <= -1), and a second table gives per
+# 1,000 puts (medians of the rounds) the maintainers' passes, their sleeps
+# (futex waits by the larder-maint/K threads), the writers' wake-ups of
+# them (futex wakes by the other threads), the maintainers' futex wakes
+# (of waiting writers, or of each other) and the membarrier calls (one
+# per grace period started on x86, GP-M1 in sync/reclaim.c). Recording
+# costs the process a little CPU: read the CPU figures from a run without it.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -39,27 +49,42 @@ for b in "${benches[@]}"; do
 	[[ -x $b ]] || { echo "shards.sh: no larder-bench at $b (build it first)" >&2; exit 2; }
 done
 nb=${#benches[@]}
+perf=${LB_SHARDS_PERF:-0}
 
 out=$(mktemp /tmp/larder-shards.XXXXXX)
-trap 'rm -f "$out" "$out.log" "$out.err" "$out.cell"' EXIT
+trap 'rm -f "$out" "$out.log" "$out.err" "$out.cell" "$out.perf"' EXIT
 for ((r = 1; r <= rounds; r++)); do
 	for k in $ks; do
 		for ((j = 0; j < nb; j++)); do
 			i=$(((j + r - 1) % nb))
 			# The cell's row: scenario threads engine median range ratio |
 			# cpu cratio on-cpu helper | hit
-			LB_LARDER_STATS=1 "${benches[i]}" --engines larder --scenarios write \
+			rec=()
+			[[ $perf == 1 ]] && rec=(perf record -q -o "$out.perf" -e syscalls:sys_enter_futex
+				-e syscalls:sys_enter_membarrier --)
+			LB_LARDER_STATS=1 "${rec[@]}" "${benches[i]}" --engines larder --scenarios write \
 				--threads "$threads" --rounds 1 --shards "$k" 2>"$out.err" >"$out.cell" ||
 				{ cat "$out.err" >&2; exit 1; }
 			cat "$out.err" >>"$out.log"
 			read -r writes passes spilled < <(awk '/larder stats:/ { print $5, $7, $9 }' \
 				"$out.err") || true
+			# Futex waits and wakes (op FUTEX_WAIT_PRIVATE 0x80, FUTEX_WAKE_PRIVATE
+			# 0x81) by the maintainers' threads and by the others, and membarriers.
+			sys="0 0 0 0"
+			[[ $perf == 1 ]] && sys=$(perf script -i "$out.perf" -F comm,event,trace 2>/dev/null |
+				awk '{ m = $1 ~ /^larder-maint/ }
+					/sys_enter_futex/ && /op: 0x00000080,/ { if (m) ms++ }
+					/sys_enter_futex/ && /op: 0x00000081,/ { if (m) mk++; else wk++ }
+					/sys_enter_membarrier/ { mb++ }
+					END { print ms + 0, wk + 0, mk + 0, mb + 0 }')
 			awk -v r="$r" -v b="$i" -v k="$k" -v w="${writes:-0}" -v p="${passes:-0}" \
-				-v sp="${spilled:-0}" '
+				-v sp="${spilled:-0}" -v sys="$sys" '
 				$1 == "write" && $3 == "larder" && $7 == "|" {
 					h = $11; sub(/%/, "", h); on = $10; sub(/%/, "", on)
-					printf "%s %s %s %s %s %s %s %s %s\n", r, b, k, $4, $8, h / 100,
-						on / 100, p ? w / p : 0, w ? sp / w : 0
+					split(sys, y, " "); f = w ? 1000 / w : 0
+					printf "%s %s %s %s %s %s %s %s %s %s %s %s %s %s\n", r, b, k, $4, $8,
+						h / 100, on / 100, p ? w / p : 0, w ? sp / w : 0, p * f,
+						y[1] * f, y[2] * f, y[3] * f, y[4] * f
 				}' "$out.cell" >>"$out"
 		done
 	done
@@ -67,7 +92,7 @@ done
 
 printf 'write cell, %s writer threads, %s rounds (load average now: %s)\n' "$threads" "$rounds" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)"
-awk -v nb="$nb" -v names="${benches[*]}" '
+awk -v nb="$nb" -v names="${benches[*]}" -v perf="$perf" '
 	function median(a, n,    i, j, t) {
 		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
@@ -81,6 +106,8 @@ awk -v nb="$nb" -v names="${benches[*]}" '
 		w = 1000 / $5; m = $6 * w
 		v[bk, "wall", i] = $4; v[bk, "cpu", i] = $5; v[bk, "wns", i] = w; v[bk, "mns", i] = m
 		v[bk, "on", i] = $7; v[bk, "wpp", i] = $8; v[bk, "spl", i] = $9
+		v[bk, "pas", i] = $10; v[bk, "msl", i] = $11; v[bk, "wwk", i] = $12
+		v[bk, "mwk", i] = $13; v[bk, "mb", i] = $14
 		if (!(bk in lo) || m < lo[bk]) lo[bk] = m
 		if (!(bk in hi) || m > hi[bk]) hi[bk] = m
 		if (!(k in seen)) { order[++nk] = k; seen[k] = 1 }
@@ -101,6 +128,16 @@ awk -v nb="$nb" -v names="${benches[*]}" '
 				printf "%3s %10.2f %10.2f %14.1f %9.1f (%.1f..%.1f) %7.0f%% %8.2fx %15.0f %7.0f%%\n",
 					k, med(bk, "wall"), med(bk, "cpu"), med(bk, "wns"), mm, lo[bk], hi[bk],
 					100 * med(bk, "on"), mm / base, med(bk, "wpp"), 100 * med(bk, "spl")
+			}
+		}
+		for (b = 0; b < nb && perf == 1; b++) {
+			printf "per 1,000 puts (perf)%s\n", (nb > 1 ? ", " name[b + 1] : "")
+			printf "%3s %8s %17s %15s %17s %11s\n", "K", "passes", "maintainer sleeps",
+				"writers wakes", "maintainer wakes", "membarrier"
+			for (x = 1; x <= nk; x++) {
+				k = order[x]; bk = b SUBSEP k
+				printf "%3s %8.3f %17.3f %15.3f %17.3f %11.3f\n", k, med(bk, "pas"),
+					med(bk, "msl"), med(bk, "wwk"), med(bk, "mwk"), med(bk, "mb")
 			}
 		}
 		for (b = 1; b < nb; b++) {
