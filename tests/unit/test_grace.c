@@ -23,6 +23,8 @@
  *       begun until the next start, which returns it; polled with it, that
  *       start's grace period waits for a section entered before the seal
  *       and not for one entered after the start.
+ *   TGRACE-G6. larder__gp_started_ns() is the time of the latest start, by any
+ *       thread (what the maintainers time their grace periods' age from).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -31,6 +33,7 @@
 
 #include "core/thread.h"
 #include "harness.h"
+#include "sync/futex.h"
 
 #define KiB ((uint64_t)1024)
 #define MiB (1024 * KiB)
@@ -293,6 +296,17 @@ static void test_sealed_token_rides_next_start(void)
 	CHECK(!larder__gp_begun(next));
 	CHECK(!larder__gp_poll(next));
 	larder__read_exit(r, outer);
+}
+
+/* TGRACE-G6, one thread, no cache open: no other thread starts one meanwhile. */
+static void test_started_ns_is_latest_start(void)
+{
+	uint64_t before = larder__monotonic_ns();
+	larder__gp_start();
+	uint64_t after = larder__monotonic_ns();
+	uint64_t started = larder__gp_started_ns();
+	CHECK(started >= before);
+	CHECK(started <= after);
 }
 
 struct inside {
@@ -618,6 +632,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_parked_after_nested_reads),
 		TH_TEST(test_nested_sections_hold_grace),
 		TH_TEST(test_sealed_token_rides_next_start),
+		TH_TEST(test_started_ns_is_latest_start),
 		TH_TEST(test_write_inside_callback),
 		TH_TEST(test_write_inside_callback_roomy),
 		TH_TEST(test_writer_waits_for_room),

@@ -19,7 +19,12 @@
  *                 neither sleep until LARDER__WAKE_EVENTS are unread, ring
  *                 and spill together, less what the maintainer took; after
  *                 a no it looks again only when that many could be unread,
- *                 and then wakes it.
+ *                 and then wakes it;
+ *   lazy length   with a maintainer thread and an injected clock that does
+ *                 not move: after one put, the lazy sleep of the key's
+ *                 shard publishes its end (maint_wake_at) 2 ms per shard
+ *                 ahead of the clock, at most 8 ms (K shards together wake
+ *                 about as often as one, maint/maintainer.c: lazy_ms).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -187,12 +192,57 @@ static void test_overwrites_wait(void)
 	free(c);
 }
 
+static struct th_clock lazy_clock;
+static larder *lazy_cache;
+
+/* Some shard has published the end of a lazy sleep. */
+static int lazy_published(void *ctx)
+{
+	(void)ctx;
+	for (unsigned i = 0; i < lazy_cache->shard_count; i++)
+		/* Relaxed: the value is re-read by the check; the wait is a hang guard. */
+		if (atomic_load_explicit(&lazy_cache->shard[i].maint_wake_at, LARDER__RELAXED))
+			return 1;
+	return 0;
+}
+
+static void test_lazy_sleep_length(void)
+{
+	static const struct {
+		unsigned shards;
+		uint64_t lazy_ms;
+	} cases[] = { { 1, 2 }, { 4, 8 }, { 8, 8 } };
+	const uint64_t t0 = 1000000;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		larder_config *config = th_config(4u << 20);
+		REQUIRE(config != NULL);
+		th_clock_init(&lazy_clock, t0);
+		CHECK_RC(larder_config_set_clock(config, th_clock_fn, &lazy_clock), LARDER_OK);
+		CHECK_RC(larder_config_set_shards(config, cases[i].shards), LARDER_OK);
+		lazy_cache = th_open(config);
+		REQUIRE(lazy_cache != NULL);
+		/* One insert: a trickle, so its shard's next pass sleeps lazily. */
+		CHECK_RC(larder_put(lazy_cache, "k", 1, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+		CHECK(th_wait_until(lazy_published, NULL, 10000u * TH_SLOW));
+		uint64_t latest = 0;
+		for (unsigned k = 0; k < lazy_cache->shard_count; k++) {
+			uint64_t at = atomic_load_explicit(&lazy_cache->shard[k].maint_wake_at,
+							   LARDER__RELAXED);
+			latest = at > latest ? at : latest;
+		}
+		CHECK_EQ(latest, t0 + cases[i].lazy_ms);
+		larder_close(lazy_cache);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_half_full_refreshes_tail),
 		TH_TEST(test_wake_decisions),
 		TH_TEST(test_overwrites_wait),
+		TH_TEST(test_lazy_sleep_length),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
