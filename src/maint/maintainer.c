@@ -32,9 +32,9 @@
  *      (GP-G3 in sync/reclaim.c), or one of its own when due (gp_due: 256
  *      KiB retired, a writer waiting, or 1 ms); then seal what is left.
  * Then it sleeps: about 200 us per shard when work is pending (the
- * batching window, window_ns(),
- * cut short by a writer whose event ring is half full, or whose unread
- * overwrites reach LARDER__WAKE_EVENTS: larder__events_wake_due), until
+ * batching window, window_ns(), cut short by a writer whose event ring is
+ * half full, or whose unread overwrites reach LARDER__WAKE_EVENTS:
+ * larder__events_wake_due), until
  * woken (or 100 ms, or the wheel's next deadline) when idle. A pass that
  * drained many events, or walked a cleared table, runs the next one at
  * once. A pass that found only a trickle (at most LAZY_EVENTS events, no
@@ -42,9 +42,9 @@
  * lazy_ms() (LAZY_MS per shard, at most LAZY_MAX_MS) or the wheel's next
  * deadline, woken by a writer only when its ring is half full (its
  * overwrites: LARDER__WAKE_EVENTS unread), its entry is due before then
- * (WAKE-W4), memory runs short, or it waits for room. A
- * window's polling, or a wake per write, costs a context switch per request
- * to a client doing one write per round trip on a busy machine; the lazy
+ * (WAKE-W4), memory runs short, or it waits for room. A window's polling,
+ * or a wake per write, costs a context switch per request to a client
+ * doing one write per round trip on a busy machine; the lazy
  * sleep costs one per lazy_ms(), and delays only what no caller waits for:
  * the policy's view, statistics, listener calls for removals (by at most
  * lazy_ms() plus a pass) and retired memory, which the budget bounds.
@@ -59,11 +59,10 @@
  * at lazy_ms() or IDLE_NS; a writer whose entry is due before a lazy sleep
  * ends wakes it (WAKE-W4). So removal is at most one tick (1 ms, the
  * clock's resolution) + one batching window (window_ns(), at most 1 ms)
- * late: the wheel's cascades are
- * done ahead of time, STAGE_PER_PASS timers per pass plus STAGE_PER_EXPIRY
- * per expiry (larder__wheel_prepare), so reaching a higher-level slot costs
- * a swap, not a re-placement of its timers (a level-3 slot holds ~730,000
- * with 10^7 deadlines over an hour).
+ * late: the wheel's cascades are done ahead of time, STAGE_PER_PASS timers
+ * per pass plus STAGE_PER_EXPIRY per expiry (larder__wheel_prepare), so
+ * reaching a higher-level slot costs a swap, not a re-placement of its
+ * timers (a level-3 slot holds ~730,000 with 10^7 deadlines over an hour).
  * The cap is what an injected clock costs: the maintainer cannot know when a
  * test's clock will jump, so a jump while it sleeps is seen at most IDLE_NS
  * later (larder__test_quiesce wakes it at once).
@@ -141,8 +140,9 @@ void larder__maint_wake_writers(struct larder *c)
  * so that retired memory waits at most about 1 ms plus the grace period
  * itself. The last one is anyone's (larder__gp_started_ns): a start covers
  * every shard's sealed batch (GP-G3), and with each shard timing its own,
- * K shards started up to K a millisecond where one shard started one. The batch was 64 KiB until 2026-12-05: with the writer on another
- * core (a KVM guest, where each interrupt is a trip through the hypervisor)
+ * K shards started up to K a millisecond where one shard started one.
+ * The batch was 64 KiB until 2026-12-05: with the writer on another core
+ * (a KVM guest, where each interrupt is a trip through the hypervisor)
  * the maintainer spent 55% of its time in the kernel; at 256 KiB, 23%, and
  * 0.83x the CPU per put (tools/larder-bench/pin.sh, docs/bench.md).
  */
@@ -321,8 +321,8 @@ static uint64_t maint_pass(struct larder__maint *m)
  * events, so sleeps of one shard's length left each of K maintainers 1/K
  * of a batch per pass, and K maintainers together ran K times the passes
  * (each a sleep and a wake-up in the kernel) of one: with 2 writers,
- * 2.8-3.5x the passes per put at K = 4 (docs/shards.md, "What grows with
- * K"). Scaled, K shards together wake about as often as one, and each
+ * 2.25-3.5x the passes per put at K = 4 (docs/shards.md, "Sleeps per
+ * shard"). Scaled, K shards together wake about as often as one, and each
  * pass takes K times the batch. What the longer sleeps delay is what no
  * caller waits for (the lazy sleep's comment below): a writer's half-full
  * ring (or LARDER__WAKE_EVENTS unread overwrites) still cuts either short,
