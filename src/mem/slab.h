@@ -46,21 +46,24 @@ struct larder__page {
 	/* Published slots the maintainer knows of: written by the maintainer only,
 	 * read under the lock by writers releasing a page; relaxed, because
 	 * retirement re-checks the bitmap (SLAB-S4) and only uses this as a hint.
-	 * On the header's second line, with the lists that change under the
-	 * lock: the maintainer writes it for every entry it counts and frees,
-	 * and the first line is what the owning writer reads when it refills
-	 * its run (SLAB-S9; before runs, for every slot it took), so on one
-	 * line each of the maintainer's stores took the line from the writer's
-	 * core and the writer's next read took it back (docs/bench.md, "The
-	 * writer's and the maintainer's lines"). The header stays 128 bytes. */
-	larder__atomic_u32 live __attribute__((aligned(64)));
-	struct larder__page *avail_prev, *avail_next; /* under lock */
-	struct larder__page *all_prev, *all_next;     /* under lock */
+	 * On the first line, with what the maintainer's free reads of the page
+	 * (recip, slots_offset, maint_offset, state), so that a free touches two
+	 * of the header's lines, not three: pages are aligned to 64 KiB, so every
+	 * header's lines fall in the same few cache sets and miss in most frees
+	 * (docs/bench.md, "The maintainer's share and the mix"). The owning
+	 * writer reads and writes this line once per run of 64 slots (SLAB-S9);
+	 * before runs it did for every slot, and live sat on the second line
+	 * ("The writer's and the maintainer's lines"). */
+	larder__atomic_u32 live;
+	/* The second line: the lists, changed under the lock only. */
+	struct larder__page *avail_prev __attribute__((aligned(64)));
+	struct larder__page *avail_next, *all_prev, *all_next;
 } __attribute__((aligned(64)));
 
 _Static_assert(sizeof(struct larder__page) == 128, "a page header is two lines");
-_Static_assert(offsetof(struct larder__page, live) >= 64,
-	       "live is not on the line the owning writer reads per slot");
+_Static_assert(offsetof(struct larder__page, live) < 64 &&
+		       offsetof(struct larder__page, id.recip) < 64,
+	       "live is on the line the free reads");
 
 /* The owner's free bitmap, which follows the page header. */
 static inline uint64_t *larder__slab_owner_free(struct larder__page *pg)

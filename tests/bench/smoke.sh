@@ -7,7 +7,8 @@
 #      for the cells they forbid;
 #   3. the CSV from --out has the same cells, every read cell found every key
 #      (2,000 keys in 1 GiB: nothing may be evicted or lost) and no write failed;
-#   4. the ratio checks were printed.
+#   4. the ratio checks were printed, with the per-round ratios against
+#      ck_ht of the write and mix cells (matrix.c's round_check).
 # Usage: smoke.sh path/to/larder-bench [scratch-dir]
 set -euo pipefail
 
@@ -68,6 +69,24 @@ else
 fi
 
 grep -q '^checks' "$out" || err "no ratio checks printed"
+for scen in write mix9:1; do
+	printed=$(awk -v s="$scen" '$1 == s && $4 == "larder/ck," && $6 == "round" && $7 == "wall" { print $8 }' "$out")
+	if [[ -z $printed ]]; then
+		err "no per-round check against ck_ht for $scen"
+		continue
+	fi
+	# The same median from the CSV's rounds (column 12, ';'-separated).
+	want=$(awk -F, -v s="$scen" '
+		$1 == s && $2 == 1 && $3 == "larder" { nl = split($12, l, ";") }
+		$1 == s && $2 == 1 && $3 == "ck" { split($12, k, ";") }
+		END {
+			for (i = 1; i <= nl; i++) r[i] = l[i] / k[i]
+			for (i = 2; i <= nl; i++) for (j = i; j > 1 && r[j - 1] > r[j]; j--) { t = r[j]; r[j] = r[j - 1]; r[j - 1] = t }
+			printf "%.2f", nl % 2 ? r[(nl + 1) / 2] : (r[nl / 2] + r[nl / 2 + 1]) / 2
+		}' "$csv")
+	awk -v a="$printed" -v b="$want" 'BEGIN { d = a - b; exit !(d < 0.015 && d > -0.015) }' ||
+		err "$scen per-round larder/ck median $printed, the CSV's rounds give $want"
+done
 
 if ((fail)); then
 	exit 1
