@@ -997,9 +997,13 @@ class LarderCache {
     return s.entries;
   }
 
-  /** Bytes the entries take (headers, keys, values, slot rounding): a write's at once, a removal's once freed. */
+  /**
+   * Bytes the entries take (headers, keys, values, slot rounding), as the
+   * index holds them once this object's writes are applied: a removal's
+   * drop out at once, as lru-cache's do, not when their memory is freed.
+   */
   get calculatedSize() {
-    return this.#flushedStats().used_bytes;
+    return this.#flushedStats().live_bytes;
   }
 
   /* The engine's counters once the maintainer applied this object's writes. */

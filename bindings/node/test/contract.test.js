@@ -1159,15 +1159,17 @@ test('a set refused for its value size fills status as lru-cache: miss, maxEntry
  * lru-cache's calculatedSize is exact after every write, as its size is.
  * LarderCache's read the engine's counter without waiting for the
  * maintainer to apply this object's writes (size waits: larder_flush), so
- * a delete went uncounted in every read right after it; it now waits as
- * size does. The engine counts a write's bytes at once but a removal's
- * only when its memory is freed, after a grace period that larder_flush
- * does not wait for (docs/node.md): right after a delete the bytes may
- * still show, so that part is a bounded wait (a hang guard, not a timing).
- * Larder counts bytes where lru-cache counts what sizeCalculation says
- * (here key and value lengths, which the engine's bytes include).
+ * a delete went uncounted in every read right after it; it then waited as
+ * size does, but read the used bytes, which count a removed entry until
+ * its memory is freed after a grace period: 49-71 of 2,000 reads right
+ * after a delete still counted it. It now reads the bytes of the entries
+ * the index holds (LARDER_STAT_LIVE_BYTES), exact after the flush: every
+ * read right after a delete, an overwrite or a clear drops the old bytes,
+ * as lru-cache's does. Larder counts bytes where lru-cache counts what
+ * sizeCalculation says (here key and value lengths, which the engine's
+ * bytes include).
  */
-test('calculatedSize counts a set at once and a removal once freed, as lru-cache\'s bytes', { skip: needLru }, async () => {
+test('calculatedSize counts a set, and drops a delete, an overwrite and a clear, at once as lru-cache', { skip: needLru }, () => {
   const lru = new LRUCache({ max: 1000, maxSize: 1 << 20, sizeCalculation: (v, k) => k.length + v.length });
   const larder = new LarderCache({ max: 1000 });
   for (let i = 0; i < 20; i++) {
@@ -1176,16 +1178,28 @@ test('calculatedSize counts a set at once and a removal once freed, as lru-cache
     assert.ok(bytes >= lru.calculatedSize && bytes > 0, `set ${i}: larder ${bytes}, lru-cache ${lru.calculatedSize}`);
     assert.equal(larder.size, lru.size);
   }
+  const full = larder.calculatedSize;
   for (const c of [lru, larder]) c.set('k0', 'y'.repeat(5000));
   assert.ok(larder.calculatedSize >= lru.calculatedSize, 'a larger replacement counts at once');
+  for (const c of [lru, larder]) c.set('k0', 'x'.repeat(100));
+  assert.equal(larder.calculatedSize, full, 'the replaced value\'s bytes dropped at once');
+  // 500 rounds of a set and a delete beside entries that stay: each read after the delete drops it.
+  for (let round = 0; round < 500; round++) {
+    const k = `r${round}`;
+    for (const c of [lru, larder]) c.set(k, 'z'.repeat(50 + (round % 300)));
+    const lruBefore = lru.calculatedSize;
+    assert.ok(larder.calculatedSize > full, `round ${round}: the set counted`);
+    for (const c of [lru, larder]) c.delete(k);
+    assert.ok(lru.calculatedSize < lruBefore);
+    assert.equal(larder.calculatedSize, full, `round ${round}: the delete dropped at once`);
+  }
   for (let i = 0; i < 20; i++) {
     for (const c of [lru, larder]) c.delete(`k${i}`);
   }
-  assert.deepEqual([larder.size, lru.size, lru.calculatedSize], [0, 0, 0]);
-  await waitFor(() => larder.calculatedSize === 0, 'the deleted entries\' bytes freed');
+  assert.deepEqual([larder.size, lru.size, lru.calculatedSize, larder.calculatedSize], [0, 0, 0, 0]);
   for (const c of [lru, larder]) c.set('a', 'v');
   for (const c of [lru, larder]) c.clear();
-  await waitFor(() => larder.calculatedSize === 0, 'the cleared entry\'s bytes freed');
+  assert.deepEqual([larder.calculatedSize, lru.calculatedSize], [0, 0], 'a clear drops every entry at once');
   larder.close();
 });
 
