@@ -165,7 +165,9 @@ function ttlOption(options) {
 
 /* The status object of lru-cache's per-call options ({ status }), or undefined. */
 function statusOf(options) {
-  if (options === null || typeof options !== 'object') return undefined;
+  // lru-cache reads a field of null options and throws (get, set, has, peek, fetch).
+  if (options === null) throw typeError('options must be an object');
+  if (typeof options !== 'object') return undefined;
   const { status } = options;
   return status !== null && typeof status === 'object' ? status : undefined;
 }
@@ -665,10 +667,15 @@ class LarderCache {
 
   /**
    * lru-cache's fetch without a fetchMethod (which LarderCache refuses): a
-   * promise of get(key).
+   * promise of get(key). Null options throw at the call, as lru-cache's.
    */
-  async fetch(key) {
-    return this.get(key);
+  fetch(key, options) {
+    if (options === null) throw typeError('options must be an object');
+    try {
+      return Promise.resolve(this.get(key));
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
   /** lru-cache's memo without a memoMethod (which LarderCache refuses): its error. */

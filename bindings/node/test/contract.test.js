@@ -1220,3 +1220,22 @@ test('ttl: NaN is refused in the constructor and in set, where lru-cache reads i
   assert.equal(larder.has('a'), false);
   larder.close();
 });
+
+/*
+ * Per-call options given as null: lru-cache's get, set, has, peek and fetch
+ * read a field of them and throw a TypeError (synchronously, fetch too).
+ * LarderCache's set threw, but get, has, peek and fetch took null as no
+ * options. Both now throw, and nothing is read or changed.
+ */
+test('per-call null options are a TypeError in get, set, has, peek and fetch, as lru-cache', { skip: needLru }, () => {
+  const lru = new LRUCache({ max: 10 });
+  const larder = new LarderCache({});
+  for (const c of [lru, larder]) c.set('a', 1);
+  for (const method of ['get', 'set', 'has', 'peek', 'fetch']) {
+    const call = (c) => (method === 'set' ? c.set('a', 2, null) : c[method]('a', null));
+    assert.throws(() => call(lru), TypeError, `lru-cache ${method}`);
+    assert.throws(() => call(larder), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' }, method);
+  }
+  assert.deepEqual([larder.peek('a'), larder.stats().hits], [lru.peek('a'), 0]);
+  larder.close();
+});
