@@ -187,6 +187,9 @@ function checkNonnegative(name, value) {
   }
 }
 
+/* The largest number below the engine's capacity bound, 2^62 (larder_config_set_capacity). */
+const MAX_CAPACITY = 2 ** 62 - 1024;
+
 function checkInteger(name, value, min, max) {
   if (typeof value !== 'number' || !Number.isInteger(value)) {
     throw typeError(`${name} must be an integer, got ${typeof value}`);
@@ -342,10 +345,12 @@ class LarderCache {
 
     const name = checkName(o.name);
     for (const k of ['maxSize', 'max', 'ttl']) checkNonnegative(k, o[k]);
+    // Any integer up to the engine's capacity bound, as lru-cache takes any (over 2^53 too).
     const maxSize = o.maxSize === undefined ? DEFAULT_MAX_SIZE
-      : checkInteger('maxSize', o.maxSize, 65536, Number.MAX_SAFE_INTEGER);
-    // max: 0 is no entry limit, as in lru-cache (where ttl or maxSize then bounds the cache).
-    const max = o.max === undefined ? 0 : checkInteger('max', o.max, 0, 2 ** 32);
+      : checkInteger('maxSize', o.maxSize, 65536, MAX_CAPACITY);
+    // max: 0 is no entry limit, as in lru-cache (where ttl or maxSize then bounds the cache);
+    // from 2^32 on a RangeError, as lru-cache's arrays of max entries give.
+    const max = o.max === undefined ? 0 : checkInteger('max', o.max, 0, 2 ** 32 - 1);
     // null is no lifetime, as lru-cache reads it; a fraction lru-cache refuses (an integer ms).
     if (Number.isFinite(o.ttl) && !Number.isInteger(o.ttl)) {
       throw typeError(`ttl must be an integer number of milliseconds, got ${o.ttl}`);

@@ -552,14 +552,14 @@ test('a cache or pool name with a lone surrogate is refused, not merged with U+F
 
 /*
  * docs/node.md's error table: out of memory is ERR_LARDER_NOMEM. An open the
- * engine refuses for memory (an index for 2^32 entries) said 'ERR_LARDER'.
+ * engine refuses for memory (an index for 2^32 - 1 entries) said 'ERR_LARDER'.
  * Where the machine can map that index, the open succeeds and nothing is
  * checked.
  */
 test('an open refused for memory throws ERR_LARDER_NOMEM', () => {
   let c = null;
   try {
-    c = new LarderCache({ max: 2 ** 32 });
+    c = new LarderCache({ max: 2 ** 32 - 1 });
   } catch (e) {
     assert.equal(e.code, 'ERR_LARDER_NOMEM', e.message);
   }
@@ -1238,4 +1238,32 @@ test('per-call null options are a TypeError in get, set, has, peek and fetch, as
   }
   assert.deepEqual([larder.peek('a'), larder.stats().hits], [lru.peek('a'), 0]);
   larder.close();
+});
+
+/*
+ * The constructor's bounds beside lru-cache's. max: lru-cache sizes arrays
+ * by it, so from 2^32 on it throws a RangeError ('Invalid array length');
+ * LarderCache took 2^32 and failed to map the index (ERR_LARDER_NOMEM): it
+ * is now a RangeError as there (a max the engine cannot index below that
+ * is still ERR_LARDER_NOMEM, where lru-cache runs out of heap). maxSize:
+ * lru-cache takes any positive integer; LarderCache refused those over
+ * 2^53 - 1 and now takes them up to the engine's capacity bound, below
+ * 2^62, reading them back as given; from 2^62 on it is a RangeError
+ * (a documented limit: docs/node.md).
+ */
+test('max from 2^32 is a RangeError and maxSize over 2^53 is taken, as lru-cache', { skip: needLru }, () => {
+  for (const max of [2 ** 32, 2 ** 33]) {
+    assert.throws(() => new LRUCache({ max }), RangeError, `lru-cache max ${max}`);
+    assert.throws(() => new LarderCache({ max }), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' }, `max ${max}`);
+  }
+  for (const maxSize of [2 ** 53, 2 ** 53 + 2, 2 ** 60, 2 ** 62 - 1024]) {
+    assert.equal(new LRUCache({ maxSize, sizeCalculation: () => 1 }).maxSize, maxSize);
+    const c = new LarderCache({ maxSize });
+    c.set('a', 'v');
+    assert.deepEqual([c.maxSize, c.get('a'), c.size], [maxSize, 'v', 1], `maxSize ${maxSize}`);
+    c.close();
+  }
+  for (const maxSize of [2 ** 62, 2 ** 64]) {
+    assert.throws(() => new LarderCache({ maxSize }), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' }, `maxSize ${maxSize}`);
+  }
 });
