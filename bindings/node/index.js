@@ -639,8 +639,10 @@ class LarderCache {
     try {
       this.set(key, value, { ttl });
     } catch (e) {
-      // Refused for its size (the old value deleted): lru-cache's miss over maxEntrySize.
+      // Refused for its size (the old value deleted): lru-cache's miss over maxEntrySize;
+      // for room, the old value deleted as well: nothing stored, a miss.
       if (e.code === 'ERR_OUT_OF_RANGE') Object.assign(status, { set: 'miss', maxEntrySizeExceeded: true });
+      else if (e.code === 'ERR_LARDER_BUSY' || e.code === 'ERR_LARDER_NOMEM') status.set = 'miss';
       throw e;
     }
     status.set = old === undefined ? 'add' : 'replace';

@@ -1267,3 +1267,50 @@ test('max from 2^32 is a RangeError and maxSize over 2^53 is taken, as lru-cache
     assert.throws(() => new LarderCache({ maxSize }), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' }, `maxSize ${maxSize}`);
   }
 });
+
+/*
+ * A set the engine refuses for room (ERR_LARDER_BUSY: at its memory bound
+ * with nothing freed within the write wait; ERR_LARDER_NOMEM) deletes the
+ * key's old value (docs/node.md: as memcached does for a set it cannot
+ * store, and lru-cache for one over its maxEntrySize), so its status must
+ * say nothing was stored: set: 'miss', as lru-cache's for a set it drops.
+ * It was left unset. Neither refusal can be caused on purpose from
+ * JavaScript (the engine frees room within microseconds and a Node
+ * listener never blocks its maintainer), so the addon's set is wrapped
+ * here to do what addon.c does on those codes: drop the key
+ * (drop_if_refused), then throw.
+ */
+test('a set refused for room fills status with set: \'miss\' and leaves the key absent', () => {
+  const native = require(path.resolve(process.env.LARDER_NODE_ADDON || path.join(__dirname, '..', 'build', 'larder.node')));
+  const open = native.open;
+  let refuse = null;
+  native.open = function wrapped(...args) {
+    const ops = open.apply(this, args);
+    const copy = { ...ops };
+    copy.set = (key, ...rest) => {
+      if (key !== 'refused' || refuse === null) return ops.set(key, ...rest);
+      ops.delete(key);
+      throw Object.assign(new Error(`larder: ${refuse}`), { code: refuse });
+    };
+    return copy;
+  };
+  let c;
+  try {
+    c = new LarderCache({});
+  } finally {
+    native.open = open;
+  }
+  for (const code of ['ERR_LARDER_BUSY', 'ERR_LARDER_NOMEM']) {
+    refuse = null;
+    c.set('refused', 'old');
+    refuse = code;
+    const status = {};
+    assert.throws(() => c.set('refused', 'new', { status }), { code });
+    assert.deepEqual([status.op, status.key, status.value, status.set, status.maxEntrySizeExceeded],
+      ['set', 'refused', 'new', 'miss', undefined], code);
+    assert.equal(c.has('refused'), false, code);
+    c.set('other', 'v', { status: {} }); // the wrapper touches no other key
+    assert.equal(c.get('other'), 'v');
+  }
+  c.close();
+});
