@@ -23,9 +23,11 @@ its OK:
   - every get sent from floor(T1) + d - 1 on misses (not late).
 Neither depends on how fast the machine is: both compare the server's
 own clock, at the read, with the due time (a loaded machine only delays
-the reads). For memcached only the first, against T0 + d - 2, is checked
-(its tick timer is late on a loaded machine); the windows both servers
-took are printed side by side. Runs in about 20 s.
+the reads). memcached is not checked, only measured: at load 15 its
+first get after a "flush_all 3" missed in 2 of 11 runs (its clock is
+ticked by a timer that a loaded machine delays, then catches up; the
+cause was not pinned down further). The windows both servers took are
+printed side by side. Runs in about 15 s.
 """
 import math, os, socket, subprocess, sys, time
 
@@ -74,13 +76,15 @@ def check(name, delay, run, window):
     t0, t1 = run["flush"]
     gone = next(answered for _, answered, hit in run["gets"] if not hit)
     window.append(gone - t0)
-    not_before = math.floor(t0) + delay - 1 if name == "larderd" else t0 + delay - 2
+    if name != "larderd":
+        return
+    not_before = math.floor(t0) + delay - 1
     for sent, answered, hit in run["gets"]:
         if not hit and answered < not_before:
             raise AssertionError("%s: flush_all %d took effect early: a get answered "
                                  "%.3f s after the flush missed (due no earlier than %.3f s)"
                                  % (name, delay, answered - t0, not_before - t0))
-        if name == "larderd" and hit and sent >= math.floor(t1) + delay - 1:
+        if hit and sent >= math.floor(t1) + delay - 1:
             raise AssertionError("larderd: flush_all %d took effect late: a get sent "
                                  "%.3f s after the flush still hit (due by %.3f s)"
                                  % (delay, sent - t0, math.floor(t1) + delay - 1 - t0))
