@@ -786,6 +786,10 @@ enum larder_stat {
 	LARDER_STAT_DICT_BYTES,      /* memory of the compression dictionary (outside capacity;
 					0 while the cache has none: see
 					larder_config_set_compression_dictionary) */
+	LARDER_STAT_LIVE_BYTES,      /* USED_BYTES less the removed entries still awaiting
+					their free (a grace period): the slot bytes of the
+					entries in the index, as the maintainer knows them
+					(exact after larder_flush, like ENTRIES) */
 	LARDER_STAT_COUNT
 };
 

@@ -797,19 +797,11 @@ static int wait_for_signal(struct larderd_shared *sh)
 
 	stop_signals(&set);
 	for (;;) {
-		struct timespec now;
-		uint64_t at;
 		int sig = sigtimedwait(&set, NULL, &one_s);
 
 		if (sig == SIGTERM || sig == SIGINT || sig == SIGUSR1)
 			return sig;
-		/* Relaxed: see exec_flush(); the clear itself is the engine's business. */
-		at = atomic_load_explicit(&sh->flush_at_ms, memory_order_relaxed);
-		clock_gettime(CLOCK_REALTIME, &now);
-		if (at != 0 && (uint64_t)now.tv_sec * 1000 >= at) {
-			atomic_store_explicit(&sh->flush_at_ms, 0, memory_order_relaxed);
-			larderd_ignore(larder_clear(sh->cache));
-		}
+		larderd_flush_due(sh); /* for a server without traffic: commands run it too */
 	}
 }
 

@@ -165,7 +165,9 @@ function ttlOption(options) {
 
 /* The status object of lru-cache's per-call options ({ status }), or undefined. */
 function statusOf(options) {
-  if (options === null || typeof options !== 'object') return undefined;
+  // lru-cache reads a field of null options and throws (get, set, has, peek, fetch).
+  if (options === null) throw typeError('options must be an object');
+  if (typeof options !== 'object') return undefined;
   const { status } = options;
   return status !== null && typeof status === 'object' ? status : undefined;
 }
@@ -184,6 +186,9 @@ function checkNonnegative(name, value) {
     throw typeError(`${name} must be a nonnegative integer, got ${value}`);
   }
 }
+
+/* The largest number below the engine's capacity bound, 2^62 (larder_config_set_capacity). */
+const MAX_CAPACITY = 2 ** 62 - 1024;
 
 function checkInteger(name, value, min, max) {
   if (typeof value !== 'number' || !Number.isInteger(value)) {
@@ -340,10 +345,12 @@ class LarderCache {
 
     const name = checkName(o.name);
     for (const k of ['maxSize', 'max', 'ttl']) checkNonnegative(k, o[k]);
+    // Any integer up to the engine's capacity bound, as lru-cache takes any (over 2^53 too).
     const maxSize = o.maxSize === undefined ? DEFAULT_MAX_SIZE
-      : checkInteger('maxSize', o.maxSize, 65536, Number.MAX_SAFE_INTEGER);
-    // max: 0 is no entry limit, as in lru-cache (where ttl or maxSize then bounds the cache).
-    const max = o.max === undefined ? 0 : checkInteger('max', o.max, 0, 2 ** 32);
+      : checkInteger('maxSize', o.maxSize, 65536, MAX_CAPACITY);
+    // max: 0 is no entry limit, as in lru-cache (where ttl or maxSize then bounds the cache);
+    // from 2^32 on a RangeError, as lru-cache's arrays of max entries give.
+    const max = o.max === undefined ? 0 : checkInteger('max', o.max, 0, 2 ** 32 - 1);
     // null is no lifetime, as lru-cache reads it; a fraction lru-cache refuses (an integer ms).
     if (Number.isFinite(o.ttl) && !Number.isInteger(o.ttl)) {
       throw typeError(`ttl must be an integer number of milliseconds, got ${o.ttl}`);
@@ -632,8 +639,10 @@ class LarderCache {
     try {
       this.set(key, value, { ttl });
     } catch (e) {
-      // Refused for its size (the old value deleted): lru-cache's miss over maxEntrySize.
+      // Refused for its size (the old value deleted): lru-cache's miss over maxEntrySize;
+      // for room, the old value deleted as well: nothing stored, a miss.
       if (e.code === 'ERR_OUT_OF_RANGE') Object.assign(status, { set: 'miss', maxEntrySizeExceeded: true });
+      else if (e.code === 'ERR_LARDER_BUSY' || e.code === 'ERR_LARDER_NOMEM') status.set = 'miss';
       throw e;
     }
     status.set = old === undefined ? 'add' : 'replace';
@@ -665,10 +674,15 @@ class LarderCache {
 
   /**
    * lru-cache's fetch without a fetchMethod (which LarderCache refuses): a
-   * promise of get(key).
+   * promise of get(key). Null options throw at the call, as lru-cache's.
    */
-  async fetch(key) {
-    return this.get(key);
+  fetch(key, options) {
+    if (options === null) throw typeError('options must be an object');
+    try {
+      return Promise.resolve(this.get(key));
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
   /** lru-cache's memo without a memoMethod (which LarderCache refuses): its error. */
@@ -997,9 +1011,13 @@ class LarderCache {
     return s.entries;
   }
 
-  /** Bytes the entries take (headers, keys, values, slot rounding): a write's at once, a removal's once freed. */
+  /**
+   * Bytes the entries take (headers, keys, values, slot rounding), as the
+   * index holds them once this object's writes are applied: a removal's
+   * drop out at once, as lru-cache's do, not when their memory is freed.
+   */
   get calculatedSize() {
-    return this.#flushedStats().used_bytes;
+    return this.#flushedStats().live_bytes;
   }
 
   /* The engine's counters once the maintainer applied this object's writes. */

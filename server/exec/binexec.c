@@ -338,6 +338,7 @@ static void bin_stat(struct larderd_exec *x, const struct larderd_binreq *req,
 int larderd_binexec(struct larderd_exec *x, const struct larderd_binreq *req,
 		    struct larderd_obuf *out)
 {
+	larderd_flush_due(x->sh);
 	if (req->error != 0) {
 		send_error(out, req, req->error);
 		return req->close_after ? LARDERD_EXEC_CLOSE : LARDERD_EXEC_DONE;

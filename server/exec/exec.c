@@ -615,8 +615,11 @@ static void exec_touch(struct larderd_exec *x, struct larderd_req *req, struct l
  * is a Unix time: in the past it flushes now, unless it is before the server
  * started, which memcached reads as "no flush time" (nothing is flushed and a
  * pending delayed flush is cancelled). memcached's flush time is the one
- * asked for less a second (oldest_live = realtime(delay) - 1), so a delay
- * of 1 flushes now and a delay of d flushes d - 1 s later.
+ * asked for less a second (oldest_live = realtime(delay) - 1), on its clock
+ * of whole seconds, so a delay of 1 flushes now and a delay of d flushes at
+ * the start of the command's second plus d - 1 (in memcached, at its tick:
+ * 0 to 1 s earlier than d - 1 s after the command). larderd_flush_due()
+ * runs it.
  */
 int larderd_flush(struct larderd_exec *x, int64_t delay)
 {
@@ -633,11 +636,34 @@ int larderd_flush(struct larderd_exec *x, int64_t delay)
 		else
 			at = (uint64_t)(delay - 1) * 1000;
 	} else if (delay > 1) {
-		at = now + (uint64_t)(delay - 1) * 1000;
+		at = (now / 1000 + (uint64_t)(delay - 1)) * 1000;
 	}
-	/* Relaxed: the main thread polls it once a second; no data hangs off it. */
+	/* Relaxed: larderd_flush_due() reads it; no data hangs off it. */
 	atomic_store_explicit(&sh->flush_at_ms, at, memory_order_relaxed);
 	return now_flush ? larder_clear(sh->cache) : LARDER_OK;
+}
+
+/*
+ * Runs a delayed flush_all once it is due. Every command calls it first
+ * (text, meta and binary), as memcached compares its flush time at each
+ * read, so a command read after the due time never sees a flushed item,
+ * however late the main thread runs; the main thread calls it once a
+ * second for a server without traffic. Its cost on the command path: one
+ * relaxed load. Not guaranteed: a command on another connection racing
+ * the one that runs the clear may still read an item for the clear's
+ * duration (larder_clear is O(1)).
+ */
+void larderd_flush_due(struct larderd_shared *sh)
+{
+	/* Relaxed: a time stamp; the clear is the engine's business. */
+	uint64_t at = atomic_load_explicit(&sh->flush_at_ms, memory_order_relaxed);
+
+	if (at == 0 || now_ms() < at)
+		return;
+	/* One caller wins; a flush_all that replaced this time meanwhile stays pending. */
+	if (atomic_compare_exchange_strong_explicit(&sh->flush_at_ms, &at, 0, memory_order_relaxed,
+						    memory_order_relaxed))
+		larderd_ignore(larder_clear(sh->cache));
 }
 
 static void exec_flush(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
@@ -714,6 +740,7 @@ static void exec_memlimit(struct larderd_exec *x, struct larderd_req *req,
 int larderd_exec(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out,
 		 size_t high_water)
 {
+	larderd_flush_due(x->sh);
 	switch (req->cmd) {
 	case LARDERD_CMD_REPLY:
 		out_reply(req, out, req->reply);

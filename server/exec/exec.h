@@ -78,8 +78,9 @@ struct larderd_shared {
 	 * publishes them), never written again. */
 	bool shutdown_enabled, flush_disabled, dump_disabled;
 	_Atomic int verbosity;
-	/* Unix ms at which a delayed flush_all runs, 0 = none; main thread polls.
-	 * A later flush_all replaces it, an immediate one cancels it. */
+	/* Unix ms at which a delayed flush_all runs, 0 = none: every command and
+	 * the main thread (once a second) check it (larderd_flush_due). A later
+	 * flush_all replaces it, an immediate one cancels it. */
 	_Atomic uint64_t flush_at_ms;
 	/* Whether reads mark items fetched (exec.c): off until a client first
 	 * asks about it (mg h, me), then on for the process's life. Relaxed:

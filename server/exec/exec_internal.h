@@ -92,6 +92,7 @@ int larderd_delete_key(struct larderd_exec *x, const void *key, size_t klen, uin
  * each refuse it themselves under -F; counts cmd_flush. LARDER_OK or the
  * engine's error. */
 int larderd_flush(struct larderd_exec *x, int64_t delay);
+void larderd_flush_due(struct larderd_shared *sh);
 /* incr/decr (and ma). *grew: the number got longer, so memcached wrote a
  * new item, and a T of the same ma went to the old one (is lost). */
 int larderd_arith(struct larderd_exec *x, const struct larderd_tok *key, bool incr,

@@ -150,7 +150,9 @@ static void general(struct larderd_exec *x, struct larderd_obuf *out)
 	 * the server's connection and buffer allocations (each closes its
 	 * connection). */
 	stat_u64(out, "malloc_fails", w[WS_MALLOC_FAILS]);
-	stat_u64(out, "bytes", e[LARDER_STAT_USED_BYTES]);
+	/* The index's bytes: a delete's drop out at once, as memcached's (used bytes
+	 * count them until their grace period ends). */
+	stat_u64(out, "bytes", e[LARDER_STAT_LIVE_BYTES]);
 	stat_u64(out, "curr_items", e[LARDER_STAT_ENTRIES]);
 	stat_u64(out, "total_items", w[WS_TOTAL_ITEMS]);
 	stat_u64(out, "expired_unfetched", 0);

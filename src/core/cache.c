@@ -2311,8 +2311,13 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 	v[LARDER_STAT_OVERSHOOT_BOUND] = larder__overshoot_bound(cap);
 	const struct larder__dict *dict = larder__dict_get(c);
 	v[LARDER_STAT_DICT_BYTES] = dict ? dict->bytes : 0;
-	for (unsigned i = 0; i < c->shard_count; i++)
+	for (unsigned i = 0; i < c->shard_count; i++) {
 		larder__slab_stats(&c->shard[i].slab, v);
+		/* Published by the maintainer at each pass's end (maint/evict.c),
+		 * so after larder_flush it counts the flushed writes. */
+		v[LARDER_STAT_LIVE_BYTES] +=
+			atomic_load_explicit(&c->shard[i].live_bytes, LARDER__RELAXED);
+	}
 	struct larder__thread *t = larder__thread_self();
 	if (t) {
 		/* A root may be freed after a resize: look at them inside a section. */

@@ -15,7 +15,8 @@
  *     the maintainer at the end of a growth (CAS); read with acquire
  *     (A-ROOT). table itself is set at open.
  *   - cache, index: set at open, read-only after.
- *   - live_bytes: written by this shard's maintainer, read by the others.
+ *   - live_bytes: written by this shard's maintainer, read by the others
+ *     and by larder_stats (LARDER_STAT_LIVE_BYTES).
  *   - maint_sleeping: the maintainer's futex word, and maint_wake_at, the
  *     cache-clock time its lazy sleep ends (maint/maintainer.c).
  *   - grow_wanted: a table where a writer found no free slot in reach (a

@@ -47,6 +47,7 @@ static const char *const stat_names[LARDER_STAT_COUNT] = {
 	[LARDER_STAT_BUSY_INDEX] = "busy_index",
 	[LARDER_STAT_EVENTS_SPILLED] = "events_spilled",
 	[LARDER_STAT_DICT_BYTES] = "dict_bytes",
+	[LARDER_STAT_LIVE_BYTES] = "live_bytes",
 };
 
 static const char *const class_stat_names[LARDER_CLASS_STAT_COUNT] = {

@@ -107,7 +107,9 @@ static void drop_if_refused(const struct handle *h, int rc, const void *key, siz
 
 	if (rc != LARDER_EVALSIZE && rc != LARDER_ENOMEM && rc != LARDER_EBUSY)
 		return;
-	/* It fails only on a closed cache, which holds no value to drop. */
+	/* It fails on a closed cache, which holds no value to drop, or with
+	 * LARDER_EBUSY where the maintainer has spent a second in one listener
+	 * call, which this binding's listener never does (it only queues). */
 	removed = larder_remove(h->cache, key, key_len);
 	(void)removed;
 }

@@ -497,6 +497,78 @@ class CaffeineContractTest {
         }
     }
 
+    /*
+     * A removal listener that throws on every call. Caffeine (2.6.2) leaves
+     * the exception to its executor (the common ForkJoinPool by default,
+     * whose worker prints it; a direct executor such as Runnable::run lets
+     * it reach the caller of the write): here a direct executor that counts
+     * and drops it, as larder's maintainer does (listenerFailures(), logged
+     * once per cache). Side by side, with the
+     * stats after each step: every write's result and every read the same,
+     * no exception reaching the caller, the contents the same, and every
+     * removal still heard (the records each listener made before throwing,
+     * larder's CLEARED as Caffeine's EXPLICIT).
+     */
+    @Test
+    void throwingRemovalListenerAsCaffeines() {
+        java.util.concurrent.atomic.AtomicLong caffeineFailures = new java.util.concurrent.atomic.AtomicLong();
+        Queue<String> caffeineEvents = new ConcurrentLinkedQueue<>();
+        Queue<String> larderEvents = new ConcurrentLinkedQueue<>();
+        Cache<String, String> caffeine = Caffeine.newBuilder().recordStats()
+                .executor(task -> {
+                    try {
+                        task.run();
+                    } catch (IllegalStateException e) {
+                        caffeineFailures.incrementAndGet();
+                    }
+                })
+                .removalListener((k, v, cause) -> {
+                    caffeineEvents.add(k + "|" + cause);
+                    throw new IllegalStateException("listener failure for " + k);
+                }).build();
+        ConcurrentMap<String, String> map = caffeine.asMap();
+        try (LarderCache<String, String> larder = TestSupport.strings()
+                .removalListener((k, v, cause) -> {
+                    larderEvents.add(k + "|" + (cause == RemovalCause.CLEARED ? "EXPLICIT" : cause.name()));
+                    throw new IllegalStateException("listener failure for " + k);
+                }).build()) {
+            for (int i = 0; i < 40; i++) {
+                String k = "k" + (i % 10);
+                String at = "step " + i;
+                assertEquals(map.put(k, "v" + i) == null, !larder.containsKey(k), at);
+                larder.put(k, "v" + i);
+                assertEquals(map.replace(k, "v" + i, "w" + i), larder.replace(k, "v" + i, "w" + i), at);
+                assertEquals(map.putIfAbsent(k, "x") == null, larder.putIfAbsent(k, "x"), at);
+                if (i % 3 == 0) {
+                    assertEquals(map.remove(k) != null, larder.remove(k), at);
+                }
+                if (i % 4 == 0) {
+                    assertEquals(map.remove(k, "w" + i), larder.remove(k, "w" + i), at);
+                }
+                assertEquals(caffeine.getIfPresent(k), larder.get(k), at);
+                assertEquals(caffeine.getIfPresent("absent"), larder.get("absent"), at);
+                larder.cleanUp();
+                assertEquals(caffeine.stats().hitCount(), larder.stats().hitCount(), at + " hits");
+                assertEquals(caffeine.stats().missCount(), larder.stats().missCount(), at + " misses");
+            }
+            larder.cleanUp();
+            assertEquals(new HashMap<>(map), larder.getAll(map.keySet()));
+            assertEquals(map.size(), larder.size());
+            caffeine.invalidateAll();
+            larder.clear();
+            larder.cleanUp();
+            assertEquals(0, larder.size());
+            int want = caffeineEvents.size();
+            TestSupport.waitUntil(want + " removals reported", () -> larderEvents.size() >= want
+                    && larder.stats().listenerFailures() >= want);
+            compare(new ArrayList<>(caffeineEvents), new ArrayList<>(larderEvents), "a throwing listener");
+            assertEquals(want, caffeineFailures.get());
+            assertEquals(want, larder.stats().listenerFailures());
+            larder.put("after", "v");
+            assertEquals("v", larder.get("after"), "the cache still serves");
+        }
+    }
+
     /* Removes every entry whose number is even, sets the value of every third
      * other one, recording setValue's returns; remove twice is refused. */
     private static void walk(java.util.Iterator<Map.Entry<String, String>> it, List<String> old) {
