@@ -1029,6 +1029,65 @@ static void test_name_tables(void)
 	CHECK(larder_strerror(INT32_MAX) != NULL);
 }
 
+/* ---- The policy simulator's capacity ------------------------------------------ */
+
+/* The summed sizes a simulator holds (larder_sim_shard_info over its shards). */
+static uint64_t sim_used(const larder_sim *sim, uint32_t shards)
+{
+	uint64_t total = 0;
+	for (uint32_t k = 0; k < shards; k++) {
+		uint64_t cap, used;
+		if (CHECK_RC(larder_sim_shard_info(sim, k, &cap, &used), LARDER_OK))
+			total += used;
+	}
+	return total;
+}
+
+/*
+ * larder_sim_access: "a key absent is a miss and is inserted, then entries
+ * are evicted while the summed sizes exceed capacity"; "a present key with
+ * a different size is an update ... and counts as a hit". So after every
+ * access of the strict model (no flags) the summed sizes are within the
+ * capacity, for every policy and shard count: also when an update makes an
+ * entry larger than its shard's share, or than the whole capacity (a key
+ * alone over capacity is evicted at once: the next access misses).
+ */
+static void test_sim_capacity(void)
+{
+	enum { CAP = 64, STEPS = 3000 };
+	for (int policy = LARDER_POLICY_DEFAULT; policy <= LARDER_POLICY_S3FIFO_TUNED; policy++) {
+		for (uint32_t shards = 1; shards <= 16; shards *= 2) {
+			larder_sim *sim = NULL;
+			struct th_rng r = { (uint64_t)policy * 131 + shards };
+			long before = th_failures();
+			if (!CHECK_RC(larder_sim_create(&sim, (enum larder_policy)policy, CAP, 0),
+				      LARDER_OK))
+				continue;
+			CHECK_RC(larder_sim_set_shards(sim, shards), LARDER_OK);
+			for (int i = 0; i < STEPS && th_failures() == before; i++) {
+				uint64_t key = th_rng_below(&r, 40);
+				/* Mostly small, sometimes over a shard's share, now and
+				 * then over the whole capacity. */
+				uint64_t roll = th_rng_below(&r, 100);
+				uint64_t size = roll < 80   ? 1 + th_rng_below(&r, 4)
+						: roll < 97 ? 1 + th_rng_below(&r, CAP)
+							    : CAP + 1 + th_rng_below(&r, CAP);
+				int rc = larder_sim_access(sim, key, size);
+				CHECK(rc == 0 || rc == 1);
+				uint64_t used = sim_used(sim, shards);
+				if (used > CAP)
+					th_fail(__FILE__, __LINE__,
+						"policy %d, %u shards, step %d (key %" PRIu64
+						", size %" PRIu64 "): %" PRIu64 " held, capacity %d",
+						policy, shards, i, key, size, used, CAP);
+				if (size > CAP)
+					CHECK_RC(larder_sim_access(sim, key, size), 0);
+			}
+			larder_sim_destroy(sim);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -1037,7 +1096,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_entry_limit), TH_TEST(test_value_limit),
 		TH_TEST(test_keys), TH_TEST(test_ttl_ends),
 		TH_TEST(test_counters), TH_TEST(test_call_arguments),
-		TH_TEST(test_name_tables),
+		TH_TEST(test_name_tables), TH_TEST(test_sim_capacity),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
