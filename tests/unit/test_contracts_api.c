@@ -39,6 +39,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/entry.h"
 #include "harness.h"
 
 #define KiB ((uint64_t)1024)
@@ -271,11 +272,18 @@ static const char dict_text[] =
 	"{\"user\":{\"id\":12345,\"name\":\"larder\",\"tags\":[\"cache\",\"engine\"],"
 	"\"active\":true,\"score\":0.75}}";
 
-/* A value of len bytes that compresses (a JSON-like text repeated). */
+/* A value of len bytes that compresses (a JSON-like text repeated, from
+ * its byte salt on; copied a run at a time, as the values reach 1 MiB). */
 static void fill_compressible(unsigned char *v, size_t len, unsigned salt)
 {
-	for (size_t i = 0; i < len; i++)
-		v[i] = (unsigned char)dict_text[(i + salt) % (sizeof(dict_text) - 1)];
+	const size_t text = sizeof(dict_text) - 1;
+	size_t from = salt % text;
+	for (size_t i = 0; i < len;) {
+		size_t run = text - from < len - i ? text - from : len - i;
+		memcpy(v + i, dict_text + from, run);
+		i += run;
+		from = 0;
+	}
 }
 
 /* A value of len bytes that neither codec can shrink (8 bytes a step: the
@@ -430,14 +438,14 @@ static void run_read_sizes(const struct options *o)
 
 /* ---- The entry limit on the stored size ------------------------------------------ */
 
-/* The largest value of random bytes (stored raw) key may take: found by
- * bisection between lo (accepted) and hi (refused with EVALSIZE). */
-static size_t largest_raw_value(larder *c, const char *key, unsigned char *value, size_t lo,
-				size_t hi)
+/* The largest value key may take, a prefix of the random bytes at value
+ * (stored raw): found by bisection between lo (accepted) and hi (refused
+ * with EVALSIZE). */
+static size_t largest_raw_value(larder *c, const char *key, const unsigned char *value,
+				size_t lo, size_t hi)
 {
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
-		fill_random(value, mid, mid);
 		int rc = larder_put(c, key, strlen(key), value, mid, LARDER_TTL_NEVER);
 		if (rc == LARDER_OK)
 			lo = mid;
@@ -471,19 +479,22 @@ static void run_entry_limit(const struct options *o)
 	if (!raw)
 		goto out;
 	size_t limit = (size_t)(o->capacity / 8);
-	size_t here = largest_raw_value(c, "limit-key", value, 0, limit);
-	size_t plain = largest_raw_value(raw, "limit-key", value, 0, limit);
+	/* A header and a key take less than 256 bytes: the answer lies above
+	 * limit - 256 (the bisection fails the test otherwise). */
+	fill_random(value, limit, o->capacity);
+	size_t here = largest_raw_value(c, "limit-key", value, limit - 256, limit);
+	size_t plain = largest_raw_value(raw, "limit-key", value, limit - 256, limit);
 	CHECK_EQ(here, plain);
-	CHECK_GT(here, limit - 128); /* a header and a key, not more */
-	fill_random(value, here, here);
+	/* Exactly 1/8 of the capacity: the header (none of the optional
+	 * fields: no deadline, stored raw), the key and the value. */
+	CHECK_EQ(larder__entry_bytes(0, 9, here), limit);
 	CHECK_RC(larder_put(c, "limit-key", 9, value, here, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_get(c, "limit-key", 9, buf, here, &got), LARDER_OK);
 	CHECK_EQ(got, here);
 	CHECK_MEM(buf, value, here);
-	fill_random(value, here + 1, here + 1);
+	value[0] ^= 1; /* another value: the refused write must not land */
 	CHECK_RC(larder_put(c, "limit-key", 9, value, here + 1, LARDER_TTL_NEVER), LARDER_EVALSIZE);
-	/* The refused write left the previous value. */
-	fill_random(value, here, here);
+	value[0] ^= 1;
 	CHECK_RC(larder_get(c, "limit-key", 9, buf, here, &got), LARDER_OK);
 	CHECK_MEM(buf, value, here);
 
