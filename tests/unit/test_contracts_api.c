@@ -682,6 +682,73 @@ static void run_ttl_ends(const struct options *o)
 	larder_close(c);
 }
 
+/* ---- A clock that steps back ------------------------------------------------------- */
+
+/* ttl_remaining of key at this reading: want, or (early) absent once the
+ * maintainer, keeping the latest time it saw, reclaimed it. */
+static void check_left_or_gone(larder *c, const char *key, uint64_t want)
+{
+	uint64_t left = 0;
+	int rc = larder_ttl_remaining(c, key, strlen(key), &left);
+	if (rc == LARDER_OK)
+		CHECK_EQ(left, want);
+	else
+		CHECK_RC(rc, LARDER_MISS);
+}
+
+/*
+ * "One that does [go backwards] is tolerated, not honoured: ... every call
+ * judges deadlines by its own reading (a read never returns a value at or
+ * past the deadline by that reading, and a deadline set is that reading
+ * plus the TTL), but ... entries may leave sooner than their deadlines say
+ * by the current reading" (larder.h, the clock). With after-access: "A read
+ * never moves a deadline earlier".
+ */
+static void run_clock_back(const struct options *o)
+{
+	struct th_clock clock;
+	larder *c = open_options(o, &clock, 0);
+	char buf[8];
+	size_t got;
+	uint64_t left = 0;
+	int access = o->expiry == LARDER_EXPIRE_AFTER_ACCESS;
+	if (!c)
+		return;
+	atomic_store(&clock.now_ms, 6000);
+	CHECK_RC(larder_put(c, "a", 1, "1", 1, 3000), LARDER_OK); /* deadline 9000 */
+	CHECK_RC(larder_put(c, "n", 1, "1", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_put(c, "d", 1, "1", 1, LARDER_TTL_DEFAULT), LARDER_OK); /* 7000 or none */
+	CHECK_RC(larder_flush(c, FLUSH_WAIT_MS), LARDER_OK);
+	atomic_store(&clock.now_ms, 5000); /* back by a second */
+	CHECK_RC(larder_ttl_remaining(c, "a", 1, &left), LARDER_OK);
+	CHECK_EQ(left, 4000);
+	CHECK_RC(larder_get(c, "a", 1, buf, sizeof(buf), &got), LARDER_OK);
+	CHECK_RC(larder_get(c, "d", 1, buf, sizeof(buf), &got), LARDER_OK);
+	/* The reads at 5000 asked for 6000 at most: no deadline moved. */
+	CHECK_RC(larder_ttl_remaining(c, "a", 1, &left), LARDER_OK);
+	CHECK_EQ(left, 4000);
+	CHECK_RC(larder_ttl_remaining(c, "d", 1, &left), LARDER_OK);
+	CHECK_EQ(left, access ? 2000 : LARDER_TTL_NEVER);
+	/* Deadlines set now are this reading plus the TTL, below the latest
+	 * time the maintainer may have seen: they may leave early. */
+	CHECK_RC(larder_put(c, "b", 1, "1", 1, 100), LARDER_OK); /* 5100 */
+	check_left_or_gone(c, "b", 100);
+	CHECK_RC(larder_touch(c, "a", 1, 10), LARDER_OK); /* 5010: shorter, as asked */
+	check_left_or_gone(c, "a", 10);
+	th_clock_advance(&clock, 10);
+	CHECK_RC(larder_get(c, "a", 1, buf, sizeof(buf), &got), LARDER_MISS);
+	CHECK_RC(larder_peek(c, "a", 1, buf, sizeof(buf), &got), LARDER_MISS);
+	check_left_or_gone(c, "b", 90);
+	atomic_store(&clock.now_ms, 9000);
+	CHECK_RC(larder_get(c, "b", 1, buf, sizeof(buf), &got), LARDER_MISS);
+	CHECK_RC(larder_get(c, "d", 1, buf, sizeof(buf), &got), access ? LARDER_MISS : LARDER_OK);
+	CHECK_RC(larder_get(c, "n", 1, buf, sizeof(buf), &got), LARDER_OK);
+	CHECK_RC(larder_flush(c, FLUSH_WAIT_MS), LARDER_OK);
+	CHECK_EQ(th_stat(c, LARDER_STAT_ENTRIES), access ? 1 : 2);
+	CHECK_EQ(th_stat(c, LARDER_STAT_EXPIRATIONS), access ? 3 : 2);
+	larder_close(c);
+}
+
 /* ---- Counters after every operation ---------------------------------------------- */
 
 struct counts {
@@ -902,6 +969,10 @@ static void test_ttl_ends(void)
 static void test_counters(void)
 {
 	run_matrix(run_counters);
+}
+static void test_clock_back(void)
+{
+	run_matrix(run_clock_back);
 }
 
 /* ---- Arguments of the other calls ------------------------------------------------ */
@@ -1224,7 +1295,8 @@ int main(int argc, char **argv)
 		TH_TEST(test_pool_config_bounds), TH_TEST(test_read_sizes),
 		TH_TEST(test_entry_limit), TH_TEST(test_value_limit),
 		TH_TEST(test_keys), TH_TEST(test_ttl_ends),
-		TH_TEST(test_counters), TH_TEST(test_call_arguments),
+		TH_TEST(test_counters), TH_TEST(test_clock_back),
+		TH_TEST(test_call_arguments),
 		TH_TEST(test_name_tables), TH_TEST(test_sim_capacity),
 		TH_TEST(test_unused_credit),
 	};
