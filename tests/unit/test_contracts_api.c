@@ -27,7 +27,7 @@
  *     table's ends.
  * Table-driven over policy (FIFO, LRU, W-TinyLFU, ARC) x shards (1, 4) x
  * compression (off, LZ4, zstd with a given dictionary) x expiry mode x
- * capacity (64 KiB, 4 MiB), with an injected clock: every verdict is exact
+ * capacity (64 KiB, 1 MiB), with an injected clock: every verdict is exact
  * and none depends on timing.
  *
  * Not here: concurrency (the stress tests), snapshots and cursors under
@@ -240,7 +240,7 @@ struct options {
 static const enum larder_policy policies[] = { LARDER_POLICY_FIFO, LARDER_POLICY_LRU,
 					       LARDER_POLICY_WTINYLFU, LARDER_POLICY_ARC };
 static const unsigned shard_counts[] = { 1, 4 };
-static const uint64_t capacities[] = { 64 * KiB, 4 * MiB };
+static const uint64_t capacities[] = { 64 * KiB, MiB };
 #define NOPTIONS (TH_COUNT(policies) * TH_COUNT(shard_counts) * 3 * 2 * TH_COUNT(capacities))
 
 static struct options options_at(size_t i)
