@@ -820,6 +820,26 @@ static int take_credit(larder *c, struct larder__handle *h, size_t charge)
 	return 0;
 }
 
+/*
+ * What a write did not use goes back to its thread's credit; past
+ * CREDIT_CHUNK, the most take_credit() leaves there, it goes back to the
+ * budget (CACHE-B1: from the credit to the budget, as handle_orphan() does).
+ * Kept, it was spent for every other thread, and for this one's writes on
+ * other shards, though nothing used it: after conditional writes of large
+ * values that failed, or a load of compressed values (bulk_credit_return),
+ * and a capacity cut, writes failed with LARDER_EBUSY with almost nothing
+ * stored (test_contracts_api.c, test_unused_credit). Not inside a bulk
+ * writer's block, whose top-up covers the block's later records: it trims
+ * at its end. Relaxed, as in take_credit().
+ */
+static inline void credit_trim(larder *c, struct larder__handle *h)
+{
+	if (__builtin_expect(h->credit > CREDIT_CHUNK, 0)) {
+		atomic_fetch_add_explicit(&c->budget, h->credit - CREDIT_CHUNK, LARDER__RELAXED);
+		h->credit = CREDIT_CHUNK;
+	}
+}
+
 static void want_bytes(larder *c, uint64_t bytes)
 {
 	uint64_t w = atomic_load_explicit(&c->wanted, LARDER__RELAXED); /* a hint */
@@ -1322,6 +1342,8 @@ write_finish(larder *c, struct larder__shard *s, struct op *op, struct bulk *bul
 	op_exit(op);
 	if (rc != LARDER_OK) {
 		entry_unbuild(s, op, e, charge);
+		if (!bulk)
+			credit_trim(c, op->handle);
 		return rc;
 	}
 	if (bulk) {
@@ -1395,6 +1417,8 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		larder__scratch_give(packed);
 	if (!e) {
 		op.handle->credit += (int64_t)charge;
+		if (!bulk)
+			credit_trim(c, op.handle);
 		return LARDER_ENOMEM;
 	}
 	op_enter(&op);
@@ -1892,6 +1916,15 @@ static int plain_block(larder *c, struct bulk *b, const struct larder__put_rec *
 	return rc;
 }
 
+/* The end of a bulk write: its top-ups (bulk_credit, plain_credit) covered
+ * the records' plain charges, and a record stored compressed, skipped or
+ * refused charged less: credit_trim() on every shard's handle. */
+static void bulk_credit_return(larder *c, struct larder__handle *const *handles)
+{
+	for (unsigned k = 0; k < c->shard_count; k++)
+		credit_trim(c, handles[k]);
+}
+
 int larder__put_batch(larder *c, const struct larder__put_rec *rec, size_t n,
 		      uint64_t charge_limit, uint64_t *charged)
 {
@@ -1920,6 +1953,8 @@ int larder__put_batch(larder *c, const struct larder__put_rec *rec, size_t n,
 		}
 		bulk_close(&b);
 	}
+	if (b.op.handles) /* NULL: op_begin() failed, or n == 0 */
+		bulk_credit_return(c, b.op.handles);
 	if (b.writes) {
 		/* Counted once; every shard's maintainer nudged, through the
 		 * handle its events went to. */
@@ -2083,6 +2118,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 			op_exit(&op);
 			if (!copy) {
 				op.handle->credit += (int64_t)charge;
+				credit_trim(c, op.handle);
 				if (now_e == old)
 					return LARDER_ENOMEM;
 				copied_from = NULL;
@@ -2095,6 +2131,7 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 	}
 	if (copy)
 		entry_unbuild(s, &op, copy, charge);
+	credit_trim(c, op.handle);
 	return rc;
 }
 

@@ -220,7 +220,12 @@ static struct larder__entry *arc_evict(struct larder__policy *p)
 	uint64_t t1 = p->t1.bytes;
 	if (p->fresh && !(larder__pbits(p->fresh) & ARC_T2))
 		t1 -= p->fresh_bytes; /* REPLACE runs before the fetch in the paper */
-	if (p->drop_t1 && larder__queue_oldest(&p->t1) != p->fresh) {
+	/* An empty T1 drops nothing: the insert that asked for the drop was
+	 * replaced into T2 since (a write is a request), and REPLACE goes on
+	 * as usual (without this test evict() returned NULL with T2 linked,
+	 * POLICY-P2, and the simulator stayed over capacity). */
+	struct larder__entry *t1_lru = larder__queue_oldest(&p->t1);
+	if (p->drop_t1 && t1_lru && t1_lru != p->fresh) {
 		p->drop_t1 = 0;
 		e = take_lru(p, &p->t1, NULL);
 	} else if (t1 > 0 && ((p->hit_b2 && t1 == p->p) || t1 > p->p)) {

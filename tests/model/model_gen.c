@@ -66,7 +66,9 @@ void mk_config(struct mcfg *cfg, uint64_t seed)
 	cfg->compress_min = compress_mins[th_rng_below(&r, TH_COUNT(compress_mins))];
 	cfg->compress_saving = savings[th_rng_below(&r, TH_COUNT(savings))];
 	cfg->dictionary = dictionaries[th_rng_below(&r, TH_COUNT(dictionaries))];
-	static const unsigned shards[] = { 1, 1, 2, 4 };
+	/* 16 shards: a shard's policy has 1/16 of the capacity, less than the
+	 * entry limit (1/8), so one entry can be over its shard's share. */
+	static const unsigned shards[] = { 1, 1, 2, 4, 16 };
 	cfg->shards = shards[th_rng_below(&r, TH_COUNT(shards))];
 	/* A pooled cache has one shard (larder_config_set_pool). */
 	cfg->pooled = cfg->shards == 1 && th_rng_below(&r, 3) == 0;
