@@ -588,6 +588,20 @@ static inline void larder__table_set_locked(larder__atomic_u64 *slot, uint64_t w
 /* Under the home lock: empties slot and undoes the overflow counts of its path. */
 void larder__table_erase_locked(struct larder__table *t, uint64_t hash, larder__atomic_u64 *slot);
 
+/* larder__table_erase_locked() with the home bucket at hand (the lock's): a
+ * slot of the home itself, the common case, has no overflow counts on its
+ * path, so it is only emptied, inline (relaxed, as there). */
+static inline void larder__table_erase_from_locked(struct larder__table *t,
+						   struct larder__bucket *home, uint64_t hash,
+						   larder__atomic_u64 *slot)
+{
+	if (slot >= &home->slot[0] && slot < &home->slot[LARDER__BUCKET_SLOTS]) {
+		atomic_store_explicit(slot, 0, LARDER__RELAXED);
+		return;
+	}
+	larder__table_erase_locked(t, hash, slot);
+}
+
 /* ---- Maintainer only ---- */
 
 typedef uint64_t larder__entry_hash_fn(void *ctx, const struct larder__entry *e);

@@ -97,7 +97,7 @@ static int unlink_current(struct larder__maint *m, struct larder__entry *e, uint
 	larder__atomic_u64 *slot =
 		larder__table_find_word_locked(t, home, hash, larder__slot_word(hash, e));
 	if (slot)
-		larder__table_erase_locked(t, hash, slot);
+		larder__table_erase_from_locked(t, home, hash, slot);
 	larder__table_unlock(home);
 	return slot != NULL;
 }

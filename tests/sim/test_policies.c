@@ -21,6 +21,8 @@
  *       in its sketch, so it wins an admission it would otherwise lose.
  *   WTLFU-W2 (evict/wtinylfu.c) an entry demoted from protected while a candidate
  *       waits for its judgement is not judged as a candidate.
+ *   POLICY-P7  evict(p, &hash) stores the victim's hash (every other eviction
+ *       asks), whichever queue it left.
  *   POLICY-P6  insert_batch() of a run of new entries equals insert() of each in
  *       turn: twin policies, one fed runs one by one and one as batches, evict
  *       the same entries, keep the same bits and drain in the same order.
@@ -160,12 +162,17 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed, uint64_
 			it->hash = rnd(); /* the old slot becomes an unrelated key */
 		}
 		while (used > capacity) {
-			struct larder__entry *v = ops->evict(p, NULL);
+			/* POLICY-P7: every other victim's hash asked for. */
+			uint64_t vhash = 0, *want = step % 2 ? &vhash : NULL;
+			struct larder__entry *v = ops->evict(p, want);
 			CHECK(v != NULL, "POLICY-P2: %s evict() NULL with %llu linked", ops->name,
 			      (unsigned long long)linked);
 			struct item *vi = of(v);
 			CHECK(vi >= items && vi < items + N_ITEMS && vi->linked,
 			      "POLICY-P1: %s evicted an entry that is not linked", ops->name);
+			CHECK(!want || vhash == vi->hash,
+			      "POLICY-P7: %s gave the victim's hash as %llx, not %llx", ops->name,
+			      (unsigned long long)vhash, (unsigned long long)vi->hash);
 			CHECK(v->mbits & FOREIGN_BIT, "%s cleared a maintainer bit", ops->name);
 			CHECK(larder__entry_flags(v) == LARDER__ENTRY_TTL,
 			      "ENTRY-E7: %s changed an immutable flag", ops->name);
