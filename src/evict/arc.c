@@ -182,18 +182,25 @@ static void arc_remove(struct larder__policy *p, struct larder__entry *e, size_t
 	larder__queue_unlink(list_of(p, e), e, bytes);
 }
 
-/* Unlinks the LRU of q, remembering it in ghost g (NULL: no ghost). */
+/* Unlinks the LRU of q, remembering it in ghost g (NULL: no ghost); its
+ * hash goes to *hash unless hash is NULL (POLICY-P7). */
 static struct larder__entry *take_lru(struct larder__policy *p, struct larder__queue *q,
-				      struct larder__ghost *g)
+				      struct larder__ghost *g, uint64_t *hash)
 {
 	struct larder__entry *e = larder__queue_oldest(q);
 	if (!e)
 		return NULL;
 	uint64_t bytes = bytes_of(p, e);
 	larder__queue_unlink(q, e, bytes);
-	if (g)
-		larder__ghost_insert(g, larder__ghost_fp(p->host.hash(p->host.ctx, e)),
-				     bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes);
+	if (!g) {
+		larder__policy_victim_hash(&p->host, e, hash);
+		return e;
+	}
+	uint64_t h = p->host.hash(p->host.ctx, e);
+	larder__ghost_insert(g, larder__ghost_fp(h),
+			     bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes);
+	if (hash)
+		*hash = h;
 	return e;
 }
 
@@ -213,7 +220,7 @@ static void settle_lru_ends(struct larder__policy *p)
 	}
 }
 
-static struct larder__entry *arc_evict(struct larder__policy *p)
+static struct larder__entry *arc_evict(struct larder__policy *p, uint64_t *hash)
 {
 	struct larder__entry *e = NULL;
 	settle_lru_ends(p);
@@ -227,13 +234,13 @@ static struct larder__entry *arc_evict(struct larder__policy *p)
 	struct larder__entry *t1_lru = larder__queue_oldest(&p->t1);
 	if (p->drop_t1 && t1_lru && t1_lru != p->fresh) {
 		p->drop_t1 = 0;
-		e = take_lru(p, &p->t1, NULL);
+		e = take_lru(p, &p->t1, NULL, hash);
 	} else if (t1 > 0 && ((p->hit_b2 && t1 == p->p) || t1 > p->p)) {
-		e = take_lru(p, &p->t1, &p->b1);
+		e = take_lru(p, &p->t1, &p->b1, hash);
 	} else {
-		e = take_lru(p, &p->t2, &p->b2);
+		e = take_lru(p, &p->t2, &p->b2, hash);
 		if (!e)
-			e = take_lru(p, &p->t1, &p->b1);
+			e = take_lru(p, &p->t1, &p->b1, hash);
 	}
 	if (e && e == p->fresh)
 		p->fresh = NULL;

@@ -71,11 +71,13 @@ static void fifo_remove(struct larder__policy *p, struct larder__entry *e, size_
 	larder__queue_unlink(&p->q, e, bytes);
 }
 
-static struct larder__entry *fifo_evict(struct larder__policy *p)
+static struct larder__entry *fifo_evict(struct larder__policy *p, uint64_t *hash)
 {
 	struct larder__entry *e = larder__queue_oldest(&p->q);
-	if (e)
+	if (e) {
 		larder__queue_unlink(&p->q, e, p->host.size(p->host.ctx, e));
+		larder__policy_victim_hash(&p->host, e, hash);
+	}
 	return e;
 }
 

@@ -39,6 +39,11 @@
  *       GHOST_MIGRATE old table slots; expiry pops at most as many ring slots
  *       as earlier inserts pushed (amortised O(1)). A growth is finished long
  *       before the new array fills (after a quarter of its slots' inserts).
+ *   GHOST-G5. insert() leaves the set as remove(), then the store would,
+ *       whichever path it takes: its one-probe path (store_slot) is taken only
+ *       where the remove and make_room() change nothing, so the ghosts, their
+ *       order and which of them expire are the same (S3-FIFO's and ARC's hits
+ *       do not move; docs/bench.md, "The maintainer's eviction").
  * Not guaranteed: exactness. Two keys with the same 32-bit fingerprint are
  * one ghost (a false positive rate of about live_count / 2^32 per lookup),
  * and when the ring cannot grow (out of memory, or mostly stale) the oldest
@@ -356,18 +361,49 @@ static void make_room(struct larder__ghost *g)
 	}
 }
 
+/*
+ * The slot where insert() would store fp, when the whole insert before the
+ * store would change nothing but the store: no growth being moved, the
+ * ring not full, the table not due to grow (make_room() then does nothing)
+ * and fp absent (the remove finds nothing). Then that slot is the first
+ * empty one of fp's probe, which the probe for fp has just reached, so one
+ * probe serves both the remove and the store (GHOST-G5). NULL otherwise:
+ * insert() takes the general path.
+ */
+static struct larder__ghost_slot *store_slot(const struct larder__ghost *g, uint32_t fp)
+{
+	if (g->old_fp || g->old_tab || g->tail - g->head == g->ring_mask + 1 ||
+	    (g->live_count + 1) * 2 > g->tab_mask + 1)
+		return NULL;
+	for (uint64_t i = home_of(fp, g->tab_shift);; i = (i + 1) & g->tab_mask) {
+		uint32_t f = g->tab[i].fp;
+		if (f == 0)
+			return &g->tab[i];
+		if (f == fp)
+			return NULL;
+	}
+}
+
 void larder__ghost_insert(struct larder__ghost *g, uint32_t fp, uint32_t weight)
 {
 	if (weight == 0)
 		weight = 1;
-	larder__ghost_remove(g, fp); /* a key ghosted again moves to the newest end */
-	if (weight > g->bound)
-		return;
-	make_room(g);
+	struct larder__ghost_slot *t = weight <= g->bound ? store_slot(g, fp) : NULL;
+	if (!t) {
+		larder__ghost_remove(g, fp); /* a key ghosted again moves to the newest end */
+		if (weight > g->bound)
+			return;
+		make_room(g);
+	}
 	uint64_t s = g->tail++; /* >= ring_split: in the new ring */
 	g->ring_fp[s & g->ring_mask] = fp;
 	g->ring_w[s & g->ring_mask] = weight;
-	tab_store(g, fp, (uint32_t)s);
+	if (t) {
+		t->fp = fp;
+		t->seq = (uint32_t)s;
+	} else {
+		tab_store(g, fp, (uint32_t)s);
+	}
 	g->live_count++;
 	g->live_weight += weight;
 	expire_to(g, g->bound);

@@ -102,7 +102,7 @@ static void lru_remove(struct larder__policy *p, struct larder__entry *e, size_t
 	larder__queue_unlink(&p->q, e, bytes);
 }
 
-static struct larder__entry *lru_evict(struct larder__policy *p)
+static struct larder__entry *lru_evict(struct larder__policy *p, uint64_t *hash)
 {
 	struct larder__entry *e;
 	while ((e = larder__queue_oldest(&p->q)) != NULL && p->q.count > 1 &&
@@ -113,6 +113,7 @@ static struct larder__entry *lru_evict(struct larder__policy *p)
 	if (!e)
 		return NULL;
 	larder__queue_unlink(&p->q, e, p->host.size(p->host.ctx, e));
+	larder__policy_victim_hash(&p->host, e, hash);
 	return e;
 }
 

@@ -35,6 +35,13 @@
  *       order, bits and counts); NULL in a policy's ops means that loop
  *       (larder__policy_insert_batch). The maintainer calls it for a run
  *       of a bulk writer's inserts (maint/apply.c, EV-V7).
+ *   POLICY-P7. evict(p, hash) with hash not NULL also stores the victim's hash
+ *       (the host's hash callback's value) at *hash: the maintainer needs it to
+ *       unlink the victim from the index, and a policy that hashed the victim
+ *       to decide (S3-FIFO and ARC, for their ghosts) passes that value on
+ *       rather than have the key hashed twice (docs/bench.md, "The
+ *       maintainer's eviction"). With NULL (the simulator, the tuner's mini
+ *       caches) nothing more is computed.
  * Adding a policy touches one file: the policy's own .c, which defines a
  * const struct larder__policy_ops and is listed in policy.c's table.
  */
@@ -85,7 +92,8 @@ struct larder__policy_ops {
 			struct larder__entry *e, size_t old_bytes, size_t bytes);
 	void (*hit)(struct larder__policy *p, struct larder__entry *e);
 	void (*remove)(struct larder__policy *p, struct larder__entry *e, size_t bytes);
-	struct larder__entry *(*evict)(struct larder__policy *p);
+	/* POLICY-P2; POLICY-P7 for hash (may be NULL). */
+	struct larder__entry *(*evict)(struct larder__policy *p, uint64_t *hash);
 	void (*set_capacity)(struct larder__policy *p, uint64_t capacity_bytes);
 	/* Test seam, O(n): checks every queue's links (evict/list.h QUEUE-Q1); returns
 	 * the number of linked entries, or -1 when a queue is broken. */
@@ -103,6 +111,15 @@ static inline void larder__policy_insert_batch(const struct larder__policy_ops *
 	}
 	for (size_t i = 0; i < n; i++)
 		ops->insert(p, in[i].e, in[i].hash, in[i].bytes);
+}
+
+/* POLICY-P7 for a policy that did not hash its victim e: stores e's hash at
+ * *hash when hash is not NULL. */
+static inline void larder__policy_victim_hash(const struct larder__policy_host *host,
+					      const struct larder__entry *e, uint64_t *hash)
+{
+	if (hash)
+		*hash = host->hash(host->ctx, e);
 }
 
 /* The ops for a policy enum (DEFAULT resolved), or NULL if unknown. */

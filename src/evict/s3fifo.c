@@ -363,7 +363,9 @@ static unsigned freq_now(struct larder__entry *e)
 	return (larder__entry_take_accessed(e) && f == 0) ? 1 : f;
 }
 
-static struct larder__entry *evict_small(struct larder__policy *p)
+/* The oldest entry of small that leaves (its fingerprint to the ghost, its
+ * hash to *hash), or NULL when all moved to main. */
+static struct larder__entry *evict_small(struct larder__policy *p, uint64_t *hash)
 {
 	struct larder__entry *e;
 	while ((e = larder__queue_oldest(&p->q.small)) != NULL && e != p->q.fresh) {
@@ -375,8 +377,8 @@ static struct larder__entry *evict_small(struct larder__policy *p)
 			larder__queue_push(&p->q.main, e, bytes);
 			continue;
 		}
-		uint64_t hash = p->host.hash(p->host.ctx, e);
-		larder__ghost_insert(&p->ghost, larder__ghost_fp(hash),
+		*hash = p->host.hash(p->host.ctx, e);
+		larder__ghost_insert(&p->ghost, larder__ghost_fp(*hash),
 				     bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes);
 		return e;
 	}
@@ -399,9 +401,10 @@ static struct larder__entry *evict_main(struct larder__policy *p)
 	return NULL;
 }
 
-static struct larder__entry *s3_evict(struct larder__policy *p)
+static struct larder__entry *s3_evict(struct larder__policy *p, uint64_t *hash)
 {
 	struct larder__entry *e = NULL;
+	uint64_t small_hash;
 	uint64_t main_target = p->capacity - p->small_target;
 	uint64_t main_bytes = p->q.main.bytes, small_bytes = p->q.small.bytes;
 	/* Choose the queue as if the latest insert had not happened yet, as a
@@ -414,16 +417,21 @@ static struct larder__entry *s3_evict(struct larder__policy *p)
 			small_bytes -= p->q.fresh_bytes;
 	}
 	p->has_evicted = 1;
-	if (main_bytes <= main_target && small_bytes > 0)
-		e = evict_small(p);
-	if (!e)
-		e = evict_main(p);
+	if (main_bytes <= main_target && small_bytes > 0 &&
+	    (e = evict_small(p, &small_hash)) != NULL) {
+		if (hash) /* POLICY-P7: the ghost's hash */
+			*hash = small_hash;
+		return e; /* never the latest insert: evict_small stops before it */
+	}
+	e = evict_main(p);
 	if (!e && p->q.fresh) { /* only the latest insert is left */
 		e = p->q.fresh;
 		s3_remove(p, e, p->q.fresh_bytes);
 	}
 	if (e == p->q.fresh)
 		p->q.fresh = NULL;
+	if (e)
+		larder__policy_victim_hash(&p->host, e, hash);
 	return e;
 }
 

@@ -359,7 +359,7 @@ static void mini_access(struct larder__tuner *t, struct mini *m, struct node *n)
 	m->used += n->bytes;
 	m->entries++;
 	while (m->used > m->capacity) {
-		struct larder__entry *v = ops->evict(m->p);
+		struct larder__entry *v = ops->evict(m->p, NULL);
 		if (!v)
 			break;
 		struct node *vn = node_of(v);
@@ -402,7 +402,7 @@ static void apply_capacity(struct larder__tuner *t, uint64_t capacity)
 		m->capacity = scaled(t, k, t->capacity);
 		t->kind->ops->set_capacity(m->p, m->capacity);
 		while (m->used > m->capacity) {
-			struct larder__entry *v = t->kind->ops->evict(m->p);
+			struct larder__entry *v = t->kind->ops->evict(m->p, NULL);
 			if (!v)
 				break;
 			struct node *vn = node_of(v);

@@ -408,31 +408,33 @@ static int admit(struct larder__policy *p, struct larder__entry *cand,
 	return (p->rng & 127) == 0;
 }
 
-static struct larder__entry *take(struct larder__policy *p, struct larder__entry *e)
+static struct larder__entry *take(struct larder__policy *p, struct larder__entry *e,
+				  uint64_t *hash)
 {
 	unlink_entry(p, e, bytes_of(p, e));
+	larder__policy_victim_hash(&p->host, e, hash);
 	return e;
 }
 
-static struct larder__entry *w_evict(struct larder__policy *p)
+static struct larder__entry *w_evict(struct larder__policy *p, uint64_t *hash)
 {
 	struct larder__entry *victim = larder__queue_oldest(&p->q[W_PROBATION]);
 	struct larder__entry *cand = p->cand;
 	if (cand && victim && cand != victim) {
 		if (!admit(p, cand, victim))
-			return take(p, cand); /* advances cand (WTLFU-W2) */
+			return take(p, cand, hash); /* advances cand (WTLFU-W2) */
 		/* admitted: the next candidate is judged next */
 		p->cand = larder__queue_newer(&p->q[W_PROBATION], cand);
-		return take(p, victim);
+		return take(p, victim, hash);
 	}
 	if (cand) /* the only probation entries are candidates: the oldest goes */
-		return take(p, cand);
+		return take(p, cand, hash);
 	if (victim)
-		return take(p, victim);
+		return take(p, victim, hash);
 	if ((victim = larder__queue_oldest(&p->q[W_PROTECTED])) != NULL)
-		return take(p, victim);
+		return take(p, victim, hash);
 	if ((victim = larder__queue_oldest(&p->q[W_WINDOW])) != NULL)
-		return take(p, victim);
+		return take(p, victim, hash);
 	return NULL;
 }
 

@@ -238,6 +238,24 @@ larder__atomic_u64 *larder__table_find_from_locked(struct larder__table *t,
 	return probe_from(t, home, hash, key, key_len);
 }
 
+/* larder__table_find_word_locked() past the home: probe_from()'s walk,
+ * comparing words (the home is scanned again: the rare case). */
+larder__atomic_u64 *larder__table_find_word_from(struct larder__table *t,
+						  struct larder__bucket *home, uint64_t word)
+{
+	struct larder__bucket *b = home;
+	for (uint64_t probed = 0; probed <= t->last; probed++) {
+		for (unsigned i = 0; i < LARDER__BUCKET_SLOTS; i++)
+			if (atomic_load_explicit(&b->slot[i], LARDER__RELAXED) == word)
+				return &b->slot[i]; /* relaxed: see the header */
+		/* Relaxed, as in probe_from(). */
+		if ((atomic_load_explicit(&b->ctl, LARDER__RELAXED) >> 32) == 0)
+			return NULL;
+		b = bucket_after(t, b);
+	}
+	return NULL;
+}
+
 int larder__table_insert_locked(struct larder__table *t, uint64_t hash, uint64_t word,
 				size_t limit)
 {

@@ -547,6 +547,34 @@ static inline larder__atomic_u64 *larder__table_find_locked(struct larder__table
 	return larder__table_find_from_locked(t, &t->buckets[larder__table_home(t, hash)], hash,
 					      key, key_len);
 }
+larder__atomic_u64 *larder__table_find_word_from(struct larder__table *t,
+						  struct larder__bucket *home, uint64_t word);
+
+/*
+ * Under the lock of home, the home bucket of hash in t as larder__table_lock()
+ * returned it: the slot holding word (larder__slot_word(hash, e): the entry
+ * e itself), or NULL. The maintainer's unlink of a victim or an expired
+ * entry (maint/evict.c) knows the entry, so it compares slot words where
+ * larder__table_find_from_locked() compares keys: no key is read. Relaxed
+ * loads: under the home lock e's slot cannot change (TABLE-X2), and a word
+ * equal to ours is e's whatever else changes around it. Past the home
+ * (something overflowed it), larder__table_find_word_from() probes on.
+ */
+static inline larder__atomic_u64 *larder__table_find_word_locked(struct larder__table *t,
+								  struct larder__bucket *home,
+								  uint64_t hash, uint64_t word)
+{
+	for (unsigned m = larder__bucket_tag_bits(home, hash); m; m &= m - 1) {
+		larder__atomic_u64 *slot = &home->slot[larder__tag_bits_slot(m)];
+		if (atomic_load_explicit(slot, LARDER__RELAXED) == word)
+			return slot;
+	}
+	/* Relaxed, as in larder__table_find_from_locked(). */
+	if ((atomic_load_explicit(&home->ctl, LARDER__RELAXED) >> 32) == 0)
+		return NULL;
+	return larder__table_find_word_from(t, home, word);
+}
+
 /* Under the home lock: claims an empty slot for word within `limit` buckets.
  * Returns 0, or -1 when none was free (nothing changed). */
 int larder__table_insert_locked(struct larder__table *t, uint64_t hash, uint64_t word,
@@ -559,6 +587,20 @@ static inline void larder__table_set_locked(larder__atomic_u64 *slot, uint64_t w
 }
 /* Under the home lock: empties slot and undoes the overflow counts of its path. */
 void larder__table_erase_locked(struct larder__table *t, uint64_t hash, larder__atomic_u64 *slot);
+
+/* larder__table_erase_locked() with the home bucket at hand (the lock's): a
+ * slot of the home itself, the common case, has no overflow counts on its
+ * path, so it is only emptied, inline (relaxed, as there). */
+static inline void larder__table_erase_from_locked(struct larder__table *t,
+						   struct larder__bucket *home, uint64_t hash,
+						   larder__atomic_u64 *slot)
+{
+	if (slot >= &home->slot[0] && slot < &home->slot[LARDER__BUCKET_SLOTS]) {
+		atomic_store_explicit(slot, 0, LARDER__RELAXED);
+		return;
+	}
+	larder__table_erase_locked(t, hash, slot);
+}
 
 /* ---- Maintainer only ---- */
 

@@ -226,6 +226,15 @@ void larder__maint_retire(struct larder__maint *m, struct larder__entry *e, enum
 	larder__maint_retire_onto(m, e, cause, notify, &m->collect, &m->collect_bytes);
 }
 
+void larder__maint_retire_unlinked(struct larder__maint *m, struct larder__entry *e,
+				   enum larder_cause cause)
+{
+	LARDER__MAINT_OWNER(m);
+	struct sized s = sized_of(e);
+	m->removed += s.charge; /* larder_flush */
+	retire_sized(m, &s, cause, 1, &m->collect, &m->collect_bytes);
+}
+
 static void apply(struct larder__maint *m, const struct larder__event *ev);
 
 /* Queues the run's entries, counted and neither queued nor dead, in the

@@ -84,24 +84,22 @@ void larder__maint_wheel_track(struct larder__maint *m, struct larder__entry *e)
 
 /* ---- Eviction -------------------------------------------------------------- */
 
-/* Unlinks e from the current index if it is still there; 0 if it was not. */
-static int unlink_current(struct larder__maint *m, struct larder__entry *e)
+/* Unlinks e, whose key's hash is hash, from the current index if it is
+ * still there; 0 if it was not. Its slot is found by its word (the entry
+ * itself), not by a key compare: larder__table_find_word_locked. */
+static int unlink_current(struct larder__maint *m, struct larder__entry *e, uint64_t hash)
 {
-	uint64_t hash = larder__maint_entry_hash(m->cache, e);
 	struct larder__table *t;
 	/* A-ROOT: acquire, pairs with R-ROOT (clear, growth end). */
 	struct larder__table *root =
 		(struct larder__table *)atomic_load_explicit(m->shard->table, LARDER__ACQUIRE);
 	struct larder__bucket *home = larder__table_lock(root, hash, &t);
 	larder__atomic_u64 *slot =
-		larder__table_find_from_locked(t, home, hash, larder__entry_key(e),
-					       e->key_len);
-	/* Relaxed: we hold the home lock, so the slot is stable (TABLE-X2). */
-	int found = slot && larder__slot_entry(atomic_load_explicit(slot, LARDER__RELAXED)) == e;
-	if (found)
-		larder__table_erase_locked(t, hash, slot);
+		larder__table_find_word_locked(t, home, hash, larder__slot_word(hash, e));
+	if (slot)
+		larder__table_erase_from_locked(t, home, hash, slot);
 	larder__table_unlock(home);
-	return found;
+	return slot != NULL;
 }
 
 /* The other shards' live bytes as their maintainers last published them
@@ -182,7 +180,8 @@ uint64_t larder__maint_evict(struct larder__maint *m)
 			wake_largest(m);
 			break;
 		}
-		struct larder__entry *e = m->ops->evict(m->policy);
+		uint64_t hash;
+		struct larder__entry *e = m->ops->evict(m->policy, &hash); /* POLICY-P7 */
 		if (!e)
 			break;
 		if (__builtin_expect(larder__probe_marked(e), 0)) /* PROBE-P4 */
@@ -190,13 +189,10 @@ uint64_t larder__maint_evict(struct larder__maint *m)
 		e->mbits &= (uint8_t)~LARDER__MBITS_QUEUED;
 		n++;
 		/* Not found: a pending event or a cleared table will retire it. */
-		if (unlink_current(m, e)) {
-			m->removed += larder__maint_entry_charge(NULL, e); /* larder_flush */
-			larder__maint_retire(m, e,
-					     victim_expired(c, e) ? LARDER_CAUSE_EXPIRED
-								 : LARDER_CAUSE_EVICTED,
-					     1);
-		}
+		if (unlink_current(m, e, hash))
+			larder__maint_retire_unlinked(m, e,
+						      victim_expired(c, e) ? LARDER_CAUSE_EXPIRED
+									  : LARDER_CAUSE_EVICTED);
 		/* Shards evicting side by side see one another's progress every
 		 * SHARE_REFRESH victims, not once a pass: each would otherwise
 		 * evict up to a pass's worth past the capacity (4,096 entries;
@@ -229,10 +225,8 @@ static void on_due(void *ctx, struct larder__wheel_link *link, uint32_t id)
 		return;
 	}
 	/* Not found: replaced or removed meanwhile; that event retires it. */
-	if (unlink_current(m, e)) {
-		m->removed += larder__maint_entry_charge(NULL, e); /* larder_flush */
-		larder__maint_retire(m, e, LARDER_CAUSE_EXPIRED, 1);
-	}
+	if (unlink_current(m, e, larder__maint_entry_hash(m->cache, e)))
+		larder__maint_retire_unlinked(m, e, LARDER_CAUSE_EXPIRED);
 }
 
 uint64_t larder__maint_expire(struct larder__maint *m)

@@ -194,6 +194,11 @@ void larder__maint_retire_onto(struct larder__maint *m, struct larder__entry *e,
 /* The same onto the collect list (freed after a grace period). */
 void larder__maint_retire(struct larder__maint *m, struct larder__entry *e, enum larder_cause cause,
 			  int notify);
+/* larder__maint_retire(), notified, of an entry the maintainer itself took
+ * out of the index (a victim, an expiry: maint/evict.c), its charge also
+ * counted in removed (larder_flush) from the same sizes. */
+void larder__maint_retire_unlinked(struct larder__maint *m, struct larder__entry *e,
+				   enum larder_cause cause);
 /* The shard's handles' list head (A-HANDLES). */
 struct larder__handle *larder__maint_handles(struct larder__shard *s);
 /* Drains every ring; returns the events applied, and in *hits the samples seen. */

@@ -451,7 +451,7 @@ static void enforce_capacity(struct larder_sim *s, uint32_t prefer)
 {
 	while (s->used > s->capacity) {
 		struct sim_shard *sh = victim_shard(s, prefer);
-		struct larder__entry *e = s->ops->evict(sh->policy);
+		struct larder__entry *e = s->ops->evict(sh->policy, NULL);
 		if (!e)
 			break; /* POLICY-P2: nothing linked; cannot happen while its used > 0 */
 		struct sim_entry *v = of_entry(e);

@@ -9,6 +9,10 @@
  *       newest ghosts are never lost early (recall of the newest half);
  *   GHOST-G4  growth spread over inserts: correct answers with ghosts in both the
  *       old and the new arrays, a bounded move per insert.
+ *   GHOST-G5  insert()'s one-probe path and its general path (growth moving,
+ *       a full ring, a table due to grow, a fingerprint already there)
+ *       interleave in test_fifo_exact and test_random_ops, whose model is
+ *       the remove-then-store of every insert: the set matches it exactly.
  * Seeded from argv[1] (printed), so a failure can be replayed.
  */
 #include <stdint.h>

@@ -21,6 +21,8 @@
  *       in its sketch, so it wins an admission it would otherwise lose.
  *   WTLFU-W2 (evict/wtinylfu.c) an entry demoted from protected while a candidate
  *       waits for its judgement is not judged as a candidate.
+ *   POLICY-P7  evict(p, &hash) stores the victim's hash (every other eviction
+ *       asks), whichever queue it left.
  *   POLICY-P6  insert_batch() of a run of new entries equals insert() of each in
  *       turn: twin policies, one fed runs one by one and one as batches, evict
  *       the same entries, keep the same bits and drain in the same order.
@@ -160,12 +162,17 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed, uint64_
 			it->hash = rnd(); /* the old slot becomes an unrelated key */
 		}
 		while (used > capacity) {
-			struct larder__entry *v = ops->evict(p);
+			/* POLICY-P7: every other victim's hash asked for. */
+			uint64_t vhash = 0, *want = step % 2 ? &vhash : NULL;
+			struct larder__entry *v = ops->evict(p, want);
 			CHECK(v != NULL, "POLICY-P2: %s evict() NULL with %llu linked", ops->name,
 			      (unsigned long long)linked);
 			struct item *vi = of(v);
 			CHECK(vi >= items && vi < items + N_ITEMS && vi->linked,
 			      "POLICY-P1: %s evicted an entry that is not linked", ops->name);
+			CHECK(!want || vhash == vi->hash,
+			      "POLICY-P7: %s gave the victim's hash as %llx, not %llx", ops->name,
+			      (unsigned long long)vhash, (unsigned long long)vi->hash);
 			CHECK(v->mbits & FOREIGN_BIT, "%s cleared a maintainer bit", ops->name);
 			CHECK(larder__entry_flags(v) == LARDER__ENTRY_TTL,
 			      "ENTRY-E7: %s changed an immutable flag", ops->name);
@@ -180,7 +187,7 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed, uint64_
 	CHECK(ops->check(p) == (int64_t)linked, "QUEUE-Q1: %s queues broken", ops->name);
 	/* Drain: exactly the linked set comes back, then NULL. */
 	while (linked) {
-		struct larder__entry *v = ops->evict(p);
+		struct larder__entry *v = ops->evict(p, NULL);
 		CHECK(v != NULL, "POLICY-P2: %s NULL while draining, %llu linked", ops->name,
 		      (unsigned long long)linked);
 		CHECK(of(v)->linked, "POLICY-P1: %s returned an unlinked entry while draining",
@@ -188,7 +195,7 @@ static void run_ops(const struct larder__policy_ops *ops, uint64_t seed, uint64_
 		of(v)->linked = 0;
 		linked--;
 	}
-	CHECK(ops->evict(p) == NULL, "POLICY-P2: %s evict() on empty returned an entry", ops->name);
+	CHECK(ops->evict(p, NULL) == NULL, "POLICY-P2: %s evict() on empty returned an entry", ops->name);
 	ops->destroy(p);
 	printf("PASS %s\n", ops->name);
 }
@@ -277,7 +284,7 @@ static void batch_equals_loop(const struct larder__policy_ops *ops, uint64_t see
 			}
 		}
 		while (used > capacity) {
-			struct larder__entry *v = ops->evict(one), *w = ops->evict(batch);
+			struct larder__entry *v = ops->evict(one, NULL), *w = ops->evict(batch, NULL);
 			CHECK(v != NULL && w != NULL, "POLICY-P2: %s evict() NULL", ops->name);
 			struct item *vi = of(v);
 			CHECK(of(w) == vi + N_ITEMS, "POLICY-P6: %s evicted item %d, one by one %d",
@@ -296,14 +303,14 @@ static void batch_equals_loop(const struct larder__policy_ops *ops, uint64_t see
 				      i);
 		}
 	}
-	for (struct larder__entry *v; (v = ops->evict(one)) != NULL;) {
-		struct larder__entry *w = ops->evict(batch);
+	for (struct larder__entry *v; (v = ops->evict(one, NULL)) != NULL;) {
+		struct larder__entry *w = ops->evict(batch, NULL);
 		CHECK(w != NULL, "POLICY-P6: %s drains fewer in a batch", ops->name);
 		CHECK(of(w) == of(v) + N_ITEMS, "POLICY-P6: %s drains in another order", ops->name);
 		of(v)->linked = 0;
 		linked--;
 	}
-	CHECK(ops->evict(batch) == NULL && linked == 0, "POLICY-P6: %s drains another set",
+	CHECK(ops->evict(batch, NULL) == NULL && linked == 0, "POLICY-P6: %s drains another set",
 	      ops->name);
 	CHECK(victims > 1000, "%s: only %llu evictions", ops->name, (unsigned long long)victims);
 	ops->destroy(one);
@@ -343,7 +350,7 @@ static void accessed_saves(const struct larder__policy_ops *ops, int mark)
 	if (mark)
 		larder__entry_mark_accessed(it[0].e);
 	ops->insert(p, it[10].e, it[10].hash, 1);
-	struct larder__entry *v = ops->evict(p);
+	struct larder__entry *v = ops->evict(p, NULL);
 	if (mark)
 		CHECK(v && v != it[0].e && larder__entry_flags(it[0].e) == LARDER__ENTRY_TTL,
 		      "POLICY-P5: %s evicted the entry whose hit only its accessed bit told",
@@ -371,13 +378,13 @@ static void lru_late_sample_once(void)
 		ops->insert(p, it[i].e, it[i].hash, 1);
 	larder__entry_mark_accessed(it[0].e);
 	ops->insert(p, it[10].e, it[10].hash, 1);
-	CHECK(ops->evict(p) == it[1].e, "lru: the bit did not save it[0]");
+	CHECK(ops->evict(p, NULL) == it[1].e, "lru: the bit did not save it[0]");
 	larder__entry_mark_accessed(it[2].e);
 	ops->hit(p, it[2].e);
 	ops->hit(p, it[0].e); /* the late sample of the hit the bit told */
 	int seen0 = 0;
 	struct larder__entry *v;
-	while ((v = ops->evict(p)) != NULL && v != it[2].e)
+	while ((v = ops->evict(p, NULL)) != NULL && v != it[2].e)
 		seen0 |= v == it[0].e;
 	CHECK(seen0, "lru: a late sample moved the entry its bit had already moved");
 	ops->destroy(p);
@@ -403,7 +410,7 @@ static void wtinylfu_bit_counts(int mark)
 	if (mark)
 		larder__entry_mark_accessed(it[99].e);
 	ops->insert(p, it[100].e, it[100].hash, 1);
-	struct larder__entry *v = ops->evict(p);
+	struct larder__entry *v = ops->evict(p, NULL);
 	if (mark)
 		CHECK(v == it[0].e && larder__entry_flags_raw(it[99].e) == LARDER__ENTRY_TTL,
 		      "POLICY-P5: wtinylfu did not count a window leaver's bit (or left it set)");
@@ -439,9 +446,9 @@ static void wtinylfu_demoted_not_candidate(void)
 	ops->insert(p, it[100].e, it[100].hash, 1);
 	larder__entry_mark_accessed(it[80].e);
 	ops->hit(p, it[80].e);
-	CHECK(ops->evict(p) == it[99].e, "wtinylfu: the first candidate loses its tie");
+	CHECK(ops->evict(p, NULL) == it[99].e, "wtinylfu: the first candidate loses its tie");
 	ops->insert(p, it[101].e, it[101].hash, 1);
-	struct larder__entry *v = ops->evict(p);
+	struct larder__entry *v = ops->evict(p, NULL);
 	CHECK(v == it[100].e,
 	      "WTLFU-W2: wtinylfu judged a demoted entry as a candidate (evicted item %d)",
 	      v ? (int)(of(v) - items) : -1);

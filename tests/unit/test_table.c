@@ -28,7 +28,12 @@
  *   - the plain put's fast insert (larder__table_home_insert): a new key
  *     takes its home's first empty slot, as larder__table_insert_locked()
  *     gives it, and nothing changes when the home is full, when a key
- *     overflowed it, or when its first slot of tag 0 holds an entry.
+ *     overflowed it, or when its first slot of tag 0 holds an entry;
+ *   - the maintainer's unlink (larder__table_find_word_locked,
+ *     larder__table_erase_from_locked): an entry's slot is found by its
+ *     word, in its home and past it, not an entry of the same key and hash
+ *     at another address (a replaced one), and erasing from the home or past
+ *     it leaves the overflow counts as larder__table_erase_locked() does.
  */
 #include <stdlib.h>
 
@@ -496,6 +501,65 @@ static void test_home_insert(void)
 	larder__table_destroy(t);
 }
 
+/* Locks hash's home in t, finds word there (larder__table_find_word_locked)
+ * and, when found, erases it (larder__table_erase_from_locked); returns the
+ * slot it found, or NULL. */
+static larder__atomic_u64 *unlink_word(struct larder__table *t, uint64_t hash, uint64_t word)
+{
+	struct larder__table *held;
+	struct larder__bucket *home = larder__table_lock(t, hash, &held);
+	larder__atomic_u64 *slot = larder__table_find_word_locked(held, home, hash, word);
+	if (slot)
+		larder__table_erase_from_locked(held, home, hash, slot);
+	larder__table_unlock(home);
+	return slot;
+}
+
+/* Nine keys of one home of a 64-bucket table, all of one tag but key 0's
+ * twin (the same key and hash at another address): seven fill the home, two
+ * overflow it. */
+static void test_find_word(void)
+{
+	enum { N = 9 };
+	struct larder__table *t = larder__table_create(64);
+	struct larder__entry *e[N + 1];
+	uint64_t hash[N], word[N];
+	REQUIRE(t != NULL);
+	for (unsigned i = 0; i <= N; i++) {
+		e[i] = make_entry(i < N ? i : 0);
+		REQUIRE(e[i] != NULL);
+	}
+	for (unsigned i = 0; i < N; i++) {
+		hash[i] = (7ull << 48) | (0x9abcdef0ull << 16) | i;
+		word[i] = larder__slot_word(hash[i], e[i]);
+		CHECK_RC(larder__table_insert_locked(t, hash[i], word[i], LARDER__PROBE_LIMIT), 0);
+	}
+	struct larder__bucket *home = &t->buckets[larder__table_home(t, hash[0])];
+	CHECK_EQ(atomic_load_explicit(&home->ctl, LARDER__RELAXED) >> 32, 2);
+	/* Key 0's twin: same key, same hash, not the entry in the slot. */
+	CHECK(unlink_word(t, hash[0], larder__slot_word(hash[0], e[N])) == NULL);
+	CHECK_EQ(larder__table_lookup_rcu(t, hash[0], larder__entry_key(e[0]), KEY_BYTES), word[0]);
+	/* Past the home: found in the next bucket, the home's count undone. */
+	larder__atomic_u64 *s8 = unlink_word(t, hash[8], word[8]);
+	CHECK(s8 != NULL && bucket_of(t, s8) != (uint64_t)(home - t->buckets));
+	CHECK_EQ(atomic_load_explicit(&home->ctl, LARDER__RELAXED) >> 32, 1);
+	/* In the home: emptied there, the count of key 7 (still past it) kept. */
+	CHECK(unlink_word(t, hash[3], word[3]) == &home->slot[3]);
+	CHECK_EQ(atomic_load_explicit(&home->slot[3], LARDER__RELAXED), 0);
+	CHECK_EQ(atomic_load_explicit(&home->ctl, LARDER__RELAXED) >> 32, 1);
+	CHECK(unlink_word(t, hash[3], word[3]) == NULL); /* gone */
+	CHECK(unlink_word(t, hash[7], word[7]) != NULL);
+	CHECK_EQ(atomic_load_explicit(&home->ctl, LARDER__RELAXED) >> 32, 0);
+	for (unsigned i = 0; i < N; i++) {
+		int in = i != 3 && i != 7 && i != 8;
+		CHECK_EQ(larder__table_lookup_rcu(t, hash[i], larder__entry_key(e[i]), KEY_BYTES),
+			 in ? word[i] : 0);
+	}
+	for (unsigned i = 0; i <= N; i++)
+		free(e[i]);
+	larder__table_destroy(t);
+}
+
 /* A table of 8,192 buckets with 3,000 keys (5% load) shrinks 8x (k = 3,
  * to 1,024 buckets: 42% load), 100 homes at a time. */
 static void test_shrink_table(void)
@@ -580,6 +644,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_shrink_table),
 		TH_TEST(test_grow_keeps_room),
 		TH_TEST(test_home_insert),
+		TH_TEST(test_find_word),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
