@@ -1003,7 +1003,8 @@ class LarderCache {
    * Entries in the cache. Exact for the writes made through this object: the
    * first read after one waits for the maintainer to apply them (larder_flush,
    * tens of microseconds, at most 1 s). Writes of other workers show up
-   * within a batching window (~200 us; 2 ms for a trickle).
+   * within a batching window (~200 us per shard, at most 1 ms; 2 ms per
+   * shard, at most 8 ms, for a trickle).
    */
   get size() {
     const s = this.#flushedStats();

@@ -32,7 +32,9 @@
 /* Events a thread may have posted and not yet seen taken. */
 #define LARDER__EVENT_RING 512u
 /* A reader at 5 M hits/s fills 1,024 samples in about one maintainer batching
- * window (200 us); the maintainer polls more often than that while hits flow.
+ * window (200 us: with K shards each ring takes 1/K of the hits and the window
+ * is K times as long, up to 1 ms); the maintainer polls more often than that
+ * while hits flow.
  * tools/larder-sim --hit-ring measures what smaller rings cost in hit ratio. */
 #define LARDER__HIT_RING 1024u
 

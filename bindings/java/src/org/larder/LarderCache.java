@@ -724,7 +724,8 @@ public final class LarderCache<K, V> implements AutoCloseable {
 
     /**
      * The number of entries, as the maintainer knows them: it lags writers by
-     * a batching window (about 200 us); after {@link #cleanUp()} it counts
+     * a batching window (about 200 us per shard, at most 1 ms; up to 8 ms
+     * when writes trickle in); after {@link #cleanUp()} it counts
      * every write made before that call.
      */
     public long size() {
