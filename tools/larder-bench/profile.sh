@@ -67,7 +67,8 @@
 #   and its puts; the counts of each come from the run's hits, misses and
 #   ops. LB_PROFILE_ENGINES="null bare ck larder" (any mode) picks the
 #   engines, so that get and put can count ck_ht's get and put too (null
-#   and larder must be among them).
+#   and larder must be among them, and bare too outside mix: its ratios
+#   are the figures those modes print; refused with a message otherwise).
 #   LB_PROFILE_CACHESIM=1 adds callgrind's cache simulation: simulated
 #   first-level and last-level data misses per operation, per thread. It
 #   models each thread's caches alone (no coherence traffic between cores),
@@ -143,6 +144,12 @@ per_op() {
 
 engines=${LB_PROFILE_ENGINES:-null bare larder}
 [[ $mode == mix ]] && engines=${LB_PROFILE_ENGINES:-null bare ck larder}
+needed="null larder"
+[[ $mode == mix ]] || needed+=" bare"
+for e in $needed; do
+	[[ " $engines " == *" $e "* ]] ||
+		{ echo "profile.sh: LB_PROFILE_ENGINES must include $e in $mode mode" >&2; exit 2; }
+done
 declare -A mainop otherop
 for e in $engines; do
 	read -r mainop[$e] otherop[$e] < <(per_op "$e" Ir)
