@@ -367,7 +367,7 @@ LARDER_API LARDER_MUST_USE int larder_config_set_compression(larder_config *conf
 							     unsigned min_saving_percent);
 
 /*
- * The dictionary of a compressing cache (docs/compression.md, "Dictionary").
+ * The dictionary of a compressing cache (docs/compression.md, "The dictionary").
  * Short values (a few hundred bytes of JSON) barely compress alone; against
  * a dictionary of what such values share they shrink 2-3x. A cache has at
  * most one dictionary in its life; values written before it exists are

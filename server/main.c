@@ -17,8 +17,8 @@
  * (an operator's ^C) stops without saving. The "shutdown" command (-A)
  * sends the process SIGINT, "shutdown graceful" SIGUSR1.
  *
- * memcached's command line is accepted whole (docs/server.md, "Command
- * line"): what larderd does the same way works; tuning of memcached's own
+ * memcached's command line is accepted whole (docs/server.md, "Build
+ * and run"): what larderd does the same way works; tuning of memcached's own
  * internals (slab factor, LRU, ...) is accepted and has no effect (-o's
  * suboptions and memcached's checks of their values: suboptions.c); what
  * larderd cannot do (SASL, TLS, no-eviction, no CAS) is refused with a

@@ -22,7 +22,7 @@
  * (hashpower 12 beside its item lock table at -t 4, hashpower 32 failing
  * to allocate, the slab checks of slab_chunk_max and slab_sizes, crashes
  * on some values) are not reproduced: those values are accepted, with no
- * effect (docs/server.md, "Command line").
+ * effect (docs/server.md, "Build and run").
  */
 #include "suboptions.h"
 

@@ -13,7 +13,10 @@
 #     the folder itself may be named as the default of LARDER_TRACES_DIR,
 #     a data location rather than something to read,
 #   - an issue number ("issue 4", "issue #5", "issues 4"): a tracker is not
-#     part of a clone, so the reason goes in the text instead.
+#     part of a clone, so the reason goes in the text instead;
+# and, by tests/docs_cites.py, when a citation of a docs section (docs/X.md,
+# "Title", or a Markdown link X.md#anchor) names a section that its file
+# does not have (the rule is in docs_cites.py's header).
 # The pattern is first tried on lines it must and must not match, so a broken
 # pattern fails here instead of passing everything.
 # Exit status: 0 clean, 1 hits (or a broken pattern), 77 (ctest: skipped) when
@@ -73,4 +76,7 @@ if [[ -n $hits ]]; then
 	echo "$hits"
 	exit 1
 fi
+# Both scripts' own examples are citations of no file.
+mapfile -t tracked < <(git -C "$root" ls-files -- . ":(exclude)$self" ":(exclude)tests/docs_cites.py")
+python3 "$root/tests/docs_cites.py" "$root" "${tracked[@]}"
 echo "docs_refs: PASS ($(git -C "$root" ls-files | wc -l) tracked files checked)"

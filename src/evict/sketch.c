@@ -29,7 +29,7 @@
  * costs nothing per lookup. The copy is spread: each increment copies
  * SKETCH_MIGRATE_WORDS words (old words [0, moved) are done); until then a
  * counter whose old word is not yet moved is read and written in the old table.
- * Measured on the traces (docs/policies.md, "Sketch growth").
+ * Measured on the traces (docs/policies.md, "Growth of ghosts and the sketch").
  *
  * Invariants (tests/sim/test_sketch.c):
  *   SKETCH-K1. estimate() never underestimates the increments since the last halving

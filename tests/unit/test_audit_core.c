@@ -945,7 +945,7 @@ static void test_iter_across_shrink(void)
 		 * at the open, it let the first table shrink while the four
 		 * maintainers' counts trailed the writer, a shrink sized for a
 		 * count of 1 or 2, which dropped the entries that did not fit
-		 * as EVICTED (docs/memory.md, "Shrinking"). */
+		 * as EVICTED (docs/memory.md, "The index"). */
 		CHECK_RC(larder_flush(c, 60000), LARDER_OK);
 		larder__test_index_floor(c, 64);
 		uint64_t shrinks = th_stat(c, LARDER_STAT_INDEX_SHRINKS);

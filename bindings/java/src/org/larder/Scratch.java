@@ -29,8 +29,8 @@ import java.nio.ByteOrder;
  * read out goes a long at a time only up to 16 bytes: the loop sits between
  * one get's cache misses and the next's, and at 10^7 entries a 64-byte value
  * copied by it cost about 250 ns more per get than the bulk copy (the
- * misses of the next get start later; docs/java.md, "Where a get's time
- * goes").
+ * misses of the next get start later; docs/java.md, "10,000,000
+ * entries").
  */
 final class Scratch {
     static final int INITIAL_BYTES = 4096;

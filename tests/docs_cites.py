@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""tests/docs_cites.py - every citation of a docs section names one that exists.
+
+    python3 tests/docs_cites.py ROOT FILE...     (run by tests/docs_refs.sh)
+
+Comments and docs send their reader to a section of a doc by its title, and
+the docs move sections (the dated measurements go to docs/results/); a
+citation left behind points at nothing. Fails, listing file:line of each
+citation whose title names no heading of the file it names. The forms read:
+  - docs/X.md "Title", docs/X.md, "Title", docs/X.md: "Title" (anywhere;
+    docs/results/X.md alike), the title free to run over lines of a comment
+    (leading *, #, //, ; and -- are dropped when lines are joined);
+  - X.md "Title" and X.md, "Title" without docs/ inside docs/*.md, relative
+    to the citing file's folder;
+  - Markdown links [text](X.md#anchor) and [text](#anchor) in *.md files,
+    the anchor GitHub's: the heading lowercased, characters other than
+    letters, digits, spaces, - and _ dropped, spaces made -, a repeated
+    heading's anchor suffixed -1, -2, ...
+The rule for a title: after whitespace is collapsed and a trailing "..."
+dropped, the cited title is a prefix of a named part of the named file: a
+heading (a Markdown # line), a bold lead (a line, or a list item, that
+starts with **, up to the closing ** or the line's end), or the first cell of a table row (tables whose rows
+are named, such as server.md's differences from memcached); backticks are
+dropped from both. A bare X.md in docs/results/ that is not there is
+docs/X.md. A citation of a file that does not exist fails too.
+The patterns are first tried on lines they must and must not match.
+Exit status: 0 clean, 1 broken citations (or a broken pattern).
+"""
+import os
+import re
+import sys
+
+# A citation of a doc by path and title; the title may be cut by a line end
+# in a comment, so the text searched is the lines joined (see joined()).
+CITE = re.compile(
+    r'(?<![\w/.-])((?:docs/)?(?:results/)?[\w-]+\.md)[,:]?\s*\(?["\u201c]([^"\u201d]{1,200})["\u201d]')
+CITE_IN = re.compile(
+    r'["\u201c]([^"\u201d]{1,200})["\u201d],? in ((?:docs/)?(?:results/)?[\w-]+\.md)(?![\w/.-])')
+LINK = re.compile(r'\]\(((?:[\w./-]+\.md)?)#([\w-]+)\)')
+LEADER = re.compile(r'^\s*(?:\*+(?!\*)|#+|//+|;+|--)?\s?')
+
+MUST_MATCH = [
+    ('(docs/server.md, "Command line").', 'docs/server.md', 'Command line'),
+    ('docs/bench.md "Flush beside writers"', 'docs/bench.md', 'Flush beside writers'),
+    ('(docs/shards.md: "Tried and not kept":', 'docs/shards.md', 'Tried and not kept'),
+    ('see server.md, "One connection"', 'server.md', 'One connection'),
+    ('docs/results/bench-history.md, \u201cShards\u201d', 'docs/results/bench-history.md', 'Shards'),
+]
+MUST_NOT_MATCH = [
+    'docs/bench.md, the matrix',
+    'see docs/server.md for "stats"',
+    'http://example.org/x.md "T"',
+    'the larder.h "API"',
+]
+IN_MUST_MATCH = [('("The writer\'s frame" in docs/bench.md).', 'docs/bench.md', "The writer's frame")]
+IN_MUST_NOT_MATCH = ['"x" in docs/bench.mdx', 'the "x" key, in docs/bench.md']
+LINK_MUST_MATCH = ['[the matrix](bench.md#the-matrix)', '[below](#limits)']
+LINK_MUST_NOT_MATCH = ['[site](https://example.org/#x)', '[code](../src/x.c#L3)']
+
+
+def self_test():
+    bad = 0
+    for text, path, title in MUST_MATCH:
+        m = CITE.search(text)
+        if not m or m.group(1) != path or m.group(2) != title:
+            print(f'docs_cites: pattern misses: {text}', file=sys.stderr)
+            bad = 1
+    for text in MUST_NOT_MATCH:
+        if CITE.search(text):
+            print(f'docs_cites: pattern wrongly matches: {text}', file=sys.stderr)
+            bad = 1
+    for text, path, title in IN_MUST_MATCH:
+        m = CITE_IN.search(text)
+        if not m or m.group(2) != path or m.group(1) != title:
+            print(f'docs_cites: pattern misses: {text}', file=sys.stderr)
+            bad = 1
+    for text in IN_MUST_NOT_MATCH:
+        if CITE_IN.search(text):
+            print(f'docs_cites: pattern wrongly matches: {text}', file=sys.stderr)
+            bad = 1
+    for text in LINK_MUST_MATCH:
+        if not LINK.search(text):
+            print(f'docs_cites: link pattern misses: {text}', file=sys.stderr)
+            bad = 1
+    for text in LINK_MUST_NOT_MATCH:
+        if LINK.search(text):
+            print(f'docs_cites: link pattern wrongly matches: {text}', file=sys.stderr)
+            bad = 1
+    return bad
+
+
+def norm(s):
+    return ' '.join(s.replace('`', '').split())
+
+
+def slug(heading):
+    s = heading.strip().lower()
+    s = re.sub(r'[^\w\- ]', '', s)
+    return s.replace(' ', '-')
+
+
+_targets = {}
+
+
+def targets(path):
+    """(titles, anchors) of a doc: its headings and named table rows."""
+    if path not in _targets:
+        titles, anchors, seen = [], set(), {}
+        with open(path, encoding='utf-8') as f:
+            fence = False
+            for line in f:
+                if line.startswith('```'):
+                    fence = not fence
+                    continue
+                if fence:
+                    continue
+                m = re.match(r'#{1,6}\s+(.*?)\s*#*\s*$', line)
+                if m:
+                    titles.append(norm(m.group(1)))
+                    base = slug(m.group(1))
+                    n = seen.get(base, 0)
+                    seen[base] = n + 1
+                    anchors.add(base if n == 0 else f'{base}-{n}')
+                    continue
+                m = re.match(r'\s*(?:[-*]\s+)?\*\*(.+?)(?:\*\*|$)', line)
+                if m:
+                    titles.append(norm(m.group(1)))
+                elif line.startswith('|'):
+                    titles.append(norm(line.split('|')[1]))
+        _targets[path] = (titles, anchors)
+    return _targets[path]
+
+
+def joined(text, markdown):
+    """The lines joined by spaces (comment leaders dropped outside Markdown),
+    with the line number of each character's line."""
+    parts, lines = [], []
+    for n, line in enumerate(text.split('\n'), 1):
+        piece = line.strip() if markdown else LEADER.sub('', line, count=1).strip()
+        parts.append(piece + ' ')
+        lines.extend([n] * (len(piece) + 1))
+    return ''.join(parts), lines
+
+
+def check(root, rel):
+    path = os.path.join(root, rel)
+    try:
+        with open(path, encoding='utf-8') as f:
+            text = f.read()
+    except (UnicodeDecodeError, IsADirectoryError, FileNotFoundError):
+        return [], 0
+    markdown = rel.endswith('.md')
+    flat, lines = joined(text, markdown)
+    here = os.path.dirname(rel)
+    hits, seen = [], 0
+    found = [(m.start(), m.group(1), m.group(2)) for m in CITE.finditer(flat)]
+    found += [(m.start(), m.group(2), m.group(1)) for m in CITE_IN.finditer(flat)]
+    for at, doc, title in found:
+        title = norm(title).removesuffix('...').rstrip()
+        if doc.startswith('docs/'):
+            target = doc
+        elif markdown and rel.startswith('docs/'):
+            target = os.path.normpath(os.path.join(here, doc))
+            if not os.path.isfile(os.path.join(root, target)):
+                target = os.path.join('docs', doc)
+        else:
+            continue
+        full = os.path.join(root, target)
+        seen += 1
+        if not os.path.isfile(full):
+            hits.append(f'{rel}:{lines[at]}: {doc} "{title}": no such file')
+        elif not any(t.startswith(title) for t in targets(full)[0]):
+            hits.append(f'{rel}:{lines[at]}: {doc} "{title}": no such heading')
+    if markdown:
+        for n, line in enumerate(text.split('\n'), 1):
+            for m in LINK.finditer(line):
+                doc, anchor = m.group(1), m.group(2)
+                target = os.path.normpath(os.path.join(here, doc)) if doc else rel
+                full = os.path.join(root, target)
+                seen += 1
+                if not os.path.isfile(full):
+                    hits.append(f'{rel}:{n}: ({doc}#{anchor}): no such file')
+                elif anchor not in targets(full)[1]:
+                    hits.append(f'{rel}:{n}: ({doc}#{anchor}): no such anchor')
+    return hits, seen
+
+
+def main():
+    if self_test():
+        return 1
+    root, files = sys.argv[1], sys.argv[2:]
+    hits, seen = [], 0
+    for rel in files:
+        found, n = check(root, rel)
+        hits += found
+        seen += n
+    if hits:
+        print(f'docs_cites: FAIL: {len(hits)} citation(s) of a section that does not exist:')
+        print('\n'.join(hits))
+        return 1
+    print(f'docs_cites: PASS ({seen} citations in {len(files)} files)')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
