@@ -1491,14 +1491,14 @@ static __attribute__((noinline, cold)) int put_wake(struct larder__shard *s,
  * larder_put's fast path makes no call: any call on it, however rare, had
  * gcc save and restore six callee-saved registers and keep a frame of 184
  * bytes on every put (32.8 of the writer's instructions per put,
- * docs/bench.md, "The writer's frame"). It takes the common put whole --
+ * docs/results/bench-history.md, "The writer's frame"). It takes the common put whole --
  * stored raw without a deadline, a key of 8 to 16 bytes and a value of 16
  * to 64 (copied inline), by a thread whose state last served this cache,
  * with credit and ring or spill room in hand, over a live key without a
  * deadline in its home's first slot of its tag, or as a new key (no slot
  * of its home has its tag, the index does not shrink), the home not locked
  * and locked once (an insert locked it twice, here and in write_index:
- * docs/bench.md, "Instructions per insert") -- and
+ * docs/results/bench-history.md, "Instructions per insert") -- and
  * leaves by a tail call for everything else: before it changes anything,
  * to put_general(), the complete put; for a slot when the cursor's run of
  * the class is empty (most of the rest), to put_refill(), which goes on as

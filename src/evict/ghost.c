@@ -43,7 +43,7 @@
  *       whichever path it takes: its one-probe path (store_slot) is taken only
  *       where the remove and make_room() change nothing, so the ghosts, their
  *       order and which of them expire are the same (S3-FIFO's and ARC's hits
- *       do not move; docs/bench.md, "The maintainer's eviction").
+ *       do not move; docs/results/bench-history.md, "The maintainer's eviction").
  * Not guaranteed: exactness. Two keys with the same 32-bit fingerprint are
  * one ghost (a false positive rate of about live_count / 2^32 per lookup),
  * and when the ring cannot grow (out of memory, or mostly stale) the oldest

@@ -39,7 +39,7 @@
  *       (the host's hash callback's value) at *hash: the maintainer needs it to
  *       unlink the victim from the index, and a policy that hashed the victim
  *       to decide (S3-FIFO and ARC, for their ghosts) passes that value on
- *       rather than have the key hashed twice (docs/bench.md, "The
+ *       rather than have the key hashed twice (docs/results/bench-history.md, "The
  *       maintainer's eviction"). With NULL (the simulator, the tuner's mini
  *       caches) nothing more is computed.
  * Adding a policy touches one file: the policy's own .c, which defines a

@@ -7,7 +7,7 @@
  * (plain or tuned) the default policy. Through ops->replace its swap cost
  * the call, the argument moves and reloads of what the caller had in
  * registers, and the byte counts' subtract-and-add, which fold away when
- * the caller knows both charges are one (docs/bench.md, "The maintainer's
+ * the caller knows both charges are one (docs/results/bench-history.md, "The maintainer's
  * dispatch and replace"). So the state the swap changes is here, first in
  * S3-FIFO's policy (S3FIFO-F5 in evict/s3fifo.c), and the swap is one
  * inline function that the ops' replace and the maintainer both call: the

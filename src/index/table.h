@@ -496,7 +496,7 @@ static inline larder__atomic_u64 *larder__table_home_hit(struct larder__bucket *
  * slots of tag 0 (larder__bucket_tag_bits(home, 0): empty slots, and an
  * entry whose tag is 0, which the CAS then refuses), seven at once, without
  * the call and the slot-by-slot loop of larder__table_insert_locked(); the
- * fast path makes no call (core/cache.c, docs/bench.md "Instructions per
+ * fast path makes no call (core/cache.c, docs/results/bench-history.md "Instructions per
  * insert").
  */
 static inline int larder__table_home_insert(struct larder__bucket *home, uint64_t word)
@@ -521,7 +521,7 @@ static inline int larder__table_home_insert(struct larder__bucket *home, uint64_
  * else (a second matching tag, a displaced key, a marker) goes to
  * larder__table_find_from_locked(), which starts over at the home. The call
  * with its prologue and epilogue was about a fifth of a put's index
- * instructions (docs/bench.md, "The writer's side of a put"). Under the
+ * instructions (docs/results/bench-history.md, "The writer's side of a put"). Under the
  * lock of home, as there: our key's slot cannot change (TABLE-X2).
  */
 static inline larder__atomic_u64 *larder__table_find_home_locked(struct larder__table *t,

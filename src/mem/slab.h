@@ -50,7 +50,7 @@ struct larder__page {
 	 * (recip, slots_offset, maint_offset, state), so that a free touches two
 	 * of the header's lines, not three: pages are aligned to 64 KiB, so every
 	 * header's lines fall in the same few cache sets and miss in most frees
-	 * (docs/bench.md, "The maintainer's share and the mix"). The owning
+	 * (docs/results/bench-history.md, "The maintainer's share and the mix"). The owning
 	 * writer reads and writes this line once per run of 64 slots (SLAB-S9);
 	 * before runs it did for every slot, and live sat on the second line
 	 * ("The writer's and the maintainer's lines"). */

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_putfast.c - larder_put's fast path and its exits
- * (core/cache.c, "The writer's frame" in docs/bench.md).
+ * (core/cache.c, "The writer's frame" in docs/results/bench-history.md).
  *
  * The fast path takes a plain put of a key of 8 to 16 bytes and a value of
  * 16 to 64 that overwrites a key without a deadline, and leaves by a tail

@@ -268,7 +268,7 @@ static int set_option(struct lb_config *cfg, const char *opt, const char *v, int
 }
 
 /* LB_PIN=same|split: the pinned diagnostic of the write cell's line
- * transfers (docs/bench.md, "The writer's and the maintainer's lines"):
+ * transfers (docs/results/bench-history.md, "The writer's and the maintainer's lines"):
  * workers pinned as --pin does, larder's maintainers on worker 0's CPU
  * (same: nothing crosses cores) or on the others (split). */
 static int parse_pin_env(struct lb_config *cfg)

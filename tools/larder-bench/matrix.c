@@ -210,7 +210,7 @@ static void check_line(const char *what, double wall, double cpu, double bar)
  * work slowed with one it did not. On this shared 2-CPU machine the mix's
  * ratio of medians in a 5-round quick matrix read 0.90x while 45 rounds
  * of per-round ratios (tools/larder-bench/mix_vs_ck.sh) read 1.03-1.10x on
- * the same code (docs/bench.md, "The maintainer's share and the mix").
+ * the same code (docs/results/bench-history.md, "The maintainer's share and the mix").
  * Returns whether the line was printed (both cells ran).
  */
 static int round_check(const struct cell *cells, size_t n, const struct lb_config *cfg,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/larder-bench/pin.sh - what a core of its own costs larder's
 # maintainer: the 1-thread write cell with the writer and larder's
-# maintainer on the same CPU, and on different CPUs (docs/bench.md, "The
+# maintainer on the same CPU, and on different CPUs (docs/results/bench-history.md, "The
 # writer's and the maintainer's lines").
 #
 #   bash tools/larder-bench/pin.sh [path/to/larder-bench] [rounds] [shards] [more benches]
@@ -35,7 +35,7 @@
 # the kernel's share of the maintainer's CPU time (sleeps, wake-ups,
 # membarrier) over the whole process, preload and warm-up included, in
 # clock ticks (coarse: 10 ms each): time that no line transfer explains.
-# LB_PIN_SCENARIO=mix runs the 9:1 mix cell instead (docs/bench.md, "The
+# LB_PIN_SCENARIO=mix runs the 9:1 mix cell instead (docs/results/bench-history.md, "The
 # 9:1 mix against ck_ht"): "put" in the table then reads "op" (the
 # worker's ns per op of the mix, the maintainer's per op), and split - same
 # in the worker's ns/op is what the lines the maintainer writes on its own
