@@ -12,8 +12,9 @@ citation whose title names no heading of the file it names. The forms read:
     (leading *, #, //, ; and -- are dropped when lines are joined);
   - X.md "Title" and X.md, "Title" without docs/ inside docs/*.md, relative
     to the citing file's folder;
-  - Markdown links [text](X.md), [text](X.md#anchor) and [text](#anchor)
-    in *.md files, X.md relative to the citing file (it must exist),
+  - Markdown links [text](X.md#anchor) and [text](#anchor) in *.md files,
+    and any relative link there ([text](X.md), [chart](X.svg)): the file,
+    relative to the citing file, must exist,
     the anchor GitHub's: the heading lowercased, characters other than
     letters, digits, spaces, - and _ dropped, spaces made -, a repeated
     heading's anchor suffixed -1, -2, ...
@@ -37,7 +38,7 @@ CITE = re.compile(
     r'(?<![\w/.-])((?:docs/)?(?:results/)?[\w-]+\.md)[,:]?\s*\(?["\u201c]([^"\u201d]{1,200})["\u201d]')
 CITE_IN = re.compile(
     r'["\u201c]([^"\u201d]{1,200})["\u201d],? in ((?:docs/)?(?:results/)?[\w-]+\.md)(?![\w/.-])')
-LINK = re.compile(r'\]\(((?:[\w./-]+\.md)?)(?:#([\w-]+))?\)')
+LINK = re.compile(r'\]\(([\w./-]*)(?:#([\w-]+))?\)')
 LEADER = re.compile(r'^\s*(?:\*+(?!\*)|#+|//+|;+|--)?\s?')
 
 MUST_MATCH = [
@@ -55,8 +56,10 @@ MUST_NOT_MATCH = [
 ]
 IN_MUST_MATCH = [('("The writer\'s frame" in docs/bench.md).', 'docs/bench.md', "The writer's frame")]
 IN_MUST_NOT_MATCH = ['"x" in docs/bench.mdx', 'the "x" key, in docs/bench.md']
-LINK_MUST_MATCH = ['[the matrix](bench.md#the-matrix)', '[below](#limits)', '[x](../pool.md)']
-LINK_MUST_NOT_MATCH = ['[site](https://example.org/#x)', '[code](../src/x.c#L3)']
+LINK_MUST_MATCH = ['[the matrix](bench.md#the-matrix)', '[below](#limits)', '[x](../pool.md)',
+                   '[code](../src/x.c#L3)',
+                   '![chart](pool-shift.svg)']
+LINK_MUST_NOT_MATCH = ['[site](https://example.org/#x)', '[mail](mailto:a@b)']
 
 
 def self_test():
@@ -181,8 +184,10 @@ def check(root, rel):
                 target = os.path.normpath(os.path.join(here, doc)) if doc else rel
                 full = os.path.join(root, target)
                 seen += 1
-                if not os.path.isfile(full):
+                if not os.path.exists(full):
                     hits.append(f'{rel}:{n}: ({doc}): no such file')
+                elif not target.endswith('.md'):
+                    continue
                 elif anchor and anchor not in targets(full)[1]:
                     hits.append(f'{rel}:{n}: ({doc}#{anchor}): no such anchor')
     return hits, seen
