@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tests/protocol/slice.py - larderd's workers ask for a short scheduling
-slice (SERVER-S1 in server/net/server.c; docs/server.md, "One connection on a
+slice (SERVER-S1 in server/net/server.c; docs/results/server-history.md, "One connection on a
 busy machine").
 
 Usage: slice.py LARDERD
