@@ -566,7 +566,7 @@ struct part {
  * looked up once, and the maintainer gets one event for the batch (EV-V7 in
  * maint/events.h) and one wake-up: a load that posted one event per entry
  * outran the single maintainer, spilling most of its events and waiting
- * for its passes (docs/persistence.md, "The bulk load").
+ * for its passes (docs/results/persistence-history.md, "The bulk load").
  */
 #define LOAD_BATCH 16
 
