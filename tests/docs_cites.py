@@ -6,25 +6,25 @@
 Comments and docs send their reader to a section of a doc by its title, and
 the docs move sections (the dated measurements go to docs/results/); a
 citation left behind points at nothing. Fails, listing file:line of each
-citation whose title names no heading of the file it names. The forms read:
-  - docs/X.md "Title", docs/X.md, "Title", docs/X.md: "Title" (anywhere;
-    docs/results/X.md alike), the title free to run over lines of a comment
+citation whose title names no part of the file it names. The forms read:
+  - docs/X.md "Title", docs/X.md, "Title", docs/X.md: "Title", docs/X.md's
+    "Title" and "Title" in docs/X.md (anywhere; docs/results/X.md alike;
+    curly quotes too), the title free to run over lines of a comment
     (leading *, #, //, ; and -- are dropped when lines are joined);
-  - X.md "Title" and X.md, "Title" without docs/ inside docs/*.md, relative
-    to the citing file's folder;
-  - Markdown links [text](X.md#anchor) and [text](#anchor) in *.md files,
-    and any relative link there ([text](X.md), [chart](X.svg)): the file,
-    relative to the citing file, must exist,
-    the anchor GitHub's: the heading lowercased, characters other than
-    letters, digits, spaces, - and _ dropped, spaces made -, a repeated
-    heading's anchor suffixed -1, -2, ...
+  - the same with a bare X.md inside docs/*.md, relative to the citing
+    file's folder (from docs/results/, X.md not there is docs/X.md);
+  - Markdown links in *.md files: [text](X.md#anchor) and [text](#anchor)
+    must name an anchor of the file, GitHub's (the heading lowercased,
+    characters other than letters, digits, spaces, - and _ dropped, spaces
+    made -, a repeated heading's suffixed -1, -2, ...), and every relative
+    link ([text](X.md), [chart](X.svg)) a file that exists.
 The rule for a title: after whitespace is collapsed and a trailing "..."
 dropped, the cited title is a prefix of a named part of the named file: a
-heading (a Markdown # line), a bold lead (a line, or a list item, that
-starts with **, up to the closing ** or the line's end), or the first cell of a table row (tables whose rows
-are named, such as server.md's differences from memcached); backticks are
-dropped from both. A bare X.md in docs/results/ that is not there is
-docs/X.md. A citation of a file that does not exist fails too.
+heading (a Markdown # line), a bold lead (a line or list item that starts
+with **, up to the closing ** or the line's end), or the first cell of a
+table row (tables whose rows are named, such as server.md's differences
+from memcached); backticks are dropped from both. A citation of a file
+that does not exist fails too.
 The patterns are first tried on lines they must and must not match.
 Exit status: 0 clean, 1 broken citations (or a broken pattern).
 """
@@ -35,7 +35,7 @@ import sys
 # A citation of a doc by path and title; the title may be cut by a line end
 # in a comment, so the text searched is the lines joined (see joined()).
 CITE = re.compile(
-    r'(?<![\w/.-])((?:docs/)?(?:results/)?[\w-]+\.md)[,:]?\s*\(?["\u201c]([^"\u201d]{1,200})["\u201d]')
+    r'(?<![\w/.-])((?:docs/)?(?:results/)?[\w-]+\.md)(?:\'s)?[,:]?\s*\(?["\u201c]([^"\u201d]{1,200})["\u201d]')
 CITE_IN = re.compile(
     r'["\u201c]([^"\u201d]{1,200})["\u201d],? in ((?:docs/)?(?:results/)?[\w-]+\.md)(?![\w/.-])')
 LINK = re.compile(r'\]\(([\w./-]*)(?:#([\w-]+))?\)')
@@ -46,6 +46,7 @@ MUST_MATCH = [
     ('docs/bench.md "Flush beside writers"', 'docs/bench.md', 'Flush beside writers'),
     ('(docs/shards.md: "Tried and not kept":', 'docs/shards.md', 'Tried and not kept'),
     ('see server.md, "One connection"', 'server.md', 'One connection'),
+    ('node.md\'s "Current figures"', 'node.md', 'Current figures'),
     ('docs/results/bench-history.md, \u201cShards\u201d', 'docs/results/bench-history.md', 'Shards'),
 ]
 MUST_NOT_MATCH = [
