@@ -25,6 +25,8 @@ with **, up to the closing ** or the line's end), or the first cell of a
 table row (tables whose rows are named, such as server.md's differences
 from memcached); backticks are dropped from both. A citation of a file
 that does not exist fails too.
+Not checked: a title cited without its file ("below", "above"), single
+quotes, and citations of code files.
 The patterns are first tried on lines they must and must not match.
 Exit status: 0 clean, 1 broken citations (or a broken pattern).
 """
