@@ -64,7 +64,7 @@ struct larder__thread_node {
 };
 
 struct larder__thread {
-	struct larder__reader reader; /* first: its own cache line */
+	struct larder__reader *reader; /* lent by sync/reclaim.c, given back at exit */
 	/* The cache of the previous call (0: none) and this thread's handles for
 	 * it (a node's handles[]), set together by larder__thread_handles_slow(),
 	 * which also copies them into last_handle[]: a read's fast path takes
