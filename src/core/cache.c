@@ -938,15 +938,14 @@ static int wait_pass(larder *c, struct larder__shard *s, struct op *op, enum wai
 		w->deadline_ns = now_ns + stuck_ms(c) * 1000000u;
 		w->listener_mark = calls;
 	}
-	/* WAKE-W3: seq_cst, so the maintainer's wake_writers() either sees us
-	 * waiting or bumped room_seq before our futex_wait compares it. */
-	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
+	/* Relaxed: a count, a hint (larder__room_wait sets the wake's flag). */
+	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__RELAXED);
 	if (kind == WAIT_MEMORY)
 		larder__maint_wake_all(c);
 	else
 		larder__maint_wake(s, NULL, 0);
 	uint64_t left = w->deadline_ns - now_ns;
-	larder__futex_wait(&c->room_seq, seq, left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS);
+	larder__room_wait(c, seq, left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS);
 	atomic_fetch_sub_explicit(&c->room_waiters, 1, LARDER__RELAXED); /* a count */
 	return LARDER_OK;
 }

@@ -5,8 +5,8 @@
  * and the test seams (maint/seams.c) share.
  *
  * A waiter counts itself in pass_waiters, wakes the maintainer and sleeps on
- * the writers' room word, which every pass bumps while anyone waits
- * (maint_pass); each sleep is at most 1 ms, so a wait is bounded by its
+ * the writers' room word (larder__room_wait), which every pass bumps while
+ * anyone waits (maint_pass); each sleep is at most 1 ms, so a wait is bounded by its
  * caller's deadline and never hangs.
  *
  * Design. The flush waits for passes of the shards' maintainers to end
@@ -83,7 +83,7 @@ void larder__maint_await_pass(struct larder__shard *s)
 	/* A-ROOM: acquire, pairs with R-ROOM: a pass that moved it is seen. */
 	uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
 	larder__maint_wake(s, NULL, 0);
-	larder__futex_wait(&c->room_seq, seq, 1000000u);
+	larder__room_wait(c, seq, 1000000u);
 	atomic_fetch_sub_explicit(&m->pass_waiters, 1, LARDER__RELAXED); /* a count */
 }
 
