@@ -7,8 +7,9 @@
  *   reader enter:  outer = ctr; ctr = outer ? outer : gp_counter
  *                                              (plain store, compiler barrier)
  *   reader exit:   ctr = outer                 (release store; 0 when outermost)
- *   gp_start:      lock; GP-M1 = membarrier(); token = ++gp_counter; unlock
- *   gp_next:       lock; token = gp_counter + 1; unlock
+ *   gp_start:      lock; starting = gp_counter + 1; GP-M1 = membarrier();
+ *                  token = ++gp_counter; unlock
+ *   gp_next:       token = starting + 1  (no lock: GP-N1)
  *   gp_begun(T):   gp_counter >= T
  *   gp_poll:       done when every lent slot's ctr is 0 or >= token; then GP-M2
  *                  (no lock: GP-G4)
@@ -27,14 +28,26 @@
  * interrupts of every CPU running our threads) of one maintainer. So a
  * maintainer may instead seal its batch with larder__gp_next() and free it
  * after whichever grace period starts next, by any thread. Starts are
- * serialized by start_lock, and gp_next reads the counter under the same
- * lock, so the start that returns gp_next's token takes the lock after
- * gp_next released it: its GP-M1 comes after every unlink made before
- * gp_next, as if the sealing thread had called larder__gp_start() itself.
+ * serialized by start_lock, and each announces its token in `starting`
+ * (a seq_cst store) before its GP-M1. gp_next returns the token after the
+ * latest announced, without the lock (GP-N1): the start that takes it
+ * announces it only after gp_next's seq_cst load of `starting` (which did
+ * not see it), so its GP-M1 runs after that load. If GP-M1's barrier on
+ * the sealing thread came before the load, the load would have seen the
+ * announcement (stored, and visible, before the membarrier); so it came
+ * after, and after every unlink made before gp_next: as if the sealing
+ * thread had called larder__gp_start() itself. A start in flight (its
+ * token announced, its counter not yet stored) is not waited for: the
+ * batch rides on the one after it. In fence mode gp_next fences first
+ * (GP-F1's fence, on the sealing side: its unlinks before its polls'
+ * loads of the readers' slots). Until 2026-12-06 gp_next read the
+ * counter under start_lock, a process-wide mutex taken by every
+ * maintainer's every pass that sealed a batch.
  * A reader with ctr >= that token loaded the counter after the start's
  * increment (R-GPSTART), so after its GP-M1; gp_poll(token) then decides
- * as for the start's own token. The lock costs the starts nothing they
- * did not pay already (a syscall each, a few thousand a second at most).
+ * as for the start's own token. start_lock costs the starts nothing they
+ * did not pay already (a syscall each, a few thousand a second at most),
+ * and neither gp_next nor gp_poll takes it.
  *
  * GP-M2 (a second membarrier, after the readers are seen to have left) orders
  * their sections' loads before the frees that follow on weakly ordered CPUs.
@@ -80,7 +93,8 @@
  *       delays the polls that cover it.
  *   GP-G3. Memory unlinked before larder__gp_next() returned token T is, once
  *       larder__gp_begun(T) is true, covered by larder__gp_poll(T) as by GP-G1:
- *       some larder__gp_start() that began after the gp_next call returned T.
+ *       some larder__gp_start() that announced T after the gp_next call loaded
+ *       the latest announcement (GP-N1).
  *   GP-G4. A reader slot, once lent, is never freed: a poll reads only slots of
  *       chunks linked before its A-REG load, every slot lent before the start
  *       it polls for among them, without a lock (tests/stress/stress_reclaim.c).
@@ -110,6 +124,7 @@ struct slot_chunk {
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER; /* GP-G3 */
 static larder__atomic_u64 started_ns; /* larder__gp_started_ns */
+static larder__atomic_u64 starting;   /* the latest start's token, announced: GP-N1 */
 static struct slot_chunk first_chunk;      /* GP-G4: the chunks are never freed */
 static struct slot_chunk *last_chunk = &first_chunk; /* under registry_lock */
 static larder__atomic_u32 slot_count;      /* slots ever lent; R-REG / A-REG */
@@ -183,9 +198,11 @@ void larder__reader_unregister(struct larder__reader *r)
 uint64_t larder__gp_start(void)
 {
 	pthread_mutex_lock(&start_lock);
-	barrier_all_threads(); /* GP-M1: unlinks before, readers' later loads after */
 	/* Relaxed: only starts write the counter, and they hold start_lock. */
 	uint64_t token = atomic_load_explicit(&larder__gp.counter, LARDER__RELAXED) + 1;
+	/* GP-N1: seq_cst, announced before GP-M1; pairs with gp_next's load. */
+	atomic_store_explicit(&starting, token, LARDER__SEQ_CST);
+	barrier_all_threads(); /* GP-M1: unlinks before, readers' later loads after */
 	/* R-GPSTART: release, pairs with A-GPSTART in larder__gp_begun(): a
 	 * sealed batch seen covered was covered by this GP-M1. Readers load the
 	 * counter relaxed (GP-R1): GP-M1 orders them. */
@@ -203,12 +220,10 @@ uint64_t larder__gp_started_ns(void)
 
 uint64_t larder__gp_next(void)
 {
-	/* GP-G3: under the lock no start is between its GP-M1 and its increment. */
-	pthread_mutex_lock(&start_lock);
-	/* Relaxed: start_lock orders it against the starts. */
-	uint64_t token = atomic_load_explicit(&larder__gp.counter, LARDER__RELAXED) + 1;
-	pthread_mutex_unlock(&start_lock);
-	return token;
+	if (larder__reclaim_fences)
+		atomic_thread_fence(LARDER__SEQ_CST); /* GP-F1: the unlinks before our polls */
+	/* GP-N1: seq_cst; a start not yet announced runs its GP-M1 after this. */
+	return atomic_load_explicit(&starting, LARDER__SEQ_CST) + 1;
 }
 
 bool larder__gp_begun(uint64_t token)

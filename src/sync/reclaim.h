@@ -118,7 +118,7 @@ uint64_t larder__gp_start(void);
  * The token of the next grace period to start, by any thread (GP-G3 in
  * reclaim.c): memory unlinked before the call may be freed once
  * larder__gp_begun(token) and then larder__gp_poll(token) are true, without a
- * start of the caller's own. Takes the starts' lock; never waits for a reader.
+ * start of the caller's own. Takes no lock (GP-N1); never waits for a reader.
  */
 uint64_t larder__gp_next(void);
 
