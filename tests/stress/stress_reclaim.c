@@ -152,6 +152,11 @@ static void *reclaimer_main(void *arg)
 {
 	uint64_t round = *(uint64_t *)arg;
 	uint64_t guard = th_now_ms() + opt.duration_ms + HANG_GUARD_MS;
+	/* A maintainer owns a slot too (the registry's setup runs before any
+	 * grace period starts); it never enters a section here. */
+	struct larder__reader *self = larder__reader_register();
+	if (!CHECK(self != NULL))
+		return NULL;
 	while (!atomic_load(&stop)) {
 		struct object *fresh = object_new();
 		if (!CHECK(fresh != NULL))
@@ -167,15 +172,18 @@ static void *reclaimer_main(void *arg)
 			if (!larder__gp_begun(token))
 				CHECK_GE(larder__gp_start(), token);
 		}
-		while (!larder__gp_poll(token)) {
-			if (!CHECK_LT(th_now_ms(), guard)) /* SRECLAIM-R3: a hang guard */
-				return NULL;
+		int over = 1;
+		while (over && !larder__gp_poll(token)) {
+			over = CHECK_LT(th_now_ms(), guard); /* SRECLAIM-R3: a hang guard */
 			sched_yield();
 		}
+		if (!over) /* old may still be held: leave it */
+			break;
 		atomic_store_explicit(&old->magic, POISON, memory_order_relaxed);
 		free(old);
 		atomic_fetch_add_explicit(&grace_periods, 1, memory_order_relaxed);
 	}
+	larder__reader_unregister(self);
 	return NULL;
 }
 
