@@ -123,12 +123,12 @@ static inline unsigned op_route(larder *c, struct op *op, uint64_t hash)
 
 static inline void op_enter(struct op *op)
 {
-	op->outer = larder__read_enter(&op->thread->reader);
+	op->outer = larder__read_enter(op->thread->reader);
 }
 
 static inline void op_exit(struct op *op)
 {
-	larder__read_exit(&op->thread->reader, op->outer);
+	larder__read_exit(op->thread->reader, op->outer);
 }
 
 static inline uint64_t op_now(larder *c, struct op *op)
@@ -461,7 +461,7 @@ static __attribute__((noinline)) int get_deadline_hit(struct larder__handle *h,
 	int rc = deadline_passed(c, NULL, e) ? LARDER_MISS
 					     : get_copy(c, h, e, larder__entry_flags_raw(e),
 							buf, buf_len, value_len);
-	larder__read_exit(&t->reader, outer);
+	larder__read_exit(t->reader, outer);
 	if (rc == LARDER_MISS)
 		count_miss(h);
 	return rc;
@@ -484,7 +484,7 @@ static __attribute__((noinline)) int get_access_hit(struct larder__handle *h,
 		if (rc == LARDER_OK && (flags & LARDER__ENTRY_TTL))
 			extend_on_read(c, &op, e, upper_ms);
 	}
-	larder__read_exit(&t->reader, outer);
+	larder__read_exit(t->reader, outer);
 	if (rc == LARDER_MISS)
 		count_miss(h);
 	return rc;
@@ -515,7 +515,7 @@ static __attribute__((noinline)) int get_beyond_home(larder *c, uint64_t hash, c
 		if (rc == LARDER_OK)
 			access_extend(c, NULL, e, flags);
 	}
-	larder__read_exit(&t->reader, outer);
+	larder__read_exit(t->reader, outer);
 	if (!e)
 		count_miss(h);
 	return rc;
@@ -532,7 +532,7 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	unsigned k = larder__shard_index(c, hash);
 	struct larder__handle *h = t->last_handle[k];
-	uint64_t outer = larder__read_enter(&t->reader);
+	uint64_t outer = larder__read_enter(t->reader);
 	uint64_t w = larder__table_lookup_home_rcu(root_at(c, k), hash, key, key_len);
 	if (__builtin_expect(w == LARDER__LOOKUP_AGAIN, 0))
 		return get_beyond_home(c, hash, key, key_len, buf, buf_len, value_len, outer);
@@ -548,7 +548,7 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 			return get_deadline_hit(h, e, buf, buf_len, value_len, outer);
 		rc = get_copy_raw(h, e, flags, buf, buf_len, value_len);
 	}
-	larder__read_exit(&t->reader, outer);
+	larder__read_exit(t->reader, outer);
 	if (rc == LARDER_MISS)
 		count_miss(h);
 	return rc;
@@ -578,7 +578,7 @@ READ_BODY int get_with_body(larder *c, struct larder__thread *t,
 {
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	struct larder__handle *h = handles[larder__shard_index(c, hash)];
-	uint64_t outer = larder__read_enter(&t->reader);
+	uint64_t outer = larder__read_enter(t->reader);
 	struct larder__entry *e = find_live_rcu(c, NULL, hash, key, key_len);
 	int rc = LARDER_MISS;
 	if (__builtin_expect(e != NULL, 1)) {
@@ -592,7 +592,7 @@ READ_BODY int get_with_body(larder *c, struct larder__thread *t,
 			rc = LARDER_OK;
 		}
 	}
-	larder__read_exit(&t->reader, outer);
+	larder__read_exit(t->reader, outer);
 	if (!e)
 		count_miss(h);
 	return rc;
@@ -731,9 +731,9 @@ READ_BODY int contains_body(larder *c, struct larder__thread *t, const void *key
 			    size_t key_len)
 {
 	uint64_t hash = larder__hash(c->seed, key, key_len);
-	uint64_t outer = larder__read_enter(&t->reader);
+	uint64_t outer = larder__read_enter(t->reader);
 	struct larder__entry *e = find_live_rcu(c, NULL, hash, key, key_len);
-	larder__read_exit(&t->reader, outer);
+	larder__read_exit(t->reader, outer);
 	return e ? LARDER_OK : LARDER_MISS;
 }
 
@@ -919,7 +919,7 @@ static int wait_pass(larder *c, struct larder__shard *s, struct op *op, enum wai
 	if (!w->deadline_ns) {
 		uint64_t ms = kind == WAIT_MEMORY ? c->write_wait_ms : stuck_ms(c);
 		int allowed = !op->thread->maintainer &&
-			      (kind != WAIT_MEMORY || !larder__read_active(&op->thread->reader));
+			      (kind != WAIT_MEMORY || !larder__read_active(op->thread->reader));
 		if (!allowed || ms == 0) {
 			count_busy(h, kind);
 			return LARDER_EBUSY;
@@ -938,15 +938,14 @@ static int wait_pass(larder *c, struct larder__shard *s, struct op *op, enum wai
 		w->deadline_ns = now_ns + stuck_ms(c) * 1000000u;
 		w->listener_mark = calls;
 	}
-	/* WAKE-W3: seq_cst, so the maintainer's wake_writers() either sees us
-	 * waiting or bumped room_seq before our futex_wait compares it. */
-	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
+	/* Relaxed: a count, a hint (larder__room_wait sets the wake's flag). */
+	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__RELAXED);
 	if (kind == WAIT_MEMORY)
 		larder__maint_wake_all(c);
 	else
 		larder__maint_wake(s, NULL, 0);
 	uint64_t left = w->deadline_ns - now_ns;
-	larder__futex_wait(&c->room_seq, seq, left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS);
+	larder__room_wait(c, seq, left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS);
 	atomic_fetch_sub_explicit(&c->room_waiters, 1, LARDER__RELAXED); /* a count */
 	return LARDER_OK;
 }
@@ -1550,7 +1549,7 @@ PUT_BODY int put_posted(struct larder__thread *t, struct larder__handle *h,
 {
 	struct larder__shard *s = h->shard;
 	larder__events_post(h, kind, cause, sclass, old, e, hash);
-	larder__read_exit(&t->reader, outer);
+	larder__read_exit(t->reader, outer);
 	larder__stat_bump(&h->writes, 1);
 	uint32_t st = larder__maint_wake_state(s, h, UINT64_MAX);
 	if (__builtin_expect(st != MAINT_AWAKE, 0))
@@ -1605,7 +1604,7 @@ PUT_BODY int put_publish(struct larder__thread *t, struct larder__handle *h,
 	/* Counted from allocation, so a free never precedes its count. */
 	larder__stat_bump(&h->alloc_bytes, charge);
 	entry_fill(e, id, key, key_len, value, value_len, 0, UINT64_MAX);
-	uint64_t outer = larder__read_enter(&t->reader);
+	uint64_t outer = larder__read_enter(t->reader);
 	struct larder__table *root = shard_root(h->shard);
 	struct larder__bucket *home = larder__table_try_lock(root, hash);
 	if (__builtin_expect(!home, 0))
@@ -1766,7 +1765,7 @@ static void bulk_open(larder *c, struct bulk *b)
 	b->batch = c->shard_count == 1 ? larder__malloc(sizeof(*b->batch)) : NULL;
 	if (b->batch)
 		b->batch->n = 0;
-	b->outer = larder__read_enter(&b->op.thread->reader);
+	b->outer = larder__read_enter(b->op.thread->reader);
 }
 
 /* Posts the block, into the event slot its last write reserved and did not
@@ -1779,7 +1778,7 @@ static void bulk_close(struct bulk *b)
 	else
 		free(b->batch);
 	b->batch = NULL;
-	larder__read_exit(&b->op.thread->reader, b->outer);
+	larder__read_exit(b->op.thread->reader, b->outer);
 }
 
 /*
@@ -2358,7 +2357,7 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 	struct larder__thread *t = larder__thread_self();
 	if (t) {
 		/* A root may be freed after a resize: look at them inside a section. */
-		uint64_t outer = larder__read_enter(&t->reader);
+		uint64_t outer = larder__read_enter(t->reader);
 		for (unsigned i = 0; i < c->shard_count; i++) {
 			/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
 			struct larder__table *root = (struct larder__table *)atomic_load_explicit(
@@ -2368,7 +2367,7 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 			v[LARDER_STAT_INDEX_BYTES] += larder__table_map_bytes(root) +
 							 (next ? larder__table_map_bytes(next) : 0);
 		}
-		larder__read_exit(&t->reader, outer);
+		larder__read_exit(t->reader, outer);
 	}
 	if (count) /* values may be NULL with count 0 */
 		memcpy(values, v,

@@ -9,7 +9,8 @@
  *     writers (relaxed: a stale value only delays an eviction decision).
  *   - budget: bytes writers may still allocate before the overshoot bound;
  *     writers take chunks by CAS, the maintainer adds back what it frees.
- *   - room_seq, room_waiters, wanted: the writers' wait for room (core/cache.c).
+ *   - room_seq, room_waiters, room_sleeping, wanted: the writers' wait for room
+ *     (core/cache.c, larder__room_wait).
  *   - stop: set once by close (R-STOP), read by every maintainer.
  *   - pool: set at open, read-only after; a pooled cache's capacity is set
  *     only by its pool (larder__cache_set_capacity), which also reads budget.
@@ -124,7 +125,11 @@ struct larder {
 	larder__atomic_u64 capacity;
 	larder__atomic_u64 wanted;
 	larder__atomic_u32 room_seq;
-	larder__atomic_u32 room_waiters;
+	larder__atomic_u32 room_waiters; /* a count: a hint for the maintainers and the pool */
+	/* 1 while a waiter may sleep on room_seq unwoken: set by each waiter
+	 * before its futex wait, cleared by the one wake that wakes them all
+	 * (WAKE-W3, larder__room_wait in maint/maintainer.c). */
+	larder__atomic_u32 room_sleeping;
 	/* SNAP-L6 (maint/resize.c): how many bulk writers run; no shard's
 	 * maintainer shrinks its table while one does (R-BULK/A-BULK). */
 	larder__atomic_u32 bulk_writers;

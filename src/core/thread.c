@@ -45,7 +45,7 @@ static void thread_exit(void *arg)
 		free(n);
 	}
 	pthread_mutex_unlock(&live_lock);
-	larder__reader_unregister(&t->reader);
+	larder__reader_unregister(t->reader);
 	for (int i = 0; i < LARDER__SCRATCH_SLOTS; i++)
 		free(t->scratch[i].buf);
 	larder__codec_thread_free(t);
@@ -65,12 +65,12 @@ struct larder__thread *larder__thread_create(void)
 	if (!t)
 		return NULL;
 	memset(t, 0, sizeof(*t));
-	if (larder__reader_register(&t->reader) != 0) {
+	if (!(t->reader = larder__reader_register())) {
 		free(t);
 		return NULL;
 	}
 	if (pthread_setspecific(exit_key, t) != 0) {
-		larder__reader_unregister(&t->reader);
+		larder__reader_unregister(t->reader);
 		free(t);
 		return NULL;
 	}

@@ -3,7 +3,8 @@
  *
  * Each thread that calls larder owns one struct larder__thread, created on
  * its first call and freed by a pthread key destructor when it exits. It holds
- * the thread's reader slot (sync/reclaim.h) and finds the thread's handles
+ * the reader slot the registry lent the thread (sync/reclaim.h; given back,
+ * not freed, at exit: GP-G4) and finds the thread's handles
  * for a cache (maint/handle.h: one per shard of the cache, all created on
  * the thread's first call on it) in three steps: the cache of its previous call (a
  * compare and a load, inline), a small direct-mapped table from cache id to
@@ -64,7 +65,7 @@ struct larder__thread_node {
 };
 
 struct larder__thread {
-	struct larder__reader reader; /* first: its own cache line */
+	struct larder__reader *reader; /* lent by sync/reclaim.c, given back at exit */
 	/* The cache of the previous call (0: none) and this thread's handles for
 	 * it (a node's handles[]), set together by larder__thread_handles_slow(),
 	 * which also copies them into last_handle[]: a read's fast path takes

@@ -5,8 +5,8 @@
  * and the test seams (maint/seams.c) share.
  *
  * A waiter counts itself in pass_waiters, wakes the maintainer and sleeps on
- * the writers' room word, which every pass bumps while anyone waits
- * (maint_pass); each sleep is at most 1 ms, so a wait is bounded by its
+ * the writers' room word (larder__room_wait), which every pass bumps while
+ * anyone waits (maint_pass); each sleep is at most 1 ms, so a wait is bounded by its
  * caller's deadline and never hangs.
  *
  * Design. The flush waits for passes of the shards' maintainers to end
@@ -83,7 +83,7 @@ void larder__maint_await_pass(struct larder__shard *s)
 	/* A-ROOM: acquire, pairs with R-ROOM: a pass that moved it is seen. */
 	uint32_t seq = atomic_load_explicit(&c->room_seq, LARDER__ACQUIRE);
 	larder__maint_wake(s, NULL, 0);
-	larder__futex_wait(&c->room_seq, seq, 1000000u);
+	larder__room_wait(c, seq, 1000000u);
 	atomic_fetch_sub_explicit(&m->pass_waiters, 1, LARDER__RELAXED); /* a count */
 }
 
@@ -164,7 +164,7 @@ int larder__maint_flush(larder *c, uint64_t timeout_ms, unsigned *passes)
 	struct larder__thread *t = larder__thread_self();
 	/* A maintainer waits for nothing (core/cache.c, wait_pass), and a pass
 	 * may wait for the grace period a read section holds. */
-	if (t && (t->maintainer || larder__read_active(&t->reader)))
+	if (t && (t->maintainer || larder__read_active(t->reader)))
 		return LARDER_ESTATE;
 	uint64_t ms = timeout_ms < UINT64_MAX / 1000000u ? timeout_ms : UINT64_MAX / 1000000u;
 	uint64_t deadline_ns = larder__monotonic_ns() + ms * 1000000u;

@@ -91,6 +91,10 @@ static inline void larder__maint_wake(struct larder__shard *shard,
  * something all maintainers share (the capacity, the stop flag, the budget
  * a writer waits for or is short of). */
 void larder__maint_wake_all(struct larder *cache);
+/* Sleeps until a maintainer's pass moves the cache's room_seq past seq (an
+ * A-ROOM load by the caller), or timeout_ns: the one wait for a pass of
+ * writers, the pool and larder_flush, woken once per arming (WAKE-W3). */
+void larder__room_wait(struct larder *cache, uint32_t seq, uint64_t timeout_ns);
 /* Wakes a shard's maintainer and waits up to 1 ms for one of its passes
  * (larder_flush and the test seams; maint/flush.c). */
 void larder__maint_await_pass(struct larder__shard *shard);

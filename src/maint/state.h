@@ -252,7 +252,10 @@ void larder__maint_clear_destroy(struct larder__maint *m,
 
 /* ---- maint/maintainer.c ----------------------------------------------------- */
 
-/* Bumps the writers' wait word (core/cache.h, room_seq) and wakes them. */
-void larder__maint_wake_writers(struct larder *c);
+/* Bumps the writers' wait word (core/cache.h, room_seq) and wakes them, if
+ * any sleeps (WAKE-W3: one futex wake per arming, maint/maintainer.c).
+ * Returns 1 when it made the futex wake (tests/stress/stress_room.c counts
+ * them), else 0. */
+int larder__maint_wake_writers(struct larder *c);
 
 #endif /* LARDER_MAINT_STATE_H */

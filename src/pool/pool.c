@@ -166,7 +166,7 @@
  * the engine never calls the pool while holding those. Waiting for bytes
  * (an open, the thread's grows) happens in slices of GIVEBACK_SLICE_NS on a
  * shrinking cache's room word, as a writer waits for room (WAKE-W3 in
- * core/cache.c), with the lock dropped and the member pinned: a cache
+ * maint/maintainer.c), with the lock dropped and the member pinned: a cache
  * whose maintainer is stuck (in a removal listener) must not stall the
  * pool, and a pinned member's cache is not closed until the waiter is back.
  * An open that needs bytes a closing cache still holds waits on `released`
@@ -191,6 +191,7 @@
 
 #include "core/alloc.h"
 #include "core/cache.h"
+#include "maint/maintainer.h"
 #include "pool/probe.h"
 #include "sync/futex.h"
 
@@ -566,7 +567,7 @@ static struct larder__pool_member *largest_debtor(larder_pool *p)
 
 /*
  * Waits up to one slice for m's maintainer to free bytes, as a writer
- * waiting for room does (WAKE-W3, A-ROOM in core/cache.c; the waiter count also
+ * waiting for room does (larder__room_wait, A-ROOM in core/cache.c; the waiter count also
  * makes the maintainer start its grace periods at once). Called and
  * returns with the lock held, but drops it meanwhile (a cache stuck in its
  * removal listener must not stall the pool): the pin keeps m's cache from
@@ -582,14 +583,14 @@ static void wait_giveback(larder_pool *p, struct larder__pool_member *m)
 		return;
 	m->pins++;
 	pthread_mutex_unlock(&p->lock);
-	/* WAKE-W3: seq_cst, so wake_writers() sees us or bumped room_seq first. */
-	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__SEQ_CST);
+	/* Relaxed: a count, a hint (larder__room_wait sets the wake's flag). */
+	atomic_fetch_add_explicit(&c->room_waiters, 1, LARDER__RELAXED);
 	for (unsigned i = 0; i < c->shard_count; i++) {
 		/* Relaxed: the futex word of each shard's maintainer. */
 		atomic_store_explicit(&c->shard[i].maint_sleeping, 0, LARDER__RELAXED);
 		larder__futex_wake(&c->shard[i].maint_sleeping, 1);
 	}
-	larder__futex_wait(&c->room_seq, seq, GIVEBACK_SLICE_NS);
+	larder__room_wait(c, seq, GIVEBACK_SLICE_NS);
 	atomic_fetch_sub_explicit(&c->room_waiters, 1, LARDER__RELAXED); /* a count */
 	pthread_mutex_lock(&p->lock);
 	if (--m->pins == 0)

@@ -7,10 +7,12 @@
  *   reader enter:  outer = ctr; ctr = outer ? outer : gp_counter
  *                                              (plain store, compiler barrier)
  *   reader exit:   ctr = outer                 (release store; 0 when outermost)
- *   gp_start:      lock; GP-M1 = membarrier(); token = ++gp_counter; unlock
- *   gp_next:       lock; token = gp_counter + 1; unlock
+ *   gp_start:      lock; starting = gp_counter + 1; GP-M1 = membarrier();
+ *                  token = ++gp_counter; unlock
+ *   gp_next:       token = starting + 1  (no lock: GP-N1)
  *   gp_begun(T):   gp_counter >= T
- *   gp_poll:       done when every reader's ctr is 0 or >= token; then GP-M2
+ *   gp_poll:       done when every lent slot's ctr is 0 or >= token; then GP-M2
+ *                  (no lock: GP-G4)
  *
  * Why one phase suffices: the counter is 64 bits and never wraps, so a
  * reader whose ctr is >= token entered after the increment, which came after
@@ -26,14 +28,26 @@
  * interrupts of every CPU running our threads) of one maintainer. So a
  * maintainer may instead seal its batch with larder__gp_next() and free it
  * after whichever grace period starts next, by any thread. Starts are
- * serialized by start_lock, and gp_next reads the counter under the same
- * lock, so the start that returns gp_next's token takes the lock after
- * gp_next released it: its GP-M1 comes after every unlink made before
- * gp_next, as if the sealing thread had called larder__gp_start() itself.
+ * serialized by start_lock, and each announces its token in `starting`
+ * (a seq_cst store) before its GP-M1. gp_next returns the token after the
+ * latest announced, without the lock (GP-N1): the start that takes it
+ * announces it only after gp_next's seq_cst load of `starting` (which did
+ * not see it), so its GP-M1 runs after that load. If GP-M1's barrier on
+ * the sealing thread came before the load, the load would have seen the
+ * announcement (stored, and visible, before the membarrier); so it came
+ * after, and after every unlink made before gp_next: as if the sealing
+ * thread had called larder__gp_start() itself. A start in flight (its
+ * token announced, its counter not yet stored) is not waited for: the
+ * batch rides on the one after it. In fence mode gp_next fences first
+ * (GP-F1's fence, on the sealing side: its unlinks before its polls'
+ * loads of the readers' slots). Until 2026-12-06 gp_next read the
+ * counter under start_lock, a process-wide mutex taken by every
+ * maintainer's every pass that sealed a batch.
  * A reader with ctr >= that token loaded the counter after the start's
  * increment (R-GPSTART), so after its GP-M1; gp_poll(token) then decides
- * as for the start's own token. The lock costs the starts nothing they
- * did not pay already (a syscall each, a few thousand a second at most).
+ * as for the start's own token. start_lock costs the starts nothing they
+ * did not pay already (a syscall each, a few thousand a second at most),
+ * and neither gp_next nor gp_poll takes it.
  *
  * GP-M2 (a second membarrier, after the readers are seen to have left) orders
  * their sections' loads before the frees that follow on weakly ordered CPUs.
@@ -43,6 +57,29 @@
  * frees after it. Each GP-M2 was a second syscall and interrupt of every
  * CPU per grace period, paid per batch: with shards sharing one start
  * (GP-G3) each shard's poll still paid its own.
+ *
+ * The registry of reader slots (GP-G4). Every pass of every maintainer
+ * polls, so a poll takes no lock: with K maintainers per cache and many
+ * caches on many cores, a registry mutex held for the walk serialised them
+ * all, and thread starts and exits with them. The slots live in chunks of
+ * SLOTS_PER_CHUNK that the registry owns and never frees; a chunk list only
+ * grows, under registry_lock, and slot_count, the number of slots ever
+ * lent, is published with a release store (R-REG) after the slot's chunk is
+ * linked, so a poll that loads it with acquire (A-REG) walks only chunks
+ * that exist. A thread's exit puts its slot on a free list (its ctr is 0:
+ * it left every section) for the next thread to start; a poll that reads
+ * a slot while it is lent again reads 0 or a section of the new owner,
+ * which at worst makes it wait for that section. Holding the slot in the
+ * thread's own state, as before 2026-12-06, would need an exit to wait for
+ * the polls that might still read it; the registry owning them needs
+ * nothing, at the cost of one pointer load on each read section (the
+ * thread's slot pointer, on a line the read touches anyway).
+ * Which slots must a poll see? Every slot lent before the start it polls
+ * for: its A-REG load follows that start's GP-M1, which orders the
+ * lender's R-REG store before it (a full barrier on every running thread;
+ * GP-F1's fences do the same in fence mode). A slot lent after GP-M1 holds
+ * only sections that begin after it, which cannot reach memory unlinked
+ * before it, as for a slot that enters again (>= token).
  *
  * Without membarrier (old kernels, or seccomp forbids it), readers fence after
  * the enter store and GP-M1/GP-M2 are plain seq_cst fences: the classic Dekker
@@ -56,13 +93,19 @@
  *       delays the polls that cover it.
  *   GP-G3. Memory unlinked before larder__gp_next() returned token T is, once
  *       larder__gp_begun(T) is true, covered by larder__gp_poll(T) as by GP-G1:
- *       some larder__gp_start() that began after the gp_next call returned T.
+ *       some larder__gp_start() that announced T after the gp_next call loaded
+ *       the latest announcement (GP-N1).
+ *   GP-G4. A reader slot, once lent, is never freed: a poll reads only slots of
+ *       chunks linked before its A-REG load, every slot lent before the start
+ *       it polls for among them, without a lock (tests/stress/stress_reclaim.c).
  */
 #define _GNU_SOURCE
 #include "sync/reclaim.h"
 
 #include <linux/membarrier.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -71,10 +114,21 @@
 struct larder__gp_state larder__gp = { 1 };
 bool larder__reclaim_fences;
 
+#define SLOTS_PER_CHUNK 64u
+
+struct slot_chunk {
+	struct larder__reader slot[SLOTS_PER_CHUNK];
+	struct slot_chunk *next; /* written once, under registry_lock, before R-REG */
+};
+
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER; /* GP-G3 */
 static larder__atomic_u64 started_ns; /* larder__gp_started_ns */
-static struct larder__reader *registry;
+static larder__atomic_u64 starting;   /* the latest start's token, announced: GP-N1 */
+static struct slot_chunk first_chunk;      /* GP-G4: the chunks are never freed */
+static struct slot_chunk *last_chunk = &first_chunk; /* under registry_lock */
+static larder__atomic_u32 slot_count;      /* slots ever lent; R-REG / A-REG */
+static struct larder__reader *free_slots;  /* under registry_lock */
 static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
 
 static int membarrier(int cmd)
@@ -101,37 +155,54 @@ static void barrier_all_threads(void)
 		atomic_thread_fence(LARDER__SEQ_CST);
 }
 
-int larder__reader_register(struct larder__reader *r)
+struct larder__reader *larder__reader_register(void)
 {
 	/* Decides the read-side mode before the first reader can enter. */
 	if (pthread_once(&membarrier_once, membarrier_setup) != 0)
-		return -1;
-	atomic_store_explicit(&r->ctr, 0, LARDER__RELAXED); /* not yet visible */
+		return NULL;
 	pthread_mutex_lock(&registry_lock);
-	r->next = registry;
-	registry = r;
+	struct larder__reader *r = free_slots; /* its ctr is 0: unregistered outside */
+	if (r) {
+		free_slots = r->next_free;
+		pthread_mutex_unlock(&registry_lock);
+		return r;
+	}
+	/* Relaxed: only lenders write it, and they hold registry_lock. */
+	uint32_t n = atomic_load_explicit(&slot_count, LARDER__RELAXED);
+	if (n > 0 && n % SLOTS_PER_CHUNK == 0) {
+		struct slot_chunk *ch = aligned_alloc(64, sizeof(*ch));
+		if (!ch) {
+			pthread_mutex_unlock(&registry_lock);
+			return NULL;
+		}
+		memset(ch, 0, sizeof(*ch));
+		last_chunk->next = ch;
+		last_chunk = ch;
+	}
+	r = &last_chunk->slot[n % SLOTS_PER_CHUNK];
+	/* R-REG: release, pairs with A-REG in larder__gp_poll(): the chunk is
+	 * linked (and zeroed) before a poll walks to it. */
+	atomic_store_explicit(&slot_count, n + 1, LARDER__RELEASE);
 	pthread_mutex_unlock(&registry_lock);
-	return 0;
+	return r;
 }
 
 void larder__reader_unregister(struct larder__reader *r)
 {
 	pthread_mutex_lock(&registry_lock);
-	for (struct larder__reader **p = &registry; *p; p = &(*p)->next) {
-		if (*p == r) {
-			*p = r->next;
-			break;
-		}
-	}
+	r->next_free = free_slots; /* GP-G4: kept, for the next thread */
+	free_slots = r;
 	pthread_mutex_unlock(&registry_lock);
 }
 
 uint64_t larder__gp_start(void)
 {
 	pthread_mutex_lock(&start_lock);
-	barrier_all_threads(); /* GP-M1: unlinks before, readers' later loads after */
 	/* Relaxed: only starts write the counter, and they hold start_lock. */
 	uint64_t token = atomic_load_explicit(&larder__gp.counter, LARDER__RELAXED) + 1;
+	/* GP-N1: seq_cst, announced before GP-M1; pairs with gp_next's load. */
+	atomic_store_explicit(&starting, token, LARDER__SEQ_CST);
+	barrier_all_threads(); /* GP-M1: unlinks before, readers' later loads after */
 	/* R-GPSTART: release, pairs with A-GPSTART in larder__gp_begun(): a
 	 * sealed batch seen covered was covered by this GP-M1. Readers load the
 	 * counter relaxed (GP-R1): GP-M1 orders them. */
@@ -149,12 +220,10 @@ uint64_t larder__gp_started_ns(void)
 
 uint64_t larder__gp_next(void)
 {
-	/* GP-G3: under the lock no start is between its GP-M1 and its increment. */
-	pthread_mutex_lock(&start_lock);
-	/* Relaxed: start_lock orders it against the starts. */
-	uint64_t token = atomic_load_explicit(&larder__gp.counter, LARDER__RELAXED) + 1;
-	pthread_mutex_unlock(&start_lock);
-	return token;
+	if (larder__reclaim_fences)
+		atomic_thread_fence(LARDER__SEQ_CST); /* GP-F1: the unlinks before our polls */
+	/* GP-N1: seq_cst; a start not yet announced runs its GP-M1 after this. */
+	return atomic_load_explicit(&starting, LARDER__SEQ_CST) + 1;
 }
 
 bool larder__gp_begun(uint64_t token)
@@ -166,17 +235,22 @@ bool larder__gp_begun(uint64_t token)
 bool larder__gp_poll(uint64_t token)
 {
 	bool done = true;
-	pthread_mutex_lock(&registry_lock);
-	for (struct larder__reader *r = registry; r; r = r->next) {
+	/* A-REG: acquire, pairs with R-REG: the chunks of the first n slots are
+	 * linked. GP-G4: none is ever freed, so no lock is needed to read them. */
+	uint32_t n = atomic_load_explicit(&slot_count, LARDER__ACQUIRE);
+	const struct slot_chunk *ch = &first_chunk;
+	for (uint32_t i = 0; i < n; i++) {
+		if (i > 0 && i % SLOTS_PER_CHUNK == 0)
+			ch = ch->next;
 		/* GP-A1: pairs with GP-R2 (and GP-R1 under TSan): a 0 seen here means the
 		 * section's loads are complete. */
-		uint64_t c = atomic_load_explicit(&r->ctr, LARDER__ACQUIRE);
+		uint64_t c = atomic_load_explicit(&ch->slot[i % SLOTS_PER_CHUNK].ctr,
+						  LARDER__ACQUIRE);
 		if (c != 0 && c < token) {
 			done = false;
 			break;
 		}
 	}
-	pthread_mutex_unlock(&registry_lock);
 #if !defined(__x86_64__) && !defined(__i386__)
 	if (done)
 		barrier_all_threads(); /* GP-M2 */

@@ -2,7 +2,9 @@
  * sync/reclaim.h - grace periods for memory unlinked from shared structures.
  *
  * One process-wide domain. Every thread that calls into larder owns one
- * reader slot (struct larder__reader, on its own cache line). A read section
+ * reader slot (struct larder__reader, on its own cache line), lent to it by
+ * the registry in reclaim.c, which keeps every slot it ever lent: a slot is
+ * never freed, only lent again (GP-G4). A read section
  * is bracketed by larder__read_enter()/larder__read_exit(); sections nest:
  * enter returns the slot's previous value (0, or the counter of an enclosing
  * section, which then stays in the slot) and exit stores it back, so nesting
@@ -41,7 +43,7 @@ struct larder__reader {
 	 * the reclaimer in larder__gp_poll() (GP-A1).
 	 */
 	larder__atomic_u64 ctr;
-	struct larder__reader *next;  /* registry link, under the registry lock */
+	struct larder__reader *next_free; /* the registry's free list, under its lock */
 } __attribute__((aligned(64)));
 
 /*
@@ -58,9 +60,11 @@ extern struct larder__gp_state larder__gp __attribute__((visibility("hidden")));
  * any reader registers, and never changed. */
 extern bool larder__reclaim_fences __attribute__((visibility("hidden")));
 
-/* Registers a reader slot (slow path, once per thread). Returns 0 or -1. */
-int larder__reader_register(struct larder__reader *r);
-/* Unregisters a reader slot; the owner must be outside any read section. */
+/* Lends the calling thread a reader slot (slow path, once per thread), outside
+ * any section; NULL when out of memory. */
+struct larder__reader *larder__reader_register(void);
+/* Gives a slot back for another thread; the owner must be outside any read
+ * section, and must not use the slot again. */
 void larder__reader_unregister(struct larder__reader *r);
 
 /* Enters a read section; pass the returned token to larder__read_exit(). */
@@ -114,7 +118,7 @@ uint64_t larder__gp_start(void);
  * The token of the next grace period to start, by any thread (GP-G3 in
  * reclaim.c): memory unlinked before the call may be freed once
  * larder__gp_begun(token) and then larder__gp_poll(token) are true, without a
- * start of the caller's own. Takes the starts' lock; never waits for a reader.
+ * start of the caller's own. Takes no lock (GP-N1); never waits for a reader.
  */
 uint64_t larder__gp_next(void);
 
@@ -133,7 +137,9 @@ bool larder__gp_begun(uint64_t token);
 /*
  * True once every reader that was inside a section when the grace period
  * `token` started has left it: memory unlinked before larder__gp_start()
- * may then be freed. Never blocks on readers.
+ * may then be freed. Never blocks on readers, and takes no lock: many
+ * maintainers poll at once without serialising on each other or on threads
+ * starting and exiting (GP-G4).
  */
 bool larder__gp_poll(uint64_t token);
 

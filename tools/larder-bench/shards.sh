@@ -35,8 +35,10 @@
 # 1,000 puts (medians of the rounds) the maintainers' passes, their sleeps
 # (futex waits by the larder-maint/K threads), the writers' wake-ups of
 # them (futex wakes by the other threads), the maintainers' futex wakes
-# (of waiting writers, or of each other) and the membarrier calls (one
-# per grace period started on x86, GP-M1 in sync/reclaim.c). Recording
+# (of waiting writers, or of each other), the membarrier calls (one
+# per grace period started on x86, GP-M1 in sync/reclaim.c) and the
+# writers' futex waits (for room, a ring or the index: what the
+# maintainers' wakes are for, one per arming since WAKE-W3's flag). Recording
 # costs the process a little CPU: read the CPU figures from a run without it.
 set -euo pipefail
 
@@ -70,21 +72,21 @@ for ((r = 1; r <= rounds; r++)); do
 				"$out.err") || true
 			# Futex waits and wakes (op FUTEX_WAIT_PRIVATE 0x80, FUTEX_WAKE_PRIVATE
 			# 0x81) by the maintainers' threads and by the others, and membarriers.
-			sys="0 0 0 0"
+			sys="0 0 0 0 0"
 			[[ $perf == 1 ]] && sys=$(perf script -i "$out.perf" -F comm,event,trace 2>/dev/null |
 				awk '{ m = $1 ~ /^larder-maint/ }
-					/sys_enter_futex/ && /op: 0x00000080,/ { if (m) ms++ }
+					/sys_enter_futex/ && /op: 0x00000080,/ { if (m) ms++; else ws++ }
 					/sys_enter_futex/ && /op: 0x00000081,/ { if (m) mk++; else wk++ }
 					/sys_enter_membarrier/ { mb++ }
-					END { print ms + 0, wk + 0, mk + 0, mb + 0 }')
+					END { print ms + 0, wk + 0, mk + 0, mb + 0, ws + 0 }')
 			awk -v r="$r" -v b="$i" -v k="$k" -v w="${writes:-0}" -v p="${passes:-0}" \
 				-v sp="${spilled:-0}" -v sys="$sys" '
 				$1 == "write" && $3 == "larder" && $7 == "|" {
 					h = $11; sub(/%/, "", h); on = $10; sub(/%/, "", on)
 					split(sys, y, " "); f = w ? 1000 / w : 0
-					printf "%s %s %s %s %s %s %s %s %s %s %s %s %s %s\n", r, b, k, $4, $8,
+					printf "%s %s %s %s %s %s %s %s %s %s %s %s %s %s %s\n", r, b, k, $4, $8,
 						h / 100, on / 100, p ? w / p : 0, w ? sp / w : 0, p * f,
-						y[1] * f, y[2] * f, y[3] * f, y[4] * f
+						y[1] * f, y[2] * f, y[3] * f, y[4] * f, y[5] * f
 				}' "$out.cell" >>"$out"
 		done
 	done
@@ -107,7 +109,7 @@ awk -v nb="$nb" -v names="${benches[*]}" -v perf="$perf" '
 		v[bk, "wall", i] = $4; v[bk, "cpu", i] = $5; v[bk, "wns", i] = w; v[bk, "mns", i] = m
 		v[bk, "on", i] = $7; v[bk, "wpp", i] = $8; v[bk, "spl", i] = $9
 		v[bk, "pas", i] = $10; v[bk, "msl", i] = $11; v[bk, "wwk", i] = $12
-		v[bk, "mwk", i] = $13; v[bk, "mb", i] = $14
+		v[bk, "mwk", i] = $13; v[bk, "mb", i] = $14; v[bk, "wwt", i] = $15
 		if (!(bk in lo) || m < lo[bk]) lo[bk] = m
 		if (!(bk in hi) || m > hi[bk]) hi[bk] = m
 		if (!(k in seen)) { order[++nk] = k; seen[k] = 1 }
@@ -132,12 +134,13 @@ awk -v nb="$nb" -v names="${benches[*]}" -v perf="$perf" '
 		}
 		for (b = 0; b < nb && perf == 1; b++) {
 			printf "per 1,000 puts (perf)%s\n", (nb > 1 ? ", " name[b + 1] : "")
-			printf "%3s %8s %17s %15s %17s %11s\n", "K", "passes", "maintainer sleeps",
-				"writers wakes", "maintainer wakes", "membarrier"
+			printf "%3s %8s %17s %15s %17s %11s %14s\n", "K", "passes", "maintainer sleeps",
+				"writers wakes", "maintainer wakes", "membarrier", "writers waits"
 			for (x = 1; x <= nk; x++) {
 				k = order[x]; bk = b SUBSEP k
-				printf "%3s %8.3f %17.3f %15.3f %17.3f %11.3f\n", k, med(bk, "pas"),
-					med(bk, "msl"), med(bk, "wwk"), med(bk, "mwk"), med(bk, "mb")
+				printf "%3s %8.3f %17.3f %15.3f %17.3f %11.3f %14.3f\n", k, med(bk, "pas"),
+					med(bk, "msl"), med(bk, "wwk"), med(bk, "mwk"), med(bk, "mb"),
+					med(bk, "wwt")
 			}
 		}
 		for (b = 1; b < nb; b++) {

@@ -1,0 +1,253 @@
+/*
+ * tests/stress/stress_reclaim.c - grace periods polled without a lock while
+ * threads start and exit (run it under ThreadSanitizer and AddressSanitizer).
+ *
+ * Usage: larder_stress_reclaim [--reclaimers N] [--churners N] [--readers N]
+ *                              [--duration-ms N] [--seed N]
+ * Defaults: 2 reclaimers, 3 churners, 2 readers, 2 s.
+ *
+ * sync/reclaim.h is driven directly. One shared pointer names a live
+ * object. Each reclaimer, as a maintainer does, swaps in a new object,
+ * covers the old one by a grace period (its own start, or a sealed token,
+ * larder__gp_next, that some start covers: GP-G3), polls until it is over,
+ * poisons the old object and frees it. Churners are short-lived threads, one
+ * after another in each churner slot: each is lent a reader slot, runs a
+ * few read sections and gives the slot back as it exits, so slots are lent
+ * again while the reclaimers poll (GP-G4). Readers are long-lived and nest
+ * their sections. Inside a section a thread loads the object, yields (so
+ * that polls find it inside) and checks the object again. The main thread
+ * takes idle slots meanwhile, so that chunks are linked while polls walk.
+ *
+ * Invariants asserted:
+ *   SRECLAIM-R1. an object loaded inside a section is neither poisoned nor
+ *       freed (AddressSanitizer) before the section's outermost exit;
+ *   SRECLAIM-R2. a slot lent again is outside any section, and the slots lent
+ *       stay no more than were ever held at once (the registry lends its
+ *       free slots again rather than growing with every thread started);
+ *   SRECLAIM-R3. every grace period ends: each reclaimer completes rounds while
+ *       threads come and go (a hang guard of 60 s past the duration, not a
+ *       timing assertion).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "sync/reclaim.h"
+
+#define LIVE 0x11fe11fe11fe11feull
+#define POISON 0xdeaddeaddeaddeadull
+#define SECTIONS_PER_CHURNER 16u
+#define MAX_THREADS 32u
+#define HANG_GUARD_MS 60000u
+#define HELD_SLOTS 200u /* over three chunks of the registry */
+
+struct object {
+	larder__atomic_u64 magic; /* LIVE, then POISON just before the free */
+	uint64_t payload[7];
+};
+
+static struct {
+	uint64_t reclaimers, churners, readers, duration_ms, seed;
+} opt;
+
+static _Atomic(struct object *) current;
+static atomic_int stop;
+static _Atomic uint64_t sections, grace_periods, threads_started;
+
+/* SRECLAIM-R2: the distinct slots ever lent, under slots_lock. */
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct larder__reader *slots_seen[HELD_SLOTS + 4 * MAX_THREADS];
+static unsigned slots_seen_count, slots_overflow;
+
+static struct object *object_new(void)
+{
+	struct object *o = malloc(sizeof(*o));
+	if (o)
+		atomic_store_explicit(&o->magic, LIVE, memory_order_relaxed);
+	return o;
+}
+
+static void note_slot(struct larder__reader *r)
+{
+	pthread_mutex_lock(&slots_lock);
+	unsigned i = 0;
+	while (i < slots_seen_count && slots_seen[i] != r)
+		i++;
+	if (i == slots_seen_count) {
+		if (i < TH_COUNT(slots_seen))
+			slots_seen[slots_seen_count++] = r;
+		else
+			slots_overflow++;
+	}
+	pthread_mutex_unlock(&slots_lock);
+}
+
+static struct larder__reader *lend(void)
+{
+	struct larder__reader *r = larder__reader_register();
+	if (!CHECK(r != NULL))
+		return NULL;
+	CHECK(!larder__read_active(r)); /* SRECLAIM-R2 */
+	note_slot(r);
+	return r;
+}
+
+/* One section (nested once when depth > 1): SRECLAIM-R1. */
+static void section(struct larder__reader *r, unsigned depth, unsigned yields)
+{
+	uint64_t outer = larder__read_enter(r);
+	struct object *o = atomic_load_explicit(&current, memory_order_acquire);
+	CHECK_EQ(atomic_load_explicit(&o->magic, memory_order_relaxed), LIVE);
+	for (unsigned i = 0; i < yields; i++)
+		sched_yield();
+	if (depth > 1)
+		section(r, depth - 1, 0);
+	/* The enclosing section still holds o after a nested exit. */
+	CHECK_EQ(atomic_load_explicit(&o->magic, memory_order_relaxed), LIVE);
+	larder__read_exit(r, outer);
+	atomic_fetch_add_explicit(&sections, 1, memory_order_relaxed);
+}
+
+static void *churn_one(void *arg)
+{
+	struct th_rng *rng = arg;
+	struct larder__reader *r = lend();
+	if (!r)
+		return NULL;
+	for (unsigned i = 0; i < SECTIONS_PER_CHURNER; i++)
+		section(r, 1 + (unsigned)th_rng_below(rng, 2), (unsigned)th_rng_below(rng, 3));
+	larder__reader_unregister(r);
+	return NULL;
+}
+
+/* One churner slot: a short-lived thread after another. */
+static void *churner_main(void *arg)
+{
+	struct th_rng rng = { *(uint64_t *)arg };
+	while (!atomic_load(&stop)) {
+		pthread_t t;
+		if (!CHECK_EQ(pthread_create(&t, NULL, churn_one, &rng), 0))
+			break;
+		pthread_join(t, NULL);
+		atomic_fetch_add_explicit(&threads_started, 1, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+static void *reader_main(void *arg)
+{
+	struct th_rng rng = { *(uint64_t *)arg };
+	struct larder__reader *r = lend();
+	if (!r)
+		return NULL;
+	while (!atomic_load(&stop))
+		section(r, 1 + (unsigned)th_rng_below(&rng, 3), (unsigned)th_rng_below(&rng, 2));
+	larder__reader_unregister(r);
+	return NULL;
+}
+
+static void *reclaimer_main(void *arg)
+{
+	uint64_t round = *(uint64_t *)arg;
+	uint64_t guard = th_now_ms() + opt.duration_ms + HANG_GUARD_MS;
+	/* A maintainer owns a slot too (the registry's setup runs before any
+	 * grace period starts); it never enters a section here. */
+	struct larder__reader *self = larder__reader_register();
+	if (!CHECK(self != NULL))
+		return NULL;
+	while (!atomic_load(&stop)) {
+		struct object *fresh = object_new();
+		if (!CHECK(fresh != NULL))
+			break;
+		/* The unlink: seq_cst, as the maintainer's index stores are ordered
+		 * before its grace period by GP-M1 (which follows). */
+		struct object *old = atomic_exchange(&current, fresh);
+		uint64_t token;
+		if (round++ % 2) {
+			token = larder__gp_start();
+		} else {
+			token = larder__gp_next(); /* GP-G3: some start covers it */
+			if (!larder__gp_begun(token))
+				CHECK_GE(larder__gp_start(), token);
+		}
+		int over = 1;
+		while (over && !larder__gp_poll(token)) {
+			over = CHECK_LT(th_now_ms(), guard); /* SRECLAIM-R3: a hang guard */
+			sched_yield();
+		}
+		if (!over) /* old may still be held: leave it */
+			break;
+		atomic_store_explicit(&old->magic, POISON, memory_order_relaxed);
+		free(old);
+		atomic_fetch_add_explicit(&grace_periods, 1, memory_order_relaxed);
+	}
+	larder__reader_unregister(self);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	opt.reclaimers = th_arg_u64(argc, argv, "--reclaimers", 2);
+	opt.churners = th_arg_u64(argc, argv, "--churners", 3);
+	opt.readers = th_arg_u64(argc, argv, "--readers", 2);
+	opt.duration_ms = th_arg_u64(argc, argv, "--duration-ms", 2000);
+	opt.seed = th_arg_seed(argc, argv);
+	uint64_t n = opt.reclaimers + opt.churners + opt.readers;
+	if (opt.reclaimers < 1 || opt.churners + opt.readers < 1 || n > MAX_THREADS) {
+		fprintf(stderr, "stress_reclaim: bad arguments\n");
+		return 2;
+	}
+	printf("stress_reclaim: %" PRIu64 " reclaimers, %" PRIu64 " churners, %" PRIu64
+	       " readers, %" PRIu64 " ms\n",
+	       opt.reclaimers, opt.churners, opt.readers, opt.duration_ms);
+	atomic_store(&current, object_new());
+	if (!atomic_load(&current))
+		return 1;
+	pthread_t ts[MAX_THREADS];
+	uint64_t seeds[MAX_THREADS];
+	for (uint64_t i = 0; i < n; i++) {
+		seeds[i] = th_mix64(opt.seed + i);
+		void *(*fn)(void *) = i < opt.reclaimers			  ? reclaimer_main
+				      : i < opt.reclaimers + opt.churners ? churner_main
+									  : reader_main;
+		if (pthread_create(&ts[i], NULL, fn, &seeds[i]) != 0) {
+			fprintf(stderr, "stress_reclaim: pthread_create failed\n");
+			return 1;
+		}
+	}
+	/* Meanwhile the main thread takes slots it never enters with, one per
+	 * tick, so that the registry links new chunks while polls walk it. */
+	struct larder__reader *held[HELD_SLOTS];
+	unsigned nheld = 0;
+	uint64_t until = th_now_ms() + opt.duration_ms;
+	while (th_now_ms() < until && !th_failures()) {
+		if (nheld < HELD_SLOTS && !CHECK((held[nheld++] = larder__reader_register()) != NULL))
+			nheld--;
+		usleep(5 * 1000);
+	}
+	atomic_store(&stop, 1);
+	for (uint64_t i = 0; i < n; i++)
+		pthread_join(ts[i], NULL);
+	free(atomic_load(&current));
+	while (nheld > 0)
+		larder__reader_unregister(held[--nheld]);
+
+	/* SRECLAIM-R2: no more slots than were ever lent at once (every thread
+	 * and the main thread's held ones), however many threads started. */
+	CHECK_EQ(slots_overflow, 0);
+	CHECK_LE(slots_seen_count, n + HELD_SLOTS);
+	/* SRECLAIM-R3, and the run did what it is for: polls beside thread churn. */
+	CHECK_GT(atomic_load(&grace_periods), 0);
+	CHECK_GT(atomic_load(&threads_started), 0);
+	printf("stress_reclaim: %" PRIu64 " grace periods, %" PRIu64 " sections, %" PRIu64
+	       " threads started, %u slots lent\n",
+	       atomic_load(&grace_periods), atomic_load(&sections), atomic_load(&threads_started),
+	       slots_seen_count);
+	long f = th_failures();
+	printf("%s (%ld failures)\n", f ? "FAIL" : "PASS", f);
+	return f ? 1 : 0;
+}
