@@ -532,7 +532,8 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	unsigned k = larder__shard_index(c, hash);
 	struct larder__handle *h = t->last_handle[k];
-	uint64_t outer = larder__read_enter(t->reader);
+	struct larder__reader *r = t->reader;
+	uint64_t outer = larder__read_enter(r);
 	uint64_t w = larder__table_lookup_home_rcu(root_at(c, k), hash, key, key_len);
 	if (__builtin_expect(w == LARDER__LOOKUP_AGAIN, 0))
 		return get_beyond_home(c, hash, key, key_len, buf, buf_len, value_len, outer);
@@ -548,7 +549,7 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 			return get_deadline_hit(h, e, buf, buf_len, value_len, outer);
 		rc = get_copy_raw(h, e, flags, buf, buf_len, value_len);
 	}
-	larder__read_exit(t->reader, outer);
+	larder__read_exit(r, outer);
 	if (rc == LARDER_MISS)
 		count_miss(h);
 	return rc;
