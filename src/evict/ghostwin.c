@@ -110,9 +110,10 @@ static int live(const struct larder__ghostwin *g, uint32_t stamp)
 
 /*
  * The bucket's slots holding fp (bit i for slot i) and, if asked, its empty
- * ones; and the slot whose stamp is oldest at time t. With SSE2 the eight are
- * compared at once, without a branch per slot (a scan of eight with an age
- * each cost the insert ~150 instructions: docs/bench.md, "The ghost").
+ * ones; its slots expired at time t; and the slot whose stamp is oldest.
+ * With SSE2 the eight are compared at once, without a branch per slot (a
+ * scan of eight with an age each cost the insert ~150 instructions, the
+ * oldest's reduction on every insert ~30: docs/bench.md, "The ghost").
  * Elsewhere: the same, slot by slot. Both pick the lowest slot of a tie.
  */
 #if defined(__SSE2__)
@@ -139,18 +140,32 @@ static __m128i max_biased(__m128i a, __m128i b)
 	return _mm_or_si128(_mm_and_si128(gt, a), _mm_andnot_si128(gt, b));
 }
 
-static unsigned oldest_slot(const struct larder__ghostwin_bucket *b, uint32_t t, uint32_t *age)
+/* A bucket's ages at time t, biased by 2^31 (t + 2^31 - stamp): signed
+ * order is then the ages' unsigned order. */
+static void biased_ages(const struct larder__ghostwin_bucket *b, uint32_t t, __m128i *lo,
+			__m128i *hi)
 {
-	/* age - 2^31, so that signed order is the ages' unsigned order */
 	__m128i bias = _mm_set1_epi32((int)(t ^ 0x80000000u));
-	__m128i lo = _mm_sub_epi32(bias, _mm_load_si128((const __m128i *)(const void *)b->stamp));
-	__m128i hi =
-		_mm_sub_epi32(bias, _mm_load_si128((const __m128i *)(const void *)b->stamp + 1));
+	*lo = _mm_sub_epi32(bias, _mm_load_si128((const __m128i *)(const void *)b->stamp));
+	*hi = _mm_sub_epi32(bias, _mm_load_si128((const __m128i *)(const void *)b->stamp + 1));
+}
+
+static unsigned expired_bits(const struct larder__ghostwin_bucket *b, uint32_t t,
+			     uint32_t window)
+{
+	__m128i lo, hi, w = _mm_set1_epi32((int)(window ^ 0x80000000u));
+	biased_ages(b, t, &lo, &hi);
+	return mask_of(_mm_cmpgt_epi32(lo, w), _mm_cmpgt_epi32(hi, w));
+}
+
+static unsigned oldest_slot(const struct larder__ghostwin_bucket *b, uint32_t t)
+{
+	__m128i lo, hi;
+	biased_ages(b, t, &lo, &hi);
 	__m128i m = max_biased(lo, hi);
 	m = max_biased(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
 	m = max_biased(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
 	unsigned bits = mask_of(_mm_cmpeq_epi32(lo, m), _mm_cmpeq_epi32(hi, m));
-	*age = (uint32_t)_mm_cvtsi128_si32(m) ^ 0x80000000u;
 	return (unsigned)__builtin_ctz(bits);
 }
 #else
@@ -166,13 +181,22 @@ static unsigned match_bits(const struct larder__ghostwin_bucket *b, uint32_t fp,
 	return m;
 }
 
-static unsigned oldest_slot(const struct larder__ghostwin_bucket *b, uint32_t t, uint32_t *age)
+static unsigned expired_bits(const struct larder__ghostwin_bucket *b, uint32_t t,
+			     uint32_t window)
+{
+	unsigned m = 0;
+	for (unsigned i = 0; i < LARDER__GHOSTWIN_WAYS; i++)
+		m |= (unsigned)(t - b->stamp[i] > window) << i;
+	return m;
+}
+
+static unsigned oldest_slot(const struct larder__ghostwin_bucket *b, uint32_t t)
 {
 	unsigned pick = 0;
-	*age = t - b->stamp[0];
+	uint32_t oldest = t - b->stamp[0];
 	for (unsigned i = 1; i < LARDER__GHOSTWIN_WAYS; i++) {
-		if (t - b->stamp[i] > *age) {
-			*age = t - b->stamp[i];
+		if (t - b->stamp[i] > oldest) {
+			oldest = t - b->stamp[i];
 			pick = i;
 		}
 	}
@@ -327,16 +351,18 @@ void larder__ghostwin_insert(struct larder__ghostwin *g, uint32_t fp, uint32_t w
 	if (g->inserts > g->grow_at)
 		grow(g);
 	struct larder__ghostwin_bucket *b = bucket_of(g, fp);
-	uint32_t t = now(g), age;
+	uint32_t t = now(g);
 	unsigned pick, m, empty;
 	if ((m = match_bits(b, fp, &empty)) != 0) { /* its own slot, live or expired */
 		pick = (unsigned)__builtin_ctz(m);
 	} else if (empty) {
 		pick = (unsigned)__builtin_ctz(empty);
 		g->used++;
+	} else if ((m = expired_bits(b, t, g->window)) != 0) { /* any: none is live */
+		pick = (unsigned)__builtin_ctz(m);
 	} else {
-		pick = oldest_slot(b, t, &age);
-		g->forgotten += age <= g->window; /* every slot live: the oldest goes early */
+		pick = oldest_slot(b, t); /* every slot live: the oldest goes early */
+		g->forgotten++;
 	}
 	b->fp[pick] = fp;
 	b->stamp[pick] = t;

@@ -177,6 +177,34 @@ static void test_units(void)
 	larder__ghostwin_destroy(&g);
 }
 
+/*
+ * A full bucket forgets its oldest (GHOSTWIN-W1's exception): growth held
+ * off, 64 fingerprints into 2 buckets, each bucket keeps its newest 8.
+ * The bucket is recomputed here as ghostwin.c's spread() picks it.
+ */
+static void test_full_bucket(void)
+{
+	struct larder__ghostwin g;
+	CHECK(larder__ghostwin_init(&g, 1000, 4) == 0, "init");
+	CHECK(g.nbuckets == 2, "hint 4: %llu buckets", (unsigned long long)g.nbuckets);
+	g.grow_at = UINT64_MAX;
+	for (uint32_t fp = 1; fp <= 64; fp++)
+		larder__ghostwin_insert(&g, fp, 1);
+	for (unsigned bucket = 0; bucket < 2; bucket++) {
+		unsigned newer = 0; /* fingerprints of this bucket newer than fp */
+		for (uint32_t fp = 64; fp >= 1; fp--) {
+			if (((uint64_t)fp * 0x9E3779B97F4A7C15ull) >> g.shift != bucket)
+				continue;
+			CHECK(larder__ghostwin_contains(&g, fp) == (newer < 8),
+			      "bucket %u: fp %u with %u newer: contains() %d", bucket, fp, newer,
+			      larder__ghostwin_contains(&g, fp));
+			newer++;
+		}
+	}
+	CHECK(g.forgotten == 64 - 16, "forgotten %llu", (unsigned long long)g.forgotten);
+	larder__ghostwin_destroy(&g);
+}
+
 /* empty() (S3-FIFO's batch skips its lookups on it): true again once all are removed. */
 static void test_empty(void)
 {
@@ -197,6 +225,7 @@ int main(int argc, char **argv)
 	printf("test_ghostwin seed %llu\n", (unsigned long long)seed);
 	rng_state = seed | 1;
 	test_empty();
+	test_full_bucket();
 	test_window_exact();
 	test_units();
 	test_growth();
