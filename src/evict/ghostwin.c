@@ -48,8 +48,9 @@
  *       old_n / GHOSTWIN_MIGRATE inserts, a sixteenth of those that
  *       trigger the next one.
  * Not guaranteed: exactness. Two keys with the same 32-bit fingerprint are
- * one ghost; a bucket whose 8 slots are all live forgets its oldest (about
- * 1% of buckets at the load GHOSTWIN-W3 allows); a removal does not lengthen
+ * one ghost; a bucket whose 8 slots are all live forgets its oldest (at
+ * half load, on average 4 live a bucket, about 2% of buckets hold more
+ * than 8 by the Poisson tail); a removal does not lengthen
  * the others' lives (a FIFO bounded by live weight would keep older ghosts a
  * little longer); a window made smaller and then larger again
  * (set_bound) brings back the fingerprints of the gap whose slots were not
