@@ -26,6 +26,10 @@
  *       stay within a constant factor of the entries that fit (policy.h POLICY-P4).
  *   ARC-A4. Every call is O(1) amortised (each ghost is popped at most once, and
  *       each accessed bit taken costs one move).
+ *   ARC-A5. T1's LRU leaves without a ghost (case IV.A, |T1| = c) only in the
+ *       first evict() after a case-IV insert, and only if T1 and that key
+ *       still overflow the capacity with B1 empty then; never for a request
+ *       older than the latest insert.
  *
  * Accessed bit (policy.h POLICY-P5): hit() takes it, so a set bit means a hit whose
  * event has not arrived. Before REPLACE, evict() applies those hits to the
@@ -49,7 +53,7 @@ struct larder__policy {
 	uint64_t capacity;
 	uint64_t p;
 	int hit_b2;           /* the latest insert was a B2 ghost hit */
-	int drop_t1;          /* case IV.A with B1 empty: drop T1's LRU, no ghost */
+	int case_iv;          /* the latest insert was case IV, its REPLACE not yet run */
 	struct larder__entry *fresh; /* the latest insert, until it leaves */
 	uint64_t fresh_bytes;
 };
@@ -103,15 +107,15 @@ static uint64_t ratio_step(uint64_t bytes, uint64_t num, uint64_t den)
 	return bytes * (num / den);
 }
 
-/* Case IV of the paper: a key in no list; trims the ghosts before it is fetched. */
+/* Case IV of the paper: a key in no list; trims the ghosts before it is
+ * fetched. Case IV.A's other arm (|T1| = c, B1 empty: drop T1's LRU) is
+ * evict()'s, which judges it when it runs (l1_full). */
 static void make_ghost_room(struct larder__policy *p, uint64_t bytes)
 {
 	uint64_t c = p->capacity;
 	if (p->t1.bytes + p->b1.live_weight + bytes > c) {
 		while (p->b1.live_weight && p->t1.bytes + p->b1.live_weight + bytes > c)
 			larder__ghost_pop_oldest(&p->b1);
-		if (p->b1.live_weight == 0 && p->t1.bytes + bytes > c)
-			p->drop_t1 = 1; /* |T1| = c: the paper drops T1's LRU outright */
 	} else {
 		uint64_t total = p->t1.bytes + p->t2.bytes + p->b1.live_weight + p->b2.live_weight;
 		while (p->b2.live_weight && total + bytes > 2 * c) {
@@ -126,7 +130,7 @@ static void arc_insert(struct larder__policy *p, struct larder__entry *e, uint64
 	uint32_t fp = larder__ghost_fp(hash);
 	uint64_t w1 = p->b1.live_weight, w2 = p->b2.live_weight;
 	p->hit_b2 = 0;
-	p->drop_t1 = 0;
+	p->case_iv = 0;
 	if (larder__ghost_remove(&p->b1, fp)) {
 		uint64_t d = ratio_step(bytes, w2, w1);
 		p->p = (p->p + d > p->capacity) ? p->capacity : p->p + d;
@@ -140,6 +144,7 @@ static void arc_insert(struct larder__policy *p, struct larder__entry *e, uint64
 		larder__queue_push(&p->t2, e, bytes);
 	} else {
 		make_ghost_room(p, bytes);
+		p->case_iv = 1;
 		larder__set_pbits(e, 0);
 		larder__queue_push(&p->t1, e, bytes);
 	}
@@ -220,6 +225,20 @@ static void settle_lru_ends(struct larder__policy *p)
 	}
 }
 
+/*
+ * Case IV.A's drop (ARC-A5): the latest insert missed every list, B1 is
+ * empty and T1 with the missed key does not fit, |T1| = c in the paper's
+ * pages. Judged on the lists as they are when REPLACE runs (hits in flight
+ * applied, entries removed since), and only for the first eviction after
+ * that insert: the paper drops one page per miss, at the miss.
+ */
+static int l1_full(struct larder__policy *p, uint64_t t1)
+{
+	struct larder__entry *t1_lru = larder__queue_oldest(&p->t1);
+	return p->fresh && p->b1.live_weight == 0 && t1 + p->fresh_bytes > p->capacity &&
+	       t1_lru && t1_lru != p->fresh;
+}
+
 static struct larder__entry *arc_evict(struct larder__policy *p, uint64_t *hash)
 {
 	struct larder__entry *e = NULL;
@@ -227,13 +246,9 @@ static struct larder__entry *arc_evict(struct larder__policy *p, uint64_t *hash)
 	uint64_t t1 = p->t1.bytes;
 	if (p->fresh && !(larder__pbits(p->fresh) & ARC_T2))
 		t1 -= p->fresh_bytes; /* REPLACE runs before the fetch in the paper */
-	/* An empty T1 drops nothing: the insert that asked for the drop was
-	 * replaced into T2 since (a write is a request), and REPLACE goes on
-	 * as usual (without this test evict() returned NULL with T2 linked,
-	 * POLICY-P2, and the simulator stayed over capacity). */
-	struct larder__entry *t1_lru = larder__queue_oldest(&p->t1);
-	if (p->drop_t1 && t1_lru && t1_lru != p->fresh) {
-		p->drop_t1 = 0;
+	int drop = p->case_iv && l1_full(p, t1);
+	p->case_iv = 0;
+	if (drop) {
 		e = take_lru(p, &p->t1, NULL, hash);
 	} else if (t1 > 0 && ((p->hit_b2 && t1 == p->p) || t1 > p->p)) {
 		e = take_lru(p, &p->t1, &p->b1, hash);

@@ -342,6 +342,24 @@ void larder__ghost_set_bound(struct larder__ghost *g, uint64_t bound)
 	expire_to(g, bound);
 }
 
+/* make_room()'s triggers, one each (GHOST-G5 reads them all at once). */
+static int ring_full(const struct larder__ghost *g)
+{
+	return g->tail - g->head == g->ring_mask + 1;
+}
+
+static int tab_due(const struct larder__ghost *g)
+{
+	return (g->live_count + 1) * 2 > g->tab_mask + 1;
+}
+
+/* Whether make_room() would do anything: a growth being moved, the ring
+ * full or the table due to grow. */
+static int make_room_needed(const struct larder__ghost *g)
+{
+	return g->old_fp || g->old_tab || ring_full(g) || tab_due(g);
+}
+
 /* Makes room for one more ring slot and one more table entry, and moves on any growth. */
 static void make_room(struct larder__ghost *g)
 {
@@ -349,12 +367,11 @@ static void make_room(struct larder__ghost *g)
 		ring_migrate(g);
 	if (g->old_tab)
 		tab_migrate(g);
-	uint64_t ring_n = g->ring_mask + 1;
-	if (g->tail - g->head == ring_n) {
-		if (g->live_count * 2 < ring_n || ring_grow(g) != 0)
+	if (ring_full(g)) {
+		if (g->live_count * 2 < g->ring_mask + 1 || ring_grow(g) != 0)
 			pop_head(g); /* mostly stale (or no memory): recycle the oldest */
 	}
-	if ((g->live_count + 1) * 2 > g->tab_mask + 1 && tab_grow(g) != 0) {
+	if (tab_due(g) && tab_grow(g) != 0) {
 		/* No memory: keep the table under 3/4 full by forgetting the oldest. */
 		while ((g->live_count + 1) * 4 > (g->tab_mask + 1) * 3 && g->live_count)
 			larder__ghost_pop_oldest(g);
@@ -363,17 +380,16 @@ static void make_room(struct larder__ghost *g)
 
 /*
  * The slot where insert() would store fp, when the whole insert before the
- * store would change nothing but the store: no growth being moved, the
- * ring not full, the table not due to grow (make_room() then does nothing)
- * and fp absent (the remove finds nothing). Then that slot is the first
+ * store would change nothing but the store: make_room() would do nothing
+ * (make_room_needed(), the triggers make_room() itself tests) and fp is
+ * absent (the remove finds nothing). Then that slot is the first
  * empty one of fp's probe, which the probe for fp has just reached, so one
  * probe serves both the remove and the store (GHOST-G5). NULL otherwise:
  * insert() takes the general path.
  */
 static struct larder__ghost_slot *store_slot(const struct larder__ghost *g, uint32_t fp)
 {
-	if (g->old_fp || g->old_tab || g->tail - g->head == g->ring_mask + 1 ||
-	    (g->live_count + 1) * 2 > g->tab_mask + 1)
+	if (make_room_needed(g))
 		return NULL;
 	for (uint64_t i = home_of(fp, g->tab_shift);; i = (i + 1) & g->tab_mask) {
 		uint32_t f = g->tab[i].fp;

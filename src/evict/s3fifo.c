@@ -5,7 +5,7 @@
  * Three FIFO queues:
  *   small  ~10% of capacity: where new keys land;
  *   main   the rest: keys that proved themselves, each with a 2-bit counter;
- *   ghost  fingerprints (evict/ghost.c) of keys evicted from small, bounded at
+ *   ghost  fingerprints (evict/ghostwin.c) of keys evicted from small, bounded at
  *          90% of capacity in charged bytes, as the reference simulator does.
  * A hit only bumps the counter (saturating at 3): no queue move, which is why
  * sampled, lossy hit events (maint/events.h) hurt it little. Eviction:
@@ -75,6 +75,7 @@
 
 #include "core/alloc.h"
 #include "evict/ghost.h"
+#include "evict/ghostwin.h"
 #include "evict/list.h"
 #include "evict/policy.h"
 #include "evict/s3fifo.h"
@@ -107,7 +108,7 @@ enum {
 struct larder__policy {
 	struct larder__s3fifo_queues q; /* first: S3FIFO-F5 */
 	struct larder__policy_host host;
-	struct larder__ghost ghost;
+	struct larder__ghostwin ghost;
 	uint64_t capacity;
 	unsigned small_permille;
 	uint64_t small_target;
@@ -155,7 +156,7 @@ int larder__s3fifo_create(struct larder__policy **out, const struct larder__poli
 	larder__queue_init(&p->q.main, host->dir);
 	set_targets(p, capacity_bytes);
 	uint64_t bound = capacity_bytes * S3_GHOST_PERCENT / 100;
-	if (larder__ghost_init(&p->ghost, bound ? bound : 1, expected_entries) != 0) {
+	if (larder__ghostwin_init(&p->ghost, bound ? bound : 1, expected_entries) != 0) {
 		free(p);
 		return LARDER_ENOMEM;
 	}
@@ -185,7 +186,7 @@ static void s3_destroy(struct larder__policy *p)
 {
 	if (p->tuner)
 		larder__tuner_destroy(p->tuner);
-	larder__ghost_destroy(&p->ghost);
+	larder__ghostwin_destroy(&p->ghost);
 	free(p);
 }
 
@@ -242,7 +243,7 @@ static void s3_insert(struct larder__policy *p, struct larder__entry *e, uint64_
 	larder__set_pbits(e, sampled);
 	p->q.fresh = e;
 	p->q.fresh_bytes = bytes;
-	if (larder__ghost_remove(&p->ghost, larder__ghost_fp(hash))) {
+	if (larder__ghostwin_remove(&p->ghost, larder__ghost_fp(hash))) {
 		larder__set_pbits(e, S3_MAIN | sampled);
 		larder__queue_push(&p->q.main, e, bytes);
 	} else if (S3_WARMUP_MAIN && !p->has_evicted && p->q.small.bytes >= p->small_target) {
@@ -299,7 +300,7 @@ static void s3_insert_batch(struct larder__policy *p, const struct larder__polic
 	larder__run_init(&r.main);
 	/* A batch only takes fingerprints out of the ghost: one that starts
 	 * empty (a filling cache, a load) stays so, and is not asked again. */
-	int ghosts = !larder__ghost_empty(&p->ghost);
+	int ghosts = !larder__ghostwin_empty(&p->ghost);
 	for (size_t i = 0; i < n; i++) {
 		struct larder__entry *e = in[i].e;
 		if (p->tuner && larder__tuner_samples(p->tuner, in[i].hash)) {
@@ -307,7 +308,7 @@ static void s3_insert_batch(struct larder__policy *p, const struct larder__polic
 			s3_insert(p, e, in[i].hash, in[i].bytes);
 			continue;
 		}
-		if ((ghosts && larder__ghost_remove(&p->ghost, larder__ghost_fp(in[i].hash))) ||
+		if ((ghosts && larder__ghostwin_remove(&p->ghost, larder__ghost_fp(in[i].hash))) ||
 		    (S3_WARMUP_MAIN && !p->has_evicted &&
 		     p->q.small.bytes + r.small.bytes >= p->small_target)) {
 			larder__set_pbits(e, S3_MAIN);
@@ -378,7 +379,7 @@ static struct larder__entry *evict_small(struct larder__policy *p, uint64_t *has
 			continue;
 		}
 		*hash = p->host.hash(p->host.ctx, e);
-		larder__ghost_insert(&p->ghost, larder__ghost_fp(*hash),
+		larder__ghostwin_insert(&p->ghost, larder__ghost_fp(*hash),
 				     bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes);
 		return e;
 	}
@@ -439,7 +440,7 @@ static void s3_set_capacity(struct larder__policy *p, uint64_t capacity_bytes)
 {
 	set_targets(p, capacity_bytes);
 	uint64_t bound = capacity_bytes * S3_GHOST_PERCENT / 100;
-	larder__ghost_set_bound(&p->ghost, bound ? bound : 1);
+	larder__ghostwin_set_bound(&p->ghost, bound ? bound : 1);
 	if (p->tuner)
 		larder__tuner_set_capacity(p->tuner, capacity_bytes);
 }

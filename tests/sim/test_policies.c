@@ -19,6 +19,8 @@
  *       is not the victim; LRU does not apply a hit twice (the bit at
  *       evict(), then its late sample); W-TinyLFU counts a window leaver's bit
  *       in its sketch, so it wins an admission it would otherwise lose.
+ *   ARC-A5 (evict/arc.c) an entry leaves without a ghost only for the latest
+ *       insert's case IV.A, not for an older request at a later eviction.
  *   WTLFU-W2 (evict/wtinylfu.c) an entry demoted from protected while a candidate
  *       waits for its judgement is not judged as a candidate.
  *   POLICY-P7  evict(p, &hash) stores the victim's hash (every other eviction
@@ -38,6 +40,7 @@
 
 #include <string.h>
 
+#include "evict/list.h"
 #include "evict/policy.h"
 #include "evict/wtinylfu.h"
 #include "maint/handle.h"
@@ -391,6 +394,40 @@ static void lru_late_sample_once(void)
 }
 
 /*
+ * ARC-A5: the drop of case IV.A (the recency list holds the capacity and
+ * its ghosts are empty: its LRU leaves with no ghost) is for the insert
+ * that asked for it, judged when REPLACE runs. Ten one-byte entries fill
+ * the recency list; an eleventh asks for the drop; two deletes then make
+ * room, so no eviction follows; an update of it[3] to 3 bytes later
+ * overflows the capacity. Its eviction is a plain REPLACE: it[0], the
+ * recency list's LRU, leaves with its ghost, so when it comes back it is a
+ * ghost hit and goes to the frequency list (arc.c's ARC_T2, policy bit 1).
+ * A stale drop would leave no ghost, and it[0] would come back as new.
+ */
+static void arc_stale_drop(void)
+{
+	const struct larder__policy_ops *ops = larder__policy_ops_for(LARDER_POLICY_ARC);
+	struct item *it = items;
+	struct larder__policy_host host = {h_hash, h_size, NULL, &slab.dir};
+	struct larder__policy *p;
+	CHECK(ops->create(&p, &host, 10, 10) == LARDER_OK, "create");
+	fresh_items(it, 12);
+	for (int i = 0; i < 11; i++)
+		ops->insert(p, it[i].e, it[i].hash, 1); /* the 11th: case IV.A, the list full */
+	ops->remove(p, it[1].e, 1);
+	ops->remove(p, it[2].e, 1); /* 9 bytes: no eviction */
+	it[11].hash = it[3].hash;
+	it[11].size = 3;
+	ops->replace(p, it[3].e, it[11].e, 1, 3); /* 11 bytes */
+	CHECK(ops->evict(p, NULL) == it[0].e, "arc: the victim is not the oldest entry");
+	it[0].e->mbits = 0;
+	ops->insert(p, it[0].e, it[0].hash, 1);
+	CHECK(larder__pbits(it[0].e) & 1,
+	      "ARC-A5: a stale case IV.A drop evicted it[0] without a ghost");
+	ops->destroy(p);
+}
+
+/*
  * W-TinyLFU: 100 one-byte entries fill the cache (each seen once); a 101st
  * pushes it[99] out of the one-entry window as a candidate against it[0],
  * probation's oldest: a tie, so the candidate leaves. If it[99] was hit but
@@ -532,6 +569,7 @@ int main(int argc, char **argv)
 		accessed_saves(larder__policy_ops_for(with_bit[i]), 1);
 	}
 	lru_late_sample_once();
+	arc_stale_drop();
 	wtinylfu_bit_counts(0);
 	wtinylfu_bit_counts(1);
 	wtinylfu_demoted_not_candidate();

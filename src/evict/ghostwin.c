@@ -1,0 +1,378 @@
+/*
+ * evict/ghostwin.c - a window of recently evicted fingerprints in buckets
+ * of one cache line: S3-FIFO's ghost.
+ *
+ * What it answers: did this key leave the cache within the last `bound`
+ * bytes of departures? S3-FIFO asks nothing else of its ghost (no order,
+ * no weights back, no pops), so the ghost needs no FIFO ring and no table
+ * beside it (evict/ghost.c's two arrays, three probes and a delete per
+ * insert: docs/bench.md, "The ghost").
+ *
+ * Design. An array of buckets, each one 64-byte line of 8 (fingerprint,
+ * stamp) slots; a fingerprint lives in the bucket its spread hash names.
+ * `clock` sums the weights of all inserts; a slot's stamp is the clock
+ * (in units of 2^unit_shift bytes) when its fingerprint was inserted, and
+ * the fingerprint is live while clock - stamp <= window (the bound in
+ * units): exactly the ghosts a FIFO bounded by weight would hold, were
+ * removals not counted (a FIFO of weight `bound` keeps a ghost until
+ * `bound` bytes of ghosts inserted after it and itself have passed it).
+ * Expiry costs nothing: an expired slot is the first one an insert reuses.
+ * An insert writes the fingerprint's own slot if the bucket holds it (a
+ * key ghosted again moves to the newest end), else an empty or the oldest
+ * slot; a remove (a ghost hit) empties the slot. Lookup, insert and remove
+ * each read one line, its eight slots compared at once (SSE2).
+ *
+ * Growth (GHOSTWIN-W3, GHOSTWIN-W4): when the inserts of one window pass
+ * half the slots (so the live ghosts would fill buckets past half), the
+ * array doubles. A bucket b of the old array splits into buckets 2b and
+ * 2b+1 of the new one (the next bit of the spread hash), moved
+ * GHOSTWIN_MIGRATE buckets per insert in index order; until b is moved its
+ * fingerprints, old and new, stay in b.
+ *
+ * Invariants (checked by tests/sim/test_ghostwin.c):
+ *   GHOSTWIN-W1. contains(fp) iff fp was inserted, not removed nor inserted again
+ *       since, no more than window units of clock ago, and its slot was not
+ *       taken by a full bucket (`forgotten` counts those); with unit_shift 0
+ *       and no bucket ever full, that is exactly the weight-bounded FIFO
+ *       above.
+ *   GHOSTWIN-W2. The live fingerprints weigh at most bound + 2^unit_shift
+ *       (unit_shift is 0 unless bound passes 2^24 bytes, and then the slack
+ *       is under 2^-24 of the bound).
+ *   GHOSTWIN-W3. Memory: 8 bytes per slot, slots a power of two at least
+ *       twice the hint; an array doubles only when one window's inserts pass
+ *       half its slots, so it stays within the larger of 4 x the ghosts a
+ *       window holds and 4 x the hint (x 1.5 while the old one is being
+ *       emptied).
+ *   GHOSTWIN-W4. Every call is O(1): one bucket, plus GHOSTWIN_MIGRATE old
+ *       buckets moved per insert while growing; a growth ends after
+ *       old_n / GHOSTWIN_MIGRATE inserts, a sixteenth of those that
+ *       trigger the next one.
+ * Not guaranteed: exactness. Two keys with the same 32-bit fingerprint are
+ * one ghost; a bucket whose 8 slots are all live forgets its oldest (at
+ * half load, on average 4 live a bucket, about 2% of buckets hold more
+ * than 8 by the Poisson tail); a removal does not lengthen
+ * the others' lives (a FIFO bounded by live weight would keep older ghosts a
+ * little longer); a window made smaller and then larger again
+ * (set_bound) brings back the fingerprints of the gap whose slots were not
+ * reused; a stamp whose bucket saw no insert in 2^32 units (256 windows of
+ * the bound it was made with, 4 of a bound raised 64-fold since) could
+ * pass for young.
+ */
+#include "evict/ghostwin.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "core/alloc.h"
+
+#define GHOSTWIN_MIN_BUCKETS 2u
+#define GHOSTWIN_MIGRATE 2u      /* old buckets moved per insert */
+#define GHOSTWIN_UNITS (1u << 24) /* the largest window in units at init */
+#define GHOSTWIN_MAX_WINDOW (1u << 30) /* ages are compared modulo 2^32 */
+
+_Static_assert(sizeof(struct larder__ghostwin_bucket) == 64, "a bucket is one cache line");
+
+static uint64_t spread(uint32_t fp)
+{
+	/* fp is already a hash; the multiply carries all its bits to the top. */
+	return (uint64_t)fp * 0x9E3779B97F4A7C15ull;
+}
+
+static unsigned log2_of(uint64_t p)
+{
+	unsigned b = 0;
+	while (((uint64_t)1 << b) < p)
+		b++;
+	return b;
+}
+
+static struct larder__ghostwin_bucket *new_array(uint64_t n)
+{
+	struct larder__ghostwin_bucket *b =
+		larder__aligned_alloc(64, n * sizeof(struct larder__ghostwin_bucket));
+	if (b)
+		memset(b, 0, n * sizeof *b);
+	return b;
+}
+
+static uint32_t now(const struct larder__ghostwin *g)
+{
+	return (uint32_t)(g->clock >> g->unit_shift);
+}
+
+static int live(const struct larder__ghostwin *g, uint32_t stamp)
+{
+	return (uint32_t)(now(g) - stamp) <= g->window;
+}
+
+/*
+ * The bucket's slots holding fp (bit i for slot i) and, if asked, its empty
+ * ones; its slots expired at time t; and the slot whose stamp is oldest.
+ * With SSE2 the eight are compared at once, without a branch per slot (a
+ * scan of eight with an age each cost the insert ~150 instructions, the
+ * oldest's reduction on every insert ~30: docs/bench.md, "The ghost").
+ * Elsewhere: the same, slot by slot. Both pick the lowest slot of a tie.
+ */
+#if defined(__SSE2__)
+static unsigned mask_of(__m128i lo, __m128i hi)
+{
+	return (unsigned)_mm_movemask_ps(_mm_castsi128_ps(lo)) |
+	       (unsigned)_mm_movemask_ps(_mm_castsi128_ps(hi)) << 4;
+}
+
+static unsigned match_bits(const struct larder__ghostwin_bucket *b, uint32_t fp, unsigned *empty)
+{
+	__m128i lo = _mm_load_si128((const __m128i *)(const void *)b->fp);
+	__m128i hi = _mm_load_si128((const __m128i *)(const void *)b->fp + 1);
+	__m128i v = _mm_set1_epi32((int)fp), z = _mm_setzero_si128();
+	if (empty)
+		*empty = mask_of(_mm_cmpeq_epi32(lo, z), _mm_cmpeq_epi32(hi, z));
+	return mask_of(_mm_cmpeq_epi32(lo, v), _mm_cmpeq_epi32(hi, v));
+}
+
+/* The larger of two vectors of ages, lane by lane (biased: signed compares). */
+static __m128i max_biased(__m128i a, __m128i b)
+{
+	__m128i gt = _mm_cmpgt_epi32(a, b);
+	return _mm_or_si128(_mm_and_si128(gt, a), _mm_andnot_si128(gt, b));
+}
+
+/* A bucket's ages at time t, biased by 2^31 (t + 2^31 - stamp): signed
+ * order is then the ages' unsigned order. */
+static void biased_ages(const struct larder__ghostwin_bucket *b, uint32_t t, __m128i *lo,
+			__m128i *hi)
+{
+	__m128i bias = _mm_set1_epi32((int)(t ^ 0x80000000u));
+	*lo = _mm_sub_epi32(bias, _mm_load_si128((const __m128i *)(const void *)b->stamp));
+	*hi = _mm_sub_epi32(bias, _mm_load_si128((const __m128i *)(const void *)b->stamp + 1));
+}
+
+static unsigned expired_bits(const struct larder__ghostwin_bucket *b, uint32_t t,
+			     uint32_t window)
+{
+	__m128i lo, hi, w = _mm_set1_epi32((int)(window ^ 0x80000000u));
+	biased_ages(b, t, &lo, &hi);
+	return mask_of(_mm_cmpgt_epi32(lo, w), _mm_cmpgt_epi32(hi, w));
+}
+
+static unsigned oldest_slot(const struct larder__ghostwin_bucket *b, uint32_t t)
+{
+	__m128i lo, hi;
+	biased_ages(b, t, &lo, &hi);
+	__m128i m = max_biased(lo, hi);
+	m = max_biased(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
+	m = max_biased(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
+	unsigned bits = mask_of(_mm_cmpeq_epi32(lo, m), _mm_cmpeq_epi32(hi, m));
+	return (unsigned)__builtin_ctz(bits);
+}
+#else
+static unsigned match_bits(const struct larder__ghostwin_bucket *b, uint32_t fp, unsigned *empty)
+{
+	unsigned m = 0, e = 0;
+	for (unsigned i = 0; i < LARDER__GHOSTWIN_WAYS; i++) {
+		m |= (unsigned)(b->fp[i] == fp) << i;
+		e |= (unsigned)(b->fp[i] == 0) << i;
+	}
+	if (empty)
+		*empty = e;
+	return m;
+}
+
+static unsigned expired_bits(const struct larder__ghostwin_bucket *b, uint32_t t,
+			     uint32_t window)
+{
+	unsigned m = 0;
+	for (unsigned i = 0; i < LARDER__GHOSTWIN_WAYS; i++)
+		m |= (unsigned)(t - b->stamp[i] > window) << i;
+	return m;
+}
+
+static unsigned oldest_slot(const struct larder__ghostwin_bucket *b, uint32_t t)
+{
+	unsigned pick = 0;
+	uint32_t oldest = t - b->stamp[0];
+	for (unsigned i = 1; i < LARDER__GHOSTWIN_WAYS; i++) {
+		if (t - b->stamp[i] > oldest) {
+			oldest = t - b->stamp[i];
+			pick = i;
+		}
+	}
+	return pick;
+}
+#endif
+
+/* The slot of live fingerprint fp in b, or -1. */
+static int find_live(const struct larder__ghostwin *g, const struct larder__ghostwin_bucket *b,
+		     uint32_t fp)
+{
+	for (unsigned m = match_bits(b, fp, NULL); m; m &= m - 1) {
+		unsigned i = (unsigned)__builtin_ctz(m);
+		if (live(g, b->stamp[i]))
+			return (int)i;
+	}
+	return -1;
+}
+
+/* fp's bucket: in the old array until its bucket there is moved. */
+static struct larder__ghostwin_bucket *bucket_of(const struct larder__ghostwin *g, uint32_t fp)
+{
+	uint64_t h = spread(fp);
+	if (g->old) {
+		uint64_t ob = h >> (g->shift + 1);
+		if (ob >= g->moved)
+			return &g->old[ob];
+	}
+	return &g->b[h >> g->shift];
+}
+
+static void set_window(struct larder__ghostwin *g, uint64_t bound)
+{
+	uint64_t w = bound >> g->unit_shift;
+	g->bound = bound;
+	g->window = w > GHOSTWIN_MAX_WINDOW ? GHOSTWIN_MAX_WINDOW : (uint32_t)w;
+}
+
+/* GHOSTWIN-W3: one window's inserts are counted from here (the slow path). */
+static __attribute__((noinline)) void new_window(struct larder__ghostwin *g)
+{
+	g->window_end = g->clock + g->bound;
+	g->mark_inserts = g->inserts;
+	g->grow_at = g->inserts + g->nbuckets * LARDER__GHOSTWIN_WAYS / 2;
+}
+
+int larder__ghostwin_init(struct larder__ghostwin *g, uint64_t bound, uint64_t slots_hint)
+{
+	memset(g, 0, sizeof *g);
+	uint64_t n = GHOSTWIN_MIN_BUCKETS;
+	while (n * LARDER__GHOSTWIN_WAYS < slots_hint * 2 && n < ((uint64_t)1 << 36))
+		n <<= 1;
+	g->b = new_array(n);
+	if (!g->b)
+		return -1;
+	g->nbuckets = n;
+	g->shift = 64 - log2_of(n);
+	while ((bound >> g->unit_shift) > GHOSTWIN_UNITS)
+		g->unit_shift++;
+	set_window(g, bound);
+	new_window(g);
+	return 0;
+}
+
+void larder__ghostwin_destroy(struct larder__ghostwin *g)
+{
+	free(g->b);
+	free(g->old);
+	memset(g, 0, sizeof *g);
+}
+
+/* Moves old buckets into their two halves of the new array, live slots only. */
+static __attribute__((noinline)) void migrate(struct larder__ghostwin *g)
+{
+	for (unsigned k = 0; k < GHOSTWIN_MIGRATE && g->moved < g->old_n; k++) {
+		struct larder__ghostwin_bucket *ob = &g->old[g->moved++];
+		unsigned fill[2] = {0, 0};
+		for (unsigned i = 0; i < LARDER__GHOSTWIN_WAYS; i++) {
+			if (!ob->fp[i])
+				continue;
+			if (!live(g, ob->stamp[i])) {
+				g->used--;
+				continue;
+			}
+			uint64_t nb = spread(ob->fp[i]) >> g->shift; /* 2 x old index, + 0 or 1 */
+			struct larder__ghostwin_bucket *to = &g->b[nb];
+			unsigned j = fill[nb & 1]++; /* a new bucket's slots come only from here */
+			to->fp[j] = ob->fp[i];
+			to->stamp[j] = ob->stamp[i];
+		}
+	}
+	if (g->moved >= g->old_n) {
+		free(g->old);
+		g->old = NULL;
+	}
+}
+
+/* GHOSTWIN-W3: doubles the array, one window's inserts having passed half its
+ * slots (the slow path; retried at the next insert while a growth is moved). */
+static __attribute__((noinline)) void grow(struct larder__ghostwin *g)
+{
+	if (g->old)
+		return;
+	struct larder__ghostwin_bucket *b =
+		g->nbuckets < ((uint64_t)1 << 36) ? new_array(g->nbuckets * 2) : NULL;
+	if (!b) { /* no memory, or the largest: not asked again this window */
+		g->grow_at = UINT64_MAX;
+		return;
+	}
+	g->old = g->b;
+	g->old_n = g->nbuckets;
+	g->moved = 0;
+	g->b = b;
+	g->nbuckets *= 2;
+	g->shift--;
+	g->grow_at = g->mark_inserts + g->nbuckets * LARDER__GHOSTWIN_WAYS / 2;
+}
+
+int larder__ghostwin_contains(const struct larder__ghostwin *g, uint32_t fp)
+{
+	return find_live(g, bucket_of(g, fp), fp) >= 0;
+}
+
+int larder__ghostwin_remove(struct larder__ghostwin *g, uint32_t fp)
+{
+	/* Every insert of S3-FIFO asks; until the first eviction (a cache
+	 * filling up, or loading a snapshot) nothing is held, and the line
+	 * would be a cache miss per insert. */
+	if (!g->used)
+		return 0;
+	struct larder__ghostwin_bucket *b = bucket_of(g, fp);
+	int i = find_live(g, b, fp);
+	if (i < 0)
+		return 0;
+	b->fp[i] = 0;
+	g->used--;
+	return 1;
+}
+
+void larder__ghostwin_insert(struct larder__ghostwin *g, uint32_t fp, uint32_t weight)
+{
+	if (weight == 0)
+		weight = 1;
+	if (weight > g->bound) { /* never live: forget an older one too */
+		larder__ghostwin_remove(g, fp);
+		return;
+	}
+	if (g->old)
+		migrate(g);
+	if (g->clock > g->window_end)
+		new_window(g);
+	if (g->inserts > g->grow_at)
+		grow(g);
+	struct larder__ghostwin_bucket *b = bucket_of(g, fp);
+	uint32_t t = now(g);
+	unsigned pick, m, empty;
+	if ((m = match_bits(b, fp, &empty)) != 0) { /* its own slot, live or expired */
+		pick = (unsigned)__builtin_ctz(m);
+	} else if (empty) {
+		pick = (unsigned)__builtin_ctz(empty);
+		g->used++;
+	} else if ((m = expired_bits(b, t, g->window)) != 0) { /* any: none is live */
+		pick = (unsigned)__builtin_ctz(m);
+	} else {
+		pick = oldest_slot(b, t); /* every slot live: the oldest goes early */
+		g->forgotten++;
+	}
+	b->fp[pick] = fp;
+	b->stamp[pick] = t;
+	g->clock += weight;
+	g->inserts++;
+}
+
+void larder__ghostwin_set_bound(struct larder__ghostwin *g, uint64_t bound)
+{
+	set_window(g, bound);
+	new_window(g);
+}

@@ -1,0 +1,233 @@
+/*
+ * test_ghostwin.c - evict/ghostwin.c (S3-FIFO's ghost) against a window model:
+ * a fingerprint is live iff it was inserted, not removed nor inserted again
+ * since, and at most `bound` bytes of inserts (its own included) ago.
+ *
+ * Checks the invariants of ghostwin.c:
+ *   GHOSTWIN-W1  with no bucket ever full (at most 8 live fingerprints) the set is
+ *       exactly the model at every step: contains(), remove()'s answer, a
+ *       key ghosted again, an insert heavier than the bound, expired slots
+ *       reused before live ones (`forgotten` stays 0); with many ghosts and
+ *       growth, no phantom (contains() => the model holds it) and at least
+ *       99% of the model's ghosts held;
+ *       empty() again once every ghost is removed;
+ *   GHOSTWIN-W2  a window in units (unit_shift > 0): live within bound + 2^unit_shift;
+ *   GHOSTWIN-W3  slots within 4 x the live ghosts of a window (and twice the hint);
+ *   GHOSTWIN-W4  growth spread over inserts: at most GHOSTWIN_MIGRATE (2) old buckets
+ *       moved per insert, answers right while ghosts are in both arrays, the
+ *       old array gone before the next growth.
+ * Seeded from argv[1] (printed), so a failure can be replayed.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evict/ghostwin.h"
+
+#include "sim_check.h"
+
+#define POOL 200000
+
+/* The model: fingerprint i + 1's start (the clock before its insert), or -1. */
+static int64_t start[POOL];
+static uint64_t clock_now;
+
+static uint32_t fp_of(uint32_t i)
+{
+	return i * 2654435761u + 1; /* distinct and never 0 for i < POOL */
+}
+
+static void model_reset(void)
+{
+	for (uint32_t i = 0; i < POOL; i++)
+		start[i] = -1;
+	clock_now = 0;
+}
+
+static int model_live(uint32_t i, uint64_t bound)
+{
+	return start[i] >= 0 && clock_now - (uint64_t)start[i] <= bound;
+}
+
+static void model_insert(uint32_t i, uint32_t w, uint64_t bound)
+{
+	if (w > bound) {
+		start[i] = -1;
+		return;
+	}
+	start[i] = (int64_t)clock_now;
+	clock_now += w;
+}
+
+/* GHOSTWIN-W1 exactly: at most 8 ghosts live (bound 8, weights >= 1). */
+static void test_window_exact(void)
+{
+	struct larder__ghostwin g;
+	const uint64_t bound = 8;
+	const uint32_t keys = 64;
+	CHECK(larder__ghostwin_init(&g, bound, 4) == 0, "init");
+	model_reset();
+	CHECK(larder__ghostwin_empty(&g), "empty at first");
+	for (int step = 0; step < 200000; step++) {
+		uint32_t i = (uint32_t)(rnd() % keys);
+		unsigned op = (unsigned)(rnd() % 10);
+		if (op < 6) {
+			uint32_t w = op == 0 ? (uint32_t)(rnd() % 10) : 1 + (uint32_t)(rnd() % 3);
+			larder__ghostwin_insert(&g, fp_of(i), w); /* w 9: over the bound */
+			model_insert(i, w ? w : 1, bound);
+		} else {
+			int had = larder__ghostwin_remove(&g, fp_of(i));
+			CHECK(had == model_live(i, bound), "step %d: remove(%u) said %d", step, i,
+			      had);
+			start[i] = -1;
+		}
+		if (step % 7 == 0)
+			for (uint32_t q = 0; q < keys; q++)
+				CHECK(larder__ghostwin_contains(&g, fp_of(q)) == model_live(q, bound),
+				      "GHOSTWIN-W1: step %d: contains(%u) disagrees", step, q);
+	}
+	CHECK(g.forgotten == 0, "GHOSTWIN-W1: %llu live ghosts forgotten with at most 8 live",
+	      (unsigned long long)g.forgotten);
+	larder__ghostwin_set_bound(&g, 0);
+	for (uint32_t q = 0; q < keys; q++)
+		CHECK(!larder__ghostwin_contains(&g, fp_of(q)), "set_bound(0) left %u", q);
+	larder__ghostwin_destroy(&g);
+}
+
+/*
+ * Many ghosts from a tiny hint: growths, each checked mid-way (GHOSTWIN-W4),
+ * with removals; no phantom, recall of the model's ghosts at least 99%,
+ * slots within 4 x the live ghosts (GHOSTWIN-W3).
+ */
+static void test_growth(void)
+{
+	struct larder__ghostwin g;
+	const uint64_t bound = 40000;
+	CHECK(larder__ghostwin_init(&g, bound, 4) == 0, "init");
+	model_reset();
+	uint64_t growths = 0, mid_checks = 0, last_n = g.nbuckets;
+	for (uint32_t step = 0; step < 600000; step++) {
+		uint32_t i = (uint32_t)(rnd() % POOL);
+		int had_old = g.old != NULL;
+		uint64_t moved = g.moved;
+		if (rnd() % 8) {
+			larder__ghostwin_insert(&g, fp_of(i), 1);
+			model_insert(i, 1, bound);
+		} else {
+			int had = larder__ghostwin_remove(&g, fp_of(i));
+			CHECK(!had || model_live(i, bound), "phantom: removed %u", i);
+			start[i] = -1;
+		}
+		if (g.nbuckets != last_n) {
+			CHECK(!had_old, "GHOSTWIN-W4: step %u grew before the last growth was moved",
+			      step);
+			growths++;
+			last_n = g.nbuckets;
+		} else if (had_old && g.old) {
+			CHECK(g.moved - moved <= 2, "GHOSTWIN-W4: %llu buckets moved at once",
+			      (unsigned long long)(g.moved - moved));
+		}
+		if (g.old && step % 97 == 0) { /* both arrays hold ghosts: sample both */
+			mid_checks++;
+			for (uint32_t q = 0; q < POOL; q += 101)
+				CHECK(larder__ghostwin_contains(&g, fp_of(q)) == model_live(q, bound) ||
+					      (model_live(q, bound) && g.forgotten),
+				      "GHOSTWIN-W4: step %u, contains(%u) wrong mid-growth", step, q);
+		}
+		if (step % 50000 != 49999)
+			continue;
+		uint64_t want = 0, have = 0;
+		for (uint32_t q = 0; q < POOL; q++) {
+			int in = larder__ghostwin_contains(&g, fp_of(q)), m = model_live(q, bound);
+			CHECK(!in || m, "GHOSTWIN-W1: phantom %u at step %u", q, step);
+			want += (uint64_t)m;
+			have += (uint64_t)in;
+		}
+		CHECK(have * 100 >= want * 99, "GHOSTWIN-W1: recall %llu of %llu at step %u",
+		      (unsigned long long)have, (unsigned long long)want, step);
+		CHECK(g.nbuckets * 8 <= 4 * want, "GHOSTWIN-W3: %llu slots for %llu ghosts",
+		      (unsigned long long)g.nbuckets * 8, (unsigned long long)want);
+	}
+	CHECK(growths >= 8 && mid_checks >= 20, "growths %llu, mid-growth checks %llu",
+	      (unsigned long long)growths, (unsigned long long)mid_checks);
+	larder__ghostwin_destroy(&g);
+}
+
+/* GHOSTWIN-W2: a bound over 2^24 bytes is counted in units; the edge moves by under one. */
+static void test_units(void)
+{
+	struct larder__ghostwin g;
+	const uint64_t bound = (uint64_t)1 << 34;
+	const uint32_t w = 1u << 20;
+	CHECK(larder__ghostwin_init(&g, bound, 16) == 0, "init");
+	CHECK(g.unit_shift > 0, "no units for a bound of 2^34");
+	larder__ghostwin_insert(&g, 7, w);
+	uint64_t after = 0; /* bytes inserted after fp 7 */
+	while (w + after + w <= bound - ((uint64_t)1 << g.unit_shift)) {
+		larder__ghostwin_insert(&g, 1000 + (uint32_t)after / w, w);
+		after += w;
+	}
+	CHECK(larder__ghostwin_contains(&g, 7), "GHOSTWIN-W2: 7 gone within the bound");
+	while (w + after <= bound + ((uint64_t)1 << g.unit_shift)) {
+		larder__ghostwin_insert(&g, 1000 + (uint32_t)after / w, w);
+		after += w;
+	}
+	CHECK(!larder__ghostwin_contains(&g, 7), "GHOSTWIN-W2: 7 live past bound + a unit");
+	larder__ghostwin_destroy(&g);
+}
+
+/*
+ * A full bucket forgets its oldest (GHOSTWIN-W1's exception): growth held
+ * off, 64 fingerprints into 2 buckets, each bucket keeps its newest 8.
+ * The bucket is recomputed here as ghostwin.c's spread() picks it.
+ */
+static void test_full_bucket(void)
+{
+	struct larder__ghostwin g;
+	CHECK(larder__ghostwin_init(&g, 1000, 4) == 0, "init");
+	CHECK(g.nbuckets == 2, "hint 4: %llu buckets", (unsigned long long)g.nbuckets);
+	g.grow_at = UINT64_MAX;
+	for (uint32_t fp = 1; fp <= 64; fp++)
+		larder__ghostwin_insert(&g, fp, 1);
+	for (unsigned bucket = 0; bucket < 2; bucket++) {
+		unsigned newer = 0; /* fingerprints of this bucket newer than fp */
+		for (uint32_t fp = 64; fp >= 1; fp--) {
+			if (((uint64_t)fp * 0x9E3779B97F4A7C15ull) >> g.shift != bucket)
+				continue;
+			CHECK(larder__ghostwin_contains(&g, fp) == (newer < 8),
+			      "bucket %u: fp %u with %u newer: contains() %d", bucket, fp, newer,
+			      larder__ghostwin_contains(&g, fp));
+			newer++;
+		}
+	}
+	CHECK(g.forgotten == 64 - 16, "forgotten %llu", (unsigned long long)g.forgotten);
+	larder__ghostwin_destroy(&g);
+}
+
+/* empty() (S3-FIFO's batch skips its lookups on it): true again once all are removed. */
+static void test_empty(void)
+{
+	struct larder__ghostwin g;
+	CHECK(larder__ghostwin_init(&g, 100, 4) == 0, "init");
+	for (uint32_t i = 1; i <= 3; i++)
+		larder__ghostwin_insert(&g, i, 10);
+	CHECK(!larder__ghostwin_empty(&g), "empty() with three ghosts");
+	for (uint32_t i = 1; i <= 3; i++)
+		CHECK(larder__ghostwin_remove(&g, i), "remove(%u)", i);
+	CHECK(larder__ghostwin_empty(&g), "not empty() after removing all");
+	larder__ghostwin_destroy(&g);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 10) : 20261206;
+	printf("test_ghostwin seed %llu\n", (unsigned long long)seed);
+	rng_state = seed | 1;
+	test_empty();
+	test_full_bucket();
+	test_window_exact();
+	test_units();
+	test_growth();
+	return sim_check_result();
+}
