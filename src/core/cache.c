@@ -2103,8 +2103,17 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 					       (LARDER__ENTRY_COMPRESSED | LARDER__ENTRY_SAMPLED));
 			size_t bytes = larder__entry_bytes(copy_flags, old->key_len,
 							   old->value_len);
-			charge = larder__slab_charge(bytes);
 			op_exit(&op);
+			/* The deadline field makes the copy longer: over the entry
+			 * limit, refused as larder_put refuses it (relaxed, as in
+			 * write_common), the entry kept as it is. */
+			if (bytes > larder__entry_limit(atomic_load_explicit(&c->capacity,
+									     LARDER__RELAXED))) {
+				copy = NULL;
+				rc = LARDER_EVALSIZE;
+				break;
+			}
+			charge = larder__slab_charge(bytes);
 			/* Room first (we may wait), then re-find: old may be gone. */
 			if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
 				return rc;
