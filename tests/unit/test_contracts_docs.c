@@ -8,13 +8,17 @@
  * Found wrong and fixed here:
  *   - larder_touch giving a deadline to an entry without one built a copy
  *     8 bytes longer, never checked against the entry limit: an entry at
- *     the limit became one over it (test_touch_keeps_entry_limit).
+ *     the limit became one over it (test_touch_keeps_entry_limit);
+ *   - the save's range mode (core/iter.h), retried after LARDER_ENOMEM,
+ *     handed out again the entries its range had handed out before the
+ *     failure (test_range_mode_retry_no_duplicates).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/iter.h"
 #include "core/testing.h"
 #include "harness.h"
 
@@ -69,10 +73,108 @@ static void test_touch_keeps_entry_limit(void)
 	larder_close(c);
 }
 
+/* A value that compresses well: a short phrase repeated, with i in it. */
+static void fill_text(unsigned char *v, size_t len, unsigned i)
+{
+	char word[48];
+	int n = snprintf(word, sizeof word, "{\"id\":%u,\"name\":\"larder\"},", i);
+	for (size_t k = 0; k < len; k++)
+		v[k] = (unsigned char)word[k % (size_t)n];
+}
+
+/* Enough keys that ranges of the smallest index (1,024 buckets per shard,
+ * 64 a range) hold several; values over the thread's kept scratch buffer
+ * (1 MiB, core/thread.h), so that each compressed value's hand-out
+ * allocates, and can be made to fail. */
+#define RANGE_KEYS 40u
+#define RANGE_VALUE (1088 * KiB)
+
+struct seen {
+	unsigned count[RANGE_KEYS];
+	unsigned bad;
+};
+
+static void count_key(void *ctx, const void *key, size_t key_len, const void *value,
+		      size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	struct seen *s = ctx;
+	unsigned i;
+	(void)value;
+	(void)ttl_ms;
+	(void)entry_bytes;
+	if (key_len == 4 && sscanf((const char *)key, "r%03u", &i) == 1 && i < RANGE_KEYS &&
+	    value_len == RANGE_VALUE)
+		s->count[i]++;
+	else
+		s->bad++;
+}
+
+static int always_more(void *ctx)
+{
+	(void)ctx;
+	return 1;
+}
+
+/*
+ * ITER-I1 for the range mode (larder_save's): a call that fails with
+ * LARDER_ENOMEM (a compressed value's decompression buffer) may be retried
+ * and still hands each key out once. Allocations are made to fail one
+ * after another, at every point of the walk in turn.
+ */
+static void test_range_mode_retry_no_duplicates(void)
+{
+	larder_config *cfg = th_config(64 * MiB);
+	REQUIRE(cfg);
+	REQUIRE_RC(larder_config_set_max_value_bytes(cfg, 2 * MiB), LARDER_OK);
+	REQUIRE_RC(larder_config_set_compression(cfg, 1024, 10), LARDER_OK);
+	REQUIRE_RC(larder_config_set_compression_dictionary(cfg, LARDER_DICTIONARY_NONE, NULL, 0),
+		   LARDER_OK);
+	larder *c = th_open(cfg);
+	REQUIRE(c);
+	unsigned char *v = malloc(RANGE_VALUE);
+	REQUIRE(v);
+	char key[8];
+	for (unsigned i = 0; i < RANGE_KEYS; i++) {
+		fill_text(v, RANGE_VALUE, i);
+		snprintf(key, sizeof key, "r%03u", i);
+		CHECK_RC(larder_put(c, key, 4, v, RANGE_VALUE, LARDER_TTL_NEVER), LARDER_OK);
+	}
+	free(v);
+	REQUIRE_EQ(th_quiesce(c, 10000), 0);
+	struct seen s = { { 0 }, 0 };
+	larder_iter *it;
+	REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);
+	unsigned failures = 0, calls = 0;
+	int rc = LARDER_OK;
+	for (long fail_after = 0; calls < 1000; calls++) {
+		larder__test_fail_alloc_after(fail_after);
+		rc = larder__iter_next_range(it, count_key, always_more, &s);
+		long left = larder__test_fail_alloc_after(-1);
+		if (rc == LARDER_MISS)
+			break;
+		if (rc == LARDER_ENOMEM) {
+			failures++;
+			fail_after++; /* the next try gets one allocation further */
+		} else if (!CHECK_RC(rc, LARDER_OK)) {
+			break;
+		} else if (left >= 0) {
+			fail_after = 0; /* that call did not reach the failure */
+		}
+	}
+	larder_iter_close(it);
+	CHECK_RC(rc, LARDER_MISS);
+	CHECK_GT(failures, 0);
+	CHECK_EQ(s.bad, 0);
+	for (unsigned i = 0; i < RANGE_KEYS; i++)
+		CHECK_EQ(s.count[i], 1);
+	larder_close(c);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_touch_keeps_entry_limit),
+		TH_TEST(test_range_mode_retry_no_duplicates),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
