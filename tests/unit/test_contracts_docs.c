@@ -11,13 +11,21 @@
  *     the limit became one over it (test_touch_keeps_entry_limit);
  *   - the save's range mode (core/iter.h), retried after LARDER_ENOMEM,
  *     handed out again the entries its range had handed out before the
- *     failure (test_range_mode_retry_no_duplicates).
+ *     failure (test_range_mode_retry_no_duplicates);
+ *   - a bulk write (larder_load's) in a compressing cache gave no credit up
+ *     front to a record whose plain size is over the entry limit but whose
+ *     compressed size fits: written inside the block's read section, where
+ *     a write may not wait for memory, it took the credit of the records
+ *     after it, which then failed with LARDER_EBUSY at the memory bound
+ *     (test_bulk_credit_for_compressible_over_limit).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cache.h"
+#include "core/hash.h"
 #include "core/iter.h"
 #include "core/testing.h"
 #include "harness.h"
@@ -170,11 +178,80 @@ static void test_range_mode_retry_no_duplicates(void)
 	larder_close(c);
 }
 
+/* A value that does not compress: splitmix64 bytes. */
+static void fill_noise(unsigned char *v, size_t len, uint64_t seed)
+{
+	struct th_rng r = { seed };
+	for (size_t k = 0; k < len; k++)
+		v[k] = (unsigned char)th_rng_next(&r);
+}
+
+/*
+ * CACHE-B3 (core/cache.c): a bulk writer's block is credited up front, so
+ * that no write inside it, where it may not wait for memory, finds its
+ * credit short. A cache of 16 MiB (entry limit 2 MiB, overshoot bound
+ * 4 MiB) written to its bound with values that do not compress; then one
+ * block of BULK_BIG values of 2.25 MiB, a quarter of which compresses:
+ * each is over the limit plain, within it stored (about 1.7 MiB), and
+ * together they are more than the overshoot bound. All are written (the
+ * load's own bound, SNAP-L3, is not asked for here: UINT64_MAX). One
+ * shard: with K, the block's credit is taken shard by shard, and a
+ * maintainer evicts for a writer's wait, not for credit other shards'
+ * handles already hold, so a block credited more than the overshoot bound
+ * may fail with LARDER_EBUSY, compressing or not (a limit, not this bug).
+ */
+#define BULK_BIG 4u
+static void test_bulk_credit_for_compressible_over_limit(void)
+{
+	larder_config *cfg = th_config_one_shard(16 * MiB);
+	REQUIRE(cfg);
+	REQUIRE_RC(larder_config_set_max_value_bytes(cfg, 4 * MiB), LARDER_OK);
+	REQUIRE_RC(larder_config_set_compression(cfg, 1024, 10), LARDER_OK);
+	REQUIRE_RC(larder_config_set_compression_dictionary(cfg, LARDER_DICTIONARY_NONE, NULL, 0),
+		   LARDER_OK);
+	larder *c = th_open(cfg);
+	REQUIRE(c);
+	size_t big = 2304 * KiB, noise = big * 3 / 4;
+	unsigned char *v = malloc(big), *got = malloc(big);
+	REQUIRE(v && got);
+	char keys[BULK_BIG][16];
+	fill_noise(v, noise, 1);
+	for (unsigned i = 0; i < 12; i++) { /* 1.5 MiB that do not compress, 12 times */
+		snprintf(keys[0], sizeof keys[0], "fill%02u", i);
+		v[0] = (unsigned char)i;
+		CHECK_RC(larder_put(c, keys[0], strlen(keys[0]), v, 1536 * KiB, LARDER_TTL_NEVER),
+			 LARDER_OK);
+	}
+	REQUIRE_EQ(th_quiesce(c, 10000), 0);
+	fill_text(v + noise, big - noise, 7);
+	struct larder__put_rec rec[BULK_BIG];
+	for (unsigned i = 0; i < BULK_BIG; i++) {
+		size_t n = (size_t)snprintf(keys[i], sizeof keys[i], "big%02u", i);
+		rec[i] = (struct larder__put_rec){ keys[i], n, v, big, LARDER_TTL_NEVER,
+						   larder__hash(TH_HASH_SEED, keys[i], n) };
+	}
+	uint64_t charged = 0;
+	CHECK_RC(larder__put_batch(c, rec, BULK_BIG, UINT64_MAX, &charged), LARDER_OK);
+	CHECK_GT(charged, larder__overshoot_bound(16 * MiB)); /* more than the bound */
+	CHECK_LE(charged, BULK_BIG * larder__entry_limit(16 * MiB)); /* each stored compressed */
+	size_t len = 0;
+	int rc = larder_get(c, keys[BULK_BIG - 1], strlen(keys[BULK_BIG - 1]), got, big, &len);
+	CHECK(rc == LARDER_OK || rc == LARDER_MISS); /* written, maybe evicted since */
+	if (rc == LARDER_OK)
+		CHECK(len == big && memcmp(got, v, big) == 0);
+	REQUIRE_EQ(th_quiesce(c, 10000), 0);
+	CHECK_LE(th_stat(c, LARDER_STAT_USED_BYTES), 16 * MiB);
+	free(got);
+	free(v);
+	larder_close(c);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_touch_keeps_entry_limit),
 		TH_TEST(test_range_mode_retry_no_duplicates),
+		TH_TEST(test_bulk_credit_for_compressible_over_limit),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
