@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/cache.h"
 #include "core/hash.h"
@@ -323,6 +324,218 @@ static void test_dictionary_sample_across_shards(void)
 	CHECK_LE(four * 100, one * 105); /* within 5% of one shard's */
 }
 
+/* ---- larder.h's iteration and snapshot claims, across the options ------- */
+
+enum ttl_mode { TTL_NONE, TTL_WRITE, TTL_ACCESS };
+struct opts {
+	enum larder_policy policy;
+	unsigned shards;
+	int compress; /* 0 off, 1 LZ4 alone, 2 zstd with a given dictionary */
+	enum ttl_mode ttl;
+};
+
+#define CLAIM_KEYS 240u
+#define CLAIM_T0 5000u
+#define CLAIM_TTL_MS 60000u
+static unsigned char claim_dict[4096];
+
+static larder *open_opts(const struct opts *o, struct th_clock *clk)
+{
+	larder_config *cfg = th_config(8 * MiB);
+	if (!cfg)
+		return NULL;
+	int ok = larder_config_set_shards(cfg, o->shards) == LARDER_OK &&
+		 larder_config_set_policy(cfg, o->policy) == LARDER_OK &&
+		 larder_config_set_clock(cfg, th_clock_fn, clk) == LARDER_OK;
+	if (o->ttl == TTL_ACCESS)
+		ok = ok && larder_config_set_expiry(cfg, LARDER_EXPIRE_AFTER_ACCESS) == LARDER_OK &&
+		     larder_config_set_default_ttl_ms(cfg, CLAIM_TTL_MS) == LARDER_OK;
+	if (o->compress)
+		ok = ok && larder_config_set_compression(cfg, 64, 5) == LARDER_OK &&
+		     larder_config_set_compression_dictionary(
+			     cfg, o->compress == 1 ? LARDER_DICTIONARY_NONE : LARDER_DICTIONARY_GIVEN,
+			     o->compress == 1 ? NULL : claim_dict,
+			     o->compress == 1 ? 0 : sizeof claim_dict) == LARDER_OK;
+	if (!CHECK(ok)) {
+		larder_config_destroy(cfg);
+		return NULL;
+	}
+	return th_open(cfg);
+}
+
+/* Key i's value (a JSON record from a stream seeded by i) and its ttl_ms
+ * argument in mode m. */
+static size_t claim_value(char *v, size_t cap, unsigned i)
+{
+	struct th_rng r = { 1000 + i };
+	return json_record(v, cap, i, &r);
+}
+static uint64_t claim_ttl(enum ttl_mode m, unsigned i)
+{
+	return m == TTL_NONE ? LARDER_TTL_NEVER : m == TTL_WRITE ? 10000 + i : LARDER_TTL_DEFAULT;
+}
+
+struct walk {
+	larder *cache;
+	const struct opts *o;
+	unsigned seen[CLAIM_KEYS];
+	unsigned other, wrong_value, wrong_ttl;
+	uint64_t bytes, elapsed; /* clock time since the writes */
+};
+
+static void walk_fn(void *ctx, const void *key, size_t key_len, const void *value,
+		    size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	struct walk *w = ctx;
+	unsigned i;
+	char v[512];
+	w->bytes += entry_bytes;
+	if (key_len != 6 || sscanf((const char *)key, "c%05u", &i) != 1 || i >= CLAIM_KEYS) {
+		w->other++; /* a key written during the walk */
+		return;
+	}
+	w->seen[i]++;
+	size_t n = claim_value(v, sizeof v, i);
+	if (value_len != n || memcmp(value, v, n) != 0)
+		w->wrong_value++;
+	uint64_t want = w->o->ttl == TTL_NONE    ? LARDER_TTL_NEVER
+			: w->o->ttl == TTL_WRITE ? 10000 + i
+						 : CLAIM_TTL_MS;
+	if (want != LARDER_TTL_NEVER)
+		want -= w->elapsed;
+	if (ttl_ms != want)
+		w->wrong_ttl++;
+}
+
+static int claim_walk(larder *c, struct walk *w, int churn)
+{
+	larder_iter *it;
+	if (!CHECK_RC(larder_iter_open(c, &it), LARDER_OK))
+		return 0;
+	int rc, calls = 0;
+	while ((rc = larder_iter_next(it, walk_fn, w)) == LARDER_OK) {
+		if (churn && ++calls == CLAIM_KEYS / 4) {
+			/* Keys i % 10 == 1 removed, new ones written: either may
+			 * or may not be handed out. */
+			for (unsigned i = 1; i < CLAIM_KEYS; i += 10) {
+				char k[16];
+				snprintf(k, sizeof k, "c%05u", i);
+				CHECK_RC(larder_remove(c, k, 6), LARDER_OK);
+				snprintf(k, sizeof k, "n%05u", i);
+				CHECK_RC(larder_put(c, k, 6, "x", 1, LARDER_TTL_NEVER), LARDER_OK);
+			}
+		}
+	}
+	CHECK_RC(rc, LARDER_MISS);
+	CHECK_RC(larder_iter_next(it, walk_fn, w), LARDER_MISS); /* the end is sticky */
+	larder_iter_close(it);
+	return 1;
+}
+
+/*
+ * The claims of larder.h's iteration section and of larder_save/larder_load,
+ * each config of policy x4, shards 1/4, compression off/LZ4/zstd with a
+ * dictionary, TTL none/after write/after access (72), on an injected clock:
+ *   - a key live from the open to the end is handed out exactly once, with
+ *     its plain value; a key removed before the open never; none twice,
+ *     whatever is removed and written during the walk;
+ *   - ttl_ms is the remaining lifetime (LARDER_TTL_NEVER for none);
+ *   - entry_bytes is what the entry charges: their sum over a walk of a
+ *     quiet cache is LARDER_STAT_LIVE_BYTES;
+ *   - the end is sticky (LARDER_MISS again);
+ *   - iteration is not a read: no hit counted, no deadline extended (after
+ *     access: the remaining lifetime falls with the clock across a walk);
+ *   - a save and a load into a fresh cache of the same config keep each
+ *     key's value and its remaining TTL (less the wall-clock time between).
+ */
+static void test_iter_and_snapshot_claims_across_options(void)
+{
+	static const enum larder_policy policies[] = { LARDER_POLICY_S3FIFO, LARDER_POLICY_LRU,
+						       LARDER_POLICY_WTINYLFU, LARDER_POLICY_ARC };
+	fill_text(claim_dict, sizeof claim_dict, 3);
+	char path[64];
+	/* tmpfs where there is one: 144 fsyncs of a disk took seconds */
+	snprintf(path, sizeof path, "%s/larder-claims-%d.snap",
+		 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (int)getpid());
+	static struct th_clock clk;
+	unsigned configs = 0;
+	for (unsigned p = 0; p < 4; p++)
+	for (unsigned sh = 1; sh <= 4; sh *= 4)
+	for (int z = 0; z < 3; z++)
+	for (int m = TTL_NONE; m <= TTL_ACCESS; m++) {
+		struct opts o = { policies[p], sh, z, (enum ttl_mode)m };
+		th_clock_init(&clk, CLAIM_T0);
+		larder *c = open_opts(&o, &clk);
+		REQUIRE(c);
+		configs++;
+		char k[16], v[512];
+		for (unsigned i = 0; i < CLAIM_KEYS; i++) {
+			snprintf(k, sizeof k, "c%05u", i);
+			size_t n = claim_value(v, sizeof v, i);
+			CHECK_RC(larder_put(c, k, 6, v, n, claim_ttl(o.ttl, i)), LARDER_OK);
+		}
+		for (unsigned i = 0; i < CLAIM_KEYS; i += 10) { /* removed before the open */
+			snprintf(k, sizeof k, "c%05u", i);
+			CHECK_RC(larder_remove(c, k, 6), LARDER_OK);
+		}
+		uint64_t hits = th_stat(c, LARDER_STAT_HITS);
+		struct walk w = { .cache = c, .o = &o };
+		if (!claim_walk(c, &w, 1))
+			break;
+		unsigned twice = 0, missing = 0, removed = 0;
+		for (unsigned i = 0; i < CLAIM_KEYS; i++) {
+			twice += w.seen[i] > 1;
+			removed += i % 10 == 0 && w.seen[i];
+			missing += i % 10 > 1 && w.seen[i] != 1;
+		}
+		if (!CHECK(twice == 0 && missing == 0 && removed == 0 && !w.wrong_value &&
+			   !w.wrong_ttl))
+			printf("  config policy %d shards %u compress %d ttl %d: twice %u missing %u "
+			       "removed %u wrong value %u ttl %u\n",
+			       o.policy, o.shards, o.compress, m, twice, missing, removed,
+			       w.wrong_value, w.wrong_ttl);
+		CHECK_EQ(th_stat(c, LARDER_STAT_HITS), hits);
+		/* A quiet walk: the charges add up to the live bytes. */
+		CHECK_EQ(th_quiesce(c, 10000), 0);
+		struct walk q = { .cache = c, .o = &o };
+		th_clock_advance(&clk, 1000);
+		q.elapsed = 1000;
+		claim_walk(c, &q, 0);
+		CHECK_EQ(q.bytes, th_stat(c, LARDER_STAT_LIVE_BYTES));
+		CHECK_EQ(q.wrong_ttl, 0);
+		uint64_t left = 0;
+		snprintf(k, sizeof k, "c%05u", 5u);
+		CHECK_RC(larder_ttl_remaining(c, k, 6, &left), LARDER_OK);
+		CHECK_EQ(left, o.ttl == TTL_NONE    ? LARDER_TTL_NEVER
+			       : o.ttl == TTL_WRITE ? 10000 + 5 - 1000
+						    : CLAIM_TTL_MS - 1000);
+		/* The snapshot round trip into a fresh cache of the same config. */
+		CHECK_RC(larder_save(c, path), LARDER_OK);
+		larder_close(c);
+		larder *d = open_opts(&o, &clk);
+		REQUIRE(d);
+		CHECK_RC(larder_load(d, path), LARDER_OK);
+		for (unsigned i = 2; i < CLAIM_KEYS; i += 5) {
+			snprintf(k, sizeof k, "c%05u", i);
+			size_t n = claim_value(v, sizeof v, i), len = 0;
+			char got[512];
+			CHECK_RC(larder_peek(d, k, 6, got, sizeof got, &len), LARDER_OK);
+			CHECK(len == n && memcmp(got, v, n) == 0);
+			CHECK_RC(larder_ttl_remaining(d, k, 6, &left), LARDER_OK);
+			uint64_t saved = o.ttl == TTL_NONE    ? LARDER_TTL_NEVER
+					 : o.ttl == TTL_WRITE ? 10000 + i - 1000
+							      : CLAIM_TTL_MS - 1000;
+			if (saved == LARDER_TTL_NEVER)
+				CHECK_EQ(left, LARDER_TTL_NEVER);
+			else
+				CHECK(left <= saved && left + 60000 >= saved); /* a minute's hang guard */
+		}
+		larder_close(d);
+	}
+	unlink(path);
+	CHECK_EQ(configs, 72);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -330,6 +543,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_range_mode_retry_no_duplicates),
 		TH_TEST(test_bulk_credit_for_compressible_over_limit),
 		TH_TEST(test_dictionary_sample_across_shards),
+		TH_TEST(test_iter_and_snapshot_claims_across_options),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
