@@ -536,6 +536,115 @@ static void test_iter_and_snapshot_claims_across_options(void)
 	CHECK_EQ(configs, 72);
 }
 
+/* ---- docs/pool.md's claims, across the options -------------------------- */
+
+/* A pool member (one shard, no capacity: the pool assigns it) with o's
+ * policy, compression and TTL mode; *rc gets larder_open's result. */
+static larder *open_pool_member(larder_pool *pool, const struct opts *o, int *rc)
+{
+	larder_config *cfg = NULL;
+	larder *c = NULL;
+	if ((*rc = larder_config_create(&cfg)) != LARDER_OK)
+		return NULL;
+	*rc = larder_config_set_pool(cfg, pool);
+	if (*rc == LARDER_OK)
+		*rc = larder_config_set_policy(cfg, o->policy);
+	if (*rc == LARDER_OK && o->ttl == TTL_ACCESS)
+		*rc = larder_config_set_expiry(cfg, LARDER_EXPIRE_AFTER_ACCESS) ||
+		      larder_config_set_default_ttl_ms(cfg, CLAIM_TTL_MS);
+	if (*rc == LARDER_OK && o->compress)
+		*rc = larder_config_set_compression(cfg, 64, 5) ||
+		      larder_config_set_compression_dictionary(
+			      cfg, o->compress == 1 ? LARDER_DICTIONARY_NONE : LARDER_DICTIONARY_GIVEN,
+			      o->compress == 1 ? NULL : claim_dict,
+			      o->compress == 1 ? 0 : sizeof claim_dict);
+	if (*rc == LARDER_OK)
+		*rc = larder_open(&c, cfg);
+	larder_config_destroy(cfg);
+	return c;
+}
+
+static int has_budget(void *ctx)
+{
+	return th_stat(ctx, LARDER_STAT_CAPACITY_BYTES) == 8 * MiB;
+}
+
+/*
+ * docs/pool.md, "Using it" and "The bound", for members of every policy x
+ * compression (TTL modes in turn), the controller off: two members split
+ * the budget equally; written 3x past the budget with values half of
+ * which compress, their used bytes stay under budget + the pool's
+ * overshoot bound (budget / 100 + 4 MiB per cache) and their capacities
+ * within the budget; a config with a capacity and a pool is refused
+ * (LARDER_EINVAL), larder_set_capacity on a member too (LARDER_ESTATE),
+ * and closing the pool while a member is open (LARDER_ESTATE); a member
+ * closed gives its share back (the equal split recomputed: the other one
+ * gets the whole budget).
+ */
+static void test_pool_claims_across_options(void)
+{
+	static const enum larder_policy policies[] = { LARDER_POLICY_S3FIFO, LARDER_POLICY_LRU,
+						       LARDER_POLICY_WTINYLFU, LARDER_POLICY_ARC };
+	const uint64_t budget = 8 * MiB;
+	fill_text(claim_dict, sizeof claim_dict, 3);
+	unsigned char v[4096];
+	unsigned configs = 0;
+	for (unsigned p = 0; p < 4; p++)
+	for (int z = 0; z < 3; z++) {
+		struct opts o = { policies[p], 1, z, (enum ttl_mode)((p + (unsigned)z) % 3) };
+		larder_pool_config *pc = NULL;
+		larder_pool *pool = NULL;
+		REQUIRE_RC(larder_pool_config_create(&pc), LARDER_OK);
+		CHECK_RC(larder_pool_config_set_budget(pc, budget), LARDER_OK);
+		CHECK_RC(larder_pool_config_set_interval_ms(pc, 0), LARDER_OK);
+		CHECK_RC(larder_pool_create(&pool, pc), LARDER_OK);
+		larder_pool_config_destroy(pc);
+		REQUIRE(pool);
+		int rc;
+		larder *m[2];
+		m[0] = open_pool_member(pool, &o, &rc);
+		CHECK_RC(rc, LARDER_OK);
+		m[1] = open_pool_member(pool, &o, &rc);
+		CHECK_RC(rc, LARDER_OK);
+		REQUIRE(m[0] && m[1]);
+		configs++;
+		larder_config *cfg = NULL;
+		larder *bad = NULL;
+		REQUIRE_RC(larder_config_create(&cfg), LARDER_OK);
+		CHECK_RC(larder_config_set_capacity(cfg, budget), LARDER_OK);
+		CHECK_RC(larder_config_set_pool(cfg, pool), LARDER_OK);
+		CHECK_RC(larder_open(&bad, cfg), LARDER_EINVAL);
+		CHECK(bad == NULL);
+		larder_config_destroy(cfg);
+		CHECK_RC(larder_set_capacity(m[0], budget), LARDER_ESTATE);
+		CHECK_EQ(th_stat(m[0], LARDER_STAT_CAPACITY_BYTES), budget / 2);
+		CHECK_EQ(th_stat(m[1], LARDER_STAT_CAPACITY_BYTES), budget / 2);
+		uint64_t written = 0;
+		for (unsigned i = 0; written < 3 * budget; i++) {
+			char k[16];
+			size_t kl = (size_t)snprintf(k, sizeof k, "p%06u", i);
+			fill_noise(v, sizeof v / 2, i);
+			fill_text(v + sizeof v / 2, sizeof v / 2, i);
+			CHECK_RC(larder_put(m[i % 2], k, kl, v, sizeof v, claim_ttl(o.ttl, i)),
+				 LARDER_OK);
+			written += sizeof v;
+		}
+		uint64_t st[LARDER_POOL_STAT_COUNT];
+		CHECK_RC(larder_pool_stats(pool, st, LARDER_POOL_STAT_COUNT), LARDER_OK);
+		CHECK_EQ(st[LARDER_POOL_OVERSHOOT_BOUND], budget / 100 + 2 * 4 * MiB);
+		CHECK_LE(st[LARDER_POOL_USED_BYTES], budget + st[LARDER_POOL_OVERSHOOT_BOUND]);
+		CHECK_LE(st[LARDER_POOL_ASSIGNED_BYTES], budget);
+		CHECK_GT(th_stat(m[0], LARDER_STAT_EVICTIONS), 0);
+		CHECK_RC(larder_pool_close(pool), LARDER_ESTATE);
+		larder_close(m[1]);
+		/* It grows in the background: a bounded wait, not a timing. */
+		CHECK(th_wait_until(has_budget, m[0], 20000 * TH_SLOW));
+		larder_close(m[0]);
+		CHECK_RC(larder_pool_close(pool), LARDER_OK);
+	}
+	CHECK_EQ(configs, 12);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -544,6 +653,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_bulk_credit_for_compressible_over_limit),
 		TH_TEST(test_dictionary_sample_across_shards),
 		TH_TEST(test_iter_and_snapshot_claims_across_options),
+		TH_TEST(test_pool_claims_across_options),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
