@@ -18,6 +18,12 @@
  *     a write may not wait for memory, it took the credit of the records
  *     after it, which then failed with LARDER_EBUSY at the memory bound
  *     (test_bulk_credit_for_compressible_over_limit).
+ * Measured, nothing to fix: the dictionary's sample is fed by the writers
+ * of every shard (test_dictionary_sample_across_shards).
+ * The docs' claims, table-driven: larder.h's iteration section and
+ * larder_save/larder_load across 72 configs
+ * (test_iter_and_snapshot_claims_across_options), docs/pool.md's split,
+ * bound and refusals across 12 (test_pool_claims_across_options).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -459,11 +465,10 @@ static void test_iter_and_snapshot_claims_across_options(void)
 		 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (int)getpid());
 	static struct th_clock clk;
 	unsigned configs = 0;
-	for (unsigned p = 0; p < 4; p++)
-	for (unsigned sh = 1; sh <= 4; sh *= 4)
-	for (int z = 0; z < 3; z++)
-	for (int m = TTL_NONE; m <= TTL_ACCESS; m++) {
-		struct opts o = { policies[p], sh, z, (enum ttl_mode)m };
+	for (unsigned at = 0; at < 4 * 2 * 3 * 3; at++) { /* policy x shards x codec x TTL */
+		int m = (int)(at % 3);
+		struct opts o = { policies[at / 18], at / 9 % 2 ? 4 : 1, (int)(at / 3 % 3),
+				  (enum ttl_mode)m };
 		th_clock_init(&clk, CLAIM_T0);
 		larder *c = open_opts(&o, &clk);
 		REQUIRE(c);
@@ -550,14 +555,15 @@ static larder *open_pool_member(larder_pool *pool, const struct opts *o, int *rc
 	if (*rc == LARDER_OK)
 		*rc = larder_config_set_policy(cfg, o->policy);
 	if (*rc == LARDER_OK && o->ttl == TTL_ACCESS)
-		*rc = larder_config_set_expiry(cfg, LARDER_EXPIRE_AFTER_ACCESS) ||
-		      larder_config_set_default_ttl_ms(cfg, CLAIM_TTL_MS);
+		*rc = larder_config_set_expiry(cfg, LARDER_EXPIRE_AFTER_ACCESS);
+	if (*rc == LARDER_OK && o->ttl == TTL_ACCESS)
+		*rc = larder_config_set_default_ttl_ms(cfg, CLAIM_TTL_MS);
 	if (*rc == LARDER_OK && o->compress)
-		*rc = larder_config_set_compression(cfg, 64, 5) ||
-		      larder_config_set_compression_dictionary(
-			      cfg, o->compress == 1 ? LARDER_DICTIONARY_NONE : LARDER_DICTIONARY_GIVEN,
-			      o->compress == 1 ? NULL : claim_dict,
-			      o->compress == 1 ? 0 : sizeof claim_dict);
+		*rc = larder_config_set_compression(cfg, 64, 5);
+	if (*rc == LARDER_OK && o->compress)
+		*rc = larder_config_set_compression_dictionary(
+			cfg, o->compress == 1 ? LARDER_DICTIONARY_NONE : LARDER_DICTIONARY_GIVEN,
+			o->compress == 1 ? NULL : claim_dict, o->compress == 1 ? 0 : sizeof claim_dict);
 	if (*rc == LARDER_OK)
 		*rc = larder_open(&c, cfg);
 	larder_config_destroy(cfg);
@@ -567,6 +573,11 @@ static larder *open_pool_member(larder_pool *pool, const struct opts *o, int *rc
 static int has_budget(void *ctx)
 {
 	return th_stat(ctx, LARDER_STAT_CAPACITY_BYTES) == 8 * MiB;
+}
+
+static int has_half(void *ctx)
+{
+	return th_stat(ctx, LARDER_STAT_CAPACITY_BYTES) == 4 * MiB;
 }
 
 /*
@@ -589,9 +600,9 @@ static void test_pool_claims_across_options(void)
 	fill_text(claim_dict, sizeof claim_dict, 3);
 	unsigned char v[4096];
 	unsigned configs = 0;
-	for (unsigned p = 0; p < 4; p++)
-	for (int z = 0; z < 3; z++) {
-		struct opts o = { policies[p], 1, z, (enum ttl_mode)((p + (unsigned)z) % 3) };
+	for (unsigned at = 0; at < 4 * 3; at++) { /* policy x codec, the TTL modes in turn */
+		struct opts o = { policies[at / 3], 1, (int)(at % 3),
+				  (enum ttl_mode)((at % 3 + at / 3) % 3) };
 		larder_pool_config *pc = NULL;
 		larder_pool *pool = NULL;
 		REQUIRE_RC(larder_pool_config_create(&pc), LARDER_OK);
@@ -617,8 +628,9 @@ static void test_pool_claims_across_options(void)
 		CHECK(bad == NULL);
 		larder_config_destroy(cfg);
 		CHECK_RC(larder_set_capacity(m[0], budget), LARDER_ESTATE);
+		/* The newcomer grows to its half as the first gives bytes back. */
+		CHECK(th_wait_until(has_half, m[1], 20000 * TH_SLOW));
 		CHECK_EQ(th_stat(m[0], LARDER_STAT_CAPACITY_BYTES), budget / 2);
-		CHECK_EQ(th_stat(m[1], LARDER_STAT_CAPACITY_BYTES), budget / 2);
 		uint64_t written = 0;
 		for (unsigned i = 0; written < 3 * budget; i++) {
 			char k[16];
