@@ -557,7 +557,10 @@ LARDER_API LARDER_MUST_USE int larder_remove_if_equals(larder *cache, const void
 
 /*
  * Gives a live entry a new lifetime from now (LARDER_TTL_DEFAULT: the cache's
- * default; LARDER_TTL_NEVER: none). Returns LARDER_OK, LARDER_MISS or an error.
+ * default; LARDER_TTL_NEVER: none). Returns LARDER_OK, LARDER_MISS or an error:
+ * LARDER_EVALSIZE when an entry without a deadline gets one and the 8 bytes
+ * its deadline takes bring it over 1/8 of the capacity (the entry is kept,
+ * without a deadline, as larder_put would refuse it with one).
  */
 LARDER_API LARDER_MUST_USE int larder_touch(larder *cache, const void *key, size_t key_len,
 					    uint64_t ttl_ms);

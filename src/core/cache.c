@@ -1726,7 +1726,11 @@ static uint64_t charge_left(uint64_t charge_limit, uint64_t charged)
  * (waiting for them as a write would), in the handle of each record's
  * shard; a compressed value is stored shorter than its plain bytes
  * (COMPRESS-C1), so it charges no more, and no write in the section finds
- * its credit short.
+ * its credit short. A record over the entry limit plain that may be
+ * compressed is written when its stored form fits: the limit's charge
+ * covers it (without it, such records took the credit of the block's
+ * others, and at the memory bound the block failed with LARDER_EBUSY:
+ * tests/unit/test_contracts_docs.c).
  */
 static int bulk_credit(larder *c, struct bulk *b, const struct larder__put_rec *rec, size_t n,
 		       uint64_t left)
@@ -1738,6 +1742,8 @@ static int bulk_credit(larder *c, struct bulk *b, const struct larder__put_rec *
 		uint64_t ttl_ms = resolve_ttl(c, rec[i].ttl_ms);
 		unsigned flags = ttl_flags(ttl_ms);
 		size_t bytes = larder__entry_bytes(flags, rec[i].key_len, rec[i].value_len);
+		if (bytes > limit && c->compress_min && rec[i].value_len >= c->compress_min)
+			bytes = (size_t)limit; /* stored within the limit, or skipped */
 		/* Only what may be written: write_common skips the rest. */
 		if (rec[i].key_len <= c->max_key_bytes && rec[i].value_len <= c->max_value_bytes &&
 		    bytes <= limit)
@@ -2103,8 +2109,17 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 					       (LARDER__ENTRY_COMPRESSED | LARDER__ENTRY_SAMPLED));
 			size_t bytes = larder__entry_bytes(copy_flags, old->key_len,
 							   old->value_len);
-			charge = larder__slab_charge(bytes);
 			op_exit(&op);
+			/* The deadline field makes the copy longer: over the entry
+			 * limit, refused as larder_put refuses it (relaxed, as in
+			 * write_common), the entry kept as it is. */
+			if (bytes > larder__entry_limit(atomic_load_explicit(&c->capacity,
+									     LARDER__RELAXED))) {
+				copy = NULL;
+				rc = LARDER_EVALSIZE;
+				break;
+			}
+			charge = larder__slab_charge(bytes);
 			/* Room first (we may wait), then re-find: old may be gone. */
 			if ((rc = reserve_room(c, &op, charge)) != LARDER_OK)
 				return rc;

@@ -241,24 +241,30 @@ static int collect_range(larder_iter *it, struct larder__thread *th, larder_iter
 	uint64_t hi = width >= LARDER__HOME_KEY_END - lo ? LARDER__HOME_KEY_END : lo + width;
 	(void)larder__table_scan_homes_rcu(t, lo, hi, entry_hash, c, collect_entry, it);
 	int rc = it->failed || drop_duplicates(it) != 0 ? LARDER_ENOMEM : LARDER_OK;
+	int handed = LARDER_OK;
 	if (rc == LARDER_OK && fn) {
 		size_t i = 0;
-		for (; i < it->count && rc == LARDER_OK && (i == 0 || more(ctx)); i++)
-			if (hand_out(c, it->refs[i].entry, fn, ctx) == LARDER_ENOMEM)
-				rc = LARDER_ENOMEM;
-		it->next = i; /* ITER-I5: the rest wait as keys */
+		for (; i < it->count && (i == 0 || more(ctx)); i++) {
+			if (hand_out(c, it->refs[i].entry, fn, ctx) == LARDER_ENOMEM) {
+				handed = LARDER_ENOMEM;
+				break;
+			}
+		}
+		/* ITER-I5: the rest wait as keys; ITER-I1: so does the one that
+		 * found no buffer, so a retry hands out only what is left. */
+		it->next = i;
 	}
 	larder__read_exit(th->reader, outer);
 	if (rc != LARDER_OK) {
 		it->count = it->next = 0;
-		return rc; /* the cursor stays at lo: a retry rescans it */
+		return rc; /* nothing handed out, the cursor at lo: a retry rescans it */
 	}
 	it->cursor = hi;
 	if (hi == LARDER__HOME_KEY_END && it->shard + 1 < c->shard_count) {
 		it->shard++; /* ITER-I1: a key lives in its hash's shard only */
 		it->cursor = 0;
 	}
-	return LARDER_OK;
+	return handed;
 }
 
 /* Collects ranges until one holds a key or the space is done. */

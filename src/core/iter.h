@@ -17,9 +17,9 @@ typedef int larder__iter_more_fn(void *ctx);
  * wait, and the next calls hand them out (each looked up again), then go
  * on to the next range (ITER-I5 in core/iter.c). Returns LARDER_OK (zero or
  * more calls were made), LARDER_MISS once the whole cache has been
- * covered, or LARDER_ENOMEM (a compressed value found no decompression
- * buffer; a retry repeats the range, whose entries before the failure were
- * handed out already, or, for a waiting key, that key).
+ * covered, or LARDER_ENOMEM (the range's keys could not be collected, or
+ * a compressed value found no decompression buffer: a retry goes on from
+ * there, that key looked up again, and hands out no entry twice).
  * Not to be mixed with larder_iter_next() on the same cursor. The promises
  * are core/iter.c's, with ITER-I3 as the range mode states it.
  */

@@ -585,6 +585,18 @@ static int entry_fits(struct world *w, const struct args *a, uint64_t deadline)
 	return bytes <= w->capacity / 8;
 }
 
+/* Whether a touch gives key k, live without a deadline, one that takes its
+ * entry over the limit (larder_touch: LARDER_EVALSIZE, the entry kept). */
+static int touch_over_limit(struct world *w, unsigned k, const struct args *a, uint64_t deadline)
+{
+	struct ver *v = cur_ver(w, k);
+	struct args raw = *a;
+	if (!v || !mlive(w, k) || w->keys[k].deadline != UINT64_MAX || deadline == UINT64_MAX)
+		return 0;
+	raw.value_len = v->len;
+	return !entry_fits(w, &raw, deadline);
+}
+
 /* Whether a compressing cache might store this value in fewer bytes (the
  * model does not compute the stored size: model.h). */
 static int may_compress(struct world *w, const struct args *a)
@@ -661,6 +673,8 @@ static void do_write(struct world *w, const struct mop *o)
 		else
 			want = LARDER_EVALSIZE;
 	}
+	if (!want && kind == MOP_TOUCH && touch_over_limit(w, k, &a, deadline))
+		may_refuse = 1; /* refused unless stored compressed, or gone meanwhile */
 	int got = call_write(kind, &a, o->ttl);
 	if (want) {
 		expect_rc(w, mk_kind_name(kind), got, want);
