@@ -35,8 +35,7 @@
 # depends on timing (tests/README.md); the longest start first (their COST,
 # tests/CMakeLists.txt). A label with no tests does not fail a stage. Each
 # stage's output is also kept in build/logs/<stage>.log. Budget: CI allows
-# 30 minutes; the whole run takes about 17 on 2 cores (tests/README.md, "CI
-# stages").
+# 30 minutes; the figures are in tests/README.md, "CI stages".
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
