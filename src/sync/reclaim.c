@@ -124,7 +124,9 @@ struct slot_chunk {
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER; /* GP-G3 */
 static larder__atomic_u64 started_ns; /* larder__gp_started_ns */
-static larder__atomic_u64 starting;   /* the latest start's token, announced: GP-N1 */
+/* The latest start's token, announced (GP-N1); before any start the
+ * counter's first value, so that a seal then waits for the first start. */
+static larder__atomic_u64 starting = 1;
 static struct slot_chunk first_chunk;      /* GP-G4: the chunks are never freed */
 static struct slot_chunk *last_chunk = &first_chunk; /* under registry_lock */
 static larder__atomic_u32 slot_count;      /* slots ever lent; R-REG / A-REG */

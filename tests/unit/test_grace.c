@@ -25,6 +25,8 @@
  *       and not for one entered after the start.
  *   TGRACE-G6. larder__gp_started_ns() is the time of the latest start, by any
  *       thread (what the maintainers time their grace periods' age from).
+ *   TGRACE-G7. a token sealed before the process's first start has not begun:
+ *       it waits for that start, as any other seal waits for the next one.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -265,6 +267,18 @@ static void test_nested_sections_hold_grace(void)
 	outer = larder__read_enter(r);
 	CHECK(larder__gp_poll(before));
 	larder__read_exit(r, outer);
+}
+
+/*
+ * TGRACE-G7: must run first in the process, before any cache is open and
+ * any grace period has started (th_main runs the table in order).
+ */
+static void test_first_seal_waits_for_first_start(void)
+{
+	uint64_t sealed = larder__gp_next();
+	CHECK(!larder__gp_begun(sealed));
+	CHECK_EQ(larder__gp_start(), sealed);
+	CHECK(larder__gp_begun(sealed));
 }
 
 /*
@@ -627,6 +641,7 @@ static void test_write_wait_zero(void)
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
+		TH_TEST(test_first_seal_waits_for_first_start), /* first: TGRACE-G7 */
 		TH_TEST(test_parked_get_with),
 		TH_TEST(test_parked_get_batch),
 		TH_TEST(test_parked_after_nested_reads),
