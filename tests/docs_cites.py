@@ -65,35 +65,26 @@ LINK_MUST_MATCH = ['[the matrix](bench.md#the-matrix)', '[below](#limits)', '[x]
 LINK_MUST_NOT_MATCH = ['[site](https://example.org/#x)', '[mail](mailto:a@b)']
 
 
+def pattern_misses(pattern, must, must_not, groups):
+    """The cases `pattern` gets wrong: lines in `must` (text and, when
+    groups names them, the expected (path, title) groups) and in must_not."""
+    wrong = []
+    for case in must:
+        text, want = (case, None) if isinstance(case, str) else (case[0], case[1:])
+        m = pattern.search(text)
+        if not m or (want and tuple(m.group(g) for g in groups) != want):
+            wrong.append(f'misses: {text}')
+    wrong += [f'wrongly matches: {text}' for text in must_not if pattern.search(text)]
+    return wrong
+
+
 def self_test():
-    bad = 0
-    for text, path, title in MUST_MATCH:
-        m = CITE.search(text)
-        if not m or m.group(1) != path or m.group(2) != title:
-            print(f'docs_cites: pattern misses: {text}', file=sys.stderr)
-            bad = 1
-    for text in MUST_NOT_MATCH:
-        if CITE.search(text):
-            print(f'docs_cites: pattern wrongly matches: {text}', file=sys.stderr)
-            bad = 1
-    for text, path, title in IN_MUST_MATCH:
-        m = CITE_IN.search(text)
-        if not m or m.group(2) != path or m.group(1) != title:
-            print(f'docs_cites: pattern misses: {text}', file=sys.stderr)
-            bad = 1
-    for text in IN_MUST_NOT_MATCH:
-        if CITE_IN.search(text):
-            print(f'docs_cites: pattern wrongly matches: {text}', file=sys.stderr)
-            bad = 1
-    for text in LINK_MUST_MATCH:
-        if not LINK.search(text):
-            print(f'docs_cites: link pattern misses: {text}', file=sys.stderr)
-            bad = 1
-    for text in LINK_MUST_NOT_MATCH:
-        if LINK.search(text):
-            print(f'docs_cites: link pattern wrongly matches: {text}', file=sys.stderr)
-            bad = 1
-    return bad
+    wrong = (pattern_misses(CITE, MUST_MATCH, MUST_NOT_MATCH, (1, 2)) +
+             pattern_misses(CITE_IN, IN_MUST_MATCH, IN_MUST_NOT_MATCH, (2, 1)) +
+             pattern_misses(LINK, LINK_MUST_MATCH, LINK_MUST_NOT_MATCH, ()))
+    for w in wrong:
+        print(f'docs_cites: pattern {w}', file=sys.stderr)
+    return 1 if wrong else 0
 
 
 def norm(s):
