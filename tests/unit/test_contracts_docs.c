@@ -130,6 +130,21 @@ static int always_more(void *ctx)
 	return 1;
 }
 
+/* A cache of cfg's that compresses values of 1 KiB or more (when that saves
+ * 10%; no dictionary) and takes values up to max_value; NULL, a check
+ * failed, when it cannot be set up. */
+static larder *open_compressing(larder_config *cfg, size_t max_value)
+{
+	if (!CHECK(cfg) ||
+	    !CHECK_RC(larder_config_set_max_value_bytes(cfg, max_value), LARDER_OK) ||
+	    !CHECK_RC(larder_config_set_compression(cfg, 1024, 10), LARDER_OK) ||
+	    !CHECK_RC(larder_config_set_compression_dictionary(cfg, LARDER_DICTIONARY_NONE, NULL,
+							       0),
+		      LARDER_OK))
+		return NULL;
+	return th_open(cfg);
+}
+
 /*
  * ITER-I1 for the range mode (larder_save's): a call that fails with
  * LARDER_ENOMEM (a compressed value's decompression buffer) may be retried
@@ -138,13 +153,7 @@ static int always_more(void *ctx)
  */
 static void test_range_mode_retry_no_duplicates(void)
 {
-	larder_config *cfg = th_config(64 * MiB);
-	REQUIRE(cfg);
-	REQUIRE_RC(larder_config_set_max_value_bytes(cfg, 2 * MiB), LARDER_OK);
-	REQUIRE_RC(larder_config_set_compression(cfg, 1024, 10), LARDER_OK);
-	REQUIRE_RC(larder_config_set_compression_dictionary(cfg, LARDER_DICTIONARY_NONE, NULL, 0),
-		   LARDER_OK);
-	larder *c = th_open(cfg);
+	larder *c = open_compressing(th_config(64 * MiB), 2 * MiB);
 	REQUIRE(c);
 	unsigned char *v = malloc(RANGE_VALUE);
 	REQUIRE(v);
@@ -210,13 +219,7 @@ static void fill_noise(unsigned char *v, size_t len, uint64_t seed)
 #define BULK_BIG 4u
 static void test_bulk_credit_for_compressible_over_limit(void)
 {
-	larder_config *cfg = th_config_one_shard(16 * MiB);
-	REQUIRE(cfg);
-	REQUIRE_RC(larder_config_set_max_value_bytes(cfg, 4 * MiB), LARDER_OK);
-	REQUIRE_RC(larder_config_set_compression(cfg, 1024, 10), LARDER_OK);
-	REQUIRE_RC(larder_config_set_compression_dictionary(cfg, LARDER_DICTIONARY_NONE, NULL, 0),
-		   LARDER_OK);
-	larder *c = th_open(cfg);
+	larder *c = open_compressing(th_config_one_shard(16 * MiB), 4 * MiB);
 	REQUIRE(c);
 	size_t big = 2304 * KiB, noise = big * 3 / 4;
 	unsigned char *v = malloc(big), *got = malloc(big);
