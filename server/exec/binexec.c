@@ -23,8 +23,11 @@
  * the item limit, or over the engine's limit on an entry, is "Too large."
  * and a SET's old value is dropped; any other refusal by the engine is "Out
  * of memory", never an ADD's "Data exists" or a REPLACE's "Not found".
- * Under -F
- * a FLUSH is "Auth failure.", and not counted, as memcached refuses it.
+ * A TOUCH or GAT the engine refuses (the deadline would take the item over
+ * its entry limit, or memory ran short; the item kept as it was) is "Too
+ * large." or "Out of memory", never "Not found" (docs/server.md,
+ * touch-over-eighth). Under -F a FLUSH is "Auth failure.", and not
+ * counted, as memcached refuses it.
  */
 #include "exec_internal.h"
 #include "../proto/binparse.h"
@@ -141,6 +144,12 @@ static void bin_get(struct larderd_exec *x, const struct larderd_binreq *req,
 	if (larderd_detail_on(&x->sh->detail))
 		larderd_detail_count(&x->sh->detail, req->key, req->keylen, LARDERD_DETAIL_GET,
 				     rc == LARDER_OK);
+	if (touch && rc != LARDER_OK && rc != LARDER_MISS) {
+		/* a touch that failed, the item kept as it was: memcached's status
+		 * for an item too large, or for memory it lacks (sent even when quiet) */
+		send_error(out, req, rc == LARDER_EVALSIZE ? LARDERD_BIN_E2BIG : LARDERD_BIN_ENOMEM);
+		return;
+	}
 	if (rc != LARDER_OK) {
 		larderd_stat_add(x, touch ? WS_TOUCH_MISSES : WS_GET_MISSES, 1);
 		if (req->quiet)

@@ -245,7 +245,7 @@ int larderd_touch_key(struct larderd_exec *x, const void *key, size_t klen, int6
 	if (!larderd_exptime_to_ttl(exptime, &ttl))
 		return larder_remove(c, key, klen);
 	if (!fetch || !tracking(x))
-		return larder_touch(c, key, klen, ttl) == LARDER_OK ? LARDER_OK : LARDER_MISS;
+		return larder_touch(c, key, klen, ttl);
 	for (int tries = 0; tries < RMW_TRIES; tries++) {
 		size_t len;
 		uint64_t cas;
@@ -254,17 +254,19 @@ int larderd_touch_key(struct larderd_exec *x, const void *key, size_t klen, int6
 		int rc = larderd_read_item(x, key, klen, &len);
 
 		if (rc != LARDER_OK)
-			return LARDER_MISS;
+			return rc;
 		larderd_hdr_get(x->a, &cas, &flags, &bits);
 		if (bits & LARDERD_BIT_FETCHED)
-			return larder_touch(c, key, klen, ttl) == LARDER_OK ? LARDER_OK : LARDER_MISS;
+			return larder_touch(c, key, klen, ttl);
 		if (!larderd_grow(&x->b, &x->b_cap, len))
-			return LARDER_MISS;
+			return LARDER_ENOMEM;
 		memcpy(x->b, x->a, len);
 		x->b[12] = bits | LARDERD_BIT_FETCHED;
+		/* the swap adds the deadline as larder_touch would: the same
+		 * LARDER_EVALSIZE at the entry limit, the item kept as it was */
 		rc = larder_replace_if_equals(c, key, klen, x->a, len, x->b, len, ttl);
 		if (rc != LARDER_MISMATCH)
-			return rc == LARDER_OK ? LARDER_OK : LARDER_MISS;
+			return rc;
 	}
 	return LARDER_MISS;
 }
@@ -282,6 +284,15 @@ const char *larderd_store_error(struct larderd_exec *x, int rc)
 		larderd_stat_add(x, WS_MALLOC_FAILS, 1);
 	if (rc == LARDER_ENOMEM || rc == LARDER_EBUSY)
 		return "SERVER_ERROR out of memory storing object";
+	return "SERVER_ERROR failure";
+}
+
+const char *larderd_touch_error(int rc)
+{
+	if (rc == LARDER_EVALSIZE)
+		return larderd_too_large_reply;
+	if (rc == LARDER_ENOMEM || rc == LARDER_EBUSY)
+		return "SERVER_ERROR out of memory";
 	return "SERVER_ERROR failure";
 }
 
@@ -341,16 +352,25 @@ static void get_one(void *ctx, size_t i, const void *value, size_t len)
 }
 
 /* gat/gats: touch each key first (memcached touches, then returns the item;
- * an exptime in the past still returns it once). */
-static void gat_touch(struct larderd_exec *x, struct larderd_req *req, const void *const kp[],
-		      const size_t kl[], size_t n, bool dead)
+ * an exptime in the past still returns it once). Returns how many keys were
+ * touched before one whose touch failed (larderd_touch_key's error in *err),
+ * n when none failed; the keys after a failure are left alone. */
+static size_t gat_touch(struct larderd_exec *x, struct larderd_req *req, const void *const kp[],
+			const size_t kl[], size_t n, bool dead, int *err)
 {
-	for (size_t i = 0; i < n; i++) {
+	size_t i;
+
+	for (i = 0; i < n; i++) {
 		int rc = dead ? larder_contains(x->sh->cache, kp[i], kl[i])
 			      : larderd_touch_key(x, kp[i], kl[i], req->exptime, true);
+		larderd_stat_add(x, WS_CMD_TOUCH, 1);
+		if (rc != LARDER_OK && rc != LARDER_MISS) {
+			*err = rc;
+			break;
+		}
 		larderd_stat_add(x, rc == LARDER_OK ? WS_TOUCH_HITS : WS_TOUCH_MISSES, 1);
 	}
-	larderd_stat_add(x, WS_CMD_TOUCH, n);
+	return i;
 }
 
 static int exec_get(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out,
@@ -364,12 +384,13 @@ static int exec_get(struct larderd_exec *x, struct larderd_req *req, struct lard
 			    req->cmd == LARDERD_CMD_GETS || req->cmd == LARDERD_CMD_GATS, {false}, {false}};
 	uint64_t ttl;
 	bool dead = touch && !larderd_exptime_to_ttl(req->exptime, &ttl);
+	int touch_err = LARDER_OK;
 
 	/* A gat that kills its items: one key at a time, since memcached's
 	 * second mention of a key finds it gone. */
 	size_t batch = dead ? 1 : GET_BATCH;
 
-	for (;;) {
+	while (touch_err == LARDER_OK) {
 		size_t n = 0;
 		long found;
 		while (n < batch && larderd_next_token(&req->keys, req->keys_end, &keys[n])) {
@@ -382,7 +403,9 @@ static int exec_get(struct larderd_exec *x, struct larderd_req *req, struct lard
 		if (n == 0)
 			break;
 		if (touch)
-			gat_touch(x, req, kp, kl, n, dead);
+			n = gat_touch(x, req, kp, kl, n, dead, &touch_err);
+		if (n == 0) /* the batch's first touch failed */
+			break;
 		if (req->bad_key != NULL) {
 			/* memcached reads (and bumps) the keys before the bad one,
 			 * then drops their replies */
@@ -416,6 +439,8 @@ static int exec_get(struct larderd_exec *x, struct larderd_req *req, struct lard
 			larderd_stat_add(x, WS_GET_HITS, (uint64_t)found);
 			larderd_stat_add(x, WS_GET_MISSES, n - (uint64_t)found);
 		}
+		if (touch_err != LARDER_OK)
+			break;
 		if (out->len > high_water) {
 			const char *peek = req->keys;
 			struct larderd_tok t;
@@ -423,7 +448,9 @@ static int exec_get(struct larderd_exec *x, struct larderd_req *req, struct lard
 				return LARDERD_EXEC_SUSPEND;
 		}
 	}
-	if (req->bad_key != NULL)
+	if (touch_err != LARDER_OK) /* the keys before it answered, then the error */
+		larderd_obuf_line(out, larderd_touch_error(touch_err));
+	else if (req->bad_key != NULL)
 		larderd_obuf_line(out, "CLIENT_ERROR bad command line format");
 	else
 		larderd_obuf_add(out, "END\r\n", 5);
@@ -605,6 +632,10 @@ static void exec_touch(struct larderd_exec *x, struct larderd_req *req, struct l
 {
 	int rc = larderd_touch_key(x, req->key.p, req->key.n, req->exptime, true);
 	larderd_stat_add(x, WS_CMD_TOUCH, 1);
+	if (rc != LARDER_OK && rc != LARDER_MISS) { /* found, not touched: neither counter */
+		out_reply(req, out, larderd_touch_error(rc));
+		return;
+	}
 	larderd_stat_add(x, rc == LARDER_OK ? WS_TOUCH_HITS : WS_TOUCH_MISSES, 1);
 	out_reply(req, out, rc == LARDER_OK ? "TOUCHED" : "NOT_FOUND");
 }

@@ -72,9 +72,14 @@ int larderd_set_bits(struct larderd_exec *x, const void *key, size_t klen, size_
 void larderd_mark_fetched(struct larderd_exec *x, const void *key, size_t klen);
 void larderd_track_fetched(struct larderd_exec *x);
 /* A new exptime (one in the past removes the key); touch and gat also mark
- * the item fetched, mg and ma's T do not. LARDER_OK or LARDER_MISS. */
+ * the item fetched, mg and ma's T do not. LARDER_OK, LARDER_MISS, or the
+ * engine's error with the item kept as it was: LARDER_EVALSIZE (its deadline
+ * would take it over the entry limit), LARDER_ENOMEM, LARDER_EBUSY. */
 int larderd_touch_key(struct larderd_exec *x, const void *key, size_t klen, int64_t exptime,
 		      bool fetch);
+/* The text protocol's line for such an error: memcached's words for an item
+ * too large and for memory it lacks (docs/server.md, touch-over-eighth). */
+const char *larderd_touch_error(int rc);
 /* memcached's remaining-TTL figure ("t" flag, "me" exp) in seconds, -1 for
  * none. */
 long long larderd_ttl_seconds(struct larderd_exec *x, const void *key, size_t klen);

@@ -13,7 +13,10 @@
  * Order matters as in memcached: an mg or ma reply lists the flags in the
  * order they came, T takes effect where it stands (a "t" before it shows the
  * old TTL), and an O over 32 bytes fails the command where memcached finds
- * it (after mg's T or ma's arithmetic took effect).
+ * it (after mg's T or ma's arithmetic took effect). An mg whose T the engine
+ * refuses (the deadline would take the item over its entry limit, or memory
+ * ran short; the item kept as it was) answers SERVER_ERROR instead of its
+ * reply, as touch does (docs/server.md, touch-over-eighth).
  *
  * State kept in the item header's meta bits (exec_internal.h) and changed
  * with larder_replace_if_equals(), so exactly one client gets W: stale (md
@@ -116,15 +119,15 @@ static void ttl_flag(struct larderd_exec *x, struct larderd_obuf *out, const str
 		larderd_obuf_u64(out, (ms + 999) / 1000);
 }
 
-/* Applies a pending TTL at the end of the command; false if it killed the item. */
-static bool settle_ttl(struct larderd_exec *x, const struct larderd_req *req,
-		       const struct pending_ttl *p)
+/* Applies a pending TTL at the end of the command: LARDER_OK when there is
+ * none, else larderd_touch_key's result (LARDER_MISS after a T that killed
+ * the item, or when another client removed it meanwhile). */
+static int settle_ttl(struct larderd_exec *x, const struct larderd_req *req,
+		      const struct pending_ttl *p)
 {
-	uint64_t ms;
 	if (!p->set || p->lost)
-		return true;
-	larderd_ignore(larderd_touch_key(x, req->key.p, req->key.n, p->exptime, false));
-	return larderd_exptime_to_ttl(p->exptime, &ms);
+		return LARDER_OK;
+	return larderd_touch_key(x, req->key.p, req->key.n, p->exptime, false);
 }
 
 /* ---- mg ------------------------------------------------------------------ */
@@ -309,6 +312,8 @@ static void exec_mg(struct larderd_exec *x, struct larderd_req *req, struct lard
 	size_t mark = out->len;
 	bool locked = has(req, 'N') || has(req, 'T') || has(req, 'R') || has(req, 'l') || has(req, 'h');
 	struct mg_state m = {.x = x, .req = req, .out = out, .ttl = {false, false, 0}};
+	int rc;
+	uint64_t ms;
 
 	if (has(req, 'h'))
 		larderd_track_fetched(x);
@@ -356,8 +361,12 @@ static void exec_mg(struct larderd_exec *x, struct larderd_req *req, struct lard
 			larderd_obuf_add(out, "\r\n", 2);
 		}
 	}
+	rc = settle_ttl(x, req, &m.ttl);
+	if (rc != LARDER_OK && rc != LARDER_MISS) /* the item kept as it was */
+		return fail_at(out, mark, larderd_touch_error(rc));
 	/* memcached bumps the item at the end (a created one too), unless u */
-	if (settle_ttl(x, req, &m.ttl) && !has(req, 'u') && !(m.bits & LARDERD_BIT_FETCHED))
+	if (rc == LARDER_OK && (!m.ttl.set || larderd_exptime_to_ttl(m.ttl.exptime, &ms)) &&
+	    !has(req, 'u') && !(m.bits & LARDERD_BIT_FETCHED))
 		larderd_mark_fetched(x, req->key.p, req->key.n);
 }
 

@@ -604,13 +604,20 @@ public final class LarderCache<K, V> implements AutoCloseable {
 
     /**
      * Gives a live entry the cache's default TTL from now (with no default
-     * TTL, it no longer expires); true if present.
+     * TTL, it no longer expires); true if present. Throws
+     * IllegalArgumentException when the entry has no deadline and the 8 bytes
+     * of one would take it over the entry limit (1/8 of the capacity): the
+     * entry is kept as it was.
      */
     public boolean touch(K key) {
         return write(Native.OP_TOUCH, key, null, null, Native.TTL_DEFAULT) == Native.OK;
     }
 
-    /** Gives a live entry a new TTL from now (as in {@link #put(Object, Object, long, TimeUnit)}); true if present. */
+    /**
+     * Gives a live entry a new TTL from now (as in
+     * {@link #put(Object, Object, long, TimeUnit)}); true if present. Throws
+     * as {@link #touch(Object)} at the entry limit.
+     */
     public boolean touch(K key, long ttl, TimeUnit unit) {
         return write(Native.OP_TOUCH, key, null, null, ttlArg(ttl, unit)) == Native.OK;
     }
@@ -647,7 +654,11 @@ public final class LarderCache<K, V> implements AutoCloseable {
             int rc = Native.write(guard, gen, op, s.address, keyLen, s.address + valueOff,
                     valueLen, s.address + expectedOff, expectedLen, ttl);
             if (rc < 0) {
-                RuntimeException e = failure(rc, keyLen, valueLen);
+                RuntimeException e = op == Native.OP_TOUCH && rc == Native.EVALSIZE
+                        ? new IllegalArgumentException("larder: touch: the deadline's 8 bytes"
+                                + " would take the entry over the entry limit (1/8 of the"
+                                + " capacity); the entry is kept as it was, without a deadline")
+                        : failure(rc, keyLen, valueLen);
                 throw rc == Native.EVALSIZE || rc == Native.ENOMEM || rc == Native.EBUSY
                         ? refused(op, s, keyLen, e) : e;
             }

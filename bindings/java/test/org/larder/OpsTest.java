@@ -280,6 +280,34 @@ class OpsTest {
     }
 
     @Test
+    void aTouchOverTheEntryLimitThrowsAndKeepsTheEntry() {
+        long capacity = 1 << 20;
+        try (LarderCache<byte[], byte[]> c = bytes().capacity(capacity).maxValueBytes(1 << 20)
+                .build()) {
+            // the largest value stored without a deadline: its deadline's 8 bytes do not fit
+            int lo = 1, hi = (int) capacity / 8;
+            while (hi - lo > 1) {
+                int mid = (lo + hi) >>> 1;
+                try {
+                    c.put(b("k"), new byte[mid], LarderCache.NEVER_EXPIRE, TimeUnit.SECONDS);
+                    lo = mid;
+                } catch (IllegalArgumentException e) {
+                    hi = mid;
+                }
+            }
+            c.put(b("k"), new byte[lo], LarderCache.NEVER_EXPIRE, TimeUnit.SECONDS);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> c.touch(b("k"), 1, TimeUnit.HOURS));
+            assertTrue(e.getMessage().contains("touch"), e.getMessage());
+            assertEquals(lo, c.get(b("k")).length, "a refused touch keeps the value");
+            assertEquals(LarderCache.NEVER_EXPIRE, c.remainingTTLmillis(b("k")),
+                    "and its lack of a deadline");
+            c.put(b("small"), b("v"), LarderCache.NEVER_EXPIRE, TimeUnit.SECONDS);
+            assertTrue(c.touch(b("small"), 1, TimeUnit.HOURS), "a small entry's touch works");
+        }
+    }
+
+    @Test
     void badTtlsThrow() {
         try (LarderCache<byte[], byte[]> c = bytes().build()) {
             assertThrows(IllegalArgumentException.class,
