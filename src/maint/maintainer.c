@@ -133,11 +133,16 @@
  * No wake-up is lost (WAKE-W3): waiter and waker each store then load (the
  * flag then the futex word's compare; the bump then the flag), seq_cst on
  * both sides, so either the waker sees the flag or the waiter's compare
- * sees the bump and it does not sleep. A waker that sees the flag but loses
- * the exchange to another waker leaves the wake to that one, whose bump came
- * before its exchange: a waiter its exchange cleared had set the flag
- * before it, so that waiter's compare sees that bump or the waiter is
- * queued before that wake.
+ * sees the bump and it does not sleep. The flag the exchange clears may be
+ * a waiter's that loaded room_seq after this pass's bump (its compare
+ * cannot see that bump, and the wake may come before it sleeps), so the
+ * waker that clears the flag bumps again before its wake: every waiter
+ * whose flag it cleared set it, and so loaded the seq, before the
+ * exchange; its compare sees the second bump, or it is queued before the
+ * wake. Until that second bump (found by tests/stress/stress_room.c under
+ * TSan, ci76) such a waiter slept on with the flag clear until its wait's
+ * slice ended. A waker that sees the flag but loses the exchange leaves
+ * the wake to the one that won it.
  */
 int larder__maint_wake_writers(struct larder *c)
 {
@@ -151,6 +156,9 @@ int larder__maint_wake_writers(struct larder *c)
 	if (!atomic_load_explicit(&c->room_sleeping, LARDER__SEQ_CST) ||
 	    !atomic_exchange_explicit(&c->room_sleeping, 0, LARDER__SEQ_CST)) /* WAKE-W3 */
 		return 0;
+	/* WAKE-W3: seq_cst, after the exchange: the waiters whose flag it
+	 * cleared loaded room_seq before this bump. */
+	atomic_fetch_add_explicit(&c->room_seq, 1, LARDER__SEQ_CST);
 	larder__futex_wake(&c->room_seq, INT32_MAX);
 	return 1;
 }
