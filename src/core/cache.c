@@ -94,6 +94,13 @@ static inline int check_args(const larder *c, const void *key, size_t key_len, i
 	return key_len > c->max_key_bytes ? LARDER_EKEYSIZE : LARDER_OK;
 }
 
+/* The largest entry a write may store now (1/8 of the capacity). Relaxed:
+ * a setting; a racing set_capacity may go either way. */
+static inline uint64_t entry_limit(const larder *c)
+{
+	return larder__entry_limit(atomic_load_explicit(&c->capacity, LARDER__RELAXED));
+}
+
 static inline int check_key(const larder *c, const void *key, size_t key_len)
 {
 	return check_args(c, key, key_len, 1);
@@ -1391,10 +1398,9 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 		packed = pack_value(c, &value, &value_len, &flags);
 	}
 	size_t bytes = larder__entry_bytes(flags, key_len, value_len);
-	/* The entry limit applies to the stored size. Relaxed: a racing
-	 * set_capacity may go either way. */
+	/* The entry limit applies to the stored size. */
 	rc = LARDER_EVALSIZE;
-	if (bytes > larder__entry_limit(atomic_load_explicit(&c->capacity, LARDER__RELAXED)))
+	if (bytes > entry_limit(c))
 		goto fail_packed;
 	size_t charge = larder__slab_charge(bytes);
 	/* For the event (maint/handle.h); the charge's class, which folds. */
@@ -1735,8 +1741,7 @@ static uint64_t charge_left(uint64_t charge_limit, uint64_t charged)
 static int bulk_credit(larder *c, struct bulk *b, const struct larder__put_rec *rec, size_t n,
 		       uint64_t left)
 {
-	/* Relaxed: a setting, as in write_common. */
-	uint64_t limit = larder__entry_limit(atomic_load_explicit(&c->capacity, LARDER__RELAXED));
+	uint64_t limit = entry_limit(c);
 	uint64_t want[LARDER_SHARDS_MAX] = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		uint64_t ttl_ms = resolve_ttl(c, rec[i].ttl_ms);
@@ -1824,8 +1829,7 @@ struct plain {
 static int plain_size(const larder *c, const struct larder__put_rec *rec, size_t n,
 		      struct plain *z, uint64_t *sum)
 {
-	/* Relaxed: a setting, as in write_common. */
-	uint64_t limit = larder__entry_limit(atomic_load_explicit(&c->capacity, LARDER__RELAXED));
+	uint64_t limit = entry_limit(c);
 	uint64_t total = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct larder__put_rec *r = &rec[i];
@@ -2111,10 +2115,9 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 							   old->value_len);
 			op_exit(&op);
 			/* The deadline field makes the copy longer: over the entry
-			 * limit, refused as larder_put refuses it (relaxed, as in
-			 * write_common), the entry kept as it is. */
-			if (bytes > larder__entry_limit(atomic_load_explicit(&c->capacity,
-									     LARDER__RELAXED))) {
+			 * limit, refused as larder_put refuses it, the entry kept
+			 * as it is. */
+			if (bytes > entry_limit(c)) {
 				copy = NULL;
 				rc = LARDER_EVALSIZE;
 				break;
