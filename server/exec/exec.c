@@ -501,10 +501,11 @@ static bool data_u64(const unsigned char *d, size_t n, uint64_t *out)
 	return true;
 }
 
-int larderd_arith(struct larderd_exec *x, const struct larderd_tok *key, bool incr,
-		  uint64_t delta, uint64_t want_cas, uint64_t *result, uint64_t *cas_out,
-		  bool *grew)
+int larderd_arith(struct larderd_exec *x, struct larderd_arith_op *op)
 {
+	const struct larderd_tok *key = op->key;
+
+	op->engine_rc = LARDER_ENOMEM; /* the scratch buffer could not grow */
 	for (int tries = 0; tries < RMW_TRIES; tries++) {
 		size_t old_len, new_len, on, rn;
 		uint64_t cas, v;
@@ -513,57 +514,67 @@ int larderd_arith(struct larderd_exec *x, const struct larderd_tok *key, bool in
 		char num[24];
 		int rc = larderd_read_item(x, key->p, key->n, &old_len);
 
-		if (rc != LARDER_OK)
-			return rc == LARDER_MISS ? LARDERD_ARITH_MISS : LARDERD_ARITH_FAIL;
+		if (rc == LARDER_MISS)
+			return LARDERD_ARITH_MISS;
+		if (rc != LARDER_OK) {
+			op->engine_rc = rc;
+			return LARDERD_ARITH_FAIL;
+		}
 		larderd_hdr_get(x->a, &cas, &flags, &bits);
 		on = old_len - LARDERD_HDR;
 		/* memcached refuses an empty or chunked item before the CAS check */
 		if (on == 0 || larderd_item_chunked(key->n, flags, on))
 			return LARDERD_ARITH_NONNUMERIC;
-		if (want_cas != 0 && cas != want_cas)
+		if (op->want_cas != 0 && cas != op->want_cas)
 			return LARDERD_ARITH_CAS_MISMATCH;
 		if (!data_u64(x->a + LARDERD_HDR, on, &v))
 			return LARDERD_ARITH_NONNUMERIC;
-		v = incr ? v + delta : (delta > v ? 0 : v - delta);
+		v = op->incr ? v + op->delta : (op->delta > v ? 0 : v - op->delta);
 		rn = larderd_fmt_u64(num, v);
 		/* memcached rewrites in place when the number fits, padding with
 		 * spaces and keeping the item's bits; a longer number is a new item */
 		if (!larderd_grow(&x->b, &x->b_cap, LARDERD_HDR + (rn > on ? rn : on)))
 			return LARDERD_ARITH_FAIL;
-		*cas_out = larderd_next_cas(x);
-		larderd_hdr_put(x->b, *cas_out, flags, rn <= on ? bits : 0);
+		op->cas = larderd_next_cas(x);
+		larderd_hdr_put(x->b, op->cas, flags, rn <= on ? bits : 0);
 		memcpy(x->b + LARDERD_HDR, num, rn);
 		new_len = LARDERD_HDR + rn;
 		if (rn < on) {
 			memset(x->b + LARDERD_HDR + rn, ' ', on - rn);
 			new_len = LARDERD_HDR + on;
 		}
+		op->ttl_before = larderd_keep_ttl(x, key->p, key->n);
 		rc = larder_replace_if_equals(x->sh->cache, key->p, key->n, x->a, old_len, x->b,
-					      new_len, larderd_keep_ttl(x, key->p, key->n));
+					      new_len,
+					      op->ttl_ms != NULL && rn <= on ? *op->ttl_ms
+									     : op->ttl_before);
 		if (rc == LARDER_OK) {
-			*result = v;
-			*grew = rn > on;
+			op->result = v;
+			op->grew = rn > on;
 			return LARDERD_ARITH_OK;
 		}
 		if (rc == LARDER_MISS)
 			return LARDERD_ARITH_MISS;
-		if (rc != LARDER_MISMATCH)
+		if (rc != LARDER_MISMATCH) {
+			op->engine_rc = rc;
 			return LARDERD_ARITH_FAIL;
+		}
 	}
+	op->engine_rc = LARDER_EBUSY;
 	return LARDERD_ARITH_FAIL;
 }
 
 static void exec_arith(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
-	bool incr = req->cmd == LARDERD_CMD_INCR, grew;
-	uint64_t v, cas;
+	bool incr = req->cmd == LARDERD_CMD_INCR;
+	struct larderd_arith_op op = {.key = &req->key, .incr = incr, .delta = req->delta};
 	char num[24];
 	size_t n;
 
-	switch (larderd_arith(x, &req->key, incr, req->delta, 0, &v, &cas, &grew)) {
+	switch (larderd_arith(x, &op)) {
 	case LARDERD_ARITH_OK:
 		larderd_stat_add(x, incr ? WS_INCR_HITS : WS_DECR_HITS, 1);
-		n = larderd_fmt_u64(num, v);
+		n = larderd_fmt_u64(num, op.result);
 		num[n] = '\0';
 		out_reply(req, out, num);
 		return;
