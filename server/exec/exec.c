@@ -668,6 +668,7 @@ int larderd_flush(struct larderd_exec *x, int64_t delay)
 	struct larderd_shared *sh = x->sh;
 	uint64_t at = 0, now = now_ms();
 	bool now_flush = delay <= 1;
+	int rc;
 
 	larderd_stat_add(x, WS_CMD_FLUSH, 1);
 	if (delay > REALTIME_MAXDELTA) {
@@ -680,9 +681,13 @@ int larderd_flush(struct larderd_exec *x, int64_t delay)
 	} else if (delay > 1) {
 		at = (now / 1000 + (uint64_t)(delay - 1)) * 1000;
 	}
-	/* Relaxed: larderd_flush_due() reads it; no data hangs off it. */
+	/* Under flush_lock: a due flush being run stores 0 after its clear,
+	 * which must not overwrite this time. */
+	pthread_mutex_lock(&sh->flush_lock);
 	atomic_store_explicit(&sh->flush_at_ms, at, memory_order_relaxed);
-	return now_flush ? larder_clear(sh->cache) : LARDER_OK;
+	rc = now_flush ? larder_clear(sh->cache) : LARDER_OK;
+	pthread_mutex_unlock(&sh->flush_lock);
+	return rc;
 }
 
 /*
@@ -691,21 +696,34 @@ int larderd_flush(struct larderd_exec *x, int64_t delay)
  * read, so a command read after the due time never sees a flushed item,
  * however late the main thread runs; the main thread calls it once a
  * second for a server without traffic. Its cost on the command path: one
- * relaxed load. Not guaranteed: a command on another connection racing
- * the one that runs the clear may still read an item for the clear's
- * duration (larder_clear is O(1)).
+ * acquire load (a plain load on x86).
+ *
+ * The time goes back to 0 only after the clear, under flush_lock, by a
+ * store with release that the load's acquire reads: a command that finds the
+ * flush due waits on the lock for the caller running the clear, and one
+ * that finds 0 is ordered after that clear. So no command that starts past
+ * the due time reads an item the flush removes, nor has an item it wrote
+ * removed by a clear still to come. (Clearing the time first and the items
+ * after, as this did before, let a command on another connection find 0
+ * and read a flushed item until the clear ran: tests/protocol/
+ * test_flushdue.c.)
  */
 void larderd_flush_due(struct larderd_shared *sh)
 {
-	/* Relaxed: a time stamp; the clear is the engine's business. */
-	uint64_t at = atomic_load_explicit(&sh->flush_at_ms, memory_order_relaxed);
+	/* Acquire: a 0 stored after a clear orders this command after it. */
+	uint64_t at = atomic_load_explicit(&sh->flush_at_ms, memory_order_acquire);
 
 	if (at == 0 || now_ms() < at)
 		return;
-	/* One caller wins; a flush_all that replaced this time meanwhile stays pending. */
-	if (atomic_compare_exchange_strong_explicit(&sh->flush_at_ms, &at, 0, memory_order_relaxed,
-						    memory_order_relaxed))
+	pthread_mutex_lock(&sh->flush_lock);
+	/* Relaxed: written only under the lock; a flush_all may have replaced it. */
+	at = atomic_load_explicit(&sh->flush_at_ms, memory_order_relaxed);
+	if (at != 0 && now_ms() >= at) {
 		larderd_ignore(larder_clear(sh->cache));
+		/* Release: after the clear, for the acquire load above. */
+		atomic_store_explicit(&sh->flush_at_ms, 0, memory_order_release);
+	}
+	pthread_mutex_unlock(&sh->flush_lock);
 }
 
 static void exec_flush(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
