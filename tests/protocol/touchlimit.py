@@ -32,8 +32,8 @@ import struct
 import subprocess
 import sys
 
+from larderd_client import Conn, stop
 from loopback import free_port, run_driver, wait_port
-from restart import Conn, stop
 
 TOO_LARGE = b"SERVER_ERROR object too large for cache"
 BIN_TOUCH, BIN_GAT, BIN_GATQ = 0x1C, 0x1D, 0x1E
@@ -78,18 +78,6 @@ def ttl_of(c, key):
     return c.line()
 
 
-def stat(c, name):
-    c.send(b"stats\r\n")
-    value = None
-    while True:
-        l = c.line()
-        if l == b"END":
-            return value
-        parts = l.split()
-        if parts[1] == name:
-            value = parts[2]
-
-
 def binary(c, opcode, key, exptime):
     """One binary request with a 4-byte exptime extra; returns the status."""
     hdr = struct.pack(">BBHBBHIIQ", 0x80, opcode, len(key), 4, 0, 0, 4 + len(key), 0, 0)
@@ -113,7 +101,7 @@ def check_refusals(c, b, size, tag):
     c.set(b"big", 0, 0, value)
     c.set(b"a", 0, 0, b"1")
     c.set(b"z", 0, 0, b"2")
-    hits, misses = stat(c, b"touch_hits"), stat(c, b"touch_misses")
+    hits, misses = c.stat(b"touch_hits"), c.stat(b"touch_misses")
 
     c.send(b"touch big 100\r\n")
     expect("touch (%s)" % tag, c.line(), TOO_LARGE)
@@ -121,8 +109,8 @@ def check_refusals(c, b, size, tag):
     c.send(b"touch big 100 noreply\r\nmn\r\n")
     expect("touch noreply (%s)" % tag, c.line(), b"MN")
     intact("touch noreply")
-    expect("touch_hits (%s)" % tag, stat(c, b"touch_hits"), hits)
-    expect("touch_misses (%s)" % tag, stat(c, b"touch_misses"), misses)
+    expect("touch_hits (%s)" % tag, c.stat(b"touch_hits"), hits)
+    expect("touch_misses (%s)" % tag, c.stat(b"touch_misses"), misses)
 
     for cmd in (b"gat", b"gats"):
         # a, m1 and m2 answered: over the server's 256 KiB high water, where
