@@ -705,8 +705,8 @@ int larderd_flush(struct larderd_exec *x, int64_t delay)
  * the due time reads an item the flush removes, nor has an item it wrote
  * removed by a clear still to come. (Clearing the time first and the items
  * after, as this did before, let a command on another connection find 0
- * and read a flushed item until the clear ran: tests/protocol/
- * test_flushdue.c.)
+ * and read a flushed item until the clear ran; test_flushdue.c in
+ * tests/protocol.)
  */
 void larderd_flush_due(struct larderd_shared *sh)
 {
