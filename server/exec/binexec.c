@@ -243,14 +243,18 @@ static void bin_store(struct larderd_exec *x, const struct larderd_binreq *req,
 static void bin_arith(struct larderd_exec *x, const struct larderd_binreq *req,
 		      struct larderd_obuf *out)
 {
-	bool incr = req->cmd == LARDERD_BIN_INCREMENT, grew;
+	bool incr = req->cmd == LARDERD_BIN_INCREMENT;
 	struct larderd_tok key = {req->key, req->keylen};
-	uint64_t v, cas = 0;
+	struct larderd_arith_op op = {.key = &key, .incr = incr, .delta = req->delta,
+				      .want_cas = req->cas};
+	uint64_t v = 0, cas = 0;
 	unsigned char num[8];
 
-	switch (larderd_arith(x, &key, incr, req->delta, req->cas, &v, &cas, &grew)) {
+	switch (larderd_arith(x, &op)) {
 	case LARDERD_ARITH_OK:
 		larderd_stat_add(x, incr ? WS_INCR_HITS : WS_DECR_HITS, 1);
+		v = op.result;
+		cas = op.cas;
 		break;
 	case LARDERD_ARITH_MISS:
 		if (req->exptime == 0xffffffffu) {

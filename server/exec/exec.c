@@ -501,10 +501,11 @@ static bool data_u64(const unsigned char *d, size_t n, uint64_t *out)
 	return true;
 }
 
-int larderd_arith(struct larderd_exec *x, const struct larderd_tok *key, bool incr,
-		  uint64_t delta, uint64_t want_cas, uint64_t *result, uint64_t *cas_out,
-		  bool *grew)
+int larderd_arith(struct larderd_exec *x, struct larderd_arith_op *op)
 {
+	const struct larderd_tok *key = op->key;
+
+	op->engine_rc = LARDER_ENOMEM; /* the scratch buffer could not grow */
 	for (int tries = 0; tries < RMW_TRIES; tries++) {
 		size_t old_len, new_len, on, rn;
 		uint64_t cas, v;
@@ -513,57 +514,67 @@ int larderd_arith(struct larderd_exec *x, const struct larderd_tok *key, bool in
 		char num[24];
 		int rc = larderd_read_item(x, key->p, key->n, &old_len);
 
-		if (rc != LARDER_OK)
-			return rc == LARDER_MISS ? LARDERD_ARITH_MISS : LARDERD_ARITH_FAIL;
+		if (rc == LARDER_MISS)
+			return LARDERD_ARITH_MISS;
+		if (rc != LARDER_OK) {
+			op->engine_rc = rc;
+			return LARDERD_ARITH_FAIL;
+		}
 		larderd_hdr_get(x->a, &cas, &flags, &bits);
 		on = old_len - LARDERD_HDR;
 		/* memcached refuses an empty or chunked item before the CAS check */
 		if (on == 0 || larderd_item_chunked(key->n, flags, on))
 			return LARDERD_ARITH_NONNUMERIC;
-		if (want_cas != 0 && cas != want_cas)
+		if (op->want_cas != 0 && cas != op->want_cas)
 			return LARDERD_ARITH_CAS_MISMATCH;
 		if (!data_u64(x->a + LARDERD_HDR, on, &v))
 			return LARDERD_ARITH_NONNUMERIC;
-		v = incr ? v + delta : (delta > v ? 0 : v - delta);
+		v = op->incr ? v + op->delta : (op->delta > v ? 0 : v - op->delta);
 		rn = larderd_fmt_u64(num, v);
 		/* memcached rewrites in place when the number fits, padding with
 		 * spaces and keeping the item's bits; a longer number is a new item */
 		if (!larderd_grow(&x->b, &x->b_cap, LARDERD_HDR + (rn > on ? rn : on)))
 			return LARDERD_ARITH_FAIL;
-		*cas_out = larderd_next_cas(x);
-		larderd_hdr_put(x->b, *cas_out, flags, rn <= on ? bits : 0);
+		op->cas = larderd_next_cas(x);
+		larderd_hdr_put(x->b, op->cas, flags, rn <= on ? bits : 0);
 		memcpy(x->b + LARDERD_HDR, num, rn);
 		new_len = LARDERD_HDR + rn;
 		if (rn < on) {
 			memset(x->b + LARDERD_HDR + rn, ' ', on - rn);
 			new_len = LARDERD_HDR + on;
 		}
+		op->ttl_before = larderd_keep_ttl(x, key->p, key->n);
 		rc = larder_replace_if_equals(x->sh->cache, key->p, key->n, x->a, old_len, x->b,
-					      new_len, larderd_keep_ttl(x, key->p, key->n));
+					      new_len,
+					      op->ttl_ms != NULL && rn <= on ? *op->ttl_ms
+									     : op->ttl_before);
 		if (rc == LARDER_OK) {
-			*result = v;
-			*grew = rn > on;
+			op->result = v;
+			op->grew = rn > on;
 			return LARDERD_ARITH_OK;
 		}
 		if (rc == LARDER_MISS)
 			return LARDERD_ARITH_MISS;
-		if (rc != LARDER_MISMATCH)
+		if (rc != LARDER_MISMATCH) {
+			op->engine_rc = rc;
 			return LARDERD_ARITH_FAIL;
+		}
 	}
+	op->engine_rc = LARDER_EBUSY;
 	return LARDERD_ARITH_FAIL;
 }
 
 static void exec_arith(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
-	bool incr = req->cmd == LARDERD_CMD_INCR, grew;
-	uint64_t v, cas;
+	bool incr = req->cmd == LARDERD_CMD_INCR;
+	struct larderd_arith_op op = {.key = &req->key, .incr = incr, .delta = req->delta};
 	char num[24];
 	size_t n;
 
-	switch (larderd_arith(x, &req->key, incr, req->delta, 0, &v, &cas, &grew)) {
+	switch (larderd_arith(x, &op)) {
 	case LARDERD_ARITH_OK:
 		larderd_stat_add(x, incr ? WS_INCR_HITS : WS_DECR_HITS, 1);
-		n = larderd_fmt_u64(num, v);
+		n = larderd_fmt_u64(num, op.result);
 		num[n] = '\0';
 		out_reply(req, out, num);
 		return;
@@ -657,6 +668,7 @@ int larderd_flush(struct larderd_exec *x, int64_t delay)
 	struct larderd_shared *sh = x->sh;
 	uint64_t at = 0, now = now_ms();
 	bool now_flush = delay <= 1;
+	int rc;
 
 	larderd_stat_add(x, WS_CMD_FLUSH, 1);
 	if (delay > REALTIME_MAXDELTA) {
@@ -669,9 +681,13 @@ int larderd_flush(struct larderd_exec *x, int64_t delay)
 	} else if (delay > 1) {
 		at = (now / 1000 + (uint64_t)(delay - 1)) * 1000;
 	}
-	/* Relaxed: larderd_flush_due() reads it; no data hangs off it. */
+	/* Under flush_lock: a due flush being run stores 0 after its clear,
+	 * which must not overwrite this time. */
+	pthread_mutex_lock(&sh->flush_lock);
 	atomic_store_explicit(&sh->flush_at_ms, at, memory_order_relaxed);
-	return now_flush ? larder_clear(sh->cache) : LARDER_OK;
+	rc = now_flush ? larder_clear(sh->cache) : LARDER_OK;
+	pthread_mutex_unlock(&sh->flush_lock);
+	return rc;
 }
 
 /*
@@ -680,21 +696,34 @@ int larderd_flush(struct larderd_exec *x, int64_t delay)
  * read, so a command read after the due time never sees a flushed item,
  * however late the main thread runs; the main thread calls it once a
  * second for a server without traffic. Its cost on the command path: one
- * relaxed load. Not guaranteed: a command on another connection racing
- * the one that runs the clear may still read an item for the clear's
- * duration (larder_clear is O(1)).
+ * acquire load (a plain load on x86).
+ *
+ * The time goes back to 0 only after the clear, under flush_lock, by a
+ * store with release that the load's acquire reads: a command that finds the
+ * flush due waits on the lock for the caller running the clear, and one
+ * that finds 0 is ordered after that clear. So no command that starts past
+ * the due time reads an item the flush removes, nor has an item it wrote
+ * removed by a clear still to come. (Clearing the time first and the items
+ * after, as this did before, let a command on another connection find 0
+ * and read a flushed item until the clear ran; test_flushdue.c in
+ * tests/protocol.)
  */
 void larderd_flush_due(struct larderd_shared *sh)
 {
-	/* Relaxed: a time stamp; the clear is the engine's business. */
-	uint64_t at = atomic_load_explicit(&sh->flush_at_ms, memory_order_relaxed);
+	/* Acquire: a 0 stored after a clear orders this command after it. */
+	uint64_t at = atomic_load_explicit(&sh->flush_at_ms, memory_order_acquire);
 
 	if (at == 0 || now_ms() < at)
 		return;
-	/* One caller wins; a flush_all that replaced this time meanwhile stays pending. */
-	if (atomic_compare_exchange_strong_explicit(&sh->flush_at_ms, &at, 0, memory_order_relaxed,
-						    memory_order_relaxed))
+	pthread_mutex_lock(&sh->flush_lock);
+	/* Relaxed: written only under the lock; a flush_all may have replaced it. */
+	at = atomic_load_explicit(&sh->flush_at_ms, memory_order_relaxed);
+	if (at != 0 && now_ms() >= at) {
 		larderd_ignore(larder_clear(sh->cache));
+		/* Release: after the clear, for the acquire load above. */
+		atomic_store_explicit(&sh->flush_at_ms, 0, memory_order_release);
+	}
+	pthread_mutex_unlock(&sh->flush_lock);
 }
 
 static void exec_flush(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)

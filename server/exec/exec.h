@@ -80,8 +80,11 @@ struct larderd_shared {
 	_Atomic int verbosity;
 	/* Unix ms at which a delayed flush_all runs, 0 = none: every command and
 	 * the main thread (once a second) check it (larderd_flush_due). A later
-	 * flush_all replaces it, an immediate one cancels it. */
+	 * flush_all replaces it, an immediate one cancels it. Written only under
+	 * flush_lock, which the caller running a due flush holds until its
+	 * clear is done (exec.c). */
 	_Atomic uint64_t flush_at_ms;
+	pthread_mutex_t flush_lock;
 	/* Whether reads mark items fetched (exec.c): off until a client first
 	 * asks about it (mg h, me), then on for the process's life. Relaxed:
 	 * a switch; a read racing with it may or may not mark. */

@@ -98,11 +98,24 @@ int larderd_delete_key(struct larderd_exec *x, const void *key, size_t klen, uin
  * engine's error. */
 int larderd_flush(struct larderd_exec *x, int64_t delay);
 void larderd_flush_due(struct larderd_shared *sh);
-/* incr/decr (and ma). *grew: the number got longer, so memcached wrote a
- * new item, and a T of the same ma went to the old one (is lost). */
-int larderd_arith(struct larderd_exec *x, const struct larderd_tok *key, bool incr,
-		  uint64_t delta, uint64_t want_cas, uint64_t *result, uint64_t *cas_out,
-		  bool *grew);
+/* One incr/decr (text, binary, ma): the request, then what it did. */
+struct larderd_arith_op {
+	const struct larderd_tok *key;
+	bool incr;
+	uint64_t delta;
+	uint64_t want_cas;   /* 0: any item */
+	/* ma's T: the TTL (ms) the item gets in the same swap as its new
+	 * number, so a deadline the engine refuses leaves the number too;
+	 * NULL keeps the item's TTL. Not applied when the number grows:
+	 * memcached wrote a new item, and the T went to the old one (is lost). */
+	const uint64_t *ttl_ms;
+	uint64_t result, cas; /* the new number and unique */
+	uint64_t ttl_before;  /* the TTL the item had (ms, LARDER_TTL_NEVER for none) */
+	bool grew;            /* the number got longer */
+	int engine_rc;        /* LARDERD_ARITH_FAIL's cause: a larder status */
+};
+/* LARDERD_ARITH_*; fills op's results. */
+int larderd_arith(struct larderd_exec *x, struct larderd_arith_op *op);
 
 /* store.c: the storage commands and ms. *cas_out is the new unique when
  * STORED; *err the reply text when STORE_FAILED. */

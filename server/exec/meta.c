@@ -16,7 +16,8 @@
  * it (after mg's T or ma's arithmetic took effect). An mg whose T the engine
  * refuses (the deadline would take the item over its entry limit, or memory
  * ran short; the item kept as it was) answers SERVER_ERROR instead of its
- * reply, as touch does (docs/server.md, touch-over-eighth).
+ * reply, as touch does (docs/server.md, touch-over-eighth), and takes no win
+ * token; ma's T is written with the new number, so a refusal leaves both.
  *
  * State kept in the item header's meta bits (exec_internal.h) and changed
  * with larder_replace_if_equals(), so exactly one client gets W: stale (md
@@ -88,8 +89,14 @@ static void fail_at(struct larderd_obuf *out, size_t mark, const char *err)
  */
 struct pending_ttl {
 	bool set;
-	bool lost; /* ma's T on a number that grew: memcached's old item gets it */
+	/* nothing left to apply: ma's arithmetic wrote it with the number, or
+	 * the number grew (memcached's old item got it) */
+	bool applied;
 	int32_t exptime;
+	/* ma: the TTL the item had before its arithmetic wrote a new one (a
+	 * "t" before the T shows it), valid when `before_known` */
+	bool before_known;
+	uint64_t before_ms;
 };
 
 /* The item's remaining lifetime in ms (LARDER_TTL_NEVER for none); false
@@ -99,6 +106,10 @@ static bool item_ttl_ms(struct larderd_exec *x, const struct larderd_req *req,
 {
 	if (p->set)
 		return larderd_exptime_to_ttl(p->exptime, ms);
+	if (p->before_known) {
+		*ms = p->before_ms;
+		return true;
+	}
 	if (larder_ttl_remaining(x->sh->cache, req->key.p, req->key.n, ms) != LARDER_OK)
 		*ms = LARDER_TTL_NEVER;
 	return true;
@@ -125,7 +136,7 @@ static void ttl_flag(struct larderd_exec *x, struct larderd_obuf *out, const str
 static int settle_ttl(struct larderd_exec *x, const struct larderd_req *req,
 		      const struct pending_ttl *p)
 {
-	if (!p->set || p->lost)
+	if (!p->set || p->applied)
 		return LARDER_OK;
 	return larderd_touch_key(x, req->key.p, req->key.n, p->exptime, false);
 }
@@ -224,11 +235,11 @@ static bool mg_line(struct mg_state *m)
 		switch (t->p[0]) {
 		case 'T':
 			larderd_stat_add(x, WS_CMD_TOUCH, 1);
-			m->ttl = (struct pending_ttl){true, false, req->meta.ttl_T};
+			m->ttl = (struct pending_ttl){.set = true, .exptime = req->meta.ttl_T};
 			break;
 		case 'N':
 			if (m->created) {
-				m->ttl = (struct pending_ttl){true, false, req->meta.ttl_N};
+				m->ttl = (struct pending_ttl){.set = true, .exptime = req->meta.ttl_N};
 				m->won = true;
 			}
 			break;
@@ -311,9 +322,10 @@ static void exec_mg(struct larderd_exec *x, struct larderd_req *req, struct lard
 {
 	size_t mark = out->len;
 	bool locked = has(req, 'N') || has(req, 'T') || has(req, 'R') || has(req, 'l') || has(req, 'h');
-	struct mg_state m = {.x = x, .req = req, .out = out, .ttl = {false, false, 0}};
+	struct mg_state m = {.x = x, .req = req, .out = out, .ttl = {.set = false}};
 	int rc;
 	uint64_t ms;
+	bool alive;
 
 	if (has(req, 'h'))
 		larderd_track_fetched(x);
@@ -349,6 +361,15 @@ static void exec_mg(struct larderd_exec *x, struct larderd_req *req, struct lard
 		larderd_ignore(settle_ttl(x, req, &m.ttl));
 		return fail_at(out, mark, k_opaque_long);
 	}
+	/* A T that gives a deadline runs before the win token is taken: when
+	 * the engine refuses it the reply is the SERVER_ERROR alone, and a
+	 * token nobody received would keep every client from the recache (the
+	 * next R answers Z). A T that kills the item runs after, as memcached
+	 * hands out the token of the item it holds. */
+	alive = !m.ttl.set || larderd_exptime_to_ttl(m.ttl.exptime, &ms);
+	rc = alive ? settle_ttl(x, req, &m.ttl) : LARDER_OK;
+	if (rc != LARDER_OK && rc != LARDER_MISS) /* the item kept as it was */
+		return fail_at(out, mark, larderd_touch_error(rc));
 	if (!m.done) {
 		if (m.won)
 			m.won = take_token(x, req) || m.created;
@@ -361,12 +382,10 @@ static void exec_mg(struct larderd_exec *x, struct larderd_req *req, struct lard
 			larderd_obuf_add(out, "\r\n", 2);
 		}
 	}
-	rc = settle_ttl(x, req, &m.ttl);
-	if (rc != LARDER_OK && rc != LARDER_MISS) /* the item kept as it was */
-		return fail_at(out, mark, larderd_touch_error(rc));
+	if (!alive)
+		larderd_ignore(settle_ttl(x, req, &m.ttl)); /* a removal: LARDER_OK or LARDER_MISS */
 	/* memcached bumps the item at the end (a created one too), unless u */
-	if (rc == LARDER_OK && (!m.ttl.set || larderd_exptime_to_ttl(m.ttl.exptime, &ms)) &&
-	    !has(req, 'u') && !(m.bits & LARDERD_BIT_FETCHED))
+	if (rc == LARDER_OK && alive && !has(req, 'u') && !(m.bits & LARDERD_BIT_FETCHED))
 		larderd_mark_fetched(x, req->key.p, req->key.n);
 }
 
@@ -511,26 +530,38 @@ static int ma_vivify(struct larderd_exec *x, const struct larderd_req *req, uint
 static void exec_ma(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
 	const struct larderd_meta *m = &req->meta;
-	bool incr = m->mode != 'D' && m->mode != '-', created = false, grew = false;
-	struct pending_ttl ttl = {false, false, 0};
+	bool incr = m->mode != 'D' && m->mode != '-', created = false;
+	uint64_t t_ms;
+	/* A T that gives a deadline goes into the arithmetic's own swap: a
+	 * deadline the engine refuses (the entry limit, memory) then leaves the
+	 * number as it was too, and the reply says so as touch's does. A T in
+	 * the past removes the item at the end, as memcached's dead item. */
+	bool t_alive = has(req, 'T') && larderd_exptime_to_ttl(m->ttl_T, &t_ms);
+	struct larderd_arith_op op = {.key = &req->key, .incr = incr, .delta = m->delta,
+				      .want_cas = has(req, 'C') ? m->cas : 0,
+				      .ttl_ms = t_alive ? &t_ms : NULL};
+	struct pending_ttl ttl = {.set = false};
 	uint64_t v = 0, cas = 0;
 	size_t mark = out->len, n;
 	char num[24];
-	int rc = larderd_arith(x, &req->key, incr, m->delta, has(req, 'C') ? m->cas : 0, &v, &cas,
-			       &grew);
+	int rc = larderd_arith(x, &op);
 
 	if (rc == LARDERD_ARITH_MISS && has(req, 'N')) {
 		rc = ma_vivify(x, req, &v, &cas);
 		created = rc == LARDERD_ARITH_OK;
 		if (!created) /* created meanwhile by another client */
-			rc = larderd_arith(x, &req->key, incr, m->delta, has(req, 'C') ? m->cas : 0,
-					   &v, &cas, &grew);
+			rc = larderd_arith(x, &op);
 	}
 	switch (rc) {
 	case LARDERD_ARITH_OK:
 		/* memcached counts a counter N created as a stored item, not a hit */
 		larderd_stat_add(x, created ? WS_TOTAL_ITEMS : incr ? WS_INCR_HITS : WS_DECR_HITS,
 				 1);
+		if (!created) {
+			v = op.result;
+			cas = op.cas;
+			ttl = (struct pending_ttl){.before_known = true, .before_ms = op.ttl_before};
+		}
 		break;
 	case LARDERD_ARITH_NONNUMERIC:
 		larderd_obuf_line(out, "CLIENT_ERROR cannot increment or decrement non-numeric value");
@@ -543,8 +574,8 @@ static void exec_ma(struct larderd_exec *x, struct larderd_req *req, struct lard
 			return fail_at(out, mark, k_opaque_long);
 		larderd_obuf_add(out, "\r\n", 2);
 		return;
-	default:
-		larderd_obuf_line(out, "SERVER_ERROR out of memory");
+	default: /* the item kept as it was, number and TTL */
+		larderd_obuf_line(out, larderd_touch_error(op.engine_rc));
 		return;
 	}
 	n = larderd_fmt_u64(num, v);
@@ -563,11 +594,13 @@ static void exec_ma(struct larderd_exec *x, struct larderd_req *req, struct lard
 			/* memcached sets it on the item it holds, which a longer
 			 * number has already replaced: a later t shows it, the
 			 * stored item keeps its TTL */
-			ttl = (struct pending_ttl){true, grew, m->ttl_T};
+			ttl = (struct pending_ttl){.set = true,
+						   .applied = !created && (op.grew || t_alive),
+						   .exptime = m->ttl_T};
 			break;
 		case 'N':
 			if (created)
-				ttl = (struct pending_ttl){true, false, m->ttl_N};
+				ttl = (struct pending_ttl){.set = true, .exptime = m->ttl_N};
 			break;
 		case 'O':
 			if (t->n > LARDERD_META_OPAQUE_MAX) {
@@ -584,7 +617,13 @@ static void exec_ma(struct larderd_exec *x, struct larderd_req *req, struct lard
 			break;
 		}
 	}
-	larderd_ignore(settle_ttl(x, req, &ttl));
+	/* Left here: a T in the past, and the TTL of a counter this command
+	 * created (N, or T after it), which the engine may refuse only for
+	 * memory (a counter is far below the entry limit): the counter exists,
+	 * without that TTL, and the reply says so. */
+	rc = settle_ttl(x, req, &ttl);
+	if (rc != LARDER_OK && rc != LARDER_MISS)
+		return fail_at(out, mark, larderd_touch_error(rc));
 	if (req->noreply && !created) { /* memcached answers a created counter even with q */
 		out->len = mark;
 		return;

@@ -29,8 +29,8 @@ import sys
 import tempfile
 import time
 
+from larderd_client import Conn, stop
 from loopback import free_port, run_driver, wait_port
-from restart import Conn, stop
 
 ITEMS = 2000
 DEADLINE = 60.0

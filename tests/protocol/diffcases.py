@@ -237,4 +237,10 @@ CASES = [
     ("meta-ma-combos", steps("ma n N0 J18446744073709551615 v\r\nma n v\r\nma n MD D5 v\r\n", "ma n MI D1 v c t\r\n",
                              "ma n M+ v\r\n", "ma n M- v\r\n", "ma n Mx v\r\n", "ma n D-1\r\n", "ma n C1 v\r\n",
                              "ma n C{CAS} v\r\n", "ma n E55 v c\r\nmg n c\r\n", "ma n q\r\nmn\r\n", "ma n k O7 b v\r\n")),
+    # ma's T written with the number (a t before it shows the TTL before,
+    # a number that grows loses it); mg's T applied before its win token
+    ("meta-ma-T-mg-T-R", steps("set n 0 100 1\r\n5\r\nma n t T200 v\r\nmg n t v\r\n", "ma n T300 t\r\n",
+                               "set g 0 100 1\r\n9\r\nma g T300 t v\r\nmg g t\r\n",
+                               "set k 0 0 1\r\nx\r\nmg k T20 R30 v t\r\nmg k R30 t\r\n",
+                               "mg k T-1 R30 t\r\nmg k t\r\n")),
 ]

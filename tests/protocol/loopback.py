@@ -1,7 +1,8 @@
 """tests/protocol/loopback.py - helpers the protocol test drivers share: a free
 loopback port, waiting (with a deadline) until a server listens on one,
 reading a reply to its end, and running a driver's main so that a failure
-is one line in ctest's log."""
+is one line in ctest's log. The text-protocol client (a connection, one-shot
+requests, stats) is larderd_client.py."""
 import socket
 import sys
 import time

@@ -33,25 +33,10 @@ import sys
 import time
 import urllib.parse
 
+from larderd_client import request
 from loopback import free_ports, recv_until, run_driver, wait_port
 
 LINE = re.compile(rb"^key=(\S+) exp=(-?\d+) la=(\d+) cas=(\d+) fetch=(yes|no) cls=(\d+) size=(\d+)$")
-
-
-def request(port, data, end_marks=(b"END\r\n", b"ERROR\r\n", b"BADCLASS invalid class id\r\n")):
-    s = socket.create_connection(("127.0.0.1", port), timeout=30)
-    s.sendall(data)
-    out = b""
-    deadline = time.time() + 60
-    while not any(out.endswith(m) for m in end_marks):
-        if time.time() > deadline:
-            raise RuntimeError("no end of reply to %r: %r" % (data[:40], out[-200:]))
-        chunk = s.recv(1 << 20)
-        if not chunk:
-            break
-        out += chunk
-    s.close()
-    return out
 
 
 def store(port, items):

@@ -25,13 +25,13 @@ Every wait has a deadline; nothing sleeps to synchronise.
 import os
 import random
 import signal
-import socket
 import stat
 import subprocess
 import sys
 import tempfile
 import time
 
+from larderd_client import Conn, stop
 from loopback import free_port, run_driver, wait_port
 
 
@@ -41,81 +41,6 @@ def start(larderd, port, snap, extra=()):
                          stderr=subprocess.PIPE, text=True)
     wait_port(port)
     return p
-
-
-def stop(p, sig, timeout=60):
-    p.send_signal(sig)
-    try:
-        _, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        raise RuntimeError("larderd did not stop within %d s" % timeout)
-    if p.returncode != 0:
-        raise RuntimeError("larderd exited with %d: %s" % (p.returncode, err))
-    return err
-
-
-class Conn:
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=30)
-        self.buf = b""
-
-    def send(self, data):
-        self.s.sendall(data)
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            chunk = self.s.recv(1 << 16)
-            if not chunk:
-                raise RuntimeError("connection closed")
-            self.buf += chunk
-        l, self.buf = self.buf.split(b"\r\n", 1)
-        return l
-
-    def exact(self, n):
-        while len(self.buf) < n:
-            chunk = self.s.recv(1 << 16)
-            if not chunk:
-                raise RuntimeError("connection closed")
-            self.buf += chunk
-        d, self.buf = self.buf[:n], self.buf[n:]
-        return d
-
-    def set(self, key, flags, exptime, value):
-        self.send(b"set %s %d %d %d\r\n%s\r\n" % (key, flags, exptime, len(value), value))
-        r = self.line()
-        if r != b"STORED":
-            raise RuntimeError("set %r: %r" % (key, r))
-
-    def get(self, key):
-        self.send(b"get %s\r\n" % key)
-        l = self.line()
-        if l == b"END":
-            return None
-        parts = l.split()
-        flags, n = int(parts[2]), int(parts[3])
-        v = self.exact(n + 2)[:-2]
-        if self.line() != b"END":
-            raise RuntimeError("no END after %r" % key)
-        return flags, v
-
-    def stat(self, name):
-        self.send(b"stats\r\n")
-        found = None
-        while True:
-            l = self.line()
-            if l == b"END":
-                return found
-            parts = l.split()
-            if parts[1] == name:
-                found = int(parts[2])
-
-    def ttl(self, key):
-        self.send(b"mg %s t\r\n" % key)
-        l = self.line().split()
-        if l[0] != b"HD":
-            return None
-        return int(l[1][1:])
 
 
 def fill(port, n, rng):

@@ -26,6 +26,7 @@ happens.
 """
 import os, random, resource, select, signal, socket, subprocess, sys, time
 
+from larderd_client import request, stat
 from loopback import free_port, rss_kib, wait_port
 
 LARDERD = sys.argv[1]
@@ -35,28 +36,6 @@ DEADLINE = 60.0  # generous: the machine may be loaded; nothing waits this long 
 
 def connect(port):
     return socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
-
-
-def request(port, data, expect_end=b"\r\n"):
-    c = connect(port)
-    c.sendall(data)
-    out = b""
-    while not out.endswith(expect_end):
-        b = c.recv(1 << 16)
-        if not b:
-            break
-        out += b
-    c.close()
-    return out
-
-
-def stat(port, name):
-    r = request(port, b"stats\r\n", b"END\r\n")
-    for line in r.split(b"\r\n"):
-        f = line.split(b" ")
-        if len(f) == 3 and f[1] == name.encode():
-            return int(f[2])
-    raise KeyError(name)
 
 
 def wait_stat(port, name, cond):
@@ -98,7 +77,7 @@ def main():
 
         # 0. a failed meta store before any store built a value on the worker
         for mode in (b"MA", b"MP", b"MR"):
-            r = request(port, b"ms nokey 2 " + mode + b"\r\nxx\r\n")
+            r = request(port, b"ms nokey 2 " + mode + b"\r\nxx\r\n", b"\r\n")
             check(r == b"NS\r\n", "ms %s on a missing key as a worker's first store: %r" %
                   (mode.decode(), r))
 
@@ -108,7 +87,7 @@ def main():
         request(port, b"".join(b"set ci%d 0 0 1 noreply\r\nx\r\n" % i for i in range(50)) +
                 b"mn\r\n", b"MN\r\n")
         check(stat(port, "curr_items") == base + 50, "curr_items counts 50 stores at once")
-        request(port, b"delete ci7\r\n")
+        request(port, b"delete ci7\r\n", b"\r\n")
         check(stat(port, "curr_items") == base + 49, "curr_items counts a delete at once")
 
         # 1. endless line
@@ -139,7 +118,7 @@ def main():
               "9 MiB value over the limit refused after it went by: %r" % r[:60])
         grown = rss_kib(srv.pid) - before
         check(grown < 4096, "the refused value was not buffered (RSS grew %d KiB)" % grown)
-        check(request(port, b"version\r\n").startswith(b"VERSION "), "server alive after swallow")
+        check(request(port, b"version\r\n", b"\r\n").startswith(b"VERSION "), "server alive after swallow")
 
         # 3. binary junk
         rnd = random.Random(7)
@@ -149,7 +128,7 @@ def main():
         except OSError:
             pass
         c.close()
-        check(request(port, b"version\r\n").startswith(b"VERSION "), "server alive after junk")
+        check(request(port, b"version\r\n", b"\r\n").startswith(b"VERSION "), "server alive after junk")
 
         # 3b. read-modify-write under contention: 4 clients x 500 incr of one key
         #     and 4 clients x 200 appends must all land (replace_if_equals loop)
@@ -218,7 +197,7 @@ def main():
 
         # 4. slow reader
         val = b"v" * 100000
-        r = request(port, b"set slow 0 0 %d\r\n%s\r\n" % (len(val), val))
+        r = request(port, b"set slow 0 0 %d\r\n%s\r\n" % (len(val), val), b"\r\n")
         check(r == b"STORED\r\n", "stored 100 KB value")
         # 4a. one write of 60 pipelined gets whose replies (6 MB) pass the
         #     output high-water mark: every reply must still come, in order

@@ -22,8 +22,9 @@ import subprocess
 import sys
 import time
 
+from larderd_client import request, stat
 from loopback import run_driver
-from metadump import request, start_both, stop_all, store
+from metadump import start_both, stop_all, store
 
 SLAB = re.compile(rb"^STAT (\d+):(\w+) (\d+)$")
 ITEM = re.compile(rb"^STAT items:(\d+):(\w+) (\d+)$")
@@ -50,12 +51,6 @@ def parse(out, pattern, totals=None):
     return classes, order
 
 
-def general(port, name):
-    out = request(port, b"stats\r\n")
-    m = re.search(rb"STAT %s (\d+)\r\n" % name, out)
-    return int(m.group(1))
-
-
 def check_order(mine, theirs, what):
     missing = [n for n in mine if n not in theirs]
     if missing:
@@ -80,7 +75,7 @@ def main():
         if totals.get(b"active_slabs") != len(slabs):
             raise RuntimeError("active_slabs %r for %d classes" % (totals, len(slabs)))
         used = sum(c[b"used_chunks"] for c in slabs.values())
-        curr = general(lp, b"curr_items")
+        curr = stat(lp, b"curr_items")
         if used != ITEMS or curr != ITEMS:
             raise RuntimeError("used_chunks sum %d, curr_items %d, stored %d" % (used, curr, ITEMS))
         for cls, c in slabs.items():
@@ -111,7 +106,7 @@ def main():
 
         s = b"".join(b"delete %s noreply\r\n" % k for k in items)
         request(lp, s + b"mn\r\n", end_marks=(b"MN\r\n",))
-        if general(lp, b"curr_items") != 0:
+        if stat(lp, b"curr_items") != 0:
             raise RuntimeError("curr_items after deleting every key")
         deadline = time.time() + 60
         while True:

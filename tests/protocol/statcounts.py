@@ -44,8 +44,9 @@ import struct
 import sys
 import threading
 
+from larderd_client import request, stats as all_stats
 from loopback import run_driver
-from metadump import request, start_both, stop_all
+from metadump import start_both, stop_all
 
 COUNTERS = [b"cmd_get", b"get_hits", b"get_misses", b"cmd_touch", b"touch_hits",
             b"touch_misses", b"cmd_set", b"total_items", b"incr_hits", b"incr_misses",
@@ -97,8 +98,7 @@ direct_reclaims lru_bumps_dropped""".split())
 
 
 def stat_names(port):
-    out = request(port, b"stats\r\n")
-    return [l.split(b" ")[1] for l in out.split(b"\r\n") if l.startswith(b"STAT ")]
+    return list(all_stats(port))
 
 
 def check_names(lp, mp):
@@ -120,11 +120,6 @@ def check_names(lp, mp):
         raise RuntimeError("stats extstore: larderd %r memcached %r" % tuple(ext))
     print("names   %d of memcached's %d in its order, %d documented as not shown"
           % (len(shown), len(memc), len(memc) - len(shown)))
-
-
-def all_stats(port):
-    out = request(port, b"stats\r\n")
-    return dict(l.split(b" ")[1:3] for l in out.split(b"\r\n") if l.startswith(b"STAT "))
 
 
 def counters(port):

@@ -15,7 +15,11 @@ must say so, and the item must read back whole, still without a TTL:
   - gat and gats: the keys before it answered (more than the server's high
     water, where the reply may pause), then the SERVER_ERROR line instead of
     END, the keys after it left untouched;
-  - mg with T: the SERVER_ERROR line instead of its reply;
+  - mg with T: the SERVER_ERROR line instead of its reply, and with R
+    no win token left taken (the next mg would answer Z);
+  - ma with T on a counter as long as that item: the same line, the
+    number unchanged with its TTL (both go in one write), the next ma
+    counting from it; on a small counter, T's TTL set;
   - the binary TOUCH, GAT and GATQ: status 0x0003 ("Too large."), also for
     the quiet GATQ.
 All of it twice: before and after an mg h makes larderd track fetches (its
@@ -28,8 +32,8 @@ import struct
 import subprocess
 import sys
 
+from larderd_client import Conn, stop
 from loopback import free_port, run_driver, wait_port
-from restart import Conn, stop
 
 TOO_LARGE = b"SERVER_ERROR object too large for cache"
 BIN_TOUCH, BIN_GAT, BIN_GATQ = 0x1C, 0x1D, 0x1E
@@ -38,8 +42,12 @@ AFTER = b" ".join(b"none%d" % i for i in range(40))  # keys never stored
 
 
 def shown(v):
-    """A reply for a failure message: a long value by its length only."""
-    return "%d bytes" % len(v) if isinstance(v, bytes) and len(v) > 100 else repr(v)
+    """A reply for a failure message: a long value by its length and start."""
+    if isinstance(v, tuple):
+        return "(%s)" % ", ".join(shown(e) for e in v)
+    if isinstance(v, bytes) and len(v) > 100:
+        return "%d bytes starting %r" % (len(v), v[:8])
+    return repr(v)
 
 
 def expect(what, got, want):
@@ -70,18 +78,6 @@ def ttl_of(c, key):
     return c.line()
 
 
-def stat(c, name):
-    c.send(b"stats\r\n")
-    value = None
-    while True:
-        l = c.line()
-        if l == b"END":
-            return value
-        parts = l.split()
-        if parts[1] == name:
-            value = parts[2]
-
-
 def binary(c, opcode, key, exptime):
     """One binary request with a 4-byte exptime extra; returns the status."""
     hdr = struct.pack(">BBHBBHIIQ", 0x80, opcode, len(key), 4, 0, 0, 4 + len(key), 0, 0)
@@ -105,7 +101,7 @@ def check_refusals(c, b, size, tag):
     c.set(b"big", 0, 0, value)
     c.set(b"a", 0, 0, b"1")
     c.set(b"z", 0, 0, b"2")
-    hits, misses = stat(c, b"touch_hits"), stat(c, b"touch_misses")
+    hits, misses = c.stat(b"touch_hits"), c.stat(b"touch_misses")
 
     c.send(b"touch big 100\r\n")
     expect("touch (%s)" % tag, c.line(), TOO_LARGE)
@@ -113,8 +109,8 @@ def check_refusals(c, b, size, tag):
     c.send(b"touch big 100 noreply\r\nmn\r\n")
     expect("touch noreply (%s)" % tag, c.line(), b"MN")
     intact("touch noreply")
-    expect("touch_hits (%s)" % tag, stat(c, b"touch_hits"), hits)
-    expect("touch_misses (%s)" % tag, stat(c, b"touch_misses"), misses)
+    expect("touch_hits (%s)" % tag, c.stat(b"touch_hits"), hits)
+    expect("touch_misses (%s)" % tag, c.stat(b"touch_misses"), misses)
 
     for cmd in (b"gat", b"gats"):
         # a, m1 and m2 answered: over the server's 256 KiB high water, where
@@ -138,6 +134,31 @@ def check_refusals(c, b, size, tag):
     c.send(b"mg big T100 t v\r\n")
     expect("mg T (%s)" % tag, c.line(), TOO_LARGE)
     intact("mg T")
+    # the T that decides the recache is refused: no win token left taken
+    # (an mg of the item would answer Z, and no client could win it)
+    c.send(b"mg big T100 R200 v\r\n")
+    expect("mg T R (%s)" % tag, c.line(), TOO_LARGE)
+    intact("mg T R")
+    c.send(b"mg big s\r\n")
+    expect("mg T R (%s): the win token" % tag, c.line(), b"HD s%d" % size)
+
+    # ma: a counter as long as the item (memcached reads "1" and the spaces
+    # after it as 1): its T goes in the same write as the number, so both
+    # are refused, and the next ma starts from the number as it was
+    counter = b"1" + b" " * (size - 1)
+    c.set(b"num", 0, 0, counter)
+    c.send(b"ma num T100 t v\r\n")
+    expect("ma T (%s)" % tag, c.line(), TOO_LARGE)
+    expect("ma T (%s): the counter" % tag, c.get(b"num"), (0, counter))
+    expect("ma T (%s): its TTL" % tag, ttl_of(c, b"num"), b"HD t-1")
+    c.send(b"ma num t v\r\n")
+    expect("ma after the refused T (%s)" % tag, c.line(), b"VA 1 t-1")
+    expect("ma after the refused T (%s): its value" % tag, c.line(), b"2")
+    c.set(b"n", 0, 0, b"5")
+    c.send(b"ma n t T100 v\r\n")  # a t before the T shows the TTL before it
+    expect("ma T on a small counter (%s)" % tag, c.line(), b"VA 1 t-1")
+    expect("ma T on a small counter (%s): its value" % tag, c.line(), b"6")
+    expect("ma T on a small counter (%s): its TTL" % tag, ttl_of(c, b"n"), b"HD t100")
 
     for op in (BIN_TOUCH, BIN_GAT, BIN_GATQ):
         expect("binary 0x%02x (%s)" % (op, tag), binary(b, op, b"big", 100), BIN_E2BIG)

@@ -12,6 +12,8 @@ twemproxy.sh (standard library only).
 """
 import os, signal, socket, sys, time
 
+import larderd_client
+
 DEADLINE = 60.0  # generous: the machine may be loaded; nothing waits this long when it works
 
 PX = int(sys.argv[1])
@@ -21,28 +23,8 @@ STATS = int(sys.argv[4])
 N = 10000
 
 
-class Conn:
-    def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=DEADLINE)
-        self.buf = b""
-
-    def line(self):
-        while b"\r\n" not in self.buf:
-            b = self.s.recv(1 << 16)
-            if not b:
-                raise EOFError("closed")
-            self.buf += b
-        l, self.buf = self.buf.split(b"\r\n", 1)
-        return l
-
-    def exact(self, n):
-        while len(self.buf) < n:
-            b = self.s.recv(1 << 16)
-            if not b:
-                raise EOFError("closed")
-            self.buf += b
-        d, self.buf = self.buf[:n], self.buf[n:]
-        return d
+class Conn(larderd_client.Conn):
+    """larderd_client's connection, with pipelined sets and a multiget."""
 
     def set_many(self, items):
         self.s.sendall(b"".join(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v) for k, v in items))
