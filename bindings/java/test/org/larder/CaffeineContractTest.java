@@ -29,7 +29,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * table: expiry after write and after access, compression, shards, the
  * policies, the removal listener in all): the ConcurrentMap-shaped operations' results
  * (put, putIfAbsent, replace, the compare-and-set replace and remove, get,
- * containsKey), expiry after write on the same clock (absent at the deadline
+ * getAll, containsKey), expiry after write on the same clock (absent at the deadline
  * in both), the weakly consistent iteration's contents, cleanUp() then the
  * size, the hit and miss counts, and the removal listener's records by key
  * and cause, the causes mapped (larder's CLEARED is Caffeine's EXPLICIT from invalidateAll; an
@@ -113,7 +113,7 @@ class CaffeineContractTest {
                 /* Caffeine expires lazily, on the access: keep its clock-driven work in step. */
                 caffeine.cleanUp();
                 boolean stored = false;
-                switch (rnd.nextInt(13)) {
+                switch (rnd.nextInt(14)) {
                 case 0:
                 case 1:
                     map.put(k, v);
@@ -164,6 +164,11 @@ class CaffeineContractTest {
                         it.forEachRemaining(e -> seen.put(e.getKey(), e.getValue()));
                     }
                     assertEquals(new HashMap<>(map), seen, at);
+                    break;
+                }
+                case 12: {
+                    List<String> keys = Arrays.asList(k, "k" + rnd.nextInt(32), "k" + rnd.nextInt(32));
+                    assertEquals(caffeine.getAllPresent(keys), larder.getAll(keys), at);
                     break;
                 }
                 default:
