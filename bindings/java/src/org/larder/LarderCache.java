@@ -82,6 +82,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
     private final boolean rawValues;
     /* reads extend the deadline by the default TTL (the builder's expireAfterAccess) */
     private final boolean expireAfterAccess;
+    /* the lifetime an access gives (addOrAccess: OP_ACCESS needs it as a number) */
     private final long defaultTTLmillis;
     private final ListenerDispatcher<K, V> listener;
     private final Cleaner.Cleanable cleanable;
