@@ -59,7 +59,8 @@ function sortedLog(log) {
 /*
  * The options the sequence runs under: each policy, shards, compression
  * (with values long enough to be compressed), both serializers, the L1, a
- * pool, a ttl with and without updateAgeOnGet (given to lru-cache too).
+ * pool, a ttl with and without updateAgeOnGet (given to lru-cache too),
+ * lru-cache's max (the byte capacity steered by it, no maxSize).
  * Room for every key in each: no eviction on either side, so every
  * removal is the sequence's own. The ttl is an hour, so nothing expires
  * during the sequence: getRemainingTTL is compared as a lifetime begun
@@ -80,6 +81,7 @@ const SEQUENCE_CONFIGS = [
   { policy: 's3fifo-tuned', shards: 8 },
   { ttl: HOUR, compression: { minSize: 64 } },
   { ttl: HOUR, updateAgeOnGet: true, shards: 2, serializer: 'v8' },
+  { max: 1000, policy: 'lru' },
 ];
 
 /*
@@ -118,7 +120,7 @@ async function sequence(config, seed, where) {
     max: 1000, ttl: config.ttl, updateAgeOnGet: config.updateAgeOnGet, dispose: lruLog.dispose,
   });
   const larder = new LarderCache({
-    ...config, pool: pool || undefined, maxSize: pool ? undefined : 1 << 22, dispose: larderLog.dispose,
+    ...config, pool: pool || undefined, maxSize: pool || config.max ? undefined : 1 << 22, dispose: larderLog.dispose,
   });
   let version = 0;
   // Every written value differs (version): lru-cache skips dispose for a set of
