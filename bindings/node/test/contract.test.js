@@ -60,7 +60,7 @@ function sortedLog(log) {
  * The options the sequence runs under: each policy, shards, compression
  * (with values long enough to be compressed), both serializers, the L1, a
  * pool, a ttl with and without updateAgeOnGet (given to lru-cache too),
- * lru-cache's max (the byte capacity steered by it, no maxSize).
+ * and lru-cache's max without a maxSize.
  * Room for every key in each: no eviction on either side, so every
  * removal is the sequence's own. The ttl is an hour, so nothing expires
  * during the sequence: getRemainingTTL is compared as a lifetime begun
