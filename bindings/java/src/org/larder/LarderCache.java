@@ -82,6 +82,8 @@ public final class LarderCache<K, V> implements AutoCloseable {
     private final boolean rawValues;
     /* reads extend the deadline by the default TTL (the builder's expireAfterAccess) */
     private final boolean expireAfterAccess;
+    /* the lifetime an access gives (addOrAccess: OP_ACCESS needs it as a number) */
+    private final long defaultTTLmillis;
     private final ListenerDispatcher<K, V> listener;
     private final Cleaner.Cleanable cleanable;
     private final Object closeLock = new Object();
@@ -93,6 +95,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
         maxKeyBytes = b.maxKeyBytes;
         maxValueBytes = b.maxValueBytes;
         expireAfterAccess = b.expireAfterAccess;
+        defaultTTLmillis = b.defaultTTLmillis;
         rawKeys = keySerializer == CacheSerializers.BYTE_ARRAY;
         rawValues = valueSerializer == CacheSerializers.BYTE_ARRAY;
         ManualClock clock = b.clock;
@@ -514,7 +517,10 @@ public final class LarderCache<K, V> implements AutoCloseable {
     /**
      * Stores only if no live value is present; true if stored. With
      * expireAfterAccess, finding a live value is an access that moves its
-     * deadline as a get does (as Caffeine's {@code asMap().putIfAbsent}).
+     * deadline as a get does (as Caffeine's {@code asMap().putIfAbsent}):
+     * to the default TTL from now, never earlier, and an entry without a
+     * deadline keeps none. Like a get's, that access is never refused: a
+     * present key gives false, never an exception, also at the entry limit.
      */
     public boolean putIfAbsent(K key, V value) {
         return addOrAccess(key, value, Native.TTL_DEFAULT);
@@ -528,13 +534,16 @@ public final class LarderCache<K, V> implements AutoCloseable {
     /*
      * A putIfAbsent that finds the key has read it (Caffeine's asMap()
      * returns the present value): with expireAfterAccess that is an access,
-     * which moves the deadline to now + the default TTL, as get does.
-     * Counts no hit, as in Caffeine.
+     * which moves the deadline as a get does (OP_ACCESS in jni_cache.c).
+     * Counts no hit, as in Caffeine. Not a touch: a touch shortens a longer
+     * deadline, gives one to an entry without one, and is refused
+     * (EVALSIZE) when those 8 bytes take the entry over the entry limit,
+     * which made a putIfAbsent that found such a key throw.
      */
     private boolean addOrAccess(K key, V value, long ttl) {
         int r = write(Native.OP_PUT_IF_ABSENT, key, value, null, ttl);
         if (r == Native.EXISTS && expireAfterAccess) {
-            write(Native.OP_TOUCH, key, null, null, Native.TTL_DEFAULT);
+            write(Native.OP_ACCESS, key, null, null, defaultTTLmillis);
         }
         return r == Native.OK;
     }

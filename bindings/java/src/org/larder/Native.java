@@ -68,6 +68,7 @@ final class Native {
     static final int OP_REMOVE = 4;
     static final int OP_REMOVE_IF_EQUALS = 5;
     static final int OP_TOUCH = 6;
+    static final int OP_ACCESS = 7;
 
     /* Engine TTL arguments: 0 takes the cache's default, all ones never expires. */
     static final long TTL_DEFAULT = 0;

@@ -160,6 +160,60 @@ class TtlTest {
         }
     }
 
+    /*
+     * Under expireAfterAccess a putIfAbsent that finds the key is an access
+     * as a get is (Caffeine's asMap().putIfAbsent: an access, not a hit), so
+     * for each kind of entry, "g.." read by get and "p.." found by
+     * putIfAbsent, written alike, end with the same deadline: the default
+     * TTL from the access; an explicit longer one kept; none kept, also for
+     * an entry within 8 bytes of the entry limit. The binding touched
+     * instead: it cut the longer TTL to the default, gave the entry without
+     * a deadline one, and threw at the entry limit (the deadline's 8 bytes
+     * refused) for a key that was present.
+     */
+    @Test
+    void aPutIfAbsentThatFindsTheKeyAccessesItAsAGetDoes() {
+        long capacity = 1 << 20;
+        ManualClock clock = new ManualClock(0);
+        try (LarderCache<byte[], byte[]> c = bytes().clock(clock).capacity(capacity)
+                .maxValueBytes(1 << 20).defaultTTLmillis(1000).expireAfterAccess(true).build()) {
+            // the largest value stored without a deadline: a deadline's 8 bytes do not fit
+            int lo = 1, hi = (int) capacity / 8;
+            while (hi - lo > 1) {
+                int mid = (lo + hi) >>> 1;
+                try {
+                    c.put(b("g3"), new byte[mid], LarderCache.NEVER_EXPIRE, TimeUnit.SECONDS);
+                    lo = mid;
+                } catch (IllegalArgumentException e) {
+                    hi = mid;
+                }
+            }
+            long hour = TimeUnit.HOURS.toMillis(1);
+            long[] ttls = {0, hour, LarderCache.NEVER_EXPIRE, LarderCache.NEVER_EXPIRE};
+            int[] lengths = {1, 1, 1, lo};
+            long[] expected = {1000, hour - 600, LarderCache.NEVER_EXPIRE, LarderCache.NEVER_EXPIRE};
+            for (int kind = 0; kind < ttls.length; kind++) {
+                byte[] g = b("g" + kind), p = b("p" + kind), v = new byte[lengths[kind]];
+                for (byte[] k : Arrays.asList(g, p)) {
+                    if (ttls[kind] == 0) {
+                        c.put(k, v);
+                    } else {
+                        c.put(k, v, ttls[kind], TimeUnit.MILLISECONDS);
+                    }
+                }
+                clock.advance(600);
+                String at = "kind " + kind + " (ttl " + ttls[kind] + ", " + lengths[kind] + " bytes)";
+                assertEquals(lengths[kind], c.get(g).length, at);
+                assertFalse(c.putIfAbsent(p, b("other")), at + ": present, not stored");
+                assertEquals(expected[kind], c.remainingTTLmillis(g), at + ": the get's deadline");
+                assertEquals(expected[kind], c.remainingTTLmillis(p), at + ": the putIfAbsent's");
+                assertEquals(lengths[kind], c.get(p).length, at + ": the value kept");
+            }
+            assertThrows(IllegalArgumentException.class, () -> c.touch(b("p3")),
+                    "a touch of the last kind is refused: the deadline's 8 bytes do not fit");
+        }
+    }
+
     @Test
     void aManualClockNeverGoesBackwards() {
         ManualClock clock = new ManualClock(100);
