@@ -8,10 +8,11 @@
  * a given dictionary, a trained one) x lifetime (none, a default TTL
  * counted from the write, one counted from the last read) x capacity (64
  * KiB, where writes evict; 4 MiB, where nothing does) x pool member, the
- * policy rotating through S3-FIFO (the default and its plain form), LRU,
- * W-TinyLFU and ARC, each run through one script of every operation with
- * an injected clock and a model of its keys. After each step and a
- * larder_flush (the counters are exact only after one):
+ * policy rotating through all seven (the default, S3-FIFO, FIFO, LRU,
+ * W-TinyLFU plain and tuned, ARC) and a removal listener in two of three,
+ * each run through one script of every operation with an injected clock
+ * and a model of its keys. After each step and a larder_flush (the
+ * counters are exact only after one):
  *   - LARDER_STAT_WRITES == ENTRIES + EVICTIONS + EXPIRATIONS + REMOVALS +
  *     REPLACEMENTS + CLEARED (larder.h: every successful write of a new value
  *     makes an entry, and every entry that leaves is counted once, under its
@@ -21,6 +22,8 @@
  *     a miss, a stored value and a removal; where nothing evicts, ENTRIES,
  *     REPLACEMENTS and EXPIRATIONS equal the model's, and every key the model
  *     holds reads back byte-exact with its exact remaining lifetime;
+ *   - the listener is called once per entry gone, under the cause counted,
+ *     an explicit removal's call with the bytes removed;
  *   - a cursor hands out ENTRIES entries whose entry_bytes sum to
  *     LARDER_STAT_LIVE_BYTES, each value byte-exact;
  *   - a save loaded into a twin gives the values back byte-exact, lifetimes
@@ -55,6 +58,9 @@
 #define MAXV 3000 /* the longest value of the script's keys */
 #define MAX_KEY 32
 #define FLUSH_MS (60000u * TH_SLOW)
+/* Rounds of the script per configuration: one under a sanitizer, which
+ * runs it 5-20x slower. */
+#define ROUNDS (TH_SLOW > 1 ? 1u : 2u)
 
 enum codec { C_OFF, C_LZ4, C_GIVEN, C_TRAIN };
 enum life { L_NONE, L_WRITE, L_ACCESS };
@@ -63,7 +69,16 @@ struct cfgrow {
 	enum larder_policy policy;
 	enum codec codec;
 	enum life life;
-	int tiny, pooled;
+	int tiny, pooled, listener;
+};
+
+/* What the removal listener heard: calls by cause, and for each script
+ * key the checksum of the last value removed explicitly (the listener
+ * must hand over the original bytes, compressed or not). */
+struct heard {
+	_Atomic uint64_t calls[5];
+	_Atomic uint64_t explicit_sum[NK];
+	_Atomic uint64_t bad;
 };
 
 struct model {
@@ -78,6 +93,8 @@ struct run {
 	larder *c;
 	larder_pool *pool;
 	struct th_clock clk;
+	struct heard heard;
+	uint64_t explicit_sum[NK]; /* what the listener should have heard */
 	uint64_t capacity;
 	size_t max_value;
 	struct model m[NK];
@@ -104,6 +121,30 @@ static void value_of(unsigned char *out, size_t len, unsigned k, unsigned versio
 static size_t key_of(char *buf, unsigned k)
 {
 	return (size_t)snprintf(buf, 16, "key%02u", k);
+}
+
+/* A checksum of a value that tells lengths and bytes apart (never 0). */
+static uint64_t sum_of(const void *value, size_t len)
+{
+	uint64_t h = th_mix64(len + 1);
+	for (size_t i = 0; i < len; i++)
+		h = th_mix64(h ^ ((const unsigned char *)value)[i]);
+	return h | 1;
+}
+
+static void on_removal(void *ctx, const void *key, size_t key_len, const void *value,
+		       size_t value_len, enum larder_cause cause)
+{
+	struct heard *h = ctx;
+	unsigned k;
+	if (!key || !key_len || (value_len && !value) || (unsigned)cause > 4) {
+		atomic_fetch_add(&h->bad, 1);
+		return;
+	}
+	atomic_fetch_add(&h->calls[cause], 1);
+	if (cause == LARDER_CAUSE_EXPLICIT && key_len == 5 &&
+	    sscanf((const char *)key, "key%02u", &k) == 1 && k < NK)
+		atomic_store(&h->explicit_sum[k], sum_of(value, value_len));
 }
 
 static uint64_t now(struct run *r)
@@ -162,6 +203,36 @@ static void walk_entry(void *ctx, const void *key, size_t key_len, const void *v
 	CHECK_EQ(ttl_ms, r->m[k].deadline == NONE ? NONE : r->m[k].deadline - now(r));
 }
 
+static const enum larder_stat cause_stat[5] = {
+	[LARDER_CAUSE_EXPLICIT] = LARDER_STAT_REMOVALS,
+	[LARDER_CAUSE_REPLACED] = LARDER_STAT_REPLACEMENTS,
+	[LARDER_CAUSE_EXPIRED] = LARDER_STAT_EXPIRATIONS,
+	[LARDER_CAUSE_EVICTED] = LARDER_STAT_EVICTIONS,
+	[LARDER_CAUSE_CLEARED] = LARDER_STAT_CLEARED,
+};
+
+static int heard_all(void *ctx)
+{
+	struct run *r = ctx;
+	for (int i = 0; i < 5; i++)
+		if (atomic_load(&r->heard.calls[i]) != th_stat(r->c, cause_stat[i]))
+			return 0;
+	return 1;
+}
+
+/* The listener is called once per entry that left, under the counted
+ * cause (some time after: waited for), with the bytes removed. */
+static int check_heard(struct run *r)
+{
+	int ok = CHECK(th_wait_until(heard_all, r, FLUSH_MS));
+	for (int i = 0; i < 5; i++)
+		ok &= CHECK_EQ(atomic_load(&r->heard.calls[i]), th_stat(r->c, cause_stat[i]));
+	ok &= CHECK_EQ(atomic_load(&r->heard.bad), 0);
+	for (unsigned k = 0; k < NK; k++)
+		ok &= CHECK_EQ(atomic_load(&r->heard.explicit_sum[k]), r->explicit_sum[k]);
+	return ok;
+}
+
 /*
  * Flushes and checks the counters: the conservation of entries in every
  * configuration, the calls' counts, and where nothing evicts the model's
@@ -193,6 +264,8 @@ static void check_counts(struct run *r, const char *step)
 	}
 	ok &= CHECK_LE(th_stat(r->c, LARDER_STAT_LIVE_BYTES),
 		       th_stat(r->c, LARDER_STAT_CAPACITY_BYTES));
+	if (r->row.listener)
+		ok &= check_heard(r);
 	struct walk w = {.r = r};
 	larder_iter *it = NULL;
 	if (CHECK_RC(larder_iter_open(r->c, &it), LARDER_OK)) {
@@ -385,6 +458,7 @@ static void remove_key(struct run *r, unsigned k, int if_equals)
 	if (rc == LARDER_OK) {
 		r->removals++;
 		r->m[k].present = 0;
+		r->explicit_sum[k] = sum_of(r->m[k].val, r->m[k].len);
 	} else if (r->m[k].present) {
 		r->m[k].present = 0;
 		r->expired++;
@@ -791,6 +865,9 @@ static int open_config(struct run *r, larder **out, larder_pool **pool)
 	ok = ok && CHECK_RC(larder_config_set_max_key_bytes(cfg, MAX_KEY), LARDER_OK);
 	ok = ok && CHECK_RC(larder_config_set_max_value_bytes(cfg, r->max_value), LARDER_OK);
 	ok = ok && CHECK_RC(larder_config_set_clock(cfg, th_clock_fn, &r->clk), LARDER_OK);
+	if (row->listener && out == &r->c)
+		ok = ok && CHECK_RC(larder_config_set_removal_listener(cfg, on_removal, &r->heard),
+				    LARDER_OK);
 	if (row->life != L_NONE)
 		ok = ok && CHECK_RC(larder_config_set_default_ttl_ms(cfg, DTTL), LARDER_OK);
 	if (row->life == L_ACCESS)
@@ -841,7 +918,7 @@ static void run_config(const struct cfgrow *row, unsigned index)
 	if (CHECK_RC(larder_flush(r.c, FLUSH_MS), LARDER_OK))
 		CHECK_RC(larder_stats(r.c, r.base, LARDER_STAT_COUNT), LARDER_OK);
 	entry_limit(&r);
-	for (unsigned round = 0; round < 2; round++)
+	for (unsigned round = 0; round < ROUNDS; round++)
 		round_of_ops(&r, round * 100);
 	if (row->tiny)
 		overfill(&r);
@@ -850,9 +927,10 @@ static void run_config(const struct cfgrow *row, unsigned index)
 	capacity_step(&r, 300);
 	if (th_failures() != failures)
 		th_fail(__FILE__, __LINE__,
-			"configuration %u: policy %d codec %d life %d tiny %d pooled %d shards %u",
+			"configuration %u: policy %d codec %d life %d tiny %d pooled %d listener %d "
+			"shards %u",
 			index, (int)row->policy, (int)row->codec, (int)row->life, row->tiny,
-			row->pooled, row->pooled ? 1 : th_shards());
+			row->pooled, row->listener, row->pooled ? 1 : th_shards());
 	larder_close(r.c);
 	if (r.pool)
 		CHECK_RC(larder_pool_close(r.pool), LARDER_OK);
@@ -860,9 +938,12 @@ static void run_config(const struct cfgrow *row, unsigned index)
 
 static void test_every_operation_every_option(void)
 {
+	/* Seven, prime to the other dimensions' sizes: each policy meets
+	 * every capacity and pool membership. */
 	static const enum larder_policy policies[] = {
-		LARDER_POLICY_DEFAULT, LARDER_POLICY_S3FIFO, LARDER_POLICY_LRU,
-		LARDER_POLICY_WTINYLFU, LARDER_POLICY_ARC,
+		LARDER_POLICY_DEFAULT, LARDER_POLICY_S3FIFO,   LARDER_POLICY_FIFO,
+		LARDER_POLICY_LRU,     LARDER_POLICY_WTINYLFU, LARDER_POLICY_ARC,
+		LARDER_POLICY_WTINYLFU_TUNED,
 	};
 	unsigned index = 0;
 	for (unsigned codec = C_OFF; codec <= C_TRAIN; codec++)
@@ -870,7 +951,8 @@ static void test_every_operation_every_option(void)
 			for (int tiny = 0; tiny < 2; tiny++)
 				for (int pooled = 0; pooled < 2; pooled++, index++) {
 					struct cfgrow row = {
-						.policy = policies[index % 5],
+						.policy = policies[index % 7],
+						.listener = index % 3 != 0,
 						.codec = (enum codec)codec,
 						.life = (enum life)life,
 						.tiny = tiny,
