@@ -578,6 +578,15 @@ static void bad_inputs(struct run *r)
 	CHECK_RC(larder_replace(c, "absent", 6, bv, big, 0), LARDER_EVALSIZE);
 	CHECK_RC(larder_replace_if_equals(c, "absent", 6, "x", 1, bv, big, 0), LARDER_EVALSIZE);
 	CHECK_RC(larder_replace_if_equals(c, "p", 1, "x", 1, bv, big, 0), LARDER_EVALSIZE);
+	/* A batch skips its invalid keys (NULL, empty, too long) and reads the rest. */
+	struct model got[4];
+	memset(got, 0, sizeof got);
+	const void *keys[4] = {NULL, "p", lk, "p"};
+	size_t lens[4] = {1, 0, MAX_KEY + 1, 1};
+	CHECK_RC(larder_get_batch(c, 4, keys, lens, got_batch, got), 1);
+	CHECK_EQ(got[0].present + got[1].present + got[2].present, 0);
+	CHECK_EQ(got[3].present, 1);
+	CHECK_EQ(got[3].len, 1);
 	/* A buffer too small reads nothing; an empty value needs no buffer. */
 	CHECK_RC(larder_get(c, "p", 1, NULL, 0, &vl), LARDER_EBUFSIZE);
 	CHECK_EQ(vl, 1);
