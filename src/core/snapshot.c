@@ -49,8 +49,10 @@
  *       minutes (docs/persistence.md).
  *   SNAP-L7. Only a regular file is read: a directory, FIFO, socket or device
  *       path is LARDER_EFORMAT at once (opened without blocking, so a FIFO
- *       with no writer does not hang the load; one open() refuses, as it
- *       refuses a socket with ENXIO, is looked at with stat()).
+ *       with no writer does not hang the load; a path open() refuses, as it
+ *       refuses a socket with ENXIO, is looked at with stat() before the
+ *       failure is reported). Tests: test_save_paths_link_socket
+ *       (tests/unit/test_contracts_docs.c).
  * Save:
  *   SNAP-S2. A path that names an existing device (such as /dev/null, when
  *       run as root), FIFO or socket is refused with LARDER_EINVAL before

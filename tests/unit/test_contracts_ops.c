@@ -695,11 +695,11 @@ static void round_of_ops(struct run *r, unsigned round)
 		check_read(r, k, k + round + 1);
 }
 
-/* The snapshot: a twin of the same configuration loads it (values
- * byte-exact, lifetimes never longer), and the cache loads it over its own
- * keys (each counted REPLACED). */
+/* Opens a cache of r's configuration (in a pool of its own for a member). */
 static int open_config(struct run *r, larder **out, larder_pool **pool);
 
+/* An entry of the twin's: one of the model's, byte-exact, its lifetime no
+ * longer than the model's. */
 struct twin_check {
 	struct run *r;
 	uint64_t entries;
@@ -724,10 +724,15 @@ static void twin_entry(void *ctx, const void *key, size_t key_len, const void *v
 		CHECK_LE(ttl_ms, r->m[k].deadline - now(r));
 }
 
+/* The snapshot: a twin of the same configuration loads it (values
+ * byte-exact, lifetimes never longer), and the cache loads it over its own
+ * keys (each counted REPLACED). */
 static void snapshot(struct run *r, unsigned index)
 {
 	char path[96];
-	snprintf(path, sizeof path, "/tmp/larder_contracts_ops_%d_%u.snap", (int)getpid(), index);
+	/* tmpfs where there is one: a disk's fsyncs are slow */
+	snprintf(path, sizeof path, "%s/larder_contracts_ops_%d_%u.snap",
+		 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (int)getpid(), index);
 	REQUIRE_RC(larder_save(r->c, path), LARDER_OK);
 	larder *twin = NULL;
 	larder_pool *pool = NULL;
