@@ -47,9 +47,12 @@
  *       grown for the rest of the load, not for all of it. Growing under
  *       the bulk writes instead, which outrun the maintainer (EV-V7), took
  *       minutes (docs/persistence.md).
- *   SNAP-L7. Only a regular file is read: a directory, FIFO or device path is
- *       LARDER_EFORMAT at once (opened without blocking, so a FIFO with no
- *       writer does not hang the load).
+ *   SNAP-L7. Only a regular file is read: a directory, FIFO, socket or device
+ *       path is LARDER_EFORMAT at once (opened without blocking, so a FIFO
+ *       with no writer does not hang the load; a path open() refuses, as it
+ *       refuses a socket with ENXIO, is looked at with stat() before the
+ *       failure is reported). Tests: test_save_paths_link_socket
+ *       (tests/unit/test_contracts_docs.c).
  * Save:
  *   SNAP-S2. A path that names an existing device (such as /dev/null, when
  *       run as root), FIFO or socket is refused with LARDER_EINVAL before
@@ -748,9 +751,14 @@ int larder_load(larder *c, const char *path)
 		return LARDER_EINVAL;
 	/* O_NONBLOCK: opening a FIFO must not wait for a writer (SNAP-L7). */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return LARDER_ESYS;
 	struct stat st;
+	if (fd < 0) {
+		int saved = errno;
+		if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+			return LARDER_EFORMAT; /* SNAP-L7: not a snapshot, whatever open() said */
+		errno = saved;
+		return LARDER_ESYS;
+	}
 	if (fstat(fd, &st) != 0) {
 		int saved = errno;
 		close(fd);

@@ -24,11 +24,20 @@
  * larder_save/larder_load across 72 configs
  * (test_iter_and_snapshot_claims_across_options), docs/pool.md's split,
  * bound and refusals across 12 (test_pool_claims_across_options).
+ * docs/persistence.md's paths: a save through a symbolic link replaces the
+ * link, not its target; a socket is refused as a FIFO is; no temporary
+ * file is left (test_save_paths_link_socket). docs/compression.md's one
+ * dictionary in a cache's life: not retrained after a clear and values of
+ * another shape (test_dictionary_once_per_life).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "core/cache.h"
@@ -662,6 +671,206 @@ static void test_pool_claims_across_options(void)
 	CHECK_EQ(configs, 12);
 }
 
+static int read_back(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, len - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return (int)n;
+}
+
+/*
+ * docs/persistence.md "Snapshots": a path that is a symbolic link is itself
+ * replaced by the snapshot (the rename acts on the link, not its target); a save
+ * over a snapshot replaces it whole; a device, FIFO or socket is refused
+ * by a save (LARDER_EINVAL, nothing written) and a load (LARDER_EFORMAT)
+ * and left as it was (SNAP-S2, SNAP-L7: the FIFO and /dev/null have their
+ * tests, the socket had none); the temporary file (path.tmp.<pid>.<n>)
+ * never outlives the save.
+ */
+static void test_save_paths_link_socket(void)
+{
+	char dir[] = "/tmp/larder-paths-XXXXXX";
+	REQUIRE(mkdtemp(dir) != NULL);
+	char target[64], link_path[64], sock_path[64], buf[64];
+	snprintf(target, sizeof target, "%s/target", dir);
+	snprintf(link_path, sizeof link_path, "%s/link", dir);
+	snprintf(sock_path, sizeof sock_path, "%s/sock", dir);
+	FILE *f = fopen(target, "wb");
+	REQUIRE(f != NULL);
+	fputs("not a snapshot", f);
+	fclose(f);
+	REQUIRE(symlink(target, link_path) == 0);
+	larder *c = th_open(th_config(4 * MiB));
+	REQUIRE(c);
+	CHECK_RC(larder_put(c, "first", 5, "1", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_save(c, link_path), LARDER_OK);
+	struct stat st;
+	CHECK(lstat(link_path, &st) == 0 && S_ISREG(st.st_mode));
+	CHECK_EQ(read_back(target, buf, sizeof buf), 14);
+	CHECK_STR(buf, "not a snapshot");
+	larder *d = th_open(th_config(4 * MiB));
+	REQUIRE(d);
+	CHECK_RC(larder_load(d, target), LARDER_EFORMAT);
+	CHECK_RC(larder_load(d, link_path), LARDER_OK);
+	CHECK_RC(larder_contains(d, "first", 5), LARDER_OK);
+	/* A second save replaces the first whole. */
+	CHECK_RC(larder_remove(c, "first", 5), LARDER_OK);
+	CHECK_RC(larder_put(c, "second", 6, "2", 1, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_RC(larder_save(c, link_path), LARDER_OK);
+	CHECK_RC(larder_clear(d), LARDER_OK);
+	CHECK_RC(larder_load(d, link_path), LARDER_OK);
+	CHECK_RC(larder_contains(d, "first", 5), LARDER_MISS);
+	CHECK_RC(larder_contains(d, "second", 6), LARDER_OK);
+	/* A socket: refused, and still a socket. */
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	REQUIRE(fd >= 0);
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock_path);
+	if (CHECK(bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0)) {
+		CHECK_RC(larder_save(c, sock_path), LARDER_EINVAL);
+		CHECK_RC(larder_load(d, sock_path), LARDER_EFORMAT);
+		CHECK(lstat(sock_path, &st) == 0 && S_ISSOCK(st.st_mode));
+	}
+	close(fd);
+	/* Nothing but the three names: no temporary file left. */
+	DIR *dh = opendir(dir);
+	REQUIRE(dh != NULL);
+	struct dirent *e;
+	unsigned others = 0;
+	while ((e = readdir(dh)) != NULL)
+		if (e->d_name[0] != '.' && strcmp(e->d_name, "target") &&
+		    strcmp(e->d_name, "link") && strcmp(e->d_name, "sock")) {
+			fprintf(stderr, "  left behind: %s\n", e->d_name);
+			others++;
+		}
+	closedir(dh);
+	CHECK_EQ(others, 0);
+	larder_close(d);
+	larder_close(c);
+	unlink(sock_path);
+	unlink(link_path);
+	unlink(target);
+	rmdir(dir);
+}
+
+/* The charge of key's entry, from a cursor (0: not found). */
+struct charge_of {
+	const char *key;
+	uint64_t bytes;
+};
+
+static void find_charge(void *ctx, const void *key, size_t key_len, const void *value,
+			size_t value_len, uint64_t ttl_ms, uint64_t entry_bytes)
+{
+	struct charge_of *ch = ctx;
+	(void)value;
+	(void)value_len;
+	(void)ttl_ms;
+	if (key_len == strlen(ch->key) && memcmp(key, ch->key, key_len) == 0)
+		ch->bytes = entry_bytes;
+}
+
+static uint64_t charge(larder *c, const char *key)
+{
+	struct charge_of ch = {key, 0};
+	larder_iter *it = NULL;
+	if (!CHECK_RC(larder_iter_open(c, &it), LARDER_OK))
+		return 0;
+	while (larder_iter_next(it, find_charge, &ch) == LARDER_OK)
+		;
+	larder_iter_close(it);
+	return ch.bytes;
+}
+
+/* A value of another shape than fill_text's: CSV rows. */
+static void fill_rows(unsigned char *v, size_t len, unsigned i)
+{
+	char row[64];
+	int n = snprintf(row, sizeof row, "%u;alpha;%u.5;beta-gamma;%x\n", i, i * 7, i * 13);
+	for (size_t k = 0; k < len; k++)
+		v[k] = (unsigned char)row[k % (size_t)n];
+}
+
+/*
+ * Writes up to n values of one shape, 100 at a time, each hundred flushed
+ * (the maintainer trains between them); stops at the first hundred after
+ * which the cache has a dictionary when until_dict. Returns whether it has
+ * one.
+ */
+static int write_shape(larder *c, void (*fill)(unsigned char *, size_t, unsigned), unsigned n,
+		       int until_dict)
+{
+	unsigned char v[600];
+	char k[16];
+	for (unsigned i = 0; i < n; i++) {
+		fill(v, sizeof v, i);
+		size_t kl = (size_t)snprintf(k, sizeof k, "t%05u", i);
+		if (!CHECK_RC(larder_put(c, k, kl, v, sizeof v, LARDER_TTL_NEVER), LARDER_OK))
+			break;
+		if (i % 100 == 99 && CHECK_RC(larder_flush(c, 60000 * TH_SLOW), LARDER_OK) &&
+		    until_dict && th_stat(c, LARDER_STAT_DICT_BYTES) > 0)
+			break;
+	}
+	return th_stat(c, LARDER_STAT_DICT_BYTES) > 0;
+}
+
+/*
+ * docs/compression.md "The dictionary": a cache has at most one dictionary
+ * in its life, and is not retrained when the values change shape. A trained
+ * dictionary stays after a clear and after as many values of another
+ * shape as trained it: a probe value's stored size (its entry's charge)
+ * and LARDER_STAT_DICT_BYTES are what they were. A given dictionary is
+ * there from the open and stays the same through writes, a clear and a
+ * capacity change.
+ */
+static void test_dictionary_once_per_life(void)
+{
+	unsigned char probe[600];
+	fill_text(probe, sizeof probe, 7);
+	larder_config *cfg = th_config(16 * MiB);
+	REQUIRE(cfg);
+	REQUIRE_RC(larder_config_set_compression(cfg, 64, 10), LARDER_OK);
+	larder *c = th_open(cfg);
+	REQUIRE(c);
+	REQUIRE(write_shape(c, fill_text, 4000, 1));
+	uint64_t dict = th_stat(c, LARDER_STAT_DICT_BYTES);
+	CHECK_RC(larder_put(c, "probe", 5, probe, sizeof probe, LARDER_TTL_NEVER), LARDER_OK);
+	uint64_t trained = charge(c, "probe");
+	CHECK_GT(trained, 0);
+	CHECK_RC(larder_clear(c), LARDER_OK);
+	write_shape(c, fill_rows, 4000, 0); /* more than trained the first */
+	CHECK_EQ(th_stat(c, LARDER_STAT_DICT_BYTES), dict);
+	CHECK_RC(larder_put(c, "probe", 5, probe, sizeof probe, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_EQ(charge(c, "probe"), trained);
+	larder_close(c);
+
+	cfg = th_config(16 * MiB);
+	REQUIRE(cfg);
+	REQUIRE_RC(larder_config_set_compression(cfg, 64, 10), LARDER_OK);
+	REQUIRE_RC(larder_config_set_compression_dictionary(cfg, LARDER_DICTIONARY_GIVEN, probe,
+							    sizeof probe),
+		   LARDER_OK);
+	c = th_open(cfg);
+	REQUIRE(c);
+	dict = th_stat(c, LARDER_STAT_DICT_BYTES);
+	CHECK_GT(dict, 0);
+	CHECK_RC(larder_put(c, "probe", 5, probe, sizeof probe, LARDER_TTL_NEVER), LARDER_OK);
+	uint64_t given = charge(c, "probe");
+	write_shape(c, fill_rows, 4000, 0);
+	CHECK_EQ(th_stat(c, LARDER_STAT_DICT_BYTES), dict);
+	CHECK_RC(larder_clear(c), LARDER_OK);
+	CHECK_RC(larder_set_capacity(c, 8 * MiB), LARDER_OK);
+	CHECK_RC(larder_flush(c, 60000 * TH_SLOW), LARDER_OK);
+	CHECK_EQ(th_stat(c, LARDER_STAT_DICT_BYTES), dict);
+	CHECK_RC(larder_put(c, "probe", 5, probe, sizeof probe, LARDER_TTL_NEVER), LARDER_OK);
+	CHECK_EQ(charge(c, "probe"), given);
+	larder_close(c);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
@@ -671,6 +880,8 @@ int main(int argc, char **argv)
 		TH_TEST(test_dictionary_sample_across_shards),
 		TH_TEST(test_iter_and_snapshot_claims_across_options),
 		TH_TEST(test_pool_claims_across_options),
+		TH_TEST(test_save_paths_link_socket),
+		TH_TEST(test_dictionary_once_per_life),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
