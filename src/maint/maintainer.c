@@ -38,10 +38,11 @@
  * woken (or 100 ms, or the wheel's next deadline) when idle. A pass that
  * drained many events, or walked a cleared table, runs the next one at
  * once, unless it drained the rings to empty and has nothing else left: it
- * sleeps lazily then (MAINT-M5). A pass that found only a trickle (at most LAZY_EVENTS events, no
- * walk left, memory not short, nobody waiting) sleeps lazily instead: up to
- * lazy_ms() (LAZY_MS per shard, at most LAZY_MAX_MS) or the wheel's next
- * deadline, woken by a writer only when its ring is half full (its
+ * sleeps lazily then (MAINT-M5). A pass that found only a trickle (at most
+ * LAZY_EVENTS events, no walk left, memory not short, nobody waiting)
+ * sleeps lazily instead: up to lazy_ms() (LAZY_MS per shard, at most
+ * LAZY_MAX_MS) or the wheel's next deadline, woken by a writer only when
+ * its ring is half full (its
  * overwrites: LARDER__WAKE_EVENTS unread), its entry is due before then
  * (WAKE-W4), memory runs short, or it waits for room. A window's polling,
  * or a wake per write, costs a context switch per request to a client
