@@ -93,11 +93,12 @@
  *       shard otherwise (maint/evict.c).
  *   MAINT-M5. A pass of at least LARDER__MAINT_BUSY_PASS work runs the next one
  *       at once, unless its work was its events alone and nothing else is
- *       left (no walk, no expiry behind, memory not short, nobody waiting)
- *       and it left the rings empty: then it sleeps lazily, whose re-check
- *       of the rings after announcing the sleep (WAKE-W2) sends it to a pass
- *       at once instead if anything came. So a pass run at once after a
- *       busy pass of events finds an event, or has something else to do.
+ *       left (no walk, no expiry behind, memory not short, nobody waiting,
+ *       no retired batch whose grace period has ended) and it left the
+ *       rings empty: then it sleeps lazily, whose re-check of the rings
+ *       after announcing the sleep (WAKE-W2) sends it to a pass at once
+ *       instead if anything came. So a pass run at once after a busy pass
+ *       of events finds an event, or a batch to free.
  *       Until 2026-12-06 that pass ran anyway, found the rings empty and
  *       slept the same lazy sleep: with K shards each keeping up, about a
  *       pass in three (docs/shards.md, "Passes that find nothing", kflat24).
@@ -445,11 +446,15 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 	struct larder *c = m->cache;
 	struct larder__shard *s = m->shard;
 	if (work >= LARDER__MAINT_BUSY_PASS) {
-		/* MAINT-M5: a pass at once drains what came meanwhile; with the
-		 * rings empty (a hint, re-checked inside), it would drain nothing
-		 * and then sleep lazily, so sleep now. */
-		int slept = m->caught_up && larder__maint_rings_empty(s) ? lazy_sleep(m) : 0;
-		m->at_once = m->caught_up && slept == 0; /* the next pass finds an event */
+		/* MAINT-M5: a pass at once drains what came meanwhile, and frees
+		 * the batch whose grace period has ended; with neither (the rings
+		 * empty: a hint, re-checked inside), it would do nothing and then
+		 * sleep lazily, so sleep now. */
+		if (!m->caught_up || ((m->waiting || m->waiting_sealed) &&
+				      larder__gp_poll(m->waiting_token)))
+			return;
+		int slept = larder__maint_rings_empty(s) ? lazy_sleep(m) : 0;
+		m->at_once = slept == 0; /* the next pass finds an event */
 		return;
 	}
 	if (work) {
