@@ -450,8 +450,8 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 		 * the batch whose grace period has ended; with neither (the rings
 		 * empty: a hint, re-checked inside), it would do nothing and then
 		 * sleep lazily, so sleep now. */
-		if (!m->caught_up || ((m->waiting || m->waiting_sealed) &&
-				      larder__gp_poll(m->waiting_token)))
+		if (!m->caught_up ||
+		    ((m->waiting || m->waiting_sealed) && larder__gp_poll(m->waiting_token)))
 			return;
 		int slept = larder__maint_rings_empty(s) ? lazy_sleep(m) : 0;
 		m->at_once = slept == 0; /* the next pass finds an event */

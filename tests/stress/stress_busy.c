@@ -59,7 +59,7 @@ static size_t key_of(char *buf, size_t len, uint64_t w, uint64_t k)
 static void *writer_main(void *arg)
 {
 	uint64_t w = *(uint64_t *)arg;
-	struct th_rng rng = { th_mix64(opt.seed + w) };
+	struct th_rng rng = {th_mix64(opt.seed + w)};
 	char key[48];
 	for (uint64_t r = 1; r <= opt.rounds; r++) {
 		while (atomic_load(&round_go) < r && !atomic_load(&stopping))
@@ -148,8 +148,8 @@ static void test_busy_rounds(void)
 	uint64_t empty = larder__test_empty_followups(cache);
 	uint64_t passes = th_stat(cache, LARDER_STAT_MAINT_PASSES);
 	CHECK_EQ(empty, 0); /* SBUSY-B1 */
-	printf("  %u shards, %" PRIu64 " rounds x %" PRIu64 " writers x %" PRIu64
-	       " puts: %" PRIu64 " passes, %" PRIu64 " found nothing after a busy one\n",
+	printf("  %u shards, %" PRIu64 " rounds x %" PRIu64 " writers x %" PRIu64 " puts: %" PRIu64
+	       " passes, %" PRIu64 " found nothing after a busy one\n",
 	       cache->shard_count, opt.rounds, opt.writers, opt.burst, passes, empty);
 	larder_close(cache);
 	free(version);
