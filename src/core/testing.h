@@ -89,6 +89,11 @@ uint64_t larder__test_wheel_done(larder *cache);
  */
 uint64_t larder__test_idle_until(larder *cache);
 
+/* The passes that every shard's maintainer ran at once after a busy pass
+ * and that found no event and nothing else to do (MAINT-M5 in
+ * maint/maintainer.c says when that cannot happen). */
+uint64_t larder__test_empty_followups(larder *cache);
+
 /* Sets how long a removal listener call may run before writers waiting
  * for the maintainer give up with LARDER_EBUSY (1000 ms; core/cache.c). */
 void larder__test_stuck_ms(larder *cache, uint64_t ms);

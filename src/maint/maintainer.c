@@ -37,10 +37,12 @@
  * larder__events_wake_due), until
  * woken (or 100 ms, or the wheel's next deadline) when idle. A pass that
  * drained many events, or walked a cleared table, runs the next one at
- * once. A pass that found only a trickle (at most LAZY_EVENTS events, no
- * walk left, memory not short, nobody waiting) sleeps lazily instead: up to
- * lazy_ms() (LAZY_MS per shard, at most LAZY_MAX_MS) or the wheel's next
- * deadline, woken by a writer only when its ring is half full (its
+ * once, unless it drained the rings to empty and has nothing else left: it
+ * sleeps lazily then (MAINT-M5). A pass that found only a trickle (at most
+ * LAZY_EVENTS events, no walk left, memory not short, nobody waiting)
+ * sleeps lazily instead: up to lazy_ms() (LAZY_MS per shard, at most
+ * LAZY_MAX_MS) or the wheel's next deadline, woken by a writer only when
+ * its ring is half full (its
  * overwrites: LARDER__WAKE_EVENTS unread), its entry is due before then
  * (WAKE-W4), memory runs short, or it waits for room. A window's polling,
  * or a wake per write, costs a context switch per request to a client
@@ -89,6 +91,17 @@
  *       maintainer evicts only while its own live bytes are at least the
  *       mean of the published ones less an eighth, and wakes the largest
  *       shard otherwise (maint/evict.c).
+ *   MAINT-M5. A pass of at least LARDER__MAINT_BUSY_PASS work runs the next one
+ *       at once, unless its work was its events alone and nothing else is
+ *       left (no walk, no expiry behind, memory not short, nobody waiting,
+ *       no retired batch whose grace period has ended) and it left the
+ *       rings empty: then it sleeps lazily, whose re-check of the rings
+ *       after announcing the sleep (WAKE-W2) sends it to a pass at once
+ *       instead if anything came. So a pass run at once after a busy pass
+ *       of events finds an event, or a batch to free.
+ *       Until 2026-12-06 that pass ran anyway, found the rings empty and
+ *       slept the same lazy sleep: with K shards each keeping up, about a
+ *       pass in three (docs/shards.md, "Passes that find nothing", kflat24).
  */
 #define _GNU_SOURCE
 #include "maint/maintainer.h"
@@ -282,6 +295,9 @@ static uint64_t maint_pass(struct larder__maint *m)
 	work += events + (hits != 0 && m->hits_keep_awake);
 	/* A trickle: few events (and few hits a policy counts) since the last pass. */
 	m->trickle = events + (m->hits_keep_awake ? hits : 0) <= LAZY_EVENTS;
+	if (m->at_once && !events) /* MAINT-M5 says it cannot be: a test seam */
+		larder__stat_bump(&m->empty_followups, 1);
+	m->at_once = 0;
 	if (batch_ready) {
 		larder__maint_free_entries(m, m->waiting, m->waiting_bytes);
 		larder__maint_free_entries(m, m->waiting_sealed, m->waiting_sealed_bytes);
@@ -317,11 +333,16 @@ static uint64_t maint_pass(struct larder__maint *m)
 	/* Walks (clear, growth, freed tables, the wheel's staging) go a chunk
 	 * per pass: no lazy sleep while one is left, nor while memory is short
 	 * or anyone waits for us. */
-	m->trickle = m->trickle && !m->gens && !m->tables && !m->growing && !m->staging &&
-		     !larder__budget_short(c, atomic_load_explicit(&c->budget,
-								   LARDER__RELAXED)) && /* a hint */
-		     !atomic_load_explicit(&c->room_waiters, LARDER__RELAXED) &&   /* a hint */
-		     !atomic_load_explicit(&m->pass_waiters, LARDER__RELAXED);     /* a hint */
+	int quiet = !m->gens && !m->tables && !m->growing && !m->staging &&
+		    !larder__budget_short(c, atomic_load_explicit(&c->budget,
+								  LARDER__RELAXED)) && /* a hint */
+		    !atomic_load_explicit(&c->room_waiters, LARDER__RELAXED) &&   /* a hint */
+		    !atomic_load_explicit(&m->pass_waiters, LARDER__RELAXED);     /* a hint */
+	m->trickle = m->trickle && quiet;
+	/* MAINT-M5: busy with its events alone (hits a policy counts keep it
+	 * polling, as for a trickle), all due expired. */
+	m->caught_up = quiet && !m->behind && !(hits && m->hits_keep_awake) &&
+		       work - events < LARDER__MAINT_BUSY_PASS;
 	if (!work && !pending) {
 		/* A quiesce point: the retired lists are empty, so are their byte
 		 * counts, and the live totals agree on emptiness (MAINT-M1). */
@@ -387,9 +408,11 @@ static uint64_t lazy_ms(const struct larder__maint *m)
  * full (larder__events_wake_due), an entry due before wake_at (WAKE-W4),
  * memory short (larder__budget_short), or a wait for room. So a trickle of
  * writes costs a pass per lazy_ms() rather than one (or a window's worth
- * of polling) per write. Returns 0 without sleeping when a timer is due, or
- * when an event came after the drain (its writer may have seen us awake,
- * and its deadline is unknown): the caller sleeps a window instead.
+ * of polling) per write. Returns 1 after the sleep; without sleeping, -1
+ * when a timer is due, and 0 when an event came after the drain (its
+ * writer may have seen us awake, and its deadline is unknown) or the cache
+ * closes: the caller sleeps a window instead, or after a busy pass runs
+ * the next one at once (MAINT-M5).
  */
 static int lazy_sleep(struct larder__maint *m)
 {
@@ -400,7 +423,7 @@ static int lazy_sleep(struct larder__maint *m)
 	if (m->next_due < wake_at_ms)
 		wake_at_ms = m->next_due;
 	if (wake_at_ms <= now_ms)
-		return 0; /* a timer is due: a window, as before there was a lazy sleep */
+		return -1; /* a timer is due: a window, as before there was a lazy sleep */
 	/* Relaxed: published by WAKE-W4's release below. */
 	atomic_store_explicit(&s->maint_wake_at, wake_at_ms, LARDER__RELAXED);
 	/* WAKE-W2 and WAKE-W4: seq_cst (its release half publishes wake_at_ms to
@@ -422,10 +445,20 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 {
 	struct larder *c = m->cache;
 	struct larder__shard *s = m->shard;
-	if (work >= LARDER__MAINT_BUSY_PASS)
+	if (work >= LARDER__MAINT_BUSY_PASS) {
+		/* MAINT-M5: a pass at once drains what came meanwhile, and frees
+		 * the batch whose grace period has ended; with neither (the rings
+		 * empty: a hint, re-checked inside), it would do nothing and then
+		 * sleep lazily, so sleep now. */
+		if (!m->caught_up ||
+		    ((m->waiting || m->waiting_sealed) && larder__gp_poll(m->waiting_token)))
+			return;
+		int slept = larder__maint_rings_empty(s) ? lazy_sleep(m) : 0;
+		m->at_once = slept == 0; /* the next pass finds an event */
 		return;
+	}
 	if (work) {
-		if (m->trickle && lazy_sleep(m))
+		if (m->trickle && lazy_sleep(m) > 0)
 			return;
 		/* The batching window: a writer whose ring is half full cuts it
 		 * short (larder__events_wake_due; WAKE-W1); relaxed, the futex word

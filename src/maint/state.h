@@ -91,6 +91,8 @@ struct larder__maint {
 	struct larder__probe *probe;
 	int hits_keep_awake; /* hit samples alone are work (maint_pass) */
 	int trickle;         /* the last pass may be followed by a lazy sleep (maint_pass) */
+	int caught_up;       /* the last pass's work was its events, nothing else left (MAINT-M5) */
+	int at_once;         /* this pass follows a busy one without a sleep (MAINT-M5) */
 	uint32_t bulk_seen;  /* bulk writers running at the pass's start (A-BULK; SNAP-L6) */
 	int staging;         /* the last pass staged wheel timers ahead (maint/evict.c) */
 	uint64_t live_count, live_bytes;
@@ -143,6 +145,9 @@ struct larder__maint {
 	larder__atomic_u32 pass_waiters; /* threads waiting for a pass: larder_flush and the
 					    test seams (maint/flush.c) */
 	larder__atomic_u64 idle_until;   /* test seam: next_due when it last slept idle */
+	/* Test seam: passes run at once after a busy one that found no event
+	 * and nothing else to do (MAINT-M5; larder__test_empty_followups). */
+	larder__atomic_u64 empty_followups;
 	larder__atomic_u64 wheel_done;   /* R-WHEEL: expired through this clock time */
 	/* Test seam larder__test_check_links: requests counted by the tester
 	 * (R-CHKQ), answered by a pass (R-CHKA); check_ok is written before. */
