@@ -686,6 +686,7 @@ static void phase_cas(void)
 		CHECK_RC(larder_put(cache, key, strlen(key), &zero, sizeof(zero), LARDER_TTL_NEVER),
 			 LARDER_OK);
 	}
+	/* stat-exact: the puts above were of new keys, which replace nothing */
 	repl0 = th_stat(cache, LARDER_STAT_REPLACEMENTS);
 	/* no deadline here: an early stop would make the expected totals unknown */
 	w = make_workers(cache, 2, UINT64_MAX);

@@ -21,7 +21,6 @@
  * Each at K = 1 and K = 4.
  */
 #define _GNU_SOURCE
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -130,6 +129,12 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
+/* th_wait_until's predicate: the writers have made 20,000 evictions. */
+static int evicting(void *c)
+{
+	return th_stat(c, LARDER_STAT_EVICTIONS) >= 20000;
+}
+
 static void test_flush_beside_writers_is_bounded(void)
 {
 	const uint64_t capacity = 256 * KiB;
@@ -144,11 +149,10 @@ static void test_flush_beside_writers_is_bounded(void)
 		pthread_t t[2];
 		for (int i = 0; i < 2; i++)
 			REQUIRE(pthread_create(&t[i], NULL, writer_main, &w[i]) == 0);
-		/* The cache is evicting before the flushes begin (a hang guard
-		 * bounds the wait, no timing is asserted). */
-		for (unsigned spin = 0; th_stat(c, LARDER_STAT_EVICTIONS) < 20000 && spin < 1000000;
-		     spin++)
-			sched_yield();
+		/* The cache is evicting before the flushes begin: a wait for
+		 * the count with a deadline as a hang guard (a count of yields,
+		 * as before, could run out first on a loaded machine). */
+		CHECK(th_wait_until(evicting, c, WAIT_MS * TH_SLOW));
 		unsigned most = 0, total = 0;
 		for (int i = 0; i < 50; i++) {
 			unsigned passes = 0;

@@ -355,8 +355,10 @@ static void test_clear_races(void)
 		r[i] = (struct racer){ c, i, &stop, &ops, 0 };
 	th_run_threads(3, race_thread, r, sizeof(r[0]));
 	CHECK_EQ(r[0].rounds, 40u);
-	CHECK(th_stat(c, LARDER_STAT_CLEARED) > 0);
 	CHECK(th_check_accounting(c, 20000, NULL, NULL));
+	/* After the quiesce: the maintainers count a clear's entries as their
+	 * background walks reach them, which may lag the clears. */
+	CHECK(th_stat(c, LARDER_STAT_CLEARED) > 0);
 	CHECK_RC(larder_clear(c), LARDER_OK);
 	uint64_t entries = 1;
 	CHECK(th_check_accounting(c, 20000, &entries, NULL));

@@ -1008,13 +1008,15 @@ static void test_snapshot_load_undersized_index(void)
 	unlink(path);
 }
 
-/* Polls until the index has at least `slots` slots; false past the deadline. */
+/* Polls until the index has at least `slots` slots; false past the deadline.
+ * Then quiesces: the maintainer swaps the grown table in before it counts
+ * the resize (maint/resize.c), so INDEX_RESIZES is read after its pass. */
 static int index_reaches(larder *c, uint64_t slots)
 {
 	uint64_t deadline = th_now_ms() + 60000u * TH_SLOW;
 	while (th_stat(c, LARDER_STAT_INDEX_SLOTS) < slots && th_now_ms() < deadline)
 		(void)larder__test_quiesce(c, 100); /* a pass or more; its result is polled */
-	return th_stat(c, LARDER_STAT_INDEX_SLOTS) >= slots;
+	return th_stat(c, LARDER_STAT_INDEX_SLOTS) >= slots && th_quiesce(c, 60000) == 0;
 }
 
 /*
