@@ -63,6 +63,7 @@ larder__ghostwin_bucket(const struct larder__ghostwin *g, uint32_t fp)
 /* The slots of b holding fp, live or expired (bit i for slot i): with SSE2
  * the eight compared at once, elsewhere one by one. */
 #if defined(__SSE2__)
+/* Two compares' results (slots 0-3 in lo, 4-7 in hi) as a mask of slots. */
 static inline unsigned larder__ghostwin_mask(__m128i lo, __m128i hi)
 {
 	return (unsigned)_mm_movemask_ps(_mm_castsi128_ps(lo)) |
