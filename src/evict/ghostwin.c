@@ -63,10 +63,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "core/alloc.h"
 
 #define GHOSTWIN_MIN_BUCKETS 2u
@@ -75,12 +71,6 @@
 #define GHOSTWIN_MAX_WINDOW (1u << 30) /* ages are compared modulo 2^32 */
 
 _Static_assert(sizeof(struct larder__ghostwin_bucket) == 64, "a bucket is one cache line");
-
-static uint64_t spread(uint32_t fp)
-{
-	/* fp is already a hash; the multiply carries all its bits to the top. */
-	return (uint64_t)fp * 0x9E3779B97F4A7C15ull;
-}
 
 static unsigned log2_of(uint64_t p)
 {
@@ -118,20 +108,15 @@ static int live(const struct larder__ghostwin *g, uint32_t stamp)
  * Elsewhere: the same, slot by slot. Both pick the lowest slot of a tie.
  */
 #if defined(__SSE2__)
-static unsigned mask_of(__m128i lo, __m128i hi)
-{
-	return (unsigned)_mm_movemask_ps(_mm_castsi128_ps(lo)) |
-	       (unsigned)_mm_movemask_ps(_mm_castsi128_ps(hi)) << 4;
-}
-
+/* larder__ghostwin_match() (ghostwin.h), and the empty slots. */
 static unsigned match_bits(const struct larder__ghostwin_bucket *b, uint32_t fp, unsigned *empty)
 {
 	__m128i lo = _mm_load_si128((const __m128i *)(const void *)b->fp);
 	__m128i hi = _mm_load_si128((const __m128i *)(const void *)b->fp + 1);
-	__m128i v = _mm_set1_epi32((int)fp), z = _mm_setzero_si128();
+	__m128i z = _mm_setzero_si128();
 	if (empty)
-		*empty = mask_of(_mm_cmpeq_epi32(lo, z), _mm_cmpeq_epi32(hi, z));
-	return mask_of(_mm_cmpeq_epi32(lo, v), _mm_cmpeq_epi32(hi, v));
+		*empty = larder__ghostwin_mask(_mm_cmpeq_epi32(lo, z), _mm_cmpeq_epi32(hi, z));
+	return larder__ghostwin_match(b, fp);
 }
 
 /* The larger of two vectors of ages, lane by lane (biased: signed compares). */
@@ -156,7 +141,7 @@ static unsigned expired_bits(const struct larder__ghostwin_bucket *b, uint32_t t
 {
 	__m128i lo, hi, w = _mm_set1_epi32((int)(window ^ 0x80000000u));
 	biased_ages(b, t, &lo, &hi);
-	return mask_of(_mm_cmpgt_epi32(lo, w), _mm_cmpgt_epi32(hi, w));
+	return larder__ghostwin_mask(_mm_cmpgt_epi32(lo, w), _mm_cmpgt_epi32(hi, w));
 }
 
 static unsigned oldest_slot(const struct larder__ghostwin_bucket *b, uint32_t t)
@@ -166,20 +151,18 @@ static unsigned oldest_slot(const struct larder__ghostwin_bucket *b, uint32_t t)
 	__m128i m = max_biased(lo, hi);
 	m = max_biased(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
 	m = max_biased(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
-	unsigned bits = mask_of(_mm_cmpeq_epi32(lo, m), _mm_cmpeq_epi32(hi, m));
+	unsigned bits = larder__ghostwin_mask(_mm_cmpeq_epi32(lo, m), _mm_cmpeq_epi32(hi, m));
 	return (unsigned)__builtin_ctz(bits);
 }
 #else
 static unsigned match_bits(const struct larder__ghostwin_bucket *b, uint32_t fp, unsigned *empty)
 {
-	unsigned m = 0, e = 0;
-	for (unsigned i = 0; i < LARDER__GHOSTWIN_WAYS; i++) {
-		m |= (unsigned)(b->fp[i] == fp) << i;
+	unsigned e = 0;
+	for (unsigned i = 0; i < LARDER__GHOSTWIN_WAYS; i++)
 		e |= (unsigned)(b->fp[i] == 0) << i;
-	}
 	if (empty)
 		*empty = e;
-	return m;
+	return larder__ghostwin_match(b, fp);
 }
 
 static unsigned expired_bits(const struct larder__ghostwin_bucket *b, uint32_t t,
@@ -215,18 +198,6 @@ static int find_live(const struct larder__ghostwin *g, const struct larder__ghos
 			return (int)i;
 	}
 	return -1;
-}
-
-/* fp's bucket: in the old array until its bucket there is moved. */
-static struct larder__ghostwin_bucket *bucket_of(const struct larder__ghostwin *g, uint32_t fp)
-{
-	uint64_t h = spread(fp);
-	if (g->old) {
-		uint64_t ob = h >> (g->shift + 1);
-		if (ob >= g->moved)
-			return &g->old[ob];
-	}
-	return &g->b[h >> g->shift];
 }
 
 static void set_window(struct larder__ghostwin *g, uint64_t bound)
@@ -282,7 +253,7 @@ static __attribute__((noinline)) void migrate(struct larder__ghostwin *g)
 				g->used--;
 				continue;
 			}
-			uint64_t nb = spread(ob->fp[i]) >> g->shift; /* 2 x old index, + 0 or 1 */
+			uint64_t nb = larder__ghostwin_spread(ob->fp[i]) >> g->shift; /* 2 x old index, + 0 or 1 */
 			struct larder__ghostwin_bucket *to = &g->b[nb];
 			unsigned j = fill[nb & 1]++; /* a new bucket's slots come only from here */
 			to->fp[j] = ob->fp[i];
@@ -318,17 +289,12 @@ static __attribute__((noinline)) void grow(struct larder__ghostwin *g)
 
 int larder__ghostwin_contains(const struct larder__ghostwin *g, uint32_t fp)
 {
-	return find_live(g, bucket_of(g, fp), fp) >= 0;
+	return find_live(g, larder__ghostwin_bucket(g, fp), fp) >= 0;
 }
 
-int larder__ghostwin_remove(struct larder__ghostwin *g, uint32_t fp)
+int larder__ghostwin_remove_from(struct larder__ghostwin *g, struct larder__ghostwin_bucket *b,
+				 uint32_t fp)
 {
-	/* Every insert of S3-FIFO asks; until the first eviction (a cache
-	 * filling up, or loading a snapshot) nothing is held, and the line
-	 * would be a cache miss per insert. */
-	if (!g->used)
-		return 0;
-	struct larder__ghostwin_bucket *b = bucket_of(g, fp);
 	int i = find_live(g, b, fp);
 	if (i < 0)
 		return 0;
@@ -351,7 +317,7 @@ void larder__ghostwin_insert(struct larder__ghostwin *g, uint32_t fp, uint32_t w
 		new_window(g);
 	if (g->inserts > g->grow_at)
 		grow(g);
-	struct larder__ghostwin_bucket *b = bucket_of(g, fp);
+	struct larder__ghostwin_bucket *b = larder__ghostwin_bucket(g, fp);
 	uint32_t t = now(g);
 	unsigned pick, m, empty;
 	if ((m = match_bits(b, fp, &empty)) != 0) { /* its own slot, live or expired */

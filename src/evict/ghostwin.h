@@ -9,6 +9,10 @@
 
 #include <stdint.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #define LARDER__GHOSTWIN_WAYS 8
 
 /* One 64-byte line: fp 0 = an empty slot. */
@@ -36,6 +40,53 @@ struct larder__ghostwin {
 	uint64_t forgotten; /* live fingerprints overwritten by a full bucket */
 };
 
+/* The bits that pick a fingerprint's bucket, at the top: fp is already a
+ * hash, and the multiply carries all its bits up. */
+static inline uint64_t larder__ghostwin_spread(uint32_t fp)
+{
+	return (uint64_t)fp * 0x9E3779B97F4A7C15ull;
+}
+
+/* fp's bucket: in the old array until its bucket there is moved (GHOSTWIN-W4). */
+static inline struct larder__ghostwin_bucket *
+larder__ghostwin_bucket(const struct larder__ghostwin *g, uint32_t fp)
+{
+	uint64_t h = larder__ghostwin_spread(fp);
+	if (g->old) {
+		uint64_t ob = h >> (g->shift + 1);
+		if (ob >= g->moved)
+			return &g->old[ob];
+	}
+	return &g->b[h >> g->shift];
+}
+
+/* The slots of b holding fp, live or expired (bit i for slot i): with SSE2
+ * the eight compared at once, elsewhere one by one. */
+#if defined(__SSE2__)
+/* Two compares' results (slots 0-3 in lo, 4-7 in hi) as a mask of slots. */
+static inline unsigned larder__ghostwin_mask(__m128i lo, __m128i hi)
+{
+	return (unsigned)_mm_movemask_ps(_mm_castsi128_ps(lo)) |
+	       (unsigned)_mm_movemask_ps(_mm_castsi128_ps(hi)) << 4;
+}
+
+static inline unsigned larder__ghostwin_match(const struct larder__ghostwin_bucket *b, uint32_t fp)
+{
+	__m128i v = _mm_set1_epi32((int)fp);
+	return larder__ghostwin_mask(
+		_mm_cmpeq_epi32(_mm_load_si128((const __m128i *)(const void *)b->fp), v),
+		_mm_cmpeq_epi32(_mm_load_si128((const __m128i *)(const void *)b->fp + 1), v));
+}
+#else
+static inline unsigned larder__ghostwin_match(const struct larder__ghostwin_bucket *b, uint32_t fp)
+{
+	unsigned m = 0;
+	for (unsigned i = 0; i < LARDER__GHOSTWIN_WAYS; i++)
+		m |= (unsigned)(b->fp[i] == fp) << i;
+	return m;
+}
+#endif
+
 /* Returns 0 or -1 (out of memory). bound: the window in bytes; slots_hint: sizing. */
 int larder__ghostwin_init(struct larder__ghostwin *g, uint64_t bound, uint64_t slots_hint);
 void larder__ghostwin_destroy(struct larder__ghostwin *g);
@@ -43,8 +94,9 @@ void larder__ghostwin_destroy(struct larder__ghostwin *g);
  * to grow, a full bucket forgets its oldest. */
 void larder__ghostwin_insert(struct larder__ghostwin *g, uint32_t fp, uint32_t weight);
 int larder__ghostwin_contains(const struct larder__ghostwin *g, uint32_t fp);
-/* Forgets fp; returns whether it was there (live). */
-int larder__ghostwin_remove(struct larder__ghostwin *g, uint32_t fp);
+/* larder__ghostwin_remove() once fp's bucket b holds fp, live or expired. */
+int larder__ghostwin_remove_from(struct larder__ghostwin *g, struct larder__ghostwin_bucket *b,
+				 uint32_t fp);
 /* Changes the window; fingerprints older than it stop counting at once. */
 void larder__ghostwin_set_bound(struct larder__ghostwin *g, uint64_t bound);
 
@@ -52,6 +104,19 @@ void larder__ghostwin_set_bound(struct larder__ghostwin *g, uint64_t bound);
 static inline int larder__ghostwin_empty(const struct larder__ghostwin *g)
 {
 	return g->used == 0;
+}
+
+/* Forgets fp; returns whether it was there (live). Every insert of S3-FIFO
+ * asks, and nearly every answer is no, so that answer is inline: the call
+ * cost the insert 13 instructions (docs/bench.md, "The insert").
+ * Until the first eviction (a cache filling up, or loading a snapshot)
+ * nothing is held, and the line would be a cache miss per insert. */
+static inline int larder__ghostwin_remove(struct larder__ghostwin *g, uint32_t fp)
+{
+	if (larder__ghostwin_empty(g))
+		return 0;
+	struct larder__ghostwin_bucket *b = larder__ghostwin_bucket(g, fp);
+	return larder__ghostwin_match(b, fp) ? larder__ghostwin_remove_from(g, b, fp) : 0;
 }
 
 #endif /* LARDER_EVICT_GHOSTWIN_H */

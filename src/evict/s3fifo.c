@@ -115,6 +115,7 @@ struct larder__policy {
 	uint64_t skip_bytes;
 	int has_evicted; /* no eviction yet: the cache is still filling */
 	struct larder__tuner *tuner; /* the tuned variant only */
+	uint64_t sample_mask;        /* the tuner's S - 1, for in_sample() */
 };
 
 _Static_assert(offsetof(struct larder__policy, q) == 0, "S3FIFO-F5: the queues come first");
@@ -179,7 +180,17 @@ static int tuned_create(struct larder__policy **out, const struct larder__policy
 	if (rc == LARDER_OK && larder__tuner_create(&(*out)->tuner, &larder__tuner_small_queues,
 						    capacity_bytes, expected_entries) != 0)
 		(*out)->tuner = NULL;
+	if (rc == LARDER_OK && (*out)->tuner)
+		(*out)->sample_mask = larder__tuner_sample_every((*out)->tuner) - 1;
 	return rc;
+}
+
+/* Whether the tuner samples the key: larder__tuner_samples() inlined on its
+ * mask, which is fixed at the tuner's creation. Every insert asks, and the
+ * call cost the insert 7 instructions (docs/bench.md, "The insert"). */
+static int in_sample(const struct larder__policy *p, uint64_t hash)
+{
+	return p->tuner && !(larder__tuner_mix(hash) & p->sample_mask);
 }
 
 static void s3_destroy(struct larder__policy *p)
@@ -239,7 +250,7 @@ static void follow_tuner(struct larder__policy *p, uint64_t hash, uint64_t bytes
 static void s3_insert(struct larder__policy *p, struct larder__entry *e, uint64_t hash,
 		      size_t bytes)
 {
-	unsigned sampled = p->tuner && larder__tuner_samples(p->tuner, hash) ? S3_SAMPLED : 0;
+	unsigned sampled = in_sample(p, hash) ? S3_SAMPLED : 0;
 	larder__set_pbits(e, sampled);
 	p->q.fresh = e;
 	p->q.fresh_bytes = bytes;
@@ -303,7 +314,7 @@ static void s3_insert_batch(struct larder__policy *p, const struct larder__polic
 	int ghosts = !larder__ghostwin_empty(&p->ghost);
 	for (size_t i = 0; i < n; i++) {
 		struct larder__entry *e = in[i].e;
-		if (p->tuner && larder__tuner_samples(p->tuner, in[i].hash)) {
+		if (in_sample(p, in[i].hash)) {
 			splice_runs(p, &r);
 			s3_insert(p, e, in[i].hash, in[i].bytes);
 			continue;

@@ -149,6 +149,8 @@ static void wake_largest(struct larder__maint *m)
  */
 static int takes_turn(const struct larder__maint *m, uint64_t others)
 {
+	if (m->shards == 1) /* its bytes are the mean: no division per victim */
+		return 1;
 	uint64_t mean = (m->live_bytes + others) / m->shards;
 	return m->live_bytes >= mean - mean / 8;
 }
