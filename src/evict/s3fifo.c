@@ -185,12 +185,10 @@ static int tuned_create(struct larder__policy **out, const struct larder__policy
 	return rc;
 }
 
-/* Whether the tuner samples the key: larder__tuner_samples() inlined on its
- * mask, which is fixed at the tuner's creation. Every insert asks, and the
- * call cost the insert 7 instructions (docs/bench.md, "The insert"). */
+/* Whether the tuner samples the key (larder__tuner_in_sample). */
 static int in_sample(const struct larder__policy *p, uint64_t hash)
 {
-	return p->tuner && !(larder__tuner_mix(hash) & p->sample_mask);
+	return p->tuner && larder__tuner_in_sample(p->sample_mask, hash);
 }
 
 static void s3_destroy(struct larder__policy *p)

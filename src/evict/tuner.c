@@ -387,11 +387,6 @@ static void decide(struct larder__tuner *t)
 	t->count = 0;
 }
 
-int larder__tuner_samples(const struct larder__tuner *t, uint64_t hash)
-{
-	return !(larder__tuner_mix(hash) & t->sample_mask);
-}
-
 /* Gives every mini cache `capacity` bytes (its scale of them for a curve),
  * evicting down to it (TUNER-T2). */
 static void apply_capacity(struct larder__tuner *t, uint64_t capacity)
@@ -425,7 +420,7 @@ static void fit_capacity(struct larder__tuner *t, const struct mini *m)
 
 void larder__tuner_access(struct larder__tuner *t, uint64_t hash, uint64_t bytes)
 {
-	if (!larder__tuner_samples(t, hash))
+	if (!larder__tuner_in_sample(t->sample_mask, hash))
 		return;
 	struct node *n = node_get(t, hash, bytes);
 	if (!n)

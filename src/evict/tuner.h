@@ -63,8 +63,16 @@ static inline uint64_t larder__tuner_mix(uint64_t h)
 	return h ^ (h >> 32);
 }
 
-/* Whether a key is in the sample: only these need larder__tuner_access. */
-int larder__tuner_samples(const struct larder__tuner *t, uint64_t hash);
+/* Whether a key is in the sample, given the tuner's sample mask
+ * (larder__tuner_sample_every() - 1, fixed at its creation): only these
+ * need larder__tuner_access. Inline, and on a mask the caller keeps beside
+ * its own fields: every insert of a tuned policy asks, and the call and
+ * the tuner's line cost the insert 7 instructions (docs/bench.md, "The
+ * insert"). */
+static inline int larder__tuner_in_sample(uint64_t sample_mask, uint64_t hash)
+{
+	return !(larder__tuner_mix(hash) & sample_mask);
+}
 /* One request of a key (a miss or a delivered hit of the real cache). */
 void larder__tuner_access(struct larder__tuner *t, uint64_t hash, uint64_t bytes);
 /* The parameter that wins lately. */

@@ -429,11 +429,10 @@ static void recentre(struct larder__probe *p, uint64_t top)
 	tuner_start(p, every);
 }
 
-/* In the sample (the mini caches' and the ghost's)? Not without a tuner.
- * The tuner's own test, inlined on its mask (larder__tuner_samples). */
+/* In the sample (the mini caches' and the ghost's)? Not without a tuner. */
 static inline int sampled(const struct larder__probe *p, uint64_t hash)
 {
-	return p->tuner && p->has_ghost && !(larder__tuner_mix(hash) & p->sample_mask);
+	return p->tuner && p->has_ghost && larder__tuner_in_sample(p->sample_mask, hash);
 }
 
 /* Warm (pool/pool.c): the mini caches have seen twice what the largest holds. */
