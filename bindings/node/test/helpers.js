@@ -2,8 +2,9 @@
 /*
  * helpers.js - shared by the binding's tests: loads LarderCache the way a
  * user does (index.js; the addon from LARDER_NODE_ADDON under ctest, else
- * build/larder.node from npm install) and waits on conditions with a
- * deadline instead of sleeping for a fixed time.
+ * build/larder.node from npm install), waits on conditions with a
+ * deadline instead of sleeping for a fixed time, and reads the sizes that
+ * flush as of this object's writes.
  */
 const path = require('node:path');
 
@@ -25,4 +26,26 @@ async function waitFor(cond, what, deadlineMs = 60000) {
   }
 }
 
-module.exports = { INDEX, LarderCache, waitFor };
+/* src/ops.c's FLUSH_WAIT_MS: how long size and calculatedSize wait for the
+ * maintainer to apply this object's writes (larder_flush). */
+const FLUSH_WAIT_MS = 1000;
+
+/*
+ * read() of a figure size or calculatedSize gives, held to want (undefined:
+ * any value): the flush behind it waits at most FLUSH_WAIT_MS and then the
+ * figure is as it stands (the next read flushes again), so only a read
+ * that returned sooner must be exact; a slower one (a loaded machine) is
+ * read again, until deadlineMs, a hang guard. Returns the value of the
+ * first prompt read, or the last value seen.
+ */
+function flushedRead(read, want, deadlineMs = 60000) {
+  const end = performance.now() + deadlineMs;
+  for (;;) {
+    const t0 = performance.now();
+    const v = read();
+    const t1 = performance.now();
+    if ((want !== undefined && v === want) || t1 - t0 < FLUSH_WAIT_MS || t1 > end) return v;
+  }
+}
+
+module.exports = { INDEX, LarderCache, flushedRead, waitFor };
