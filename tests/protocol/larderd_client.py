@@ -1,8 +1,9 @@
 """tests/protocol/larderd_client.py - the text-protocol client side the
 protocol test drivers share: a connection that reads replies line by line
 (Conn), one request on a connection of its own (request), the general
-"stats" as a dict or one number, and stopping a server with a signal
-(stop). Ports, waiting for a server and running a driver are loopback.py's.
+"stats" as a dict or one number, a count read as of every write answered
+before it (flushed), and stopping a server with a signal (stop). Ports,
+waiting for a server and running a driver are loopback.py's.
 
 Every read has a deadline (the socket's timeout), generous because a loaded
 machine answers slowly: it only keeps a broken server from hanging a test.
@@ -12,6 +13,9 @@ import subprocess
 import time
 
 DEADLINE = 60.0
+# server/exec/stats.c's STATS_FLUSH_MS: how long "stats" waits for the
+# maintainer to apply the writes answered before it.
+STATS_FLUSH_S = 1.0
 # The last lines of replies that end a request(): stats, metadump, an error.
 REPLY_ENDS = (b"END\r\n", b"ERROR\r\n", b"BADCLASS invalid class id\r\n")
 
@@ -122,6 +126,23 @@ def stats(port):
 def stat(port, name):
     """One number of "stats" (name in bytes or str); KeyError when absent."""
     return int(stats(port)[name.encode() if isinstance(name, str) else name])
+
+
+def flushed(read, want=None):
+    """read() of counts "stats" takes after a flush (curr_items, bytes, the
+    slabs' used chunks), as of every write answered before it, held to want
+    (None: any value). The server's flush waits at most STATS_FLUSH_S and
+    then reports the counts as they stand, so only a reply that came sooner
+    must be exact; a slower one (a loaded machine) is read again, until
+    DEADLINE, a hang guard. Returns the value of the first prompt reply, or
+    the last value seen."""
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        t0 = time.monotonic()
+        v = read()
+        t1 = time.monotonic()
+        if (want is not None and v == want) or t1 - t0 < STATS_FLUSH_S or t1 > deadline:
+            return v
 
 
 def stop(p, sig, timeout=60):

@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-from larderd_client import Conn, stop
+from larderd_client import Conn, flushed, stop
 from loopback import free_port, run_driver, wait_port
 
 
@@ -124,14 +124,15 @@ def small_items(larderd, tmp, n=1000000):
     for base in range(0, n, step):
         c.send(b"".join(b"set s:%d 0 0 8 noreply\r\n%08d\r\n" % (i, i)
                         for i in range(base, min(base + step, n))))
-    if c.stat(b"curr_items") != n:
-        raise RuntimeError("filled %s of %d small items" % (c.stat(b"curr_items"), n))
+    filled = flushed(lambda: c.stat(b"curr_items"), n)
+    if filled != n:
+        raise RuntimeError("filled %s of %d small items" % (filled, n))
     stop(p, signal.SIGTERM)
     port = free_port()
     t0 = time.monotonic()
     p = start(larderd, port, snap)
     c = Conn(port)
-    held = c.stat(b"curr_items")  # answered once the load is done
+    held = flushed(lambda: c.stat(b"curr_items"), n)  # answered once the load is done
     up = time.monotonic() - t0
     bad = sum(c.get(b"s:%d" % i) != (0, b"%08d" % i) for i in range(0, n, 97))
     stop(p, signal.SIGINT)
