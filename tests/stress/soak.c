@@ -42,8 +42,6 @@
 
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define NKEYS 4096
 #define MAX_VALUE (24 * 1024)
 #define MAX_THREADS 64

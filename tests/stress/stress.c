@@ -49,9 +49,6 @@
 
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
-
 #define NKEYS 512
 #define MAX_WRITERS 256
 #define MAX_VALUE (20 * 1024)

@@ -89,8 +89,6 @@
 
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define NKEYS 1024u
 #define SMALL_VALUE 6000u /* most values are at most this long */
 #define BIG_VALUE (300u * 1024u) /* 1 write in 200 of a 4 MiB cache: past the largest slot */

@@ -38,8 +38,6 @@
 
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define VALUE_MIN 512u
 #define VALUE_SPAN (16u * 1024u - VALUE_MIN)
 #define HEADER_BYTES 16u

@@ -44,8 +44,6 @@
 #include "pool/pool.h"
 #include "pool/probe.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define BUDGET (32 * MiB)
 #define MAX_CACHES 16
 #define VALUE_MIN 100u

@@ -49,7 +49,6 @@
 #include "harness.h"
 #include "maint/handle.h"
 
-#define MiB ((uint64_t)1024 * 1024)
 #define MAX_WRITERS 16u
 #define VALUE_MAX 200u
 

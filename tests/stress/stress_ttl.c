@@ -43,7 +43,6 @@
 
 #include "harness.h"
 
-#define MiB ((uint64_t)1 << 20)
 #define MAX_TTL 400u
 #define PAYLOAD_MAX 48u
 

@@ -55,6 +55,10 @@
 #define TH_ASAN 0
 #endif
 
+/* Sizes, as 64-bit byte counts (a capacity, a budget). */
+#define KiB ((uint64_t)1024)
+#define MiB (1024 * KiB)
+
 /* ---- Failure reporting --------------------------------------------------- */
 
 void th_fail(const char *file, int line, const char *fmt, ...)

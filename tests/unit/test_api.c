@@ -17,9 +17,6 @@
 
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
-
 static void test_config_create_null(void)
 {
 	larder_config *config = NULL;

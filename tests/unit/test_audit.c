@@ -31,8 +31,6 @@
 
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define T0 1000u
 #define WAIT_MS 20000u
 

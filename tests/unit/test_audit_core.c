@@ -37,8 +37,6 @@
 #include "core/testing.h"
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define T0 1000u
 
 static size_t key_of(char *buf, const char *kind, unsigned i)

@@ -53,8 +53,6 @@
 
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define T0 1000u
 
 #define STABLE 400u       /* ids [0, STABLE): no TTL; [STABLE, 2 STABLE): LIVE_TTL */

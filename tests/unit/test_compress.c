@@ -52,8 +52,6 @@
 #include "harness.h"
 #include "mem/slab.h"
 
-#define KiB ((size_t)1024)
-#define MiB (1024 * KiB)
 #define MIN_BYTES 256u
 #define SAVING_PCT 10u
 #define MAX_VALUE (2 * MiB) /* over LARDER__SCRATCH_KEEP_BYTES: a one-off buffer */

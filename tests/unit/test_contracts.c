@@ -46,9 +46,6 @@
 #include "core/clockbound.h"
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
-
 #define NKEYS 16
 #define T0 1000u
 #define DTTL 40u /* the default TTL when on: slack 40 / 64 = 0 ms */

@@ -43,8 +43,6 @@
 #include "core/entry.h"
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define T0 1000u
 #define DTTL 1000u /* the default TTL of the after-access caches */
 #define FLUSH_WAIT_MS (60000u * TH_SLOW)

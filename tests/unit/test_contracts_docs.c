@@ -46,9 +46,6 @@
 #include "core/testing.h"
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
-
 /* The longest value larder_put stores for key under ttl_ms in cache. */
 static size_t longest_value(larder *cache, const char *key, uint64_t ttl_ms, size_t hi)
 {

@@ -49,8 +49,6 @@
 
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define T0 1000u
 #define DTTL 60u /* the default TTL: an after-access slack of 60 / 64 = 0 ms */
 #define NONE UINT64_MAX

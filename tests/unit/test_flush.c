@@ -29,8 +29,6 @@
 #include "core/testing.h"
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define WAIT_MS 20000u
 /* The flushes beside writers, fewer in the sanitizer builds: under TSan at a
  * load of 30-50 fifty took 30-150 s; the passes each waits for are counted,

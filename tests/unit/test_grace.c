@@ -37,8 +37,6 @@
 #include "harness.h"
 #include "sync/futex.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define VLEN 4000
 
 static unsigned char original[VLEN];

@@ -16,9 +16,6 @@
 
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
-
 struct tally {
 	uint32_t *seen;    /* per key id: times handed out */
 	uint64_t n;        /* key ids 0 .. n-1 */

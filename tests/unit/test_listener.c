@@ -24,9 +24,6 @@
 #include "harness.h"
 #include "maint/handle.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
-
 struct rec_event {
 	char key[32];
 	size_t key_len;

@@ -65,9 +65,6 @@
 #include "mem/pages.h"
 #include "mem/slab.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
-
 static void make_value(unsigned char *v, size_t len, uint64_t id)
 {
 	uint64_t x = th_mix64(id);

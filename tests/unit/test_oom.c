@@ -37,8 +37,6 @@
 
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define NKEYS 1200   /* A's keys: past 7/8 of a 128-bucket index, which then grows */
 #define NL 1200      /* listener keys (B's listener writes them into D) */
 #define ND 600       /* D's own keys, cleared: its listener writes them back */

@@ -15,9 +15,6 @@
 #include "core/hash.h"
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
-
 /* Checks that key holds exactly value[0..len) via get, get_with and contains. */
 #define EXPECT_VALUE(c, k, klen, v, vlen) expect_value(__FILE__, __LINE__, c, k, klen, v, vlen)
 #define EXPECT_MISS(c, k, klen) expect_miss(__FILE__, __LINE__, c, k, klen)

@@ -36,9 +36,6 @@
 
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
-
 /* For the helpers that return a value: a failed setup stops the run. */
 #define MUST(expr)                                \
 	do {                                      \

@@ -31,8 +31,6 @@
 #include "pool/pool.h"
 #include "pool/probe.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define WAIT_MS 20000u
 
 static larder_pool *make_pool(uint64_t budget, uint64_t interval_ms)

@@ -40,8 +40,6 @@
 #include "harness.h"
 #include "sync/reclaim.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define T0 5000u
 
 static struct th_clock clk;

@@ -28,8 +28,6 @@
 
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define DEPTH 3         /* keys "k..", "Lk..", "LLk..", "LLLk.." */
 #define BASE_KEYS 300
 #define ROUNDS 30

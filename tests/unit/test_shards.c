@@ -38,9 +38,6 @@
 #include "index/table.h"
 #include "maint/state.h"
 
-#define KiB 1024u
-#define MiB (1024u * 1024u)
-
 static void test_config(void)
 {
 	larder_config *cfg = th_config(64 * MiB);

@@ -23,8 +23,6 @@
 #include "core/testing.h"
 #include "harness.h"
 
-#define MiB ((uint64_t)1 << 20)
-
 enum {
 	EXPECTED = 114688, /* a first index of 32,768 buckets (7 x 32,768 / 2 at half load) */
 	TRIG = 300,    /* keys with a TTL: their expiry sets the listener off */

@@ -65,9 +65,6 @@
 #include "maint/handle.h"
 #include "maint/maintainer.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
-
 static char dir[256];
 
 static void path_in_dir(char *out, const char *name)

@@ -34,8 +34,6 @@
 
 #include "harness.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB (1024 * KiB)
 #define T0 1000000u
 
 static struct th_clock clk;
