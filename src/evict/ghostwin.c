@@ -89,36 +89,21 @@ static struct larder__ghostwin_bucket *new_array(uint64_t n)
 	return b;
 }
 
-static uint32_t now(const struct larder__ghostwin *g)
-{
-	return (uint32_t)(g->clock >> g->unit_shift);
-}
-
 static int live(const struct larder__ghostwin *g, uint32_t stamp)
 {
-	return (uint32_t)(now(g) - stamp) <= g->window;
+	return (uint32_t)(larder__ghostwin_now(g) - stamp) <= g->window;
 }
 
 /*
- * The bucket's slots holding fp (bit i for slot i) and, if asked, its empty
- * ones; its slots expired at time t; and the slot whose stamp is oldest.
- * With SSE2 the eight are compared at once, without a branch per slot (a
- * scan of eight with an age each cost the insert ~150 instructions, the
- * oldest's reduction on every insert ~30: docs/bench.md, "The ghost").
- * Elsewhere: the same, slot by slot. Both pick the lowest slot of a tie.
+ * The slot whose stamp is oldest at time t: only for a bucket whose eight
+ * are all live, so it stays out of line (the matches, empties and expired
+ * slots are in ghostwin.h). With SSE2 the eight are compared at once,
+ * without a branch per slot (a scan of eight with an age each cost the
+ * insert ~150 instructions, the oldest's reduction on every insert ~30:
+ * docs/bench.md, "The ghost"). Elsewhere: slot by slot. Both pick the
+ * lowest slot of a tie.
  */
 #if defined(__SSE2__)
-/* larder__ghostwin_match() (ghostwin.h), and the empty slots. */
-static unsigned match_bits(const struct larder__ghostwin_bucket *b, uint32_t fp, unsigned *empty)
-{
-	__m128i lo = _mm_load_si128((const __m128i *)(const void *)b->fp);
-	__m128i hi = _mm_load_si128((const __m128i *)(const void *)b->fp + 1);
-	__m128i z = _mm_setzero_si128();
-	if (empty)
-		*empty = larder__ghostwin_mask(_mm_cmpeq_epi32(lo, z), _mm_cmpeq_epi32(hi, z));
-	return larder__ghostwin_match(b, fp);
-}
-
 /* The larger of two vectors of ages, lane by lane (biased: signed compares). */
 static __m128i max_biased(__m128i a, __m128i b)
 {
@@ -126,28 +111,10 @@ static __m128i max_biased(__m128i a, __m128i b)
 	return _mm_or_si128(_mm_and_si128(gt, a), _mm_andnot_si128(gt, b));
 }
 
-/* A bucket's ages at time t, biased by 2^31 (t + 2^31 - stamp): signed
- * order is then the ages' unsigned order. */
-static void biased_ages(const struct larder__ghostwin_bucket *b, uint32_t t, __m128i *lo,
-			__m128i *hi)
-{
-	__m128i bias = _mm_set1_epi32((int)(t ^ 0x80000000u));
-	*lo = _mm_sub_epi32(bias, _mm_load_si128((const __m128i *)(const void *)b->stamp));
-	*hi = _mm_sub_epi32(bias, _mm_load_si128((const __m128i *)(const void *)b->stamp + 1));
-}
-
-static unsigned expired_bits(const struct larder__ghostwin_bucket *b, uint32_t t,
-			     uint32_t window)
-{
-	__m128i lo, hi, w = _mm_set1_epi32((int)(window ^ 0x80000000u));
-	biased_ages(b, t, &lo, &hi);
-	return larder__ghostwin_mask(_mm_cmpgt_epi32(lo, w), _mm_cmpgt_epi32(hi, w));
-}
-
 static unsigned oldest_slot(const struct larder__ghostwin_bucket *b, uint32_t t)
 {
 	__m128i lo, hi;
-	biased_ages(b, t, &lo, &hi);
+	larder__ghostwin_biased_ages(b, t, &lo, &hi);
 	__m128i m = max_biased(lo, hi);
 	m = max_biased(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
 	m = max_biased(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
@@ -155,25 +122,6 @@ static unsigned oldest_slot(const struct larder__ghostwin_bucket *b, uint32_t t)
 	return (unsigned)__builtin_ctz(bits);
 }
 #else
-static unsigned match_bits(const struct larder__ghostwin_bucket *b, uint32_t fp, unsigned *empty)
-{
-	unsigned e = 0;
-	for (unsigned i = 0; i < LARDER__GHOSTWIN_WAYS; i++)
-		e |= (unsigned)(b->fp[i] == 0) << i;
-	if (empty)
-		*empty = e;
-	return larder__ghostwin_match(b, fp);
-}
-
-static unsigned expired_bits(const struct larder__ghostwin_bucket *b, uint32_t t,
-			     uint32_t window)
-{
-	unsigned m = 0;
-	for (unsigned i = 0; i < LARDER__GHOSTWIN_WAYS; i++)
-		m |= (unsigned)(t - b->stamp[i] > window) << i;
-	return m;
-}
-
 static unsigned oldest_slot(const struct larder__ghostwin_bucket *b, uint32_t t)
 {
 	unsigned pick = 0;
@@ -192,7 +140,7 @@ static unsigned oldest_slot(const struct larder__ghostwin_bucket *b, uint32_t t)
 static int find_live(const struct larder__ghostwin *g, const struct larder__ghostwin_bucket *b,
 		     uint32_t fp)
 {
-	for (unsigned m = match_bits(b, fp, NULL); m; m &= m - 1) {
+	for (unsigned m = larder__ghostwin_match(b, fp); m; m &= m - 1) {
 		unsigned i = (unsigned)__builtin_ctz(m);
 		if (live(g, b->stamp[i]))
 			return (int)i;
@@ -303,7 +251,7 @@ int larder__ghostwin_remove_from(struct larder__ghostwin *g, struct larder__ghos
 	return 1;
 }
 
-void larder__ghostwin_insert(struct larder__ghostwin *g, uint32_t fp, uint32_t weight)
+void larder__ghostwin_insert_slow(struct larder__ghostwin *g, uint32_t fp, uint32_t weight)
 {
 	if (weight == 0)
 		weight = 1;
@@ -318,14 +266,14 @@ void larder__ghostwin_insert(struct larder__ghostwin *g, uint32_t fp, uint32_t w
 	if (g->inserts > g->grow_at)
 		grow(g);
 	struct larder__ghostwin_bucket *b = larder__ghostwin_bucket(g, fp);
-	uint32_t t = now(g);
+	uint32_t t = larder__ghostwin_now(g);
 	unsigned pick, m, empty;
-	if ((m = match_bits(b, fp, &empty)) != 0) { /* its own slot, live or expired */
+	if ((m = larder__ghostwin_match(b, fp)) != 0) { /* its own slot, live or expired */
 		pick = (unsigned)__builtin_ctz(m);
-	} else if (empty) {
+	} else if ((empty = larder__ghostwin_empties(b)) != 0) {
 		pick = (unsigned)__builtin_ctz(empty);
 		g->used++;
-	} else if ((m = expired_bits(b, t, g->window)) != 0) { /* any: none is live */
+	} else if ((m = larder__ghostwin_expired(b, t, g->window)) != 0) { /* any: none is live */
 		pick = (unsigned)__builtin_ctz(m);
 	} else {
 		pick = oldest_slot(b, t); /* every slot live: the oldest goes early */

@@ -77,6 +77,31 @@ static inline unsigned larder__ghostwin_match(const struct larder__ghostwin_buck
 		_mm_cmpeq_epi32(_mm_load_si128((const __m128i *)(const void *)b->fp), v),
 		_mm_cmpeq_epi32(_mm_load_si128((const __m128i *)(const void *)b->fp + 1), v));
 }
+
+/* The empty slots of b (fp 0). */
+static inline unsigned larder__ghostwin_empties(const struct larder__ghostwin_bucket *b)
+{
+	return larder__ghostwin_match(b, 0);
+}
+
+/* A bucket's ages at time t, biased by 2^31 (t + 2^31 - stamp): signed
+ * order is then the ages' unsigned order. */
+static inline void larder__ghostwin_biased_ages(const struct larder__ghostwin_bucket *b,
+						uint32_t t, __m128i *lo, __m128i *hi)
+{
+	__m128i bias = _mm_set1_epi32((int)(t ^ 0x80000000u));
+	*lo = _mm_sub_epi32(bias, _mm_load_si128((const __m128i *)(const void *)b->stamp));
+	*hi = _mm_sub_epi32(bias, _mm_load_si128((const __m128i *)(const void *)b->stamp + 1));
+}
+
+/* The slots of b expired at time t (older than window units). */
+static inline unsigned larder__ghostwin_expired(const struct larder__ghostwin_bucket *b,
+						uint32_t t, uint32_t window)
+{
+	__m128i lo, hi, w = _mm_set1_epi32((int)(window ^ 0x80000000u));
+	larder__ghostwin_biased_ages(b, t, &lo, &hi);
+	return larder__ghostwin_mask(_mm_cmpgt_epi32(lo, w), _mm_cmpgt_epi32(hi, w));
+}
 #else
 static inline unsigned larder__ghostwin_match(const struct larder__ghostwin_bucket *b, uint32_t fp)
 {
@@ -85,14 +110,28 @@ static inline unsigned larder__ghostwin_match(const struct larder__ghostwin_buck
 		m |= (unsigned)(b->fp[i] == fp) << i;
 	return m;
 }
+
+static inline unsigned larder__ghostwin_empties(const struct larder__ghostwin_bucket *b)
+{
+	return larder__ghostwin_match(b, 0);
+}
+
+static inline unsigned larder__ghostwin_expired(const struct larder__ghostwin_bucket *b,
+						uint32_t t, uint32_t window)
+{
+	unsigned m = 0;
+	for (unsigned i = 0; i < LARDER__GHOSTWIN_WAYS; i++)
+		m |= (unsigned)(t - b->stamp[i] > window) << i;
+	return m;
+}
 #endif
 
 /* Returns 0 or -1 (out of memory). bound: the window in bytes; slots_hint: sizing. */
 int larder__ghostwin_init(struct larder__ghostwin *g, uint64_t bound, uint64_t slots_hint);
 void larder__ghostwin_destroy(struct larder__ghostwin *g);
-/* Remembers fp, which left with `weight` bytes. Never fails: with no memory
- * to grow, a full bucket forgets its oldest. */
-void larder__ghostwin_insert(struct larder__ghostwin *g, uint32_t fp, uint32_t weight);
+/* larder__ghostwin_insert() whatever the case: the weight over the bound, a
+ * window's count to begin, a growth to begin or move, a bucket all live. */
+void larder__ghostwin_insert_slow(struct larder__ghostwin *g, uint32_t fp, uint32_t weight);
 int larder__ghostwin_contains(const struct larder__ghostwin *g, uint32_t fp);
 /* larder__ghostwin_remove() once fp's bucket b holds fp, live or expired. */
 int larder__ghostwin_remove_from(struct larder__ghostwin *g, struct larder__ghostwin_bucket *b,
@@ -117,6 +156,45 @@ static inline int larder__ghostwin_remove(struct larder__ghostwin *g, uint32_t f
 		return 0;
 	struct larder__ghostwin_bucket *b = larder__ghostwin_bucket(g, fp);
 	return larder__ghostwin_match(b, fp) ? larder__ghostwin_remove_from(g, b, fp) : 0;
+}
+
+/* The clock in stamp units. */
+static inline uint32_t larder__ghostwin_now(const struct larder__ghostwin *g)
+{
+	return (uint32_t)(g->clock >> g->unit_shift);
+}
+
+/* Remembers fp, which left with `weight` bytes. Never fails: with no memory
+ * to grow, a full bucket forgets its oldest. Every eviction from S3-FIFO's
+ * small queue inserts, so the common case is inline (the call, prologue and
+ * epilogue were about 10 of its 81 instructions: docs/bench.md, "The
+ * insert"): no growth under way or due, no window to begin, fp's own slot
+ * or an empty or expired one. The rest, and weight 0 or over the bound
+ * (`weight - 1` wraps for 0), take larder__ghostwin_insert_slow(), which
+ * places fp exactly as this does. */
+static inline void larder__ghostwin_insert(struct larder__ghostwin *g, uint32_t fp, uint32_t weight)
+{
+	if ((uint64_t)weight - 1 >= g->bound || g->old || g->clock > g->window_end ||
+	    g->inserts > g->grow_at) {
+		larder__ghostwin_insert_slow(g, fp, weight);
+		return;
+	}
+	struct larder__ghostwin_bucket *b = &g->b[larder__ghostwin_spread(fp) >> g->shift];
+	uint32_t t = larder__ghostwin_now(g);
+	unsigned m;
+	if ((m = larder__ghostwin_match(b, fp)) == 0) { /* else its own slot, live or expired */
+		if ((m = larder__ghostwin_empties(b)) != 0)
+			g->used++;
+		else if ((m = larder__ghostwin_expired(b, t, g->window)) == 0) {
+			larder__ghostwin_insert_slow(g, fp, weight); /* every slot live */
+			return;
+		}
+	}
+	unsigned pick = (unsigned)__builtin_ctz(m);
+	b->fp[pick] = fp;
+	b->stamp[pick] = t;
+	g->clock += weight;
+	g->inserts++;
 }
 
 #endif /* LARDER_EVICT_GHOSTWIN_H */

@@ -139,7 +139,8 @@ static void wake_largest(struct larder__maint *m)
 }
 
 /*
- * Whether this shard takes its turn at eviction: its own bytes are at least
+ * Whether this shard, one of several, takes its turn at eviction (one shard
+ * always does: larder__maint_evict asks only when sharded): its own bytes are at least
  * the mean of the published ones, less an eighth. Shards of about equal size
  * then evict side by side, each down to an eighth under the mean per pass;
  * with the bare mean the first victim put a shard under it, and equal shards
@@ -149,8 +150,6 @@ static void wake_largest(struct larder__maint *m)
  */
 static int takes_turn(const struct larder__maint *m, uint64_t others)
 {
-	if (m->shards == 1) /* its bytes are the mean: no division per victim */
-		return 1;
 	uint64_t mean = (m->live_bytes + others) / m->shards;
 	return m->live_bytes >= mean - mean / 8;
 }
@@ -175,10 +174,14 @@ uint64_t larder__maint_evict(struct larder__maint *m)
 		m->policy_capacity = share;
 	}
 	uint64_t want = atomic_load_explicit(&c->wanted, LARDER__RELAXED); /* a hint */
-	uint64_t others = m->shards > 1 ? others_live_bytes(m) : 0;
+	/* Read once: the loop's byte stores (a victim's flags) may alias m. One
+	 * shard's bytes are the mean: it always takes its turn, with no
+	 * division per victim. */
+	int sharded = m->shards > 1;
+	uint64_t others = sharded ? others_live_bytes(m) : 0;
 	uint64_t n = 0;
 	while (m->live_bytes + others + want > cap && n < EVICT_PER_PASS) {
-		if (!takes_turn(m, others)) {
+		if (sharded && !takes_turn(m, others)) {
 			wake_largest(m);
 			break;
 		}
@@ -199,7 +202,7 @@ uint64_t larder__maint_evict(struct larder__maint *m)
 		 * SHARE_REFRESH victims, not once a pass: each would otherwise
 		 * evict up to a pass's worth past the capacity (4,096 entries;
 		 * 5% of an 8 MiB cache of two shards). */
-		if (m->shards > 1 && n % SHARE_REFRESH == 0) {
+		if (sharded && n % SHARE_REFRESH == 0) {
 			publish_live_bytes(m);
 			others = others_live_bytes(m);
 		}
