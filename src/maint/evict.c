@@ -140,13 +140,13 @@ static void wake_largest(struct larder__maint *m)
 
 /*
  * Whether this shard, one of several, takes its turn at eviction (one shard
- * always does: larder__maint_evict asks only when sharded): its own bytes are at least
- * the mean of the published ones, less an eighth. Shards of about equal size
- * then evict side by side, each down to an eighth under the mean per pass;
- * with the bare mean the first victim put a shard under it, and equal shards
- * handed the work to one another an entry per pass and wake-up (a cut from
- * 56 to 8 MiB over four shards took over 2 s for 36,000 victims, where one
- * shard took under 0.5 s for 49,000).
+ * always does: larder__maint_evict asks only when sharded): its own bytes
+ * are at least the mean of the published ones, less an eighth. Shards of
+ * about equal size then evict side by side, each down to an eighth under the
+ * mean per pass; with the bare mean the first victim put a shard under it,
+ * and equal shards handed the work to one another an entry per pass and
+ * wake-up (a cut from 56 to 8 MiB over four shards took over 2 s for 36,000
+ * victims, where one shard took under 0.5 s for 49,000).
  */
 static int takes_turn(const struct larder__maint *m, uint64_t others)
 {
