@@ -876,9 +876,7 @@ int main(int argc, char **argv)
 	sh.flush_disabled = o.flush_disabled;
 	sh.dump_disabled = o.dump_disabled;
 	atomic_store_explicit(&sh.verbosity, o.verbose, memory_order_relaxed);
-	pthread_mutex_init(&sh.reset_lock, NULL);
-	pthread_mutex_init(&sh.flush_lock, NULL);
-	larderd_detail_init(&sh.detail, o.prefix_delimiter);
+	larderd_shared_init(&sh, o.prefix_delimiter);
 	atomic_store_explicit(&sh.detail.on, o.detail, memory_order_relaxed);
 
 	net = larderd_net_start(&sh, fds, nfd);

@@ -42,6 +42,13 @@
 #define MC_STARTED_SLACK 62
 #define MAX_VERBOSITY 2
 
+void larderd_shared_init(struct larderd_shared *sh, char prefix_delimiter)
+{
+	pthread_mutex_init(&sh->reset_lock, NULL);
+	pthread_mutex_init(&sh->flush_lock, NULL);
+	larderd_detail_init(&sh->detail, prefix_delimiter);
+}
+
 int larderd_exec_init(struct larderd_exec *x, struct larderd_shared *sh, unsigned id)
 {
 	memset(x, 0, sizeof(*x));

@@ -117,6 +117,9 @@ enum larderd_exec_result {
 	LARDERD_EXEC_NOMEM = 3,   /* could not allocate: close the connection */
 };
 
+/* The shared state's locks and "stats detail" table, before any worker's
+ * larderd_exec_init; the caller sets the other fields. */
+void larderd_shared_init(struct larderd_shared *sh, char prefix_delimiter);
 /* Returns 0 or -1 (out of memory). */
 int larderd_exec_init(struct larderd_exec *x, struct larderd_shared *sh, unsigned id);
 void larderd_exec_fini(struct larderd_exec *x);

@@ -48,9 +48,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	g_sh.port = 11211;
 	g_sh.started = time(NULL);
 	g_sh.workers = g_workers;
-	pthread_mutex_init(&g_sh.reset_lock, NULL);
-	pthread_mutex_init(&g_sh.flush_lock, NULL);
-	larderd_detail_init(&g_sh.detail, ':');
+	larderd_shared_init(&g_sh, ':');
 	g_workers[0] = &g_x;
 	if (larderd_exec_init(&g_x, &g_sh, 0) != 0)
 		abort();

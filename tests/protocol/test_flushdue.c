@@ -113,9 +113,7 @@ static void setup(void)
 	g_sh.threads = 2;
 	g_sh.started = time(NULL);
 	g_sh.workers = g_workers;
-	pthread_mutex_init(&g_sh.reset_lock, NULL);
-	pthread_mutex_init(&g_sh.flush_lock, NULL);
-	larderd_detail_init(&g_sh.detail, ':');
+	larderd_shared_init(&g_sh, ':');
 	if (larderd_exec_init(&g_xa, &g_sh, 0) != 0 || larderd_exec_init(&g_xb, &g_sh, 1) != 0) {
 		fprintf(stderr, "FAIL: cannot set up the workers\n");
 		exit(1);
