@@ -208,7 +208,10 @@ void larder__maint_retire_unlinked(struct larder__maint *m, struct larder__entry
 struct larder__handle *larder__maint_handles(struct larder__shard *s);
 /* Drains every ring; returns the events applied, and in *hits the samples seen. */
 uint64_t larder__maint_drain_all(struct larder__maint *m, uint64_t *hits);
-/* True when no ring of the shard has an event waiting (a hint whether to sleep). */
+/* True when no ring of the shard has an event waiting (a hint whether to
+ * sleep). The shard's maintainer's call: it alone frees an exited thread's
+ * rings, so another thread may walk them only while no thread that wrote
+ * can exit (stress_busy's seam). */
 int larder__maint_rings_empty(struct larder__shard *s);
 /* Sets m->classes (at create). */
 void larder__maint_classes_init(struct larder__maint *m);

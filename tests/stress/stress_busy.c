@@ -77,6 +77,10 @@ static void *writer_main(void *arg)
 		}
 		atomic_fetch_add(&bursts_done, 1);
 	}
+	/* Stay until the rounds end: a thread's exit orphans its rings, which
+	 * the maintainer then frees while all_asleep() may be walking them. */
+	while (!atomic_load(&stopping))
+		sched_yield();
 	return NULL;
 }
 
@@ -86,7 +90,9 @@ static int burst_done(void *ctx)
 }
 
 /* Every shard's maintainer asleep, its rings drained (read as hints: the
- * writers have stopped, so only the maintainers move them). */
+ * writers have stopped, so only the maintainers move them). Walks the
+ * shards' rings from this thread, which is safe only while no thread that
+ * wrote exits (writer_main waits for `stopping`). */
 static int all_asleep(void *ctx)
 {
 	(void)ctx;
