@@ -689,7 +689,10 @@ int larderd_flush(struct larderd_exec *x, int64_t delay)
 		at = (now / 1000 + (uint64_t)(delay - 1)) * 1000;
 	}
 	/* Under flush_lock: a due flush being run stores 0 after its clear,
-	 * which must not overwrite this time. */
+	 * which must not overwrite this time. Relaxed: a command's acquire load
+	 * in larderd_flush_due pairs only with that 0's release (it orders the
+	 * command after a clear); a new time publishes no data, and a command
+	 * that reads the old one a moment longer is one this flush_all raced. */
 	pthread_mutex_lock(&sh->flush_lock);
 	atomic_store_explicit(&sh->flush_at_ms, at, memory_order_relaxed);
 	rc = now_flush ? larder_clear(sh->cache) : LARDER_OK;
