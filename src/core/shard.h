@@ -19,10 +19,6 @@
  *     and by larder_stats (LARDER_STAT_LIVE_BYTES).
  *   - maint_sleeping: the maintainer's futex word, and maint_wake_at, the
  *     cache-clock time its lazy sleep ends (maint/maintainer.c).
- *   - pass_owner: who may run this shard's pass (MAINT-M6 in
- *     maint/maintainer.c): taken by its own thread whenever it is not in a
- *     futex wait, or by another shard's maintainer folding this shard's
- *     pass into its wake; taken with acquire, given back with release.
  *   - grow_wanted: a table where a writer found no free slot in reach (a
  *     hint, exchanged to 0 by the maintainer); reserve_table and
  *     reserve_entries: a bulk writer's ask for room (SNAP-L6, hints).
@@ -64,7 +60,6 @@ struct larder__shard {
 	/* Written by the maintainer per sleep, read by writers per post. */
 	larder__atomic_u32 maint_sleeping __attribute__((aligned(64)));
 	larder__atomic_u64 maint_wake_at; /* cache clock, ms; published by WAKE-W4 with MAINT_LAZY */
-	larder__atomic_u32 pass_owner;    /* MAINT-M6: PASS_FREE, PASS_HELD, PASS_WANTED */
 	larder__atomic_uptr grow_wanted;
 	/* SNAP-L6 (maint/resize.c): a bulk writer's reserve, the table it asks
 	 * to grow and the entries it should hold (hints, like grow_wanted; the

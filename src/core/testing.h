@@ -94,10 +94,6 @@ uint64_t larder__test_idle_until(larder *cache);
  * maint/maintainer.c says when that cannot happen). */
 uint64_t larder__test_empty_followups(larder *cache);
 
-/* The passes that a shard's maintainer ran for another shard, folded into
- * its own wake (MAINT-M6 in maint/maintainer.c). */
-uint64_t larder__test_folded_passes(larder *cache);
-
 /* Sets how long a removal listener call may run before writers waiting
  * for the maintainer give up with LARDER_EBUSY (1000 ms; core/cache.c). */
 void larder__test_stuck_ms(larder *cache, uint64_t ms);

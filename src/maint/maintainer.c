@@ -102,20 +102,6 @@
  *       Until 2026-12-06 that pass ran anyway, found the rings empty and
  *       slept the same lazy sleep: with K shards each keeping up, about a
  *       pass in three (docs/shards.md, "Passes that find nothing", kflat24).
- *   MAINT-M6. With K > 1 shards, a shard's pass (and every field of its
- *       struct larder__maint) is run by one thread at a time: the thread
- *       that holds its pass_owner word (core/shard.h). Its own thread holds
- *       it except inside its futex waits; another shard's maintainer, after
- *       its own pass, takes it only from a shard whose thread sleeps in a
- *       window or lazily, only with a try (never waiting, so no cycle of
- *       waits), and runs that shard's pass there if its rings hold events
- *       (fold_neighbours): one wake serves every shard with work, where
- *       each shard's thread woke for its own. Taken with acquire, given back
- *       with release, so each pass sees everything the previous holder did.
- *       A thread holds at most its own shard and one other, and waits only
- *       for its own, holding nothing else. Not done with a removal listener
- *       (a shard's listener calls stay on its thread, which its waiting
- *       writers watch: core/cache.c, wait_pass).
  */
 #define _GNU_SOURCE
 #include "maint/maintainer.h"
@@ -146,9 +132,6 @@
 #define IDLE_NS (100u * 1000u * 1000u)
 #define GP_BATCH_BYTES (256u * 1024u)
 #define GP_INTERVAL_NS (1000u * 1000u)
-
-/* pass_owner (MAINT-M6): free, held, or held while its own thread waits. */
-enum { PASS_FREE = 0, PASS_HELD = 1, PASS_WANTED = 2 };
 
 /*
  * The wait for a pass (writers short of room, ring or index; the pool's
@@ -284,9 +267,6 @@ static void check_links_if_asked(struct larder__maint *m)
 static uint64_t maint_pass(struct larder__maint *m)
 {
 	LARDER__MAINT_OWNER(m);
-	/* MAINT-M6: relaxed, a check of our own hold. */
-	LARDER__ASSERT(m->shards == 1 || atomic_load_explicit(&m->shard->pass_owner,
-							      LARDER__RELAXED) != PASS_FREE);
 	struct larder *c = m->cache;
 	uint64_t work = 0;
 	larder__stat_bump(&m->pass_seq, 1);
@@ -393,55 +373,6 @@ static uint64_t maint_pass(struct larder__maint *m)
 	return work + (uint64_t)pending;
 }
 
-static int pass_try_take(struct larder__shard *s)
-{
-	uint32_t free_word = PASS_FREE;
-	/* A-OWN: acquire, pairs with R-OWN in pass_give(): the previous
-	 * holder's pass, every field of the shard's maintainer state. */
-	return atomic_compare_exchange_strong_explicit(&s->pass_owner, &free_word, PASS_HELD,
-						       LARDER__ACQUIRE, LARDER__RELAXED);
-}
-
-/* The shard's own thread, holding nothing else: waits while a neighbour
- * runs its pass. */
-static void pass_take(struct larder__shard *s)
-{
-	while (!pass_try_take(s)) {
-		uint32_t held = PASS_HELD;
-		/* Relaxed: only the futex word; A-OWN orders the state once taken. */
-		if (atomic_compare_exchange_strong_explicit(&s->pass_owner, &held, PASS_WANTED,
-							    LARDER__RELAXED, LARDER__RELAXED) ||
-		    held == PASS_WANTED)
-			larder__futex_wait(&s->pass_owner, PASS_WANTED, IDLE_NS);
-	}
-}
-
-static void pass_give(struct larder__shard *s)
-{
-	/* R-OWN: release, pairs with A-OWN in pass_try_take(). Only the
-	 * shard's own thread waits (pass_take), so one wake is enough. */
-	if (atomic_exchange_explicit(&s->pass_owner, PASS_FREE, LARDER__RELEASE) == PASS_WANTED)
-		larder__futex_wake(&s->pass_owner, 1);
-}
-
-/*
- * A sleep of the shard's own thread in state st (already stored), given
- * back for its length so that a neighbour may fold the pass into its own
- * wake (MAINT-M6). With one shard there is no neighbour.
- */
-static void sleep_in(struct larder__maint *m, uint32_t st, uint64_t ns)
-{
-	struct larder__shard *s = m->shard;
-	if (m->shards > 1)
-		pass_give(s);
-	larder__futex_wait(&s->maint_sleeping, st, ns);
-	/* Relaxed: awake again, so no neighbour starts a fold of this shard;
-	 * the next pass's reads are ordered by QUIESCE-Q1 and A-OWN. */
-	atomic_store_explicit(&s->maint_sleeping, MAINT_AWAKE, LARDER__RELAXED);
-	if (m->shards > 1)
-		pass_take(s);
-}
-
 /*
  * How long the sleeps that end by themselves last: the batching window
  * WINDOW_NS per shard, at most WINDOW_MAX_NS, and the lazy sleep LAZY_MS
@@ -504,7 +435,9 @@ static int lazy_sleep(struct larder__maint *m)
 		atomic_store_explicit(&s->maint_sleeping, 0, LARDER__RELAXED); /* awake; as below */
 		return 0;
 	}
-	sleep_in(m, MAINT_LAZY, (wake_at_ms - now_ms) * 1000000u);
+	larder__futex_wait(&s->maint_sleeping, MAINT_LAZY, (wake_at_ms - now_ms) * 1000000u);
+	/* Relaxed: awake again; the next pass's reads are ordered by QUIESCE-Q1. */
+	atomic_store_explicit(&s->maint_sleeping, 0, LARDER__RELAXED);
 	return 1;
 }
 
@@ -531,7 +464,8 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 		 * short (larder__events_wake_due; WAKE-W1); relaxed, the futex word
 		 * needs no ordering here. */
 		atomic_store_explicit(&s->maint_sleeping, MAINT_WINDOW, LARDER__RELAXED);
-		sleep_in(m, MAINT_WINDOW, window_ns(m));
+		larder__futex_wait(&s->maint_sleeping, MAINT_WINDOW, window_ns(m));
+		atomic_store_explicit(&s->maint_sleeping, 0, LARDER__RELAXED); /* awake; as above */
 		return;
 	}
 	/* Sleep until the wheel's next event at most (on the cache clock; see
@@ -549,45 +483,9 @@ static void maint_sleep(struct larder__maint *m, uint64_t work)
 	 * larder__maint_wake(): one of us sees the other). */
 	atomic_store_explicit(&s->maint_sleeping, MAINT_IDLE, LARDER__SEQ_CST);
 	if (larder__maint_rings_empty(s) && !atomic_load_explicit(&c->stop, LARDER__SEQ_CST))
-		sleep_in(m, MAINT_IDLE, sleep_ns);
-	else /* relaxed: awake; the next pass's reads are ordered by QUIESCE-Q1 */
-		atomic_store_explicit(&s->maint_sleeping, MAINT_AWAKE, LARDER__RELAXED);
-}
-
-/*
- * MAINT-M6: after its own pass, a maintainer runs the pass of every other
- * shard whose thread sleeps in a window or lazily with events in its
- * rings, so that with K shards one wake-up serves the events that K
- * threads' wake-ups served before (docs/shards.md, "Passes folded into a
- * neighbour's wake"). Each shard's thread still wakes for what it always
- * woke for (its timers, a writer's half-full ring, WAKE-W4, memory short, a
- * waiting writer), so when one thread cannot keep up, its neighbours' rings
- * fill and their own threads take their share again. A folded pass that
- * leaves more than events done (a walk, an expiry behind, memory short,
- * someone waiting) wakes the shard's thread, whose sleep was chosen before
- * that work was found. An idle sleeper is not folded: any post wakes it.
- */
-static void fold_neighbours(struct larder__maint *m)
-{
-	struct larder *c = m->cache;
-	for (unsigned j = 1; j < m->shards; j++) {
-		struct larder__shard *t = &c->shard[(m->shard_index + j) & (m->shards - 1)];
-		/* Relaxed: a hint which shard to try; A-OWN orders its state. */
-		uint32_t st = atomic_load_explicit(&t->maint_sleeping, LARDER__RELAXED);
-		if ((st != MAINT_WINDOW && st != MAINT_LAZY) || !pass_try_take(t))
-			continue;
-		/* Under the shard's pass: its handles are freed only by a pass. */
-		int wake = 0;
-		if (!larder__maint_rings_empty(t)) {
-			struct larder__maint *tm = t->maint;
-			maint_pass(tm);
-			larder__stat_bump(&tm->folded, 1);
-			wake = !tm->caught_up;
-		}
-		pass_give(t);
-		if (wake)
-			larder__maint_wake(t, NULL, 0);
-	}
+		larder__futex_wait(&s->maint_sleeping, MAINT_IDLE, sleep_ns);
+	/* Relaxed: awake again; the next pass's reads are ordered by QUIESCE-Q1. */
+	atomic_store_explicit(&s->maint_sleeping, 0, LARDER__RELAXED);
 }
 
 static void *maint_main(void *arg)
@@ -610,20 +508,11 @@ static void *maint_main(void *arg)
 	larder__futex_wake(&s->maint_started, 1);
 	if (!self)
 		return NULL;
-	struct larder__maint *m = s->maint;
-	int fold = m->shards > 1 && !c->listener; /* MAINT-M6 */
-	if (m->shards > 1)
-		pass_take(s); /* held from here on but in sleep_in() */
 	/* A-STOP: acquire, pairs with R-STOP in larder__maint_stop(). */
-	while (!atomic_load_explicit(&c->stop, LARDER__ACQUIRE)) {
-		uint64_t work = maint_pass(m);
-		if (fold)
-			fold_neighbours(m);
-		maint_sleep(m, work);
-	}
+	while (!atomic_load_explicit(&c->stop, LARDER__ACQUIRE))
+		maint_sleep(s->maint, maint_pass(s->maint));
 	/* What callers posted before close: applied here, so that the
-	 * listener hears of those removals on this thread, not the closer's.
-	 * The pass stays held: no neighbour folds a stopped shard. */
+	 * listener hears of those removals on this thread, not the closer's. */
 	uint64_t hits;
 	larder__maint_drain_all(s->maint, &hits);
 	return NULL;

@@ -149,14 +149,6 @@ uint64_t larder__test_empty_followups(larder *c)
 	return n;
 }
 
-uint64_t larder__test_folded_passes(larder *c)
-{
-	uint64_t n = 0;
-	for (unsigned i = 0; i < c->shard_count; i++) /* relaxed: a count for a test */
-		n += atomic_load_explicit(&c->shard[i].maint->folded, LARDER__RELAXED);
-	return n;
-}
-
 int larder__test_flush(larder *c, uint64_t timeout_ms, unsigned *passes)
 {
 	return larder__maint_flush(c, timeout_ms, passes);

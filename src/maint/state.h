@@ -148,9 +148,6 @@ struct larder__maint {
 	/* Test seam: passes run at once after a busy one that found no event
 	 * and nothing else to do (MAINT-M5; larder__test_empty_followups). */
 	larder__atomic_u64 empty_followups;
-	/* Test seam: this shard's passes that another shard's maintainer ran
-	 * (MAINT-M6; larder__test_folded_passes). */
-	larder__atomic_u64 folded;
 	larder__atomic_u64 wheel_done;   /* R-WHEEL: expired through this clock time */
 	/* Test seam larder__test_check_links: requests counted by the tester
 	 * (R-CHKQ), answered by a pass (R-CHKA); check_ok is written before. */
