@@ -365,7 +365,7 @@ int larder__ghostwin_remove_from(struct larder__ghostwin *g, struct larder__ghos
 	return was;
 }
 
-void larder__ghostwin_insert_slow(struct larder__ghostwin *g, uint32_t fp, uint32_t weight)
+void larder__ghostwin_insert_slow(struct larder__ghostwin *g, uint32_t fp, uint64_t weight)
 {
 	if (weight == 0)
 		weight = 1;

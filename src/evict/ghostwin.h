@@ -45,6 +45,14 @@ struct larder__ghostwin {
 	uint64_t spilled;   /* fingerprints placed in their neighbour bucket */
 };
 
+/* The fingerprint the window keeps for a 64-bit key hash: 31 bits of it
+ * and bit 0 set, so never 0 (an empty slot), with one instruction where
+ * ghost.h's test for 0 takes three, on every lookup and insert. */
+static inline uint32_t larder__ghostwin_fp(uint64_t hash)
+{
+	return (uint32_t)(hash >> 20) | 1u;
+}
+
 /* The bits that pick a fingerprint's bucket, at the top: fp is already a
  * hash, and the multiply carries all its bits up. */
 static inline uint64_t larder__ghostwin_spread(uint32_t fp)
@@ -138,7 +146,7 @@ int larder__ghostwin_init(struct larder__ghostwin *g, uint64_t bound, uint64_t s
 void larder__ghostwin_destroy(struct larder__ghostwin *g);
 /* larder__ghostwin_insert() whatever the case: the weight over the bound, a
  * window's count to begin, a growth to begin or move, a bucket all live. */
-void larder__ghostwin_insert_slow(struct larder__ghostwin *g, uint32_t fp, uint32_t weight);
+void larder__ghostwin_insert_slow(struct larder__ghostwin *g, uint32_t fp, uint64_t weight);
 int larder__ghostwin_contains(const struct larder__ghostwin *g, uint32_t fp);
 /* larder__ghostwin_remove() once fp's bucket b holds fp, live or expired, or spilled. */
 int larder__ghostwin_remove_from(struct larder__ghostwin *g, struct larder__ghostwin_bucket *b,
@@ -184,18 +192,23 @@ static inline uint32_t larder__ghostwin_now(const struct larder__ghostwin *g)
  * to grow, a pair of full buckets forgets its oldest. Every eviction from S3-FIFO's
  * small queue inserts, so the common case is inline (the call, prologue and
  * epilogue were about 10 of its 81 instructions: docs/bench.md, "The
- * insert"): no growth under way or due, no window to begin, fp's own slot
- * or an empty or expired one. The rest, and weight 0 or over the bound
+ * insert"): no growth under way or due, no window to begin, a bucket that
+ * has not spilled (so no slot's write need keep a flag), fp's own slot or
+ * an empty or expired one. The rest, and weight 0 or over the bound
  * (`weight - 1` wraps for 0), take larder__ghostwin_insert_slow(), which
  * places fp exactly as this does. */
-static inline void larder__ghostwin_insert(struct larder__ghostwin *g, uint32_t fp, uint32_t weight)
+static inline void larder__ghostwin_insert(struct larder__ghostwin *g, uint32_t fp, uint64_t weight)
 {
-	if ((uint64_t)weight - 1 >= g->bound || g->old || g->clock > g->window_end ||
+	if (weight - 1 >= g->bound || g->old || g->clock > g->window_end ||
 	    g->inserts > g->grow_at) {
 		larder__ghostwin_insert_slow(g, fp, weight);
 		return;
 	}
 	struct larder__ghostwin_bucket *b = &g->b[larder__ghostwin_spread(fp) >> g->shift];
+	if (larder__ghostwin_spilled(b)) {
+		larder__ghostwin_insert_slow(g, fp, weight);
+		return;
+	}
 	uint32_t t = larder__ghostwin_now(g);
 	unsigned m;
 	if ((m = larder__ghostwin_match(b, fp)) == 0) { /* else its own slot, live or expired */
@@ -208,7 +221,7 @@ static inline void larder__ghostwin_insert(struct larder__ghostwin *g, uint32_t 
 	}
 	unsigned pick = (unsigned)__builtin_ctz(m);
 	b->fp[pick] = fp;
-	b->stamp[pick] = t | (b->stamp[pick] & LARDER__GHOSTWIN_SPILLED);
+	b->stamp[pick] = t;
 	g->clock += weight;
 	g->inserts++;
 }
