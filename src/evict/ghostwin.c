@@ -60,12 +60,12 @@
  *       remove that finds none left there. Lookups read n only while the
  *       flag is set. Both all live: the older of their two oldest goes.
  *       Only slot 0's stamp has bit 0 set, and only as the flag.
- * Not guaranteed: exactness. Two keys with the same 32-bit fingerprint are
- * one ghost; a pair of buckets whose 16 slots are all live forgets its
+ * Not guaranteed: exactness. Two keys with the same fingerprint (31 bits
+ * of the hash from S3-FIFO, larder__ghostwin_fp) are one ghost; a pair of buckets whose 16 slots are all live forgets its
  * oldest (at half load, on average 4 live a bucket, about 2% of buckets
  * hold more than 8 by the Poisson tail, and far fewer pairs more than 16;
- * a spilled fingerprint costs the lookups of its bucket a second line
- * until a remove finds it gone); a removal does not lengthen
+ * a spilled fingerprint costs the lookups of its bucket a second line, and
+ * its inserts the slow path, until a remove there finds none live); a removal does not lengthen
  * the others' lives (a FIFO bounded by live weight would keep older ghosts a
  * little longer); a window made smaller and then larger again
  * (set_bound) brings back the fingerprints of the gap whose slots were not
