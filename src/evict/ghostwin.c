@@ -18,23 +18,29 @@
  * `bound` bytes of ghosts inserted after it and itself have passed it).
  * Expiry costs nothing: an expired slot is the first one an insert reuses.
  * An insert writes the fingerprint's own slot if the bucket holds it (a
- * key ghosted again moves to the newest end), else an empty or the oldest
- * slot; a remove (a ghost hit) empties the slot. Lookup, insert and remove
- * each read one line, its eight slots compared at once (SSE2).
+ * key ghosted again moves to the newest end), else an empty or an expired
+ * slot; a bucket whose eight are all live spills the fingerprint to its
+ * neighbour (GHOSTWIN-W5). A remove (a ghost hit) empties the slot.
+ * Lookup, insert and remove each read one line, its eight slots compared at
+ * once (SSE2), and the neighbour's only after a spill. Stamps are kept
+ * doubled, so that bit 0 of a bucket's first stamp can be its spill flag
+ * without a byte more per bucket.
  *
  * Growth (GHOSTWIN-W3, GHOSTWIN-W4): when the inserts of one window pass
  * half the slots (so the live ghosts would fill buckets past half), the
  * array doubles. A bucket b of the old array splits into buckets 2b and
- * 2b+1 of the new one (the next bit of the spread hash), moved
- * GHOSTWIN_MIGRATE buckets per insert in index order; until b is moved its
- * fingerprints, old and new, stay in b.
+ * 2b+1 of the new one (the next bit of the spread hash), moved a pair of
+ * neighbours at a time, GHOSTWIN_MIGRATE buckets per insert in index order;
+ * until b is moved its fingerprints, old and new, stay in b and its
+ * neighbour. The live fingerprints homed in b (at most 16, the pair's
+ * slots) go to the new pair 2b, 2b+1, so a move never forgets one.
  *
  * Invariants (checked by tests/sim/test_ghostwin.c):
  *   GHOSTWIN-W1. contains(fp) iff fp was inserted, not removed nor inserted again
  *       since, no more than window units of clock ago, and its slot was not
- *       taken by a full bucket (`forgotten` counts those); with unit_shift 0
- *       and no bucket ever full, that is exactly the weight-bounded FIFO
- *       above.
+ *       taken by a full pair of buckets (`forgotten` counts those); with
+ *       unit_shift 0 and no pair ever holding 16 live, that is exactly the
+ *       weight-bounded FIFO above.
  *   GHOSTWIN-W2. The live fingerprints weigh at most bound + 2^unit_shift
  *       (unit_shift is 0 unless bound passes 2^24 bytes, and then the slack
  *       is under 2^-24 of the bound).
@@ -47,15 +53,24 @@
  *       buckets moved per insert while growing; a growth ends after
  *       old_n / GHOSTWIN_MIGRATE inserts, a sixteenth of those that
  *       trigger the next one.
- * Not guaranteed: exactness. Two keys with the same 32-bit fingerprint are
- * one ghost; a bucket whose 8 slots are all live forgets its oldest (at
- * half load, on average 4 live a bucket, about 2% of buckets hold more
- * than 8 by the Poisson tail); a removal does not lengthen
+ *   GHOSTWIN-W5. Buckets 2k and 2k+1 are neighbours. A fingerprint lives in
+ *       its bucket b, or, if all eight of b were live at its insert, in b's
+ *       neighbour n (`spilled` counts those); b's spill flag is set while n
+ *       may hold a live fingerprint of b's: set by the spill, cleared by a
+ *       remove that finds none left there. Lookups read n only while the
+ *       flag is set. Both all live: the older of their two oldest goes.
+ *       Only slot 0's stamp has bit 0 set, and only as the flag.
+ * Not guaranteed: exactness. Two keys with the same fingerprint (31 bits
+ * of the hash from S3-FIFO, larder__ghostwin_fp) are one ghost; a pair of buckets whose 16 slots are all live forgets its
+ * oldest (at half load, on average 4 live a bucket, about 2% of buckets
+ * hold more than 8 by the Poisson tail, and far fewer pairs more than 16;
+ * a spilled fingerprint costs the lookups of its bucket a second line, and
+ * its inserts the slow path, until a remove there finds none live); a removal does not lengthen
  * the others' lives (a FIFO bounded by live weight would keep older ghosts a
  * little longer); a window made smaller and then larger again
  * (set_bound) brings back the fingerprints of the gap whose slots were not
- * reused; a stamp whose bucket saw no insert in 2^32 units (256 windows of
- * the bound it was made with, 4 of a bound raised 64-fold since) could
+ * reused; a stamp whose bucket saw no insert in 2^31 units (128 windows of
+ * the bound it was made with, 2 of a bound raised 64-fold since) could
  * pass for young.
  */
 #include "evict/ghostwin.h"
@@ -66,11 +81,12 @@
 #include "core/alloc.h"
 
 #define GHOSTWIN_MIN_BUCKETS 2u
-#define GHOSTWIN_MIGRATE 2u      /* old buckets moved per insert */
+#define GHOSTWIN_MIGRATE 2u      /* old buckets moved per insert: pairs of neighbours */
 #define GHOSTWIN_UNITS (1u << 24) /* the largest window in units at init */
 #define GHOSTWIN_MAX_WINDOW (1u << 30) /* ages are compared modulo 2^32 */
 
 _Static_assert(sizeof(struct larder__ghostwin_bucket) == 64, "a bucket is one cache line");
+_Static_assert(GHOSTWIN_MIGRATE % 2 == 0, "a growth moves neighbours together");
 
 static unsigned log2_of(uint64_t p)
 {
@@ -136,6 +152,31 @@ static unsigned oldest_slot(const struct larder__ghostwin_bucket *b, uint32_t t)
 }
 #endif
 
+/* fp's neighbour bucket (GHOSTWIN-W5): in the same array as its bucket,
+ * since a growth moves neighbours together. */
+static struct larder__ghostwin_bucket *neighbour(const struct larder__ghostwin *g, uint32_t fp)
+{
+	uint64_t h = larder__ghostwin_spread(fp);
+	if (g->old) {
+		uint64_t ob = h >> (g->shift + 1);
+		if (ob >= g->moved)
+			return &g->old[ob ^ 1];
+	}
+	return &g->b[(h >> g->shift) ^ 1];
+}
+
+static void set_spilled(struct larder__ghostwin_bucket *b, unsigned on)
+{
+	b->stamp[0] = (b->stamp[0] & ~LARDER__GHOSTWIN_SPILLED) | on;
+}
+
+/* Writes fp with stamp t into slot i, keeping slot 0's flag. */
+static void put(struct larder__ghostwin_bucket *b, unsigned i, uint32_t fp, uint32_t t)
+{
+	b->fp[i] = fp;
+	b->stamp[i] = t | (b->stamp[i] & LARDER__GHOSTWIN_SPILLED);
+}
+
 /* The slot of live fingerprint fp in b, or -1. */
 static int find_live(const struct larder__ghostwin *g, const struct larder__ghostwin_bucket *b,
 		     uint32_t fp)
@@ -152,7 +193,7 @@ static void set_window(struct larder__ghostwin *g, uint64_t bound)
 {
 	uint64_t w = bound >> g->unit_shift;
 	g->bound = bound;
-	g->window = w > GHOSTWIN_MAX_WINDOW ? GHOSTWIN_MAX_WINDOW : (uint32_t)w;
+	g->window = (w > GHOSTWIN_MAX_WINDOW ? GHOSTWIN_MAX_WINDOW : (uint32_t)w) << 1;
 }
 
 /* GHOSTWIN-W3: one window's inserts are counted from here (the slow path). */
@@ -188,24 +229,71 @@ void larder__ghostwin_destroy(struct larder__ghostwin *g)
 	memset(g, 0, sizeof *g);
 }
 
-/* Moves old buckets into their two halves of the new array, live slots only. */
+/*
+ * A slot of b for fp at time now, or -1 with all eight live: fp's own slot
+ * (a key ghosted again), else an empty one, else any expired one.
+ */
+static int free_slot(struct larder__ghostwin *g, const struct larder__ghostwin_bucket *b,
+		     uint32_t fp, uint32_t now)
+{
+	unsigned m;
+	if ((m = larder__ghostwin_match(b, fp)) != 0 || (m = larder__ghostwin_empties(b)) != 0 ||
+	    (m = larder__ghostwin_expired(b, now, g->window)) != 0)
+		return (int)__builtin_ctz(m);
+	return -1;
+}
+
+/*
+ * GHOSTWIN-W5: stores fp, stamped t, in its bucket b, else in b's neighbour
+ * n with b's flag set, else over the older of the two buckets' oldest. A
+ * growth's move passes the stamp a fingerprint had (t may be older than now;
+ * of two copies of one fingerprint the newer stays).
+ */
+static void place(struct larder__ghostwin *g, struct larder__ghostwin_bucket *b,
+		  struct larder__ghostwin_bucket *n, uint32_t fp, uint32_t t)
+{
+	uint32_t now = larder__ghostwin_now(g);
+	struct larder__ghostwin_bucket *to = b;
+	int i = free_slot(g, b, fp, now);
+	if (i < 0) {
+		to = n;
+		i = free_slot(g, n, fp, now);
+		if (i < 0) { /* sixteen live: the oldest goes early */
+			unsigned ob = oldest_slot(b, now), on = oldest_slot(n, now);
+			g->forgotten++;
+			if ((uint32_t)(now - b->stamp[ob]) >= (uint32_t)(now - n->stamp[on]))
+				to = b, i = (int)ob;
+			else
+				i = (int)on;
+		}
+		if (to == n) {
+			set_spilled(b, LARDER__GHOSTWIN_SPILLED);
+			g->spilled++;
+		}
+	}
+	if (to->fp[i] == fp && (uint32_t)(now - to->stamp[i]) < (uint32_t)(now - t))
+		return; /* a move: this copy is newer */
+	if (!to->fp[i])
+		g->used++;
+	put(to, (unsigned)i, fp, t);
+}
+
+/* Moves old pairs of buckets into their four in the new array, live slots
+ * only: a fingerprint of old bucket b goes to 2b or 2b+1, whichever of the
+ * old pair it was in. */
 static __attribute__((noinline)) void migrate(struct larder__ghostwin *g)
 {
 	for (unsigned k = 0; k < GHOSTWIN_MIGRATE && g->moved < g->old_n; k++) {
 		struct larder__ghostwin_bucket *ob = &g->old[g->moved++];
-		unsigned fill[2] = {0, 0};
 		for (unsigned i = 0; i < LARDER__GHOSTWIN_WAYS; i++) {
-			if (!ob->fp[i])
+			uint32_t fp = ob->fp[i];
+			if (!fp)
 				continue;
-			if (!live(g, ob->stamp[i])) {
-				g->used--;
+			g->used--;
+			if (!live(g, ob->stamp[i]))
 				continue;
-			}
-			uint64_t nb = larder__ghostwin_spread(ob->fp[i]) >> g->shift; /* 2 x old index, + 0 or 1 */
-			struct larder__ghostwin_bucket *to = &g->b[nb];
-			unsigned j = fill[nb & 1]++; /* a new bucket's slots come only from here */
-			to->fp[j] = ob->fp[i];
-			to->stamp[j] = ob->stamp[i];
+			uint64_t nb = larder__ghostwin_spread(fp) >> g->shift;
+			place(g, &g->b[nb], &g->b[nb ^ 1], fp, ob->stamp[i] & ~LARDER__GHOSTWIN_SPILLED);
 		}
 	}
 	if (g->moved >= g->old_n) {
@@ -237,21 +325,47 @@ static __attribute__((noinline)) void grow(struct larder__ghostwin *g)
 
 int larder__ghostwin_contains(const struct larder__ghostwin *g, uint32_t fp)
 {
-	return find_live(g, larder__ghostwin_bucket(g, fp), fp) >= 0;
+	const struct larder__ghostwin_bucket *b = larder__ghostwin_bucket(g, fp);
+	return find_live(g, b, fp) >= 0 ||
+	       (larder__ghostwin_spilled(b) && find_live(g, neighbour(g, fp), fp) >= 0);
+}
+
+/* GHOSTWIN-W5: whether n holds a live fingerprint whose bucket is b. */
+static int holds_spill(const struct larder__ghostwin *g, const struct larder__ghostwin_bucket *b,
+		       const struct larder__ghostwin_bucket *n)
+{
+	for (unsigned i = 0; i < LARDER__GHOSTWIN_WAYS; i++)
+		if (n->fp[i] && live(g, n->stamp[i]) && larder__ghostwin_bucket(g, n->fp[i]) == b)
+			return 1;
+	return 0;
 }
 
 int larder__ghostwin_remove_from(struct larder__ghostwin *g, struct larder__ghostwin_bucket *b,
 				 uint32_t fp)
 {
-	int i = find_live(g, b, fp);
-	if (i < 0)
-		return 0;
-	b->fp[i] = 0;
-	g->used--;
-	return 1;
+	int was = 0, i = find_live(g, b, fp);
+	if (i >= 0) {
+		b->fp[i] = 0;
+		g->used--;
+		was = 1;
+	}
+	if (!larder__ghostwin_spilled(b))
+		return was;
+	/* Every copy in the neighbour goes too (fp inserted again while one
+	 * spilled copy lived went to b), expired ones with them. */
+	struct larder__ghostwin_bucket *n = neighbour(g, fp);
+	for (unsigned m = larder__ghostwin_match(n, fp); m; m &= m - 1) {
+		unsigned j = (unsigned)__builtin_ctz(m);
+		was |= live(g, n->stamp[j]);
+		n->fp[j] = 0;
+		g->used--;
+	}
+	if (!holds_spill(g, b, n))
+		set_spilled(b, 0);
+	return was;
 }
 
-void larder__ghostwin_insert_slow(struct larder__ghostwin *g, uint32_t fp, uint32_t weight)
+void larder__ghostwin_insert_slow(struct larder__ghostwin *g, uint32_t fp, uint64_t weight)
 {
 	if (weight == 0)
 		weight = 1;
@@ -265,22 +379,7 @@ void larder__ghostwin_insert_slow(struct larder__ghostwin *g, uint32_t fp, uint3
 		new_window(g);
 	if (g->inserts > g->grow_at)
 		grow(g);
-	struct larder__ghostwin_bucket *b = larder__ghostwin_bucket(g, fp);
-	uint32_t t = larder__ghostwin_now(g);
-	unsigned pick, m, empty;
-	if ((m = larder__ghostwin_match(b, fp)) != 0) { /* its own slot, live or expired */
-		pick = (unsigned)__builtin_ctz(m);
-	} else if ((empty = larder__ghostwin_empties(b)) != 0) {
-		pick = (unsigned)__builtin_ctz(empty);
-		g->used++;
-	} else if ((m = larder__ghostwin_expired(b, t, g->window)) != 0) { /* any: none is live */
-		pick = (unsigned)__builtin_ctz(m);
-	} else {
-		pick = oldest_slot(b, t); /* every slot live: the oldest goes early */
-		g->forgotten++;
-	}
-	b->fp[pick] = fp;
-	b->stamp[pick] = t;
+	place(g, larder__ghostwin_bucket(g, fp), neighbour(g, fp), fp, larder__ghostwin_now(g));
 	g->clock += weight;
 	g->inserts++;
 }

@@ -15,11 +15,15 @@
 
 #define LARDER__GHOSTWIN_WAYS 8
 
-/* One 64-byte line: fp 0 = an empty slot. */
+/* One 64-byte line: fp 0 = an empty slot. A stamp is twice the clock in
+ * units before its insert (ghostwin.c), so bit 0 is free: bit 0 of stamp[0]
+ * is the bucket's spill flag (GHOSTWIN-W5), 0 in every other stamp. */
 struct larder__ghostwin_bucket {
 	uint32_t fp[LARDER__GHOSTWIN_WAYS];
-	uint32_t stamp[LARDER__GHOSTWIN_WAYS]; /* clock >> unit_shift before its insert */
+	uint32_t stamp[LARDER__GHOSTWIN_WAYS];
 };
+
+#define LARDER__GHOSTWIN_SPILLED 1u
 
 struct larder__ghostwin {
 	struct larder__ghostwin_bucket *b;
@@ -30,15 +34,24 @@ struct larder__ghostwin {
 	uint64_t old_n, moved;
 	uint64_t clock;      /* summed weight of every insert so far */
 	unsigned unit_shift; /* stamps count clock in units of 2^unit_shift bytes */
-	uint32_t window;     /* a stamp at most this many units old is live */
+	uint32_t window;     /* a stamp at most this many units old is live, doubled */
 	uint64_t bound;
 	uint64_t used;    /* slots holding a fingerprint, live or expired */
 	uint64_t inserts;      /* all inserts, counted for GHOSTWIN-W3 */
 	uint64_t mark_inserts; /* inserts when this window's count began */
 	uint64_t window_end;   /* the clock at which the next count begins */
 	uint64_t grow_at;      /* inserts past which the array doubles */
-	uint64_t forgotten; /* live fingerprints overwritten by a full bucket */
+	uint64_t forgotten; /* live fingerprints overwritten by a full pair of buckets */
+	uint64_t spilled;   /* fingerprints placed in their neighbour bucket */
 };
+
+/* The fingerprint the window keeps for a 64-bit key hash: 31 bits of it
+ * and bit 0 set, so never 0 (an empty slot), with one instruction where
+ * ghost.h's test for 0 takes three, on every lookup and insert. */
+static inline uint32_t larder__ghostwin_fp(uint64_t hash)
+{
+	return (uint32_t)(hash >> 20) | 1u;
+}
 
 /* The bits that pick a fingerprint's bucket, at the top: fp is already a
  * hash, and the multiply carries all its bits up. */
@@ -85,7 +98,9 @@ static inline unsigned larder__ghostwin_empties(const struct larder__ghostwin_bu
 }
 
 /* A bucket's ages at time t, biased by 2^31 (t + 2^31 - stamp): signed
- * order is then the ages' unsigned order. */
+ * order is then the ages' unsigned order. Doubled ages, less the spill flag
+ * for slot 0: 2a - f > 2w exactly when a > w, and distinct ages keep their
+ * order. */
 static inline void larder__ghostwin_biased_ages(const struct larder__ghostwin_bucket *b,
 						uint32_t t, __m128i *lo, __m128i *hi)
 {
@@ -131,9 +146,9 @@ int larder__ghostwin_init(struct larder__ghostwin *g, uint64_t bound, uint64_t s
 void larder__ghostwin_destroy(struct larder__ghostwin *g);
 /* larder__ghostwin_insert() whatever the case: the weight over the bound, a
  * window's count to begin, a growth to begin or move, a bucket all live. */
-void larder__ghostwin_insert_slow(struct larder__ghostwin *g, uint32_t fp, uint32_t weight);
+void larder__ghostwin_insert_slow(struct larder__ghostwin *g, uint32_t fp, uint64_t weight);
 int larder__ghostwin_contains(const struct larder__ghostwin *g, uint32_t fp);
-/* larder__ghostwin_remove() once fp's bucket b holds fp, live or expired. */
+/* larder__ghostwin_remove() once fp's bucket b holds fp, live or expired, or spilled. */
 int larder__ghostwin_remove_from(struct larder__ghostwin *g, struct larder__ghostwin_bucket *b,
 				 uint32_t fp);
 /* Changes the window; fingerprints older than it stop counting at once. */
@@ -145,9 +160,16 @@ static inline int larder__ghostwin_empty(const struct larder__ghostwin *g)
 	return g->used == 0;
 }
 
+/* Whether fingerprints of b's may live in its neighbour (GHOSTWIN-W5). */
+static inline unsigned larder__ghostwin_spilled(const struct larder__ghostwin_bucket *b)
+{
+	return b->stamp[0] & LARDER__GHOSTWIN_SPILLED;
+}
+
 /* Forgets fp; returns whether it was there (live). Every insert of S3-FIFO
  * asks, and nearly every answer is no, so that answer is inline: the call
- * cost the insert 13 instructions (docs/bench.md, "The insert").
+ * cost the insert 13 instructions (docs/bench.md, "The insert"); a bucket
+ * that spilled (rare) is asked out of line, its neighbour too.
  * Until the first eviction (a cache filling up, or loading a snapshot)
  * nothing is held, and the line would be a cache miss per insert. */
 static inline int larder__ghostwin_remove(struct larder__ghostwin *g, uint32_t fp)
@@ -155,38 +177,45 @@ static inline int larder__ghostwin_remove(struct larder__ghostwin *g, uint32_t f
 	if (larder__ghostwin_empty(g))
 		return 0;
 	struct larder__ghostwin_bucket *b = larder__ghostwin_bucket(g, fp);
-	return larder__ghostwin_match(b, fp) ? larder__ghostwin_remove_from(g, b, fp) : 0;
+	return larder__ghostwin_match(b, fp) || larder__ghostwin_spilled(b)
+		       ? larder__ghostwin_remove_from(g, b, fp)
+		       : 0;
 }
 
-/* The clock in stamp units. */
+/* The clock in stamp units, doubled (bit 0 clear). */
 static inline uint32_t larder__ghostwin_now(const struct larder__ghostwin *g)
 {
-	return (uint32_t)(g->clock >> g->unit_shift);
+	return (uint32_t)(g->clock >> g->unit_shift) << 1;
 }
 
 /* Remembers fp, which left with `weight` bytes. Never fails: with no memory
- * to grow, a full bucket forgets its oldest. Every eviction from S3-FIFO's
+ * to grow, a pair of full buckets forgets its oldest. Every eviction from S3-FIFO's
  * small queue inserts, so the common case is inline (the call, prologue and
  * epilogue were about 10 of its 81 instructions: docs/bench.md, "The
- * insert"): no growth under way or due, no window to begin, fp's own slot
- * or an empty or expired one. The rest, and weight 0 or over the bound
+ * insert"): no growth under way or due, no window to begin, a bucket that
+ * has not spilled (so no slot's write need keep a flag), fp's own slot or
+ * an empty or expired one. The rest, and weight 0 or over the bound
  * (`weight - 1` wraps for 0), take larder__ghostwin_insert_slow(), which
  * places fp exactly as this does. */
-static inline void larder__ghostwin_insert(struct larder__ghostwin *g, uint32_t fp, uint32_t weight)
+static inline void larder__ghostwin_insert(struct larder__ghostwin *g, uint32_t fp, uint64_t weight)
 {
-	if ((uint64_t)weight - 1 >= g->bound || g->old || g->clock > g->window_end ||
+	if (weight - 1 >= g->bound || g->old || g->clock > g->window_end ||
 	    g->inserts > g->grow_at) {
 		larder__ghostwin_insert_slow(g, fp, weight);
 		return;
 	}
 	struct larder__ghostwin_bucket *b = &g->b[larder__ghostwin_spread(fp) >> g->shift];
+	if (larder__ghostwin_spilled(b)) {
+		larder__ghostwin_insert_slow(g, fp, weight);
+		return;
+	}
 	uint32_t t = larder__ghostwin_now(g);
 	unsigned m;
 	if ((m = larder__ghostwin_match(b, fp)) == 0) { /* else its own slot, live or expired */
 		if ((m = larder__ghostwin_empties(b)) != 0)
 			g->used++;
 		else if ((m = larder__ghostwin_expired(b, t, g->window)) == 0) {
-			larder__ghostwin_insert_slow(g, fp, weight); /* every slot live */
+			larder__ghostwin_insert_slow(g, fp, weight); /* every slot live: spill */
 			return;
 		}
 	}

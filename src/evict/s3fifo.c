@@ -74,7 +74,6 @@
 #include <stdlib.h>
 
 #include "core/alloc.h"
-#include "evict/ghost.h"
 #include "evict/ghostwin.h"
 #include "evict/list.h"
 #include "evict/policy.h"
@@ -252,7 +251,7 @@ static void s3_insert(struct larder__policy *p, struct larder__entry *e, uint64_
 	larder__set_pbits(e, sampled);
 	p->q.fresh = e;
 	p->q.fresh_bytes = bytes;
-	if (larder__ghostwin_remove(&p->ghost, larder__ghost_fp(hash))) {
+	if (larder__ghostwin_remove(&p->ghost, larder__ghostwin_fp(hash))) {
 		larder__set_pbits(e, S3_MAIN | sampled);
 		larder__queue_push(&p->q.main, e, bytes);
 	} else if (S3_WARMUP_MAIN && !p->has_evicted && p->q.small.bytes >= p->small_target) {
@@ -317,7 +316,7 @@ static void s3_insert_batch(struct larder__policy *p, const struct larder__polic
 			s3_insert(p, e, in[i].hash, in[i].bytes);
 			continue;
 		}
-		if ((ghosts && larder__ghostwin_remove(&p->ghost, larder__ghost_fp(in[i].hash))) ||
+		if ((ghosts && larder__ghostwin_remove(&p->ghost, larder__ghostwin_fp(in[i].hash))) ||
 		    (S3_WARMUP_MAIN && !p->has_evicted &&
 		     p->q.small.bytes + r.small.bytes >= p->small_target)) {
 			larder__set_pbits(e, S3_MAIN);
@@ -388,8 +387,7 @@ static struct larder__entry *evict_small(struct larder__policy *p, uint64_t *has
 			continue;
 		}
 		*hash = p->host.hash(p->host.ctx, e);
-		larder__ghostwin_insert(&p->ghost, larder__ghost_fp(*hash),
-				     bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes);
+		larder__ghostwin_insert(&p->ghost, larder__ghostwin_fp(*hash), bytes);
 		return e;
 	}
 	return NULL;

@@ -4,10 +4,12 @@
  * since, and at most `bound` bytes of inserts (its own included) ago.
  *
  * Checks the invariants of ghostwin.c:
- *   GHOSTWIN-W1  with no bucket ever full (at most 8 live fingerprints) the set is
- *       exactly the model at every step: contains(), remove()'s answer, a
- *       key ghosted again, an insert heavier than the bound, expired slots
- *       reused before live ones (`forgotten` stays 0); with many ghosts and
+ *   GHOSTWIN-W1  with no pair of buckets ever full (at most 8, then 15 live
+ *       fingerprints, the latter in a pair of buckets, so that they spill)
+ *       the set is exactly the model at every step: contains(), remove()'s
+ *       answer, a key ghosted again, an insert heavier than the bound,
+ *       expired slots reused before live ones (`forgotten` stays 0); with
+ *       many ghosts and
  *       growth, no phantom (contains() => the model holds it) and at least
  *       99% of the model's ghosts held;
  *       empty() again once every ghost is removed;
@@ -15,7 +17,10 @@
  *   GHOSTWIN-W3  slots within 4 x the live ghosts of a window (and twice the hint);
  *   GHOSTWIN-W4  growth spread over inserts: at most GHOSTWIN_MIGRATE (2) old buckets
  *       moved per insert, answers right while ghosts are in both arrays, the
- *       old array gone before the next growth.
+ *       old array gone before the next growth;
+ *   GHOSTWIN-W5  a bucket's ninth live fingerprint spills to its neighbour, is
+ *       found and removed there, and the flag clears once none is left; a
+ *       full pair forgets its oldest.
  * Seeded from argv[1] (printed), so a failure can be replayed.
  */
 #include <stdint.h>
@@ -60,13 +65,20 @@ static void model_insert(uint32_t i, uint32_t w, uint64_t bound)
 	clock_now += w;
 }
 
-/* GHOSTWIN-W1 exactly: at most 8 ghosts live (bound 8, weights >= 1). */
-static void test_window_exact(void)
+/*
+ * GHOSTWIN-W1 exactly: at most `bound` ghosts live (weights >= 1; an
+ * insert sees at most bound - 1 others live). Bound 8 fits a bucket; bound
+ * 15 needs both buckets of the hint's pair, never grown, so a bucket's
+ * ninth spills (GHOSTWIN-W5; before the spill, a full bucket forgot its
+ * oldest here).
+ */
+static void test_window_exact(uint64_t bound)
 {
 	struct larder__ghostwin g;
-	const uint64_t bound = 8;
 	const uint32_t keys = 64;
 	CHECK(larder__ghostwin_init(&g, bound, 4) == 0, "init");
+	if (bound > 8) /* growth held off: one pair holds them all */
+		g.window_end = g.grow_at = UINT64_MAX;
 	model_reset();
 	CHECK(larder__ghostwin_empty(&g), "empty at first");
 	for (int step = 0; step < 200000; step++) {
@@ -74,7 +86,9 @@ static void test_window_exact(void)
 		unsigned op = (unsigned)(rnd() % 10);
 		if (op < 6) {
 			uint32_t w = op == 0 ? (uint32_t)(rnd() % 10) : 1 + (uint32_t)(rnd() % 3);
-			larder__ghostwin_insert(&g, fp_of(i), w); /* w 9: over the bound */
+			if (op == 0)
+				w = w == 9 ? (uint32_t)bound + 1 : w; /* over the bound */
+			larder__ghostwin_insert(&g, fp_of(i), w);
 			model_insert(i, w ? w : 1, bound);
 		} else {
 			int had = larder__ghostwin_remove(&g, fp_of(i));
@@ -87,8 +101,10 @@ static void test_window_exact(void)
 				CHECK(larder__ghostwin_contains(&g, fp_of(q)) == model_live(q, bound),
 				      "GHOSTWIN-W1: step %d: contains(%u) disagrees", step, q);
 	}
-	CHECK(g.forgotten == 0, "GHOSTWIN-W1: %llu live ghosts forgotten with at most 8 live",
-	      (unsigned long long)g.forgotten);
+	CHECK(g.forgotten == 0, "GHOSTWIN-W1: %llu live ghosts forgotten with at most %llu live",
+	      (unsigned long long)g.forgotten, (unsigned long long)bound);
+	CHECK(bound <= 8 || g.spilled > 0, "bound %llu: no bucket spilled",
+	      (unsigned long long)bound);
 	larder__ghostwin_set_bound(&g, 0);
 	for (uint32_t q = 0; q < keys; q++)
 		CHECK(!larder__ghostwin_contains(&g, fp_of(q)), "set_bound(0) left %u", q);
@@ -177,12 +193,17 @@ static void test_units(void)
 	larder__ghostwin_destroy(&g);
 }
 
+/* fp's bucket, recomputed here as ghostwin.c's spread() picks it. */
+static unsigned bucket_of(const struct larder__ghostwin *g, uint32_t fp)
+{
+	return (unsigned)(((uint64_t)fp * 0x9E3779B97F4A7C15ull) >> g->shift);
+}
+
 /*
- * A full bucket forgets its oldest (GHOSTWIN-W1's exception): growth held
- * off, 64 fingerprints into 2 buckets, each bucket keeps its newest 8.
- * The bucket is recomputed here as ghostwin.c's spread() picks it.
+ * A full pair forgets its oldest (GHOSTWIN-W1's exception): growth held
+ * off, 64 fingerprints into one pair of buckets, which keeps the newest 16.
  */
-static void test_full_bucket(void)
+static void test_full_pair(void)
 {
 	struct larder__ghostwin g;
 	CHECK(larder__ghostwin_init(&g, 1000, 4) == 0, "init");
@@ -190,18 +211,52 @@ static void test_full_bucket(void)
 	g.grow_at = UINT64_MAX;
 	for (uint32_t fp = 1; fp <= 64; fp++)
 		larder__ghostwin_insert(&g, fp, 1);
-	for (unsigned bucket = 0; bucket < 2; bucket++) {
-		unsigned newer = 0; /* fingerprints of this bucket newer than fp */
-		for (uint32_t fp = 64; fp >= 1; fp--) {
-			if (((uint64_t)fp * 0x9E3779B97F4A7C15ull) >> g.shift != bucket)
-				continue;
-			CHECK(larder__ghostwin_contains(&g, fp) == (newer < 8),
-			      "bucket %u: fp %u with %u newer: contains() %d", bucket, fp, newer,
-			      larder__ghostwin_contains(&g, fp));
-			newer++;
-		}
-	}
+	for (uint32_t fp = 1; fp <= 64; fp++)
+		CHECK(larder__ghostwin_contains(&g, fp) == (fp > 64 - 16), "fp %u: contains() %d",
+		      fp, larder__ghostwin_contains(&g, fp));
 	CHECK(g.forgotten == 64 - 16, "forgotten %llu", (unsigned long long)g.forgotten);
+	larder__ghostwin_destroy(&g);
+}
+
+/*
+ * GHOSTWIN-W5 step by step: nine fingerprints of one bucket (of 8, so its
+ * neighbour has room) are all held, the ninth in the neighbour, under the
+ * bucket's flag; removing it clears the flag; a spilled one that expires
+ * is cleared by the next remove that asks the bucket.
+ */
+static void test_spill(void)
+{
+	struct larder__ghostwin g;
+	uint32_t fps[10];
+	unsigned n = 0;
+	CHECK(larder__ghostwin_init(&g, 1000, 32) == 0, "init");
+	CHECK(g.nbuckets == 8, "hint 32: %llu buckets", (unsigned long long)g.nbuckets);
+	for (uint32_t fp = 1; n < 10; fp++)
+		if (bucket_of(&g, fp) == 2)
+			fps[n++] = fp;
+	const struct larder__ghostwin_bucket *home = &g.b[2], *next = &g.b[3];
+	for (unsigned i = 0; i < 9; i++)
+		larder__ghostwin_insert(&g, fps[i], 1);
+	for (unsigned i = 0; i < 9; i++)
+		CHECK(larder__ghostwin_contains(&g, fps[i]), "GHOSTWIN-W5: %u of 9 forgotten", i);
+	CHECK(g.forgotten == 0 && g.spilled == 1, "forgotten %llu, spilled %llu",
+	      (unsigned long long)g.forgotten, (unsigned long long)g.spilled);
+	CHECK(larder__ghostwin_spilled(home) && !larder__ghostwin_spilled(next), "flags %u, %u",
+	      larder__ghostwin_spilled(home), larder__ghostwin_spilled(next));
+	CHECK(larder__ghostwin_match(next, fps[8]), "the ninth is not in the neighbour");
+	CHECK(!larder__ghostwin_remove(&g, fps[9]), "remove() of an absent fingerprint said yes");
+	CHECK(larder__ghostwin_spilled(home), "flag cleared with the ninth still there");
+	CHECK(larder__ghostwin_remove(&g, fps[8]), "the spilled ninth not removed");
+	CHECK(!larder__ghostwin_contains(&g, fps[8]), "the ninth still there after remove()");
+	CHECK(!larder__ghostwin_spilled(home), "flag set with nothing spilled");
+	CHECK(g.used == 8, "used %llu", (unsigned long long)g.used);
+
+	larder__ghostwin_insert(&g, fps[9], 1); /* spills again, then expires */
+	CHECK(larder__ghostwin_spilled(home), "no flag after the second spill");
+	larder__ghostwin_set_bound(&g, 0);
+	CHECK(!larder__ghostwin_contains(&g, fps[9]), "expired but held");
+	CHECK(!larder__ghostwin_remove(&g, fps[0]), "remove() found an expired one");
+	CHECK(!larder__ghostwin_spilled(home), "flag kept after every spill expired");
 	larder__ghostwin_destroy(&g);
 }
 
@@ -225,8 +280,10 @@ int main(int argc, char **argv)
 	printf("test_ghostwin seed %llu\n", (unsigned long long)seed);
 	rng_state = seed | 1;
 	test_empty();
-	test_full_bucket();
-	test_window_exact();
+	test_full_pair();
+	test_spill();
+	test_window_exact(8);
+	test_window_exact(15);
 	test_units();
 	test_growth();
 	return sim_check_result();
