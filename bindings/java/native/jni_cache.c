@@ -275,9 +275,15 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_close(JNIEnv *env, jclass cls, jlo
 	return LARDER_OK;
 }
 
-/* The body of both gets: larder_get inside a section, its result encoded. */
-static inline jlong get_common(jlong guard, jlong gen, const void *key, jint key_len, jlong buf,
-			       jint buf_len)
+/* larder_get or larder_peek: same arguments, same results. */
+typedef int read_fn(larder *cache, const void *key, size_t key_len, void *buf, size_t buf_len,
+		    size_t *value_len);
+
+/* The body of the gets and the peek: read inside a section, its result
+ * encoded. Every caller passes a constant read, which inlining turns into a
+ * direct call: the get path keeps its two calls. */
+static inline jlong get_common(read_fn *read, jlong guard, jlong gen, const void *key,
+			       jint key_len, jlong buf, jint buf_len)
 {
 	if (key_len < 0 || buf_len < 0) /* Java's bug; never a size_t wrap */
 		return LJ_GET_ERR_BASE + LARDER_EINVAL;
@@ -285,7 +291,7 @@ static inline jlong get_common(jlong guard, jlong gen, const void *key, jint key
 	if (!lj_enter(&s, guard, gen))
 		return LJ_GET_ERR_BASE + s.rc;
 	size_t len;
-	int rc = larder_get(s.c->cache, key, (size_t)key_len, ptr(buf), (size_t)buf_len, &len);
+	int rc = read(s.c->cache, key, (size_t)key_len, ptr(buf), (size_t)buf_len, &len);
 	lj_exit(&s);
 	if (__builtin_expect(rc == LARDER_OK, 1))
 		return (jlong)len;
@@ -302,7 +308,18 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_get(JNIEnv *env, jclass cls, jlon
 {
 	(void)env;
 	(void)cls;
-	return get_common(guard, gen, ptr(key), key_len, buf, buf_len);
+	return get_common(larder_get, guard, gen, ptr(key), key_len, buf, buf_len);
+}
+
+/* get() without a read's effects (larder_peek): no hit or miss counted, no
+ * deadline extended; for a batch's value re-read after the batch counted it. */
+JNIEXPORT jlong JNICALL Java_org_larder_Native_peek(JNIEnv *env, jclass cls, jlong guard,
+						    jlong gen, jlong key, jint key_len, jlong buf,
+						    jint buf_len)
+{
+	(void)env;
+	(void)cls;
+	return get_common(larder_peek, guard, gen, ptr(key), key_len, buf, buf_len);
 }
 
 /*
@@ -328,7 +345,7 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_getShort(JNIEnv *env, jclass cls,
 	} else {
 		memcpy(key, &k0, (size_t)key_len);
 	}
-	return get_common(guard, gen, key, key_len, buf, buf_len);
+	return get_common(larder_get, guard, gen, key, key_len, buf, buf_len);
 }
 
 struct view_call {

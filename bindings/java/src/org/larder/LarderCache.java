@@ -293,6 +293,12 @@ public final class LarderCache<K, V> implements AutoCloseable {
         Objects.checkFromIndexSize(0, count, keys.length);
         Objects.checkFromIndexSize(0, count, values.length);
         Objects.checkFromIndexSize(0, count, lengths.length);
+        /* Before any batch: a null found later threw after the batches before
+         * it had counted their hits and misses. */
+        for (int i = 0; i < count; i++) {
+            Objects.requireNonNull(keys[i], "key");
+            Objects.requireNonNull(values[i], "values[i]");
+        }
         Scratch s = Scratch.acquire();
         try {
             int found = 0;
@@ -305,20 +311,25 @@ public final class LarderCache<K, V> implements AutoCloseable {
                 for (int i = 0; i < n; i++) {
                     int off = s.table.getInt(8 * (n + i));
                     int len = s.table.getInt(8 * (n + i) + 4);
-                    byte[] dst = Objects.requireNonNull(values[first + i], "values[i]");
-                    if (len >= 0 && len <= dst.length) {
-                        if (off < 0) {
-                            /* Past the batch's buffer: read again, and counted again (the
-                             * key may have gone meanwhile). */
-                            len = getInto(keys[first + i], dst);
-                            if (len == NOT_FOUND) {
-                                found--;
-                            }
-                        } else {
-                            s.copyOut(off, dst, 0, len);
-                        }
+                    byte[] dst = values[first + i];
+                    if (off >= 0 && len >= 0 && len <= dst.length) {
+                        s.copyOut(off, dst, 0, len);
                     }
                     lengths[first + i] = len;
+                }
+                for (int i = 0; i < n; i++) {
+                    byte[] dst = values[first + i];
+                    int len = lengths[first + i];
+                    if (s.table.getInt(8 * (n + i)) < 0 && len <= dst.length) {
+                        int keyLen = s.table.getInt(8 * i + 4);
+                        len = peekAfterTables(s, n, keys[first + i], keyLen, dst.length);
+                        if (len == NOT_FOUND) {
+                            found--; /* gone since the batch */
+                        } else if (len <= dst.length) {
+                            s.copyOut(Scratch.lineAfter(16 * n + keyLen), dst, 0, len);
+                        }
+                        lengths[first + i] = len;
+                    }
                 }
                 first += n;
             } while (first < count);
@@ -353,14 +364,19 @@ public final class LarderCache<K, V> implements AutoCloseable {
                     K key = (K) array[first + i];
                     int off = s.table.getInt(8 * (n + i));
                     int len = s.table.getInt(8 * (n + i) + 4);
-                    V value = null;
                     if (len >= 0 && off >= 0) {
-                        value = readValue(s, off, len);
-                    } else if (len >= 0) {
-                        value = get(key);
+                        result.put(key, readValue(s, off, len));
                     }
-                    if (value != null) {
-                        result.put(key, value);
+                }
+                for (int i = 0; i < n; i++) {
+                    if (s.table.getInt(8 * (n + i)) < 0) {
+                        @SuppressWarnings("unchecked")
+                        K key = (K) array[first + i];
+                        int keyLen = s.table.getInt(8 * i + 4);
+                        int len = peekAfterTables(s, n, key, keyLen, Integer.MAX_VALUE);
+                        if (len != NOT_FOUND) {
+                            result.put(key, readValue(s, Scratch.lineAfter(16 * n + keyLen), len));
+                        }
                     }
                 }
                 first += n;
@@ -369,6 +385,38 @@ public final class LarderCache<K, V> implements AutoCloseable {
         } finally {
             s.release();
             Reference.reachabilityFence(this);
+        }
+    }
+
+    /*
+     * A value of an n-key batch found past the batch's buffer, read again
+     * by a peek: the batch has counted its hit and extended its deadline
+     * already, and a get would do both twice (Caffeine's getAllPresent counts
+     * one per key). The key goes right after the batch's two tables, the
+     * value on the line after it (Scratch.lineAfter(16 * n + keyLen)), so
+     * the batch's other values must be copied out first. Returns the length
+     * (the value copied only when at most max) or NOT_FOUND: the key has
+     * gone since the batch.
+     */
+    private int peekAfterTables(Scratch s, int n, K key, int keyLen, int max) {
+        int at = 16 * n;
+        int valueOff = Scratch.lineAfter(at + keyLen);
+        s.ensure(valueOff, at);
+        writeKeyAt(s, key, at, keyLen);
+        for (;;) {
+            long r = Native.peek(guard, gen, s.address + at, keyLen, s.address + valueOff,
+                    Math.min(max, s.capacity - valueOff));
+            if (r >= 0) {
+                return (int) r;
+            }
+            if (r == Native.GET_MISS) {
+                return NOT_FOUND;
+            }
+            int needed = needed(r);
+            if (needed > max) {
+                return needed;
+            }
+            s.ensure(valueOff + (long) needed, at + keyLen);
         }
     }
 

@@ -125,6 +125,9 @@ final class Native {
     static native long getShort(long guard, long gen, long k0, long k1, int keyLen, long buf,
             int bufLen);
 
+    /** get() without a read's effects: no hit or miss counted, no deadline extended. */
+    static native long peek(long guard, long gen, long key, int keyLen, long buf, int bufLen);
+
     static native int getDirect(long guard, long gen, long key, int keyLen, ValueView view);
 
     static native int getBatch(long guard, long gen, long base, int count, int keyTable,
