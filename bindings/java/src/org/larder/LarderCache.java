@@ -822,6 +822,11 @@ public final class LarderCache<K, V> implements AutoCloseable {
     public void cleanUp() {
         try {
             int rc = Native.flush(guard, gen, CLEAN_UP_WAIT_MILLIS);
+            if (rc == Native.ESTATE) {
+                /* The engine's one reason for ESTATE here; its generic text names pools. */
+                throw new IllegalStateException("larder: cleanUp() inside a removal listener"
+                        + " (of any cache) or a DirectValueConsumer could wait for itself");
+            }
             if (rc != Native.OK) {
                 throw error(rc);
             }
