@@ -245,17 +245,43 @@ done:
 }
 
 /*
+ * Why the calling thread may not close (g, gen), or LARDER_OK: inside the
+ * cache's own removal listener larder_close would join the thread it runs
+ * on (LJ_RC_IN_LISTENER), inside a section of any cache the grace period
+ * would wait for it (LJ_RC_IN_CALLBACK). Reads only the thread's own state
+ * and compares the pair: safe on a pair closed long ago.
+ */
+static int close_refusal(const struct lj_guard *g, uint64_t gen)
+{
+	if (lj_listener_running_on(g, gen))
+		return LJ_RC_IN_LISTENER;
+	return lj_in_section() ? LJ_RC_IN_CALLBACK : LARDER_OK;
+}
+
+/* close_refusal for Java, which asks before it takes the cache's close lock:
+ * a refused thread waiting there for a close in progress on another thread,
+ * which waits for this one, would never be refused. */
+JNIEXPORT jint JNICALL Java_org_larder_Native_closeRefusal(JNIEnv *env, jclass cls, jlong guard,
+							   jlong gen)
+{
+	(void)env;
+	(void)cls;
+	return close_refusal(ptr(guard), (uint64_t)gen);
+}
+
+/*
  * Closes (guard, gen) once every call in flight has returned. Returns
  * LARDER_OK (also when it was closed already), LJ_RC_IN_CALLBACK or
- * LJ_RC_IN_LISTENER (refused, nothing done).
+ * LJ_RC_IN_LISTENER (refused, nothing done: close_refusal).
  */
 JNIEXPORT jint JNICALL Java_org_larder_Native_close(JNIEnv *env, jclass cls, jlong guard,
 						    jlong gen)
 {
 	(void)cls;
 	struct lj_guard *g = ptr(guard);
-	if (lj_listener_running_on(g, (uint64_t)gen))
-		return LJ_RC_IN_LISTENER;
+	int refused = close_refusal(g, (uint64_t)gen);
+	if (refused != LARDER_OK)
+		return refused;
 	void *payload;
 	switch (lj_guard_close(g, (uint64_t)gen, &payload)) {
 	case LJ_IN_SECTION:

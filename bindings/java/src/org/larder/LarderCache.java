@@ -134,7 +134,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
             try {
                 name = register(b.jmxName, new StatsBean(g, gen, listener));
             } catch (RuntimeException e) {
-                closeNative(g, gen, pool);
+                Native.close(g, gen);
                 throw e;
             }
         }
@@ -939,35 +939,26 @@ public final class LarderCache<K, V> implements AutoCloseable {
      */
     @Override
     public void close() {
+        /* Refused before the lock: a consumer or listener waiting for it while
+         * another thread's close() holds it and waits for that consumer's
+         * call (or joins that listener's maintainer) hung both. */
+        refuseClose(Native.closeRefusal(guard, gen));
         synchronized (closeLock) {
-            int rc = closeNative(guard, gen, pool);
-            if (rc == Native.IN_CALLBACK) {
-                throw new IllegalStateException(
-                        "larder: close() inside a DirectValueConsumer would wait for itself");
-            }
-            if (rc == Native.IN_LISTENER) {
-                throw new IllegalStateException(
-                        "larder: a cache cannot be closed from its own removal listener");
-            }
+            refuseClose(Native.close(guard, gen));
             cleanable.clean();
         }
     }
 
     /* ---- Helpers ----------------------------------------------------------- */
 
-    /*
-     * Native.close, under the pool's lock for a pooled cache, so that opens
-     * and closes of one pool's caches take turns (older engines failed an
-     * open at once with EBUSY when a closing cache's bytes were what it
-     * needed; the engine now waits for them, and the turns keep one rule
-     * for everything done with the pool's handle).
-     */
-    private static int closeNative(long guard, long gen, LarderPool pool) {
-        if (pool == null) {
-            return Native.close(guard, gen);
+    private static void refuseClose(int rc) {
+        if (rc == Native.IN_CALLBACK) {
+            throw new IllegalStateException(
+                    "larder: close() inside a DirectValueConsumer would wait for itself");
         }
-        synchronized (pool.lock()) {
-            return Native.close(guard, gen);
+        if (rc == Native.IN_LISTENER) {
+            throw new IllegalStateException(
+                    "larder: a cache cannot be closed from its own removal listener");
         }
     }
 
@@ -1170,8 +1161,9 @@ public final class LarderCache<K, V> implements AutoCloseable {
 
         @Override
         public void run() {
-            closeNative(guard, gen, pool);
+            Native.close(guard, gen);
             Reference.reachabilityFence(clock);
+            Reference.reachabilityFence(pool);
             if (jmxName != null) {
                 MBeanServer server = ManagementFactory.getPlatformMBeanServer();
                 try {

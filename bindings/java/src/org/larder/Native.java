@@ -119,6 +119,9 @@ final class Native {
 
     static native int close(long guard, long gen);
 
+    /** Why this thread may not close the cache (IN_CALLBACK, IN_LISTENER), or OK. */
+    static native int closeRefusal(long guard, long gen);
+
     static native long get(long guard, long gen, long key, int keyLen, long buf, int bufLen);
 
     /** get() with a key of 1..16 bytes in k0 and k1 (see Scratch.keyInLongs). */
