@@ -64,29 +64,6 @@ enum write_op {
 
 #define BATCH_CHUNK 64
 
-/*
- * OP_ACCESS: what an engine read does to the deadline of a key it finds
- * under LARDER_EXPIRE_AFTER_ACCESS (larder.h, larder_config_set_expiry), for
- * a key found without a read: a putIfAbsent that finds it, which Caffeine
- * counts as an access but not as a hit. ttl_ms is the cache's default TTL.
- * As a read, it never gives a deadline to an entry without one and never
- * moves one earlier (an explicit, longer TTL stays), so the touch cannot
- * need the 8 bytes of a new deadline; only an entry that lost its deadline
- * to a racing write between the two calls can refuse it (LARDER_EVALSIZE),
- * and a read would have left that one alone: OK, as a removal meanwhile
- * (LARDER_MISS) is. A write racing between the calls may have its deadline
- * moved, as a touch racing with it would.
- */
-static int access_deadline(larder *l, const void *k, size_t kl, uint64_t ttl_ms)
-{
-	uint64_t left;
-	int rc = larder_ttl_remaining(l, k, kl, &left);
-	if (rc != LARDER_OK || left == LARDER_TTL_NEVER || left >= ttl_ms)
-		return rc == LARDER_MISS ? LARDER_OK : rc;
-	rc = larder_touch(l, k, kl, ttl_ms);
-	return rc == LARDER_EVALSIZE || rc == LARDER_MISS ? LARDER_OK : rc;
-}
-
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
 {
 	(void)reserved;
@@ -545,8 +522,8 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_write(JNIEnv *env, jclass cls, jlo
 	case OP_TOUCH:
 		rc = larder_touch(l, k, kl, t);
 		break;
-	case OP_ACCESS:
-		rc = access_deadline(l, k, kl, t);
+	case OP_ACCESS: /* a putIfAbsent that found the key: Caffeine's access without a hit */
+		rc = larder_access(l, k, kl);
 		break;
 	default:
 		rc = LARDER_EINVAL;

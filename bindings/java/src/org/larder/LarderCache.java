@@ -82,8 +82,6 @@ public final class LarderCache<K, V> implements AutoCloseable {
     private final boolean rawValues;
     /* reads extend the deadline by the default TTL (the builder's expireAfterAccess) */
     private final boolean expireAfterAccess;
-    /* the lifetime an access gives (addOrAccess: OP_ACCESS needs it as a number) */
-    private final long defaultTTLmillis;
     private final ListenerDispatcher<K, V> listener;
     private final Cleaner.Cleanable cleanable;
     private final Object closeLock = new Object();
@@ -95,7 +93,6 @@ public final class LarderCache<K, V> implements AutoCloseable {
         maxKeyBytes = b.maxKeyBytes;
         maxValueBytes = b.maxValueBytes;
         expireAfterAccess = b.expireAfterAccess;
-        defaultTTLmillis = b.defaultTTLmillis;
         rawKeys = keySerializer == CacheSerializers.BYTE_ARRAY;
         rawValues = valueSerializer == CacheSerializers.BYTE_ARRAY;
         ManualClock clock = b.clock;
@@ -582,16 +579,17 @@ public final class LarderCache<K, V> implements AutoCloseable {
     /*
      * A putIfAbsent that finds the key has read it (Caffeine's asMap()
      * returns the present value): with expireAfterAccess that is an access,
-     * which moves the deadline as a get does (OP_ACCESS in jni_cache.c).
-     * Counts no hit, as in Caffeine. Not a touch: a touch shortens a longer
-     * deadline, gives one to an entry without one, and is refused
-     * (EVALSIZE) when those 8 bytes take the entry over the entry limit,
-     * which made a putIfAbsent that found such a key throw.
+     * which moves the deadline as a get does (OP_ACCESS: larder_access, a
+     * read's effects without its copy or its hit). Counts no hit, as in
+     * Caffeine. Not a touch: a touch shortens a longer deadline, gives one
+     * to an entry without one, and is refused (EVALSIZE) when those 8 bytes
+     * take the entry over the entry limit, which made a putIfAbsent that
+     * found such a key throw.
      */
     private boolean addOrAccess(K key, V value, long ttl) {
         int r = write(Native.OP_PUT_IF_ABSENT, key, value, null, ttl);
         if (r == Native.EXISTS && expireAfterAccess) {
-            write(Native.OP_ACCESS, key, null, null, defaultTTLmillis);
+            write(Native.OP_ACCESS, key, null, null, 0);
         }
         return r == Native.OK;
     }
