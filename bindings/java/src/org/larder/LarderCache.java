@@ -314,6 +314,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
                     }
                     lengths[first + i] = len;
                 }
+                /* Then the values past the batch's buffer: their reads overwrite it. */
                 for (int i = 0; i < n; i++) {
                     byte[] dst = values[first + i];
                     int len = lengths[first + i];
@@ -365,6 +366,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
                         result.put(key, readValue(s, off, len));
                     }
                 }
+                /* Then the values past the batch's buffer: their reads overwrite it. */
                 for (int i = 0; i < n; i++) {
                     if (s.table.getInt(8 * (n + i)) < 0) {
                         @SuppressWarnings("unchecked")
