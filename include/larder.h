@@ -460,6 +460,19 @@ LARDER_API LARDER_MUST_USE int larder_peek(larder *cache, const void *key, size_
 					   void *buf, size_t buf_len, size_t *value_len);
 
 /*
+ * What a read does to the entry, without the read: marks it accessed for
+ * the eviction policy and, with LARDER_EXPIRE_AFTER_ACCESS, moves its
+ * deadline exactly as larder_get() would (the default TTL from now, never
+ * earlier, never onto an entry without one); copies nothing and records no
+ * hit or miss. For a binding's access that is not a get, such as a
+ * put-if-absent that finds the key, which Caffeine counts as an access but
+ * not as a hit: one lookup, so no write between a look and a touch can have
+ * its deadline moved. Returns LARDER_OK, LARDER_MISS, LARDER_EINVAL,
+ * LARDER_EKEYSIZE or LARDER_ENOMEM (a thread's first call: see Threads).
+ */
+LARDER_API LARDER_MUST_USE int larder_access(larder *cache, const void *key, size_t key_len);
+
+/*
  * Calls fn(ctx, value, value_len) on the stored bytes in place when the key is
  * present; fn is not called on a miss. See "Read sections" above.
  * Returns LARDER_OK, LARDER_MISS, LARDER_EINVAL, LARDER_EKEYSIZE or

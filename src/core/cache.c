@@ -414,12 +414,18 @@ static __attribute__((noinline)) int get_unpack(larder *c, struct larder__handle
 static int peek_copy(larder *c, struct larder__entry *e, void *buf, size_t buf_len,
 		     size_t *value_len);
 
-/* The complete read: errors, first calls, any key, any lookup, deadlines.
- * With peek set, larder_peek: the same lookup and copy, nothing counted or
- * extended. */
+/* What read_general() does with the live entry it finds. */
+enum read_mode {
+	READ_GET,    /* larder_get: copy, count the hit (or the miss), extend */
+	READ_PEEK,   /* larder_peek: copy; nothing counted, marked or extended */
+	READ_ACCESS, /* larder_access: mark accessed and extend; no copy, nothing counted */
+};
+
+/* The complete read: errors, first calls, any key, any lookup, deadlines;
+ * and larder_peek's and larder_access's lookups, which share its rules. */
 static __attribute__((noinline)) int read_general(larder *c, const void *key, size_t key_len,
 						  void *buf, size_t buf_len, size_t *value_len,
-						  int peek)
+						  enum read_mode mode)
 {
 	struct op op;
 	int rc = check_args(c, key, key_len, value_len && (buf || !buf_len));
@@ -432,16 +438,22 @@ static __attribute__((noinline)) int read_general(larder *c, const void *key, si
 	op_enter(&op);
 	struct larder__entry *e = find_live_rcu(c, &op, hash, key, key_len);
 	rc = LARDER_MISS;
-	if (e && peek) {
+	if (e && mode == READ_PEEK) {
 		rc = peek_copy(c, e, buf, buf_len, value_len);
 	} else if (e) {
 		unsigned flags = larder__entry_flags_raw(e);
-		rc = get_copy(c, op.handle, e, flags, buf, buf_len, value_len);
+		if (mode == READ_ACCESS) {
+			/* count_hit()'s mark without its sample: the sample is the hit count */
+			larder__entry_mark_accessed_seen(e, flags);
+			rc = LARDER_OK;
+		} else {
+			rc = get_copy(c, op.handle, e, flags, buf, buf_len, value_len);
+		}
 		if (rc == LARDER_OK) /* a too-small buffer read nothing */
 			access_extend(c, &op, e, flags);
 	}
 	op_exit(&op);
-	if (!e && !peek)
+	if (!e && mode == READ_GET)
 		count_miss(op.handle);
 	return rc;
 }
@@ -535,7 +547,7 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 	if (__builtin_expect(!t || !c || !key || !value_len || (!buf && buf_len), 0) ||
 	    __builtin_expect(key_len - 8 > 8 || key_len > c->max_key_bytes, 0) ||
 	    !larder__thread_last_is(t, c->id))
-		return read_general(c, key, key_len, buf, buf_len, value_len, 0);
+		return read_general(c, key, key_len, buf, buf_len, value_len, READ_GET);
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	unsigned k = larder__shard_index(c, hash);
 	struct larder__handle *h = t->last_handle[k];
@@ -732,7 +744,14 @@ static int peek_copy(larder *c, struct larder__entry *e, void *buf, size_t buf_l
 int larder_peek(larder *c, const void *key, size_t key_len, void *buf, size_t buf_len,
 		size_t *value_len)
 {
-	return read_general(c, key, key_len, buf, buf_len, value_len, 1);
+	return read_general(c, key, key_len, buf, buf_len, value_len, READ_PEEK);
+}
+
+/* Out of line from the fast paths too. */
+int larder_access(larder *c, const void *key, size_t key_len)
+{
+	size_t unused;
+	return read_general(c, key, key_len, NULL, 0, &unused, READ_ACCESS);
 }
 
 READ_BODY int contains_body(larder *c, struct larder__thread *t, const void *key,

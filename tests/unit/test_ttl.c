@@ -727,7 +727,8 @@ static uint64_t left(larder *c, const char *key)
 	return larder_ttl_remaining(c, key, strlen(key), &ttl) == LARDER_OK ? ttl : 0;
 }
 
-/* Reads key with the read `how` names (0 get, 1 get_with, 2 get_batch). */
+/* Reads key with the read `how` names (0 get, 1 get_with, 2 get_batch), or
+ * (3) makes larder_access's access without a read. */
 static int read_as(larder *c, const char *key, int how)
 {
 	char buf[16];
@@ -740,6 +741,8 @@ static int read_as(larder *c, const char *key, int how)
 		return larder_get(c, key, strlen(key), buf, sizeof(buf), &len);
 	if (how == 1)
 		return larder_get_with(c, key, strlen(key), seen_fn, &s);
+	if (how == 3)
+		return larder_access(c, key, strlen(key));
 	return larder_get_batch(c, 1, keys, lens, seen_batch_fn, &s) == 1 ? LARDER_OK
 									  : LARDER_MISS;
 }
@@ -753,7 +756,7 @@ static int read_as(larder *c, const char *key, int how)
  */
 static void test_after_access_extends_at_read(void)
 {
-	for (int how = 0; how < 3; how++) {
+	for (int how = 0; how < 4; how++) {
 		larder *cache = open_recorded(1000, LARDER_EXPIRE_AFTER_ACCESS, NULL, NULL);
 		REQUIRE(cache != NULL);
 		CHECK_RC(larder_put(cache, "k", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
@@ -832,6 +835,60 @@ static void test_peek_no_side_effects(void)
 	CHECK_RC(larder_peek(cache, "k", 1, buf, sizeof(buf), &len), LARDER_MISS);
 	th_check_accounting(cache, 60000, NULL, NULL);
 	larder_close(cache);
+}
+
+/*
+ * larder_access moves a deadline as larder_get does and does nothing else a
+ * read does but mark the entry: no copy, no hit or miss counted. Within the
+ * read's slack (TTL / 64) it stores nothing, as a get; a longer explicit
+ * TTL stays, an entry without one gets none; under expire-after-write it
+ * moves nothing. A binding that looked (larder_ttl_remaining) and then
+ * touched moved a deadline inside the slack a get leaves alone.
+ */
+static void test_access_moves_only_the_deadline(void)
+{
+	char buf[16];
+	size_t len = 0;
+	uint64_t hits = 0, misses = 0, hits2 = 0, misses2 = 0;
+
+	for (int mode = 0; mode < 2; mode++) {
+		enum larder_expiry ex = mode ? LARDER_EXPIRE_AFTER_ACCESS : LARDER_EXPIRE_AFTER_WRITE;
+		larder *cache = open_recorded(1000, ex, NULL, NULL);
+		REQUIRE(cache != NULL);
+		CHECK_RC(larder_put(cache, "k", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+		CHECK_RC(larder_put(cache, "got", 3, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
+		CHECK_RC(larder_put(cache, "long", 4, "v", 1, 5000), LARDER_OK);
+		CHECK_RC(larder_put(cache, "none", 4, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
+		CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+		hits_misses(cache, &hits, &misses);
+		set_time(T0 + 10); /* within the slack: neither moves */
+		CHECK_RC(larder_access(cache, "k", 1), LARDER_OK);
+		CHECK_RC(larder_get(cache, "got", 3, buf, sizeof(buf), &len), LARDER_OK);
+		CHECK_EQ(left(cache, "k"), 990);
+		CHECK_EQ(left(cache, "got"), 990);
+		set_time(T0 + 500);
+		CHECK_RC(larder_access(cache, "k", 1), LARDER_OK);
+		CHECK_RC(larder_access(cache, "long", 4), LARDER_OK);
+		CHECK_RC(larder_access(cache, "none", 4), LARDER_OK);
+		CHECK_EQ(left(cache, "k"), mode ? 1000 : 500);
+		CHECK_EQ(left(cache, "long"), 4500); /* never shortened */
+		CHECK_EQ(left(cache, "none"), LARDER_TTL_NEVER);
+		CHECK_RC(larder_access(cache, "absent", 6), LARDER_MISS);
+		CHECK_RC(larder_access(NULL, "k", 1), LARDER_EINVAL);
+		CHECK_RC(larder_access(cache, NULL, 1), LARDER_EINVAL);
+		CHECK_RC(larder_access(cache, "k", 0), LARDER_EINVAL);
+		CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+		hits_misses(cache, &hits2, &misses2);
+		CHECK_EQ(hits2, hits + 1); /* the get's */
+		CHECK_EQ(misses2, misses);
+		settle_at(cache, T0 + 1000);
+		CHECK_EQ(removed("k", LARDER_CAUSE_EXPIRED, NULL), !mode);
+		settle_at(cache, T0 + 1500);
+		CHECK_EQ(removed("k", LARDER_CAUSE_EXPIRED, NULL), 1);
+		CHECK_RC(larder_access(cache, "k", 1), LARDER_MISS);
+		th_check_accounting(cache, 60000, NULL, NULL);
+		larder_close(cache);
+	}
 }
 
 /*
@@ -1052,6 +1109,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_expire_after_access),
 		TH_TEST(test_after_access_extends_at_read),
 		TH_TEST(test_peek_no_side_effects),
+		TH_TEST(test_access_moves_only_the_deadline),
 		TH_TEST(test_after_access_read_continuously),
 		TH_TEST(test_after_access_touch_after_read),
 		TH_TEST(test_after_access_slack),

@@ -64,29 +64,6 @@ enum write_op {
 
 #define BATCH_CHUNK 64
 
-/*
- * OP_ACCESS: what an engine read does to the deadline of a key it finds
- * under LARDER_EXPIRE_AFTER_ACCESS (larder.h, larder_config_set_expiry), for
- * a key found without a read: a putIfAbsent that finds it, which Caffeine
- * counts as an access but not as a hit. ttl_ms is the cache's default TTL.
- * As a read, it never gives a deadline to an entry without one and never
- * moves one earlier (an explicit, longer TTL stays), so the touch cannot
- * need the 8 bytes of a new deadline; only an entry that lost its deadline
- * to a racing write between the two calls can refuse it (LARDER_EVALSIZE),
- * and a read would have left that one alone: OK, as a removal meanwhile
- * (LARDER_MISS) is. A write racing between the calls may have its deadline
- * moved, as a touch racing with it would.
- */
-static int access_deadline(larder *l, const void *k, size_t kl, uint64_t ttl_ms)
-{
-	uint64_t left;
-	int rc = larder_ttl_remaining(l, k, kl, &left);
-	if (rc != LARDER_OK || left == LARDER_TTL_NEVER || left >= ttl_ms)
-		return rc == LARDER_MISS ? LARDER_OK : rc;
-	rc = larder_touch(l, k, kl, ttl_ms);
-	return rc == LARDER_EVALSIZE || rc == LARDER_MISS ? LARDER_OK : rc;
-}
-
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved)
 {
 	(void)reserved;
@@ -245,17 +222,43 @@ done:
 }
 
 /*
+ * Why the calling thread may not close (g, gen), or LARDER_OK: inside the
+ * cache's own removal listener larder_close would join the thread it runs
+ * on (LJ_RC_IN_LISTENER), inside a section of any cache the grace period
+ * would wait for it (LJ_RC_IN_CALLBACK). Reads only the thread's own state
+ * and compares the pair: safe on a pair closed long ago.
+ */
+static int close_refusal(const struct lj_guard *g, uint64_t gen)
+{
+	if (lj_listener_running_on(g, gen))
+		return LJ_RC_IN_LISTENER;
+	return lj_in_section() ? LJ_RC_IN_CALLBACK : LARDER_OK;
+}
+
+/* close_refusal for Java, which asks before it takes the cache's close lock:
+ * a refused thread waiting there for a close in progress on another thread,
+ * which waits for this one, would never be refused. */
+JNIEXPORT jint JNICALL Java_org_larder_Native_closeRefusal(JNIEnv *env, jclass cls, jlong guard,
+							   jlong gen)
+{
+	(void)env;
+	(void)cls;
+	return close_refusal(ptr(guard), (uint64_t)gen);
+}
+
+/*
  * Closes (guard, gen) once every call in flight has returned. Returns
  * LARDER_OK (also when it was closed already), LJ_RC_IN_CALLBACK or
- * LJ_RC_IN_LISTENER (refused, nothing done).
+ * LJ_RC_IN_LISTENER (refused, nothing done: close_refusal).
  */
 JNIEXPORT jint JNICALL Java_org_larder_Native_close(JNIEnv *env, jclass cls, jlong guard,
 						    jlong gen)
 {
 	(void)cls;
 	struct lj_guard *g = ptr(guard);
-	if (lj_listener_running_on(g, (uint64_t)gen))
-		return LJ_RC_IN_LISTENER;
+	int refused = close_refusal(g, (uint64_t)gen);
+	if (refused != LARDER_OK)
+		return refused;
 	void *payload;
 	switch (lj_guard_close(g, (uint64_t)gen, &payload)) {
 	case LJ_IN_SECTION:
@@ -275,9 +278,15 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_close(JNIEnv *env, jclass cls, jlo
 	return LARDER_OK;
 }
 
-/* The body of both gets: larder_get inside a section, its result encoded. */
-static inline jlong get_common(jlong guard, jlong gen, const void *key, jint key_len, jlong buf,
-			       jint buf_len)
+/* larder_get or larder_peek: same arguments, same results. */
+typedef int read_fn(larder *cache, const void *key, size_t key_len, void *buf, size_t buf_len,
+		    size_t *value_len);
+
+/* The body of the gets and the peek: read inside a section, its result
+ * encoded. Every caller passes a constant read, which inlining turns into a
+ * direct call: the get path keeps its two calls. */
+static inline jlong get_common(read_fn *read, jlong guard, jlong gen, const void *key,
+			       jint key_len, jlong buf, jint buf_len)
 {
 	if (key_len < 0 || buf_len < 0) /* Java's bug; never a size_t wrap */
 		return LJ_GET_ERR_BASE + LARDER_EINVAL;
@@ -285,7 +294,7 @@ static inline jlong get_common(jlong guard, jlong gen, const void *key, jint key
 	if (!lj_enter(&s, guard, gen))
 		return LJ_GET_ERR_BASE + s.rc;
 	size_t len;
-	int rc = larder_get(s.c->cache, key, (size_t)key_len, ptr(buf), (size_t)buf_len, &len);
+	int rc = read(s.c->cache, key, (size_t)key_len, ptr(buf), (size_t)buf_len, &len);
 	lj_exit(&s);
 	if (__builtin_expect(rc == LARDER_OK, 1))
 		return (jlong)len;
@@ -302,7 +311,18 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_get(JNIEnv *env, jclass cls, jlon
 {
 	(void)env;
 	(void)cls;
-	return get_common(guard, gen, ptr(key), key_len, buf, buf_len);
+	return get_common(larder_get, guard, gen, ptr(key), key_len, buf, buf_len);
+}
+
+/* get() without a read's effects (larder_peek): no hit or miss counted, no
+ * deadline extended; for a batch's value re-read after the batch counted it. */
+JNIEXPORT jlong JNICALL Java_org_larder_Native_peek(JNIEnv *env, jclass cls, jlong guard,
+						    jlong gen, jlong key, jint key_len, jlong buf,
+						    jint buf_len)
+{
+	(void)env;
+	(void)cls;
+	return get_common(larder_peek, guard, gen, ptr(key), key_len, buf, buf_len);
 }
 
 /*
@@ -328,7 +348,7 @@ JNIEXPORT jlong JNICALL Java_org_larder_Native_getShort(JNIEnv *env, jclass cls,
 	} else {
 		memcpy(key, &k0, (size_t)key_len);
 	}
-	return get_common(guard, gen, key, key_len, buf, buf_len);
+	return get_common(larder_get, guard, gen, key, key_len, buf, buf_len);
 }
 
 struct view_call {
@@ -502,8 +522,8 @@ JNIEXPORT jint JNICALL Java_org_larder_Native_write(JNIEnv *env, jclass cls, jlo
 	case OP_TOUCH:
 		rc = larder_touch(l, k, kl, t);
 		break;
-	case OP_ACCESS:
-		rc = access_deadline(l, k, kl, t);
+	case OP_ACCESS: /* a putIfAbsent that found the key: Caffeine's access without a hit */
+		rc = larder_access(l, k, kl);
 		break;
 	default:
 		rc = LARDER_EINVAL;

@@ -82,8 +82,6 @@ public final class LarderCache<K, V> implements AutoCloseable {
     private final boolean rawValues;
     /* reads extend the deadline by the default TTL (the builder's expireAfterAccess) */
     private final boolean expireAfterAccess;
-    /* the lifetime an access gives (addOrAccess: OP_ACCESS needs it as a number) */
-    private final long defaultTTLmillis;
     private final ListenerDispatcher<K, V> listener;
     private final Cleaner.Cleanable cleanable;
     private final Object closeLock = new Object();
@@ -95,7 +93,6 @@ public final class LarderCache<K, V> implements AutoCloseable {
         maxKeyBytes = b.maxKeyBytes;
         maxValueBytes = b.maxValueBytes;
         expireAfterAccess = b.expireAfterAccess;
-        defaultTTLmillis = b.defaultTTLmillis;
         rawKeys = keySerializer == CacheSerializers.BYTE_ARRAY;
         rawValues = valueSerializer == CacheSerializers.BYTE_ARRAY;
         ManualClock clock = b.clock;
@@ -134,7 +131,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
             try {
                 name = register(b.jmxName, new StatsBean(g, gen, listener));
             } catch (RuntimeException e) {
-                closeNative(g, gen, pool);
+                Native.close(g, gen);
                 throw e;
             }
         }
@@ -293,6 +290,12 @@ public final class LarderCache<K, V> implements AutoCloseable {
         Objects.checkFromIndexSize(0, count, keys.length);
         Objects.checkFromIndexSize(0, count, values.length);
         Objects.checkFromIndexSize(0, count, lengths.length);
+        /* Before any batch: a null found later threw after the batches before
+         * it had counted their hits and misses. */
+        for (int i = 0; i < count; i++) {
+            Objects.requireNonNull(keys[i], "key");
+            Objects.requireNonNull(values[i], "values[i]");
+        }
         Scratch s = Scratch.acquire();
         try {
             int found = 0;
@@ -305,20 +308,26 @@ public final class LarderCache<K, V> implements AutoCloseable {
                 for (int i = 0; i < n; i++) {
                     int off = s.table.getInt(8 * (n + i));
                     int len = s.table.getInt(8 * (n + i) + 4);
-                    byte[] dst = Objects.requireNonNull(values[first + i], "values[i]");
-                    if (len >= 0 && len <= dst.length) {
-                        if (off < 0) {
-                            /* Past the batch's buffer: read again, and counted again (the
-                             * key may have gone meanwhile). */
-                            len = getInto(keys[first + i], dst);
-                            if (len == NOT_FOUND) {
-                                found--;
-                            }
-                        } else {
-                            s.copyOut(off, dst, 0, len);
-                        }
+                    byte[] dst = values[first + i];
+                    if (off >= 0 && len >= 0 && len <= dst.length) {
+                        s.copyOut(off, dst, 0, len);
                     }
                     lengths[first + i] = len;
+                }
+                /* Then the values past the batch's buffer: their reads overwrite it. */
+                for (int i = 0; i < n; i++) {
+                    byte[] dst = values[first + i];
+                    int len = lengths[first + i];
+                    if (s.table.getInt(8 * (n + i)) < 0 && len <= dst.length) {
+                        int keyLen = s.table.getInt(8 * i + 4);
+                        len = peekAfterTables(s, n, keys[first + i], keyLen, dst.length);
+                        if (len == NOT_FOUND) {
+                            found--; /* gone since the batch */
+                        } else if (len <= dst.length) {
+                            s.copyOut(Scratch.lineAfter(16 * n + keyLen), dst, 0, len);
+                        }
+                        lengths[first + i] = len;
+                    }
                 }
                 first += n;
             } while (first < count);
@@ -353,14 +362,20 @@ public final class LarderCache<K, V> implements AutoCloseable {
                     K key = (K) array[first + i];
                     int off = s.table.getInt(8 * (n + i));
                     int len = s.table.getInt(8 * (n + i) + 4);
-                    V value = null;
                     if (len >= 0 && off >= 0) {
-                        value = readValue(s, off, len);
-                    } else if (len >= 0) {
-                        value = get(key);
+                        result.put(key, readValue(s, off, len));
                     }
-                    if (value != null) {
-                        result.put(key, value);
+                }
+                /* Then the values past the batch's buffer: their reads overwrite it. */
+                for (int i = 0; i < n; i++) {
+                    if (s.table.getInt(8 * (n + i)) < 0) {
+                        @SuppressWarnings("unchecked")
+                        K key = (K) array[first + i];
+                        int keyLen = s.table.getInt(8 * i + 4);
+                        int len = peekAfterTables(s, n, key, keyLen, Integer.MAX_VALUE);
+                        if (len != NOT_FOUND) {
+                            result.put(key, readValue(s, Scratch.lineAfter(16 * n + keyLen), len));
+                        }
                     }
                 }
                 first += n;
@@ -369,6 +384,38 @@ public final class LarderCache<K, V> implements AutoCloseable {
         } finally {
             s.release();
             Reference.reachabilityFence(this);
+        }
+    }
+
+    /*
+     * A value of an n-key batch found past the batch's buffer, read again
+     * by a peek: the batch has counted its hit and extended its deadline
+     * already, and a get would do both twice (Caffeine's getAllPresent counts
+     * one per key). The key goes right after the batch's two tables, the
+     * value on the line after it (Scratch.lineAfter(16 * n + keyLen)), so
+     * the batch's other values must be copied out first. Returns the length
+     * (the value copied only when at most max) or NOT_FOUND: the key has
+     * gone since the batch.
+     */
+    private int peekAfterTables(Scratch s, int n, K key, int keyLen, int max) {
+        int at = 16 * n;
+        int valueOff = Scratch.lineAfter(at + keyLen);
+        s.ensure(valueOff, at);
+        writeKeyAt(s, key, at, keyLen);
+        for (;;) {
+            long r = Native.peek(guard, gen, s.address + at, keyLen, s.address + valueOff,
+                    Math.min(max, s.capacity - valueOff));
+            if (r >= 0) {
+                return (int) r;
+            }
+            if (r == Native.GET_MISS) {
+                return NOT_FOUND;
+            }
+            int needed = needed(r);
+            if (needed > max) {
+                return needed;
+            }
+            s.ensure(valueOff + (long) needed, at + keyLen);
         }
     }
 
@@ -534,16 +581,17 @@ public final class LarderCache<K, V> implements AutoCloseable {
     /*
      * A putIfAbsent that finds the key has read it (Caffeine's asMap()
      * returns the present value): with expireAfterAccess that is an access,
-     * which moves the deadline as a get does (OP_ACCESS in jni_cache.c).
-     * Counts no hit, as in Caffeine. Not a touch: a touch shortens a longer
-     * deadline, gives one to an entry without one, and is refused
-     * (EVALSIZE) when those 8 bytes take the entry over the entry limit,
-     * which made a putIfAbsent that found such a key throw.
+     * which moves the deadline as a get does (OP_ACCESS: larder_access, a
+     * read's effects without its copy or its hit). Counts no hit, as in
+     * Caffeine. Not a touch: a touch shortens a longer deadline, gives one
+     * to an entry without one, and is refused (EVALSIZE) when those 8 bytes
+     * take the entry over the entry limit, which made a putIfAbsent that
+     * found such a key throw.
      */
     private boolean addOrAccess(K key, V value, long ttl) {
         int r = write(Native.OP_PUT_IF_ABSENT, key, value, null, ttl);
         if (r == Native.EXISTS && expireAfterAccess) {
-            write(Native.OP_ACCESS, key, null, null, defaultTTLmillis);
+            write(Native.OP_ACCESS, key, null, null, 0);
         }
         return r == Native.OK;
     }
@@ -774,6 +822,11 @@ public final class LarderCache<K, V> implements AutoCloseable {
     public void cleanUp() {
         try {
             int rc = Native.flush(guard, gen, CLEAN_UP_WAIT_MILLIS);
+            if (rc == Native.ESTATE) {
+                /* The engine's one reason for ESTATE here; its generic text names pools. */
+                throw new IllegalStateException("larder: cleanUp() inside a removal listener"
+                        + " (of any cache) or a DirectValueConsumer could wait for itself");
+            }
             if (rc != Native.OK) {
                 throw error(rc);
             }
@@ -886,35 +939,26 @@ public final class LarderCache<K, V> implements AutoCloseable {
      */
     @Override
     public void close() {
+        /* Refused before the lock: a consumer or listener waiting for it while
+         * another thread's close() holds it and waits for that consumer's
+         * call (or joins that listener's maintainer) hung both. */
+        refuseClose(Native.closeRefusal(guard, gen));
         synchronized (closeLock) {
-            int rc = closeNative(guard, gen, pool);
-            if (rc == Native.IN_CALLBACK) {
-                throw new IllegalStateException(
-                        "larder: close() inside a DirectValueConsumer would wait for itself");
-            }
-            if (rc == Native.IN_LISTENER) {
-                throw new IllegalStateException(
-                        "larder: a cache cannot be closed from its own removal listener");
-            }
+            refuseClose(Native.close(guard, gen));
             cleanable.clean();
         }
     }
 
     /* ---- Helpers ----------------------------------------------------------- */
 
-    /*
-     * Native.close, under the pool's lock for a pooled cache, so that opens
-     * and closes of one pool's caches take turns (older engines failed an
-     * open at once with EBUSY when a closing cache's bytes were what it
-     * needed; the engine now waits for them, and the turns keep one rule
-     * for everything done with the pool's handle).
-     */
-    private static int closeNative(long guard, long gen, LarderPool pool) {
-        if (pool == null) {
-            return Native.close(guard, gen);
+    private static void refuseClose(int rc) {
+        if (rc == Native.IN_CALLBACK) {
+            throw new IllegalStateException(
+                    "larder: close() inside a DirectValueConsumer would wait for itself");
         }
-        synchronized (pool.lock()) {
-            return Native.close(guard, gen);
+        if (rc == Native.IN_LISTENER) {
+            throw new IllegalStateException(
+                    "larder: a cache cannot be closed from its own removal listener");
         }
     }
 
@@ -1117,8 +1161,9 @@ public final class LarderCache<K, V> implements AutoCloseable {
 
         @Override
         public void run() {
-            closeNative(guard, gen, pool);
+            Native.close(guard, gen);
             Reference.reachabilityFence(clock);
+            Reference.reachabilityFence(pool);
             if (jmxName != null) {
                 MBeanServer server = ManagementFactory.getPlatformMBeanServer();
                 try {

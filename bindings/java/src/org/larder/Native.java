@@ -119,11 +119,17 @@ final class Native {
 
     static native int close(long guard, long gen);
 
+    /** Why this thread may not close the cache (IN_CALLBACK, IN_LISTENER), or OK. */
+    static native int closeRefusal(long guard, long gen);
+
     static native long get(long guard, long gen, long key, int keyLen, long buf, int bufLen);
 
     /** get() with a key of 1..16 bytes in k0 and k1 (see Scratch.keyInLongs). */
     static native long getShort(long guard, long gen, long k0, long k1, int keyLen, long buf,
             int bufLen);
+
+    /** get() without a read's effects: no hit or miss counted, no deadline extended. */
+    static native long peek(long guard, long gen, long key, int keyLen, long buf, int bufLen);
 
     static native int getDirect(long guard, long gen, long key, int keyLen, ValueView view);
 

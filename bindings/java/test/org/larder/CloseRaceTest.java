@@ -1,6 +1,7 @@
 package org.larder;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.larder.TestSupport.b;
 
@@ -13,6 +14,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -173,6 +175,69 @@ class CloseRaceTest {
         assertTrue(finished.get(), "close returned while a consumer was still reading");
         reader.join();
         assertEquals(0, badReads.get());
+    }
+
+    /*
+     * close() from inside a DirectValueConsumer, or from the cache's own
+     * removal listener, while another thread's close() of that cache is
+     * under way (it waits for the consumer's call, or joins the listener's
+     * maintainer): refused with IllegalStateException, as when no close is
+     * under way. Both waited for the close lock the other close held, and
+     * neither close returned. The inner close is made once the cache refuses
+     * calls (the other close has begun), so no timing decides the order.
+     */
+    @Test
+    void closeFromAConsumerOrListenerDuringAnotherCloseIsRefused() throws Exception {
+        for (String from : new String[] {"consumer", "listener"}) {
+            AtomicReference<LarderCache<String, String>> self = new AtomicReference<>();
+            Queue<String> inner = new ConcurrentLinkedQueue<>();
+            CountDownLatch inside = new CountDownLatch(1);
+            Runnable closeOnceClosing = () -> {
+                inside.countDown();
+                awaitRefusal(self.get());
+                try {
+                    self.get().close();
+                    inner.add("closed");
+                } catch (IllegalStateException e) {
+                    inner.add(e.getMessage());
+                }
+            };
+            LarderCacheBuilder<String, String> builder = TestSupport.strings();
+            if (from.equals("listener")) {
+                builder.removalListener((k, v, cause) -> closeOnceClosing.run());
+            }
+            LarderCache<String, String> c = builder.build();
+            self.set(c);
+            c.put("k", "v");
+            if (from.equals("listener")) {
+                c.remove("k");
+            } else {
+                Thread reader = new Thread(() -> c.getDirect("k", view -> closeOnceClosing.run()));
+                reader.setDaemon(true);
+                reader.start();
+            }
+            inside.await();
+            Thread closer = new Thread(c::close);
+            closer.setDaemon(true);
+            closer.start();
+            closer.join(TestSupport.WAIT_MS);
+            assertFalse(closer.isAlive(), from + ": the outer close() did not return");
+            assertEquals(1, inner.size(), from);
+            assertTrue(inner.peek().contains(from.equals("listener") ? "own removal listener"
+                    : "inside a DirectValueConsumer"), from + ": " + inner.peek());
+        }
+    }
+
+    /* Returns once c refuses calls: a close() of it has begun. */
+    static void awaitRefusal(LarderCache<String, ?> c) {
+        for (;;) {
+            try {
+                c.containsKey("k");
+                Thread.onSpinWait();
+            } catch (IllegalStateException closing) {
+                return;
+            }
+        }
     }
 
     @Test

@@ -874,9 +874,9 @@ class ContractTest {
 
     /*
      * getAllInto returns how many it found, the keys whose lengths[i] is not
-     * NOT_FOUND. A value too long for the batch's buffer is read again by a
-     * single get; when the key went meanwhile (here removed by the key
-     * serializer as that get serializes it, deterministically), its length
+     * NOT_FOUND. A value too long for the batch's buffer is read again on
+     * its own; when the key went meanwhile (here removed by the key
+     * serializer as that read serializes it, deterministically), its length
      * was NOT_FOUND but it was still counted as found.
      */
     @Test
@@ -901,8 +901,8 @@ class ContractTest {
             String[] ks = {"big", "small", "none"};
             assertEquals(2, c.getAllInto(ks, 3, dsts, lens));
             assertArrayEquals(new int[] {2 << 20, 8, LarderCache.NOT_FOUND}, lens);
-            /* The batch serializes "big" once; the single get for its long value serializes it
-             * again, and that second serialization removes it. */
+            /* The batch serializes "big" once; the read of its long value on its own serializes
+             * it again, and that second serialization removes it. */
             removeAt.set(2);
             int found = c.getAllInto(ks, 3, dsts, lens);
             assertEquals(0, removeAt.get(), "the key was serialized again, and removed");

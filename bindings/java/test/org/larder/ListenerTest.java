@@ -198,6 +198,48 @@ class ListenerTest {
         }
     }
 
+    /*
+     * cleanUp() where waiting for a maintainer could deadlock: inside a
+     * removal listener (its own cache's or another's) and inside a
+     * DirectValueConsumer; refused with a message that says so. It gave the
+     * engine's generic text for the code, which speaks of pools ("the pool
+     * is closed or still has open caches").
+     */
+    @Test
+    void cleanUpInsideAListenerOrAConsumerIsRefusedByName() {
+        Queue<String> seen = new ConcurrentLinkedQueue<>();
+        AtomicReference<LarderCache<String, String>> self = new AtomicReference<>();
+        try (LarderCache<String, String> other = TestSupport.strings().build();
+                LarderCache<String, String> c = TestSupport.strings().removalListener((k, v, cause) -> {
+                    for (LarderCache<String, String> target : java.util.Arrays.asList(self.get(), other)) {
+                        try {
+                            target.cleanUp();
+                            seen.add("cleaned up");
+                        } catch (IllegalStateException e) {
+                            seen.add(e.getMessage());
+                        }
+                    }
+                }).build()) {
+            self.set(c);
+            c.put("k", "v");
+            c.remove("k");
+            waitUntil("the listener ran", () -> seen.size() == 2);
+            c.put("k", "v");
+            c.getDirect("k", view -> {
+                try {
+                    c.cleanUp();
+                    seen.add("cleaned up");
+                } catch (IllegalStateException e) {
+                    seen.add(e.getMessage());
+                }
+            });
+            assertEquals(3, seen.size());
+            for (String message : seen) {
+                assertTrue(message.contains("cleanUp() inside a removal listener"), message);
+            }
+        }
+    }
+
     @Test
     void closingFromTheListenerOfAnotherCacheWorks() {
         LarderCache<String, String> victim = TestSupport.strings().build();

@@ -45,6 +45,57 @@ class PoolTest {
         }
     }
 
+    /*
+     * A consumer or a removal listener of a pooled cache that reads the
+     * pool's figures or builds another cache in the pool while another
+     * thread closes the cache: the close returns, and so do they. The close
+     * held the pool's lock while it waited for the consumer's call (or
+     * joined the listener's maintainer), and they waited for that lock. The
+     * pool is used once the cache refuses calls (its close has begun), so no
+     * timing decides the order.
+     */
+    @Test
+    void aListenerOrConsumerUsingThePoolDoesNotHoldUpAClose() throws Exception {
+        for (String from : new String[] {"consumer", "listener"}) {
+            /* Closed only once the cache is: a pool close waits for the lock a hung close holds. */
+            LarderPool pool = staticPool(16 * MIB);
+            AtomicReference<LarderCache<String, String>> self = new AtomicReference<>();
+            AtomicReference<String> inner = new AtomicReference<>();
+            AtomicReference<LarderCache<String, String>> other = new AtomicReference<>();
+            java.util.concurrent.CountDownLatch inside = new java.util.concurrent.CountDownLatch(1);
+            Runnable usePoolOnceClosing = () -> {
+                inside.countDown();
+                CloseRaceTest.awaitRefusal(self.get());
+                /* Closed by the test: a consumer may close no cache (it would wait for itself). */
+                other.set(TestSupport.strings().pool(pool).build());
+                inner.set("caches " + pool.stats().caches());
+            };
+            LarderCacheBuilder<String, String> builder = TestSupport.strings().pool(pool);
+            if (from.equals("listener")) {
+                builder.removalListener((k, v, cause) -> usePoolOnceClosing.run());
+            }
+            LarderCache<String, String> c = builder.build();
+            self.set(c);
+            c.put("k", "v");
+            if (from.equals("listener")) {
+                c.remove("k");
+            } else {
+                Thread reader = new Thread(() -> c.getDirect("k", view -> usePoolOnceClosing.run()));
+                reader.setDaemon(true);
+                reader.start();
+            }
+            inside.await();
+            Thread closer = new Thread(c::close);
+            closer.setDaemon(true);
+            closer.start();
+            closer.join(TestSupport.WAIT_MS);
+            assertFalse(closer.isAlive(), from + ": close() did not return");
+            assertEquals("caches 2", inner.get(), from);
+            other.get().close();
+            pool.close();
+        }
+    }
+
     @Test
     void sharesAndWeightReachTheEngine() {
         try (LarderPool pool = staticPool(40 * MIB);

@@ -214,6 +214,28 @@ class TtlTest {
         }
     }
 
+    /*
+     * Within a read's slack (TTL / 64, larder.h) a get leaves a deadline
+     * where it is, and so must a putIfAbsent that finds the key. The binding
+     * looked (larder_ttl_remaining) and then touched when less than a full
+     * TTL was left: it moved the deadline to 1000 ms where the get's stayed
+     * at 990 (now one larder_access, the get's own rule).
+     */
+    @Test
+    void aPutIfAbsentWithinTheReadsSlackMovesNothingAsAGet() {
+        ManualClock clock = new ManualClock(0);
+        try (LarderCache<byte[], byte[]> c = bytes().clock(clock).defaultTTLmillis(1000)
+                .expireAfterAccess(true).build()) {
+            c.put(b("g"), b("v"));
+            c.put(b("p"), b("v"));
+            clock.advance(10);
+            assertEquals("v", TestSupport.s(c.get(b("g"))));
+            assertFalse(c.putIfAbsent(b("p"), b("other")));
+            assertEquals(990, c.remainingTTLmillis(b("g")), "the get's deadline");
+            assertEquals(990, c.remainingTTLmillis(b("p")), "the putIfAbsent's");
+        }
+    }
+
     @Test
     void aManualClockNeverGoesBackwards() {
         ManualClock clock = new ManualClock(100);
