@@ -73,6 +73,7 @@ enum mop_kind {
 	MOP_ITER,  /* a whole walk with larder_iter_open/next/close */
 	MOP_SNAPSHOT, /* larder_save, then larder_load into a fresh cache, walked */
 	MOP_FLUSH, /* larder_flush: then the entry count is exact */
+	MOP_ACCESS, /* larder_access: a get's access and extension; no copy, nothing counted */
 	MOP_KINDS
 };
 

@@ -32,7 +32,7 @@ const char *mk_kind_name(unsigned kind)
 		"put",	 "put_if_absent",  "replace",	   "replace_if_equals", "remove",
 		"remove_if_equals", "touch", "get",	   "get_with",	       "get_batch",
 		"contains", "ttl_remaining", "clear",	   "set_capacity",     "stats",
-		"clock", "sync",	 "peek", "iter", "snapshot", "flush",
+		"clock", "sync",	 "peek", "iter", "snapshot", "flush", "access",
 	};
 	return kind < MOP_KINDS ? names[kind] : "?";
 }
@@ -157,6 +157,8 @@ static uint16_t pick_faults(struct th_rng *r, unsigned kind)
 		f &= MF_NULL_CACHE | MF_NULL_OUT | MF_NULL_ARRAY;
 	if (kind == MOP_ITER || kind == MOP_SNAPSHOT) /* only the cache and fn or path */
 		f &= MF_NULL_CACHE | MF_NULL_OUT;
+	if (kind == MOP_ACCESS) /* the cache and the key only */
+		f &= MF_NULL_CACHE | MF_NULL_KEY | MF_EMPTY_KEY | MF_LONG_KEY;
 	if (kind == MOP_FLUSH)
 		f &= MF_NULL_CACHE;
 	return f;
@@ -175,8 +177,9 @@ void mk_ops(const struct mcfg *cfg, uint64_t seed, struct mop *ops, size_t n)
 		{ MOP_TOUCH, 60 },	   { MOP_GET, 90 },	      { MOP_GET_WITH, 60 },
 		{ MOP_GET_BATCH, 50 },	   { MOP_CONTAINS, 50 },      { MOP_TTL_REMAINING, 60 },
 		{ MOP_CLEAR, 6 },	   { MOP_SET_CAPACITY, 12 },  { MOP_STATS, 10 },
-		{ MOP_CLOCK, 197 },	   { MOP_SYNC, 22 },	      { MOP_PEEK, 20 },
+		{ MOP_CLOCK, 187 },	   { MOP_SYNC, 22 },	      { MOP_PEEK, 20 },
 		{ MOP_ITER, 10 },	   { MOP_SNAPSHOT, 3 },	      { MOP_FLUSH, 10 },
+		{ MOP_ACCESS, 10 },
 	};
 	for (size_t i = 0; i < n; i++) {
 		struct mop *o = &ops[i];

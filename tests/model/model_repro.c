@@ -212,6 +212,7 @@ static void print_op(FILE *out, const struct mcfg *cfg, const struct mop *o, siz
 		break;
 	case MOP_REMOVE:
 	case MOP_CONTAINS:
+	case MOP_ACCESS:
 		print_call(out, cfg, o, t, cache, "k");
 		break;
 	case MOP_REMOVE_IF_EQUALS:

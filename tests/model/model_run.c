@@ -929,6 +929,24 @@ static void do_contains(struct world *w, const struct mop *o)
 	expect_rc(w, "contains", got, live ? LARDER_OK : LARDER_MISS);
 }
 
+/* larder_access: a get's result without its copy, and a get's extension
+ * (read_extends), but no hit or miss counted (MODEL-K4 checks the counters). */
+static void do_access(struct world *w, const struct mop *o)
+{
+	struct args a;
+	make_args(w, o, &a);
+	int got = larder_access(a.c, a.key, a.key_len);
+	int want = arg_error(&a, 0, 0, 0);
+	if (want) {
+		expect_rc(w, "access", got, want);
+		return;
+	}
+	int live = read_live(w, o->key, got == LARDER_OK);
+	expect_rc(w, "access", got, live ? LARDER_OK : LARDER_MISS);
+	if (!w->failed && got == LARDER_OK)
+		read_extends(w, o->key);
+}
+
 static void do_ttl_remaining(struct world *w, const struct mop *o)
 {
 	struct args a;
@@ -1317,6 +1335,9 @@ static void apply_op(struct world *w, const struct mop *o)
 		break;
 	case MOP_CONTAINS:
 		do_contains(w, o);
+		break;
+	case MOP_ACCESS:
+		do_access(w, o);
 		break;
 	case MOP_TTL_REMAINING:
 		do_ttl_remaining(w, o);
