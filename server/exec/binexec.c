@@ -351,6 +351,8 @@ static void bin_stat(struct larderd_exec *x, const struct larderd_binreq *req,
 int larderd_binexec(struct larderd_exec *x, const struct larderd_binreq *req,
 		    struct larderd_obuf *out)
 {
+	uint64_t cas_seq = x->cas_seq;
+
 	larderd_flush_due(x->sh);
 	if (req->error != 0) {
 		send_error(out, req, req->error);
@@ -415,5 +417,6 @@ int larderd_binexec(struct larderd_exec *x, const struct larderd_binreq *req,
 		send_error(out, req, LARDERD_BIN_UNKNOWN_COMMAND);
 		break;
 	}
+	larderd_flush_window(x, req->key, req->keylen, cas_seq);
 	return out->failed ? LARDERD_EXEC_NOMEM : LARDERD_EXEC_DONE;
 }

@@ -658,45 +658,61 @@ static void exec_touch(struct larderd_exec *x, struct larderd_req *req, struct l
 	out_reply(req, out, rc == LARDER_OK ? "TOUCHED" : "NOT_FOUND");
 }
 
+static uint64_t flush_clock_ms(const struct larderd_shared *sh)
+{
+	return sh->flush_clock_ms ? sh->flush_clock_ms() : now_ms();
+}
+
 /*
- * flush_all [delay] and the binary FLUSH: memcached keeps one flush time, which each flush
- * replaces. A delay of 0 or less flushes now; 1..30 days is relative; more
- * is a Unix time: in the past it flushes now, unless it is before the server
- * started, which memcached reads as "no flush time" (nothing is flushed and a
- * pending delayed flush is cancelled). memcached's flush time is the one
- * asked for less a second (oldest_live = realtime(delay) - 1), on its clock
- * of whole seconds, so a delay of 1 flushes now and a delay of d flushes at
- * the start of the command's second plus d - 1 (in memcached, at its tick:
- * 0 to 1 s earlier than d - 1 s after the command). larderd_flush_due()
- * runs it.
+ * flush_all [delay] and the binary FLUSH: memcached keeps one flush time,
+ * oldest_live, which each flush replaces: the second asked for less one
+ * (realtime(delay) - 1), on its clock of whole seconds. From that second
+ * on, an item is flushed when it was written (linked) in that second or
+ * before (item_is_flushed: it->time <= oldest_live), so what is written
+ * during the due second is flushed as well; from the next second on,
+ * writes are kept. A delay of 0 or less flushes now (oldest_live is the
+ * second before the current one: the rest of this second's writes are
+ * kept). 1..30 days is relative: the due second is the command's plus
+ * d - 1, so a delay of 1 is due now and flushes the rest of this second's
+ * writes too. More is a Unix time t: due second t - 1, in the past a
+ * flush now; at or before the server started (memcached's realtime()
+ * gives 1, so oldest_live is 0), no flush time at all, which cancels a
+ * pending one. larderd_flush_due() runs a due flush; larderd_flush_window()
+ * flushes the due second's writes.
  */
 int larderd_flush(struct larderd_exec *x, int64_t delay)
 {
 	struct larderd_shared *sh = x->sh;
-	uint64_t at = 0, now = now_ms();
-	bool now_flush = delay <= 1;
+	uint64_t at = 0, now = flush_clock_ms(sh);
+	bool now_flush = delay <= 0;
 	int rc;
 
 	larderd_stat_add(x, WS_CMD_FLUSH, 1);
 	if (delay > REALTIME_MAXDELTA) {
-		if (delay <= (int64_t)sh->started - MC_STARTED_SLACK)
-			now_flush = false;
-		else if ((uint64_t)(delay - 1) * 1000 <= now)
-			now_flush = true;
-		else
+		if (delay > (int64_t)sh->started - MC_STARTED_SLACK) {
 			at = (uint64_t)(delay - 1) * 1000;
-	} else if (delay > 1) {
+			if (at + 1000 <= now) { /* the due second is over */
+				at = 0;
+				now_flush = true;
+			}
+		}
+	} else if (delay > 0) {
 		at = (now / 1000 + (uint64_t)(delay - 1)) * 1000;
 	}
 	/* Under flush_lock: a due flush being run stores 0 after its clear,
 	 * which must not overwrite this time. Relaxed: a command's acquire load
 	 * in larderd_flush_due pairs only with that 0's release (it orders the
 	 * command after a clear); a new time publishes no data, and a command
-	 * that reads the old one a moment longer is one this flush_all raced. */
+	 * that reads the old one a moment longer is one this flush_all raced.
+	 * The window of an earlier flush ends: memcached's new oldest_live
+	 * replaces the old one. */
 	pthread_mutex_lock(&sh->flush_lock);
+	atomic_store_explicit(&sh->flush_end_ms, 0, memory_order_relaxed);
 	atomic_store_explicit(&sh->flush_at_ms, at, memory_order_relaxed);
 	rc = now_flush ? larder_clear(sh->cache) : LARDER_OK;
 	pthread_mutex_unlock(&sh->flush_lock);
+	if (at != 0 && at <= now) /* due in this second: flush_all 1 */
+		larderd_flush_due(sh);
 	return rc;
 }
 
@@ -716,24 +732,67 @@ int larderd_flush(struct larderd_exec *x, int64_t delay)
  * removed by a clear still to come. (Clearing the time first and the items
  * after, as this did before, let a command on another connection find 0
  * and read a flushed item until the clear ran; test_flushdue.c in
- * tests/protocol.)
+ * tests/protocol.) The end of the due second is stored before that 0, so
+ * a command ordered after the clear sees it (larderd_flush_window).
  */
 void larderd_flush_due(struct larderd_shared *sh)
 {
 	/* Acquire: a 0 stored after a clear orders this command after it. */
 	uint64_t at = atomic_load_explicit(&sh->flush_at_ms, memory_order_acquire);
 
-	if (at == 0 || now_ms() < at)
+	if (at == 0 || flush_clock_ms(sh) < at)
 		return;
 	pthread_mutex_lock(&sh->flush_lock);
 	/* Relaxed: written only under the lock; a flush_all may have replaced it. */
 	at = atomic_load_explicit(&sh->flush_at_ms, memory_order_relaxed);
-	if (at != 0 && now_ms() >= at) {
+	if (at != 0 && flush_clock_ms(sh) >= at) {
 		larderd_ignore(larder_clear(sh->cache));
-		/* Release: after the clear, for the acquire load above. */
+		/* Relaxed: published by the release below. */
+		atomic_store_explicit(&sh->flush_end_ms, at + 1000, memory_order_relaxed);
+		/* Release: after the clear and the window, for the acquire load above. */
 		atomic_store_explicit(&sh->flush_at_ms, 0, memory_order_release);
 	}
 	pthread_mutex_unlock(&sh->flush_lock);
+}
+
+/*
+ * The rest of a flush's due second: memcached flushes what is written in
+ * it too (its link time is not after oldest_live), so a set then answers
+ * STORED and the next get misses, an add of the same key succeeds again,
+ * an incr finds nothing. larderd removes such a write right after the
+ * command made it, and only while the item is still the one it wrote (its
+ * CAS unique, the worker's last), so a later write of the key, after the
+ * second, is never taken with it. Every command that may write one key
+ * calls this after it ran; its cost outside such a second is one relaxed
+ * load (a command that wrote nothing returns before even that).
+ *
+ * Not guaranteed: a command on another connection that runs between such
+ * a write and its removal reads the item, which memcached would not show;
+ * the two commands are concurrent, and the item is gone once the writing
+ * command has answered.
+ */
+void larderd_flush_window(struct larderd_exec *x, const void *key, size_t klen,
+			  uint64_t cas_seq_before)
+{
+	struct larderd_shared *sh = x->sh;
+	uint64_t end;
+
+	if (x->cas_seq == cas_seq_before || klen == 0)
+		return;
+	/* Relaxed: the acquire in this command's larderd_flush_due ordered it
+	 * after the store of a window it must see; a newer one it misses is
+	 * one a flush_all racing with this command set. */
+	end = atomic_load_explicit(&sh->flush_end_ms, memory_order_relaxed);
+	if (end == 0)
+		return;
+	if (flush_clock_ms(sh) >= end) {
+		/* Relaxed: only spares later writes the clock reading; a new
+		 * window stored meanwhile is kept by the exchange's compare. */
+		atomic_compare_exchange_strong_explicit(&sh->flush_end_ms, &end, 0,
+							memory_order_relaxed, memory_order_relaxed);
+		return;
+	}
+	larderd_ignore(remove_if_cas(x, key, klen, x->cas_seq << 8 | x->id));
 }
 
 static void exec_flush(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
@@ -810,6 +869,8 @@ static void exec_memlimit(struct larderd_exec *x, struct larderd_req *req,
 int larderd_exec(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out,
 		 size_t high_water)
 {
+	uint64_t cas_seq = x->cas_seq;
+
 	larderd_flush_due(x->sh);
 	switch (req->cmd) {
 	case LARDERD_CMD_REPLY:
@@ -855,5 +916,6 @@ int larderd_exec(struct larderd_exec *x, struct larderd_req *req, struct larderd
 		larderd_exec_meta(x, req, out);
 		break;
 	}
+	larderd_flush_window(x, req->key.p, req->key.n, cas_seq);
 	return out->failed ? LARDERD_EXEC_NOMEM : LARDERD_EXEC_DONE;
 }

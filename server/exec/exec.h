@@ -84,7 +84,16 @@ struct larderd_shared {
 	 * flush_lock, which the caller running a due flush holds until its
 	 * clear is done (exec.c). */
 	_Atomic uint64_t flush_at_ms;
+	/* The end (Unix ms) of the second in which the last flush ran, 0 =
+	 * none: what a command writes before it is flushed too, as memcached
+	 * flushes (exec.c, larderd_flush_window). Written under flush_lock;
+	 * a writer may also reset a past one to 0 (compare-exchange). */
+	_Atomic uint64_t flush_end_ms;
 	pthread_mutex_t flush_lock;
+	/* The wall clock (Unix ms) that flush_all's times are read against;
+	 * NULL: CLOCK_REALTIME. A test seam (test_flushdue.c); set before the
+	 * workers start. */
+	uint64_t (*flush_clock_ms)(void);
 	/* Whether reads mark items fetched (exec.c): off until a client first
 	 * asks about it (mg h, me), then on for the process's life. Relaxed:
 	 * a switch; a read racing with it may or may not mark. */

@@ -98,6 +98,11 @@ int larderd_delete_key(struct larderd_exec *x, const void *key, size_t klen, uin
  * engine's error. */
 int larderd_flush(struct larderd_exec *x, int64_t delay);
 void larderd_flush_due(struct larderd_shared *sh);
+/* After a command that may have written key: removes what it wrote there
+ * if that was during a flush's second (exec.c). cas_seq_before: the
+ * worker's cas_seq before the command. */
+void larderd_flush_window(struct larderd_exec *x, const void *key, size_t klen,
+			  uint64_t cas_seq_before);
 /* One incr/decr (text, binary, ma): the request, then what it did. */
 struct larderd_arith_op {
 	const struct larderd_tok *key;

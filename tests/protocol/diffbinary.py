@@ -409,6 +409,38 @@ def _cases():
                                   sizes=(1,))]),
         # -B auto: a text connection stays text whatever its later bytes
         ("bin-in-text", [b"get a\r\n", SYNC, frame("GET", b"a")]),
+        # the adversarial sweep: extras and keys where an opcode takes none,
+        # header fields out of range, edge numbers (identical when written);
+        # a case whose last frame may close the connection is a case of its own
+        ("bin-sweep-arith", steps(s(b"k", b"abc"), inc("INCR", b"k", 1, 0, 0),
+                                  s(b"k", b"18446744073709551615"), inc("INCR", b"k", 1, 0, 0), frame("GET", b"k"),
+                                  s(b"k", b"99999999999999999999"), inc("INCR", b"k", 1, 0, 0),
+                                  inc("DECR", b"k2", 1, 5, 0), inc("DECR", b"k2", 10, 5, 0), frame("GET", b"k2"),
+                                  inc("INCR", b"k3", 1, 18446744073709551615, 0), inc("INCR", b"k3", 1, 0, 0),
+                                  inc("INCR", b"k4", 1, 5, 0xffffffff))),
+        ("bin-sweep-cas-missing", steps(s(b"nokey", b"v", cas=123), frame("APPEND", b"nokey", b"", b"v", cas=1),
+                                        frame("DELETE", b"nokey", cas=5), s(b"nokey", b"v", cas=5, op="REPLACE"))),
+        ("bin-sweep-quiet-errors", steps(s(b"a", b"1", op="SETQ") + s(b"a", b"1", op="ADDQ") +
+                                         inc("INCRQ", b"zz", 1, 0, 0xffffffff) + s(b"zz", b"1", op="REPLACEQ") +
+                                         frame("DELETEQ", b"zz") + frame("GETKQ", b"a") +
+                                         frame("APPENDQ", b"zz", b"", b"x") + frame("NOOP"))),
+        ("bin-sweep-exptimes", steps(s(b"k", b"v", exp=0xffffffff), frame("GET", b"k"), s(b"k", b"v", exp=0x80000000),
+                                     frame("GET", b"k"), frame("TOUCH", b"k", exp_ext(0xffffffff)),
+                                     frame("GAT", b"k", exp_ext(0)))),
+        ("bin-sweep-stat-forms", steps(frame("STAT", b"settings"), frame("STAT", b"nosuch"))),
+        ("bin-sweep-get-extras", steps(s(b"k", b"v"), frame("GET", b"k", exp_ext(0)))),
+        ("bin-sweep-noop-key", steps(frame("NOOP", b"k"))),
+        ("bin-sweep-version-extras", steps(frame("VERSION", b"", exp_ext(5)))),
+        ("bin-sweep-append-extras", steps(s(b"k", b"v"), frame("APPEND", b"k", exp_ext(0), b"x"))),
+        ("bin-sweep-delete-extras", steps(frame("DELETE", b"k", exp_ext(0)))),
+        ("bin-sweep-empty-key", steps(s(b"", b"v"))),
+        ("bin-sweep-getk-empty-key", steps(frame("GETK", b""))),
+        ("bin-sweep-touch-no-extras", steps(frame("TOUCH", b"k"))),
+        ("bin-sweep-flush-8-extras", steps(frame("FLUSH", b"", set_ext(0, 0)))),
+        ("bin-sweep-datatype", steps(struct.pack("!BBHBBHII", 0x80, 0, 1, 0, 1, 0, 1, 0) + bytes(8) + b"k")),
+        ("bin-sweep-vbucket", steps(struct.pack("!BBHBBHII", 0x80, 0, 1, 0, 0, 7, 1, 0) + bytes(8) + b"k")),
+        ("bin-sweep-huge-body", steps(frame("SET", b"k", set_ext(0, 0), b"", body=2000009) + b"x" * 2000000,
+                                      frame("GET", b"k"))),
     ]
 
 

@@ -9,6 +9,7 @@ step followed by a SYNC. Each case runs on a fresh connection after a
 flush_all. The cases named "issue-..." are the regression cases of the
 differences once found between the two servers.
 """
+import base64
 import time
 
 from diffgrammar import SYNC, Split
@@ -29,6 +30,10 @@ BIG = 2000000
 ITEM_MAX_1 = 1048576 - 60
 # Absolute exptimes are judged by both servers against the same wall clock.
 NOW = int(time.time())
+def b64(key):
+    return base64.b64encode(key.encode("latin-1")).decode()
+
+
 PIPELINE = ("set a 0 0 3\r\nabc\r\nget a b\r\nappend a 0 0 2 noreply\r\nde\r\ngets a\r\nincr a 1\r\n"
             "ms c 2 T0 F3\r\nhi\r\nmg c v f t\r\nmn\r\ndelete c\r\ntouch a 10\r\nversion\r\n")
 
@@ -243,4 +248,73 @@ CASES = [
                                "set g 0 100 1\r\n9\r\nma g T300 t v\r\nmg g t\r\n",
                                "set k 0 0 1\r\nx\r\nmg k T20 R30 v t\r\nmg k R30 t\r\n",
                                "mg k T-1 R30 t\r\nmg k t\r\n")),
+    # ---- the adversarial sweep: each meta flag on each meta command,
+    # quiet pipelines with errors in them, flag and token limits, edge
+    # numbers, and the admin forms (all identical when written) ----
+    ("sweep-mg-flags", steps("set k 5 0 3\r\nabc\r\n", "mg k b\r\n", "mg %s b v k\r\n" % b64("k"),
+                             "mg k s v f t c h l k O123 q\r\n", "mg k E55 v\r\n", "mg k N30 v\r\n",
+                             "mg nk N30 v c t\r\n", "mg nk v\r\n", "mg k R30 v\r\n", "mg k T30 t v\r\n",
+                             "mg k u v\r\n", "mg k v O\r\n", "mg k O%s v\r\n" % ("o" * 38),
+                             "mg k q\r\nmn\r\n", "mg miss q v\r\nmn\r\n", "mg k k b\r\n")),
+    ("sweep-ms-flags", steps("ms k 2 b\r\nhi\r\n", "ms %s 2 b c k O9 F7 T100 I\r\nhi\r\n" % b64("k"),
+                             "mg k v f k\r\n", "ms k 2 MA\r\nzz\r\n", "ms k 2 MP\r\nzz\r\n",
+                             "ms k 2 MR\r\nzz\r\n", "ms k 2 ME\r\nzz\r\n", "ms k 2 MS\r\nzz\r\n",
+                             "ms k 2 MX\r\nzz\r\n", "ms nk 2 MA N30\r\nzz\r\n", "mg nk v t\r\n",
+                             "ms k 2 C1 q\r\nzz\r\nmn\r\n", "ms k 2 E99 c\r\nzz\r\nmg k c v\r\n",
+                             "ms k 2 x\r\nzz\r\n", "ms k\r\n", "ms k abc\r\nzz\r\n", "ms k -1\r\n",
+                             "ms k 2 T-1\r\nzz\r\nmg k v\r\n", "ms k 2\r\nxxx\r\n", "ms q 1 MA\r\nx\r\n",
+                             "ms %s 1 b k\r\nx\r\n" % b64("a b"), "mg %s b k v\r\n" % b64("a b"),
+                             "ms k 1 Fabc\r\nx\r\n", "ms k 1 Cabc\r\nx\r\n", "ms k 1 Tabc\r\nx\r\n",
+                             "ms k 1 O\r\nx\r\n")),
+    ("sweep-md-ma-flags", steps("set k 0 0 1\r\nx\r\n", "md %s b k O5\r\n" % b64("k"), "set k 0 0 1\r\nx\r\n",
+                                "md k I T30\r\n", "mg k v c\r\n", "mg k v c\r\n", "mg k s v\r\n", "md k x\r\n",
+                                "md nope q\r\nmn\r\n", "md nope C5\r\n", "md k E5\r\n", "md k M\r\n", "md k T\r\n",
+                                "ma n\r\n", "ma n N0 J13 v t c k O1\r\n", "ma n MD D100 v\r\n", "ma n Dabc\r\n",
+                                "set w 0 0 20\r\n18446744073709551615\r\n", "ma w v\r\n", "ma miss q\r\nmn\r\n",
+                                "ma n T100 t v\r\n", "ma %s b v k\r\n" % b64("n"), "set s 0 0 2\r\nab\r\n",
+                                "ma s\r\n", "ma s q\r\nmn\r\n", "ma k N0 J5 MD D10 v\r\n", "ma k Jabc N0 v\r\n",
+                                "ma k N-1 v\r\n", "mn x\r\n", "me\r\n", "me %s b\r\n" % b64("k"), "me nope\r\n")),
+    ("sweep-quiet-errors", steps("set k 0 0 1\r\nx\r\nmg miss v q\r\nmg k v q\r\nms k 2 q\r\nxxx\r\nmd nope q\r\n"
+                                 "mg k $ q\r\nma k q\r\nmg k v k q O1\r\nmn\r\n",
+                                 "ms a 1 q\r\nx\r\nms b 1 q MA\r\ny\r\nmg b v q\r\nmd b q\r\nma a q\r\n"
+                                 "ms d 1 q C9\r\nx\r\nms e 1 q ME\r\nx\r\nms e 1 q ME\r\nx\r\nmn\r\n",
+                                 "set a 0 0 1\r\nxx\r\nmg a v q\r\nbogus\r\nmn\r\n")),
+    ("sweep-flags-tokens", steps("mg k v v\r\n", "mg k vv\r\n", "ms k 1 c c\r\nx\r\n", "mg k ! v\r\n",
+                                 "mg k \x7f\r\n", "md k q q\r\n", "ma k N0 N0\r\n", "mg k 1\r\n", "mg  k v\r\n",
+                                 "mg\r\n", "mgx k\r\n", "mg k " + " ".join("O%d" % i for i in range(30)) + "\r\n",
+                                 "mg k v f t s c h l k q O1 b N1 R1 T1 E1 u\r\n",
+                                 "set a 0 0 1 " + " ".join("x" for _ in range(25)) + "\r\nx\r\n",
+                                 "delete a 0 noreply extra more\r\n", "touch a 1 2 3\r\n", "incr a 1 2 3 4\r\n",
+                                 "mg k Eabc v\r\n", "mg k Nabc v\r\n", "mg k Rabc v\r\n", "mg k Tabc v\r\n")),
+    ("sweep-keys", steps("mg %s v\r\n" % K250, "mg %s v\r\n" % K251, "ms %s 1\r\nx\r\n" % K250,
+                         "ms %s 1\r\nx\r\n" % K251, "md %s\r\n" % K251, "ma %s\r\n" % K251,
+                         "mg %s b v\r\n" % b64("y" * 187), "mg %s b v\r\n" % b64("y" * 188), "mg !!!! b v\r\n",
+                         "mg a b v\r\n", "mg YQ= b v\r\n", "ms YWJj b 1\r\nx\r\n", "mg abc v\r\n",
+                         "set k\x01 0 0 1\r\nx\r\nget k\x01\r\n", "set a\tb 0 0 1\r\nx\r\nget a\tb\r\n",
+                         "set \xff\xfe 0 0 1\r\nx\r\nmg \xff\xfe v k\r\n", "get  a  b  \r\n", "GET a\r\n")),
+    ("sweep-numbers", steps("set a 0 -1 1\r\nx\r\nget a\r\n", "set a 0 0 1\r\nx\r\ntouch a -1\r\nget a\r\n",
+                            "set a 0 9223372036854775808 1\r\nx\r\n", "set a 0 -9223372036854775809 1\r\nx\r\n",
+                            "set a 0 4294967295 1\r\nx\r\nget a\r\n", "set a 0 0 01\r\nx\r\n",
+                            "set a 0 0 +1\r\nx\r\n", "set a +5 0 1\r\nx\r\nget a\r\n", "set a 0 0 0x1\r\nx\r\n",
+                            "set a 0 -0 1\r\nx\r\nget a\r\n", "delete a 0\r\n", "delete a 5\r\n",
+                            "cas nokey 0 0 1 123\r\nx\r\n", "cas nokey 0 0 1 -1\r\nx\r\n",
+                            "cas nokey 0 0 1 18446744073709551616\r\nx\r\n", "ms nokey 1 C123\r\nx\r\n",
+                            "md nokey C1\r\n", "ma nokey C1\r\n", "set k 0 0 1\r\nx\r\ncas k 0 0 1 0\r\ny\r\n")),
+    ("sweep-incr", steps("set n 0 0 20\r\n18446744073709551615\r\nincr n 1\r\n",
+                         "set n 0 0 20\r\n99999999999999999999\r\nincr n 1\r\n", "set n 0 0 2\r\n10\r\n",
+                         "incr n 18446744073709551616\r\n", "incr n -1\r\n", "decr n 99999999999999999999\r\n",
+                         "decr n 18446744073709551615\r\n", "incr n 0x10\r\n", "set n 0 0 3\r\n-10\r\nincr n 1\r\n",
+                         "set n 0 0 3\r\n012\r\nincr n 1\r\n", "set n 0 0 0\r\n\r\nincr n 1\r\n",
+                         "set n 0 0 21\r\n000000000000000000001\r\nincr n 1\r\nget n\r\n", "incr n\r\n")),
+    ("sweep-admin", steps("verbosity\r\n", "verbosity 1 2 3\r\n", "verbosity x\r\n", "version extra\r\n",
+                          "shutdown\r\n", "shutdown graceful\r\n", "cache_memlimit\r\n", "cache_memlimit abc\r\n",
+                          "flush_all 0 0 0\r\n", "flush_all -5\r\n", "stats foo\r\n", "stats detail\r\n",
+                          "stats detail foo\r\n", "stats x y z\r\n", "STATS\r\n", "quit extra\r\n")),
+    ("sweep-split-partial", [Split(b"set a 0 0 5\r\nhello\r\nget a\r\nmg a v k O1 q\r\nmn\r\nincr a 1\r\n", (1,)),
+                             SYNC, b"set a 0 0 10\r\nhel", SYNC, b"lo\r\nworl", SYNC, b"\r\nget a\r\n", SYNC,
+                             b"mg a", SYNC, b" v\r\n", SYNC]),
+    ("sweep-binary-bytes-on-text", steps("set a 0 0 1\r\nx\r\n\x80\x01\x00\x01\x08\x00\x00\x00\x00\x00\x00\x0a"
+                                         "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\r\nget a\r\n",
+                                         "\x80\x00\x00\x00\r\nversion\r\n", "get a\x00b\r\n", "\xff\xfe\r\nmn\r\n")),
+    ("sweep-quit-pipelined", [b"set a 0 0 1\r\nx\r\nget a\r\nquit\r\nget a\r\n"]),
 ]

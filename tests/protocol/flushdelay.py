@@ -16,7 +16,10 @@ against d - 1 s after the command: it took effect 0 to 2 s after
 memcached's window.
 
 Both servers get the same trials (a set, then "flush_all 2" or 3, then a
-get every 20 ms until it misses), on one connection each. For larderd,
+get every 20 ms until it misses), on one connection each. A set made
+during the second a flush comes due is flushed too, in both servers, so a
+trial's set is repeated until a get reads it back (the previous trial's
+due second is then over). For larderd,
 with T0 and T1 the client's wall clock before sending the flush and after
 its OK:
   - every get answered before floor(T0) + d - 1 hits (not early);
@@ -58,14 +61,27 @@ def wall_offset():
     return time.time() - time.monotonic()
 
 
+def store_kept(name, s):
+    """Sets k until a get reads it back: a set made during the previous
+    trial's due second is flushed with it, in both servers."""
+    start = time.monotonic()
+    while True:
+        reply = request(s, b"set k 0 0 1\r\nx\r\nget k\r\n", b"END\r\n")
+        if reply == b"STORED\r\nVALUE k 0 1\r\nx\r\nEND\r\n":
+            return
+        if time.monotonic() - start > HANG_GUARD:
+            raise RuntimeError("%s: a set is still flushed after %d s" % (name, HANG_GUARD))
+        time.sleep(POLL)
+
+
 def trial(conns, delay, phase):
     """One flush_all <delay> on every server; returns, per server, the
     (T0, T1) of the flush and the gets as (sent, answered, hit), and the
     seconds the wall clock stepped meanwhile."""
     time.sleep(phase)  # vary where in the wall-clock second the flush falls
     offset = wall_offset()
-    for s in conns.values():
-        request(s, b"set k 0 0 1\r\nx\r\n", b"STORED\r\n")
+    for name, s in conns.items():
+        store_kept(name, s)
     out = {}
     for name, s in conns.items():
         t0 = time.time()

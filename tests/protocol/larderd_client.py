@@ -69,9 +69,11 @@ class Conn:
             raise RuntimeError("no END after %r" % key)
         return flags, v
 
-    def stats(self):
-        """The general "stats": name -> value (bytes), in the server's order."""
-        self.send(b"stats\r\n")
+    def stats(self, before=b""):
+        """The general "stats": name -> value (bytes), in the server's order.
+        before: requests without a reply (noreply writes) sent in the same
+        write, ahead of it."""
+        self.send(before + b"stats\r\n")
         found = {}
         while True:
             l = self.line()
@@ -80,9 +82,10 @@ class Conn:
             parts = l.split(b" ", 2)
             found[parts[1]] = parts[2]
 
-    def stat(self, name):
-        """One number of "stats" (name in bytes), or None when it is absent."""
-        v = self.stats().get(name)
+    def stat(self, name, before=b""):
+        """One number of "stats" (name in bytes), or None when it is absent;
+        before as for stats()."""
+        v = self.stats(before).get(name)
         return None if v is None else int(v)
 
     def ttl(self, key):

@@ -16,6 +16,14 @@ servers get the same 600 items of sizes from 1 byte to 20 KiB. Checks:
     their counts, summing to 600;
   - after every key is deleted, no class lists items and none holds used
     chunks (the engine frees in the background: polled, 60 s at most).
+Each count is read in the same write as the last writes before it (their
+"noreply" sets or deletes, then the stats command): the server reads the
+command microseconds after those writes, before its maintainer (which
+applies writes a batching window later) has counted them, so only the
+flush each form takes first (server/exec/stats.c) makes the count exact.
+With the flush removed from "stats slabs", "stats items" or "stats", the
+check on that form fails (its count short by the last writes); read a
+round trip after the writes, as before, they passed without it.
 """
 import re
 import subprocess
@@ -30,6 +38,17 @@ SLAB = re.compile(rb"^STAT (\d+):(\w+) (\d+)$")
 ITEM = re.compile(rb"^STAT items:(\d+):(\w+) (\d+)$")
 TOTAL = re.compile(rb"^STAT (active_slabs|total_malloced) (\d+)$")
 ITEMS = 600
+TAIL = 100  # items set in the write that reads a count
+
+
+def sets(items):
+    return b"".join(b"set %s %d %d %d noreply\r\n%s\r\n" % (k, f, e, len(v), v)
+                    for k, (f, e, v) in items)
+
+
+def after(port, writes, command):
+    """command's reply, sent in one write right behind writes (noreply)."""
+    return request(port, writes + command)
 
 
 def parse(out, pattern, totals=None):
@@ -65,11 +84,19 @@ def main():
     lp, mp, procs = start_both(larderd, memcached)
     try:
         items = {b"s:%d" % i: (0, 0, b"v" * (1 + i * 37 % 20480)) for i in range(ITEMS)}
-        store(lp, items)
         store(mp, items)
+        listed = list(items.items())
+        store(lp, dict(listed[:-2 * TAIL]))
+        # stats items' flush: its numbers count the sets just before it
+        early, _ = flushed(lambda: parse(after(lp, sets(listed[-2 * TAIL:-TAIL]),
+                                               b"stats items\r\n"), ITEM))
+        if sum(c[b"number"] for c in early.values()) != ITEMS - TAIL:
+            raise RuntimeError("stats items right after sets: %d items, %d stored"
+                               % (sum(c[b"number"] for c in early.values()), ITEMS - TAIL))
 
         totals = {}
-        slabs, slab_names = flushed(lambda: parse(request(lp, b"stats slabs\r\n"), SLAB, totals))
+        slabs, slab_names = flushed(lambda: parse(after(lp, sets(listed[-TAIL:]),
+                                                        b"stats slabs\r\n"), SLAB, totals))
         _, their_slab_names = parse(request(mp, b"stats slabs\r\n"), SLAB, {})
         check_order(slab_names, their_slab_names, "stats slabs")
         if totals.get(b"active_slabs") != len(slabs):
@@ -104,9 +131,9 @@ def main():
                                    % (r.returncode, len(rows), counted, r.stdout.decode()))
             print("memcached-tool display: %d classes, %d items" % (len(rows), counted))
 
-        s = b"".join(b"delete %s noreply\r\n" % k for k in items)
-        request(lp, s + b"mn\r\n", end_marks=(b"MN\r\n",))
-        curr = flushed(lambda: stat(lp, b"curr_items"), 0)
+        deletes = b"".join(b"delete %s noreply\r\n" % k for k in items)
+        curr = flushed(lambda: int(re.search(rb"\r\nSTAT curr_items (\d+)\r\n",
+                                             after(lp, deletes, b"stats\r\n")).group(1)), 0)
         if curr != 0:
             raise RuntimeError("curr_items %d after deleting every key" % curr)
         deadline = time.time() + 60

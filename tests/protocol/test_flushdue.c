@@ -1,8 +1,11 @@
 /*
- * test_flushdue.c - a delayed flush_all that has come due is run by the first
- * command of any connection (larderd_flush_due, server/exec/exec.c); a
- * command on another connection at the same moment must not act as if the
- * flush were behind it before its clear has run:
+ * test_flushdue.c - a delayed flush_all, once due, as memcached runs it
+ * (larderd_flush_due and larderd_flush_window, server/exec/exec.c).
+ *
+ * Part 1, the race: a delayed flush_all that has come due is run by the
+ * first command of any connection; a command on another connection at the
+ * same moment must not act as if the flush were behind it before its clear
+ * has run:
  *   - a get must not read an item the flush removes,
  *   - a set must not be removed by the clear, which comes after it.
  *
@@ -17,7 +20,17 @@
  * the flushed item, and its set was removed by A's clear (both failed so,
  * checked). No timed assertion: HOLD_MS bounds how long A is held; a B too
  * slow to finish within it can only let a broken server pass, never fail a
- * correct one. Exit status 0 when both hold.
+ * correct one.
+ *
+ * Part 2, the due second: memcached flushes what is written during the
+ * flush's due second too (its flush time is that second; an item linked in
+ * it is not newer), and keeps what is written from the next second on.
+ * The flush's wall clock is the seam (flush_clock_ms), set by the test to
+ * whole and part seconds, so nothing depends on how fast the machine is:
+ * flush_all 1, flush_all 3, a Unix time (this second, and a second already
+ * over), flush_all 0 ending a due second, and the binary SET. Before
+ * larderd_flush_window, a set in the due second read back (checked).
+ * Exit status 0 when all hold.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -30,11 +43,13 @@
 
 #include "larder.h"
 #include "exec/exec.h"
+#include "proto/binparse.h"
 
 #define HOLD_MS 1000
 #define HANG_MS 60000 /* a hang guard: thread A never reached the clear */
 
 static struct larderd_shared g_sh;
+static _Atomic uint64_t g_wall_ms; /* part 2's wall clock; 0: the real one */
 static struct larderd_exec g_xa, g_xb;
 static struct larderd_exec *g_workers[2] = {&g_xa, &g_xb};
 static pthread_t g_clearer;
@@ -65,6 +80,17 @@ static uint64_t held_clock(void *ctx)
 			nap();
 	}
 	return mono_ms();
+}
+
+static uint64_t wall_clock(void)
+{
+	struct timespec ts;
+	uint64_t fake = atomic_load(&g_wall_ms);
+
+	if (fake != 0)
+		return fake;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Runs one text request on x; the reply in out (cleared first). */
@@ -113,11 +139,116 @@ static void setup(void)
 	g_sh.threads = 2;
 	g_sh.started = time(NULL);
 	g_sh.workers = g_workers;
+	g_sh.flush_clock_ms = wall_clock;
 	larderd_shared_init(&g_sh, ':');
 	if (larderd_exec_init(&g_xa, &g_sh, 0) != 0 || larderd_exec_init(&g_xb, &g_sh, 1) != 0) {
 		fprintf(stderr, "FAIL: cannot set up the workers\n");
 		exit(1);
 	}
+}
+
+/* Runs req on worker B at wall time ms; fails the test unless it answers want. */
+static int expect(uint64_t ms, const char *req, const char *want)
+{
+	struct larderd_obuf out = {0};
+	int fail = 0;
+
+	atomic_store(&g_wall_ms, ms);
+	run(&g_xb, req, &out);
+	if (!replied(&out, want)) {
+		fprintf(stderr, "FAIL: at %llu.%03llu s, %s answered %.*s instead of %s",
+			(unsigned long long)(ms / 1000), (unsigned long long)(ms % 1000), req,
+			(int)out.len, out.buf, want);
+		fail = 1;
+	}
+	larderd_obuf_free(&out);
+	return fail;
+}
+
+/* A binary SET of key "bin" (value "v") on worker B at wall time ms. */
+static int expect_bin_set(uint64_t ms)
+{
+	static const struct larderd_limits lim = {.item_max = 4096};
+	unsigned char f[24 + 8 + 3 + 1] = {0x80, 0x01, 0, 3, 8};
+	struct larderd_obuf out = {0};
+	struct larderd_binreq r;
+	int fail = 0;
+
+	f[11] = 8 + 3 + 1; /* body: extras, key, value */
+	memcpy(f + 32, "binv", 4);
+	atomic_store(&g_wall_ms, ms);
+	if (larderd_binparse(f, sizeof(f), &lim, &r) != LARDERD_PARSE_DONE ||
+	    larderd_binexec(&g_xb, &r, &out) != LARDERD_EXEC_DONE || out.len < 24 ||
+	    out.buf[6] != 0 || out.buf[7] != 0) {
+		fprintf(stderr, "FAIL: the binary SET was not stored\n");
+		fail = 1;
+	}
+	larderd_obuf_free(&out);
+	return fail;
+}
+
+/* Part 2 (header comment). B is a whole second of the fake wall clock,
+ * after the server's start, so that Unix times read as times. */
+static int due_second(void)
+{
+	uint64_t b = ((uint64_t)time(NULL) + 100) * 1000, s = b / 1000;
+	char line[64];
+	int fail = 0;
+
+	/* flush_all 1: due in the command's second, flushes at once and what
+	 * the rest of the second writes */
+	fail |= expect(b + 500, "set a 0 0 1\r\nx\r\n", "STORED\r\n");
+	fail |= expect(b + 500, "flush_all 1\r\n", "OK\r\n");
+	fail |= expect(b + 500, "get a\r\n", "END\r\n");
+	fail |= expect(b + 600, "set b 0 0 1\r\ny\r\n", "STORED\r\n");
+	fail |= expect(b + 600, "get b\r\n", "END\r\n");
+	fail |= expect(b + 700, "add b 0 0 1\r\ny\r\n", "STORED\r\n");
+	fail |= expect(b + 700, "add b 0 0 1\r\ny\r\n", "STORED\r\n");
+	fail |= expect(b + 800, "incr b 1\r\n", "NOT_FOUND\r\n");
+	fail |= expect(b + 800, "ms c 1\r\nz\r\n", "HD\r\n");
+	fail |= expect(b + 800, "mg c v\r\n", "EN\r\n");
+	fail |= expect(b + 900, "ma n N0 J7 v\r\n", "VA 1\r\n7\r\n");
+	fail |= expect(b + 900, "ma n N0 J7 v\r\n", "VA 1\r\n7\r\n");
+	fail |= expect_bin_set(b + 999);
+	fail |= expect(b + 999, "get bin\r\n", "END\r\n");
+	/* the next second keeps its writes */
+	fail |= expect(b + 1000, "set d 0 0 1\r\nw\r\n", "STORED\r\n");
+	fail |= expect(b + 1000, "get d b\r\n", "VALUE d 0 1\r\nw\r\nEND\r\n");
+	fail |= expect_bin_set(b + 1001);
+	fail |= expect(b + 1001, "get bin\r\n", "VALUE bin 0 1\r\nv\r\nEND\r\n");
+
+	/* flush_all 3 at s + 1.2: due at s + 3, flushes what was written before
+	 * and during that second, not after */
+	fail |= expect(b + 1200, "flush_all 3\r\n", "OK\r\n");
+	fail |= expect(b + 2999, "set e 0 0 1\r\ne\r\n", "STORED\r\n");
+	fail |= expect(b + 2999, "get e\r\n", "VALUE e 0 1\r\ne\r\nEND\r\n");
+	fail |= expect(b + 3000, "get e d\r\n", "END\r\n");
+	fail |= expect(b + 3500, "set f 0 0 1\r\nf\r\n", "STORED\r\n");
+	fail |= expect(b + 3999, "get f\r\n", "END\r\n");
+	fail |= expect(b + 4000, "set g 0 0 1\r\ng\r\n", "STORED\r\n");
+	fail |= expect(b + 4000, "get g\r\n", "VALUE g 0 1\r\ng\r\nEND\r\n");
+
+	/* a Unix time: s + 6 at s + 5.5 is due now (second s + 5), s + 5 at
+	 * s + 6.5 names a second already over: a flush now, nothing after */
+	snprintf(line, sizeof(line), "flush_all %llu\r\n", (unsigned long long)(s + 6));
+	fail |= expect(b + 5500, line, "OK\r\n");
+	fail |= expect(b + 5600, "get g\r\n", "END\r\n");
+	fail |= expect(b + 5600, "set h 0 0 1\r\nh\r\n", "STORED\r\n");
+	fail |= expect(b + 5600, "get h\r\n", "END\r\n");
+	fail |= expect(b + 6500, "set h 0 0 1\r\nh\r\n", "STORED\r\n");
+	snprintf(line, sizeof(line), "flush_all %llu\r\n", (unsigned long long)(s + 5));
+	fail |= expect(b + 6500, line, "OK\r\n");
+	fail |= expect(b + 6500, "get h\r\n", "END\r\n");
+	fail |= expect(b + 6600, "set i 0 0 1\r\ni\r\n", "STORED\r\n");
+	fail |= expect(b + 6600, "get i\r\n", "VALUE i 0 1\r\ni\r\nEND\r\n");
+
+	/* flush_all 0 in a due second replaces its flush time: kept after it */
+	fail |= expect(b + 7200, "flush_all 1\r\n", "OK\r\n");
+	fail |= expect(b + 7300, "flush_all 0\r\n", "OK\r\n");
+	fail |= expect(b + 7400, "set j 0 0 1\r\nj\r\n", "STORED\r\n");
+	fail |= expect(b + 7400, "get j\r\n", "VALUE j 0 1\r\nj\r\nEND\r\n");
+	atomic_store(&g_wall_ms, 0);
+	return fail;
 }
 
 int main(void)
@@ -165,11 +296,13 @@ int main(void)
 		fprintf(stderr, "FAIL: the flush time is still set\n");
 		fail = 1;
 	}
+	fail |= due_second();
 	larderd_obuf_free(&out);
 	larderd_exec_fini(&g_xa);
 	larderd_exec_fini(&g_xb);
 	larder_close(g_sh.cache);
 	if (!fail)
-		printf("ok: a command beside the one running a due flush_all's clear waits for it\n");
+		printf("ok: a command beside the one running a due flush_all's clear waits for it; "
+		       "the due second's writes are flushed, the next second's kept\n");
 	return fail;
 }
