@@ -396,7 +396,7 @@ class LarderCache {
     this.#name = name;
     this.#n = native.open(name === undefined ? null : name, maxSize, max, ttl,
       maxKeyBytes, maxValueBytes + 1, POLICIES[policyName], updateAgeOnGet ? 1 : 0, given,
-      this.#dispose ? (buf, records) => this.#deliver(buf, records) : null,
+      this.#dispose ? LarderCache.#deliverer(new WeakRef(this)) : null,
       queueBytes, compression.minSize === 0 ? 0 : compression.minSize + 1, compression.minSaving,
       pool.native, pool.minShare, pool.maxShare, pool.missCost, shards);
     if (pool.pool !== null) {
@@ -1148,7 +1148,20 @@ class LarderCache {
     if (Math.abs(target - cap) > cap / 64) this.#n.setCapacity(target);
   }
 
-  /* Called by the addon's thread-safe function with a batch of removal records. */
+  /*
+   * The function the addon's thread-safe function calls with removal
+   * records. That function is a GC root for the native handle's whole life,
+   * so it reaches the cache only through a WeakRef: otherwise a cache with
+   * dispose (and whatever its dispose closes over, often the cache) could
+   * never be collected, and one dropped without close() would keep its
+   * native cache, memory and maintainer thread until the thread exits.
+   * Made in a static method so that the closure captures nothing else.
+   */
+  static #deliverer(ref) {
+    return (buf, records) => ref.deref()?.#deliver(buf, records);
+  }
+
+  /* Called through #deliverer with a batch of removal records. */
   #deliver(buf, records) {
     let off = 0;
     let first = null;

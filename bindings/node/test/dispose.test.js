@@ -182,3 +182,26 @@ test('an exception thrown by dispose is the thread\'s uncaughtException, after t
   assert.deepEqual(result.seen, ['a', 'b'], 'both removals delivered, in order');
   assert.deepEqual(result.uncaught, ['dispose threw for a'], 'the exception reached uncaughtException once');
 });
+
+test('a cache with dispose dropped without close() is collected and its native cache closed', async () => {
+  // The addon's thread-safe function, a GC root, held the cache through its
+  // callback: such a cache was never collected, its native cache never closed.
+  const before = LarderCache.openCaches();
+  (() => {
+    for (let i = 0; i < 4; i++) {
+      const r = recorder();
+      const c = new LarderCache({ maxSize: 1 << 20, dispose: r.dispose });
+      c.set('k', 'v');
+      c.delete('k');
+    }
+    // A dispose that closes over its own cache, as one that reads it does.
+    const c = new LarderCache({ maxSize: 1 << 20, dispose: () => c.size });
+    c.set('k', 'v');
+    c.delete('k');
+  })();
+  assert.equal(LarderCache.openCaches(), before + 5);
+  await waitFor(() => {
+    global.gc();
+    return LarderCache.openCaches() === before;
+  }, 'the dropped caches to be collected and closed');
+});
