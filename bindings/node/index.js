@@ -362,7 +362,7 @@ class LarderCache {
       : checkInteger('maxValueBytes', o.maxValueBytes, 0, LIMITS.valueLimit - 1);
     const policyName = o.policy === undefined ? 'default' : o.policy;
     if (typeof policyName !== 'string') throw typeError('policy must be a string');
-    if (!(policyName in POLICIES)) {
+    if (!Object.hasOwn(POLICIES, policyName)) { // not `in`: 'toString' is in every object
       throw rangeError(`policy must be one of ${Object.keys(POLICIES).join(', ')}, got '${policyName}'`);
     }
     // Truthy or falsy, as lru-cache reads it (!!updateAgeOnGet).
