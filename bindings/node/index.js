@@ -755,7 +755,8 @@ class LarderCache {
   /**
    * lru-cache's load(pairs): clear(), then set each [key, { value, ttl,
    * start }] with the lifetime it has left (ttl less the time since start;
-   * one that ran out is not stored). The pairs are checked before the clear;
+   * one that ran out, or a negative ttl, is not stored, and a NaN ttl is no
+   * lifetime, as lru-cache reads them). The pairs are checked before the clear;
    * a key or value refused part-way (thrown) leaves those before it loaded.
    */
   load(pairs) {
@@ -776,10 +777,15 @@ class LarderCache {
     for (const [key, { value, ttl, start }] of list) {
       if (ttl == null) {
         this.set(key, value);
+      } else if (ttl === 0 || Number.isNaN(ttl)) {
+        // lru-cache's set takes a NaN ttl, and its entry never goes stale: no lifetime.
+        this.set(key, value, { ttl: 0 });
       } else {
+        // A lifetime that ran out, or a negative one (lru-cache's set takes
+        // it, and its entry is stale at once), is not stored.
         const left = start ? ttl - (Date.now() - start) : ttl;
-        if (ttl > 0 && !(left > 0)) continue;
-        this.set(key, value, { ttl: ttl > 0 ? left : ttl });
+        if (!(left > 0)) continue;
+        this.set(key, value, { ttl: left });
       }
     }
   }
