@@ -596,13 +596,19 @@ class LarderCache {
 
   #getStatus(key, status) {
     this.#statusOp(status, 'get', key);
+    const value = this.#getHitStatus(key, status);
+    if (value !== undefined) status.value = value;
+    return value;
+  }
+
+  /* get's outcome, and the ttl fields of a hit; fetch fills the same, without value. */
+  #getHitStatus(key, status) {
     const value = this.get(key);
     if (value === undefined) {
       status.get = 'miss';
     } else {
       this.#statusTTL(status, key);
       status.get = 'hit';
-      status.value = value;
     }
     return value;
   }
@@ -674,12 +680,16 @@ class LarderCache {
 
   /**
    * lru-cache's fetch without a fetchMethod (which LarderCache refuses): a
-   * promise of get(key). Null options throw at the call, as lru-cache's.
+   * promise of get(key). Null options throw at the call, as lru-cache's; a
+   * status says op 'fetch', fetch 'get' and get's outcome, as lru-cache's.
    */
   fetch(key, options) {
-    if (options === null) throw typeError('options must be an object');
+    const status = options === undefined ? undefined : statusOf(options);
     try {
-      return Promise.resolve(this.get(key));
+      if (status === undefined) return Promise.resolve(this.get(key));
+      this.#statusOp(status, 'fetch', key);
+      status.fetch = 'get';
+      return Promise.resolve(this.#getHitStatus(key, status));
     } catch (e) {
       return Promise.reject(e);
     }

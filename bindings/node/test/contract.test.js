@@ -1081,7 +1081,7 @@ test('load() of a dump with a negative or NaN ttl reads them as lru-cache, after
  * entry with a lifetime). LarderCache ignored it (left it {}). Compared
  * field by field with lru-cache's; values where both know them.
  */
-test('status objects of set, get, has and peek carry lru-cache\'s fields', { skip: needLru }, () => {
+test('status objects of set, get, has, peek and fetch carry lru-cache\'s fields', { skip: needLru }, () => {
   for (const options of [{}, { ttl: 60000 }]) {
     const lru = new LRUCache({ max: 100, ...options });
     const larder = new LarderCache(options);
@@ -1096,6 +1096,11 @@ test('status objects of set, get, has and peek carry lru-cache\'s fields', { ski
       ['has miss', (c, status) => c.has('zz', { status })],
       ['peek hit', (c, status) => c.peek('a', { status })],
       ['peek miss', (c, status) => c.peek('zz', { status })],
+      // fetch without a fetchMethod is a get, and says so (it left status empty).
+      // Their promises' values are compared in the fetch test below.
+      ['fetch hit', (c, status) => c.fetch('a', { status }) instanceof Promise],
+      ['fetch timed', (c, status) => c.fetch('t', { status }) instanceof Promise],
+      ['fetch miss', (c, status) => c.fetch('zz', { status }) instanceof Promise],
       ['set undefined', (c, status) => c.set('a', undefined, { status })],
     ];
     for (const [name, step] of steps) {
@@ -1107,7 +1112,7 @@ test('status objects of set, get, has and peek carry lru-cache\'s fields', { ski
       assert.deepEqual(gotResult === larder ? 'this' : gotResult, wantResult === lru ? 'this' : wantResult, where);
       assert.deepEqual(Object.keys(got).sort(), Object.keys(want).sort(), where);
       assert.equal(got.cache, larder, where);
-      for (const field of ['op', 'key', 'value', 'oldValue', 'set', 'get', 'has', 'peek']) {
+      for (const field of ['op', 'key', 'value', 'oldValue', 'set', 'get', 'has', 'peek', 'fetch']) {
         assert.deepEqual(got[field], want[field], `${where}: ${field}`);
       }
       if ('remainingTTL' in want) {
