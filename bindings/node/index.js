@@ -362,7 +362,7 @@ class LarderCache {
       : checkInteger('maxValueBytes', o.maxValueBytes, 0, LIMITS.valueLimit - 1);
     const policyName = o.policy === undefined ? 'default' : o.policy;
     if (typeof policyName !== 'string') throw typeError('policy must be a string');
-    if (!(policyName in POLICIES)) {
+    if (!Object.hasOwn(POLICIES, policyName)) { // not `in`: 'toString' is in every object
       throw rangeError(`policy must be one of ${Object.keys(POLICIES).join(', ')}, got '${policyName}'`);
     }
     // Truthy or falsy, as lru-cache reads it (!!updateAgeOnGet).
@@ -396,7 +396,7 @@ class LarderCache {
     this.#name = name;
     this.#n = native.open(name === undefined ? null : name, maxSize, max, ttl,
       maxKeyBytes, maxValueBytes + 1, POLICIES[policyName], updateAgeOnGet ? 1 : 0, given,
-      this.#dispose ? (buf, records) => this.#deliver(buf, records) : null,
+      this.#dispose ? LarderCache.#deliverer(new WeakRef(this)) : null,
       queueBytes, compression.minSize === 0 ? 0 : compression.minSize + 1, compression.minSaving,
       pool.native, pool.minShare, pool.maxShare, pool.missCost, shards);
     if (pool.pool !== null) {
@@ -596,13 +596,19 @@ class LarderCache {
 
   #getStatus(key, status) {
     this.#statusOp(status, 'get', key);
+    const value = this.#getHitStatus(key, status);
+    if (value !== undefined) status.value = value;
+    return value;
+  }
+
+  /* get's outcome, and the ttl fields of a hit; fetch fills the same, without value. */
+  #getHitStatus(key, status) {
     const value = this.get(key);
     if (value === undefined) {
       status.get = 'miss';
     } else {
       this.#statusTTL(status, key);
       status.get = 'hit';
-      status.value = value;
     }
     return value;
   }
@@ -674,12 +680,16 @@ class LarderCache {
 
   /**
    * lru-cache's fetch without a fetchMethod (which LarderCache refuses): a
-   * promise of get(key). Null options throw at the call, as lru-cache's.
+   * promise of get(key). Null options throw at the call, as lru-cache's; a
+   * status says op 'fetch', fetch 'get' and get's outcome, as lru-cache's.
    */
   fetch(key, options) {
-    if (options === null) throw typeError('options must be an object');
+    const status = options === undefined ? undefined : statusOf(options);
     try {
-      return Promise.resolve(this.get(key));
+      if (status === undefined) return Promise.resolve(this.get(key));
+      this.#statusOp(status, 'fetch', key);
+      status.fetch = 'get';
+      return Promise.resolve(this.#getHitStatus(key, status));
     } catch (e) {
       return Promise.reject(e);
     }
@@ -755,7 +765,8 @@ class LarderCache {
   /**
    * lru-cache's load(pairs): clear(), then set each [key, { value, ttl,
    * start }] with the lifetime it has left (ttl less the time since start;
-   * one that ran out is not stored). The pairs are checked before the clear;
+   * one that ran out, or a negative ttl, is not stored, and a NaN ttl is no
+   * lifetime, as lru-cache reads them). The pairs are checked before the clear;
    * a key or value refused part-way (thrown) leaves those before it loaded.
    */
   load(pairs) {
@@ -776,10 +787,15 @@ class LarderCache {
     for (const [key, { value, ttl, start }] of list) {
       if (ttl == null) {
         this.set(key, value);
+      } else if (ttl === 0 || Number.isNaN(ttl)) {
+        // lru-cache's set takes a NaN ttl, and its entry never goes stale: no lifetime.
+        this.set(key, value, { ttl: 0 });
       } else {
+        // A lifetime that ran out, or a negative one (lru-cache's set takes
+        // it, and its entry is stale at once), is not stored.
         const left = start ? ttl - (Date.now() - start) : ttl;
-        if (ttl > 0 && !(left > 0)) continue;
-        this.set(key, value, { ttl: ttl > 0 ? left : ttl });
+        if (!(left > 0)) continue;
+        this.set(key, value, { ttl: left });
       }
     }
   }
@@ -1148,7 +1164,20 @@ class LarderCache {
     if (Math.abs(target - cap) > cap / 64) this.#n.setCapacity(target);
   }
 
-  /* Called by the addon's thread-safe function with a batch of removal records. */
+  /*
+   * The function the addon's thread-safe function calls with removal
+   * records. That function is a GC root for the native handle's whole life,
+   * so it reaches the cache only through a WeakRef: otherwise a cache with
+   * dispose (and whatever its dispose closes over, often the cache) could
+   * never be collected, and one dropped without close() would keep its
+   * native cache, memory and maintainer thread until the thread exits.
+   * Made in a static method so that the closure captures nothing else.
+   */
+  static #deliverer(ref) {
+    return (buf, records) => ref.deref()?.#deliver(buf, records);
+  }
+
+  /* Called through #deliverer with a batch of removal records. */
   #deliver(buf, records) {
     let off = 0;
     let first = null;

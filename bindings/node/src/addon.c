@@ -37,6 +37,7 @@
  * index.js in one call.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,7 +132,8 @@ static void tsfn_call_js(napi_env env, napi_value js_cb, void *context, void *da
 {
 	struct handle *h = context;
 	size_t used, records;
-	napi_value argv[2], undef;
+	napi_value argv[2], undef, err;
+	bool pending = false;
 
 	(void)data;
 	if (env == NULL || js_cb == NULL)
@@ -143,8 +145,16 @@ static void tsfn_call_js(napi_env env, napi_value js_cb, void *context, void *da
 		return;
 	napi_create_double(env, (double)records, &argv[1]);
 	napi_get_undefined(env, &undef);
-	/* An exception from dispose surfaces as Node reports any callback's. */
+	/*
+	 * An exception from dispose (index.js rethrows the batch's first) must
+	 * surface as any callback's does, as process's uncaughtException. Left
+	 * pending, Node-API 8 drops it with only a deprecation warning (DEP0168)
+	 * unless node runs with --force-node-api-uncaught-exceptions-policy.
+	 */
 	napi_call_function(env, undef, js_cb, 2, argv, NULL);
+	if (napi_is_exception_pending(env, &pending) == napi_ok && pending &&
+	    napi_get_and_clear_last_exception(env, &err) == napi_ok)
+		napi_fatal_exception(env, err);
 }
 
 static void tsfn_finalize(napi_env env, void *data, void *hint)

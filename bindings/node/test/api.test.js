@@ -223,6 +223,11 @@ test('over the limits: RangeError naming the limit', () => {
   assert.throws(() => new LarderCache({ maxSize: 1000 }), { name: 'RangeError', message: /maxSize/ });
   assert.throws(() => new LarderCache({ maxKeyBytes: 70000 }), { name: 'RangeError', message: /maxKeyBytes/ });
   assert.throws(() => new LarderCache({ policy: 'mru' }), { name: 'RangeError', message: /policy/ });
+  // Names an object inherits are no policies either (they reached the addon: 'bad open argument').
+  for (const policy of ['toString', '__proto__', 'constructor', 'hasOwnProperty']) {
+    assert.throws(() => new LarderCache({ policy }),
+      { name: 'RangeError', code: 'ERR_OUT_OF_RANGE', message: /policy must be one of default, / }, policy);
+  }
   assert.throws(() => new LarderCache({ max: -1 }), { name: 'TypeError', message: /max/ }); // lru-cache's class
 });
 

@@ -1048,12 +1048,40 @@ test('dump() and load() carry contents and deadlines between lru-cache and Larde
 });
 
 /*
+ * lru-cache's set takes a negative ttl (the entry is stale at once) and a
+ * NaN one (it never goes stale), and its dump() carries them. load() threw
+ * a RangeError (negative) or TypeError (NaN) on such an entry after its
+ * clear(), leaving the cache with the entries before it.
+ */
+test('load() of a dump with a negative or NaN ttl reads them as lru-cache, after its clear as before it', { skip: needLru }, () => {
+  const lru = new LRUCache({ max: 100 });
+  lru.set('a', 1);
+  lru.set('negative', 2, { ttl: -1 });
+  lru.set('nan', 3, { ttl: NaN });
+  lru.set('b', 4, { ttl: 60000 });
+  const dump = lru.dump();
+  assert.ok(dump.some(([k, e]) => k === 'negative' && e.ttl === -1), 'the dump carries the negative ttl');
+  const back = new LRUCache({ max: 100 });
+  back.load(dump);
+  const c = new LarderCache();
+  c.set('gone', 'cleared by load');
+  c.load(dump);
+  for (const key of ['a', 'negative', 'nan', 'b', 'gone']) {
+    assert.equal(c.get(key), back.get(key), key);
+    assert.equal(c.getRemainingTTL(key) === Infinity, back.getRemainingTTL(key) === Infinity, `${key}: lifetime`);
+  }
+  assert.equal(c.getRemainingTTL('nan'), Infinity);
+  assert.deepEqual(contents(c), [['a', 1], ['b', 4], ['nan', 3]]);
+  c.close();
+});
+
+/*
  * lru-cache fills a status object given to set, get, has and peek ({ status
  * }: op, key, cache, the outcome, value, oldValue, and the ttl fields of an
  * entry with a lifetime). LarderCache ignored it (left it {}). Compared
  * field by field with lru-cache's; values where both know them.
  */
-test('status objects of set, get, has and peek carry lru-cache\'s fields', { skip: needLru }, () => {
+test('status objects of set, get, has, peek and fetch carry lru-cache\'s fields', { skip: needLru }, () => {
   for (const options of [{}, { ttl: 60000 }]) {
     const lru = new LRUCache({ max: 100, ...options });
     const larder = new LarderCache(options);
@@ -1068,6 +1096,11 @@ test('status objects of set, get, has and peek carry lru-cache\'s fields', { ski
       ['has miss', (c, status) => c.has('zz', { status })],
       ['peek hit', (c, status) => c.peek('a', { status })],
       ['peek miss', (c, status) => c.peek('zz', { status })],
+      // fetch without a fetchMethod is a get, and says so (it left status empty).
+      // Their promises' values are compared in the fetch test below.
+      ['fetch hit', (c, status) => c.fetch('a', { status }) instanceof Promise],
+      ['fetch timed', (c, status) => c.fetch('t', { status }) instanceof Promise],
+      ['fetch miss', (c, status) => c.fetch('zz', { status }) instanceof Promise],
       ['set undefined', (c, status) => c.set('a', undefined, { status })],
     ];
     for (const [name, step] of steps) {
@@ -1079,7 +1112,7 @@ test('status objects of set, get, has and peek carry lru-cache\'s fields', { ski
       assert.deepEqual(gotResult === larder ? 'this' : gotResult, wantResult === lru ? 'this' : wantResult, where);
       assert.deepEqual(Object.keys(got).sort(), Object.keys(want).sort(), where);
       assert.equal(got.cache, larder, where);
-      for (const field of ['op', 'key', 'value', 'oldValue', 'set', 'get', 'has', 'peek']) {
+      for (const field of ['op', 'key', 'value', 'oldValue', 'set', 'get', 'has', 'peek', 'fetch']) {
         assert.deepEqual(got[field], want[field], `${where}: ${field}`);
       }
       if ('remainingTTL' in want) {

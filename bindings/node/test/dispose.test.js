@@ -2,7 +2,8 @@
 /* dispose: every reason, copies of the values, asynchronous delivery, drops counted. */
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { LarderCache, flushedRead, waitFor } = require('./helpers.js');
+const { Worker } = require('node:worker_threads');
+const { INDEX, LarderCache, flushedRead, waitFor } = require('./helpers.js');
 
 function recorder() {
   const events = [];
@@ -145,4 +146,62 @@ test('shards: four maintainers report every removal once; the count is checked',
   const joined = new LarderCache({ name: 'shards-test' });
   joined.close();
   named.close();
+});
+
+test('an exception thrown by dispose is the thread\'s uncaughtException, after the rest of its batch', async () => {
+  // In a worker, whose process.on('uncaughtException') the test runner does not own.
+  // Node-API 8 dropped the exception silently (a DEP0168 warning) until the
+  // addon raised it with napi_fatal_exception.
+  const src = `
+    const { parentPort } = require('node:worker_threads');
+    const { LarderCache } = require(${JSON.stringify(INDEX)});
+    const uncaught = [];
+    process.on('uncaughtException', (e) => uncaught.push(e.message));
+    const seen = [];
+    const c = new LarderCache({ dispose: (v, k) => {
+      seen.push(k);
+      if (k === 'a') throw new Error('dispose threw for ' + k);
+    } });
+    c.set('a', '1');
+    c.set('b', '2');
+    c.delete('a');
+    c.delete('b');
+    const check = () => {
+      if (seen.length < 2) return setTimeout(check, 5);
+      c.close();
+      parentPort.postMessage({ uncaught, seen });
+    };
+    check();`;
+  const result = await new Promise((resolve, reject) => {
+    const w = new Worker(src, { eval: true, env: process.env });
+    let message;
+    w.on('message', (m) => { message = m; });
+    w.on('error', reject);
+    w.on('exit', (code) => (code === 0 ? resolve(message) : reject(new Error(`worker exit ${code}`))));
+  });
+  assert.deepEqual(result.seen, ['a', 'b'], 'both removals delivered, in order');
+  assert.deepEqual(result.uncaught, ['dispose threw for a'], 'the exception reached uncaughtException once');
+});
+
+test('a cache with dispose dropped without close() is collected and its native cache closed', async () => {
+  // The addon's thread-safe function, a GC root, held the cache through its
+  // callback: such a cache was never collected, its native cache never closed.
+  const before = LarderCache.openCaches();
+  (() => {
+    for (let i = 0; i < 4; i++) {
+      const r = recorder();
+      const c = new LarderCache({ maxSize: 1 << 20, dispose: r.dispose });
+      c.set('k', 'v');
+      c.delete('k');
+    }
+    // A dispose that closes over its own cache, as one that reads it does.
+    const c = new LarderCache({ maxSize: 1 << 20, dispose: () => c.size });
+    c.set('k', 'v');
+    c.delete('k');
+  })();
+  assert.equal(LarderCache.openCaches(), before + 5);
+  await waitFor(() => {
+    global.gc();
+    return LarderCache.openCaches() === before;
+  }, 'the dropped caches to be collected and closed');
 });
