@@ -254,6 +254,10 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 			  size_t bytes);
 /* Maintainer (or close): hands every page of the cursor back (thread exit, close). */
 void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cursor *c);
+/* Maintainer, once a clear has emptied the cache: hands back the shared
+ * cursor's pages (SLAB-S8), so that they are retired as their last slots
+ * are freed instead of staying mapped, empty, for light writers. */
+void larder__slab_release_shared(struct larder__slab *s);
 /* The cursor's owner, as its thread exits: hands back every page but the
  * empty ones, which stay in the cursor for larder__slab_release_cursor()
  * (SLAB-S7 in slab.c). */

@@ -13,10 +13,15 @@
  * and each shard kept freed big slots resident up to the whole cache's
  * limit of them (1/16 of the capacity, at most 4 MiB) computed from its
  * 1/K share, 16 MiB at K = 4 (test_kept_slots_split_among_shards).
+ * And the pages light writers share (SLAB-S8) stayed mapped, empty, after
+ * a clear, one per class written and shard: 70 MiB for a 4 MiB cache at
+ * K = 16, where docs/memory.md says a clear leaves the reserve, the
+ * writers' own current pages and the index (test_clear_releases_shared_pages).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -131,11 +136,64 @@ static void test_kept_slots_split_among_shards(void)
 	kept_after_removals(4);
 }
 
+/*
+ * docs/memory.md, "How memory goes back": what stays mapped after a clear is
+ * the reserve, each live writer thread's current page of every class it
+ * wrote, and the empty index. A writer that wrote fewer than 32 entries of
+ * each class (per shard) has no page of its own: its entries went into the
+ * pages the cache's writers share, which must go back too.
+ */
+static void clear_light_writer(unsigned shards)
+{
+	larder *c = open_shards(4 * MiB, shards);
+	unsigned char *v = calloc(1, 200 * 1024);
+	REQUIRE(c != NULL && v != NULL);
+	char key[16];
+	/* 8 entries of each of 12 classes (100 B to 200 KiB) per shard: light */
+	for (unsigned i = 0; i < 8 * 12 * shards; i++) {
+		size_t len = (size_t)100 << (i % 12);
+		snprintf(key, sizeof(key), "l%u", i);
+		CHECK_RC(larder_put(c, key, strlen(key), v, len < 200 * 1024 ? len : 200 * 1024,
+				    LARDER_TTL_NEVER),
+			 LARDER_OK);
+	}
+	CHECK_RC(larder_clear(c), LARDER_OK);
+	REQUIRE_EQ(th_quiesce(c, 60000), 0);
+	uint64_t pages = 0, cls[LARDER_CLASS_STAT_COUNT];
+	for (size_t k = 0; k < larder_size_class_count(); k++)
+		if (CHECK_RC(larder_stats_size_class(c, k, cls, LARDER_CLASS_STAT_COUNT), LARDER_OK))
+			pages += cls[LARDER_CLASS_PAGES];
+	uint64_t mapped = th_stat(c, LARDER_STAT_PAGES_MAPPED);
+	printf("  %u shards: after a clear %" PRIu64 " class pages, %" PRIu64
+	       " KiB mapped, %" PRIu64 " KiB of it the reserve\n",
+	       shards, pages, mapped / KiB, th_stat(c, LARDER_STAT_RESERVE_BYTES) / KiB);
+	CHECK_EQ(pages, 0);
+	CHECK_EQ(mapped, th_stat(c, LARDER_STAT_RESERVE_BYTES));
+	CHECK_LE(mapped, reserve_bound(4 * MiB));
+	/* and the shared pages come back for the next light writes */
+	for (unsigned i = 0; i < 12; i++) {
+		snprintf(key, sizeof(key), "m%u", i);
+		CHECK_RC(larder_put(c, key, strlen(key), v, (size_t)100 << i, LARDER_TTL_NEVER),
+			 LARDER_OK);
+	}
+	th_check_memory_audit(c);
+	th_check_accounting(c, 60000, NULL, NULL);
+	larder_close(c);
+	free(v);
+}
+
+static void test_clear_releases_shared_pages(void)
+{
+	clear_light_writer(1);
+	clear_light_writer(16);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct th_test tests[] = {
 		TH_TEST(test_reserve_split_among_shards),
 		TH_TEST(test_kept_slots_split_among_shards),
+		TH_TEST(test_clear_releases_shared_pages),
 	};
 	return th_main(argc, argv, tests, TH_COUNT(tests));
 }
