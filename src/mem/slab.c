@@ -90,7 +90,7 @@
  *       would: of the P = max(reserve_limit / page, 1) empty pages of a page
  *       size, part i keeps P / K, plus one when i < P % K; and 1/K of the
  *       kept big slots' limit each. Each keeping at least one page of every
- *       size held 17 MiB of empty pages for a 64 MiB cache at K = 4 and 50
+ *       size held 17 MiB of empty pages for a 64 MiB cache at K = 4 and 54
  *       MiB at K = 16, where the documented reserve is 7 MiB
  *       (test_reserve_split_among_shards in tests/unit/test_audit_limits.c).
  *
