@@ -2172,14 +2172,16 @@ int larder_touch(larder *c, const void *key, size_t key_len, uint64_t ttl_ms)
 	return rc;
 }
 
-/* A shard's slab's reserve of empty pages per page size: 1/64 of the
- * capacity, at most LARDER__SLAB_RESERVE_MAX (4 MiB), so that a small cache
- * does not keep six times 4 MiB of empty pages (a 64 MiB cache: 1 MiB
- * each); split among the shards, so that K slabs keep what one would. */
-static uint64_t slab_reserve(const struct larder *c, uint64_t capacity)
+/* The cache's reserve of empty pages per page size: 1/64 of the capacity,
+ * at most LARDER__SLAB_RESERVE_MAX (4 MiB), so that a small cache does not
+ * keep six times 4 MiB of empty pages (a 64 MiB cache: 1 MiB each); split
+ * among the shards' slabs, so that K slabs keep what one would (SLAB-S10
+ * in mem/slab.c). */
+static void slab_reserve_set(struct larder__shard *s, uint64_t capacity)
 {
 	uint64_t r = capacity / 64;
-	return (r < LARDER__SLAB_RESERVE_MAX ? r : LARDER__SLAB_RESERVE_MAX) / c->shard_count;
+	larder__slab_set_reserve(&s->slab, r < LARDER__SLAB_RESERVE_MAX ? r : LARDER__SLAB_RESERVE_MAX,
+				 s->index, s->cache->shard_count);
 }
 
 /* A table sized for the expected entries (TABLE-L1 in index/table.h); growth takes it
@@ -2267,7 +2269,7 @@ int larder__cache_set_capacity(larder *c, uint64_t bytes)
 	atomic_store_explicit(&c->capacity, bytes, LARDER__RELAXED);
 	atomic_fetch_add_explicit(&c->budget, delta, LARDER__RELAXED);
 	for (unsigned i = 0; i < c->shard_count; i++)
-		larder__slab_set_reserve(&c->shard[i].slab, slab_reserve(c, bytes));
+		slab_reserve_set(&c->shard[i], bytes);
 	pthread_mutex_unlock(&c->admin_lock);
 	larder__maint_wake_all(c);
 	return LARDER_OK;
@@ -2453,7 +2455,7 @@ static int shard_open(larder *c, struct larder__shard *s, uint64_t capacity)
 	if (larder__slab_init(&s->slab) != 0)
 		goto fail_slab;
 	s->slab.share_first = 1; /* many writer threads (SLAB-S8) */
-	larder__slab_set_reserve(&s->slab, slab_reserve(c, capacity));
+	slab_reserve_set(s, capacity);
 	struct larder__table *t = first_table(c);
 	if (!t)
 		goto fail_table;

@@ -303,8 +303,10 @@ uint64_t larder__maint_clear_walk(struct larder__maint *m, int ready)
 	m->gens = g->retire_next;
 	larder__table_destroy(next);
 	larder__table_destroy(g);
-	/* The cache was emptied: its kept big slots go back too (SLAB-S6). */
+	/* The cache was emptied: its kept big slots go back too (SLAB-S6),
+	 * and the pages light writers shared, as they empty (SLAB-S8). */
 	larder__slab_keep_trim(&m->shard->slab, 1);
+	larder__slab_release_shared(&m->shard->slab);
 	return work;
 }
 

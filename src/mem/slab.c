@@ -67,6 +67,12 @@
  *       into maint_free, the page listed if unowned), and then an unowned
  *       page it empties stays listed, for the next writer of its class,
  *       instead of being retired (only the maintainer retires: SLAB-S4).
+ *       Once a clear has emptied the cache the maintainer releases the
+ *       shared cursor's pages (larder__slab_release_shared), which then go
+ *       as their slots are freed: kept, a cache of K shards held K shared
+ *       pages of every class light writers had written, empty, after the
+ *       clear (70 MiB for a 4 MiB cache at K = 16;
+ *       test_clear_releases_shared_pages in tests/unit/test_audit_limits.c).
  *   SLAB-S9. A cursor's run of class k (struct larder__slab_run in slab.h)
  *       holds free slots of the cursor's page of class k only: the bits of
  *       one owner_free word, taken out of the bitmap together (the word
@@ -79,6 +85,14 @@
  *       free bit (the run's own is 0 in the bitmap). Nothing but the owner
  *       reads a run: the maintainer counts slots by its live counts, never
  *       by an owned page's bitmaps.
+ *   SLAB-S10. Slabs that share one reserve (a cache's K shards, parts
+ *       0..K-1 of larder__slab_set_reserve) keep together what one slab
+ *       would: of the P = max(reserve_limit / page, 1) empty pages of a page
+ *       size, part i keeps P / K, plus one when i < P % K; and 1/K of the
+ *       kept big slots' limit each. Each keeping at least one page of every
+ *       size held 17 MiB of empty pages for a 64 MiB cache at K = 4 and 54
+ *       MiB at K = 16, where the documented reserve is 7 MiB
+ *       (test_reserve_split_among_shards in tests/unit/test_audit_limits.c).
  *
  * Audit (larder_stats_size_class): pages per class and the reserve move
  * under the lock; live slots per class move when the maintainer counts an
@@ -162,6 +176,16 @@ static uint64_t kept_limit(uint64_t reserve)
 {
 	return reserve < LARDER__SLAB_RESERVE_MAX / KEPT_SHARE ? reserve * KEPT_SHARE
 							       : LARDER__SLAB_RESERVE_MAX;
+}
+
+/* SLAB-S10: how many empty pages of `page` bytes this slab keeps. */
+static unsigned reserve_pages_locked(struct larder__slab *s, size_t page)
+{
+	LARDER__ASSERT_HELD(&s->lock);
+	uint64_t all = s->reserve_limit / page;
+	if (all == 0)
+		all = 1;
+	return (unsigned)(all / s->reserve_parts) + (s->reserve_part < all % s->reserve_parts);
 }
 
 /* Relaxed add to an audit counter (statistics order nothing). */
@@ -272,6 +296,7 @@ int larder__slab_init(struct larder__slab *s)
 {
 	memset(s, 0, sizeof(*s));
 	s->reserve_limit = LARDER__SLAB_RESERVE_MAX;
+	s->reserve_parts = 1;
 	atomic_init(&s->kept_limit, kept_limit(LARDER__SLAB_RESERVE_MAX));
 	if (larder__pagedir_init(&s->dir) != 0)
 		return -1;
@@ -514,9 +539,9 @@ static void page_retire_locked(struct larder__slab *s, struct larder__page *pg)
 		pg->all_next->all_prev = pg->all_prev;
 	audit_add(&s->class_pages[pg->size_class], -1);
 	unsigned o = page_order(pg->page_bytes);
-	/* A reserve of reserve_limit bytes per page size (at least one page)
-	 * saves mmap calls when a cache churns around one size. */
-	if (s->reserve_count[o] < s->reserve_limit / pg->page_bytes || s->reserve_count[o] == 0) {
+	/* A reserve of reserve_limit bytes per page size (at least one page,
+	 * SLAB-S10) saves mmap calls when a cache churns around one size. */
+	if (s->reserve_count[o] < reserve_pages_locked(s, pg->page_bytes)) {
 		pg->all_next = s->reserve[o];
 		s->reserve[o] = pg;
 		s->reserve_count[o]++;
@@ -868,6 +893,13 @@ void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cur
 	}
 }
 
+void larder__slab_release_shared(struct larder__slab *s)
+{
+	pthread_mutex_lock(&s->shared_lock); /* its owner now (SLAB-S8) */
+	larder__slab_release_cursor(s, &s->shared);
+	pthread_mutex_unlock(&s->shared_lock);
+}
+
 void larder__slab_release_cursor_at_exit(struct larder__slab *s, struct larder__slab_cursor *c)
 {
 	for (unsigned k = 0; k < LARDER__SIZECLASS_COUNT; k++) {
@@ -1031,19 +1063,23 @@ void larder__slab_free_batched(struct larder__slab *s, struct larder__slab_batch
 	b->slots++;
 }
 
-void larder__slab_set_reserve(struct larder__slab *s, uint64_t bytes)
+void larder__slab_set_reserve(struct larder__slab *s, uint64_t bytes, unsigned part,
+			      unsigned parts)
 {
+	LARDER__ASSERT(parts > 0 && part < parts);
 	pthread_mutex_lock(&s->lock);
 	s->reserve_limit = bytes;
+	s->reserve_part = part;
+	s->reserve_parts = parts;
 	/* Relaxed: written under the lock; read as a hint by
 	 * larder__slab_keep_trim(), which the maintainer runs every pass, there
 	 * to give back what is over it. */
-	atomic_store_explicit(&s->kept_limit, kept_limit(bytes), LARDER__RELAXED);
-	/* What a smaller limit leaves over goes back at once (keeping one
-	 * page per size, as page_retire_locked() does). */
+	atomic_store_explicit(&s->kept_limit, kept_limit(bytes) / parts, LARDER__RELAXED);
+	/* What a smaller limit leaves over goes back at once (SLAB-S10's
+	 * share, as page_retire_locked() keeps it). */
 	for (unsigned o = 0; o < LARDER__PAGE_ORDERS; o++) {
 		size_t page = (size_t)LARDER__PAGE_MIN << o;
-		while (s->reserve_count[o] > 1 && s->reserve_count[o] > bytes / page) {
+		while (s->reserve_count[o] > reserve_pages_locked(s, page)) {
 			struct larder__page *pg = s->reserve[o];
 			s->reserve[o] = pg->all_next;
 			s->reserve_count[o]--;

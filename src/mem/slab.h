@@ -135,15 +135,18 @@ struct larder__slab {
 	int share_first; /* SLAB-S8 applies: set before the first allocation */
 	struct larder__page *reserve[LARDER__PAGE_ORDERS];
 	unsigned reserve_count[LARDER__PAGE_ORDERS];
-	uint64_t reserve_limit; /* under lock: bytes of empty pages kept per page size */
+	/* Under lock: bytes of empty pages kept per page size by the slabs that
+	 * share one reserve (a cache's shards), and which of them this is. */
+	uint64_t reserve_limit;
+	unsigned reserve_part, reserve_parts;
 	/* Freed big slots kept resident, per class (SLAB-S6): linked through
 	 * their first bytes, under lock. kept_count is their number (written
 	 * under lock, read without it as a hint whether to take the lock). */
 	void *kept[LARDER__SIZECLASS_COUNT];
 	larder__atomic_u32 kept_count[LARDER__SIZECLASS_COUNT];
 	/* Their bytes, and the most kept (4 x reserve_limit, at most
-	 * LARDER__SLAB_RESERVE_MAX): written under lock, read without it by the
-	 * maintainer's trim as a hint. */
+	 * LARDER__SLAB_RESERVE_MAX, split among the reserve's parts): written
+	 * under lock, read without it by the maintainer's trim as a hint. */
 	larder__atomic_u64 kept_bytes;
 	larder__atomic_u64 kept_limit;
 	/* Empty pages beyond the reserve, waiting for the returner thread to
@@ -177,10 +180,13 @@ struct larder__slab {
 
 int larder__slab_init(struct larder__slab *s);
 /* Sets how many bytes of empty pages the slab keeps per page size (at least
- * one page each), and of freed big slots (SLAB-S6); pages over a lower limit
- * go back to the OS at once, kept slots at the maintainer's next
- * larder__slab_keep_trim(). */
-void larder__slab_set_reserve(struct larder__slab *s, uint64_t bytes);
+ * one page each), and of freed big slots (SLAB-S6), when it is part `part`
+ * of `parts` slabs that share that reserve (a cache's shards): each keeps
+ * its share, so that together they keep what one slab would (SLAB-S10).
+ * Pages over a lower limit go back to the OS at once, kept slots at the
+ * maintainer's next larder__slab_keep_trim(). */
+void larder__slab_set_reserve(struct larder__slab *s, uint64_t bytes, unsigned part,
+			      unsigned parts);
 /* Maintainer: gives kept big slots back to the kernel and frees them, down
  * to the reserve's limit, or all of them when `all` (a clear emptied the
  * cache). */
@@ -248,6 +254,10 @@ void larder__slab_unalloc(struct larder__slab *s, struct larder__slab_cursor *c,
 			  size_t bytes);
 /* Maintainer (or close): hands every page of the cursor back (thread exit, close). */
 void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cursor *c);
+/* Maintainer, once a clear has emptied the cache: hands back the shared
+ * cursor's pages (SLAB-S8), so that they are retired as their last slots
+ * are freed instead of staying mapped, empty, for light writers. */
+void larder__slab_release_shared(struct larder__slab *s);
 /* The cursor's owner, as its thread exits: hands back every page but the
  * empty ones, which stay in the cursor for larder__slab_release_cursor()
  * (SLAB-S7 in slab.c). */
