@@ -302,17 +302,18 @@ static void read_hit(struct run *r, unsigned k)
 		r->m[k].deadline = now(r) + DTTL;
 }
 
-/* Reads k one way (get, peek, get_with, get_batch, contains, ttl_remaining)
- * and checks the result against the model. */
+/* Reads k one way (get, peek, get_with, get_batch, contains, ttl_remaining,
+ * access) and checks the result against the model. */
 static void check_read(struct run *r, unsigned k, unsigned how)
 {
+	enum { READS = 7 };
 	char key[16];
 	size_t kl = key_of(key, k), vl = 0;
 	static struct model g[2];
 	uint64_t ttl = 0;
 	int rc;
 	memset(g, 0, sizeof g);
-	switch (how % 6) {
+	switch (how % READS) {
 	case 0:
 		rc = larder_get(r->c, key, kl, g[0].val, MAXV, &vl);
 		break;
@@ -339,11 +340,14 @@ static void check_read(struct run *r, unsigned k, unsigned how)
 	case 4:
 		rc = larder_contains(r->c, key, kl);
 		break;
-	default:
+	case 5:
 		rc = larder_ttl_remaining(r->c, key, kl, &ttl);
 		break;
+	default:
+		rc = larder_access(r->c, key, kl);
+		break;
 	}
-	int counted = how % 6 == 0 || how % 6 == 2 || how % 6 == 3;
+	int counted = how % READS == 0 || how % READS == 2 || how % READS == 3;
 	if (counted)
 		rc == LARDER_OK ? r->hits++ : r->misses++;
 	if (r->row.tiny && rc == LARDER_MISS) {
@@ -351,17 +355,17 @@ static void check_read(struct run *r, unsigned k, unsigned how)
 		return;
 	}
 	if (!CHECK_RC(rc, live(r, k) ? LARDER_OK : LARDER_MISS)) {
-		th_fail(__FILE__, __LINE__, "key %u read %u at t=%llu deadline %llu", k, how % 6,
+		th_fail(__FILE__, __LINE__, "key %u read %u at t=%llu deadline %llu", k, how % READS,
 			(unsigned long long)now(r), (unsigned long long)r->m[k].deadline);
 		return;
 	}
 	if (rc != LARDER_OK)
 		return;
-	if (how % 6 < 4 && CHECK_EQ(vl, r->m[k].len))
+	if (how % READS < 4 && CHECK_EQ(vl, r->m[k].len))
 		CHECK_MEM(g[0].val, r->m[k].val, vl);
-	if (how % 6 == 5)
+	if (how % READS == 5)
 		CHECK_EQ(ttl, r->m[k].deadline == NONE ? NONE : r->m[k].deadline - now(r));
-	if (counted)
+	if (counted || how % READS == 6) /* access extends as a get does */
 		read_hit(r, k);
 }
 
@@ -539,6 +543,9 @@ static void bad_inputs(struct run *r)
 	CHECK_RC(larder_get_batch(c, 1, NULL, &vl, noop_batch, NULL), LARDER_EINVAL);
 	CHECK_RC(larder_get_batch(NULL, 0, NULL, NULL, NULL, NULL), LARDER_EINVAL);
 	CHECK_RC(larder_contains(NULL, "p", 1), LARDER_EINVAL);
+	CHECK_RC(larder_access(NULL, "p", 1), LARDER_EINVAL);
+	CHECK_RC(larder_access(c, NULL, 1), LARDER_EINVAL);
+	CHECK_RC(larder_access(c, "p", 0), LARDER_EINVAL);
 	CHECK_RC(larder_remove(c, "", 0), LARDER_EINVAL);
 	CHECK_RC(larder_touch(c, NULL, 1, 5), LARDER_EINVAL);
 	CHECK_RC(larder_clear(NULL), LARDER_EINVAL);
@@ -569,6 +576,7 @@ static void bad_inputs(struct run *r)
 	CHECK_RC(larder_peek(c, lk, MAX_KEY + 1, buf, sizeof buf, &vl), LARDER_EKEYSIZE);
 	CHECK_RC(larder_get_with(c, lk, MAX_KEY + 1, noop_read, NULL), LARDER_EKEYSIZE);
 	CHECK_RC(larder_contains(c, lk, MAX_KEY + 1), LARDER_EKEYSIZE);
+	CHECK_RC(larder_access(c, lk, MAX_KEY + 1), LARDER_EKEYSIZE);
 	CHECK_RC(larder_ttl_remaining(c, lk, MAX_KEY + 1, &ttl), LARDER_EKEYSIZE);
 	/* Then a value over max_value_bytes, before the key's status: p keeps "v". */
 	CHECK_RC(larder_put(c, "p", 1, bv, big, 0), LARDER_EVALSIZE);
