@@ -31,7 +31,9 @@
 #include "pool/pool.h"
 #include "pool/probe.h"
 
-#define WAIT_MS 20000u
+/* Hang guards and the write waits that must not run out: longer in the
+ * sanitizer builds, as ctest's timeouts are (TH_SLOW). */
+#define WAIT_MS (20000u * TH_SLOW)
 
 static larder_pool *make_pool(uint64_t budget, uint64_t interval_ms)
 {
@@ -1312,7 +1314,7 @@ static void test_probe_estimates(void)
 /* A reading takes DUTY_SEEN sampled requests (several seconds at the capped
  * rate, much longer under ThreadSanitizer on a loaded machine), and one
  * spoiled by a restart is retried: a deadline that leaves room for a few
- * (WAIT_MS left one under two ThreadSanitizer runs at load 20). */
+ * (20 s left one under two ThreadSanitizer runs at load 20). */
 #define DUTY_WAIT_MS (4 * WAIT_MS)
 
 struct duty_wait {
