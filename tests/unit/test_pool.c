@@ -48,13 +48,16 @@ static larder_pool *make_pool(uint64_t budget, uint64_t interval_ms)
 	return pool;
 }
 
-/* A config naming the pool, with shares and a miss cost. */
+/* A config naming the pool, with shares and a miss cost, and th_config()'s
+ * write wait (a writer at the bound of a loaded machine got LARDER_EBUSY
+ * after the default second); the tests of the wait set their own. */
 static larder_config *pooled(larder_pool *pool, double min_share, double max_share, double cost)
 {
 	larder_config *cfg = NULL;
 	if (!CHECK_RC(larder_config_create(&cfg), LARDER_OK))
 		return NULL;
 	if (!CHECK_RC(larder_config_set_pool(cfg, pool), LARDER_OK) ||
+	    !CHECK_RC(larder_config_set_write_wait_ms(cfg, TH_WRITE_WAIT_MS), LARDER_OK) ||
 	    !CHECK_RC(larder_config_set_pool_shares(cfg, min_share, max_share), LARDER_OK) ||
 	    !CHECK_RC(larder_config_set_miss_cost(cfg, cost), LARDER_OK) ||
 	    !CHECK_RC(larder_config_set_hash_seed(cfg, TH_HASH_SEED), LARDER_OK)) {
