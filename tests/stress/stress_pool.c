@@ -206,9 +206,10 @@ static void drive_pool(void)
 	struct th_event tick;
 	th_event_init(&tick);
 	/* On a loaded machine (sanitizers, other tests) the writers may not have
-	 * written enough by `until`, nor the sampler sampled: go on, up to 30 s
-	 * more, so that the run always tests what it is for. */
-	uint64_t until = th_now_ms() + opt.duration_ms, limit = until + 30000;
+	 * written enough by `until`, nor the sampler sampled: go on, so that the
+	 * run always tests what it is for, up to a hang guard (a fixed 30 s
+	 * more left a TSan run at load 35 at 120 of the 128 MiB to write). */
+	uint64_t until = th_now_ms() + opt.duration_ms, limit = until + 120000 * TH_SLOW;
 	for (unsigned round = 0; th_now_ms() < until || (!enough_work() && th_now_ms() < limit);
 	     round++) {
 		favour(round);

@@ -220,11 +220,16 @@ int main(int argc, char **argv)
 		}
 	}
 	/* Meanwhile the main thread takes slots it never enters with, one per
-	 * tick, so that the registry links new chunks while polls walk it. */
+	 * tick, so that the registry links new chunks while polls walk it; for
+	 * the duration and, where a loaded machine started the others late, on
+	 * until a grace period has ended and a churner's thread has come and
+	 * gone (SRECLAIM-R3's hang guard past that). */
 	struct larder__reader *held[HELD_SLOTS];
 	unsigned nheld = 0;
-	uint64_t until = th_now_ms() + opt.duration_ms;
-	while (th_now_ms() < until && !th_failures()) {
+	uint64_t until = th_now_ms() + opt.duration_ms, guard = until + HANG_GUARD_MS;
+	while ((th_now_ms() < until || !atomic_load(&grace_periods) ||
+		(opt.churners && !atomic_load(&threads_started))) &&
+	       th_now_ms() < guard && !th_failures()) {
 		if (nheld < HELD_SLOTS && !CHECK((held[nheld++] = larder__reader_register()) != NULL))
 			nheld--;
 		usleep(5 * 1000);

@@ -2,8 +2,13 @@
  * tests/stress/stress_room.c - the wait for a pass: woken once per arming,
  * never lost (run it under ThreadSanitizer and AddressSanitizer).
  *
- * Usage: larder_stress_room [--waiters N] [--wakers N] [--rounds N] [--seed N]
- * Defaults: 3 waiters, 3 wakers, 8,000 rounds.
+ * Usage: larder_stress_room [--waiters N] [--wakers N] [--rounds N]
+ *                           [--duration-ms N] [--seed N]
+ * Defaults: 3 waiters, 3 wakers, 8,000 rounds or 20 s, whichever ends
+ * first, and MIN_ROUNDS however long they take. A round is a chain of
+ * wake-ups from thread to thread, so its time is the scheduler's latency:
+ * 8,000 rounds take about 2 s on an idle machine and went past ctest's
+ * 300 s at load 40; the duration bounds the run, never the verdict.
  *
  * larder__room_wait and larder__maint_wake_writers (maint/maintainer.c,
  * WAKE-W3) are driven directly on a zeroed struct larder, of which they use
@@ -44,14 +49,16 @@
 #define HANG_GUARD_MS 60000u
 #define GUARD_NS ((uint64_t)HANG_GUARD_MS * 1000000u)
 #define IDLE_PASSES 3u
+#define MIN_ROUNDS 500u
 
 static struct {
-	uint64_t waiters, wakers, rounds, seed;
+	uint64_t waiters, wakers, rounds, duration_ms, seed;
 } opt;
 
 static struct larder *cache;
 static _Atomic uint64_t room;      /* the latest round whose room was freed */
 static _Atomic uint64_t round_go;  /* the round the wakers play */
+static _Atomic uint64_t last_round; /* the main thread's last; lowered at the duration's end */
 static _Atomic uint64_t passes_in; /* wakers that made the round's last pass */
 static _Atomic uint64_t seen;      /* waiter-rounds seen */
 static _Atomic uint64_t waits, wakes;
@@ -68,6 +75,18 @@ static int await_at_least(_Atomic uint64_t *v, uint64_t want, uint64_t guard_ms)
 	return 1;
 }
 
+/* Awaits round r's start; 0 on the hang guard, or when the run ended before r. */
+static int await_round(uint64_t r, uint64_t guard_ms)
+{
+	while (atomic_load(&round_go) < r) {
+		if (atomic_load(&last_round) < r || atomic_load(&failed) ||
+		    th_now_ms() >= guard_ms)
+			return 0;
+		sched_yield();
+	}
+	return 1;
+}
+
 static void pass(void)
 {
 	if (larder__maint_wake_writers(cache))
@@ -77,9 +96,9 @@ static void pass(void)
 static void *waiter_main(void *arg)
 {
 	(void)arg;
-	for (uint64_t r = 1; r <= opt.rounds && !atomic_load(&failed); r++) {
+	for (uint64_t r = 1; r <= atomic_load(&last_round) && !atomic_load(&failed); r++) {
 		uint64_t guard = th_now_ms() + HANG_GUARD_MS;
-		if (!await_at_least(&round_go, r, guard))
+		if (!await_round(r, guard))
 			return NULL;
 		for (;;) {
 			/* A-ROOM: acquire, as a writer loads it before re-checking. */
@@ -102,8 +121,8 @@ static void *waker_main(void *arg)
 {
 	uint64_t id = *(uint64_t *)arg;
 	struct th_rng rng = { th_mix64(opt.seed + id) };
-	for (uint64_t r = 1; r <= opt.rounds; r++) {
-		if (!await_at_least(&round_go, r, th_now_ms() + HANG_GUARD_MS))
+	for (uint64_t r = 1; r <= atomic_load(&last_round); r++) {
+		if (!await_round(r, th_now_ms() + HANG_GUARD_MS))
 			return NULL;
 		/* Passes that free nothing, while the waiters go to sleep. */
 		for (uint64_t i = th_rng_below(&rng, 3); i > 0; i--) {
@@ -126,6 +145,7 @@ int main(int argc, char **argv)
 	opt.waiters = th_arg_u64(argc, argv, "--waiters", 3);
 	opt.wakers = th_arg_u64(argc, argv, "--wakers", 3);
 	opt.rounds = th_arg_u64(argc, argv, "--rounds", 8000);
+	opt.duration_ms = th_arg_u64(argc, argv, "--duration-ms", 20000);
 	opt.seed = th_arg_seed(argc, argv);
 	uint64_t n = opt.waiters + opt.wakers;
 	if (opt.waiters < 1 || opt.wakers < 1 || n > MAX_THREADS) {
@@ -137,6 +157,7 @@ int main(int argc, char **argv)
 	cache = calloc(1, sizeof(*cache));
 	if (!cache)
 		return 1;
+	atomic_store(&last_round, opt.rounds);
 	pthread_t ts[MAX_THREADS];
 	uint64_t ids[MAX_THREADS];
 	for (uint64_t i = 0; i < n; i++) {
@@ -148,7 +169,10 @@ int main(int argc, char **argv)
 		}
 	}
 	/* The rounds, one after another: a round starts when every waiter has
-	 * seen the last one and every waker made its last pass. */
+	 * seen the last one and every waker made its last pass. Past the
+	 * duration (and MIN_ROUNDS) the round just played is the last: the
+	 * others, awaiting the next, see last_round below it and stop. */
+	uint64_t end = th_now_ms() + opt.duration_ms;
 	for (uint64_t r = 1; r <= opt.rounds; r++) {
 		uint64_t guard = th_now_ms() + HANG_GUARD_MS;
 		atomic_store(&round_go, r);
@@ -171,6 +195,10 @@ int main(int argc, char **argv)
 			woke += (unsigned)larder__maint_wake_writers(cache);
 		if (!CHECK_LE(woke, 1)) { /* SROOM-W2 */
 			atomic_store(&failed, 1);
+			break;
+		}
+		if (r >= MIN_ROUNDS && r < opt.rounds && th_now_ms() >= end) {
+			atomic_store(&last_round, r);
 			break;
 		}
 	}

@@ -130,7 +130,7 @@ int th_check_str(const char *file, int line, const char *as, const char *bs, con
 
 static int th_selected(int argc, char **argv, const char *name)
 {
-	int filters = 0;
+	int filters = 0, chosen = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (argv[i][0] == '-') {
@@ -139,11 +139,15 @@ static int th_selected(int argc, char **argv, const char *name)
 				i++;
 			continue;
 		}
+		if (argv[i][0] == '~') { /* "~fragment": none of the tests it names */
+			if (strstr(name, argv[i] + 1) != NULL)
+				return 0;
+			continue;
+		}
 		filters++;
-		if (strstr(name, argv[i]) != NULL)
-			return 1;
+		chosen |= strstr(name, argv[i]) != NULL;
 	}
-	return filters == 0;
+	return filters == 0 || chosen;
 }
 
 int th_main(int argc, char **argv, const struct th_test *tests, size_t count)

@@ -145,8 +145,11 @@ struct th_test {
 
 /*
  * Runs every test whose name contains one of the non-option arguments (all of
- * them when there is none), prints "PASS name (ms)" or "FAIL name", then
- * "N passed, N failed". Returns the process exit status.
+ * them when there is none) and none of the "~fragment" ones (ctest runs a
+ * long executable's groups of tests as tests of their own that way: tests/
+ * CMakeLists.txt), prints "PASS name (ms)" or "FAIL name", then
+ * "N passed, N failed". Returns the process exit status (failure also when
+ * no test ran).
  */
 int th_main(int argc, char **argv, const struct th_test *tests, size_t count);
 

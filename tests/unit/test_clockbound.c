@@ -248,9 +248,14 @@ static void test_race(void)
 	pthread_t th[4];
 	for (int i = 0; i < 4; i++)
 		REQUIRE(pthread_create(&th[i], NULL, i < 2 ? race_refresh : race_read, &r) == 0);
-	/* Switch the bound while they run: frozen, off, on again. */
-	uint64_t end = th_now_ms() + 1000;
-	for (unsigned i = 0; th_now_ms() < end; i++)
+	/* Switch the bound while they run: frozen, off, on again, for 1 s and,
+	 * where there is a bound, until a reader has got one (a loaded machine
+	 * may start the readers after the second; a minute is the hang guard). */
+	uint64_t end = th_now_ms() + 1000, until = th_now_ms() + 60000 * TH_SLOW;
+	for (unsigned i = 0;
+	     th_now_ms() < end ||
+	     (live && !atomic_load_explicit(&r.bounded, memory_order_relaxed) && th_now_ms() < until);
+	     i++)
 		larder__test_clockbound(i % 3 == 0   ? LARDER__CLOCKBOUND_FREEZE
 					: i % 3 == 1 ? LARDER__CLOCKBOUND_OFF
 						     : LARDER__CLOCKBOUND_ON);

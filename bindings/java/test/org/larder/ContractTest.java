@@ -162,7 +162,8 @@ class ContractTest {
             pool = cfg.pooled ? LarderPool.builder().budget(4L << 20).build() : null;
             LarderCacheBuilder<Object, Object> b = LarderCacheBuilder.newBuilder()
                     .keySerializer(cfg.kind.serializer()).valueSerializer(cfg.kind.serializer())
-                    .eviction(cfg.policy).clock(clock).maxKeyBytes(32).maxValueBytes(maxValueBytes);
+                    .eviction(cfg.policy).clock(clock).maxKeyBytes(32).maxValueBytes(maxValueBytes)
+                    .writeWaitMillis(TestSupport.WAIT_MS);
             if (cfg.pooled) {
                 b.pool(pool);
             } else {

@@ -17,16 +17,24 @@ final class TestSupport {
     private TestSupport() {
     }
 
+    /*
+     * The builders the tests start from wait WAIT_MS for room at the memory
+     * bound, as the C tests' th_config() does: the default second is no bound
+     * on a loaded machine's maintainer, and a write past it throws
+     * LarderBusyException. The tests of the wait set their own.
+     */
     static LarderCacheBuilder<byte[], byte[]> bytes() {
         return LarderCacheBuilder.<byte[], byte[]>newBuilder()
                 .keySerializer(CacheSerializers.BYTE_ARRAY)
-                .valueSerializer(CacheSerializers.BYTE_ARRAY);
+                .valueSerializer(CacheSerializers.BYTE_ARRAY)
+                .writeWaitMillis(WAIT_MS);
     }
 
     static LarderCacheBuilder<String, String> strings() {
         return LarderCacheBuilder.<String, String>newBuilder()
                 .keySerializer(CacheSerializers.STRING)
-                .valueSerializer(CacheSerializers.STRING);
+                .valueSerializer(CacheSerializers.STRING)
+                .writeWaitMillis(WAIT_MS);
     }
 
     /**
