@@ -130,12 +130,12 @@ static inline unsigned op_route(larder *c, struct op *op, uint64_t hash)
 
 static inline void op_enter(struct op *op)
 {
-	op->outer = larder__read_enter(op->thread->reader);
+	op->outer = larder__read_enter(&op->thread->reader);
 }
 
 static inline void op_exit(struct op *op)
 {
-	larder__read_exit(op->thread->reader, op->outer);
+	larder__read_exit(&op->thread->reader, op->outer);
 }
 
 static inline uint64_t op_now(larder *c, struct op *op)
@@ -468,7 +468,7 @@ static __attribute__((noinline)) int get_deadline_hit(struct larder__handle *h,
 	int rc = deadline_passed(c, NULL, e) ? LARDER_MISS
 					     : get_copy(c, h, e, larder__entry_flags_raw(e),
 							buf, buf_len, value_len);
-	larder__read_exit(t->reader, outer);
+	larder__read_exit(&t->reader, outer);
 	if (rc == LARDER_MISS)
 		count_miss(h);
 	return rc;
@@ -491,7 +491,7 @@ static __attribute__((noinline)) int get_access_hit(struct larder__handle *h,
 		if (rc == LARDER_OK && (flags & LARDER__ENTRY_TTL))
 			extend_on_read(c, &op, e, upper_ms);
 	}
-	larder__read_exit(t->reader, outer);
+	larder__read_exit(&t->reader, outer);
 	if (rc == LARDER_MISS)
 		count_miss(h);
 	return rc;
@@ -522,7 +522,7 @@ static __attribute__((noinline)) int get_beyond_home(larder *c, uint64_t hash, c
 		if (rc == LARDER_OK)
 			access_extend(c, NULL, e, flags);
 	}
-	larder__read_exit(t->reader, outer);
+	larder__read_exit(&t->reader, outer);
 	if (!e)
 		count_miss(h);
 	return rc;
@@ -539,7 +539,7 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	unsigned k = larder__shard_index(c, hash);
 	struct larder__handle *h = t->last_handle[k];
-	struct larder__reader *r = t->reader;
+	struct larder__reader *r = &t->reader;
 	uint64_t outer = larder__read_enter(r);
 	uint64_t w = larder__table_lookup_home_rcu(root_at(c, k), hash, key, key_len);
 	if (__builtin_expect(w == LARDER__LOOKUP_AGAIN, 0))
@@ -586,7 +586,7 @@ READ_BODY int get_with_body(larder *c, struct larder__thread *t,
 {
 	uint64_t hash = larder__hash(c->seed, key, key_len);
 	struct larder__handle *h = handles[larder__shard_index(c, hash)];
-	uint64_t outer = larder__read_enter(t->reader);
+	uint64_t outer = larder__read_enter(&t->reader);
 	struct larder__entry *e = find_live_rcu(c, NULL, hash, key, key_len);
 	int rc = LARDER_MISS;
 	if (__builtin_expect(e != NULL, 1)) {
@@ -600,7 +600,7 @@ READ_BODY int get_with_body(larder *c, struct larder__thread *t,
 			rc = LARDER_OK;
 		}
 	}
-	larder__read_exit(t->reader, outer);
+	larder__read_exit(&t->reader, outer);
 	if (!e)
 		count_miss(h);
 	return rc;
@@ -739,9 +739,9 @@ READ_BODY int contains_body(larder *c, struct larder__thread *t, const void *key
 			    size_t key_len)
 {
 	uint64_t hash = larder__hash(c->seed, key, key_len);
-	uint64_t outer = larder__read_enter(t->reader);
+	uint64_t outer = larder__read_enter(&t->reader);
 	struct larder__entry *e = find_live_rcu(c, NULL, hash, key, key_len);
-	larder__read_exit(t->reader, outer);
+	larder__read_exit(&t->reader, outer);
 	return e ? LARDER_OK : LARDER_MISS;
 }
 
@@ -927,7 +927,7 @@ static int wait_pass(larder *c, struct larder__shard *s, struct op *op, enum wai
 	if (!w->deadline_ns) {
 		uint64_t ms = kind == WAIT_MEMORY ? c->write_wait_ms : stuck_ms(c);
 		int allowed = !op->thread->maintainer &&
-			      (kind != WAIT_MEMORY || !larder__read_active(op->thread->reader));
+			      (kind != WAIT_MEMORY || !larder__read_active(&op->thread->reader));
 		if (!allowed || ms == 0) {
 			count_busy(h, kind);
 			return LARDER_EBUSY;
@@ -1556,7 +1556,7 @@ PUT_BODY int put_posted(struct larder__thread *t, struct larder__handle *h,
 {
 	struct larder__shard *s = h->shard;
 	larder__events_post(h, kind, cause, sclass, old, e, hash);
-	larder__read_exit(t->reader, outer);
+	larder__read_exit(&t->reader, outer);
 	larder__stat_bump(&h->writes, 1);
 	uint32_t st = larder__maint_wake_state(s, h, UINT64_MAX);
 	if (__builtin_expect(st != MAINT_AWAKE, 0))
@@ -1611,7 +1611,7 @@ PUT_BODY int put_publish(struct larder__thread *t, struct larder__handle *h,
 	/* Counted from allocation, so a free never precedes its count. */
 	larder__stat_bump(&h->alloc_bytes, charge);
 	entry_fill(e, id, key, key_len, value, value_len, 0, UINT64_MAX);
-	uint64_t outer = larder__read_enter(t->reader);
+	uint64_t outer = larder__read_enter(&t->reader);
 	struct larder__table *root = shard_root(h->shard);
 	struct larder__bucket *home = larder__table_try_lock(root, hash);
 	if (__builtin_expect(!home, 0))
@@ -1777,7 +1777,7 @@ static void bulk_open(larder *c, struct bulk *b)
 	b->batch = c->shard_count == 1 ? larder__malloc(sizeof(*b->batch)) : NULL;
 	if (b->batch)
 		b->batch->n = 0;
-	b->outer = larder__read_enter(b->op.thread->reader);
+	b->outer = larder__read_enter(&b->op.thread->reader);
 }
 
 /* Posts the block, into the event slot its last write reserved and did not
@@ -1790,7 +1790,7 @@ static void bulk_close(struct bulk *b)
 	else
 		free(b->batch);
 	b->batch = NULL;
-	larder__read_exit(b->op.thread->reader, b->outer);
+	larder__read_exit(&b->op.thread->reader, b->outer);
 }
 
 /*
@@ -2376,7 +2376,7 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 	struct larder__thread *t = larder__thread_self();
 	if (t) {
 		/* A root may be freed after a resize: look at them inside a section. */
-		uint64_t outer = larder__read_enter(t->reader);
+		uint64_t outer = larder__read_enter(&t->reader);
 		for (unsigned i = 0; i < c->shard_count; i++) {
 			/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
 			struct larder__table *root = (struct larder__table *)atomic_load_explicit(
@@ -2386,7 +2386,7 @@ int larder_stats(larder *c, uint64_t *values, size_t count)
 			v[LARDER_STAT_INDEX_BYTES] += larder__table_map_bytes(root) +
 							 (next ? larder__table_map_bytes(next) : 0);
 		}
-		larder__read_exit(t->reader, outer);
+		larder__read_exit(&t->reader, outer);
 	}
 	if (count) /* values may be NULL with count 0 */
 		memcpy(values, v,

@@ -242,7 +242,7 @@ static void test_nested_sections_hold_grace(void)
 {
 	struct larder__thread *t = larder__thread_self();
 	REQUIRE(t != NULL);
-	struct larder__reader *r = t->reader;
+	struct larder__reader *r = &t->reader;
 
 	CHECK(!larder__read_active(r));
 	uint64_t outer = larder__read_enter(r);
@@ -288,7 +288,7 @@ static void test_sealed_token_rides_next_start(void)
 {
 	struct larder__thread *t = larder__thread_self();
 	REQUIRE(t != NULL);
-	struct larder__reader *r = t->reader;
+	struct larder__reader *r = &t->reader;
 
 	uint64_t outer = larder__read_enter(r); /* entered before the seal */
 	uint64_t sealed = larder__gp_next();
