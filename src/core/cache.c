@@ -369,12 +369,13 @@ static __attribute__((noinline)) int get_unpack(larder *c, struct larder__handle
 static inline __attribute__((always_inline)) void copy_value(unsigned char *dst, const void *src,
 							    size_t len);
 
-/* get_copy() of an entry known to be stored raw. */
-READ_BODY int get_copy_raw(struct larder__handle *h, struct larder__entry *e, unsigned flags,
-			   void *buf, size_t buf_len, size_t *value_len)
+/* get_copy() of an entry known to be stored raw, whose key and deadline
+ * take prefix bytes before the key (larder__entry_prefix_bytes). */
+READ_BODY int get_copy_raw_at(struct larder__handle *h, struct larder__entry *e,
+			      unsigned flags, size_t prefix, void *buf, size_t buf_len,
+			      size_t *value_len)
 {
-	const unsigned char *value =
-		(const unsigned char *)e + larder__entry_prefix_bytes(flags) + e->key_len;
+	const unsigned char *value = (const unsigned char *)e + prefix + e->key_len;
 	size_t len = e->value_len;
 	*value_len = len;
 	if (__builtin_expect(len > buf_len, 0))
@@ -382,6 +383,13 @@ READ_BODY int get_copy_raw(struct larder__handle *h, struct larder__entry *e, un
 	count_hit(h, e, flags);
 	copy_value(buf, value, len); /* copies nothing for 0: buf may be NULL */
 	return LARDER_OK;
+}
+
+READ_BODY int get_copy_raw(struct larder__handle *h, struct larder__entry *e, unsigned flags,
+			   void *buf, size_t buf_len, size_t *value_len)
+{
+	return get_copy_raw_at(h, e, flags, larder__entry_prefix_bytes(flags), buf, buf_len,
+			       value_len);
 }
 
 READ_BODY int get_copy(larder *c, struct larder__handle *h, struct larder__entry *e,
@@ -550,11 +558,16 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 		unsigned flags = larder__entry_flags_raw(e);
 		/* One test sends both kinds of entries that need more than a
 		 * copy (a deadline, a compressed value) out of line, but for a
-		 * deadline the TSC's bound on the time settles inline. */
-		if (__builtin_expect(flags & (LARDER__ENTRY_TTL | LARDER__ENTRY_COMPRESSED), 0) &&
-		    ((flags & LARDER__ENTRY_COMPRESSED) || !live_by_bound(c, e)))
-			return get_deadline_hit(h, e, buf, buf_len, value_len, outer);
-		rc = get_copy_raw(h, e, flags, buf, buf_len, value_len);
+		 * deadline the TSC's bound on the time settles inline. The
+		 * same test tells the key's offset, a constant without a
+		 * deadline: gcc does not derive it from the flags' test. */
+		size_t prefix = LARDER__ENTRY_HEADER_BYTES;
+		if (__builtin_expect(flags & (LARDER__ENTRY_TTL | LARDER__ENTRY_COMPRESSED), 0)) {
+			if ((flags & LARDER__ENTRY_COMPRESSED) || !live_by_bound(c, e))
+				return get_deadline_hit(h, e, buf, buf_len, value_len, outer);
+			prefix = larder__entry_prefix_bytes(flags);
+		}
+		rc = get_copy_raw_at(h, e, flags, prefix, buf, buf_len, value_len);
 	}
 	larder__read_exit(r, outer);
 	if (rc == LARDER_MISS)
