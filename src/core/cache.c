@@ -369,13 +369,11 @@ static __attribute__((noinline)) int get_unpack(larder *c, struct larder__handle
 static inline __attribute__((always_inline)) void copy_value(unsigned char *dst, const void *src,
 							    size_t len);
 
-/* get_copy() of an entry known to be stored raw, whose key and deadline
- * take prefix bytes before the key (larder__entry_prefix_bytes). */
+/* get_copy() of an entry known to be stored raw, whose value is at value. */
 READ_BODY int get_copy_raw_at(struct larder__handle *h, struct larder__entry *e,
-			      unsigned flags, size_t prefix, void *buf, size_t buf_len,
-			      size_t *value_len)
+			      unsigned flags, const unsigned char *value, void *buf,
+			      size_t buf_len, size_t *value_len)
 {
-	const unsigned char *value = (const unsigned char *)e + prefix + e->key_len;
 	size_t len = e->value_len;
 	*value_len = len;
 	if (__builtin_expect(len > buf_len, 0))
@@ -388,7 +386,7 @@ READ_BODY int get_copy_raw_at(struct larder__handle *h, struct larder__entry *e,
 READ_BODY int get_copy_raw(struct larder__handle *h, struct larder__entry *e, unsigned flags,
 			   void *buf, size_t buf_len, size_t *value_len)
 {
-	return get_copy_raw_at(h, e, flags, larder__entry_prefix_bytes(flags), buf, buf_len,
+	return get_copy_raw_at(h, e, flags, larder__entry_value_at(e, flags), buf, buf_len,
 			       value_len);
 }
 
@@ -561,13 +559,13 @@ int larder_get(larder *c, const void *key, size_t key_len, void *buf, size_t buf
 		 * deadline the TSC's bound on the time settles inline. The
 		 * same test tells the key's offset, a constant without a
 		 * deadline: gcc does not derive it from the flags' test. */
-		size_t prefix = LARDER__ENTRY_HEADER_BYTES;
+		const unsigned char *value = larder__entry_value_at(e, 0);
 		if (__builtin_expect(flags & (LARDER__ENTRY_TTL | LARDER__ENTRY_COMPRESSED), 0)) {
 			if ((flags & LARDER__ENTRY_COMPRESSED) || !live_by_bound(c, e))
 				return get_deadline_hit(h, e, buf, buf_len, value_len, outer);
-			prefix = larder__entry_prefix_bytes(flags);
+			value = larder__entry_value_at(e, LARDER__ENTRY_TTL);
 		}
-		rc = get_copy_raw_at(h, e, flags, prefix, buf, buf_len, value_len);
+		rc = get_copy_raw_at(h, e, flags, value, buf, buf_len, value_len);
 	}
 	larder__read_exit(r, outer);
 	if (rc == LARDER_MISS)
