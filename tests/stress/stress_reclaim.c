@@ -17,8 +17,10 @@
  * are lent again while the reclaimers poll (GP-G4, THREAD-T4). Readers are
  * long-lived and nest their sections. Inside a section a thread loads the
  * object, yields (so that polls find it inside) and checks the object again.
- * The main thread registers slots that never enter meanwhile, so that chunks
- * are linked while polls walk.
+ * The main thread registers slots of its own meanwhile, one per tick, and
+ * reads through the newest: chunks are linked while polls walk, and the
+ * last slot a poll reaches is one in use (thread records are lent again,
+ * so the churners' slots stay among the first).
  *
  * Invariants asserted:
  *   SRECLAIM-R1. an object loaded inside a section is neither poisoned nor
@@ -220,15 +222,20 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	/* Meanwhile the main thread registers slots that never enter, one per
-	 * tick, so that the registry links new chunks while polls walk it.
-	 * Static: a registered slot is never freed (GP-G4). */
+	/* Meanwhile the main thread registers slots, one per tick, so that the
+	 * registry links new chunks while polls walk it, and reads through the
+	 * newest, the last a poll reaches. Static: a registered slot is never
+	 * freed (GP-G4). */
 	static struct larder__reader held[HELD_SLOTS];
 	unsigned nheld = 0;
+	struct th_rng rng = { th_mix64(opt.seed + n) };
 	uint64_t until = th_now_ms() + opt.duration_ms;
 	while (th_now_ms() < until && !th_failures()) {
-		if (nheld < HELD_SLOTS)
-			CHECK(larder__reader_register(&held[nheld++]));
+		if (nheld < HELD_SLOTS && CHECK(larder__reader_register(&held[nheld])))
+			nheld++;
+		for (unsigned i = 0; nheld > 0 && i < SECTIONS_PER_CHURNER; i++)
+			section(&held[nheld - 1], 1 + (unsigned)th_rng_below(&rng, 2),
+				1 + (unsigned)th_rng_below(&rng, 3));
 		usleep(5 * 1000);
 	}
 	atomic_store(&stop, 1);
