@@ -219,6 +219,14 @@ static inline unsigned char *larder__entry_key(struct larder__entry *e)
 	return (unsigned char *)e + larder__entry_prefix_bytes(larder__entry_flags(e));
 }
 
+/* e's value, where flags f put it (any load of e's flags, or the constant
+ * bits a caller's test of them established: the bit that places the value
+ * never changes). */
+static inline unsigned char *larder__entry_value_at(struct larder__entry *e, unsigned f)
+{
+	return (unsigned char *)e + larder__entry_prefix_bytes(f) + e->key_len;
+}
+
 static inline unsigned char *larder__entry_value(struct larder__entry *e)
 {
 	return larder__entry_key(e) + e->key_len;

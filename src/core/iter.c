@@ -232,7 +232,7 @@ static int collect_range(larder_iter *it, struct larder__thread *th, larder_iter
 	larder *c = it->cache;
 	it->count = it->next = it->bytes_used = 0;
 	it->failed = 0;
-	uint64_t outer = larder__read_enter(th->reader);
+	uint64_t outer = larder__read_enter(&th->reader);
 	/* A-ROOT: acquire, pairs with R-ROOT (larder_clear, end of growth). */
 	struct larder__table *t = (struct larder__table *)atomic_load_explicit(
 		c->shard[it->shard].table, LARDER__ACQUIRE);
@@ -254,7 +254,7 @@ static int collect_range(larder_iter *it, struct larder__thread *th, larder_iter
 		 * found no buffer, so a retry hands out only what is left. */
 		it->next = i;
 	}
-	larder__read_exit(th->reader, outer);
+	larder__read_exit(&th->reader, outer);
 	if (rc != LARDER_OK) {
 		it->count = it->next = 0;
 		return rc; /* nothing handed out, the cursor at lo: a retry rescans it */
@@ -297,7 +297,7 @@ static int hand_out_waiting(larder_iter *it, struct larder__thread *th, larder_i
 			    larder__iter_more_fn *more, void *ctx)
 {
 	int rc = LARDER_OK;
-	uint64_t outer = larder__read_enter(th->reader);
+	uint64_t outer = larder__read_enter(&th->reader);
 	for (size_t i = 0; it->next < it->count && (i == 0 || more(ctx)); i++) {
 		if (hand_out_key(it, &it->refs[it->next], fn, ctx) == LARDER_ENOMEM) {
 			rc = LARDER_ENOMEM; /* this key again on the retry */
@@ -305,7 +305,7 @@ static int hand_out_waiting(larder_iter *it, struct larder__thread *th, larder_i
 		}
 		it->next++;
 	}
-	larder__read_exit(th->reader, outer);
+	larder__read_exit(&th->reader, outer);
 	return rc;
 }
 
@@ -336,9 +336,9 @@ int larder_iter_next(larder_iter *it, larder_iter_fn *fn, void *ctx)
 		if (it->next == it->count)
 			return LARDER_MISS;
 		const struct key_ref *r = &it->refs[it->next++];
-		uint64_t outer = larder__read_enter(th->reader);
+		uint64_t outer = larder__read_enter(&th->reader);
 		rc = hand_out_key(it, r, fn, ctx);
-		larder__read_exit(th->reader, outer);
+		larder__read_exit(&th->reader, outer);
 		if (rc == LARDER_ENOMEM)
 			it->next--; /* the cursor unchanged: a retry looks this key up again */
 		if (rc != LARDER_MISS)

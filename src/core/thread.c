@@ -5,6 +5,7 @@
 #include "core/thread.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,9 +25,53 @@ struct live_cache {
 	struct live_cache *next;
 };
 
+/* THREAD-T4: the states of exited threads, for the next ones. */
+static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct larder__thread *idle_states; /* under idle_lock */
+
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct live_cache *live_caches; /* under live_lock */
 static uint64_t next_cache_id = 1;     /* under live_lock; 0 marks an empty recent[] slot */
+
+/*
+ * THREAD-T4: kept, not freed, for polls may still read its reader slot.
+ * Every field but the slot is cleared for the next thread; the slot is
+ * left alone (polls read it concurrently, and it is 0: a thread exits
+ * outside every section).
+ */
+static void idle_give(struct larder__thread *t)
+{
+	_Static_assert(offsetof(struct larder__thread, reader) == 0, "the slot comes first");
+	memset((char *)t + sizeof(t->reader), 0, sizeof(*t) - sizeof(t->reader));
+	pthread_mutex_lock(&idle_lock);
+	t->next_idle = idle_states;
+	idle_states = t;
+	pthread_mutex_unlock(&idle_lock);
+}
+
+/* An exited thread's state, cleared by idle_give(); else a new one, whose
+ * slot is registered for good. NULL when out of memory. */
+static struct larder__thread *idle_take(void)
+{
+	pthread_mutex_lock(&idle_lock);
+	struct larder__thread *t = idle_states;
+	if (t) {
+		idle_states = t->next_idle;
+		t->next_idle = NULL;
+	}
+	pthread_mutex_unlock(&idle_lock);
+	if (t)
+		return t;
+	t = larder__aligned_alloc(64, sizeof(*t));
+	if (!t)
+		return NULL;
+	memset(t, 0, sizeof(*t));
+	if (!larder__reader_register(&t->reader)) {
+		free(t); /* never registered: no poll can read it */
+		return NULL;
+	}
+	return t;
+}
 
 static void thread_exit(void *arg)
 {
@@ -45,11 +90,10 @@ static void thread_exit(void *arg)
 		free(n);
 	}
 	pthread_mutex_unlock(&live_lock);
-	larder__reader_unregister(t->reader);
 	for (int i = 0; i < LARDER__SCRATCH_SLOTS; i++)
 		free(t->scratch[i].buf);
 	larder__codec_thread_free(t);
-	free(t);
+	idle_give(t);
 }
 
 static void exit_key_create(void)
@@ -61,17 +105,11 @@ struct larder__thread *larder__thread_create(void)
 {
 	if (pthread_once(&exit_key_once, exit_key_create) != 0 || exit_key_error != 0)
 		return NULL;
-	struct larder__thread *t = larder__aligned_alloc(64, sizeof(*t));
+	struct larder__thread *t = idle_take();
 	if (!t)
 		return NULL;
-	memset(t, 0, sizeof(*t));
-	if (!(t->reader = larder__reader_register())) {
-		free(t);
-		return NULL;
-	}
 	if (pthread_setspecific(exit_key, t) != 0) {
-		larder__reader_unregister(t->reader);
-		free(t);
+		idle_give(t);
 		return NULL;
 	}
 	larder__tls = t;

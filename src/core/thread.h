@@ -1,10 +1,12 @@
 /*
  * core/thread.h - per-thread state, found without a lock or a TLS call.
  *
- * Each thread that calls larder owns one struct larder__thread, created on
- * its first call and freed by a pthread key destructor when it exits. It holds
- * the reader slot the registry lent the thread (sync/reclaim.h; given back,
- * not freed, at exit: GP-G4) and finds the thread's handles
+ * Each thread that calls larder owns one struct larder__thread, taken on its
+ * first call and given back by a pthread key destructor when it exits. It holds
+ * the thread's reader slot (sync/reclaim.h), so a read section finds it
+ * without a load; because a poll may read that slot at any time, a state
+ * is never freed: an exiting thread's state waits, emptied, for the next
+ * thread to start (GP-G4, THREAD-T4). It also finds the thread's handles
  * for a cache (maint/handle.h: one per shard of the cache, all created on
  * the thread's first call on it) in three steps: the cache of its previous call (a
  * compare and a load, inline), a small direct-mapped table from cache id to
@@ -26,6 +28,11 @@
  *       zstd_dctx) belong to the owning thread alone; a slot is busy from
  *       larder__scratch_take() to larder__scratch_give(), so nested users
  *       never share one; all are freed when it exits.
+ *   THREAD-T4. A state, once made, is never freed; it is lent to one thread
+ *       at a time, and to the next only once its reader slot is outside any
+ *       section (its thread has exited), with every other field as a fresh
+ *       state's. So the states made never outnumber the threads that ever
+ *       used larder at once.
  */
 #ifndef LARDER_CORE_THREAD_H
 #define LARDER_CORE_THREAD_H
@@ -65,7 +72,10 @@ struct larder__thread_node {
 };
 
 struct larder__thread {
-	struct larder__reader *reader; /* lent by sync/reclaim.c, given back at exit */
+	/* Registered once, when the state is made (THREAD-T4). On the line
+	 * every read loads anyway (last_id, last_handle[]): written by the
+	 * owner per read, read by polls about once a millisecond. */
+	struct larder__reader reader;
 	/* The cache of the previous call (0: none) and this thread's handles for
 	 * it (a node's handles[]), set together by larder__thread_handles_slow(),
 	 * which also copies them into last_handle[]: a read's fast path takes
@@ -91,12 +101,14 @@ struct larder__thread {
 	void *pack_stream;
 	void *zstd_cctx;
 	void *zstd_dctx;
+	struct larder__thread *next_idle; /* the states no thread holds (THREAD-T4) */
 };
 
 extern __thread struct larder__thread *larder__tls
 	__attribute__((tls_model("initial-exec")));
 
-/* Creates the calling thread's state. NULL when out of memory. */
+/* Gives the calling thread a state: an exited thread's, or a new one
+ * (THREAD-T4). NULL when out of memory. */
 struct larder__thread *larder__thread_create(void);
 
 static inline struct larder__thread *larder__thread_self(void)

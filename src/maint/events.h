@@ -211,9 +211,12 @@ static inline void larder__events_post(struct larder__handle *h, enum larder__ev
 static inline void larder__events_hit(struct larder__handle *h, struct larder__entry *e)
 {
 	uint64_t pos = atomic_load_explicit(&h->hit_head, LARDER__RELAXED); /* own variable */
+	/* Indexed from a pointer to the ring, not as &h->hit[i]: gcc 12 then
+	 * folds the ring's offset into the store's address (an add less). */
+	larder__atomic_uptr *ring = h->hit;
 	/* R-HIT: release, so the maintainer that loads e (A-HIT) also sees
 	 * the entry's initialisation, which we acquired from the index. */
-	atomic_store_explicit(&h->hit[pos % LARDER__HIT_RING], (uintptr_t)e, LARDER__RELEASE);
+	atomic_store_explicit(ring + (pos % LARDER__HIT_RING), (uintptr_t)e, LARDER__RELEASE);
 	atomic_store_explicit(&h->hit_head, pos + 1, LARDER__RELEASE);
 }
 

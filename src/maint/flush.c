@@ -164,7 +164,7 @@ int larder__maint_flush(larder *c, uint64_t timeout_ms, unsigned *passes)
 	struct larder__thread *t = larder__thread_self();
 	/* A maintainer waits for nothing (core/cache.c, wait_pass), and a pass
 	 * may wait for the grace period a read section holds. */
-	if (t && (t->maintainer || larder__read_active(t->reader)))
+	if (t && (t->maintainer || larder__read_active(&t->reader)))
 		return LARDER_ESTATE;
 	uint64_t ms = timeout_ms < UINT64_MAX / 1000000u ? timeout_ms : UINT64_MAX / 1000000u;
 	uint64_t deadline_ns = larder__monotonic_ns() + ms * 1000000u;

@@ -291,7 +291,7 @@ static void reserve_shard(struct larder__shard *s, struct larder__thread *self, 
 	uintptr_t asked = 0;
 	for (unsigned asks = 0;;) {
 		/* In a read section: the table is not freed while we read it (TABLE-X4). */
-		uint64_t outer = larder__read_enter(self->reader);
+		uint64_t outer = larder__read_enter(&self->reader);
 		/* A-ROOT: acquire, pairs with R-ROOT; the table's size is seen. */
 		struct larder__table *root =
 			(struct larder__table *)atomic_load_explicit(s->table, LARDER__ACQUIRE);
@@ -301,7 +301,7 @@ static void reserve_shard(struct larder__shard *s, struct larder__thread *self, 
 		int answered = asked == (uintptr_t)root &&
 			       atomic_load_explicit(&s->reserve_table, LARDER__ACQUIRE) != asked;
 		int growing = larder__table_next(root) != NULL;
-		larder__read_exit(self->reader, outer);
+		larder__read_exit(&self->reader, outer);
 		if (!over)
 			return;
 		if (asked != (uintptr_t)root) {
@@ -332,7 +332,7 @@ static void reserve(struct larder *c, uint64_t entries, int wait)
 {
 	struct larder__thread *self = larder__thread_self();
 	/* A maintainer thread waits for no pass (core/cache.c, wait_pass). */
-	if (!self || self->maintainer || larder__read_active(self->reader))
+	if (!self || self->maintainer || larder__read_active(&self->reader))
 		return;
 	uint64_t share = (entries + c->shard_count - 1) / c->shard_count;
 	for (unsigned i = 0; i < c->shard_count; i++)

@@ -89,7 +89,7 @@ void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
 	/* In a read section: an entry the maintainer unlinks meanwhile (a TTL
 	 * on the real clock) is not freed under the walk. */
 	struct larder__thread *t = larder__thread_self();
-	uint64_t outer = t ? larder__read_enter(t->reader) : 0;
+	uint64_t outer = t ? larder__read_enter(&t->reader) : 0;
 	for (unsigned i = 0; i < c->shard_count; i++) {
 		struct larder__table *root = /* A-ROOT */
 			(struct larder__table *)atomic_load_explicit(c->shard[i].table,
@@ -97,7 +97,7 @@ void larder__test_walk(larder *c, uint64_t *entries, uint64_t *slot_bytes)
 		larder__table_walk(root, walk_count, &w);
 	}
 	if (t)
-		larder__read_exit(t->reader, outer);
+		larder__read_exit(&t->reader, outer);
 	*entries = w.entries;
 	*slot_bytes = w.bytes;
 }

@@ -61,25 +61,28 @@
  * The registry of reader slots (GP-G4). Every pass of every maintainer
  * polls, so a poll takes no lock: with K maintainers per cache and many
  * caches on many cores, a registry mutex held for the walk serialised them
- * all, and thread starts and exits with them. The slots live in chunks of
- * SLOTS_PER_CHUNK that the registry owns and never frees; a chunk list only
- * grows, under registry_lock, and slot_count, the number of slots ever
- * lent, is published with a release store (R-REG) after the slot's chunk is
- * linked, so a poll that loads it with acquire (A-REG) walks only chunks
- * that exist. A thread's exit puts its slot on a free list (its ctr is 0:
- * it left every section) for the next thread to start; a poll that reads
- * a slot while it is lent again reads 0 or a section of the new owner,
- * which at worst makes it wait for that section. Holding the slot in the
- * thread's own state, as before 2026-12-06, would need an exit to wait for
- * the polls that might still read it; the registry owning them needs
- * nothing, at the cost of one pointer load on each read section (the
- * thread's slot pointer, on a line the read touches anyway).
- * Which slots must a poll see? Every slot lent before the start it polls
- * for: its A-REG load follows that start's GP-M1, which orders the
- * lender's R-REG store before it (a full barrier on every running thread;
- * GP-F1's fences do the same in fence mode). A slot lent after GP-M1 holds
- * only sections that begin after it, which cannot reach memory unlinked
- * before it, as for a slot that enters again (>= token).
+ * all, and thread starts and exits with them. The registry holds the
+ * address of every slot ever registered, in chunks of SLOTS_PER_CHUNK that
+ * it never frees; a chunk list only grows, under registry_lock, and
+ * slot_count, the number of slots ever registered, is published with a
+ * release store (R-REG) after the slot's address is stored in its chunk,
+ * so a poll that loads it with acquire (A-REG) walks only addresses that
+ * are there. The slots' memory is their owners', who never free it
+ * (core/thread.c keeps a thread's state, which holds its slot, for the
+ * next thread to start): a poll that reads a slot while it is lent again
+ * reads 0 or a section of the new owner, which at worst makes it wait for
+ * that section. So a thread's exit waits for no poll, and the slot sits in
+ * the thread's state, beside the fields a read loads anyway. Until
+ * 2026-12-07 the registry owned the slots and lent them, and a thread held
+ * a pointer to its own: one load more on each read section (docs/shards.md,
+ * "Polls without a lock").
+ * Which slots must a poll see? Every slot registered before the start it
+ * polls for: its A-REG load follows that start's GP-M1, which orders the
+ * registrar's R-REG store before it (a full barrier on every running
+ * thread; GP-F1's fences do the same in fence mode). A slot registered, or
+ * lent to a new thread, after GP-M1 holds only sections that begin after
+ * it, which cannot reach memory unlinked before it, as for a slot that
+ * enters again (>= token).
  *
  * Without membarrier (old kernels, or seccomp forbids it), readers fence after
  * the enter store and GP-M1/GP-M2 are plain seq_cst fences: the classic Dekker
@@ -95,9 +98,10 @@
  *       larder__gp_begun(T) is true, covered by larder__gp_poll(T) as by GP-G1:
  *       some larder__gp_start() that announced T after the gp_next call loaded
  *       the latest announcement (GP-N1).
- *   GP-G4. A reader slot, once lent, is never freed: a poll reads only slots of
- *       chunks linked before its A-REG load, every slot lent before the start
- *       it polls for among them, without a lock (tests/stress/stress_reclaim.c).
+ *   GP-G4. A reader slot, once registered, is never freed: a poll reads only
+ *       the slots whose addresses were stored before its A-REG load, every
+ *       slot registered before the start it polls for among them, without a
+ *       lock (tests/stress/stress_reclaim.c).
  */
 #define _GNU_SOURCE
 #include "sync/reclaim.h"
@@ -105,7 +109,6 @@
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -117,7 +120,8 @@ bool larder__reclaim_fences;
 #define SLOTS_PER_CHUNK 64u
 
 struct slot_chunk {
-	struct larder__reader slot[SLOTS_PER_CHUNK];
+	/* Each written once, under registry_lock, before R-REG counts it. */
+	struct larder__reader *slot[SLOTS_PER_CHUNK];
 	struct slot_chunk *next; /* written once, under registry_lock, before R-REG */
 };
 
@@ -129,8 +133,7 @@ static larder__atomic_u64 started_ns; /* larder__gp_started_ns */
 static larder__atomic_u64 starting = 1;
 static struct slot_chunk first_chunk;      /* GP-G4: the chunks are never freed */
 static struct slot_chunk *last_chunk = &first_chunk; /* under registry_lock */
-static larder__atomic_u32 slot_count;      /* slots ever lent; R-REG / A-REG */
-static struct larder__reader *free_slots;  /* under registry_lock */
+static larder__atomic_u32 slot_count;      /* slots ever registered; R-REG / A-REG */
 static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
 
 static int membarrier(int cmd)
@@ -157,44 +160,29 @@ static void barrier_all_threads(void)
 		atomic_thread_fence(LARDER__SEQ_CST);
 }
 
-struct larder__reader *larder__reader_register(void)
+bool larder__reader_register(struct larder__reader *r)
 {
 	/* Decides the read-side mode before the first reader can enter. */
 	if (pthread_once(&membarrier_once, membarrier_setup) != 0)
-		return NULL;
+		return false;
 	pthread_mutex_lock(&registry_lock);
-	struct larder__reader *r = free_slots; /* its ctr is 0: unregistered outside */
-	if (r) {
-		free_slots = r->next_free;
-		pthread_mutex_unlock(&registry_lock);
-		return r;
-	}
-	/* Relaxed: only lenders write it, and they hold registry_lock. */
+	/* Relaxed: only registrars write it, and they hold registry_lock. */
 	uint32_t n = atomic_load_explicit(&slot_count, LARDER__RELAXED);
 	if (n > 0 && n % SLOTS_PER_CHUNK == 0) {
-		struct slot_chunk *ch = aligned_alloc(64, sizeof(*ch));
+		struct slot_chunk *ch = calloc(1, sizeof(*ch));
 		if (!ch) {
 			pthread_mutex_unlock(&registry_lock);
-			return NULL;
+			return false;
 		}
-		memset(ch, 0, sizeof(*ch));
 		last_chunk->next = ch;
 		last_chunk = ch;
 	}
-	r = &last_chunk->slot[n % SLOTS_PER_CHUNK];
-	/* R-REG: release, pairs with A-REG in larder__gp_poll(): the chunk is
-	 * linked (and zeroed) before a poll walks to it. */
+	last_chunk->slot[n % SLOTS_PER_CHUNK] = r;
+	/* R-REG: release, pairs with A-REG in larder__gp_poll(): the slot's
+	 * address (and its chunk's link) stored before a poll reads it. */
 	atomic_store_explicit(&slot_count, n + 1, LARDER__RELEASE);
 	pthread_mutex_unlock(&registry_lock);
-	return r;
-}
-
-void larder__reader_unregister(struct larder__reader *r)
-{
-	pthread_mutex_lock(&registry_lock);
-	r->next_free = free_slots; /* GP-G4: kept, for the next thread */
-	free_slots = r;
-	pthread_mutex_unlock(&registry_lock);
+	return true;
 }
 
 uint64_t larder__gp_start(void)
@@ -237,8 +225,8 @@ bool larder__gp_begun(uint64_t token)
 bool larder__gp_poll(uint64_t token)
 {
 	bool done = true;
-	/* A-REG: acquire, pairs with R-REG: the chunks of the first n slots are
-	 * linked. GP-G4: none is ever freed, so no lock is needed to read them. */
+	/* A-REG: acquire, pairs with R-REG: the first n slots' addresses are
+	 * stored. GP-G4: no slot is ever freed, so no lock is needed to read them. */
 	uint32_t n = atomic_load_explicit(&slot_count, LARDER__ACQUIRE);
 	const struct slot_chunk *ch = &first_chunk;
 	for (uint32_t i = 0; i < n; i++) {
@@ -246,7 +234,7 @@ bool larder__gp_poll(uint64_t token)
 			ch = ch->next;
 		/* GP-A1: pairs with GP-R2 (and GP-R1 under TSan): a 0 seen here means the
 		 * section's loads are complete. */
-		uint64_t c = atomic_load_explicit(&ch->slot[i % SLOTS_PER_CHUNK].ctr,
+		uint64_t c = atomic_load_explicit(&ch->slot[i % SLOTS_PER_CHUNK]->ctr,
 						  LARDER__ACQUIRE);
 		if (c != 0 && c < token) {
 			done = false;

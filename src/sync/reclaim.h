@@ -2,9 +2,11 @@
  * sync/reclaim.h - grace periods for memory unlinked from shared structures.
  *
  * One process-wide domain. Every thread that calls into larder owns one
- * reader slot (struct larder__reader, on its own cache line), lent to it by
- * the registry in reclaim.c, which keeps every slot it ever lent: a slot is
- * never freed, only lent again (GP-G4). A read section
+ * reader slot (struct larder__reader), which its owner registers once and
+ * never frees: the registry in reclaim.c keeps every slot ever registered,
+ * and a slot's memory is only ever lent to another thread, outside any
+ * section (GP-G4; core/thread.c keeps the slot in the thread's state and
+ * keeps that state for the next thread). A read section
  * is bracketed by larder__read_enter()/larder__read_exit(); sections nest:
  * enter returns the slot's previous value (0, or the counter of an enclosing
  * section, which then stays in the slot) and exit stores it back, so nesting
@@ -40,11 +42,13 @@ struct larder__reader {
 	/*
 	 * 0 outside a read section, else the grace-period counter read when the
 	 * outermost section began. Written by the owner thread (GP-R1, GP-R2), read by
-	 * the reclaimer in larder__gp_poll() (GP-A1).
+	 * the reclaimer in larder__gp_poll() (GP-A1). Not on a line of its own:
+	 * the owner writes it twice per read, where a poll reads it about once a
+	 * millisecond, so the owner keeps it beside the fields its reads load
+	 * anyway (core/thread.h) and a read touches one line fewer.
 	 */
 	larder__atomic_u64 ctr;
-	struct larder__reader *next_free; /* the registry's free list, under its lock */
-} __attribute__((aligned(64)));
+};
 
 /*
  * The grace-period counter; starts at 1, only ever increases. Every read
@@ -60,12 +64,15 @@ extern struct larder__gp_state larder__gp __attribute__((visibility("hidden")));
  * any reader registers, and never changed. */
 extern bool larder__reclaim_fences __attribute__((visibility("hidden")));
 
-/* Lends the calling thread a reader slot (slow path, once per thread), outside
- * any section; NULL when out of memory. */
-struct larder__reader *larder__reader_register(void);
-/* Gives a slot back for another thread; the owner must be outside any read
- * section, and must not use the slot again. */
-void larder__reader_unregister(struct larder__reader *r);
+/*
+ * Adds a slot to the registry for good (slow path, once per slot), so that
+ * every later poll reads it (GP-G4). Its counter must be 0, and its memory
+ * must never be freed or reused for anything but a reader slot: a poll may
+ * read it at any time. The owner may lend it to another thread outside any
+ * section, without telling the registry. Returns false when out of memory
+ * (the slot is then not registered and must not enter a section).
+ */
+bool larder__reader_register(struct larder__reader *r);
 
 /* Enters a read section; pass the returned token to larder__read_exit(). */
 static inline uint64_t larder__read_enter(struct larder__reader *r)

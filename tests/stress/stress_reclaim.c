@@ -10,20 +10,25 @@
  * object. Each reclaimer, as a maintainer does, swaps in a new object,
  * covers the old one by a grace period (its own start, or a sealed token,
  * larder__gp_next, that some start covers: GP-G3), polls until it is over,
- * poisons the old object and frees it. Churners are short-lived threads, one
- * after another in each churner slot: each is lent a reader slot, runs a
- * few read sections and gives the slot back as it exits, so slots are lent
- * again while the reclaimers poll (GP-G4). Readers are long-lived and nest
- * their sections. Inside a section a thread loads the object, yields (so
- * that polls find it inside) and checks the object again. The main thread
- * takes idle slots meanwhile, so that chunks are linked while polls walk.
+ * poisons the old object and frees it. Every thread's slot is the one in its
+ * larder thread state (core/thread.h). Churners are short-lived threads, one
+ * after another in each churner slot: each takes a state, runs a few read
+ * sections and gives the state back as it exits, so states and their slots
+ * are lent again while the reclaimers poll (GP-G4, THREAD-T4). Readers are
+ * long-lived and nest their sections. Inside a section a thread loads the
+ * object, yields (so that polls find it inside) and checks the object again.
+ * The main thread registers slots of its own meanwhile, one per tick, and
+ * reads through the newest: chunks are linked while polls walk, and the
+ * last slot a poll reaches is one in use (thread records are lent again,
+ * so the churners' slots stay among the first).
  *
  * Invariants asserted:
  *   SRECLAIM-R1. an object loaded inside a section is neither poisoned nor
  *       freed (AddressSanitizer) before the section's outermost exit;
- *   SRECLAIM-R2. a slot lent again is outside any section, and the slots lent
- *       stay no more than were ever held at once (the registry lends its
- *       free slots again rather than growing with every thread started);
+ *   SRECLAIM-R2. a state lent again has its slot outside any section, and
+ *       the states lent stay no more than the threads ever alive at once (an
+ *       exited thread's state is lent again rather than a state made for
+ *       every thread started: THREAD-T4);
  *   SRECLAIM-R3. every grace period ends: each reclaimer completes rounds while
  *       threads come and go (a hang guard of 60 s past the duration, not a
  *       timing assertion).
@@ -35,6 +40,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "core/thread.h"
 #include "harness.h"
 #include "sync/reclaim.h"
 
@@ -60,7 +66,7 @@ static _Atomic uint64_t sections, grace_periods, threads_started;
 
 /* SRECLAIM-R2: the distinct slots ever lent, under slots_lock. */
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct larder__reader *slots_seen[HELD_SLOTS + 4 * MAX_THREADS];
+static struct larder__reader *slots_seen[4 * MAX_THREADS];
 static unsigned slots_seen_count, slots_overflow;
 
 static struct object *object_new(void)
@@ -86,14 +92,15 @@ static void note_slot(struct larder__reader *r)
 	pthread_mutex_unlock(&slots_lock);
 }
 
+/* The calling thread's slot, in the state it takes (given back at its exit). */
 static struct larder__reader *lend(void)
 {
-	struct larder__reader *r = larder__reader_register();
-	if (!CHECK(r != NULL))
+	struct larder__thread *t = larder__thread_self();
+	if (!CHECK(t != NULL))
 		return NULL;
-	CHECK(!larder__read_active(r)); /* SRECLAIM-R2 */
-	note_slot(r);
-	return r;
+	CHECK(!larder__read_active(&t->reader)); /* SRECLAIM-R2 */
+	note_slot(&t->reader);
+	return &t->reader;
 }
 
 /* One section (nested once when depth > 1): SRECLAIM-R1. */
@@ -120,7 +127,6 @@ static void *churn_one(void *arg)
 		return NULL;
 	for (unsigned i = 0; i < SECTIONS_PER_CHURNER; i++)
 		section(r, 1 + (unsigned)th_rng_below(rng, 2), (unsigned)th_rng_below(rng, 3));
-	larder__reader_unregister(r);
 	return NULL;
 }
 
@@ -146,7 +152,6 @@ static void *reader_main(void *arg)
 		return NULL;
 	while (!atomic_load(&stop))
 		section(r, 1 + (unsigned)th_rng_below(&rng, 3), (unsigned)th_rng_below(&rng, 2));
-	larder__reader_unregister(r);
 	return NULL;
 }
 
@@ -156,8 +161,7 @@ static void *reclaimer_main(void *arg)
 	uint64_t guard = th_now_ms() + opt.duration_ms + HANG_GUARD_MS;
 	/* A maintainer owns a slot too (the registry's setup runs before any
 	 * grace period starts); it never enters a section here. */
-	struct larder__reader *self = larder__reader_register();
-	if (!CHECK(self != NULL))
+	if (!lend())
 		return NULL;
 	while (!atomic_load(&stop)) {
 		struct object *fresh = object_new();
@@ -185,7 +189,6 @@ static void *reclaimer_main(void *arg)
 		free(old);
 		atomic_fetch_add_explicit(&grace_periods, 1, memory_order_relaxed);
 	}
-	larder__reader_unregister(self);
 	return NULL;
 }
 
@@ -219,32 +222,36 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	/* Meanwhile the main thread takes slots it never enters with, one per
-	 * tick, so that the registry links new chunks while polls walk it; for
-	 * the duration and, where a loaded machine started the others late, on
-	 * until a grace period has ended and a churner's thread has come and
-	 * gone (SRECLAIM-R3's hang guard past that). */
-	struct larder__reader *held[HELD_SLOTS];
+	/* Meanwhile the main thread registers slots, one per tick, so that the
+	 * registry links new chunks while polls walk it, and reads through the
+	 * newest, the last a poll reaches. Static: a registered slot is never
+	 * freed (GP-G4). For the duration and, where a loaded machine started
+	 * the others late, on until a grace period has ended and a churner's
+	 * thread has come and gone (SRECLAIM-R3's hang guard past that). */
+	static struct larder__reader held[HELD_SLOTS];
 	unsigned nheld = 0;
+	struct th_rng rng = { th_mix64(opt.seed + n) };
 	uint64_t until = th_now_ms() + opt.duration_ms, guard = until + HANG_GUARD_MS;
 	while ((th_now_ms() < until || !atomic_load(&grace_periods) ||
 		(opt.churners && !atomic_load(&threads_started))) &&
 	       th_now_ms() < guard && !th_failures()) {
-		if (nheld < HELD_SLOTS && !CHECK((held[nheld++] = larder__reader_register()) != NULL))
-			nheld--;
+		if (nheld < HELD_SLOTS && CHECK(larder__reader_register(&held[nheld])))
+			nheld++;
+		for (unsigned i = 0; nheld > 0 && i < SECTIONS_PER_CHURNER; i++)
+			section(&held[nheld - 1], 1 + (unsigned)th_rng_below(&rng, 2),
+				1 + (unsigned)th_rng_below(&rng, 3));
 		usleep(5 * 1000);
 	}
 	atomic_store(&stop, 1);
 	for (uint64_t i = 0; i < n; i++)
 		pthread_join(ts[i], NULL);
 	free(atomic_load(&current));
-	while (nheld > 0)
-		larder__reader_unregister(held[--nheld]);
 
-	/* SRECLAIM-R2: no more slots than were ever lent at once (every thread
-	 * and the main thread's held ones), however many threads started. */
+	/* SRECLAIM-R2: no more states than threads alive at once, however many
+	 * threads started (an exited thread's destructor gives its state back
+	 * before its join returns). */
 	CHECK_EQ(slots_overflow, 0);
-	CHECK_LE(slots_seen_count, n + HELD_SLOTS);
+	CHECK_LE(slots_seen_count, n);
 	/* SRECLAIM-R3, and the run did what it is for: polls beside thread churn. */
 	CHECK_GT(atomic_load(&grace_periods), 0);
 	CHECK_GT(atomic_load(&threads_started), 0);

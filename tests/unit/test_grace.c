@@ -27,6 +27,10 @@
  *       thread (what the maintainers time their grace periods' age from).
  *   TGRACE-G7. a token sealed before the process's first start has not begun:
  *       it waits for that start, as any other seal waits for the next one.
+ *   TGRACE-G8. every registered slot is polled: a section on the newest slot
+ *       (past a chunk's end of the registry) holds a grace period, and so does
+ *       one on a thread record lent again (an exited thread's record, which
+ *       the next thread to start takes: THREAD-T4 in core/thread.h).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -242,7 +246,7 @@ static void test_nested_sections_hold_grace(void)
 {
 	struct larder__thread *t = larder__thread_self();
 	REQUIRE(t != NULL);
-	struct larder__reader *r = t->reader;
+	struct larder__reader *r = &t->reader;
 
 	CHECK(!larder__read_active(r));
 	uint64_t outer = larder__read_enter(r);
@@ -267,6 +271,54 @@ static void test_nested_sections_hold_grace(void)
 	larder__read_exit(r, outer);
 }
 
+/* One section on r, with a grace period started inside it: held until the exit. */
+static void check_section_holds(struct larder__reader *r)
+{
+	uint64_t outer = larder__read_enter(r);
+	uint64_t during = larder__gp_start();
+	CHECK(!larder__gp_poll(during));
+	larder__read_exit(r, outer);
+	CHECK(larder__gp_poll(during));
+}
+
+static void *take_record(void *arg)
+{
+	*(struct larder__thread **)arg = larder__thread_self();
+	return NULL;
+}
+
+/* The record the next thread to start takes, after one that exited. */
+static void *section_on_lent_record(void *arg)
+{
+	struct larder__thread *t = larder__thread_self();
+	if (CHECK(t != NULL) && CHECK(t == *(struct larder__thread **)arg))
+		check_section_holds(&t->reader);
+	return NULL;
+}
+
+/*
+ * TGRACE-G8, as TGRACE-G4: no other reader is inside a section (the caches
+ * of the earlier tests are closed, their threads gone), so every poll's
+ * answer is this test's slot's.
+ */
+static void test_every_slot_polled(void)
+{
+	/* Static: a registered slot is never freed (GP-G4). 70 > one chunk. */
+	static struct larder__reader slots[70];
+	for (size_t i = 0; i < TH_COUNT(slots); i++)
+		REQUIRE(larder__reader_register(&slots[i]));
+	check_section_holds(&slots[TH_COUNT(slots) - 1]);
+	check_section_holds(&slots[0]);
+
+	struct larder__thread *first = NULL;
+	pthread_t a, b;
+	REQUIRE(pthread_create(&a, NULL, take_record, &first) == 0);
+	pthread_join(a, NULL); /* its record given back by its exit */
+	REQUIRE(first != NULL);
+	REQUIRE(pthread_create(&b, NULL, section_on_lent_record, &first) == 0);
+	pthread_join(b, NULL);
+}
+
 /*
  * TGRACE-G7: must run first in the process, before any cache is open and
  * any grace period has started (th_main runs the table in order).
@@ -288,7 +340,7 @@ static void test_sealed_token_rides_next_start(void)
 {
 	struct larder__thread *t = larder__thread_self();
 	REQUIRE(t != NULL);
-	struct larder__reader *r = t->reader;
+	struct larder__reader *r = &t->reader;
 
 	uint64_t outer = larder__read_enter(r); /* entered before the seal */
 	uint64_t sealed = larder__gp_next();
@@ -644,6 +696,7 @@ int main(int argc, char **argv)
 		TH_TEST(test_parked_get_batch),
 		TH_TEST(test_parked_after_nested_reads),
 		TH_TEST(test_nested_sections_hold_grace),
+		TH_TEST(test_every_slot_polled),
 		TH_TEST(test_sealed_token_rides_next_start),
 		TH_TEST(test_started_ns_is_latest_start),
 		TH_TEST(test_write_inside_callback),

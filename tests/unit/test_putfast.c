@@ -240,11 +240,11 @@ static void put_inside(void *ctx, const void *value, size_t value_len)
 	fill(v, sizeof(v), 4);
 	/* An overwrite (the fast path's end) and an insert (put_indexed's). */
 	n->rc = larder_put(n->cache, "inner-key", 9, v, sizeof(v), LARDER_TTL_NEVER);
-	n->inside = larder__read_active(larder__tls->reader);
+	n->inside = larder__read_active(&larder__tls->reader);
 	snprintf(key, sizeof(key), "inner-new-%d", n->inserts++);
 	if (n->rc == LARDER_OK)
 		n->rc = larder_put(n->cache, key, strlen(key), v, sizeof(v), LARDER_TTL_NEVER);
-	n->inside = n->inside && larder__read_active(larder__tls->reader);
+	n->inside = n->inside && larder__read_active(&larder__tls->reader);
 }
 
 static void test_put_inside_read_section(void)
@@ -263,7 +263,7 @@ static void test_put_inside_read_section(void)
 		CHECK_RC(n.rc, LARDER_OK);
 		/* The callback's put left the enclosing section as it found it. */
 		CHECK(n.inside);
-		CHECK(!larder__read_active(larder__tls->reader));
+		CHECK(!larder__read_active(&larder__tls->reader));
 	}
 	reads(cache, "inner-key", 9, w, sizeof(w));
 	th_check_accounting(cache, 60000, NULL, NULL);
