@@ -30,6 +30,11 @@
  * flush_all 1, flush_all 3, a Unix time (this second, and a second already
  * over), flush_all 0 ending a due second, and the binary SET. Before
  * larderd_flush_window, a set in the due second read back (checked).
+ *
+ * Part 3, a refused clear: a due flush whose larder_clear fails (out of
+ * memory, by the engine's allocation-failure seam) stays due, so the next
+ * command runs it again; before, the flush time went back to 0 and the
+ * items it should have removed stayed readable (checked).
  * Exit status 0 when all hold.
  */
 #include <pthread.h>
@@ -42,6 +47,7 @@
 #include <time.h>
 
 #include "larder.h"
+#include "core/testing.h"
 #include "exec/exec.h"
 #include "proto/binparse.h"
 
@@ -251,6 +257,49 @@ static int due_second(void)
 	return fail;
 }
 
+/* Part 3 (header comment). The seam fails the next allocation of any
+ * thread, so the maintainer may take it instead of the clear: then the
+ * clear succeeds and the round proves nothing, and the next round tries
+ * again; a round where the clear failed is the check. */
+static int refused_clear(void)
+{
+	struct larderd_obuf out = {0};
+	int fail = 0;
+
+	for (int round = 0; round < 100; round++) {
+		run(&g_xb, "set kept 0 0 1\r\nk\r\n", &out);
+		atomic_store(&g_sh.flush_at_ms, 1); /* due long ago */
+		larder__test_fail_alloc_after(0);
+		run(&g_xb, "mn\r\n", &out); /* its larderd_flush_due runs the clear */
+		larder__test_fail_alloc_after(-1);
+		if (larder_contains(g_sh.cache, "kept", 4) != LARDER_OK) {
+			if (atomic_load(&g_sh.flush_at_ms) != 0) {
+				fprintf(stderr, "FAIL: a flush that cleared is still due\n");
+				fail = 1;
+				break;
+			}
+			continue; /* the clear ran: another thread took the failure */
+		}
+		if (atomic_load(&g_sh.flush_at_ms) == 0) {
+			fprintf(stderr, "FAIL: a flush whose clear was refused is no longer due, "
+					"and its items stay\n");
+			fail = 1;
+		}
+		run(&g_xb, "get kept\r\n", &out); /* runs the flush again */
+		if (!replied(&out, "END\r\n") || atomic_load(&g_sh.flush_at_ms) != 0) {
+			fprintf(stderr, "FAIL: the next command did not run the refused flush: %.*s",
+				(int)out.len, out.buf);
+			fail = 1;
+		}
+		larderd_obuf_free(&out);
+		return fail;
+	}
+	larderd_obuf_free(&out);
+	if (!fail)
+		fprintf(stderr, "FAIL: no clear was refused in 100 rounds\n");
+	return 1;
+}
+
 int main(void)
 {
 	struct larderd_obuf out = {0};
@@ -297,12 +346,14 @@ int main(void)
 		fail = 1;
 	}
 	fail |= due_second();
+	fail |= refused_clear();
 	larderd_obuf_free(&out);
 	larderd_exec_fini(&g_xa);
 	larderd_exec_fini(&g_xb);
 	larder_close(g_sh.cache);
 	if (!fail)
 		printf("ok: a command beside the one running a due flush_all's clear waits for it; "
-		       "the due second's writes are flushed, the next second's kept\n");
+		       "the due second's writes are flushed, the next second's kept; a refused "
+		       "clear stays due\n");
 	return fail;
 }
