@@ -1,7 +1,6 @@
 package org.larder;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.larder.TestSupport.b;
 
@@ -15,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -189,43 +189,58 @@ class CloseRaceTest {
     @Test
     void closeFromAConsumerOrListenerDuringAnotherCloseIsRefused() throws Exception {
         for (String from : new String[] {"consumer", "listener"}) {
-            AtomicReference<LarderCache<String, String>> self = new AtomicReference<>();
             Queue<String> inner = new ConcurrentLinkedQueue<>();
-            CountDownLatch inside = new CountDownLatch(1);
-            Runnable closeOnceClosing = () -> {
-                inside.countDown();
-                awaitRefusal(self.get());
+            boolean returned = closeWhileInside(from, TestSupport.strings(), self -> {
                 try {
-                    self.get().close();
+                    self.close();
                     inner.add("closed");
                 } catch (IllegalStateException e) {
                     inner.add(e.getMessage());
                 }
-            };
-            LarderCacheBuilder<String, String> builder = TestSupport.strings();
-            if (from.equals("listener")) {
-                builder.removalListener((k, v, cause) -> closeOnceClosing.run());
-            }
-            LarderCache<String, String> c = builder.build();
-            self.set(c);
-            c.put("k", "v");
-            if (from.equals("listener")) {
-                c.remove("k");
-            } else {
-                Thread reader = new Thread(() -> c.getDirect("k", view -> closeOnceClosing.run()));
-                reader.setDaemon(true);
-                reader.start();
-            }
-            inside.await();
-            Thread closer = new Thread(c::close);
-            closer.setDaemon(true);
-            closer.start();
-            closer.join(TestSupport.WAIT_MS);
-            assertFalse(closer.isAlive(), from + ": the outer close() did not return");
+            });
+            assertTrue(returned, from + ": the outer close() did not return");
             assertEquals(1, inner.size(), from);
             assertTrue(inner.peek().contains(from.equals("listener") ? "own removal listener"
                     : "inside a DirectValueConsumer"), from + ": " + inner.peek());
         }
+    }
+
+    /*
+     * Builds a cache with builder, puts "k", and makes a call from inside a
+     * DirectValueConsumer of "k" (from "consumer") or from the cache's own
+     * removal listener as "k" is removed (from "listener"). That call waits
+     * until another thread's close() of the cache has begun (the cache
+     * refuses calls), so no timing decides the order, then runs whileClosing
+     * on the cache. Returns whether that close() returned within WAIT_MS.
+     */
+    static boolean closeWhileInside(String from, LarderCacheBuilder<String, String> builder,
+            Consumer<LarderCache<String, String>> whileClosing) throws InterruptedException {
+        AtomicReference<LarderCache<String, String>> self = new AtomicReference<>();
+        CountDownLatch inside = new CountDownLatch(1);
+        Runnable onceClosing = () -> {
+            inside.countDown();
+            awaitRefusal(self.get());
+            whileClosing.accept(self.get());
+        };
+        if (from.equals("listener")) {
+            builder.removalListener((k, v, cause) -> onceClosing.run());
+        }
+        LarderCache<String, String> c = builder.build();
+        self.set(c);
+        c.put("k", "v");
+        if (from.equals("listener")) {
+            c.remove("k");
+        } else {
+            Thread reader = new Thread(() -> c.getDirect("k", view -> onceClosing.run()));
+            reader.setDaemon(true);
+            reader.start();
+        }
+        inside.await();
+        Thread closer = new Thread(c::close);
+        closer.setDaemon(true);
+        closer.start();
+        closer.join(TestSupport.WAIT_MS);
+        return !closer.isAlive();
     }
 
     /* Returns once c refuses calls: a close() of it has begun. */

@@ -59,37 +59,15 @@ class PoolTest {
         for (String from : new String[] {"consumer", "listener"}) {
             /* Closed only once the cache is: a pool close waits for the lock a hung close holds. */
             LarderPool pool = staticPool(16 * MIB);
-            AtomicReference<LarderCache<String, String>> self = new AtomicReference<>();
             AtomicReference<String> inner = new AtomicReference<>();
             AtomicReference<LarderCache<String, String>> other = new AtomicReference<>();
-            java.util.concurrent.CountDownLatch inside = new java.util.concurrent.CountDownLatch(1);
-            Runnable usePoolOnceClosing = () -> {
-                inside.countDown();
-                CloseRaceTest.awaitRefusal(self.get());
-                /* Closed by the test: a consumer may close no cache (it would wait for itself). */
-                other.set(TestSupport.strings().pool(pool).build());
-                inner.set("caches " + pool.stats().caches());
-            };
-            LarderCacheBuilder<String, String> builder = TestSupport.strings().pool(pool);
-            if (from.equals("listener")) {
-                builder.removalListener((k, v, cause) -> usePoolOnceClosing.run());
-            }
-            LarderCache<String, String> c = builder.build();
-            self.set(c);
-            c.put("k", "v");
-            if (from.equals("listener")) {
-                c.remove("k");
-            } else {
-                Thread reader = new Thread(() -> c.getDirect("k", view -> usePoolOnceClosing.run()));
-                reader.setDaemon(true);
-                reader.start();
-            }
-            inside.await();
-            Thread closer = new Thread(c::close);
-            closer.setDaemon(true);
-            closer.start();
-            closer.join(TestSupport.WAIT_MS);
-            assertFalse(closer.isAlive(), from + ": close() did not return");
+            /* Closed by the test: a consumer may close no cache (it would wait for itself). */
+            boolean returned = CloseRaceTest.closeWhileInside(from,
+                    TestSupport.strings().pool(pool), self -> {
+                        other.set(TestSupport.strings().pool(pool).build());
+                        inner.set("caches " + pool.stats().caches());
+                    });
+            assertTrue(returned, from + ": close() did not return");
             assertEquals("caches 2", inner.get(), from);
             other.get().close();
             pool.close();
