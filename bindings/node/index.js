@@ -73,6 +73,7 @@ const REASONS = ['delete', 'set', 'expire', 'evict', 'clear'];
 const GIVEN = {
   maxSize: 1, max: 2, ttl: 4, maxKeyBytes: 8, maxValueBytes: 16, policy: 32, updateAgeOnGet: 64,
   compression: 128, pool: 256, minShare: 512, maxShare: 512, missCost: 1024, shards: 2048,
+  writeWaitMs: 4096,
 };
 
 /*
@@ -99,6 +100,10 @@ const DEFAULT_MAX_SIZE = 64 * 1024 * 1024;
 const DEFAULT_MAX_KEY_BYTES = 1024;
 const DEFAULT_MAX_VALUE_BYTES = 1024 * 1024;
 const DEFAULT_DISPOSE_QUEUE_BYTES = 16 * 1024 * 1024;
+/* The engine's write wait for room at its memory bound: its default, and its most, an hour
+ * (larder_config_set_write_wait_ms). */
+const DEFAULT_WRITE_WAIT_MS = 1000;
+const MAX_WRITE_WAIT_MS = 3600000;
 /* mget's keys go as one string up to this many UTF-16 units in all (V8's limit is ~2^29). */
 const ROPE_MAX_UNITS = 1 << 24;
 
@@ -318,6 +323,7 @@ class LarderCache {
   #max = 0; // the entry limit; 0 = none
   #ttl = 0; // the cache's default lifetime in ms; 0 = none
   #updateAgeOnGet = false;
+  #writeWaitMs;
   #maxSize;
   #setsToCheck = 0;
   #name;
@@ -374,6 +380,8 @@ class LarderCache {
     if (o.dispose && typeof o.dispose !== 'function') throw typeError('dispose must be a function');
     const queueBytes = o.disposeQueueBytes === undefined ? DEFAULT_DISPOSE_QUEUE_BYTES
       : checkInteger('disposeQueueBytes', o.disposeQueueBytes, 4096, 2 ** 40);
+    const writeWaitMs = o.writeWaitMs === undefined ? DEFAULT_WRITE_WAIT_MS
+      : checkInteger('writeWaitMs', o.writeWaitMs, 0, MAX_WRITE_WAIT_MS);
     this.#serializer = makeSerializer(o.serializer);
 
     if (o.l1 !== undefined && o.l1 !== false) {
@@ -398,7 +406,7 @@ class LarderCache {
       maxKeyBytes, maxValueBytes + 1, POLICIES[policyName], updateAgeOnGet ? 1 : 0, given,
       this.#dispose ? LarderCache.#deliverer(new WeakRef(this)) : null,
       queueBytes, compression.minSize === 0 ? 0 : compression.minSize + 1, compression.minSaving,
-      pool.native, pool.minShare, pool.maxShare, pool.missCost, shards);
+      pool.native, pool.minShare, pool.maxShare, pool.missCost, shards, writeWaitMs);
     if (pool.pool !== null) {
       this.#pool = pool.pool;
       poolAttach(this.#pool);
@@ -411,6 +419,7 @@ class LarderCache {
     this.#pooled = eff.pooled;
     this.#ttl = eff.ttl;
     this.#updateAgeOnGet = eff.updateAgeOnGet;
+    this.#writeWaitMs = eff.writeWaitMs;
     this.#ttlInUse = eff.ttl > 0;
     this.#setsToCheck = this.#checkInterval();
   }
@@ -1076,6 +1085,11 @@ class LarderCache {
   /** Whether reads extend lifetimes, as the cache was opened with it. */
   get updateAgeOnGet() {
     return this.#updateAgeOnGet;
+  }
+
+  /** How long a write waits for room at the memory bound (ms), as the cache was opened with it. */
+  get writeWaitMs() {
+    return this.#writeWaitMs;
   }
 
   /** { minSize, minSaving } as the cache was opened with them, or false. */

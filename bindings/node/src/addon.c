@@ -347,17 +347,17 @@ static const struct {
 /*
  * open(name | null, capacity, maxEntries, ttl, maxKey, maxValue, policy, expiry,
  *      given, deliver | null, queueBytes, compressMin, compressSaving,
- *      pool | null, minShare, maxShare, missCost, shards) -> { get, set, ... }
+ *      pool | null, minShare, maxShare, missCost, shards, writeWaitMs) -> { get, set, ... }
  */
 static napi_value mod_open(napi_env env, napi_callback_info info)
 {
-	napi_value argv[18], obj, resource;
+	napi_value argv[19], obj, resource;
 	napi_property_descriptor props[HANDLE_OPS];
-	size_t argc = 18, i;
+	size_t argc = 19, i;
 	struct env_data *ed;
 	struct lnode_settings s;
 	struct handle *h;
-	uint64_t u[8], cmin, csaving, shards;
+	uint64_t u[8], cmin, csaving, shards, write_wait;
 	struct pool_ref *pool = NULL;
 	double shares[3];
 	char name[256];
@@ -375,6 +375,9 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 				   "larder: bad compression arguments");
 	if (!arg_u64(env, argv[17], &shards))
 		return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE", "larder: bad shards argument");
+	if (!arg_u64(env, argv[18], &write_wait))
+		return lnode_throw(env, ERR_TYPE, "ERR_INVALID_ARG_TYPE",
+				   "larder: bad writeWaitMs argument");
 	napi_typeof(env, argv[13], &type);
 	if (type != napi_null && (pool = pool_ref_arg(env, argv[13])) == NULL)
 		return NULL;
@@ -399,6 +402,7 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 		.max_share = shares[1],
 		.miss_cost = shares[2],
 		.shards = (unsigned)shards,
+		.write_wait_ms = write_wait,
 	};
 	h = calloc(1, sizeof(*h));
 	if (h == NULL)
@@ -420,11 +424,13 @@ static napi_value mod_open(napi_env env, napi_callback_info info)
 		if (rc == LARDER_EINVAL)
 			return lnode_throw(env, ERR_RANGE, "ERR_OUT_OF_RANGE",
 					   "larder: an option is out of range (maxSize >= 65536, "
-					   "maxKeyBytes 1..65535, maxValueBytes < 1 GiB)");
+					   "maxKeyBytes 1..65535, maxValueBytes < 1 GiB, "
+					   "writeWaitMs 0..3600000)");
 		if (rc == LARDER_EBUSY)
 			return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_BUSY",
 					   "larder: the pool did not free this cache's first "
-					   "capacity in time (EBUSY)");
+					   "capacity within writeWaitMs (%llu ms; EBUSY)",
+					   (unsigned long long)s.write_wait_ms);
 		if (rc == LARDER_ENOMEM)
 			return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_NOMEM",
 					   "larder: cannot open the cache: out of memory (ENOMEM; "

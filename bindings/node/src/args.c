@@ -73,8 +73,9 @@ napi_value lnode_throw_larder(napi_env env, const struct handle *h, int rc, size
 	case LARDER_EBUSY:
 		return lnode_throw(
 			env, ERR_PLAIN, "ERR_LARDER_BUSY",
-			"larder: the cache is at its memory bound and no room was freed in "
-			"time (EBUSY)");
+			"larder: the cache is at its memory bound and no room was freed within "
+			"writeWaitMs (%llu ms; EBUSY)",
+			(unsigned long long)lnode_shared_settings(h->shared)->write_wait_ms);
 	case LARDER_ENOMEM:
 		return lnode_throw(env, ERR_PLAIN, "ERR_LARDER_NOMEM",
 				   "larder: out of memory (ENOMEM)");

@@ -686,6 +686,7 @@ napi_value lnode_op_settings(napi_env env, napi_callback_info info)
 	set_number(env, obj, "compressMinSize", s->compress_min ? (double)s->compress_min - 1 : 0);
 	set_number(env, obj, "compressMinSaving", (double)s->compress_saving);
 	napi_set_named_property(env, obj, "pooled", lnode_make_bool(env, s->pool != NULL));
+	set_number(env, obj, "writeWaitMs", (double)s->write_wait_ms);
 	return obj;
 }
 

@@ -97,7 +97,8 @@ static int settings_apply(larder_config *cfg, const struct lnode_settings *s, vo
 	    (rc = larder_config_set_policy(cfg, s->policy)) != LARDER_OK ||
 	    (rc = larder_config_set_expiry(cfg, s->expiry)) != LARDER_OK ||
 	    (rc = larder_config_set_compression(cfg, s->compress_min, s->compress_saving)) !=
-		    LARDER_OK)
+		    LARDER_OK ||
+	    (rc = larder_config_set_write_wait_ms(cfg, s->write_wait_ms)) != LARDER_OK)
 		return rc;
 	return larder_config_set_removal_listener(cfg, shared_on_removal, ctx);
 }
@@ -173,6 +174,8 @@ static const char *settings_mismatch(const struct lnode_settings *have,
 		return "missCost";
 	if ((given & LNODE_SET_SHARDS) && have->shards != want->shards)
 		return "shards";
+	if ((given & LNODE_SET_WRITE_WAIT) && have->write_wait_ms != want->write_wait_ms)
+		return "writeWaitMs";
 	return NULL;
 }
 

@@ -34,6 +34,7 @@ struct lnode_settings {
 	struct lnode_pool *pool;  /* NULL: capacity_bytes; else the pool sets the capacity */
 	double min_share, max_share, miss_cost; /* the cache's place in its pool */
 	unsigned shards;          /* larder_config_set_shards */
+	uint64_t write_wait_ms;   /* larder_config_set_write_wait_ms */
 };
 
 /* Bits of lnode_registry_open()'s given: the settings the caller chose. */
@@ -50,6 +51,7 @@ enum lnode_setting_bit {
 	LNODE_SET_SHARES = 1u << 9,
 	LNODE_SET_MISS_COST = 1u << 10,
 	LNODE_SET_SHARDS = 1u << 11,
+	LNODE_SET_WRITE_WAIT = 1u << 12,
 };
 
 /* Returned by lnode_registry_open() besides the larder errors. */

@@ -77,6 +77,7 @@ static struct lnode_settings small_settings(void)
 		.policy = LARDER_POLICY_DEFAULT,
 		.expiry = LARDER_EXPIRE_AFTER_WRITE,
 		.shards = 1,
+		.write_wait_ms = 1000,
 	};
 }
 
@@ -201,9 +202,14 @@ static void test_mismatch(void)
 	check(rc == LNODE_EMISMATCH && b == NULL && strcmp(mismatch, "shards") == 0,
 	      "a different shard count given is refused, naming it");
 	other.shards = 1;
+	other.write_wait_ms = 0;
+	rc = lnode_registry_open(&b, "m", &other, LNODE_SET_WRITE_WAIT, &mismatch);
+	check(rc == LNODE_EMISMATCH && b == NULL && strcmp(mismatch, "writeWaitMs") == 0,
+	      "a different write wait given is refused, naming it");
 	rc = lnode_registry_open(&b, "m", &other, LNODE_SET_POLICY, &mismatch);
 	check(rc == LARDER_OK && b == a &&
 		      lnode_shared_settings(b)->capacity_bytes == s.capacity_bytes &&
+		      lnode_shared_settings(b)->write_wait_ms == s.write_wait_ms &&
 		      lnode_registry_refs("m") == 2,
 	      "settings not given come from the open cache");
 	lnode_registry_release(b);
