@@ -357,11 +357,12 @@ class LarderCache {
     // max: 0 is no entry limit, as in lru-cache (where ttl or maxSize then bounds the cache);
     // from 2^32 on a RangeError, as lru-cache's arrays of max entries give.
     const max = o.max === undefined ? 0 : checkInteger('max', o.max, 0, 2 ** 32 - 1);
-    // null is no lifetime, as lru-cache reads it; a fraction lru-cache refuses (an integer ms).
+    // A falsy ttl (null, false, '') is no lifetime, as lru-cache reads it (ttl || 0), but
+    // NaN (docs/node.md); a fraction lru-cache refuses (an integer ms).
     if (Number.isFinite(o.ttl) && !Number.isInteger(o.ttl)) {
       throw typeError(`ttl must be an integer number of milliseconds, got ${o.ttl}`);
     }
-    const ttl = o.ttl === undefined || o.ttl === null ? 0 : ttlArg(o.ttl);
+    const ttl = !o.ttl && !Number.isNaN(o.ttl) ? 0 : ttlArg(o.ttl);
     const maxKeyBytes = o.maxKeyBytes === undefined ? DEFAULT_MAX_KEY_BYTES
       : checkInteger('maxKeyBytes', o.maxKeyBytes, 1, LIMITS.keyLimit);
     const maxValueBytes = o.maxValueBytes === undefined ? DEFAULT_MAX_VALUE_BYTES
@@ -398,8 +399,12 @@ class LarderCache {
 
     this.#dispose = o.dispose || null;
     this.#ttlAutopurge = !!o.ttlAutopurge;
-    // lru-cache's reading: a positive integer or 0 as given, anything else its default, 1.
+    // lru-cache's reading: a positive integer or 0 as given, anything else its default, 1;
+    // but a symbol or a nonzero bigint, which its Math.floor refuses (TypeError).
     const res = o.ttlResolution;
+    if (typeof res === 'symbol' || (typeof res === 'bigint' && res !== 0n)) {
+      throw typeError(`ttlResolution must be a number, got ${typeof res}`);
+    }
     this.#ttlResolution = res === 0 || (Number.isInteger(res) && res > 0) ? res : 1;
     this.#name = name;
     this.#n = native.open(name === undefined ? null : name, maxSize, max, ttl,
@@ -690,13 +695,14 @@ class LarderCache {
   /**
    * lru-cache's fetch without a fetchMethod (which LarderCache refuses): a
    * promise of get(key). Null options throw at the call, as lru-cache's; a
-   * status says op 'fetch', fetch 'get' and get's outcome, as lru-cache's.
+   * status says op 'fetch', fetch 'get' and get's outcome, as lru-cache's,
+   * with its context and forceRefresh (which, as there, changes nothing).
    */
   fetch(key, options) {
     const status = options === undefined ? undefined : statusOf(options);
     try {
       if (status === undefined) return Promise.resolve(this.get(key));
-      this.#statusOp(status, 'fetch', key);
+      this.#loaderStatus(status, 'fetch', key, options);
       status.fetch = 'get';
       return Promise.resolve(this.#getHitStatus(key, status));
     } catch (e) {
@@ -704,9 +710,23 @@ class LarderCache {
     }
   }
 
-  /** lru-cache's memo without a memoMethod (which LarderCache refuses): its error. */
-  memo() {
+  /** lru-cache's memo without a memoMethod (which LarderCache refuses): its error, after
+   * filling a status as lru-cache's does. */
+  memo(key, options) {
+    const status = options === undefined ? undefined : statusOf(options);
+    if (status !== undefined) this.#loaderStatus(status, 'memo', key, options);
     throw new Error('no memoMethod provided to constructor');
+  }
+
+  /* fetch's and memo's status fields before the outcome, in lru-cache's order (fetch
+   * files the context first, memo after the key; only fetch notes forceRefresh). */
+  #loaderStatus(status, op, key, options) {
+    if (op === 'fetch' && options.context) status.context = options.context;
+    status.op = op;
+    status.key = key;
+    if (op === 'memo' && options.context) status.context = options.context;
+    if (op === 'fetch' && options.forceRefresh) status.forceRefresh = true;
+    status.cache = this;
   }
 
   /** Milliseconds key has left: 0 when absent, Infinity when it never expires. */

@@ -21,15 +21,9 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const { LarderCache, flushedRead, waitFor } = require('./helpers.js');
+const { LarderCache, flushedRead, lruCache, waitFor } = require('./helpers.js');
 
-let LRUCache = null;
-try {
-  ({ LRUCache } = require(path.resolve(__dirname, '..', 'node_modules', 'lru-cache')));
-} catch (e) {
-  if (e.code !== 'MODULE_NOT_FOUND') throw e;
-}
-const needLru = LRUCache === null ? 'lru-cache is not installed (npm install in bindings/node)' : false;
+const { LRUCache, needLru } = lruCache();
 
 /* xorshift32: the sequences are replayable from the printed seed. */
 function rng(seed) {

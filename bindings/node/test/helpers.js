@@ -2,9 +2,9 @@
 /*
  * helpers.js - shared by the binding's tests: loads LarderCache the way a
  * user does (index.js; the addon from LARDER_NODE_ADDON under ctest, else
- * build/larder.node from npm install), waits on conditions with a
- * deadline instead of sleeping for a fixed time, and reads the sizes that
- * flush as of this object's writes.
+ * build/larder.node from npm install), and lru-cache where it is installed,
+ * waits on conditions with a deadline instead of sleeping for a fixed time,
+ * and reads the sizes that flush as of this object's writes.
  */
 const path = require('node:path');
 
@@ -48,4 +48,19 @@ function flushedRead(read, want, deadlineMs = 60000) {
   }
 }
 
-module.exports = { INDEX, LarderCache, flushedRead, waitFor };
+/*
+ * lru-cache v11, a devDependency (npm install in bindings/node), for the
+ * side-by-side tests: { LRUCache, needLru }, LRUCache null and needLru the
+ * reason to skip when it is not installed, else needLru false.
+ */
+function lruCache() {
+  try {
+    const { LRUCache } = require(path.resolve(__dirname, '..', 'node_modules', 'lru-cache'));
+    return { LRUCache, needLru: false };
+  } catch (e) {
+    if (e.code !== 'MODULE_NOT_FOUND') throw e;
+    return { LRUCache: null, needLru: 'lru-cache is not installed (npm install in bindings/node)' };
+  }
+}
+
+module.exports = { INDEX, LarderCache, flushedRead, lruCache, waitFor };
