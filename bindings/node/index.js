@@ -331,6 +331,7 @@ class LarderCache {
   #pooled = false; // the cache draws its capacity from a pool (this handle's or a joiner's)
   #ttlAutopurge; // lru-cache's options kept only to read back (they change nothing here)
   #ttlResolution;
+  #backgroundFetchSize;
 
   /**
    * @param {object} options see docs/node.md; every option is optional.
@@ -406,6 +407,13 @@ class LarderCache {
       throw typeError(`ttlResolution must be a number, got ${typeof res}`);
     }
     this.#ttlResolution = res === 0 || (Number.isInteger(res) && res > 0) ? res : 1;
+    // lru-cache's background fetches' share of its size; without a fetchMethod (refused)
+    // it sizes nothing, but is checked as there: 0 or a positive integer (default 1).
+    const bfs = o.backgroundFetchSize === undefined ? 1 : o.backgroundFetchSize;
+    if (bfs !== 0 && !(Number.isInteger(bfs) && bfs > 0)) {
+      throw typeError('backgroundFetchSize must be a nonnegative integer');
+    }
+    this.#backgroundFetchSize = bfs;
     this.#name = name;
     this.#n = native.open(name === undefined ? null : name, maxSize, max, ttl,
       maxKeyBytes, maxValueBytes + 1, POLICIES[policyName], updateAgeOnGet ? 1 : 0, given,
@@ -1090,6 +1098,11 @@ class LarderCache {
   /** ttlResolution as lru-cache reads it; the engine's clock has no such setting. */
   get ttlResolution() {
     return this.#ttlResolution;
+  }
+
+  /** backgroundFetchSize as given (default 1): there is no fetchMethod whose fetches it sizes. */
+  get backgroundFetchSize() {
+    return this.#backgroundFetchSize;
   }
 
   /** lru-cache's maxEntrySize: 0, no limit in its units (values are bounded by maxValueBytes). */
