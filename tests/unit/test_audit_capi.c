@@ -96,8 +96,8 @@ struct heard {
 	_Atomic uint64_t calls[5];
 };
 
-static void listen(void *ctx, const void *key, size_t key_len, const void *value,
-		   size_t value_len, enum larder_cause cause)
+static void listen(void *ctx, const void *key, size_t key_len, const void *value, size_t value_len,
+		   enum larder_cause cause)
 {
 	(void)key, (void)key_len, (void)value, (void)value_len;
 	struct heard *h = ctx;
@@ -116,7 +116,7 @@ struct run {
 	struct heard heard;
 	struct model m;
 	larder *c;
-	size_t klen, vlen; /* the script's key and value lengths */
+	size_t klen, vlen;    /* the script's key and value lengths */
 	uint64_t entry_limit; /* capacity / 8 */
 };
 
@@ -167,13 +167,15 @@ static void check_counters(struct run *x, int line)
 	uint64_t v[LARDER_STAT_COUNT];
 	REQUIRE_RC(larder_stats(x->c, v, LARDER_STAT_COUNT), LARDER_OK);
 	const struct model *m = &x->m;
-	int ok = CHECK_EQ(v[LARDER_STAT_HITS], m->hits) & CHECK_EQ(v[LARDER_STAT_MISSES], m->misses) &
+	int ok = CHECK_EQ(v[LARDER_STAT_HITS], m->hits) &
+		 CHECK_EQ(v[LARDER_STAT_MISSES], m->misses) &
 		 CHECK_EQ(v[LARDER_STAT_WRITES], m->writes) &
 		 CHECK_EQ(v[LARDER_STAT_REMOVALS], m->removals) &
 		 CHECK_EQ(v[LARDER_STAT_REPLACEMENTS], m->replacements) &
 		 CHECK_EQ(v[LARDER_STAT_EXPIRATIONS], m->expirations) &
 		 CHECK_EQ(v[LARDER_STAT_CLEARED], m->cleared) &
-		 CHECK_EQ(v[LARDER_STAT_ENTRIES], m->entries) & CHECK_EQ(v[LARDER_STAT_EVICTIONS], 0) &
+		 CHECK_EQ(v[LARDER_STAT_ENTRIES], m->entries) &
+		 CHECK_EQ(v[LARDER_STAT_EVICTIONS], 0) &
 		 CHECK_EQ(v[LARDER_STAT_WRITES],
 			  v[LARDER_STAT_ENTRIES] + v[LARDER_STAT_EVICTIONS] +
 				  v[LARDER_STAT_EXPIRATIONS] + v[LARDER_STAT_REMOVALS] +
@@ -222,7 +224,7 @@ struct walk {
 };
 
 static void iter_cb(void *ctx, const void *k, size_t kl, const void *v, size_t vl, uint64_t ttl,
-		   uint64_t entry_bytes)
+		    uint64_t entry_bytes)
 {
 	(void)k, (void)kl, (void)v, (void)vl, (void)ttl;
 	struct walk *w = ctx;
@@ -359,7 +361,8 @@ static void script(struct run *x)
 	value_of(w, 1, x->vlen);
 	CHECK_RC(larder_put_if_absent(c, k, k0, w, x->vlen, LARDER_TTL_DEFAULT), LARDER_EXISTS);
 	if (x->vlen > 0) { /* the only value of a row with max value 0 equals itself */
-		CHECK_RC(larder_replace_if_equals(c, k, k0, w, x->vlen, w, x->vlen, LARDER_TTL_DEFAULT),
+		CHECK_RC(larder_replace_if_equals(c, k, k0, w, x->vlen, w, x->vlen,
+						  LARDER_TTL_DEFAULT),
 			 LARDER_MISMATCH);
 		CHECK_RC(larder_remove_if_equals(c, k, k0, w, x->vlen), LARDER_MISMATCH);
 	}
@@ -550,7 +553,8 @@ static void cut_light_writer(unsigned shards)
 	CHECK_LE(th_stat(c, LARDER_STAT_LIVE_BYTES), 64 * KiB);
 	uint64_t cls[LARDER_CLASS_STAT_COUNT];
 	for (size_t k = 0; k < larder_size_class_count(); k++)
-		if (CHECK_RC(larder_stats_size_class(c, k, cls, LARDER_CLASS_STAT_COUNT), LARDER_OK) &&
+		if (CHECK_RC(larder_stats_size_class(c, k, cls, LARDER_CLASS_STAT_COUNT),
+			     LARDER_OK) &&
 		    !CHECK_LE(cls[LARDER_CLASS_PAGES], cls[LARDER_CLASS_SLOTS_USED]))
 			printf("  class %zu (%" PRIu64 " B slots): %" PRIu64 " pages for %" PRIu64
 			       " live slots\n",
@@ -560,7 +564,8 @@ static void cut_light_writer(unsigned shards)
 	/* The pages come back for the next light writes. */
 	for (unsigned i = 0; i < 12; i++) {
 		snprintf(key, sizeof(key), "m%u", i);
-		CHECK_RC(larder_put(c, key, strlen(key), v, (size_t)100 << (i % 7), LARDER_TTL_NEVER),
+		CHECK_RC(larder_put(c, key, strlen(key), v, (size_t)100 << (i % 7),
+				    LARDER_TTL_NEVER),
 			 LARDER_OK);
 	}
 	th_check_memory_audit(c);
