@@ -76,7 +76,7 @@
  *       After a capacity cut (larder__slab_release_shared_later) it does
  *       the same at its next pass, so the pages the cut's evictions empty
  *       are retired: kept, a cut of a 4 MiB cache to 64 KiB left 4.3 MiB
- *       of empty shared pages mapped at K = 1 and 70 MiB at K = 16
+ *       of empty shared pages mapped at K = 1 and 67 MiB at K = 16
  *       (test_cut_releases_shared_pages in tests/unit/test_audit_capi.c).
  *   SLAB-S9. A cursor's run of class k (struct larder__slab_run in slab.h)
  *       holds free slots of the cursor's page of class k only: the bits of
