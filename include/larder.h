@@ -29,7 +29,10 @@
  *     3. LARDER_EVALSIZE: the value over max_value_bytes, then the whole
  *        entry over 1/8 of the capacity;
  *     4. LARDER_ENOMEM or LARDER_EBUSY: a write reserves its room before it
- *        looks at the key, so these come before the key's status;
+ *        looks at the key, so these come before the key's status (and a
+ *        write that ends with that status may have mapped the page its
+ *        room came from: it stores, charges and counts nothing, and the
+ *        page serves the next writes of its size);
  *     5. the key's status: LARDER_MISS, LARDER_EXISTS, LARDER_MISMATCH, and
  *        for a read LARDER_EBUFSIZE.
  *   An expected value (the *_if_equals calls) longer than max_value_bytes is

@@ -2279,8 +2279,13 @@ int larder__cache_set_capacity(larder *c, uint64_t bytes)
 	/* Relaxed: CACHE-B1 holds after both stores; writers re-check on the next chunk. */
 	atomic_store_explicit(&c->capacity, bytes, LARDER__RELAXED);
 	atomic_fetch_add_explicit(&c->budget, delta, LARDER__RELAXED);
-	for (unsigned i = 0; i < c->shard_count; i++)
+	for (unsigned i = 0; i < c->shard_count; i++) {
 		slab_reserve_set(&c->shard[i], bytes);
+		/* The pages light writers share go back as the cut empties
+		 * them (SLAB-S8), as after a clear. */
+		if (bytes < old)
+			larder__slab_release_shared_later(&c->shard[i].slab);
+	}
 	pthread_mutex_unlock(&c->admin_lock);
 	larder__maint_wake_all(c);
 	return LARDER_OK;

@@ -311,6 +311,7 @@ static uint64_t maint_pass(struct larder__maint *m)
 		work++;
 	}
 	larder__slab_keep_trim(&m->shard->slab, 0); /* a lowered capacity's limit (SLAB-S6) */
+	larder__slab_shared_trim(&m->shard->slab); /* a cut's shared pages (SLAB-S8) */
 	work += larder__maint_clear_walk(m, gen_ready);
 	work += (uint64_t)larder__maint_reap_orphans(m);
 	/* While it holds deadlines, each pass refreshes the TSC bound that

@@ -73,6 +73,11 @@
  *       pages of every class light writers had written, empty, after the
  *       clear (70 MiB for a 4 MiB cache at K = 16;
  *       test_clear_releases_shared_pages in tests/unit/test_audit_limits.c).
+ *       After a capacity cut (larder__slab_release_shared_later) it does
+ *       the same at its next pass, so the pages the cut's evictions empty
+ *       are retired: kept, a cut of a 4 MiB cache to 64 KiB left 4.3 MiB
+ *       of empty shared pages mapped at K = 1 and 67 MiB at K = 16
+ *       (test_cut_releases_shared_pages in tests/unit/test_audit_capi.c).
  *   SLAB-S9. A cursor's run of class k (struct larder__slab_run in slab.h)
  *       holds free slots of the cursor's page of class k only: the bits of
  *       one owner_free word, taken out of the bitmap together (the word
@@ -898,6 +903,22 @@ void larder__slab_release_shared(struct larder__slab *s)
 	pthread_mutex_lock(&s->shared_lock); /* its owner now (SLAB-S8) */
 	larder__slab_release_cursor(s, &s->shared);
 	pthread_mutex_unlock(&s->shared_lock);
+}
+
+void larder__slab_release_shared_later(struct larder__slab *s)
+{
+	/* Relaxed: a request, ordering nothing; the pages it concerns are read
+	 * under shared_lock. The cutter's wake (larder__maint_wake_all) or at
+	 * worst a later pass of the maintainer sees it. */
+	atomic_store_explicit(&s->shared_release_due, 1, LARDER__RELAXED);
+}
+
+void larder__slab_shared_trim(struct larder__slab *s)
+{
+	/* Relaxed: see larder__slab_release_shared_later(). */
+	if (atomic_load_explicit(&s->shared_release_due, LARDER__RELAXED) &&
+	    atomic_exchange_explicit(&s->shared_release_due, 0, LARDER__RELAXED))
+		larder__slab_release_shared(s);
 }
 
 void larder__slab_release_cursor_at_exit(struct larder__slab *s, struct larder__slab_cursor *c)

@@ -132,6 +132,10 @@ struct larder__slab {
 	 * after it. */
 	pthread_mutex_t shared_lock;
 	struct larder__slab_cursor shared;
+	/* A capacity cut's request that the maintainer hand the shared pages
+	 * back (larder__slab_release_shared_later): set by the cutter, taken
+	 * by the maintainer's next pass. */
+	larder__atomic_int shared_release_due;
 	int share_first; /* SLAB-S8 applies: set before the first allocation */
 	struct larder__page *reserve[LARDER__PAGE_ORDERS];
 	unsigned reserve_count[LARDER__PAGE_ORDERS];
@@ -258,6 +262,12 @@ void larder__slab_release_cursor(struct larder__slab *s, struct larder__slab_cur
  * cursor's pages (SLAB-S8), so that they are retired as their last slots
  * are freed instead of staying mapped, empty, for light writers. */
 void larder__slab_release_shared(struct larder__slab *s);
+/* Any thread, at a capacity cut: asks the maintainer to do the same at its
+ * next pass (larder__slab_shared_trim), so that the pages the cut's
+ * evictions empty are retired like every other page (SLAB-S8). */
+void larder__slab_release_shared_later(struct larder__slab *s);
+/* Maintainer, every pass: larder__slab_release_shared() if a cut asked. */
+void larder__slab_shared_trim(struct larder__slab *s);
 /* The cursor's owner, as its thread exits: hands back every page but the
  * empty ones, which stay in the cursor for larder__slab_release_cursor()
  * (SLAB-S7 in slab.c). */
