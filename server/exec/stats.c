@@ -173,12 +173,13 @@ static void general(struct larderd_exec *x, struct larderd_obuf *out)
 static void settings(struct larderd_exec *x, struct larderd_obuf *out)
 {
 	struct larderd_shared *sh = x->sh;
-	char mask[16], backlog[16];
+	char mask[16], backlog[16], port[16];
 
 	/* Relaxed: see larderd_shared; a setting read on its own. */
 	stat_u64(out, "maxbytes", atomic_load_explicit(&sh->maxbytes, memory_order_relaxed));
 	stat_u64(out, "maxconns", (uint64_t)sh->maxconns);
-	stat_u64(out, "tcpport", (uint64_t)sh->port);
+	snprintf(port, sizeof(port), "%d", sh->port); /* -1: -p -1, as memcached shows it */
+	stat_str(out, "tcpport", port);
 	stat_u64(out, "udpport", 0);
 	stat_str(out, "inter", sh->inter ? sh->inter : "NULL");
 	stat_u64(out, "verbosity", (uint64_t)atomic_load_explicit(&sh->verbosity,
