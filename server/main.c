@@ -546,7 +546,6 @@ static int listen_tcp(const struct options *o, int *fds, int max)
 {
 	char list[INTER_MAX], *save = NULL;
 	int n = 0;
-
 	const char *port_all = strcmp(o->port, EPHEMERAL_PORT) == 0 ? "0" : o->port;
 
 	if (o->inter == NULL)
