@@ -23,15 +23,18 @@
  * suboptions and memcached's checks of their values: suboptions.c); what
  * larderd cannot do (SASL, TLS, no-eviction, no CAS) is refused with a
  * message, never ignored. Start-up order: listen (errors reach the
- * terminal), lock memory, drop privileges (-u), daemonize (-d), write the
+ * terminal), write memcached's ports file when its variable names one,
+ * lock memory, drop privileges (-u), daemonize (-d), write the
  * pid file (-P), then open the cache, since the engine's threads would not
  * survive the fork.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -55,6 +58,12 @@
 #define INTER_MAX 1024
 /* Listening sockets at most (every address of every -l entry). */
 #define LISTEN_MAX 32
+/* -p's value for a port the kernel picks (bind to 0), as memcached's. */
+#define EPHEMERAL_PORT "-1"
+/* memcached's environment variable naming the file that start-up writes
+ * the TCP ports it listens on to (its test suite's way to run servers on
+ * ports the kernel picked). */
+#define PORTS_FILE_ENV "MEMCACHED_PORT_FILENAME"
 
 struct options {
 	const char *port;
@@ -308,11 +317,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 		switch (ch) {
 		case 'p': {
 			/* A number, as memcached reads it: the resolver would look a
-			 * name up as a service and wrap 99999 to port 34463. */
+			 * name up as a service and wrap 99999 to port 34463. -1 is
+			 * memcached's "a port the kernel picks" (ports_file()). */
 			size_t port;
-			if (!parse_count(optarg, 65535, &port) || strpbrk(optarg, "kKmM")) {
+			if (strcmp(optarg, EPHEMERAL_PORT) != 0 &&
+			    (!parse_count(optarg, 65535, &port) || strpbrk(optarg, "kKmM"))) {
 				fprintf(stderr, "larderd: bad -p value '%s' (a port number, "
-					"0-65535)\n", optarg);
+					"0-65535, or -1 for one the kernel picks)\n", optarg);
 				return EX_USAGE;
 			}
 			o->port = optarg;
@@ -535,12 +546,13 @@ static int listen_tcp(const struct options *o, int *fds, int max)
 {
 	char list[INTER_MAX], *save = NULL;
 	int n = 0;
+	const char *port_all = strcmp(o->port, EPHEMERAL_PORT) == 0 ? "0" : o->port;
 
 	if (o->inter == NULL)
-		return listen_addr(o, NULL, o->port, fds, &n, max);
+		return listen_addr(o, NULL, port_all, fds, &n, max);
 	snprintf(list, sizeof(list), "%s", o->inter);
 	for (char *p = strtok_r(list, ",;", &save); p != NULL; p = strtok_r(NULL, ",;", &save)) {
-		const char *host = p, *port = o->port;
+		const char *host = p, *port = port_all;
 		char *colon;
 		size_t v;
 
@@ -601,6 +613,51 @@ static int listen_unix(const struct options *o)
 		return -1;
 	}
 	return fd;
+}
+
+/*
+ * memcached's ports file: when PORTS_FILE_ENV names a file, one line per
+ * listening TCP socket, "TCP INET: <port>" or "TCP INET6: <port>", the port
+ * it got (with -p -1, each socket its own), written to "<file>.lck" and then
+ * renamed, so that whoever waits for the file never reads half of it.
+ * Written once every socket listens, so a client that reads a port can
+ * connect at once (the backlog holds it until the workers start). False
+ * (with a message) when the file cannot be written.
+ */
+static bool ports_file(const int *fds, int nfd, bool tcp)
+{
+	const char *name = getenv(PORTS_FILE_ENV);
+	char tmp[PATH_MAX];
+	FILE *f;
+	bool ok = true;
+
+	if (name == NULL)
+		return true;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.lck", name) >= sizeof(tmp) ||
+	    (f = fopen(tmp, "w")) == NULL) {
+		fprintf(stderr, "larderd: cannot write the ports file %s.lck (%s): %s\n", name,
+			PORTS_FILE_ENV, strerror(errno));
+		return false;
+	}
+	for (int i = 0; tcp && i < nfd; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		if (getsockname(fds[i], (struct sockaddr *)&ss, &len) != 0) {
+			ok = false;
+			break;
+		}
+		bool v6 = ss.ss_family == AF_INET6;
+		unsigned port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
+				    ((struct sockaddr_in *)&ss)->sin_port);
+		fprintf(f, "TCP INET%s: %u\n", v6 ? "6" : "", port);
+	}
+	ok = fclose(f) == 0 && ok && rename(tmp, name) == 0;
+	if (!ok) {
+		fprintf(stderr, "larderd: cannot write the ports file %s (%s): %s\n", name,
+			PORTS_FILE_ENV, strerror(errno));
+		unlink(tmp);
+	}
+	return ok;
 }
 
 /* As memcached: make room for -c connections plus the server's own descriptors. */
@@ -840,6 +897,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "larderd: failed to listen\n");
 		return 71;
 	}
+	if (!ports_file(fds, nfd, o.socket_path == NULL))
+		return 71;
 	void *dict = NULL;
 	size_t dict_len = 0;
 	if (o.dict_path != NULL && !read_dict_file(o.dict_path, &dict, &dict_len))

@@ -14,7 +14,7 @@ import argparse, os, socket, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "tests", "protocol"))
-from loopback import free_port, wait_port
+from loopback import serve
 
 
 def drain(s, term):
@@ -55,11 +55,8 @@ def main():
     res = {}
     for _ in range(a.rounds):
         for name, argv in servers:
-            port = free_port()
-            p = subprocess.Popen(argv + ["-t", "4", "-m", "1024", "-p", str(port),
-                                         "-l", "127.0.0.1"])
+            p, port = serve(argv + ["-t", "4", "-m", "1024", "-l", "127.0.0.1"])
             try:
-                wait_port(port)
                 for cname, blob, chunk, term in cases:
                     res.setdefault((cname, name), []).append(burst(port, blob, chunk, term))
             finally:

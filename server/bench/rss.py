@@ -19,7 +19,7 @@ import argparse, os, signal, socket, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "tests", "protocol"))
-from loopback import free_port, wait_port
+from loopback import serve
 
 # larderd's engine counters (MiB), and "other": RSS less mapped pages and
 # index, i.e. the server's own buffers, thread stacks and the C library.
@@ -96,11 +96,9 @@ def fill(port, pid, value, total, step, engine):
 
 
 def run(name, argv, args):
-    port = free_port()
-    p = subprocess.Popen(argv + ["-p", str(port), "-l", "127.0.0.1", "-m", str(args.mib),
-                                 "-t", "4"], stderr=subprocess.DEVNULL)
+    p, port = serve(argv + ["-l", "127.0.0.1", "-m", str(args.mib), "-t", "4"],
+                    stderr=subprocess.DEVNULL)
     try:
-        wait_port(port)
         start = rss_kib(p.pid)
         rows = fill(port, p.pid, args.value, args.gib << 30, args.step, name == "larderd")
     finally:

@@ -25,7 +25,7 @@ import argparse, glob, os, re, resource, signal, socket, subprocess, sys, tempfi
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "tests", "protocol"))
-from loopback import free_port, recv_until, wait_port  # noqa: E402
+from loopback import recv_until, serve  # noqa: E402
 
 # memcached sets RLIMIT_NOFILE to its -c; under valgrind that succeeds only
 # when it equals valgrind's own limit, the soft limit less 12 reserved fds.
@@ -102,16 +102,14 @@ def strace_counts(lg, pid, port, secs, out):
 def callgrind_ir(lg, cmd, secs, tmp, vg_nofile):
     """User-space instructions per request (every thread), under callgrind;
     vg_nofile: the server sets RLIMIT_NOFILE (memcached) and needs VG_NOFILE."""
-    port = free_port()
-    prefix = os.path.join(tmp, "cg.%d" % port)
+    prefix = os.path.join(tmp, "cg.%s" % os.path.basename(cmd()[0]))
 
     def nofile():
         resource.setrlimit(resource.RLIMIT_NOFILE, (VG_NOFILE, VG_NOFILE))
 
-    vg = subprocess.Popen(["valgrind", "-q", "--tool=callgrind", "--callgrind-out-file=" +
-                           prefix + ".%p"] + cmd(port), preexec_fn=nofile if vg_nofile else None)
+    vg, port = serve(["valgrind", "-q", "--tool=callgrind", "--callgrind-out-file=" +
+                      prefix + ".%p"] + cmd(), preexec_fn=nofile if vg_nofile else None)
     try:
-        wait_port(port)
         loadgen(lg, port, 1)  # warm-up: not counted
         subprocess.run(["callgrind_control", "-z", str(vg.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -141,20 +139,17 @@ def main():
     a = ap.parse_args()
     user = ["-u", "root"] if os.geteuid() == 0 else []
     cmds = {
-        "larderd": lambda p, c=(): [a.larderd, "-p", str(p), "-l", "127.0.0.1", "-t", "4",
-                                    "-m", "256"] + list(c),
-        "memcached": lambda p, c=(): [a.memcached, "-p", str(p), "-l", "127.0.0.1", "-t", "4",
-                                      "-m", "256", "-U", "0"] + user + list(c),
+        "larderd": lambda c=(): [a.larderd, "-l", "127.0.0.1", "-t", "4", "-m", "256"] + list(c),
+        "memcached": lambda c=(): [a.memcached, "-l", "127.0.0.1", "-t", "4", "-m", "256",
+                                   "-U", "0"] + user + list(c),
     }
     print("# per request: 1 connection, set-then-get round trips (loadgen -A -d 1), 64 B values, "
           "-m 256 -t 4, %d s per window, load average %s" %
           (a.seconds, open("/proc/loadavg").read().split()[0]))
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("larderd", "memcached"):
-            port = free_port()
-            srv = subprocess.Popen(cmds[name](port))
+            srv, port = serve(cmds[name]())
             try:
-                wait_port(port)
                 loadgen(a.loadgen, port, 1)  # warm-up: not counted
                 t0 = threads(srv.pid)
                 r0 = requests(port)
@@ -179,8 +174,8 @@ def main():
                 srv.wait()
             if a.callgrind:
                 print("  user instructions: %.0f" %
-                      callgrind_ir(a.loadgen, lambda p: cmds[name](p, ["-c", str(VG_CONNS)]
-                                                                   if name == "memcached" else []),
+                      callgrind_ir(a.loadgen, lambda: cmds[name](["-c", str(VG_CONNS)]
+                                                                if name == "memcached" else []),
                                    a.seconds, tmp, name == "memcached"))
     return 0
 

@@ -26,7 +26,7 @@ import argparse, os, re, signal, socket, statistics, subprocess, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "tests", "protocol"))
-from loopback import free_port, wait_port  # noqa: E402
+from loopback import serve  # noqa: E402
 
 
 def loadgen(lg, port, secs):
@@ -64,13 +64,12 @@ def main():
     procs, ports = [], []
     try:
         for name, path in servers:
-            port = free_port()
             extra = ["-U", "0", "-u", "nobody"] if name == "memcached" else []
-            procs.append(subprocess.Popen(["nice", "-n", "10", path, "-p", str(port), "-l", "127.0.0.1",
-                                           "-t", "4", "-m", "256"] + extra))
+            proc, port = serve(["nice", "-n", "10", path, "-l", "127.0.0.1", "-t", "4", "-m", "256"] +
+                               extra)
+            procs.append(proc)
             ports.append(port)
         for (name, _), p in zip(servers, ports):
-            wait_port(p)
             if name in fetched:
                 with socket.create_connection(("127.0.0.1", p)) as s:
                     s.sendall(b"mg __threads__ h\r\nmn\r\n")

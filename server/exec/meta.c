@@ -646,6 +646,9 @@ static void exec_me(struct larderd_exec *x, struct larderd_req *req, struct lard
 	long long ttl;
 	char *p;
 
+	/* memcached's cmd_meta counts this command alone, hit or miss (the other
+	 * meta commands count as gets, sets, deletes and incrs). */
+	larderd_stat_add(x, WS_CMD_META, 1);
 	larderd_track_fetched(x);
 	if (larderd_read_item(x, req->key.p, req->key.n, &len) != LARDER_OK) {
 		larderd_obuf_add(out, "EN\r\n", 4);
@@ -678,7 +681,6 @@ static void exec_me(struct larderd_exec *x, struct larderd_req *req, struct lard
 
 void larderd_exec_meta(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
-	larderd_stat_add(x, WS_CMD_META, 1);
 	switch (req->cmd) {
 	case LARDERD_CMD_MN: larderd_obuf_add(out, "MN\r\n", 4); break;
 	case LARDERD_CMD_ME: exec_me(x, req, out); break;

@@ -19,6 +19,7 @@
  * operation counters and ages are not kept per class and are left out.
  * "stats settings" shows memcached's fields for the settings larderd has
  * (and those saying a feature is off: detail, size tracking, TLS, idle timeout);
+ * "stats cachedump" checks its arguments as memcached does and lists nothing;
  * "stats sizes" says the size histogram is disabled, as memcached's default
  * does; "stats conns" and "stats extstore" are empty lists; "stats detail"
  * switches and lists memcached's per-prefix counts (detail.c).
@@ -173,12 +174,13 @@ static void general(struct larderd_exec *x, struct larderd_obuf *out)
 static void settings(struct larderd_exec *x, struct larderd_obuf *out)
 {
 	struct larderd_shared *sh = x->sh;
-	char mask[16], backlog[16];
+	char mask[16], backlog[16], port[16];
 
 	/* Relaxed: see larderd_shared; a setting read on its own. */
 	stat_u64(out, "maxbytes", atomic_load_explicit(&sh->maxbytes, memory_order_relaxed));
 	stat_u64(out, "maxconns", (uint64_t)sh->maxconns);
-	stat_u64(out, "tcpport", (uint64_t)sh->port);
+	snprintf(port, sizeof(port), "%d", sh->port); /* -1: -p -1, as memcached shows it */
+	stat_str(out, "tcpport", port);
 	stat_u64(out, "udpport", 0);
 	stat_str(out, "inter", sh->inter ? sh->inter : "NULL");
 	stat_u64(out, "verbosity", (uint64_t)atomic_load_explicit(&sh->verbosity,
@@ -289,6 +291,29 @@ static void detail(struct larderd_exec *x, struct larderd_req *req, struct larde
 	}
 }
 
+/* memcached's slab class ids, 0..63: "stats cachedump" refuses the rest. */
+#define MC_SLAB_CLASSES 64
+
+/* "stats cachedump <class> <limit>": memcached's checks of its arguments, in
+ * its order and words; arguments it takes list nothing (END), since there
+ * is no per-class LRU whose cold end memcached lists (docs/server.md,
+ * "admin-commands"; lru_crawler metadump lists every item). */
+static void cachedump(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
+{
+	uint32_t id, limit;
+
+	if (x->sh->dump_disabled)
+		larderd_obuf_line(out, "CLIENT_ERROR stats cachedump not allowed");
+	else if (req->ntok < 4)
+		larderd_obuf_line(out, "CLIENT_ERROR bad command line");
+	else if (!larderd_strtoul32(&req->tok[2], &id) || !larderd_strtoul32(&req->tok[3], &limit))
+		larderd_obuf_line(out, "CLIENT_ERROR bad command line format");
+	else if (id >= MC_SLAB_CLASSES)
+		larderd_obuf_line(out, "CLIENT_ERROR Illegal slab id");
+	else
+		larderd_obuf_add(out, "END\r\n", 5);
+}
+
 void larderd_exec_stats(struct larderd_exec *x, struct larderd_req *req, struct larderd_obuf *out)
 {
 	struct larderd_tok *sub = &req->tok[1];
@@ -314,8 +339,8 @@ void larderd_exec_stats(struct larderd_exec *x, struct larderd_req *req, struct 
 		items(x, out);
 	} else if (sub->n == 6 && memcmp(sub->p, "detail", 6) == 0) {
 		detail(x, req, out);
-	} else if (sub->n == 9 && memcmp(sub->p, "cachedump", 9) == 0 && x->sh->dump_disabled) {
-		larderd_obuf_line(out, "CLIENT_ERROR stats cachedump not allowed");
+	} else if (sub->n == 9 && memcmp(sub->p, "cachedump", 9) == 0) {
+		cachedump(x, req, out);
 	} else if (sub->n == 5 && memcmp(sub->p, "sizes", 5) == 0) {
 		/* memcached's answer while its size histogram is off (the default):
 		 * larderd keeps none. */

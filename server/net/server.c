@@ -252,7 +252,6 @@ static int process_binary(struct worker *w, struct conn *c, const char *buf, siz
 	if (out->len >= before + LARDERD_BIN_HDR &&
 	    (out->buf[before + 6] != 0 || out->buf[before + 7] != 0))
 		*owed = out->len;
-	larderd_stat_add(&w->x, WS_BYTES_READ, br.consumed);
 	*off += br.consumed;
 	c->swallow = br.swallow;
 	if (r == LARDERD_EXEC_CLOSE)
@@ -343,7 +342,6 @@ static int process(struct worker *w, struct conn *c, const char *buf, size_t len
 			c->suspended = true;
 			break;
 		}
-		larderd_stat_add(x, WS_BYTES_READ, c->req.consumed);
 		*off += c->req.consumed;
 		c->swallow = c->req.swallow;
 		if (r == LARDERD_EXEC_CLOSE) {
@@ -471,6 +469,11 @@ static bool read_more(struct worker *w, struct conn *c, char **buf, size_t *len,
 		*len = c->in_len;
 		*from_conn = true;
 	}
+	/* bytes_read counts what is read, as memcached's: a stats reply then
+	 * includes its own line, what follows it in the read, and the bytes of
+	 * a refused value being swallowed. */
+	if (n > 0)
+		larderd_stat_add(&w->x, WS_BYTES_READ, (uint64_t)n);
 	if (n == 0) {
 		/* The client is done sending (perhaps only half-closed): the
 		 * replies already built still go out, then the connection closes,

@@ -31,7 +31,7 @@ the test slower, never fails it.
 import argparse, hashlib, os, random, signal, socket, struct, subprocess, sys, threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopback import free_port, rss_kib, run_driver, wait_port
+from loopback import rss_kib, run_driver, serve
 from diffbinary import arith_ext, frame, set_ext
 
 DEADLINE = 120.0
@@ -257,10 +257,8 @@ def check_protocol_option(larderd):
             # -F: a binary FLUSH is refused as memcached refuses it
             (["-F"], frame("FLUSH"), b"\x81\x08\x00\x00\x00\x00\x00\x20\x00\x00\x00\x0d" +
              bytes(12) + b"Auth failure.")):
-        port = free_port()
-        proc = subprocess.Popen([larderd, "-p", str(port), "-l", "127.0.0.1"] + opts)
+        proc, port = serve([larderd, "-l", "127.0.0.1"] + opts)
         try:
-            wait_port(port)
             got = exchange(port, data)
             if not got.startswith(want) or (want == b"" and got):
                 raise RuntimeError("%s: %r answered %r" % (" ".join(opts), data, got))
@@ -281,11 +279,8 @@ def main():
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     print("binhammer: seed %d, %d binary + %d text connections x %d ops"
           % (seed, args.threads, max(1, args.threads // 4), args.ops))
-    port = free_port()
-    proc = subprocess.Popen([args.larderd, "-p", str(port), "-l", "127.0.0.1", "-t", "4",
-                             "-m", "64"])
+    proc, port = serve([args.larderd, "-l", "127.0.0.1", "-t", "4", "-m", "64"])
     try:
-        wait_port(port)
         c = Conn(port)
         for key, v in ((b"counter", b"0"), (b"swapped", b"0"), (b"appended", b"")):
             if c.call(frame("SET", key, set_ext(0, 0), v))[1] != 0:

@@ -30,7 +30,7 @@ import tempfile
 import time
 
 from larderd_client import Conn, flushed, stop
-from loopback import free_port, run_driver, wait_port
+from loopback import run_driver, serve
 
 ITEMS = 2000
 DEADLINE = 60.0
@@ -48,11 +48,8 @@ def json_value(rng):
 
 
 def start(larderd, extra):
-    port = free_port()
-    p = subprocess.Popen([larderd, "-p", str(port), "-l", "127.0.0.1", "-t", "2", "-m", "128",
-                          "--compress-min=64"] + extra, stderr=subprocess.PIPE, text=True)
-    wait_port(port)
-    return p, port
+    return serve([larderd, "-l", "127.0.0.1", "-t", "2", "-m", "128", "--compress-min=64"] +
+                 extra, stderr=subprocess.PIPE, text=True)
 
 
 def fill(c, rng, prefix, n):
@@ -85,7 +82,7 @@ def poll_stat(c, name, pred, what):
 
 def refused(larderd, args, needle):
     try:
-        r = subprocess.run([larderd, "-p", str(free_port()), "-l", "127.0.0.1"] + args,
+        r = subprocess.run([larderd, "-p", "-1", "-l", "127.0.0.1"] + args,
                            capture_output=True, text=True, timeout=DEADLINE)
     except subprocess.TimeoutExpired:
         raise RuntimeError("larderd %s was not refused: it ran" % " ".join(args))

@@ -317,4 +317,16 @@ CASES = [
                                          "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\r\nget a\r\n",
                                          "\x80\x00\x00\x00\r\nversion\r\n", "get a\x00b\r\n", "\xff\xfe\r\nmn\r\n")),
     ("sweep-quit-pipelined", [b"set a 0 0 1\r\nx\r\nget a\r\nquit\r\nget a\r\n"]),
+    # stats cachedump: larderd answered ERROR to every form. memcached checks
+    # the argument count, then both numbers (its safe_strtoul: a minus sign
+    # refused, 2^32 wraps to 0), then the class id (under 64). Only classes
+    # that hold nothing in memcached are listed, so both answer END.
+    ("stats-cachedump-args", steps("stats cachedump\r\n", "stats cachedump 1\r\n",
+                                   "stats cachedump x 1\r\n", "stats cachedump 1 x\r\n",
+                                   "stats cachedump -1 1\r\n", "stats cachedump 1 -1\r\n",
+                                   "stats cachedump 64 0\r\n", "stats cachedump 200 1\r\n",
+                                   "stats cachedump 18446744073709551615 0\r\n",
+                                   "stats cachedump 18446744073709551616 0\r\n",
+                                   "stats cachedump 63 0\r\n", "stats cachedump 0 5 extra\r\n",
+                                   "stats cachedump 4294967296 1\r\n", "stats cachedump +0 -0\r\n")),
 ]

@@ -5,7 +5,7 @@
                 [--protocol both|text|binary]
                 [--scripted-only | --random-only] [--show N]
 
-Starts both servers on free loopback ports with the same settings and sends
+Starts both servers on loopback ports the kernel picks (-p -1) with the same settings and sends
 each the same command streams ("episodes"), then compares the replies byte for
 byte after the normalisation below. Phase 1 runs the scripted cases of
 diffcases.py (the regression cases); phase 2 runs random episodes drawn from
@@ -53,7 +53,7 @@ it can be replayed.
 import argparse, os, random, select, signal, socket, struct, subprocess, sys, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopback import free_ports, wait_port
+from loopback import serve
 import diffbinary, diffcases, diffgrammar
 
 DEADLINE = 60.0
@@ -323,16 +323,15 @@ MC_EXTRA = os.environ.get("DIFFTEST_MC_ARGS", "").split()
 
 
 def start_servers(larderd, memcached):
-    lp, mp = free_ports(2)
-    procs = [
-        subprocess.Popen([memcached, "-p", str(mp), "-l", "127.0.0.1", "-U", "0",
-                          "-u", "nobody"] + SETTINGS + MC_EXTRA,
-                         stderr=open(os.environ["DIFFTEST_MC_LOG"], "w") if "DIFFTEST_MC_LOG" in os.environ else subprocess.DEVNULL),
-        subprocess.Popen([larderd, "-p", str(lp), "-l", "127.0.0.1"] + SETTINGS,
-                         stderr=subprocess.DEVNULL),
-    ]
-    wait_port(mp)
-    wait_port(lp)
+    mlog = open(os.environ["DIFFTEST_MC_LOG"], "w") if "DIFFTEST_MC_LOG" in os.environ else subprocess.DEVNULL
+    mproc, mp = serve([memcached, "-l", "127.0.0.1", "-U", "0", "-u", "nobody"] + SETTINGS + MC_EXTRA,
+                      stderr=mlog)
+    try:
+        lproc, lp = serve([larderd, "-l", "127.0.0.1"] + SETTINGS, stderr=subprocess.DEVNULL)
+    except Exception:
+        stop_servers([mproc])
+        raise
+    procs = [mproc, lproc]
     # larderd tracks fetches (mg h, me fetch=) from the first request that
     # asks about them (docs/server.md); memcached always does. Ask once at
     # the start, so that both count every read that follows.

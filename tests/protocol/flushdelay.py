@@ -44,7 +44,7 @@ fails the test as a clock that will not hold still, naming it.
 import math, os, socket, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopback import free_ports, recv_until, run_driver, wait_port
+from loopback import recv_until, run_driver, serve
 
 TRIALS = 8
 POLL = 0.02      # seconds between gets
@@ -136,14 +136,13 @@ def check(name, delay, run, window):
 
 def main():
     larderd, memcached = sys.argv[1], sys.argv[2]
-    mp, lp = free_ports(2)
-    procs = [subprocess.Popen([memcached, "-p", str(mp), "-l", "127.0.0.1", "-U", "0",
-                               "-u", "nobody"], stderr=subprocess.DEVNULL),
-             subprocess.Popen([larderd, "-p", str(lp), "-l", "127.0.0.1"],
-                              stderr=subprocess.DEVNULL)]
+    procs = []
     try:
-        wait_port(mp)
-        wait_port(lp)
+        mproc, mp = serve([memcached, "-l", "127.0.0.1", "-U", "0", "-u", "nobody"],
+                          stderr=subprocess.DEVNULL)
+        procs.append(mproc)
+        lproc, lp = serve([larderd, "-l", "127.0.0.1"], stderr=subprocess.DEVNULL)
+        procs.append(lproc)
         conns = {name: socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD)
                  for name, port in (("memcached", mp), ("larderd", lp))}
         for delay in (2, 3):

@@ -17,29 +17,42 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# free_ports N: N distinct free loopback TCP ports, one per line
-# (loopback.py's free_ports: all N held bound until each is known, so no port
-# comes twice; another program taking one before the server binds it is a
-# small race this does not close).
+# serve LOG CMD...: starts a server (larderd or memcached) in the
+# background with -p -1, a port the kernel picks, records its pid, and sets
+# PORT to the port it listens on, from the ports file both write when
+# MEMCACHED_PORT_FILENAME names one (loopback.py's serve). Fails if the server
+# exits first or writes none within 60 s.
+serve() {
+	local log=$1 ports="$TMPD/ports.$RANDOM$RANDOM" i
+	shift
+	MEMCACHED_PORT_FILENAME=$ports start "$log" "$@" -p -1
+	for ((i = 0; i < 6000; i++)); do
+		if [ -e "$ports" ]; then
+			PORT=$(sed -n 's/^TCP INET: //p' "$ports" | head -1)
+			rm -f "$ports"
+			[ -n "$PORT" ]
+			return
+		fi
+		kill -0 "${PIDS[-1]}" 2>/dev/null || return 1
+		sleep 0.01 # a poll interval
+	done
+	return 1
+}
+
+# free_ports N: N distinct free loopback TCP ports, one per line, for a
+# program that cannot take a port the kernel picks (loopback.py's
+# free_ports); another program may take one first: see listening.
 free_ports() {
 	PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")" python3 -c \
 		'import sys, loopback; print(*loopback.free_ports(int(sys.argv[1])), sep="\n")' "$1"
 }
 
-# wait_port PORT: polls until something listens on 127.0.0.1:PORT, for up
-# to 60 s (generous: a loaded machine can start a server slowly).
-wait_port() {
-	python3 - "$1" <<'PY'
-import socket, sys, time
-deadline = time.monotonic() + 60
-while time.monotonic() < deadline:
-    try:
-        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1.0).close()
-        sys.exit(0)
-    except OSError:
-        time.sleep(0.05)  # a poll interval
-sys.exit(1)
-PY
+# listening PID PORT...: waits until process PID listens on every PORT
+# (status 0), or has exited without (1), as a program that found a picked
+# port taken does (loopback.py's wait_listening).
+listening() {
+	PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")" python3 -c \
+		'import sys, loopback; sys.exit(0 if loopback.wait_listening(int(sys.argv[1]), {int(p) for p in sys.argv[2:]}) else 1)' "$@"
 }
 
 # start LOG CMD...: starts a background process, records its pid.

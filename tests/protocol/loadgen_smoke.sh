@@ -11,9 +11,8 @@ LARDERD=$1
 LOADGEN=$2
 . "$(dirname "$0")/lib.sh"
 
-PORT=$(free_ports 1)
-start "$TMPD/larderd.log" "$LARDERD" -p "$PORT" -l 127.0.0.1 -t 2 -m 64
-wait_port "$PORT" || { echo "larderd did not start"; cat "$TMPD/larderd.log"; exit 1; }
+serve "$TMPD/larderd.log" "$LARDERD" -l 127.0.0.1 -t 2 -m 64 ||
+	{ echo "larderd did not start"; cat "$TMPD/larderd.log"; exit 1; }
 rc=0
 for mode in "" -B; do
 	for depth in 1 8; do

@@ -14,9 +14,8 @@ case "$MODE" in
 -b) NAME=binary ;;
 *) echo "memccapable.sh: the mode is -a or -b, not $MODE"; exit 2 ;;
 esac
-PORT=$(free_ports 1)
-start "$TMPD/larderd.log" "$LARDERD" -p "$PORT" -l 127.0.0.1 -t 2 -m 64
-wait_port "$PORT" || { echo "larderd did not start"; cat "$TMPD/larderd.log"; exit 1; }
+serve "$TMPD/larderd.log" "$LARDERD" -l 127.0.0.1 -t 2 -m 64 ||
+	{ echo "larderd did not start"; cat "$TMPD/larderd.log"; exit 1; }
 # Generous limits (an I/O wait of 60 s, 4 minutes in all; a run takes a few
 # seconds): a loaded machine must not turn a slow reply into a failure.
 timeout 240 "$MEMCCAPABLE" -h 127.0.0.1 -p "$PORT" "$MODE" -t 60 >"$TMPD/out" 2>&1

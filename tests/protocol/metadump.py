@@ -34,7 +34,7 @@ import time
 import urllib.parse
 
 from larderd_client import request
-from loopback import free_ports, recv_until, run_driver, wait_port
+from loopback import recv_until, run_driver, serve
 
 LINE = re.compile(rb"^key=(\S+) exp=(-?\d+) la=(\d+) cas=(\d+) fetch=(yes|no) cls=(\d+) size=(\d+)$")
 
@@ -72,19 +72,18 @@ def dump(port, field=2):
     return entries
 
 
-def start(cmd, port):
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_port(port)
-    return p
-
-
 def start_both(larderd, memcached):
     """Both servers on loopback with 256 MiB: their ports and processes."""
-    lp, mp = free_ports(2)
-    procs = [start([larderd, "-p", str(lp), "-l", "127.0.0.1", "-m", "256"], lp),
-             start([memcached, "-p", str(mp), "-l", "127.0.0.1", "-U", "0", "-m", "256",
-                    "-u", "root"], mp)]
-    return lp, mp, procs
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    lproc, lp = serve([larderd, "-l", "127.0.0.1", "-m", "256"], **quiet)
+    try:
+        mproc, mp = serve([memcached, "-l", "127.0.0.1", "-U", "0", "-m", "256",
+                           "-u", "root"], **quiet)
+    except Exception:
+        lproc.kill()
+        lproc.wait()
+        raise
+    return lp, mp, [lproc, mproc]
 
 
 def stop_all(procs):

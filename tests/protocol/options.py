@@ -52,7 +52,7 @@ import sys
 import tempfile
 import time
 
-from loopback import free_ports, recv_until, run_driver, wait_port
+from loopback import free_ports, recv_until, run_driver, serve, wait_listening
 
 # stats settings fields for options both servers keep (check_flags' options).
 SAME_SETTINGS = [b"umask", b"shutdown_command", b"stat_key_prefix", b"tcp_backlog", b"binding_protocol",
@@ -96,15 +96,16 @@ def wait_exit(p, what):
 
 
 def check_flags(larderd, memcached, tmp):
-    lp, mp = free_ports(2)
     snap = os.path.join(tmp, "graceful.snap")
     flags = ["-A", "-F", "-X", "-a", "755", "-b", "77", "-B", "ascii", "-D", "#"]
-    lar = subprocess.Popen([larderd, "-p", str(lp), "-l", "127.0.0.1", "-e", snap] + flags)
-    mc = subprocess.Popen([memcached, "-p", str(mp), "-l", "127.0.0.1", "-U", "0", "-u", "root"]
-                          + flags)
+    lar, lp = serve([larderd, "-l", "127.0.0.1", "-e", snap] + flags)
     try:
-        wait_port(lp)
-        wait_port(mp)
+        mc, mp = serve([memcached, "-l", "127.0.0.1", "-U", "0", "-u", "root"] + flags)
+    except Exception:
+        lar.kill()
+        lar.wait()
+        raise
+    try:
         for port in (lp, mp):
             talk(port, b"set k 0 0 1\r\nx\r\n")
         for cmd in SAME_REPLIES:
@@ -148,10 +149,8 @@ def check_flags(larderd, memcached, tmp):
                 p.kill()
                 p.wait()
 
-    (lp,) = free_ports(1)
     plain = os.path.join(tmp, "plain.snap")
-    lar = subprocess.Popen([larderd, "-p", str(lp), "-l", "127.0.0.1", "-A", "-e", plain])
-    wait_port(lp)
+    lar, lp = serve([larderd, "-l", "127.0.0.1", "-A", "-e", plain])
     talk(lp, b"set k 0 0 1\r\nx\r\n")
     if not closes(lp, b"shutdown\r\n") or wait_exit(lar, "larderd") != 0:
         raise RuntimeError("shutdown did not stop larderd cleanly")
@@ -161,15 +160,12 @@ def check_flags(larderd, memcached, tmp):
 
 
 def check_daemon(larderd, tmp):
-    (lp,) = free_ports(1)
-    r = subprocess.run([larderd, "-d", "-P", "larderd.pid", "-e", "daemon.snap", "-p", str(lp),
-                        "-l", "127.0.0.1", "-o", "modern,hashpower=20", "-f", "1.25", "-n", "48",
-                        "-L", "-R", "20", "-D", ":", "-W", "-N", "1", "-U", "0", "-b", "512",
-                        "-r"],
-                       cwd=tmp, timeout=60)
-    if r.returncode != 0:
+    r, lp = serve([larderd, "-d", "-P", "larderd.pid", "-e", "daemon.snap",
+                   "-l", "127.0.0.1", "-o", "modern,hashpower=20", "-f", "1.25", "-n", "48",
+                   "-L", "-R", "20", "-D", ":", "-W", "-N", "1", "-U", "0", "-b", "512",
+                   "-r"], cwd=tmp)
+    if wait_exit(r, "larderd -d's parent") != 0:
         raise RuntimeError("larderd -d exited with %d" % r.returncode)
-    wait_port(lp)
     pidfile = os.path.join(tmp, "larderd.pid")
     deadline = time.time() + 60
     while not os.path.exists(pidfile) or not open(pidfile).read().endswith("\n"):
@@ -237,14 +233,13 @@ def check_user_and_mask(larderd, tmp):
 
 
 def check_refusals(larderd):
-    (lp,) = free_ports(1)
     for args, word in ((["-M"], b"evictions"), (["-C"], b"CAS"), (["-S"], b"SASL"),
                        (["-Y", "/dev/null"], b"auth"), (["-Z"], b"TLS"),
                        (["-u", "no-such-user-here"], b"no-such-user-here"),
                        (["-m", "-5"], b"bad -m value"), (["-m", "99999999999999999"], b"bad -m value")):
         if args[0] == "-u" and os.geteuid() != 0:
             continue
-        r = subprocess.run([larderd, "-p", str(lp), "-l", "127.0.0.1"] + args,
+        r = subprocess.run([larderd, "-p", "-1", "-l", "127.0.0.1"] + args,
                            capture_output=True, timeout=60)
         if r.returncode not in (64, 71) or word not in r.stderr:
             raise RuntimeError("%r: exit %d, %r" % (args, r.returncode, r.stderr))
@@ -258,12 +253,58 @@ def check_port(larderd):
     as a service. -p 0, memcached's "TCP off", without -s (memcached then
     listens nowhere; larderd listened on a port of the kernel's choosing)
     is refused with a message."""
-    for bad in ("65536", "99999", "-1", "http", "11211x", "", "0"):
+    for bad in ("65536", "99999", "-2", "http", "11211x", "", "0"):
         r = subprocess.run([larderd, "-p", bad, "-l", "127.0.0.1"], capture_output=True,
                            timeout=60)
         if r.returncode != 64 or b"-p" not in r.stderr:
             raise RuntimeError("-p %r: exit %d, %r" % (bad, r.returncode, r.stderr))
-    print("-p: 65536, 99999, -1, http, 11211x, an empty value and 0 without -s refused with a message")
+    print("-p: 65536, 99999, -2, http, 11211x, an empty value and 0 without -s refused with a message")
+
+
+def check_ephemeral_port(larderd, memcached, tmp):
+    """-p -1 and memcached's ports file (MEMCACHED_PORT_FILENAME): a port the
+    kernel picks, one per listening socket, in memcached's lines ("TCP INET:
+    <port>"), stats settings' tcpport -1 as memcached's; a file that cannot be
+    written stops the server with a message (larderd refused -p -1)."""
+    got = []
+    for server in (larderd, memcached):
+        p, port = serve([server, "-l", "127.0.0.1", "-U", "0", "-u", "root"])
+        try:
+            got.append([l for l in talk(port, b"stats settings\r\n").split(b"\r\n")
+                        if l.startswith(b"STAT tcpport ")])
+        finally:
+            p.terminate()
+            wait_exit(p, server)
+    if got[0] != got[1] or got[0] != [b"STAT tcpport -1"]:
+        raise RuntimeError("-p -1: tcpport: larderd %r, memcached %r" % tuple(got))
+    # Every address (-l left out): an IPv4 and an IPv6 socket, each its own port.
+    path = os.path.join(tmp, "ports")
+    p = subprocess.Popen([larderd, "-p", "-1"], env=dict(os.environ, MEMCACHED_PORT_FILENAME=path))
+    try:
+        deadline = time.time() + 60
+        while not os.path.exists(path):
+            if time.time() > deadline or p.poll() is not None:
+                raise RuntimeError("-p -1 without -l: no ports file")
+            time.sleep(0.05)
+        lines = open(path).read().splitlines()
+        kinds = sorted(l.split(": ")[0] for l in lines)
+        if kinds not in (["TCP INET"], ["TCP INET", "TCP INET6"]):
+            raise RuntimeError("-p -1 without -l: ports file %r" % lines)
+        for l in lines:
+            host = "::1" if l.startswith("TCP INET6") else "127.0.0.1"
+            s = socket.create_connection((host, int(l.split(": ")[1])), timeout=30)
+            s.sendall(b"version\r\n")
+            recv_until(s, b"\r\n", "the version reply on %s" % l)
+            s.close()
+    finally:
+        p.terminate()
+        wait_exit(p, "larderd -p -1")
+    r = subprocess.run([larderd, "-p", "-1", "-l", "127.0.0.1"], capture_output=True, timeout=60,
+                       env=dict(os.environ, MEMCACHED_PORT_FILENAME=os.path.join(tmp, "no", "x")))
+    if r.returncode != 71 or b"MEMCACHED_PORT_FILENAME" not in r.stderr:
+        raise RuntimeError("an unwritable ports file: exit %d, %r" % (r.returncode, r.stderr))
+    print("-p -1: ports file %s; tcpport -1 as memcached's; an unwritable file refused"
+          % " and ".join(kinds))
 
 
 def bin_frame(op, key=b"", ext=b"", value=b""):
@@ -271,38 +312,36 @@ def bin_frame(op, key=b"", ext=b"", value=b""):
     return struct.pack(">BBHBBHIIQ", 0x80, op, len(key), len(ext), 0, 0, len(body), 0, 0) + body
 
 
-def connect_when_up(addr, p):
-    """A connection to addr once the server p listens there (60 s hang guard)."""
-    deadline = time.time() + 60
-    while True:
-        try:
-            return socket.create_connection(addr, timeout=30)
-        except ConnectionRefusedError:
-            if time.time() > deadline or p.poll() is not None:
-                raise RuntimeError("nothing listens on %s:%d" % addr)
-            time.sleep(0.05)
-
-
 def check_listen_list(larderd, memcached):
-    port, port2 = free_ports(2)
-    args = ["-p", str(port), "-l", "127.0.0.1,127.0.0.2;127.0.0.3", "-l", "127.0.0.4",
-            "-l", "127.0.0.5:%d" % port2]
-    addrs = [("127.0.0.%d" % i, port) for i in range(1, 5)] + [("127.0.0.5", port2)]
+    """-l lists, a second -l and a host:port entry. The ports are picked
+    (free_ports), since an entry's own port must be a number: a server that
+    finds one taken meanwhile exits, and is started again on new ones."""
     inter = []
     for server in (larderd, memcached):
-        p = subprocess.Popen([server, "-U", "0", "-u", "root"] + args)
-        try:
-            for a in addrs:
-                s = connect_when_up(a, p)
-                s.sendall(b"version\r\nstats settings\r\n")
-                got = recv_until(s, b"END\r\n", "stats settings from %s:%d" % a)
-                s.close()
-                if not got.startswith(b"VERSION "):
-                    raise RuntimeError("%s -l: %s:%d answered %r" % ((server,) + a + (got[:40],)))
-            inter.append([l for l in got.split(b"\r\n") if l.startswith(b"STAT inter ")])
-        finally:
-            p.terminate()
-            wait_exit(p, server)
+        for _ in range(5):
+            port, port2 = free_ports(2)
+            args = ["-p", str(port), "-l", "127.0.0.1,127.0.0.2;127.0.0.3", "-l", "127.0.0.4",
+                    "-l", "127.0.0.5:%d" % port2]
+            addrs = [("127.0.0.%d" % i, port) for i in range(1, 5)] + [("127.0.0.5", port2)]
+            p = subprocess.Popen([server, "-U", "0", "-u", "root"] + args)
+            try:
+                if not wait_listening(p.pid, {port, port2}):
+                    continue
+                for a in addrs:
+                    s = socket.create_connection(a, timeout=30)
+                    s.sendall(b"version\r\nstats settings\r\n")
+                    got = recv_until(s, b"END\r\n", "stats settings from %s:%d" % a)
+                    s.close()
+                    if not got.startswith(b"VERSION "):
+                        raise RuntimeError("%s -l: %s:%d answered %r" % ((server,) + a + (got[:40],)))
+                inter.append([l.replace(b":%d" % port2, b":<port2>") for l in got.split(b"\r\n")
+                              if l.startswith(b"STAT inter ")])
+                break
+            finally:
+                p.terminate()
+                wait_exit(p, server)
+        else:
+            raise RuntimeError("%s -l: the picked ports were taken five times" % server)
     if inter[0] != inter[1]:
         raise RuntimeError("-l: stats settings inter: larderd %r, memcached %r" % tuple(inter))
     print("-l lists, several -l, host:port: every address served; %s as memcached's"
@@ -310,16 +349,13 @@ def check_listen_list(larderd, memcached):
 
 
 def check_item_vs_memory(larderd, memcached):
-    (lp,) = free_ports(1)
     for server in (memcached, larderd):
-        r = subprocess.run([server, "-p", str(lp), "-l", "127.0.0.1", "-U", "0", "-u", "root",
+        r = subprocess.run([server, "-p", "-1", "-l", "127.0.0.1", "-U", "0", "-u", "root",
                             "-m", "8", "-I", "5m"], capture_output=True, timeout=60)
         if r.returncode != 64 or b"1/2 of memory" not in r.stderr:
             raise RuntimeError("%s -m 8 -I 5m: exit %d, %r" % (server, r.returncode, r.stderr))
-    p = subprocess.Popen([larderd, "-p", str(lp), "-l", "127.0.0.1", "-m", "8", "-I", "4m"],
-                         stderr=subprocess.PIPE)
+    p, lp = serve([larderd, "-l", "127.0.0.1", "-m", "8", "-I", "4m"], stderr=subprocess.PIPE)
     try:
-        wait_port(lp)
         big = 1536 * 1024
         out = talk(lp, b"set k 0 0 1\r\nx\r\nset k 0 0 %d\r\n%s\r\nget k\r\n"
                    b"set k 0 0 1000000\r\n%s\r\nmg k s\r\n"
@@ -355,7 +391,6 @@ def check_counts(larderd, memcached):
     -I under 1 KiB or over 1 GiB, -f -n -R -D values memcached refuses (no
     effect in larderd, which took them all) and a bad -B refused with
     memcached's words and exit status."""
-    (lp,) = free_ports(1)
     cases = (["-t", "0"], ["-t", "-1"], ["-t", "abc"], ["-t", ""], ["-c", "0"], ["-c", "-5"],
              ["-c", "abc"], ["-c", ""], ["-m", "0"], ["-m", "abc"], ["-m", ""], ["-m", "0x10"],
              ["-t", "65", "-m", "0"], ["-m", "1k"], ["-c", "0", "-t", "0"],
@@ -369,7 +404,7 @@ def check_counts(larderd, memcached):
     for args in cases:
         got = []
         for server in (memcached, larderd):
-            r = subprocess.run([server, "-p", str(lp), "-l", "127.0.0.1", "-U", "0", "-u", "root"]
+            r = subprocess.run([server, "-p", "-1", "-l", "127.0.0.1", "-U", "0", "-u", "root"]
                                + args, capture_output=True, timeout=60)
             got.append((r.returncode, r.stderr))
         if got[0] != got[1]:
@@ -384,14 +419,12 @@ def check_backlog(larderd, memcached):
     takes 0 and caps a negative at somaxconn): 0, -1 and a word start both
     servers, which serve, and stats settings' tcp_backlog is memcached's.
     larderd refused 0 and every negative."""
-    lp, mp = free_ports(2)
     for value in ("0", "-1", "-77", "abc"):
         got = []
-        for server, port in ((larderd, lp), (memcached, mp)):
-            p = subprocess.Popen([server, "-p", str(port), "-l", "127.0.0.1", "-U", "0", "-u", "root",
-                                  "-b", value], stderr=subprocess.PIPE)
+        for server in (larderd, memcached):
+            p, port = serve([server, "-l", "127.0.0.1", "-U", "0", "-u", "root", "-b", value],
+                            stderr=subprocess.PIPE)
             try:
-                connect_when_up(("127.0.0.1", port), p).close()
                 if talk(port, b"set k 0 0 1\r\nx\r\nget k\r\n") != b"STORED\r\nVALUE k 0 1\r\nx\r\nEND\r\n":
                     raise RuntimeError("-b %s: %s did not serve" % (value, server))
                 got.append([l for l in talk(port, b"stats settings\r\n").split(b"\r\n")
@@ -416,7 +449,6 @@ def check_suboptions(larderd, memcached):
     values memcached takes start both servers; the two whose behaviour
     larderd does not have (closing idle connections, extstore) are refused
     with a message, never ignored (SUBOPT-V1, SUBOPT-V2)."""
-    lp, mp = free_ports(2)
     refused = ["bogus", "bogus=3", "hashpower=20,bogus,modern", ",modern", "modern,,",
                "meta_response_old", "lru_segmented", "ext_path_x=1"]
     refused += ["hashpower", "hashpower=", "hashpower=abc", "hashpower=-1", "hashpower=11",
@@ -437,7 +469,7 @@ def check_suboptions(larderd, memcached):
         got = []
         opts = sub.split() if sub.startswith("-o ") else ["-o", sub]
         for server in (memcached, larderd):
-            r = subprocess.run([server, "-p", str(lp), "-l", "127.0.0.1", "-U", "0", "-u", "root"]
+            r = subprocess.run([server, "-p", "-1", "-l", "127.0.0.1", "-U", "0", "-u", "root"]
                                + opts, capture_output=True, timeout=60)
             got.append((r.returncode, r.stderr))
         if got[0] != got[1]:
@@ -449,19 +481,16 @@ def check_suboptions(larderd, memcached):
                 "slab_automove,slab_automove=2,slab_automove_ratio=1,slab_automove_window=3,"
                 "slab_automove_freeratio=-1,watcher_logbuf_size=0,read_buf_mem_limit=0,"
                 "idle_timeout=abc,")
-    procs = [subprocess.Popen([server, "-p", str(port), "-l", "127.0.0.1", "-U", "0", "-u", "nobody",
-                               "-o", accepted], stderr=subprocess.DEVNULL)
-             for server, port in ((memcached, mp), (larderd, lp))]
-    try:
-        for port in (mp, lp):
-            wait_port(port)
+    for server in (memcached, larderd):
+        p, port = serve([server, "-l", "127.0.0.1", "-U", "0", "-u", "nobody", "-o", accepted],
+                        stderr=subprocess.DEVNULL)
+        try:
             talk(port, b"version\r\n")
-    finally:
-        for p in procs:
+        finally:
             p.kill()
             p.wait()
     for sub, word in (("idle_timeout=60", b"idle"), ("ext_path=/tmp/x:64m", b"extstore")):
-        r = subprocess.run([larderd, "-p", str(lp), "-l", "127.0.0.1", "-o", sub],
+        r = subprocess.run([larderd, "-p", "-1", "-l", "127.0.0.1", "-o", sub],
                            capture_output=True, timeout=60)
         if r.returncode != 64 or word not in r.stderr:
             raise RuntimeError("-o %s: exit %d, %r" % (sub, r.returncode, r.stderr))
@@ -472,17 +501,15 @@ def check_suboptions(larderd, memcached):
 def check_shards(larderd):
     """--shards K: a power of two up to 64 serves every item; anything else is
     refused at start-up with a message."""
-    (lp,) = free_ports(1)
     for bad in ("0", "3", "128", "-4", "4k", "x"):
-        r = subprocess.run([larderd, "-p", str(lp), "-l", "127.0.0.1", "--shards=" + bad],
+        r = subprocess.run([larderd, "-p", "-1", "-l", "127.0.0.1", "--shards=" + bad],
                            capture_output=True, timeout=60)
         if r.returncode == 0 or b"--shards" not in r.stderr:
             raise RuntimeError("--shards=%s: exit %d, %r" % (bad, r.returncode, r.stderr))
     threads = {}
     for shards in ("1", "4"):
-        p = subprocess.Popen([larderd, "-p", str(lp), "-l", "127.0.0.1", "--shards=" + shards])
+        p, lp = serve([larderd, "-l", "127.0.0.1", "--shards=" + shards])
         try:
-            wait_port(lp)
             sets = b"".join(b"set k%d 0 0 2\r\nv%d\r\n" % (i, i % 10) for i in range(400))
             if talk(lp, sets) != b"STORED\r\n" * 400:
                 raise RuntimeError("--shards=%s: a set was not stored" % shards)
@@ -511,6 +538,7 @@ def main():
         check_user_and_mask(larderd, tmp)
         check_refusals(larderd)
         check_port(larderd)
+        check_ephemeral_port(larderd, memcached, tmp)
         check_item_vs_memory(larderd, memcached)
         check_counts(larderd, memcached)
         check_backlog(larderd, memcached)

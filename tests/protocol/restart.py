@@ -37,15 +37,13 @@ import tempfile
 import time
 
 from larderd_client import Conn, flushed, stop
-from loopback import free_port, run_driver, wait_port
+from loopback import run_driver, serve
 
 
-def start(larderd, port, snap, extra=()):
-    p = subprocess.Popen([larderd, "-p", str(port), "-l", "127.0.0.1", "-t", "2",
-                          "-m", "128", "-e", snap, "-v"] + list(extra),
-                         stderr=subprocess.PIPE, text=True)
-    wait_port(port)
-    return p
+def start(larderd, snap, extra=()):
+    """larderd on snap: its process and port."""
+    return serve([larderd, "-l", "127.0.0.1", "-t", "2", "-m", "128", "-e", snap, "-v"] +
+                 list(extra), stderr=subprocess.PIPE, text=True)
 
 
 def fill(port, n, rng):
@@ -85,14 +83,12 @@ def compare(port, items):
 
 def round_trip(larderd, tmp, sig, rng):
     snap = os.path.join(tmp, "cache-%d.snap" % sig)
-    port = free_port()
-    p = start(larderd, port, snap)
+    p, port = start(larderd, snap)
     items = fill(port, 3000, rng)
     stop(p, sig)
     if not os.path.exists(snap):
         raise RuntimeError("signal %d saved no snapshot" % sig)
-    port = free_port()
-    p = start(larderd, port, snap)
+    p, port = start(larderd, snap)
     compare(port, items)
     stop(p, signal.SIGINT)
     return snap, items
@@ -103,14 +99,12 @@ def compressed(larderd, tmp):
     used = {}
     for extra in ([], ["--compress-min=64"]):
         snap = os.path.join(tmp, "compress-%d.snap" % len(extra))
-        port = free_port()
-        p = start(larderd, port, snap, extra)
+        p, port = start(larderd, snap, extra)
         items = fill(port, 3000, random.Random(7))
         compare(port, items)
         used[len(extra)] = Conn(port).stat(b"bytes")
         stop(p, signal.SIGTERM)
-        port = free_port()
-        p = start(larderd, port, snap, extra)
+        p, port = start(larderd, snap, extra)
         compare(port, items)
         stop(p, signal.SIGINT)
     if not used[1] < used[0] // 2:
@@ -122,8 +116,7 @@ def compressed(larderd, tmp):
 def small_items(larderd, tmp, n=1000000):
     """Many small items through a restart: all back, a sample compared."""
     snap = os.path.join(tmp, "small.snap")
-    port = free_port()
-    p = start(larderd, port, snap)
+    p, port = start(larderd, snap)
     c = Conn(port)
     step = 20000
     batches = [b"".join(b"set s:%d 0 0 8 noreply\r\n%08d\r\n" % (i, i)
@@ -137,9 +130,8 @@ def small_items(larderd, tmp, n=1000000):
     if filled != n:
         raise RuntimeError("filled %s of %d small items" % (filled, n))
     stop(p, signal.SIGTERM)
-    port = free_port()
     t0 = time.monotonic()
-    p = start(larderd, port, snap)
+    p, port = start(larderd, snap)
     c = Conn(port)
     held = flushed(lambda: c.stat(b"curr_items"), n)  # answered once the load is done
     up = time.monotonic() - t0
@@ -162,8 +154,7 @@ def main():
 
         # SIGINT does not save: the file is the one SIGTERM wrote.
         before = open(snap, "rb").read()
-        port = free_port()
-        p = start(larderd, port, snap)
+        p, port = start(larderd, snap)
         Conn(port).set(b"after-sigint", 0, 0, b"x")
         stop(p, signal.SIGINT)
         if open(snap, "rb").read() != before:
@@ -174,8 +165,7 @@ def main():
         data = bytearray(before)
         data[len(data) // 2] ^= 0xFF
         open(snap, "wb").write(bytes(data))
-        port = free_port()
-        p = start(larderd, port, snap)
+        p, port = start(larderd, snap)
         c = Conn(port)
         if any(c.get(k) is not None for k in list(items)[:100]):
             raise RuntimeError("a damaged snapshot was loaded")
@@ -191,8 +181,7 @@ def main():
         # does not replace it with a snapshot (SNAP-L7, SNAP-S2).
         fifo = os.path.join(tmp, "fifo")
         os.mkfifo(fifo)
-        port = free_port()
-        p = start(larderd, port, fifo)
+        p, port = start(larderd, fifo)
         Conn(port).set(b"k", 0, 0, b"v")
         err = stop(p, signal.SIGTERM)
         if not stat.S_ISFIFO(os.stat(fifo).st_mode) or "not saved" not in err:

@@ -27,7 +27,7 @@ happens.
 import os, random, resource, select, signal, socket, subprocess, sys, time
 
 from larderd_client import flushed, request, stat
-from loopback import free_port, rss_kib, wait_port
+from loopback import rss_kib, serve
 
 LARDERD = sys.argv[1]
 MAXCONN = 1100
@@ -62,9 +62,7 @@ def closed_by_server(c, timeout=DEADLINE):
 def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
-    port = free_port()
-    srv = subprocess.Popen([LARDERD, "-p", str(port), "-l", "127.0.0.1", "-t", "2",
-                            "-m", "256", "-c", str(MAXCONN)])
+    srv, port = serve([LARDERD, "-l", "127.0.0.1", "-t", "2", "-m", "256", "-c", str(MAXCONN)])
     fails = []
 
     def check(cond, what):
@@ -73,8 +71,6 @@ def main():
             fails.append(what)
 
     try:
-        wait_port(port)
-
         # 0. a failed meta store before any store built a value on the worker
         for mode in (b"MA", b"MP", b"MR"):
             r = request(port, b"ms nokey 2 " + mode + b"\r\nxx\r\n", b"\r\n")

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 
-from loopback import free_port, recv_until, run_driver, wait_port
+from loopback import recv_until, run_driver, serve
 
 SLICE_NS = 100 * 1000
 NICE = min(os.nice(0) + 5, 19)
@@ -69,11 +69,8 @@ def main():
     if nrs is None or not kernel_keeps_slices(nrs):
         print("SKIP: the kernel does not keep a thread's custom slice")
         sys.exit(77)
-    port = free_port()
-    srv = subprocess.Popen(["nice", "-n", "5", sys.argv[1], "-p", str(port), "-l",
-                            "127.0.0.1", "-t", "1", "-m", "16"])
+    srv, port = serve(["nice", "-n", "5", sys.argv[1], "-l", "127.0.0.1", "-t", "1", "-m", "16"])
     try:
-        wait_port(port)
         # The one worker answers: it has asked for its slice by now.
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.sendall(b"version\r\n")

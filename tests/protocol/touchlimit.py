@@ -33,7 +33,7 @@ import subprocess
 import sys
 
 from larderd_client import Conn, stop
-from loopback import free_port, run_driver, wait_port
+from loopback import run_driver, serve
 
 TOO_LARGE = b"SERVER_ERROR object too large for cache"
 BIN_TOUCH, BIN_GAT, BIN_GATQ = 0x1C, 0x1D, 0x1E
@@ -172,11 +172,9 @@ def check_refusals(c, b, size, tag):
 
 def main():
     larderd = sys.argv[1]
-    port = free_port()
-    p = subprocess.Popen([larderd, "-p", str(port), "-l", "127.0.0.1", "-t", "2", "-m", "2",
-                          "-I", "512k"], stderr=subprocess.PIPE, text=True)
+    p, port = serve([larderd, "-l", "127.0.0.1", "-t", "2", "-m", "2", "-I", "512k"],
+                    stderr=subprocess.PIPE, text=True)
     try:
-        wait_port(port)
         c = Conn(port)
         size = largest_plain_value(c)
         b = Conn(port)
