@@ -45,7 +45,7 @@ uint64_t larder__maint_entry_hash(void *ctx, const struct larder__entry *e)
 struct sized {
 	struct larder__entry *e;
 	unsigned flags;
-	unsigned sclass; /* the slot's size class, or LARDER__EV_NO_CLASS: from bytes */
+	unsigned sclass; /* the slot's size class, or LARDER__EV_NO_CLASS: a mapping */
 	size_t bytes, charge;
 };
 
@@ -53,7 +53,13 @@ static inline __attribute__((always_inline)) struct sized sized_of(struct larder
 {
 	unsigned flags = larder__entry_flags(e);
 	size_t bytes = larder__entry_bytes(flags, e->key_len, e->value_len);
-	return (struct sized){ e, flags, LARDER__EV_NO_CLASS, bytes, larder__slab_charge(bytes) };
+	if (bytes > LARDER__SLAB_MAX_SLOT) /* a mapping: no class */
+		return (struct sized){ e, flags, LARDER__EV_NO_CLASS, bytes,
+				       larder__slab_charge(bytes) };
+	/* The class once, for the charge, the slab's live counts and the
+	 * free code (retire_unqueued), each of which derived it again. */
+	unsigned sclass = larder__sizeclass_of(bytes);
+	return (struct sized){ e, flags, sclass, bytes, larder__sizeclass_slot(sclass) };
 }
 
 /* sized_of() with the size class an insert's event carries (the writer
@@ -144,10 +150,10 @@ static const enum larder_stat cause_stat[] = {
  * free_list what the free of its slot needs of its sizes: 0, work it out
  * from the entry's header; k > 0, a slot up to LARDER__SLAB_BIG_FROM in a
  * page of LARDER__PAGE_MIN << (k - 1) bytes, whose free is a mask and the
- * bit (larder__slab_free_small). The overwrite path, which has the size
- * class at hand, writes k; the entry's flags and sizes, its size class and
- * page size cost the free about 11 of the maintainer's 133 instructions per
- * put (docs/bench.md).
+ * bit (larder__slab_free_small). Retiring writes k wherever the size class
+ * is known (every slab slot: struct sized carries it); the entry's flags
+ * and sizes, its size class and page size cost the free about 11 of the
+ * maintainer's 133 instructions per put (docs/bench.md).
  */
 static inline unsigned free_code(unsigned sclass)
 {
@@ -171,14 +177,17 @@ void larder__maint_classes_init(struct larder__maint *m)
 
 /* The end of retire_sized(), for an entry counted and out of the policy's
  * queues: inlined where the event says that much (apply). Its free code
- * is 0 (free_code). */
+ * is its class's, 0 for a mapping (free_code). */
 static inline void retire_unqueued(struct larder__maint *m, const struct sized *s,
 				   enum larder_cause cause, int notify,
 				   struct larder__entry **list, uint64_t *list_bytes)
 {
 	struct larder *c = m->cache;
 	struct larder__entry *e = s->e;
-	e->mbits = (uint8_t)((e->mbits & LARDER__MBITS_COUNTED) | LARDER__MBITS_DEAD);
+	unsigned code = s->sclass != LARDER__EV_NO_CLASS
+				? m->classes[s->sclass].dead_mbits & LARDER__MBITS_POLICY
+				: 0;
+	e->mbits = (uint8_t)((e->mbits & LARDER__MBITS_COUNTED) | LARDER__MBITS_DEAD | code);
 	m->live_count--;
 	m->live_bytes -= s->charge;
 	larder__slab_note_gone(&m->shard->slab, s->bytes, s->sclass);
@@ -199,8 +208,9 @@ static inline void retire_unqueued(struct larder__maint *m, const struct sized *
  * goes onto *list (the collect list, or a cleared table's: see
  * larder__maint_clear_walk).
  */
-static void retire_sized(struct larder__maint *m, const struct sized *s, enum larder_cause cause,
-			 int notify, struct larder__entry **list, uint64_t *list_bytes)
+static inline __attribute__((always_inline)) void
+retire_sized(struct larder__maint *m, const struct sized *s, enum larder_cause cause,
+	     int notify, struct larder__entry **list, uint64_t *list_bytes)
 {
 	struct larder__entry *e = s->e;
 	if (e->mbits & LARDER__MBITS_DEAD)
@@ -288,7 +298,7 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
 	struct larder__entry *a = ev->a, *b = ev->b;
 	switch (ev->kind) {
 	case LARDER__EV_INSERT: {
-		struct sized sb = sized_of(b);
+		struct sized sb = sized_of_class(b, ev->sclass);
 		admit(m, &sb, ev->hash);
 		break;
 	}
