@@ -39,11 +39,15 @@
 #include "core/entry.h"
 #include "mem/pagedir.h"
 
+/* count and bytes are not adjacent: gcc's straight-line vectoriser joined
+ * their updates in a push or an unlink (count +/- 1 and bytes +/- b) into
+ * a 16-byte load, a vector add and a store, 10 instructions for 2 (and a
+ * load that spans two scalar stores of the last update); docs/bench.md. */
 struct larder__queue {
 	uint32_t head; /* oldest */
 	uint32_t tail; /* newest */
-	const uint64_t *dir; /* the directory's words (larder__pagedir_words) */
 	uint64_t count;
+	const uint64_t *dir; /* the directory's words (larder__pagedir_words) */
 	uint64_t bytes;
 };
 

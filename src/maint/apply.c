@@ -11,7 +11,8 @@
  * retire_onto() takes it out of both, once (mbits DEAD), with the listener
  * call; MAINT-M1..M4 in maint/maintainer.c. The commonest event, an
  * overwrite of the same sizes, takes a shorter inlined path
- * (apply_overwrite, from the ring or the spill) with the same effects. A
+ * (apply_overwrite, from the ring or the spill) with the same effects, and
+ * an insert is admitted there too, without apply()'s call and dispatch. A
  * bulk writer's block (a load's 16 writes, EV-V7) has its stretches of
  * first-time inserts queued in the policy as one run (apply_batch,
  * POLICY-P6): about 242 -> 155 instructions per loaded entry
@@ -45,7 +46,7 @@ uint64_t larder__maint_entry_hash(void *ctx, const struct larder__entry *e)
 struct sized {
 	struct larder__entry *e;
 	unsigned flags;
-	unsigned sclass; /* the slot's size class, or LARDER__EV_NO_CLASS: from bytes */
+	unsigned sclass; /* the slot's size class, or LARDER__EV_NO_CLASS: a mapping */
 	size_t bytes, charge;
 };
 
@@ -53,7 +54,13 @@ static inline __attribute__((always_inline)) struct sized sized_of(struct larder
 {
 	unsigned flags = larder__entry_flags(e);
 	size_t bytes = larder__entry_bytes(flags, e->key_len, e->value_len);
-	return (struct sized){ e, flags, LARDER__EV_NO_CLASS, bytes, larder__slab_charge(bytes) };
+	if (bytes > LARDER__SLAB_MAX_SLOT) /* a mapping: no class */
+		return (struct sized){ e, flags, LARDER__EV_NO_CLASS, bytes,
+				       larder__slab_charge(bytes) };
+	/* The class once, for the charge, the slab's live counts and the
+	 * free code (retire_unqueued), each of which derived it again. */
+	unsigned sclass = larder__sizeclass_of(bytes);
+	return (struct sized){ e, flags, sclass, bytes, larder__sizeclass_slot(sclass) };
 }
 
 /* sized_of() with the size class an insert's event carries (the writer
@@ -93,7 +100,8 @@ static void account(struct larder__maint *m, const struct sized *s)
 		account_new(m, s);
 }
 
-static void admit(struct larder__maint *m, const struct sized *s, uint64_t hash)
+static inline __attribute__((always_inline)) void admit(struct larder__maint *m,
+							  const struct sized *s, uint64_t hash)
 {
 	struct larder__entry *e = s->e;
 	if (e->mbits & LARDER__MBITS_DEAD)
@@ -144,10 +152,10 @@ static const enum larder_stat cause_stat[] = {
  * free_list what the free of its slot needs of its sizes: 0, work it out
  * from the entry's header; k > 0, a slot up to LARDER__SLAB_BIG_FROM in a
  * page of LARDER__PAGE_MIN << (k - 1) bytes, whose free is a mask and the
- * bit (larder__slab_free_small). The overwrite path, which has the size
- * class at hand, writes k; the entry's flags and sizes, its size class and
- * page size cost the free about 11 of the maintainer's 133 instructions per
- * put (docs/bench.md).
+ * bit (larder__slab_free_small). Retiring writes k wherever the size class
+ * is known (every slab slot: struct sized carries it); the entry's flags
+ * and sizes, its size class and page size cost the free about 11 of the
+ * maintainer's 133 instructions per put (docs/bench.md).
  */
 static inline unsigned free_code(unsigned sclass)
 {
@@ -171,14 +179,17 @@ void larder__maint_classes_init(struct larder__maint *m)
 
 /* The end of retire_sized(), for an entry counted and out of the policy's
  * queues: inlined where the event says that much (apply). Its free code
- * is 0 (free_code). */
+ * is its class's, 0 for a mapping (free_code). */
 static inline void retire_unqueued(struct larder__maint *m, const struct sized *s,
 				   enum larder_cause cause, int notify,
 				   struct larder__entry **list, uint64_t *list_bytes)
 {
 	struct larder *c = m->cache;
 	struct larder__entry *e = s->e;
-	e->mbits = (uint8_t)((e->mbits & LARDER__MBITS_COUNTED) | LARDER__MBITS_DEAD);
+	unsigned code = s->sclass != LARDER__EV_NO_CLASS
+				? m->classes[s->sclass].dead_mbits & LARDER__MBITS_POLICY
+				: 0;
+	e->mbits = (uint8_t)((e->mbits & LARDER__MBITS_COUNTED) | LARDER__MBITS_DEAD | code);
 	m->live_count--;
 	m->live_bytes -= s->charge;
 	larder__slab_note_gone(&m->shard->slab, s->bytes, s->sclass);
@@ -199,8 +210,9 @@ static inline void retire_unqueued(struct larder__maint *m, const struct sized *
  * goes onto *list (the collect list, or a cleared table's: see
  * larder__maint_clear_walk).
  */
-static void retire_sized(struct larder__maint *m, const struct sized *s, enum larder_cause cause,
-			 int notify, struct larder__entry **list, uint64_t *list_bytes)
+static inline __attribute__((always_inline)) void
+retire_sized(struct larder__maint *m, const struct sized *s, enum larder_cause cause,
+	     int notify, struct larder__entry **list, uint64_t *list_bytes)
 {
 	struct larder__entry *e = s->e;
 	if (e->mbits & LARDER__MBITS_DEAD)
@@ -288,7 +300,7 @@ static void apply(struct larder__maint *m, const struct larder__event *ev)
 	struct larder__entry *a = ev->a, *b = ev->b;
 	switch (ev->kind) {
 	case LARDER__EV_INSERT: {
-		struct sized sb = sized_of(b);
+		struct sized sb = sized_of_class(b, ev->sclass);
 		admit(m, &sb, ev->hash);
 		break;
 	}
@@ -431,12 +443,21 @@ apply_overwrite(struct larder__maint *m, const struct drain *d, const struct lar
 
 /* One event, the ring's or the spill's: a spilled overwrite (a writer whose
  * maintainer lagged) takes the short path too. Returns 1 for an overwrite
- * the short path took, for the caller to count (LARDER_STAT_REPLACEMENTS). */
+ * the short path took, for the caller to count (LARDER_STAT_REPLACEMENTS).
+ * An insert, the other event of a cache that evicts (one per eviction), is
+ * admitted inline as apply() would: the calls to apply() and admit(), the
+ * switch and their prologues cost about 40 of the maintainer's 761
+ * instructions per insert (docs/bench.md). */
 static inline __attribute__((always_inline)) unsigned
 apply_event(struct larder__maint *m, const struct drain *d, const struct larder__event *ev)
 {
 	if (apply_overwrite(m, d, ev))
 		return 1;
+	if (ev->kind == LARDER__EV_INSERT) {
+		struct sized sb = sized_of_class(ev->b, ev->sclass);
+		admit(m, &sb, ev->hash);
+		return 0;
+	}
 	apply(m, ev);
 	return 0;
 }

@@ -95,8 +95,11 @@ struct larder__maint {
 	int at_once;         /* this pass follows a busy one without a sleep (MAINT-M5) */
 	uint32_t bulk_seen;  /* bulk writers running at the pass's start (A-BULK; SNAP-L6) */
 	int staging;         /* the last pass staged wheel timers ahead (maint/evict.c) */
-	uint64_t live_count, live_bytes;
+	/* live_count and live_bytes apart, as a queue's count and bytes
+	 * (evict/list.h): updated together, but not as one vector. */
+	uint64_t live_count;
 	struct larder__entry *collect; /* retired, not sealed */
+	uint64_t live_bytes;
 	uint64_t collect_bytes;
 	struct larder__maint_class classes[LARDER__SIZECLASS_COUNT]; /* set at create, then read */
 	/* Retired before larder__gp_next() returned sealed_token: freed after the
