@@ -227,7 +227,12 @@ uint64_t th_now_ms(void)
 
 int th_wait_until(int (*pred)(void *ctx), void *ctx, uint64_t timeout_ms)
 {
-	uint64_t deadline = th_now_ms() + timeout_ms;
+	return th_poll_for(pred, ctx, timeout_ms * TH_SLOW);
+}
+
+int th_poll_for(int (*pred)(void *ctx), void *ctx, uint64_t duration_ms)
+{
+	uint64_t deadline = th_now_ms() + duration_ms;
 	struct timespec pause = {0, 100000};
 
 	for (;;) {
@@ -237,6 +242,14 @@ int th_wait_until(int (*pred)(void *ctx), void *ctx, uint64_t timeout_ms)
 			return pred(ctx);
 		nanosleep(&pause, NULL);
 	}
+}
+
+void th_pause_ms(uint64_t ms)
+{
+	struct timespec left = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&left, &left) != 0 && errno == EINTR)
+		;
 }
 
 void th_event_init(struct th_event *e)
@@ -267,7 +280,7 @@ void th_event_signal(struct th_event *e)
 
 int th_event_wait(struct th_event *e, uint64_t timeout_ms)
 {
-	uint64_t deadline_ns = th_now_ns() + timeout_ms * 1000000ull;
+	uint64_t deadline_ns = th_now_ns() + timeout_ms * TH_SLOW * 1000000ull;
 	struct timespec ts = {(time_t)(deadline_ns / 1000000000ull),
 			      (long)(deadline_ns % 1000000000ull)};
 	int set;

@@ -1992,7 +1992,7 @@ static void test_pool_static_split(void)
 	/* d's share goes to b, the one member whose share is not fixed: it
 	 * grows in the background (a bounded wait, not a timing). */
 	struct grows g = {b, 12 * MiB};
-	CHECK(th_wait_until(grown, &g, 20000 * TH_SLOW));
+	CHECK(th_wait_until(grown, &g, 20000));
 	CHECK_EQ(th_stat(a, LARDER_STAT_CAPACITY_BYTES), 4 * MiB);
 	CHECK_RC(larder_flush(b, 60000), LARDER_OK);
 	CHECK_RC(larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT), LARDER_OK);

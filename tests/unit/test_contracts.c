@@ -817,7 +817,7 @@ static void check_pressure(struct run *r)
 		return;
 	CHECK_RC(larder_set_capacity(c, 64 * KiB), LARDER_OK);
 	struct used_ctx u = {c};
-	CHECK(th_wait_until(under_bound, &u, WAIT_MS * TH_SLOW));
+	CHECK(th_wait_until(under_bound, &u, WAIT_MS));
 }
 
 /* Every entry ever written has left once the cache is cleared: the
@@ -849,7 +849,7 @@ static void check_settled(struct run *r)
 {
 	REQUIRE_RC(larder_clear(r->c), LARDER_OK);
 	struct settle s = {r};
-	if (!CHECK(th_wait_until(settled, &s, WAIT_MS * TH_SLOW))) {
+	if (!CHECK(th_wait_until(settled, &s, WAIT_MS))) {
 		uint64_t v[LARDER_STAT_COUNT];
 		if (larder_stats(r->c, v, LARDER_STAT_COUNT) == LARDER_OK)
 			th_fail(__FILE__, __LINE__,
@@ -1247,7 +1247,7 @@ static void test_compressed_views(void)
 	CHECK_RC(larder_replace_if_equals(c, "z", 1, v, sizeof(v) - 1, "x", 1, 0),
 		 LARDER_MISMATCH);
 	CHECK_RC(larder_remove(c, "z", 1), LARDER_OK);
-	CHECK(th_wait_until(heard_one, &h, WAIT_MS * TH_SLOW));
+	CHECK(th_wait_until(heard_one, &h, WAIT_MS));
 	CHECK_EQ(h.cause, LARDER_CAUSE_EXPLICIT);
 	CHECK_EQ(h.len, sizeof(v));
 	CHECK_MEM(h.bytes, v, sizeof(v));

@@ -644,7 +644,7 @@ static void test_pool_claims_across_options(void)
 		larder_config_destroy(cfg);
 		CHECK_RC(larder_set_capacity(m[0], budget), LARDER_ESTATE);
 		/* The newcomer grows to its half as the first gives bytes back. */
-		CHECK(th_wait_until(has_half, m[1], 20000 * TH_SLOW));
+		CHECK(th_wait_until(has_half, m[1], 20000));
 		CHECK_EQ(th_stat(m[0], LARDER_STAT_CAPACITY_BYTES), budget / 2);
 		uint64_t written = 0;
 		for (unsigned i = 0; written < 3 * budget; i++) {
@@ -667,7 +667,7 @@ static void test_pool_claims_across_options(void)
 		CHECK_RC(larder_pool_close(pool), LARDER_ESTATE);
 		larder_close(m[1]);
 		/* It grows in the background: a bounded wait, not a timing. */
-		CHECK(th_wait_until(has_budget, m[0], 20000 * TH_SLOW));
+		CHECK(th_wait_until(has_budget, m[0], 20000));
 		larder_close(m[0]);
 		CHECK_RC(larder_pool_close(pool), LARDER_OK);
 	}
