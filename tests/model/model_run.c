@@ -427,7 +427,7 @@ done:
 
 static int quiesce(struct world *w)
 {
-	if (larder__test_quiesce(w->c, 60000) != 0) {
+	if (th_quiesce(w->c, 60000) != 0) {
 		failf(w, "the maintainer did not quiesce within 60 s");
 		return 0;
 	}

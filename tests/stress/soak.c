@@ -349,10 +349,10 @@ static void check_cache(larder *c, int which)
 	 * then agree, whatever the load (120 s at most, else a failure). */
 	uint64_t until = th_now_ms() + 120000;
 	int agreed = 0;
-	CHECK_EQ(larder__test_quiesce(c, 120000), 0);
+	CHECK_EQ(th_quiesce(c, 120000), 0);
 	take_tally(c, which, &t);
 	while (!agreed && th_now_ms() < until) {
-		CHECK_EQ(larder__test_quiesce(c, 120000), 0);
+		CHECK_EQ(th_quiesce(c, 120000), 0);
 		take_tally(c, which, &again);
 		agreed = same_tally(&t, &again);
 		t = again;
@@ -391,8 +391,8 @@ static void checkpoint(unsigned admin)
 	atomic_store_explicit(&listener_quiet, 1, memory_order_release);
 	/* B's listener may be writing into A: a pass of B after the flag
 	 * writes nothing more, and then A's quiesce takes what it wrote */
-	CHECK_EQ(larder__test_quiesce(cache_b, 120000), 0);
-	CHECK_EQ(larder__test_quiesce(cache_a, 120000), 0);
+	CHECK_EQ(th_quiesce(cache_b, 120000), 0);
+	CHECK_EQ(th_quiesce(cache_a, 120000), 0);
 	check_cache(cache_b, 1);
 	check_cache(cache_a, 0);
 	atomic_store_explicit(&listener_quiet, 0, memory_order_release);

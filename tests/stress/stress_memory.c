@@ -174,15 +174,15 @@ static void drive(larder *cache)
 		return;
 	memset(v, 0x5d, VLEN);
 	CHECK_RC(larder_clear(cache), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	for (unsigned i = 0; i < N; i++) {
 		char key[24];
 		snprintf(key, sizeof(key), "drive%u", i);
 		CHECK_RC(larder_put(cache, key, strlen(key), v, VLEN, LARDER_TTL_NEVER), LARDER_OK);
 	}
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	CHECK_RC(larder_clear(cache), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	printf("stress_memory: driven: %" PRIu64 " MiB returned, index grown %" PRIu64
 	       " and shrunk %" PRIu64 " times\n",
 	       (th_stat(cache, LARDER_STAT_PAGES_RETURNED) - returned0) / MiB,

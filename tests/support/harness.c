@@ -453,6 +453,11 @@ int th_quiesce(larder *cache, uint64_t timeout_ms)
 	return larder__test_quiesce(cache, timeout_ms * TH_SLOW);
 }
 
+int th_flush(larder *cache, uint64_t timeout_ms)
+{
+	return larder_flush(cache, timeout_ms * TH_SLOW);
+}
+
 int th_check_accounting(larder *cache, uint64_t timeout_ms, uint64_t *entries,
 			uint64_t *bytes)
 {

@@ -293,6 +293,8 @@ int th_value_check(const char *where, uint32_t key, const void *value, size_t le
 
 /* larder__test_quiesce() with its deadline multiplied by TH_SLOW. */
 int th_quiesce(larder *cache, uint64_t timeout_ms);
+/* larder_flush() with its deadline multiplied by TH_SLOW. */
+int th_flush(larder *cache, uint64_t timeout_ms);
 
 /* One counter from larder_stats(); fails the test on error. */
 uint64_t th_stat(larder *cache, enum larder_stat stat);

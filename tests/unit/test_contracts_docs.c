@@ -315,8 +315,8 @@ static uint64_t dict_stored_bytes(unsigned shards, uint64_t *plain)
 			if (round)
 				*plain += n;
 		}
-		CHECK_RC(larder_flush(c, 60000), LARDER_OK);
-		CHECK_RC(larder_flush(c, 60000), LARDER_OK); /* the pass after the sample closed */
+		CHECK_RC(th_flush(c, 60000), LARDER_OK);
+		CHECK_RC(th_flush(c, 60000), LARDER_OK); /* the pass after the sample closed */
 	}
 	CHECK_GT(th_stat(c, LARDER_STAT_DICT_BYTES), 0);
 	CHECK_EQ(th_quiesce(c, 10000), 0); /* the replaced entries freed */
@@ -657,7 +657,7 @@ static void test_pool_claims_across_options(void)
 			written += sizeof v;
 		}
 		/* The counters lag the writes by a batching window: flushed. */
-		CHECK_RC(larder_flush(m[0], 60000), LARDER_OK);
+		CHECK_RC(th_flush(m[0], 60000), LARDER_OK);
 		uint64_t st[LARDER_POOL_STAT_COUNT];
 		CHECK_RC(larder_pool_stats(pool, st, LARDER_POOL_STAT_COUNT), LARDER_OK);
 		CHECK_EQ(st[LARDER_POOL_OVERSHOOT_BOUND], budget / 100 + 2 * 4 * MiB);
