@@ -147,7 +147,7 @@ struct th_test {
  * Runs every test whose name contains one of the non-option arguments (all of
  * them when there is none) and none of the "~fragment" ones (ctest runs a
  * long executable's groups of tests as tests of their own that way: tests/
- * CMakeLists.txt), prints "PASS name (ms)" or "FAIL name", then
+ * CMakeLists.txt), prints "PASS name (ms, ms of CPU)" or "FAIL name", then
  * "N passed, N failed". Returns the process exit status (failure also when
  * no test ran).
  */
