@@ -1193,7 +1193,11 @@ static void index_after_cut(int lower_floor)
 static void test_index_shrinks_after_cut(void)
 {
 	index_after_cut(1);
-	index_after_cut(0);
+	/* The default floor keeps the table: the same writes, cut and walk
+	 * with no shrink beside them, which ThreadSanitizer (half of this
+	 * test's 20 s of CPU there) would watch for nothing new. */
+	if (!TH_TSAN)
+		index_after_cut(0);
 }
 
 /* TMEMORY-M9 after clear: the index is back to its first size once the maintainer
