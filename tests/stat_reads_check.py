@@ -16,7 +16,7 @@ Rule, per function: after a write (a public write, larder_clear,
 larder_set_capacity, larder_load, a clock advance that makes entries due,
 threads joined or run, or a file-local helper that does one of those), a
 th_stat() read of a lagging counter needs a settle first: larder_flush,
-larder__test_flush, th_quiesce, larder__test_quiesce, th_check_accounting,
+larder__test_flush, th_flush, th_quiesce, larder__test_quiesce, th_check_accounting,
 th_check_memory_audit, th_wait_until (a bounded wait for the condition), or
 a file-local helper that calls one of those. Exempt: reads inside a
 printf/fprintf (they only describe), and a read marked exact by
@@ -47,7 +47,7 @@ import sys
 LAGGING = ('ENTRIES', 'EVICTIONS', 'EXPIRATIONS', 'REMOVALS', 'REPLACEMENTS', 'CLEARED',
            'LIVE_BYTES', 'INDEX_RESIZES', 'INDEX_SHRINKS')
 READ_RE = re.compile(r'\bth_stat\s*\([^,;]*,\s*LARDER_STAT_(' + '|'.join(LAGGING) + r')\b')
-SETTLES = ('larder_flush', 'larder__test_flush', 'th_quiesce', 'larder__test_quiesce',
+SETTLES = ('larder_flush', 'th_flush', 'larder__test_flush', 'th_quiesce', 'larder__test_quiesce',
            'th_check_accounting', 'th_check_memory_audit', 'th_wait_until')
 WRITES = ('larder_put', 'larder_put_if_absent', 'larder_replace', 'larder_replace_if_equals',
           'larder_remove', 'larder_remove_if_equals', 'larder_touch', 'larder_clear',

@@ -146,13 +146,6 @@ struct job_arg {
 	char path[512];
 };
 
-/* Nothing ends a baseline phase early: it lasts duration_ms. */
-static int never(void *ctx)
-{
-	(void)ctx;
-	return 0;
-}
-
 /* The job thread: does its job (a walk, a save) or waits out the phase. */
 static void *job_thread(void *arg)
 {
@@ -169,7 +162,7 @@ static void *job_thread(void *arg)
 		if (larder_save(cache, j->path) != LARDER_OK)
 			abort();
 	} else {
-		(void)th_wait_until(never, NULL, o.duration_ms);
+		th_pause_ms(o.duration_ms);
 	}
 	j->ns = th_now_ns() - t0;
 	atomic_store(&phase_stop, 1);

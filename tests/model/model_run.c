@@ -427,7 +427,7 @@ done:
 
 static int quiesce(struct world *w)
 {
-	if (larder__test_quiesce(w->c, 60000) != 0) {
+	if (th_quiesce(w->c, 60000) != 0) {
 		failf(w, "the maintainer did not quiesce within 60 s");
 		return 0;
 	}
@@ -1497,7 +1497,7 @@ int mk_run(const struct mcfg *cfg, const struct mop *ops, size_t n, struct mfail
 			failf(w, "larder_pool_close refused a pool with no open cache");
 		goto done;
 	}
-	if (w->pool && !th_wait_until(pool_share_given, w, 60000u * TH_SLOW)) {
+	if (w->pool && !th_wait_until(pool_share_given, w, 60000u)) {
 		failf(w, "the pool never gave its cache its share (%" PRIu64 " bytes)",
 		      cfg->capacity);
 		n = 0; /* no operation: close and report */

@@ -244,11 +244,9 @@ static const uint64_t cap_a_max = 64 * MiB, cap_b_max = 8 * MiB;
 static void *admin_main(void *arg)
 {
 	struct th_rng r = { opt.seed ^ 0xad };
-	struct th_event tick;
 	(void)arg;
-	th_event_init(&tick);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
-		(void)th_event_wait(&tick, 5 + th_rng_below(&r, 30)); /* a pause, not a sync */
+		th_pause_ms(5 + th_rng_below(&r, 30)); /* a pause, not a sync */
 		maybe_pause();
 		larder *c = th_rng_below(&r, 2) ? cache_a : cache_b;
 		uint64_t max = c == cache_a ? cap_a_max : cap_b_max;
@@ -261,7 +259,6 @@ static void *admin_main(void *arg)
 			atomic_fetch_add(&cap_changes, 1);
 		}
 	}
-	th_event_destroy(&tick);
 	return NULL;
 }
 
@@ -281,9 +278,7 @@ static uint64_t rss_kib(void)
 
 static void *monitor_main(void *arg)
 {
-	struct th_event tick;
 	(void)arg;
-	th_event_init(&tick);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		for (int i = 0; i < 2; i++) {
 			uint64_t v[LARDER_STAT_COUNT];
@@ -302,9 +297,8 @@ static void *monitor_main(void *arg)
 		if (rss > peak_rss_kib)
 			peak_rss_kib = rss;
 		samples++;
-		(void)th_event_wait(&tick, 2); /* a sampling period, not a sync */
+		th_pause_ms(2); /* a sampling period, not a sync */
 	}
-	th_event_destroy(&tick);
 	return NULL;
 }
 
@@ -355,10 +349,10 @@ static void check_cache(larder *c, int which)
 	 * then agree, whatever the load (120 s at most, else a failure). */
 	uint64_t until = th_now_ms() + 120000;
 	int agreed = 0;
-	CHECK_EQ(larder__test_quiesce(c, 120000), 0);
+	CHECK_EQ(th_quiesce(c, 120000), 0);
 	take_tally(c, which, &t);
 	while (!agreed && th_now_ms() < until) {
-		CHECK_EQ(larder__test_quiesce(c, 120000), 0);
+		CHECK_EQ(th_quiesce(c, 120000), 0);
 		take_tally(c, which, &again);
 		agreed = same_tally(&t, &again);
 		t = again;
@@ -397,8 +391,8 @@ static void checkpoint(unsigned admin)
 	atomic_store_explicit(&listener_quiet, 1, memory_order_release);
 	/* B's listener may be writing into A: a pass of B after the flag
 	 * writes nothing more, and then A's quiesce takes what it wrote */
-	CHECK_EQ(larder__test_quiesce(cache_b, 120000), 0);
-	CHECK_EQ(larder__test_quiesce(cache_a, 120000), 0);
+	CHECK_EQ(th_quiesce(cache_b, 120000), 0);
+	CHECK_EQ(th_quiesce(cache_a, 120000), 0);
 	check_cache(cache_b, 1);
 	check_cache(cache_a, 0);
 	atomic_store_explicit(&listener_quiet, 0, memory_order_release);
@@ -445,8 +439,6 @@ int main(int argc, char **argv)
 	uint64_t end = t0 + opt.duration_s * 1000, next_checkpoint = t0 + opt.checkpoint_s * 1000;
 	unsigned checkpoints = 0;
 	struct th_rng r = { opt.seed };
-	struct th_event tick;
-	th_event_init(&tick);
 	while (th_now_ms() < end && th_failures() == 0) {
 		/* thread churn: every slot whose worker finished gets a new one */
 		for (unsigned i = 0; i < opt.threads; i++) {
@@ -469,9 +461,8 @@ int main(int argc, char **argv)
 			       (th_now_ms() - t0) / 1000, atomic_load(&ops_done),
 			       atomic_load(&threads_started), peak_rss_kib / 1024, checkpoints);
 		}
-		(void)th_event_wait(&tick, 20); /* the spawner's period, not a sync */
+		th_pause_ms(20); /* the spawner's period, not a sync */
 	}
-	th_event_destroy(&tick);
 	atomic_store(&stop, 1);
 	atomic_store_explicit(&pause_asked, 0, memory_order_release);
 	for (unsigned i = 0; i < opt.threads; i++)

@@ -879,7 +879,7 @@ static void phase_capacity(void)
 	       m.bound, m.violations);
 	CHECK_EQ(m.violations, 0);
 	CHECK_GE(atomic_load(&m.samples), 2);
-	CHECK_EQ(larder__test_quiesce(m.cache, 60000), 0);
+	CHECK_EQ(th_quiesce(m.cache, 60000), 0);
 	CHECK_GT(th_stat(m.cache, LARDER_STAT_EVICTIONS), 0);
 	th_check_accounting(m.cache, 60000, NULL, &bytes);
 	CHECK_LE(bytes, capacity);

@@ -162,7 +162,7 @@ static int walked_or_failed(void *ctx)
  * the iterators (60 s more at most; then CHECK_GT(walks, 0) fails). */
 static void *timer(void *arg)
 {
-	(void)th_wait_until(failed, NULL, (uint64_t)(uintptr_t)arg);
+	(void)th_poll_for(failed, NULL, (uint64_t)(uintptr_t)arg);
 	(void)th_wait_until(walked_or_failed, NULL, 60000);
 	atomic_store_explicit(&stop, 1, memory_order_relaxed);
 	return NULL;

@@ -707,10 +707,8 @@ static void snapshot_round_trip(void)
 static void *admin_main(void *arg)
 {
 	struct th_rng r = { *(uint64_t *)arg };
-	struct th_event tick;
-	th_event_init(&tick);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
-		(void)th_event_wait(&tick, 2 + th_rng_below(&r, 15)); /* a pause, not a sync */
+		th_pause_ms(2 + th_rng_below(&r, 15)); /* a pause, not a sync */
 		uint64_t x = th_rng_below(&r, 10);
 		if (x == 9) {
 			snapshot_round_trip();
@@ -725,7 +723,6 @@ static void *admin_main(void *arg)
 			atomic_fetch_add(&cap_changes, 1);
 		}
 	}
-	th_event_destroy(&tick);
 	return NULL;
 }
 
@@ -756,14 +753,11 @@ static void sample_bound(void)
 
 static void *monitor_main(void *arg)
 {
-	struct th_event tick;
 	(void)arg;
-	th_event_init(&tick);
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		sample_bound();
-		(void)th_event_wait(&tick, 1); /* a sampling period, not a sync */
+		th_pause_ms(1); /* a sampling period, not a sync */
 	}
-	th_event_destroy(&tick);
 	return NULL;
 }
 
@@ -914,10 +908,7 @@ static void run_combo(unsigned index, uint64_t seed)
 		CHECK_EQ(pthread_create(&workers[i], NULL, worker_main, &seeds[i]), 0);
 	CHECK_EQ(pthread_create(&admin, NULL, admin_main, &seeds[opt.workers]), 0);
 	CHECK_EQ(pthread_create(&monitor, NULL, monitor_main, NULL), 0);
-	struct th_event slice;
-	th_event_init(&slice);
-	(void)th_event_wait(&slice, opt.slice_ms); /* the slice: a duration of work */
-	th_event_destroy(&slice);
+	th_pause_ms(opt.slice_ms); /* the slice: a duration of work */
 	atomic_store(&stop, 1);
 	for (unsigned i = 0; i < opt.workers; i++)
 		pthread_join(workers[i], NULL);

@@ -141,19 +141,16 @@ static void *reader_main(void *arg)
 static void administer(larder *cache)
 {
 	static const uint64_t caps[] = { 48 * MiB, 8 * MiB, 32 * MiB, 12 * MiB };
-	struct th_event tick;
 	uint64_t until = th_now_ms() + opt.duration_ms;
 
-	th_event_init(&tick);
 	for (unsigned n = 0; th_now_ms() < until; n++) {
-		(void)th_event_wait(&tick, 20); /* a bounded wait for time, not a sync */
+		th_pause_ms(20); /* a pause, not a sync */
 		if (n % 3 == 0)
 			CHECK_RC(larder_clear(cache), LARDER_OK);
 		else
 			CHECK_RC(larder_set_capacity(cache, caps[n % TH_COUNT(caps)]), LARDER_OK);
 		atomic_fetch_add_explicit(&admin_ops, 1, memory_order_relaxed);
 	}
-	th_event_destroy(&tick);
 	CHECK_RC(larder_set_capacity(cache, 48 * MiB), LARDER_OK);
 }
 
@@ -177,15 +174,15 @@ static void drive(larder *cache)
 		return;
 	memset(v, 0x5d, VLEN);
 	CHECK_RC(larder_clear(cache), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	for (unsigned i = 0; i < N; i++) {
 		char key[24];
 		snprintf(key, sizeof(key), "drive%u", i);
 		CHECK_RC(larder_put(cache, key, strlen(key), v, VLEN, LARDER_TTL_NEVER), LARDER_OK);
 	}
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	CHECK_RC(larder_clear(cache), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	printf("stress_memory: driven: %" PRIu64 " MiB returned, index grown %" PRIu64
 	       " and shrunk %" PRIu64 " times\n",
 	       (th_stat(cache, LARDER_STAT_PAGES_RETURNED) - returned0) / MiB,

@@ -48,7 +48,7 @@
 #define POISON 0xdeaddeaddeaddeadull
 #define SECTIONS_PER_CHURNER 16u
 #define MAX_THREADS 32u
-#define HANG_GUARD_MS 60000u
+#define HANG_GUARD_MS (60000u * TH_SLOW)
 #define HELD_SLOTS 200u /* over three chunks of the registry */
 
 struct object {

@@ -46,7 +46,7 @@
 #include "maint/state.h"
 
 #define MAX_THREADS 32u
-#define HANG_GUARD_MS 60000u
+#define HANG_GUARD_MS (60000u * TH_SLOW)
 #define GUARD_NS ((uint64_t)HANG_GUARD_MS * 1000000u)
 #define IDLE_PASSES 3u
 #define MIN_ROUNDS 500u

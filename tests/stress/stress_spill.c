@@ -135,7 +135,7 @@ static void listener(void *ctx, const void *key, size_t key_len, const void *val
 	(void)ctx;
 	if (key_len == 4 && memcmp(key, "gate", 4) == 0) {
 		th_event_signal(&entered);
-		CHECK(th_event_wait(&release, 120000 * TH_SLOW));
+		CHECK(th_event_wait(&release, 120000));
 		return;
 	}
 	if (key_len >= sizeof(name) || value_len < 8 ||
@@ -221,7 +221,7 @@ static void round_run(larder *cache, uint64_t round, struct writer *wr)
 	/* Replacing "gate" makes the listener block the maintainer. */
 	snprintf(gate, sizeof(gate), "%" PRIu64, round);
 	CHECK_RC(larder_put(cache, "gate", 4, gate, strlen(gate), LARDER_TTL_NEVER), LARDER_OK);
-	if (!CHECK(th_event_wait(&entered, 60000 * TH_SLOW)))
+	if (!CHECK(th_event_wait(&entered, 60000)))
 		return;
 	for (unsigned w = 0; w < opt.writers; w++) {
 		wr[w].ops = ops;
@@ -233,13 +233,13 @@ static void round_run(larder *cache, uint64_t round, struct writer *wr)
 	if (kind == ROUND_BOUND) {
 		/* SSPILL-P2: every writer reaches the bound and waits. */
 		struct stat_goal g = {cache, LARDER_STAT_MAINT_WAITS, waits0 + opt.writers};
-		CHECK(th_wait_until(stat_reached, &g, 60000 * TH_SLOW));
+		CHECK(th_wait_until(stat_reached, &g, 60000));
 		th_event_signal(&release);
 	} else if (kind == ROUND_RELEASED) {
 		/* The maintainer drains while the writers go on spilling: its
 		 * drains meet spills and ring events posted in between. */
 		struct stat_goal g = {cache, LARDER_STAT_EVENTS_SPILLED, spilled0 + opt.writers * 256};
-		CHECK(th_wait_until(stat_reached, &g, 60000 * TH_SLOW));
+		CHECK(th_wait_until(stat_reached, &g, 60000));
 		th_event_signal(&release);
 	}
 	for (unsigned w = 0; w < opt.writers; w++)

@@ -246,11 +246,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	/* The main thread only keeps time: a bounded wait, not synchronisation. */
-	struct th_event never;
-	th_event_init(&never);
-	(void)th_event_wait(&never, opt.duration_ms);
-	th_event_destroy(&never);
+	/* The main thread only keeps time: a pause, not a synchronisation. */
+	th_pause_ms(opt.duration_ms);
 	atomic_store(&stop, 1);
 	for (unsigned i = 0; i < opt.writers + opt.readers; i++)
 		pthread_join(ws[i].thread, NULL);

@@ -147,7 +147,7 @@ struct th_test {
  * Runs every test whose name contains one of the non-option arguments (all of
  * them when there is none) and none of the "~fragment" ones (ctest runs a
  * long executable's groups of tests as tests of their own that way: tests/
- * CMakeLists.txt), prints "PASS name (ms)" or "FAIL name", then
+ * CMakeLists.txt), prints "PASS name (ms, ms of CPU)" or "FAIL name", then
  * "N passed, N failed". Returns the process exit status (failure also when
  * no test ran).
  */
@@ -192,11 +192,20 @@ uint64_t th_now_ms(void);
 uint64_t th_now_ns(void);
 
 /*
- * Polls pred(ctx) until it returns non-zero or timeout_ms passes; returns the
- * last result. Between polls it yields for about 100 us: this is a bounded
- * wait on a condition, not a sleep that hopes the other side is done.
+ * Polls pred(ctx) until it returns non-zero or timeout_ms x TH_SLOW passes;
+ * returns the last result. Between polls it yields for about 100 us: this is
+ * a bounded wait on a condition, not a sleep that hopes the other side is
+ * done, and its deadline is a hang guard, scaled as th_quiesce's is.
  */
 int th_wait_until(int (*pred)(void *ctx), void *ctx, uint64_t timeout_ms);
+/*
+ * As th_wait_until, for exactly duration_ms of real time (not scaled): a run
+ * of work that a condition (a failure) may end early.
+ */
+int th_poll_for(int (*pred)(void *ctx), void *ctx, uint64_t duration_ms);
+/* Lets ms of real time pass: a sampling period, a pause between steps or a
+ * duration of work, never a synchronisation. */
+void th_pause_ms(uint64_t ms);
 
 /* A one-shot flag with a condition variable: signal once, wait with deadline. */
 struct th_event {
@@ -207,7 +216,8 @@ struct th_event {
 void th_event_init(struct th_event *e);
 void th_event_destroy(struct th_event *e);
 void th_event_signal(struct th_event *e);
-/* Returns 1 once signalled, 0 when timeout_ms passed first. */
+/* Returns 1 once signalled, 0 when timeout_ms x TH_SLOW passed first (a
+ * hang guard, scaled as th_wait_until's is). */
 int th_event_wait(struct th_event *e, uint64_t timeout_ms);
 
 /*
@@ -273,8 +283,8 @@ int th_value_check(const char *where, uint32_t key, const void *value, size_t le
 /* ---- Engine helpers ------------------------------------------------------ */
 
 /*
- * In-test deadlines of the maintainer's work (th_quiesce, th_check_accounting)
- * are multiplied by this in sanitizer builds, as ctest's TIMEOUTs are
+ * In-test deadlines (th_wait_until, th_event_wait, th_quiesce,
+ * th_check_accounting) are multiplied by this in sanitizer builds, as ctest's TIMEOUTs are
  * (larder_scale_timeouts in tests/CMakeLists.txt): TSan and ASan run 5-20x
  * slower, and a loaded machine multiplies that again. A deadline only turns a
  * hang into a failure; it never judges speed.
@@ -283,6 +293,8 @@ int th_value_check(const char *where, uint32_t key, const void *value, size_t le
 
 /* larder__test_quiesce() with its deadline multiplied by TH_SLOW. */
 int th_quiesce(larder *cache, uint64_t timeout_ms);
+/* larder_flush() with its deadline multiplied by TH_SLOW. */
+int th_flush(larder *cache, uint64_t timeout_ms);
 
 /* One counter from larder_stats(); fails the test on error. */
 uint64_t th_stat(larder *cache, enum larder_stat stat);

@@ -548,7 +548,7 @@ static void test_thread_churn(void)
 			args[i] = (struct churn_arg){cache, round * 64 + i};
 		th_run_threads(64, churn_thread, args, sizeof(args[0]));
 		/* the maintainer takes back the exited threads' state before the next round */
-		CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+		CHECK_EQ(th_quiesce(cache, 60000), 0);
 	}
 	for (int i = 0; i < 8 * 64; i++) {
 		char key[32];

@@ -273,7 +273,7 @@ static void test_compressed_value_to_listener(void)
 	CHECK_RC(larder_put(c, "b", 1, "x", 1, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_put(c, "c", 1, h.want, sizeof h.want, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_clear(c), LARDER_OK);
-	CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+	CHECK_RC(th_flush(c, 60000), LARDER_OK);
 	CHECK_EQ(atomic_load(&h.calls), 4);
 	CHECK_EQ(atomic_load(&h.good), 3);
 	larder_close(c);
@@ -405,7 +405,7 @@ static void test_dictionary_modes(void)
 			fill_text(v, sizeof v, i);
 			REQUIRE_RC(larder_put(c, k, kl, v, sizeof v, LARDER_TTL_NEVER), LARDER_OK);
 		}
-		CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+		CHECK_RC(th_flush(c, 60000), LARDER_OK);
 		for (unsigned i = 0; i < 2000; i++) {
 			char k[32];
 			size_t kl = key_of(k, "d", i), len = 0;
@@ -449,7 +449,7 @@ static void test_dictionary_training_odd_samples(void)
 				fill_text(v, n, i);
 			REQUIRE_RC(larder_put(c, k, kl, v, n, LARDER_TTL_NEVER), LARDER_OK);
 		}
-		CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+		CHECK_RC(th_flush(c, 60000), LARDER_OK);
 		for (unsigned i = 0; i < count; i++) {
 			char k[32];
 			size_t kl = key_of(k, "t", i), n = sizeof v, len = 0;
@@ -724,7 +724,7 @@ static void test_iter_exactly_once_across_changes(void)
 					REQUIRE_RC(larder_put(c, k, kl, "y", 1, LARDER_TTL_NEVER),
 						   LARDER_OK);
 				}
-				CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+				CHECK_RC(th_flush(c, 60000), LARDER_OK);
 			}
 		}
 		CHECK_RC(rc, LARDER_MISS);
@@ -784,7 +784,7 @@ static void test_iter_across_clear_and_cut(void)
 	while ((rc = larder_iter_next(it, walk_fn, &w)) == LARDER_OK)
 		if (++steps == 100) {
 			CHECK_RC(larder_set_capacity(c, 64 * KiB), LARDER_OK);
-			CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+			CHECK_RC(th_flush(c, 60000), LARDER_OK);
 			CHECK_RC(larder_set_capacity(c, 64 * MiB), LARDER_OK);
 		}
 	CHECK_RC(rc, LARDER_MISS);
@@ -843,7 +843,7 @@ static void test_shrink_beside_a_writer_keeps_entries(void)
 			size_t kl = key_of(k, "keep", i);
 			REQUIRE_RC(larder_put(c, k, kl, k, kl, LARDER_TTL_NEVER), LARDER_OK);
 		}
-		CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+		CHECK_RC(th_flush(c, 60000), LARDER_OK);
 		if (!CHECK_EQ(th_stat(c, LARDER_STAT_EVICTIONS), 0) ||
 		    !CHECK_EQ(th_stat(c, LARDER_STAT_ENTRIES), N)) {
 			printf("  round %u: %" PRIu64 " shrinks\n", round,
@@ -898,7 +898,7 @@ static void test_shrink_beside_writers_keeps_entries(void)
 			pthread_join(t[i], NULL);
 			CHECK_EQ(w[i].failed, 0);
 		}
-		CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+		CHECK_RC(th_flush(c, 60000), LARDER_OK);
 		unsigned missing = 0;
 		char kind[8], k[32];
 		for (unsigned i = 0; i < WRITERS; i++) {
@@ -944,7 +944,7 @@ static void test_iter_across_shrink(void)
 		 * maintainers' counts trailed the writer, a shrink sized for a
 		 * count of 1 or 2, which dropped the entries that did not fit
 		 * as EVICTED (docs/memory.md, "The index"). */
-		CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+		CHECK_RC(th_flush(c, 60000), LARDER_OK);
 		larder__test_index_floor(c, 64);
 		uint64_t shrinks = th_stat(c, LARDER_STAT_INDEX_SHRINKS);
 		static struct walk w;
@@ -962,7 +962,7 @@ static void test_iter_across_shrink(void)
 				/* Until the shrink is done: larder_flush waits for
 				 * the removals, not for the shrink they call for, whose
 				 * homes move a pass after it begins (TABLE-X5). */
-				CHECK_EQ(larder__test_quiesce(c, 60000), 0);
+				CHECK_EQ(th_quiesce(c, 60000), 0);
 				CHECK_GT(th_stat(c, LARDER_STAT_INDEX_SHRINKS), shrinks);
 			}
 		}
@@ -1157,7 +1157,7 @@ static void test_snapshot_round_trip_every_config(void)
 		char what[64];
 		snprintf(what, sizeof what, "config %zu into %zu", a, (a + 3) % TH_COUNT(cfgs));
 		check_snap(dst, what);
-		CHECK_RC(larder_flush(dst, 60000), LARDER_OK);
+		CHECK_RC(th_flush(dst, 60000), LARDER_OK);
 		CHECK_EQ(th_stat(dst, LARDER_STAT_ENTRIES), NSNAP);
 		/* Saved again from the loaded cache: the same entries. */
 		CHECK_RC(larder_save(dst, path), LARDER_OK);
@@ -1373,7 +1373,7 @@ static void test_snapshot_save_memory_bounded(void)
 		REQUIRE_RC(larder_put(c, k, kl, v, n, LARDER_TTL_NEVER), LARDER_OK);
 	}
 	free(v);
-	CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+	CHECK_RC(th_flush(c, 60000), LARDER_OK);
 	if (reset_peak_rss() != 0 || peak_rss_kib() < 0) {
 		printf("  no /proc/self/clear_refs: not measured\n");
 	} else {
@@ -1386,7 +1386,7 @@ static void test_snapshot_save_memory_bounded(void)
 	larder *d = th_open(th_config(256 * MiB));
 	REQUIRE(d);
 	CHECK_RC(larder_load(d, path), LARDER_OK);
-	CHECK_RC(larder_flush(d, 60000), LARDER_OK);
+	CHECK_RC(th_flush(d, 60000), LARDER_OK);
 	CHECK_EQ(th_stat(d, LARDER_STAT_ENTRIES), 400);
 	larder_close(d);
 	larder_close(c);
@@ -1426,7 +1426,7 @@ static int live_intact(larder *c)
 {
 	unsigned char buf[8];
 	size_t len;
-	return larder_flush(c, 60000) == LARDER_OK && th_stat(c, LARDER_STAT_ENTRIES) == 2 &&
+	return th_flush(c, 60000) == LARDER_OK && th_stat(c, LARDER_STAT_ENTRIES) == 2 &&
 	       larder_get(c, "live1", 5, buf, sizeof buf, &len) == LARDER_OK && len == 1 &&
 	       buf[0] == '1' && larder_get(c, "live2", 5, buf, sizeof buf, &len) == LARDER_OK &&
 	       len == 1 && buf[0] == '2';
@@ -1559,7 +1559,7 @@ static void test_snapshot_into_smaller_cache(void)
 		larder *c = th_open(cfg);
 		REQUIRE(c);
 		CHECK_RC(larder_load(c, path), LARDER_OK);
-		CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+		CHECK_RC(th_flush(c, 60000), LARDER_OK);
 		uint64_t entries = th_stat(c, LARDER_STAT_ENTRIES);
 		CHECK_GT(entries, 0);
 		CHECK_LT(entries, NSMALL * 3 / 4); /* not all of them fit */
@@ -1631,7 +1631,7 @@ static void test_snapshot_ttl_ran_out_while_saved(void)
 	REQUIRE(empty);
 	CHECK_RC(larder_save(empty, path), LARDER_OK);
 	CHECK_RC(larder_load(empty, path), LARDER_OK);
-	CHECK_RC(larder_flush(empty, 60000), LARDER_OK);
+	CHECK_RC(th_flush(empty, 60000), LARDER_OK);
 	CHECK_EQ(th_stat(empty, LARDER_STAT_ENTRIES), 0);
 	larder_close(empty);
 	unlink(path);
@@ -1695,10 +1695,10 @@ static void test_walk_and_save_are_not_reads(void)
 	CHECK_RC(larder_ttl_remaining(c, "r:00007", 7, &ttl), LARDER_OK);
 	CHECK_LE(ttl, 1000);
 	/* The load overwrites all 100 (REPLACED) and counts 100 writes. */
-	CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+	CHECK_RC(th_flush(c, 60000), LARDER_OK);
 	uint64_t writes = th_stat(c, LARDER_STAT_WRITES);
 	CHECK_RC(larder_load(c, path), LARDER_OK);
-	CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+	CHECK_RC(th_flush(c, 60000), LARDER_OK);
 	CHECK_EQ(th_stat(c, LARDER_STAT_WRITES), writes + 100);
 	CHECK_EQ(th_stat(c, LARDER_STAT_REPLACEMENTS), 100);
 	CHECK_EQ(atomic_load(&cs.n[LARDER_CAUSE_REPLACED]), 100);
@@ -1774,7 +1774,7 @@ static void test_iter_save_load_reentrant(void)
 	REQUIRE_RC(larder_put(c, "kick", 4, "x", 1, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_get_with(c, "in:00001", 8, inside_read, &in), LARDER_OK);
 	CHECK_RC(larder_remove(c, "kick", 4), LARDER_OK);
-	CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+	CHECK_RC(th_flush(c, 60000), LARDER_OK);
 	CHECK_EQ(atomic_load(&in.calls), 2);
 	CHECK_EQ(atomic_load(&in.walked), 2);
 	CHECK_EQ(atomic_load(&in.saved), 2);
@@ -1974,8 +1974,8 @@ static void test_pool_static_split(void)
 		CHECK_RC(larder_put(i % 2 ? b : d, k, kl, val, sizeof val, LARDER_TTL_NEVER),
 			 LARDER_OK);
 	}
-	CHECK_RC(larder_flush(b, 60000), LARDER_OK);
-	CHECK_RC(larder_flush(d, 60000), LARDER_OK);
+	CHECK_RC(th_flush(b, 60000), LARDER_OK);
+	CHECK_RC(th_flush(d, 60000), LARDER_OK);
 	uint64_t v[LARDER_POOL_STAT_COUNT];
 	CHECK_RC(larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT), LARDER_OK);
 	CHECK_EQ(v[LARDER_POOL_USED_BYTES], th_stat(a, LARDER_STAT_USED_BYTES) +
@@ -1992,9 +1992,9 @@ static void test_pool_static_split(void)
 	/* d's share goes to b, the one member whose share is not fixed: it
 	 * grows in the background (a bounded wait, not a timing). */
 	struct grows g = {b, 12 * MiB};
-	CHECK(th_wait_until(grown, &g, 20000 * TH_SLOW));
+	CHECK(th_wait_until(grown, &g, 20000));
 	CHECK_EQ(th_stat(a, LARDER_STAT_CAPACITY_BYTES), 4 * MiB);
-	CHECK_RC(larder_flush(b, 60000), LARDER_OK);
+	CHECK_RC(th_flush(b, 60000), LARDER_OK);
 	CHECK_RC(larder_pool_stats(pool, v, LARDER_POOL_STAT_COUNT), LARDER_OK);
 	CHECK_EQ(v[LARDER_POOL_CACHES], 2);
 	CHECK_EQ(v[LARDER_POOL_ASSIGNED_BYTES], th_stat(a, LARDER_STAT_CAPACITY_BYTES) +
@@ -2032,7 +2032,7 @@ static void test_pool_tiny_share(void)
 		}
 		/* After a flush the live entries' charges fit (used bytes may
 		 * still hold victims awaiting their grace period). */
-		CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+		CHECK_RC(th_flush(c, 60000), LARDER_OK);
 		struct charges ch = {0};
 		larder_iter *it;
 		REQUIRE_RC(larder_iter_open(c, &it), LARDER_OK);

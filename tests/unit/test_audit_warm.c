@@ -327,7 +327,7 @@ static void load_and_check(const char *path, enum target_kind kind, const struct
 	larder *c = open_target(kind, s, &clk, &pool);
 	/* A member grows to its share (the whole budget) in the background. */
 	if (c && kind == T_POOLED)
-		CHECK(th_wait_until(has_budget, c, 60000 * TH_SLOW));
+		CHECK(th_wait_until(has_budget, c, 60000));
 	if (c) {
 		memset(&w, 0, sizeof w);
 		w.where = where;
@@ -915,7 +915,7 @@ static void test_cursor_beside_a_load(void)
 			if (started && round < 2)
 				joined = !pthread_join(t, NULL);
 			else if (started) /* the index grown, the load's writes going on */
-				CHECK(th_wait_until(load_began, c, 60000 * TH_SLOW));
+				CHECK(th_wait_until(load_began, c, 60000));
 		}
 		CHECK_RC(rc, LARDER_MISS);
 		larder_iter_close(it);

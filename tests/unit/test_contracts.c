@@ -817,7 +817,7 @@ static void check_pressure(struct run *r)
 		return;
 	CHECK_RC(larder_set_capacity(c, 64 * KiB), LARDER_OK);
 	struct used_ctx u = {c};
-	CHECK(th_wait_until(under_bound, &u, WAIT_MS * TH_SLOW));
+	CHECK(th_wait_until(under_bound, &u, WAIT_MS));
 }
 
 /* Every entry ever written has left once the cache is cleared: the
@@ -849,7 +849,7 @@ static void check_settled(struct run *r)
 {
 	REQUIRE_RC(larder_clear(r->c), LARDER_OK);
 	struct settle s = {r};
-	if (!CHECK(th_wait_until(settled, &s, WAIT_MS * TH_SLOW))) {
+	if (!CHECK(th_wait_until(settled, &s, WAIT_MS))) {
 		uint64_t v[LARDER_STAT_COUNT];
 		if (larder_stats(r->c, v, LARDER_STAT_COUNT) == LARDER_OK)
 			th_fail(__FILE__, __LINE__,
@@ -994,6 +994,20 @@ static void run_combo(const struct combo *cb, int index)
 
 static int all_policies;
 
+/*
+ * Under ThreadSanitizer (six times the CPU of the other builds: 53 s of its
+ * stage), a quarter of the binary combinations, those with an even count
+ * of settings among dimensions 0-4 and among 0, 1, 5, 6, 7 (bit i of
+ * `bits` below): any four dimensions still meet in all 16 ways, the policy
+ * meets both values of each, and every operation and check runs on each of
+ * the 64. The other builds run all 256, and `--all` runs every one here too.
+ */
+static int combination_runs(unsigned bits)
+{
+	return !TH_TSAN || all_policies ||
+	       (!__builtin_parity(bits & 0x1fu) && !__builtin_parity(bits & 0xe3u));
+}
+
 static void test_combinations(void)
 {
 	larder_pool_config *pc = NULL;
@@ -1006,7 +1020,7 @@ static void test_combinations(void)
 	larder_pool_config_destroy(pc);
 	REQUIRE(pool_tiny && pool_normal);
 
-	int n = 0;
+	int n = 0, ran = 0;
 	for (unsigned bits = 0; bits < 256; bits++) {
 		for (unsigned p = 0; p < 8; p++) {
 			/* One policy per combination of the binary dimensions, rotating
@@ -1024,12 +1038,17 @@ static void test_combinations(void)
 				.small = !!(bits & 64),
 				.pooled = !!(bits & 128),
 			};
-			run_combo(&cb, n++);
+			int index = n++; /* the same sequence in every build */
+			if (!combination_runs(bits))
+				continue;
+			run_combo(&cb, index);
+			ran++;
 			if (th_failures() > 40)
 				goto out;
 		}
 	}
 out:
+	printf("  %d of %d combinations\n", ran, n);
 	CHECK_RC(larder_pool_close(pool_tiny), LARDER_OK);
 	CHECK_RC(larder_pool_close(pool_normal), LARDER_OK);
 }
@@ -1247,7 +1266,7 @@ static void test_compressed_views(void)
 	CHECK_RC(larder_replace_if_equals(c, "z", 1, v, sizeof(v) - 1, "x", 1, 0),
 		 LARDER_MISMATCH);
 	CHECK_RC(larder_remove(c, "z", 1), LARDER_OK);
-	CHECK(th_wait_until(heard_one, &h, WAIT_MS * TH_SLOW));
+	CHECK(th_wait_until(heard_one, &h, WAIT_MS));
 	CHECK_EQ(h.cause, LARDER_CAUSE_EXPLICIT);
 	CHECK_EQ(h.len, sizeof(v));
 	CHECK_MEM(h.bytes, v, sizeof(v));

@@ -315,8 +315,8 @@ static uint64_t dict_stored_bytes(unsigned shards, uint64_t *plain)
 			if (round)
 				*plain += n;
 		}
-		CHECK_RC(larder_flush(c, 60000), LARDER_OK);
-		CHECK_RC(larder_flush(c, 60000), LARDER_OK); /* the pass after the sample closed */
+		CHECK_RC(th_flush(c, 60000), LARDER_OK);
+		CHECK_RC(th_flush(c, 60000), LARDER_OK); /* the pass after the sample closed */
 	}
 	CHECK_GT(th_stat(c, LARDER_STAT_DICT_BYTES), 0);
 	CHECK_EQ(th_quiesce(c, 10000), 0); /* the replaced entries freed */
@@ -644,7 +644,7 @@ static void test_pool_claims_across_options(void)
 		larder_config_destroy(cfg);
 		CHECK_RC(larder_set_capacity(m[0], budget), LARDER_ESTATE);
 		/* The newcomer grows to its half as the first gives bytes back. */
-		CHECK(th_wait_until(has_half, m[1], 20000 * TH_SLOW));
+		CHECK(th_wait_until(has_half, m[1], 20000));
 		CHECK_EQ(th_stat(m[0], LARDER_STAT_CAPACITY_BYTES), budget / 2);
 		uint64_t written = 0;
 		for (unsigned i = 0; written < 3 * budget; i++) {
@@ -657,7 +657,7 @@ static void test_pool_claims_across_options(void)
 			written += sizeof v;
 		}
 		/* The counters lag the writes by a batching window: flushed. */
-		CHECK_RC(larder_flush(m[0], 60000), LARDER_OK);
+		CHECK_RC(th_flush(m[0], 60000), LARDER_OK);
 		uint64_t st[LARDER_POOL_STAT_COUNT];
 		CHECK_RC(larder_pool_stats(pool, st, LARDER_POOL_STAT_COUNT), LARDER_OK);
 		CHECK_EQ(st[LARDER_POOL_OVERSHOOT_BOUND], budget / 100 + 2 * 4 * MiB);
@@ -667,7 +667,7 @@ static void test_pool_claims_across_options(void)
 		CHECK_RC(larder_pool_close(pool), LARDER_ESTATE);
 		larder_close(m[1]);
 		/* It grows in the background: a bounded wait, not a timing. */
-		CHECK(th_wait_until(has_budget, m[0], 20000 * TH_SLOW));
+		CHECK(th_wait_until(has_budget, m[0], 20000));
 		larder_close(m[0]);
 		CHECK_RC(larder_pool_close(pool), LARDER_OK);
 	}

@@ -175,7 +175,7 @@ static int expired_seen(void *p)
 {
 	larder *cache = p;
 
-	(void)larder__test_quiesce(cache, 60000);
+	(void)th_quiesce(cache, 60000);
 	return rec_find("exp", "v-exp", LARDER_CAUSE_EXPIRED) >= 0;
 }
 
@@ -204,11 +204,11 @@ static void test_causes(void)
 	CHECK_RC(larder_remove_if_equals(cache, "rep", 3, "v3", 2), LARDER_MISMATCH);
 	/* EXPIRED: nothing reads the key, the maintainer finds it */
 	CHECK_RC(larder_put(cache, "exp", 3, "v-exp", 5, 10), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	th_clock_advance(&clk, 20);
 	CHECK(th_wait_until(expired_seen, cache, 60000));
 
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	CHECK(rec_find("rm", "v-rm", LARDER_CAUSE_EXPLICIT) >= 0);
 	CHECK(rec_find("rme", "v-rme", LARDER_CAUSE_EXPLICIT) >= 0);
 	CHECK(rec_find("rep", "v1", LARDER_CAUSE_REPLACED) >= 0);
@@ -230,7 +230,7 @@ static void test_causes(void)
 	CHECK_RC(larder_put(cache, "c1", 2, "v-c1", 4, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_put(cache, "c2", 2, "v-c2", 4, 1000000), LARDER_OK);
 	CHECK_RC(larder_clear(cache), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	CHECK(rec_find("c1", "v-c1", LARDER_CAUSE_CLEARED) >= 0);
 	CHECK(rec_find("c2", "v-c2", LARDER_CAUSE_CLEARED) >= 0);
 	CHECK(rec_find("rep", "v4", LARDER_CAUSE_CLEARED) >= 0);
@@ -242,7 +242,7 @@ static void test_causes(void)
 
 	/* close does not report what is still there */
 	CHECK_RC(larder_put(cache, "stay", 4, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	before_close = rec_total();
 	atomic_store(&rec.cache, NULL);
 	larder_close(cache);
@@ -328,7 +328,7 @@ static void test_expired_then_overwritten(void)
 	th_clock_advance(&clk, 10);
 	CHECK_RC(larder_get(cache, "k", 1, buf, sizeof(buf), &len), LARDER_MISS);
 	CHECK_RC(larder_put(cache, "k", 1, "new", 3, LARDER_TTL_NEVER), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	/* "old" left exactly once; whether as expired or replaced is the engine's call */
 	CHECK_EQ(rec_count(LARDER_CAUSE_EXPIRED) + rec_count(LARDER_CAUSE_REPLACED), 1);
 	CHECK(rec_find("k", "old", LARDER_CAUSE_EXPIRED) >= 0 ||
@@ -536,7 +536,7 @@ static void test_slow_listener_waited_for(void)
 		snprintf(key, sizeof(key), "c%d", i);
 		CHECK_RC(larder_put(cache, key, strlen(key), "v", 1, LARDER_TTL_NEVER), LARDER_OK);
 	}
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	CHECK_RC(larder_clear(cache), LARDER_OK);
 	uint64_t t0 = th_now_ms();
 	for (int i = 0; i < 3000; i++) {

@@ -615,7 +615,7 @@ static void test_enomem_on_write(void)
 	for (uint64_t id = 0; id < PRE; id++)
 		CHECK_RC(put_key(cache, 1000000 + id, 16), LARDER_OK);
 	CHECK_RC(larder_put(cache, "victim", 6, "small", 5, LARDER_TTL_NEVER), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 
 	/* From now on page mappings fail: the first write that needs one fails. */
 	larder__test_fail_mmap_after(0);
@@ -673,7 +673,7 @@ static void test_enomem_large_entry(void)
 	REQUIRE(cache != NULL);
 	memset(big, 0x11, 4 * MiB);
 	CHECK_RC(larder_put(cache, "k", 1, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	larder__test_fail_mmap_after(0);
 	CHECK_RC(larder_put(cache, "k", 1, big, 4 * MiB, LARDER_TTL_NEVER), LARDER_ENOMEM);
 	larder__test_fail_mmap_after(-1);
@@ -802,7 +802,7 @@ static void test_enomem_clear(void)
 	REQUIRE(cache != NULL);
 	for (uint64_t id = 0; id < 100; id++)
 		CHECK_RC(put_key(cache, id, 10), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	larder__test_fail_mmap_after(0);
 	rc = larder_clear(cache);
 	larder__test_fail_mmap_after(-1);
@@ -826,7 +826,7 @@ static int pages_returned(void *p)
 {
 	struct pages_wait *w = p;
 
-	(void)larder__test_quiesce(w->cache, 60000);
+	(void)th_quiesce(w->cache, 60000);
 	return th_stat(w->cache, LARDER_STAT_PAGES_RETURNED) - w->returned0 >= 16 * MiB;
 }
 
@@ -840,7 +840,7 @@ static void test_pages_returned(void)
 	for (uint64_t id = 0; id < 30000; id++)
 		if (!CHECK_RC(put_key(w.cache, id, 1000), LARDER_OK))
 			break;
-	CHECK_EQ(larder__test_quiesce(w.cache, 60000), 0);
+	CHECK_EQ(th_quiesce(w.cache, 60000), 0);
 	w.returned0 = th_stat(w.cache, LARDER_STAT_PAGES_RETURNED);
 	CHECK_GE(th_stat(w.cache, LARDER_STAT_PAGES_MAPPED), 28 * MiB);
 	CHECK_RC(larder_clear(w.cache), LARDER_OK);
@@ -888,7 +888,7 @@ static struct audit audit_sum(larder *cache)
 /* TMEMORY-M7 on a quiescent cache; returns the sums. */
 static struct audit check_audit(larder *cache)
 {
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	struct audit a = audit_sum(cache);
 	CHECK_EQ(a.class_used_bytes + th_stat(cache, LARDER_STAT_LARGE_BYTES),
 		 th_stat(cache, LARDER_STAT_USED_BYTES));
@@ -1193,7 +1193,11 @@ static void index_after_cut(int lower_floor)
 static void test_index_shrinks_after_cut(void)
 {
 	index_after_cut(1);
-	index_after_cut(0);
+	/* The default floor keeps the table: the same writes, cut and walk
+	 * with no shrink beside them, which ThreadSanitizer (half of this
+	 * test's 20 s of CPU there) would watch for nothing new. */
+	if (!TH_TSAN)
+		index_after_cut(0);
 }
 
 /* TMEMORY-M9 after clear: the index is back to its first size once the maintainer
@@ -1369,7 +1373,7 @@ static void clear_walk_case(long fail_at, size_t gap)
 	for (uint64_t id = 0; id < 100; id++)
 		CHECK_RC(put_key(cache, id, 2000), LARDER_OK);
 	CHECK_RC(larder_clear(cache), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	CHECK_EQ(r->heard, n + 100);
 	larder_close(cache);
 	if (hole && hole != MAP_FAILED)
@@ -1423,25 +1427,40 @@ static void test_close_mid_clear_walk(void)
 
 /* ---- Placement of mappings (TMEMORY-M11) ---------------------------------------------- */
 
-static long map_areas(void)
+/*
+ * How many kernel areas (lines of /proc/self/maps) hold at least one of the n
+ * pages, or -1 if the file cannot be read. Only the pages' own areas count:
+ * a sanitizer maps shadow for every mapping (ThreadSanitizer one area per 128
+ * KiB page when no earlier test had mapped near it), and other threads map
+ * and unmap meanwhile.
+ */
+static long areas_holding(void *const *page, unsigned n)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
-	long n = 0;
-	int ch;
+	char line[512];
+	long areas = 0;
 
 	if (!f)
 		return -1;
-	while ((ch = fgetc(f)) != EOF)
-		n += ch == '\n';
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) != 2)
+			continue;
+		for (unsigned i = 0; i < n; i++) {
+			if ((uintptr_t)page[i] >= lo && (uintptr_t)page[i] < hi) {
+				areas++;
+				break;
+			}
+		}
+	}
 	fclose(f);
-	return n;
+	return areas;
 }
 
 static void test_pages_adjacent(void)
 {
 	enum { PAGES = 2048 };
 	static void *page[PAGES];
-	long areas0 = map_areas();
 	uint64_t mapped0 = larder__test_mapped_bytes();
 
 	for (unsigned i = 0; i < PAGES; i++) {
@@ -1451,10 +1470,10 @@ static void test_pages_adjacent(void)
 		CHECK_EQ((uintptr_t)page[i] % bytes, 0);
 		memset(page[i], 1, 64); /* touched, as a slab page is */
 	}
-	long areas1 = map_areas();
-	printf("  %d mappings of 64/128 KiB: %ld -> %ld kernel areas\n", PAGES, areas0, areas1);
-	CHECK_GE(areas0, 1);
-	CHECK(areas1 - areas0 < PAGES / 16); /* signed: others may unmap meanwhile */
+	long areas = areas_holding(page, PAGES);
+	printf("  %d mappings of 64/128 KiB in %ld kernel areas\n", PAGES, areas);
+	CHECK_GE(areas, 1);
+	CHECK_LT(areas, PAGES / 16);
 	for (unsigned i = 0; i < PAGES; i++)
 		larder__pages_unmap(page[i], i % 3 == 2 ? 128 * KiB : 64 * KiB);
 	CHECK_EQ(larder__test_mapped_bytes(), mapped0);
@@ -1537,7 +1556,12 @@ static void test_slab_pages_carved(void)
  * sanitizers, whose shadow memory and quarantine swamp RSS. */
 static void test_tuner_memory_bounded(void)
 {
-	enum { N = 1000000 };
+	/* Under ThreadSanitizer the RSS is not judged: what is left to check
+	 * is the maintainer's work beside the writer while the tuner keeps
+	 * TUNER-T3, which 100,000 entries reach three times over (each mini
+	 * cache of the default policy is capped at 8,192 entries and sees one
+	 * key in four), for a sixth of the CPU a million took. */
+	const uint64_t N = TH_TSAN ? 100000 : 1000000;
 	larder *cache = open_sized(256 * MiB, 4096);
 
 	REQUIRE(cache != NULL);
@@ -1549,7 +1573,7 @@ static void test_tuner_memory_bounded(void)
 	uint64_t own = th_stat(cache, LARDER_STAT_PAGES_MAPPED) +
 		       th_stat(cache, LARDER_STAT_INDEX_BYTES);
 	uint64_t grown = rss_bytes() - rss0;
-	printf("  %d entries: RSS +%" PRIu64 " KiB, the cache's pages and index %" PRIu64
+	printf("  %" PRIu64 " entries: RSS +%" PRIu64 " KiB, the cache's pages and index %" PRIu64
 	       " KiB\n", N, grown / KiB, own / KiB);
 	/* Each shard has its own tuner, bounded on its own (about 6.5 MiB
 	 * each here: RSS +7.6, 13, 28, 54, 105 MiB over the cache's pages and
@@ -1590,14 +1614,14 @@ static void test_big_slots_released(void)
 		addr[i] = NULL;
 		CHECK_RC(larder_get_with(cache, key, strlen(key), note_addr_fn, &addr[i]), LARDER_OK);
 	}
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	/* every other one goes: their pages keep a live neighbour */
 	for (int i = 0; i < N; i += 2) {
 		char key[16];
 		snprintf(key, sizeof(key), "big%d", i);
 		CHECK_RC(larder_remove(cache, key, strlen(key)), LARDER_OK);
 	}
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	CHECK_EQ(larder__slab_kept_bytes(&cache->shard[0].slab), (uint64_t)KEPT * SLOT);
 	th_check_memory_audit(cache);
 	if (!TH_ASAN) {
@@ -1624,7 +1648,7 @@ static void test_big_slots_released(void)
 	for (uint64_t id = 0; id < 20000; id++)
 		CHECK_RC(put_key(cache, id, 100 + id % 3000), LARDER_OK);
 	CHECK_RC(larder_clear(cache), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	CHECK_EQ(larder__slab_kept_bytes(&cache->shard[0].slab), 0);
 	/* two page sizes in use: the small values' 64 KiB pages and the big
 	 * ones' 1 MiB pages, 1 MiB of each at most (it was 4 MiB each) */
@@ -1658,13 +1682,13 @@ static void test_big_slots_kept(void)
 	CHECK_EQ(larder__sizeclass_slot(larder__sizeclass_of(56 * 1024 + 1)), 64 * 1024);
 	CHECK_RC(larder_put(cache, "small", 5, v, 50 * 1024, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_remove(cache, "small", 5), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	CHECK_EQ(larder__slab_kept_bytes(&cache->shard[0].slab), 0);
 	/* a freed 150 KiB value is kept, and the next one of its class takes it */
 	CHECK_RC(larder_put(cache, "a", 1, v, 150 * 1024, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_get_with(cache, "a", 1, note_addr_fn, &at), LARDER_OK);
 	CHECK_RC(larder_remove(cache, "a", 1), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	uint64_t slot = larder__sizeclass_slot(larder__sizeclass_of(150 * 1024 + 64));
 	CHECK_EQ(larder__slab_kept_bytes(&cache->shard[0].slab), slot);
 	th_check_accounting(cache, 60000, NULL, NULL);
@@ -1691,12 +1715,12 @@ static void test_big_slots_kept(void)
 		snprintf(key, sizeof(key), "k%d", i);
 		CHECK_RC(larder_remove(cache, key, strlen(key)), LARDER_OK);
 	}
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	CHECK_EQ(larder__slab_kept_bytes(&cache->shard[0].slab), (4 * MiB / (112 * KiB)) * 112 * KiB);
 	th_check_memory_audit(cache);
 	/* a cut to 16 MiB: the limit is 1 MiB, and the maintainer trims to it */
 	CHECK_RC(larder_set_capacity(cache, 16 * MiB), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	CHECK_LE(larder__slab_kept_bytes(&cache->shard[0].slab), 1 * MiB);
 	th_check_accounting(cache, 60000, NULL, NULL);
 	th_check_memory_audit(cache);

@@ -238,11 +238,11 @@ static void self_listener(void *ctx, const void *key, size_t key_len, const void
 /* B first: its listener writes into D, whose own listener writes into D. */
 static void quiesce_all(struct world *w)
 {
-	CHECK_EQ(larder__test_quiesce(w->b, 60000), 0);
-	CHECK_EQ(larder__test_quiesce(w->c, 60000), 0);
+	CHECK_EQ(th_quiesce(w->b, 60000), 0);
+	CHECK_EQ(th_quiesce(w->c, 60000), 0);
 	for (int round = 0; round < 2; round++)
-		CHECK_EQ(larder__test_quiesce(w->d, 60000), 0);
-	CHECK_EQ(larder__test_quiesce(w->a, 60000), 0);
+		CHECK_EQ(th_quiesce(w->d, 60000), 0);
+	CHECK_EQ(th_quiesce(w->a, 60000), 0);
 }
 
 /* Opens a cache, retrying with the seam off if the injected failure hit
@@ -491,7 +491,7 @@ static void test_clear_refused_keeps_entries(void)
 			REQUIRE(larder_put(c, key, strlen(key), key, strlen(key), LARDER_TTL_NEVER) ==
 				LARDER_OK);
 		}
-		REQUIRE(larder__test_quiesce(c, 60000) == 0);
+		REQUIRE(th_quiesce(c, 60000) == 0);
 		larder__test_fail_alloc_after(0);
 		int rc = larder_clear(c);
 		larder__test_fail_alloc_after(-1);

@@ -293,7 +293,7 @@ static void test_iter_across_shrink_and_clear(void)
 		for (int i = 0; i < 500; i++)
 			CHECK_RC(larder_iter_next(it, on_walk, walk), LARDER_OK);
 		CHECK_RC(larder_set_capacity(c, 256 * KiB), LARDER_OK);
-		CHECK_RC(larder_flush(c, 60000), LARDER_OK);
+		CHECK_RC(th_flush(c, 60000), LARDER_OK);
 		for (int i = 0; i < 100 && larder_iter_next(it, on_walk, walk) == LARDER_OK; i++)
 			;
 		uint64_t before_clear = 0;
@@ -562,7 +562,7 @@ static void test_snapshot_into_smaller_every_config(void)
 		larder *c = open_cfg((enum cfg)k, MiB, &pool);
 		REQUIRE(c != NULL);
 		CHECK_RC(larder_load(c, path), LARDER_OK);
-		REQUIRE_RC(larder_flush(c, 60000), LARDER_OK);
+		REQUIRE_RC(th_flush(c, 60000), LARDER_OK);
 		uint64_t cap = th_stat(c, LARDER_STAT_CAPACITY_BYTES);
 		uint64_t used = th_stat(c, LARDER_STAT_USED_BYTES);
 		uint64_t entries = th_stat(c, LARDER_STAT_ENTRIES);
@@ -676,7 +676,7 @@ static void test_snapshot_into_lower_limits(void)
 				wrong++;
 		}
 		CHECK_EQ(wrong, 0);
-		REQUIRE_RC(larder_flush(c, 60000), LARDER_OK);
+		REQUIRE_RC(th_flush(c, 60000), LARDER_OK);
 		/* ids with a short key and a short value: even and not a multiple of 3 */
 		uint64_t want = 0;
 		for (int i = 0; i < N; i++)
@@ -752,7 +752,7 @@ static void test_snapshot_smaller_exact(void)
 			"(%llu should fit, %llu bytes)",
 			(unsigned long long)wrong, (unsigned long long)o->n,
 			(unsigned long long)want, (unsigned long long)used);
-	REQUIRE_RC(larder_flush(c, 60000), LARDER_OK);
+	REQUIRE_RC(th_flush(c, 60000), LARDER_OK);
 	CHECK_EQ(th_stat(c, LARDER_STAT_USED_BYTES), used);
 	CHECK_EQ(th_stat(c, LARDER_STAT_EVICTIONS), 0);
 	free(o);

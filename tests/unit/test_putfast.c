@@ -175,7 +175,7 @@ static void test_overwrite_of_expired_entry(void)
 	CHECK_RC(larder_put(cache, key, 12, v1, sizeof(v1), 10), LARDER_OK);
 	CHECK_RC(larder_put(cache, live_key, 16, v1, sizeof(v1), 1000), LARDER_OK);
 	CHECK_RC(larder_put(cache, "block-key", 9, v1, sizeof(v1), LARDER_TTL_NEVER), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	atomic_store(&expired_seen, 0);
 	atomic_store(&replaced_seen, 0);
 	atomic_store(&blocked, 0);
@@ -186,7 +186,7 @@ static void test_overwrite_of_expired_entry(void)
 	CHECK_RC(larder_put(cache, key, 12, v2, sizeof(v2), LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_put(cache, live_key, 16, v2, sizeof(v2), LARDER_TTL_NEVER), LARDER_OK);
 	atomic_store(&blocking, 0);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	CHECK_EQ(atomic_load(&expired_seen), 1);
 	CHECK_EQ(atomic_load(&replaced_seen), 1);
 	CHECK_EQ(th_stat(cache, LARDER_STAT_EXPIRATIONS), 1);

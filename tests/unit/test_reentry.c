@@ -100,7 +100,7 @@ static void quiesce_all(larder *const *caches, int n)
 		before = after;
 		after = 0;
 		for (int i = 0; i < n; i++) {
-			CHECK_EQ(larder__test_quiesce(caches[i], 60000), 0);
+			CHECK_EQ(th_quiesce(caches[i], 60000), 0);
 			after += th_stat(caches[i], LARDER_STAT_WRITES);
 		}
 	}
@@ -220,11 +220,11 @@ static void test_listener_writes_own_cache(void)
 		CHECK_RC(larder_put(cache, key, (size_t)len, key, (size_t)len, LARDER_TTL_NEVER),
 			 LARDER_OK);
 	}
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	/* The clear's walk retires thousands of entries in one pass, and the
 	 * listener writes one key for each: more than its ring holds. */
 	CHECK_RC(larder_clear(cache), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	CHECK_EQ(atomic_load(&writes_failed), 0);
 	CHECK_EQ(atomic_load(&writes_ok), N);
 	CHECK_GT(th_stat(cache, LARDER_STAT_EVENTS_SPILLED), 0);
@@ -245,7 +245,7 @@ static void test_listener_writes_own_cache(void)
 		CHECK_RC(larder_put(cache, key + 1, (size_t)len - 1, "twice", 5, LARDER_TTL_NEVER),
 			 LARDER_OK);
 	}
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	CHECK_EQ(atomic_load(&writes_failed), 0);
 	CHECK_EQ(atomic_load(&writes_ok), 2 * N);
 	for (int k = 0; k < N; k += 97) {
@@ -359,8 +359,8 @@ static void test_listener_every_operation(void)
 		CHECK_RC(larder_put(cache, "trigger", 7, "t", 1, LARDER_TTL_NEVER), LARDER_OK);
 		CHECK_RC(larder_put(a.other, "other-x", 7, "x", 1, LARDER_TTL_NEVER), LARDER_OK);
 		CHECK_RC(larder_remove(cache, "trigger", 7), LARDER_OK);
-		CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
-		CHECK_EQ(larder__test_quiesce(a.other, 60000), 0);
+		CHECK_EQ(th_quiesce(cache, 60000), 0);
+		CHECK_EQ(th_quiesce(a.other, 60000), 0);
 		CHECK_EQ(atomic_load(&a.calls), i + 1);
 		/* the listener's clear emptied the other cache */
 		CHECK_RC(larder_contains(a.other, "other-x", 7), LARDER_MISS);

@@ -431,7 +431,7 @@ static int expired_all(void *p)
 {
 	struct reclaim_wait *w = p;
 
-	(void)larder__test_quiesce(w->cache, 60000);
+	(void)th_quiesce(w->cache, 60000);
 	return th_stat(w->cache, LARDER_STAT_EXPIRATIONS) - w->expired0 >= w->want_expired &&
 	       th_stat(w->cache, LARDER_STAT_ENTRIES) == 0;
 }
@@ -452,7 +452,7 @@ static void test_expiry_reclaims(void)
 		CHECK_RC(larder_put(w.cache, key, strlen(key), "value", 5, 10 + (uint64_t)i),
 			 LARDER_OK);
 	}
-	CHECK_EQ(larder__test_quiesce(w.cache, 60000), 0);
+	CHECK_EQ(th_quiesce(w.cache, 60000), 0);
 	CHECK_EQ(th_stat(w.cache, LARDER_STAT_EXPIRATIONS) - w.expired0, 0);
 	set_time(T0 + 10 + 500);
 	/* nothing reads the keys: only the maintainer's wheel can find them */
@@ -555,7 +555,7 @@ static larder *open_recorded(uint64_t default_ttl, enum larder_expiry expiry,
 static void settle_at(larder *c, uint64_t t)
 {
 	set_time(t);
-	CHECK_EQ(larder__test_quiesce(c, 60000), 0);
+	CHECK_EQ(th_quiesce(c, 60000), 0);
 }
 
 /*
@@ -581,7 +581,7 @@ static void test_wheel_boundaries_listener(void)
 		snprintf(key[i], sizeof(key[i]), "b%d", i);
 		CHECK_RC(larder_put(cache, key[i], strlen(key[i]), "v", 1, ttls[i]), LARDER_OK);
 	}
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	for (int i = 0; i < N; i++) {
 		uint64_t at = 0;
 		settle_at(cache, T0 + ttls[i] - 1);
@@ -614,7 +614,7 @@ static void test_wheel_reschedule(void)
 	CHECK_RC(larder_put(cache, "sooner", 6, "v", 1, 100000), LARDER_OK);
 	CHECK_RC(larder_put(cache, "never", 5, "v", 1, 100), LARDER_OK);
 	CHECK_RC(larder_put(cache, "plain", 5, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	CHECK_RC(larder_touch(cache, "later", 5, 500), LARDER_OK);   /* 100 -> 500 */
 	CHECK_RC(larder_touch(cache, "sooner", 6, 50), LARDER_OK);   /* 100000 -> 50 */
 	CHECK_RC(larder_touch(cache, "never", 5, LARDER_TTL_NEVER), LARDER_OK);
@@ -665,13 +665,13 @@ static void test_wheel_cancel_on_remove(void)
 			CHECK_RC(larder_put(cache, key, strlen(key), "v", 1, 100 + (uint64_t)i * 37),
 				 LARDER_OK);
 		}
-		CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+		CHECK_EQ(th_quiesce(cache, 60000), 0);
 		for (int i = 0; i < 100; i++) {
 			char key[16];
 			snprintf(key, sizeof(key), "r%d", i);
 			CHECK_RC(larder_remove(cache, key, strlen(key)), LARDER_OK);
 		}
-		CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+		CHECK_EQ(th_quiesce(cache, 60000), 0);
 	}
 	settle_at(cache, T0 + 1000000);
 	CHECK_EQ(removed("r0", LARDER_CAUSE_EXPLICIT, NULL), 3);
@@ -761,7 +761,7 @@ static void test_after_access_extends_at_read(void)
 		REQUIRE(cache != NULL);
 		CHECK_RC(larder_put(cache, "k", 1, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
 		CHECK_RC(larder_put(cache, "peek", 4, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
-		CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+		CHECK_EQ(th_quiesce(cache, 60000), 0);
 		set_time(T0 + 500);
 		CHECK_RC(read_as(cache, "k", how), LARDER_OK);
 		CHECK_RC(larder_contains(cache, "peek", 4), LARDER_OK);
@@ -806,7 +806,7 @@ static void test_peek_no_side_effects(void)
 
 	REQUIRE(cache != NULL);
 	CHECK_RC(larder_put(cache, "k", 1, "value", 5, LARDER_TTL_DEFAULT), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	hits_misses(cache, &hits, &misses);
 	set_time(T0 + 500);
 	CHECK_RC(larder_peek(cache, "k", 1, buf, sizeof(buf), &len), LARDER_OK);
@@ -821,13 +821,13 @@ static void test_peek_no_side_effects(void)
 	CHECK_RC(larder_peek(cache, "k", 1, buf, sizeof(buf), NULL), LARDER_EINVAL);
 	CHECK_RC(larder_peek(cache, "k", 1, NULL, 1, &len), LARDER_EINVAL);
 	CHECK_EQ(left(cache, "k"), 500); /* not extended */
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	hits_misses(cache, &hits2, &misses2);
 	CHECK_EQ(hits2, hits);
 	CHECK_EQ(misses2, misses);
 	CHECK_RC(larder_get(cache, "k", 1, buf, sizeof(buf), &len), LARDER_OK); /* the contrast */
 	CHECK_EQ(left(cache, "k"), 1000);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+	CHECK_EQ(th_quiesce(cache, 60000), 0);
 	hits_misses(cache, &hits2, &misses2);
 	CHECK_EQ(hits2, hits + 1);
 	settle_at(cache, T0 + 1500);
@@ -859,7 +859,7 @@ static void test_access_moves_only_the_deadline(void)
 		CHECK_RC(larder_put(cache, "got", 3, "v", 1, LARDER_TTL_DEFAULT), LARDER_OK);
 		CHECK_RC(larder_put(cache, "long", 4, "v", 1, 5000), LARDER_OK);
 		CHECK_RC(larder_put(cache, "none", 4, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
-		CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+		CHECK_EQ(th_quiesce(cache, 60000), 0);
 		hits_misses(cache, &hits, &misses);
 		set_time(T0 + 10); /* within the slack: neither moves */
 		CHECK_RC(larder_access(cache, "k", 1), LARDER_OK);
@@ -877,7 +877,7 @@ static void test_access_moves_only_the_deadline(void)
 		CHECK_RC(larder_access(NULL, "k", 1), LARDER_EINVAL);
 		CHECK_RC(larder_access(cache, NULL, 1), LARDER_EINVAL);
 		CHECK_RC(larder_access(cache, "k", 0), LARDER_EINVAL);
-		CHECK_EQ(larder__test_quiesce(cache, 60000), 0);
+		CHECK_EQ(th_quiesce(cache, 60000), 0);
 		hits_misses(cache, &hits2, &misses2);
 		CHECK_EQ(hits2, hits + 1); /* the get's */
 		CHECK_EQ(misses2, misses);
@@ -1022,7 +1022,7 @@ static void test_clock_steps_back(void)
 	CHECK_RC(larder_put(cache, "k", 1, "v", 1, 100), LARDER_OK);
 	CHECK_RC(larder_put(cache, "never", 5, "v", 1, LARDER_TTL_NEVER), LARDER_OK);
 	CHECK_RC(larder_put(cache, "far", 3, "v", 1, 5000), LARDER_OK);
-	CHECK_EQ(larder__test_quiesce(cache, 60000), 0); /* it did not spin */
+	CHECK_EQ(th_quiesce(cache, 60000), 0); /* it did not spin */
 	/* "k" was due by the maintainer's time (T0 + 1000): reclaimed */
 	CHECK_EQ(removed("k", LARDER_CAUSE_EXPIRED, NULL), 1);
 	CHECK_RC(larder_contains(cache, "k", 1), LARDER_MISS);
