@@ -290,8 +290,9 @@ LARDER_API LARDER_MUST_USE int larder_config_set_write_wait_ms(larder_config *co
  * (docs/shards.md: within 0.2 points of one shard up to K = 4 with the
  * default policy on the public traces). With K > 1 the removal listener
  * runs on K maintainer threads and may be called concurrently with itself.
- * A cache in a pool (larder_config_set_pool) must have one shard:
- * larder_open() fails with LARDER_EINVAL otherwise.
+ * A cache in a pool (larder_config_set_pool) may have several shards:
+ * the pool estimates its curve from shard 0's requests, a hash sample of
+ * the cache's (docs/pool.md, "A pooled cache of several shards").
  */
 #define LARDER_SHARDS_MAX 64u
 LARDER_API LARDER_MUST_USE int larder_config_set_shards(larder_config *config,
@@ -413,7 +414,7 @@ LARDER_API LARDER_MUST_USE int larder_config_set_compression_dictionary(
  * On success *out owns the cache; on failure *out is NULL and nothing is
  * leaked. Errors: LARDER_EINVAL (out or config NULL; a given compression
  * dictionary that carries zstd's dictionary magic but does not parse; a
- * pooled config with a capacity, more than one shard, or min shares that
+ * pooled config with a capacity, or min shares that
  * would sum to over 1, or a pool that cannot give it 64 KiB: see
  * larder_config_set_pool), LARDER_ENOMEM (also when the new thread cannot
  * allocate its own per-thread state), LARDER_ETHREAD (the thread could not
