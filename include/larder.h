@@ -1136,10 +1136,13 @@ enum larder_pool_cache_stat {
 	LARDER_POOL_CACHE_MISS_COST,          /* larder_config_set_miss_cost() */
 	LARDER_POOL_CACHE_MIN_SHARE,          /* larder_config_set_pool_shares() */
 	LARDER_POOL_CACHE_MAX_SHARE,
-	LARDER_POOL_CACHE_SAMPLE_EVERY,       /* the mini simulations sample 1 key in this many */
-	LARDER_POOL_CACHE_PROBE_NS,           /* time its maintainer spent estimating for the
-						 pool so far: its calls for the 1 entry in
-						 64 its writers marked (1 in 16 of them
+	LARDER_POOL_CACHE_SAMPLE_EVERY,       /* the mini simulations sample 1 key of the
+						 cache's in this many (with K shards, of
+						 shard 0's keys, 1 in this many / K) */
+	LARDER_POOL_CACHE_PROBE_NS,           /* time its maintainer (shard 0's) spent
+						 estimating for the pool so far: its calls
+						 for the 1 entry in 64 (64 x K) its
+						 writers marked (1 in 16 of them
 						 timed: an estimate) and the mini
 						 simulations; not the test of every entry's
 						 mark (docs/pool.md) */
