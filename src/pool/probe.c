@@ -346,8 +346,9 @@ static void apply_pending(struct larder__probe *p)
 	p->pending_seen = 0;
 }
 
-/* A tuner sampling 1 key in `every` (a power of two); PROBE-P3, PROBE-P7. The
- * caller times it (PROBE-P5). */
+/* A tuner sampling 1 key of the cache's in `every` (a power of two; 1 in
+ * every / K of shard 0's, PROBE-P9); PROBE-P3, PROBE-P7. The caller times
+ * it (PROBE-P5). */
 static void tuner_start(struct larder__probe *p, uint64_t every)
 {
 	uint64_t shards = p->setup.shards;
