@@ -69,7 +69,10 @@
  *      size (SHARDS' scaling). The points are centred on the cache: top is
  *      4 x its target (at most its max share), re-centred when the target
  *      has halved or doubled since (recentre_tops; the mini caches restart,
- *      cold). Only the points that count are used (POOL-M1).
+ *      cold). Only the points that count are used (POOL-M1). A cache of
+ *      K shards has one probe, its shard 0's, whose readings are the
+ *      cache's (S is the cache's: PROBE-P9 in pool/probe.c), so nothing
+ *      here knows K but larder__pool_probe_create.
  *      Points are made non-decreasing and the upper concave hull is taken
  *      (a cliff is priced at its average slope, so a step across it is seen
  *      as worth it), with H(0) = 0 and H flat beyond the largest point.

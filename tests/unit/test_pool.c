@@ -1701,8 +1701,10 @@ static int ok_or_enomem(int rc, long *enomem)
 }
 
 /* A pool's life with allocations failing somewhere: config, pool, two
- * caches opened in it (member, probe, tuner), puts (the probe's ghost, its
- * batches) and reads, closes. A failed call changes
+ * caches opened in it (member, probe, tuner; the second of four shards,
+ * whose probe is shard 0's, PROBE-P9: a failure in a later shard's open
+ * frees it), puts (the probe's ghost, its batches) and reads, closes. A
+ * failed call changes
  * nothing: a failed open leaves the pool as it was, a value written reads
  * back, and the pool closes once its caches have. */
 static void pool_oom_workload(long *enomem)
@@ -1725,6 +1727,7 @@ static void pool_oom_workload(long *enomem)
 	CHECK_RC(larder_config_set_hash_seed(cfg, TH_HASH_SEED), LARDER_OK);
 	for (unsigned i = 0; i < 2; i++) {
 		uint64_t before = pool_stat(pool, LARDER_POOL_CACHES);
+		CHECK_RC(larder_config_set_shards(cfg, i ? 4 : 1), LARDER_OK);
 		if (!ok_or_enomem(larder_open(&c[i], cfg), enomem)) {
 			CHECK(c[i] == NULL);
 			CHECK_EQ(pool_stat(pool, LARDER_POOL_CACHES), before);
