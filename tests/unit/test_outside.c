@@ -1037,6 +1037,7 @@ static larder_config *pooled_config(larder_pool *pool)
 	MUST(larder_config_create(&config));
 	MUST(larder_config_set_pool(config, pool));
 	MUST(larder_config_set_write_wait_ms(config, TH_WRITE_WAIT_MS));
+	MUST(larder_config_set_shards(config, th_shards())); /* unit_outside_shards4: four */
 	return config;
 }
 
@@ -1360,15 +1361,16 @@ static void test_pool_lifecycle_from_outside(void)
 	CHECK(c == NULL);
 	larder_config_destroy(config);
 
-	/* Refused opens leave nothing behind in the pool: more than one shard,
-	 * a capacity of its own, min shares summing past 1. */
+	/* Refused opens leave nothing behind in the pool: a capacity of its
+	 * own, min shares summing past 1. (More than one shard was refused
+	 * too until pool27; PROBE-P9 in pool/probe.c.) */
 	REQUIRE_RC(larder_pool_config_create(&pc), LARDER_OK);
 	REQUIRE_RC(larder_pool_create(&a, pc), LARDER_OK);
 	larder_pool_config_destroy(pc);
 	config = pooled_config(a);
 	REQUIRE_RC(larder_config_set_shards(config, 4), LARDER_OK);
-	CHECK_RC(larder_open(&c, config), LARDER_EINVAL);
-	REQUIRE_RC(larder_config_set_shards(config, 1), LARDER_OK);
+	REQUIRE_RC(larder_open(&c, config), LARDER_OK);
+	larder_close(c);
 	REQUIRE_RC(larder_config_set_capacity(config, 4 * MiB), LARDER_OK);
 	CHECK_RC(larder_open(&c, config), LARDER_EINVAL);
 	larder_config_destroy(config);
