@@ -293,8 +293,9 @@ LARDER_API LARDER_MUST_USE int larder_config_set_write_wait_ms(larder_config *co
  * (docs/shards.md: within 0.2 points of one shard up to K = 4 with the
  * default policy on the public traces). With K > 1 the removal listener
  * runs on K maintainer threads and may be called concurrently with itself.
- * A cache in a pool (larder_config_set_pool) must have one shard:
- * larder_open() fails with LARDER_EINVAL otherwise.
+ * A cache in a pool (larder_config_set_pool) may have several shards:
+ * the pool estimates its curve from shard 0's requests, a hash sample of
+ * the cache's (docs/pool.md, "A pooled cache of several shards").
  */
 #define LARDER_SHARDS_MAX 64u
 LARDER_API LARDER_MUST_USE int larder_config_set_shards(larder_config *config,
@@ -416,7 +417,7 @@ LARDER_API LARDER_MUST_USE int larder_config_set_compression_dictionary(
  * On success *out owns the cache; on failure *out is NULL and nothing is
  * leaked. Errors: LARDER_EINVAL (out or config NULL; a given compression
  * dictionary that carries zstd's dictionary magic but does not parse; a
- * pooled config with a capacity, more than one shard, or min shares that
+ * pooled config with a capacity, or min shares that
  * would sum to over 1, or a pool that cannot give it 64 KiB: see
  * larder_config_set_pool), LARDER_ENOMEM (also when the new thread cannot
  * allocate its own per-thread state), LARDER_ETHREAD (the thread could not
@@ -1138,10 +1139,13 @@ enum larder_pool_cache_stat {
 	LARDER_POOL_CACHE_MISS_COST,          /* larder_config_set_miss_cost() */
 	LARDER_POOL_CACHE_MIN_SHARE,          /* larder_config_set_pool_shares() */
 	LARDER_POOL_CACHE_MAX_SHARE,
-	LARDER_POOL_CACHE_SAMPLE_EVERY,       /* the mini simulations sample 1 key in this many */
-	LARDER_POOL_CACHE_PROBE_NS,           /* time its maintainer spent estimating for the
-						 pool so far: its calls for the 1 entry in
-						 64 its writers marked (1 in 16 of them
+	LARDER_POOL_CACHE_SAMPLE_EVERY,       /* the mini simulations sample 1 key of the
+						 cache's in this many (with K shards, of
+						 shard 0's keys, 1 in this many / K) */
+	LARDER_POOL_CACHE_PROBE_NS,           /* time its maintainer (shard 0's) spent
+						 estimating for the pool so far: its calls
+						 for the 1 entry in 64 (64 x K) its
+						 writers marked (1 in 16 of them
 						 timed: an estimate) and the mini
 						 simulations; not the test of every entry's
 						 mark (docs/pool.md) */

@@ -1424,7 +1424,7 @@ write_common(larder *c, enum write_mode mode, const void *key, size_t key_len,
 	unsigned char *packed = NULL;
 	if (mode != W_PUT_PLAIN && __builtin_expect(value_len >= c->write_slow_from, 0)) {
 		if (c->sample_marks)
-			flags |= larder__probe_mark(hash);
+			flags |= larder__probe_mark(hash, c->shard_mask);
 		packed = pack_value(c, &value, &value_len, &flags);
 	}
 	size_t bytes = larder__entry_bytes(flags, key_len, value_len);
@@ -1869,7 +1869,7 @@ static int plain_size(const larder *c, const struct larder__put_rec *rec, size_t
 		z[i].ttl_ms = resolve_ttl(c, r->ttl_ms);
 		z[i].flags = ttl_flags(z[i].ttl_ms);
 		if (c->sample_marks)
-			z[i].flags |= larder__probe_mark(r->hash);
+			z[i].flags |= larder__probe_mark(r->hash, c->shard_mask);
 		z[i].bytes = larder__entry_bytes(z[i].flags, r->key_len, r->value_len);
 		z[i].charge = 0;
 		if (r->value_len > c->max_value_bytes || z[i].bytes > limit)
@@ -2504,9 +2504,6 @@ int larder_open(larder **out, const larder_config *cfg)
 		return LARDER_EINVAL;
 	*out = NULL;
 	if (!cfg || !larder__policy_ops_for(cfg->policy))
-		return LARDER_EINVAL;
-	/* A pool's probe watches one policy (pool/probe.h): one shard. */
-	if (cfg->pool && cfg->shards > 1)
 		return LARDER_EINVAL;
 	unsigned shards = cfg->shards;
 	larder *c = larder__aligned_alloc(64, sizeof(*c) + shards * sizeof(c->shard[0]));

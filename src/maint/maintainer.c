@@ -572,7 +572,7 @@ int larder__maint_create(struct larder__shard *s)
 				c->expected_entries / c->shard_count);
 	if (rc != LARDER_OK)
 		goto fail_policy;
-	rc = larder__pool_probe_create(c, &host, &m->probe); /* a pooled cache's (or NULL) */
+	rc = larder__pool_probe_create(c, s->index, &host, &m->probe); /* a pooled cache's (or NULL) */
 	if (rc != LARDER_OK)
 		goto fail_probe;
 	s->maint = m;

@@ -69,7 +69,10 @@
  *      size (SHARDS' scaling). The points are centred on the cache: top is
  *      4 x its target (at most its max share), re-centred when the target
  *      has halved or doubled since (recentre_tops; the mini caches restart,
- *      cold). Only the points that count are used (POOL-M1).
+ *      cold). Only the points that count are used (POOL-M1). A cache of
+ *      K shards has one probe, its shard 0's, whose readings are the
+ *      cache's (S is the cache's: PROBE-P9 in pool/probe.c), so nothing
+ *      here knows K but larder__pool_probe_create.
  *      Points are made non-decreasing and the upper concave hull is taken
  *      (a cliff is priced at its average slope, so a step across it is seen
  *      as worth it), with H(0) = 0 and H flat beyond the largest point.
@@ -1819,20 +1822,22 @@ void larder__pool_release(struct larder__pool_member *m)
 	larder__pool_unref(p);
 }
 
-int larder__pool_probe_create(struct larder *c, const struct larder__policy_host *host,
-			      struct larder__probe **probe)
+int larder__pool_probe_create(struct larder *c, unsigned shard,
+			      const struct larder__policy_host *host, struct larder__probe **probe)
 {
 	struct larder__pool_member *m = c->pool;
 	*probe = NULL;
 	/* Estimates are for the controller: none without it, none for a cache
-	 * whose size is fixed (min share = max share). */
-	if (!m || !m->pool->interval_ns || m->min_bytes >= m->max_bytes)
+	 * whose size is fixed (min share = max share); one per cache, on shard
+	 * 0, whose keys are a sample of the cache's (PROBE-P9 in probe.c). */
+	if (!m || !m->pool->interval_ns || m->min_bytes >= m->max_bytes || shard != 0)
 		return LARDER_OK;
 	struct larder__probe_setup setup = {
 		.out = &m->readings,
 		.policy = m->policy,
 		.top_bytes = m->top,
 		.ghost_bytes = ghost_bytes(m->pool),
+		.shards = c->shard_count,
 	};
 	int rc = larder__probe_create(&setup, host, probe);
 	if (rc == LARDER_OK)

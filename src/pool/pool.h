@@ -40,14 +40,15 @@ void larder__pool_detach(struct larder *c);
 void larder__pool_release(struct larder__pool_member *member);
 
 /*
- * maint/maintainer.c, as the cache opens: for a pooled cache whose pool
- * runs a controller and whose share may move, the probe that feeds the
- * controller (pool/probe.h) in *probe, and its writers mark the entries of
- * the probe's widest sample from then on (PROBE-P6); NULL for any other
- * cache. Returns LARDER_OK or LARDER_ENOMEM (*probe NULL).
+ * maint/maintainer.c, as the cache opens, for each shard's maintainer: for
+ * shard 0 of a pooled cache whose pool runs a controller and whose share
+ * may move, the probe that feeds the controller (pool/probe.h) in *probe,
+ * and its writers mark the entries of the probe's widest sample from then
+ * on (PROBE-P6; shard 0's keys only, PROBE-P9); NULL for any other shard
+ * or cache. Returns LARDER_OK or LARDER_ENOMEM (*probe NULL).
  */
-int larder__pool_probe_create(struct larder *c, const struct larder__policy_host *host,
-			      struct larder__probe **probe);
+int larder__pool_probe_create(struct larder *c, unsigned shard,
+			      const struct larder__policy_host *host, struct larder__probe **probe);
 
 /* ---- Test seams (hidden; tests link the static library) ------------------ */
 

@@ -120,6 +120,26 @@
  *       the thread's CPU clock around each, its cost shared by a batch;
  *       sim_ns is this part alone. An estimate of what the pool costs its
  *       caches (docs/pool.md), not a guarantee.
+ *   PROBE-P9. A cache of K shards has one probe, on shard 0's maintainer
+ *       (pool.c larder__pool_probe_create), which sees shard 0's requests
+ *       alone: a key's shard is hash & (K - 1), and the sample's test looks
+ *       at larder__tuner_mix(hash), which mixes every bit of the hash, so
+ *       shard 0's keys are a hash sample of 1 in K of the cache's and its
+ *       sampled keys one in K x S. So `sample_every` (S here, and what the
+ *       probe publishes) is the cache's: K times the tuner's own sample;
+ *       the mini caches are sized top x 2^(-k/3) / S as at K = 1, and the
+ *       tuner samples 1 in S / K of shard 0's keys, at least
+ *       MIN_EVERY (the marks, PROBE-P6, which only shard 0's keys get).
+ *       SHARDS composes: two independent hash samples are one of the
+ *       product's rate. At K = 1 nothing changes. Why not a probe per
+ *       shard, their readings merged: K sets of mini caches (K times the
+ *       memory and the work for the same estimate, or each K times
+ *       sparser), K generations, rates and samples that restart apart, and
+ *       a pool that would have to merge points of K grids; one probe on a
+ *       sample of shard 0 is the same estimator at the same cost, and the
+ *       rate cap (PROBE-P7) makes its sample as dense as a one-shard
+ *       cache's wherever the cache is busy enough to need shards.
+ *       (docs/pool.md, "A pooled cache of several shards").
  * Not guaranteed: a prediction. The tuned policies' mini caches run the
  * untuned base policy (S3-FIFO with a 10% small queue, W-TinyLFU with its
  * hill climber); hit samples the engine's lossy ring dropped are missing
@@ -326,11 +346,15 @@ static void apply_pending(struct larder__probe *p)
 	p->pending_seen = 0;
 }
 
-/* A tuner sampling 1 key in `every` (a power of two); PROBE-P3, PROBE-P7. The
- * caller times it (PROBE-P5). */
+/* A tuner sampling 1 key of the cache's in `every` (a power of two; 1 in
+ * every / K of shard 0's, PROBE-P9); PROBE-P3, PROBE-P7. The caller times
+ * it (PROBE-P5). */
 static void tuner_start(struct larder__probe *p, uint64_t every)
 {
-	every = every < MIN_EVERY ? MIN_EVERY : every;
+	uint64_t shards = p->setup.shards;
+	/* PROBE-P9: `every` is the cache's S; the tuner's is S / K, and the
+	 * marks' (PROBE-P6) at least. */
+	every = every < MIN_EVERY * shards ? MIN_EVERY * shards : every;
 	if (p->tuner)
 		apply_pending(p); /* sampled under the old S: they count there */
 	if (p->tuner) {
@@ -341,7 +365,8 @@ static void tuner_start(struct larder__probe *p, uint64_t every)
 	}
 	/* The tuner picks S as the largest power of two that leaves at least
 	 * mini_entries of the expected entries: ask for exactly `every`. */
-	if (larder__tuner_create(&p->tuner, &p->kind, p->top, every * TARGET_ENTRIES) != 0)
+	if (larder__tuner_create(&p->tuner, &p->kind, p->top / shards,
+				 every / shards * TARGET_ENTRIES) != 0)
 		p->tuner = NULL; /* no memory: no curve until the next try */
 	if (p->tuner && larder__tuner_sample_every(p->tuner) < MIN_EVERY) {
 		/* A top under 2 x MIN_EVERY bytes (never the pool's): a sample
@@ -349,8 +374,8 @@ static void tuner_start(struct larder__probe *p, uint64_t every)
 		larder__tuner_destroy(p->tuner);
 		p->tuner = NULL;
 	}
-	p->sample_every = p->tuner ? larder__tuner_sample_every(p->tuner) : every;
-	p->sample_mask = p->sample_every - 1;
+	p->sample_every = p->tuner ? larder__tuner_sample_every(p->tuner) * shards : every;
+	p->sample_mask = p->sample_every / shards - 1;
 	p->since_rebuild = 0;
 	/* The ghost holds the sample's share of ghost_bytes (its hits count x S). */
 	if (p->has_ghost)
@@ -409,7 +434,8 @@ static void resample_if_needed(struct larder__probe *p)
 	if (top > 4 * TARGET_ENTRIES)
 		tuner_start(p, p->sample_every * 4);
 	else if (p->since_rebuild >= TARGET_ENTRIES && top < TARGET_ENTRIES / 4 &&
-		 p->sample_every >= 4 * MIN_EVERY && p->rate && p->rate * 4 <= RATE_CAP)
+		 p->sample_every >= 4 * MIN_EVERY * p->setup.shards && p->rate &&
+		 p->rate * 4 <= RATE_CAP)
 		tuner_start(p, p->sample_every / 4);
 }
 

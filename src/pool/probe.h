@@ -45,11 +45,17 @@
  * so the maintainer tells an insert, a hit or a victim outside every
  * sample the probe may take by one bit of the entry it has in hand at its
  * policy call, without its hash (larder__probe_marked below).
+ * PROBE-P9: a cache of several shards has one probe, on shard 0's
+ * maintainer (probe.c), so only shard 0's keys (hash & shard_mask == 0,
+ * core/cache.h larder__shard_index) are marked: no other shard's
+ * maintainer ever meets a marked entry, and it has no probe to call.
  */
-static inline unsigned larder__probe_mark(uint64_t hash)
+static inline unsigned larder__probe_mark(uint64_t hash, uint32_t shard_mask)
 {
-	return (larder__tuner_mix(hash) & (LARDER__PROBE_MIN_EVERY - 1)) ? 0u
-									 : LARDER__ENTRY_SAMPLED;
+	return ((hash & shard_mask) ||
+		(larder__tuner_mix(hash) & (LARDER__PROBE_MIN_EVERY - 1)))
+		       ? 0u
+		       : LARDER__ENTRY_SAMPLED;
 }
 
 /* Point k's size in 1/1024 of the top size (larder__probe_scale[0] == 1024). */
@@ -73,7 +79,7 @@ struct larder__probe_readings {
 	larder__atomic_u64 seq; /* PROBE-Q1: even between flushes */
 	larder__atomic_u64 hits[LARDER__PROBE_POINTS]; /* each mini cache's hits */
 	larder__atomic_u64 generation;  /* bumped when the mini caches restart cold */
-	larder__atomic_u64 sample_every; /* S: one key in S is sampled */
+	larder__atomic_u64 sample_every; /* S: one key of the cache's in S is sampled (PROBE-P9) */
 	larder__atomic_u64 top_bytes;   /* the largest mini cache's full size, bytes */
 	larder__atomic_u64 top_room;    /* entries it holds when full (mean sampled size) */
 	larder__atomic_u64 fresh;       /* sampled requests since the mini caches restarted */
@@ -120,6 +126,7 @@ struct larder__probe_setup {
 	enum larder_policy policy; /* the cache's; the mini caches run its base policy */
 	uint64_t top_bytes;        /* the largest size the curve starts with (then want_top) */
 	uint64_t ghost_bytes;      /* what the ghost remembers of recent victims */
+	unsigned shards;           /* the cache's shard count K (PROBE-P9): its keys are 1 in K */
 };
 
 /* The probe of one pooled cache (probe.c): its maintainer's alone. */

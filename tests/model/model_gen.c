@@ -70,7 +70,8 @@ void mk_config(struct mcfg *cfg, uint64_t seed)
 	 * entry limit (1/8), so one entry can be over its shard's share. */
 	static const unsigned shards[] = { 1, 1, 2, 4, 16 };
 	cfg->shards = shards[th_rng_below(&r, TH_COUNT(shards))];
-	/* A pooled cache has one shard (larder_config_set_pool). */
+	/* Pooled with one shard only: pools required it until pool27, and the
+	 * model's seeds keep their configurations. */
 	cfg->pooled = cfg->shards == 1 && th_rng_below(&r, 3) == 0;
 }
 

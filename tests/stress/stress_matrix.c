@@ -14,7 +14,7 @@
  * small: 4 MiB, the working set fits) x pool (none, or in a pool with a
  * companion cache that opens and closes while the workers run, with the
  * pool's controller on or a static split; one shard only, as pools
- * require) x clock (monotonic, or stepping back now and then). The full
+ * required until pool27, kept so that the covering set stays) x clock (monotonic, or stepping back now and then). The full
  * product is 4,032 configurations of which 2,688 are valid; the test runs a
  * pairwise covering subset, chosen greedily at start (every valid pair of
  * two parameters' levels appears in at least one configuration; about
@@ -125,7 +125,7 @@ static unsigned ncombos;
 
 static int combo_valid(const struct combo *c)
 {
-	return !c->v[P_POOL] || c->v[P_SHARDS] == 0; /* a pooled cache has one shard */
+	return !c->v[P_POOL] || c->v[P_SHARDS] == 0; /* pooled: one shard (see the header) */
 }
 
 /* Index of the pair (a = la, b = lb) for parameters a < b in a flat table. */

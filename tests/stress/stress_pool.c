@@ -3,9 +3,11 @@
  * moves between them (run it under ThreadSanitizer and ASan/UBSan too).
  *
  * Usage: larder_stress_pool [--caches N] [--writers N] [--readers N]
- *                           [--keys N] [--duration-ms N] [--seed N]
- * Defaults: 4 caches, 2 writers, 1 reader, 20000 keys per cache, 5 s
- * (3 s under a sanitizer).
+ *                           [--keys N] [--shards K] [--duration-ms N] [--seed N]
+ * Defaults: 4 caches, 2 writers, 1 reader, 20000 keys per cache, 1 shard
+ * per cache, 5 s (3 s under a sanitizer). With K > 1 each cache's probe
+ * sees its shard 0 alone (PROBE-P9 in pool/probe.c) while K maintainers
+ * evict and give bytes back.
  *
  * A 32 MiB pool whose controller passes once a minute (so the caches' probes
  * run); the main thread drives it through the test seam instead, every 10 ms: it gives one cache a steep
@@ -33,6 +35,9 @@
  *   SPOOL-S5. afterwards: capacities sum to at most the budget, each cache's
  *       counters agree with a walk of its index (MAINT-M1) and its queues' links;
  *       closing everything returns every mapped byte.
+ *   SPOOL-S6. capacity goes to the cache with the steeper curve: in a round
+ *       of the seam's curves, the steep cache's target never falls over the
+ *       round's passes, and it rose in most such rounds.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -52,13 +57,14 @@
 #define MAX_CHARGE (8 * KiB) /* an upper bound on one entry's slot here */
 
 static struct {
-	uint64_t caches, writers, readers, keys, duration_ms, seed;
+	uint64_t caches, writers, readers, keys, shards, duration_ms, seed;
 } opt;
 
 static larder_pool *pool;
 static larder *caches[MAX_CACHES];
 static _Atomic int stop;
 static _Atomic uint64_t puts_ok, put_bytes, reads_hit, samples;
+static uint64_t steep_rounds, steep_rose; /* SPOOL-S6: the driver's alone */
 static _Atomic int64_t max_low; /* the largest lower bound seen (SPOOL-S1, SPOOL-S4) */
 
 struct worker {
@@ -201,6 +207,14 @@ static int enough_work(void)
 	       atomic_load(&samples) > 100 && atomic_load(&max_low) > (int64_t)(BUDGET / 2);
 }
 
+static uint64_t target_of(unsigned i)
+{
+	double v[LARDER_POOL_CACHE_TARGET_BYTES + 1] = { 0 };
+	CHECK_RC(larder_pool_cache_stats(pool, caches[i], v, LARDER_POOL_CACHE_TARGET_BYTES + 1),
+		 LARDER_OK);
+	return (uint64_t)v[LARDER_POOL_CACHE_TARGET_BYTES];
+}
+
 static void drive_pool(void)
 {
 	/* On a loaded machine (sanitizers, other tests) the writers may not have
@@ -211,8 +225,17 @@ static void drive_pool(void)
 	for (unsigned round = 0; th_now_ms() < until || (!enough_work() && th_now_ms() < limit);
 	     round++) {
 		favour(round);
+		unsigned hot = round % (unsigned)opt.caches;
+		uint64_t before = target_of(hot);
 		larder__test_pool_step(pool);
 		larder__test_pool_step(pool);
+		if (round % 4 != 3) { /* SPOOL-S6: the seam's curves this round */
+			uint64_t after = target_of(hot);
+			if (!CHECK_GE(after, before))
+				break;
+			steep_rounds++;
+			steep_rose += after > before;
+		}
 		th_pause_ms(10); /* a pause, not a sync */
 	}
 }
@@ -230,16 +253,18 @@ int main(int argc, char **argv)
 	opt.writers = th_arg_u64(argc, argv, "--writers", 2);
 	opt.readers = th_arg_u64(argc, argv, "--readers", 1);
 	opt.keys = th_arg_u64(argc, argv, "--keys", 20000);
+	opt.shards = th_arg_u64(argc, argv, "--shards", 1);
 	opt.duration_ms = th_arg_u64(argc, argv, "--duration-ms", TH_TSAN || TH_ASAN ? 3000 : 5000);
 	opt.seed = th_arg_seed(argc, argv);
 	if (opt.caches < 2 || opt.caches > MAX_CACHES || opt.writers < 1 || opt.writers > 64 ||
-	    opt.readers > 64 || opt.keys < 1) {
+	    opt.readers > 64 || opt.keys < 1 || opt.shards < 1 || opt.shards > LARDER_SHARDS_MAX ||
+	    (opt.shards & (opt.shards - 1))) {
 		fprintf(stderr, "stress_pool: bad arguments\n");
 		return 2;
 	}
-	printf("stress_pool: %" PRIu64 " caches, %" PRIu64 " writers, %" PRIu64
-	       " readers, %" PRIu64 " keys per cache, %" PRIu64 " ms\n",
-	       opt.caches, opt.writers, opt.readers, opt.keys, opt.duration_ms);
+	printf("stress_pool: %" PRIu64 " caches of %" PRIu64 " shards, %" PRIu64
+	       " writers, %" PRIu64 " readers, %" PRIu64 " keys per cache, %" PRIu64 " ms\n",
+	       opt.caches, opt.shards, opt.writers, opt.readers, opt.keys, opt.duration_ms);
 	larder__test_poison_freed(1);
 	uint64_t mapped0 = larder__test_mapped_bytes();
 
@@ -256,6 +281,7 @@ int main(int argc, char **argv)
 		    larder_config_set_pool(cfg, pool) != LARDER_OK ||
 		    larder_config_set_write_wait_ms(cfg, 30000) != LARDER_OK ||
 		    larder_config_set_expected_entries(cfg, opt.keys) != LARDER_OK ||
+		    larder_config_set_shards(cfg, (unsigned)opt.shards) != LARDER_OK ||
 		    larder_open(&caches[i], cfg) != LARDER_OK)
 			return 1;
 		larder_config_destroy(cfg);
@@ -285,6 +311,10 @@ int main(int argc, char **argv)
 	       pool_stat(LARDER_POOL_MOVES), atomic_load(&samples),
 	       (double)atomic_load(&max_low) / (double)MiB,
 	       (double)(BUDGET + pool_stat(LARDER_POOL_OVERSHOOT_BOUND)) / (double)MiB);
+	printf("stress_pool: the steep cache's target rose in %" PRIu64 " of %" PRIu64
+	       " rounds of the seam's curves\n",
+	       steep_rose, steep_rounds);
+	CHECK_GT(2 * steep_rose, steep_rounds); /* SPOOL-S6 */
 	CHECK(enough_work()); /* SPOOL-S4 */
 	CHECK_GT(atomic_load(&samples), 100);
 	CHECK_GT(atomic_load(&max_low), (int64_t)(BUDGET / 2));

@@ -50,7 +50,9 @@ static larder_pool *make_pool(uint64_t budget, uint64_t interval_ms)
 
 /* A config naming the pool, with shares and a miss cost, and th_config()'s
  * write wait (a writer at the bound of a loaded machine got LARDER_EBUSY
- * after the default second); the tests of the wait set their own. */
+ * after the default second); the tests of the wait set their own. And
+ * th_config()'s shard count: unit_pool_shards4 runs every test with four
+ * (PROBE-P9 in pool/probe.c) but those that pin one, below. */
 static larder_config *pooled(larder_pool *pool, double min_share, double max_share, double cost)
 {
 	larder_config *cfg = NULL;
@@ -60,7 +62,8 @@ static larder_config *pooled(larder_pool *pool, double min_share, double max_sha
 	    !CHECK_RC(larder_config_set_write_wait_ms(cfg, TH_WRITE_WAIT_MS), LARDER_OK) ||
 	    !CHECK_RC(larder_config_set_pool_shares(cfg, min_share, max_share), LARDER_OK) ||
 	    !CHECK_RC(larder_config_set_miss_cost(cfg, cost), LARDER_OK) ||
-	    !CHECK_RC(larder_config_set_hash_seed(cfg, TH_HASH_SEED), LARDER_OK)) {
+	    !CHECK_RC(larder_config_set_hash_seed(cfg, TH_HASH_SEED), LARDER_OK) ||
+	    !CHECK_RC(larder_config_set_shards(cfg, th_shards()), LARDER_OK)) {
 		larder_config_destroy(cfg);
 		return NULL;
 	}
@@ -370,6 +373,8 @@ static larder *open_stuck_full(larder_pool *pool)
 	larder_config *cfg = pooled(pool, 0, 1, 1);
 	if (!cfg)
 		return NULL;
+	/* One maintainer, stuck: of several, the others would free bytes. */
+	CHECK_RC(larder_config_set_shards(cfg, 1), LARDER_OK);
 	th_event_init(&listener_go);
 	atomic_store(&listener_inside, 0);
 	larder *a = NULL;
@@ -530,6 +535,8 @@ static void test_bound_holds_while_donor_stuck(void)
 	REQUIRE(pool);
 	larder_config *cfg = pooled(pool, 0, 1, 1);
 	REQUIRE(cfg);
+	/* One maintainer, stuck: of several, the others would free bytes. */
+	REQUIRE_RC(larder_config_set_shards(cfg, 1), LARDER_OK);
 	th_event_init(&listener_go);
 	atomic_store(&listener_inside, 0);
 	REQUIRE_RC(larder_config_set_write_wait_ms(cfg, 0), LARDER_OK);
@@ -1298,6 +1305,72 @@ static void test_probe_estimates(void)
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
 }
 
+/* drive(), its hit samples all delivered: a thread's hit ring (1,024)
+ * drops the oldest when its maintainer lags, and a cache of one shard has
+ * one ring where four shards have four, each with a quarter of the hits,
+ * so the two would lose different shares of their hits (measured: the
+ * one-shard cache's estimate read half the four-shard one's). */
+static void drive_drained(larder *c, uint64_t keys, uint64_t requests, uint64_t seed)
+{
+	for (uint64_t done = 0; done < requests; done += 256) {
+		drive(c, keys, 256, seed * 1000003u + done);
+		CHECK_EQ(larder__test_quiesce(c, WAIT_MS), 0);
+	}
+}
+
+/* Both caches driven alike (the over-full working set); ready once both
+ * marginal values are positive. */
+static int marginals_alike(void *ctx)
+{
+	struct marginals *w = ctx;
+	for (unsigned i = 0; i < 2; i++)
+		drive_drained(w->c[i], 35000, 100000, w->seed++);
+	larder__test_pool_step(w->pool);
+	for (unsigned i = 0; i < 2; i++)
+		w->m[i] = cache_stat(w->pool, w->c[i], LARDER_POOL_CACHE_MARGINAL_HITS_PER_MIB) /
+			  cache_stat(w->pool, w->c[i], LARDER_POOL_CACHE_REQUESTS_PER_S);
+	return w->m[0] > 0 && w->m[1] > 0;
+}
+
+/*
+ * PROBE-P9: a cache of four shards, whose probe sees shard 0 alone (a
+ * sample of 1 in 4 of its keys, S the cache's), estimates what a cache of
+ * one shard does on the same stream: the over-full uniform working set of
+ * test_probe_estimates in both, their marginal hits per MiB per read
+ * within a factor of 2 of each other (SHARDS' scaling off by the shard
+ * count would put them 4 times apart: checked by publishing the tuner's S
+ * instead of the cache's, which reads 0.25).
+ */
+static void test_probe_estimates_shards(void)
+{
+	const uint64_t budget = 8 * MiB;
+	larder_pool *pool = make_pool(budget, 20);
+	REQUIRE(pool);
+	larder *c[2] = { open_in(pool, 0.5, 1, 1), NULL };
+	larder_config *cfg = pooled(pool, 0.5, 1, 1);
+	REQUIRE(cfg);
+	CHECK_RC(larder_config_set_shards(cfg, 4), LARDER_OK);
+	CHECK_RC(larder_open(&c[1], cfg), LARDER_OK);
+	larder_config_destroy(cfg);
+	REQUIRE(c[0] && c[1]);
+	settle(pool, c, 2);
+	for (unsigned i = 0; i < 2; i++)
+		drive_drained(c[i], 35000, 200000, i + 1);
+	struct estimate_wait w0 = { pool, c[0] }, w1 = { pool, c[1] };
+	CHECK(th_wait_until(estimate_ready, &w0, WAIT_MS));
+	CHECK(th_wait_until(estimate_ready, &w1, WAIT_MS));
+	struct marginals w = { pool, c, 3, { 0, 0 } };
+	CHECK(th_wait_until(marginals_alike, &w, WAIT_MS));
+	double ratio = w.m[1] / w.m[0];
+	printf("  marginal hits/s per MiB per read/s: one shard %.4f, four %.4f (%.2fx); S %.0f, %.0f\n",
+	       w.m[0], w.m[1], ratio, cache_stat(pool, c[0], LARDER_POOL_CACHE_SAMPLE_EVERY),
+	       cache_stat(pool, c[1], LARDER_POOL_CACHE_SAMPLE_EVERY));
+	CHECK(ratio > 0.5 && ratio < 2.0);
+	for (unsigned i = 0; i < 2; i++)
+		larder_close(c[i]);
+	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
 /*
  * PROBE-P8: asked for the low rate, a probe whose mini caches are warm runs
  * one block of the sampled requests in LARDER__PROBE_DUTY through them
@@ -1406,6 +1479,12 @@ static void test_probe_steady_rate(void)
  * runs (a long interval) and the sampled requests stay under the rate cap
  * (PROBE-P7), so S does not change meanwhile (checked). A call site that
  * does not call the probe for a marked entry fails it (checked for each).
+ * With four shards (PROBE-P9) the probe, on shard 0, sees exactly the
+ * sampled keys of shard 0 (hash & 3 == 0, one in S / 4 of them: S is the
+ * cache's), and the other shards' maintainers, which have no probe, meet
+ * no marked entry (before PROBE-P9 such a cache was refused at open; with
+ * the marks on every shard's keys, shard 1's maintainer calls a probe it
+ * does not have: checked).
  */
 #define BULK_KEYS 16u /* a load's batch (core/snapshot.c) */
 
@@ -1418,23 +1497,33 @@ static uint64_t arrived_after_quiesce(larder_pool *pool, larder *c, uint64_t eve
 	return arrived;
 }
 
-static void test_probe_sees_marked_keys(void)
+/* In the probe's sample of S (the cache's, PROBE-P9) in a cache of `shards`. */
+static int in_probe_sample(uint64_t hash, uint64_t every, unsigned shards)
+{
+	return (hash & (shards - 1)) == 0 && (larder__tuner_mix(hash) & (every / shards - 1)) == 0;
+}
+
+static void probe_sees_marked_keys(unsigned shards)
 {
 	larder_pool *pool = make_pool(8 * MiB, 60000);
 	REQUIRE(pool);
-	larder *c = open_in(pool, 0.5, 1, 1);
+	larder_config *cfg = pooled(pool, 0.5, 1, 1);
+	REQUIRE(cfg);
+	CHECK_RC(larder_config_set_shards(cfg, shards), LARDER_OK);
+	larder *c = NULL;
+	CHECK_RC(larder_open(&c, cfg), LARDER_OK);
+	larder_config_destroy(cfg);
 	REQUIRE(c);
 	const uint64_t keys = 20000; /* about 2 MiB: no eviction */
 	uint64_t a0 = 0, every = 0, in_sample = 0;
 	CHECK_EQ(larder__test_pool_arrived(pool, c, &a0, &every), 0);
-	REQUIRE(every >= LARDER__PROBE_MIN_EVERY);
+	REQUIRE(every >= LARDER__PROBE_MIN_EVERY * shards);
 	char value[64] = { 0 }, buf[64];
 	size_t len;
 	for (uint64_t k = 0; k < keys; k++) {
 		CHECK_RC(larder_put(c, &k, sizeof k, value, sizeof value, LARDER_TTL_NEVER),
 			 LARDER_OK);
-		uint64_t mix = larder__tuner_mix(larder__hash(TH_HASH_SEED, &k, sizeof k));
-		in_sample += (mix & (every - 1)) == 0;
+		in_sample += in_probe_sample(larder__hash(TH_HASH_SEED, &k, sizeof k), every, shards);
 	}
 	uint64_t a1 = arrived_after_quiesce(pool, c, every);
 	printf("  S = %llu: %llu keys of %llu in the sample, %llu inserts seen\n",
@@ -1460,7 +1549,7 @@ static void test_probe_sees_marked_keys(void)
 			uint64_t hash = larder__hash(TH_HASH_SEED, &key[i], sizeof key[i]);
 			rec[i] = (struct larder__put_rec){ &key[i], sizeof key[i], value, sizeof value,
 							   LARDER_TTL_NEVER, hash };
-			bulk_sample += (larder__tuner_mix(hash) & (every - 1)) == 0;
+			bulk_sample += in_probe_sample(hash, every, shards);
 		}
 		CHECK_RC(larder__put_batch(c, rec, BULK_KEYS, UINT64_MAX, &charged), LARDER_OK);
 	}
@@ -1471,6 +1560,16 @@ static void test_probe_sees_marked_keys(void)
 	CHECK_EQ(a3 - a2, bulk_sample);
 	larder_close(c);
 	CHECK_RC(larder_pool_close(pool), LARDER_OK);
+}
+
+static void test_probe_sees_marked_keys(void)
+{
+	probe_sees_marked_keys(1);
+}
+
+static void test_probe_sees_marked_keys_shards(void)
+{
+	probe_sees_marked_keys(4);
 }
 
 /*
@@ -1491,14 +1590,20 @@ static void test_probe_sees_marked_victims(void)
 {
 	larder_pool *pool = make_pool(4 * MiB, 60000);
 	REQUIRE(pool);
-	larder *c = open_in(pool, 0.5, 1, 1);
+	larder_config *cfg = pooled(pool, 0.5, 1, 1);
+	REQUIRE(cfg);
+	/* One shard: S = 64 and the marks of larder__probe_mark(hash, 0). */
+	CHECK_RC(larder_config_set_shards(cfg, 1), LARDER_OK);
+	larder *c = NULL;
+	CHECK_RC(larder_open(&c, cfg), LARDER_OK);
+	larder_config_destroy(cfg);
 	REQUIRE(c);
 	uint64_t a0 = 0, every = 0, g0 = 0, g1 = 0, few[GHOSTED], n = 0;
 	CHECK_EQ(larder__test_pool_arrived(pool, c, &a0, &every), 0);
 	REQUIRE(every == LARDER__PROBE_MIN_EVERY);
 	char value[64] = { 0 };
 	for (uint64_t k = 0; n < GHOSTED; k++)
-		if (larder__probe_mark(larder__hash(TH_HASH_SEED, &k, sizeof k)))
+		if (larder__probe_mark(larder__hash(TH_HASH_SEED, &k, sizeof k), 0))
 			few[n++] = k;
 	for (unsigned i = 0; i < GHOSTED; i++)
 		CHECK_RC(larder_put(c, &few[i], sizeof few[i], value, sizeof value,
@@ -1506,7 +1611,7 @@ static void test_probe_sees_marked_victims(void)
 			 LARDER_OK);
 	uint64_t cap_entries = 4 * MiB / sizeof value, written = 0;
 	for (uint64_t k = 1ull << 40; written < 3 * cap_entries; k++) {
-		if (larder__probe_mark(larder__hash(TH_HASH_SEED, &k, sizeof k)))
+		if (larder__probe_mark(larder__hash(TH_HASH_SEED, &k, sizeof k), 0))
 			continue;
 		CHECK_RC(larder_put(c, &k, sizeof k, value, sizeof value, LARDER_TTL_NEVER),
 			 LARDER_OK);
@@ -1609,8 +1714,10 @@ static int ok_or_enomem(int rc, long *enomem)
 }
 
 /* A pool's life with allocations failing somewhere: config, pool, two
- * caches opened in it (member, probe, tuner), puts (the probe's ghost, its
- * batches) and reads, closes. A failed call changes
+ * caches opened in it (member, probe, tuner; the second of four shards,
+ * whose probe is shard 0's, PROBE-P9: a failure in a later shard's open
+ * frees it), puts (the probe's ghost, its batches) and reads, closes. A
+ * failed call changes
  * nothing: a failed open leaves the pool as it was, a value written reads
  * back, and the pool closes once its caches have. */
 static void pool_oom_workload(long *enomem)
@@ -1633,6 +1740,7 @@ static void pool_oom_workload(long *enomem)
 	CHECK_RC(larder_config_set_hash_seed(cfg, TH_HASH_SEED), LARDER_OK);
 	for (unsigned i = 0; i < 2; i++) {
 		uint64_t before = pool_stat(pool, LARDER_POOL_CACHES);
+		CHECK_RC(larder_config_set_shards(cfg, i ? 4 : 1), LARDER_OK);
 		if (!ok_or_enomem(larder_open(&c[i], cfg), enomem)) {
 			CHECK(c[i] == NULL);
 			CHECK_EQ(pool_stat(pool, LARDER_POOL_CACHES), before);
@@ -1714,9 +1822,11 @@ int main(int argc, char **argv)
 		TH_TEST(test_controller_weights_and_settles),
 		TH_TEST(test_controller_respects_shares),
 		TH_TEST(test_probe_estimates),
+		TH_TEST(test_probe_estimates_shards),
 		TH_TEST(test_probe_steady_rate),
 		TH_TEST(test_probe_readings_whole),
 		TH_TEST(test_probe_sees_marked_keys),
+		TH_TEST(test_probe_sees_marked_keys_shards),
 		TH_TEST(test_probe_sees_marked_victims),
 		TH_TEST(test_out_of_memory),
 	};
