@@ -377,7 +377,6 @@ class LarderCache {
     const updateAgeOnGet = !!o.updateAgeOnGet;
     const shards = o.shards === undefined ? 1 : checkInteger('shards', o.shards, 1, 64);
     if ((shards & (shards - 1)) !== 0) throw rangeError(`shards must be a power of two, got ${shards}`);
-    if (shards > 1 && pool.pool !== null) throw typeError('shards cannot be combined with pool: a pooled cache has one shard');
     // A falsy dispose is none, as lru-cache reads it; a truthy non-function is a mistake it would hide.
     if (o.dispose && typeof o.dispose !== 'function') throw typeError('dispose must be a function');
     const queueBytes = o.disposeQueueBytes === undefined ? DEFAULT_DISPOSE_QUEUE_BYTES

@@ -56,7 +56,10 @@ test('pool options and ordering: clear errors', () => {
   assert.equal(unlimited.get('k'), 'v');
   assert.equal(unlimited.max, 0);
   unlimited.close();
-  assert.throws(() => new LarderCache({ pool, shards: 2 }), { name: 'TypeError', message: /one shard/ });
+  const sharded = new LarderCache({ pool, shards: 4 }); // a pooled cache of several shards
+  for (let i = 0; i < 1000; i++) sharded.set(`s${i}`, i);
+  for (let i = 0; i < 1000; i++) assert.equal(sharded.get(`s${i}`), i);
+  sharded.close();
   assert.throws(() => new LarderCache({ minShare: 0.1 }), { name: 'TypeError', message: /pool/ });
   assert.throws(() => new LarderCache({ pool, minShare: 'x' }), TypeError);
   for (const bad of [{ minShare: 0.6, maxShare: 0.5 }, { maxShare: 0 }, { maxShare: 1.5 },
