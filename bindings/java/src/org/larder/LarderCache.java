@@ -296,6 +296,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
             Objects.requireNonNull(keys[i], "key");
             Objects.requireNonNull(values[i], "values[i]");
         }
+        checkLaterBatches(keys, count);
         Scratch s = Scratch.acquire();
         try {
             int found = 0;
@@ -350,6 +351,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
             distinct.add(Objects.requireNonNull(k, "key"));
         }
         Object[] array = distinct.toArray();
+        checkLaterBatches(array, array.length);
         Map<K, V> result = new HashMap<>();
         Scratch s = Scratch.acquire();
         try {
@@ -384,6 +386,25 @@ public final class LarderCache<K, V> implements AutoCloseable {
         } finally {
             s.release();
             Reference.reachabilityFence(this);
+        }
+    }
+
+    /*
+     * The keys of a call of several batches, checked before the first: a key
+     * the limits refuse (empty, over maxKeyBytes) threw from its own batch,
+     * after the batches before it had counted their hits and misses, where
+     * Caffeine's getAllPresent refuses a bad key before it reads any. One
+     * batch checks its keys before it reads (batch()'s sizes pass), so a call
+     * of up to BATCH_KEYS keys costs no second pass.
+     */
+    private void checkLaterBatches(Object[] keys, int count) {
+        if (count <= BATCH_KEYS) {
+            return;
+        }
+        for (int i = 0; i < count; i++) {
+            @SuppressWarnings("unchecked")
+            K key = (K) keys[i];
+            keySize(key);
         }
     }
 
