@@ -720,7 +720,12 @@ public final class LarderCache<K, V> implements AutoCloseable {
                             + valueLen + " bytes is over the cache's limit of " + maxValueBytes
                             + " bytes (maxValueBytes)"));
                 }
-                s.ensure((long) valueOff + valueLen, keyLen);
+                try {
+                    s.ensure((long) valueOff + valueLen, keyLen);
+                } catch (LarderOutOfMemoryException e) {
+                    /* No room for the value on the Java side: refused as the engine's ENOMEM. */
+                    throw refused(op, s, keyLen, e);
+                }
                 writeValueAt(s, value, valueOff, valueLen);
             }
             int expectedOff = align(valueOff + valueLen), expectedLen = 0;

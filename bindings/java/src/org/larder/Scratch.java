@@ -145,6 +145,12 @@ final class Scratch {
     /**
      * Makes room for {@code bytes} in all, keeping the first {@code keep}
      * bytes (already serialized keys). Addresses taken before are invalid.
+     *
+     * @throws LarderOutOfMemoryException the JVM refused the direct memory
+     *         (its limit, {@code -XX:MaxDirectMemorySize}, is by default the
+     *         heap's {@code -Xmx}: a value near the 1 GiB limit needs more
+     *         than a small heap allows); the scratch is unchanged, its first
+     *         {@code keep} bytes still there
      */
     void ensure(long bytes, int keep) {
         if (bytes <= capacity) {
@@ -156,7 +162,17 @@ final class Scratch {
         }
         ByteBuffer old = buf;
         long grown = Math.max(bytes, Math.min(2L * capacity, KEEP_BYTES));
-        allocate((int) grown);
+        try {
+            allocate((int) grown);
+        } catch (OutOfMemoryError e) {
+            /* allocate() assigns nothing before allocateDirect returns. */
+            LarderOutOfMemoryException refused = new LarderOutOfMemoryException("larder: no"
+                    + " direct memory for the " + grown + " bytes of keys and values this call"
+                    + " carries (the JVM's -XX:MaxDirectMemorySize, by default -Xmx): "
+                    + e.getMessage());
+            refused.initCause(e);
+            throw refused;
+        }
         old.limit(keep).position(0);
         buf.put(old);
         buf.clear();
