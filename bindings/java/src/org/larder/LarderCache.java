@@ -1053,7 +1053,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
         if (rawKeys) {
             s.copyIn((byte[]) key, 0, len, at);
         } else {
-            serialize(keySerializer, key, s.buf, at, len);
+            serialize(keySerializer, key, s, at, len);
         }
     }
 
@@ -1066,31 +1066,30 @@ public final class LarderCache<K, V> implements AutoCloseable {
             s.copyOut(at, v, 0, len);
             return (V) v;
         }
-        s.buf.limit(at + len).position(at);
-        return valueSerializer.deserialize(s.buf);
+        return valueSerializer.deserialize(s.forSerializer(at, len));
     }
 
     private void writeValueAt(Scratch s, V value, int at, int len) {
         if (rawValues) {
             s.copyIn((byte[]) value, 0, len, at);
         } else {
-            serialize(valueSerializer, value, s.buf, at, len);
+            serialize(valueSerializer, value, s, at, len);
         }
     }
 
     /*
-     * Runs the serializer on buf[offset, offset + len); a serializer that
+     * Runs the serializer on the scratch's [offset, offset + len); one that
      * wrote other than the len bytes its serializedSize said, or said a
      * negative size (only an expected value gets here unchecked), is refused
      * by name rather than by the ByteBuffer's own exceptions.
      */
-    private static <T> void serialize(CacheSerializer<T> serializer, T value, ByteBuffer buf,
+    private static <T> void serialize(CacheSerializer<T> serializer, T value, Scratch s,
             int offset, int len) {
         if (len < 0) {
             throw new IllegalArgumentException("larder: the serializer's serializedSize said "
                     + len + " bytes");
         }
-        buf.limit(offset + len).position(offset);
+        ByteBuffer buf = s.forSerializer(offset, len);
         try {
             serializer.serialize(value, buf);
         } catch (BufferOverflowException e) {

@@ -43,7 +43,7 @@ final class Scratch {
 
     private static final ThreadLocal<Scratch> LOCAL = ThreadLocal.withInitial(Scratch::new);
 
-    /** Big-endian, for serializers. */
+    /** For serializers: big-endian whenever one is handed it ({@link #forSerializer}). */
     ByteBuffer buf;
     /** The same memory in native order, for the batch tables native code reads. */
     ByteBuffer table;
@@ -87,6 +87,20 @@ final class Scratch {
     /** The first offset at or after off that starts a cache line. */
     static int lineAfter(int off) {
         return (off + LINE - 1) & -LINE;
+    }
+
+    /**
+     * buf, framed to [at, at + len) for a serializer call and set back to
+     * big-endian, ByteBuffer's order, whatever an earlier serializer set: the
+     * buffer serves every cache on the thread, and one codec's
+     * {@code order(LITTLE_ENDIAN)} stayed for the next, so a key another
+     * serializer wrote with {@code putLong} took other bytes on that thread
+     * than on the rest, and its reads missed.
+     */
+    ByteBuffer forSerializer(int at, int len) {
+        buf.order(ByteOrder.BIG_ENDIAN);
+        buf.limit(at + len).position(at);
+        return buf;
     }
 
     /** Copies src[off .. off+len) into the scratch at at (which has the room). */
