@@ -46,7 +46,9 @@ import javax.management.ObjectName;
  * that finds no room in time {@link LarderBusyException}; memory refused by
  * the operating system {@link LarderOutOfMemoryException} (reads too, on a
  * thread's first call on the cache, which allocates the thread's native
- * state; the next call tries again). After an error the key's previous value
+ * state; the next call tries again), and so is direct memory the JVM refuses
+ * the thread's scratch buffer for a call's key and value (a value near the
+ * 1 GiB limit under a small {@code -Xmx}). After an error the key's previous value
  * is intact.
  *
  * <p><b>Closing.</b> {@link #close()} is safe while other threads are inside
