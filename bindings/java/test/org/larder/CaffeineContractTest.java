@@ -753,24 +753,35 @@ class CaffeineContractTest {
      * not offer, written as docs/java.md's "Coming from Caffeine" says (a
      * get, then putIfAbsent, replace(k, old, v) or remove(k, old) in a
      * loop), beside Caffeine's asMap() calls, with functions that return
-     * null every third step: the same results, the same contents after each
-     * step, and the same removal records (a null from the function removes
-     * the entry, EXPLICIT; a new value replaces it, REPLACED with the old
-     * value). Not the hit and miss counts: the recipe's get counts one,
-     * Caffeine's asMap() calls none (docs/java.md).
+     * null every third step, expiry after write on one clock moved 300 ms
+     * every fifth step: the same results, the same contents after each step,
+     * and the same removal records (a null from the function removes the
+     * entry, EXPLICIT; a new value replaces it, REPLACED with the old value;
+     * an entry past its deadline is EXPIRED, also when the recipe's write
+     * finds it). Not the hit and miss counts: the recipe's get counts one,
+     * Caffeine's asMap() calls none (docs/java.md). Not SIZE: which entry a
+     * full cache evicts is each policy's choice.
      */
     @Test
     void computeAndMergeRecipesAsCaffeines() {
         Queue<String> caffeineEvents = new ConcurrentLinkedQueue<>();
         Queue<String> larderEvents = new ConcurrentLinkedQueue<>();
-        ConcurrentMap<String, String> map = Caffeine.newBuilder().executor(Runnable::run)
+        ManualClock clock = new ManualClock(1_000_000);
+        Cache<String, String> caffeine = Caffeine.newBuilder().executor(Runnable::run)
+                .ticker(() -> TimeUnit.MILLISECONDS.toNanos(clock.millis()))
+                .expireAfterWrite(TTL_MS, TimeUnit.MILLISECONDS)
                 .removalListener((k, v, cause) -> caffeineEvents.add(k + "|" + v + "|" + cause))
-                .<String, String>build().asMap();
+                .<String, String>build();
+        ConcurrentMap<String, String> map = caffeine.asMap();
         long seed = System.nanoTime();
         SplittableRandom rnd = new SplittableRandom(seed);
-        try (LarderCache<String, String> larder = TestSupport.strings()
+        try (LarderCache<String, String> larder = TestSupport.strings().clock(clock)
+                .defaultTTLmillis(TTL_MS)
                 .removalListener((k, v, cause) -> larderEvents.add(k + "|" + v + "|" + cause)).build()) {
             for (int step = 0; step < 400; step++) {
+                if (step % 5 == 4) {
+                    clock.advance(300);
+                }
                 String k = "k" + rnd.nextInt(6);
                 int i = step;
                 BiFunction<String, String, String> f =
@@ -798,6 +809,7 @@ class CaffeineContractTest {
                 }
                 assertEquals(new HashMap<>(map), contents, where);
             }
+            caffeine.cleanUp();
             larder.cleanUp();
             int want = caffeineEvents.size();
             TestSupport.waitUntil(want + " removals reported", () -> larderEvents.size() >= want);
@@ -805,8 +817,9 @@ class CaffeineContractTest {
             List<String> l = new ArrayList<>(larderEvents);
             Collections.sort(c);
             Collections.sort(l);
-            assertTrue(c.toString().contains("|EXPLICIT") && c.toString().contains("|REPLACED"),
-                    c.toString());
+            for (String cause : new String[] {"|EXPLICIT", "|REPLACED", "|EXPIRED"}) {
+                assertTrue(c.toString().contains(cause), cause + " in " + c);
+            }
             assertEquals(c, l, "listener records, seed " + seed);
         }
     }
