@@ -758,9 +758,12 @@ class CaffeineContractTest {
      * and the same removal records (a null from the function removes the
      * entry, EXPLICIT; a new value replaces it, REPLACED with the old value;
      * an entry past its deadline is EXPIRED, also when the recipe's write
-     * finds it). Not the hit and miss counts: the recipe's get counts one,
+     * finds it), the clock moved past every deadline before the last
+     * cleanUp(), so that both report every entry left as EXPIRED. Not the hit and miss counts: the recipe's get counts one,
      * Caffeine's asMap() calls none (docs/java.md). Not SIZE: which entry a
-     * full cache evicts is each policy's choice.
+     * full cache evicts is each policy's choice. computeIfAbsent's function
+     * never returns null here: Caffeine 2.6.2 then drops an expired entry
+     * without telling its listener (seen in 2 runs of 6; the next test).
      */
     @Test
     void computeAndMergeRecipesAsCaffeines() {
@@ -786,7 +789,7 @@ class CaffeineContractTest {
                 int i = step;
                 BiFunction<String, String, String> f =
                         (a, b) -> i % 3 == 0 ? null : a + "+" + b + i;
-                Function<String, String> load = a -> i % 3 == 0 ? null : a + i;
+                Function<String, String> load = a -> a + i;
                 String op = new String[] {"compute", "computeIfPresent", "computeIfAbsent",
                     "merge"}[rnd.nextInt(4)];
                 String where = op + "(" + k + ") at step " + step + ", seed " + seed;
@@ -809,6 +812,7 @@ class CaffeineContractTest {
                 }
                 assertEquals(new HashMap<>(map), contents, where);
             }
+            clock.advance(2 * TTL_MS);
             caffeine.cleanUp();
             larder.cleanUp();
             int want = caffeineEvents.size();
@@ -821,6 +825,29 @@ class CaffeineContractTest {
                 assertTrue(c.toString().contains(cause), cause + " in " + c);
             }
             assertEquals(c, l, "listener records, seed " + seed);
+        }
+    }
+
+    /*
+     * computeIfAbsent's recipe with a function that returns null, on a key
+     * whose entry is past its deadline: null, nothing stored, and the entry
+     * reported EXPIRED, as larder reports every expiry. Caffeine 2.6.2's
+     * asMap().computeIfAbsent removes that entry without telling its
+     * listener (docs/java.md); its compute and computeIfPresent report it.
+     */
+    @Test
+    void aNullLoadOverAnExpiredEntryReportsItExpired() {
+        ManualClock clock = new ManualClock(1_000_000);
+        Queue<String> events = new ConcurrentLinkedQueue<>();
+        try (LarderCache<String, String> larder = TestSupport.strings().clock(clock)
+                .defaultTTLmillis(TTL_MS)
+                .removalListener((k, v, cause) -> events.add(k + "|" + v + "|" + cause)).build()) {
+            larder.put("k", "v");
+            clock.advance(TTL_MS);
+            assertEquals(null, computeIfAbsent(larder, "k", k -> null));
+            larder.cleanUp();
+            assertEquals(Arrays.asList("k|v|EXPIRED"), new ArrayList<>(events));
+            assertEquals(0, larder.size());
         }
     }
 
