@@ -46,7 +46,9 @@ import javax.management.ObjectName;
  * that finds no room in time {@link LarderBusyException}; memory refused by
  * the operating system {@link LarderOutOfMemoryException} (reads too, on a
  * thread's first call on the cache, which allocates the thread's native
- * state; the next call tries again). After an error the key's previous value
+ * state; the next call tries again), and so is direct memory the JVM refuses
+ * the thread's scratch buffer for a call's key and value (a value near the
+ * 1 GiB limit under a small {@code -Xmx}). After an error the key's previous value
  * is intact.
  *
  * <p><b>Closing.</b> {@link #close()} is safe while other threads are inside
@@ -296,6 +298,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
             Objects.requireNonNull(keys[i], "key");
             Objects.requireNonNull(values[i], "values[i]");
         }
+        checkLaterBatches(keys, count);
         Scratch s = Scratch.acquire();
         try {
             int found = 0;
@@ -350,6 +353,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
             distinct.add(Objects.requireNonNull(k, "key"));
         }
         Object[] array = distinct.toArray();
+        checkLaterBatches(array, array.length);
         Map<K, V> result = new HashMap<>();
         Scratch s = Scratch.acquire();
         try {
@@ -384,6 +388,25 @@ public final class LarderCache<K, V> implements AutoCloseable {
         } finally {
             s.release();
             Reference.reachabilityFence(this);
+        }
+    }
+
+    /*
+     * The keys of a call of several batches, checked before the first: a key
+     * the limits refuse (empty, over maxKeyBytes) threw from its own batch,
+     * after the batches before it had counted their hits and misses, where
+     * Caffeine's getAllPresent refuses a bad key before it reads any. One
+     * batch checks its keys before it reads (batch()'s sizes pass), so a call
+     * of up to BATCH_KEYS keys costs no second pass.
+     */
+    private void checkLaterBatches(Object[] keys, int count) {
+        if (count <= BATCH_KEYS) {
+            return;
+        }
+        for (int i = 0; i < count; i++) {
+            @SuppressWarnings("unchecked")
+            K key = (K) keys[i];
+            keySize(key);
         }
     }
 
@@ -699,7 +722,12 @@ public final class LarderCache<K, V> implements AutoCloseable {
                             + valueLen + " bytes is over the cache's limit of " + maxValueBytes
                             + " bytes (maxValueBytes)"));
                 }
-                s.ensure((long) valueOff + valueLen, keyLen);
+                try {
+                    s.ensure((long) valueOff + valueLen, keyLen);
+                } catch (LarderOutOfMemoryException e) {
+                    /* No room for the value on the Java side: refused as the engine's ENOMEM. */
+                    throw refused(op, s, keyLen, e);
+                }
                 writeValueAt(s, value, valueOff, valueLen);
             }
             int expectedOff = align(valueOff + valueLen), expectedLen = 0;
@@ -1027,7 +1055,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
         if (rawKeys) {
             s.copyIn((byte[]) key, 0, len, at);
         } else {
-            serialize(keySerializer, key, s.buf, at, len);
+            serialize(keySerializer, key, s, at, len);
         }
     }
 
@@ -1040,31 +1068,30 @@ public final class LarderCache<K, V> implements AutoCloseable {
             s.copyOut(at, v, 0, len);
             return (V) v;
         }
-        s.buf.limit(at + len).position(at);
-        return valueSerializer.deserialize(s.buf);
+        return valueSerializer.deserialize(s.forSerializer(at, len));
     }
 
     private void writeValueAt(Scratch s, V value, int at, int len) {
         if (rawValues) {
             s.copyIn((byte[]) value, 0, len, at);
         } else {
-            serialize(valueSerializer, value, s.buf, at, len);
+            serialize(valueSerializer, value, s, at, len);
         }
     }
 
     /*
-     * Runs the serializer on buf[offset, offset + len); a serializer that
+     * Runs the serializer on the scratch's [offset, offset + len); one that
      * wrote other than the len bytes its serializedSize said, or said a
      * negative size (only an expected value gets here unchecked), is refused
      * by name rather than by the ByteBuffer's own exceptions.
      */
-    private static <T> void serialize(CacheSerializer<T> serializer, T value, ByteBuffer buf,
+    private static <T> void serialize(CacheSerializer<T> serializer, T value, Scratch s,
             int offset, int len) {
         if (len < 0) {
             throw new IllegalArgumentException("larder: the serializer's serializedSize said "
                     + len + " bytes");
         }
-        buf.limit(offset + len).position(offset);
+        ByteBuffer buf = s.forSerializer(offset, len);
         try {
             serializer.serialize(value, buf);
         } catch (BufferOverflowException e) {

@@ -31,6 +31,8 @@ public final class LarderCacheBuilder<K, V> {
     public static final int KEY_LIMIT = 65535;
     /** The longest write wait the engine accepts, an hour ({@code larder_config_set_write_wait_ms}). */
     public static final long MAX_WRITE_WAIT_MILLIS = 3_600_000;
+    /** The largest index sizing hint the engine accepts (2^40, {@code larder_config_set_expected_entries}). */
+    public static final long MAX_EXPECTED_ENTRIES = 1L << 40;
     /** The most shards a cache may have ({@code LARDER_SHARDS_MAX}). */
     public static final int MAX_SHARDS = 64;
 
@@ -191,10 +193,16 @@ public final class LarderCacheBuilder<K, V> {
         return this;
     }
 
-    /** A sizing hint for the index (>= 0); it grows past this as needed. */
+    /**
+     * A sizing hint for the index, 0 to {@link #MAX_EXPECTED_ENTRIES}; it grows
+     * past this as needed. {@link #build()} allocates the index for it: a
+     * hint too large for the machine fails there with
+     * {@link LarderOutOfMemoryException}.
+     */
     public LarderCacheBuilder<K, V> expectedEntries(long expectedEntries) {
-        if (expectedEntries < 0) {
-            throw new IllegalArgumentException("expectedEntries must be >= 0: " + expectedEntries);
+        if (expectedEntries < 0 || expectedEntries > MAX_EXPECTED_ENTRIES) {
+            throw new IllegalArgumentException("expectedEntries must be 0.." + MAX_EXPECTED_ENTRIES
+                    + ": " + expectedEntries);
         }
         this.expectedEntries = expectedEntries;
         return this;

@@ -43,7 +43,7 @@ final class Scratch {
 
     private static final ThreadLocal<Scratch> LOCAL = ThreadLocal.withInitial(Scratch::new);
 
-    /** Big-endian, for serializers. */
+    /** For serializers: big-endian whenever one is handed it ({@link #forSerializer}). */
     ByteBuffer buf;
     /** The same memory in native order, for the batch tables native code reads. */
     ByteBuffer table;
@@ -87,6 +87,20 @@ final class Scratch {
     /** The first offset at or after off that starts a cache line. */
     static int lineAfter(int off) {
         return (off + LINE - 1) & -LINE;
+    }
+
+    /**
+     * buf, framed to [at, at + len) for a serializer call and set back to
+     * big-endian, ByteBuffer's order, whatever an earlier serializer set: the
+     * buffer serves every cache on the thread, and one codec's
+     * {@code order(LITTLE_ENDIAN)} stayed for the next, so a key another
+     * serializer wrote with {@code putLong} took other bytes on that thread
+     * than on the rest, and its reads missed.
+     */
+    ByteBuffer forSerializer(int at, int len) {
+        buf.order(ByteOrder.BIG_ENDIAN);
+        buf.limit(at + len).position(at);
+        return buf;
     }
 
     /** Copies src[off .. off+len) into the scratch at at (which has the room). */
@@ -145,6 +159,12 @@ final class Scratch {
     /**
      * Makes room for {@code bytes} in all, keeping the first {@code keep}
      * bytes (already serialized keys). Addresses taken before are invalid.
+     *
+     * @throws LarderOutOfMemoryException the JVM refused the direct memory
+     *         (its limit, {@code -XX:MaxDirectMemorySize}, is by default the
+     *         heap's {@code -Xmx}: a value near the 1 GiB limit needs more
+     *         than a small heap allows); the scratch is unchanged, its first
+     *         {@code keep} bytes still there
      */
     void ensure(long bytes, int keep) {
         if (bytes <= capacity) {
@@ -156,7 +176,17 @@ final class Scratch {
         }
         ByteBuffer old = buf;
         long grown = Math.max(bytes, Math.min(2L * capacity, KEEP_BYTES));
-        allocate((int) grown);
+        try {
+            allocate((int) grown);
+        } catch (OutOfMemoryError e) {
+            /* allocate() assigns nothing before allocateDirect returns. */
+            LarderOutOfMemoryException refused = new LarderOutOfMemoryException("larder: no"
+                    + " direct memory for the " + grown + " bytes of keys and values this call"
+                    + " carries (the JVM's -XX:MaxDirectMemorySize, by default -Xmx): "
+                    + e.getMessage());
+            refused.initCause(e);
+            throw refused;
+        }
         old.limit(keep).position(0);
         buf.put(old);
         buf.clear();

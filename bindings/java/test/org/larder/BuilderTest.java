@@ -36,6 +36,11 @@ class BuilderTest {
         assertThrows(IllegalArgumentException.class, () -> bld.maxValueBytes(-1));
         assertThrows(IllegalArgumentException.class, () -> bld.maxValueBytes((1 << 30) + 1));
         assertThrows(IllegalArgumentException.class, () -> bld.expectedEntries(-1));
+        /* The engine's limit, at the setter: build() refused it with a bare "invalid argument". */
+        e = assertThrows(IllegalArgumentException.class,
+                () -> bld.expectedEntries(LarderCacheBuilder.MAX_EXPECTED_ENTRIES + 1));
+        assertTrue(e.getMessage().contains("1099511627776"), e.getMessage());
+        bld.expectedEntries(LarderCacheBuilder.MAX_EXPECTED_ENTRIES);
         assertThrows(IllegalArgumentException.class, () -> bld.defaultTTLmillis(-1));
         assertThrows(IllegalArgumentException.class, () -> bld.writeWaitMillis(-1));
         assertThrows(NullPointerException.class, () -> bld.eviction(null));

@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Queue;
@@ -18,6 +19,8 @@ import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
+import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -476,6 +479,91 @@ class CaffeineContractTest {
     }
 
     /*
+     * The hit and miss counts after every kind of call, each beside the
+     * Caffeine call it stands for (docs/java.md, "Coming from Caffeine":
+     * getIfPresent and getAllPresent count, asMap()'s calls do not), and
+     * larder's own calls beside none: the counts equal after each call. The
+     * loads larder does not offer run as the docs' recipe (get, then
+     * putIfAbsent) beside Cache.get(k, fn), with a function that returns a
+     * value, returns null and throws: a hit or a miss in both (Caffeine's
+     * load counts aside).
+     */
+    @Test
+    void hitsAndMissesAfterEveryKindOfCallAsCaffeines() {
+        Cache<String, String> caffeine = Caffeine.newBuilder().recordStats().executor(Runnable::run)
+                .build();
+        ConcurrentMap<String, String> map = caffeine.asMap();
+        try (LarderCache<String, String> larder = TestSupport.strings().build()) {
+            Map<String, Runnable[]> calls = new LinkedHashMap<>();
+            calls.put("put", new Runnable[] {() -> map.put("k", "v"), () -> larder.put("k", "v")});
+            calls.put("get hit", new Runnable[] {() -> caffeine.getIfPresent("k"),
+                () -> larder.get("k")});
+            calls.put("get miss", new Runnable[] {() -> caffeine.getIfPresent("z"),
+                () -> larder.get("z")});
+            calls.put("getInto", new Runnable[] {() -> caffeine.getIfPresent("k"),
+                () -> larder.getInto("k", new byte[8])});
+            calls.put("getInto, buffer too short", new Runnable[] {() -> { },
+                () -> larder.getInto("k", new byte[0])});
+            calls.put("getDirect", new Runnable[] {() -> caffeine.getIfPresent("k"),
+                () -> larder.getDirect("k", v -> { })});
+            calls.put("getDirect, consumer throws", new Runnable[] {() -> caffeine.getIfPresent("k"),
+                () -> outcome(() -> larder.getDirect("k", v -> {
+                    throw new IllegalStateException("consumer");
+                }))});
+            calls.put("getAll", new Runnable[] {() -> caffeine.getAllPresent(Arrays.asList("k", "z")),
+                () -> larder.getAll(Arrays.asList("k", "z"))});
+            calls.put("getAllInto", new Runnable[] {
+                () -> caffeine.getAllPresent(Arrays.asList("k", "z")),
+                () -> larder.getAllInto(new String[] {"k", "z"}, 2, new byte[2][8], new int[2])});
+            calls.put("containsKey", new Runnable[] {() -> map.containsKey("k"),
+                () -> larder.containsKey("k")});
+            calls.put("remainingTTLmillis", new Runnable[] {() -> { },
+                () -> larder.remainingTTLmillis("k")});
+            calls.put("putIfAbsent", new Runnable[] {() -> map.putIfAbsent("k", "w"),
+                () -> larder.putIfAbsent("k", "w")});
+            calls.put("replace", new Runnable[] {() -> map.replace("k", "v2"),
+                () -> larder.replace("k", "v2")});
+            calls.put("replace(k, old, v)", new Runnable[] {() -> map.replace("k", "v2", "v3"),
+                () -> larder.replace("k", "v2", "v3")});
+            calls.put("addOrReplace", new Runnable[] {() -> { },
+                () -> larder.addOrReplace("k", "v3", "v3")});
+            calls.put("touch", new Runnable[] {() -> { }, () -> larder.touch("k")});
+            calls.put("remove(k, v)", new Runnable[] {() -> map.remove("k", "no"),
+                () -> larder.remove("k", "no")});
+            calls.put("walk", new Runnable[] {() -> map.entrySet().forEach(e -> { }), () -> {
+                try (CloseableIterator<Map.Entry<String, String>> it = larder.entryIterator()) {
+                    it.forEachRemaining(e -> { });
+                }
+            }});
+            calls.put("remove", new Runnable[] {() -> caffeine.invalidate("k"),
+                () -> larder.remove("k")});
+            for (String v : new String[] {"loaded", null, "throw"}) {
+                Function<String, String> fn = k -> {
+                    if ("throw".equals(v)) {
+                        throw new IllegalStateException("load");
+                    }
+                    return v;
+                };
+                String key = "absent, then " + v;
+                calls.put("get(k, fn) of " + v, new Runnable[] {
+                    () -> outcome(() -> caffeine.get(key, fn)),
+                    () -> outcome(() -> computeIfAbsent(larder, key, fn))});
+            }
+            calls.put("clear", new Runnable[] {caffeine::invalidateAll, larder::clear});
+            for (Map.Entry<String, Runnable[]> call : calls.entrySet()) {
+                call.getValue()[0].run();
+                call.getValue()[1].run();
+                larder.cleanUp();
+                assertEquals(caffeine.stats().hitCount(), larder.stats().hitCount(),
+                        "hits after " + call.getKey());
+                assertEquals(caffeine.stats().missCount(), larder.stats().missCount(),
+                        "misses after " + call.getKey());
+            }
+            assertTrue(larder.stats().hitCount() > 0 && larder.stats().missCount() > 0);
+        }
+    }
+
+    /*
      * Null arguments as Caffeine's asMap() answers them: NullPointerException
      * for a null key or a null new value, but remove(key, null) is false (a
      * null value is never present: the ConcurrentMap contract), where larder
@@ -657,6 +745,162 @@ class CaffeineContractTest {
             assertEquals(want, larder.stats().listenerFailures());
             larder.put("after", "v");
             assertEquals("v", larder.get("after"), "the cache still serves");
+        }
+    }
+
+    /*
+     * compute, computeIfPresent, computeIfAbsent and merge, which larder does
+     * not offer, written as docs/java.md's "Coming from Caffeine" says (a
+     * get, then putIfAbsent, replace(k, old, v) or remove(k, old) in a
+     * loop), beside Caffeine's asMap() calls, with functions that return
+     * null every third step, expiry after write on one clock moved 300 ms
+     * every fifth step: the same results, the same contents after each step,
+     * and the same removal records (a null from the function removes the
+     * entry, EXPLICIT; a new value replaces it, REPLACED with the old value;
+     * an entry past its deadline is EXPIRED, also when the recipe's write
+     * finds it), the clock moved past every deadline before the last
+     * cleanUp(), so that both report every entry left as EXPIRED. Not the hit and miss counts: the recipe's get counts one,
+     * Caffeine's asMap() calls none (docs/java.md). Not SIZE: which entry a
+     * full cache evicts is each policy's choice. computeIfAbsent's function
+     * never returns null here: Caffeine 2.6.2 then drops an expired entry
+     * without telling its listener (seen in 2 runs of 6; the next test).
+     */
+    @Test
+    void computeAndMergeRecipesAsCaffeines() {
+        Queue<String> caffeineEvents = new ConcurrentLinkedQueue<>();
+        Queue<String> larderEvents = new ConcurrentLinkedQueue<>();
+        ManualClock clock = new ManualClock(1_000_000);
+        Cache<String, String> caffeine = Caffeine.newBuilder().executor(Runnable::run)
+                .ticker(() -> TimeUnit.MILLISECONDS.toNanos(clock.millis()))
+                .expireAfterWrite(TTL_MS, TimeUnit.MILLISECONDS)
+                .removalListener((k, v, cause) -> caffeineEvents.add(k + "|" + v + "|" + cause))
+                .<String, String>build();
+        ConcurrentMap<String, String> map = caffeine.asMap();
+        long seed = System.nanoTime();
+        SplittableRandom rnd = new SplittableRandom(seed);
+        try (LarderCache<String, String> larder = TestSupport.strings().clock(clock)
+                .defaultTTLmillis(TTL_MS)
+                .removalListener((k, v, cause) -> larderEvents.add(k + "|" + v + "|" + cause)).build()) {
+            for (int step = 0; step < 400; step++) {
+                if (step % 5 == 4) {
+                    clock.advance(300);
+                }
+                String k = "k" + rnd.nextInt(6);
+                int i = step;
+                BiFunction<String, String, String> f =
+                        (a, b) -> i % 3 == 0 ? null : a + "+" + b + i;
+                Function<String, String> load = a -> a + i;
+                String op = new String[] {"compute", "computeIfPresent", "computeIfAbsent",
+                    "merge"}[rnd.nextInt(4)];
+                String where = op + "(" + k + ") at step " + step + ", seed " + seed;
+                switch (op) {
+                case "compute":
+                    assertEquals(map.compute(k, f), compute(larder, k, f), where);
+                    break;
+                case "computeIfPresent":
+                    assertEquals(map.computeIfPresent(k, f), computeIfPresent(larder, k, f), where);
+                    break;
+                case "computeIfAbsent":
+                    assertEquals(map.computeIfAbsent(k, load), computeIfAbsent(larder, k, load), where);
+                    break;
+                default:
+                    assertEquals(map.merge(k, "m" + i, f), merge(larder, k, "m" + i, f), where);
+                }
+                Map<String, String> contents = new HashMap<>();
+                try (CloseableIterator<Map.Entry<String, String>> it = larder.entryIterator()) {
+                    it.forEachRemaining(e -> contents.put(e.getKey(), e.getValue()));
+                }
+                assertEquals(new HashMap<>(map), contents, where);
+            }
+            clock.advance(2 * TTL_MS);
+            caffeine.cleanUp();
+            larder.cleanUp();
+            int want = caffeineEvents.size();
+            TestSupport.waitUntil(want + " removals reported", () -> larderEvents.size() >= want);
+            List<String> c = new ArrayList<>(caffeineEvents);
+            List<String> l = new ArrayList<>(larderEvents);
+            Collections.sort(c);
+            Collections.sort(l);
+            for (String cause : new String[] {"|EXPLICIT", "|REPLACED", "|EXPIRED"}) {
+                assertTrue(c.toString().contains(cause), cause + " in " + c);
+            }
+            assertEquals(c, l, "listener records, seed " + seed);
+        }
+    }
+
+    /*
+     * computeIfAbsent's recipe with a function that returns null, on a key
+     * whose entry is past its deadline: null, nothing stored, and the entry
+     * reported EXPIRED, as larder reports every expiry. Caffeine 2.6.2's
+     * asMap().computeIfAbsent removes that entry without telling its
+     * listener (docs/java.md); its compute and computeIfPresent report it.
+     */
+    @Test
+    void aNullLoadOverAnExpiredEntryReportsItExpired() {
+        ManualClock clock = new ManualClock(1_000_000);
+        Queue<String> events = new ConcurrentLinkedQueue<>();
+        try (LarderCache<String, String> larder = TestSupport.strings().clock(clock)
+                .defaultTTLmillis(TTL_MS)
+                .removalListener((k, v, cause) -> events.add(k + "|" + v + "|" + cause)).build()) {
+            larder.put("k", "v");
+            clock.advance(TTL_MS);
+            assertEquals(null, computeIfAbsent(larder, "k", k -> null));
+            larder.cleanUp();
+            assertEquals(Arrays.asList("k|v|EXPIRED"), new ArrayList<>(events));
+            assertEquals(0, larder.size());
+        }
+    }
+
+    /* The recipes of docs/java.md ("Coming from Caffeine": compute, merge, get(k, fn)). */
+    private static String compute(LarderCache<String, String> c, String k,
+            BiFunction<String, String, String> f) {
+        for (;;) {
+            String old = c.get(k);
+            String v = f.apply(k, old);
+            if (old == null ? v == null || c.putIfAbsent(k, v)
+                    : v == null ? c.remove(k, old) : c.replace(k, old, v)) {
+                return v;
+            }
+        }
+    }
+
+    private static String computeIfPresent(LarderCache<String, String> c, String k,
+            BiFunction<String, String, String> f) {
+        for (;;) {
+            String old = c.get(k);
+            if (old == null) {
+                return null;
+            }
+            String v = f.apply(k, old);
+            if (v == null ? c.remove(k, old) : c.replace(k, old, v)) {
+                return v;
+            }
+        }
+    }
+
+    private static String computeIfAbsent(LarderCache<String, String> c, String k,
+            Function<String, String> load) {
+        for (;;) {
+            String old = c.get(k);
+            if (old != null) {
+                return old;
+            }
+            String v = load.apply(k);
+            if (v == null || c.putIfAbsent(k, v)) {
+                return v;
+            }
+        }
+    }
+
+    private static String merge(LarderCache<String, String> c, String k, String value,
+            BiFunction<String, String, String> f) {
+        for (;;) {
+            String old = c.get(k);
+            String v = old == null ? value : f.apply(old, value);
+            if (old == null ? c.putIfAbsent(k, v)
+                    : v == null ? c.remove(k, old) : c.replace(k, old, v)) {
+                return v;
+            }
         }
     }
 

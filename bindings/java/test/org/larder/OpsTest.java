@@ -10,6 +10,8 @@ import static org.larder.TestSupport.b;
 import static org.larder.TestSupport.bytes;
 import static org.larder.TestSupport.s;
 
+import com.sun.management.HotSpotDiagnosticMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.util.Arrays;
@@ -277,6 +279,62 @@ class OpsTest {
             assertNull(c.get(b("k")), "a refused put removes the previous value");
             assertEquals("o", s(c.get(b("other"))), "other entries intact");
         }
+    }
+
+    /*
+     * A value larger than the JVM lets the thread's scratch buffer grow to
+     * (direct memory: -XX:MaxDirectMemorySize, by default -Xmx, which ctest
+     * gives java_unit as 512m) is refused as memory the engine cannot get,
+     * LarderOutOfMemoryException with ENOMEM, and the put removes the
+     * previous value as for the engine's refusals; a conditional write keeps
+     * it. Both threw the JVM's OutOfMemoryError ("Cannot reserve ... bytes
+     * of direct buffer memory") instead.
+     */
+    @Test
+    void aValueOverTheJvmsDirectMemoryIsRefusedAsLarderOutOfMemory() {
+        int size = LarderCacheBuilder.VALUE_LIMIT - 64;
+        assertTrue(directMemoryLimit() < size, "run with a direct memory limit under 1 GiB"
+                + " (ctest's -Xmx512m): " + directMemoryLimit());
+        CacheSerializer<Integer> sized = new CacheSerializer<Integer>() {
+            @Override
+            public void serialize(Integer value, ByteBuffer buf) {
+                buf.position(buf.position() + value); // a length: the bytes are the scratch's
+            }
+
+            @Override
+            public Integer deserialize(ByteBuffer buf) {
+                return buf.remaining();
+            }
+
+            @Override
+            public int serializedSize(Integer value) {
+                return value;
+            }
+        };
+        try (LarderCache<String, Integer> c = LarderCacheBuilder.<String, Integer>newBuilder()
+                .keySerializer(CacheSerializers.STRING).valueSerializer(sized)
+                .capacity(16L << 30).maxValueBytes(LarderCacheBuilder.VALUE_LIMIT).build()) {
+            c.put("k", 10);
+            c.put("other", 20);
+            LarderOutOfMemoryException e = assertThrows(LarderOutOfMemoryException.class,
+                    () -> c.replace("k", size));
+            assertEquals(Native.ENOMEM, e.code());
+            assertTrue(e.getMessage().contains("MaxDirectMemorySize"), e.getMessage());
+            assertEquals(Integer.valueOf(10), c.get("k"), "a refused replace keeps the value");
+            assertThrows(LarderOutOfMemoryException.class, () -> c.put("k", size));
+            assertNull(c.get("k"), "a refused put removes the previous value");
+            assertEquals(Integer.valueOf(20), c.get("other"), "other entries intact");
+            c.put("k", 30);
+            assertEquals(Integer.valueOf(30), c.get("k"), "the thread's scratch still serves");
+        }
+    }
+
+    /* What allocateDirect may reserve in all: the option, or -Xmx when it is 0 (unset). */
+    private static long directMemoryLimit() {
+        String set = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class)
+                .getVMOption("MaxDirectMemorySize").getValue();
+        long limit = Long.parseLong(set);
+        return limit > 0 ? limit : Runtime.getRuntime().maxMemory();
     }
 
     @Test

@@ -10,8 +10,12 @@ import static org.larder.TestSupport.s;
 import static org.larder.TestSupport.strings;
 
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.HashSet;
 import java.util.Random;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /** The ready serializers, and how the cache treats a serializer that misbehaves. */
@@ -209,5 +213,59 @@ class SerializerTest {
                 assertEquals("pre-value/pre-", c.get("k"));
             }
         }
+    }
+
+    /*
+     * A codec that writes little-endian (buf.order(LITTLE_ENDIAN), as many
+     * do) beside one that relies on ByteBuffer's big-endian default, on the
+     * same thread: each serializer call gets the buffer big-endian. The
+     * thread's scratch serves every cache and kept the order the last codec
+     * set, so the second cache's keys took other bytes after a call on the
+     * first (its get of a key it holds missed, and the key it wrote then came
+     * back from a walk, which decodes a fresh big-endian buffer, as another
+     * number).
+     */
+    @Test
+    void eachSerializerCallGetsTheBufferBigEndian() {
+        try (LarderCache<Long, Long> little = longs(longCodec(ByteOrder.LITTLE_ENDIAN));
+                LarderCache<Long, Long> plain = longs(longCodec(null))) {
+            plain.put(1L, 41L);
+            little.put(5L, 6L);
+            assertEquals(Long.valueOf(41), plain.get(1L), "a key written before");
+            plain.put(2L, 42L);
+            assertEquals(Long.valueOf(6), little.get(5L));
+            assertEquals(Long.valueOf(42), plain.get(2L), "a value read after a little-endian one");
+            assertEquals(2, plain.getAll(Arrays.asList(1L, 2L)).size());
+            Set<Long> walked = new HashSet<>();
+            try (CloseableIterator<Long> it = plain.keyIterator()) {
+                it.forEachRemaining(walked::add);
+            }
+            assertEquals(new HashSet<>(Arrays.asList(1L, 2L)), walked);
+        }
+    }
+
+    private static LarderCache<Long, Long> longs(CacheSerializer<Long> codec) {
+        return LarderCacheBuilder.<Long, Long>newBuilder().keySerializer(codec)
+                .valueSerializer(codec).build();
+    }
+
+    /* putLong and getLong in order, or in whatever order the buffer has when null. */
+    private static CacheSerializer<Long> longCodec(ByteOrder order) {
+        return new CacheSerializer<Long>() {
+            @Override
+            public void serialize(Long value, ByteBuffer buf) {
+                (order == null ? buf : buf.order(order)).putLong(value);
+            }
+
+            @Override
+            public Long deserialize(ByteBuffer buf) {
+                return (order == null ? buf : buf.order(order)).getLong();
+            }
+
+            @Override
+            public int serializedSize(Long value) {
+                return 8;
+            }
+        };
     }
 }

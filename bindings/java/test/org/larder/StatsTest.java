@@ -9,6 +9,7 @@ import static org.larder.TestSupport.bytes;
 import static org.larder.TestSupport.waitUntil;
 
 import java.lang.management.ManagementFactory;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import javax.management.MBeanServer;
@@ -69,6 +70,40 @@ class StatsTest {
             c.cleanUp();
             assertEquals(0, c.stats().hitCount(), "hits");
             assertEquals(0, c.stats().missCount(), "misses");
+        }
+    }
+
+    /*
+     * The same for a key the limits refuse (empty, over maxKeyBytes) in a
+     * later batch, through getAll and getAllInto: each batch checked its own
+     * keys, so the first 256 had been read and counted (128 hits and 128
+     * misses per call) when the 300th threw; Caffeine's getAllPresent refuses
+     * a bad key before it reads any.
+     */
+    @Test
+    void aBatchRefusedForAKeyOverTheLimitsCountsNothing() {
+        try (LarderCache<byte[], byte[]> c = bytes().maxKeyBytes(8).build()) {
+            byte[][] keys = new byte[300][];
+            byte[][] dsts = new byte[300][];
+            for (int i = 0; i < 300; i++) {
+                keys[i] = b("k" + i);
+                dsts[i] = new byte[8];
+                if (i % 2 == 0) {
+                    c.put(keys[i], new byte[8]);
+                }
+            }
+            for (byte[] bad : new byte[][] {new byte[0], new byte[9]}) {
+                keys[299] = bad;
+                assertThrows(IllegalArgumentException.class,
+                        () -> c.getAllInto(keys, 300, dsts, new int[300]));
+                assertThrows(IllegalArgumentException.class, () -> c.getAll(Arrays.asList(keys)));
+            }
+            c.cleanUp();
+            assertEquals(0, c.stats().hitCount(), "hits");
+            assertEquals(0, c.stats().missCount(), "misses");
+            keys[299] = b("k299");
+            assertEquals(150, c.getAll(Arrays.asList(keys)).size(), "the cache serves after");
+            assertEquals(150, c.stats().hitCount(), "hits");
         }
     }
 
