@@ -254,8 +254,8 @@ static __attribute__((noinline)) void sweep(struct larder__ghostwin *g)
 	uint32_t now = larder__ghostwin_now(g);
 	for (unsigned k = 0; k < GHOSTWIN_SWEEP; k++) {
 		struct larder__ghostwin_bucket *b = &g->b[g->sweep_next++ & (g->nbuckets - 1)];
-		unsigned m = larder__ghostwin_expired(b, now, g->window) &
-			     ~larder__ghostwin_empties(b);
+		unsigned m =
+			larder__ghostwin_expired(b, now, g->window) & ~larder__ghostwin_empties(b);
 		for (; m; m &= m - 1) {
 			b->fp[__builtin_ctz(m)] = 0;
 			g->used--;

@@ -42,8 +42,8 @@ struct larder__ghostwin {
 	uint64_t window_end;   /* the clock at which the next count begins */
 	uint64_t grow_at;      /* inserts past which the array doubles */
 	/* GHOSTWIN-W6: the sweep, which empties expired slots before their
-	 * stamps can wrap: the next bucket, inserts past which it goes on, and
-	 * the inserts between its steps (0: off, the first window). */
+	 * stamps can wrap: the next bucket, inserts past which it takes its next
+	 * step (UINT64_MAX in the first window: off), and inserts between steps. */
 	uint64_t sweep_next, sweep_at, sweep_every;
 	uint64_t slow_at;      /* the lesser of grow_at and sweep_at: the inline insert's test */
 	uint64_t forgotten; /* live fingerprints overwritten by a full pair of buckets */
@@ -197,9 +197,9 @@ static inline uint32_t larder__ghostwin_now(const struct larder__ghostwin *g)
  * to grow, a pair of full buckets forgets its oldest. Every eviction from S3-FIFO's
  * small queue inserts, so the common case is inline (the call, prologue and
  * epilogue were about 10 of its 81 instructions: docs/bench.md, "The
- * insert"): no growth under way or due, no sweep step due, no window to begin, a bucket that
- * has not spilled (so no slot's write need keep a flag), fp's own slot or
- * an empty or expired one. The rest, and weight 0 or over the bound
+ * insert"): no growth under way or due, no sweep step due, no window to
+ * begin, a bucket that has not spilled (so no slot's write need keep a
+ * flag), fp's own slot or an empty or expired one. The rest, and weight 0 or over the bound
  * (`weight - 1` wraps for 0), take larder__ghostwin_insert_slow(), which
  * places fp exactly as this does. */
 static inline void larder__ghostwin_insert(struct larder__ghostwin *g, uint32_t fp, uint64_t weight)
