@@ -68,12 +68,13 @@
  *       bucket written every window can keep an expired slot for good. From
  *       the second window on, a sweep empties the expired slots of every
  *       bucket in turn, GHOSTWIN_SWEEP buckets a step, its steps spaced so
- *       that a sweep takes GHOSTWIN_SWEEP_WINDOWS (8) x the inserts of the
- *       window before (one step an insert where the array is larger than
- *       that allows, slots over 512 x a window's inserts: a sweep then takes
- *       slots / 64 inserts, under 128 windows up to 8,000 x). A slot is then
- *       emptied within 9 windows of its insert while the windows' inserts
- *       stay alike, far inside the 128 windows of 2^31 units.
+ *       that a sweep takes GHOSTWIN_SWEEP_WINDOWS (8) x the inserts a window
+ *       holds at the rate since the last count began (one step an insert
+ *       where the array is larger than that allows, slots over 512 x a
+ *       window's inserts: a sweep then takes slots / 64 inserts, under 128
+ *       windows up to 8,000 x). A slot is then emptied within 9 windows of
+ *       its insert while the rate holds, far inside the 128 windows of 2^31
+ *       units.
  * Not guaranteed: exactness. Two keys with the same fingerprint (31 bits
  * of the hash from S3-FIFO, larder__ghostwin_fp) are one ghost; a pair of buckets whose 16 slots are all live forgets its
  * oldest (at half load, on average 4 live a bucket, about 2% of buckets
@@ -222,22 +223,26 @@ static void set_window(struct larder__ghostwin *g, uint64_t bound)
 
 /*
  * GHOSTWIN-W3: one window's inserts are counted from here (the slow path).
- * GHOSTWIN-W6: the sweep's pace follows the window just ended, so that a
- * sweep takes GHOSTWIN_SWEEP_WINDOWS of its inserts; the first window (none
- * counted yet) holds nothing old enough to need one.
+ * GHOSTWIN-W6: the sweep's pace follows the inserts since the last count
+ * began, scaled to a window of the bound (set_bound() begins a count too,
+ * and a pool may call it more often than a window passes), so that a sweep
+ * takes GHOSTWIN_SWEEP_WINDOWS windows' inserts; before the first count
+ * ends nothing is old enough to need one.
  */
 static __attribute__((noinline)) void new_window(struct larder__ghostwin *g)
 {
-	uint64_t last = g->inserts - g->mark_inserts;
-	if (last) {
-		uint64_t steps = (g->nbuckets + GHOSTWIN_SWEEP - 1) / GHOSTWIN_SWEEP;
-		uint64_t every = last * GHOSTWIN_SWEEP_WINDOWS / steps;
-		g->sweep_every = every ? every : 1;
+	uint64_t last = g->inserts - g->mark_inserts, moved = g->clock - g->mark_clock;
+	if (last && moved) {
+		double per_window = (double)last * (double)g->bound / (double)moved;
+		double steps = (double)((g->nbuckets + GHOSTWIN_SWEEP - 1) / GHOSTWIN_SWEEP);
+		double every = per_window * GHOSTWIN_SWEEP_WINDOWS / steps;
+		g->sweep_every = every < 1 ? 1 : every > 1e18 ? (uint64_t)1e18 : (uint64_t)every;
 		if (g->sweep_at > g->inserts + g->sweep_every)
 			g->sweep_at = g->inserts + g->sweep_every;
 	}
 	g->window_end = g->clock + g->bound;
 	g->mark_inserts = g->inserts;
+	g->mark_clock = g->clock;
 	g->grow_at = g->inserts + g->nbuckets * LARDER__GHOSTWIN_WAYS / 2;
 	set_slow_at(g);
 }

@@ -39,6 +39,7 @@ struct larder__ghostwin {
 	uint64_t used;    /* slots holding a fingerprint, live or expired */
 	uint64_t inserts;      /* all inserts, counted for GHOSTWIN-W3 */
 	uint64_t mark_inserts; /* inserts when this window's count began */
+	uint64_t mark_clock;   /* the clock then */
 	uint64_t window_end;   /* the clock at which the next count begins */
 	uint64_t grow_at;      /* inserts past which the array doubles */
 	/* GHOSTWIN-W6: the sweep, which empties expired slots before their
