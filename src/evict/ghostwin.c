@@ -16,7 +16,8 @@
  * units): exactly the ghosts a FIFO bounded by weight would hold, were
  * removals not counted (a FIFO of weight `bound` keeps a ghost until
  * `bound` bytes of ghosts inserted after it and itself have passed it).
- * Expiry costs nothing: an expired slot is the first one an insert reuses.
+ * Expiry costs nothing: an expired slot is the first one an insert reuses,
+ * and a sweep empties those no insert reuses before their stamps wrap.
  * An insert writes the fingerprint's own slot if the bucket holds it (a
  * key ghosted again moves to the newest end), else an empty or an expired
  * slot; a bucket whose eight are all live spills the fingerprint to its
@@ -50,7 +51,8 @@
  *       window holds and 4 x the hint (x 1.5 while the old one is being
  *       emptied).
  *   GHOSTWIN-W4. Every call is O(1): one bucket, plus GHOSTWIN_MIGRATE old
- *       buckets moved per insert while growing; a growth ends after
+ *       buckets moved per insert while growing, plus GHOSTWIN_SWEEP buckets
+ *       swept at a sweep's step; a growth ends after
  *       old_n / GHOSTWIN_MIGRATE inserts, a sixteenth of those that
  *       trigger the next one.
  *   GHOSTWIN-W5. Buckets 2k and 2k+1 are neighbours. A fingerprint lives in
@@ -60,6 +62,19 @@
  *       remove that finds none left there. Lookups read n only while the
  *       flag is set. Both all live: the older of their two oldest goes.
  *       Only slot 0's stamp has bit 0 set, and only as the flag.
+ *   GHOSTWIN-W6. No expired stamp is read as live again. Ages are doubled
+ *       32-bit differences, so a stamp left 2^31 units would look new; an
+ *       insert reuses the lowest expired slot, and an empty one first, so a
+ *       bucket written every window can keep an expired slot for good. From
+ *       the second window on, a sweep empties the expired slots of every
+ *       bucket in turn, GHOSTWIN_SWEEP buckets a step, its steps spaced so
+ *       that a sweep takes GHOSTWIN_SWEEP_WINDOWS (8) x the inserts a window
+ *       holds at the rate since the last count began (one step an insert
+ *       where the array is larger than that allows, slots over 512 x a
+ *       window's inserts: a sweep then takes slots / 64 inserts, under 128
+ *       windows up to 8,000 x). A slot is then emptied within 9 windows of
+ *       its insert while the rate holds, far inside the 128 windows of 2^31
+ *       units.
  * Not guaranteed: exactness. Two keys with the same fingerprint (31 bits
  * of the hash from S3-FIFO, larder__ghostwin_fp) are one ghost; a pair of buckets whose 16 slots are all live forgets its
  * oldest (at half load, on average 4 live a bucket, about 2% of buckets
@@ -69,9 +84,10 @@
  * the others' lives (a FIFO bounded by live weight would keep older ghosts a
  * little longer); a window made smaller and then larger again
  * (set_bound) brings back the fingerprints of the gap whose slots were not
- * reused; a stamp whose bucket saw no insert in 2^31 units (128 windows of
- * the bound it was made with, 2 of a bound raised 64-fold since) could
- * pass for young.
+ * reused; GHOSTWIN-W6's margin where the windows' inserts change a lot (a
+ * sweep paced on a window of many light inserts, then windows of few heavy
+ * ones) or the bound is raised more than 14-fold after init (2^31 units are
+ * then under 9 windows; 2 of a bound raised 64-fold).
  */
 #include "evict/ghostwin.h"
 
@@ -84,6 +100,8 @@
 #define GHOSTWIN_MIGRATE 2u      /* old buckets moved per insert: pairs of neighbours */
 #define GHOSTWIN_UNITS (1u << 24) /* the largest window in units at init */
 #define GHOSTWIN_MAX_WINDOW (1u << 30) /* ages are compared modulo 2^32 */
+#define GHOSTWIN_SWEEP 8u         /* buckets swept per step (GHOSTWIN-W6) */
+#define GHOSTWIN_SWEEP_WINDOWS 8u /* a sweep's length, in the last window's inserts */
 
 _Static_assert(sizeof(struct larder__ghostwin_bucket) == 64, "a bucket is one cache line");
 _Static_assert(GHOSTWIN_MIGRATE % 2 == 0, "a growth moves neighbours together");
@@ -189,6 +207,13 @@ static int find_live(const struct larder__ghostwin *g, const struct larder__ghos
 	return -1;
 }
 
+/* The inline insert tests one count for both of the slow path's counted
+ * tasks: a growth due and a sweep step due. */
+static void set_slow_at(struct larder__ghostwin *g)
+{
+	g->slow_at = g->grow_at < g->sweep_at ? g->grow_at : g->sweep_at;
+}
+
 static void set_window(struct larder__ghostwin *g, uint64_t bound)
 {
 	uint64_t w = bound >> g->unit_shift;
@@ -196,12 +221,53 @@ static void set_window(struct larder__ghostwin *g, uint64_t bound)
 	g->window = (w > GHOSTWIN_MAX_WINDOW ? GHOSTWIN_MAX_WINDOW : (uint32_t)w) << 1;
 }
 
-/* GHOSTWIN-W3: one window's inserts are counted from here (the slow path). */
+/*
+ * GHOSTWIN-W3: one window's inserts are counted from here (the slow path).
+ * GHOSTWIN-W6: the sweep's pace follows the inserts since the last count
+ * began, scaled to a window of the bound (set_bound() begins a count too,
+ * and a pool may call it more often than a window passes), so that a sweep
+ * takes GHOSTWIN_SWEEP_WINDOWS windows' inserts; before the first count
+ * ends nothing is old enough to need one.
+ */
 static __attribute__((noinline)) void new_window(struct larder__ghostwin *g)
 {
+	uint64_t last = g->inserts - g->mark_inserts, moved = g->clock - g->mark_clock;
+	if (last && moved) {
+		double per_window = (double)last * (double)g->bound / (double)moved;
+		double steps = (double)((g->nbuckets + GHOSTWIN_SWEEP - 1) / GHOSTWIN_SWEEP);
+		double every = per_window * GHOSTWIN_SWEEP_WINDOWS / steps;
+		g->sweep_every = every < 1 ? 1 : every > 1e18 ? (uint64_t)1e18 : (uint64_t)every;
+		if (g->sweep_at > g->inserts + g->sweep_every)
+			g->sweep_at = g->inserts + g->sweep_every;
+	}
 	g->window_end = g->clock + g->bound;
 	g->mark_inserts = g->inserts;
+	g->mark_clock = g->clock;
 	g->grow_at = g->inserts + g->nbuckets * LARDER__GHOSTWIN_WAYS / 2;
+	set_slow_at(g);
+}
+
+/*
+ * GHOSTWIN-W6: empties the expired slots of the next GHOSTWIN_SWEEP buckets
+ * of the array, so that no stamp stays in a slot long enough to wrap: an
+ * insert reuses the lowest expired slot and prefers an empty one, so
+ * without this an expired slot can outlive 2^31 units in a bucket that is
+ * written every window. Slot 0 keeps its stamp, and with it the flag.
+ */
+static __attribute__((noinline)) void sweep(struct larder__ghostwin *g)
+{
+	uint32_t now = larder__ghostwin_now(g);
+	for (unsigned k = 0; k < GHOSTWIN_SWEEP; k++) {
+		struct larder__ghostwin_bucket *b = &g->b[g->sweep_next++ & (g->nbuckets - 1)];
+		unsigned m =
+			larder__ghostwin_expired(b, now, g->window) & ~larder__ghostwin_empties(b);
+		for (; m; m &= m - 1) {
+			b->fp[__builtin_ctz(m)] = 0;
+			g->used--;
+		}
+	}
+	g->sweep_at = g->inserts + g->sweep_every;
+	set_slow_at(g);
 }
 
 int larder__ghostwin_init(struct larder__ghostwin *g, uint64_t bound, uint64_t slots_hint)
@@ -215,6 +281,7 @@ int larder__ghostwin_init(struct larder__ghostwin *g, uint64_t bound, uint64_t s
 		return -1;
 	g->nbuckets = n;
 	g->shift = 64 - log2_of(n);
+	g->sweep_at = UINT64_MAX;
 	while ((bound >> g->unit_shift) > GHOSTWIN_UNITS)
 		g->unit_shift++;
 	set_window(g, bound);
@@ -312,6 +379,7 @@ static __attribute__((noinline)) void grow(struct larder__ghostwin *g)
 		g->nbuckets < ((uint64_t)1 << 36) ? new_array(g->nbuckets * 2) : NULL;
 	if (!b) { /* no memory, or the largest: not asked again this window */
 		g->grow_at = UINT64_MAX;
+		set_slow_at(g);
 		return;
 	}
 	g->old = g->b;
@@ -321,6 +389,7 @@ static __attribute__((noinline)) void grow(struct larder__ghostwin *g)
 	g->nbuckets *= 2;
 	g->shift--;
 	g->grow_at = g->mark_inserts + g->nbuckets * LARDER__GHOSTWIN_WAYS / 2;
+	set_slow_at(g);
 }
 
 int larder__ghostwin_contains(const struct larder__ghostwin *g, uint32_t fp)
@@ -379,6 +448,8 @@ void larder__ghostwin_insert_slow(struct larder__ghostwin *g, uint32_t fp, uint6
 		new_window(g);
 	if (g->inserts > g->grow_at)
 		grow(g);
+	if (g->inserts > g->sweep_at)
+		sweep(g);
 	place(g, larder__ghostwin_bucket(g, fp), neighbour(g, fp), fp, larder__ghostwin_now(g));
 	g->clock += weight;
 	g->inserts++;

@@ -39,8 +39,14 @@ struct larder__ghostwin {
 	uint64_t used;    /* slots holding a fingerprint, live or expired */
 	uint64_t inserts;      /* all inserts, counted for GHOSTWIN-W3 */
 	uint64_t mark_inserts; /* inserts when this window's count began */
+	uint64_t mark_clock;   /* the clock then */
 	uint64_t window_end;   /* the clock at which the next count begins */
 	uint64_t grow_at;      /* inserts past which the array doubles */
+	/* GHOSTWIN-W6: the sweep, which empties expired slots before their
+	 * stamps can wrap: the next bucket, inserts past which it takes its next
+	 * step (UINT64_MAX in the first window: off), and inserts between steps. */
+	uint64_t sweep_next, sweep_at, sweep_every;
+	uint64_t slow_at;      /* the lesser of grow_at and sweep_at: the inline insert's test */
 	uint64_t forgotten; /* live fingerprints overwritten by a full pair of buckets */
 	uint64_t spilled;   /* fingerprints placed in their neighbour bucket */
 };
@@ -192,15 +198,15 @@ static inline uint32_t larder__ghostwin_now(const struct larder__ghostwin *g)
  * to grow, a pair of full buckets forgets its oldest. Every eviction from S3-FIFO's
  * small queue inserts, so the common case is inline (the call, prologue and
  * epilogue were about 10 of its 81 instructions: docs/bench.md, "The
- * insert"): no growth under way or due, no window to begin, a bucket that
- * has not spilled (so no slot's write need keep a flag), fp's own slot or
- * an empty or expired one. The rest, and weight 0 or over the bound
+ * insert"): no growth under way or due, no sweep step due, no window to
+ * begin, a bucket that has not spilled (so no slot's write need keep a
+ * flag), fp's own slot or an empty or expired one. The rest, and weight 0 or over the bound
  * (`weight - 1` wraps for 0), take larder__ghostwin_insert_slow(), which
  * places fp exactly as this does. */
 static inline void larder__ghostwin_insert(struct larder__ghostwin *g, uint32_t fp, uint64_t weight)
 {
 	if (weight - 1 >= g->bound || g->old || g->clock > g->window_end ||
-	    g->inserts > g->grow_at) {
+	    g->inserts > g->slow_at) {
 		larder__ghostwin_insert_slow(g, fp, weight);
 		return;
 	}

@@ -20,7 +20,10 @@
  *       old array gone before the next growth;
  *   GHOSTWIN-W5  a bucket's ninth live fingerprint spills to its neighbour, is
  *       found and removed there, and the flag clears once none is left; a
- *       full pair forgets its oldest.
+ *       full pair forgets its oldest;
+ *   GHOSTWIN-W6  an expired fingerprint never passes for young again, 2^31
+ *       units of clock later, neither in a bucket written every window (whose
+ *       inserts take its lower slots) nor in one never written again.
  * Seeded from argv[1] (printed), so a failure can be replayed.
  */
 #include <stdint.h>
@@ -260,6 +263,58 @@ static void test_spill(void)
 	larder__ghostwin_destroy(&g);
 }
 
+/*
+ * GHOSTWIN-W6: bound 2^24 (one unit a byte), weights of half the bound, so
+ * 2^31 units (when a stamp's age, doubled in 32 bits, wraps) pass in 256
+ * inserts, 2^32 (where it wrapped before stamps were doubled) in 512.
+ * `stale` sits in slot 7 of a bucket whose slots 0-6 are filled
+ * first and whose own inserts, two live at most, then take the lowest
+ * expired slots; `idle` in a bucket never written again. Neither may be
+ * live once expired: before the sweep, both were again after 2^31 units.
+ * With set_bound_each the bound is set again before every insert, as a
+ * pool's resizes may, so that every window's count is cut short.
+ */
+static void test_no_wrap(int set_bound_each)
+{
+	struct larder__ghostwin g;
+	const uint64_t bound = (uint64_t)1 << 24;
+	uint32_t busy[600], stale = 0, idle = 0;
+	unsigned n = 0;
+	CHECK(larder__ghostwin_init(&g, bound, 16) == 0, "init");
+	CHECK(g.unit_shift == 0 && g.nbuckets == 4, "unit_shift %u, %llu buckets", g.unit_shift,
+	      (unsigned long long)g.nbuckets);
+	for (uint32_t fp = 1; n < 600 || !stale || !idle; fp += 2) {
+		unsigned b = bucket_of(&g, fp);
+		if (b == 0 && n < 600)
+			busy[n++] = fp;
+		else if (b == 0)
+			stale = stale ? stale : fp;
+		else if (b == 2)
+			idle = idle ? idle : fp;
+	}
+	for (unsigned i = 0; i < 7; i++)
+		larder__ghostwin_insert(&g, busy[i], 1);
+	larder__ghostwin_insert(&g, stale, 1);
+	larder__ghostwin_insert(&g, idle, 1);
+	CHECK(g.b[0].fp[7] == stale, "stale is not in slot 7");
+	for (unsigned i = 7; i < 600; i++) {
+		if (set_bound_each) /* a pool's resizes: no window ever ends by the clock */
+			larder__ghostwin_set_bound(&g, bound);
+		larder__ghostwin_insert(&g, busy[i], bound / 2);
+		/* stale and idle: the last two of the first 9 inserts, of weight 1 */
+		int expired = g.clock - 9 > bound;
+		CHECK(!expired || !larder__ghostwin_contains(&g, stale),
+		      "GHOSTWIN-W6: insert %u, clock 2^24 x %.2f: the expired stale ghost is live",
+		      i, (double)g.clock / (double)bound);
+		CHECK(!expired || !larder__ghostwin_contains(&g, idle),
+		      "GHOSTWIN-W6: insert %u, clock 2^24 x %.2f: the expired idle ghost is live",
+		      i, (double)g.clock / (double)bound);
+		CHECK(larder__ghostwin_contains(&g, busy[i]), "insert %u not held", i);
+	}
+	CHECK(g.forgotten == 0, "forgotten %llu", (unsigned long long)g.forgotten);
+	larder__ghostwin_destroy(&g);
+}
+
 /* empty() (S3-FIFO's batch skips its lookups on it): true again once all are removed. */
 static void test_empty(void)
 {
@@ -285,6 +340,8 @@ int main(int argc, char **argv)
 	test_window_exact(8);
 	test_window_exact(15);
 	test_units();
+	test_no_wrap(0);
+	test_no_wrap(1);
 	test_growth();
 	return sim_check_result();
 }
