@@ -301,8 +301,8 @@ public final class LarderCacheBuilder<K, V> {
      * policy sees a 1/shards sample of the keys (the hit-ratio cost, measured
      * on public traces, is within 0.2 points for the default policy up to 4;
      * docs/shards.md). With more than one shard the removal listener may be
-     * called from several maintainer threads at once. Not with
-     * {@link #pool(LarderPool)}: a pooled cache has one shard.
+     * called from several maintainer threads at once. A pooled cache may have
+     * several shards too (docs/pool.md).
      */
     public LarderCacheBuilder<K, V> shards(int shards) {
         if (shards < 1 || shards > MAX_SHARDS || (shards & (shards - 1)) != 0) {
@@ -356,10 +356,6 @@ public final class LarderCacheBuilder<K, V> {
         if (pool != null && capacitySet) {
             throw new IllegalArgumentException("capacity and pool exclude each other: the pool"
                     + " sets a pooled cache's capacity (for a fixed size set minShare = maxShare)");
-        }
-        if (pool != null && shards > 1) {
-            throw new IllegalArgumentException("a pooled cache has one shard (the pool's probe"
-                    + " watches one policy): shards " + shards);
         }
         if (expireAfterAccess && defaultTTLmillis == 0) {
             throw new IllegalArgumentException("expireAfterAccess needs a defaultTTLmillis > 0:"

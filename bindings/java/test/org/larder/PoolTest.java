@@ -132,9 +132,14 @@ class PoolTest {
             assertTrue(e.getMessage().contains("minShare = maxShare"), e.getMessage());
             assertThrows(IllegalArgumentException.class,
                     () -> bytes().pool(pool).minShare(0.6).maxShare(0.5).build());
-            e = assertThrows(IllegalArgumentException.class,
-                    () -> bytes().pool(pool).shards(2).build());
-            assertTrue(e.getMessage().contains("one shard"), e.getMessage());
+            try (LarderCache<byte[], byte[]> sharded = bytes().pool(pool).shards(4).build()) {
+                for (int i = 0; i < 1000; i++) {
+                    sharded.put(b("k" + i), b("v" + i));
+                }
+                for (int i = 0; i < 1000; i++) {
+                    assertArrayEquals(b("v" + i), sharded.get(b("k" + i)));
+                }
+            }
             try (LarderCache<byte[], byte[]> big = bytes().pool(pool).minShare(0.7).build()) {
                 e = assertThrows(IllegalArgumentException.class,
                         () -> bytes().pool(pool).minShare(0.4).build());
