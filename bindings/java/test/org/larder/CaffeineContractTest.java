@@ -644,12 +644,9 @@ class CaffeineContractTest {
             }
             assertEquals(new HashMap<>(map), larderLeft);
             assertEquals(map.size(), larder.size());
-            int want = caffeineEvents.size();
-            TestSupport.waitUntil(want + " removals reported", () -> larderEvents.size() >= want);
-            List<String> c = new ArrayList<>(caffeineEvents);
-            List<String> l = new ArrayList<>(larderEvents);
-            Collections.sort(c);
-            Collections.sort(l);
+            awaitRecords(caffeineEvents, larderEvents);
+            List<String> c = sorted(caffeineEvents);
+            List<String> l = sorted(larderEvents);
             assertEquals(c, l, "listener records");
             /* invalidateAll() (larder: clear()) in the middle of a walk: larder returns nothing
              * more; Caffeine 2.6.2 may return the one key it had read ahead (seen: 1). */
@@ -815,12 +812,9 @@ class CaffeineContractTest {
             clock.advance(2 * TTL_MS);
             caffeine.cleanUp();
             larder.cleanUp();
-            int want = caffeineEvents.size();
-            TestSupport.waitUntil(want + " removals reported", () -> larderEvents.size() >= want);
-            List<String> c = new ArrayList<>(caffeineEvents);
-            List<String> l = new ArrayList<>(larderEvents);
-            Collections.sort(c);
-            Collections.sort(l);
+            awaitRecords(caffeineEvents, larderEvents);
+            List<String> c = sorted(caffeineEvents);
+            List<String> l = sorted(larderEvents);
             for (String cause : new String[] {"|EXPLICIT", "|REPLACED", "|EXPIRED"}) {
                 assertTrue(c.toString().contains(cause), cause + " in " + c);
             }
@@ -958,6 +952,19 @@ class CaffeineContractTest {
         } catch (RuntimeException e) {
             return e.getClass();
         }
+    }
+
+    /* Until larder's listener has heard as many removals as Caffeine's (it
+     * runs on the maintainer, after the call). */
+    private static void awaitRecords(Queue<String> caffeine, Queue<String> larder) {
+        int want = caffeine.size();
+        TestSupport.waitUntil(want + " removals reported", () -> larder.size() >= want);
+    }
+
+    private static List<String> sorted(Queue<String> records) {
+        List<String> l = new ArrayList<>(records);
+        Collections.sort(l);
+        return l;
     }
 
     /* Equal multisets of records, but for an expired entry clear() reached first. */

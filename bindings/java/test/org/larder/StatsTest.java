@@ -43,6 +43,18 @@ class StatsTest {
         }
     }
 
+    /* keys[i] = "k" + i with an 8-byte buffer each, the even ones present:
+     * more than one batch of 256, half hits and half misses. */
+    private static void halfPresent(LarderCache<byte[], byte[]> c, byte[][] keys, byte[][] dsts) {
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = b("k" + i);
+            dsts[i] = new byte[8];
+            if (i % 2 == 0) {
+                c.put(keys[i], new byte[8]);
+            }
+        }
+    }
+
     /*
      * A getAllInto refused for a null key or buffer anywhere in its arrays
      * reads nothing, as a call refused for its arguments should: no hit or
@@ -55,13 +67,7 @@ class StatsTest {
         try (LarderCache<byte[], byte[]> c = bytes().build()) {
             byte[][] keys = new byte[300][];
             byte[][] dsts = new byte[300][];
-            for (int i = 0; i < 300; i++) {
-                keys[i] = b("k" + i);
-                dsts[i] = new byte[8];
-                if (i % 2 == 0) {
-                    c.put(keys[i], new byte[8]);
-                }
-            }
+            halfPresent(c, keys, dsts);
             dsts[299] = null;
             assertThrows(NullPointerException.class, () -> c.getAllInto(keys, 300, dsts, new int[300]));
             dsts[299] = new byte[8];
@@ -85,13 +91,7 @@ class StatsTest {
         try (LarderCache<byte[], byte[]> c = bytes().maxKeyBytes(8).build()) {
             byte[][] keys = new byte[300][];
             byte[][] dsts = new byte[300][];
-            for (int i = 0; i < 300; i++) {
-                keys[i] = b("k" + i);
-                dsts[i] = new byte[8];
-                if (i % 2 == 0) {
-                    c.put(keys[i], new byte[8]);
-                }
-            }
+            halfPresent(c, keys, dsts);
             for (byte[] bad : new byte[][] {new byte[0], new byte[9]}) {
                 keys[299] = bad;
                 assertThrows(IllegalArgumentException.class,
