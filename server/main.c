@@ -615,6 +615,21 @@ static int listen_unix(const struct options *o)
 	return fd;
 }
 
+/* The TCP port a listening socket got (the one asked for, or with -p -1 the
+ * kernel's pick), and whether it is IPv6; false when getsockname fails. */
+static bool bound_port(int fd, unsigned *port, bool *v6)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+		return false;
+	*v6 = ss.ss_family == AF_INET6;
+	*port = ntohs(*v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
+			    ((struct sockaddr_in *)&ss)->sin_port);
+	return true;
+}
+
 /*
  * memcached's ports file: when PORTS_FILE_ENV names a file, one line per
  * listening TCP socket, "TCP INET: <port>" or "TCP INET6: <port>", the port
@@ -640,15 +655,12 @@ static bool ports_file(const int *fds, int nfd, bool tcp)
 		return false;
 	}
 	for (int i = 0; tcp && i < nfd; i++) {
-		struct sockaddr_storage ss;
-		socklen_t len = sizeof(ss);
-		if (getsockname(fds[i], (struct sockaddr *)&ss, &len) != 0) {
+		unsigned port;
+		bool v6;
+		if (!bound_port(fds[i], &port, &v6)) {
 			ok = false;
 			break;
 		}
-		bool v6 = ss.ss_family == AF_INET6;
-		unsigned port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
-				    ((struct sockaddr_in *)&ss)->sin_port);
 		fprintf(f, "TCP INET%s: %u\n", v6 ? "6" : "", port);
 	}
 	ok = fclose(f) == 0 && ok && rename(tmp, name) == 0;
@@ -946,9 +958,14 @@ int main(int argc, char **argv)
 	}
 	if (o.verbose && o.socket_path)
 		fprintf(stderr, "larderd: serving on %s with %d threads\n", o.socket_path, o.threads);
-	else if (o.verbose)
-		fprintf(stderr, "larderd: serving on %s:%s with %d threads\n",
-			o.inter ? o.inter : "*", o.port, o.threads);
+	else if (o.verbose) {
+		unsigned port; /* with -p -1, the port the kernel picked */
+		bool v6;
+		if (!bound_port(fds[0], &port, &v6))
+			port = (unsigned)atoi(o.port);
+		fprintf(stderr, "larderd: serving on %s:%u with %d threads\n",
+			o.inter ? o.inter : "*", port, o.threads);
+	}
 	int sig = wait_for_signal(&sh);
 	larderd_net_stop(net);
 	if (o.snapshot && sig != SIGINT) {

@@ -264,8 +264,9 @@ def check_port(larderd):
 def check_ephemeral_port(larderd, memcached, tmp):
     """-p -1 and memcached's ports file (MEMCACHED_PORT_FILENAME): a port the
     kernel picks, one per listening socket, in memcached's lines ("TCP INET:
-    <port>"), stats settings' tcpport -1 as memcached's; a file that cannot be
-    written stops the server with a message (larderd refused -p -1)."""
+    <port>"), stats settings' tcpport -1 as memcached's, -v's start-up line
+    naming the port picked; a file that cannot be written stops the server
+    with a message (larderd refused -p -1)."""
     got = []
     for server in (larderd, memcached):
         p, port = serve([server, "-l", "127.0.0.1", "-U", "0", "-u", "root"])
@@ -277,6 +278,14 @@ def check_ephemeral_port(larderd, memcached, tmp):
             wait_exit(p, server)
     if got[0] != got[1] or got[0] != [b"STAT tcpport -1"]:
         raise RuntimeError("-p -1: tcpport: larderd %r, memcached %r" % tuple(got))
+    # -v's start-up line names the port the kernel picked (it said "-1"); it
+    # comes before the signal wait, so SIGTERM cannot cut it off.
+    p, port = serve([larderd, "-v", "-l", "127.0.0.1", "-U", "0", "-u", "root"],
+                    stderr=subprocess.PIPE)
+    p.terminate()
+    err = p.communicate(timeout=60)[1]
+    if ("serving on 127.0.0.1:%d " % port).encode() not in err:
+        raise RuntimeError("-v -p -1: the start-up line does not name port %d: %r" % (port, err))
     # Every address (-l left out): an IPv4 and an IPv6 socket, each its own port.
     path = os.path.join(tmp, "ports")
     p = subprocess.Popen([larderd, "-p", "-1"], env=dict(os.environ, MEMCACHED_PORT_FILENAME=path))
@@ -303,7 +312,8 @@ def check_ephemeral_port(larderd, memcached, tmp):
                        env=dict(os.environ, MEMCACHED_PORT_FILENAME=os.path.join(tmp, "no", "x")))
     if r.returncode != 71 or b"MEMCACHED_PORT_FILENAME" not in r.stderr:
         raise RuntimeError("an unwritable ports file: exit %d, %r" % (r.returncode, r.stderr))
-    print("-p -1: ports file %s; tcpport -1 as memcached's; an unwritable file refused"
+    print("-p -1: ports file %s; tcpport -1 as memcached's; -v names the port; an unwritable"
+          " file refused"
           % " and ".join(kinds))
 
 
