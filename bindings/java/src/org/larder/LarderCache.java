@@ -48,8 +48,11 @@ import javax.management.ObjectName;
  * thread's first call on the cache, which allocates the thread's native
  * state; the next call tries again), and so is direct memory the JVM refuses
  * the thread's scratch buffer for a call's key and value (a value near the
- * 1 GiB limit under a small {@code -Xmx}). After an error the key's previous value
- * is intact.
+ * 1 GiB limit under a small {@code -Xmx}). A {@code put} refused for its
+ * value (over a limit, or no room for it: the last three exceptions) removes
+ * the key's previous value before it throws (see {@link #put(Object,
+ * Object)}); after any other error, a refused conditional write's included,
+ * the key's previous value is intact.
  *
  * <p><b>Closing.</b> {@link #close()} is safe while other threads are inside
  * calls on the cache: it refuses new calls at once (they throw
