@@ -629,7 +629,9 @@ public final class LarderCache<K, V> implements AutoCloseable {
 
     /**
      * Compare-and-set: stores {@code value} only if a live value is present
-     * and its bytes equal {@code oldValue}'s; true if stored.
+     * and its bytes equal {@code oldValue}'s; true if stored. An
+     * {@code oldValue} over {@code maxValueBytes} equals no stored value:
+     * false, found without serializing it.
      */
     public boolean replace(K key, V oldValue, V value) {
         Objects.requireNonNull(oldValue, "oldValue");
@@ -640,7 +642,8 @@ public final class LarderCache<K, V> implements AutoCloseable {
     /**
      * As in OHC: stores {@code value} if the key is absent, or if its
      * current value's bytes equal {@code old}'s; false if a different value
-     * is present.
+     * is present (an {@code old} over {@code maxValueBytes} equals no stored
+     * value, as in {@link #replace(Object, Object, Object)}).
      */
     public boolean addOrReplace(K key, V old, V value) {
         return addOrReplace(key, old, value, Native.TTL_DEFAULT);
@@ -675,7 +678,8 @@ public final class LarderCache<K, V> implements AutoCloseable {
      * Removes the key only if its value's bytes equal {@code value}'s; true if
      * removed. A null {@code value} is never present: false, as Caffeine's
      * {@code asMap().remove(key, null)} and {@code ConcurrentHashMap}'s (the
-     * key is still checked, and a closed cache still throws).
+     * key is still checked, and a closed cache still throws); neither is one
+     * over {@code maxValueBytes}, found without serializing it.
      */
     public boolean remove(K key, V value) {
         if (value == null) {
@@ -736,6 +740,9 @@ public final class LarderCache<K, V> implements AutoCloseable {
             int expectedOff = align(valueOff + valueLen), expectedLen = 0;
             if (expected != null) {
                 expectedLen = valueSerializer.serializedSize(expected);
+                if (expectedLen > maxValueBytes) {
+                    return unequal(s, keyLen);
+                }
                 s.ensure((long) expectedOff + expectedLen, expectedOff);
                 writeValueAt(s, expected, expectedOff, expectedLen);
             }
@@ -755,6 +762,24 @@ public final class LarderCache<K, V> implements AutoCloseable {
             s.release();
             Reference.reachabilityFence(this);
         }
+    }
+
+    /*
+     * A compare whose expected value is over maxValueBytes: no stored value
+     * can equal it, so the answer is the key's presence alone (MISMATCH or
+     * MISS), found without copying that value into the scratch space, where
+     * one near the 1 GiB limit was refused for direct memory. Like a compare
+     * that finds another value, it is no access and counts no hit.
+     */
+    private int unequal(Scratch s, int keyLen) {
+        int rc = Native.contains(guard, gen, s.address, keyLen);
+        if (rc == Native.OK) {
+            return Native.MISMATCH;
+        }
+        if (rc == Native.MISS) {
+            return rc;
+        }
+        throw failure(rc, keyLen, 0);
     }
 
     /*
