@@ -68,6 +68,31 @@ class TtlTest {
         }
     }
 
+    /*
+     * defaultTTLmillis(NEVER_EXPIRE) is no deadline, as a put's NEVER_EXPIRE:
+     * it was passed on as a lifetime of Long.MAX_VALUE ms, whose deadline a
+     * clock at Long.MAX_VALUE reached (the entry expired), while
+     * remainingTTLmillis said NEVER_EXPIRE until then.
+     */
+    @Test
+    void aDefaultTtlOfNeverExpireGivesNoDeadline() {
+        for (boolean afterAccess : new boolean[] {false, true}) {
+            ManualClock clock = new ManualClock(0);
+            try (LarderCache<byte[], byte[]> c = bytes().clock(clock)
+                    .defaultTTLmillis(LarderCache.NEVER_EXPIRE).expireAfterAccess(afterAccess)
+                    .build()) {
+                c.put(b("d"), b("v"));
+                c.put(b("own"), b("v"), LarderCache.NEVER_EXPIRE, TimeUnit.MILLISECONDS);
+                clock.set(Long.MAX_VALUE - 1);
+                assertEquals(LarderCache.NEVER_EXPIRE, c.remainingTTLmillis(b("d")));
+                clock.set(Long.MAX_VALUE);
+                assertPresent(c, "own", true);
+                assertPresent(c, "d", true);
+                assertEquals(LarderCache.NEVER_EXPIRE, c.remainingTTLmillis(b("d")));
+            }
+        }
+    }
+
     @Test
     void theDefaultTtlAppliesToWritesWithoutOne() {
         ManualClock clock = new ManualClock(0);
