@@ -8,7 +8,7 @@ import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -348,7 +348,10 @@ public final class LarderCache<K, V> implements AutoCloseable {
      * The values of the keys present, deserialized, looked up in batches
      * (see {@link #getAllInto}); allocates the map and the values. A key
      * given more than once (by {@code equals}) is looked up, and counted as
-     * a hit or a miss, once, as in Caffeine's {@code getAllPresent}.
+     * a hit or a miss, once. As Caffeine's {@code getAllPresent}'s, the map
+     * is unmodifiable ({@code put} and {@code remove} on it throw
+     * {@link UnsupportedOperationException}) and iterates in the order the
+     * keys were first given.
      */
     public Map<K, V> getAll(Iterable<? extends K> keys) {
         Set<K> distinct = new LinkedHashSet<>();
@@ -357,7 +360,12 @@ public final class LarderCache<K, V> implements AutoCloseable {
         }
         Object[] array = distinct.toArray();
         checkLaterBatches(array, array.length);
-        Map<K, V> result = new HashMap<>();
+        /* Found values by key position, so that the map follows the keys'
+         * order although the values past a batch's buffer are read last;
+         * found[] because a deserializer may return null. */
+        Object[] values = new Object[array.length];
+        boolean[] found = new boolean[array.length];
+        int hits = 0;
         Scratch s = Scratch.acquire();
         try {
             int first = 0;
@@ -365,12 +373,12 @@ public final class LarderCache<K, V> implements AutoCloseable {
                 int n = Math.min(BATCH_KEYS, array.length - first);
                 batch(s, array, first, n);
                 for (int i = 0; i < n; i++) {
-                    @SuppressWarnings("unchecked")
-                    K key = (K) array[first + i];
                     int off = s.table.getInt(8 * (n + i));
                     int len = s.table.getInt(8 * (n + i) + 4);
                     if (len >= 0 && off >= 0) {
-                        result.put(key, readValue(s, off, len));
+                        values[first + i] = readValue(s, off, len);
+                        found[first + i] = true;
+                        hits++;
                     }
                 }
                 /* Then the values past the batch's buffer: their reads overwrite it. */
@@ -381,17 +389,30 @@ public final class LarderCache<K, V> implements AutoCloseable {
                         int keyLen = s.table.getInt(8 * i + 4);
                         int len = peekAfterTables(s, n, key, keyLen, Integer.MAX_VALUE);
                         if (len != NOT_FOUND) {
-                            result.put(key, readValue(s, Scratch.lineAfter(16 * n + keyLen), len));
+                            int at = Scratch.lineAfter(16 * n + keyLen);
+                            values[first + i] = readValue(s, at, len);
+                            found[first + i] = true;
+                            hits++;
                         }
                     }
                 }
                 first += n;
             } while (first < array.length);
-            return result;
         } finally {
             s.release();
             Reference.reachabilityFence(this);
         }
+        Map<K, V> result = new LinkedHashMap<>(hits * 4 / 3 + 1);
+        for (int i = 0; i < array.length; i++) {
+            if (found[i]) {
+                @SuppressWarnings("unchecked")
+                K key = (K) array[i];
+                @SuppressWarnings("unchecked")
+                V value = (V) values[i];
+                result.put(key, value);
+            }
+        }
+        return Collections.unmodifiableMap(result);
     }
 
     /*
