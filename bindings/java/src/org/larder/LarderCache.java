@@ -301,9 +301,9 @@ public final class LarderCache<K, V> implements AutoCloseable {
             Objects.requireNonNull(keys[i], "key");
             Objects.requireNonNull(values[i], "values[i]");
         }
-        checkLaterBatches(keys, count);
         Scratch s = Scratch.acquire();
         try {
+            checkLaterBatches(s, keys, count);
             int found = 0;
             /* At least one batch, of no keys when count is 0: its native call is
              * what refuses a closed cache. */
@@ -359,7 +359,6 @@ public final class LarderCache<K, V> implements AutoCloseable {
             distinct.add(Objects.requireNonNull(k, "key"));
         }
         Object[] array = distinct.toArray();
-        checkLaterBatches(array, array.length);
         /* Found values by key position, so that the map follows the keys'
          * order although the values past a batch's buffer are read last;
          * found[] because a deserializer may return null. */
@@ -368,6 +367,7 @@ public final class LarderCache<K, V> implements AutoCloseable {
         int hits = 0;
         Scratch s = Scratch.acquire();
         try {
+            checkLaterBatches(s, array, array.length);
             int first = 0;
             do { // at least one batch, as in getAllInto
                 int n = Math.min(BATCH_KEYS, array.length - first);
@@ -416,21 +416,26 @@ public final class LarderCache<K, V> implements AutoCloseable {
     }
 
     /*
-     * The keys of a call of several batches, checked before the first: a key
-     * the limits refuse (empty, over maxKeyBytes) threw from its own batch,
-     * after the batches before it had counted their hits and misses, where
-     * Caffeine's getAllPresent refuses a bad key before it reads any. One
-     * batch checks its keys before it reads (batch()'s sizes pass), so a call
-     * of up to BATCH_KEYS keys costs no second pass.
+     * The keys of the batches after the first, checked before the first
+     * reads: a key the limits refuse (empty, over maxKeyBytes), or one whose
+     * serializer throws, threw from its own batch, after the batches before
+     * it had counted their hits and misses, where Caffeine's getAllPresent
+     * refuses a bad key before it reads any. Each is serialized (at offset
+     * 0 of s, which the first batch then overwrites), so a key of a later
+     * batch is serialized twice; the ready byte[] serializer's copy cannot
+     * throw, so its keys are only measured. The first batch checks and
+     * serializes its own keys before it reads (batch()), so a call of up to
+     * BATCH_KEYS keys costs nothing here.
      */
-    private void checkLaterBatches(Object[] keys, int count) {
-        if (count <= BATCH_KEYS) {
-            return;
-        }
-        for (int i = 0; i < count; i++) {
+    private void checkLaterBatches(Scratch s, Object[] keys, int count) {
+        for (int i = BATCH_KEYS; i < count; i++) {
             @SuppressWarnings("unchecked")
             K key = (K) keys[i];
-            keySize(key);
+            if (rawKeys) {
+                keySize(key);
+            } else {
+                writeKey(s, key);
+            }
         }
     }
 
