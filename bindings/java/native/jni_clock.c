@@ -10,6 +10,8 @@
  *
  *   JCLOCK-C1. The cell never goes backwards (the engine's clock contract):
  *   a set that would move it back is refused.
+ *   JCLOCK-C2. The cell never passes INT64_MAX (Java reads it as a long): an
+ *   advance that would is refused, checked and made in one atomic step.
  */
 #include <stdlib.h>
 
@@ -55,15 +57,26 @@ JNIEXPORT jboolean JNICALL Java_org_larder_Native_clockSet(JNIEnv *env, jclass c
 	return JNI_TRUE;
 }
 
-/* Moves the clock forward by ms (>= 0, checked by Java); returns the new time. */
+/*
+ * Moves the clock forward by ms (>= 0, checked by Java); returns the new
+ * time, or -1 (and no change) when that would pass INT64_MAX, Java's range.
+ * One compare-and-swap checks and moves: a check before a separate add let
+ * two threads near the top both pass it and carry the cell past INT64_MAX.
+ */
 JNIEXPORT jlong JNICALL Java_org_larder_Native_clockAdvance(JNIEnv *env, jclass cls, jlong cell,
 							    jlong ms)
 {
 	(void)env;
 	(void)cls;
 	struct clock_cell *c = (struct clock_cell *)(uintptr_t)cell;
-	return (jlong)(atomic_fetch_add_explicit(&c->ms, (uint64_t)ms, memory_order_relaxed) +
-		       (uint64_t)ms);
+	uint64_t cur = atomic_load_explicit(&c->ms, memory_order_relaxed);
+	do {
+		if ((uint64_t)ms > (uint64_t)INT64_MAX - cur)
+			return -1;
+	} while (!atomic_compare_exchange_weak_explicit(&c->ms, &cur, cur + (uint64_t)ms,
+							memory_order_relaxed,
+							memory_order_relaxed));
+	return (jlong)(cur + (uint64_t)ms);
 }
 
 JNIEXPORT jlong JNICALL Java_org_larder_Native_clockGet(JNIEnv *env, jclass cls, jlong cell)

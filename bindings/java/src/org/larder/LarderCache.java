@@ -8,7 +8,7 @@ import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -48,8 +48,11 @@ import javax.management.ObjectName;
  * thread's first call on the cache, which allocates the thread's native
  * state; the next call tries again), and so is direct memory the JVM refuses
  * the thread's scratch buffer for a call's key and value (a value near the
- * 1 GiB limit under a small {@code -Xmx}). After an error the key's previous value
- * is intact.
+ * 1 GiB limit under a small {@code -Xmx}). A {@code put} refused for its
+ * value (over a limit, or no room for it: the last three exceptions) removes
+ * the key's previous value before it throws (see {@link #put(Object,
+ * Object)}); after any other error, a refused conditional write's included,
+ * the key's previous value is intact.
  *
  * <p><b>Closing.</b> {@link #close()} is safe while other threads are inside
  * calls on the cache: it refuses new calls at once (they throw
@@ -298,9 +301,9 @@ public final class LarderCache<K, V> implements AutoCloseable {
             Objects.requireNonNull(keys[i], "key");
             Objects.requireNonNull(values[i], "values[i]");
         }
-        checkLaterBatches(keys, count);
         Scratch s = Scratch.acquire();
         try {
+            checkLaterBatches(s, keys, count);
             int found = 0;
             /* At least one batch, of no keys when count is 0: its native call is
              * what refuses a closed cache. */
@@ -345,7 +348,10 @@ public final class LarderCache<K, V> implements AutoCloseable {
      * The values of the keys present, deserialized, looked up in batches
      * (see {@link #getAllInto}); allocates the map and the values. A key
      * given more than once (by {@code equals}) is looked up, and counted as
-     * a hit or a miss, once, as in Caffeine's {@code getAllPresent}.
+     * a hit or a miss, once. As Caffeine's {@code getAllPresent}'s, the map
+     * is unmodifiable ({@code put} and {@code remove} on it throw
+     * {@link UnsupportedOperationException}) and iterates in the order the
+     * keys were first given.
      */
     public Map<K, V> getAll(Iterable<? extends K> keys) {
         Set<K> distinct = new LinkedHashSet<>();
@@ -353,21 +359,26 @@ public final class LarderCache<K, V> implements AutoCloseable {
             distinct.add(Objects.requireNonNull(k, "key"));
         }
         Object[] array = distinct.toArray();
-        checkLaterBatches(array, array.length);
-        Map<K, V> result = new HashMap<>();
+        /* Found values by key position, so that the map follows the keys'
+         * order although the values past a batch's buffer are read last;
+         * found[] because a deserializer may return null. */
+        Object[] values = new Object[array.length];
+        boolean[] found = new boolean[array.length];
+        int hits = 0;
         Scratch s = Scratch.acquire();
         try {
+            checkLaterBatches(s, array, array.length);
             int first = 0;
             do { // at least one batch, as in getAllInto
                 int n = Math.min(BATCH_KEYS, array.length - first);
                 batch(s, array, first, n);
                 for (int i = 0; i < n; i++) {
-                    @SuppressWarnings("unchecked")
-                    K key = (K) array[first + i];
                     int off = s.table.getInt(8 * (n + i));
                     int len = s.table.getInt(8 * (n + i) + 4);
                     if (len >= 0 && off >= 0) {
-                        result.put(key, readValue(s, off, len));
+                        values[first + i] = readValue(s, off, len);
+                        found[first + i] = true;
+                        hits++;
                     }
                 }
                 /* Then the values past the batch's buffer: their reads overwrite it. */
@@ -378,35 +389,53 @@ public final class LarderCache<K, V> implements AutoCloseable {
                         int keyLen = s.table.getInt(8 * i + 4);
                         int len = peekAfterTables(s, n, key, keyLen, Integer.MAX_VALUE);
                         if (len != NOT_FOUND) {
-                            result.put(key, readValue(s, Scratch.lineAfter(16 * n + keyLen), len));
+                            int at = Scratch.lineAfter(16 * n + keyLen);
+                            values[first + i] = readValue(s, at, len);
+                            found[first + i] = true;
+                            hits++;
                         }
                     }
                 }
                 first += n;
             } while (first < array.length);
-            return result;
         } finally {
             s.release();
             Reference.reachabilityFence(this);
         }
+        Map<K, V> result = new LinkedHashMap<>(hits * 4 / 3 + 1);
+        for (int i = 0; i < array.length; i++) {
+            if (found[i]) {
+                @SuppressWarnings("unchecked")
+                K key = (K) array[i];
+                @SuppressWarnings("unchecked")
+                V value = (V) values[i];
+                result.put(key, value);
+            }
+        }
+        return Collections.unmodifiableMap(result);
     }
 
     /*
-     * The keys of a call of several batches, checked before the first: a key
-     * the limits refuse (empty, over maxKeyBytes) threw from its own batch,
-     * after the batches before it had counted their hits and misses, where
-     * Caffeine's getAllPresent refuses a bad key before it reads any. One
-     * batch checks its keys before it reads (batch()'s sizes pass), so a call
-     * of up to BATCH_KEYS keys costs no second pass.
+     * The keys of the batches after the first, checked before the first
+     * reads: a key the limits refuse (empty, over maxKeyBytes), or one whose
+     * serializer throws, threw from its own batch, after the batches before
+     * it had counted their hits and misses, where Caffeine's getAllPresent
+     * refuses a bad key before it reads any. Each is serialized (at offset
+     * 0 of s, which the first batch then overwrites), so a key of a later
+     * batch is serialized twice; the ready byte[] serializer's copy cannot
+     * throw, so its keys are only measured. The first batch checks and
+     * serializes its own keys before it reads (batch()), so a call of up to
+     * BATCH_KEYS keys costs nothing here.
      */
-    private void checkLaterBatches(Object[] keys, int count) {
-        if (count <= BATCH_KEYS) {
-            return;
-        }
-        for (int i = 0; i < count; i++) {
+    private void checkLaterBatches(Scratch s, Object[] keys, int count) {
+        for (int i = BATCH_KEYS; i < count; i++) {
             @SuppressWarnings("unchecked")
             K key = (K) keys[i];
-            keySize(key);
+            if (rawKeys) {
+                keySize(key);
+            } else {
+                writeKey(s, key);
+            }
         }
     }
 
@@ -626,7 +655,9 @@ public final class LarderCache<K, V> implements AutoCloseable {
 
     /**
      * Compare-and-set: stores {@code value} only if a live value is present
-     * and its bytes equal {@code oldValue}'s; true if stored.
+     * and its bytes equal {@code oldValue}'s; true if stored. An
+     * {@code oldValue} over {@code maxValueBytes} equals no stored value:
+     * false, found without serializing it.
      */
     public boolean replace(K key, V oldValue, V value) {
         Objects.requireNonNull(oldValue, "oldValue");
@@ -637,7 +668,8 @@ public final class LarderCache<K, V> implements AutoCloseable {
     /**
      * As in OHC: stores {@code value} if the key is absent, or if its
      * current value's bytes equal {@code old}'s; false if a different value
-     * is present.
+     * is present (an {@code old} over {@code maxValueBytes} equals no stored
+     * value, as in {@link #replace(Object, Object, Object)}).
      */
     public boolean addOrReplace(K key, V old, V value) {
         return addOrReplace(key, old, value, Native.TTL_DEFAULT);
@@ -672,7 +704,8 @@ public final class LarderCache<K, V> implements AutoCloseable {
      * Removes the key only if its value's bytes equal {@code value}'s; true if
      * removed. A null {@code value} is never present: false, as Caffeine's
      * {@code asMap().remove(key, null)} and {@code ConcurrentHashMap}'s (the
-     * key is still checked, and a closed cache still throws).
+     * key is still checked, and a closed cache still throws); neither is one
+     * over {@code maxValueBytes}, found without serializing it.
      */
     public boolean remove(K key, V value) {
         if (value == null) {
@@ -733,6 +766,9 @@ public final class LarderCache<K, V> implements AutoCloseable {
             int expectedOff = align(valueOff + valueLen), expectedLen = 0;
             if (expected != null) {
                 expectedLen = valueSerializer.serializedSize(expected);
+                if (expectedLen > maxValueBytes) {
+                    return unequal(s, keyLen);
+                }
                 s.ensure((long) expectedOff + expectedLen, expectedOff);
                 writeValueAt(s, expected, expectedOff, expectedLen);
             }
@@ -752,6 +788,24 @@ public final class LarderCache<K, V> implements AutoCloseable {
             s.release();
             Reference.reachabilityFence(this);
         }
+    }
+
+    /*
+     * A compare whose expected value is over maxValueBytes: no stored value
+     * can equal it, so the answer is the key's presence alone (MISMATCH or
+     * MISS), found without copying that value into the scratch space, where
+     * one near the 1 GiB limit was refused for direct memory. Like a compare
+     * that finds another value, it is no access and counts no hit.
+     */
+    private int unequal(Scratch s, int keyLen) {
+        int rc = Native.contains(guard, gen, s.address, keyLen);
+        if (rc == Native.OK) {
+            return Native.MISMATCH;
+        }
+        if (rc == Native.MISS) {
+            return rc;
+        }
+        throw failure(rc, keyLen, 0);
     }
 
     /*

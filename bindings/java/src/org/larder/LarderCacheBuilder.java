@@ -235,7 +235,11 @@ public final class LarderCacheBuilder<K, V> {
     /**
      * The time to live of entries written without one (>= 0; 0 = none, the
      * default): {@code put(key, value)} and the other writes without a TTL
-     * argument use it.
+     * argument use it. {@link LarderCache#NEVER_EXPIRE} ({@code Long.MAX_VALUE})
+     * is none too, as in {@code put(key, value, ttl, unit)}: the entries get no
+     * deadline, and {@code remainingTTLmillis} says {@code NEVER_EXPIRE}
+     * (with {@link #expireAfterAccess(boolean)} reads then extend nothing:
+     * nothing expires, as asked).
      */
     public LarderCacheBuilder<K, V> defaultTTLmillis(long defaultTTLmillis) {
         if (defaultTTLmillis < 0) {
@@ -375,7 +379,11 @@ public final class LarderCacheBuilder<K, V> {
         s[Native.S_EXPECTED_ENTRIES] = expectedEntries;
         s[Native.S_MAX_KEY_BYTES] = maxKeyBytes;
         s[Native.S_MAX_VALUE_BYTES] = maxValueBytes;
-        s[Native.S_DEFAULT_TTL_MS] = defaultTTLmillis;
+        /* NEVER_EXPIRE is no deadline (0 here), as a put's TTL argument: passed
+         * on, it was a lifetime whose deadline the clock could reach, while
+         * remainingTTLmillis said NEVER_EXPIRE. */
+        s[Native.S_DEFAULT_TTL_MS] = defaultTTLmillis == LarderCache.NEVER_EXPIRE ? 0
+                : defaultTTLmillis;
         s[Native.S_POLICY] = eviction.code;
         s[Native.S_EXPIRY] = expireAfterAccess ? 1 : 0;
         s[Native.S_HASH_SEED] = hashSeed == null ? 0 : hashSeed;

@@ -55,16 +55,22 @@ public final class ManualClock {
         }
     }
 
-    /** Moves the clock forward by {@code millis} (>= 0); returns the new time. */
+    /**
+     * Moves the clock forward by {@code millis} (>= 0) and returns the new
+     * time; throws, moving nothing, when that would pass
+     * {@code Long.MAX_VALUE} (checked and moved in one atomic step, so
+     * concurrent advances never carry it past).
+     */
     public long advance(long millis) {
         if (millis < 0) {
             throw new IllegalArgumentException("a ManualClock never goes backwards: " + millis);
         }
         try {
-            if (millis > Long.MAX_VALUE - Native.clockGet(cell)) {
+            long now = Native.clockAdvance(cell, millis);
+            if (now < 0) {
                 throw new IllegalArgumentException("a ManualClock stops at Long.MAX_VALUE ms");
             }
-            return Native.clockAdvance(cell, millis);
+            return now;
         } finally {
             Reference.reachabilityFence(this);
         }

@@ -451,6 +451,38 @@ class CaffeineContractTest {
     }
 
     /*
+     * getAll's map as getAllPresent's: unmodifiable, and in the order the
+     * keys were first given (keys given twice, absent ones, and values past
+     * the batch's buffer, which are read last, among them). getAll returned
+     * a HashMap: a caller could write into it, and it iterated in hash order.
+     */
+    @Test
+    void getAllsMapIsUnmodifiableAndInTheKeysOrderAsCaffeines() {
+        Cache<String, String> caffeine = Caffeine.newBuilder().build();
+        try (LarderCache<String, String> larder = TestSupport.strings().build()) {
+            List<String> keys = new ArrayList<>();
+            for (int i = 40; i > 0; i--) {
+                String v = i + "v".repeat(i % 7 == 0 ? 3000 : 10);
+                if (i % 5 != 4) {
+                    caffeine.put("k" + i, v);
+                    larder.put("k" + i, v);
+                }
+                keys.add("k" + i);
+                if (i % 9 == 0) {
+                    keys.add("k" + (i + 3));
+                }
+            }
+            Map<String, String> want = caffeine.getAllPresent(keys);
+            Map<String, String> got = larder.getAll(keys);
+            assertEquals(new ArrayList<>(want.entrySet()), new ArrayList<>(got.entrySet()));
+            assertThrows(UnsupportedOperationException.class, () -> want.put("k1", "x"));
+            assertThrows(UnsupportedOperationException.class, () -> got.put("k1", "x"));
+            assertThrows(UnsupportedOperationException.class, () -> got.remove("k1"));
+            assertThrows(UnsupportedOperationException.class, () -> got.clear());
+        }
+    }
+
+    /*
      * Caffeine's derived figures (requestCount, hitRate, missRate), which code
      * moved from Caffeine reads: larder's stats() had only the counts. Equal
      * on an unused cache (hit rate 1.0, miss rate 0.0, as Caffeine defines

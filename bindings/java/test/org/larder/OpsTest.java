@@ -295,24 +295,8 @@ class OpsTest {
         int size = LarderCacheBuilder.VALUE_LIMIT - 64;
         assertTrue(directMemoryLimit() < size, "run with a direct memory limit under 1 GiB"
                 + " (ctest's -Xmx512m): " + directMemoryLimit());
-        CacheSerializer<Integer> sized = new CacheSerializer<Integer>() {
-            @Override
-            public void serialize(Integer value, ByteBuffer buf) {
-                buf.position(buf.position() + value); // a length: the bytes are the scratch's
-            }
-
-            @Override
-            public Integer deserialize(ByteBuffer buf) {
-                return buf.remaining();
-            }
-
-            @Override
-            public int serializedSize(Integer value) {
-                return value;
-            }
-        };
         try (LarderCache<String, Integer> c = LarderCacheBuilder.<String, Integer>newBuilder()
-                .keySerializer(CacheSerializers.STRING).valueSerializer(sized)
+                .keySerializer(CacheSerializers.STRING).valueSerializer(new Sized())
                 .capacity(16L << 30).maxValueBytes(LarderCacheBuilder.VALUE_LIMIT).build()) {
             c.put("k", 10);
             c.put("other", 20);
@@ -326,6 +310,64 @@ class OpsTest {
             assertEquals(Integer.valueOf(20), c.get("other"), "other entries intact");
             c.put("k", 30);
             assertEquals(Integer.valueOf(30), c.get("k"), "the thread's scratch still serves");
+        }
+    }
+
+    /*
+     * An expected value over maxValueBytes (remove(k, v), replace(k, old, v),
+     * addOrReplace) can equal no stored value: the answer is false (or, for
+     * addOrReplace of an absent key, the add), found without serializing
+     * it. The binding copied it into the thread's scratch buffer first, so
+     * that one over the JVM's direct memory threw LarderOutOfMemoryException
+     * where the answer is false.
+     */
+    @Test
+    void anExpectedValueOverTheLimitIsUnequalWithoutBeingCopied() {
+        int size = LarderCacheBuilder.VALUE_LIMIT - 64;
+        assertTrue(directMemoryLimit() < size, "run with a direct memory limit under 1 GiB"
+                + " (ctest's -Xmx512m): " + directMemoryLimit());
+        Sized sized = new Sized();
+        try (LarderCache<String, Integer> c = LarderCacheBuilder.<String, Integer>newBuilder()
+                .keySerializer(CacheSerializers.STRING).valueSerializer(sized)
+                .capacity(16 << 20).maxValueBytes(1 << 20).build()) {
+            c.put("k", 10);
+            int before = sized.serialized;
+            assertFalse(c.remove("k", size));
+            assertFalse(c.replace("k", size, 20));
+            assertFalse(c.addOrReplace("k", size, 20));
+            assertFalse(c.remove("absent", size));
+            assertFalse(c.replace("absent", size, 20));
+            assertEquals(before + 3, sized.serialized, "only the new values were serialized");
+            assertEquals(Integer.valueOf(10), c.get("k"));
+            assertNull(c.get("absent"));
+            assertTrue(c.addOrReplace("absent", size, 30), "an absent key is added");
+            assertEquals(Integer.valueOf(30), c.get("absent"));
+            c.cleanUp();
+            LarderStats st = c.stats();
+            assertEquals(3, st.hitCount() + st.missCount(), "only the three gets count");
+        }
+    }
+
+    /* Serializes an Integer as that many bytes, left as the scratch holds
+     * them: values of any size up to the 1 GiB limit without a heap array.
+     * Counts its serialize calls. */
+    private static final class Sized implements CacheSerializer<Integer> {
+        int serialized;
+
+        @Override
+        public void serialize(Integer value, ByteBuffer buf) {
+            serialized++;
+            buf.position(buf.position() + value);
+        }
+
+        @Override
+        public Integer deserialize(ByteBuffer buf) {
+            return buf.remaining();
+        }
+
+        @Override
+        public int serializedSize(Integer value) {
+            return value;
         }
     }
 

@@ -9,6 +9,7 @@ import static org.larder.TestSupport.bytes;
 import static org.larder.TestSupport.waitUntil;
 
 import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -102,6 +103,55 @@ class StatsTest {
             assertEquals(0, c.stats().hitCount(), "hits");
             assertEquals(0, c.stats().missCount(), "misses");
             keys[299] = b("k299");
+            assertEquals(150, c.getAll(Arrays.asList(keys)).size(), "the cache serves after");
+            assertEquals(150, c.stats().hitCount(), "hits");
+        }
+    }
+
+    /*
+     * The same for a key whose serializer throws in a later batch: each
+     * batch serialized its own keys, so the first 256 had been read and
+     * counted when the 300th threw.
+     */
+    @Test
+    void aBatchRefusedByTheKeySerializerCountsNothing() {
+        CacheSerializer<String> refusing = new CacheSerializer<String>() {
+            @Override
+            public void serialize(String key, ByteBuffer buf) {
+                if (key.equals("bad")) {
+                    throw new IllegalStateException("refused: " + key);
+                }
+                CacheSerializers.STRING.serialize(key, buf);
+            }
+
+            @Override
+            public String deserialize(ByteBuffer buf) {
+                return CacheSerializers.STRING.deserialize(buf);
+            }
+
+            @Override
+            public int serializedSize(String key) {
+                return CacheSerializers.STRING.serializedSize(key);
+            }
+        };
+        try (LarderCache<String, byte[]> c = LarderCacheBuilder.<String, byte[]>newBuilder()
+                .keySerializer(refusing).valueSerializer(CacheSerializers.BYTE_ARRAY).build()) {
+            String[] keys = new String[300];
+            byte[][] dsts = new byte[300][8];
+            for (int i = 0; i < keys.length; i++) {
+                keys[i] = "k" + i;
+                if (i % 2 == 0) {
+                    c.put(keys[i], new byte[8]);
+                }
+            }
+            keys[299] = "bad";
+            assertThrows(IllegalStateException.class,
+                    () -> c.getAllInto(keys, 300, dsts, new int[300]));
+            assertThrows(IllegalStateException.class, () -> c.getAll(Arrays.asList(keys)));
+            c.cleanUp();
+            assertEquals(0, c.stats().hitCount(), "hits");
+            assertEquals(0, c.stats().missCount(), "misses");
+            keys[299] = "k299";
             assertEquals(150, c.getAll(Arrays.asList(keys)).size(), "the cache serves after");
             assertEquals(150, c.stats().hitCount(), "hits");
         }

@@ -11,9 +11,12 @@ import static org.larder.TestSupport.bytes;
 import static org.larder.TestSupport.s;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /** Time to live, driven by a ManualClock so that no result depends on timing. */
@@ -65,6 +68,31 @@ class TtlTest {
             c.put(b("huge"), b("v"), Long.MAX_VALUE / 2, TimeUnit.DAYS);
             assertEquals(LarderCache.NEVER_EXPIRE, c.remainingTTLmillis(b("huge")),
                     "a TTL past Long.MAX_VALUE ms saturates to never");
+        }
+    }
+
+    /*
+     * defaultTTLmillis(NEVER_EXPIRE) is no deadline, as a put's NEVER_EXPIRE:
+     * it was passed on as a lifetime of Long.MAX_VALUE ms, whose deadline a
+     * clock at Long.MAX_VALUE reached (the entry expired), while
+     * remainingTTLmillis said NEVER_EXPIRE until then.
+     */
+    @Test
+    void aDefaultTtlOfNeverExpireGivesNoDeadline() {
+        for (boolean afterAccess : new boolean[] {false, true}) {
+            ManualClock clock = new ManualClock(0);
+            try (LarderCache<byte[], byte[]> c = bytes().clock(clock)
+                    .defaultTTLmillis(LarderCache.NEVER_EXPIRE).expireAfterAccess(afterAccess)
+                    .build()) {
+                c.put(b("d"), b("v"));
+                c.put(b("own"), b("v"), LarderCache.NEVER_EXPIRE, TimeUnit.MILLISECONDS);
+                clock.set(Long.MAX_VALUE - 1);
+                assertEquals(LarderCache.NEVER_EXPIRE, c.remainingTTLmillis(b("d")));
+                clock.set(Long.MAX_VALUE);
+                assertPresent(c, "own", true);
+                assertPresent(c, "d", true);
+                assertEquals(LarderCache.NEVER_EXPIRE, c.remainingTTLmillis(b("d")));
+            }
         }
     }
 
@@ -247,6 +275,87 @@ class TtlTest {
         assertEquals(150, clock.advance(50));
         clock.set(150);
         assertEquals(150, clock.millis());
+    }
+
+    /*
+     * Two threads advancing one clock near Long.MAX_VALUE at once: one fits,
+     * the other is refused, and the clock never passes the top. advance
+     * checked the room and then added in a second step, so both threads
+     * could pass the check and carry the clock past Long.MAX_VALUE (to
+     * negative times). Each round starts a fresh clock 10 ms below the top
+     * and releases both threads, spinning rather than parked so that their
+     * advances overlap, each by 6 ms.
+     */
+    @Test
+    void concurrentAdvancesNearTheTopNeverPassIt() throws Exception {
+        int rounds = 20_000;
+        ManualClock[] clocks = new ManualClock[rounds];
+        for (int r = 0; r < rounds; r++) {
+            clocks[r] = new ManualClock(Long.MAX_VALUE - 10);
+        }
+        boolean[][] fitted = new boolean[2][rounds];
+        SpinBarrier barrier = new SpinBarrier(2);
+        List<Throwable> failures = Collections.synchronizedList(new ArrayList<>());
+        Thread[] threads = new Thread[2];
+        for (int t = 0; t < 2; t++) {
+            boolean[] mine = fitted[t];
+            threads[t] = new Thread(() -> {
+                try {
+                    for (int r = 0; r < rounds; r++) {
+                        barrier.await();
+                        try {
+                            assertEquals(Long.MAX_VALUE - 4, clocks[r].advance(6));
+                            mine[r] = true;
+                        } catch (IllegalArgumentException refused) {
+                            /* the clock had no room left: what the other must get */
+                        }
+                    }
+                } catch (Throwable e) {
+                    failures.add(e);
+                    barrier.abandon();
+                }
+            });
+            threads[t].start();
+        }
+        for (Thread th : threads) {
+            th.join();
+        }
+        assertEquals(List.of(), failures);
+        for (int r = 0; r < rounds; r++) {
+            assertTrue(fitted[0][r] != fitted[1][r], "one advance fits in round " + r);
+            assertEquals(Long.MAX_VALUE - 4, clocks[r].millis(), "the clock after round " + r);
+        }
+    }
+
+    /* A barrier whose waiters spin (yielding now and then), so that they
+     * leave it within nanoseconds of each other; abandon() lets them out
+     * when a party failed. */
+    private static final class SpinBarrier {
+        private final int parties;
+        private final AtomicInteger arrived = new AtomicInteger();
+        private volatile boolean abandoned;
+
+        SpinBarrier(int parties) {
+            this.parties = parties;
+        }
+
+        void await() {
+            int target = (arrived.incrementAndGet() + parties - 1) / parties * parties;
+            for (int spins = 1; arrived.get() < target; spins++) {
+                if (abandoned) {
+                    throw new IllegalStateException("the barrier's other party failed");
+                }
+                if (spins % 1024 == 0) {
+                    Thread.yield();
+                } else {
+                    Thread.onSpinWait();
+                }
+            }
+        }
+
+        void abandon() {
+            abandoned = true;
+        }
     }
 
     @Test
