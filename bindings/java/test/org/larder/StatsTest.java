@@ -115,25 +115,11 @@ class StatsTest {
      */
     @Test
     void aBatchRefusedByTheKeySerializerCountsNothing() {
-        CacheSerializer<String> refusing = new CacheSerializer<String>() {
-            @Override
-            public void serialize(String key, ByteBuffer buf) {
-                if (key.equals("bad")) {
-                    throw new IllegalStateException("refused: " + key);
-                }
-                CacheSerializers.STRING.serialize(key, buf);
+        CacheSerializer<String> refusing = TestSupport.stringSerializer(key -> {
+            if (key.equals("bad")) {
+                throw new IllegalStateException("refused: " + key);
             }
-
-            @Override
-            public String deserialize(ByteBuffer buf) {
-                return CacheSerializers.STRING.deserialize(buf);
-            }
-
-            @Override
-            public int serializedSize(String key) {
-                return CacheSerializers.STRING.serializedSize(key);
-            }
-        };
+        }, CacheSerializers.STRING::serializedSize);
         try (LarderCache<String, byte[]> c = LarderCacheBuilder.<String, byte[]>newBuilder()
                 .keySerializer(refusing).valueSerializer(CacheSerializers.BYTE_ARRAY).build()) {
             String[] keys = new String[300];
